@@ -1,0 +1,3 @@
+//! The `etwgpu` command-line tool.
+
+fn main() {}

@@ -1,0 +1,1 @@
+//! LLM generation on etwgpu: KV cache, SDPA decode, sampling, tokenizer (filled in by the LLM work).

@@ -1,0 +1,70 @@
+//! Project automation for etwgpu.
+//!
+//! - `cargo xtask codegen`: regenerate every generated file (FlatBuffer field
+//!   descriptors in `crates/format/src/generated/`, shader modules in
+//!   `crates/kernels/src/generated/`).
+//! - `cargo xtask check-wgsl`: fail when any generated file is stale, missing
+//!   or extra, or when a WGSL shader variant does not validate.
+//! - `cargo xtask tidy`: the layout and dependency rules of `STYLE.md`.
+//! - `cargo xtask ci`: everything CI runs (fmt, clippy, drift, tidy, tests,
+//!   bench build).
+
+mod codegen;
+mod fbs;
+mod tidy;
+
+#[cfg(test)]
+mod tests;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives one level below the root").to_path_buf()
+}
+
+fn usage() -> ExitCode {
+    eprintln!("usage: cargo xtask <codegen | check-wgsl | tidy | ci>");
+    ExitCode::from(2)
+}
+
+fn run(cmd: &mut Command) -> Result<(), String> {
+    eprintln!("$ {cmd:?}");
+    let status = cmd.status().map_err(|e| format!("could not start {cmd:?}: {e}"))?;
+    if status.success() { Ok(()) } else { Err(format!("{cmd:?} failed with {status}")) }
+}
+
+fn ci(root: &Path) -> Result<(), String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let cargo_cmd = |args: &[&str]| {
+        let mut c = Command::new(&cargo);
+        c.current_dir(root).args(args);
+        c
+    };
+    run(&mut cargo_cmd(&["fmt", "--all", "--check"]))?;
+    codegen::check(root)?;
+    tidy::check(root)?;
+    run(cargo_cmd(&["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]).env("RUSTFLAGS", ""))?;
+    run(&mut cargo_cmd(&["test", "--workspace"]))?;
+    run(&mut cargo_cmd(&["bench", "--workspace", "--no-run"]))?;
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let root = workspace_root();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("codegen") => codegen::write(&root),
+        Some("check-wgsl") | Some("check") => codegen::check(&root),
+        Some("tidy") => tidy::check(&root),
+        Some("ci") => ci(&root),
+        _ => return usage(),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

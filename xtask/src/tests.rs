@@ -1,0 +1,78 @@
+//! Tests of the tidy rules and generators, and the repository-wide checks
+//! themselves, so that plain `cargo test` catches drift and tidy breakage.
+
+use crate::{codegen, fbs, tidy, workspace_root};
+
+#[test]
+fn repository_is_tidy() {
+    let problems = tidy::problems(&workspace_root());
+    assert!(problems.is_empty(), "tidy problems:\n{}", problems.join("\n"));
+}
+
+#[test]
+fn generated_files_have_not_drifted() {
+    let problems = codegen::drift(&workspace_root()).expect("generators run");
+    assert!(problems.is_empty(), "run `cargo xtask codegen`:\n{}", problems.join("\n"));
+}
+
+fn manifest(name: &str, deps: &str) -> tidy::Manifest {
+    tidy::parse_manifest(&format!("[package]\nname = \"{name}\"\n\n[dependencies]\n{deps}\n"))
+}
+
+#[test]
+fn upward_dependency_is_rejected() {
+    let m = manifest("etwgpu-graph", "etwgpu-runtime.workspace = true\netwgpu-format.workspace = true");
+    let p = tidy::check_manifests(&[m]);
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert!(p[0].contains("etwgpu-runtime"), "{p:?}");
+}
+
+#[test]
+fn same_layer_dependency_is_rejected() {
+    let p = tidy::check_manifests(&[manifest("etwgpu-kernels", "etwgpu-format = { path = \"../format\" }")]);
+    assert_eq!(p.len(), 1, "{p:?}");
+}
+
+#[test]
+fn wgpu_outside_runtime_is_rejected() {
+    let p = tidy::check_manifests(&[manifest("etwgpu-graph", "wgpu = \"30\"")]);
+    assert!(p.iter().any(|x| x.contains("wgpu")), "{p:?}");
+    let ok =
+        tidy::check_manifests(&[manifest("etwgpu-runtime", "wgpu.workspace = true\netwgpu-graph.workspace = true")]);
+    assert!(ok.is_empty(), "{ok:?}");
+}
+
+#[test]
+fn dev_dependency_section_is_checked() {
+    let m = tidy::parse_manifest("[package]\nname = \"etwgpu-format\"\n[dev-dependencies]\nnaga = \"30\"\n");
+    let p = tidy::check_manifests(&[m]);
+    assert!(p.iter().any(|x| x.contains("naga")), "{p:?}");
+}
+
+#[test]
+fn union_fields_take_two_slots() {
+    let schema =
+        fbs::parse("namespace t; table A {} union U { A } table T { x: int = 3; u: U; name: string; v: [A]; }")
+            .expect("parses");
+    let code = fbs::emit("t.fbs", &schema, &[]).expect("emits");
+    assert!(code.contains("pub const X: Scalar<i32> = Scalar { slot: 0, name: \"T.x\", default: 3 };"), "{code}");
+    assert!(code.contains("pub const U: Union = Union { slot: 1, name: \"T.u\" };"), "{code}");
+    assert!(code.contains("slot: 3, name: \"T.name\""), "{code}");
+    assert!(code.contains("pub const V: Offset<[Tbl]> = Offset { slot: 4"), "{code}");
+}
+
+#[test]
+fn enum_defaults_resolve_by_name() {
+    let schema =
+        fbs::parse("namespace t; enum E : ubyte { A = 1, B = 255 } table T { e: E = B; f: E; }").expect("parses");
+    let code = fbs::emit("t.fbs", &schema, &[]).expect("emits");
+    assert!(code.contains("pub const E: Scalar<u8> = Scalar { slot: 0, name: \"T.e\", default: 255 };"), "{code}");
+    assert!(code.contains("pub const F: Scalar<u8> = Scalar { slot: 1, name: \"T.f\", default: 0 };"), "{code}");
+}
+
+#[test]
+fn unknown_schema_constructs_fail() {
+    assert!(fbs::parse("struct S { x: int; }").is_err());
+    let schema = fbs::parse("namespace t; table T { x: Missing; }").expect("parses");
+    assert!(fbs::emit("t.fbs", &schema, &[]).is_err());
+}
