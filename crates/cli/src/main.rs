@@ -1,3 +1,91 @@
 //! The `etwgpu` command-line tool.
+//!
+//! ```text
+//! etwgpu inspect MODEL.pte [--ptd FILE]... [--json]
+//! ```
+//!
+//! Errors print one line on stderr and exit with status 1; usage errors exit
+//! with status 2.
 
-fn main() {}
+mod inspect;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+const USAGE: &str = "usage: etwgpu inspect MODEL.pte [--ptd FILE]... [--json]";
+
+/// A command-line failure: the message and the exit status.
+struct Failure {
+    message: String,
+    status: u8,
+}
+
+impl Failure {
+    fn usage(message: impl Into<String>) -> Self {
+        Self { message: format!("{}\n{USAGE}", message.into()), status: 2 }
+    }
+    fn error(message: impl std::fmt::Display) -> Self {
+        Self { message: format!("error: {message}"), status: 1 }
+    }
+}
+
+/// Options of `inspect`.
+struct InspectArgs {
+    model: PathBuf,
+    ptds: Vec<PathBuf>,
+    json: bool,
+}
+
+fn parse_inspect(args: &[String]) -> Result<InspectArgs, Failure> {
+    let mut model = None;
+    let mut ptds = Vec::new();
+    let mut json = false;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--json" => json = true,
+            "--ptd" => ptds.push(PathBuf::from(it.next().ok_or_else(|| Failure::usage("--ptd needs a file"))?)),
+            flag if flag.starts_with("--") => return Err(Failure::usage(format!("unknown option {flag}"))),
+            path if model.is_none() => model = Some(PathBuf::from(path)),
+            extra => return Err(Failure::usage(format!("unexpected argument {extra}"))),
+        }
+    }
+    let model = model.ok_or_else(|| Failure::usage("inspect needs a model file"))?;
+    Ok(InspectArgs { model, ptds, json })
+}
+
+fn inspect(args: &[String]) -> Result<(), Failure> {
+    let a = parse_inspect(args)?;
+    let program = etwgpu_format::Program::open_with_external(&a.model, &a.ptds)
+        .map_err(|e| Failure::error(format!("{}: {e}", a.model.display())))?;
+    let out = if a.json {
+        let mut s = serde_json::to_string(&inspect::to_json(&program)).map_err(Failure::error)?;
+        s.push('\n');
+        s
+    } else {
+        let name = a.model.file_name().map_or_else(|| a.model.display().to_string(), |n| n.to_string_lossy().into());
+        inspect::to_text(&name, &program)
+    };
+    use std::io::Write as _;
+    std::io::stdout().write_all(out.as_bytes()).map_err(Failure::error)
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("inspect") => inspect(&args[1..]),
+        Some("--help" | "-h" | "help") => {
+            use std::io::Write as _;
+            writeln!(std::io::stdout(), "{USAGE}").map_err(Failure::error)
+        }
+        Some(other) => Err(Failure::usage(format!("unknown command {other}"))),
+        None => Err(Failure::usage("no command given")),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(f) => {
+            eprintln!("{}", f.message);
+            ExitCode::from(f.status)
+        }
+    }
+}

@@ -1,0 +1,127 @@
+//! End-to-end tests of the `etwgpu` binary: `inspect` on every exported
+//! fixture (checked against what the exporter recorded, and snapshotted),
+//! and one-line errors on bad input.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn fixtures_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../test_data/fixtures")
+}
+
+fn fixtures() -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(fixtures_dir())
+        .expect("test_data/fixtures exists")
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.join("manifest.json").exists())
+        .collect();
+    dirs.sort();
+    assert!(dirs.len() >= 10, "expected the exported fixtures, found {}", dirs.len());
+    dirs
+}
+
+fn etwgpu(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_etwgpu")).args(args).output().expect("the binary runs")
+}
+
+fn stdout(o: &Output) -> String {
+    assert!(o.status.success(), "failed: {}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout.clone()).expect("utf-8 output")
+}
+
+fn manifest(dir: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).expect("manifest")).expect("json")
+}
+
+/// `inspect --json` agrees with the exporter's own record of every fixture:
+/// methods, their inputs and outputs, and per delegate the value and node
+/// counts, op histogram and constants; plus the CPU kernel calls.
+#[test]
+fn inspect_json_matches_the_exporter() {
+    for dir in fixtures() {
+        let name = dir.file_name().unwrap().to_string_lossy().to_string();
+        let model = dir.join("model.pte");
+        let got: Value = serde_json::from_str(&stdout(&etwgpu(&["inspect", "--json", model.to_str().unwrap()])))
+            .expect("inspect --json prints JSON");
+        let expected = &manifest(&dir)["expected"];
+        let exp_methods = expected["methods"].as_array().expect("methods");
+        let got_methods = got["methods"].as_array().expect("methods");
+        assert_eq!(got_methods.len(), exp_methods.len(), "{name}: method count");
+        for (g, e) in got_methods.iter().zip(exp_methods) {
+            let ctx = format!("{name}/{}", e["name"]);
+            assert_eq!(g["name"], e["name"], "{ctx}");
+            for key in ["inputs", "outputs"] {
+                let strip = |v: &Value| -> Vec<Value> {
+                    v.as_array()
+                        .expect("list")
+                        .iter()
+                        .map(|x| match x.get("dtype") {
+                            Some(_) => serde_json::json!({"dtype": x["dtype"], "shape": x["shape"]}),
+                            None => serde_json::json!({"kind": x["kind"]}),
+                        })
+                        .collect()
+                };
+                assert_eq!(strip(&g[key]), strip(&e[key]), "{ctx}: {key}");
+            }
+            let gd = g["delegates"].as_array().expect("delegates");
+            let ed = e["delegates"].as_array().expect("delegates");
+            assert_eq!(gd.len(), ed.len(), "{ctx}: delegate count");
+            for (i, (gd, ed)) in gd.iter().zip(ed).enumerate() {
+                for key in ["backend_id", "n_values", "n_nodes", "ops", "n_constants", "constant_bytes"] {
+                    assert_eq!(gd[key], ed[key], "{ctx}: delegate {i} {key}");
+                }
+            }
+            assert_eq!(g["kernel_calls"], e["kernel_calls"], "{ctx}: kernel calls");
+        }
+    }
+}
+
+#[test]
+fn inspect_text_snapshots() {
+    for dir in fixtures() {
+        let name = dir.file_name().unwrap().to_string_lossy().to_string();
+        let model = dir.join("model.pte");
+        let text = stdout(&etwgpu(&["inspect", model.to_str().unwrap()]));
+        insta::assert_snapshot!(name, text);
+    }
+}
+
+fn one_line_error(o: &Output, status: i32) -> String {
+    assert_eq!(o.status.code(), Some(status), "stderr: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(o.stdout.is_empty(), "nothing on stdout");
+    let err = String::from_utf8(o.stderr.clone()).expect("utf-8");
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    err
+}
+
+#[test]
+fn bad_files_fail_with_one_line() {
+    let tmp = std::env::temp_dir().join(format!("etwgpu-cli-test-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).expect("tmp dir");
+    let good = std::fs::read(fixtures_dir().join("mlp/model.pte")).expect("fixture");
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("empty.pte", vec![], "needs 8 bytes but only 0 are there"),
+        ("truncated.pte", good[..good.len() / 2].to_vec(), "are there"),
+        ("text.pte", b"this is not a program at all".to_vec(), "expected identifier \"ET12\""),
+    ];
+    for (file, bytes, needle) in cases {
+        let path = tmp.join(file);
+        std::fs::write(&path, bytes).expect("write");
+        let err = one_line_error(&etwgpu(&["inspect", path.to_str().unwrap()]), 1);
+        assert!(err.starts_with("error: ") && err.contains(needle), "{file}: {err}");
+    }
+    let err = one_line_error(&etwgpu(&["inspect", "/nonexistent/model.pte"]), 1);
+    assert!(err.contains("cannot read /nonexistent/model.pte"), "{err}");
+    std::fs::remove_dir_all(&tmp).expect("cleanup");
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let o = etwgpu(&[]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = etwgpu(&["inspect", "--frobnicate", "x.pte"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("unknown option --frobnicate"));
+}
