@@ -364,3 +364,33 @@ proptest! {
         let _ = crate::VkGraph::parse(&blob, 0, &|_| None);
     }
 }
+
+#[test]
+fn external_data_supplies_missing_constants() {
+    let mut g = worked_example();
+    let moved = std::mem::take(&mut g.named_data);
+    let pte = ProgramBuilder::single_delegate(g).to_bytes();
+    let ptd = crate::writer::ptd_bytes(&moved);
+    let external = check(crate::ExternalData::from_bytes(std::sync::Arc::new(ptd)));
+    assert_eq!(external.keys().count(), 3);
+    let program = check(Program::from_shared(std::sync::Arc::new(pte), vec![external]));
+    let graph = program.methods[0].delegates[0].graph.as_ref().expect("graph");
+    for (c, (key, bytes)) in graph.constants.iter().zip(&moved) {
+        let data = c.data().expect("resolved from the .ptd");
+        assert_eq!(data.file, crate::DataFile::External(0));
+        assert_eq!(program.data(data), &bytes[..], "{key}");
+    }
+}
+
+#[test]
+fn truncated_or_relabelled_ptd_is_an_error() {
+    let ptd = crate::writer::ptd_bytes(&[("k".into(), vec![1, 2, 3])]);
+    for len in 0..ptd.len() {
+        let r = crate::ExternalData::from_bytes(std::sync::Arc::new(ptd[..len].to_vec()));
+        assert!(r.is_err(), "truncation to {len} parsed");
+    }
+    let mut bad = ptd.clone();
+    bad[4..8].copy_from_slice(b"FT02");
+    let e = check_err(crate::ExternalData::from_bytes(std::sync::Arc::new(bad)));
+    assert!(matches!(e, Error::Identifier { expected: "FT01", .. }), "{e}");
+}

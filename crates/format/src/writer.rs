@@ -801,3 +801,61 @@ impl ProgramBuilder {
         })
     }
 }
+
+/// Serializes a `.ptd` external-data file holding `entries` (key, bytes).
+pub fn ptd_bytes(entries: &[(String, Vec<u8>)]) -> Vec<u8> {
+    use crate::generated::flat_tensor as ft;
+    const ALIGN: usize = 128;
+    let mut offsets = Vec::new();
+    let mut end = 0usize;
+    for (_, bytes) in entries {
+        let off = align_up(end, ALIGN);
+        offsets.push(off);
+        end = off + bytes.len();
+    }
+    let mut fbb = FlatBufferBuilder::new();
+    let mut segs = Vec::new();
+    for ((_, bytes), off) in entries.iter().zip(&offsets) {
+        segs.push(table(&mut fbb, |f| {
+            put(f, ft::data_segment::OFFSET, *off as u64);
+            put(f, ft::data_segment::SIZE, bytes.len() as u64);
+        }));
+    }
+    let segs = tables(&mut fbb, &segs);
+    let mut named = Vec::new();
+    for (i, (key, _)) in entries.iter().enumerate() {
+        let k = string(&mut fbb, ft::named_data::KEY, key);
+        named.push(table(&mut fbb, |f| {
+            put_off(f, k.0, k.1);
+            put(f, ft::named_data::SEGMENT_INDEX, i as u32);
+        }));
+    }
+    let named = tables(&mut fbb, &named);
+    let root = table(&mut fbb, |f| {
+        put_off(f, ft::flat_tensor::SEGMENTS, segs);
+        put_off(f, ft::flat_tensor::NAMED_DATA, named);
+    });
+    fbb.finish(root, Some("FT01"));
+    let fb = fbb.finished_data();
+    // Header FH01 inserted after the identifier, as in the .pte.
+    const FH_LEN: usize = crate::ptd::FH01_LEN as usize;
+    let fb_size = fb.len() + FH_LEN;
+    let base = align_up(fb_size, ALIGN);
+    let mut out = Vec::with_capacity(base + end);
+    let root_off = u32::from_le_bytes([fb[0], fb[1], fb[2], fb[3]]) + FH_LEN as u32;
+    out.extend_from_slice(&root_off.to_le_bytes());
+    out.extend_from_slice(&fb[4..8]);
+    out.extend_from_slice(b"FH01");
+    out.extend_from_slice(&crate::ptd::FH01_LEN.to_le_bytes());
+    out.extend_from_slice(&0u64.to_le_bytes()); // flatbuffer_offset
+    out.extend_from_slice(&(fb_size as u64).to_le_bytes());
+    out.extend_from_slice(&(base as u64).to_le_bytes());
+    out.extend_from_slice(&(end as u64).to_le_bytes());
+    out.extend_from_slice(&fb[8..]);
+    out.resize(base, 0);
+    for ((_, bytes), off) in entries.iter().zip(&offsets) {
+        out.resize(base + off, 0);
+        out.extend_from_slice(bytes);
+    }
+    out
+}
