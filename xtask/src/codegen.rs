@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::fbs;
+use crate::{fbs, wgsl};
 
 /// Every generated file, keyed by its path relative to the root.
 pub type Outputs = BTreeMap<PathBuf, String>;
@@ -15,7 +15,8 @@ struct GeneratedDir {
     dir: &'static str,
 }
 
-const GENERATED_DIRS: &[GeneratedDir] = &[GeneratedDir { dir: "crates/format/src/generated" }];
+const GENERATED_DIRS: &[GeneratedDir] =
+    &[GeneratedDir { dir: "crates/format/src/generated" }, GeneratedDir { dir: "crates/kernels/src/generated" }];
 
 fn sorted_files(dir: &Path, ext: &str) -> Result<Vec<PathBuf>, String> {
     let mut files: Vec<PathBuf> = fs::read_dir(dir)
@@ -80,6 +81,7 @@ fn rustfmt(root: &Path, code: &str) -> Result<String, String> {
 pub fn outputs(root: &Path) -> Result<Outputs, String> {
     let mut out = Outputs::new();
     format_outputs(root, &mut out)?;
+    wgsl::outputs(root, &mut out)?;
     for (path, text) in out.iter_mut() {
         if path.extension().is_some_and(|x| x == "rs") {
             *text = rustfmt(root, text)?;
@@ -137,13 +139,18 @@ pub fn drift(root: &Path) -> Result<Vec<String>, String> {
     Ok(problems)
 }
 
-/// Fails when any generated file drifted from its source.
+/// Fails when any generated file drifted from its source, or when a WGSL
+/// shader variant does not validate.
 pub fn check(root: &Path) -> Result<(), String> {
-    let problems = drift(root)?;
+    let mut problems = drift(root)?;
+    problems.extend(wgsl::validate_all(root)?);
     if problems.is_empty() {
         eprintln!("generated files are up to date");
         Ok(())
     } else {
-        Err(format!("generated files drifted (run `cargo xtask codegen`):\n  {}", problems.join("\n  ")))
+        Err(format!(
+            "generated files drifted or failed validation (run `cargo xtask codegen`):\n  {}",
+            problems.join("\n  ")
+        ))
     }
 }

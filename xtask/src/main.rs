@@ -12,6 +12,7 @@
 mod codegen;
 mod fbs;
 mod tidy;
+mod wgsl;
 
 #[cfg(test)]
 mod tests;

@@ -76,3 +76,28 @@ fn unknown_schema_constructs_fail() {
     let schema = fbs::parse("namespace t; table T { x: Missing; }").expect("parses");
     assert!(fbs::emit("t.fbs", &schema, &[]).is_err());
 }
+
+#[test]
+fn wgsl_variants_validate() {
+    let problems = crate::wgsl::validate_all(&workspace_root()).expect("WGSL sources readable");
+    assert!(problems.is_empty(), "invalid WGSL:\n{}", problems.join("\n"));
+}
+
+#[test]
+fn wgsl_conventions_are_enforced() {
+    let ok = "//! doc\n// variants: f32 f16\nalias Elem = f32;\n";
+    let fam = crate::wgsl::parse_family("x", ok.to_string()).expect("valid");
+    assert_eq!(fam.variants, ["f32", "f16"]);
+    let f16 = crate::wgsl::variant_source(&fam, "f16");
+    assert!(f16.starts_with("enable f16;") && f16.contains("alias Elem = f16;"), "{f16}");
+    assert!(crate::wgsl::parse_family("x", "// no doc\n// variants: f32\nalias Elem = f32;\n".into()).is_err());
+    assert!(crate::wgsl::parse_family("x", "//! d\n// variants: f32\n".into()).is_err());
+    assert!(crate::wgsl::parse_family("x", "//! d\n// variants: f64\nalias Elem = f32;\n".into()).is_err());
+    assert!(crate::wgsl::parse_family("x", "//! d\n#define A\n// variants: f32\nalias Elem = f32;\n".into()).is_err());
+}
+
+#[test]
+fn naga_rejects_broken_wgsl() {
+    assert!(crate::wgsl::validate_source("bad", "fn f( {").is_err());
+    assert!(crate::wgsl::validate_source("bad", "fn f() -> u32 { return 1.5; }").is_err());
+}

@@ -1,13 +1,24 @@
 //! The operator table: one row per supported ExecuTorch operator, sorted by
 //! name. [`register_ops!`] turns the rows into [`OpId`], [`OPS`] and
-//! [`from_name`].
+//! [`from_name`], and wires each row to its host rule in `ops/<family>.rs`.
+
+pub mod elementwise;
+pub mod infra;
+pub mod matmul;
+pub mod norm;
+pub mod shape;
+
+use crate::error::Result;
+use crate::plan::{Ctx, Lowered};
+use elementwise::{BinaryOp, UnaryOp};
 
 /// Declares the operator table.
 ///
-/// Each row is `Variant => "exact.executorch.name"`; rows must be sorted by
-/// name (a unit test checks it), so lookups can binary-search.
+/// Each row is `Variant => "exact.executorch.name" => rule`, where `rule`
+/// is a `fn(&Ctx<'_>) -> Result<Lowered>` (or a closure); rows must be
+/// sorted by name (a unit test checks it), so lookups can binary-search.
 macro_rules! register_ops {
-    ($($variant:ident => $name:literal),* $(,)?) => {
+    ($($variant:ident => $name:literal => $lower:expr),* $(,)?) => {
         /// A supported operator.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub enum OpId {
@@ -16,10 +27,75 @@ macro_rules! register_ops {
 
         /// Every supported operator with its ExecuTorch name, sorted by name.
         pub const OPS: &[(OpId, &str)] = &[$((OpId::$variant, $name),)*];
+
+        impl OpId {
+            /// The exact ExecuTorch name.
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $(OpId::$variant => $name,)*
+                }
+            }
+
+            /// Runs the host rule: decodes the arguments (ids in schema
+            /// order, outputs last), infers the output shapes and says what
+            /// to dispatch.
+            pub fn lower(self, ctx: &Ctx<'_>) -> Result<Lowered> {
+                match self {
+                    $(OpId::$variant => ($lower)(ctx),)*
+                }
+            }
+        }
     };
 }
 
-register_ops! {}
+register_ops! {
+    LogSoftmax => "aten._log_softmax.default" => |c| norm::softmax(c, true),
+    Softmax => "aten._softmax.default" => |c| norm::softmax(c, false),
+    Abs => "aten.abs.default" => |c| elementwise::unary(c, UnaryOp::Abs),
+    Add => "aten.add.Tensor" => |c| elementwise::binary(c, BinaryOp::Add),
+    Addmm => "aten.addmm.default" => matmul::addmm,
+    AliasCopy => "aten.alias_copy.default" => shape::alias_copy,
+    Bmm => "aten.bmm.default" => matmul::bmm,
+    Clamp => "aten.clamp.default" => elementwise::clamp,
+    Clone => "aten.clone.default" => shape::clone,
+    Cos => "aten.cos.default" => |c| elementwise::unary(c, UnaryOp::Cos),
+    Div => "aten.div.Tensor" => |c| elementwise::binary(c, BinaryOp::Div),
+    DivMode => "aten.div.Tensor_mode" => elementwise::div_mode,
+    Exp => "aten.exp.default" => |c| elementwise::unary(c, UnaryOp::Exp),
+    ExpandCopy => "aten.expand_copy.default" => shape::expand_copy,
+    Flip => "aten.flip.default" => shape::flip,
+    Gelu => "aten.gelu.default" => elementwise::gelu,
+    Hardsigmoid => "aten.hardsigmoid.default" => |c| elementwise::unary(c, UnaryOp::Hardsigmoid),
+    Hardswish => "aten.hardswish.default" => |c| elementwise::unary(c, UnaryOp::Hardswish),
+    Hardtanh => "aten.hardtanh.default" => elementwise::hardtanh,
+    LeakyRelu => "aten.leaky_relu.default" => elementwise::leaky_relu,
+    Linear => "aten.linear.default" => matmul::linear,
+    Log => "aten.log.default" => |c| elementwise::unary(c, UnaryOp::Log),
+    Maximum => "aten.maximum.default" => |c| elementwise::binary(c, BinaryOp::Maximum),
+    Minimum => "aten.minimum.default" => |c| elementwise::binary(c, BinaryOp::Minimum),
+    Mm => "aten.mm.default" => matmul::mm,
+    Mul => "aten.mul.Tensor" => |c| elementwise::binary(c, BinaryOp::Mul),
+    NativeLayerNorm => "aten.native_layer_norm.default" => norm::native_layer_norm,
+    Neg => "aten.neg.default" => |c| elementwise::unary(c, UnaryOp::Neg),
+    Permute => "aten.permute.default" => shape::permute_copy,
+    PermuteCopy => "aten.permute_copy.default" => shape::permute_copy,
+    PowTensorScalar => "aten.pow.Tensor_Scalar" => elementwise::pow_scalar,
+    PowTensorTensor => "aten.pow.Tensor_Tensor" => |c| elementwise::binary(c, BinaryOp::Pow),
+    Relu => "aten.relu.default" => |c| elementwise::unary(c, UnaryOp::Relu),
+    Round => "aten.round.default" => |c| elementwise::unary(c, UnaryOp::Round),
+    Rsqrt => "aten.rsqrt.default" => |c| elementwise::unary(c, UnaryOp::Rsqrt),
+    SelectCopy => "aten.select_copy.int" => shape::select_copy,
+    Sigmoid => "aten.sigmoid.default" => |c| elementwise::unary(c, UnaryOp::Sigmoid),
+    Sin => "aten.sin.default" => |c| elementwise::unary(c, UnaryOp::Sin),
+    SliceCopy => "aten.slice_copy.Tensor" => shape::slice_copy,
+    Sqrt => "aten.sqrt.default" => |c| elementwise::unary(c, UnaryOp::Sqrt),
+    SqueezeCopy => "aten.squeeze_copy.dims" => shape::squeeze_copy,
+    Sub => "aten.sub.Tensor" => |c| elementwise::binary(c, BinaryOp::Sub),
+    Tanh => "aten.tanh.default" => |c| elementwise::unary(c, UnaryOp::Tanh),
+    UnsqueezeCopy => "aten.unsqueeze_copy.default" => shape::unsqueeze_copy,
+    ViewCopy => "aten.view_copy.default" => shape::view_copy,
+    Prepack => "et_vk.prepack.default" => infra::prepack,
+}
 
 /// Looks an operator up by its exact ExecuTorch name.
 pub fn from_name(name: &str) -> Option<OpId> {

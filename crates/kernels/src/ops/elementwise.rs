@@ -1,0 +1,275 @@
+//! Elementwise ops: broadcasting binary arithmetic (`binary.wgsl`) and
+//! unary functions and activations (`unary.wgsl`).
+
+use crate::error::{Error, Result};
+use crate::generated::shaders::Family;
+use crate::plan::{
+    Ctx, Dispatch, Lowered, Step, TensorInfo, Uniform, WG_ELEMENTWISE, check_rank, contiguous_strides, dims_u32,
+    float_shader, grid_1d, same_dtype, to_u32,
+};
+
+/// A binary op of `binary.wgsl`; the discriminant is the shader's op code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BinaryOp {
+    /// `a + alpha * b`.
+    Add = 0,
+    /// `a - alpha * b`.
+    Sub = 1,
+    /// `a * b`.
+    Mul = 2,
+    /// `a / b`.
+    Div = 3,
+    /// `floor(a / b)`.
+    FloorDiv = 4,
+    /// `trunc(a / b)`.
+    TruncDiv = 5,
+    /// `a ** b`.
+    Pow = 6,
+    /// `min(a, b)`.
+    Minimum = 7,
+    /// `max(a, b)`.
+    Maximum = 8,
+}
+
+/// A unary op of `unary.wgsl`; the discriminant is the shader's op code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnaryOp {
+    /// Identity.
+    Copy = 0,
+    /// `max(x, 0)`.
+    Relu = 1,
+    /// Exact (erf) GELU.
+    GeluErf = 2,
+    /// tanh-approximated GELU.
+    GeluTanh = 3,
+    /// `exp`.
+    Exp = 4,
+    /// Logistic sigmoid.
+    Sigmoid = 5,
+    /// `tanh`.
+    Tanh = 6,
+    /// `-x`.
+    Neg = 7,
+    /// `|x|`.
+    Abs = 8,
+    /// `sqrt`.
+    Sqrt = 9,
+    /// `1 / sqrt`.
+    Rsqrt = 10,
+    /// `sin`.
+    Sin = 11,
+    /// `cos`.
+    Cos = 12,
+    /// Natural log.
+    Log = 13,
+    /// `min(max(x, p0), p1)`.
+    Clamp = 14,
+    /// `x >= 0 ? x : p0 * x`.
+    LeakyRelu = 15,
+    /// `x * relu6(x + 3) / 6`.
+    Hardswish = 16,
+    /// Round half to even.
+    Round = 17,
+    /// `x ** p0`.
+    PowScalar = 18,
+    /// `relu6(x + 3) / 6`.
+    Hardsigmoid = 19,
+}
+
+/// Broadcasts two shapes NumPy-style (right-aligned), or `None`.
+pub fn broadcast_shapes(a: &[u64], b: &[u64]) -> Option<Vec<u64>> {
+    let rank = a.len().max(b.len());
+    (0..rank)
+        .map(|d| {
+            let da = (d + a.len()).checked_sub(rank).map_or(1, |i| a[i]);
+            let db = (d + b.len()).checked_sub(rank).map_or(1, |i| b[i]);
+            match (da, db) {
+                (x, y) if x == y => Some(x),
+                (1, y) => Some(y),
+                (x, 1) => Some(x),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// Strides (in elements) that read a contiguous tensor of `shape` as if it
+/// were broadcast to `out` (0 along broadcast dims). `shape` must
+/// broadcast to `out`.
+pub fn broadcast_strides(shape: &[u64], out: &[u64]) -> Vec<u64> {
+    let own = contiguous_strides(shape);
+    let lead = out.len() - shape.len();
+    (0..out.len())
+        .map(|d| match d.checked_sub(lead) {
+            Some(i) if shape[i] == out[d] => own[i],
+            _ => 0,
+        })
+        .collect()
+}
+
+fn to_u32s(what: &'static str, xs: &[u64]) -> Result<Vec<u32>> {
+    xs.iter().map(|&x| to_u32(what, x)).collect()
+}
+
+/// The dispatch of `out = op(a, b)` with broadcasting.
+fn binary_dispatch(
+    op: BinaryOp,
+    alpha: f64,
+    a: &TensorInfo<'_>,
+    b: &TensorInfo<'_>,
+    out: &TensorInfo<'_>,
+) -> Result<Lowered> {
+    let shader = float_shader(Family::Binary, a, 0, "self")?;
+    same_dtype(b, a.dtype, 1, "other")?;
+    let shape = broadcast_shapes(a.shape, b.shape).ok_or_else(|| Error::Shape {
+        arg_idx: 1,
+        name: "other",
+        expected: format!("broadcastable with {:?}", a.shape),
+        found: b.shape.to_vec(),
+    })?;
+    check_rank(&shape)?;
+    let numel: u64 = shape.iter().product();
+    let mut steps = Vec::new();
+    if numel > 0 {
+        let params = Uniform::new()
+            .u32(to_u32("numel", numel)?)
+            .u32(shape.len() as u32)
+            .u32(op as u32)
+            .u32(0)
+            .f32(alpha as f32)
+            .f32(0.0)
+            .f32(0.0)
+            .f32(0.0)
+            .dims_u32(&dims_u32(&shape)?)
+            .dims_u32(&to_u32s("stride", &broadcast_strides(a.shape, &shape))?)
+            .dims_u32(&to_u32s("stride", &broadcast_strides(b.shape, &shape))?)
+            .finish();
+        steps.push(Step::Dispatch(Dispatch {
+            shader,
+            entry: "main",
+            inputs: vec![a.id, b.id],
+            outputs: vec![out.id],
+            params,
+            workgroups: grid_1d(numel, WG_ELEMENTWISE)?,
+        }));
+    }
+    Ok(Lowered { shapes: vec![(out.id, shape)], steps })
+}
+
+/// `aten.{add,sub}.Tensor(self, other, alpha, →out)` and
+/// `aten.{mul,div}.Tensor`, `aten.pow.Tensor_Tensor`,
+/// `aten.{minimum,maximum}.default(self, other, →out)`.
+pub fn binary(c: &Ctx<'_>, op: BinaryOp) -> Result<Lowered> {
+    let has_alpha = matches!(op, BinaryOp::Add | BinaryOp::Sub);
+    c.expect_args(if has_alpha { 4 } else { 3 })?;
+    let a = c.tensor(0, "self")?;
+    let b = c.tensor(1, "other")?;
+    let alpha = if has_alpha { c.num(2, "alpha")? } else { 1.0 };
+    let out_idx = if has_alpha { 3 } else { 2 };
+    let out = c.tensor(out_idx, "out")?;
+    same_dtype(&out, a.dtype, out_idx, "out")?;
+    binary_dispatch(op, alpha, &a, &b, &out)
+}
+
+/// `aten.div.Tensor_mode(self, other, rounding_mode, →out)`.
+pub fn div_mode(c: &Ctx<'_>) -> Result<Lowered> {
+    c.expect_args(4)?;
+    let a = c.tensor(0, "self")?;
+    let b = c.tensor(1, "other")?;
+    let op = match c.opt_str(2, "rounding_mode")? {
+        None => BinaryOp::Div,
+        Some("floor") => BinaryOp::FloorDiv,
+        Some("trunc") => BinaryOp::TruncDiv,
+        Some(other) => {
+            return Err(Error::ArgValue {
+                arg_idx: 2,
+                name: "rounding_mode",
+                found: other.to_string(),
+                reason: "expected \"floor\", \"trunc\" or None",
+            });
+        }
+    };
+    let out = c.tensor(3, "out")?;
+    same_dtype(&out, a.dtype, 3, "out")?;
+    binary_dispatch(op, 1.0, &a, &b, &out)
+}
+
+/// The dispatch of `out = op(x; p0, p1)`.
+fn unary_dispatch(
+    op: UnaryOp,
+    p0: f32,
+    p1: f32,
+    x: &TensorInfo<'_>,
+    (out, out_idx): (&TensorInfo<'_>, usize),
+) -> Result<Lowered> {
+    let shader = float_shader(Family::Unary, x, 0, "self")?;
+    same_dtype(out, x.dtype, out_idx, "out")?;
+    let numel = x.numel();
+    let mut steps = Vec::new();
+    if numel > 0 {
+        let params = Uniform::new().u32(to_u32("numel", numel)?).u32(op as u32).u32(0).u32(0).f32(p0).f32(p1).finish();
+        steps.push(Step::Dispatch(Dispatch {
+            shader,
+            entry: "main",
+            inputs: vec![x.id],
+            outputs: vec![out.id],
+            params,
+            workgroups: grid_1d(numel, WG_ELEMENTWISE)?,
+        }));
+    }
+    Ok(Lowered { shapes: vec![(out.id, x.shape.to_vec())], steps })
+}
+
+/// `aten.<fn>.default(self, →out)` for the parameterless functions.
+pub fn unary(c: &Ctx<'_>, op: UnaryOp) -> Result<Lowered> {
+    c.expect_args(2)?;
+    unary_dispatch(op, 0.0, 0.0, &c.tensor(0, "self")?, (&c.tensor(1, "out")?, 1))
+}
+
+/// `aten.gelu.default(self, approximate, →out)`.
+pub fn gelu(c: &Ctx<'_>) -> Result<Lowered> {
+    c.expect_args(3)?;
+    let op = match c.opt_str(1, "approximate")? {
+        None | Some("none") => UnaryOp::GeluErf,
+        Some("tanh") => UnaryOp::GeluTanh,
+        Some(other) => {
+            return Err(Error::ArgValue {
+                arg_idx: 1,
+                name: "approximate",
+                found: other.to_string(),
+                reason: "expected \"none\" or \"tanh\"",
+            });
+        }
+    };
+    unary_dispatch(op, 0.0, 0.0, &c.tensor(0, "self")?, (&c.tensor(2, "out")?, 2))
+}
+
+/// `aten.clamp.default(self, min?, max?, →out)`: `None` is unbounded.
+pub fn clamp(c: &Ctx<'_>) -> Result<Lowered> {
+    c.expect_args(4)?;
+    let lo = c.opt_num(1, "min")?.map_or(f32::MIN, |x| x as f32);
+    let hi = c.opt_num(2, "max")?.map_or(f32::MAX, |x| x as f32);
+    unary_dispatch(UnaryOp::Clamp, lo, hi, &c.tensor(0, "self")?, (&c.tensor(3, "out")?, 3))
+}
+
+/// `aten.hardtanh.default(self, min_val, max_val, →out)`.
+pub fn hardtanh(c: &Ctx<'_>) -> Result<Lowered> {
+    c.expect_args(4)?;
+    let lo = c.num(1, "min_val")? as f32;
+    let hi = c.num(2, "max_val")? as f32;
+    unary_dispatch(UnaryOp::Clamp, lo, hi, &c.tensor(0, "self")?, (&c.tensor(3, "out")?, 3))
+}
+
+/// `aten.leaky_relu.default(self, negative_slope, →out)`.
+pub fn leaky_relu(c: &Ctx<'_>) -> Result<Lowered> {
+    c.expect_args(3)?;
+    let slope = c.num(1, "negative_slope")? as f32;
+    unary_dispatch(UnaryOp::LeakyRelu, slope, 0.0, &c.tensor(0, "self")?, (&c.tensor(2, "out")?, 2))
+}
+
+/// `aten.pow.Tensor_Scalar(self, exponent, →out)`.
+pub fn pow_scalar(c: &Ctx<'_>) -> Result<Lowered> {
+    c.expect_args(3)?;
+    let e = c.num(1, "exponent")? as f32;
+    unary_dispatch(UnaryOp::PowScalar, e, 0.0, &c.tensor(0, "self")?, (&c.tensor(2, "out")?, 2))
+}

@@ -1,0 +1,455 @@
+//! The plain-data interface between host rules and the runtime.
+//!
+//! The runtime shows a rule the graph through [`Graph`] (value kinds, tensor
+//! dtypes and *live* shapes) and gets back a [`Lowered`]: the live shapes of
+//! the op's outputs and the [`Step`]s to run. A [`Dispatch`] names a
+//! generated shader, its uniform bytes, its storage bindings as value ids and
+//! its workgroup counts; the runtime maps all of it onto wgpu.
+
+use crate::error::{Error, Result};
+use crate::generated::shaders::{Family, ShaderId, Variant};
+
+/// Most dims a kernel addresses (two `vec4<u32>` in the uniforms).
+pub const MAX_RANK: usize = 8;
+
+/// Invocations per workgroup of the 1-D elementwise kernels.
+pub const WG_ELEMENTWISE: u32 = 256;
+/// Invocations per workgroup of the row-wise kernels (softmax, norms).
+pub const WG_ROWS: u32 = 64;
+/// Tile edge of the matmul kernel.
+pub const MATMUL_TILE: u32 = 16;
+/// Most workgroups along one grid dimension (WebGPU's default limit).
+pub const MAX_GROUPS_PER_DIM: u32 = 65_535;
+
+/// A value id of the graph (an index into its value table).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Vid(pub u32);
+
+/// Element type of a tensor, as the kernels see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ElemType {
+    /// 1-byte boolean.
+    Bool,
+    /// u8.
+    U8,
+    /// i8.
+    I8,
+    /// i16.
+    I16,
+    /// i32.
+    I32,
+    /// i64.
+    I64,
+    /// IEEE half.
+    F16,
+    /// bfloat16.
+    BF16,
+    /// IEEE single.
+    F32,
+    /// IEEE double.
+    F64,
+}
+
+impl ElemType {
+    /// Bytes per element.
+    pub const fn size_bytes(self) -> usize {
+        match self {
+            ElemType::Bool | ElemType::U8 | ElemType::I8 => 1,
+            ElemType::I16 | ElemType::F16 | ElemType::BF16 => 2,
+            ElemType::I32 | ElemType::F32 => 4,
+            ElemType::I64 | ElemType::F64 => 8,
+        }
+    }
+
+    /// The shader variant of a float kernel for this dtype.
+    pub const fn float_variant(self) -> Option<Variant> {
+        match self {
+            ElemType::F32 => Some(Variant::F32),
+            ElemType::F16 => Some(Variant::F16),
+            _ => None,
+        }
+    }
+
+    /// The shader variant of a pure data-movement kernel for this dtype.
+    pub const fn copy_variant(self) -> Option<Variant> {
+        match self {
+            ElemType::F32 => Some(Variant::F32),
+            ElemType::F16 => Some(Variant::F16),
+            ElemType::I32 => Some(Variant::I32),
+            _ => None,
+        }
+    }
+}
+
+/// A tensor as a rule sees it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TensorInfo<'a> {
+    /// Its id.
+    pub id: Vid,
+    /// Element type on the device.
+    pub dtype: ElemType,
+    /// Live shape.
+    pub shape: &'a [u64],
+    /// Whether it is a constant (weights, prepack sources).
+    pub is_constant: bool,
+}
+
+impl TensorInfo<'_> {
+    /// Number of elements at the live shape.
+    pub fn numel(&self) -> u64 {
+        self.shape.iter().product()
+    }
+}
+
+/// A graph value as a rule sees it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Value<'a> {
+    /// `None` (and dtype/layout/device objects).
+    Null,
+    /// Integer.
+    Int(i64),
+    /// Float.
+    Double(f64),
+    /// Boolean.
+    Bool(bool),
+    /// Tensor.
+    Tensor(TensorInfo<'a>),
+    /// Literal integer list.
+    IntList(&'a [i64]),
+    /// Literal float list.
+    DoubleList(&'a [f64]),
+    /// Literal bool list.
+    BoolList(&'a [bool]),
+    /// List of other values.
+    List(&'a [Vid]),
+    /// String.
+    String(&'a str),
+    /// A runtime integer with its live value.
+    SymInt(i64),
+}
+
+impl Value<'_> {
+    /// The kind's name, for messages.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Value::Null => "Null",
+            Value::Int(_) => "Int",
+            Value::Double(_) => "Double",
+            Value::Bool(_) => "Bool",
+            Value::Tensor(_) => "Tensor",
+            Value::IntList(_) => "IntList",
+            Value::DoubleList(_) => "DoubleList",
+            Value::BoolList(_) => "BoolList",
+            Value::List(_) => "ValueList",
+            Value::String(_) => "String",
+            Value::SymInt(_) => "SymInt",
+        }
+    }
+}
+
+/// Read access to the graph, with live shapes.
+pub trait Graph {
+    /// The value with this id. Ids come from the graph itself, so they are
+    /// valid.
+    fn value(&self, id: Vid) -> Value<'_>;
+}
+
+/// One storage-buffer dispatch, as plain data.
+///
+/// Binding 0 is a uniform buffer holding `params`; bindings `1..` are the
+/// `inputs` (read-only storage) then the `outputs` (read-write storage), in
+/// order, all in bind group 0.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dispatch {
+    /// The shader.
+    pub shader: ShaderId,
+    /// Its entry point.
+    pub entry: &'static str,
+    /// Tensors read.
+    pub inputs: Vec<Vid>,
+    /// Tensors written.
+    pub outputs: Vec<Vid>,
+    /// Uniform bytes (a multiple of 16).
+    pub params: Vec<u8>,
+    /// Workgroup counts.
+    pub workgroups: [u32; 3],
+}
+
+/// What running an operator takes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// Run a compute shader.
+    Dispatch(Dispatch),
+    /// `out` is `src` reinterpreted (same bytes, another shape): share its
+    /// buffer instead of copying.
+    Alias {
+        /// The view.
+        out: Vid,
+        /// The tensor viewed.
+        src: Vid,
+    },
+    /// At load: fill `out` with the bytes of the constant `src`, once.
+    Prepack {
+        /// The GPU tensor.
+        out: Vid,
+        /// The constant.
+        src: Vid,
+    },
+}
+
+/// A lowered operator call.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Lowered {
+    /// Live output shapes, to apply before lowering the next call.
+    pub shapes: Vec<(Vid, Vec<u64>)>,
+    /// What to run, in order.
+    pub steps: Vec<Step>,
+}
+
+/// Uniform-buffer bytes, written field by field in WGSL layout order.
+#[derive(Debug, Clone, Default)]
+pub struct Uniform(Vec<u8>);
+
+impl Uniform {
+    /// An empty buffer.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Appends a `u32`.
+    pub fn u32(mut self, x: u32) -> Self {
+        self.0.extend_from_slice(&x.to_le_bytes());
+        self
+    }
+    /// Appends an `i32`.
+    pub fn i32(mut self, x: i32) -> Self {
+        self.0.extend_from_slice(&x.to_le_bytes());
+        self
+    }
+    /// Appends an `f32`.
+    pub fn f32(mut self, x: f32) -> Self {
+        self.0.extend_from_slice(&x.to_le_bytes());
+        self
+    }
+    /// Appends `array<vec4<u32>, 2>` (MAX_RANK entries, zero-filled).
+    pub fn dims_u32(mut self, xs: &[u32]) -> Self {
+        for i in 0..MAX_RANK {
+            self = self.u32(xs.get(i).copied().unwrap_or(0));
+        }
+        self
+    }
+    /// Appends `array<vec4<i32>, 2>` (MAX_RANK entries, zero-filled).
+    pub fn dims_i32(mut self, xs: &[i32]) -> Self {
+        for i in 0..MAX_RANK {
+            self = self.i32(xs.get(i).copied().unwrap_or(0));
+        }
+        self
+    }
+    /// The bytes, zero-padded to a multiple of 16.
+    pub fn finish(mut self) -> Vec<u8> {
+        while !self.0.len().is_multiple_of(16) || self.0.is_empty() {
+            self.0.push(0);
+        }
+        self.0
+    }
+}
+
+/// A 1-D grid of `n_threads` invocations in workgroups of `wg`, folded into
+/// a second dimension past [`MAX_GROUPS_PER_DIM`]. Kernels index with
+/// `gid.x + gid.y * num_workgroups.x * WG` and bounds-check.
+pub fn grid_1d(n_threads: u64, wg: u32) -> Result<[u32; 3]> {
+    let groups = n_threads.div_ceil(u64::from(wg));
+    if groups <= u64::from(MAX_GROUPS_PER_DIM) {
+        return Ok([groups as u32, 1, 1]);
+    }
+    let y = groups.div_ceil(u64::from(MAX_GROUPS_PER_DIM));
+    if y > u64::from(MAX_GROUPS_PER_DIM) {
+        return Err(Error::TooLarge { what: "elements of one dispatch", found: n_threads });
+    }
+    Ok([MAX_GROUPS_PER_DIM, y as u32, 1])
+}
+
+/// Checks that a count fits 32-bit kernel indexing.
+pub fn to_u32(what: &'static str, x: u64) -> Result<u32> {
+    u32::try_from(x).map_err(|_| Error::TooLarge { what, found: x })
+}
+
+/// Contiguous (row-major) strides of a shape, in elements.
+pub fn contiguous_strides(shape: &[u64]) -> Vec<u64> {
+    let mut strides = vec![1u64; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        strides[d] = strides[d + 1] * shape[d + 1];
+    }
+    strides
+}
+
+/// Normalizes a possibly negative dim index against `rank`.
+pub fn norm_dim(dim: i64, rank: usize) -> Option<usize> {
+    let r = rank as i64;
+    let d = if dim < 0 { dim + r } else { dim };
+    (0..r).contains(&d).then_some(d as usize)
+}
+
+/// An operator call being lowered: its arguments and typed accessors.
+#[derive(Clone, Copy)]
+pub struct Ctx<'a> {
+    graph: &'a dyn Graph,
+    args: &'a [crate::plan::Vid],
+}
+
+impl std::fmt::Debug for Ctx<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ctx").field("args", &self.args).finish_non_exhaustive()
+    }
+}
+
+impl<'a> Ctx<'a> {
+    /// A call with these argument ids (outputs last).
+    pub fn new(graph: &'a dyn Graph, args: &'a [Vid]) -> Self {
+        Self { graph, args }
+    }
+
+    /// Fails unless there are exactly `n` arguments.
+    pub fn expect_args(&self, n: usize) -> Result<()> {
+        if self.args.len() == n { Ok(()) } else { Err(Error::ArgCount { expected: n, found: self.args.len() }) }
+    }
+
+    /// The id of argument `i` (checked by [`Ctx::expect_args`] first).
+    pub fn id(&self, i: usize) -> Vid {
+        self.args[i]
+    }
+
+    /// The value of argument `i`.
+    pub fn value(&self, i: usize) -> Value<'a> {
+        self.graph.value(self.args[i])
+    }
+
+    /// The value with id `id`.
+    pub fn value_of(&self, id: Vid) -> Value<'a> {
+        self.graph.value(id)
+    }
+
+    fn kind_err(&self, i: usize, name: &'static str, expected: &'static str) -> Error {
+        Error::ArgKind { arg_idx: i, name, expected, found: self.value(i).kind() }
+    }
+
+    /// Argument `i` as a tensor.
+    pub fn tensor(&self, i: usize, name: &'static str) -> Result<TensorInfo<'a>> {
+        match self.value(i) {
+            Value::Tensor(t) => Ok(t),
+            _ => Err(self.kind_err(i, name, "Tensor")),
+        }
+    }
+
+    /// Argument `i` as a tensor or `None`.
+    pub fn opt_tensor(&self, i: usize, name: &'static str) -> Result<Option<TensorInfo<'a>>> {
+        match self.value(i) {
+            Value::Tensor(t) => Ok(Some(t)),
+            Value::Null => Ok(None),
+            _ => Err(self.kind_err(i, name, "Tensor or Null")),
+        }
+    }
+
+    /// Argument `i` as a number (Int and Double are interchangeable).
+    pub fn num(&self, i: usize, name: &'static str) -> Result<f64> {
+        match self.value(i) {
+            Value::Int(x) => Ok(x as f64),
+            Value::Double(x) => Ok(x),
+            Value::SymInt(x) => Ok(x as f64),
+            _ => Err(self.kind_err(i, name, "Int or Double")),
+        }
+    }
+
+    /// Argument `i` as a number or `None`.
+    pub fn opt_num(&self, i: usize, name: &'static str) -> Result<Option<f64>> {
+        match self.value(i) {
+            Value::Null => Ok(None),
+            _ => self.num(i, name).map(Some),
+        }
+    }
+
+    /// Argument `i` as an integer.
+    pub fn int(&self, i: usize, name: &'static str) -> Result<i64> {
+        match self.value(i) {
+            Value::Int(x) | Value::SymInt(x) => Ok(x),
+            Value::Double(x) if x.fract() == 0.0 => Ok(x as i64),
+            _ => Err(self.kind_err(i, name, "Int")),
+        }
+    }
+
+    /// Argument `i` as a bool.
+    pub fn bool(&self, i: usize, name: &'static str) -> Result<bool> {
+        match self.value(i) {
+            Value::Bool(b) => Ok(b),
+            _ => Err(self.kind_err(i, name, "Bool")),
+        }
+    }
+
+    /// Argument `i` as a string or `None`.
+    pub fn opt_str(&self, i: usize, name: &'static str) -> Result<Option<&'a str>> {
+        match self.value(i) {
+            Value::String(s) => Ok(Some(s)),
+            Value::Null => Ok(None),
+            _ => Err(self.kind_err(i, name, "String or Null")),
+        }
+    }
+
+    /// Argument `i` as a list of integers: an IntList, or a ValueList of
+    /// Ints and SymInts (read at their live values).
+    pub fn int_list(&self, i: usize, name: &'static str) -> Result<Vec<i64>> {
+        match self.value(i) {
+            Value::IntList(xs) => Ok(xs.to_vec()),
+            Value::List(ids) => ids
+                .iter()
+                .map(|id| match self.graph.value(*id) {
+                    Value::Int(x) | Value::SymInt(x) => Ok(x),
+                    _ => Err(self.kind_err(i, name, "IntList or ValueList of Int/SymInt")),
+                })
+                .collect(),
+            _ => Err(self.kind_err(i, name, "IntList")),
+        }
+    }
+
+    /// Argument `i` as a ValueList of tensors (the outputs of multi-output
+    /// ops).
+    pub fn tensor_list(&self, i: usize, name: &'static str) -> Result<Vec<TensorInfo<'a>>> {
+        match self.value(i) {
+            Value::List(ids) => ids
+                .iter()
+                .map(|id| match self.graph.value(*id) {
+                    Value::Tensor(t) => Ok(t),
+                    _ => Err(self.kind_err(i, name, "ValueList of Tensor")),
+                })
+                .collect(),
+            _ => Err(self.kind_err(i, name, "ValueList")),
+        }
+    }
+}
+
+/// The shader of `family` for a float tensor argument, or a dtype error.
+pub fn float_shader(family: Family, t: &TensorInfo<'_>, arg_idx: usize, name: &'static str) -> Result<ShaderId> {
+    t.dtype.float_variant().and_then(|v| ShaderId::find(family, v)).ok_or(Error::DType {
+        arg_idx,
+        name,
+        expected: "float32 or float16",
+        found: t.dtype,
+    })
+}
+
+/// Fails unless `t` has dtype `expected` (outputs follow their inputs).
+pub fn same_dtype(t: &TensorInfo<'_>, expected: ElemType, arg_idx: usize, name: &'static str) -> Result<()> {
+    if t.dtype == expected {
+        Ok(())
+    } else {
+        Err(Error::DType { arg_idx, name, expected: "the same dtype as the input", found: t.dtype })
+    }
+}
+
+/// Fails when a rank exceeds [`MAX_RANK`].
+pub fn check_rank(shape: &[u64]) -> Result<()> {
+    if shape.len() > MAX_RANK { Err(Error::Rank { max: MAX_RANK, found: shape.len() }) } else { Ok(()) }
+}
+
+/// Shape dims as `u32`s, checked.
+pub fn dims_u32(shape: &[u64]) -> Result<Vec<u32>> {
+    shape.iter().map(|&d| to_u32("a dim", d)).collect()
+}

@@ -1,0 +1,190 @@
+//! Unit tests of the operator table and the host rules, on a small
+//! in-memory graph.
+
+use crate::ops::{OPS, OpId, from_name};
+use crate::plan::{ElemType, Graph, Lowered, Step, TensorInfo, Value, Vid};
+
+#[test]
+fn table_is_sorted_and_unique() {
+    for w in OPS.windows(2) {
+        assert!(w[0].1 < w[1].1, "{} must sort before {}", w[0].1, w[1].1);
+    }
+    for (id, name) in OPS {
+        assert_eq!(from_name(name), Some(*id));
+        assert_eq!(id.name(), *name);
+    }
+    assert_eq!(from_name("aten.add"), None);
+    assert_eq!(from_name("aten.add.Tensor"), Some(OpId::Add));
+}
+
+/// A graph of owned values for rule tests.
+#[derive(Default)]
+struct TestGraph {
+    values: Vec<Owned>,
+}
+
+enum Owned {
+    Tensor(ElemType, Vec<u64>, bool),
+    Int(i64),
+    Double(f64),
+    IntList(Vec<i64>),
+    List(Vec<Vid>),
+    Null,
+}
+
+impl TestGraph {
+    fn push(&mut self, v: Owned) -> Vid {
+        self.values.push(v);
+        Vid(self.values.len() as u32 - 1)
+    }
+    fn t(&mut self, shape: &[u64]) -> Vid {
+        self.push(Owned::Tensor(ElemType::F32, shape.to_vec(), false))
+    }
+}
+
+impl Graph for TestGraph {
+    fn value(&self, id: Vid) -> Value<'_> {
+        match &self.values[id.0 as usize] {
+            Owned::Tensor(dtype, shape, is_constant) => {
+                Value::Tensor(TensorInfo { id, dtype: *dtype, shape, is_constant: *is_constant })
+            }
+            Owned::Int(x) => Value::Int(*x),
+            Owned::Double(x) => Value::Double(*x),
+            Owned::IntList(x) => Value::IntList(x),
+            Owned::List(x) => Value::List(x),
+            Owned::Null => Value::Null,
+        }
+    }
+}
+
+fn check(g: &TestGraph, op: &str, args: &[Vid]) -> crate::Result<Lowered> {
+    let op = from_name(op).expect("registered");
+    op.lower(&crate::plan::Ctx::new(g, args))
+}
+
+fn out_shape(l: &Lowered) -> &[u64] {
+    &l.shapes[0].1
+}
+
+#[test]
+fn add_broadcasts_and_sizes_grid() {
+    let mut g = TestGraph::default();
+    let a = g.t(&[3, 1, 5]);
+    let b = g.t(&[4, 1]);
+    let alpha = g.push(Owned::Int(1));
+    let out = g.t(&[3, 4, 5]);
+    let l = check(&g, "aten.add.Tensor", &[a, b, alpha, out]).expect("lowers");
+    assert_eq!(out_shape(&l), [3, 4, 5]);
+    let Step::Dispatch(d) = &l.steps[0] else { panic!("expected a dispatch, got {:?}", l.steps) };
+    assert_eq!(d.workgroups, [1, 1, 1]);
+    assert_eq!(d.params.len(), 128);
+}
+
+#[test]
+fn incompatible_broadcast_is_a_shape_error() {
+    let mut g = TestGraph::default();
+    let a = g.t(&[3]);
+    let b = g.t(&[4]);
+    let out = g.t(&[4]);
+    let err = check(&g, "aten.mul.Tensor", &[a, b, out]).expect_err("3 vs 4");
+    assert!(matches!(err, crate::Error::Shape { arg_idx: 1, .. }), "{err:?}");
+}
+
+#[test]
+fn wrong_kinds_and_counts_are_typed_errors() {
+    let mut g = TestGraph::default();
+    let a = g.t(&[3]);
+    let i = g.push(Owned::Int(2));
+    let out = g.t(&[3]);
+    assert!(matches!(check(&g, "aten.relu.default", &[a]), Err(crate::Error::ArgCount { expected: 2, found: 1 })));
+    assert!(matches!(check(&g, "aten.relu.default", &[i, out]), Err(crate::Error::ArgKind { arg_idx: 0, .. })));
+    let bool_t = g.push(Owned::Tensor(ElemType::Bool, vec![3], false));
+    assert!(matches!(check(&g, "aten.relu.default", &[bool_t, out]), Err(crate::Error::DType { .. })));
+}
+
+#[test]
+fn view_infers_minus_one_and_aliases() {
+    let mut g = TestGraph::default();
+    let x = g.t(&[2, 3, 4]);
+    let size = g.push(Owned::IntList(vec![-1, 4]));
+    let out = g.t(&[6, 4]);
+    let l = check(&g, "aten.view_copy.default", &[x, size, out]).expect("lowers");
+    assert_eq!(out_shape(&l), [6, 4]);
+    assert_eq!(l.steps, [Step::Alias { out, src: x }]);
+    let bad = g.push(Owned::IntList(vec![5, -1]));
+    assert!(check(&g, "aten.view_copy.default", &[x, bad, out]).is_err());
+}
+
+#[test]
+fn linear_uses_transposed_weight_strides() {
+    let mut g = TestGraph::default();
+    let x = g.t(&[2, 5, 7]);
+    let w = g.push(Owned::Tensor(ElemType::F32, vec![3, 7], true));
+    let null = g.push(Owned::Null);
+    let out = g.t(&[2, 5, 3]);
+    let l = check(&g, "aten.linear.default", &[x, w, null, out]).expect("lowers");
+    assert_eq!(out_shape(&l), [2, 5, 3]);
+    let Step::Dispatch(d) = &l.steps[0] else { panic!("expected a dispatch") };
+    assert_eq!(d.inputs, [x, w, x], "no bias: the input stands in");
+    let wrong_w = g.t(&[3, 6]);
+    assert!(matches!(
+        check(&g, "aten.linear.default", &[x, wrong_w, null, out]),
+        Err(crate::Error::Shape { arg_idx: 1, .. })
+    ));
+}
+
+#[test]
+fn permute_slice_select_shapes() {
+    let mut g = TestGraph::default();
+    let x = g.t(&[2, 3, 4]);
+    let dims = g.push(Owned::IntList(vec![2, 0, -2]));
+    let out = g.t(&[4, 2, 3]);
+    assert_eq!(out_shape(&check(&g, "aten.permute_copy.default", &[x, dims, out]).expect("permute")), [4, 2, 3]);
+    let (d, s, e, st) = (g.push(Owned::Int(-1)), g.push(Owned::Int(1)), g.push(Owned::Null), g.push(Owned::Int(2)));
+    let out2 = g.t(&[2, 3, 2]);
+    let l = check(&g, "aten.slice_copy.Tensor", &[x, d, s, e, st, out2]).expect("slice");
+    assert_eq!(out_shape(&l), [2, 3, 2]);
+    let out3 = g.t(&[2, 4]);
+    let l = check(&g, "aten.select_copy.int", &[x, s, d, out3]).expect("select");
+    assert_eq!(out_shape(&l), [2, 4]);
+}
+
+#[test]
+fn layer_norm_stat_shapes() {
+    let mut g = TestGraph::default();
+    let x = g.t(&[2, 3, 8]);
+    let ns = g.push(Owned::IntList(vec![8]));
+    let w = g.push(Owned::Tensor(ElemType::F32, vec![8], true));
+    let eps = g.push(Owned::Double(1e-5));
+    let (o, m, r) = (g.t(&[2, 3, 8]), g.t(&[2, 3, 1]), g.t(&[2, 3, 1]));
+    let outs = g.push(Owned::List(vec![o, m, r]));
+    let l = check(&g, "aten.native_layer_norm.default", &[x, ns, w, w, eps, outs]).expect("lowers");
+    assert_eq!(l.shapes, vec![(o, vec![2, 3, 8]), (m, vec![2, 3, 1]), (r, vec![2, 3, 1])]);
+}
+
+#[test]
+fn grid_folds_past_the_per_dimension_limit() {
+    assert_eq!(crate::plan::grid_1d(1, 256).expect("fits"), [1, 1, 1]);
+    assert_eq!(crate::plan::grid_1d(257, 256).expect("fits"), [2, 1, 1]);
+    let big = 65_536 * 256;
+    assert_eq!(crate::plan::grid_1d(big, 256).expect("fits"), [65_535, 2, 1]);
+}
+
+#[test]
+fn every_shader_source_is_nonempty_and_labelled() {
+    for id in crate::ShaderId::ALL {
+        assert!(id.source().contains("fn main"), "{}", id.label());
+        assert_eq!(crate::ShaderId::find(id.family(), id.variant()), Some(*id));
+    }
+}
+
+#[test]
+fn every_generated_shader_validates_with_naga() {
+    for id in crate::ShaderId::ALL {
+        let module = naga::front::wgsl::parse_str(id.source())
+            .unwrap_or_else(|e| panic!("{}: {}", id.label(), e.emit_to_string(id.source())));
+        naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all())
+            .validate(&module)
+            .unwrap_or_else(|e| panic!("{}: {e:?}", id.label()));
+    }
+}

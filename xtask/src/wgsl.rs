@@ -1,0 +1,238 @@
+//! WGSL shader generation and validation.
+//!
+//! Every `crates/kernels/wgsl/<family>.wgsl` declares its element-type
+//! variants on a `// variants: f32 f16` line and its element type on exactly
+//! one `alias Elem = f32;` line. A variant is the source with that line
+//! replaced (plus `enable f16;` in front for `f16`); there is no other
+//! preprocessing. The variants become one `pub const` string each in
+//! `crates/kernels/src/generated/shaders.rs`, with a [`ShaderId`]-style index.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::codegen::Outputs;
+
+/// Where the WGSL sources live, relative to the root.
+const SOURCE_DIR: &str = "crates/kernels/wgsl";
+/// The element-type line every source must contain exactly once.
+const ELEM_LINE: &str = "alias Elem = f32;";
+/// Element types a variant may name.
+const KNOWN_VARIANTS: &[&str] = &["f32", "f16", "i32", "u32"];
+
+/// One shader family: a source file and its variants.
+#[derive(Debug, Clone)]
+pub struct Family {
+    /// File stem, e.g. `binary`.
+    pub name: String,
+    /// The source text.
+    pub source: String,
+    /// Variant names in the order of the `variants:` line.
+    pub variants: Vec<String>,
+}
+
+/// Reads and checks every WGSL source, sorted by name.
+pub fn families(root: &Path) -> Result<Vec<Family>, String> {
+    let dir = root.join(SOURCE_DIR);
+    let mut paths: Vec<PathBuf> = fs::read_dir(&dir)
+        .map_err(|e| format!("reading {}: {e}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "wgsl"))
+        .collect();
+    paths.sort();
+    let mut out = Vec::new();
+    for path in paths {
+        let name = path.file_stem().and_then(|n| n.to_str()).ok_or("bad WGSL file name")?.to_string();
+        if !name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_') {
+            return Err(format!("{name}.wgsl: family names are snake_case"));
+        }
+        let source = fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let family = parse_family(&name, source)?;
+        out.push(family);
+    }
+    Ok(out)
+}
+
+/// Checks the conventions of one source and reads its variants.
+pub fn parse_family(name: &str, source: String) -> Result<Family, String> {
+    if !source.starts_with("//!") {
+        return Err(format!("{name}.wgsl: must start with `//!` doc lines"));
+    }
+    if source.lines().any(|l| l.trim_start().starts_with('#')) {
+        return Err(format!("{name}.wgsl: no preprocessor directives"));
+    }
+    let n_elem = source.lines().filter(|l| l.trim() == ELEM_LINE).count();
+    if n_elem != 1 {
+        return Err(format!("{name}.wgsl: expected exactly one `{ELEM_LINE}` line, found {n_elem}"));
+    }
+    let variant_lines: Vec<&str> =
+        source.lines().filter_map(|l| l.trim().strip_prefix("// variants:")).map(str::trim).collect();
+    let [line] = variant_lines.as_slice() else {
+        return Err(format!("{name}.wgsl: expected one `// variants:` line, found {}", variant_lines.len()));
+    };
+    let variants: Vec<String> = line.split_whitespace().map(String::from).collect();
+    if variants.is_empty() {
+        return Err(format!("{name}.wgsl: empty `// variants:` line"));
+    }
+    for v in &variants {
+        if !KNOWN_VARIANTS.contains(&v.as_str()) {
+            return Err(format!("{name}.wgsl: unknown variant `{v}` (known: {KNOWN_VARIANTS:?})"));
+        }
+    }
+    Ok(Family { name: name.to_string(), source, variants })
+}
+
+/// The source of one variant: the `Elem` line substituted.
+pub fn variant_source(family: &Family, variant: &str) -> String {
+    let mut text = String::new();
+    if variant == "f16" {
+        text.push_str("enable f16;\n\n");
+    }
+    for line in family.source.lines() {
+        if line.trim() == ELEM_LINE {
+            text.push_str(&format!("alias Elem = {variant};\n"));
+        } else {
+            text.push_str(line);
+            text.push('\n');
+        }
+    }
+    text
+}
+
+fn camel(s: &str) -> String {
+    s.split('_')
+        .map(|w| {
+            let mut c = w.chars();
+            c.next().map(|f| f.to_ascii_uppercase().to_string() + c.as_str()).unwrap_or_default()
+        })
+        .collect()
+}
+
+fn raw_string(text: &str) -> String {
+    let mut hashes = String::from("#");
+    while text.contains(&format!("\"{hashes}")) {
+        hashes.push('#');
+    }
+    format!("r{hashes}\"{text}\"{hashes}")
+}
+
+/// Emits `shaders.rs` for the given families.
+pub fn emit(families: &[Family]) -> String {
+    let mut all_variants: Vec<&str> =
+        families.iter().flat_map(|f| f.variants.iter().map(String::as_str)).collect::<Vec<_>>();
+    all_variants.sort();
+    all_variants.dedup();
+    let ids: Vec<(&Family, &str, String)> = families
+        .iter()
+        .flat_map(|f| f.variants.iter().map(move |v| (f, v.as_str(), format!("{}{}", camel(&f.name), camel(v)))))
+        .collect();
+
+    let mut s = String::from(
+        "//! Every WGSL shader variant, one `pub const` source per (family, variant), and\n\
+         //! their index [`ShaderId`].\n//!\n\
+         //! Generated by `cargo xtask codegen` from `crates/kernels/wgsl/`; do not edit.\n\n",
+    );
+    s.push_str("/// A shader family: one file in `crates/kernels/wgsl/`.\n");
+    s.push_str("#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]\npub enum Family {\n");
+    for f in families {
+        s.push_str(&format!("    /// `{}.wgsl`.\n    {},\n", f.name, camel(&f.name)));
+    }
+    s.push_str("}\n\n");
+    s.push_str("/// The element type a variant was generated for (`alias Elem = ...;`).\n");
+    s.push_str("#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]\npub enum Variant {\n");
+    for v in &all_variants {
+        s.push_str(&format!("    /// `Elem = {v}`.\n    {},\n", camel(v)));
+    }
+    s.push_str("}\n\n");
+    s.push_str("/// One generated shader: a family compiled for one variant.\n");
+    s.push_str("#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]\npub enum ShaderId {\n");
+    for (f, v, id) in &ids {
+        s.push_str(&format!("    /// `{}.wgsl` with `Elem = {v}`.\n    {id},\n", f.name));
+    }
+    s.push_str("}\n\n");
+    s.push_str(
+        "impl ShaderId {\n    /// Every shader, in family then variant order.\n    pub const ALL: &[ShaderId] = &[",
+    );
+    for (_, _, id) in &ids {
+        s.push_str(&format!("ShaderId::{id}, "));
+    }
+    s.push_str("];\n\n");
+    s.push_str("    /// Its family.\n    pub const fn family(self) -> Family {\n        match self {\n");
+    for (f, _, id) in &ids {
+        s.push_str(&format!("            ShaderId::{id} => Family::{},\n", camel(&f.name)));
+    }
+    s.push_str("        }\n    }\n\n");
+    s.push_str("    /// Its variant.\n    pub const fn variant(self) -> Variant {\n        match self {\n");
+    for (_, v, id) in &ids {
+        s.push_str(&format!("            ShaderId::{id} => Variant::{},\n", camel(v)));
+    }
+    s.push_str("        }\n    }\n\n");
+    s.push_str(
+        "    /// A label such as `binary.f32`.\n    pub const fn label(self) -> &'static str {\n        match self {\n",
+    );
+    for (f, v, id) in &ids {
+        s.push_str(&format!("            ShaderId::{id} => \"{}.{v}\",\n", f.name));
+    }
+    s.push_str("        }\n    }\n\n");
+    s.push_str("    /// The WGSL source.\n    pub const fn source(self) -> &'static str {\n        match self {\n");
+    for (f, v, id) in &ids {
+        s.push_str(&format!("            ShaderId::{id} => {}_{},\n", f.name.to_uppercase(), v.to_uppercase()));
+    }
+    s.push_str("        }\n    }\n\n");
+    s.push_str(
+        "    /// The shader of `family` for `variant`, if that variant exists.\n    \
+         pub const fn find(family: Family, variant: Variant) -> Option<ShaderId> {\n        match (family, variant) {\n",
+    );
+    for (f, v, id) in &ids {
+        s.push_str(&format!(
+            "            (Family::{}, Variant::{}) => Some(ShaderId::{id}),\n",
+            camel(&f.name),
+            camel(v)
+        ));
+    }
+    s.push_str("            _ => None,\n        }\n    }\n}\n\n");
+    for (f, v, _) in &ids {
+        s.push_str(&format!(
+            "/// `{}.wgsl` with `Elem = {v}`.\npub const {}_{}: &str = {};\n\n",
+            f.name,
+            f.name.to_uppercase(),
+            v.to_uppercase(),
+            raw_string(&variant_source(f, v))
+        ));
+    }
+    s
+}
+
+/// Adds the generated shader files to `out`.
+pub fn outputs(root: &Path, out: &mut Outputs) -> Result<(), String> {
+    let families = families(root)?;
+    out.insert(PathBuf::from("crates/kernels/src/generated/shaders.rs"), emit(&families));
+    out.insert(
+        PathBuf::from("crates/kernels/src/generated.rs"),
+        "//! Generated code: WGSL shader variants.\n//!\n//! Generated by `cargo xtask codegen`; do not edit.\n\npub mod shaders;\n"
+            .to_string(),
+    );
+    Ok(())
+}
+
+/// Parses and validates one WGSL source with naga.
+pub fn validate_source(label: &str, source: &str) -> Result<(), String> {
+    let module = naga::front::wgsl::parse_str(source).map_err(|e| format!("{label}: {}", e.emit_to_string(source)))?;
+    naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all())
+        .validate(&module)
+        .map_err(|e| format!("{label}: {}", e.emit_to_string(source)))?;
+    Ok(())
+}
+
+/// Validates every variant of every family; lists the failures.
+pub fn validate_all(root: &Path) -> Result<Vec<String>, String> {
+    let mut problems = Vec::new();
+    for family in families(root)? {
+        for v in &family.variants {
+            let label = format!("{}.wgsl [{v}]", family.name);
+            if let Err(e) = validate_source(&label, &variant_source(&family, v)) {
+                problems.push(e);
+            }
+        }
+    }
+    Ok(problems)
+}
