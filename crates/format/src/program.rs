@@ -330,9 +330,16 @@ fn index(what: &'static str, i: i64, len: usize) -> Result<usize> {
     if i < 0 || i as u64 >= len as u64 { Err(Error::IndexOutOfRange { what, index: i, len }) } else { Ok(i as usize) }
 }
 
-/// Where `sub` (a subslice of `base`) starts in `base`.
-pub(crate) fn offset_in(base: &[u8], sub: &[u8]) -> usize {
-    sub.as_ptr() as usize - base.as_ptr() as usize
+/// The range a byte vector read out of `base` occupies in `base`; an absent
+/// vector is the empty range at 0.
+fn range_in(base: &[u8], sub: Option<&[u8]>) -> Range<usize> {
+    match sub {
+        Some(sub) => {
+            let start = sub.as_ptr() as usize - base.as_ptr() as usize;
+            start..start + sub.len()
+        }
+        None => 0..0,
+    }
 }
 
 impl Program {
@@ -434,18 +441,14 @@ impl Program {
         let mut constant_buffers = Vec::new();
         for b in root.tables(s::program::CONSTANT_BUFFER).map_err(fb_err)?.iter() {
             let b = b.map_err(fb_err)?;
-            let bytes = b.bytes(s::buffer::STORAGE).map_err(fb_err)?.unwrap_or_default();
-            let start = offset_in(data, bytes);
-            constant_buffers.push(start..start + bytes.len());
+            constant_buffers.push(range_in(data, b.bytes(s::buffer::STORAGE).map_err(fb_err)?));
         }
         let constants = ConstantStorage { offsets: constant_offsets, buffers: constant_buffers };
 
         let mut inline = Vec::new();
         for d in root.tables(s::program::BACKEND_DELEGATE_DATA).map_err(fb_err)?.iter() {
             let d = d.map_err(fb_err)?;
-            let bytes = d.bytes(s::backend_delegate_inline_data::DATA).map_err(fb_err)?.unwrap_or_default();
-            let start = offset_in(data, bytes);
-            inline.push(start..start + bytes.len());
+            inline.push(range_in(data, d.bytes(s::backend_delegate_inline_data::DATA).map_err(fb_err)?));
         }
 
         let lookup = |key: &str| -> Option<DataRef> {
