@@ -1,1 +1,30 @@
-//! Runs etwgpu execution plans on a wgpu device (filled in by the execution work).
+//! Runs ExecuTorch Vulkan-delegate programs on any GPU through wgpu.
+//!
+//! ```no_run
+//! use etwgpu_runtime::{Runtime, Tensor};
+//! let program = etwgpu_format::Program::open("model.pte")?;
+//! let rt = Runtime::new()?;
+//! let mut method = rt.load(&program, "forward")?;
+//! let x = Tensor::read_npy("x.npy")?;
+//! let outputs = method.run(&[x])?;
+//! outputs[0].write_npy("out.npy")?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! This is the only crate that uses wgpu. It turns the plain-data steps of
+//! `etwgpu-kernels` into buffers, bind groups and dispatches; every compute
+//! pipeline is created in [`pipeline_cache`].
+
+pub mod device;
+pub mod error;
+pub mod method;
+pub mod pipeline_cache;
+pub mod tensor;
+
+#[cfg(test)]
+mod tests;
+
+pub use device::Runtime;
+pub use error::{Error, Result};
+pub use method::LoadedMethod;
+pub use tensor::Tensor;

@@ -1,0 +1,124 @@
+//! Picking an adapter and opening a device: [`Runtime`].
+
+use std::sync::Arc;
+
+use etwgpu_format::Program;
+
+use crate::error::{Error, Result};
+use crate::method::LoadedMethod;
+use crate::pipeline_cache::PipelineCache;
+
+/// Environment variable selecting the adapter: an index into the
+/// enumeration order, or a case-insensitive substring of its name.
+pub const ADAPTER_ENV: &str = "ETWGPU_ADAPTER";
+
+/// Features the kernels use when the adapter has them.
+pub const OPTIONAL_FEATURES: wgpu::Features =
+    wgpu::Features::SHADER_F16.union(wgpu::Features::SUBGROUP).union(wgpu::Features::TIMESTAMP_QUERY);
+
+/// A wgpu device with its queue and pipeline cache.
+#[derive(Debug, Clone)]
+pub struct Runtime {
+    pub(crate) device: wgpu::Device,
+    pub(crate) queue: wgpu::Queue,
+    pub(crate) info: wgpu::AdapterInfo,
+    pub(crate) pipelines: Arc<PipelineCache>,
+}
+
+fn type_rank(t: wgpu::DeviceType) -> u8 {
+    match t {
+        wgpu::DeviceType::DiscreteGpu => 0,
+        wgpu::DeviceType::IntegratedGpu => 1,
+        wgpu::DeviceType::VirtualGpu => 2,
+        wgpu::DeviceType::Other => 3,
+        wgpu::DeviceType::Cpu => 4,
+    }
+}
+
+fn backend_rank(b: wgpu::Backend) -> u8 {
+    match b {
+        wgpu::Backend::Vulkan | wgpu::Backend::Metal | wgpu::Backend::Dx12 => 0,
+        _ => 1,
+    }
+}
+
+impl Runtime {
+    /// Opens a device on the adapter chosen by `ETWGPU_ADAPTER`, else on a
+    /// discrete GPU if any, else on the best other adapter.
+    pub fn new() -> Result<Self> {
+        Self::with_adapter(std::env::var(ADAPTER_ENV).ok().as_deref())
+    }
+
+    /// Like [`Runtime::new`] with an explicit selector (index or name
+    /// substring); `None` picks automatically.
+    pub fn with_adapter(selector: Option<&str>) -> Result<Self> {
+        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
+        if adapters.is_empty() {
+            return Err(Error::NoAdapter);
+        }
+        let adapter = match selector.map(str::trim).filter(|s| !s.is_empty()) {
+            Some(sel) => {
+                let by_index = sel.parse::<usize>().ok().and_then(|i| adapters.get(i));
+                let lower = sel.to_lowercase();
+                by_index
+                    .or_else(|| adapters.iter().find(|a| a.get_info().name.to_lowercase().contains(&lower)))
+                    .ok_or_else(|| Error::AdapterNotFound {
+                        selector: sel.to_string(),
+                        available: adapters.iter().map(|a| a.get_info().name).collect(),
+                    })?
+            }
+            None => adapters
+                .iter()
+                .min_by_key(|a| {
+                    let i = a.get_info();
+                    (type_rank(i.device_type), backend_rank(i.backend))
+                })
+                .expect("adapters is not empty"),
+        };
+        let info = adapter.get_info();
+        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            label: Some("etwgpu device"),
+            required_features: adapter.features() & OPTIONAL_FEATURES,
+            required_limits: adapter.limits(),
+            ..Default::default()
+        }))
+        .map_err(|e| Error::RequestDevice { adapter: info.name.clone(), reason: e.to_string() })?;
+        let pipelines = Arc::new(PipelineCache::new(device.clone(), info.name.clone()));
+        Ok(Self { device, queue, info, pipelines })
+    }
+
+    /// The adapter in use.
+    pub fn adapter_info(&self) -> &wgpu::AdapterInfo {
+        &self.info
+    }
+
+    /// The device.
+    pub fn device(&self) -> &wgpu::Device {
+        &self.device
+    }
+
+    /// The queue.
+    pub fn queue(&self) -> &wgpu::Queue {
+        &self.queue
+    }
+
+    /// The shared pipeline cache.
+    pub fn pipeline_cache(&self) -> &PipelineCache {
+        &self.pipelines
+    }
+
+    /// Loads `method` of `program`: checks every op is supported, creates
+    /// the pipelines, allocates the buffers and uploads the constants.
+    pub fn load(&self, program: &Program, method: &str) -> Result<LoadedMethod> {
+        LoadedMethod::load(self, program, method)
+    }
+
+    /// Blocks until the queue is idle.
+    pub fn wait_idle(&self) -> Result<()> {
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map(|_| ())
+            .map_err(|e| Error::Gpu { during: "waiting for the queue", reason: e.to_string() })
+    }
+}

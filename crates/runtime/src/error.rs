@@ -1,0 +1,209 @@
+//! Errors of the runtime: device setup, loading a method, running it, and
+//! tensor I/O.
+
+use etwgpu_format::DType;
+
+/// Everything that can go wrong in `etwgpu-runtime`.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// No adapter was found at all.
+    #[error("no GPU adapter found (wgpu enumerated none)")]
+    NoAdapter,
+    /// `ETWGPU_ADAPTER` matched no adapter.
+    #[error("ETWGPU_ADAPTER={selector:?} matches none of the adapters: {available:?}")]
+    AdapterNotFound {
+        /// The selector given.
+        selector: String,
+        /// Names of the adapters found.
+        available: Vec<String>,
+    },
+    /// The adapter refused to create a device.
+    #[error("requesting a device from {adapter:?} failed: {reason}")]
+    RequestDevice {
+        /// Adapter name.
+        adapter: String,
+        /// wgpu's message.
+        reason: String,
+    },
+    /// A shader needs a feature the device lacks.
+    #[error("shader {shader} needs the device feature {feature}, which {adapter:?} lacks")]
+    MissingFeature {
+        /// The shader.
+        shader: &'static str,
+        /// The feature.
+        feature: &'static str,
+        /// Adapter name.
+        adapter: String,
+    },
+    /// wgpu reported a validation or out-of-memory error.
+    #[error("GPU error while {during}: {reason}")]
+    Gpu {
+        /// What was being done.
+        during: &'static str,
+        /// wgpu's message.
+        reason: String,
+    },
+    /// Mapping a read-back buffer failed.
+    #[error("mapping a read-back buffer failed: {reason}")]
+    Map {
+        /// wgpu's message.
+        reason: String,
+    },
+    /// The program has no method of that name.
+    #[error("no method {name:?} (methods: {available:?})")]
+    MethodNotFound {
+        /// Name asked for.
+        name: String,
+        /// Names present.
+        available: Vec<String>,
+    },
+    /// The method does more than call one Vulkan delegate.
+    #[error("method {method:?} is not a single Vulkan delegate call: {found}")]
+    NotFullyDelegated {
+        /// Method name.
+        method: String,
+        /// What was found instead.
+        found: String,
+    },
+    /// The delegate call's arguments do not line up with the graph's inputs and outputs.
+    #[error("method {method:?}: {what}")]
+    Plumbing {
+        /// Method name.
+        method: String,
+        /// What does not line up.
+        what: String,
+    },
+    /// An operator is not in the kernel table.
+    #[error("unsupported operator {op} (node {node_id})")]
+    UnsupportedOp {
+        /// ExecuTorch op name.
+        op: String,
+        /// Node id of the call.
+        node_id: u32,
+    },
+    /// An operator's host rule rejected the call.
+    #[error("operator {op} (node {node_id})")]
+    Op {
+        /// ExecuTorch op name.
+        op: String,
+        /// Node id of the call.
+        node_id: u32,
+        /// Why.
+        #[source]
+        source: etwgpu_kernels::Error,
+    },
+    /// An operator computed an output shape its tensor cannot hold.
+    #[error("operator {op} (node {node_id}) output %{value}: shape {found:?} does not fit the declared {max:?}")]
+    OutputShape {
+        /// ExecuTorch op name.
+        op: String,
+        /// Node id of the call.
+        node_id: u32,
+        /// The output value id.
+        value: u32,
+        /// Declared (maximum) shape.
+        max: Vec<u64>,
+        /// Shape computed.
+        found: Vec<u64>,
+    },
+    /// A graph value that must be a tensor is not.
+    #[error("value %{value} should be a tensor, found {found}")]
+    NotATensor {
+        /// Value id.
+        value: u32,
+        /// Kind found.
+        found: &'static str,
+    },
+    /// A tensor has a dtype the runtime cannot hold on the device.
+    #[error("value %{value} has dtype {dtype}, which the runtime cannot hold")]
+    UnsupportedDType {
+        /// Value id.
+        value: u32,
+        /// The dtype.
+        dtype: DType,
+    },
+    /// A constant's bytes were not found (missing `.ptd`).
+    #[error("constant for value %{value} (key {key:?}) was not found; pass its .ptd")]
+    MissingConstant {
+        /// Value id.
+        value: u32,
+        /// Named-data key.
+        key: String,
+    },
+    /// A constant's byte length does not match its tensor.
+    #[error("constant for value %{value}: expected {expected} bytes, found {found}")]
+    ConstantSize {
+        /// Value id.
+        value: u32,
+        /// Bytes the tensor needs.
+        expected: u64,
+        /// Bytes stored.
+        found: u64,
+    },
+    /// Wrong number of inputs.
+    #[error("expected {expected} inputs, found {found}")]
+    InputCount {
+        /// Inputs the method takes.
+        expected: usize,
+        /// Inputs given.
+        found: usize,
+    },
+    /// An input has the wrong dtype.
+    #[error("input {index}: expected dtype {expected}, found {found}")]
+    InputDType {
+        /// Input position.
+        index: usize,
+        /// Dtype expected.
+        expected: DType,
+        /// Dtype given.
+        found: DType,
+    },
+    /// An input has the wrong rank or a dim above its maximum.
+    #[error("input {index}: shape {found:?} does not fit the maximum {max:?}")]
+    InputShape {
+        /// Input position.
+        index: usize,
+        /// Maximum shape.
+        max: Vec<u64>,
+        /// Shape given.
+        found: Vec<u64>,
+    },
+    /// An integer input does not fit the device's 32-bit type.
+    #[error("input {index}: value {found} does not fit int32")]
+    InputOutOfRange {
+        /// Input position.
+        index: usize,
+        /// The value.
+        found: i64,
+    },
+    /// A tensor's byte length does not match its dtype and shape.
+    #[error("tensor of dtype {dtype} and shape {shape:?} needs {expected} bytes, found {found}")]
+    TensorBytes {
+        /// Dtype.
+        dtype: DType,
+        /// Shape.
+        shape: Vec<u64>,
+        /// Bytes needed.
+        expected: u64,
+        /// Bytes given.
+        found: u64,
+    },
+    /// A `.npy` file could not be parsed or written.
+    #[error("npy: {problem}")]
+    Npy {
+        /// What is wrong.
+        problem: String,
+    },
+    /// Reading or writing a file failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Result alias of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,562 @@
+//! A loaded method: buffers, constants, the lowered op chain, and `run`.
+//!
+//! Load: every op is looked up in the kernel table and lowered at the
+//! declared (maximum) shapes; view-like ops become buffer aliases; every
+//! other tensor value that is touched gets its own buffer (constants never
+//! share, whatever their `mem_obj_id` or named key). Run: inputs are
+//! uploaded, the chain is re-lowered only when input shapes changed, all
+//! dispatches go into one compute pass and one submit, and outputs are read
+//! back at their live shapes.
+
+use etwgpu_format::{DType, Instruction, PlanValue, Program, ValueId, VkGraph, VkValue};
+use etwgpu_kernels::plan::Ctx;
+use etwgpu_kernels::{ElemType, OpId, Step, TensorInfo, Value, Vid};
+
+use crate::device::Runtime;
+use crate::error::{Error, Result};
+use crate::tensor::{Tensor, convert};
+
+fn elem_type(d: DType) -> ElemType {
+    match d {
+        DType::Bool => ElemType::Bool,
+        DType::U8 => ElemType::U8,
+        DType::I8 => ElemType::I8,
+        DType::I16 => ElemType::I16,
+        DType::I32 => ElemType::I32,
+        DType::I64 => ElemType::I64,
+        DType::F16 => ElemType::F16,
+        DType::BF16 => ElemType::BF16,
+        DType::F32 => ElemType::F32,
+        DType::F64 => ElemType::F64,
+    }
+}
+
+/// The graph with live shapes, as the kernels' host rules see it.
+struct GraphView<'a> {
+    graph: &'a VkGraph,
+    /// Per value: the items of a ValueList as [`Vid`]s (empty otherwise).
+    lists: &'a [Vec<Vid>],
+    shapes: &'a [Vec<u64>],
+}
+
+impl etwgpu_kernels::Graph for GraphView<'_> {
+    fn value(&self, id: Vid) -> Value<'_> {
+        match &self.graph.values[id.0 as usize] {
+            VkValue::Null => Value::Null,
+            VkValue::Int(x) => Value::Int(*x),
+            VkValue::Double(x) => Value::Double(*x),
+            VkValue::Bool(x) => Value::Bool(*x),
+            VkValue::Tensor(t) => Value::Tensor(TensorInfo {
+                id,
+                dtype: elem_type(t.dtype),
+                shape: &self.shapes[id.0 as usize],
+                is_constant: t.constant.is_some(),
+            }),
+            VkValue::IntList(x) => Value::IntList(x),
+            VkValue::DoubleList(x) => Value::DoubleList(x),
+            VkValue::BoolList(x) => Value::BoolList(x),
+            VkValue::ValueList(_) => Value::List(&self.lists[id.0 as usize]),
+            VkValue::String(s) => Value::String(s),
+            VkValue::SymInt(x) => Value::SymInt(i64::from(*x)),
+        }
+    }
+}
+
+/// One method input or output, mapped onto the graph.
+#[derive(Debug, Clone)]
+struct IoSpec {
+    /// Graph value id.
+    value: ValueId,
+    /// Dtype on the device.
+    device_dtype: DType,
+    /// Dtype the caller sees (the method's tensor dtype).
+    host_dtype: DType,
+    /// Maximum shape.
+    max_shape: Vec<u64>,
+}
+
+/// A lowered chain at one set of input shapes.
+#[derive(Debug)]
+struct Plan {
+    input_shapes: Vec<Vec<u64>>,
+    shapes: Vec<Vec<u64>>,
+    dispatches: Vec<(wgpu::ComputePipeline, wgpu::BindGroup, [u32; 3])>,
+    _uniforms: Option<wgpu::Buffer>,
+}
+
+/// A method loaded onto a device, ready to [`run`](LoadedMethod::run).
+#[derive(Debug)]
+pub struct LoadedMethod {
+    rt: Runtime,
+    name: String,
+    graph: VkGraph,
+    ops: Vec<OpId>,
+    lists: Vec<Vec<Vid>>,
+    inputs: Vec<IoSpec>,
+    outputs: Vec<IoSpec>,
+    /// Per value: the value whose buffer it uses (itself unless aliased).
+    root: Vec<u32>,
+    /// Per value: its buffer, for roots that have one.
+    buffers: Vec<Option<wgpu::Buffer>>,
+    readback: Vec<wgpu::Buffer>,
+    plan: Plan,
+}
+
+fn align4(n: u64) -> u64 {
+    n.div_ceil(4).max(1) * 4
+}
+
+fn tensor_of(graph: &VkGraph, id: ValueId) -> Result<&etwgpu_format::VkTensor> {
+    match graph.value(id) {
+        VkValue::Tensor(t) => Ok(t),
+        other => Err(Error::NotATensor { value: id.0, found: other.kind() }),
+    }
+}
+
+/// The single Vulkan delegate call of a method, with its graph and args.
+fn delegate_call<'p>(
+    program: &'p Program,
+    method: &str,
+) -> Result<(&'p etwgpu_format::Method, &'p VkGraph, &'p [usize])> {
+    let m = program.method(method).ok_or_else(|| Error::MethodNotFound {
+        name: method.to_string(),
+        available: program.methods.iter().map(|m| m.name.clone()).collect(),
+    })?;
+    let not_delegated = |found: String| Error::NotFullyDelegated { method: method.to_string(), found };
+    let mut call = None;
+    for ins in &m.instructions {
+        match ins {
+            Instruction::Delegate { delegate_index, args } => {
+                let d = &m.delegates[*delegate_index];
+                let graph = d.graph.as_ref().ok_or_else(|| not_delegated(format!("a {} delegate", d.backend_id)))?;
+                if call.replace((graph, args.as_slice())).is_some() {
+                    return Err(not_delegated("more than one delegate call".into()));
+                }
+            }
+            Instruction::Kernel { op_index, .. } => {
+                return Err(not_delegated(format!("CPU kernel {}", m.operators[*op_index].full_name())));
+            }
+            Instruction::JumpFalse { .. } => return Err(not_delegated("control flow".into())),
+            Instruction::Move { .. } | Instruction::Free { .. } => {}
+        }
+    }
+    let (graph, args) = call.ok_or_else(|| not_delegated("no delegate call".into()))?;
+    Ok((m, graph, args))
+}
+
+/// Maps method-level values onto graph values through the call's args.
+fn io_specs(
+    m: &etwgpu_format::Method,
+    graph: &VkGraph,
+    args: &[usize],
+    plan_values: &[usize],
+    graph_ids: &[ValueId],
+    arg_range: std::ops::Range<usize>,
+) -> Result<Vec<IoSpec>> {
+    let plumbing = |what: String| Error::Plumbing { method: m.name.clone(), what };
+    plan_values
+        .iter()
+        .map(|&p| {
+            let pos = args[arg_range.clone()]
+                .iter()
+                .position(|&a| a == p)
+                .ok_or_else(|| plumbing(format!("method value {p} is not an argument of the delegate call")))?;
+            let value = graph_ids[pos];
+            let t = tensor_of(graph, value)?;
+            let host_dtype = match &m.values.get(p) {
+                Some(PlanValue::Tensor(pt)) => pt.scalar_type.dtype().unwrap_or(t.io_dtype()),
+                _ => t.io_dtype(),
+            };
+            Ok(IoSpec { value, device_dtype: t.dtype, host_dtype, max_shape: t.dims.clone() })
+        })
+        .collect()
+}
+
+impl LoadedMethod {
+    pub(crate) fn load(rt: &Runtime, program: &Program, method: &str) -> Result<Self> {
+        let (m, graph, args) = delegate_call(program, method)?;
+        let n_in = graph.input_ids.len();
+        if args.len() != n_in + graph.output_ids.len() {
+            return Err(Error::Plumbing {
+                method: method.to_string(),
+                what: format!(
+                    "the delegate call has {} args for {} inputs and {} outputs",
+                    args.len(),
+                    n_in,
+                    graph.output_ids.len()
+                ),
+            });
+        }
+        let inputs = io_specs(m, graph, args, &m.inputs, &graph.input_ids, 0..n_in)?;
+        let outputs = io_specs(m, graph, args, &m.outputs, &graph.output_ids, n_in..args.len())?;
+
+        let ops = graph
+            .chain
+            .iter()
+            .map(|call| {
+                etwgpu_kernels::from_name(&call.name)
+                    .ok_or_else(|| Error::UnsupportedOp { op: call.name.clone(), node_id: call.node_id })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let lists = graph
+            .values
+            .iter()
+            .map(|v| match v {
+                VkValue::ValueList(ids) => ids.iter().map(|i| Vid(i.0)).collect(),
+                _ => Vec::new(),
+            })
+            .collect();
+        let shapes: Vec<Vec<u64>> = graph
+            .values
+            .iter()
+            .map(|v| match v {
+                VkValue::Tensor(t) => t.dims.clone(),
+                _ => Vec::new(),
+            })
+            .collect();
+        let mut me = LoadedMethod {
+            rt: rt.clone(),
+            name: method.to_string(),
+            graph: graph.clone(),
+            ops,
+            lists,
+            inputs,
+            outputs,
+            root: (0..graph.values.len() as u32).collect(),
+            buffers: vec![None; graph.values.len()],
+            readback: Vec::new(),
+            plan: Plan { input_shapes: Vec::new(), shapes, dispatches: Vec::new(), _uniforms: None },
+        };
+        let max_inputs: Vec<Vec<u64>> = me.inputs.iter().map(|s| s.max_shape.clone()).collect();
+        let (steps, shapes) = me.lower(&max_inputs)?;
+        me.allocate(program, &steps)?;
+        me.plan = me.build_plan(max_inputs, shapes, &steps)?;
+        Ok(me)
+    }
+
+    /// Lowers every op at these input shapes.
+    fn lower(&self, input_shapes: &[Vec<u64>]) -> Result<(Vec<Step>, Vec<Vec<u64>>)> {
+        let mut shapes: Vec<Vec<u64>> = self
+            .graph
+            .values
+            .iter()
+            .map(|v| match v {
+                VkValue::Tensor(t) => t.dims.clone(),
+                _ => Vec::new(),
+            })
+            .collect();
+        for (spec, shape) in self.inputs.iter().zip(input_shapes) {
+            shapes[spec.value.idx()] = shape.clone();
+        }
+        let mut steps = Vec::new();
+        for (call, op) in self.graph.chain.iter().zip(&self.ops) {
+            let args: Vec<Vid> = call.args.iter().map(|a| Vid(a.0)).collect();
+            let view = GraphView { graph: &self.graph, lists: &self.lists, shapes: &shapes };
+            let lowered = op.lower(&Ctx::new(&view, &args)).map_err(|source| Error::Op {
+                op: call.name.clone(),
+                node_id: call.node_id,
+                source,
+            })?;
+            for (vid, shape) in lowered.shapes {
+                let t = tensor_of(&self.graph, ValueId(vid.0))?;
+                let fits = shape.len() == t.dims.len() && shape.iter().zip(&t.dims).all(|(a, b)| a <= b);
+                if !fits {
+                    return Err(Error::OutputShape {
+                        op: call.name.clone(),
+                        node_id: call.node_id,
+                        value: vid.0,
+                        max: t.dims.clone(),
+                        found: shape,
+                    });
+                }
+                shapes[vid.0 as usize] = shape;
+            }
+            steps.extend(lowered.steps);
+        }
+        Ok((steps, shapes))
+    }
+
+    fn root_of(&self, v: Vid) -> usize {
+        self.root[v.0 as usize] as usize
+    }
+
+    /// Resolves aliases, creates the buffers and uploads constants and
+    /// prepacked tensors (once).
+    fn allocate(&mut self, program: &Program, steps: &[Step]) -> Result<()> {
+        let mut needed = vec![false; self.graph.values.len()];
+        let mut prepacked: Vec<(usize, ValueId)> = Vec::new();
+        for step in steps {
+            match step {
+                Step::Alias { out, src } => self.root[out.0 as usize] = self.root[src.0 as usize],
+                Step::Prepack { out, src } => {
+                    needed[out.0 as usize] = true;
+                    prepacked.push((out.0 as usize, ValueId(src.0)));
+                }
+                Step::Dispatch(d) => {
+                    for v in d.inputs.iter().chain(&d.outputs) {
+                        needed[self.root_of(*v)] = true;
+                    }
+                }
+            }
+        }
+        for spec in self.inputs.iter().chain(&self.outputs) {
+            needed[self.root[spec.value.idx()] as usize] = true;
+        }
+        let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC;
+        for (idx, need) in needed.iter().enumerate() {
+            if !need {
+                continue;
+            }
+            let t = tensor_of(&self.graph, ValueId(idx as u32))?;
+            let buffer = self.rt.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(&format!("{} %{idx}", self.name)),
+                size: align4(t.size_bytes()),
+                usage,
+                mapped_at_creation: false,
+            });
+            // A constant bound directly (not through prepack) keeps its data.
+            if t.constant.is_some() {
+                self.upload_constant(program, ValueId(idx as u32), &buffer)?;
+            }
+            self.buffers[idx] = Some(buffer);
+        }
+        for (out, src) in prepacked {
+            let buffer = self.buffers[out].clone().expect("prepack outputs get buffers");
+            self.upload_constant(program, src, &buffer)?;
+        }
+        self.readback = self
+            .outputs
+            .iter()
+            .enumerate()
+            .map(|(i, spec)| {
+                let t = tensor_of(&self.graph, spec.value).expect("outputs are tensors");
+                self.rt.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some(&format!("{} output {i} read-back", self.name)),
+                    size: align4(t.size_bytes()),
+                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                })
+            })
+            .collect();
+        Ok(())
+    }
+
+    fn upload_constant(&self, program: &Program, value: ValueId, buffer: &wgpu::Buffer) -> Result<()> {
+        let t = tensor_of(&self.graph, value)?;
+        let cid = t.constant.expect("only constants are uploaded");
+        let constant = &self.graph.constants[cid.0 as usize];
+        let data = match &constant.source {
+            etwgpu_format::ConstantSource::Missing { key } => {
+                return Err(Error::MissingConstant { value: value.0, key: key.clone() });
+            }
+            _ => program.data(constant.data().expect("resolved constants have data")),
+        };
+        if data.len() as u64 != t.size_bytes() {
+            return Err(Error::ConstantSize { value: value.0, expected: t.size_bytes(), found: data.len() as u64 });
+        }
+        if !data.is_empty() {
+            let mut padded = data.to_vec();
+            padded.resize(align4(data.len() as u64) as usize, 0);
+            self.rt.queue.write_buffer(buffer, 0, &padded);
+        }
+        Ok(())
+    }
+
+    /// Creates the uniforms and bind groups of the dispatches of `steps`.
+    fn build_plan(&self, input_shapes: Vec<Vec<u64>>, shapes: Vec<Vec<u64>>, steps: &[Step]) -> Result<Plan> {
+        let align = u64::from(self.rt.device.limits().min_uniform_buffer_offset_alignment).max(16);
+        let dispatches: Vec<&etwgpu_kernels::Dispatch> = steps
+            .iter()
+            .filter_map(|s| match s {
+                Step::Dispatch(d) => Some(d),
+                Step::Alias { out, src } => {
+                    assert_eq!(
+                        self.root[out.0 as usize], self.root[src.0 as usize],
+                        "aliasing is structural and must not change with shapes"
+                    );
+                    None
+                }
+                Step::Prepack { .. } => None,
+            })
+            .collect();
+        let mut offsets = Vec::with_capacity(dispatches.len());
+        let mut uniform_bytes = Vec::new();
+        for d in &dispatches {
+            offsets.push(uniform_bytes.len() as u64);
+            uniform_bytes.extend_from_slice(&d.params);
+            uniform_bytes.resize(align4(uniform_bytes.len() as u64).next_multiple_of(align) as usize, 0);
+        }
+        let uniforms = (!uniform_bytes.is_empty()).then(|| {
+            let b = self.rt.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(&format!("{} uniforms", self.name)),
+                size: uniform_bytes.len() as u64,
+                usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+            self.rt.queue.write_buffer(&b, 0, &uniform_bytes);
+            b
+        });
+        let scope = self.rt.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let mut out = Vec::with_capacity(dispatches.len());
+        for (i, d) in dispatches.iter().enumerate() {
+            let pipeline = self.rt.pipelines.get(d.shader)?;
+            let uniforms = uniforms.as_ref().expect("dispatches have uniforms");
+            let mut entries = vec![wgpu::BindGroupEntry {
+                binding: 0,
+                resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                    buffer: uniforms,
+                    offset: offsets[i],
+                    size: wgpu::BufferSize::new(d.params.len() as u64),
+                }),
+            }];
+            let read_roots: Vec<usize> = d.inputs.iter().map(|v| self.root_of(*v)).collect();
+            for (j, v) in d.inputs.iter().chain(&d.outputs).enumerate() {
+                let root = self.root_of(*v);
+                if j >= d.inputs.len() {
+                    assert!(
+                        !read_roots.contains(&root),
+                        "{}: output %{} shares a buffer with an input",
+                        d.shader.label(),
+                        v.0
+                    );
+                }
+                let buffer = self.buffers[root].as_ref().expect("bound values have buffers");
+                entries.push(wgpu::BindGroupEntry { binding: j as u32 + 1, resource: buffer.as_entire_binding() });
+            }
+            let bind_group = self.rt.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some(&format!("{} dispatch {i} ({})", self.name, d.shader.label())),
+                layout: &pipeline.get_bind_group_layout(0),
+                entries: &entries,
+            });
+            out.push((pipeline, bind_group, d.workgroups));
+        }
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(Error::Gpu { during: "creating bind groups", reason: e.to_string() });
+        }
+        Ok(Plan { input_shapes, shapes, dispatches: out, _uniforms: uniforms })
+    }
+
+    /// Number of inputs [`run`](Self::run) takes.
+    pub fn n_inputs(&self) -> usize {
+        self.inputs.len()
+    }
+
+    /// Number of outputs [`run`](Self::run) returns.
+    pub fn n_outputs(&self) -> usize {
+        self.outputs.len()
+    }
+
+    /// Dtype and maximum shape of each input, as the caller passes them.
+    pub fn input_specs(&self) -> Vec<(DType, Vec<u64>)> {
+        self.inputs.iter().map(|s| (s.host_dtype, s.max_shape.clone())).collect()
+    }
+
+    /// Number of compute dispatches one run records at the current shapes.
+    pub fn n_dispatches(&self) -> usize {
+        self.plan.dispatches.len()
+    }
+
+    /// Runs the method once: validates and uploads `inputs`, records every
+    /// dispatch into one compute pass, submits once and reads the outputs.
+    pub fn run(&mut self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
+        if inputs.len() != self.inputs.len() {
+            return Err(Error::InputCount { expected: self.inputs.len(), found: inputs.len() });
+        }
+        let mut uploads = Vec::with_capacity(inputs.len());
+        for (index, (t, spec)) in inputs.iter().zip(&self.inputs).enumerate() {
+            if t.dtype != spec.host_dtype && t.dtype != spec.device_dtype {
+                return Err(Error::InputDType { index, expected: spec.host_dtype, found: t.dtype });
+            }
+            let fits =
+                t.shape.len() == spec.max_shape.len() && t.shape.iter().zip(&spec.max_shape).all(|(a, b)| a <= b);
+            if !fits {
+                return Err(Error::InputShape { index, max: spec.max_shape.clone(), found: t.shape.clone() });
+            }
+            let expected = t.numel() * t.dtype.size_bytes() as u64;
+            if t.bytes.len() as u64 != expected {
+                return Err(Error::TensorBytes {
+                    dtype: t.dtype,
+                    shape: t.shape.clone(),
+                    expected,
+                    found: t.bytes.len() as u64,
+                });
+            }
+            let mut bytes = match convert(&t.bytes, t.dtype, spec.device_dtype) {
+                Some(Ok(b)) => b,
+                Some(Err(found)) => return Err(Error::InputOutOfRange { index, found }),
+                None => return Err(Error::InputDType { index, expected: spec.device_dtype, found: t.dtype }),
+            };
+            bytes.resize(align4(bytes.len() as u64) as usize, 0);
+            uploads.push(bytes);
+        }
+        let input_shapes: Vec<Vec<u64>> = inputs.iter().map(|t| t.shape.clone()).collect();
+        if input_shapes != self.plan.input_shapes {
+            let (steps, shapes) = self.lower(&input_shapes)?;
+            self.plan = self.build_plan(input_shapes, shapes, &steps)?;
+        }
+        let rt = &self.rt;
+        for (spec, bytes) in self.inputs.iter().zip(&uploads) {
+            let buffer = self.buffers[self.root[spec.value.idx()] as usize].as_ref().expect("inputs have buffers");
+            rt.queue.write_buffer(buffer, 0, bytes);
+        }
+        let scope = rt.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let mut encoder = rt
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(&format!("{} run", self.name)) });
+        {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some(&format!("{} pass", self.name)),
+                timestamp_writes: None,
+            });
+            for (pipeline, bind_group, [x, y, z]) in &self.plan.dispatches {
+                pass.set_pipeline(pipeline);
+                pass.set_bind_group(0, bind_group, &[]);
+                pass.dispatch_workgroups(*x, *y, *z);
+            }
+        }
+        let mut out_sizes = Vec::with_capacity(self.outputs.len());
+        for (spec, readback) in self.outputs.iter().zip(&self.readback) {
+            let shape = self.plan.shapes[spec.value.idx()].clone();
+            let n_bytes = shape.iter().product::<u64>() * spec.device_dtype.size_bytes() as u64;
+            let buffer = self.buffers[self.root[spec.value.idx()] as usize].as_ref().expect("outputs have buffers");
+            if n_bytes > 0 {
+                encoder.copy_buffer_to_buffer(buffer, 0, readback, 0, align4(n_bytes));
+            }
+            out_sizes.push((shape, n_bytes));
+        }
+        rt.queue.submit([encoder.finish()]);
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(Error::Gpu { during: "recording the run", reason: e.to_string() });
+        }
+        for ((_, n), readback) in out_sizes.iter().zip(&self.readback) {
+            if *n > 0 {
+                readback.slice(..align4(*n)).map_async(wgpu::MapMode::Read, |_| {});
+            }
+        }
+        rt.wait_idle()?;
+        let mut results = Vec::with_capacity(self.outputs.len());
+        for ((spec, (shape, n)), readback) in self.outputs.iter().zip(out_sizes).zip(&self.readback) {
+            let device_bytes = if n > 0 {
+                let view =
+                    readback.slice(..align4(n)).get_mapped_range().map_err(|e| Error::Map { reason: e.to_string() })?;
+                let bytes = view[..n as usize].to_vec();
+                drop(view);
+                readback.unmap();
+                bytes
+            } else {
+                Vec::new()
+            };
+            let bytes = match convert(&device_bytes, spec.device_dtype, spec.host_dtype) {
+                Some(Ok(b)) => b,
+                _ => device_bytes,
+            };
+            let dtype = if bytes.len() as u64 == shape.iter().product::<u64>() * spec.host_dtype.size_bytes() as u64 {
+                spec.host_dtype
+            } else {
+                spec.device_dtype
+            };
+            results.push(Tensor { dtype, shape, bytes });
+        }
+        Ok(results)
+    }
+}

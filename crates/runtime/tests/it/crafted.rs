@@ -1,0 +1,1 @@
+//! Crafted graphs (filled below).

@@ -1,0 +1,233 @@
+//! Golden fixtures: every directory of `test_data/fixtures/` is loaded,
+//! its calls run in order on one loaded method, and each output compared
+//! with its `.npy` golden within the manifest's per-dtype tolerance.
+//!
+//! Fixtures using ops that are not in the kernel table are listed in
+//! [`NOT_YET_SUPPORTED`] with the ops they miss; the test fails if that
+//! list goes stale in either direction.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use etwgpu_format::{DType, Program};
+use etwgpu_runtime::Tensor;
+
+/// Fixtures that cannot run yet, with the ops (or features) they lack.
+const NOT_YET_SUPPORTED: &[(&str, &[&str])] = &[
+    ("binary", &["aten.eq.Tensor", "aten.gt.Tensor", "aten.where.self"]),
+    (
+        "convnet",
+        &[
+            "aten._native_batch_norm_legit_no_training.default",
+            "aten.avg_pool2d.default",
+            "aten.convolution.default",
+            "aten.max_pool2d_with_indices.default",
+            "et_vk.conv_with_clamp.default",
+        ],
+    ),
+    ("dynamic_seq", &["aten.mean.dim", "mul", "sym_size.int"]),
+    ("indexing", &["aten.embedding.default", "aten.gather.default", "aten.index.Tensor", "aten.index_select.default"]),
+    (
+        "llama_tiny_8da4w",
+        &[
+            "add",
+            "aten.embedding.default",
+            "et_vk.apply_rotary_emb.default",
+            "et_vk.linear_dq8ca_q4gsw.default",
+            "et_vk.rms_norm.default",
+            "et_vk.select_as_symint.default",
+            "sdpa_with_kv_cache.default",
+            "sym_size.int",
+            "torchao.choose_qparams_affine.default",
+        ],
+    ),
+    (
+        "llama_tiny_fp32",
+        &[
+            "add",
+            "aten.embedding.default",
+            "et_vk.apply_rotary_emb.default",
+            "et_vk.rms_norm.default",
+            "et_vk.select_as_symint.default",
+            "sdpa_with_kv_cache.default",
+            "sym_size.int",
+        ],
+    ),
+    (
+        "llama_tiny_q4",
+        &[
+            "add",
+            "et_vk.apply_rotary_emb.default",
+            "et_vk.embedding_q4gsw.default",
+            "et_vk.linear_q4gsw.default",
+            "et_vk.rms_norm.default",
+            "et_vk.select_as_symint.default",
+            "sdpa_with_kv_cache.default",
+            "sym_size.int",
+        ],
+    ),
+    ("partial_delegate", &["CPU kernel aten::cumsum.out"]),
+    (
+        "reductions",
+        &[
+            "aten.amax.default",
+            "aten.amin.default",
+            "aten.argmax.default",
+            "aten.argmin.default",
+            "aten.mean.dim",
+            "aten.sum.dim_IntList",
+        ],
+    ),
+    ("shape_ops", &["aten.cat.default", "aten.repeat.default", "aten.split_with_sizes_copy.default"]),
+    ("unary", &["dim_order_ops._to_dim_order_copy.default"]),
+];
+
+fn fixtures_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../test_data/fixtures")
+}
+
+/// What stops a fixture from running: unsupported ops and CPU kernels.
+fn missing(program: &Program, method: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let Some(m) = program.method(method) else { return out };
+    for ins in &m.instructions {
+        if let etwgpu_format::Instruction::Kernel { op_index, .. } = ins {
+            out.insert(format!("CPU kernel {}", m.operators[*op_index].full_name()));
+        }
+    }
+    for (_, _, graph) in m.vulkan_delegates() {
+        for call in &graph.chain {
+            if etwgpu_kernels::from_name(&call.name).is_none() {
+                out.insert(call.name.clone());
+            }
+        }
+    }
+    out
+}
+
+/// `(rtol, atol)` per dtype name, from the manifest.
+fn tolerance(manifest: &serde_json::Value, dtype: DType) -> (f64, f64) {
+    let t = &manifest["tolerance"][dtype.torch_name()];
+    match (t["rtol"].as_f64(), t["atol"].as_f64()) {
+        (Some(r), Some(a)) => (r, a),
+        _ => panic!("manifest has no tolerance for {dtype}"),
+    }
+}
+
+/// Max abs and rel error of `got` against `want`, and whether every
+/// element is within `|got - want| <= atol + rtol * |want|`.
+fn compare(got: &Tensor, want: &Tensor, (rtol, atol): (f64, f64)) -> (f64, f64, bool) {
+    let (g, w) = (got.to_f64_vec(), want.to_f64_vec());
+    let mut max_abs = 0f64;
+    let mut max_rel = 0f64;
+    let mut ok = g.len() == w.len();
+    for (a, b) in g.iter().zip(&w) {
+        let d = (a - b).abs();
+        if d.is_nan() && !(a.is_nan() && b.is_nan()) {
+            ok = false;
+            max_abs = f64::NAN;
+            continue;
+        }
+        if a.is_nan() && b.is_nan() || a == b {
+            continue;
+        }
+        max_abs = max_abs.max(d);
+        max_rel = max_rel.max(d / b.abs().max(f64::MIN_POSITIVE));
+        ok &= d <= atol + rtol * b.abs();
+    }
+    (max_abs, max_rel, ok)
+}
+
+fn run_fixture(dir: &Path, rt: &etwgpu_runtime::Runtime) -> Result<String, String> {
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).map_err(|e| e.to_string())?)
+            .map_err(|e| e.to_string())?;
+    let method_name = manifest["method"].as_str().unwrap_or("forward");
+    let program = Program::open(dir.join("model.pte")).map_err(|e| e.to_string())?;
+    let mut method = rt.load(&program, method_name).map_err(|e| format!("load: {e}"))?;
+    let mut report = String::new();
+    let calls = manifest["calls"].as_array().ok_or("manifest has no calls")?;
+    for (k, call) in calls.iter().enumerate() {
+        let read = |name: &serde_json::Value| {
+            Tensor::read_npy(dir.join(name.as_str().unwrap_or_default())).map_err(|e| e.to_string())
+        };
+        let inputs: Vec<Tensor> =
+            call["inputs"].as_array().ok_or("call has no inputs")?.iter().map(read).collect::<Result<_, _>>()?;
+        let wants: Vec<Tensor> =
+            call["outputs"].as_array().ok_or("call has no outputs")?.iter().map(read).collect::<Result<_, _>>()?;
+        let gots = method.run(&inputs).map_err(|e| format!("call {k}: {e}"))?;
+        if gots.len() != wants.len() {
+            return Err(format!("call {k}: {} outputs, expected {}", gots.len(), wants.len()));
+        }
+        for (i, (got, want)) in gots.iter().zip(&wants).enumerate() {
+            if got.shape != want.shape || got.dtype != want.dtype {
+                return Err(format!(
+                    "call {k} out {i}: got {} {:?}, expected {} {:?}",
+                    got.dtype, got.shape, want.dtype, want.shape
+                ));
+            }
+            let tol = tolerance(&manifest, want.dtype);
+            let (abs, rel, ok) = compare(got, want, tol);
+            report.push_str(&format!("  call {k} out {i}: max abs {abs:.3e}, max rel {rel:.3e}\n"));
+            if !ok {
+                return Err(format!(
+                    "call {k} out {i}: max abs error {abs:.3e} / rel {rel:.3e} exceeds rtol {} atol {}",
+                    tol.0, tol.1
+                ));
+            }
+        }
+    }
+    Ok(report)
+}
+
+#[test]
+fn golden_fixtures() {
+    let Some(rt) = crate::runtime() else { return };
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(fixtures_dir())
+        .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.join("manifest.json").exists()).collect())
+        .unwrap_or_default();
+    dirs.sort();
+    let mut failures = Vec::new();
+    let mut n_passed = 0;
+    for dir in &dirs {
+        let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
+        let listed = NOT_YET_SUPPORTED.iter().find(|(n, _)| *n == name).map(|(_, ops)| ops);
+        let program = match Program::open(dir.join("model.pte")) {
+            Ok(p) => p,
+            Err(e) => {
+                failures.push(format!("{name}: cannot parse model.pte: {e}"));
+                continue;
+            }
+        };
+        let lacking = missing(&program, "forward");
+        match (listed, lacking.is_empty()) {
+            (Some(ops), false) => {
+                let listed: BTreeSet<String> = ops.iter().map(|s| s.to_string()).collect();
+                if listed != lacking {
+                    failures.push(format!("{name}: NOT_YET_SUPPORTED lists {listed:?} but it lacks {lacking:?}"));
+                } else {
+                    eprintln!("{name}: not yet supported (lacks {lacking:?})");
+                }
+                continue;
+            }
+            (Some(_), true) => {
+                failures.push(format!("{name}: listed as not yet supported, but every op is supported; unlist it"));
+                continue;
+            }
+            (None, false) => {
+                failures.push(format!("{name}: lacks {lacking:?}; support them or list it in NOT_YET_SUPPORTED"));
+                continue;
+            }
+            (None, true) => {}
+        }
+        match run_fixture(dir, &rt) {
+            Ok(report) => {
+                n_passed += 1;
+                eprintln!("{name}: ok\n{report}");
+            }
+            Err(e) => failures.push(format!("{name}: {e}")),
+        }
+    }
+    eprintln!("{n_passed} fixtures passed");
+    assert!(failures.is_empty(), "fixture failures:\n{}", failures.join("\n"));
+}
