@@ -1,1 +1,218 @@
-//! Crafted graphs (filled below).
+//! Crafted graphs built with `etwgpu_format::writer`: broadcasting, sizes
+//! that are not multiples of the workgroup size, negative dims, aliasing
+//! edge cases and the typed errors of bad inputs.
+
+use etwgpu_format::writer::{GraphBuilder, ProgramBuilder};
+use etwgpu_format::{DType, Program};
+use etwgpu_runtime::{Error, LoadedMethod, Tensor};
+
+fn load(g: GraphBuilder) -> Option<Result<LoadedMethod, Error>> {
+    let rt = crate::runtime()?;
+    let program = Program::from_bytes(ProgramBuilder::single_delegate(g).to_bytes()).expect("crafted program parses");
+    Some(rt.load(&program, "forward"))
+}
+
+/// Deterministic test data in [-2, 2).
+fn data(n: usize, seed: u32) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 17;
+            s ^= s << 5;
+            (s % 4000) as f32 / 1000.0 - 2.0
+        })
+        .collect()
+}
+
+fn f32s(t: &Tensor) -> Vec<f32> {
+    t.to_f64_vec().into_iter().map(|x| x as f32).collect()
+}
+
+/// Runs `g` on `inputs` and checks output 0 against `want` within 1e-4.
+fn check(g: GraphBuilder, inputs: &[Tensor], want_shape: &[u64], want: &[f32]) {
+    let Some(method) = load(g) else { return };
+    let outs = method.expect("loads").run(inputs).expect("runs");
+    assert_eq!(outs[0].shape, want_shape);
+    let got = f32s(&outs[0]);
+    assert_eq!(got.len(), want.len());
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!((g - w).abs() <= 1e-4 + 1e-4 * w.abs(), "element {i}: got {g}, want {w}");
+    }
+}
+
+#[test]
+fn add_broadcasts_odd_sizes_with_alpha() {
+    // [3, 1, 300] + alpha * [7, 1] -> [3, 7, 300]: 6300 elements, not a
+    // multiple of 256.
+    let mut g = GraphBuilder::new();
+    let a = g.tensor(DType::F32, &[3, 1, 300]);
+    let b = g.tensor(DType::F32, &[7, 1]);
+    let alpha = g.double(0.5);
+    let out = g.tensor(DType::F32, &[3, 7, 300]);
+    g.op("aten.add.Tensor", &[a, b, alpha, out]).inputs(&[a, b]).outputs(&[out]);
+    let (av, bv) = (data(900, 1), data(7, 2));
+    let mut want = Vec::new();
+    for i in 0..3 {
+        for j in 0..7 {
+            for k in 0..300 {
+                want.push(av[i * 300 + k] + 0.5 * bv[j]);
+            }
+        }
+    }
+    check(g, &[Tensor::from_f32(&[3, 1, 300], &av), Tensor::from_f32(&[7, 1], &bv)], &[3, 7, 300], &want);
+}
+
+#[test]
+fn mm_with_sizes_off_the_tile() {
+    let (m, k, n) = (17usize, 33usize, 5usize);
+    let mut g = GraphBuilder::new();
+    let a = g.tensor(DType::F32, &[m as u64, k as u64]);
+    let b = g.tensor(DType::F32, &[k as u64, n as u64]);
+    let out = g.tensor(DType::F32, &[m as u64, n as u64]);
+    g.op("aten.mm.default", &[a, b, out]).inputs(&[a, b]).outputs(&[out]);
+    let (av, bv) = (data(m * k, 3), data(k * n, 4));
+    let want: Vec<f32> = (0..m * n).map(|i| (0..k).map(|kk| av[(i / n) * k + kk] * bv[kk * n + i % n]).sum()).collect();
+    check(
+        g,
+        &[Tensor::from_f32(&[m as u64, k as u64], &av), Tensor::from_f32(&[k as u64, n as u64], &bv)],
+        &[m as u64, n as u64],
+        &want,
+    );
+}
+
+#[test]
+fn softmax_on_a_negative_middle_dim() {
+    let mut g = GraphBuilder::new();
+    let x = g.tensor(DType::F32, &[2, 3, 4]);
+    let dim = g.int(-2);
+    let f = g.bool(false);
+    let out = g.tensor(DType::F32, &[2, 3, 4]);
+    g.op("aten._softmax.default", &[x, dim, f, out]).inputs(&[x]).outputs(&[out]);
+    let xv = data(24, 5);
+    let mut want = vec![0f32; 24];
+    for b in 0..2 {
+        for k in 0..4 {
+            let at = |j: usize| b * 12 + j * 4 + k;
+            let mx = (0..3).map(|j| xv[at(j)]).fold(f32::MIN, f32::max);
+            let s: f32 = (0..3).map(|j| (xv[at(j)] - mx).exp()).sum();
+            (0..3).for_each(|j| want[at(j)] = (xv[at(j)] - mx).exp() / s);
+        }
+    }
+    check(g, &[Tensor::from_f32(&[2, 3, 4], &xv)], &[2, 3, 4], &want);
+}
+
+#[test]
+fn view_then_permute_aliases_then_copies() {
+    let mut g = GraphBuilder::new();
+    let x = g.tensor(DType::F32, &[6]);
+    let size = g.int_list(&[2, -1]);
+    let v = g.tensor(DType::F32, &[2, 3]);
+    let dims = g.int_list(&[1, 0]);
+    let out = g.tensor(DType::F32, &[3, 2]);
+    g.op("aten.view_copy.default", &[x, size, v]).op("aten.permute_copy.default", &[v, dims, out]);
+    g.inputs(&[x]).outputs(&[out]);
+    let xv = [0., 1., 2., 3., 4., 5.];
+    check(g, &[Tensor::from_f32(&[6], &xv)], &[3, 2], &[0., 3., 1., 4., 2., 5.]);
+}
+
+#[test]
+fn input_that_is_also_the_output_with_an_empty_chain() {
+    let mut g = GraphBuilder::new();
+    let x = g.tensor(DType::F32, &[3]);
+    g.inputs(&[x]).outputs(&[x]);
+    check(g, &[Tensor::from_f32(&[3], &[1., 2., 3.])], &[3], &[1., 2., 3.]);
+}
+
+#[test]
+fn repeated_runs_reuse_the_loaded_method() {
+    let mut g = GraphBuilder::new();
+    let x = g.tensor(DType::F32, &[5]);
+    let out = g.tensor(DType::F32, &[5]);
+    g.op("aten.neg.default", &[x, out]).inputs(&[x]).outputs(&[out]);
+    let Some(method) = load(g) else { return };
+    let mut method = method.expect("loads");
+    for round in 0..3 {
+        let xv = data(5, round);
+        let outs = method.run(&[Tensor::from_f32(&[5], &xv)]).expect("runs");
+        assert_eq!(f32s(&outs[0]), xv.iter().map(|v| -v).collect::<Vec<_>>());
+    }
+}
+
+fn relu_graph() -> GraphBuilder {
+    let mut g = GraphBuilder::new();
+    let x = g.tensor(DType::F32, &[2, 3]);
+    let out = g.tensor(DType::F32, &[2, 3]);
+    g.op("aten.relu.default", &[x, out]).inputs(&[x]).outputs(&[out]);
+    g
+}
+
+#[test]
+fn bad_inputs_are_typed_errors() {
+    let Some(method) = load(relu_graph()) else { return };
+    let mut method = method.expect("loads");
+    let ok = Tensor::from_f32(&[2, 3], &[0.0; 6]);
+    assert!(matches!(method.run(&[]), Err(Error::InputCount { expected: 1, found: 0 })));
+    assert!(matches!(method.run(&[ok.clone(), ok.clone()]), Err(Error::InputCount { expected: 1, found: 2 })));
+    let ints = Tensor::new(DType::I32, vec![2, 3], vec![0; 24]).expect("valid");
+    assert!(matches!(
+        method.run(&[ints]),
+        Err(Error::InputDType { index: 0, expected: DType::F32, found: DType::I32 })
+    ));
+    let too_big = Tensor::from_f32(&[3, 3], &[0.0; 9]);
+    assert!(matches!(method.run(&[too_big]), Err(Error::InputShape { index: 0, .. })));
+    let wrong_rank = Tensor::from_f32(&[6], &[0.0; 6]);
+    assert!(matches!(method.run(&[wrong_rank]), Err(Error::InputShape { index: 0, .. })));
+    // A smaller (in-bounds) input runs at its live shape.
+    let outs = method.run(&[Tensor::from_f32(&[1, 3], &[-1.0, 2.0, -3.0])]).expect("in bounds");
+    assert_eq!(outs[0].shape, [1, 3]);
+    assert_eq!(f32s(&outs[0]), [0.0, 2.0, 0.0]);
+}
+
+#[test]
+fn unsupported_ops_and_bad_args_fail_the_load() {
+    let mut g = GraphBuilder::new();
+    let x = g.tensor(DType::F32, &[2]);
+    let out = g.tensor(DType::F32, &[2]);
+    g.op("aten.frobnicate.default", &[x, out]).inputs(&[x]).outputs(&[out]);
+    let Some(r) = load(g) else { return };
+    match r {
+        Err(Error::UnsupportedOp { op, .. }) => assert_eq!(op, "aten.frobnicate.default"),
+        other => panic!("expected UnsupportedOp, got {other:?}"),
+    }
+    let mut g = GraphBuilder::new();
+    let x = g.tensor(DType::F32, &[2, 3]);
+    let w = g.tensor(DType::F32, &[4, 5]);
+    let null = g.null();
+    let out = g.tensor(DType::F32, &[2, 4]);
+    g.op("aten.linear.default", &[x, w, null, out]).inputs(&[x, w]).outputs(&[out]);
+    let Some(r) = load(g) else { return };
+    match r {
+        Err(Error::Op { op, source: etwgpu_kernels::Error::Shape { arg_idx: 1, .. }, .. }) => {
+            assert_eq!(op, "aten.linear.default")
+        }
+        other => panic!("expected a weight shape error, got {other:?}"),
+    }
+}
+
+#[test]
+fn int64_inputs_are_narrowed_and_outputs_widened() {
+    // An int32 device tensor passed straight through, with an int64 method
+    // dtype: the caller gives and gets int64.
+    let mut g = GraphBuilder::new();
+    let x = g.tensor_staged(DType::I32, DType::I64, &[3]);
+    let dims = g.int_list(&[0]);
+    let out = g.tensor_staged(DType::I32, DType::I64, &[3]);
+    g.op("aten.flip.default", &[x, dims, out]).inputs(&[x]).outputs(&[out]);
+    let Some(method) = load(g) else { return };
+    let mut method = method.expect("loads");
+    let bytes: Vec<u8> = [5i64, -6, 7].iter().flat_map(|v| v.to_le_bytes()).collect();
+    let outs = method.run(&[Tensor::new(DType::I64, vec![3], bytes).expect("valid")]).expect("runs");
+    assert_eq!(outs[0].dtype, DType::I64);
+    assert_eq!(outs[0].to_f64_vec(), [7.0, -6.0, 5.0]);
+    let big: Vec<u8> = [1i64 << 40, 0, 0].iter().flat_map(|v| v.to_le_bytes()).collect();
+    assert!(matches!(
+        method.run(&[Tensor::new(DType::I64, vec![3], big).expect("valid")]),
+        Err(Error::InputOutOfRange { index: 0, .. })
+    ));
+}
