@@ -54,9 +54,9 @@ fn add_broadcasts_odd_sizes_with_alpha() {
     let (av, bv) = (data(900, 1), data(7, 2));
     let mut want = Vec::new();
     for i in 0..3 {
-        for j in 0..7 {
+        for bj in &bv {
             for k in 0..300 {
-                want.push(av[i * 300 + k] + 0.5 * bv[j]);
+                want.push(av[i * 300 + k] + 0.5 * bj);
             }
         }
     }
