@@ -1,0 +1,571 @@
+"""Small hand-written modules lowered with VulkanPartitioner.
+
+Each `fx_<name>()` returns a FixtureResult. Every fixture seeds torch from its
+own name, so re-running reproduces the same weights, inputs and `.pte`.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from typing import Any, Callable, Sequence
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.export import Dim
+
+from fixture_io import Call, FixtureResult
+
+# The portable CPU kernels and eager PyTorch run the same fp32 math on one machine.
+PORTABLE_MAX_ABS_DIFF = 1e-5
+
+EXPORT_API = "torch.export.export -> executorch.exir.to_edge_transform_and_lower -> to_executorch"
+
+
+# worked_example uses seed 0: it reproduces the bias bytes quoted in FORMAT.md section 9.
+SEED_OVERRIDES = {"worked_example": 0}
+
+
+def seed_for(name: str) -> int:
+    return SEED_OVERRIDES.get(name, zlib.crc32(name.encode()) & 0x7FFFFFFF)
+
+
+def seed(name: str) -> torch.Generator:
+    torch.manual_seed(seed_for(name))
+    return torch.Generator().manual_seed(seed_for(name) + 1)
+
+
+def lower(model: nn.Module, args: tuple, dynamic_shapes: Any = None,
+          options: dict[str, Any] | None = None, vulkan: bool = True) -> bytes:
+    from executorch.backends.vulkan.partitioner.vulkan_partitioner import VulkanPartitioner
+    from executorch.exir import to_edge_transform_and_lower
+
+    ep = torch.export.export(model, args, dynamic_shapes=dynamic_shapes, strict=True)
+    partitioner = [VulkanPartitioner(dict(options or {}))] if vulkan else []
+    return to_edge_transform_and_lower(ep, partitioner=partitioner).to_executorch().buffer
+
+
+def run_eager(model: nn.Module, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    with torch.no_grad():
+        out = model(*[t.clone() for t in inputs])
+    if isinstance(out, torch.Tensor):
+        return [out]
+    return list(out)
+
+
+def verify_on_portable_cpu(name: str, model: nn.Module, args: tuple, dynamic_shapes: Any,
+                           calls: list[Call]) -> float:
+    """Exports without a partitioner and runs the portable CPU kernels.
+
+    Checks that the goldens agree with ExecuTorch's own reading of the same
+    graph (input order, output order, decompositions). Returns the largest
+    absolute float difference; raises on mismatching ints/bools/shapes.
+    """
+    from executorch.extension.pybindings import portable_lib
+
+    pte = lower(model, args, dynamic_shapes, vulkan=False)
+    method = portable_lib._load_for_executorch_from_buffer(pte)
+    worst = 0.0
+    for k, call in enumerate(calls):
+        got = method.forward(tuple(t.clone() for t in call.inputs))
+        if len(got) != len(call.outputs):
+            raise AssertionError(f"{name} call{k}: portable gave {len(got)} outputs")
+        for i, (g, e) in enumerate(zip(got, call.outputs)):
+            if g.shape != e.shape or g.dtype != e.dtype:
+                raise AssertionError(
+                    f"{name} call{k}.out{i}: portable {g.dtype}{list(g.shape)} "
+                    f"vs eager {e.dtype}{list(e.shape)}")
+            if e.dtype.is_floating_point:
+                worst = max(worst, float((g - e).abs().max()) if e.numel() else 0.0)
+            elif not torch.equal(g, e):
+                raise AssertionError(f"{name} call{k}.out{i}: portable differs from eager")
+    return worst
+
+
+def module_fixture(name: str, description: str, model: nn.Module,
+                   call_inputs: list[tuple[torch.Tensor, ...]],
+                   options: dict[str, Any] | None = None,
+                   dynamic_shapes: Any = None,
+                   dynamic_shapes_doc: Any = None,
+                   verify: bool = True) -> FixtureResult:
+    model = model.eval()
+    example = call_inputs[-1]
+    pte = lower(model, example, dynamic_shapes, options)
+    calls = [Call(inputs=list(ins), outputs=run_eager(model, ins)) for ins in call_inputs]
+    notes = []
+    names = getattr(model, "NAMES", None)
+    if names is not None and len(names) != len(calls[0].outputs):
+        raise AssertionError(f"{name}: {len(names)} NAMES for {len(calls[0].outputs)} outputs")
+    if verify:
+        worst = verify_on_portable_cpu(name, model, example, dynamic_shapes, calls)
+        if worst > PORTABLE_MAX_ABS_DIFF:
+            raise AssertionError(f"{name}: portable CPU run differs from eager by {worst:.3g}")
+        notes.append(f"portable CPU run of a non-delegated export: max |diff| {worst:.3g}")
+    export = {
+        "api": EXPORT_API,
+        "partitioner": "VulkanPartitioner",
+        "options": dict(options or {}),
+        "seed": seed_for(name),
+    }
+    if dynamic_shapes_doc is not None:
+        export["dynamic_shapes"] = dynamic_shapes_doc
+    return FixtureResult(name=name, description=description, export=export,
+                         pte=pte, calls=calls, notes=notes)
+
+
+def randn(g: torch.Generator, *shape: int, scale: float = 1.0) -> torch.Tensor:
+    return torch.randn(*shape, generator=g) * scale
+
+
+def uniform(g: torch.Generator, lo: float, hi: float, *shape: int) -> torch.Tensor:
+    return torch.rand(*shape, generator=g) * (hi - lo) + lo
+
+
+# ---------------------------------------------------------------- fixtures
+
+
+class Add(nn.Module):
+    def forward(self, x, y):
+        return x + y
+
+
+def fx_one_op(verify: bool = True) -> FixtureResult:
+    g = seed("one_op")
+    ins = (randn(g, 2, 4), randn(g, 2, 4))
+    return module_fixture("one_op", "x + y, float32 [2,4]: a single aten.add.Tensor.",
+                          Add(), [ins], verify=verify)
+
+
+class WorkedExample(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(4, 3)
+
+    def forward(self, x, y):
+        return torch.relu(self.linear(x + y * 2.0))
+
+
+def fx_worked_example(verify: bool = True) -> FixtureResult:
+    g = seed("worked_example")
+    model = WorkedExample()
+    ins = (randn(g, 2, 4), randn(g, 2, 4))
+    return module_fixture(
+        "worked_example",
+        "FORMAT.md section 9: relu(Linear(4,3)(x + y*2.0)), x and y float32 [2,4]. "
+        "Delegate args are [y, x, out]: not the method's input order.",
+        model, [ins], verify=verify)
+
+
+class Mlp(nn.Module):
+    def __init__(self, dims=(16, 32, 32, 8)):
+        super().__init__()
+        self.fc1 = nn.Linear(dims[0], dims[1])
+        self.fc2 = nn.Linear(dims[1], dims[2])
+        self.fc3 = nn.Linear(dims[2], dims[3])
+
+    def forward(self, x):
+        return self.fc3(torch.relu(self.fc2(F.gelu(self.fc1(x)))))
+
+
+def fx_mlp(verify: bool = True) -> FixtureResult:
+    g = seed("mlp")
+    model = Mlp()
+    ins = (randn(g, 3, 16),)
+    return module_fixture("mlp", "Linear(16,32) -> GELU -> Linear(32,32) -> ReLU -> "
+                          "Linear(32,8), batch 3.", model, [ins], verify=verify)
+
+
+class ConvNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1, bias=True)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.pool1 = nn.MaxPool2d(2)
+        self.bn2 = nn.BatchNorm2d(8)
+        self.dw = nn.Conv2d(8, 8, 3, padding=1, groups=8, bias=True)
+        self.pool2 = nn.AvgPool2d(2)
+        self.fc = nn.Linear(8 * 4 * 4, 10)
+
+    def forward(self, x):
+        x = self.pool1(torch.relu(self.bn1(self.conv1(x))))
+        # A second batch norm after pooling has no conv to fold into.
+        x = self.pool2(self.dw(self.bn2(x)))
+        return self.fc(torch.flatten(x, 1))
+
+
+def _randomize_bn(bn: nn.BatchNorm2d, g: torch.Generator) -> None:
+    n = bn.num_features
+    with torch.no_grad():
+        bn.running_mean.copy_(randn(g, n, scale=0.5))
+        bn.running_var.copy_(uniform(g, 0.5, 2.0, n))
+        bn.weight.copy_(uniform(g, 0.5, 1.5, n))
+        bn.bias.copy_(randn(g, n, scale=0.2))
+
+
+def fx_convnet(verify: bool = True) -> FixtureResult:
+    g = seed("convnet")
+    model = ConvNet()
+    _randomize_bn(model.bn1, g)
+    _randomize_bn(model.bn2, g)
+    ins = (randn(g, 1, 3, 16, 16),)
+    return module_fixture(
+        "convnet",
+        "Conv2d(3,8,3,pad 1) -> BatchNorm2d (eval, random running stats; folded into the "
+        "conv at export) -> ReLU (fused: conv_with_clamp) -> MaxPool2d(2) -> BatchNorm2d "
+        "(not foldable) -> depthwise Conv2d(8,8,3,groups 8) -> AvgPool2d(2) -> flatten -> "
+        "Linear(128,10); input [1,3,16,16].",
+        model, [ins], verify=verify)
+
+
+class Block(nn.Module):
+    """Pre-norm transformer block with attention spelled out."""
+
+    def __init__(self, dim=32, heads=4, hidden=64):
+        super().__init__()
+        self.heads = heads
+        self.head_dim = dim // heads
+        self.ln1 = nn.LayerNorm(dim)
+        self.wq = nn.Linear(dim, dim)
+        self.wk = nn.Linear(dim, dim)
+        self.wv = nn.Linear(dim, dim)
+        self.wo = nn.Linear(dim, dim)
+        self.ln2 = nn.LayerNorm(dim)
+        self.fc1 = nn.Linear(dim, hidden)
+        self.fc2 = nn.Linear(hidden, dim)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        h = self.ln1(x)
+        q = self.wq(h).view(b, s, self.heads, self.head_dim).transpose(1, 2)
+        k = self.wk(h).view(b, s, self.heads, self.head_dim).transpose(1, 2)
+        v = self.wv(h).view(b, s, self.heads, self.head_dim).transpose(1, 2)
+        att = torch.matmul(q, k.transpose(-2, -1)) * (1.0 / math.sqrt(self.head_dim))
+        att = torch.softmax(att, dim=-1)
+        o = torch.matmul(att, v).transpose(1, 2).reshape(b, s, d)
+        x = x + self.wo(o)
+        return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+
+
+def fx_transformer_block(verify: bool = True) -> FixtureResult:
+    g = seed("transformer_block")
+    model = Block()
+    with torch.no_grad():
+        for ln in (model.ln1, model.ln2):
+            ln.weight.copy_(uniform(g, 0.5, 1.5, 32))
+            ln.bias.copy_(randn(g, 32, scale=0.1))
+    ins = (randn(g, 1, 8, 32),)
+    return module_fixture(
+        "transformer_block",
+        "Pre-norm block, seq 8, dim 32, 4 heads: LayerNorm, q/k/v linears, "
+        "softmax(q k^T / sqrt(8)) v by matmul, output linear, residual, LayerNorm, "
+        "Linear(32,64) -> GELU -> Linear(64,32), residual. Input [1,8,32].",
+        model, [ins], verify=verify)
+
+
+class Unary(nn.Module):
+    # torch.log is not taken by the Vulkan partitioner (it would run on the CPU), so it
+    # is left out; partial_delegate covers CPU fallbacks.
+    NAMES = ["abs(x)", "neg(x)", "exp(x)", "sqrt(p)", "rsqrt(p)", "sin(x)", "cos(x)",
+             "tanh(x)", "sigmoid(x)", "relu(x)", "gelu(x)", "gelu(x, tanh)", "hardswish(x)",
+             "hardtanh(x, -0.75, 1.25)", "hardsigmoid(x)", "leaky_relu(x, 0.15)",
+             "clamp(x, -0.5, 0.8)", "clamp(x, min=-0.25)", "round(2x)", "pow(p, 1.5)",
+             "relu6(4x)", "silu(x)"]
+
+    def forward(self, x, p):
+        return (
+            torch.abs(x),
+            torch.neg(x),
+            torch.exp(x),
+            torch.sqrt(p),
+            torch.rsqrt(p),
+            torch.sin(x),
+            torch.cos(x),
+            torch.tanh(x),
+            torch.sigmoid(x),
+            torch.relu(x),
+            F.gelu(x),
+            F.gelu(x, approximate="tanh"),
+            F.hardswish(x),
+            F.hardtanh(x, -0.75, 1.25),
+            F.hardsigmoid(x),
+            F.leaky_relu(x, 0.15),
+            torch.clamp(x, -0.5, 0.8),
+            torch.clamp(x, min=-0.25),
+            torch.round(x * 2.0),
+            torch.pow(p, 1.5),
+            F.relu6(x * 4.0),
+            F.silu(x),
+        )
+
+
+def fx_unary(verify: bool = True) -> FixtureResult:
+    g = seed("unary")
+    x = uniform(g, -3.0, 3.0, 3, 5, 7)
+    # Keep x*2 away from the .5 rounding boundaries.
+    frac = (x * 2.0) - torch.floor(x * 2.0)
+    x = torch.where((frac - 0.5).abs() < 0.02, x + 0.05, x)
+    p = uniform(g, 0.1, 4.0, 3, 5, 7)
+    return module_fixture(
+        "unary",
+        "Unary ops on float32 [3,5,7], one output each, in this order: "
+        + "; ".join(Unary.NAMES)
+        + ". x in [-3,3] (input 0), p in [0.1,4] (input 1) feeds sqrt, rsqrt, pow.",
+        Unary(), [(x, p)], verify=verify)
+
+
+class Binary(nn.Module):
+    # torch.maximum is left out: the Vulkan partitioner does not take it (it would run
+    # as aten::maximum.out on the CPU).
+    NAMES = ["add(a, b, alpha=2)", "a - b", "sub(a, b, alpha=0.5)", "a * b", "a / b",
+             "div(a, b, floor)", "div(a, b, trunc)", "pow(base, b)", "minimum(a, b)",
+             "where(a > b, a, 3b)", "a > b (bool)", "ia == ib (bool)", "a * 0.5 + 1.25"]
+
+    def forward(self, a, b, base, ia, ib):
+        return (
+            torch.add(a, b, alpha=2.0),
+            a - b,
+            torch.sub(a, b, alpha=0.5),
+            a * b,
+            a / b,
+            torch.div(a, b, rounding_mode="floor"),
+            torch.div(a, b, rounding_mode="trunc"),
+            torch.pow(base, b),
+            torch.minimum(a, b),
+            torch.where(a > b, a, b * 3.0),
+            a > b,
+            ia == ib,
+            a * 0.5 + 1.25,
+        )
+
+
+def fx_binary(verify: bool = True) -> FixtureResult:
+    g = seed("binary")
+    b = uniform(g, 0.5, 2.0, 4, 5) * torch.where(torch.rand(4, 5, generator=g) < 0.5, -1.0, 1.0)
+    # Resample a until no quotient a/b sits near an integer: floor/trunc must not flip.
+    for _ in range(1000):
+        a = uniform(g, -4.0, 4.0, 3, 1, 5)
+        q = a / b
+        f = q - torch.floor(q)
+        if bool(((f > 0.02) & (f < 0.98)).all()):
+            break
+    else:
+        raise RuntimeError("could not draw well-separated quotients")
+    base = uniform(g, 0.5, 2.0, 3, 1, 5)
+    # Integer-valued floats so that eq has both outcomes.
+    ia = torch.randint(-2, 3, (3, 1, 5), generator=g).float()
+    ib = torch.randint(-2, 3, (4, 5), generator=g).float()
+    return module_fixture(
+        "binary",
+        "Broadcasting binary ops, a [3,1,5] with b [4,5] -> [3,4,5]; outputs in order: "
+        + "; ".join(Binary.NAMES)
+        + ". Inputs: a, b (|b| in [0.5,2]), base in [0.5,2] for pow, ia/ib integer-valued "
+        "floats for eq. a/b stays >= 0.02 away from integers.",
+        Binary(), [(a, b, base, ia, ib)], verify=verify)
+
+
+class ShapeOps(nn.Module):
+    NAMES = ["permute", "reshape", "transpose_reshape", "slice_step_neg", "select_neg",
+             "cat", "expand", "unsqueeze", "squeeze", "repeat", "flip", "split0", "split1"]
+
+    def forward(self, x, y, z, w):
+        s0, s1 = torch.split(x, [1, 2], dim=1)
+        return (
+            x.permute(0, 2, 3, 1),
+            x.reshape(6, 20),
+            x.transpose(1, 3).reshape(2, -1),
+            x[:, 1:, ::2, -4:-1],
+            x.select(2, -1),
+            torch.cat([x, y], dim=1),
+            z.expand(2, 3, 4, 5),
+            w.unsqueeze(1),
+            z.squeeze(2),
+            w.repeat(2, 1, 3),
+            torch.flip(x, [1, 3]),
+            s0,
+            s1,
+        )
+
+
+def fx_shape_ops(verify: bool = True) -> FixtureResult:
+    g = seed("shape_ops")
+    ins = (randn(g, 2, 3, 4, 5), randn(g, 2, 2, 4, 5), randn(g, 1, 3, 1, 5), randn(g, 3, 4, 5))
+    return module_fixture(
+        "shape_ops",
+        "Shape ops; inputs x [2,3,4,5], y [2,2,4,5], z [1,3,1,5], w [3,4,5]; outputs: "
+        "x.permute(0,2,3,1), x.reshape(6,20), x.transpose(1,3).reshape(2,-1), "
+        "x[:,1:,::2,-4:-1], x.select(2,-1), cat([x,y],1), z.expand(2,3,4,5), "
+        "w.unsqueeze(1), z.squeeze(2), w.repeat(2,1,3), flip(x,[1,3]), split(x,[1,2],1).",
+        ShapeOps(), [ins], verify=verify)
+
+
+class Reductions(nn.Module):
+    # Vulkan takes a reduction over the last dim, or over one or two dims with
+    # keepdim=True; mean(0) or argmin(0) without keepdim stay on the CPU.
+    def forward(self, x):
+        return (
+            x.sum(dim=-1),
+            x.sum(dim=1, keepdim=True),
+            x.sum(dim=[0, 1], keepdim=True),
+            x.mean(dim=-1),
+            x.mean(dim=-2, keepdim=True),
+            x.mean(dim=0, keepdim=True),
+            x.amax(dim=-1),
+            x.amin(dim=1, keepdim=True),
+            x.argmax(dim=-1),
+            x.argmin(dim=0, keepdim=True),
+            torch.softmax(x, dim=-1),
+            torch.log_softmax(x, dim=1),
+        )
+
+
+def fx_reductions(verify: bool = True) -> FixtureResult:
+    g = seed("reductions")
+    ins = (randn(g, 3, 5, 7),)
+    return module_fixture(
+        "reductions",
+        "Reductions over x float32 [3,5,7]; outputs: sum(-1), sum(1, keepdim), "
+        "sum([0,1], keepdim), mean(-1), mean(-2, keepdim), mean(0, keepdim), amax(-1), "
+        "amin(1, keepdim), argmax(-1) (int64), argmin(0, keepdim) (int64), softmax(-1), "
+        "log_softmax(1).",
+        Reductions(), [ins], verify=verify)
+
+
+class MatmulOps(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(7, 11, bias=False)
+
+    def forward(self, a, b, c, d, bias, x):
+        return (
+            torch.mm(a, b),
+            torch.bmm(c, d),
+            torch.addmm(bias, a, b, beta=0.5, alpha=2.0),
+            self.linear(x),
+            torch.matmul(x, self.linear.weight.t() * 0.5),
+        )
+
+
+def fx_matmul(verify: bool = True) -> FixtureResult:
+    g = seed("matmul")
+    ins = (randn(g, 5, 7), randn(g, 7, 3), randn(g, 2, 5, 7), randn(g, 2, 7, 6),
+           randn(g, 5, 3), randn(g, 5, 7))
+    return module_fixture(
+        "matmul",
+        "mm a[5,7] @ b[7,3]; bmm c[2,5,7] @ d[2,7,6]; addmm(bias[5,3], a, b, beta=0.5, "
+        "alpha=2); Linear(7,11, no bias)(x[5,7]); x @ (W^T * 0.5) with the constant weight.",
+        MatmulOps(), [ins], verify=verify)
+
+
+class Indexing(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(20, 6)
+
+    def forward(self, tok, x, sel, src, gidx, t, tidx):
+        return (
+            self.emb(tok),
+            torch.index_select(x, 0, sel),
+            torch.gather(src, 1, gidx),
+            t[tidx],
+        )
+
+
+def fx_indexing(verify: bool = True) -> FixtureResult:
+    g = seed("indexing")
+    ins = (
+        torch.randint(0, 20, (2, 3), generator=g),
+        randn(g, 5, 4),
+        torch.tensor([4, 0, 2]),
+        randn(g, 3, 4),
+        torch.randint(0, 4, (3, 2), generator=g),
+        randn(g, 6, 5),
+        torch.tensor([5, 1, 1, 3]),
+    )
+    return module_fixture(
+        "indexing",
+        "embedding(20x6)(tok int64 [2,3]); index_select(x[5,4], 0, [4,0,2]); "
+        "gather(src[3,4], 1, idx int64 [3,2]); t[6,5][idx int64 [4]] (aten.index.Tensor).",
+        Indexing(), [ins], verify=verify)
+
+
+class DynamicSeq(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        # Rank-3 linear: view_copy -> linear -> view_copy, sizes carry a SymInt.
+        # A softmax sits between the two reshapes: with only an elementwise op there,
+        # FuseViewCopyTransform merges the views and breaks the graph (it uses the
+        # SymInt `s * 2` before its definition).
+        h = torch.softmax(self.proj(x), dim=-1)
+        h = torch.softmax(h.reshape(b, s * 2, d // 2), dim=-1)   # s*2: a SymInt `mul`
+        h = h.reshape(b, s, d)
+        return h - h.mean(dim=1, keepdim=True) + x[:, -1:, :]
+
+
+def fx_dynamic_seq(verify: bool = True) -> FixtureResult:
+    g = seed("dynamic_seq")
+    seq = Dim("seq", min=1, max=16)
+    calls = [(randn(g, 1, n, 8),) for n in (1, 5, 16)]
+    return module_fixture(
+        "dynamic_seq",
+        "x float32 [1,S,8] with S in 1..16 (calls at S = 1, 5, 16): softmax(Linear(8,8)(x), "
+        "-1), reshape to [1,2S,4] (SymInt mul), softmax(-1), reshape back, subtract the mean "
+        "over S, add the last row x[:, -1:]. Output [1,S,8].",
+        DynamicSeq(), calls, options={"require_dynamic_shapes": True},
+        dynamic_shapes=({1: seq},), dynamic_shapes_doc={"x": {"1": {"min": 1, "max": 16}}},
+        verify=verify)
+
+
+def fx_fp16_mlp(verify: bool = True) -> FixtureResult:
+    g = seed("fp16_mlp")
+    model = Mlp((16, 32, 32, 8))
+    ins = [(randn(g, 3, 16, scale=4.0),)]   # outputs of order 1, not 0.1
+    return module_fixture(
+        "fp16_mlp",
+        "The mlp fixture's architecture with its own weights, exported with force_fp16: "
+        "float16 on the device, float32 method I/O. Goldens are float32 eager.",
+        model, ins, options={"force_fp16": True}, verify=verify)
+
+
+class PartialDelegate(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(6, 6)
+
+    def forward(self, x):
+        h = torch.relu(self.fc(x))
+        c = torch.cumsum(h, dim=-1)      # not taken by the Vulkan partitioner
+        return torch.sigmoid(c) * 2.0 - 1.0
+
+
+def fx_partial_delegate(verify: bool = True) -> FixtureResult:
+    g = seed("partial_delegate")
+    ins = (randn(g, 4, 6),)
+    return module_fixture(
+        "partial_delegate",
+        "relu(Linear(6,6)(x)) on Vulkan, cumsum(-1) on the CPU (aten::cumsum.out kernel "
+        "call), then sigmoid(c)*2-1 on Vulkan again: two delegates around one KernelCall. "
+        "x float32 [4,6].",
+        PartialDelegate(), [ins], verify=verify)
+
+
+FIXTURES: dict[str, Callable[..., FixtureResult]] = {
+    "one_op": fx_one_op,
+    "worked_example": fx_worked_example,
+    "mlp": fx_mlp,
+    "convnet": fx_convnet,
+    "transformer_block": fx_transformer_block,
+    "unary": fx_unary,
+    "binary": fx_binary,
+    "shape_ops": fx_shape_ops,
+    "reductions": fx_reductions,
+    "matmul": fx_matmul,
+    "indexing": fx_indexing,
+    "dynamic_seq": fx_dynamic_seq,
+    "fp16_mlp": fx_fp16_mlp,
+    "partial_delegate": fx_partial_delegate,
+}
