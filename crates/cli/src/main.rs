@@ -2,17 +2,22 @@
 //!
 //! ```text
 //! etwgpu inspect MODEL.pte [--ptd FILE]... [--json]
+//! etwgpu run MODEL.pte [--method NAME] [--ptd FILE]... (--call A.npy,B.npy | --input A.npy | --random-inputs)
+//!            [--output-dir DIR] [--repeat N]
 //! ```
 //!
 //! Errors print one line on stderr and exit with status 1; usage errors exit
 //! with status 2.
 
 mod inspect;
+mod run;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: etwgpu inspect MODEL.pte [--ptd FILE]... [--json]";
+const USAGE: &str = "usage:
+  etwgpu inspect MODEL.pte [--ptd FILE]... [--json]
+  etwgpu run MODEL.pte [--method NAME] [--ptd FILE]... (--call IN0.npy[,IN1.npy...]... | --input IN.npy... | --random-inputs) [--output-dir DIR] [--repeat N]";
 
 /// A command-line failure: the message and the exit status.
 struct Failure {
@@ -74,6 +79,10 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("inspect") => inspect(&args[1..]),
+        Some("run") => run::parse(&args[1..]).and_then(|a| run::run(&a)).and_then(|report| {
+            use std::io::Write as _;
+            std::io::stdout().write_all(report.as_bytes()).map_err(Failure::error)
+        }),
         Some("--help" | "-h" | "help") => {
             use std::io::Write as _;
             writeln!(std::io::stdout(), "{USAGE}").map_err(Failure::error)

@@ -23,7 +23,13 @@ fn fixtures() -> Vec<PathBuf> {
 }
 
 fn etwgpu(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_etwgpu")).args(args).output().expect("the binary runs")
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_etwgpu"));
+    // Mesa warns on stderr when XDG_RUNTIME_DIR is unset; the one-line
+    // error checks must see only etwgpu's own output.
+    if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
+        cmd.env("XDG_RUNTIME_DIR", std::env::temp_dir());
+    }
+    cmd.args(args).output().expect("the binary runs")
 }
 
 fn stdout(o: &Output) -> String {
@@ -124,4 +130,66 @@ fn usage_errors_exit_2() {
     let o = etwgpu(&["inspect", "--frobnicate", "x.pte"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("unknown option --frobnicate"));
+}
+
+/// Whether GPU tests can run here; panics when `GPU_TESTS=require` and no
+/// adapter is found, so CI cannot pass without a GPU.
+fn gpu_available() -> bool {
+    match etwgpu_runtime::Runtime::new() {
+        Ok(_) => true,
+        Err(e) if std::env::var("GPU_TESTS").as_deref() == Ok("require") => {
+            panic!("GPU_TESTS=require but no GPU runtime: {e}")
+        }
+        Err(e) => {
+            eprintln!("skipping GPU test: {e} (set GPU_TESTS=require to fail instead)");
+            false
+        }
+    }
+}
+
+#[test]
+fn run_writes_outputs_matching_the_golden() {
+    if !gpu_available() {
+        return;
+    }
+    let dir = fixtures_dir().join("worked_example");
+    let out = std::env::temp_dir().join(format!("etwgpu-cli-run-{}", std::process::id()));
+    let call = format!("{},{}", dir.join("call0.in0.npy").display(), dir.join("call0.in1.npy").display());
+    let o = etwgpu(&[
+        "run",
+        dir.join("model.pte").to_str().unwrap(),
+        "--call",
+        &call,
+        "--output-dir",
+        out.to_str().unwrap(),
+        "--repeat",
+        "3",
+    ]);
+    let report = stdout(&o);
+    assert!(report.contains("call 0: 2 input(s) -> float32[2, 3] (median"), "{report}");
+    let got = etwgpu_runtime::Tensor::read_npy(out.join("call0.out0.npy")).expect("output written");
+    let want = etwgpu_runtime::Tensor::read_npy(dir.join("call0.out0.npy")).expect("golden");
+    assert_eq!(got.shape, want.shape);
+    for (g, w) in got.to_f64_vec().iter().zip(want.to_f64_vec()) {
+        // The fixture's float32 tolerance (manifest): rtol 1e-4, atol 1e-4.
+        assert!((g - w).abs() <= 1e-4 + 1e-4 * w.abs(), "{g} vs {w}");
+    }
+    std::fs::remove_dir_all(&out).expect("cleanup");
+}
+
+#[test]
+fn run_reports_bad_inputs_in_one_line() {
+    if !gpu_available() {
+        return;
+    }
+    let dir = fixtures_dir().join("worked_example");
+    let model = dir.join("model.pte");
+    let one = dir.join("call0.in0.npy");
+    let err = one_line_error(&etwgpu(&["run", model.to_str().unwrap(), "--input", one.to_str().unwrap()]), 1);
+    assert!(err.contains("call 0") && err.contains('2') && err.contains('1'), "{err}");
+    let err = one_line_error(&etwgpu(&["run", model.to_str().unwrap(), "--input", "/nonexistent.npy"]), 1);
+    assert!(err.contains("/nonexistent.npy"), "{err}");
+    let o = etwgpu(&["run", model.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "a usage error");
+    assert!(String::from_utf8_lossy(&o.stderr).starts_with("give inputs with --call or --input"));
 }
