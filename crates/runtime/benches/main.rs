@@ -1,0 +1,110 @@
+//! GPU benchmarks of `etwgpu-runtime`: GEMM, GEMV, softmax and layer norm
+//! at a few shapes, and whole fixture runs.
+//!
+//! Timing uses `iter_custom`: each sample is the wall time of `run`, which
+//! submits once and waits for the queue (read-back included). Without an
+//! adapter the benches print a note and measure nothing.
+
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use etwgpu_format::writer::{GraphBuilder, ProgramBuilder};
+use etwgpu_format::{DType, Program};
+use etwgpu_runtime::{LoadedMethod, Runtime, Tensor};
+
+fn runtime() -> Option<Runtime> {
+    match Runtime::new() {
+        Ok(rt) => Some(rt),
+        Err(e) => {
+            eprintln!("no GPU, skipping benches: {e}");
+            None
+        }
+    }
+}
+
+fn load(rt: &Runtime, g: GraphBuilder) -> LoadedMethod {
+    let program = Program::from_bytes(ProgramBuilder::single_delegate(g).to_bytes()).expect("crafted program parses");
+    rt.load(&program, "forward").expect("loads")
+}
+
+fn ones(shape: &[u64]) -> Tensor {
+    Tensor::from_f32(shape, &vec![0.5; shape.iter().product::<u64>() as usize])
+}
+
+/// Times `iters` runs of `method` on `inputs`.
+fn time_runs(method: &mut LoadedMethod, inputs: &[Tensor], iters: u64) -> Duration {
+    let start = Instant::now();
+    for _ in 0..iters {
+        method.run(inputs).expect("runs");
+    }
+    start.elapsed()
+}
+
+fn bench_graph(c: &mut Criterion, rt: &Runtime, name: &str, g: GraphBuilder, inputs: Vec<Tensor>) {
+    let mut method = load(rt, g);
+    method.run(&inputs).expect("warm-up run");
+    c.bench_function(name, |b| b.iter_custom(|iters| time_runs(&mut method, &inputs, iters)));
+}
+
+fn matmul(c: &mut Criterion, rt: &Runtime, m: u64, k: u64, n: u64) {
+    let mut g = GraphBuilder::new();
+    let a = g.tensor(DType::F32, &[m, k]);
+    let b = g.tensor(DType::F32, &[k, n]);
+    let out = g.tensor(DType::F32, &[m, n]);
+    g.op("aten.mm.default", &[a, b, out]).inputs(&[a, b]).outputs(&[out]);
+    let kind = if m == 1 { "gemv" } else { "gemm" };
+    bench_graph(c, rt, &format!("{kind} {m}x{k}x{n}"), g, vec![ones(&[m, k]), ones(&[k, n])]);
+}
+
+fn softmax(c: &mut Criterion, rt: &Runtime, rows: u64, n: u64) {
+    let mut g = GraphBuilder::new();
+    let x = g.tensor(DType::F32, &[rows, n]);
+    let dim = g.int(-1);
+    let f = g.bool(false);
+    let out = g.tensor(DType::F32, &[rows, n]);
+    g.op("aten._softmax.default", &[x, dim, f, out]).inputs(&[x]).outputs(&[out]);
+    bench_graph(c, rt, &format!("softmax {rows}x{n}"), g, vec![ones(&[rows, n])]);
+}
+
+fn layer_norm(c: &mut Criterion, rt: &Runtime, rows: u64, n: u64) {
+    let mut g = GraphBuilder::new();
+    let x = g.tensor(DType::F32, &[rows, n]);
+    let shape = g.int_list(&[n as i64]);
+    let null = g.null();
+    let eps = g.double(1e-5);
+    let out = g.tensor(DType::F32, &[rows, n]);
+    let mean = g.tensor(DType::F32, &[rows, 1]);
+    let rstd = g.tensor(DType::F32, &[rows, 1]);
+    let outs = g.value_list(&[out, mean, rstd]);
+    g.op("aten.native_layer_norm.default", &[x, shape, null, null, eps, outs]).inputs(&[x]).outputs(&[out]);
+    bench_graph(c, rt, &format!("layer_norm {rows}x{n}"), g, vec![ones(&[rows, n])]);
+}
+
+fn fixture(c: &mut Criterion, rt: &Runtime, name: &str) {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../test_data/fixtures").join(name);
+    let Ok(program) = Program::open(dir.join("model.pte")) else {
+        eprintln!("fixture {name} not found, skipping");
+        return;
+    };
+    let mut method = rt.load(&program, "forward").expect("fixture loads");
+    let inputs: Vec<Tensor> = (0..method.n_inputs())
+        .map(|i| Tensor::read_npy(dir.join(format!("call0.in{i}.npy"))).expect("fixture input"))
+        .collect();
+    method.run(&inputs).expect("warm-up run");
+    c.bench_function(&format!("fixture {name}"), |b| b.iter_custom(|iters| time_runs(&mut method, &inputs, iters)));
+}
+
+fn benches(c: &mut Criterion) {
+    let Some(rt) = runtime() else { return };
+    for (m, k, n) in [(64, 64, 64), (256, 256, 256), (1, 1024, 1024)] {
+        matmul(c, &rt, m, k, n);
+    }
+    softmax(c, &rt, 256, 1024);
+    layer_norm(c, &rt, 256, 1024);
+    for name in ["mlp", "transformer_block"] {
+        fixture(c, &rt, name);
+    }
+}
+
+criterion_group!(name = main_benches; config = Criterion::default().sample_size(10); targets = benches);
+criterion_main!(main_benches);
