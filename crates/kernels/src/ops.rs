@@ -94,6 +94,7 @@ register_ops! {
     Tanh => "aten.tanh.default" => |c| elementwise::unary(c, UnaryOp::Tanh),
     UnsqueezeCopy => "aten.unsqueeze_copy.default" => shape::unsqueeze_copy,
     ViewCopy => "aten.view_copy.default" => shape::view_copy,
+    ToDimOrderCopy => "dim_order_ops._to_dim_order_copy.default" => shape::to_dim_order_copy,
     Prepack => "et_vk.prepack.default" => infra::prepack,
 }
 

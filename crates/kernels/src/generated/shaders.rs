@@ -8,6 +8,8 @@
 pub enum Family {
     /// `binary.wgsl`.
     Binary,
+    /// `cast_from_i32.wgsl`.
+    CastFromI32,
     /// `gather.wgsl`.
     Gather,
     /// `layer_norm.wgsl`.
@@ -38,6 +40,10 @@ pub enum ShaderId {
     BinaryF32,
     /// `binary.wgsl` with `Elem = f16`.
     BinaryF16,
+    /// `cast_from_i32.wgsl` with `Elem = f32`.
+    CastFromI32F32,
+    /// `cast_from_i32.wgsl` with `Elem = f16`.
+    CastFromI32F16,
     /// `gather.wgsl` with `Elem = f32`.
     GatherF32,
     /// `gather.wgsl` with `Elem = f16`.
@@ -67,6 +73,8 @@ impl ShaderId {
     pub const ALL: &[ShaderId] = &[
         ShaderId::BinaryF32,
         ShaderId::BinaryF16,
+        ShaderId::CastFromI32F32,
+        ShaderId::CastFromI32F16,
         ShaderId::GatherF32,
         ShaderId::GatherF16,
         ShaderId::GatherI32,
@@ -85,6 +93,8 @@ impl ShaderId {
         match self {
             ShaderId::BinaryF32 => Family::Binary,
             ShaderId::BinaryF16 => Family::Binary,
+            ShaderId::CastFromI32F32 => Family::CastFromI32,
+            ShaderId::CastFromI32F16 => Family::CastFromI32,
             ShaderId::GatherF32 => Family::Gather,
             ShaderId::GatherF16 => Family::Gather,
             ShaderId::GatherI32 => Family::Gather,
@@ -104,6 +114,8 @@ impl ShaderId {
         match self {
             ShaderId::BinaryF32 => Variant::F32,
             ShaderId::BinaryF16 => Variant::F16,
+            ShaderId::CastFromI32F32 => Variant::F32,
+            ShaderId::CastFromI32F16 => Variant::F16,
             ShaderId::GatherF32 => Variant::F32,
             ShaderId::GatherF16 => Variant::F16,
             ShaderId::GatherI32 => Variant::I32,
@@ -123,6 +135,8 @@ impl ShaderId {
         match self {
             ShaderId::BinaryF32 => "binary.f32",
             ShaderId::BinaryF16 => "binary.f16",
+            ShaderId::CastFromI32F32 => "cast_from_i32.f32",
+            ShaderId::CastFromI32F16 => "cast_from_i32.f16",
             ShaderId::GatherF32 => "gather.f32",
             ShaderId::GatherF16 => "gather.f16",
             ShaderId::GatherI32 => "gather.i32",
@@ -142,6 +156,8 @@ impl ShaderId {
         match self {
             ShaderId::BinaryF32 => BINARY_F32,
             ShaderId::BinaryF16 => BINARY_F16,
+            ShaderId::CastFromI32F32 => CAST_FROM_I32_F32,
+            ShaderId::CastFromI32F16 => CAST_FROM_I32_F16,
             ShaderId::GatherF32 => GATHER_F32,
             ShaderId::GatherF16 => GATHER_F16,
             ShaderId::GatherI32 => GATHER_I32,
@@ -161,6 +177,8 @@ impl ShaderId {
         match (family, variant) {
             (Family::Binary, Variant::F32) => Some(ShaderId::BinaryF32),
             (Family::Binary, Variant::F16) => Some(ShaderId::BinaryF16),
+            (Family::CastFromI32, Variant::F32) => Some(ShaderId::CastFromI32F32),
+            (Family::CastFromI32, Variant::F16) => Some(ShaderId::CastFromI32F16),
             (Family::Gather, Variant::F32) => Some(ShaderId::GatherF32),
             (Family::Gather, Variant::F16) => Some(ShaderId::GatherF16),
             (Family::Gather, Variant::I32) => Some(ShaderId::GatherI32),
@@ -368,6 +386,70 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         ib += c * p.b_strides[du / 4u][du % 4u];
     }
     out[i] = Elem(apply(p.op, f32(a[ia]), f32(b[ib]), p.alpha));
+}
+"#;
+
+/// `cast_from_i32.wgsl` with `Elem = f32`.
+pub const CAST_FROM_I32_F32: &str = r#"//! Dtype conversion from int32: `out[i] = Elem(x[i])` (what
+//! `_to_dim_order_copy` of an int tensor to a float dtype becomes).
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<i32>;
+@group(0) @binding(2) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    out[i] = Elem(x[i]);
+}
+"#;
+
+/// `cast_from_i32.wgsl` with `Elem = f16`.
+pub const CAST_FROM_I32_F16: &str = r#"enable f16;
+
+//! Dtype conversion from int32: `out[i] = Elem(x[i])` (what
+//! `_to_dim_order_copy` of an int tensor to a float dtype becomes).
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<i32>;
+@group(0) @binding(2) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    out[i] = Elem(x[i]);
 }
 "#;
 

@@ -283,3 +283,38 @@ pub fn flip(c: &Ctx<'_>) -> Result<Lowered> {
     }
     gather(&x, &c.tensor(2, "out")?, 2, x.shape.to_vec(), &strides, offset)
 }
+
+/// `dim_order_ops._to_dim_order_copy.default(self, dtype, layout, device,
+/// pin_memory, non_blocking, dim_order, →out)`: the target dtype is the
+/// output's. Same dtype aliases; int32 to float casts.
+pub fn to_dim_order_copy(c: &Ctx<'_>) -> Result<Lowered> {
+    c.expect_args(8)?;
+    let x = c.tensor(0, "self")?;
+    let out = c.tensor(7, "out")?;
+    if out.dtype == x.dtype {
+        return alias(&x, &out, 7, x.shape.to_vec());
+    }
+    let shader = match (x.dtype, out.dtype.float_variant()) {
+        (crate::ElemType::I32, Some(v)) => ShaderId::find(Family::CastFromI32, v),
+        _ => None,
+    }
+    .ok_or(Error::DType {
+        arg_idx: 7,
+        name: "out",
+        expected: "the input's dtype, or float from int32",
+        found: out.dtype,
+    })?;
+    let numel = x.numel();
+    let mut steps = Vec::new();
+    if numel > 0 {
+        steps.push(Step::Dispatch(Dispatch {
+            shader,
+            entry: "main",
+            inputs: vec![x.id],
+            outputs: vec![out.id],
+            params: Uniform::new().u32(to_u32("numel", numel)?).finish(),
+            workgroups: grid_1d(numel, WG_ELEMENTWISE)?,
+        }));
+    }
+    Ok(Lowered { shapes: vec![(out.id, x.shape.to_vec())], steps })
+}

@@ -79,7 +79,6 @@ const NOT_YET_SUPPORTED: &[(&str, &[&str])] = &[
         ],
     ),
     ("shape_ops", &["aten.cat.default", "aten.repeat.default", "aten.split_with_sizes_copy.default"]),
-    ("unary", &["dim_order_ops._to_dim_order_copy.default"]),
 ];
 
 fn fixtures_dir() -> PathBuf {
