@@ -84,7 +84,7 @@ fn mutated_fixtures_never_panic() {
         for _ in 0..300 {
             let mut b = bytes.clone();
             // Mostly hit the FlatBuffers (where the structure is), sometimes anywhere.
-            let span = if rng.next() % 4 == 0 { b.len() } else { program_size };
+            let span = if rng.next().is_multiple_of(4) { b.len() } else { program_size };
             for _ in 0..1 + rng.next() % 6 {
                 let at = (rng.next() as usize) % span;
                 b[at] = rng.next() as u8;
