@@ -4,6 +4,7 @@
 //! etwgpu inspect MODEL.pte [--ptd FILE]... [--json]
 //! etwgpu run MODEL.pte [--method NAME] [--ptd FILE]... (--call A.npy,B.npy | --input A.npy | --random-inputs)
 //!            [--output-dir DIR] [--repeat N]
+//! etwgpu devices [--json]
 //! ```
 //!
 //! Errors print one line on stderr and exit with status 1; usage errors exit
@@ -17,7 +18,8 @@ use std::process::ExitCode;
 
 const USAGE: &str = "usage:
   etwgpu inspect MODEL.pte [--ptd FILE]... [--json]
-  etwgpu run MODEL.pte [--method NAME] [--ptd FILE]... (--call IN0.npy[,IN1.npy...]... | --input IN.npy... | --random-inputs) [--output-dir DIR] [--repeat N]";
+  etwgpu run MODEL.pte [--method NAME] [--ptd FILE]... (--call IN0.npy[,IN1.npy...]... | --input IN.npy... | --random-inputs) [--output-dir DIR] [--repeat N]
+  etwgpu devices [--json]";
 
 /// A command-line failure: the message and the exit status.
 struct Failure {
@@ -75,6 +77,62 @@ fn inspect(args: &[String]) -> Result<(), Failure> {
     std::io::stdout().write_all(out.as_bytes()).map_err(Failure::error)
 }
 
+fn mib(bytes: u64) -> String {
+    format!("{} MiB", bytes >> 20)
+}
+
+/// `etwgpu devices`: the adapters wgpu finds and the limits that matter.
+fn devices(args: &[String]) -> Result<(), Failure> {
+    use std::fmt::Write as _;
+    let json = match args {
+        [] => false,
+        [flag] if flag == "--json" => true,
+        _ => return Err(Failure::usage("devices takes only --json")),
+    };
+    let list = etwgpu_runtime::adapters();
+    if list.is_empty() {
+        return Err(Failure::error("no GPU adapter found (install a Vulkan driver, e.g. mesa-vulkan-drivers)"));
+    }
+    let mut out = String::new();
+    if json {
+        let v: Vec<serde_json::Value> = list
+            .iter()
+            .map(|a| {
+                serde_json::json!({
+                    "index": a.index, "name": a.name, "backend": a.backend, "device_type": a.device_type,
+                    "driver": a.driver, "default": a.default_choice,
+                    "max_storage_binding_bytes": a.max_storage_binding_bytes, "max_buffer_bytes": a.max_buffer_bytes,
+                    "max_workgroup_storage_bytes": a.max_workgroup_storage_bytes,
+                    "max_invocations_per_workgroup": a.max_invocations_per_workgroup,
+                    "max_storage_buffers_per_stage": a.max_storage_buffers_per_stage, "features": a.features,
+                })
+            })
+            .collect();
+        out = serde_json::to_string(&v).map_err(Failure::error)? + "\n";
+    } else {
+        for a in &list {
+            let _ = writeln!(
+                out,
+                "{}: {} ({}, {}){}\n   driver: {}\n   storage binding {}, buffer {}, workgroup memory {} KiB, {} invocations, {} storage buffers/stage\n   features: {}",
+                a.index,
+                a.name,
+                a.backend,
+                a.device_type,
+                if a.default_choice { "  [default]" } else { "" },
+                a.driver,
+                mib(a.max_storage_binding_bytes),
+                mib(a.max_buffer_bytes),
+                a.max_workgroup_storage_bytes / 1024,
+                a.max_invocations_per_workgroup,
+                a.max_storage_buffers_per_stage,
+                if a.features.is_empty() { "none".to_string() } else { a.features.join(", ") },
+            );
+        }
+    }
+    use std::io::Write as _;
+    std::io::stdout().write_all(out.as_bytes()).map_err(Failure::error)
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
@@ -83,6 +141,7 @@ fn main() -> ExitCode {
             use std::io::Write as _;
             std::io::stdout().write_all(report.as_bytes()).map_err(Failure::error)
         }),
+        Some("devices") => devices(&args[1..]),
         Some("--help" | "-h" | "help") => {
             use std::io::Write as _;
             writeln!(std::io::stdout(), "{USAGE}").map_err(Failure::error)

@@ -42,6 +42,81 @@ fn backend_rank(b: wgpu::Backend) -> u8 {
     }
 }
 
+/// What `etwgpu devices` reports about one adapter.
+#[derive(Debug, Clone)]
+pub struct AdapterSummary {
+    /// Index in enumeration order (what `ETWGPU_ADAPTER` takes).
+    pub index: usize,
+    /// Adapter name.
+    pub name: String,
+    /// Backend (Vulkan, Metal, ...).
+    pub backend: String,
+    /// Device type (DiscreteGpu, Cpu, ...).
+    pub device_type: String,
+    /// Driver name and version.
+    pub driver: String,
+    /// Largest storage buffer binding, in bytes.
+    pub max_storage_binding_bytes: u64,
+    /// Largest buffer, in bytes.
+    pub max_buffer_bytes: u64,
+    /// Workgroup shared memory, in bytes.
+    pub max_workgroup_storage_bytes: u32,
+    /// Invocations per workgroup.
+    pub max_invocations_per_workgroup: u32,
+    /// Storage buffers per shader stage.
+    pub max_storage_buffers_per_stage: u32,
+    /// Which of the optional features (f16, subgroups, timestamps) it has.
+    pub features: Vec<&'static str>,
+    /// Whether [`Runtime::new`] would pick it without `ETWGPU_ADAPTER`.
+    pub default_choice: bool,
+}
+
+/// Lists the adapters wgpu finds, with the limits that matter to etwgpu.
+pub fn adapters() -> Vec<AdapterSummary> {
+    let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+    let adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
+    let best = adapters
+        .iter()
+        .enumerate()
+        .min_by_key(|(_, a)| {
+            let i = a.get_info();
+            (type_rank(i.device_type), backend_rank(i.backend))
+        })
+        .map(|(i, _)| i);
+    adapters
+        .iter()
+        .enumerate()
+        .map(|(index, a)| {
+            let info = a.get_info();
+            let limits = a.limits();
+            let f = a.features();
+            let features = [
+                (wgpu::Features::SHADER_F16, "shader-f16"),
+                (wgpu::Features::SUBGROUP, "subgroup"),
+                (wgpu::Features::TIMESTAMP_QUERY, "timestamp-query"),
+            ]
+            .into_iter()
+            .filter(|(flag, _)| f.contains(*flag))
+            .map(|(_, name)| name)
+            .collect();
+            AdapterSummary {
+                index,
+                name: info.name.clone(),
+                backend: format!("{:?}", info.backend),
+                device_type: format!("{:?}", info.device_type),
+                driver: format!("{} {}", info.driver, info.driver_info).trim().to_string(),
+                max_storage_binding_bytes: u64::from(limits.max_storage_buffer_binding_size),
+                max_buffer_bytes: limits.max_buffer_size,
+                max_workgroup_storage_bytes: limits.max_compute_workgroup_storage_size,
+                max_invocations_per_workgroup: limits.max_compute_invocations_per_workgroup,
+                max_storage_buffers_per_stage: limits.max_storage_buffers_per_shader_stage,
+                features,
+                default_choice: Some(index) == best,
+            }
+        })
+        .collect()
+}
+
 impl Runtime {
     /// Opens a device on the adapter chosen by `ETWGPU_ADAPTER`, else on a
     /// discrete GPU if any, else on the best other adapter.

@@ -24,7 +24,7 @@ pub mod tensor;
 #[cfg(test)]
 mod tests;
 
-pub use device::Runtime;
+pub use device::{AdapterSummary, Runtime, adapters};
 pub use error::{Error, Result};
 pub use method::LoadedMethod;
 pub use tensor::Tensor;

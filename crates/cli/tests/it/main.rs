@@ -193,3 +193,19 @@ fn run_reports_bad_inputs_in_one_line() {
     assert_eq!(o.status.code(), Some(2), "a usage error");
     assert!(String::from_utf8_lossy(&o.stderr).starts_with("give inputs with --call or --input"));
 }
+
+#[test]
+fn devices_lists_the_adapter_runtime_picks() {
+    if !gpu_available() {
+        return;
+    }
+    let list: Value = serde_json::from_str(&stdout(&etwgpu(&["devices", "--json"]))).expect("JSON");
+    let list = list.as_array().expect("a list");
+    let picked = etwgpu_runtime::Runtime::new().expect("runtime").adapter_info().name.clone();
+    let defaults: Vec<&Value> = list.iter().filter(|a| a["default"] == true).collect();
+    assert_eq!(defaults.len(), 1, "{list:?}");
+    assert_eq!(defaults[0]["name"], picked.as_str());
+    assert!(defaults[0]["max_storage_binding_bytes"].as_u64().expect("a number") >= 128 << 20);
+    let text = stdout(&etwgpu(&["devices"]));
+    assert!(text.contains(&picked) && text.contains("[default]"), "{text}");
+}
