@@ -105,7 +105,7 @@ pub fn adapters() -> Vec<AdapterSummary> {
                 backend: format!("{:?}", info.backend),
                 device_type: format!("{:?}", info.device_type),
                 driver: format!("{} {}", info.driver, info.driver_info).trim().to_string(),
-                max_storage_binding_bytes: u64::from(limits.max_storage_buffer_binding_size),
+                max_storage_binding_bytes: limits.max_storage_buffer_binding_size,
                 max_buffer_bytes: limits.max_buffer_size,
                 max_workgroup_storage_bytes: limits.max_compute_workgroup_storage_size,
                 max_invocations_per_workgroup: limits.max_compute_invocations_per_workgroup,
