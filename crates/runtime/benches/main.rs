@@ -2,12 +2,19 @@
 //! at a few shapes, and whole fixture runs.
 //!
 //! Timing uses `iter_custom`: each sample is the wall time of `run`, which
-//! submits once and waits for the queue (read-back included). Without an
-//! adapter the benches print a note and measure nothing.
+//! uploads the inputs, submits once and waits for the queue (read-back
+//! included). Throughput is reported as elements per second where an
+//! element is one floating-point operation (GEMM, GEMV) or one byte moved
+//! (softmax, layer norm). Without an adapter the benches print a note and
+//! measure nothing.
+//!
+//! `ETWGPU_BENCH_LARGE=1` adds shapes sized for a real GPU;
+//! `ETWGPU_FIXTURES=DIR` points at `test_data/fixtures` when the benches run
+//! away from the source tree.
 
 use std::time::{Duration, Instant};
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use etwgpu_format::writer::{GraphBuilder, ProgramBuilder};
 use etwgpu_format::{DType, Program};
 use etwgpu_runtime::{LoadedMethod, Runtime, Tensor};
@@ -40,10 +47,13 @@ fn time_runs(method: &mut LoadedMethod, inputs: &[Tensor], iters: u64) -> Durati
     start.elapsed()
 }
 
-fn bench_graph(c: &mut Criterion, rt: &Runtime, name: &str, g: GraphBuilder, inputs: Vec<Tensor>) {
+fn bench_graph(c: &mut Criterion, rt: &Runtime, name: &str, work: u64, g: GraphBuilder, inputs: Vec<Tensor>) {
     let mut method = load(rt, g);
     method.run(&inputs).expect("warm-up run");
-    c.bench_function(name, |b| b.iter_custom(|iters| time_runs(&mut method, &inputs, iters)));
+    let mut group = c.benchmark_group("kernels");
+    group.throughput(Throughput::Elements(work));
+    group.bench_function(name, |b| b.iter_custom(|iters| time_runs(&mut method, &inputs, iters)));
+    group.finish();
 }
 
 fn matmul(c: &mut Criterion, rt: &Runtime, m: u64, k: u64, n: u64) {
@@ -53,7 +63,7 @@ fn matmul(c: &mut Criterion, rt: &Runtime, m: u64, k: u64, n: u64) {
     let out = g.tensor(DType::F32, &[m, n]);
     g.op("aten.mm.default", &[a, b, out]).inputs(&[a, b]).outputs(&[out]);
     let kind = if m == 1 { "gemv" } else { "gemm" };
-    bench_graph(c, rt, &format!("{kind} {m}x{k}x{n}"), g, vec![ones(&[m, k]), ones(&[k, n])]);
+    bench_graph(c, rt, &format!("{kind} {m}x{k}x{n}"), 2 * m * k * n, g, vec![ones(&[m, k]), ones(&[k, n])]);
 }
 
 fn softmax(c: &mut Criterion, rt: &Runtime, rows: u64, n: u64) {
@@ -63,7 +73,7 @@ fn softmax(c: &mut Criterion, rt: &Runtime, rows: u64, n: u64) {
     let f = g.bool(false);
     let out = g.tensor(DType::F32, &[rows, n]);
     g.op("aten._softmax.default", &[x, dim, f, out]).inputs(&[x]).outputs(&[out]);
-    bench_graph(c, rt, &format!("softmax {rows}x{n}"), g, vec![ones(&[rows, n])]);
+    bench_graph(c, rt, &format!("softmax {rows}x{n}"), 8 * rows * n, g, vec![ones(&[rows, n])]);
 }
 
 fn layer_norm(c: &mut Criterion, rt: &Runtime, rows: u64, n: u64) {
@@ -77,11 +87,15 @@ fn layer_norm(c: &mut Criterion, rt: &Runtime, rows: u64, n: u64) {
     let rstd = g.tensor(DType::F32, &[rows, 1]);
     let outs = g.value_list(&[out, mean, rstd]);
     g.op("aten.native_layer_norm.default", &[x, shape, null, null, eps, outs]).inputs(&[x]).outputs(&[out]);
-    bench_graph(c, rt, &format!("layer_norm {rows}x{n}"), g, vec![ones(&[rows, n])]);
+    bench_graph(c, rt, &format!("layer_norm {rows}x{n}"), 8 * rows * n, g, vec![ones(&[rows, n])]);
 }
 
 fn fixture(c: &mut Criterion, rt: &Runtime, name: &str) {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../test_data/fixtures").join(name);
+    let root = std::env::var_os("ETWGPU_FIXTURES").map_or_else(
+        || std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../test_data/fixtures"),
+        std::path::PathBuf::from,
+    );
+    let dir = root.join(name);
     let Ok(program) = Program::open(dir.join("model.pte")) else {
         eprintln!("fixture {name} not found, skipping");
         return;
@@ -96,11 +110,20 @@ fn fixture(c: &mut Criterion, rt: &Runtime, name: &str) {
 
 fn benches(c: &mut Criterion) {
     let Some(rt) = runtime() else { return };
-    for (m, k, n) in [(64, 64, 64), (256, 256, 256), (1, 1024, 1024)] {
+    let large = std::env::var("ETWGPU_BENCH_LARGE").is_ok_and(|v| v == "1");
+    let mut gemms = vec![(64, 64, 64), (256, 256, 256), (1, 1024, 1024)];
+    if large {
+        gemms.extend([(1024, 1024, 1024), (2048, 2048, 2048), (1, 4096, 4096)]);
+    }
+    for (m, k, n) in gemms {
         matmul(c, &rt, m, k, n);
     }
     softmax(c, &rt, 256, 1024);
     layer_norm(c, &rt, 256, 1024);
+    if large {
+        softmax(c, &rt, 4096, 4096);
+        layer_norm(c, &rt, 4096, 4096);
+    }
     for name in ["mlp", "transformer_block"] {
         fixture(c, &rt, name);
     }
