@@ -1,1 +1,15 @@
-//! Execution planning for etwgpu: shapes, memory planning, fusion (filled in by the planning work).
+//! Execution planning for etwgpu: shapes, memory planning, fusion.
+//!
+//! This crate never touches a GPU and its output is deterministic (no
+//! `std` `HashMap`): the same graph gives a byte-identical plan.
+//!
+//! - [`memory`]: liveness analysis and arena placement of intermediate
+//!   tensors, with the naive / planned / lower-bound report.
+#![forbid(unsafe_code)]
+
+pub mod memory;
+
+#[cfg(test)]
+mod tests;
+
+pub use memory::{MemoryPlan, Placement, StorageClass, plan as plan_memory};

@@ -1,0 +1,155 @@
+//! Unit tests of the memory planner on hand-made chains.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use etwgpu_kernels::{Dispatch, ShaderId, Step, Vid};
+
+use crate::memory::{ALIGN, MemoryPlan, Placement, plan};
+
+fn dispatch(inputs: &[u32], outputs: &[u32]) -> Step {
+    Step::Dispatch(Dispatch {
+        shader: ShaderId::ALL[0],
+        entry: "main",
+        inputs: inputs.iter().map(|&v| Vid(v)).collect(),
+        outputs: outputs.iter().map(|&v| Vid(v)).collect(),
+        params: Vec::new(),
+        workgroups: [1, 1, 1],
+    })
+}
+
+fn sizes(pairs: &[(u32, u64)]) -> BTreeMap<Vid, u64> {
+    pairs.iter().map(|&(v, b)| (Vid(v), b)).collect()
+}
+
+fn pins(vs: &[u32]) -> BTreeSet<Vid> {
+    vs.iter().map(|&v| Vid(v)).collect()
+}
+
+/// No two arena classes whose lifetimes overlap share a byte.
+fn check_no_overlap(p: &MemoryPlan) {
+    let arena: Vec<_> = p
+        .classes
+        .values()
+        .filter_map(|c| match c.placement {
+            Placement::Arena { offset } => Some((offset, c.bytes, c.live, c.root)),
+            Placement::Dedicated => None,
+        })
+        .collect();
+    for (i, a) in arena.iter().enumerate() {
+        assert_eq!(a.0 % ALIGN, 0, "offset {} of {:?} is not aligned", a.0, a.3);
+        assert!(a.0 + a.1 <= p.arena_bytes);
+        for b in &arena[i + 1..] {
+            let live_overlap = a.2.0 <= b.2.1 && b.2.0 <= a.2.1;
+            let bytes_overlap = a.0 < b.0 + b.1 && b.0 < a.0 + a.1;
+            assert!(!(live_overlap && bytes_overlap), "{:?} and {:?} overlap", a, b);
+        }
+    }
+    assert!(p.lower_bound_bytes <= p.planned_bytes());
+}
+
+#[test]
+fn a_chain_reuses_dead_intermediates() {
+    // x -> t1 -> t2 -> t3 -> y: t1 and t3 never live together.
+    let steps = [dispatch(&[0], &[1]), dispatch(&[1], &[2]), dispatch(&[2], &[3]), dispatch(&[3], &[4])];
+    let p = plan(&steps, &sizes(&[(0, 1024), (1, 1024), (2, 1024), (3, 1024), (4, 1024)]), &pins(&[0, 4]));
+    check_no_overlap(&p);
+    assert_eq!(p.placement(Vid(1)), p.placement(Vid(3)));
+    assert_ne!(p.placement(Vid(1)), p.placement(Vid(2)));
+    assert_eq!(p.arena_bytes, 2048);
+    assert_eq!(p.dedicated_bytes, 2048);
+    assert_eq!(p.naive_bytes, 5 * 1024);
+    assert_eq!(p.lower_bound_bytes, 4096);
+    assert_eq!(p.placement(Vid(0)), Some(Placement::Dedicated));
+}
+
+#[test]
+fn views_share_storage_and_extend_its_life() {
+    // t1 = f(x); v = view(t1); t2 = g(x); y = h(v, t2): t1 must live to the end.
+    let steps =
+        [dispatch(&[0], &[1]), Step::Alias { out: Vid(2), src: Vid(1) }, dispatch(&[0], &[3]), dispatch(&[2, 3], &[4])];
+    let p = plan(&steps, &sizes(&[(0, 512), (1, 512), (2, 512), (3, 512), (4, 512)]), &pins(&[0, 4]));
+    check_no_overlap(&p);
+    assert_eq!(p.class_of[&Vid(2)], Vid(1));
+    assert_eq!(p.classes[&Vid(1)].live, (0, 3));
+    assert_ne!(p.placement(Vid(2)), p.placement(Vid(3)));
+    // The view costs nothing: two arena tensors live at once, not three.
+    assert_eq!(p.arena_bytes, 1024);
+}
+
+#[test]
+fn a_view_of_a_pinned_tensor_is_pinned() {
+    let steps = [Step::Alias { out: Vid(1), src: Vid(0) }, dispatch(&[1], &[2])];
+    let p = plan(&steps, &sizes(&[(0, 64), (1, 64), (2, 64)]), &pins(&[0, 2]));
+    assert_eq!(p.placement(Vid(1)), Some(Placement::Dedicated));
+    assert_eq!(p.arena_bytes, 0);
+}
+
+#[test]
+fn prepack_outputs_keep_their_own_buffer() {
+    let steps = [Step::Prepack { out: Vid(1), src: Vid(0) }, dispatch(&[1, 2], &[3])];
+    let p = plan(&steps, &sizes(&[(1, 16), (2, 16), (3, 16)]), &pins(&[2, 3]));
+    assert_eq!(p.placement(Vid(1)), Some(Placement::Dedicated));
+}
+
+/// A deterministic generator (xorshift) for random chains.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+/// Random DAG-shaped chains: each step reads one or two earlier tensors
+/// (sometimes through a view) and writes a new one.
+fn random_chain(rng: &mut Rng, n_steps: u32) -> (Vec<Step>, BTreeMap<Vid, u64>, BTreeSet<Vid>) {
+    let mut steps = Vec::new();
+    let mut sizes = BTreeMap::new();
+    sizes.insert(Vid(0), 4096);
+    let mut next: u32 = 1;
+    for _ in 0..n_steps {
+        let a = Vid(rng.next(u64::from(next)) as u32);
+        let b = Vid(next.saturating_sub(1 + rng.next(3) as u32));
+        let out = Vid(next);
+        next += 1;
+        sizes.insert(out, 256 * (1 + rng.next(64)));
+        if rng.next(5) == 0 {
+            let view = Vid(next);
+            next += 1;
+            sizes.insert(view, sizes[&a]);
+            steps.push(Step::Alias { out: view, src: a });
+            steps.push(dispatch(&[view.0, b.0], &[out.0]));
+        } else {
+            steps.push(dispatch(&[a.0, b.0], &[out.0]));
+        }
+    }
+    let pinned = pins(&[0, next - 1]);
+    (steps, sizes, pinned)
+}
+
+#[test]
+fn random_chains_never_overlap_live_tensors_and_stay_near_the_bound() {
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    let mut worst: f64 = 1.0;
+    for _ in 0..200 {
+        let n = 5 + rng.next(60) as u32;
+        let (steps, sizes, pinned) = random_chain(&mut rng, n);
+        let p = plan(&steps, &sizes, &pinned);
+        check_no_overlap(&p);
+        assert!(p.planned_bytes() <= p.naive_bytes);
+        worst = worst.max(p.planned_bytes() as f64 / p.lower_bound_bytes as f64);
+    }
+    // Greedy-by-size is not optimal on adversarial DAGs; this records how
+    // far from the bound it strays on random ones.
+    eprintln!("worst planned/lower-bound ratio over 200 random chains: {worst:.3}");
+    assert!(worst < 1.3, "worst planned/lower-bound ratio {worst}");
+}
+
+#[test]
+fn plans_are_deterministic() {
+    let mut rng = Rng(7);
+    let (steps, sizes, pinned) = random_chain(&mut rng, 50);
+    assert_eq!(plan(&steps, &sizes, &pinned), plan(&steps, &sizes, &pinned));
+}
