@@ -34,7 +34,7 @@ pub enum Error {
         found: u64,
     },
     /// A magic number or FlatBuffer file identifier is wrong.
-    #[error("{what}: expected identifier {expected:?}, found {found:?}")]
+    #[error("{what}: expected identifier \"{expected}\", found \"{found}\"")]
     Identifier {
         /// What was being read.
         what: &'static str,
@@ -93,7 +93,7 @@ pub enum Error {
         field: &'static str,
     },
     /// A dtype code is not one this crate knows.
-    #[error("unknown {what} dtype code {code}")]
+    #[error("unknown dtype code {code} in {what}")]
     UnknownDType {
         /// `VK00 datatype`, `VK00 staging_datatype`, `program scalar_type`.
         what: &'static str,
@@ -110,7 +110,7 @@ pub enum Error {
     },
     /// A tensor's shape is unusable (negative or too many dims, or a byte
     /// size that overflows).
-    #[error("tensor shape {dims:?}: {problem}")]
+    #[error("tensor shape {}: {problem}", short_dims(dims))]
     BadShape {
         /// The dims as stored.
         dims: Vec<i64>,
@@ -172,6 +172,11 @@ pub enum ShapeProblem {
     /// The byte size does not fit in 64 bits.
     #[error("byte size overflows 64 bits")]
     Overflow,
+}
+
+/// Dims for messages: at most 8, then how many more.
+fn short_dims(dims: &[i64]) -> String {
+    if dims.len() <= 8 { format!("{dims:?}") } else { format!("{:?} and {} more dims", &dims[..8], dims.len() - 8) }
 }
 
 impl Error {

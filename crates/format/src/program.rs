@@ -378,7 +378,7 @@ impl Program {
             None => data,
         };
         if &fb[4..8] != s::FILE_IDENTIFIER {
-            let found = String::from_utf8_lossy(&fb[4..8]).into_owned();
+            let found = fb[4..8].escape_ascii().to_string();
             return Err(Error::Identifier { what: ".pte program", expected: "ET12", found });
         }
         let budget = Budget::for_buffer(fb.len());

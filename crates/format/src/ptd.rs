@@ -39,11 +39,11 @@ impl ExternalData {
             return Err(Error::Truncated { what: ".ptd file", needed: head as u64, found: data.len() as u64 });
         }
         if &data[4..8] != s::FILE_IDENTIFIER {
-            let found = String::from_utf8_lossy(&data[4..8]).into_owned();
+            let found = data[4..8].escape_ascii().to_string();
             return Err(Error::Identifier { what: ".ptd file", expected: "FT01", found });
         }
         if &data[8..12] != b"FH01" {
-            let found = String::from_utf8_lossy(&data[8..12]).into_owned();
+            let found = data[8..12].escape_ascii().to_string();
             return Err(Error::Identifier { what: ".ptd header", expected: "FH01", found });
         }
         let fb_offset = u64_at(data, 16);

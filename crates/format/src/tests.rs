@@ -6,30 +6,8 @@ use proptest::prelude::*;
 use crate::writer::{GraphBuilder, ProgramBuilder, RawValue, sha256_hex};
 use crate::{ConstantSource, DType, Error, Instruction, PlanValue, Program, ShapeProblem, ValueId, VkValue};
 
-/// The graph of FORMAT.md's worked example: relu(linear(x + y * 2)).
 fn worked_example() -> GraphBuilder {
-    let mut g = GraphBuilder::new();
-    let w: Vec<u8> = (0..12).flat_map(|i| (i as f32 * 0.1).to_le_bytes()).collect();
-    let b: Vec<u8> = [-0.4777f32, -0.3311, -0.2061].iter().flat_map(|x| x.to_le_bytes()).collect();
-    let weight = g.constant(DType::F32, &[3, 4], &w);
-    let bias = g.constant(DType::F32, &[3], &b);
-    let two = g.constant(DType::F32, &[], &2.0f32.to_le_bytes());
-    let two_gpu = g.tensor(DType::F32, &[]);
-    let y = g.tensor(DType::F32, &[2, 4]);
-    let x = g.tensor(DType::F32, &[2, 4]);
-    let y2 = g.tensor(DType::F32, &[2, 4]);
-    let alpha = g.int(1);
-    let z = g.tensor(DType::F32, &[2, 4]);
-    let lin = g.tensor(DType::F32, &[2, 3]);
-    let out = g.tensor(DType::F32, &[2, 3]);
-    g.op("et_vk.prepack.default", &[two, two_gpu])
-        .op("aten.mul.Tensor", &[y, two_gpu, y2])
-        .op("aten.add.Tensor", &[x, y2, alpha, z])
-        .op("aten.linear.default", &[z, weight, bias, lin])
-        .op("aten.relu.default", &[lin, out])
-        .inputs(&[y, x])
-        .outputs(&[out]);
-    g
+    crate::writer::worked_example()
 }
 
 fn check<T>(r: crate::Result<T>) -> T {

@@ -54,7 +54,7 @@ impl VhHeader {
             return Err(Error::Identifier {
                 what: "Vulkan delegate blob",
                 expected: "VH00",
-                found: String::from_utf8_lossy(&blob[4..8]).into_owned(),
+                found: blob[4..8].escape_ascii().to_string(),
             });
         }
         let h = VhHeader {
@@ -321,7 +321,7 @@ impl VkGraph {
             return Err(Error::Identifier {
                 what: "Vulkan delegate graph",
                 expected: "VK00",
-                found: String::from_utf8_lossy(&fb[4..8]).into_owned(),
+                found: fb[4..8].escape_ascii().to_string(),
             });
         }
         let fbe = |source| Error::Flatbuffer { what: "VK00 graph", source };

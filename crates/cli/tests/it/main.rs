@@ -209,3 +209,25 @@ fn devices_lists_the_adapter_runtime_picks() {
     let text = stdout(&etwgpu(&["devices"]));
     assert!(text.contains(&picked) && text.contains("[default]"), "{text}");
 }
+
+/// Every file of the hostile corpus: `inspect` either prints its report or
+/// exits 1 with one line naming the problem; never a panic or a crash.
+#[test]
+fn inspect_survives_the_hostile_corpus() {
+    let dir = fixtures_dir().join("../hostile");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).expect("test_data/hostile") {
+        let path = entry.expect("entry").path();
+        let o = etwgpu(&["inspect", path.to_str().unwrap()]);
+        match o.status.code() {
+            Some(0) => assert!(!o.stdout.is_empty(), "{}: no report", path.display()),
+            Some(1) => {
+                let err = one_line_error(&o, 1);
+                assert!(err.starts_with("error: "), "{}: {err}", path.display());
+            }
+            other => panic!("{}: exit {other:?}: {}", path.display(), String::from_utf8_lossy(&o.stderr)),
+        }
+        n += 1;
+    }
+    assert!(n >= 30, "only {n} hostile files");
+}

@@ -4,6 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
+mod hostile;
+
 use etwgpu_format::{ConstantSource, Program};
 
 fn fixture_models() -> Vec<PathBuf> {
