@@ -12,6 +12,8 @@ pub enum Family {
     CastFromI32,
     /// `gather.wgsl`.
     Gather,
+    /// `gemv.wgsl`.
+    Gemv,
     /// `layer_norm.wgsl`.
     LayerNorm,
     /// `matmul.wgsl`.
@@ -50,6 +52,10 @@ pub enum ShaderId {
     GatherF16,
     /// `gather.wgsl` with `Elem = i32`.
     GatherI32,
+    /// `gemv.wgsl` with `Elem = f32`.
+    GemvF32,
+    /// `gemv.wgsl` with `Elem = f16`.
+    GemvF16,
     /// `layer_norm.wgsl` with `Elem = f32`.
     LayerNormF32,
     /// `layer_norm.wgsl` with `Elem = f16`.
@@ -78,6 +84,8 @@ impl ShaderId {
         ShaderId::GatherF32,
         ShaderId::GatherF16,
         ShaderId::GatherI32,
+        ShaderId::GemvF32,
+        ShaderId::GemvF16,
         ShaderId::LayerNormF32,
         ShaderId::LayerNormF16,
         ShaderId::MatmulF32,
@@ -98,6 +106,8 @@ impl ShaderId {
             ShaderId::GatherF32 => Family::Gather,
             ShaderId::GatherF16 => Family::Gather,
             ShaderId::GatherI32 => Family::Gather,
+            ShaderId::GemvF32 => Family::Gemv,
+            ShaderId::GemvF16 => Family::Gemv,
             ShaderId::LayerNormF32 => Family::LayerNorm,
             ShaderId::LayerNormF16 => Family::LayerNorm,
             ShaderId::MatmulF32 => Family::Matmul,
@@ -119,6 +129,8 @@ impl ShaderId {
             ShaderId::GatherF32 => Variant::F32,
             ShaderId::GatherF16 => Variant::F16,
             ShaderId::GatherI32 => Variant::I32,
+            ShaderId::GemvF32 => Variant::F32,
+            ShaderId::GemvF16 => Variant::F16,
             ShaderId::LayerNormF32 => Variant::F32,
             ShaderId::LayerNormF16 => Variant::F16,
             ShaderId::MatmulF32 => Variant::F32,
@@ -140,6 +152,8 @@ impl ShaderId {
             ShaderId::GatherF32 => "gather.f32",
             ShaderId::GatherF16 => "gather.f16",
             ShaderId::GatherI32 => "gather.i32",
+            ShaderId::GemvF32 => "gemv.f32",
+            ShaderId::GemvF16 => "gemv.f16",
             ShaderId::LayerNormF32 => "layer_norm.f32",
             ShaderId::LayerNormF16 => "layer_norm.f16",
             ShaderId::MatmulF32 => "matmul.f32",
@@ -161,6 +175,8 @@ impl ShaderId {
             ShaderId::GatherF32 => GATHER_F32,
             ShaderId::GatherF16 => GATHER_F16,
             ShaderId::GatherI32 => GATHER_I32,
+            ShaderId::GemvF32 => GEMV_F32,
+            ShaderId::GemvF16 => GEMV_F16,
             ShaderId::LayerNormF32 => LAYER_NORM_F32,
             ShaderId::LayerNormF16 => LAYER_NORM_F16,
             ShaderId::MatmulF32 => MATMUL_F32,
@@ -182,6 +198,8 @@ impl ShaderId {
             (Family::Gather, Variant::F32) => Some(ShaderId::GatherF32),
             (Family::Gather, Variant::F16) => Some(ShaderId::GatherF16),
             (Family::Gather, Variant::I32) => Some(ShaderId::GatherI32),
+            (Family::Gemv, Variant::F32) => Some(ShaderId::GemvF32),
+            (Family::Gemv, Variant::F16) => Some(ShaderId::GemvF16),
             (Family::LayerNorm, Variant::F32) => Some(ShaderId::LayerNormF32),
             (Family::LayerNorm, Variant::F16) => Some(ShaderId::LayerNormF16),
             (Family::Matmul, Variant::F32) => Some(ShaderId::MatmulF32),
@@ -587,6 +605,176 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         rem = rem / size;
     }
     out[i] = x[u32(src)];
+}
+"#;
+
+/// `gemv.wgsl` with `Elem = f32`.
+pub const GEMV_F32: &str = r#"//! Matrix-vector route of the batched matrix product, for few rows (decode):
+//! `out[b, m, n] = alpha * sum_k A[b, m, k] * B[b, k, n] + beta * bias[b, m, n]`.
+//!
+//! One workgroup per output element; its invocations split K and reduce in
+//! shared memory, accumulating in f32. Reads of B are coalesced when K is
+//! its contiguous axis (a `linear` weight `[N, K]`). Operands are addressed
+//! through strides, as in `matmul.wgsl`, whose `Params` layout this shares.
+//! The grid is folded into x and y (x at most 65535 workgroups); the host
+//! sizes it for exactly `batch * M * N` workgroups' worth of indices.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup; the reduction assumes a power of two.
+const WG: u32 = 64u;
+
+struct Params {
+    m: u32,
+    n: u32,
+    k: u32,
+    has_bias: u32,
+    a_sb: u32,
+    a_sm: u32,
+    a_sk: u32,
+    b_sb: u32,
+    b_sk: u32,
+    b_sn: u32,
+    bias_sb: u32,
+    bias_sm: u32,
+    bias_sn: u32,
+    /// Batch count (`_pad0` in `matmul.wgsl`).
+    batch: u32,
+    alpha: f32,
+    beta: f32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> a: array<Elem>;
+@group(0) @binding(2) var<storage, read> b: array<Elem>;
+@group(0) @binding(3) var<storage, read> bias: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> partial: array<f32, WG>;
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let idx = wid.y * groups.x + wid.x;
+    let per_batch = p.m * p.n;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if idx >= per_batch * p.batch {
+        return;
+    }
+    let batch = idx / per_batch;
+    let row = (idx % per_batch) / p.n;
+    let col = idx % p.n;
+    let a_base = batch * p.a_sb + row * p.a_sm;
+    let b_base = batch * p.b_sb + col * p.b_sn;
+    var acc = 0.0;
+    for (var kk = lid; kk < p.k; kk += WG) {
+        acc += f32(a[a_base + kk * p.a_sk]) * f32(b[b_base + kk * p.b_sk]);
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            partial[lid] += partial[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    if lid == 0u {
+        var r = p.alpha * partial[0];
+        if p.has_bias != 0u {
+            r += p.beta * f32(bias[batch * p.bias_sb + row * p.bias_sm + col * p.bias_sn]);
+        }
+        out[idx] = Elem(r);
+    }
+}
+"#;
+
+/// `gemv.wgsl` with `Elem = f16`.
+pub const GEMV_F16: &str = r#"enable f16;
+
+//! Matrix-vector route of the batched matrix product, for few rows (decode):
+//! `out[b, m, n] = alpha * sum_k A[b, m, k] * B[b, k, n] + beta * bias[b, m, n]`.
+//!
+//! One workgroup per output element; its invocations split K and reduce in
+//! shared memory, accumulating in f32. Reads of B are coalesced when K is
+//! its contiguous axis (a `linear` weight `[N, K]`). Operands are addressed
+//! through strides, as in `matmul.wgsl`, whose `Params` layout this shares.
+//! The grid is folded into x and y (x at most 65535 workgroups); the host
+//! sizes it for exactly `batch * M * N` workgroups' worth of indices.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup; the reduction assumes a power of two.
+const WG: u32 = 64u;
+
+struct Params {
+    m: u32,
+    n: u32,
+    k: u32,
+    has_bias: u32,
+    a_sb: u32,
+    a_sm: u32,
+    a_sk: u32,
+    b_sb: u32,
+    b_sk: u32,
+    b_sn: u32,
+    bias_sb: u32,
+    bias_sm: u32,
+    bias_sn: u32,
+    /// Batch count (`_pad0` in `matmul.wgsl`).
+    batch: u32,
+    alpha: f32,
+    beta: f32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> a: array<Elem>;
+@group(0) @binding(2) var<storage, read> b: array<Elem>;
+@group(0) @binding(3) var<storage, read> bias: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> partial: array<f32, WG>;
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let idx = wid.y * groups.x + wid.x;
+    let per_batch = p.m * p.n;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if idx >= per_batch * p.batch {
+        return;
+    }
+    let batch = idx / per_batch;
+    let row = (idx % per_batch) / p.n;
+    let col = idx % p.n;
+    let a_base = batch * p.a_sb + row * p.a_sm;
+    let b_base = batch * p.b_sb + col * p.b_sn;
+    var acc = 0.0;
+    for (var kk = lid; kk < p.k; kk += WG) {
+        acc += f32(a[a_base + kk * p.a_sk]) * f32(b[b_base + kk * p.b_sk]);
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            partial[lid] += partial[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    if lid == 0u {
+        var r = p.alpha * partial[0];
+        if p.has_bias != 0u {
+            r += p.beta * f32(bias[batch * p.bias_sb + row * p.bias_sm + col * p.bias_sn]);
+        }
+        out[idx] = Elem(r);
+    }
 }
 "#;
 

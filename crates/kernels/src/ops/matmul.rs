@@ -1,7 +1,9 @@
-//! Matrix products (`matmul.wgsl`): `aten.mm`, `aten.bmm`, `aten.addmm`,
-//! `aten.linear`. Every variant is one strided batched GEMM with an
-//! optional broadcast bias; transposed and broadcast operands are expressed
-//! through strides, never copied.
+//! Matrix products: `aten.mm`, `aten.bmm`, `aten.addmm`, `aten.linear`.
+//! Every variant is one strided batched matrix product with an optional
+//! broadcast bias; transposed and broadcast operands are expressed through
+//! strides, never copied. The route is chosen from the live shape: few rows
+//! (`M <= GEMV_MAX_ROWS`, decode) go to the split-K GEMV (`gemv.wgsl`), the
+//! rest to the tiled GEMM (`matmul.wgsl`).
 
 use crate::error::{Error, Result};
 use crate::generated::shaders::Family;
@@ -29,8 +31,15 @@ struct Gemm<'a> {
     beta: f64,
 }
 
+/// Up to this many rows per batch, the GEMV route is used.
+pub const GEMV_MAX_ROWS: u64 = 4;
+
+/// Largest workgroup count along one grid dimension.
+const MAX_GROUPS_PER_DIM: u64 = 65535;
+
 fn gemm(g: Gemm<'_>) -> Result<Lowered> {
-    let shader = float_shader(Family::Matmul, &g.a, 0, "self")?;
+    let gemv = g.m <= GEMV_MAX_ROWS;
+    let shader = float_shader(if gemv { Family::Gemv } else { Family::Matmul }, &g.a, 0, "self")?;
     same_dtype(&g.b, g.a.dtype, 1, "mat2")?;
     same_dtype(&g.out, g.a.dtype, g.out_idx, "out")?;
     if let Some((bias, _, bias_idx)) = &g.bias {
@@ -57,22 +66,29 @@ fn gemm(g: Gemm<'_>) -> Result<Lowered> {
             .u32(u("stride", bias_strides[0])?)
             .u32(u("stride", bias_strides[1])?)
             .u32(u("stride", bias_strides[2])?)
-            .u32(0)
+            .u32(u("batch", g.batch)?)
             .f32(g.alpha as f32)
             .f32(g.beta as f32)
             .finish();
-        let tile = u64::from(MATMUL_TILE);
+        let workgroups = if gemv {
+            // One workgroup per output element, folded into x and y.
+            let total = g.batch * g.m * g.n;
+            [u("workgroups", total.min(MAX_GROUPS_PER_DIM))?, u("workgroups", total.div_ceil(MAX_GROUPS_PER_DIM))?, 1]
+        } else {
+            let tile = u64::from(MATMUL_TILE);
+            [
+                u("workgroups along N", g.n.div_ceil(tile))?,
+                u("workgroups along M", g.m.div_ceil(tile))?,
+                u("batch", g.batch)?,
+            ]
+        };
         steps.push(Step::Dispatch(Dispatch {
             shader,
             entry: "main",
             inputs: vec![g.a.id, g.b.id, bias_id],
             outputs: vec![g.out.id],
             params,
-            workgroups: [
-                u("workgroups along N", g.n.div_ceil(tile))?,
-                u("workgroups along M", g.m.div_ceil(tile))?,
-                u("batch", g.batch)?,
-            ],
+            workgroups,
         }));
     }
     Ok(Lowered { shapes: vec![(g.out.id, g.out_shape)], steps })

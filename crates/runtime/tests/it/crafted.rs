@@ -216,3 +216,53 @@ fn int64_inputs_are_narrowed_and_outputs_widened() {
         Err(Error::InputOutOfRange { index: 0, .. })
     ));
 }
+
+/// The GEMV route (few rows): batched, K off the workgroup size, a bias
+/// broadcast along rows, and more outputs than one grid dimension holds.
+#[test]
+fn gemv_route_matches_a_reference() {
+    // bmm [3, 2, 100] @ [3, 100, 7]: 2 rows per batch -> GEMV.
+    let (b, m, k, n) = (3usize, 2usize, 100usize, 7usize);
+    let mut g = GraphBuilder::new();
+    let x = g.tensor(DType::F32, &[b as u64, m as u64, k as u64]);
+    let y = g.tensor(DType::F32, &[b as u64, k as u64, n as u64]);
+    let out = g.tensor(DType::F32, &[b as u64, m as u64, n as u64]);
+    g.op("aten.bmm.default", &[x, y, out]).inputs(&[x, y]).outputs(&[out]);
+    let (xv, yv) = (data(b * m * k, 11), data(b * k * n, 12));
+    let want: Vec<f32> = (0..b * m * n)
+        .map(|i| {
+            let (bi, r, c) = (i / (m * n), (i / n) % m, i % n);
+            (0..k).map(|kk| xv[(bi * m + r) * k + kk] * yv[(bi * k + kk) * n + c]).sum()
+        })
+        .collect();
+    check(
+        g,
+        &[
+            Tensor::from_f32(&[b as u64, m as u64, k as u64], &xv),
+            Tensor::from_f32(&[b as u64, k as u64, n as u64], &yv),
+        ],
+        &[b as u64, m as u64, n as u64],
+        &want,
+    );
+
+    // linear [1, 9] x weight [70000, 9] + bias: 70000 outputs > 65535.
+    let (k, n) = (9usize, 70_000usize);
+    let mut g = GraphBuilder::new();
+    let x = g.tensor(DType::F32, &[1, k as u64]);
+    let w = g.tensor(DType::F32, &[n as u64, k as u64]);
+    let bias = g.tensor(DType::F32, &[n as u64]);
+    let out = g.tensor(DType::F32, &[1, n as u64]);
+    g.op("aten.linear.default", &[x, w, bias, out]).inputs(&[x, w, bias]).outputs(&[out]);
+    let (xv, wv, bv) = (data(k, 13), data(n * k, 14), data(n, 15));
+    let want: Vec<f32> = (0..n).map(|c| bv[c] + (0..k).map(|kk| xv[kk] * wv[c * k + kk]).sum::<f32>()).collect();
+    check(
+        g,
+        &[
+            Tensor::from_f32(&[1, k as u64], &xv),
+            Tensor::from_f32(&[n as u64, k as u64], &wv),
+            Tensor::from_f32(&[n as u64], &bv),
+        ],
+        &[1, n as u64],
+        &want,
+    );
+}
