@@ -57,16 +57,25 @@ fn bench_graph(c: &mut Criterion, rt: &Runtime, name: &str, work: u64, g: GraphB
 }
 
 fn matmul(c: &mut Criterion, rt: &Runtime, m: u64, k: u64, n: u64) {
-    // The right-hand matrix is a constant, as a weight is in a real model:
-    // it is uploaded once at load, so the timing is the kernel plus the
-    // small input upload and the read-back.
+    // The weight is a constant, as in a real model: it is uploaded once at
+    // load, so the timing is the kernel plus the small input upload and the
+    // read-back. One row goes through `linear` (weight `[N, K]`, the decode
+    // case), more rows through `mm` (weight `[K, N]`).
     let mut g = GraphBuilder::new();
     let a = g.tensor(DType::F32, &[m, k]);
     let weight: Vec<u8> = (0..k * n).flat_map(|i| ((i % 7) as f32 * 0.25).to_le_bytes()).collect();
-    let b = g.constant(DType::F32, &[k, n], &weight);
     let out = g.tensor(DType::F32, &[m, n]);
-    g.op("aten.mm.default", &[a, b, out]).inputs(&[a]).outputs(&[out]);
-    let kind = if m == 1 { "gemv" } else { "gemm" };
+    let kind = if m == 1 {
+        let w = g.constant(DType::F32, &[n, k], &weight);
+        let no_bias = g.null();
+        g.op("aten.linear.default", &[a, w, no_bias, out]);
+        "gemv"
+    } else {
+        let b = g.constant(DType::F32, &[k, n], &weight);
+        g.op("aten.mm.default", &[a, b, out]);
+        "gemm"
+    };
+    g.inputs(&[a]).outputs(&[out]);
     bench_graph(c, rt, &format!("{kind} {m}x{k}x{n}"), 2 * m * k * n, g, vec![ones(&[m, k])]);
 }
 
