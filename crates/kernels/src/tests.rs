@@ -188,3 +188,33 @@ fn every_generated_shader_validates_with_naga() {
             .unwrap_or_else(|e| panic!("{}: {e:?}", id.label()));
     }
 }
+
+/// The `mode` field (bytes 12..16) of a `compare.wgsl` dispatch.
+fn compare_mode(l: &Lowered) -> u32 {
+    let Step::Dispatch(d) = &l.steps[0] else { panic!("expected a dispatch") };
+    u32::from_le_bytes(d.params[12..16].try_into().expect("4 bytes"))
+}
+
+#[test]
+fn scalar_comparisons_pick_their_domain_and_need_a_bool_output() {
+    let mut g = TestGraph::default();
+    let ints = g.push(Owned::Tensor(ElemType::I32, vec![4], false));
+    let floats = g.t(&[4]);
+    let out = g.push(Owned::Tensor(ElemType::Bool, vec![4], false));
+    let (two, half) = (g.push(Owned::Int(2)), g.push(Owned::Double(0.5)));
+    let huge = g.push(Owned::Int(1 << 40));
+    assert_eq!(compare_mode(&check(&g, "aten.eq.Scalar", &[ints, two, out]).expect("int")), 2);
+    assert_eq!(compare_mode(&check(&g, "aten.eq.Scalar", &[ints, half, out]).expect("promotes")), 1);
+    assert_eq!(compare_mode(&check(&g, "aten.lt.Scalar", &[floats, two, out]).expect("float")), 1);
+    assert!(matches!(check(&g, "aten.gt.Scalar", &[ints, huge, out]), Err(crate::Error::ArgValue { arg_idx: 1, .. })));
+    let float_out = g.t(&[4]);
+    assert!(matches!(
+        check(&g, "aten.ge.Tensor", &[floats, floats, float_out]),
+        Err(crate::Error::DType { arg_idx: 2, .. })
+    ));
+    assert!(matches!(check(&g, "aten.ge.Tensor", &[floats, ints, out]), Err(crate::Error::DType { arg_idx: 1, .. })));
+    assert!(matches!(
+        check(&g, "aten.where.self", &[floats, floats, floats, float_out]),
+        Err(crate::Error::DType { arg_idx: 0, .. })
+    ));
+}

@@ -8,8 +8,12 @@
 pub enum Family {
     /// `binary.wgsl`.
     Binary,
+    /// `bitwise.wgsl`.
+    Bitwise,
     /// `cast_from_i32.wgsl`.
     CastFromI32,
+    /// `compare.wgsl`.
+    Compare,
     /// `gather.wgsl`.
     Gather,
     /// `layer_norm.wgsl`.
@@ -20,6 +24,8 @@ pub enum Family {
     Softmax,
     /// `unary.wgsl`.
     Unary,
+    /// `where.wgsl`.
+    Where,
 }
 
 /// The element type a variant was generated for (`alias Elem = ...;`).
@@ -31,6 +37,8 @@ pub enum Variant {
     F32,
     /// `Elem = i32`.
     I32,
+    /// `Elem = u32`.
+    U32,
 }
 
 /// One generated shader: a family compiled for one variant.
@@ -40,10 +48,22 @@ pub enum ShaderId {
     BinaryF32,
     /// `binary.wgsl` with `Elem = f16`.
     BinaryF16,
+    /// `bitwise.wgsl` with `Elem = i32`.
+    BitwiseI32,
+    /// `bitwise.wgsl` with `Elem = u32`.
+    BitwiseU32,
     /// `cast_from_i32.wgsl` with `Elem = f32`.
     CastFromI32F32,
     /// `cast_from_i32.wgsl` with `Elem = f16`.
     CastFromI32F16,
+    /// `compare.wgsl` with `Elem = f32`.
+    CompareF32,
+    /// `compare.wgsl` with `Elem = f16`.
+    CompareF16,
+    /// `compare.wgsl` with `Elem = i32`.
+    CompareI32,
+    /// `compare.wgsl` with `Elem = u32`.
+    CompareU32,
     /// `gather.wgsl` with `Elem = f32`.
     GatherF32,
     /// `gather.wgsl` with `Elem = f16`.
@@ -66,6 +86,14 @@ pub enum ShaderId {
     UnaryF32,
     /// `unary.wgsl` with `Elem = f16`.
     UnaryF16,
+    /// `where.wgsl` with `Elem = f32`.
+    WhereF32,
+    /// `where.wgsl` with `Elem = f16`.
+    WhereF16,
+    /// `where.wgsl` with `Elem = i32`.
+    WhereI32,
+    /// `where.wgsl` with `Elem = u32`.
+    WhereU32,
 }
 
 impl ShaderId {
@@ -73,8 +101,14 @@ impl ShaderId {
     pub const ALL: &[ShaderId] = &[
         ShaderId::BinaryF32,
         ShaderId::BinaryF16,
+        ShaderId::BitwiseI32,
+        ShaderId::BitwiseU32,
         ShaderId::CastFromI32F32,
         ShaderId::CastFromI32F16,
+        ShaderId::CompareF32,
+        ShaderId::CompareF16,
+        ShaderId::CompareI32,
+        ShaderId::CompareU32,
         ShaderId::GatherF32,
         ShaderId::GatherF16,
         ShaderId::GatherI32,
@@ -86,6 +120,10 @@ impl ShaderId {
         ShaderId::SoftmaxF16,
         ShaderId::UnaryF32,
         ShaderId::UnaryF16,
+        ShaderId::WhereF32,
+        ShaderId::WhereF16,
+        ShaderId::WhereI32,
+        ShaderId::WhereU32,
     ];
 
     /// Its family.
@@ -93,8 +131,14 @@ impl ShaderId {
         match self {
             ShaderId::BinaryF32 => Family::Binary,
             ShaderId::BinaryF16 => Family::Binary,
+            ShaderId::BitwiseI32 => Family::Bitwise,
+            ShaderId::BitwiseU32 => Family::Bitwise,
             ShaderId::CastFromI32F32 => Family::CastFromI32,
             ShaderId::CastFromI32F16 => Family::CastFromI32,
+            ShaderId::CompareF32 => Family::Compare,
+            ShaderId::CompareF16 => Family::Compare,
+            ShaderId::CompareI32 => Family::Compare,
+            ShaderId::CompareU32 => Family::Compare,
             ShaderId::GatherF32 => Family::Gather,
             ShaderId::GatherF16 => Family::Gather,
             ShaderId::GatherI32 => Family::Gather,
@@ -106,6 +150,10 @@ impl ShaderId {
             ShaderId::SoftmaxF16 => Family::Softmax,
             ShaderId::UnaryF32 => Family::Unary,
             ShaderId::UnaryF16 => Family::Unary,
+            ShaderId::WhereF32 => Family::Where,
+            ShaderId::WhereF16 => Family::Where,
+            ShaderId::WhereI32 => Family::Where,
+            ShaderId::WhereU32 => Family::Where,
         }
     }
 
@@ -114,8 +162,14 @@ impl ShaderId {
         match self {
             ShaderId::BinaryF32 => Variant::F32,
             ShaderId::BinaryF16 => Variant::F16,
+            ShaderId::BitwiseI32 => Variant::I32,
+            ShaderId::BitwiseU32 => Variant::U32,
             ShaderId::CastFromI32F32 => Variant::F32,
             ShaderId::CastFromI32F16 => Variant::F16,
+            ShaderId::CompareF32 => Variant::F32,
+            ShaderId::CompareF16 => Variant::F16,
+            ShaderId::CompareI32 => Variant::I32,
+            ShaderId::CompareU32 => Variant::U32,
             ShaderId::GatherF32 => Variant::F32,
             ShaderId::GatherF16 => Variant::F16,
             ShaderId::GatherI32 => Variant::I32,
@@ -127,6 +181,10 @@ impl ShaderId {
             ShaderId::SoftmaxF16 => Variant::F16,
             ShaderId::UnaryF32 => Variant::F32,
             ShaderId::UnaryF16 => Variant::F16,
+            ShaderId::WhereF32 => Variant::F32,
+            ShaderId::WhereF16 => Variant::F16,
+            ShaderId::WhereI32 => Variant::I32,
+            ShaderId::WhereU32 => Variant::U32,
         }
     }
 
@@ -135,8 +193,14 @@ impl ShaderId {
         match self {
             ShaderId::BinaryF32 => "binary.f32",
             ShaderId::BinaryF16 => "binary.f16",
+            ShaderId::BitwiseI32 => "bitwise.i32",
+            ShaderId::BitwiseU32 => "bitwise.u32",
             ShaderId::CastFromI32F32 => "cast_from_i32.f32",
             ShaderId::CastFromI32F16 => "cast_from_i32.f16",
+            ShaderId::CompareF32 => "compare.f32",
+            ShaderId::CompareF16 => "compare.f16",
+            ShaderId::CompareI32 => "compare.i32",
+            ShaderId::CompareU32 => "compare.u32",
             ShaderId::GatherF32 => "gather.f32",
             ShaderId::GatherF16 => "gather.f16",
             ShaderId::GatherI32 => "gather.i32",
@@ -148,6 +212,10 @@ impl ShaderId {
             ShaderId::SoftmaxF16 => "softmax.f16",
             ShaderId::UnaryF32 => "unary.f32",
             ShaderId::UnaryF16 => "unary.f16",
+            ShaderId::WhereF32 => "where.f32",
+            ShaderId::WhereF16 => "where.f16",
+            ShaderId::WhereI32 => "where.i32",
+            ShaderId::WhereU32 => "where.u32",
         }
     }
 
@@ -156,8 +224,14 @@ impl ShaderId {
         match self {
             ShaderId::BinaryF32 => BINARY_F32,
             ShaderId::BinaryF16 => BINARY_F16,
+            ShaderId::BitwiseI32 => BITWISE_I32,
+            ShaderId::BitwiseU32 => BITWISE_U32,
             ShaderId::CastFromI32F32 => CAST_FROM_I32_F32,
             ShaderId::CastFromI32F16 => CAST_FROM_I32_F16,
+            ShaderId::CompareF32 => COMPARE_F32,
+            ShaderId::CompareF16 => COMPARE_F16,
+            ShaderId::CompareI32 => COMPARE_I32,
+            ShaderId::CompareU32 => COMPARE_U32,
             ShaderId::GatherF32 => GATHER_F32,
             ShaderId::GatherF16 => GATHER_F16,
             ShaderId::GatherI32 => GATHER_I32,
@@ -169,6 +243,10 @@ impl ShaderId {
             ShaderId::SoftmaxF16 => SOFTMAX_F16,
             ShaderId::UnaryF32 => UNARY_F32,
             ShaderId::UnaryF16 => UNARY_F16,
+            ShaderId::WhereF32 => WHERE_F32,
+            ShaderId::WhereF16 => WHERE_F16,
+            ShaderId::WhereI32 => WHERE_I32,
+            ShaderId::WhereU32 => WHERE_U32,
         }
     }
 
@@ -177,8 +255,14 @@ impl ShaderId {
         match (family, variant) {
             (Family::Binary, Variant::F32) => Some(ShaderId::BinaryF32),
             (Family::Binary, Variant::F16) => Some(ShaderId::BinaryF16),
+            (Family::Bitwise, Variant::I32) => Some(ShaderId::BitwiseI32),
+            (Family::Bitwise, Variant::U32) => Some(ShaderId::BitwiseU32),
             (Family::CastFromI32, Variant::F32) => Some(ShaderId::CastFromI32F32),
             (Family::CastFromI32, Variant::F16) => Some(ShaderId::CastFromI32F16),
+            (Family::Compare, Variant::F32) => Some(ShaderId::CompareF32),
+            (Family::Compare, Variant::F16) => Some(ShaderId::CompareF16),
+            (Family::Compare, Variant::I32) => Some(ShaderId::CompareI32),
+            (Family::Compare, Variant::U32) => Some(ShaderId::CompareU32),
             (Family::Gather, Variant::F32) => Some(ShaderId::GatherF32),
             (Family::Gather, Variant::F16) => Some(ShaderId::GatherF16),
             (Family::Gather, Variant::I32) => Some(ShaderId::GatherI32),
@@ -190,6 +274,10 @@ impl ShaderId {
             (Family::Softmax, Variant::F16) => Some(ShaderId::SoftmaxF16),
             (Family::Unary, Variant::F32) => Some(ShaderId::UnaryF32),
             (Family::Unary, Variant::F16) => Some(ShaderId::UnaryF16),
+            (Family::Where, Variant::F32) => Some(ShaderId::WhereF32),
+            (Family::Where, Variant::F16) => Some(ShaderId::WhereF16),
+            (Family::Where, Variant::I32) => Some(ShaderId::WhereI32),
+            (Family::Where, Variant::U32) => Some(ShaderId::WhereU32),
             _ => None,
         }
     }
@@ -389,6 +477,120 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 }
 "#;
 
+/// `bitwise.wgsl` with `Elem = i32`.
+pub const BITWISE_I32: &str = r#"//! Broadcasting bitwise ops on integers and bools:
+//! `out[i] = op(a[ia], b[ib])`.
+//!
+//! `op`: 0 and, 1 or, 2 xor, 3 not (`~a`; `b` is bound but not read),
+//! 4 logical not of a bool (`a ^ 1`, since a bool is a `u32` 0 or 1).
+// variants: i32 u32
+
+alias Elem = i32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    rank: u32,
+    op: u32,
+    _pad0: u32,
+    shape: array<vec4<u32>, 2>,
+    a_strides: array<vec4<u32>, 2>,
+    b_strides: array<vec4<u32>, 2>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> a: array<Elem>;
+@group(0) @binding(2) var<storage, read> b: array<Elem>;
+@group(0) @binding(3) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    var rem = i;
+    var ia = 0u;
+    var ib = 0u;
+    for (var d = i32(p.rank) - 1; d >= 0; d = d - 1) {
+        let du = u32(d);
+        let size = p.shape[du / 4u][du % 4u];
+        let c = rem % size;
+        rem = rem / size;
+        ia += c * p.a_strides[du / 4u][du % 4u];
+        ib += c * p.b_strides[du / 4u][du % 4u];
+    }
+    let x = a[ia];
+    let y = b[ib];
+    switch p.op {
+        case 0u: { out[i] = x & y; }
+        case 1u: { out[i] = x | y; }
+        case 2u: { out[i] = x ^ y; }
+        case 3u: { out[i] = ~x; }
+        default: { out[i] = x ^ Elem(1); }
+    }
+}
+"#;
+
+/// `bitwise.wgsl` with `Elem = u32`.
+pub const BITWISE_U32: &str = r#"//! Broadcasting bitwise ops on integers and bools:
+//! `out[i] = op(a[ia], b[ib])`.
+//!
+//! `op`: 0 and, 1 or, 2 xor, 3 not (`~a`; `b` is bound but not read),
+//! 4 logical not of a bool (`a ^ 1`, since a bool is a `u32` 0 or 1).
+// variants: i32 u32
+
+alias Elem = u32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    rank: u32,
+    op: u32,
+    _pad0: u32,
+    shape: array<vec4<u32>, 2>,
+    a_strides: array<vec4<u32>, 2>,
+    b_strides: array<vec4<u32>, 2>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> a: array<Elem>;
+@group(0) @binding(2) var<storage, read> b: array<Elem>;
+@group(0) @binding(3) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    var rem = i;
+    var ia = 0u;
+    var ib = 0u;
+    for (var d = i32(p.rank) - 1; d >= 0; d = d - 1) {
+        let du = u32(d);
+        let size = p.shape[du / 4u][du % 4u];
+        let c = rem % size;
+        rem = rem / size;
+        ia += c * p.a_strides[du / 4u][du % 4u];
+        ib += c * p.b_strides[du / 4u][du % 4u];
+    }
+    let x = a[ia];
+    let y = b[ib];
+    switch p.op {
+        case 0u: { out[i] = x & y; }
+        case 1u: { out[i] = x | y; }
+        case 2u: { out[i] = x ^ y; }
+        case 3u: { out[i] = ~x; }
+        default: { out[i] = x ^ Elem(1); }
+    }
+}
+"#;
+
 /// `cast_from_i32.wgsl` with `Elem = f32`.
 pub const CAST_FROM_I32_F32: &str = r#"//! Dtype conversion from int32: `out[i] = Elem(x[i])` (what
 //! `_to_dim_order_copy` of an int tensor to a float dtype becomes).
@@ -450,6 +652,436 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         return;
     }
     out[i] = Elem(x[i]);
+}
+"#;
+
+/// `compare.wgsl` with `Elem = f32`.
+pub const COMPARE_F32: &str = r#"//! Broadcasting comparisons and logical ops with a bool result:
+//! `out[i] = op(a[ia], b[ib])`, one `u32` (0 or 1) per bool.
+//!
+//! `op`: 0 eq, 1 ne, 2 gt, 3 ge, 4 lt, 5 le (IEEE: every comparison with a
+//! NaN is false except ne), 6 logical and, 7 logical or, 8 logical xor (on
+//! truthiness, `x != 0`). `mode` says what `b` is: 0 the tensor `b`
+//! (compared in `Elem`, exact for every variant), 1 the float scalar
+//! `scalar_f` (compared in f32), 2 the integer scalar `scalar_i` (compared in
+//! i32). In the scalar modes `b` is bound but not read. Bool tensors are the
+//! `u32` variant.
+// variants: f32 f16 i32 u32
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    rank: u32,
+    op: u32,
+    mode: u32,
+    scalar_f: f32,
+    scalar_i: i32,
+    _pad0: u32,
+    _pad1: u32,
+    shape: array<vec4<u32>, 2>,
+    a_strides: array<vec4<u32>, 2>,
+    b_strides: array<vec4<u32>, 2>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> a: array<Elem>;
+@group(0) @binding(2) var<storage, read> b: array<Elem>;
+@group(0) @binding(3) var<storage, read_write> out: array<u32>;
+
+/// The comparison `op` given how the operands order.
+fn decide(op: u32, lt: bool, eq: bool, gt: bool) -> bool {
+    switch op {
+        case 0u: { return eq; }
+        case 1u: { return !eq; }
+        case 2u: { return gt; }
+        case 3u: { return gt || eq; }
+        case 4u: { return lt; }
+        case 5u: { return lt || eq; }
+        default: { return false; }
+    }
+}
+
+fn logic(op: u32, x: bool, y: bool) -> bool {
+    switch op {
+        case 6u: { return x && y; }
+        case 7u: { return x || y; }
+        default: { return x != y; }
+    }
+}
+
+fn apply_elem(op: u32, x: Elem, y: Elem) -> bool {
+    if op >= 6u {
+        return logic(op, x != Elem(0), y != Elem(0));
+    }
+    return decide(op, (x < y), (x == y), (x > y));
+}
+
+fn apply_f32(op: u32, x: f32, y: f32) -> bool {
+    if op >= 6u {
+        return logic(op, x != 0.0, y != 0.0);
+    }
+    return decide(op, (x < y), (x == y), (x > y));
+}
+
+fn apply_i32(op: u32, x: i32, y: i32) -> bool {
+    if op >= 6u {
+        return logic(op, x != 0, y != 0);
+    }
+    return decide(op, (x < y), (x == y), (x > y));
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    var rem = i;
+    var ia = 0u;
+    var ib = 0u;
+    for (var d = i32(p.rank) - 1; d >= 0; d = d - 1) {
+        let du = u32(d);
+        let size = p.shape[du / 4u][du % 4u];
+        let c = rem % size;
+        rem = rem / size;
+        ia += c * p.a_strides[du / 4u][du % 4u];
+        ib += c * p.b_strides[du / 4u][du % 4u];
+    }
+    let x = a[ia];
+    var r: bool;
+    switch p.mode {
+        case 1u: { r = apply_f32(p.op, f32(x), p.scalar_f); }
+        case 2u: { r = apply_i32(p.op, i32(x), p.scalar_i); }
+        default: { r = apply_elem(p.op, x, b[ib]); }
+    }
+    out[i] = select(0u, 1u, r);
+}
+"#;
+
+/// `compare.wgsl` with `Elem = f16`.
+pub const COMPARE_F16: &str = r#"enable f16;
+
+//! Broadcasting comparisons and logical ops with a bool result:
+//! `out[i] = op(a[ia], b[ib])`, one `u32` (0 or 1) per bool.
+//!
+//! `op`: 0 eq, 1 ne, 2 gt, 3 ge, 4 lt, 5 le (IEEE: every comparison with a
+//! NaN is false except ne), 6 logical and, 7 logical or, 8 logical xor (on
+//! truthiness, `x != 0`). `mode` says what `b` is: 0 the tensor `b`
+//! (compared in `Elem`, exact for every variant), 1 the float scalar
+//! `scalar_f` (compared in f32), 2 the integer scalar `scalar_i` (compared in
+//! i32). In the scalar modes `b` is bound but not read. Bool tensors are the
+//! `u32` variant.
+// variants: f32 f16 i32 u32
+
+alias Elem = f16;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    rank: u32,
+    op: u32,
+    mode: u32,
+    scalar_f: f32,
+    scalar_i: i32,
+    _pad0: u32,
+    _pad1: u32,
+    shape: array<vec4<u32>, 2>,
+    a_strides: array<vec4<u32>, 2>,
+    b_strides: array<vec4<u32>, 2>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> a: array<Elem>;
+@group(0) @binding(2) var<storage, read> b: array<Elem>;
+@group(0) @binding(3) var<storage, read_write> out: array<u32>;
+
+/// The comparison `op` given how the operands order.
+fn decide(op: u32, lt: bool, eq: bool, gt: bool) -> bool {
+    switch op {
+        case 0u: { return eq; }
+        case 1u: { return !eq; }
+        case 2u: { return gt; }
+        case 3u: { return gt || eq; }
+        case 4u: { return lt; }
+        case 5u: { return lt || eq; }
+        default: { return false; }
+    }
+}
+
+fn logic(op: u32, x: bool, y: bool) -> bool {
+    switch op {
+        case 6u: { return x && y; }
+        case 7u: { return x || y; }
+        default: { return x != y; }
+    }
+}
+
+fn apply_elem(op: u32, x: Elem, y: Elem) -> bool {
+    if op >= 6u {
+        return logic(op, x != Elem(0), y != Elem(0));
+    }
+    return decide(op, (x < y), (x == y), (x > y));
+}
+
+fn apply_f32(op: u32, x: f32, y: f32) -> bool {
+    if op >= 6u {
+        return logic(op, x != 0.0, y != 0.0);
+    }
+    return decide(op, (x < y), (x == y), (x > y));
+}
+
+fn apply_i32(op: u32, x: i32, y: i32) -> bool {
+    if op >= 6u {
+        return logic(op, x != 0, y != 0);
+    }
+    return decide(op, (x < y), (x == y), (x > y));
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    var rem = i;
+    var ia = 0u;
+    var ib = 0u;
+    for (var d = i32(p.rank) - 1; d >= 0; d = d - 1) {
+        let du = u32(d);
+        let size = p.shape[du / 4u][du % 4u];
+        let c = rem % size;
+        rem = rem / size;
+        ia += c * p.a_strides[du / 4u][du % 4u];
+        ib += c * p.b_strides[du / 4u][du % 4u];
+    }
+    let x = a[ia];
+    var r: bool;
+    switch p.mode {
+        case 1u: { r = apply_f32(p.op, f32(x), p.scalar_f); }
+        case 2u: { r = apply_i32(p.op, i32(x), p.scalar_i); }
+        default: { r = apply_elem(p.op, x, b[ib]); }
+    }
+    out[i] = select(0u, 1u, r);
+}
+"#;
+
+/// `compare.wgsl` with `Elem = i32`.
+pub const COMPARE_I32: &str = r#"//! Broadcasting comparisons and logical ops with a bool result:
+//! `out[i] = op(a[ia], b[ib])`, one `u32` (0 or 1) per bool.
+//!
+//! `op`: 0 eq, 1 ne, 2 gt, 3 ge, 4 lt, 5 le (IEEE: every comparison with a
+//! NaN is false except ne), 6 logical and, 7 logical or, 8 logical xor (on
+//! truthiness, `x != 0`). `mode` says what `b` is: 0 the tensor `b`
+//! (compared in `Elem`, exact for every variant), 1 the float scalar
+//! `scalar_f` (compared in f32), 2 the integer scalar `scalar_i` (compared in
+//! i32). In the scalar modes `b` is bound but not read. Bool tensors are the
+//! `u32` variant.
+// variants: f32 f16 i32 u32
+
+alias Elem = i32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    rank: u32,
+    op: u32,
+    mode: u32,
+    scalar_f: f32,
+    scalar_i: i32,
+    _pad0: u32,
+    _pad1: u32,
+    shape: array<vec4<u32>, 2>,
+    a_strides: array<vec4<u32>, 2>,
+    b_strides: array<vec4<u32>, 2>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> a: array<Elem>;
+@group(0) @binding(2) var<storage, read> b: array<Elem>;
+@group(0) @binding(3) var<storage, read_write> out: array<u32>;
+
+/// The comparison `op` given how the operands order.
+fn decide(op: u32, lt: bool, eq: bool, gt: bool) -> bool {
+    switch op {
+        case 0u: { return eq; }
+        case 1u: { return !eq; }
+        case 2u: { return gt; }
+        case 3u: { return gt || eq; }
+        case 4u: { return lt; }
+        case 5u: { return lt || eq; }
+        default: { return false; }
+    }
+}
+
+fn logic(op: u32, x: bool, y: bool) -> bool {
+    switch op {
+        case 6u: { return x && y; }
+        case 7u: { return x || y; }
+        default: { return x != y; }
+    }
+}
+
+fn apply_elem(op: u32, x: Elem, y: Elem) -> bool {
+    if op >= 6u {
+        return logic(op, x != Elem(0), y != Elem(0));
+    }
+    return decide(op, (x < y), (x == y), (x > y));
+}
+
+fn apply_f32(op: u32, x: f32, y: f32) -> bool {
+    if op >= 6u {
+        return logic(op, x != 0.0, y != 0.0);
+    }
+    return decide(op, (x < y), (x == y), (x > y));
+}
+
+fn apply_i32(op: u32, x: i32, y: i32) -> bool {
+    if op >= 6u {
+        return logic(op, x != 0, y != 0);
+    }
+    return decide(op, (x < y), (x == y), (x > y));
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    var rem = i;
+    var ia = 0u;
+    var ib = 0u;
+    for (var d = i32(p.rank) - 1; d >= 0; d = d - 1) {
+        let du = u32(d);
+        let size = p.shape[du / 4u][du % 4u];
+        let c = rem % size;
+        rem = rem / size;
+        ia += c * p.a_strides[du / 4u][du % 4u];
+        ib += c * p.b_strides[du / 4u][du % 4u];
+    }
+    let x = a[ia];
+    var r: bool;
+    switch p.mode {
+        case 1u: { r = apply_f32(p.op, f32(x), p.scalar_f); }
+        case 2u: { r = apply_i32(p.op, i32(x), p.scalar_i); }
+        default: { r = apply_elem(p.op, x, b[ib]); }
+    }
+    out[i] = select(0u, 1u, r);
+}
+"#;
+
+/// `compare.wgsl` with `Elem = u32`.
+pub const COMPARE_U32: &str = r#"//! Broadcasting comparisons and logical ops with a bool result:
+//! `out[i] = op(a[ia], b[ib])`, one `u32` (0 or 1) per bool.
+//!
+//! `op`: 0 eq, 1 ne, 2 gt, 3 ge, 4 lt, 5 le (IEEE: every comparison with a
+//! NaN is false except ne), 6 logical and, 7 logical or, 8 logical xor (on
+//! truthiness, `x != 0`). `mode` says what `b` is: 0 the tensor `b`
+//! (compared in `Elem`, exact for every variant), 1 the float scalar
+//! `scalar_f` (compared in f32), 2 the integer scalar `scalar_i` (compared in
+//! i32). In the scalar modes `b` is bound but not read. Bool tensors are the
+//! `u32` variant.
+// variants: f32 f16 i32 u32
+
+alias Elem = u32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    rank: u32,
+    op: u32,
+    mode: u32,
+    scalar_f: f32,
+    scalar_i: i32,
+    _pad0: u32,
+    _pad1: u32,
+    shape: array<vec4<u32>, 2>,
+    a_strides: array<vec4<u32>, 2>,
+    b_strides: array<vec4<u32>, 2>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> a: array<Elem>;
+@group(0) @binding(2) var<storage, read> b: array<Elem>;
+@group(0) @binding(3) var<storage, read_write> out: array<u32>;
+
+/// The comparison `op` given how the operands order.
+fn decide(op: u32, lt: bool, eq: bool, gt: bool) -> bool {
+    switch op {
+        case 0u: { return eq; }
+        case 1u: { return !eq; }
+        case 2u: { return gt; }
+        case 3u: { return gt || eq; }
+        case 4u: { return lt; }
+        case 5u: { return lt || eq; }
+        default: { return false; }
+    }
+}
+
+fn logic(op: u32, x: bool, y: bool) -> bool {
+    switch op {
+        case 6u: { return x && y; }
+        case 7u: { return x || y; }
+        default: { return x != y; }
+    }
+}
+
+fn apply_elem(op: u32, x: Elem, y: Elem) -> bool {
+    if op >= 6u {
+        return logic(op, x != Elem(0), y != Elem(0));
+    }
+    return decide(op, (x < y), (x == y), (x > y));
+}
+
+fn apply_f32(op: u32, x: f32, y: f32) -> bool {
+    if op >= 6u {
+        return logic(op, x != 0.0, y != 0.0);
+    }
+    return decide(op, (x < y), (x == y), (x > y));
+}
+
+fn apply_i32(op: u32, x: i32, y: i32) -> bool {
+    if op >= 6u {
+        return logic(op, x != 0, y != 0);
+    }
+    return decide(op, (x < y), (x == y), (x > y));
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    var rem = i;
+    var ia = 0u;
+    var ib = 0u;
+    for (var d = i32(p.rank) - 1; d >= 0; d = d - 1) {
+        let du = u32(d);
+        let size = p.shape[du / 4u][du % 4u];
+        let c = rem % size;
+        rem = rem / size;
+        ia += c * p.a_strides[du / 4u][du % 4u];
+        ib += c * p.b_strides[du / 4u][du % 4u];
+    }
+    let x = a[ia];
+    var r: bool;
+    switch p.mode {
+        case 1u: { r = apply_f32(p.op, f32(x), p.scalar_f); }
+        case 2u: { r = apply_i32(p.op, i32(x), p.scalar_i); }
+        default: { r = apply_elem(p.op, x, b[ib]); }
+    }
+    out[i] = select(0u, 1u, r);
 }
 "#;
 
@@ -1167,5 +1799,231 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         return;
     }
     out[i] = Elem(apply(p.op, f32(x[i])));
+}
+"#;
+
+/// `where.wgsl` with `Elem = f32`.
+pub const WHERE_F32: &str = r#"//! Broadcasting select: `out[i] = cond[ic] != 0 ? a[ia] : b[ib]`
+//! (`aten.where.self`). `cond` is a bool tensor, one `u32` per element.
+//! Pure data movement, so the `i32` variant is exact and the `u32` variant
+//! selects between bools.
+// variants: f32 f16 i32 u32
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    rank: u32,
+    _pad0: u32,
+    _pad1: u32,
+    shape: array<vec4<u32>, 2>,
+    c_strides: array<vec4<u32>, 2>,
+    a_strides: array<vec4<u32>, 2>,
+    b_strides: array<vec4<u32>, 2>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> cond: array<u32>;
+@group(0) @binding(2) var<storage, read> a: array<Elem>;
+@group(0) @binding(3) var<storage, read> b: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    var rem = i;
+    var ic = 0u;
+    var ia = 0u;
+    var ib = 0u;
+    for (var d = i32(p.rank) - 1; d >= 0; d = d - 1) {
+        let du = u32(d);
+        let size = p.shape[du / 4u][du % 4u];
+        let c = rem % size;
+        rem = rem / size;
+        ic += c * p.c_strides[du / 4u][du % 4u];
+        ia += c * p.a_strides[du / 4u][du % 4u];
+        ib += c * p.b_strides[du / 4u][du % 4u];
+    }
+    if cond[ic] != 0u {
+        out[i] = a[ia];
+    } else {
+        out[i] = b[ib];
+    }
+}
+"#;
+
+/// `where.wgsl` with `Elem = f16`.
+pub const WHERE_F16: &str = r#"enable f16;
+
+//! Broadcasting select: `out[i] = cond[ic] != 0 ? a[ia] : b[ib]`
+//! (`aten.where.self`). `cond` is a bool tensor, one `u32` per element.
+//! Pure data movement, so the `i32` variant is exact and the `u32` variant
+//! selects between bools.
+// variants: f32 f16 i32 u32
+
+alias Elem = f16;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    rank: u32,
+    _pad0: u32,
+    _pad1: u32,
+    shape: array<vec4<u32>, 2>,
+    c_strides: array<vec4<u32>, 2>,
+    a_strides: array<vec4<u32>, 2>,
+    b_strides: array<vec4<u32>, 2>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> cond: array<u32>;
+@group(0) @binding(2) var<storage, read> a: array<Elem>;
+@group(0) @binding(3) var<storage, read> b: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    var rem = i;
+    var ic = 0u;
+    var ia = 0u;
+    var ib = 0u;
+    for (var d = i32(p.rank) - 1; d >= 0; d = d - 1) {
+        let du = u32(d);
+        let size = p.shape[du / 4u][du % 4u];
+        let c = rem % size;
+        rem = rem / size;
+        ic += c * p.c_strides[du / 4u][du % 4u];
+        ia += c * p.a_strides[du / 4u][du % 4u];
+        ib += c * p.b_strides[du / 4u][du % 4u];
+    }
+    if cond[ic] != 0u {
+        out[i] = a[ia];
+    } else {
+        out[i] = b[ib];
+    }
+}
+"#;
+
+/// `where.wgsl` with `Elem = i32`.
+pub const WHERE_I32: &str = r#"//! Broadcasting select: `out[i] = cond[ic] != 0 ? a[ia] : b[ib]`
+//! (`aten.where.self`). `cond` is a bool tensor, one `u32` per element.
+//! Pure data movement, so the `i32` variant is exact and the `u32` variant
+//! selects between bools.
+// variants: f32 f16 i32 u32
+
+alias Elem = i32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    rank: u32,
+    _pad0: u32,
+    _pad1: u32,
+    shape: array<vec4<u32>, 2>,
+    c_strides: array<vec4<u32>, 2>,
+    a_strides: array<vec4<u32>, 2>,
+    b_strides: array<vec4<u32>, 2>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> cond: array<u32>;
+@group(0) @binding(2) var<storage, read> a: array<Elem>;
+@group(0) @binding(3) var<storage, read> b: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    var rem = i;
+    var ic = 0u;
+    var ia = 0u;
+    var ib = 0u;
+    for (var d = i32(p.rank) - 1; d >= 0; d = d - 1) {
+        let du = u32(d);
+        let size = p.shape[du / 4u][du % 4u];
+        let c = rem % size;
+        rem = rem / size;
+        ic += c * p.c_strides[du / 4u][du % 4u];
+        ia += c * p.a_strides[du / 4u][du % 4u];
+        ib += c * p.b_strides[du / 4u][du % 4u];
+    }
+    if cond[ic] != 0u {
+        out[i] = a[ia];
+    } else {
+        out[i] = b[ib];
+    }
+}
+"#;
+
+/// `where.wgsl` with `Elem = u32`.
+pub const WHERE_U32: &str = r#"//! Broadcasting select: `out[i] = cond[ic] != 0 ? a[ia] : b[ib]`
+//! (`aten.where.self`). `cond` is a bool tensor, one `u32` per element.
+//! Pure data movement, so the `i32` variant is exact and the `u32` variant
+//! selects between bools.
+// variants: f32 f16 i32 u32
+
+alias Elem = u32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    rank: u32,
+    _pad0: u32,
+    _pad1: u32,
+    shape: array<vec4<u32>, 2>,
+    c_strides: array<vec4<u32>, 2>,
+    a_strides: array<vec4<u32>, 2>,
+    b_strides: array<vec4<u32>, 2>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> cond: array<u32>;
+@group(0) @binding(2) var<storage, read> a: array<Elem>;
+@group(0) @binding(3) var<storage, read> b: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    var rem = i;
+    var ic = 0u;
+    var ia = 0u;
+    var ib = 0u;
+    for (var d = i32(p.rank) - 1; d >= 0; d = d - 1) {
+        let du = u32(d);
+        let size = p.shape[du / 4u][du % 4u];
+        let c = rem % size;
+        rem = rem / size;
+        ic += c * p.c_strides[du / 4u][du % 4u];
+        ia += c * p.a_strides[du / 4u][du % 4u];
+        ib += c * p.b_strides[du / 4u][du % 4u];
+    }
+    if cond[ic] != 0u {
+        out[i] = a[ia];
+    } else {
+        out[i] = b[ib];
+    }
 }
 "#;

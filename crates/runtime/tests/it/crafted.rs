@@ -216,3 +216,46 @@ fn int64_inputs_are_narrowed_and_outputs_widened() {
         Err(Error::InputOutOfRange { index: 0, .. })
     ));
 }
+
+fn bools(t: &Tensor) -> Vec<bool> {
+    assert_eq!(t.dtype, DType::Bool);
+    t.bytes.iter().map(|&b| b != 0).collect()
+}
+
+#[test]
+fn bool_ops_the_exporter_does_not_emit() {
+    // logical_not, logical_xor, ne.Tensor and bitwise_xor on a bool input and a
+    // bool constant (widened to u32 at upload), then where on int32 values.
+    let mut g = GraphBuilder::new();
+    let m = g.tensor(DType::Bool, &[2, 3]);
+    let n = g.constant(DType::Bool, &[3], &[1, 0, 1]);
+    let (not_m, xor, ne, bxor) = (
+        g.tensor(DType::Bool, &[2, 3]),
+        g.tensor(DType::Bool, &[2, 3]),
+        g.tensor(DType::Bool, &[2, 3]),
+        g.tensor(DType::Bool, &[2, 3]),
+    );
+    let ia = g.tensor(DType::I32, &[2, 3]);
+    let ib = g.tensor(DType::I32, &[1]);
+    let picked = g.tensor(DType::I32, &[2, 3]);
+    g.op("aten.logical_not.default", &[m, not_m])
+        .op("aten.logical_xor.default", &[m, n, xor])
+        .op("aten.ne.Tensor", &[m, n, ne])
+        .op("aten.bitwise_xor.Tensor", &[m, n, bxor])
+        .op("aten.where.self", &[m, ia, ib, picked]);
+    g.inputs(&[m, ia, ib]).outputs(&[not_m, xor, ne, bxor, picked]);
+    let Some(method) = load(g) else { return };
+    let mv = [true, false, false, true, true, false];
+    let m_t = Tensor::new(DType::Bool, vec![2, 3], mv.iter().map(|&b| u8::from(b)).collect()).expect("valid");
+    let ints = |v: &[i32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let ia_t = Tensor::new(DType::I32, vec![2, 3], ints(&[1, -2, 3, 4_000_000, 5, 6])).expect("valid");
+    let ib_t = Tensor::new(DType::I32, vec![1], ints(&[-7])).expect("valid");
+    let outs = method.expect("loads").run(&[m_t, ia_t, ib_t]).expect("runs");
+    let nv = [true, false, true];
+    let want_xor: Vec<bool> = (0..6).map(|i| mv[i] != nv[i % 3]).collect();
+    assert_eq!(bools(&outs[0]), mv.iter().map(|b| !b).collect::<Vec<_>>());
+    assert_eq!(bools(&outs[1]), want_xor);
+    assert_eq!(bools(&outs[2]), want_xor);
+    assert_eq!(bools(&outs[3]), want_xor);
+    assert_eq!(outs[4].to_f64_vec(), [1.0, -7.0, -7.0, 4_000_000.0, 5.0, -7.0]);
+}

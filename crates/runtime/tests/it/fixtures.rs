@@ -14,7 +14,6 @@ use etwgpu_runtime::Tensor;
 
 /// Fixtures that cannot run yet, with the ops (or features) they lack.
 const NOT_YET_SUPPORTED: &[(&str, &[&str])] = &[
-    ("binary", &["aten.eq.Tensor", "aten.gt.Tensor", "aten.where.self"]),
     (
         "convnet",
         &[
