@@ -7,12 +7,14 @@ pub mod infra;
 pub mod logic;
 pub mod matmul;
 pub mod norm;
+pub mod reduce;
 pub mod shape;
 
 use crate::error::Result;
 use crate::plan::{Ctx, Lowered};
 use elementwise::{BinaryOp, UnaryOp};
 use logic::{BitOp, CmpOp};
+use reduce::{ArgOp, ReduceOp};
 
 /// Declares the operator table.
 ///
@@ -57,6 +59,10 @@ register_ops! {
     Add => "aten.add.Tensor" => |c| elementwise::binary(c, BinaryOp::Add),
     Addmm => "aten.addmm.default" => matmul::addmm,
     AliasCopy => "aten.alias_copy.default" => shape::alias_copy,
+    Amax => "aten.amax.default" => |c| reduce::reduce(c, ReduceOp::Amax),
+    Amin => "aten.amin.default" => |c| reduce::reduce(c, ReduceOp::Amin),
+    Argmax => "aten.argmax.default" => |c| reduce::arg_reduce(c, ArgOp::Argmax),
+    Argmin => "aten.argmin.default" => |c| reduce::arg_reduce(c, ArgOp::Argmin),
     BitwiseAnd => "aten.bitwise_and.Tensor" => |c| logic::bitwise(c, BitOp::And),
     BitwiseNot => "aten.bitwise_not.default" => logic::bitwise_not,
     BitwiseOr => "aten.bitwise_or.Tensor" => |c| logic::bitwise(c, BitOp::Or),
@@ -92,6 +98,7 @@ register_ops! {
     LtScalar => "aten.lt.Scalar" => |c| logic::compare_scalar(c, CmpOp::Lt),
     LtTensor => "aten.lt.Tensor" => |c| logic::compare_tensor(c, CmpOp::Lt),
     Maximum => "aten.maximum.default" => |c| elementwise::binary(c, BinaryOp::Maximum),
+    MeanDim => "aten.mean.dim" => |c| reduce::reduce(c, ReduceOp::Mean),
     Minimum => "aten.minimum.default" => |c| elementwise::binary(c, BinaryOp::Minimum),
     Mm => "aten.mm.default" => matmul::mm,
     Mul => "aten.mul.Tensor" => |c| elementwise::binary(c, BinaryOp::Mul),
@@ -113,6 +120,7 @@ register_ops! {
     Sqrt => "aten.sqrt.default" => |c| elementwise::unary(c, UnaryOp::Sqrt),
     SqueezeCopy => "aten.squeeze_copy.dims" => shape::squeeze_copy,
     Sub => "aten.sub.Tensor" => |c| elementwise::binary(c, BinaryOp::Sub),
+    SumDimIntList => "aten.sum.dim_IntList" => |c| reduce::reduce(c, ReduceOp::Sum),
     Tanh => "aten.tanh.default" => |c| elementwise::unary(c, UnaryOp::Tanh),
     UnsqueezeCopy => "aten.unsqueeze_copy.default" => shape::unsqueeze_copy,
     ViewCopy => "aten.view_copy.default" => shape::view_copy,

@@ -6,6 +6,8 @@
 /// A shader family: one file in `crates/kernels/wgsl/`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Family {
+    /// `arg_reduce.wgsl`.
+    ArgReduce,
     /// `binary.wgsl`.
     Binary,
     /// `bitwise.wgsl`.
@@ -20,6 +22,8 @@ pub enum Family {
     LayerNorm,
     /// `matmul.wgsl`.
     Matmul,
+    /// `reduce.wgsl`.
+    Reduce,
     /// `softmax.wgsl`.
     Softmax,
     /// `unary.wgsl`.
@@ -44,6 +48,10 @@ pub enum Variant {
 /// One generated shader: a family compiled for one variant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ShaderId {
+    /// `arg_reduce.wgsl` with `Elem = f32`.
+    ArgReduceF32,
+    /// `arg_reduce.wgsl` with `Elem = f16`.
+    ArgReduceF16,
     /// `binary.wgsl` with `Elem = f32`.
     BinaryF32,
     /// `binary.wgsl` with `Elem = f16`.
@@ -78,6 +86,10 @@ pub enum ShaderId {
     MatmulF32,
     /// `matmul.wgsl` with `Elem = f16`.
     MatmulF16,
+    /// `reduce.wgsl` with `Elem = f32`.
+    ReduceF32,
+    /// `reduce.wgsl` with `Elem = f16`.
+    ReduceF16,
     /// `softmax.wgsl` with `Elem = f32`.
     SoftmaxF32,
     /// `softmax.wgsl` with `Elem = f16`.
@@ -99,6 +111,8 @@ pub enum ShaderId {
 impl ShaderId {
     /// Every shader, in family then variant order.
     pub const ALL: &[ShaderId] = &[
+        ShaderId::ArgReduceF32,
+        ShaderId::ArgReduceF16,
         ShaderId::BinaryF32,
         ShaderId::BinaryF16,
         ShaderId::BitwiseI32,
@@ -116,6 +130,8 @@ impl ShaderId {
         ShaderId::LayerNormF16,
         ShaderId::MatmulF32,
         ShaderId::MatmulF16,
+        ShaderId::ReduceF32,
+        ShaderId::ReduceF16,
         ShaderId::SoftmaxF32,
         ShaderId::SoftmaxF16,
         ShaderId::UnaryF32,
@@ -129,6 +145,8 @@ impl ShaderId {
     /// Its family.
     pub const fn family(self) -> Family {
         match self {
+            ShaderId::ArgReduceF32 => Family::ArgReduce,
+            ShaderId::ArgReduceF16 => Family::ArgReduce,
             ShaderId::BinaryF32 => Family::Binary,
             ShaderId::BinaryF16 => Family::Binary,
             ShaderId::BitwiseI32 => Family::Bitwise,
@@ -146,6 +164,8 @@ impl ShaderId {
             ShaderId::LayerNormF16 => Family::LayerNorm,
             ShaderId::MatmulF32 => Family::Matmul,
             ShaderId::MatmulF16 => Family::Matmul,
+            ShaderId::ReduceF32 => Family::Reduce,
+            ShaderId::ReduceF16 => Family::Reduce,
             ShaderId::SoftmaxF32 => Family::Softmax,
             ShaderId::SoftmaxF16 => Family::Softmax,
             ShaderId::UnaryF32 => Family::Unary,
@@ -160,6 +180,8 @@ impl ShaderId {
     /// Its variant.
     pub const fn variant(self) -> Variant {
         match self {
+            ShaderId::ArgReduceF32 => Variant::F32,
+            ShaderId::ArgReduceF16 => Variant::F16,
             ShaderId::BinaryF32 => Variant::F32,
             ShaderId::BinaryF16 => Variant::F16,
             ShaderId::BitwiseI32 => Variant::I32,
@@ -177,6 +199,8 @@ impl ShaderId {
             ShaderId::LayerNormF16 => Variant::F16,
             ShaderId::MatmulF32 => Variant::F32,
             ShaderId::MatmulF16 => Variant::F16,
+            ShaderId::ReduceF32 => Variant::F32,
+            ShaderId::ReduceF16 => Variant::F16,
             ShaderId::SoftmaxF32 => Variant::F32,
             ShaderId::SoftmaxF16 => Variant::F16,
             ShaderId::UnaryF32 => Variant::F32,
@@ -191,6 +215,8 @@ impl ShaderId {
     /// A label such as `binary.f32`.
     pub const fn label(self) -> &'static str {
         match self {
+            ShaderId::ArgReduceF32 => "arg_reduce.f32",
+            ShaderId::ArgReduceF16 => "arg_reduce.f16",
             ShaderId::BinaryF32 => "binary.f32",
             ShaderId::BinaryF16 => "binary.f16",
             ShaderId::BitwiseI32 => "bitwise.i32",
@@ -208,6 +234,8 @@ impl ShaderId {
             ShaderId::LayerNormF16 => "layer_norm.f16",
             ShaderId::MatmulF32 => "matmul.f32",
             ShaderId::MatmulF16 => "matmul.f16",
+            ShaderId::ReduceF32 => "reduce.f32",
+            ShaderId::ReduceF16 => "reduce.f16",
             ShaderId::SoftmaxF32 => "softmax.f32",
             ShaderId::SoftmaxF16 => "softmax.f16",
             ShaderId::UnaryF32 => "unary.f32",
@@ -222,6 +250,8 @@ impl ShaderId {
     /// The WGSL source.
     pub const fn source(self) -> &'static str {
         match self {
+            ShaderId::ArgReduceF32 => ARG_REDUCE_F32,
+            ShaderId::ArgReduceF16 => ARG_REDUCE_F16,
             ShaderId::BinaryF32 => BINARY_F32,
             ShaderId::BinaryF16 => BINARY_F16,
             ShaderId::BitwiseI32 => BITWISE_I32,
@@ -239,6 +269,8 @@ impl ShaderId {
             ShaderId::LayerNormF16 => LAYER_NORM_F16,
             ShaderId::MatmulF32 => MATMUL_F32,
             ShaderId::MatmulF16 => MATMUL_F16,
+            ShaderId::ReduceF32 => REDUCE_F32,
+            ShaderId::ReduceF16 => REDUCE_F16,
             ShaderId::SoftmaxF32 => SOFTMAX_F32,
             ShaderId::SoftmaxF16 => SOFTMAX_F16,
             ShaderId::UnaryF32 => UNARY_F32,
@@ -253,6 +285,8 @@ impl ShaderId {
     /// The shader of `family` for `variant`, if that variant exists.
     pub const fn find(family: Family, variant: Variant) -> Option<ShaderId> {
         match (family, variant) {
+            (Family::ArgReduce, Variant::F32) => Some(ShaderId::ArgReduceF32),
+            (Family::ArgReduce, Variant::F16) => Some(ShaderId::ArgReduceF16),
             (Family::Binary, Variant::F32) => Some(ShaderId::BinaryF32),
             (Family::Binary, Variant::F16) => Some(ShaderId::BinaryF16),
             (Family::Bitwise, Variant::I32) => Some(ShaderId::BitwiseI32),
@@ -270,6 +304,8 @@ impl ShaderId {
             (Family::LayerNorm, Variant::F16) => Some(ShaderId::LayerNormF16),
             (Family::Matmul, Variant::F32) => Some(ShaderId::MatmulF32),
             (Family::Matmul, Variant::F16) => Some(ShaderId::MatmulF16),
+            (Family::Reduce, Variant::F32) => Some(ShaderId::ReduceF32),
+            (Family::Reduce, Variant::F16) => Some(ShaderId::ReduceF16),
             (Family::Softmax, Variant::F32) => Some(ShaderId::SoftmaxF32),
             (Family::Softmax, Variant::F16) => Some(ShaderId::SoftmaxF16),
             (Family::Unary, Variant::F32) => Some(ShaderId::UnaryF32),
@@ -282,6 +318,234 @@ impl ShaderId {
         }
     }
 }
+
+/// `arg_reduce.wgsl` with `Elem = f32`.
+pub const ARG_REDUCE_F32: &str = r#"//! `argmax` / `argmin` over a set of dims, as in `reduce.wgsl`: one
+//! workgroup per output element, a strided fold per invocation, then a
+//! shared-memory tree over (value, index) pairs. The index is the flat
+//! position `j` within the reduced dims, written as i32.
+//!
+//! Ties go to the smaller index and a NaN wins over any number (the first
+//! NaN when there are several), which is PyTorch's result whatever order
+//! the partials combine in. `op`: 0 argmax, 1 argmin.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup; the shared partials are sized from it, so it
+/// is a `const` rather than an `override`. A power of two (tree reduction).
+const WG: u32 = 64u;
+
+struct Params {
+    n_out: u32,
+    n_red: u32,
+    op: u32,
+    out_rank: u32,
+    red_rank: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+    out_shape: array<vec4<u32>, 2>,
+    out_strides: array<vec4<u32>, 2>,
+    red_shape: array<vec4<u32>, 2>,
+    red_strides: array<vec4<u32>, 2>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read_write> out: array<i32>;
+
+var<workgroup> part_val: array<f32, WG>;
+var<workgroup> part_idx: array<u32, WG>;
+
+fn is_nan(v: f32) -> bool {
+    return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
+}
+
+/// Whether (b, ib) should replace (a, ia).
+fn better(op: u32, a: f32, ia: u32, b: f32, ib: u32) -> bool {
+    let an = is_nan(a);
+    let bn = is_nan(b);
+    if an || bn {
+        return bn && (!an || ib < ia);
+    }
+    if a == b {
+        return ib < ia;
+    }
+    if op == 0u {
+        return b > a;
+    }
+    return b < a;
+}
+
+/// Input offset of a flat index over `rank` coalesced dims.
+fn offset(flat: u32, rank: u32, shape: array<vec4<u32>, 2>, strides: array<vec4<u32>, 2>) -> u32 {
+    var rem = flat;
+    var at = 0u;
+    for (var d = i32(rank) - 1; d >= 0; d = d - 1) {
+        let du = u32(d);
+        let size = shape[du / 4u][du % 4u];
+        at += (rem % size) * strides[du / 4u][du % 4u];
+        rem = rem / size;
+    }
+    return at;
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    let o = wid.x + wid.y * nwg.x;
+    if o >= p.n_out {
+        return;
+    }
+    let base = offset(o, p.out_rank, p.out_shape, p.out_strides);
+    // The sentinel index loses every tie, so its value never matters.
+    var val = 0.0;
+    var idx = 0xffffffffu;
+    for (var j = lid; j < p.n_red; j += WG) {
+        let v = f32(x[base + offset(j, p.red_rank, p.red_shape, p.red_strides)]);
+        if idx == 0xffffffffu || better(p.op, val, idx, v, j) {
+            val = v;
+            idx = j;
+        }
+    }
+    part_val[lid] = val;
+    part_idx[lid] = idx;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s = s / 2u) {
+        if lid < s {
+            let ib = part_idx[lid + s];
+            if ib != 0xffffffffu && (part_idx[lid] == 0xffffffffu
+                || better(p.op, part_val[lid], part_idx[lid], part_val[lid + s], ib)) {
+                part_val[lid] = part_val[lid + s];
+                part_idx[lid] = ib;
+            }
+        }
+        workgroupBarrier();
+    }
+    if lid == 0u {
+        out[o] = i32(part_idx[0]);
+    }
+}
+"#;
+
+/// `arg_reduce.wgsl` with `Elem = f16`.
+pub const ARG_REDUCE_F16: &str = r#"enable f16;
+
+//! `argmax` / `argmin` over a set of dims, as in `reduce.wgsl`: one
+//! workgroup per output element, a strided fold per invocation, then a
+//! shared-memory tree over (value, index) pairs. The index is the flat
+//! position `j` within the reduced dims, written as i32.
+//!
+//! Ties go to the smaller index and a NaN wins over any number (the first
+//! NaN when there are several), which is PyTorch's result whatever order
+//! the partials combine in. `op`: 0 argmax, 1 argmin.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup; the shared partials are sized from it, so it
+/// is a `const` rather than an `override`. A power of two (tree reduction).
+const WG: u32 = 64u;
+
+struct Params {
+    n_out: u32,
+    n_red: u32,
+    op: u32,
+    out_rank: u32,
+    red_rank: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+    out_shape: array<vec4<u32>, 2>,
+    out_strides: array<vec4<u32>, 2>,
+    red_shape: array<vec4<u32>, 2>,
+    red_strides: array<vec4<u32>, 2>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read_write> out: array<i32>;
+
+var<workgroup> part_val: array<f32, WG>;
+var<workgroup> part_idx: array<u32, WG>;
+
+fn is_nan(v: f32) -> bool {
+    return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
+}
+
+/// Whether (b, ib) should replace (a, ia).
+fn better(op: u32, a: f32, ia: u32, b: f32, ib: u32) -> bool {
+    let an = is_nan(a);
+    let bn = is_nan(b);
+    if an || bn {
+        return bn && (!an || ib < ia);
+    }
+    if a == b {
+        return ib < ia;
+    }
+    if op == 0u {
+        return b > a;
+    }
+    return b < a;
+}
+
+/// Input offset of a flat index over `rank` coalesced dims.
+fn offset(flat: u32, rank: u32, shape: array<vec4<u32>, 2>, strides: array<vec4<u32>, 2>) -> u32 {
+    var rem = flat;
+    var at = 0u;
+    for (var d = i32(rank) - 1; d >= 0; d = d - 1) {
+        let du = u32(d);
+        let size = shape[du / 4u][du % 4u];
+        at += (rem % size) * strides[du / 4u][du % 4u];
+        rem = rem / size;
+    }
+    return at;
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    let o = wid.x + wid.y * nwg.x;
+    if o >= p.n_out {
+        return;
+    }
+    let base = offset(o, p.out_rank, p.out_shape, p.out_strides);
+    // The sentinel index loses every tie, so its value never matters.
+    var val = 0.0;
+    var idx = 0xffffffffu;
+    for (var j = lid; j < p.n_red; j += WG) {
+        let v = f32(x[base + offset(j, p.red_rank, p.red_shape, p.red_strides)]);
+        if idx == 0xffffffffu || better(p.op, val, idx, v, j) {
+            val = v;
+            idx = j;
+        }
+    }
+    part_val[lid] = val;
+    part_idx[lid] = idx;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s = s / 2u) {
+        if lid < s {
+            let ib = part_idx[lid + s];
+            if ib != 0xffffffffu && (part_idx[lid] == 0xffffffffu
+                || better(p.op, part_val[lid], part_idx[lid], part_val[lid + s], ib)) {
+                part_val[lid] = part_val[lid + s];
+                part_idx[lid] = ib;
+            }
+        }
+        workgroupBarrier();
+    }
+    if lid == 0u {
+        out[o] = i32(part_idx[0]);
+    }
+}
+"#;
 
 /// `binary.wgsl` with `Elem = f32`.
 pub const BINARY_F32: &str = r#"//! Broadcasting binary elementwise ops: `out[i] = op(a[ia], b[ib])`.
@@ -1508,6 +1772,240 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
             r += p.beta * f32(bias[batch * p.bias_sb + row * p.bias_sm + col * p.bias_sn]);
         }
         out[(batch * p.m + row) * p.n + col] = Elem(r);
+    }
+}
+"#;
+
+/// `reduce.wgsl` with `Elem = f32`.
+pub const REDUCE_F32: &str = r#"//! Reductions over any set of dims: `sum`, `mean`, `amax`, `amin`.
+//!
+//! One workgroup per output element. The host coalesces the input's dims
+//! into kept dims (`out_shape`, with their input strides) and reduced dims
+//! (`red_shape`, `red_strides`); output element `o` reads the `n_red`
+//! elements at `base(o) + offset(j)`. Each invocation folds a strided share
+//! of them, then a shared-memory tree combines the `WG` partials. Math runs
+//! in f32; `amax`/`amin` propagate NaN as PyTorch does.
+//!
+//! `op`: 0 sum, 1 mean (sum times `scale` = 1 / n_red), 2 amax, 3 amin.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup; the shared partials are sized from it, so it
+/// is a `const` rather than an `override`. A power of two (tree reduction).
+const WG: u32 = 64u;
+
+struct Params {
+    n_out: u32,
+    n_red: u32,
+    op: u32,
+    out_rank: u32,
+    red_rank: u32,
+    scale: f32,
+    _pad0: u32,
+    _pad1: u32,
+    out_shape: array<vec4<u32>, 2>,
+    out_strides: array<vec4<u32>, 2>,
+    red_shape: array<vec4<u32>, 2>,
+    red_strides: array<vec4<u32>, 2>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> partial: array<f32, WG>;
+
+fn is_nan(v: f32) -> bool {
+    return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
+}
+
+fn init(op: u32) -> f32 {
+    switch op {
+        case 2u: { return bitcast<f32>(0xff800000u); }
+        case 3u: { return bitcast<f32>(0x7f800000u); }
+        default: { return 0.0; }
+    }
+}
+
+fn combine(op: u32, a: f32, b: f32) -> f32 {
+    switch op {
+        case 2u, 3u: {
+            if is_nan(a) {
+                return a;
+            }
+            if is_nan(b) {
+                return b;
+            }
+            if op == 2u {
+                return max(a, b);
+            }
+            return min(a, b);
+        }
+        default: { return a + b; }
+    }
+}
+
+/// Input offset of a flat index over `rank` coalesced dims.
+fn offset(flat: u32, rank: u32, shape: array<vec4<u32>, 2>, strides: array<vec4<u32>, 2>) -> u32 {
+    var rem = flat;
+    var at = 0u;
+    for (var d = i32(rank) - 1; d >= 0; d = d - 1) {
+        let du = u32(d);
+        let size = shape[du / 4u][du % 4u];
+        at += (rem % size) * strides[du / 4u][du % 4u];
+        rem = rem / size;
+    }
+    return at;
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    let o = wid.x + wid.y * nwg.x;
+    if o >= p.n_out {
+        return;
+    }
+    let base = offset(o, p.out_rank, p.out_shape, p.out_strides);
+    var acc = init(p.op);
+    for (var j = lid; j < p.n_red; j += WG) {
+        acc = combine(p.op, acc, f32(x[base + offset(j, p.red_rank, p.red_shape, p.red_strides)]));
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s = s / 2u) {
+        if lid < s {
+            partial[lid] = combine(p.op, partial[lid], partial[lid + s]);
+        }
+        workgroupBarrier();
+    }
+    if lid == 0u {
+        var r = partial[0];
+        if p.op == 1u {
+            r = r * p.scale;
+        }
+        out[o] = Elem(r);
+    }
+}
+"#;
+
+/// `reduce.wgsl` with `Elem = f16`.
+pub const REDUCE_F16: &str = r#"enable f16;
+
+//! Reductions over any set of dims: `sum`, `mean`, `amax`, `amin`.
+//!
+//! One workgroup per output element. The host coalesces the input's dims
+//! into kept dims (`out_shape`, with their input strides) and reduced dims
+//! (`red_shape`, `red_strides`); output element `o` reads the `n_red`
+//! elements at `base(o) + offset(j)`. Each invocation folds a strided share
+//! of them, then a shared-memory tree combines the `WG` partials. Math runs
+//! in f32; `amax`/`amin` propagate NaN as PyTorch does.
+//!
+//! `op`: 0 sum, 1 mean (sum times `scale` = 1 / n_red), 2 amax, 3 amin.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup; the shared partials are sized from it, so it
+/// is a `const` rather than an `override`. A power of two (tree reduction).
+const WG: u32 = 64u;
+
+struct Params {
+    n_out: u32,
+    n_red: u32,
+    op: u32,
+    out_rank: u32,
+    red_rank: u32,
+    scale: f32,
+    _pad0: u32,
+    _pad1: u32,
+    out_shape: array<vec4<u32>, 2>,
+    out_strides: array<vec4<u32>, 2>,
+    red_shape: array<vec4<u32>, 2>,
+    red_strides: array<vec4<u32>, 2>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> partial: array<f32, WG>;
+
+fn is_nan(v: f32) -> bool {
+    return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
+}
+
+fn init(op: u32) -> f32 {
+    switch op {
+        case 2u: { return bitcast<f32>(0xff800000u); }
+        case 3u: { return bitcast<f32>(0x7f800000u); }
+        default: { return 0.0; }
+    }
+}
+
+fn combine(op: u32, a: f32, b: f32) -> f32 {
+    switch op {
+        case 2u, 3u: {
+            if is_nan(a) {
+                return a;
+            }
+            if is_nan(b) {
+                return b;
+            }
+            if op == 2u {
+                return max(a, b);
+            }
+            return min(a, b);
+        }
+        default: { return a + b; }
+    }
+}
+
+/// Input offset of a flat index over `rank` coalesced dims.
+fn offset(flat: u32, rank: u32, shape: array<vec4<u32>, 2>, strides: array<vec4<u32>, 2>) -> u32 {
+    var rem = flat;
+    var at = 0u;
+    for (var d = i32(rank) - 1; d >= 0; d = d - 1) {
+        let du = u32(d);
+        let size = shape[du / 4u][du % 4u];
+        at += (rem % size) * strides[du / 4u][du % 4u];
+        rem = rem / size;
+    }
+    return at;
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    let o = wid.x + wid.y * nwg.x;
+    if o >= p.n_out {
+        return;
+    }
+    let base = offset(o, p.out_rank, p.out_shape, p.out_strides);
+    var acc = init(p.op);
+    for (var j = lid; j < p.n_red; j += WG) {
+        acc = combine(p.op, acc, f32(x[base + offset(j, p.red_rank, p.red_shape, p.red_strides)]));
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s = s / 2u) {
+        if lid < s {
+            partial[lid] = combine(p.op, partial[lid], partial[lid + s]);
+        }
+        workgroupBarrier();
+    }
+    if lid == 0u {
+        var r = partial[0];
+        if p.op == 1u {
+            r = r * p.scale;
+        }
+        out[o] = Elem(r);
     }
 }
 "#;
