@@ -364,6 +364,56 @@ def fx_binary(verify: bool = True) -> FixtureResult:
         Binary(), [(a, b, base, ia, ib)], verify=verify)
 
 
+class CompareLogic(nn.Module):
+    # a != b (aten.ne.Tensor), logical_not and logical_xor are not taken by the Vulkan
+    # partitioner (they would run on the CPU), so they are left out.
+    NAMES = ["a >= b", "a < b", "a <= b", "a == 0.5", "a != 0.5", "a > 0.25",
+             "a >= -0.5", "a < 1", "a <= 0", "ia == 2", "ia > ib", "ia <= -1",
+             "m & n", "m | n", "~m", "logical_and(m, a > b)", "logical_or(m, n)",
+             "where(m, a, b)", "(a > b).float()"]
+
+    def forward(self, a, b, ia, ib, m, n):
+        return (
+            a >= b,
+            a < b,
+            a <= b,
+            a == 0.5,
+            a != 0.5,
+            a > 0.25,
+            a >= -0.5,
+            a < 1,
+            a <= 0.0,
+            ia == 2,
+            ia > ib,
+            ia <= -1,
+            m & n,
+            m | n,
+            ~m,
+            torch.logical_and(m, a > b),
+            torch.logical_or(m, n),
+            torch.where(m, a, b),
+            (a > b).float(),
+        )
+
+
+def fx_compare_logic(verify: bool = True) -> FixtureResult:
+    g = seed("compare_logic")
+    # Multiples of 0.25 so that the scalar and tensor equalities have both outcomes.
+    a = torch.round(uniform(g, -2.0, 2.0, 2, 3, 5) * 4.0) / 4.0
+    b = torch.round(uniform(g, -2.0, 2.0, 3, 1) * 4.0) / 4.0
+    ia = torch.randint(-3, 4, (2, 3, 5), generator=g)
+    ib = torch.randint(-3, 4, (5,), generator=g)
+    m = torch.rand(2, 3, 5, generator=g) < 0.5
+    n = torch.rand(3, 5, generator=g) < 0.5
+    return module_fixture(
+        "compare_logic",
+        "Comparisons (Tensor and Scalar overloads), bool bitwise/logical ops and where, "
+        "broadcasting a [2,3,5] with b [3,1], int64 ia [2,3,5] with ib [5], bool m [2,3,5] "
+        "with n [3,5]; outputs in order: " + "; ".join(CompareLogic.NAMES)
+        + ". a and b are multiples of 0.25.",
+        CompareLogic(), [(a, b, ia, ib, m, n)], verify=verify)
+
+
 class ShapeOps(nn.Module):
     NAMES = ["permute", "reshape", "transpose_reshape", "slice_step_neg", "select_neg",
              "cat", "expand", "unsqueeze", "squeeze", "repeat", "flip", "split0", "split1"]
@@ -561,6 +611,7 @@ FIXTURES: dict[str, Callable[..., FixtureResult]] = {
     "transformer_block": fx_transformer_block,
     "unary": fx_unary,
     "binary": fx_binary,
+    "compare_logic": fx_compare_logic,
     "shape_ops": fx_shape_ops,
     "reductions": fx_reductions,
     "matmul": fx_matmul,

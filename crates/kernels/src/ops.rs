@@ -4,13 +4,17 @@
 
 pub mod elementwise;
 pub mod infra;
+pub mod logic;
 pub mod matmul;
 pub mod norm;
+pub mod reduce;
 pub mod shape;
 
 use crate::error::Result;
 use crate::plan::{Ctx, Lowered};
 use elementwise::{BinaryOp, UnaryOp};
+use logic::{BitOp, CmpOp};
+use reduce::{ArgOp, ReduceOp};
 
 /// Declares the operator table.
 ///
@@ -55,27 +59,52 @@ register_ops! {
     Add => "aten.add.Tensor" => |c| elementwise::binary(c, BinaryOp::Add),
     Addmm => "aten.addmm.default" => matmul::addmm,
     AliasCopy => "aten.alias_copy.default" => shape::alias_copy,
+    Amax => "aten.amax.default" => |c| reduce::reduce(c, ReduceOp::Amax),
+    Amin => "aten.amin.default" => |c| reduce::reduce(c, ReduceOp::Amin),
+    Argmax => "aten.argmax.default" => |c| reduce::arg_reduce(c, ArgOp::Argmax),
+    Argmin => "aten.argmin.default" => |c| reduce::arg_reduce(c, ArgOp::Argmin),
+    BitwiseAnd => "aten.bitwise_and.Tensor" => |c| logic::bitwise(c, BitOp::And),
+    BitwiseNot => "aten.bitwise_not.default" => logic::bitwise_not,
+    BitwiseOr => "aten.bitwise_or.Tensor" => |c| logic::bitwise(c, BitOp::Or),
+    BitwiseXor => "aten.bitwise_xor.Tensor" => |c| logic::bitwise(c, BitOp::Xor),
     Bmm => "aten.bmm.default" => matmul::bmm,
     Clamp => "aten.clamp.default" => elementwise::clamp,
     Clone => "aten.clone.default" => shape::clone,
     Cos => "aten.cos.default" => |c| elementwise::unary(c, UnaryOp::Cos),
     Div => "aten.div.Tensor" => |c| elementwise::binary(c, BinaryOp::Div),
     DivMode => "aten.div.Tensor_mode" => elementwise::div_mode,
+    EqScalar => "aten.eq.Scalar" => |c| logic::compare_scalar(c, CmpOp::Eq),
+    EqTensor => "aten.eq.Tensor" => |c| logic::compare_tensor(c, CmpOp::Eq),
     Exp => "aten.exp.default" => |c| elementwise::unary(c, UnaryOp::Exp),
     ExpandCopy => "aten.expand_copy.default" => shape::expand_copy,
     Flip => "aten.flip.default" => shape::flip,
+    GeScalar => "aten.ge.Scalar" => |c| logic::compare_scalar(c, CmpOp::Ge),
+    GeTensor => "aten.ge.Tensor" => |c| logic::compare_tensor(c, CmpOp::Ge),
     Gelu => "aten.gelu.default" => elementwise::gelu,
+    GtScalar => "aten.gt.Scalar" => |c| logic::compare_scalar(c, CmpOp::Gt),
+    GtTensor => "aten.gt.Tensor" => |c| logic::compare_tensor(c, CmpOp::Gt),
     Hardsigmoid => "aten.hardsigmoid.default" => |c| elementwise::unary(c, UnaryOp::Hardsigmoid),
     Hardswish => "aten.hardswish.default" => |c| elementwise::unary(c, UnaryOp::Hardswish),
     Hardtanh => "aten.hardtanh.default" => elementwise::hardtanh,
+    LeScalar => "aten.le.Scalar" => |c| logic::compare_scalar(c, CmpOp::Le),
+    LeTensor => "aten.le.Tensor" => |c| logic::compare_tensor(c, CmpOp::Le),
     LeakyRelu => "aten.leaky_relu.default" => elementwise::leaky_relu,
     Linear => "aten.linear.default" => matmul::linear,
     Log => "aten.log.default" => |c| elementwise::unary(c, UnaryOp::Log),
+    LogicalAnd => "aten.logical_and.default" => |c| logic::compare_tensor(c, CmpOp::And),
+    LogicalNot => "aten.logical_not.default" => logic::logical_not,
+    LogicalOr => "aten.logical_or.default" => |c| logic::compare_tensor(c, CmpOp::Or),
+    LogicalXor => "aten.logical_xor.default" => |c| logic::compare_tensor(c, CmpOp::Xor),
+    LtScalar => "aten.lt.Scalar" => |c| logic::compare_scalar(c, CmpOp::Lt),
+    LtTensor => "aten.lt.Tensor" => |c| logic::compare_tensor(c, CmpOp::Lt),
     Maximum => "aten.maximum.default" => |c| elementwise::binary(c, BinaryOp::Maximum),
+    MeanDim => "aten.mean.dim" => |c| reduce::reduce(c, ReduceOp::Mean),
     Minimum => "aten.minimum.default" => |c| elementwise::binary(c, BinaryOp::Minimum),
     Mm => "aten.mm.default" => matmul::mm,
     Mul => "aten.mul.Tensor" => |c| elementwise::binary(c, BinaryOp::Mul),
     NativeLayerNorm => "aten.native_layer_norm.default" => norm::native_layer_norm,
+    NeScalar => "aten.ne.Scalar" => |c| logic::compare_scalar(c, CmpOp::Ne),
+    NeTensor => "aten.ne.Tensor" => |c| logic::compare_tensor(c, CmpOp::Ne),
     Neg => "aten.neg.default" => |c| elementwise::unary(c, UnaryOp::Neg),
     Permute => "aten.permute.default" => shape::permute_copy,
     PermuteCopy => "aten.permute_copy.default" => shape::permute_copy,
@@ -91,9 +120,11 @@ register_ops! {
     Sqrt => "aten.sqrt.default" => |c| elementwise::unary(c, UnaryOp::Sqrt),
     SqueezeCopy => "aten.squeeze_copy.dims" => shape::squeeze_copy,
     Sub => "aten.sub.Tensor" => |c| elementwise::binary(c, BinaryOp::Sub),
+    SumDimIntList => "aten.sum.dim_IntList" => |c| reduce::reduce(c, ReduceOp::Sum),
     Tanh => "aten.tanh.default" => |c| elementwise::unary(c, UnaryOp::Tanh),
     UnsqueezeCopy => "aten.unsqueeze_copy.default" => shape::unsqueeze_copy,
     ViewCopy => "aten.view_copy.default" => shape::view_copy,
+    WhereSelf => "aten.where.self" => logic::where_self,
     ToDimOrderCopy => "dim_order_ops._to_dim_order_copy.default" => shape::to_dim_order_copy,
     Prepack => "et_vk.prepack.default" => infra::prepack,
 }

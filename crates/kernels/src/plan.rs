@@ -61,6 +61,17 @@ impl ElemType {
         }
     }
 
+    /// Bytes per element in a device buffer. Bools are widened to one `u32`
+    /// (0 or 1) per element, so kernels read and write them without byte
+    /// packing; the runtime converts at upload and read-back. Every other
+    /// dtype keeps its size.
+    pub const fn device_size_bytes(self) -> usize {
+        match self {
+            ElemType::Bool => 4,
+            _ => self.size_bytes(),
+        }
+    }
+
     /// The shader variant of a float kernel for this dtype.
     pub const fn float_variant(self) -> Option<Variant> {
         match self {
@@ -70,12 +81,13 @@ impl ElemType {
         }
     }
 
-    /// The shader variant of a pure data-movement kernel for this dtype.
+    /// The shader variant of a pure data-movement kernel for this dtype
+    /// (bools, one `u32` each on the device, move as `i32` bits).
     pub const fn copy_variant(self) -> Option<Variant> {
         match self {
             ElemType::F32 => Some(Variant::F32),
             ElemType::F16 => Some(Variant::F16),
-            ElemType::I32 => Some(Variant::I32),
+            ElemType::I32 | ElemType::Bool => Some(Variant::I32),
             _ => None,
         }
     }

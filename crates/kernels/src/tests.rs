@@ -27,6 +27,7 @@ enum Owned {
     Tensor(ElemType, Vec<u64>, bool),
     Int(i64),
     Double(f64),
+    Bool(bool),
     IntList(Vec<i64>),
     List(Vec<Vid>),
     Null,
@@ -50,6 +51,7 @@ impl Graph for TestGraph {
             }
             Owned::Int(x) => Value::Int(*x),
             Owned::Double(x) => Value::Double(*x),
+            Owned::Bool(x) => Value::Bool(*x),
             Owned::IntList(x) => Value::IntList(x),
             Owned::List(x) => Value::List(x),
             Owned::Null => Value::Null,
@@ -187,4 +189,85 @@ fn every_generated_shader_validates_with_naga() {
             .validate(&module)
             .unwrap_or_else(|e| panic!("{}: {e:?}", id.label()));
     }
+}
+
+/// The `mode` field (bytes 12..16) of a `compare.wgsl` dispatch.
+fn compare_mode(l: &Lowered) -> u32 {
+    let Step::Dispatch(d) = &l.steps[0] else { panic!("expected a dispatch") };
+    u32::from_le_bytes(d.params[12..16].try_into().expect("4 bytes"))
+}
+
+#[test]
+fn scalar_comparisons_pick_their_domain_and_need_a_bool_output() {
+    let mut g = TestGraph::default();
+    let ints = g.push(Owned::Tensor(ElemType::I32, vec![4], false));
+    let floats = g.t(&[4]);
+    let out = g.push(Owned::Tensor(ElemType::Bool, vec![4], false));
+    let (two, half) = (g.push(Owned::Int(2)), g.push(Owned::Double(0.5)));
+    let huge = g.push(Owned::Int(1 << 40));
+    assert_eq!(compare_mode(&check(&g, "aten.eq.Scalar", &[ints, two, out]).expect("int")), 2);
+    assert_eq!(compare_mode(&check(&g, "aten.eq.Scalar", &[ints, half, out]).expect("promotes")), 1);
+    assert_eq!(compare_mode(&check(&g, "aten.lt.Scalar", &[floats, two, out]).expect("float")), 1);
+    assert!(matches!(check(&g, "aten.gt.Scalar", &[ints, huge, out]), Err(crate::Error::ArgValue { arg_idx: 1, .. })));
+    let float_out = g.t(&[4]);
+    assert!(matches!(
+        check(&g, "aten.ge.Tensor", &[floats, floats, float_out]),
+        Err(crate::Error::DType { arg_idx: 2, .. })
+    ));
+    assert!(matches!(check(&g, "aten.ge.Tensor", &[floats, ints, out]), Err(crate::Error::DType { arg_idx: 1, .. })));
+    assert!(matches!(
+        check(&g, "aten.where.self", &[floats, floats, floats, float_out]),
+        Err(crate::Error::DType { arg_idx: 0, .. })
+    ));
+}
+
+/// The (n_out, n_red, out_rank, red_rank) fields and the kept and reduced
+/// shapes/strides of a `reduce.wgsl` or `arg_reduce.wgsl` dispatch.
+fn reduce_walk(l: &Lowered) -> ([u32; 4], [Vec<u32>; 4]) {
+    let Step::Dispatch(d) = &l.steps[0] else { panic!("expected a dispatch") };
+    let word = |i: usize| u32::from_le_bytes(d.params[4 * i..4 * i + 4].try_into().expect("4 bytes"));
+    let head = [word(0), word(1), word(3), word(4)];
+    let block = |k: usize, n: u32| (0..n as usize).map(|i| word(8 + 8 * k + i)).collect::<Vec<_>>();
+    (head, [block(0, head[2]), block(1, head[2]), block(2, head[3]), block(3, head[3])])
+}
+
+#[test]
+fn reductions_coalesce_dims_and_shape_their_outputs() {
+    let mut g = TestGraph::default();
+    let x = g.t(&[3, 5, 7]);
+    let (t, f, null) = (g.push(Owned::Bool(true)), g.push(Owned::Bool(false)), g.push(Owned::Null));
+    // sum([0, 1], keepdim): one reduced dim of 15 with stride 7.
+    let dims = g.push(Owned::IntList(vec![0, -2]));
+    let out = g.t(&[1, 1, 7]);
+    let l = check(&g, "aten.sum.dim_IntList", &[x, dims, t, null, out]).expect("sum");
+    assert_eq!(out_shape(&l), [1, 1, 7]);
+    assert_eq!(reduce_walk(&l), ([7, 15, 1, 1], [vec![7], vec![1], vec![15], vec![7]]));
+    // [2, 1, 4, 3] reducing dims 0 and 2: the size-1 dim between them drops
+    // out, so they merge into one dim of 8 with stride 3.
+    let y = g.t(&[2, 1, 4, 3]);
+    let dims = g.push(Owned::IntList(vec![2, 0]));
+    let out = g.t(&[1, 3]);
+    let l = check(&g, "aten.amax.default", &[y, dims, f, out]).expect("amax");
+    assert_eq!(out_shape(&l), [1, 3]);
+    assert_eq!(reduce_walk(&l), ([3, 8, 1, 1], [vec![3], vec![1], vec![8], vec![3]]));
+    // Interleaved kinds stay apart; mean over an empty list reduces all.
+    let dims = g.push(Owned::IntList(vec![0, 2]));
+    let out = g.t(&[5]);
+    let l = check(&g, "aten.mean.dim", &[x, dims, f, null, out]).expect("mean");
+    assert_eq!(reduce_walk(&l), ([5, 21, 1, 2], [vec![5], vec![7], vec![3, 7], vec![35, 1]]));
+    let all = g.push(Owned::IntList(vec![]));
+    let out = g.t(&[]);
+    assert_eq!(out_shape(&check(&g, "aten.mean.dim", &[x, all, f, null, out]).expect("all")), [] as [u64; 0]);
+    // argmax: None flattens; the output must be int32; repeated dims fail.
+    let idx = g.push(Owned::Tensor(ElemType::I32, vec![1, 1, 1], false));
+    let l = check(&g, "aten.argmax.default", &[x, null, t, idx]).expect("argmax");
+    assert_eq!(out_shape(&l), [1, 1, 1]);
+    assert_eq!(reduce_walk(&l).0, [1, 105, 0, 1]);
+    let m1 = g.push(Owned::Int(-1));
+    assert!(matches!(check(&g, "aten.argmin.default", &[x, m1, f, out]), Err(crate::Error::DType { arg_idx: 3, .. })));
+    let twice = g.push(Owned::IntList(vec![1, -2]));
+    assert!(matches!(
+        check(&g, "aten.sum.dim_IntList", &[x, twice, f, null, out]),
+        Err(crate::Error::ArgValue { arg_idx: 1, .. })
+    ));
 }

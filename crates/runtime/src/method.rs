@@ -14,7 +14,7 @@ use etwgpu_kernels::{ElemType, OpId, Step, TensorInfo, Value, Vid};
 
 use crate::device::Runtime;
 use crate::error::{Error, Result};
-use crate::tensor::{Tensor, convert};
+use crate::tensor::{Tensor, convert, from_device_layout, to_device_layout};
 
 fn elem_type(d: DType) -> ElemType {
     match d {
@@ -100,6 +100,12 @@ pub struct LoadedMethod {
     buffers: Vec<Option<wgpu::Buffer>>,
     readback: Vec<wgpu::Buffer>,
     plan: Plan,
+}
+
+/// Bytes of a tensor's buffer at its maximum shape (bools take a `u32`
+/// each on the device; see [`ElemType::device_size_bytes`]).
+fn device_size_bytes(t: &etwgpu_format::VkTensor) -> u64 {
+    t.numel() * elem_type(t.dtype).device_size_bytes() as u64
 }
 
 fn align4(n: u64) -> u64 {
@@ -310,7 +316,7 @@ impl LoadedMethod {
             let t = tensor_of(&self.graph, ValueId(idx as u32))?;
             let buffer = self.rt.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some(&format!("{} %{idx}", self.name)),
-                size: align4(t.size_bytes()),
+                size: align4(device_size_bytes(t)),
                 usage,
                 mapped_at_creation: false,
             });
@@ -332,7 +338,7 @@ impl LoadedMethod {
                 let t = tensor_of(&self.graph, spec.value).expect("outputs are tensors");
                 self.rt.device.create_buffer(&wgpu::BufferDescriptor {
                     label: Some(&format!("{} output {i} read-back", self.name)),
-                    size: align4(t.size_bytes()),
+                    size: align4(device_size_bytes(t)),
                     usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
                     mapped_at_creation: false,
                 })
@@ -355,8 +361,8 @@ impl LoadedMethod {
             return Err(Error::ConstantSize { value: value.0, expected: t.size_bytes(), found: data.len() as u64 });
         }
         if !data.is_empty() {
-            let mut padded = data.to_vec();
-            padded.resize(align4(data.len() as u64) as usize, 0);
+            let mut padded = to_device_layout(data.to_vec(), t.dtype);
+            padded.resize(align4(padded.len() as u64) as usize, 0);
             self.rt.queue.write_buffer(buffer, 0, &padded);
         }
         Ok(())
@@ -482,7 +488,7 @@ impl LoadedMethod {
                 });
             }
             let mut bytes = match convert(&t.bytes, t.dtype, spec.device_dtype) {
-                Some(Ok(b)) => b,
+                Some(Ok(b)) => to_device_layout(b, spec.device_dtype),
                 Some(Err(found)) => return Err(Error::InputOutOfRange { index, found }),
                 None => return Err(Error::InputDType { index, expected: spec.device_dtype, found: t.dtype }),
             };
@@ -517,7 +523,7 @@ impl LoadedMethod {
         let mut out_sizes = Vec::with_capacity(self.outputs.len());
         for (spec, readback) in self.outputs.iter().zip(&self.readback) {
             let shape = self.plan.shapes[spec.value.idx()].clone();
-            let n_bytes = shape.iter().product::<u64>() * spec.device_dtype.size_bytes() as u64;
+            let n_bytes = shape.iter().product::<u64>() * elem_type(spec.device_dtype).device_size_bytes() as u64;
             let buffer = self.buffers[self.root[spec.value.idx()] as usize].as_ref().expect("outputs have buffers");
             if n_bytes > 0 {
                 encoder.copy_buffer_to_buffer(buffer, 0, readback, 0, align4(n_bytes));
@@ -542,7 +548,7 @@ impl LoadedMethod {
                 let bytes = view[..n as usize].to_vec();
                 drop(view);
                 readback.unmap();
-                bytes
+                from_device_layout(bytes, spec.device_dtype)
             } else {
                 Vec::new()
             };

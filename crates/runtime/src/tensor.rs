@@ -189,6 +189,24 @@ impl Tensor {
     }
 }
 
+/// Element bytes as a device buffer holds them: bools widen to one
+/// little-endian `u32` (0 or 1, any nonzero byte is true) per element, every
+/// other dtype is unchanged.
+pub(crate) fn to_device_layout(bytes: Vec<u8>, dtype: DType) -> Vec<u8> {
+    match dtype {
+        DType::Bool => bytes.iter().flat_map(|&b| u32::from(b != 0).to_le_bytes()).collect(),
+        _ => bytes,
+    }
+}
+
+/// The inverse of [`to_device_layout`]: one byte (0 or 1) per bool.
+pub(crate) fn from_device_layout(bytes: Vec<u8>, dtype: DType) -> Vec<u8> {
+    match dtype {
+        DType::Bool => bytes.chunks_exact(4).map(|c| u8::from(c != [0, 0, 0, 0])).collect(),
+        _ => bytes,
+    }
+}
+
 /// Converts element bytes between the host and device dtypes the runtime
 /// supports (int64 <-> int32, float32 <-> float16, float64 <-> float32),
 /// or `None` for any other pair. Narrowing int64 reports the first value

@@ -6,10 +6,16 @@
 /// A shader family: one file in `crates/kernels/wgsl/`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Family {
+    /// `arg_reduce.wgsl`.
+    ArgReduce,
     /// `binary.wgsl`.
     Binary,
+    /// `bitwise.wgsl`.
+    Bitwise,
     /// `cast_from_i32.wgsl`.
     CastFromI32,
+    /// `compare.wgsl`.
+    Compare,
     /// `gather.wgsl`.
     Gather,
     /// `gemv.wgsl`.
@@ -18,10 +24,14 @@ pub enum Family {
     LayerNorm,
     /// `matmul.wgsl`.
     Matmul,
+    /// `reduce.wgsl`.
+    Reduce,
     /// `softmax.wgsl`.
     Softmax,
     /// `unary.wgsl`.
     Unary,
+    /// `where.wgsl`.
+    Where,
 }
 
 /// The element type a variant was generated for (`alias Elem = ...;`).
@@ -33,19 +43,37 @@ pub enum Variant {
     F32,
     /// `Elem = i32`.
     I32,
+    /// `Elem = u32`.
+    U32,
 }
 
 /// One generated shader: a family compiled for one variant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ShaderId {
+    /// `arg_reduce.wgsl` with `Elem = f32`.
+    ArgReduceF32,
+    /// `arg_reduce.wgsl` with `Elem = f16`.
+    ArgReduceF16,
     /// `binary.wgsl` with `Elem = f32`.
     BinaryF32,
     /// `binary.wgsl` with `Elem = f16`.
     BinaryF16,
+    /// `bitwise.wgsl` with `Elem = i32`.
+    BitwiseI32,
+    /// `bitwise.wgsl` with `Elem = u32`.
+    BitwiseU32,
     /// `cast_from_i32.wgsl` with `Elem = f32`.
     CastFromI32F32,
     /// `cast_from_i32.wgsl` with `Elem = f16`.
     CastFromI32F16,
+    /// `compare.wgsl` with `Elem = f32`.
+    CompareF32,
+    /// `compare.wgsl` with `Elem = f16`.
+    CompareF16,
+    /// `compare.wgsl` with `Elem = i32`.
+    CompareI32,
+    /// `compare.wgsl` with `Elem = u32`.
+    CompareU32,
     /// `gather.wgsl` with `Elem = f32`.
     GatherF32,
     /// `gather.wgsl` with `Elem = f16`.
@@ -64,6 +92,10 @@ pub enum ShaderId {
     MatmulF32,
     /// `matmul.wgsl` with `Elem = f16`.
     MatmulF16,
+    /// `reduce.wgsl` with `Elem = f32`.
+    ReduceF32,
+    /// `reduce.wgsl` with `Elem = f16`.
+    ReduceF16,
     /// `softmax.wgsl` with `Elem = f32`.
     SoftmaxF32,
     /// `softmax.wgsl` with `Elem = f16`.
@@ -72,15 +104,31 @@ pub enum ShaderId {
     UnaryF32,
     /// `unary.wgsl` with `Elem = f16`.
     UnaryF16,
+    /// `where.wgsl` with `Elem = f32`.
+    WhereF32,
+    /// `where.wgsl` with `Elem = f16`.
+    WhereF16,
+    /// `where.wgsl` with `Elem = i32`.
+    WhereI32,
+    /// `where.wgsl` with `Elem = u32`.
+    WhereU32,
 }
 
 impl ShaderId {
     /// Every shader, in family then variant order.
     pub const ALL: &[ShaderId] = &[
+        ShaderId::ArgReduceF32,
+        ShaderId::ArgReduceF16,
         ShaderId::BinaryF32,
         ShaderId::BinaryF16,
+        ShaderId::BitwiseI32,
+        ShaderId::BitwiseU32,
         ShaderId::CastFromI32F32,
         ShaderId::CastFromI32F16,
+        ShaderId::CompareF32,
+        ShaderId::CompareF16,
+        ShaderId::CompareI32,
+        ShaderId::CompareU32,
         ShaderId::GatherF32,
         ShaderId::GatherF16,
         ShaderId::GatherI32,
@@ -90,19 +138,33 @@ impl ShaderId {
         ShaderId::LayerNormF16,
         ShaderId::MatmulF32,
         ShaderId::MatmulF16,
+        ShaderId::ReduceF32,
+        ShaderId::ReduceF16,
         ShaderId::SoftmaxF32,
         ShaderId::SoftmaxF16,
         ShaderId::UnaryF32,
         ShaderId::UnaryF16,
+        ShaderId::WhereF32,
+        ShaderId::WhereF16,
+        ShaderId::WhereI32,
+        ShaderId::WhereU32,
     ];
 
     /// Its family.
     pub const fn family(self) -> Family {
         match self {
+            ShaderId::ArgReduceF32 => Family::ArgReduce,
+            ShaderId::ArgReduceF16 => Family::ArgReduce,
             ShaderId::BinaryF32 => Family::Binary,
             ShaderId::BinaryF16 => Family::Binary,
+            ShaderId::BitwiseI32 => Family::Bitwise,
+            ShaderId::BitwiseU32 => Family::Bitwise,
             ShaderId::CastFromI32F32 => Family::CastFromI32,
             ShaderId::CastFromI32F16 => Family::CastFromI32,
+            ShaderId::CompareF32 => Family::Compare,
+            ShaderId::CompareF16 => Family::Compare,
+            ShaderId::CompareI32 => Family::Compare,
+            ShaderId::CompareU32 => Family::Compare,
             ShaderId::GatherF32 => Family::Gather,
             ShaderId::GatherF16 => Family::Gather,
             ShaderId::GatherI32 => Family::Gather,
@@ -112,20 +174,34 @@ impl ShaderId {
             ShaderId::LayerNormF16 => Family::LayerNorm,
             ShaderId::MatmulF32 => Family::Matmul,
             ShaderId::MatmulF16 => Family::Matmul,
+            ShaderId::ReduceF32 => Family::Reduce,
+            ShaderId::ReduceF16 => Family::Reduce,
             ShaderId::SoftmaxF32 => Family::Softmax,
             ShaderId::SoftmaxF16 => Family::Softmax,
             ShaderId::UnaryF32 => Family::Unary,
             ShaderId::UnaryF16 => Family::Unary,
+            ShaderId::WhereF32 => Family::Where,
+            ShaderId::WhereF16 => Family::Where,
+            ShaderId::WhereI32 => Family::Where,
+            ShaderId::WhereU32 => Family::Where,
         }
     }
 
     /// Its variant.
     pub const fn variant(self) -> Variant {
         match self {
+            ShaderId::ArgReduceF32 => Variant::F32,
+            ShaderId::ArgReduceF16 => Variant::F16,
             ShaderId::BinaryF32 => Variant::F32,
             ShaderId::BinaryF16 => Variant::F16,
+            ShaderId::BitwiseI32 => Variant::I32,
+            ShaderId::BitwiseU32 => Variant::U32,
             ShaderId::CastFromI32F32 => Variant::F32,
             ShaderId::CastFromI32F16 => Variant::F16,
+            ShaderId::CompareF32 => Variant::F32,
+            ShaderId::CompareF16 => Variant::F16,
+            ShaderId::CompareI32 => Variant::I32,
+            ShaderId::CompareU32 => Variant::U32,
             ShaderId::GatherF32 => Variant::F32,
             ShaderId::GatherF16 => Variant::F16,
             ShaderId::GatherI32 => Variant::I32,
@@ -135,20 +211,34 @@ impl ShaderId {
             ShaderId::LayerNormF16 => Variant::F16,
             ShaderId::MatmulF32 => Variant::F32,
             ShaderId::MatmulF16 => Variant::F16,
+            ShaderId::ReduceF32 => Variant::F32,
+            ShaderId::ReduceF16 => Variant::F16,
             ShaderId::SoftmaxF32 => Variant::F32,
             ShaderId::SoftmaxF16 => Variant::F16,
             ShaderId::UnaryF32 => Variant::F32,
             ShaderId::UnaryF16 => Variant::F16,
+            ShaderId::WhereF32 => Variant::F32,
+            ShaderId::WhereF16 => Variant::F16,
+            ShaderId::WhereI32 => Variant::I32,
+            ShaderId::WhereU32 => Variant::U32,
         }
     }
 
     /// A label such as `binary.f32`.
     pub const fn label(self) -> &'static str {
         match self {
+            ShaderId::ArgReduceF32 => "arg_reduce.f32",
+            ShaderId::ArgReduceF16 => "arg_reduce.f16",
             ShaderId::BinaryF32 => "binary.f32",
             ShaderId::BinaryF16 => "binary.f16",
+            ShaderId::BitwiseI32 => "bitwise.i32",
+            ShaderId::BitwiseU32 => "bitwise.u32",
             ShaderId::CastFromI32F32 => "cast_from_i32.f32",
             ShaderId::CastFromI32F16 => "cast_from_i32.f16",
+            ShaderId::CompareF32 => "compare.f32",
+            ShaderId::CompareF16 => "compare.f16",
+            ShaderId::CompareI32 => "compare.i32",
+            ShaderId::CompareU32 => "compare.u32",
             ShaderId::GatherF32 => "gather.f32",
             ShaderId::GatherF16 => "gather.f16",
             ShaderId::GatherI32 => "gather.i32",
@@ -158,20 +248,34 @@ impl ShaderId {
             ShaderId::LayerNormF16 => "layer_norm.f16",
             ShaderId::MatmulF32 => "matmul.f32",
             ShaderId::MatmulF16 => "matmul.f16",
+            ShaderId::ReduceF32 => "reduce.f32",
+            ShaderId::ReduceF16 => "reduce.f16",
             ShaderId::SoftmaxF32 => "softmax.f32",
             ShaderId::SoftmaxF16 => "softmax.f16",
             ShaderId::UnaryF32 => "unary.f32",
             ShaderId::UnaryF16 => "unary.f16",
+            ShaderId::WhereF32 => "where.f32",
+            ShaderId::WhereF16 => "where.f16",
+            ShaderId::WhereI32 => "where.i32",
+            ShaderId::WhereU32 => "where.u32",
         }
     }
 
     /// The WGSL source.
     pub const fn source(self) -> &'static str {
         match self {
+            ShaderId::ArgReduceF32 => ARG_REDUCE_F32,
+            ShaderId::ArgReduceF16 => ARG_REDUCE_F16,
             ShaderId::BinaryF32 => BINARY_F32,
             ShaderId::BinaryF16 => BINARY_F16,
+            ShaderId::BitwiseI32 => BITWISE_I32,
+            ShaderId::BitwiseU32 => BITWISE_U32,
             ShaderId::CastFromI32F32 => CAST_FROM_I32_F32,
             ShaderId::CastFromI32F16 => CAST_FROM_I32_F16,
+            ShaderId::CompareF32 => COMPARE_F32,
+            ShaderId::CompareF16 => COMPARE_F16,
+            ShaderId::CompareI32 => COMPARE_I32,
+            ShaderId::CompareU32 => COMPARE_U32,
             ShaderId::GatherF32 => GATHER_F32,
             ShaderId::GatherF16 => GATHER_F16,
             ShaderId::GatherI32 => GATHER_I32,
@@ -181,20 +285,34 @@ impl ShaderId {
             ShaderId::LayerNormF16 => LAYER_NORM_F16,
             ShaderId::MatmulF32 => MATMUL_F32,
             ShaderId::MatmulF16 => MATMUL_F16,
+            ShaderId::ReduceF32 => REDUCE_F32,
+            ShaderId::ReduceF16 => REDUCE_F16,
             ShaderId::SoftmaxF32 => SOFTMAX_F32,
             ShaderId::SoftmaxF16 => SOFTMAX_F16,
             ShaderId::UnaryF32 => UNARY_F32,
             ShaderId::UnaryF16 => UNARY_F16,
+            ShaderId::WhereF32 => WHERE_F32,
+            ShaderId::WhereF16 => WHERE_F16,
+            ShaderId::WhereI32 => WHERE_I32,
+            ShaderId::WhereU32 => WHERE_U32,
         }
     }
 
     /// The shader of `family` for `variant`, if that variant exists.
     pub const fn find(family: Family, variant: Variant) -> Option<ShaderId> {
         match (family, variant) {
+            (Family::ArgReduce, Variant::F32) => Some(ShaderId::ArgReduceF32),
+            (Family::ArgReduce, Variant::F16) => Some(ShaderId::ArgReduceF16),
             (Family::Binary, Variant::F32) => Some(ShaderId::BinaryF32),
             (Family::Binary, Variant::F16) => Some(ShaderId::BinaryF16),
+            (Family::Bitwise, Variant::I32) => Some(ShaderId::BitwiseI32),
+            (Family::Bitwise, Variant::U32) => Some(ShaderId::BitwiseU32),
             (Family::CastFromI32, Variant::F32) => Some(ShaderId::CastFromI32F32),
             (Family::CastFromI32, Variant::F16) => Some(ShaderId::CastFromI32F16),
+            (Family::Compare, Variant::F32) => Some(ShaderId::CompareF32),
+            (Family::Compare, Variant::F16) => Some(ShaderId::CompareF16),
+            (Family::Compare, Variant::I32) => Some(ShaderId::CompareI32),
+            (Family::Compare, Variant::U32) => Some(ShaderId::CompareU32),
             (Family::Gather, Variant::F32) => Some(ShaderId::GatherF32),
             (Family::Gather, Variant::F16) => Some(ShaderId::GatherF16),
             (Family::Gather, Variant::I32) => Some(ShaderId::GatherI32),
@@ -204,14 +322,248 @@ impl ShaderId {
             (Family::LayerNorm, Variant::F16) => Some(ShaderId::LayerNormF16),
             (Family::Matmul, Variant::F32) => Some(ShaderId::MatmulF32),
             (Family::Matmul, Variant::F16) => Some(ShaderId::MatmulF16),
+            (Family::Reduce, Variant::F32) => Some(ShaderId::ReduceF32),
+            (Family::Reduce, Variant::F16) => Some(ShaderId::ReduceF16),
             (Family::Softmax, Variant::F32) => Some(ShaderId::SoftmaxF32),
             (Family::Softmax, Variant::F16) => Some(ShaderId::SoftmaxF16),
             (Family::Unary, Variant::F32) => Some(ShaderId::UnaryF32),
             (Family::Unary, Variant::F16) => Some(ShaderId::UnaryF16),
+            (Family::Where, Variant::F32) => Some(ShaderId::WhereF32),
+            (Family::Where, Variant::F16) => Some(ShaderId::WhereF16),
+            (Family::Where, Variant::I32) => Some(ShaderId::WhereI32),
+            (Family::Where, Variant::U32) => Some(ShaderId::WhereU32),
             _ => None,
         }
     }
 }
+
+/// `arg_reduce.wgsl` with `Elem = f32`.
+pub const ARG_REDUCE_F32: &str = r#"//! `argmax` / `argmin` over a set of dims, as in `reduce.wgsl`: one
+//! workgroup per output element, a strided fold per invocation, then a
+//! shared-memory tree over (value, index) pairs. The index is the flat
+//! position `j` within the reduced dims, written as i32.
+//!
+//! Ties go to the smaller index and a NaN wins over any number (the first
+//! NaN when there are several), which is PyTorch's result whatever order
+//! the partials combine in. `op`: 0 argmax, 1 argmin.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup; the shared partials are sized from it, so it
+/// is a `const` rather than an `override`. A power of two (tree reduction).
+const WG: u32 = 64u;
+
+struct Params {
+    n_out: u32,
+    n_red: u32,
+    op: u32,
+    out_rank: u32,
+    red_rank: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+    out_shape: array<vec4<u32>, 2>,
+    out_strides: array<vec4<u32>, 2>,
+    red_shape: array<vec4<u32>, 2>,
+    red_strides: array<vec4<u32>, 2>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read_write> out: array<i32>;
+
+var<workgroup> part_val: array<f32, WG>;
+var<workgroup> part_idx: array<u32, WG>;
+
+fn is_nan(v: f32) -> bool {
+    return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
+}
+
+/// Whether (b, ib) should replace (a, ia).
+fn better(op: u32, a: f32, ia: u32, b: f32, ib: u32) -> bool {
+    let an = is_nan(a);
+    let bn = is_nan(b);
+    if an || bn {
+        return bn && (!an || ib < ia);
+    }
+    if a == b {
+        return ib < ia;
+    }
+    if op == 0u {
+        return b > a;
+    }
+    return b < a;
+}
+
+/// Input offset of a flat index over `rank` coalesced dims.
+fn offset(flat: u32, rank: u32, shape: array<vec4<u32>, 2>, strides: array<vec4<u32>, 2>) -> u32 {
+    var rem = flat;
+    var at = 0u;
+    for (var d = i32(rank) - 1; d >= 0; d = d - 1) {
+        let du = u32(d);
+        let size = shape[du / 4u][du % 4u];
+        at += (rem % size) * strides[du / 4u][du % 4u];
+        rem = rem / size;
+    }
+    return at;
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    let o = wid.x + wid.y * nwg.x;
+    if o >= p.n_out {
+        return;
+    }
+    let base = offset(o, p.out_rank, p.out_shape, p.out_strides);
+    // The sentinel index loses every tie, so its value never matters.
+    var val = 0.0;
+    var idx = 0xffffffffu;
+    for (var j = lid; j < p.n_red; j += WG) {
+        let v = f32(x[base + offset(j, p.red_rank, p.red_shape, p.red_strides)]);
+        if idx == 0xffffffffu || better(p.op, val, idx, v, j) {
+            val = v;
+            idx = j;
+        }
+    }
+    part_val[lid] = val;
+    part_idx[lid] = idx;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s = s / 2u) {
+        if lid < s {
+            let ib = part_idx[lid + s];
+            if ib != 0xffffffffu && (part_idx[lid] == 0xffffffffu
+                || better(p.op, part_val[lid], part_idx[lid], part_val[lid + s], ib)) {
+                part_val[lid] = part_val[lid + s];
+                part_idx[lid] = ib;
+            }
+        }
+        workgroupBarrier();
+    }
+    if lid == 0u {
+        out[o] = i32(part_idx[0]);
+    }
+}
+"#;
+
+/// `arg_reduce.wgsl` with `Elem = f16`.
+pub const ARG_REDUCE_F16: &str = r#"enable f16;
+
+//! `argmax` / `argmin` over a set of dims, as in `reduce.wgsl`: one
+//! workgroup per output element, a strided fold per invocation, then a
+//! shared-memory tree over (value, index) pairs. The index is the flat
+//! position `j` within the reduced dims, written as i32.
+//!
+//! Ties go to the smaller index and a NaN wins over any number (the first
+//! NaN when there are several), which is PyTorch's result whatever order
+//! the partials combine in. `op`: 0 argmax, 1 argmin.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup; the shared partials are sized from it, so it
+/// is a `const` rather than an `override`. A power of two (tree reduction).
+const WG: u32 = 64u;
+
+struct Params {
+    n_out: u32,
+    n_red: u32,
+    op: u32,
+    out_rank: u32,
+    red_rank: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+    out_shape: array<vec4<u32>, 2>,
+    out_strides: array<vec4<u32>, 2>,
+    red_shape: array<vec4<u32>, 2>,
+    red_strides: array<vec4<u32>, 2>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read_write> out: array<i32>;
+
+var<workgroup> part_val: array<f32, WG>;
+var<workgroup> part_idx: array<u32, WG>;
+
+fn is_nan(v: f32) -> bool {
+    return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
+}
+
+/// Whether (b, ib) should replace (a, ia).
+fn better(op: u32, a: f32, ia: u32, b: f32, ib: u32) -> bool {
+    let an = is_nan(a);
+    let bn = is_nan(b);
+    if an || bn {
+        return bn && (!an || ib < ia);
+    }
+    if a == b {
+        return ib < ia;
+    }
+    if op == 0u {
+        return b > a;
+    }
+    return b < a;
+}
+
+/// Input offset of a flat index over `rank` coalesced dims.
+fn offset(flat: u32, rank: u32, shape: array<vec4<u32>, 2>, strides: array<vec4<u32>, 2>) -> u32 {
+    var rem = flat;
+    var at = 0u;
+    for (var d = i32(rank) - 1; d >= 0; d = d - 1) {
+        let du = u32(d);
+        let size = shape[du / 4u][du % 4u];
+        at += (rem % size) * strides[du / 4u][du % 4u];
+        rem = rem / size;
+    }
+    return at;
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    let o = wid.x + wid.y * nwg.x;
+    if o >= p.n_out {
+        return;
+    }
+    let base = offset(o, p.out_rank, p.out_shape, p.out_strides);
+    // The sentinel index loses every tie, so its value never matters.
+    var val = 0.0;
+    var idx = 0xffffffffu;
+    for (var j = lid; j < p.n_red; j += WG) {
+        let v = f32(x[base + offset(j, p.red_rank, p.red_shape, p.red_strides)]);
+        if idx == 0xffffffffu || better(p.op, val, idx, v, j) {
+            val = v;
+            idx = j;
+        }
+    }
+    part_val[lid] = val;
+    part_idx[lid] = idx;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s = s / 2u) {
+        if lid < s {
+            let ib = part_idx[lid + s];
+            if ib != 0xffffffffu && (part_idx[lid] == 0xffffffffu
+                || better(p.op, part_val[lid], part_idx[lid], part_val[lid + s], ib)) {
+                part_val[lid] = part_val[lid + s];
+                part_idx[lid] = ib;
+            }
+        }
+        workgroupBarrier();
+    }
+    if lid == 0u {
+        out[o] = i32(part_idx[0]);
+    }
+}
+"#;
 
 /// `binary.wgsl` with `Elem = f32`.
 pub const BINARY_F32: &str = r#"//! Broadcasting binary elementwise ops: `out[i] = op(a[ia], b[ib])`.
@@ -407,6 +759,120 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 }
 "#;
 
+/// `bitwise.wgsl` with `Elem = i32`.
+pub const BITWISE_I32: &str = r#"//! Broadcasting bitwise ops on integers and bools:
+//! `out[i] = op(a[ia], b[ib])`.
+//!
+//! `op`: 0 and, 1 or, 2 xor, 3 not (`~a`; `b` is bound but not read),
+//! 4 logical not of a bool (`a ^ 1`, since a bool is a `u32` 0 or 1).
+// variants: i32 u32
+
+alias Elem = i32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    rank: u32,
+    op: u32,
+    _pad0: u32,
+    shape: array<vec4<u32>, 2>,
+    a_strides: array<vec4<u32>, 2>,
+    b_strides: array<vec4<u32>, 2>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> a: array<Elem>;
+@group(0) @binding(2) var<storage, read> b: array<Elem>;
+@group(0) @binding(3) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    var rem = i;
+    var ia = 0u;
+    var ib = 0u;
+    for (var d = i32(p.rank) - 1; d >= 0; d = d - 1) {
+        let du = u32(d);
+        let size = p.shape[du / 4u][du % 4u];
+        let c = rem % size;
+        rem = rem / size;
+        ia += c * p.a_strides[du / 4u][du % 4u];
+        ib += c * p.b_strides[du / 4u][du % 4u];
+    }
+    let x = a[ia];
+    let y = b[ib];
+    switch p.op {
+        case 0u: { out[i] = x & y; }
+        case 1u: { out[i] = x | y; }
+        case 2u: { out[i] = x ^ y; }
+        case 3u: { out[i] = ~x; }
+        default: { out[i] = x ^ Elem(1); }
+    }
+}
+"#;
+
+/// `bitwise.wgsl` with `Elem = u32`.
+pub const BITWISE_U32: &str = r#"//! Broadcasting bitwise ops on integers and bools:
+//! `out[i] = op(a[ia], b[ib])`.
+//!
+//! `op`: 0 and, 1 or, 2 xor, 3 not (`~a`; `b` is bound but not read),
+//! 4 logical not of a bool (`a ^ 1`, since a bool is a `u32` 0 or 1).
+// variants: i32 u32
+
+alias Elem = u32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    rank: u32,
+    op: u32,
+    _pad0: u32,
+    shape: array<vec4<u32>, 2>,
+    a_strides: array<vec4<u32>, 2>,
+    b_strides: array<vec4<u32>, 2>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> a: array<Elem>;
+@group(0) @binding(2) var<storage, read> b: array<Elem>;
+@group(0) @binding(3) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    var rem = i;
+    var ia = 0u;
+    var ib = 0u;
+    for (var d = i32(p.rank) - 1; d >= 0; d = d - 1) {
+        let du = u32(d);
+        let size = p.shape[du / 4u][du % 4u];
+        let c = rem % size;
+        rem = rem / size;
+        ia += c * p.a_strides[du / 4u][du % 4u];
+        ib += c * p.b_strides[du / 4u][du % 4u];
+    }
+    let x = a[ia];
+    let y = b[ib];
+    switch p.op {
+        case 0u: { out[i] = x & y; }
+        case 1u: { out[i] = x | y; }
+        case 2u: { out[i] = x ^ y; }
+        case 3u: { out[i] = ~x; }
+        default: { out[i] = x ^ Elem(1); }
+    }
+}
+"#;
+
 /// `cast_from_i32.wgsl` with `Elem = f32`.
 pub const CAST_FROM_I32_F32: &str = r#"//! Dtype conversion from int32: `out[i] = Elem(x[i])` (what
 //! `_to_dim_order_copy` of an int tensor to a float dtype becomes).
@@ -468,6 +934,436 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         return;
     }
     out[i] = Elem(x[i]);
+}
+"#;
+
+/// `compare.wgsl` with `Elem = f32`.
+pub const COMPARE_F32: &str = r#"//! Broadcasting comparisons and logical ops with a bool result:
+//! `out[i] = op(a[ia], b[ib])`, one `u32` (0 or 1) per bool.
+//!
+//! `op`: 0 eq, 1 ne, 2 gt, 3 ge, 4 lt, 5 le (IEEE: every comparison with a
+//! NaN is false except ne), 6 logical and, 7 logical or, 8 logical xor (on
+//! truthiness, `x != 0`). `mode` says what `b` is: 0 the tensor `b`
+//! (compared in `Elem`, exact for every variant), 1 the float scalar
+//! `scalar_f` (compared in f32), 2 the integer scalar `scalar_i` (compared in
+//! i32). In the scalar modes `b` is bound but not read. Bool tensors are the
+//! `u32` variant.
+// variants: f32 f16 i32 u32
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    rank: u32,
+    op: u32,
+    mode: u32,
+    scalar_f: f32,
+    scalar_i: i32,
+    _pad0: u32,
+    _pad1: u32,
+    shape: array<vec4<u32>, 2>,
+    a_strides: array<vec4<u32>, 2>,
+    b_strides: array<vec4<u32>, 2>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> a: array<Elem>;
+@group(0) @binding(2) var<storage, read> b: array<Elem>;
+@group(0) @binding(3) var<storage, read_write> out: array<u32>;
+
+/// The comparison `op` given how the operands order.
+fn decide(op: u32, lt: bool, eq: bool, gt: bool) -> bool {
+    switch op {
+        case 0u: { return eq; }
+        case 1u: { return !eq; }
+        case 2u: { return gt; }
+        case 3u: { return gt || eq; }
+        case 4u: { return lt; }
+        case 5u: { return lt || eq; }
+        default: { return false; }
+    }
+}
+
+fn logic(op: u32, x: bool, y: bool) -> bool {
+    switch op {
+        case 6u: { return x && y; }
+        case 7u: { return x || y; }
+        default: { return x != y; }
+    }
+}
+
+fn apply_elem(op: u32, x: Elem, y: Elem) -> bool {
+    if op >= 6u {
+        return logic(op, x != Elem(0), y != Elem(0));
+    }
+    return decide(op, (x < y), (x == y), (x > y));
+}
+
+fn apply_f32(op: u32, x: f32, y: f32) -> bool {
+    if op >= 6u {
+        return logic(op, x != 0.0, y != 0.0);
+    }
+    return decide(op, (x < y), (x == y), (x > y));
+}
+
+fn apply_i32(op: u32, x: i32, y: i32) -> bool {
+    if op >= 6u {
+        return logic(op, x != 0, y != 0);
+    }
+    return decide(op, (x < y), (x == y), (x > y));
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    var rem = i;
+    var ia = 0u;
+    var ib = 0u;
+    for (var d = i32(p.rank) - 1; d >= 0; d = d - 1) {
+        let du = u32(d);
+        let size = p.shape[du / 4u][du % 4u];
+        let c = rem % size;
+        rem = rem / size;
+        ia += c * p.a_strides[du / 4u][du % 4u];
+        ib += c * p.b_strides[du / 4u][du % 4u];
+    }
+    let x = a[ia];
+    var r: bool;
+    switch p.mode {
+        case 1u: { r = apply_f32(p.op, f32(x), p.scalar_f); }
+        case 2u: { r = apply_i32(p.op, i32(x), p.scalar_i); }
+        default: { r = apply_elem(p.op, x, b[ib]); }
+    }
+    out[i] = select(0u, 1u, r);
+}
+"#;
+
+/// `compare.wgsl` with `Elem = f16`.
+pub const COMPARE_F16: &str = r#"enable f16;
+
+//! Broadcasting comparisons and logical ops with a bool result:
+//! `out[i] = op(a[ia], b[ib])`, one `u32` (0 or 1) per bool.
+//!
+//! `op`: 0 eq, 1 ne, 2 gt, 3 ge, 4 lt, 5 le (IEEE: every comparison with a
+//! NaN is false except ne), 6 logical and, 7 logical or, 8 logical xor (on
+//! truthiness, `x != 0`). `mode` says what `b` is: 0 the tensor `b`
+//! (compared in `Elem`, exact for every variant), 1 the float scalar
+//! `scalar_f` (compared in f32), 2 the integer scalar `scalar_i` (compared in
+//! i32). In the scalar modes `b` is bound but not read. Bool tensors are the
+//! `u32` variant.
+// variants: f32 f16 i32 u32
+
+alias Elem = f16;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    rank: u32,
+    op: u32,
+    mode: u32,
+    scalar_f: f32,
+    scalar_i: i32,
+    _pad0: u32,
+    _pad1: u32,
+    shape: array<vec4<u32>, 2>,
+    a_strides: array<vec4<u32>, 2>,
+    b_strides: array<vec4<u32>, 2>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> a: array<Elem>;
+@group(0) @binding(2) var<storage, read> b: array<Elem>;
+@group(0) @binding(3) var<storage, read_write> out: array<u32>;
+
+/// The comparison `op` given how the operands order.
+fn decide(op: u32, lt: bool, eq: bool, gt: bool) -> bool {
+    switch op {
+        case 0u: { return eq; }
+        case 1u: { return !eq; }
+        case 2u: { return gt; }
+        case 3u: { return gt || eq; }
+        case 4u: { return lt; }
+        case 5u: { return lt || eq; }
+        default: { return false; }
+    }
+}
+
+fn logic(op: u32, x: bool, y: bool) -> bool {
+    switch op {
+        case 6u: { return x && y; }
+        case 7u: { return x || y; }
+        default: { return x != y; }
+    }
+}
+
+fn apply_elem(op: u32, x: Elem, y: Elem) -> bool {
+    if op >= 6u {
+        return logic(op, x != Elem(0), y != Elem(0));
+    }
+    return decide(op, (x < y), (x == y), (x > y));
+}
+
+fn apply_f32(op: u32, x: f32, y: f32) -> bool {
+    if op >= 6u {
+        return logic(op, x != 0.0, y != 0.0);
+    }
+    return decide(op, (x < y), (x == y), (x > y));
+}
+
+fn apply_i32(op: u32, x: i32, y: i32) -> bool {
+    if op >= 6u {
+        return logic(op, x != 0, y != 0);
+    }
+    return decide(op, (x < y), (x == y), (x > y));
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    var rem = i;
+    var ia = 0u;
+    var ib = 0u;
+    for (var d = i32(p.rank) - 1; d >= 0; d = d - 1) {
+        let du = u32(d);
+        let size = p.shape[du / 4u][du % 4u];
+        let c = rem % size;
+        rem = rem / size;
+        ia += c * p.a_strides[du / 4u][du % 4u];
+        ib += c * p.b_strides[du / 4u][du % 4u];
+    }
+    let x = a[ia];
+    var r: bool;
+    switch p.mode {
+        case 1u: { r = apply_f32(p.op, f32(x), p.scalar_f); }
+        case 2u: { r = apply_i32(p.op, i32(x), p.scalar_i); }
+        default: { r = apply_elem(p.op, x, b[ib]); }
+    }
+    out[i] = select(0u, 1u, r);
+}
+"#;
+
+/// `compare.wgsl` with `Elem = i32`.
+pub const COMPARE_I32: &str = r#"//! Broadcasting comparisons and logical ops with a bool result:
+//! `out[i] = op(a[ia], b[ib])`, one `u32` (0 or 1) per bool.
+//!
+//! `op`: 0 eq, 1 ne, 2 gt, 3 ge, 4 lt, 5 le (IEEE: every comparison with a
+//! NaN is false except ne), 6 logical and, 7 logical or, 8 logical xor (on
+//! truthiness, `x != 0`). `mode` says what `b` is: 0 the tensor `b`
+//! (compared in `Elem`, exact for every variant), 1 the float scalar
+//! `scalar_f` (compared in f32), 2 the integer scalar `scalar_i` (compared in
+//! i32). In the scalar modes `b` is bound but not read. Bool tensors are the
+//! `u32` variant.
+// variants: f32 f16 i32 u32
+
+alias Elem = i32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    rank: u32,
+    op: u32,
+    mode: u32,
+    scalar_f: f32,
+    scalar_i: i32,
+    _pad0: u32,
+    _pad1: u32,
+    shape: array<vec4<u32>, 2>,
+    a_strides: array<vec4<u32>, 2>,
+    b_strides: array<vec4<u32>, 2>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> a: array<Elem>;
+@group(0) @binding(2) var<storage, read> b: array<Elem>;
+@group(0) @binding(3) var<storage, read_write> out: array<u32>;
+
+/// The comparison `op` given how the operands order.
+fn decide(op: u32, lt: bool, eq: bool, gt: bool) -> bool {
+    switch op {
+        case 0u: { return eq; }
+        case 1u: { return !eq; }
+        case 2u: { return gt; }
+        case 3u: { return gt || eq; }
+        case 4u: { return lt; }
+        case 5u: { return lt || eq; }
+        default: { return false; }
+    }
+}
+
+fn logic(op: u32, x: bool, y: bool) -> bool {
+    switch op {
+        case 6u: { return x && y; }
+        case 7u: { return x || y; }
+        default: { return x != y; }
+    }
+}
+
+fn apply_elem(op: u32, x: Elem, y: Elem) -> bool {
+    if op >= 6u {
+        return logic(op, x != Elem(0), y != Elem(0));
+    }
+    return decide(op, (x < y), (x == y), (x > y));
+}
+
+fn apply_f32(op: u32, x: f32, y: f32) -> bool {
+    if op >= 6u {
+        return logic(op, x != 0.0, y != 0.0);
+    }
+    return decide(op, (x < y), (x == y), (x > y));
+}
+
+fn apply_i32(op: u32, x: i32, y: i32) -> bool {
+    if op >= 6u {
+        return logic(op, x != 0, y != 0);
+    }
+    return decide(op, (x < y), (x == y), (x > y));
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    var rem = i;
+    var ia = 0u;
+    var ib = 0u;
+    for (var d = i32(p.rank) - 1; d >= 0; d = d - 1) {
+        let du = u32(d);
+        let size = p.shape[du / 4u][du % 4u];
+        let c = rem % size;
+        rem = rem / size;
+        ia += c * p.a_strides[du / 4u][du % 4u];
+        ib += c * p.b_strides[du / 4u][du % 4u];
+    }
+    let x = a[ia];
+    var r: bool;
+    switch p.mode {
+        case 1u: { r = apply_f32(p.op, f32(x), p.scalar_f); }
+        case 2u: { r = apply_i32(p.op, i32(x), p.scalar_i); }
+        default: { r = apply_elem(p.op, x, b[ib]); }
+    }
+    out[i] = select(0u, 1u, r);
+}
+"#;
+
+/// `compare.wgsl` with `Elem = u32`.
+pub const COMPARE_U32: &str = r#"//! Broadcasting comparisons and logical ops with a bool result:
+//! `out[i] = op(a[ia], b[ib])`, one `u32` (0 or 1) per bool.
+//!
+//! `op`: 0 eq, 1 ne, 2 gt, 3 ge, 4 lt, 5 le (IEEE: every comparison with a
+//! NaN is false except ne), 6 logical and, 7 logical or, 8 logical xor (on
+//! truthiness, `x != 0`). `mode` says what `b` is: 0 the tensor `b`
+//! (compared in `Elem`, exact for every variant), 1 the float scalar
+//! `scalar_f` (compared in f32), 2 the integer scalar `scalar_i` (compared in
+//! i32). In the scalar modes `b` is bound but not read. Bool tensors are the
+//! `u32` variant.
+// variants: f32 f16 i32 u32
+
+alias Elem = u32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    rank: u32,
+    op: u32,
+    mode: u32,
+    scalar_f: f32,
+    scalar_i: i32,
+    _pad0: u32,
+    _pad1: u32,
+    shape: array<vec4<u32>, 2>,
+    a_strides: array<vec4<u32>, 2>,
+    b_strides: array<vec4<u32>, 2>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> a: array<Elem>;
+@group(0) @binding(2) var<storage, read> b: array<Elem>;
+@group(0) @binding(3) var<storage, read_write> out: array<u32>;
+
+/// The comparison `op` given how the operands order.
+fn decide(op: u32, lt: bool, eq: bool, gt: bool) -> bool {
+    switch op {
+        case 0u: { return eq; }
+        case 1u: { return !eq; }
+        case 2u: { return gt; }
+        case 3u: { return gt || eq; }
+        case 4u: { return lt; }
+        case 5u: { return lt || eq; }
+        default: { return false; }
+    }
+}
+
+fn logic(op: u32, x: bool, y: bool) -> bool {
+    switch op {
+        case 6u: { return x && y; }
+        case 7u: { return x || y; }
+        default: { return x != y; }
+    }
+}
+
+fn apply_elem(op: u32, x: Elem, y: Elem) -> bool {
+    if op >= 6u {
+        return logic(op, x != Elem(0), y != Elem(0));
+    }
+    return decide(op, (x < y), (x == y), (x > y));
+}
+
+fn apply_f32(op: u32, x: f32, y: f32) -> bool {
+    if op >= 6u {
+        return logic(op, x != 0.0, y != 0.0);
+    }
+    return decide(op, (x < y), (x == y), (x > y));
+}
+
+fn apply_i32(op: u32, x: i32, y: i32) -> bool {
+    if op >= 6u {
+        return logic(op, x != 0, y != 0);
+    }
+    return decide(op, (x < y), (x == y), (x > y));
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    var rem = i;
+    var ia = 0u;
+    var ib = 0u;
+    for (var d = i32(p.rank) - 1; d >= 0; d = d - 1) {
+        let du = u32(d);
+        let size = p.shape[du / 4u][du % 4u];
+        let c = rem % size;
+        rem = rem / size;
+        ia += c * p.a_strides[du / 4u][du % 4u];
+        ib += c * p.b_strides[du / 4u][du % 4u];
+    }
+    let x = a[ia];
+    var r: bool;
+    switch p.mode {
+        case 1u: { r = apply_f32(p.op, f32(x), p.scalar_f); }
+        case 2u: { r = apply_i32(p.op, i32(x), p.scalar_i); }
+        default: { r = apply_elem(p.op, x, b[ib]); }
+    }
+    out[i] = select(0u, 1u, r);
 }
 "#;
 
@@ -1068,6 +1964,240 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
 }
 "#;
 
+/// `reduce.wgsl` with `Elem = f32`.
+pub const REDUCE_F32: &str = r#"//! Reductions over any set of dims: `sum`, `mean`, `amax`, `amin`.
+//!
+//! One workgroup per output element. The host coalesces the input's dims
+//! into kept dims (`out_shape`, with their input strides) and reduced dims
+//! (`red_shape`, `red_strides`); output element `o` reads the `n_red`
+//! elements at `base(o) + offset(j)`. Each invocation folds a strided share
+//! of them, then a shared-memory tree combines the `WG` partials. Math runs
+//! in f32; `amax`/`amin` propagate NaN as PyTorch does.
+//!
+//! `op`: 0 sum, 1 mean (sum times `scale` = 1 / n_red), 2 amax, 3 amin.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup; the shared partials are sized from it, so it
+/// is a `const` rather than an `override`. A power of two (tree reduction).
+const WG: u32 = 64u;
+
+struct Params {
+    n_out: u32,
+    n_red: u32,
+    op: u32,
+    out_rank: u32,
+    red_rank: u32,
+    scale: f32,
+    _pad0: u32,
+    _pad1: u32,
+    out_shape: array<vec4<u32>, 2>,
+    out_strides: array<vec4<u32>, 2>,
+    red_shape: array<vec4<u32>, 2>,
+    red_strides: array<vec4<u32>, 2>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> partial: array<f32, WG>;
+
+fn is_nan(v: f32) -> bool {
+    return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
+}
+
+fn init(op: u32) -> f32 {
+    switch op {
+        case 2u: { return bitcast<f32>(0xff800000u); }
+        case 3u: { return bitcast<f32>(0x7f800000u); }
+        default: { return 0.0; }
+    }
+}
+
+fn combine(op: u32, a: f32, b: f32) -> f32 {
+    switch op {
+        case 2u, 3u: {
+            if is_nan(a) {
+                return a;
+            }
+            if is_nan(b) {
+                return b;
+            }
+            if op == 2u {
+                return max(a, b);
+            }
+            return min(a, b);
+        }
+        default: { return a + b; }
+    }
+}
+
+/// Input offset of a flat index over `rank` coalesced dims.
+fn offset(flat: u32, rank: u32, shape: array<vec4<u32>, 2>, strides: array<vec4<u32>, 2>) -> u32 {
+    var rem = flat;
+    var at = 0u;
+    for (var d = i32(rank) - 1; d >= 0; d = d - 1) {
+        let du = u32(d);
+        let size = shape[du / 4u][du % 4u];
+        at += (rem % size) * strides[du / 4u][du % 4u];
+        rem = rem / size;
+    }
+    return at;
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    let o = wid.x + wid.y * nwg.x;
+    if o >= p.n_out {
+        return;
+    }
+    let base = offset(o, p.out_rank, p.out_shape, p.out_strides);
+    var acc = init(p.op);
+    for (var j = lid; j < p.n_red; j += WG) {
+        acc = combine(p.op, acc, f32(x[base + offset(j, p.red_rank, p.red_shape, p.red_strides)]));
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s = s / 2u) {
+        if lid < s {
+            partial[lid] = combine(p.op, partial[lid], partial[lid + s]);
+        }
+        workgroupBarrier();
+    }
+    if lid == 0u {
+        var r = partial[0];
+        if p.op == 1u {
+            r = r * p.scale;
+        }
+        out[o] = Elem(r);
+    }
+}
+"#;
+
+/// `reduce.wgsl` with `Elem = f16`.
+pub const REDUCE_F16: &str = r#"enable f16;
+
+//! Reductions over any set of dims: `sum`, `mean`, `amax`, `amin`.
+//!
+//! One workgroup per output element. The host coalesces the input's dims
+//! into kept dims (`out_shape`, with their input strides) and reduced dims
+//! (`red_shape`, `red_strides`); output element `o` reads the `n_red`
+//! elements at `base(o) + offset(j)`. Each invocation folds a strided share
+//! of them, then a shared-memory tree combines the `WG` partials. Math runs
+//! in f32; `amax`/`amin` propagate NaN as PyTorch does.
+//!
+//! `op`: 0 sum, 1 mean (sum times `scale` = 1 / n_red), 2 amax, 3 amin.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup; the shared partials are sized from it, so it
+/// is a `const` rather than an `override`. A power of two (tree reduction).
+const WG: u32 = 64u;
+
+struct Params {
+    n_out: u32,
+    n_red: u32,
+    op: u32,
+    out_rank: u32,
+    red_rank: u32,
+    scale: f32,
+    _pad0: u32,
+    _pad1: u32,
+    out_shape: array<vec4<u32>, 2>,
+    out_strides: array<vec4<u32>, 2>,
+    red_shape: array<vec4<u32>, 2>,
+    red_strides: array<vec4<u32>, 2>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> partial: array<f32, WG>;
+
+fn is_nan(v: f32) -> bool {
+    return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
+}
+
+fn init(op: u32) -> f32 {
+    switch op {
+        case 2u: { return bitcast<f32>(0xff800000u); }
+        case 3u: { return bitcast<f32>(0x7f800000u); }
+        default: { return 0.0; }
+    }
+}
+
+fn combine(op: u32, a: f32, b: f32) -> f32 {
+    switch op {
+        case 2u, 3u: {
+            if is_nan(a) {
+                return a;
+            }
+            if is_nan(b) {
+                return b;
+            }
+            if op == 2u {
+                return max(a, b);
+            }
+            return min(a, b);
+        }
+        default: { return a + b; }
+    }
+}
+
+/// Input offset of a flat index over `rank` coalesced dims.
+fn offset(flat: u32, rank: u32, shape: array<vec4<u32>, 2>, strides: array<vec4<u32>, 2>) -> u32 {
+    var rem = flat;
+    var at = 0u;
+    for (var d = i32(rank) - 1; d >= 0; d = d - 1) {
+        let du = u32(d);
+        let size = shape[du / 4u][du % 4u];
+        at += (rem % size) * strides[du / 4u][du % 4u];
+        rem = rem / size;
+    }
+    return at;
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    let o = wid.x + wid.y * nwg.x;
+    if o >= p.n_out {
+        return;
+    }
+    let base = offset(o, p.out_rank, p.out_shape, p.out_strides);
+    var acc = init(p.op);
+    for (var j = lid; j < p.n_red; j += WG) {
+        acc = combine(p.op, acc, f32(x[base + offset(j, p.red_rank, p.red_shape, p.red_strides)]));
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s = s / 2u) {
+        if lid < s {
+            partial[lid] = combine(p.op, partial[lid], partial[lid + s]);
+        }
+        workgroupBarrier();
+    }
+    if lid == 0u {
+        var r = partial[0];
+        if p.op == 1u {
+            r = r * p.scale;
+        }
+        out[o] = Elem(r);
+    }
+}
+"#;
+
 /// `softmax.wgsl` with `Elem = f32`.
 pub const SOFTMAX_F32: &str = r#"//! Softmax and log-softmax along one dim of a tensor seen as
 //! `[outer, dim, inner]`: one invocation per `(outer, inner)` row, three
@@ -1355,5 +2485,231 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         return;
     }
     out[i] = Elem(apply(p.op, f32(x[i])));
+}
+"#;
+
+/// `where.wgsl` with `Elem = f32`.
+pub const WHERE_F32: &str = r#"//! Broadcasting select: `out[i] = cond[ic] != 0 ? a[ia] : b[ib]`
+//! (`aten.where.self`). `cond` is a bool tensor, one `u32` per element.
+//! Pure data movement, so the `i32` variant is exact and the `u32` variant
+//! selects between bools.
+// variants: f32 f16 i32 u32
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    rank: u32,
+    _pad0: u32,
+    _pad1: u32,
+    shape: array<vec4<u32>, 2>,
+    c_strides: array<vec4<u32>, 2>,
+    a_strides: array<vec4<u32>, 2>,
+    b_strides: array<vec4<u32>, 2>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> cond: array<u32>;
+@group(0) @binding(2) var<storage, read> a: array<Elem>;
+@group(0) @binding(3) var<storage, read> b: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    var rem = i;
+    var ic = 0u;
+    var ia = 0u;
+    var ib = 0u;
+    for (var d = i32(p.rank) - 1; d >= 0; d = d - 1) {
+        let du = u32(d);
+        let size = p.shape[du / 4u][du % 4u];
+        let c = rem % size;
+        rem = rem / size;
+        ic += c * p.c_strides[du / 4u][du % 4u];
+        ia += c * p.a_strides[du / 4u][du % 4u];
+        ib += c * p.b_strides[du / 4u][du % 4u];
+    }
+    if cond[ic] != 0u {
+        out[i] = a[ia];
+    } else {
+        out[i] = b[ib];
+    }
+}
+"#;
+
+/// `where.wgsl` with `Elem = f16`.
+pub const WHERE_F16: &str = r#"enable f16;
+
+//! Broadcasting select: `out[i] = cond[ic] != 0 ? a[ia] : b[ib]`
+//! (`aten.where.self`). `cond` is a bool tensor, one `u32` per element.
+//! Pure data movement, so the `i32` variant is exact and the `u32` variant
+//! selects between bools.
+// variants: f32 f16 i32 u32
+
+alias Elem = f16;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    rank: u32,
+    _pad0: u32,
+    _pad1: u32,
+    shape: array<vec4<u32>, 2>,
+    c_strides: array<vec4<u32>, 2>,
+    a_strides: array<vec4<u32>, 2>,
+    b_strides: array<vec4<u32>, 2>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> cond: array<u32>;
+@group(0) @binding(2) var<storage, read> a: array<Elem>;
+@group(0) @binding(3) var<storage, read> b: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    var rem = i;
+    var ic = 0u;
+    var ia = 0u;
+    var ib = 0u;
+    for (var d = i32(p.rank) - 1; d >= 0; d = d - 1) {
+        let du = u32(d);
+        let size = p.shape[du / 4u][du % 4u];
+        let c = rem % size;
+        rem = rem / size;
+        ic += c * p.c_strides[du / 4u][du % 4u];
+        ia += c * p.a_strides[du / 4u][du % 4u];
+        ib += c * p.b_strides[du / 4u][du % 4u];
+    }
+    if cond[ic] != 0u {
+        out[i] = a[ia];
+    } else {
+        out[i] = b[ib];
+    }
+}
+"#;
+
+/// `where.wgsl` with `Elem = i32`.
+pub const WHERE_I32: &str = r#"//! Broadcasting select: `out[i] = cond[ic] != 0 ? a[ia] : b[ib]`
+//! (`aten.where.self`). `cond` is a bool tensor, one `u32` per element.
+//! Pure data movement, so the `i32` variant is exact and the `u32` variant
+//! selects between bools.
+// variants: f32 f16 i32 u32
+
+alias Elem = i32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    rank: u32,
+    _pad0: u32,
+    _pad1: u32,
+    shape: array<vec4<u32>, 2>,
+    c_strides: array<vec4<u32>, 2>,
+    a_strides: array<vec4<u32>, 2>,
+    b_strides: array<vec4<u32>, 2>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> cond: array<u32>;
+@group(0) @binding(2) var<storage, read> a: array<Elem>;
+@group(0) @binding(3) var<storage, read> b: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    var rem = i;
+    var ic = 0u;
+    var ia = 0u;
+    var ib = 0u;
+    for (var d = i32(p.rank) - 1; d >= 0; d = d - 1) {
+        let du = u32(d);
+        let size = p.shape[du / 4u][du % 4u];
+        let c = rem % size;
+        rem = rem / size;
+        ic += c * p.c_strides[du / 4u][du % 4u];
+        ia += c * p.a_strides[du / 4u][du % 4u];
+        ib += c * p.b_strides[du / 4u][du % 4u];
+    }
+    if cond[ic] != 0u {
+        out[i] = a[ia];
+    } else {
+        out[i] = b[ib];
+    }
+}
+"#;
+
+/// `where.wgsl` with `Elem = u32`.
+pub const WHERE_U32: &str = r#"//! Broadcasting select: `out[i] = cond[ic] != 0 ? a[ia] : b[ib]`
+//! (`aten.where.self`). `cond` is a bool tensor, one `u32` per element.
+//! Pure data movement, so the `i32` variant is exact and the `u32` variant
+//! selects between bools.
+// variants: f32 f16 i32 u32
+
+alias Elem = u32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    rank: u32,
+    _pad0: u32,
+    _pad1: u32,
+    shape: array<vec4<u32>, 2>,
+    c_strides: array<vec4<u32>, 2>,
+    a_strides: array<vec4<u32>, 2>,
+    b_strides: array<vec4<u32>, 2>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> cond: array<u32>;
+@group(0) @binding(2) var<storage, read> a: array<Elem>;
+@group(0) @binding(3) var<storage, read> b: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    var rem = i;
+    var ic = 0u;
+    var ia = 0u;
+    var ib = 0u;
+    for (var d = i32(p.rank) - 1; d >= 0; d = d - 1) {
+        let du = u32(d);
+        let size = p.shape[du / 4u][du % 4u];
+        let c = rem % size;
+        rem = rem / size;
+        ic += c * p.c_strides[du / 4u][du % 4u];
+        ia += c * p.a_strides[du / 4u][du % 4u];
+        ib += c * p.b_strides[du / 4u][du % 4u];
+    }
+    if cond[ic] != 0u {
+        out[i] = a[ia];
+    } else {
+        out[i] = b[ib];
+    }
 }
 "#;

@@ -286,7 +286,7 @@ pub fn flip(c: &Ctx<'_>) -> Result<Lowered> {
 
 /// `dim_order_ops._to_dim_order_copy.default(self, dtype, layout, device,
 /// pin_memory, non_blocking, dim_order, →out)`: the target dtype is the
-/// output's. Same dtype aliases; int32 to float casts.
+/// output's. Same dtype aliases; int32 or bool to float casts.
 pub fn to_dim_order_copy(c: &Ctx<'_>) -> Result<Lowered> {
     c.expect_args(8)?;
     let x = c.tensor(0, "self")?;
@@ -295,13 +295,14 @@ pub fn to_dim_order_copy(c: &Ctx<'_>) -> Result<Lowered> {
         return alias(&x, &out, 7, x.shape.to_vec());
     }
     let shader = match (x.dtype, out.dtype.float_variant()) {
-        (crate::ElemType::I32, Some(v)) => ShaderId::find(Family::CastFromI32, v),
+        // A bool is a u32 0 or 1 on the device: its bits read as an i32.
+        (crate::ElemType::I32 | crate::ElemType::Bool, Some(v)) => ShaderId::find(Family::CastFromI32, v),
         _ => None,
     }
     .ok_or(Error::DType {
         arg_idx: 7,
         name: "out",
-        expected: "the input's dtype, or float from int32",
+        expected: "the input's dtype, or float from int32 or bool",
         found: out.dtype,
     })?;
     let numel = x.numel();

@@ -266,3 +266,98 @@ fn gemv_route_matches_a_reference() {
         &want,
     );
 }
+
+fn bools(t: &Tensor) -> Vec<bool> {
+    assert_eq!(t.dtype, DType::Bool);
+    t.bytes.iter().map(|&b| b != 0).collect()
+}
+
+#[test]
+fn bool_ops_the_exporter_does_not_emit() {
+    // logical_not, logical_xor, ne.Tensor and bitwise_xor on a bool input and a
+    // bool constant (widened to u32 at upload), then where on int32 values.
+    let mut g = GraphBuilder::new();
+    let m = g.tensor(DType::Bool, &[2, 3]);
+    let n = g.constant(DType::Bool, &[3], &[1, 0, 1]);
+    let (not_m, xor, ne, bxor) = (
+        g.tensor(DType::Bool, &[2, 3]),
+        g.tensor(DType::Bool, &[2, 3]),
+        g.tensor(DType::Bool, &[2, 3]),
+        g.tensor(DType::Bool, &[2, 3]),
+    );
+    let ia = g.tensor(DType::I32, &[2, 3]);
+    let ib = g.tensor(DType::I32, &[1]);
+    let picked = g.tensor(DType::I32, &[2, 3]);
+    g.op("aten.logical_not.default", &[m, not_m])
+        .op("aten.logical_xor.default", &[m, n, xor])
+        .op("aten.ne.Tensor", &[m, n, ne])
+        .op("aten.bitwise_xor.Tensor", &[m, n, bxor])
+        .op("aten.where.self", &[m, ia, ib, picked]);
+    g.inputs(&[m, ia, ib]).outputs(&[not_m, xor, ne, bxor, picked]);
+    let Some(method) = load(g) else { return };
+    let mv = [true, false, false, true, true, false];
+    let m_t = Tensor::new(DType::Bool, vec![2, 3], mv.iter().map(|&b| u8::from(b)).collect()).expect("valid");
+    let ints = |v: &[i32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let ia_t = Tensor::new(DType::I32, vec![2, 3], ints(&[1, -2, 3, 4_000_000, 5, 6])).expect("valid");
+    let ib_t = Tensor::new(DType::I32, vec![1], ints(&[-7])).expect("valid");
+    let outs = method.expect("loads").run(&[m_t, ia_t, ib_t]).expect("runs");
+    let nv = [true, false, true];
+    let want_xor: Vec<bool> = (0..6).map(|i| mv[i] != nv[i % 3]).collect();
+    assert_eq!(bools(&outs[0]), mv.iter().map(|b| !b).collect::<Vec<_>>());
+    assert_eq!(bools(&outs[1]), want_xor);
+    assert_eq!(bools(&outs[2]), want_xor);
+    assert_eq!(bools(&outs[3]), want_xor);
+    assert_eq!(outs[4].to_f64_vec(), [1.0, -7.0, -7.0, 4_000_000.0, 5.0, -7.0]);
+}
+
+#[test]
+fn reductions_over_long_rows_split_dims_ties_and_nans() {
+    // x [3, 130, 5]: rows longer than the 64-invocation workgroup, a
+    // reduction over the non-adjacent dims 0 and 2, and argmax ties (every
+    // value repeats) plus a NaN in one column.
+    let (a, b, c) = (3usize, 130usize, 5usize);
+    let mut xv: Vec<f32> = data(a * b * c, 9).iter().map(|v| (v * 4.0).round()).collect();
+    let at = |i: usize, j: usize, k: usize| (i * b + j) * c + k;
+    xv[at(1, 100, 3)] = f32::NAN;
+    let mut g = GraphBuilder::new();
+    let x = g.tensor(DType::F32, &[3, 130, 5]);
+    let (t, f, null) = (g.bool(true), g.bool(false), g.null());
+    let d02 = g.int_list(&[0, -1]);
+    let d1 = g.int_list(&[1]);
+    let i1 = g.int(1);
+    let sum = g.tensor(DType::F32, &[130]);
+    let amax = g.tensor(DType::F32, &[3, 1, 5]);
+    let arg = g.tensor_staged(DType::I32, DType::I64, &[3, 5]);
+    g.op("aten.sum.dim_IntList", &[x, d02, f, null, sum])
+        .op("aten.amax.default", &[x, d1, t, amax])
+        .op("aten.argmax.default", &[x, i1, f, arg]);
+    g.inputs(&[x]).outputs(&[sum, amax, arg]);
+    let Some(method) = load(g) else { return };
+    let outs = method.expect("loads").run(&[Tensor::from_f32(&[3, 130, 5], &xv)]).expect("runs");
+    let got_sum = f32s(&outs[0]);
+    for j in 0..b {
+        let want: f32 = (0..a).flat_map(|i| (0..c).map(move |k| (i, k))).map(|(i, k)| xv[at(i, j, k)]).sum();
+        if j == 100 {
+            continue; // j == 100 holds the NaN: checked below
+        }
+        assert!((got_sum[j] - want).abs() <= 1e-4, "sum {j}: got {}, want {want}", got_sum[j]);
+    }
+    assert!(got_sum[100].is_nan());
+    let got_max = f32s(&outs[1]);
+    assert_eq!(outs[2].dtype, DType::I64);
+    let got_arg = outs[2].to_f64_vec();
+    for i in 0..a {
+        for k in 0..c {
+            let col: Vec<f32> = (0..b).map(|j| xv[at(i, j, k)]).collect();
+            let (want_max, want_arg) = if let Some(n) = col.iter().position(|v| v.is_nan()) {
+                (f32::NAN, n)
+            } else {
+                let m = col.iter().copied().fold(f32::MIN, f32::max);
+                (m, col.iter().position(|&v| v == m).expect("present"))
+            };
+            let got = got_max[i * c + k];
+            assert!(got == want_max || got.is_nan() && want_max.is_nan(), "amax ({i}, {k}): {got} vs {want_max}");
+            assert_eq!(got_arg[i * c + k], want_arg as f64, "argmax ({i}, {k})");
+        }
+    }
+}

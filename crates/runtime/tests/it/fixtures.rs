@@ -14,7 +14,6 @@ use etwgpu_runtime::Tensor;
 
 /// Fixtures that cannot run yet, with the ops (or features) they lack.
 const NOT_YET_SUPPORTED: &[(&str, &[&str])] = &[
-    ("binary", &["aten.eq.Tensor", "aten.gt.Tensor", "aten.where.self"]),
     (
         "convnet",
         &[
@@ -25,7 +24,7 @@ const NOT_YET_SUPPORTED: &[(&str, &[&str])] = &[
             "et_vk.conv_with_clamp.default",
         ],
     ),
-    ("dynamic_seq", &["aten.mean.dim", "mul", "sym_size.int"]),
+    ("dynamic_seq", &["mul", "sym_size.int"]),
     ("indexing", &["aten.embedding.default", "aten.gather.default", "aten.index.Tensor", "aten.index_select.default"]),
     (
         "llama_tiny_8da4w",
@@ -67,17 +66,6 @@ const NOT_YET_SUPPORTED: &[(&str, &[&str])] = &[
         ],
     ),
     ("partial_delegate", &["CPU kernel aten::cumsum.out"]),
-    (
-        "reductions",
-        &[
-            "aten.amax.default",
-            "aten.amin.default",
-            "aten.argmax.default",
-            "aten.argmin.default",
-            "aten.mean.dim",
-            "aten.sum.dim_IntList",
-        ],
-    ),
     ("shape_ops", &["aten.cat.default", "aten.repeat.default", "aten.split_with_sizes_copy.default"]),
 ];
 
