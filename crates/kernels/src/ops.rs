@@ -2,6 +2,7 @@
 //! name. [`register_ops!`] turns the rows into [`OpId`], [`OPS`] and
 //! [`from_name`], and wires each row to its host rule in `ops/<family>.rs`.
 
+pub mod conv;
 pub mod elementwise;
 pub mod infra;
 pub mod matmul;
@@ -50,14 +51,17 @@ macro_rules! register_ops {
 
 register_ops! {
     LogSoftmax => "aten._log_softmax.default" => |c| norm::softmax(c, true),
+    BatchNormNoTraining => "aten._native_batch_norm_legit_no_training.default" => norm::batch_norm_no_training,
     Softmax => "aten._softmax.default" => |c| norm::softmax(c, false),
     Abs => "aten.abs.default" => |c| elementwise::unary(c, UnaryOp::Abs),
     Add => "aten.add.Tensor" => |c| elementwise::binary(c, BinaryOp::Add),
     Addmm => "aten.addmm.default" => matmul::addmm,
     AliasCopy => "aten.alias_copy.default" => shape::alias_copy,
+    AvgPool2d => "aten.avg_pool2d.default" => conv::avg_pool2d,
     Bmm => "aten.bmm.default" => matmul::bmm,
     Clamp => "aten.clamp.default" => elementwise::clamp,
     Clone => "aten.clone.default" => shape::clone,
+    Convolution => "aten.convolution.default" => |c| conv::convolution(c, false),
     Cos => "aten.cos.default" => |c| elementwise::unary(c, UnaryOp::Cos),
     Div => "aten.div.Tensor" => |c| elementwise::binary(c, BinaryOp::Div),
     DivMode => "aten.div.Tensor_mode" => elementwise::div_mode,
@@ -71,14 +75,17 @@ register_ops! {
     LeakyRelu => "aten.leaky_relu.default" => elementwise::leaky_relu,
     Linear => "aten.linear.default" => matmul::linear,
     Log => "aten.log.default" => |c| elementwise::unary(c, UnaryOp::Log),
+    MaxPool2dWithIndices => "aten.max_pool2d_with_indices.default" => conv::max_pool2d_with_indices,
     Maximum => "aten.maximum.default" => |c| elementwise::binary(c, BinaryOp::Maximum),
     Minimum => "aten.minimum.default" => |c| elementwise::binary(c, BinaryOp::Minimum),
     Mm => "aten.mm.default" => matmul::mm,
     Mul => "aten.mul.Tensor" => |c| elementwise::binary(c, BinaryOp::Mul),
+    NativeGroupNorm => "aten.native_group_norm.default" => norm::native_group_norm,
     NativeLayerNorm => "aten.native_layer_norm.default" => norm::native_layer_norm,
     Neg => "aten.neg.default" => |c| elementwise::unary(c, UnaryOp::Neg),
     Permute => "aten.permute.default" => shape::permute_copy,
     PermuteCopy => "aten.permute_copy.default" => shape::permute_copy,
+    PixelShuffle => "aten.pixel_shuffle.default" => shape::pixel_shuffle,
     PowTensorScalar => "aten.pow.Tensor_Scalar" => elementwise::pow_scalar,
     PowTensorTensor => "aten.pow.Tensor_Tensor" => |c| elementwise::binary(c, BinaryOp::Pow),
     Relu => "aten.relu.default" => |c| elementwise::unary(c, UnaryOp::Relu),
@@ -93,8 +100,11 @@ register_ops! {
     Sub => "aten.sub.Tensor" => |c| elementwise::binary(c, BinaryOp::Sub),
     Tanh => "aten.tanh.default" => |c| elementwise::unary(c, UnaryOp::Tanh),
     UnsqueezeCopy => "aten.unsqueeze_copy.default" => shape::unsqueeze_copy,
+    UpsampleBilinear2d => "aten.upsample_bilinear2d.vec" => |c| conv::upsample2d(c, true),
+    UpsampleNearest2d => "aten.upsample_nearest2d.vec" => |c| conv::upsample2d(c, false),
     ViewCopy => "aten.view_copy.default" => shape::view_copy,
     ToDimOrderCopy => "dim_order_ops._to_dim_order_copy.default" => shape::to_dim_order_copy,
+    ConvWithClamp => "et_vk.conv_with_clamp.default" => |c| conv::convolution(c, true),
     Prepack => "et_vk.prepack.default" => infra::prepack,
 }
 

@@ -6,20 +6,32 @@
 /// A shader family: one file in `crates/kernels/wgsl/`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Family {
+    /// `avg_pool2d.wgsl`.
+    AvgPool2d,
+    /// `batch_norm.wgsl`.
+    BatchNorm,
     /// `binary.wgsl`.
     Binary,
     /// `cast_from_i32.wgsl`.
     CastFromI32,
+    /// `conv.wgsl`.
+    Conv,
     /// `gather.wgsl`.
     Gather,
+    /// `group_norm.wgsl`.
+    GroupNorm,
     /// `layer_norm.wgsl`.
     LayerNorm,
     /// `matmul.wgsl`.
     Matmul,
+    /// `max_pool2d.wgsl`.
+    MaxPool2d,
     /// `softmax.wgsl`.
     Softmax,
     /// `unary.wgsl`.
     Unary,
+    /// `upsample.wgsl`.
+    Upsample,
 }
 
 /// The element type a variant was generated for (`alias Elem = ...;`).
@@ -36,6 +48,14 @@ pub enum Variant {
 /// One generated shader: a family compiled for one variant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ShaderId {
+    /// `avg_pool2d.wgsl` with `Elem = f32`.
+    AvgPool2dF32,
+    /// `avg_pool2d.wgsl` with `Elem = f16`.
+    AvgPool2dF16,
+    /// `batch_norm.wgsl` with `Elem = f32`.
+    BatchNormF32,
+    /// `batch_norm.wgsl` with `Elem = f16`.
+    BatchNormF16,
     /// `binary.wgsl` with `Elem = f32`.
     BinaryF32,
     /// `binary.wgsl` with `Elem = f16`.
@@ -44,12 +64,20 @@ pub enum ShaderId {
     CastFromI32F32,
     /// `cast_from_i32.wgsl` with `Elem = f16`.
     CastFromI32F16,
+    /// `conv.wgsl` with `Elem = f32`.
+    ConvF32,
+    /// `conv.wgsl` with `Elem = f16`.
+    ConvF16,
     /// `gather.wgsl` with `Elem = f32`.
     GatherF32,
     /// `gather.wgsl` with `Elem = f16`.
     GatherF16,
     /// `gather.wgsl` with `Elem = i32`.
     GatherI32,
+    /// `group_norm.wgsl` with `Elem = f32`.
+    GroupNormF32,
+    /// `group_norm.wgsl` with `Elem = f16`.
+    GroupNormF16,
     /// `layer_norm.wgsl` with `Elem = f32`.
     LayerNormF32,
     /// `layer_norm.wgsl` with `Elem = f16`.
@@ -58,6 +86,10 @@ pub enum ShaderId {
     MatmulF32,
     /// `matmul.wgsl` with `Elem = f16`.
     MatmulF16,
+    /// `max_pool2d.wgsl` with `Elem = f32`.
+    MaxPool2dF32,
+    /// `max_pool2d.wgsl` with `Elem = f16`.
+    MaxPool2dF16,
     /// `softmax.wgsl` with `Elem = f32`.
     SoftmaxF32,
     /// `softmax.wgsl` with `Elem = f16`.
@@ -66,134 +98,456 @@ pub enum ShaderId {
     UnaryF32,
     /// `unary.wgsl` with `Elem = f16`.
     UnaryF16,
+    /// `upsample.wgsl` with `Elem = f32`.
+    UpsampleF32,
+    /// `upsample.wgsl` with `Elem = f16`.
+    UpsampleF16,
 }
 
 impl ShaderId {
     /// Every shader, in family then variant order.
     pub const ALL: &[ShaderId] = &[
+        ShaderId::AvgPool2dF32,
+        ShaderId::AvgPool2dF16,
+        ShaderId::BatchNormF32,
+        ShaderId::BatchNormF16,
         ShaderId::BinaryF32,
         ShaderId::BinaryF16,
         ShaderId::CastFromI32F32,
         ShaderId::CastFromI32F16,
+        ShaderId::ConvF32,
+        ShaderId::ConvF16,
         ShaderId::GatherF32,
         ShaderId::GatherF16,
         ShaderId::GatherI32,
+        ShaderId::GroupNormF32,
+        ShaderId::GroupNormF16,
         ShaderId::LayerNormF32,
         ShaderId::LayerNormF16,
         ShaderId::MatmulF32,
         ShaderId::MatmulF16,
+        ShaderId::MaxPool2dF32,
+        ShaderId::MaxPool2dF16,
         ShaderId::SoftmaxF32,
         ShaderId::SoftmaxF16,
         ShaderId::UnaryF32,
         ShaderId::UnaryF16,
+        ShaderId::UpsampleF32,
+        ShaderId::UpsampleF16,
     ];
 
     /// Its family.
     pub const fn family(self) -> Family {
         match self {
+            ShaderId::AvgPool2dF32 => Family::AvgPool2d,
+            ShaderId::AvgPool2dF16 => Family::AvgPool2d,
+            ShaderId::BatchNormF32 => Family::BatchNorm,
+            ShaderId::BatchNormF16 => Family::BatchNorm,
             ShaderId::BinaryF32 => Family::Binary,
             ShaderId::BinaryF16 => Family::Binary,
             ShaderId::CastFromI32F32 => Family::CastFromI32,
             ShaderId::CastFromI32F16 => Family::CastFromI32,
+            ShaderId::ConvF32 => Family::Conv,
+            ShaderId::ConvF16 => Family::Conv,
             ShaderId::GatherF32 => Family::Gather,
             ShaderId::GatherF16 => Family::Gather,
             ShaderId::GatherI32 => Family::Gather,
+            ShaderId::GroupNormF32 => Family::GroupNorm,
+            ShaderId::GroupNormF16 => Family::GroupNorm,
             ShaderId::LayerNormF32 => Family::LayerNorm,
             ShaderId::LayerNormF16 => Family::LayerNorm,
             ShaderId::MatmulF32 => Family::Matmul,
             ShaderId::MatmulF16 => Family::Matmul,
+            ShaderId::MaxPool2dF32 => Family::MaxPool2d,
+            ShaderId::MaxPool2dF16 => Family::MaxPool2d,
             ShaderId::SoftmaxF32 => Family::Softmax,
             ShaderId::SoftmaxF16 => Family::Softmax,
             ShaderId::UnaryF32 => Family::Unary,
             ShaderId::UnaryF16 => Family::Unary,
+            ShaderId::UpsampleF32 => Family::Upsample,
+            ShaderId::UpsampleF16 => Family::Upsample,
         }
     }
 
     /// Its variant.
     pub const fn variant(self) -> Variant {
         match self {
+            ShaderId::AvgPool2dF32 => Variant::F32,
+            ShaderId::AvgPool2dF16 => Variant::F16,
+            ShaderId::BatchNormF32 => Variant::F32,
+            ShaderId::BatchNormF16 => Variant::F16,
             ShaderId::BinaryF32 => Variant::F32,
             ShaderId::BinaryF16 => Variant::F16,
             ShaderId::CastFromI32F32 => Variant::F32,
             ShaderId::CastFromI32F16 => Variant::F16,
+            ShaderId::ConvF32 => Variant::F32,
+            ShaderId::ConvF16 => Variant::F16,
             ShaderId::GatherF32 => Variant::F32,
             ShaderId::GatherF16 => Variant::F16,
             ShaderId::GatherI32 => Variant::I32,
+            ShaderId::GroupNormF32 => Variant::F32,
+            ShaderId::GroupNormF16 => Variant::F16,
             ShaderId::LayerNormF32 => Variant::F32,
             ShaderId::LayerNormF16 => Variant::F16,
             ShaderId::MatmulF32 => Variant::F32,
             ShaderId::MatmulF16 => Variant::F16,
+            ShaderId::MaxPool2dF32 => Variant::F32,
+            ShaderId::MaxPool2dF16 => Variant::F16,
             ShaderId::SoftmaxF32 => Variant::F32,
             ShaderId::SoftmaxF16 => Variant::F16,
             ShaderId::UnaryF32 => Variant::F32,
             ShaderId::UnaryF16 => Variant::F16,
+            ShaderId::UpsampleF32 => Variant::F32,
+            ShaderId::UpsampleF16 => Variant::F16,
         }
     }
 
     /// A label such as `binary.f32`.
     pub const fn label(self) -> &'static str {
         match self {
+            ShaderId::AvgPool2dF32 => "avg_pool2d.f32",
+            ShaderId::AvgPool2dF16 => "avg_pool2d.f16",
+            ShaderId::BatchNormF32 => "batch_norm.f32",
+            ShaderId::BatchNormF16 => "batch_norm.f16",
             ShaderId::BinaryF32 => "binary.f32",
             ShaderId::BinaryF16 => "binary.f16",
             ShaderId::CastFromI32F32 => "cast_from_i32.f32",
             ShaderId::CastFromI32F16 => "cast_from_i32.f16",
+            ShaderId::ConvF32 => "conv.f32",
+            ShaderId::ConvF16 => "conv.f16",
             ShaderId::GatherF32 => "gather.f32",
             ShaderId::GatherF16 => "gather.f16",
             ShaderId::GatherI32 => "gather.i32",
+            ShaderId::GroupNormF32 => "group_norm.f32",
+            ShaderId::GroupNormF16 => "group_norm.f16",
             ShaderId::LayerNormF32 => "layer_norm.f32",
             ShaderId::LayerNormF16 => "layer_norm.f16",
             ShaderId::MatmulF32 => "matmul.f32",
             ShaderId::MatmulF16 => "matmul.f16",
+            ShaderId::MaxPool2dF32 => "max_pool2d.f32",
+            ShaderId::MaxPool2dF16 => "max_pool2d.f16",
             ShaderId::SoftmaxF32 => "softmax.f32",
             ShaderId::SoftmaxF16 => "softmax.f16",
             ShaderId::UnaryF32 => "unary.f32",
             ShaderId::UnaryF16 => "unary.f16",
+            ShaderId::UpsampleF32 => "upsample.f32",
+            ShaderId::UpsampleF16 => "upsample.f16",
         }
     }
 
     /// The WGSL source.
     pub const fn source(self) -> &'static str {
         match self {
+            ShaderId::AvgPool2dF32 => AVG_POOL2D_F32,
+            ShaderId::AvgPool2dF16 => AVG_POOL2D_F16,
+            ShaderId::BatchNormF32 => BATCH_NORM_F32,
+            ShaderId::BatchNormF16 => BATCH_NORM_F16,
             ShaderId::BinaryF32 => BINARY_F32,
             ShaderId::BinaryF16 => BINARY_F16,
             ShaderId::CastFromI32F32 => CAST_FROM_I32_F32,
             ShaderId::CastFromI32F16 => CAST_FROM_I32_F16,
+            ShaderId::ConvF32 => CONV_F32,
+            ShaderId::ConvF16 => CONV_F16,
             ShaderId::GatherF32 => GATHER_F32,
             ShaderId::GatherF16 => GATHER_F16,
             ShaderId::GatherI32 => GATHER_I32,
+            ShaderId::GroupNormF32 => GROUP_NORM_F32,
+            ShaderId::GroupNormF16 => GROUP_NORM_F16,
             ShaderId::LayerNormF32 => LAYER_NORM_F32,
             ShaderId::LayerNormF16 => LAYER_NORM_F16,
             ShaderId::MatmulF32 => MATMUL_F32,
             ShaderId::MatmulF16 => MATMUL_F16,
+            ShaderId::MaxPool2dF32 => MAX_POOL2D_F32,
+            ShaderId::MaxPool2dF16 => MAX_POOL2D_F16,
             ShaderId::SoftmaxF32 => SOFTMAX_F32,
             ShaderId::SoftmaxF16 => SOFTMAX_F16,
             ShaderId::UnaryF32 => UNARY_F32,
             ShaderId::UnaryF16 => UNARY_F16,
+            ShaderId::UpsampleF32 => UPSAMPLE_F32,
+            ShaderId::UpsampleF16 => UPSAMPLE_F16,
         }
     }
 
     /// The shader of `family` for `variant`, if that variant exists.
     pub const fn find(family: Family, variant: Variant) -> Option<ShaderId> {
         match (family, variant) {
+            (Family::AvgPool2d, Variant::F32) => Some(ShaderId::AvgPool2dF32),
+            (Family::AvgPool2d, Variant::F16) => Some(ShaderId::AvgPool2dF16),
+            (Family::BatchNorm, Variant::F32) => Some(ShaderId::BatchNormF32),
+            (Family::BatchNorm, Variant::F16) => Some(ShaderId::BatchNormF16),
             (Family::Binary, Variant::F32) => Some(ShaderId::BinaryF32),
             (Family::Binary, Variant::F16) => Some(ShaderId::BinaryF16),
             (Family::CastFromI32, Variant::F32) => Some(ShaderId::CastFromI32F32),
             (Family::CastFromI32, Variant::F16) => Some(ShaderId::CastFromI32F16),
+            (Family::Conv, Variant::F32) => Some(ShaderId::ConvF32),
+            (Family::Conv, Variant::F16) => Some(ShaderId::ConvF16),
             (Family::Gather, Variant::F32) => Some(ShaderId::GatherF32),
             (Family::Gather, Variant::F16) => Some(ShaderId::GatherF16),
             (Family::Gather, Variant::I32) => Some(ShaderId::GatherI32),
+            (Family::GroupNorm, Variant::F32) => Some(ShaderId::GroupNormF32),
+            (Family::GroupNorm, Variant::F16) => Some(ShaderId::GroupNormF16),
             (Family::LayerNorm, Variant::F32) => Some(ShaderId::LayerNormF32),
             (Family::LayerNorm, Variant::F16) => Some(ShaderId::LayerNormF16),
             (Family::Matmul, Variant::F32) => Some(ShaderId::MatmulF32),
             (Family::Matmul, Variant::F16) => Some(ShaderId::MatmulF16),
+            (Family::MaxPool2d, Variant::F32) => Some(ShaderId::MaxPool2dF32),
+            (Family::MaxPool2d, Variant::F16) => Some(ShaderId::MaxPool2dF16),
             (Family::Softmax, Variant::F32) => Some(ShaderId::SoftmaxF32),
             (Family::Softmax, Variant::F16) => Some(ShaderId::SoftmaxF16),
             (Family::Unary, Variant::F32) => Some(ShaderId::UnaryF32),
             (Family::Unary, Variant::F16) => Some(ShaderId::UnaryF16),
+            (Family::Upsample, Variant::F32) => Some(ShaderId::UpsampleF32),
+            (Family::Upsample, Variant::F16) => Some(ShaderId::UpsampleF16),
             _ => None,
         }
     }
 }
+
+/// `avg_pool2d.wgsl` with `Elem = f32`.
+pub const AVG_POOL2D_F32: &str = r#"//! 2-D average pooling over the last two dims of a tensor seen as
+//! `[planes, H, W]`: one invocation per output element, in f32. Divisor
+//! as in PyTorch: `divisor` > 0 overrides; else the window clipped to the
+//! padded input when `count_include_pad`, else clipped to the input.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 64).
+override WG: u32 = 64u;
+
+struct Params {
+    numel: u32,
+    h: u32,
+    w: u32,
+    oh: u32,
+    ow: u32,
+    kh: u32,
+    kw: u32,
+    stride_h: u32,
+    stride_w: u32,
+    pad_h: u32,
+    pad_w: u32,
+    dil_h: u32,
+    dil_w: u32,
+    _pad0: u32,
+    count_include_pad: u32,
+    divisor: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read_write> out: array<Elem>;
+
+fn avg_pool(i: u32, plane: u32, oh: u32, ow: u32) {
+    let hs = i32(oh * p.stride_h) - i32(p.pad_h);
+    let ws = i32(ow * p.stride_w) - i32(p.pad_w);
+    let he = min(hs + i32(p.kh), i32(p.h + p.pad_h));
+    let we = min(ws + i32(p.kw), i32(p.w + p.pad_w));
+    let pool_size = (he - hs) * (we - ws);
+    let h0 = max(hs, 0);
+    let w0 = max(ws, 0);
+    let h1 = min(he, i32(p.h));
+    let w1 = min(we, i32(p.w));
+    var sum = 0.0;
+    for (var ih = h0; ih < h1; ih++) {
+        for (var iw = w0; iw < w1; iw++) {
+            sum += f32(x[plane * p.h * p.w + u32(ih) * p.w + u32(iw)]);
+        }
+    }
+    var divisor = f32(max((h1 - h0) * (w1 - w0), 1));
+    if p.divisor > 0u {
+        divisor = f32(p.divisor);
+    } else if p.count_include_pad != 0u {
+        divisor = f32(pool_size);
+    }
+    out[i] = Elem(sum / divisor);
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    let ow = i % p.ow;
+    let oh = (i / p.ow) % p.oh;
+    let plane = i / (p.ow * p.oh);
+    avg_pool(i, plane, oh, ow);
+}
+"#;
+
+/// `avg_pool2d.wgsl` with `Elem = f16`.
+pub const AVG_POOL2D_F16: &str = r#"enable f16;
+
+//! 2-D average pooling over the last two dims of a tensor seen as
+//! `[planes, H, W]`: one invocation per output element, in f32. Divisor
+//! as in PyTorch: `divisor` > 0 overrides; else the window clipped to the
+//! padded input when `count_include_pad`, else clipped to the input.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup (the host sizes its grid for 64).
+override WG: u32 = 64u;
+
+struct Params {
+    numel: u32,
+    h: u32,
+    w: u32,
+    oh: u32,
+    ow: u32,
+    kh: u32,
+    kw: u32,
+    stride_h: u32,
+    stride_w: u32,
+    pad_h: u32,
+    pad_w: u32,
+    dil_h: u32,
+    dil_w: u32,
+    _pad0: u32,
+    count_include_pad: u32,
+    divisor: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read_write> out: array<Elem>;
+
+fn avg_pool(i: u32, plane: u32, oh: u32, ow: u32) {
+    let hs = i32(oh * p.stride_h) - i32(p.pad_h);
+    let ws = i32(ow * p.stride_w) - i32(p.pad_w);
+    let he = min(hs + i32(p.kh), i32(p.h + p.pad_h));
+    let we = min(ws + i32(p.kw), i32(p.w + p.pad_w));
+    let pool_size = (he - hs) * (we - ws);
+    let h0 = max(hs, 0);
+    let w0 = max(ws, 0);
+    let h1 = min(he, i32(p.h));
+    let w1 = min(we, i32(p.w));
+    var sum = 0.0;
+    for (var ih = h0; ih < h1; ih++) {
+        for (var iw = w0; iw < w1; iw++) {
+            sum += f32(x[plane * p.h * p.w + u32(ih) * p.w + u32(iw)]);
+        }
+    }
+    var divisor = f32(max((h1 - h0) * (w1 - w0), 1));
+    if p.divisor > 0u {
+        divisor = f32(p.divisor);
+    } else if p.count_include_pad != 0u {
+        divisor = f32(pool_size);
+    }
+    out[i] = Elem(sum / divisor);
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    let ow = i % p.ow;
+    let oh = (i / p.ow) % p.oh;
+    let plane = i / (p.ow * p.oh);
+    avg_pool(i, plane, oh, ow);
+}
+"#;
+
+/// `batch_norm.wgsl` with `Elem = f32`.
+pub const BATCH_NORM_F32: &str = r#"//! Inference batch norm over dim 1 of a tensor seen as `[N, C, inner]`:
+//! `out = (x - mean[c]) * rsqrt(var[c] + eps) * weight[c] + bias[c]`, one
+//! invocation per element, in f32.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    c: u32,
+    inner: u32,
+    has_weight: u32,
+    has_bias: u32,
+    eps: f32,
+    _pad0: f32,
+    _pad1: f32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> weight: array<Elem>;
+@group(0) @binding(3) var<storage, read> bias: array<Elem>;
+@group(0) @binding(4) var<storage, read> mean: array<Elem>;
+@group(0) @binding(5) var<storage, read> var_: array<Elem>;
+@group(0) @binding(6) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    let c = (i / p.inner) % p.c;
+    var v = (f32(x[i]) - f32(mean[c])) * inverseSqrt(f32(var_[c]) + p.eps);
+    if p.has_weight != 0u {
+        v *= f32(weight[c]);
+    }
+    if p.has_bias != 0u {
+        v += f32(bias[c]);
+    }
+    out[i] = Elem(v);
+}
+"#;
+
+/// `batch_norm.wgsl` with `Elem = f16`.
+pub const BATCH_NORM_F16: &str = r#"enable f16;
+
+//! Inference batch norm over dim 1 of a tensor seen as `[N, C, inner]`:
+//! `out = (x - mean[c]) * rsqrt(var[c] + eps) * weight[c] + bias[c]`, one
+//! invocation per element, in f32.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    c: u32,
+    inner: u32,
+    has_weight: u32,
+    has_bias: u32,
+    eps: f32,
+    _pad0: f32,
+    _pad1: f32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> weight: array<Elem>;
+@group(0) @binding(3) var<storage, read> bias: array<Elem>;
+@group(0) @binding(4) var<storage, read> mean: array<Elem>;
+@group(0) @binding(5) var<storage, read> var_: array<Elem>;
+@group(0) @binding(6) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    let c = (i / p.inner) % p.c;
+    var v = (f32(x[i]) - f32(mean[c])) * inverseSqrt(f32(var_[c]) + p.eps);
+    if p.has_weight != 0u {
+        v *= f32(weight[c]);
+    }
+    if p.has_bias != 0u {
+        v += f32(bias[c]);
+    }
+    out[i] = Elem(v);
+}
+"#;
 
 /// `binary.wgsl` with `Elem = f32`.
 pub const BINARY_F32: &str = r#"//! Broadcasting binary elementwise ops: `out[i] = op(a[ia], b[ib])`.
@@ -453,6 +807,188 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 }
 "#;
 
+/// `conv.wgsl` with `Elem = f32`.
+pub const CONV_F32: &str = r#"//! Direct grouped 2-D convolution (1-D as H = 1), NCHW, with an optional
+//! bias and an optional output clamp: one invocation per output element
+//! `(n, oc, oh, ow)` sums `x * w` over its group's input channels and the
+//! kernel window, in f32. Weight layout `[OC, IC / groups, KH, KW]`.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 64).
+override WG: u32 = 64u;
+
+struct Params {
+    numel: u32,
+    c_in: u32,
+    h: u32,
+    w: u32,
+    c_out: u32,
+    oh: u32,
+    ow: u32,
+    groups: u32,
+    kh: u32,
+    kw: u32,
+    stride_h: u32,
+    stride_w: u32,
+    pad_h: u32,
+    pad_w: u32,
+    dil_h: u32,
+    dil_w: u32,
+    has_bias: u32,
+    has_min: u32,
+    has_max: u32,
+    _pad0: u32,
+    out_min: f32,
+    out_max: f32,
+    _pad1: f32,
+    _pad2: f32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> weight: array<Elem>;
+@group(0) @binding(3) var<storage, read> bias: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    let ow = i % p.ow;
+    let oh = (i / p.ow) % p.oh;
+    let oc = (i / (p.ow * p.oh)) % p.c_out;
+    let n = i / (p.ow * p.oh * p.c_out);
+    let icg = p.c_in / p.groups;
+    let ic0 = (oc / (p.c_out / p.groups)) * icg;
+    var acc = 0.0;
+    if p.has_bias != 0u {
+        acc = f32(bias[oc]);
+    }
+    let ih0 = i32(oh * p.stride_h) - i32(p.pad_h);
+    let iw0 = i32(ow * p.stride_w) - i32(p.pad_w);
+    for (var c = 0u; c < icg; c++) {
+        let x_plane = (n * p.c_in + ic0 + c) * p.h * p.w;
+        let w_plane = (oc * icg + c) * p.kh * p.kw;
+        for (var ky = 0u; ky < p.kh; ky++) {
+            let ih = ih0 + i32(ky * p.dil_h);
+            if ih < 0 || ih >= i32(p.h) {
+                continue;
+            }
+            for (var kx = 0u; kx < p.kw; kx++) {
+                let iw = iw0 + i32(kx * p.dil_w);
+                if iw < 0 || iw >= i32(p.w) {
+                    continue;
+                }
+                acc += f32(x[x_plane + u32(ih) * p.w + u32(iw)]) * f32(weight[w_plane + ky * p.kw + kx]);
+            }
+        }
+    }
+    if p.has_min != 0u {
+        acc = max(acc, p.out_min);
+    }
+    if p.has_max != 0u {
+        acc = min(acc, p.out_max);
+    }
+    out[i] = Elem(acc);
+}
+"#;
+
+/// `conv.wgsl` with `Elem = f16`.
+pub const CONV_F16: &str = r#"enable f16;
+
+//! Direct grouped 2-D convolution (1-D as H = 1), NCHW, with an optional
+//! bias and an optional output clamp: one invocation per output element
+//! `(n, oc, oh, ow)` sums `x * w` over its group's input channels and the
+//! kernel window, in f32. Weight layout `[OC, IC / groups, KH, KW]`.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup (the host sizes its grid for 64).
+override WG: u32 = 64u;
+
+struct Params {
+    numel: u32,
+    c_in: u32,
+    h: u32,
+    w: u32,
+    c_out: u32,
+    oh: u32,
+    ow: u32,
+    groups: u32,
+    kh: u32,
+    kw: u32,
+    stride_h: u32,
+    stride_w: u32,
+    pad_h: u32,
+    pad_w: u32,
+    dil_h: u32,
+    dil_w: u32,
+    has_bias: u32,
+    has_min: u32,
+    has_max: u32,
+    _pad0: u32,
+    out_min: f32,
+    out_max: f32,
+    _pad1: f32,
+    _pad2: f32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> weight: array<Elem>;
+@group(0) @binding(3) var<storage, read> bias: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    let ow = i % p.ow;
+    let oh = (i / p.ow) % p.oh;
+    let oc = (i / (p.ow * p.oh)) % p.c_out;
+    let n = i / (p.ow * p.oh * p.c_out);
+    let icg = p.c_in / p.groups;
+    let ic0 = (oc / (p.c_out / p.groups)) * icg;
+    var acc = 0.0;
+    if p.has_bias != 0u {
+        acc = f32(bias[oc]);
+    }
+    let ih0 = i32(oh * p.stride_h) - i32(p.pad_h);
+    let iw0 = i32(ow * p.stride_w) - i32(p.pad_w);
+    for (var c = 0u; c < icg; c++) {
+        let x_plane = (n * p.c_in + ic0 + c) * p.h * p.w;
+        let w_plane = (oc * icg + c) * p.kh * p.kw;
+        for (var ky = 0u; ky < p.kh; ky++) {
+            let ih = ih0 + i32(ky * p.dil_h);
+            if ih < 0 || ih >= i32(p.h) {
+                continue;
+            }
+            for (var kx = 0u; kx < p.kw; kx++) {
+                let iw = iw0 + i32(kx * p.dil_w);
+                if iw < 0 || iw >= i32(p.w) {
+                    continue;
+                }
+                acc += f32(x[x_plane + u32(ih) * p.w + u32(iw)]) * f32(weight[w_plane + ky * p.kw + kx]);
+            }
+        }
+    }
+    if p.has_min != 0u {
+        acc = max(acc, p.out_min);
+    }
+    if p.has_max != 0u {
+        acc = min(acc, p.out_max);
+    }
+    out[i] = Elem(acc);
+}
+"#;
+
 /// `gather.wgsl` with `Elem = f32`.
 pub const GATHER_F32: &str = r#"//! Strided copy: `out[i] = x[offset + sum_d coord_d(i) * stride_d]`.
 //!
@@ -587,6 +1123,142 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         rem = rem / size;
     }
     out[i] = x[u32(src)];
+}
+"#;
+
+/// `group_norm.wgsl` with `Elem = f32`.
+pub const GROUP_NORM_F32: &str = r#"//! Group norm of a tensor seen as `[N * G, C / G, inner]`: one invocation
+//! per `(n, group)` row computes the mean and biased variance (two passes,
+//! in f32), writes `out = (x - mean) * rstd * weight[c] + bias[c]`, and
+//! the row's `mean` and `rstd`.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 64).
+override WG: u32 = 64u;
+
+struct Params {
+    rows: u32,
+    groups: u32,
+    channels_per_group: u32,
+    inner: u32,
+    has_weight: u32,
+    has_bias: u32,
+    eps: f32,
+    _pad0: f32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> weight: array<Elem>;
+@group(0) @binding(3) var<storage, read> bias: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+@group(0) @binding(5) var<storage, read_write> mean_out: array<Elem>;
+@group(0) @binding(6) var<storage, read_write> rstd_out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let r = gid.x + gid.y * nwg.x * WG;
+    if r >= p.rows {
+        return;
+    }
+    let n = p.channels_per_group * p.inner;
+    let base = r * n;
+    var sum = 0.0;
+    for (var j = 0u; j < n; j++) {
+        sum += f32(x[base + j]);
+    }
+    let mean = sum / f32(max(n, 1u));
+    var sq = 0.0;
+    for (var j = 0u; j < n; j++) {
+        let d = f32(x[base + j]) - mean;
+        sq += d * d;
+    }
+    let rstd = inverseSqrt(sq / f32(max(n, 1u)) + p.eps);
+    let c0 = (r % p.groups) * p.channels_per_group;
+    for (var j = 0u; j < n; j++) {
+        let c = c0 + j / max(p.inner, 1u);
+        var v = (f32(x[base + j]) - mean) * rstd;
+        if p.has_weight != 0u {
+            v *= f32(weight[c]);
+        }
+        if p.has_bias != 0u {
+            v += f32(bias[c]);
+        }
+        out[base + j] = Elem(v);
+    }
+    mean_out[r] = Elem(mean);
+    rstd_out[r] = Elem(rstd);
+}
+"#;
+
+/// `group_norm.wgsl` with `Elem = f16`.
+pub const GROUP_NORM_F16: &str = r#"enable f16;
+
+//! Group norm of a tensor seen as `[N * G, C / G, inner]`: one invocation
+//! per `(n, group)` row computes the mean and biased variance (two passes,
+//! in f32), writes `out = (x - mean) * rstd * weight[c] + bias[c]`, and
+//! the row's `mean` and `rstd`.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup (the host sizes its grid for 64).
+override WG: u32 = 64u;
+
+struct Params {
+    rows: u32,
+    groups: u32,
+    channels_per_group: u32,
+    inner: u32,
+    has_weight: u32,
+    has_bias: u32,
+    eps: f32,
+    _pad0: f32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> weight: array<Elem>;
+@group(0) @binding(3) var<storage, read> bias: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+@group(0) @binding(5) var<storage, read_write> mean_out: array<Elem>;
+@group(0) @binding(6) var<storage, read_write> rstd_out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let r = gid.x + gid.y * nwg.x * WG;
+    if r >= p.rows {
+        return;
+    }
+    let n = p.channels_per_group * p.inner;
+    let base = r * n;
+    var sum = 0.0;
+    for (var j = 0u; j < n; j++) {
+        sum += f32(x[base + j]);
+    }
+    let mean = sum / f32(max(n, 1u));
+    var sq = 0.0;
+    for (var j = 0u; j < n; j++) {
+        let d = f32(x[base + j]) - mean;
+        sq += d * d;
+    }
+    let rstd = inverseSqrt(sq / f32(max(n, 1u)) + p.eps);
+    let c0 = (r % p.groups) * p.channels_per_group;
+    for (var j = 0u; j < n; j++) {
+        let c = c0 + j / max(p.inner, 1u);
+        var v = (f32(x[base + j]) - mean) * rstd;
+        if p.has_weight != 0u {
+            v *= f32(weight[c]);
+        }
+        if p.has_bias != 0u {
+            v += f32(bias[c]);
+        }
+        out[base + j] = Elem(v);
+    }
+    mean_out[r] = Elem(mean);
+    rstd_out[r] = Elem(rstd);
 }
 "#;
 
@@ -880,6 +1552,162 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
 }
 "#;
 
+/// `max_pool2d.wgsl` with `Elem = f32`.
+pub const MAX_POOL2D_F32: &str = r#"//! 2-D max pooling over the last two dims of a tensor seen as
+//! `[planes, H, W]`: one invocation per output element, also writing the
+//! flat `h * W + w` index of the maximum (PyTorch's
+//! `max_pool2d_with_indices`; NaN wins). Padding never wins.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 64).
+override WG: u32 = 64u;
+
+struct Params {
+    numel: u32,
+    h: u32,
+    w: u32,
+    oh: u32,
+    ow: u32,
+    kh: u32,
+    kw: u32,
+    stride_h: u32,
+    stride_w: u32,
+    pad_h: u32,
+    pad_w: u32,
+    dil_h: u32,
+    dil_w: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read_write> out: array<Elem>;
+@group(0) @binding(3) var<storage, read_write> indices: array<i32>;
+
+fn max_pool(i: u32, plane: u32, oh: u32, ow: u32) {
+    let h0 = i32(oh * p.stride_h) - i32(p.pad_h);
+    let w0 = i32(ow * p.stride_w) - i32(p.pad_w);
+    var best = bitcast<f32>(0xff800000u);
+    var best_idx = -1;
+    for (var ky = 0u; ky < p.kh; ky++) {
+        let ih = h0 + i32(ky * p.dil_h);
+        if ih < 0 || ih >= i32(p.h) {
+            continue;
+        }
+        for (var kx = 0u; kx < p.kw; kx++) {
+            let iw = w0 + i32(kx * p.dil_w);
+            if iw < 0 || iw >= i32(p.w) {
+                continue;
+            }
+            let idx = ih * i32(p.w) + iw;
+            let v = f32(x[plane * p.h * p.w + u32(idx)]);
+            // NaN wins, as in PyTorch.
+            if best_idx < 0 || v > best || v != v {
+                best = v;
+                best_idx = idx;
+            }
+        }
+    }
+    out[i] = Elem(best);
+    indices[i] = best_idx;
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    let ow = i % p.ow;
+    let oh = (i / p.ow) % p.oh;
+    let plane = i / (p.ow * p.oh);
+    max_pool(i, plane, oh, ow);
+}
+"#;
+
+/// `max_pool2d.wgsl` with `Elem = f16`.
+pub const MAX_POOL2D_F16: &str = r#"enable f16;
+
+//! 2-D max pooling over the last two dims of a tensor seen as
+//! `[planes, H, W]`: one invocation per output element, also writing the
+//! flat `h * W + w` index of the maximum (PyTorch's
+//! `max_pool2d_with_indices`; NaN wins). Padding never wins.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup (the host sizes its grid for 64).
+override WG: u32 = 64u;
+
+struct Params {
+    numel: u32,
+    h: u32,
+    w: u32,
+    oh: u32,
+    ow: u32,
+    kh: u32,
+    kw: u32,
+    stride_h: u32,
+    stride_w: u32,
+    pad_h: u32,
+    pad_w: u32,
+    dil_h: u32,
+    dil_w: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read_write> out: array<Elem>;
+@group(0) @binding(3) var<storage, read_write> indices: array<i32>;
+
+fn max_pool(i: u32, plane: u32, oh: u32, ow: u32) {
+    let h0 = i32(oh * p.stride_h) - i32(p.pad_h);
+    let w0 = i32(ow * p.stride_w) - i32(p.pad_w);
+    var best = bitcast<f32>(0xff800000u);
+    var best_idx = -1;
+    for (var ky = 0u; ky < p.kh; ky++) {
+        let ih = h0 + i32(ky * p.dil_h);
+        if ih < 0 || ih >= i32(p.h) {
+            continue;
+        }
+        for (var kx = 0u; kx < p.kw; kx++) {
+            let iw = w0 + i32(kx * p.dil_w);
+            if iw < 0 || iw >= i32(p.w) {
+                continue;
+            }
+            let idx = ih * i32(p.w) + iw;
+            let v = f32(x[plane * p.h * p.w + u32(idx)]);
+            // NaN wins, as in PyTorch.
+            if best_idx < 0 || v > best || v != v {
+                best = v;
+                best_idx = idx;
+            }
+        }
+    }
+    out[i] = Elem(best);
+    indices[i] = best_idx;
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    let ow = i % p.ow;
+    let oh = (i / p.ow) % p.oh;
+    let plane = i / (p.ow * p.oh);
+    max_pool(i, plane, oh, ow);
+}
+"#;
+
 /// `softmax.wgsl` with `Elem = f32`.
 pub const SOFTMAX_F32: &str = r#"//! Softmax and log-softmax along one dim of a tensor seen as
 //! `[outer, dim, inner]`: one invocation per `(outer, inner)` row, three
@@ -1167,5 +1995,145 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         return;
     }
     out[i] = Elem(apply(p.op, f32(x[i])));
+}
+"#;
+
+/// `upsample.wgsl` with `Elem = f32`.
+pub const UPSAMPLE_F32: &str = r#"//! 2-D nearest and bilinear resampling of the last two dims of a tensor
+//! seen as `[planes, H, W]`, one invocation per output element, with
+//! PyTorch's source-index rules. The host passes each axis's scale
+//! (input / output, or the reciprocal scale factor, or `(in - 1) /
+//! (out - 1)` with `align_corners`). Math in f32.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    h: u32,
+    w: u32,
+    oh: u32,
+    ow: u32,
+    bilinear: u32,
+    align_corners: u32,
+    _pad0: u32,
+    scale_h: f32,
+    scale_w: f32,
+    _pad1: f32,
+    _pad2: f32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read_write> out: array<Elem>;
+
+/// Bilinear source coordinate of `dst` (never negative).
+fn source(dst: u32, scale: f32) -> f32 {
+    if p.align_corners != 0u {
+        return scale * f32(dst);
+    }
+    return max(scale * (f32(dst) + 0.5) - 0.5, 0.0);
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    let ox = i % p.ow;
+    let oy = (i / p.ow) % p.oh;
+    let base = (i / (p.ow * p.oh)) * p.h * p.w;
+    if p.bilinear == 0u {
+        let sy = min(u32(floor(f32(oy) * p.scale_h)), p.h - 1u);
+        let sx = min(u32(floor(f32(ox) * p.scale_w)), p.w - 1u);
+        out[i] = x[base + sy * p.w + sx];
+        return;
+    }
+    let fy = source(oy, p.scale_h);
+    let fx = source(ox, p.scale_w);
+    let y0 = min(u32(fy), p.h - 1u);
+    let x0 = min(u32(fx), p.w - 1u);
+    let y1 = min(y0 + 1u, p.h - 1u);
+    let x1 = min(x0 + 1u, p.w - 1u);
+    let ly = fy - f32(y0);
+    let lx = fx - f32(x0);
+    let top = (1.0 - lx) * f32(x[base + y0 * p.w + x0]) + lx * f32(x[base + y0 * p.w + x1]);
+    let bottom = (1.0 - lx) * f32(x[base + y1 * p.w + x0]) + lx * f32(x[base + y1 * p.w + x1]);
+    out[i] = Elem((1.0 - ly) * top + ly * bottom);
+}
+"#;
+
+/// `upsample.wgsl` with `Elem = f16`.
+pub const UPSAMPLE_F16: &str = r#"enable f16;
+
+//! 2-D nearest and bilinear resampling of the last two dims of a tensor
+//! seen as `[planes, H, W]`, one invocation per output element, with
+//! PyTorch's source-index rules. The host passes each axis's scale
+//! (input / output, or the reciprocal scale factor, or `(in - 1) /
+//! (out - 1)` with `align_corners`). Math in f32.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    h: u32,
+    w: u32,
+    oh: u32,
+    ow: u32,
+    bilinear: u32,
+    align_corners: u32,
+    _pad0: u32,
+    scale_h: f32,
+    scale_w: f32,
+    _pad1: f32,
+    _pad2: f32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read_write> out: array<Elem>;
+
+/// Bilinear source coordinate of `dst` (never negative).
+fn source(dst: u32, scale: f32) -> f32 {
+    if p.align_corners != 0u {
+        return scale * f32(dst);
+    }
+    return max(scale * (f32(dst) + 0.5) - 0.5, 0.0);
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    let ox = i % p.ow;
+    let oy = (i / p.ow) % p.oh;
+    let base = (i / (p.ow * p.oh)) * p.h * p.w;
+    if p.bilinear == 0u {
+        let sy = min(u32(floor(f32(oy) * p.scale_h)), p.h - 1u);
+        let sx = min(u32(floor(f32(ox) * p.scale_w)), p.w - 1u);
+        out[i] = x[base + sy * p.w + sx];
+        return;
+    }
+    let fy = source(oy, p.scale_h);
+    let fx = source(ox, p.scale_w);
+    let y0 = min(u32(fy), p.h - 1u);
+    let x0 = min(u32(fx), p.w - 1u);
+    let y1 = min(y0 + 1u, p.h - 1u);
+    let x1 = min(x0 + 1u, p.w - 1u);
+    let ly = fy - f32(y0);
+    let lx = fx - f32(x0);
+    let top = (1.0 - lx) * f32(x[base + y0 * p.w + x0]) + lx * f32(x[base + y0 * p.w + x1]);
+    let bottom = (1.0 - lx) * f32(x[base + y1 * p.w + x0]) + lx * f32(x[base + y1 * p.w + x1]);
+    out[i] = Elem((1.0 - ly) * top + ly * bottom);
 }
 "#;

@@ -15,16 +15,6 @@ use etwgpu_runtime::Tensor;
 /// Fixtures that cannot run yet, with the ops (or features) they lack.
 const NOT_YET_SUPPORTED: &[(&str, &[&str])] = &[
     ("binary", &["aten.eq.Tensor", "aten.gt.Tensor", "aten.where.self"]),
-    (
-        "convnet",
-        &[
-            "aten._native_batch_norm_legit_no_training.default",
-            "aten.avg_pool2d.default",
-            "aten.convolution.default",
-            "aten.max_pool2d_with_indices.default",
-            "et_vk.conv_with_clamp.default",
-        ],
-    ),
     ("dynamic_seq", &["aten.mean.dim", "mul", "sym_size.int"]),
     ("indexing", &["aten.embedding.default", "aten.gather.default", "aten.index.Tensor", "aten.index_select.default"]),
     (
