@@ -8,10 +8,12 @@ pub mod infra;
 pub mod matmul;
 pub mod norm;
 pub mod shape;
+pub mod symint;
 
 use crate::error::Result;
 use crate::plan::{Ctx, Lowered};
 use elementwise::{BinaryOp, UnaryOp};
+use symint::SymIntOp;
 
 /// Declares the operator table.
 ///
@@ -50,6 +52,7 @@ macro_rules! register_ops {
 }
 
 register_ops! {
+    SymAdd => "add" => |c| symint::arith(c, SymIntOp::Add),
     LogSoftmax => "aten._log_softmax.default" => |c| norm::softmax(c, true),
     BatchNormNoTraining => "aten._native_batch_norm_legit_no_training.default" => norm::batch_norm_no_training,
     Softmax => "aten._softmax.default" => |c| norm::softmax(c, false),
@@ -106,6 +109,11 @@ register_ops! {
     ToDimOrderCopy => "dim_order_ops._to_dim_order_copy.default" => shape::to_dim_order_copy,
     ConvWithClamp => "et_vk.conv_with_clamp.default" => |c| conv::convolution(c, true),
     Prepack => "et_vk.prepack.default" => infra::prepack,
+    SelectAsSymInt => "et_vk.select_as_symint.default" => symint::select_as_symint,
+    SymFloorDiv => "floordiv" => |c| symint::arith(c, SymIntOp::FloorDiv),
+    SymMul => "mul" => |c| symint::arith(c, SymIntOp::Mul),
+    SymSub => "sub" => |c| symint::arith(c, SymIntOp::Sub),
+    SymSize => "sym_size.int" => symint::sym_size,
 }
 
 /// Looks an operator up by its exact ExecuTorch name.

@@ -30,6 +30,7 @@ enum Owned {
     Bool(bool),
     IntList(Vec<i64>),
     List(Vec<Vid>),
+    SymInt(i64),
     Null,
 }
 
@@ -54,6 +55,7 @@ impl Graph for TestGraph {
             Owned::Bool(x) => Value::Bool(*x),
             Owned::IntList(x) => Value::IntList(x),
             Owned::List(x) => Value::List(x),
+            Owned::SymInt(x) => Value::SymInt(*x),
             Owned::Null => Value::Null,
         }
     }
@@ -242,4 +244,33 @@ fn pool_shapes_with_ceil_mode() {
     let o2 = g.t(&[1, 2, 2, 2]);
     let l = check(&g, "aten.avg_pool2d.default", &[x, k, s, p, f, t, null, o2]).expect("floor");
     assert_eq!(out_shape(&l), [1, 2, 2, 2]);
+}
+
+#[test]
+fn symint_ops_set_live_values() {
+    let mut g = TestGraph::default();
+    let x = g.t(&[2, 7, 3]);
+    let (minus_two, seven_neg, two) = (g.push(Owned::Int(-2)), g.push(Owned::Int(-7)), g.push(Owned::Int(2)));
+    let s = g.push(Owned::SymInt(7));
+    let out = g.push(Owned::SymInt(0));
+    let set = |l: crate::Result<Lowered>| match l.expect("lowers").steps[..] {
+        [Step::SymInt { out: o, value }] if o == out => value,
+        ref other => panic!("expected one SymInt step, got {other:?}"),
+    };
+    assert_eq!(set(check(&g, "sym_size.int", &[x, minus_two, out])), 7);
+    assert_eq!(set(check(&g, "add", &[s, two, out])), 9);
+    assert_eq!(set(check(&g, "sub", &[s, two, out])), 5);
+    assert_eq!(set(check(&g, "mul", &[s, minus_two, out])), -14);
+    assert_eq!(set(check(&g, "floordiv", &[s, two, out])), 3);
+    assert_eq!(set(check(&g, "floordiv", &[seven_neg, two, out])), -4, "rounds toward -inf");
+    let zero = g.push(Owned::Int(0));
+    assert!(matches!(check(&g, "floordiv", &[s, zero, out]), Err(crate::Error::ArgValue { arg_idx: 1, .. })));
+    let not_sym = g.t(&[1]);
+    assert!(matches!(check(&g, "add", &[s, two, not_sym]), Err(crate::Error::ArgKind { arg_idx: 2, .. })));
+    let pos = g.push(Owned::Tensor(ElemType::I32, vec![1, 4], false));
+    let one = g.push(Owned::Int(1));
+    let minus_one = g.push(Owned::Int(-1));
+    let l = check(&g, "et_vk.select_as_symint.default", &[pos, one, minus_one, out]).expect("lowers");
+    assert_eq!(l.steps, [Step::ReadSymInt { out, src: pos, elem: 3 }]);
+    assert!(check(&g, "et_vk.select_as_symint.default", &[x, one, minus_one, out]).is_err(), "float source");
 }

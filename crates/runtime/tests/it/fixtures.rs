@@ -15,45 +15,36 @@ use etwgpu_runtime::Tensor;
 /// Fixtures that cannot run yet, with the ops (or features) they lack.
 const NOT_YET_SUPPORTED: &[(&str, &[&str])] = &[
     ("binary", &["aten.eq.Tensor", "aten.gt.Tensor", "aten.where.self"]),
-    ("dynamic_seq", &["aten.mean.dim", "mul", "sym_size.int"]),
+    ("dynamic_seq", &["aten.mean.dim"]),
     ("indexing", &["aten.embedding.default", "aten.gather.default", "aten.index.Tensor", "aten.index_select.default"]),
     (
         "llama_tiny_8da4w",
         &[
-            "add",
             "aten.embedding.default",
             "et_vk.apply_rotary_emb.default",
             "et_vk.linear_dq8ca_q4gsw.default",
             "et_vk.rms_norm.default",
-            "et_vk.select_as_symint.default",
             "sdpa_with_kv_cache.default",
-            "sym_size.int",
             "torchao.choose_qparams_affine.default",
         ],
     ),
     (
         "llama_tiny_fp32",
         &[
-            "add",
             "aten.embedding.default",
             "et_vk.apply_rotary_emb.default",
             "et_vk.rms_norm.default",
-            "et_vk.select_as_symint.default",
             "sdpa_with_kv_cache.default",
-            "sym_size.int",
         ],
     ),
     (
         "llama_tiny_q4",
         &[
-            "add",
             "et_vk.apply_rotary_emb.default",
             "et_vk.embedding_q4gsw.default",
             "et_vk.linear_q4gsw.default",
             "et_vk.rms_norm.default",
-            "et_vk.select_as_symint.default",
             "sdpa_with_kv_cache.default",
-            "sym_size.int",
         ],
     ),
     ("partial_delegate", &["CPU kernel aten::cumsum.out"]),
