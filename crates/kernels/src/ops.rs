@@ -6,6 +6,7 @@ pub mod conv;
 pub mod elementwise;
 pub mod infra;
 pub mod matmul;
+pub mod mean;
 pub mod norm;
 pub mod shape;
 pub mod symint;
@@ -80,6 +81,7 @@ register_ops! {
     Log => "aten.log.default" => |c| elementwise::unary(c, UnaryOp::Log),
     MaxPool2dWithIndices => "aten.max_pool2d_with_indices.default" => conv::max_pool2d_with_indices,
     Maximum => "aten.maximum.default" => |c| elementwise::binary(c, BinaryOp::Maximum),
+    MeanDim => "aten.mean.dim" => mean::mean_dim,
     Minimum => "aten.minimum.default" => |c| elementwise::binary(c, BinaryOp::Minimum),
     Mm => "aten.mm.default" => matmul::mm,
     Mul => "aten.mul.Tensor" => |c| elementwise::binary(c, BinaryOp::Mul),

@@ -274,3 +274,22 @@ fn symint_ops_set_live_values() {
     assert_eq!(l.steps, [Step::ReadSymInt { out, src: pos, elem: 3 }]);
     assert!(check(&g, "et_vk.select_as_symint.default", &[x, one, minus_one, out]).is_err(), "float source");
 }
+
+#[test]
+fn mean_over_adjacent_dims_only() {
+    let mut g = TestGraph::default();
+    let x = g.t(&[2, 3, 4, 5]);
+    let (t, f, null) = (g.push(Owned::Bool(true)), g.push(Owned::Bool(false)), g.push(Owned::Null));
+    let dims = g.push(Owned::IntList(vec![-1, 2]));
+    let out = g.t(&[2, 3, 1, 1]);
+    let l = check(&g, "aten.mean.dim", &[x, dims, t, null, out]).expect("adjacent");
+    assert_eq!(out_shape(&l), [2, 3, 1, 1]);
+    let out2 = g.t(&[2, 4, 5]);
+    let one = g.push(Owned::IntList(vec![1]));
+    assert_eq!(out_shape(&check(&g, "aten.mean.dim", &[x, one, f, null, out2]).expect("middle")), [2, 4, 5]);
+    let gap = g.push(Owned::IntList(vec![0, 2]));
+    assert!(matches!(
+        check(&g, "aten.mean.dim", &[x, gap, t, null, out]),
+        Err(crate::Error::ArgValue { arg_idx: 1, .. })
+    ));
+}

@@ -26,6 +26,8 @@ pub enum Family {
     Matmul,
     /// `max_pool2d.wgsl`.
     MaxPool2d,
+    /// `mean_dim.wgsl`.
+    MeanDim,
     /// `softmax.wgsl`.
     Softmax,
     /// `unary.wgsl`.
@@ -90,6 +92,10 @@ pub enum ShaderId {
     MaxPool2dF32,
     /// `max_pool2d.wgsl` with `Elem = f16`.
     MaxPool2dF16,
+    /// `mean_dim.wgsl` with `Elem = f32`.
+    MeanDimF32,
+    /// `mean_dim.wgsl` with `Elem = f16`.
+    MeanDimF16,
     /// `softmax.wgsl` with `Elem = f32`.
     SoftmaxF32,
     /// `softmax.wgsl` with `Elem = f16`.
@@ -128,6 +134,8 @@ impl ShaderId {
         ShaderId::MatmulF16,
         ShaderId::MaxPool2dF32,
         ShaderId::MaxPool2dF16,
+        ShaderId::MeanDimF32,
+        ShaderId::MeanDimF16,
         ShaderId::SoftmaxF32,
         ShaderId::SoftmaxF16,
         ShaderId::UnaryF32,
@@ -160,6 +168,8 @@ impl ShaderId {
             ShaderId::MatmulF16 => Family::Matmul,
             ShaderId::MaxPool2dF32 => Family::MaxPool2d,
             ShaderId::MaxPool2dF16 => Family::MaxPool2d,
+            ShaderId::MeanDimF32 => Family::MeanDim,
+            ShaderId::MeanDimF16 => Family::MeanDim,
             ShaderId::SoftmaxF32 => Family::Softmax,
             ShaderId::SoftmaxF16 => Family::Softmax,
             ShaderId::UnaryF32 => Family::Unary,
@@ -193,6 +203,8 @@ impl ShaderId {
             ShaderId::MatmulF16 => Variant::F16,
             ShaderId::MaxPool2dF32 => Variant::F32,
             ShaderId::MaxPool2dF16 => Variant::F16,
+            ShaderId::MeanDimF32 => Variant::F32,
+            ShaderId::MeanDimF16 => Variant::F16,
             ShaderId::SoftmaxF32 => Variant::F32,
             ShaderId::SoftmaxF16 => Variant::F16,
             ShaderId::UnaryF32 => Variant::F32,
@@ -226,6 +238,8 @@ impl ShaderId {
             ShaderId::MatmulF16 => "matmul.f16",
             ShaderId::MaxPool2dF32 => "max_pool2d.f32",
             ShaderId::MaxPool2dF16 => "max_pool2d.f16",
+            ShaderId::MeanDimF32 => "mean_dim.f32",
+            ShaderId::MeanDimF16 => "mean_dim.f16",
             ShaderId::SoftmaxF32 => "softmax.f32",
             ShaderId::SoftmaxF16 => "softmax.f16",
             ShaderId::UnaryF32 => "unary.f32",
@@ -259,6 +273,8 @@ impl ShaderId {
             ShaderId::MatmulF16 => MATMUL_F16,
             ShaderId::MaxPool2dF32 => MAX_POOL2D_F32,
             ShaderId::MaxPool2dF16 => MAX_POOL2D_F16,
+            ShaderId::MeanDimF32 => MEAN_DIM_F32,
+            ShaderId::MeanDimF16 => MEAN_DIM_F16,
             ShaderId::SoftmaxF32 => SOFTMAX_F32,
             ShaderId::SoftmaxF16 => SOFTMAX_F16,
             ShaderId::UnaryF32 => UNARY_F32,
@@ -292,6 +308,8 @@ impl ShaderId {
             (Family::Matmul, Variant::F16) => Some(ShaderId::MatmulF16),
             (Family::MaxPool2d, Variant::F32) => Some(ShaderId::MaxPool2dF32),
             (Family::MaxPool2d, Variant::F16) => Some(ShaderId::MaxPool2dF16),
+            (Family::MeanDim, Variant::F32) => Some(ShaderId::MeanDimF32),
+            (Family::MeanDim, Variant::F16) => Some(ShaderId::MeanDimF16),
             (Family::Softmax, Variant::F32) => Some(ShaderId::SoftmaxF32),
             (Family::Softmax, Variant::F16) => Some(ShaderId::SoftmaxF16),
             (Family::Unary, Variant::F32) => Some(ShaderId::UnaryF32),
@@ -1705,6 +1723,82 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let oh = (i / p.ow) % p.oh;
     let plane = i / (p.ow * p.oh);
     max_pool(i, plane, oh, ow);
+}
+"#;
+
+/// `mean_dim.wgsl` with `Elem = f32`.
+pub const MEAN_DIM_F32: &str = r#"//! Mean over the middle dim of a tensor seen as `[outer, n, inner]`: one
+//! invocation per `(outer, inner)` output, summing in f32. An empty
+//! reduction gives NaN, as in PyTorch.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 64).
+override WG: u32 = 64u;
+
+struct Params {
+    rows: u32,
+    n: u32,
+    inner: u32,
+    _pad0: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let r = gid.x + gid.y * nwg.x * WG;
+    if r >= p.rows {
+        return;
+    }
+    let base = (r / p.inner) * p.n * p.inner + r % p.inner;
+    var sum = 0.0;
+    for (var j = 0u; j < p.n; j++) {
+        sum += f32(x[base + j * p.inner]);
+    }
+    out[r] = Elem(sum / f32(p.n));
+}
+"#;
+
+/// `mean_dim.wgsl` with `Elem = f16`.
+pub const MEAN_DIM_F16: &str = r#"enable f16;
+
+//! Mean over the middle dim of a tensor seen as `[outer, n, inner]`: one
+//! invocation per `(outer, inner)` output, summing in f32. An empty
+//! reduction gives NaN, as in PyTorch.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup (the host sizes its grid for 64).
+override WG: u32 = 64u;
+
+struct Params {
+    rows: u32,
+    n: u32,
+    inner: u32,
+    _pad0: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let r = gid.x + gid.y * nwg.x * WG;
+    if r >= p.rows {
+        return;
+    }
+    let base = (r / p.inner) * p.n * p.inner + r % p.inner;
+    var sum = 0.0;
+    for (var j = 0u; j < p.n; j++) {
+        sum += f32(x[base + j * p.inner]);
+    }
+    out[r] = Elem(sum / f32(p.n));
 }
 "#;
 

@@ -15,7 +15,6 @@ use etwgpu_runtime::Tensor;
 /// Fixtures that cannot run yet, with the ops (or features) they lack.
 const NOT_YET_SUPPORTED: &[(&str, &[&str])] = &[
     ("binary", &["aten.eq.Tensor", "aten.gt.Tensor", "aten.where.self"]),
-    ("dynamic_seq", &["aten.mean.dim"]),
     ("indexing", &["aten.embedding.default", "aten.gather.default", "aten.index.Tensor", "aten.index_select.default"]),
     (
         "llama_tiny_8da4w",
@@ -55,7 +54,6 @@ const NOT_YET_SUPPORTED: &[(&str, &[&str])] = &[
             "aten.amin.default",
             "aten.argmax.default",
             "aten.argmin.default",
-            "aten.mean.dim",
             "aten.sum.dim_IntList",
         ],
     ),
