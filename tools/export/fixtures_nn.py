@@ -581,6 +581,54 @@ def fx_fp16_mlp(verify: bool = True) -> FixtureResult:
         model, ins, options={"force_fp16": True}, verify=verify)
 
 
+class ConvMore(nn.Module):
+    """Convolution variants, pooling edge cases and spatial ops, on odd sizes."""
+
+    NAMES = ["conv1d", "conv_clamp", "conv_grouped", "max_pool", "avg_pool_no_pad_count",
+             "avg_pool_divisor", "nearest", "bilinear", "bilinear_corners", "pixel_shuffle",
+             "group_norm"]
+
+    def __init__(self):
+        super().__init__()
+        self.c1d = nn.Conv1d(3, 4, 3, stride=2, padding=2, dilation=2, bias=False)
+        self.c2d = nn.Conv2d(4, 6, 3, stride=2, padding=1, bias=True)
+        self.cg = nn.Conv2d(4, 4, 3, padding=2, dilation=2, groups=2, bias=True)
+        self.gn = nn.GroupNorm(2, 4)
+
+    def forward(self, x, s):
+        return (
+            self.c1d(s),
+            F.hardtanh(self.c2d(x), -0.5, 0.5),
+            self.cg(x),
+            F.max_pool2d(x, 3, stride=2, padding=1, ceil_mode=True),
+            F.avg_pool2d(x, 3, stride=2, padding=1, ceil_mode=True, count_include_pad=False),
+            F.avg_pool2d(x, 2, stride=1, divisor_override=3),
+            F.interpolate(x, scale_factor=2, mode="nearest"),
+            F.interpolate(x, size=(9, 7), mode="bilinear", align_corners=False),
+            F.interpolate(x, size=(4, 8), mode="bilinear", align_corners=True),
+            F.pixel_shuffle(x, 2),
+            self.gn(x),
+        )
+
+
+def fx_conv_more(verify: bool = True) -> FixtureResult:
+    g = seed("conv_more")
+    model = ConvMore()
+    with torch.no_grad():
+        model.gn.weight.copy_(uniform(g, 0.5, 1.5, 4))
+        model.gn.bias.copy_(randn(g, 4, scale=0.2))
+    ins = (randn(g, 1, 4, 6, 5), randn(g, 1, 3, 11))
+    return module_fixture(
+        "conv_more",
+        "x float32 [1,4,6,5], s float32 [1,3,11]: Conv1d(3,4,3,stride 2,pad 2,dilation 2,"
+        "no bias)(s); hardtanh(-0.5,0.5) of Conv2d(4,6,3,stride 2,pad 1) (conv_with_clamp); "
+        "grouped Conv2d(4,4,3,pad 2,dilation 2,groups 2); max_pool2d(3,2,pad 1,ceil_mode); "
+        "avg_pool2d(3,2,pad 1,ceil_mode,count_include_pad=False); avg_pool2d(2,1,"
+        "divisor_override 3); nearest x2; bilinear to (9,7); bilinear align_corners to (4,8); "
+        "pixel_shuffle(2); GroupNorm(2,4).",
+        model, [ins], verify=verify)
+
+
 class PartialDelegate(nn.Module):
     def __init__(self):
         super().__init__()
@@ -619,4 +667,5 @@ FIXTURES: dict[str, Callable[..., FixtureResult]] = {
     "dynamic_seq": fx_dynamic_seq,
     "fp16_mlp": fx_fp16_mlp,
     "partial_delegate": fx_partial_delegate,
+    "conv_more": fx_conv_more,
 }

@@ -135,6 +135,8 @@ pub fn plan(steps: &[Step], bytes: &BTreeMap<Vid, u64>, pinned: &BTreeSet<Vid>) 
                 touch(*out, t, &mut touched);
                 dedicated_roots.insert(*out);
             }
+            // Host-side SymInt updates touch no device storage.
+            Step::SymInt { .. } | Step::ReadSymInt { .. } => {}
         }
     }
     let naive_bytes = touched.keys().map(|&v| size(v)).sum();

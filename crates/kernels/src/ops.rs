@@ -2,6 +2,7 @@
 //! name. [`register_ops!`] turns the rows into [`OpId`], [`OPS`] and
 //! [`from_name`], and wires each row to its host rule in `ops/<family>.rs`.
 
+pub mod conv;
 pub mod elementwise;
 pub mod infra;
 pub mod logic;
@@ -9,12 +10,14 @@ pub mod matmul;
 pub mod norm;
 pub mod reduce;
 pub mod shape;
+pub mod symint;
 
 use crate::error::Result;
 use crate::plan::{Ctx, Lowered};
 use elementwise::{BinaryOp, UnaryOp};
 use logic::{BitOp, CmpOp};
 use reduce::{ArgOp, ReduceOp};
+use symint::SymIntOp;
 
 /// Declares the operator table.
 ///
@@ -53,7 +56,9 @@ macro_rules! register_ops {
 }
 
 register_ops! {
+    SymAdd => "add" => |c| symint::arith(c, SymIntOp::Add),
     LogSoftmax => "aten._log_softmax.default" => |c| norm::softmax(c, true),
+    BatchNormNoTraining => "aten._native_batch_norm_legit_no_training.default" => norm::batch_norm_no_training,
     Softmax => "aten._softmax.default" => |c| norm::softmax(c, false),
     Abs => "aten.abs.default" => |c| elementwise::unary(c, UnaryOp::Abs),
     Add => "aten.add.Tensor" => |c| elementwise::binary(c, BinaryOp::Add),
@@ -63,6 +68,7 @@ register_ops! {
     Amin => "aten.amin.default" => |c| reduce::reduce(c, ReduceOp::Amin),
     Argmax => "aten.argmax.default" => |c| reduce::arg_reduce(c, ArgOp::Argmax),
     Argmin => "aten.argmin.default" => |c| reduce::arg_reduce(c, ArgOp::Argmin),
+    AvgPool2d => "aten.avg_pool2d.default" => conv::avg_pool2d,
     BitwiseAnd => "aten.bitwise_and.Tensor" => |c| logic::bitwise(c, BitOp::And),
     BitwiseNot => "aten.bitwise_not.default" => logic::bitwise_not,
     BitwiseOr => "aten.bitwise_or.Tensor" => |c| logic::bitwise(c, BitOp::Or),
@@ -70,6 +76,7 @@ register_ops! {
     Bmm => "aten.bmm.default" => matmul::bmm,
     Clamp => "aten.clamp.default" => elementwise::clamp,
     Clone => "aten.clone.default" => shape::clone,
+    Convolution => "aten.convolution.default" => |c| conv::convolution(c, false),
     Cos => "aten.cos.default" => |c| elementwise::unary(c, UnaryOp::Cos),
     Div => "aten.div.Tensor" => |c| elementwise::binary(c, BinaryOp::Div),
     DivMode => "aten.div.Tensor_mode" => elementwise::div_mode,
@@ -97,17 +104,20 @@ register_ops! {
     LogicalXor => "aten.logical_xor.default" => |c| logic::compare_tensor(c, CmpOp::Xor),
     LtScalar => "aten.lt.Scalar" => |c| logic::compare_scalar(c, CmpOp::Lt),
     LtTensor => "aten.lt.Tensor" => |c| logic::compare_tensor(c, CmpOp::Lt),
+    MaxPool2dWithIndices => "aten.max_pool2d_with_indices.default" => conv::max_pool2d_with_indices,
     Maximum => "aten.maximum.default" => |c| elementwise::binary(c, BinaryOp::Maximum),
     MeanDim => "aten.mean.dim" => |c| reduce::reduce(c, ReduceOp::Mean),
     Minimum => "aten.minimum.default" => |c| elementwise::binary(c, BinaryOp::Minimum),
     Mm => "aten.mm.default" => matmul::mm,
     Mul => "aten.mul.Tensor" => |c| elementwise::binary(c, BinaryOp::Mul),
+    NativeGroupNorm => "aten.native_group_norm.default" => norm::native_group_norm,
     NativeLayerNorm => "aten.native_layer_norm.default" => norm::native_layer_norm,
     NeScalar => "aten.ne.Scalar" => |c| logic::compare_scalar(c, CmpOp::Ne),
     NeTensor => "aten.ne.Tensor" => |c| logic::compare_tensor(c, CmpOp::Ne),
     Neg => "aten.neg.default" => |c| elementwise::unary(c, UnaryOp::Neg),
     Permute => "aten.permute.default" => shape::permute_copy,
     PermuteCopy => "aten.permute_copy.default" => shape::permute_copy,
+    PixelShuffle => "aten.pixel_shuffle.default" => shape::pixel_shuffle,
     PowTensorScalar => "aten.pow.Tensor_Scalar" => elementwise::pow_scalar,
     PowTensorTensor => "aten.pow.Tensor_Tensor" => |c| elementwise::binary(c, BinaryOp::Pow),
     Relu => "aten.relu.default" => |c| elementwise::unary(c, UnaryOp::Relu),
@@ -123,10 +133,18 @@ register_ops! {
     SumDimIntList => "aten.sum.dim_IntList" => |c| reduce::reduce(c, ReduceOp::Sum),
     Tanh => "aten.tanh.default" => |c| elementwise::unary(c, UnaryOp::Tanh),
     UnsqueezeCopy => "aten.unsqueeze_copy.default" => shape::unsqueeze_copy,
+    UpsampleBilinear2d => "aten.upsample_bilinear2d.vec" => |c| conv::upsample2d(c, true),
+    UpsampleNearest2d => "aten.upsample_nearest2d.vec" => |c| conv::upsample2d(c, false),
     ViewCopy => "aten.view_copy.default" => shape::view_copy,
     WhereSelf => "aten.where.self" => logic::where_self,
     ToDimOrderCopy => "dim_order_ops._to_dim_order_copy.default" => shape::to_dim_order_copy,
+    ConvWithClamp => "et_vk.conv_with_clamp.default" => |c| conv::convolution(c, true),
     Prepack => "et_vk.prepack.default" => infra::prepack,
+    SelectAsSymInt => "et_vk.select_as_symint.default" => symint::select_as_symint,
+    SymFloorDiv => "floordiv" => |c| symint::arith(c, SymIntOp::FloorDiv),
+    SymMul => "mul" => |c| symint::arith(c, SymIntOp::Mul),
+    SymSub => "sub" => |c| symint::arith(c, SymIntOp::Sub),
+    SymSize => "sym_size.int" => symint::sym_size,
 }
 
 /// Looks an operator up by its exact ExecuTorch name.

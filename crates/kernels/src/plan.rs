@@ -207,6 +207,25 @@ pub enum Step {
         /// The constant.
         src: Vid,
     },
+    /// No GPU work: the SymInt `out` takes this live value before the next
+    /// call is lowered.
+    SymInt {
+        /// The SymInt.
+        out: Vid,
+        /// Its live value.
+        value: i64,
+    },
+    /// No GPU work: the SymInt `out` takes element `elem` (row-major, at
+    /// the live shape) of the integer tensor `src`, read from the host
+    /// copy of that graph input before the next call is lowered.
+    ReadSymInt {
+        /// The SymInt.
+        out: Vid,
+        /// The tensor read (a graph input).
+        src: Vid,
+        /// Flat element index.
+        elem: u64,
+    },
 }
 
 /// A lowered operator call.

@@ -30,6 +30,7 @@ enum Owned {
     Bool(bool),
     IntList(Vec<i64>),
     List(Vec<Vid>),
+    SymInt(i64),
     Null,
 }
 
@@ -54,6 +55,7 @@ impl Graph for TestGraph {
             Owned::Bool(x) => Value::Bool(*x),
             Owned::IntList(x) => Value::IntList(x),
             Owned::List(x) => Value::List(x),
+            Owned::SymInt(x) => Value::SymInt(*x),
             Owned::Null => Value::Null,
         }
     }
@@ -270,4 +272,86 @@ fn reductions_coalesce_dims_and_shape_their_outputs() {
         check(&g, "aten.sum.dim_IntList", &[x, twice, f, null, out]),
         Err(crate::Error::ArgValue { arg_idx: 1, .. })
     ));
+}
+
+#[test]
+fn conv_shapes_1d_2d_grouped_and_bad_groups() {
+    let mut g = TestGraph::default();
+    let x = g.t(&[1, 4, 9, 7]);
+    let w = g.push(Owned::Tensor(ElemType::F32, vec![6, 2, 3, 3], true));
+    let null = g.push(Owned::Null);
+    let (s2, p1, d2) =
+        (g.push(Owned::IntList(vec![2, 2])), g.push(Owned::IntList(vec![1, 1])), g.push(Owned::IntList(vec![2, 1])));
+    let f = g.push(Owned::Bool(false));
+    let op = g.push(Owned::IntList(vec![0, 0]));
+    let groups = g.push(Owned::Int(2));
+    let out = g.t(&[1, 6, 4, 4]);
+    let args = [x, w, null, s2, p1, d2, f, op, groups, out];
+    // H: (9 + 2 - 2*2 - 1) / 2 + 1 = 4; W: (7 + 2 - 2 - 1) / 2 + 1 = 4.
+    assert_eq!(out_shape(&check(&g, "aten.convolution.default", &args).expect("grouped conv")), [1, 6, 4, 4]);
+    let three = g.push(Owned::Int(3));
+    let bad = [x, w, null, s2, p1, d2, f, op, three, out];
+    assert!(matches!(check(&g, "aten.convolution.default", &bad), Err(crate::Error::ArgValue { arg_idx: 8, .. })));
+    let x1 = g.t(&[1, 2, 10]);
+    let w1 = g.push(Owned::Tensor(ElemType::F32, vec![3, 2, 3], true));
+    let (s1, p0, d1, one) = (
+        g.push(Owned::IntList(vec![1])),
+        g.push(Owned::IntList(vec![0])),
+        g.push(Owned::IntList(vec![2])),
+        g.push(Owned::Int(1)),
+    );
+    let out1 = g.t(&[1, 3, 6]);
+    let (lo, hi) = (g.push(Owned::Int(0)), g.push(Owned::Double(1.797e308)));
+    let args = [x1, w1, null, s1, p0, d1, f, p0, one, lo, hi, out1];
+    assert_eq!(out_shape(&check(&g, "et_vk.conv_with_clamp.default", &args).expect("conv1d")), [1, 3, 6]);
+}
+
+#[test]
+fn pool_shapes_with_ceil_mode() {
+    let mut g = TestGraph::default();
+    let x = g.t(&[1, 2, 5, 5]);
+    let (k, s, p, d) = (
+        g.push(Owned::IntList(vec![2, 2])),
+        g.push(Owned::IntList(vec![2, 2])),
+        g.push(Owned::IntList(vec![0, 0])),
+        g.push(Owned::IntList(vec![1, 1])),
+    );
+    let (t, f) = (g.push(Owned::Bool(true)), g.push(Owned::Bool(false)));
+    let (o, idx) = (g.t(&[1, 2, 3, 3]), g.push(Owned::Tensor(ElemType::I32, vec![1, 2, 3, 3], false)));
+    let outs = g.push(Owned::List(vec![o, idx]));
+    let l = check(&g, "aten.max_pool2d_with_indices.default", &[x, k, s, p, d, t, outs]).expect("ceil");
+    assert_eq!(l.shapes, vec![(o, vec![1, 2, 3, 3]), (idx, vec![1, 2, 3, 3])]);
+    let null = g.push(Owned::Null);
+    let o2 = g.t(&[1, 2, 2, 2]);
+    let l = check(&g, "aten.avg_pool2d.default", &[x, k, s, p, f, t, null, o2]).expect("floor");
+    assert_eq!(out_shape(&l), [1, 2, 2, 2]);
+}
+
+#[test]
+fn symint_ops_set_live_values() {
+    let mut g = TestGraph::default();
+    let x = g.t(&[2, 7, 3]);
+    let (minus_two, seven_neg, two) = (g.push(Owned::Int(-2)), g.push(Owned::Int(-7)), g.push(Owned::Int(2)));
+    let s = g.push(Owned::SymInt(7));
+    let out = g.push(Owned::SymInt(0));
+    let set = |l: crate::Result<Lowered>| match l.expect("lowers").steps[..] {
+        [Step::SymInt { out: o, value }] if o == out => value,
+        ref other => panic!("expected one SymInt step, got {other:?}"),
+    };
+    assert_eq!(set(check(&g, "sym_size.int", &[x, minus_two, out])), 7);
+    assert_eq!(set(check(&g, "add", &[s, two, out])), 9);
+    assert_eq!(set(check(&g, "sub", &[s, two, out])), 5);
+    assert_eq!(set(check(&g, "mul", &[s, minus_two, out])), -14);
+    assert_eq!(set(check(&g, "floordiv", &[s, two, out])), 3);
+    assert_eq!(set(check(&g, "floordiv", &[seven_neg, two, out])), -4, "rounds toward -inf");
+    let zero = g.push(Owned::Int(0));
+    assert!(matches!(check(&g, "floordiv", &[s, zero, out]), Err(crate::Error::ArgValue { arg_idx: 1, .. })));
+    let not_sym = g.t(&[1]);
+    assert!(matches!(check(&g, "add", &[s, two, not_sym]), Err(crate::Error::ArgKind { arg_idx: 2, .. })));
+    let pos = g.push(Owned::Tensor(ElemType::I32, vec![1, 4], false));
+    let one = g.push(Owned::Int(1));
+    let minus_one = g.push(Owned::Int(-1));
+    let l = check(&g, "et_vk.select_as_symint.default", &[pos, one, minus_one, out]).expect("lowers");
+    assert_eq!(l.steps, [Step::ReadSymInt { out, src: pos, elem: 3 }]);
+    assert!(check(&g, "et_vk.select_as_symint.default", &[x, one, minus_one, out]).is_err(), "float source");
 }

@@ -176,6 +176,26 @@ pub enum Error {
         /// The value.
         found: i64,
     },
+    /// A SymInt input is not given as a one-element integer tensor.
+    #[error("input {index}: a SymInt input takes a one-element integer tensor, found {dtype} {shape:?}")]
+    SymIntInput {
+        /// Input position.
+        index: usize,
+        /// Dtype given.
+        dtype: DType,
+        /// Shape given.
+        shape: Vec<u64>,
+    },
+    /// `et_vk.select_as_symint` reads a tensor the host has no copy of.
+    #[error("operator {op} (node {node_id}) reads %{value} on the host, but only graph inputs are readable")]
+    SymIntSource {
+        /// ExecuTorch op name.
+        op: String,
+        /// Node id of the call.
+        node_id: u32,
+        /// The tensor read.
+        value: u32,
+    },
     /// A tensor's byte length does not match its dtype and shape.
     #[error("tensor of dtype {dtype} and shape {shape:?} needs {expected} bytes, found {found}")]
     TensorBytes {

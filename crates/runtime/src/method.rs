@@ -4,9 +4,12 @@
 //! declared (maximum) shapes; view-like ops become buffer aliases; every
 //! other tensor value that is touched gets its own buffer (constants never
 //! share, whatever their `mem_obj_id` or named key). Run: inputs are
-//! uploaded, the chain is re-lowered only when input shapes changed, all
-//! dispatches go into one compute pass and one submit, and outputs are read
-//! back at their live shapes.
+//! uploaded; when input shapes or host-read SymInts (SymInt inputs,
+//! `select_as_symint` sources) changed, the chain is re-lowered in order at
+//! the live values, so every op re-infers its output shape and records only
+//! the live work (uniforms carry live sizes); all dispatches go into one
+//! compute pass and one submit, and outputs are read back at their live
+//! shapes. Buffers stay at the declared maximum shapes.
 
 use etwgpu_format::{DType, Instruction, PlanValue, Program, ValueId, VkGraph, VkValue};
 use etwgpu_kernels::plan::Ctx;
@@ -37,6 +40,8 @@ struct GraphView<'a> {
     /// Per value: the items of a ValueList as [`Vid`]s (empty otherwise).
     lists: &'a [Vec<Vid>],
     shapes: &'a [Vec<u64>],
+    /// Per value: the live value of a SymInt (0 otherwise).
+    symints: &'a [i64],
 }
 
 impl etwgpu_kernels::Graph for GraphView<'_> {
@@ -57,7 +62,7 @@ impl etwgpu_kernels::Graph for GraphView<'_> {
             VkValue::BoolList(x) => Value::BoolList(x),
             VkValue::ValueList(_) => Value::List(&self.lists[id.0 as usize]),
             VkValue::String(s) => Value::String(s),
-            VkValue::SymInt(x) => Value::SymInt(i64::from(*x)),
+            VkValue::SymInt(_) => Value::SymInt(self.symints[id.0 as usize]),
         }
     }
 }
@@ -73,12 +78,50 @@ struct IoSpec {
     host_dtype: DType,
     /// Maximum shape.
     max_shape: Vec<u64>,
+    /// A SymInt input (given as a one-element integer tensor), not a tensor.
+    symint: bool,
+}
+
+/// A SymInt value taken from the host copy of an input when lowering:
+/// the plan stays valid while every read gives the same value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct HostRead {
+    input: usize,
+    elem: u64,
+    value: i64,
+}
+
+/// SymInt value used for host reads when lowering at load, before any
+/// input exists.
+const PLACEHOLDER_SYMINT: i64 = 1;
+
+/// Element `elem` of an integer tensor, as i64.
+fn int_at(t: &Tensor, elem: u64) -> Option<i64> {
+    let size = t.dtype.size_bytes();
+    let at = usize::try_from(elem).ok()?.checked_mul(size)?;
+    let b = t.bytes.get(at..at + size)?;
+    Some(match t.dtype {
+        DType::I64 => i64::from_le_bytes(b.try_into().ok()?),
+        DType::I32 => i64::from(i32::from_le_bytes(b.try_into().ok()?)),
+        DType::I16 => i64::from(i16::from_le_bytes(b.try_into().ok()?)),
+        DType::I8 => i64::from(b[0] as i8),
+        DType::U8 | DType::Bool => i64::from(b[0]),
+        _ => return None,
+    })
+}
+
+/// The chain lowered at one set of live inputs.
+struct Lowering {
+    steps: Vec<Step>,
+    shapes: Vec<Vec<u64>>,
+    host_reads: Vec<HostRead>,
 }
 
 /// A lowered chain at one set of input shapes.
 #[derive(Debug)]
 struct Plan {
     input_shapes: Vec<Vec<u64>>,
+    host_reads: Vec<HostRead>,
     shapes: Vec<Vec<u64>>,
     dispatches: Vec<(wgpu::ComputePipeline, wgpu::BindGroup, [u32; 3])>,
     _uniforms: Option<wgpu::Buffer>,
@@ -168,12 +211,21 @@ fn io_specs(
                 .position(|&a| a == p)
                 .ok_or_else(|| plumbing(format!("method value {p} is not an argument of the delegate call")))?;
             let value = graph_ids[pos];
+            if let VkValue::SymInt(_) = graph.value(value) {
+                return Ok(IoSpec {
+                    value,
+                    device_dtype: DType::I64,
+                    host_dtype: DType::I64,
+                    max_shape: Vec::new(),
+                    symint: true,
+                });
+            }
             let t = tensor_of(graph, value)?;
             let host_dtype = match &m.values.get(p) {
                 Some(PlanValue::Tensor(pt)) => pt.scalar_type.dtype().unwrap_or(t.io_dtype()),
                 _ => t.io_dtype(),
             };
-            Ok(IoSpec { value, device_dtype: t.dtype, host_dtype, max_shape: t.dims.clone() })
+            Ok(IoSpec { value, device_dtype: t.dtype, host_dtype, max_shape: t.dims.clone(), symint: false })
         })
         .collect()
 }
@@ -195,6 +247,9 @@ impl LoadedMethod {
         }
         let inputs = io_specs(m, graph, args, &m.inputs, &graph.input_ids, 0..n_in)?;
         let outputs = io_specs(m, graph, args, &m.outputs, &graph.output_ids, n_in..args.len())?;
+        if let Some(spec) = outputs.iter().find(|s| s.symint) {
+            return Err(Error::NotATensor { value: spec.value.0, found: "SymInt" });
+        }
 
         let ops = graph
             .chain
@@ -231,17 +286,28 @@ impl LoadedMethod {
             root: (0..graph.values.len() as u32).collect(),
             buffers: vec![None; graph.values.len()],
             readback: Vec::new(),
-            plan: Plan { input_shapes: Vec::new(), shapes, dispatches: Vec::new(), _uniforms: None },
+            plan: Plan {
+                input_shapes: Vec::new(),
+                host_reads: Vec::new(),
+                shapes,
+                dispatches: Vec::new(),
+                _uniforms: None,
+            },
         };
         let max_inputs: Vec<Vec<u64>> = me.inputs.iter().map(|s| s.max_shape.clone()).collect();
-        let (steps, shapes) = me.lower(&max_inputs)?;
-        me.allocate(program, &steps)?;
-        me.plan = me.build_plan(max_inputs, shapes, &steps)?;
+        let l = me.lower(&max_inputs, None)?;
+        me.allocate(program, &l.steps)?;
+        // Host reads at load saw placeholders: force a re-lowering on the
+        // first run.
+        let input_shapes = if l.host_reads.is_empty() { max_inputs } else { Vec::new() };
+        me.plan = me.build_plan(input_shapes, l)?;
         Ok(me)
     }
 
-    /// Lowers every op at these input shapes.
-    fn lower(&self, input_shapes: &[Vec<u64>]) -> Result<(Vec<Step>, Vec<Vec<u64>>)> {
+    /// Lowers every op, in chain order, at these input shapes. SymInts
+    /// read from the host come from `host` (the caller's inputs), or are
+    /// [`PLACEHOLDER_SYMINT`] at load.
+    fn lower(&self, input_shapes: &[Vec<u64>], host: Option<&[Tensor]>) -> Result<Lowering> {
         let mut shapes: Vec<Vec<u64>> = self
             .graph
             .values
@@ -251,13 +317,24 @@ impl LoadedMethod {
                 _ => Vec::new(),
             })
             .collect();
-        for (spec, shape) in self.inputs.iter().zip(input_shapes) {
-            shapes[spec.value.idx()] = shape.clone();
+        let mut symints = vec![0i64; self.graph.values.len()];
+        let mut host_reads = Vec::new();
+        let mut read = |input: usize, elem: u64| {
+            let value = host.and_then(|h| int_at(&h[input], elem)).unwrap_or(PLACEHOLDER_SYMINT);
+            host_reads.push(HostRead { input, elem, value });
+            value
+        };
+        for (index, (spec, shape)) in self.inputs.iter().zip(input_shapes).enumerate() {
+            if spec.symint {
+                symints[spec.value.idx()] = read(index, 0);
+            } else {
+                shapes[spec.value.idx()] = shape.clone();
+            }
         }
         let mut steps = Vec::new();
         for (call, op) in self.graph.chain.iter().zip(&self.ops) {
             let args: Vec<Vid> = call.args.iter().map(|a| Vid(a.0)).collect();
-            let view = GraphView { graph: &self.graph, lists: &self.lists, shapes: &shapes };
+            let view = GraphView { graph: &self.graph, lists: &self.lists, shapes: &shapes, symints: &symints };
             let lowered = op.lower(&Ctx::new(&view, &args)).map_err(|source| Error::Op {
                 op: call.name.clone(),
                 node_id: call.node_id,
@@ -277,9 +354,21 @@ impl LoadedMethod {
                 }
                 shapes[vid.0 as usize] = shape;
             }
-            steps.extend(lowered.steps);
+            for step in lowered.steps {
+                match step {
+                    Step::SymInt { out, value } => symints[out.0 as usize] = value,
+                    Step::ReadSymInt { out, src, elem } => {
+                        let input =
+                            self.inputs.iter().position(|s| !s.symint && s.value.0 == src.0).ok_or_else(|| {
+                                Error::SymIntSource { op: call.name.clone(), node_id: call.node_id, value: src.0 }
+                            })?;
+                        symints[out.0 as usize] = read(input, elem);
+                    }
+                    other => steps.push(other),
+                }
+            }
         }
-        Ok((steps, shapes))
+        Ok(Lowering { steps, shapes, host_reads })
     }
 
     fn root_of(&self, v: Vid) -> usize {
@@ -303,9 +392,10 @@ impl LoadedMethod {
                         needed[self.root_of(*v)] = true;
                     }
                 }
+                Step::SymInt { .. } | Step::ReadSymInt { .. } => {}
             }
         }
-        for spec in self.inputs.iter().chain(&self.outputs) {
+        for spec in self.inputs.iter().chain(&self.outputs).filter(|s| !s.symint) {
             needed[self.root[spec.value.idx()] as usize] = true;
         }
         let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC;
@@ -368,8 +458,9 @@ impl LoadedMethod {
         Ok(())
     }
 
-    /// Creates the uniforms and bind groups of the dispatches of `steps`.
-    fn build_plan(&self, input_shapes: Vec<Vec<u64>>, shapes: Vec<Vec<u64>>, steps: &[Step]) -> Result<Plan> {
+    /// Creates the uniforms and bind groups of the lowered dispatches.
+    fn build_plan(&self, input_shapes: Vec<Vec<u64>>, lowering: Lowering) -> Result<Plan> {
+        let Lowering { steps, shapes, host_reads } = lowering;
         let align = u64::from(self.rt.device.limits().min_uniform_buffer_offset_alignment).max(16);
         let dispatches: Vec<&etwgpu_kernels::Dispatch> = steps
             .iter()
@@ -382,7 +473,7 @@ impl LoadedMethod {
                     );
                     None
                 }
-                Step::Prepack { .. } => None,
+                Step::Prepack { .. } | Step::SymInt { .. } | Step::ReadSymInt { .. } => None,
             })
             .collect();
         let mut offsets = Vec::with_capacity(dispatches.len());
@@ -439,7 +530,7 @@ impl LoadedMethod {
         if let Some(e) = pollster::block_on(scope.pop()) {
             return Err(Error::Gpu { during: "creating bind groups", reason: e.to_string() });
         }
-        Ok(Plan { input_shapes, shapes, dispatches: out, _uniforms: uniforms })
+        Ok(Plan { input_shapes, host_reads, shapes, dispatches: out, _uniforms: uniforms })
     }
 
     /// Number of inputs [`run`](Self::run) takes.
@@ -470,6 +561,14 @@ impl LoadedMethod {
         }
         let mut uploads = Vec::with_capacity(inputs.len());
         for (index, (t, spec)) in inputs.iter().zip(&self.inputs).enumerate() {
+            if spec.symint {
+                let is_int = matches!(t.dtype, DType::I64 | DType::I32 | DType::I16 | DType::I8 | DType::U8);
+                if !is_int || t.numel() != 1 || int_at(t, 0).is_none() {
+                    return Err(Error::SymIntInput { index, dtype: t.dtype, shape: t.shape.clone() });
+                }
+                uploads.push(Vec::new());
+                continue;
+            }
             if t.dtype != spec.host_dtype && t.dtype != spec.device_dtype {
                 return Err(Error::InputDType { index, expected: spec.host_dtype, found: t.dtype });
             }
@@ -496,12 +595,13 @@ impl LoadedMethod {
             uploads.push(bytes);
         }
         let input_shapes: Vec<Vec<u64>> = inputs.iter().map(|t| t.shape.clone()).collect();
-        if input_shapes != self.plan.input_shapes {
-            let (steps, shapes) = self.lower(&input_shapes)?;
-            self.plan = self.build_plan(input_shapes, shapes, &steps)?;
+        let reads_hold = self.plan.host_reads.iter().all(|r| int_at(&inputs[r.input], r.elem) == Some(r.value));
+        if input_shapes != self.plan.input_shapes || !reads_hold {
+            let lowering = self.lower(&input_shapes, Some(inputs))?;
+            self.plan = self.build_plan(input_shapes, lowering)?;
         }
         let rt = &self.rt;
-        for (spec, bytes) in self.inputs.iter().zip(&uploads) {
+        for (spec, bytes) in self.inputs.iter().zip(&uploads).filter(|(s, _)| !s.symint) {
             let buffer = self.buffers[self.root[spec.value.idx()] as usize].as_ref().expect("inputs have buffers");
             rt.queue.write_buffer(buffer, 0, bytes);
         }

@@ -8,6 +8,10 @@
 pub enum Family {
     /// `arg_reduce.wgsl`.
     ArgReduce,
+    /// `avg_pool2d.wgsl`.
+    AvgPool2d,
+    /// `batch_norm.wgsl`.
+    BatchNorm,
     /// `binary.wgsl`.
     Binary,
     /// `bitwise.wgsl`.
@@ -16,20 +20,28 @@ pub enum Family {
     CastFromI32,
     /// `compare.wgsl`.
     Compare,
+    /// `conv.wgsl`.
+    Conv,
     /// `gather.wgsl`.
     Gather,
     /// `gemv.wgsl`.
     Gemv,
+    /// `group_norm.wgsl`.
+    GroupNorm,
     /// `layer_norm.wgsl`.
     LayerNorm,
     /// `matmul.wgsl`.
     Matmul,
+    /// `max_pool2d.wgsl`.
+    MaxPool2d,
     /// `reduce.wgsl`.
     Reduce,
     /// `softmax.wgsl`.
     Softmax,
     /// `unary.wgsl`.
     Unary,
+    /// `upsample.wgsl`.
+    Upsample,
     /// `where.wgsl`.
     Where,
 }
@@ -54,6 +66,14 @@ pub enum ShaderId {
     ArgReduceF32,
     /// `arg_reduce.wgsl` with `Elem = f16`.
     ArgReduceF16,
+    /// `avg_pool2d.wgsl` with `Elem = f32`.
+    AvgPool2dF32,
+    /// `avg_pool2d.wgsl` with `Elem = f16`.
+    AvgPool2dF16,
+    /// `batch_norm.wgsl` with `Elem = f32`.
+    BatchNormF32,
+    /// `batch_norm.wgsl` with `Elem = f16`.
+    BatchNormF16,
     /// `binary.wgsl` with `Elem = f32`.
     BinaryF32,
     /// `binary.wgsl` with `Elem = f16`.
@@ -74,6 +94,10 @@ pub enum ShaderId {
     CompareI32,
     /// `compare.wgsl` with `Elem = u32`.
     CompareU32,
+    /// `conv.wgsl` with `Elem = f32`.
+    ConvF32,
+    /// `conv.wgsl` with `Elem = f16`.
+    ConvF16,
     /// `gather.wgsl` with `Elem = f32`.
     GatherF32,
     /// `gather.wgsl` with `Elem = f16`.
@@ -84,6 +108,10 @@ pub enum ShaderId {
     GemvF32,
     /// `gemv.wgsl` with `Elem = f16`.
     GemvF16,
+    /// `group_norm.wgsl` with `Elem = f32`.
+    GroupNormF32,
+    /// `group_norm.wgsl` with `Elem = f16`.
+    GroupNormF16,
     /// `layer_norm.wgsl` with `Elem = f32`.
     LayerNormF32,
     /// `layer_norm.wgsl` with `Elem = f16`.
@@ -92,6 +120,10 @@ pub enum ShaderId {
     MatmulF32,
     /// `matmul.wgsl` with `Elem = f16`.
     MatmulF16,
+    /// `max_pool2d.wgsl` with `Elem = f32`.
+    MaxPool2dF32,
+    /// `max_pool2d.wgsl` with `Elem = f16`.
+    MaxPool2dF16,
     /// `reduce.wgsl` with `Elem = f32`.
     ReduceF32,
     /// `reduce.wgsl` with `Elem = f16`.
@@ -104,6 +136,10 @@ pub enum ShaderId {
     UnaryF32,
     /// `unary.wgsl` with `Elem = f16`.
     UnaryF16,
+    /// `upsample.wgsl` with `Elem = f32`.
+    UpsampleF32,
+    /// `upsample.wgsl` with `Elem = f16`.
+    UpsampleF16,
     /// `where.wgsl` with `Elem = f32`.
     WhereF32,
     /// `where.wgsl` with `Elem = f16`.
@@ -119,6 +155,10 @@ impl ShaderId {
     pub const ALL: &[ShaderId] = &[
         ShaderId::ArgReduceF32,
         ShaderId::ArgReduceF16,
+        ShaderId::AvgPool2dF32,
+        ShaderId::AvgPool2dF16,
+        ShaderId::BatchNormF32,
+        ShaderId::BatchNormF16,
         ShaderId::BinaryF32,
         ShaderId::BinaryF16,
         ShaderId::BitwiseI32,
@@ -129,21 +169,29 @@ impl ShaderId {
         ShaderId::CompareF16,
         ShaderId::CompareI32,
         ShaderId::CompareU32,
+        ShaderId::ConvF32,
+        ShaderId::ConvF16,
         ShaderId::GatherF32,
         ShaderId::GatherF16,
         ShaderId::GatherI32,
         ShaderId::GemvF32,
         ShaderId::GemvF16,
+        ShaderId::GroupNormF32,
+        ShaderId::GroupNormF16,
         ShaderId::LayerNormF32,
         ShaderId::LayerNormF16,
         ShaderId::MatmulF32,
         ShaderId::MatmulF16,
+        ShaderId::MaxPool2dF32,
+        ShaderId::MaxPool2dF16,
         ShaderId::ReduceF32,
         ShaderId::ReduceF16,
         ShaderId::SoftmaxF32,
         ShaderId::SoftmaxF16,
         ShaderId::UnaryF32,
         ShaderId::UnaryF16,
+        ShaderId::UpsampleF32,
+        ShaderId::UpsampleF16,
         ShaderId::WhereF32,
         ShaderId::WhereF16,
         ShaderId::WhereI32,
@@ -155,6 +203,10 @@ impl ShaderId {
         match self {
             ShaderId::ArgReduceF32 => Family::ArgReduce,
             ShaderId::ArgReduceF16 => Family::ArgReduce,
+            ShaderId::AvgPool2dF32 => Family::AvgPool2d,
+            ShaderId::AvgPool2dF16 => Family::AvgPool2d,
+            ShaderId::BatchNormF32 => Family::BatchNorm,
+            ShaderId::BatchNormF16 => Family::BatchNorm,
             ShaderId::BinaryF32 => Family::Binary,
             ShaderId::BinaryF16 => Family::Binary,
             ShaderId::BitwiseI32 => Family::Bitwise,
@@ -165,21 +217,29 @@ impl ShaderId {
             ShaderId::CompareF16 => Family::Compare,
             ShaderId::CompareI32 => Family::Compare,
             ShaderId::CompareU32 => Family::Compare,
+            ShaderId::ConvF32 => Family::Conv,
+            ShaderId::ConvF16 => Family::Conv,
             ShaderId::GatherF32 => Family::Gather,
             ShaderId::GatherF16 => Family::Gather,
             ShaderId::GatherI32 => Family::Gather,
             ShaderId::GemvF32 => Family::Gemv,
             ShaderId::GemvF16 => Family::Gemv,
+            ShaderId::GroupNormF32 => Family::GroupNorm,
+            ShaderId::GroupNormF16 => Family::GroupNorm,
             ShaderId::LayerNormF32 => Family::LayerNorm,
             ShaderId::LayerNormF16 => Family::LayerNorm,
             ShaderId::MatmulF32 => Family::Matmul,
             ShaderId::MatmulF16 => Family::Matmul,
+            ShaderId::MaxPool2dF32 => Family::MaxPool2d,
+            ShaderId::MaxPool2dF16 => Family::MaxPool2d,
             ShaderId::ReduceF32 => Family::Reduce,
             ShaderId::ReduceF16 => Family::Reduce,
             ShaderId::SoftmaxF32 => Family::Softmax,
             ShaderId::SoftmaxF16 => Family::Softmax,
             ShaderId::UnaryF32 => Family::Unary,
             ShaderId::UnaryF16 => Family::Unary,
+            ShaderId::UpsampleF32 => Family::Upsample,
+            ShaderId::UpsampleF16 => Family::Upsample,
             ShaderId::WhereF32 => Family::Where,
             ShaderId::WhereF16 => Family::Where,
             ShaderId::WhereI32 => Family::Where,
@@ -192,6 +252,10 @@ impl ShaderId {
         match self {
             ShaderId::ArgReduceF32 => Variant::F32,
             ShaderId::ArgReduceF16 => Variant::F16,
+            ShaderId::AvgPool2dF32 => Variant::F32,
+            ShaderId::AvgPool2dF16 => Variant::F16,
+            ShaderId::BatchNormF32 => Variant::F32,
+            ShaderId::BatchNormF16 => Variant::F16,
             ShaderId::BinaryF32 => Variant::F32,
             ShaderId::BinaryF16 => Variant::F16,
             ShaderId::BitwiseI32 => Variant::I32,
@@ -202,21 +266,29 @@ impl ShaderId {
             ShaderId::CompareF16 => Variant::F16,
             ShaderId::CompareI32 => Variant::I32,
             ShaderId::CompareU32 => Variant::U32,
+            ShaderId::ConvF32 => Variant::F32,
+            ShaderId::ConvF16 => Variant::F16,
             ShaderId::GatherF32 => Variant::F32,
             ShaderId::GatherF16 => Variant::F16,
             ShaderId::GatherI32 => Variant::I32,
             ShaderId::GemvF32 => Variant::F32,
             ShaderId::GemvF16 => Variant::F16,
+            ShaderId::GroupNormF32 => Variant::F32,
+            ShaderId::GroupNormF16 => Variant::F16,
             ShaderId::LayerNormF32 => Variant::F32,
             ShaderId::LayerNormF16 => Variant::F16,
             ShaderId::MatmulF32 => Variant::F32,
             ShaderId::MatmulF16 => Variant::F16,
+            ShaderId::MaxPool2dF32 => Variant::F32,
+            ShaderId::MaxPool2dF16 => Variant::F16,
             ShaderId::ReduceF32 => Variant::F32,
             ShaderId::ReduceF16 => Variant::F16,
             ShaderId::SoftmaxF32 => Variant::F32,
             ShaderId::SoftmaxF16 => Variant::F16,
             ShaderId::UnaryF32 => Variant::F32,
             ShaderId::UnaryF16 => Variant::F16,
+            ShaderId::UpsampleF32 => Variant::F32,
+            ShaderId::UpsampleF16 => Variant::F16,
             ShaderId::WhereF32 => Variant::F32,
             ShaderId::WhereF16 => Variant::F16,
             ShaderId::WhereI32 => Variant::I32,
@@ -229,6 +301,10 @@ impl ShaderId {
         match self {
             ShaderId::ArgReduceF32 => "arg_reduce.f32",
             ShaderId::ArgReduceF16 => "arg_reduce.f16",
+            ShaderId::AvgPool2dF32 => "avg_pool2d.f32",
+            ShaderId::AvgPool2dF16 => "avg_pool2d.f16",
+            ShaderId::BatchNormF32 => "batch_norm.f32",
+            ShaderId::BatchNormF16 => "batch_norm.f16",
             ShaderId::BinaryF32 => "binary.f32",
             ShaderId::BinaryF16 => "binary.f16",
             ShaderId::BitwiseI32 => "bitwise.i32",
@@ -239,21 +315,29 @@ impl ShaderId {
             ShaderId::CompareF16 => "compare.f16",
             ShaderId::CompareI32 => "compare.i32",
             ShaderId::CompareU32 => "compare.u32",
+            ShaderId::ConvF32 => "conv.f32",
+            ShaderId::ConvF16 => "conv.f16",
             ShaderId::GatherF32 => "gather.f32",
             ShaderId::GatherF16 => "gather.f16",
             ShaderId::GatherI32 => "gather.i32",
             ShaderId::GemvF32 => "gemv.f32",
             ShaderId::GemvF16 => "gemv.f16",
+            ShaderId::GroupNormF32 => "group_norm.f32",
+            ShaderId::GroupNormF16 => "group_norm.f16",
             ShaderId::LayerNormF32 => "layer_norm.f32",
             ShaderId::LayerNormF16 => "layer_norm.f16",
             ShaderId::MatmulF32 => "matmul.f32",
             ShaderId::MatmulF16 => "matmul.f16",
+            ShaderId::MaxPool2dF32 => "max_pool2d.f32",
+            ShaderId::MaxPool2dF16 => "max_pool2d.f16",
             ShaderId::ReduceF32 => "reduce.f32",
             ShaderId::ReduceF16 => "reduce.f16",
             ShaderId::SoftmaxF32 => "softmax.f32",
             ShaderId::SoftmaxF16 => "softmax.f16",
             ShaderId::UnaryF32 => "unary.f32",
             ShaderId::UnaryF16 => "unary.f16",
+            ShaderId::UpsampleF32 => "upsample.f32",
+            ShaderId::UpsampleF16 => "upsample.f16",
             ShaderId::WhereF32 => "where.f32",
             ShaderId::WhereF16 => "where.f16",
             ShaderId::WhereI32 => "where.i32",
@@ -266,6 +350,10 @@ impl ShaderId {
         match self {
             ShaderId::ArgReduceF32 => ARG_REDUCE_F32,
             ShaderId::ArgReduceF16 => ARG_REDUCE_F16,
+            ShaderId::AvgPool2dF32 => AVG_POOL2D_F32,
+            ShaderId::AvgPool2dF16 => AVG_POOL2D_F16,
+            ShaderId::BatchNormF32 => BATCH_NORM_F32,
+            ShaderId::BatchNormF16 => BATCH_NORM_F16,
             ShaderId::BinaryF32 => BINARY_F32,
             ShaderId::BinaryF16 => BINARY_F16,
             ShaderId::BitwiseI32 => BITWISE_I32,
@@ -276,21 +364,29 @@ impl ShaderId {
             ShaderId::CompareF16 => COMPARE_F16,
             ShaderId::CompareI32 => COMPARE_I32,
             ShaderId::CompareU32 => COMPARE_U32,
+            ShaderId::ConvF32 => CONV_F32,
+            ShaderId::ConvF16 => CONV_F16,
             ShaderId::GatherF32 => GATHER_F32,
             ShaderId::GatherF16 => GATHER_F16,
             ShaderId::GatherI32 => GATHER_I32,
             ShaderId::GemvF32 => GEMV_F32,
             ShaderId::GemvF16 => GEMV_F16,
+            ShaderId::GroupNormF32 => GROUP_NORM_F32,
+            ShaderId::GroupNormF16 => GROUP_NORM_F16,
             ShaderId::LayerNormF32 => LAYER_NORM_F32,
             ShaderId::LayerNormF16 => LAYER_NORM_F16,
             ShaderId::MatmulF32 => MATMUL_F32,
             ShaderId::MatmulF16 => MATMUL_F16,
+            ShaderId::MaxPool2dF32 => MAX_POOL2D_F32,
+            ShaderId::MaxPool2dF16 => MAX_POOL2D_F16,
             ShaderId::ReduceF32 => REDUCE_F32,
             ShaderId::ReduceF16 => REDUCE_F16,
             ShaderId::SoftmaxF32 => SOFTMAX_F32,
             ShaderId::SoftmaxF16 => SOFTMAX_F16,
             ShaderId::UnaryF32 => UNARY_F32,
             ShaderId::UnaryF16 => UNARY_F16,
+            ShaderId::UpsampleF32 => UPSAMPLE_F32,
+            ShaderId::UpsampleF16 => UPSAMPLE_F16,
             ShaderId::WhereF32 => WHERE_F32,
             ShaderId::WhereF16 => WHERE_F16,
             ShaderId::WhereI32 => WHERE_I32,
@@ -303,6 +399,10 @@ impl ShaderId {
         match (family, variant) {
             (Family::ArgReduce, Variant::F32) => Some(ShaderId::ArgReduceF32),
             (Family::ArgReduce, Variant::F16) => Some(ShaderId::ArgReduceF16),
+            (Family::AvgPool2d, Variant::F32) => Some(ShaderId::AvgPool2dF32),
+            (Family::AvgPool2d, Variant::F16) => Some(ShaderId::AvgPool2dF16),
+            (Family::BatchNorm, Variant::F32) => Some(ShaderId::BatchNormF32),
+            (Family::BatchNorm, Variant::F16) => Some(ShaderId::BatchNormF16),
             (Family::Binary, Variant::F32) => Some(ShaderId::BinaryF32),
             (Family::Binary, Variant::F16) => Some(ShaderId::BinaryF16),
             (Family::Bitwise, Variant::I32) => Some(ShaderId::BitwiseI32),
@@ -313,21 +413,29 @@ impl ShaderId {
             (Family::Compare, Variant::F16) => Some(ShaderId::CompareF16),
             (Family::Compare, Variant::I32) => Some(ShaderId::CompareI32),
             (Family::Compare, Variant::U32) => Some(ShaderId::CompareU32),
+            (Family::Conv, Variant::F32) => Some(ShaderId::ConvF32),
+            (Family::Conv, Variant::F16) => Some(ShaderId::ConvF16),
             (Family::Gather, Variant::F32) => Some(ShaderId::GatherF32),
             (Family::Gather, Variant::F16) => Some(ShaderId::GatherF16),
             (Family::Gather, Variant::I32) => Some(ShaderId::GatherI32),
             (Family::Gemv, Variant::F32) => Some(ShaderId::GemvF32),
             (Family::Gemv, Variant::F16) => Some(ShaderId::GemvF16),
+            (Family::GroupNorm, Variant::F32) => Some(ShaderId::GroupNormF32),
+            (Family::GroupNorm, Variant::F16) => Some(ShaderId::GroupNormF16),
             (Family::LayerNorm, Variant::F32) => Some(ShaderId::LayerNormF32),
             (Family::LayerNorm, Variant::F16) => Some(ShaderId::LayerNormF16),
             (Family::Matmul, Variant::F32) => Some(ShaderId::MatmulF32),
             (Family::Matmul, Variant::F16) => Some(ShaderId::MatmulF16),
+            (Family::MaxPool2d, Variant::F32) => Some(ShaderId::MaxPool2dF32),
+            (Family::MaxPool2d, Variant::F16) => Some(ShaderId::MaxPool2dF16),
             (Family::Reduce, Variant::F32) => Some(ShaderId::ReduceF32),
             (Family::Reduce, Variant::F16) => Some(ShaderId::ReduceF16),
             (Family::Softmax, Variant::F32) => Some(ShaderId::SoftmaxF32),
             (Family::Softmax, Variant::F16) => Some(ShaderId::SoftmaxF16),
             (Family::Unary, Variant::F32) => Some(ShaderId::UnaryF32),
             (Family::Unary, Variant::F16) => Some(ShaderId::UnaryF16),
+            (Family::Upsample, Variant::F32) => Some(ShaderId::UpsampleF32),
+            (Family::Upsample, Variant::F16) => Some(ShaderId::UpsampleF16),
             (Family::Where, Variant::F32) => Some(ShaderId::WhereF32),
             (Family::Where, Variant::F16) => Some(ShaderId::WhereF16),
             (Family::Where, Variant::I32) => Some(ShaderId::WhereI32),
@@ -562,6 +670,252 @@ fn main(
     if lid == 0u {
         out[o] = i32(part_idx[0]);
     }
+}
+"#;
+
+/// `avg_pool2d.wgsl` with `Elem = f32`.
+pub const AVG_POOL2D_F32: &str = r#"//! 2-D average pooling over the last two dims of a tensor seen as
+//! `[planes, H, W]`: one invocation per output element, in f32. Divisor
+//! as in PyTorch: `divisor` > 0 overrides; else the window clipped to the
+//! padded input when `count_include_pad`, else clipped to the input.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 64).
+override WG: u32 = 64u;
+
+struct Params {
+    numel: u32,
+    h: u32,
+    w: u32,
+    oh: u32,
+    ow: u32,
+    kh: u32,
+    kw: u32,
+    stride_h: u32,
+    stride_w: u32,
+    pad_h: u32,
+    pad_w: u32,
+    dil_h: u32,
+    dil_w: u32,
+    _pad0: u32,
+    count_include_pad: u32,
+    divisor: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read_write> out: array<Elem>;
+
+fn avg_pool(i: u32, plane: u32, oh: u32, ow: u32) {
+    let hs = i32(oh * p.stride_h) - i32(p.pad_h);
+    let ws = i32(ow * p.stride_w) - i32(p.pad_w);
+    let he = min(hs + i32(p.kh), i32(p.h + p.pad_h));
+    let we = min(ws + i32(p.kw), i32(p.w + p.pad_w));
+    let pool_size = (he - hs) * (we - ws);
+    let h0 = max(hs, 0);
+    let w0 = max(ws, 0);
+    let h1 = min(he, i32(p.h));
+    let w1 = min(we, i32(p.w));
+    var sum = 0.0;
+    for (var ih = h0; ih < h1; ih++) {
+        for (var iw = w0; iw < w1; iw++) {
+            sum += f32(x[plane * p.h * p.w + u32(ih) * p.w + u32(iw)]);
+        }
+    }
+    var divisor = f32(max((h1 - h0) * (w1 - w0), 1));
+    if p.divisor > 0u {
+        divisor = f32(p.divisor);
+    } else if p.count_include_pad != 0u {
+        divisor = f32(pool_size);
+    }
+    out[i] = Elem(sum / divisor);
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    let ow = i % p.ow;
+    let oh = (i / p.ow) % p.oh;
+    let plane = i / (p.ow * p.oh);
+    avg_pool(i, plane, oh, ow);
+}
+"#;
+
+/// `avg_pool2d.wgsl` with `Elem = f16`.
+pub const AVG_POOL2D_F16: &str = r#"enable f16;
+
+//! 2-D average pooling over the last two dims of a tensor seen as
+//! `[planes, H, W]`: one invocation per output element, in f32. Divisor
+//! as in PyTorch: `divisor` > 0 overrides; else the window clipped to the
+//! padded input when `count_include_pad`, else clipped to the input.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup (the host sizes its grid for 64).
+override WG: u32 = 64u;
+
+struct Params {
+    numel: u32,
+    h: u32,
+    w: u32,
+    oh: u32,
+    ow: u32,
+    kh: u32,
+    kw: u32,
+    stride_h: u32,
+    stride_w: u32,
+    pad_h: u32,
+    pad_w: u32,
+    dil_h: u32,
+    dil_w: u32,
+    _pad0: u32,
+    count_include_pad: u32,
+    divisor: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read_write> out: array<Elem>;
+
+fn avg_pool(i: u32, plane: u32, oh: u32, ow: u32) {
+    let hs = i32(oh * p.stride_h) - i32(p.pad_h);
+    let ws = i32(ow * p.stride_w) - i32(p.pad_w);
+    let he = min(hs + i32(p.kh), i32(p.h + p.pad_h));
+    let we = min(ws + i32(p.kw), i32(p.w + p.pad_w));
+    let pool_size = (he - hs) * (we - ws);
+    let h0 = max(hs, 0);
+    let w0 = max(ws, 0);
+    let h1 = min(he, i32(p.h));
+    let w1 = min(we, i32(p.w));
+    var sum = 0.0;
+    for (var ih = h0; ih < h1; ih++) {
+        for (var iw = w0; iw < w1; iw++) {
+            sum += f32(x[plane * p.h * p.w + u32(ih) * p.w + u32(iw)]);
+        }
+    }
+    var divisor = f32(max((h1 - h0) * (w1 - w0), 1));
+    if p.divisor > 0u {
+        divisor = f32(p.divisor);
+    } else if p.count_include_pad != 0u {
+        divisor = f32(pool_size);
+    }
+    out[i] = Elem(sum / divisor);
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    let ow = i % p.ow;
+    let oh = (i / p.ow) % p.oh;
+    let plane = i / (p.ow * p.oh);
+    avg_pool(i, plane, oh, ow);
+}
+"#;
+
+/// `batch_norm.wgsl` with `Elem = f32`.
+pub const BATCH_NORM_F32: &str = r#"//! Inference batch norm over dim 1 of a tensor seen as `[N, C, inner]`:
+//! `out = (x - mean[c]) * rsqrt(var[c] + eps) * weight[c] + bias[c]`, one
+//! invocation per element, in f32.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    c: u32,
+    inner: u32,
+    has_weight: u32,
+    has_bias: u32,
+    eps: f32,
+    _pad0: f32,
+    _pad1: f32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> weight: array<Elem>;
+@group(0) @binding(3) var<storage, read> bias: array<Elem>;
+@group(0) @binding(4) var<storage, read> mean: array<Elem>;
+@group(0) @binding(5) var<storage, read> var_: array<Elem>;
+@group(0) @binding(6) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    let c = (i / p.inner) % p.c;
+    var v = (f32(x[i]) - f32(mean[c])) * inverseSqrt(f32(var_[c]) + p.eps);
+    if p.has_weight != 0u {
+        v *= f32(weight[c]);
+    }
+    if p.has_bias != 0u {
+        v += f32(bias[c]);
+    }
+    out[i] = Elem(v);
+}
+"#;
+
+/// `batch_norm.wgsl` with `Elem = f16`.
+pub const BATCH_NORM_F16: &str = r#"enable f16;
+
+//! Inference batch norm over dim 1 of a tensor seen as `[N, C, inner]`:
+//! `out = (x - mean[c]) * rsqrt(var[c] + eps) * weight[c] + bias[c]`, one
+//! invocation per element, in f32.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    c: u32,
+    inner: u32,
+    has_weight: u32,
+    has_bias: u32,
+    eps: f32,
+    _pad0: f32,
+    _pad1: f32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> weight: array<Elem>;
+@group(0) @binding(3) var<storage, read> bias: array<Elem>;
+@group(0) @binding(4) var<storage, read> mean: array<Elem>;
+@group(0) @binding(5) var<storage, read> var_: array<Elem>;
+@group(0) @binding(6) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    let c = (i / p.inner) % p.c;
+    var v = (f32(x[i]) - f32(mean[c])) * inverseSqrt(f32(var_[c]) + p.eps);
+    if p.has_weight != 0u {
+        v *= f32(weight[c]);
+    }
+    if p.has_bias != 0u {
+        v += f32(bias[c]);
+    }
+    out[i] = Elem(v);
 }
 "#;
 
@@ -1367,6 +1721,188 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 }
 "#;
 
+/// `conv.wgsl` with `Elem = f32`.
+pub const CONV_F32: &str = r#"//! Direct grouped 2-D convolution (1-D as H = 1), NCHW, with an optional
+//! bias and an optional output clamp: one invocation per output element
+//! `(n, oc, oh, ow)` sums `x * w` over its group's input channels and the
+//! kernel window, in f32. Weight layout `[OC, IC / groups, KH, KW]`.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 64).
+override WG: u32 = 64u;
+
+struct Params {
+    numel: u32,
+    c_in: u32,
+    h: u32,
+    w: u32,
+    c_out: u32,
+    oh: u32,
+    ow: u32,
+    groups: u32,
+    kh: u32,
+    kw: u32,
+    stride_h: u32,
+    stride_w: u32,
+    pad_h: u32,
+    pad_w: u32,
+    dil_h: u32,
+    dil_w: u32,
+    has_bias: u32,
+    has_min: u32,
+    has_max: u32,
+    _pad0: u32,
+    out_min: f32,
+    out_max: f32,
+    _pad1: f32,
+    _pad2: f32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> weight: array<Elem>;
+@group(0) @binding(3) var<storage, read> bias: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    let ow = i % p.ow;
+    let oh = (i / p.ow) % p.oh;
+    let oc = (i / (p.ow * p.oh)) % p.c_out;
+    let n = i / (p.ow * p.oh * p.c_out);
+    let icg = p.c_in / p.groups;
+    let ic0 = (oc / (p.c_out / p.groups)) * icg;
+    var acc = 0.0;
+    if p.has_bias != 0u {
+        acc = f32(bias[oc]);
+    }
+    let ih0 = i32(oh * p.stride_h) - i32(p.pad_h);
+    let iw0 = i32(ow * p.stride_w) - i32(p.pad_w);
+    for (var c = 0u; c < icg; c++) {
+        let x_plane = (n * p.c_in + ic0 + c) * p.h * p.w;
+        let w_plane = (oc * icg + c) * p.kh * p.kw;
+        for (var ky = 0u; ky < p.kh; ky++) {
+            let ih = ih0 + i32(ky * p.dil_h);
+            if ih < 0 || ih >= i32(p.h) {
+                continue;
+            }
+            for (var kx = 0u; kx < p.kw; kx++) {
+                let iw = iw0 + i32(kx * p.dil_w);
+                if iw < 0 || iw >= i32(p.w) {
+                    continue;
+                }
+                acc += f32(x[x_plane + u32(ih) * p.w + u32(iw)]) * f32(weight[w_plane + ky * p.kw + kx]);
+            }
+        }
+    }
+    if p.has_min != 0u {
+        acc = max(acc, p.out_min);
+    }
+    if p.has_max != 0u {
+        acc = min(acc, p.out_max);
+    }
+    out[i] = Elem(acc);
+}
+"#;
+
+/// `conv.wgsl` with `Elem = f16`.
+pub const CONV_F16: &str = r#"enable f16;
+
+//! Direct grouped 2-D convolution (1-D as H = 1), NCHW, with an optional
+//! bias and an optional output clamp: one invocation per output element
+//! `(n, oc, oh, ow)` sums `x * w` over its group's input channels and the
+//! kernel window, in f32. Weight layout `[OC, IC / groups, KH, KW]`.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup (the host sizes its grid for 64).
+override WG: u32 = 64u;
+
+struct Params {
+    numel: u32,
+    c_in: u32,
+    h: u32,
+    w: u32,
+    c_out: u32,
+    oh: u32,
+    ow: u32,
+    groups: u32,
+    kh: u32,
+    kw: u32,
+    stride_h: u32,
+    stride_w: u32,
+    pad_h: u32,
+    pad_w: u32,
+    dil_h: u32,
+    dil_w: u32,
+    has_bias: u32,
+    has_min: u32,
+    has_max: u32,
+    _pad0: u32,
+    out_min: f32,
+    out_max: f32,
+    _pad1: f32,
+    _pad2: f32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> weight: array<Elem>;
+@group(0) @binding(3) var<storage, read> bias: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    let ow = i % p.ow;
+    let oh = (i / p.ow) % p.oh;
+    let oc = (i / (p.ow * p.oh)) % p.c_out;
+    let n = i / (p.ow * p.oh * p.c_out);
+    let icg = p.c_in / p.groups;
+    let ic0 = (oc / (p.c_out / p.groups)) * icg;
+    var acc = 0.0;
+    if p.has_bias != 0u {
+        acc = f32(bias[oc]);
+    }
+    let ih0 = i32(oh * p.stride_h) - i32(p.pad_h);
+    let iw0 = i32(ow * p.stride_w) - i32(p.pad_w);
+    for (var c = 0u; c < icg; c++) {
+        let x_plane = (n * p.c_in + ic0 + c) * p.h * p.w;
+        let w_plane = (oc * icg + c) * p.kh * p.kw;
+        for (var ky = 0u; ky < p.kh; ky++) {
+            let ih = ih0 + i32(ky * p.dil_h);
+            if ih < 0 || ih >= i32(p.h) {
+                continue;
+            }
+            for (var kx = 0u; kx < p.kw; kx++) {
+                let iw = iw0 + i32(kx * p.dil_w);
+                if iw < 0 || iw >= i32(p.w) {
+                    continue;
+                }
+                acc += f32(x[x_plane + u32(ih) * p.w + u32(iw)]) * f32(weight[w_plane + ky * p.kw + kx]);
+            }
+        }
+    }
+    if p.has_min != 0u {
+        acc = max(acc, p.out_min);
+    }
+    if p.has_max != 0u {
+        acc = min(acc, p.out_max);
+    }
+    out[i] = Elem(acc);
+}
+"#;
+
 /// `gather.wgsl` with `Elem = f32`.
 pub const GATHER_F32: &str = r#"//! Strided copy: `out[i] = x[offset + sum_d coord_d(i) * stride_d]`.
 //!
@@ -1674,6 +2210,142 @@ fn main(
 }
 "#;
 
+/// `group_norm.wgsl` with `Elem = f32`.
+pub const GROUP_NORM_F32: &str = r#"//! Group norm of a tensor seen as `[N * G, C / G, inner]`: one invocation
+//! per `(n, group)` row computes the mean and biased variance (two passes,
+//! in f32), writes `out = (x - mean) * rstd * weight[c] + bias[c]`, and
+//! the row's `mean` and `rstd`.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 64).
+override WG: u32 = 64u;
+
+struct Params {
+    rows: u32,
+    groups: u32,
+    channels_per_group: u32,
+    inner: u32,
+    has_weight: u32,
+    has_bias: u32,
+    eps: f32,
+    _pad0: f32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> weight: array<Elem>;
+@group(0) @binding(3) var<storage, read> bias: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+@group(0) @binding(5) var<storage, read_write> mean_out: array<Elem>;
+@group(0) @binding(6) var<storage, read_write> rstd_out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let r = gid.x + gid.y * nwg.x * WG;
+    if r >= p.rows {
+        return;
+    }
+    let n = p.channels_per_group * p.inner;
+    let base = r * n;
+    var sum = 0.0;
+    for (var j = 0u; j < n; j++) {
+        sum += f32(x[base + j]);
+    }
+    let mean = sum / f32(max(n, 1u));
+    var sq = 0.0;
+    for (var j = 0u; j < n; j++) {
+        let d = f32(x[base + j]) - mean;
+        sq += d * d;
+    }
+    let rstd = inverseSqrt(sq / f32(max(n, 1u)) + p.eps);
+    let c0 = (r % p.groups) * p.channels_per_group;
+    for (var j = 0u; j < n; j++) {
+        let c = c0 + j / max(p.inner, 1u);
+        var v = (f32(x[base + j]) - mean) * rstd;
+        if p.has_weight != 0u {
+            v *= f32(weight[c]);
+        }
+        if p.has_bias != 0u {
+            v += f32(bias[c]);
+        }
+        out[base + j] = Elem(v);
+    }
+    mean_out[r] = Elem(mean);
+    rstd_out[r] = Elem(rstd);
+}
+"#;
+
+/// `group_norm.wgsl` with `Elem = f16`.
+pub const GROUP_NORM_F16: &str = r#"enable f16;
+
+//! Group norm of a tensor seen as `[N * G, C / G, inner]`: one invocation
+//! per `(n, group)` row computes the mean and biased variance (two passes,
+//! in f32), writes `out = (x - mean) * rstd * weight[c] + bias[c]`, and
+//! the row's `mean` and `rstd`.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup (the host sizes its grid for 64).
+override WG: u32 = 64u;
+
+struct Params {
+    rows: u32,
+    groups: u32,
+    channels_per_group: u32,
+    inner: u32,
+    has_weight: u32,
+    has_bias: u32,
+    eps: f32,
+    _pad0: f32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> weight: array<Elem>;
+@group(0) @binding(3) var<storage, read> bias: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+@group(0) @binding(5) var<storage, read_write> mean_out: array<Elem>;
+@group(0) @binding(6) var<storage, read_write> rstd_out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let r = gid.x + gid.y * nwg.x * WG;
+    if r >= p.rows {
+        return;
+    }
+    let n = p.channels_per_group * p.inner;
+    let base = r * n;
+    var sum = 0.0;
+    for (var j = 0u; j < n; j++) {
+        sum += f32(x[base + j]);
+    }
+    let mean = sum / f32(max(n, 1u));
+    var sq = 0.0;
+    for (var j = 0u; j < n; j++) {
+        let d = f32(x[base + j]) - mean;
+        sq += d * d;
+    }
+    let rstd = inverseSqrt(sq / f32(max(n, 1u)) + p.eps);
+    let c0 = (r % p.groups) * p.channels_per_group;
+    for (var j = 0u; j < n; j++) {
+        let c = c0 + j / max(p.inner, 1u);
+        var v = (f32(x[base + j]) - mean) * rstd;
+        if p.has_weight != 0u {
+            v *= f32(weight[c]);
+        }
+        if p.has_bias != 0u {
+            v += f32(bias[c]);
+        }
+        out[base + j] = Elem(v);
+    }
+    mean_out[r] = Elem(mean);
+    rstd_out[r] = Elem(rstd);
+}
+"#;
+
 /// `layer_norm.wgsl` with `Elem = f32`.
 pub const LAYER_NORM_F32: &str = r#"//! Layer norm over the last `n` elements of each row:
 //! `out = (x - mean) * rstd * weight + bias`, also writing `mean` and
@@ -1961,6 +2633,162 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
         }
         out[(batch * p.m + row) * p.n + col] = Elem(r);
     }
+}
+"#;
+
+/// `max_pool2d.wgsl` with `Elem = f32`.
+pub const MAX_POOL2D_F32: &str = r#"//! 2-D max pooling over the last two dims of a tensor seen as
+//! `[planes, H, W]`: one invocation per output element, also writing the
+//! flat `h * W + w` index of the maximum (PyTorch's
+//! `max_pool2d_with_indices`; NaN wins). Padding never wins.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 64).
+override WG: u32 = 64u;
+
+struct Params {
+    numel: u32,
+    h: u32,
+    w: u32,
+    oh: u32,
+    ow: u32,
+    kh: u32,
+    kw: u32,
+    stride_h: u32,
+    stride_w: u32,
+    pad_h: u32,
+    pad_w: u32,
+    dil_h: u32,
+    dil_w: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read_write> out: array<Elem>;
+@group(0) @binding(3) var<storage, read_write> indices: array<i32>;
+
+fn max_pool(i: u32, plane: u32, oh: u32, ow: u32) {
+    let h0 = i32(oh * p.stride_h) - i32(p.pad_h);
+    let w0 = i32(ow * p.stride_w) - i32(p.pad_w);
+    var best = bitcast<f32>(0xff800000u);
+    var best_idx = -1;
+    for (var ky = 0u; ky < p.kh; ky++) {
+        let ih = h0 + i32(ky * p.dil_h);
+        if ih < 0 || ih >= i32(p.h) {
+            continue;
+        }
+        for (var kx = 0u; kx < p.kw; kx++) {
+            let iw = w0 + i32(kx * p.dil_w);
+            if iw < 0 || iw >= i32(p.w) {
+                continue;
+            }
+            let idx = ih * i32(p.w) + iw;
+            let v = f32(x[plane * p.h * p.w + u32(idx)]);
+            // NaN wins, as in PyTorch.
+            if best_idx < 0 || v > best || v != v {
+                best = v;
+                best_idx = idx;
+            }
+        }
+    }
+    out[i] = Elem(best);
+    indices[i] = best_idx;
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    let ow = i % p.ow;
+    let oh = (i / p.ow) % p.oh;
+    let plane = i / (p.ow * p.oh);
+    max_pool(i, plane, oh, ow);
+}
+"#;
+
+/// `max_pool2d.wgsl` with `Elem = f16`.
+pub const MAX_POOL2D_F16: &str = r#"enable f16;
+
+//! 2-D max pooling over the last two dims of a tensor seen as
+//! `[planes, H, W]`: one invocation per output element, also writing the
+//! flat `h * W + w` index of the maximum (PyTorch's
+//! `max_pool2d_with_indices`; NaN wins). Padding never wins.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup (the host sizes its grid for 64).
+override WG: u32 = 64u;
+
+struct Params {
+    numel: u32,
+    h: u32,
+    w: u32,
+    oh: u32,
+    ow: u32,
+    kh: u32,
+    kw: u32,
+    stride_h: u32,
+    stride_w: u32,
+    pad_h: u32,
+    pad_w: u32,
+    dil_h: u32,
+    dil_w: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read_write> out: array<Elem>;
+@group(0) @binding(3) var<storage, read_write> indices: array<i32>;
+
+fn max_pool(i: u32, plane: u32, oh: u32, ow: u32) {
+    let h0 = i32(oh * p.stride_h) - i32(p.pad_h);
+    let w0 = i32(ow * p.stride_w) - i32(p.pad_w);
+    var best = bitcast<f32>(0xff800000u);
+    var best_idx = -1;
+    for (var ky = 0u; ky < p.kh; ky++) {
+        let ih = h0 + i32(ky * p.dil_h);
+        if ih < 0 || ih >= i32(p.h) {
+            continue;
+        }
+        for (var kx = 0u; kx < p.kw; kx++) {
+            let iw = w0 + i32(kx * p.dil_w);
+            if iw < 0 || iw >= i32(p.w) {
+                continue;
+            }
+            let idx = ih * i32(p.w) + iw;
+            let v = f32(x[plane * p.h * p.w + u32(idx)]);
+            // NaN wins, as in PyTorch.
+            if best_idx < 0 || v > best || v != v {
+                best = v;
+                best_idx = idx;
+            }
+        }
+    }
+    out[i] = Elem(best);
+    indices[i] = best_idx;
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    let ow = i % p.ow;
+    let oh = (i / p.ow) % p.oh;
+    let plane = i / (p.ow * p.oh);
+    max_pool(i, plane, oh, ow);
 }
 "#;
 
@@ -2485,6 +3313,146 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         return;
     }
     out[i] = Elem(apply(p.op, f32(x[i])));
+}
+"#;
+
+/// `upsample.wgsl` with `Elem = f32`.
+pub const UPSAMPLE_F32: &str = r#"//! 2-D nearest and bilinear resampling of the last two dims of a tensor
+//! seen as `[planes, H, W]`, one invocation per output element, with
+//! PyTorch's source-index rules. The host passes each axis's scale
+//! (input / output, or the reciprocal scale factor, or `(in - 1) /
+//! (out - 1)` with `align_corners`). Math in f32.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    h: u32,
+    w: u32,
+    oh: u32,
+    ow: u32,
+    bilinear: u32,
+    align_corners: u32,
+    _pad0: u32,
+    scale_h: f32,
+    scale_w: f32,
+    _pad1: f32,
+    _pad2: f32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read_write> out: array<Elem>;
+
+/// Bilinear source coordinate of `dst` (never negative).
+fn source(dst: u32, scale: f32) -> f32 {
+    if p.align_corners != 0u {
+        return scale * f32(dst);
+    }
+    return max(scale * (f32(dst) + 0.5) - 0.5, 0.0);
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    let ox = i % p.ow;
+    let oy = (i / p.ow) % p.oh;
+    let base = (i / (p.ow * p.oh)) * p.h * p.w;
+    if p.bilinear == 0u {
+        let sy = min(u32(floor(f32(oy) * p.scale_h)), p.h - 1u);
+        let sx = min(u32(floor(f32(ox) * p.scale_w)), p.w - 1u);
+        out[i] = x[base + sy * p.w + sx];
+        return;
+    }
+    let fy = source(oy, p.scale_h);
+    let fx = source(ox, p.scale_w);
+    let y0 = min(u32(fy), p.h - 1u);
+    let x0 = min(u32(fx), p.w - 1u);
+    let y1 = min(y0 + 1u, p.h - 1u);
+    let x1 = min(x0 + 1u, p.w - 1u);
+    let ly = fy - f32(y0);
+    let lx = fx - f32(x0);
+    let top = (1.0 - lx) * f32(x[base + y0 * p.w + x0]) + lx * f32(x[base + y0 * p.w + x1]);
+    let bottom = (1.0 - lx) * f32(x[base + y1 * p.w + x0]) + lx * f32(x[base + y1 * p.w + x1]);
+    out[i] = Elem((1.0 - ly) * top + ly * bottom);
+}
+"#;
+
+/// `upsample.wgsl` with `Elem = f16`.
+pub const UPSAMPLE_F16: &str = r#"enable f16;
+
+//! 2-D nearest and bilinear resampling of the last two dims of a tensor
+//! seen as `[planes, H, W]`, one invocation per output element, with
+//! PyTorch's source-index rules. The host passes each axis's scale
+//! (input / output, or the reciprocal scale factor, or `(in - 1) /
+//! (out - 1)` with `align_corners`). Math in f32.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    h: u32,
+    w: u32,
+    oh: u32,
+    ow: u32,
+    bilinear: u32,
+    align_corners: u32,
+    _pad0: u32,
+    scale_h: f32,
+    scale_w: f32,
+    _pad1: f32,
+    _pad2: f32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read_write> out: array<Elem>;
+
+/// Bilinear source coordinate of `dst` (never negative).
+fn source(dst: u32, scale: f32) -> f32 {
+    if p.align_corners != 0u {
+        return scale * f32(dst);
+    }
+    return max(scale * (f32(dst) + 0.5) - 0.5, 0.0);
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    let ox = i % p.ow;
+    let oy = (i / p.ow) % p.oh;
+    let base = (i / (p.ow * p.oh)) * p.h * p.w;
+    if p.bilinear == 0u {
+        let sy = min(u32(floor(f32(oy) * p.scale_h)), p.h - 1u);
+        let sx = min(u32(floor(f32(ox) * p.scale_w)), p.w - 1u);
+        out[i] = x[base + sy * p.w + sx];
+        return;
+    }
+    let fy = source(oy, p.scale_h);
+    let fx = source(ox, p.scale_w);
+    let y0 = min(u32(fy), p.h - 1u);
+    let x0 = min(u32(fx), p.w - 1u);
+    let y1 = min(y0 + 1u, p.h - 1u);
+    let x1 = min(x0 + 1u, p.w - 1u);
+    let ly = fy - f32(y0);
+    let lx = fx - f32(x0);
+    let top = (1.0 - lx) * f32(x[base + y0 * p.w + x0]) + lx * f32(x[base + y0 * p.w + x1]);
+    let bottom = (1.0 - lx) * f32(x[base + y1 * p.w + x0]) + lx * f32(x[base + y1 * p.w + x1]);
+    out[i] = Elem((1.0 - ly) * top + ly * bottom);
 }
 "#;
 

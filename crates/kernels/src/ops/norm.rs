@@ -1,10 +1,11 @@
-//! Row-wise normalizations: `aten._softmax`, `aten._log_softmax`
-//! (`softmax.wgsl`) and `aten.native_layer_norm` (`layer_norm.wgsl`).
+//! Normalizations: `aten._softmax`, `aten._log_softmax` (`softmax.wgsl`),
+//! `aten.native_layer_norm` (`layer_norm.wgsl`), inference batch norm
+//! (`batch_norm.wgsl`) and `aten.native_group_norm` (`group_norm.wgsl`).
 
 use crate::error::{Error, Result};
 use crate::generated::shaders::Family;
 use crate::plan::{
-    Ctx, Dispatch, Lowered, Step, Uniform, WG_ROWS, float_shader, grid_1d, norm_dim, same_dtype, to_u32,
+    Ctx, Dispatch, Lowered, Step, Uniform, WG_ELEMENTWISE, WG_ROWS, float_shader, grid_1d, norm_dim, same_dtype, to_u32,
 };
 
 /// `aten._softmax.default(self, dim, half_to_float, →out)`, and
@@ -114,6 +115,149 @@ pub fn native_layer_norm(c: &Ctx<'_>) -> Result<Lowered> {
     }
     Ok(Lowered {
         shapes: vec![(out.id, x.shape.to_vec()), (mean.id, stat_shape.clone()), (rstd.id, stat_shape)],
+        steps,
+    })
+}
+
+/// `aten._native_batch_norm_legit_no_training.default(input, weight?,
+/// bias?, running_mean, running_var, momentum, eps, →[out, save_mean,
+/// save_invstd])`: inference batch norm over dim 1. The two saved stats
+/// are the exporter's empty `[0]` tensors and are not written.
+pub fn batch_norm_no_training(c: &Ctx<'_>) -> Result<Lowered> {
+    c.expect_args(8)?;
+    let x = c.tensor(0, "input")?;
+    let weight = c.opt_tensor(1, "weight")?;
+    let bias = c.opt_tensor(2, "bias")?;
+    let mean = c.tensor(3, "running_mean")?;
+    let var = c.tensor(4, "running_var")?;
+    c.num(5, "momentum")?;
+    let eps = c.num(6, "eps")?;
+    let outs = c.tensor_list(7, "out")?;
+    let [out, save_mean, save_invstd] = outs[..] else {
+        return Err(Error::ArgKind { arg_idx: 7, name: "out", expected: "ValueList of 3 tensors", found: "ValueList" });
+    };
+    let shader = float_shader(Family::BatchNorm, &x, 0, "input")?;
+    same_dtype(&out, x.dtype, 7, "out")?;
+    if x.shape.len() < 2 {
+        return Err(Error::Shape { arg_idx: 0, name: "input", expected: "rank >= 2".into(), found: x.shape.to_vec() });
+    }
+    let ch = x.shape[1];
+    for (t, idx, name) in
+        [(weight, 1, "weight"), (bias, 2, "bias"), (Some(mean), 3, "running_mean"), (Some(var), 4, "running_var")]
+    {
+        if let Some(t) = t {
+            same_dtype(&t, x.dtype, idx, name)?;
+            if t.numel() != ch {
+                return Err(Error::Shape {
+                    arg_idx: idx,
+                    name,
+                    expected: format!("{ch} elements"),
+                    found: t.shape.to_vec(),
+                });
+            }
+        }
+    }
+    let numel = x.numel();
+    let mut steps = Vec::new();
+    if numel > 0 {
+        let params = Uniform::new()
+            .u32(to_u32("numel", numel)?)
+            .u32(to_u32("channels", ch)?)
+            .u32(to_u32("inner size", x.shape[2..].iter().product())?)
+            .u32(u32::from(weight.is_some()))
+            .u32(u32::from(bias.is_some()))
+            .f32(eps as f32)
+            .finish();
+        steps.push(Step::Dispatch(Dispatch {
+            shader,
+            entry: "main",
+            inputs: vec![x.id, weight.map_or(mean.id, |t| t.id), bias.map_or(mean.id, |t| t.id), mean.id, var.id],
+            outputs: vec![out.id],
+            params,
+            workgroups: grid_1d(numel, WG_ELEMENTWISE)?,
+        }));
+    }
+    Ok(Lowered {
+        shapes: vec![
+            (out.id, x.shape.to_vec()),
+            (save_mean.id, save_mean.shape.to_vec()),
+            (save_invstd.id, save_invstd.shape.to_vec()),
+        ],
+        steps,
+    })
+}
+
+/// `aten.native_group_norm.default(input, weight?, bias?, N, C, HxW, group,
+/// eps, →[out, mean[N, group], rstd[N, group]])`.
+pub fn native_group_norm(c: &Ctx<'_>) -> Result<Lowered> {
+    c.expect_args(9)?;
+    let x = c.tensor(0, "input")?;
+    let weight = c.opt_tensor(1, "weight")?;
+    let bias = c.opt_tensor(2, "bias")?;
+    let groups = c.int(6, "group")?;
+    let eps = c.num(7, "eps")?;
+    let outs = c.tensor_list(8, "out")?;
+    let [out, mean, rstd] = outs[..] else {
+        return Err(Error::ArgKind { arg_idx: 8, name: "out", expected: "ValueList of 3 tensors", found: "ValueList" });
+    };
+    let shader = float_shader(Family::GroupNorm, &x, 0, "input")?;
+    for t in [&out, &mean, &rstd] {
+        same_dtype(t, x.dtype, 8, "out")?;
+    }
+    // N, C and HxW are baked at export; the live shape is the truth.
+    for i in 3..6 {
+        c.int(i, ["N", "C", "HxW"][i - 3])?;
+    }
+    if x.shape.len() < 2 {
+        return Err(Error::Shape { arg_idx: 0, name: "input", expected: "rank >= 2".into(), found: x.shape.to_vec() });
+    }
+    let (n, ch) = (x.shape[0], x.shape[1]);
+    if groups <= 0 || ch % groups as u64 != 0 {
+        return Err(Error::ArgValue {
+            arg_idx: 6,
+            name: "group",
+            found: groups.to_string(),
+            reason: "groups > 0 dividing the channels",
+        });
+    }
+    let groups = groups as u64;
+    for (t, idx, name) in [(weight, 1, "weight"), (bias, 2, "bias")] {
+        if let Some(t) = t {
+            same_dtype(&t, x.dtype, idx, name)?;
+            if t.numel() != ch {
+                return Err(Error::Shape {
+                    arg_idx: idx,
+                    name,
+                    expected: format!("{ch} elements"),
+                    found: t.shape.to_vec(),
+                });
+            }
+        }
+    }
+    let inner: u64 = x.shape[2..].iter().product();
+    let rows = n * groups;
+    let mut steps = Vec::new();
+    if x.numel() > 0 {
+        let params = Uniform::new()
+            .u32(to_u32("rows", rows)?)
+            .u32(to_u32("groups", groups)?)
+            .u32(to_u32("channels per group", ch / groups)?)
+            .u32(to_u32("inner size", inner)?)
+            .u32(u32::from(weight.is_some()))
+            .u32(u32::from(bias.is_some()))
+            .f32(eps as f32)
+            .finish();
+        steps.push(Step::Dispatch(Dispatch {
+            shader,
+            entry: "main",
+            inputs: vec![x.id, weight.map_or(x.id, |t| t.id), bias.map_or(x.id, |t| t.id)],
+            outputs: vec![out.id, mean.id, rstd.id],
+            params,
+            workgroups: grid_1d(rows, WG_ROWS)?,
+        }));
+    }
+    Ok(Lowered {
+        shapes: vec![(out.id, x.shape.to_vec()), (mean.id, vec![n, groups]), (rstd.id, vec![n, groups])],
         steps,
     })
 }

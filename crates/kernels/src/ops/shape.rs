@@ -1,7 +1,7 @@
 //! Shape and memory ops. Reshapes of contiguous tensors (`view_copy`,
 //! `squeeze_copy`, `unsqueeze_copy`, `clone`, `alias_copy`) alias their
 //! input's buffer; the rest are strided copies (`gather.wgsl`): permute,
-//! slice, select, expand, flip.
+//! slice, select, expand, flip, pixel shuffle.
 
 use crate::error::{Error, Result};
 use crate::generated::shaders::{Family, ShaderId};
@@ -318,4 +318,42 @@ pub fn to_dim_order_copy(c: &Ctx<'_>) -> Result<Lowered> {
         }));
     }
     Ok(Lowered { shapes: vec![(out.id, x.shape.to_vec())], steps })
+}
+
+/// `aten.pixel_shuffle.default(self, upscale_factor, →out)`: `[.., C r², H,
+/// W]` to `[.., C, H r, W r]`, a strided copy of the input seen as `[..,
+/// C, r, r, H, W]` permuted to `[.., C, H, r, W, r]`.
+pub fn pixel_shuffle(c: &Ctx<'_>) -> Result<Lowered> {
+    c.expect_args(3)?;
+    let x = c.tensor(0, "self")?;
+    let r = c.int(1, "upscale_factor")?;
+    let rank = x.shape.len();
+    if r <= 0 {
+        return Err(Error::ArgValue { arg_idx: 1, name: "upscale_factor", found: r.to_string(), reason: "positive" });
+    }
+    let r = r as u64;
+    if rank < 3 || !x.shape[rank - 3].is_multiple_of(r * r) {
+        return Err(Error::Shape {
+            arg_idx: 0,
+            name: "self",
+            expected: format!("rank >= 3 with channels divisible by {}", r * r),
+            found: x.shape.to_vec(),
+        });
+    }
+    let lead = &x.shape[..rank - 3];
+    let (ch, h, w) = (x.shape[rank - 3] / (r * r), x.shape[rank - 2], x.shape[rank - 1]);
+    let mut split = lead.to_vec();
+    split.extend([ch, r, r, h, w]);
+    let s = own_strides(&split);
+    let l = lead.len();
+    let mut shape = lead.to_vec();
+    shape.extend([ch, h, r, w, r]);
+    let mut strides = s[..l].to_vec();
+    strides.extend([s[l], s[l + 3], s[l + 1], s[l + 4], s[l + 2]]);
+    let out = c.tensor(2, "out")?;
+    let mut lowered = gather(&x, &out, 2, shape, &strides, 0)?;
+    let mut out_shape = lead.to_vec();
+    out_shape.extend([ch, h * r, w * r]);
+    lowered.shapes = vec![(out.id, out_shape)];
+    Ok(lowered)
 }

@@ -361,3 +361,92 @@ fn reductions_over_long_rows_split_dims_ties_and_nans() {
         }
     }
 }
+
+fn i64_tensor(shape: &[u64], values: &[i64]) -> Tensor {
+    Tensor::new(DType::I64, shape.to_vec(), values.iter().flat_map(|v| v.to_le_bytes()).collect()).expect("valid")
+}
+
+/// `x [2, S<=5, 3]` viewed as `[2, 3S]` through SymInt arithmetic
+/// (`((S * 6) // 2 + 1) - 1`), then negated.
+fn dynamic_view_graph() -> GraphBuilder {
+    let mut g = GraphBuilder::new();
+    let x = g.tensor(DType::F32, &[2, 5, 3]);
+    let (one, two, six) = (g.int(1), g.int(2), g.int(6));
+    let s = g.sym_int();
+    let s6 = g.sym_int();
+    let s3 = g.sym_int();
+    let s3p1 = g.sym_int();
+    let k = g.sym_int();
+    let size = g.value_list(&[two, k]);
+    let v = g.tensor(DType::F32, &[2, 15]);
+    let out = g.tensor(DType::F32, &[2, 15]);
+    g.op("sym_size.int", &[x, one, s])
+        .op("mul", &[s, six, s6])
+        .op("floordiv", &[s6, two, s3])
+        .op("add", &[s3, one, s3p1])
+        .op("sub", &[s3p1, one, k])
+        .op("aten.view_copy.default", &[x, size, v])
+        .op("aten.neg.default", &[v, out]);
+    g.inputs(&[x]).outputs(&[out]);
+    g
+}
+
+#[test]
+fn symint_sizes_follow_the_live_input_shape() {
+    let Some(method) = load(dynamic_view_graph()) else { return };
+    let mut method = method.expect("loads");
+    for s in [1u64, 4, 5, 1, 3] {
+        let xv = data(6 * s as usize, s as u32);
+        let outs = method.run(&[Tensor::from_f32(&[2, s, 3], &xv)]).expect("in bounds");
+        assert_eq!(outs[0].shape, [2, 3 * s], "S = {s}");
+        assert_eq!(f32s(&outs[0]), xv.iter().map(|v| -v).collect::<Vec<_>>(), "S = {s}");
+        assert_eq!(method.n_dispatches(), 1);
+    }
+    let over = Tensor::from_f32(&[2, 6, 3], &[0.0; 36]);
+    match method.run(&[over]) {
+        Err(Error::InputShape { index: 0, max, found }) => {
+            assert_eq!((max, found), (vec![2, 5, 3], vec![2, 6, 3]));
+        }
+        other => panic!("expected InputShape, got {other:?}"),
+    }
+    // The method still runs after the rejected call.
+    let outs = method.run(&[Tensor::from_f32(&[2, 1, 3], &[1., 2., 3., 4., 5., 6.])]).expect("in bounds");
+    assert_eq!(f32s(&outs[0]), [-1., -2., -3., -4., -5., -6.]);
+}
+
+/// `x[p : p + n]` with `p = pos[-1]` (`select_as_symint` on an int64
+/// input) and `n` a SymInt graph input.
+fn select_as_symint_graph() -> GraphBuilder {
+    let mut g = GraphBuilder::new();
+    let x = g.tensor(DType::F32, &[8]);
+    let pos = g.tensor_staged(DType::I32, DType::I64, &[1]);
+    let n = g.sym_int();
+    let (zero, minus_one, one) = (g.int(0), g.int(-1), g.int(1));
+    let p = g.sym_int();
+    let end = g.sym_int();
+    let out = g.tensor(DType::F32, &[8]);
+    g.op("et_vk.select_as_symint.default", &[pos, zero, minus_one, p])
+        .op("add", &[p, n, end])
+        .op("aten.slice_copy.Tensor", &[x, zero, p, end, one, out]);
+    g.inputs(&[x, pos, n]).outputs(&[out]);
+    g
+}
+
+#[test]
+fn select_as_symint_and_symint_inputs_are_read_per_call() {
+    let Some(method) = load(select_as_symint_graph()) else { return };
+    let mut method = method.expect("loads");
+    let xv: Vec<f32> = (0..8).map(|i| i as f32).collect();
+    let x = Tensor::from_f32(&[8], &xv);
+    for (p, n) in [(2i64, 3i64), (0, 8), (7, 1), (2, 3)] {
+        // n as a 0-d int64 tensor, then as a 1-element int32 one.
+        for n_t in
+            [i64_tensor(&[], &[n]), Tensor::new(DType::I32, vec![1], (n as i32).to_le_bytes().to_vec()).expect("valid")]
+        {
+            let outs = method.run(&[x.clone(), i64_tensor(&[1], &[p]), n_t]).expect("runs");
+            assert_eq!(f32s(&outs[0]), xv[p as usize..(p + n) as usize], "p = {p}, n = {n}");
+        }
+    }
+    let two = Tensor::from_f32(&[2], &[0.0; 2]);
+    assert!(matches!(method.run(&[x.clone(), i64_tensor(&[1], &[0]), two]), Err(Error::SymIntInput { index: 2, .. })));
+}

@@ -14,55 +14,35 @@ use etwgpu_runtime::Tensor;
 
 /// Fixtures that cannot run yet, with the ops (or features) they lack.
 const NOT_YET_SUPPORTED: &[(&str, &[&str])] = &[
-    (
-        "convnet",
-        &[
-            "aten._native_batch_norm_legit_no_training.default",
-            "aten.avg_pool2d.default",
-            "aten.convolution.default",
-            "aten.max_pool2d_with_indices.default",
-            "et_vk.conv_with_clamp.default",
-        ],
-    ),
-    ("dynamic_seq", &["mul", "sym_size.int"]),
     ("indexing", &["aten.embedding.default", "aten.gather.default", "aten.index.Tensor", "aten.index_select.default"]),
     (
         "llama_tiny_8da4w",
         &[
-            "add",
             "aten.embedding.default",
             "et_vk.apply_rotary_emb.default",
             "et_vk.linear_dq8ca_q4gsw.default",
             "et_vk.rms_norm.default",
-            "et_vk.select_as_symint.default",
             "sdpa_with_kv_cache.default",
-            "sym_size.int",
             "torchao.choose_qparams_affine.default",
         ],
     ),
     (
         "llama_tiny_fp32",
         &[
-            "add",
             "aten.embedding.default",
             "et_vk.apply_rotary_emb.default",
             "et_vk.rms_norm.default",
-            "et_vk.select_as_symint.default",
             "sdpa_with_kv_cache.default",
-            "sym_size.int",
         ],
     ),
     (
         "llama_tiny_q4",
         &[
-            "add",
             "et_vk.apply_rotary_emb.default",
             "et_vk.embedding_q4gsw.default",
             "et_vk.linear_q4gsw.default",
             "et_vk.rms_norm.default",
-            "et_vk.select_as_symint.default",
             "sdpa_with_kv_cache.default",
-            "sym_size.int",
         ],
     ),
     ("partial_delegate", &["CPU kernel aten::cumsum.out"]),

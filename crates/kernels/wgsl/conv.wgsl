@@ -1,0 +1,87 @@
+//! Direct grouped 2-D convolution (1-D as H = 1), NCHW, with an optional
+//! bias and an optional output clamp: one invocation per output element
+//! `(n, oc, oh, ow)` sums `x * w` over its group's input channels and the
+//! kernel window, in f32. Weight layout `[OC, IC / groups, KH, KW]`.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 64).
+override WG: u32 = 64u;
+
+struct Params {
+    numel: u32,
+    c_in: u32,
+    h: u32,
+    w: u32,
+    c_out: u32,
+    oh: u32,
+    ow: u32,
+    groups: u32,
+    kh: u32,
+    kw: u32,
+    stride_h: u32,
+    stride_w: u32,
+    pad_h: u32,
+    pad_w: u32,
+    dil_h: u32,
+    dil_w: u32,
+    has_bias: u32,
+    has_min: u32,
+    has_max: u32,
+    _pad0: u32,
+    out_min: f32,
+    out_max: f32,
+    _pad1: f32,
+    _pad2: f32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> weight: array<Elem>;
+@group(0) @binding(3) var<storage, read> bias: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    let ow = i % p.ow;
+    let oh = (i / p.ow) % p.oh;
+    let oc = (i / (p.ow * p.oh)) % p.c_out;
+    let n = i / (p.ow * p.oh * p.c_out);
+    let icg = p.c_in / p.groups;
+    let ic0 = (oc / (p.c_out / p.groups)) * icg;
+    var acc = 0.0;
+    if p.has_bias != 0u {
+        acc = f32(bias[oc]);
+    }
+    let ih0 = i32(oh * p.stride_h) - i32(p.pad_h);
+    let iw0 = i32(ow * p.stride_w) - i32(p.pad_w);
+    for (var c = 0u; c < icg; c++) {
+        let x_plane = (n * p.c_in + ic0 + c) * p.h * p.w;
+        let w_plane = (oc * icg + c) * p.kh * p.kw;
+        for (var ky = 0u; ky < p.kh; ky++) {
+            let ih = ih0 + i32(ky * p.dil_h);
+            if ih < 0 || ih >= i32(p.h) {
+                continue;
+            }
+            for (var kx = 0u; kx < p.kw; kx++) {
+                let iw = iw0 + i32(kx * p.dil_w);
+                if iw < 0 || iw >= i32(p.w) {
+                    continue;
+                }
+                acc += f32(x[x_plane + u32(ih) * p.w + u32(iw)]) * f32(weight[w_plane + ky * p.kw + kx]);
+            }
+        }
+    }
+    if p.has_min != 0u {
+        acc = max(acc, p.out_min);
+    }
+    if p.has_max != 0u {
+        acc = min(acc, p.out_max);
+    }
+    out[i] = Elem(acc);
+}
