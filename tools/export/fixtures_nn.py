@@ -539,6 +539,21 @@ def fx_indexing(verify: bool = True) -> FixtureResult:
         Indexing(), [ins], verify=verify)
 
 
+class IndexWrap(nn.Module):
+    def forward(self, t, i0, i1):
+        return t[i0], t[:, i1], t[:, :, i0]
+
+
+def fx_index_wrap(verify: bool = True) -> FixtureResult:
+    g = seed("index_wrap")
+    ins = (randn(g, 5, 6, 7), torch.tensor([-1, 0, -5, 3, -2]), torch.tensor([-6, 5, -1]))
+    return module_fixture(
+        "index_wrap",
+        "aten.index.Tensor with negative int64 indices, which count from the end: "
+        "t[5,6,7][i0], t[:, i1], t[:, :, i0] with i0 = [-1,0,-5,3,-2], i1 = [-6,5,-1].",
+        IndexWrap(), [ins], verify=verify)
+
+
 class DynamicSeq(nn.Module):
     def __init__(self):
         super().__init__()
@@ -616,6 +631,7 @@ FIXTURES: dict[str, Callable[..., FixtureResult]] = {
     "reductions": fx_reductions,
     "matmul": fx_matmul,
     "indexing": fx_indexing,
+    "index_wrap": fx_index_wrap,
     "dynamic_seq": fx_dynamic_seq,
     "fp16_mlp": fx_fp16_mlp,
     "partial_delegate": fx_partial_delegate,

@@ -3,6 +3,7 @@
 //! [`from_name`], and wires each row to its host rule in `ops/<family>.rs`.
 
 pub mod elementwise;
+pub mod index;
 pub mod infra;
 pub mod logic;
 pub mod matmul;
@@ -73,11 +74,13 @@ register_ops! {
     Cos => "aten.cos.default" => |c| elementwise::unary(c, UnaryOp::Cos),
     Div => "aten.div.Tensor" => |c| elementwise::binary(c, BinaryOp::Div),
     DivMode => "aten.div.Tensor_mode" => elementwise::div_mode,
+    Embedding => "aten.embedding.default" => index::embedding,
     EqScalar => "aten.eq.Scalar" => |c| logic::compare_scalar(c, CmpOp::Eq),
     EqTensor => "aten.eq.Tensor" => |c| logic::compare_tensor(c, CmpOp::Eq),
     Exp => "aten.exp.default" => |c| elementwise::unary(c, UnaryOp::Exp),
     ExpandCopy => "aten.expand_copy.default" => shape::expand_copy,
     Flip => "aten.flip.default" => shape::flip,
+    Gather => "aten.gather.default" => index::gather,
     GeScalar => "aten.ge.Scalar" => |c| logic::compare_scalar(c, CmpOp::Ge),
     GeTensor => "aten.ge.Tensor" => |c| logic::compare_tensor(c, CmpOp::Ge),
     Gelu => "aten.gelu.default" => elementwise::gelu,
@@ -86,6 +89,8 @@ register_ops! {
     Hardsigmoid => "aten.hardsigmoid.default" => |c| elementwise::unary(c, UnaryOp::Hardsigmoid),
     Hardswish => "aten.hardswish.default" => |c| elementwise::unary(c, UnaryOp::Hardswish),
     Hardtanh => "aten.hardtanh.default" => elementwise::hardtanh,
+    IndexTensor => "aten.index.Tensor" => index::index_tensor,
+    IndexSelect => "aten.index_select.default" => index::index_select,
     LeScalar => "aten.le.Scalar" => |c| logic::compare_scalar(c, CmpOp::Le),
     LeTensor => "aten.le.Tensor" => |c| logic::compare_tensor(c, CmpOp::Le),
     LeakyRelu => "aten.leaky_relu.default" => elementwise::leaky_relu,

@@ -271,3 +271,38 @@ fn reductions_coalesce_dims_and_shape_their_outputs() {
         Err(crate::Error::ArgValue { arg_idx: 1, .. })
     ));
 }
+
+#[test]
+fn indexing_shapes_and_errors() {
+    let mut g = TestGraph::default();
+    let x = g.t(&[4, 6, 5]);
+    let idx = g.push(Owned::Tensor(ElemType::I32, vec![2, 3], false));
+    let null = g.push(Owned::Null);
+    // x[:, idx] -> [4, 2, 3, 5].
+    let list = g.push(Owned::List(vec![null, idx]));
+    let out = g.t(&[4, 2, 3, 5]);
+    assert_eq!(out_shape(&check(&g, "aten.index.Tensor", &[x, list, out]).expect("index")), [4, 2, 3, 5]);
+    let two = g.push(Owned::List(vec![idx, idx]));
+    assert!(matches!(check(&g, "aten.index.Tensor", &[x, two, out]), Err(crate::Error::ArgValue { arg_idx: 1, .. })));
+    // embedding of a [2, 3] index into a [V, E] weight.
+    let w = g.push(Owned::Tensor(ElemType::F32, vec![10, 5], true));
+    let (m1, f) = (g.push(Owned::Int(-1)), g.push(Owned::Bool(false)));
+    let out = g.t(&[2, 3, 5]);
+    let l = check(&g, "aten.embedding.default", &[w, idx, m1, f, f, out]).expect("embedding");
+    assert_eq!(out_shape(&l), [2, 3, 5]);
+    // gather along dim -1: the index may be smaller off that dim, not larger.
+    let gi = g.push(Owned::Tensor(ElemType::I32, vec![3, 6, 9], false));
+    let out = g.t(&[3, 6, 9]);
+    assert_eq!(out_shape(&check(&g, "aten.gather.default", &[x, m1, gi, f, out]).expect("gather")), [3, 6, 9]);
+    let too_big = g.push(Owned::Tensor(ElemType::I32, vec![5, 6, 9], false));
+    assert!(matches!(
+        check(&g, "aten.gather.default", &[x, m1, too_big, f, out]),
+        Err(crate::Error::Shape { arg_idx: 2, .. })
+    ));
+    let float_idx = g.t(&[3]);
+    let zero = g.push(Owned::Int(0));
+    assert!(matches!(
+        check(&g, "aten.index_select.default", &[x, zero, float_idx, out]),
+        Err(crate::Error::DType { arg_idx: 2, .. })
+    ));
+}

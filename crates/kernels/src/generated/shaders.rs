@@ -26,6 +26,8 @@ pub enum Family {
     Reduce,
     /// `softmax.wgsl`.
     Softmax,
+    /// `take.wgsl`.
+    Take,
     /// `unary.wgsl`.
     Unary,
     /// `where.wgsl`.
@@ -94,6 +96,12 @@ pub enum ShaderId {
     SoftmaxF32,
     /// `softmax.wgsl` with `Elem = f16`.
     SoftmaxF16,
+    /// `take.wgsl` with `Elem = f32`.
+    TakeF32,
+    /// `take.wgsl` with `Elem = f16`.
+    TakeF16,
+    /// `take.wgsl` with `Elem = i32`.
+    TakeI32,
     /// `unary.wgsl` with `Elem = f32`.
     UnaryF32,
     /// `unary.wgsl` with `Elem = f16`.
@@ -134,6 +142,9 @@ impl ShaderId {
         ShaderId::ReduceF16,
         ShaderId::SoftmaxF32,
         ShaderId::SoftmaxF16,
+        ShaderId::TakeF32,
+        ShaderId::TakeF16,
+        ShaderId::TakeI32,
         ShaderId::UnaryF32,
         ShaderId::UnaryF16,
         ShaderId::WhereF32,
@@ -168,6 +179,9 @@ impl ShaderId {
             ShaderId::ReduceF16 => Family::Reduce,
             ShaderId::SoftmaxF32 => Family::Softmax,
             ShaderId::SoftmaxF16 => Family::Softmax,
+            ShaderId::TakeF32 => Family::Take,
+            ShaderId::TakeF16 => Family::Take,
+            ShaderId::TakeI32 => Family::Take,
             ShaderId::UnaryF32 => Family::Unary,
             ShaderId::UnaryF16 => Family::Unary,
             ShaderId::WhereF32 => Family::Where,
@@ -203,6 +217,9 @@ impl ShaderId {
             ShaderId::ReduceF16 => Variant::F16,
             ShaderId::SoftmaxF32 => Variant::F32,
             ShaderId::SoftmaxF16 => Variant::F16,
+            ShaderId::TakeF32 => Variant::F32,
+            ShaderId::TakeF16 => Variant::F16,
+            ShaderId::TakeI32 => Variant::I32,
             ShaderId::UnaryF32 => Variant::F32,
             ShaderId::UnaryF16 => Variant::F16,
             ShaderId::WhereF32 => Variant::F32,
@@ -238,6 +255,9 @@ impl ShaderId {
             ShaderId::ReduceF16 => "reduce.f16",
             ShaderId::SoftmaxF32 => "softmax.f32",
             ShaderId::SoftmaxF16 => "softmax.f16",
+            ShaderId::TakeF32 => "take.f32",
+            ShaderId::TakeF16 => "take.f16",
+            ShaderId::TakeI32 => "take.i32",
             ShaderId::UnaryF32 => "unary.f32",
             ShaderId::UnaryF16 => "unary.f16",
             ShaderId::WhereF32 => "where.f32",
@@ -273,6 +293,9 @@ impl ShaderId {
             ShaderId::ReduceF16 => REDUCE_F16,
             ShaderId::SoftmaxF32 => SOFTMAX_F32,
             ShaderId::SoftmaxF16 => SOFTMAX_F16,
+            ShaderId::TakeF32 => TAKE_F32,
+            ShaderId::TakeF16 => TAKE_F16,
+            ShaderId::TakeI32 => TAKE_I32,
             ShaderId::UnaryF32 => UNARY_F32,
             ShaderId::UnaryF16 => UNARY_F16,
             ShaderId::WhereF32 => WHERE_F32,
@@ -308,6 +331,9 @@ impl ShaderId {
             (Family::Reduce, Variant::F16) => Some(ShaderId::ReduceF16),
             (Family::Softmax, Variant::F32) => Some(ShaderId::SoftmaxF32),
             (Family::Softmax, Variant::F16) => Some(ShaderId::SoftmaxF16),
+            (Family::Take, Variant::F32) => Some(ShaderId::TakeF32),
+            (Family::Take, Variant::F16) => Some(ShaderId::TakeF16),
+            (Family::Take, Variant::I32) => Some(ShaderId::TakeI32),
             (Family::Unary, Variant::F32) => Some(ShaderId::UnaryF32),
             (Family::Unary, Variant::F16) => Some(ShaderId::UnaryF16),
             (Family::Where, Variant::F32) => Some(ShaderId::WhereF32),
@@ -2108,6 +2134,194 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         } else {
             out[at] = Elem(exp(shifted) / sum);
         }
+    }
+}
+"#;
+
+/// `take.wgsl` with `Elem = f32`.
+pub const TAKE_F32: &str = r#"//! Gather through an int32 index tensor: embedding, index_select, gather
+//! and `aten.index.Tensor` with one index tensor.
+//!
+//! Over the contiguous output shape, coordinate `c` reads
+//! `x[sum_d c_d * x_strides_d + k * x_dim_stride]` with
+//! `k = idx[sum_d c_d * i_strides_d]`: the host zeroes the x strides of the
+//! dims the index addresses and gives the index tensor's strides per output
+//! dim. A negative `k` counts from the end (`k + dim_size`), as PyTorch's
+//! indexing does; an index still out of range reads 0 (a GPU cannot raise
+//! PyTorch's error). Pure data movement: the `i32` variant also moves bools.
+// variants: f32 f16 i32
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    rank: u32,
+    dim_size: u32,
+    x_dim_stride: u32,
+    shape: array<vec4<u32>, 2>,
+    x_strides: array<vec4<u32>, 2>,
+    i_strides: array<vec4<u32>, 2>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> idx: array<i32>;
+@group(0) @binding(3) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    var rem = i;
+    var xo = 0u;
+    var io = 0u;
+    for (var d = i32(p.rank) - 1; d >= 0; d = d - 1) {
+        let du = u32(d);
+        let size = p.shape[du / 4u][du % 4u];
+        let c = rem % size;
+        rem = rem / size;
+        xo += c * p.x_strides[du / 4u][du % 4u];
+        io += c * p.i_strides[du / 4u][du % 4u];
+    }
+    var k = idx[io];
+    if k < 0 {
+        k += i32(p.dim_size);
+    }
+    if k < 0 || u32(k) >= p.dim_size {
+        out[i] = Elem(0);
+    } else {
+        out[i] = x[xo + u32(k) * p.x_dim_stride];
+    }
+}
+"#;
+
+/// `take.wgsl` with `Elem = f16`.
+pub const TAKE_F16: &str = r#"enable f16;
+
+//! Gather through an int32 index tensor: embedding, index_select, gather
+//! and `aten.index.Tensor` with one index tensor.
+//!
+//! Over the contiguous output shape, coordinate `c` reads
+//! `x[sum_d c_d * x_strides_d + k * x_dim_stride]` with
+//! `k = idx[sum_d c_d * i_strides_d]`: the host zeroes the x strides of the
+//! dims the index addresses and gives the index tensor's strides per output
+//! dim. A negative `k` counts from the end (`k + dim_size`), as PyTorch's
+//! indexing does; an index still out of range reads 0 (a GPU cannot raise
+//! PyTorch's error). Pure data movement: the `i32` variant also moves bools.
+// variants: f32 f16 i32
+
+alias Elem = f16;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    rank: u32,
+    dim_size: u32,
+    x_dim_stride: u32,
+    shape: array<vec4<u32>, 2>,
+    x_strides: array<vec4<u32>, 2>,
+    i_strides: array<vec4<u32>, 2>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> idx: array<i32>;
+@group(0) @binding(3) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    var rem = i;
+    var xo = 0u;
+    var io = 0u;
+    for (var d = i32(p.rank) - 1; d >= 0; d = d - 1) {
+        let du = u32(d);
+        let size = p.shape[du / 4u][du % 4u];
+        let c = rem % size;
+        rem = rem / size;
+        xo += c * p.x_strides[du / 4u][du % 4u];
+        io += c * p.i_strides[du / 4u][du % 4u];
+    }
+    var k = idx[io];
+    if k < 0 {
+        k += i32(p.dim_size);
+    }
+    if k < 0 || u32(k) >= p.dim_size {
+        out[i] = Elem(0);
+    } else {
+        out[i] = x[xo + u32(k) * p.x_dim_stride];
+    }
+}
+"#;
+
+/// `take.wgsl` with `Elem = i32`.
+pub const TAKE_I32: &str = r#"//! Gather through an int32 index tensor: embedding, index_select, gather
+//! and `aten.index.Tensor` with one index tensor.
+//!
+//! Over the contiguous output shape, coordinate `c` reads
+//! `x[sum_d c_d * x_strides_d + k * x_dim_stride]` with
+//! `k = idx[sum_d c_d * i_strides_d]`: the host zeroes the x strides of the
+//! dims the index addresses and gives the index tensor's strides per output
+//! dim. A negative `k` counts from the end (`k + dim_size`), as PyTorch's
+//! indexing does; an index still out of range reads 0 (a GPU cannot raise
+//! PyTorch's error). Pure data movement: the `i32` variant also moves bools.
+// variants: f32 f16 i32
+
+alias Elem = i32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    rank: u32,
+    dim_size: u32,
+    x_dim_stride: u32,
+    shape: array<vec4<u32>, 2>,
+    x_strides: array<vec4<u32>, 2>,
+    i_strides: array<vec4<u32>, 2>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> idx: array<i32>;
+@group(0) @binding(3) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    var rem = i;
+    var xo = 0u;
+    var io = 0u;
+    for (var d = i32(p.rank) - 1; d >= 0; d = d - 1) {
+        let du = u32(d);
+        let size = p.shape[du / 4u][du % 4u];
+        let c = rem % size;
+        rem = rem / size;
+        xo += c * p.x_strides[du / 4u][du % 4u];
+        io += c * p.i_strides[du / 4u][du % 4u];
+    }
+    var k = idx[io];
+    if k < 0 {
+        k += i32(p.dim_size);
+    }
+    if k < 0 || u32(k) >= p.dim_size {
+        out[i] = Elem(0);
+    } else {
+        out[i] = x[xo + u32(k) * p.x_dim_stride];
     }
 }
 "#;

@@ -25,12 +25,10 @@ const NOT_YET_SUPPORTED: &[(&str, &[&str])] = &[
         ],
     ),
     ("dynamic_seq", &["mul", "sym_size.int"]),
-    ("indexing", &["aten.embedding.default", "aten.gather.default", "aten.index.Tensor", "aten.index_select.default"]),
     (
         "llama_tiny_8da4w",
         &[
             "add",
-            "aten.embedding.default",
             "et_vk.apply_rotary_emb.default",
             "et_vk.linear_dq8ca_q4gsw.default",
             "et_vk.rms_norm.default",
@@ -44,7 +42,6 @@ const NOT_YET_SUPPORTED: &[(&str, &[&str])] = &[
         "llama_tiny_fp32",
         &[
             "add",
-            "aten.embedding.default",
             "et_vk.apply_rotary_emb.default",
             "et_vk.rms_norm.default",
             "et_vk.select_as_symint.default",
