@@ -2,9 +2,11 @@
 //! name. [`register_ops!`] turns the rows into [`OpId`], [`OPS`] and
 //! [`from_name`], and wires each row to its host rule in `ops/<family>.rs`.
 
+pub mod creation;
 pub mod elementwise;
 pub mod index;
 pub mod infra;
+pub mod layout;
 pub mod logic;
 pub mod matmul;
 pub mod norm;
@@ -62,6 +64,7 @@ register_ops! {
     AliasCopy => "aten.alias_copy.default" => shape::alias_copy,
     Amax => "aten.amax.default" => |c| reduce::reduce(c, ReduceOp::Amax),
     Amin => "aten.amin.default" => |c| reduce::reduce(c, ReduceOp::Amin),
+    Arange => "aten.arange.start_step" => creation::arange,
     Argmax => "aten.argmax.default" => |c| reduce::arg_reduce(c, ArgOp::Argmax),
     Argmin => "aten.argmin.default" => |c| reduce::arg_reduce(c, ArgOp::Argmin),
     BitwiseAnd => "aten.bitwise_and.Tensor" => |c| logic::bitwise(c, BitOp::And),
@@ -69,8 +72,10 @@ register_ops! {
     BitwiseOr => "aten.bitwise_or.Tensor" => |c| logic::bitwise(c, BitOp::Or),
     BitwiseXor => "aten.bitwise_xor.Tensor" => |c| logic::bitwise(c, BitOp::Xor),
     Bmm => "aten.bmm.default" => matmul::bmm,
+    Cat => "aten.cat.default" => layout::cat,
     Clamp => "aten.clamp.default" => elementwise::clamp,
     Clone => "aten.clone.default" => shape::clone,
+    ConstantPadNd => "aten.constant_pad_nd.default" => layout::constant_pad_nd,
     Cos => "aten.cos.default" => |c| elementwise::unary(c, UnaryOp::Cos),
     Div => "aten.div.Tensor" => |c| elementwise::binary(c, BinaryOp::Div),
     DivMode => "aten.div.Tensor_mode" => elementwise::div_mode,
@@ -80,6 +85,8 @@ register_ops! {
     Exp => "aten.exp.default" => |c| elementwise::unary(c, UnaryOp::Exp),
     ExpandCopy => "aten.expand_copy.default" => shape::expand_copy,
     Flip => "aten.flip.default" => shape::flip,
+    Full => "aten.full.default" => creation::full,
+    FullLike => "aten.full_like.default" => creation::full_like,
     Gather => "aten.gather.default" => index::gather,
     GeScalar => "aten.ge.Scalar" => |c| logic::compare_scalar(c, CmpOp::Ge),
     GeTensor => "aten.ge.Tensor" => |c| logic::compare_tensor(c, CmpOp::Ge),
@@ -111,17 +118,22 @@ register_ops! {
     NeScalar => "aten.ne.Scalar" => |c| logic::compare_scalar(c, CmpOp::Ne),
     NeTensor => "aten.ne.Tensor" => |c| logic::compare_tensor(c, CmpOp::Ne),
     Neg => "aten.neg.default" => |c| elementwise::unary(c, UnaryOp::Neg),
+    Ones => "aten.ones.default" => |c| creation::constant(c, 1.0),
+    OnesLike => "aten.ones_like.default" => |c| creation::constant_like(c, 1.0),
     Permute => "aten.permute.default" => shape::permute_copy,
     PermuteCopy => "aten.permute_copy.default" => shape::permute_copy,
     PowTensorScalar => "aten.pow.Tensor_Scalar" => elementwise::pow_scalar,
     PowTensorTensor => "aten.pow.Tensor_Tensor" => |c| elementwise::binary(c, BinaryOp::Pow),
     Relu => "aten.relu.default" => |c| elementwise::unary(c, UnaryOp::Relu),
+    Repeat => "aten.repeat.default" => layout::repeat,
     Round => "aten.round.default" => |c| elementwise::unary(c, UnaryOp::Round),
     Rsqrt => "aten.rsqrt.default" => |c| elementwise::unary(c, UnaryOp::Rsqrt),
+    ScalarTensor => "aten.scalar_tensor.default" => creation::scalar_tensor,
     SelectCopy => "aten.select_copy.int" => shape::select_copy,
     Sigmoid => "aten.sigmoid.default" => |c| elementwise::unary(c, UnaryOp::Sigmoid),
     Sin => "aten.sin.default" => |c| elementwise::unary(c, UnaryOp::Sin),
     SliceCopy => "aten.slice_copy.Tensor" => shape::slice_copy,
+    SplitWithSizesCopy => "aten.split_with_sizes_copy.default" => layout::split_with_sizes_copy,
     Sqrt => "aten.sqrt.default" => |c| elementwise::unary(c, UnaryOp::Sqrt),
     SqueezeCopy => "aten.squeeze_copy.dims" => shape::squeeze_copy,
     Sub => "aten.sub.Tensor" => |c| elementwise::binary(c, BinaryOp::Sub),
@@ -130,6 +142,8 @@ register_ops! {
     UnsqueezeCopy => "aten.unsqueeze_copy.default" => shape::unsqueeze_copy,
     ViewCopy => "aten.view_copy.default" => shape::view_copy,
     WhereSelf => "aten.where.self" => logic::where_self,
+    Zeros => "aten.zeros.default" => |c| creation::constant(c, 0.0),
+    ZerosLike => "aten.zeros_like.default" => |c| creation::constant_like(c, 0.0),
     ToDimOrderCopy => "dim_order_ops._to_dim_order_copy.default" => shape::to_dim_order_copy,
     Prepack => "et_vk.prepack.default" => infra::prepack,
 }

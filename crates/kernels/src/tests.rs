@@ -306,3 +306,40 @@ fn indexing_shapes_and_errors() {
         Err(crate::Error::DType { arg_idx: 2, .. })
     ));
 }
+
+#[test]
+fn repeat_split_and_creation_rules() {
+    let mut g = TestGraph::default();
+    // repeat([3, 5, 2], [2, 1, 1, 3]) -> [2, 3, 5, 6]: read as a rank-5 copy
+    // (2 x stride 0, 3, 5, 3 x stride 0, 2), the repeat-1 entries dropped.
+    let y = g.t(&[3, 5, 2]);
+    let reps = g.push(Owned::IntList(vec![2, 1, 1, 3]));
+    let out = g.t(&[2, 3, 5, 6]);
+    let l = check(&g, "aten.repeat.default", &[y, reps, out]).expect("repeat");
+    assert_eq!(out_shape(&l), [2, 3, 5, 6]);
+    let Step::Dispatch(d) = &l.steps[0] else { panic!("expected a dispatch") };
+    assert_eq!(u32::from_le_bytes(d.params[4..8].try_into().expect("4 bytes")), 5);
+    let few = g.push(Owned::IntList(vec![2, 2]));
+    assert!(matches!(check(&g, "aten.repeat.default", &[y, few, out]), Err(crate::Error::ArgValue { arg_idx: 1, .. })));
+    // split sizes must cover the dim.
+    let sizes = g.push(Owned::IntList(vec![1, 3]));
+    let m1 = g.push(Owned::Int(-1));
+    let (a, b) = (g.t(&[3, 5, 1]), g.t(&[3, 5, 3]));
+    let outs = g.push(Owned::List(vec![a, b]));
+    assert!(matches!(
+        check(&g, "aten.split_with_sizes_copy.default", &[y, sizes, m1, outs]),
+        Err(crate::Error::ArgValue { arg_idx: 1, .. })
+    ));
+    // arange(-3, 9, 3) has 4 values; an int32 output needs integral values.
+    let (s, e, st) = (g.push(Owned::Int(-3)), g.push(Owned::Int(9)), g.push(Owned::Int(3)));
+    let (null, f) = (g.push(Owned::Null), g.push(Owned::Bool(false)));
+    let ints = g.push(Owned::Tensor(ElemType::I32, vec![4], false));
+    let args = [s, e, st, null, null, null, f, ints];
+    assert_eq!(out_shape(&check(&g, "aten.arange.start_step", &args).expect("arange")), [4]);
+    let half = g.push(Owned::Double(0.5));
+    let size = g.push(Owned::IntList(vec![4]));
+    assert!(matches!(
+        check(&g, "aten.full.default", &[size, half, null, null, null, f, ints]),
+        Err(crate::Error::ArgValue { .. })
+    ));
+}

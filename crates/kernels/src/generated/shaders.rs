@@ -16,12 +16,18 @@ pub enum Family {
     CastFromI32,
     /// `compare.wgsl`.
     Compare,
+    /// `fill.wgsl`.
+    Fill,
     /// `gather.wgsl`.
     Gather,
     /// `layer_norm.wgsl`.
     LayerNorm,
     /// `matmul.wgsl`.
     Matmul,
+    /// `pad.wgsl`.
+    Pad,
+    /// `place.wgsl`.
+    Place,
     /// `reduce.wgsl`.
     Reduce,
     /// `softmax.wgsl`.
@@ -74,6 +80,12 @@ pub enum ShaderId {
     CompareI32,
     /// `compare.wgsl` with `Elem = u32`.
     CompareU32,
+    /// `fill.wgsl` with `Elem = f32`.
+    FillF32,
+    /// `fill.wgsl` with `Elem = f16`.
+    FillF16,
+    /// `fill.wgsl` with `Elem = i32`.
+    FillI32,
     /// `gather.wgsl` with `Elem = f32`.
     GatherF32,
     /// `gather.wgsl` with `Elem = f16`.
@@ -88,6 +100,18 @@ pub enum ShaderId {
     MatmulF32,
     /// `matmul.wgsl` with `Elem = f16`.
     MatmulF16,
+    /// `pad.wgsl` with `Elem = f32`.
+    PadF32,
+    /// `pad.wgsl` with `Elem = f16`.
+    PadF16,
+    /// `pad.wgsl` with `Elem = i32`.
+    PadI32,
+    /// `place.wgsl` with `Elem = f32`.
+    PlaceF32,
+    /// `place.wgsl` with `Elem = f16`.
+    PlaceF16,
+    /// `place.wgsl` with `Elem = i32`.
+    PlaceI32,
     /// `reduce.wgsl` with `Elem = f32`.
     ReduceF32,
     /// `reduce.wgsl` with `Elem = f16`.
@@ -131,6 +155,9 @@ impl ShaderId {
         ShaderId::CompareF16,
         ShaderId::CompareI32,
         ShaderId::CompareU32,
+        ShaderId::FillF32,
+        ShaderId::FillF16,
+        ShaderId::FillI32,
         ShaderId::GatherF32,
         ShaderId::GatherF16,
         ShaderId::GatherI32,
@@ -138,6 +165,12 @@ impl ShaderId {
         ShaderId::LayerNormF16,
         ShaderId::MatmulF32,
         ShaderId::MatmulF16,
+        ShaderId::PadF32,
+        ShaderId::PadF16,
+        ShaderId::PadI32,
+        ShaderId::PlaceF32,
+        ShaderId::PlaceF16,
+        ShaderId::PlaceI32,
         ShaderId::ReduceF32,
         ShaderId::ReduceF16,
         ShaderId::SoftmaxF32,
@@ -168,6 +201,9 @@ impl ShaderId {
             ShaderId::CompareF16 => Family::Compare,
             ShaderId::CompareI32 => Family::Compare,
             ShaderId::CompareU32 => Family::Compare,
+            ShaderId::FillF32 => Family::Fill,
+            ShaderId::FillF16 => Family::Fill,
+            ShaderId::FillI32 => Family::Fill,
             ShaderId::GatherF32 => Family::Gather,
             ShaderId::GatherF16 => Family::Gather,
             ShaderId::GatherI32 => Family::Gather,
@@ -175,6 +211,12 @@ impl ShaderId {
             ShaderId::LayerNormF16 => Family::LayerNorm,
             ShaderId::MatmulF32 => Family::Matmul,
             ShaderId::MatmulF16 => Family::Matmul,
+            ShaderId::PadF32 => Family::Pad,
+            ShaderId::PadF16 => Family::Pad,
+            ShaderId::PadI32 => Family::Pad,
+            ShaderId::PlaceF32 => Family::Place,
+            ShaderId::PlaceF16 => Family::Place,
+            ShaderId::PlaceI32 => Family::Place,
             ShaderId::ReduceF32 => Family::Reduce,
             ShaderId::ReduceF16 => Family::Reduce,
             ShaderId::SoftmaxF32 => Family::Softmax,
@@ -206,6 +248,9 @@ impl ShaderId {
             ShaderId::CompareF16 => Variant::F16,
             ShaderId::CompareI32 => Variant::I32,
             ShaderId::CompareU32 => Variant::U32,
+            ShaderId::FillF32 => Variant::F32,
+            ShaderId::FillF16 => Variant::F16,
+            ShaderId::FillI32 => Variant::I32,
             ShaderId::GatherF32 => Variant::F32,
             ShaderId::GatherF16 => Variant::F16,
             ShaderId::GatherI32 => Variant::I32,
@@ -213,6 +258,12 @@ impl ShaderId {
             ShaderId::LayerNormF16 => Variant::F16,
             ShaderId::MatmulF32 => Variant::F32,
             ShaderId::MatmulF16 => Variant::F16,
+            ShaderId::PadF32 => Variant::F32,
+            ShaderId::PadF16 => Variant::F16,
+            ShaderId::PadI32 => Variant::I32,
+            ShaderId::PlaceF32 => Variant::F32,
+            ShaderId::PlaceF16 => Variant::F16,
+            ShaderId::PlaceI32 => Variant::I32,
             ShaderId::ReduceF32 => Variant::F32,
             ShaderId::ReduceF16 => Variant::F16,
             ShaderId::SoftmaxF32 => Variant::F32,
@@ -244,6 +295,9 @@ impl ShaderId {
             ShaderId::CompareF16 => "compare.f16",
             ShaderId::CompareI32 => "compare.i32",
             ShaderId::CompareU32 => "compare.u32",
+            ShaderId::FillF32 => "fill.f32",
+            ShaderId::FillF16 => "fill.f16",
+            ShaderId::FillI32 => "fill.i32",
             ShaderId::GatherF32 => "gather.f32",
             ShaderId::GatherF16 => "gather.f16",
             ShaderId::GatherI32 => "gather.i32",
@@ -251,6 +305,12 @@ impl ShaderId {
             ShaderId::LayerNormF16 => "layer_norm.f16",
             ShaderId::MatmulF32 => "matmul.f32",
             ShaderId::MatmulF16 => "matmul.f16",
+            ShaderId::PadF32 => "pad.f32",
+            ShaderId::PadF16 => "pad.f16",
+            ShaderId::PadI32 => "pad.i32",
+            ShaderId::PlaceF32 => "place.f32",
+            ShaderId::PlaceF16 => "place.f16",
+            ShaderId::PlaceI32 => "place.i32",
             ShaderId::ReduceF32 => "reduce.f32",
             ShaderId::ReduceF16 => "reduce.f16",
             ShaderId::SoftmaxF32 => "softmax.f32",
@@ -282,6 +342,9 @@ impl ShaderId {
             ShaderId::CompareF16 => COMPARE_F16,
             ShaderId::CompareI32 => COMPARE_I32,
             ShaderId::CompareU32 => COMPARE_U32,
+            ShaderId::FillF32 => FILL_F32,
+            ShaderId::FillF16 => FILL_F16,
+            ShaderId::FillI32 => FILL_I32,
             ShaderId::GatherF32 => GATHER_F32,
             ShaderId::GatherF16 => GATHER_F16,
             ShaderId::GatherI32 => GATHER_I32,
@@ -289,6 +352,12 @@ impl ShaderId {
             ShaderId::LayerNormF16 => LAYER_NORM_F16,
             ShaderId::MatmulF32 => MATMUL_F32,
             ShaderId::MatmulF16 => MATMUL_F16,
+            ShaderId::PadF32 => PAD_F32,
+            ShaderId::PadF16 => PAD_F16,
+            ShaderId::PadI32 => PAD_I32,
+            ShaderId::PlaceF32 => PLACE_F32,
+            ShaderId::PlaceF16 => PLACE_F16,
+            ShaderId::PlaceI32 => PLACE_I32,
             ShaderId::ReduceF32 => REDUCE_F32,
             ShaderId::ReduceF16 => REDUCE_F16,
             ShaderId::SoftmaxF32 => SOFTMAX_F32,
@@ -320,6 +389,9 @@ impl ShaderId {
             (Family::Compare, Variant::F16) => Some(ShaderId::CompareF16),
             (Family::Compare, Variant::I32) => Some(ShaderId::CompareI32),
             (Family::Compare, Variant::U32) => Some(ShaderId::CompareU32),
+            (Family::Fill, Variant::F32) => Some(ShaderId::FillF32),
+            (Family::Fill, Variant::F16) => Some(ShaderId::FillF16),
+            (Family::Fill, Variant::I32) => Some(ShaderId::FillI32),
             (Family::Gather, Variant::F32) => Some(ShaderId::GatherF32),
             (Family::Gather, Variant::F16) => Some(ShaderId::GatherF16),
             (Family::Gather, Variant::I32) => Some(ShaderId::GatherI32),
@@ -327,6 +399,12 @@ impl ShaderId {
             (Family::LayerNorm, Variant::F16) => Some(ShaderId::LayerNormF16),
             (Family::Matmul, Variant::F32) => Some(ShaderId::MatmulF32),
             (Family::Matmul, Variant::F16) => Some(ShaderId::MatmulF16),
+            (Family::Pad, Variant::F32) => Some(ShaderId::PadF32),
+            (Family::Pad, Variant::F16) => Some(ShaderId::PadF16),
+            (Family::Pad, Variant::I32) => Some(ShaderId::PadI32),
+            (Family::Place, Variant::F32) => Some(ShaderId::PlaceF32),
+            (Family::Place, Variant::F16) => Some(ShaderId::PlaceF16),
+            (Family::Place, Variant::I32) => Some(ShaderId::PlaceI32),
             (Family::Reduce, Variant::F32) => Some(ShaderId::ReduceF32),
             (Family::Reduce, Variant::F16) => Some(ShaderId::ReduceF16),
             (Family::Softmax, Variant::F32) => Some(ShaderId::SoftmaxF32),
@@ -1375,6 +1453,128 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 }
 "#;
 
+/// `fill.wgsl` with `Elem = f32`.
+pub const FILL_F32: &str = r#"//! Creation ops: `out[i] = start + i * step` (`full`, `zeros`, `ones`,
+//! their `_like` forms and `scalar_tensor` with `step = 0`; `arange`).
+//! Integer (and bool) outputs use the `i32` variant and compute in i32
+//! (`is_int`), so large integers stay exact; floats compute in f32.
+// variants: f32 f16 i32
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    is_int: u32,
+    start_i: i32,
+    step_i: i32,
+    start_f: f32,
+    step_f: f32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    if p.is_int != 0u {
+        out[i] = Elem(p.start_i + i32(i) * p.step_i);
+    } else {
+        out[i] = Elem(p.start_f + f32(i) * p.step_f);
+    }
+}
+"#;
+
+/// `fill.wgsl` with `Elem = f16`.
+pub const FILL_F16: &str = r#"enable f16;
+
+//! Creation ops: `out[i] = start + i * step` (`full`, `zeros`, `ones`,
+//! their `_like` forms and `scalar_tensor` with `step = 0`; `arange`).
+//! Integer (and bool) outputs use the `i32` variant and compute in i32
+//! (`is_int`), so large integers stay exact; floats compute in f32.
+// variants: f32 f16 i32
+
+alias Elem = f16;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    is_int: u32,
+    start_i: i32,
+    step_i: i32,
+    start_f: f32,
+    step_f: f32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    if p.is_int != 0u {
+        out[i] = Elem(p.start_i + i32(i) * p.step_i);
+    } else {
+        out[i] = Elem(p.start_f + f32(i) * p.step_f);
+    }
+}
+"#;
+
+/// `fill.wgsl` with `Elem = i32`.
+pub const FILL_I32: &str = r#"//! Creation ops: `out[i] = start + i * step` (`full`, `zeros`, `ones`,
+//! their `_like` forms and `scalar_tensor` with `step = 0`; `arange`).
+//! Integer (and bool) outputs use the `i32` variant and compute in i32
+//! (`is_int`), so large integers stay exact; floats compute in f32.
+// variants: f32 f16 i32
+
+alias Elem = i32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    is_int: u32,
+    start_i: i32,
+    step_i: i32,
+    start_f: f32,
+    step_f: f32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    if p.is_int != 0u {
+        out[i] = Elem(p.start_i + i32(i) * p.step_i);
+    } else {
+        out[i] = Elem(p.start_f + f32(i) * p.step_f);
+    }
+}
+"#;
+
 /// `gather.wgsl` with `Elem = f32`.
 pub const GATHER_F32: &str = r#"//! Strided copy: `out[i] = x[offset + sum_d coord_d(i) * stride_d]`.
 //!
@@ -1799,6 +1999,313 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
         }
         out[(batch * p.m + row) * p.n + col] = Elem(r);
     }
+}
+"#;
+
+/// `pad.wgsl` with `Elem = f32`.
+pub const PAD_F32: &str = r#"//! Constant padding (`aten.constant_pad_nd`): output coordinate `c` reads
+//! input coordinate `c - before` when it lies inside the input, else
+//! `value`. A negative `before` (or a negative pad after) crops. The value
+//! is an f32 converted to `Elem`; the host checks that it is exact (the
+//! `i32` variant pads integer and bool tensors).
+// variants: f32 f16 i32
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    rank: u32,
+    value: f32,
+    _pad0: u32,
+    shape: array<vec4<u32>, 2>,
+    in_shape: array<vec4<u32>, 2>,
+    before: array<vec4<i32>, 2>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    var rem = i;
+    var src = 0u;
+    var stride = 1u;
+    var inside = true;
+    for (var d = i32(p.rank) - 1; d >= 0; d = d - 1) {
+        let du = u32(d);
+        let size = p.shape[du / 4u][du % 4u];
+        let in_size = p.in_shape[du / 4u][du % 4u];
+        let c = i32(rem % size) - p.before[du / 4u][du % 4u];
+        rem = rem / size;
+        if c < 0 || u32(c) >= in_size {
+            inside = false;
+        } else {
+            src += u32(c) * stride;
+        }
+        stride *= in_size;
+    }
+    if inside {
+        out[i] = x[src];
+    } else {
+        out[i] = Elem(p.value);
+    }
+}
+"#;
+
+/// `pad.wgsl` with `Elem = f16`.
+pub const PAD_F16: &str = r#"enable f16;
+
+//! Constant padding (`aten.constant_pad_nd`): output coordinate `c` reads
+//! input coordinate `c - before` when it lies inside the input, else
+//! `value`. A negative `before` (or a negative pad after) crops. The value
+//! is an f32 converted to `Elem`; the host checks that it is exact (the
+//! `i32` variant pads integer and bool tensors).
+// variants: f32 f16 i32
+
+alias Elem = f16;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    rank: u32,
+    value: f32,
+    _pad0: u32,
+    shape: array<vec4<u32>, 2>,
+    in_shape: array<vec4<u32>, 2>,
+    before: array<vec4<i32>, 2>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    var rem = i;
+    var src = 0u;
+    var stride = 1u;
+    var inside = true;
+    for (var d = i32(p.rank) - 1; d >= 0; d = d - 1) {
+        let du = u32(d);
+        let size = p.shape[du / 4u][du % 4u];
+        let in_size = p.in_shape[du / 4u][du % 4u];
+        let c = i32(rem % size) - p.before[du / 4u][du % 4u];
+        rem = rem / size;
+        if c < 0 || u32(c) >= in_size {
+            inside = false;
+        } else {
+            src += u32(c) * stride;
+        }
+        stride *= in_size;
+    }
+    if inside {
+        out[i] = x[src];
+    } else {
+        out[i] = Elem(p.value);
+    }
+}
+"#;
+
+/// `pad.wgsl` with `Elem = i32`.
+pub const PAD_I32: &str = r#"//! Constant padding (`aten.constant_pad_nd`): output coordinate `c` reads
+//! input coordinate `c - before` when it lies inside the input, else
+//! `value`. A negative `before` (or a negative pad after) crops. The value
+//! is an f32 converted to `Elem`; the host checks that it is exact (the
+//! `i32` variant pads integer and bool tensors).
+// variants: f32 f16 i32
+
+alias Elem = i32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    rank: u32,
+    value: f32,
+    _pad0: u32,
+    shape: array<vec4<u32>, 2>,
+    in_shape: array<vec4<u32>, 2>,
+    before: array<vec4<i32>, 2>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    var rem = i;
+    var src = 0u;
+    var stride = 1u;
+    var inside = true;
+    for (var d = i32(p.rank) - 1; d >= 0; d = d - 1) {
+        let du = u32(d);
+        let size = p.shape[du / 4u][du % 4u];
+        let in_size = p.in_shape[du / 4u][du % 4u];
+        let c = i32(rem % size) - p.before[du / 4u][du % 4u];
+        rem = rem / size;
+        if c < 0 || u32(c) >= in_size {
+            inside = false;
+        } else {
+            src += u32(c) * stride;
+        }
+        stride *= in_size;
+    }
+    if inside {
+        out[i] = x[src];
+    } else {
+        out[i] = Elem(p.value);
+    }
+}
+"#;
+
+/// `place.wgsl` with `Elem = f32`.
+pub const PLACE_F32: &str = r#"//! Strided store: `out[offset + sum_d coord_d(i) * strides_d] = x[i]`,
+//! `coord_d(i)` being the coordinates of `i` in `x`'s contiguous shape.
+//! `cat` places each input in its slice of the output with one dispatch
+//! per input. Pure data movement: the `i32` variant also moves bools.
+// variants: f32 f16 i32
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    rank: u32,
+    offset: u32,
+    _pad0: u32,
+    shape: array<vec4<u32>, 2>,
+    strides: array<vec4<u32>, 2>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    var rem = i;
+    var dst = p.offset;
+    for (var d = i32(p.rank) - 1; d >= 0; d = d - 1) {
+        let du = u32(d);
+        let size = p.shape[du / 4u][du % 4u];
+        dst += (rem % size) * p.strides[du / 4u][du % 4u];
+        rem = rem / size;
+    }
+    out[dst] = x[i];
+}
+"#;
+
+/// `place.wgsl` with `Elem = f16`.
+pub const PLACE_F16: &str = r#"enable f16;
+
+//! Strided store: `out[offset + sum_d coord_d(i) * strides_d] = x[i]`,
+//! `coord_d(i)` being the coordinates of `i` in `x`'s contiguous shape.
+//! `cat` places each input in its slice of the output with one dispatch
+//! per input. Pure data movement: the `i32` variant also moves bools.
+// variants: f32 f16 i32
+
+alias Elem = f16;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    rank: u32,
+    offset: u32,
+    _pad0: u32,
+    shape: array<vec4<u32>, 2>,
+    strides: array<vec4<u32>, 2>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    var rem = i;
+    var dst = p.offset;
+    for (var d = i32(p.rank) - 1; d >= 0; d = d - 1) {
+        let du = u32(d);
+        let size = p.shape[du / 4u][du % 4u];
+        dst += (rem % size) * p.strides[du / 4u][du % 4u];
+        rem = rem / size;
+    }
+    out[dst] = x[i];
+}
+"#;
+
+/// `place.wgsl` with `Elem = i32`.
+pub const PLACE_I32: &str = r#"//! Strided store: `out[offset + sum_d coord_d(i) * strides_d] = x[i]`,
+//! `coord_d(i)` being the coordinates of `i` in `x`'s contiguous shape.
+//! `cat` places each input in its slice of the output with one dispatch
+//! per input. Pure data movement: the `i32` variant also moves bools.
+// variants: f32 f16 i32
+
+alias Elem = i32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    rank: u32,
+    offset: u32,
+    _pad0: u32,
+    shape: array<vec4<u32>, 2>,
+    strides: array<vec4<u32>, 2>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    var rem = i;
+    var dst = p.offset;
+    for (var d = i32(p.rank) - 1; d >= 0; d = d - 1) {
+        let du = u32(d);
+        let size = p.shape[du / 4u][du % 4u];
+        dst += (rem % size) * p.strides[du / 4u][du % 4u];
+        rem = rem / size;
+    }
+    out[dst] = x[i];
 }
 "#;
 

@@ -63,7 +63,6 @@ const NOT_YET_SUPPORTED: &[(&str, &[&str])] = &[
         ],
     ),
     ("partial_delegate", &["CPU kernel aten::cumsum.out"]),
-    ("shape_ops", &["aten.cat.default", "aten.repeat.default", "aten.split_with_sizes_copy.default"]),
 ];
 
 fn fixtures_dir() -> PathBuf {
