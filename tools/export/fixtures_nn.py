@@ -449,6 +449,67 @@ def fx_shape_ops(verify: bool = True) -> FixtureResult:
         ShapeOps(), [ins], verify=verify)
 
 
+class PadCatRepeat(nn.Module):
+    NAMES = ["pad(x, (1, 2))", "pad(x, (0, 1, 2, 1), value=0.5)", "cat([x, y, x], -1)",
+             "cat([ia, ib], 0)", "y.repeat(2, 1, 1, 3)", "split0", "split1", "split2"]
+
+    def forward(self, x, y, ia, ib):
+        s0, s1, s2 = torch.split(x, [2, 4, 1], dim=-1)
+        return (
+            F.pad(x, (1, 2)),
+            F.pad(x, (0, 1, 2, 1), value=0.5),
+            torch.cat([x, y, x], dim=-1),
+            torch.cat([ia, ib], dim=0),
+            y.repeat(2, 1, 1, 3),
+            s0,
+            s1,
+            s2,
+        )
+
+
+def fx_pad_cat_repeat(verify: bool = True) -> FixtureResult:
+    g = seed("pad_cat_repeat")
+    ins = (randn(g, 3, 5, 7), randn(g, 3, 5, 2), torch.randint(-9, 9, (2, 3), generator=g),
+           torch.randint(-9, 9, (3, 3), generator=g))
+    return module_fixture(
+        "pad_cat_repeat",
+        "x [3,5,7], y [3,5,2], int64 ia [2,3], ib [3,3]; outputs: pad(x, (1,2)), "
+        "pad(x, (0,1,2,1), value=0.5), cat([x,y,x], -1), "
+        "cat([ia,ib], 0), y.repeat(2,1,1,3) (adds a dim), split(x, [2,4,1], -1).",
+        PadCatRepeat(), [ins], verify=verify)
+
+
+class CreationOps(nn.Module):
+    # zeros/ones(_like) arrive as full(_like); torch.scalar_tensor is not taken by the
+    # Vulkan partitioner (it would run as aten::scalar_tensor.out on the CPU). Integer
+    # results are concatenated rather than added: Vulkan exports int add, but the
+    # fixture tests creation, not integer arithmetic.
+    def forward(self, x, i):
+        return (
+            x + torch.full((3, 4), 1.5),
+            x * torch.zeros_like(x),
+            x + torch.ones_like(x),
+            torch.full_like(x, -2.25) - x,
+            x + torch.ones(4),
+            torch.cat([i, torch.zeros(3, 4, dtype=torch.int64)]),
+            torch.cat([i, torch.full_like(i, 7)], dim=1),
+            x[0] + torch.arange(0.5, 2.5, 0.5),
+            torch.cat([i[0], torch.arange(-3, 9, 3)]),
+        )
+
+
+def fx_creation_ops(verify: bool = True) -> FixtureResult:
+    g = seed("creation_ops")
+    ins = (randn(g, 3, 4), torch.randint(-9, 9, (3, 4), generator=g))
+    return module_fixture(
+        "creation_ops",
+        "Creation ops combined with inputs x float32 [3,4] and i int64 [3,4]: "
+        "x + full((3,4), 1.5), x * zeros_like(x), x + ones_like(x), full_like(x, -2.25) - x, "
+        "x + ones(4), cat([i, zeros(3,4, int64)]), cat([i, full_like(i, 7)], 1), "
+        "x[0] + arange(0.5, 2.5, 0.5), cat([i[0], arange(-3, 9, 3)]).",
+        CreationOps(), [ins], verify=verify)
+
+
 class Reductions(nn.Module):
     # Vulkan takes a reduction over the last dim, or over one or two dims with
     # keepdim=True; mean(0) or argmin(0) without keepdim stay on the CPU.
@@ -537,6 +598,21 @@ def fx_indexing(verify: bool = True) -> FixtureResult:
         "embedding(20x6)(tok int64 [2,3]); index_select(x[5,4], 0, [4,0,2]); "
         "gather(src[3,4], 1, idx int64 [3,2]); t[6,5][idx int64 [4]] (aten.index.Tensor).",
         Indexing(), [ins], verify=verify)
+
+
+class IndexWrap(nn.Module):
+    def forward(self, t, i0, i1):
+        return t[i0], t[:, i1], t[:, :, i0]
+
+
+def fx_index_wrap(verify: bool = True) -> FixtureResult:
+    g = seed("index_wrap")
+    ins = (randn(g, 5, 6, 7), torch.tensor([-1, 0, -5, 3, -2]), torch.tensor([-6, 5, -1]))
+    return module_fixture(
+        "index_wrap",
+        "aten.index.Tensor with negative int64 indices, which count from the end: "
+        "t[5,6,7][i0], t[:, i1], t[:, :, i0] with i0 = [-1,0,-5,3,-2], i1 = [-6,5,-1].",
+        IndexWrap(), [ins], verify=verify)
 
 
 class DynamicSeq(nn.Module):
@@ -661,9 +737,12 @@ FIXTURES: dict[str, Callable[..., FixtureResult]] = {
     "binary": fx_binary,
     "compare_logic": fx_compare_logic,
     "shape_ops": fx_shape_ops,
+    "pad_cat_repeat": fx_pad_cat_repeat,
+    "creation_ops": fx_creation_ops,
     "reductions": fx_reductions,
     "matmul": fx_matmul,
     "indexing": fx_indexing,
+    "index_wrap": fx_index_wrap,
     "dynamic_seq": fx_dynamic_seq,
     "fp16_mlp": fx_fp16_mlp,
     "partial_delegate": fx_partial_delegate,

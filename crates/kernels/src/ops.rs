@@ -3,8 +3,11 @@
 //! [`from_name`], and wires each row to its host rule in `ops/<family>.rs`.
 
 pub mod conv;
+pub mod creation;
 pub mod elementwise;
+pub mod index;
 pub mod infra;
+pub mod layout;
 pub mod logic;
 pub mod matmul;
 pub mod norm;
@@ -66,6 +69,7 @@ register_ops! {
     AliasCopy => "aten.alias_copy.default" => shape::alias_copy,
     Amax => "aten.amax.default" => |c| reduce::reduce(c, ReduceOp::Amax),
     Amin => "aten.amin.default" => |c| reduce::reduce(c, ReduceOp::Amin),
+    Arange => "aten.arange.start_step" => creation::arange,
     Argmax => "aten.argmax.default" => |c| reduce::arg_reduce(c, ArgOp::Argmax),
     Argmin => "aten.argmin.default" => |c| reduce::arg_reduce(c, ArgOp::Argmin),
     AvgPool2d => "aten.avg_pool2d.default" => conv::avg_pool2d,
@@ -74,17 +78,23 @@ register_ops! {
     BitwiseOr => "aten.bitwise_or.Tensor" => |c| logic::bitwise(c, BitOp::Or),
     BitwiseXor => "aten.bitwise_xor.Tensor" => |c| logic::bitwise(c, BitOp::Xor),
     Bmm => "aten.bmm.default" => matmul::bmm,
+    Cat => "aten.cat.default" => layout::cat,
     Clamp => "aten.clamp.default" => elementwise::clamp,
     Clone => "aten.clone.default" => shape::clone,
+    ConstantPadNd => "aten.constant_pad_nd.default" => layout::constant_pad_nd,
     Convolution => "aten.convolution.default" => |c| conv::convolution(c, false),
     Cos => "aten.cos.default" => |c| elementwise::unary(c, UnaryOp::Cos),
     Div => "aten.div.Tensor" => |c| elementwise::binary(c, BinaryOp::Div),
     DivMode => "aten.div.Tensor_mode" => elementwise::div_mode,
+    Embedding => "aten.embedding.default" => index::embedding,
     EqScalar => "aten.eq.Scalar" => |c| logic::compare_scalar(c, CmpOp::Eq),
     EqTensor => "aten.eq.Tensor" => |c| logic::compare_tensor(c, CmpOp::Eq),
     Exp => "aten.exp.default" => |c| elementwise::unary(c, UnaryOp::Exp),
     ExpandCopy => "aten.expand_copy.default" => shape::expand_copy,
     Flip => "aten.flip.default" => shape::flip,
+    Full => "aten.full.default" => creation::full,
+    FullLike => "aten.full_like.default" => creation::full_like,
+    Gather => "aten.gather.default" => index::gather,
     GeScalar => "aten.ge.Scalar" => |c| logic::compare_scalar(c, CmpOp::Ge),
     GeTensor => "aten.ge.Tensor" => |c| logic::compare_tensor(c, CmpOp::Ge),
     Gelu => "aten.gelu.default" => elementwise::gelu,
@@ -93,6 +103,8 @@ register_ops! {
     Hardsigmoid => "aten.hardsigmoid.default" => |c| elementwise::unary(c, UnaryOp::Hardsigmoid),
     Hardswish => "aten.hardswish.default" => |c| elementwise::unary(c, UnaryOp::Hardswish),
     Hardtanh => "aten.hardtanh.default" => elementwise::hardtanh,
+    IndexTensor => "aten.index.Tensor" => index::index_tensor,
+    IndexSelect => "aten.index_select.default" => index::index_select,
     LeScalar => "aten.le.Scalar" => |c| logic::compare_scalar(c, CmpOp::Le),
     LeTensor => "aten.le.Tensor" => |c| logic::compare_tensor(c, CmpOp::Le),
     LeakyRelu => "aten.leaky_relu.default" => elementwise::leaky_relu,
@@ -115,18 +127,23 @@ register_ops! {
     NeScalar => "aten.ne.Scalar" => |c| logic::compare_scalar(c, CmpOp::Ne),
     NeTensor => "aten.ne.Tensor" => |c| logic::compare_tensor(c, CmpOp::Ne),
     Neg => "aten.neg.default" => |c| elementwise::unary(c, UnaryOp::Neg),
+    Ones => "aten.ones.default" => |c| creation::constant(c, 1.0),
+    OnesLike => "aten.ones_like.default" => |c| creation::constant_like(c, 1.0),
     Permute => "aten.permute.default" => shape::permute_copy,
     PermuteCopy => "aten.permute_copy.default" => shape::permute_copy,
     PixelShuffle => "aten.pixel_shuffle.default" => shape::pixel_shuffle,
     PowTensorScalar => "aten.pow.Tensor_Scalar" => elementwise::pow_scalar,
     PowTensorTensor => "aten.pow.Tensor_Tensor" => |c| elementwise::binary(c, BinaryOp::Pow),
     Relu => "aten.relu.default" => |c| elementwise::unary(c, UnaryOp::Relu),
+    Repeat => "aten.repeat.default" => layout::repeat,
     Round => "aten.round.default" => |c| elementwise::unary(c, UnaryOp::Round),
     Rsqrt => "aten.rsqrt.default" => |c| elementwise::unary(c, UnaryOp::Rsqrt),
+    ScalarTensor => "aten.scalar_tensor.default" => creation::scalar_tensor,
     SelectCopy => "aten.select_copy.int" => shape::select_copy,
     Sigmoid => "aten.sigmoid.default" => |c| elementwise::unary(c, UnaryOp::Sigmoid),
     Sin => "aten.sin.default" => |c| elementwise::unary(c, UnaryOp::Sin),
     SliceCopy => "aten.slice_copy.Tensor" => shape::slice_copy,
+    SplitWithSizesCopy => "aten.split_with_sizes_copy.default" => layout::split_with_sizes_copy,
     Sqrt => "aten.sqrt.default" => |c| elementwise::unary(c, UnaryOp::Sqrt),
     SqueezeCopy => "aten.squeeze_copy.dims" => shape::squeeze_copy,
     Sub => "aten.sub.Tensor" => |c| elementwise::binary(c, BinaryOp::Sub),
@@ -137,6 +154,8 @@ register_ops! {
     UpsampleNearest2d => "aten.upsample_nearest2d.vec" => |c| conv::upsample2d(c, false),
     ViewCopy => "aten.view_copy.default" => shape::view_copy,
     WhereSelf => "aten.where.self" => logic::where_self,
+    Zeros => "aten.zeros.default" => |c| creation::constant(c, 0.0),
+    ZerosLike => "aten.zeros_like.default" => |c| creation::constant_like(c, 0.0),
     ToDimOrderCopy => "dim_order_ops._to_dim_order_copy.default" => shape::to_dim_order_copy,
     ConvWithClamp => "et_vk.conv_with_clamp.default" => |c| conv::convolution(c, true),
     Prepack => "et_vk.prepack.default" => infra::prepack,

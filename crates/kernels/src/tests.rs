@@ -355,3 +355,75 @@ fn symint_ops_set_live_values() {
     assert_eq!(l.steps, [Step::ReadSymInt { out, src: pos, elem: 3 }]);
     assert!(check(&g, "et_vk.select_as_symint.default", &[x, one, minus_one, out]).is_err(), "float source");
 }
+
+#[test]
+fn indexing_shapes_and_errors() {
+    let mut g = TestGraph::default();
+    let x = g.t(&[4, 6, 5]);
+    let idx = g.push(Owned::Tensor(ElemType::I32, vec![2, 3], false));
+    let null = g.push(Owned::Null);
+    // x[:, idx] -> [4, 2, 3, 5].
+    let list = g.push(Owned::List(vec![null, idx]));
+    let out = g.t(&[4, 2, 3, 5]);
+    assert_eq!(out_shape(&check(&g, "aten.index.Tensor", &[x, list, out]).expect("index")), [4, 2, 3, 5]);
+    let two = g.push(Owned::List(vec![idx, idx]));
+    assert!(matches!(check(&g, "aten.index.Tensor", &[x, two, out]), Err(crate::Error::ArgValue { arg_idx: 1, .. })));
+    // embedding of a [2, 3] index into a [V, E] weight.
+    let w = g.push(Owned::Tensor(ElemType::F32, vec![10, 5], true));
+    let (m1, f) = (g.push(Owned::Int(-1)), g.push(Owned::Bool(false)));
+    let out = g.t(&[2, 3, 5]);
+    let l = check(&g, "aten.embedding.default", &[w, idx, m1, f, f, out]).expect("embedding");
+    assert_eq!(out_shape(&l), [2, 3, 5]);
+    // gather along dim -1: the index may be smaller off that dim, not larger.
+    let gi = g.push(Owned::Tensor(ElemType::I32, vec![3, 6, 9], false));
+    let out = g.t(&[3, 6, 9]);
+    assert_eq!(out_shape(&check(&g, "aten.gather.default", &[x, m1, gi, f, out]).expect("gather")), [3, 6, 9]);
+    let too_big = g.push(Owned::Tensor(ElemType::I32, vec![5, 6, 9], false));
+    assert!(matches!(
+        check(&g, "aten.gather.default", &[x, m1, too_big, f, out]),
+        Err(crate::Error::Shape { arg_idx: 2, .. })
+    ));
+    let float_idx = g.t(&[3]);
+    let zero = g.push(Owned::Int(0));
+    assert!(matches!(
+        check(&g, "aten.index_select.default", &[x, zero, float_idx, out]),
+        Err(crate::Error::DType { arg_idx: 2, .. })
+    ));
+}
+
+#[test]
+fn repeat_split_and_creation_rules() {
+    let mut g = TestGraph::default();
+    // repeat([3, 5, 2], [2, 1, 1, 3]) -> [2, 3, 5, 6]: read as a rank-5 copy
+    // (2 x stride 0, 3, 5, 3 x stride 0, 2), the repeat-1 entries dropped.
+    let y = g.t(&[3, 5, 2]);
+    let reps = g.push(Owned::IntList(vec![2, 1, 1, 3]));
+    let out = g.t(&[2, 3, 5, 6]);
+    let l = check(&g, "aten.repeat.default", &[y, reps, out]).expect("repeat");
+    assert_eq!(out_shape(&l), [2, 3, 5, 6]);
+    let Step::Dispatch(d) = &l.steps[0] else { panic!("expected a dispatch") };
+    assert_eq!(u32::from_le_bytes(d.params[4..8].try_into().expect("4 bytes")), 5);
+    let few = g.push(Owned::IntList(vec![2, 2]));
+    assert!(matches!(check(&g, "aten.repeat.default", &[y, few, out]), Err(crate::Error::ArgValue { arg_idx: 1, .. })));
+    // split sizes must cover the dim.
+    let sizes = g.push(Owned::IntList(vec![1, 3]));
+    let m1 = g.push(Owned::Int(-1));
+    let (a, b) = (g.t(&[3, 5, 1]), g.t(&[3, 5, 3]));
+    let outs = g.push(Owned::List(vec![a, b]));
+    assert!(matches!(
+        check(&g, "aten.split_with_sizes_copy.default", &[y, sizes, m1, outs]),
+        Err(crate::Error::ArgValue { arg_idx: 1, .. })
+    ));
+    // arange(-3, 9, 3) has 4 values; an int32 output needs integral values.
+    let (s, e, st) = (g.push(Owned::Int(-3)), g.push(Owned::Int(9)), g.push(Owned::Int(3)));
+    let (null, f) = (g.push(Owned::Null), g.push(Owned::Bool(false)));
+    let ints = g.push(Owned::Tensor(ElemType::I32, vec![4], false));
+    let args = [s, e, st, null, null, null, f, ints];
+    assert_eq!(out_shape(&check(&g, "aten.arange.start_step", &args).expect("arange")), [4]);
+    let half = g.push(Owned::Double(0.5));
+    let size = g.push(Owned::IntList(vec![4]));
+    assert!(matches!(
+        check(&g, "aten.full.default", &[size, half, null, null, null, f, ints]),
+        Err(crate::Error::ArgValue { .. })
+    ));
+}

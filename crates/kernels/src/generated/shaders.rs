@@ -22,6 +22,8 @@ pub enum Family {
     Compare,
     /// `conv.wgsl`.
     Conv,
+    /// `fill.wgsl`.
+    Fill,
     /// `gather.wgsl`.
     Gather,
     /// `gemv.wgsl`.
@@ -34,10 +36,16 @@ pub enum Family {
     Matmul,
     /// `max_pool2d.wgsl`.
     MaxPool2d,
+    /// `pad.wgsl`.
+    Pad,
+    /// `place.wgsl`.
+    Place,
     /// `reduce.wgsl`.
     Reduce,
     /// `softmax.wgsl`.
     Softmax,
+    /// `take.wgsl`.
+    Take,
     /// `unary.wgsl`.
     Unary,
     /// `upsample.wgsl`.
@@ -98,6 +106,12 @@ pub enum ShaderId {
     ConvF32,
     /// `conv.wgsl` with `Elem = f16`.
     ConvF16,
+    /// `fill.wgsl` with `Elem = f32`.
+    FillF32,
+    /// `fill.wgsl` with `Elem = f16`.
+    FillF16,
+    /// `fill.wgsl` with `Elem = i32`.
+    FillI32,
     /// `gather.wgsl` with `Elem = f32`.
     GatherF32,
     /// `gather.wgsl` with `Elem = f16`.
@@ -124,6 +138,18 @@ pub enum ShaderId {
     MaxPool2dF32,
     /// `max_pool2d.wgsl` with `Elem = f16`.
     MaxPool2dF16,
+    /// `pad.wgsl` with `Elem = f32`.
+    PadF32,
+    /// `pad.wgsl` with `Elem = f16`.
+    PadF16,
+    /// `pad.wgsl` with `Elem = i32`.
+    PadI32,
+    /// `place.wgsl` with `Elem = f32`.
+    PlaceF32,
+    /// `place.wgsl` with `Elem = f16`.
+    PlaceF16,
+    /// `place.wgsl` with `Elem = i32`.
+    PlaceI32,
     /// `reduce.wgsl` with `Elem = f32`.
     ReduceF32,
     /// `reduce.wgsl` with `Elem = f16`.
@@ -132,6 +158,12 @@ pub enum ShaderId {
     SoftmaxF32,
     /// `softmax.wgsl` with `Elem = f16`.
     SoftmaxF16,
+    /// `take.wgsl` with `Elem = f32`.
+    TakeF32,
+    /// `take.wgsl` with `Elem = f16`.
+    TakeF16,
+    /// `take.wgsl` with `Elem = i32`.
+    TakeI32,
     /// `unary.wgsl` with `Elem = f32`.
     UnaryF32,
     /// `unary.wgsl` with `Elem = f16`.
@@ -171,6 +203,9 @@ impl ShaderId {
         ShaderId::CompareU32,
         ShaderId::ConvF32,
         ShaderId::ConvF16,
+        ShaderId::FillF32,
+        ShaderId::FillF16,
+        ShaderId::FillI32,
         ShaderId::GatherF32,
         ShaderId::GatherF16,
         ShaderId::GatherI32,
@@ -184,10 +219,19 @@ impl ShaderId {
         ShaderId::MatmulF16,
         ShaderId::MaxPool2dF32,
         ShaderId::MaxPool2dF16,
+        ShaderId::PadF32,
+        ShaderId::PadF16,
+        ShaderId::PadI32,
+        ShaderId::PlaceF32,
+        ShaderId::PlaceF16,
+        ShaderId::PlaceI32,
         ShaderId::ReduceF32,
         ShaderId::ReduceF16,
         ShaderId::SoftmaxF32,
         ShaderId::SoftmaxF16,
+        ShaderId::TakeF32,
+        ShaderId::TakeF16,
+        ShaderId::TakeI32,
         ShaderId::UnaryF32,
         ShaderId::UnaryF16,
         ShaderId::UpsampleF32,
@@ -219,6 +263,9 @@ impl ShaderId {
             ShaderId::CompareU32 => Family::Compare,
             ShaderId::ConvF32 => Family::Conv,
             ShaderId::ConvF16 => Family::Conv,
+            ShaderId::FillF32 => Family::Fill,
+            ShaderId::FillF16 => Family::Fill,
+            ShaderId::FillI32 => Family::Fill,
             ShaderId::GatherF32 => Family::Gather,
             ShaderId::GatherF16 => Family::Gather,
             ShaderId::GatherI32 => Family::Gather,
@@ -232,10 +279,19 @@ impl ShaderId {
             ShaderId::MatmulF16 => Family::Matmul,
             ShaderId::MaxPool2dF32 => Family::MaxPool2d,
             ShaderId::MaxPool2dF16 => Family::MaxPool2d,
+            ShaderId::PadF32 => Family::Pad,
+            ShaderId::PadF16 => Family::Pad,
+            ShaderId::PadI32 => Family::Pad,
+            ShaderId::PlaceF32 => Family::Place,
+            ShaderId::PlaceF16 => Family::Place,
+            ShaderId::PlaceI32 => Family::Place,
             ShaderId::ReduceF32 => Family::Reduce,
             ShaderId::ReduceF16 => Family::Reduce,
             ShaderId::SoftmaxF32 => Family::Softmax,
             ShaderId::SoftmaxF16 => Family::Softmax,
+            ShaderId::TakeF32 => Family::Take,
+            ShaderId::TakeF16 => Family::Take,
+            ShaderId::TakeI32 => Family::Take,
             ShaderId::UnaryF32 => Family::Unary,
             ShaderId::UnaryF16 => Family::Unary,
             ShaderId::UpsampleF32 => Family::Upsample,
@@ -268,6 +324,9 @@ impl ShaderId {
             ShaderId::CompareU32 => Variant::U32,
             ShaderId::ConvF32 => Variant::F32,
             ShaderId::ConvF16 => Variant::F16,
+            ShaderId::FillF32 => Variant::F32,
+            ShaderId::FillF16 => Variant::F16,
+            ShaderId::FillI32 => Variant::I32,
             ShaderId::GatherF32 => Variant::F32,
             ShaderId::GatherF16 => Variant::F16,
             ShaderId::GatherI32 => Variant::I32,
@@ -281,10 +340,19 @@ impl ShaderId {
             ShaderId::MatmulF16 => Variant::F16,
             ShaderId::MaxPool2dF32 => Variant::F32,
             ShaderId::MaxPool2dF16 => Variant::F16,
+            ShaderId::PadF32 => Variant::F32,
+            ShaderId::PadF16 => Variant::F16,
+            ShaderId::PadI32 => Variant::I32,
+            ShaderId::PlaceF32 => Variant::F32,
+            ShaderId::PlaceF16 => Variant::F16,
+            ShaderId::PlaceI32 => Variant::I32,
             ShaderId::ReduceF32 => Variant::F32,
             ShaderId::ReduceF16 => Variant::F16,
             ShaderId::SoftmaxF32 => Variant::F32,
             ShaderId::SoftmaxF16 => Variant::F16,
+            ShaderId::TakeF32 => Variant::F32,
+            ShaderId::TakeF16 => Variant::F16,
+            ShaderId::TakeI32 => Variant::I32,
             ShaderId::UnaryF32 => Variant::F32,
             ShaderId::UnaryF16 => Variant::F16,
             ShaderId::UpsampleF32 => Variant::F32,
@@ -317,6 +385,9 @@ impl ShaderId {
             ShaderId::CompareU32 => "compare.u32",
             ShaderId::ConvF32 => "conv.f32",
             ShaderId::ConvF16 => "conv.f16",
+            ShaderId::FillF32 => "fill.f32",
+            ShaderId::FillF16 => "fill.f16",
+            ShaderId::FillI32 => "fill.i32",
             ShaderId::GatherF32 => "gather.f32",
             ShaderId::GatherF16 => "gather.f16",
             ShaderId::GatherI32 => "gather.i32",
@@ -330,10 +401,19 @@ impl ShaderId {
             ShaderId::MatmulF16 => "matmul.f16",
             ShaderId::MaxPool2dF32 => "max_pool2d.f32",
             ShaderId::MaxPool2dF16 => "max_pool2d.f16",
+            ShaderId::PadF32 => "pad.f32",
+            ShaderId::PadF16 => "pad.f16",
+            ShaderId::PadI32 => "pad.i32",
+            ShaderId::PlaceF32 => "place.f32",
+            ShaderId::PlaceF16 => "place.f16",
+            ShaderId::PlaceI32 => "place.i32",
             ShaderId::ReduceF32 => "reduce.f32",
             ShaderId::ReduceF16 => "reduce.f16",
             ShaderId::SoftmaxF32 => "softmax.f32",
             ShaderId::SoftmaxF16 => "softmax.f16",
+            ShaderId::TakeF32 => "take.f32",
+            ShaderId::TakeF16 => "take.f16",
+            ShaderId::TakeI32 => "take.i32",
             ShaderId::UnaryF32 => "unary.f32",
             ShaderId::UnaryF16 => "unary.f16",
             ShaderId::UpsampleF32 => "upsample.f32",
@@ -366,6 +446,9 @@ impl ShaderId {
             ShaderId::CompareU32 => COMPARE_U32,
             ShaderId::ConvF32 => CONV_F32,
             ShaderId::ConvF16 => CONV_F16,
+            ShaderId::FillF32 => FILL_F32,
+            ShaderId::FillF16 => FILL_F16,
+            ShaderId::FillI32 => FILL_I32,
             ShaderId::GatherF32 => GATHER_F32,
             ShaderId::GatherF16 => GATHER_F16,
             ShaderId::GatherI32 => GATHER_I32,
@@ -379,10 +462,19 @@ impl ShaderId {
             ShaderId::MatmulF16 => MATMUL_F16,
             ShaderId::MaxPool2dF32 => MAX_POOL2D_F32,
             ShaderId::MaxPool2dF16 => MAX_POOL2D_F16,
+            ShaderId::PadF32 => PAD_F32,
+            ShaderId::PadF16 => PAD_F16,
+            ShaderId::PadI32 => PAD_I32,
+            ShaderId::PlaceF32 => PLACE_F32,
+            ShaderId::PlaceF16 => PLACE_F16,
+            ShaderId::PlaceI32 => PLACE_I32,
             ShaderId::ReduceF32 => REDUCE_F32,
             ShaderId::ReduceF16 => REDUCE_F16,
             ShaderId::SoftmaxF32 => SOFTMAX_F32,
             ShaderId::SoftmaxF16 => SOFTMAX_F16,
+            ShaderId::TakeF32 => TAKE_F32,
+            ShaderId::TakeF16 => TAKE_F16,
+            ShaderId::TakeI32 => TAKE_I32,
             ShaderId::UnaryF32 => UNARY_F32,
             ShaderId::UnaryF16 => UNARY_F16,
             ShaderId::UpsampleF32 => UPSAMPLE_F32,
@@ -415,6 +507,9 @@ impl ShaderId {
             (Family::Compare, Variant::U32) => Some(ShaderId::CompareU32),
             (Family::Conv, Variant::F32) => Some(ShaderId::ConvF32),
             (Family::Conv, Variant::F16) => Some(ShaderId::ConvF16),
+            (Family::Fill, Variant::F32) => Some(ShaderId::FillF32),
+            (Family::Fill, Variant::F16) => Some(ShaderId::FillF16),
+            (Family::Fill, Variant::I32) => Some(ShaderId::FillI32),
             (Family::Gather, Variant::F32) => Some(ShaderId::GatherF32),
             (Family::Gather, Variant::F16) => Some(ShaderId::GatherF16),
             (Family::Gather, Variant::I32) => Some(ShaderId::GatherI32),
@@ -428,10 +523,19 @@ impl ShaderId {
             (Family::Matmul, Variant::F16) => Some(ShaderId::MatmulF16),
             (Family::MaxPool2d, Variant::F32) => Some(ShaderId::MaxPool2dF32),
             (Family::MaxPool2d, Variant::F16) => Some(ShaderId::MaxPool2dF16),
+            (Family::Pad, Variant::F32) => Some(ShaderId::PadF32),
+            (Family::Pad, Variant::F16) => Some(ShaderId::PadF16),
+            (Family::Pad, Variant::I32) => Some(ShaderId::PadI32),
+            (Family::Place, Variant::F32) => Some(ShaderId::PlaceF32),
+            (Family::Place, Variant::F16) => Some(ShaderId::PlaceF16),
+            (Family::Place, Variant::I32) => Some(ShaderId::PlaceI32),
             (Family::Reduce, Variant::F32) => Some(ShaderId::ReduceF32),
             (Family::Reduce, Variant::F16) => Some(ShaderId::ReduceF16),
             (Family::Softmax, Variant::F32) => Some(ShaderId::SoftmaxF32),
             (Family::Softmax, Variant::F16) => Some(ShaderId::SoftmaxF16),
+            (Family::Take, Variant::F32) => Some(ShaderId::TakeF32),
+            (Family::Take, Variant::F16) => Some(ShaderId::TakeF16),
+            (Family::Take, Variant::I32) => Some(ShaderId::TakeI32),
             (Family::Unary, Variant::F32) => Some(ShaderId::UnaryF32),
             (Family::Unary, Variant::F16) => Some(ShaderId::UnaryF16),
             (Family::Upsample, Variant::F32) => Some(ShaderId::UpsampleF32),
@@ -1903,6 +2007,128 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 }
 "#;
 
+/// `fill.wgsl` with `Elem = f32`.
+pub const FILL_F32: &str = r#"//! Creation ops: `out[i] = start + i * step` (`full`, `zeros`, `ones`,
+//! their `_like` forms and `scalar_tensor` with `step = 0`; `arange`).
+//! Integer (and bool) outputs use the `i32` variant and compute in i32
+//! (`is_int`), so large integers stay exact; floats compute in f32.
+// variants: f32 f16 i32
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    is_int: u32,
+    start_i: i32,
+    step_i: i32,
+    start_f: f32,
+    step_f: f32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    if p.is_int != 0u {
+        out[i] = Elem(p.start_i + i32(i) * p.step_i);
+    } else {
+        out[i] = Elem(p.start_f + f32(i) * p.step_f);
+    }
+}
+"#;
+
+/// `fill.wgsl` with `Elem = f16`.
+pub const FILL_F16: &str = r#"enable f16;
+
+//! Creation ops: `out[i] = start + i * step` (`full`, `zeros`, `ones`,
+//! their `_like` forms and `scalar_tensor` with `step = 0`; `arange`).
+//! Integer (and bool) outputs use the `i32` variant and compute in i32
+//! (`is_int`), so large integers stay exact; floats compute in f32.
+// variants: f32 f16 i32
+
+alias Elem = f16;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    is_int: u32,
+    start_i: i32,
+    step_i: i32,
+    start_f: f32,
+    step_f: f32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    if p.is_int != 0u {
+        out[i] = Elem(p.start_i + i32(i) * p.step_i);
+    } else {
+        out[i] = Elem(p.start_f + f32(i) * p.step_f);
+    }
+}
+"#;
+
+/// `fill.wgsl` with `Elem = i32`.
+pub const FILL_I32: &str = r#"//! Creation ops: `out[i] = start + i * step` (`full`, `zeros`, `ones`,
+//! their `_like` forms and `scalar_tensor` with `step = 0`; `arange`).
+//! Integer (and bool) outputs use the `i32` variant and compute in i32
+//! (`is_int`), so large integers stay exact; floats compute in f32.
+// variants: f32 f16 i32
+
+alias Elem = i32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    is_int: u32,
+    start_i: i32,
+    step_i: i32,
+    start_f: f32,
+    step_f: f32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    if p.is_int != 0u {
+        out[i] = Elem(p.start_i + i32(i) * p.step_i);
+    } else {
+        out[i] = Elem(p.start_f + f32(i) * p.step_f);
+    }
+}
+"#;
+
 /// `gather.wgsl` with `Elem = f32`.
 pub const GATHER_F32: &str = r#"//! Strided copy: `out[i] = x[offset + sum_d coord_d(i) * stride_d]`.
 //!
@@ -2792,6 +3018,313 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 }
 "#;
 
+/// `pad.wgsl` with `Elem = f32`.
+pub const PAD_F32: &str = r#"//! Constant padding (`aten.constant_pad_nd`): output coordinate `c` reads
+//! input coordinate `c - before` when it lies inside the input, else
+//! `value`. A negative `before` (or a negative pad after) crops. The value
+//! is an f32 converted to `Elem`; the host checks that it is exact (the
+//! `i32` variant pads integer and bool tensors).
+// variants: f32 f16 i32
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    rank: u32,
+    value: f32,
+    _pad0: u32,
+    shape: array<vec4<u32>, 2>,
+    in_shape: array<vec4<u32>, 2>,
+    before: array<vec4<i32>, 2>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    var rem = i;
+    var src = 0u;
+    var stride = 1u;
+    var inside = true;
+    for (var d = i32(p.rank) - 1; d >= 0; d = d - 1) {
+        let du = u32(d);
+        let size = p.shape[du / 4u][du % 4u];
+        let in_size = p.in_shape[du / 4u][du % 4u];
+        let c = i32(rem % size) - p.before[du / 4u][du % 4u];
+        rem = rem / size;
+        if c < 0 || u32(c) >= in_size {
+            inside = false;
+        } else {
+            src += u32(c) * stride;
+        }
+        stride *= in_size;
+    }
+    if inside {
+        out[i] = x[src];
+    } else {
+        out[i] = Elem(p.value);
+    }
+}
+"#;
+
+/// `pad.wgsl` with `Elem = f16`.
+pub const PAD_F16: &str = r#"enable f16;
+
+//! Constant padding (`aten.constant_pad_nd`): output coordinate `c` reads
+//! input coordinate `c - before` when it lies inside the input, else
+//! `value`. A negative `before` (or a negative pad after) crops. The value
+//! is an f32 converted to `Elem`; the host checks that it is exact (the
+//! `i32` variant pads integer and bool tensors).
+// variants: f32 f16 i32
+
+alias Elem = f16;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    rank: u32,
+    value: f32,
+    _pad0: u32,
+    shape: array<vec4<u32>, 2>,
+    in_shape: array<vec4<u32>, 2>,
+    before: array<vec4<i32>, 2>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    var rem = i;
+    var src = 0u;
+    var stride = 1u;
+    var inside = true;
+    for (var d = i32(p.rank) - 1; d >= 0; d = d - 1) {
+        let du = u32(d);
+        let size = p.shape[du / 4u][du % 4u];
+        let in_size = p.in_shape[du / 4u][du % 4u];
+        let c = i32(rem % size) - p.before[du / 4u][du % 4u];
+        rem = rem / size;
+        if c < 0 || u32(c) >= in_size {
+            inside = false;
+        } else {
+            src += u32(c) * stride;
+        }
+        stride *= in_size;
+    }
+    if inside {
+        out[i] = x[src];
+    } else {
+        out[i] = Elem(p.value);
+    }
+}
+"#;
+
+/// `pad.wgsl` with `Elem = i32`.
+pub const PAD_I32: &str = r#"//! Constant padding (`aten.constant_pad_nd`): output coordinate `c` reads
+//! input coordinate `c - before` when it lies inside the input, else
+//! `value`. A negative `before` (or a negative pad after) crops. The value
+//! is an f32 converted to `Elem`; the host checks that it is exact (the
+//! `i32` variant pads integer and bool tensors).
+// variants: f32 f16 i32
+
+alias Elem = i32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    rank: u32,
+    value: f32,
+    _pad0: u32,
+    shape: array<vec4<u32>, 2>,
+    in_shape: array<vec4<u32>, 2>,
+    before: array<vec4<i32>, 2>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    var rem = i;
+    var src = 0u;
+    var stride = 1u;
+    var inside = true;
+    for (var d = i32(p.rank) - 1; d >= 0; d = d - 1) {
+        let du = u32(d);
+        let size = p.shape[du / 4u][du % 4u];
+        let in_size = p.in_shape[du / 4u][du % 4u];
+        let c = i32(rem % size) - p.before[du / 4u][du % 4u];
+        rem = rem / size;
+        if c < 0 || u32(c) >= in_size {
+            inside = false;
+        } else {
+            src += u32(c) * stride;
+        }
+        stride *= in_size;
+    }
+    if inside {
+        out[i] = x[src];
+    } else {
+        out[i] = Elem(p.value);
+    }
+}
+"#;
+
+/// `place.wgsl` with `Elem = f32`.
+pub const PLACE_F32: &str = r#"//! Strided store: `out[offset + sum_d coord_d(i) * strides_d] = x[i]`,
+//! `coord_d(i)` being the coordinates of `i` in `x`'s contiguous shape.
+//! `cat` places each input in its slice of the output with one dispatch
+//! per input. Pure data movement: the `i32` variant also moves bools.
+// variants: f32 f16 i32
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    rank: u32,
+    offset: u32,
+    _pad0: u32,
+    shape: array<vec4<u32>, 2>,
+    strides: array<vec4<u32>, 2>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    var rem = i;
+    var dst = p.offset;
+    for (var d = i32(p.rank) - 1; d >= 0; d = d - 1) {
+        let du = u32(d);
+        let size = p.shape[du / 4u][du % 4u];
+        dst += (rem % size) * p.strides[du / 4u][du % 4u];
+        rem = rem / size;
+    }
+    out[dst] = x[i];
+}
+"#;
+
+/// `place.wgsl` with `Elem = f16`.
+pub const PLACE_F16: &str = r#"enable f16;
+
+//! Strided store: `out[offset + sum_d coord_d(i) * strides_d] = x[i]`,
+//! `coord_d(i)` being the coordinates of `i` in `x`'s contiguous shape.
+//! `cat` places each input in its slice of the output with one dispatch
+//! per input. Pure data movement: the `i32` variant also moves bools.
+// variants: f32 f16 i32
+
+alias Elem = f16;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    rank: u32,
+    offset: u32,
+    _pad0: u32,
+    shape: array<vec4<u32>, 2>,
+    strides: array<vec4<u32>, 2>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    var rem = i;
+    var dst = p.offset;
+    for (var d = i32(p.rank) - 1; d >= 0; d = d - 1) {
+        let du = u32(d);
+        let size = p.shape[du / 4u][du % 4u];
+        dst += (rem % size) * p.strides[du / 4u][du % 4u];
+        rem = rem / size;
+    }
+    out[dst] = x[i];
+}
+"#;
+
+/// `place.wgsl` with `Elem = i32`.
+pub const PLACE_I32: &str = r#"//! Strided store: `out[offset + sum_d coord_d(i) * strides_d] = x[i]`,
+//! `coord_d(i)` being the coordinates of `i` in `x`'s contiguous shape.
+//! `cat` places each input in its slice of the output with one dispatch
+//! per input. Pure data movement: the `i32` variant also moves bools.
+// variants: f32 f16 i32
+
+alias Elem = i32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    rank: u32,
+    offset: u32,
+    _pad0: u32,
+    shape: array<vec4<u32>, 2>,
+    strides: array<vec4<u32>, 2>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    var rem = i;
+    var dst = p.offset;
+    for (var d = i32(p.rank) - 1; d >= 0; d = d - 1) {
+        let du = u32(d);
+        let size = p.shape[du / 4u][du % 4u];
+        dst += (rem % size) * p.strides[du / 4u][du % 4u];
+        rem = rem / size;
+    }
+    out[dst] = x[i];
+}
+"#;
+
 /// `reduce.wgsl` with `Elem = f32`.
 pub const REDUCE_F32: &str = r#"//! Reductions over any set of dims: `sum`, `mean`, `amax`, `amin`.
 //!
@@ -3124,6 +3657,194 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         } else {
             out[at] = Elem(exp(shifted) / sum);
         }
+    }
+}
+"#;
+
+/// `take.wgsl` with `Elem = f32`.
+pub const TAKE_F32: &str = r#"//! Gather through an int32 index tensor: embedding, index_select, gather
+//! and `aten.index.Tensor` with one index tensor.
+//!
+//! Over the contiguous output shape, coordinate `c` reads
+//! `x[sum_d c_d * x_strides_d + k * x_dim_stride]` with
+//! `k = idx[sum_d c_d * i_strides_d]`: the host zeroes the x strides of the
+//! dims the index addresses and gives the index tensor's strides per output
+//! dim. A negative `k` counts from the end (`k + dim_size`), as PyTorch's
+//! indexing does; an index still out of range reads 0 (a GPU cannot raise
+//! PyTorch's error). Pure data movement: the `i32` variant also moves bools.
+// variants: f32 f16 i32
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    rank: u32,
+    dim_size: u32,
+    x_dim_stride: u32,
+    shape: array<vec4<u32>, 2>,
+    x_strides: array<vec4<u32>, 2>,
+    i_strides: array<vec4<u32>, 2>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> idx: array<i32>;
+@group(0) @binding(3) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    var rem = i;
+    var xo = 0u;
+    var io = 0u;
+    for (var d = i32(p.rank) - 1; d >= 0; d = d - 1) {
+        let du = u32(d);
+        let size = p.shape[du / 4u][du % 4u];
+        let c = rem % size;
+        rem = rem / size;
+        xo += c * p.x_strides[du / 4u][du % 4u];
+        io += c * p.i_strides[du / 4u][du % 4u];
+    }
+    var k = idx[io];
+    if k < 0 {
+        k += i32(p.dim_size);
+    }
+    if k < 0 || u32(k) >= p.dim_size {
+        out[i] = Elem(0);
+    } else {
+        out[i] = x[xo + u32(k) * p.x_dim_stride];
+    }
+}
+"#;
+
+/// `take.wgsl` with `Elem = f16`.
+pub const TAKE_F16: &str = r#"enable f16;
+
+//! Gather through an int32 index tensor: embedding, index_select, gather
+//! and `aten.index.Tensor` with one index tensor.
+//!
+//! Over the contiguous output shape, coordinate `c` reads
+//! `x[sum_d c_d * x_strides_d + k * x_dim_stride]` with
+//! `k = idx[sum_d c_d * i_strides_d]`: the host zeroes the x strides of the
+//! dims the index addresses and gives the index tensor's strides per output
+//! dim. A negative `k` counts from the end (`k + dim_size`), as PyTorch's
+//! indexing does; an index still out of range reads 0 (a GPU cannot raise
+//! PyTorch's error). Pure data movement: the `i32` variant also moves bools.
+// variants: f32 f16 i32
+
+alias Elem = f16;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    rank: u32,
+    dim_size: u32,
+    x_dim_stride: u32,
+    shape: array<vec4<u32>, 2>,
+    x_strides: array<vec4<u32>, 2>,
+    i_strides: array<vec4<u32>, 2>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> idx: array<i32>;
+@group(0) @binding(3) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    var rem = i;
+    var xo = 0u;
+    var io = 0u;
+    for (var d = i32(p.rank) - 1; d >= 0; d = d - 1) {
+        let du = u32(d);
+        let size = p.shape[du / 4u][du % 4u];
+        let c = rem % size;
+        rem = rem / size;
+        xo += c * p.x_strides[du / 4u][du % 4u];
+        io += c * p.i_strides[du / 4u][du % 4u];
+    }
+    var k = idx[io];
+    if k < 0 {
+        k += i32(p.dim_size);
+    }
+    if k < 0 || u32(k) >= p.dim_size {
+        out[i] = Elem(0);
+    } else {
+        out[i] = x[xo + u32(k) * p.x_dim_stride];
+    }
+}
+"#;
+
+/// `take.wgsl` with `Elem = i32`.
+pub const TAKE_I32: &str = r#"//! Gather through an int32 index tensor: embedding, index_select, gather
+//! and `aten.index.Tensor` with one index tensor.
+//!
+//! Over the contiguous output shape, coordinate `c` reads
+//! `x[sum_d c_d * x_strides_d + k * x_dim_stride]` with
+//! `k = idx[sum_d c_d * i_strides_d]`: the host zeroes the x strides of the
+//! dims the index addresses and gives the index tensor's strides per output
+//! dim. A negative `k` counts from the end (`k + dim_size`), as PyTorch's
+//! indexing does; an index still out of range reads 0 (a GPU cannot raise
+//! PyTorch's error). Pure data movement: the `i32` variant also moves bools.
+// variants: f32 f16 i32
+
+alias Elem = i32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    rank: u32,
+    dim_size: u32,
+    x_dim_stride: u32,
+    shape: array<vec4<u32>, 2>,
+    x_strides: array<vec4<u32>, 2>,
+    i_strides: array<vec4<u32>, 2>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> idx: array<i32>;
+@group(0) @binding(3) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    var rem = i;
+    var xo = 0u;
+    var io = 0u;
+    for (var d = i32(p.rank) - 1; d >= 0; d = d - 1) {
+        let du = u32(d);
+        let size = p.shape[du / 4u][du % 4u];
+        let c = rem % size;
+        rem = rem / size;
+        xo += c * p.x_strides[du / 4u][du % 4u];
+        io += c * p.i_strides[du / 4u][du % 4u];
+    }
+    var k = idx[io];
+    if k < 0 {
+        k += i32(p.dim_size);
+    }
+    if k < 0 || u32(k) >= p.dim_size {
+        out[i] = Elem(0);
+    } else {
+        out[i] = x[xo + u32(k) * p.x_dim_stride];
     }
 }
 "#;

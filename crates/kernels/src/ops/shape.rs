@@ -21,7 +21,7 @@ fn dim_err(arg_idx: usize, name: &'static str, dim: i64) -> Error {
 
 /// `out[i] = x[offset + sum coord_d * strides[d]]` over the contiguous
 /// `shape`.
-fn gather(
+pub(crate) fn gather(
     x: &TensorInfo<'_>,
     out: &TensorInfo<'_>,
     out_idx: usize,
@@ -62,7 +62,7 @@ fn gather(
     Ok(Lowered { shapes: vec![(out.id, shape)], steps })
 }
 
-fn own_strides(shape: &[u64]) -> Vec<i64> {
+pub(crate) fn own_strides(shape: &[u64]) -> Vec<i64> {
     contiguous_strides(shape).into_iter().map(|s| s as i64).collect()
 }
 

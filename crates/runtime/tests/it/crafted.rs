@@ -450,3 +450,49 @@ fn select_as_symint_and_symint_inputs_are_read_per_call() {
     let two = Tensor::from_f32(&[2], &[0.0; 2]);
     assert!(matches!(method.run(&[x.clone(), i64_tensor(&[1], &[0]), two]), Err(Error::SymIntInput { index: 2, .. })));
 }
+
+#[test]
+fn cropping_pads_bool_cats_and_unexported_creation_ops() {
+    // constant_pad_nd with negative pads (crop), cat of bools along -1, and
+    // the creation ops the Vulkan exporter rewrites or leaves on the CPU:
+    // scalar_tensor, zeros (int32), ones_like (bool).
+    let mut g = GraphBuilder::new();
+    let x = g.tensor(DType::F32, &[3, 4]);
+    let m = g.tensor(DType::Bool, &[2, 1]);
+    let pad = g.int_list(&[-1, 2, 1, -1]);
+    let nine = g.int(9);
+    let padded = g.tensor(DType::F32, &[3, 5]);
+    let list = g.value_list(&[m, m]);
+    let m1 = g.int(-1);
+    let cat = g.tensor(DType::Bool, &[2, 2]);
+    let (null, f) = (g.null(), g.bool(false));
+    let s = g.double(2.5);
+    let scalar = g.tensor(DType::F32, &[]);
+    let size = g.int_list(&[3]);
+    let zeros = g.tensor(DType::I32, &[3]);
+    let ones = g.tensor(DType::Bool, &[2, 1]);
+    g.op("aten.constant_pad_nd.default", &[x, pad, nine, padded])
+        .op("aten.cat.default", &[list, m1, cat])
+        .op("aten.scalar_tensor.default", &[s, null, null, null, f, scalar])
+        .op("aten.zeros.default", &[size, null, null, null, f, zeros])
+        .op("aten.ones_like.default", &[m, null, null, null, f, null, ones]);
+    g.inputs(&[x, m]).outputs(&[padded, cat, scalar, zeros, ones]);
+    let Some(method) = load(g) else { return };
+    let xv: Vec<f32> = (0..12).map(|v| v as f32).collect();
+    let m_t = Tensor::new(DType::Bool, vec![2, 1], vec![0, 1]).expect("valid");
+    let outs = method.expect("loads").run(&[Tensor::from_f32(&[3, 4], &xv), m_t]).expect("runs");
+    // Rows: one padded row on top, the last input row cropped; columns: the
+    // first input column cropped, two padded on the right.
+    let mut want = vec![9f32; 15];
+    for r in 1..3 {
+        for c in 0..3 {
+            want[r * 5 + c] = xv[(r - 1) * 4 + c + 1];
+        }
+    }
+    assert_eq!(outs[0].shape, [3, 5]);
+    assert_eq!(f32s(&outs[0]), want);
+    assert_eq!(bools(&outs[1]), [false, false, true, true]);
+    assert_eq!((outs[2].shape.clone(), f32s(&outs[2])), (vec![], vec![2.5]));
+    assert_eq!(outs[3].to_f64_vec(), [0.0; 3]);
+    assert_eq!(bools(&outs[4]), [true, true]);
+}

@@ -14,11 +14,9 @@ use etwgpu_runtime::Tensor;
 
 /// Fixtures that cannot run yet, with the ops (or features) they lack.
 const NOT_YET_SUPPORTED: &[(&str, &[&str])] = &[
-    ("indexing", &["aten.embedding.default", "aten.gather.default", "aten.index.Tensor", "aten.index_select.default"]),
     (
         "llama_tiny_8da4w",
         &[
-            "aten.embedding.default",
             "et_vk.apply_rotary_emb.default",
             "et_vk.linear_dq8ca_q4gsw.default",
             "et_vk.rms_norm.default",
@@ -26,15 +24,7 @@ const NOT_YET_SUPPORTED: &[(&str, &[&str])] = &[
             "torchao.choose_qparams_affine.default",
         ],
     ),
-    (
-        "llama_tiny_fp32",
-        &[
-            "aten.embedding.default",
-            "et_vk.apply_rotary_emb.default",
-            "et_vk.rms_norm.default",
-            "sdpa_with_kv_cache.default",
-        ],
-    ),
+    ("llama_tiny_fp32", &["et_vk.apply_rotary_emb.default", "et_vk.rms_norm.default", "sdpa_with_kv_cache.default"]),
     (
         "llama_tiny_q4",
         &[
@@ -46,7 +36,6 @@ const NOT_YET_SUPPORTED: &[(&str, &[&str])] = &[
         ],
     ),
     ("partial_delegate", &["CPU kernel aten::cumsum.out"]),
-    ("shape_ops", &["aten.cat.default", "aten.repeat.default", "aten.split_with_sizes_copy.default"]),
 ];
 
 fn fixtures_dir() -> PathBuf {
