@@ -520,6 +520,29 @@ def fx_dynamic_seq(verify: bool = True) -> FixtureResult:
         verify=verify)
 
 
+class DynamicSymInt(nn.Module):
+    def forward(self, x):
+        s = x.shape[1]
+        # s // 2 is a SymInt `floordiv` feeding a view size; a softmax keeps the
+        # two views apart (see DynamicSeq).
+        h = torch.softmax(x.reshape(1, s // 2, 16), dim=-1).reshape(1, s, 8)
+        return h, x[:, 1:] - x[:, :-1]
+
+
+def fx_dynamic_symint(verify: bool = True) -> FixtureResult:
+    g = seed("dynamic_symint")
+    k = Dim("k", min=1, max=8)
+    calls = [(randn(g, 1, n, 8),) for n in (2, 6, 16)]
+    return module_fixture(
+        "dynamic_symint",
+        "x float32 [1,S,8] with S = 2k, k in 1..8 (calls at S = 2, 6, 16): softmax over "
+        "x viewed as [1,S//2,16] (SymInt floordiv), viewed back; and x[:,1:] - x[:,:-1] "
+        "([1,S-1,8], slices at live shapes).",
+        DynamicSymInt(), calls, options={"require_dynamic_shapes": True},
+        dynamic_shapes=({1: 2 * k},), dynamic_shapes_doc={"x": {"1": {"min": 2, "max": 16, "multiple_of": 2}}},
+        verify=verify)
+
+
 def fx_fp16_mlp(verify: bool = True) -> FixtureResult:
     g = seed("fp16_mlp")
     model = Mlp((16, 32, 32, 8))
@@ -617,4 +640,5 @@ FIXTURES: dict[str, Callable[..., FixtureResult]] = {
     "fp16_mlp": fx_fp16_mlp,
     "partial_delegate": fx_partial_delegate,
     "conv_more": fx_conv_more,
+    "dynamic_symint": fx_dynamic_symint,
 }
