@@ -559,7 +559,7 @@ class ConvMore(nn.Module):
 
     NAMES = ["conv1d", "conv_clamp", "conv_grouped", "max_pool", "avg_pool_no_pad_count",
              "avg_pool_divisor", "nearest", "bilinear", "bilinear_corners", "pixel_shuffle",
-             "group_norm"]
+             "group_norm", "conv_transposed"]
 
     def __init__(self):
         super().__init__()
@@ -567,6 +567,7 @@ class ConvMore(nn.Module):
         self.c2d = nn.Conv2d(4, 6, 3, stride=2, padding=1, bias=True)
         self.cg = nn.Conv2d(4, 4, 3, padding=2, dilation=2, groups=2, bias=True)
         self.gn = nn.GroupNorm(2, 4)
+        self.ct = nn.ConvTranspose2d(4, 4, 3, stride=2, padding=1, output_padding=1, groups=2)
 
     def forward(self, x, s):
         return (
@@ -581,6 +582,7 @@ class ConvMore(nn.Module):
             F.interpolate(x, size=(4, 8), mode="bilinear", align_corners=True),
             F.pixel_shuffle(x, 2),
             self.gn(x),
+            self.ct(x),
         )
 
 
@@ -598,7 +600,8 @@ def fx_conv_more(verify: bool = True) -> FixtureResult:
         "grouped Conv2d(4,4,3,pad 2,dilation 2,groups 2); max_pool2d(3,2,pad 1,ceil_mode); "
         "avg_pool2d(3,2,pad 1,ceil_mode,count_include_pad=False); avg_pool2d(2,1,"
         "divisor_override 3); nearest x2; bilinear to (9,7); bilinear align_corners to (4,8); "
-        "pixel_shuffle(2); GroupNorm(2,4).",
+        "pixel_shuffle(2); GroupNorm(2,4); ConvTranspose2d(4,4,3,stride 2,pad 1,output_padding 1,"
+        "groups 2).",
         model, [ins], verify=verify)
 
 
