@@ -559,7 +559,8 @@ class ConvMore(nn.Module):
 
     NAMES = ["conv1d", "conv_clamp", "conv_grouped", "max_pool", "avg_pool_no_pad_count",
              "avg_pool_divisor", "nearest", "bilinear", "bilinear_corners", "pixel_shuffle",
-             "group_norm", "conv_transposed"]
+             "group_norm", "conv_transposed", "nearest_fractional", "bilinear_scales",
+             "max_pool_dilated"]
 
     def __init__(self):
         super().__init__()
@@ -583,6 +584,9 @@ class ConvMore(nn.Module):
             F.pixel_shuffle(x, 2),
             self.gn(x),
             self.ct(x),
+            F.interpolate(x, scale_factor=1.5, mode="nearest"),
+            F.interpolate(x, scale_factor=(0.5, 1.7), mode="bilinear", align_corners=False),
+            F.max_pool2d(x, 2, stride=1, dilation=2),
         )
 
 
@@ -601,7 +605,7 @@ def fx_conv_more(verify: bool = True) -> FixtureResult:
         "avg_pool2d(3,2,pad 1,ceil_mode,count_include_pad=False); avg_pool2d(2,1,"
         "divisor_override 3); nearest x2; bilinear to (9,7); bilinear align_corners to (4,8); "
         "pixel_shuffle(2); GroupNorm(2,4); ConvTranspose2d(4,4,3,stride 2,pad 1,output_padding 1,"
-        "groups 2).",
+        "groups 2); nearest x1.5; bilinear x(0.5,1.7); max_pool2d(2,stride 1,dilation 2).",
         model, [ins], verify=verify)
 
 
