@@ -218,6 +218,20 @@ def fx_convnet(verify: bool = True) -> FixtureResult:
         model, [ins], verify=verify)
 
 
+def fx_convnet_fp16(verify: bool = True) -> FixtureResult:
+    g = seed("convnet_fp16")
+    model = ConvNet()
+    _randomize_bn(model.bn1, g)
+    _randomize_bn(model.bn2, g)
+    ins = (randn(g, 1, 3, 16, 16),)
+    return module_fixture(
+        "convnet_fp16",
+        "The convnet fixture's architecture with its own weights, exported with force_fp16: "
+        "conv, pooling and batch norm run on float16 tensors, method I/O stays float32. "
+        "Goldens are float32 eager.",
+        model, [ins], options={"force_fp16": True}, verify=verify)
+
+
 class Block(nn.Module):
     """Pre-norm transformer block with attention spelled out."""
 
@@ -648,4 +662,5 @@ FIXTURES: dict[str, Callable[..., FixtureResult]] = {
     "partial_delegate": fx_partial_delegate,
     "conv_more": fx_conv_more,
     "dynamic_symint": fx_dynamic_symint,
+    "convnet_fp16": fx_convnet_fp16,
 }
