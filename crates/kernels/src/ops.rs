@@ -8,6 +8,7 @@ pub mod elementwise;
 pub mod index;
 pub mod infra;
 pub mod layout;
+pub mod llm;
 pub mod logic;
 pub mod matmul;
 pub mod norm;
@@ -157,11 +158,14 @@ register_ops! {
     Zeros => "aten.zeros.default" => |c| creation::constant(c, 0.0),
     ZerosLike => "aten.zeros_like.default" => |c| creation::constant_like(c, 0.0),
     ToDimOrderCopy => "dim_order_ops._to_dim_order_copy.default" => shape::to_dim_order_copy,
+    ApplyRotaryEmb => "et_vk.apply_rotary_emb.default" => llm::apply_rotary_emb,
     ConvWithClamp => "et_vk.conv_with_clamp.default" => |c| conv::convolution(c, true),
     Prepack => "et_vk.prepack.default" => infra::prepack,
+    RmsNorm => "et_vk.rms_norm.default" => llm::rms_norm,
     SelectAsSymInt => "et_vk.select_as_symint.default" => symint::select_as_symint,
     SymFloorDiv => "floordiv" => |c| symint::arith(c, SymIntOp::FloorDiv),
     SymMul => "mul" => |c| symint::arith(c, SymIntOp::Mul),
+    SdpaWithKvCache => "sdpa_with_kv_cache.default" => llm::sdpa_with_kv_cache,
     SymSub => "sub" => |c| symint::arith(c, SymIntOp::Sub),
     SymSize => "sym_size.int" => symint::sym_size,
 }

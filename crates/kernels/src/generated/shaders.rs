@@ -30,6 +30,8 @@ pub enum Family {
     Gemv,
     /// `group_norm.wgsl`.
     GroupNorm,
+    /// `kv_cache_update.wgsl`.
+    KvCacheUpdate,
     /// `layer_norm.wgsl`.
     LayerNorm,
     /// `matmul.wgsl`.
@@ -42,6 +44,12 @@ pub enum Family {
     Place,
     /// `reduce.wgsl`.
     Reduce,
+    /// `rms_norm.wgsl`.
+    RmsNorm,
+    /// `rope.wgsl`.
+    Rope,
+    /// `sdpa.wgsl`.
+    Sdpa,
     /// `softmax.wgsl`.
     Softmax,
     /// `take.wgsl`.
@@ -126,6 +134,8 @@ pub enum ShaderId {
     GroupNormF32,
     /// `group_norm.wgsl` with `Elem = f16`.
     GroupNormF16,
+    /// `kv_cache_update.wgsl` with `Elem = f32`.
+    KvCacheUpdateF32,
     /// `layer_norm.wgsl` with `Elem = f32`.
     LayerNormF32,
     /// `layer_norm.wgsl` with `Elem = f16`.
@@ -154,6 +164,12 @@ pub enum ShaderId {
     ReduceF32,
     /// `reduce.wgsl` with `Elem = f16`.
     ReduceF16,
+    /// `rms_norm.wgsl` with `Elem = f32`.
+    RmsNormF32,
+    /// `rope.wgsl` with `Elem = f32`.
+    RopeF32,
+    /// `sdpa.wgsl` with `Elem = f32`.
+    SdpaF32,
     /// `softmax.wgsl` with `Elem = f32`.
     SoftmaxF32,
     /// `softmax.wgsl` with `Elem = f16`.
@@ -213,6 +229,7 @@ impl ShaderId {
         ShaderId::GemvF16,
         ShaderId::GroupNormF32,
         ShaderId::GroupNormF16,
+        ShaderId::KvCacheUpdateF32,
         ShaderId::LayerNormF32,
         ShaderId::LayerNormF16,
         ShaderId::MatmulF32,
@@ -227,6 +244,9 @@ impl ShaderId {
         ShaderId::PlaceI32,
         ShaderId::ReduceF32,
         ShaderId::ReduceF16,
+        ShaderId::RmsNormF32,
+        ShaderId::RopeF32,
+        ShaderId::SdpaF32,
         ShaderId::SoftmaxF32,
         ShaderId::SoftmaxF16,
         ShaderId::TakeF32,
@@ -273,6 +293,7 @@ impl ShaderId {
             ShaderId::GemvF16 => Family::Gemv,
             ShaderId::GroupNormF32 => Family::GroupNorm,
             ShaderId::GroupNormF16 => Family::GroupNorm,
+            ShaderId::KvCacheUpdateF32 => Family::KvCacheUpdate,
             ShaderId::LayerNormF32 => Family::LayerNorm,
             ShaderId::LayerNormF16 => Family::LayerNorm,
             ShaderId::MatmulF32 => Family::Matmul,
@@ -287,6 +308,9 @@ impl ShaderId {
             ShaderId::PlaceI32 => Family::Place,
             ShaderId::ReduceF32 => Family::Reduce,
             ShaderId::ReduceF16 => Family::Reduce,
+            ShaderId::RmsNormF32 => Family::RmsNorm,
+            ShaderId::RopeF32 => Family::Rope,
+            ShaderId::SdpaF32 => Family::Sdpa,
             ShaderId::SoftmaxF32 => Family::Softmax,
             ShaderId::SoftmaxF16 => Family::Softmax,
             ShaderId::TakeF32 => Family::Take,
@@ -334,6 +358,7 @@ impl ShaderId {
             ShaderId::GemvF16 => Variant::F16,
             ShaderId::GroupNormF32 => Variant::F32,
             ShaderId::GroupNormF16 => Variant::F16,
+            ShaderId::KvCacheUpdateF32 => Variant::F32,
             ShaderId::LayerNormF32 => Variant::F32,
             ShaderId::LayerNormF16 => Variant::F16,
             ShaderId::MatmulF32 => Variant::F32,
@@ -348,6 +373,9 @@ impl ShaderId {
             ShaderId::PlaceI32 => Variant::I32,
             ShaderId::ReduceF32 => Variant::F32,
             ShaderId::ReduceF16 => Variant::F16,
+            ShaderId::RmsNormF32 => Variant::F32,
+            ShaderId::RopeF32 => Variant::F32,
+            ShaderId::SdpaF32 => Variant::F32,
             ShaderId::SoftmaxF32 => Variant::F32,
             ShaderId::SoftmaxF16 => Variant::F16,
             ShaderId::TakeF32 => Variant::F32,
@@ -395,6 +423,7 @@ impl ShaderId {
             ShaderId::GemvF16 => "gemv.f16",
             ShaderId::GroupNormF32 => "group_norm.f32",
             ShaderId::GroupNormF16 => "group_norm.f16",
+            ShaderId::KvCacheUpdateF32 => "kv_cache_update.f32",
             ShaderId::LayerNormF32 => "layer_norm.f32",
             ShaderId::LayerNormF16 => "layer_norm.f16",
             ShaderId::MatmulF32 => "matmul.f32",
@@ -409,6 +438,9 @@ impl ShaderId {
             ShaderId::PlaceI32 => "place.i32",
             ShaderId::ReduceF32 => "reduce.f32",
             ShaderId::ReduceF16 => "reduce.f16",
+            ShaderId::RmsNormF32 => "rms_norm.f32",
+            ShaderId::RopeF32 => "rope.f32",
+            ShaderId::SdpaF32 => "sdpa.f32",
             ShaderId::SoftmaxF32 => "softmax.f32",
             ShaderId::SoftmaxF16 => "softmax.f16",
             ShaderId::TakeF32 => "take.f32",
@@ -456,6 +488,7 @@ impl ShaderId {
             ShaderId::GemvF16 => GEMV_F16,
             ShaderId::GroupNormF32 => GROUP_NORM_F32,
             ShaderId::GroupNormF16 => GROUP_NORM_F16,
+            ShaderId::KvCacheUpdateF32 => KV_CACHE_UPDATE_F32,
             ShaderId::LayerNormF32 => LAYER_NORM_F32,
             ShaderId::LayerNormF16 => LAYER_NORM_F16,
             ShaderId::MatmulF32 => MATMUL_F32,
@@ -470,6 +503,9 @@ impl ShaderId {
             ShaderId::PlaceI32 => PLACE_I32,
             ShaderId::ReduceF32 => REDUCE_F32,
             ShaderId::ReduceF16 => REDUCE_F16,
+            ShaderId::RmsNormF32 => RMS_NORM_F32,
+            ShaderId::RopeF32 => ROPE_F32,
+            ShaderId::SdpaF32 => SDPA_F32,
             ShaderId::SoftmaxF32 => SOFTMAX_F32,
             ShaderId::SoftmaxF16 => SOFTMAX_F16,
             ShaderId::TakeF32 => TAKE_F32,
@@ -517,6 +553,7 @@ impl ShaderId {
             (Family::Gemv, Variant::F16) => Some(ShaderId::GemvF16),
             (Family::GroupNorm, Variant::F32) => Some(ShaderId::GroupNormF32),
             (Family::GroupNorm, Variant::F16) => Some(ShaderId::GroupNormF16),
+            (Family::KvCacheUpdate, Variant::F32) => Some(ShaderId::KvCacheUpdateF32),
             (Family::LayerNorm, Variant::F32) => Some(ShaderId::LayerNormF32),
             (Family::LayerNorm, Variant::F16) => Some(ShaderId::LayerNormF16),
             (Family::Matmul, Variant::F32) => Some(ShaderId::MatmulF32),
@@ -531,6 +568,9 @@ impl ShaderId {
             (Family::Place, Variant::I32) => Some(ShaderId::PlaceI32),
             (Family::Reduce, Variant::F32) => Some(ShaderId::ReduceF32),
             (Family::Reduce, Variant::F16) => Some(ShaderId::ReduceF16),
+            (Family::RmsNorm, Variant::F32) => Some(ShaderId::RmsNormF32),
+            (Family::Rope, Variant::F32) => Some(ShaderId::RopeF32),
+            (Family::Sdpa, Variant::F32) => Some(ShaderId::SdpaF32),
             (Family::Softmax, Variant::F32) => Some(ShaderId::SoftmaxF32),
             (Family::Softmax, Variant::F16) => Some(ShaderId::SoftmaxF16),
             (Family::Take, Variant::F32) => Some(ShaderId::TakeF32),
@@ -2572,6 +2612,43 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 }
 "#;
 
+/// `kv_cache_update.wgsl` with `Elem = f32`.
+pub const KV_CACHE_UPDATE_F32: &str = r#"//! KV-cache update of `sdpa_with_kv_cache`: one invocation per element of
+//! the new keys/values `[1, S, Hkv, D]`, copied to rows
+//! `start_pos..start_pos + S` of both caches `[1, Cmax, Hkv, D]`.
+// variants: f32
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    /// Elements of the new keys (`S * Hkv * D`).
+    n_new: u32,
+    /// Element offset of row `start_pos` in a cache.
+    offset: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> k_new: array<Elem>;
+@group(0) @binding(2) var<storage, read> v_new: array<Elem>;
+@group(0) @binding(3) var<storage, read_write> k_cache: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> v_cache: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let idx = gid.x + gid.y * nwg.x * WG;
+    if idx >= p.n_new {
+        return;
+    }
+    k_cache[p.offset + idx] = k_new[idx];
+    v_cache[p.offset + idx] = v_new[idx];
+}
+"#;
+
 /// `layer_norm.wgsl` with `Elem = f32`.
 pub const LAYER_NORM_F32: &str = r#"//! Layer norm over the last `n` elements of each row:
 //! `out = (x - mean) * rstd * weight + bias`, also writing `mean` and
@@ -3555,6 +3632,223 @@ fn main(
             r = r * p.scale;
         }
         out[o] = Elem(r);
+    }
+}
+"#;
+
+/// `rms_norm.wgsl` with `Elem = f32`.
+pub const RMS_NORM_F32: &str = r#"//! RMS norm over the last `n` elements of each row (`et_vk.rms_norm`):
+//! `out = x / sqrt(mean(x^2) + eps) * weight`. One invocation per row, in
+//! f32.
+// variants: f32
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 64).
+override WG: u32 = 64u;
+
+struct Params {
+    rows: u32,
+    n: u32,
+    eps: f32,
+    _pad0: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> weight: array<Elem>;
+@group(0) @binding(3) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let r = gid.x + gid.y * nwg.x * WG;
+    if r >= p.rows {
+        return;
+    }
+    let base = r * p.n;
+    var sq = 0.0;
+    for (var j = 0u; j < p.n; j++) {
+        let v = f32(x[base + j]);
+        sq += v * v;
+    }
+    let rstd = inverseSqrt(sq / f32(p.n) + p.eps);
+    for (var j = 0u; j < p.n; j++) {
+        out[base + j] = Elem(f32(x[base + j]) * rstd * f32(weight[j]));
+    }
+}
+"#;
+
+/// `rope.wgsl` with `Elem = f32`.
+pub const ROPE_F32: &str = r#"//! Rotary position embeddings on `x [B, S, H, D]`, one invocation per
+//! rotated pair.
+//!
+//! `et_vk.apply_rotary_emb`: pairs `(x[2i], x[2i+1])`, tables
+//! `cos, sin [S, D/2]` indexed by the token's row in the chunk:
+//! `r' = r*c - i*s`, `i' = r*s + i*c`.
+// variants: f32
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    /// Pairs to rotate: `B * S * H * D / 2`.
+    n_pairs: u32,
+    /// Heads.
+    n_heads: u32,
+    /// `D / 2`.
+    half: u32,
+    /// Tokens in the chunk.
+    seq: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> cos_t: array<Elem>;
+@group(0) @binding(3) var<storage, read> sin_t: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let idx = gid.x + gid.y * nwg.x * WG;
+    if idx >= p.n_pairs {
+        return;
+    }
+    let i = idx % p.half;
+    let s = (idx / p.half / p.n_heads) % p.seq;
+    let c = f32(cos_t[s * p.half + i]);
+    let sn = f32(sin_t[s * p.half + i]);
+    let re = f32(x[2u * idx]);
+    let im = f32(x[2u * idx + 1u]);
+    out[2u * idx] = Elem(re * c - im * sn);
+    out[2u * idx + 1u] = Elem(re * sn + im * c);
+}
+"#;
+
+/// `sdpa.wgsl` with `Elem = f32`.
+pub const SDPA_F32: &str = r#"//! Causal attention with a KV cache (`sdpa_with_kv_cache`), layout
+//! `[1, seq, heads, D]` everywhere.
+//!
+//! The caches were updated by `kv_cache_update.wgsl` first. One workgroup
+//! per (query row, head): query row `i` attends to cache rows `0..=start_pos + i` of kv head `h / group`. Pass 1 finds the
+//! max score and the softmax sum (f32, per invocation then reduced in
+//! shared memory); pass 2 walks the keys in chunks of `WG` probabilities
+//! held in shared memory, each invocation accumulating its output dims.
+// variants: f32
+
+alias Elem = f32;
+
+/// Invocations per workgroup; the reductions assume a power of two.
+const WG: u32 = 64u;
+
+struct Params {
+    /// Tokens in the chunk (`S`).
+    seq: u32,
+    /// Query heads.
+    n_heads: u32,
+    /// Key/value heads.
+    n_kv_heads: u32,
+    /// Head dim.
+    head_dim: u32,
+    /// Position of the first new token.
+    start_pos: u32,
+    /// Softmax scale.
+    scale: f32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<Elem>;
+@group(0) @binding(2) var<storage, read> k_cache: array<Elem>;
+@group(0) @binding(3) var<storage, read> v_cache: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> red_a: array<f32, WG>;
+var<workgroup> red_b: array<f32, WG>;
+var<workgroup> probs: array<f32, WG>;
+
+/// Scaled dot product of the query at `q_base` with cache row `key`, kv
+/// head `kvh`.
+fn score(q_base: u32, key: u32, kvh: u32) -> f32 {
+    let k_base = (key * p.n_kv_heads + kvh) * p.head_dim;
+    var dot = 0.0;
+    for (var d = 0u; d < p.head_dim; d++) {
+        dot += f32(q[q_base + d]) * f32(k_cache[k_base + d]);
+    }
+    return dot * p.scale;
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let idx = wid.y * groups.x + wid.x;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if idx >= p.seq * p.n_heads {
+        return;
+    }
+    let i = idx / p.n_heads;
+    let h = idx % p.n_heads;
+    let kvh = h / (p.n_heads / p.n_kv_heads);
+    let q_base = (i * p.n_heads + h) * p.head_dim;
+    let ctx = p.start_pos + i + 1u;
+
+    // Pass 1: running max and sum per invocation, then merged.
+    var m = -3.402823e38;
+    var l = 0.0;
+    for (var key = lid; key < ctx; key += WG) {
+        let s = score(q_base, key, kvh);
+        let m_new = max(m, s);
+        l = l * exp(m - m_new) + exp(s - m_new);
+        m = m_new;
+    }
+    red_a[lid] = m;
+    red_b[lid] = l;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            let m1 = red_a[lid];
+            let m2 = red_a[lid + stride];
+            let mm = max(m1, m2);
+            red_b[lid] = red_b[lid] * exp(m1 - mm) + red_b[lid + stride] * exp(m2 - mm);
+            red_a[lid] = mm;
+        }
+        workgroupBarrier();
+    }
+    let m_all = red_a[0];
+    let inv_l = 1.0 / red_b[0];
+
+    // Pass 2: probabilities in chunks of WG keys; invocation `lid` owns
+    // output dims `lid, lid + WG, ...`.
+    let n_chunks = (ctx + WG - 1u) / WG;
+    let n_dblocks = (p.head_dim + WG - 1u) / WG;
+    for (var t = 0u; t < n_dblocks; t++) {
+        let d = t * WG + lid;
+        var acc = 0.0;
+        for (var ch = 0u; ch < n_chunks; ch++) {
+            let key = ch * WG + lid;
+            var pr = 0.0;
+            if key < ctx {
+                pr = exp(score(q_base, key, kvh) - m_all) * inv_l;
+            }
+            probs[lid] = pr;
+            workgroupBarrier();
+            if d < p.head_dim {
+                let n_here = min(WG, ctx - ch * WG);
+                for (var j = 0u; j < n_here; j++) {
+                    let v_at = ((ch * WG + j) * p.n_kv_heads + kvh) * p.head_dim + d;
+                    acc += probs[j] * f32(v_cache[v_at]);
+                }
+            }
+            workgroupBarrier();
+        }
+        if d < p.head_dim {
+            out[q_base + d] = Elem(acc);
+        }
     }
 }
 "#;
