@@ -12,6 +12,7 @@ pub mod llm;
 pub mod logic;
 pub mod matmul;
 pub mod norm;
+pub mod quant;
 pub mod reduce;
 pub mod shape;
 pub mod symint;
@@ -160,6 +161,8 @@ register_ops! {
     ToDimOrderCopy => "dim_order_ops._to_dim_order_copy.default" => shape::to_dim_order_copy,
     ApplyRotaryEmb => "et_vk.apply_rotary_emb.default" => llm::apply_rotary_emb,
     ConvWithClamp => "et_vk.conv_with_clamp.default" => |c| conv::convolution(c, true),
+    EmbeddingQ4gsw => "et_vk.embedding_q4gsw.default" => quant::embedding_q4gsw,
+    LinearQ4gsw => "et_vk.linear_q4gsw.default" => quant::linear_q4gsw,
     Prepack => "et_vk.prepack.default" => infra::prepack,
     RmsNorm => "et_vk.rms_norm.default" => llm::rms_norm,
     SelectAsSymInt => "et_vk.select_as_symint.default" => symint::select_as_symint,

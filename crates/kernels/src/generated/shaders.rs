@@ -22,6 +22,8 @@ pub enum Family {
     Compare,
     /// `conv.wgsl`.
     Conv,
+    /// `embedding_q4gsw.wgsl`.
+    EmbeddingQ4gsw,
     /// `fill.wgsl`.
     Fill,
     /// `gather.wgsl`.
@@ -34,6 +36,8 @@ pub enum Family {
     KvCacheUpdate,
     /// `layer_norm.wgsl`.
     LayerNorm,
+    /// `linear_q4gsw.wgsl`.
+    LinearQ4gsw,
     /// `matmul.wgsl`.
     Matmul,
     /// `max_pool2d.wgsl`.
@@ -114,6 +118,8 @@ pub enum ShaderId {
     ConvF32,
     /// `conv.wgsl` with `Elem = f16`.
     ConvF16,
+    /// `embedding_q4gsw.wgsl` with `Elem = f32`.
+    EmbeddingQ4gswF32,
     /// `fill.wgsl` with `Elem = f32`.
     FillF32,
     /// `fill.wgsl` with `Elem = f16`.
@@ -140,6 +146,8 @@ pub enum ShaderId {
     LayerNormF32,
     /// `layer_norm.wgsl` with `Elem = f16`.
     LayerNormF16,
+    /// `linear_q4gsw.wgsl` with `Elem = f32`.
+    LinearQ4gswF32,
     /// `matmul.wgsl` with `Elem = f32`.
     MatmulF32,
     /// `matmul.wgsl` with `Elem = f16`.
@@ -219,6 +227,7 @@ impl ShaderId {
         ShaderId::CompareU32,
         ShaderId::ConvF32,
         ShaderId::ConvF16,
+        ShaderId::EmbeddingQ4gswF32,
         ShaderId::FillF32,
         ShaderId::FillF16,
         ShaderId::FillI32,
@@ -232,6 +241,7 @@ impl ShaderId {
         ShaderId::KvCacheUpdateF32,
         ShaderId::LayerNormF32,
         ShaderId::LayerNormF16,
+        ShaderId::LinearQ4gswF32,
         ShaderId::MatmulF32,
         ShaderId::MatmulF16,
         ShaderId::MaxPool2dF32,
@@ -283,6 +293,7 @@ impl ShaderId {
             ShaderId::CompareU32 => Family::Compare,
             ShaderId::ConvF32 => Family::Conv,
             ShaderId::ConvF16 => Family::Conv,
+            ShaderId::EmbeddingQ4gswF32 => Family::EmbeddingQ4gsw,
             ShaderId::FillF32 => Family::Fill,
             ShaderId::FillF16 => Family::Fill,
             ShaderId::FillI32 => Family::Fill,
@@ -296,6 +307,7 @@ impl ShaderId {
             ShaderId::KvCacheUpdateF32 => Family::KvCacheUpdate,
             ShaderId::LayerNormF32 => Family::LayerNorm,
             ShaderId::LayerNormF16 => Family::LayerNorm,
+            ShaderId::LinearQ4gswF32 => Family::LinearQ4gsw,
             ShaderId::MatmulF32 => Family::Matmul,
             ShaderId::MatmulF16 => Family::Matmul,
             ShaderId::MaxPool2dF32 => Family::MaxPool2d,
@@ -348,6 +360,7 @@ impl ShaderId {
             ShaderId::CompareU32 => Variant::U32,
             ShaderId::ConvF32 => Variant::F32,
             ShaderId::ConvF16 => Variant::F16,
+            ShaderId::EmbeddingQ4gswF32 => Variant::F32,
             ShaderId::FillF32 => Variant::F32,
             ShaderId::FillF16 => Variant::F16,
             ShaderId::FillI32 => Variant::I32,
@@ -361,6 +374,7 @@ impl ShaderId {
             ShaderId::KvCacheUpdateF32 => Variant::F32,
             ShaderId::LayerNormF32 => Variant::F32,
             ShaderId::LayerNormF16 => Variant::F16,
+            ShaderId::LinearQ4gswF32 => Variant::F32,
             ShaderId::MatmulF32 => Variant::F32,
             ShaderId::MatmulF16 => Variant::F16,
             ShaderId::MaxPool2dF32 => Variant::F32,
@@ -413,6 +427,7 @@ impl ShaderId {
             ShaderId::CompareU32 => "compare.u32",
             ShaderId::ConvF32 => "conv.f32",
             ShaderId::ConvF16 => "conv.f16",
+            ShaderId::EmbeddingQ4gswF32 => "embedding_q4gsw.f32",
             ShaderId::FillF32 => "fill.f32",
             ShaderId::FillF16 => "fill.f16",
             ShaderId::FillI32 => "fill.i32",
@@ -426,6 +441,7 @@ impl ShaderId {
             ShaderId::KvCacheUpdateF32 => "kv_cache_update.f32",
             ShaderId::LayerNormF32 => "layer_norm.f32",
             ShaderId::LayerNormF16 => "layer_norm.f16",
+            ShaderId::LinearQ4gswF32 => "linear_q4gsw.f32",
             ShaderId::MatmulF32 => "matmul.f32",
             ShaderId::MatmulF16 => "matmul.f16",
             ShaderId::MaxPool2dF32 => "max_pool2d.f32",
@@ -478,6 +494,7 @@ impl ShaderId {
             ShaderId::CompareU32 => COMPARE_U32,
             ShaderId::ConvF32 => CONV_F32,
             ShaderId::ConvF16 => CONV_F16,
+            ShaderId::EmbeddingQ4gswF32 => EMBEDDING_Q4GSW_F32,
             ShaderId::FillF32 => FILL_F32,
             ShaderId::FillF16 => FILL_F16,
             ShaderId::FillI32 => FILL_I32,
@@ -491,6 +508,7 @@ impl ShaderId {
             ShaderId::KvCacheUpdateF32 => KV_CACHE_UPDATE_F32,
             ShaderId::LayerNormF32 => LAYER_NORM_F32,
             ShaderId::LayerNormF16 => LAYER_NORM_F16,
+            ShaderId::LinearQ4gswF32 => LINEAR_Q4GSW_F32,
             ShaderId::MatmulF32 => MATMUL_F32,
             ShaderId::MatmulF16 => MATMUL_F16,
             ShaderId::MaxPool2dF32 => MAX_POOL2D_F32,
@@ -543,6 +561,7 @@ impl ShaderId {
             (Family::Compare, Variant::U32) => Some(ShaderId::CompareU32),
             (Family::Conv, Variant::F32) => Some(ShaderId::ConvF32),
             (Family::Conv, Variant::F16) => Some(ShaderId::ConvF16),
+            (Family::EmbeddingQ4gsw, Variant::F32) => Some(ShaderId::EmbeddingQ4gswF32),
             (Family::Fill, Variant::F32) => Some(ShaderId::FillF32),
             (Family::Fill, Variant::F16) => Some(ShaderId::FillF16),
             (Family::Fill, Variant::I32) => Some(ShaderId::FillI32),
@@ -556,6 +575,7 @@ impl ShaderId {
             (Family::KvCacheUpdate, Variant::F32) => Some(ShaderId::KvCacheUpdateF32),
             (Family::LayerNorm, Variant::F32) => Some(ShaderId::LayerNormF32),
             (Family::LayerNorm, Variant::F16) => Some(ShaderId::LayerNormF16),
+            (Family::LinearQ4gsw, Variant::F32) => Some(ShaderId::LinearQ4gswF32),
             (Family::Matmul, Variant::F32) => Some(ShaderId::MatmulF32),
             (Family::Matmul, Variant::F16) => Some(ShaderId::MatmulF16),
             (Family::MaxPool2d, Variant::F32) => Some(ShaderId::MaxPool2dF32),
@@ -2047,6 +2067,65 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 }
 "#;
 
+/// `embedding_q4gsw.wgsl` with `Elem = f32`.
+pub const EMBEDDING_Q4GSW_F32: &str = r#"//! 4-bit group-wise embedding (`et_vk.embedding_q4gsw`, linear packing):
+//! `out[i, d] = (nibble(indices[i], d) - 8) * scales[indices[i], d / group]`.
+//!
+//! Weights are u8 `[V, E/2]` read as `u32` words, even dims in the low
+//! nibble; scales are `[V, G]`. One invocation per output element; an
+//! index outside `0..V` gives zeros.
+// variants: f32
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    /// Output elements.
+    numel: u32,
+    /// Embedding dim.
+    dim: u32,
+    /// Vocabulary size.
+    vocab: u32,
+    /// Bytes per weight row.
+    row_bytes: u32,
+    /// Scale groups per row.
+    n_groups: u32,
+    /// Dims per scale group.
+    group_size: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> weights: array<u32>;
+@group(0) @binding(2) var<storage, read> scales: array<Elem>;
+@group(0) @binding(3) var<storage, read> indices: array<i32>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let idx = gid.x + gid.y * nwg.x * WG;
+    if idx >= p.numel {
+        return;
+    }
+    let i = idx / p.dim;
+    let d = idx % p.dim;
+    let token = indices[i];
+    if token < 0 || u32(token) >= p.vocab {
+        out[idx] = Elem(0.0);
+        return;
+    }
+    let t = u32(token);
+    let byte_idx = t * p.row_bytes + d / 2u;
+    let byte = (weights[byte_idx / 4u] >> ((byte_idx % 4u) * 8u)) & 0xffu;
+    let nibble = (byte >> ((d % 2u) * 4u)) & 0xfu;
+    let s = f32(scales[t * p.n_groups + d / p.group_size]);
+    out[idx] = Elem(f32(i32(nibble) - 8) * s);
+}
+"#;
+
 /// `fill.wgsl` with `Elem = f32`.
 pub const FILL_F32: &str = r#"//! Creation ops: `out[i] = start + i * step` (`full`, `zeros`, `ones`,
 //! their `_like` forms and `scalar_tensor` with `step = 0`; `arange`).
@@ -2774,6 +2853,92 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     }
     mean_out[r] = Elem(mean);
     rstd_out[r] = Elem(rstd);
+}
+"#;
+
+/// `linear_q4gsw.wgsl` with `Elem = f32`.
+pub const LINEAR_Q4GSW_F32: &str = r#"//! 4-bit group-wise symmetric weight linear (`et_vk.linear_q4gsw`):
+//! `out[m, n] = sum_k x[m, k] * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`.
+//!
+//! Weights are u8 `[N, K_packed]` read as `u32` words: byte `j` of row `n`
+//! holds k = 2j in its low nibble and k = 2j+1 in its high nibble. Scales
+//! are `[G, N_pad]`. One workgroup per output element; its invocations
+//! split K and reduce in shared memory, in f32. The grid is folded into x
+//! and y.
+// variants: f32
+
+alias Elem = f32;
+
+/// Invocations per workgroup; the reduction assumes a power of two.
+const WG: u32 = 64u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features.
+    k: u32,
+    /// Bytes per weight row.
+    k_packed: u32,
+    /// Row length of the scales (and bias): N padded.
+    n_pad: u32,
+    /// Inputs per scale group.
+    group_size: u32,
+    has_bias: u32,
+    _pad0: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> weights: array<u32>;
+@group(0) @binding(3) var<storage, read> scales: array<Elem>;
+@group(0) @binding(4) var<storage, read> bias: array<Elem>;
+@group(0) @binding(5) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> partial: array<f32, WG>;
+
+/// The signed 4-bit weight of row `n`, input `k`.
+fn weight(n: u32, k: u32) -> f32 {
+    let byte_idx = n * p.k_packed + k / 2u;
+    let byte = (weights[byte_idx / 4u] >> ((byte_idx % 4u) * 8u)) & 0xffu;
+    let nibble = (byte >> ((k % 2u) * 4u)) & 0xfu;
+    return f32(i32(nibble) - 8);
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let idx = wid.y * groups.x + wid.x;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if idx >= p.m * p.n {
+        return;
+    }
+    let row = idx / p.n;
+    let col = idx % p.n;
+    var acc = 0.0;
+    for (var kk = lid; kk < p.k; kk += WG) {
+        let s = f32(scales[(kk / p.group_size) * p.n_pad + col]);
+        acc += f32(x[row * p.k + kk]) * weight(col, kk) * s;
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            partial[lid] += partial[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    if lid == 0u {
+        var r = partial[0];
+        if p.has_bias != 0u {
+            r += f32(bias[col]);
+        }
+        out[idx] = Elem(r);
+    }
 }
 "#;
 

@@ -15,7 +15,6 @@ use etwgpu_runtime::Tensor;
 /// Fixtures that cannot run yet, with the ops (or features) they lack.
 const NOT_YET_SUPPORTED: &[(&str, &[&str])] = &[
     ("llama_tiny_8da4w", &["et_vk.linear_dq8ca_q4gsw.default", "torchao.choose_qparams_affine.default"]),
-    ("llama_tiny_q4", &["et_vk.embedding_q4gsw.default", "et_vk.linear_q4gsw.default"]),
     ("partial_delegate", &["CPU kernel aten::cumsum.out"]),
 ];
 
