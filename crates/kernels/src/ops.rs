@@ -162,6 +162,7 @@ register_ops! {
     ApplyRotaryEmb => "et_vk.apply_rotary_emb.default" => llm::apply_rotary_emb,
     ConvWithClamp => "et_vk.conv_with_clamp.default" => |c| conv::convolution(c, true),
     EmbeddingQ4gsw => "et_vk.embedding_q4gsw.default" => quant::embedding_q4gsw,
+    LinearDq8caQ4gsw => "et_vk.linear_dq8ca_q4gsw.default" => quant::linear_dq8ca_q4gsw,
     LinearQ4gsw => "et_vk.linear_q4gsw.default" => quant::linear_q4gsw,
     Prepack => "et_vk.prepack.default" => infra::prepack,
     RmsNorm => "et_vk.rms_norm.default" => llm::rms_norm,
@@ -171,6 +172,7 @@ register_ops! {
     SdpaWithKvCache => "sdpa_with_kv_cache.default" => llm::sdpa_with_kv_cache,
     SymSub => "sub" => |c| symint::arith(c, SymIntOp::Sub),
     SymSize => "sym_size.int" => symint::sym_size,
+    ChooseQparamsAffine => "torchao.choose_qparams_affine.default" => quant::choose_qparams_affine,
 }
 
 /// Looks an operator up by its exact ExecuTorch name.

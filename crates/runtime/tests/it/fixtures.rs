@@ -13,10 +13,7 @@ use etwgpu_format::{DType, Program};
 use etwgpu_runtime::Tensor;
 
 /// Fixtures that cannot run yet, with the ops (or features) they lack.
-const NOT_YET_SUPPORTED: &[(&str, &[&str])] = &[
-    ("llama_tiny_8da4w", &["et_vk.linear_dq8ca_q4gsw.default", "torchao.choose_qparams_affine.default"]),
-    ("partial_delegate", &["CPU kernel aten::cumsum.out"]),
-];
+const NOT_YET_SUPPORTED: &[(&str, &[&str])] = &[("partial_delegate", &["CPU kernel aten::cumsum.out"])];
 
 fn fixtures_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../test_data/fixtures")
