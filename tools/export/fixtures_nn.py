@@ -727,6 +727,43 @@ def fx_partial_delegate(verify: bool = True) -> FixtureResult:
         PartialDelegate(), [ins], verify=verify)
 
 
+class RopeHf(nn.Module):
+    """HF rotate-half RoPE on q/k at a live position: full tables [16, 8] and
+    partial ones [16, 6] (the last 2 dims pass through), sliced at
+    input_pos[0] as in the Llama export."""
+
+    def __init__(self):
+        super().__init__()
+        from executorch.backends.vulkan.patterns.rope_hf import HfRotaryEmbeddingPattern
+
+        self.rope = HfRotaryEmbeddingPattern()
+        for name, dim in (("full", 8), ("part", 6)):
+            inv = 1.0 / (10000.0 ** (torch.arange(0, dim, 2).float() / dim))
+            angles = torch.outer(torch.arange(16).float(), inv)
+            angles = torch.cat((angles, angles), dim=-1)
+            self.register_buffer(f"cos_{name}", angles.cos())
+            self.register_buffer(f"sin_{name}", angles.sin())
+
+    def forward(self, xq, xk, input_pos):
+        pos = input_pos[0].item()
+        torch._check_is_size(pos)
+        torch._check(pos + 3 <= 16)
+        q1, k1 = self.rope(xq, xk, self.cos_full[pos:pos + 3], self.sin_full[pos:pos + 3])
+        q2, k2 = self.rope(xq, xk, self.cos_part[pos:pos + 3], self.sin_part[pos:pos + 3])
+        return q1, k1, q2, k2
+
+
+def fx_rope_hf(verify: bool = True) -> FixtureResult:
+    g = seed("rope_hf")
+    calls = [(randn(g, 1, 3, 4, 8), randn(g, 1, 3, 2, 8), torch.tensor([p])) for p in (0, 5, 13)]
+    return module_fixture(
+        "rope_hf",
+        "HF rotate-half RoPE (et_vk.apply_rotary_emb_hf): xq [1,3,4,8], xk [1,3,2,8], "
+        "input_pos int64 [1] at 0, 5, 13 (the table end); cos/sin tables [16,8] (full) and "
+        "[16,6] (partial: dims 6..8 pass through), sliced at input_pos[0].item().",
+        RopeHf(), calls, verify=verify)
+
+
 FIXTURES: dict[str, Callable[..., FixtureResult]] = {
     "one_op": fx_one_op,
     "worked_example": fx_worked_example,
@@ -747,4 +784,5 @@ FIXTURES: dict[str, Callable[..., FixtureResult]] = {
     "fp16_mlp": fx_fp16_mlp,
     "partial_delegate": fx_partial_delegate,
     "conv_more": fx_conv_more,
+    "rope_hf": fx_rope_hf,
 }

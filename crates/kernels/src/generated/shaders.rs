@@ -56,6 +56,8 @@ pub enum Family {
     RmsNorm,
     /// `rope.wgsl`.
     Rope,
+    /// `rope_hf.wgsl`.
+    RopeHf,
     /// `sdpa.wgsl`.
     Sdpa,
     /// `softmax.wgsl`.
@@ -184,6 +186,8 @@ pub enum ShaderId {
     RmsNormF32,
     /// `rope.wgsl` with `Elem = f32`.
     RopeF32,
+    /// `rope_hf.wgsl` with `Elem = f32`.
+    RopeHfF32,
     /// `sdpa.wgsl` with `Elem = f32`.
     SdpaF32,
     /// `softmax.wgsl` with `Elem = f32`.
@@ -266,6 +270,7 @@ impl ShaderId {
         ShaderId::ReduceF16,
         ShaderId::RmsNormF32,
         ShaderId::RopeF32,
+        ShaderId::RopeHfF32,
         ShaderId::SdpaF32,
         ShaderId::SoftmaxF32,
         ShaderId::SoftmaxF16,
@@ -334,6 +339,7 @@ impl ShaderId {
             ShaderId::ReduceF16 => Family::Reduce,
             ShaderId::RmsNormF32 => Family::RmsNorm,
             ShaderId::RopeF32 => Family::Rope,
+            ShaderId::RopeHfF32 => Family::RopeHf,
             ShaderId::SdpaF32 => Family::Sdpa,
             ShaderId::SoftmaxF32 => Family::Softmax,
             ShaderId::SoftmaxF16 => Family::Softmax,
@@ -403,6 +409,7 @@ impl ShaderId {
             ShaderId::ReduceF16 => Variant::F16,
             ShaderId::RmsNormF32 => Variant::F32,
             ShaderId::RopeF32 => Variant::F32,
+            ShaderId::RopeHfF32 => Variant::F32,
             ShaderId::SdpaF32 => Variant::F32,
             ShaderId::SoftmaxF32 => Variant::F32,
             ShaderId::SoftmaxF16 => Variant::F16,
@@ -472,6 +479,7 @@ impl ShaderId {
             ShaderId::ReduceF16 => "reduce.f16",
             ShaderId::RmsNormF32 => "rms_norm.f32",
             ShaderId::RopeF32 => "rope.f32",
+            ShaderId::RopeHfF32 => "rope_hf.f32",
             ShaderId::SdpaF32 => "sdpa.f32",
             ShaderId::SoftmaxF32 => "softmax.f32",
             ShaderId::SoftmaxF16 => "softmax.f16",
@@ -541,6 +549,7 @@ impl ShaderId {
             ShaderId::ReduceF16 => REDUCE_F16,
             ShaderId::RmsNormF32 => RMS_NORM_F32,
             ShaderId::RopeF32 => ROPE_F32,
+            ShaderId::RopeHfF32 => ROPE_HF_F32,
             ShaderId::SdpaF32 => SDPA_F32,
             ShaderId::SoftmaxF32 => SOFTMAX_F32,
             ShaderId::SoftmaxF16 => SOFTMAX_F16,
@@ -610,6 +619,7 @@ impl ShaderId {
             (Family::Reduce, Variant::F16) => Some(ShaderId::ReduceF16),
             (Family::RmsNorm, Variant::F32) => Some(ShaderId::RmsNormF32),
             (Family::Rope, Variant::F32) => Some(ShaderId::RopeF32),
+            (Family::RopeHf, Variant::F32) => Some(ShaderId::RopeHfF32),
             (Family::Sdpa, Variant::F32) => Some(ShaderId::SdpaF32),
             (Family::Softmax, Variant::F32) => Some(ShaderId::SoftmaxF32),
             (Family::Softmax, Variant::F16) => Some(ShaderId::SoftmaxF16),
@@ -4062,6 +4072,62 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let im = f32(x[2u * idx + 1u]);
     out[2u * idx] = Elem(re * c - im * sn);
     out[2u * idx + 1u] = Elem(re * sn + im * c);
+}
+"#;
+
+/// `rope_hf.wgsl` with `Elem = f32`.
+pub const ROPE_HF_F32: &str = r#"//! HF rotate-half rotary position embeddings (`et_vk.apply_rotary_emb_hf`)
+//! on `x [B, S, H, D]`, one invocation per element.
+//!
+//! Tables `cos, sin [max_seq, R]` (`R <= D`, the rotary dim) are indexed
+//! by row `start_pos + s`. With `h = R / 2`, dims `d < h` give
+//! `x[d] * cos[d] - x[d + h] * sin[d]`, dims `h <= d < R` give
+//! `x[d] * cos[d] + x[d - h] * sin[d]`, and dims `d >= R` pass through.
+// variants: f32
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    head_dim: u32,
+    /// Rotary dim `R` (the tables' width).
+    rot: u32,
+    seq: u32,
+    n_heads: u32,
+    start_pos: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> cos_t: array<Elem>;
+@group(0) @binding(3) var<storage, read> sin_t: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let idx = gid.x + gid.y * nwg.x * WG;
+    if idx >= p.numel {
+        return;
+    }
+    let d = idx % p.head_dim;
+    if d >= p.rot {
+        out[idx] = x[idx];
+        return;
+    }
+    let s = (idx / p.head_dim / p.n_heads) % p.seq;
+    let t = (p.start_pos + s) * p.rot + d;
+    let half = p.rot / 2u;
+    let v = f32(x[idx]) * f32(cos_t[t]);
+    if d < half {
+        out[idx] = Elem(v - f32(x[idx + half]) * f32(sin_t[t]));
+    } else {
+        out[idx] = Elem(v + f32(x[idx - half]) * f32(sin_t[t]));
+    }
 }
 "#;
 

@@ -1,6 +1,6 @@
 //! LLM ops: `et_vk.rms_norm` (`rms_norm.wgsl`), `et_vk.apply_rotary_emb`
-//! (`rope.wgsl`) and `sdpa_with_kv_cache` (`kv_cache_update.wgsl` then
-//! `sdpa.wgsl`). The KV caches are constants the op updates in place; the
+//! (`rope.wgsl`), `et_vk.apply_rotary_emb_hf` (`rope_hf.wgsl`) and
+//! `sdpa_with_kv_cache` (`kv_cache_update.wgsl` then `sdpa.wgsl`). The KV caches are constants the op updates in place; the
 //! runtime gives each its own buffer, kept across runs.
 
 use crate::error::{Error, Result};
@@ -206,4 +206,63 @@ pub fn sdpa_with_kv_cache(c: &Ctx<'_>) -> Result<Lowered> {
         }));
     }
     Ok(Lowered { shapes: vec![(out.id, q.shape.to_vec())], steps })
+}
+
+/// `et_vk.apply_rotary_emb_hf.default(xq [B,S,Hq,D], xk [B,S,Hkv,D],
+/// freqs_cos [max_seq, R], freqs_sin [max_seq, R], start_pos, →[xq_out,
+/// xk_out])`: HF rotate-half over the first `R <= D` dims (the rest pass
+/// through), table rows `start_pos..start_pos + S`.
+pub fn apply_rotary_emb_hf(c: &Ctx<'_>) -> Result<Lowered> {
+    c.expect_args(6)?;
+    let xq = c.tensor(0, "xq")?;
+    let xk = c.tensor(1, "xk")?;
+    let cos = c.tensor(2, "freqs_cos")?;
+    let sin = c.tensor(3, "freqs_sin")?;
+    let start_pos = c.int(4, "start_pos")?;
+    let outs = c.tensor_list(5, "out")?;
+    let [q_out, k_out] = outs[..] else {
+        return Err(Error::ArgKind { arg_idx: 5, name: "out", expected: "ValueList of 2 tensors", found: "ValueList" });
+    };
+    let shader = float_shader(Family::RopeHf, &xq, 0, "xq")?;
+    let [rows, rot] = cos.shape[..] else { return Err(shape_err(2, "freqs_cos", "[max_seq, R]".into(), &cos)) };
+    if sin.shape != cos.shape {
+        return Err(shape_err(3, "freqs_sin", format!("{:?} (freqs_cos's shape)", cos.shape), &sin));
+    }
+    let mut shapes = Vec::new();
+    let mut steps = Vec::new();
+    for (x, out, idx, name) in [(xq, q_out, 0, "xq"), (xk, k_out, 1, "xk")] {
+        same_dtype(&x, xq.dtype, idx, name)?;
+        same_dtype(&out, xq.dtype, 5, "out")?;
+        let [_, s, h, d] = x.shape[..] else { return Err(shape_err(idx, name, "[B, S, H, D]".into(), &x)) };
+        if rot % 2 != 0 || rot > d {
+            return Err(shape_err(2, "freqs_cos", format!("[max_seq, R] with R even and <= {d}"), &cos));
+        }
+        let start = u64::try_from(start_pos).ok().filter(|&p| p + s <= rows).ok_or_else(|| Error::ArgValue {
+            arg_idx: 4,
+            name: "start_pos",
+            found: start_pos.to_string(),
+            reason: "start_pos + S must be within the tables' rows",
+        })?;
+        shapes.push((out.id, x.shape.to_vec()));
+        if x.numel() == 0 {
+            continue;
+        }
+        let params = Uniform::new()
+            .u32(to_u32("elements", x.numel())?)
+            .u32(to_u32("head dim", d)?)
+            .u32(to_u32("rotary dim", rot)?)
+            .u32(to_u32("seq", s)?)
+            .u32(to_u32("heads", h)?)
+            .u32(to_u32("start_pos", start)?)
+            .finish();
+        steps.push(Step::Dispatch(Dispatch {
+            shader,
+            entry: "main",
+            inputs: vec![x.id, cos.id, sin.id],
+            outputs: vec![out.id],
+            params,
+            workgroups: grid_1d(x.numel(), WG_ELEMENTWISE)?,
+        }));
+    }
+    Ok(Lowered { shapes, steps })
 }
