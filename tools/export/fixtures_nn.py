@@ -764,6 +764,35 @@ def fx_rope_hf(verify: bool = True) -> FixtureResult:
         RopeHf(), calls, verify=verify)
 
 
+class RopeInterleaved(nn.Module):
+    """EdgeTAM-style pair-interleaved RoPE through the et_vk custom op, with
+    a 4-D [1, N, C/2, 2] (cos, sin) table as EdgeTAM passes it."""
+
+    def __init__(self):
+        super().__init__()
+        import executorch.backends.vulkan.custom_ops_lib  # noqa: F401  (registers et_vk ops)
+
+        inv = 1.0 / (100.0 ** (torch.arange(0, 10, 2).float() / 10))
+        angles = torch.outer(torch.arange(7).float(), inv)
+        self.register_buffer("freqs_cis", torch.stack((angles.cos(), angles.sin()), dim=-1).unsqueeze(0))
+
+    def forward(self, x):
+        return torch.ops.et_vk.apply_rotary_emb_interleaved(x, self.freqs_cis)
+
+
+def fx_rope_interleaved(verify: bool = True) -> FixtureResult:
+    g = seed("rope_interleaved")
+    # No portable CPU kernel exists for the et_vk op, so the portable cross-check is skipped:
+    # the golden is the op's own eager CPU implementation (custom_ops_lib.py).
+    del verify
+    return module_fixture(
+        "rope_interleaved",
+        "et_vk.apply_rotary_emb_interleaved (EdgeTAM pair-interleaved RoPE): x [2,7,10], "
+        "freqs_cis [1,7,5,2] holding (cos, sin) pairs; out[2k] = x[2k]c - x[2k+1]s, "
+        "out[2k+1] = x[2k]s + x[2k+1]c.",
+        RopeInterleaved(), [(randn(g, 2, 7, 10),)], verify=False)
+
+
 FIXTURES: dict[str, Callable[..., FixtureResult]] = {
     "one_op": fx_one_op,
     "worked_example": fx_worked_example,
@@ -785,4 +814,5 @@ FIXTURES: dict[str, Callable[..., FixtureResult]] = {
     "partial_delegate": fx_partial_delegate,
     "conv_more": fx_conv_more,
     "rope_hf": fx_rope_hf,
+    "rope_interleaved": fx_rope_interleaved,
 }

@@ -161,6 +161,7 @@ register_ops! {
     ToDimOrderCopy => "dim_order_ops._to_dim_order_copy.default" => shape::to_dim_order_copy,
     ApplyRotaryEmb => "et_vk.apply_rotary_emb.default" => llm::apply_rotary_emb,
     ApplyRotaryEmbHf => "et_vk.apply_rotary_emb_hf.default" => llm::apply_rotary_emb_hf,
+    ApplyRotaryEmbInterleaved => "et_vk.apply_rotary_emb_interleaved.default" => llm::apply_rotary_emb_interleaved,
     ConvWithClamp => "et_vk.conv_with_clamp.default" => |c| conv::convolution(c, true),
     EmbeddingQ4gsw => "et_vk.embedding_q4gsw.default" => quant::embedding_q4gsw,
     LinearDq8caQ4gsw => "et_vk.linear_dq8ca_q4gsw.default" => quant::linear_dq8ca_q4gsw,

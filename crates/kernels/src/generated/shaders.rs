@@ -58,6 +58,8 @@ pub enum Family {
     Rope,
     /// `rope_hf.wgsl`.
     RopeHf,
+    /// `rope_interleaved.wgsl`.
+    RopeInterleaved,
     /// `sdpa.wgsl`.
     Sdpa,
     /// `softmax.wgsl`.
@@ -188,6 +190,8 @@ pub enum ShaderId {
     RopeF32,
     /// `rope_hf.wgsl` with `Elem = f32`.
     RopeHfF32,
+    /// `rope_interleaved.wgsl` with `Elem = f32`.
+    RopeInterleavedF32,
     /// `sdpa.wgsl` with `Elem = f32`.
     SdpaF32,
     /// `softmax.wgsl` with `Elem = f32`.
@@ -271,6 +275,7 @@ impl ShaderId {
         ShaderId::RmsNormF32,
         ShaderId::RopeF32,
         ShaderId::RopeHfF32,
+        ShaderId::RopeInterleavedF32,
         ShaderId::SdpaF32,
         ShaderId::SoftmaxF32,
         ShaderId::SoftmaxF16,
@@ -340,6 +345,7 @@ impl ShaderId {
             ShaderId::RmsNormF32 => Family::RmsNorm,
             ShaderId::RopeF32 => Family::Rope,
             ShaderId::RopeHfF32 => Family::RopeHf,
+            ShaderId::RopeInterleavedF32 => Family::RopeInterleaved,
             ShaderId::SdpaF32 => Family::Sdpa,
             ShaderId::SoftmaxF32 => Family::Softmax,
             ShaderId::SoftmaxF16 => Family::Softmax,
@@ -410,6 +416,7 @@ impl ShaderId {
             ShaderId::RmsNormF32 => Variant::F32,
             ShaderId::RopeF32 => Variant::F32,
             ShaderId::RopeHfF32 => Variant::F32,
+            ShaderId::RopeInterleavedF32 => Variant::F32,
             ShaderId::SdpaF32 => Variant::F32,
             ShaderId::SoftmaxF32 => Variant::F32,
             ShaderId::SoftmaxF16 => Variant::F16,
@@ -480,6 +487,7 @@ impl ShaderId {
             ShaderId::RmsNormF32 => "rms_norm.f32",
             ShaderId::RopeF32 => "rope.f32",
             ShaderId::RopeHfF32 => "rope_hf.f32",
+            ShaderId::RopeInterleavedF32 => "rope_interleaved.f32",
             ShaderId::SdpaF32 => "sdpa.f32",
             ShaderId::SoftmaxF32 => "softmax.f32",
             ShaderId::SoftmaxF16 => "softmax.f16",
@@ -550,6 +558,7 @@ impl ShaderId {
             ShaderId::RmsNormF32 => RMS_NORM_F32,
             ShaderId::RopeF32 => ROPE_F32,
             ShaderId::RopeHfF32 => ROPE_HF_F32,
+            ShaderId::RopeInterleavedF32 => ROPE_INTERLEAVED_F32,
             ShaderId::SdpaF32 => SDPA_F32,
             ShaderId::SoftmaxF32 => SOFTMAX_F32,
             ShaderId::SoftmaxF16 => SOFTMAX_F16,
@@ -620,6 +629,7 @@ impl ShaderId {
             (Family::RmsNorm, Variant::F32) => Some(ShaderId::RmsNormF32),
             (Family::Rope, Variant::F32) => Some(ShaderId::RopeF32),
             (Family::RopeHf, Variant::F32) => Some(ShaderId::RopeHfF32),
+            (Family::RopeInterleaved, Variant::F32) => Some(ShaderId::RopeInterleavedF32),
             (Family::Sdpa, Variant::F32) => Some(ShaderId::SdpaF32),
             (Family::Softmax, Variant::F32) => Some(ShaderId::SoftmaxF32),
             (Family::Softmax, Variant::F16) => Some(ShaderId::SoftmaxF16),
@@ -4128,6 +4138,53 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     } else {
         out[idx] = Elem(v + f32(x[idx - half]) * f32(sin_t[t]));
     }
+}
+"#;
+
+/// `rope_interleaved.wgsl` with `Elem = f32`.
+pub const ROPE_INTERLEAVED_F32: &str = r#"//! Pair-interleaved rotary embeddings (`et_vk.apply_rotary_emb_interleaved`)
+//! on `x [B, N, C]`, one invocation per pair `(x[2k], x[2k+1])`.
+//!
+//! The table holds `(cos, sin)` at `(2k, 2k+1)` of row `n` in a flat
+//! `[N, C]` layout: `out[2k] = x[2k]*cos - x[2k+1]*sin`,
+//! `out[2k+1] = x[2k]*sin + x[2k+1]*cos`.
+// variants: f32
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    /// Pairs to rotate: `B * N * C / 2`.
+    n_pairs: u32,
+    /// `C / 2`.
+    half: u32,
+    /// Rows `N`.
+    rows: u32,
+    _pad0: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> freqs: array<Elem>;
+@group(0) @binding(3) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let idx = gid.x + gid.y * nwg.x * WG;
+    if idx >= p.n_pairs {
+        return;
+    }
+    let k = idx % p.half;
+    let n = (idx / p.half) % p.rows;
+    let t = 2u * (n * p.half + k);
+    let c = f32(freqs[t]);
+    let s = f32(freqs[t + 1u]);
+    let re = f32(x[2u * idx]);
+    let im = f32(x[2u * idx + 1u]);
+    out[2u * idx] = Elem(re * c - im * s);
+    out[2u * idx + 1u] = Elem(re * s + im * c);
 }
 "#;
 

@@ -1,5 +1,6 @@
 //! LLM ops: `et_vk.rms_norm` (`rms_norm.wgsl`), `et_vk.apply_rotary_emb`
-//! (`rope.wgsl`), `et_vk.apply_rotary_emb_hf` (`rope_hf.wgsl`) and
+//! (`rope.wgsl`), `et_vk.apply_rotary_emb_hf` (`rope_hf.wgsl`),
+//! `et_vk.apply_rotary_emb_interleaved` (`rope_interleaved.wgsl`) and
 //! `sdpa_with_kv_cache` (`kv_cache_update.wgsl` then `sdpa.wgsl`). The KV caches are constants the op updates in place; the
 //! runtime gives each its own buffer, kept across runs.
 
@@ -265,4 +266,41 @@ pub fn apply_rotary_emb_hf(c: &Ctx<'_>) -> Result<Lowered> {
         }));
     }
     Ok(Lowered { shapes, steps })
+}
+
+/// `et_vk.apply_rotary_emb_interleaved.default(x [B,N,C], freqs_cis
+/// (any rank, N*C elements: (cos, sin) pairs), →out [B,N,C])`.
+pub fn apply_rotary_emb_interleaved(c: &Ctx<'_>) -> Result<Lowered> {
+    c.expect_args(3)?;
+    let x = c.tensor(0, "x")?;
+    let freqs = c.tensor(1, "freqs_cis")?;
+    let out = c.tensor(2, "out")?;
+    let shader = float_shader(Family::RopeInterleaved, &x, 0, "x")?;
+    same_dtype(&freqs, x.dtype, 1, "freqs_cis")?;
+    same_dtype(&out, x.dtype, 2, "out")?;
+    let [_, n, ch] = x.shape[..] else { return Err(shape_err(0, "x", "[B, N, C]".into(), &x)) };
+    if ch % 2 != 0 {
+        return Err(shape_err(0, "x", "[B, N, C] with C even".into(), &x));
+    }
+    if freqs.numel() != n * ch {
+        return Err(shape_err(1, "freqs_cis", format!("{} elements ([{n}, {ch}])", n * ch), &freqs));
+    }
+    let n_pairs = x.numel() / 2;
+    let mut steps = Vec::new();
+    if n_pairs > 0 {
+        let params = Uniform::new()
+            .u32(to_u32("pairs", n_pairs)?)
+            .u32(to_u32("channels", ch / 2)?)
+            .u32(to_u32("rows", n)?)
+            .finish();
+        steps.push(Step::Dispatch(Dispatch {
+            shader,
+            entry: "main",
+            inputs: vec![x.id, freqs.id],
+            outputs: vec![out.id],
+            params,
+            workgroups: grid_1d(n_pairs, WG_ELEMENTWISE)?,
+        }));
+    }
+    Ok(Lowered { shapes: vec![(out.id, x.shape.to_vec())], steps })
 }
