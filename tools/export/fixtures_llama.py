@@ -50,6 +50,9 @@ VARIANTS = {
     "llama_tiny_8da4w": (["-qmode", "8da4w", "-G", "32"],
                          "8-bit dynamic per-row activations x 4-bit group-32 weights "
                          "(torchao.choose_qparams_affine + et_vk.linear_dq8ca_q4gsw)"),
+    "llama_tiny_fp16": (["--vulkan-force-fp16"],
+                        "fp32 weights exported with force_fp16: every tensor on the device, KV "
+                        "caches included, is float16; method I/O stays float32"),
 }
 
 

@@ -65,6 +65,12 @@ OVERRIDES: dict[tuple[str, str], Tol] = {
         "lands on the other side of a .5 rounding boundary one int8 step moves. "
         "Measured: 1e-6..1e-5 relative noise on the linear inputs flips such a "
         "step in most trials and moves the logits (|logit| < 2) by up to 0.015"),
+    ("llama_tiny_fp16", "float32"): Tol(
+        *DEFAULTS["float16"][:2],
+        "exported with force_fp16: I/O stays float32 but every tensor on the "
+        "device, KV caches included, is float16 while the goldens are fp32 "
+        "eager, so the float16 row applies to the float32 logits. Measured on "
+        "lavapipe: max |diff| 1.4e-3 on logits of magnitude < 2"),
 }
 
 

@@ -1,7 +1,7 @@
 //! KV-cache update of `sdpa_with_kv_cache`: one invocation per element of
 //! the new keys/values `[1, S, Hkv, D]`, copied to rows
 //! `start_pos..start_pos + S` of both caches `[1, Cmax, Hkv, D]`.
-// variants: f32
+// variants: f32 f16
 
 alias Elem = f32;
 

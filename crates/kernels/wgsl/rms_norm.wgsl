@@ -1,7 +1,7 @@
 //! RMS norm over the last `n` elements of each row (`et_vk.rms_norm`):
 //! `out = x / sqrt(mean(x^2) + eps) * weight`. One invocation per row, in
 //! f32.
-// variants: f32
+// variants: f32 f16
 
 alias Elem = f32;
 

@@ -4,7 +4,7 @@
 //! `et_vk.apply_rotary_emb`: pairs `(x[2i], x[2i+1])`, tables
 //! `cos, sin [S, D/2]` indexed by the token's row in the chunk:
 //! `r' = r*c - i*s`, `i' = r*s + i*c`.
-// variants: f32
+// variants: f32 f16
 
 alias Elem = f32;
 

@@ -5,7 +5,7 @@
 //! by row `start_pos + s`. With `h = R / 2`, dims `d < h` give
 //! `x[d] * cos[d] - x[d + h] * sin[d]`, dims `h <= d < R` give
 //! `x[d] * cos[d] + x[d - h] * sin[d]`, and dims `d >= R` pass through.
-// variants: f32
+// variants: f32 f16
 
 alias Elem = f32;
 

@@ -4,7 +4,7 @@
 //! The table holds `(cos, sin)` at `(2k, 2k+1)` of row `n` in a flat
 //! `[N, C]` layout: `out[2k] = x[2k]*cos - x[2k+1]*sin`,
 //! `out[2k+1] = x[2k]*sin + x[2k+1]*cos`.
-// variants: f32
+// variants: f32 f16
 
 alias Elem = f32;
 

@@ -6,7 +6,7 @@
 //! max score and the softmax sum (f32, per invocation then reduced in
 //! shared memory); pass 2 walks the keys in chunks of `WG` probabilities
 //! held in shared memory, each invocation accumulating its output dims.
-// variants: f32
+// variants: f32 f16
 
 alias Elem = f32;
 

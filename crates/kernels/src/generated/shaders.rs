@@ -152,6 +152,8 @@ pub enum ShaderId {
     GroupNormF16,
     /// `kv_cache_update.wgsl` with `Elem = f32`.
     KvCacheUpdateF32,
+    /// `kv_cache_update.wgsl` with `Elem = f16`.
+    KvCacheUpdateF16,
     /// `layer_norm.wgsl` with `Elem = f32`.
     LayerNormF32,
     /// `layer_norm.wgsl` with `Elem = f16`.
@@ -186,14 +188,24 @@ pub enum ShaderId {
     ReduceF16,
     /// `rms_norm.wgsl` with `Elem = f32`.
     RmsNormF32,
+    /// `rms_norm.wgsl` with `Elem = f16`.
+    RmsNormF16,
     /// `rope.wgsl` with `Elem = f32`.
     RopeF32,
+    /// `rope.wgsl` with `Elem = f16`.
+    RopeF16,
     /// `rope_hf.wgsl` with `Elem = f32`.
     RopeHfF32,
+    /// `rope_hf.wgsl` with `Elem = f16`.
+    RopeHfF16,
     /// `rope_interleaved.wgsl` with `Elem = f32`.
     RopeInterleavedF32,
+    /// `rope_interleaved.wgsl` with `Elem = f16`.
+    RopeInterleavedF16,
     /// `sdpa.wgsl` with `Elem = f32`.
     SdpaF32,
+    /// `sdpa.wgsl` with `Elem = f16`.
+    SdpaF16,
     /// `softmax.wgsl` with `Elem = f32`.
     SoftmaxF32,
     /// `softmax.wgsl` with `Elem = f16`.
@@ -256,6 +268,7 @@ impl ShaderId {
         ShaderId::GroupNormF32,
         ShaderId::GroupNormF16,
         ShaderId::KvCacheUpdateF32,
+        ShaderId::KvCacheUpdateF16,
         ShaderId::LayerNormF32,
         ShaderId::LayerNormF16,
         ShaderId::LinearDq8caQ4gswF32,
@@ -273,10 +286,15 @@ impl ShaderId {
         ShaderId::ReduceF32,
         ShaderId::ReduceF16,
         ShaderId::RmsNormF32,
+        ShaderId::RmsNormF16,
         ShaderId::RopeF32,
+        ShaderId::RopeF16,
         ShaderId::RopeHfF32,
+        ShaderId::RopeHfF16,
         ShaderId::RopeInterleavedF32,
+        ShaderId::RopeInterleavedF16,
         ShaderId::SdpaF32,
+        ShaderId::SdpaF16,
         ShaderId::SoftmaxF32,
         ShaderId::SoftmaxF16,
         ShaderId::TakeF32,
@@ -326,6 +344,7 @@ impl ShaderId {
             ShaderId::GroupNormF32 => Family::GroupNorm,
             ShaderId::GroupNormF16 => Family::GroupNorm,
             ShaderId::KvCacheUpdateF32 => Family::KvCacheUpdate,
+            ShaderId::KvCacheUpdateF16 => Family::KvCacheUpdate,
             ShaderId::LayerNormF32 => Family::LayerNorm,
             ShaderId::LayerNormF16 => Family::LayerNorm,
             ShaderId::LinearDq8caQ4gswF32 => Family::LinearDq8caQ4gsw,
@@ -343,10 +362,15 @@ impl ShaderId {
             ShaderId::ReduceF32 => Family::Reduce,
             ShaderId::ReduceF16 => Family::Reduce,
             ShaderId::RmsNormF32 => Family::RmsNorm,
+            ShaderId::RmsNormF16 => Family::RmsNorm,
             ShaderId::RopeF32 => Family::Rope,
+            ShaderId::RopeF16 => Family::Rope,
             ShaderId::RopeHfF32 => Family::RopeHf,
+            ShaderId::RopeHfF16 => Family::RopeHf,
             ShaderId::RopeInterleavedF32 => Family::RopeInterleaved,
+            ShaderId::RopeInterleavedF16 => Family::RopeInterleaved,
             ShaderId::SdpaF32 => Family::Sdpa,
+            ShaderId::SdpaF16 => Family::Sdpa,
             ShaderId::SoftmaxF32 => Family::Softmax,
             ShaderId::SoftmaxF16 => Family::Softmax,
             ShaderId::TakeF32 => Family::Take,
@@ -397,6 +421,7 @@ impl ShaderId {
             ShaderId::GroupNormF32 => Variant::F32,
             ShaderId::GroupNormF16 => Variant::F16,
             ShaderId::KvCacheUpdateF32 => Variant::F32,
+            ShaderId::KvCacheUpdateF16 => Variant::F16,
             ShaderId::LayerNormF32 => Variant::F32,
             ShaderId::LayerNormF16 => Variant::F16,
             ShaderId::LinearDq8caQ4gswF32 => Variant::F32,
@@ -414,10 +439,15 @@ impl ShaderId {
             ShaderId::ReduceF32 => Variant::F32,
             ShaderId::ReduceF16 => Variant::F16,
             ShaderId::RmsNormF32 => Variant::F32,
+            ShaderId::RmsNormF16 => Variant::F16,
             ShaderId::RopeF32 => Variant::F32,
+            ShaderId::RopeF16 => Variant::F16,
             ShaderId::RopeHfF32 => Variant::F32,
+            ShaderId::RopeHfF16 => Variant::F16,
             ShaderId::RopeInterleavedF32 => Variant::F32,
+            ShaderId::RopeInterleavedF16 => Variant::F16,
             ShaderId::SdpaF32 => Variant::F32,
+            ShaderId::SdpaF16 => Variant::F16,
             ShaderId::SoftmaxF32 => Variant::F32,
             ShaderId::SoftmaxF16 => Variant::F16,
             ShaderId::TakeF32 => Variant::F32,
@@ -468,6 +498,7 @@ impl ShaderId {
             ShaderId::GroupNormF32 => "group_norm.f32",
             ShaderId::GroupNormF16 => "group_norm.f16",
             ShaderId::KvCacheUpdateF32 => "kv_cache_update.f32",
+            ShaderId::KvCacheUpdateF16 => "kv_cache_update.f16",
             ShaderId::LayerNormF32 => "layer_norm.f32",
             ShaderId::LayerNormF16 => "layer_norm.f16",
             ShaderId::LinearDq8caQ4gswF32 => "linear_dq8ca_q4gsw.f32",
@@ -485,10 +516,15 @@ impl ShaderId {
             ShaderId::ReduceF32 => "reduce.f32",
             ShaderId::ReduceF16 => "reduce.f16",
             ShaderId::RmsNormF32 => "rms_norm.f32",
+            ShaderId::RmsNormF16 => "rms_norm.f16",
             ShaderId::RopeF32 => "rope.f32",
+            ShaderId::RopeF16 => "rope.f16",
             ShaderId::RopeHfF32 => "rope_hf.f32",
+            ShaderId::RopeHfF16 => "rope_hf.f16",
             ShaderId::RopeInterleavedF32 => "rope_interleaved.f32",
+            ShaderId::RopeInterleavedF16 => "rope_interleaved.f16",
             ShaderId::SdpaF32 => "sdpa.f32",
+            ShaderId::SdpaF16 => "sdpa.f16",
             ShaderId::SoftmaxF32 => "softmax.f32",
             ShaderId::SoftmaxF16 => "softmax.f16",
             ShaderId::TakeF32 => "take.f32",
@@ -539,6 +575,7 @@ impl ShaderId {
             ShaderId::GroupNormF32 => GROUP_NORM_F32,
             ShaderId::GroupNormF16 => GROUP_NORM_F16,
             ShaderId::KvCacheUpdateF32 => KV_CACHE_UPDATE_F32,
+            ShaderId::KvCacheUpdateF16 => KV_CACHE_UPDATE_F16,
             ShaderId::LayerNormF32 => LAYER_NORM_F32,
             ShaderId::LayerNormF16 => LAYER_NORM_F16,
             ShaderId::LinearDq8caQ4gswF32 => LINEAR_DQ8CA_Q4GSW_F32,
@@ -556,10 +593,15 @@ impl ShaderId {
             ShaderId::ReduceF32 => REDUCE_F32,
             ShaderId::ReduceF16 => REDUCE_F16,
             ShaderId::RmsNormF32 => RMS_NORM_F32,
+            ShaderId::RmsNormF16 => RMS_NORM_F16,
             ShaderId::RopeF32 => ROPE_F32,
+            ShaderId::RopeF16 => ROPE_F16,
             ShaderId::RopeHfF32 => ROPE_HF_F32,
+            ShaderId::RopeHfF16 => ROPE_HF_F16,
             ShaderId::RopeInterleavedF32 => ROPE_INTERLEAVED_F32,
+            ShaderId::RopeInterleavedF16 => ROPE_INTERLEAVED_F16,
             ShaderId::SdpaF32 => SDPA_F32,
+            ShaderId::SdpaF16 => SDPA_F16,
             ShaderId::SoftmaxF32 => SOFTMAX_F32,
             ShaderId::SoftmaxF16 => SOFTMAX_F16,
             ShaderId::TakeF32 => TAKE_F32,
@@ -610,6 +652,7 @@ impl ShaderId {
             (Family::GroupNorm, Variant::F32) => Some(ShaderId::GroupNormF32),
             (Family::GroupNorm, Variant::F16) => Some(ShaderId::GroupNormF16),
             (Family::KvCacheUpdate, Variant::F32) => Some(ShaderId::KvCacheUpdateF32),
+            (Family::KvCacheUpdate, Variant::F16) => Some(ShaderId::KvCacheUpdateF16),
             (Family::LayerNorm, Variant::F32) => Some(ShaderId::LayerNormF32),
             (Family::LayerNorm, Variant::F16) => Some(ShaderId::LayerNormF16),
             (Family::LinearDq8caQ4gsw, Variant::F32) => Some(ShaderId::LinearDq8caQ4gswF32),
@@ -627,10 +670,15 @@ impl ShaderId {
             (Family::Reduce, Variant::F32) => Some(ShaderId::ReduceF32),
             (Family::Reduce, Variant::F16) => Some(ShaderId::ReduceF16),
             (Family::RmsNorm, Variant::F32) => Some(ShaderId::RmsNormF32),
+            (Family::RmsNorm, Variant::F16) => Some(ShaderId::RmsNormF16),
             (Family::Rope, Variant::F32) => Some(ShaderId::RopeF32),
+            (Family::Rope, Variant::F16) => Some(ShaderId::RopeF16),
             (Family::RopeHf, Variant::F32) => Some(ShaderId::RopeHfF32),
+            (Family::RopeHf, Variant::F16) => Some(ShaderId::RopeHfF16),
             (Family::RopeInterleaved, Variant::F32) => Some(ShaderId::RopeInterleavedF32),
+            (Family::RopeInterleaved, Variant::F16) => Some(ShaderId::RopeInterleavedF16),
             (Family::Sdpa, Variant::F32) => Some(ShaderId::SdpaF32),
+            (Family::Sdpa, Variant::F16) => Some(ShaderId::SdpaF16),
             (Family::Softmax, Variant::F32) => Some(ShaderId::SoftmaxF32),
             (Family::Softmax, Variant::F16) => Some(ShaderId::SoftmaxF16),
             (Family::Take, Variant::F32) => Some(ShaderId::TakeF32),
@@ -2795,9 +2843,48 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 pub const KV_CACHE_UPDATE_F32: &str = r#"//! KV-cache update of `sdpa_with_kv_cache`: one invocation per element of
 //! the new keys/values `[1, S, Hkv, D]`, copied to rows
 //! `start_pos..start_pos + S` of both caches `[1, Cmax, Hkv, D]`.
-// variants: f32
+// variants: f32 f16
 
 alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    /// Elements of the new keys (`S * Hkv * D`).
+    n_new: u32,
+    /// Element offset of row `start_pos` in a cache.
+    offset: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> k_new: array<Elem>;
+@group(0) @binding(2) var<storage, read> v_new: array<Elem>;
+@group(0) @binding(3) var<storage, read_write> k_cache: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> v_cache: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let idx = gid.x + gid.y * nwg.x * WG;
+    if idx >= p.n_new {
+        return;
+    }
+    k_cache[p.offset + idx] = k_new[idx];
+    v_cache[p.offset + idx] = v_new[idx];
+}
+"#;
+
+/// `kv_cache_update.wgsl` with `Elem = f16`.
+pub const KV_CACHE_UPDATE_F16: &str = r#"enable f16;
+
+//! KV-cache update of `sdpa_with_kv_cache`: one invocation per element of
+//! the new keys/values `[1, S, Hkv, D]`, copied to rows
+//! `start_pos..start_pos + S` of both caches `[1, Cmax, Hkv, D]`.
+// variants: f32 f16
+
+alias Elem = f16;
 
 /// Invocations per workgroup (the host sizes its grid for 256).
 override WG: u32 = 256u;
@@ -3999,9 +4086,53 @@ fn main(
 pub const RMS_NORM_F32: &str = r#"//! RMS norm over the last `n` elements of each row (`et_vk.rms_norm`):
 //! `out = x / sqrt(mean(x^2) + eps) * weight`. One invocation per row, in
 //! f32.
-// variants: f32
+// variants: f32 f16
 
 alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 64).
+override WG: u32 = 64u;
+
+struct Params {
+    rows: u32,
+    n: u32,
+    eps: f32,
+    _pad0: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> weight: array<Elem>;
+@group(0) @binding(3) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let r = gid.x + gid.y * nwg.x * WG;
+    if r >= p.rows {
+        return;
+    }
+    let base = r * p.n;
+    var sq = 0.0;
+    for (var j = 0u; j < p.n; j++) {
+        let v = f32(x[base + j]);
+        sq += v * v;
+    }
+    let rstd = inverseSqrt(sq / f32(p.n) + p.eps);
+    for (var j = 0u; j < p.n; j++) {
+        out[base + j] = Elem(f32(x[base + j]) * rstd * f32(weight[j]));
+    }
+}
+"#;
+
+/// `rms_norm.wgsl` with `Elem = f16`.
+pub const RMS_NORM_F16: &str = r#"enable f16;
+
+//! RMS norm over the last `n` elements of each row (`et_vk.rms_norm`):
+//! `out = x / sqrt(mean(x^2) + eps) * weight`. One invocation per row, in
+//! f32.
+// variants: f32 f16
+
+alias Elem = f16;
 
 /// Invocations per workgroup (the host sizes its grid for 64).
 override WG: u32 = 64u;
@@ -4044,9 +4175,59 @@ pub const ROPE_F32: &str = r#"//! Rotary position embeddings on `x [B, S, H, D]`
 //! `et_vk.apply_rotary_emb`: pairs `(x[2i], x[2i+1])`, tables
 //! `cos, sin [S, D/2]` indexed by the token's row in the chunk:
 //! `r' = r*c - i*s`, `i' = r*s + i*c`.
-// variants: f32
+// variants: f32 f16
 
 alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    /// Pairs to rotate: `B * S * H * D / 2`.
+    n_pairs: u32,
+    /// Heads.
+    n_heads: u32,
+    /// `D / 2`.
+    half: u32,
+    /// Tokens in the chunk.
+    seq: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> cos_t: array<Elem>;
+@group(0) @binding(3) var<storage, read> sin_t: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let idx = gid.x + gid.y * nwg.x * WG;
+    if idx >= p.n_pairs {
+        return;
+    }
+    let i = idx % p.half;
+    let s = (idx / p.half / p.n_heads) % p.seq;
+    let c = f32(cos_t[s * p.half + i]);
+    let sn = f32(sin_t[s * p.half + i]);
+    let re = f32(x[2u * idx]);
+    let im = f32(x[2u * idx + 1u]);
+    out[2u * idx] = Elem(re * c - im * sn);
+    out[2u * idx + 1u] = Elem(re * sn + im * c);
+}
+"#;
+
+/// `rope.wgsl` with `Elem = f16`.
+pub const ROPE_F16: &str = r#"enable f16;
+
+//! Rotary position embeddings on `x [B, S, H, D]`, one invocation per
+//! rotated pair.
+//!
+//! `et_vk.apply_rotary_emb`: pairs `(x[2i], x[2i+1])`, tables
+//! `cos, sin [S, D/2]` indexed by the token's row in the chunk:
+//! `r' = r*c - i*s`, `i' = r*s + i*c`.
+// variants: f32 f16
+
+alias Elem = f16;
 
 /// Invocations per workgroup (the host sizes its grid for 256).
 override WG: u32 = 256u;
@@ -4093,9 +4274,67 @@ pub const ROPE_HF_F32: &str = r#"//! HF rotate-half rotary position embeddings (
 //! by row `start_pos + s`. With `h = R / 2`, dims `d < h` give
 //! `x[d] * cos[d] - x[d + h] * sin[d]`, dims `h <= d < R` give
 //! `x[d] * cos[d] + x[d - h] * sin[d]`, and dims `d >= R` pass through.
-// variants: f32
+// variants: f32 f16
 
 alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    head_dim: u32,
+    /// Rotary dim `R` (the tables' width).
+    rot: u32,
+    seq: u32,
+    n_heads: u32,
+    start_pos: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> cos_t: array<Elem>;
+@group(0) @binding(3) var<storage, read> sin_t: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let idx = gid.x + gid.y * nwg.x * WG;
+    if idx >= p.numel {
+        return;
+    }
+    let d = idx % p.head_dim;
+    if d >= p.rot {
+        out[idx] = x[idx];
+        return;
+    }
+    let s = (idx / p.head_dim / p.n_heads) % p.seq;
+    let t = (p.start_pos + s) * p.rot + d;
+    let half = p.rot / 2u;
+    let v = f32(x[idx]) * f32(cos_t[t]);
+    if d < half {
+        out[idx] = Elem(v - f32(x[idx + half]) * f32(sin_t[t]));
+    } else {
+        out[idx] = Elem(v + f32(x[idx - half]) * f32(sin_t[t]));
+    }
+}
+"#;
+
+/// `rope_hf.wgsl` with `Elem = f16`.
+pub const ROPE_HF_F16: &str = r#"enable f16;
+
+//! HF rotate-half rotary position embeddings (`et_vk.apply_rotary_emb_hf`)
+//! on `x [B, S, H, D]`, one invocation per element.
+//!
+//! Tables `cos, sin [max_seq, R]` (`R <= D`, the rotary dim) are indexed
+//! by row `start_pos + s`. With `h = R / 2`, dims `d < h` give
+//! `x[d] * cos[d] - x[d + h] * sin[d]`, dims `h <= d < R` give
+//! `x[d] * cos[d] + x[d - h] * sin[d]`, and dims `d >= R` pass through.
+// variants: f32 f16
+
+alias Elem = f16;
 
 /// Invocations per workgroup (the host sizes its grid for 256).
 override WG: u32 = 256u;
@@ -4148,9 +4387,58 @@ pub const ROPE_INTERLEAVED_F32: &str = r#"//! Pair-interleaved rotary embeddings
 //! The table holds `(cos, sin)` at `(2k, 2k+1)` of row `n` in a flat
 //! `[N, C]` layout: `out[2k] = x[2k]*cos - x[2k+1]*sin`,
 //! `out[2k+1] = x[2k]*sin + x[2k+1]*cos`.
-// variants: f32
+// variants: f32 f16
 
 alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    /// Pairs to rotate: `B * N * C / 2`.
+    n_pairs: u32,
+    /// `C / 2`.
+    half: u32,
+    /// Rows `N`.
+    rows: u32,
+    _pad0: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> freqs: array<Elem>;
+@group(0) @binding(3) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let idx = gid.x + gid.y * nwg.x * WG;
+    if idx >= p.n_pairs {
+        return;
+    }
+    let k = idx % p.half;
+    let n = (idx / p.half) % p.rows;
+    let t = 2u * (n * p.half + k);
+    let c = f32(freqs[t]);
+    let s = f32(freqs[t + 1u]);
+    let re = f32(x[2u * idx]);
+    let im = f32(x[2u * idx + 1u]);
+    out[2u * idx] = Elem(re * c - im * s);
+    out[2u * idx + 1u] = Elem(re * s + im * c);
+}
+"#;
+
+/// `rope_interleaved.wgsl` with `Elem = f16`.
+pub const ROPE_INTERLEAVED_F16: &str = r#"enable f16;
+
+//! Pair-interleaved rotary embeddings (`et_vk.apply_rotary_emb_interleaved`)
+//! on `x [B, N, C]`, one invocation per pair `(x[2k], x[2k+1])`.
+//!
+//! The table holds `(cos, sin)` at `(2k, 2k+1)` of row `n` in a flat
+//! `[N, C]` layout: `out[2k] = x[2k]*cos - x[2k+1]*sin`,
+//! `out[2k+1] = x[2k]*sin + x[2k+1]*cos`.
+// variants: f32 f16
+
+alias Elem = f16;
 
 /// Invocations per workgroup (the host sizes its grid for 256).
 override WG: u32 = 256u;
@@ -4197,9 +4485,138 @@ pub const SDPA_F32: &str = r#"//! Causal attention with a KV cache (`sdpa_with_k
 //! max score and the softmax sum (f32, per invocation then reduced in
 //! shared memory); pass 2 walks the keys in chunks of `WG` probabilities
 //! held in shared memory, each invocation accumulating its output dims.
-// variants: f32
+// variants: f32 f16
 
 alias Elem = f32;
+
+/// Invocations per workgroup; the reductions assume a power of two.
+const WG: u32 = 64u;
+
+struct Params {
+    /// Tokens in the chunk (`S`).
+    seq: u32,
+    /// Query heads.
+    n_heads: u32,
+    /// Key/value heads.
+    n_kv_heads: u32,
+    /// Head dim.
+    head_dim: u32,
+    /// Position of the first new token.
+    start_pos: u32,
+    /// Softmax scale.
+    scale: f32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<Elem>;
+@group(0) @binding(2) var<storage, read> k_cache: array<Elem>;
+@group(0) @binding(3) var<storage, read> v_cache: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> red_a: array<f32, WG>;
+var<workgroup> red_b: array<f32, WG>;
+var<workgroup> probs: array<f32, WG>;
+
+/// Scaled dot product of the query at `q_base` with cache row `key`, kv
+/// head `kvh`.
+fn score(q_base: u32, key: u32, kvh: u32) -> f32 {
+    let k_base = (key * p.n_kv_heads + kvh) * p.head_dim;
+    var dot = 0.0;
+    for (var d = 0u; d < p.head_dim; d++) {
+        dot += f32(q[q_base + d]) * f32(k_cache[k_base + d]);
+    }
+    return dot * p.scale;
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let idx = wid.y * groups.x + wid.x;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if idx >= p.seq * p.n_heads {
+        return;
+    }
+    let i = idx / p.n_heads;
+    let h = idx % p.n_heads;
+    let kvh = h / (p.n_heads / p.n_kv_heads);
+    let q_base = (i * p.n_heads + h) * p.head_dim;
+    let ctx = p.start_pos + i + 1u;
+
+    // Pass 1: running max and sum per invocation, then merged.
+    var m = -3.402823e38;
+    var l = 0.0;
+    for (var key = lid; key < ctx; key += WG) {
+        let s = score(q_base, key, kvh);
+        let m_new = max(m, s);
+        l = l * exp(m - m_new) + exp(s - m_new);
+        m = m_new;
+    }
+    red_a[lid] = m;
+    red_b[lid] = l;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            let m1 = red_a[lid];
+            let m2 = red_a[lid + stride];
+            let mm = max(m1, m2);
+            red_b[lid] = red_b[lid] * exp(m1 - mm) + red_b[lid + stride] * exp(m2 - mm);
+            red_a[lid] = mm;
+        }
+        workgroupBarrier();
+    }
+    let m_all = red_a[0];
+    let inv_l = 1.0 / red_b[0];
+
+    // Pass 2: probabilities in chunks of WG keys; invocation `lid` owns
+    // output dims `lid, lid + WG, ...`.
+    let n_chunks = (ctx + WG - 1u) / WG;
+    let n_dblocks = (p.head_dim + WG - 1u) / WG;
+    for (var t = 0u; t < n_dblocks; t++) {
+        let d = t * WG + lid;
+        var acc = 0.0;
+        for (var ch = 0u; ch < n_chunks; ch++) {
+            let key = ch * WG + lid;
+            var pr = 0.0;
+            if key < ctx {
+                pr = exp(score(q_base, key, kvh) - m_all) * inv_l;
+            }
+            probs[lid] = pr;
+            workgroupBarrier();
+            if d < p.head_dim {
+                let n_here = min(WG, ctx - ch * WG);
+                for (var j = 0u; j < n_here; j++) {
+                    let v_at = ((ch * WG + j) * p.n_kv_heads + kvh) * p.head_dim + d;
+                    acc += probs[j] * f32(v_cache[v_at]);
+                }
+            }
+            workgroupBarrier();
+        }
+        if d < p.head_dim {
+            out[q_base + d] = Elem(acc);
+        }
+    }
+}
+"#;
+
+/// `sdpa.wgsl` with `Elem = f16`.
+pub const SDPA_F16: &str = r#"enable f16;
+
+//! Causal attention with a KV cache (`sdpa_with_kv_cache`), layout
+//! `[1, seq, heads, D]` everywhere.
+//!
+//! The caches were updated by `kv_cache_update.wgsl` first. One workgroup
+//! per (query row, head): query row `i` attends to cache rows `0..=start_pos + i` of kv head `h / group`. Pass 1 finds the
+//! max score and the softmax sum (f32, per invocation then reduced in
+//! shared memory); pass 2 walks the keys in chunks of `WG` probabilities
+//! held in shared memory, each invocation accumulating its output dims.
+// variants: f32 f16
+
+alias Elem = f16;
 
 /// Invocations per workgroup; the reductions assume a power of two.
 const WG: u32 = 64u;
