@@ -793,6 +793,40 @@ def fx_rope_interleaved(verify: bool = True) -> FixtureResult:
         RopeInterleaved(), [(randn(g, 2, 7, 10),)], verify=False)
 
 
+class EtVkSdpa(nn.Module):
+    """The fused et_vk.sdpa custom op (non-causal, no cache): one kv head
+    broadcast over the query heads with an additive [Sq, Skv] mask, and plain
+    heads with a scale and no mask."""
+
+    def __init__(self):
+        super().__init__()
+        import executorch.backends.vulkan.custom_ops_lib  # noqa: F401  (registers et_vk ops)
+
+    def forward(self, q, k, v, mask, q2, k2):
+        a = torch.ops.et_vk.sdpa(q, k, v, mask)
+        b = torch.ops.et_vk.sdpa(q2, k2, k2, None, 0.3)
+        return a, b
+
+
+def fx_et_vk_sdpa(verify: bool = True) -> FixtureResult:
+    g = seed("et_vk_sdpa")
+    mask = torch.zeros(5, 70)
+    mask[:, 60:] = float("-inf")
+    mask[1, :3] = -1.5
+    ins = (randn(g, 2, 4, 5, 6), randn(g, 2, 1, 70, 6), randn(g, 2, 1, 70, 6), mask,
+           randn(g, 1, 3, 4, 66), randn(g, 1, 3, 9, 66))
+    # No portable CPU kernel exists for the et_vk op, so the portable cross-check is skipped:
+    # the golden is the op's own eager CPU implementation (custom_ops_lib.py).
+    del verify
+    return module_fixture(
+        "et_vk_sdpa",
+        "et_vk.sdpa (non-causal attention, [B,H,S,D]): q [2,4,5,6] over k, v [2,1,70,6] "
+        "(one kv head broadcast, 70 keys: past one 64-wide chunk) with an additive mask [5,70] "
+        "(-inf past key 60, -1.5 on a few keys); and q [1,3,4,66] over k = v [1,3,9,66] "
+        "(head dim past 64) with scale 0.3 and no mask.",
+        EtVkSdpa(), [ins], verify=False)
+
+
 FIXTURES: dict[str, Callable[..., FixtureResult]] = {
     "one_op": fx_one_op,
     "worked_example": fx_worked_example,
@@ -815,4 +849,5 @@ FIXTURES: dict[str, Callable[..., FixtureResult]] = {
     "conv_more": fx_conv_more,
     "rope_hf": fx_rope_hf,
     "rope_interleaved": fx_rope_interleaved,
+    "et_vk_sdpa": fx_et_vk_sdpa,
 }

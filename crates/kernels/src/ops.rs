@@ -168,6 +168,7 @@ register_ops! {
     LinearQ4gsw => "et_vk.linear_q4gsw.default" => quant::linear_q4gsw,
     Prepack => "et_vk.prepack.default" => infra::prepack,
     RmsNorm => "et_vk.rms_norm.default" => llm::rms_norm,
+    EtVkSdpa => "et_vk.sdpa.default" => llm::sdpa,
     SelectAsSymInt => "et_vk.select_as_symint.default" => symint::select_as_symint,
     SymFloorDiv => "floordiv" => |c| symint::arith(c, SymIntOp::FloorDiv),
     SymMul => "mul" => |c| symint::arith(c, SymIntOp::Mul),

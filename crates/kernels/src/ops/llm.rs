@@ -1,7 +1,8 @@
 //! LLM ops: `et_vk.rms_norm` (`rms_norm.wgsl`), `et_vk.apply_rotary_emb`
 //! (`rope.wgsl`), `et_vk.apply_rotary_emb_hf` (`rope_hf.wgsl`),
-//! `et_vk.apply_rotary_emb_interleaved` (`rope_interleaved.wgsl`) and
-//! `sdpa_with_kv_cache` (`kv_cache_update.wgsl` then `sdpa.wgsl`). The KV caches are constants the op updates in place; the
+//! `et_vk.apply_rotary_emb_interleaved` (`rope_interleaved.wgsl`),
+//! `sdpa_with_kv_cache` (`kv_cache_update.wgsl` then `sdpa.wgsl`) and the
+//! cache-less `et_vk.sdpa` (`attention.wgsl`). The KV caches are constants the op updates in place; the
 //! runtime gives each its own buffer, kept across runs.
 
 use crate::error::{Error, Result};
@@ -303,4 +304,75 @@ pub fn apply_rotary_emb_interleaved(c: &Ctx<'_>) -> Result<Lowered> {
         }));
     }
     Ok(Lowered { shapes: vec![(out.id, x.shape.to_vec())], steps })
+}
+
+/// `et_vk.sdpa.default(q [B,Hq,Sq,D], k [B,Hkv,Skv,D], v [B,Hkv,Skv,D]
+/// with Hkv 1 (broadcast) or Hq,
+/// attn_mask? (additive, `[Sq,Skv]` or `B*Hq` of them), scale?, →out
+/// [B,Hq,Sq,D])`: non-causal attention without a cache.
+pub fn sdpa(c: &Ctx<'_>) -> Result<Lowered> {
+    c.expect_args(6)?;
+    let q = c.tensor(0, "q")?;
+    let k = c.tensor(1, "k")?;
+    let v = c.tensor(2, "v")?;
+    let mask = c.opt_tensor(3, "attn_mask")?;
+    let scale = c.opt_num(4, "scale")?;
+    let out = c.tensor(5, "out")?;
+    let shader = float_shader(Family::Attention, &q, 0, "q")?;
+    for (t, idx, name) in [(&k, 1, "k"), (&v, 2, "v"), (&out, 5, "out")] {
+        same_dtype(t, q.dtype, idx, name)?;
+    }
+    let [b, hq, sq, d] = q.shape[..] else { return Err(shape_err(0, "q", "[B, H, S, D]".into(), &q)) };
+    let [_, hkv, skv, _] = k.shape[..] else { return Err(shape_err(1, "k", "[B, H, S, D]".into(), &k)) };
+    if k.shape[0] != b || k.shape[3] != d {
+        return Err(shape_err(1, "k", format!("[{b}, Hkv, Skv, {d}]"), &k));
+    }
+    if v.shape != k.shape {
+        return Err(shape_err(2, "v", format!("{:?} (k's shape)", k.shape), &v));
+    }
+    if hkv != 1 && hkv != hq {
+        return Err(shape_err(1, "k", format!("[{b}, 1 or {hq}, Skv, {d}] (heads broadcast as in matmul)"), &k));
+    }
+    let mask_mode = match &mask {
+        None => 0,
+        Some(m) => {
+            same_dtype(m, q.dtype, 3, "attn_mask")?;
+            if m.numel() == sq * skv {
+                1
+            } else if m.numel() == b * hq * sq * skv {
+                2
+            } else {
+                return Err(shape_err(3, "attn_mask", format!("[{sq}, {skv}] or [{b}, {hq}, {sq}, {skv}]"), m));
+            }
+        }
+    };
+    let scale = scale.unwrap_or(1.0 / (d as f64).sqrt());
+    let rows = b * hq * sq;
+    let mut steps = Vec::new();
+    if rows > 0 && d > 0 {
+        let params = Uniform::new()
+            .u32(to_u32("batch", b)?)
+            .u32(to_u32("heads", hq)?)
+            .u32(to_u32("kv heads", hkv)?)
+            .u32(to_u32("query length", sq)?)
+            .u32(to_u32("key length", skv)?)
+            .u32(to_u32("head dim", d)?)
+            .u32(mask_mode)
+            .f32(scale as f32)
+            .finish();
+        let u = |what, x| to_u32(what, x);
+        steps.push(Step::Dispatch(Dispatch {
+            shader,
+            entry: "main",
+            inputs: vec![q.id, k.id, v.id, mask.map_or(q.id, |m| m.id)],
+            outputs: vec![out.id],
+            params,
+            workgroups: [
+                u("workgroups", rows.min(MAX_GROUPS_PER_DIM))?,
+                u("workgroups", rows.div_ceil(MAX_GROUPS_PER_DIM))?,
+                1,
+            ],
+        }));
+    }
+    Ok(Lowered { shapes: vec![(out.id, q.shape.to_vec())], steps })
 }
