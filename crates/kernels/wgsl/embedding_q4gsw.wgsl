@@ -4,7 +4,7 @@
 //! Weights are u8 `[V, E/2]` read as `u32` words, even dims in the low
 //! nibble; scales are `[V, G]`. One invocation per output element; an
 //! index outside `0..V` gives zeros.
-// variants: f32
+// variants: f32 f16
 
 alias Elem = f32;
 

@@ -6,7 +6,7 @@
 //! are `[G, N_pad]`. One workgroup per output element; its invocations
 //! split K and reduce in shared memory, in f32. The grid is folded into x
 //! and y.
-// variants: f32
+// variants: f32 f16
 
 alias Elem = f32;
 

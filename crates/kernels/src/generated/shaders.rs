@@ -136,6 +136,8 @@ pub enum ShaderId {
     ConvF16,
     /// `embedding_q4gsw.wgsl` with `Elem = f32`.
     EmbeddingQ4gswF32,
+    /// `embedding_q4gsw.wgsl` with `Elem = f16`.
+    EmbeddingQ4gswF16,
     /// `fill.wgsl` with `Elem = f32`.
     FillF32,
     /// `fill.wgsl` with `Elem = f16`.
@@ -168,6 +170,8 @@ pub enum ShaderId {
     LinearDq8caQ4gswF32,
     /// `linear_q4gsw.wgsl` with `Elem = f32`.
     LinearQ4gswF32,
+    /// `linear_q4gsw.wgsl` with `Elem = f16`.
+    LinearQ4gswF16,
     /// `matmul.wgsl` with `Elem = f32`.
     MatmulF32,
     /// `matmul.wgsl` with `Elem = f16`.
@@ -265,6 +269,7 @@ impl ShaderId {
         ShaderId::ConvF32,
         ShaderId::ConvF16,
         ShaderId::EmbeddingQ4gswF32,
+        ShaderId::EmbeddingQ4gswF16,
         ShaderId::FillF32,
         ShaderId::FillF16,
         ShaderId::FillI32,
@@ -281,6 +286,7 @@ impl ShaderId {
         ShaderId::LayerNormF16,
         ShaderId::LinearDq8caQ4gswF32,
         ShaderId::LinearQ4gswF32,
+        ShaderId::LinearQ4gswF16,
         ShaderId::MatmulF32,
         ShaderId::MatmulF16,
         ShaderId::MaxPool2dF32,
@@ -343,6 +349,7 @@ impl ShaderId {
             ShaderId::ConvF32 => Family::Conv,
             ShaderId::ConvF16 => Family::Conv,
             ShaderId::EmbeddingQ4gswF32 => Family::EmbeddingQ4gsw,
+            ShaderId::EmbeddingQ4gswF16 => Family::EmbeddingQ4gsw,
             ShaderId::FillF32 => Family::Fill,
             ShaderId::FillF16 => Family::Fill,
             ShaderId::FillI32 => Family::Fill,
@@ -359,6 +366,7 @@ impl ShaderId {
             ShaderId::LayerNormF16 => Family::LayerNorm,
             ShaderId::LinearDq8caQ4gswF32 => Family::LinearDq8caQ4gsw,
             ShaderId::LinearQ4gswF32 => Family::LinearQ4gsw,
+            ShaderId::LinearQ4gswF16 => Family::LinearQ4gsw,
             ShaderId::MatmulF32 => Family::Matmul,
             ShaderId::MatmulF16 => Family::Matmul,
             ShaderId::MaxPool2dF32 => Family::MaxPool2d,
@@ -422,6 +430,7 @@ impl ShaderId {
             ShaderId::ConvF32 => Variant::F32,
             ShaderId::ConvF16 => Variant::F16,
             ShaderId::EmbeddingQ4gswF32 => Variant::F32,
+            ShaderId::EmbeddingQ4gswF16 => Variant::F16,
             ShaderId::FillF32 => Variant::F32,
             ShaderId::FillF16 => Variant::F16,
             ShaderId::FillI32 => Variant::I32,
@@ -438,6 +447,7 @@ impl ShaderId {
             ShaderId::LayerNormF16 => Variant::F16,
             ShaderId::LinearDq8caQ4gswF32 => Variant::F32,
             ShaderId::LinearQ4gswF32 => Variant::F32,
+            ShaderId::LinearQ4gswF16 => Variant::F16,
             ShaderId::MatmulF32 => Variant::F32,
             ShaderId::MatmulF16 => Variant::F16,
             ShaderId::MaxPool2dF32 => Variant::F32,
@@ -501,6 +511,7 @@ impl ShaderId {
             ShaderId::ConvF32 => "conv.f32",
             ShaderId::ConvF16 => "conv.f16",
             ShaderId::EmbeddingQ4gswF32 => "embedding_q4gsw.f32",
+            ShaderId::EmbeddingQ4gswF16 => "embedding_q4gsw.f16",
             ShaderId::FillF32 => "fill.f32",
             ShaderId::FillF16 => "fill.f16",
             ShaderId::FillI32 => "fill.i32",
@@ -517,6 +528,7 @@ impl ShaderId {
             ShaderId::LayerNormF16 => "layer_norm.f16",
             ShaderId::LinearDq8caQ4gswF32 => "linear_dq8ca_q4gsw.f32",
             ShaderId::LinearQ4gswF32 => "linear_q4gsw.f32",
+            ShaderId::LinearQ4gswF16 => "linear_q4gsw.f16",
             ShaderId::MatmulF32 => "matmul.f32",
             ShaderId::MatmulF16 => "matmul.f16",
             ShaderId::MaxPool2dF32 => "max_pool2d.f32",
@@ -580,6 +592,7 @@ impl ShaderId {
             ShaderId::ConvF32 => CONV_F32,
             ShaderId::ConvF16 => CONV_F16,
             ShaderId::EmbeddingQ4gswF32 => EMBEDDING_Q4GSW_F32,
+            ShaderId::EmbeddingQ4gswF16 => EMBEDDING_Q4GSW_F16,
             ShaderId::FillF32 => FILL_F32,
             ShaderId::FillF16 => FILL_F16,
             ShaderId::FillI32 => FILL_I32,
@@ -596,6 +609,7 @@ impl ShaderId {
             ShaderId::LayerNormF16 => LAYER_NORM_F16,
             ShaderId::LinearDq8caQ4gswF32 => LINEAR_DQ8CA_Q4GSW_F32,
             ShaderId::LinearQ4gswF32 => LINEAR_Q4GSW_F32,
+            ShaderId::LinearQ4gswF16 => LINEAR_Q4GSW_F16,
             ShaderId::MatmulF32 => MATMUL_F32,
             ShaderId::MatmulF16 => MATMUL_F16,
             ShaderId::MaxPool2dF32 => MAX_POOL2D_F32,
@@ -659,6 +673,7 @@ impl ShaderId {
             (Family::Conv, Variant::F32) => Some(ShaderId::ConvF32),
             (Family::Conv, Variant::F16) => Some(ShaderId::ConvF16),
             (Family::EmbeddingQ4gsw, Variant::F32) => Some(ShaderId::EmbeddingQ4gswF32),
+            (Family::EmbeddingQ4gsw, Variant::F16) => Some(ShaderId::EmbeddingQ4gswF16),
             (Family::Fill, Variant::F32) => Some(ShaderId::FillF32),
             (Family::Fill, Variant::F16) => Some(ShaderId::FillF16),
             (Family::Fill, Variant::I32) => Some(ShaderId::FillI32),
@@ -675,6 +690,7 @@ impl ShaderId {
             (Family::LayerNorm, Variant::F16) => Some(ShaderId::LayerNormF16),
             (Family::LinearDq8caQ4gsw, Variant::F32) => Some(ShaderId::LinearDq8caQ4gswF32),
             (Family::LinearQ4gsw, Variant::F32) => Some(ShaderId::LinearQ4gswF32),
+            (Family::LinearQ4gsw, Variant::F16) => Some(ShaderId::LinearQ4gswF16),
             (Family::Matmul, Variant::F32) => Some(ShaderId::MatmulF32),
             (Family::Matmul, Variant::F16) => Some(ShaderId::MatmulF16),
             (Family::MaxPool2d, Variant::F32) => Some(ShaderId::MaxPool2dF32),
@@ -2500,9 +2516,70 @@ pub const EMBEDDING_Q4GSW_F32: &str = r#"//! 4-bit group-wise embedding (`et_vk.
 //! Weights are u8 `[V, E/2]` read as `u32` words, even dims in the low
 //! nibble; scales are `[V, G]`. One invocation per output element; an
 //! index outside `0..V` gives zeros.
-// variants: f32
+// variants: f32 f16
 
 alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    /// Output elements.
+    numel: u32,
+    /// Embedding dim.
+    dim: u32,
+    /// Vocabulary size.
+    vocab: u32,
+    /// Bytes per weight row.
+    row_bytes: u32,
+    /// Scale groups per row.
+    n_groups: u32,
+    /// Dims per scale group.
+    group_size: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> weights: array<u32>;
+@group(0) @binding(2) var<storage, read> scales: array<Elem>;
+@group(0) @binding(3) var<storage, read> indices: array<i32>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let idx = gid.x + gid.y * nwg.x * WG;
+    if idx >= p.numel {
+        return;
+    }
+    let i = idx / p.dim;
+    let d = idx % p.dim;
+    let token = indices[i];
+    if token < 0 || u32(token) >= p.vocab {
+        out[idx] = Elem(0.0);
+        return;
+    }
+    let t = u32(token);
+    let byte_idx = t * p.row_bytes + d / 2u;
+    let byte = (weights[byte_idx / 4u] >> ((byte_idx % 4u) * 8u)) & 0xffu;
+    let nibble = (byte >> ((d % 2u) * 4u)) & 0xfu;
+    let s = f32(scales[t * p.n_groups + d / p.group_size]);
+    out[idx] = Elem(f32(i32(nibble) - 8) * s);
+}
+"#;
+
+/// `embedding_q4gsw.wgsl` with `Elem = f16`.
+pub const EMBEDDING_Q4GSW_F16: &str = r#"enable f16;
+
+//! 4-bit group-wise embedding (`et_vk.embedding_q4gsw`, linear packing):
+//! `out[i, d] = (nibble(indices[i], d) - 8) * scales[indices[i], d / group]`.
+//!
+//! Weights are u8 `[V, E/2]` read as `u32` words, even dims in the low
+//! nibble; scales are `[V, G]`. One invocation per output element; an
+//! index outside `0..V` gives zeros.
+// variants: f32 f16
+
+alias Elem = f16;
 
 /// Invocations per workgroup (the host sizes its grid for 256).
 override WG: u32 = 256u;
@@ -3424,9 +3501,97 @@ pub const LINEAR_Q4GSW_F32: &str = r#"//! 4-bit group-wise symmetric weight line
 //! are `[G, N_pad]`. One workgroup per output element; its invocations
 //! split K and reduce in shared memory, in f32. The grid is folded into x
 //! and y.
-// variants: f32
+// variants: f32 f16
 
 alias Elem = f32;
+
+/// Invocations per workgroup; the reduction assumes a power of two.
+const WG: u32 = 64u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features.
+    k: u32,
+    /// Bytes per weight row.
+    k_packed: u32,
+    /// Row length of the scales (and bias): N padded.
+    n_pad: u32,
+    /// Inputs per scale group.
+    group_size: u32,
+    has_bias: u32,
+    _pad0: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> weights: array<u32>;
+@group(0) @binding(3) var<storage, read> scales: array<Elem>;
+@group(0) @binding(4) var<storage, read> bias: array<Elem>;
+@group(0) @binding(5) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> partial: array<f32, WG>;
+
+/// The signed 4-bit weight of row `n`, input `k`.
+fn weight(n: u32, k: u32) -> f32 {
+    let byte_idx = n * p.k_packed + k / 2u;
+    let byte = (weights[byte_idx / 4u] >> ((byte_idx % 4u) * 8u)) & 0xffu;
+    let nibble = (byte >> ((k % 2u) * 4u)) & 0xfu;
+    return f32(i32(nibble) - 8);
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let idx = wid.y * groups.x + wid.x;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if idx >= p.m * p.n {
+        return;
+    }
+    let row = idx / p.n;
+    let col = idx % p.n;
+    var acc = 0.0;
+    for (var kk = lid; kk < p.k; kk += WG) {
+        let s = f32(scales[(kk / p.group_size) * p.n_pad + col]);
+        acc += f32(x[row * p.k + kk]) * weight(col, kk) * s;
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            partial[lid] += partial[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    if lid == 0u {
+        var r = partial[0];
+        if p.has_bias != 0u {
+            r += f32(bias[col]);
+        }
+        out[idx] = Elem(r);
+    }
+}
+"#;
+
+/// `linear_q4gsw.wgsl` with `Elem = f16`.
+pub const LINEAR_Q4GSW_F16: &str = r#"enable f16;
+
+//! 4-bit group-wise symmetric weight linear (`et_vk.linear_q4gsw`):
+//! `out[m, n] = sum_k x[m, k] * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`.
+//!
+//! Weights are u8 `[N, K_packed]` read as `u32` words: byte `j` of row `n`
+//! holds k = 2j in its low nibble and k = 2j+1 in its high nibble. Scales
+//! are `[G, N_pad]`. One workgroup per output element; its invocations
+//! split K and reduce in shared memory, in f32. The grid is folded into x
+//! and y.
+// variants: f32 f16
+
+alias Elem = f16;
 
 /// Invocations per workgroup; the reduction assumes a power of two.
 const WG: u32 = 64u;

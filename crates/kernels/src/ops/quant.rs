@@ -47,9 +47,6 @@ pub(crate) fn check_q4_weight(
     if weights.dtype != ElemType::U8 {
         return Err(dtype_err(w_idx, "weights", "uint8 (packed 4-bit)", weights));
     }
-    if scales.dtype != ElemType::F32 {
-        return Err(dtype_err(s_idx, "weight_scales", "float32", scales));
-    }
     let [n, k_packed] = weights.shape[..] else {
         return Err(shape_err(w_idx, "weights", "[N, K/2]".into(), weights));
     };
@@ -83,9 +80,7 @@ pub fn linear_q4gsw(c: &Ctx<'_>) -> Result<Lowered> {
     let bias = c.opt_tensor(4, "bias")?;
     let out = c.tensor(5, "out")?;
     let shader = float_shader(Family::LinearQ4gsw, &x, 0, "input")?;
-    if x.dtype != ElemType::F32 {
-        return Err(dtype_err(0, "input", "float32", &x));
-    }
+    same_dtype(&scales, x.dtype, 2, "weight_scales")?;
     same_dtype(&out, x.dtype, 5, "out")?;
     let Some(&k) = x.shape.last() else { return Err(shape_err(0, "input", "[..., K]".into(), &x)) };
     let (n, n_pad) = check_q4_weight(k, &weights, 1, &scales, 2, group_size, 3)?;
@@ -143,9 +138,6 @@ pub fn embedding_q4gsw(c: &Ctx<'_>) -> Result<Lowered> {
     }
     if weights.dtype != ElemType::U8 {
         return Err(dtype_err(0, "weight", "uint8 (packed 4-bit)", &weights));
-    }
-    if scales.dtype != ElemType::F32 {
-        return Err(dtype_err(1, "weight_scales", "float32", &scales));
     }
     if indices.dtype != ElemType::I32 {
         return Err(dtype_err(3, "indices", "int32", &indices));
@@ -310,6 +302,9 @@ pub fn linear_dq8ca_q4gsw(c: &Ctx<'_>) -> Result<Lowered> {
         if t.numel() != m {
             return Err(shape_err(idx, name, format!("{m} elements (one per row of input)"), t));
         }
+    }
+    if scales.dtype != ElemType::F32 {
+        return Err(dtype_err(5, "weight_scales", "float32", &scales));
     }
     let (n, n_pad) = check_q4_weight(k, &weights, 3, &scales, 5, group_size, 6)?;
     if let Some(b) = &bias {
