@@ -57,6 +57,10 @@ VARIANTS = {
                            "llama_tiny_q4's 4-bit group-32 linears and embedding, exported with "
                            "force_fp16: activations, scales and KV caches are float16 on the "
                            "device; method I/O stays float32"),
+    "llama_tiny_8da4w_fp16": (["-qmode", "8da4w", "-G", "32", "--vulkan-force-fp16"],
+                              "llama_tiny_8da4w's int8 dynamic activations x 4-bit group-32 "
+                              "weights, exported with force_fp16: activations, scales and KV "
+                              "caches are float16 on the device; method I/O stays float32"),
 }
 
 

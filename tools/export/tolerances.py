@@ -76,6 +76,12 @@ OVERRIDES: dict[tuple[str, str], Tol] = {
         "as llama_tiny_fp16 (force_fp16: float16 on the device, fp32 eager "
         "goldens); the 4-bit weights and their scales add no error of their own. "
         "Measured on lavapipe: max |diff| 1.5e-3 on logits of magnitude < 2"),
+    ("llama_tiny_8da4w_fp16", "float32"): Tol(
+        1e-2, 3e-2,
+        "the llama_tiny_8da4w row: float16 activations (force_fp16) sit further "
+        "from the fp32 eager ones than GPU fp32 noise, so more int8 steps flip "
+        "at .5 boundaries, each moving the logits by up to 0.015 as measured "
+        "there. Measured on lavapipe: max |diff| 1.2e-2 on logits < 2"),
 }
 
 

@@ -4,8 +4,9 @@
 //! `zero_point = clamp(qmin - round(min(x, 0) / scale), qmin, qmax)`.
 //!
 //! Zero points are int8, four to a `u32` word, so one invocation handles
-//! the four rows of one word.
-// variants: f32
+//! the four rows of one word. The scale is computed in f32; the zero point
+//! is derived from the scale as stored (`Elem`), as the linear reads it.
+// variants: f32 f16
 
 alias Elem = f32;
 
@@ -26,7 +27,7 @@ struct Params {
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<Elem>;
-@group(0) @binding(2) var<storage, read_write> scale: array<f32>;
+@group(0) @binding(2) var<storage, read_write> scale: array<Elem>;
 @group(0) @binding(3) var<storage, read_write> zero_point: array<u32>;
 
 @compute @workgroup_size(WG)
@@ -48,9 +49,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
             lo = min(lo, v);
             hi = max(hi, v);
         }
-        let s = max((hi - lo) / f32(p.quant_max - p.quant_min), p.eps);
+        let s = f32(Elem(max((hi - lo) / f32(p.quant_max - p.quant_min), p.eps)));
         let zp = clamp(p.quant_min - i32(round(lo / s)), p.quant_min, p.quant_max);
-        scale[r] = s;
+        scale[r] = Elem(s);
         packed |= (u32(zp) & 0xffu) << (j * 8u);
     }
     zero_point[word] = packed;

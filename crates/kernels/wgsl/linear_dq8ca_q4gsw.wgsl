@@ -7,7 +7,7 @@
 //! are int8, four to a `u32` word. One workgroup per output element; its
 //! invocations split K and reduce in shared memory, in f32. The grid is
 //! folded into x and y.
-// variants: f32
+// variants: f32 f16
 
 alias Elem = f32;
 
@@ -33,10 +33,10 @@ struct Params {
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<Elem>;
-@group(0) @binding(2) var<storage, read> input_scale: array<f32>;
+@group(0) @binding(2) var<storage, read> input_scale: array<Elem>;
 @group(0) @binding(3) var<storage, read> input_zp: array<u32>;
 @group(0) @binding(4) var<storage, read> weights: array<u32>;
-@group(0) @binding(5) var<storage, read> scales: array<f32>;
+@group(0) @binding(5) var<storage, read> scales: array<Elem>;
 @group(0) @binding(6) var<storage, read> bias: array<Elem>;
 @group(0) @binding(7) var<storage, read_write> out: array<Elem>;
 
@@ -63,14 +63,14 @@ fn main(
     }
     let row = idx / p.n;
     let col = idx % p.n;
-    let s = input_scale[row];
+    let s = f32(input_scale[row]);
     let inv_s = 1.0 / s;
     let zp_byte = (input_zp[row / 4u] >> ((row % 4u) * 8u)) & 0xffu;
     let zp = f32(i32(zp_byte << 24u) >> 24u);
     var acc = 0.0;
     for (var kk = lid; kk < p.k; kk += WG) {
         let q = clamp(round(f32(x[row * p.k + kk]) * inv_s) + zp, -128.0, 127.0);
-        let ws = scales[(kk / p.group_size) * p.n_pad + col];
+        let ws = f32(scales[(kk / p.group_size) * p.n_pad + col]);
         acc += (q - zp) * weight(col, kk) * ws;
     }
     partial[lid] = acc;

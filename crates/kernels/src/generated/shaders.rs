@@ -122,6 +122,8 @@ pub enum ShaderId {
     CastFromI32F16,
     /// `choose_qparams.wgsl` with `Elem = f32`.
     ChooseQparamsF32,
+    /// `choose_qparams.wgsl` with `Elem = f16`.
+    ChooseQparamsF16,
     /// `compare.wgsl` with `Elem = f32`.
     CompareF32,
     /// `compare.wgsl` with `Elem = f16`.
@@ -168,6 +170,8 @@ pub enum ShaderId {
     LayerNormF16,
     /// `linear_dq8ca_q4gsw.wgsl` with `Elem = f32`.
     LinearDq8caQ4gswF32,
+    /// `linear_dq8ca_q4gsw.wgsl` with `Elem = f16`.
+    LinearDq8caQ4gswF16,
     /// `linear_q4gsw.wgsl` with `Elem = f32`.
     LinearQ4gswF32,
     /// `linear_q4gsw.wgsl` with `Elem = f16`.
@@ -262,6 +266,7 @@ impl ShaderId {
         ShaderId::CastFromI32F32,
         ShaderId::CastFromI32F16,
         ShaderId::ChooseQparamsF32,
+        ShaderId::ChooseQparamsF16,
         ShaderId::CompareF32,
         ShaderId::CompareF16,
         ShaderId::CompareI32,
@@ -285,6 +290,7 @@ impl ShaderId {
         ShaderId::LayerNormF32,
         ShaderId::LayerNormF16,
         ShaderId::LinearDq8caQ4gswF32,
+        ShaderId::LinearDq8caQ4gswF16,
         ShaderId::LinearQ4gswF32,
         ShaderId::LinearQ4gswF16,
         ShaderId::MatmulF32,
@@ -342,6 +348,7 @@ impl ShaderId {
             ShaderId::CastFromI32F32 => Family::CastFromI32,
             ShaderId::CastFromI32F16 => Family::CastFromI32,
             ShaderId::ChooseQparamsF32 => Family::ChooseQparams,
+            ShaderId::ChooseQparamsF16 => Family::ChooseQparams,
             ShaderId::CompareF32 => Family::Compare,
             ShaderId::CompareF16 => Family::Compare,
             ShaderId::CompareI32 => Family::Compare,
@@ -365,6 +372,7 @@ impl ShaderId {
             ShaderId::LayerNormF32 => Family::LayerNorm,
             ShaderId::LayerNormF16 => Family::LayerNorm,
             ShaderId::LinearDq8caQ4gswF32 => Family::LinearDq8caQ4gsw,
+            ShaderId::LinearDq8caQ4gswF16 => Family::LinearDq8caQ4gsw,
             ShaderId::LinearQ4gswF32 => Family::LinearQ4gsw,
             ShaderId::LinearQ4gswF16 => Family::LinearQ4gsw,
             ShaderId::MatmulF32 => Family::Matmul,
@@ -423,6 +431,7 @@ impl ShaderId {
             ShaderId::CastFromI32F32 => Variant::F32,
             ShaderId::CastFromI32F16 => Variant::F16,
             ShaderId::ChooseQparamsF32 => Variant::F32,
+            ShaderId::ChooseQparamsF16 => Variant::F16,
             ShaderId::CompareF32 => Variant::F32,
             ShaderId::CompareF16 => Variant::F16,
             ShaderId::CompareI32 => Variant::I32,
@@ -446,6 +455,7 @@ impl ShaderId {
             ShaderId::LayerNormF32 => Variant::F32,
             ShaderId::LayerNormF16 => Variant::F16,
             ShaderId::LinearDq8caQ4gswF32 => Variant::F32,
+            ShaderId::LinearDq8caQ4gswF16 => Variant::F16,
             ShaderId::LinearQ4gswF32 => Variant::F32,
             ShaderId::LinearQ4gswF16 => Variant::F16,
             ShaderId::MatmulF32 => Variant::F32,
@@ -504,6 +514,7 @@ impl ShaderId {
             ShaderId::CastFromI32F32 => "cast_from_i32.f32",
             ShaderId::CastFromI32F16 => "cast_from_i32.f16",
             ShaderId::ChooseQparamsF32 => "choose_qparams.f32",
+            ShaderId::ChooseQparamsF16 => "choose_qparams.f16",
             ShaderId::CompareF32 => "compare.f32",
             ShaderId::CompareF16 => "compare.f16",
             ShaderId::CompareI32 => "compare.i32",
@@ -527,6 +538,7 @@ impl ShaderId {
             ShaderId::LayerNormF32 => "layer_norm.f32",
             ShaderId::LayerNormF16 => "layer_norm.f16",
             ShaderId::LinearDq8caQ4gswF32 => "linear_dq8ca_q4gsw.f32",
+            ShaderId::LinearDq8caQ4gswF16 => "linear_dq8ca_q4gsw.f16",
             ShaderId::LinearQ4gswF32 => "linear_q4gsw.f32",
             ShaderId::LinearQ4gswF16 => "linear_q4gsw.f16",
             ShaderId::MatmulF32 => "matmul.f32",
@@ -585,6 +597,7 @@ impl ShaderId {
             ShaderId::CastFromI32F32 => CAST_FROM_I32_F32,
             ShaderId::CastFromI32F16 => CAST_FROM_I32_F16,
             ShaderId::ChooseQparamsF32 => CHOOSE_QPARAMS_F32,
+            ShaderId::ChooseQparamsF16 => CHOOSE_QPARAMS_F16,
             ShaderId::CompareF32 => COMPARE_F32,
             ShaderId::CompareF16 => COMPARE_F16,
             ShaderId::CompareI32 => COMPARE_I32,
@@ -608,6 +621,7 @@ impl ShaderId {
             ShaderId::LayerNormF32 => LAYER_NORM_F32,
             ShaderId::LayerNormF16 => LAYER_NORM_F16,
             ShaderId::LinearDq8caQ4gswF32 => LINEAR_DQ8CA_Q4GSW_F32,
+            ShaderId::LinearDq8caQ4gswF16 => LINEAR_DQ8CA_Q4GSW_F16,
             ShaderId::LinearQ4gswF32 => LINEAR_Q4GSW_F32,
             ShaderId::LinearQ4gswF16 => LINEAR_Q4GSW_F16,
             ShaderId::MatmulF32 => MATMUL_F32,
@@ -666,6 +680,7 @@ impl ShaderId {
             (Family::CastFromI32, Variant::F32) => Some(ShaderId::CastFromI32F32),
             (Family::CastFromI32, Variant::F16) => Some(ShaderId::CastFromI32F16),
             (Family::ChooseQparams, Variant::F32) => Some(ShaderId::ChooseQparamsF32),
+            (Family::ChooseQparams, Variant::F16) => Some(ShaderId::ChooseQparamsF16),
             (Family::Compare, Variant::F32) => Some(ShaderId::CompareF32),
             (Family::Compare, Variant::F16) => Some(ShaderId::CompareF16),
             (Family::Compare, Variant::I32) => Some(ShaderId::CompareI32),
@@ -689,6 +704,7 @@ impl ShaderId {
             (Family::LayerNorm, Variant::F32) => Some(ShaderId::LayerNormF32),
             (Family::LayerNorm, Variant::F16) => Some(ShaderId::LayerNormF16),
             (Family::LinearDq8caQ4gsw, Variant::F32) => Some(ShaderId::LinearDq8caQ4gswF32),
+            (Family::LinearDq8caQ4gsw, Variant::F16) => Some(ShaderId::LinearDq8caQ4gswF16),
             (Family::LinearQ4gsw, Variant::F32) => Some(ShaderId::LinearQ4gswF32),
             (Family::LinearQ4gsw, Variant::F16) => Some(ShaderId::LinearQ4gswF16),
             (Family::Matmul, Variant::F32) => Some(ShaderId::MatmulF32),
@@ -1844,8 +1860,9 @@ pub const CHOOSE_QPARAMS_F32: &str = r#"//! Per-row asymmetric int8 quantization
 //! `zero_point = clamp(qmin - round(min(x, 0) / scale), qmin, qmax)`.
 //!
 //! Zero points are int8, four to a `u32` word, so one invocation handles
-//! the four rows of one word.
-// variants: f32
+//! the four rows of one word. The scale is computed in f32; the zero point
+//! is derived from the scale as stored (`Elem`), as the linear reads it.
+// variants: f32 f16
 
 alias Elem = f32;
 
@@ -1866,7 +1883,7 @@ struct Params {
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<Elem>;
-@group(0) @binding(2) var<storage, read_write> scale: array<f32>;
+@group(0) @binding(2) var<storage, read_write> scale: array<Elem>;
 @group(0) @binding(3) var<storage, read_write> zero_point: array<u32>;
 
 @compute @workgroup_size(WG)
@@ -1888,9 +1905,72 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
             lo = min(lo, v);
             hi = max(hi, v);
         }
-        let s = max((hi - lo) / f32(p.quant_max - p.quant_min), p.eps);
+        let s = f32(Elem(max((hi - lo) / f32(p.quant_max - p.quant_min), p.eps)));
         let zp = clamp(p.quant_min - i32(round(lo / s)), p.quant_min, p.quant_max);
-        scale[r] = s;
+        scale[r] = Elem(s);
+        packed |= (u32(zp) & 0xffu) << (j * 8u);
+    }
+    zero_point[word] = packed;
+}
+"#;
+
+/// `choose_qparams.wgsl` with `Elem = f16`.
+pub const CHOOSE_QPARAMS_F16: &str = r#"enable f16;
+
+//! Per-row asymmetric int8 quantization parameters
+//! (`torchao.choose_qparams_affine`, ASYMMETRIC, blocks `[1, ..., 1, K]`):
+//! `scale = max((max(x, 0) - min(x, 0)) / (qmax - qmin), eps)`,
+//! `zero_point = clamp(qmin - round(min(x, 0) / scale), qmin, qmax)`.
+//!
+//! Zero points are int8, four to a `u32` word, so one invocation handles
+//! the four rows of one word. The scale is computed in f32; the zero point
+//! is derived from the scale as stored (`Elem`), as the linear reads it.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup (the host sizes its grid for 64).
+override WG: u32 = 64u;
+
+struct Params {
+    rows: u32,
+    /// Row length.
+    k: u32,
+    quant_min: i32,
+    quant_max: i32,
+    eps: f32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read_write> scale: array<Elem>;
+@group(0) @binding(3) var<storage, read_write> zero_point: array<u32>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let word = gid.x + gid.y * nwg.x * WG;
+    if word * 4u >= p.rows {
+        return;
+    }
+    var packed = 0u;
+    for (var j = 0u; j < 4u; j++) {
+        let r = word * 4u + j;
+        if r >= p.rows {
+            break;
+        }
+        var lo = 0.0;
+        var hi = 0.0;
+        for (var kk = 0u; kk < p.k; kk++) {
+            let v = f32(x[r * p.k + kk]);
+            lo = min(lo, v);
+            hi = max(hi, v);
+        }
+        let s = f32(Elem(max((hi - lo) / f32(p.quant_max - p.quant_min), p.eps)));
+        let zp = clamp(p.quant_min - i32(round(lo / s)), p.quant_min, p.quant_max);
+        scale[r] = Elem(s);
         packed |= (u32(zp) & 0xffu) << (j * 8u);
     }
     zero_point[word] = packed;
@@ -3408,7 +3488,7 @@ pub const LINEAR_DQ8CA_Q4GSW_F32: &str = r#"//! Dynamically quantized int8 activ
 //! are int8, four to a `u32` word. One workgroup per output element; its
 //! invocations split K and reduce in shared memory, in f32. The grid is
 //! folded into x and y.
-// variants: f32
+// variants: f32 f16
 
 alias Elem = f32;
 
@@ -3434,10 +3514,10 @@ struct Params {
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<Elem>;
-@group(0) @binding(2) var<storage, read> input_scale: array<f32>;
+@group(0) @binding(2) var<storage, read> input_scale: array<Elem>;
 @group(0) @binding(3) var<storage, read> input_zp: array<u32>;
 @group(0) @binding(4) var<storage, read> weights: array<u32>;
-@group(0) @binding(5) var<storage, read> scales: array<f32>;
+@group(0) @binding(5) var<storage, read> scales: array<Elem>;
 @group(0) @binding(6) var<storage, read> bias: array<Elem>;
 @group(0) @binding(7) var<storage, read_write> out: array<Elem>;
 
@@ -3464,14 +3544,110 @@ fn main(
     }
     let row = idx / p.n;
     let col = idx % p.n;
-    let s = input_scale[row];
+    let s = f32(input_scale[row]);
     let inv_s = 1.0 / s;
     let zp_byte = (input_zp[row / 4u] >> ((row % 4u) * 8u)) & 0xffu;
     let zp = f32(i32(zp_byte << 24u) >> 24u);
     var acc = 0.0;
     for (var kk = lid; kk < p.k; kk += WG) {
         let q = clamp(round(f32(x[row * p.k + kk]) * inv_s) + zp, -128.0, 127.0);
-        let ws = scales[(kk / p.group_size) * p.n_pad + col];
+        let ws = f32(scales[(kk / p.group_size) * p.n_pad + col]);
+        acc += (q - zp) * weight(col, kk) * ws;
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            partial[lid] += partial[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    if lid == 0u {
+        var r = partial[0] * s;
+        if p.has_bias != 0u {
+            r += f32(bias[col]);
+        }
+        out[idx] = Elem(r);
+    }
+}
+"#;
+
+/// `linear_dq8ca_q4gsw.wgsl` with `Elem = f16`.
+pub const LINEAR_DQ8CA_Q4GSW_F16: &str = r#"enable f16;
+
+//! Dynamically quantized int8 activations times 4-bit group-wise weights
+//! (`et_vk.linear_dq8ca_q4gsw`, torchao 8da4w):
+//! `q = clamp(round(x * (1 / s_m)) + zp_m, -128, 127)`, then
+//! `out[m, n] = s_m * sum_k (q[m, k] - zp_m) * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`.
+//!
+//! Weights and scales are packed as for `linear_q4gsw.wgsl`; zero points
+//! are int8, four to a `u32` word. One workgroup per output element; its
+//! invocations split K and reduce in shared memory, in f32. The grid is
+//! folded into x and y.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup; the reduction assumes a power of two.
+const WG: u32 = 64u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features.
+    k: u32,
+    /// Bytes per weight row.
+    k_packed: u32,
+    /// Row length of the scales (and bias): N padded.
+    n_pad: u32,
+    /// Inputs per scale group.
+    group_size: u32,
+    has_bias: u32,
+    _pad0: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> input_scale: array<Elem>;
+@group(0) @binding(3) var<storage, read> input_zp: array<u32>;
+@group(0) @binding(4) var<storage, read> weights: array<u32>;
+@group(0) @binding(5) var<storage, read> scales: array<Elem>;
+@group(0) @binding(6) var<storage, read> bias: array<Elem>;
+@group(0) @binding(7) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> partial: array<f32, WG>;
+
+/// The signed 4-bit weight of row `n`, input `k`.
+fn weight(n: u32, k: u32) -> f32 {
+    let byte_idx = n * p.k_packed + k / 2u;
+    let byte = (weights[byte_idx / 4u] >> ((byte_idx % 4u) * 8u)) & 0xffu;
+    let nibble = (byte >> ((k % 2u) * 4u)) & 0xfu;
+    return f32(i32(nibble) - 8);
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let idx = wid.y * groups.x + wid.x;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if idx >= p.m * p.n {
+        return;
+    }
+    let row = idx / p.n;
+    let col = idx % p.n;
+    let s = f32(input_scale[row]);
+    let inv_s = 1.0 / s;
+    let zp_byte = (input_zp[row / 4u] >> ((row % 4u) * 8u)) & 0xffu;
+    let zp = f32(i32(zp_byte << 24u) >> 24u);
+    var acc = 0.0;
+    for (var kk = lid; kk < p.k; kk += WG) {
+        let q = clamp(round(f32(x[row * p.k + kk]) * inv_s) + zp, -128.0, 127.0);
+        let ws = f32(scales[(kk / p.group_size) * p.n_pad + col]);
         acc += (q - zp) * weight(col, kk) * ws;
     }
     partial[lid] = acc;

@@ -184,7 +184,7 @@ pub fn embedding_q4gsw(c: &Ctx<'_>) -> Result<Lowered> {
 
 /// `torchao.choose_qparams_affine.default(input, mapping_type, block_size,
 /// target_dtype, quant_min, quant_max, eps?, scale_dtype, zero_point_dtype,
-/// keepdim, →[scale f32, zero_point int8])`: only ASYMMETRIC over per-row
+/// keepdim, →[scale (the input's float dtype), zero_point int8])`: only ASYMMETRIC over per-row
 /// blocks `[1, ..., 1, K]`.
 pub fn choose_qparams_affine(c: &Ctx<'_>) -> Result<Lowered> {
     c.expect_args(11)?;
@@ -205,9 +205,6 @@ pub fn choose_qparams_affine(c: &Ctx<'_>) -> Result<Lowered> {
         });
     };
     let shader = float_shader(Family::ChooseQparams, &x, 0, "input")?;
-    if x.dtype != ElemType::F32 {
-        return Err(dtype_err(0, "input", "float32", &x));
-    }
     if mapping != Some("ASYMMETRIC") {
         return Err(Error::ArgValue {
             arg_idx: 1,
@@ -216,9 +213,7 @@ pub fn choose_qparams_affine(c: &Ctx<'_>) -> Result<Lowered> {
             reason: "only ASYMMETRIC is supported",
         });
     }
-    if scale.dtype != ElemType::F32 {
-        return Err(dtype_err(10, "scale", "float32", &scale));
-    }
+    same_dtype(&scale, x.dtype, 10, "scale")?;
     if zero_point.dtype != ElemType::I8 {
         return Err(dtype_err(10, "zero_point", "int8", &zero_point));
     }
@@ -269,8 +264,8 @@ pub fn choose_qparams_affine(c: &Ctx<'_>) -> Result<Lowered> {
     Ok(Lowered { shapes: vec![(scale.id, out_shape.clone()), (zero_point.id, out_shape)], steps })
 }
 
-/// `et_vk.linear_dq8ca_q4gsw.default(input [..., K] f32, input_scale [M]
-/// f32, input_zp [M] int8, weights u8 [N, K/2], weight_sums int32 [G, N],
+/// `et_vk.linear_dq8ca_q4gsw.default(input [..., K], input_scale [M],
+/// input_zp [M] int8, weights u8 [N, K/2], weight_sums int32 [G, N],
 /// weight_scales [G, N_pad], group_size, bias?, →out [..., N])`. The
 /// weight sums are not needed: the kernel subtracts the zero point before
 /// multiplying.
@@ -286,15 +281,10 @@ pub fn linear_dq8ca_q4gsw(c: &Ctx<'_>) -> Result<Lowered> {
     let bias = c.opt_tensor(7, "bias")?;
     let out = c.tensor(8, "out")?;
     let shader = float_shader(Family::LinearDq8caQ4gsw, &x, 0, "input")?;
-    if x.dtype != ElemType::F32 {
-        return Err(dtype_err(0, "input", "float32", &x));
-    }
     same_dtype(&out, x.dtype, 8, "out")?;
     let Some(&k) = x.shape.last() else { return Err(shape_err(0, "input", "[..., K]".into(), &x)) };
     let m = x.numel().checked_div(k).unwrap_or(0);
-    if in_scale.dtype != ElemType::F32 {
-        return Err(dtype_err(1, "input_scale", "float32", &in_scale));
-    }
+    same_dtype(&in_scale, x.dtype, 1, "input_scale")?;
     if in_zp.dtype != ElemType::I8 {
         return Err(dtype_err(2, "input_zp", "int8", &in_zp));
     }
@@ -303,9 +293,7 @@ pub fn linear_dq8ca_q4gsw(c: &Ctx<'_>) -> Result<Lowered> {
             return Err(shape_err(idx, name, format!("{m} elements (one per row of input)"), t));
         }
     }
-    if scales.dtype != ElemType::F32 {
-        return Err(dtype_err(5, "weight_scales", "float32", &scales));
-    }
+    same_dtype(&scales, x.dtype, 5, "weight_scales")?;
     let (n, n_pad) = check_q4_weight(k, &weights, 3, &scales, 5, group_size, 6)?;
     if let Some(b) = &bias {
         same_dtype(b, x.dtype, 7, "bias")?;
