@@ -50,6 +50,17 @@ VARIANTS = {
     "llama_tiny_8da4w": (["-qmode", "8da4w", "-G", "32"],
                          "8-bit dynamic per-row activations x 4-bit group-32 weights "
                          "(torchao.choose_qparams_affine + et_vk.linear_dq8ca_q4gsw)"),
+    "llama_tiny_fp16": (["--vulkan-force-fp16"],
+                        "fp32 weights exported with force_fp16: every tensor on the device, KV "
+                        "caches included, is float16; method I/O stays float32"),
+    "llama_tiny_q4_fp16": (["-qmode", "4w", "-G", "32", "-E", "4,32", "--vulkan-force-fp16"],
+                           "llama_tiny_q4's 4-bit group-32 linears and embedding, exported with "
+                           "force_fp16: activations, scales and KV caches are float16 on the "
+                           "device; method I/O stays float32"),
+    "llama_tiny_8da4w_fp16": (["-qmode", "8da4w", "-G", "32", "--vulkan-force-fp16"],
+                              "llama_tiny_8da4w's int8 dynamic activations x 4-bit group-32 "
+                              "weights, exported with force_fp16: activations, scales and KV "
+                              "caches are float16 on the device; method I/O stays float32"),
 }
 
 

@@ -771,6 +771,106 @@ def fx_partial_delegate(verify: bool = True) -> FixtureResult:
         PartialDelegate(), [ins], verify=verify)
 
 
+class RopeHf(nn.Module):
+    """HF rotate-half RoPE on q/k at a live position: full tables [16, 8] and
+    partial ones [16, 6] (the last 2 dims pass through), sliced at
+    input_pos[0] as in the Llama export."""
+
+    def __init__(self):
+        super().__init__()
+        from executorch.backends.vulkan.patterns.rope_hf import HfRotaryEmbeddingPattern
+
+        self.rope = HfRotaryEmbeddingPattern()
+        for name, dim in (("full", 8), ("part", 6)):
+            inv = 1.0 / (10000.0 ** (torch.arange(0, dim, 2).float() / dim))
+            angles = torch.outer(torch.arange(16).float(), inv)
+            angles = torch.cat((angles, angles), dim=-1)
+            self.register_buffer(f"cos_{name}", angles.cos())
+            self.register_buffer(f"sin_{name}", angles.sin())
+
+    def forward(self, xq, xk, input_pos):
+        pos = input_pos[0].item()
+        torch._check_is_size(pos)
+        torch._check(pos + 3 <= 16)
+        q1, k1 = self.rope(xq, xk, self.cos_full[pos:pos + 3], self.sin_full[pos:pos + 3])
+        q2, k2 = self.rope(xq, xk, self.cos_part[pos:pos + 3], self.sin_part[pos:pos + 3])
+        return q1, k1, q2, k2
+
+
+def fx_rope_hf(verify: bool = True) -> FixtureResult:
+    g = seed("rope_hf")
+    calls = [(randn(g, 1, 3, 4, 8), randn(g, 1, 3, 2, 8), torch.tensor([p])) for p in (0, 5, 13)]
+    return module_fixture(
+        "rope_hf",
+        "HF rotate-half RoPE (et_vk.apply_rotary_emb_hf): xq [1,3,4,8], xk [1,3,2,8], "
+        "input_pos int64 [1] at 0, 5, 13 (the table end); cos/sin tables [16,8] (full) and "
+        "[16,6] (partial: dims 6..8 pass through), sliced at input_pos[0].item().",
+        RopeHf(), calls, verify=verify)
+
+
+class RopeInterleaved(nn.Module):
+    """EdgeTAM-style pair-interleaved RoPE through the et_vk custom op, with
+    a 4-D [1, N, C/2, 2] (cos, sin) table as EdgeTAM passes it."""
+
+    def __init__(self):
+        super().__init__()
+        import executorch.backends.vulkan.custom_ops_lib  # noqa: F401  (registers et_vk ops)
+
+        inv = 1.0 / (100.0 ** (torch.arange(0, 10, 2).float() / 10))
+        angles = torch.outer(torch.arange(7).float(), inv)
+        self.register_buffer("freqs_cis", torch.stack((angles.cos(), angles.sin()), dim=-1).unsqueeze(0))
+
+    def forward(self, x):
+        return torch.ops.et_vk.apply_rotary_emb_interleaved(x, self.freqs_cis)
+
+
+def fx_rope_interleaved(verify: bool = True) -> FixtureResult:
+    g = seed("rope_interleaved")
+    # No portable CPU kernel exists for the et_vk op, so the portable cross-check is skipped:
+    # the golden is the op's own eager CPU implementation (custom_ops_lib.py).
+    del verify
+    return module_fixture(
+        "rope_interleaved",
+        "et_vk.apply_rotary_emb_interleaved (EdgeTAM pair-interleaved RoPE): x [2,7,10], "
+        "freqs_cis [1,7,5,2] holding (cos, sin) pairs; out[2k] = x[2k]c - x[2k+1]s, "
+        "out[2k+1] = x[2k]s + x[2k+1]c.",
+        RopeInterleaved(), [(randn(g, 2, 7, 10),)], verify=False)
+
+
+class EtVkSdpa(nn.Module):
+    """The fused et_vk.sdpa custom op (non-causal, no cache): one kv head
+    broadcast over the query heads with an additive [Sq, Skv] mask, and plain
+    heads with a scale and no mask."""
+
+    def __init__(self):
+        super().__init__()
+        import executorch.backends.vulkan.custom_ops_lib  # noqa: F401  (registers et_vk ops)
+
+    def forward(self, q, k, v, mask, q2, k2):
+        a = torch.ops.et_vk.sdpa(q, k, v, mask)
+        b = torch.ops.et_vk.sdpa(q2, k2, k2, None, 0.3)
+        return a, b
+
+
+def fx_et_vk_sdpa(verify: bool = True) -> FixtureResult:
+    g = seed("et_vk_sdpa")
+    mask = torch.zeros(5, 70)
+    mask[:, 60:] = float("-inf")
+    mask[1, :3] = -1.5
+    ins = (randn(g, 2, 4, 5, 6), randn(g, 2, 1, 70, 6), randn(g, 2, 1, 70, 6), mask,
+           randn(g, 1, 3, 4, 66), randn(g, 1, 3, 9, 66))
+    # No portable CPU kernel exists for the et_vk op, so the portable cross-check is skipped:
+    # the golden is the op's own eager CPU implementation (custom_ops_lib.py).
+    del verify
+    return module_fixture(
+        "et_vk_sdpa",
+        "et_vk.sdpa (non-causal attention, [B,H,S,D]): q [2,4,5,6] over k, v [2,1,70,6] "
+        "(one kv head broadcast, 70 keys: past one 64-wide chunk) with an additive mask [5,70] "
+        "(-inf past key 60, -1.5 on a few keys); and q [1,3,4,66] over k = v [1,3,9,66] "
+        "(head dim past 64) with scale 0.3 and no mask.",
+        EtVkSdpa(), [ins], verify=False)
+
+
 FIXTURES: dict[str, Callable[..., FixtureResult]] = {
     "one_op": fx_one_op,
     "worked_example": fx_worked_example,
@@ -793,4 +893,7 @@ FIXTURES: dict[str, Callable[..., FixtureResult]] = {
     "conv_more": fx_conv_more,
     "dynamic_symint": fx_dynamic_symint,
     "convnet_fp16": fx_convnet_fp16,
+    "rope_hf": fx_rope_hf,
+    "rope_interleaved": fx_rope_interleaved,
+    "et_vk_sdpa": fx_et_vk_sdpa,
 }

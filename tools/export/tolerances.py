@@ -68,6 +68,23 @@ OVERRIDES: dict[tuple[str, str], Tol] = {
         "lands on the other side of a .5 rounding boundary one int8 step moves. "
         "Measured: 1e-6..1e-5 relative noise on the linear inputs flips such a "
         "step in most trials and moves the logits (|logit| < 2) by up to 0.015"),
+    ("llama_tiny_fp16", "float32"): Tol(
+        *DEFAULTS["float16"][:2],
+        "exported with force_fp16: I/O stays float32 but every tensor on the "
+        "device, KV caches included, is float16 while the goldens are fp32 "
+        "eager, so the float16 row applies to the float32 logits. Measured on "
+        "lavapipe: max |diff| 1.4e-3 on logits of magnitude < 2"),
+    ("llama_tiny_q4_fp16", "float32"): Tol(
+        *DEFAULTS["float16"][:2],
+        "as llama_tiny_fp16 (force_fp16: float16 on the device, fp32 eager "
+        "goldens); the 4-bit weights and their scales add no error of their own. "
+        "Measured on lavapipe: max |diff| 1.5e-3 on logits of magnitude < 2"),
+    ("llama_tiny_8da4w_fp16", "float32"): Tol(
+        1e-2, 3e-2,
+        "the llama_tiny_8da4w row: float16 activations (force_fp16) sit further "
+        "from the fp32 eager ones than GPU fp32 noise, so more int8 steps flip "
+        "at .5 boundaries, each moving the logits by up to 0.015 as measured "
+        "there. Measured on lavapipe: max |diff| 1.2e-2 on logits < 2"),
 }
 
 

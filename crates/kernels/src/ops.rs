@@ -8,9 +8,11 @@ pub mod elementwise;
 pub mod index;
 pub mod infra;
 pub mod layout;
+pub mod llm;
 pub mod logic;
 pub mod matmul;
 pub mod norm;
+pub mod quant;
 pub mod reduce;
 pub mod shape;
 pub mod symint;
@@ -157,13 +159,23 @@ register_ops! {
     Zeros => "aten.zeros.default" => |c| creation::constant(c, 0.0),
     ZerosLike => "aten.zeros_like.default" => |c| creation::constant_like(c, 0.0),
     ToDimOrderCopy => "dim_order_ops._to_dim_order_copy.default" => shape::to_dim_order_copy,
+    ApplyRotaryEmb => "et_vk.apply_rotary_emb.default" => llm::apply_rotary_emb,
+    ApplyRotaryEmbHf => "et_vk.apply_rotary_emb_hf.default" => llm::apply_rotary_emb_hf,
+    ApplyRotaryEmbInterleaved => "et_vk.apply_rotary_emb_interleaved.default" => llm::apply_rotary_emb_interleaved,
     ConvWithClamp => "et_vk.conv_with_clamp.default" => |c| conv::convolution(c, true),
+    EmbeddingQ4gsw => "et_vk.embedding_q4gsw.default" => quant::embedding_q4gsw,
+    LinearDq8caQ4gsw => "et_vk.linear_dq8ca_q4gsw.default" => quant::linear_dq8ca_q4gsw,
+    LinearQ4gsw => "et_vk.linear_q4gsw.default" => quant::linear_q4gsw,
     Prepack => "et_vk.prepack.default" => infra::prepack,
+    RmsNorm => "et_vk.rms_norm.default" => llm::rms_norm,
+    EtVkSdpa => "et_vk.sdpa.default" => llm::sdpa,
     SelectAsSymInt => "et_vk.select_as_symint.default" => symint::select_as_symint,
     SymFloorDiv => "floordiv" => |c| symint::arith(c, SymIntOp::FloorDiv),
     SymMul => "mul" => |c| symint::arith(c, SymIntOp::Mul),
+    SdpaWithKvCache => "sdpa_with_kv_cache.default" => llm::sdpa_with_kv_cache,
     SymSub => "sub" => |c| symint::arith(c, SymIntOp::Sub),
     SymSize => "sym_size.int" => symint::sym_size,
+    ChooseQparamsAffine => "torchao.choose_qparams_affine.default" => quant::choose_qparams_affine,
 }
 
 /// Looks an operator up by its exact ExecuTorch name.

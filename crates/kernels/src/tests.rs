@@ -446,3 +446,69 @@ fn transposed_conv_shape_and_output_padding_bound() {
     let bad = [x, w, null, s2, p1, d1, t, op2, groups, out];
     assert!(matches!(check(&g, "aten.convolution.default", &bad), Err(crate::Error::ArgValue { arg_idx: 7, .. })));
 }
+
+#[test]
+fn sdpa_takes_seq_from_the_query_and_checks_its_arguments() {
+    let mut g = TestGraph::default();
+    let q = g.t(&[1, 5, 4, 16]);
+    let kv = g.t(&[1, 5, 2, 16]);
+    let cache = g.push(Owned::Tensor(ElemType::F32, vec![1, 8, 2, 16], true));
+    let (one, zero, causal, null) =
+        (g.push(Owned::Int(1)), g.push(Owned::Int(0)), g.push(Owned::Bool(true)), g.push(Owned::Null));
+    let out = g.t(&[1, 5, 4, 16]);
+    let args = |g: &mut TestGraph, start: i64| {
+        let start = g.push(Owned::SymInt(start));
+        [q, kv, kv, cache, cache, start, one, null, zero, causal, null, out]
+    };
+    // seq_len is baked as 1: S = 5 comes from the query.
+    let a = args(&mut g, 3);
+    let l = check(&g, "sdpa_with_kv_cache.default", &a).expect("lowers");
+    assert_eq!(out_shape(&l), [1, 5, 4, 16]);
+    let [Step::Dispatch(update), Step::Dispatch(attend)] = &l.steps[..] else { panic!("expected two dispatches") };
+    assert_eq!((update.outputs.as_slice(), attend.inputs.as_slice()), (&[cache, cache][..], &[q, cache, cache][..]));
+    assert_eq!(attend.workgroups, [20, 1, 1]);
+    // Past the cache end: 4 + 5 > 8.
+    let a = args(&mut g, 4);
+    let err = check(&g, "sdpa_with_kv_cache.default", &a).expect_err("past the end");
+    assert!(matches!(err, crate::Error::ArgValue { arg_idx: 5, name: "start_pos", .. }), "{err:?}");
+    let mut a = args(&mut g, 0);
+    a[7] = q;
+    let err = check(&g, "sdpa_with_kv_cache.default", &a).expect_err("mask");
+    assert!(matches!(err, crate::Error::ArgValue { arg_idx: 7, .. }), "{err:?}");
+    // 3 query heads do not group over 2 kv heads.
+    let q3 = g.t(&[1, 5, 3, 16]);
+    let mut a = args(&mut g, 0);
+    a[0] = q3;
+    let err = check(&g, "sdpa_with_kv_cache.default", &a).expect_err("gqa");
+    assert!(matches!(err, crate::Error::Shape { arg_idx: 0, .. }), "{err:?}");
+}
+
+#[test]
+fn q4_rules_shape_rank3_inputs_and_reject_bad_packing() {
+    let mut g = TestGraph::default();
+    let x = g.t(&[1, 3, 64]);
+    let w = g.push(Owned::Tensor(ElemType::U8, vec![48, 32], true));
+    let s = g.push(Owned::Tensor(ElemType::F32, vec![2, 48], true));
+    let (gs, null) = (g.push(Owned::Int(32)), g.push(Owned::Null));
+    let out = g.t(&[1, 3, 48]);
+    let l = check(&g, "et_vk.linear_q4gsw.default", &[x, w, s, gs, null, out]).expect("lowers");
+    assert_eq!(out_shape(&l), [1, 3, 48]);
+    // f32 weights are not packed 4-bit.
+    let wf = g.t(&[48, 32]);
+    let err = check(&g, "et_vk.linear_q4gsw.default", &[x, wf, s, gs, null, out]).expect_err("f32 weights");
+    assert!(matches!(err, crate::Error::DType { arg_idx: 1, .. }), "{err:?}");
+    // Too few scale groups for K = 64 at group size 16.
+    let gs16 = g.push(Owned::Int(16));
+    let err = check(&g, "et_vk.linear_q4gsw.default", &[x, w, s, gs16, null, out]).expect_err("groups");
+    assert!(matches!(err, crate::Error::Shape { arg_idx: 2, .. }), "{err:?}");
+    // Embedding: indices [2, 3] -> [2, 3, 64]; the legacy packing is refused.
+    let ew = g.push(Owned::Tensor(ElemType::U8, vec![10, 32], true));
+    let es = g.push(Owned::Tensor(ElemType::F32, vec![10, 2], true));
+    let idx = g.push(Owned::Tensor(ElemType::I32, vec![2, 3], false));
+    let (t, f) = (g.push(Owned::Bool(true)), g.push(Owned::Bool(false)));
+    let emb = g.t(&[2, 3, 64]);
+    let l = check(&g, "et_vk.embedding_q4gsw.default", &[ew, es, gs, idx, t, emb]).expect("lowers");
+    assert_eq!(out_shape(&l), [2, 3, 64]);
+    let err = check(&g, "et_vk.embedding_q4gsw.default", &[ew, es, gs, idx, f, emb]).expect_err("legacy");
+    assert!(matches!(err, crate::Error::ArgValue { arg_idx: 4, .. }), "{err:?}");
+}

@@ -103,7 +103,10 @@ fn layer_norm(c: &mut Criterion, rt: &Runtime, rows: u64, n: u64) {
     bench_graph(c, rt, &format!("layer_norm {rows}x{n}"), 8 * rows * n, g, vec![ones(&[rows, n])]);
 }
 
-fn fixture(c: &mut Criterion, rt: &Runtime, name: &str) {
+/// Times runs of call `call` of a fixture. Stateful fixtures (Llama) may
+/// repeat any call: a decode step at a fixed position rewrites the same
+/// cache row.
+fn fixture(c: &mut Criterion, rt: &Runtime, name: &str, call: usize) {
     let root = std::env::var_os("ETWGPU_FIXTURES").map_or_else(
         || std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../test_data/fixtures"),
         std::path::PathBuf::from,
@@ -115,10 +118,12 @@ fn fixture(c: &mut Criterion, rt: &Runtime, name: &str) {
     };
     let mut method = rt.load(&program, "forward").expect("fixture loads");
     let inputs: Vec<Tensor> = (0..method.n_inputs())
-        .map(|i| Tensor::read_npy(dir.join(format!("call0.in{i}.npy"))).expect("fixture input"))
+        .map(|i| Tensor::read_npy(dir.join(format!("call{call}.in{i}.npy"))).expect("fixture input"))
         .collect();
     method.run(&inputs).expect("warm-up run");
-    c.bench_function(&format!("fixture {name}"), |b| b.iter_custom(|iters| time_runs(&mut method, &inputs, iters)));
+    c.bench_function(&format!("fixture {name} call {call}"), |b| {
+        b.iter_custom(|iters| time_runs(&mut method, &inputs, iters))
+    });
 }
 
 fn benches(c: &mut Criterion) {
@@ -138,7 +143,12 @@ fn benches(c: &mut Criterion) {
         layer_norm(c, &rt, 4096, 4096);
     }
     for name in ["mlp", "transformer_block"] {
-        fixture(c, &rt, name);
+        fixture(c, &rt, name, 0);
+    }
+    // Llama: call 0 is a 5-token prefill, call 1 a one-token decode step.
+    for name in ["llama_tiny_fp32", "llama_tiny_q4"] {
+        fixture(c, &rt, name, 0);
+        fixture(c, &rt, name, 1);
     }
 }
 

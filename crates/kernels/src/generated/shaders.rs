@@ -8,6 +8,8 @@
 pub enum Family {
     /// `arg_reduce.wgsl`.
     ArgReduce,
+    /// `attention.wgsl`.
+    Attention,
     /// `avg_pool2d.wgsl`.
     AvgPool2d,
     /// `batch_norm.wgsl`.
@@ -18,10 +20,14 @@ pub enum Family {
     Bitwise,
     /// `cast_from_i32.wgsl`.
     CastFromI32,
+    /// `choose_qparams.wgsl`.
+    ChooseQparams,
     /// `compare.wgsl`.
     Compare,
     /// `conv.wgsl`.
     Conv,
+    /// `embedding_q4gsw.wgsl`.
+    EmbeddingQ4gsw,
     /// `fill.wgsl`.
     Fill,
     /// `gather.wgsl`.
@@ -30,8 +36,14 @@ pub enum Family {
     Gemv,
     /// `group_norm.wgsl`.
     GroupNorm,
+    /// `kv_cache_update.wgsl`.
+    KvCacheUpdate,
     /// `layer_norm.wgsl`.
     LayerNorm,
+    /// `linear_dq8ca_q4gsw.wgsl`.
+    LinearDq8caQ4gsw,
+    /// `linear_q4gsw.wgsl`.
+    LinearQ4gsw,
     /// `matmul.wgsl`.
     Matmul,
     /// `max_pool2d.wgsl`.
@@ -42,6 +54,16 @@ pub enum Family {
     Place,
     /// `reduce.wgsl`.
     Reduce,
+    /// `rms_norm.wgsl`.
+    RmsNorm,
+    /// `rope.wgsl`.
+    Rope,
+    /// `rope_hf.wgsl`.
+    RopeHf,
+    /// `rope_interleaved.wgsl`.
+    RopeInterleaved,
+    /// `sdpa.wgsl`.
+    Sdpa,
     /// `softmax.wgsl`.
     Softmax,
     /// `take.wgsl`.
@@ -74,6 +96,10 @@ pub enum ShaderId {
     ArgReduceF32,
     /// `arg_reduce.wgsl` with `Elem = f16`.
     ArgReduceF16,
+    /// `attention.wgsl` with `Elem = f32`.
+    AttentionF32,
+    /// `attention.wgsl` with `Elem = f16`.
+    AttentionF16,
     /// `avg_pool2d.wgsl` with `Elem = f32`.
     AvgPool2dF32,
     /// `avg_pool2d.wgsl` with `Elem = f16`.
@@ -94,6 +120,10 @@ pub enum ShaderId {
     CastFromI32F32,
     /// `cast_from_i32.wgsl` with `Elem = f16`.
     CastFromI32F16,
+    /// `choose_qparams.wgsl` with `Elem = f32`.
+    ChooseQparamsF32,
+    /// `choose_qparams.wgsl` with `Elem = f16`.
+    ChooseQparamsF16,
     /// `compare.wgsl` with `Elem = f32`.
     CompareF32,
     /// `compare.wgsl` with `Elem = f16`.
@@ -106,6 +136,10 @@ pub enum ShaderId {
     ConvF32,
     /// `conv.wgsl` with `Elem = f16`.
     ConvF16,
+    /// `embedding_q4gsw.wgsl` with `Elem = f32`.
+    EmbeddingQ4gswF32,
+    /// `embedding_q4gsw.wgsl` with `Elem = f16`.
+    EmbeddingQ4gswF16,
     /// `fill.wgsl` with `Elem = f32`.
     FillF32,
     /// `fill.wgsl` with `Elem = f16`.
@@ -126,10 +160,22 @@ pub enum ShaderId {
     GroupNormF32,
     /// `group_norm.wgsl` with `Elem = f16`.
     GroupNormF16,
+    /// `kv_cache_update.wgsl` with `Elem = f32`.
+    KvCacheUpdateF32,
+    /// `kv_cache_update.wgsl` with `Elem = f16`.
+    KvCacheUpdateF16,
     /// `layer_norm.wgsl` with `Elem = f32`.
     LayerNormF32,
     /// `layer_norm.wgsl` with `Elem = f16`.
     LayerNormF16,
+    /// `linear_dq8ca_q4gsw.wgsl` with `Elem = f32`.
+    LinearDq8caQ4gswF32,
+    /// `linear_dq8ca_q4gsw.wgsl` with `Elem = f16`.
+    LinearDq8caQ4gswF16,
+    /// `linear_q4gsw.wgsl` with `Elem = f32`.
+    LinearQ4gswF32,
+    /// `linear_q4gsw.wgsl` with `Elem = f16`.
+    LinearQ4gswF16,
     /// `matmul.wgsl` with `Elem = f32`.
     MatmulF32,
     /// `matmul.wgsl` with `Elem = f16`.
@@ -154,6 +200,26 @@ pub enum ShaderId {
     ReduceF32,
     /// `reduce.wgsl` with `Elem = f16`.
     ReduceF16,
+    /// `rms_norm.wgsl` with `Elem = f32`.
+    RmsNormF32,
+    /// `rms_norm.wgsl` with `Elem = f16`.
+    RmsNormF16,
+    /// `rope.wgsl` with `Elem = f32`.
+    RopeF32,
+    /// `rope.wgsl` with `Elem = f16`.
+    RopeF16,
+    /// `rope_hf.wgsl` with `Elem = f32`.
+    RopeHfF32,
+    /// `rope_hf.wgsl` with `Elem = f16`.
+    RopeHfF16,
+    /// `rope_interleaved.wgsl` with `Elem = f32`.
+    RopeInterleavedF32,
+    /// `rope_interleaved.wgsl` with `Elem = f16`.
+    RopeInterleavedF16,
+    /// `sdpa.wgsl` with `Elem = f32`.
+    SdpaF32,
+    /// `sdpa.wgsl` with `Elem = f16`.
+    SdpaF16,
     /// `softmax.wgsl` with `Elem = f32`.
     SoftmaxF32,
     /// `softmax.wgsl` with `Elem = f16`.
@@ -187,6 +253,8 @@ impl ShaderId {
     pub const ALL: &[ShaderId] = &[
         ShaderId::ArgReduceF32,
         ShaderId::ArgReduceF16,
+        ShaderId::AttentionF32,
+        ShaderId::AttentionF16,
         ShaderId::AvgPool2dF32,
         ShaderId::AvgPool2dF16,
         ShaderId::BatchNormF32,
@@ -197,12 +265,16 @@ impl ShaderId {
         ShaderId::BitwiseU32,
         ShaderId::CastFromI32F32,
         ShaderId::CastFromI32F16,
+        ShaderId::ChooseQparamsF32,
+        ShaderId::ChooseQparamsF16,
         ShaderId::CompareF32,
         ShaderId::CompareF16,
         ShaderId::CompareI32,
         ShaderId::CompareU32,
         ShaderId::ConvF32,
         ShaderId::ConvF16,
+        ShaderId::EmbeddingQ4gswF32,
+        ShaderId::EmbeddingQ4gswF16,
         ShaderId::FillF32,
         ShaderId::FillF16,
         ShaderId::FillI32,
@@ -213,8 +285,14 @@ impl ShaderId {
         ShaderId::GemvF16,
         ShaderId::GroupNormF32,
         ShaderId::GroupNormF16,
+        ShaderId::KvCacheUpdateF32,
+        ShaderId::KvCacheUpdateF16,
         ShaderId::LayerNormF32,
         ShaderId::LayerNormF16,
+        ShaderId::LinearDq8caQ4gswF32,
+        ShaderId::LinearDq8caQ4gswF16,
+        ShaderId::LinearQ4gswF32,
+        ShaderId::LinearQ4gswF16,
         ShaderId::MatmulF32,
         ShaderId::MatmulF16,
         ShaderId::MaxPool2dF32,
@@ -227,6 +305,16 @@ impl ShaderId {
         ShaderId::PlaceI32,
         ShaderId::ReduceF32,
         ShaderId::ReduceF16,
+        ShaderId::RmsNormF32,
+        ShaderId::RmsNormF16,
+        ShaderId::RopeF32,
+        ShaderId::RopeF16,
+        ShaderId::RopeHfF32,
+        ShaderId::RopeHfF16,
+        ShaderId::RopeInterleavedF32,
+        ShaderId::RopeInterleavedF16,
+        ShaderId::SdpaF32,
+        ShaderId::SdpaF16,
         ShaderId::SoftmaxF32,
         ShaderId::SoftmaxF16,
         ShaderId::TakeF32,
@@ -247,6 +335,8 @@ impl ShaderId {
         match self {
             ShaderId::ArgReduceF32 => Family::ArgReduce,
             ShaderId::ArgReduceF16 => Family::ArgReduce,
+            ShaderId::AttentionF32 => Family::Attention,
+            ShaderId::AttentionF16 => Family::Attention,
             ShaderId::AvgPool2dF32 => Family::AvgPool2d,
             ShaderId::AvgPool2dF16 => Family::AvgPool2d,
             ShaderId::BatchNormF32 => Family::BatchNorm,
@@ -257,12 +347,16 @@ impl ShaderId {
             ShaderId::BitwiseU32 => Family::Bitwise,
             ShaderId::CastFromI32F32 => Family::CastFromI32,
             ShaderId::CastFromI32F16 => Family::CastFromI32,
+            ShaderId::ChooseQparamsF32 => Family::ChooseQparams,
+            ShaderId::ChooseQparamsF16 => Family::ChooseQparams,
             ShaderId::CompareF32 => Family::Compare,
             ShaderId::CompareF16 => Family::Compare,
             ShaderId::CompareI32 => Family::Compare,
             ShaderId::CompareU32 => Family::Compare,
             ShaderId::ConvF32 => Family::Conv,
             ShaderId::ConvF16 => Family::Conv,
+            ShaderId::EmbeddingQ4gswF32 => Family::EmbeddingQ4gsw,
+            ShaderId::EmbeddingQ4gswF16 => Family::EmbeddingQ4gsw,
             ShaderId::FillF32 => Family::Fill,
             ShaderId::FillF16 => Family::Fill,
             ShaderId::FillI32 => Family::Fill,
@@ -273,8 +367,14 @@ impl ShaderId {
             ShaderId::GemvF16 => Family::Gemv,
             ShaderId::GroupNormF32 => Family::GroupNorm,
             ShaderId::GroupNormF16 => Family::GroupNorm,
+            ShaderId::KvCacheUpdateF32 => Family::KvCacheUpdate,
+            ShaderId::KvCacheUpdateF16 => Family::KvCacheUpdate,
             ShaderId::LayerNormF32 => Family::LayerNorm,
             ShaderId::LayerNormF16 => Family::LayerNorm,
+            ShaderId::LinearDq8caQ4gswF32 => Family::LinearDq8caQ4gsw,
+            ShaderId::LinearDq8caQ4gswF16 => Family::LinearDq8caQ4gsw,
+            ShaderId::LinearQ4gswF32 => Family::LinearQ4gsw,
+            ShaderId::LinearQ4gswF16 => Family::LinearQ4gsw,
             ShaderId::MatmulF32 => Family::Matmul,
             ShaderId::MatmulF16 => Family::Matmul,
             ShaderId::MaxPool2dF32 => Family::MaxPool2d,
@@ -287,6 +387,16 @@ impl ShaderId {
             ShaderId::PlaceI32 => Family::Place,
             ShaderId::ReduceF32 => Family::Reduce,
             ShaderId::ReduceF16 => Family::Reduce,
+            ShaderId::RmsNormF32 => Family::RmsNorm,
+            ShaderId::RmsNormF16 => Family::RmsNorm,
+            ShaderId::RopeF32 => Family::Rope,
+            ShaderId::RopeF16 => Family::Rope,
+            ShaderId::RopeHfF32 => Family::RopeHf,
+            ShaderId::RopeHfF16 => Family::RopeHf,
+            ShaderId::RopeInterleavedF32 => Family::RopeInterleaved,
+            ShaderId::RopeInterleavedF16 => Family::RopeInterleaved,
+            ShaderId::SdpaF32 => Family::Sdpa,
+            ShaderId::SdpaF16 => Family::Sdpa,
             ShaderId::SoftmaxF32 => Family::Softmax,
             ShaderId::SoftmaxF16 => Family::Softmax,
             ShaderId::TakeF32 => Family::Take,
@@ -308,6 +418,8 @@ impl ShaderId {
         match self {
             ShaderId::ArgReduceF32 => Variant::F32,
             ShaderId::ArgReduceF16 => Variant::F16,
+            ShaderId::AttentionF32 => Variant::F32,
+            ShaderId::AttentionF16 => Variant::F16,
             ShaderId::AvgPool2dF32 => Variant::F32,
             ShaderId::AvgPool2dF16 => Variant::F16,
             ShaderId::BatchNormF32 => Variant::F32,
@@ -318,12 +430,16 @@ impl ShaderId {
             ShaderId::BitwiseU32 => Variant::U32,
             ShaderId::CastFromI32F32 => Variant::F32,
             ShaderId::CastFromI32F16 => Variant::F16,
+            ShaderId::ChooseQparamsF32 => Variant::F32,
+            ShaderId::ChooseQparamsF16 => Variant::F16,
             ShaderId::CompareF32 => Variant::F32,
             ShaderId::CompareF16 => Variant::F16,
             ShaderId::CompareI32 => Variant::I32,
             ShaderId::CompareU32 => Variant::U32,
             ShaderId::ConvF32 => Variant::F32,
             ShaderId::ConvF16 => Variant::F16,
+            ShaderId::EmbeddingQ4gswF32 => Variant::F32,
+            ShaderId::EmbeddingQ4gswF16 => Variant::F16,
             ShaderId::FillF32 => Variant::F32,
             ShaderId::FillF16 => Variant::F16,
             ShaderId::FillI32 => Variant::I32,
@@ -334,8 +450,14 @@ impl ShaderId {
             ShaderId::GemvF16 => Variant::F16,
             ShaderId::GroupNormF32 => Variant::F32,
             ShaderId::GroupNormF16 => Variant::F16,
+            ShaderId::KvCacheUpdateF32 => Variant::F32,
+            ShaderId::KvCacheUpdateF16 => Variant::F16,
             ShaderId::LayerNormF32 => Variant::F32,
             ShaderId::LayerNormF16 => Variant::F16,
+            ShaderId::LinearDq8caQ4gswF32 => Variant::F32,
+            ShaderId::LinearDq8caQ4gswF16 => Variant::F16,
+            ShaderId::LinearQ4gswF32 => Variant::F32,
+            ShaderId::LinearQ4gswF16 => Variant::F16,
             ShaderId::MatmulF32 => Variant::F32,
             ShaderId::MatmulF16 => Variant::F16,
             ShaderId::MaxPool2dF32 => Variant::F32,
@@ -348,6 +470,16 @@ impl ShaderId {
             ShaderId::PlaceI32 => Variant::I32,
             ShaderId::ReduceF32 => Variant::F32,
             ShaderId::ReduceF16 => Variant::F16,
+            ShaderId::RmsNormF32 => Variant::F32,
+            ShaderId::RmsNormF16 => Variant::F16,
+            ShaderId::RopeF32 => Variant::F32,
+            ShaderId::RopeF16 => Variant::F16,
+            ShaderId::RopeHfF32 => Variant::F32,
+            ShaderId::RopeHfF16 => Variant::F16,
+            ShaderId::RopeInterleavedF32 => Variant::F32,
+            ShaderId::RopeInterleavedF16 => Variant::F16,
+            ShaderId::SdpaF32 => Variant::F32,
+            ShaderId::SdpaF16 => Variant::F16,
             ShaderId::SoftmaxF32 => Variant::F32,
             ShaderId::SoftmaxF16 => Variant::F16,
             ShaderId::TakeF32 => Variant::F32,
@@ -369,6 +501,8 @@ impl ShaderId {
         match self {
             ShaderId::ArgReduceF32 => "arg_reduce.f32",
             ShaderId::ArgReduceF16 => "arg_reduce.f16",
+            ShaderId::AttentionF32 => "attention.f32",
+            ShaderId::AttentionF16 => "attention.f16",
             ShaderId::AvgPool2dF32 => "avg_pool2d.f32",
             ShaderId::AvgPool2dF16 => "avg_pool2d.f16",
             ShaderId::BatchNormF32 => "batch_norm.f32",
@@ -379,12 +513,16 @@ impl ShaderId {
             ShaderId::BitwiseU32 => "bitwise.u32",
             ShaderId::CastFromI32F32 => "cast_from_i32.f32",
             ShaderId::CastFromI32F16 => "cast_from_i32.f16",
+            ShaderId::ChooseQparamsF32 => "choose_qparams.f32",
+            ShaderId::ChooseQparamsF16 => "choose_qparams.f16",
             ShaderId::CompareF32 => "compare.f32",
             ShaderId::CompareF16 => "compare.f16",
             ShaderId::CompareI32 => "compare.i32",
             ShaderId::CompareU32 => "compare.u32",
             ShaderId::ConvF32 => "conv.f32",
             ShaderId::ConvF16 => "conv.f16",
+            ShaderId::EmbeddingQ4gswF32 => "embedding_q4gsw.f32",
+            ShaderId::EmbeddingQ4gswF16 => "embedding_q4gsw.f16",
             ShaderId::FillF32 => "fill.f32",
             ShaderId::FillF16 => "fill.f16",
             ShaderId::FillI32 => "fill.i32",
@@ -395,8 +533,14 @@ impl ShaderId {
             ShaderId::GemvF16 => "gemv.f16",
             ShaderId::GroupNormF32 => "group_norm.f32",
             ShaderId::GroupNormF16 => "group_norm.f16",
+            ShaderId::KvCacheUpdateF32 => "kv_cache_update.f32",
+            ShaderId::KvCacheUpdateF16 => "kv_cache_update.f16",
             ShaderId::LayerNormF32 => "layer_norm.f32",
             ShaderId::LayerNormF16 => "layer_norm.f16",
+            ShaderId::LinearDq8caQ4gswF32 => "linear_dq8ca_q4gsw.f32",
+            ShaderId::LinearDq8caQ4gswF16 => "linear_dq8ca_q4gsw.f16",
+            ShaderId::LinearQ4gswF32 => "linear_q4gsw.f32",
+            ShaderId::LinearQ4gswF16 => "linear_q4gsw.f16",
             ShaderId::MatmulF32 => "matmul.f32",
             ShaderId::MatmulF16 => "matmul.f16",
             ShaderId::MaxPool2dF32 => "max_pool2d.f32",
@@ -409,6 +553,16 @@ impl ShaderId {
             ShaderId::PlaceI32 => "place.i32",
             ShaderId::ReduceF32 => "reduce.f32",
             ShaderId::ReduceF16 => "reduce.f16",
+            ShaderId::RmsNormF32 => "rms_norm.f32",
+            ShaderId::RmsNormF16 => "rms_norm.f16",
+            ShaderId::RopeF32 => "rope.f32",
+            ShaderId::RopeF16 => "rope.f16",
+            ShaderId::RopeHfF32 => "rope_hf.f32",
+            ShaderId::RopeHfF16 => "rope_hf.f16",
+            ShaderId::RopeInterleavedF32 => "rope_interleaved.f32",
+            ShaderId::RopeInterleavedF16 => "rope_interleaved.f16",
+            ShaderId::SdpaF32 => "sdpa.f32",
+            ShaderId::SdpaF16 => "sdpa.f16",
             ShaderId::SoftmaxF32 => "softmax.f32",
             ShaderId::SoftmaxF16 => "softmax.f16",
             ShaderId::TakeF32 => "take.f32",
@@ -430,6 +584,8 @@ impl ShaderId {
         match self {
             ShaderId::ArgReduceF32 => ARG_REDUCE_F32,
             ShaderId::ArgReduceF16 => ARG_REDUCE_F16,
+            ShaderId::AttentionF32 => ATTENTION_F32,
+            ShaderId::AttentionF16 => ATTENTION_F16,
             ShaderId::AvgPool2dF32 => AVG_POOL2D_F32,
             ShaderId::AvgPool2dF16 => AVG_POOL2D_F16,
             ShaderId::BatchNormF32 => BATCH_NORM_F32,
@@ -440,12 +596,16 @@ impl ShaderId {
             ShaderId::BitwiseU32 => BITWISE_U32,
             ShaderId::CastFromI32F32 => CAST_FROM_I32_F32,
             ShaderId::CastFromI32F16 => CAST_FROM_I32_F16,
+            ShaderId::ChooseQparamsF32 => CHOOSE_QPARAMS_F32,
+            ShaderId::ChooseQparamsF16 => CHOOSE_QPARAMS_F16,
             ShaderId::CompareF32 => COMPARE_F32,
             ShaderId::CompareF16 => COMPARE_F16,
             ShaderId::CompareI32 => COMPARE_I32,
             ShaderId::CompareU32 => COMPARE_U32,
             ShaderId::ConvF32 => CONV_F32,
             ShaderId::ConvF16 => CONV_F16,
+            ShaderId::EmbeddingQ4gswF32 => EMBEDDING_Q4GSW_F32,
+            ShaderId::EmbeddingQ4gswF16 => EMBEDDING_Q4GSW_F16,
             ShaderId::FillF32 => FILL_F32,
             ShaderId::FillF16 => FILL_F16,
             ShaderId::FillI32 => FILL_I32,
@@ -456,8 +616,14 @@ impl ShaderId {
             ShaderId::GemvF16 => GEMV_F16,
             ShaderId::GroupNormF32 => GROUP_NORM_F32,
             ShaderId::GroupNormF16 => GROUP_NORM_F16,
+            ShaderId::KvCacheUpdateF32 => KV_CACHE_UPDATE_F32,
+            ShaderId::KvCacheUpdateF16 => KV_CACHE_UPDATE_F16,
             ShaderId::LayerNormF32 => LAYER_NORM_F32,
             ShaderId::LayerNormF16 => LAYER_NORM_F16,
+            ShaderId::LinearDq8caQ4gswF32 => LINEAR_DQ8CA_Q4GSW_F32,
+            ShaderId::LinearDq8caQ4gswF16 => LINEAR_DQ8CA_Q4GSW_F16,
+            ShaderId::LinearQ4gswF32 => LINEAR_Q4GSW_F32,
+            ShaderId::LinearQ4gswF16 => LINEAR_Q4GSW_F16,
             ShaderId::MatmulF32 => MATMUL_F32,
             ShaderId::MatmulF16 => MATMUL_F16,
             ShaderId::MaxPool2dF32 => MAX_POOL2D_F32,
@@ -470,6 +636,16 @@ impl ShaderId {
             ShaderId::PlaceI32 => PLACE_I32,
             ShaderId::ReduceF32 => REDUCE_F32,
             ShaderId::ReduceF16 => REDUCE_F16,
+            ShaderId::RmsNormF32 => RMS_NORM_F32,
+            ShaderId::RmsNormF16 => RMS_NORM_F16,
+            ShaderId::RopeF32 => ROPE_F32,
+            ShaderId::RopeF16 => ROPE_F16,
+            ShaderId::RopeHfF32 => ROPE_HF_F32,
+            ShaderId::RopeHfF16 => ROPE_HF_F16,
+            ShaderId::RopeInterleavedF32 => ROPE_INTERLEAVED_F32,
+            ShaderId::RopeInterleavedF16 => ROPE_INTERLEAVED_F16,
+            ShaderId::SdpaF32 => SDPA_F32,
+            ShaderId::SdpaF16 => SDPA_F16,
             ShaderId::SoftmaxF32 => SOFTMAX_F32,
             ShaderId::SoftmaxF16 => SOFTMAX_F16,
             ShaderId::TakeF32 => TAKE_F32,
@@ -491,6 +667,8 @@ impl ShaderId {
         match (family, variant) {
             (Family::ArgReduce, Variant::F32) => Some(ShaderId::ArgReduceF32),
             (Family::ArgReduce, Variant::F16) => Some(ShaderId::ArgReduceF16),
+            (Family::Attention, Variant::F32) => Some(ShaderId::AttentionF32),
+            (Family::Attention, Variant::F16) => Some(ShaderId::AttentionF16),
             (Family::AvgPool2d, Variant::F32) => Some(ShaderId::AvgPool2dF32),
             (Family::AvgPool2d, Variant::F16) => Some(ShaderId::AvgPool2dF16),
             (Family::BatchNorm, Variant::F32) => Some(ShaderId::BatchNormF32),
@@ -501,12 +679,16 @@ impl ShaderId {
             (Family::Bitwise, Variant::U32) => Some(ShaderId::BitwiseU32),
             (Family::CastFromI32, Variant::F32) => Some(ShaderId::CastFromI32F32),
             (Family::CastFromI32, Variant::F16) => Some(ShaderId::CastFromI32F16),
+            (Family::ChooseQparams, Variant::F32) => Some(ShaderId::ChooseQparamsF32),
+            (Family::ChooseQparams, Variant::F16) => Some(ShaderId::ChooseQparamsF16),
             (Family::Compare, Variant::F32) => Some(ShaderId::CompareF32),
             (Family::Compare, Variant::F16) => Some(ShaderId::CompareF16),
             (Family::Compare, Variant::I32) => Some(ShaderId::CompareI32),
             (Family::Compare, Variant::U32) => Some(ShaderId::CompareU32),
             (Family::Conv, Variant::F32) => Some(ShaderId::ConvF32),
             (Family::Conv, Variant::F16) => Some(ShaderId::ConvF16),
+            (Family::EmbeddingQ4gsw, Variant::F32) => Some(ShaderId::EmbeddingQ4gswF32),
+            (Family::EmbeddingQ4gsw, Variant::F16) => Some(ShaderId::EmbeddingQ4gswF16),
             (Family::Fill, Variant::F32) => Some(ShaderId::FillF32),
             (Family::Fill, Variant::F16) => Some(ShaderId::FillF16),
             (Family::Fill, Variant::I32) => Some(ShaderId::FillI32),
@@ -517,8 +699,14 @@ impl ShaderId {
             (Family::Gemv, Variant::F16) => Some(ShaderId::GemvF16),
             (Family::GroupNorm, Variant::F32) => Some(ShaderId::GroupNormF32),
             (Family::GroupNorm, Variant::F16) => Some(ShaderId::GroupNormF16),
+            (Family::KvCacheUpdate, Variant::F32) => Some(ShaderId::KvCacheUpdateF32),
+            (Family::KvCacheUpdate, Variant::F16) => Some(ShaderId::KvCacheUpdateF16),
             (Family::LayerNorm, Variant::F32) => Some(ShaderId::LayerNormF32),
             (Family::LayerNorm, Variant::F16) => Some(ShaderId::LayerNormF16),
+            (Family::LinearDq8caQ4gsw, Variant::F32) => Some(ShaderId::LinearDq8caQ4gswF32),
+            (Family::LinearDq8caQ4gsw, Variant::F16) => Some(ShaderId::LinearDq8caQ4gswF16),
+            (Family::LinearQ4gsw, Variant::F32) => Some(ShaderId::LinearQ4gswF32),
+            (Family::LinearQ4gsw, Variant::F16) => Some(ShaderId::LinearQ4gswF16),
             (Family::Matmul, Variant::F32) => Some(ShaderId::MatmulF32),
             (Family::Matmul, Variant::F16) => Some(ShaderId::MatmulF16),
             (Family::MaxPool2d, Variant::F32) => Some(ShaderId::MaxPool2dF32),
@@ -531,6 +719,16 @@ impl ShaderId {
             (Family::Place, Variant::I32) => Some(ShaderId::PlaceI32),
             (Family::Reduce, Variant::F32) => Some(ShaderId::ReduceF32),
             (Family::Reduce, Variant::F16) => Some(ShaderId::ReduceF16),
+            (Family::RmsNorm, Variant::F32) => Some(ShaderId::RmsNormF32),
+            (Family::RmsNorm, Variant::F16) => Some(ShaderId::RmsNormF16),
+            (Family::Rope, Variant::F32) => Some(ShaderId::RopeF32),
+            (Family::Rope, Variant::F16) => Some(ShaderId::RopeF16),
+            (Family::RopeHf, Variant::F32) => Some(ShaderId::RopeHfF32),
+            (Family::RopeHf, Variant::F16) => Some(ShaderId::RopeHfF16),
+            (Family::RopeInterleaved, Variant::F32) => Some(ShaderId::RopeInterleavedF32),
+            (Family::RopeInterleaved, Variant::F16) => Some(ShaderId::RopeInterleavedF16),
+            (Family::Sdpa, Variant::F32) => Some(ShaderId::SdpaF32),
+            (Family::Sdpa, Variant::F16) => Some(ShaderId::SdpaF16),
             (Family::Softmax, Variant::F32) => Some(ShaderId::SoftmaxF32),
             (Family::Softmax, Variant::F16) => Some(ShaderId::SoftmaxF16),
             (Family::Take, Variant::F32) => Some(ShaderId::TakeF32),
@@ -773,6 +971,266 @@ fn main(
     }
     if lid == 0u {
         out[o] = i32(part_idx[0]);
+    }
+}
+"#;
+
+/// `attention.wgsl` with `Elem = f32`.
+pub const ATTENTION_F32: &str = r#"//! Non-causal attention without a cache (`et_vk.sdpa`), layout
+//! `[B, H, S, D]`: `out = softmax(q k^T * scale + mask) v`, with an optional
+//! additive mask `[Sq, Skv]` broadcast over batch and heads (or one per
+//! (b, h)), and kv head `h / (Hq / Hkv)` (`Hkv` is 1 or `Hq`).
+//!
+//! One workgroup per (batch, head, query row). Pass 1 finds the max score
+//! and the softmax sum (f32, per invocation then reduced in shared memory);
+//! pass 2 walks the keys in chunks of `WG` probabilities held in shared
+//! memory, each invocation accumulating its output dims.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup; the reductions assume a power of two.
+const WG: u32 = 64u;
+
+struct Params {
+    batch: u32,
+    n_heads: u32,
+    n_kv_heads: u32,
+    q_len: u32,
+    kv_len: u32,
+    head_dim: u32,
+    /// 0: no mask; 1: one `[Sq, Skv]` mask; 2: one per (b, h).
+    mask_mode: u32,
+    scale: f32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<Elem>;
+@group(0) @binding(2) var<storage, read> k: array<Elem>;
+@group(0) @binding(3) var<storage, read> v: array<Elem>;
+@group(0) @binding(4) var<storage, read> mask: array<Elem>;
+@group(0) @binding(5) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> red_a: array<f32, WG>;
+var<workgroup> red_b: array<f32, WG>;
+var<workgroup> probs: array<f32, WG>;
+
+/// Masked, scaled dot product of the query at `q_base` with key `key`.
+fn score(q_base: u32, kv_base: u32, mask_base: u32, key: u32) -> f32 {
+    let k_base = kv_base + key * p.head_dim;
+    var dot = 0.0;
+    for (var d = 0u; d < p.head_dim; d++) {
+        dot += f32(q[q_base + d]) * f32(k[k_base + d]);
+    }
+    var s = dot * p.scale;
+    if p.mask_mode != 0u {
+        s += f32(mask[mask_base + key]);
+    }
+    return s;
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let idx = wid.y * groups.x + wid.x;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if idx >= p.batch * p.n_heads * p.q_len {
+        return;
+    }
+    let i = idx % p.q_len;
+    let bh = idx / p.q_len;
+    let h = bh % p.n_heads;
+    let b = bh / p.n_heads;
+    let kvh = h / (p.n_heads / p.n_kv_heads);
+    let q_base = idx * p.head_dim;
+    let kv_base = (b * p.n_kv_heads + kvh) * p.kv_len * p.head_dim;
+    var mask_base = i * p.kv_len;
+    if p.mask_mode == 2u {
+        mask_base += bh * p.q_len * p.kv_len;
+    }
+
+    var m = -3.402823e38;
+    var l = 0.0;
+    for (var key = lid; key < p.kv_len; key += WG) {
+        let s = score(q_base, kv_base, mask_base, key);
+        let m_new = max(m, s);
+        l = l * exp(m - m_new) + exp(s - m_new);
+        m = m_new;
+    }
+    red_a[lid] = m;
+    red_b[lid] = l;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            let m1 = red_a[lid];
+            let m2 = red_a[lid + stride];
+            let mm = max(m1, m2);
+            red_b[lid] = red_b[lid] * exp(m1 - mm) + red_b[lid + stride] * exp(m2 - mm);
+            red_a[lid] = mm;
+        }
+        workgroupBarrier();
+    }
+    let m_all = red_a[0];
+    let inv_l = 1.0 / red_b[0];
+
+    let n_chunks = (p.kv_len + WG - 1u) / WG;
+    let n_dblocks = (p.head_dim + WG - 1u) / WG;
+    for (var t = 0u; t < n_dblocks; t++) {
+        let d = t * WG + lid;
+        var acc = 0.0;
+        for (var ch = 0u; ch < n_chunks; ch++) {
+            let key = ch * WG + lid;
+            var pr = 0.0;
+            if key < p.kv_len {
+                pr = exp(score(q_base, kv_base, mask_base, key) - m_all) * inv_l;
+            }
+            probs[lid] = pr;
+            workgroupBarrier();
+            if d < p.head_dim {
+                let n_here = min(WG, p.kv_len - ch * WG);
+                for (var j = 0u; j < n_here; j++) {
+                    acc += probs[j] * f32(v[kv_base + (ch * WG + j) * p.head_dim + d]);
+                }
+            }
+            workgroupBarrier();
+        }
+        if d < p.head_dim {
+            out[q_base + d] = Elem(acc);
+        }
+    }
+}
+"#;
+
+/// `attention.wgsl` with `Elem = f16`.
+pub const ATTENTION_F16: &str = r#"enable f16;
+
+//! Non-causal attention without a cache (`et_vk.sdpa`), layout
+//! `[B, H, S, D]`: `out = softmax(q k^T * scale + mask) v`, with an optional
+//! additive mask `[Sq, Skv]` broadcast over batch and heads (or one per
+//! (b, h)), and kv head `h / (Hq / Hkv)` (`Hkv` is 1 or `Hq`).
+//!
+//! One workgroup per (batch, head, query row). Pass 1 finds the max score
+//! and the softmax sum (f32, per invocation then reduced in shared memory);
+//! pass 2 walks the keys in chunks of `WG` probabilities held in shared
+//! memory, each invocation accumulating its output dims.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup; the reductions assume a power of two.
+const WG: u32 = 64u;
+
+struct Params {
+    batch: u32,
+    n_heads: u32,
+    n_kv_heads: u32,
+    q_len: u32,
+    kv_len: u32,
+    head_dim: u32,
+    /// 0: no mask; 1: one `[Sq, Skv]` mask; 2: one per (b, h).
+    mask_mode: u32,
+    scale: f32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<Elem>;
+@group(0) @binding(2) var<storage, read> k: array<Elem>;
+@group(0) @binding(3) var<storage, read> v: array<Elem>;
+@group(0) @binding(4) var<storage, read> mask: array<Elem>;
+@group(0) @binding(5) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> red_a: array<f32, WG>;
+var<workgroup> red_b: array<f32, WG>;
+var<workgroup> probs: array<f32, WG>;
+
+/// Masked, scaled dot product of the query at `q_base` with key `key`.
+fn score(q_base: u32, kv_base: u32, mask_base: u32, key: u32) -> f32 {
+    let k_base = kv_base + key * p.head_dim;
+    var dot = 0.0;
+    for (var d = 0u; d < p.head_dim; d++) {
+        dot += f32(q[q_base + d]) * f32(k[k_base + d]);
+    }
+    var s = dot * p.scale;
+    if p.mask_mode != 0u {
+        s += f32(mask[mask_base + key]);
+    }
+    return s;
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let idx = wid.y * groups.x + wid.x;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if idx >= p.batch * p.n_heads * p.q_len {
+        return;
+    }
+    let i = idx % p.q_len;
+    let bh = idx / p.q_len;
+    let h = bh % p.n_heads;
+    let b = bh / p.n_heads;
+    let kvh = h / (p.n_heads / p.n_kv_heads);
+    let q_base = idx * p.head_dim;
+    let kv_base = (b * p.n_kv_heads + kvh) * p.kv_len * p.head_dim;
+    var mask_base = i * p.kv_len;
+    if p.mask_mode == 2u {
+        mask_base += bh * p.q_len * p.kv_len;
+    }
+
+    var m = -3.402823e38;
+    var l = 0.0;
+    for (var key = lid; key < p.kv_len; key += WG) {
+        let s = score(q_base, kv_base, mask_base, key);
+        let m_new = max(m, s);
+        l = l * exp(m - m_new) + exp(s - m_new);
+        m = m_new;
+    }
+    red_a[lid] = m;
+    red_b[lid] = l;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            let m1 = red_a[lid];
+            let m2 = red_a[lid + stride];
+            let mm = max(m1, m2);
+            red_b[lid] = red_b[lid] * exp(m1 - mm) + red_b[lid + stride] * exp(m2 - mm);
+            red_a[lid] = mm;
+        }
+        workgroupBarrier();
+    }
+    let m_all = red_a[0];
+    let inv_l = 1.0 / red_b[0];
+
+    let n_chunks = (p.kv_len + WG - 1u) / WG;
+    let n_dblocks = (p.head_dim + WG - 1u) / WG;
+    for (var t = 0u; t < n_dblocks; t++) {
+        let d = t * WG + lid;
+        var acc = 0.0;
+        for (var ch = 0u; ch < n_chunks; ch++) {
+            let key = ch * WG + lid;
+            var pr = 0.0;
+            if key < p.kv_len {
+                pr = exp(score(q_base, kv_base, mask_base, key) - m_all) * inv_l;
+            }
+            probs[lid] = pr;
+            workgroupBarrier();
+            if d < p.head_dim {
+                let n_here = min(WG, p.kv_len - ch * WG);
+                for (var j = 0u; j < n_here; j++) {
+                    acc += probs[j] * f32(v[kv_base + (ch * WG + j) * p.head_dim + d]);
+                }
+            }
+            workgroupBarrier();
+        }
+        if d < p.head_dim {
+            out[q_base + d] = Elem(acc);
+        }
     }
 }
 "#;
@@ -1392,6 +1850,130 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         return;
     }
     out[i] = Elem(x[i]);
+}
+"#;
+
+/// `choose_qparams.wgsl` with `Elem = f32`.
+pub const CHOOSE_QPARAMS_F32: &str = r#"//! Per-row asymmetric int8 quantization parameters
+//! (`torchao.choose_qparams_affine`, ASYMMETRIC, blocks `[1, ..., 1, K]`):
+//! `scale = max((max(x, 0) - min(x, 0)) / (qmax - qmin), eps)`,
+//! `zero_point = clamp(qmin - round(min(x, 0) / scale), qmin, qmax)`.
+//!
+//! Zero points are int8, four to a `u32` word, so one invocation handles
+//! the four rows of one word. The scale is computed in f32; the zero point
+//! is derived from the scale as stored (`Elem`), as the linear reads it.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 64).
+override WG: u32 = 64u;
+
+struct Params {
+    rows: u32,
+    /// Row length.
+    k: u32,
+    quant_min: i32,
+    quant_max: i32,
+    eps: f32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read_write> scale: array<Elem>;
+@group(0) @binding(3) var<storage, read_write> zero_point: array<u32>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let word = gid.x + gid.y * nwg.x * WG;
+    if word * 4u >= p.rows {
+        return;
+    }
+    var packed = 0u;
+    for (var j = 0u; j < 4u; j++) {
+        let r = word * 4u + j;
+        if r >= p.rows {
+            break;
+        }
+        var lo = 0.0;
+        var hi = 0.0;
+        for (var kk = 0u; kk < p.k; kk++) {
+            let v = f32(x[r * p.k + kk]);
+            lo = min(lo, v);
+            hi = max(hi, v);
+        }
+        let s = f32(Elem(max((hi - lo) / f32(p.quant_max - p.quant_min), p.eps)));
+        let zp = clamp(p.quant_min - i32(round(lo / s)), p.quant_min, p.quant_max);
+        scale[r] = Elem(s);
+        packed |= (u32(zp) & 0xffu) << (j * 8u);
+    }
+    zero_point[word] = packed;
+}
+"#;
+
+/// `choose_qparams.wgsl` with `Elem = f16`.
+pub const CHOOSE_QPARAMS_F16: &str = r#"enable f16;
+
+//! Per-row asymmetric int8 quantization parameters
+//! (`torchao.choose_qparams_affine`, ASYMMETRIC, blocks `[1, ..., 1, K]`):
+//! `scale = max((max(x, 0) - min(x, 0)) / (qmax - qmin), eps)`,
+//! `zero_point = clamp(qmin - round(min(x, 0) / scale), qmin, qmax)`.
+//!
+//! Zero points are int8, four to a `u32` word, so one invocation handles
+//! the four rows of one word. The scale is computed in f32; the zero point
+//! is derived from the scale as stored (`Elem`), as the linear reads it.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup (the host sizes its grid for 64).
+override WG: u32 = 64u;
+
+struct Params {
+    rows: u32,
+    /// Row length.
+    k: u32,
+    quant_min: i32,
+    quant_max: i32,
+    eps: f32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read_write> scale: array<Elem>;
+@group(0) @binding(3) var<storage, read_write> zero_point: array<u32>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let word = gid.x + gid.y * nwg.x * WG;
+    if word * 4u >= p.rows {
+        return;
+    }
+    var packed = 0u;
+    for (var j = 0u; j < 4u; j++) {
+        let r = word * 4u + j;
+        if r >= p.rows {
+            break;
+        }
+        var lo = 0.0;
+        var hi = 0.0;
+        for (var kk = 0u; kk < p.k; kk++) {
+            let v = f32(x[r * p.k + kk]);
+            lo = min(lo, v);
+            hi = max(hi, v);
+        }
+        let s = f32(Elem(max((hi - lo) / f32(p.quant_max - p.quant_min), p.eps)));
+        let zp = clamp(p.quant_min - i32(round(lo / s)), p.quant_min, p.quant_max);
+        scale[r] = Elem(s);
+        packed |= (u32(zp) & 0xffu) << (j * 8u);
+    }
+    zero_point[word] = packed;
 }
 "#;
 
@@ -2085,6 +2667,126 @@ fn transposed_sum(n: u32, oc: u32, oh: u32, ow: u32) -> f32 {
 }
 "#;
 
+/// `embedding_q4gsw.wgsl` with `Elem = f32`.
+pub const EMBEDDING_Q4GSW_F32: &str = r#"//! 4-bit group-wise embedding (`et_vk.embedding_q4gsw`, linear packing):
+//! `out[i, d] = (nibble(indices[i], d) - 8) * scales[indices[i], d / group]`.
+//!
+//! Weights are u8 `[V, E/2]` read as `u32` words, even dims in the low
+//! nibble; scales are `[V, G]`. One invocation per output element; an
+//! index outside `0..V` gives zeros.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    /// Output elements.
+    numel: u32,
+    /// Embedding dim.
+    dim: u32,
+    /// Vocabulary size.
+    vocab: u32,
+    /// Bytes per weight row.
+    row_bytes: u32,
+    /// Scale groups per row.
+    n_groups: u32,
+    /// Dims per scale group.
+    group_size: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> weights: array<u32>;
+@group(0) @binding(2) var<storage, read> scales: array<Elem>;
+@group(0) @binding(3) var<storage, read> indices: array<i32>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let idx = gid.x + gid.y * nwg.x * WG;
+    if idx >= p.numel {
+        return;
+    }
+    let i = idx / p.dim;
+    let d = idx % p.dim;
+    let token = indices[i];
+    if token < 0 || u32(token) >= p.vocab {
+        out[idx] = Elem(0.0);
+        return;
+    }
+    let t = u32(token);
+    let byte_idx = t * p.row_bytes + d / 2u;
+    let byte = (weights[byte_idx / 4u] >> ((byte_idx % 4u) * 8u)) & 0xffu;
+    let nibble = (byte >> ((d % 2u) * 4u)) & 0xfu;
+    let s = f32(scales[t * p.n_groups + d / p.group_size]);
+    out[idx] = Elem(f32(i32(nibble) - 8) * s);
+}
+"#;
+
+/// `embedding_q4gsw.wgsl` with `Elem = f16`.
+pub const EMBEDDING_Q4GSW_F16: &str = r#"enable f16;
+
+//! 4-bit group-wise embedding (`et_vk.embedding_q4gsw`, linear packing):
+//! `out[i, d] = (nibble(indices[i], d) - 8) * scales[indices[i], d / group]`.
+//!
+//! Weights are u8 `[V, E/2]` read as `u32` words, even dims in the low
+//! nibble; scales are `[V, G]`. One invocation per output element; an
+//! index outside `0..V` gives zeros.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    /// Output elements.
+    numel: u32,
+    /// Embedding dim.
+    dim: u32,
+    /// Vocabulary size.
+    vocab: u32,
+    /// Bytes per weight row.
+    row_bytes: u32,
+    /// Scale groups per row.
+    n_groups: u32,
+    /// Dims per scale group.
+    group_size: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> weights: array<u32>;
+@group(0) @binding(2) var<storage, read> scales: array<Elem>;
+@group(0) @binding(3) var<storage, read> indices: array<i32>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let idx = gid.x + gid.y * nwg.x * WG;
+    if idx >= p.numel {
+        return;
+    }
+    let i = idx / p.dim;
+    let d = idx % p.dim;
+    let token = indices[i];
+    if token < 0 || u32(token) >= p.vocab {
+        out[idx] = Elem(0.0);
+        return;
+    }
+    let t = u32(token);
+    let byte_idx = t * p.row_bytes + d / 2u;
+    let byte = (weights[byte_idx / 4u] >> ((byte_idx % 4u) * 8u)) & 0xffu;
+    let nibble = (byte >> ((d % 2u) * 4u)) & 0xfu;
+    let s = f32(scales[t * p.n_groups + d / p.group_size]);
+    out[idx] = Elem(f32(i32(nibble) - 8) * s);
+}
+"#;
+
 /// `fill.wgsl` with `Elem = f32`.
 pub const FILL_F32: &str = r#"//! Creation ops: `out[i] = start + i * step` (`full`, `zeros`, `ones`,
 //! their `_like` forms and `scalar_tensor` with `step = 0`; `arange`).
@@ -2650,6 +3352,82 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 }
 "#;
 
+/// `kv_cache_update.wgsl` with `Elem = f32`.
+pub const KV_CACHE_UPDATE_F32: &str = r#"//! KV-cache update of `sdpa_with_kv_cache`: one invocation per element of
+//! the new keys/values `[1, S, Hkv, D]`, copied to rows
+//! `start_pos..start_pos + S` of both caches `[1, Cmax, Hkv, D]`.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    /// Elements of the new keys (`S * Hkv * D`).
+    n_new: u32,
+    /// Element offset of row `start_pos` in a cache.
+    offset: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> k_new: array<Elem>;
+@group(0) @binding(2) var<storage, read> v_new: array<Elem>;
+@group(0) @binding(3) var<storage, read_write> k_cache: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> v_cache: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let idx = gid.x + gid.y * nwg.x * WG;
+    if idx >= p.n_new {
+        return;
+    }
+    k_cache[p.offset + idx] = k_new[idx];
+    v_cache[p.offset + idx] = v_new[idx];
+}
+"#;
+
+/// `kv_cache_update.wgsl` with `Elem = f16`.
+pub const KV_CACHE_UPDATE_F16: &str = r#"enable f16;
+
+//! KV-cache update of `sdpa_with_kv_cache`: one invocation per element of
+//! the new keys/values `[1, S, Hkv, D]`, copied to rows
+//! `start_pos..start_pos + S` of both caches `[1, Cmax, Hkv, D]`.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    /// Elements of the new keys (`S * Hkv * D`).
+    n_new: u32,
+    /// Element offset of row `start_pos` in a cache.
+    offset: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> k_new: array<Elem>;
+@group(0) @binding(2) var<storage, read> v_new: array<Elem>;
+@group(0) @binding(3) var<storage, read_write> k_cache: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> v_cache: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let idx = gid.x + gid.y * nwg.x * WG;
+    if idx >= p.n_new {
+        return;
+    }
+    k_cache[p.offset + idx] = k_new[idx];
+    v_cache[p.offset + idx] = v_new[idx];
+}
+"#;
+
 /// `layer_norm.wgsl` with `Elem = f32`.
 pub const LAYER_NORM_F32: &str = r#"//! Layer norm over the last `n` elements of each row:
 //! `out = (x - mean) * rstd * weight + bias`, also writing `mean` and
@@ -2775,6 +3553,370 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     }
     mean_out[r] = Elem(mean);
     rstd_out[r] = Elem(rstd);
+}
+"#;
+
+/// `linear_dq8ca_q4gsw.wgsl` with `Elem = f32`.
+pub const LINEAR_DQ8CA_Q4GSW_F32: &str = r#"//! Dynamically quantized int8 activations times 4-bit group-wise weights
+//! (`et_vk.linear_dq8ca_q4gsw`, torchao 8da4w):
+//! `q = clamp(round(x * (1 / s_m)) + zp_m, -128, 127)`, then
+//! `out[m, n] = s_m * sum_k (q[m, k] - zp_m) * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`.
+//!
+//! Weights and scales are packed as for `linear_q4gsw.wgsl`; zero points
+//! are int8, four to a `u32` word. One workgroup per output element; its
+//! invocations split K and reduce in shared memory, in f32. The grid is
+//! folded into x and y.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup; the reduction assumes a power of two.
+const WG: u32 = 64u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features.
+    k: u32,
+    /// Bytes per weight row.
+    k_packed: u32,
+    /// Row length of the scales (and bias): N padded.
+    n_pad: u32,
+    /// Inputs per scale group.
+    group_size: u32,
+    has_bias: u32,
+    _pad0: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> input_scale: array<Elem>;
+@group(0) @binding(3) var<storage, read> input_zp: array<u32>;
+@group(0) @binding(4) var<storage, read> weights: array<u32>;
+@group(0) @binding(5) var<storage, read> scales: array<Elem>;
+@group(0) @binding(6) var<storage, read> bias: array<Elem>;
+@group(0) @binding(7) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> partial: array<f32, WG>;
+
+/// The signed 4-bit weight of row `n`, input `k`.
+fn weight(n: u32, k: u32) -> f32 {
+    let byte_idx = n * p.k_packed + k / 2u;
+    let byte = (weights[byte_idx / 4u] >> ((byte_idx % 4u) * 8u)) & 0xffu;
+    let nibble = (byte >> ((k % 2u) * 4u)) & 0xfu;
+    return f32(i32(nibble) - 8);
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let idx = wid.y * groups.x + wid.x;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if idx >= p.m * p.n {
+        return;
+    }
+    let row = idx / p.n;
+    let col = idx % p.n;
+    let s = f32(input_scale[row]);
+    let inv_s = 1.0 / s;
+    let zp_byte = (input_zp[row / 4u] >> ((row % 4u) * 8u)) & 0xffu;
+    let zp = f32(i32(zp_byte << 24u) >> 24u);
+    var acc = 0.0;
+    for (var kk = lid; kk < p.k; kk += WG) {
+        let q = clamp(round(f32(x[row * p.k + kk]) * inv_s) + zp, -128.0, 127.0);
+        let ws = f32(scales[(kk / p.group_size) * p.n_pad + col]);
+        acc += (q - zp) * weight(col, kk) * ws;
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            partial[lid] += partial[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    if lid == 0u {
+        var r = partial[0] * s;
+        if p.has_bias != 0u {
+            r += f32(bias[col]);
+        }
+        out[idx] = Elem(r);
+    }
+}
+"#;
+
+/// `linear_dq8ca_q4gsw.wgsl` with `Elem = f16`.
+pub const LINEAR_DQ8CA_Q4GSW_F16: &str = r#"enable f16;
+
+//! Dynamically quantized int8 activations times 4-bit group-wise weights
+//! (`et_vk.linear_dq8ca_q4gsw`, torchao 8da4w):
+//! `q = clamp(round(x * (1 / s_m)) + zp_m, -128, 127)`, then
+//! `out[m, n] = s_m * sum_k (q[m, k] - zp_m) * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`.
+//!
+//! Weights and scales are packed as for `linear_q4gsw.wgsl`; zero points
+//! are int8, four to a `u32` word. One workgroup per output element; its
+//! invocations split K and reduce in shared memory, in f32. The grid is
+//! folded into x and y.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup; the reduction assumes a power of two.
+const WG: u32 = 64u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features.
+    k: u32,
+    /// Bytes per weight row.
+    k_packed: u32,
+    /// Row length of the scales (and bias): N padded.
+    n_pad: u32,
+    /// Inputs per scale group.
+    group_size: u32,
+    has_bias: u32,
+    _pad0: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> input_scale: array<Elem>;
+@group(0) @binding(3) var<storage, read> input_zp: array<u32>;
+@group(0) @binding(4) var<storage, read> weights: array<u32>;
+@group(0) @binding(5) var<storage, read> scales: array<Elem>;
+@group(0) @binding(6) var<storage, read> bias: array<Elem>;
+@group(0) @binding(7) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> partial: array<f32, WG>;
+
+/// The signed 4-bit weight of row `n`, input `k`.
+fn weight(n: u32, k: u32) -> f32 {
+    let byte_idx = n * p.k_packed + k / 2u;
+    let byte = (weights[byte_idx / 4u] >> ((byte_idx % 4u) * 8u)) & 0xffu;
+    let nibble = (byte >> ((k % 2u) * 4u)) & 0xfu;
+    return f32(i32(nibble) - 8);
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let idx = wid.y * groups.x + wid.x;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if idx >= p.m * p.n {
+        return;
+    }
+    let row = idx / p.n;
+    let col = idx % p.n;
+    let s = f32(input_scale[row]);
+    let inv_s = 1.0 / s;
+    let zp_byte = (input_zp[row / 4u] >> ((row % 4u) * 8u)) & 0xffu;
+    let zp = f32(i32(zp_byte << 24u) >> 24u);
+    var acc = 0.0;
+    for (var kk = lid; kk < p.k; kk += WG) {
+        let q = clamp(round(f32(x[row * p.k + kk]) * inv_s) + zp, -128.0, 127.0);
+        let ws = f32(scales[(kk / p.group_size) * p.n_pad + col]);
+        acc += (q - zp) * weight(col, kk) * ws;
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            partial[lid] += partial[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    if lid == 0u {
+        var r = partial[0] * s;
+        if p.has_bias != 0u {
+            r += f32(bias[col]);
+        }
+        out[idx] = Elem(r);
+    }
+}
+"#;
+
+/// `linear_q4gsw.wgsl` with `Elem = f32`.
+pub const LINEAR_Q4GSW_F32: &str = r#"//! 4-bit group-wise symmetric weight linear (`et_vk.linear_q4gsw`):
+//! `out[m, n] = sum_k x[m, k] * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`.
+//!
+//! Weights are u8 `[N, K_packed]` read as `u32` words: byte `j` of row `n`
+//! holds k = 2j in its low nibble and k = 2j+1 in its high nibble. Scales
+//! are `[G, N_pad]`. One workgroup per output element; its invocations
+//! split K and reduce in shared memory, in f32. The grid is folded into x
+//! and y.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup; the reduction assumes a power of two.
+const WG: u32 = 64u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features.
+    k: u32,
+    /// Bytes per weight row.
+    k_packed: u32,
+    /// Row length of the scales (and bias): N padded.
+    n_pad: u32,
+    /// Inputs per scale group.
+    group_size: u32,
+    has_bias: u32,
+    _pad0: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> weights: array<u32>;
+@group(0) @binding(3) var<storage, read> scales: array<Elem>;
+@group(0) @binding(4) var<storage, read> bias: array<Elem>;
+@group(0) @binding(5) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> partial: array<f32, WG>;
+
+/// The signed 4-bit weight of row `n`, input `k`.
+fn weight(n: u32, k: u32) -> f32 {
+    let byte_idx = n * p.k_packed + k / 2u;
+    let byte = (weights[byte_idx / 4u] >> ((byte_idx % 4u) * 8u)) & 0xffu;
+    let nibble = (byte >> ((k % 2u) * 4u)) & 0xfu;
+    return f32(i32(nibble) - 8);
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let idx = wid.y * groups.x + wid.x;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if idx >= p.m * p.n {
+        return;
+    }
+    let row = idx / p.n;
+    let col = idx % p.n;
+    var acc = 0.0;
+    for (var kk = lid; kk < p.k; kk += WG) {
+        let s = f32(scales[(kk / p.group_size) * p.n_pad + col]);
+        acc += f32(x[row * p.k + kk]) * weight(col, kk) * s;
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            partial[lid] += partial[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    if lid == 0u {
+        var r = partial[0];
+        if p.has_bias != 0u {
+            r += f32(bias[col]);
+        }
+        out[idx] = Elem(r);
+    }
+}
+"#;
+
+/// `linear_q4gsw.wgsl` with `Elem = f16`.
+pub const LINEAR_Q4GSW_F16: &str = r#"enable f16;
+
+//! 4-bit group-wise symmetric weight linear (`et_vk.linear_q4gsw`):
+//! `out[m, n] = sum_k x[m, k] * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`.
+//!
+//! Weights are u8 `[N, K_packed]` read as `u32` words: byte `j` of row `n`
+//! holds k = 2j in its low nibble and k = 2j+1 in its high nibble. Scales
+//! are `[G, N_pad]`. One workgroup per output element; its invocations
+//! split K and reduce in shared memory, in f32. The grid is folded into x
+//! and y.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup; the reduction assumes a power of two.
+const WG: u32 = 64u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features.
+    k: u32,
+    /// Bytes per weight row.
+    k_packed: u32,
+    /// Row length of the scales (and bias): N padded.
+    n_pad: u32,
+    /// Inputs per scale group.
+    group_size: u32,
+    has_bias: u32,
+    _pad0: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> weights: array<u32>;
+@group(0) @binding(3) var<storage, read> scales: array<Elem>;
+@group(0) @binding(4) var<storage, read> bias: array<Elem>;
+@group(0) @binding(5) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> partial: array<f32, WG>;
+
+/// The signed 4-bit weight of row `n`, input `k`.
+fn weight(n: u32, k: u32) -> f32 {
+    let byte_idx = n * p.k_packed + k / 2u;
+    let byte = (weights[byte_idx / 4u] >> ((byte_idx % 4u) * 8u)) & 0xffu;
+    let nibble = (byte >> ((k % 2u) * 4u)) & 0xfu;
+    return f32(i32(nibble) - 8);
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let idx = wid.y * groups.x + wid.x;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if idx >= p.m * p.n {
+        return;
+    }
+    let row = idx / p.n;
+    let col = idx % p.n;
+    var acc = 0.0;
+    for (var kk = lid; kk < p.k; kk += WG) {
+        let s = f32(scales[(kk / p.group_size) * p.n_pad + col]);
+        acc += f32(x[row * p.k + kk]) * weight(col, kk) * s;
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            partial[lid] += partial[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    if lid == 0u {
+        var r = partial[0];
+        if p.has_bias != 0u {
+            r += f32(bias[col]);
+        }
+        out[idx] = Elem(r);
+    }
 }
 "#;
 
@@ -3633,6 +4775,656 @@ fn main(
             r = r * p.scale;
         }
         out[o] = Elem(r);
+    }
+}
+"#;
+
+/// `rms_norm.wgsl` with `Elem = f32`.
+pub const RMS_NORM_F32: &str = r#"//! RMS norm over the last `n` elements of each row (`et_vk.rms_norm`):
+//! `out = x / sqrt(mean(x^2) + eps) * weight`. One invocation per row, in
+//! f32.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 64).
+override WG: u32 = 64u;
+
+struct Params {
+    rows: u32,
+    n: u32,
+    eps: f32,
+    _pad0: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> weight: array<Elem>;
+@group(0) @binding(3) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let r = gid.x + gid.y * nwg.x * WG;
+    if r >= p.rows {
+        return;
+    }
+    let base = r * p.n;
+    var sq = 0.0;
+    for (var j = 0u; j < p.n; j++) {
+        let v = f32(x[base + j]);
+        sq += v * v;
+    }
+    let rstd = inverseSqrt(sq / f32(p.n) + p.eps);
+    for (var j = 0u; j < p.n; j++) {
+        out[base + j] = Elem(f32(x[base + j]) * rstd * f32(weight[j]));
+    }
+}
+"#;
+
+/// `rms_norm.wgsl` with `Elem = f16`.
+pub const RMS_NORM_F16: &str = r#"enable f16;
+
+//! RMS norm over the last `n` elements of each row (`et_vk.rms_norm`):
+//! `out = x / sqrt(mean(x^2) + eps) * weight`. One invocation per row, in
+//! f32.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup (the host sizes its grid for 64).
+override WG: u32 = 64u;
+
+struct Params {
+    rows: u32,
+    n: u32,
+    eps: f32,
+    _pad0: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> weight: array<Elem>;
+@group(0) @binding(3) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let r = gid.x + gid.y * nwg.x * WG;
+    if r >= p.rows {
+        return;
+    }
+    let base = r * p.n;
+    var sq = 0.0;
+    for (var j = 0u; j < p.n; j++) {
+        let v = f32(x[base + j]);
+        sq += v * v;
+    }
+    let rstd = inverseSqrt(sq / f32(p.n) + p.eps);
+    for (var j = 0u; j < p.n; j++) {
+        out[base + j] = Elem(f32(x[base + j]) * rstd * f32(weight[j]));
+    }
+}
+"#;
+
+/// `rope.wgsl` with `Elem = f32`.
+pub const ROPE_F32: &str = r#"//! Rotary position embeddings on `x [B, S, H, D]`, one invocation per
+//! rotated pair.
+//!
+//! `et_vk.apply_rotary_emb`: pairs `(x[2i], x[2i+1])`, tables
+//! `cos, sin [S, D/2]` indexed by the token's row in the chunk:
+//! `r' = r*c - i*s`, `i' = r*s + i*c`.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    /// Pairs to rotate: `B * S * H * D / 2`.
+    n_pairs: u32,
+    /// Heads.
+    n_heads: u32,
+    /// `D / 2`.
+    half: u32,
+    /// Tokens in the chunk.
+    seq: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> cos_t: array<Elem>;
+@group(0) @binding(3) var<storage, read> sin_t: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let idx = gid.x + gid.y * nwg.x * WG;
+    if idx >= p.n_pairs {
+        return;
+    }
+    let i = idx % p.half;
+    let s = (idx / p.half / p.n_heads) % p.seq;
+    let c = f32(cos_t[s * p.half + i]);
+    let sn = f32(sin_t[s * p.half + i]);
+    let re = f32(x[2u * idx]);
+    let im = f32(x[2u * idx + 1u]);
+    out[2u * idx] = Elem(re * c - im * sn);
+    out[2u * idx + 1u] = Elem(re * sn + im * c);
+}
+"#;
+
+/// `rope.wgsl` with `Elem = f16`.
+pub const ROPE_F16: &str = r#"enable f16;
+
+//! Rotary position embeddings on `x [B, S, H, D]`, one invocation per
+//! rotated pair.
+//!
+//! `et_vk.apply_rotary_emb`: pairs `(x[2i], x[2i+1])`, tables
+//! `cos, sin [S, D/2]` indexed by the token's row in the chunk:
+//! `r' = r*c - i*s`, `i' = r*s + i*c`.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    /// Pairs to rotate: `B * S * H * D / 2`.
+    n_pairs: u32,
+    /// Heads.
+    n_heads: u32,
+    /// `D / 2`.
+    half: u32,
+    /// Tokens in the chunk.
+    seq: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> cos_t: array<Elem>;
+@group(0) @binding(3) var<storage, read> sin_t: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let idx = gid.x + gid.y * nwg.x * WG;
+    if idx >= p.n_pairs {
+        return;
+    }
+    let i = idx % p.half;
+    let s = (idx / p.half / p.n_heads) % p.seq;
+    let c = f32(cos_t[s * p.half + i]);
+    let sn = f32(sin_t[s * p.half + i]);
+    let re = f32(x[2u * idx]);
+    let im = f32(x[2u * idx + 1u]);
+    out[2u * idx] = Elem(re * c - im * sn);
+    out[2u * idx + 1u] = Elem(re * sn + im * c);
+}
+"#;
+
+/// `rope_hf.wgsl` with `Elem = f32`.
+pub const ROPE_HF_F32: &str = r#"//! HF rotate-half rotary position embeddings (`et_vk.apply_rotary_emb_hf`)
+//! on `x [B, S, H, D]`, one invocation per element.
+//!
+//! Tables `cos, sin [max_seq, R]` (`R <= D`, the rotary dim) are indexed
+//! by row `start_pos + s`. With `h = R / 2`, dims `d < h` give
+//! `x[d] * cos[d] - x[d + h] * sin[d]`, dims `h <= d < R` give
+//! `x[d] * cos[d] + x[d - h] * sin[d]`, and dims `d >= R` pass through.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    head_dim: u32,
+    /// Rotary dim `R` (the tables' width).
+    rot: u32,
+    seq: u32,
+    n_heads: u32,
+    start_pos: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> cos_t: array<Elem>;
+@group(0) @binding(3) var<storage, read> sin_t: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let idx = gid.x + gid.y * nwg.x * WG;
+    if idx >= p.numel {
+        return;
+    }
+    let d = idx % p.head_dim;
+    if d >= p.rot {
+        out[idx] = x[idx];
+        return;
+    }
+    let s = (idx / p.head_dim / p.n_heads) % p.seq;
+    let t = (p.start_pos + s) * p.rot + d;
+    let half = p.rot / 2u;
+    let v = f32(x[idx]) * f32(cos_t[t]);
+    if d < half {
+        out[idx] = Elem(v - f32(x[idx + half]) * f32(sin_t[t]));
+    } else {
+        out[idx] = Elem(v + f32(x[idx - half]) * f32(sin_t[t]));
+    }
+}
+"#;
+
+/// `rope_hf.wgsl` with `Elem = f16`.
+pub const ROPE_HF_F16: &str = r#"enable f16;
+
+//! HF rotate-half rotary position embeddings (`et_vk.apply_rotary_emb_hf`)
+//! on `x [B, S, H, D]`, one invocation per element.
+//!
+//! Tables `cos, sin [max_seq, R]` (`R <= D`, the rotary dim) are indexed
+//! by row `start_pos + s`. With `h = R / 2`, dims `d < h` give
+//! `x[d] * cos[d] - x[d + h] * sin[d]`, dims `h <= d < R` give
+//! `x[d] * cos[d] + x[d - h] * sin[d]`, and dims `d >= R` pass through.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    head_dim: u32,
+    /// Rotary dim `R` (the tables' width).
+    rot: u32,
+    seq: u32,
+    n_heads: u32,
+    start_pos: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> cos_t: array<Elem>;
+@group(0) @binding(3) var<storage, read> sin_t: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let idx = gid.x + gid.y * nwg.x * WG;
+    if idx >= p.numel {
+        return;
+    }
+    let d = idx % p.head_dim;
+    if d >= p.rot {
+        out[idx] = x[idx];
+        return;
+    }
+    let s = (idx / p.head_dim / p.n_heads) % p.seq;
+    let t = (p.start_pos + s) * p.rot + d;
+    let half = p.rot / 2u;
+    let v = f32(x[idx]) * f32(cos_t[t]);
+    if d < half {
+        out[idx] = Elem(v - f32(x[idx + half]) * f32(sin_t[t]));
+    } else {
+        out[idx] = Elem(v + f32(x[idx - half]) * f32(sin_t[t]));
+    }
+}
+"#;
+
+/// `rope_interleaved.wgsl` with `Elem = f32`.
+pub const ROPE_INTERLEAVED_F32: &str = r#"//! Pair-interleaved rotary embeddings (`et_vk.apply_rotary_emb_interleaved`)
+//! on `x [B, N, C]`, one invocation per pair `(x[2k], x[2k+1])`.
+//!
+//! The table holds `(cos, sin)` at `(2k, 2k+1)` of row `n` in a flat
+//! `[N, C]` layout: `out[2k] = x[2k]*cos - x[2k+1]*sin`,
+//! `out[2k+1] = x[2k]*sin + x[2k+1]*cos`.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    /// Pairs to rotate: `B * N * C / 2`.
+    n_pairs: u32,
+    /// `C / 2`.
+    half: u32,
+    /// Rows `N`.
+    rows: u32,
+    _pad0: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> freqs: array<Elem>;
+@group(0) @binding(3) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let idx = gid.x + gid.y * nwg.x * WG;
+    if idx >= p.n_pairs {
+        return;
+    }
+    let k = idx % p.half;
+    let n = (idx / p.half) % p.rows;
+    let t = 2u * (n * p.half + k);
+    let c = f32(freqs[t]);
+    let s = f32(freqs[t + 1u]);
+    let re = f32(x[2u * idx]);
+    let im = f32(x[2u * idx + 1u]);
+    out[2u * idx] = Elem(re * c - im * s);
+    out[2u * idx + 1u] = Elem(re * s + im * c);
+}
+"#;
+
+/// `rope_interleaved.wgsl` with `Elem = f16`.
+pub const ROPE_INTERLEAVED_F16: &str = r#"enable f16;
+
+//! Pair-interleaved rotary embeddings (`et_vk.apply_rotary_emb_interleaved`)
+//! on `x [B, N, C]`, one invocation per pair `(x[2k], x[2k+1])`.
+//!
+//! The table holds `(cos, sin)` at `(2k, 2k+1)` of row `n` in a flat
+//! `[N, C]` layout: `out[2k] = x[2k]*cos - x[2k+1]*sin`,
+//! `out[2k+1] = x[2k]*sin + x[2k+1]*cos`.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    /// Pairs to rotate: `B * N * C / 2`.
+    n_pairs: u32,
+    /// `C / 2`.
+    half: u32,
+    /// Rows `N`.
+    rows: u32,
+    _pad0: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> freqs: array<Elem>;
+@group(0) @binding(3) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let idx = gid.x + gid.y * nwg.x * WG;
+    if idx >= p.n_pairs {
+        return;
+    }
+    let k = idx % p.half;
+    let n = (idx / p.half) % p.rows;
+    let t = 2u * (n * p.half + k);
+    let c = f32(freqs[t]);
+    let s = f32(freqs[t + 1u]);
+    let re = f32(x[2u * idx]);
+    let im = f32(x[2u * idx + 1u]);
+    out[2u * idx] = Elem(re * c - im * s);
+    out[2u * idx + 1u] = Elem(re * s + im * c);
+}
+"#;
+
+/// `sdpa.wgsl` with `Elem = f32`.
+pub const SDPA_F32: &str = r#"//! Causal attention with a KV cache (`sdpa_with_kv_cache`), layout
+//! `[1, seq, heads, D]` everywhere.
+//!
+//! The caches were updated by `kv_cache_update.wgsl` first. One workgroup
+//! per (query row, head): query row `i` attends to cache rows `0..=start_pos + i` of kv head `h / group`. Pass 1 finds the
+//! max score and the softmax sum (f32, per invocation then reduced in
+//! shared memory); pass 2 walks the keys in chunks of `WG` probabilities
+//! held in shared memory, each invocation accumulating its output dims.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup; the reductions assume a power of two.
+const WG: u32 = 64u;
+
+struct Params {
+    /// Tokens in the chunk (`S`).
+    seq: u32,
+    /// Query heads.
+    n_heads: u32,
+    /// Key/value heads.
+    n_kv_heads: u32,
+    /// Head dim.
+    head_dim: u32,
+    /// Position of the first new token.
+    start_pos: u32,
+    /// Softmax scale.
+    scale: f32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<Elem>;
+@group(0) @binding(2) var<storage, read> k_cache: array<Elem>;
+@group(0) @binding(3) var<storage, read> v_cache: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> red_a: array<f32, WG>;
+var<workgroup> red_b: array<f32, WG>;
+var<workgroup> probs: array<f32, WG>;
+
+/// Scaled dot product of the query at `q_base` with cache row `key`, kv
+/// head `kvh`.
+fn score(q_base: u32, key: u32, kvh: u32) -> f32 {
+    let k_base = (key * p.n_kv_heads + kvh) * p.head_dim;
+    var dot = 0.0;
+    for (var d = 0u; d < p.head_dim; d++) {
+        dot += f32(q[q_base + d]) * f32(k_cache[k_base + d]);
+    }
+    return dot * p.scale;
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let idx = wid.y * groups.x + wid.x;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if idx >= p.seq * p.n_heads {
+        return;
+    }
+    let i = idx / p.n_heads;
+    let h = idx % p.n_heads;
+    let kvh = h / (p.n_heads / p.n_kv_heads);
+    let q_base = (i * p.n_heads + h) * p.head_dim;
+    let ctx = p.start_pos + i + 1u;
+
+    // Pass 1: running max and sum per invocation, then merged.
+    var m = -3.402823e38;
+    var l = 0.0;
+    for (var key = lid; key < ctx; key += WG) {
+        let s = score(q_base, key, kvh);
+        let m_new = max(m, s);
+        l = l * exp(m - m_new) + exp(s - m_new);
+        m = m_new;
+    }
+    red_a[lid] = m;
+    red_b[lid] = l;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            let m1 = red_a[lid];
+            let m2 = red_a[lid + stride];
+            let mm = max(m1, m2);
+            red_b[lid] = red_b[lid] * exp(m1 - mm) + red_b[lid + stride] * exp(m2 - mm);
+            red_a[lid] = mm;
+        }
+        workgroupBarrier();
+    }
+    let m_all = red_a[0];
+    let inv_l = 1.0 / red_b[0];
+
+    // Pass 2: probabilities in chunks of WG keys; invocation `lid` owns
+    // output dims `lid, lid + WG, ...`.
+    let n_chunks = (ctx + WG - 1u) / WG;
+    let n_dblocks = (p.head_dim + WG - 1u) / WG;
+    for (var t = 0u; t < n_dblocks; t++) {
+        let d = t * WG + lid;
+        var acc = 0.0;
+        for (var ch = 0u; ch < n_chunks; ch++) {
+            let key = ch * WG + lid;
+            var pr = 0.0;
+            if key < ctx {
+                pr = exp(score(q_base, key, kvh) - m_all) * inv_l;
+            }
+            probs[lid] = pr;
+            workgroupBarrier();
+            if d < p.head_dim {
+                let n_here = min(WG, ctx - ch * WG);
+                for (var j = 0u; j < n_here; j++) {
+                    let v_at = ((ch * WG + j) * p.n_kv_heads + kvh) * p.head_dim + d;
+                    acc += probs[j] * f32(v_cache[v_at]);
+                }
+            }
+            workgroupBarrier();
+        }
+        if d < p.head_dim {
+            out[q_base + d] = Elem(acc);
+        }
+    }
+}
+"#;
+
+/// `sdpa.wgsl` with `Elem = f16`.
+pub const SDPA_F16: &str = r#"enable f16;
+
+//! Causal attention with a KV cache (`sdpa_with_kv_cache`), layout
+//! `[1, seq, heads, D]` everywhere.
+//!
+//! The caches were updated by `kv_cache_update.wgsl` first. One workgroup
+//! per (query row, head): query row `i` attends to cache rows `0..=start_pos + i` of kv head `h / group`. Pass 1 finds the
+//! max score and the softmax sum (f32, per invocation then reduced in
+//! shared memory); pass 2 walks the keys in chunks of `WG` probabilities
+//! held in shared memory, each invocation accumulating its output dims.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup; the reductions assume a power of two.
+const WG: u32 = 64u;
+
+struct Params {
+    /// Tokens in the chunk (`S`).
+    seq: u32,
+    /// Query heads.
+    n_heads: u32,
+    /// Key/value heads.
+    n_kv_heads: u32,
+    /// Head dim.
+    head_dim: u32,
+    /// Position of the first new token.
+    start_pos: u32,
+    /// Softmax scale.
+    scale: f32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<Elem>;
+@group(0) @binding(2) var<storage, read> k_cache: array<Elem>;
+@group(0) @binding(3) var<storage, read> v_cache: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> red_a: array<f32, WG>;
+var<workgroup> red_b: array<f32, WG>;
+var<workgroup> probs: array<f32, WG>;
+
+/// Scaled dot product of the query at `q_base` with cache row `key`, kv
+/// head `kvh`.
+fn score(q_base: u32, key: u32, kvh: u32) -> f32 {
+    let k_base = (key * p.n_kv_heads + kvh) * p.head_dim;
+    var dot = 0.0;
+    for (var d = 0u; d < p.head_dim; d++) {
+        dot += f32(q[q_base + d]) * f32(k_cache[k_base + d]);
+    }
+    return dot * p.scale;
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let idx = wid.y * groups.x + wid.x;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if idx >= p.seq * p.n_heads {
+        return;
+    }
+    let i = idx / p.n_heads;
+    let h = idx % p.n_heads;
+    let kvh = h / (p.n_heads / p.n_kv_heads);
+    let q_base = (i * p.n_heads + h) * p.head_dim;
+    let ctx = p.start_pos + i + 1u;
+
+    // Pass 1: running max and sum per invocation, then merged.
+    var m = -3.402823e38;
+    var l = 0.0;
+    for (var key = lid; key < ctx; key += WG) {
+        let s = score(q_base, key, kvh);
+        let m_new = max(m, s);
+        l = l * exp(m - m_new) + exp(s - m_new);
+        m = m_new;
+    }
+    red_a[lid] = m;
+    red_b[lid] = l;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            let m1 = red_a[lid];
+            let m2 = red_a[lid + stride];
+            let mm = max(m1, m2);
+            red_b[lid] = red_b[lid] * exp(m1 - mm) + red_b[lid + stride] * exp(m2 - mm);
+            red_a[lid] = mm;
+        }
+        workgroupBarrier();
+    }
+    let m_all = red_a[0];
+    let inv_l = 1.0 / red_b[0];
+
+    // Pass 2: probabilities in chunks of WG keys; invocation `lid` owns
+    // output dims `lid, lid + WG, ...`.
+    let n_chunks = (ctx + WG - 1u) / WG;
+    let n_dblocks = (p.head_dim + WG - 1u) / WG;
+    for (var t = 0u; t < n_dblocks; t++) {
+        let d = t * WG + lid;
+        var acc = 0.0;
+        for (var ch = 0u; ch < n_chunks; ch++) {
+            let key = ch * WG + lid;
+            var pr = 0.0;
+            if key < ctx {
+                pr = exp(score(q_base, key, kvh) - m_all) * inv_l;
+            }
+            probs[lid] = pr;
+            workgroupBarrier();
+            if d < p.head_dim {
+                let n_here = min(WG, ctx - ch * WG);
+                for (var j = 0u; j < n_here; j++) {
+                    let v_at = ((ch * WG + j) * p.n_kv_heads + kvh) * p.head_dim + d;
+                    acc += probs[j] * f32(v_cache[v_at]);
+                }
+            }
+            workgroupBarrier();
+        }
+        if d < p.head_dim {
+            out[q_base + d] = Elem(acc);
+        }
     }
 }
 "#;

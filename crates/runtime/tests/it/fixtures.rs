@@ -13,30 +13,7 @@ use etwgpu_format::{DType, Program};
 use etwgpu_runtime::Tensor;
 
 /// Fixtures that cannot run yet, with the ops (or features) they lack.
-const NOT_YET_SUPPORTED: &[(&str, &[&str])] = &[
-    (
-        "llama_tiny_8da4w",
-        &[
-            "et_vk.apply_rotary_emb.default",
-            "et_vk.linear_dq8ca_q4gsw.default",
-            "et_vk.rms_norm.default",
-            "sdpa_with_kv_cache.default",
-            "torchao.choose_qparams_affine.default",
-        ],
-    ),
-    ("llama_tiny_fp32", &["et_vk.apply_rotary_emb.default", "et_vk.rms_norm.default", "sdpa_with_kv_cache.default"]),
-    (
-        "llama_tiny_q4",
-        &[
-            "et_vk.apply_rotary_emb.default",
-            "et_vk.embedding_q4gsw.default",
-            "et_vk.linear_q4gsw.default",
-            "et_vk.rms_norm.default",
-            "sdpa_with_kv_cache.default",
-        ],
-    ),
-    ("partial_delegate", &["CPU kernel aten::cumsum.out"]),
-];
+const NOT_YET_SUPPORTED: &[(&str, &[&str])] = &[("partial_delegate", &["CPU kernel aten::cumsum.out"])];
 
 fn fixtures_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../test_data/fixtures")

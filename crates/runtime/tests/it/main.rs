@@ -1,12 +1,13 @@
 //! Integration tests of `etwgpu-runtime`: the golden fixtures in
 //! `test_data/fixtures/` (see [`fixtures`]) and crafted graphs (see
-//! [`crafted`]).
+//! [`crafted`], and [`llm`] for the LLM ops).
 //!
 //! GPU tests skip, with a printed note, when no adapter exists, unless
 //! `GPU_TESTS=require`, in which case a missing adapter fails them.
 
 mod crafted;
 mod fixtures;
+mod llm;
 
 use etwgpu_runtime::{Error, Runtime};
 

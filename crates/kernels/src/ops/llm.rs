@@ -1,0 +1,378 @@
+//! LLM ops: `et_vk.rms_norm` (`rms_norm.wgsl`), `et_vk.apply_rotary_emb`
+//! (`rope.wgsl`), `et_vk.apply_rotary_emb_hf` (`rope_hf.wgsl`),
+//! `et_vk.apply_rotary_emb_interleaved` (`rope_interleaved.wgsl`),
+//! `sdpa_with_kv_cache` (`kv_cache_update.wgsl` then `sdpa.wgsl`) and the
+//! cache-less `et_vk.sdpa` (`attention.wgsl`). The KV caches are constants the op updates in place; the
+//! runtime gives each its own buffer, kept across runs.
+
+use crate::error::{Error, Result};
+use crate::generated::shaders::Family;
+use crate::plan::{
+    Ctx, Dispatch, Lowered, Step, TensorInfo, Uniform, WG_ELEMENTWISE, WG_ROWS, float_shader, grid_1d, same_dtype,
+    to_u32,
+};
+
+fn shape_err(arg_idx: usize, name: &'static str, expected: String, t: &TensorInfo<'_>) -> Error {
+    Error::Shape { arg_idx, name, expected, found: t.shape.to_vec() }
+}
+
+/// `et_vk.rms_norm.default(input, weight, eps, →out)`: row-wise over the
+/// last dim.
+pub fn rms_norm(c: &Ctx<'_>) -> Result<Lowered> {
+    c.expect_args(4)?;
+    let x = c.tensor(0, "input")?;
+    let weight = c.tensor(1, "weight")?;
+    let eps = c.num(2, "eps")?;
+    let out = c.tensor(3, "out")?;
+    let shader = float_shader(Family::RmsNorm, &x, 0, "input")?;
+    same_dtype(&weight, x.dtype, 1, "weight")?;
+    same_dtype(&out, x.dtype, 3, "out")?;
+    let n = x.shape.last().copied().unwrap_or(1);
+    if weight.numel() != n {
+        return Err(shape_err(1, "weight", format!("{n} elements (the last dim of input)"), &weight));
+    }
+    let rows = x.numel().checked_div(n).unwrap_or(0);
+    let mut steps = Vec::new();
+    if rows > 0 {
+        let params = Uniform::new().u32(to_u32("rows", rows)?).u32(to_u32("row size", n)?).f32(eps as f32).finish();
+        steps.push(Step::Dispatch(Dispatch {
+            shader,
+            entry: "main",
+            inputs: vec![x.id, weight.id],
+            outputs: vec![out.id],
+            params,
+            workgroups: grid_1d(rows, WG_ROWS)?,
+        }));
+    }
+    Ok(Lowered { shapes: vec![(out.id, x.shape.to_vec())], steps })
+}
+
+/// `et_vk.apply_rotary_emb.default(xq [B,S,Hq,D], xk [B,S,Hkv,D],
+/// freqs_cos [S,D/2], freqs_sin [S,D/2], →[xq_out, xk_out])`.
+pub fn apply_rotary_emb(c: &Ctx<'_>) -> Result<Lowered> {
+    c.expect_args(5)?;
+    let xq = c.tensor(0, "xq")?;
+    let xk = c.tensor(1, "xk")?;
+    let cos = c.tensor(2, "freqs_cos")?;
+    let sin = c.tensor(3, "freqs_sin")?;
+    let outs = c.tensor_list(4, "out")?;
+    let [q_out, k_out] = outs[..] else {
+        return Err(Error::ArgKind { arg_idx: 4, name: "out", expected: "ValueList of 2 tensors", found: "ValueList" });
+    };
+    let shader = float_shader(Family::Rope, &xq, 0, "xq")?;
+    let mut shapes = Vec::new();
+    let mut steps = Vec::new();
+    for (x, out, idx, name) in [(xq, q_out, 0, "xq"), (xk, k_out, 1, "xk")] {
+        same_dtype(&x, xq.dtype, idx, name)?;
+        same_dtype(&out, xq.dtype, 4, "out")?;
+        let [_, s, h, d] = x.shape[..] else { return Err(shape_err(idx, name, "[B, S, H, D]".into(), &x)) };
+        if d % 2 != 0 {
+            return Err(shape_err(idx, name, "an even head dim".into(), &x));
+        }
+        for (t, t_idx, t_name) in [(&cos, 2, "freqs_cos"), (&sin, 3, "freqs_sin")] {
+            same_dtype(t, xq.dtype, t_idx, t_name)?;
+            if t.shape != [s, d / 2] {
+                return Err(shape_err(t_idx, t_name, format!("[{s}, {}]", d / 2), t));
+            }
+        }
+        shapes.push((out.id, x.shape.to_vec()));
+        let n_pairs = x.numel() / 2;
+        if n_pairs == 0 {
+            continue;
+        }
+        let params = Uniform::new()
+            .u32(to_u32("pairs", n_pairs)?)
+            .u32(to_u32("heads", h)?)
+            .u32(to_u32("head dim", d / 2)?)
+            .u32(to_u32("seq", s)?)
+            .finish();
+        steps.push(Step::Dispatch(Dispatch {
+            shader,
+            entry: "main",
+            inputs: vec![x.id, cos.id, sin.id],
+            outputs: vec![out.id],
+            params,
+            workgroups: grid_1d(n_pairs, WG_ELEMENTWISE)?,
+        }));
+    }
+    Ok(Lowered { shapes, steps })
+}
+
+/// Largest workgroup count along one grid dimension.
+const MAX_GROUPS_PER_DIM: u64 = 65535;
+
+/// `sdpa_with_kv_cache.default(query [1,S,Hq,D], key [1,S,Hkv,D], value,
+/// key_cache [1,Cmax,Hkv,D], value_cache, start_pos, seq_len, attn_mask?,
+/// dropout_p, is_causal, scale?, →out [1,S,Hq,D])`: writes the new keys
+/// and values at rows `start_pos..start_pos + S` of the caches, then causal
+/// attention over rows `0..start_pos + S`. `S` comes from the query's live
+/// shape (`seq_len` is baked at export).
+pub fn sdpa_with_kv_cache(c: &Ctx<'_>) -> Result<Lowered> {
+    c.expect_args(12)?;
+    let q = c.tensor(0, "query")?;
+    let k = c.tensor(1, "key")?;
+    let v = c.tensor(2, "value")?;
+    let k_cache = c.tensor(3, "key_cache")?;
+    let v_cache = c.tensor(4, "value_cache")?;
+    let start_pos = c.int(5, "start_pos")?;
+    c.int(6, "seq_len")?;
+    let mask = c.opt_tensor(7, "attn_mask")?;
+    let dropout = c.num(8, "dropout_p")?;
+    let is_causal = c.bool(9, "is_causal")?;
+    let scale = c.opt_num(10, "scale")?;
+    let out = c.tensor(11, "out")?;
+    let shader = float_shader(Family::Sdpa, &q, 0, "query")?;
+    let update = float_shader(Family::KvCacheUpdate, &q, 0, "query")?;
+    for (t, idx, name) in
+        [(&k, 1, "key"), (&v, 2, "value"), (&k_cache, 3, "key_cache"), (&v_cache, 4, "value_cache"), (&out, 11, "out")]
+    {
+        same_dtype(t, q.dtype, idx, name)?;
+    }
+    if mask.is_some() {
+        return Err(Error::ArgValue {
+            arg_idx: 7,
+            name: "attn_mask",
+            found: "a tensor".into(),
+            reason: "must be None",
+        });
+    }
+    if dropout != 0.0 {
+        return Err(Error::ArgValue { arg_idx: 8, name: "dropout_p", found: dropout.to_string(), reason: "must be 0" });
+    }
+    if !is_causal {
+        return Err(Error::ArgValue { arg_idx: 9, name: "is_causal", found: "false".into(), reason: "must be true" });
+    }
+    let [1, s, hq, d] = q.shape[..] else { return Err(shape_err(0, "query", "[1, S, Hq, D]".into(), &q)) };
+    let [1, cmax, hkv, _] = k_cache.shape[..] else {
+        return Err(shape_err(3, "key_cache", "[1, Cmax, Hkv, D]".into(), &k_cache));
+    };
+    if k_cache.shape[3] != d {
+        return Err(shape_err(3, "key_cache", format!("[1, Cmax, Hkv, {d}]"), &k_cache));
+    }
+    if v_cache.shape != k_cache.shape {
+        return Err(shape_err(4, "value_cache", format!("{:?} (the key cache's shape)", k_cache.shape), &v_cache));
+    }
+    for (t, idx, name) in [(&k, 1, "key"), (&v, 2, "value")] {
+        if t.shape != [1, s, hkv, d] {
+            return Err(shape_err(idx, name, format!("[1, {s}, {hkv}, {d}]"), t));
+        }
+    }
+    if hkv == 0 || hq % hkv != 0 {
+        return Err(shape_err(0, "query", format!("a head count that is a multiple of {hkv} (the kv heads)"), &q));
+    }
+    let start = u64::try_from(start_pos).ok().filter(|&p| p + s <= cmax).ok_or_else(|| Error::ArgValue {
+        arg_idx: 5,
+        name: "start_pos",
+        found: start_pos.to_string(),
+        reason: "start_pos + S must be within the cache length",
+    })?;
+    let scale = scale.unwrap_or(1.0 / (d as f64).sqrt());
+    let mut steps = Vec::new();
+    let n_new = s * hkv * d;
+    if n_new > 0 {
+        let params = Uniform::new()
+            .u32(to_u32("new cache elements", n_new)?)
+            .u32(to_u32("cache offset", start * hkv * d)?)
+            .finish();
+        steps.push(Step::Dispatch(Dispatch {
+            shader: update,
+            entry: "main",
+            inputs: vec![k.id, v.id],
+            outputs: vec![k_cache.id, v_cache.id],
+            params,
+            workgroups: grid_1d(n_new, WG_ELEMENTWISE)?,
+        }));
+    }
+    let rows = s * hq;
+    if rows > 0 && d > 0 {
+        let params = Uniform::new()
+            .u32(to_u32("seq", s)?)
+            .u32(to_u32("heads", hq)?)
+            .u32(to_u32("kv heads", hkv)?)
+            .u32(to_u32("head dim", d)?)
+            .u32(to_u32("start_pos", start)?)
+            .f32(scale as f32)
+            .finish();
+        let u = |what, x| to_u32(what, x);
+        steps.push(Step::Dispatch(Dispatch {
+            shader,
+            entry: "main",
+            inputs: vec![q.id, k_cache.id, v_cache.id],
+            outputs: vec![out.id],
+            params,
+            workgroups: [
+                u("workgroups", rows.min(MAX_GROUPS_PER_DIM))?,
+                u("workgroups", rows.div_ceil(MAX_GROUPS_PER_DIM))?,
+                1,
+            ],
+        }));
+    }
+    Ok(Lowered { shapes: vec![(out.id, q.shape.to_vec())], steps })
+}
+
+/// `et_vk.apply_rotary_emb_hf.default(xq [B,S,Hq,D], xk [B,S,Hkv,D],
+/// freqs_cos [max_seq, R], freqs_sin [max_seq, R], start_pos, →[xq_out,
+/// xk_out])`: HF rotate-half over the first `R <= D` dims (the rest pass
+/// through), table rows `start_pos..start_pos + S`.
+pub fn apply_rotary_emb_hf(c: &Ctx<'_>) -> Result<Lowered> {
+    c.expect_args(6)?;
+    let xq = c.tensor(0, "xq")?;
+    let xk = c.tensor(1, "xk")?;
+    let cos = c.tensor(2, "freqs_cos")?;
+    let sin = c.tensor(3, "freqs_sin")?;
+    let start_pos = c.int(4, "start_pos")?;
+    let outs = c.tensor_list(5, "out")?;
+    let [q_out, k_out] = outs[..] else {
+        return Err(Error::ArgKind { arg_idx: 5, name: "out", expected: "ValueList of 2 tensors", found: "ValueList" });
+    };
+    let shader = float_shader(Family::RopeHf, &xq, 0, "xq")?;
+    let [rows, rot] = cos.shape[..] else { return Err(shape_err(2, "freqs_cos", "[max_seq, R]".into(), &cos)) };
+    if sin.shape != cos.shape {
+        return Err(shape_err(3, "freqs_sin", format!("{:?} (freqs_cos's shape)", cos.shape), &sin));
+    }
+    let mut shapes = Vec::new();
+    let mut steps = Vec::new();
+    for (x, out, idx, name) in [(xq, q_out, 0, "xq"), (xk, k_out, 1, "xk")] {
+        same_dtype(&x, xq.dtype, idx, name)?;
+        same_dtype(&out, xq.dtype, 5, "out")?;
+        let [_, s, h, d] = x.shape[..] else { return Err(shape_err(idx, name, "[B, S, H, D]".into(), &x)) };
+        if rot % 2 != 0 || rot > d {
+            return Err(shape_err(2, "freqs_cos", format!("[max_seq, R] with R even and <= {d}"), &cos));
+        }
+        let start = u64::try_from(start_pos).ok().filter(|&p| p + s <= rows).ok_or_else(|| Error::ArgValue {
+            arg_idx: 4,
+            name: "start_pos",
+            found: start_pos.to_string(),
+            reason: "start_pos + S must be within the tables' rows",
+        })?;
+        shapes.push((out.id, x.shape.to_vec()));
+        if x.numel() == 0 {
+            continue;
+        }
+        let params = Uniform::new()
+            .u32(to_u32("elements", x.numel())?)
+            .u32(to_u32("head dim", d)?)
+            .u32(to_u32("rotary dim", rot)?)
+            .u32(to_u32("seq", s)?)
+            .u32(to_u32("heads", h)?)
+            .u32(to_u32("start_pos", start)?)
+            .finish();
+        steps.push(Step::Dispatch(Dispatch {
+            shader,
+            entry: "main",
+            inputs: vec![x.id, cos.id, sin.id],
+            outputs: vec![out.id],
+            params,
+            workgroups: grid_1d(x.numel(), WG_ELEMENTWISE)?,
+        }));
+    }
+    Ok(Lowered { shapes, steps })
+}
+
+/// `et_vk.apply_rotary_emb_interleaved.default(x [B,N,C], freqs_cis
+/// (any rank, N*C elements: (cos, sin) pairs), →out [B,N,C])`.
+pub fn apply_rotary_emb_interleaved(c: &Ctx<'_>) -> Result<Lowered> {
+    c.expect_args(3)?;
+    let x = c.tensor(0, "x")?;
+    let freqs = c.tensor(1, "freqs_cis")?;
+    let out = c.tensor(2, "out")?;
+    let shader = float_shader(Family::RopeInterleaved, &x, 0, "x")?;
+    same_dtype(&freqs, x.dtype, 1, "freqs_cis")?;
+    same_dtype(&out, x.dtype, 2, "out")?;
+    let [_, n, ch] = x.shape[..] else { return Err(shape_err(0, "x", "[B, N, C]".into(), &x)) };
+    if ch % 2 != 0 {
+        return Err(shape_err(0, "x", "[B, N, C] with C even".into(), &x));
+    }
+    if freqs.numel() != n * ch {
+        return Err(shape_err(1, "freqs_cis", format!("{} elements ([{n}, {ch}])", n * ch), &freqs));
+    }
+    let n_pairs = x.numel() / 2;
+    let mut steps = Vec::new();
+    if n_pairs > 0 {
+        let params = Uniform::new()
+            .u32(to_u32("pairs", n_pairs)?)
+            .u32(to_u32("channels", ch / 2)?)
+            .u32(to_u32("rows", n)?)
+            .finish();
+        steps.push(Step::Dispatch(Dispatch {
+            shader,
+            entry: "main",
+            inputs: vec![x.id, freqs.id],
+            outputs: vec![out.id],
+            params,
+            workgroups: grid_1d(n_pairs, WG_ELEMENTWISE)?,
+        }));
+    }
+    Ok(Lowered { shapes: vec![(out.id, x.shape.to_vec())], steps })
+}
+
+/// `et_vk.sdpa.default(q [B,Hq,Sq,D], k [B,Hkv,Skv,D], v [B,Hkv,Skv,D]
+/// with Hkv 1 (broadcast) or Hq,
+/// attn_mask? (additive, `[Sq,Skv]` or `B*Hq` of them), scale?, →out
+/// [B,Hq,Sq,D])`: non-causal attention without a cache.
+pub fn sdpa(c: &Ctx<'_>) -> Result<Lowered> {
+    c.expect_args(6)?;
+    let q = c.tensor(0, "q")?;
+    let k = c.tensor(1, "k")?;
+    let v = c.tensor(2, "v")?;
+    let mask = c.opt_tensor(3, "attn_mask")?;
+    let scale = c.opt_num(4, "scale")?;
+    let out = c.tensor(5, "out")?;
+    let shader = float_shader(Family::Attention, &q, 0, "q")?;
+    for (t, idx, name) in [(&k, 1, "k"), (&v, 2, "v"), (&out, 5, "out")] {
+        same_dtype(t, q.dtype, idx, name)?;
+    }
+    let [b, hq, sq, d] = q.shape[..] else { return Err(shape_err(0, "q", "[B, H, S, D]".into(), &q)) };
+    let [_, hkv, skv, _] = k.shape[..] else { return Err(shape_err(1, "k", "[B, H, S, D]".into(), &k)) };
+    if k.shape[0] != b || k.shape[3] != d {
+        return Err(shape_err(1, "k", format!("[{b}, Hkv, Skv, {d}]"), &k));
+    }
+    if v.shape != k.shape {
+        return Err(shape_err(2, "v", format!("{:?} (k's shape)", k.shape), &v));
+    }
+    if hkv != 1 && hkv != hq {
+        return Err(shape_err(1, "k", format!("[{b}, 1 or {hq}, Skv, {d}] (heads broadcast as in matmul)"), &k));
+    }
+    let mask_mode = match &mask {
+        None => 0,
+        Some(m) => {
+            same_dtype(m, q.dtype, 3, "attn_mask")?;
+            if m.numel() == sq * skv {
+                1
+            } else if m.numel() == b * hq * sq * skv {
+                2
+            } else {
+                return Err(shape_err(3, "attn_mask", format!("[{sq}, {skv}] or [{b}, {hq}, {sq}, {skv}]"), m));
+            }
+        }
+    };
+    let scale = scale.unwrap_or(1.0 / (d as f64).sqrt());
+    let rows = b * hq * sq;
+    let mut steps = Vec::new();
+    if rows > 0 && d > 0 {
+        let params = Uniform::new()
+            .u32(to_u32("batch", b)?)
+            .u32(to_u32("heads", hq)?)
+            .u32(to_u32("kv heads", hkv)?)
+            .u32(to_u32("query length", sq)?)
+            .u32(to_u32("key length", skv)?)
+            .u32(to_u32("head dim", d)?)
+            .u32(mask_mode)
+            .f32(scale as f32)
+            .finish();
+        let u = |what, x| to_u32(what, x);
+        steps.push(Step::Dispatch(Dispatch {
+            shader,
+            entry: "main",
+            inputs: vec![q.id, k.id, v.id, mask.map_or(q.id, |m| m.id)],
+            outputs: vec![out.id],
+            params,
+            workgroups: [
+                u("workgroups", rows.min(MAX_GROUPS_PER_DIM))?,
+                u("workgroups", rows.div_ceil(MAX_GROUPS_PER_DIM))?,
+                1,
+            ],
+        }));
+    }
+    Ok(Lowered { shapes: vec![(out.id, q.shape.to_vec())], steps })
+}

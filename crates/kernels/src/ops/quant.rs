@@ -1,0 +1,327 @@
+//! 4-bit weight ops: `et_vk.linear_q4gsw` (`linear_q4gsw.wgsl`),
+//! `et_vk.embedding_q4gsw` (`embedding_q4gsw.wgsl`) and the 8da4w pair
+//! `torchao.choose_qparams_affine` (`choose_qparams.wgsl`) +
+//! `et_vk.linear_dq8ca_q4gsw` (`linear_dq8ca_q4gsw.wgsl`).
+//!
+//! Packing (OPS.md §4.1): u8 bytes holding two weights each, even index in
+//! the low nibble, both offset by +8; symmetric group-wise f32 scales.
+
+use crate::error::{Error, Result};
+use crate::generated::shaders::Family;
+use crate::plan::{
+    Ctx, Dispatch, ElemType, Lowered, Step, TensorInfo, Uniform, WG_ELEMENTWISE, WG_ROWS, float_shader, grid_1d,
+    same_dtype, to_u32,
+};
+
+fn shape_err(arg_idx: usize, name: &'static str, expected: String, t: &TensorInfo<'_>) -> Error {
+    Error::Shape { arg_idx, name, expected, found: t.shape.to_vec() }
+}
+
+fn dtype_err(arg_idx: usize, name: &'static str, expected: &'static str, t: &TensorInfo<'_>) -> Error {
+    Error::DType { arg_idx, name, expected, found: t.dtype }
+}
+
+/// Largest workgroup count along one grid dimension.
+const MAX_GROUPS_PER_DIM: u64 = 65535;
+
+/// One workgroup per output element, folded into x and y.
+fn per_output_grid(total: u64) -> Result<[u32; 3]> {
+    Ok([
+        to_u32("workgroups", total.min(MAX_GROUPS_PER_DIM))?,
+        to_u32("workgroups", total.div_ceil(MAX_GROUPS_PER_DIM))?,
+        1,
+    ])
+}
+
+/// The packed 4-bit weight `[N, K_packed]` and its `[G, N_pad]` scales of
+/// a linear with `k` inputs, checked: returns `(n, n_pad)`.
+pub(crate) fn check_q4_weight(
+    k: u64,
+    weights: &TensorInfo<'_>,
+    w_idx: usize,
+    scales: &TensorInfo<'_>,
+    s_idx: usize,
+    group_size: i64,
+    g_idx: usize,
+) -> Result<(u64, u64)> {
+    if weights.dtype != ElemType::U8 {
+        return Err(dtype_err(w_idx, "weights", "uint8 (packed 4-bit)", weights));
+    }
+    let [n, k_packed] = weights.shape[..] else {
+        return Err(shape_err(w_idx, "weights", "[N, K/2]".into(), weights));
+    };
+    if k_packed * 2 < k {
+        return Err(shape_err(w_idx, "weights", format!("[N, {}] (K = {k})", k.div_ceil(2)), weights));
+    }
+    let gs = u64::try_from(group_size).ok().filter(|&g| g > 0).ok_or_else(|| Error::ArgValue {
+        arg_idx: g_idx,
+        name: "group_size",
+        found: group_size.to_string(),
+        reason: "must be positive",
+    })?;
+    let n_groups = k.div_ceil(gs);
+    let [g, n_pad] = scales.shape[..] else {
+        return Err(shape_err(s_idx, "weight_scales", "[G, N_pad]".into(), scales));
+    };
+    if g < n_groups || n_pad < n {
+        return Err(shape_err(s_idx, "weight_scales", format!("[{n_groups}, >= {n}]"), scales));
+    }
+    Ok((n, n_pad))
+}
+
+/// `et_vk.linear_q4gsw.default(input [..., K], weights u8 [N, K/2],
+/// weight_scales [G, N_pad], group_size, bias? [N_pad], →out [..., N])`.
+pub fn linear_q4gsw(c: &Ctx<'_>) -> Result<Lowered> {
+    c.expect_args(6)?;
+    let x = c.tensor(0, "input")?;
+    let weights = c.tensor(1, "weights")?;
+    let scales = c.tensor(2, "weight_scales")?;
+    let group_size = c.int(3, "group_size")?;
+    let bias = c.opt_tensor(4, "bias")?;
+    let out = c.tensor(5, "out")?;
+    let shader = float_shader(Family::LinearQ4gsw, &x, 0, "input")?;
+    same_dtype(&scales, x.dtype, 2, "weight_scales")?;
+    same_dtype(&out, x.dtype, 5, "out")?;
+    let Some(&k) = x.shape.last() else { return Err(shape_err(0, "input", "[..., K]".into(), &x)) };
+    let (n, n_pad) = check_q4_weight(k, &weights, 1, &scales, 2, group_size, 3)?;
+    if let Some(b) = &bias {
+        same_dtype(b, x.dtype, 4, "bias")?;
+        if b.numel() < n {
+            return Err(shape_err(4, "bias", format!("at least {n} elements"), b));
+        }
+    }
+    let m = x.numel().checked_div(k).unwrap_or(0);
+    let mut out_shape = x.shape.to_vec();
+    *out_shape.last_mut().expect("rank >= 1") = n;
+    let mut steps = Vec::new();
+    if m * n > 0 {
+        let params = Uniform::new()
+            .u32(to_u32("M", m)?)
+            .u32(to_u32("N", n)?)
+            .u32(to_u32("K", k)?)
+            .u32(to_u32("packed K", weights.shape[1])?)
+            .u32(to_u32("padded N", n_pad)?)
+            .u32(to_u32("group_size", group_size as u64)?)
+            .u32(u32::from(bias.is_some()))
+            .finish();
+        steps.push(Step::Dispatch(Dispatch {
+            shader,
+            entry: "main",
+            inputs: vec![x.id, weights.id, scales.id, bias.map_or(scales.id, |b| b.id)],
+            outputs: vec![out.id],
+            params,
+            workgroups: per_output_grid(m * n)?,
+        }));
+    }
+    Ok(Lowered { shapes: vec![(out.id, out_shape)], steps })
+}
+
+/// `et_vk.embedding_q4gsw.default(weight u8 [V, E/2], weight_scales [V, G],
+/// group_size, indices int32, is_linear_weight, →out [..., E])`. Only the
+/// linear packing (`is_linear_weight = True`, what the exporter writes).
+pub fn embedding_q4gsw(c: &Ctx<'_>) -> Result<Lowered> {
+    c.expect_args(6)?;
+    let weights = c.tensor(0, "weight")?;
+    let scales = c.tensor(1, "weight_scales")?;
+    let group_size = c.int(2, "group_size")?;
+    let indices = c.tensor(3, "indices")?;
+    let linear = c.bool(4, "is_linear_weight")?;
+    let out = c.tensor(5, "out")?;
+    let shader = float_shader(Family::EmbeddingQ4gsw, &scales, 1, "weight_scales")?;
+    if !linear {
+        return Err(Error::ArgValue {
+            arg_idx: 4,
+            name: "is_linear_weight",
+            found: "false".into(),
+            reason: "only the linear packing (True) is supported",
+        });
+    }
+    if weights.dtype != ElemType::U8 {
+        return Err(dtype_err(0, "weight", "uint8 (packed 4-bit)", &weights));
+    }
+    if indices.dtype != ElemType::I32 {
+        return Err(dtype_err(3, "indices", "int32", &indices));
+    }
+    same_dtype(&out, scales.dtype, 5, "out")?;
+    let [vocab, row_bytes] = weights.shape[..] else {
+        return Err(shape_err(0, "weight", "[V, E/2]".into(), &weights));
+    };
+    let dim = row_bytes * 2;
+    let gs = u64::try_from(group_size).ok().filter(|&g| g > 0).ok_or_else(|| Error::ArgValue {
+        arg_idx: 2,
+        name: "group_size",
+        found: group_size.to_string(),
+        reason: "must be positive",
+    })?;
+    let n_groups = dim.div_ceil(gs);
+    if scales.shape != [vocab, n_groups] {
+        return Err(shape_err(1, "weight_scales", format!("[{vocab}, {n_groups}]"), &scales));
+    }
+    let mut out_shape = indices.shape.to_vec();
+    out_shape.push(dim);
+    let numel = indices.numel() * dim;
+    let mut steps = Vec::new();
+    if numel > 0 {
+        let params = Uniform::new()
+            .u32(to_u32("output elements", numel)?)
+            .u32(to_u32("embedding dim", dim)?)
+            .u32(to_u32("vocabulary", vocab)?)
+            .u32(to_u32("row bytes", row_bytes)?)
+            .u32(to_u32("groups", n_groups)?)
+            .u32(to_u32("group_size", gs)?)
+            .finish();
+        steps.push(Step::Dispatch(Dispatch {
+            shader,
+            entry: "main",
+            inputs: vec![weights.id, scales.id, indices.id],
+            outputs: vec![out.id],
+            params,
+            workgroups: grid_1d(numel, WG_ELEMENTWISE)?,
+        }));
+    }
+    Ok(Lowered { shapes: vec![(out.id, out_shape)], steps })
+}
+
+/// `torchao.choose_qparams_affine.default(input, mapping_type, block_size,
+/// target_dtype, quant_min, quant_max, eps?, scale_dtype, zero_point_dtype,
+/// keepdim, →[scale (the input's float dtype), zero_point int8])`: only ASYMMETRIC over per-row
+/// blocks `[1, ..., 1, K]`.
+pub fn choose_qparams_affine(c: &Ctx<'_>) -> Result<Lowered> {
+    c.expect_args(11)?;
+    let x = c.tensor(0, "input")?;
+    let mapping = c.opt_str(1, "mapping_type")?;
+    let block_size = c.int_list(2, "block_size")?;
+    let quant_min = c.opt_num(4, "quant_min")?.unwrap_or(-128.0);
+    let quant_max = c.opt_num(5, "quant_max")?.unwrap_or(127.0);
+    let eps = c.opt_num(6, "eps")?.unwrap_or(f64::from(f32::MIN_POSITIVE));
+    let keepdim = c.bool(9, "keepdim")?;
+    let outs = c.tensor_list(10, "out")?;
+    let [scale, zero_point] = outs[..] else {
+        return Err(Error::ArgKind {
+            arg_idx: 10,
+            name: "out",
+            expected: "ValueList of 2 tensors",
+            found: "ValueList",
+        });
+    };
+    let shader = float_shader(Family::ChooseQparams, &x, 0, "input")?;
+    if mapping != Some("ASYMMETRIC") {
+        return Err(Error::ArgValue {
+            arg_idx: 1,
+            name: "mapping_type",
+            found: format!("{mapping:?}"),
+            reason: "only ASYMMETRIC is supported",
+        });
+    }
+    same_dtype(&scale, x.dtype, 10, "scale")?;
+    if zero_point.dtype != ElemType::I8 {
+        return Err(dtype_err(10, "zero_point", "int8", &zero_point));
+    }
+    let Some(&k) = x.shape.last() else { return Err(shape_err(0, "input", "[..., K]".into(), &x)) };
+    let per_row = block_size.len() == x.shape.len()
+        && block_size.last().is_some_and(|&b| u64::try_from(b) == Ok(k))
+        && block_size[..block_size.len() - 1].iter().all(|&b| b == 1);
+    if !per_row {
+        return Err(Error::ArgValue {
+            arg_idx: 2,
+            name: "block_size",
+            found: format!("{block_size:?}"),
+            reason: "only per-row blocks [1, ..., 1, K] are supported",
+        });
+    }
+    let in_range = |q: f64| (-128.0..=127.0).contains(&q) && q.fract() == 0.0;
+    if !(in_range(quant_min) && in_range(quant_max) && quant_min < quant_max) {
+        return Err(Error::ArgValue {
+            arg_idx: 4,
+            name: "quant_min",
+            found: format!("{quant_min}..{quant_max}"),
+            reason: "the int8 range must lie within -128..127",
+        });
+    }
+    let rows = x.numel().checked_div(k).unwrap_or(0);
+    let mut out_shape = x.shape[..x.shape.len() - 1].to_vec();
+    if keepdim {
+        out_shape.push(1);
+    }
+    let mut steps = Vec::new();
+    if rows > 0 {
+        let params = Uniform::new()
+            .u32(to_u32("rows", rows)?)
+            .u32(to_u32("row size", k)?)
+            .i32(quant_min as i32)
+            .i32(quant_max as i32)
+            .f32(eps as f32)
+            .finish();
+        steps.push(Step::Dispatch(Dispatch {
+            shader,
+            entry: "main",
+            inputs: vec![x.id],
+            outputs: vec![scale.id, zero_point.id],
+            params,
+            workgroups: grid_1d(rows.div_ceil(4), WG_ROWS)?,
+        }));
+    }
+    Ok(Lowered { shapes: vec![(scale.id, out_shape.clone()), (zero_point.id, out_shape)], steps })
+}
+
+/// `et_vk.linear_dq8ca_q4gsw.default(input [..., K], input_scale [M],
+/// input_zp [M] int8, weights u8 [N, K/2], weight_sums int32 [G, N],
+/// weight_scales [G, N_pad], group_size, bias?, →out [..., N])`. The
+/// weight sums are not needed: the kernel subtracts the zero point before
+/// multiplying.
+pub fn linear_dq8ca_q4gsw(c: &Ctx<'_>) -> Result<Lowered> {
+    c.expect_args(9)?;
+    let x = c.tensor(0, "input")?;
+    let in_scale = c.tensor(1, "input_scale")?;
+    let in_zp = c.tensor(2, "input_zp")?;
+    let weights = c.tensor(3, "weights")?;
+    c.tensor(4, "weight_sums")?;
+    let scales = c.tensor(5, "weight_scales")?;
+    let group_size = c.int(6, "group_size")?;
+    let bias = c.opt_tensor(7, "bias")?;
+    let out = c.tensor(8, "out")?;
+    let shader = float_shader(Family::LinearDq8caQ4gsw, &x, 0, "input")?;
+    same_dtype(&out, x.dtype, 8, "out")?;
+    let Some(&k) = x.shape.last() else { return Err(shape_err(0, "input", "[..., K]".into(), &x)) };
+    let m = x.numel().checked_div(k).unwrap_or(0);
+    same_dtype(&in_scale, x.dtype, 1, "input_scale")?;
+    if in_zp.dtype != ElemType::I8 {
+        return Err(dtype_err(2, "input_zp", "int8", &in_zp));
+    }
+    for (t, idx, name) in [(&in_scale, 1, "input_scale"), (&in_zp, 2, "input_zp")] {
+        if t.numel() != m {
+            return Err(shape_err(idx, name, format!("{m} elements (one per row of input)"), t));
+        }
+    }
+    same_dtype(&scales, x.dtype, 5, "weight_scales")?;
+    let (n, n_pad) = check_q4_weight(k, &weights, 3, &scales, 5, group_size, 6)?;
+    if let Some(b) = &bias {
+        same_dtype(b, x.dtype, 7, "bias")?;
+        if b.numel() < n {
+            return Err(shape_err(7, "bias", format!("at least {n} elements"), b));
+        }
+    }
+    let mut out_shape = x.shape.to_vec();
+    *out_shape.last_mut().expect("rank >= 1") = n;
+    let mut steps = Vec::new();
+    if m * n > 0 {
+        let params = Uniform::new()
+            .u32(to_u32("M", m)?)
+            .u32(to_u32("N", n)?)
+            .u32(to_u32("K", k)?)
+            .u32(to_u32("packed K", weights.shape[1])?)
+            .u32(to_u32("padded N", n_pad)?)
+            .u32(to_u32("group_size", group_size as u64)?)
+            .u32(u32::from(bias.is_some()))
+            .finish();
+        steps.push(Step::Dispatch(Dispatch {
+            shader,
+            entry: "main",
+            inputs: vec![x.id, in_scale.id, in_zp.id, weights.id, scales.id, bias.map_or(scales.id, |b| b.id)],
+            outputs: vec![out.id],
+            params,
+            workgroups: per_output_grid(m * n)?,
+        }));
+    }
+    Ok(Lowered { shapes: vec![(out.id, out_shape)], steps })
+}

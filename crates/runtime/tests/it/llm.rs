@@ -1,0 +1,369 @@
+//! Crafted LLM graphs checked against small CPU references:
+//! `sdpa_with_kv_cache` over prefill + decode runs on one loaded method
+//! (odd head dims, GQA ratios 1 and 2, positions up to the cache end, a
+//! prompt of one token, contexts past one workgroup of keys), RMS norm and
+//! RoPE, 4-bit linear and embedding, and the 8da4w pair.
+
+use etwgpu_format::writer::{GraphBuilder, ProgramBuilder};
+use etwgpu_format::{DType, Program};
+use etwgpu_runtime::{Error, LoadedMethod, Tensor};
+
+fn load(g: GraphBuilder) -> Option<LoadedMethod> {
+    let rt = crate::runtime()?;
+    let program = Program::from_bytes(ProgramBuilder::single_delegate(g).to_bytes()).expect("crafted program parses");
+    Some(rt.load(&program, "forward").expect("loads"))
+}
+
+/// Deterministic test data in [-2, 2).
+fn data(n: usize, seed: u32) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 17;
+            s ^= s << 5;
+            (s % 4000) as f32 / 1000.0 - 2.0
+        })
+        .collect()
+}
+
+fn f32s(t: &Tensor) -> Vec<f32> {
+    t.to_f64_vec().into_iter().map(|x| x as f32).collect()
+}
+
+fn int_tensor(dtype: DType, shape: &[u64], values: &[i64]) -> Tensor {
+    let bytes = match dtype {
+        DType::I64 => values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+        DType::I32 => values.iter().flat_map(|v| (*v as i32).to_le_bytes()).collect(),
+        _ => panic!("not an int dtype"),
+    };
+    Tensor::new(dtype, shape.to_vec(), bytes).expect("valid")
+}
+
+fn f32_bytes(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn assert_close(got: &[f32], want: &[f32], tol: f32, what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!((g - w).abs() <= tol + tol * w.abs(), "{what}: element {i}: got {g}, want {w}");
+    }
+}
+
+/// Attention dims.
+#[derive(Debug, Clone, Copy)]
+struct Attn {
+    n_heads: usize,
+    n_kv_heads: usize,
+    head_dim: usize,
+    cache_len: usize,
+    max_seq: usize,
+}
+
+/// `sdpa_with_kv_cache(q, k, v, k_cache, v_cache, pos[0], Int 1, None, 0,
+/// True, None)` with q/k/v and `pos` as inputs and zero caches sharing one
+/// named key.
+fn sdpa_graph(a: Attn) -> GraphBuilder {
+    let (hq, hkv, d, c, s) =
+        (a.n_heads as u64, a.n_kv_heads as u64, a.head_dim as u64, a.cache_len as u64, a.max_seq as u64);
+    let mut g = GraphBuilder::new();
+    let q = g.tensor(DType::F32, &[1, s, hq, d]);
+    let k = g.tensor(DType::F32, &[1, s, hkv, d]);
+    let v = g.tensor(DType::F32, &[1, s, hkv, d]);
+    let pos = g.tensor_staged(DType::I32, DType::I64, &[1]);
+    let zeros = vec![0u8; (c * hkv * d * 4) as usize];
+    let k_cache = g.constant(DType::F32, &[1, c, hkv, d], &zeros);
+    let v_cache = g.constant(DType::F32, &[1, c, hkv, d], &zeros);
+    let (zero, one, causal, null) = (g.int(0), g.int(1), g.bool(true), g.null());
+    let start = g.sym_int();
+    let out = g.tensor(DType::F32, &[1, s, hq, d]);
+    g.op("et_vk.select_as_symint.default", &[pos, zero, zero, start])
+        .op("sdpa_with_kv_cache.default", &[q, k, v, k_cache, v_cache, start, one, null, zero, causal, null, out]);
+    g.inputs(&[q, k, v, pos]).outputs(&[out]);
+    g
+}
+
+/// CPU reference: appends `k`, `v` (`[S, Hkv, D]`) to the caches at
+/// `start` and returns causal attention of `q` (`[S, Hq, D]`).
+fn sdpa_ref(a: Attn, caches: &mut (Vec<f32>, Vec<f32>), start: usize, q: &[f32], k: &[f32], v: &[f32]) -> Vec<f32> {
+    let (hq, hkv, d) = (a.n_heads, a.n_kv_heads, a.head_dim);
+    let s = q.len() / (hq * d);
+    let row = hkv * d;
+    caches.0[start * row..(start + s) * row].copy_from_slice(k);
+    caches.1[start * row..(start + s) * row].copy_from_slice(v);
+    let scale = 1.0 / (d as f64).sqrt();
+    let mut out = vec![0f32; q.len()];
+    for i in 0..s {
+        for h in 0..hq {
+            let kvh = h / (hq / hkv);
+            let qb = (i * hq + h) * d;
+            let scores: Vec<f64> = (0..=start + i)
+                .map(|c| {
+                    let kb = (c * hkv + kvh) * d;
+                    (0..d).map(|j| f64::from(q[qb + j]) * f64::from(caches.0[kb + j])).sum::<f64>() * scale
+                })
+                .collect();
+            let m = scores.iter().copied().fold(f64::MIN, f64::max);
+            let sum: f64 = scores.iter().map(|x| (x - m).exp()).sum();
+            for j in 0..d {
+                let acc: f64 = scores
+                    .iter()
+                    .enumerate()
+                    .map(|(c, x)| (x - m).exp() / sum * f64::from(caches.1[(c * hkv + kvh) * d + j]))
+                    .sum();
+                out[qb + j] = acc as f32;
+            }
+        }
+    }
+    out
+}
+
+/// Prefill of `prompt` tokens at 0, then one-token decode steps until the
+/// cache is full, each checked against [`sdpa_ref`]; then a step past the
+/// end is rejected with a typed error.
+fn check_sdpa(a: Attn, prompt: usize) {
+    let Some(mut method) = load(sdpa_graph(a)) else { return };
+    let (hq, hkv, d) = (a.n_heads, a.n_kv_heads, a.head_dim);
+    let mut caches = (vec![0f32; a.cache_len * hkv * d], vec![0f32; a.cache_len * hkv * d]);
+    let mut start = 0;
+    let mut seed = 0;
+    while start < a.cache_len {
+        let s = if start == 0 { prompt } else { 1 };
+        seed += 3;
+        let (q, k, v) = (data(s * hq * d, seed), data(s * hkv * d, seed + 1), data(s * hkv * d, seed + 2));
+        let want = sdpa_ref(a, &mut caches, start, &q, &k, &v);
+        let (su, hq_u, hkv_u, du) = (s as u64, hq as u64, hkv as u64, d as u64);
+        let outs = method
+            .run(&[
+                Tensor::from_f32(&[1, su, hq_u, du], &q),
+                Tensor::from_f32(&[1, su, hkv_u, du], &k),
+                Tensor::from_f32(&[1, su, hkv_u, du], &v),
+                int_tensor(DType::I64, &[1], &[start as i64]),
+            ])
+            .expect("runs");
+        assert_eq!(outs[0].shape, [1, su, hq_u, du]);
+        assert_close(&f32s(&outs[0]), &want, 1e-4, &format!("{a:?} at position {start}"));
+        start += s;
+    }
+    let one = |n| Tensor::from_f32(&[1, 1, n as u64, d as u64], &vec![0.0; n * d]);
+    let past = method.run(&[one(hq), one(hkv), one(hkv), int_tensor(DType::I64, &[1], &[a.cache_len as i64])]);
+    assert!(matches!(past, Err(Error::Op { ref op, .. }) if op == "sdpa_with_kv_cache.default"), "{past:?}");
+}
+
+#[test]
+fn sdpa_odd_head_dim_without_grouping() {
+    check_sdpa(Attn { n_heads: 2, n_kv_heads: 2, head_dim: 5, cache_len: 9, max_seq: 8 }, 4);
+}
+
+#[test]
+fn sdpa_grouped_query_heads_from_a_one_token_prompt() {
+    check_sdpa(Attn { n_heads: 4, n_kv_heads: 2, head_dim: 6, cache_len: 7, max_seq: 6 }, 1);
+}
+
+#[test]
+fn sdpa_context_and_head_dim_past_one_workgroup() {
+    // 70 keys and 70 dims: two chunks of 64 keys, two blocks of 64 dims.
+    check_sdpa(Attn { n_heads: 3, n_kv_heads: 1, head_dim: 70, cache_len: 70, max_seq: 67 }, 67);
+}
+
+#[test]
+fn rms_norm_and_rotary_embedding() {
+    let (b, s, hq, hkv, d) = (2usize, 3usize, 3usize, 1usize, 6usize);
+    let n = 7usize;
+    let mut g = GraphBuilder::new();
+    let x = g.tensor(DType::F32, &[3, n as u64]);
+    let wv = data(n, 11);
+    let w = g.constant(DType::F32, &[n as u64], &f32_bytes(&wv));
+    let eps = g.double(1e-5);
+    let normed = g.tensor(DType::F32, &[3, n as u64]);
+    let shape = |h: usize| [b as u64, s as u64, h as u64, d as u64];
+    let xq = g.tensor(DType::F32, &shape(hq));
+    let xk = g.tensor(DType::F32, &shape(hkv));
+    let cos = g.tensor(DType::F32, &[s as u64, d as u64 / 2]);
+    let sin = g.tensor(DType::F32, &[s as u64, d as u64 / 2]);
+    let q_out = g.tensor(DType::F32, &shape(hq));
+    let k_out = g.tensor(DType::F32, &shape(hkv));
+    let outs = g.value_list(&[q_out, k_out]);
+    g.op("et_vk.rms_norm.default", &[x, w, eps, normed])
+        .op("et_vk.apply_rotary_emb.default", &[xq, xk, cos, sin, outs]);
+    g.inputs(&[x, xq, xk, cos, sin]).outputs(&[normed, q_out, k_out]);
+    let Some(mut method) = load(g) else { return };
+    let xv = data(3 * n, 12);
+    let (qv, kv) = (data(b * s * hq * d, 13), data(b * s * hkv * d, 14));
+    let (cv, sv) = (data(s * d / 2, 15), data(s * d / 2, 16));
+    let outs = method
+        .run(&[
+            Tensor::from_f32(&[3, n as u64], &xv),
+            Tensor::from_f32(&shape(hq), &qv),
+            Tensor::from_f32(&shape(hkv), &kv),
+            Tensor::from_f32(&[s as u64, d as u64 / 2], &cv),
+            Tensor::from_f32(&[s as u64, d as u64 / 2], &sv),
+        ])
+        .expect("runs");
+    let mut want = Vec::new();
+    for r in 0..3 {
+        let row = &xv[r * n..(r + 1) * n];
+        let rstd = 1.0 / (row.iter().map(|v| v * v).sum::<f32>() / n as f32 + 1e-5).sqrt();
+        want.extend(row.iter().zip(&wv).map(|(v, w)| v * rstd * w));
+    }
+    assert_close(&f32s(&outs[0]), &want, 1e-5, "rms_norm");
+    let rope = |x: &[f32], h: usize| {
+        let mut out = x.to_vec();
+        for (p, pair) in out.chunks_mut(2).enumerate() {
+            let (i, t) = (p % (d / 2), (p / (d / 2) / h) % s);
+            let (c, sn) = (cv[t * d / 2 + i], sv[t * d / 2 + i]);
+            let (re, im) = (pair[0], pair[1]);
+            pair[0] = re * c - im * sn;
+            pair[1] = re * sn + im * c;
+        }
+        out
+    };
+    assert_close(&f32s(&outs[1]), &rope(&qv, hq), 1e-5, "rope q");
+    assert_close(&f32s(&outs[2]), &rope(&kv, hkv), 1e-5, "rope k");
+}
+
+/// Packs int4 weights `w [N, K]` (-8..7) as the exporter does: K padded to
+/// a multiple of 8, +8, even k in the low nibble.
+fn pack_q4(w: &[i8], n: usize, k: usize) -> (Vec<u8>, usize) {
+    let k_packed = k.next_multiple_of(8) / 2;
+    let mut out = vec![0u8; n * k_packed];
+    for r in 0..n {
+        for j in 0..k_packed {
+            let at = |kk: usize| if kk < k { (w[r * k + kk] + 8) as u8 } else { 8 };
+            out[r * k_packed + j] = at(2 * j + 1) << 4 | at(2 * j);
+        }
+    }
+    (out, k_packed)
+}
+
+fn int4s(n: usize, seed: u32) -> Vec<i8> {
+    data(n, seed).iter().map(|v| ((v * 4.0).floor() as i8).clamp(-8, 7)).collect()
+}
+
+/// A 4-bit linear `[N, K]` with group `gs`: packed weights, `[G, N_pad]`
+/// scales and the dequantized `[N, K]` weights.
+struct Q4Linear {
+    n: usize,
+    k: usize,
+    k_packed: usize,
+    n_pad: usize,
+    n_groups: usize,
+    packed: Vec<u8>,
+    scales: Vec<f32>,
+    dequant: Vec<f32>,
+}
+
+fn q4_linear(n: usize, k: usize, gs: usize, seed: u32) -> Q4Linear {
+    let w = int4s(n * k, seed);
+    let (packed, k_packed) = pack_q4(&w, n, k);
+    let n_groups = k.next_multiple_of(8).div_ceil(gs);
+    let n_pad = n.next_multiple_of(4);
+    let raw = data(n_groups * n_pad, seed + 1);
+    let scales: Vec<f32> = raw.iter().map(|s| 0.05 + s.abs() * 0.05).collect();
+    let dequant = (0..n * k).map(|i| f32::from(w[i]) * scales[(i % k / gs) * n_pad + i / k]).collect();
+    Q4Linear { n, k, k_packed, n_pad, n_groups, packed, scales, dequant }
+}
+
+fn matmul_ref(x: &[f32], w: &Q4Linear, bias: &[f32]) -> Vec<f32> {
+    let m = x.len() / w.k;
+    (0..m * w.n)
+        .map(|i| {
+            let (r, c) = (i / w.n, i % w.n);
+            (0..w.k).map(|kk| x[r * w.k + kk] * w.dequant[c * w.k + kk]).sum::<f32>() + bias[c]
+        })
+        .collect()
+}
+
+#[test]
+fn q4_linear_with_bias_and_q4_embedding() {
+    let (m, gs) = (3usize, 8usize);
+    let w = q4_linear(5, 20, gs, 21);
+    let bias = data(w.n_pad, 23);
+    let (vocab, dim) = (6usize, 16usize);
+    let ew = int4s(vocab * dim, 24);
+    let (epacked, ebytes) = pack_q4(&ew, vocab, dim);
+    let escales: Vec<f32> = data(vocab * dim / gs, 25).iter().map(|s| 0.1 + s.abs() * 0.1).collect();
+    let mut g = GraphBuilder::new();
+    let x = g.tensor(DType::F32, &[1, m as u64, w.k as u64]);
+    let wt = g.constant(DType::U8, &[w.n as u64, w.k_packed as u64], &w.packed);
+    let st = g.constant(DType::F32, &[w.n_groups as u64, w.n_pad as u64], &f32_bytes(&w.scales));
+    let bt = g.constant(DType::F32, &[w.n_pad as u64], &f32_bytes(&bias));
+    let gs_v = g.int(gs as i64);
+    let out = g.tensor(DType::F32, &[1, m as u64, w.n as u64]);
+    let idx = g.tensor_staged(DType::I32, DType::I64, &[2, 3]);
+    let ewt = g.constant(DType::U8, &[vocab as u64, ebytes as u64], &epacked);
+    let est = g.constant(DType::F32, &[vocab as u64, (dim / gs) as u64], &f32_bytes(&escales));
+    let t = g.bool(true);
+    let emb = g.tensor(DType::F32, &[2, 3, dim as u64]);
+    g.op("et_vk.linear_q4gsw.default", &[x, wt, st, gs_v, bt, out])
+        .op("et_vk.embedding_q4gsw.default", &[ewt, est, gs_v, idx, t, emb]);
+    g.inputs(&[x, idx]).outputs(&[out, emb]);
+    let Some(mut method) = load(g) else { return };
+    let xv = data(m * w.k, 22);
+    let ids = [5i64, 0, 3, 3, 1, 2];
+    let outs = method
+        .run(&[Tensor::from_f32(&[1, m as u64, w.k as u64], &xv), int_tensor(DType::I64, &[2, 3], &ids)])
+        .expect("runs");
+    assert_eq!(outs[0].shape, [1, m as u64, w.n as u64]);
+    assert_close(&f32s(&outs[0]), &matmul_ref(&xv, &w, &bias), 1e-4, "linear_q4gsw");
+    let want: Vec<f32> = ids
+        .iter()
+        .flat_map(|&t| {
+            let (t, ew, escales) = (t as usize, &ew, &escales);
+            (0..dim).map(move |d| f32::from(ew[t * dim + d]) * escales[t * (dim / gs) + d / gs])
+        })
+        .collect();
+    assert_eq!(outs[1].shape, [2, 3, dim as u64]);
+    assert_close(&f32s(&outs[1]), &want, 1e-6, "embedding_q4gsw");
+}
+
+#[test]
+fn dynamic_int8_activations_times_q4_weights() {
+    // 5 rows (not a multiple of the 4 zero points per word), one of them
+    // all positive and one all zero.
+    let (m, gs) = (5usize, 8usize);
+    let w = q4_linear(6, 24, gs, 31);
+    let mut xv = data(m * w.k, 32);
+    xv[w.k..2 * w.k].iter_mut().for_each(|v| *v = v.abs() + 0.1);
+    xv[3 * w.k..4 * w.k].iter_mut().for_each(|v| *v = 0.0);
+    let mut g = GraphBuilder::new();
+    let x = g.tensor(DType::F32, &[1, m as u64, w.k as u64]);
+    let mapping = g.string("ASYMMETRIC");
+    let block = g.int_list(&[1, 1, w.k as i64]);
+    let null = g.null();
+    let (qmin, qmax) = (g.int(-128), g.int(127));
+    let f = g.bool(false);
+    let scale = g.tensor(DType::F32, &[1, m as u64]);
+    let zp = g.tensor(DType::I8, &[1, m as u64]);
+    let qparams = g.value_list(&[scale, zp]);
+    let wt = g.constant(DType::U8, &[w.n as u64, w.k_packed as u64], &w.packed);
+    let sums = g.constant(DType::I32, &[w.n_groups as u64, w.n as u64], &vec![0u8; w.n_groups * w.n * 4]);
+    let st = g.constant(DType::F32, &[w.n_groups as u64, w.n_pad as u64], &f32_bytes(&w.scales));
+    let gs_v = g.int(gs as i64);
+    let out = g.tensor(DType::F32, &[1, m as u64, w.n as u64]);
+    g.op("torchao.choose_qparams_affine.default", &[x, mapping, block, null, qmin, qmax, null, null, null, f, qparams])
+        .op("et_vk.linear_dq8ca_q4gsw.default", &[x, scale, zp, wt, sums, st, gs_v, null, out]);
+    g.inputs(&[x]).outputs(&[out, scale, zp]);
+    let Some(mut method) = load(g) else { return };
+    let outs = method.run(&[Tensor::from_f32(&[1, m as u64, w.k as u64], &xv)]).expect("runs");
+    let mut want_scale = Vec::new();
+    let mut want_zp = Vec::new();
+    let mut fake_quant = Vec::new();
+    for r in 0..m {
+        let row = &xv[r * w.k..(r + 1) * w.k];
+        let lo = row.iter().copied().fold(0f32, f32::min);
+        let hi = row.iter().copied().fold(0f32, f32::max);
+        let s = ((hi - lo) / 255.0).max(f32::MIN_POSITIVE);
+        let z = (-128.0 - (lo / s).round_ties_even()).clamp(-128.0, 127.0);
+        want_scale.push(s);
+        want_zp.push(f64::from(z));
+        fake_quant.extend(
+            row.iter().map(|v| ((v * (1.0 / s)).round_ties_even() + z).clamp(-128.0, 127.0) - z).map(|q| q * s),
+        );
+    }
+    assert_close(&f32s(&outs[1]), &want_scale, 1e-6, "scale");
+    assert_eq!(outs[2].to_f64_vec(), want_zp, "zero points");
+    assert_eq!(outs[0].shape, [1, m as u64, w.n as u64]);
+    assert_close(&f32s(&outs[0]), &matmul_ref(&fake_quant, &w, &vec![0.0; w.n]), 1e-4, "linear_dq8ca_q4gsw");
+}
