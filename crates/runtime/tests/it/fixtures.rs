@@ -35,19 +35,21 @@ const NOT_YET_SUPPORTED: &[(&str, &[&str])] = &[
             "sdpa_with_kv_cache.default",
         ],
     ),
-    ("partial_delegate", &["CPU kernel aten::cumsum.out"]),
 ];
 
 fn fixtures_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../test_data/fixtures")
 }
 
-/// What stops a fixture from running: unsupported ops and CPU kernels.
+/// What stops a fixture from running: unsupported ops, and CPU kernels
+/// with neither a GPU kernel nor a CPU fallback.
 fn missing(program: &Program, method: &str) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     let Some(m) = program.method(method) else { return out };
-    for ins in &m.instructions {
-        if let etwgpu_format::Instruction::Kernel { op_index, .. } = ins {
+    for (k, ins) in m.instructions.iter().enumerate() {
+        if let etwgpu_format::Instruction::Kernel { op_index, .. } = ins
+            && etwgpu_runtime::kernel_route(m, k) == etwgpu_runtime::Route::Unsupported
+        {
             out.insert(format!("CPU kernel {}", m.operators[*op_index].full_name()));
         }
     }
