@@ -23,9 +23,10 @@ pub(crate) enum CpuOp {
 /// Fallback ops by plan name (`name.overload`), with their schema arity
 /// (the `out` tensor included).
 const CPU_OPS: &[(&str, CpuOp, usize)] = &[
-    ("aten::any.dim_out", CpuOp::AnyDim, 4),
+    ("aten::any.all_out", CpuOp::Any, 2),
     ("aten::any.dims_out", CpuOp::AnyDims, 4),
-    ("aten::any.out", CpuOp::Any, 2),
+    // `any.out` is the one-dim form: (self, dim, keepdim, out).
+    ("aten::any.out", CpuOp::AnyDim, 4),
     ("aten::cumsum.out", CpuOp::Cumsum, 4),
     ("aten::log.out", CpuOp::Log, 2),
     ("aten::maximum.out", CpuOp::Maximum, 3),

@@ -13,7 +13,10 @@
 
 use etwgpu_format::program::TensorData;
 use etwgpu_format::vulkan::VhHeader;
-use etwgpu_format::{DType, Instruction, Method, OpCall, PlanValue, Program, ValueId, VkGraph, VkTensor, VkValue};
+use etwgpu_format::{
+    Constant, ConstantId, ConstantSource, DType, Instruction, Method, OpCall, PlanValue, Program, ValueId, VkGraph,
+    VkTensor, VkValue,
+};
 use etwgpu_kernels::plan::Ctx;
 use etwgpu_kernels::{TensorInfo, Value, Vid};
 
@@ -50,6 +53,17 @@ fn schema_args(args: &[usize]) -> &[usize] {
     }
 }
 
+/// The Ints of a plan IntList, whose items are plan value indices.
+fn int_list(values: &[PlanValue], items: &[i64]) -> Option<Vec<i64>> {
+    items
+        .iter()
+        .map(|&i| match values.get(usize::try_from(i).ok()?)? {
+            PlanValue::Int(x) => Some(*x),
+            _ => None,
+        })
+        .collect()
+}
+
 /// A one-op VK00 graph for a KernelCall: its tensors become graph values
 /// (float32 only), the `out` tensor the one output. Returns the graph and
 /// the delegate args (plan values of the graph inputs, then the output).
@@ -58,6 +72,7 @@ fn one_op_graph(m: &Method, op: &str, schema: &[usize], node_id: u32) -> Option<
     let mut values = Vec::new();
     let mut ids = Vec::new();
     let mut tensors: Vec<(usize, ValueId)> = Vec::new();
+    let mut constants = Vec::new();
     for &p in schema {
         if let Some(&(_, id)) = tensors.iter().find(|(q, _)| *q == p) {
             ids.push(id);
@@ -70,15 +85,28 @@ fn one_op_graph(m: &Method, op: &str, schema: &[usize], node_id: u32) -> Option<
             PlanValue::Double(x) => VkValue::Double(*x),
             PlanValue::Bool(x) => VkValue::Bool(*x),
             PlanValue::String(s) => VkValue::String(s.clone()),
-            PlanValue::IntList(x) => VkValue::IntList(x.clone()),
+            PlanValue::IntList(x) => VkValue::IntList(int_list(&m.values, x)?),
             PlanValue::DoubleList(x) => VkValue::DoubleList(x.clone()),
             PlanValue::BoolList(x) => VkValue::BoolList(x.clone()),
             PlanValue::Tensor(t) if t.scalar_type.dtype() == Some(DType::F32) => {
-                tensors.push((p, id));
+                let constant = match &t.data {
+                    TensorData::None => {
+                        tensors.push((p, id));
+                        None
+                    }
+                    TensorData::Constant(r) => {
+                        constants.push(Constant {
+                            len: r.range.len() as u64,
+                            source: ConstantSource::DelegateBytes(r.clone()),
+                        });
+                        Some(ConstantId(constants.len() as u32 - 1))
+                    }
+                    TensorData::External(_) => return None,
+                };
                 VkValue::Tensor(VkTensor {
                     dtype: DType::F32,
                     dims: t.sizes.iter().map(|&s| u64::try_from(s).ok()).collect::<Option<_>>()?,
-                    constant: None,
+                    constant,
                     mem_obj_id: None,
                     storage_type: 255,
                     memory_layout: 255,
@@ -104,7 +132,7 @@ fn one_op_graph(m: &Method, op: &str, schema: &[usize], node_id: u32) -> Option<
         chain: vec![OpCall { node_id, name: op.to_string(), args: ids }],
         input_ids: inputs.iter().map(|&(_, id)| id).collect(),
         output_ids: vec![out_id],
-        constants: Vec::new(),
+        constants,
         n_shaders: 0,
     };
     let args = inputs.iter().map(|&(p, _)| p).chain([out]).collect();
@@ -125,7 +153,7 @@ impl etwgpu_kernels::Graph for OneOpView<'_> {
                 id,
                 dtype: etwgpu_kernels::ElemType::F32,
                 shape: &t.dims,
-                is_constant: false,
+                is_constant: t.constant.is_some(),
             }),
             VkValue::IntList(x) => Value::IntList(x),
             VkValue::DoubleList(x) => Value::DoubleList(x),
@@ -376,15 +404,25 @@ impl LoadedMethod {
                 Exec::Cpu { op, name, instruction, schema, extra } => {
                     let out = *schema.last().expect("schema has the out arg");
                     let held: Vec<Option<Tensor>> = schema.iter().map(|&p| slots.get(p).cloned().flatten()).collect();
+                    let lists: Vec<Option<Vec<i64>>> = schema
+                        .iter()
+                        .map(|&p| match &values[p] {
+                            PlanValue::IntList(items) => int_list(values, items),
+                            _ => None,
+                        })
+                        .collect();
                     let args: Vec<Arg<'_>> = schema
                         .iter()
-                        .zip(&held)
-                        .map(|(&p, t)| match (t, &values[p]) {
+                        .zip(held.iter().zip(&lists))
+                        .map(|(&p, (t, list))| match (t, &values[p]) {
                             (Some(t), _) => Arg::Tensor(t),
+                            (None, PlanValue::IntList(_)) => match list {
+                                Some(x) => Arg::IntList(x),
+                                None => Arg::Other("an IntList with non-Int items"),
+                            },
                             (None, PlanValue::Int(x)) => Arg::Int(*x),
                             (None, PlanValue::Double(x)) => Arg::Double(*x),
                             (None, PlanValue::Bool(x)) => Arg::Bool(*x),
-                            (None, PlanValue::IntList(x)) => Arg::IntList(x),
                             (None, PlanValue::Null) => Arg::Null,
                             (None, PlanValue::Tensor(_)) => Arg::Other("an unset tensor"),
                             (None, v) => Arg::Other(v.kind()),
