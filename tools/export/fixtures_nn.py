@@ -871,6 +871,131 @@ def fx_et_vk_sdpa(verify: bool = True) -> FixtureResult:
         EtVkSdpa(), [ins], verify=False)
 
 
+class MhaEncoder(nn.Module):
+    """Post-norm encoder block around nn.MultiheadAttention (batch_first)."""
+
+    def __init__(self, dim: int = 16, heads: int = 2, hidden: int = 24):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(dim, heads, batch_first=True)
+        self.ln1 = nn.LayerNorm(dim)
+        self.ff1 = nn.Linear(dim, hidden)
+        self.ff2 = nn.Linear(hidden, dim)
+        self.ln2 = nn.LayerNorm(dim)
+
+    def forward(self, x):
+        a, _ = self.attn(x, x, x, need_weights=False)
+        h = self.ln1(x + a)
+        return self.ln2(h + self.ff2(torch.relu(self.ff1(h))))
+
+
+def _init_mha_encoder(g: torch.Generator, block: MhaEncoder) -> None:
+    dim = block.ln1.weight.shape[0]
+    with torch.no_grad():
+        block.attn.in_proj_bias.copy_(randn(g, 3 * dim, scale=0.1))
+        block.attn.out_proj.bias.copy_(randn(g, dim, scale=0.1))
+        for ln in (block.ln1, block.ln2):
+            ln.weight.copy_(uniform(g, 0.5, 1.5, dim))
+            ln.bias.copy_(randn(g, dim, scale=0.1))
+
+
+def fx_mha_encoder(verify: bool = True) -> FixtureResult:
+    g = seed("mha_encoder")
+    model = MhaEncoder()
+    _init_mha_encoder(g, model)
+    ins = (randn(g, 2, 5, 16),)
+    return module_fixture(
+        "mha_encoder",
+        "Post-norm encoder block: nn.MultiheadAttention(16, 2 heads, batch_first, "
+        "non-zero biases), residual, LayerNorm, Linear(16,24) -> ReLU -> Linear(24,16), "
+        "residual, LayerNorm. Input [2,5,16] (batch 2, odd sequence 5).",
+        model, [ins], verify=verify)
+
+
+class TinyVit(nn.Module):
+    """Patch-embedding conv, class token, position embedding, one MHA encoder
+    block, LayerNorm and a linear head on the class token."""
+
+    def __init__(self, dim: int = 16, patch: int = 4, image: int = 12, n_classes: int = 5):
+        super().__init__()
+        self.embed = nn.Conv2d(3, dim, patch, stride=patch)
+        n = (image // patch) ** 2
+        self.cls = nn.Parameter(torch.zeros(1, 1, dim))
+        self.pos = nn.Parameter(torch.zeros(1, n + 1, dim))
+        self.block = MhaEncoder(dim, 2, 32)
+        self.norm = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, n_classes)
+
+    def forward(self, img):
+        p = self.embed(img).flatten(2).transpose(1, 2)
+        t = torch.cat([self.cls.expand(p.shape[0], -1, -1), p], dim=1) + self.pos
+        return self.head(self.norm(self.block(t))[:, 0])
+
+
+def fx_tiny_vit(verify: bool = True) -> FixtureResult:
+    g = seed("tiny_vit")
+    model = TinyVit()
+    _init_mha_encoder(g, model.block)
+    with torch.no_grad():
+        model.cls.copy_(randn(g, 1, 1, 16, scale=0.5))
+        model.pos.copy_(randn(g, 1, 10, 16, scale=0.5))
+        model.norm.weight.copy_(uniform(g, 0.5, 1.5, 16))
+        model.norm.bias.copy_(randn(g, 16, scale=0.1))
+    ins = (randn(g, 2, 3, 12, 12),)
+    return module_fixture(
+        "tiny_vit",
+        "ViT-like, torchvision-free: Conv2d(3,16,4,stride 4) patch embedding of a "
+        "[2,3,12,12] image (9 patches), class token + position embedding (random, "
+        "non-zero), one post-norm nn.MultiheadAttention encoder block (2 heads), "
+        "LayerNorm, Linear(16,5) head on the class token. Output [2,5].",
+        model, [ins], verify=verify)
+
+
+class CpuLeftovers(nn.Module):
+    NAMES = ["log(cumsum(relu(fc(x)), -1) + 1) * 0.5", "cumsum(x, 0)"]
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(7, 7)
+
+    def forward(self, x):
+        c = torch.cumsum(torch.relu(self.fc(x)), dim=-1)   # cumsum: not partitioned
+        return torch.log(c + 1.0) * 0.5, torch.cumsum(x, dim=0)  # log: not partitioned
+
+
+def fx_cpu_leftovers(verify: bool = True) -> FixtureResult:
+    g = seed("cpu_leftovers")
+    ins = (randn(g, 3, 7),)
+    return module_fixture(
+        "cpu_leftovers",
+        "Ops the Vulkan partitioner leaves outside: cumsum over the last dim (7, odd) "
+        "and over dim 0 (aten::cumsum.out), and log (aten::log.out) between two "
+        "delegates. x float32 [3,7].",
+        CpuLeftovers(), [ins], verify=verify)
+
+
+class ThreeDelegates(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(6, 10)
+        self.fc2 = nn.Linear(10, 10)
+        self.fc3 = nn.Linear(10, 4)
+
+    def forward(self, x):
+        h = torch.cumsum(torch.relu(self.fc1(x)), dim=-1)    # delegate 0, then CPU
+        h = torch.log(torch.sigmoid(self.fc2(h)))            # delegate 1, then log
+        return torch.tanh(self.fc3(h))                       # delegate 2
+
+
+def fx_three_delegates(verify: bool = True) -> FixtureResult:
+    g = seed("three_delegates")
+    ins = (randn(g, 5, 6),)
+    return module_fixture(
+        "three_delegates",
+        "fc1 -> relu | cumsum(-1) | fc2 -> sigmoid | log | fc3 -> tanh: three Vulkan "
+        "delegates split by aten::cumsum.out and aten::log.out kernel calls. x [5,6].",
+        ThreeDelegates(), [ins], verify=verify)
+
+
 FIXTURES: dict[str, Callable[..., FixtureResult]] = {
     "one_op": fx_one_op,
     "worked_example": fx_worked_example,
@@ -896,4 +1021,8 @@ FIXTURES: dict[str, Callable[..., FixtureResult]] = {
     "rope_hf": fx_rope_hf,
     "rope_interleaved": fx_rope_interleaved,
     "et_vk_sdpa": fx_et_vk_sdpa,
+    "mha_encoder": fx_mha_encoder,
+    "tiny_vit": fx_tiny_vit,
+    "cpu_leftovers": fx_cpu_leftovers,
+    "three_delegates": fx_three_delegates,
 }

@@ -17,6 +17,7 @@ import argparse
 import collections
 import json
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -156,7 +157,12 @@ def vk00_to_json(fb: bytes) -> dict[str, Any]:
              "--defaults-json", "-o", tmp, str(vk_schema_path()), "--", bin_path],
             check=True, capture_output=True)
         with open(os.path.join(tmp, "graph.json"), "r", encoding="utf-8") as f:
-            return json.load(f)
+            text = f.read()
+        # flatc writes non-finite doubles (an attention mask's -inf) as bare
+        # inf/nan, which JSON lacks; Python's parser reads Infinity/NaN.
+        text = re.sub(r"(?<=[\s:\[,])(-?)inf\b", r"\1Infinity", text)
+        text = re.sub(r"(?<=[\s:\[,])-?nan\b", "NaN", text)
+        return json.loads(text)
 
 
 def _io_entry(value: et_schema.EValue) -> dict[str, Any]:

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use etwgpu_format::{
     BlobLocation, ConstantSource, DataFile, Delegate, Dynamism, Instruction, Method, PlanValue, Program, VkGraph,
 };
+use etwgpu_runtime::Route;
 use serde_json::{Value, json};
 
 /// How a value is described in listings: `float32[2, 4]` or its kind.
@@ -94,6 +95,26 @@ fn kernel_calls(m: &Method) -> Vec<String> {
         .collect()
 }
 
+/// Where each KernelCall runs: its op name and `GPU (kernel)`, `CPU
+/// fallback` or `not supported`, in chain order.
+fn kernel_routes(m: &Method) -> Vec<(String, String)> {
+    m.instructions
+        .iter()
+        .enumerate()
+        .filter_map(|(k, i)| match i {
+            Instruction::Kernel { op_index, .. } => {
+                let runs_on = match etwgpu_runtime::kernel_route(m, k) {
+                    Route::Gpu(kernel) => format!("GPU ({kernel})"),
+                    Route::Cpu => "CPU fallback".to_string(),
+                    Route::Unsupported => "not supported".to_string(),
+                };
+                Some((m.operators[*op_index].full_name(), runs_on))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 fn compile_spec_value(v: &[u8]) -> Value {
     match v.len() {
         1 => json!(v[0]),
@@ -151,6 +172,10 @@ pub fn to_json(program: &Program) -> Value {
                 "fully_delegated": m.is_fully_delegated(),
                 "delegates": delegates,
                 "kernel_calls": kernel_calls(m),
+                "kernel_call_routes": kernel_routes(m)
+                    .into_iter()
+                    .map(|(op, runs_on)| json!({"op": op, "runs_on": runs_on}))
+                    .collect::<Vec<_>>(),
             })
         })
         .collect();
@@ -199,12 +224,12 @@ pub fn to_text(name: &str, program: &Program) -> String {
             let _ = writeln!(w, "  fully delegated: every instruction runs on the GPU");
         } else {
             let _ = writeln!(w, "  partly delegated: some instructions are not Vulkan delegate calls");
-            let mut hist: BTreeMap<&str, usize> = BTreeMap::new();
-            for c in &calls {
-                *hist.entry(c.as_str()).or_default() += 1;
+            let mut hist: BTreeMap<(String, String), usize> = BTreeMap::new();
+            for c in kernel_routes(m) {
+                *hist.entry(c).or_default() += 1;
             }
-            for (op, n) in hist {
-                let _ = writeln!(w, "    cpu {n:>4}  {op}");
+            for ((op, runs_on), n) in hist {
+                let _ = writeln!(w, "    kernel {n:>4}  {op}: {runs_on}");
             }
         }
         for (d, del) in m.delegates.iter().enumerate() {

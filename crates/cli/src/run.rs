@@ -115,11 +115,13 @@ pub fn run(a: &RunArgs) -> Result<String, Failure> {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "loaded {:?} on {} in {:.1} ms ({} dispatches per call)",
+        "loaded {:?} on {} in {:.1} ms ({} dispatches per call; {} GPU call(s), {} CPU fallback call(s))",
         method_name,
         rt.adapter_info().name,
         ms(load),
-        method.n_dispatches()
+        method.n_dispatches(),
+        method.n_gpu_calls(),
+        method.n_cpu_calls()
     );
     let calls: Vec<Vec<Tensor>> = if a.random_inputs {
         let specs = method.input_specs();
@@ -158,7 +160,13 @@ pub fn run(a: &RunArgs) -> Result<String, Failure> {
         } else {
             format!("median {:.3} ms, min {:.3} ms over {} runs", ms(times[a.repeat / 2]), ms(times[0]), a.repeat)
         };
-        let _ = writeln!(out, "call {k}: {} input(s) -> {} ({timing})", inputs.len(), shapes.join(", "));
+        let _ = writeln!(
+            out,
+            "call {k}: {} input(s) -> {} ({timing}; {} host round trip(s))",
+            inputs.len(),
+            shapes.join(", "),
+            method.host_round_trips()
+        );
         if let Some(dir) = &a.output_dir {
             for (i, t) in outputs.iter().enumerate() {
                 let path = dir.join(format!("call{k}.out{i}.npy"));

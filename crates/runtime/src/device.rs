@@ -5,8 +5,8 @@ use std::sync::Arc;
 use etwgpu_format::Program;
 
 use crate::error::{Error, Result};
-use crate::method::LoadedMethod;
 use crate::pipeline_cache::PipelineCache;
+use crate::program::LoadedMethod;
 
 /// Environment variable selecting the adapter: an index into the
 /// enumeration order, or a case-insensitive substring of its name.
@@ -183,8 +183,9 @@ impl Runtime {
         &self.pipelines
     }
 
-    /// Loads `method` of `program`: checks every op is supported, creates
-    /// the pipelines, allocates the buffers and uploads the constants.
+    /// Loads `method` of `program`: checks every instruction can run (on
+    /// the GPU or the CPU fallback), creates the pipelines, allocates the
+    /// buffers and uploads the constants of each GPU call.
     pub fn load(&self, program: &Program, method: &str) -> Result<LoadedMethod> {
         LoadedMethod::load(self, program, method)
     }

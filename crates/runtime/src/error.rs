@@ -57,8 +57,30 @@ pub enum Error {
         /// Names present.
         available: Vec<String>,
     },
-    /// The method does more than call one Vulkan delegate.
-    #[error("method {method:?} is not a single Vulkan delegate call: {found}")]
+    /// A CPU kernel call has neither a GPU kernel nor a CPU fallback.
+    #[error("method {method:?} instruction {instruction}: no GPU kernel and no CPU fallback for {op}")]
+    NoKernel {
+        /// Method name.
+        method: String,
+        /// Instruction index in the chain.
+        instruction: usize,
+        /// Operator name with overload, e.g. `aten::cumsum.out`.
+        op: String,
+    },
+    /// The CPU fallback of an operator rejected its arguments.
+    #[error("CPU fallback {op} (instruction {instruction}) argument {arg}: {problem}")]
+    CpuArg {
+        /// Operator name with overload.
+        op: String,
+        /// Instruction index in the chain.
+        instruction: usize,
+        /// Argument position.
+        arg: usize,
+        /// What is wrong.
+        problem: String,
+    },
+    /// The method holds an instruction etwgpu cannot run.
+    #[error("method {method:?} cannot run: {found}")]
     NotFullyDelegated {
         /// Method name.
         method: String,

@@ -15,10 +15,12 @@
 //! `etwgpu-kernels` into buffers, bind groups and dispatches; every compute
 //! pipeline is created in [`pipeline_cache`].
 
+mod cpu;
 pub mod device;
 pub mod error;
 pub mod method;
 pub mod pipeline_cache;
+pub mod program;
 pub mod tensor;
 
 #[cfg(test)]
@@ -26,5 +28,5 @@ mod tests;
 
 pub use device::{AdapterSummary, Runtime, adapters};
 pub use error::{Error, Result};
-pub use method::LoadedMethod;
+pub use program::{LoadedMethod, Route, kernel_route};
 pub use tensor::Tensor;

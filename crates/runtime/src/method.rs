@@ -1,4 +1,4 @@
-//! A loaded method: buffers, constants, the lowered op chain, and `run`.
+//! A loaded delegate call: buffers, constants, the lowered op chain, and `run`.
 //!
 //! Load: every op is looked up in the kernel table and lowered at the
 //! declared (maximum) shapes; view-like ops become buffer aliases; every
@@ -11,7 +11,7 @@
 //! compute pass and one submit, and outputs are read back at their live
 //! shapes. Buffers stay at the declared maximum shapes.
 
-use etwgpu_format::{DType, Instruction, PlanValue, Program, ValueId, VkGraph, VkValue};
+use etwgpu_format::{DType, PlanValue, Program, ValueId, VkGraph, VkValue};
 use etwgpu_kernels::plan::Ctx;
 use etwgpu_kernels::{ElemType, OpId, Step, TensorInfo, Value, Vid};
 
@@ -128,9 +128,10 @@ struct Plan {
     _uniforms: Option<wgpu::Buffer>,
 }
 
-/// A method loaded onto a device, ready to [`run`](LoadedMethod::run).
+/// One delegate call loaded onto a device, ready to [`run`](LoadedDelegate::run);
+/// [`crate::LoadedMethod`] runs whole methods through these.
 #[derive(Debug)]
-pub struct LoadedMethod {
+pub struct LoadedDelegate {
     rt: Runtime,
     name: String,
     graph: VkGraph,
@@ -161,37 +162,6 @@ fn tensor_of(graph: &VkGraph, id: ValueId) -> Result<&etwgpu_format::VkTensor> {
         VkValue::Tensor(t) => Ok(t),
         other => Err(Error::NotATensor { value: id.0, found: other.kind() }),
     }
-}
-
-/// The single Vulkan delegate call of a method, with its graph and args.
-fn delegate_call<'p>(
-    program: &'p Program,
-    method: &str,
-) -> Result<(&'p etwgpu_format::Method, &'p VkGraph, &'p [usize])> {
-    let m = program.method(method).ok_or_else(|| Error::MethodNotFound {
-        name: method.to_string(),
-        available: program.methods.iter().map(|m| m.name.clone()).collect(),
-    })?;
-    let not_delegated = |found: String| Error::NotFullyDelegated { method: method.to_string(), found };
-    let mut call = None;
-    for ins in &m.instructions {
-        match ins {
-            Instruction::Delegate { delegate_index, args } => {
-                let d = &m.delegates[*delegate_index];
-                let graph = d.graph.as_ref().ok_or_else(|| not_delegated(format!("a {} delegate", d.backend_id)))?;
-                if call.replace((graph, args.as_slice())).is_some() {
-                    return Err(not_delegated("more than one delegate call".into()));
-                }
-            }
-            Instruction::Kernel { op_index, .. } => {
-                return Err(not_delegated(format!("CPU kernel {}", m.operators[*op_index].full_name())));
-            }
-            Instruction::JumpFalse { .. } => return Err(not_delegated("control flow".into())),
-            Instruction::Move { .. } | Instruction::Free { .. } => {}
-        }
-    }
-    let (graph, args) = call.ok_or_else(|| not_delegated("no delegate call".into()))?;
-    Ok((m, graph, args))
 }
 
 /// Maps method-level values onto graph values through the call's args.
@@ -231,9 +201,17 @@ fn io_specs(
         .collect()
 }
 
-impl LoadedMethod {
-    pub(crate) fn load(rt: &Runtime, program: &Program, method: &str) -> Result<Self> {
-        let (m, graph, args) = delegate_call(program, method)?;
+impl LoadedDelegate {
+    /// Loads one delegate call of method `m`: `args` are its plan values,
+    /// the graph's inputs then its outputs; `method` labels the objects.
+    pub(crate) fn load(
+        rt: &Runtime,
+        program: &Program,
+        m: &etwgpu_format::Method,
+        graph: &VkGraph,
+        args: &[usize],
+        method: &str,
+    ) -> Result<Self> {
         let n_in = graph.input_ids.len();
         if args.len() != n_in + graph.output_ids.len() {
             return Err(Error::Plumbing {
@@ -246,8 +224,8 @@ impl LoadedMethod {
                 ),
             });
         }
-        let inputs = io_specs(m, graph, args, &m.inputs, &graph.input_ids, 0..n_in)?;
-        let outputs = io_specs(m, graph, args, &m.outputs, &graph.output_ids, n_in..args.len())?;
+        let inputs = io_specs(m, graph, args, &args[..n_in], &graph.input_ids, 0..n_in)?;
+        let outputs = io_specs(m, graph, args, &args[n_in..], &graph.output_ids, n_in..args.len())?;
         if let Some(spec) = outputs.iter().find(|s| s.symint) {
             return Err(Error::NotATensor { value: spec.value.0, found: "SymInt" });
         }
@@ -276,7 +254,7 @@ impl LoadedMethod {
                 _ => Vec::new(),
             })
             .collect();
-        let mut me = LoadedMethod {
+        let mut me = LoadedDelegate {
             rt: rt.clone(),
             name: method.to_string(),
             graph: graph.clone(),

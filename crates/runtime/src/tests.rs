@@ -1,8 +1,9 @@
-//! Unit tests of host-side pieces that need no GPU: `.npy` I/O and dtype
-//! conversion.
+//! Unit tests of host-side pieces that need no GPU: `.npy` I/O, dtype
+//! conversion and the CPU fallback ops.
 
 use etwgpu_format::DType;
 
+use crate::cpu::{self, Arg, CpuOp};
 use crate::tensor::{Tensor, convert};
 
 fn check_npy_round_trip(t: &Tensor) {
@@ -52,4 +53,74 @@ fn conversions() {
     let f16s = convert(&f32s, DType::F32, DType::F16).expect("pair").expect("converts");
     assert_eq!(convert(&f16s, DType::F16, DType::F32).expect("pair").expect("converts"), f32s);
     assert!(convert(&[0], DType::Bool, DType::F32).is_none());
+}
+
+/// Runs CPU fallback `op` and checks its shape and values.
+fn check_cpu(op: &str, args: &[Arg<'_>], dtype: DType, shape: &[u64], want: &[f64]) {
+    let (cop, arity) = cpu::lookup(op).expect("a fallback op");
+    assert_eq!(arity, args.len() + 1, "{op}: arity counts the out arg");
+    let got = cpu::run(cop, args, dtype).expect("runs");
+    assert_eq!((got.dtype, got.shape.as_slice()), (dtype, shape), "{op}");
+    assert_eq!(got.to_f64_vec(), want, "{op}");
+}
+
+#[test]
+fn cpu_fallback_ops() {
+    let x = Tensor::from_f32(&[2, 3], &[1., -2., 3., 0., 5., -6.]);
+    check_cpu(
+        "aten::cumsum.out",
+        &[Arg::Tensor(&x), Arg::Int(-1), Arg::Null],
+        DType::F32,
+        &[2, 3],
+        &[1., -1., 2., 0., 5., -1.],
+    );
+    check_cpu(
+        "aten::cumsum.out",
+        &[Arg::Tensor(&x), Arg::Int(0), Arg::Null],
+        DType::F32,
+        &[2, 3],
+        &[1., -2., 3., 1., 3., -3.],
+    );
+    check_cpu(
+        "aten::mul.Scalar_out",
+        &[Arg::Tensor(&x), Arg::Int(2)],
+        DType::F32,
+        &[2, 3],
+        &[2., -4., 6., 0., 10., -12.],
+    );
+    let row = Tensor::from_f32(&[3], &[0.5, 0.5, 4.]);
+    check_cpu(
+        "aten::maximum.out",
+        &[Arg::Tensor(&x), Arg::Tensor(&row)],
+        DType::F32,
+        &[2, 3],
+        &[1., 0.5, 4., 0.5, 5., 4.],
+    );
+    let b = Tensor::new(DType::Bool, vec![2, 3], vec![0, 0, 1, 0, 0, 0]).expect("bools");
+    check_cpu("aten::any.out", &[Arg::Tensor(&b), Arg::Int(-1), Arg::Bool(true)], DType::Bool, &[2, 1], &[1., 0.]);
+    check_cpu(
+        "aten::any.dims_out",
+        &[Arg::Tensor(&b), Arg::IntList(&[0]), Arg::Bool(false)],
+        DType::Bool,
+        &[3],
+        &[0., 0., 1.],
+    );
+    check_cpu("aten::any.dims_out", &[Arg::Tensor(&b), Arg::Null, Arg::Bool(false)], DType::Bool, &[], &[1.]);
+    check_cpu("aten::any.all_out", &[Arg::Tensor(&b)], DType::Bool, &[], &[1.]);
+    check_cpu("aten::scalar_tensor.out", &[Arg::Double(2.5)], DType::F32, &[], &[2.5]);
+    let p = Tensor::from_f32(&[2], &[1., 4.]);
+    let got = cpu::run(CpuOp::Log, &[Arg::Tensor(&p)], DType::F32).expect("runs");
+    assert_eq!(got.to_f64_vec(), vec![0., f64::from(4f32.ln())]);
+}
+
+#[test]
+fn cpu_fallback_rejects_bad_args() {
+    let x = Tensor::from_f32(&[2, 3], &[0.; 6]);
+    let err = cpu::run(CpuOp::Cumsum, &[Arg::Tensor(&x), Arg::Int(2), Arg::Null], DType::F32).expect_err("dim 2");
+    assert_eq!(err.0, 1);
+    let y = Tensor::from_f32(&[2], &[0.; 2]);
+    let err = cpu::run(CpuOp::Maximum, &[Arg::Tensor(&x), Arg::Tensor(&y)], DType::F32).expect_err("no broadcast");
+    assert_eq!(err.0, 1);
+    let err = cpu::run(CpuOp::Log, &[Arg::Int(1)], DType::F32).expect_err("not a tensor");
+    assert_eq!(err.0, 0);
 }

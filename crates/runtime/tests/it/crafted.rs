@@ -577,3 +577,49 @@ fn select_as_symint_of_a_non_input_fails_the_load() {
         other => panic!("expected SymIntSource, got {other:?}"),
     }
 }
+
+/// A `forward` with no delegate: `cumsum(x, -1)` by KernelCall `op`, then
+/// a MoveCall to the output value.
+fn kernel_only(op: (&str, &str)) -> Program {
+    use etwgpu_format::writer::{InstructionSpec, MethodSpec, PlanValueSpec};
+    let f32_2x3 = || PlanValueSpec::Tensor {
+        scalar_type: DType::F32.to_scalar_type(),
+        sizes: vec![2, 3],
+        dynamism: 0,
+        data_buffer_idx: 0,
+    };
+    let m = MethodSpec {
+        name: "forward".into(),
+        values: vec![f32_2x3(), PlanValueSpec::Int(-1), PlanValueSpec::Null, f32_2x3(), f32_2x3()],
+        inputs: vec![0],
+        outputs: vec![4],
+        operators: vec![(op.0.to_string(), op.1.to_string())],
+        delegates: Vec::new(),
+        instructions: vec![
+            InstructionSpec::Kernel { op_index: 0, args: vec![0, 1, 2, 3, 3] },
+            InstructionSpec::Move(3, 4),
+            InstructionSpec::Free(3),
+        ],
+    };
+    let b = ProgramBuilder { methods: vec![m], ..ProgramBuilder::default() };
+    Program::from_bytes(b.to_bytes()).expect("crafted program parses")
+}
+
+#[test]
+fn kernel_calls_without_a_delegate() {
+    let Some(rt) = crate::runtime() else { return };
+    let mut method = rt.load(&kernel_only(("aten::cumsum", "out")), "forward").expect("loads");
+    assert_eq!((method.n_gpu_calls(), method.n_cpu_calls()), (0, 1));
+    let out = method.run(&[Tensor::from_f32(&[2, 3], &[1., 2., 3., -1., 0.5, 4.])]).expect("runs");
+    assert_eq!(f32s(&out[0]), [1., 3., 6., -1., -0.5, 3.5]);
+    assert_eq!(method.host_round_trips(), 0);
+}
+
+#[test]
+fn kernel_call_without_a_kernel_is_a_typed_error() {
+    let Some(rt) = crate::runtime() else { return };
+    match rt.load(&kernel_only(("aten::frobnicate", "out")), "forward") {
+        Err(Error::NoKernel { op, instruction: 0, .. }) => assert_eq!(op, "aten::frobnicate.out"),
+        other => panic!("expected NoKernel, got {other:?}"),
+    }
+}

@@ -13,18 +13,21 @@ use etwgpu_format::{DType, Program};
 use etwgpu_runtime::Tensor;
 
 /// Fixtures that cannot run yet, with the ops (or features) they lack.
-const NOT_YET_SUPPORTED: &[(&str, &[&str])] = &[("partial_delegate", &["CPU kernel aten::cumsum.out"])];
+const NOT_YET_SUPPORTED: &[(&str, &[&str])] = &[];
 
 fn fixtures_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../test_data/fixtures")
 }
 
-/// What stops a fixture from running: unsupported ops and CPU kernels.
+/// What stops a fixture from running: unsupported ops, and CPU kernels
+/// with neither a GPU kernel nor a CPU fallback.
 fn missing(program: &Program, method: &str) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     let Some(m) = program.method(method) else { return out };
-    for ins in &m.instructions {
-        if let etwgpu_format::Instruction::Kernel { op_index, .. } = ins {
+    for (k, ins) in m.instructions.iter().enumerate() {
+        if let etwgpu_format::Instruction::Kernel { op_index, .. } = ins
+            && etwgpu_runtime::kernel_route(m, k) == etwgpu_runtime::Route::Unsupported
+        {
             out.insert(format!("CPU kernel {}", m.operators[*op_index].full_name()));
         }
     }
@@ -163,4 +166,30 @@ fn golden_fixtures() {
     }
     eprintln!("{n_passed} fixtures passed");
     assert!(failures.is_empty(), "fixture failures:\n{}", failures.join("\n"));
+}
+
+/// Whole methods: how many calls run on the GPU (delegates and KernelCalls
+/// with a kernel-table op) and on the CPU fallback, and the host round
+/// trips of one call.
+#[test]
+fn whole_method_routes_and_round_trips() {
+    let Some(rt) = crate::runtime() else { return };
+    // (fixture, GPU calls, CPU fallback calls, host round trips per call)
+    let cases = [
+        ("partial_delegate", 2, 1, 2),
+        ("cpu_leftovers", 4, 2, 4),
+        ("three_delegates", 4, 1, 4),
+        ("mha_encoder", 3, 3, 3),
+        ("tiny_vit", 4, 3, 4),
+    ];
+    for (name, gpu, cpu, trips) in cases {
+        let dir = fixtures_dir().join(name);
+        let program = Program::open(dir.join("model.pte")).expect("fixture parses");
+        let mut method = rt.load(&program, "forward").expect("fixture loads");
+        let x = Tensor::read_npy(dir.join("call0.in0.npy")).expect("input");
+        method.run(&[x]).expect("fixture runs");
+        let found = (method.n_gpu_calls(), method.n_cpu_calls(), method.host_round_trips());
+        eprintln!("{name}: {} GPU call(s), {} CPU fallback call(s), {} host round trip(s)", found.0, found.1, found.2);
+        assert_eq!(found, (gpu, cpu, trips), "{name}: (GPU calls, CPU calls, round trips)");
+    }
 }

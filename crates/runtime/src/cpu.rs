@@ -1,0 +1,257 @@
+//! CPU fallback for the few portable ops that exports leave outside the
+//! Vulkan delegate and that have no GPU kernel here. Each takes the
+//! KernelCall's schema args (the `out` tensor last) and computes in f64,
+//! writing the out tensor's dtype.
+
+use etwgpu_format::DType;
+
+use crate::tensor::Tensor;
+
+/// A CPU fallback op.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CpuOp {
+    AnyDims,
+    AnyDim,
+    Any,
+    Cumsum,
+    Log,
+    Maximum,
+    MulScalar,
+    ScalarTensor,
+}
+
+/// Fallback ops by plan name (`name.overload`), with their schema arity
+/// (the `out` tensor included).
+const CPU_OPS: &[(&str, CpuOp, usize)] = &[
+    ("aten::any.all_out", CpuOp::Any, 2),
+    ("aten::any.dims_out", CpuOp::AnyDims, 4),
+    // `any.out` is the one-dim form: (self, dim, keepdim, out).
+    ("aten::any.out", CpuOp::AnyDim, 4),
+    ("aten::cumsum.out", CpuOp::Cumsum, 4),
+    ("aten::log.out", CpuOp::Log, 2),
+    ("aten::maximum.out", CpuOp::Maximum, 3),
+    ("aten::mul.Scalar_out", CpuOp::MulScalar, 3),
+    ("aten::scalar_tensor.out", CpuOp::ScalarTensor, 2),
+];
+
+/// The fallback for a plan op name, with its schema arity.
+pub(crate) fn lookup(full_name: &str) -> Option<(CpuOp, usize)> {
+    CPU_OPS.iter().find(|(n, _, _)| *n == full_name).map(|&(_, op, n)| (op, n))
+}
+
+/// One argument as the fallback sees it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Arg<'a> {
+    Tensor(&'a Tensor),
+    Int(i64),
+    Double(f64),
+    Bool(bool),
+    IntList(&'a [i64]),
+    Null,
+    Other(&'static str),
+}
+
+/// What an argument is, for error messages.
+fn describe(arg: Option<&Arg<'_>>) -> String {
+    match arg {
+        None => "nothing".into(),
+        Some(Arg::Tensor(t)) => format!("a {} tensor {:?}", t.dtype, t.shape),
+        Some(Arg::Int(x)) => format!("Int {x}"),
+        Some(Arg::Double(x)) => format!("Double {x}"),
+        Some(Arg::Bool(x)) => format!("Bool {x}"),
+        Some(Arg::IntList(x)) => format!("IntList {x:?}"),
+        Some(Arg::Null) => "Null".into(),
+        Some(Arg::Other(kind)) => (*kind).into(),
+    }
+}
+
+/// An argument error: position and problem.
+pub(crate) type ArgError = (usize, String);
+
+fn tensor<'a>(args: &[Arg<'a>], i: usize) -> Result<&'a Tensor, ArgError> {
+    match args.get(i) {
+        Some(Arg::Tensor(t)) => Ok(t),
+        other => Err((i, format!("expected a tensor, found {}", describe(other)))),
+    }
+}
+
+fn num(args: &[Arg<'_>], i: usize) -> Result<f64, ArgError> {
+    match args.get(i) {
+        Some(Arg::Int(x)) => Ok(*x as f64),
+        Some(Arg::Double(x)) => Ok(*x),
+        Some(Arg::Bool(b)) => Ok(f64::from(u8::from(*b))),
+        other => Err((i, format!("expected a number, found {}", describe(other)))),
+    }
+}
+
+fn dim(args: &[Arg<'_>], i: usize, rank: usize) -> Result<usize, ArgError> {
+    let d = match args.get(i) {
+        Some(Arg::Int(x)) => *x,
+        other => return Err((i, format!("expected an int dim, found {}", describe(other)))),
+    };
+    let r = rank.max(1) as i64;
+    let w = if d < 0 { d + r } else { d };
+    if !(0..r).contains(&w) {
+        return Err((i, format!("dim {d} out of range for rank {rank}")));
+    }
+    Ok(w as usize)
+}
+
+/// Element bytes of `values` in `dtype`.
+fn encode(values: &[f64], dtype: DType) -> Vec<u8> {
+    let mut out = Vec::with_capacity(values.len() * dtype.size_bytes());
+    for &v in values {
+        match dtype {
+            DType::Bool => out.push(u8::from(v != 0.0)),
+            DType::U8 => out.push(v as u8),
+            DType::I8 => out.push(v as i8 as u8),
+            DType::I16 => out.extend_from_slice(&(v as i16).to_le_bytes()),
+            DType::I32 => out.extend_from_slice(&(v as i32).to_le_bytes()),
+            DType::I64 => out.extend_from_slice(&(v as i64).to_le_bytes()),
+            DType::F16 => out.extend_from_slice(&half::f16::from_f64(v).to_le_bytes()),
+            DType::BF16 => out.extend_from_slice(&half::bf16::from_f64(v).to_le_bytes()),
+            DType::F32 => out.extend_from_slice(&(v as f32).to_le_bytes()),
+            DType::F64 => out.extend_from_slice(&v.to_le_bytes()),
+        }
+    }
+    out
+}
+
+fn strides(shape: &[u64]) -> Vec<u64> {
+    let mut s = vec![1u64; shape.len()];
+    for i in (0..shape.len().saturating_sub(1)).rev() {
+        s[i] = s[i + 1] * shape[i + 1];
+    }
+    s
+}
+
+/// The broadcast shape of two shapes, or `None` when they do not broadcast.
+fn broadcast(a: &[u64], b: &[u64]) -> Option<Vec<u64>> {
+    let n = a.len().max(b.len());
+    (0..n)
+        .map(|i| {
+            let x = if i + a.len() >= n { a[i + a.len() - n] } else { 1 };
+            let y = if i + b.len() >= n { b[i + b.len() - n] } else { 1 };
+            match (x, y) {
+                _ if x == y => Some(x),
+                (1, _) => Some(y),
+                (_, 1) => Some(x),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// Flat index into a tensor of `shape` broadcast to `out` for the output
+/// multi-index `idx`.
+fn source_index(idx: &[u64], shape: &[u64]) -> usize {
+    let off = idx.len() - shape.len();
+    let st = strides(shape);
+    shape.iter().enumerate().map(|(i, &s)| if s == 1 { 0 } else { idx[off + i] * st[i] }).sum::<u64>() as usize
+}
+
+fn unravel(mut flat: u64, shape: &[u64]) -> Vec<u64> {
+    let mut idx = vec![0; shape.len()];
+    for i in (0..shape.len()).rev() {
+        idx[i] = flat % shape[i].max(1);
+        flat /= shape[i].max(1);
+    }
+    idx
+}
+
+/// Reduces `x` of `shape` with logical or over `dims` (all when empty).
+fn any_over(x: &[f64], shape: &[u64], dims: &[usize], keepdim: bool) -> (Vec<u64>, Vec<f64>) {
+    let all = dims.is_empty();
+    let reduced: Vec<bool> = (0..shape.len()).map(|i| all || dims.contains(&i)).collect();
+    let kept: Vec<u64> = shape.iter().zip(&reduced).map(|(&s, &r)| if r { 1 } else { s }).collect();
+    let mut out = vec![0.0; kept.iter().product::<u64>() as usize];
+    for (flat, &v) in x.iter().enumerate() {
+        let idx = unravel(flat as u64, shape);
+        let o: Vec<u64> = idx.iter().zip(&reduced).map(|(&i, &r)| if r { 0 } else { i }).collect();
+        let st = strides(&kept);
+        let at = o.iter().zip(&st).map(|(a, b)| a * b).sum::<u64>() as usize;
+        if v != 0.0 {
+            out[at] = 1.0;
+        }
+    }
+    let shape =
+        if keepdim { kept } else { shape.iter().zip(&reduced).filter(|(_, r)| !**r).map(|(&s, _)| s).collect() };
+    (shape, out)
+}
+
+/// Runs `op` on its schema args; the out tensor (last arg) gives the dtype.
+pub(crate) fn run(op: CpuOp, args: &[Arg<'_>], out_dtype: DType) -> Result<Tensor, ArgError> {
+    let (shape, values) = match op {
+        CpuOp::Cumsum => {
+            let x = tensor(args, 0)?;
+            let d = dim(args, 1, x.shape.len())?;
+            let v = x.to_f64_vec();
+            let mut out = v.clone();
+            if !x.shape.is_empty() {
+                let inner = strides(&x.shape)[d] as usize;
+                let len = x.shape[d] as usize;
+                for i in 0..v.len() {
+                    let pos = (i / inner) % len;
+                    out[i] = if pos == 0 { v[i] } else { out[i - inner] + v[i] };
+                }
+            }
+            (x.shape.clone(), out)
+        }
+        CpuOp::Log => {
+            let x = tensor(args, 0)?;
+            (x.shape.clone(), x.to_f64_vec().iter().map(|v| v.ln()).collect())
+        }
+        CpuOp::MulScalar => {
+            let x = tensor(args, 0)?;
+            let s = num(args, 1)?;
+            (x.shape.clone(), x.to_f64_vec().iter().map(|v| v * s).collect())
+        }
+        CpuOp::Maximum => {
+            let (a, b) = (tensor(args, 0)?, tensor(args, 1)?);
+            let shape = broadcast(&a.shape, &b.shape)
+                .ok_or_else(|| (1, format!("shape {:?} does not broadcast with {:?}", b.shape, a.shape)))?;
+            let (x, y) = (a.to_f64_vec(), b.to_f64_vec());
+            let n: u64 = shape.iter().product();
+            let out = (0..n)
+                .map(|f| {
+                    let idx = unravel(f, &shape);
+                    let (p, q) = (x[source_index(&idx, &a.shape)], y[source_index(&idx, &b.shape)]);
+                    if p.is_nan() || q.is_nan() { f64::NAN } else { p.max(q) }
+                })
+                .collect();
+            (shape, out)
+        }
+        CpuOp::ScalarTensor => (Vec::new(), vec![num(args, 0)?]),
+        CpuOp::Any => {
+            let x = tensor(args, 0)?;
+            let (_, v) = any_over(&x.to_f64_vec(), &x.shape, &[], false);
+            (Vec::new(), v)
+        }
+        CpuOp::AnyDim | CpuOp::AnyDims => {
+            let x = tensor(args, 0)?;
+            let dims = match args.get(1) {
+                Some(Arg::IntList(ds)) => ds
+                    .iter()
+                    .map(|&d| {
+                        let r = x.shape.len().max(1) as i64;
+                        let w = if d < 0 { d + r } else { d };
+                        usize::try_from(w)
+                            .ok()
+                            .filter(|&w| w < x.shape.len().max(1))
+                            .ok_or_else(|| (1, format!("dim {d} out of range for rank {}", x.shape.len())))
+                    })
+                    .collect::<Result<Vec<_>, _>>()?,
+                Some(Arg::Int(_)) => vec![dim(args, 1, x.shape.len())?],
+                Some(Arg::Null) => Vec::new(),
+                other => return Err((1, format!("expected dims, found {}", describe(other)))),
+            };
+            let keepdim = match args.get(2) {
+                Some(Arg::Bool(b)) => *b,
+                other => return Err((2, format!("expected keepdim bool, found {}", describe(other)))),
+            };
+            let (shape, v) = any_over(&x.to_f64_vec(), &x.shape, &dims, keepdim);
+            (shape, v)
+        }
+    };
+    Ok(Tensor { dtype: out_dtype, bytes: encode(&values, out_dtype), shape })
+}

@@ -1,0 +1,462 @@
+//! A whole method: the ExecutionPlan's instruction chain, run in order.
+//!
+//! Each Vulkan DelegateCall becomes a [`LoadedDelegate`] (the
+//! single-delegate machinery of [`crate::method`]). A KernelCall runs on
+//! the GPU when its functional op is in the kernel table (`aten::log` +
+//! `out` → `aten.log.default`, `aten::mul` + `Scalar_out` →
+//! `aten.mul.Scalar`) and its host rule accepts the call: it is loaded as a
+//! one-op graph. Otherwise it runs in the CPU fallback ([`crate::cpu`]), or
+//! loading fails with [`Error::NoKernel`]. MoveCall copies a value and
+//! FreeCall drops it. Values live on the host between calls: each GPU
+//! call uploads its inputs and reads back its outputs, one host round
+//! trip, counted by [`LoadedMethod::host_round_trips`].
+
+use etwgpu_format::program::TensorData;
+use etwgpu_format::vulkan::VhHeader;
+use etwgpu_format::{
+    Constant, ConstantId, ConstantSource, DType, Instruction, Method, OpCall, PlanValue, Program, ValueId, VkGraph,
+    VkTensor, VkValue,
+};
+use etwgpu_kernels::plan::Ctx;
+use etwgpu_kernels::{TensorInfo, Value, Vid};
+
+use crate::cpu::{self, Arg, CpuOp};
+use crate::device::Runtime;
+use crate::error::{Error, Result};
+use crate::method::LoadedDelegate;
+use crate::tensor::Tensor;
+
+/// Where a KernelCall runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Route {
+    /// On the GPU, through this kernel-table op.
+    Gpu(String),
+    /// In the CPU fallback.
+    Cpu,
+    /// Nowhere: etwgpu has neither.
+    Unsupported,
+}
+
+/// The kernel-table name of a plan operator's functional form.
+fn gpu_name(name: &str, overload: &str) -> Option<String> {
+    let base = name.strip_prefix("aten::")?;
+    let overload = if overload == "out" { "default" } else { overload.strip_suffix("_out")? };
+    Some(format!("aten.{base}.{overload}"))
+}
+
+/// A KernelCall's schema args: its args up to the first `out` (the last
+/// arg; the return value repeats it).
+fn schema_args(args: &[usize]) -> &[usize] {
+    match args.last() {
+        Some(out) => &args[..=args.iter().position(|a| a == out).expect("last is present")],
+        None => args,
+    }
+}
+
+/// The Ints of a plan IntList, whose items are plan value indices.
+fn int_list(values: &[PlanValue], items: &[i64]) -> Option<Vec<i64>> {
+    items
+        .iter()
+        .map(|&i| match values.get(usize::try_from(i).ok()?)? {
+            PlanValue::Int(x) => Some(*x),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A one-op VK00 graph for a KernelCall: its tensors become graph values
+/// (float32 only), the `out` tensor the one output. Returns the graph and
+/// the delegate args (plan values of the graph inputs, then the output).
+fn one_op_graph(m: &Method, op: &str, schema: &[usize], node_id: u32) -> Option<(VkGraph, Vec<usize>)> {
+    let (&out, _) = schema.split_last()?;
+    let mut values = Vec::new();
+    let mut ids = Vec::new();
+    let mut tensors: Vec<(usize, ValueId)> = Vec::new();
+    let mut constants = Vec::new();
+    for &p in schema {
+        if let Some(&(_, id)) = tensors.iter().find(|(q, _)| *q == p) {
+            ids.push(id);
+            continue;
+        }
+        let id = ValueId(values.len() as u32);
+        values.push(match m.values.get(p)? {
+            PlanValue::Null => VkValue::Null,
+            PlanValue::Int(x) => VkValue::Int(*x),
+            PlanValue::Double(x) => VkValue::Double(*x),
+            PlanValue::Bool(x) => VkValue::Bool(*x),
+            PlanValue::String(s) => VkValue::String(s.clone()),
+            PlanValue::IntList(x) => VkValue::IntList(int_list(&m.values, x)?),
+            PlanValue::DoubleList(x) => VkValue::DoubleList(x.clone()),
+            PlanValue::BoolList(x) => VkValue::BoolList(x.clone()),
+            PlanValue::Tensor(t) if t.scalar_type.dtype() == Some(DType::F32) => {
+                let constant = match &t.data {
+                    TensorData::None => {
+                        tensors.push((p, id));
+                        None
+                    }
+                    TensorData::Constant(r) => {
+                        constants.push(Constant {
+                            len: r.range.len() as u64,
+                            source: ConstantSource::DelegateBytes(r.clone()),
+                        });
+                        Some(ConstantId(constants.len() as u32 - 1))
+                    }
+                    TensorData::External(_) => return None,
+                };
+                VkValue::Tensor(VkTensor {
+                    dtype: DType::F32,
+                    dims: t.sizes.iter().map(|&s| u64::try_from(s).ok()).collect::<Option<_>>()?,
+                    constant,
+                    mem_obj_id: None,
+                    storage_type: 255,
+                    memory_layout: 255,
+                    staging_dtype: None,
+                })
+            }
+            _ => return None,
+        });
+        ids.push(id);
+    }
+    let out_id = *ids.last()?;
+    if !matches!(values[out_id.idx()], VkValue::Tensor(_)) {
+        return None;
+    }
+    let inputs: Vec<(usize, ValueId)> = tensors.iter().copied().filter(|&(p, _)| p != out).collect();
+    if inputs.iter().any(|&(_, id)| id == out_id) {
+        return None;
+    }
+    let graph = VkGraph {
+        header: VhHeader { header_size: 0, flatbuffer_offset: 0, flatbuffer_size: 0, bytes_offset: 0, bytes_size: 0 },
+        version: String::new(),
+        values,
+        chain: vec![OpCall { node_id, name: op.to_string(), args: ids }],
+        input_ids: inputs.iter().map(|&(_, id)| id).collect(),
+        output_ids: vec![out_id],
+        constants,
+        n_shaders: 0,
+    };
+    let args = inputs.iter().map(|&(p, _)| p).chain([out]).collect();
+    Some((graph, args))
+}
+
+/// A one-op graph as the kernels' host rules see it, at declared shapes.
+struct OneOpView<'a>(&'a VkGraph);
+
+impl etwgpu_kernels::Graph for OneOpView<'_> {
+    fn value(&self, id: Vid) -> Value<'_> {
+        match &self.0.values[id.0 as usize] {
+            VkValue::Null => Value::Null,
+            VkValue::Int(x) => Value::Int(*x),
+            VkValue::Double(x) => Value::Double(*x),
+            VkValue::Bool(x) => Value::Bool(*x),
+            VkValue::Tensor(t) => Value::Tensor(TensorInfo {
+                id,
+                dtype: etwgpu_kernels::ElemType::F32,
+                shape: &t.dims,
+                is_constant: t.constant.is_some(),
+            }),
+            VkValue::IntList(x) => Value::IntList(x),
+            VkValue::DoubleList(x) => Value::DoubleList(x),
+            VkValue::BoolList(x) => Value::BoolList(x),
+            VkValue::String(s) => Value::String(s),
+            VkValue::ValueList(_) | VkValue::SymInt(_) => Value::Null,
+        }
+    }
+}
+
+/// The GPU route of KernelCall `instruction` of `m`: the one-op graph and
+/// its delegate args, when the kernel table has the op and accepts the call.
+fn gpu_route(m: &Method, instruction: usize) -> Option<(VkGraph, Vec<usize>)> {
+    let Instruction::Kernel { op_index, args } = m.instructions.get(instruction)? else { return None };
+    let op = m.operators.get(*op_index)?;
+    let name = gpu_name(&op.name, &op.overload)?;
+    let id = etwgpu_kernels::from_name(&name)?;
+    let (graph, delegate_args) = one_op_graph(m, &name, schema_args(args), instruction as u32)?;
+    let vids: Vec<Vid> = graph.chain[0].args.iter().map(|a| Vid(a.0)).collect();
+    id.lower(&Ctx::new(&OneOpView(&graph), &vids)).ok()?;
+    Some((graph, delegate_args))
+}
+
+/// Where KernelCall `instruction` of `m` runs (for `etwgpu inspect`);
+/// [`Route::Unsupported`] for any other instruction.
+pub fn kernel_route(m: &Method, instruction: usize) -> Route {
+    let Some(Instruction::Kernel { op_index, .. }) = m.instructions.get(instruction) else {
+        return Route::Unsupported;
+    };
+    if let Some((g, _)) = gpu_route(m, instruction) {
+        return Route::Gpu(g.chain[0].name.clone());
+    }
+    match m.operators.get(*op_index) {
+        Some(op) if cpu::lookup(&op.full_name()).is_some() => Route::Cpu,
+        _ => Route::Unsupported,
+    }
+}
+
+/// One instruction, ready to run.
+#[derive(Debug)]
+enum Exec {
+    /// A GPU call (a Vulkan delegate or a one-op graph): `args` are its
+    /// inputs then its outputs; `extra` get a copy of the last output.
+    Gpu {
+        call: Box<LoadedDelegate>,
+        args: Vec<usize>,
+        n_in: usize,
+        extra: Vec<usize>,
+    },
+    /// A CPU fallback call on its schema args; `extra` alias the out.
+    Cpu {
+        op: CpuOp,
+        name: String,
+        instruction: usize,
+        schema: Vec<usize>,
+        extra: Vec<usize>,
+    },
+    Move {
+        from: usize,
+        to: usize,
+    },
+    Free(usize),
+}
+
+/// A method loaded onto a device, ready to [`run`](LoadedMethod::run).
+#[derive(Debug)]
+pub struct LoadedMethod {
+    name: String,
+    values: Vec<PlanValue>,
+    inputs: Vec<usize>,
+    outputs: Vec<usize>,
+    input_specs: Vec<(DType, Vec<u64>)>,
+    /// Per plan value: its constant data, if any.
+    initial: Vec<Option<Tensor>>,
+    steps: Vec<Exec>,
+    host_round_trips: usize,
+}
+
+impl LoadedMethod {
+    pub(crate) fn load(rt: &Runtime, program: &Program, method: &str) -> Result<Self> {
+        let m = program.method(method).ok_or_else(|| Error::MethodNotFound {
+            name: method.to_string(),
+            available: program.methods.iter().map(|m| m.name.clone()).collect(),
+        })?;
+        let cannot = |found: String| Error::NotFullyDelegated { method: method.to_string(), found };
+        let mut steps = Vec::with_capacity(m.instructions.len());
+        let mut n_delegates = 0;
+        for (k, ins) in m.instructions.iter().enumerate() {
+            steps.push(match ins {
+                Instruction::Delegate { delegate_index, args } => {
+                    let d = &m.delegates[*delegate_index];
+                    let graph = d.graph.as_ref().ok_or_else(|| cannot(format!("a {} delegate", d.backend_id)))?;
+                    let label =
+                        if n_delegates == 0 { method.to_string() } else { format!("{method} delegate {n_delegates}") };
+                    n_delegates += 1;
+                    let call = LoadedDelegate::load(rt, program, m, graph, args, &label)?;
+                    Exec::Gpu {
+                        call: Box::new(call),
+                        args: args.clone(),
+                        n_in: graph.input_ids.len(),
+                        extra: Vec::new(),
+                    }
+                }
+                Instruction::Kernel { op_index, args } => {
+                    let op = m.operators[*op_index].full_name();
+                    let schema = schema_args(args);
+                    let extra = args[schema.len()..].iter().copied().filter(|a| Some(a) != schema.last()).collect();
+                    if let Some((graph, dargs)) = gpu_route(m, k) {
+                        let label = format!("{method} {op} (instruction {k})");
+                        let call = LoadedDelegate::load(rt, program, m, &graph, &dargs, &label)?;
+                        let n_in = dargs.len() - 1;
+                        Exec::Gpu { call: Box::new(call), args: dargs, n_in, extra }
+                    } else if let Some((cop, arity)) = cpu::lookup(&op) {
+                        if schema.len() != arity {
+                            return Err(Error::CpuArg {
+                                op,
+                                instruction: k,
+                                arg: schema.len(),
+                                problem: format!("expected {arity} args (out last), found {}", schema.len()),
+                            });
+                        }
+                        Exec::Cpu { op: cop, name: op, instruction: k, schema: schema.to_vec(), extra }
+                    } else {
+                        return Err(Error::NoKernel { method: method.to_string(), instruction: k, op });
+                    }
+                }
+                Instruction::Move { from, to } => Exec::Move { from: *from, to: *to },
+                Instruction::Free { value } => Exec::Free(*value),
+                Instruction::JumpFalse { .. } => return Err(cannot("control flow (JumpFalse)".into())),
+            });
+        }
+        let initial = m
+            .values
+            .iter()
+            .enumerate()
+            .map(|(p, v)| match v {
+                PlanValue::Tensor(t) => match &t.data {
+                    TensorData::None => Ok(None),
+                    TensorData::Constant(r) => Ok(Some(Tensor {
+                        dtype: t
+                            .scalar_type
+                            .dtype()
+                            .ok_or_else(|| cannot(format!("value {p} has an unknown dtype")))?,
+                        shape: t.sizes.iter().map(|&s| s.max(0) as u64).collect(),
+                        bytes: program.data(r).to_vec(),
+                    })),
+                    TensorData::External(key) => Err(Error::MissingConstant { value: p as u32, key: key.clone() }),
+                },
+                _ => Ok(None),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let input_specs = m
+            .inputs
+            .iter()
+            .map(|&p| match &m.values.get(p) {
+                Some(PlanValue::Tensor(t)) => {
+                    (t.scalar_type.dtype().unwrap_or(DType::F32), t.sizes.iter().map(|&s| s.max(0) as u64).collect())
+                }
+                _ => (DType::I64, Vec::new()),
+            })
+            .collect();
+        Ok(LoadedMethod {
+            name: method.to_string(),
+            values: m.values.clone(),
+            inputs: m.inputs.clone(),
+            outputs: m.outputs.clone(),
+            input_specs,
+            initial,
+            steps,
+            host_round_trips: 0,
+        })
+    }
+
+    /// Number of inputs [`run`](Self::run) takes.
+    pub fn n_inputs(&self) -> usize {
+        self.inputs.len()
+    }
+
+    /// Number of outputs [`run`](Self::run) returns.
+    pub fn n_outputs(&self) -> usize {
+        self.outputs.len()
+    }
+
+    /// Dtype and maximum shape of each input, as the caller passes them.
+    pub fn input_specs(&self) -> Vec<(DType, Vec<u64>)> {
+        self.input_specs.clone()
+    }
+
+    /// Number of compute dispatches one run records at the current shapes,
+    /// over every GPU call.
+    pub fn n_dispatches(&self) -> usize {
+        self.steps.iter().map(|s| if let Exec::Gpu { call, .. } = s { call.n_dispatches() } else { 0 }).sum()
+    }
+
+    /// Number of GPU calls of the method (Vulkan delegates and KernelCalls
+    /// run on the GPU).
+    pub fn n_gpu_calls(&self) -> usize {
+        self.steps.iter().filter(|s| matches!(s, Exec::Gpu { .. })).count()
+    }
+
+    /// Number of KernelCalls run by the CPU fallback.
+    pub fn n_cpu_calls(&self) -> usize {
+        self.steps.iter().filter(|s| matches!(s, Exec::Cpu { .. })).count()
+    }
+
+    /// Host round trips (uploads, one submit, read-back) of the last
+    /// [`run`](Self::run): one per GPU call.
+    pub fn host_round_trips(&self) -> usize {
+        self.host_round_trips
+    }
+
+    /// Runs the method once: every instruction in chain order.
+    pub fn run(&mut self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
+        if inputs.len() != self.inputs.len() {
+            return Err(Error::InputCount { expected: self.inputs.len(), found: inputs.len() });
+        }
+        let mut slots = self.initial.clone();
+        for (&p, t) in self.inputs.iter().zip(inputs) {
+            slots[p] = Some(t.clone());
+        }
+        let Self { name, values, steps, host_round_trips, outputs, .. } = self;
+        let plumbing = |what: String| Error::Plumbing { method: name.clone(), what };
+        let tensor_at = |slots: &[Option<Tensor>], p: usize| -> Result<Tensor> {
+            match (slots.get(p), values.get(p)) {
+                (Some(Some(t)), _) => Ok(t.clone()),
+                (_, Some(PlanValue::Int(x))) => {
+                    Ok(Tensor { dtype: DType::I64, shape: Vec::new(), bytes: x.to_le_bytes().to_vec() })
+                }
+                _ => Err(plumbing(format!("value {p} is read before it is set"))),
+            }
+        };
+        *host_round_trips = 0;
+        for step in steps.iter_mut() {
+            match step {
+                Exec::Gpu { call, args, n_in, extra } => {
+                    let ins = args[..*n_in].iter().map(|&p| tensor_at(&slots, p)).collect::<Result<Vec<_>>>()?;
+                    let outs = call.run(&ins)?;
+                    *host_round_trips += 1;
+                    for (&p, t) in args[*n_in..].iter().zip(outs) {
+                        slots[p] = Some(t);
+                    }
+                    if let Some(&last) = args.last() {
+                        for &e in extra.iter() {
+                            slots[e] = slots[last].clone();
+                        }
+                    }
+                }
+                Exec::Cpu { op, name, instruction, schema, extra } => {
+                    let out = *schema.last().expect("schema has the out arg");
+                    let held: Vec<Option<Tensor>> = schema.iter().map(|&p| slots.get(p).cloned().flatten()).collect();
+                    let lists: Vec<Option<Vec<i64>>> = schema
+                        .iter()
+                        .map(|&p| match &values[p] {
+                            PlanValue::IntList(items) => int_list(values, items),
+                            _ => None,
+                        })
+                        .collect();
+                    let args: Vec<Arg<'_>> = schema
+                        .iter()
+                        .zip(held.iter().zip(&lists))
+                        .map(|(&p, (t, list))| match (t, &values[p]) {
+                            (Some(t), _) => Arg::Tensor(t),
+                            (None, PlanValue::IntList(_)) => match list {
+                                Some(x) => Arg::IntList(x),
+                                None => Arg::Other("an IntList with non-Int items"),
+                            },
+                            (None, PlanValue::Int(x)) => Arg::Int(*x),
+                            (None, PlanValue::Double(x)) => Arg::Double(*x),
+                            (None, PlanValue::Bool(x)) => Arg::Bool(*x),
+                            (None, PlanValue::Null) => Arg::Null,
+                            (None, PlanValue::Tensor(_)) => Arg::Other("an unset tensor"),
+                            (None, v) => Arg::Other(v.kind()),
+                        })
+                        .collect();
+                    let dtype = match &values[out] {
+                        PlanValue::Tensor(t) => t.scalar_type.dtype(),
+                        _ => None,
+                    };
+                    let err = |(arg, problem): cpu::ArgError| Error::CpuArg {
+                        op: name.clone(),
+                        instruction: *instruction,
+                        arg,
+                        problem,
+                    };
+                    let dtype = dtype.ok_or_else(|| err((schema.len() - 1, "out is not a tensor".into())))?;
+                    let t = cpu::run(*op, &args[..args.len() - 1], dtype).map_err(err)?;
+                    for &e in extra.iter() {
+                        slots[e] = Some(t.clone());
+                    }
+                    slots[out] = Some(t);
+                }
+                Exec::Move { from, to } => {
+                    if let Some(t) = slots.get(*from).cloned().flatten() {
+                        slots[*to] = Some(t);
+                    }
+                }
+                Exec::Free(v) => {
+                    if let Some(s) = slots.get_mut(*v) {
+                        *s = None;
+                    }
+                }
+            }
+        }
+        outputs.iter().map(|&p| tensor_at(&slots, p)).collect()
+    }
+}
