@@ -103,6 +103,40 @@ fn layer_norm(c: &mut Criterion, rt: &Runtime, rows: u64, n: u64) {
     bench_graph(c, rt, &format!("layer_norm {rows}x{n}"), 8 * rows * n, g, vec![ones(&[rows, n])]);
 }
 
+/// A 2-D convolution `[1, cin, h, w] * [cout, cin, 3, 3]`, stride 1, pad 1,
+/// with bias; the weight is a constant.
+fn conv2d(c: &mut Criterion, rt: &Runtime, cin: u64, cout: u64, hw: u64) {
+    let mut g = GraphBuilder::new();
+    let x = g.tensor(DType::F32, &[1, cin, hw, hw]);
+    let weight: Vec<u8> = (0..cout * cin * 9).flat_map(|i| ((i % 5) as f32 * 0.1).to_le_bytes()).collect();
+    let w = g.constant(DType::F32, &[cout, cin, 3, 3], &weight);
+    let bias_bytes: Vec<u8> = (0..cout).flat_map(|i| (i as f32 * 0.01).to_le_bytes()).collect();
+    let b = g.constant(DType::F32, &[cout], &bias_bytes);
+    let (stride, pad, dil) = (g.int_list(&[1, 1]), g.int_list(&[1, 1]), g.int_list(&[1, 1]));
+    let transposed = g.bool(false);
+    let out_pad = g.int_list(&[0, 0]);
+    let groups = g.int(1);
+    let out = g.tensor(DType::F32, &[1, cout, hw, hw]);
+    g.op("aten.convolution.default", &[x, w, b, stride, pad, dil, transposed, out_pad, groups, out])
+        .inputs(&[x])
+        .outputs(&[out]);
+    let flops = 2 * cout * cin * 9 * hw * hw;
+    bench_graph(c, rt, &format!("conv2d 3x3 {cin}->{cout} {hw}x{hw}"), flops, g, vec![ones(&[1, cin, hw, hw])]);
+}
+
+/// Times loading a fixture (pipelines already cached after the first load).
+fn fixture_load(c: &mut Criterion, rt: &Runtime, name: &str) {
+    let root = std::env::var_os("ETWGPU_FIXTURES").map_or_else(
+        || std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../test_data/fixtures"),
+        std::path::PathBuf::from,
+    );
+    let Ok(program) = Program::open(root.join(name).join("model.pte")) else {
+        eprintln!("fixture {name} not found, skipping");
+        return;
+    };
+    c.bench_function(&format!("load {name}"), |b| b.iter(|| rt.load(&program, "forward").expect("fixture loads")));
+}
+
 /// Times runs of call `call` of a fixture. Stateful fixtures (Llama) may
 /// repeat any call: a decode step at a fixed position rewrites the same
 /// cache row.
@@ -142,8 +176,15 @@ fn benches(c: &mut Criterion) {
         softmax(c, &rt, 4096, 4096);
         layer_norm(c, &rt, 4096, 4096);
     }
+    conv2d(c, &rt, 8, 16, 32);
+    if large {
+        conv2d(c, &rt, 64, 64, 56);
+    }
     for name in ["mlp", "transformer_block"] {
         fixture(c, &rt, name, 0);
+    }
+    for name in ["transformer_block", "llama_tiny_q4"] {
+        fixture_load(c, &rt, name);
     }
     // Llama: call 0 is a 5-token prefill, call 1 a one-token decode step.
     for name in ["llama_tiny_fp32", "llama_tiny_q4"] {
