@@ -218,6 +218,20 @@ def fx_convnet(verify: bool = True) -> FixtureResult:
         model, [ins], verify=verify)
 
 
+def fx_convnet_fp16(verify: bool = True) -> FixtureResult:
+    g = seed("convnet_fp16")
+    model = ConvNet()
+    _randomize_bn(model.bn1, g)
+    _randomize_bn(model.bn2, g)
+    ins = (randn(g, 1, 3, 16, 16),)
+    return module_fixture(
+        "convnet_fp16",
+        "The convnet fixture's architecture with its own weights, exported with force_fp16: "
+        "conv, pooling and batch norm run on float16 tensors, method I/O stays float32. "
+        "Goldens are float32 eager.",
+        model, [ins], options={"force_fp16": True}, verify=verify)
+
+
 class Block(nn.Module):
     """Pre-norm transformer block with attention spelled out."""
 
@@ -646,6 +660,29 @@ def fx_dynamic_seq(verify: bool = True) -> FixtureResult:
         verify=verify)
 
 
+class DynamicSymInt(nn.Module):
+    def forward(self, x):
+        s = x.shape[1]
+        # s // 2 is a SymInt `floordiv` feeding a view size; a softmax keeps the
+        # two views apart (see DynamicSeq).
+        h = torch.softmax(x.reshape(1, s // 2, 16), dim=-1).reshape(1, s, 8)
+        return h, x[:, 1:] - x[:, :-1]
+
+
+def fx_dynamic_symint(verify: bool = True) -> FixtureResult:
+    g = seed("dynamic_symint")
+    k = Dim("k", min=1, max=8)
+    calls = [(randn(g, 1, n, 8),) for n in (2, 6, 16)]
+    return module_fixture(
+        "dynamic_symint",
+        "x float32 [1,S,8] with S = 2k, k in 1..8 (calls at S = 2, 6, 16): softmax over "
+        "x viewed as [1,S//2,16] (SymInt floordiv), viewed back; and x[:,1:] - x[:,:-1] "
+        "([1,S-1,8], slices at live shapes).",
+        DynamicSymInt(), calls, options={"require_dynamic_shapes": True},
+        dynamic_shapes=({1: 2 * k},), dynamic_shapes_doc={"x": {"1": {"min": 2, "max": 16, "multiple_of": 2}}},
+        verify=verify)
+
+
 def fx_fp16_mlp(verify: bool = True) -> FixtureResult:
     g = seed("fp16_mlp")
     model = Mlp((16, 32, 32, 8))
@@ -662,7 +699,8 @@ class ConvMore(nn.Module):
 
     NAMES = ["conv1d", "conv_clamp", "conv_grouped", "max_pool", "avg_pool_no_pad_count",
              "avg_pool_divisor", "nearest", "bilinear", "bilinear_corners", "pixel_shuffle",
-             "group_norm"]
+             "group_norm", "conv_transposed", "nearest_fractional", "bilinear_scales",
+             "max_pool_dilated"]
 
     def __init__(self):
         super().__init__()
@@ -670,6 +708,7 @@ class ConvMore(nn.Module):
         self.c2d = nn.Conv2d(4, 6, 3, stride=2, padding=1, bias=True)
         self.cg = nn.Conv2d(4, 4, 3, padding=2, dilation=2, groups=2, bias=True)
         self.gn = nn.GroupNorm(2, 4)
+        self.ct = nn.ConvTranspose2d(4, 4, 3, stride=2, padding=1, output_padding=1, groups=2)
 
     def forward(self, x, s):
         return (
@@ -684,6 +723,10 @@ class ConvMore(nn.Module):
             F.interpolate(x, size=(4, 8), mode="bilinear", align_corners=True),
             F.pixel_shuffle(x, 2),
             self.gn(x),
+            self.ct(x),
+            F.interpolate(x, scale_factor=1.5, mode="nearest"),
+            F.interpolate(x, scale_factor=(0.5, 1.7), mode="bilinear", align_corners=False),
+            F.max_pool2d(x, 2, stride=1, dilation=2),
         )
 
 
@@ -701,7 +744,8 @@ def fx_conv_more(verify: bool = True) -> FixtureResult:
         "grouped Conv2d(4,4,3,pad 2,dilation 2,groups 2); max_pool2d(3,2,pad 1,ceil_mode); "
         "avg_pool2d(3,2,pad 1,ceil_mode,count_include_pad=False); avg_pool2d(2,1,"
         "divisor_override 3); nearest x2; bilinear to (9,7); bilinear align_corners to (4,8); "
-        "pixel_shuffle(2); GroupNorm(2,4).",
+        "pixel_shuffle(2); GroupNorm(2,4); ConvTranspose2d(4,4,3,stride 2,pad 1,output_padding 1,"
+        "groups 2); nearest x1.5; bilinear x(0.5,1.7); max_pool2d(2,stride 1,dilation 2).",
         model, [ins], verify=verify)
 
 
@@ -847,6 +891,8 @@ FIXTURES: dict[str, Callable[..., FixtureResult]] = {
     "fp16_mlp": fx_fp16_mlp,
     "partial_delegate": fx_partial_delegate,
     "conv_more": fx_conv_more,
+    "dynamic_symint": fx_dynamic_symint,
+    "convnet_fp16": fx_convnet_fp16,
     "rope_hf": fx_rope_hf,
     "rope_interleaved": fx_rope_interleaved,
     "et_vk_sdpa": fx_et_vk_sdpa,

@@ -429,6 +429,25 @@ fn repeat_split_and_creation_rules() {
 }
 
 #[test]
+fn transposed_conv_shape_and_output_padding_bound() {
+    let mut g = TestGraph::default();
+    let x = g.t(&[1, 4, 6, 5]);
+    let w = g.push(Owned::Tensor(ElemType::F32, vec![4, 2, 3, 3], true));
+    let null = g.push(Owned::Null);
+    let (s2, p1, d1) =
+        (g.push(Owned::IntList(vec![2])), g.push(Owned::IntList(vec![1])), g.push(Owned::IntList(vec![1])));
+    let t = g.push(Owned::Bool(true));
+    let (op1, op2) = (g.push(Owned::IntList(vec![1, 1])), g.push(Owned::IntList(vec![2, 2])));
+    let groups = g.push(Owned::Int(2));
+    let out = g.t(&[1, 4, 12, 10]);
+    // (6 - 1) * 2 - 2 + 2 + 1 + 1 = 12; (5 - 1) * 2 - 2 + 2 + 1 + 1 = 10.
+    let l = check(&g, "aten.convolution.default", &[x, w, null, s2, p1, d1, t, op1, groups, out]).expect("lowers");
+    assert_eq!(out_shape(&l), [1, 4, 12, 10]);
+    let bad = [x, w, null, s2, p1, d1, t, op2, groups, out];
+    assert!(matches!(check(&g, "aten.convolution.default", &bad), Err(crate::Error::ArgValue { arg_idx: 7, .. })));
+}
+
+#[test]
 fn sdpa_takes_seq_from_the_query_and_checks_its_arguments() {
     let mut g = TestGraph::default();
     let q = g.t(&[1, 5, 4, 16]);

@@ -92,8 +92,9 @@ struct HostRead {
 }
 
 /// SymInt value used for host reads when lowering at load, before any
-/// input exists.
-const PLACEHOLDER_SYMINT: i64 = 1;
+/// input exists: 0, because host-read SymInts are mostly positions
+/// (`input_pos[0]`), and position 0 fits every cache bound at any length.
+const PLACEHOLDER_SYMINT: i64 = 0;
 
 /// Element `elem` of an integer tensor, as i64.
 fn int_at(t: &Tensor, elem: u64) -> Option<i64> {

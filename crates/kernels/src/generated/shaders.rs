@@ -2411,7 +2411,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 pub const CONV_F32: &str = r#"//! Direct grouped 2-D convolution (1-D as H = 1), NCHW, with an optional
 //! bias and an optional output clamp: one invocation per output element
 //! `(n, oc, oh, ow)` sums `x * w` over its group's input channels and the
-//! kernel window, in f32. Weight layout `[OC, IC / groups, KH, KW]`.
+//! kernel window, in f32. Weight layout `[OC, IC / groups, KH, KW]`, or
+//! `[IC, OC / groups, KH, KW]` when `transposed` (each output gathers the
+//! inputs whose strided window covers it).
 // variants: f32 f16
 
 alias Elem = f32;
@@ -2439,7 +2441,7 @@ struct Params {
     has_bias: u32,
     has_min: u32,
     has_max: u32,
-    _pad0: u32,
+    transposed: u32,
     out_min: f32,
     out_max: f32,
     _pad1: f32,
@@ -2462,12 +2464,28 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let oh = (i / p.ow) % p.oh;
     let oc = (i / (p.ow * p.oh)) % p.c_out;
     let n = i / (p.ow * p.oh * p.c_out);
-    let icg = p.c_in / p.groups;
-    let ic0 = (oc / (p.c_out / p.groups)) * icg;
     var acc = 0.0;
     if p.has_bias != 0u {
         acc = f32(bias[oc]);
     }
+    if p.transposed != 0u {
+        acc += transposed_sum(n, oc, oh, ow);
+    } else {
+        acc += direct_sum(n, oc, oh, ow);
+    }
+    if p.has_min != 0u {
+        acc = max(acc, p.out_min);
+    }
+    if p.has_max != 0u {
+        acc = min(acc, p.out_max);
+    }
+    out[i] = Elem(acc);
+}
+
+fn direct_sum(n: u32, oc: u32, oh: u32, ow: u32) -> f32 {
+    let icg = p.c_in / p.groups;
+    let ic0 = (oc / (p.c_out / p.groups)) * icg;
+    var acc = 0.0;
     let ih0 = i32(oh * p.stride_h) - i32(p.pad_h);
     let iw0 = i32(ow * p.stride_w) - i32(p.pad_w);
     for (var c = 0u; c < icg; c++) {
@@ -2487,13 +2505,34 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
             }
         }
     }
-    if p.has_min != 0u {
-        acc = max(acc, p.out_min);
+    return acc;
+}
+
+fn transposed_sum(n: u32, oc: u32, oh: u32, ow: u32) -> f32 {
+    let icg = p.c_in / p.groups;
+    let ocg = p.c_out / p.groups;
+    let ic0 = (oc / ocg) * icg;
+    var acc = 0.0;
+    for (var c = 0u; c < icg; c++) {
+        let x_plane = (n * p.c_in + ic0 + c) * p.h * p.w;
+        let w_plane = ((ic0 + c) * ocg + oc % ocg) * p.kh * p.kw;
+        for (var ky = 0u; ky < p.kh; ky++) {
+            let ty = i32(oh + p.pad_h) - i32(ky * p.dil_h);
+            if ty < 0 || ty % i32(p.stride_h) != 0 || ty / i32(p.stride_h) >= i32(p.h) {
+                continue;
+            }
+            let ih = u32(ty) / p.stride_h;
+            for (var kx = 0u; kx < p.kw; kx++) {
+                let tx = i32(ow + p.pad_w) - i32(kx * p.dil_w);
+                if tx < 0 || tx % i32(p.stride_w) != 0 || tx / i32(p.stride_w) >= i32(p.w) {
+                    continue;
+                }
+                let iw = u32(tx) / p.stride_w;
+                acc += f32(x[x_plane + ih * p.w + iw]) * f32(weight[w_plane + ky * p.kw + kx]);
+            }
+        }
     }
-    if p.has_max != 0u {
-        acc = min(acc, p.out_max);
-    }
-    out[i] = Elem(acc);
+    return acc;
 }
 "#;
 
@@ -2503,7 +2542,9 @@ pub const CONV_F16: &str = r#"enable f16;
 //! Direct grouped 2-D convolution (1-D as H = 1), NCHW, with an optional
 //! bias and an optional output clamp: one invocation per output element
 //! `(n, oc, oh, ow)` sums `x * w` over its group's input channels and the
-//! kernel window, in f32. Weight layout `[OC, IC / groups, KH, KW]`.
+//! kernel window, in f32. Weight layout `[OC, IC / groups, KH, KW]`, or
+//! `[IC, OC / groups, KH, KW]` when `transposed` (each output gathers the
+//! inputs whose strided window covers it).
 // variants: f32 f16
 
 alias Elem = f16;
@@ -2531,7 +2572,7 @@ struct Params {
     has_bias: u32,
     has_min: u32,
     has_max: u32,
-    _pad0: u32,
+    transposed: u32,
     out_min: f32,
     out_max: f32,
     _pad1: f32,
@@ -2554,12 +2595,28 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let oh = (i / p.ow) % p.oh;
     let oc = (i / (p.ow * p.oh)) % p.c_out;
     let n = i / (p.ow * p.oh * p.c_out);
-    let icg = p.c_in / p.groups;
-    let ic0 = (oc / (p.c_out / p.groups)) * icg;
     var acc = 0.0;
     if p.has_bias != 0u {
         acc = f32(bias[oc]);
     }
+    if p.transposed != 0u {
+        acc += transposed_sum(n, oc, oh, ow);
+    } else {
+        acc += direct_sum(n, oc, oh, ow);
+    }
+    if p.has_min != 0u {
+        acc = max(acc, p.out_min);
+    }
+    if p.has_max != 0u {
+        acc = min(acc, p.out_max);
+    }
+    out[i] = Elem(acc);
+}
+
+fn direct_sum(n: u32, oc: u32, oh: u32, ow: u32) -> f32 {
+    let icg = p.c_in / p.groups;
+    let ic0 = (oc / (p.c_out / p.groups)) * icg;
+    var acc = 0.0;
     let ih0 = i32(oh * p.stride_h) - i32(p.pad_h);
     let iw0 = i32(ow * p.stride_w) - i32(p.pad_w);
     for (var c = 0u; c < icg; c++) {
@@ -2579,13 +2636,34 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
             }
         }
     }
-    if p.has_min != 0u {
-        acc = max(acc, p.out_min);
+    return acc;
+}
+
+fn transposed_sum(n: u32, oc: u32, oh: u32, ow: u32) -> f32 {
+    let icg = p.c_in / p.groups;
+    let ocg = p.c_out / p.groups;
+    let ic0 = (oc / ocg) * icg;
+    var acc = 0.0;
+    for (var c = 0u; c < icg; c++) {
+        let x_plane = (n * p.c_in + ic0 + c) * p.h * p.w;
+        let w_plane = ((ic0 + c) * ocg + oc % ocg) * p.kh * p.kw;
+        for (var ky = 0u; ky < p.kh; ky++) {
+            let ty = i32(oh + p.pad_h) - i32(ky * p.dil_h);
+            if ty < 0 || ty % i32(p.stride_h) != 0 || ty / i32(p.stride_h) >= i32(p.h) {
+                continue;
+            }
+            let ih = u32(ty) / p.stride_h;
+            for (var kx = 0u; kx < p.kw; kx++) {
+                let tx = i32(ow + p.pad_w) - i32(kx * p.dil_w);
+                if tx < 0 || tx % i32(p.stride_w) != 0 || tx / i32(p.stride_w) >= i32(p.w) {
+                    continue;
+                }
+                let iw = u32(tx) / p.stride_w;
+                acc += f32(x[x_plane + ih * p.w + iw]) * f32(weight[w_plane + ky * p.kw + kx]);
+            }
+        }
     }
-    if p.has_max != 0u {
-        acc = min(acc, p.out_max);
-    }
-    out[i] = Elem(acc);
+    return acc;
 }
 "#;
 

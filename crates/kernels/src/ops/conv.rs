@@ -62,7 +62,8 @@ fn as_nchw(x: &TensorInfo<'_>, arg_idx: usize, name: &'static str) -> Result<[u6
 }
 
 /// `aten.convolution.default(input, weight, bias?, stride, padding,
-/// dilation, transposed, output_padding, groups, →out)`; with `clamp`,
+/// dilation, transposed, output_padding, groups, →out)` (transposed: weight
+/// `[IC, OC / groups, KH, KW]`); with `clamp`,
 /// `et_vk.conv_with_clamp.default`, which adds `output_min?` and
 /// `output_max?` before the output.
 pub fn convolution(c: &Ctx<'_>, clamp: bool) -> Result<Lowered> {
@@ -76,14 +77,7 @@ pub fn convolution(c: &Ctx<'_>, clamp: bool) -> Result<Lowered> {
     let shader = float_shader(Family::Conv, &x, 0, "input")?;
     same_dtype(&w, x.dtype, 1, "weight")?;
     same_dtype(&out, x.dtype, out_idx, "out")?;
-    if c.bool(6, "transposed")? {
-        return Err(Error::ArgValue {
-            arg_idx: 6,
-            name: "transposed",
-            found: "true".into(),
-            reason: "transposed convolution is not supported yet",
-        });
-    }
+    let transposed = c.bool(6, "transposed")?;
     let [n, c_in, h, wd] = as_nchw(&x, 0, "input")?;
     let one_d = x.shape.len() == 3;
     let n_spatial = if one_d { 1 } else { 2 };
@@ -91,6 +85,16 @@ pub fn convolution(c: &Ctx<'_>, clamp: bool) -> Result<Lowered> {
     let stride = pad_front(spatial(c, 3, "stride", n_spatial, 1)?, 1);
     let padding = pad_front(spatial(c, 4, "padding", n_spatial, 0)?, 0);
     let dilation = pad_front(spatial(c, 5, "dilation", n_spatial, 1)?, 1);
+    let output_padding =
+        if transposed { pad_front(spatial(c, 7, "output_padding", n_spatial, 0)?, 0) } else { vec![0, 0] };
+    if output_padding.iter().zip(stride.iter().zip(&dilation)).any(|(&op, (&s, &d))| op >= s.max(d)) {
+        return Err(Error::ArgValue {
+            arg_idx: 7,
+            name: "output_padding",
+            found: format!("{output_padding:?}"),
+            reason: "smaller than the stride or the dilation",
+        });
+    }
     let groups = c.int(8, "groups")?;
     let groups_ok = groups > 0 && c_in % groups as u64 == 0;
     if !groups_ok {
@@ -104,7 +108,7 @@ pub fn convolution(c: &Ctx<'_>, clamp: bool) -> Result<Lowered> {
     let groups = groups as u64;
     let w_shape: Vec<u64> =
         if one_d && w.shape.len() == 3 { vec![w.shape[0], w.shape[1], 1, w.shape[2]] } else { w.shape.to_vec() };
-    let [c_out, icg, kh, kw] = w_shape[..] else {
+    let [w0, w1, kh, kw] = w_shape[..] else {
         return Err(Error::Shape {
             arg_idx: 1,
             name: "weight",
@@ -112,13 +116,15 @@ pub fn convolution(c: &Ctx<'_>, clamp: bool) -> Result<Lowered> {
             found: w.shape.to_vec(),
         });
     };
-    if icg * groups != c_in || c_out % groups != 0 || kh == 0 || kw == 0 {
-        return Err(Error::Shape {
-            arg_idx: 1,
-            name: "weight",
-            expected: format!("[OC, {} (= C / groups), KH, KW] with OC divisible by {groups}", c_in / groups),
-            found: w.shape.to_vec(),
-        });
+    let (c_out, weight_ok) =
+        if transposed { (w1 * groups, w0 == c_in) } else { (w0, w1 * groups == c_in && w0 % groups == 0) };
+    if !weight_ok || kh == 0 || kw == 0 {
+        let expected = if transposed {
+            format!("[{c_in} (= C), OC / groups, KH, KW]")
+        } else {
+            format!("[OC, {} (= C / groups), KH, KW] with OC divisible by {groups}", c_in / groups)
+        };
+        return Err(Error::Shape { arg_idx: 1, name: "weight", expected, found: w.shape.to_vec() });
     }
     if let Some(b) = &bias {
         same_dtype(b, x.dtype, 2, "bias")?;
@@ -137,14 +143,27 @@ pub fn convolution(c: &Ctx<'_>, clamp: bool) -> Result<Lowered> {
         expected: "spatial dims at least the (dilated) kernel after padding".into(),
         found: x.shape.to_vec(),
     };
-    let oh = out_len(h, kh, stride[0], padding[0], dilation[0], false).ok_or_else(window_err)?;
-    let ow = out_len(wd, kw, stride[1], padding[1], dilation[1], false).ok_or_else(window_err)?;
+    let (oh, ow) = if transposed {
+        let len = |i: usize, size: u64, k: u64| {
+            let n = (size as i64 - 1) * stride[i] as i64 - 2 * padding[i] as i64
+                + dilation[i] as i64 * (k as i64 - 1)
+                + output_padding[i] as i64
+                + 1;
+            u64::try_from(n).ok().filter(|&n| n > 0)
+        };
+        (len(0, h, kh).ok_or_else(window_err)?, len(1, wd, kw).ok_or_else(window_err)?)
+    } else {
+        (
+            out_len(h, kh, stride[0], padding[0], dilation[0], false).ok_or_else(window_err)?,
+            out_len(wd, kw, stride[1], padding[1], dilation[1], false).ok_or_else(window_err)?,
+        )
+    };
     let (out_min, out_max) =
         if clamp { (c.opt_num(9, "output_min")?, c.opt_num(10, "output_max")?) } else { (None, None) };
     let shape = if one_d { vec![n, c_out, ow] } else { vec![n, c_out, oh, ow] };
     let numel = n * c_out * oh * ow;
     let mut steps = Vec::new();
-    if numel > 0 {
+    if numel > 0 && h * wd > 0 {
         let u = to_u32;
         // Bounds beyond f32 (e.g. 1.797e308 for "no max") saturate.
         let bound = |v: Option<f64>| v.map_or(0.0, |v| v.clamp(f64::from(f32::MIN), f64::from(f32::MAX)) as f32);
@@ -168,7 +187,7 @@ pub fn convolution(c: &Ctx<'_>, clamp: bool) -> Result<Lowered> {
             .u32(u32::from(bias.is_some()))
             .u32(u32::from(out_min.is_some()))
             .u32(u32::from(out_max.is_some()))
-            .u32(0)
+            .u32(u32::from(transposed))
             .f32(bound(out_min))
             .f32(bound(out_max))
             .finish();

@@ -496,3 +496,84 @@ fn cropping_pads_bool_cats_and_unexported_creation_ops() {
     assert_eq!(outs[3].to_f64_vec(), [0.0; 3]);
     assert_eq!(bools(&outs[4]), [true, true]);
 }
+
+fn f32_bytes(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// A reference grouped 2-D convolution, NCHW, no bias.
+#[expect(clippy::too_many_arguments, reason = "mirrors the convolution schema")]
+fn conv2d_ref(
+    x: &[f32],
+    [c, h, w]: [usize; 3],
+    wt: &[f32],
+    [oc, k]: [usize; 2],
+    stride: usize,
+    pad: usize,
+    groups: usize,
+    [oh, ow]: [usize; 2],
+) -> Vec<f32> {
+    let icg = c / groups;
+    let mut out = vec![0f32; oc * oh * ow];
+    for o in 0..oc {
+        let g = o / (oc / groups);
+        for y in 0..oh {
+            for xx in 0..ow {
+                let mut acc = 0f32;
+                for ci in 0..icg {
+                    for ky in 0..k {
+                        for kx in 0..k {
+                            let (iy, ix) =
+                                ((y * stride + ky) as isize - pad as isize, (xx * stride + kx) as isize - pad as isize);
+                            if iy < 0 || ix < 0 || iy >= h as isize || ix >= w as isize {
+                                continue;
+                            }
+                            let xi = ((g * icg + ci) * h + iy as usize) * w + ix as usize;
+                            acc += x[xi] * wt[((o * icg + ci) * k + ky) * k + kx];
+                        }
+                    }
+                }
+                out[(o * oh + y) * ow + xx] = acc;
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn conv_with_clamp_takes_int_and_null_limits() {
+    // [1, 4, 7, 5] input, weight [6, 2, 3, 3], groups 2, stride 2, padding 1,
+    // no bias: output [1, 6, 4, 3]; clamped to (-inf, 0] by min Null, max Int 0.
+    let (xv, wv) = (data(4 * 7 * 5, 11), data(6 * 2 * 9, 12));
+    let mut g = GraphBuilder::new();
+    let x = g.tensor(DType::F32, &[1, 4, 7, 5]);
+    let w = g.constant(DType::F32, &[6, 2, 3, 3], &f32_bytes(&wv));
+    let null = g.null();
+    let (s, p, d, op) = (g.int_list(&[2, 2]), g.int_list(&[1, 1]), g.int_list(&[1, 1]), g.int_list(&[0, 0]));
+    let (f, groups, zero) = (g.bool(false), g.int(2), g.int(0));
+    let out = g.tensor(DType::F32, &[1, 6, 4, 3]);
+    g.op("et_vk.conv_with_clamp.default", &[x, w, null, s, p, d, f, op, groups, null, zero, out]);
+    g.inputs(&[x]).outputs(&[out]);
+    let want: Vec<f32> =
+        conv2d_ref(&xv, [4, 7, 5], &wv, [6, 3], 2, 1, 2, [4, 3]).into_iter().map(|v| v.min(0.0)).collect();
+    assert!(want.iter().any(|&v| v < 0.0), "the clamp leaves something to compare");
+    check(g, &[Tensor::from_f32(&[1, 4, 7, 5], &xv)], &[1, 6, 4, 3], &want);
+}
+
+#[test]
+fn select_as_symint_of_a_non_input_fails_the_load() {
+    let mut g = GraphBuilder::new();
+    let x = g.tensor(DType::F32, &[4]);
+    let pos = g.constant(DType::I32, &[1], &2i32.to_le_bytes());
+    let (zero, one) = (g.int(0), g.int(1));
+    let p = g.sym_int();
+    let out = g.tensor(DType::F32, &[4]);
+    g.op("et_vk.select_as_symint.default", &[pos, zero, zero, p])
+        .op("aten.slice_copy.Tensor", &[x, zero, p, one, one, out]);
+    g.inputs(&[x]).outputs(&[out]);
+    let Some(r) = load(g) else { return };
+    match r {
+        Err(Error::SymIntSource { op, .. }) => assert_eq!(op, "et_vk.select_as_symint.default"),
+        other => panic!("expected SymIntSource, got {other:?}"),
+    }
+}
