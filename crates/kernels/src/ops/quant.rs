@@ -4,7 +4,8 @@
 //! `et_vk.linear_dq8ca_q4gsw` (`linear_dq8ca_q4gsw.wgsl`).
 //!
 //! Packing (OPS.md §4.1): u8 bytes holding two weights each, even index in
-//! the low nibble, both offset by +8; symmetric group-wise f32 scales.
+//! the low nibble, both offset by +8; symmetric group-wise scales in the
+//! activations' float dtype. Every kernel accumulates in f32.
 
 use crate::error::{Error, Result};
 use crate::generated::shaders::Family;
