@@ -2,8 +2,9 @@
 //! (`rope.wgsl`), `et_vk.apply_rotary_emb_hf` (`rope_hf.wgsl`),
 //! `et_vk.apply_rotary_emb_interleaved` (`rope_interleaved.wgsl`),
 //! `sdpa_with_kv_cache` (`kv_cache_update.wgsl` then `sdpa.wgsl`) and the
-//! cache-less `et_vk.sdpa` (`attention.wgsl`). The KV caches are constants the op updates in place; the
-//! runtime gives each its own buffer, kept across runs.
+//! cache-less `et_vk.sdpa` (`attention.wgsl`). The KV caches are constants
+//! the op updates in place; the runtime gives each its own buffer, kept
+//! across runs.
 
 use crate::error::{Error, Result};
 use crate::generated::shaders::Family;

@@ -4,7 +4,8 @@
 //! `et_vk.linear_dq8ca_q4gsw` (`linear_dq8ca_q4gsw.wgsl`).
 //!
 //! Packing (OPS.md §4.1): u8 bytes holding two weights each, even index in
-//! the low nibble, both offset by +8; symmetric group-wise f32 scales.
+//! the low nibble, both offset by +8; symmetric group-wise scales in the
+//! activations' float dtype. Every kernel accumulates in f32.
 
 use crate::error::{Error, Result};
 use crate::generated::shaders::Family;
@@ -20,6 +21,9 @@ fn shape_err(arg_idx: usize, name: &'static str, expected: String, t: &TensorInf
 fn dtype_err(arg_idx: usize, name: &'static str, expected: &'static str, t: &TensorInfo<'_>) -> Error {
     Error::DType { arg_idx, name, expected, found: t.dtype }
 }
+
+/// `torch.finfo(torch.float16).smallest_normal`.
+const F16_SMALLEST_NORMAL: f64 = 6.103_515_625e-5;
 
 /// Largest workgroup count along one grid dimension.
 const MAX_GROUPS_PER_DIM: u64 = 65535;
@@ -193,7 +197,7 @@ pub fn choose_qparams_affine(c: &Ctx<'_>) -> Result<Lowered> {
     let block_size = c.int_list(2, "block_size")?;
     let quant_min = c.opt_num(4, "quant_min")?.unwrap_or(-128.0);
     let quant_max = c.opt_num(5, "quant_max")?.unwrap_or(127.0);
-    let eps = c.opt_num(6, "eps")?.unwrap_or(f64::from(f32::MIN_POSITIVE));
+    let eps = c.opt_num(6, "eps")?;
     let keepdim = c.bool(9, "keepdim")?;
     let outs = c.tensor_list(10, "out")?;
     let [scale, zero_point] = outs[..] else {
@@ -205,6 +209,9 @@ pub fn choose_qparams_affine(c: &Ctx<'_>) -> Result<Lowered> {
         });
     };
     let shader = float_shader(Family::ChooseQparams, &x, 0, "input")?;
+    // torchao's default: the smallest normal of the input's dtype (so a
+    // float16 scale of an all-zero row stays nonzero).
+    let eps = eps.unwrap_or(if x.dtype == ElemType::F16 { F16_SMALLEST_NORMAL } else { f64::from(f32::MIN_POSITIVE) });
     if mapping != Some("ASYMMETRIC") {
         return Err(Error::ArgValue {
             arg_idx: 1,

@@ -367,3 +367,40 @@ fn dynamic_int8_activations_times_q4_weights() {
     assert_eq!(outs[0].shape, [1, m as u64, w.n as u64]);
     assert_close(&f32s(&outs[0]), &matmul_ref(&fake_quant, &w, &vec![0.0; w.n]), 1e-4, "linear_dq8ca_q4gsw");
 }
+
+#[test]
+fn float16_qparams_of_an_all_zero_row_stay_finite() {
+    // With float16 activations the default eps is float16's smallest
+    // normal: float32's would round the scale to 0 and the row to NaN.
+    let (m, gs) = (2usize, 8usize);
+    let w = q4_linear(4, 16, gs, 41);
+    let mut xv = data(m * w.k, 42);
+    xv[w.k..].iter_mut().for_each(|v| *v = 0.0);
+    let mut g = GraphBuilder::new();
+    let x = g.tensor_staged(DType::F16, DType::F32, &[m as u64, w.k as u64]);
+    let mapping = g.string("ASYMMETRIC");
+    let block = g.int_list(&[1, w.k as i64]);
+    let null = g.null();
+    let (qmin, qmax) = (g.int(-128), g.int(127));
+    let f = g.bool(false);
+    let scale = g.tensor_staged(DType::F16, DType::F32, &[m as u64]);
+    let zp = g.tensor(DType::I8, &[m as u64]);
+    let qparams = g.value_list(&[scale, zp]);
+    let wt = g.constant(DType::U8, &[w.n as u64, w.k_packed as u64], &w.packed);
+    let sums = g.constant(DType::I32, &[w.n_groups as u64, w.n as u64], &vec![0u8; w.n_groups * w.n * 4]);
+    let half_scales: Vec<u8> = w.scales.iter().flat_map(|s| half::f16::from_f32(*s).to_le_bytes()).collect();
+    let st = g.constant(DType::F16, &[w.n_groups as u64, w.n_pad as u64], &half_scales);
+    let gs_v = g.int(gs as i64);
+    let out = g.tensor_staged(DType::F16, DType::F32, &[m as u64, w.n as u64]);
+    g.op("torchao.choose_qparams_affine.default", &[x, mapping, block, null, qmin, qmax, null, null, null, f, qparams])
+        .op("et_vk.linear_dq8ca_q4gsw.default", &[x, scale, zp, wt, sums, st, gs_v, null, out]);
+    g.inputs(&[x]).outputs(&[out, scale, zp]);
+    let Some(mut method) = load(g) else { return };
+    let outs = method.run(&[Tensor::from_f32(&[m as u64, w.k as u64], &xv)]).expect("runs");
+    let scales = f32s(&outs[1]);
+    assert_eq!(scales[1], 6.103_515_6e-5, "zero row scale");
+    assert_eq!(outs[2].to_f64_vec()[1], -128.0, "zero row zero point");
+    let got = f32s(&outs[0]);
+    assert!(got.iter().all(|v| v.is_finite()), "{got:?}");
+    assert_eq!(&got[w.n..], &vec![0.0; w.n][..]);
+}
