@@ -173,7 +173,12 @@ fn gpu_route(m: &Method, instruction: usize) -> Option<(VkGraph, Vec<usize>)> {
     let op = m.operators.get(*op_index)?;
     let name = gpu_name(&op.name, &op.overload)?;
     let id = etwgpu_kernels::from_name(&name)?;
-    let (graph, delegate_args) = one_op_graph(m, &name, schema_args(args), instruction as u32)?;
+    // One output only: the return values must all be the `out` arg.
+    let schema = schema_args(args);
+    if args[schema.len()..].iter().any(|a| Some(a) != schema.last()) {
+        return None;
+    }
+    let (graph, delegate_args) = one_op_graph(m, &name, schema, instruction as u32)?;
     let vids: Vec<Vid> = graph.chain[0].args.iter().map(|a| Vid(a.0)).collect();
     id.lower(&Ctx::new(&OneOpView(&graph), &vids)).ok()?;
     Some((graph, delegate_args))
