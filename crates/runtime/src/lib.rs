@@ -11,6 +11,10 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! [`Runtime::load`] takes a whole method: its Vulkan delegate calls, and
+//! the KernelCalls left outside them on the GPU or a CPU fallback (see
+//! [`program`]).
+//!
 //! This is the only crate that uses wgpu. It turns the plain-data steps of
 //! `etwgpu-kernels` into buffers, bind groups and dispatches; every compute
 //! pipeline is created in [`pipeline_cache`].

@@ -145,6 +145,11 @@ pub struct LoadedDelegate {
     buffers: Vec<Option<wgpu::Buffer>>,
     readback: Vec<wgpu::Buffer>,
     plan: Plan,
+    /// Per input: a buffer holding it on the device, copied in instead of
+    /// uploading the caller's bytes (the caller's tensor gives the shape).
+    pub(crate) device_inputs: Vec<Option<wgpu::Buffer>>,
+    /// Per output: left on the device; `run` returns its shape, no bytes.
+    pub(crate) keep_on_device: Vec<bool>,
 }
 
 /// Bytes of a tensor's buffer at its maximum shape (bools take a `u32`
@@ -272,7 +277,11 @@ impl LoadedDelegate {
                 dispatches: Vec::new(),
                 _uniforms: None,
             },
+            device_inputs: Vec::new(),
+            keep_on_device: Vec::new(),
         };
+        me.device_inputs = vec![None; me.inputs.len()];
+        me.keep_on_device = vec![false; me.outputs.len()];
         let max_inputs: Vec<Vec<u64>> = me.inputs.iter().map(|s| s.max_shape.clone()).collect();
         let l = me.lower(&max_inputs, None)?;
         me.allocate(program, &l.steps)?;
@@ -527,6 +536,17 @@ impl LoadedDelegate {
         self.inputs.iter().map(|s| (s.host_dtype, s.max_shape.clone())).collect()
     }
 
+    /// Device dtype of input `i` and whether it is a SymInt.
+    pub(crate) fn input_device(&self, i: usize) -> (DType, bool) {
+        (self.inputs[i].device_dtype, self.inputs[i].symint)
+    }
+
+    /// Buffer and device dtype of output `i`.
+    pub(crate) fn output_device(&self, i: usize) -> (wgpu::Buffer, DType) {
+        let spec = &self.outputs[i];
+        (self.buffers[self.root[spec.value.idx()] as usize].clone().expect("outputs have buffers"), spec.device_dtype)
+    }
+
     /// Number of compute dispatches one run records at the current shapes.
     pub fn n_dispatches(&self) -> usize {
         self.plan.dispatches.len()
@@ -545,6 +565,10 @@ impl LoadedDelegate {
                 if !is_int || t.numel() != 1 || int_at(t, 0).is_none() {
                     return Err(Error::SymIntInput { index, dtype: t.dtype, shape: t.shape.clone() });
                 }
+                uploads.push(Vec::new());
+                continue;
+            }
+            if self.device_inputs[index].is_some() {
                 uploads.push(Vec::new());
                 continue;
             }
@@ -580,14 +604,24 @@ impl LoadedDelegate {
             self.plan = self.build_plan(input_shapes, lowering)?;
         }
         let rt = &self.rt;
-        for (spec, bytes) in self.inputs.iter().zip(&uploads).filter(|(s, _)| !s.symint) {
-            let buffer = self.buffers[self.root[spec.value.idx()] as usize].as_ref().expect("inputs have buffers");
-            rt.queue.write_buffer(buffer, 0, bytes);
-        }
         let scope = rt.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let mut encoder = rt
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(&format!("{} run", self.name)) });
+        for ((spec, bytes), (t, src)) in
+            self.inputs.iter().zip(&uploads).zip(inputs.iter().zip(&self.device_inputs)).filter(|((s, _), _)| !s.symint)
+        {
+            let buffer = self.buffers[self.root[spec.value.idx()] as usize].as_ref().expect("inputs have buffers");
+            match src {
+                Some(src) => {
+                    let n_bytes = t.numel() * elem_type(spec.device_dtype).device_size_bytes() as u64;
+                    if n_bytes > 0 {
+                        encoder.copy_buffer_to_buffer(src, 0, buffer, 0, align4(n_bytes));
+                    }
+                }
+                None => rt.queue.write_buffer(buffer, 0, bytes),
+            }
+        }
         {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some(&format!("{} pass", self.name)),
@@ -600,9 +634,10 @@ impl LoadedDelegate {
             }
         }
         let mut out_sizes = Vec::with_capacity(self.outputs.len());
-        for (spec, readback) in self.outputs.iter().zip(&self.readback) {
+        for ((spec, readback), keep) in self.outputs.iter().zip(&self.readback).zip(&self.keep_on_device) {
             let shape = self.plan.shapes[spec.value.idx()].clone();
             let n_bytes = shape.iter().product::<u64>() * elem_type(spec.device_dtype).device_size_bytes() as u64;
+            let n_bytes = if *keep { 0 } else { n_bytes };
             let buffer = self.buffers[self.root[spec.value.idx()] as usize].as_ref().expect("outputs have buffers");
             if n_bytes > 0 {
                 encoder.copy_buffer_to_buffer(buffer, 0, readback, 0, align4(n_bytes));
@@ -635,7 +670,9 @@ impl LoadedDelegate {
                 Some(Ok(b)) => b,
                 _ => device_bytes,
             };
-            let dtype = if bytes.len() as u64 == shape.iter().product::<u64>() * spec.host_dtype.size_bytes() as u64 {
+            let dtype = if bytes.len() as u64 == shape.iter().product::<u64>() * spec.host_dtype.size_bytes() as u64
+                || bytes.is_empty()
+            {
                 spec.host_dtype
             } else {
                 spec.device_dtype

@@ -7,9 +7,11 @@
 //! `aten.mul.Scalar`) and its host rule accepts the call: it is loaded as a
 //! one-op graph. Otherwise it runs in the CPU fallback ([`crate::cpu`]), or
 //! loading fails with [`Error::NoKernel`]. MoveCall copies a value and
-//! FreeCall drops it. Values live on the host between calls: each GPU
-//! call uploads its inputs and reads back its outputs, one host round
-//! trip, counted by [`LoadedMethod::host_round_trips`].
+//! FreeCall drops it. A GPU call's output that only later GPU calls read
+//! stays on the device (copied buffer to buffer into the next call);
+//! every other output is read back to the host, and each GPU call that
+//! reads back counts as one host round trip
+//! ([`LoadedMethod::host_round_trips`]).
 
 use etwgpu_format::program::TensorData;
 use etwgpu_format::vulkan::VhHeader;
@@ -171,7 +173,12 @@ fn gpu_route(m: &Method, instruction: usize) -> Option<(VkGraph, Vec<usize>)> {
     let op = m.operators.get(*op_index)?;
     let name = gpu_name(&op.name, &op.overload)?;
     let id = etwgpu_kernels::from_name(&name)?;
-    let (graph, delegate_args) = one_op_graph(m, &name, schema_args(args), instruction as u32)?;
+    // One output only: the return values must all be the `out` arg.
+    let schema = schema_args(args);
+    if args[schema.len()..].iter().any(|a| Some(a) != schema.last()) {
+        return None;
+    }
+    let (graph, delegate_args) = one_op_graph(m, &name, schema, instruction as u32)?;
     let vids: Vec<Vid> = graph.chain[0].args.iter().map(|a| Vid(a.0)).collect();
     id.lower(&Ctx::new(&OneOpView(&graph), &vids)).ok()?;
     Some((graph, delegate_args))
@@ -216,6 +223,74 @@ enum Exec {
         to: usize,
     },
     Free(usize),
+}
+
+impl Exec {
+    /// Plan values the step reads.
+    fn reads(&self) -> Vec<usize> {
+        match self {
+            Exec::Gpu { args, n_in, .. } => args[..*n_in].to_vec(),
+            Exec::Cpu { schema, .. } => schema[..schema.len() - 1].to_vec(),
+            Exec::Move { from, .. } => vec![*from],
+            Exec::Free(_) => Vec::new(),
+        }
+    }
+
+    /// Plan values the step sets (or drops).
+    fn writes(&self) -> Vec<usize> {
+        match self {
+            Exec::Gpu { args, n_in, extra, .. } => args[*n_in..].iter().chain(extra).copied().collect(),
+            Exec::Cpu { schema, extra, .. } => schema.last().into_iter().chain(extra).copied().collect(),
+            Exec::Move { to, .. } => vec![*to],
+            Exec::Free(v) => vec![*v],
+        }
+    }
+}
+
+/// Keeps on the device each GPU call output that only later GPU calls read
+/// (with the same device dtype): those calls copy it buffer to buffer
+/// instead of a read-back and an upload.
+fn link_on_device(steps: &mut [Exec], method_outputs: &[usize]) {
+    // (producer step, output position, consumer step, input position)
+    let mut links = Vec::new();
+    for (s, step) in steps.iter().enumerate() {
+        let Exec::Gpu { call, args, n_in, extra } = step else { continue };
+        for (j, &p) in args[*n_in..].iter().enumerate() {
+            if method_outputs.contains(&p) || extra.contains(&p) || (!extra.is_empty() && *n_in + j + 1 == args.len()) {
+                continue;
+            }
+            let dtype = call.output_device(j).1;
+            let mut uses = Vec::new();
+            let mut device_only = true;
+            for (t, later) in steps.iter().enumerate().skip(s + 1) {
+                if later.reads().contains(&p) {
+                    match later {
+                        Exec::Gpu { call: c, args: a, n_in: k, .. } => {
+                            for (i, _) in a[..*k].iter().enumerate().filter(|(_, q)| **q == p) {
+                                let (d, symint) = c.input_device(i);
+                                device_only &= d == dtype && !symint;
+                                uses.push((t, i));
+                            }
+                        }
+                        _ => device_only = false,
+                    }
+                }
+                if later.writes().contains(&p) {
+                    break;
+                }
+            }
+            if device_only && !uses.is_empty() {
+                links.extend(uses.into_iter().map(|(t, i)| (s, j, t, i)));
+            }
+        }
+    }
+    for (s, j, t, i) in links {
+        let Exec::Gpu { call, .. } = &mut steps[s] else { unreachable!("links start at GPU calls") };
+        call.keep_on_device[j] = true;
+        let (buffer, _) = call.output_device(j);
+        let Exec::Gpu { call, .. } = &mut steps[t] else { unreachable!("links end at GPU calls") };
+        call.device_inputs[i] = Some(buffer);
+    }
 }
 
 /// A method loaded onto a device, ready to [`run`](LoadedMethod::run).
@@ -285,6 +360,7 @@ impl LoadedMethod {
                 Instruction::JumpFalse { .. } => return Err(cannot("control flow (JumpFalse)".into())),
             });
         }
+        link_on_device(&mut steps, &m.outputs);
         let initial = m
             .values
             .iter()
@@ -359,8 +435,9 @@ impl LoadedMethod {
         self.steps.iter().filter(|s| matches!(s, Exec::Cpu { .. })).count()
     }
 
-    /// Host round trips (uploads, one submit, read-back) of the last
-    /// [`run`](Self::run): one per GPU call.
+    /// Host round trips of the last [`run`](Self::run): GPU calls whose
+    /// outputs were read back to the host (outputs that only feed later GPU
+    /// calls stay on the device and are copied buffer to buffer).
     pub fn host_round_trips(&self) -> usize {
         self.host_round_trips
     }
@@ -391,7 +468,9 @@ impl LoadedMethod {
                 Exec::Gpu { call, args, n_in, extra } => {
                     let ins = args[..*n_in].iter().map(|&p| tensor_at(&slots, p)).collect::<Result<Vec<_>>>()?;
                     let outs = call.run(&ins)?;
-                    *host_round_trips += 1;
+                    if call.keep_on_device.iter().any(|keep| !keep) {
+                        *host_round_trips += 1;
+                    }
                     for (&p, t) in args[*n_in..].iter().zip(outs) {
                         slots[p] = Some(t);
                     }

@@ -170,18 +170,22 @@ fn golden_fixtures() {
 
 /// Whole methods: how many calls run on the GPU (delegates and KernelCalls
 /// with a kernel-table op) and on the CPU fallback, and the host round
-/// trips of one call.
+/// trips of one call (GPU calls that read back; outputs that only feed
+/// GPU calls stay on the device).
 #[test]
 fn whole_method_routes_and_round_trips() {
     let Some(rt) = crate::runtime() else { return };
     // (fixture, GPU calls, CPU fallback calls, host round trips per call)
     let cases = [
         ("partial_delegate", 2, 1, 2),
-        ("cpu_leftovers", 4, 2, 4),
-        ("three_delegates", 4, 1, 4),
+        // delegate 1 -> log (GPU) -> delegate 2 stay on the device.
+        ("cpu_leftovers", 4, 2, 2),
+        ("three_delegates", 4, 1, 2),
         ("mha_encoder", 3, 3, 3),
-        ("tiny_vit", 4, 3, 4),
+        // convolution.out (GPU) -> delegate 0 stays on the device.
+        ("tiny_vit", 4, 3, 3),
     ];
+    let mut failures = Vec::new();
     for (name, gpu, cpu, trips) in cases {
         let dir = fixtures_dir().join(name);
         let program = Program::open(dir.join("model.pte")).expect("fixture parses");
@@ -190,6 +194,9 @@ fn whole_method_routes_and_round_trips() {
         method.run(&[x]).expect("fixture runs");
         let found = (method.n_gpu_calls(), method.n_cpu_calls(), method.host_round_trips());
         eprintln!("{name}: {} GPU call(s), {} CPU fallback call(s), {} host round trip(s)", found.0, found.1, found.2);
-        assert_eq!(found, (gpu, cpu, trips), "{name}: (GPU calls, CPU calls, round trips)");
+        if found != (gpu, cpu, trips) {
+            failures.push(format!("{name}: found {found:?}, expected {:?}", (gpu, cpu, trips)));
+        }
     }
+    assert!(failures.is_empty(), "(GPU calls, CPU calls, round trips):\n{}", failures.join("\n"));
 }
