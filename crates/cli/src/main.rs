@@ -36,6 +36,22 @@ impl Failure {
     }
 }
 
+/// An error's message followed by its sources' messages (those it does not
+/// already end with), so a one-line report keeps the root cause.
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut msg = e.to_string();
+    let mut cur = e.source();
+    while let Some(s) = cur {
+        let m = s.to_string();
+        if !msg.ends_with(&m) {
+            msg.push_str(": ");
+            msg.push_str(&m);
+        }
+        cur = s.source();
+    }
+    msg
+}
+
 /// Options of `inspect`.
 struct InspectArgs {
     model: PathBuf,

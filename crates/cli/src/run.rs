@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use etwgpu_format::DType;
 use etwgpu_runtime::{Runtime, Tensor};
 
-use crate::Failure;
+use crate::{Failure, error_chain};
 
 /// Options of `run`.
 #[derive(Debug, Default)]
@@ -90,7 +90,7 @@ fn random_input(dtype: DType, shape: &[u64], seed: u64) -> Result<Tensor, Failur
             DType::Bool => bytes.push((r & 1) as u8),
         }
     }
-    Tensor::new(dtype, shape.to_vec(), bytes).map_err(Failure::error)
+    Tensor::new(dtype, shape.to_vec(), bytes).map_err(|e| Failure::error(error_chain(&e)))
 }
 
 fn shape_text(t: &Tensor) -> String {
@@ -108,9 +108,9 @@ pub fn run(a: &RunArgs) -> Result<String, Failure> {
     let program = etwgpu_format::Program::open_with_external(&a.model, &a.ptds)
         .map_err(|e| Failure::error(format!("{}: {e}", a.model.display())))?;
     let method_name = a.method.clone().unwrap_or_else(|| "forward".to_string());
-    let rt = Runtime::new().map_err(Failure::error)?;
+    let rt = Runtime::new().map_err(|e| Failure::error(error_chain(&e)))?;
     let t0 = Instant::now();
-    let mut method = rt.load(&program, &method_name).map_err(Failure::error)?;
+    let mut method = rt.load(&program, &method_name).map_err(|e| Failure::error(error_chain(&e)))?;
     let load = t0.elapsed();
     let mut out = String::new();
     let _ = writeln!(
@@ -137,7 +137,9 @@ pub fn run(a: &RunArgs) -> Result<String, Failure> {
             .map(|paths| {
                 paths
                     .iter()
-                    .map(|p| Tensor::read_npy(p).map_err(|e| Failure::error(format!("{}: {e}", p.display()))))
+                    .map(|p| {
+                        Tensor::read_npy(p).map_err(|e| Failure::error(format!("{}: {}", p.display(), error_chain(&e))))
+                    })
                     .collect()
             })
             .collect::<Result<_, _>>()?
@@ -150,7 +152,7 @@ pub fn run(a: &RunArgs) -> Result<String, Failure> {
         let mut outputs = Vec::new();
         for _ in 0..a.repeat {
             let t = Instant::now();
-            outputs = method.run(inputs).map_err(|e| Failure::error(format!("call {k}: {e}")))?;
+            outputs = method.run(inputs).map_err(|e| Failure::error(format!("call {k}: {}", error_chain(&e))))?;
             times.push(t.elapsed());
         }
         times.sort();
@@ -170,7 +172,7 @@ pub fn run(a: &RunArgs) -> Result<String, Failure> {
         if let Some(dir) = &a.output_dir {
             for (i, t) in outputs.iter().enumerate() {
                 let path = dir.join(format!("call{k}.out{i}.npy"));
-                t.write_npy(&path).map_err(|e| Failure::error(format!("{}: {e}", path.display())))?;
+                t.write_npy(&path).map_err(|e| Failure::error(format!("{}: {}", path.display(), error_chain(&e))))?;
             }
         }
     }

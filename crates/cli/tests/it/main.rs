@@ -231,3 +231,21 @@ fn inspect_survives_the_hostile_corpus() {
     }
     assert!(n >= 30, "only {n} hostile files");
 }
+
+/// Hostile files whose problem only a load sees: `run` names it in one line.
+#[test]
+fn run_names_load_time_problems_of_hostile_files() {
+    if !gpu_available() {
+        return;
+    }
+    let dir = fixtures_dir().join("../hostile");
+    for (file, needle) in [
+        ("op_unknown.pte", "unsupported operator aten.frobnicate.default"),
+        ("op_arg_wrong_kind.pte", "argument 1 (weight): expected Tensor, found Int"),
+        ("constant_key_missing.pte", "was not found; pass its .ptd"),
+    ] {
+        let path = dir.join(file);
+        let err = one_line_error(&etwgpu(&["run", path.to_str().unwrap(), "--random-inputs"]), 1);
+        assert!(err.contains(needle), "{file}: {err}");
+    }
+}

@@ -7,6 +7,7 @@
 
 mod crafted;
 mod fixtures;
+mod hostile;
 mod llm;
 
 use etwgpu_runtime::{Error, Runtime};
