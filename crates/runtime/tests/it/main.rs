@@ -9,6 +9,7 @@ mod crafted;
 mod fixtures;
 mod hostile;
 mod llm;
+mod long_run;
 mod threads;
 
 use etwgpu_runtime::{Error, Runtime};
