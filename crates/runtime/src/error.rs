@@ -95,6 +95,18 @@ pub enum Error {
         /// What does not line up.
         what: String,
     },
+    /// A tensor is larger than one storage binding of this device may be.
+    #[error("tensor %{value} {shape:?} needs {bytes} bytes, over this device's limit of {limit} bytes per binding")]
+    TensorTooLarge {
+        /// The value id.
+        value: u32,
+        /// Its (maximum) shape.
+        shape: Vec<u64>,
+        /// Bytes it needs on the device.
+        bytes: u64,
+        /// The device's limit.
+        limit: u64,
+    },
     /// An operator is not in the kernel table.
     #[error("unsupported operator {op} (node {node_id})")]
     UnsupportedOp {

@@ -206,6 +206,22 @@ fn io_specs(
         .collect()
 }
 
+/// Fails, naming the tensor, when one is larger than a storage binding (or a
+/// buffer) of this device may be: caught before any GPU object is made.
+fn check_tensor_sizes(rt: &Runtime, graph: &VkGraph) -> Result<()> {
+    let limits = rt.device.limits();
+    let limit = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
+    for (idx, v) in graph.values.iter().enumerate() {
+        if let VkValue::Tensor(t) = v {
+            let bytes = device_size_bytes(t);
+            if bytes > limit {
+                return Err(Error::TensorTooLarge { value: idx as u32, shape: t.dims.clone(), bytes, limit });
+            }
+        }
+    }
+    Ok(())
+}
+
 impl LoadedDelegate {
     /// Loads one delegate call of method `m`: `args` are its plan values,
     /// the graph's inputs then its outputs; `method` labels the objects.
@@ -235,6 +251,7 @@ impl LoadedDelegate {
             return Err(Error::NotATensor { value: spec.value.0, found: "SymInt" });
         }
 
+        check_tensor_sizes(rt, graph)?;
         let ops = graph
             .chain
             .iter()

@@ -8,6 +8,7 @@
 mod crafted;
 mod fixtures;
 mod hostile;
+mod limits;
 mod llm;
 mod long_run;
 mod threads;
