@@ -6,6 +6,7 @@
 //! `GPU_TESTS=require`, in which case a missing adapter fails them.
 
 mod crafted;
+mod device_loss;
 mod fixtures;
 mod hostile;
 mod limits;
