@@ -1,0 +1,78 @@
+//! Integration tests of `etwgpu-llm` on the tiny Llama fixtures.
+//!
+//! GPU tests skip, with a printed note, when no adapter exists, unless
+//! `GPU_TESTS=require`, in which case a missing adapter fails them.
+
+use std::path::PathBuf;
+
+use etwgpu_format::Program;
+use etwgpu_llm::{Error, GenerateOptions, Generator, Sampler, SamplerConfig};
+use etwgpu_runtime::{Runtime, Tensor};
+
+/// The runtime, or `None` (after printing why) when GPU tests may skip.
+fn runtime() -> Option<Runtime> {
+    match Runtime::new() {
+        Ok(rt) => Some(rt),
+        Err(e) if std::env::var("GPU_TESTS").as_deref() == Ok("require") => {
+            panic!("GPU_TESTS=require but no GPU runtime: {e}")
+        }
+        Err(e) => {
+            eprintln!("skipping GPU test: {e} (set GPU_TESTS=require to fail instead)");
+            None
+        }
+    }
+}
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../test_data/fixtures").join(name)
+}
+
+fn tokens(path: PathBuf) -> Vec<u32> {
+    let t = Tensor::read_npy(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    t.to_f64_vec().into_iter().map(|v| v as u32).collect()
+}
+
+#[test]
+fn metadata_of_llama_tiny() {
+    let dir = fixture("llama_tiny_fp32");
+    let program = Program::open(dir.join("model.pte")).expect("open fixture");
+    let meta = etwgpu_llm::Metadata::read(&program).expect("metadata");
+    assert_eq!(meta.max_seq_len, 32);
+    assert_eq!(meta.max_context_len, 32);
+    assert_eq!(meta.vocab_size, Some(128));
+}
+
+#[test]
+fn greedy_matches_eager_argmax_tokens() {
+    let Some(rt) = runtime() else { return };
+    for name in ["llama_tiny_fp32", "llama_tiny_q4", "llama_tiny_8da4w"] {
+        let dir = fixture(name);
+        let program = Program::open(dir.join("model.pte")).expect("open fixture");
+        let prompt = tokens(dir.join("call0.in0.npy"));
+        let expected: Vec<u32> = (1..=3).flat_map(|i| tokens(dir.join(format!("call{i}.in0.npy")))).collect();
+        let mut generator = Generator::new(&rt, &program).expect("load");
+        let mut sampler = Sampler::new(SamplerConfig::default()).expect("greedy");
+        let options = GenerateOptions { max_new_tokens: 3, stop_tokens: Vec::new(), stop_at_eos: false };
+        let mut streamed = Vec::new();
+        let (got, stats) = generator.generate(&prompt, &options, &mut sampler, |t| streamed.push(t)).expect("generate");
+        assert_eq!(got, expected, "{name}: greedy tokens vs the fixture's eager argmax");
+        assert_eq!(streamed, got);
+        assert_eq!(stats.prompt_tokens, prompt.len());
+        assert_eq!(stats.generated_tokens, 3);
+        assert_eq!(stats.decode_steps, 2);
+        assert_eq!(generator.position(), prompt.len() + 2);
+
+        // Overflow is a typed error, raised before running anything.
+        generator.reset();
+        let ctx = generator.metadata().max_context_len;
+        let options = GenerateOptions { max_new_tokens: ctx, ..options };
+        match generator.generate(&prompt, &options, &mut sampler, |_| {}) {
+            Err(e @ Error::ContextOverflow { .. }) => assert_eq!(
+                e.to_string(),
+                format!("prompt of {} tokens + {ctx} new tokens exceeds the context of {ctx}", prompt.len())
+            ),
+            other => panic!("expected ContextOverflow, got {other:?}"),
+        }
+        assert_eq!(generator.position(), 0);
+    }
+}
