@@ -52,6 +52,14 @@ pub enum Error {
         /// What was returned.
         found: String,
     },
+    /// A `tokenizer.json` could not be read or is not supported.
+    #[error("tokenizer {path}: {problem}")]
+    Tokenizer {
+        /// The file.
+        path: String,
+        /// What is wrong.
+        problem: String,
+    },
     /// A sampler setting is out of range.
     #[error("sampler setting {name} = {value} is invalid: {expected}")]
     BadSampler {

@@ -2,15 +2,18 @@
 //! program (ExecuTorch's `export_llama` layout: `forward(tokens int64 [1,S],
 //! input_pos int64 [1]) -> logits [1, vocab]` with the KV cache inside the
 //! method, plus constant metadata methods), and a seeded [`Sampler`]
-//! (greedy, temperature, top-k, top-p).
+//! (greedy, temperature, top-k, top-p), a byte-level BPE [`Tokenizer`] and
+//! the ChatML template ([`chatml`]).
 
 pub mod error;
 pub mod generator;
 pub mod sampler;
+pub mod tokenizer;
 
 pub use error::{Error, Result};
 pub use generator::{GenerateOptions, GenerationStats, Generator, Metadata};
 pub use sampler::{Rng, Sampler, SamplerConfig};
+pub use tokenizer::{ChatMessage, StreamDecoder, Tokenizer, chatml};
 
 #[cfg(test)]
 mod tests;

@@ -87,3 +87,82 @@ fn bad_settings_are_errors() {
         assert!(Sampler::new(SamplerConfig { temperature: t, top_k: 0, top_p: p, seed: 0 }).is_err());
     }
 }
+
+mod tokenizer {
+    use crate::tokenizer::{ChatMessage, Tokenizer, chatml, pre_tokenize};
+
+    /// A tiny byte-level BPE: single characters for "helo wrd", the two bytes
+    /// of "é" (Ã = 0xC3, © = 0xA9), merges up to "hello" and "Ġworld".
+    const JSON: &str = r#"{
+      "added_tokens": [{"id": 100, "content": "<|im_start|>", "special": true},
+                       {"id": 101, "content": "<|im_end|>", "special": true}],
+      "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+        {"type": "Digits", "individual_digits": true},
+        {"type": "ByteLevel", "add_prefix_space": false}]},
+      "model": {"type": "BPE",
+        "vocab": {"h": 0, "e": 1, "l": 2, "o": 3, "Ġ": 4, "w": 5, "r": 6, "d": 7,
+                  "he": 8, "ll": 9, "hell": 10, "hello": 11, "Ġw": 12, "or": 13, "Ġwor": 14, "Ġworld": 15,
+                  "ld": 16, "Ã": 17, "©": 18, "1": 19, "2": 20, "Ċ": 21},
+        "merges": ["h e", "l l", "he ll", "hell o", "Ġ w", "o r", "Ġw or", "l d", ["Ġwor", "ld"]]}
+    }"#;
+
+    fn tok() -> Tokenizer {
+        Tokenizer::from_json(JSON).expect("valid tokenizer.json")
+    }
+
+    #[test]
+    fn encode_merges_by_rank_and_round_trips() {
+        let t = tok();
+        assert_eq!(t.encode("hello world"), vec![11, 15]);
+        assert_eq!(t.encode("hello"), vec![11]);
+        assert_eq!(t.encode("held"), vec![8, 16]);
+        // Digits are isolated (the space before them stands alone).
+        assert_eq!(t.encode("he 12"), vec![8, 4, 19, 20]);
+        for s in ["hello world", "he 12", "é", "hello\nworld"] {
+            assert_eq!(t.decode(&t.encode(s)), s);
+        }
+    }
+
+    #[test]
+    fn added_tokens_are_matched_first() {
+        let t = tok();
+        assert_eq!(t.encode("<|im_start|>hello<|im_end|>\n"), vec![100, 11, 101, 21]);
+        assert_eq!(t.decode(&[100, 11, 101]), "<|im_start|>hello<|im_end|>");
+        assert_eq!(t.token_to_id("<|im_end|>"), Some(101));
+    }
+
+    #[test]
+    fn stream_decoder_holds_back_split_characters() {
+        let t = tok();
+        let mut d = t.stream_decoder();
+        assert_eq!(d.push(&t, 11), "hello");
+        assert_eq!(d.push(&t, 17), "");
+        assert_eq!(d.push(&t, 18), "é");
+        // A lone continuation byte is invalid: U+FFFD.
+        assert_eq!(d.push(&t, 18), "\u{FFFD}");
+    }
+
+    #[test]
+    fn gpt2_pre_tokenizer_split() {
+        assert_eq!(pre_tokenize("Hello world!  It's 42", false), vec!["Hello", " world", "!", " ", " It", "'s", " 42"]);
+        assert_eq!(pre_tokenize("a  b\n\nc  ", false), vec!["a", " ", " b", "\n", "\n", "c", "  "]);
+        assert_eq!(pre_tokenize("x 42", true), vec!["x", " ", "4", "2"]);
+    }
+
+    #[test]
+    fn bad_files_are_errors() {
+        assert!(Tokenizer::from_json("{").is_err());
+        assert!(Tokenizer::from_json(r#"{"model": {"type": "Unigram"}}"#).is_err());
+        assert!(Tokenizer::from_file("/nonexistent/tokenizer.json").unwrap_err().to_string().contains("/nonexistent"));
+    }
+
+    #[test]
+    fn chatml_template() {
+        let m = [ChatMessage::new("system", "Be brief."), ChatMessage::new("user", "Hi")];
+        assert_eq!(
+            chatml(&m, true),
+            "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
+        );
+        assert_eq!(chatml(&[], false), "");
+    }
+}

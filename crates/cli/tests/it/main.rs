@@ -231,3 +231,36 @@ fn inspect_survives_the_hostile_corpus() {
     }
     assert!(n >= 30, "only {n} hostile files");
 }
+
+/// `generate --tokens` on the tiny Llama: greedy ids equal the eager argmax
+/// tokens the fixture recorded (calls 1..3 feed them), then the counts.
+#[test]
+fn generate_tokens_matches_the_eager_argmax() {
+    if !gpu_available() {
+        return;
+    }
+    let dir = fixtures_dir().join("llama_tiny_fp32");
+    let ids = |file: &str| -> Vec<String> {
+        let t = etwgpu_runtime::Tensor::read_npy(dir.join(file)).expect("fixture tokens");
+        t.to_f64_vec().iter().map(|&v| (v as u32).to_string()).collect()
+    };
+    let prompt = ids("call0.in0.npy");
+    let expected: Vec<String> = (1..=3).flat_map(|i| ids(&format!("call{i}.in0.npy"))).collect();
+    let model = dir.join("model.pte");
+    let args = ["generate", "--model", model.to_str().unwrap(), "--tokens", &prompt.join(","), "--max-tokens", "3"];
+    let out = stdout(&etwgpu(&args));
+    let mut lines = out.lines();
+    assert_eq!(lines.next().expect("token line").split_whitespace().collect::<Vec<_>>(), expected, "{out}");
+    let stats = lines.next().expect("stats line");
+    assert!(stats.starts_with(&format!("prompt: {} tokens (", prompt.len())), "{stats}");
+    assert!(stats.contains("generated: 3 tokens (decode ") && stats.ends_with(" tokens/s)"), "{stats}");
+
+    let args = ["generate", "--model", model.to_str().unwrap(), "--tokens", &prompt.join(","), "--max-tokens", "40"];
+    let err = one_line_error(&etwgpu(&args), 1);
+    assert!(
+        err.contains(&format!("prompt of {} tokens + 40 new tokens exceeds the context of 32", prompt.len())),
+        "{err}"
+    );
+    let o = etwgpu(&["generate", "--model", model.to_str().unwrap(), "--prompt", "hi"]);
+    assert_eq!(o.status.code(), Some(2), "--prompt without --tokenizer is a usage error");
+}

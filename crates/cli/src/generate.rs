@@ -1,0 +1,122 @@
+//! `etwgpu generate`: text (or token id) generation with a Llama-family
+//! program, streamed to stdout, then token counts and speeds.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+
+use etwgpu_format::Program;
+use etwgpu_llm::{GenerateOptions, Generator, Sampler, SamplerConfig, Tokenizer};
+use etwgpu_runtime::Runtime;
+
+use crate::Failure;
+
+/// What to generate from.
+#[derive(Debug)]
+enum Input {
+    /// Text, encoded with a `tokenizer.json`.
+    Prompt { text: String, tokenizer: PathBuf },
+    /// Token ids; the output is token ids too.
+    Tokens(Vec<u32>),
+}
+
+/// Options of `generate`.
+#[derive(Debug)]
+pub struct GenerateArgs {
+    model: PathBuf,
+    input: Input,
+    max_tokens: usize,
+    sampler: SamplerConfig,
+}
+
+/// Parses the arguments after `generate`.
+pub fn parse(args: &[String]) -> Result<GenerateArgs, Failure> {
+    let mut model = None;
+    let mut tokenizer = None;
+    let mut prompt = None;
+    let mut tokens = None;
+    let mut max_tokens = 128;
+    let mut sampler = SamplerConfig::default();
+    let mut it = args.iter();
+    fn num<T: std::str::FromStr>(it: &mut std::slice::Iter<'_, String>, flag: &str) -> Result<T, Failure> {
+        let v = it.next().ok_or_else(|| Failure::usage(format!("{flag} needs a value")))?;
+        v.parse().map_err(|_| Failure::usage(format!("{flag}: {v:?} is not a valid number")))
+    }
+    while let Some(arg) = it.next() {
+        let mut value = |flag: &str| it.next().cloned().ok_or_else(|| Failure::usage(format!("{flag} needs a value")));
+        match arg.as_str() {
+            "--model" => model = Some(PathBuf::from(value("--model")?)),
+            "--tokenizer" => tokenizer = Some(PathBuf::from(value("--tokenizer")?)),
+            "--prompt" => prompt = Some(value("--prompt")?),
+            "--tokens" => {
+                let v = value("--tokens")?;
+                let ids = v
+                    .split(',')
+                    .map(|t| t.trim().parse::<u32>())
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|_| Failure::usage(format!("--tokens: {v:?} is not a comma-separated list of ids")))?;
+                tokens = Some(ids);
+            }
+            "--max-tokens" => max_tokens = num(&mut it, "--max-tokens")?,
+            "--temperature" => sampler.temperature = num(&mut it, "--temperature")?,
+            "--top-k" => sampler.top_k = num(&mut it, "--top-k")?,
+            "--top-p" => sampler.top_p = num(&mut it, "--top-p")?,
+            "--seed" => sampler.seed = num(&mut it, "--seed")?,
+            flag if flag.starts_with("--") => return Err(Failure::usage(format!("unknown option {flag}"))),
+            path if model.is_none() => model = Some(PathBuf::from(path)),
+            extra => return Err(Failure::usage(format!("unexpected argument {extra}"))),
+        }
+    }
+    let model = model.ok_or_else(|| Failure::usage("generate needs --model MODEL.pte"))?;
+    let input = match (prompt, tokenizer, tokens) {
+        (Some(text), Some(tokenizer), None) => Input::Prompt { text, tokenizer },
+        (None, None, Some(ids)) => Input::Tokens(ids),
+        (Some(_), None, None) => return Err(Failure::usage("--prompt needs --tokenizer TOKENIZER.json")),
+        _ => return Err(Failure::usage("give either --prompt TEXT --tokenizer T.json or --tokens ID,ID,...")),
+    };
+    Ok(GenerateArgs { model, input, max_tokens, sampler })
+}
+
+/// Runs `generate`, streaming to stdout.
+pub fn run(a: &GenerateArgs) -> Result<(), Failure> {
+    let program = Program::open(&a.model).map_err(|e| Failure::error(format!("{}: {e}", a.model.display())))?;
+    let (prompt, tokenizer) = match &a.input {
+        Input::Tokens(ids) => (ids.clone(), None),
+        Input::Prompt { text, tokenizer } => {
+            let tok =
+                Tokenizer::from_file(tokenizer).map_err(|e| Failure::error(format!("{}: {e}", tokenizer.display())))?;
+            (tok.encode(text), Some(tok))
+        }
+    };
+    let mut sampler = Sampler::new(a.sampler.clone()).map_err(Failure::error)?;
+    let rt = Runtime::new().map_err(Failure::error)?;
+    let mut generator = Generator::new(&rt, &program).map_err(Failure::error)?;
+    let options = GenerateOptions { max_new_tokens: a.max_tokens, ..GenerateOptions::default() };
+    let mut out = std::io::stdout().lock();
+    let mut write_err = None;
+    let mut decoder = tokenizer.as_ref().map(|t| t.stream_decoder());
+    let (_, stats) = generator
+        .generate(&prompt, &options, &mut sampler, |token| {
+            let piece = match (&tokenizer, &mut decoder) {
+                (Some(t), Some(d)) => d.push(t, token),
+                _ => format!("{token} "),
+            };
+            if write_err.is_none()
+                && let Err(e) = out.write_all(piece.as_bytes()).and_then(|()| out.flush())
+            {
+                write_err = Some(e);
+            }
+        })
+        .map_err(Failure::error)?;
+    if let Some(e) = write_err {
+        return Err(Failure::error(e));
+    }
+    writeln!(
+        out,
+        "\nprompt: {} tokens ({:.1} tokens/s); generated: {} tokens (decode {:.1} tokens/s)",
+        stats.prompt_tokens,
+        stats.prefill_tokens_per_s(),
+        stats.generated_tokens,
+        stats.decode_tokens_per_s(),
+    )
+    .map_err(Failure::error)
+}
