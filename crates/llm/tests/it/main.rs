@@ -76,3 +76,41 @@ fn greedy_matches_eager_argmax_tokens() {
         assert_eq!(generator.position(), 0);
     }
 }
+
+#[test]
+fn missing_metadata_is_a_clear_error() {
+    let program = Program::open(fixture("mlp").join("model.pte")).expect("open fixture");
+    let err = etwgpu_llm::Metadata::read(&program).expect_err("mlp has no metadata methods");
+    assert!(matches!(err, Error::MissingMetadata { method: "get_max_seq_len" }), "{err}");
+    assert!(err.to_string().contains("get_max_seq_len"), "{err}");
+}
+
+#[test]
+fn stop_tokens_and_seeded_sampling() {
+    let Some(rt) = runtime() else { return };
+    let dir = fixture("llama_tiny_fp32");
+    let program = Program::open(dir.join("model.pte")).expect("open fixture");
+    let prompt = tokens(dir.join("call0.in0.npy"));
+    let expected: Vec<u32> = (1..=3).flat_map(|i| tokens(dir.join(format!("call{i}.in0.npy")))).collect();
+    let mut generator = Generator::new(&rt, &program).expect("load");
+
+    // A stop token is emitted, then generation ends.
+    let mut greedy = Sampler::new(SamplerConfig::default()).expect("greedy");
+    let options = GenerateOptions { max_new_tokens: 10, stop_tokens: vec![expected[1]], stop_at_eos: false };
+    let (got, stats) = generator.generate(&prompt, &options, &mut greedy, |_| {}).expect("generate");
+    assert_eq!(got, expected[..2]);
+    assert!(stats.stopped);
+
+    // The same seed gives the same tokens; the KV cache is reused from 0.
+    let config = SamplerConfig { temperature: 1.0, top_k: 40, top_p: 0.95, seed: 11 };
+    let options = GenerateOptions { max_new_tokens: 12, stop_tokens: Vec::new(), stop_at_eos: false };
+    let mut runs = Vec::new();
+    for _ in 0..2 {
+        generator.reset();
+        let mut sampler = Sampler::new(config.clone()).expect("sampler");
+        runs.push(generator.generate(&prompt, &options, &mut sampler, |_| {}).expect("generate").0);
+    }
+    assert_eq!(runs[0], runs[1]);
+    assert_eq!(runs[0].len(), 12);
+    assert!(runs[0].iter().all(|&t| t < 128));
+}
