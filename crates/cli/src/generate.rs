@@ -5,7 +5,7 @@ use std::io::Write as _;
 use std::path::PathBuf;
 
 use etwgpu_format::Program;
-use etwgpu_llm::{GenerateOptions, Generator, Sampler, SamplerConfig, Tokenizer};
+use etwgpu_llm::{ChatMessage, GenerateOptions, Generator, Sampler, SamplerConfig, Tokenizer, chatml};
 use etwgpu_runtime::Runtime;
 
 use crate::Failure;
@@ -13,8 +13,10 @@ use crate::Failure;
 /// What to generate from.
 #[derive(Debug)]
 enum Input {
-    /// Text, encoded with a `tokenizer.json`.
-    Prompt { text: String, tokenizer: PathBuf },
+    /// Text, encoded with a `tokenizer.json`; with `chat`, wrapped as a
+    /// ChatML user turn (after an optional system turn), stopping at
+    /// `<|im_end|>`.
+    Prompt { text: String, tokenizer: PathBuf, chat: bool, system: Option<String> },
     /// Token ids; the output is token ids too.
     Tokens(Vec<u32>),
 }
@@ -34,6 +36,8 @@ pub fn parse(args: &[String]) -> Result<GenerateArgs, Failure> {
     let mut tokenizer = None;
     let mut prompt = None;
     let mut tokens = None;
+    let mut chat = false;
+    let mut system = None;
     let mut max_tokens = 128;
     let mut sampler = SamplerConfig::default();
     let mut it = args.iter();
@@ -47,6 +51,8 @@ pub fn parse(args: &[String]) -> Result<GenerateArgs, Failure> {
             "--model" => model = Some(PathBuf::from(value("--model")?)),
             "--tokenizer" => tokenizer = Some(PathBuf::from(value("--tokenizer")?)),
             "--prompt" => prompt = Some(value("--prompt")?),
+            "--chat" => chat = true,
+            "--system" => system = Some(value("--system")?),
             "--tokens" => {
                 let v = value("--tokens")?;
                 let ids = v
@@ -68,8 +74,11 @@ pub fn parse(args: &[String]) -> Result<GenerateArgs, Failure> {
     }
     let model = model.ok_or_else(|| Failure::usage("generate needs --model MODEL.pte"))?;
     let input = match (prompt, tokenizer, tokens) {
-        (Some(text), Some(tokenizer), None) => Input::Prompt { text, tokenizer },
-        (None, None, Some(ids)) => Input::Tokens(ids),
+        (Some(text), Some(tokenizer), None) => {
+            Input::Prompt { text, tokenizer, chat: chat || system.is_some(), system }
+        }
+        (None, None, Some(ids)) if !chat && system.is_none() => Input::Tokens(ids),
+        (None, None, Some(_)) => return Err(Failure::usage("--chat and --system need --prompt and --tokenizer")),
         (Some(_), None, None) => return Err(Failure::usage("--prompt needs --tokenizer TOKENIZER.json")),
         _ => return Err(Failure::usage("give either --prompt TEXT --tokenizer T.json or --tokens ID,ID,...")),
     };
@@ -79,24 +88,35 @@ pub fn parse(args: &[String]) -> Result<GenerateArgs, Failure> {
 /// Runs `generate`, streaming to stdout.
 pub fn run(a: &GenerateArgs) -> Result<(), Failure> {
     let program = Program::open(&a.model).map_err(|e| Failure::error(format!("{}: {e}", a.model.display())))?;
+    let mut stop_tokens = Vec::new();
     let (prompt, tokenizer) = match &a.input {
         Input::Tokens(ids) => (ids.clone(), None),
-        Input::Prompt { text, tokenizer } => {
-            let tok =
-                Tokenizer::from_file(tokenizer).map_err(|e| Failure::error(format!("{}: {e}", tokenizer.display())))?;
-            (tok.encode(text), Some(tok))
+        Input::Prompt { text, tokenizer, chat, system } => {
+            let tok = Tokenizer::from_file(tokenizer).map_err(Failure::error)?;
+            let ids = if *chat {
+                let mut messages: Vec<ChatMessage> = system.iter().map(|s| ChatMessage::new("system", s)).collect();
+                messages.push(ChatMessage::new("user", text));
+                stop_tokens.extend(tok.token_to_id("<|im_end|>"));
+                tok.encode(&chatml(&messages, true))
+            } else {
+                tok.encode(text)
+            };
+            (ids, Some(tok))
         }
     };
     let mut sampler = Sampler::new(a.sampler.clone()).map_err(Failure::error)?;
     let rt = Runtime::new().map_err(Failure::error)?;
     let mut generator = Generator::new(&rt, &program).map_err(Failure::error)?;
-    let options = GenerateOptions { max_new_tokens: a.max_tokens, ..GenerateOptions::default() };
+    let options = GenerateOptions { max_new_tokens: a.max_tokens, stop_tokens, stop_at_eos: true };
+    // Text output leaves out the token that ends generation.
+    let stops: Vec<u32> = options.stop_tokens.iter().chain(&generator.metadata().eos_ids).copied().collect();
     let mut out = std::io::stdout().lock();
     let mut write_err = None;
     let mut decoder = tokenizer.as_ref().map(|t| t.stream_decoder());
     let (_, stats) = generator
         .generate(&prompt, &options, &mut sampler, |token| {
             let piece = match (&tokenizer, &mut decoder) {
+                (Some(_), Some(_)) if stops.contains(&token) => String::new(),
                 (Some(t), Some(d)) => d.push(t, token),
                 _ => format!("{token} "),
             };

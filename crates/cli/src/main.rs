@@ -4,7 +4,7 @@
 //! etwgpu inspect MODEL.pte [--ptd FILE]... [--json]
 //! etwgpu run MODEL.pte [--method NAME] [--ptd FILE]... (--call A.npy,B.npy | --input A.npy | --random-inputs)
 //!            [--output-dir DIR] [--repeat N]
-//! etwgpu generate --model MODEL.pte (--tokenizer T.json --prompt TEXT | --tokens ID,ID,...)
+//! etwgpu generate --model MODEL.pte (--tokenizer T.json --prompt TEXT [--chat] [--system TEXT] | --tokens ID,ID,...)
 //!                 [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S]
 //! etwgpu devices [--json]
 //! ```
@@ -22,7 +22,7 @@ use std::process::ExitCode;
 const USAGE: &str = "usage:
   etwgpu inspect MODEL.pte [--ptd FILE]... [--json]
   etwgpu run MODEL.pte [--method NAME] [--ptd FILE]... (--call IN0.npy[,IN1.npy...]... | --input IN.npy... | --random-inputs) [--output-dir DIR] [--repeat N]
-  etwgpu generate --model MODEL.pte (--tokenizer T.json --prompt TEXT | --tokens ID,ID,...) [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S]
+  etwgpu generate --model MODEL.pte (--tokenizer T.json --prompt TEXT [--chat] [--system TEXT] | --tokens ID,ID,...) [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S]
   etwgpu devices [--json]";
 
 /// A command-line failure: the message and the exit status.

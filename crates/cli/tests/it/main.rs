@@ -304,5 +304,16 @@ fn generate_prompt_with_a_byte_tokenizer() {
     assert_eq!(text(&[]).split_once('\n').unwrap().0, generated);
     let sampled = ["--temperature", "0.9", "--top-k", "50", "--top-p", "0.9", "--seed", "5"];
     assert_eq!(text(&sampled).split_once("\nprompt").unwrap().0, text(&sampled).split_once("\nprompt").unwrap().0);
+
+    // ChatML: ids 1 and 2 become <|im_start|> and <|im_end|>; the prompt
+    // is "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n".
+    let added = serde_json::json!([{"id": 1, "content": "<|im_start|>"}, {"id": 2, "content": "<|im_end|>"}]);
+    let json = serde_json::json!({"added_tokens": added, "model": {"type": "BPE", "vocab": vocab, "merges": []}});
+    std::fs::write(&tmp, json.to_string()).expect("write tokenizer");
+    let args = ["generate", "--model", m, "--tokenizer", t, "--prompt", "Hi", "--chat", "--max-tokens", "8"];
+    let out = stdout(&etwgpu(&args));
+    let (generated, stats) = out.split_once("\nprompt: ").expect("a stats line");
+    assert!(stats.starts_with("21 tokens ("), "{stats}");
+    assert!(!generated.contains("<|im_end|>"), "the stop token is not printed: {generated:?}");
     std::fs::remove_file(&tmp).expect("cleanup");
 }
