@@ -114,3 +114,21 @@ fn stop_tokens_and_seeded_sampling() {
     assert_eq!(runs[0].len(), 12);
     assert!(runs[0].iter().all(|&t| t < 128));
 }
+
+/// The tokenizer encodes like HuggingFace `tokenizers` did when it trained
+/// `test_data/tokenizers/tiny_bytelevel` (tools/export/tiny_tokenizer.py),
+/// and decodes back to the text.
+#[test]
+fn tokenizer_matches_huggingface() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../test_data/tokenizers/tiny_bytelevel");
+    let tok = etwgpu_llm::Tokenizer::from_file(dir.join("tokenizer.json")).expect("tokenizer");
+    let cases: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("cases.json")).expect("cases")).expect("json");
+    for case in cases.as_array().expect("a list") {
+        let text = case["text"].as_str().expect("text");
+        let want: Vec<u32> =
+            case["ids"].as_array().expect("ids").iter().map(|v| v.as_u64().expect("id") as u32).collect();
+        assert_eq!(tok.encode(text), want, "{text:?}");
+        assert_eq!(tok.decode(&want), text);
+    }
+}
