@@ -153,6 +153,10 @@ mod tokenizer {
     fn bad_files_are_errors() {
         assert!(Tokenizer::from_json("{").is_err());
         assert!(Tokenizer::from_json(r#"{"model": {"type": "Unigram"}}"#).is_err());
+        let split = JSON.replace(r#""type": "ByteLevel""#, r#""type": "Split""#);
+        assert!(Tokenizer::from_json(&split).unwrap_err().contains("pre-tokenizer Split is not supported"));
+        let norm = JSON.replacen("{", r#"{"normalizer": {"type": "NFC"},"#, 1);
+        assert!(Tokenizer::from_json(&norm).unwrap_err().contains("normalizers are not supported"));
         assert!(Tokenizer::from_file("/nonexistent/tokenizer.json").unwrap_err().to_string().contains("/nonexistent"));
     }
 

@@ -4,11 +4,12 @@
 //!
 //! Written instead of depending on the `tokenizers` crate, which is not
 //! available offline here and is heavy to build. It covers the byte-level
-//! BPE family (GPT-2, SmolLM2, Qwen2-style files): added/special tokens are
+//! BPE family of GPT-2 and SmolLM2 files: added/special tokens are
 //! matched first, then the GPT-2 pre-tokenizer split (optionally with
 //! individual digits, as SmolLM2's `Digits` pre-tokenizer does), then BPE by
-//! merge rank. Normalizers are not applied, and `\p{L}`/`\p{N}` are
-//! approximated by `char::is_alphabetic`/`char::is_numeric`.
+//! merge rank. Files with a normalizer or other pre-tokenizers (`Split`
+//! regexes as in Qwen2/Llama 3, `Metaspace`) are refused with an error.
+//! `\p{L}`/`\p{N}` are approximated by `char::is_alphabetic`/`char::is_numeric`.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -97,6 +98,10 @@ impl Tokenizer {
             }
         }
         added.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.1.cmp(&b.1)));
+        if let Some(n) = root.get("normalizer").filter(|n| !n.is_null()) {
+            return Err(format!("normalizers are not supported (found {})", n.get("type").unwrap_or(n)));
+        }
+        check_pre_tokenizer(root.get("pre_tokenizer").unwrap_or(&Value::Null))?;
         let pre = root.get("pre_tokenizer").map(Value::to_string).unwrap_or_default();
         let individual_digits = pre.contains("\"Digits\"") && pre.contains("\"individual_digits\":true");
         let ignore_merges = model.get("ignore_merges").and_then(Value::as_bool).unwrap_or(false);
@@ -214,6 +219,20 @@ impl Tokenizer {
     /// A decoder for streaming: it holds back incomplete UTF-8 sequences.
     pub fn stream_decoder(&self) -> StreamDecoder {
         StreamDecoder::default()
+    }
+}
+
+/// Accepts `ByteLevel`, `Digits` and `Sequence`s of them (or none).
+fn check_pre_tokenizer(p: &Value) -> std::result::Result<(), String> {
+    if p.is_null() {
+        return Ok(());
+    }
+    match p.get("type").and_then(Value::as_str) {
+        Some("ByteLevel" | "Digits") => Ok(()),
+        Some("Sequence") => {
+            p.get("pretokenizers").and_then(Value::as_array).into_iter().flatten().try_for_each(check_pre_tokenizer)
+        }
+        other => Err(format!("pre-tokenizer {} is not supported (only ByteLevel and Digits)", other.unwrap_or("?"))),
     }
 }
 
