@@ -4,12 +4,15 @@
 //! etwgpu inspect MODEL.pte [--ptd FILE]... [--json]
 //! etwgpu run MODEL.pte [--method NAME] [--ptd FILE]... (--call A.npy,B.npy | --input A.npy | --random-inputs)
 //!            [--output-dir DIR] [--repeat N]
+//! etwgpu generate --model MODEL.pte (--tokenizer T.json --prompt TEXT [--chat] [--system TEXT] | --tokens ID,ID,...)
+//!                 [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S]
 //! etwgpu devices [--json]
 //! ```
 //!
 //! Errors print one line on stderr and exit with status 1; usage errors exit
 //! with status 2.
 
+mod generate;
 mod inspect;
 mod run;
 
@@ -19,6 +22,7 @@ use std::process::ExitCode;
 const USAGE: &str = "usage:
   etwgpu inspect MODEL.pte [--ptd FILE]... [--json]
   etwgpu run MODEL.pte [--method NAME] [--ptd FILE]... (--call IN0.npy[,IN1.npy...]... | --input IN.npy... | --random-inputs) [--output-dir DIR] [--repeat N]
+  etwgpu generate --model MODEL.pte (--tokenizer T.json --prompt TEXT [--chat] [--system TEXT] | --tokens ID,ID,...) [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S]
   etwgpu devices [--json]";
 
 /// A command-line failure: the message and the exit status.
@@ -157,6 +161,7 @@ fn main() -> ExitCode {
             use std::io::Write as _;
             std::io::stdout().write_all(report.as_bytes()).map_err(Failure::error)
         }),
+        Some("generate") => generate::parse(&args[1..]).and_then(|a| generate::run(&a)),
         Some("devices") => devices(&args[1..]),
         Some("--help" | "-h" | "help") => {
             use std::io::Write as _;

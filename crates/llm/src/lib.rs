@@ -1,1 +1,19 @@
-//! LLM generation on etwgpu: KV cache, SDPA decode, sampling, tokenizer (filled in by the LLM work).
+//! LLM generation on etwgpu: a [`Generator`] over a loaded Llama-family
+//! program (ExecuTorch's `export_llama` layout: `forward(tokens int64 [1,S],
+//! input_pos int64 [1]) -> logits [1, vocab]` with the KV cache inside the
+//! method, plus constant metadata methods), and a seeded [`Sampler`]
+//! (greedy, temperature, top-k, top-p), a byte-level BPE [`Tokenizer`] and
+//! the ChatML template ([`chatml`]).
+
+pub mod error;
+pub mod generator;
+pub mod sampler;
+pub mod tokenizer;
+
+pub use error::{Error, Result};
+pub use generator::{GenerateOptions, GenerationStats, Generator, Metadata};
+pub use sampler::{Rng, Sampler, SamplerConfig};
+pub use tokenizer::{ChatMessage, StreamDecoder, Tokenizer, chatml};
+
+#[cfg(test)]
+mod tests;

@@ -249,3 +249,89 @@ fn run_names_load_time_problems_of_hostile_files() {
         assert!(err.contains(needle), "{file}: {err}");
     }
 }
+
+/// `generate --tokens` on the tiny Llama: greedy ids equal the eager argmax
+/// tokens the fixture recorded (calls 1..3 feed them), then the counts.
+#[test]
+fn generate_tokens_matches_the_eager_argmax() {
+    if !gpu_available() {
+        return;
+    }
+    let dir = fixtures_dir().join("llama_tiny_fp32");
+    let ids = |file: &str| -> Vec<String> {
+        let t = etwgpu_runtime::Tensor::read_npy(dir.join(file)).expect("fixture tokens");
+        t.to_f64_vec().iter().map(|&v| (v as u32).to_string()).collect()
+    };
+    let prompt = ids("call0.in0.npy");
+    let expected: Vec<String> = (1..=3).flat_map(|i| ids(&format!("call{i}.in0.npy"))).collect();
+    let model = dir.join("model.pte");
+    let args = ["generate", "--model", model.to_str().unwrap(), "--tokens", &prompt.join(","), "--max-tokens", "3"];
+    let out = stdout(&etwgpu(&args));
+    let mut lines = out.lines();
+    assert_eq!(lines.next().expect("token line").split_whitespace().collect::<Vec<_>>(), expected, "{out}");
+    let stats = lines.next().expect("stats line");
+    assert!(stats.starts_with(&format!("prompt: {} tokens (", prompt.len())), "{stats}");
+    assert!(stats.contains("generated: 3 tokens (decode ") && stats.ends_with(" tokens/s)"), "{stats}");
+
+    let args = ["generate", "--model", model.to_str().unwrap(), "--tokens", &prompt.join(","), "--max-tokens", "40"];
+    let err = one_line_error(&etwgpu(&args), 1);
+    assert!(
+        err.contains(&format!("prompt of {} tokens + 40 new tokens exceeds the context of 32", prompt.len())),
+        "{err}"
+    );
+    let o = etwgpu(&["generate", "--model", model.to_str().unwrap(), "--prompt", "hi"]);
+    assert_eq!(o.status.code(), Some(2), "--prompt without --tokenizer is a usage error");
+}
+
+/// `generate --prompt --tokenizer` end to end on the tiny Llama (vocab 128)
+/// with a byte-level tokenizer whose id `b` is byte `b` (no merges), so the
+/// prompt's ASCII bytes are the token ids and every output id decodes to one
+/// ASCII character.
+#[test]
+fn generate_prompt_with_a_byte_tokenizer() {
+    if !gpu_available() {
+        return;
+    }
+    // GPT-2's byte-to-character map, for bytes 0..128.
+    let mut n = 0;
+    let mut vocab = serde_json::Map::new();
+    for b in 0..128u32 {
+        let c = if (33..=126).contains(&b) {
+            char::from_u32(b).unwrap()
+        } else {
+            n += 1;
+            char::from_u32(255 + n).unwrap()
+        };
+        vocab.insert(c.to_string(), b.into());
+    }
+    let json = serde_json::json!({"added_tokens": [], "model": {"type": "BPE", "vocab": vocab, "merges": []}});
+    let tmp = std::env::temp_dir().join(format!("etwgpu-cli-tokenizer-{}.json", std::process::id()));
+    std::fs::write(&tmp, json.to_string()).expect("write tokenizer");
+    let model = fixtures_dir().join("llama_tiny_fp32/model.pte");
+    let (m, t) = (model.to_str().unwrap(), tmp.to_str().unwrap());
+    let text = |extra: &[&str]| {
+        let mut args = vec!["generate", "--model", m, "--tokenizer", t, "--prompt", "Hi there", "--max-tokens", "8"];
+        args.extend_from_slice(extra);
+        stdout(&etwgpu(&args))
+    };
+    let greedy = text(&[]);
+    let (generated, stats) = greedy.split_once("\nprompt: ").expect("a stats line");
+    assert_eq!(generated.chars().count(), 8, "{greedy:?}");
+    assert!(stats.starts_with("8 tokens (") && stats.contains("generated: 8 tokens"), "{stats}");
+    // Same seed, same text; greedy is repeatable.
+    assert_eq!(text(&[]).split_once('\n').unwrap().0, generated);
+    let sampled = ["--temperature", "0.9", "--top-k", "50", "--top-p", "0.9", "--seed", "5"];
+    assert_eq!(text(&sampled).split_once("\nprompt").unwrap().0, text(&sampled).split_once("\nprompt").unwrap().0);
+
+    // ChatML: ids 1 and 2 become <|im_start|> and <|im_end|>; the prompt
+    // is "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n".
+    let added = serde_json::json!([{"id": 1, "content": "<|im_start|>"}, {"id": 2, "content": "<|im_end|>"}]);
+    let json = serde_json::json!({"added_tokens": added, "model": {"type": "BPE", "vocab": vocab, "merges": []}});
+    std::fs::write(&tmp, json.to_string()).expect("write tokenizer");
+    let args = ["generate", "--model", m, "--tokenizer", t, "--prompt", "Hi", "--chat", "--max-tokens", "8"];
+    let out = stdout(&etwgpu(&args));
+    let (generated, stats) = out.split_once("\nprompt: ").expect("a stats line");
+    assert!(stats.starts_with("21 tokens ("), "{stats}");
+    assert!(!generated.contains("<|im_end|>"), "the stop token is not printed: {generated:?}");
+    std::fs::remove_file(&tmp).expect("cleanup");
+}

@@ -1,0 +1,276 @@
+//! [`Generator`]: prefill then token-by-token decode over a loaded
+//! Llama-family program, with sampling, stop tokens and streaming.
+
+use std::time::{Duration, Instant};
+
+use etwgpu_format::{DType, PlanValue, Program};
+use etwgpu_runtime::{LoadedMethod, Runtime, Tensor};
+
+use crate::error::{Error, Result};
+use crate::sampler::Sampler;
+
+/// The model's constants, read from `export_llama`'s metadata methods.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Metadata {
+    /// Most tokens one `forward` call takes (`get_max_seq_len`).
+    pub max_seq_len: usize,
+    /// Most tokens the KV cache holds (`get_max_context_len`; falls back to
+    /// `max_seq_len` when absent, as older exports lack it).
+    pub max_context_len: usize,
+    /// Vocabulary size (`get_vocab_size`), if exported.
+    pub vocab_size: Option<usize>,
+    /// Beginning-of-sequence token (`get_bos_id`), if exported.
+    pub bos_id: Option<u32>,
+    /// End-of-sequence tokens (`get_eos_ids`), empty if not exported.
+    pub eos_ids: Vec<u32>,
+}
+
+/// The constant int outputs of metadata method `name`, or `None` when the
+/// program lacks it.
+fn metadata_ints(program: &Program, name: &'static str) -> Result<Option<Vec<i64>>> {
+    let Some(m) = program.method(name) else { return Ok(None) };
+    let mut out = Vec::new();
+    for &o in &m.outputs {
+        match m.values.get(o) {
+            Some(PlanValue::Int(v)) => out.push(*v),
+            Some(PlanValue::IntList(v)) => out.extend_from_slice(v),
+            Some(other) => return Err(Error::BadMetadata { method: name, found: other.kind() }),
+            None => return Err(Error::BadMetadata { method: name, found: "missing" }),
+        }
+    }
+    Ok(Some(out))
+}
+
+fn metadata_int(program: &Program, name: &'static str) -> Result<Option<i64>> {
+    match metadata_ints(program, name)? {
+        None => Ok(None),
+        Some(v) if v.len() == 1 => Ok(Some(v[0])),
+        Some(_) => Err(Error::BadMetadata { method: name, found: "int list" }),
+    }
+}
+
+fn to_usize(name: &'static str, v: i64) -> Result<usize> {
+    usize::try_from(v).map_err(|_| Error::BadMetadata { method: name, found: "negative int" })
+}
+
+fn to_token(name: &'static str, v: i64) -> Result<u32> {
+    u32::try_from(v).map_err(|_| Error::BadMetadata { method: name, found: "out-of-range int" })
+}
+
+impl Metadata {
+    /// Reads the metadata methods of `program`. `get_max_seq_len` is
+    /// required; the rest are optional.
+    pub fn read(program: &Program) -> Result<Self> {
+        const SEQ: &str = "get_max_seq_len";
+        const CTX: &str = "get_max_context_len";
+        const VOCAB: &str = "get_vocab_size";
+        const BOS: &str = "get_bos_id";
+        const EOS: &str = "get_eos_ids";
+        let max_seq_len = to_usize(SEQ, metadata_int(program, SEQ)?.ok_or(Error::MissingMetadata { method: SEQ })?)?;
+        let max_context_len = match metadata_int(program, CTX)? {
+            Some(v) => to_usize(CTX, v)?,
+            None => max_seq_len,
+        };
+        let vocab_size = metadata_int(program, VOCAB)?.map(|v| to_usize(VOCAB, v)).transpose()?;
+        let bos_id = metadata_int(program, BOS)?.map(|v| to_token(BOS, v)).transpose()?;
+        let eos_ids = metadata_ints(program, EOS)?
+            .unwrap_or_default()
+            .into_iter()
+            .map(|v| to_token(EOS, v))
+            .collect::<Result<Vec<_>>>()?;
+        if max_seq_len == 0 {
+            return Err(Error::BadMetadata { method: SEQ, found: "zero" });
+        }
+        Ok(Self { max_seq_len, max_context_len, vocab_size, bos_id, eos_ids })
+    }
+}
+
+/// Options of [`Generator::generate`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GenerateOptions {
+    /// Most tokens to generate.
+    pub max_new_tokens: usize,
+    /// Extra tokens that stop generation (emitted, then stop).
+    pub stop_tokens: Vec<u32>,
+    /// Whether the model's EOS ids stop generation too.
+    pub stop_at_eos: bool,
+}
+
+impl Default for GenerateOptions {
+    fn default() -> Self {
+        Self { max_new_tokens: 128, stop_tokens: Vec::new(), stop_at_eos: true }
+    }
+}
+
+/// Counts and timings of one [`Generator::generate`] call.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GenerationStats {
+    /// Prompt tokens prefilled.
+    pub prompt_tokens: usize,
+    /// Tokens generated (sampled), including a final stop token.
+    pub generated_tokens: usize,
+    /// Single-token decode calls run.
+    pub decode_steps: usize,
+    /// Wall time of the prefill (including sampling the first token).
+    pub prefill_time: Duration,
+    /// Wall time of the decode steps.
+    pub decode_time: Duration,
+    /// Whether a stop token ended generation.
+    pub stopped: bool,
+}
+
+impl GenerationStats {
+    /// Prompt tokens per second of the prefill.
+    pub fn prefill_tokens_per_s(&self) -> f64 {
+        self.prompt_tokens as f64 / self.prefill_time.as_secs_f64().max(1e-9)
+    }
+
+    /// Decode steps per second.
+    pub fn decode_tokens_per_s(&self) -> f64 {
+        self.decode_steps as f64 / self.decode_time.as_secs_f64().max(1e-9)
+    }
+}
+
+/// Generation over a loaded `forward` method whose KV cache persists across
+/// calls: the generator tracks the next position (`input_pos`).
+#[derive(Debug)]
+pub struct Generator {
+    forward: LoadedMethod,
+    meta: Metadata,
+    pos: usize,
+}
+
+impl Generator {
+    /// Loads `forward` of `program` on `runtime` and reads its metadata.
+    pub fn new(runtime: &Runtime, program: &Program) -> Result<Self> {
+        let meta = Metadata::read(program)?;
+        let forward = runtime
+            .load(program, "forward")
+            .map_err(|source| Error::Runtime { during: "loading method forward", source })?;
+        Ok(Self { forward, meta, pos: 0 })
+    }
+
+    /// The model's metadata.
+    pub fn metadata(&self) -> &Metadata {
+        &self.meta
+    }
+
+    /// Tokens in the KV cache: the next `input_pos`.
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    /// Starts a new sequence (later calls overwrite the KV cache from 0).
+    pub fn reset(&mut self) {
+        self.pos = 0;
+    }
+
+    fn check_tokens(&self, tokens: &[u32]) -> Result<()> {
+        if let Some(vocab) = self.meta.vocab_size
+            && let Some(&token) = tokens.iter().find(|&&t| t as usize >= vocab)
+        {
+            return Err(Error::TokenOutOfRange { token, vocab });
+        }
+        Ok(())
+    }
+
+    /// Runs `forward` on `tokens` (at most `max_seq_len`) at the current
+    /// position; returns the logits of the last token.
+    fn forward(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
+        let ids: Vec<u8> = tokens.iter().flat_map(|&t| i64::from(t).to_le_bytes()).collect();
+        let tok = Tensor::new(DType::I64, vec![1, tokens.len() as u64], ids)
+            .map_err(|source| Error::Runtime { during: "building the tokens input", source })?;
+        let pos = Tensor::new(DType::I64, vec![1], (self.pos as i64).to_le_bytes().to_vec())
+            .map_err(|source| Error::Runtime { during: "building the input_pos input", source })?;
+        let outs =
+            self.forward.run(&[tok, pos]).map_err(|source| Error::Runtime { during: "running forward", source })?;
+        self.pos += tokens.len();
+        let [logits] = outs.as_slice() else {
+            return Err(Error::BadLogits { found: format!("{} outputs", outs.len()) });
+        };
+        if !matches!(logits.dtype, DType::F32 | DType::F16 | DType::BF16 | DType::F64) || logits.shape.is_empty() {
+            return Err(Error::BadLogits { found: format!("{:?} {:?}", logits.dtype, logits.shape) });
+        }
+        let vocab = *logits.shape.last().expect("non-empty shape") as usize;
+        let all = logits.to_f64_vec();
+        if vocab == 0 || all.len() < vocab {
+            return Err(Error::BadLogits { found: format!("{:?} {:?}", logits.dtype, logits.shape) });
+        }
+        // With full logits ([1, S, vocab]) the last row is the last token's.
+        Ok(all[all.len() - vocab..].iter().map(|&v| v as f32).collect())
+    }
+
+    fn check_fits(&self, prompt: usize, new: usize) -> Result<()> {
+        let context = self.meta.max_context_len;
+        if self.pos + prompt + new > context {
+            return Err(Error::ContextOverflow { prompt: self.pos + prompt, new, context });
+        }
+        Ok(())
+    }
+
+    /// Feeds `tokens` (in chunks of `max_seq_len`) at the current position;
+    /// returns the logits of the last one.
+    pub fn prefill(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
+        if tokens.is_empty() {
+            return Err(Error::EmptyPrompt);
+        }
+        self.check_fits(tokens.len(), 0)?;
+        self.check_tokens(tokens)?;
+        let mut logits = Vec::new();
+        for chunk in tokens.chunks(self.meta.max_seq_len) {
+            logits = self.forward(chunk)?;
+        }
+        Ok(logits)
+    }
+
+    /// Feeds one token at the current position; returns its logits.
+    pub fn decode_step(&mut self, token: u32) -> Result<Vec<f32>> {
+        self.check_fits(1, 0)?;
+        self.check_tokens(&[token])?;
+        self.forward(&[token])
+    }
+
+    /// Prefills `prompt`, then samples up to `options.max_new_tokens`
+    /// tokens, calling `on_token` with each as soon as it is sampled. Fails
+    /// before running anything when the prompt plus the new tokens exceed
+    /// the context.
+    pub fn generate(
+        &mut self,
+        prompt: &[u32],
+        options: &GenerateOptions,
+        sampler: &mut Sampler,
+        mut on_token: impl FnMut(u32),
+    ) -> Result<(Vec<u32>, GenerationStats)> {
+        if prompt.is_empty() {
+            return Err(Error::EmptyPrompt);
+        }
+        self.check_fits(prompt.len(), options.max_new_tokens)?;
+        let mut stats = GenerationStats { prompt_tokens: prompt.len(), ..GenerationStats::default() };
+        let mut out = Vec::new();
+        if options.max_new_tokens == 0 {
+            return Ok((out, stats));
+        }
+        let start = Instant::now();
+        let mut logits = self.prefill(prompt)?;
+        let mut token = sampler.sample(&logits);
+        stats.prefill_time = start.elapsed();
+        let decode_start = Instant::now();
+        loop {
+            out.push(token);
+            on_token(token);
+            if options.stop_tokens.contains(&token) || (options.stop_at_eos && self.meta.eos_ids.contains(&token)) {
+                stats.stopped = true;
+                break;
+            }
+            if out.len() == options.max_new_tokens {
+                break;
+            }
+            logits = self.decode_step(token)?;
+            stats.decode_steps += 1;
+            token = sampler.sample(&logits);
+        }
+        stats.decode_time = decode_start.elapsed();
+        stats.generated_tokens = out.len();
+        Ok((out, stats))
+    }
+}

@@ -1,0 +1,134 @@
+//! Integration tests of `etwgpu-llm` on the tiny Llama fixtures.
+//!
+//! GPU tests skip, with a printed note, when no adapter exists, unless
+//! `GPU_TESTS=require`, in which case a missing adapter fails them.
+
+use std::path::PathBuf;
+
+use etwgpu_format::Program;
+use etwgpu_llm::{Error, GenerateOptions, Generator, Sampler, SamplerConfig};
+use etwgpu_runtime::{Runtime, Tensor};
+
+/// The runtime, or `None` (after printing why) when GPU tests may skip.
+fn runtime() -> Option<Runtime> {
+    match Runtime::new() {
+        Ok(rt) => Some(rt),
+        Err(e) if std::env::var("GPU_TESTS").as_deref() == Ok("require") => {
+            panic!("GPU_TESTS=require but no GPU runtime: {e}")
+        }
+        Err(e) => {
+            eprintln!("skipping GPU test: {e} (set GPU_TESTS=require to fail instead)");
+            None
+        }
+    }
+}
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../test_data/fixtures").join(name)
+}
+
+fn tokens(path: PathBuf) -> Vec<u32> {
+    let t = Tensor::read_npy(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    t.to_f64_vec().into_iter().map(|v| v as u32).collect()
+}
+
+#[test]
+fn metadata_of_llama_tiny() {
+    let dir = fixture("llama_tiny_fp32");
+    let program = Program::open(dir.join("model.pte")).expect("open fixture");
+    let meta = etwgpu_llm::Metadata::read(&program).expect("metadata");
+    assert_eq!(meta.max_seq_len, 32);
+    assert_eq!(meta.max_context_len, 32);
+    assert_eq!(meta.vocab_size, Some(128));
+}
+
+#[test]
+fn greedy_matches_eager_argmax_tokens() {
+    let Some(rt) = runtime() else { return };
+    for name in ["llama_tiny_fp32", "llama_tiny_q4", "llama_tiny_8da4w"] {
+        let dir = fixture(name);
+        let program = Program::open(dir.join("model.pte")).expect("open fixture");
+        let prompt = tokens(dir.join("call0.in0.npy"));
+        let expected: Vec<u32> = (1..=3).flat_map(|i| tokens(dir.join(format!("call{i}.in0.npy")))).collect();
+        let mut generator = Generator::new(&rt, &program).expect("load");
+        let mut sampler = Sampler::new(SamplerConfig::default()).expect("greedy");
+        let options = GenerateOptions { max_new_tokens: 3, stop_tokens: Vec::new(), stop_at_eos: false };
+        let mut streamed = Vec::new();
+        let (got, stats) = generator.generate(&prompt, &options, &mut sampler, |t| streamed.push(t)).expect("generate");
+        assert_eq!(got, expected, "{name}: greedy tokens vs the fixture's eager argmax");
+        assert_eq!(streamed, got);
+        assert_eq!(stats.prompt_tokens, prompt.len());
+        assert_eq!(stats.generated_tokens, 3);
+        assert_eq!(stats.decode_steps, 2);
+        assert_eq!(generator.position(), prompt.len() + 2);
+
+        // Overflow is a typed error, raised before running anything.
+        generator.reset();
+        let ctx = generator.metadata().max_context_len;
+        let options = GenerateOptions { max_new_tokens: ctx, ..options };
+        match generator.generate(&prompt, &options, &mut sampler, |_| {}) {
+            Err(e @ Error::ContextOverflow { .. }) => assert_eq!(
+                e.to_string(),
+                format!("prompt of {} tokens + {ctx} new tokens exceeds the context of {ctx}", prompt.len())
+            ),
+            other => panic!("expected ContextOverflow, got {other:?}"),
+        }
+        assert_eq!(generator.position(), 0);
+    }
+}
+
+#[test]
+fn missing_metadata_is_a_clear_error() {
+    let program = Program::open(fixture("mlp").join("model.pte")).expect("open fixture");
+    let err = etwgpu_llm::Metadata::read(&program).expect_err("mlp has no metadata methods");
+    assert!(matches!(err, Error::MissingMetadata { method: "get_max_seq_len" }), "{err}");
+    assert!(err.to_string().contains("get_max_seq_len"), "{err}");
+}
+
+#[test]
+fn stop_tokens_and_seeded_sampling() {
+    let Some(rt) = runtime() else { return };
+    let dir = fixture("llama_tiny_fp32");
+    let program = Program::open(dir.join("model.pte")).expect("open fixture");
+    let prompt = tokens(dir.join("call0.in0.npy"));
+    let expected: Vec<u32> = (1..=3).flat_map(|i| tokens(dir.join(format!("call{i}.in0.npy")))).collect();
+    let mut generator = Generator::new(&rt, &program).expect("load");
+
+    // A stop token is emitted, then generation ends.
+    let mut greedy = Sampler::new(SamplerConfig::default()).expect("greedy");
+    let options = GenerateOptions { max_new_tokens: 10, stop_tokens: vec![expected[1]], stop_at_eos: false };
+    let (got, stats) = generator.generate(&prompt, &options, &mut greedy, |_| {}).expect("generate");
+    assert_eq!(got, expected[..2]);
+    assert!(stats.stopped);
+
+    // The same seed gives the same tokens; the KV cache is reused from 0.
+    let config = SamplerConfig { temperature: 1.0, top_k: 40, top_p: 0.95, seed: 11 };
+    let options = GenerateOptions { max_new_tokens: 12, stop_tokens: Vec::new(), stop_at_eos: false };
+    let mut runs = Vec::new();
+    for _ in 0..2 {
+        generator.reset();
+        let mut sampler = Sampler::new(config.clone()).expect("sampler");
+        runs.push(generator.generate(&prompt, &options, &mut sampler, |_| {}).expect("generate").0);
+    }
+    assert_eq!(runs[0], runs[1]);
+    assert_eq!(runs[0].len(), 12);
+    assert!(runs[0].iter().all(|&t| t < 128));
+}
+
+/// The tokenizer encodes like HuggingFace `tokenizers` did when it trained
+/// `test_data/tokenizers/tiny_bytelevel` (tools/export/tiny_tokenizer.py),
+/// and decodes back to the text.
+#[test]
+fn tokenizer_matches_huggingface() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../test_data/tokenizers/tiny_bytelevel");
+    let tok = etwgpu_llm::Tokenizer::from_file(dir.join("tokenizer.json")).expect("tokenizer");
+    let cases: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("cases.json")).expect("cases")).expect("json");
+    for case in cases.as_array().expect("a list") {
+        let text = case["text"].as_str().expect("text");
+        let want: Vec<u32> =
+            case["ids"].as_array().expect("ids").iter().map(|v| v.as_u64().expect("id") as u32).collect();
+        assert_eq!(tok.encode(text), want, "{text:?}");
+        assert_eq!(tok.decode(&want), text);
+    }
+}
