@@ -132,3 +132,50 @@ fn tokenizer_matches_huggingface() {
         assert_eq!(tok.decode(&want), text);
     }
 }
+
+/// Resident set size in bytes, from `/proc/self/statm` (Linux).
+fn rss_bytes() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * 4096)
+}
+
+/// 10,000 generated tokens on the tiny Llama (context 32): each time the
+/// context is full the generator is reset and starts again (context
+/// wrapping), and asking for one token more than fits is a clear error.
+/// Host memory (which on lavapipe includes device memory) stays flat.
+#[test]
+fn ten_thousand_tokens_keep_memory_flat() {
+    let Some(rt) = runtime() else { return };
+    let dir = fixture("llama_tiny_q4");
+    let program = Program::open(dir.join("model.pte")).expect("open fixture");
+    let prompt = tokens(dir.join("call0.in0.npy"));
+    let mut generator = Generator::new(&rt, &program).expect("load");
+    let context = generator.metadata().max_context_len;
+    let room = context - prompt.len();
+    let mut sampler =
+        Sampler::new(SamplerConfig { temperature: 0.8, top_k: 40, top_p: 0.95, seed: 7 }).expect("sampler");
+    let full = GenerateOptions { max_new_tokens: room, stop_tokens: Vec::new(), stop_at_eos: false };
+    // Warm up, then measure.
+    generator.generate(&prompt, &full, &mut sampler, |_| {}).expect("generate");
+    let over = GenerateOptions { max_new_tokens: room + 1, ..full.clone() };
+    generator.reset();
+    match generator.generate(&prompt, &over, &mut sampler, |_| {}) {
+        Err(Error::ContextOverflow { .. }) => {}
+        other => panic!("expected a context overflow, got {other:?}"),
+    }
+    let before = rss_bytes();
+    let mut total = 0;
+    while total < 10_000 {
+        generator.reset();
+        let (got, _) = generator.generate(&prompt, &full, &mut sampler, |_| {}).expect("generate");
+        assert_eq!(got.len(), room);
+        assert!(got.iter().all(|&t| t < 128), "token ids stay in the vocabulary");
+        total += got.len();
+    }
+    if let (Some(before), Some(after)) = (before, rss_bytes()) {
+        let growth = after.saturating_sub(before);
+        eprintln!("RSS before {before} B, after {total} tokens {after} B, growth {growth} B");
+        assert!(growth < 4 << 20, "memory grew by {growth} bytes over {total} tokens");
+    }
+}
