@@ -7,7 +7,8 @@
 //! mutable state are *pinned*: they keep a dedicated buffer and are never
 //! overwritten by anything else. Everything else gets an offset in one
 //! arena, placed greedily by size (largest first, lowest free offset that no
-//! live neighbour occupies).
+//! live neighbour occupies), unless sharing saves nothing (then every tensor
+//! keeps its own buffer).
 //!
 //! The result is deterministic: same steps and sizes, same plan.
 
@@ -57,8 +58,9 @@ pub struct MemoryPlan {
     pub dedicated_bytes: u64,
     /// One buffer per tensor value, views included: what no planning costs.
     pub naive_bytes: u64,
-    /// Dedicated bytes plus the largest sum of arena bytes live at once: no
-    /// plan can do better.
+    /// Dedicated bytes plus the largest sum of arena bytes live at once
+    /// (each padded to [`ALIGN`] but the largest padding): no plan can do
+    /// better.
     pub lower_bound_bytes: u64,
 }
 
@@ -185,6 +187,12 @@ pub fn plan(steps: &[Step], bytes: &BTreeMap<Vid, u64>, pinned: &BTreeSet<Vid>) 
         offsets.insert(c.root, offset);
         arena_bytes = arena_bytes.max(offset + c.bytes);
     }
+    // Sharing that costs more than it saves (tiny tensors padded to `ALIGN`) is not
+    // worth an arena: they keep their own buffers.
+    if arena_bytes > placed.iter().map(|p| p.1).sum::<u64>() {
+        offsets.clear();
+        arena_bytes = 0;
+    }
     let mut dedicated_bytes = 0;
     for c in classes.values_mut() {
         match offsets.get(&c.root) {
@@ -197,9 +205,11 @@ pub fn plan(steps: &[Step], bytes: &BTreeMap<Vid, u64>, pinned: &BTreeSet<Vid>) 
             classes
                 .values()
                 .filter(|c| matches!(c.placement, Placement::Arena { .. }) && c.live.0 <= t && t <= c.live.1)
-                .map(|c| c.bytes)
-                .sum::<u64>()
+                .fold((0, 0), |(sum, pad), c| (sum + align_up(c.bytes), pad.max(align_up(c.bytes) - c.bytes)))
         })
+        // Every live tensor but the topmost starts at an aligned offset, so
+        // all but one pay their padding.
+        .map(|(sum, pad)| sum - pad)
         .max()
         .unwrap_or(0);
     MemoryPlan {

@@ -153,3 +153,15 @@ fn plans_are_deterministic() {
     let (steps, sizes, pinned) = random_chain(&mut rng, 50);
     assert_eq!(plan(&steps, &sizes, &pinned), plan(&steps, &sizes, &pinned));
 }
+
+/// Tiny tensors whose padding to `ALIGN` costs more than sharing saves keep
+/// their own buffers: a plan never allocates more than the naive one.
+#[test]
+fn sharing_that_saves_nothing_is_skipped() {
+    let steps = [dispatch(&[0], &[1]), dispatch(&[1], &[2]), dispatch(&[2], &[3])];
+    let p = plan(&steps, &sizes(&[(0, 16), (1, 16), (2, 16), (3, 16)]), &pins(&[0, 3]));
+    assert_eq!(p.arena_bytes, 0);
+    assert!(p.classes.values().all(|c| c.placement == Placement::Dedicated));
+    assert_eq!(p.planned_bytes(), p.naive_bytes);
+    assert_eq!(p.lower_bound_bytes, p.planned_bytes());
+}

@@ -12,60 +12,14 @@
 //! shapes. Buffers stay at the declared maximum shapes.
 
 use etwgpu_format::{DType, PlanValue, Program, ValueId, VkGraph, VkValue};
-use etwgpu_kernels::plan::Ctx;
-use etwgpu_kernels::{ElemType, OpId, Step, TensorInfo, Value, Vid};
+use etwgpu_graph::{InputRef, Lowerer};
+use etwgpu_kernels::{Step, Vid};
 
 use crate::device::Runtime;
 use crate::error::{Error, Result};
 use crate::tensor::{Tensor, convert, from_device_layout, to_device_layout};
 
-fn elem_type(d: DType) -> ElemType {
-    match d {
-        DType::Bool => ElemType::Bool,
-        DType::U8 => ElemType::U8,
-        DType::I8 => ElemType::I8,
-        DType::I16 => ElemType::I16,
-        DType::I32 => ElemType::I32,
-        DType::I64 => ElemType::I64,
-        DType::F16 => ElemType::F16,
-        DType::BF16 => ElemType::BF16,
-        DType::F32 => ElemType::F32,
-        DType::F64 => ElemType::F64,
-    }
-}
-
-/// The graph with live shapes, as the kernels' host rules see it.
-struct GraphView<'a> {
-    graph: &'a VkGraph,
-    /// Per value: the items of a ValueList as [`Vid`]s (empty otherwise).
-    lists: &'a [Vec<Vid>],
-    shapes: &'a [Vec<u64>],
-    /// Per value: the live value of a SymInt (0 otherwise).
-    symints: &'a [i64],
-}
-
-impl etwgpu_kernels::Graph for GraphView<'_> {
-    fn value(&self, id: Vid) -> Value<'_> {
-        match &self.graph.values[id.0 as usize] {
-            VkValue::Null => Value::Null,
-            VkValue::Int(x) => Value::Int(*x),
-            VkValue::Double(x) => Value::Double(*x),
-            VkValue::Bool(x) => Value::Bool(*x),
-            VkValue::Tensor(t) => Value::Tensor(TensorInfo {
-                id,
-                dtype: elem_type(t.dtype),
-                shape: &self.shapes[id.0 as usize],
-                is_constant: t.constant.is_some(),
-            }),
-            VkValue::IntList(x) => Value::IntList(x),
-            VkValue::DoubleList(x) => Value::DoubleList(x),
-            VkValue::BoolList(x) => Value::BoolList(x),
-            VkValue::ValueList(_) => Value::List(&self.lists[id.0 as usize]),
-            VkValue::String(s) => Value::String(s),
-            VkValue::SymInt(_) => Value::SymInt(self.symints[id.0 as usize]),
-        }
-    }
-}
+use etwgpu_graph::lower::elem_type;
 
 /// One method input or output, mapped onto the graph.
 #[derive(Debug, Clone)]
@@ -135,8 +89,7 @@ pub struct LoadedDelegate {
     rt: Runtime,
     name: String,
     graph: VkGraph,
-    ops: Vec<OpId>,
-    lists: Vec<Vec<Vid>>,
+    lowerer: Lowerer,
     inputs: Vec<IoSpec>,
     outputs: Vec<IoSpec>,
     /// Per value: the value whose buffer it uses (itself unless aliased).
@@ -153,7 +106,7 @@ pub struct LoadedDelegate {
 }
 
 /// Bytes of a tensor's buffer at its maximum shape (bools take a `u32`
-/// each on the device; see [`ElemType::device_size_bytes`]).
+/// each on the device; see `ElemType::device_size_bytes`).
 fn device_size_bytes(t: &etwgpu_format::VkTensor) -> u64 {
     t.numel() * elem_type(t.dtype).device_size_bytes() as u64
 }
@@ -235,22 +188,7 @@ impl LoadedDelegate {
             return Err(Error::NotATensor { value: spec.value.0, found: "SymInt" });
         }
 
-        let ops = graph
-            .chain
-            .iter()
-            .map(|call| {
-                etwgpu_kernels::from_name(&call.name)
-                    .ok_or_else(|| Error::UnsupportedOp { op: call.name.clone(), node_id: call.node_id })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let lists = graph
-            .values
-            .iter()
-            .map(|v| match v {
-                VkValue::ValueList(ids) => ids.iter().map(|i| Vid(i.0)).collect(),
-                _ => Vec::new(),
-            })
-            .collect();
+        let lowerer = Lowerer::new(graph)?;
         let shapes: Vec<Vec<u64>> = graph
             .values
             .iter()
@@ -263,8 +201,7 @@ impl LoadedDelegate {
             rt: rt.clone(),
             name: method.to_string(),
             graph: graph.clone(),
-            ops,
-            lists,
+            lowerer,
             inputs,
             outputs,
             root: (0..graph.values.len() as u32).collect(),
@@ -296,67 +233,19 @@ impl LoadedDelegate {
     /// read from the host come from `host` (the caller's inputs), or are
     /// [`PLACEHOLDER_SYMINT`] at load.
     fn lower(&self, input_shapes: &[Vec<u64>], host: Option<&[Tensor]>) -> Result<Lowering> {
-        let mut shapes: Vec<Vec<u64>> = self
-            .graph
-            .values
-            .iter()
-            .map(|v| match v {
-                VkValue::Tensor(t) => t.dims.clone(),
-                _ => Vec::new(),
-            })
-            .collect();
-        let mut symints = vec![0i64; self.graph.values.len()];
         let mut host_reads = Vec::new();
-        let mut read = |input: usize, elem: u64| {
+        let inputs: Vec<InputRef<'_>> = self
+            .inputs
+            .iter()
+            .zip(input_shapes)
+            .map(|(spec, shape)| InputRef { value: spec.value, shape: (!spec.symint).then_some(shape.as_slice()) })
+            .collect();
+        let l = self.lowerer.lower(&self.graph, &inputs, |input, elem| {
             let value = host.and_then(|h| int_at(&h[input], elem)).unwrap_or(PLACEHOLDER_SYMINT);
             host_reads.push(HostRead { input, elem, value });
             value
-        };
-        for (index, (spec, shape)) in self.inputs.iter().zip(input_shapes).enumerate() {
-            if spec.symint {
-                symints[spec.value.idx()] = read(index, 0);
-            } else {
-                shapes[spec.value.idx()] = shape.clone();
-            }
-        }
-        let mut steps = Vec::new();
-        for (call, op) in self.graph.chain.iter().zip(&self.ops) {
-            let args: Vec<Vid> = call.args.iter().map(|a| Vid(a.0)).collect();
-            let view = GraphView { graph: &self.graph, lists: &self.lists, shapes: &shapes, symints: &symints };
-            let lowered = op.lower(&Ctx::new(&view, &args)).map_err(|source| Error::Op {
-                op: call.name.clone(),
-                node_id: call.node_id,
-                source,
-            })?;
-            for (vid, shape) in lowered.shapes {
-                let t = tensor_of(&self.graph, ValueId(vid.0))?;
-                let fits = shape.len() == t.dims.len() && shape.iter().zip(&t.dims).all(|(a, b)| a <= b);
-                if !fits {
-                    return Err(Error::OutputShape {
-                        op: call.name.clone(),
-                        node_id: call.node_id,
-                        value: vid.0,
-                        max: t.dims.clone(),
-                        found: shape,
-                    });
-                }
-                shapes[vid.0 as usize] = shape;
-            }
-            for step in lowered.steps {
-                match step {
-                    Step::SymInt { out, value } => symints[out.0 as usize] = value,
-                    Step::ReadSymInt { out, src, elem } => {
-                        let input =
-                            self.inputs.iter().position(|s| !s.symint && s.value.0 == src.0).ok_or_else(|| {
-                                Error::SymIntSource { op: call.name.clone(), node_id: call.node_id, value: src.0 }
-                            })?;
-                        symints[out.0 as usize] = read(input, elem);
-                    }
-                    other => steps.push(other),
-                }
-            }
-        }
-        Ok(Lowering { steps, shapes, host_reads })
+        })?;
+        Ok(Lowering { steps: l.steps, shapes: l.shapes, host_reads })
     }
 
     fn root_of(&self, v: Vid) -> usize {

@@ -94,6 +94,24 @@ fn inspect_text_snapshots() {
     }
 }
 
+/// `inspect --plan` lowers every delegate without a GPU and plans its
+/// memory; the plans are snapshotted and stay within 1.15x of the lower
+/// bound.
+#[test]
+fn inspect_plan_snapshots() {
+    for dir in fixtures() {
+        let name = dir.file_name().unwrap().to_string_lossy().to_string();
+        let model = dir.join("model.pte");
+        let text = stdout(&etwgpu(&["inspect", "--plan", model.to_str().unwrap()]));
+        assert!(!text.contains("cannot"), "{name}: a delegate was not planned:\n{text}");
+        for line in text.lines().filter_map(|l| l.trim().strip_prefix("planned / lower bound: ")) {
+            let ratio: f64 = line.split(',').next().unwrap().parse().expect("a ratio");
+            assert!(ratio <= 1.15, "{name}: planned / lower bound {ratio} > 1.15");
+        }
+        insta::assert_snapshot!(format!("plan_{name}"), text);
+    }
+}
+
 fn one_line_error(o: &Output, status: i32) -> String {
     assert_eq!(o.status.code(), Some(status), "stderr: {}", String::from_utf8_lossy(&o.stderr));
     assert!(o.stdout.is_empty(), "nothing on stdout");
