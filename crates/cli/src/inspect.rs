@@ -315,10 +315,11 @@ pub fn plan_text(name: &str, program: &Program) -> String {
             let _ = writeln!(w, "    naive:       {:>10} bytes", plan.naive_bytes);
             let _ = writeln!(
                 w,
-                "    planned:     {:>10} bytes ({} dedicated + {} arena shared by {} storage class(es))",
+                "    planned:     {:>10} bytes ({} dedicated + {} in {} arena(s) shared by {} storage class(es))",
                 plan.planned_bytes(),
                 plan.dedicated_bytes,
                 plan.arena_bytes,
+                plan.arenas.len(),
                 arena_classes
             );
             let _ = writeln!(w, "    lower bound: {:>10} bytes", plan.lower_bound_bytes);

@@ -1,15 +1,22 @@
 //! A loaded delegate call: buffers, constants, the lowered op chain, and `run`.
 //!
 //! Load: every op is looked up in the kernel table and lowered at the
-//! declared (maximum) shapes; view-like ops become buffer aliases; every
-//! other tensor value that is touched gets its own buffer (constants never
-//! share, whatever their `mem_obj_id` or named key). Run: inputs are
-//! uploaded; when input shapes or host-read SymInts (SymInt inputs,
-//! `select_as_symint` sources) changed, the chain is re-lowered in order at
-//! the live values, so every op re-infers its output shape and records only
-//! the live work (uniforms carry live sizes); all dispatches go into one
-//! compute pass and one submit, and outputs are read back at their live
-//! shapes. Buffers stay at the declared maximum shapes.
+//! declared (maximum) shapes (by [`etwgpu_graph::Lowerer`]); view-like ops
+//! become buffer aliases; the memory planner ([`etwgpu_graph::plan_graph`])
+//! places the intermediates in a few arenas, bound at their planned offsets,
+//! so tensors that are never live together share bytes (no dispatch reads
+//! and writes one arena: WebGPU tracks usage per whole buffer). Graph
+//! inputs and outputs, constants and prepacked tensors keep their own
+//! buffers (constants never share, whatever their `mem_obj_id` or named
+//! key); so does everything when the device cannot bind the arenas. Run:
+//! inputs are uploaded; when input shapes or host-read SymInts (SymInt
+//! inputs, `select_as_symint` sources) changed, the chain is re-lowered in
+//! order at the live values, so every op re-infers its output shape and
+//! records only the live work (uniforms carry live sizes); a re-lowered
+//! chain that no longer fits the load-time plan moves every intermediate
+//! to its own buffer. All dispatches go into one compute pass and one
+//! submit, and outputs are read back at their live shapes. Buffers stay at
+//! the declared maximum shapes.
 
 use etwgpu_format::{DType, PlanValue, Program, ValueId, VkGraph, VkValue};
 use etwgpu_graph::{InputRef, Lowerer};
@@ -96,6 +103,11 @@ pub struct LoadedDelegate {
     root: Vec<u32>,
     /// Per value: its buffer, for roots that have one.
     buffers: Vec<Option<wgpu::Buffer>>,
+    /// The memory plan at the maximum shapes, while intermediates share the
+    /// arenas; `None` once every tensor has its own buffer.
+    memory: Option<etwgpu_graph::MemoryPlan>,
+    /// The arenas of `memory`.
+    arenas: Vec<wgpu::Buffer>,
     readback: Vec<wgpu::Buffer>,
     plan: Plan,
     /// Per input: a buffer holding it on the device, copied in instead of
@@ -206,6 +218,8 @@ impl LoadedDelegate {
             outputs,
             root: (0..graph.values.len() as u32).collect(),
             buffers: vec![None; graph.values.len()],
+            memory: None,
+            arenas: Vec::new(),
             readback: Vec::new(),
             plan: Plan {
                 input_shapes: Vec::new(),
@@ -252,6 +266,47 @@ impl LoadedDelegate {
         self.root[v.0 as usize] as usize
     }
 
+    /// The arena and offset of root `idx`, when it lives in an arena.
+    fn arena_slot(&self, idx: usize) -> Option<(usize, u64)> {
+        match self.memory.as_ref()?.placement(Vid(idx as u32))? {
+            etwgpu_graph::Placement::Arena { arena, offset } => Some((arena as usize, offset)),
+            etwgpu_graph::Placement::Dedicated => None,
+        }
+    }
+
+    /// Where root `idx` is bound: its own buffer or its slot of an arena.
+    fn binding(&self, idx: usize) -> Result<wgpu::BindingResource<'_>> {
+        Ok(match self.arena_slot(idx) {
+            Some((arena, offset)) => wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                buffer: &self.arenas[arena],
+                offset,
+                size: wgpu::BufferSize::new(align4(device_size_bytes(tensor_of(&self.graph, ValueId(idx as u32))?))),
+            }),
+            None => self.buffers[idx].as_ref().expect("bound values have buffers").as_entire_binding(),
+        })
+    }
+
+    /// Gives every arena tensor its own buffer: the chain re-lowered at
+    /// other shapes no longer fits the plan made at the maximum shapes.
+    fn leave_arenas(&mut self) -> Result<()> {
+        let Some(memory) = self.memory.take() else { return Ok(()) };
+        let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC;
+        for c in memory.classes.values() {
+            if matches!(c.placement, etwgpu_graph::Placement::Arena { .. }) {
+                let idx = self.root_of(c.root);
+                let t = tensor_of(&self.graph, ValueId(idx as u32))?;
+                self.buffers[idx] = Some(self.rt.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some(&format!("{} %{idx}", self.name)),
+                    size: align4(device_size_bytes(t)),
+                    usage,
+                    mapped_at_creation: false,
+                }));
+            }
+        }
+        self.arenas.clear();
+        Ok(())
+    }
+
     /// Resolves aliases, creates the buffers and uploads constants and
     /// prepacked tensors (once).
     fn allocate(&mut self, program: &Program, steps: &[Step]) -> Result<()> {
@@ -276,8 +331,34 @@ impl LoadedDelegate {
             needed[self.root[spec.value.idx()] as usize] = true;
         }
         let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC;
+        // Intermediates share arenas when the device can bind them at the
+        // planned offsets; otherwise each keeps its own buffer.
+        let memory = etwgpu_graph::plan_graph(&self.graph, steps)?;
+        let limits = self.rt.device.limits();
+        let usable = u64::from(limits.min_storage_buffer_offset_alignment) <= etwgpu_graph::memory::ALIGN
+            && memory
+                .arenas
+                .iter()
+                .all(|&b| b <= limits.max_storage_buffer_binding_size && b <= limits.max_buffer_size)
+            && memory.fits(steps);
+        if usable && !memory.arenas.is_empty() {
+            self.arenas = memory
+                .arenas
+                .iter()
+                .enumerate()
+                .map(|(i, &size)| {
+                    self.rt.device.create_buffer(&wgpu::BufferDescriptor {
+                        label: Some(&format!("{} arena {i}", self.name)),
+                        size: align4(size),
+                        usage,
+                        mapped_at_creation: false,
+                    })
+                })
+                .collect();
+            self.memory = Some(memory);
+        }
         for (idx, need) in needed.iter().enumerate() {
-            if !need {
+            if !need || self.arena_slot(idx).is_some() {
                 continue;
             }
             let t = tensor_of(&self.graph, ValueId(idx as u32))?;
@@ -394,8 +475,7 @@ impl LoadedDelegate {
                         v.0
                     );
                 }
-                let buffer = self.buffers[root].as_ref().expect("bound values have buffers");
-                entries.push(wgpu::BindGroupEntry { binding: j as u32 + 1, resource: buffer.as_entire_binding() });
+                entries.push(wgpu::BindGroupEntry { binding: j as u32 + 1, resource: self.binding(root)? });
             }
             let bind_group = self.rt.device.create_bind_group(&wgpu::BindGroupDescriptor {
                 label: Some(&format!("{} dispatch {i} ({})", self.name, d.shader.label())),
@@ -434,6 +514,12 @@ impl LoadedDelegate {
     pub(crate) fn output_device(&self, i: usize) -> (wgpu::Buffer, DType) {
         let spec = &self.outputs[i];
         (self.buffers[self.root[spec.value.idx()] as usize].clone().expect("outputs have buffers"), spec.device_dtype)
+    }
+
+    /// Bytes of the arenas intermediates share (0 when each has its own
+    /// buffer).
+    pub fn arena_bytes(&self) -> u64 {
+        self.arenas.iter().map(wgpu::Buffer::size).sum()
     }
 
     /// Number of compute dispatches one run records at the current shapes.
@@ -490,6 +576,9 @@ impl LoadedDelegate {
         let reads_hold = self.plan.host_reads.iter().all(|r| int_at(&inputs[r.input], r.elem) == Some(r.value));
         if input_shapes != self.plan.input_shapes || !reads_hold {
             let lowering = self.lower(&input_shapes, Some(inputs))?;
+            if self.memory.as_ref().is_some_and(|m| !m.fits(&lowering.steps)) {
+                self.leave_arenas()?;
+            }
             self.plan = self.build_plan(input_shapes, lowering)?;
         }
         let rt = &self.rt;

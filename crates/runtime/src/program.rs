@@ -424,6 +424,11 @@ impl LoadedMethod {
         self.steps.iter().map(|s| if let Exec::Gpu { call, .. } = s { call.n_dispatches() } else { 0 }).sum()
     }
 
+    /// Bytes of the arenas the intermediates of every GPU call share.
+    pub fn arena_bytes(&self) -> u64 {
+        self.steps.iter().map(|s| if let Exec::Gpu { call, .. } = s { call.arena_bytes() } else { 0 }).sum()
+    }
+
     /// Number of GPU calls of the method (Vulkan delegates and KernelCalls
     /// run on the GPU).
     pub fn n_gpu_calls(&self) -> usize {
