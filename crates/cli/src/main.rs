@@ -3,7 +3,7 @@
 //! ```text
 //! etwgpu inspect MODEL.pte [--ptd FILE]... [--json | --plan]
 //! etwgpu run MODEL.pte [--method NAME] [--ptd FILE]... (--call A.npy,B.npy | --input A.npy | --random-inputs)
-//!            [--output-dir DIR] [--repeat N]
+//!            [--output-dir DIR] [--repeat N] [--profile [--json]]
 //! etwgpu devices [--json]
 //! ```
 //!
@@ -18,7 +18,7 @@ use std::process::ExitCode;
 
 const USAGE: &str = "usage:
   etwgpu inspect MODEL.pte [--ptd FILE]... [--json | --plan]
-  etwgpu run MODEL.pte [--method NAME] [--ptd FILE]... (--call IN0.npy[,IN1.npy...]... | --input IN.npy... | --random-inputs) [--output-dir DIR] [--repeat N]
+  etwgpu run MODEL.pte [--method NAME] [--ptd FILE]... (--call IN0.npy[,IN1.npy...]... | --input IN.npy... | --random-inputs) [--output-dir DIR] [--repeat N] [--profile [--json]]
   etwgpu devices [--json]";
 
 /// A command-line failure: the message and the exit status.

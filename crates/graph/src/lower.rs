@@ -130,6 +130,8 @@ pub struct Lowerer {
 pub struct Lowered {
     /// Device steps, in order (host-side SymInt steps are applied, not kept).
     pub steps: Vec<Step>,
+    /// Per step: the index in the chain of the op it comes from.
+    pub nodes: Vec<usize>,
     /// Per value: its live shape (declared shape for untouched tensors).
     pub shapes: Vec<Vec<u64>>,
 }
@@ -190,7 +192,8 @@ impl Lowerer {
             }
         }
         let mut steps = Vec::new();
-        for (call, op) in graph.chain.iter().zip(&self.ops) {
+        let mut nodes = Vec::new();
+        for (node, (call, op)) in graph.chain.iter().zip(&self.ops).enumerate() {
             let args: Vec<Vid> = call.args.iter().map(|a| Vid(a.0)).collect();
             let view = GraphView { graph, lists: &self.lists, shapes: &shapes, symints: &symints };
             let lowered = op.lower(&Ctx::new(&view, &args)).map_err(|source| LowerError::Op {
@@ -222,11 +225,14 @@ impl Lowerer {
                             })?;
                         symints[out.0 as usize] = read(input, elem);
                     }
-                    other => steps.push(other),
+                    other => {
+                        steps.push(other);
+                        nodes.push(node);
+                    }
                 }
             }
         }
-        Ok(Lowered { steps, shapes })
+        Ok(Lowered { steps, nodes, shapes })
     }
 }
 

@@ -75,6 +75,7 @@ fn int_at(t: &Tensor, elem: u64) -> Option<i64> {
 /// The chain lowered at one set of live inputs.
 struct Lowering {
     steps: Vec<Step>,
+    nodes: Vec<usize>,
     shapes: Vec<Vec<u64>>,
     host_reads: Vec<HostRead>,
 }
@@ -86,6 +87,8 @@ struct Plan {
     host_reads: Vec<HostRead>,
     shapes: Vec<Vec<u64>>,
     dispatches: Vec<(wgpu::ComputePipeline, wgpu::BindGroup, [u32; 3])>,
+    /// Per dispatch: the chain index of its op and its shader label.
+    dispatch_nodes: Vec<(usize, &'static str)>,
     _uniforms: Option<wgpu::Buffer>,
 }
 
@@ -108,6 +111,12 @@ pub struct LoadedDelegate {
     memory: Option<etwgpu_graph::MemoryPlan>,
     /// The arenas of `memory`.
     arenas: Vec<wgpu::Buffer>,
+    /// Time every dispatch of each run (see [`LoadedDelegate::profile`]).
+    profiling: bool,
+    /// Per dispatch of the last profiled run: nanoseconds.
+    last_times: Vec<f64>,
+    /// Whether `last_times` come from GPU timestamps (else wall time).
+    last_times_gpu: bool,
     readback: Vec<wgpu::Buffer>,
     plan: Plan,
     /// Per input: a buffer holding it on the device, copied in instead of
@@ -220,12 +229,16 @@ impl LoadedDelegate {
             buffers: vec![None; graph.values.len()],
             memory: None,
             arenas: Vec::new(),
+            profiling: false,
+            last_times: Vec::new(),
+            last_times_gpu: false,
             readback: Vec::new(),
             plan: Plan {
                 input_shapes: Vec::new(),
                 host_reads: Vec::new(),
                 shapes,
                 dispatches: Vec::new(),
+                dispatch_nodes: Vec::new(),
                 _uniforms: None,
             },
             device_inputs: Vec::new(),
@@ -259,7 +272,7 @@ impl LoadedDelegate {
             host_reads.push(HostRead { input, elem, value });
             value
         })?;
-        Ok(Lowering { steps: l.steps, shapes: l.shapes, host_reads })
+        Ok(Lowering { steps: l.steps, nodes: l.nodes, shapes: l.shapes, host_reads })
     }
 
     fn root_of(&self, v: Vid) -> usize {
@@ -418,8 +431,16 @@ impl LoadedDelegate {
 
     /// Creates the uniforms and bind groups of the lowered dispatches.
     fn build_plan(&self, input_shapes: Vec<Vec<u64>>, lowering: Lowering) -> Result<Plan> {
-        let Lowering { steps, shapes, host_reads } = lowering;
+        let Lowering { steps, nodes, shapes, host_reads } = lowering;
         let align = u64::from(self.rt.device.limits().min_uniform_buffer_offset_alignment).max(16);
+        let dispatch_nodes: Vec<(usize, &'static str)> = steps
+            .iter()
+            .zip(&nodes)
+            .filter_map(|(s, &n)| match s {
+                Step::Dispatch(d) => Some((n, d.shader.label())),
+                _ => None,
+            })
+            .collect();
         let dispatches: Vec<&etwgpu_kernels::Dispatch> = steps
             .iter()
             .filter_map(|s| match s {
@@ -487,7 +508,7 @@ impl LoadedDelegate {
         if let Some(e) = pollster::block_on(scope.pop()) {
             return Err(Error::Gpu { during: "creating bind groups", reason: e.to_string() });
         }
-        Ok(Plan { input_shapes, host_reads, shapes, dispatches: out, _uniforms: uniforms })
+        Ok(Plan { input_shapes, host_reads, shapes, dispatches: out, dispatch_nodes, _uniforms: uniforms })
     }
 
     /// Number of inputs [`run`](Self::run) takes.
@@ -520,6 +541,122 @@ impl LoadedDelegate {
     /// buffer).
     pub fn arena_bytes(&self) -> u64 {
         self.arenas.iter().map(wgpu::Buffer::size).sum()
+    }
+
+    /// Turns per-dispatch timing on or off for the next runs.
+    pub fn set_profiling(&mut self, on: bool) {
+        self.profiling = on;
+    }
+
+    /// The last profiled run, one row per op of the graph in chain order:
+    /// op name, node id, shader labels, dispatches and nanoseconds (GPU
+    /// timestamps when the device has `TIMESTAMP_QUERY`, else wall time of
+    /// each dispatch submitted alone).
+    pub fn profile(&self) -> Vec<crate::NodeProfile> {
+        let mut rows: Vec<crate::NodeProfile> = self
+            .graph
+            .chain
+            .iter()
+            .map(|call| crate::NodeProfile {
+                call: self.name.clone(),
+                op: call.name.clone(),
+                node_id: call.node_id,
+                kernels: Vec::new(),
+                dispatches: 0,
+                nanos: 0.0,
+                gpu_timestamps: self.last_times_gpu,
+            })
+            .collect();
+        for (i, &(node, label)) in self.plan.dispatch_nodes.iter().enumerate() {
+            let row = &mut rows[node];
+            row.dispatches += 1;
+            if !row.kernels.iter().any(|k| k == label) {
+                row.kernels.push(label.to_string());
+            }
+            row.nanos += self.last_times.get(i).copied().unwrap_or(0.0);
+        }
+        rows
+    }
+
+    /// Records every dispatch in its own pass: with timestamp writes when
+    /// the device has `TIMESTAMP_QUERY`, else submitted and waited for one
+    /// at a time (wall time). Returns the encoder to go on with.
+    fn record_profiled(&self, mut encoder: wgpu::CommandEncoder) -> Result<(wgpu::CommandEncoder, Vec<f64>, bool)> {
+        let rt = &self.rt;
+        let n = self.plan.dispatches.len();
+        let gpu = rt.device.features().contains(wgpu::Features::TIMESTAMP_QUERY) && n > 0;
+        let new_encoder = || {
+            rt.device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some(&format!("{} profiled run", self.name)),
+            })
+        };
+        if gpu {
+            let queries = rt.device.create_query_set(&wgpu::QuerySetDescriptor {
+                label: Some(&format!("{} timestamps", self.name)),
+                ty: wgpu::QueryType::Timestamp,
+                count: 2 * n as u32,
+            });
+            for (i, (pipeline, bind_group, [x, y, z])) in self.plan.dispatches.iter().enumerate() {
+                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: Some(&format!("{} dispatch {i}", self.name)),
+                    timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
+                        query_set: &queries,
+                        beginning_of_pass_write_index: Some(2 * i as u32),
+                        end_of_pass_write_index: Some(2 * i as u32 + 1),
+                    }),
+                });
+                pass.set_pipeline(pipeline);
+                pass.set_bind_group(0, bind_group, &[]);
+                pass.dispatch_workgroups(*x, *y, *z);
+            }
+            let bytes = 16 * n as u64;
+            let resolve = rt.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(&format!("{} timestamp resolve", self.name)),
+                size: bytes,
+                usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: false,
+            });
+            let read = rt.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(&format!("{} timestamp read-back", self.name)),
+                size: bytes,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+            encoder.resolve_query_set(&queries, 0..2 * n as u32, &resolve, 0);
+            encoder.copy_buffer_to_buffer(&resolve, 0, &read, 0, bytes);
+            rt.queue.submit([encoder.finish()]);
+            read.slice(..).map_async(wgpu::MapMode::Read, |_| {});
+            rt.wait_idle()?;
+            let view = read.slice(..).get_mapped_range().map_err(|e| Error::Map { reason: e.to_string() })?;
+            let ticks: Vec<u64> =
+                view.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect();
+            drop(view);
+            read.unmap();
+            let period = f64::from(rt.queue.get_timestamp_period());
+            let times = ticks.chunks_exact(2).map(|t| t[1].saturating_sub(t[0]) as f64 * period).collect();
+            Ok((new_encoder(), times, true))
+        } else {
+            rt.queue.submit([encoder.finish()]);
+            rt.wait_idle()?;
+            let mut times = Vec::with_capacity(n);
+            for (i, (pipeline, bind_group, [x, y, z])) in self.plan.dispatches.iter().enumerate() {
+                let t = std::time::Instant::now();
+                let mut e = new_encoder();
+                {
+                    let mut pass = e.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                        label: Some(&format!("{} dispatch {i}", self.name)),
+                        timestamp_writes: None,
+                    });
+                    pass.set_pipeline(pipeline);
+                    pass.set_bind_group(0, bind_group, &[]);
+                    pass.dispatch_workgroups(*x, *y, *z);
+                }
+                rt.queue.submit([e.finish()]);
+                rt.wait_idle()?;
+                times.push(t.elapsed().as_secs_f64() * 1e9);
+            }
+            Ok((new_encoder(), times, false))
+        }
     }
 
     /// Number of compute dispatches one run records at the current shapes.
@@ -600,7 +737,12 @@ impl LoadedDelegate {
                 None => rt.queue.write_buffer(buffer, 0, bytes),
             }
         }
-        {
+        if self.profiling {
+            let (e, times, gpu) = self.record_profiled(encoder)?;
+            encoder = e;
+            self.last_times = times;
+            self.last_times_gpu = gpu;
+        } else {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some(&format!("{} pass", self.name)),
                 timestamp_writes: None,
@@ -611,6 +753,7 @@ impl LoadedDelegate {
                 pass.dispatch_workgroups(*x, *y, *z);
             }
         }
+        let rt = &self.rt;
         let mut out_sizes = Vec::with_capacity(self.outputs.len());
         for ((spec, readback), keep) in self.outputs.iter().zip(&self.readback).zip(&self.keep_on_device) {
             let shape = self.plan.shapes[spec.value.idx()].clone();
