@@ -277,3 +277,59 @@ pub fn to_text(name: &str, program: &Program) -> String {
     }
     o
 }
+
+/// `inspect --plan`: per Vulkan delegate, the chain lowered at the declared
+/// (maximum) shapes without a GPU, and its memory plan.
+pub fn plan_text(name: &str, program: &Program) -> String {
+    let mut o = String::new();
+    let w = &mut o;
+    let _ = writeln!(w, "{name}: memory plan at the declared (maximum) shapes");
+    for m in &program.methods {
+        let _ = writeln!(w, "\nmethod {:?}", m.name);
+        for (d, del) in m.delegates.iter().enumerate() {
+            let Some(g) = &del.graph else {
+                let _ = writeln!(w, "  delegate {d}: not a Vulkan delegate");
+                continue;
+            };
+            // Host-read SymInts (positions) are 0, as at load.
+            let lowered = match etwgpu_graph::lower_at_max(g, 0) {
+                Ok(l) => l,
+                Err(e) => {
+                    let _ = writeln!(w, "  delegate {d}: cannot lower: {e}");
+                    continue;
+                }
+            };
+            let plan = match etwgpu_graph::plan_graph(g, &lowered.steps) {
+                Ok(p) => p,
+                Err(e) => {
+                    let _ = writeln!(w, "  delegate {d}: cannot plan: {e}");
+                    continue;
+                }
+            };
+            let dispatches = lowered.steps.iter().filter(|s| matches!(s, etwgpu_kernels::Step::Dispatch(_))).count();
+            let aliases = lowered.steps.iter().filter(|s| matches!(s, etwgpu_kernels::Step::Alias { .. })).count();
+            let arena_classes =
+                plan.classes.values().filter(|c| matches!(c.placement, etwgpu_graph::Placement::Arena { .. })).count();
+            let ratio = |a: u64, b: u64| if b == 0 { "-".to_string() } else { format!("{:.3}", a as f64 / b as f64) };
+            let _ = writeln!(w, "  delegate {d}: {} nodes, {dispatches} dispatches, {aliases} views", g.chain.len());
+            let _ = writeln!(w, "    naive:       {:>10} bytes", plan.naive_bytes);
+            let _ = writeln!(
+                w,
+                "    planned:     {:>10} bytes ({} dedicated + {} in {} arena(s) shared by {} storage class(es))",
+                plan.planned_bytes(),
+                plan.dedicated_bytes,
+                plan.arena_bytes,
+                plan.arenas.len(),
+                arena_classes
+            );
+            let _ = writeln!(w, "    lower bound: {:>10} bytes", plan.lower_bound_bytes);
+            let _ = writeln!(
+                w,
+                "    planned / lower bound: {}, planned / naive: {}",
+                ratio(plan.planned_bytes(), plan.lower_bound_bytes),
+                ratio(plan.planned_bytes(), plan.naive_bytes)
+            );
+        }
+    }
+    o
+}

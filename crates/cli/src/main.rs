@@ -1,9 +1,9 @@
 //! The `etwgpu` command-line tool.
 //!
 //! ```text
-//! etwgpu inspect MODEL.pte [--ptd FILE]... [--json]
+//! etwgpu inspect MODEL.pte [--ptd FILE]... [--json | --plan]
 //! etwgpu run MODEL.pte [--method NAME] [--ptd FILE]... (--call A.npy,B.npy | --input A.npy | --random-inputs)
-//!            [--output-dir DIR] [--repeat N]
+//!            [--output-dir DIR] [--repeat N] [--profile [--json]]
 //! etwgpu generate --model MODEL.pte (--tokenizer T.json --prompt TEXT [--chat] [--system TEXT] | --tokens ID,ID,...)
 //!                 [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S]
 //! etwgpu devices [--json]
@@ -20,8 +20,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 const USAGE: &str = "usage:
-  etwgpu inspect MODEL.pte [--ptd FILE]... [--json]
-  etwgpu run MODEL.pte [--method NAME] [--ptd FILE]... (--call IN0.npy[,IN1.npy...]... | --input IN.npy... | --random-inputs) [--output-dir DIR] [--repeat N]
+  etwgpu inspect MODEL.pte [--ptd FILE]... [--json | --plan]
+  etwgpu run MODEL.pte [--method NAME] [--ptd FILE]... (--call IN0.npy[,IN1.npy...]... | --input IN.npy... | --random-inputs) [--output-dir DIR] [--repeat N] [--profile [--json]]
   etwgpu generate --model MODEL.pte (--tokenizer T.json --prompt TEXT [--chat] [--system TEXT] | --tokens ID,ID,...) [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S]
   etwgpu devices [--json]";
 
@@ -61,16 +61,20 @@ struct InspectArgs {
     model: PathBuf,
     ptds: Vec<PathBuf>,
     json: bool,
+    /// Print the memory plan of each delegate instead.
+    plan: bool,
 }
 
 fn parse_inspect(args: &[String]) -> Result<InspectArgs, Failure> {
     let mut model = None;
     let mut ptds = Vec::new();
     let mut json = false;
+    let mut plan = false;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--json" => json = true,
+            "--plan" => plan = true,
             "--ptd" => ptds.push(PathBuf::from(it.next().ok_or_else(|| Failure::usage("--ptd needs a file"))?)),
             flag if flag.starts_with("--") => return Err(Failure::usage(format!("unknown option {flag}"))),
             path if model.is_none() => model = Some(PathBuf::from(path)),
@@ -78,7 +82,10 @@ fn parse_inspect(args: &[String]) -> Result<InspectArgs, Failure> {
         }
     }
     let model = model.ok_or_else(|| Failure::usage("inspect needs a model file"))?;
-    Ok(InspectArgs { model, ptds, json })
+    if json && plan {
+        return Err(Failure::usage("inspect takes --json or --plan, not both"));
+    }
+    Ok(InspectArgs { model, ptds, json, plan })
 }
 
 fn inspect(args: &[String]) -> Result<(), Failure> {
@@ -91,7 +98,7 @@ fn inspect(args: &[String]) -> Result<(), Failure> {
         s
     } else {
         let name = a.model.file_name().map_or_else(|| a.model.display().to_string(), |n| n.to_string_lossy().into());
-        inspect::to_text(&name, &program)
+        if a.plan { inspect::plan_text(&name, &program) } else { inspect::to_text(&name, &program) }
     };
     use std::io::Write as _;
     std::io::stdout().write_all(out.as_bytes()).map_err(Failure::error)

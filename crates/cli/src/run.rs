@@ -18,6 +18,10 @@ pub struct RunArgs {
     output_dir: Option<PathBuf>,
     random_inputs: bool,
     repeat: usize,
+    /// Print a per-op table of the last run of each call.
+    profile: bool,
+    /// With `profile`: print only the profile, as JSON.
+    json: bool,
 }
 
 /// Parses the arguments after `run`.
@@ -37,6 +41,8 @@ pub fn parse(args: &[String]) -> Result<RunArgs, Failure> {
             "--input" => single.push(PathBuf::from(value(&mut it, "--input")?)),
             "--output-dir" => a.output_dir = Some(value(&mut it, "--output-dir")?.into()),
             "--random-inputs" => a.random_inputs = true,
+            "--profile" => a.profile = true,
+            "--json" => a.json = true,
             "--repeat" => {
                 let v = value(&mut it, "--repeat")?;
                 a.repeat = v
@@ -56,6 +62,9 @@ pub fn parse(args: &[String]) -> Result<RunArgs, Failure> {
     a.model = model.ok_or_else(|| Failure::usage("run needs a model file"))?;
     if a.calls.is_empty() && !a.random_inputs {
         return Err(Failure::usage("give inputs with --call or --input, or use --random-inputs"));
+    }
+    if a.json && !a.profile {
+        return Err(Failure::usage("--json needs --profile"));
     }
     if !a.calls.is_empty() && a.random_inputs {
         return Err(Failure::usage("--random-inputs cannot be combined with --call or --input"));
@@ -144,6 +153,8 @@ pub fn run(a: &RunArgs) -> Result<String, Failure> {
             })
             .collect::<Result<_, _>>()?
     };
+    method.set_profiling(a.profile);
+    let mut profiles = Vec::new();
     if let Some(dir) = &a.output_dir {
         std::fs::create_dir_all(dir).map_err(|e| Failure::error(format!("{}: {e}", dir.display())))?;
     }
@@ -169,6 +180,13 @@ pub fn run(a: &RunArgs) -> Result<String, Failure> {
             shapes.join(", "),
             method.host_round_trips()
         );
+        if a.profile {
+            let rows = method.profile();
+            if !a.json {
+                out.push_str(&profile_table(&rows));
+            }
+            profiles.push(profile_json(k, &rows));
+        }
         if let Some(dir) = &a.output_dir {
             for (i, t) in outputs.iter().enumerate() {
                 let path = dir.join(format!("call{k}.out{i}.npy"));
@@ -176,5 +194,66 @@ pub fn run(a: &RunArgs) -> Result<String, Failure> {
             }
         }
     }
+    if a.json {
+        let mut s = serde_json::to_string(&serde_json::json!({ "calls": profiles })).map_err(Failure::error)?;
+        s.push('\n');
+        return Ok(s);
+    }
     Ok(out)
+}
+
+/// The per-op table of one profiled run, with totals.
+fn profile_table(rows: &[etwgpu_runtime::NodeProfile]) -> String {
+    use std::fmt::Write as _;
+    let gpu = rows.iter().any(|r| r.gpu_timestamps);
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "  profile ({}):\n  {:<24} {:>5}  {:<44} {:<40} {:>5} {:>10}",
+        if gpu { "GPU timestamps" } else { "wall time per dispatch" },
+        "call",
+        "node",
+        "op",
+        "kernel",
+        "disp",
+        "us"
+    );
+    for r in rows {
+        let _ = writeln!(
+            o,
+            "  {:<24} {:>5}  {:<44} {:<40} {:>5} {:>10.1}",
+            r.call,
+            r.node_id,
+            r.op,
+            if r.kernels.is_empty() { "-".to_string() } else { r.kernels.join(",") },
+            r.dispatches,
+            r.nanos / 1e3
+        );
+    }
+    let _ = writeln!(
+        o,
+        "  total: {} op(s), {} dispatch(es), {:.1} us",
+        rows.len(),
+        rows.iter().map(|r| r.dispatches).sum::<usize>(),
+        rows.iter().map(|r| r.nanos).sum::<f64>() / 1e3
+    );
+    o
+}
+
+fn profile_json(call: usize, rows: &[etwgpu_runtime::NodeProfile]) -> serde_json::Value {
+    let nodes: Vec<serde_json::Value> = rows
+        .iter()
+        .map(|r| {
+            serde_json::json!({
+                "call": r.call, "node_id": r.node_id, "op": r.op, "kernels": r.kernels,
+                "dispatches": r.dispatches, "ns": r.nanos, "gpu_timestamps": r.gpu_timestamps,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "call": call,
+        "nodes": nodes,
+        "total_dispatches": rows.iter().map(|r| r.dispatches).sum::<usize>(),
+        "total_ns": rows.iter().map(|r| r.nanos).sum::<f64>(),
+    })
 }

@@ -5,11 +5,14 @@
 //!
 //! - [`memory`]: liveness analysis and arena placement of intermediate
 //!   tensors, with the naive / planned / lower-bound report.
+//! - [`lower`]: the op chain lowered into steps at live shapes.
 #![forbid(unsafe_code)]
 
+pub mod lower;
 pub mod memory;
 
 #[cfg(test)]
 mod tests;
 
+pub use lower::{InputRef, LowerError, Lowered, Lowerer, lower_at_max, plan_graph};
 pub use memory::{MemoryPlan, Placement, StorageClass, plan as plan_memory};

@@ -7,7 +7,8 @@
 //! mutable state are *pinned*: they keep a dedicated buffer and are never
 //! overwritten by anything else. Everything else gets an offset in one
 //! arena, placed greedily by size (largest first, lowest free offset that no
-//! live neighbour occupies).
+//! live neighbour occupies), unless sharing saves nothing (then every tensor
+//! keeps its own buffer).
 //!
 //! The result is deterministic: same steps and sizes, same plan.
 
@@ -24,8 +25,10 @@ pub const ALIGN: u64 = 256;
 pub enum Placement {
     /// Its own buffer (pinned values, prepack outputs).
     Dedicated,
-    /// At this offset of the arena.
+    /// At this offset of one arena.
     Arena {
+        /// Which arena (see [`MemoryPlan::arenas`]).
+        arena: u32,
         /// Byte offset.
         offset: u64,
     },
@@ -51,14 +54,19 @@ pub struct MemoryPlan {
     pub class_of: BTreeMap<Vid, Vid>,
     /// The storage classes, by root.
     pub classes: BTreeMap<Vid, StorageClass>,
-    /// Size of the shared arena.
+    /// Size of each arena. No dispatch reads one arena and writes the same
+    /// one (WebGPU tracks usage per whole buffer: a read-only and a
+    /// read-write binding of one buffer conflict in a dispatch).
+    pub arenas: Vec<u64>,
+    /// Total size of the arenas.
     pub arena_bytes: u64,
     /// Bytes in dedicated buffers.
     pub dedicated_bytes: u64,
     /// One buffer per tensor value, views included: what no planning costs.
     pub naive_bytes: u64,
-    /// Dedicated bytes plus the largest sum of arena bytes live at once: no
-    /// plan can do better.
+    /// Dedicated bytes plus the largest sum of arena bytes live at once
+    /// (each padded to [`ALIGN`] but the largest padding): no plan can do
+    /// better.
     pub lower_bound_bytes: u64,
 }
 
@@ -71,6 +79,53 @@ impl MemoryPlan {
     /// Where tensor `v` lives (its class's placement), if the chain touches it.
     pub fn placement(&self, v: Vid) -> Option<Placement> {
         self.class_of.get(&v).map(|root| self.classes[root].placement)
+    }
+}
+
+impl MemoryPlan {
+    /// Whether this plan stays valid for `steps` (the chain re-lowered at
+    /// other shapes): every tensor they touch is planned, arena tensors live
+    /// at once never share bytes, and no dispatch reads and writes one
+    /// arena.
+    pub fn fits(&self, steps: &[Step]) -> bool {
+        let mut live: BTreeMap<Vid, (usize, usize)> = BTreeMap::new();
+        let arena_of = |v: &Vid| match self.placement(*v) {
+            Some(Placement::Arena { arena, .. }) => Some(arena),
+            _ => None,
+        };
+        for (t, step) in steps.iter().enumerate() {
+            let touched: Vec<Vid> = match step {
+                Step::Dispatch(d) => {
+                    let reads: BTreeSet<u32> = d.inputs.iter().filter_map(arena_of).collect();
+                    if d.outputs.iter().filter_map(arena_of).any(|a| reads.contains(&a)) {
+                        return false;
+                    }
+                    d.inputs.iter().chain(&d.outputs).copied().collect()
+                }
+                Step::Alias { out, src } => vec![*out, *src],
+                Step::Prepack { out, .. } => vec![*out],
+                Step::SymInt { .. } | Step::ReadSymInt { .. } => Vec::new(),
+            };
+            for v in touched {
+                let Some(&root) = self.class_of.get(&v) else { return false };
+                let e = live.entry(root).or_insert((t, t));
+                e.1 = t;
+            }
+        }
+        let arena: Vec<(u32, u64, u64, (usize, usize))> = live
+            .iter()
+            .filter_map(|(root, &l)| match self.classes[root].placement {
+                Placement::Arena { arena, offset } => Some((arena, offset, self.classes[root].bytes, l)),
+                Placement::Dedicated => None,
+            })
+            .collect();
+        arena.iter().enumerate().all(|(i, a)| {
+            arena[i + 1..].iter().all(|b| {
+                let live_overlap = a.3.0 <= b.3.1 && b.3.0 <= a.3.1;
+                let bytes_overlap = a.1 < b.1 + b.2 && b.1 < a.1 + a.2;
+                a.0 != b.0 || !(live_overlap && bytes_overlap)
+            })
+        })
     }
 }
 
@@ -161,50 +216,105 @@ pub fn plan(steps: &[Step], bytes: &BTreeMap<Vid, u64>, pinned: &BTreeSet<Vid>) 
         }
     }
 
+    // Arenas: no dispatch may read and write the same one. Conflicts join a
+    // class read by a dispatch to a class it writes.
+    let mut conflicts: BTreeMap<Vid, BTreeSet<Vid>> = BTreeMap::new();
+    for step in steps {
+        if let Step::Dispatch(d) = step {
+            let root_of = |v: &Vid| class_of.get(v).copied().filter(|r| !pinned_roots.contains(r));
+            let reads: BTreeSet<Vid> = d.inputs.iter().filter_map(root_of).collect();
+            let writes: BTreeSet<Vid> = d.outputs.iter().filter_map(root_of).collect();
+            for &r in &reads {
+                for &w in &writes {
+                    if r != w {
+                        conflicts.entry(r).or_default().insert(w);
+                        conflicts.entry(w).or_default().insert(r);
+                    }
+                }
+            }
+        }
+    }
     // Greedy by size over the unpinned classes.
     let mut order: Vec<&StorageClass> = classes.values().filter(|c| !pinned_roots.contains(&c.root)).collect();
     order.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.live.0.cmp(&b.live.0)).then(a.root.cmp(&b.root)));
-    let mut placed: Vec<(u64, u64, (usize, usize))> = Vec::new(); // (offset, bytes, live)
-    let mut offsets: BTreeMap<Vid, u64> = BTreeMap::new();
-    let mut arena_bytes = 0;
+    // Each class goes to the arena it grows least among those holding none
+    // of its conflicts (a new arena costs its whole size).
+    let mut arenas: Vec<u64> = Vec::new();
+    let mut placed: Vec<(u32, u64, u64, (usize, usize))> = Vec::new(); // (arena, offset, bytes, live)
+    let mut offsets: BTreeMap<Vid, (u32, u64)> = BTreeMap::new();
     for c in order {
-        let mut busy: Vec<(u64, u64)> = placed
-            .iter()
-            .filter(|(_, _, live)| live.0 <= c.live.1 && c.live.0 <= live.1)
-            .map(|&(off, b, _)| (off, off + b))
-            .collect();
-        busy.sort();
-        let mut offset = 0;
-        for (start, end) in busy {
-            if offset + c.bytes <= start {
-                break;
+        let taken: BTreeSet<u32> =
+            conflicts.get(&c.root).into_iter().flatten().filter_map(|n| offsets.get(n).map(|&(a, _)| a)).collect();
+        let mut best: Option<(u64, u32, u64)> = None; // (growth, arena, offset)
+        for arena in (0..arenas.len() as u32).filter(|a| !taken.contains(a)) {
+            let mut busy: Vec<(u64, u64)> = placed
+                .iter()
+                .filter(|(a, _, _, live)| *a == arena && live.0 <= c.live.1 && c.live.0 <= live.1)
+                .map(|&(_, off, b, _)| (off, off + b))
+                .collect();
+            busy.sort();
+            let mut offset = 0;
+            for (start, end) in busy {
+                if offset + c.bytes <= start {
+                    break;
+                }
+                offset = offset.max(align_up(end));
             }
-            offset = offset.max(align_up(end));
+            let growth = (offset + c.bytes).saturating_sub(arenas[arena as usize]);
+            if best.is_none_or(|(g, _, _)| growth < g) {
+                best = Some((growth, arena, offset));
+            }
         }
-        placed.push((offset, c.bytes, c.live));
-        offsets.insert(c.root, offset);
-        arena_bytes = arena_bytes.max(offset + c.bytes);
+        let (arena, offset) = match best {
+            Some((growth, arena, offset)) if growth <= c.bytes => (arena, offset),
+            _ => {
+                arenas.push(0);
+                (arenas.len() as u32 - 1, 0)
+            }
+        };
+        placed.push((arena, offset, c.bytes, c.live));
+        offsets.insert(c.root, (arena, offset));
+        let size = &mut arenas[arena as usize];
+        *size = (*size).max(offset + c.bytes);
+    }
+    let mut arena_bytes: u64 = arenas.iter().sum();
+    // Sharing that costs more than it saves (tiny tensors padded to `ALIGN`,
+    // several arenas) or shares nothing is not worth it: they keep their
+    // own buffers.
+    if arena_bytes > placed.iter().map(|p| p.2).sum::<u64>() || arenas.len() == placed.len() {
+        offsets.clear();
+        arenas.clear();
+        arena_bytes = 0;
     }
     let mut dedicated_bytes = 0;
     for c in classes.values_mut() {
         match offsets.get(&c.root) {
-            Some(&offset) => c.placement = Placement::Arena { offset },
+            Some(&(arena, offset)) => c.placement = Placement::Arena { arena, offset },
             None => dedicated_bytes += c.bytes,
         }
     }
+    let n_arenas = arenas.len();
     let peak_live = (0..steps.len())
         .map(|t| {
             classes
                 .values()
                 .filter(|c| matches!(c.placement, Placement::Arena { .. }) && c.live.0 <= t && t <= c.live.1)
-                .map(|c| c.bytes)
-                .sum::<u64>()
+                .map(|c| (align_up(c.bytes), c.bytes))
+                .collect::<Vec<_>>()
+        })
+        // Every live tensor but the topmost of each arena starts at an
+        // aligned offset, so all but one per arena pay their padding.
+        .map(|mut live| {
+            live.sort_by_key(|&(aligned, b)| std::cmp::Reverse(aligned - b));
+            let pads: u64 = live.iter().take(n_arenas).map(|&(aligned, b)| aligned - b).sum();
+            live.iter().map(|&(aligned, _)| aligned).sum::<u64>() - pads
         })
         .max()
         .unwrap_or(0);
     MemoryPlan {
         class_of,
         classes,
+        arenas,
         arena_bytes,
         dedicated_bytes,
         naive_bytes,

@@ -31,19 +31,20 @@ fn check_no_overlap(p: &MemoryPlan) {
         .classes
         .values()
         .filter_map(|c| match c.placement {
-            Placement::Arena { offset } => Some((offset, c.bytes, c.live, c.root)),
+            Placement::Arena { arena, offset } => Some((arena, offset, c.bytes, c.live, c.root)),
             Placement::Dedicated => None,
         })
         .collect();
     for (i, a) in arena.iter().enumerate() {
-        assert_eq!(a.0 % ALIGN, 0, "offset {} of {:?} is not aligned", a.0, a.3);
-        assert!(a.0 + a.1 <= p.arena_bytes);
+        assert_eq!(a.1 % ALIGN, 0, "offset {} of {:?} is not aligned", a.1, a.4);
+        assert!(a.1 + a.2 <= p.arenas[a.0 as usize]);
         for b in &arena[i + 1..] {
-            let live_overlap = a.2.0 <= b.2.1 && b.2.0 <= a.2.1;
-            let bytes_overlap = a.0 < b.0 + b.1 && b.0 < a.0 + a.1;
-            assert!(!(live_overlap && bytes_overlap), "{:?} and {:?} overlap", a, b);
+            let live_overlap = a.3.0 <= b.3.1 && b.3.0 <= a.3.1;
+            let bytes_overlap = a.1 < b.1 + b.2 && b.1 < a.1 + a.2;
+            assert!(a.0 != b.0 || !(live_overlap && bytes_overlap), "{:?} and {:?} overlap", a, b);
         }
     }
+    assert_eq!(p.arena_bytes, p.arenas.iter().sum::<u64>());
     assert!(p.lower_bound_bytes <= p.planned_bytes());
 }
 
@@ -142,9 +143,13 @@ fn random_chains_never_overlap_live_tensors_and_stay_near_the_bound() {
         worst = worst.max(p.planned_bytes() as f64 / p.lower_bound_bytes as f64);
     }
     // Greedy-by-size is not optimal on adversarial DAGs; this records how
-    // far from the bound it strays on random ones.
+    // far from the bound it strays on random ones. The bound ignores the
+    // arena split (no dispatch reads and writes one arena), which costs
+    // most on these chains, where every step reads two random earlier
+    // tensors (1.30 with one arena, 1.47 with the split); the exported
+    // fixtures stay under 1.05 (`etwgpu inspect --plan` snapshots).
     eprintln!("worst planned/lower-bound ratio over 200 random chains: {worst:.3}");
-    assert!(worst < 1.3, "worst planned/lower-bound ratio {worst}");
+    assert!(worst < 1.5, "worst planned/lower-bound ratio {worst}");
 }
 
 #[test]
@@ -152,4 +157,54 @@ fn plans_are_deterministic() {
     let mut rng = Rng(7);
     let (steps, sizes, pinned) = random_chain(&mut rng, 50);
     assert_eq!(plan(&steps, &sizes, &pinned), plan(&steps, &sizes, &pinned));
+}
+
+/// Tiny tensors whose padding to `ALIGN` costs more than sharing saves keep
+/// their own buffers: a plan never allocates more than the naive one.
+#[test]
+fn sharing_that_saves_nothing_is_skipped() {
+    let steps = [dispatch(&[0], &[1]), dispatch(&[1], &[2]), dispatch(&[2], &[3])];
+    let p = plan(&steps, &sizes(&[(0, 16), (1, 16), (2, 16), (3, 16)]), &pins(&[0, 3]));
+    assert_eq!(p.arena_bytes, 0);
+    assert!(p.classes.values().all(|c| c.placement == Placement::Dedicated));
+    assert_eq!(p.planned_bytes(), p.naive_bytes);
+    assert_eq!(p.lower_bound_bytes, p.planned_bytes());
+}
+
+/// No dispatch reads one arena and writes the same one (WebGPU tracks
+/// buffer usage per whole buffer), and a plan fits its own chain.
+#[test]
+fn no_dispatch_reads_and_writes_one_arena() {
+    // x -> a -> b -> c -> y, plus d = f(a, b): a, b, c, d in arenas.
+    let steps = [
+        dispatch(&[0], &[1]),
+        dispatch(&[1], &[2]),
+        dispatch(&[1, 2], &[5]),
+        dispatch(&[2, 5], &[3]),
+        dispatch(&[3], &[4]),
+    ];
+    let p = plan(&steps, &sizes(&[(0, 1024), (1, 1024), (2, 1024), (3, 1024), (4, 1024), (5, 1024)]), &pins(&[0, 4]));
+    check_no_overlap(&p);
+    assert!(p.arenas.len() >= 2);
+    assert!(p.fits(&steps));
+    for s in &steps {
+        let Step::Dispatch(d) = s else { continue };
+        let arena = |v: &Vid| match p.placement(*v) {
+            Some(Placement::Arena { arena, .. }) => Some(arena),
+            _ => None,
+        };
+        let reads: Vec<u32> = d.inputs.iter().filter_map(arena).collect();
+        assert!(d.outputs.iter().filter_map(arena).all(|a| !reads.contains(&a)));
+    }
+    // A chain that reads and writes one arena, or touches an unplanned
+    // tensor, does not fit.
+    let (Some(Placement::Arena { arena: a1, .. }), Some(Placement::Arena { arena: a3, .. })) =
+        (p.placement(Vid(1)), p.placement(Vid(3)))
+    else {
+        panic!("a and c are in arenas")
+    };
+    if a1 == a3 {
+        assert!(!p.fits(&[dispatch(&[0], &[1]), dispatch(&[1], &[3])]));
+    }
+    assert!(!p.fits(&[dispatch(&[0], &[9])]));
 }

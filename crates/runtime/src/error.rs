@@ -261,3 +261,16 @@ pub enum Error {
 
 /// Result alias of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl From<etwgpu_graph::LowerError> for Error {
+    fn from(e: etwgpu_graph::LowerError) -> Self {
+        use etwgpu_graph::LowerError as L;
+        match e {
+            L::UnsupportedOp { op, node_id } => Error::UnsupportedOp { op, node_id },
+            L::Op { op, node_id, source } => Error::Op { op, node_id, source },
+            L::OutputShape { op, node_id, value, max, found } => Error::OutputShape { op, node_id, value, max, found },
+            L::NotATensor { value, found } => Error::NotATensor { value, found },
+            L::SymIntSource { op, node_id, value } => Error::SymIntSource { op, node_id, value },
+        }
+    }
+}

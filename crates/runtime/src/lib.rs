@@ -34,3 +34,24 @@ pub use device::{AdapterSummary, Runtime, adapters};
 pub use error::{Error, Result};
 pub use program::{LoadedMethod, Route, kernel_route};
 pub use tensor::Tensor;
+
+/// One op of a GPU call in a profiled run (see
+/// [`LoadedMethod::set_profiling`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeProfile {
+    /// The GPU call (delegate) label.
+    pub call: String,
+    /// ExecuTorch op name.
+    pub op: String,
+    /// Node id of the op in its graph.
+    pub node_id: u32,
+    /// Shader labels of its dispatches, first use order.
+    pub kernels: Vec<String>,
+    /// Dispatches it recorded (0 for views and host-only ops).
+    pub dispatches: usize,
+    /// Time of its dispatches, nanoseconds.
+    pub nanos: f64,
+    /// Whether the time comes from GPU timestamps (else wall time of each
+    /// dispatch submitted alone).
+    pub gpu_timestamps: bool,
+}

@@ -1,71 +1,32 @@
 //! A loaded delegate call: buffers, constants, the lowered op chain, and `run`.
 //!
 //! Load: every op is looked up in the kernel table and lowered at the
-//! declared (maximum) shapes; view-like ops become buffer aliases; every
-//! other tensor value that is touched gets its own buffer (constants never
-//! share, whatever their `mem_obj_id` or named key). Run: inputs are
-//! uploaded; when input shapes or host-read SymInts (SymInt inputs,
-//! `select_as_symint` sources) changed, the chain is re-lowered in order at
-//! the live values, so every op re-infers its output shape and records only
-//! the live work (uniforms carry live sizes); all dispatches go into one
-//! compute pass and one submit, and outputs are read back at their live
-//! shapes. Buffers stay at the declared maximum shapes.
+//! declared (maximum) shapes (by [`etwgpu_graph::Lowerer`]); view-like ops
+//! become buffer aliases; the memory planner ([`etwgpu_graph::plan_graph`])
+//! places the intermediates in a few arenas, bound at their planned offsets,
+//! so tensors that are never live together share bytes (no dispatch reads
+//! and writes one arena: WebGPU tracks usage per whole buffer). Graph
+//! inputs and outputs, constants and prepacked tensors keep their own
+//! buffers (constants never share, whatever their `mem_obj_id` or named
+//! key); so does everything when the device cannot bind the arenas. Run:
+//! inputs are uploaded; when input shapes or host-read SymInts (SymInt
+//! inputs, `select_as_symint` sources) changed, the chain is re-lowered in
+//! order at the live values, so every op re-infers its output shape and
+//! records only the live work (uniforms carry live sizes); a re-lowered
+//! chain that no longer fits the load-time plan moves every intermediate
+//! to its own buffer. All dispatches go into one compute pass and one
+//! submit, and outputs are read back at their live shapes. Buffers stay at
+//! the declared maximum shapes.
 
 use etwgpu_format::{DType, PlanValue, Program, ValueId, VkGraph, VkValue};
-use etwgpu_kernels::plan::Ctx;
-use etwgpu_kernels::{ElemType, OpId, Step, TensorInfo, Value, Vid};
+use etwgpu_graph::{InputRef, Lowerer};
+use etwgpu_kernels::{Step, Vid};
 
 use crate::device::Runtime;
 use crate::error::{Error, Result};
 use crate::tensor::{Tensor, convert, from_device_layout, to_device_layout};
 
-fn elem_type(d: DType) -> ElemType {
-    match d {
-        DType::Bool => ElemType::Bool,
-        DType::U8 => ElemType::U8,
-        DType::I8 => ElemType::I8,
-        DType::I16 => ElemType::I16,
-        DType::I32 => ElemType::I32,
-        DType::I64 => ElemType::I64,
-        DType::F16 => ElemType::F16,
-        DType::BF16 => ElemType::BF16,
-        DType::F32 => ElemType::F32,
-        DType::F64 => ElemType::F64,
-    }
-}
-
-/// The graph with live shapes, as the kernels' host rules see it.
-struct GraphView<'a> {
-    graph: &'a VkGraph,
-    /// Per value: the items of a ValueList as [`Vid`]s (empty otherwise).
-    lists: &'a [Vec<Vid>],
-    shapes: &'a [Vec<u64>],
-    /// Per value: the live value of a SymInt (0 otherwise).
-    symints: &'a [i64],
-}
-
-impl etwgpu_kernels::Graph for GraphView<'_> {
-    fn value(&self, id: Vid) -> Value<'_> {
-        match &self.graph.values[id.0 as usize] {
-            VkValue::Null => Value::Null,
-            VkValue::Int(x) => Value::Int(*x),
-            VkValue::Double(x) => Value::Double(*x),
-            VkValue::Bool(x) => Value::Bool(*x),
-            VkValue::Tensor(t) => Value::Tensor(TensorInfo {
-                id,
-                dtype: elem_type(t.dtype),
-                shape: &self.shapes[id.0 as usize],
-                is_constant: t.constant.is_some(),
-            }),
-            VkValue::IntList(x) => Value::IntList(x),
-            VkValue::DoubleList(x) => Value::DoubleList(x),
-            VkValue::BoolList(x) => Value::BoolList(x),
-            VkValue::ValueList(_) => Value::List(&self.lists[id.0 as usize]),
-            VkValue::String(s) => Value::String(s),
-            VkValue::SymInt(_) => Value::SymInt(self.symints[id.0 as usize]),
-        }
-    }
-}
+use etwgpu_graph::lower::elem_type;
 
 /// One method input or output, mapped onto the graph.
 #[derive(Debug, Clone)]
@@ -114,6 +75,7 @@ fn int_at(t: &Tensor, elem: u64) -> Option<i64> {
 /// The chain lowered at one set of live inputs.
 struct Lowering {
     steps: Vec<Step>,
+    nodes: Vec<usize>,
     shapes: Vec<Vec<u64>>,
     host_reads: Vec<HostRead>,
 }
@@ -125,6 +87,8 @@ struct Plan {
     host_reads: Vec<HostRead>,
     shapes: Vec<Vec<u64>>,
     dispatches: Vec<(wgpu::ComputePipeline, wgpu::BindGroup, [u32; 3])>,
+    /// Per dispatch: the chain index of its op and its shader label.
+    dispatch_nodes: Vec<(usize, &'static str)>,
     _uniforms: Option<wgpu::Buffer>,
 }
 
@@ -135,14 +99,24 @@ pub struct LoadedDelegate {
     rt: Runtime,
     name: String,
     graph: VkGraph,
-    ops: Vec<OpId>,
-    lists: Vec<Vec<Vid>>,
+    lowerer: Lowerer,
     inputs: Vec<IoSpec>,
     outputs: Vec<IoSpec>,
     /// Per value: the value whose buffer it uses (itself unless aliased).
     root: Vec<u32>,
     /// Per value: its buffer, for roots that have one.
     buffers: Vec<Option<wgpu::Buffer>>,
+    /// The memory plan at the maximum shapes, while intermediates share the
+    /// arenas; `None` once every tensor has its own buffer.
+    memory: Option<etwgpu_graph::MemoryPlan>,
+    /// The arenas of `memory`.
+    arenas: Vec<wgpu::Buffer>,
+    /// Time every dispatch of each run (see [`LoadedDelegate::profile`]).
+    profiling: bool,
+    /// Per dispatch of the last profiled run: nanoseconds.
+    last_times: Vec<f64>,
+    /// Whether `last_times` come from GPU timestamps (else wall time).
+    last_times_gpu: bool,
     readback: Vec<wgpu::Buffer>,
     plan: Plan,
     /// Per input: a buffer holding it on the device, copied in instead of
@@ -153,7 +127,7 @@ pub struct LoadedDelegate {
 }
 
 /// Bytes of a tensor's buffer at its maximum shape (bools take a `u32`
-/// each on the device; see [`ElemType::device_size_bytes`]).
+/// each on the device; see `ElemType::device_size_bytes`).
 fn device_size_bytes(t: &etwgpu_format::VkTensor) -> u64 {
     t.numel() * elem_type(t.dtype).device_size_bytes() as u64
 }
@@ -252,22 +226,7 @@ impl LoadedDelegate {
         }
 
         check_tensor_sizes(rt, graph)?;
-        let ops = graph
-            .chain
-            .iter()
-            .map(|call| {
-                etwgpu_kernels::from_name(&call.name)
-                    .ok_or_else(|| Error::UnsupportedOp { op: call.name.clone(), node_id: call.node_id })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let lists = graph
-            .values
-            .iter()
-            .map(|v| match v {
-                VkValue::ValueList(ids) => ids.iter().map(|i| Vid(i.0)).collect(),
-                _ => Vec::new(),
-            })
-            .collect();
+        let lowerer = Lowerer::new(graph)?;
         let shapes: Vec<Vec<u64>> = graph
             .values
             .iter()
@@ -280,18 +239,23 @@ impl LoadedDelegate {
             rt: rt.clone(),
             name: method.to_string(),
             graph: graph.clone(),
-            ops,
-            lists,
+            lowerer,
             inputs,
             outputs,
             root: (0..graph.values.len() as u32).collect(),
             buffers: vec![None; graph.values.len()],
+            memory: None,
+            arenas: Vec::new(),
+            profiling: false,
+            last_times: Vec::new(),
+            last_times_gpu: false,
             readback: Vec::new(),
             plan: Plan {
                 input_shapes: Vec::new(),
                 host_reads: Vec::new(),
                 shapes,
                 dispatches: Vec::new(),
+                dispatch_nodes: Vec::new(),
                 _uniforms: None,
             },
             device_inputs: Vec::new(),
@@ -313,71 +277,64 @@ impl LoadedDelegate {
     /// read from the host come from `host` (the caller's inputs), or are
     /// [`PLACEHOLDER_SYMINT`] at load.
     fn lower(&self, input_shapes: &[Vec<u64>], host: Option<&[Tensor]>) -> Result<Lowering> {
-        let mut shapes: Vec<Vec<u64>> = self
-            .graph
-            .values
-            .iter()
-            .map(|v| match v {
-                VkValue::Tensor(t) => t.dims.clone(),
-                _ => Vec::new(),
-            })
-            .collect();
-        let mut symints = vec![0i64; self.graph.values.len()];
         let mut host_reads = Vec::new();
-        let mut read = |input: usize, elem: u64| {
+        let inputs: Vec<InputRef<'_>> = self
+            .inputs
+            .iter()
+            .zip(input_shapes)
+            .map(|(spec, shape)| InputRef { value: spec.value, shape: (!spec.symint).then_some(shape.as_slice()) })
+            .collect();
+        let l = self.lowerer.lower(&self.graph, &inputs, |input, elem| {
             let value = host.and_then(|h| int_at(&h[input], elem)).unwrap_or(PLACEHOLDER_SYMINT);
             host_reads.push(HostRead { input, elem, value });
             value
-        };
-        for (index, (spec, shape)) in self.inputs.iter().zip(input_shapes).enumerate() {
-            if spec.symint {
-                symints[spec.value.idx()] = read(index, 0);
-            } else {
-                shapes[spec.value.idx()] = shape.clone();
-            }
-        }
-        let mut steps = Vec::new();
-        for (call, op) in self.graph.chain.iter().zip(&self.ops) {
-            let args: Vec<Vid> = call.args.iter().map(|a| Vid(a.0)).collect();
-            let view = GraphView { graph: &self.graph, lists: &self.lists, shapes: &shapes, symints: &symints };
-            let lowered = op.lower(&Ctx::new(&view, &args)).map_err(|source| Error::Op {
-                op: call.name.clone(),
-                node_id: call.node_id,
-                source,
-            })?;
-            for (vid, shape) in lowered.shapes {
-                let t = tensor_of(&self.graph, ValueId(vid.0))?;
-                let fits = shape.len() == t.dims.len() && shape.iter().zip(&t.dims).all(|(a, b)| a <= b);
-                if !fits {
-                    return Err(Error::OutputShape {
-                        op: call.name.clone(),
-                        node_id: call.node_id,
-                        value: vid.0,
-                        max: t.dims.clone(),
-                        found: shape,
-                    });
-                }
-                shapes[vid.0 as usize] = shape;
-            }
-            for step in lowered.steps {
-                match step {
-                    Step::SymInt { out, value } => symints[out.0 as usize] = value,
-                    Step::ReadSymInt { out, src, elem } => {
-                        let input =
-                            self.inputs.iter().position(|s| !s.symint && s.value.0 == src.0).ok_or_else(|| {
-                                Error::SymIntSource { op: call.name.clone(), node_id: call.node_id, value: src.0 }
-                            })?;
-                        symints[out.0 as usize] = read(input, elem);
-                    }
-                    other => steps.push(other),
-                }
-            }
-        }
-        Ok(Lowering { steps, shapes, host_reads })
+        })?;
+        Ok(Lowering { steps: l.steps, nodes: l.nodes, shapes: l.shapes, host_reads })
     }
 
     fn root_of(&self, v: Vid) -> usize {
         self.root[v.0 as usize] as usize
+    }
+
+    /// The arena and offset of root `idx`, when it lives in an arena.
+    fn arena_slot(&self, idx: usize) -> Option<(usize, u64)> {
+        match self.memory.as_ref()?.placement(Vid(idx as u32))? {
+            etwgpu_graph::Placement::Arena { arena, offset } => Some((arena as usize, offset)),
+            etwgpu_graph::Placement::Dedicated => None,
+        }
+    }
+
+    /// Where root `idx` is bound: its own buffer or its slot of an arena.
+    fn binding(&self, idx: usize) -> Result<wgpu::BindingResource<'_>> {
+        Ok(match self.arena_slot(idx) {
+            Some((arena, offset)) => wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                buffer: &self.arenas[arena],
+                offset,
+                size: wgpu::BufferSize::new(align4(device_size_bytes(tensor_of(&self.graph, ValueId(idx as u32))?))),
+            }),
+            None => self.buffers[idx].as_ref().expect("bound values have buffers").as_entire_binding(),
+        })
+    }
+
+    /// Gives every arena tensor its own buffer: the chain re-lowered at
+    /// other shapes no longer fits the plan made at the maximum shapes.
+    fn leave_arenas(&mut self) -> Result<()> {
+        let Some(memory) = self.memory.take() else { return Ok(()) };
+        let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC;
+        for c in memory.classes.values() {
+            if matches!(c.placement, etwgpu_graph::Placement::Arena { .. }) {
+                let idx = self.root_of(c.root);
+                let t = tensor_of(&self.graph, ValueId(idx as u32))?;
+                self.buffers[idx] = Some(self.rt.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some(&format!("{} %{idx}", self.name)),
+                    size: align4(device_size_bytes(t)),
+                    usage,
+                    mapped_at_creation: false,
+                }));
+            }
+        }
+        self.arenas.clear();
+        Ok(())
     }
 
     /// Resolves aliases, creates the buffers and uploads constants and
@@ -404,8 +361,34 @@ impl LoadedDelegate {
             needed[self.root[spec.value.idx()] as usize] = true;
         }
         let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC;
+        // Intermediates share arenas when the device can bind them at the
+        // planned offsets; otherwise each keeps its own buffer.
+        let memory = etwgpu_graph::plan_graph(&self.graph, steps)?;
+        let limits = self.rt.device.limits();
+        let usable = u64::from(limits.min_storage_buffer_offset_alignment) <= etwgpu_graph::memory::ALIGN
+            && memory
+                .arenas
+                .iter()
+                .all(|&b| b <= limits.max_storage_buffer_binding_size && b <= limits.max_buffer_size)
+            && memory.fits(steps);
+        if usable && !memory.arenas.is_empty() {
+            self.arenas = memory
+                .arenas
+                .iter()
+                .enumerate()
+                .map(|(i, &size)| {
+                    self.rt.device.create_buffer(&wgpu::BufferDescriptor {
+                        label: Some(&format!("{} arena {i}", self.name)),
+                        size: align4(size),
+                        usage,
+                        mapped_at_creation: false,
+                    })
+                })
+                .collect();
+            self.memory = Some(memory);
+        }
         for (idx, need) in needed.iter().enumerate() {
-            if !need {
+            if !need || self.arena_slot(idx).is_some() {
                 continue;
             }
             let t = tensor_of(&self.graph, ValueId(idx as u32))?;
@@ -465,8 +448,16 @@ impl LoadedDelegate {
 
     /// Creates the uniforms and bind groups of the lowered dispatches.
     fn build_plan(&self, input_shapes: Vec<Vec<u64>>, lowering: Lowering) -> Result<Plan> {
-        let Lowering { steps, shapes, host_reads } = lowering;
+        let Lowering { steps, nodes, shapes, host_reads } = lowering;
         let align = u64::from(self.rt.device.limits().min_uniform_buffer_offset_alignment).max(16);
+        let dispatch_nodes: Vec<(usize, &'static str)> = steps
+            .iter()
+            .zip(&nodes)
+            .filter_map(|(s, &n)| match s {
+                Step::Dispatch(d) => Some((n, d.shader.label())),
+                _ => None,
+            })
+            .collect();
         let dispatches: Vec<&etwgpu_kernels::Dispatch> = steps
             .iter()
             .filter_map(|s| match s {
@@ -522,8 +513,7 @@ impl LoadedDelegate {
                         v.0
                     );
                 }
-                let buffer = self.buffers[root].as_ref().expect("bound values have buffers");
-                entries.push(wgpu::BindGroupEntry { binding: j as u32 + 1, resource: buffer.as_entire_binding() });
+                entries.push(wgpu::BindGroupEntry { binding: j as u32 + 1, resource: self.binding(root)? });
             }
             let bind_group = self.rt.device.create_bind_group(&wgpu::BindGroupDescriptor {
                 label: Some(&format!("{} dispatch {i} ({})", self.name, d.shader.label())),
@@ -535,7 +525,7 @@ impl LoadedDelegate {
         if let Some(e) = pollster::block_on(scope.pop()) {
             return Err(Error::Gpu { during: "creating bind groups", reason: e.to_string() });
         }
-        Ok(Plan { input_shapes, host_reads, shapes, dispatches: out, _uniforms: uniforms })
+        Ok(Plan { input_shapes, host_reads, shapes, dispatches: out, dispatch_nodes, _uniforms: uniforms })
     }
 
     /// Number of inputs [`run`](Self::run) takes.
@@ -562,6 +552,128 @@ impl LoadedDelegate {
     pub(crate) fn output_device(&self, i: usize) -> (wgpu::Buffer, DType) {
         let spec = &self.outputs[i];
         (self.buffers[self.root[spec.value.idx()] as usize].clone().expect("outputs have buffers"), spec.device_dtype)
+    }
+
+    /// Bytes of the arenas intermediates share (0 when each has its own
+    /// buffer).
+    pub fn arena_bytes(&self) -> u64 {
+        self.arenas.iter().map(wgpu::Buffer::size).sum()
+    }
+
+    /// Turns per-dispatch timing on or off for the next runs.
+    pub fn set_profiling(&mut self, on: bool) {
+        self.profiling = on;
+    }
+
+    /// The last profiled run, one row per op of the graph in chain order:
+    /// op name, node id, shader labels, dispatches and nanoseconds (GPU
+    /// timestamps when the device has `TIMESTAMP_QUERY`, else wall time of
+    /// each dispatch submitted alone).
+    pub fn profile(&self) -> Vec<crate::NodeProfile> {
+        let mut rows: Vec<crate::NodeProfile> = self
+            .graph
+            .chain
+            .iter()
+            .map(|call| crate::NodeProfile {
+                call: self.name.clone(),
+                op: call.name.clone(),
+                node_id: call.node_id,
+                kernels: Vec::new(),
+                dispatches: 0,
+                nanos: 0.0,
+                gpu_timestamps: self.last_times_gpu,
+            })
+            .collect();
+        for (i, &(node, label)) in self.plan.dispatch_nodes.iter().enumerate() {
+            let row = &mut rows[node];
+            row.dispatches += 1;
+            if !row.kernels.iter().any(|k| k == label) {
+                row.kernels.push(label.to_string());
+            }
+            row.nanos += self.last_times.get(i).copied().unwrap_or(0.0);
+        }
+        rows
+    }
+
+    /// Records every dispatch in its own pass: with timestamp writes when
+    /// the device has `TIMESTAMP_QUERY`, else submitted and waited for one
+    /// at a time (wall time). Returns the encoder to go on with.
+    fn record_profiled(&self, mut encoder: wgpu::CommandEncoder) -> Result<(wgpu::CommandEncoder, Vec<f64>, bool)> {
+        let rt = &self.rt;
+        let n = self.plan.dispatches.len();
+        let gpu = rt.device.features().contains(wgpu::Features::TIMESTAMP_QUERY) && n > 0;
+        let new_encoder = || {
+            rt.device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some(&format!("{} profiled run", self.name)),
+            })
+        };
+        if gpu {
+            let queries = rt.device.create_query_set(&wgpu::QuerySetDescriptor {
+                label: Some(&format!("{} timestamps", self.name)),
+                ty: wgpu::QueryType::Timestamp,
+                count: 2 * n as u32,
+            });
+            for (i, (pipeline, bind_group, [x, y, z])) in self.plan.dispatches.iter().enumerate() {
+                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: Some(&format!("{} dispatch {i}", self.name)),
+                    timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
+                        query_set: &queries,
+                        beginning_of_pass_write_index: Some(2 * i as u32),
+                        end_of_pass_write_index: Some(2 * i as u32 + 1),
+                    }),
+                });
+                pass.set_pipeline(pipeline);
+                pass.set_bind_group(0, bind_group, &[]);
+                pass.dispatch_workgroups(*x, *y, *z);
+            }
+            let bytes = 16 * n as u64;
+            let resolve = rt.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(&format!("{} timestamp resolve", self.name)),
+                size: bytes,
+                usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: false,
+            });
+            let read = rt.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(&format!("{} timestamp read-back", self.name)),
+                size: bytes,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+            encoder.resolve_query_set(&queries, 0..2 * n as u32, &resolve, 0);
+            encoder.copy_buffer_to_buffer(&resolve, 0, &read, 0, bytes);
+            rt.queue.submit([encoder.finish()]);
+            read.slice(..).map_async(wgpu::MapMode::Read, |_| {});
+            rt.wait_idle()?;
+            let view = read.slice(..).get_mapped_range().map_err(|e| Error::Map { reason: e.to_string() })?;
+            let ticks: Vec<u64> =
+                view.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect();
+            drop(view);
+            read.unmap();
+            let period = f64::from(rt.queue.get_timestamp_period());
+            let times = ticks.chunks_exact(2).map(|t| t[1].saturating_sub(t[0]) as f64 * period).collect();
+            Ok((new_encoder(), times, true))
+        } else {
+            rt.queue.submit([encoder.finish()]);
+            rt.wait_idle()?;
+            let mut times = Vec::with_capacity(n);
+            for (i, (pipeline, bind_group, [x, y, z])) in self.plan.dispatches.iter().enumerate() {
+                let t = std::time::Instant::now();
+                let mut e = new_encoder();
+                {
+                    let mut pass = e.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                        label: Some(&format!("{} dispatch {i}", self.name)),
+                        timestamp_writes: None,
+                    });
+                    pass.set_pipeline(pipeline);
+                    pass.set_bind_group(0, bind_group, &[]);
+                    pass.dispatch_workgroups(*x, *y, *z);
+                }
+                rt.queue.submit([e.finish()]);
+                rt.wait_idle()?;
+                times.push(t.elapsed().as_secs_f64() * 1e9);
+            }
+            Ok((new_encoder(), times, false))
+        }
     }
 
     /// Number of compute dispatches one run records at the current shapes.
@@ -618,6 +730,9 @@ impl LoadedDelegate {
         let reads_hold = self.plan.host_reads.iter().all(|r| int_at(&inputs[r.input], r.elem) == Some(r.value));
         if input_shapes != self.plan.input_shapes || !reads_hold {
             let lowering = self.lower(&input_shapes, Some(inputs))?;
+            if self.memory.as_ref().is_some_and(|m| !m.fits(&lowering.steps)) {
+                self.leave_arenas()?;
+            }
             self.plan = self.build_plan(input_shapes, lowering)?;
         }
         let rt = &self.rt;
@@ -639,7 +754,12 @@ impl LoadedDelegate {
                 None => rt.queue.write_buffer(buffer, 0, bytes),
             }
         }
-        {
+        if self.profiling {
+            let (e, times, gpu) = self.record_profiled(encoder)?;
+            encoder = e;
+            self.last_times = times;
+            self.last_times_gpu = gpu;
+        } else {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some(&format!("{} pass", self.name)),
                 timestamp_writes: None,
@@ -650,6 +770,7 @@ impl LoadedDelegate {
                 pass.dispatch_workgroups(*x, *y, *z);
             }
         }
+        let rt = &self.rt;
         let mut out_sizes = Vec::with_capacity(self.outputs.len());
         for ((spec, readback), keep) in self.outputs.iter().zip(&self.readback).zip(&self.keep_on_device) {
             let shape = self.plan.shapes[spec.value.idx()].clone();

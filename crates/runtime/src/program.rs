@@ -424,6 +424,29 @@ impl LoadedMethod {
         self.steps.iter().map(|s| if let Exec::Gpu { call, .. } = s { call.n_dispatches() } else { 0 }).sum()
     }
 
+    /// Turns per-dispatch timing of every GPU call on or off for the next
+    /// runs (slower: each dispatch gets its own pass).
+    pub fn set_profiling(&mut self, on: bool) {
+        for s in &mut self.steps {
+            if let Exec::Gpu { call, .. } = s {
+                call.set_profiling(on);
+            }
+        }
+    }
+
+    /// Per op of every GPU call, in order: the last profiled run.
+    pub fn profile(&self) -> Vec<crate::NodeProfile> {
+        self.steps
+            .iter()
+            .flat_map(|s| if let Exec::Gpu { call, .. } = s { call.profile() } else { Vec::new() })
+            .collect()
+    }
+
+    /// Bytes of the arenas the intermediates of every GPU call share.
+    pub fn arena_bytes(&self) -> u64 {
+        self.steps.iter().map(|s| if let Exec::Gpu { call, .. } = s { call.arena_bytes() } else { 0 }).sum()
+    }
+
     /// Number of GPU calls of the method (Vulkan delegates and KernelCalls
     /// run on the GPU).
     pub fn n_gpu_calls(&self) -> usize {

@@ -94,6 +94,65 @@ fn inspect_text_snapshots() {
     }
 }
 
+/// `run --profile --json` lists every op of the graph once, in order, with
+/// its kernels, dispatches and time; the text table ends with the totals.
+#[test]
+fn run_profile_lists_every_op() {
+    if !gpu_available() {
+        return;
+    }
+    for name in ["mlp", "transformer_block", "convnet"] {
+        let model = fixtures_dir().join(name).join("model.pte");
+        let model = model.to_str().unwrap();
+        // The op histogram `inspect` prints ("      N  op" lines).
+        let mut want = std::collections::BTreeMap::<String, usize>::new();
+        for line in stdout(&etwgpu(&["inspect", model])).lines() {
+            let parts: Vec<&str> = line.split_whitespace().collect();
+            if let [n, op] = parts[..]
+                && line.starts_with("      ")
+                && let Ok(n) = n.parse::<usize>()
+            {
+                *want.entry(op.to_string()).or_default() += n;
+            }
+        }
+        let got: Value =
+            serde_json::from_str(&stdout(&etwgpu(&["run", model, "--random-inputs", "--profile", "--json"])))
+                .expect("run --profile --json prints JSON");
+        let nodes = got["calls"][0]["nodes"].as_array().expect("nodes");
+        let mut seen = std::collections::BTreeMap::<String, usize>::new();
+        for n in nodes {
+            *seen.entry(n["op"].as_str().expect("op").to_string()).or_default() += 1;
+            assert!(n["ns"].as_f64().expect("ns") >= 0.0);
+            let dispatches = n["dispatches"].as_u64().expect("dispatches");
+            assert_eq!(n["kernels"].as_array().expect("kernels").is_empty(), dispatches == 0, "{name}: {n}");
+        }
+        assert_eq!(seen, want, "{name}: the profile lists every op");
+        let total: u64 = nodes.iter().map(|n| n["dispatches"].as_u64().unwrap()).sum();
+        assert!(total > 0);
+        assert_eq!(got["calls"][0]["total_dispatches"].as_u64(), Some(total));
+        let text = stdout(&etwgpu(&["run", model, "--random-inputs", "--profile"]));
+        assert!(text.contains(&format!("total: {} op(s), {total} dispatch(es)", nodes.len())), "{text}");
+    }
+}
+
+/// `inspect --plan` lowers every delegate without a GPU and plans its
+/// memory; the plans are snapshotted and stay within 1.15x of the lower
+/// bound.
+#[test]
+fn inspect_plan_snapshots() {
+    for dir in fixtures() {
+        let name = dir.file_name().unwrap().to_string_lossy().to_string();
+        let model = dir.join("model.pte");
+        let text = stdout(&etwgpu(&["inspect", "--plan", model.to_str().unwrap()]));
+        assert!(!text.contains("cannot"), "{name}: a delegate was not planned:\n{text}");
+        for line in text.lines().filter_map(|l| l.trim().strip_prefix("planned / lower bound: ")) {
+            let ratio: f64 = line.split(',').next().unwrap().parse().expect("a ratio");
+            assert!(ratio <= 1.15, "{name}: planned / lower bound {ratio} > 1.15");
+        }
+        insta::assert_snapshot!(format!("plan_{name}"), text);
+    }
+}
+
 fn one_line_error(o: &Output, status: i32) -> String {
     assert_eq!(o.status.code(), Some(status), "stderr: {}", String::from_utf8_lossy(&o.stderr));
     assert!(o.stdout.is_empty(), "nothing on stdout");

@@ -113,7 +113,54 @@ fn run_fixture(dir: &Path, rt: &etwgpu_runtime::Runtime) -> Result<String, Strin
             }
         }
     }
+    report.push_str(&format!("  arena bytes after the calls: {}\n", method.arena_bytes()));
     Ok(report)
+}
+
+/// Intermediates share arenas (planned at the maximum shapes) and the
+/// golden outputs still match, also over calls at several lengths.
+/// (`dynamic_symint` has no arena: its two intermediates are live together,
+/// so sharing would only add alignment padding.)
+#[test]
+fn intermediates_share_arenas() {
+    let Some(rt) = crate::runtime() else { return };
+    for name in ["transformer_block", "llama_tiny_fp32", "tiny_vit", "convnet", "dynamic_seq"] {
+        let report = run_fixture(&fixtures_dir().join(name), &rt).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let arena: u64 = report
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("arena bytes after the calls: "))
+            .and_then(|n| n.parse().ok())
+            .expect("the report gives the arena bytes");
+        assert!(arena > 0, "{name}: no arena in use:\n{report}");
+    }
+}
+
+/// A profiled run gives the same outputs as a plain one, and its profile
+/// has one row per op with every dispatch of the run.
+#[test]
+fn profiled_runs_match_plain_runs() {
+    let Some(rt) = crate::runtime() else { return };
+    let dir = fixtures_dir().join("transformer_block");
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).expect("manifest")).expect("json");
+    let program = Program::open(dir.join("model.pte")).expect("model");
+    let mut method = rt.load(&program, "forward").expect("load");
+    let inputs: Vec<Tensor> = manifest["calls"][0]["inputs"]
+        .as_array()
+        .expect("inputs")
+        .iter()
+        .map(|n| Tensor::read_npy(dir.join(n.as_str().unwrap())).expect("npy"))
+        .collect();
+    let plain = method.run(&inputs).expect("plain run");
+    method.set_profiling(true);
+    let profiled = method.run(&inputs).expect("profiled run");
+    assert_eq!(plain, profiled);
+    let rows = method.profile();
+    let n_ops: usize =
+        program.methods[0].delegates.iter().filter_map(|d| d.graph.as_ref()).map(|g| g.chain.len()).sum();
+    assert_eq!(rows.len(), n_ops);
+    assert_eq!(rows.iter().map(|r| r.dispatches).sum::<usize>(), method.n_dispatches());
+    assert!(rows.iter().all(|r| r.nanos >= 0.0 && (r.dispatches == 0) == r.kernels.is_empty()));
 }
 
 #[test]

@@ -1,0 +1,304 @@
+//! Lowering a VK00 graph into [`Step`]s, without a GPU.
+//!
+//! Every op of the chain is looked up in the kernel table and lowered in
+//! order at the live shapes: each op infers its output shapes, which the
+//! next ops see. The runtime lowers at load (maximum shapes) and again when
+//! the live input shapes change; `etwgpu inspect --plan` lowers at the
+//! maximum shapes to plan memory.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use etwgpu_format::{DType, ValueId, VkGraph, VkValue};
+use etwgpu_kernels::plan::Ctx;
+use etwgpu_kernels::{ElemType, OpId, Step, TensorInfo, Value, Vid};
+
+use crate::memory::{MemoryPlan, plan};
+
+/// The device element type of a format dtype.
+pub fn elem_type(d: DType) -> ElemType {
+    match d {
+        DType::Bool => ElemType::Bool,
+        DType::U8 => ElemType::U8,
+        DType::I8 => ElemType::I8,
+        DType::I16 => ElemType::I16,
+        DType::I32 => ElemType::I32,
+        DType::I64 => ElemType::I64,
+        DType::F16 => ElemType::F16,
+        DType::BF16 => ElemType::BF16,
+        DType::F32 => ElemType::F32,
+        DType::F64 => ElemType::F64,
+    }
+}
+
+/// Why a chain could not be lowered.
+#[derive(Debug, thiserror::Error)]
+pub enum LowerError {
+    /// An operator is not in the kernel table.
+    #[error("unsupported operator {op} (node {node_id})")]
+    UnsupportedOp {
+        /// ExecuTorch op name.
+        op: String,
+        /// Node id of the call.
+        node_id: u32,
+    },
+    /// An operator's host rule rejected the call.
+    #[error("operator {op} (node {node_id})")]
+    Op {
+        /// ExecuTorch op name.
+        op: String,
+        /// Node id of the call.
+        node_id: u32,
+        /// Why.
+        #[source]
+        source: etwgpu_kernels::Error,
+    },
+    /// An operator computed an output shape its tensor cannot hold.
+    #[error("operator {op} (node {node_id}) output %{value}: shape {found:?} does not fit the declared {max:?}")]
+    OutputShape {
+        /// ExecuTorch op name.
+        op: String,
+        /// Node id of the call.
+        node_id: u32,
+        /// The output value id.
+        value: u32,
+        /// Declared (maximum) shape.
+        max: Vec<u64>,
+        /// Inferred shape.
+        found: Vec<u64>,
+    },
+    /// A graph value that must be a tensor is not.
+    #[error("value %{value} should be a tensor, found {found}")]
+    NotATensor {
+        /// Value id.
+        value: u32,
+        /// Kind found.
+        found: &'static str,
+    },
+    /// `et_vk.select_as_symint` reads a tensor the host has no copy of.
+    #[error("operator {op} (node {node_id}) reads %{value} on the host, but only graph inputs are readable")]
+    SymIntSource {
+        /// ExecuTorch op name.
+        op: String,
+        /// Node id of the call.
+        node_id: u32,
+        /// The tensor read.
+        value: u32,
+    },
+}
+
+/// The graph with live shapes, as the kernels' host rules see it.
+struct GraphView<'a> {
+    graph: &'a VkGraph,
+    lists: &'a [Vec<Vid>],
+    shapes: &'a [Vec<u64>],
+    symints: &'a [i64],
+}
+
+impl etwgpu_kernels::Graph for GraphView<'_> {
+    fn value(&self, id: Vid) -> Value<'_> {
+        match &self.graph.values[id.0 as usize] {
+            VkValue::Null => Value::Null,
+            VkValue::Int(x) => Value::Int(*x),
+            VkValue::Double(x) => Value::Double(*x),
+            VkValue::Bool(x) => Value::Bool(*x),
+            VkValue::Tensor(t) => Value::Tensor(TensorInfo {
+                id,
+                dtype: elem_type(t.dtype),
+                shape: &self.shapes[id.0 as usize],
+                is_constant: t.constant.is_some(),
+            }),
+            VkValue::IntList(x) => Value::IntList(x),
+            VkValue::DoubleList(x) => Value::DoubleList(x),
+            VkValue::BoolList(x) => Value::BoolList(x),
+            VkValue::ValueList(_) => Value::List(&self.lists[id.0 as usize]),
+            VkValue::String(s) => Value::String(s),
+            VkValue::SymInt(_) => Value::SymInt(self.symints[id.0 as usize]),
+        }
+    }
+}
+
+/// A graph ready to lower: its ops resolved in the kernel table.
+#[derive(Debug, Clone)]
+pub struct Lowerer {
+    ops: Vec<OpId>,
+    /// Per value: the items of a ValueList as [`Vid`]s (empty otherwise).
+    lists: Vec<Vec<Vid>>,
+}
+
+/// The chain lowered at one set of live inputs.
+#[derive(Debug, Clone)]
+pub struct Lowered {
+    /// Device steps, in order (host-side SymInt steps are applied, not kept).
+    pub steps: Vec<Step>,
+    /// Per step: the index in the chain of the op it comes from.
+    pub nodes: Vec<usize>,
+    /// Per value: its live shape (declared shape for untouched tensors).
+    pub shapes: Vec<Vec<u64>>,
+}
+
+/// One graph input as [`Lowerer::lower`] sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct InputRef<'a> {
+    /// Graph value id.
+    pub value: ValueId,
+    /// `Some(live shape)` for a tensor, `None` for a SymInt input.
+    pub shape: Option<&'a [u64]>,
+}
+
+fn tensor_of(graph: &VkGraph, id: ValueId) -> Result<&etwgpu_format::VkTensor, LowerError> {
+    match graph.value(id) {
+        VkValue::Tensor(t) => Ok(t),
+        other => Err(LowerError::NotATensor { value: id.0, found: other.kind() }),
+    }
+}
+
+impl Lowerer {
+    /// Resolves every op of `graph` in the kernel table.
+    pub fn new(graph: &VkGraph) -> Result<Self, LowerError> {
+        let ops = graph
+            .chain
+            .iter()
+            .map(|call| {
+                etwgpu_kernels::from_name(&call.name)
+                    .ok_or_else(|| LowerError::UnsupportedOp { op: call.name.clone(), node_id: call.node_id })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let lists = graph
+            .values
+            .iter()
+            .map(|v| match v {
+                VkValue::ValueList(ids) => ids.iter().map(|i| Vid(i.0)).collect(),
+                _ => Vec::new(),
+            })
+            .collect();
+        Ok(Self { ops, lists })
+    }
+
+    /// Lowers every op, in chain order, at these inputs. `read(input, elem)`
+    /// gives a SymInt read on the host: element `elem` of input `input`
+    /// (for a SymInt input, `elem` is 0).
+    pub fn lower(
+        &self,
+        graph: &VkGraph,
+        inputs: &[InputRef<'_>],
+        mut read: impl FnMut(usize, u64) -> i64,
+    ) -> Result<Lowered, LowerError> {
+        let mut shapes = declared_shapes(graph);
+        let mut symints = vec![0i64; graph.values.len()];
+        for (index, input) in inputs.iter().enumerate() {
+            match input.shape {
+                None => symints[input.value.idx()] = read(index, 0),
+                Some(shape) => shapes[input.value.idx()] = shape.to_vec(),
+            }
+        }
+        let mut steps = Vec::new();
+        let mut nodes = Vec::new();
+        for (node, (call, op)) in graph.chain.iter().zip(&self.ops).enumerate() {
+            let args: Vec<Vid> = call.args.iter().map(|a| Vid(a.0)).collect();
+            let view = GraphView { graph, lists: &self.lists, shapes: &shapes, symints: &symints };
+            let lowered = op.lower(&Ctx::new(&view, &args)).map_err(|source| LowerError::Op {
+                op: call.name.clone(),
+                node_id: call.node_id,
+                source,
+            })?;
+            for (vid, shape) in lowered.shapes {
+                let t = tensor_of(graph, ValueId(vid.0))?;
+                let fits = shape.len() == t.dims.len() && shape.iter().zip(&t.dims).all(|(a, b)| a <= b);
+                if !fits {
+                    return Err(LowerError::OutputShape {
+                        op: call.name.clone(),
+                        node_id: call.node_id,
+                        value: vid.0,
+                        max: t.dims.clone(),
+                        found: shape,
+                    });
+                }
+                shapes[vid.0 as usize] = shape;
+            }
+            for step in lowered.steps {
+                match step {
+                    Step::SymInt { out, value } => symints[out.0 as usize] = value,
+                    Step::ReadSymInt { out, src, elem } => {
+                        let input =
+                            inputs.iter().position(|s| s.shape.is_some() && s.value.0 == src.0).ok_or_else(|| {
+                                LowerError::SymIntSource { op: call.name.clone(), node_id: call.node_id, value: src.0 }
+                            })?;
+                        symints[out.0 as usize] = read(input, elem);
+                    }
+                    other => {
+                        steps.push(other);
+                        nodes.push(node);
+                    }
+                }
+            }
+        }
+        Ok(Lowered { steps, nodes, shapes })
+    }
+}
+
+/// Per value: a tensor's declared (maximum) shape, empty for other values.
+pub fn declared_shapes(graph: &VkGraph) -> Vec<Vec<u64>> {
+    graph
+        .values
+        .iter()
+        .map(|v| match v {
+            VkValue::Tensor(t) => t.dims.clone(),
+            _ => Vec::new(),
+        })
+        .collect()
+}
+
+/// Bytes of a tensor's device buffer at its maximum shape (bools take a
+/// `u32` each on the device), at least 4.
+pub fn device_bytes(t: &etwgpu_format::VkTensor) -> u64 {
+    (t.numel() * elem_type(t.dtype).device_size_bytes() as u64).div_ceil(4).max(1) * 4
+}
+
+/// The memory plan of a lowered chain: graph inputs and outputs, constants
+/// and mutable state are pinned.
+pub fn plan_graph(graph: &VkGraph, steps: &[Step]) -> Result<MemoryPlan, LowerError> {
+    let mut bytes = BTreeMap::new();
+    let mut pinned = BTreeSet::new();
+    let mut note = |v: Vid| -> Result<(), LowerError> {
+        let t = tensor_of(graph, ValueId(v.0))?;
+        bytes.insert(v, device_bytes(t));
+        if t.constant.is_some() {
+            pinned.insert(v);
+        }
+        Ok(())
+    };
+    for step in steps {
+        match step {
+            Step::Dispatch(d) => d.inputs.iter().chain(&d.outputs).try_for_each(|&v| note(v))?,
+            Step::Alias { out, src } => {
+                note(*out)?;
+                note(*src)?;
+            }
+            Step::Prepack { out, .. } => note(*out)?,
+            Step::SymInt { .. } | Step::ReadSymInt { .. } => {}
+        }
+    }
+    // Graph inputs and outputs (mutable state is passed in and out).
+    for id in graph.input_ids.iter().chain(&graph.output_ids) {
+        if let VkValue::Tensor(_) = graph.value(*id) {
+            pinned.insert(Vid(id.0));
+        }
+    }
+    Ok(plan(steps, &bytes, &pinned))
+}
+
+/// Lowers `graph` at its declared (maximum) input shapes, SymInts read on
+/// the host taken as `symint`.
+pub fn lower_at_max(graph: &VkGraph, symint: i64) -> Result<Lowered, LowerError> {
+    let lowerer = Lowerer::new(graph)?;
+    let shapes = declared_shapes(graph);
+    let inputs: Vec<InputRef<'_>> = graph
+        .input_ids
+        .iter()
+        .map(|&value| InputRef {
+            value,
+            shape: matches!(graph.value(value), VkValue::Tensor(_)).then(|| shapes[value.idx()].as_slice()),
+        })
+        .collect();
+    lowerer.lower(graph, &inputs, |_, _| symint)
+}
