@@ -304,6 +304,15 @@ pub fn to_u32(what: &'static str, x: u64) -> Result<u32> {
     u32::try_from(x).map_err(|_| Error::TooLarge { what, found: x })
 }
 
+/// Number of elements of a computed shape; a product past `u64` (possible
+/// only for shapes built from hostile arguments) is an error, not a panic.
+pub fn checked_numel(shape: &[u64]) -> Result<u64> {
+    shape
+        .iter()
+        .try_fold(1u64, |acc, &d| acc.checked_mul(d))
+        .ok_or(Error::TooLarge { what: "element count", found: u64::MAX })
+}
+
 /// Contiguous (row-major) strides of a shape, in elements.
 pub fn contiguous_strides(shape: &[u64]) -> Vec<u64> {
     let mut strides = vec![1u64; shape.len()];

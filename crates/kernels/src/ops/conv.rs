@@ -35,6 +35,13 @@ fn spatial(c: &Ctx<'_>, i: usize, name: &'static str, n: usize, min: i64) -> Res
 /// Output length of a sliding window, PyTorch's rule (with `ceil_mode`, a
 /// last window must start inside the input or its left padding).
 fn out_len(size: u64, k: u64, stride: u64, pad: u64, dil: u64, ceil_mode: bool) -> Option<u64> {
+    // In u128 so hostile sizes cannot overflow; `None` for an empty window
+    // or a result past u64.
+    let (size, k, stride, pad, dil) =
+        (u128::from(size), u128::from(k), u128::from(stride), u128::from(pad), u128::from(dil));
+    if stride == 0 || k == 0 {
+        return None;
+    }
     let span = dil * (k - 1) + 1;
     let padded = size + 2 * pad;
     if padded < span {
@@ -44,7 +51,7 @@ fn out_len(size: u64, k: u64, stride: u64, pad: u64, dil: u64, ceil_mode: bool) 
     if ceil_mode && (n - 1) * stride >= size + pad {
         n -= 1;
     }
-    Some(n)
+    u64::try_from(n).ok()
 }
 
 /// The input seen as `[N, C, H, W]` (rank 3: `[N, C, 1, L]`, the 1-D case).
@@ -145,9 +152,11 @@ pub fn convolution(c: &Ctx<'_>, clamp: bool) -> Result<Lowered> {
     };
     let (oh, ow) = if transposed {
         let len = |i: usize, size: u64, k: u64| {
-            let n = (size as i64 - 1) * stride[i] as i64 - 2 * padding[i] as i64
-                + dilation[i] as i64 * (k as i64 - 1)
-                + output_padding[i] as i64
+            // In i128 so hostile strides and paddings cannot overflow.
+            let w = |x: u64| i128::from(x);
+            let n = (w(size) - 1) * w(stride[i]) - 2 * w(padding[i])
+                + w(dilation[i]) * (w(k) - 1)
+                + w(output_padding[i])
                 + 1;
             u64::try_from(n).ok().filter(|&n| n > 0)
         };
@@ -161,7 +170,7 @@ pub fn convolution(c: &Ctx<'_>, clamp: bool) -> Result<Lowered> {
     let (out_min, out_max) =
         if clamp { (c.opt_num(9, "output_min")?, c.opt_num(10, "output_max")?) } else { (None, None) };
     let shape = if one_d { vec![n, c_out, ow] } else { vec![n, c_out, oh, ow] };
-    let numel = n * c_out * oh * ow;
+    let numel = crate::plan::checked_numel(&shape)?;
     let mut steps = Vec::new();
     if numel > 0 && h * wd > 0 {
         let u = to_u32;
@@ -432,7 +441,7 @@ pub fn upsample2d(c: &Ctx<'_>, bilinear: bool) -> Result<Lowered> {
     let mut shape = x.shape.to_vec();
     shape[r - 2] = oh;
     shape[r - 1] = ow;
-    let numel: u64 = shape.iter().product();
+    let numel = crate::plan::checked_numel(&shape)?;
     let mut steps = Vec::new();
     if numel > 0 && h * w > 0 {
         let params = Uniform::new()

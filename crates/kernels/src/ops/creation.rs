@@ -25,7 +25,7 @@ fn fill(out: &TensorInfo<'_>, out_idx: usize, shape: Vec<u64>, start: f64, step:
     let shader = ShaderId::find(Family::Fill, variant).expect("fill.wgsl has f32, f16 and i32 variants");
     let (start, step) =
         if out.dtype == ElemType::Bool { (f64::from(u8::from(start != 0.0)), 0.0) } else { (start, step) };
-    let numel: u64 = shape.iter().product();
+    let numel = crate::plan::checked_numel(&shape)?;
     let as_i32 = |v: f64, name: &'static str| {
         if v.fract() == 0.0 && v >= f64::from(i32::MIN) && v <= f64::from(i32::MAX) {
             Ok(v as i32)

@@ -128,7 +128,7 @@ fn binary_dispatch(
         found: b.shape.to_vec(),
     })?;
     check_rank(&shape)?;
-    let numel: u64 = shape.iter().product();
+    let numel = crate::plan::checked_numel(&shape)?;
     let mut steps = Vec::new();
     if numel > 0 {
         let params = Uniform::new()

@@ -94,8 +94,8 @@ pub fn split_with_sizes_copy(c: &Ctx<'_>) -> Result<Lowered> {
     let dim = c.int(2, "dim")?;
     let outs = c.tensor_list(3, "out")?;
     let d = norm_dim(dim, x.shape.len()).ok_or_else(|| dim_err(2, dim))?;
-    let total: i64 = sizes.iter().sum();
-    if sizes.iter().any(|&s| s < 0) || total != x.shape[d] as i64 || sizes.len() != outs.len() {
+    let total = sizes.iter().try_fold(0i64, |acc, &s| acc.checked_add(s));
+    if sizes.iter().any(|&s| s < 0) || total != Some(x.shape[d] as i64) || sizes.len() != outs.len() {
         return Err(Error::ArgValue {
             arg_idx: 1,
             name: "split_sizes",
@@ -202,7 +202,7 @@ pub fn constant_pad_nd(c: &Ctx<'_>) -> Result<Lowered> {
         shape[d] = size as u64;
     }
     check_rank(&shape)?;
-    let numel: u64 = shape.iter().product();
+    let numel = crate::plan::checked_numel(&shape)?;
     let mut steps = Vec::new();
     if numel > 0 {
         let before: Vec<i32> = before

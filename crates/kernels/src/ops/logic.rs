@@ -139,7 +139,7 @@ fn compare_dispatch(
         Rhs::Tensor(_) => broadcast_all(&[(a.shape, 0, "self"), (b.shape, 1, "other")])?,
         _ => broadcast_all(&[(a.shape, 0, "self")])?,
     };
-    let numel: u64 = shape.iter().product();
+    let numel = crate::plan::checked_numel(&shape)?;
     let mut steps = Vec::new();
     if numel > 0 {
         let params = Uniform::new()
@@ -235,7 +235,7 @@ fn bitwise_dispatch(
     };
     need_dtype(out, a.dtype, out_idx, "out", "the dtype of self")?;
     let shape = broadcast_all(&[(a.shape, 0, "self"), (b.shape, 1, "other")])?;
-    let numel: u64 = shape.iter().product();
+    let numel = crate::plan::checked_numel(&shape)?;
     let mut steps = Vec::new();
     if numel > 0 {
         let params = Uniform::new()
@@ -287,7 +287,7 @@ pub fn where_self(c: &Ctx<'_>) -> Result<Lowered> {
     need_dtype(&b, a.dtype, 2, "other", "the dtype of self")?;
     need_dtype(&out, a.dtype, 3, "out", "the dtype of self")?;
     let shape = broadcast_all(&[(cond.shape, 0, "condition"), (a.shape, 1, "self"), (b.shape, 2, "other")])?;
-    let numel: u64 = shape.iter().product();
+    let numel = crate::plan::checked_numel(&shape)?;
     let mut steps = Vec::new();
     if numel > 0 {
         let params = Uniform::new()

@@ -37,7 +37,7 @@ pub(crate) fn gather(
         expected: "float32, float16 or int32",
         found: x.dtype,
     })?;
-    let numel: u64 = shape.iter().product();
+    let numel = crate::plan::checked_numel(&shape)?;
     let mut steps = Vec::new();
     if numel > 0 {
         let i32_of = |what, v: i64| i32::try_from(v).map_err(|_| Error::TooLarge { what, found: v.unsigned_abs() });
@@ -79,7 +79,9 @@ pub fn view_copy(c: &Ctx<'_>) -> Result<Lowered> {
         expected: format!("as many elements as size {size:?}"),
         found: x.shape.to_vec(),
     };
-    let known: u64 = size.iter().filter(|&&d| d >= 0).map(|&d| d as u64).product();
+    let Some(known) = size.iter().filter(|&&d| d >= 0).try_fold(1u64, |acc, &d| acc.checked_mul(d as u64)) else {
+        return Err(bad());
+    };
     let n_infer = size.iter().filter(|&&d| d == -1).count();
     if n_infer > 1 || size.iter().any(|&d| d < -1) {
         return Err(Error::ArgValue {
@@ -97,7 +99,7 @@ pub fn view_copy(c: &Ctx<'_>) -> Result<Lowered> {
     } else {
         size.iter().map(|&d| d as u64).collect()
     };
-    if shape.iter().product::<u64>() != numel {
+    if shape.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d)) != Some(numel) {
         return Err(bad());
     }
     alias(&x, &out, 2, shape)
