@@ -34,6 +34,16 @@ pub fn elem_type(d: DType) -> ElemType {
 #[derive(Debug, thiserror::Error)]
 pub enum LowerError {
     /// An operator is not in the kernel table.
+    /// A tensor is larger than [`MAX_TENSOR_BYTES`].
+    #[error("tensor %{value} needs {bytes} bytes, over the planner's limit of {limit}")]
+    TensorTooLarge {
+        /// Value id.
+        value: u32,
+        /// Device bytes.
+        bytes: u64,
+        /// The limit.
+        limit: u64,
+    },
     #[error("unsupported operator {op} (node {node_id})")]
     UnsupportedOp {
         /// ExecuTorch op name.
@@ -250,9 +260,16 @@ pub fn declared_shapes(graph: &VkGraph) -> Vec<Vec<u64>> {
 
 /// Bytes of a tensor's device buffer at its maximum shape (bools take a
 /// `u32` each on the device), at least 4.
+/// Saturates instead of overflowing (bools can take 4x their stored bytes).
 pub fn device_bytes(t: &etwgpu_format::VkTensor) -> u64 {
-    (t.numel() * elem_type(t.dtype).device_size_bytes() as u64).div_ceil(4).max(1) * 4
+    let bytes = t.numel().saturating_mul(elem_type(t.dtype).device_size_bytes() as u64);
+    bytes.div_ceil(4).max(1).saturating_mul(4)
 }
+
+/// The largest tensor the planner accepts (1 TiB): far beyond any device,
+/// and small enough that sums over a file's worth of tensors cannot
+/// overflow.
+pub const MAX_TENSOR_BYTES: u64 = 1 << 40;
 
 /// The memory plan of a lowered chain: graph inputs and outputs, constants
 /// and mutable state are pinned.
@@ -261,7 +278,11 @@ pub fn plan_graph(graph: &VkGraph, steps: &[Step]) -> Result<MemoryPlan, LowerEr
     let mut pinned = BTreeSet::new();
     let mut note = |v: Vid| -> Result<(), LowerError> {
         let t = tensor_of(graph, ValueId(v.0))?;
-        bytes.insert(v, device_bytes(t));
+        let b = device_bytes(t);
+        if b > MAX_TENSOR_BYTES {
+            return Err(LowerError::TensorTooLarge { value: v.0, bytes: b, limit: MAX_TENSOR_BYTES });
+        }
+        bytes.insert(v, b);
         if t.constant.is_some() {
             pinned.insert(v);
         }

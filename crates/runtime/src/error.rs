@@ -271,6 +271,9 @@ impl From<etwgpu_graph::LowerError> for Error {
             L::OutputShape { op, node_id, value, max, found } => Error::OutputShape { op, node_id, value, max, found },
             L::NotATensor { value, found } => Error::NotATensor { value, found },
             L::SymIntSource { op, node_id, value } => Error::SymIntSource { op, node_id, value },
+            L::TensorTooLarge { value, bytes, limit } => {
+                Error::TensorTooLarge { value, shape: Vec::new(), bytes, limit }
+            }
         }
     }
 }

@@ -129,7 +129,7 @@ pub struct LoadedDelegate {
 /// Bytes of a tensor's buffer at its maximum shape (bools take a `u32`
 /// each on the device; see `ElemType::device_size_bytes`).
 fn device_size_bytes(t: &etwgpu_format::VkTensor) -> u64 {
-    t.numel() * elem_type(t.dtype).device_size_bytes() as u64
+    t.numel().saturating_mul(elem_type(t.dtype).device_size_bytes() as u64)
 }
 
 fn align4(n: u64) -> u64 {
