@@ -124,12 +124,18 @@ fn conv2d(c: &mut Criterion, rt: &Runtime, cin: u64, cout: u64, hw: u64) {
     bench_graph(c, rt, &format!("conv2d 3x3 {cin}->{cout} {hw}x{hw}"), flops, g, vec![ones(&[1, cin, hw, hw])]);
 }
 
-/// Times loading a fixture (pipelines already cached after the first load).
-fn fixture_load(c: &mut Criterion, rt: &Runtime, name: &str) {
-    let root = std::env::var_os("ETWGPU_FIXTURES").map_or_else(
+/// `test_data/fixtures`, or `ETWGPU_FIXTURES` when the benches run away
+/// from the source tree.
+fn fixtures_root() -> std::path::PathBuf {
+    std::env::var_os("ETWGPU_FIXTURES").map_or_else(
         || std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../test_data/fixtures"),
         std::path::PathBuf::from,
-    );
+    )
+}
+
+/// Times loading a fixture (pipelines already cached after the first load).
+fn fixture_load(c: &mut Criterion, rt: &Runtime, name: &str) {
+    let root = fixtures_root();
     let Ok(program) = Program::open(root.join(name).join("model.pte")) else {
         eprintln!("fixture {name} not found, skipping");
         return;
@@ -141,10 +147,7 @@ fn fixture_load(c: &mut Criterion, rt: &Runtime, name: &str) {
 /// repeat any call: a decode step at a fixed position rewrites the same
 /// cache row.
 fn fixture(c: &mut Criterion, rt: &Runtime, name: &str, call: usize) {
-    let root = std::env::var_os("ETWGPU_FIXTURES").map_or_else(
-        || std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../test_data/fixtures"),
-        std::path::PathBuf::from,
-    );
+    let root = fixtures_root();
     let dir = root.join(name);
     let Ok(program) = Program::open(dir.join("model.pte")) else {
         eprintln!("fixture {name} not found, skipping");
