@@ -139,7 +139,12 @@ pub fn repeat(c: &Ctx<'_>) -> Result<Lowered> {
     let mut x_shape = vec![1u64; rank - x.shape.len()];
     x_shape.extend_from_slice(x.shape);
     let own = own_strides(&x_shape);
-    let out_shape: Vec<u64> = x_shape.iter().zip(&repeats).map(|(&s, &r)| s * r as u64).collect();
+    let out_shape: Vec<u64> = x_shape
+        .iter()
+        .zip(&repeats)
+        .map(|(&s, &r)| s.checked_mul(r as u64))
+        .collect::<Option<_>>()
+        .ok_or(Error::TooLarge { what: "repeated dim", found: u64::MAX })?;
     let mut shape = Vec::new();
     let mut strides = Vec::new();
     for ((&s, &r), &st) in x_shape.iter().zip(&repeats).zip(&own) {
