@@ -6,27 +6,12 @@ use etwgpu_format::writer::{GraphBuilder, ProgramBuilder};
 use etwgpu_format::{DType, Program};
 use etwgpu_runtime::{Error, LoadedMethod, Tensor};
 
+use crate::{data, f32s};
+
 fn load(g: GraphBuilder) -> Option<Result<LoadedMethod, Error>> {
     let rt = crate::runtime()?;
     let program = Program::from_bytes(ProgramBuilder::single_delegate(g).to_bytes()).expect("crafted program parses");
     Some(rt.load(&program, "forward"))
-}
-
-/// Deterministic test data in [-2, 2).
-fn data(n: usize, seed: u32) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 17;
-            s ^= s << 5;
-            (s % 4000) as f32 / 1000.0 - 2.0
-        })
-        .collect()
-}
-
-fn f32s(t: &Tensor) -> Vec<f32> {
-    t.to_f64_vec().into_iter().map(|x| x as f32).collect()
 }
 
 /// Runs `g` on `inputs` and checks output 0 against `want` within 1e-4.

@@ -11,7 +11,7 @@ fn a_lost_device_is_an_error_and_a_new_runtime_works() {
     drop(shared);
     // A private runtime: destroying it must not disturb other tests.
     let rt = Runtime::new().expect("a second runtime");
-    let d = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../test_data/fixtures/one_op");
+    let d = crate::fixtures_dir().join("one_op");
     let program = Program::open(d.join("model.pte")).expect("fixture parses");
     let inputs: Vec<Tensor> =
         (0..2).map(|i| Tensor::read_npy(d.join(format!("call0.in{i}.npy"))).expect("input")).collect();

@@ -12,12 +12,10 @@ use std::path::{Path, PathBuf};
 use etwgpu_format::{DType, Program};
 use etwgpu_runtime::Tensor;
 
+use crate::fixtures_dir;
+
 /// Fixtures that cannot run yet, with the ops (or features) they lack.
 const NOT_YET_SUPPORTED: &[(&str, &[&str])] = &[];
-
-fn fixtures_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../test_data/fixtures")
-}
 
 /// What stops a fixture from running: unsupported ops, and CPU kernels
 /// with neither a GPU kernel nor a CPU fallback.

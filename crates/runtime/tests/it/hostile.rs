@@ -8,7 +8,7 @@ use etwgpu_runtime::Error;
 
 fn load_error(name: &str) -> Option<Error> {
     let rt = crate::runtime()?;
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../test_data/hostile").join(name);
+    let path = crate::fixtures_dir().join("../hostile").join(name);
     let program = Program::open(&path).unwrap_or_else(|e| panic!("{name} should parse: {e}"));
     match rt.load(&program, "forward") {
         Ok(_) => panic!("{name} loaded"),

@@ -8,27 +8,12 @@ use etwgpu_format::writer::{GraphBuilder, ProgramBuilder};
 use etwgpu_format::{DType, Program};
 use etwgpu_runtime::{Error, LoadedMethod, Tensor};
 
+use crate::{data, f32s};
+
 fn load(g: GraphBuilder) -> Option<LoadedMethod> {
     let rt = crate::runtime()?;
     let program = Program::from_bytes(ProgramBuilder::single_delegate(g).to_bytes()).expect("crafted program parses");
     Some(rt.load(&program, "forward").expect("loads"))
-}
-
-/// Deterministic test data in [-2, 2).
-fn data(n: usize, seed: u32) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 17;
-            s ^= s << 5;
-            (s % 4000) as f32 / 1000.0 - 2.0
-        })
-        .collect()
-}
-
-fn f32s(t: &Tensor) -> Vec<f32> {
-    t.to_f64_vec().into_iter().map(|x| x as f32).collect()
 }
 
 fn int_tensor(dtype: DType, shape: &[u64], values: &[i64]) -> Tensor {

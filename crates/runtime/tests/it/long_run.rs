@@ -15,7 +15,7 @@ fn rss_bytes() -> Option<u64> {
 #[test]
 fn a_hundred_thousand_runs_do_not_grow_memory() {
     let Some(rt) = crate::runtime() else { return };
-    let d = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../test_data/fixtures/one_op");
+    let d = crate::fixtures_dir().join("one_op");
     let program = Program::open(d.join("model.pte")).expect("fixture parses");
     let mut method = rt.load(&program, "forward").expect("loads");
     let inputs: Vec<Tensor> =

@@ -14,7 +14,32 @@ mod llm;
 mod long_run;
 mod threads;
 
-use etwgpu_runtime::{Error, Runtime};
+use std::path::{Path, PathBuf};
+
+use etwgpu_runtime::{Error, Runtime, Tensor};
+
+/// `test_data/fixtures`.
+pub fn fixtures_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../test_data/fixtures")
+}
+
+/// Deterministic test data in [-2, 2).
+pub fn data(n: usize, seed: u32) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 17;
+            s ^= s << 5;
+            (s % 4000) as f32 / 1000.0 - 2.0
+        })
+        .collect()
+}
+
+/// A tensor's values as f32.
+pub fn f32s(t: &Tensor) -> Vec<f32> {
+    t.to_f64_vec().into_iter().map(|x| x as f32).collect()
+}
 
 /// The runtime, or `None` (after printing why) when GPU tests may skip.
 pub fn runtime() -> Option<Runtime> {

@@ -20,7 +20,7 @@ fn shared_types_are_send_and_sync() {
 #[test]
 fn methods_run_concurrently_on_one_device() {
     let Some(rt) = crate::runtime() else { return };
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../test_data/fixtures");
+    let dir = crate::fixtures_dir();
     let cases: Vec<(&str, Vec<Tensor>, Tensor)> = ["worked_example", "mlp", "transformer_block", "reductions"]
         .into_iter()
         .map(|name| {
