@@ -3,7 +3,7 @@
 
 use proptest::prelude::*;
 
-use crate::writer::{GraphBuilder, ProgramBuilder, RawValue, sha256_hex};
+use crate::writer::{GraphBuilder, ProgramBuilder, RawTensor, RawValue, sha256_hex};
 use crate::{ConstantSource, DType, Error, Instruction, PlanValue, Program, ShapeProblem, ValueId, VkValue};
 
 fn worked_example() -> GraphBuilder {
@@ -170,15 +170,7 @@ fn with_value(v: RawValue) -> Vec<u8> {
 }
 
 fn tensor_raw(datatype: i8, dims: Vec<u32>, constant_id: i32) -> RawValue {
-    RawValue::Tensor(crate::writer::RawTensor {
-        datatype,
-        dims,
-        constant_id,
-        mem_obj_id: -1,
-        storage_type: 255,
-        memory_layout: 255,
-        staging_datatype: 127,
-    })
+    RawValue::Tensor(RawTensor::new(datatype, dims, constant_id))
 }
 
 #[test]

@@ -92,6 +92,23 @@ pub struct RawTensor {
     pub staging_datatype: i8,
 }
 
+impl RawTensor {
+    /// A tensor with raw codes as given, a dedicated memory object, default
+    /// storage hints and no staging dtype (what the exporter writes for
+    /// most tensors).
+    pub fn new(datatype: i8, dims: Vec<u32>, constant_id: i32) -> Self {
+        Self {
+            datatype,
+            dims,
+            constant_id,
+            mem_obj_id: -1,
+            storage_type: 255,
+            memory_layout: 255,
+            staging_datatype: 127,
+        }
+    }
+}
+
 /// A VK00 value as stored.
 #[derive(Debug, Clone, PartialEq)]
 pub enum RawValue {
@@ -215,15 +232,11 @@ impl GraphBuilder {
     }
 
     fn raw_tensor(dtype: DType, dims: &[u64], constant_id: i32) -> RawTensor {
-        RawTensor {
-            datatype: dtype.to_vk().expect("dtype has a VK00 code"),
-            dims: dims.iter().map(|&d| u32::try_from(d).expect("dim fits u32")).collect(),
+        RawTensor::new(
+            dtype.to_vk().expect("dtype has a VK00 code"),
+            dims.iter().map(|&d| u32::try_from(d).expect("dim fits u32")).collect(),
             constant_id,
-            mem_obj_id: -1,
-            storage_type: 255,
-            memory_layout: 255,
-            staging_datatype: 127,
-        }
+        )
     }
 
     /// A non-constant tensor (input, output or intermediate).

@@ -26,15 +26,7 @@ fn with_value(idx: usize, v: RawValue) -> Vec<u8> {
 }
 
 fn tensor(datatype: i8, dims: Vec<u32>, constant_id: i32) -> RawValue {
-    RawValue::Tensor(RawTensor {
-        datatype,
-        dims,
-        constant_id,
-        mem_obj_id: -1,
-        storage_type: 255,
-        memory_layout: 255,
-        staging_datatype: 127,
-    })
+    RawValue::Tensor(RawTensor::new(datatype, dims, constant_id))
 }
 
 fn patch(mut b: Vec<u8>, at: usize, bytes: &[u8]) -> Vec<u8> {
