@@ -43,6 +43,16 @@ pub enum Error {
         /// wgpu's message.
         reason: String,
     },
+    /// The device could not allocate the buffers of a method at load.
+    #[error("loading {method:?}: the device ran out of memory allocating {bytes} bytes of buffers ({reason})")]
+    OutOfMemory {
+        /// The method (delegate call) being loaded.
+        method: String,
+        /// Bytes of all the buffers the load asked for.
+        bytes: u64,
+        /// wgpu's message.
+        reason: String,
+    },
     /// Mapping a read-back buffer failed.
     #[error("mapping a read-back buffer failed: {reason}")]
     Map {

@@ -338,8 +338,27 @@ impl LoadedDelegate {
     }
 
     /// Resolves aliases, creates the buffers and uploads constants and
-    /// prepacked tensors (once).
+    /// prepacked tensors (once). Running out of device memory is
+    /// [`Error::OutOfMemory`], caught before anything is written into the
+    /// buffers that could not be made.
     fn allocate(&mut self, program: &Program, steps: &[Step]) -> Result<()> {
+        let oom = self.rt.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let created = self.create_buffers(steps);
+        let oom = pollster::block_on(oom.pop());
+        let (uploads, bytes) = created?;
+        if let Some(e) = oom {
+            return Err(Error::OutOfMemory { method: self.name.clone(), bytes, reason: e.to_string() });
+        }
+        for (idx, src) in uploads {
+            let buffer = self.buffers[idx].clone().expect("uploaded values have buffers");
+            self.upload_constant(program, src, &buffer)?;
+        }
+        Ok(())
+    }
+
+    /// Creates every buffer of the method; returns the constants to upload
+    /// (buffer root, constant value) and the bytes asked for.
+    fn create_buffers(&mut self, steps: &[Step]) -> Result<(Vec<(usize, ValueId)>, u64)> {
         let mut needed = vec![false; self.graph.values.len()];
         let mut prepacked: Vec<(usize, ValueId)> = Vec::new();
         for step in steps {
@@ -371,7 +390,10 @@ impl LoadedDelegate {
                 .iter()
                 .all(|&b| b <= limits.max_storage_buffer_binding_size && b <= limits.max_buffer_size)
             && memory.fits(steps);
+        let mut uploads = Vec::new();
+        let mut bytes = 0u64;
         if usable && !memory.arenas.is_empty() {
+            bytes = memory.arenas.iter().map(|&b| align4(b)).fold(0, u64::saturating_add);
             self.arenas = memory
                 .arenas
                 .iter()
@@ -392,22 +414,28 @@ impl LoadedDelegate {
                 continue;
             }
             let t = tensor_of(&self.graph, ValueId(idx as u32))?;
+            let size = align4(device_size_bytes(t));
+            bytes = bytes.saturating_add(size);
             let buffer = self.rt.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some(&format!("{} %{idx}", self.name)),
-                size: align4(device_size_bytes(t)),
+                size,
                 usage,
                 mapped_at_creation: false,
             });
             // A constant bound directly (not through prepack) keeps its data.
             if t.constant.is_some() {
-                self.upload_constant(program, ValueId(idx as u32), &buffer)?;
+                uploads.push((idx, ValueId(idx as u32)));
             }
             self.buffers[idx] = Some(buffer);
         }
-        for (out, src) in prepacked {
-            let buffer = self.buffers[out].clone().expect("prepack outputs get buffers");
-            self.upload_constant(program, src, &buffer)?;
-        }
+        uploads.extend(prepacked);
+        bytes = bytes.saturating_add(
+            self.outputs
+                .iter()
+                .filter_map(|s| tensor_of(&self.graph, s.value).ok())
+                .map(|t| align4(device_size_bytes(t)))
+                .sum::<u64>(),
+        );
         self.readback = self
             .outputs
             .iter()
@@ -422,7 +450,7 @@ impl LoadedDelegate {
                 })
             })
             .collect();
-        Ok(())
+        Ok((uploads, bytes))
     }
 
     fn upload_constant(&self, program: &Program, value: ValueId, buffer: &wgpu::Buffer) -> Result<()> {

@@ -394,3 +394,40 @@ fn generate_prompt_with_a_byte_tokenizer() {
     assert!(!generated.contains("<|im_end|>"), "the stop token is not printed: {generated:?}");
     std::fs::remove_file(&tmp).expect("cleanup");
 }
+
+/// Out of memory at load is an error, not an abort: `run` on a model whose
+/// buffers (about 6 GiB) cannot fit in a 3 GiB address space (`ulimit -v`,
+/// so the driver's allocations really fail) exits 1 with one line naming
+/// the method and the bytes it asked for.
+#[test]
+fn out_of_memory_at_load_is_one_line() {
+    use etwgpu_format::DType;
+    use etwgpu_format::writer::{GraphBuilder, ProgramBuilder};
+    if !gpu_available() {
+        return;
+    }
+    // Twenty 64 MiB outputs (plus their read-back buffers), each computed
+    // from one 64 MiB input.
+    let n = 16 << 20;
+    let mut g = GraphBuilder::new();
+    let x = g.tensor(DType::F32, &[n]);
+    let outs: Vec<_> = (0..20).map(|_| g.tensor(DType::F32, &[n])).collect();
+    for &out in &outs {
+        g.op("aten.relu.default", &[x, out]);
+    }
+    g.inputs(&[x]).outputs(&outs);
+    let dir = std::env::temp_dir().join(format!("etwgpu-cli-oom-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("tmp dir");
+    let model = dir.join("big.pte");
+    std::fs::write(&model, ProgramBuilder::single_delegate(g).to_bytes()).expect("write");
+    let script =
+        format!("ulimit -v 3000000 && exec {} run {} --random-inputs", env!("CARGO_BIN_EXE_etwgpu"), model.display());
+    let mut cmd = Command::new("sh");
+    if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
+        cmd.env("XDG_RUNTIME_DIR", std::env::temp_dir());
+    }
+    let o = cmd.args(["-c", &script]).output().expect("sh runs");
+    std::fs::remove_dir_all(&dir).expect("cleanup");
+    let err = one_line_error(&o, 1);
+    assert!(err.contains("ran out of memory") && err.contains("\"forward\""), "{err}");
+}
