@@ -89,7 +89,37 @@ struct Plan {
     dispatches: Vec<(wgpu::ComputePipeline, wgpu::BindGroup, [u32; 3])>,
     /// Per dispatch: the chain index of its op and its shader label.
     dispatch_nodes: Vec<(usize, &'static str)>,
-    _uniforms: Option<wgpu::Buffer>,
+    /// Per dispatch: what its bind group depends on (the dispatch without
+    /// its uniform bytes and workgroup counts). A re-lowering with the same
+    /// structure keeps the bind groups and rewrites only the uniforms.
+    structure: Vec<etwgpu_kernels::Dispatch>,
+    uniforms: Option<wgpu::Buffer>,
+}
+
+/// The dispatches of a lowered chain, with what their bind groups do not
+/// depend on (uniform bytes, workgroup counts) cleared.
+fn structure_of(steps: &[Step]) -> Vec<etwgpu_kernels::Dispatch> {
+    steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::Dispatch(d) => {
+                Some(etwgpu_kernels::Dispatch { params: vec![0; d.params.len()], workgroups: [0; 3], ..d.clone() })
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// Offsets of each dispatch's uniforms in one buffer, and its bytes.
+fn uniform_layout<'a>(params: impl Iterator<Item = &'a [u8]>, align: u64) -> (Vec<u64>, Vec<u8>) {
+    let mut offsets = Vec::new();
+    let mut bytes = Vec::new();
+    for p in params {
+        offsets.push(bytes.len() as u64);
+        bytes.extend_from_slice(p);
+        bytes.resize(align4(bytes.len() as u64).next_multiple_of(align) as usize, 0);
+    }
+    (offsets, bytes)
 }
 
 /// One delegate call loaded onto a device, ready to [`run`](LoadedDelegate::run);
@@ -256,7 +286,8 @@ impl LoadedDelegate {
                 shapes,
                 dispatches: Vec::new(),
                 dispatch_nodes: Vec::new(),
-                _uniforms: None,
+                structure: Vec::new(),
+                uniforms: None,
             },
             device_inputs: Vec::new(),
             keep_on_device: Vec::new(),
@@ -500,13 +531,7 @@ impl LoadedDelegate {
                 Step::Prepack { .. } | Step::SymInt { .. } | Step::ReadSymInt { .. } => None,
             })
             .collect();
-        let mut offsets = Vec::with_capacity(dispatches.len());
-        let mut uniform_bytes = Vec::new();
-        for d in &dispatches {
-            offsets.push(uniform_bytes.len() as u64);
-            uniform_bytes.extend_from_slice(&d.params);
-            uniform_bytes.resize(align4(uniform_bytes.len() as u64).next_multiple_of(align) as usize, 0);
-        }
+        let (offsets, uniform_bytes) = uniform_layout(dispatches.iter().map(|d| d.params.as_slice()), align);
         let uniforms = (!uniform_bytes.is_empty()).then(|| {
             let b = self.rt.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some(&format!("{} uniforms", self.name)),
@@ -553,7 +578,48 @@ impl LoadedDelegate {
         if let Some(e) = pollster::block_on(scope.pop()) {
             return Err(Error::Gpu { during: "creating bind groups", reason: e.to_string() });
         }
-        Ok(Plan { input_shapes, host_reads, shapes, dispatches: out, dispatch_nodes, _uniforms: uniforms })
+        let structure = structure_of(&steps);
+        Ok(Plan { input_shapes, host_reads, shapes, dispatches: out, dispatch_nodes, structure, uniforms })
+    }
+
+    /// Moves the plan to a re-lowering of the same structure (same
+    /// shaders, bindings and uniform sizes, e.g. the next decode position):
+    /// rewrites the uniforms and workgroup counts, keeps the bind groups.
+    /// Gives the lowering back, changing nothing, when the structure
+    /// differs.
+    fn refresh_plan(&mut self, input_shapes: Vec<Vec<u64>>, lowering: Lowering) -> Option<Lowering> {
+        if structure_of(&lowering.steps) != self.plan.structure {
+            return Some(lowering);
+        }
+        let align = u64::from(self.rt.device.limits().min_uniform_buffer_offset_alignment).max(16);
+        let dispatches: Vec<&etwgpu_kernels::Dispatch> = lowering
+            .steps
+            .iter()
+            .filter_map(|s| match s {
+                Step::Dispatch(d) => Some(d),
+                _ => None,
+            })
+            .collect();
+        let (_, bytes) = uniform_layout(dispatches.iter().map(|d| d.params.as_slice()), align);
+        if let Some(u) = &self.plan.uniforms {
+            self.rt.queue.write_buffer(u, 0, &bytes);
+        }
+        for (slot, d) in self.plan.dispatches.iter_mut().zip(&dispatches) {
+            slot.2 = d.workgroups;
+        }
+        self.plan.dispatch_nodes = lowering
+            .steps
+            .iter()
+            .zip(&lowering.nodes)
+            .filter_map(|(s, &n)| match s {
+                Step::Dispatch(d) => Some((n, d.shader.label())),
+                _ => None,
+            })
+            .collect();
+        self.plan.input_shapes = input_shapes;
+        self.plan.host_reads = lowering.host_reads;
+        self.plan.shapes = lowering.shapes;
+        None
     }
 
     /// Number of inputs [`run`](Self::run) takes.
@@ -760,8 +826,10 @@ impl LoadedDelegate {
             let lowering = self.lower(&input_shapes, Some(inputs))?;
             if self.memory.as_ref().is_some_and(|m| !m.fits(&lowering.steps)) {
                 self.leave_arenas()?;
+                self.plan = self.build_plan(input_shapes, lowering)?;
+            } else if let Some(lowering) = self.refresh_plan(input_shapes.clone(), lowering) {
+                self.plan = self.build_plan(input_shapes, lowering)?;
             }
-            self.plan = self.build_plan(input_shapes, lowering)?;
         }
         let rt = &self.rt;
         let scope = rt.device.push_error_scope(wgpu::ErrorFilter::Validation);
