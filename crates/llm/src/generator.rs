@@ -138,6 +138,9 @@ pub struct Generator {
     forward: LoadedMethod,
     meta: Metadata,
     pos: usize,
+    /// Whether `forward` returns token ids (device argmax) instead of
+    /// logits.
+    argmax: bool,
 }
 
 impl Generator {
@@ -147,7 +150,7 @@ impl Generator {
         let forward = runtime
             .load(program, "forward")
             .map_err(|source| Error::Runtime { during: "loading method forward", source })?;
-        Ok(Self { forward, meta, pos: 0 })
+        Ok(Self { forward, meta, pos: 0, argmax: false })
     }
 
     /// The model's metadata.
@@ -174,20 +177,23 @@ impl Generator {
         Ok(())
     }
 
+    /// Switches `forward` between returning logits and returning the
+    /// device argmax of the logits.
+    fn use_argmax(&mut self, on: bool) -> Result<()> {
+        if self.argmax != on {
+            self.forward
+                .set_output_argmax(0, on)
+                .map_err(|source| Error::Runtime { during: "setting up the device argmax", source })?;
+            self.argmax = on;
+        }
+        Ok(())
+    }
+
     /// Runs `forward` on `tokens` (at most `max_seq_len`) at the current
     /// position; returns the logits of the last token.
     fn forward(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
-        let ids: Vec<u8> = tokens.iter().flat_map(|&t| i64::from(t).to_le_bytes()).collect();
-        let tok = Tensor::new(DType::I64, vec![1, tokens.len() as u64], ids)
-            .map_err(|source| Error::Runtime { during: "building the tokens input", source })?;
-        let pos = Tensor::new(DType::I64, vec![1], (self.pos as i64).to_le_bytes().to_vec())
-            .map_err(|source| Error::Runtime { during: "building the input_pos input", source })?;
-        let outs =
-            self.forward.run(&[tok, pos]).map_err(|source| Error::Runtime { during: "running forward", source })?;
-        self.pos += tokens.len();
-        let [logits] = outs.as_slice() else {
-            return Err(Error::BadLogits { found: format!("{} outputs", outs.len()) });
-        };
+        self.use_argmax(false)?;
+        let logits = self.run_forward(tokens)?;
         if !matches!(logits.dtype, DType::F32 | DType::F16 | DType::BF16 | DType::F64) || logits.shape.is_empty() {
             return Err(Error::BadLogits { found: format!("{:?} {:?}", logits.dtype, logits.shape) });
         }
@@ -198,6 +204,36 @@ impl Generator {
         }
         // With full logits ([1, S, vocab]) the last row is the last token's.
         Ok(all[all.len() - vocab..].iter().map(|&v| v as f32).collect())
+    }
+
+    /// Runs `forward` like [`Self::forward`] but returns the argmax of the
+    /// last token's logits, computed on the device (4 bytes read back).
+    fn forward_greedy(&mut self, tokens: &[u32]) -> Result<u32> {
+        self.use_argmax(true)?;
+        let ids = self.run_forward(tokens)?;
+        let last = ids.to_f64_vec().last().copied();
+        match (ids.dtype, last) {
+            (DType::I64, Some(id)) if id >= 0.0 && id <= f64::from(u32::MAX) => Ok(id as u32),
+            _ => Err(Error::BadLogits { found: format!("device argmax gave {:?} {:?}", ids.dtype, ids.shape) }),
+        }
+    }
+
+    /// One `forward` call on `tokens` at the current position: its one
+    /// output.
+    fn run_forward(&mut self, tokens: &[u32]) -> Result<Tensor> {
+        let ids: Vec<u8> = tokens.iter().flat_map(|&t| i64::from(t).to_le_bytes()).collect();
+        let tok = Tensor::new(DType::I64, vec![1, tokens.len() as u64], ids)
+            .map_err(|source| Error::Runtime { during: "building the tokens input", source })?;
+        let pos = Tensor::new(DType::I64, vec![1], (self.pos as i64).to_le_bytes().to_vec())
+            .map_err(|source| Error::Runtime { during: "building the input_pos input", source })?;
+        let outs =
+            self.forward.run(&[tok, pos]).map_err(|source| Error::Runtime { during: "running forward", source })?;
+        self.pos += tokens.len();
+        let mut outs = outs.into_iter();
+        match (outs.next(), outs.next()) {
+            (Some(out), None) => Ok(out),
+            _ => Err(Error::BadLogits { found: format!("{} outputs", self.forward.n_outputs()) }),
+        }
     }
 
     fn check_fits(&self, prompt: usize, new: usize) -> Result<()> {
@@ -250,9 +286,21 @@ impl Generator {
         if options.max_new_tokens == 0 {
             return Ok((out, stats));
         }
+        // Greedy decoding takes the argmax on the device: the logits never
+        // leave it.
+        let greedy = sampler.is_greedy();
         let start = Instant::now();
-        let mut logits = self.prefill(prompt)?;
-        let mut token = sampler.sample(&logits);
+        let mut token = if greedy {
+            self.check_fits(prompt.len(), 0)?;
+            self.check_tokens(prompt)?;
+            let mut token = 0;
+            for chunk in prompt.chunks(self.meta.max_seq_len) {
+                token = self.forward_greedy(chunk)?;
+            }
+            token
+        } else {
+            sampler.sample(&self.prefill(prompt)?)
+        };
         stats.prefill_time = start.elapsed();
         let decode_start = Instant::now();
         loop {
@@ -265,9 +313,14 @@ impl Generator {
             if out.len() == options.max_new_tokens {
                 break;
             }
-            logits = self.decode_step(token)?;
+            token = if greedy {
+                self.check_fits(1, 0)?;
+                self.check_tokens(&[token])?;
+                self.forward_greedy(&[token])?
+            } else {
+                sampler.sample(&self.decode_step(token)?)
+            };
             stats.decode_steps += 1;
-            token = sampler.sample(&logits);
         }
         stats.decode_time = decode_start.elapsed();
         stats.generated_tokens = out.len();

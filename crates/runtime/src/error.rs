@@ -53,6 +53,18 @@ pub enum Error {
         /// wgpu's message.
         reason: String,
     },
+    /// An output cannot be reduced by the device argmax.
+    #[error("output {output} ({dtype} {shape:?}) cannot be reduced by argmax on the device: {reason}")]
+    ArgmaxOutput {
+        /// Output index.
+        output: usize,
+        /// Its dtype.
+        dtype: DType,
+        /// Its shape.
+        shape: Vec<u64>,
+        /// Why.
+        reason: String,
+    },
     /// Mapping a read-back buffer failed.
     #[error("mapping a read-back buffer failed: {reason}")]
     Map {

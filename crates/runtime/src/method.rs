@@ -154,6 +154,20 @@ pub struct LoadedDelegate {
     pub(crate) device_inputs: Vec<Option<wgpu::Buffer>>,
     /// Per output: left on the device; `run` returns its shape, no bytes.
     pub(crate) keep_on_device: Vec<bool>,
+    /// Per output: an argmax over its last dim, run on the device after the
+    /// chain; `run` then returns the int64 indices instead of the tensor.
+    argmax: Vec<Option<ArgmaxPost>>,
+}
+
+/// The device objects of an argmax appended to one output.
+#[derive(Debug)]
+struct ArgmaxPost {
+    pipeline: wgpu::ComputePipeline,
+    bind_group: wgpu::BindGroup,
+    uniforms: wgpu::Buffer,
+    /// int32 indices, one per row.
+    result: wgpu::Buffer,
+    readback: wgpu::Buffer,
 }
 
 /// Bytes of a tensor's buffer at its maximum shape (bools take a `u32`
@@ -291,9 +305,11 @@ impl LoadedDelegate {
             },
             device_inputs: Vec::new(),
             keep_on_device: Vec::new(),
+            argmax: Vec::new(),
         };
         me.device_inputs = vec![None; me.inputs.len()];
         me.keep_on_device = vec![false; me.outputs.len()];
+        me.argmax = (0..me.outputs.len()).map(|_| None).collect();
         let max_inputs: Vec<Vec<u64>> = me.inputs.iter().map(|s| s.max_shape.clone()).collect();
         let l = me.lower(&max_inputs, None)?;
         me.allocate(program, &l.steps)?;
@@ -622,6 +638,70 @@ impl LoadedDelegate {
         None
     }
 
+    /// The argmax dispatch of output `output` at `shape`.
+    fn argmax_dispatch(&self, output: usize, shape: &[u64]) -> Result<etwgpu_kernels::Dispatch> {
+        let spec = &self.outputs[output];
+        let x = etwgpu_kernels::TensorInfo {
+            id: Vid(spec.value.0),
+            dtype: elem_type(spec.device_dtype),
+            shape,
+            is_constant: false,
+        };
+        etwgpu_kernels::ops::reduce::argmax_last_dim(&x, Vid(u32::MAX)).map_err(|source| Error::ArgmaxOutput {
+            output,
+            dtype: spec.device_dtype,
+            shape: shape.to_vec(),
+            reason: source.to_string(),
+        })
+    }
+
+    /// Turns the device argmax of output `output` on or off: while on,
+    /// [`run`](Self::run) returns for it the int64 index of the largest
+    /// element of each row (last dim), and reads back only those.
+    pub(crate) fn set_argmax(&mut self, output: usize, on: bool) -> Result<()> {
+        if !on {
+            self.argmax[output] = None;
+            return Ok(());
+        }
+        let spec = &self.outputs[output];
+        let max_shape = spec.max_shape.clone();
+        let d = self.argmax_dispatch(output, &max_shape)?;
+        let rows = max_shape.iter().rev().skip(1).product::<u64>().max(1);
+        let label = |what: &str| format!("{} output {output} argmax {what}", self.name);
+        let device = &self.rt.device;
+        let pipeline = self.rt.pipelines.get(d.shader)?;
+        let uniforms = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(&label("uniforms")),
+            size: d.params.len() as u64,
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let result = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(&label("indices")),
+            size: rows * 4,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        });
+        let readback = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(&label("read-back")),
+            size: rows * 4,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let logits = self.buffers[self.root[spec.value.idx()] as usize].as_ref().expect("outputs have buffers");
+        let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some(&label("bind group")),
+            layout: &pipeline.get_bind_group_layout(0),
+            entries: &[
+                wgpu::BindGroupEntry { binding: 0, resource: uniforms.as_entire_binding() },
+                wgpu::BindGroupEntry { binding: 1, resource: logits.as_entire_binding() },
+                wgpu::BindGroupEntry { binding: 2, resource: result.as_entire_binding() },
+            ],
+        });
+        self.argmax[output] = Some(ArgmaxPost { pipeline, bind_group, uniforms, result, readback });
+        Ok(())
+    }
+
     /// Number of inputs [`run`](Self::run) takes.
     pub fn n_inputs(&self) -> usize {
         self.inputs.len()
@@ -866,50 +946,73 @@ impl LoadedDelegate {
                 pass.dispatch_workgroups(*x, *y, *z);
             }
         }
-        let rt = &self.rt;
+        // Per output: the buffer read back, the shape and bytes read, and
+        // the device and host dtypes.
         let mut out_sizes = Vec::with_capacity(self.outputs.len());
-        for ((spec, readback), keep) in self.outputs.iter().zip(&self.readback).zip(&self.keep_on_device) {
+        for (i, ((spec, readback), keep)) in
+            self.outputs.iter().zip(&self.readback).zip(&self.keep_on_device).enumerate()
+        {
             let shape = self.plan.shapes[spec.value.idx()].clone();
+            if let Some(post) = &self.argmax[i] {
+                let d = self.argmax_dispatch(i, &shape)?;
+                self.rt.queue.write_buffer(&post.uniforms, 0, &d.params);
+                {
+                    let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                        label: Some(&format!("{} output {i} argmax", self.name)),
+                        timestamp_writes: None,
+                    });
+                    pass.set_pipeline(&post.pipeline);
+                    pass.set_bind_group(0, &post.bind_group, &[]);
+                    let [x, y, z] = d.workgroups;
+                    pass.dispatch_workgroups(x, y, z);
+                }
+                let rows = &shape[..shape.len().saturating_sub(1)];
+                let n_bytes = rows.iter().product::<u64>() * 4;
+                encoder.copy_buffer_to_buffer(&post.result, 0, &post.readback, 0, n_bytes);
+                out_sizes.push((&post.readback, rows.to_vec(), n_bytes, DType::I32, DType::I64));
+                continue;
+            }
             let n_bytes = shape.iter().product::<u64>() * elem_type(spec.device_dtype).device_size_bytes() as u64;
             let n_bytes = if *keep { 0 } else { n_bytes };
             let buffer = self.buffers[self.root[spec.value.idx()] as usize].as_ref().expect("outputs have buffers");
             if n_bytes > 0 {
                 encoder.copy_buffer_to_buffer(buffer, 0, readback, 0, align4(n_bytes));
             }
-            out_sizes.push((shape, n_bytes));
+            out_sizes.push((readback, shape, n_bytes, spec.device_dtype, spec.host_dtype));
         }
+        let rt = &self.rt;
         rt.queue.submit([encoder.finish()]);
         if let Some(e) = pollster::block_on(scope.pop()) {
             return Err(Error::Gpu { during: "recording the run", reason: e.to_string() });
         }
-        for ((_, n), readback) in out_sizes.iter().zip(&self.readback) {
+        for (readback, _, n, _, _) in &out_sizes {
             if *n > 0 {
                 readback.slice(..align4(*n)).map_async(wgpu::MapMode::Read, |_| {});
             }
         }
         rt.wait_idle()?;
         let mut results = Vec::with_capacity(self.outputs.len());
-        for ((spec, (shape, n)), readback) in self.outputs.iter().zip(out_sizes).zip(&self.readback) {
+        for (readback, shape, n, device_dtype, host_dtype) in out_sizes {
             let device_bytes = if n > 0 {
                 let view =
                     readback.slice(..align4(n)).get_mapped_range().map_err(|e| Error::Map { reason: e.to_string() })?;
                 let bytes = view[..n as usize].to_vec();
                 drop(view);
                 readback.unmap();
-                from_device_layout(bytes, spec.device_dtype)
+                from_device_layout(bytes, device_dtype)
             } else {
                 Vec::new()
             };
-            let bytes = match convert(&device_bytes, spec.device_dtype, spec.host_dtype) {
+            let bytes = match convert(&device_bytes, device_dtype, host_dtype) {
                 Some(Ok(b)) => b,
                 _ => device_bytes,
             };
-            let dtype = if bytes.len() as u64 == shape.iter().product::<u64>() * spec.host_dtype.size_bytes() as u64
+            let dtype = if bytes.len() as u64 == shape.iter().product::<u64>() * host_dtype.size_bytes() as u64
                 || bytes.is_empty()
             {
-                spec.host_dtype
+                host_dtype
             } else {
-                spec.device_dtype
+                device_dtype
             };
             results.push(Tensor { dtype, shape, bytes });
         }

@@ -465,6 +465,32 @@ impl LoadedMethod {
         self.host_round_trips
     }
 
+    /// Turns the device argmax of method output `output` on or off. While
+    /// on, [`run`](Self::run) returns for that output an int64 tensor: the
+    /// index of the largest element of each row (the last dim), computed on
+    /// the GPU, so only the indices are read back (greedy decoding reads 4
+    /// bytes per token instead of the logits). The output must be a float
+    /// tensor written by a GPU call and read by no later instruction.
+    pub fn set_output_argmax(&mut self, output: usize, on: bool) -> Result<()> {
+        let p = *self.outputs.get(output).ok_or_else(|| Error::Plumbing {
+            method: self.name.clone(),
+            what: format!("no output {output} (the method has {})", self.outputs.len()),
+        })?;
+        let writer =
+            self.steps.iter().rposition(|s| matches!(s, Exec::Gpu { args, n_in, .. } if args[*n_in..].contains(&p)));
+        let not_gpu = |what: &str| Error::Plumbing {
+            method: self.name.clone(),
+            what: format!("output {output} {what}, so the device cannot reduce it"),
+        };
+        let Some(at) = writer else { return Err(not_gpu("is not written by a GPU call")) };
+        if self.steps[at + 1..].iter().any(|s| s.reads().contains(&p)) {
+            return Err(not_gpu("is read by a later instruction"));
+        }
+        let Exec::Gpu { call, args, n_in, .. } = &mut self.steps[at] else { unreachable!("found as a GPU call") };
+        let j = args[*n_in..].iter().rposition(|&a| a == p).expect("found among the outputs");
+        call.set_argmax(j, on)
+    }
+
     /// Runs the method once: every instruction in chain order.
     pub fn run(&mut self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
         if inputs.len() != self.inputs.len() {

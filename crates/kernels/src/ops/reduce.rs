@@ -6,8 +6,8 @@
 use crate::error::{Error, Result};
 use crate::generated::shaders::Family;
 use crate::plan::{
-    Ctx, Dispatch, ElemType, Lowered, Step, TensorInfo, Uniform, Value, float_shader, grid_1d, norm_dim, same_dtype,
-    to_u32,
+    Ctx, Dispatch, ElemType, Lowered, Step, TensorInfo, Uniform, Value, Vid, float_shader, grid_1d, norm_dim,
+    same_dtype, to_u32,
 };
 
 /// An op of `reduce.wgsl`; the discriminant is the shader's op code.
@@ -228,4 +228,28 @@ pub fn arg_reduce(c: &Ctx<'_>, op: ArgOp) -> Result<Lowered> {
         }));
     }
     Ok(Lowered { shapes: vec![(out.id, w.out_shape)], steps })
+}
+
+/// `argmax` over the last dim of `x` (at its live shape) into the int32
+/// tensor `out`: not an op of the table but what the runtime appends to a
+/// method whose caller wants token ids instead of logits (greedy decode
+/// then reads back 4 bytes per row).
+pub fn argmax_last_dim(x: &TensorInfo<'_>, out: Vid) -> Result<Dispatch> {
+    let shader = float_shader(Family::ArgReduce, x, 0, "self")?;
+    let rank = x.shape.len();
+    let shape: &[u64] = if rank == 0 { &[1] } else { x.shape };
+    let mut reduced = vec![false; shape.len()];
+    reduced[shape.len() - 1] = true;
+    let w = walk(shape, &reduced, false)?;
+    if w.n_red == 0 {
+        return Err(empty_err(x, "the argmax"));
+    }
+    Ok(Dispatch {
+        shader,
+        entry: "main",
+        inputs: vec![x.id],
+        outputs: vec![out],
+        params: params(&w, ArgOp::Argmax as u32, 0.0)?,
+        workgroups: grid_1d(w.n_out.max(1), 1)?,
+    })
 }

@@ -77,6 +77,32 @@ fn greedy_matches_eager_argmax_tokens() {
     }
 }
 
+/// Greedy generation takes the argmax on the device; stepping by hand
+/// reads the logits and takes it on the host. Both give the same tokens,
+/// on one generator switching between the two.
+#[test]
+fn device_argmax_agrees_with_host_argmax() {
+    let Some(rt) = runtime() else { return };
+    for name in ["llama_tiny_fp32", "llama_tiny_q4", "llama_tiny_8da4w_fp16"] {
+        let dir = fixture(name);
+        let program = Program::open(dir.join("model.pte")).expect("open fixture");
+        let prompt = tokens(dir.join("call0.in0.npy"));
+        let mut generator = Generator::new(&rt, &program).expect("load");
+        let n = generator.metadata().max_context_len - prompt.len();
+        let options = GenerateOptions { max_new_tokens: n, stop_tokens: Vec::new(), stop_at_eos: false };
+        let mut greedy = Sampler::new(SamplerConfig::default()).expect("greedy");
+        let (device, _) = generator.generate(&prompt, &options, &mut greedy, |_| {}).expect("generate");
+        generator.reset();
+        let argmax = |l: &[f32]| (0..l.len()).fold(0, |best, i| if l[i] > l[best] { i } else { best }) as u32;
+        let mut host = vec![argmax(&generator.prefill(&prompt).expect("prefill"))];
+        while host.len() < n {
+            let next = argmax(&generator.decode_step(*host.last().expect("not empty")).expect("decode"));
+            host.push(next);
+        }
+        assert_eq!(device, host, "{name}: device vs host argmax over {n} tokens");
+    }
+}
+
 #[test]
 fn missing_metadata_is_a_clear_error() {
     let program = Program::open(fixture("mlp").join("model.pte")).expect("open fixture");

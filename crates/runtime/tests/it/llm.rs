@@ -389,3 +389,22 @@ fn float16_qparams_of_an_all_zero_row_stay_finite() {
     assert!(got.iter().all(|v| v.is_finite()), "{got:?}");
     assert_eq!(&got[w.n..], &vec![0.0; w.n][..]);
 }
+
+/// The device argmax reduces float outputs only, and only outputs that
+/// exist; asking for anything else is a typed error.
+#[test]
+fn device_argmax_rejects_what_it_cannot_reduce() {
+    let Some(rt) = crate::runtime() else { return };
+    let dir = crate::fixtures_dir().join("compare_logic");
+    let program = Program::open(dir.join("model.pte")).expect("fixture");
+    let mut m = rt.load(&program, "forward").expect("loads");
+    match m.set_output_argmax(0, true) {
+        Err(e @ Error::ArgmaxOutput { .. }) => assert!(e.to_string().contains("bool"), "{e}"),
+        other => panic!("argmax of a bool output: {other:?}"),
+    }
+    let n = m.n_outputs();
+    match m.set_output_argmax(n, true) {
+        Err(e @ Error::Plumbing { .. }) => assert!(e.to_string().contains(&format!("no output {n}")), "{e}"),
+        other => panic!("argmax of a missing output: {other:?}"),
+    }
+}
