@@ -5,7 +5,7 @@ use std::io::Write as _;
 use std::path::PathBuf;
 
 use etwgpu_format::Program;
-use etwgpu_llm::{ChatMessage, GenerateOptions, Generator, Sampler, SamplerConfig, Tokenizer, chatml};
+use etwgpu_llm::{ChatMessage, GenerateOptions, Sampler, SamplerConfig, Tokenizer, chatml};
 use etwgpu_runtime::Runtime;
 
 use crate::Failure;
@@ -106,7 +106,7 @@ pub fn run(a: &GenerateArgs) -> Result<(), Failure> {
     };
     let mut sampler = Sampler::new(a.sampler.clone()).map_err(Failure::error)?;
     let rt = Runtime::new().map_err(Failure::error)?;
-    let mut generator = Generator::new(&rt, &program).map_err(Failure::error)?;
+    let mut generator = crate::load_generator(&rt, &program)?;
     let options = GenerateOptions { max_new_tokens: a.max_tokens, stop_tokens, stop_at_eos: true };
     // Text output leaves out the token that ends generation.
     let stops: Vec<u32> = options.stop_tokens.iter().chain(&generator.metadata().eos_ids).copied().collect();

@@ -6,12 +6,14 @@
 //!            [--output-dir DIR] [--repeat N] [--profile [--json]]
 //! etwgpu generate --model MODEL.pte (--tokenizer T.json --prompt TEXT [--chat] [--system TEXT] | --tokens ID,ID,...)
 //!                 [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S]
+//! etwgpu chat --model MODEL.pte --tokenizer T.json [--system TEXT] [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S]
 //! etwgpu devices [--json]
 //! ```
 //!
 //! Errors print one line on stderr and exit with status 1; usage errors exit
 //! with status 2.
 
+mod chat;
 mod generate;
 mod inspect;
 mod run;
@@ -23,6 +25,7 @@ const USAGE: &str = "usage:
   etwgpu inspect MODEL.pte [--ptd FILE]... [--json | --plan]
   etwgpu run MODEL.pte [--method NAME] [--ptd FILE]... (--call IN0.npy[,IN1.npy...]... | --input IN.npy... | --random-inputs) [--output-dir DIR] [--repeat N] [--profile [--json]]
   etwgpu generate --model MODEL.pte (--tokenizer T.json --prompt TEXT [--chat] [--system TEXT] | --tokens ID,ID,...) [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S]
+  etwgpu chat --model MODEL.pte --tokenizer T.json [--system TEXT] [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S]
   etwgpu devices [--json]";
 
 /// A command-line failure: the message and the exit status.
@@ -104,6 +107,36 @@ fn inspect(args: &[String]) -> Result<(), Failure> {
     std::io::stdout().write_all(out.as_bytes()).map_err(Failure::error)
 }
 
+/// Loads a [`etwgpu_llm::Generator`], drawing a progress bar on stderr
+/// while weights upload and pipelines compile (when stderr is a terminal).
+fn load_generator(
+    rt: &etwgpu_runtime::Runtime,
+    program: &etwgpu_format::Program,
+) -> Result<etwgpu_llm::Generator, Failure> {
+    use std::io::{IsTerminal as _, Write as _};
+    let start = std::time::Instant::now();
+    let tty = std::io::stderr().is_terminal();
+    let mut last = None;
+    let mut draw = |p: etwgpu_runtime::LoadProgress| {
+        let (what, done, total) = match p.stage {
+            etwgpu_runtime::LoadStage::Weights => ("weights", p.done >> 20, format!("{} MiB", p.total >> 20)),
+            etwgpu_runtime::LoadStage::Pipelines => ("pipelines", p.done, p.total.to_string()),
+        };
+        let frac = if p.total == 0 { 1.0 } else { p.done as f64 / p.total as f64 };
+        let filled = (frac * 30.0) as usize;
+        let line = format!("loading {what:9} [{}{}] {done}/{total}", "#".repeat(filled), " ".repeat(30 - filled));
+        if tty && last.as_ref() != Some(&line) {
+            let _ = write!(std::io::stderr(), "\r{line}");
+            last = Some(line);
+        }
+    };
+    let generator = etwgpu_llm::Generator::with_progress(rt, program, &mut draw).map_err(Failure::error)?;
+    if tty {
+        let _ = writeln!(std::io::stderr(), "\rloaded in {:.2} s{}", start.elapsed().as_secs_f64(), " ".repeat(40));
+    }
+    Ok(generator)
+}
+
 fn mib(bytes: u64) -> String {
     format!("{} MiB", bytes >> 20)
 }
@@ -169,6 +202,7 @@ fn main() -> ExitCode {
             std::io::stdout().write_all(report.as_bytes()).map_err(Failure::error)
         }),
         Some("generate") => generate::parse(&args[1..]).and_then(|a| generate::run(&a)),
+        Some("chat") => chat::parse(&args[1..]).and_then(|a| chat::run(&a)),
         Some("devices") => devices(&args[1..]),
         Some("--help" | "-h" | "help") => {
             use std::io::Write as _;

@@ -146,9 +146,19 @@ pub struct Generator {
 impl Generator {
     /// Loads `forward` of `program` on `runtime` and reads its metadata.
     pub fn new(runtime: &Runtime, program: &Program) -> Result<Self> {
+        Self::with_progress(runtime, program, &mut |_| {})
+    }
+
+    /// Like [`Generator::new`], reporting the load's progress (weights
+    /// uploaded, pipelines compiled) to `progress`.
+    pub fn with_progress(
+        runtime: &Runtime,
+        program: &Program,
+        progress: &mut dyn FnMut(etwgpu_runtime::LoadProgress),
+    ) -> Result<Self> {
         let meta = Metadata::read(program)?;
         let forward = runtime
-            .load(program, "forward")
+            .load_with_progress(program, "forward", progress)
             .map_err(|source| Error::Runtime { during: "loading method forward", source })?;
         Ok(Self { forward, meta, pos: 0, argmax: false })
     }

@@ -187,7 +187,18 @@ impl Runtime {
     /// the GPU or the CPU fallback), creates the pipelines, allocates the
     /// buffers and uploads the constants of each GPU call.
     pub fn load(&self, program: &Program, method: &str) -> Result<LoadedMethod> {
-        LoadedMethod::load(self, program, method)
+        LoadedMethod::load(self, program, method, &mut |_| {})
+    }
+
+    /// Like [`Runtime::load`], calling `progress` as weights are uploaded
+    /// and pipelines compiled (for a progress bar on large models).
+    pub fn load_with_progress(
+        &self,
+        program: &Program,
+        method: &str,
+        progress: &mut dyn FnMut(crate::LoadProgress),
+    ) -> Result<LoadedMethod> {
+        LoadedMethod::load(self, program, method, progress)
     }
 
     /// Blocks until the queue is idle.

@@ -122,6 +122,26 @@ fn uniform_layout<'a>(params: impl Iterator<Item = &'a [u8]>, align: u64) -> (Ve
     (offsets, bytes)
 }
 
+/// What a load is doing, for [`LoadProgress`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoadStage {
+    /// Uploading constants (weights): `done` and `total` count bytes.
+    Weights,
+    /// Compiling compute pipelines: `done` and `total` count pipelines.
+    Pipelines,
+}
+
+/// How far a load has come within one stage of one delegate call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoadProgress {
+    /// The stage.
+    pub stage: LoadStage,
+    /// Work done so far in this stage.
+    pub done: u64,
+    /// All the work of this stage.
+    pub total: u64,
+}
+
 /// One delegate call loaded onto a device, ready to [`run`](LoadedDelegate::run);
 /// [`crate::LoadedMethod`] runs whole methods through these.
 #[derive(Debug)]
@@ -250,6 +270,7 @@ impl LoadedDelegate {
         graph: &VkGraph,
         args: &[usize],
         method: &str,
+        progress: &mut dyn FnMut(LoadProgress),
     ) -> Result<Self> {
         let n_in = graph.input_ids.len();
         if args.len() != n_in + graph.output_ids.len() {
@@ -312,7 +333,8 @@ impl LoadedDelegate {
         me.argmax = (0..me.outputs.len()).map(|_| None).collect();
         let max_inputs: Vec<Vec<u64>> = me.inputs.iter().map(|s| s.max_shape.clone()).collect();
         let l = me.lower(&max_inputs, None)?;
-        me.allocate(program, &l.steps)?;
+        me.allocate(program, &l.steps, progress)?;
+        me.compile_pipelines(&l.steps, progress)?;
         // Host reads at load saw placeholders: force a re-lowering on the
         // first run.
         let input_shapes = if l.host_reads.is_empty() { max_inputs } else { Vec::new() };
@@ -388,7 +410,7 @@ impl LoadedDelegate {
     /// prepacked tensors (once). Running out of device memory is
     /// [`Error::OutOfMemory`], caught before anything is written into the
     /// buffers that could not be made.
-    fn allocate(&mut self, program: &Program, steps: &[Step]) -> Result<()> {
+    fn allocate(&mut self, program: &Program, steps: &[Step], progress: &mut dyn FnMut(LoadProgress)) -> Result<()> {
         let oom = self.rt.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let created = self.create_buffers(steps);
         let oom = pollster::block_on(oom.pop());
@@ -396,9 +418,36 @@ impl LoadedDelegate {
         if let Some(e) = oom {
             return Err(Error::OutOfMemory { method: self.name.clone(), bytes, reason: e.to_string() });
         }
-        for (idx, src) in uploads {
+        let sizes: Vec<u64> = uploads
+            .iter()
+            .map(|&(_, src)| tensor_of(&self.graph, src).map(etwgpu_format::VkTensor::size_bytes))
+            .collect::<Result<_>>()?;
+        let total = sizes.iter().sum();
+        let mut done = 0;
+        for ((idx, src), size) in uploads.into_iter().zip(sizes) {
             let buffer = self.buffers[idx].clone().expect("uploaded values have buffers");
             self.upload_constant(program, src, &buffer)?;
+            done += size;
+            progress(LoadProgress { stage: LoadStage::Weights, done, total });
+        }
+        Ok(())
+    }
+
+    /// Compiles the pipelines of `steps` (into the runtime's cache), in
+    /// order of first use.
+    fn compile_pipelines(&self, steps: &[Step], progress: &mut dyn FnMut(LoadProgress)) -> Result<()> {
+        let mut shaders = Vec::new();
+        for step in steps {
+            if let Step::Dispatch(d) = step
+                && !shaders.contains(&d.shader)
+            {
+                shaders.push(d.shader);
+            }
+        }
+        let total = shaders.len() as u64;
+        for (i, shader) in shaders.into_iter().enumerate() {
+            self.rt.pipelines.get(shader)?;
+            progress(LoadProgress { stage: LoadStage::Pipelines, done: i as u64 + 1, total });
         }
         Ok(())
     }

@@ -342,16 +342,9 @@ fn generate_tokens_matches_the_eager_argmax() {
     assert_eq!(o.status.code(), Some(2), "--prompt without --tokenizer is a usage error");
 }
 
-/// `generate --prompt --tokenizer` end to end on the tiny Llama (vocab 128)
-/// with a byte-level tokenizer whose id `b` is byte `b` (no merges), so the
-/// prompt's ASCII bytes are the token ids and every output id decodes to one
-/// ASCII character.
-#[test]
-fn generate_prompt_with_a_byte_tokenizer() {
-    if !gpu_available() {
-        return;
-    }
-    // GPT-2's byte-to-character map, for bytes 0..128.
+/// GPT-2's byte-to-character map for bytes 0..128, as a BPE vocabulary
+/// whose id `b` is byte `b`.
+fn byte_vocab() -> serde_json::Map<String, Value> {
     let mut n = 0;
     let mut vocab = serde_json::Map::new();
     for b in 0..128u32 {
@@ -363,6 +356,59 @@ fn generate_prompt_with_a_byte_tokenizer() {
         };
         vocab.insert(c.to_string(), b.into());
     }
+    vocab
+}
+
+/// `chat` on the tiny Llama (context 32) with the byte tokenizer plus
+/// ChatML tokens: each stdin line is a turn; a turn that no longer fits
+/// drops the earlier ones; `/reset` starts over, so the same first message
+/// gets the same (greedy) reply.
+#[test]
+fn chat_turns_context_and_reset() {
+    if !gpu_available() {
+        return;
+    }
+    let added = serde_json::json!([{"id": 1, "content": "<|im_start|>"}, {"id": 2, "content": "<|im_end|>"}]);
+    let json =
+        serde_json::json!({"added_tokens": added, "model": {"type": "BPE", "vocab": byte_vocab(), "merges": []}});
+    let tmp = std::env::temp_dir().join(format!("etwgpu-cli-chat-{}.json", std::process::id()));
+    std::fs::write(&tmp, json.to_string()).expect("write tokenizer");
+    let model = fixtures_dir().join("llama_tiny_fp32/model.pte");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_etwgpu"))
+        .args(["chat", "--model", model.to_str().unwrap(), "--tokenizer", tmp.to_str().unwrap(), "--max-tokens", "4"])
+        .env("XDG_RUNTIME_DIR", std::env::var_os("XDG_RUNTIME_DIR").unwrap_or_else(|| std::env::temp_dir().into()))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    use std::io::Write as _;
+    child.stdin.take().expect("stdin").write_all(b"Hi\nYo\n/reset\nHi\n/quit\nnever read\n").expect("write stdin");
+    let o = child.wait_with_output().expect("chat ends");
+    std::fs::remove_file(&tmp).expect("cleanup");
+    let out = stdout(&o);
+    let err = String::from_utf8_lossy(&o.stderr);
+    let replies: Vec<&str> = out.lines().collect();
+    assert_eq!(replies.len(), 3, "one reply line per turn: {out:?} / {err}");
+    assert_eq!(replies[0], replies[2], "same first turn after /reset");
+    let notes: Vec<&str> = err.lines().collect();
+    assert_eq!(notes.len(), 5, "{err}");
+    assert!(notes[0].starts_with("[21 prompt tokens") && notes[0].ends_with("27 of 32 context tokens used]"), "{err}");
+    assert_eq!(notes[1], "[context full: dropped 1 earlier turn(s)]");
+    assert_eq!(notes[3], "[reset]");
+    assert!(notes[4].starts_with("[21 prompt tokens"), "{err}");
+}
+
+/// `generate --prompt --tokenizer` end to end on the tiny Llama (vocab 128)
+/// with a byte-level tokenizer whose id `b` is byte `b` (no merges), so the
+/// prompt's ASCII bytes are the token ids and every output id decodes to one
+/// ASCII character.
+#[test]
+fn generate_prompt_with_a_byte_tokenizer() {
+    if !gpu_available() {
+        return;
+    }
+    let vocab = byte_vocab();
     let json = serde_json::json!({"added_tokens": [], "model": {"type": "BPE", "vocab": vocab, "merges": []}});
     let tmp = std::env::temp_dir().join(format!("etwgpu-cli-tokenizer-{}.json", std::process::id()));
     std::fs::write(&tmp, json.to_string()).expect("write tokenizer");

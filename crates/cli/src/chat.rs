@@ -1,0 +1,206 @@
+//! `etwgpu chat`: an interactive ChatML conversation with an instruct
+//! model. Each line read from stdin is a user turn; the reply streams to
+//! stdout. The conversation lives in the model's KV cache, so a turn feeds
+//! only its own tokens; when the next turn would not fit the context, the
+//! oldest turns are dropped and the rest is fed again. `/reset` starts
+//! over, `/quit` (or end of input) ends.
+
+use std::io::{BufRead as _, IsTerminal as _, Write as _};
+use std::path::PathBuf;
+
+use etwgpu_format::Program;
+use etwgpu_llm::{ChatMessage, GenerateOptions, Generator, Sampler, SamplerConfig, Tokenizer, chatml};
+use etwgpu_runtime::Runtime;
+
+use crate::Failure;
+
+/// Options of `chat`.
+#[derive(Debug)]
+pub struct ChatArgs {
+    model: PathBuf,
+    tokenizer: PathBuf,
+    system: Option<String>,
+    max_tokens: usize,
+    sampler: SamplerConfig,
+}
+
+/// Parses the arguments after `chat`.
+pub fn parse(args: &[String]) -> Result<ChatArgs, Failure> {
+    let mut model = None;
+    let mut tokenizer = None;
+    let mut system = None;
+    let mut max_tokens = 256;
+    let mut sampler = SamplerConfig::default();
+    let mut it = args.iter();
+    fn num<T: std::str::FromStr>(it: &mut std::slice::Iter<'_, String>, flag: &str) -> Result<T, Failure> {
+        let v = it.next().ok_or_else(|| Failure::usage(format!("{flag} needs a value")))?;
+        v.parse().map_err(|_| Failure::usage(format!("{flag}: {v:?} is not a valid number")))
+    }
+    while let Some(arg) = it.next() {
+        let mut value = |flag: &str| it.next().cloned().ok_or_else(|| Failure::usage(format!("{flag} needs a value")));
+        match arg.as_str() {
+            "--model" => model = Some(PathBuf::from(value("--model")?)),
+            "--tokenizer" => tokenizer = Some(PathBuf::from(value("--tokenizer")?)),
+            "--system" => system = Some(value("--system")?),
+            "--max-tokens" => max_tokens = num(&mut it, "--max-tokens")?,
+            "--temperature" => sampler.temperature = num(&mut it, "--temperature")?,
+            "--top-k" => sampler.top_k = num(&mut it, "--top-k")?,
+            "--top-p" => sampler.top_p = num(&mut it, "--top-p")?,
+            "--seed" => sampler.seed = num(&mut it, "--seed")?,
+            flag if flag.starts_with("--") => return Err(Failure::usage(format!("unknown option {flag}"))),
+            extra => return Err(Failure::usage(format!("unexpected argument {extra}"))),
+        }
+    }
+    let model = model.ok_or_else(|| Failure::usage("chat needs --model MODEL.pte"))?;
+    let tokenizer = tokenizer.ok_or_else(|| Failure::usage("chat needs --tokenizer TOKENIZER.json"))?;
+    Ok(ChatArgs { model, tokenizer, system, max_tokens, sampler })
+}
+
+/// One conversation on a loaded model.
+struct Conversation {
+    generator: Generator,
+    tok: Tokenizer,
+    sampler: Sampler,
+    system: Option<String>,
+    /// Finished turns: (user, assistant).
+    turns: Vec<(String, String)>,
+    /// Tokens that belong in the cache before the next turn (the end of
+    /// the last reply: its final sampled token is never fed by `generate`).
+    unfed: Vec<u32>,
+    im_end: u32,
+    max_tokens: usize,
+}
+
+impl Conversation {
+    /// The messages of the kept turns plus `user`, as ChatML ready for the
+    /// assistant's reply.
+    fn transcript(&self, keep_from: usize, user: &str) -> String {
+        let mut messages: Vec<ChatMessage> = self.system.iter().map(|s| ChatMessage::new("system", s)).collect();
+        for (u, a) in &self.turns[keep_from..] {
+            messages.push(ChatMessage::new("user", u));
+            messages.push(ChatMessage::new("assistant", a));
+        }
+        messages.push(ChatMessage::new("user", user));
+        chatml(&messages, true)
+    }
+
+    /// Runs one user turn, streaming the reply into `out`; notes go to
+    /// `err`.
+    fn turn(&mut self, user: &str, out: &mut dyn std::io::Write, err: &mut dyn std::io::Write) -> Result<(), Failure> {
+        let context = self.generator.metadata().max_context_len;
+        let mut feed = if self.generator.position() == 0 {
+            self.tok.encode(&self.transcript(self.turns.len(), user))
+        } else {
+            let mut f = self.unfed.clone();
+            f.extend(self.tok.encode(&chatml(&[ChatMessage::new("user", user)], true)));
+            f
+        };
+        let budget = self.max_tokens.min(context.saturating_sub(1));
+        if self.generator.position() + feed.len() + budget > context {
+            // Drop the oldest turns until the conversation fits again.
+            let kept = (0..=self.turns.len())
+                .map(|from| (from, self.tok.encode(&self.transcript(from, user))))
+                .find(|(_, ids)| ids.len() + budget <= context);
+            let Some((from, ids)) = kept else {
+                writeln!(err, "[this message alone does not fit the context of {context} tokens; say less]")
+                    .map_err(Failure::error)?;
+                return Ok(());
+            };
+            writeln!(err, "[context full: dropped {} earlier turn(s)]", from).map_err(Failure::error)?;
+            self.turns.drain(..from);
+            self.generator.reset();
+            feed = ids;
+        }
+        let options = GenerateOptions { max_new_tokens: budget, stop_tokens: vec![self.im_end], stop_at_eos: true };
+        let stops: Vec<u32> = options.stop_tokens.iter().chain(&self.generator.metadata().eos_ids).copied().collect();
+        let mut decoder = self.tok.stream_decoder();
+        let mut reply = String::new();
+        let mut write_err = None;
+        let tok = &self.tok;
+        let (tokens, stats) = self
+            .generator
+            .generate(&feed, &options, &mut self.sampler, |token| {
+                if stops.contains(&token) {
+                    return;
+                }
+                let piece = decoder.push(tok, token);
+                reply.push_str(&piece);
+                if write_err.is_none()
+                    && let Err(e) = out.write_all(piece.as_bytes()).and_then(|()| out.flush())
+                {
+                    write_err = Some(e);
+                }
+            })
+            .map_err(Failure::error)?;
+        if let Some(e) = write_err {
+            return Err(Failure::error(e));
+        }
+        writeln!(out).map_err(Failure::error)?;
+        // The last sampled token was not fed; close the turn after it.
+        let last = tokens.last().copied();
+        self.unfed = last.into_iter().collect();
+        if last != Some(self.im_end) {
+            self.unfed.push(self.im_end);
+        }
+        self.unfed.extend(self.tok.encode("\n"));
+        self.turns.push((user.to_string(), reply));
+        writeln!(
+            err,
+            "[{} prompt tokens at {:.1} tokens/s, {} generated at {:.1} tokens/s; {} of {context} context tokens used]",
+            stats.prompt_tokens,
+            stats.prefill_tokens_per_s(),
+            stats.generated_tokens,
+            stats.decode_tokens_per_s(),
+            self.generator.position() + self.unfed.len(),
+        )
+        .map_err(Failure::error)
+    }
+}
+
+/// Runs `chat` until `/quit` or the end of stdin.
+pub fn run(a: &ChatArgs) -> Result<(), Failure> {
+    let program = Program::open(&a.model).map_err(|e| Failure::error(format!("{}: {e}", a.model.display())))?;
+    let tok = Tokenizer::from_file(&a.tokenizer).map_err(Failure::error)?;
+    let im_end = tok.token_to_id("<|im_end|>").ok_or_else(|| {
+        Failure::error(format!("{}: no <|im_end|> token; chat needs a ChatML model", a.tokenizer.display()))
+    })?;
+    let sampler = Sampler::new(a.sampler.clone()).map_err(Failure::error)?;
+    let rt = Runtime::new().map_err(Failure::error)?;
+    let generator = crate::load_generator(&rt, &program)?;
+    let mut chat = Conversation {
+        generator,
+        tok,
+        sampler,
+        system: a.system.clone(),
+        turns: Vec::new(),
+        unfed: Vec::new(),
+        im_end,
+        max_tokens: a.max_tokens,
+    };
+    let interactive = std::io::stdin().is_terminal();
+    let mut out = std::io::stdout().lock();
+    let mut err = std::io::stderr().lock();
+    if interactive {
+        writeln!(err, "chat with {} (/reset starts over, /quit ends)", a.model.display()).map_err(Failure::error)?;
+    }
+    let mut lines = std::io::stdin().lock().lines();
+    loop {
+        if interactive {
+            write!(out, "> ").and_then(|()| out.flush()).map_err(Failure::error)?;
+        }
+        let Some(line) = lines.next() else { break };
+        let line = line.map_err(Failure::error)?;
+        match line.trim() {
+            "" => {}
+            "/quit" => break,
+            "/reset" => {
+                chat.generator.reset();
+                chat.turns.clear();
+                chat.unfed.clear();
+                writeln!(err, "[reset]").map_err(Failure::error)?;
+            }
+            text => chat.turn(text, &mut out, &mut err)?,
+        }
+    }
+    Ok(())
+}
