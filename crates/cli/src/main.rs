@@ -7,7 +7,7 @@
 //! etwgpu generate --model MODEL.pte (--tokenizer T.json --prompt TEXT [--chat] [--system TEXT] | --tokens ID,ID,...)
 //!                 [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S]
 //! etwgpu chat --model MODEL.pte --tokenizer T.json [--system TEXT] [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S]
-//! etwgpu devices [--json]
+//! etwgpu devices [--json] [--bandwidth]
 //! ```
 //!
 //! Errors print one line on stderr and exit with status 1; usage errors exit
@@ -26,7 +26,7 @@ const USAGE: &str = "usage:
   etwgpu run MODEL.pte [--method NAME] [--ptd FILE]... (--call IN0.npy[,IN1.npy...]... | --input IN.npy... | --random-inputs) [--output-dir DIR] [--repeat N] [--profile [--json]]
   etwgpu generate --model MODEL.pte (--tokenizer T.json --prompt TEXT [--chat] [--system TEXT] | --tokens ID,ID,...) [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S]
   etwgpu chat --model MODEL.pte --tokenizer T.json [--system TEXT] [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S]
-  etwgpu devices [--json]";
+  etwgpu devices [--json] [--bandwidth]";
 
 /// A command-line failure: the message and the exit status.
 struct Failure {
@@ -144,11 +144,15 @@ fn mib(bytes: u64) -> String {
 /// `etwgpu devices`: the adapters wgpu finds and the limits that matter.
 fn devices(args: &[String]) -> Result<(), Failure> {
     use std::fmt::Write as _;
-    let json = match args {
-        [] => false,
-        [flag] if flag == "--json" => true,
-        _ => return Err(Failure::usage("devices takes only --json")),
-    };
+    let mut json = false;
+    let mut bandwidth = false;
+    for a in args {
+        match a.as_str() {
+            "--json" => json = true,
+            "--bandwidth" => bandwidth = true,
+            _ => return Err(Failure::usage(format!("devices takes --json and --bandwidth, not {a}"))),
+        }
+    }
     let list = etwgpu_runtime::adapters();
     if list.is_empty() {
         return Err(Failure::error("no GPU adapter found (install a Vulkan driver, e.g. mesa-vulkan-drivers)"));
@@ -186,6 +190,28 @@ fn devices(args: &[String]) -> Result<(), Failure> {
                 a.max_invocations_per_workgroup,
                 a.max_storage_buffers_per_stage,
                 if a.features.is_empty() { "none".to_string() } else { a.features.join(", ") },
+            );
+        }
+    }
+    if bandwidth {
+        // The adapter `Runtime::new` picks; 1 GiB or the largest binding.
+        let rt = etwgpu_runtime::Runtime::new().map_err(Failure::error)?;
+        let b = rt.copy_bandwidth(1 << 30, 20).map_err(Failure::error)?;
+        let timer = if b.gpu_timestamps { "GPU timestamps" } else { "wall time" };
+        if json {
+            let v = serde_json::json!({
+                "adapter": rt.adapter_info().name, "copy_bytes": b.bytes, "seconds": b.seconds,
+                "gb_per_s": b.gb_per_s, "gpu_timestamps": b.gpu_timestamps,
+            });
+            out += &(serde_json::to_string(&v).map_err(Failure::error)? + "\n");
+        } else {
+            let _ = writeln!(
+                out,
+                "copy bandwidth on {}: {:.1} GB/s read+write ({} copied in {:.3} ms, median of 20, {timer})",
+                rt.adapter_info().name,
+                b.gb_per_s,
+                mib(b.bytes),
+                b.seconds * 1e3
             );
         }
     }

@@ -19,6 +19,7 @@
 //! `etwgpu-kernels` into buffers, bind groups and dispatches; every compute
 //! pipeline is created in [`pipeline_cache`].
 
+pub mod bandwidth;
 mod cpu;
 pub mod device;
 pub mod error;
@@ -30,6 +31,7 @@ pub mod tensor;
 #[cfg(test)]
 mod tests;
 
+pub use bandwidth::Bandwidth;
 pub use device::{AdapterSummary, Runtime, adapters};
 pub use error::{Error, Result};
 pub use method::{LoadProgress, LoadStage};

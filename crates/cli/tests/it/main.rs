@@ -267,6 +267,14 @@ fn devices_lists_the_adapter_runtime_picks() {
     assert!(defaults[0]["max_storage_binding_bytes"].as_u64().expect("a number") >= 128 << 20);
     let text = stdout(&etwgpu(&["devices"]));
     assert!(text.contains(&picked) && text.contains("[default]"), "{text}");
+    // --bandwidth adds one JSON line: the copy bandwidth of that adapter.
+    let text = stdout(&etwgpu(&["devices", "--json", "--bandwidth"]));
+    let b: Value = serde_json::from_str(text.lines().nth(1).expect("a second line")).expect("JSON");
+    assert_eq!(b["adapter"], picked.as_str());
+    let (bytes, seconds, gbps) =
+        (b["copy_bytes"].as_f64().unwrap(), b["seconds"].as_f64().unwrap(), b["gb_per_s"].as_f64().unwrap());
+    assert!(bytes >= (64 << 20) as f64 && seconds > 0.0, "{b}");
+    assert!((gbps - 2.0 * bytes / seconds / 1e9).abs() <= 1e-6 * gbps, "read+write bytes per second: {b}");
 }
 
 /// Every file of the hostile corpus: `inspect` either prints its report or

@@ -26,6 +26,8 @@ pub enum Family {
     Compare,
     /// `conv.wgsl`.
     Conv,
+    /// `copy.wgsl`.
+    Copy,
     /// `embedding_q4gsw.wgsl`.
     EmbeddingQ4gsw,
     /// `fill.wgsl`.
@@ -136,6 +138,8 @@ pub enum ShaderId {
     ConvF32,
     /// `conv.wgsl` with `Elem = f16`.
     ConvF16,
+    /// `copy.wgsl` with `Elem = f32`.
+    CopyF32,
     /// `embedding_q4gsw.wgsl` with `Elem = f32`.
     EmbeddingQ4gswF32,
     /// `embedding_q4gsw.wgsl` with `Elem = f16`.
@@ -273,6 +277,7 @@ impl ShaderId {
         ShaderId::CompareU32,
         ShaderId::ConvF32,
         ShaderId::ConvF16,
+        ShaderId::CopyF32,
         ShaderId::EmbeddingQ4gswF32,
         ShaderId::EmbeddingQ4gswF16,
         ShaderId::FillF32,
@@ -355,6 +360,7 @@ impl ShaderId {
             ShaderId::CompareU32 => Family::Compare,
             ShaderId::ConvF32 => Family::Conv,
             ShaderId::ConvF16 => Family::Conv,
+            ShaderId::CopyF32 => Family::Copy,
             ShaderId::EmbeddingQ4gswF32 => Family::EmbeddingQ4gsw,
             ShaderId::EmbeddingQ4gswF16 => Family::EmbeddingQ4gsw,
             ShaderId::FillF32 => Family::Fill,
@@ -438,6 +444,7 @@ impl ShaderId {
             ShaderId::CompareU32 => Variant::U32,
             ShaderId::ConvF32 => Variant::F32,
             ShaderId::ConvF16 => Variant::F16,
+            ShaderId::CopyF32 => Variant::F32,
             ShaderId::EmbeddingQ4gswF32 => Variant::F32,
             ShaderId::EmbeddingQ4gswF16 => Variant::F16,
             ShaderId::FillF32 => Variant::F32,
@@ -521,6 +528,7 @@ impl ShaderId {
             ShaderId::CompareU32 => "compare.u32",
             ShaderId::ConvF32 => "conv.f32",
             ShaderId::ConvF16 => "conv.f16",
+            ShaderId::CopyF32 => "copy.f32",
             ShaderId::EmbeddingQ4gswF32 => "embedding_q4gsw.f32",
             ShaderId::EmbeddingQ4gswF16 => "embedding_q4gsw.f16",
             ShaderId::FillF32 => "fill.f32",
@@ -604,6 +612,7 @@ impl ShaderId {
             ShaderId::CompareU32 => COMPARE_U32,
             ShaderId::ConvF32 => CONV_F32,
             ShaderId::ConvF16 => CONV_F16,
+            ShaderId::CopyF32 => COPY_F32,
             ShaderId::EmbeddingQ4gswF32 => EMBEDDING_Q4GSW_F32,
             ShaderId::EmbeddingQ4gswF16 => EMBEDDING_Q4GSW_F16,
             ShaderId::FillF32 => FILL_F32,
@@ -687,6 +696,7 @@ impl ShaderId {
             (Family::Compare, Variant::U32) => Some(ShaderId::CompareU32),
             (Family::Conv, Variant::F32) => Some(ShaderId::ConvF32),
             (Family::Conv, Variant::F16) => Some(ShaderId::ConvF16),
+            (Family::Copy, Variant::F32) => Some(ShaderId::CopyF32),
             (Family::EmbeddingQ4gsw, Variant::F32) => Some(ShaderId::EmbeddingQ4gswF32),
             (Family::EmbeddingQ4gsw, Variant::F16) => Some(ShaderId::EmbeddingQ4gswF16),
             (Family::Fill, Variant::F32) => Some(ShaderId::FillF32),
@@ -2664,6 +2674,38 @@ fn transposed_sum(n: u32, oc: u32, oh: u32, ow: u32) -> f32 {
         }
     }
     return acc;
+}
+"#;
+
+/// `copy.wgsl` with `Elem = f32`.
+pub const COPY_F32: &str = r#"//! The bandwidth reference: `dst[i] = src[i]` over 16-byte words, one word
+//! per invocation. Not an operator: `etwgpu devices --bandwidth` and the
+//! benches time it to know what a memory-bound kernel can reach.
+// variants: f32
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    /// Number of 16-byte words.
+    n_words: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> src: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read_write> dst: array<vec4<Elem>>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i < p.n_words {
+        dst[i] = src[i];
+    }
 }
 "#;
 
