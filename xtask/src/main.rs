@@ -8,8 +8,11 @@
 //! - `cargo xtask tidy`: the layout and dependency rules of `STYLE.md`.
 //! - `cargo xtask ci`: everything CI runs (fmt, clippy, drift, tidy, tests,
 //!   bench build).
+//! - `cargo xtask device-bundle`: release binaries and the Vulkan loader for
+//!   a run on the lent GPU machine (`tools/device/run.sh`).
 
 mod codegen;
+mod device;
 mod fbs;
 mod tidy;
 mod wgsl;
@@ -25,7 +28,7 @@ fn workspace_root() -> PathBuf {
 }
 
 fn usage() -> ExitCode {
-    eprintln!("usage: cargo xtask <codegen | check-wgsl | tidy | ci>");
+    eprintln!("usage: cargo xtask <codegen | check-wgsl | tidy | ci | device-bundle>");
     ExitCode::from(2)
 }
 
@@ -59,6 +62,7 @@ fn main() -> ExitCode {
         Some("check-wgsl") | Some("check") => codegen::check(&root),
         Some("tidy") => tidy::check(&root),
         Some("ci") => ci(&root),
+        Some("device-bundle") => device::bundle(&root),
         _ => return usage(),
     };
     match result {
