@@ -12,6 +12,21 @@ use crate::program::LoadedMethod;
 /// enumeration order, or a case-insensitive substring of its name.
 pub const ADAPTER_ENV: &str = "ETWGPU_ADAPTER";
 
+/// Environment variable that, set to `1`, leaves SHADER_F16 off.
+pub const DISABLE_F16_ENV: &str = "ETWGPU_DISABLE_F16";
+
+/// How [`Runtime::with_options`] opens a device.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RuntimeOptions {
+    /// Adapter selector: an index into the enumeration order or a
+    /// case-insensitive name substring; `None` picks automatically.
+    pub adapter: Option<String>,
+    /// Leave SHADER_F16 off even when the adapter has it: float16 models
+    /// then run as on adapters without it (float16 tensors held as float32,
+    /// f32 kernels), which tests that fallback anywhere.
+    pub disable_f16: bool,
+}
+
 /// Features the kernels use when the adapter has them.
 pub const OPTIONAL_FEATURES: wgpu::Features =
     wgpu::Features::SHADER_F16.union(wgpu::Features::SUBGROUP).union(wgpu::Features::TIMESTAMP_QUERY);
@@ -120,13 +135,24 @@ pub fn adapters() -> Vec<AdapterSummary> {
 impl Runtime {
     /// Opens a device on the adapter chosen by `ETWGPU_ADAPTER`, else on a
     /// discrete GPU if any, else on the best other adapter.
+    /// `ETWGPU_DISABLE_F16=1` leaves SHADER_F16 off (see
+    /// [`RuntimeOptions::disable_f16`]).
     pub fn new() -> Result<Self> {
-        Self::with_adapter(std::env::var(ADAPTER_ENV).ok().as_deref())
+        Self::with_options(&RuntimeOptions {
+            adapter: std::env::var(ADAPTER_ENV).ok(),
+            disable_f16: std::env::var(DISABLE_F16_ENV).is_ok_and(|v| v == "1"),
+        })
     }
 
     /// Like [`Runtime::new`] with an explicit selector (index or name
     /// substring); `None` picks automatically.
     pub fn with_adapter(selector: Option<&str>) -> Result<Self> {
+        Self::with_options(&RuntimeOptions { adapter: selector.map(str::to_string), disable_f16: false })
+    }
+
+    /// Opens a device as `options` say.
+    pub fn with_options(options: &RuntimeOptions) -> Result<Self> {
+        let selector = options.adapter.as_deref();
         let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
         let adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
         if adapters.is_empty() {
@@ -154,7 +180,9 @@ impl Runtime {
         let info = adapter.get_info();
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("etwgpu device"),
-            required_features: adapter.features() & OPTIONAL_FEATURES,
+            required_features: adapter.features()
+                & OPTIONAL_FEATURES
+                & if options.disable_f16 { !wgpu::Features::SHADER_F16 } else { wgpu::Features::all() },
             required_limits: adapter.limits(),
             ..Default::default()
         }))

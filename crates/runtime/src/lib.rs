@@ -32,7 +32,7 @@ pub mod tensor;
 mod tests;
 
 pub use bandwidth::Bandwidth;
-pub use device::{AdapterSummary, Runtime, adapters};
+pub use device::{AdapterSummary, Runtime, RuntimeOptions, adapters};
 pub use error::{Error, Result};
 pub use method::{LoadProgress, LoadStage};
 pub use program::{LoadedMethod, Route, kernel_route};

@@ -149,6 +149,10 @@ pub struct LoadedDelegate {
     rt: Runtime,
     name: String,
     graph: VkGraph,
+    /// Per value: a float16 tensor made float32 because the device lacks
+    /// SHADER_F16 (empty when it has it); its constant, if any, is still
+    /// float16 in the file.
+    promoted_f16: Vec<bool>,
     lowerer: Lowerer,
     inputs: Vec<IoSpec>,
     outputs: Vec<IoSpec>,
@@ -244,6 +248,24 @@ fn io_specs(
         .collect()
 }
 
+/// `graph` with every float16 tensor made float32 (for devices without
+/// SHADER_F16), and per value whether it was.
+fn promote_f16(graph: &VkGraph) -> (VkGraph, Vec<bool>) {
+    let mut g = graph.clone();
+    let promoted = g
+        .values
+        .iter_mut()
+        .map(|v| match v {
+            VkValue::Tensor(t) if t.dtype == DType::F16 => {
+                t.dtype = DType::F32;
+                true
+            }
+            _ => false,
+        })
+        .collect();
+    (g, promoted)
+}
+
 /// Fails, naming the tensor, when one is larger than a storage binding (or a
 /// buffer) of this device may be: caught before any GPU object is made.
 fn check_tensor_sizes(rt: &Runtime, graph: &VkGraph) -> Result<()> {
@@ -284,12 +306,21 @@ impl LoadedDelegate {
                 ),
             });
         }
+
+        // Without SHADER_F16, float16 tensors live on the device as float32
+        // (constants and inputs are widened on upload, outputs narrowed on
+        // read-back) and every kernel runs its f32 variant.
+        let (graph, promoted_f16) = if rt.device.features().contains(wgpu::Features::SHADER_F16) {
+            (graph.clone(), Vec::new())
+        } else {
+            promote_f16(graph)
+        };
+        let graph = &graph;
         let inputs = io_specs(m, graph, args, &args[..n_in], &graph.input_ids, 0..n_in)?;
         let outputs = io_specs(m, graph, args, &args[n_in..], &graph.output_ids, n_in..args.len())?;
         if let Some(spec) = outputs.iter().find(|s| s.symint) {
             return Err(Error::NotATensor { value: spec.value.0, found: "SymInt" });
         }
-
         check_tensor_sizes(rt, graph)?;
         let lowerer = Lowerer::new(graph)?;
         let shapes: Vec<Vec<u64>> = graph
@@ -304,6 +335,7 @@ impl LoadedDelegate {
             rt: rt.clone(),
             name: method.to_string(),
             graph: graph.clone(),
+            promoted_f16,
             lowerer,
             inputs,
             outputs,
@@ -559,11 +591,18 @@ impl LoadedDelegate {
             }
             _ => program.data(constant.data().expect("resolved constants have data")),
         };
-        if data.len() as u64 != t.size_bytes() {
-            return Err(Error::ConstantSize { value: value.0, expected: t.size_bytes(), found: data.len() as u64 });
+        // A promoted float16 constant: its bytes in the file are float16.
+        let widen = self.promoted_f16.get(value.idx()).copied().unwrap_or(false);
+        let expected = if widen { t.numel() * 2 } else { t.size_bytes() };
+        if data.len() as u64 != expected {
+            return Err(Error::ConstantSize { value: value.0, expected, found: data.len() as u64 });
         }
         if !data.is_empty() {
-            let mut padded = to_device_layout(data.to_vec(), t.dtype);
+            let data = match widen {
+                true => convert(data, DType::F16, DType::F32).expect("f16 widens").expect("floats always convert"),
+                false => data.to_vec(),
+            };
+            let mut padded = to_device_layout(data, t.dtype);
             padded.resize(align4(padded.len() as u64) as usize, 0);
             self.rt.queue.write_buffer(buffer, 0, &padded);
         }

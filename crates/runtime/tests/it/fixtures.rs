@@ -245,3 +245,29 @@ fn whole_method_routes_and_round_trips() {
     }
     assert!(failures.is_empty(), "(GPU calls, CPU calls, round trips):\n{}", failures.join("\n"));
 }
+
+/// Float16 models on a device without SHADER_F16 (simulated by leaving the
+/// feature off): float16 tensors are held as float32 and every kernel runs
+/// its f32 variant; each fp16 fixture still matches its goldens within the
+/// manifest's float16 tolerance (the math is at least as precise).
+#[test]
+fn float16_models_without_shader_f16() {
+    if crate::runtime().is_none() {
+        return;
+    }
+    let options = etwgpu_runtime::RuntimeOptions { adapter: None, disable_f16: true };
+    let rt = etwgpu_runtime::Runtime::with_options(&options).expect("a runtime without f16");
+    assert!(!rt.device().features().contains(wgpu::Features::SHADER_F16));
+    let mut names: Vec<String> = std::fs::read_dir(fixtures_dir())
+        .expect("fixtures")
+        .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().to_string()))
+        .filter(|n| n.contains("fp16"))
+        .collect();
+    names.sort();
+    assert!(names.len() >= 5, "{names:?}");
+    for name in names {
+        let report =
+            run_fixture(&fixtures_dir().join(&name), &rt).unwrap_or_else(|e| panic!("{name} without f16: {e}"));
+        eprintln!("{name} without f16:\n{report}");
+    }
+}
