@@ -54,6 +54,10 @@ pub enum Family {
     Pad,
     /// `place.wgsl`.
     Place,
+    /// `q4_gemm.wgsl`.
+    Q4Gemm,
+    /// `q4_gemv.wgsl`.
+    Q4Gemv,
     /// `reduce.wgsl`.
     Reduce,
     /// `rms_norm.wgsl`.
@@ -200,6 +204,14 @@ pub enum ShaderId {
     PlaceF16,
     /// `place.wgsl` with `Elem = i32`.
     PlaceI32,
+    /// `q4_gemm.wgsl` with `Elem = f32`.
+    Q4GemmF32,
+    /// `q4_gemm.wgsl` with `Elem = f16`.
+    Q4GemmF16,
+    /// `q4_gemv.wgsl` with `Elem = f32`.
+    Q4GemvF32,
+    /// `q4_gemv.wgsl` with `Elem = f16`.
+    Q4GemvF16,
     /// `reduce.wgsl` with `Elem = f32`.
     ReduceF32,
     /// `reduce.wgsl` with `Elem = f16`.
@@ -308,6 +320,10 @@ impl ShaderId {
         ShaderId::PlaceF32,
         ShaderId::PlaceF16,
         ShaderId::PlaceI32,
+        ShaderId::Q4GemmF32,
+        ShaderId::Q4GemmF16,
+        ShaderId::Q4GemvF32,
+        ShaderId::Q4GemvF16,
         ShaderId::ReduceF32,
         ShaderId::ReduceF16,
         ShaderId::RmsNormF32,
@@ -391,6 +407,10 @@ impl ShaderId {
             ShaderId::PlaceF32 => Family::Place,
             ShaderId::PlaceF16 => Family::Place,
             ShaderId::PlaceI32 => Family::Place,
+            ShaderId::Q4GemmF32 => Family::Q4Gemm,
+            ShaderId::Q4GemmF16 => Family::Q4Gemm,
+            ShaderId::Q4GemvF32 => Family::Q4Gemv,
+            ShaderId::Q4GemvF16 => Family::Q4Gemv,
             ShaderId::ReduceF32 => Family::Reduce,
             ShaderId::ReduceF16 => Family::Reduce,
             ShaderId::RmsNormF32 => Family::RmsNorm,
@@ -475,6 +495,10 @@ impl ShaderId {
             ShaderId::PlaceF32 => Variant::F32,
             ShaderId::PlaceF16 => Variant::F16,
             ShaderId::PlaceI32 => Variant::I32,
+            ShaderId::Q4GemmF32 => Variant::F32,
+            ShaderId::Q4GemmF16 => Variant::F16,
+            ShaderId::Q4GemvF32 => Variant::F32,
+            ShaderId::Q4GemvF16 => Variant::F16,
             ShaderId::ReduceF32 => Variant::F32,
             ShaderId::ReduceF16 => Variant::F16,
             ShaderId::RmsNormF32 => Variant::F32,
@@ -559,6 +583,10 @@ impl ShaderId {
             ShaderId::PlaceF32 => "place.f32",
             ShaderId::PlaceF16 => "place.f16",
             ShaderId::PlaceI32 => "place.i32",
+            ShaderId::Q4GemmF32 => "q4_gemm.f32",
+            ShaderId::Q4GemmF16 => "q4_gemm.f16",
+            ShaderId::Q4GemvF32 => "q4_gemv.f32",
+            ShaderId::Q4GemvF16 => "q4_gemv.f16",
             ShaderId::ReduceF32 => "reduce.f32",
             ShaderId::ReduceF16 => "reduce.f16",
             ShaderId::RmsNormF32 => "rms_norm.f32",
@@ -643,6 +671,10 @@ impl ShaderId {
             ShaderId::PlaceF32 => PLACE_F32,
             ShaderId::PlaceF16 => PLACE_F16,
             ShaderId::PlaceI32 => PLACE_I32,
+            ShaderId::Q4GemmF32 => Q4_GEMM_F32,
+            ShaderId::Q4GemmF16 => Q4_GEMM_F16,
+            ShaderId::Q4GemvF32 => Q4_GEMV_F32,
+            ShaderId::Q4GemvF16 => Q4_GEMV_F16,
             ShaderId::ReduceF32 => REDUCE_F32,
             ShaderId::ReduceF16 => REDUCE_F16,
             ShaderId::RmsNormF32 => RMS_NORM_F32,
@@ -727,6 +759,10 @@ impl ShaderId {
             (Family::Place, Variant::F32) => Some(ShaderId::PlaceF32),
             (Family::Place, Variant::F16) => Some(ShaderId::PlaceF16),
             (Family::Place, Variant::I32) => Some(ShaderId::PlaceI32),
+            (Family::Q4Gemm, Variant::F32) => Some(ShaderId::Q4GemmF32),
+            (Family::Q4Gemm, Variant::F16) => Some(ShaderId::Q4GemmF16),
+            (Family::Q4Gemv, Variant::F32) => Some(ShaderId::Q4GemvF32),
+            (Family::Q4Gemv, Variant::F16) => Some(ShaderId::Q4GemvF16),
             (Family::Reduce, Variant::F32) => Some(ShaderId::ReduceF32),
             (Family::Reduce, Variant::F16) => Some(ShaderId::ReduceF16),
             (Family::RmsNorm, Variant::F32) => Some(ShaderId::RmsNormF32),
@@ -4584,6 +4620,486 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         rem = rem / size;
     }
     out[dst] = x[i];
+}
+"#;
+
+/// `q4_gemm.wgsl` with `Elem = f32`.
+pub const Q4_GEMM_F32: &str = r#"//! Prefill route of `et_vk.linear_q4gsw` (many rows of x): a tiled GEMM
+//! `out[m, n] = sum_k x[m, k] * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`.
+//!
+//! A workgroup computes a `TILE x TILE` block of the output; each of its
+//! 256 invocations owns a 4 x 4 sub-block in registers. K advances `TK`
+//! inputs at a time: the x tile and the dequantized weight tile are staged
+//! in shared memory (both k-major, so the inner loop reads one `vec4` of
+//! rows and one of columns per k). The host routes here only when
+//! `group % TK == 0` and `K % TK == 0`, so one scale covers a column's
+//! slice of a tile. Accumulation is f32.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Output tile edge (rows and columns per workgroup).
+const TILE: u32 = 64u;
+/// Inputs per step along K.
+const TK: u32 = 16u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (a multiple of TK).
+    k: u32,
+    /// Row length of the scales (and bias): N padded.
+    n_pad: u32,
+    /// Inputs per scale group (a multiple of TK).
+    group_size: u32,
+    has_bias: u32,
+    /// Workgroups along N.
+    tiles_n: u32,
+    _pad0: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> weights: array<vec2<u32>>;
+@group(0) @binding(3) var<storage, read> scales: array<Elem>;
+@group(0) @binding(4) var<storage, read> bias: array<Elem>;
+@group(0) @binding(5) var<storage, read_write> out: array<Elem>;
+
+/// x tile, k-major: `xs[k * 16 + i]` holds rows `4i .. 4i + 4` at input k.
+var<workgroup> xs: array<vec4<f32>, 256>;
+/// Weight tile, k-major: `ws[k * 16 + j]` holds columns `4j .. 4j + 4`.
+var<workgroup> ws: array<vec4<f32>, 256>;
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let tile = wid.y * groups.x + wid.x;
+    let m0 = (tile / p.tiles_n) * TILE;
+    let n0 = (tile % p.tiles_n) * TILE;
+    // This invocation's 4 x 4 sub-block.
+    let ti = lid / 16u;
+    let tj = lid % 16u;
+    // Loading: x rows `m0 + lid / 4`, inputs `(lid % 4) * 4 ..`; weight
+    // columns `n0 + lid / 2`, inputs `(lid % 2) * 8 ..` (lid < 128).
+    let xr = lid / 4u;
+    let xk = (lid % 4u) * 4u;
+    let wc = lid / 2u;
+    let wk = (lid % 2u) * 8u;
+    let words = p.k / 16u;
+    var acc: array<vec4<f32>, 4>;
+    for (var k0 = 0u; k0 < p.k; k0 += TK) {
+        var xv = vec4<f32>(0.0);
+        if m0 + xr < p.m {
+            xv = vec4<f32>(x[((m0 + xr) * p.k + k0 + xk) / 4u]);
+        }
+        for (var e = 0u; e < 4u; e++) {
+            xs[(xk + e) * 16u + xr / 4u][xr % 4u] = xv[e];
+        }
+        if lid < 128u {
+            let col = n0 + wc;
+            var lo = vec4<f32>(0.0);
+            var hi = vec4<f32>(0.0);
+            if col < p.n {
+                // 8 nibbles: inputs k0 + wk .. k0 + wk + 8.
+                let word = weights[col * words + k0 / 16u][lid % 2u];
+                let s = f32(scales[(k0 / p.group_size) * p.n_pad + col]);
+                lo = (vec4<f32>(vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u)) - 8.0) * s;
+                let w2 = word >> 16u;
+                hi = (vec4<f32>(vec4<u32>(w2, w2 >> 4u, w2 >> 8u, w2 >> 12u) & vec4<u32>(15u)) - 8.0) * s;
+            }
+            for (var e = 0u; e < 4u; e++) {
+                ws[(wk + e) * 16u + wc / 4u][wc % 4u] = lo[e];
+                ws[(wk + 4u + e) * 16u + wc / 4u][wc % 4u] = hi[e];
+            }
+        }
+        workgroupBarrier();
+        for (var kk = 0u; kk < TK; kk++) {
+            let a = xs[kk * 16u + ti];
+            let b = ws[kk * 16u + tj];
+            acc[0] += a.x * b;
+            acc[1] += a.y * b;
+            acc[2] += a.z * b;
+            acc[3] += a.w * b;
+        }
+        workgroupBarrier();
+    }
+    for (var i = 0u; i < 4u; i++) {
+        let row = m0 + ti * 4u + i;
+        if row >= p.m {
+            continue;
+        }
+        for (var j = 0u; j < 4u; j++) {
+            let col = n0 + tj * 4u + j;
+            if col < p.n {
+                var v = acc[i][j];
+                if p.has_bias != 0u {
+                    v += f32(bias[col]);
+                }
+                out[row * p.n + col] = Elem(v);
+            }
+        }
+    }
+}
+"#;
+
+/// `q4_gemm.wgsl` with `Elem = f16`.
+pub const Q4_GEMM_F16: &str = r#"enable f16;
+
+//! Prefill route of `et_vk.linear_q4gsw` (many rows of x): a tiled GEMM
+//! `out[m, n] = sum_k x[m, k] * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`.
+//!
+//! A workgroup computes a `TILE x TILE` block of the output; each of its
+//! 256 invocations owns a 4 x 4 sub-block in registers. K advances `TK`
+//! inputs at a time: the x tile and the dequantized weight tile are staged
+//! in shared memory (both k-major, so the inner loop reads one `vec4` of
+//! rows and one of columns per k). The host routes here only when
+//! `group % TK == 0` and `K % TK == 0`, so one scale covers a column's
+//! slice of a tile. Accumulation is f32.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Output tile edge (rows and columns per workgroup).
+const TILE: u32 = 64u;
+/// Inputs per step along K.
+const TK: u32 = 16u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (a multiple of TK).
+    k: u32,
+    /// Row length of the scales (and bias): N padded.
+    n_pad: u32,
+    /// Inputs per scale group (a multiple of TK).
+    group_size: u32,
+    has_bias: u32,
+    /// Workgroups along N.
+    tiles_n: u32,
+    _pad0: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> weights: array<vec2<u32>>;
+@group(0) @binding(3) var<storage, read> scales: array<Elem>;
+@group(0) @binding(4) var<storage, read> bias: array<Elem>;
+@group(0) @binding(5) var<storage, read_write> out: array<Elem>;
+
+/// x tile, k-major: `xs[k * 16 + i]` holds rows `4i .. 4i + 4` at input k.
+var<workgroup> xs: array<vec4<f32>, 256>;
+/// Weight tile, k-major: `ws[k * 16 + j]` holds columns `4j .. 4j + 4`.
+var<workgroup> ws: array<vec4<f32>, 256>;
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let tile = wid.y * groups.x + wid.x;
+    let m0 = (tile / p.tiles_n) * TILE;
+    let n0 = (tile % p.tiles_n) * TILE;
+    // This invocation's 4 x 4 sub-block.
+    let ti = lid / 16u;
+    let tj = lid % 16u;
+    // Loading: x rows `m0 + lid / 4`, inputs `(lid % 4) * 4 ..`; weight
+    // columns `n0 + lid / 2`, inputs `(lid % 2) * 8 ..` (lid < 128).
+    let xr = lid / 4u;
+    let xk = (lid % 4u) * 4u;
+    let wc = lid / 2u;
+    let wk = (lid % 2u) * 8u;
+    let words = p.k / 16u;
+    var acc: array<vec4<f32>, 4>;
+    for (var k0 = 0u; k0 < p.k; k0 += TK) {
+        var xv = vec4<f32>(0.0);
+        if m0 + xr < p.m {
+            xv = vec4<f32>(x[((m0 + xr) * p.k + k0 + xk) / 4u]);
+        }
+        for (var e = 0u; e < 4u; e++) {
+            xs[(xk + e) * 16u + xr / 4u][xr % 4u] = xv[e];
+        }
+        if lid < 128u {
+            let col = n0 + wc;
+            var lo = vec4<f32>(0.0);
+            var hi = vec4<f32>(0.0);
+            if col < p.n {
+                // 8 nibbles: inputs k0 + wk .. k0 + wk + 8.
+                let word = weights[col * words + k0 / 16u][lid % 2u];
+                let s = f32(scales[(k0 / p.group_size) * p.n_pad + col]);
+                lo = (vec4<f32>(vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u)) - 8.0) * s;
+                let w2 = word >> 16u;
+                hi = (vec4<f32>(vec4<u32>(w2, w2 >> 4u, w2 >> 8u, w2 >> 12u) & vec4<u32>(15u)) - 8.0) * s;
+            }
+            for (var e = 0u; e < 4u; e++) {
+                ws[(wk + e) * 16u + wc / 4u][wc % 4u] = lo[e];
+                ws[(wk + 4u + e) * 16u + wc / 4u][wc % 4u] = hi[e];
+            }
+        }
+        workgroupBarrier();
+        for (var kk = 0u; kk < TK; kk++) {
+            let a = xs[kk * 16u + ti];
+            let b = ws[kk * 16u + tj];
+            acc[0] += a.x * b;
+            acc[1] += a.y * b;
+            acc[2] += a.z * b;
+            acc[3] += a.w * b;
+        }
+        workgroupBarrier();
+    }
+    for (var i = 0u; i < 4u; i++) {
+        let row = m0 + ti * 4u + i;
+        if row >= p.m {
+            continue;
+        }
+        for (var j = 0u; j < 4u; j++) {
+            let col = n0 + tj * 4u + j;
+            if col < p.n {
+                var v = acc[i][j];
+                if p.has_bias != 0u {
+                    v += f32(bias[col]);
+                }
+                out[row * p.n + col] = Elem(v);
+            }
+        }
+    }
+}
+"#;
+
+/// `q4_gemv.wgsl` with `Elem = f32`.
+pub const Q4_GEMV_F32: &str = r#"//! Decode route of `et_vk.linear_q4gsw` (at most `MAX_ROWS` rows of x):
+//! `out[m, n] = sum_k x[m, k] * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`.
+//!
+//! Bandwidth-bound: each weight byte is read once. A workgroup computes
+//! `COLS` output columns with `LANES` invocations each; a lane reads one
+//! 16-byte word of its column's packed row at a time (32 nibbles: one scale
+//! group, since the host routes here only when `group % 32 == 0` and
+//! `K % 32 == 0`), dequantizes in registers, and dots it with x for every
+//! row. The lanes of a column are adjacent, so their reads are coalesced;
+//! their partial sums meet in shared memory. Accumulation is f32.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per column.
+const LANES: u32 = 32u;
+/// Columns per workgroup (`LANES * COLS` = 256 invocations).
+const COLS: u32 = 8u;
+/// Most rows of x (the host routes larger M to `q4_gemm.wgsl`).
+const MAX_ROWS: u32 = 4u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (a multiple of 32).
+    k: u32,
+    /// Row length of the scales (and bias): N padded.
+    n_pad: u32,
+    /// Inputs per scale group (a multiple of 32).
+    group_size: u32,
+    has_bias: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> weights: array<vec4<u32>>;
+@group(0) @binding(3) var<storage, read> scales: array<Elem>;
+@group(0) @binding(4) var<storage, read> bias: array<Elem>;
+@group(0) @binding(5) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> partial: array<f32, 1024>;
+
+/// Nibbles `4i .. 4i + 4` of `word`, as signed weights.
+fn low4(word: u32) -> vec4<f32> {
+    return vec4<f32>(vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u)) - 8.0;
+}
+
+fn high4(word: u32) -> vec4<f32> {
+    return low4(word >> 16u);
+}
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let lane = lid % LANES;
+    let c = lid / LANES;
+    let col = (wid.y * groups.x + wid.x) * COLS + c;
+    let words = p.k / 32u;
+    let x_row = p.k / 4u;
+    var acc = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
+    if col < p.n {
+        for (var w = lane; w < words; w += LANES) {
+            let q = weights[col * words + w];
+            let s = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
+            let w0 = low4(q.x);
+            let w1 = high4(q.x);
+            let w2 = low4(q.y);
+            let w3 = high4(q.y);
+            let w4 = low4(q.z);
+            let w5 = high4(q.z);
+            let w6 = low4(q.w);
+            let w7 = high4(q.w);
+            for (var r = 0u; r < p.m; r++) {
+                let b = r * x_row + w * 8u;
+                var d = dot(vec4<f32>(x[b]), w0) + dot(vec4<f32>(x[b + 1u]), w1);
+                d += dot(vec4<f32>(x[b + 2u]), w2) + dot(vec4<f32>(x[b + 3u]), w3);
+                d += dot(vec4<f32>(x[b + 4u]), w4) + dot(vec4<f32>(x[b + 5u]), w5);
+                d += dot(vec4<f32>(x[b + 6u]), w6) + dot(vec4<f32>(x[b + 7u]), w7);
+                acc[r] += d * s;
+            }
+        }
+    }
+    for (var r = 0u; r < MAX_ROWS; r++) {
+        partial[r * 256u + lid] = acc[r];
+    }
+    workgroupBarrier();
+    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            for (var r = 0u; r < MAX_ROWS; r++) {
+                partial[r * 256u + lid] += partial[r * 256u + lid + stride];
+            }
+        }
+        workgroupBarrier();
+    }
+    if lane == 0u && col < p.n {
+        for (var r = 0u; r < p.m; r++) {
+            var v = partial[r * 256u + lid];
+            if p.has_bias != 0u {
+                v += f32(bias[col]);
+            }
+            out[r * p.n + col] = Elem(v);
+        }
+    }
+}
+"#;
+
+/// `q4_gemv.wgsl` with `Elem = f16`.
+pub const Q4_GEMV_F16: &str = r#"enable f16;
+
+//! Decode route of `et_vk.linear_q4gsw` (at most `MAX_ROWS` rows of x):
+//! `out[m, n] = sum_k x[m, k] * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`.
+//!
+//! Bandwidth-bound: each weight byte is read once. A workgroup computes
+//! `COLS` output columns with `LANES` invocations each; a lane reads one
+//! 16-byte word of its column's packed row at a time (32 nibbles: one scale
+//! group, since the host routes here only when `group % 32 == 0` and
+//! `K % 32 == 0`), dequantizes in registers, and dots it with x for every
+//! row. The lanes of a column are adjacent, so their reads are coalesced;
+//! their partial sums meet in shared memory. Accumulation is f32.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per column.
+const LANES: u32 = 32u;
+/// Columns per workgroup (`LANES * COLS` = 256 invocations).
+const COLS: u32 = 8u;
+/// Most rows of x (the host routes larger M to `q4_gemm.wgsl`).
+const MAX_ROWS: u32 = 4u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (a multiple of 32).
+    k: u32,
+    /// Row length of the scales (and bias): N padded.
+    n_pad: u32,
+    /// Inputs per scale group (a multiple of 32).
+    group_size: u32,
+    has_bias: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> weights: array<vec4<u32>>;
+@group(0) @binding(3) var<storage, read> scales: array<Elem>;
+@group(0) @binding(4) var<storage, read> bias: array<Elem>;
+@group(0) @binding(5) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> partial: array<f32, 1024>;
+
+/// Nibbles `4i .. 4i + 4` of `word`, as signed weights.
+fn low4(word: u32) -> vec4<f32> {
+    return vec4<f32>(vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u)) - 8.0;
+}
+
+fn high4(word: u32) -> vec4<f32> {
+    return low4(word >> 16u);
+}
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let lane = lid % LANES;
+    let c = lid / LANES;
+    let col = (wid.y * groups.x + wid.x) * COLS + c;
+    let words = p.k / 32u;
+    let x_row = p.k / 4u;
+    var acc = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
+    if col < p.n {
+        for (var w = lane; w < words; w += LANES) {
+            let q = weights[col * words + w];
+            let s = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
+            let w0 = low4(q.x);
+            let w1 = high4(q.x);
+            let w2 = low4(q.y);
+            let w3 = high4(q.y);
+            let w4 = low4(q.z);
+            let w5 = high4(q.z);
+            let w6 = low4(q.w);
+            let w7 = high4(q.w);
+            for (var r = 0u; r < p.m; r++) {
+                let b = r * x_row + w * 8u;
+                var d = dot(vec4<f32>(x[b]), w0) + dot(vec4<f32>(x[b + 1u]), w1);
+                d += dot(vec4<f32>(x[b + 2u]), w2) + dot(vec4<f32>(x[b + 3u]), w3);
+                d += dot(vec4<f32>(x[b + 4u]), w4) + dot(vec4<f32>(x[b + 5u]), w5);
+                d += dot(vec4<f32>(x[b + 6u]), w6) + dot(vec4<f32>(x[b + 7u]), w7);
+                acc[r] += d * s;
+            }
+        }
+    }
+    for (var r = 0u; r < MAX_ROWS; r++) {
+        partial[r * 256u + lid] = acc[r];
+    }
+    workgroupBarrier();
+    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            for (var r = 0u; r < MAX_ROWS; r++) {
+                partial[r * 256u + lid] += partial[r * 256u + lid + stride];
+            }
+        }
+        workgroupBarrier();
+    }
+    if lane == 0u && col < p.n {
+        for (var r = 0u; r < p.m; r++) {
+            var v = partial[r * 256u + lid];
+            if p.has_bias != 0u {
+                v += f32(bias[col]);
+            }
+            out[r * p.n + col] = Elem(v);
+        }
+    }
 }
 "#;
 
