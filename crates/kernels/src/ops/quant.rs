@@ -109,7 +109,7 @@ pub fn linear_q4gsw(c: &Ctx<'_>) -> Result<Lowered> {
     let gs = group_size as u64;
     // The fast routes read whole 16-byte words of a row, each inside one
     // scale group.
-    let fast = k % 32 == 0 && gs % 32 == 0 && weights.shape[1] == k / 2;
+    let fast = k.is_multiple_of(32) && gs.is_multiple_of(32) && weights.shape[1] == k / 2;
     if m * n > 0 && fast && m <= Q4_GEMV_MAX_ROWS {
         let params = Uniform::new()
             .u32(to_u32("M", m)?)
