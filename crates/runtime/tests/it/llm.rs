@@ -152,6 +152,17 @@ fn sdpa_context_and_head_dim_past_one_workgroup() {
     check_sdpa(Attn { n_heads: 3, n_kv_heads: 1, head_dim: 70, cache_len: 70, max_seq: 67 }, 67);
 }
 
+/// The one-pass kernel (`sdpa_online.wgsl`, head dims a multiple of 4 up
+/// to 256): GQA ratios 1, 2 and 4, one-token and long prompts, contexts
+/// past one 256-key chunk, positions to the cache end.
+#[test]
+fn sdpa_one_pass_kernel() {
+    check_sdpa(Attn { n_heads: 8, n_kv_heads: 2, head_dim: 64, cache_len: 300, max_seq: 260 }, 260);
+    check_sdpa(Attn { n_heads: 2, n_kv_heads: 2, head_dim: 8, cache_len: 9, max_seq: 4 }, 1);
+    check_sdpa(Attn { n_heads: 4, n_kv_heads: 2, head_dim: 128, cache_len: 20, max_seq: 8 }, 5);
+    check_sdpa(Attn { n_heads: 2, n_kv_heads: 1, head_dim: 256, cache_len: 12, max_seq: 4 }, 3);
+}
+
 #[test]
 fn rms_norm_and_rotary_embedding() {
     let (b, s, hq, hkv, d) = (2usize, 3usize, 3usize, 1usize, 6usize);
