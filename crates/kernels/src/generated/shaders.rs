@@ -44,6 +44,8 @@ pub enum Family {
     LayerNorm,
     /// `linear_dq8ca_q4gsw.wgsl`.
     LinearDq8caQ4gsw,
+    /// `linear_gemv.wgsl`.
+    LinearGemv,
     /// `linear_q4gsw.wgsl`.
     LinearQ4gsw,
     /// `matmul.wgsl`.
@@ -182,6 +184,10 @@ pub enum ShaderId {
     LinearDq8caQ4gswF32,
     /// `linear_dq8ca_q4gsw.wgsl` with `Elem = f16`.
     LinearDq8caQ4gswF16,
+    /// `linear_gemv.wgsl` with `Elem = f32`.
+    LinearGemvF32,
+    /// `linear_gemv.wgsl` with `Elem = f16`.
+    LinearGemvF16,
     /// `linear_q4gsw.wgsl` with `Elem = f32`.
     LinearQ4gswF32,
     /// `linear_q4gsw.wgsl` with `Elem = f16`.
@@ -314,6 +320,8 @@ impl ShaderId {
         ShaderId::LayerNormF16,
         ShaderId::LinearDq8caQ4gswF32,
         ShaderId::LinearDq8caQ4gswF16,
+        ShaderId::LinearGemvF32,
+        ShaderId::LinearGemvF16,
         ShaderId::LinearQ4gswF32,
         ShaderId::LinearQ4gswF16,
         ShaderId::MatmulF32,
@@ -403,6 +411,8 @@ impl ShaderId {
             ShaderId::LayerNormF16 => Family::LayerNorm,
             ShaderId::LinearDq8caQ4gswF32 => Family::LinearDq8caQ4gsw,
             ShaderId::LinearDq8caQ4gswF16 => Family::LinearDq8caQ4gsw,
+            ShaderId::LinearGemvF32 => Family::LinearGemv,
+            ShaderId::LinearGemvF16 => Family::LinearGemv,
             ShaderId::LinearQ4gswF32 => Family::LinearQ4gsw,
             ShaderId::LinearQ4gswF16 => Family::LinearQ4gsw,
             ShaderId::MatmulF32 => Family::Matmul,
@@ -493,6 +503,8 @@ impl ShaderId {
             ShaderId::LayerNormF16 => Variant::F16,
             ShaderId::LinearDq8caQ4gswF32 => Variant::F32,
             ShaderId::LinearDq8caQ4gswF16 => Variant::F16,
+            ShaderId::LinearGemvF32 => Variant::F32,
+            ShaderId::LinearGemvF16 => Variant::F16,
             ShaderId::LinearQ4gswF32 => Variant::F32,
             ShaderId::LinearQ4gswF16 => Variant::F16,
             ShaderId::MatmulF32 => Variant::F32,
@@ -583,6 +595,8 @@ impl ShaderId {
             ShaderId::LayerNormF16 => "layer_norm.f16",
             ShaderId::LinearDq8caQ4gswF32 => "linear_dq8ca_q4gsw.f32",
             ShaderId::LinearDq8caQ4gswF16 => "linear_dq8ca_q4gsw.f16",
+            ShaderId::LinearGemvF32 => "linear_gemv.f32",
+            ShaderId::LinearGemvF16 => "linear_gemv.f16",
             ShaderId::LinearQ4gswF32 => "linear_q4gsw.f32",
             ShaderId::LinearQ4gswF16 => "linear_q4gsw.f16",
             ShaderId::MatmulF32 => "matmul.f32",
@@ -673,6 +687,8 @@ impl ShaderId {
             ShaderId::LayerNormF16 => LAYER_NORM_F16,
             ShaderId::LinearDq8caQ4gswF32 => LINEAR_DQ8CA_Q4GSW_F32,
             ShaderId::LinearDq8caQ4gswF16 => LINEAR_DQ8CA_Q4GSW_F16,
+            ShaderId::LinearGemvF32 => LINEAR_GEMV_F32,
+            ShaderId::LinearGemvF16 => LINEAR_GEMV_F16,
             ShaderId::LinearQ4gswF32 => LINEAR_Q4GSW_F32,
             ShaderId::LinearQ4gswF16 => LINEAR_Q4GSW_F16,
             ShaderId::MatmulF32 => MATMUL_F32,
@@ -763,6 +779,8 @@ impl ShaderId {
             (Family::LayerNorm, Variant::F16) => Some(ShaderId::LayerNormF16),
             (Family::LinearDq8caQ4gsw, Variant::F32) => Some(ShaderId::LinearDq8caQ4gswF32),
             (Family::LinearDq8caQ4gsw, Variant::F16) => Some(ShaderId::LinearDq8caQ4gswF16),
+            (Family::LinearGemv, Variant::F32) => Some(ShaderId::LinearGemvF32),
+            (Family::LinearGemv, Variant::F16) => Some(ShaderId::LinearGemvF16),
             (Family::LinearQ4gsw, Variant::F32) => Some(ShaderId::LinearQ4gswF32),
             (Family::LinearQ4gsw, Variant::F16) => Some(ShaderId::LinearQ4gswF16),
             (Family::Matmul, Variant::F32) => Some(ShaderId::MatmulF32),
@@ -3838,6 +3856,170 @@ fn main(
             r += f32(bias[col]);
         }
         out[idx] = Elem(r);
+    }
+}
+"#;
+
+/// `linear_gemv.wgsl` with `Elem = f32`.
+pub const LINEAR_GEMV_F32: &str = r#"//! Decode route of a dense `linear` (weight `[N, K]`, K contiguous; at most
+//! `MAX_ROWS` rows of x): `out[m, n] = sum_k x[m, k] * w[n, k] + bias[n]`.
+//!
+//! Bandwidth-bound like `q4_gemv.wgsl`: a workgroup computes `COLS` output
+//! columns with `LANES` invocations each; a lane reads one `vec4` of its
+//! column's weight row at a time (adjacent lanes, adjacent words: coalesced)
+//! and dots it with x for every row; the lanes' partial sums meet in shared
+//! memory. The host routes here only when K is a multiple of 4. f32 math.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per column.
+const LANES: u32 = 32u;
+/// Columns per workgroup (`LANES * COLS` = 256 invocations).
+const COLS: u32 = 8u;
+/// Most rows of x.
+const MAX_ROWS: u32 = 4u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (a multiple of 4).
+    k: u32,
+    has_bias: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> w: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> bias: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> partial: array<f32, 1024>;
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let lane = lid % LANES;
+    let c = lid / LANES;
+    let col = (wid.y * groups.x + wid.x) * COLS + c;
+    let k4 = p.k / 4u;
+    var acc = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
+    if col < p.n {
+        for (var j = lane; j < k4; j += LANES) {
+            let wv = vec4<f32>(w[col * k4 + j]);
+            for (var r = 0u; r < p.m; r++) {
+                acc[r] += dot(vec4<f32>(x[r * k4 + j]), wv);
+            }
+        }
+    }
+    for (var r = 0u; r < MAX_ROWS; r++) {
+        partial[r * 256u + lid] = acc[r];
+    }
+    workgroupBarrier();
+    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            for (var r = 0u; r < MAX_ROWS; r++) {
+                partial[r * 256u + lid] += partial[r * 256u + lid + stride];
+            }
+        }
+        workgroupBarrier();
+    }
+    if lane == 0u && col < p.n {
+        for (var r = 0u; r < p.m; r++) {
+            var v = partial[r * 256u + lid];
+            if p.has_bias != 0u {
+                v += f32(bias[col]);
+            }
+            out[r * p.n + col] = Elem(v);
+        }
+    }
+}
+"#;
+
+/// `linear_gemv.wgsl` with `Elem = f16`.
+pub const LINEAR_GEMV_F16: &str = r#"enable f16;
+
+//! Decode route of a dense `linear` (weight `[N, K]`, K contiguous; at most
+//! `MAX_ROWS` rows of x): `out[m, n] = sum_k x[m, k] * w[n, k] + bias[n]`.
+//!
+//! Bandwidth-bound like `q4_gemv.wgsl`: a workgroup computes `COLS` output
+//! columns with `LANES` invocations each; a lane reads one `vec4` of its
+//! column's weight row at a time (adjacent lanes, adjacent words: coalesced)
+//! and dots it with x for every row; the lanes' partial sums meet in shared
+//! memory. The host routes here only when K is a multiple of 4. f32 math.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per column.
+const LANES: u32 = 32u;
+/// Columns per workgroup (`LANES * COLS` = 256 invocations).
+const COLS: u32 = 8u;
+/// Most rows of x.
+const MAX_ROWS: u32 = 4u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (a multiple of 4).
+    k: u32,
+    has_bias: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> w: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> bias: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> partial: array<f32, 1024>;
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let lane = lid % LANES;
+    let c = lid / LANES;
+    let col = (wid.y * groups.x + wid.x) * COLS + c;
+    let k4 = p.k / 4u;
+    var acc = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
+    if col < p.n {
+        for (var j = lane; j < k4; j += LANES) {
+            let wv = vec4<f32>(w[col * k4 + j]);
+            for (var r = 0u; r < p.m; r++) {
+                acc[r] += dot(vec4<f32>(x[r * k4 + j]), wv);
+            }
+        }
+    }
+    for (var r = 0u; r < MAX_ROWS; r++) {
+        partial[r * 256u + lid] = acc[r];
+    }
+    workgroupBarrier();
+    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            for (var r = 0u; r < MAX_ROWS; r++) {
+                partial[r * 256u + lid] += partial[r * 256u + lid + stride];
+            }
+        }
+        workgroupBarrier();
+    }
+    if lane == 0u && col < p.n {
+        for (var r = 0u; r < p.m; r++) {
+            var v = partial[r * 256u + lid];
+            if p.has_bias != 0u {
+                v += f32(bias[col]);
+            }
+            out[r * p.n + col] = Elem(v);
+        }
     }
 }
 "#;
