@@ -12,7 +12,8 @@ llama.cpp and our ExecuTorch export. Configs: `llama32_1b`, `smollm2_135m`
 (the real shapes) and `tiny` (for CPU tests).
 
 Measured, for each mode (`eager`; `compile` = torch.compile(mode=
-"reduce-overhead"): Inductor plus CUDA graphs):
+"reduce-overhead", dynamic=True): Inductor plus CUDA graphs, one compilation
+per phase, paid by the phase's first cell, and one CUDA graph per shape):
 - `ppP`: one forward over a P-token prompt at positions 0..P-1. Prefill
   attends only to the prompt itself (causal SDPA), so the cache's old
   contents do not matter: it is a prefill from an empty cache.
@@ -31,10 +32,12 @@ average. Peak memory (torch.cuda.max_memory_allocated, reset before each
 mode/phase group; it includes the weights and the cache) is reported per group.
 
 A cell that raises is reported as "error: <reason>" and the run goes on;
-cells that would start after --budget-s seconds, or need more positions than
---max-seq-len, are reported as skipped. Groups run in the order eager prefill,
-eager decode, compile decode, compile prefill (the riskiest last), and the
-JSON is rewritten after every cell, so a crash keeps what was measured.
+cells that would start after --budget-s seconds (counted from the start,
+model load included; a cell already started runs to its end), or need more
+positions than --max-seq-len, are reported as skipped. Groups run in the
+order eager prefill, eager decode, compile decode, compile prefill (the
+riskiest last), and the JSON is rewritten after every cell, so a crash keeps
+what was measured.
 
 Usage:
   python3 tools/device/peers.py --config llama32_1b --dtype bf16 --modes eager,compile \
@@ -76,7 +79,8 @@ CONFIGS = {
     "tiny": Config(64, 2, 4, 2, 128, 512, 10000.0, 1e-5, tied=False),
 }
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
-KV_ALIGN = 256  # decode attends to cache[:kv_len], kv_len a multiple of this
+# decode attends to cache[:kv_len], kv_len a multiple of this: few shapes, aligned masks
+KV_ALIGN = 256
 
 
 class RMSNorm(nn.Module):
@@ -256,6 +260,8 @@ def parse_args():
         p.error("need --warmup >= 1, --repeats >= 3, --decode-tokens >= 1")
     if min(args.prompts, default=1) < 1 or min(args.contexts, default=0) < 0:
         p.error("prompt lengths must be >= 1, contexts >= 0")
+    if not args.prompts and not args.contexts:
+        p.error("nothing to measure: --prompts and --contexts are both empty")
     return args
 
 
@@ -419,7 +425,7 @@ def print_table(r):
     print(f"{'mode':8} {'test':14} {'tok/s':>10} {'ms':>9} {'weights GB/s':>12} {'first call s':>12}  status")
     for c in r["cells"]:
         ok = c["status"] == "ok"
-        ms = c["median_s"] * 1e3 if c["phase"] == "prefill" else c.get("ms_per_token", 0.0)
+        ms = ok and (c["median_s"] * 1e3 if c["phase"] == "prefill" else c["ms_per_token"])
         print(f"{c['mode']:8} {label(c):14} "
               + (f"{c['tokens_per_s']:10.1f} {ms:9.3f} " if ok else f"{'-':>10} {'-':>9} ")
               + (f"{c['weight_gb_s']:12.1f} " if ok and c["phase"] == "decode" else f"{'-':>12} ")
