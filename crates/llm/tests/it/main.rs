@@ -93,7 +93,12 @@ fn device_argmax_agrees_with_host_argmax() {
         let n = generator.metadata().max_context_len - prompt.len();
         let options = GenerateOptions { max_new_tokens: n, stop_tokens: Vec::new(), stop_at_eos: false };
         let mut greedy = Sampler::new(SamplerConfig::default()).expect("greedy");
+        generator.reset_run_times();
         let (device, _) = generator.generate(&prompt, &options, &mut greedy, |_| {}).expect("generate");
+        // One forward run for the prompt, one per later token.
+        let times = generator.run_times();
+        assert_eq!(times.runs, n as u64, "{name}: {times:?}");
+        assert!(times.waiting > std::time::Duration::ZERO && times.lowering > std::time::Duration::ZERO, "{times:?}");
         generator.reset();
         let argmax = |l: &[f32]| (0..l.len()).fold(0, |best, i| if l[i] > l[best] { i } else { best }) as u32;
         let mut host = vec![argmax(&generator.prefill(&prompt).expect("prefill"))];
