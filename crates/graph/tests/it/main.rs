@@ -1,14 +1,20 @@
 //! Inputs that once made lowering or planning panic (found by the
-//! `lower_and_plan` fuzz target in `crates/graph/fuzz`): each must now give
-//! a program and a plan, or a typed error.
+//! `lower_and_plan` fuzz target in `crates/graph/fuzz`) and the committed
+//! fuzz corpus: each must give a program and a plan, or a typed error.
 
 use std::path::Path;
 
+/// Every input the fuzzer once crashed on, and the committed corpus (the
+/// small inputs of a minimized one-hour run), goes through the fuzz
+/// target's stages again: parse, lower at three SymInt values, plan.
 #[test]
 fn fuzz_regressions_do_not_panic() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/regressions");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz");
     let mut n = 0;
-    for entry in std::fs::read_dir(dir).expect("regressions dir") {
+    let entries = std::fs::read_dir(root.join("regressions"))
+        .expect("regressions dir")
+        .chain(std::fs::read_dir(root.join("corpus/lower_and_plan")).expect("corpus dir"));
+    for entry in entries {
         let bytes = std::fs::read(entry.expect("entry").path()).expect("read");
         n += 1;
         let Ok(program) = etwgpu_format::Program::from_bytes(bytes) else { continue };
@@ -22,5 +28,5 @@ fn fuzz_regressions_do_not_panic() {
             }
         }
     }
-    assert!(n >= 3, "only {n} regression inputs");
+    assert!(n >= 600, "only {n} regression and corpus inputs");
 }
