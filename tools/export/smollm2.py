@@ -20,7 +20,11 @@ when its output already exists; delete a file to redo its step. Steps, in order:
 5. `reference_q4.json`: the same for the module quantized like `-qmode 4w -G 32`.
 6. `smollm2_fp32.pte`, `smollm2_q4.pte`: `python -m
    executorch.examples.models.llama.export_llama ... --vulkan` (skipped with
-   --skip-export); then each program's method signatures are printed.
+   --skip-export).
+7. For each .pte present: its method signatures are printed (pte_inspect), and
+   every weight of the eager module must be found byte-for-byte in the file
+   (int4 weights as the Vulkan delegate packs them, see `weight_needles`), so
+   the references and the program hold the same numbers.
 
 The eager modules are the ones export_llama lowers: `_prepare_for_llama_export`
 (checkpoint load, `--use_sdpa_with_kv_cache` custom SDPA + KV cache, torchao
@@ -85,6 +89,7 @@ import json
 import logging
 import os
 import re
+import shlex
 import subprocess
 import sys
 import time
@@ -625,7 +630,8 @@ def export(variant: str, out: Path) -> None:
     partial = out / f"smollm2_{variant}.partial.pte"
     cmd = [sys.executable, "-m", "executorch.examples.models.llama.export_llama",
            *export_flags(variant), "--output_name", partial.name]
-    log(f"export-{variant}", f"{' '.join(cmd[1:])}  (~5 min) ...")
+    log(f"export-{variant}", f"(cd {out} && python {shlex.join(cmd[1:])})  "
+                             "(5-12 min) ...")
     start = time.time()
     # One thread, as in this process: the HQQ quantizer's sums then run in the
     # same order here and in the eager q4 reference.
@@ -637,6 +643,52 @@ def export(variant: str, out: Path) -> None:
     partial.replace(pte)
     log(f"export-{variant}", f"{pte.name}: {pte.stat().st_size} bytes, "
                              f"{time.time() - start:.0f}s")
+
+
+def weight_needles(model) -> list[tuple[str, bytes]]:
+    """Every parameter as the Vulkan delegate serializes it.
+
+    fp32 tensors as they are; an int4 weight (torchao IntxUnpackedToInt8Tensor,
+    zero points 0) as two values per byte, value + 8, low nibble first, rows
+    as in the module, and its scales transposed to [n_groups, out] float32.
+    """
+    import torch
+
+    needles = []
+    for name, p in model.named_parameters(remove_duplicate=False):
+        if hasattr(p, "qdata"):
+            if torch.any(p.zero_point != 0):
+                raise AssertionError(f"{name}: non-zero zero points")
+            u = (p.qdata.to(torch.int16) + 8).to(torch.uint8)
+            packed = u[:, 0::2] | (u[:, 1::2] << 4)
+            needles.append((f"{name} (int4)", packed.contiguous().numpy().tobytes()))
+            needles.append((f"{name} (scales)",
+                            p.scale.t().contiguous().float().numpy().tobytes()))
+        else:
+            needles.append((name, p.detach().contiguous().numpy().tobytes()))
+    return needles
+
+
+def verify_program_constants(variant: str, out: Path) -> None:
+    """The exported program must hold exactly the eager module's weights."""
+    pte = out / f"smollm2_{variant}.pte"
+    data = pte.read_bytes()
+    start = time.time()
+    needles = weight_needles(eager_module(variant, out))
+    missing, pos = [], 0
+    for name, needle in needles:
+        found = data.find(needle, pos)   # constants are mostly in module order
+        if found < 0:
+            found = data.find(needle)
+        if found < 0:
+            missing.append(name)
+        else:
+            pos = found + len(needle)
+    if missing:
+        raise AssertionError(f"{pte.name}: {len(missing)} of {len(needles)} weight tensors "
+                             f"not found byte-for-byte: {missing[:8]} ...")
+    log("inspect", f"{pte.name} holds all {len(needles)} weight tensors of the "
+                             f"eager module byte-for-byte ({time.time() - start:.0f}s)")
 
 
 def print_signature(pte: Path) -> None:
@@ -672,7 +724,7 @@ def main() -> int:
     import torch
 
     # Single-threaded: reproducible sums, and two threads spin-waiting on a
-    # shared two-core machine made each decode step ~100x slower.
+    # shared two-core machine made each eager decode step ~20x slower.
     torch.set_num_threads(1)
 
     begin = time.time()
@@ -688,6 +740,7 @@ def main() -> int:
         pte = out / f"smollm2_{variant}.pte"
         if pte.exists():
             print_signature(pte)
+            verify_program_constants(variant, out)
     for f in sorted(out.iterdir()):
         if f.is_file():
             print(f"{f.stat().st_size:>12}  {f.name}")
