@@ -46,6 +46,7 @@ JSON schema (both files; `ids` are token ids, `logits` float32 as JSON numbers):
       "bos_id": 1, "eos_ids": [2],
       "n_generate": 32,               # always 32 tokens: EOS does not stop generation
       "top_k": 5,
+      "module": str,                  # what ran, with executorch/torch/torchao versions
       "prompts": [{
         "name": str,
         "kind": "text" | "chat",      # chat: ChatML, ends "<|im_start|>assistant\n"
