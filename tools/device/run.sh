@@ -56,9 +56,11 @@ for part in $parts; do
     cp .xfer/*/* /tmp/smollm2/ 2>/dev/null || true
     cat /tmp/smollm2/q4part.* | gunzip > /tmp/smollm2/model.pte
     sha256sum /tmp/smollm2/model.pte
+    printf 'Why is the sky blue?\nSay that again in one sentence.\n' |
+      .device/etwgpu chat --model /tmp/smollm2/model.pte --tokenizer /tmp/smollm2/tokenizer.json \
+        --max-tokens 256 2>&1 | tee "$OUT/smollm2_chat.txt"
     .device/etwgpu generate --model /tmp/smollm2/model.pte --tokenizer /tmp/smollm2/tokenizer.json \
-      --chat --prompt "Why is the sky blue? Answer in a few sentences." --max-tokens 256 \
-      | tee "$OUT/smollm2_chat.txt"
+      --prompt "Once upon a time" --max-tokens 256 2>&1 | tail -2 | tee -a "$OUT/smollm2_chat.txt"
     ;;
   *) echo "unknown part $part"; exit 2 ;;
   esac
