@@ -9,6 +9,8 @@ use etwgpu_format::Program;
 use etwgpu_llm::{Error, GenerateOptions, Generator, Sampler, SamplerConfig};
 use etwgpu_runtime::{Runtime, Tensor};
 
+mod synthetic;
+
 /// The runtime, or `None` (after printing why) when GPU tests may skip.
 fn runtime() -> Option<Runtime> {
     match Runtime::new() {
