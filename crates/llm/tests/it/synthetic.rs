@@ -121,9 +121,13 @@ fn synthetic_tiny_generates() {
             check(&logits, &format!("decode step {step}"));
         }
         assert_eq!(generator.position(), prompt.len() + 3);
-        // The longest call the export allows: max_seq_len - 1 tokens.
-        generator.reset();
-        let long: Vec<u32> = (0..config.max_tokens_per_call() as u32).map(|i| i * 5 % 128).collect();
-        check(&generator.prefill(&long).expect("full-length call"), "full-length call");
+        // The longest call the export allows is max_seq_len - 1 tokens; a
+        // prompt of max_seq_len (the whole context here) takes two calls.
+        for n in [config.max_tokens_per_call(), config.max_seq_len] {
+            generator.reset();
+            let prompt: Vec<u32> = (0..n as u32).map(|i| i * 5 % 128).collect();
+            check(&generator.prefill(&prompt).expect("long prefill"), &format!("prefill of {n}"));
+            assert_eq!(generator.position(), n);
+        }
     }
 }
