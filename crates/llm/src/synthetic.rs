@@ -106,6 +106,24 @@ impl LlamaConfig {
         }
     }
 
+    /// A ~22M-parameter shape that a software renderer (lavapipe) runs in
+    /// reasonable time: dim 384, 6 layers, 6 heads / 2 KV heads (head dim
+    /// 64), hidden 1024, vocab 16384; 4-bit group-32 weights, 512-token
+    /// calls, context 2048.
+    pub fn small() -> Self {
+        Self {
+            dim: 384,
+            n_layers: 6,
+            n_heads: 6,
+            n_kv_heads: 2,
+            hidden_dim: 1024,
+            vocab: 16_384,
+            max_seq_len: 512,
+            max_context: 2048,
+            ..Self::tiny()
+        }
+    }
+
     /// SmolLM2-135M's shape: dim 576, 30 layers, 9 heads / 3 KV heads,
     /// hidden 1536, vocab 49152; 4-bit group-32 weights, 2048-token calls,
     /// context 8192.
@@ -162,28 +180,21 @@ impl LlamaConfig {
         2 * v * d + self.n_layers as u64 * layer + d
     }
 
-    /// Checks the shape against what the ops support.
-    ///
-    /// # Panics
-    ///
-    /// With a message when a dim is zero, the heads don't divide the dims,
-    /// the head dim is not a multiple of 4 (SDPA, RoPE pairs), the call
-    /// length exceeds the context, or a 4-bit group size doesn't divide dim
-    /// and hidden dim or is not a multiple of 8 (the 4-bit kernels).
+    /// Checks the shape against what the ops support (see [`build`](Self::build)).
     fn check(&self) {
         let c = self;
         assert!(
             c.dim > 0 && c.n_layers > 0 && c.n_heads > 0 && c.n_kv_heads > 0 && c.hidden_dim > 0 && c.vocab > 0,
             "LlamaConfig: every dim must be positive: {c:?}"
         );
-        assert!(c.dim % c.n_heads == 0, "LlamaConfig: n_heads {} must divide dim {}", c.n_heads, c.dim);
+        assert!(c.dim.is_multiple_of(c.n_heads), "LlamaConfig: n_heads {} must divide dim {}", c.n_heads, c.dim);
         assert!(
-            c.n_heads % c.n_kv_heads == 0,
+            c.n_heads.is_multiple_of(c.n_kv_heads),
             "LlamaConfig: n_kv_heads {} must divide n_heads {}",
             c.n_kv_heads,
             c.n_heads
         );
-        assert!(c.head_dim() % 4 == 0, "LlamaConfig: head dim {} must be a multiple of 4", c.head_dim());
+        assert!(c.head_dim().is_multiple_of(4), "LlamaConfig: head dim {} must be a multiple of 4", c.head_dim());
         assert!(
             c.max_seq_len >= 2 && c.max_seq_len <= c.max_context,
             "LlamaConfig: max_seq_len {} must be in 2..=max_context {}",
@@ -193,10 +204,10 @@ impl LlamaConfig {
         if let Weights::Q4 { group_size } = c.weights {
             assert!(
                 group_size > 0
-                    && group_size % 8 == 0
-                    && c.dim % group_size == 0
-                    && c.hidden_dim % group_size == 0
-                    && c.dim % 32 == 0,
+                    && group_size.is_multiple_of(8)
+                    && c.dim.is_multiple_of(group_size)
+                    && c.hidden_dim.is_multiple_of(group_size)
+                    && c.dim.is_multiple_of(32),
                 "LlamaConfig: 4-bit weights need a group size that is a multiple of 8 and divides dim {} and \
                  hidden_dim {}, and dim a multiple of 32; got group size {group_size}",
                 c.dim,
@@ -208,14 +219,18 @@ impl LlamaConfig {
         }
     }
 
-    /// Writes the program (see the module docs). Takes about a second per
-    /// GB of weights in release; the bytes are copied once, into the result.
+    /// Writes the program (see the module docs). The weights are generated
+    /// straight into the buffers the result is assembled from and copied
+    /// once, into it; the 4-bit 1B shape takes a few seconds in release.
     ///
     /// # Panics
     ///
-    /// When the shape is unsupported (see the checks listed at
-    /// [`LlamaConfig`]'s fields: heads divide dims, head dim a multiple of
-    /// 4, `2 <= max_seq_len <= max_context`, 4-bit groups dividing the dims).
+    /// When the shape is unsupported: a zero dim, heads that don't divide
+    /// the dims, a head dim not a multiple of 4 (SDPA, RoPE pairs),
+    /// `max_seq_len` outside `2..=max_context`, or, for 4-bit weights, a
+    /// group size that is not a multiple of 8 dividing dim and hidden dim,
+    /// or a dim not a multiple of 32 (what ExecuTorch's WebGPU 4-bit kernels
+    /// accept).
     pub fn build(&self) -> Vec<u8> {
         self.check();
         let mut e = Emitter::new(self);
