@@ -270,16 +270,20 @@ impl Generator {
         Ok(())
     }
 
-    /// Feeds `tokens` (in chunks of `max_seq_len`) at the current position;
-    /// returns the logits of the last one.
+    /// Feeds `tokens` (in chunks of at most `max_seq_len`, or of the
+    /// method's own bound on the token dim when lower: `export_llama` bounds
+    /// it at `max_seq_len - 1`) at the current position; returns the logits
+    /// of the last one.
     pub fn prefill(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
         if tokens.is_empty() {
             return Err(Error::EmptyPrompt);
         }
         self.check_fits(tokens.len(), 0)?;
         self.check_tokens(tokens)?;
+        let bound = self.forward.input_specs().first().and_then(|(_, shape)| shape.last().copied());
+        let chunk_len = bound.map_or(self.meta.max_seq_len, |b| (b as usize).clamp(1, self.meta.max_seq_len));
         let mut logits = Vec::new();
-        for chunk in tokens.chunks(self.meta.max_seq_len) {
+        for chunk in tokens.chunks(chunk_len) {
             logits = self.forward(chunk)?;
         }
         Ok(logits)
