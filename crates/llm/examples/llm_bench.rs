@@ -13,11 +13,12 @@
 //! optionally writes as JSON: build, load and first-call times; prefill
 //! tokens/s per prompt (the median of `repeats` timed prefills from position
 //! 0, after one warm-up); decode tokens/s per context C (prefill C tokens in
-//! calls of at most the largest prompt, one warm-up step, then `steps` timed
-//! single-token steps at positions C+1..); and the dispatches one decode
-//! step records, with per-op profiles of a decode step and of a call of the
-//! largest prompt. Each time is the wall time of `Generator` calls, which wait
-//! for the GPU and read the logits back. `--model` defaults to `small`, or
+//! calls of at most the largest prompt, then greedy `Generator::generate`
+//! of `steps` tokens as users run it: the argmax on the device, 4 bytes read
+//! back per token; with the host time per stage of each call); and the
+//! dispatches one decode step records, with per-op profiles of a decode step
+//! and of a call of the largest prompt. Prefill times are the wall time of
+//! `Generator::prefill`, which waits for the GPU and reads the logits back. `--model` defaults to `small`, or
 //! `1b` when `ETWGPU_BENCH_LARGE=1`. `--save` writes the `.pte`;
 //! `--build-only` stops after building (and saving) it.
 
@@ -25,8 +26,7 @@ use std::io::Write;
 use std::time::{Duration, Instant};
 
 use etwgpu_format::{DType, Program};
-use etwgpu_llm::sampler::argmax;
-use etwgpu_llm::{Generator, LlamaConfig, Weights};
+use etwgpu_llm::{GenerateOptions, Generator, LlamaConfig, Sampler, SamplerConfig, Weights};
 use etwgpu_runtime::{Runtime, Tensor};
 
 struct Args {
@@ -117,7 +117,8 @@ fn config(a: &Args) -> LlamaConfig {
         other => usage(&format!("unknown model {other:?}")),
     };
     let max_prompt = a.prompts.iter().copied().max().unwrap_or(1);
-    let max_context = a.contexts.iter().copied().max().unwrap_or(0) + a.steps + 1;
+    // The context, one token fed by `generate`, then `steps + 1` new tokens.
+    let max_context = a.contexts.iter().copied().max().unwrap_or(0) + a.steps + 2;
     LlamaConfig {
         weights: a.weights,
         max_seq_len: max_prompt + 1,
@@ -235,36 +236,41 @@ fn main() {
         prefill.push(serde_json::json!({"prompt": p, "seconds": m, "tokens_per_s": p as f64 / m}));
     }
 
+    // Decode as `generate` does it: greedy, the argmax on the device (4
+    // bytes read back per token), one forward call per token.
     let mut decode = Vec::new();
     for &ctx in &a.contexts {
         generator.reset();
         let t = Instant::now();
-        let mut logits = if ctx > 0 { generator.prefill(&tokens(ctx, c.vocab)).expect("prefill") } else { Vec::new() };
-        let fill_s = t.elapsed().as_secs_f64();
-        let step = |logits: &[f32], generator: &mut Generator| {
-            let token = if logits.is_empty() { 1 } else { argmax(logits) as u32 };
-            let t = Instant::now();
-            let next = generator.decode_step(token).expect("decode step");
-            (next, t.elapsed())
-        };
-        logits = step(&logits, &mut generator).0;
-        let mut times = Vec::with_capacity(a.steps);
-        for _ in 0..a.steps {
-            let (next, dt) = step(&logits, &mut generator);
-            logits = next;
-            times.push(dt);
+        if ctx > 0 {
+            generator.prefill(&tokens(ctx, c.vocab)).expect("prefill");
         }
-        let total: f64 = times.iter().map(Duration::as_secs_f64).sum();
-        let med = median(times).as_secs_f64();
+        let fill_s = t.elapsed().as_secs_f64();
+        let mut greedy = Sampler::new(SamplerConfig::default()).expect("greedy");
+        let options = GenerateOptions { max_new_tokens: a.steps + 1, stop_tokens: Vec::new(), stop_at_eos: false };
+        generator.reset_run_times();
+        let (_, stats) = generator.generate(&[1], &options, &mut greedy, |_| {}).expect("decode");
+        let times = generator.run_times();
+        let per_call = |d: Duration| d.as_secs_f64() * 1e3 / times.runs.max(1) as f64;
+        let tps = stats.decode_tokens_per_s();
         let _ = writeln!(
             out,
-            "decode at {ctx:>6}: {:>10.1} tok/s (median step {:.2} ms; filled in {fill_s:.2} s)",
-            a.steps as f64 / total,
-            med * 1e3
+            "decode at {ctx:>6}: {tps:>10.1} tok/s (filled in {fill_s:.2} s); host ms per call: inputs {:.3}, \
+             lowering {:.3}, recording {:.3}, GPU wait {:.3}, read-back {:.3}",
+            per_call(times.inputs),
+            per_call(times.lowering),
+            per_call(times.recording),
+            per_call(times.waiting),
+            per_call(times.reading),
         );
         decode.push(serde_json::json!({
-            "context": ctx, "steps": a.steps, "tokens_per_s": a.steps as f64 / total,
-            "median_step_s": med, "fill_s": fill_s,
+            "context": ctx, "steps": stats.decode_steps, "tokens_per_s": tps,
+            "seconds": stats.decode_time.as_secs_f64(), "fill_s": fill_s,
+            "host_ms_per_call": {
+                "inputs": per_call(times.inputs), "lowering": per_call(times.lowering),
+                "recording": per_call(times.recording), "gpu_wait": per_call(times.waiting),
+                "read_back": per_call(times.reading),
+            },
         }));
     }
     drop(generator);
