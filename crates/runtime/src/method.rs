@@ -492,7 +492,7 @@ impl LoadedDelegate {
         let scope = self.rt.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let mut out = Vec::with_capacity(dispatches.len());
         for (i, d) in dispatches.iter().enumerate() {
-            let pipeline = self.rt.pipelines.get(d.shader)?;
+            let pipeline = self.rt.pipelines.get(&d.shader)?;
             let uniforms = uniforms.as_ref().expect("dispatches have uniforms");
             let mut entries = vec![wgpu::BindGroupEntry {
                 binding: 0,

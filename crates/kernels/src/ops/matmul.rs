@@ -3,11 +3,13 @@
 //! broadcast bias; transposed and broadcast operands are expressed through
 //! strides, never copied. The route is chosen from the live shape: few rows
 //! (`M <= GEMV_MAX_ROWS`, decode) go to the split-K GEMV (`gemv.wgsl`), the
-//! rest to the tiled GEMM (`matmul.wgsl`).
+//! rest to the tiled GEMM (`matmul.wgsl`). Both take an activation
+//! epilogue, used by the fused `etwgpu.linear_act` and `etwgpu.addmm_act`.
 
 use crate::error::{Error, Result};
 use crate::generated::shaders::Family;
 use crate::ops::elementwise::{broadcast_shapes, broadcast_strides};
+use crate::ops::fused::Epilogue;
 use crate::plan::{Ctx, Dispatch, Lowered, MATMUL_TILE, Step, TensorInfo, Uniform, float_shader, same_dtype, to_u32};
 
 /// Strides `[batch, row, col]` of one operand, in elements.
@@ -29,6 +31,7 @@ struct Gemm<'a> {
     k: u64,
     alpha: f64,
     beta: f64,
+    epilogue: Epilogue,
 }
 
 /// Up to this many rows per batch, the GEMV route is used.
@@ -69,6 +72,9 @@ fn gemm(g: Gemm<'_>) -> Result<Lowered> {
             .u32(u("batch", g.batch)?)
             .f32(g.alpha as f32)
             .f32(g.beta as f32)
+            .u32(g.epilogue.op as u32)
+            .f32(g.epilogue.p0)
+            .f32(g.epilogue.p1)
             .finish();
         let workgroups = if gemv {
             // One workgroup per output element, folded into x and y.
@@ -83,7 +89,7 @@ fn gemm(g: Gemm<'_>) -> Result<Lowered> {
             ]
         };
         steps.push(Step::Dispatch(Dispatch {
-            shader,
+            shader: shader.into(),
             entry: "main",
             inputs: vec![g.a.id, g.b.id, bias_id],
             outputs: vec![g.out.id],
@@ -134,6 +140,7 @@ pub fn mm(c: &Ctx<'_>) -> Result<Lowered> {
         k,
         alpha: 1.0,
         beta: 0.0,
+        epilogue: Epilogue::NONE,
     })
 }
 
@@ -163,12 +170,18 @@ pub fn bmm(c: &Ctx<'_>) -> Result<Lowered> {
         k,
         alpha: 1.0,
         beta: 0.0,
+        epilogue: Epilogue::NONE,
     })
 }
 
 /// `aten.addmm.default(self (bias), mat1 [M,K], mat2 [K,N], beta, alpha,
 /// →out [M,N])`: `beta * self + alpha * mat1 @ mat2`.
 pub fn addmm(c: &Ctx<'_>) -> Result<Lowered> {
+    addmm_with(c, Epilogue::NONE)
+}
+
+/// [`addmm`] with an activation epilogue (`etwgpu.addmm_act`).
+pub fn addmm_with(c: &Ctx<'_>, epilogue: Epilogue) -> Result<Lowered> {
     c.expect_args(6)?;
     let bias = c.tensor(0, "self")?;
     let a = c.tensor(1, "mat1")?;
@@ -197,12 +210,18 @@ pub fn addmm(c: &Ctx<'_>) -> Result<Lowered> {
         k,
         alpha,
         beta,
+        epilogue,
     })
 }
 
 /// `aten.linear.default(input [..., K], weight [N, K], bias? [N],
 /// →out [..., N])`. Leading dims of the input are flattened into rows.
 pub fn linear(c: &Ctx<'_>) -> Result<Lowered> {
+    linear_with(c, Epilogue::NONE)
+}
+
+/// [`linear`] with an activation epilogue (`etwgpu.linear_act`).
+pub fn linear_with(c: &Ctx<'_>, epilogue: Epilogue) -> Result<Lowered> {
     c.expect_args(4)?;
     let a = c.tensor(0, "input")?;
     let w = c.tensor(1, "weight")?;
@@ -240,5 +259,6 @@ pub fn linear(c: &Ctx<'_>) -> Result<Lowered> {
         k,
         alpha: 1.0,
         beta: 1.0,
+        epilogue,
     })
 }

@@ -109,7 +109,7 @@ pub fn linear_q4gsw(c: &Ctx<'_>) -> Result<Lowered> {
             .u32(u32::from(bias.is_some()))
             .finish();
         steps.push(Step::Dispatch(Dispatch {
-            shader,
+            shader: shader.into(),
             entry: "main",
             inputs: vec![x.id, weights.id, scales.id, bias.map_or(scales.id, |b| b.id)],
             outputs: vec![out.id],
@@ -175,7 +175,7 @@ pub fn embedding_q4gsw(c: &Ctx<'_>) -> Result<Lowered> {
             .u32(to_u32("group_size", gs)?)
             .finish();
         steps.push(Step::Dispatch(Dispatch {
-            shader,
+            shader: shader.into(),
             entry: "main",
             inputs: vec![weights.id, scales.id, indices.id],
             outputs: vec![out.id],
@@ -260,7 +260,7 @@ pub fn choose_qparams_affine(c: &Ctx<'_>) -> Result<Lowered> {
             .f32(eps as f32)
             .finish();
         steps.push(Step::Dispatch(Dispatch {
-            shader,
+            shader: shader.into(),
             entry: "main",
             inputs: vec![x.id],
             outputs: vec![scale.id, zero_point.id],
@@ -322,7 +322,7 @@ pub fn linear_dq8ca_q4gsw(c: &Ctx<'_>) -> Result<Lowered> {
             .u32(u32::from(bias.is_some()))
             .finish();
         steps.push(Step::Dispatch(Dispatch {
-            shader,
+            shader: shader.into(),
             entry: "main",
             inputs: vec![x.id, in_scale.id, in_zp.id, weights.id, scales.id, bias.map_or(scales.id, |b| b.id)],
             outputs: vec![out.id],
