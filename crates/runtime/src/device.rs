@@ -5,6 +5,7 @@ use std::sync::Arc;
 use etwgpu_format::Program;
 
 use crate::error::{Error, Result};
+use crate::method::LoadOptions;
 use crate::pipeline_cache::PipelineCache;
 use crate::program::LoadedMethod;
 
@@ -187,7 +188,12 @@ impl Runtime {
     /// the GPU or the CPU fallback), creates the pipelines, allocates the
     /// buffers and uploads the constants of each GPU call.
     pub fn load(&self, program: &Program, method: &str) -> Result<LoadedMethod> {
-        LoadedMethod::load(self, program, method)
+        LoadedMethod::load(self, program, method, &LoadOptions::default())
+    }
+
+    /// [`Runtime::load`] with options (fusion off, for debugging).
+    pub fn load_with(&self, program: &Program, method: &str, options: &LoadOptions) -> Result<LoadedMethod> {
+        LoadedMethod::load(self, program, method, options)
     }
 
     /// Blocks until the queue is idle.

@@ -32,6 +32,7 @@ mod tests;
 
 pub use device::{AdapterSummary, Runtime, adapters};
 pub use error::{Error, Result};
+pub use method::LoadOptions;
 pub use program::{LoadedMethod, Route, kernel_route};
 pub use tensor::Tensor;
 
