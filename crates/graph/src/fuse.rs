@@ -458,6 +458,10 @@ impl Rewriter {
     // 1. SwiGLU.
 
     fn swiglu(&mut self) {
+        // x, two weights, two biases or scales, the output.
+        if self.options.max_storage_buffers < 6 {
+            return;
+        }
         let u = Uses::new(&self.g);
         let mut edits = BTreeMap::new();
         let mut claimed = BTreeSet::new();
