@@ -158,7 +158,7 @@ impl Generator {
     ) -> Result<Self> {
         let meta = Metadata::read(program)?;
         let forward = runtime
-            .load_with_progress(program, "forward", progress)
+            .load_with_progress(program, "forward", &etwgpu_runtime::LoadOptions::default(), progress)
             .map_err(|source| Error::Runtime { during: "loading method forward", source })?;
         Ok(Self { forward, meta, pos: 0, argmax: false })
     }

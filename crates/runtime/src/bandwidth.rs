@@ -34,7 +34,7 @@ impl Runtime {
             reason: format!("{bytes} bytes is over 2^32 words"),
         })?;
         let iterations = iterations.max(1);
-        let pipeline = self.pipelines.get(ShaderId::CopyF32)?;
+        let pipeline = self.pipelines.get(&ShaderId::CopyF32.into())?;
         let buffer = |label: &str, usage: wgpu::BufferUsages| {
             self.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some(label),

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use etwgpu_format::Program;
 
 use crate::error::{Error, Result};
+use crate::method::LoadOptions;
 use crate::pipeline_cache::PipelineCache;
 use crate::program::LoadedMethod;
 
@@ -215,18 +216,24 @@ impl Runtime {
     /// the GPU or the CPU fallback), creates the pipelines, allocates the
     /// buffers and uploads the constants of each GPU call.
     pub fn load(&self, program: &Program, method: &str) -> Result<LoadedMethod> {
-        LoadedMethod::load(self, program, method, &mut |_| {})
+        LoadedMethod::load(self, program, method, &LoadOptions::default(), &mut |_| {})
     }
 
-    /// Like [`Runtime::load`], calling `progress` as weights are uploaded
+    /// [`Runtime::load`] with options (fusion off, for debugging).
+    pub fn load_with(&self, program: &Program, method: &str, options: &LoadOptions) -> Result<LoadedMethod> {
+        LoadedMethod::load(self, program, method, options, &mut |_| {})
+    }
+
+    /// [`Runtime::load_with`], calling `progress` as weights are uploaded
     /// and pipelines compiled (for a progress bar on large models).
     pub fn load_with_progress(
         &self,
         program: &Program,
         method: &str,
+        options: &LoadOptions,
         progress: &mut dyn FnMut(crate::LoadProgress),
     ) -> Result<LoadedMethod> {
-        LoadedMethod::load(self, program, method, progress)
+        LoadedMethod::load(self, program, method, options, progress)
     }
 
     /// Blocks until the queue is idle.

@@ -32,10 +32,16 @@ pub enum Family {
     EmbeddingQ4gsw,
     /// `fill.wgsl`.
     Fill,
+    /// `fused_elementwise.wgsl`.
+    FusedElementwise,
     /// `gather.wgsl`.
     Gather,
     /// `gemv.wgsl`.
     Gemv,
+    /// `gemv_qkv.wgsl`.
+    GemvQkv,
+    /// `gemv_swiglu.wgsl`.
+    GemvSwiglu,
     /// `group_norm.wgsl`.
     GroupNorm,
     /// `kv_cache_update.wgsl`.
@@ -48,6 +54,14 @@ pub enum Family {
     LinearGemv,
     /// `linear_q4gsw.wgsl`.
     LinearQ4gsw,
+    /// `linear_q4gsw_qkv.wgsl`.
+    LinearQ4gswQkv,
+    /// `linear_q4gsw_swiglu.wgsl`.
+    LinearQ4gswSwiglu,
+    /// `linear_qkv.wgsl`.
+    LinearQkv,
+    /// `linear_swiglu.wgsl`.
+    LinearSwiglu,
     /// `matmul.wgsl`.
     Matmul,
     /// `max_pool2d.wgsl`.
@@ -158,6 +172,10 @@ pub enum ShaderId {
     FillF16,
     /// `fill.wgsl` with `Elem = i32`.
     FillI32,
+    /// `fused_elementwise.wgsl` with `Elem = f32`.
+    FusedElementwiseF32,
+    /// `fused_elementwise.wgsl` with `Elem = f16`.
+    FusedElementwiseF16,
     /// `gather.wgsl` with `Elem = f32`.
     GatherF32,
     /// `gather.wgsl` with `Elem = f16`.
@@ -168,6 +186,14 @@ pub enum ShaderId {
     GemvF32,
     /// `gemv.wgsl` with `Elem = f16`.
     GemvF16,
+    /// `gemv_qkv.wgsl` with `Elem = f32`.
+    GemvQkvF32,
+    /// `gemv_qkv.wgsl` with `Elem = f16`.
+    GemvQkvF16,
+    /// `gemv_swiglu.wgsl` with `Elem = f32`.
+    GemvSwigluF32,
+    /// `gemv_swiglu.wgsl` with `Elem = f16`.
+    GemvSwigluF16,
     /// `group_norm.wgsl` with `Elem = f32`.
     GroupNormF32,
     /// `group_norm.wgsl` with `Elem = f16`.
@@ -192,6 +218,22 @@ pub enum ShaderId {
     LinearQ4gswF32,
     /// `linear_q4gsw.wgsl` with `Elem = f16`.
     LinearQ4gswF16,
+    /// `linear_q4gsw_qkv.wgsl` with `Elem = f32`.
+    LinearQ4gswQkvF32,
+    /// `linear_q4gsw_qkv.wgsl` with `Elem = f16`.
+    LinearQ4gswQkvF16,
+    /// `linear_q4gsw_swiglu.wgsl` with `Elem = f32`.
+    LinearQ4gswSwigluF32,
+    /// `linear_q4gsw_swiglu.wgsl` with `Elem = f16`.
+    LinearQ4gswSwigluF16,
+    /// `linear_qkv.wgsl` with `Elem = f32`.
+    LinearQkvF32,
+    /// `linear_qkv.wgsl` with `Elem = f16`.
+    LinearQkvF16,
+    /// `linear_swiglu.wgsl` with `Elem = f32`.
+    LinearSwigluF32,
+    /// `linear_swiglu.wgsl` with `Elem = f16`.
+    LinearSwigluF16,
     /// `matmul.wgsl` with `Elem = f32`.
     MatmulF32,
     /// `matmul.wgsl` with `Elem = f16`.
@@ -307,11 +349,17 @@ impl ShaderId {
         ShaderId::FillF32,
         ShaderId::FillF16,
         ShaderId::FillI32,
+        ShaderId::FusedElementwiseF32,
+        ShaderId::FusedElementwiseF16,
         ShaderId::GatherF32,
         ShaderId::GatherF16,
         ShaderId::GatherI32,
         ShaderId::GemvF32,
         ShaderId::GemvF16,
+        ShaderId::GemvQkvF32,
+        ShaderId::GemvQkvF16,
+        ShaderId::GemvSwigluF32,
+        ShaderId::GemvSwigluF16,
         ShaderId::GroupNormF32,
         ShaderId::GroupNormF16,
         ShaderId::KvCacheUpdateF32,
@@ -324,6 +372,14 @@ impl ShaderId {
         ShaderId::LinearGemvF16,
         ShaderId::LinearQ4gswF32,
         ShaderId::LinearQ4gswF16,
+        ShaderId::LinearQ4gswQkvF32,
+        ShaderId::LinearQ4gswQkvF16,
+        ShaderId::LinearQ4gswSwigluF32,
+        ShaderId::LinearQ4gswSwigluF16,
+        ShaderId::LinearQkvF32,
+        ShaderId::LinearQkvF16,
+        ShaderId::LinearSwigluF32,
+        ShaderId::LinearSwigluF16,
         ShaderId::MatmulF32,
         ShaderId::MatmulF16,
         ShaderId::MaxPool2dF32,
@@ -398,11 +454,17 @@ impl ShaderId {
             ShaderId::FillF32 => Family::Fill,
             ShaderId::FillF16 => Family::Fill,
             ShaderId::FillI32 => Family::Fill,
+            ShaderId::FusedElementwiseF32 => Family::FusedElementwise,
+            ShaderId::FusedElementwiseF16 => Family::FusedElementwise,
             ShaderId::GatherF32 => Family::Gather,
             ShaderId::GatherF16 => Family::Gather,
             ShaderId::GatherI32 => Family::Gather,
             ShaderId::GemvF32 => Family::Gemv,
             ShaderId::GemvF16 => Family::Gemv,
+            ShaderId::GemvQkvF32 => Family::GemvQkv,
+            ShaderId::GemvQkvF16 => Family::GemvQkv,
+            ShaderId::GemvSwigluF32 => Family::GemvSwiglu,
+            ShaderId::GemvSwigluF16 => Family::GemvSwiglu,
             ShaderId::GroupNormF32 => Family::GroupNorm,
             ShaderId::GroupNormF16 => Family::GroupNorm,
             ShaderId::KvCacheUpdateF32 => Family::KvCacheUpdate,
@@ -415,6 +477,14 @@ impl ShaderId {
             ShaderId::LinearGemvF16 => Family::LinearGemv,
             ShaderId::LinearQ4gswF32 => Family::LinearQ4gsw,
             ShaderId::LinearQ4gswF16 => Family::LinearQ4gsw,
+            ShaderId::LinearQ4gswQkvF32 => Family::LinearQ4gswQkv,
+            ShaderId::LinearQ4gswQkvF16 => Family::LinearQ4gswQkv,
+            ShaderId::LinearQ4gswSwigluF32 => Family::LinearQ4gswSwiglu,
+            ShaderId::LinearQ4gswSwigluF16 => Family::LinearQ4gswSwiglu,
+            ShaderId::LinearQkvF32 => Family::LinearQkv,
+            ShaderId::LinearQkvF16 => Family::LinearQkv,
+            ShaderId::LinearSwigluF32 => Family::LinearSwiglu,
+            ShaderId::LinearSwigluF16 => Family::LinearSwiglu,
             ShaderId::MatmulF32 => Family::Matmul,
             ShaderId::MatmulF16 => Family::Matmul,
             ShaderId::MaxPool2dF32 => Family::MaxPool2d,
@@ -490,11 +560,17 @@ impl ShaderId {
             ShaderId::FillF32 => Variant::F32,
             ShaderId::FillF16 => Variant::F16,
             ShaderId::FillI32 => Variant::I32,
+            ShaderId::FusedElementwiseF32 => Variant::F32,
+            ShaderId::FusedElementwiseF16 => Variant::F16,
             ShaderId::GatherF32 => Variant::F32,
             ShaderId::GatherF16 => Variant::F16,
             ShaderId::GatherI32 => Variant::I32,
             ShaderId::GemvF32 => Variant::F32,
             ShaderId::GemvF16 => Variant::F16,
+            ShaderId::GemvQkvF32 => Variant::F32,
+            ShaderId::GemvQkvF16 => Variant::F16,
+            ShaderId::GemvSwigluF32 => Variant::F32,
+            ShaderId::GemvSwigluF16 => Variant::F16,
             ShaderId::GroupNormF32 => Variant::F32,
             ShaderId::GroupNormF16 => Variant::F16,
             ShaderId::KvCacheUpdateF32 => Variant::F32,
@@ -507,6 +583,14 @@ impl ShaderId {
             ShaderId::LinearGemvF16 => Variant::F16,
             ShaderId::LinearQ4gswF32 => Variant::F32,
             ShaderId::LinearQ4gswF16 => Variant::F16,
+            ShaderId::LinearQ4gswQkvF32 => Variant::F32,
+            ShaderId::LinearQ4gswQkvF16 => Variant::F16,
+            ShaderId::LinearQ4gswSwigluF32 => Variant::F32,
+            ShaderId::LinearQ4gswSwigluF16 => Variant::F16,
+            ShaderId::LinearQkvF32 => Variant::F32,
+            ShaderId::LinearQkvF16 => Variant::F16,
+            ShaderId::LinearSwigluF32 => Variant::F32,
+            ShaderId::LinearSwigluF16 => Variant::F16,
             ShaderId::MatmulF32 => Variant::F32,
             ShaderId::MatmulF16 => Variant::F16,
             ShaderId::MaxPool2dF32 => Variant::F32,
@@ -582,11 +666,17 @@ impl ShaderId {
             ShaderId::FillF32 => "fill.f32",
             ShaderId::FillF16 => "fill.f16",
             ShaderId::FillI32 => "fill.i32",
+            ShaderId::FusedElementwiseF32 => "fused_elementwise.f32",
+            ShaderId::FusedElementwiseF16 => "fused_elementwise.f16",
             ShaderId::GatherF32 => "gather.f32",
             ShaderId::GatherF16 => "gather.f16",
             ShaderId::GatherI32 => "gather.i32",
             ShaderId::GemvF32 => "gemv.f32",
             ShaderId::GemvF16 => "gemv.f16",
+            ShaderId::GemvQkvF32 => "gemv_qkv.f32",
+            ShaderId::GemvQkvF16 => "gemv_qkv.f16",
+            ShaderId::GemvSwigluF32 => "gemv_swiglu.f32",
+            ShaderId::GemvSwigluF16 => "gemv_swiglu.f16",
             ShaderId::GroupNormF32 => "group_norm.f32",
             ShaderId::GroupNormF16 => "group_norm.f16",
             ShaderId::KvCacheUpdateF32 => "kv_cache_update.f32",
@@ -599,6 +689,14 @@ impl ShaderId {
             ShaderId::LinearGemvF16 => "linear_gemv.f16",
             ShaderId::LinearQ4gswF32 => "linear_q4gsw.f32",
             ShaderId::LinearQ4gswF16 => "linear_q4gsw.f16",
+            ShaderId::LinearQ4gswQkvF32 => "linear_q4gsw_qkv.f32",
+            ShaderId::LinearQ4gswQkvF16 => "linear_q4gsw_qkv.f16",
+            ShaderId::LinearQ4gswSwigluF32 => "linear_q4gsw_swiglu.f32",
+            ShaderId::LinearQ4gswSwigluF16 => "linear_q4gsw_swiglu.f16",
+            ShaderId::LinearQkvF32 => "linear_qkv.f32",
+            ShaderId::LinearQkvF16 => "linear_qkv.f16",
+            ShaderId::LinearSwigluF32 => "linear_swiglu.f32",
+            ShaderId::LinearSwigluF16 => "linear_swiglu.f16",
             ShaderId::MatmulF32 => "matmul.f32",
             ShaderId::MatmulF16 => "matmul.f16",
             ShaderId::MaxPool2dF32 => "max_pool2d.f32",
@@ -674,11 +772,17 @@ impl ShaderId {
             ShaderId::FillF32 => FILL_F32,
             ShaderId::FillF16 => FILL_F16,
             ShaderId::FillI32 => FILL_I32,
+            ShaderId::FusedElementwiseF32 => FUSED_ELEMENTWISE_F32,
+            ShaderId::FusedElementwiseF16 => FUSED_ELEMENTWISE_F16,
             ShaderId::GatherF32 => GATHER_F32,
             ShaderId::GatherF16 => GATHER_F16,
             ShaderId::GatherI32 => GATHER_I32,
             ShaderId::GemvF32 => GEMV_F32,
             ShaderId::GemvF16 => GEMV_F16,
+            ShaderId::GemvQkvF32 => GEMV_QKV_F32,
+            ShaderId::GemvQkvF16 => GEMV_QKV_F16,
+            ShaderId::GemvSwigluF32 => GEMV_SWIGLU_F32,
+            ShaderId::GemvSwigluF16 => GEMV_SWIGLU_F16,
             ShaderId::GroupNormF32 => GROUP_NORM_F32,
             ShaderId::GroupNormF16 => GROUP_NORM_F16,
             ShaderId::KvCacheUpdateF32 => KV_CACHE_UPDATE_F32,
@@ -691,6 +795,14 @@ impl ShaderId {
             ShaderId::LinearGemvF16 => LINEAR_GEMV_F16,
             ShaderId::LinearQ4gswF32 => LINEAR_Q4GSW_F32,
             ShaderId::LinearQ4gswF16 => LINEAR_Q4GSW_F16,
+            ShaderId::LinearQ4gswQkvF32 => LINEAR_Q4GSW_QKV_F32,
+            ShaderId::LinearQ4gswQkvF16 => LINEAR_Q4GSW_QKV_F16,
+            ShaderId::LinearQ4gswSwigluF32 => LINEAR_Q4GSW_SWIGLU_F32,
+            ShaderId::LinearQ4gswSwigluF16 => LINEAR_Q4GSW_SWIGLU_F16,
+            ShaderId::LinearQkvF32 => LINEAR_QKV_F32,
+            ShaderId::LinearQkvF16 => LINEAR_QKV_F16,
+            ShaderId::LinearSwigluF32 => LINEAR_SWIGLU_F32,
+            ShaderId::LinearSwigluF16 => LINEAR_SWIGLU_F16,
             ShaderId::MatmulF32 => MATMUL_F32,
             ShaderId::MatmulF16 => MATMUL_F16,
             ShaderId::MaxPool2dF32 => MAX_POOL2D_F32,
@@ -766,11 +878,17 @@ impl ShaderId {
             (Family::Fill, Variant::F32) => Some(ShaderId::FillF32),
             (Family::Fill, Variant::F16) => Some(ShaderId::FillF16),
             (Family::Fill, Variant::I32) => Some(ShaderId::FillI32),
+            (Family::FusedElementwise, Variant::F32) => Some(ShaderId::FusedElementwiseF32),
+            (Family::FusedElementwise, Variant::F16) => Some(ShaderId::FusedElementwiseF16),
             (Family::Gather, Variant::F32) => Some(ShaderId::GatherF32),
             (Family::Gather, Variant::F16) => Some(ShaderId::GatherF16),
             (Family::Gather, Variant::I32) => Some(ShaderId::GatherI32),
             (Family::Gemv, Variant::F32) => Some(ShaderId::GemvF32),
             (Family::Gemv, Variant::F16) => Some(ShaderId::GemvF16),
+            (Family::GemvQkv, Variant::F32) => Some(ShaderId::GemvQkvF32),
+            (Family::GemvQkv, Variant::F16) => Some(ShaderId::GemvQkvF16),
+            (Family::GemvSwiglu, Variant::F32) => Some(ShaderId::GemvSwigluF32),
+            (Family::GemvSwiglu, Variant::F16) => Some(ShaderId::GemvSwigluF16),
             (Family::GroupNorm, Variant::F32) => Some(ShaderId::GroupNormF32),
             (Family::GroupNorm, Variant::F16) => Some(ShaderId::GroupNormF16),
             (Family::KvCacheUpdate, Variant::F32) => Some(ShaderId::KvCacheUpdateF32),
@@ -783,6 +901,14 @@ impl ShaderId {
             (Family::LinearGemv, Variant::F16) => Some(ShaderId::LinearGemvF16),
             (Family::LinearQ4gsw, Variant::F32) => Some(ShaderId::LinearQ4gswF32),
             (Family::LinearQ4gsw, Variant::F16) => Some(ShaderId::LinearQ4gswF16),
+            (Family::LinearQ4gswQkv, Variant::F32) => Some(ShaderId::LinearQ4gswQkvF32),
+            (Family::LinearQ4gswQkv, Variant::F16) => Some(ShaderId::LinearQ4gswQkvF16),
+            (Family::LinearQ4gswSwiglu, Variant::F32) => Some(ShaderId::LinearQ4gswSwigluF32),
+            (Family::LinearQ4gswSwiglu, Variant::F16) => Some(ShaderId::LinearQ4gswSwigluF16),
+            (Family::LinearQkv, Variant::F32) => Some(ShaderId::LinearQkvF32),
+            (Family::LinearQkv, Variant::F16) => Some(ShaderId::LinearQkvF16),
+            (Family::LinearSwiglu, Variant::F32) => Some(ShaderId::LinearSwigluF32),
+            (Family::LinearSwiglu, Variant::F16) => Some(ShaderId::LinearSwigluF16),
             (Family::Matmul, Variant::F32) => Some(ShaderId::MatmulF32),
             (Family::Matmul, Variant::F16) => Some(ShaderId::MatmulF16),
             (Family::MaxPool2d, Variant::F32) => Some(ShaderId::MaxPool2dF32),
@@ -2495,7 +2621,9 @@ pub const CONV_F32: &str = r#"//! Direct grouped 2-D convolution (1-D as H = 1),
 //! `(n, oc, oh, ow)` sums `x * w` over its group's input channels and the
 //! kernel window, in f32. Weight layout `[OC, IC / groups, KH, KW]`, or
 //! `[IC, OC / groups, KH, KW]` when `transposed` (each output gathers the
-//! inputs whose strided window covers it).
+//! inputs whose strided window covers it). After the clamp, an optional
+//! activation epilogue (`act`, the op codes of `unary.wgsl`, 0 for none):
+//! the fused `etwgpu.convolution_act` and `etwgpu.conv_with_clamp_act`.
 // variants: f32 f16
 
 alias Elem = f32;
@@ -2526,8 +2654,12 @@ struct Params {
     transposed: u32,
     out_min: f32,
     out_max: f32,
-    _pad1: f32,
-    _pad2: f32,
+    act_p0: f32,
+    act_p1: f32,
+    act: u32,
+    _pad1: u32,
+    _pad2: u32,
+    _pad3: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -2561,7 +2693,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if p.has_max != 0u {
         acc = min(acc, p.out_max);
     }
-    out[i] = Elem(acc);
+    out[i] = Elem(act(p.act, acc, p.act_p0, p.act_p1));
 }
 
 fn direct_sum(n: u32, oc: u32, oh: u32, ow: u32) -> f32 {
@@ -2616,6 +2748,66 @@ fn transposed_sum(n: u32, oc: u32, oh: u32, ow: u32) -> f32 {
     }
     return acc;
 }
+
+/// erf, Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7).
+fn erf_approx(v: f32) -> f32 {
+    let s = sign(v);
+    let a = abs(v);
+    let t = 1.0 / (1.0 + 0.3275911 * a);
+    let poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
+    return s * (1.0 - poly * exp(-a * a));
+}
+
+fn tanh_safe(v: f32) -> f32 {
+    return tanh(clamp(v, -15.0, 15.0));
+}
+
+/// `b ** e` with PyTorch's results for negative bases (`unary.wgsl`).
+fn pow_scalar(b: f32, e: f32) -> f32 {
+    if e == 0.0 {
+        return 1.0;
+    }
+    if b >= 0.0 {
+        return pow(b, e);
+    }
+    if e != floor(e) {
+        return bitcast<f32>(0x7fc00000u);
+    }
+    let r = pow(-b, e);
+    if fract(e * 0.5) != 0.0 {
+        return -r;
+    }
+    return r;
+}
+
+/// The activation `op` (the op codes of `unary.wgsl`; 0 is none) with its
+/// scalar parameters.
+fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
+    switch op {
+        case 0u: { return v; }
+        case 1u: { return max(v, 0.0); }
+        case 2u: { return 0.5 * v * (1.0 + erf_approx(v * 0.70710678118654752)); }
+        case 3u: { return 0.5 * v * (1.0 + tanh_safe(0.79788456080286536 * (v + 0.044715 * v * v * v))); }
+        case 4u: { return exp(v); }
+        case 5u: { return 1.0 / (1.0 + exp(-v)); }
+        case 6u: { return tanh_safe(v); }
+        case 7u: { return -v; }
+        case 8u: { return abs(v); }
+        case 9u: { return sqrt(v); }
+        case 10u: { return inverseSqrt(v); }
+        case 11u: { return sin(v); }
+        case 12u: { return cos(v); }
+        case 13u: { return log(v); }
+        case 14u: { return min(max(v, p0), p1); }
+        case 15u: { return select(v * p0, v, v >= 0.0); }
+        case 16u: { return v * clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case 17u: { return round(v); }
+        case 18u: { return pow_scalar(v, p0); }
+        case 19u: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case 20u: { return v * (1.0 / (1.0 + exp(-v))); }
+        default: { return bitcast<f32>(0x7fc00000u); }
+    }
+}
 "#;
 
 /// `conv.wgsl` with `Elem = f16`.
@@ -2626,7 +2818,9 @@ pub const CONV_F16: &str = r#"enable f16;
 //! `(n, oc, oh, ow)` sums `x * w` over its group's input channels and the
 //! kernel window, in f32. Weight layout `[OC, IC / groups, KH, KW]`, or
 //! `[IC, OC / groups, KH, KW]` when `transposed` (each output gathers the
-//! inputs whose strided window covers it).
+//! inputs whose strided window covers it). After the clamp, an optional
+//! activation epilogue (`act`, the op codes of `unary.wgsl`, 0 for none):
+//! the fused `etwgpu.convolution_act` and `etwgpu.conv_with_clamp_act`.
 // variants: f32 f16
 
 alias Elem = f16;
@@ -2657,8 +2851,12 @@ struct Params {
     transposed: u32,
     out_min: f32,
     out_max: f32,
-    _pad1: f32,
-    _pad2: f32,
+    act_p0: f32,
+    act_p1: f32,
+    act: u32,
+    _pad1: u32,
+    _pad2: u32,
+    _pad3: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -2692,7 +2890,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if p.has_max != 0u {
         acc = min(acc, p.out_max);
     }
-    out[i] = Elem(acc);
+    out[i] = Elem(act(p.act, acc, p.act_p0, p.act_p1));
 }
 
 fn direct_sum(n: u32, oc: u32, oh: u32, ow: u32) -> f32 {
@@ -2746,6 +2944,66 @@ fn transposed_sum(n: u32, oc: u32, oh: u32, ow: u32) -> f32 {
         }
     }
     return acc;
+}
+
+/// erf, Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7).
+fn erf_approx(v: f32) -> f32 {
+    let s = sign(v);
+    let a = abs(v);
+    let t = 1.0 / (1.0 + 0.3275911 * a);
+    let poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
+    return s * (1.0 - poly * exp(-a * a));
+}
+
+fn tanh_safe(v: f32) -> f32 {
+    return tanh(clamp(v, -15.0, 15.0));
+}
+
+/// `b ** e` with PyTorch's results for negative bases (`unary.wgsl`).
+fn pow_scalar(b: f32, e: f32) -> f32 {
+    if e == 0.0 {
+        return 1.0;
+    }
+    if b >= 0.0 {
+        return pow(b, e);
+    }
+    if e != floor(e) {
+        return bitcast<f32>(0x7fc00000u);
+    }
+    let r = pow(-b, e);
+    if fract(e * 0.5) != 0.0 {
+        return -r;
+    }
+    return r;
+}
+
+/// The activation `op` (the op codes of `unary.wgsl`; 0 is none) with its
+/// scalar parameters.
+fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
+    switch op {
+        case 0u: { return v; }
+        case 1u: { return max(v, 0.0); }
+        case 2u: { return 0.5 * v * (1.0 + erf_approx(v * 0.70710678118654752)); }
+        case 3u: { return 0.5 * v * (1.0 + tanh_safe(0.79788456080286536 * (v + 0.044715 * v * v * v))); }
+        case 4u: { return exp(v); }
+        case 5u: { return 1.0 / (1.0 + exp(-v)); }
+        case 6u: { return tanh_safe(v); }
+        case 7u: { return -v; }
+        case 8u: { return abs(v); }
+        case 9u: { return sqrt(v); }
+        case 10u: { return inverseSqrt(v); }
+        case 11u: { return sin(v); }
+        case 12u: { return cos(v); }
+        case 13u: { return log(v); }
+        case 14u: { return min(max(v, p0), p1); }
+        case 15u: { return select(v * p0, v, v >= 0.0); }
+        case 16u: { return v * clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case 17u: { return round(v); }
+        case 18u: { return pow_scalar(v, p0); }
+        case 19u: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case 20u: { return v * (1.0 / (1.0 + exp(-v))); }
+        default: { return bitcast<f32>(0x7fc00000u); }
+    }
 }
 "#;
 
@@ -3023,6 +3281,346 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 }
 "#;
 
+/// `fused_elementwise.wgsl` with `Elem = f32`.
+pub const FUSED_ELEMENTWISE_F32: &str = r#"//! Template of the fused elementwise kernels (`etwgpu.fused_elementwise`):
+//! a chain of unary and broadcasting binary ops evaluated per output
+//! element in f32, reading each input once through its own strides (0
+//! along broadcast dims) and writing one output, with no intermediate
+//! tensors.
+//!
+//! At lowering, the host keeps this file up to the `generated below`
+//! marker (the `Params`, the unary ops `act` of `unary.wgsl` and the
+//! binary ops `bin` of `binary.wgsl`, same op codes) and writes the
+//! bindings and `main` for one expression after it; what follows the
+//! marker here is what it writes for `sigmoid x0; mul x0 t0; add t1 x1 1.0`
+//! (a unit test checks so), which keeps the template valid WGSL.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    rank: u32,
+    _pad0: u32,
+    _pad1: u32,
+    shape: array<vec4<u32>, 2>,
+    /// Per input (at most 7): its strides in elements over `shape`.
+    strides: array<array<vec4<u32>, 2>, 7>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+
+/// Stride of input `k` along dim `d`.
+fn stride(k: u32, d: u32) -> u32 {
+    return p.strides[k][d / 4u][d % 4u];
+}
+
+/// `pow` with PyTorch's results for negative bases and zero exponents
+/// (`binary.wgsl`).
+fn pow_tensor(x: f32, y: f32) -> f32 {
+    if y == 0.0 {
+        return 1.0;
+    }
+    if x > 0.0 {
+        return pow(x, y);
+    }
+    if x == 0.0 {
+        if y > 0.0 {
+            return 0.0;
+        }
+        return bitcast<f32>(0x7f800000u);
+    }
+    if y != floor(y) {
+        return bitcast<f32>(0x7fc00000u);
+    }
+    let r = pow(-x, y);
+    if fract(y * 0.5) != 0.0 {
+        return -r;
+    }
+    return r;
+}
+
+/// The binary op `op` (the op codes of `binary.wgsl`).
+fn bin(op: u32, x: f32, y: f32, alpha: f32) -> f32 {
+    switch op {
+        case 0u: { return x + alpha * y; }
+        case 1u: { return x - alpha * y; }
+        case 2u: { return x * y; }
+        case 3u: { return x / y; }
+        case 4u: { return floor(x / y); }
+        case 5u: { return trunc(x / y); }
+        case 6u: { return pow_tensor(x, y); }
+        case 7u: { return min(x, y); }
+        case 8u: { return max(x, y); }
+        default: { return bitcast<f32>(0x7fc00000u); }
+    }
+}
+
+/// erf, Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7).
+fn erf_approx(v: f32) -> f32 {
+    let s = sign(v);
+    let a = abs(v);
+    let t = 1.0 / (1.0 + 0.3275911 * a);
+    let poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
+    return s * (1.0 - poly * exp(-a * a));
+}
+
+fn tanh_safe(v: f32) -> f32 {
+    return tanh(clamp(v, -15.0, 15.0));
+}
+
+/// `b ** e` with PyTorch's results for negative bases (`unary.wgsl`).
+fn pow_scalar(b: f32, e: f32) -> f32 {
+    if e == 0.0 {
+        return 1.0;
+    }
+    if b >= 0.0 {
+        return pow(b, e);
+    }
+    if e != floor(e) {
+        return bitcast<f32>(0x7fc00000u);
+    }
+    let r = pow(-b, e);
+    if fract(e * 0.5) != 0.0 {
+        return -r;
+    }
+    return r;
+}
+
+/// The activation `op` (the op codes of `unary.wgsl`; 0 is none) with its
+/// scalar parameters.
+fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
+    switch op {
+        case 0u: { return v; }
+        case 1u: { return max(v, 0.0); }
+        case 2u: { return 0.5 * v * (1.0 + erf_approx(v * 0.70710678118654752)); }
+        case 3u: { return 0.5 * v * (1.0 + tanh_safe(0.79788456080286536 * (v + 0.044715 * v * v * v))); }
+        case 4u: { return exp(v); }
+        case 5u: { return 1.0 / (1.0 + exp(-v)); }
+        case 6u: { return tanh_safe(v); }
+        case 7u: { return -v; }
+        case 8u: { return abs(v); }
+        case 9u: { return sqrt(v); }
+        case 10u: { return inverseSqrt(v); }
+        case 11u: { return sin(v); }
+        case 12u: { return cos(v); }
+        case 13u: { return log(v); }
+        case 14u: { return min(max(v, p0), p1); }
+        case 15u: { return select(v * p0, v, v >= 0.0); }
+        case 16u: { return v * clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case 17u: { return round(v); }
+        case 18u: { return pow_scalar(v, p0); }
+        case 19u: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case 20u: { return v * (1.0 / (1.0 + exp(-v))); }
+        default: { return bitcast<f32>(0x7fc00000u); }
+    }
+}
+
+// generated below
+@group(0) @binding(1) var<storage, read> x0: array<Elem>;
+@group(0) @binding(2) var<storage, read> x1: array<Elem>;
+@group(0) @binding(3) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    var rem = i;
+    var o0 = 0u;
+    var o1 = 0u;
+    for (var d = i32(p.rank) - 1; d >= 0; d = d - 1) {
+        let du = u32(d);
+        let size = p.shape[du / 4u][du % 4u];
+        let c = rem % size;
+        rem = rem / size;
+        o0 += c * stride(0u, du);
+        o1 += c * stride(1u, du);
+    }
+    let v0 = f32(x0[o0]);
+    let v1 = f32(x1[o1]);
+    let t0 = act(5u, v0, 0.0, 0.0);
+    let t1 = bin(2u, v0, t0, 1.0);
+    let t2 = bin(0u, t1, v1, 1.0);
+    out[i] = Elem(t2);
+}
+"#;
+
+/// `fused_elementwise.wgsl` with `Elem = f16`.
+pub const FUSED_ELEMENTWISE_F16: &str = r#"enable f16;
+
+//! Template of the fused elementwise kernels (`etwgpu.fused_elementwise`):
+//! a chain of unary and broadcasting binary ops evaluated per output
+//! element in f32, reading each input once through its own strides (0
+//! along broadcast dims) and writing one output, with no intermediate
+//! tensors.
+//!
+//! At lowering, the host keeps this file up to the `generated below`
+//! marker (the `Params`, the unary ops `act` of `unary.wgsl` and the
+//! binary ops `bin` of `binary.wgsl`, same op codes) and writes the
+//! bindings and `main` for one expression after it; what follows the
+//! marker here is what it writes for `sigmoid x0; mul x0 t0; add t1 x1 1.0`
+//! (a unit test checks so), which keeps the template valid WGSL.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    rank: u32,
+    _pad0: u32,
+    _pad1: u32,
+    shape: array<vec4<u32>, 2>,
+    /// Per input (at most 7): its strides in elements over `shape`.
+    strides: array<array<vec4<u32>, 2>, 7>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+
+/// Stride of input `k` along dim `d`.
+fn stride(k: u32, d: u32) -> u32 {
+    return p.strides[k][d / 4u][d % 4u];
+}
+
+/// `pow` with PyTorch's results for negative bases and zero exponents
+/// (`binary.wgsl`).
+fn pow_tensor(x: f32, y: f32) -> f32 {
+    if y == 0.0 {
+        return 1.0;
+    }
+    if x > 0.0 {
+        return pow(x, y);
+    }
+    if x == 0.0 {
+        if y > 0.0 {
+            return 0.0;
+        }
+        return bitcast<f32>(0x7f800000u);
+    }
+    if y != floor(y) {
+        return bitcast<f32>(0x7fc00000u);
+    }
+    let r = pow(-x, y);
+    if fract(y * 0.5) != 0.0 {
+        return -r;
+    }
+    return r;
+}
+
+/// The binary op `op` (the op codes of `binary.wgsl`).
+fn bin(op: u32, x: f32, y: f32, alpha: f32) -> f32 {
+    switch op {
+        case 0u: { return x + alpha * y; }
+        case 1u: { return x - alpha * y; }
+        case 2u: { return x * y; }
+        case 3u: { return x / y; }
+        case 4u: { return floor(x / y); }
+        case 5u: { return trunc(x / y); }
+        case 6u: { return pow_tensor(x, y); }
+        case 7u: { return min(x, y); }
+        case 8u: { return max(x, y); }
+        default: { return bitcast<f32>(0x7fc00000u); }
+    }
+}
+
+/// erf, Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7).
+fn erf_approx(v: f32) -> f32 {
+    let s = sign(v);
+    let a = abs(v);
+    let t = 1.0 / (1.0 + 0.3275911 * a);
+    let poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
+    return s * (1.0 - poly * exp(-a * a));
+}
+
+fn tanh_safe(v: f32) -> f32 {
+    return tanh(clamp(v, -15.0, 15.0));
+}
+
+/// `b ** e` with PyTorch's results for negative bases (`unary.wgsl`).
+fn pow_scalar(b: f32, e: f32) -> f32 {
+    if e == 0.0 {
+        return 1.0;
+    }
+    if b >= 0.0 {
+        return pow(b, e);
+    }
+    if e != floor(e) {
+        return bitcast<f32>(0x7fc00000u);
+    }
+    let r = pow(-b, e);
+    if fract(e * 0.5) != 0.0 {
+        return -r;
+    }
+    return r;
+}
+
+/// The activation `op` (the op codes of `unary.wgsl`; 0 is none) with its
+/// scalar parameters.
+fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
+    switch op {
+        case 0u: { return v; }
+        case 1u: { return max(v, 0.0); }
+        case 2u: { return 0.5 * v * (1.0 + erf_approx(v * 0.70710678118654752)); }
+        case 3u: { return 0.5 * v * (1.0 + tanh_safe(0.79788456080286536 * (v + 0.044715 * v * v * v))); }
+        case 4u: { return exp(v); }
+        case 5u: { return 1.0 / (1.0 + exp(-v)); }
+        case 6u: { return tanh_safe(v); }
+        case 7u: { return -v; }
+        case 8u: { return abs(v); }
+        case 9u: { return sqrt(v); }
+        case 10u: { return inverseSqrt(v); }
+        case 11u: { return sin(v); }
+        case 12u: { return cos(v); }
+        case 13u: { return log(v); }
+        case 14u: { return min(max(v, p0), p1); }
+        case 15u: { return select(v * p0, v, v >= 0.0); }
+        case 16u: { return v * clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case 17u: { return round(v); }
+        case 18u: { return pow_scalar(v, p0); }
+        case 19u: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case 20u: { return v * (1.0 / (1.0 + exp(-v))); }
+        default: { return bitcast<f32>(0x7fc00000u); }
+    }
+}
+
+// generated below
+@group(0) @binding(1) var<storage, read> x0: array<Elem>;
+@group(0) @binding(2) var<storage, read> x1: array<Elem>;
+@group(0) @binding(3) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    var rem = i;
+    var o0 = 0u;
+    var o1 = 0u;
+    for (var d = i32(p.rank) - 1; d >= 0; d = d - 1) {
+        let du = u32(d);
+        let size = p.shape[du / 4u][du % 4u];
+        let c = rem % size;
+        rem = rem / size;
+        o0 += c * stride(0u, du);
+        o1 += c * stride(1u, du);
+    }
+    let v0 = f32(x0[o0]);
+    let v1 = f32(x1[o1]);
+    let t0 = act(5u, v0, 0.0, 0.0);
+    let t1 = bin(2u, v0, t0, 1.0);
+    let t2 = bin(0u, t1, v1, 1.0);
+    out[i] = Elem(t2);
+}
+"#;
+
 /// `gather.wgsl` with `Elem = f32`.
 pub const GATHER_F32: &str = r#"//! Strided copy: `out[i] = x[offset + sum_d coord_d(i) * stride_d]`.
 //!
@@ -3169,7 +3767,8 @@ pub const GEMV_F32: &str = r#"//! Matrix-vector route of the batched matrix prod
 //! its contiguous axis (a `linear` weight `[N, K]`). Operands are addressed
 //! through strides, as in `matmul.wgsl`, whose `Params` layout this shares.
 //! The grid is folded into x and y (x at most 65535 workgroups); the host
-//! sizes it for exactly `batch * M * N` workgroups' worth of indices.
+//! sizes it for exactly `batch * M * N` workgroups' worth of indices. The
+//! activation epilogue is `matmul.wgsl`'s.
 // variants: f32 f16
 
 alias Elem = f32;
@@ -3195,6 +3794,10 @@ struct Params {
     batch: u32,
     alpha: f32,
     beta: f32,
+    act: u32,
+    act_p0: f32,
+    act_p1: f32,
+    _pad1: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -3239,7 +3842,67 @@ fn main(
         if p.has_bias != 0u {
             r += p.beta * f32(bias[batch * p.bias_sb + row * p.bias_sm + col * p.bias_sn]);
         }
-        out[idx] = Elem(r);
+        out[idx] = Elem(act(p.act, r, p.act_p0, p.act_p1));
+    }
+}
+
+/// erf, Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7).
+fn erf_approx(v: f32) -> f32 {
+    let s = sign(v);
+    let a = abs(v);
+    let t = 1.0 / (1.0 + 0.3275911 * a);
+    let poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
+    return s * (1.0 - poly * exp(-a * a));
+}
+
+fn tanh_safe(v: f32) -> f32 {
+    return tanh(clamp(v, -15.0, 15.0));
+}
+
+/// `b ** e` with PyTorch's results for negative bases (`unary.wgsl`).
+fn pow_scalar(b: f32, e: f32) -> f32 {
+    if e == 0.0 {
+        return 1.0;
+    }
+    if b >= 0.0 {
+        return pow(b, e);
+    }
+    if e != floor(e) {
+        return bitcast<f32>(0x7fc00000u);
+    }
+    let r = pow(-b, e);
+    if fract(e * 0.5) != 0.0 {
+        return -r;
+    }
+    return r;
+}
+
+/// The activation `op` (the op codes of `unary.wgsl`; 0 is none) with its
+/// scalar parameters.
+fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
+    switch op {
+        case 0u: { return v; }
+        case 1u: { return max(v, 0.0); }
+        case 2u: { return 0.5 * v * (1.0 + erf_approx(v * 0.70710678118654752)); }
+        case 3u: { return 0.5 * v * (1.0 + tanh_safe(0.79788456080286536 * (v + 0.044715 * v * v * v))); }
+        case 4u: { return exp(v); }
+        case 5u: { return 1.0 / (1.0 + exp(-v)); }
+        case 6u: { return tanh_safe(v); }
+        case 7u: { return -v; }
+        case 8u: { return abs(v); }
+        case 9u: { return sqrt(v); }
+        case 10u: { return inverseSqrt(v); }
+        case 11u: { return sin(v); }
+        case 12u: { return cos(v); }
+        case 13u: { return log(v); }
+        case 14u: { return min(max(v, p0), p1); }
+        case 15u: { return select(v * p0, v, v >= 0.0); }
+        case 16u: { return v * clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case 17u: { return round(v); }
+        case 18u: { return pow_scalar(v, p0); }
+        case 19u: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case 20u: { return v * (1.0 / (1.0 + exp(-v))); }
+        default: { return bitcast<f32>(0x7fc00000u); }
     }
 }
 "#;
@@ -3255,7 +3918,8 @@ pub const GEMV_F16: &str = r#"enable f16;
 //! its contiguous axis (a `linear` weight `[N, K]`). Operands are addressed
 //! through strides, as in `matmul.wgsl`, whose `Params` layout this shares.
 //! The grid is folded into x and y (x at most 65535 workgroups); the host
-//! sizes it for exactly `batch * M * N` workgroups' worth of indices.
+//! sizes it for exactly `batch * M * N` workgroups' worth of indices. The
+//! activation epilogue is `matmul.wgsl`'s.
 // variants: f32 f16
 
 alias Elem = f16;
@@ -3281,6 +3945,10 @@ struct Params {
     batch: u32,
     alpha: f32,
     beta: f32,
+    act: u32,
+    act_p0: f32,
+    act_p1: f32,
+    _pad1: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -3325,7 +3993,453 @@ fn main(
         if p.has_bias != 0u {
             r += p.beta * f32(bias[batch * p.bias_sb + row * p.bias_sm + col * p.bias_sn]);
         }
-        out[idx] = Elem(r);
+        out[idx] = Elem(act(p.act, r, p.act_p0, p.act_p1));
+    }
+}
+
+/// erf, Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7).
+fn erf_approx(v: f32) -> f32 {
+    let s = sign(v);
+    let a = abs(v);
+    let t = 1.0 / (1.0 + 0.3275911 * a);
+    let poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
+    return s * (1.0 - poly * exp(-a * a));
+}
+
+fn tanh_safe(v: f32) -> f32 {
+    return tanh(clamp(v, -15.0, 15.0));
+}
+
+/// `b ** e` with PyTorch's results for negative bases (`unary.wgsl`).
+fn pow_scalar(b: f32, e: f32) -> f32 {
+    if e == 0.0 {
+        return 1.0;
+    }
+    if b >= 0.0 {
+        return pow(b, e);
+    }
+    if e != floor(e) {
+        return bitcast<f32>(0x7fc00000u);
+    }
+    let r = pow(-b, e);
+    if fract(e * 0.5) != 0.0 {
+        return -r;
+    }
+    return r;
+}
+
+/// The activation `op` (the op codes of `unary.wgsl`; 0 is none) with its
+/// scalar parameters.
+fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
+    switch op {
+        case 0u: { return v; }
+        case 1u: { return max(v, 0.0); }
+        case 2u: { return 0.5 * v * (1.0 + erf_approx(v * 0.70710678118654752)); }
+        case 3u: { return 0.5 * v * (1.0 + tanh_safe(0.79788456080286536 * (v + 0.044715 * v * v * v))); }
+        case 4u: { return exp(v); }
+        case 5u: { return 1.0 / (1.0 + exp(-v)); }
+        case 6u: { return tanh_safe(v); }
+        case 7u: { return -v; }
+        case 8u: { return abs(v); }
+        case 9u: { return sqrt(v); }
+        case 10u: { return inverseSqrt(v); }
+        case 11u: { return sin(v); }
+        case 12u: { return cos(v); }
+        case 13u: { return log(v); }
+        case 14u: { return min(max(v, p0), p1); }
+        case 15u: { return select(v * p0, v, v >= 0.0); }
+        case 16u: { return v * clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case 17u: { return round(v); }
+        case 18u: { return pow_scalar(v, p0); }
+        case 19u: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case 20u: { return v * (1.0 / (1.0 + exp(-v))); }
+        default: { return bitcast<f32>(0x7fc00000u); }
+    }
+}
+"#;
+
+/// `gemv_qkv.wgsl` with `Elem = f32`.
+pub const GEMV_QKV_F32: &str = r#"//! Three linears of one input in one dispatch, matrix-vector route for
+//! few rows (`etwgpu.linear_qkv` at decode): `out_j[m, n] = sum_k x[m, k]
+//! * w_j[n, k] + b_j[n]` for j = 0, 1, 2 (Q, K, V).
+//!
+//! One workgroup per output element of the three outputs taken in order
+//! (`M * (N0 + N1 + N2)` in all, folded into x and y); its invocations
+//! split K and reduce in shared memory in f32, as in `gemv.wgsl`.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup; the reduction assumes a power of two.
+const WG: u32 = 64u;
+
+struct Params {
+    m: u32,
+    k: u32,
+    n0: u32,
+    n1: u32,
+    n2: u32,
+    /// Bit j set: projection j has a bias.
+    has_bias: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> w0: array<Elem>;
+@group(0) @binding(3) var<storage, read> w1: array<Elem>;
+@group(0) @binding(4) var<storage, read> w2: array<Elem>;
+@group(0) @binding(5) var<storage, read> b0: array<Elem>;
+@group(0) @binding(6) var<storage, read> b1: array<Elem>;
+@group(0) @binding(7) var<storage, read> b2: array<Elem>;
+@group(0) @binding(8) var<storage, read_write> out0: array<Elem>;
+@group(0) @binding(9) var<storage, read_write> out1: array<Elem>;
+@group(0) @binding(10) var<storage, read_write> out2: array<Elem>;
+
+var<workgroup> partial: array<f32, WG>;
+
+fn weight(j: u32, idx: u32) -> f32 {
+    switch j {
+        case 0u: { return f32(w0[idx]); }
+        case 1u: { return f32(w1[idx]); }
+        default: { return f32(w2[idx]); }
+    }
+}
+
+fn bias(j: u32, n: u32) -> f32 {
+    if (p.has_bias & (1u << j)) == 0u {
+        return 0.0;
+    }
+    switch j {
+        case 0u: { return f32(b0[n]); }
+        case 1u: { return f32(b1[n]); }
+        default: { return f32(b2[n]); }
+    }
+}
+
+fn store(j: u32, idx: u32, v: f32) {
+    switch j {
+        case 0u: { out0[idx] = Elem(v); }
+        case 1u: { out1[idx] = Elem(v); }
+        default: { out2[idx] = Elem(v); }
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    var idx = wid.y * groups.x + wid.x;
+    let s0 = p.m * p.n0;
+    let s1 = p.m * p.n1;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if idx >= s0 + s1 + p.m * p.n2 {
+        return;
+    }
+    var j = 0u;
+    var n = p.n0;
+    if idx >= s0 + s1 {
+        j = 2u;
+        n = p.n2;
+        idx -= s0 + s1;
+    } else if idx >= s0 {
+        j = 1u;
+        n = p.n1;
+        idx -= s0;
+    }
+    let row = idx / n;
+    let col = idx % n;
+    var acc = 0.0;
+    for (var kk = lid; kk < p.k; kk += WG) {
+        acc += f32(x[row * p.k + kk]) * weight(j, col * p.k + kk);
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            partial[lid] += partial[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    if lid == 0u {
+        store(j, idx, partial[0] + bias(j, col));
+    }
+}
+"#;
+
+/// `gemv_qkv.wgsl` with `Elem = f16`.
+pub const GEMV_QKV_F16: &str = r#"enable f16;
+
+//! Three linears of one input in one dispatch, matrix-vector route for
+//! few rows (`etwgpu.linear_qkv` at decode): `out_j[m, n] = sum_k x[m, k]
+//! * w_j[n, k] + b_j[n]` for j = 0, 1, 2 (Q, K, V).
+//!
+//! One workgroup per output element of the three outputs taken in order
+//! (`M * (N0 + N1 + N2)` in all, folded into x and y); its invocations
+//! split K and reduce in shared memory in f32, as in `gemv.wgsl`.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup; the reduction assumes a power of two.
+const WG: u32 = 64u;
+
+struct Params {
+    m: u32,
+    k: u32,
+    n0: u32,
+    n1: u32,
+    n2: u32,
+    /// Bit j set: projection j has a bias.
+    has_bias: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> w0: array<Elem>;
+@group(0) @binding(3) var<storage, read> w1: array<Elem>;
+@group(0) @binding(4) var<storage, read> w2: array<Elem>;
+@group(0) @binding(5) var<storage, read> b0: array<Elem>;
+@group(0) @binding(6) var<storage, read> b1: array<Elem>;
+@group(0) @binding(7) var<storage, read> b2: array<Elem>;
+@group(0) @binding(8) var<storage, read_write> out0: array<Elem>;
+@group(0) @binding(9) var<storage, read_write> out1: array<Elem>;
+@group(0) @binding(10) var<storage, read_write> out2: array<Elem>;
+
+var<workgroup> partial: array<f32, WG>;
+
+fn weight(j: u32, idx: u32) -> f32 {
+    switch j {
+        case 0u: { return f32(w0[idx]); }
+        case 1u: { return f32(w1[idx]); }
+        default: { return f32(w2[idx]); }
+    }
+}
+
+fn bias(j: u32, n: u32) -> f32 {
+    if (p.has_bias & (1u << j)) == 0u {
+        return 0.0;
+    }
+    switch j {
+        case 0u: { return f32(b0[n]); }
+        case 1u: { return f32(b1[n]); }
+        default: { return f32(b2[n]); }
+    }
+}
+
+fn store(j: u32, idx: u32, v: f32) {
+    switch j {
+        case 0u: { out0[idx] = Elem(v); }
+        case 1u: { out1[idx] = Elem(v); }
+        default: { out2[idx] = Elem(v); }
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    var idx = wid.y * groups.x + wid.x;
+    let s0 = p.m * p.n0;
+    let s1 = p.m * p.n1;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if idx >= s0 + s1 + p.m * p.n2 {
+        return;
+    }
+    var j = 0u;
+    var n = p.n0;
+    if idx >= s0 + s1 {
+        j = 2u;
+        n = p.n2;
+        idx -= s0 + s1;
+    } else if idx >= s0 {
+        j = 1u;
+        n = p.n1;
+        idx -= s0;
+    }
+    let row = idx / n;
+    let col = idx % n;
+    var acc = 0.0;
+    for (var kk = lid; kk < p.k; kk += WG) {
+        acc += f32(x[row * p.k + kk]) * weight(j, col * p.k + kk);
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            partial[lid] += partial[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    if lid == 0u {
+        store(j, idx, partial[0] + bias(j, col));
+    }
+}
+"#;
+
+/// `gemv_swiglu.wgsl` with `Elem = f32`.
+pub const GEMV_SWIGLU_F32: &str = r#"//! SwiGLU of two linears of one input in one dispatch, matrix-vector
+//! route for few rows (`etwgpu.linear_swiglu` at decode): with
+//! `g = x @ w_gate^T + b_gate` and `u = x @ w_up^T + b_up`,
+//! `out[m, n] = g * sigmoid(g) * u`.
+//!
+//! One workgroup per output element (folded into x and y); its
+//! invocations split K for both dot products and reduce them in shared
+//! memory in f32, as in `gemv.wgsl`.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup; the reduction assumes a power of two.
+const WG: u32 = 64u;
+
+struct Params {
+    m: u32,
+    n: u32,
+    k: u32,
+    /// Bit 0: the gate has a bias; bit 1: the up projection has one.
+    has_bias: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> w_gate: array<Elem>;
+@group(0) @binding(3) var<storage, read> b_gate: array<Elem>;
+@group(0) @binding(4) var<storage, read> w_up: array<Elem>;
+@group(0) @binding(5) var<storage, read> b_up: array<Elem>;
+@group(0) @binding(6) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> partial_g: array<f32, WG>;
+var<workgroup> partial_u: array<f32, WG>;
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let idx = wid.y * groups.x + wid.x;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if idx >= p.m * p.n {
+        return;
+    }
+    let row = idx / p.n;
+    let col = idx % p.n;
+    var acc_g = 0.0;
+    var acc_u = 0.0;
+    for (var kk = lid; kk < p.k; kk += WG) {
+        let xv = f32(x[row * p.k + kk]);
+        acc_g += xv * f32(w_gate[col * p.k + kk]);
+        acc_u += xv * f32(w_up[col * p.k + kk]);
+    }
+    partial_g[lid] = acc_g;
+    partial_u[lid] = acc_u;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            partial_g[lid] += partial_g[lid + stride];
+            partial_u[lid] += partial_u[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    if lid == 0u {
+        var g = partial_g[0];
+        var u = partial_u[0];
+        if (p.has_bias & 1u) != 0u {
+            g += f32(b_gate[col]);
+        }
+        if (p.has_bias & 2u) != 0u {
+            u += f32(b_up[col]);
+        }
+        out[idx] = Elem(g * (1.0 / (1.0 + exp(-g))) * u);
+    }
+}
+"#;
+
+/// `gemv_swiglu.wgsl` with `Elem = f16`.
+pub const GEMV_SWIGLU_F16: &str = r#"enable f16;
+
+//! SwiGLU of two linears of one input in one dispatch, matrix-vector
+//! route for few rows (`etwgpu.linear_swiglu` at decode): with
+//! `g = x @ w_gate^T + b_gate` and `u = x @ w_up^T + b_up`,
+//! `out[m, n] = g * sigmoid(g) * u`.
+//!
+//! One workgroup per output element (folded into x and y); its
+//! invocations split K for both dot products and reduce them in shared
+//! memory in f32, as in `gemv.wgsl`.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup; the reduction assumes a power of two.
+const WG: u32 = 64u;
+
+struct Params {
+    m: u32,
+    n: u32,
+    k: u32,
+    /// Bit 0: the gate has a bias; bit 1: the up projection has one.
+    has_bias: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> w_gate: array<Elem>;
+@group(0) @binding(3) var<storage, read> b_gate: array<Elem>;
+@group(0) @binding(4) var<storage, read> w_up: array<Elem>;
+@group(0) @binding(5) var<storage, read> b_up: array<Elem>;
+@group(0) @binding(6) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> partial_g: array<f32, WG>;
+var<workgroup> partial_u: array<f32, WG>;
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let idx = wid.y * groups.x + wid.x;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if idx >= p.m * p.n {
+        return;
+    }
+    let row = idx / p.n;
+    let col = idx % p.n;
+    var acc_g = 0.0;
+    var acc_u = 0.0;
+    for (var kk = lid; kk < p.k; kk += WG) {
+        let xv = f32(x[row * p.k + kk]);
+        acc_g += xv * f32(w_gate[col * p.k + kk]);
+        acc_u += xv * f32(w_up[col * p.k + kk]);
+    }
+    partial_g[lid] = acc_g;
+    partial_u[lid] = acc_u;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            partial_g[lid] += partial_g[lid + stride];
+            partial_u[lid] += partial_u[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    if lid == 0u {
+        var g = partial_g[0];
+        var u = partial_u[0];
+        if (p.has_bias & 1u) != 0u {
+            g += f32(b_gate[col]);
+        }
+        if (p.has_bias & 2u) != 0u {
+            u += f32(b_up[col]);
+        }
+        out[idx] = Elem(g * (1.0 / (1.0 + exp(-g))) * u);
     }
 }
 "#;
@@ -4198,6 +5312,832 @@ fn main(
 }
 "#;
 
+/// `linear_q4gsw_qkv.wgsl` with `Elem = f32`.
+pub const LINEAR_Q4GSW_QKV_F32: &str = r#"//! Three 4-bit group-wise symmetric weight linears of one input in one
+//! dispatch (`etwgpu.linear_q4gsw_qkv`): for j = 0, 1, 2 (Q, K, V),
+//! `out_j[m, n] = sum_k x[m, k] * (nibble_j(n, k) - 8) * scales_j[k / group, n]`.
+//!
+//! Packing as in `linear_q4gsw.wgsl`: weights u8 `[N_j, K_packed_j]` read
+//! as `u32` words (even k in the low nibble), scales `[G, N_pad_j]`. One
+//! workgroup per output element of the three outputs taken in order
+//! (`M * (N0 + N1 + N2)` in all, folded into x and y); its invocations
+//! split K and reduce in shared memory, in f32.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup; the reduction assumes a power of two.
+const WG: u32 = 64u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Input features.
+    k: u32,
+    /// Inputs per scale group.
+    group_size: u32,
+    _pad0: u32,
+    /// Output features of each projection.
+    n: vec4<u32>,
+    /// Bytes per weight row of each projection.
+    k_packed: vec4<u32>,
+    /// Row length of each projection's scales.
+    n_pad: vec4<u32>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> weights0: array<u32>;
+@group(0) @binding(3) var<storage, read> scales0: array<Elem>;
+@group(0) @binding(4) var<storage, read> weights1: array<u32>;
+@group(0) @binding(5) var<storage, read> scales1: array<Elem>;
+@group(0) @binding(6) var<storage, read> weights2: array<u32>;
+@group(0) @binding(7) var<storage, read> scales2: array<Elem>;
+@group(0) @binding(8) var<storage, read_write> out0: array<Elem>;
+@group(0) @binding(9) var<storage, read_write> out1: array<Elem>;
+@group(0) @binding(10) var<storage, read_write> out2: array<Elem>;
+
+var<workgroup> partial: array<f32, WG>;
+
+/// The word holding byte `byte_idx` of projection `j`'s weights.
+fn word(j: u32, byte_idx: u32) -> u32 {
+    switch j {
+        case 0u: { return weights0[byte_idx / 4u]; }
+        case 1u: { return weights1[byte_idx / 4u]; }
+        default: { return weights2[byte_idx / 4u]; }
+    }
+}
+
+/// The signed 4-bit weight of projection `j`, row `n`, input `k`.
+fn weight(j: u32, n: u32, k: u32) -> f32 {
+    let byte_idx = n * p.k_packed[j] + k / 2u;
+    let byte = (word(j, byte_idx) >> ((byte_idx % 4u) * 8u)) & 0xffu;
+    let nibble = (byte >> ((k % 2u) * 4u)) & 0xfu;
+    return f32(i32(nibble) - 8);
+}
+
+/// The scale of projection `j` for row `n`, input `k`.
+fn scale(j: u32, n: u32, k: u32) -> f32 {
+    let s_idx = (k / p.group_size) * p.n_pad[j] + n;
+    switch j {
+        case 0u: { return f32(scales0[s_idx]); }
+        case 1u: { return f32(scales1[s_idx]); }
+        default: { return f32(scales2[s_idx]); }
+    }
+}
+
+fn store(j: u32, idx: u32, v: f32) {
+    switch j {
+        case 0u: { out0[idx] = Elem(v); }
+        case 1u: { out1[idx] = Elem(v); }
+        default: { out2[idx] = Elem(v); }
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    var idx = wid.y * groups.x + wid.x;
+    let s0 = p.m * p.n[0];
+    let s1 = p.m * p.n[1];
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if idx >= s0 + s1 + p.m * p.n[2] {
+        return;
+    }
+    var j = 0u;
+    if idx >= s0 + s1 {
+        j = 2u;
+        idx -= s0 + s1;
+    } else if idx >= s0 {
+        j = 1u;
+        idx -= s0;
+    }
+    let n = p.n[j];
+    let row = idx / n;
+    let col = idx % n;
+    var acc = 0.0;
+    for (var kk = lid; kk < p.k; kk += WG) {
+        acc += f32(x[row * p.k + kk]) * weight(j, col, kk) * scale(j, col, kk);
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            partial[lid] += partial[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    if lid == 0u {
+        store(j, idx, partial[0]);
+    }
+}
+"#;
+
+/// `linear_q4gsw_qkv.wgsl` with `Elem = f16`.
+pub const LINEAR_Q4GSW_QKV_F16: &str = r#"enable f16;
+
+//! Three 4-bit group-wise symmetric weight linears of one input in one
+//! dispatch (`etwgpu.linear_q4gsw_qkv`): for j = 0, 1, 2 (Q, K, V),
+//! `out_j[m, n] = sum_k x[m, k] * (nibble_j(n, k) - 8) * scales_j[k / group, n]`.
+//!
+//! Packing as in `linear_q4gsw.wgsl`: weights u8 `[N_j, K_packed_j]` read
+//! as `u32` words (even k in the low nibble), scales `[G, N_pad_j]`. One
+//! workgroup per output element of the three outputs taken in order
+//! (`M * (N0 + N1 + N2)` in all, folded into x and y); its invocations
+//! split K and reduce in shared memory, in f32.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup; the reduction assumes a power of two.
+const WG: u32 = 64u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Input features.
+    k: u32,
+    /// Inputs per scale group.
+    group_size: u32,
+    _pad0: u32,
+    /// Output features of each projection.
+    n: vec4<u32>,
+    /// Bytes per weight row of each projection.
+    k_packed: vec4<u32>,
+    /// Row length of each projection's scales.
+    n_pad: vec4<u32>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> weights0: array<u32>;
+@group(0) @binding(3) var<storage, read> scales0: array<Elem>;
+@group(0) @binding(4) var<storage, read> weights1: array<u32>;
+@group(0) @binding(5) var<storage, read> scales1: array<Elem>;
+@group(0) @binding(6) var<storage, read> weights2: array<u32>;
+@group(0) @binding(7) var<storage, read> scales2: array<Elem>;
+@group(0) @binding(8) var<storage, read_write> out0: array<Elem>;
+@group(0) @binding(9) var<storage, read_write> out1: array<Elem>;
+@group(0) @binding(10) var<storage, read_write> out2: array<Elem>;
+
+var<workgroup> partial: array<f32, WG>;
+
+/// The word holding byte `byte_idx` of projection `j`'s weights.
+fn word(j: u32, byte_idx: u32) -> u32 {
+    switch j {
+        case 0u: { return weights0[byte_idx / 4u]; }
+        case 1u: { return weights1[byte_idx / 4u]; }
+        default: { return weights2[byte_idx / 4u]; }
+    }
+}
+
+/// The signed 4-bit weight of projection `j`, row `n`, input `k`.
+fn weight(j: u32, n: u32, k: u32) -> f32 {
+    let byte_idx = n * p.k_packed[j] + k / 2u;
+    let byte = (word(j, byte_idx) >> ((byte_idx % 4u) * 8u)) & 0xffu;
+    let nibble = (byte >> ((k % 2u) * 4u)) & 0xfu;
+    return f32(i32(nibble) - 8);
+}
+
+/// The scale of projection `j` for row `n`, input `k`.
+fn scale(j: u32, n: u32, k: u32) -> f32 {
+    let s_idx = (k / p.group_size) * p.n_pad[j] + n;
+    switch j {
+        case 0u: { return f32(scales0[s_idx]); }
+        case 1u: { return f32(scales1[s_idx]); }
+        default: { return f32(scales2[s_idx]); }
+    }
+}
+
+fn store(j: u32, idx: u32, v: f32) {
+    switch j {
+        case 0u: { out0[idx] = Elem(v); }
+        case 1u: { out1[idx] = Elem(v); }
+        default: { out2[idx] = Elem(v); }
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    var idx = wid.y * groups.x + wid.x;
+    let s0 = p.m * p.n[0];
+    let s1 = p.m * p.n[1];
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if idx >= s0 + s1 + p.m * p.n[2] {
+        return;
+    }
+    var j = 0u;
+    if idx >= s0 + s1 {
+        j = 2u;
+        idx -= s0 + s1;
+    } else if idx >= s0 {
+        j = 1u;
+        idx -= s0;
+    }
+    let n = p.n[j];
+    let row = idx / n;
+    let col = idx % n;
+    var acc = 0.0;
+    for (var kk = lid; kk < p.k; kk += WG) {
+        acc += f32(x[row * p.k + kk]) * weight(j, col, kk) * scale(j, col, kk);
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            partial[lid] += partial[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    if lid == 0u {
+        store(j, idx, partial[0]);
+    }
+}
+"#;
+
+/// `linear_q4gsw_swiglu.wgsl` with `Elem = f32`.
+pub const LINEAR_Q4GSW_SWIGLU_F32: &str = r#"//! SwiGLU of two 4-bit group-wise symmetric weight linears of one input in
+//! one dispatch (`etwgpu.linear_q4gsw_swiglu`): with `g` and `u` the
+//! `et_vk.linear_q4gsw` products of the gate and up weights,
+//! `out[m, n] = g * sigmoid(g) * u`.
+//!
+//! Packing as in `linear_q4gsw.wgsl`; both weights share one shape
+//! `[N, K_packed]` and both scales one shape `[G, N_pad]`. One workgroup
+//! per output element (folded into x and y); its invocations split K for
+//! both dot products and reduce them in shared memory, in f32.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup; the reduction assumes a power of two.
+const WG: u32 = 64u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features.
+    k: u32,
+    /// Bytes per weight row.
+    k_packed: u32,
+    /// Row length of the scales: N padded.
+    n_pad: u32,
+    /// Inputs per scale group.
+    group_size: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> weights_gate: array<u32>;
+@group(0) @binding(3) var<storage, read> scales_gate: array<Elem>;
+@group(0) @binding(4) var<storage, read> weights_up: array<u32>;
+@group(0) @binding(5) var<storage, read> scales_up: array<Elem>;
+@group(0) @binding(6) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> partial_g: array<f32, WG>;
+var<workgroup> partial_u: array<f32, WG>;
+
+/// The signed 4-bit value of `word`'s byte for `byte_idx`, input `k`.
+fn nibble(word: u32, byte_idx: u32, k: u32) -> f32 {
+    let byte = (word >> ((byte_idx % 4u) * 8u)) & 0xffu;
+    return f32(i32((byte >> ((k % 2u) * 4u)) & 0xfu) - 8);
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let idx = wid.y * groups.x + wid.x;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if idx >= p.m * p.n {
+        return;
+    }
+    let row = idx / p.n;
+    let col = idx % p.n;
+    var acc_g = 0.0;
+    var acc_u = 0.0;
+    for (var kk = lid; kk < p.k; kk += WG) {
+        let xv = f32(x[row * p.k + kk]);
+        let byte_idx = col * p.k_packed + kk / 2u;
+        let s_idx = (kk / p.group_size) * p.n_pad + col;
+        acc_g += xv * nibble(weights_gate[byte_idx / 4u], byte_idx, kk) * f32(scales_gate[s_idx]);
+        acc_u += xv * nibble(weights_up[byte_idx / 4u], byte_idx, kk) * f32(scales_up[s_idx]);
+    }
+    partial_g[lid] = acc_g;
+    partial_u[lid] = acc_u;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            partial_g[lid] += partial_g[lid + stride];
+            partial_u[lid] += partial_u[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    if lid == 0u {
+        let g = partial_g[0];
+        out[idx] = Elem(g * (1.0 / (1.0 + exp(-g))) * partial_u[0]);
+    }
+}
+"#;
+
+/// `linear_q4gsw_swiglu.wgsl` with `Elem = f16`.
+pub const LINEAR_Q4GSW_SWIGLU_F16: &str = r#"enable f16;
+
+//! SwiGLU of two 4-bit group-wise symmetric weight linears of one input in
+//! one dispatch (`etwgpu.linear_q4gsw_swiglu`): with `g` and `u` the
+//! `et_vk.linear_q4gsw` products of the gate and up weights,
+//! `out[m, n] = g * sigmoid(g) * u`.
+//!
+//! Packing as in `linear_q4gsw.wgsl`; both weights share one shape
+//! `[N, K_packed]` and both scales one shape `[G, N_pad]`. One workgroup
+//! per output element (folded into x and y); its invocations split K for
+//! both dot products and reduce them in shared memory, in f32.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup; the reduction assumes a power of two.
+const WG: u32 = 64u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features.
+    k: u32,
+    /// Bytes per weight row.
+    k_packed: u32,
+    /// Row length of the scales: N padded.
+    n_pad: u32,
+    /// Inputs per scale group.
+    group_size: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> weights_gate: array<u32>;
+@group(0) @binding(3) var<storage, read> scales_gate: array<Elem>;
+@group(0) @binding(4) var<storage, read> weights_up: array<u32>;
+@group(0) @binding(5) var<storage, read> scales_up: array<Elem>;
+@group(0) @binding(6) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> partial_g: array<f32, WG>;
+var<workgroup> partial_u: array<f32, WG>;
+
+/// The signed 4-bit value of `word`'s byte for `byte_idx`, input `k`.
+fn nibble(word: u32, byte_idx: u32, k: u32) -> f32 {
+    let byte = (word >> ((byte_idx % 4u) * 8u)) & 0xffu;
+    return f32(i32((byte >> ((k % 2u) * 4u)) & 0xfu) - 8);
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let idx = wid.y * groups.x + wid.x;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if idx >= p.m * p.n {
+        return;
+    }
+    let row = idx / p.n;
+    let col = idx % p.n;
+    var acc_g = 0.0;
+    var acc_u = 0.0;
+    for (var kk = lid; kk < p.k; kk += WG) {
+        let xv = f32(x[row * p.k + kk]);
+        let byte_idx = col * p.k_packed + kk / 2u;
+        let s_idx = (kk / p.group_size) * p.n_pad + col;
+        acc_g += xv * nibble(weights_gate[byte_idx / 4u], byte_idx, kk) * f32(scales_gate[s_idx]);
+        acc_u += xv * nibble(weights_up[byte_idx / 4u], byte_idx, kk) * f32(scales_up[s_idx]);
+    }
+    partial_g[lid] = acc_g;
+    partial_u[lid] = acc_u;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            partial_g[lid] += partial_g[lid + stride];
+            partial_u[lid] += partial_u[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    if lid == 0u {
+        let g = partial_g[0];
+        out[idx] = Elem(g * (1.0 / (1.0 + exp(-g))) * partial_u[0]);
+    }
+}
+"#;
+
+/// `linear_qkv.wgsl` with `Elem = f32`.
+pub const LINEAR_QKV_F32: &str = r#"//! Three linears of one input in one dispatch (`etwgpu.linear_qkv`, the
+//! tiled route): `out_j[m, n] = sum_k x[m, k] * w_j[n, k] + b_j[n]` for
+//! j = 0, 1, 2 (Q, K, V), each with its own N.
+//!
+//! `x` is a contiguous `[M, K]`, each weight a contiguous `[N_j, K]` (the
+//! `linear` layout). Workgroup z picks the projection; the tiling is
+//! `matmul.wgsl`'s (16x16 shared-memory tiles, f32 accumulation).
+//! Workgroups past one projection's N return before any barrier (the
+//! condition is workgroup-uniform).
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Tile edge; the workgroup is `TILE x TILE`.
+const TILE: u32 = 16u;
+
+struct Params {
+    m: u32,
+    k: u32,
+    n0: u32,
+    n1: u32,
+    n2: u32,
+    /// Bit j set: projection j has a bias.
+    has_bias: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> w0: array<Elem>;
+@group(0) @binding(3) var<storage, read> w1: array<Elem>;
+@group(0) @binding(4) var<storage, read> w2: array<Elem>;
+@group(0) @binding(5) var<storage, read> b0: array<Elem>;
+@group(0) @binding(6) var<storage, read> b1: array<Elem>;
+@group(0) @binding(7) var<storage, read> b2: array<Elem>;
+@group(0) @binding(8) var<storage, read_write> out0: array<Elem>;
+@group(0) @binding(9) var<storage, read_write> out1: array<Elem>;
+@group(0) @binding(10) var<storage, read_write> out2: array<Elem>;
+
+var<workgroup> tile_a: array<array<f32, TILE>, TILE>;
+var<workgroup> tile_b: array<array<f32, TILE>, TILE>;
+
+fn n_of(j: u32) -> u32 {
+    switch j {
+        case 0u: { return p.n0; }
+        case 1u: { return p.n1; }
+        default: { return p.n2; }
+    }
+}
+
+fn weight(j: u32, idx: u32) -> f32 {
+    switch j {
+        case 0u: { return f32(w0[idx]); }
+        case 1u: { return f32(w1[idx]); }
+        default: { return f32(w2[idx]); }
+    }
+}
+
+fn bias(j: u32, n: u32) -> f32 {
+    if (p.has_bias & (1u << j)) == 0u {
+        return 0.0;
+    }
+    switch j {
+        case 0u: { return f32(b0[n]); }
+        case 1u: { return f32(b1[n]); }
+        default: { return f32(b2[n]); }
+    }
+}
+
+fn store(j: u32, idx: u32, v: f32) {
+    switch j {
+        case 0u: { out0[idx] = Elem(v); }
+        case 1u: { out1[idx] = Elem(v); }
+        default: { out2[idx] = Elem(v); }
+    }
+}
+
+@compute @workgroup_size(TILE, TILE)
+fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
+    let j = wid.z;
+    let n = n_of(j);
+    if wid.x * TILE >= n {
+        return;
+    }
+    let row = wid.y * TILE + lid.y;
+    let col = wid.x * TILE + lid.x;
+    var acc = 0.0;
+    let n_tiles = (p.k + TILE - 1u) / TILE;
+    for (var t = 0u; t < n_tiles; t++) {
+        let ka = t * TILE + lid.x;
+        var va = 0.0;
+        if row < p.m && ka < p.k {
+            va = f32(x[row * p.k + ka]);
+        }
+        tile_a[lid.y][lid.x] = va;
+        let kb = t * TILE + lid.y;
+        var vb = 0.0;
+        if kb < p.k && col < n {
+            vb = weight(j, col * p.k + kb);
+        }
+        tile_b[lid.y][lid.x] = vb;
+        workgroupBarrier();
+        for (var kk = 0u; kk < TILE; kk++) {
+            acc += tile_a[lid.y][kk] * tile_b[kk][lid.x];
+        }
+        workgroupBarrier();
+    }
+    if row < p.m && col < n {
+        store(j, row * n + col, acc + bias(j, col));
+    }
+}
+"#;
+
+/// `linear_qkv.wgsl` with `Elem = f16`.
+pub const LINEAR_QKV_F16: &str = r#"enable f16;
+
+//! Three linears of one input in one dispatch (`etwgpu.linear_qkv`, the
+//! tiled route): `out_j[m, n] = sum_k x[m, k] * w_j[n, k] + b_j[n]` for
+//! j = 0, 1, 2 (Q, K, V), each with its own N.
+//!
+//! `x` is a contiguous `[M, K]`, each weight a contiguous `[N_j, K]` (the
+//! `linear` layout). Workgroup z picks the projection; the tiling is
+//! `matmul.wgsl`'s (16x16 shared-memory tiles, f32 accumulation).
+//! Workgroups past one projection's N return before any barrier (the
+//! condition is workgroup-uniform).
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Tile edge; the workgroup is `TILE x TILE`.
+const TILE: u32 = 16u;
+
+struct Params {
+    m: u32,
+    k: u32,
+    n0: u32,
+    n1: u32,
+    n2: u32,
+    /// Bit j set: projection j has a bias.
+    has_bias: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> w0: array<Elem>;
+@group(0) @binding(3) var<storage, read> w1: array<Elem>;
+@group(0) @binding(4) var<storage, read> w2: array<Elem>;
+@group(0) @binding(5) var<storage, read> b0: array<Elem>;
+@group(0) @binding(6) var<storage, read> b1: array<Elem>;
+@group(0) @binding(7) var<storage, read> b2: array<Elem>;
+@group(0) @binding(8) var<storage, read_write> out0: array<Elem>;
+@group(0) @binding(9) var<storage, read_write> out1: array<Elem>;
+@group(0) @binding(10) var<storage, read_write> out2: array<Elem>;
+
+var<workgroup> tile_a: array<array<f32, TILE>, TILE>;
+var<workgroup> tile_b: array<array<f32, TILE>, TILE>;
+
+fn n_of(j: u32) -> u32 {
+    switch j {
+        case 0u: { return p.n0; }
+        case 1u: { return p.n1; }
+        default: { return p.n2; }
+    }
+}
+
+fn weight(j: u32, idx: u32) -> f32 {
+    switch j {
+        case 0u: { return f32(w0[idx]); }
+        case 1u: { return f32(w1[idx]); }
+        default: { return f32(w2[idx]); }
+    }
+}
+
+fn bias(j: u32, n: u32) -> f32 {
+    if (p.has_bias & (1u << j)) == 0u {
+        return 0.0;
+    }
+    switch j {
+        case 0u: { return f32(b0[n]); }
+        case 1u: { return f32(b1[n]); }
+        default: { return f32(b2[n]); }
+    }
+}
+
+fn store(j: u32, idx: u32, v: f32) {
+    switch j {
+        case 0u: { out0[idx] = Elem(v); }
+        case 1u: { out1[idx] = Elem(v); }
+        default: { out2[idx] = Elem(v); }
+    }
+}
+
+@compute @workgroup_size(TILE, TILE)
+fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
+    let j = wid.z;
+    let n = n_of(j);
+    if wid.x * TILE >= n {
+        return;
+    }
+    let row = wid.y * TILE + lid.y;
+    let col = wid.x * TILE + lid.x;
+    var acc = 0.0;
+    let n_tiles = (p.k + TILE - 1u) / TILE;
+    for (var t = 0u; t < n_tiles; t++) {
+        let ka = t * TILE + lid.x;
+        var va = 0.0;
+        if row < p.m && ka < p.k {
+            va = f32(x[row * p.k + ka]);
+        }
+        tile_a[lid.y][lid.x] = va;
+        let kb = t * TILE + lid.y;
+        var vb = 0.0;
+        if kb < p.k && col < n {
+            vb = weight(j, col * p.k + kb);
+        }
+        tile_b[lid.y][lid.x] = vb;
+        workgroupBarrier();
+        for (var kk = 0u; kk < TILE; kk++) {
+            acc += tile_a[lid.y][kk] * tile_b[kk][lid.x];
+        }
+        workgroupBarrier();
+    }
+    if row < p.m && col < n {
+        store(j, row * n + col, acc + bias(j, col));
+    }
+}
+"#;
+
+/// `linear_swiglu.wgsl` with `Elem = f32`.
+pub const LINEAR_SWIGLU_F32: &str = r#"//! SwiGLU of two linears of one input in one dispatch
+//! (`etwgpu.linear_swiglu`, the tiled route): with
+//! `g = x @ w_gate^T + b_gate` and `u = x @ w_up^T + b_up`,
+//! `out[m, n] = g * sigmoid(g) * u`.
+//!
+//! `x` is a contiguous `[M, K]`, both weights contiguous `[N, K]`. The
+//! tiling is `matmul.wgsl`'s with a second weight tile and accumulator;
+//! f32 accumulation.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Tile edge; the workgroup is `TILE x TILE`.
+const TILE: u32 = 16u;
+
+struct Params {
+    m: u32,
+    n: u32,
+    k: u32,
+    /// Bit 0: the gate has a bias; bit 1: the up projection has one.
+    has_bias: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> w_gate: array<Elem>;
+@group(0) @binding(3) var<storage, read> b_gate: array<Elem>;
+@group(0) @binding(4) var<storage, read> w_up: array<Elem>;
+@group(0) @binding(5) var<storage, read> b_up: array<Elem>;
+@group(0) @binding(6) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> tile_a: array<array<f32, TILE>, TILE>;
+var<workgroup> tile_g: array<array<f32, TILE>, TILE>;
+var<workgroup> tile_u: array<array<f32, TILE>, TILE>;
+
+@compute @workgroup_size(TILE, TILE)
+fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
+    let row = wid.y * TILE + lid.y;
+    let col = wid.x * TILE + lid.x;
+    var acc_g = 0.0;
+    var acc_u = 0.0;
+    let n_tiles = (p.k + TILE - 1u) / TILE;
+    for (var t = 0u; t < n_tiles; t++) {
+        let ka = t * TILE + lid.x;
+        var va = 0.0;
+        if row < p.m && ka < p.k {
+            va = f32(x[row * p.k + ka]);
+        }
+        tile_a[lid.y][lid.x] = va;
+        let kb = t * TILE + lid.y;
+        var vg = 0.0;
+        var vu = 0.0;
+        if kb < p.k && col < p.n {
+            vg = f32(w_gate[col * p.k + kb]);
+            vu = f32(w_up[col * p.k + kb]);
+        }
+        tile_g[lid.y][lid.x] = vg;
+        tile_u[lid.y][lid.x] = vu;
+        workgroupBarrier();
+        for (var kk = 0u; kk < TILE; kk++) {
+            acc_g += tile_a[lid.y][kk] * tile_g[kk][lid.x];
+            acc_u += tile_a[lid.y][kk] * tile_u[kk][lid.x];
+        }
+        workgroupBarrier();
+    }
+    if row < p.m && col < p.n {
+        var g = acc_g;
+        var u = acc_u;
+        if (p.has_bias & 1u) != 0u {
+            g += f32(b_gate[col]);
+        }
+        if (p.has_bias & 2u) != 0u {
+            u += f32(b_up[col]);
+        }
+        out[row * p.n + col] = Elem(g * (1.0 / (1.0 + exp(-g))) * u);
+    }
+}
+"#;
+
+/// `linear_swiglu.wgsl` with `Elem = f16`.
+pub const LINEAR_SWIGLU_F16: &str = r#"enable f16;
+
+//! SwiGLU of two linears of one input in one dispatch
+//! (`etwgpu.linear_swiglu`, the tiled route): with
+//! `g = x @ w_gate^T + b_gate` and `u = x @ w_up^T + b_up`,
+//! `out[m, n] = g * sigmoid(g) * u`.
+//!
+//! `x` is a contiguous `[M, K]`, both weights contiguous `[N, K]`. The
+//! tiling is `matmul.wgsl`'s with a second weight tile and accumulator;
+//! f32 accumulation.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Tile edge; the workgroup is `TILE x TILE`.
+const TILE: u32 = 16u;
+
+struct Params {
+    m: u32,
+    n: u32,
+    k: u32,
+    /// Bit 0: the gate has a bias; bit 1: the up projection has one.
+    has_bias: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> w_gate: array<Elem>;
+@group(0) @binding(3) var<storage, read> b_gate: array<Elem>;
+@group(0) @binding(4) var<storage, read> w_up: array<Elem>;
+@group(0) @binding(5) var<storage, read> b_up: array<Elem>;
+@group(0) @binding(6) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> tile_a: array<array<f32, TILE>, TILE>;
+var<workgroup> tile_g: array<array<f32, TILE>, TILE>;
+var<workgroup> tile_u: array<array<f32, TILE>, TILE>;
+
+@compute @workgroup_size(TILE, TILE)
+fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
+    let row = wid.y * TILE + lid.y;
+    let col = wid.x * TILE + lid.x;
+    var acc_g = 0.0;
+    var acc_u = 0.0;
+    let n_tiles = (p.k + TILE - 1u) / TILE;
+    for (var t = 0u; t < n_tiles; t++) {
+        let ka = t * TILE + lid.x;
+        var va = 0.0;
+        if row < p.m && ka < p.k {
+            va = f32(x[row * p.k + ka]);
+        }
+        tile_a[lid.y][lid.x] = va;
+        let kb = t * TILE + lid.y;
+        var vg = 0.0;
+        var vu = 0.0;
+        if kb < p.k && col < p.n {
+            vg = f32(w_gate[col * p.k + kb]);
+            vu = f32(w_up[col * p.k + kb]);
+        }
+        tile_g[lid.y][lid.x] = vg;
+        tile_u[lid.y][lid.x] = vu;
+        workgroupBarrier();
+        for (var kk = 0u; kk < TILE; kk++) {
+            acc_g += tile_a[lid.y][kk] * tile_g[kk][lid.x];
+            acc_u += tile_a[lid.y][kk] * tile_u[kk][lid.x];
+        }
+        workgroupBarrier();
+    }
+    if row < p.m && col < p.n {
+        var g = acc_g;
+        var u = acc_u;
+        if (p.has_bias & 1u) != 0u {
+            g += f32(b_gate[col]);
+        }
+        if (p.has_bias & 2u) != 0u {
+            u += f32(b_up[col]);
+        }
+        out[row * p.n + col] = Elem(g * (1.0 / (1.0 + exp(-g))) * u);
+    }
+}
+"#;
+
 /// `matmul.wgsl` with `Elem = f32`.
 pub const MATMUL_F32: &str = r#"//! Batched matrix product with an optional broadcast bias:
 //! `out[b, m, n] = alpha * sum_k A[b, m, k] * B[b, k, n] + beta * bias[b, m, n]`.
@@ -4205,7 +6145,9 @@ pub const MATMUL_F32: &str = r#"//! Batched matrix product with an optional broa
 //! Operands are addressed through strides (in elements), so a transposed
 //! weight (`linear`'s `[N, K]`) and a broadcast bias (stride 0) need no copy.
 //! The output is contiguous `[batch, M, N]`. Classic 16x16 shared-memory
-//! tiling, accumulating in f32.
+//! tiling, accumulating in f32. An optional activation epilogue (`act`,
+//! the op codes of `unary.wgsl`, 0 for none) applies to the result: the
+//! fused `etwgpu.linear_act` and `etwgpu.addmm_act`.
 // variants: f32 f16
 
 alias Elem = f32;
@@ -4231,6 +6173,10 @@ struct Params {
     _pad0: u32,
     alpha: f32,
     beta: f32,
+    act: u32,
+    act_p0: f32,
+    act_p1: f32,
+    _pad1: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -4273,7 +6219,67 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
         if p.has_bias != 0u {
             r += p.beta * f32(bias[batch * p.bias_sb + row * p.bias_sm + col * p.bias_sn]);
         }
-        out[(batch * p.m + row) * p.n + col] = Elem(r);
+        out[(batch * p.m + row) * p.n + col] = Elem(act(p.act, r, p.act_p0, p.act_p1));
+    }
+}
+
+/// erf, Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7).
+fn erf_approx(v: f32) -> f32 {
+    let s = sign(v);
+    let a = abs(v);
+    let t = 1.0 / (1.0 + 0.3275911 * a);
+    let poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
+    return s * (1.0 - poly * exp(-a * a));
+}
+
+fn tanh_safe(v: f32) -> f32 {
+    return tanh(clamp(v, -15.0, 15.0));
+}
+
+/// `b ** e` with PyTorch's results for negative bases (`unary.wgsl`).
+fn pow_scalar(b: f32, e: f32) -> f32 {
+    if e == 0.0 {
+        return 1.0;
+    }
+    if b >= 0.0 {
+        return pow(b, e);
+    }
+    if e != floor(e) {
+        return bitcast<f32>(0x7fc00000u);
+    }
+    let r = pow(-b, e);
+    if fract(e * 0.5) != 0.0 {
+        return -r;
+    }
+    return r;
+}
+
+/// The activation `op` (the op codes of `unary.wgsl`; 0 is none) with its
+/// scalar parameters.
+fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
+    switch op {
+        case 0u: { return v; }
+        case 1u: { return max(v, 0.0); }
+        case 2u: { return 0.5 * v * (1.0 + erf_approx(v * 0.70710678118654752)); }
+        case 3u: { return 0.5 * v * (1.0 + tanh_safe(0.79788456080286536 * (v + 0.044715 * v * v * v))); }
+        case 4u: { return exp(v); }
+        case 5u: { return 1.0 / (1.0 + exp(-v)); }
+        case 6u: { return tanh_safe(v); }
+        case 7u: { return -v; }
+        case 8u: { return abs(v); }
+        case 9u: { return sqrt(v); }
+        case 10u: { return inverseSqrt(v); }
+        case 11u: { return sin(v); }
+        case 12u: { return cos(v); }
+        case 13u: { return log(v); }
+        case 14u: { return min(max(v, p0), p1); }
+        case 15u: { return select(v * p0, v, v >= 0.0); }
+        case 16u: { return v * clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case 17u: { return round(v); }
+        case 18u: { return pow_scalar(v, p0); }
+        case 19u: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case 20u: { return v * (1.0 / (1.0 + exp(-v))); }
+        default: { return bitcast<f32>(0x7fc00000u); }
     }
 }
 "#;
@@ -4287,7 +6293,9 @@ pub const MATMUL_F16: &str = r#"enable f16;
 //! Operands are addressed through strides (in elements), so a transposed
 //! weight (`linear`'s `[N, K]`) and a broadcast bias (stride 0) need no copy.
 //! The output is contiguous `[batch, M, N]`. Classic 16x16 shared-memory
-//! tiling, accumulating in f32.
+//! tiling, accumulating in f32. An optional activation epilogue (`act`,
+//! the op codes of `unary.wgsl`, 0 for none) applies to the result: the
+//! fused `etwgpu.linear_act` and `etwgpu.addmm_act`.
 // variants: f32 f16
 
 alias Elem = f16;
@@ -4313,6 +6321,10 @@ struct Params {
     _pad0: u32,
     alpha: f32,
     beta: f32,
+    act: u32,
+    act_p0: f32,
+    act_p1: f32,
+    _pad1: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -4355,7 +6367,67 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
         if p.has_bias != 0u {
             r += p.beta * f32(bias[batch * p.bias_sb + row * p.bias_sm + col * p.bias_sn]);
         }
-        out[(batch * p.m + row) * p.n + col] = Elem(r);
+        out[(batch * p.m + row) * p.n + col] = Elem(act(p.act, r, p.act_p0, p.act_p1));
+    }
+}
+
+/// erf, Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7).
+fn erf_approx(v: f32) -> f32 {
+    let s = sign(v);
+    let a = abs(v);
+    let t = 1.0 / (1.0 + 0.3275911 * a);
+    let poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
+    return s * (1.0 - poly * exp(-a * a));
+}
+
+fn tanh_safe(v: f32) -> f32 {
+    return tanh(clamp(v, -15.0, 15.0));
+}
+
+/// `b ** e` with PyTorch's results for negative bases (`unary.wgsl`).
+fn pow_scalar(b: f32, e: f32) -> f32 {
+    if e == 0.0 {
+        return 1.0;
+    }
+    if b >= 0.0 {
+        return pow(b, e);
+    }
+    if e != floor(e) {
+        return bitcast<f32>(0x7fc00000u);
+    }
+    let r = pow(-b, e);
+    if fract(e * 0.5) != 0.0 {
+        return -r;
+    }
+    return r;
+}
+
+/// The activation `op` (the op codes of `unary.wgsl`; 0 is none) with its
+/// scalar parameters.
+fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
+    switch op {
+        case 0u: { return v; }
+        case 1u: { return max(v, 0.0); }
+        case 2u: { return 0.5 * v * (1.0 + erf_approx(v * 0.70710678118654752)); }
+        case 3u: { return 0.5 * v * (1.0 + tanh_safe(0.79788456080286536 * (v + 0.044715 * v * v * v))); }
+        case 4u: { return exp(v); }
+        case 5u: { return 1.0 / (1.0 + exp(-v)); }
+        case 6u: { return tanh_safe(v); }
+        case 7u: { return -v; }
+        case 8u: { return abs(v); }
+        case 9u: { return sqrt(v); }
+        case 10u: { return inverseSqrt(v); }
+        case 11u: { return sin(v); }
+        case 12u: { return cos(v); }
+        case 13u: { return log(v); }
+        case 14u: { return min(max(v, p0), p1); }
+        case 15u: { return select(v * p0, v, v >= 0.0); }
+        case 16u: { return v * clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case 17u: { return round(v); }
+        case 18u: { return pow_scalar(v, p0); }
+        case 19u: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case 20u: { return v * (1.0 / (1.0 + exp(-v))); }
+        default: { return bitcast<f32>(0x7fc00000u); }
     }
 }
 "#;
@@ -6834,6 +8906,7 @@ fn apply(op: u32, v: f32) -> f32 {
         case 17u: { return round(v); }
         case 18u: { return pow_torch(v, p.p0); }
         case 19u: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case 20u: { return v * (1.0 / (1.0 + exp(-v))); }
         default: { return bitcast<f32>(0x7fc00000u); }
     }
 }
@@ -6929,6 +9002,7 @@ fn apply(op: u32, v: f32) -> f32 {
         case 17u: { return round(v); }
         case 18u: { return pow_torch(v, p.p0); }
         case 19u: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case 20u: { return v * (1.0 / (1.0 + exp(-v))); }
         default: { return bitcast<f32>(0x7fc00000u); }
     }
 }

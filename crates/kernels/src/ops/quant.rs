@@ -120,7 +120,7 @@ pub fn linear_q4gsw(c: &Ctx<'_>) -> Result<Lowered> {
             .u32(u32::from(bias.is_some()))
             .finish();
         steps.push(Step::Dispatch(Dispatch {
-            shader: float_shader(Family::Q4Gemv, &x, 0, "input")?,
+            shader: float_shader(Family::Q4Gemv, &x, 0, "input")?.into(),
             entry: "main",
             inputs,
             outputs: vec![out.id],
@@ -139,7 +139,7 @@ pub fn linear_q4gsw(c: &Ctx<'_>) -> Result<Lowered> {
             .u32(to_u32("tiles along N", tiles_n)?)
             .finish();
         steps.push(Step::Dispatch(Dispatch {
-            shader: float_shader(Family::Q4Gemm, &x, 0, "input")?,
+            shader: float_shader(Family::Q4Gemm, &x, 0, "input")?.into(),
             entry: "main",
             inputs,
             outputs: vec![out.id],
@@ -157,7 +157,7 @@ pub fn linear_q4gsw(c: &Ctx<'_>) -> Result<Lowered> {
             .u32(u32::from(bias.is_some()))
             .finish();
         steps.push(Step::Dispatch(Dispatch {
-            shader,
+            shader: shader.into(),
             entry: "main",
             inputs,
             outputs: vec![out.id],
@@ -223,7 +223,7 @@ pub fn embedding_q4gsw(c: &Ctx<'_>) -> Result<Lowered> {
             .u32(to_u32("group_size", gs)?)
             .finish();
         steps.push(Step::Dispatch(Dispatch {
-            shader,
+            shader: shader.into(),
             entry: "main",
             inputs: vec![weights.id, scales.id, indices.id],
             outputs: vec![out.id],
@@ -308,7 +308,7 @@ pub fn choose_qparams_affine(c: &Ctx<'_>) -> Result<Lowered> {
             .f32(eps as f32)
             .finish();
         steps.push(Step::Dispatch(Dispatch {
-            shader,
+            shader: shader.into(),
             entry: "main",
             inputs: vec![x.id],
             outputs: vec![scale.id, zero_point.id],
@@ -370,7 +370,7 @@ pub fn linear_dq8ca_q4gsw(c: &Ctx<'_>) -> Result<Lowered> {
             .u32(u32::from(bias.is_some()))
             .finish();
         steps.push(Step::Dispatch(Dispatch {
-            shader,
+            shader: shader.into(),
             entry: "main",
             inputs: vec![x.id, in_scale.id, in_zp.id, weights.id, scales.id, bias.map_or(scales.id, |b| b.id)],
             outputs: vec![out.id],
