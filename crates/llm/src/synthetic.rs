@@ -30,6 +30,8 @@
 //! not reproduced (etwgpu plans memory itself); RoPE is the plain
 //! (unscaled) Meta-Llama layout whatever the preset.
 
+use etwgpu_format::generated::program::tensor_shape_dynamism::{DYNAMIC_BOUND, STATIC};
+use etwgpu_format::generated::vk_graph::{vk_memory_layout as layout, vk_storage_type as storage};
 use etwgpu_format::writer::{
     DelegateSpec, GraphBuilder, InstructionSpec, MethodSpec, PlanValueSpec, ProgramBuilder, RawValue, sha256_hex,
 };
@@ -361,11 +363,12 @@ impl<'a> Emitter<'a> {
         t.staging_datatype = t.datatype;
     }
 
-    /// A non-constant tensor (buffer storage, width-packed).
+    /// A non-constant tensor, with the hints the exporter gives most
+    /// (3-D texture, width-packed; etwgpu ignores them).
     fn tensor(&mut self, dtype: DType, dims: &[usize]) -> ValueId {
         let dims: Vec<u64> = dims.iter().map(|&d| d as u64).collect();
         let id = self.g.tensor(dtype, &dims);
-        self.hints(id, 1, 0);
+        self.hints(id, storage::TEXTURE_3D, layout::TENSOR_WIDTH_PACKED);
         id
     }
 
@@ -376,14 +379,14 @@ impl<'a> Emitter<'a> {
     fn constant(&mut self, dtype: DType, dims: &[usize], bytes: Vec<u8>) -> ValueId {
         let dims: Vec<u64> = dims.iter().map(|&d| d as u64).collect();
         let id = self.g.constant_owned(dtype, &dims, bytes);
-        self.hints(id, 255, 255);
+        self.hints(id, storage::DEFAULT_STORAGE, layout::DEFAULT_LAYOUT);
         id
     }
 
     fn keyed(&mut self, dims: &[usize], key: String, bytes: Vec<u8>) -> ValueId {
         let dims: Vec<u64> = dims.iter().map(|&d| d as u64).collect();
         let id = self.g.constant_keyed(DType::F32, &dims, key, bytes);
-        self.hints(id, 255, 255);
+        self.hints(id, storage::DEFAULT_STORAGE, layout::DEFAULT_LAYOUT);
         id
     }
 
@@ -598,7 +601,7 @@ impl<'a> Emitter<'a> {
         // Inputs: int64 on the host, int32 on the device.
         let tokens = self.tensor(DType::I32, &[1, s]);
         let input_pos = self.tensor(DType::I32, &[1]);
-        self.hints(input_pos, 255, 255);
+        self.hints(input_pos, storage::DEFAULT_STORAGE, layout::DEFAULT_LAYOUT);
 
         self.op("et_vk.prepack.default", &[cos, cos_packed]);
         self.op("et_vk.prepack.default", &[sin, sin_packed]);
@@ -706,8 +709,6 @@ impl<'a> Emitter<'a> {
             dynamism,
             data_buffer_idx: 0,
         };
-        const STATIC: i8 = 0;
-        const DYNAMIC_BOUND: i8 = 1;
         p.methods.push(MethodSpec {
             name: "forward".to_string(),
             values: vec![
