@@ -72,8 +72,12 @@ pub enum Family {
     Place,
     /// `q4_gemm.wgsl`.
     Q4Gemm,
+    /// `q4_gemm_swiglu.wgsl`.
+    Q4GemmSwiglu,
     /// `q4_gemv.wgsl`.
     Q4Gemv,
+    /// `q4_gemv_swiglu.wgsl`.
+    Q4GemvSwiglu,
     /// `reduce.wgsl`.
     Reduce,
     /// `rms_norm.wgsl`.
@@ -258,10 +262,18 @@ pub enum ShaderId {
     Q4GemmF32,
     /// `q4_gemm.wgsl` with `Elem = f16`.
     Q4GemmF16,
+    /// `q4_gemm_swiglu.wgsl` with `Elem = f32`.
+    Q4GemmSwigluF32,
+    /// `q4_gemm_swiglu.wgsl` with `Elem = f16`.
+    Q4GemmSwigluF16,
     /// `q4_gemv.wgsl` with `Elem = f32`.
     Q4GemvF32,
     /// `q4_gemv.wgsl` with `Elem = f16`.
     Q4GemvF16,
+    /// `q4_gemv_swiglu.wgsl` with `Elem = f32`.
+    Q4GemvSwigluF32,
+    /// `q4_gemv_swiglu.wgsl` with `Elem = f16`.
+    Q4GemvSwigluF16,
     /// `reduce.wgsl` with `Elem = f32`.
     ReduceF32,
     /// `reduce.wgsl` with `Elem = f16`.
@@ -392,8 +404,12 @@ impl ShaderId {
         ShaderId::PlaceI32,
         ShaderId::Q4GemmF32,
         ShaderId::Q4GemmF16,
+        ShaderId::Q4GemmSwigluF32,
+        ShaderId::Q4GemmSwigluF16,
         ShaderId::Q4GemvF32,
         ShaderId::Q4GemvF16,
+        ShaderId::Q4GemvSwigluF32,
+        ShaderId::Q4GemvSwigluF16,
         ShaderId::ReduceF32,
         ShaderId::ReduceF16,
         ShaderId::RmsNormF32,
@@ -497,8 +513,12 @@ impl ShaderId {
             ShaderId::PlaceI32 => Family::Place,
             ShaderId::Q4GemmF32 => Family::Q4Gemm,
             ShaderId::Q4GemmF16 => Family::Q4Gemm,
+            ShaderId::Q4GemmSwigluF32 => Family::Q4GemmSwiglu,
+            ShaderId::Q4GemmSwigluF16 => Family::Q4GemmSwiglu,
             ShaderId::Q4GemvF32 => Family::Q4Gemv,
             ShaderId::Q4GemvF16 => Family::Q4Gemv,
+            ShaderId::Q4GemvSwigluF32 => Family::Q4GemvSwiglu,
+            ShaderId::Q4GemvSwigluF16 => Family::Q4GemvSwiglu,
             ShaderId::ReduceF32 => Family::Reduce,
             ShaderId::ReduceF16 => Family::Reduce,
             ShaderId::RmsNormF32 => Family::RmsNorm,
@@ -603,8 +623,12 @@ impl ShaderId {
             ShaderId::PlaceI32 => Variant::I32,
             ShaderId::Q4GemmF32 => Variant::F32,
             ShaderId::Q4GemmF16 => Variant::F16,
+            ShaderId::Q4GemmSwigluF32 => Variant::F32,
+            ShaderId::Q4GemmSwigluF16 => Variant::F16,
             ShaderId::Q4GemvF32 => Variant::F32,
             ShaderId::Q4GemvF16 => Variant::F16,
+            ShaderId::Q4GemvSwigluF32 => Variant::F32,
+            ShaderId::Q4GemvSwigluF16 => Variant::F16,
             ShaderId::ReduceF32 => Variant::F32,
             ShaderId::ReduceF16 => Variant::F16,
             ShaderId::RmsNormF32 => Variant::F32,
@@ -709,8 +733,12 @@ impl ShaderId {
             ShaderId::PlaceI32 => "place.i32",
             ShaderId::Q4GemmF32 => "q4_gemm.f32",
             ShaderId::Q4GemmF16 => "q4_gemm.f16",
+            ShaderId::Q4GemmSwigluF32 => "q4_gemm_swiglu.f32",
+            ShaderId::Q4GemmSwigluF16 => "q4_gemm_swiglu.f16",
             ShaderId::Q4GemvF32 => "q4_gemv.f32",
             ShaderId::Q4GemvF16 => "q4_gemv.f16",
+            ShaderId::Q4GemvSwigluF32 => "q4_gemv_swiglu.f32",
+            ShaderId::Q4GemvSwigluF16 => "q4_gemv_swiglu.f16",
             ShaderId::ReduceF32 => "reduce.f32",
             ShaderId::ReduceF16 => "reduce.f16",
             ShaderId::RmsNormF32 => "rms_norm.f32",
@@ -815,8 +843,12 @@ impl ShaderId {
             ShaderId::PlaceI32 => PLACE_I32,
             ShaderId::Q4GemmF32 => Q4_GEMM_F32,
             ShaderId::Q4GemmF16 => Q4_GEMM_F16,
+            ShaderId::Q4GemmSwigluF32 => Q4_GEMM_SWIGLU_F32,
+            ShaderId::Q4GemmSwigluF16 => Q4_GEMM_SWIGLU_F16,
             ShaderId::Q4GemvF32 => Q4_GEMV_F32,
             ShaderId::Q4GemvF16 => Q4_GEMV_F16,
+            ShaderId::Q4GemvSwigluF32 => Q4_GEMV_SWIGLU_F32,
+            ShaderId::Q4GemvSwigluF16 => Q4_GEMV_SWIGLU_F16,
             ShaderId::ReduceF32 => REDUCE_F32,
             ShaderId::ReduceF16 => REDUCE_F16,
             ShaderId::RmsNormF32 => RMS_NORM_F32,
@@ -921,8 +953,12 @@ impl ShaderId {
             (Family::Place, Variant::I32) => Some(ShaderId::PlaceI32),
             (Family::Q4Gemm, Variant::F32) => Some(ShaderId::Q4GemmF32),
             (Family::Q4Gemm, Variant::F16) => Some(ShaderId::Q4GemmF16),
+            (Family::Q4GemmSwiglu, Variant::F32) => Some(ShaderId::Q4GemmSwigluF32),
+            (Family::Q4GemmSwiglu, Variant::F16) => Some(ShaderId::Q4GemmSwigluF16),
             (Family::Q4Gemv, Variant::F32) => Some(ShaderId::Q4GemvF32),
             (Family::Q4Gemv, Variant::F16) => Some(ShaderId::Q4GemvF16),
+            (Family::Q4GemvSwiglu, Variant::F32) => Some(ShaderId::Q4GemvSwigluF32),
+            (Family::Q4GemvSwiglu, Variant::F16) => Some(ShaderId::Q4GemvSwigluF16),
             (Family::Reduce, Variant::F32) => Some(ShaderId::ReduceF32),
             (Family::Reduce, Variant::F16) => Some(ShaderId::ReduceF16),
             (Family::RmsNorm, Variant::F32) => Some(ShaderId::RmsNormF32),
@@ -7145,6 +7181,300 @@ fn main(
 }
 "#;
 
+/// `q4_gemm_swiglu.wgsl` with `Elem = f32`.
+pub const Q4_GEMM_SWIGLU_F32: &str = r#"//! Prefill route of the fused `etwgpu.linear_q4gsw_swiglu` (many rows of
+//! x): with `g` and `u` the 4-bit linears of the gate and up weights (as
+//! `q4_gemm.wgsl` computes them), `out[m, n] = g * sigmoid(g) * u`.
+//!
+//! As `q4_gemm.wgsl`, with a second weight tile (the up weights) and a
+//! second 4 x 4 block of accumulators per invocation.
+//!
+//! A workgroup computes a `TILE x TILE` block of the output; each of its
+//! 256 invocations owns a 4 x 4 sub-block in registers. K advances `TK`
+//! inputs at a time: the x tile and the dequantized weight tile are staged
+//! in shared memory (both k-major, so the inner loop reads one `vec4` of
+//! rows and one of columns per k). The host routes here only when
+//! `group % TK == 0` and `K % TK == 0`, so one scale covers a column's
+//! slice of a tile. Accumulation is f32.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Output tile edge (rows and columns per workgroup).
+const TILE: u32 = 64u;
+/// Inputs per step along K.
+const TK: u32 = 16u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (a multiple of TK).
+    k: u32,
+    /// Row length of the scales: N padded.
+    n_pad: u32,
+    /// Inputs per scale group (a multiple of TK).
+    group_size: u32,
+    /// Workgroups along N.
+    tiles_n: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> w_gate: array<vec2<u32>>;
+@group(0) @binding(3) var<storage, read> s_gate: array<Elem>;
+@group(0) @binding(4) var<storage, read> w_up: array<vec2<u32>>;
+@group(0) @binding(5) var<storage, read> s_up: array<Elem>;
+@group(0) @binding(6) var<storage, read_write> out: array<Elem>;
+
+/// x tile, k-major: `xs[k * 16 + i]` holds rows `4i .. 4i + 4` at input k.
+var<workgroup> xs: array<vec4<f32>, 256>;
+/// Weight tiles, k-major: `ws[k * 16 + j]` holds columns `4j .. 4j + 4`.
+var<workgroup> ws: array<vec4<f32>, 256>;
+var<workgroup> ws_up: array<vec4<f32>, 256>;
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let tile = wid.y * groups.x + wid.x;
+    let m0 = (tile / p.tiles_n) * TILE;
+    let n0 = (tile % p.tiles_n) * TILE;
+    // This invocation's 4 x 4 sub-block.
+    let ti = lid / 16u;
+    let tj = lid % 16u;
+    // Loading: x rows `m0 + lid / 4`, inputs `(lid % 4) * 4 ..`; weight
+    // columns `n0 + (lid % 128) / 2`, inputs `(lid % 2) * 8 ..`, of the
+    // gate (lid < 128) or the up weights.
+    let xr = lid / 4u;
+    let xk = (lid % 4u) * 4u;
+    let wc = (lid % 128u) / 2u;
+    let wk = (lid % 2u) * 8u;
+    let words = p.k / 16u;
+    var acc: array<vec4<f32>, 4>;
+    var acc_up: array<vec4<f32>, 4>;
+    for (var k0 = 0u; k0 < p.k; k0 += TK) {
+        var xv = vec4<f32>(0.0);
+        if m0 + xr < p.m {
+            xv = vec4<f32>(x[((m0 + xr) * p.k + k0 + xk) / 4u]);
+        }
+        for (var e = 0u; e < 4u; e++) {
+            xs[(xk + e) * 16u + xr / 4u][xr % 4u] = xv[e];
+        }
+        let col = n0 + wc;
+        var lo = vec4<f32>(0.0);
+        var hi = vec4<f32>(0.0);
+        if col < p.n {
+            // 8 nibbles: inputs k0 + wk .. k0 + wk + 8.
+            let at = col * words + k0 / 16u;
+            let s_at = (k0 / p.group_size) * p.n_pad + col;
+            var word: u32;
+            var s: f32;
+            if lid < 128u {
+                word = w_gate[at][lid % 2u];
+                s = f32(s_gate[s_at]);
+            } else {
+                word = w_up[at][lid % 2u];
+                s = f32(s_up[s_at]);
+            }
+            lo = (vec4<f32>(vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u)) - 8.0) * s;
+            let w2 = word >> 16u;
+            hi = (vec4<f32>(vec4<u32>(w2, w2 >> 4u, w2 >> 8u, w2 >> 12u) & vec4<u32>(15u)) - 8.0) * s;
+        }
+        for (var e = 0u; e < 4u; e++) {
+            if lid < 128u {
+                ws[(wk + e) * 16u + wc / 4u][wc % 4u] = lo[e];
+                ws[(wk + 4u + e) * 16u + wc / 4u][wc % 4u] = hi[e];
+            } else {
+                ws_up[(wk + e) * 16u + wc / 4u][wc % 4u] = lo[e];
+                ws_up[(wk + 4u + e) * 16u + wc / 4u][wc % 4u] = hi[e];
+            }
+        }
+        workgroupBarrier();
+        for (var kk = 0u; kk < TK; kk++) {
+            let a = xs[kk * 16u + ti];
+            let b = ws[kk * 16u + tj];
+            let bu = ws_up[kk * 16u + tj];
+            acc[0] += a.x * b;
+            acc[1] += a.y * b;
+            acc[2] += a.z * b;
+            acc[3] += a.w * b;
+            acc_up[0] += a.x * bu;
+            acc_up[1] += a.y * bu;
+            acc_up[2] += a.z * bu;
+            acc_up[3] += a.w * bu;
+        }
+        workgroupBarrier();
+    }
+    for (var i = 0u; i < 4u; i++) {
+        let row = m0 + ti * 4u + i;
+        if row >= p.m {
+            continue;
+        }
+        for (var j = 0u; j < 4u; j++) {
+            let col = n0 + tj * 4u + j;
+            if col < p.n {
+                let g = acc[i][j];
+                out[row * p.n + col] = Elem(g / (1.0 + exp(-g)) * acc_up[i][j]);
+            }
+        }
+    }
+}
+"#;
+
+/// `q4_gemm_swiglu.wgsl` with `Elem = f16`.
+pub const Q4_GEMM_SWIGLU_F16: &str = r#"enable f16;
+
+//! Prefill route of the fused `etwgpu.linear_q4gsw_swiglu` (many rows of
+//! x): with `g` and `u` the 4-bit linears of the gate and up weights (as
+//! `q4_gemm.wgsl` computes them), `out[m, n] = g * sigmoid(g) * u`.
+//!
+//! As `q4_gemm.wgsl`, with a second weight tile (the up weights) and a
+//! second 4 x 4 block of accumulators per invocation.
+//!
+//! A workgroup computes a `TILE x TILE` block of the output; each of its
+//! 256 invocations owns a 4 x 4 sub-block in registers. K advances `TK`
+//! inputs at a time: the x tile and the dequantized weight tile are staged
+//! in shared memory (both k-major, so the inner loop reads one `vec4` of
+//! rows and one of columns per k). The host routes here only when
+//! `group % TK == 0` and `K % TK == 0`, so one scale covers a column's
+//! slice of a tile. Accumulation is f32.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Output tile edge (rows and columns per workgroup).
+const TILE: u32 = 64u;
+/// Inputs per step along K.
+const TK: u32 = 16u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (a multiple of TK).
+    k: u32,
+    /// Row length of the scales: N padded.
+    n_pad: u32,
+    /// Inputs per scale group (a multiple of TK).
+    group_size: u32,
+    /// Workgroups along N.
+    tiles_n: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> w_gate: array<vec2<u32>>;
+@group(0) @binding(3) var<storage, read> s_gate: array<Elem>;
+@group(0) @binding(4) var<storage, read> w_up: array<vec2<u32>>;
+@group(0) @binding(5) var<storage, read> s_up: array<Elem>;
+@group(0) @binding(6) var<storage, read_write> out: array<Elem>;
+
+/// x tile, k-major: `xs[k * 16 + i]` holds rows `4i .. 4i + 4` at input k.
+var<workgroup> xs: array<vec4<f32>, 256>;
+/// Weight tiles, k-major: `ws[k * 16 + j]` holds columns `4j .. 4j + 4`.
+var<workgroup> ws: array<vec4<f32>, 256>;
+var<workgroup> ws_up: array<vec4<f32>, 256>;
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let tile = wid.y * groups.x + wid.x;
+    let m0 = (tile / p.tiles_n) * TILE;
+    let n0 = (tile % p.tiles_n) * TILE;
+    // This invocation's 4 x 4 sub-block.
+    let ti = lid / 16u;
+    let tj = lid % 16u;
+    // Loading: x rows `m0 + lid / 4`, inputs `(lid % 4) * 4 ..`; weight
+    // columns `n0 + (lid % 128) / 2`, inputs `(lid % 2) * 8 ..`, of the
+    // gate (lid < 128) or the up weights.
+    let xr = lid / 4u;
+    let xk = (lid % 4u) * 4u;
+    let wc = (lid % 128u) / 2u;
+    let wk = (lid % 2u) * 8u;
+    let words = p.k / 16u;
+    var acc: array<vec4<f32>, 4>;
+    var acc_up: array<vec4<f32>, 4>;
+    for (var k0 = 0u; k0 < p.k; k0 += TK) {
+        var xv = vec4<f32>(0.0);
+        if m0 + xr < p.m {
+            xv = vec4<f32>(x[((m0 + xr) * p.k + k0 + xk) / 4u]);
+        }
+        for (var e = 0u; e < 4u; e++) {
+            xs[(xk + e) * 16u + xr / 4u][xr % 4u] = xv[e];
+        }
+        let col = n0 + wc;
+        var lo = vec4<f32>(0.0);
+        var hi = vec4<f32>(0.0);
+        if col < p.n {
+            // 8 nibbles: inputs k0 + wk .. k0 + wk + 8.
+            let at = col * words + k0 / 16u;
+            let s_at = (k0 / p.group_size) * p.n_pad + col;
+            var word: u32;
+            var s: f32;
+            if lid < 128u {
+                word = w_gate[at][lid % 2u];
+                s = f32(s_gate[s_at]);
+            } else {
+                word = w_up[at][lid % 2u];
+                s = f32(s_up[s_at]);
+            }
+            lo = (vec4<f32>(vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u)) - 8.0) * s;
+            let w2 = word >> 16u;
+            hi = (vec4<f32>(vec4<u32>(w2, w2 >> 4u, w2 >> 8u, w2 >> 12u) & vec4<u32>(15u)) - 8.0) * s;
+        }
+        for (var e = 0u; e < 4u; e++) {
+            if lid < 128u {
+                ws[(wk + e) * 16u + wc / 4u][wc % 4u] = lo[e];
+                ws[(wk + 4u + e) * 16u + wc / 4u][wc % 4u] = hi[e];
+            } else {
+                ws_up[(wk + e) * 16u + wc / 4u][wc % 4u] = lo[e];
+                ws_up[(wk + 4u + e) * 16u + wc / 4u][wc % 4u] = hi[e];
+            }
+        }
+        workgroupBarrier();
+        for (var kk = 0u; kk < TK; kk++) {
+            let a = xs[kk * 16u + ti];
+            let b = ws[kk * 16u + tj];
+            let bu = ws_up[kk * 16u + tj];
+            acc[0] += a.x * b;
+            acc[1] += a.y * b;
+            acc[2] += a.z * b;
+            acc[3] += a.w * b;
+            acc_up[0] += a.x * bu;
+            acc_up[1] += a.y * bu;
+            acc_up[2] += a.z * bu;
+            acc_up[3] += a.w * bu;
+        }
+        workgroupBarrier();
+    }
+    for (var i = 0u; i < 4u; i++) {
+        let row = m0 + ti * 4u + i;
+        if row >= p.m {
+            continue;
+        }
+        for (var j = 0u; j < 4u; j++) {
+            let col = n0 + tj * 4u + j;
+            if col < p.n {
+                let g = acc[i][j];
+                out[row * p.n + col] = Elem(g / (1.0 + exp(-g)) * acc_up[i][j]);
+            }
+        }
+    }
+}
+"#;
+
 /// `q4_gemv.wgsl` with `Elem = f32`.
 pub const Q4_GEMV_F32: &str = r#"//! Decode route of `et_vk.linear_q4gsw` (at most `MAX_ROWS` rows of x):
 //! `out[m, n] = sum_k x[m, k] * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`.
@@ -7370,6 +7700,248 @@ fn main(
                 v += f32(bias[col]);
             }
             out[r * p.n + col] = Elem(v);
+        }
+    }
+}
+"#;
+
+/// `q4_gemv_swiglu.wgsl` with `Elem = f32`.
+pub const Q4_GEMV_SWIGLU_F32: &str = r#"//! Decode route of the fused `etwgpu.linear_q4gsw_swiglu` (at most
+//! `MAX_ROWS` rows of x): with `g` and `u` the 4-bit linears of the gate
+//! and up weights (as `q4_gemv.wgsl` computes them),
+//! `out[m, n] = g * sigmoid(g) * u`.
+//!
+//! As `q4_gemv.wgsl`, with both weight rows of a column read by the same
+//! lanes; each weight byte is read once. A workgroup computes
+//! `COLS` output columns with `LANES` invocations each; a lane reads one
+//! 16-byte word of its column's packed row at a time (32 nibbles: one scale
+//! group, since the host routes here only when `group % 32 == 0` and
+//! `K % 32 == 0`), dequantizes in registers, and dots it with x for every
+//! row. The lanes of a column are adjacent, so their reads are coalesced;
+//! their partial sums meet in shared memory. Accumulation is f32.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per column.
+const LANES: u32 = 32u;
+/// Columns per workgroup (`LANES * COLS` = 256 invocations).
+const COLS: u32 = 8u;
+/// Most rows of x (the host routes larger M to `q4_gemm.wgsl`).
+const MAX_ROWS: u32 = 4u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (a multiple of 32).
+    k: u32,
+    /// Row length of the scales: N padded.
+    n_pad: u32,
+    /// Inputs per scale group (a multiple of 32).
+    group_size: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> w_gate: array<vec4<u32>>;
+@group(0) @binding(3) var<storage, read> s_gate: array<Elem>;
+@group(0) @binding(4) var<storage, read> w_up: array<vec4<u32>>;
+@group(0) @binding(5) var<storage, read> s_up: array<Elem>;
+@group(0) @binding(6) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> partial: array<f32, 1024>;
+var<workgroup> partial_up: array<f32, 1024>;
+
+/// The 16-byte word `q` (32 nibbles) dotted with x from vec4 `b`.
+fn dot32(q: vec4<u32>, b: u32) -> f32 {
+    var d = dot(vec4<f32>(x[b]), low4(q.x)) + dot(vec4<f32>(x[b + 1u]), high4(q.x));
+    d += dot(vec4<f32>(x[b + 2u]), low4(q.y)) + dot(vec4<f32>(x[b + 3u]), high4(q.y));
+    d += dot(vec4<f32>(x[b + 4u]), low4(q.z)) + dot(vec4<f32>(x[b + 5u]), high4(q.z));
+    d += dot(vec4<f32>(x[b + 6u]), low4(q.w)) + dot(vec4<f32>(x[b + 7u]), high4(q.w));
+    return d;
+}
+
+/// Nibbles `4i .. 4i + 4` of `word`, as signed weights.
+fn low4(word: u32) -> vec4<f32> {
+    return vec4<f32>(vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u)) - 8.0;
+}
+
+fn high4(word: u32) -> vec4<f32> {
+    return low4(word >> 16u);
+}
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let lane = lid % LANES;
+    let c = lid / LANES;
+    let col = (wid.y * groups.x + wid.x) * COLS + c;
+    let words = p.k / 32u;
+    let x_row = p.k / 4u;
+    var acc = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
+    var acc_up = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
+    if col < p.n {
+        for (var w = lane; w < words; w += LANES) {
+            let qg = w_gate[col * words + w];
+            let qu = w_up[col * words + w];
+            let at = (w * 32u / p.group_size) * p.n_pad + col;
+            let sg = f32(s_gate[at]);
+            let su = f32(s_up[at]);
+            for (var r = 0u; r < p.m; r++) {
+                let b = r * x_row + w * 8u;
+                acc[r] += dot32(qg, b) * sg;
+                acc_up[r] += dot32(qu, b) * su;
+            }
+        }
+    }
+    for (var r = 0u; r < MAX_ROWS; r++) {
+        partial[r * 256u + lid] = acc[r];
+        partial_up[r * 256u + lid] = acc_up[r];
+    }
+    workgroupBarrier();
+    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            for (var r = 0u; r < MAX_ROWS; r++) {
+                partial[r * 256u + lid] += partial[r * 256u + lid + stride];
+                partial_up[r * 256u + lid] += partial_up[r * 256u + lid + stride];
+            }
+        }
+        workgroupBarrier();
+    }
+    if lane == 0u && col < p.n {
+        for (var r = 0u; r < p.m; r++) {
+            let g = partial[r * 256u + lid];
+            out[r * p.n + col] = Elem(g / (1.0 + exp(-g)) * partial_up[r * 256u + lid]);
+        }
+    }
+}
+"#;
+
+/// `q4_gemv_swiglu.wgsl` with `Elem = f16`.
+pub const Q4_GEMV_SWIGLU_F16: &str = r#"enable f16;
+
+//! Decode route of the fused `etwgpu.linear_q4gsw_swiglu` (at most
+//! `MAX_ROWS` rows of x): with `g` and `u` the 4-bit linears of the gate
+//! and up weights (as `q4_gemv.wgsl` computes them),
+//! `out[m, n] = g * sigmoid(g) * u`.
+//!
+//! As `q4_gemv.wgsl`, with both weight rows of a column read by the same
+//! lanes; each weight byte is read once. A workgroup computes
+//! `COLS` output columns with `LANES` invocations each; a lane reads one
+//! 16-byte word of its column's packed row at a time (32 nibbles: one scale
+//! group, since the host routes here only when `group % 32 == 0` and
+//! `K % 32 == 0`), dequantizes in registers, and dots it with x for every
+//! row. The lanes of a column are adjacent, so their reads are coalesced;
+//! their partial sums meet in shared memory. Accumulation is f32.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per column.
+const LANES: u32 = 32u;
+/// Columns per workgroup (`LANES * COLS` = 256 invocations).
+const COLS: u32 = 8u;
+/// Most rows of x (the host routes larger M to `q4_gemm.wgsl`).
+const MAX_ROWS: u32 = 4u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (a multiple of 32).
+    k: u32,
+    /// Row length of the scales: N padded.
+    n_pad: u32,
+    /// Inputs per scale group (a multiple of 32).
+    group_size: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> w_gate: array<vec4<u32>>;
+@group(0) @binding(3) var<storage, read> s_gate: array<Elem>;
+@group(0) @binding(4) var<storage, read> w_up: array<vec4<u32>>;
+@group(0) @binding(5) var<storage, read> s_up: array<Elem>;
+@group(0) @binding(6) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> partial: array<f32, 1024>;
+var<workgroup> partial_up: array<f32, 1024>;
+
+/// The 16-byte word `q` (32 nibbles) dotted with x from vec4 `b`.
+fn dot32(q: vec4<u32>, b: u32) -> f32 {
+    var d = dot(vec4<f32>(x[b]), low4(q.x)) + dot(vec4<f32>(x[b + 1u]), high4(q.x));
+    d += dot(vec4<f32>(x[b + 2u]), low4(q.y)) + dot(vec4<f32>(x[b + 3u]), high4(q.y));
+    d += dot(vec4<f32>(x[b + 4u]), low4(q.z)) + dot(vec4<f32>(x[b + 5u]), high4(q.z));
+    d += dot(vec4<f32>(x[b + 6u]), low4(q.w)) + dot(vec4<f32>(x[b + 7u]), high4(q.w));
+    return d;
+}
+
+/// Nibbles `4i .. 4i + 4` of `word`, as signed weights.
+fn low4(word: u32) -> vec4<f32> {
+    return vec4<f32>(vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u)) - 8.0;
+}
+
+fn high4(word: u32) -> vec4<f32> {
+    return low4(word >> 16u);
+}
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let lane = lid % LANES;
+    let c = lid / LANES;
+    let col = (wid.y * groups.x + wid.x) * COLS + c;
+    let words = p.k / 32u;
+    let x_row = p.k / 4u;
+    var acc = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
+    var acc_up = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
+    if col < p.n {
+        for (var w = lane; w < words; w += LANES) {
+            let qg = w_gate[col * words + w];
+            let qu = w_up[col * words + w];
+            let at = (w * 32u / p.group_size) * p.n_pad + col;
+            let sg = f32(s_gate[at]);
+            let su = f32(s_up[at]);
+            for (var r = 0u; r < p.m; r++) {
+                let b = r * x_row + w * 8u;
+                acc[r] += dot32(qg, b) * sg;
+                acc_up[r] += dot32(qu, b) * su;
+            }
+        }
+    }
+    for (var r = 0u; r < MAX_ROWS; r++) {
+        partial[r * 256u + lid] = acc[r];
+        partial_up[r * 256u + lid] = acc_up[r];
+    }
+    workgroupBarrier();
+    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            for (var r = 0u; r < MAX_ROWS; r++) {
+                partial[r * 256u + lid] += partial[r * 256u + lid + stride];
+                partial_up[r * 256u + lid] += partial_up[r * 256u + lid + stride];
+            }
+        }
+        workgroupBarrier();
+    }
+    if lane == 0u && col < p.n {
+        for (var r = 0u; r < p.m; r++) {
+            let g = partial[r * 256u + lid];
+            out[r * p.n + col] = Elem(g / (1.0 + exp(-g)) * partial_up[r * 256u + lid]);
         }
     }
 }

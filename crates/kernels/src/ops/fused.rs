@@ -27,7 +27,7 @@ use crate::error::{Error, Result};
 use crate::generated::shaders::{Family, ShaderId, Variant};
 use crate::ops::elementwise::{BinaryOp, UnaryOp, broadcast_shapes, broadcast_strides};
 use crate::ops::matmul::GEMV_MAX_ROWS;
-use crate::ops::quant::check_q4_weight;
+use crate::ops::quant::{Q4Linear, Q4Route, check_q4_weight, q4_fast, q4_fast_dispatch};
 use crate::plan::{
     Ctx, Dispatch, GeneratedShader, Lowered, MATMUL_TILE, Shader, Step, TensorInfo, Uniform, Vid, WG_ELEMENTWISE,
     check_rank, checked_numel, dims_u32, float_shader, grid_1d, same_dtype, to_u32,
@@ -635,7 +635,18 @@ pub fn linear_q4gsw_qkv(c: &Ctx<'_>) -> Result<Lowered> {
         .collect();
     let total: u64 = ns.iter().sum::<u64>() * m;
     let mut steps = Vec::new();
-    if total > 0 {
+    let gs = group_size as u64;
+    if total > 0 && (0..3).all(|j| q4_fast(k, k_packed[j], gs)) {
+        // The fast 4-bit routes beat one slow kernel for all three: one
+        // fast dispatch per projection.
+        for j in 0..3 {
+            let q = Q4Linear { m, n: ns[j], k, n_pad: n_pads[j], group_size: gs };
+            let (w, sc) = (inputs[1 + 2 * j], inputs[2 + 2 * j]);
+            let d =
+                q4_fast_dispatch(&x, &q, Q4Route::Linear { has_bias: false }, vec![x.id, w, sc, sc], vec![outs[j].id])?;
+            steps.push(Step::Dispatch(d));
+        }
+    } else if total > 0 {
         let u = |what, x| to_u32(what, x);
         let mut params = Uniform::new().u32(u("M", m)?).u32(u("K", k)?).u32(u("group_size", group_size as u64)?).u32(0);
         for xs in [ns, k_packed, n_pads] {
@@ -682,7 +693,12 @@ pub fn linear_q4gsw_swiglu(c: &Ctx<'_>) -> Result<Lowered> {
     let mut shape = x.shape.to_vec();
     *shape.last_mut().expect("rank >= 1") = n;
     let mut steps = Vec::new();
-    if m * n > 0 {
+    let gs = group_size as u64;
+    if m * n > 0 && q4_fast(k, wg.shape[1], gs) {
+        let q = Q4Linear { m, n, k, n_pad, group_size: gs };
+        let inputs = vec![x.id, wg.id, sg.id, wu.id, su.id];
+        steps.push(Step::Dispatch(q4_fast_dispatch(&x, &q, Q4Route::Swiglu, inputs, vec![out.id])?));
+    } else if m * n > 0 {
         let u = |what, x| to_u32(what, x);
         let params = Uniform::new()
             .u32(u("M", m)?)
