@@ -336,6 +336,10 @@ impl LoadedDelegate {
     /// the graph's inputs then its outputs; `method` labels the objects.
     /// With `options.fuse` the chain is fused first, for this device's
     /// storage-buffer limit (inputs, outputs and value ids are unchanged).
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one internal call site per caller kind; a struct would only rename them"
+    )]
     pub(crate) fn load(
         rt: &Runtime,
         program: &Program,
