@@ -67,10 +67,10 @@ pub fn bundle(root: &Path) -> Result<(), String> {
         }
         let exe = String::from_utf8_lossy(&out.stdout)
             .lines()
+            .rev()
             .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
             .filter(|m| m["reason"] == "compiler-artifact" && m["target"]["kind"][0] == "bench")
-            .filter_map(|m| m["executable"].as_str().map(str::to_string))
-            .last()
+            .find_map(|m| m["executable"].as_str().map(str::to_string))
             .ok_or_else(|| format!("no bench executable for {package}"))?;
         copy_stripped(Path::new(&exe), &device.join(name))?;
     }
