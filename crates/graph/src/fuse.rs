@@ -8,6 +8,10 @@
 //! fusion removes are touched by no step, so the memory planner never
 //! allocates them. The passes, in order:
 //!
+//! 0. **Duplicate ops**: an op that repeats an earlier one (same name, same
+//!    inputs, same argument literals; `choose_qparams_affine` of one
+//!    activation before each 8da4w linear) is dropped and its results'
+//!    readers read the earlier op's.
 //! 1. **SwiGLU**: `mul(mul(g, sigmoid(g)), u)` where `g` and `u` are
 //!    linears (`aten.linear` or `et_vk.linear_q4gsw`, optionally through a
 //!    view) of one input: `etwgpu.linear_swiglu` / `_q4gsw_swiglu`.
@@ -64,6 +68,8 @@ impl Default for FuseOptions {
 /// What one fusion matched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum FusionKind {
+    /// An op computing what an earlier one did.
+    Duplicate,
     /// Gate and up linears with SiLU and the product.
     Swiglu,
     /// Three linears of one input.
@@ -82,6 +88,7 @@ impl FusionKind {
     /// Short name, for reports.
     pub const fn name(self) -> &'static str {
         match self {
+            FusionKind::Duplicate => "duplicate op",
             FusionKind::Swiglu => "swiglu",
             FusionKind::Qkv => "qkv",
             FusionKind::Bias => "bias",
@@ -138,6 +145,7 @@ pub fn fuse(graph: &VkGraph, options: &FuseOptions) -> Fused {
         return Fused { graph: graph.clone(), fusions: Vec::new() };
     }
     let mut rw = Rewriter { g: graph.clone(), options: *options, fusions: Vec::new() };
+    rw.duplicates();
     rw.swiglu();
     rw.qkv();
     rw.epilogues();
@@ -453,6 +461,95 @@ impl Rewriter {
             VkValue::Tensor(_) => !u.mutable[v.idx()],
             _ => true,
         }
+    }
+
+    // 0. Duplicate ops.
+
+    fn duplicates(&mut self) {
+        let u = Uses::new(&self.g);
+        // Values read in place of the results of dropped duplicates, and
+        // the lists rebuilt with them.
+        let mut rename: BTreeMap<ValueId, ValueId> = BTreeMap::new();
+        let mut lists: BTreeMap<ValueId, ValueId> = BTreeMap::new();
+        // Per op name: the pure ops kept so far, with their renamed inputs.
+        let mut kept: BTreeMap<String, Vec<(usize, Vec<ValueId>)>> = BTreeMap::new();
+        let mut edits = BTreeMap::new();
+        for i in 0..self.g.chain.len() {
+            let call = self.g.chain[i].clone();
+            let n = call.args.len();
+            let mut args = call.args.clone();
+            for a in args.iter_mut().take(n.saturating_sub(1)) {
+                if let Some(&r) = rename.get(a) {
+                    *a = r;
+                } else if let VkValue::ValueList(items) = self.g.value(*a)
+                    && items.iter().any(|v| rename.contains_key(v))
+                {
+                    let renamed: Vec<ValueId> = items.iter().map(|v| *rename.get(v).unwrap_or(v)).collect();
+                    let list = *lists.entry(*a).or_insert_with(|| {
+                        self.g.values.push(VkValue::ValueList(renamed));
+                        ValueId(self.g.values.len() as u32 - 1)
+                    });
+                    *a = list;
+                }
+            }
+            let pure = self.op(i).is_some_and(|op| op.mutated_args().is_empty()) && n > 0;
+            let earlier = kept.get(&call.name).and_then(|js| {
+                js.iter()
+                    .find(|(j, first)| pure && self.repeats(&u, &call, &args, &self.g.chain[*j], first))
+                    .map(|p| p.0)
+            });
+            match earlier {
+                Some(j) => {
+                    let (ours, theirs) = (outputs_of(&self.g, &call), outputs_of(&self.g, &self.g.chain[j]));
+                    rename.extend(ours.into_iter().zip(theirs));
+                    self.record(FusionKind::Duplicate, &[i], "");
+                    edits.insert(i, Edit::Remove);
+                }
+                None => {
+                    if pure {
+                        kept.entry(call.name.clone()).or_default().push((i, args.clone()));
+                    }
+                    if args != call.args {
+                        edits.insert(i, Edit::Replace(vec![OpCall { args, ..call }]));
+                    }
+                }
+            }
+        }
+        self.apply(edits);
+    }
+
+    /// The op `call`, with arguments `args` (inputs renamed), computes what
+    /// the earlier `first` (with `first_args`) does: same name, the same
+    /// input values or equal literals, results of the same kinds, shapes
+    /// and dtypes that may disappear (and no reader of a result list).
+    fn repeats(&self, u: &Uses, call: &OpCall, args: &[ValueId], first: &OpCall, first_args: &[ValueId]) -> bool {
+        let n = args.len();
+        if first.name != call.name || first_args.len() != n || n == 0 {
+            return false;
+        }
+        let last = args[n - 1];
+        if matches!(self.g.value(last), VkValue::ValueList(_)) && !u.readers[last.idx()].is_empty() {
+            return false;
+        }
+        let inputs_same = args[..n - 1].iter().zip(&first_args[..n - 1]).all(|(&a, &b)| {
+            a == b
+                || match (self.g.value(a), self.g.value(b)) {
+                    (VkValue::ValueList(x), VkValue::ValueList(y)) => x == y,
+                    _ => self.same_literal(a, b),
+                }
+        });
+        let inputs_stable = inputs_of(&self.g, call).iter().all(|&v| !u.mutable[v.idx()]);
+        let (ours, theirs) = (outputs_of(&self.g, call), outputs_of(&self.g, first));
+        let outputs_alike = ours.len() == theirs.len()
+            && ours.iter().zip(&theirs).all(|(&a, &b)| {
+                let shape = |v: ValueId| match self.g.value(v) {
+                    VkValue::Tensor(t) => Some((Some(t.dtype), t.dims.clone())),
+                    VkValue::SymInt(_) => Some((None, Vec::new())),
+                    _ => None,
+                };
+                u.removable(a) && !u.mutable[b.idx()] && shape(a).is_some() && shape(a) == shape(b)
+            });
+        inputs_same && inputs_stable && outputs_alike
     }
 
     // 1. SwiGLU.
