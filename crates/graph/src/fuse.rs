@@ -46,6 +46,10 @@ use etwgpu_kernels::OpId;
 use etwgpu_kernels::ops::elementwise::{BinaryOp, UnaryOp};
 use etwgpu_kernels::ops::fused::{Epilogue, Expr, FUSED_MAX_INPUTS, Inst, Operand};
 
+/// Most ops in one fused elementwise kernel (so a long chain does not
+/// become one huge shader).
+const MAX_FUSED_OPS: usize = 32;
+
 /// Storage buffers per shader stage that [`FuseOptions::default`] assumes:
 /// what desktop and Apple GPUs offer at least. A QKV kernel needs 10.
 pub const DEFAULT_MAX_STORAGE_BUFFERS: u32 = 16;
@@ -136,7 +140,8 @@ impl Fused {
 
 /// Rewrites `graph` (see the module docs). Deterministic; ops the kernel
 /// table does not know are left alone and fused around, and a graph that
-/// does not lower at its declared shapes is returned as it is.
+/// does not lower at its declared shapes (or whose fused chain would not)
+/// is returned as it is.
 pub fn fuse(graph: &VkGraph, options: &FuseOptions) -> Fused {
     // Only a graph that lowers as exported is rewritten: its errors keep
     // naming the exported ops, and every op a pattern looks at has passed
@@ -151,6 +156,11 @@ pub fn fuse(graph: &VkGraph, options: &FuseOptions) -> Fused {
     rw.epilogues();
     rw.elementwise();
     rw.dead_ops();
+    // A fused chain that does not lower where the exported one did would
+    // be a bug in a pattern; the model then runs as exported.
+    if crate::lower::lower_at_max(&rw.g, 0).is_err() {
+        return Fused { graph: graph.clone(), fusions: Vec::new() };
+    }
     Fused { graph: rw.g, fusions: rw.fusions }
 }
 
@@ -389,16 +399,22 @@ impl Rewriter {
             && self.tensor(a).map(|t| (t.dtype, &t.dims)) == self.tensor(b).map(|t| (t.dtype, &t.dims))
     }
 
-    /// Two argument values are equal literals (or the same value).
+    /// Two argument values are equal literals (or the same value); lists
+    /// are equal when their items are the same values or equal scalars.
     fn same_literal(&self, a: ValueId, b: ValueId) -> bool {
-        a == b
-            || match (self.g.value(a), self.g.value(b)) {
-                (VkValue::SymInt(_), _) | (_, VkValue::SymInt(_)) | (VkValue::Tensor(_), _) => false,
-                (VkValue::ValueList(x), VkValue::ValueList(y)) => {
-                    x.len() == y.len() && x.iter().zip(y).all(|(&p, &q)| self.same_literal(p, q))
+        let scalar = |a: ValueId, b: ValueId| {
+            a == b
+                || match (self.g.value(a), self.g.value(b)) {
+                    (VkValue::SymInt(_) | VkValue::Tensor(_) | VkValue::ValueList(_), _) => false,
+                    (x, y) => x == y,
                 }
-                (x, y) => x == y,
+        };
+        match (self.g.value(a), self.g.value(b)) {
+            (VkValue::ValueList(x), VkValue::ValueList(y)) if a != b => {
+                x.len() == y.len() && x.iter().zip(y).all(|(&p, &q)| scalar(p, q))
             }
+            _ => scalar(a, b),
+        }
     }
 
     /// The linear at op `i`, if a fusion can take it.
@@ -407,9 +423,11 @@ impl Rewriter {
         let rank2 = |v: ValueId| self.dims(v).is_some_and(|d| d.len() == 2);
         match (self.op(i)?, args) {
             (OpId::Linear, &[input, w, b, out]) => {
+                // The fused kernels take a bias of exactly `[N]`.
+                let n = self.dims(w).and_then(|d| d.first().copied());
                 let bias_ok = match self.g.value(b) {
                     VkValue::Null => true,
-                    VkValue::Tensor(t) => t.dims.len() == 1,
+                    VkValue::Tensor(t) => Some(t.dims.as_slice()) == n.as_ref().map(std::slice::from_ref),
                     _ => false,
                 };
                 (rank2(w) && bias_ok && self.float(input).is_some()).then_some(Linear {
@@ -471,8 +489,9 @@ impl Rewriter {
         // the lists rebuilt with them.
         let mut rename: BTreeMap<ValueId, ValueId> = BTreeMap::new();
         let mut lists: BTreeMap<ValueId, ValueId> = BTreeMap::new();
-        // Per op name: the pure ops kept so far, with their renamed inputs.
-        let mut kept: BTreeMap<String, Vec<(usize, Vec<ValueId>)>> = BTreeMap::new();
+        // Per op name and first argument: the pure ops kept so far, with
+        // their renamed arguments.
+        let mut kept: BTreeMap<(String, ValueId), Vec<(usize, Vec<ValueId>)>> = BTreeMap::new();
         let mut edits = BTreeMap::new();
         for i in 0..self.g.chain.len() {
             let call = self.g.chain[i].clone();
@@ -493,7 +512,8 @@ impl Rewriter {
                 }
             }
             let pure = self.op(i).is_some_and(|op| op.mutated_args().is_empty()) && n > 0;
-            let earlier = kept.get(&call.name).and_then(|js| {
+            let key = (call.name.clone(), args.first().copied().unwrap_or(ValueId(0)));
+            let earlier = kept.get(&key).and_then(|js| {
                 js.iter()
                     .find(|(j, first)| pure && self.repeats(&u, &call, &args, &self.g.chain[*j], first))
                     .map(|p| p.0)
@@ -507,7 +527,7 @@ impl Rewriter {
                 }
                 None => {
                     if pure {
-                        kept.entry(call.name.clone()).or_default().push((i, args.clone()));
+                        kept.entry(key).or_default().push((i, args.clone()));
                     }
                     if args != call.args {
                         edits.insert(i, Edit::Replace(vec![OpCall { args, ..call }]));
@@ -617,6 +637,10 @@ impl Rewriter {
         let lg = self.linear(u.producer[g.idx()]?)?;
         let lu = self.linear(u.producer[up.idx()]?)?;
         if lg.idx == lu.idx || lg.out != g || lu.out != up || !self.compatible(u, &lg, &lu) {
+            return None;
+        }
+        // 4-bit gate and up weights share one packing.
+        if lg.q4 && (self.dims(lg.w) != self.dims(lu.w) || self.dims(lg.b) != self.dims(lu.b)) {
             return None;
         }
         // Shapes: the product has the gate's and the up's shape.
@@ -995,7 +1019,7 @@ impl Rewriter {
                         continue;
                     }
                     let trial: BTreeSet<usize> = members.union(&groups[&p]).copied().collect();
-                    if inputs_of_group(self, &trial).len() <= max_inputs {
+                    if trial.len() <= MAX_FUSED_OPS && inputs_of_group(self, &trial).len() <= max_inputs {
                         members = trial;
                         groups.remove(&p);
                         grew = true;
