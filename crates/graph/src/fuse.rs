@@ -308,6 +308,9 @@ struct Linear {
     out: ValueId,
 }
 
+/// An op the duplicate pass kept: its index and its (renamed) arguments.
+type Kept = (usize, Vec<ValueId>);
+
 fn sorted(mut v: Vec<usize>) -> Vec<usize> {
     v.sort_unstable();
     v.dedup();
@@ -491,7 +494,7 @@ impl Rewriter {
         let mut lists: BTreeMap<ValueId, ValueId> = BTreeMap::new();
         // Per op name and first argument: the pure ops kept so far, with
         // their renamed arguments.
-        let mut kept: BTreeMap<(String, ValueId), Vec<(usize, Vec<ValueId>)>> = BTreeMap::new();
+        let mut kept: BTreeMap<(String, ValueId), Vec<Kept>> = BTreeMap::new();
         let mut edits = BTreeMap::new();
         for i in 0..self.g.chain.len() {
             let call = self.g.chain[i].clone();
