@@ -1,8 +1,9 @@
 //! `etwgpu chat`: an interactive ChatML conversation with an instruct
 //! model. Each line read from stdin is a user turn; the reply streams to
 //! stdout. The conversation lives in the model's KV cache, so a turn feeds
-//! only its own tokens; when the next turn would not fit the context, the
-//! oldest turns are dropped and the rest is fed again. `/reset` starts
+//! only its own tokens. A reply gets at most `--max-tokens` and at most the
+//! room left in the context; when less than 64 tokens of room would be
+//! left, the oldest turns are dropped and the rest is fed again. `/reset` starts
 //! over, `/quit` (or end of input) ends.
 
 use std::io::{BufRead as _, IsTerminal as _, Write as _};
@@ -13,6 +14,10 @@ use etwgpu_llm::{ChatMessage, GenerateOptions, Generator, Sampler, SamplerConfig
 use etwgpu_runtime::Runtime;
 
 use crate::Failure;
+
+/// The least room a reply gets (or `--max-tokens`, if smaller) before the
+/// oldest turns are dropped.
+const MIN_REPLY_TOKENS: usize = 64;
 
 /// Options of `chat`.
 #[derive(Debug)]
@@ -95,12 +100,16 @@ impl Conversation {
             f.extend(self.tok.encode(&chatml(&[ChatMessage::new("user", user)], true)));
             f
         };
-        let budget = self.max_tokens.min(context.saturating_sub(1));
-        if self.generator.position() + feed.len() + budget > context {
+        // A reply may be shorter than --max-tokens when the context is
+        // nearly full, but gets at least `want` tokens of room: else the
+        // oldest turns go.
+        let want = self.max_tokens.min(MIN_REPLY_TOKENS).min(context.saturating_sub(1));
+        let room = |used: usize| context.saturating_sub(used);
+        if room(self.generator.position() + feed.len()) < want {
             // Drop the oldest turns until the conversation fits again.
             let kept = (0..=self.turns.len())
                 .map(|from| (from, self.tok.encode(&self.transcript(from, user))))
-                .find(|(_, ids)| ids.len() + budget <= context);
+                .find(|(_, ids)| room(ids.len()) >= want);
             let Some((from, ids)) = kept else {
                 writeln!(err, "[this message alone does not fit the context of {context} tokens; say less]")
                     .map_err(Failure::error)?;
@@ -111,6 +120,7 @@ impl Conversation {
             self.generator.reset();
             feed = ids;
         }
+        let budget = self.max_tokens.min(room(self.generator.position() + feed.len()));
         let options = GenerateOptions { max_new_tokens: budget, stop_tokens: vec![self.im_end], stop_at_eos: true };
         let stops: Vec<u32> = options.stop_tokens.iter().chain(&self.generator.metadata().eos_ids).copied().collect();
         let mut decoder = self.tok.stream_decoder();
