@@ -729,8 +729,28 @@ fn q4gsw_qkv_and_swiglu_check_their_packed_weights() {
     let outs = g.push(Owned::List(vec![q, k, v]));
     let l = check(&g, "etwgpu.linear_q4gsw_qkv.default", &[x, gs, wq, sq, wk, sk, wk, sk, outs]).expect("qkv");
     assert_eq!(l.shapes, vec![(q, vec![1, 3, 64]), (k, vec![1, 3, 32]), (v, vec![1, 3, 32])]);
-    let Step::Dispatch(d) = &l.steps[0] else { panic!("a dispatch") };
-    assert_eq!(d.workgroups, [3 * 128, 1, 1]);
+    // K and the group are multiples of 32: one fast GEMV per projection.
+    let fast: Vec<_> = l
+        .steps
+        .iter()
+        .map(|s| match s {
+            Step::Dispatch(d) => (d.shader.label(), d.outputs.clone()),
+            other => panic!("a dispatch, found {other:?}"),
+        })
+        .collect();
+    assert_eq!(fast, [("q4_gemv.f32", vec![q]), ("q4_gemv.f32", vec![k]), ("q4_gemv.f32", vec![v])]);
+    // K = 48 with groups of 16: the one fused kernel.
+    let x48 = g.t(&[1, 3, 48]);
+    let gs16 = g.push(Owned::Int(16));
+    let w48 = g.push(Owned::Tensor(ElemType::U8, vec![32, 24], true));
+    let s48 = g.push(Owned::Tensor(ElemType::F32, vec![3, 32], true));
+    let (k48, v48) = (g.t(&[1, 3, 32]), g.t(&[1, 3, 32]));
+    let q48 = g.t(&[1, 3, 32]);
+    let outs48 = g.push(Owned::List(vec![q48, k48, v48]));
+    let l =
+        check(&g, "etwgpu.linear_q4gsw_qkv.default", &[x48, gs16, w48, s48, w48, s48, w48, s48, outs48]).expect("qkv");
+    let [Step::Dispatch(d)] = &l.steps[..] else { panic!("one dispatch") };
+    assert_eq!(d.workgroups, [3 * 96, 1, 1]);
     assert_eq!(d.params.len(), 64);
     let out = g.t(&[1, 3, 32]);
     let l = check(&g, "etwgpu.linear_q4gsw_swiglu.default", &[x, gs, wk, sk, wk, sk, out]).expect("swiglu");
