@@ -91,6 +91,20 @@ pub enum Variant {
     U32,
 }
 
+/// What a shader needs of the device; the runtime checks it against the
+/// adapter's limits before creating the pipeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShaderNeeds {
+    /// `@workgroup_size` of `main`.
+    pub workgroup_size: [u32; 3],
+    /// Storage buffers bound.
+    pub storage_buffers: u32,
+    /// Uniform buffers bound.
+    pub uniform_buffers: u32,
+    /// Bytes of `var<workgroup>` memory.
+    pub workgroup_bytes: u32,
+}
+
 /// One generated shader: a family compiled for one variant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ShaderId {
@@ -668,6 +682,253 @@ impl ShaderId {
             ShaderId::WhereF16 => WHERE_F16,
             ShaderId::WhereI32 => WHERE_I32,
             ShaderId::WhereU32 => WHERE_U32,
+        }
+    }
+
+    /// What it needs of the device (workgroup size, bindings, workgroup
+    /// memory), as naga reads it (overrides at their defaults).
+    pub const fn needs(self) -> ShaderNeeds {
+        match self {
+            ShaderId::ArgReduceF32 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 512 }
+            }
+            ShaderId::ArgReduceF16 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 512 }
+            }
+            ShaderId::AttentionF32 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 5, uniform_buffers: 1, workgroup_bytes: 768 }
+            }
+            ShaderId::AttentionF16 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 5, uniform_buffers: 1, workgroup_bytes: 768 }
+            }
+            ShaderId::AvgPool2dF32 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::AvgPool2dF16 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::BatchNormF32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 6, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::BatchNormF16 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 6, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::BinaryF32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::BinaryF16 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::BitwiseI32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::BitwiseU32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::CastFromI32F32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::CastFromI32F16 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::ChooseQparamsF32 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::ChooseQparamsF16 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::CompareF32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::CompareF16 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::CompareI32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::CompareU32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::ConvF32 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::ConvF16 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::CopyF32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::EmbeddingQ4gswF32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::EmbeddingQ4gswF16 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::FillF32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 1, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::FillF16 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 1, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::FillI32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 1, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::GatherF32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::GatherF16 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::GatherI32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::GemvF32 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 256 }
+            }
+            ShaderId::GemvF16 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 256 }
+            }
+            ShaderId::GroupNormF32 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 6, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::GroupNormF16 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 6, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::KvCacheUpdateF32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::KvCacheUpdateF16 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::LayerNormF32 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 6, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::LayerNormF16 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 6, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::LinearDq8caQ4gswF32 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 7, uniform_buffers: 1, workgroup_bytes: 256 }
+            }
+            ShaderId::LinearDq8caQ4gswF16 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 7, uniform_buffers: 1, workgroup_bytes: 256 }
+            }
+            ShaderId::LinearQ4gswF32 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 5, uniform_buffers: 1, workgroup_bytes: 256 }
+            }
+            ShaderId::LinearQ4gswF16 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 5, uniform_buffers: 1, workgroup_bytes: 256 }
+            }
+            ShaderId::MatmulF32 => ShaderNeeds {
+                workgroup_size: [16, 16, 1],
+                storage_buffers: 4,
+                uniform_buffers: 1,
+                workgroup_bytes: 2048,
+            },
+            ShaderId::MatmulF16 => ShaderNeeds {
+                workgroup_size: [16, 16, 1],
+                storage_buffers: 4,
+                uniform_buffers: 1,
+                workgroup_bytes: 2048,
+            },
+            ShaderId::MaxPool2dF32 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::MaxPool2dF16 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::PadF32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::PadF16 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::PadI32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::PlaceF32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::PlaceF16 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::PlaceI32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::ReduceF32 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 256 }
+            }
+            ShaderId::ReduceF16 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 256 }
+            }
+            ShaderId::RmsNormF32 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::RmsNormF16 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::RopeF32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::RopeF16 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::RopeHfF32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::RopeHfF16 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::RopeInterleavedF32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::RopeInterleavedF16 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::SdpaF32 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 768 }
+            }
+            ShaderId::SdpaF16 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 768 }
+            }
+            ShaderId::SoftmaxF32 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::SoftmaxF16 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::TakeF32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::TakeF16 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::TakeI32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::UnaryF32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::UnaryF16 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::UpsampleF32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::UpsampleF16 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::WhereF32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::WhereF16 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::WhereI32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::WhereU32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
         }
     }
 
