@@ -1,5 +1,15 @@
 //! The one place compute pipelines are created: one per generated shader
 //! variant, created on first use and shared by every loaded method.
+//!
+//! Before creating one, the shader's needs (workgroup size, storage and
+//! uniform buffers, workgroup memory; [`ShaderId::needs`]) are checked
+//! against the device's limits, so a device too small for a kernel gives
+//! [`Error::ShaderOverLimit`] at load instead of a validation error. (Every
+//! kernel fits WebGPU's guaranteed limits, which `cargo xtask check-wgsl`
+//! enforces, so no WebGPU device, browsers included, hits it.) Creation
+//! waits for the validation of each new pipeline asynchronously
+//! ([`PipelineCache::get_async`]); on native targets [`PipelineCache::get`]
+//! blocks on it.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -24,18 +34,23 @@ impl PipelineCache {
 
     /// The pipeline of `shader`, created (with its shader module) on first
     /// use. Its bind group layout is derived from the shader.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn get(&self, shader: ShaderId) -> Result<wgpu::ComputePipeline> {
-        let mut map = self.pipelines.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(p) = map.get(&shader) {
-            return Ok(p.clone());
+        pollster::block_on(self.get_async(shader))
+    }
+
+    /// The pipeline of `shader` if it was created already.
+    pub fn cached(&self, shader: ShaderId) -> Option<wgpu::ComputePipeline> {
+        self.pipelines.lock().unwrap_or_else(|e| e.into_inner()).get(&shader).cloned()
+    }
+
+    /// Like [`PipelineCache::get`], awaiting the pipeline's validation
+    /// without blocking.
+    pub async fn get_async(&self, shader: ShaderId) -> Result<wgpu::ComputePipeline> {
+        if let Some(p) = self.cached(shader) {
+            return Ok(p);
         }
-        if shader.variant() == Variant::F16 && !self.device.features().contains(wgpu::Features::SHADER_F16) {
-            return Err(Error::MissingFeature {
-                shader: shader.label(),
-                feature: "SHADER_F16",
-                adapter: self.adapter_name.clone(),
-            });
-        }
+        self.check_limits(shader)?;
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let module = self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some(shader.label()),
@@ -49,14 +64,47 @@ impl PipelineCache {
             compilation_options: wgpu::PipelineCompilationOptions::default(),
             cache: None,
         });
-        if let Some(e) = pollster::block_on(scope.pop()) {
+        if let Some(e) = scope.pop().await {
             return Err(Error::Gpu {
                 during: "creating a compute pipeline",
                 reason: format!("{}: {e}", shader.label()),
             });
         }
-        map.insert(shader, pipeline.clone());
-        Ok(pipeline)
+        let mut map = self.pipelines.lock().unwrap_or_else(|e| e.into_inner());
+        Ok(map.entry(shader).or_insert(pipeline).clone())
+    }
+
+    /// Fails when the device lacks a feature or a limit `shader` needs.
+    fn check_limits(&self, shader: ShaderId) -> Result<()> {
+        if shader.variant() == Variant::F16 && !self.device.features().contains(wgpu::Features::SHADER_F16) {
+            return Err(Error::MissingFeature {
+                shader: shader.label(),
+                feature: "SHADER_F16",
+                adapter: self.adapter_name.clone(),
+            });
+        }
+        let needs = shader.needs();
+        let l = self.device.limits();
+        let [x, y, z] = needs.workgroup_size;
+        let checks = [
+            ("max_compute_invocations_per_workgroup", x * y * z, l.max_compute_invocations_per_workgroup),
+            ("max_compute_workgroup_size_x", x, l.max_compute_workgroup_size_x),
+            ("max_compute_workgroup_size_y", y, l.max_compute_workgroup_size_y),
+            ("max_compute_workgroup_size_z", z, l.max_compute_workgroup_size_z),
+            ("max_storage_buffers_per_shader_stage", needs.storage_buffers, l.max_storage_buffers_per_shader_stage),
+            ("max_uniform_buffers_per_shader_stage", needs.uniform_buffers, l.max_uniform_buffers_per_shader_stage),
+            ("max_compute_workgroup_storage_size", needs.workgroup_bytes, l.max_compute_workgroup_storage_size),
+        ];
+        match checks.into_iter().find(|&(_, needed, limit)| needed > limit) {
+            Some((limit_name, needed, limit)) => Err(Error::ShaderOverLimit {
+                shader: shader.label(),
+                limit_name,
+                needed,
+                limit,
+                adapter: self.adapter_name.clone(),
+            }),
+            None => Ok(()),
+        }
     }
 
     /// Number of pipelines created so far.
