@@ -43,6 +43,34 @@ fn wgpu_outside_runtime_is_rejected() {
 }
 
 #[test]
+fn web_sits_on_llm_and_nothing_depends_on_it() {
+    let deps = "etwgpu-llm.workspace = true\netwgpu-runtime.workspace = true\nwasm-bindgen.workspace = true";
+    let ok = tidy::check_manifests(&[manifest("etwgpu-web", deps)]);
+    assert!(ok.is_empty(), "{ok:?}");
+    for user in ["etwgpu-llm", "etwgpu-cli"] {
+        let p = tidy::check_manifests(&[manifest(user, "etwgpu-web.workspace = true")]);
+        assert!(p.iter().any(|x| x.contains("etwgpu-web")), "{user}: {p:?}");
+    }
+    let p = tidy::check_manifests(&[manifest("etwgpu-web", "etwgpu-cli.workspace = true")]);
+    assert!(p.iter().any(|x| x.contains("etwgpu-cli")), "{p:?}");
+}
+
+#[test]
+fn javascript_glue_outside_web_is_rejected() {
+    let p = tidy::check_manifests(&[manifest("etwgpu-runtime", "wasm-bindgen = \"0.2\"\njs-sys = \"0.3\"")]);
+    assert_eq!(p.len(), 2, "{p:?}");
+    let wgpu = tidy::check_manifests(&[manifest("etwgpu-web", "wgpu = \"30\"")]);
+    assert!(wgpu.iter().any(|x| x.contains("wgpu")), "{wgpu:?}");
+}
+
+#[test]
+fn wasm_bindgen_version_is_read_from_the_lock_file() {
+    let lock = "[[package]]\nname = \"wasm-bindgen-futures\"\nversion = \"0.4.1\"\n\n[[package]]\nname = \"wasm-bindgen\"\nversion = \"0.2.130\"\n";
+    assert_eq!(crate::web::locked_wasm_bindgen(lock).as_deref(), Some("0.2.130"));
+    assert_eq!(crate::web::locked_wasm_bindgen(""), None);
+}
+
+#[test]
 fn dev_dependency_section_is_checked() {
     let m = tidy::parse_manifest("[package]\nname = \"etwgpu-format\"\n[dev-dependencies]\nnaga = \"30\"\n");
     let p = tidy::check_manifests(&[m]);

@@ -1,0 +1,52 @@
+//! Errors of `etwgpu-web`; JavaScript sees them as thrown `Error`s with the
+//! message (and its causes) as text.
+
+/// Everything that can go wrong in `etwgpu-web`.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The bytes are not a valid program.
+    #[error("cannot read the program: {0}")]
+    Format(#[from] etwgpu_format::Error),
+    /// The runtime failed (opening the device, loading, running).
+    #[error("{0}")]
+    Runtime(#[from] etwgpu_runtime::Error),
+    /// Generation failed.
+    #[error("{0}")]
+    Llm(#[from] etwgpu_llm::Error),
+    /// A JavaScript argument has the wrong form.
+    #[error("{what}: expected {expected}")]
+    BadArgument {
+        /// Which argument, e.g. `inputs[0].shape`.
+        what: String,
+        /// What it should be.
+        expected: &'static str,
+    },
+    /// The `tokenizer.json` could not be read.
+    #[error("cannot read tokenizer.json: {problem}")]
+    Tokenizer {
+        /// The problem.
+        problem: String,
+    },
+    /// Text chat needs a tokenizer.
+    #[error("chat needs a tokenizer.json; without one, generate from token ids")]
+    NoTokenizer,
+}
+
+/// `Result` with [`Error`].
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl From<Error> for wasm_bindgen::JsError {
+    fn from(e: Error) -> Self {
+        let mut text = e.to_string();
+        let mut source = std::error::Error::source(&e);
+        while let Some(s) = source {
+            let t = s.to_string();
+            if !text.contains(&t) {
+                text.push_str(": ");
+                text.push_str(&t);
+            }
+            source = s.source();
+        }
+        wasm_bindgen::JsError::new(&text)
+    }
+}
