@@ -190,6 +190,22 @@ impl Generator {
         self.pos
     }
 
+    /// Host time per stage of the `forward` runs since load or the last
+    /// [`reset_run_times`](Self::reset_run_times).
+    pub fn run_times(&self) -> etwgpu_runtime::RunTimes {
+        self.forward.run_times()
+    }
+
+    /// Zeroes the counters of [`run_times`](Self::run_times).
+    pub fn reset_run_times(&mut self) {
+        self.forward.reset_run_times();
+    }
+
+    /// Dispatches one `forward` run records at the current shapes.
+    pub fn n_dispatches(&self) -> usize {
+        self.forward.n_dispatches()
+    }
+
     /// Starts a new sequence (later calls overwrite the KV cache from 0).
     pub fn reset(&mut self) {
         self.pos = 0;

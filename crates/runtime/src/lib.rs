@@ -34,7 +34,7 @@ mod tests;
 pub use bandwidth::Bandwidth;
 pub use device::{AdapterSummary, Runtime, RuntimeOptions, adapters};
 pub use error::{Error, Result};
-pub use method::{LoadProgress, LoadStage};
+pub use method::{LoadProgress, LoadStage, RunTimes};
 pub use program::{LoadedMethod, Route, kernel_route};
 pub use tensor::Tensor;
 

@@ -142,6 +142,36 @@ pub struct LoadProgress {
     pub total: u64,
 }
 
+/// Where the host's time went over a delegate call's runs (summed since
+/// load or the last reset): how long per-call overheads are, measured.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct RunTimes {
+    /// Runs counted.
+    pub runs: u64,
+    /// Checking and converting inputs.
+    pub inputs: std::time::Duration,
+    /// Re-lowering the chain at new shapes or SymInt values, and updating
+    /// the plan.
+    pub lowering: std::time::Duration,
+    /// Uploading inputs, recording the dispatches and submitting.
+    pub recording: std::time::Duration,
+    /// Waiting for the GPU to finish and the read-back to map.
+    pub waiting: std::time::Duration,
+    /// Copying and converting the outputs.
+    pub reading: std::time::Duration,
+}
+
+impl std::ops::AddAssign for RunTimes {
+    fn add_assign(&mut self, o: Self) {
+        self.runs += o.runs;
+        self.inputs += o.inputs;
+        self.lowering += o.lowering;
+        self.recording += o.recording;
+        self.waiting += o.waiting;
+        self.reading += o.reading;
+    }
+}
+
 /// One delegate call loaded onto a device, ready to [`run`](LoadedDelegate::run);
 /// [`crate::LoadedMethod`] runs whole methods through these.
 #[derive(Debug)]
@@ -181,6 +211,8 @@ pub struct LoadedDelegate {
     /// Per output: an argmax over its last dim, run on the device after the
     /// chain; `run` then returns the int64 indices instead of the tensor.
     argmax: Vec<Option<ArgmaxPost>>,
+    /// Host time per stage of `run`.
+    pub(crate) times: RunTimes,
 }
 
 /// The device objects of an argmax appended to one output.
@@ -359,6 +391,7 @@ impl LoadedDelegate {
             device_inputs: Vec::new(),
             keep_on_device: Vec::new(),
             argmax: Vec::new(),
+            times: RunTimes::default(),
         };
         me.device_inputs = vec![None; me.inputs.len()];
         me.keep_on_device = vec![false; me.outputs.len()];
@@ -953,6 +986,13 @@ impl LoadedDelegate {
     /// Runs the method once: validates and uploads `inputs`, records every
     /// dispatch into one compute pass, submits once and reads the outputs.
     pub async fn run(&mut self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
+        let mut clock = web_time::Instant::now();
+        let mut lap = || {
+            let now = web_time::Instant::now();
+            let d = now - clock;
+            clock = now;
+            d
+        };
         if inputs.len() != self.inputs.len() {
             return Err(Error::InputCount { expected: self.inputs.len(), found: inputs.len() });
         }
@@ -995,6 +1035,7 @@ impl LoadedDelegate {
             bytes.resize(align4(bytes.len() as u64) as usize, 0);
             uploads.push(bytes);
         }
+        self.times.inputs += lap();
         let input_shapes: Vec<Vec<u64>> = inputs.iter().map(|t| t.shape.clone()).collect();
         let reads_hold = self.plan.host_reads.iter().all(|r| int_at(&inputs[r.input], r.elem) == Some(r.value));
         if input_shapes != self.plan.input_shapes || !reads_hold {
@@ -1006,6 +1047,7 @@ impl LoadedDelegate {
                 self.plan = self.build_plan(input_shapes, lowering).await?;
             }
         }
+        self.times.lowering += lap();
         let rt = &self.rt;
         let scope = rt.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let mut encoder = rt
@@ -1082,7 +1124,9 @@ impl LoadedDelegate {
         }
         let slices: Vec<wgpu::BufferSlice<'_>> =
             out_sizes.iter().filter(|o| o.2 > 0).map(|(readback, _, n, _, _)| readback.slice(..align4(*n))).collect();
+        self.times.recording += lap();
         rt.map_read(&slices).await?;
+        self.times.waiting += lap();
         let mut results = Vec::with_capacity(self.outputs.len());
         for (readback, shape, n, device_dtype, host_dtype) in out_sizes {
             let device_bytes = if n > 0 {
@@ -1108,6 +1152,13 @@ impl LoadedDelegate {
             };
             results.push(Tensor { dtype, shape, bytes });
         }
+        self.times.reading += lap();
+        self.times.runs += 1;
         Ok(results)
+    }
+
+    /// Host time per stage of the runs since load or the last reset.
+    pub fn run_times(&self) -> RunTimes {
+        self.times
     }
 }

@@ -503,6 +503,28 @@ impl LoadedMethod {
         call.set_argmax(j, on).await
     }
 
+    /// Host time per stage of `run` over every GPU call, summed since load
+    /// or the last [`reset_run_times`](Self::reset_run_times) (`runs`
+    /// counts GPU calls run).
+    pub fn run_times(&self) -> crate::RunTimes {
+        let mut t = crate::RunTimes::default();
+        for s in &self.steps {
+            if let Exec::Gpu { call, .. } = s {
+                t += call.run_times();
+            }
+        }
+        t
+    }
+
+    /// Zeroes the counters of [`run_times`](Self::run_times).
+    pub fn reset_run_times(&mut self) {
+        for s in &mut self.steps {
+            if let Exec::Gpu { call, .. } = s {
+                call.times = crate::RunTimes::default();
+            }
+        }
+    }
+
     /// Runs the method once: every instruction in chain order.
     #[cfg(not(target_arch = "wasm32"))]
     pub fn run(&mut self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {

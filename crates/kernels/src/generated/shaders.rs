@@ -44,6 +44,8 @@ pub enum Family {
     LayerNorm,
     /// `linear_dq8ca_q4gsw.wgsl`.
     LinearDq8caQ4gsw,
+    /// `linear_gemv.wgsl`.
+    LinearGemv,
     /// `linear_q4gsw.wgsl`.
     LinearQ4gsw,
     /// `matmul.wgsl`.
@@ -54,6 +56,10 @@ pub enum Family {
     Pad,
     /// `place.wgsl`.
     Place,
+    /// `q4_gemm.wgsl`.
+    Q4Gemm,
+    /// `q4_gemv.wgsl`.
+    Q4Gemv,
     /// `reduce.wgsl`.
     Reduce,
     /// `rms_norm.wgsl`.
@@ -66,6 +72,8 @@ pub enum Family {
     RopeInterleaved,
     /// `sdpa.wgsl`.
     Sdpa,
+    /// `sdpa_online.wgsl`.
+    SdpaOnline,
     /// `softmax.wgsl`.
     Softmax,
     /// `take.wgsl`.
@@ -190,6 +198,10 @@ pub enum ShaderId {
     LinearDq8caQ4gswF32,
     /// `linear_dq8ca_q4gsw.wgsl` with `Elem = f16`.
     LinearDq8caQ4gswF16,
+    /// `linear_gemv.wgsl` with `Elem = f32`.
+    LinearGemvF32,
+    /// `linear_gemv.wgsl` with `Elem = f16`.
+    LinearGemvF16,
     /// `linear_q4gsw.wgsl` with `Elem = f32`.
     LinearQ4gswF32,
     /// `linear_q4gsw.wgsl` with `Elem = f16`.
@@ -214,6 +226,14 @@ pub enum ShaderId {
     PlaceF16,
     /// `place.wgsl` with `Elem = i32`.
     PlaceI32,
+    /// `q4_gemm.wgsl` with `Elem = f32`.
+    Q4GemmF32,
+    /// `q4_gemm.wgsl` with `Elem = f16`.
+    Q4GemmF16,
+    /// `q4_gemv.wgsl` with `Elem = f32`.
+    Q4GemvF32,
+    /// `q4_gemv.wgsl` with `Elem = f16`.
+    Q4GemvF16,
     /// `reduce.wgsl` with `Elem = f32`.
     ReduceF32,
     /// `reduce.wgsl` with `Elem = f16`.
@@ -238,6 +258,10 @@ pub enum ShaderId {
     SdpaF32,
     /// `sdpa.wgsl` with `Elem = f16`.
     SdpaF16,
+    /// `sdpa_online.wgsl` with `Elem = f32`.
+    SdpaOnlineF32,
+    /// `sdpa_online.wgsl` with `Elem = f16`.
+    SdpaOnlineF16,
     /// `softmax.wgsl` with `Elem = f32`.
     SoftmaxF32,
     /// `softmax.wgsl` with `Elem = f16`.
@@ -310,6 +334,8 @@ impl ShaderId {
         ShaderId::LayerNormF16,
         ShaderId::LinearDq8caQ4gswF32,
         ShaderId::LinearDq8caQ4gswF16,
+        ShaderId::LinearGemvF32,
+        ShaderId::LinearGemvF16,
         ShaderId::LinearQ4gswF32,
         ShaderId::LinearQ4gswF16,
         ShaderId::MatmulF32,
@@ -322,6 +348,10 @@ impl ShaderId {
         ShaderId::PlaceF32,
         ShaderId::PlaceF16,
         ShaderId::PlaceI32,
+        ShaderId::Q4GemmF32,
+        ShaderId::Q4GemmF16,
+        ShaderId::Q4GemvF32,
+        ShaderId::Q4GemvF16,
         ShaderId::ReduceF32,
         ShaderId::ReduceF16,
         ShaderId::RmsNormF32,
@@ -334,6 +364,8 @@ impl ShaderId {
         ShaderId::RopeInterleavedF16,
         ShaderId::SdpaF32,
         ShaderId::SdpaF16,
+        ShaderId::SdpaOnlineF32,
+        ShaderId::SdpaOnlineF16,
         ShaderId::SoftmaxF32,
         ShaderId::SoftmaxF16,
         ShaderId::TakeF32,
@@ -393,6 +425,8 @@ impl ShaderId {
             ShaderId::LayerNormF16 => Family::LayerNorm,
             ShaderId::LinearDq8caQ4gswF32 => Family::LinearDq8caQ4gsw,
             ShaderId::LinearDq8caQ4gswF16 => Family::LinearDq8caQ4gsw,
+            ShaderId::LinearGemvF32 => Family::LinearGemv,
+            ShaderId::LinearGemvF16 => Family::LinearGemv,
             ShaderId::LinearQ4gswF32 => Family::LinearQ4gsw,
             ShaderId::LinearQ4gswF16 => Family::LinearQ4gsw,
             ShaderId::MatmulF32 => Family::Matmul,
@@ -405,6 +439,10 @@ impl ShaderId {
             ShaderId::PlaceF32 => Family::Place,
             ShaderId::PlaceF16 => Family::Place,
             ShaderId::PlaceI32 => Family::Place,
+            ShaderId::Q4GemmF32 => Family::Q4Gemm,
+            ShaderId::Q4GemmF16 => Family::Q4Gemm,
+            ShaderId::Q4GemvF32 => Family::Q4Gemv,
+            ShaderId::Q4GemvF16 => Family::Q4Gemv,
             ShaderId::ReduceF32 => Family::Reduce,
             ShaderId::ReduceF16 => Family::Reduce,
             ShaderId::RmsNormF32 => Family::RmsNorm,
@@ -417,6 +455,8 @@ impl ShaderId {
             ShaderId::RopeInterleavedF16 => Family::RopeInterleaved,
             ShaderId::SdpaF32 => Family::Sdpa,
             ShaderId::SdpaF16 => Family::Sdpa,
+            ShaderId::SdpaOnlineF32 => Family::SdpaOnline,
+            ShaderId::SdpaOnlineF16 => Family::SdpaOnline,
             ShaderId::SoftmaxF32 => Family::Softmax,
             ShaderId::SoftmaxF16 => Family::Softmax,
             ShaderId::TakeF32 => Family::Take,
@@ -477,6 +517,8 @@ impl ShaderId {
             ShaderId::LayerNormF16 => Variant::F16,
             ShaderId::LinearDq8caQ4gswF32 => Variant::F32,
             ShaderId::LinearDq8caQ4gswF16 => Variant::F16,
+            ShaderId::LinearGemvF32 => Variant::F32,
+            ShaderId::LinearGemvF16 => Variant::F16,
             ShaderId::LinearQ4gswF32 => Variant::F32,
             ShaderId::LinearQ4gswF16 => Variant::F16,
             ShaderId::MatmulF32 => Variant::F32,
@@ -489,6 +531,10 @@ impl ShaderId {
             ShaderId::PlaceF32 => Variant::F32,
             ShaderId::PlaceF16 => Variant::F16,
             ShaderId::PlaceI32 => Variant::I32,
+            ShaderId::Q4GemmF32 => Variant::F32,
+            ShaderId::Q4GemmF16 => Variant::F16,
+            ShaderId::Q4GemvF32 => Variant::F32,
+            ShaderId::Q4GemvF16 => Variant::F16,
             ShaderId::ReduceF32 => Variant::F32,
             ShaderId::ReduceF16 => Variant::F16,
             ShaderId::RmsNormF32 => Variant::F32,
@@ -501,6 +547,8 @@ impl ShaderId {
             ShaderId::RopeInterleavedF16 => Variant::F16,
             ShaderId::SdpaF32 => Variant::F32,
             ShaderId::SdpaF16 => Variant::F16,
+            ShaderId::SdpaOnlineF32 => Variant::F32,
+            ShaderId::SdpaOnlineF16 => Variant::F16,
             ShaderId::SoftmaxF32 => Variant::F32,
             ShaderId::SoftmaxF16 => Variant::F16,
             ShaderId::TakeF32 => Variant::F32,
@@ -561,6 +609,8 @@ impl ShaderId {
             ShaderId::LayerNormF16 => "layer_norm.f16",
             ShaderId::LinearDq8caQ4gswF32 => "linear_dq8ca_q4gsw.f32",
             ShaderId::LinearDq8caQ4gswF16 => "linear_dq8ca_q4gsw.f16",
+            ShaderId::LinearGemvF32 => "linear_gemv.f32",
+            ShaderId::LinearGemvF16 => "linear_gemv.f16",
             ShaderId::LinearQ4gswF32 => "linear_q4gsw.f32",
             ShaderId::LinearQ4gswF16 => "linear_q4gsw.f16",
             ShaderId::MatmulF32 => "matmul.f32",
@@ -573,6 +623,10 @@ impl ShaderId {
             ShaderId::PlaceF32 => "place.f32",
             ShaderId::PlaceF16 => "place.f16",
             ShaderId::PlaceI32 => "place.i32",
+            ShaderId::Q4GemmF32 => "q4_gemm.f32",
+            ShaderId::Q4GemmF16 => "q4_gemm.f16",
+            ShaderId::Q4GemvF32 => "q4_gemv.f32",
+            ShaderId::Q4GemvF16 => "q4_gemv.f16",
             ShaderId::ReduceF32 => "reduce.f32",
             ShaderId::ReduceF16 => "reduce.f16",
             ShaderId::RmsNormF32 => "rms_norm.f32",
@@ -585,6 +639,8 @@ impl ShaderId {
             ShaderId::RopeInterleavedF16 => "rope_interleaved.f16",
             ShaderId::SdpaF32 => "sdpa.f32",
             ShaderId::SdpaF16 => "sdpa.f16",
+            ShaderId::SdpaOnlineF32 => "sdpa_online.f32",
+            ShaderId::SdpaOnlineF16 => "sdpa_online.f16",
             ShaderId::SoftmaxF32 => "softmax.f32",
             ShaderId::SoftmaxF16 => "softmax.f16",
             ShaderId::TakeF32 => "take.f32",
@@ -645,6 +701,8 @@ impl ShaderId {
             ShaderId::LayerNormF16 => LAYER_NORM_F16,
             ShaderId::LinearDq8caQ4gswF32 => LINEAR_DQ8CA_Q4GSW_F32,
             ShaderId::LinearDq8caQ4gswF16 => LINEAR_DQ8CA_Q4GSW_F16,
+            ShaderId::LinearGemvF32 => LINEAR_GEMV_F32,
+            ShaderId::LinearGemvF16 => LINEAR_GEMV_F16,
             ShaderId::LinearQ4gswF32 => LINEAR_Q4GSW_F32,
             ShaderId::LinearQ4gswF16 => LINEAR_Q4GSW_F16,
             ShaderId::MatmulF32 => MATMUL_F32,
@@ -657,6 +715,10 @@ impl ShaderId {
             ShaderId::PlaceF32 => PLACE_F32,
             ShaderId::PlaceF16 => PLACE_F16,
             ShaderId::PlaceI32 => PLACE_I32,
+            ShaderId::Q4GemmF32 => Q4_GEMM_F32,
+            ShaderId::Q4GemmF16 => Q4_GEMM_F16,
+            ShaderId::Q4GemvF32 => Q4_GEMV_F32,
+            ShaderId::Q4GemvF16 => Q4_GEMV_F16,
             ShaderId::ReduceF32 => REDUCE_F32,
             ShaderId::ReduceF16 => REDUCE_F16,
             ShaderId::RmsNormF32 => RMS_NORM_F32,
@@ -669,6 +731,8 @@ impl ShaderId {
             ShaderId::RopeInterleavedF16 => ROPE_INTERLEAVED_F16,
             ShaderId::SdpaF32 => SDPA_F32,
             ShaderId::SdpaF16 => SDPA_F16,
+            ShaderId::SdpaOnlineF32 => SDPA_ONLINE_F32,
+            ShaderId::SdpaOnlineF16 => SDPA_ONLINE_F16,
             ShaderId::SoftmaxF32 => SOFTMAX_F32,
             ShaderId::SoftmaxF16 => SOFTMAX_F16,
             ShaderId::TakeF32 => TAKE_F32,
@@ -812,6 +876,18 @@ impl ShaderId {
             ShaderId::LinearDq8caQ4gswF16 => {
                 ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 7, uniform_buffers: 1, workgroup_bytes: 256 }
             }
+            ShaderId::LinearGemvF32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 4,
+                uniform_buffers: 1,
+                workgroup_bytes: 4096,
+            },
+            ShaderId::LinearGemvF16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 4,
+                uniform_buffers: 1,
+                workgroup_bytes: 4096,
+            },
             ShaderId::LinearQ4gswF32 => {
                 ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 5, uniform_buffers: 1, workgroup_bytes: 256 }
             }
@@ -854,6 +930,30 @@ impl ShaderId {
             ShaderId::PlaceI32 => {
                 ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
             }
+            ShaderId::Q4GemmF32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 5,
+                uniform_buffers: 1,
+                workgroup_bytes: 8192,
+            },
+            ShaderId::Q4GemmF16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 5,
+                uniform_buffers: 1,
+                workgroup_bytes: 8192,
+            },
+            ShaderId::Q4GemvF32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 5,
+                uniform_buffers: 1,
+                workgroup_bytes: 4096,
+            },
+            ShaderId::Q4GemvF16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 5,
+                uniform_buffers: 1,
+                workgroup_bytes: 4096,
+            },
             ShaderId::ReduceF32 => {
                 ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 256 }
             }
@@ -890,6 +990,18 @@ impl ShaderId {
             ShaderId::SdpaF16 => {
                 ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 768 }
             }
+            ShaderId::SdpaOnlineF32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 4,
+                uniform_buffers: 1,
+                workgroup_bytes: 3072,
+            },
+            ShaderId::SdpaOnlineF16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 4,
+                uniform_buffers: 1,
+                workgroup_bytes: 3072,
+            },
             ShaderId::SoftmaxF32 => {
                 ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
             }
@@ -976,6 +1088,8 @@ impl ShaderId {
             (Family::LayerNorm, Variant::F16) => Some(ShaderId::LayerNormF16),
             (Family::LinearDq8caQ4gsw, Variant::F32) => Some(ShaderId::LinearDq8caQ4gswF32),
             (Family::LinearDq8caQ4gsw, Variant::F16) => Some(ShaderId::LinearDq8caQ4gswF16),
+            (Family::LinearGemv, Variant::F32) => Some(ShaderId::LinearGemvF32),
+            (Family::LinearGemv, Variant::F16) => Some(ShaderId::LinearGemvF16),
             (Family::LinearQ4gsw, Variant::F32) => Some(ShaderId::LinearQ4gswF32),
             (Family::LinearQ4gsw, Variant::F16) => Some(ShaderId::LinearQ4gswF16),
             (Family::Matmul, Variant::F32) => Some(ShaderId::MatmulF32),
@@ -988,6 +1102,10 @@ impl ShaderId {
             (Family::Place, Variant::F32) => Some(ShaderId::PlaceF32),
             (Family::Place, Variant::F16) => Some(ShaderId::PlaceF16),
             (Family::Place, Variant::I32) => Some(ShaderId::PlaceI32),
+            (Family::Q4Gemm, Variant::F32) => Some(ShaderId::Q4GemmF32),
+            (Family::Q4Gemm, Variant::F16) => Some(ShaderId::Q4GemmF16),
+            (Family::Q4Gemv, Variant::F32) => Some(ShaderId::Q4GemvF32),
+            (Family::Q4Gemv, Variant::F16) => Some(ShaderId::Q4GemvF16),
             (Family::Reduce, Variant::F32) => Some(ShaderId::ReduceF32),
             (Family::Reduce, Variant::F16) => Some(ShaderId::ReduceF16),
             (Family::RmsNorm, Variant::F32) => Some(ShaderId::RmsNormF32),
@@ -1000,6 +1118,8 @@ impl ShaderId {
             (Family::RopeInterleaved, Variant::F16) => Some(ShaderId::RopeInterleavedF16),
             (Family::Sdpa, Variant::F32) => Some(ShaderId::SdpaF32),
             (Family::Sdpa, Variant::F16) => Some(ShaderId::SdpaF16),
+            (Family::SdpaOnline, Variant::F32) => Some(ShaderId::SdpaOnlineF32),
+            (Family::SdpaOnline, Variant::F16) => Some(ShaderId::SdpaOnlineF16),
             (Family::Softmax, Variant::F32) => Some(ShaderId::SoftmaxF32),
             (Family::Softmax, Variant::F16) => Some(ShaderId::SoftmaxF16),
             (Family::Take, Variant::F32) => Some(ShaderId::TakeF32),
@@ -4049,6 +4169,170 @@ fn main(
 }
 "#;
 
+/// `linear_gemv.wgsl` with `Elem = f32`.
+pub const LINEAR_GEMV_F32: &str = r#"//! Decode route of a dense `linear` (weight `[N, K]`, K contiguous; at most
+//! `MAX_ROWS` rows of x): `out[m, n] = sum_k x[m, k] * w[n, k] + bias[n]`.
+//!
+//! Bandwidth-bound like `q4_gemv.wgsl`: a workgroup computes `COLS` output
+//! columns with `LANES` invocations each; a lane reads one `vec4` of its
+//! column's weight row at a time (adjacent lanes, adjacent words: coalesced)
+//! and dots it with x for every row; the lanes' partial sums meet in shared
+//! memory. The host routes here only when K is a multiple of 4. f32 math.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per column.
+const LANES: u32 = 32u;
+/// Columns per workgroup (`LANES * COLS` = 256 invocations).
+const COLS: u32 = 8u;
+/// Most rows of x.
+const MAX_ROWS: u32 = 4u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (a multiple of 4).
+    k: u32,
+    has_bias: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> w: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> bias: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> partial: array<f32, 1024>;
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let lane = lid % LANES;
+    let c = lid / LANES;
+    let col = (wid.y * groups.x + wid.x) * COLS + c;
+    let k4 = p.k / 4u;
+    var acc = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
+    if col < p.n {
+        for (var j = lane; j < k4; j += LANES) {
+            let wv = vec4<f32>(w[col * k4 + j]);
+            for (var r = 0u; r < p.m; r++) {
+                acc[r] += dot(vec4<f32>(x[r * k4 + j]), wv);
+            }
+        }
+    }
+    for (var r = 0u; r < MAX_ROWS; r++) {
+        partial[r * 256u + lid] = acc[r];
+    }
+    workgroupBarrier();
+    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            for (var r = 0u; r < MAX_ROWS; r++) {
+                partial[r * 256u + lid] += partial[r * 256u + lid + stride];
+            }
+        }
+        workgroupBarrier();
+    }
+    if lane == 0u && col < p.n {
+        for (var r = 0u; r < p.m; r++) {
+            var v = partial[r * 256u + lid];
+            if p.has_bias != 0u {
+                v += f32(bias[col]);
+            }
+            out[r * p.n + col] = Elem(v);
+        }
+    }
+}
+"#;
+
+/// `linear_gemv.wgsl` with `Elem = f16`.
+pub const LINEAR_GEMV_F16: &str = r#"enable f16;
+
+//! Decode route of a dense `linear` (weight `[N, K]`, K contiguous; at most
+//! `MAX_ROWS` rows of x): `out[m, n] = sum_k x[m, k] * w[n, k] + bias[n]`.
+//!
+//! Bandwidth-bound like `q4_gemv.wgsl`: a workgroup computes `COLS` output
+//! columns with `LANES` invocations each; a lane reads one `vec4` of its
+//! column's weight row at a time (adjacent lanes, adjacent words: coalesced)
+//! and dots it with x for every row; the lanes' partial sums meet in shared
+//! memory. The host routes here only when K is a multiple of 4. f32 math.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per column.
+const LANES: u32 = 32u;
+/// Columns per workgroup (`LANES * COLS` = 256 invocations).
+const COLS: u32 = 8u;
+/// Most rows of x.
+const MAX_ROWS: u32 = 4u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (a multiple of 4).
+    k: u32,
+    has_bias: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> w: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> bias: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> partial: array<f32, 1024>;
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let lane = lid % LANES;
+    let c = lid / LANES;
+    let col = (wid.y * groups.x + wid.x) * COLS + c;
+    let k4 = p.k / 4u;
+    var acc = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
+    if col < p.n {
+        for (var j = lane; j < k4; j += LANES) {
+            let wv = vec4<f32>(w[col * k4 + j]);
+            for (var r = 0u; r < p.m; r++) {
+                acc[r] += dot(vec4<f32>(x[r * k4 + j]), wv);
+            }
+        }
+    }
+    for (var r = 0u; r < MAX_ROWS; r++) {
+        partial[r * 256u + lid] = acc[r];
+    }
+    workgroupBarrier();
+    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            for (var r = 0u; r < MAX_ROWS; r++) {
+                partial[r * 256u + lid] += partial[r * 256u + lid + stride];
+            }
+        }
+        workgroupBarrier();
+    }
+    if lane == 0u && col < p.n {
+        for (var r = 0u; r < p.m; r++) {
+            var v = partial[r * 256u + lid];
+            if p.has_bias != 0u {
+                v += f32(bias[col]);
+            }
+            out[r * p.n + col] = Elem(v);
+        }
+    }
+}
+"#;
+
 /// `linear_q4gsw.wgsl` with `Elem = f32`.
 pub const LINEAR_Q4GSW_F32: &str = r#"//! 4-bit group-wise symmetric weight linear (`et_vk.linear_q4gsw`):
 //! `out[m, n] = sum_k x[m, k] * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`.
@@ -4845,6 +5129,486 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         rem = rem / size;
     }
     out[dst] = x[i];
+}
+"#;
+
+/// `q4_gemm.wgsl` with `Elem = f32`.
+pub const Q4_GEMM_F32: &str = r#"//! Prefill route of `et_vk.linear_q4gsw` (many rows of x): a tiled GEMM
+//! `out[m, n] = sum_k x[m, k] * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`.
+//!
+//! A workgroup computes a `TILE x TILE` block of the output; each of its
+//! 256 invocations owns a 4 x 4 sub-block in registers. K advances `TK`
+//! inputs at a time: the x tile and the dequantized weight tile are staged
+//! in shared memory (both k-major, so the inner loop reads one `vec4` of
+//! rows and one of columns per k). The host routes here only when
+//! `group % TK == 0` and `K % TK == 0`, so one scale covers a column's
+//! slice of a tile. Accumulation is f32.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Output tile edge (rows and columns per workgroup).
+const TILE: u32 = 64u;
+/// Inputs per step along K.
+const TK: u32 = 16u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (a multiple of TK).
+    k: u32,
+    /// Row length of the scales (and bias): N padded.
+    n_pad: u32,
+    /// Inputs per scale group (a multiple of TK).
+    group_size: u32,
+    has_bias: u32,
+    /// Workgroups along N.
+    tiles_n: u32,
+    _pad0: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> weights: array<vec2<u32>>;
+@group(0) @binding(3) var<storage, read> scales: array<Elem>;
+@group(0) @binding(4) var<storage, read> bias: array<Elem>;
+@group(0) @binding(5) var<storage, read_write> out: array<Elem>;
+
+/// x tile, k-major: `xs[k * 16 + i]` holds rows `4i .. 4i + 4` at input k.
+var<workgroup> xs: array<vec4<f32>, 256>;
+/// Weight tile, k-major: `ws[k * 16 + j]` holds columns `4j .. 4j + 4`.
+var<workgroup> ws: array<vec4<f32>, 256>;
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let tile = wid.y * groups.x + wid.x;
+    let m0 = (tile / p.tiles_n) * TILE;
+    let n0 = (tile % p.tiles_n) * TILE;
+    // This invocation's 4 x 4 sub-block.
+    let ti = lid / 16u;
+    let tj = lid % 16u;
+    // Loading: x rows `m0 + lid / 4`, inputs `(lid % 4) * 4 ..`; weight
+    // columns `n0 + lid / 2`, inputs `(lid % 2) * 8 ..` (lid < 128).
+    let xr = lid / 4u;
+    let xk = (lid % 4u) * 4u;
+    let wc = lid / 2u;
+    let wk = (lid % 2u) * 8u;
+    let words = p.k / 16u;
+    var acc: array<vec4<f32>, 4>;
+    for (var k0 = 0u; k0 < p.k; k0 += TK) {
+        var xv = vec4<f32>(0.0);
+        if m0 + xr < p.m {
+            xv = vec4<f32>(x[((m0 + xr) * p.k + k0 + xk) / 4u]);
+        }
+        for (var e = 0u; e < 4u; e++) {
+            xs[(xk + e) * 16u + xr / 4u][xr % 4u] = xv[e];
+        }
+        if lid < 128u {
+            let col = n0 + wc;
+            var lo = vec4<f32>(0.0);
+            var hi = vec4<f32>(0.0);
+            if col < p.n {
+                // 8 nibbles: inputs k0 + wk .. k0 + wk + 8.
+                let word = weights[col * words + k0 / 16u][lid % 2u];
+                let s = f32(scales[(k0 / p.group_size) * p.n_pad + col]);
+                lo = (vec4<f32>(vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u)) - 8.0) * s;
+                let w2 = word >> 16u;
+                hi = (vec4<f32>(vec4<u32>(w2, w2 >> 4u, w2 >> 8u, w2 >> 12u) & vec4<u32>(15u)) - 8.0) * s;
+            }
+            for (var e = 0u; e < 4u; e++) {
+                ws[(wk + e) * 16u + wc / 4u][wc % 4u] = lo[e];
+                ws[(wk + 4u + e) * 16u + wc / 4u][wc % 4u] = hi[e];
+            }
+        }
+        workgroupBarrier();
+        for (var kk = 0u; kk < TK; kk++) {
+            let a = xs[kk * 16u + ti];
+            let b = ws[kk * 16u + tj];
+            acc[0] += a.x * b;
+            acc[1] += a.y * b;
+            acc[2] += a.z * b;
+            acc[3] += a.w * b;
+        }
+        workgroupBarrier();
+    }
+    for (var i = 0u; i < 4u; i++) {
+        let row = m0 + ti * 4u + i;
+        if row >= p.m {
+            continue;
+        }
+        for (var j = 0u; j < 4u; j++) {
+            let col = n0 + tj * 4u + j;
+            if col < p.n {
+                var v = acc[i][j];
+                if p.has_bias != 0u {
+                    v += f32(bias[col]);
+                }
+                out[row * p.n + col] = Elem(v);
+            }
+        }
+    }
+}
+"#;
+
+/// `q4_gemm.wgsl` with `Elem = f16`.
+pub const Q4_GEMM_F16: &str = r#"enable f16;
+
+//! Prefill route of `et_vk.linear_q4gsw` (many rows of x): a tiled GEMM
+//! `out[m, n] = sum_k x[m, k] * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`.
+//!
+//! A workgroup computes a `TILE x TILE` block of the output; each of its
+//! 256 invocations owns a 4 x 4 sub-block in registers. K advances `TK`
+//! inputs at a time: the x tile and the dequantized weight tile are staged
+//! in shared memory (both k-major, so the inner loop reads one `vec4` of
+//! rows and one of columns per k). The host routes here only when
+//! `group % TK == 0` and `K % TK == 0`, so one scale covers a column's
+//! slice of a tile. Accumulation is f32.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Output tile edge (rows and columns per workgroup).
+const TILE: u32 = 64u;
+/// Inputs per step along K.
+const TK: u32 = 16u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (a multiple of TK).
+    k: u32,
+    /// Row length of the scales (and bias): N padded.
+    n_pad: u32,
+    /// Inputs per scale group (a multiple of TK).
+    group_size: u32,
+    has_bias: u32,
+    /// Workgroups along N.
+    tiles_n: u32,
+    _pad0: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> weights: array<vec2<u32>>;
+@group(0) @binding(3) var<storage, read> scales: array<Elem>;
+@group(0) @binding(4) var<storage, read> bias: array<Elem>;
+@group(0) @binding(5) var<storage, read_write> out: array<Elem>;
+
+/// x tile, k-major: `xs[k * 16 + i]` holds rows `4i .. 4i + 4` at input k.
+var<workgroup> xs: array<vec4<f32>, 256>;
+/// Weight tile, k-major: `ws[k * 16 + j]` holds columns `4j .. 4j + 4`.
+var<workgroup> ws: array<vec4<f32>, 256>;
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let tile = wid.y * groups.x + wid.x;
+    let m0 = (tile / p.tiles_n) * TILE;
+    let n0 = (tile % p.tiles_n) * TILE;
+    // This invocation's 4 x 4 sub-block.
+    let ti = lid / 16u;
+    let tj = lid % 16u;
+    // Loading: x rows `m0 + lid / 4`, inputs `(lid % 4) * 4 ..`; weight
+    // columns `n0 + lid / 2`, inputs `(lid % 2) * 8 ..` (lid < 128).
+    let xr = lid / 4u;
+    let xk = (lid % 4u) * 4u;
+    let wc = lid / 2u;
+    let wk = (lid % 2u) * 8u;
+    let words = p.k / 16u;
+    var acc: array<vec4<f32>, 4>;
+    for (var k0 = 0u; k0 < p.k; k0 += TK) {
+        var xv = vec4<f32>(0.0);
+        if m0 + xr < p.m {
+            xv = vec4<f32>(x[((m0 + xr) * p.k + k0 + xk) / 4u]);
+        }
+        for (var e = 0u; e < 4u; e++) {
+            xs[(xk + e) * 16u + xr / 4u][xr % 4u] = xv[e];
+        }
+        if lid < 128u {
+            let col = n0 + wc;
+            var lo = vec4<f32>(0.0);
+            var hi = vec4<f32>(0.0);
+            if col < p.n {
+                // 8 nibbles: inputs k0 + wk .. k0 + wk + 8.
+                let word = weights[col * words + k0 / 16u][lid % 2u];
+                let s = f32(scales[(k0 / p.group_size) * p.n_pad + col]);
+                lo = (vec4<f32>(vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u)) - 8.0) * s;
+                let w2 = word >> 16u;
+                hi = (vec4<f32>(vec4<u32>(w2, w2 >> 4u, w2 >> 8u, w2 >> 12u) & vec4<u32>(15u)) - 8.0) * s;
+            }
+            for (var e = 0u; e < 4u; e++) {
+                ws[(wk + e) * 16u + wc / 4u][wc % 4u] = lo[e];
+                ws[(wk + 4u + e) * 16u + wc / 4u][wc % 4u] = hi[e];
+            }
+        }
+        workgroupBarrier();
+        for (var kk = 0u; kk < TK; kk++) {
+            let a = xs[kk * 16u + ti];
+            let b = ws[kk * 16u + tj];
+            acc[0] += a.x * b;
+            acc[1] += a.y * b;
+            acc[2] += a.z * b;
+            acc[3] += a.w * b;
+        }
+        workgroupBarrier();
+    }
+    for (var i = 0u; i < 4u; i++) {
+        let row = m0 + ti * 4u + i;
+        if row >= p.m {
+            continue;
+        }
+        for (var j = 0u; j < 4u; j++) {
+            let col = n0 + tj * 4u + j;
+            if col < p.n {
+                var v = acc[i][j];
+                if p.has_bias != 0u {
+                    v += f32(bias[col]);
+                }
+                out[row * p.n + col] = Elem(v);
+            }
+        }
+    }
+}
+"#;
+
+/// `q4_gemv.wgsl` with `Elem = f32`.
+pub const Q4_GEMV_F32: &str = r#"//! Decode route of `et_vk.linear_q4gsw` (at most `MAX_ROWS` rows of x):
+//! `out[m, n] = sum_k x[m, k] * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`.
+//!
+//! Bandwidth-bound: each weight byte is read once. A workgroup computes
+//! `COLS` output columns with `LANES` invocations each; a lane reads one
+//! 16-byte word of its column's packed row at a time (32 nibbles: one scale
+//! group, since the host routes here only when `group % 32 == 0` and
+//! `K % 32 == 0`), dequantizes in registers, and dots it with x for every
+//! row. The lanes of a column are adjacent, so their reads are coalesced;
+//! their partial sums meet in shared memory. Accumulation is f32.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per column.
+const LANES: u32 = 32u;
+/// Columns per workgroup (`LANES * COLS` = 256 invocations).
+const COLS: u32 = 8u;
+/// Most rows of x (the host routes larger M to `q4_gemm.wgsl`).
+const MAX_ROWS: u32 = 4u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (a multiple of 32).
+    k: u32,
+    /// Row length of the scales (and bias): N padded.
+    n_pad: u32,
+    /// Inputs per scale group (a multiple of 32).
+    group_size: u32,
+    has_bias: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> weights: array<vec4<u32>>;
+@group(0) @binding(3) var<storage, read> scales: array<Elem>;
+@group(0) @binding(4) var<storage, read> bias: array<Elem>;
+@group(0) @binding(5) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> partial: array<f32, 1024>;
+
+/// Nibbles `4i .. 4i + 4` of `word`, as signed weights.
+fn low4(word: u32) -> vec4<f32> {
+    return vec4<f32>(vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u)) - 8.0;
+}
+
+fn high4(word: u32) -> vec4<f32> {
+    return low4(word >> 16u);
+}
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let lane = lid % LANES;
+    let c = lid / LANES;
+    let col = (wid.y * groups.x + wid.x) * COLS + c;
+    let words = p.k / 32u;
+    let x_row = p.k / 4u;
+    var acc = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
+    if col < p.n {
+        for (var w = lane; w < words; w += LANES) {
+            let q = weights[col * words + w];
+            let s = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
+            let w0 = low4(q.x);
+            let w1 = high4(q.x);
+            let w2 = low4(q.y);
+            let w3 = high4(q.y);
+            let w4 = low4(q.z);
+            let w5 = high4(q.z);
+            let w6 = low4(q.w);
+            let w7 = high4(q.w);
+            for (var r = 0u; r < p.m; r++) {
+                let b = r * x_row + w * 8u;
+                var d = dot(vec4<f32>(x[b]), w0) + dot(vec4<f32>(x[b + 1u]), w1);
+                d += dot(vec4<f32>(x[b + 2u]), w2) + dot(vec4<f32>(x[b + 3u]), w3);
+                d += dot(vec4<f32>(x[b + 4u]), w4) + dot(vec4<f32>(x[b + 5u]), w5);
+                d += dot(vec4<f32>(x[b + 6u]), w6) + dot(vec4<f32>(x[b + 7u]), w7);
+                acc[r] += d * s;
+            }
+        }
+    }
+    for (var r = 0u; r < MAX_ROWS; r++) {
+        partial[r * 256u + lid] = acc[r];
+    }
+    workgroupBarrier();
+    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            for (var r = 0u; r < MAX_ROWS; r++) {
+                partial[r * 256u + lid] += partial[r * 256u + lid + stride];
+            }
+        }
+        workgroupBarrier();
+    }
+    if lane == 0u && col < p.n {
+        for (var r = 0u; r < p.m; r++) {
+            var v = partial[r * 256u + lid];
+            if p.has_bias != 0u {
+                v += f32(bias[col]);
+            }
+            out[r * p.n + col] = Elem(v);
+        }
+    }
+}
+"#;
+
+/// `q4_gemv.wgsl` with `Elem = f16`.
+pub const Q4_GEMV_F16: &str = r#"enable f16;
+
+//! Decode route of `et_vk.linear_q4gsw` (at most `MAX_ROWS` rows of x):
+//! `out[m, n] = sum_k x[m, k] * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`.
+//!
+//! Bandwidth-bound: each weight byte is read once. A workgroup computes
+//! `COLS` output columns with `LANES` invocations each; a lane reads one
+//! 16-byte word of its column's packed row at a time (32 nibbles: one scale
+//! group, since the host routes here only when `group % 32 == 0` and
+//! `K % 32 == 0`), dequantizes in registers, and dots it with x for every
+//! row. The lanes of a column are adjacent, so their reads are coalesced;
+//! their partial sums meet in shared memory. Accumulation is f32.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per column.
+const LANES: u32 = 32u;
+/// Columns per workgroup (`LANES * COLS` = 256 invocations).
+const COLS: u32 = 8u;
+/// Most rows of x (the host routes larger M to `q4_gemm.wgsl`).
+const MAX_ROWS: u32 = 4u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (a multiple of 32).
+    k: u32,
+    /// Row length of the scales (and bias): N padded.
+    n_pad: u32,
+    /// Inputs per scale group (a multiple of 32).
+    group_size: u32,
+    has_bias: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> weights: array<vec4<u32>>;
+@group(0) @binding(3) var<storage, read> scales: array<Elem>;
+@group(0) @binding(4) var<storage, read> bias: array<Elem>;
+@group(0) @binding(5) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> partial: array<f32, 1024>;
+
+/// Nibbles `4i .. 4i + 4` of `word`, as signed weights.
+fn low4(word: u32) -> vec4<f32> {
+    return vec4<f32>(vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u)) - 8.0;
+}
+
+fn high4(word: u32) -> vec4<f32> {
+    return low4(word >> 16u);
+}
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let lane = lid % LANES;
+    let c = lid / LANES;
+    let col = (wid.y * groups.x + wid.x) * COLS + c;
+    let words = p.k / 32u;
+    let x_row = p.k / 4u;
+    var acc = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
+    if col < p.n {
+        for (var w = lane; w < words; w += LANES) {
+            let q = weights[col * words + w];
+            let s = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
+            let w0 = low4(q.x);
+            let w1 = high4(q.x);
+            let w2 = low4(q.y);
+            let w3 = high4(q.y);
+            let w4 = low4(q.z);
+            let w5 = high4(q.z);
+            let w6 = low4(q.w);
+            let w7 = high4(q.w);
+            for (var r = 0u; r < p.m; r++) {
+                let b = r * x_row + w * 8u;
+                var d = dot(vec4<f32>(x[b]), w0) + dot(vec4<f32>(x[b + 1u]), w1);
+                d += dot(vec4<f32>(x[b + 2u]), w2) + dot(vec4<f32>(x[b + 3u]), w3);
+                d += dot(vec4<f32>(x[b + 4u]), w4) + dot(vec4<f32>(x[b + 5u]), w5);
+                d += dot(vec4<f32>(x[b + 6u]), w6) + dot(vec4<f32>(x[b + 7u]), w7);
+                acc[r] += d * s;
+            }
+        }
+    }
+    for (var r = 0u; r < MAX_ROWS; r++) {
+        partial[r * 256u + lid] = acc[r];
+    }
+    workgroupBarrier();
+    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            for (var r = 0u; r < MAX_ROWS; r++) {
+                partial[r * 256u + lid] += partial[r * 256u + lid + stride];
+            }
+        }
+        workgroupBarrier();
+    }
+    if lane == 0u && col < p.n {
+        for (var r = 0u; r < p.m; r++) {
+            var v = partial[r * 256u + lid];
+            if p.has_bias != 0u {
+                v += f32(bias[col]);
+            }
+            out[r * p.n + col] = Elem(v);
+        }
+    }
 }
 "#;
 
@@ -5728,6 +6492,284 @@ fn main(
         if d < p.head_dim {
             out[q_base + d] = Elem(acc);
         }
+    }
+}
+"#;
+
+/// `sdpa_online.wgsl` with `Elem = f32`.
+pub const SDPA_ONLINE_F32: &str = r#"//! Causal attention over a KV cache in one pass (online softmax), layout
+//! `[1, seq, heads, D]` everywhere, for head dims that are a multiple of 4
+//! and at most 256 (`sdpa.wgsl` takes the rest). Same parameters as
+//! `sdpa.wgsl`.
+//!
+//! One workgroup of 256 invocations per (query row, head): query row `i`
+//! attends to cache rows `0..=start_pos + i` of kv head `h / group`. Keys
+//! go 256 at a time: each invocation scores one key (a `vec4` dot product
+//! with the query, held in shared memory), the chunk's max and sum meet in
+//! shared memory, and the running output is rescaled by `exp(m_old -
+//! m_new)`. For the values, invocation `t` owns dim `t % D` over every
+//! `256 / D`-th key of the chunk, so neighbouring invocations read
+//! neighbouring dims; the key groups are summed at the end. f32 math.
+// variants: f32 f16
+
+alias Elem = f32;
+
+const WG: u32 = 256u;
+
+struct Params {
+    /// Tokens in the chunk (`S`).
+    seq: u32,
+    /// Query heads.
+    n_heads: u32,
+    /// Key/value heads.
+    n_kv_heads: u32,
+    /// Head dim (a multiple of 4, at most 256).
+    head_dim: u32,
+    /// Position of the first new token.
+    start_pos: u32,
+    /// Softmax scale.
+    scale: f32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> k_cache: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> v_cache: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> qs: array<vec4<f32>, 64>;
+var<workgroup> red: array<f32, WG>;
+var<workgroup> probs: array<f32, WG>;
+
+/// Tree reduction of `red` (max when `is_max`, else sum); every invocation
+/// gets the result.
+fn reduce(lid: u32, v: f32, is_max: bool) -> f32 {
+    red[lid] = v;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            if is_max {
+                red[lid] = max(red[lid], red[lid + stride]);
+            } else {
+                red[lid] += red[lid + stride];
+            }
+        }
+        workgroupBarrier();
+    }
+    let r = red[0];
+    workgroupBarrier();
+    return r;
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let idx = wid.y * groups.x + wid.x;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if idx >= p.seq * p.n_heads {
+        return;
+    }
+    let i = idx / p.n_heads;
+    let h = idx % p.n_heads;
+    let kvh = h / (p.n_heads / p.n_kv_heads);
+    let d4 = p.head_dim / 4u;
+    let q_base = (i * p.n_heads + h) * p.head_dim;
+    let ctx = p.start_pos + i + 1u;
+    if lid < d4 {
+        qs[lid] = vec4<f32>(q[q_base / 4u + lid]);
+    }
+    workgroupBarrier();
+    // Value work: dim `dim` of every `n_kg`-th key, from key `kg`.
+    let n_kg = WG / p.head_dim;
+    let dim = lid % p.head_dim;
+    let kg = lid / p.head_dim;
+    var m_run = -3.402823e38;
+    var l_run = 0.0;
+    var acc = 0.0;
+    for (var c0 = 0u; c0 < ctx; c0 += WG) {
+        let key = c0 + lid;
+        var s = -3.402823e38;
+        if key < ctx {
+            let k_base = (key * p.n_kv_heads + kvh) * d4;
+            var dot4 = vec4<f32>(0.0);
+            for (var d = 0u; d < d4; d++) {
+                dot4 += qs[d] * vec4<f32>(k_cache[k_base + d]);
+            }
+            s = (dot4.x + dot4.y + dot4.z + dot4.w) * p.scale;
+        }
+        let m_new = max(m_run, reduce(lid, s, true));
+        var pr = 0.0;
+        if key < ctx {
+            pr = exp(s - m_new);
+        }
+        probs[lid] = pr;
+        let l_chunk = reduce(lid, pr, false);
+        let alpha = exp(m_run - m_new);
+        l_run = l_run * alpha + l_chunk;
+        acc *= alpha;
+        m_run = m_new;
+        if kg < n_kg {
+            let n_here = min(WG, ctx - c0);
+            for (var j = kg; j < n_here; j += n_kg) {
+                acc += probs[j] * f32(v_cache[((c0 + j) * p.n_kv_heads + kvh) * p.head_dim + dim]);
+            }
+        }
+        workgroupBarrier();
+    }
+    // Sum the key groups of each dim.
+    red[lid] = acc;
+    workgroupBarrier();
+    if lid < p.head_dim {
+        var total = 0.0;
+        for (var g = 0u; g < n_kg; g++) {
+            total += red[g * p.head_dim + lid];
+        }
+        out[q_base + lid] = Elem(total / l_run);
+    }
+}
+"#;
+
+/// `sdpa_online.wgsl` with `Elem = f16`.
+pub const SDPA_ONLINE_F16: &str = r#"enable f16;
+
+//! Causal attention over a KV cache in one pass (online softmax), layout
+//! `[1, seq, heads, D]` everywhere, for head dims that are a multiple of 4
+//! and at most 256 (`sdpa.wgsl` takes the rest). Same parameters as
+//! `sdpa.wgsl`.
+//!
+//! One workgroup of 256 invocations per (query row, head): query row `i`
+//! attends to cache rows `0..=start_pos + i` of kv head `h / group`. Keys
+//! go 256 at a time: each invocation scores one key (a `vec4` dot product
+//! with the query, held in shared memory), the chunk's max and sum meet in
+//! shared memory, and the running output is rescaled by `exp(m_old -
+//! m_new)`. For the values, invocation `t` owns dim `t % D` over every
+//! `256 / D`-th key of the chunk, so neighbouring invocations read
+//! neighbouring dims; the key groups are summed at the end. f32 math.
+// variants: f32 f16
+
+alias Elem = f16;
+
+const WG: u32 = 256u;
+
+struct Params {
+    /// Tokens in the chunk (`S`).
+    seq: u32,
+    /// Query heads.
+    n_heads: u32,
+    /// Key/value heads.
+    n_kv_heads: u32,
+    /// Head dim (a multiple of 4, at most 256).
+    head_dim: u32,
+    /// Position of the first new token.
+    start_pos: u32,
+    /// Softmax scale.
+    scale: f32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> k_cache: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> v_cache: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> qs: array<vec4<f32>, 64>;
+var<workgroup> red: array<f32, WG>;
+var<workgroup> probs: array<f32, WG>;
+
+/// Tree reduction of `red` (max when `is_max`, else sum); every invocation
+/// gets the result.
+fn reduce(lid: u32, v: f32, is_max: bool) -> f32 {
+    red[lid] = v;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            if is_max {
+                red[lid] = max(red[lid], red[lid + stride]);
+            } else {
+                red[lid] += red[lid + stride];
+            }
+        }
+        workgroupBarrier();
+    }
+    let r = red[0];
+    workgroupBarrier();
+    return r;
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let idx = wid.y * groups.x + wid.x;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if idx >= p.seq * p.n_heads {
+        return;
+    }
+    let i = idx / p.n_heads;
+    let h = idx % p.n_heads;
+    let kvh = h / (p.n_heads / p.n_kv_heads);
+    let d4 = p.head_dim / 4u;
+    let q_base = (i * p.n_heads + h) * p.head_dim;
+    let ctx = p.start_pos + i + 1u;
+    if lid < d4 {
+        qs[lid] = vec4<f32>(q[q_base / 4u + lid]);
+    }
+    workgroupBarrier();
+    // Value work: dim `dim` of every `n_kg`-th key, from key `kg`.
+    let n_kg = WG / p.head_dim;
+    let dim = lid % p.head_dim;
+    let kg = lid / p.head_dim;
+    var m_run = -3.402823e38;
+    var l_run = 0.0;
+    var acc = 0.0;
+    for (var c0 = 0u; c0 < ctx; c0 += WG) {
+        let key = c0 + lid;
+        var s = -3.402823e38;
+        if key < ctx {
+            let k_base = (key * p.n_kv_heads + kvh) * d4;
+            var dot4 = vec4<f32>(0.0);
+            for (var d = 0u; d < d4; d++) {
+                dot4 += qs[d] * vec4<f32>(k_cache[k_base + d]);
+            }
+            s = (dot4.x + dot4.y + dot4.z + dot4.w) * p.scale;
+        }
+        let m_new = max(m_run, reduce(lid, s, true));
+        var pr = 0.0;
+        if key < ctx {
+            pr = exp(s - m_new);
+        }
+        probs[lid] = pr;
+        let l_chunk = reduce(lid, pr, false);
+        let alpha = exp(m_run - m_new);
+        l_run = l_run * alpha + l_chunk;
+        acc *= alpha;
+        m_run = m_new;
+        if kg < n_kg {
+            let n_here = min(WG, ctx - c0);
+            for (var j = kg; j < n_here; j += n_kg) {
+                acc += probs[j] * f32(v_cache[((c0 + j) * p.n_kv_heads + kvh) * p.head_dim + dim]);
+            }
+        }
+        workgroupBarrier();
+    }
+    // Sum the key groups of each dim.
+    red[lid] = acc;
+    workgroupBarrier();
+    if lid < p.head_dim {
+        var total = 0.0;
+        for (var g = 0u; g < n_kg; g++) {
+            total += red[g * p.head_dim + lid];
+        }
+        out[q_base + lid] = Elem(total / l_run);
     }
 }
 "#;

@@ -195,6 +195,9 @@ pub fn sdpa_with_kv_cache(c: &Ctx<'_>) -> Result<Lowered> {
             .f32(scale as f32)
             .finish();
         let u = |what, x| to_u32(what, x);
+        // The one-pass kernel reads `vec4`s and gives each dim an invocation.
+        let shader =
+            if d.is_multiple_of(4) && d <= 256 { float_shader(Family::SdpaOnline, &q, 0, "query")? } else { shader };
         steps.push(Step::Dispatch(Dispatch {
             shader,
             entry: "main",

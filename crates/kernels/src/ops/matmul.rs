@@ -37,7 +37,58 @@ pub const GEMV_MAX_ROWS: u64 = 4;
 /// Largest workgroup count along one grid dimension.
 const MAX_GROUPS_PER_DIM: u64 = 65535;
 
+/// The dense-linear GEMV (`linear_gemv.wgsl`) for `g`, when it is one:
+/// one batch of few rows, x rows and weight rows `[N, K]` contiguous with K
+/// a multiple of 4, no scaling, a bias (if any) along N only.
+fn linear_gemv(g: &Gemm<'_>) -> Result<Option<Lowered>> {
+    let bias_along_n = match &g.bias {
+        None => true,
+        Some((_, s, _)) => *s == [0, 0, 1] && g.beta == 1.0,
+    };
+    let fits = g.batch == 1
+        && g.m <= GEMV_MAX_ROWS
+        && g.k.is_multiple_of(4)
+        && g.a_strides[1..] == [g.k, 1]
+        && g.b_strides[1..] == [1, g.k]
+        && g.alpha == 1.0
+        && bias_along_n;
+    if !fits || g.m * g.n == 0 {
+        return Ok(None);
+    }
+    let params = Uniform::new()
+        .u32(to_u32("M", g.m)?)
+        .u32(to_u32("N", g.n)?)
+        .u32(to_u32("K", g.k)?)
+        .u32(u32::from(g.bias.is_some()))
+        .finish();
+    let groups = g.n.div_ceil(LINEAR_GEMV_COLS);
+    let step = Step::Dispatch(Dispatch {
+        shader: float_shader(Family::LinearGemv, &g.a, 0, "self")?,
+        entry: "main",
+        inputs: vec![g.a.id, g.b.id, g.bias.as_ref().map_or(g.b.id, |(t, _, _)| t.id)],
+        outputs: vec![g.out.id],
+        params,
+        workgroups: [
+            to_u32("workgroups", groups.min(MAX_GROUPS_PER_DIM))?,
+            to_u32("workgroups", groups.div_ceil(MAX_GROUPS_PER_DIM))?,
+            1,
+        ],
+    });
+    Ok(Some(Lowered { shapes: vec![(g.out.id, g.out_shape.clone())], steps: vec![step] }))
+}
+
+/// Output columns per workgroup of `linear_gemv.wgsl`.
+const LINEAR_GEMV_COLS: u64 = 8;
+
 fn gemm(g: Gemm<'_>) -> Result<Lowered> {
+    same_dtype(&g.b, g.a.dtype, 1, "mat2")?;
+    same_dtype(&g.out, g.a.dtype, g.out_idx, "out")?;
+    if let Some((bias, _, bias_idx)) = &g.bias {
+        same_dtype(bias, g.a.dtype, *bias_idx, "bias")?;
+    }
+    if let Some(l) = linear_gemv(&g)? {
+        return Ok(l);
+    }
     let gemv = g.m <= GEMV_MAX_ROWS;
     let shader = float_shader(if gemv { Family::Gemv } else { Family::Matmul }, &g.a, 0, "self")?;
     same_dtype(&g.b, g.a.dtype, 1, "mat2")?;

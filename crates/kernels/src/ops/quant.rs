@@ -37,6 +37,13 @@ fn per_output_grid(total: u64) -> Result<[u32; 3]> {
     ])
 }
 
+/// Most rows of x for the bandwidth-bound GEMV route (`q4_gemv.wgsl`).
+pub const Q4_GEMV_MAX_ROWS: u64 = 4;
+/// Output columns per workgroup of `q4_gemv.wgsl`.
+const Q4_GEMV_COLS: u64 = 8;
+/// Output tile edge of `q4_gemm.wgsl`.
+const Q4_GEMM_TILE: u64 = 64;
+
 /// The packed 4-bit weight `[N, K_packed]` and its `[G, N_pad]` scales of
 /// a linear with `k` inputs, checked: returns `(n, n_pad)`.
 pub(crate) fn check_q4_weight(
@@ -98,20 +105,61 @@ pub fn linear_q4gsw(c: &Ctx<'_>) -> Result<Lowered> {
     let mut out_shape = x.shape.to_vec();
     *out_shape.last_mut().expect("rank >= 1") = n;
     let mut steps = Vec::new();
-    if m * n > 0 {
+    let inputs = vec![x.id, weights.id, scales.id, bias.map_or(scales.id, |b| b.id)];
+    let gs = group_size as u64;
+    // The fast routes read whole 16-byte words of a row, each inside one
+    // scale group.
+    let fast = k.is_multiple_of(32) && gs.is_multiple_of(32) && weights.shape[1] == k / 2;
+    if m * n > 0 && fast && m <= Q4_GEMV_MAX_ROWS {
+        let params = Uniform::new()
+            .u32(to_u32("M", m)?)
+            .u32(to_u32("N", n)?)
+            .u32(to_u32("K", k)?)
+            .u32(to_u32("padded N", n_pad)?)
+            .u32(to_u32("group_size", gs)?)
+            .u32(u32::from(bias.is_some()))
+            .finish();
+        steps.push(Step::Dispatch(Dispatch {
+            shader: float_shader(Family::Q4Gemv, &x, 0, "input")?,
+            entry: "main",
+            inputs,
+            outputs: vec![out.id],
+            params,
+            workgroups: per_output_grid(n.div_ceil(Q4_GEMV_COLS))?,
+        }));
+    } else if m * n > 0 && fast {
+        let tiles_n = n.div_ceil(Q4_GEMM_TILE);
+        let params = Uniform::new()
+            .u32(to_u32("M", m)?)
+            .u32(to_u32("N", n)?)
+            .u32(to_u32("K", k)?)
+            .u32(to_u32("padded N", n_pad)?)
+            .u32(to_u32("group_size", gs)?)
+            .u32(u32::from(bias.is_some()))
+            .u32(to_u32("tiles along N", tiles_n)?)
+            .finish();
+        steps.push(Step::Dispatch(Dispatch {
+            shader: float_shader(Family::Q4Gemm, &x, 0, "input")?,
+            entry: "main",
+            inputs,
+            outputs: vec![out.id],
+            params,
+            workgroups: per_output_grid(m.div_ceil(Q4_GEMM_TILE) * tiles_n)?,
+        }));
+    } else if m * n > 0 {
         let params = Uniform::new()
             .u32(to_u32("M", m)?)
             .u32(to_u32("N", n)?)
             .u32(to_u32("K", k)?)
             .u32(to_u32("packed K", weights.shape[1])?)
             .u32(to_u32("padded N", n_pad)?)
-            .u32(to_u32("group_size", group_size as u64)?)
+            .u32(to_u32("group_size", gs)?)
             .u32(u32::from(bias.is_some()))
             .finish();
         steps.push(Step::Dispatch(Dispatch {
             shader,
             entry: "main",
-            inputs: vec![x.id, weights.id, scales.id, bias.map_or(scales.id, |b| b.id)],
+            inputs,
             outputs: vec![out.id],
             params,
             workgroups: per_output_grid(m * n)?,

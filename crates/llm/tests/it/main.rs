@@ -93,7 +93,12 @@ fn device_argmax_agrees_with_host_argmax() {
         let n = generator.metadata().max_context_len - prompt.len();
         let options = GenerateOptions { max_new_tokens: n, stop_tokens: Vec::new(), stop_at_eos: false };
         let mut greedy = Sampler::new(SamplerConfig::default()).expect("greedy");
+        generator.reset_run_times();
         let (device, _) = generator.generate(&prompt, &options, &mut greedy, |_| {}).expect("generate");
+        // One forward run for the prompt, one per later token.
+        let times = generator.run_times();
+        assert_eq!(times.runs, n as u64, "{name}: {times:?}");
+        assert!(times.waiting > std::time::Duration::ZERO && times.lowering > std::time::Duration::ZERO, "{times:?}");
         generator.reset();
         let argmax = |l: &[f32]| (0..l.len()).fold(0, |best, i| if l[i] > l[best] { i } else { best }) as u32;
         let mut host = vec![argmax(&generator.prefill(&prompt).expect("prefill"))];
@@ -174,6 +179,9 @@ fn rss_bytes() -> Option<u64> {
 /// Host memory (which on lavapipe includes device memory) stays flat.
 #[test]
 fn ten_thousand_tokens_keep_memory_flat() {
+    if !in_own_process("ten_thousand_tokens_keep_memory_flat") {
+        return;
+    }
     let Some(rt) = runtime() else { return };
     let dir = fixture("llama_tiny_q4");
     let program = Program::open(dir.join("model.pte")).expect("open fixture");
@@ -206,4 +214,27 @@ fn ten_thousand_tokens_keep_memory_flat() {
         eprintln!("RSS before {before} B, after {total} tokens {after} B, growth {growth} B");
         assert!(growth < 4 << 20, "memory grew by {growth} bytes over {total} tokens");
     }
+}
+
+/// Whether the calling test should run its body here: in a process of its
+/// own. Memory tests measure the whole process's resident set, which tests
+/// running beside them in this binary would grow, so the first call spawns
+/// this test binary again for `test` alone, checks that it passed, and
+/// returns `false`; inside that child it returns `true`.
+pub fn in_own_process(test: &str) -> bool {
+    const CHILD: &str = "ETWGPU_TEST_OWN_PROCESS";
+    if std::env::var_os(CHILD).is_some() {
+        return true;
+    }
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let out = std::process::Command::new(exe)
+        .args(["--exact", test, "--nocapture", "--test-threads=1"])
+        .env(CHILD, "1")
+        .output()
+        .expect("the test binary runs again");
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    eprintln!("{test} in its own process:\n{text}");
+    assert!(out.status.success(), "{test} failed in its own process");
+    assert!(text.contains("1 passed"), "{test} did not run in its own process");
+    false
 }

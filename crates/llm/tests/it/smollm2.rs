@@ -103,7 +103,7 @@ fn smollm2_q4_agrees_with_eager() {
     let (mut agree, mut total) = (0usize, 0usize);
     for p in r["prompts"].as_array().expect("prompts") {
         let prompt = ids(&p["prompt_ids"]);
-        let forced = ids(&p["teacher_forced"]["ids"]);
+        let forced = ids(&p["teacher_forced"]["fed_ids"]);
         let want = ids(&p["teacher_forced"]["top1"]);
         generator.reset();
         let argmax = |l: &[f32]| (0..l.len()).fold(0, |best, i| if l[i] > l[best] { i } else { best }) as u32;

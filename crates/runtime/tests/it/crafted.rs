@@ -252,6 +252,36 @@ fn gemv_route_matches_a_reference() {
     );
 }
 
+/// The dense-linear GEMV (`linear_gemv.wgsl`: K a multiple of 4, 1..=4
+/// rows), with and without bias, N past one grid dimension of its
+/// workgroups (8 columns each) and off its column count.
+#[test]
+fn linear_gemv_route_matches_a_reference() {
+    for (m, k, n, with_bias) in [(1usize, 96usize, 70usize, true), (4, 8, 13, false), (3, 4, 530_000, true)] {
+        let mut g = GraphBuilder::new();
+        let x = g.tensor(DType::F32, &[m as u64, k as u64]);
+        let w = g.tensor(DType::F32, &[n as u64, k as u64]);
+        let bias = if with_bias { g.tensor(DType::F32, &[n as u64]) } else { g.null() };
+        let out = g.tensor(DType::F32, &[m as u64, n as u64]);
+        let ins = if with_bias { vec![x, w, bias] } else { vec![x, w] };
+        g.op("aten.linear.default", &[x, w, bias, out]).inputs(&ins).outputs(&[out]);
+        let (xv, wv, bv) = (data(m * k, 16), data(n * k, 17), data(n, 18));
+        let want: Vec<f32> = (0..m * n)
+            .map(|i| {
+                let (r, c) = (i / n, i % n);
+                let dot: f32 = (0..k).map(|kk| xv[r * k + kk] * wv[c * k + kk]).sum();
+                dot + if with_bias { bv[c] } else { 0.0 }
+            })
+            .collect();
+        let mut inputs =
+            vec![Tensor::from_f32(&[m as u64, k as u64], &xv), Tensor::from_f32(&[n as u64, k as u64], &wv)];
+        if with_bias {
+            inputs.push(Tensor::from_f32(&[n as u64], &bv));
+        }
+        check(g, &inputs, &[m as u64, n as u64], &want);
+    }
+}
+
 fn bools(t: &Tensor) -> Vec<bool> {
     assert_eq!(t.dtype, DType::Bool);
     t.bytes.iter().map(|&b| b != 0).collect()

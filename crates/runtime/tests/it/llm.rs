@@ -152,6 +152,17 @@ fn sdpa_context_and_head_dim_past_one_workgroup() {
     check_sdpa(Attn { n_heads: 3, n_kv_heads: 1, head_dim: 70, cache_len: 70, max_seq: 67 }, 67);
 }
 
+/// The one-pass kernel (`sdpa_online.wgsl`, head dims a multiple of 4 up
+/// to 256): GQA ratios 1, 2 and 4, one-token and long prompts, contexts
+/// past one 256-key chunk, positions to the cache end.
+#[test]
+fn sdpa_one_pass_kernel() {
+    check_sdpa(Attn { n_heads: 8, n_kv_heads: 2, head_dim: 64, cache_len: 300, max_seq: 260 }, 260);
+    check_sdpa(Attn { n_heads: 2, n_kv_heads: 2, head_dim: 8, cache_len: 9, max_seq: 4 }, 1);
+    check_sdpa(Attn { n_heads: 4, n_kv_heads: 2, head_dim: 128, cache_len: 20, max_seq: 8 }, 5);
+    check_sdpa(Attn { n_heads: 2, n_kv_heads: 1, head_dim: 256, cache_len: 12, max_seq: 4 }, 3);
+}
+
 #[test]
 fn rms_norm_and_rotary_embedding() {
     let (b, s, hq, hkv, d) = (2usize, 3usize, 3usize, 1usize, 6usize);
@@ -406,5 +417,36 @@ fn device_argmax_rejects_what_it_cannot_reduce() {
     match m.set_output_argmax(n, true) {
         Err(e @ Error::Plumbing { .. }) => assert!(e.to_string().contains(&format!("no output {n}")), "{e}"),
         other => panic!("argmax of a missing output: {other:?}"),
+    }
+}
+
+/// The fast 4-bit routes (K and the group a multiple of 32): the GEMV for
+/// 1..=4 rows and the tiled GEMM beyond, over partial tiles (N not a
+/// multiple of the tile or of the GEMV's columns per workgroup, M past one
+/// 64-row tile), groups of 32 and 64, with and without bias; one loaded
+/// method runs every row count (dynamic M).
+#[test]
+fn q4_linear_fast_routes_match_the_reference() {
+    for (n, k, gs, with_bias) in [(70usize, 96usize, 32usize, true), (13, 128, 64, false), (136, 64, 32, false)] {
+        let w = q4_linear(n, k, gs, 51 + n as u32);
+        let bias = data(w.n_pad, 53);
+        let max_m = 70u64;
+        let mut g = GraphBuilder::new();
+        let x = g.tensor(DType::F32, &[1, max_m, k as u64]);
+        let wt = g.constant(DType::U8, &[n as u64, w.k_packed as u64], &w.packed);
+        let st = g.constant(DType::F32, &[w.n_groups as u64, w.n_pad as u64], &f32_bytes(&w.scales));
+        let gs_v = g.int(gs as i64);
+        let bt = if with_bias { g.constant(DType::F32, &[w.n_pad as u64], &f32_bytes(&bias)) } else { g.null() };
+        let out = g.tensor(DType::F32, &[1, max_m, n as u64]);
+        g.op("et_vk.linear_q4gsw.default", &[x, wt, st, gs_v, bt, out]).inputs(&[x]).outputs(&[out]);
+        let Some(mut method) = load(g) else { return };
+        let zero = vec![0.0; n];
+        for m in [1usize, 2, 3, 4, 5, 64, 65, 70] {
+            let xv = data(m * k, 60 + m as u32);
+            let outs = method.run(&[Tensor::from_f32(&[1, m as u64, k as u64], &xv)]).expect("runs");
+            assert_eq!(outs[0].shape, [1, m as u64, n as u64]);
+            let want = matmul_ref(&xv, &w, if with_bias { &bias } else { &zero });
+            assert_close(&f32s(&outs[0]), &want, 1e-4, &format!("q4 linear n {n} k {k} group {gs} m {m}"));
+        }
     }
 }

@@ -14,6 +14,9 @@ fn rss_bytes() -> Option<u64> {
 
 #[test]
 fn a_hundred_thousand_runs_do_not_grow_memory() {
+    if !crate::in_own_process("long_run::a_hundred_thousand_runs_do_not_grow_memory") {
+        return;
+    }
     let Some(rt) = crate::runtime() else { return };
     let d = crate::fixtures_dir().join("one_op");
     let program = Program::open(d.join("model.pte")).expect("fixture parses");

@@ -56,3 +56,26 @@ pub fn runtime() -> Option<Runtime> {
         }
     }
 }
+
+/// Whether the calling test should run its body here: in a process of its
+/// own. Memory tests measure the whole process's resident set, which tests
+/// running beside them in this binary would grow, so the first call spawns
+/// this test binary again for `test` alone, checks that it passed, and
+/// returns `false`; inside that child it returns `true`.
+pub fn in_own_process(test: &str) -> bool {
+    const CHILD: &str = "ETWGPU_TEST_OWN_PROCESS";
+    if std::env::var_os(CHILD).is_some() {
+        return true;
+    }
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let out = std::process::Command::new(exe)
+        .args(["--exact", test, "--nocapture", "--test-threads=1"])
+        .env(CHILD, "1")
+        .output()
+        .expect("the test binary runs again");
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    eprintln!("{test} in its own process:\n{text}");
+    assert!(out.status.success(), "{test} failed in its own process");
+    assert!(text.contains("1 passed"), "{test} did not run in its own process");
+    false
+}

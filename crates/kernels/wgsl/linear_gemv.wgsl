@@ -1,0 +1,78 @@
+//! Decode route of a dense `linear` (weight `[N, K]`, K contiguous; at most
+//! `MAX_ROWS` rows of x): `out[m, n] = sum_k x[m, k] * w[n, k] + bias[n]`.
+//!
+//! Bandwidth-bound like `q4_gemv.wgsl`: a workgroup computes `COLS` output
+//! columns with `LANES` invocations each; a lane reads one `vec4` of its
+//! column's weight row at a time (adjacent lanes, adjacent words: coalesced)
+//! and dots it with x for every row; the lanes' partial sums meet in shared
+//! memory. The host routes here only when K is a multiple of 4. f32 math.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per column.
+const LANES: u32 = 32u;
+/// Columns per workgroup (`LANES * COLS` = 256 invocations).
+const COLS: u32 = 8u;
+/// Most rows of x.
+const MAX_ROWS: u32 = 4u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (a multiple of 4).
+    k: u32,
+    has_bias: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> w: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> bias: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> partial: array<f32, 1024>;
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let lane = lid % LANES;
+    let c = lid / LANES;
+    let col = (wid.y * groups.x + wid.x) * COLS + c;
+    let k4 = p.k / 4u;
+    var acc = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
+    if col < p.n {
+        for (var j = lane; j < k4; j += LANES) {
+            let wv = vec4<f32>(w[col * k4 + j]);
+            for (var r = 0u; r < p.m; r++) {
+                acc[r] += dot(vec4<f32>(x[r * k4 + j]), wv);
+            }
+        }
+    }
+    for (var r = 0u; r < MAX_ROWS; r++) {
+        partial[r * 256u + lid] = acc[r];
+    }
+    workgroupBarrier();
+    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            for (var r = 0u; r < MAX_ROWS; r++) {
+                partial[r * 256u + lid] += partial[r * 256u + lid + stride];
+            }
+        }
+        workgroupBarrier();
+    }
+    if lane == 0u && col < p.n {
+        for (var r = 0u; r < p.m; r++) {
+            var v = partial[r * 256u + lid];
+            if p.has_bias != 0u {
+                v += f32(bias[col]);
+            }
+            out[r * p.n + col] = Elem(v);
+        }
+    }
+}

@@ -1,0 +1,118 @@
+"""The table printed last by tools/device/run.sh: etwgpu next to its peers.
+
+Reads the raw files run.sh writes under OUT:
+- bandwidth.json: `etwgpu devices --json --bandwidth` (a JSON line of
+  adapters, then one of the copy bandwidth);
+- etwgpu_*.json: `llm_bench --json` (synthetic Llama-family models);
+- peers_*.json: `peers.py --json` (the same shapes in PyTorch);
+and prints Markdown: decode and prefill tokens/s per length, each also as a
+ratio to the best peer and (decode) to the bandwidth ceiling (the copy
+bandwidth over the bytes of weights one decoded token reads), then the
+issue's targets with met / not met.
+
+Usage: python3 tools/device/report.py OUT
+"""
+import glob
+import json
+import os
+import sys
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def weight_bytes_per_token(cfg, weights):
+    """Bytes of linear weights (and the output head) read per decoded token."""
+    d, h, kv = cfg["dim"], cfg["n_heads"], cfg["n_kv_heads"]
+    hd = d // h
+    per_layer = d * (d + 2 * kv * hd) + d * d + 3 * d * cfg["hidden_dim"]
+    params = per_layer * cfg["n_layers"] + cfg["vocab"] * d
+    # 4-bit: half a byte per weight plus one f32 scale per group of 32.
+    return params * (0.5 + 4 / 32) if weights.startswith("Q4") else params * 4
+
+
+def fmt(x, digits=1):
+    return "-" if x is None else f"{x:,.{digits}f}"
+
+
+def main(out):
+    bw = None
+    path = os.path.join(out, "bandwidth.json")
+    if os.path.exists(path):
+        with open(path) as f:
+            lines = [json.loads(line) for line in f if line.strip()]
+        bw = next((line for line in lines if isinstance(line, dict) and "gb_per_s" in line), None)
+    ours = {os.path.basename(p)[len("etwgpu_"):-5]: load(p) for p in sorted(glob.glob(os.path.join(out, "etwgpu_*.json")))}
+    peers = {os.path.basename(p)[len("peers_"):-5]: load(p) for p in sorted(glob.glob(os.path.join(out, "peers_*.json")))}
+    if bw:
+        print(f"Copy bandwidth ({bw['adapter']}): {bw['gb_per_s']:,.0f} GB/s read+write, WGSL vec4 kernel\n")
+
+    def peer_cells(phase):
+        cells = {}
+        for p in peers.values():
+            for c in p.get("cells", []):
+                if c.get("phase") == phase and c.get("status") == "ok":
+                    cells[(c["mode"], c["length"])] = c["tokens_per_s"]
+        return cells
+
+    pdec, ppre = peer_cells("decode"), peer_cells("prefill")
+    modes = sorted({m for m, _ in list(pdec) + list(ppre)})
+    for name, r in ours.items():
+        bpt = weight_bytes_per_token(r["config"], r["weights"])
+        ceiling = bw["gb_per_s"] * 1e9 / bpt if bw else None
+        print(f"## {name}: {r['config']['n_params'] / 1e6:,.0f}M params, {r['weights']}, "
+              f"{bpt / 1e9:.3f} GB of weights per decoded token")
+        print(f"load {r['load_s']:.2f} s, first call {r['first_call_s']:.2f} s, "
+              f"{r['dispatches_per_decode_step']} dispatches per decoded token\n")
+        is_1b = name.startswith("1b")
+        head = "| decode at context | etwgpu tok/s | " + "".join(f"torch {m} | " for m in modes) if is_1b else \
+            "| decode at context | etwgpu tok/s | "
+        print(head + "x best peer | % of ceiling |" if is_1b else head + "% of ceiling |")
+        print("|" + "---|" * (head.count("|") - 1 + (2 if is_1b else 1)))
+        for d in r["decode"]:
+            t = d["tokens_per_s"]
+            row = f"| {d['context']} | {fmt(t)} | "
+            best = None
+            if is_1b:
+                vals = [pdec.get((m, d["context"])) for m in modes]
+                row += "".join(f"{fmt(v)} | " for v in vals)
+                known = [v for v in vals if v]
+                best = max(known) if known else None
+                row += f"{fmt(t / best, 2) if best else '-'} | "
+            row += f"{fmt(100 * t / ceiling) if ceiling else '-'} |"
+            print(row)
+        print()
+        head = "| prefill prompt | etwgpu tok/s | " + ("".join(f"torch {m} | " for m in modes) + "x best peer |" if is_1b else "")
+        print(head)
+        print("|" + "---|" * (head.count("|") - 1))
+        for p in r["prefill"]:
+            t = p["tokens_per_s"]
+            row = f"| {p['prompt']} | {fmt(t)} |"
+            if is_1b:
+                vals = [ppre.get((m, p["prompt"])) for m in modes]
+                known = [v for v in vals if v]
+                best = max(known) if known else None
+                row += "".join(f" {fmt(v)} |" for v in vals) + f" {fmt(t / best, 2) if best else '-'} |"
+            print(row)
+        print()
+        if is_1b:
+            dec = {d["context"]: d["tokens_per_s"] for d in r["decode"]}
+            pre = {p["prompt"]: p["tokens_per_s"] for p in r["prefill"]}
+            targets = [
+                ("decode >= 2,000 tok/s at context 128", dec.get(128), lambda v: v >= 2000),
+                ("decode >= 1,200 tok/s at context 8192", dec.get(8192), lambda v: v >= 1200),
+                ("prefill >= 50,000 tok/s at 512", pre.get(512), lambda v: v >= 50000),
+                ("prefill >= 20,000 tok/s at 512 (first milestone)", pre.get(512), lambda v: v >= 20000),
+                ("<= 100 dispatches per decoded token", r["dispatches_per_decode_step"], lambda v: v <= 100),
+                ("cold start (load + first call) <= 1.5 s", r["load_s"] + r["first_call_s"], lambda v: v <= 1.5),
+            ]
+            print("| target | measured | met |\n|---|---|---|")
+            for what, v, ok in targets:
+                print(f"| {what} | {fmt(v, 2)} | {'-' if v is None else ('yes' if ok(v) else 'no')} |")
+            print()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else os.environ.get("OUT", "."))

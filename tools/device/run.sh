@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# One call on the lent GPU machine (no Rust, no network there). Build the
+# bundle here first (`cargo xtask device-bundle`), then call the device
+# tool with carry [".gl", ".device"] and the command
+#   bash tools/device/run.sh [PARTS]
+# PARTS (default: etwgpu peers) is any of:
+#   etwgpu   adapter, copy bandwidth, fixture goldens, the synthetic
+#            Llama-3.2-1B-shaped 4-bit model and SmolLM2-135M-shaped models
+#            (prefill/decode tokens/s, dispatches per token, load time)
+#   peers    the same Llama shapes in PyTorch, eager and torch.compile
+#   smollm2  the real SmolLM2 export carried in .xfer/ (see README.md):
+#            256 greedy tokens of a chat prompt, tokens/s
+# Raw outputs go to $OUT (at most 8 files come back); the last thing
+# printed is the table of tools/device/report.py.
+set -uo pipefail
+for f in .gl/*.deb; do dpkg -x "$f" /; done
+ldconfig
+export XDG_RUNTIME_DIR=/tmp ETWGPU_FIXTURES=$PWD/test_data/fixtures PYTHONUNBUFFERED=1
+OUT=${OUT:-/tmp/etwgpu-out}
+mkdir -p "$OUT"
+parts=${*:-etwgpu peers}
+start=$(date +%s)
+log() { echo "[$(( $(date +%s) - start )) s] $*"; }
+
+for part in $parts; do
+  case $part in
+  etwgpu)
+    log "adapter and copy bandwidth"
+    .device/etwgpu devices | tee "$OUT/devices.txt"
+    .device/etwgpu devices --json --bandwidth > "$OUT/bandwidth.json"
+    tail -1 "$OUT/bandwidth.json"
+    log "fixture goldens"
+    python3 tools/device/goldens.py .device/etwgpu test_data/fixtures /tmp/gold > "$OUT/goldens.txt" 2>&1
+    tail -3 "$OUT/goldens.txt"
+    log "synthetic Llama-3.2-1B shape, 4-bit"
+    timeout 300 .device/llm_bench --model 1b --weights q4 --prompts 128,512,1024,2048,4096,8192 \
+      --contexts 128,512,2048,8192 --steps 64 --repeats 3 --json "$OUT/etwgpu_1b_q4.json" 2>&1 | tail -30
+    log "synthetic SmolLM2-135M shape, 4-bit and fp32"
+    timeout 90 .device/llm_bench --model smollm2 --weights q4 --prompts 128,511 --contexts 128,256 \
+      --steps 64 --repeats 3 --json "$OUT/etwgpu_smollm2_q4.json" 2>&1 | tail -12
+    timeout 90 .device/llm_bench --model smollm2 --weights fp32 --prompts 128,511 --contexts 128,256 \
+      --steps 64 --repeats 3 --json "$OUT/etwgpu_smollm2_fp32.json" 2>&1 | tail -12
+    ;;
+  peers)
+    log "PyTorch peers"
+    timeout 420 python3 tools/device/peers.py --config llama32_1b --dtype bf16 --modes eager,compile \
+      --prompts 128,512,1024,2048,4096,8192 --contexts 128,512,2048,8192 --decode-tokens 128 \
+      --budget-s 300 --json "$OUT/peers_1b.json" 2>&1 | tail -40
+    ;;
+  smollm2)
+    log "SmolLM2-135M-Instruct, real weights"
+    mkdir -p /tmp/smollm2
+    cat .xfer/smollm2_q4.pte.part* > /tmp/smollm2/model.pte 2>/dev/null || true
+    cp .xfer/tokenizer.json /tmp/smollm2/ 2>/dev/null || true
+    sha256sum /tmp/smollm2/model.pte
+    .device/etwgpu generate --model /tmp/smollm2/model.pte --tokenizer /tmp/smollm2/tokenizer.json \
+      --chat --prompt "Why is the sky blue? Answer in a few sentences." --max-tokens 256 \
+      | tee "$OUT/smollm2_chat.txt"
+    ;;
+  *) echo "unknown part $part"; exit 2 ;;
+  esac
+done
+log "report"
+python3 tools/device/report.py "$OUT" | tee "$OUT/table.md"
