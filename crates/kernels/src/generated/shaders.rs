@@ -1899,13 +1899,19 @@ struct Params {
     b_strides: array<vec4<u32>, 2>,
 }
 
+// Non-finite values come from bit patterns read at run time: WGSL makes a
+// constant expression that evaluates to NaN or infinity an error (Chrome's
+// Tint rejects `bitcast<f32>(0x7fc00000u)`).
+var<private> nan_bits: u32 = 0x7fc00000u;
+var<private> inf_bits: u32 = 0x7f800000u;
+
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> a: array<Elem>;
 @group(0) @binding(2) var<storage, read> b: array<Elem>;
 @group(0) @binding(3) var<storage, read_write> out: array<Elem>;
 
 fn nan() -> f32 {
-    return bitcast<f32>(0x7fc00000u);
+    return bitcast<f32>(nan_bits);
 }
 
 /// `pow` with PyTorch's results for negative bases and zero exponents.
@@ -1920,7 +1926,7 @@ fn pow_torch(x: f32, y: f32) -> f32 {
         if y > 0.0 {
             return 0.0;
         }
-        return bitcast<f32>(0x7f800000u);
+        return bitcast<f32>(inf_bits);
     }
     if y != floor(y) {
         return nan();
@@ -1997,13 +2003,19 @@ struct Params {
     b_strides: array<vec4<u32>, 2>,
 }
 
+// Non-finite values come from bit patterns read at run time: WGSL makes a
+// constant expression that evaluates to NaN or infinity an error (Chrome's
+// Tint rejects `bitcast<f32>(0x7fc00000u)`).
+var<private> nan_bits: u32 = 0x7fc00000u;
+var<private> inf_bits: u32 = 0x7f800000u;
+
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> a: array<Elem>;
 @group(0) @binding(2) var<storage, read> b: array<Elem>;
 @group(0) @binding(3) var<storage, read_write> out: array<Elem>;
 
 fn nan() -> f32 {
-    return bitcast<f32>(0x7fc00000u);
+    return bitcast<f32>(nan_bits);
 }
 
 /// `pow` with PyTorch's results for negative bases and zero exponents.
@@ -2018,7 +2030,7 @@ fn pow_torch(x: f32, y: f32) -> f32 {
         if y > 0.0 {
             return 0.0;
         }
-        return bitcast<f32>(0x7f800000u);
+        return bitcast<f32>(inf_bits);
     }
     if y != floor(y) {
         return nan();
@@ -4700,6 +4712,11 @@ struct Params {
     _pad2: u32,
 }
 
+// Non-finite values come from bit patterns read at run time: WGSL makes a
+// constant expression that evaluates to NaN or infinity an error (Chrome's
+// Tint rejects `bitcast<f32>(0x7fc00000u)`).
+var<private> neg_inf_bits: u32 = 0xff800000u;
+
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<Elem>;
 @group(0) @binding(2) var<storage, read_write> out: array<Elem>;
@@ -4708,7 +4725,7 @@ struct Params {
 fn max_pool(i: u32, plane: u32, oh: u32, ow: u32) {
     let h0 = i32(oh * p.stride_h) - i32(p.pad_h);
     let w0 = i32(ow * p.stride_w) - i32(p.pad_w);
-    var best = bitcast<f32>(0xff800000u);
+    var best = bitcast<f32>(neg_inf_bits);
     var best_idx = -1;
     for (var ky = 0u; ky < p.kh; ky++) {
         let ih = h0 + i32(ky * p.dil_h);
@@ -4779,6 +4796,11 @@ struct Params {
     _pad2: u32,
 }
 
+// Non-finite values come from bit patterns read at run time: WGSL makes a
+// constant expression that evaluates to NaN or infinity an error (Chrome's
+// Tint rejects `bitcast<f32>(0x7fc00000u)`).
+var<private> neg_inf_bits: u32 = 0xff800000u;
+
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<Elem>;
 @group(0) @binding(2) var<storage, read_write> out: array<Elem>;
@@ -4787,7 +4809,7 @@ struct Params {
 fn max_pool(i: u32, plane: u32, oh: u32, ow: u32) {
     let h0 = i32(oh * p.stride_h) - i32(p.pad_h);
     let w0 = i32(ow * p.stride_w) - i32(p.pad_w);
-    var best = bitcast<f32>(0xff800000u);
+    var best = bitcast<f32>(neg_inf_bits);
     var best_idx = -1;
     for (var ky = 0u; ky < p.kh; ky++) {
         let ih = h0 + i32(ky * p.dil_h);
@@ -5646,6 +5668,12 @@ struct Params {
     red_strides: array<vec4<u32>, 2>,
 }
 
+// Non-finite values come from bit patterns read at run time: WGSL makes a
+// constant expression that evaluates to NaN or infinity an error (Chrome's
+// Tint rejects `bitcast<f32>(0x7fc00000u)`).
+var<private> neg_inf_bits: u32 = 0xff800000u;
+var<private> inf_bits: u32 = 0x7f800000u;
+
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<Elem>;
 @group(0) @binding(2) var<storage, read_write> out: array<Elem>;
@@ -5658,8 +5686,8 @@ fn is_nan(v: f32) -> bool {
 
 fn init(op: u32) -> f32 {
     switch op {
-        case 2u: { return bitcast<f32>(0xff800000u); }
-        case 3u: { return bitcast<f32>(0x7f800000u); }
+        case 2u: { return bitcast<f32>(neg_inf_bits); }
+        case 3u: { return bitcast<f32>(inf_bits); }
         default: { return 0.0; }
     }
 }
@@ -5764,6 +5792,12 @@ struct Params {
     red_strides: array<vec4<u32>, 2>,
 }
 
+// Non-finite values come from bit patterns read at run time: WGSL makes a
+// constant expression that evaluates to NaN or infinity an error (Chrome's
+// Tint rejects `bitcast<f32>(0x7fc00000u)`).
+var<private> neg_inf_bits: u32 = 0xff800000u;
+var<private> inf_bits: u32 = 0x7f800000u;
+
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<Elem>;
 @group(0) @binding(2) var<storage, read_write> out: array<Elem>;
@@ -5776,8 +5810,8 @@ fn is_nan(v: f32) -> bool {
 
 fn init(op: u32) -> f32 {
     switch op {
-        case 2u: { return bitcast<f32>(0xff800000u); }
-        case 3u: { return bitcast<f32>(0x7f800000u); }
+        case 2u: { return bitcast<f32>(neg_inf_bits); }
+        case 3u: { return bitcast<f32>(inf_bits); }
         default: { return 0.0; }
     }
 }
@@ -7087,6 +7121,11 @@ struct Params {
     _pad3: f32,
 }
 
+// Non-finite values come from bit patterns read at run time: WGSL makes a
+// constant expression that evaluates to NaN or infinity an error (Chrome's
+// Tint rejects `bitcast<f32>(0x7fc00000u)`).
+var<private> nan_bits: u32 = 0x7fc00000u;
+
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<Elem>;
 @group(0) @binding(2) var<storage, read_write> out: array<Elem>;
@@ -7112,7 +7151,7 @@ fn pow_torch(b: f32, e: f32) -> f32 {
         return pow(b, e);
     }
     if e != floor(e) {
-        return bitcast<f32>(0x7fc00000u);
+        return bitcast<f32>(nan_bits);
     }
     let r = pow(-b, e);
     if fract(e * 0.5) != 0.0 {
@@ -7143,7 +7182,7 @@ fn apply(op: u32, v: f32) -> f32 {
         case 17u: { return round(v); }
         case 18u: { return pow_torch(v, p.p0); }
         case 19u: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
-        default: { return bitcast<f32>(0x7fc00000u); }
+        default: { return bitcast<f32>(nan_bits); }
     }
 }
 
@@ -7182,6 +7221,11 @@ struct Params {
     _pad3: f32,
 }
 
+// Non-finite values come from bit patterns read at run time: WGSL makes a
+// constant expression that evaluates to NaN or infinity an error (Chrome's
+// Tint rejects `bitcast<f32>(0x7fc00000u)`).
+var<private> nan_bits: u32 = 0x7fc00000u;
+
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<Elem>;
 @group(0) @binding(2) var<storage, read_write> out: array<Elem>;
@@ -7207,7 +7251,7 @@ fn pow_torch(b: f32, e: f32) -> f32 {
         return pow(b, e);
     }
     if e != floor(e) {
-        return bitcast<f32>(0x7fc00000u);
+        return bitcast<f32>(nan_bits);
     }
     let r = pow(-b, e);
     if fract(e * 0.5) != 0.0 {
@@ -7238,7 +7282,7 @@ fn apply(op: u32, v: f32) -> f32 {
         case 17u: { return round(v); }
         case 18u: { return pow_torch(v, p.p0); }
         case 19u: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
-        default: { return bitcast<f32>(0x7fc00000u); }
+        default: { return bitcast<f32>(nan_bits); }
     }
 }
 
