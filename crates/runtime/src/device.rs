@@ -217,6 +217,13 @@ impl Runtime {
             })
             .await
             .map_err(|e| Error::RequestDevice { adapter: info.name.clone(), reason: e.to_string() })?;
+        #[cfg_attr(
+            target_arch = "wasm32",
+            expect(
+                clippy::arc_with_non_send_sync,
+                reason = "wgpu objects are neither Send nor Sync on the web, which has one thread; the Arc only shares the cache between clones"
+            )
+        )]
         let pipelines = Arc::new(PipelineCache::new(device.clone(), info.name.clone()));
         Ok(Self { device, queue, info, pipelines })
     }

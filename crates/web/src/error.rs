@@ -1,5 +1,5 @@
 //! Errors of `etwgpu-web`; JavaScript sees them as thrown `Error`s with the
-//! message (and its causes) as text.
+//! message as text (wasm-bindgen's `JsError` from any `std::error::Error`).
 
 /// Everything that can go wrong in `etwgpu-web`.
 #[derive(Debug, thiserror::Error)]
@@ -34,19 +34,3 @@ pub enum Error {
 
 /// `Result` with [`Error`].
 pub type Result<T> = std::result::Result<T, Error>;
-
-impl From<Error> for wasm_bindgen::JsError {
-    fn from(e: Error) -> Self {
-        let mut text = e.to_string();
-        let mut source = std::error::Error::source(&e);
-        while let Some(s) = source {
-            let t = s.to_string();
-            if !text.contains(&t) {
-                text.push_str(": ");
-                text.push_str(&t);
-            }
-            source = s.source();
-        }
-        wasm_bindgen::JsError::new(&text)
-    }
-}

@@ -86,7 +86,8 @@ pub fn tensor_to_js(t: &Tensor) -> JsValue {
     let args: Array = [bytes.buffer().into(), JsValue::from_f64(0.0), JsValue::from_f64(t.numel() as f64)]
         .into_iter()
         .collect::<Array>();
-    let data = Reflect::construct(ctor.unchecked_ref(), &args).expect("typed arrays construct over a buffer");
+    let ctor: &js_sys::Function = ctor.unchecked_ref();
+    let data = Reflect::construct(ctor, &args).expect("typed arrays construct over a buffer");
     set(&obj, "data", &data);
     obj.into()
 }
