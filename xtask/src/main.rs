@@ -33,7 +33,9 @@ fn workspace_root() -> PathBuf {
 }
 
 fn usage() -> ExitCode {
-    eprintln!("usage: cargo xtask <codegen | check-wgsl | tidy | ci | device-bundle | web-build [--release] | web-test>");
+    eprintln!(
+        "usage: cargo xtask <codegen | check-wgsl | tidy | ci | device-bundle | web-build [--release] | web-test>"
+    );
     ExitCode::from(2)
 }
 

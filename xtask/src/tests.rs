@@ -126,7 +126,8 @@ fn wgsl_conventions_are_enforced() {
 
 #[test]
 fn shader_needs_are_read_and_checked_against_webgpu_limits() {
-    let storage: String = (0..9).map(|i| format!("@group(0) @binding({i}) var<storage, read_write> b{i}: array<f32>;\n")).collect();
+    let storage: String =
+        (0..9).map(|i| format!("@group(0) @binding({i}) var<storage, read_write> b{i}: array<f32>;\n")).collect();
     let uses: String = (0..9).map(|i| format!("    b{i}[0] = 0.0;\n")).collect();
     let src = format!(
         "{storage}override WG: u32 = 512u;\nvar<workgroup> t: array<f32, 8192>;\n\
@@ -137,7 +138,8 @@ fn shader_needs_are_read_and_checked_against_webgpu_limits() {
     assert_eq!((needs.storage_buffers, needs.uniform_buffers, needs.workgroup_bytes), (9, 0, 32768));
     let over = crate::wgsl::over_webgpu_limits(&needs);
     assert_eq!(over.len(), 4, "{over:?}");
-    let small = crate::wgsl::validate_source("small", "@compute @workgroup_size(16, 16)\nfn main() {}\n").expect("valid");
+    let small =
+        crate::wgsl::validate_source("small", "@compute @workgroup_size(16, 16)\nfn main() {}\n").expect("valid");
     assert_eq!(small.workgroup_size, [16, 16, 1]);
     assert!(crate::wgsl::over_webgpu_limits(&small).is_empty());
 }

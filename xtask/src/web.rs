@@ -86,10 +86,7 @@ pub fn build(root: &Path, release: bool) -> Result<(), String> {
     let profile = if release { "release" } else { "debug" };
     let wasm = target_dir(root).join(TARGET).join(profile).join("etwgpu_web.wasm");
     let out = root.join("crates/web/www/pkg");
-    run(Command::new("wasm-bindgen")
-        .args(["--target", "web", "--no-typescript", "--out-dir"])
-        .arg(&out)
-        .arg(&wasm))?;
+    run(Command::new("wasm-bindgen").args(["--target", "web", "--no-typescript", "--out-dir"]).arg(&out).arg(&wasm))?;
     eprintln!("web-build: {} (serve crates/web/www on 127.0.0.1 and open it)", out.display());
     Ok(())
 }

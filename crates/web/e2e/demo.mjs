@@ -148,6 +148,8 @@ try {
   if (JSON.stringify(gen.tokens) !== JSON.stringify(expected) || JSON.stringify(gen.streamed) !== JSON.stringify(expected)) {
     throw new Error(`llama tokens ${gen.tokens} (streamed ${gen.streamed}), expected ${expected}`);
   }
+  const reply = await exec("return document.getElementById('reply').textContent;");
+  if (reply.trim() !== expected.join(" ")) throw new Error(`reply shows "${reply}", expected "${expected.join(" ")}"`);
   const tps = await exec("return document.getElementById('tps').textContent;");
   if (!/tokens\/s/.test(tps) || !(gen.decodeTokensPerS > 0)) throw new Error(`no tokens/s readout: ${tps}`);
   log(`llama_tiny_fp32: streamed greedy tokens ${gen.tokens.join(" ")} match the fixture; readout "${tps}"`);

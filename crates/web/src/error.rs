@@ -27,6 +27,13 @@ pub enum Error {
         /// The problem.
         problem: String,
     },
+    /// The `onToken` callback threw (generation ran to its end; the first
+    /// exception is reported).
+    #[error("the onToken callback threw: {message}")]
+    Callback {
+        /// The exception's message.
+        message: String,
+    },
     /// Text chat needs a tokenizer.
     #[error("chat needs a tokenizer.json; without one, generate from token ids")]
     NoTokenizer,

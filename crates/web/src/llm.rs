@@ -72,6 +72,7 @@ impl Llm {
         let mut decoder = self.tokenizer.as_ref().map(Tokenizer::stream_decoder);
         let tokenizer = self.tokenizer.as_ref();
         let mut text = String::new();
+        let mut thrown = None;
         let (tokens, stats) = self
             .generator
             .generate_async(prompt, &opts, &mut sampler, |token| {
@@ -83,12 +84,19 @@ impl Llm {
                     _ => String::new(),
                 };
                 text.push_str(&piece);
-                if let Some(f) = on_token {
-                    // A throwing callback does not stop generation.
-                    let _ = f.call2(&JsValue::NULL, &JsValue::from(token), &JsValue::from_str(&piece));
+                if let Some(f) = on_token
+                    && thrown.is_none()
+                    && let Err(e) = f.call2(&JsValue::NULL, &JsValue::from(token), &JsValue::from_str(&piece))
+                {
+                    // Reported once generation returns (it cannot stop it).
+                    thrown =
+                        Some(js_sys::Error::from(e).message().as_string().unwrap_or_else(|| "an exception".into()));
                 }
             })
             .await?;
+        if let Some(message) = thrown {
+            return Err(Error::Callback { message });
+        }
         Ok(Outcome { tokens, text, stats })
     }
 

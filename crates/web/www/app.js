@@ -131,18 +131,21 @@ async function send() {
     status("generating", "Generating…");
     const options = { maxNewTokens: parseInt($("max-new").value, 10) || 32, temperature: parseFloat($("temperature").value) || 0 };
     const streamed = [];
+    // Read before generating: `llm` is borrowed by the call while it runs,
+    // so the callback must not touch it.
+    const withText = llm.hasTokenizer;
     const t0 = performance.now();
     $("reply").textContent = "";
     $("tps").textContent = "";
     $("gen-stats").textContent = "";
     const onToken = (id, piece) => {
       streamed.push(id);
-      $("reply").textContent += llm.hasTokenizer ? piece : (streamed.length > 1 ? " " : "") + id;
+      $("reply").textContent += withText ? piece : (streamed.length > 1 ? " " : "") + id;
       const s = (performance.now() - t0) / 1000;
       $("tps").textContent = `${streamed.length} tokens, ${(streamed.length / s).toFixed(1)} tokens/s`;
     };
     let result;
-    if (llm.hasTokenizer) {
+    if (withText) {
       result = await llm.chat(text, options, onToken);
     } else {
       const ids = text.split(/[\s,]+/).filter(Boolean).map((x) => parseInt(x, 10));
@@ -168,7 +171,7 @@ async function main() {
     rt = await Runtime.create();
     const a = rt.adapter;
     demo.adapter = a;
-    $("adapter").textContent = `adapter: ${a.name} (${a.backend}, ${a.deviceType}) ${a.driver}\n` +
+    $("adapter").textContent = `adapter: ${a.name || "(name not exposed)"} (${a.backend}, ${a.deviceType}) ${a.driver}\n` +
       `features: ${a.features.join(", ") || "none"} · max ${a.maxComputeInvocationsPerWorkgroup} invocations/workgroup · ` +
       `${a.maxStorageBuffersPerShaderStage} storage buffers/stage · ${(a.maxStorageBufferBindingSize / 2 ** 20).toFixed(0)} MiB/binding`;
     $("adapter").classList.remove("hidden");

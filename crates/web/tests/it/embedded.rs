@@ -72,7 +72,11 @@ pub fn fixture(name: &str) -> &'static Fixture {
 impl Fixture {
     /// The embedded file `name`.
     pub fn file(&self, name: &str) -> &'static [u8] {
-        self.files.iter().find(|(n, _)| *n == name).map(|(_, b)| *b).unwrap_or_else(|| panic!("{}: no {name}", self.name))
+        self.files
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, b)| *b)
+            .unwrap_or_else(|| panic!("{}: no {name}", self.name))
     }
 }
 
@@ -97,9 +101,7 @@ fn listed_files_match_the_directory() {
         on_disk.push((path.file_name().expect("name").to_string_lossy().to_string(), files));
     }
     on_disk.sort();
-    let listed: Vec<(String, Vec<String>)> = FIXTURES
-        .iter()
-        .map(|f| (f.name.to_string(), f.files.iter().map(|(n, _)| n.to_string()).collect()))
-        .collect();
+    let listed: Vec<(String, Vec<String>)> =
+        FIXTURES.iter().map(|f| (f.name.to_string(), f.files.iter().map(|(n, _)| n.to_string()).collect())).collect();
     assert_eq!(listed, on_disk, "update crates/web/tests/it/embedded.rs to list test_data/fixtures/");
 }

@@ -121,7 +121,12 @@ mod browser {
     #[wasm_bindgen_test]
     async fn golden_fixtures_in_the_browser() {
         let rt = runtime().await;
-        web_sys_log(&format!("adapter: {:?} ({:?}), features {:?}", rt.adapter_info().name, rt.adapter_info().backend, rt.features()));
+        web_sys_log(&format!(
+            "adapter: {:?} ({:?}), features {:?}",
+            rt.adapter_info().name,
+            rt.adapter_info().backend,
+            rt.features()
+        ));
         let mut failures = Vec::new();
         for f in FIXTURES {
             match run_fixture(f).await {
