@@ -61,7 +61,7 @@ pub fn bundle(root: &Path) -> Result<(), String> {
             .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
             .filter(|m| m["reason"] == "compiler-artifact" && m["target"]["kind"][0] == "bench")
             .filter_map(|m| m["executable"].as_str().map(str::to_string))
-            .last()
+            .next_back()
             .ok_or_else(|| format!("no bench executable for {package}"))?;
         copy_stripped(Path::new(&exe), &device.join(name))?;
     }

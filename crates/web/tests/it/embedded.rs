@@ -3,6 +3,11 @@
 //! files. [`listed_files_match_the_directory`] fails, on native runs, when
 //! this list and the directory disagree.
 
+#![cfg_attr(
+    not(target_arch = "wasm32"),
+    expect(dead_code, reason = "the browser tests read the fixtures; native runs only check the list")
+)]
+
 /// One embedded fixture.
 pub struct Fixture {
     /// Directory name.
