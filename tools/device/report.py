@@ -69,8 +69,8 @@ def main(out):
         is_1b = name.startswith("1b")
         head = "| decode at context | etwgpu tok/s | " + "".join(f"torch {m} | " for m in modes) if is_1b else \
             "| decode at context | etwgpu tok/s | "
-        print(head + "x best peer | % of ceiling |" if is_1b else head + "% of ceiling |")
-        print("|" + "---|" * (head.count("|") - 1 + (2 if is_1b else 1)))
+        print(head + ("x best peer | % of ceiling |" if is_1b else "% of ceiling |") + " ms/token: lowering, recording, GPU wait |")
+        print("|" + "---|" * (head.count("|") - 1 + (3 if is_1b else 2)))
         for d in r["decode"]:
             t = d["tokens_per_s"]
             row = f"| {d['context']} | {fmt(t)} | "
@@ -82,6 +82,8 @@ def main(out):
                 best = max(known) if known else None
                 row += f"{fmt(t / best, 2) if best else '-'} | "
             row += f"{fmt(100 * t / ceiling) if ceiling else '-'} |"
+            h = d.get("host_ms_per_call", {})
+            row += f" {fmt(h.get('lowering'), 3)}, {fmt(h.get('recording'), 3)}, {fmt(h.get('gpu_wait'), 3)} |"
             print(row)
         print()
         head = "| prefill prompt | etwgpu tok/s | " + ("".join(f"torch {m} | " for m in modes) + "x best peer |" if is_1b else "")

@@ -2,7 +2,8 @@
 //! needs, which has no Rust and no network there. Downloads Debian's Vulkan
 //! loader and libglvnd (NVIDIA's Vulkan driver needs libGLdispatch; with the
 //! loader alone wgpu finds no adapter) into `.gl/`, builds the release
-//! `etwgpu` binary and the bench binaries, and copies them, stripped, into
+//! `etwgpu` binary, the `llm_bench` example and the runtime's criterion
+//! bench, and copies them, stripped, into
 //! `.device/`. Both folders stay out of git (`.git/info/exclude`); the device
 //! tool carries them, and `tools/device/run.sh` runs there.
 
@@ -15,8 +16,7 @@ use crate::run;
 const DEBS: &[&str] = &["libvulkan1", "libglvnd0", "libegl1", "libgl1", "libglx0", "libopengl0", "libgles2"];
 
 /// Bench targets built in release: (package, bench target, name in `.device/`).
-const BENCHES: &[(&str, &str, &str)] =
-    &[("etwgpu-runtime", "main", "runtime-bench"), ("etwgpu-llm", "main", "llm-bench")];
+const BENCHES: &[(&str, &str, &str)] = &[("etwgpu-runtime", "main", "runtime-bench")];
 
 /// Builds the bundle into `root/.gl` and `root/.device`.
 pub fn bundle(root: &Path) -> Result<(), String> {
@@ -45,8 +45,17 @@ pub fn bundle(root: &Path) -> Result<(), String> {
     }
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     run(Command::new(&cargo).current_dir(root).args(["build", "--release", "-p", "etwgpu-cli"]))?;
+    run(Command::new(&cargo).current_dir(root).args([
+        "build",
+        "--release",
+        "-p",
+        "etwgpu-llm",
+        "--example",
+        "llm_bench",
+    ]))?;
     let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), Into::into);
     copy_stripped(&target.join("release/etwgpu"), &device.join("etwgpu"))?;
+    copy_stripped(&target.join("release/examples/llm_bench"), &device.join("llm_bench"))?;
     for (package, bench, name) in BENCHES {
         let out = Command::new(&cargo)
             .current_dir(root)
@@ -58,10 +67,10 @@ pub fn bundle(root: &Path) -> Result<(), String> {
         }
         let exe = String::from_utf8_lossy(&out.stdout)
             .lines()
+            .rev()
             .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
             .filter(|m| m["reason"] == "compiler-artifact" && m["target"]["kind"][0] == "bench")
-            .filter_map(|m| m["executable"].as_str().map(str::to_string))
-            .next_back()
+            .find_map(|m| m["executable"].as_str().map(str::to_string))
             .ok_or_else(|| format!("no bench executable for {package}"))?;
         copy_stripped(Path::new(&exe), &device.join(name))?;
     }

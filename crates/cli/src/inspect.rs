@@ -279,25 +279,64 @@ pub fn to_text(name: &str, program: &Program) -> String {
 }
 
 /// `inspect --plan`: per Vulkan delegate, the chain lowered at the declared
-/// (maximum) shapes without a GPU, and its memory plan.
-pub fn plan_text(name: &str, program: &Program) -> String {
+/// (maximum) shapes without a GPU, its dispatches before and after fusion,
+/// and the memory plan of the chain that runs (fused unless `fuse` is off).
+pub fn plan_text(name: &str, program: &Program, fuse: bool) -> String {
     let mut o = String::new();
     let w = &mut o;
-    let _ = writeln!(w, "{name}: memory plan at the declared (maximum) shapes");
+    let _ = writeln!(
+        w,
+        "{name}: memory plan at the declared (maximum) shapes, {}",
+        if fuse { "fused" } else { "not fused (--no-fuse)" }
+    );
+    let counts = |steps: &[etwgpu_kernels::Step]| {
+        let dispatches = steps.iter().filter(|s| matches!(s, etwgpu_kernels::Step::Dispatch(_))).count();
+        let aliases = steps.iter().filter(|s| matches!(s, etwgpu_kernels::Step::Alias { .. })).count();
+        (dispatches, aliases)
+    };
     for m in &program.methods {
         let _ = writeln!(w, "\nmethod {:?}", m.name);
+        // Dispatches of all delegates per call: as exported, and fused.
+        let mut totals: Option<(usize, usize)> = None;
         for (d, del) in m.delegates.iter().enumerate() {
-            let Some(g) = &del.graph else {
+            let Some(original) = &del.graph else {
                 let _ = writeln!(w, "  delegate {d}: not a Vulkan delegate");
                 continue;
             };
             // Host-read SymInts (positions) are 0, as at load.
-            let lowered = match etwgpu_graph::lower_at_max(g, 0) {
+            let lowered = match etwgpu_graph::lower_at_max(original, 0) {
                 Ok(l) => l,
                 Err(e) => {
                     let _ = writeln!(w, "  delegate {d}: cannot lower: {e}");
                     continue;
                 }
+            };
+            let (dispatches, aliases) = counts(&lowered.steps);
+            let _ =
+                writeln!(w, "  delegate {d}: {} nodes, {dispatches} dispatches, {aliases} views", original.chain.len());
+            let fused = etwgpu_graph::fuse(original, &etwgpu_graph::FuseOptions::default());
+            let before = dispatches;
+            let (g, lowered) = if fuse {
+                match etwgpu_graph::lower_at_max(&fused.graph, 0) {
+                    Ok(l) => {
+                        let (dispatches, aliases) = counts(&l.steps);
+                        let t = totals.get_or_insert((0, 0));
+                        *t = (t.0 + before, t.1 + dispatches);
+                        let _ = writeln!(
+                            w,
+                            "    fused ({}): {} nodes, {dispatches} dispatches, {aliases} views",
+                            fused.summary(),
+                            fused.graph.chain.len()
+                        );
+                        (&fused.graph, l)
+                    }
+                    Err(e) => {
+                        let _ = writeln!(w, "    fused: cannot lower: {e}");
+                        continue;
+                    }
+                }
+            } else {
+                (original, lowered)
             };
             let plan = match etwgpu_graph::plan_graph(g, &lowered.steps) {
                 Ok(p) => p,
@@ -306,12 +345,9 @@ pub fn plan_text(name: &str, program: &Program) -> String {
                     continue;
                 }
             };
-            let dispatches = lowered.steps.iter().filter(|s| matches!(s, etwgpu_kernels::Step::Dispatch(_))).count();
-            let aliases = lowered.steps.iter().filter(|s| matches!(s, etwgpu_kernels::Step::Alias { .. })).count();
             let arena_classes =
                 plan.classes.values().filter(|c| matches!(c.placement, etwgpu_graph::Placement::Arena { .. })).count();
             let ratio = |a: u64, b: u64| if b == 0 { "-".to_string() } else { format!("{:.3}", a as f64 / b as f64) };
-            let _ = writeln!(w, "  delegate {d}: {} nodes, {dispatches} dispatches, {aliases} views", g.chain.len());
             let _ = writeln!(w, "    naive:       {:>10} bytes", plan.naive_bytes);
             let _ = writeln!(
                 w,
@@ -329,6 +365,9 @@ pub fn plan_text(name: &str, program: &Program) -> String {
                 ratio(plan.planned_bytes(), plan.lower_bound_bytes),
                 ratio(plan.planned_bytes(), plan.naive_bytes)
             );
+        }
+        if let Some((before, after)) = totals {
+            let _ = writeln!(w, "  dispatches per call: {before} before fusion, {after} after");
         }
     }
     o

@@ -1,9 +1,9 @@
 //! The `etwgpu` command-line tool.
 //!
 //! ```text
-//! etwgpu inspect MODEL.pte [--ptd FILE]... [--json | --plan]
+//! etwgpu inspect MODEL.pte [--ptd FILE]... [--json | --plan [--no-fuse]]
 //! etwgpu run MODEL.pte [--method NAME] [--ptd FILE]... (--call A.npy,B.npy | --input A.npy | --random-inputs)
-//!            [--output-dir DIR] [--repeat N] [--profile [--json]]
+//!            [--output-dir DIR] [--repeat N] [--profile [--json]] [--no-fuse]
 //! etwgpu generate --model MODEL.pte (--tokenizer T.json --prompt TEXT [--chat] [--system TEXT] | --tokens ID,ID,...)
 //!                 [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S]
 //! etwgpu chat --model MODEL.pte --tokenizer T.json [--system TEXT] [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S]
@@ -22,8 +22,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 const USAGE: &str = "usage:
-  etwgpu inspect MODEL.pte [--ptd FILE]... [--json | --plan]
-  etwgpu run MODEL.pte [--method NAME] [--ptd FILE]... (--call IN0.npy[,IN1.npy...]... | --input IN.npy... | --random-inputs) [--output-dir DIR] [--repeat N] [--profile [--json]]
+  etwgpu inspect MODEL.pte [--ptd FILE]... [--json | --plan [--no-fuse]]
+  etwgpu run MODEL.pte [--method NAME] [--ptd FILE]... (--call IN0.npy[,IN1.npy...]... | --input IN.npy... | --random-inputs) [--output-dir DIR] [--repeat N] [--profile [--json]] [--no-fuse]
   etwgpu generate --model MODEL.pte (--tokenizer T.json --prompt TEXT [--chat] [--system TEXT] | --tokens ID,ID,...) [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S]
   etwgpu chat --model MODEL.pte --tokenizer T.json [--system TEXT] [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S]
   etwgpu devices [--json] [--bandwidth]";
@@ -66,6 +66,8 @@ struct InspectArgs {
     json: bool,
     /// Print the memory plan of each delegate instead.
     plan: bool,
+    /// With `plan`: plan the chains as exported, without fusion.
+    no_fuse: bool,
 }
 
 fn parse_inspect(args: &[String]) -> Result<InspectArgs, Failure> {
@@ -73,11 +75,13 @@ fn parse_inspect(args: &[String]) -> Result<InspectArgs, Failure> {
     let mut ptds = Vec::new();
     let mut json = false;
     let mut plan = false;
+    let mut no_fuse = false;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--json" => json = true,
             "--plan" => plan = true,
+            "--no-fuse" => no_fuse = true,
             "--ptd" => ptds.push(PathBuf::from(it.next().ok_or_else(|| Failure::usage("--ptd needs a file"))?)),
             flag if flag.starts_with("--") => return Err(Failure::usage(format!("unknown option {flag}"))),
             path if model.is_none() => model = Some(PathBuf::from(path)),
@@ -88,7 +92,10 @@ fn parse_inspect(args: &[String]) -> Result<InspectArgs, Failure> {
     if json && plan {
         return Err(Failure::usage("inspect takes --json or --plan, not both"));
     }
-    Ok(InspectArgs { model, ptds, json, plan })
+    if no_fuse && !plan {
+        return Err(Failure::usage("--no-fuse needs --plan"));
+    }
+    Ok(InspectArgs { model, ptds, json, plan, no_fuse })
 }
 
 fn inspect(args: &[String]) -> Result<(), Failure> {
@@ -101,7 +108,7 @@ fn inspect(args: &[String]) -> Result<(), Failure> {
         s
     } else {
         let name = a.model.file_name().map_or_else(|| a.model.display().to_string(), |n| n.to_string_lossy().into());
-        if a.plan { inspect::plan_text(&name, &program) } else { inspect::to_text(&name, &program) }
+        if a.plan { inspect::plan_text(&name, &program, !a.no_fuse) } else { inspect::to_text(&name, &program) }
     };
     use std::io::Write as _;
     std::io::stdout().write_all(out.as_bytes()).map_err(Failure::error)

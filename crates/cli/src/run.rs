@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use etwgpu_format::DType;
-use etwgpu_runtime::{Runtime, Tensor};
+use etwgpu_runtime::{LoadOptions, Runtime, Tensor};
 
 use crate::{Failure, error_chain};
 
@@ -22,6 +22,8 @@ pub struct RunArgs {
     profile: bool,
     /// With `profile`: print only the profile, as JSON.
     json: bool,
+    /// Run the ops as exported, without fusion (for debugging).
+    no_fuse: bool,
 }
 
 /// Parses the arguments after `run`.
@@ -43,6 +45,7 @@ pub fn parse(args: &[String]) -> Result<RunArgs, Failure> {
             "--random-inputs" => a.random_inputs = true,
             "--profile" => a.profile = true,
             "--json" => a.json = true,
+            "--no-fuse" => a.no_fuse = true,
             "--repeat" => {
                 let v = value(&mut it, "--repeat")?;
                 a.repeat = v
@@ -119,16 +122,18 @@ pub fn run(a: &RunArgs) -> Result<String, Failure> {
     let method_name = a.method.clone().unwrap_or_else(|| "forward".to_string());
     let rt = Runtime::new().map_err(|e| Failure::error(error_chain(&e)))?;
     let t0 = Instant::now();
-    let mut method = rt.load(&program, &method_name).map_err(|e| Failure::error(error_chain(&e)))?;
+    let options = LoadOptions { fuse: !a.no_fuse };
+    let mut method = rt.load_with(&program, &method_name, &options).map_err(|e| Failure::error(error_chain(&e)))?;
     let load = t0.elapsed();
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "loaded {:?} on {} in {:.1} ms ({} dispatches per call; {} GPU call(s), {} CPU fallback call(s))",
+        "loaded {:?} on {} in {:.1} ms ({} dispatches per call, fusion {}; {} GPU call(s), {} CPU fallback call(s))",
         method_name,
         rt.adapter_info().name,
         ms(load),
         method.n_dispatches(),
+        if options.fuse { "on" } else { "off" },
         method.n_gpu_calls(),
         method.n_cpu_calls()
     );
@@ -153,6 +158,18 @@ pub fn run(a: &RunArgs) -> Result<String, Failure> {
             })
             .collect::<Result<_, _>>()?
     };
+    // With fusion, the profile also gives each call's dispatches without
+    // it: the same calls on the method loaded again, fusion off.
+    let mut unfused = Vec::new();
+    if a.profile && options.fuse {
+        let mut plain = rt
+            .load_with(&program, &method_name, &LoadOptions { fuse: false })
+            .map_err(|e| Failure::error(error_chain(&e)))?;
+        for (k, inputs) in calls.iter().enumerate() {
+            plain.run(inputs).map_err(|e| Failure::error(format!("call {k} without fusion: {}", error_chain(&e))))?;
+            unfused.push(plain.n_dispatches());
+        }
+    }
     method.set_profiling(a.profile);
     let mut profiles = Vec::new();
     if let Some(dir) = &a.output_dir {
@@ -184,8 +201,20 @@ pub fn run(a: &RunArgs) -> Result<String, Failure> {
             let rows = method.profile();
             if !a.json {
                 out.push_str(&profile_table(&rows));
+                if let Some(n) = unfused.get(k) {
+                    let _ = writeln!(
+                        out,
+                        "  dispatches: {} with fusion, {n} without (--no-fuse)",
+                        rows.iter().map(|r| r.dispatches).sum::<usize>()
+                    );
+                }
             }
-            profiles.push(profile_json(k, &rows));
+            let mut json = profile_json(k, &rows);
+            if let Some(n) = unfused.get(k) {
+                json["dispatches_without_fusion"] = serde_json::json!(n);
+            }
+            json["fusion"] = serde_json::json!(options.fuse);
+            profiles.push(json);
         }
         if let Some(dir) = &a.output_dir {
             for (i, t) in outputs.iter().enumerate() {

@@ -125,6 +125,29 @@ fn identical_constants_share_one_named_blob_but_stay_separate_values() {
 }
 
 #[test]
+fn owned_and_keyed_constants_match_borrowed_ones_and_into_bytes_matches_to_bytes() {
+    let ones: Vec<u8> = (0..16).flat_map(|_| 1f32.to_le_bytes()).collect();
+    let mut borrowed = GraphBuilder::new();
+    let a = borrowed.constant(DType::F32, &[16], &ones);
+    let b = borrowed.constant(DType::F32, &[16], &ones);
+    let c = borrowed.constant(DType::F32, &[4], &[7; 16]);
+    borrowed.inputs(&[]).outputs(&[a, b, c]);
+    let mut owned = GraphBuilder::new();
+    owned.constant_owned(DType::F32, &[16], ones.clone());
+    owned.constant_keyed(DType::F32, &[16], sha256_hex(&ones), vec![0; 64]);
+    owned.constant_owned(DType::F32, &[4], vec![7; 16]);
+    owned.inputs(&[]).outputs(&[a, b, c]);
+    assert_eq!(owned.values, borrowed.values);
+    assert_eq!(owned.named_data, borrowed.named_data, "the second keyed constant's bytes are dropped");
+    let mut p = ProgramBuilder::single_delegate(owned);
+    p.add_delegate_method("other", worked_example(), false);
+    let bytes = p.to_bytes();
+    assert_eq!(p.into_bytes(), bytes);
+    let program = check(Program::from_bytes(bytes));
+    assert_eq!(program.named_data.len(), 2 + 3, "ones, sevens, and the worked example's three");
+}
+
+#[test]
 fn constants_in_the_vh00_bytes_section_resolve() {
     let mut g = GraphBuilder::new();
     let first = g.constant_in_blob(DType::U8, &[3], &[1, 2, 3]);

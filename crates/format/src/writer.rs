@@ -264,6 +264,28 @@ impl GraphBuilder {
         self.push(RawValue::Tensor(Self::raw_tensor(dtype, dims, id)))
     }
 
+    /// [`constant`](Self::constant) taking the bytes by value, so large
+    /// weights are not copied.
+    pub fn constant_owned(&mut self, dtype: DType, dims: &[u64], bytes: Vec<u8>) -> ValueId {
+        let key = sha256_hex(&bytes);
+        self.constant_keyed(dtype, dims, key, bytes)
+    }
+
+    /// A constant tensor stored as named data under `key`, which the caller
+    /// has computed (e.g. one SHA-256 for many identical tensors). The first
+    /// constant with a key keeps its bytes; later ones with the same key
+    /// share them and their `bytes` are dropped (pass a `vec![0; n]`, which
+    /// costs no copy).
+    pub fn constant_keyed(&mut self, dtype: DType, dims: &[u64], key: String, bytes: Vec<u8>) -> ValueId {
+        let len = bytes.len() as u64;
+        if !self.named_data.iter().any(|(k, _)| *k == key) {
+            self.named_data.push((key.clone(), bytes));
+        }
+        self.constants.push(RawConstant::Named { key, len });
+        let id = self.constants.len() as i32 - 1;
+        self.push(RawValue::Tensor(Self::raw_tensor(dtype, dims, id)))
+    }
+
     /// A constant tensor stored in the VH00 bytes section (older layout).
     pub fn constant_in_blob(&mut self, dtype: DType, dims: &[u64], bytes: &[u8]) -> ValueId {
         let offset = self.bytes_section.len() as u64;
@@ -531,6 +553,17 @@ pub struct MethodSpec {
     pub instructions: Vec<InstructionSpec>,
 }
 
+/// One segment of a program being serialized.
+#[derive(Debug, Clone, Copy)]
+enum Segment {
+    /// The plan-level constant segment.
+    Constants,
+    /// The blob of delegate `.1` of method `.0`.
+    Blob(usize, usize),
+    /// Named data entry `.0`.
+    Named(usize),
+}
+
 /// Builds a `.pte` program.
 #[derive(Debug, Clone, Default)]
 pub struct ProgramBuilder {
@@ -586,15 +619,16 @@ impl ProgramBuilder {
                 m.outputs.push(idx);
             }
         }
-        for (k, bytes) in &graph.named_data {
-            if !self.named_data.iter().any(|(have, _)| have == k) {
-                self.named_data.push((k.clone(), bytes.clone()));
+        let blob = graph.blob();
+        for (k, bytes) in graph.named_data {
+            if !self.named_data.iter().any(|(have, _)| *have == k) {
+                self.named_data.push((k, bytes));
             }
         }
         m.delegates.push(DelegateSpec {
             backend_id: VULKAN_BACKEND_ID.to_string(),
-            blob: graph.blob(),
-            compile_specs: graph.compile_specs.clone(),
+            blob,
+            compile_specs: graph.compile_specs,
             inline,
         });
         m.instructions.push(InstructionSpec::Delegate { delegate_index: 0, args });
@@ -606,9 +640,46 @@ impl ProgramBuilder {
     /// segments (constant segment, delegate blobs, named data), each aligned
     /// to 128 bytes.
     pub fn to_bytes(&self) -> Vec<u8> {
+        let (mut out, segments, constant_seg) = self.head();
+        let base = out.len();
+        for (seg, off) in segments {
+            out.resize(base + off, 0);
+            out.extend_from_slice(self.segment_bytes(seg, &constant_seg));
+        }
+        out
+    }
+
+    /// [`to_bytes`](Self::to_bytes), releasing each named blob as soon as it
+    /// is copied: the peak memory is about one copy of the constants, not two.
+    pub fn into_bytes(mut self) -> Vec<u8> {
+        let (mut out, segments, constant_seg) = self.head();
+        let base = out.len();
+        for (seg, off) in segments {
+            out.resize(base + off, 0);
+            if let Segment::Named(i) = seg {
+                out.extend_from_slice(&std::mem::take(&mut self.named_data[i].1));
+            } else {
+                out.extend_from_slice(self.segment_bytes(seg, &constant_seg));
+            }
+        }
+        out
+    }
+
+    fn segment_bytes<'a>(&'a self, seg: Segment, constant_seg: &'a [u8]) -> &'a [u8] {
+        match seg {
+            Segment::Constants => constant_seg,
+            Segment::Blob(m, d) => &self.methods[m].delegates[d].blob,
+            Segment::Named(i) => &self.named_data[i].1,
+        }
+    }
+
+    /// The FlatBuffer with its `eh00` header, padded to where the segments
+    /// start (with room reserved for them), each segment with its offset
+    /// from there, and the constant segment's bytes.
+    fn head(&self) -> (Vec<u8>, Vec<(Segment, usize)>, Vec<u8>) {
         const SEGMENT_ALIGN: usize = 128;
         // Segment payloads, in order: constants, delegate blobs, named data.
-        let mut payloads: Vec<Vec<u8>> = Vec::new();
+        let mut payloads: Vec<(Segment, usize)> = Vec::new();
         let mut constant_offsets = vec![0u64];
         let mut constant_seg = Vec::new();
         for t in &self.constant_tensors {
@@ -616,33 +687,33 @@ impl ProgramBuilder {
             constant_seg.extend_from_slice(t);
             constant_seg.resize(align_up(constant_seg.len(), 16), 0);
         }
-        payloads.push(constant_seg);
+        payloads.push((Segment::Constants, constant_seg.len()));
         let mut delegate_segment = Vec::new();
         let mut inline_data: Vec<&[u8]> = Vec::new();
-        for m in &self.methods {
+        for (mi, m) in self.methods.iter().enumerate() {
             let mut per = Vec::new();
-            for d in &m.delegates {
+            for (di, d) in m.delegates.iter().enumerate() {
                 if d.inline {
                     inline_data.push(&d.blob);
                     per.push((p::data_location::INLINE, inline_data.len() as u32 - 1));
                 } else {
-                    payloads.push(d.blob.clone());
+                    payloads.push((Segment::Blob(mi, di), d.blob.len()));
                     per.push((p::data_location::SEGMENT, payloads.len() as u32 - 1));
                 }
             }
             delegate_segment.push(per);
         }
         let mut named_idx = Vec::new();
-        for (_, bytes) in &self.named_data {
-            payloads.push(bytes.clone());
+        for (i, (_, bytes)) in self.named_data.iter().enumerate() {
+            payloads.push((Segment::Named(i), bytes.len()));
             named_idx.push(payloads.len() as u32 - 1);
         }
         let mut seg_offsets = Vec::new();
         let mut seg_end = 0usize;
-        for pl in &payloads {
-            let off = if pl.is_empty() { seg_end } else { align_up(seg_end, SEGMENT_ALIGN) };
+        for &(_, len) in &payloads {
+            let off = if len == 0 { seg_end } else { align_up(seg_end, SEGMENT_ALIGN) };
             seg_offsets.push(off);
-            seg_end = off + pl.len();
+            seg_end = off + len;
         }
 
         let mut fbb = FlatBufferBuilder::new();
@@ -658,10 +729,10 @@ impl ProgramBuilder {
         }
         let inline_tables = tables(&mut fbb, &inline_tables);
         let mut segs = Vec::new();
-        for (pl, off) in payloads.iter().zip(&seg_offsets) {
+        for ((_, len), off) in payloads.iter().zip(&seg_offsets) {
             segs.push(table(&mut fbb, |f| {
                 put(f, p::data_segment::OFFSET, *off as u64);
-                put(f, p::data_segment::SIZE, pl.len() as u64);
+                put(f, p::data_segment::SIZE, *len as u64);
             }));
         }
         let segs = tables(&mut fbb, &segs);
@@ -705,11 +776,8 @@ impl ProgramBuilder {
         out.extend_from_slice(&(seg_end as u64).to_le_bytes());
         out.extend_from_slice(&fb[8..]);
         out.resize(base, 0);
-        for (pl, off) in payloads.iter().zip(&seg_offsets) {
-            out.resize(base + off, 0);
-            out.extend_from_slice(pl);
-        }
-        out
+        let segments = payloads.into_iter().map(|(seg, _)| seg).zip(seg_offsets).collect();
+        (out, segments, constant_seg)
     }
 
     fn method_table(&self, fbb: &mut Fbb<'_>, m: &MethodSpec, delegate_loc: &[(i8, u32)]) -> Done {

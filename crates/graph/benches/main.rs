@@ -23,7 +23,7 @@ fn chain(n_steps: u32) -> (Vec<Step>, BTreeMap<Vid, u64>, BTreeSet<Vid>) {
             steps.push(Step::Alias { out, src: prev });
         } else {
             steps.push(Step::Dispatch(Dispatch {
-                shader: ShaderId::ALL[0],
+                shader: ShaderId::ALL[0].into(),
                 entry: "main",
                 inputs: vec![prev, residual],
                 outputs: vec![out],

@@ -6,13 +6,17 @@
 //! - [`memory`]: liveness analysis and arena placement of intermediate
 //!   tensors, with the naive / planned / lower-bound report.
 //! - [`lower`]: the op chain lowered into steps at live shapes.
+//! - [`fuse`]: the op chain rewritten before lowering, fused groups of
+//!   ops replaced by `etwgpu.*` ops.
 #![forbid(unsafe_code)]
 
+pub mod fuse;
 pub mod lower;
 pub mod memory;
 
 #[cfg(test)]
 mod tests;
 
+pub use fuse::{FuseOptions, Fused, Fusion, FusionKind, describe, fuse};
 pub use lower::{InputRef, LowerError, Lowered, Lowerer, lower_at_max, plan_graph};
 pub use memory::{MemoryPlan, Placement, StorageClass, plan as plan_memory};

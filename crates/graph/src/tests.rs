@@ -8,7 +8,7 @@ use crate::memory::{ALIGN, MemoryPlan, Placement, plan};
 
 fn dispatch(inputs: &[u32], outputs: &[u32]) -> Step {
     Step::Dispatch(Dispatch {
-        shader: ShaderId::ALL[0],
+        shader: ShaderId::ALL[0].into(),
         entry: "main",
         inputs: inputs.iter().map(|&v| Vid(v)).collect(),
         outputs: outputs.iter().map(|&v| Vid(v)).collect(),

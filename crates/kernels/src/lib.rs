@@ -24,4 +24,4 @@ mod tests;
 pub use error::{Error, Result};
 pub use generated::shaders::{Family, ShaderId, ShaderNeeds, Variant};
 pub use ops::{OPS, OpId, from_name};
-pub use plan::{Dispatch, ElemType, Graph, Lowered, Step, TensorInfo, Value, Vid};
+pub use plan::{Dispatch, ElemType, GeneratedShader, Graph, Lowered, Shader, Step, TensorInfo, Value, Vid};

@@ -1,10 +1,13 @@
 //! The operator table: one row per supported ExecuTorch operator, sorted by
 //! name. [`register_ops!`] turns the rows into [`OpId`], [`OPS`] and
 //! [`from_name`], and wires each row to its host rule in `ops/<family>.rs`.
+//! Rows named `etwgpu.*` are not ExecuTorch operators: the graph's fusion
+//! pass writes them (`ops/fused.rs`).
 
 pub mod conv;
 pub mod creation;
 pub mod elementwise;
+pub mod fused;
 pub mod index;
 pub mod infra;
 pub mod layout;
@@ -170,12 +173,34 @@ register_ops! {
     RmsNorm => "et_vk.rms_norm.default" => llm::rms_norm,
     EtVkSdpa => "et_vk.sdpa.default" => llm::sdpa,
     SelectAsSymInt => "et_vk.select_as_symint.default" => symint::select_as_symint,
+    AddmmAct => "etwgpu.addmm_act.default" => |c| fused::with_act(c, matmul::addmm_with),
+    ConvWithClampAct => "etwgpu.conv_with_clamp_act.default" => |c| fused::with_act(c, |c, e| conv::convolution_with(c, true, e)),
+    ConvolutionAct => "etwgpu.convolution_act.default" => |c| fused::with_act(c, |c, e| conv::convolution_with(c, false, e)),
+    FusedElementwise => "etwgpu.fused_elementwise.default" => fused::fused_elementwise,
+    LinearAct => "etwgpu.linear_act.default" => |c| fused::with_act(c, matmul::linear_with),
+    LinearQ4gswQkv => "etwgpu.linear_q4gsw_qkv.default" => fused::linear_q4gsw_qkv,
+    LinearQ4gswSwiglu => "etwgpu.linear_q4gsw_swiglu.default" => fused::linear_q4gsw_swiglu,
+    LinearQkv => "etwgpu.linear_qkv.default" => fused::linear_qkv,
+    LinearSwiglu => "etwgpu.linear_swiglu.default" => fused::linear_swiglu,
     SymFloorDiv => "floordiv" => |c| symint::arith(c, SymIntOp::FloorDiv),
     SymMul => "mul" => |c| symint::arith(c, SymIntOp::Mul),
     SdpaWithKvCache => "sdpa_with_kv_cache.default" => llm::sdpa_with_kv_cache,
     SymSub => "sub" => |c| symint::arith(c, SymIntOp::Sub),
     SymSize => "sym_size.int" => symint::sym_size,
     ChooseQparamsAffine => "torchao.choose_qparams_affine.default" => quant::choose_qparams_affine,
+}
+
+impl OpId {
+    /// Arguments other than its outputs that the op writes in place (the
+    /// KV caches of `sdpa_with_kv_cache`). Fusion never moves or merges
+    /// reads of such values, so an op that updates an argument in place
+    /// must list it here.
+    pub const fn mutated_args(self) -> &'static [usize] {
+        match self {
+            OpId::SdpaWithKvCache => &[3, 4],
+            _ => &[],
+        }
+    }
 }
 
 /// Looks an operator up by its exact ExecuTorch name.

@@ -31,6 +31,7 @@ enum Owned {
     IntList(Vec<i64>),
     List(Vec<Vid>),
     SymInt(i64),
+    Str(String),
     Null,
 }
 
@@ -56,6 +57,7 @@ impl Graph for TestGraph {
             Owned::IntList(x) => Value::IntList(x),
             Owned::List(x) => Value::List(x),
             Owned::SymInt(x) => Value::SymInt(*x),
+            Owned::Str(x) => Value::String(x),
             Owned::Null => Value::Null,
         }
     }
@@ -511,4 +513,230 @@ fn q4_rules_shape_rank3_inputs_and_reject_bad_packing() {
     assert_eq!(out_shape(&l), [2, 3, 64]);
     let err = check(&g, "et_vk.embedding_q4gsw.default", &[ew, es, gs, idx, f, emb]).expect_err("legacy");
     assert!(matches!(err, crate::Error::ArgValue { arg_idx: 4, .. }), "{err:?}");
+}
+
+// Fused ops (`ops/fused.rs`).
+
+use crate::ops::fused::{Epilogue, Expr, FUSED_MAX_INPUTS};
+use crate::plan::Shader;
+
+/// Parses and validates `source` with naga, panicking with its message.
+fn naga_validate(label: &str, source: &str) {
+    let module = naga::front::wgsl::parse_str(source)
+        .unwrap_or_else(|e| panic!("{label}: {}\n{source}", e.emit_to_string(source)));
+    naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all())
+        .validate(&module)
+        .unwrap_or_else(|e| panic!("{label}: {e:?}\n{source}"));
+}
+
+/// The generated shader of a fused elementwise lowering.
+fn generated(l: &Lowered) -> &crate::plan::GeneratedShader {
+    match &l.steps[..] {
+        [Step::Dispatch(crate::Dispatch { shader: Shader::Generated(g), .. })] => g,
+        other => panic!("expected one generated dispatch, got {other:?}"),
+    }
+}
+
+#[test]
+fn fused_expressions_round_trip_through_text() {
+    for text in [
+        "sigmoid x0; mul x0 t0",
+        "mul x0 x1; add x2 t0 1.0",
+        "clamp x0 -0.75 1.25; leaky_relu t0 0.15000000596046448; pow_scalar t1 1.5",
+        "sub x0 x1 0.5; div t0 x2; gelu_tanh t1; maximum t2 x0",
+        "clamp x0 -3.4028234663852886e38 6.0",
+    ] {
+        let e = Expr::parse(text).expect(text);
+        assert_eq!(e.to_string(), text);
+    }
+    for bad in ["", "relu", "relu x0 1.0", "mul x0", "add x0 x1", "relu t0", "frobnicate x0", "relu y0", "relu x7"] {
+        assert!(Expr::parse(bad).is_err(), "{bad:?} should not parse");
+    }
+    assert_eq!(Epilogue::parse("relu x0").expect("relu").op, crate::ops::elementwise::UnaryOp::Relu);
+    assert!(Epilogue::parse("relu x1").is_err());
+    assert!(Epilogue::parse("relu x0; neg t0").is_err());
+    assert_eq!(Epilogue::parse("clamp x0 0.0 6.0").expect("clamp").text(), "clamp x0 0.0 6.0");
+}
+
+/// What follows the template's marker is what the host writes for the
+/// expression its doc names, so the template validates as it runs.
+#[test]
+fn fused_elementwise_template_ends_with_its_documented_example() {
+    let e = Expr::parse("sigmoid x0; mul x0 t0; add t1 x1 1.0").expect("parses");
+    assert_eq!(e.wgsl(crate::Variant::F32), crate::ShaderId::FusedElementwiseF32.source());
+    assert_eq!(e.wgsl(crate::Variant::F16), crate::ShaderId::FusedElementwiseF16.source());
+}
+
+#[test]
+fn generated_fused_kernels_validate_with_naga() {
+    let all_unary = crate::ops::elementwise::UnaryOp::ALL
+        .iter()
+        .enumerate()
+        .map(|(j, op)| {
+            let x = if j == 0 { "x0".to_string() } else { format!("t{}", j - 1) };
+            let params = ["", " 0.5", " 0.5 2.0"][op.n_params()];
+            format!("{} {x}{params}", op.name())
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    let all_binary = crate::ops::elementwise::BinaryOp::ALL
+        .iter()
+        .enumerate()
+        .map(|(j, op)| {
+            let a = if j == 0 { "x0".to_string() } else { format!("t{}", j - 1) };
+            let alpha = if op.has_alpha() { " 2.0" } else { "" };
+            format!("{} {a} x{}{alpha}", op.name(), 1 + j % (FUSED_MAX_INPUTS - 1))
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    for text in [
+        "relu x0".to_string(),
+        "clamp x0 -inf inf".to_string(),
+        "mul x0 x1; add x2 t0 1.0; neg t1".to_string(),
+        all_unary,
+        all_binary,
+    ] {
+        let e = Expr::parse(&text).expect(&text);
+        for variant in [crate::Variant::F32, crate::Variant::F16] {
+            naga_validate(&format!("{text} ({variant:?})"), &e.wgsl(variant));
+        }
+    }
+}
+
+#[test]
+fn fused_elementwise_broadcasts_collapses_dims_and_checks_its_inputs() {
+    let mut g = TestGraph::default();
+    let a = g.t(&[2, 3, 4]);
+    let b = g.t(&[2, 3, 4]);
+    let s = g.t(&[]);
+    let row = g.t(&[4]);
+    let out = g.t(&[2, 3, 4]);
+    let expr = g.push(Owned::Str("mul x0 x1; add t0 x2 1.0; sub t1 x3 1.0".into()));
+    let l = check(&g, "etwgpu.fused_elementwise.default", &[expr, a, b, s, row, out]).expect("lowers");
+    assert_eq!(out_shape(&l), [2, 3, 4]);
+    let Step::Dispatch(d) = &l.steps[0] else { panic!("a dispatch") };
+    assert_eq!(d.inputs, [a, b, s, row]);
+    assert_eq!(d.params.len(), 16 + 32 + 32 * FUSED_MAX_INPUTS);
+    let word = |i: usize| u32::from_le_bytes(d.params[4 * i..4 * i + 4].try_into().expect("4 bytes"));
+    // [2, 3, 4] with a [4] row: dims 2 and 3 merge for every input.
+    assert_eq!((word(0), word(1)), (24, 2), "numel, rank");
+    assert_eq!((word(4), word(5)), (6, 4), "collapsed shape");
+    let strides = |k: usize| (word(12 + 8 * k), word(13 + 8 * k));
+    assert_eq!([strides(0), strides(1), strides(2), strides(3)], [(4, 1), (4, 1), (0, 0), (0, 1)]);
+    assert_eq!(generated(&l).label, "fused_elementwise.f32");
+    naga_validate("lowered", &generated(&l).source);
+
+    // Same shapes: one dim.
+    let two = g.push(Owned::Str("add x0 x1 2.0".into()));
+    let l = check(&g, "etwgpu.fused_elementwise.default", &[two, a, b, out]).expect("lowers");
+    let Step::Dispatch(d) = &l.steps[0] else { panic!("a dispatch") };
+    assert_eq!(u32::from_le_bytes(d.params[4..8].try_into().expect("4 bytes")), 1);
+
+    // Errors: an input count that does not match, a skipped input, shapes
+    // that do not broadcast, dtypes that differ.
+    assert!(check(&g, "etwgpu.fused_elementwise.default", &[two, a, out]).is_err());
+    let skip = g.push(Owned::Str("neg x1".into()));
+    assert!(matches!(
+        check(&g, "etwgpu.fused_elementwise.default", &[skip, a, b, out]),
+        Err(crate::Error::ArgValue { arg_idx: 0, .. })
+    ));
+    let odd = g.t(&[5]);
+    assert!(matches!(
+        check(&g, "etwgpu.fused_elementwise.default", &[two, a, odd, out]),
+        Err(crate::Error::Shape { arg_idx: 0, .. })
+    ));
+    let half = g.push(Owned::Tensor(ElemType::F16, vec![2, 3, 4], false));
+    assert!(matches!(
+        check(&g, "etwgpu.fused_elementwise.default", &[two, a, half, out]),
+        Err(crate::Error::DType { arg_idx: 2, .. })
+    ));
+    // An empty output dispatches nothing; the output is still shaped.
+    let empty = g.t(&[0, 4]);
+    let l = check(&g, "etwgpu.fused_elementwise.default", &[two, empty, row, empty]).expect("lowers");
+    assert!(l.steps.is_empty());
+    assert_eq!(out_shape(&l), [0, 4]);
+}
+
+#[test]
+fn act_variants_put_the_activation_in_the_epilogue() {
+    let mut g = TestGraph::default();
+    let x = g.t(&[6, 8]);
+    let w = g.push(Owned::Tensor(ElemType::F32, vec![5, 8], true));
+    let b = g.push(Owned::Tensor(ElemType::F32, vec![5], true));
+    let act = g.push(Owned::Str("clamp x0 0.0 6.0".into()));
+    let out = g.t(&[6, 5]);
+    let plain = check(&g, "aten.linear.default", &[x, w, b, out]).expect("linear");
+    let fused = check(&g, "etwgpu.linear_act.default", &[x, w, b, act, out]).expect("linear_act");
+    let (Step::Dispatch(p), Step::Dispatch(f)) = (&plain.steps[0], &fused.steps[0]) else { panic!("dispatches") };
+    assert_eq!(p.params.len(), 80);
+    assert_eq!(p.params[..64], f.params[..64]);
+    assert_eq!(u32::from_le_bytes(p.params[64..68].try_into().expect("4 bytes")), 0, "no activation");
+    assert_eq!(u32::from_le_bytes(f.params[64..68].try_into().expect("4 bytes")), 14, "clamp");
+    assert_eq!(f32::from_le_bytes(f.params[72..76].try_into().expect("4 bytes")), 6.0);
+    assert_eq!((p.inputs.clone(), p.outputs.clone()), (f.inputs.clone(), f.outputs.clone()));
+    let bad = g.push(Owned::Str("mul x0 x0".into()));
+    assert!(matches!(
+        check(&g, "etwgpu.linear_act.default", &[x, w, b, bad, out]),
+        Err(crate::Error::ArgValue { arg_idx: 3, name: "activation", .. })
+    ));
+}
+
+#[test]
+fn qkv_and_swiglu_shape_three_and_one_outputs_and_route_by_rows() {
+    let mut g = TestGraph::default();
+    let null = g.push(Owned::Null);
+    let wq = g.push(Owned::Tensor(ElemType::F32, vec![8, 16], true));
+    let wk = g.push(Owned::Tensor(ElemType::F32, vec![4, 16], true));
+    let bk = g.push(Owned::Tensor(ElemType::F32, vec![4], true));
+    for (rows, family) in [(3u64, crate::Family::GemvQkv), (5, crate::Family::LinearQkv)] {
+        let x = g.t(&[1, rows, 16]);
+        let (q, k, v) = (g.t(&[1, rows, 8]), g.t(&[1, rows, 4]), g.t(&[1, rows, 4]));
+        let outs = g.push(Owned::List(vec![q, k, v]));
+        let l = check(&g, "etwgpu.linear_qkv.default", &[x, wq, null, wk, bk, wk, null, outs]).expect("qkv");
+        assert_eq!(l.shapes, vec![(q, vec![1, rows, 8]), (k, vec![1, rows, 4]), (v, vec![1, rows, 4])]);
+        let Step::Dispatch(d) = &l.steps[0] else { panic!("a dispatch") };
+        assert_eq!(d.shader, crate::ShaderId::find(family, crate::Variant::F32).expect("variant").into());
+        assert_eq!(d.inputs, [x, wq, wk, wk, wq, bk, wk]);
+        assert_eq!(d.outputs, [q, k, v]);
+        assert_eq!(u32::from_le_bytes(d.params[20..24].try_into().expect("4 bytes")), 0b010, "only k has a bias");
+        let out = g.t(&[1, rows, 4]);
+        let l = check(&g, "etwgpu.linear_swiglu.default", &[x, wk, bk, wk, null, out]).expect("swiglu");
+        assert_eq!(l.shapes, vec![(out, vec![1, rows, 4])]);
+    }
+    let x = g.t(&[2, 16]);
+    let out = g.t(&[2, 8]);
+    assert!(matches!(
+        check(&g, "etwgpu.linear_swiglu.default", &[x, wq, null, wk, null, out]),
+        Err(crate::Error::Shape { arg_idx: 3, .. })
+    ));
+    let two = g.push(Owned::List(vec![out, out]));
+    assert!(check(&g, "etwgpu.linear_qkv.default", &[x, wq, null, wq, null, wq, null, two]).is_err());
+}
+
+#[test]
+fn q4gsw_qkv_and_swiglu_check_their_packed_weights() {
+    let mut g = TestGraph::default();
+    let x = g.t(&[1, 3, 64]);
+    let gs = g.push(Owned::Int(32));
+    let w = |g: &mut TestGraph, n: u64| {
+        let w = g.push(Owned::Tensor(ElemType::U8, vec![n, 32], true));
+        let s = g.push(Owned::Tensor(ElemType::F32, vec![2, n], true));
+        (w, s)
+    };
+    let (wq, sq) = w(&mut g, 64);
+    let (wk, sk) = w(&mut g, 32);
+    let (q, k, v) = (g.t(&[1, 3, 64]), g.t(&[1, 3, 32]), g.t(&[1, 3, 32]));
+    let outs = g.push(Owned::List(vec![q, k, v]));
+    let l = check(&g, "etwgpu.linear_q4gsw_qkv.default", &[x, gs, wq, sq, wk, sk, wk, sk, outs]).expect("qkv");
+    assert_eq!(l.shapes, vec![(q, vec![1, 3, 64]), (k, vec![1, 3, 32]), (v, vec![1, 3, 32])]);
+    let Step::Dispatch(d) = &l.steps[0] else { panic!("a dispatch") };
+    assert_eq!(d.workgroups, [3 * 128, 1, 1]);
+    assert_eq!(d.params.len(), 64);
+    let out = g.t(&[1, 3, 32]);
+    let l = check(&g, "etwgpu.linear_q4gsw_swiglu.default", &[x, gs, wk, sk, wk, sk, out]).expect("swiglu");
+    assert_eq!(l.shapes, vec![(out, vec![1, 3, 32])]);
+    assert!(matches!(
+        check(&g, "etwgpu.linear_q4gsw_swiglu.default", &[x, gs, wk, sk, wq, sq, out]),
+        Err(crate::Error::Shape { arg_idx: 4, .. })
+    ));
 }

@@ -81,6 +81,7 @@ fn apply(op: u32, v: f32) -> f32 {
         case 17u: { return round(v); }
         case 18u: { return pow_torch(v, p.p0); }
         case 19u: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case 20u: { return v * (1.0 / (1.0 + exp(-v))); }
         default: { return bitcast<f32>(nan_bits); }
     }
 }

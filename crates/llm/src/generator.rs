@@ -174,7 +174,7 @@ impl Generator {
     ) -> Result<Self> {
         let meta = Metadata::read(program)?;
         let forward = runtime
-            .load_async(program, "forward", progress)
+            .load_async(program, "forward", &etwgpu_runtime::LoadOptions::default(), progress)
             .await
             .map_err(|source| Error::Runtime { during: "loading method forward", source })?;
         Ok(Self { forward, meta, pos: 0, argmax: false })
@@ -291,8 +291,10 @@ impl Generator {
         Ok(())
     }
 
-    /// Feeds `tokens` (in chunks of `max_seq_len`) at the current position;
-    /// returns the logits of the last one.
+    /// Feeds `tokens` (in chunks of at most `max_seq_len`, or of the
+    /// method's own bound on the token dim when lower: `export_llama` bounds
+    /// it at `max_seq_len - 1`) at the current position; returns the logits
+    /// of the last one.
     #[cfg(not(target_arch = "wasm32"))]
     pub fn prefill(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
         pollster::block_on(self.prefill_async(tokens))
@@ -305,8 +307,10 @@ impl Generator {
         }
         self.check_fits(tokens.len(), 0)?;
         self.check_tokens(tokens)?;
+        let bound = self.forward.input_specs().first().and_then(|(_, shape)| shape.last().copied());
+        let chunk_len = bound.map_or(self.meta.max_seq_len, |b| (b as usize).clamp(1, self.meta.max_seq_len));
         let mut logits = Vec::new();
-        for chunk in tokens.chunks(self.meta.max_seq_len) {
+        for chunk in tokens.chunks(chunk_len) {
             logits = self.forward(chunk).await?;
         }
         Ok(logits)

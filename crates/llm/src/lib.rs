@@ -3,16 +3,20 @@
 //! input_pos int64 [1]) -> logits [1, vocab]` with the KV cache inside the
 //! method, plus constant metadata methods), and a seeded [`Sampler`]
 //! (greedy, temperature, top-k, top-p), a byte-level BPE [`Tokenizer`] and
-//! the ChatML template ([`chatml`]).
+//! the ChatML template ([`chatml`]). [`LlamaConfig::build`] writes
+//! synthetic programs of that layout with random weights, for tests and
+//! benchmarks at real model shapes.
 
 pub mod error;
 pub mod generator;
 pub mod sampler;
+pub mod synthetic;
 pub mod tokenizer;
 
 pub use error::{Error, Result};
 pub use generator::{GenerateOptions, GenerationStats, Generator, Metadata};
 pub use sampler::{Rng, Sampler, SamplerConfig};
+pub use synthetic::{LlamaConfig, Weights};
 pub use tokenizer::{ChatMessage, StreamDecoder, Tokenizer, chatml};
 
 #[cfg(test)]

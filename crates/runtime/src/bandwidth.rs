@@ -40,7 +40,7 @@ impl Runtime {
             reason: format!("{bytes} bytes is over 2^32 words"),
         })?;
         let iterations = iterations.max(1);
-        let pipeline = self.pipelines.get_async(ShaderId::CopyF32).await?;
+        let pipeline = self.pipelines.get_async(&ShaderId::CopyF32.into()).await?;
         let buffer = |label: &str, usage: wgpu::BufferUsages| {
             self.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some(label),

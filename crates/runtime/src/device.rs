@@ -17,6 +17,7 @@ use std::task::{Context, Poll, Waker};
 use etwgpu_format::Program;
 
 use crate::error::{Error, Result};
+use crate::method::LoadOptions;
 use crate::pipeline_cache::PipelineCache;
 use crate::program::LoadedMethod;
 
@@ -259,19 +260,26 @@ impl Runtime {
     /// buffers and uploads the constants of each GPU call.
     #[cfg(not(target_arch = "wasm32"))]
     pub fn load(&self, program: &Program, method: &str) -> Result<LoadedMethod> {
-        pollster::block_on(self.load_async(program, method, &mut |_| {}))
+        pollster::block_on(self.load_async(program, method, &LoadOptions::default(), &mut |_| {}))
     }
 
-    /// Like [`Runtime::load`], calling `progress` as weights are uploaded
+    /// [`Runtime::load`] with options (fusion off, for debugging).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn load_with(&self, program: &Program, method: &str, options: &LoadOptions) -> Result<LoadedMethod> {
+        pollster::block_on(self.load_async(program, method, options, &mut |_| {}))
+    }
+
+    /// [`Runtime::load_with`], calling `progress` as weights are uploaded
     /// and pipelines compiled (for a progress bar on large models).
     #[cfg(not(target_arch = "wasm32"))]
     pub fn load_with_progress(
         &self,
         program: &Program,
         method: &str,
+        options: &LoadOptions,
         progress: &mut dyn FnMut(crate::LoadProgress),
     ) -> Result<LoadedMethod> {
-        pollster::block_on(self.load_async(program, method, progress))
+        pollster::block_on(self.load_async(program, method, options, progress))
     }
 
     /// [`Runtime::load_with_progress`] without blocking: pipelines are
@@ -280,9 +288,10 @@ impl Runtime {
         &self,
         program: &Program,
         method: &str,
+        options: &LoadOptions,
         progress: &mut dyn FnMut(crate::LoadProgress),
     ) -> Result<LoadedMethod> {
-        LoadedMethod::load(self, program, method, progress).await
+        LoadedMethod::load(self, program, method, options, progress).await
     }
 
     /// Blocks until the queue is idle.

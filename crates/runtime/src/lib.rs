@@ -36,7 +36,7 @@ pub use bandwidth::Bandwidth;
 pub use device::adapters;
 pub use device::{AdapterSummary, Runtime, RuntimeOptions, adapters_async};
 pub use error::{Error, Result};
-pub use method::{LoadProgress, LoadStage, RunTimes};
+pub use method::{LoadOptions, LoadProgress, LoadStage, RunTimes};
 pub use program::{LoadedMethod, Route, kernel_route};
 pub use tensor::Tensor;
 

@@ -1,7 +1,9 @@
 //! A loaded delegate call: buffers, constants, the lowered op chain, and `run`.
 //!
-//! Load: every op is looked up in the kernel table and lowered at the
-//! declared (maximum) shapes (by [`etwgpu_graph::Lowerer`]); view-like ops
+//! Load: the chain is fused ([`etwgpu_graph::fuse`], unless
+//! [`LoadOptions::fuse`] is off), every op is looked up in the kernel
+//! table and lowered at the declared (maximum) shapes (by
+//! [`etwgpu_graph::Lowerer`]); view-like ops
 //! become buffer aliases; the memory planner ([`etwgpu_graph::plan_graph`])
 //! places the intermediates in a few arenas, bound at their planned offsets,
 //! so tensors that are never live together share bytes (no dispatch reads
@@ -27,6 +29,21 @@ use crate::error::{Error, Result};
 use crate::tensor::{Tensor, convert, from_device_layout, to_device_layout};
 
 use etwgpu_graph::lower::elem_type;
+
+/// How [`crate::Runtime::load_with`] loads a method.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoadOptions {
+    /// Rewrite each delegate's op chain with [`etwgpu_graph::fuse`] before
+    /// lowering (the default); off runs every op as exported, for
+    /// debugging (`etwgpu run --no-fuse`).
+    pub fuse: bool,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        Self { fuse: true }
+    }
+}
 
 /// One method input or output, mapped onto the graph.
 #[derive(Debug, Clone)]
@@ -317,6 +334,12 @@ fn check_tensor_sizes(rt: &Runtime, graph: &VkGraph) -> Result<()> {
 impl LoadedDelegate {
     /// Loads one delegate call of method `m`: `args` are its plan values,
     /// the graph's inputs then its outputs; `method` labels the objects.
+    /// With `options.fuse` the chain is fused first, for this device's
+    /// storage-buffer limit (inputs, outputs and value ids are unchanged).
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one internal call site per caller kind; a struct would only rename them"
+    )]
     pub(crate) async fn load(
         rt: &Runtime,
         program: &Program,
@@ -324,8 +347,17 @@ impl LoadedDelegate {
         graph: &VkGraph,
         args: &[usize],
         method: &str,
+        options: &LoadOptions,
         progress: &mut dyn FnMut(LoadProgress),
     ) -> Result<Self> {
+        let fused;
+        let graph = if options.fuse {
+            let max_storage_buffers = rt.device.limits().max_storage_buffers_per_shader_stage;
+            fused = etwgpu_graph::fuse(graph, &etwgpu_graph::FuseOptions { max_storage_buffers }).graph;
+            &fused
+        } else {
+            graph
+        };
         let n_in = graph.input_ids.len();
         if args.len() != n_in + graph.output_ids.len() {
             return Err(Error::Plumbing {
@@ -511,12 +543,12 @@ impl LoadedDelegate {
             if let Step::Dispatch(d) = step
                 && !shaders.contains(&d.shader)
             {
-                shaders.push(d.shader);
+                shaders.push(d.shader.clone());
             }
         }
         let total = shaders.len() as u64;
         for (i, shader) in shaders.into_iter().enumerate() {
-            self.rt.pipelines.get_async(shader).await?;
+            self.rt.pipelines.get_async(&shader).await?;
             progress(LoadProgress { stage: LoadStage::Pipelines, done: i as u64 + 1, total });
         }
         Ok(())
@@ -687,7 +719,7 @@ impl LoadedDelegate {
         let scope = self.rt.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let mut out = Vec::with_capacity(dispatches.len());
         for (i, d) in dispatches.iter().enumerate() {
-            let pipeline = self.rt.pipelines.get_async(d.shader).await?;
+            let pipeline = self.rt.pipelines.get_async(&d.shader).await?;
             let uniforms = uniforms.as_ref().expect("dispatches have uniforms");
             let mut entries = vec![wgpu::BindGroupEntry {
                 binding: 0,
@@ -795,7 +827,7 @@ impl LoadedDelegate {
         let rows = max_shape.iter().rev().skip(1).product::<u64>().max(1);
         let label = |what: &str| format!("{} output {output} argmax {what}", self.name);
         let device = &self.rt.device;
-        let pipeline = self.rt.pipelines.get_async(d.shader).await?;
+        let pipeline = self.rt.pipelines.get_async(&d.shader).await?;
         let uniforms = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some(&label("uniforms")),
             size: d.params.len() as u64,

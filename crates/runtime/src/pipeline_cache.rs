@@ -1,56 +1,89 @@
 //! The one place compute pipelines are created: one per generated shader
-//! variant, created on first use and shared by every loaded method.
+//! variant, and one per distinct source of a shader written at lowering
+//! time (fused kernels), created on first use and shared by every loaded
+//! method.
 //!
-//! Before creating one, the shader's needs (workgroup size, storage and
-//! uniform buffers, workgroup memory; [`ShaderId::needs`]) are checked
+//! Before creating a variant's pipeline, its needs (workgroup size, storage
+//! and uniform buffers, workgroup memory; [`ShaderId::needs`]) are checked
 //! against the device's limits, so a device too small for a kernel gives
 //! [`Error::ShaderOverLimit`] at load instead of a validation error. (Every
-//! kernel fits WebGPU's guaranteed limits, which `cargo xtask check-wgsl`
-//! enforces, so no WebGPU device, browsers included, hits it.) Creation
-//! waits for the validation of each new pipeline asynchronously
+//! variant fits WebGPU's guaranteed limits, which `cargo xtask check-wgsl`
+//! enforces, so no WebGPU device, browsers included, hits it; fused kernels
+//! are bounded by the device's storage-buffer limit when the graph is
+//! fused.) Creation awaits each new pipeline's validation asynchronously
 //! ([`PipelineCache::get_async`]); on native targets [`PipelineCache::get`]
 //! blocks on it.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use etwgpu_kernels::{ShaderId, Variant};
+use etwgpu_kernels::{Shader, ShaderId, Variant};
 
 use crate::error::{Error, Result};
 
-/// Compute pipelines keyed by shader variant.
+/// Compute pipelines keyed by shader variant, or by source for generated
+/// shaders.
 #[derive(Debug)]
 pub struct PipelineCache {
     device: wgpu::Device,
     adapter_name: String,
     pipelines: Mutex<BTreeMap<ShaderId, wgpu::ComputePipeline>>,
+    generated: Mutex<BTreeMap<String, wgpu::ComputePipeline>>,
 }
 
 impl PipelineCache {
     /// An empty cache for `device`.
     pub fn new(device: wgpu::Device, adapter_name: String) -> Self {
-        Self { device, adapter_name, pipelines: Mutex::new(BTreeMap::new()) }
+        Self { device, adapter_name, pipelines: Mutex::new(BTreeMap::new()), generated: Mutex::new(BTreeMap::new()) }
     }
 
     /// The pipeline of `shader`, created (with its shader module) on first
     /// use. Its bind group layout is derived from the shader.
     #[cfg(not(target_arch = "wasm32"))]
-    pub fn get(&self, shader: ShaderId) -> Result<wgpu::ComputePipeline> {
+    pub fn get(&self, shader: &Shader) -> Result<wgpu::ComputePipeline> {
         pollster::block_on(self.get_async(shader))
     }
 
     /// The pipeline of `shader` if it was created already.
-    pub fn cached(&self, shader: ShaderId) -> Option<wgpu::ComputePipeline> {
-        self.pipelines.lock().unwrap_or_else(|e| e.into_inner()).get(&shader).cloned()
+    pub fn cached(&self, shader: &Shader) -> Option<wgpu::ComputePipeline> {
+        match shader {
+            Shader::Static(id) => self.pipelines.lock().unwrap_or_else(|e| e.into_inner()).get(id).cloned(),
+            Shader::Generated(g) => self.generated.lock().unwrap_or_else(|e| e.into_inner()).get(&g.source).cloned(),
+        }
     }
 
     /// Like [`PipelineCache::get`], awaiting the pipeline's validation
     /// without blocking.
-    pub async fn get_async(&self, shader: ShaderId) -> Result<wgpu::ComputePipeline> {
+    pub async fn get_async(&self, shader: &Shader) -> Result<wgpu::ComputePipeline> {
         if let Some(p) = self.cached(shader) {
             return Ok(p);
         }
-        self.check_limits(shader)?;
+        let pipeline = self.create(shader).await?;
+        Ok(match shader {
+            Shader::Static(id) => {
+                self.pipelines.lock().unwrap_or_else(|e| e.into_inner()).entry(*id).or_insert(pipeline).clone()
+            }
+            Shader::Generated(g) => self
+                .generated
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .entry(g.source.clone())
+                .or_insert(pipeline)
+                .clone(),
+        })
+    }
+
+    async fn create(&self, shader: &Shader) -> Result<wgpu::ComputePipeline> {
+        if shader.variant() == Variant::F16 && !self.device.features().contains(wgpu::Features::SHADER_F16) {
+            return Err(Error::MissingFeature {
+                shader: shader.label(),
+                feature: "SHADER_F16",
+                adapter: self.adapter_name.clone(),
+            });
+        }
+        if let Shader::Static(id) = shader {
+            self.check_limits(*id)?;
+        }
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let module = self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some(shader.label()),
@@ -70,19 +103,11 @@ impl PipelineCache {
                 reason: format!("{}: {e}", shader.label()),
             });
         }
-        let mut map = self.pipelines.lock().unwrap_or_else(|e| e.into_inner());
-        Ok(map.entry(shader).or_insert(pipeline).clone())
+        Ok(pipeline)
     }
 
-    /// Fails when the device lacks a feature or a limit `shader` needs.
+    /// Fails when the device lacks a limit `shader` needs.
     fn check_limits(&self, shader: ShaderId) -> Result<()> {
-        if shader.variant() == Variant::F16 && !self.device.features().contains(wgpu::Features::SHADER_F16) {
-            return Err(Error::MissingFeature {
-                shader: shader.label(),
-                feature: "SHADER_F16",
-                adapter: self.adapter_name.clone(),
-            });
-        }
         let needs = shader.needs();
         let l = self.device.limits();
         let [x, y, z] = needs.workgroup_size;
@@ -110,6 +135,7 @@ impl PipelineCache {
     /// Number of pipelines created so far.
     pub fn len(&self) -> usize {
         self.pipelines.lock().unwrap_or_else(|e| e.into_inner()).len()
+            + self.generated.lock().unwrap_or_else(|e| e.into_inner()).len()
     }
 
     /// Whether no pipeline was created yet.

@@ -25,7 +25,7 @@ use etwgpu_kernels::{TensorInfo, Value, Vid};
 use crate::cpu::{self, Arg, CpuOp};
 use crate::device::Runtime;
 use crate::error::{Error, Result};
-use crate::method::LoadedDelegate;
+use crate::method::{LoadOptions, LoadedDelegate};
 use crate::tensor::Tensor;
 
 /// Where a KernelCall runs.
@@ -312,6 +312,7 @@ impl LoadedMethod {
         rt: &Runtime,
         program: &Program,
         method: &str,
+        options: &LoadOptions,
         progress: &mut dyn FnMut(crate::LoadProgress),
     ) -> Result<Self> {
         let m = program.method(method).ok_or_else(|| Error::MethodNotFound {
@@ -329,7 +330,7 @@ impl LoadedMethod {
                     let label =
                         if n_delegates == 0 { method.to_string() } else { format!("{method} delegate {n_delegates}") };
                     n_delegates += 1;
-                    let call = LoadedDelegate::load(rt, program, m, graph, args, &label, progress).await?;
+                    let call = LoadedDelegate::load(rt, program, m, graph, args, &label, options, progress).await?;
                     Exec::Gpu {
                         call: Box::new(call),
                         args: args.clone(),
@@ -343,7 +344,8 @@ impl LoadedMethod {
                     let extra = args[schema.len()..].iter().copied().filter(|a| Some(a) != schema.last()).collect();
                     if let Some((graph, dargs)) = gpu_route(m, k) {
                         let label = format!("{method} {op} (instruction {k})");
-                        let call = LoadedDelegate::load(rt, program, m, &graph, &dargs, &label, progress).await?;
+                        let call =
+                            LoadedDelegate::load(rt, program, m, &graph, &dargs, &label, options, progress).await?;
                         let n_in = dargs.len() - 1;
                         Exec::Gpu { call: Box::new(call), args: dargs, n_in, extra }
                     } else if let Some((cop, arity)) = cpu::lookup(&op) {

@@ -67,7 +67,8 @@ impl Runtime {
     pub async fn load(&self, bytes: Vec<u8>, method: Option<String>) -> Result<Model, JsError> {
         let program = program(bytes)?;
         let name = method.unwrap_or_else(|| "forward".into());
-        let method = self.rt.load_async(&program, &name, &mut |_| {}).await.map_err(Error::from)?;
+        let method =
+            self.rt.load_async(&program, &name, &Default::default(), &mut |_| {}).await.map_err(Error::from)?;
         let methods = program.methods.iter().map(|m| m.name.clone()).collect();
         Ok(Model { method, name, methods })
     }

@@ -94,8 +94,10 @@ fn inspect_text_snapshots() {
     }
 }
 
-/// `run --profile --json` lists every op of the graph once, in order, with
-/// its kernels, dispatches and time; the text table ends with the totals.
+/// `run --profile --json --no-fuse` lists every op of the graph once, in
+/// order, with its kernels, dispatches and time; the text table ends with
+/// the totals. With fusion (the default) the profile lists the fused ops
+/// and each call's dispatches without fusion, which are more.
 #[test]
 fn run_profile_lists_every_op() {
     if !gpu_available() {
@@ -115,9 +117,16 @@ fn run_profile_lists_every_op() {
                 *want.entry(op.to_string()).or_default() += n;
             }
         }
-        let got: Value =
-            serde_json::from_str(&stdout(&etwgpu(&["run", model, "--random-inputs", "--profile", "--json"])))
-                .expect("run --profile --json prints JSON");
+        let got: Value = serde_json::from_str(&stdout(&etwgpu(&[
+            "run",
+            model,
+            "--random-inputs",
+            "--profile",
+            "--json",
+            "--no-fuse",
+        ])))
+        .expect("run --profile --json prints JSON");
+        assert_eq!(got["calls"][0]["fusion"], false);
         let nodes = got["calls"][0]["nodes"].as_array().expect("nodes");
         let mut seen = std::collections::BTreeMap::<String, usize>::new();
         for n in nodes {
@@ -130,8 +139,27 @@ fn run_profile_lists_every_op() {
         let total: u64 = nodes.iter().map(|n| n["dispatches"].as_u64().unwrap()).sum();
         assert!(total > 0);
         assert_eq!(got["calls"][0]["total_dispatches"].as_u64(), Some(total));
-        let text = stdout(&etwgpu(&["run", model, "--random-inputs", "--profile"]));
+        let text = stdout(&etwgpu(&["run", model, "--random-inputs", "--profile", "--no-fuse"]));
         assert!(text.contains(&format!("total: {} op(s), {total} dispatch(es)", nodes.len())), "{text}");
+
+        let fused: Value =
+            serde_json::from_str(&stdout(&etwgpu(&["run", model, "--random-inputs", "--profile", "--json"])))
+                .expect("run --profile --json prints JSON");
+        let call = &fused["calls"][0];
+        assert_eq!(call["fusion"], true);
+        assert_eq!(call["dispatches_without_fusion"].as_u64(), Some(total), "{name}");
+        let fused_total = call["total_dispatches"].as_u64().expect("total");
+        let fused_ops =
+            call["nodes"].as_array().expect("nodes").iter().any(|n| n["op"].as_str().unwrap().starts_with("etwgpu."));
+        // convnet's conv already has its clamp; nothing there fuses.
+        let fuses = name != "convnet";
+        assert_eq!(fused_ops, fuses, "{name}: fused ops in the profile");
+        assert_eq!(fused_total < total, fuses, "{name}: {fused_total} dispatches fused, {total} not");
+        let text = stdout(&etwgpu(&["run", model, "--random-inputs", "--profile"]));
+        assert!(
+            text.contains(&format!("dispatches: {fused_total} with fusion, {total} without (--no-fuse)")),
+            "{text}"
+        );
     }
 }
 
@@ -189,6 +217,27 @@ fn usage_errors_exit_2() {
     let o = etwgpu(&["inspect", "--frobnicate", "x.pte"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("unknown option --frobnicate"));
+    let o = etwgpu(&["inspect", "--no-fuse", "x.pte"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--no-fuse needs --plan"));
+}
+
+/// `inspect --plan --no-fuse` plans the chains as exported: the counts
+/// before fusion, no fused line, and the memory plan `--plan` prints for
+/// the fused chain is the larger one.
+#[test]
+fn inspect_plan_without_fusion() {
+    let model = fixtures_dir().join("llama_tiny_q4").join("model.pte");
+    let model = model.to_str().unwrap();
+    let plain = stdout(&etwgpu(&["inspect", "--plan", "--no-fuse", model]));
+    let fused = stdout(&etwgpu(&["inspect", "--plan", model]));
+    assert!(plain.contains("not fused (--no-fuse)") && !plain.contains("    fused ("), "{plain}");
+    assert!(fused.contains("    fused (2 swiglu, 2 qkv"), "{fused}");
+    let planned = |text: &str| -> u64 {
+        let line = text.lines().find_map(|l| l.trim().strip_prefix("planned:")).expect("a planned line");
+        line.split_whitespace().next().unwrap().parse().expect("bytes")
+    };
+    assert!(planned(&fused) < planned(&plain), "fusion plans less memory:\n{fused}\n{plain}");
 }
 
 /// Whether GPU tests can run here; panics when `GPU_TESTS=require` and no

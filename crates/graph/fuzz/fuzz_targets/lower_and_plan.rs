@@ -1,5 +1,6 @@
 //! Fuzz target: parse, validate (lower every op through its host rule at
-//! the declared shapes) and memory-plan arbitrary bytes, without a GPU.
+//! the declared shapes), memory-plan and fuse (then lower the fused chain)
+//! arbitrary bytes, without a GPU.
 //! Every stage must return (a program or a typed error), never panic, hang
 //! or allocate without bound.
 #![no_main]
@@ -12,6 +13,10 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
                 if let Ok(lowered) = etwgpu_graph::lower_at_max(graph, symint) {
                     let _ = etwgpu_graph::plan_graph(graph, &lowered.steps);
                 }
+            }
+            let fused = etwgpu_graph::fuse(graph, &etwgpu_graph::FuseOptions::default());
+            if let Ok(lowered) = etwgpu_graph::lower_at_max(&fused.graph, 0) {
+                let _ = etwgpu_graph::plan_graph(&fused.graph, &lowered.steps);
             }
         }
     }

@@ -1,14 +1,22 @@
-//! Inputs that once made lowering or planning panic (found by the
-//! `lower_and_plan` fuzz target in `crates/graph/fuzz`): each must now give
-//! a program and a plan, or a typed error.
+//! Integration tests of `etwgpu-graph`: inputs that once made lowering or
+//! planning panic (found by the `lower_and_plan` fuzz target in
+//! `crates/graph/fuzz`) and the committed fuzz corpus must give a program
+//! and a plan, or a typed error (and fuse without panicking); every fixture
+//! fuses into a chain that lowers and plans.
 
 use std::path::Path;
 
+/// Every input the fuzzer once crashed on, and the committed corpus (the
+/// small inputs of a minimized one-hour run), goes through the fuzz
+/// target's stages again: parse, lower at three SymInt values, plan.
 #[test]
 fn fuzz_regressions_do_not_panic() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/regressions");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz");
     let mut n = 0;
-    for entry in std::fs::read_dir(dir).expect("regressions dir") {
+    let entries = std::fs::read_dir(root.join("regressions"))
+        .expect("regressions dir")
+        .chain(std::fs::read_dir(root.join("corpus/lower_and_plan")).expect("corpus dir"));
+    for entry in entries {
         let bytes = std::fs::read(entry.expect("entry").path()).expect("read");
         n += 1;
         let Ok(program) = etwgpu_format::Program::from_bytes(bytes) else { continue };
@@ -19,8 +27,46 @@ fn fuzz_regressions_do_not_panic() {
                         let _ = etwgpu_graph::plan_graph(graph, &lowered.steps);
                     }
                 }
+                let _ = etwgpu_graph::fuse(graph, &etwgpu_graph::FuseOptions::default());
             }
         }
     }
-    assert!(n >= 3, "only {n} regression inputs");
+    assert!(n >= 600, "only {n} regression and corpus inputs");
+}
+
+/// Every fixture fuses deterministically into a chain that lowers and
+/// plans at its declared shapes, keeping the graph's inputs, outputs and
+/// value ids; SwiGLU and QKV fire on every Llama fixture with float or
+/// `linear_q4gsw` weights.
+#[test]
+fn fixtures_fuse_into_chains_that_lower_and_plan() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../test_data/fixtures");
+    let mut names: Vec<_> = std::fs::read_dir(&dir).expect("fixtures").map(|e| e.expect("entry").path()).collect();
+    names.sort();
+    assert!(names.len() >= 30);
+    for path in names {
+        let name = path.file_name().expect("name").to_string_lossy().to_string();
+        let program = etwgpu_format::Program::open(path.join("model.pte")).expect("fixture parses");
+        let mut kinds = Vec::new();
+        for method in &program.methods {
+            for (_, _, graph) in method.vulkan_delegates() {
+                let options = etwgpu_graph::FuseOptions::default();
+                let fused = etwgpu_graph::fuse(graph, &options);
+                let again = etwgpu_graph::fuse(graph, &options);
+                assert_eq!(etwgpu_graph::describe(&fused.graph), etwgpu_graph::describe(&again.graph), "{name}");
+                assert_eq!(fused.fusions, again.fusions, "{name}");
+                assert_eq!(fused.graph.input_ids, graph.input_ids, "{name}");
+                assert_eq!(fused.graph.output_ids, graph.output_ids, "{name}");
+                assert_eq!(fused.graph.values[..graph.values.len()], graph.values[..], "{name}");
+                let lowered = etwgpu_graph::lower_at_max(&fused.graph, 0).unwrap_or_else(|e| panic!("{name}: {e}"));
+                etwgpu_graph::plan_graph(&fused.graph, &lowered.steps).unwrap_or_else(|e| panic!("{name}: {e}"));
+                kinds.extend(fused.fusions.iter().map(|f| f.kind));
+            }
+        }
+        if name.starts_with("llama_tiny") && !name.contains("8da4w") {
+            for kind in [etwgpu_graph::FusionKind::Swiglu, etwgpu_graph::FusionKind::Qkv] {
+                assert_eq!(kinds.iter().filter(|k| **k == kind).count(), 2, "{name}: {kind:?} per layer");
+            }
+        }
+    }
 }

@@ -32,10 +32,16 @@ pub enum Family {
     EmbeddingQ4gsw,
     /// `fill.wgsl`.
     Fill,
+    /// `fused_elementwise.wgsl`.
+    FusedElementwise,
     /// `gather.wgsl`.
     Gather,
     /// `gemv.wgsl`.
     Gemv,
+    /// `gemv_qkv.wgsl`.
+    GemvQkv,
+    /// `gemv_swiglu.wgsl`.
+    GemvSwiglu,
     /// `group_norm.wgsl`.
     GroupNorm,
     /// `kv_cache_update.wgsl`.
@@ -48,6 +54,14 @@ pub enum Family {
     LinearGemv,
     /// `linear_q4gsw.wgsl`.
     LinearQ4gsw,
+    /// `linear_q4gsw_qkv.wgsl`.
+    LinearQ4gswQkv,
+    /// `linear_q4gsw_swiglu.wgsl`.
+    LinearQ4gswSwiglu,
+    /// `linear_qkv.wgsl`.
+    LinearQkv,
+    /// `linear_swiglu.wgsl`.
+    LinearSwiglu,
     /// `matmul.wgsl`.
     Matmul,
     /// `max_pool2d.wgsl`.
@@ -58,8 +72,12 @@ pub enum Family {
     Place,
     /// `q4_gemm.wgsl`.
     Q4Gemm,
+    /// `q4_gemm_swiglu.wgsl`.
+    Q4GemmSwiglu,
     /// `q4_gemv.wgsl`.
     Q4Gemv,
+    /// `q4_gemv_swiglu.wgsl`.
+    Q4GemvSwiglu,
     /// `reduce.wgsl`.
     Reduce,
     /// `rms_norm.wgsl`.
@@ -172,6 +190,10 @@ pub enum ShaderId {
     FillF16,
     /// `fill.wgsl` with `Elem = i32`.
     FillI32,
+    /// `fused_elementwise.wgsl` with `Elem = f32`.
+    FusedElementwiseF32,
+    /// `fused_elementwise.wgsl` with `Elem = f16`.
+    FusedElementwiseF16,
     /// `gather.wgsl` with `Elem = f32`.
     GatherF32,
     /// `gather.wgsl` with `Elem = f16`.
@@ -182,6 +204,14 @@ pub enum ShaderId {
     GemvF32,
     /// `gemv.wgsl` with `Elem = f16`.
     GemvF16,
+    /// `gemv_qkv.wgsl` with `Elem = f32`.
+    GemvQkvF32,
+    /// `gemv_qkv.wgsl` with `Elem = f16`.
+    GemvQkvF16,
+    /// `gemv_swiglu.wgsl` with `Elem = f32`.
+    GemvSwigluF32,
+    /// `gemv_swiglu.wgsl` with `Elem = f16`.
+    GemvSwigluF16,
     /// `group_norm.wgsl` with `Elem = f32`.
     GroupNormF32,
     /// `group_norm.wgsl` with `Elem = f16`.
@@ -206,6 +236,22 @@ pub enum ShaderId {
     LinearQ4gswF32,
     /// `linear_q4gsw.wgsl` with `Elem = f16`.
     LinearQ4gswF16,
+    /// `linear_q4gsw_qkv.wgsl` with `Elem = f32`.
+    LinearQ4gswQkvF32,
+    /// `linear_q4gsw_qkv.wgsl` with `Elem = f16`.
+    LinearQ4gswQkvF16,
+    /// `linear_q4gsw_swiglu.wgsl` with `Elem = f32`.
+    LinearQ4gswSwigluF32,
+    /// `linear_q4gsw_swiglu.wgsl` with `Elem = f16`.
+    LinearQ4gswSwigluF16,
+    /// `linear_qkv.wgsl` with `Elem = f32`.
+    LinearQkvF32,
+    /// `linear_qkv.wgsl` with `Elem = f16`.
+    LinearQkvF16,
+    /// `linear_swiglu.wgsl` with `Elem = f32`.
+    LinearSwigluF32,
+    /// `linear_swiglu.wgsl` with `Elem = f16`.
+    LinearSwigluF16,
     /// `matmul.wgsl` with `Elem = f32`.
     MatmulF32,
     /// `matmul.wgsl` with `Elem = f16`.
@@ -230,10 +276,18 @@ pub enum ShaderId {
     Q4GemmF32,
     /// `q4_gemm.wgsl` with `Elem = f16`.
     Q4GemmF16,
+    /// `q4_gemm_swiglu.wgsl` with `Elem = f32`.
+    Q4GemmSwigluF32,
+    /// `q4_gemm_swiglu.wgsl` with `Elem = f16`.
+    Q4GemmSwigluF16,
     /// `q4_gemv.wgsl` with `Elem = f32`.
     Q4GemvF32,
     /// `q4_gemv.wgsl` with `Elem = f16`.
     Q4GemvF16,
+    /// `q4_gemv_swiglu.wgsl` with `Elem = f32`.
+    Q4GemvSwigluF32,
+    /// `q4_gemv_swiglu.wgsl` with `Elem = f16`.
+    Q4GemvSwigluF16,
     /// `reduce.wgsl` with `Elem = f32`.
     ReduceF32,
     /// `reduce.wgsl` with `Elem = f16`.
@@ -321,11 +375,17 @@ impl ShaderId {
         ShaderId::FillF32,
         ShaderId::FillF16,
         ShaderId::FillI32,
+        ShaderId::FusedElementwiseF32,
+        ShaderId::FusedElementwiseF16,
         ShaderId::GatherF32,
         ShaderId::GatherF16,
         ShaderId::GatherI32,
         ShaderId::GemvF32,
         ShaderId::GemvF16,
+        ShaderId::GemvQkvF32,
+        ShaderId::GemvQkvF16,
+        ShaderId::GemvSwigluF32,
+        ShaderId::GemvSwigluF16,
         ShaderId::GroupNormF32,
         ShaderId::GroupNormF16,
         ShaderId::KvCacheUpdateF32,
@@ -338,6 +398,14 @@ impl ShaderId {
         ShaderId::LinearGemvF16,
         ShaderId::LinearQ4gswF32,
         ShaderId::LinearQ4gswF16,
+        ShaderId::LinearQ4gswQkvF32,
+        ShaderId::LinearQ4gswQkvF16,
+        ShaderId::LinearQ4gswSwigluF32,
+        ShaderId::LinearQ4gswSwigluF16,
+        ShaderId::LinearQkvF32,
+        ShaderId::LinearQkvF16,
+        ShaderId::LinearSwigluF32,
+        ShaderId::LinearSwigluF16,
         ShaderId::MatmulF32,
         ShaderId::MatmulF16,
         ShaderId::MaxPool2dF32,
@@ -350,8 +418,12 @@ impl ShaderId {
         ShaderId::PlaceI32,
         ShaderId::Q4GemmF32,
         ShaderId::Q4GemmF16,
+        ShaderId::Q4GemmSwigluF32,
+        ShaderId::Q4GemmSwigluF16,
         ShaderId::Q4GemvF32,
         ShaderId::Q4GemvF16,
+        ShaderId::Q4GemvSwigluF32,
+        ShaderId::Q4GemvSwigluF16,
         ShaderId::ReduceF32,
         ShaderId::ReduceF16,
         ShaderId::RmsNormF32,
@@ -412,11 +484,17 @@ impl ShaderId {
             ShaderId::FillF32 => Family::Fill,
             ShaderId::FillF16 => Family::Fill,
             ShaderId::FillI32 => Family::Fill,
+            ShaderId::FusedElementwiseF32 => Family::FusedElementwise,
+            ShaderId::FusedElementwiseF16 => Family::FusedElementwise,
             ShaderId::GatherF32 => Family::Gather,
             ShaderId::GatherF16 => Family::Gather,
             ShaderId::GatherI32 => Family::Gather,
             ShaderId::GemvF32 => Family::Gemv,
             ShaderId::GemvF16 => Family::Gemv,
+            ShaderId::GemvQkvF32 => Family::GemvQkv,
+            ShaderId::GemvQkvF16 => Family::GemvQkv,
+            ShaderId::GemvSwigluF32 => Family::GemvSwiglu,
+            ShaderId::GemvSwigluF16 => Family::GemvSwiglu,
             ShaderId::GroupNormF32 => Family::GroupNorm,
             ShaderId::GroupNormF16 => Family::GroupNorm,
             ShaderId::KvCacheUpdateF32 => Family::KvCacheUpdate,
@@ -429,6 +507,14 @@ impl ShaderId {
             ShaderId::LinearGemvF16 => Family::LinearGemv,
             ShaderId::LinearQ4gswF32 => Family::LinearQ4gsw,
             ShaderId::LinearQ4gswF16 => Family::LinearQ4gsw,
+            ShaderId::LinearQ4gswQkvF32 => Family::LinearQ4gswQkv,
+            ShaderId::LinearQ4gswQkvF16 => Family::LinearQ4gswQkv,
+            ShaderId::LinearQ4gswSwigluF32 => Family::LinearQ4gswSwiglu,
+            ShaderId::LinearQ4gswSwigluF16 => Family::LinearQ4gswSwiglu,
+            ShaderId::LinearQkvF32 => Family::LinearQkv,
+            ShaderId::LinearQkvF16 => Family::LinearQkv,
+            ShaderId::LinearSwigluF32 => Family::LinearSwiglu,
+            ShaderId::LinearSwigluF16 => Family::LinearSwiglu,
             ShaderId::MatmulF32 => Family::Matmul,
             ShaderId::MatmulF16 => Family::Matmul,
             ShaderId::MaxPool2dF32 => Family::MaxPool2d,
@@ -441,8 +527,12 @@ impl ShaderId {
             ShaderId::PlaceI32 => Family::Place,
             ShaderId::Q4GemmF32 => Family::Q4Gemm,
             ShaderId::Q4GemmF16 => Family::Q4Gemm,
+            ShaderId::Q4GemmSwigluF32 => Family::Q4GemmSwiglu,
+            ShaderId::Q4GemmSwigluF16 => Family::Q4GemmSwiglu,
             ShaderId::Q4GemvF32 => Family::Q4Gemv,
             ShaderId::Q4GemvF16 => Family::Q4Gemv,
+            ShaderId::Q4GemvSwigluF32 => Family::Q4GemvSwiglu,
+            ShaderId::Q4GemvSwigluF16 => Family::Q4GemvSwiglu,
             ShaderId::ReduceF32 => Family::Reduce,
             ShaderId::ReduceF16 => Family::Reduce,
             ShaderId::RmsNormF32 => Family::RmsNorm,
@@ -504,11 +594,17 @@ impl ShaderId {
             ShaderId::FillF32 => Variant::F32,
             ShaderId::FillF16 => Variant::F16,
             ShaderId::FillI32 => Variant::I32,
+            ShaderId::FusedElementwiseF32 => Variant::F32,
+            ShaderId::FusedElementwiseF16 => Variant::F16,
             ShaderId::GatherF32 => Variant::F32,
             ShaderId::GatherF16 => Variant::F16,
             ShaderId::GatherI32 => Variant::I32,
             ShaderId::GemvF32 => Variant::F32,
             ShaderId::GemvF16 => Variant::F16,
+            ShaderId::GemvQkvF32 => Variant::F32,
+            ShaderId::GemvQkvF16 => Variant::F16,
+            ShaderId::GemvSwigluF32 => Variant::F32,
+            ShaderId::GemvSwigluF16 => Variant::F16,
             ShaderId::GroupNormF32 => Variant::F32,
             ShaderId::GroupNormF16 => Variant::F16,
             ShaderId::KvCacheUpdateF32 => Variant::F32,
@@ -521,6 +617,14 @@ impl ShaderId {
             ShaderId::LinearGemvF16 => Variant::F16,
             ShaderId::LinearQ4gswF32 => Variant::F32,
             ShaderId::LinearQ4gswF16 => Variant::F16,
+            ShaderId::LinearQ4gswQkvF32 => Variant::F32,
+            ShaderId::LinearQ4gswQkvF16 => Variant::F16,
+            ShaderId::LinearQ4gswSwigluF32 => Variant::F32,
+            ShaderId::LinearQ4gswSwigluF16 => Variant::F16,
+            ShaderId::LinearQkvF32 => Variant::F32,
+            ShaderId::LinearQkvF16 => Variant::F16,
+            ShaderId::LinearSwigluF32 => Variant::F32,
+            ShaderId::LinearSwigluF16 => Variant::F16,
             ShaderId::MatmulF32 => Variant::F32,
             ShaderId::MatmulF16 => Variant::F16,
             ShaderId::MaxPool2dF32 => Variant::F32,
@@ -533,8 +637,12 @@ impl ShaderId {
             ShaderId::PlaceI32 => Variant::I32,
             ShaderId::Q4GemmF32 => Variant::F32,
             ShaderId::Q4GemmF16 => Variant::F16,
+            ShaderId::Q4GemmSwigluF32 => Variant::F32,
+            ShaderId::Q4GemmSwigluF16 => Variant::F16,
             ShaderId::Q4GemvF32 => Variant::F32,
             ShaderId::Q4GemvF16 => Variant::F16,
+            ShaderId::Q4GemvSwigluF32 => Variant::F32,
+            ShaderId::Q4GemvSwigluF16 => Variant::F16,
             ShaderId::ReduceF32 => Variant::F32,
             ShaderId::ReduceF16 => Variant::F16,
             ShaderId::RmsNormF32 => Variant::F32,
@@ -596,11 +704,17 @@ impl ShaderId {
             ShaderId::FillF32 => "fill.f32",
             ShaderId::FillF16 => "fill.f16",
             ShaderId::FillI32 => "fill.i32",
+            ShaderId::FusedElementwiseF32 => "fused_elementwise.f32",
+            ShaderId::FusedElementwiseF16 => "fused_elementwise.f16",
             ShaderId::GatherF32 => "gather.f32",
             ShaderId::GatherF16 => "gather.f16",
             ShaderId::GatherI32 => "gather.i32",
             ShaderId::GemvF32 => "gemv.f32",
             ShaderId::GemvF16 => "gemv.f16",
+            ShaderId::GemvQkvF32 => "gemv_qkv.f32",
+            ShaderId::GemvQkvF16 => "gemv_qkv.f16",
+            ShaderId::GemvSwigluF32 => "gemv_swiglu.f32",
+            ShaderId::GemvSwigluF16 => "gemv_swiglu.f16",
             ShaderId::GroupNormF32 => "group_norm.f32",
             ShaderId::GroupNormF16 => "group_norm.f16",
             ShaderId::KvCacheUpdateF32 => "kv_cache_update.f32",
@@ -613,6 +727,14 @@ impl ShaderId {
             ShaderId::LinearGemvF16 => "linear_gemv.f16",
             ShaderId::LinearQ4gswF32 => "linear_q4gsw.f32",
             ShaderId::LinearQ4gswF16 => "linear_q4gsw.f16",
+            ShaderId::LinearQ4gswQkvF32 => "linear_q4gsw_qkv.f32",
+            ShaderId::LinearQ4gswQkvF16 => "linear_q4gsw_qkv.f16",
+            ShaderId::LinearQ4gswSwigluF32 => "linear_q4gsw_swiglu.f32",
+            ShaderId::LinearQ4gswSwigluF16 => "linear_q4gsw_swiglu.f16",
+            ShaderId::LinearQkvF32 => "linear_qkv.f32",
+            ShaderId::LinearQkvF16 => "linear_qkv.f16",
+            ShaderId::LinearSwigluF32 => "linear_swiglu.f32",
+            ShaderId::LinearSwigluF16 => "linear_swiglu.f16",
             ShaderId::MatmulF32 => "matmul.f32",
             ShaderId::MatmulF16 => "matmul.f16",
             ShaderId::MaxPool2dF32 => "max_pool2d.f32",
@@ -625,8 +747,12 @@ impl ShaderId {
             ShaderId::PlaceI32 => "place.i32",
             ShaderId::Q4GemmF32 => "q4_gemm.f32",
             ShaderId::Q4GemmF16 => "q4_gemm.f16",
+            ShaderId::Q4GemmSwigluF32 => "q4_gemm_swiglu.f32",
+            ShaderId::Q4GemmSwigluF16 => "q4_gemm_swiglu.f16",
             ShaderId::Q4GemvF32 => "q4_gemv.f32",
             ShaderId::Q4GemvF16 => "q4_gemv.f16",
+            ShaderId::Q4GemvSwigluF32 => "q4_gemv_swiglu.f32",
+            ShaderId::Q4GemvSwigluF16 => "q4_gemv_swiglu.f16",
             ShaderId::ReduceF32 => "reduce.f32",
             ShaderId::ReduceF16 => "reduce.f16",
             ShaderId::RmsNormF32 => "rms_norm.f32",
@@ -688,11 +814,17 @@ impl ShaderId {
             ShaderId::FillF32 => FILL_F32,
             ShaderId::FillF16 => FILL_F16,
             ShaderId::FillI32 => FILL_I32,
+            ShaderId::FusedElementwiseF32 => FUSED_ELEMENTWISE_F32,
+            ShaderId::FusedElementwiseF16 => FUSED_ELEMENTWISE_F16,
             ShaderId::GatherF32 => GATHER_F32,
             ShaderId::GatherF16 => GATHER_F16,
             ShaderId::GatherI32 => GATHER_I32,
             ShaderId::GemvF32 => GEMV_F32,
             ShaderId::GemvF16 => GEMV_F16,
+            ShaderId::GemvQkvF32 => GEMV_QKV_F32,
+            ShaderId::GemvQkvF16 => GEMV_QKV_F16,
+            ShaderId::GemvSwigluF32 => GEMV_SWIGLU_F32,
+            ShaderId::GemvSwigluF16 => GEMV_SWIGLU_F16,
             ShaderId::GroupNormF32 => GROUP_NORM_F32,
             ShaderId::GroupNormF16 => GROUP_NORM_F16,
             ShaderId::KvCacheUpdateF32 => KV_CACHE_UPDATE_F32,
@@ -705,6 +837,14 @@ impl ShaderId {
             ShaderId::LinearGemvF16 => LINEAR_GEMV_F16,
             ShaderId::LinearQ4gswF32 => LINEAR_Q4GSW_F32,
             ShaderId::LinearQ4gswF16 => LINEAR_Q4GSW_F16,
+            ShaderId::LinearQ4gswQkvF32 => LINEAR_Q4GSW_QKV_F32,
+            ShaderId::LinearQ4gswQkvF16 => LINEAR_Q4GSW_QKV_F16,
+            ShaderId::LinearQ4gswSwigluF32 => LINEAR_Q4GSW_SWIGLU_F32,
+            ShaderId::LinearQ4gswSwigluF16 => LINEAR_Q4GSW_SWIGLU_F16,
+            ShaderId::LinearQkvF32 => LINEAR_QKV_F32,
+            ShaderId::LinearQkvF16 => LINEAR_QKV_F16,
+            ShaderId::LinearSwigluF32 => LINEAR_SWIGLU_F32,
+            ShaderId::LinearSwigluF16 => LINEAR_SWIGLU_F16,
             ShaderId::MatmulF32 => MATMUL_F32,
             ShaderId::MatmulF16 => MATMUL_F16,
             ShaderId::MaxPool2dF32 => MAX_POOL2D_F32,
@@ -717,8 +857,12 @@ impl ShaderId {
             ShaderId::PlaceI32 => PLACE_I32,
             ShaderId::Q4GemmF32 => Q4_GEMM_F32,
             ShaderId::Q4GemmF16 => Q4_GEMM_F16,
+            ShaderId::Q4GemmSwigluF32 => Q4_GEMM_SWIGLU_F32,
+            ShaderId::Q4GemmSwigluF16 => Q4_GEMM_SWIGLU_F16,
             ShaderId::Q4GemvF32 => Q4_GEMV_F32,
             ShaderId::Q4GemvF16 => Q4_GEMV_F16,
+            ShaderId::Q4GemvSwigluF32 => Q4_GEMV_SWIGLU_F32,
+            ShaderId::Q4GemvSwigluF16 => Q4_GEMV_SWIGLU_F16,
             ShaderId::ReduceF32 => REDUCE_F32,
             ShaderId::ReduceF16 => REDUCE_F16,
             ShaderId::RmsNormF32 => RMS_NORM_F32,
@@ -837,6 +981,12 @@ impl ShaderId {
             ShaderId::FillI32 => {
                 ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 1, uniform_buffers: 1, workgroup_bytes: 0 }
             }
+            ShaderId::FusedElementwiseF32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::FusedElementwiseF16 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
             ShaderId::GatherF32 => {
                 ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
             }
@@ -851,6 +1001,24 @@ impl ShaderId {
             }
             ShaderId::GemvF16 => {
                 ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 256 }
+            }
+            ShaderId::GemvQkvF32 => ShaderNeeds {
+                workgroup_size: [64, 1, 1],
+                storage_buffers: 10,
+                uniform_buffers: 1,
+                workgroup_bytes: 256,
+            },
+            ShaderId::GemvQkvF16 => ShaderNeeds {
+                workgroup_size: [64, 1, 1],
+                storage_buffers: 10,
+                uniform_buffers: 1,
+                workgroup_bytes: 256,
+            },
+            ShaderId::GemvSwigluF32 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 6, uniform_buffers: 1, workgroup_bytes: 512 }
+            }
+            ShaderId::GemvSwigluF16 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 6, uniform_buffers: 1, workgroup_bytes: 512 }
             }
             ShaderId::GroupNormF32 => {
                 ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 6, uniform_buffers: 1, workgroup_bytes: 0 }
@@ -894,6 +1062,48 @@ impl ShaderId {
             ShaderId::LinearQ4gswF16 => {
                 ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 5, uniform_buffers: 1, workgroup_bytes: 256 }
             }
+            ShaderId::LinearQ4gswQkvF32 => ShaderNeeds {
+                workgroup_size: [64, 1, 1],
+                storage_buffers: 10,
+                uniform_buffers: 1,
+                workgroup_bytes: 256,
+            },
+            ShaderId::LinearQ4gswQkvF16 => ShaderNeeds {
+                workgroup_size: [64, 1, 1],
+                storage_buffers: 10,
+                uniform_buffers: 1,
+                workgroup_bytes: 256,
+            },
+            ShaderId::LinearQ4gswSwigluF32 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 6, uniform_buffers: 1, workgroup_bytes: 512 }
+            }
+            ShaderId::LinearQ4gswSwigluF16 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 6, uniform_buffers: 1, workgroup_bytes: 512 }
+            }
+            ShaderId::LinearQkvF32 => ShaderNeeds {
+                workgroup_size: [16, 16, 1],
+                storage_buffers: 10,
+                uniform_buffers: 1,
+                workgroup_bytes: 2048,
+            },
+            ShaderId::LinearQkvF16 => ShaderNeeds {
+                workgroup_size: [16, 16, 1],
+                storage_buffers: 10,
+                uniform_buffers: 1,
+                workgroup_bytes: 2048,
+            },
+            ShaderId::LinearSwigluF32 => ShaderNeeds {
+                workgroup_size: [16, 16, 1],
+                storage_buffers: 6,
+                uniform_buffers: 1,
+                workgroup_bytes: 3072,
+            },
+            ShaderId::LinearSwigluF16 => ShaderNeeds {
+                workgroup_size: [16, 16, 1],
+                storage_buffers: 6,
+                uniform_buffers: 1,
+                workgroup_bytes: 3072,
+            },
             ShaderId::MatmulF32 => ShaderNeeds {
                 workgroup_size: [16, 16, 1],
                 storage_buffers: 4,
@@ -942,6 +1152,18 @@ impl ShaderId {
                 uniform_buffers: 1,
                 workgroup_bytes: 8192,
             },
+            ShaderId::Q4GemmSwigluF32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 6,
+                uniform_buffers: 1,
+                workgroup_bytes: 12288,
+            },
+            ShaderId::Q4GemmSwigluF16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 6,
+                uniform_buffers: 1,
+                workgroup_bytes: 12288,
+            },
             ShaderId::Q4GemvF32 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 5,
@@ -953,6 +1175,18 @@ impl ShaderId {
                 storage_buffers: 5,
                 uniform_buffers: 1,
                 workgroup_bytes: 4096,
+            },
+            ShaderId::Q4GemvSwigluF32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 6,
+                uniform_buffers: 1,
+                workgroup_bytes: 8192,
+            },
+            ShaderId::Q4GemvSwigluF16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 6,
+                uniform_buffers: 1,
+                workgroup_bytes: 8192,
             },
             ShaderId::ReduceF32 => {
                 ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 256 }
@@ -1075,11 +1309,17 @@ impl ShaderId {
             (Family::Fill, Variant::F32) => Some(ShaderId::FillF32),
             (Family::Fill, Variant::F16) => Some(ShaderId::FillF16),
             (Family::Fill, Variant::I32) => Some(ShaderId::FillI32),
+            (Family::FusedElementwise, Variant::F32) => Some(ShaderId::FusedElementwiseF32),
+            (Family::FusedElementwise, Variant::F16) => Some(ShaderId::FusedElementwiseF16),
             (Family::Gather, Variant::F32) => Some(ShaderId::GatherF32),
             (Family::Gather, Variant::F16) => Some(ShaderId::GatherF16),
             (Family::Gather, Variant::I32) => Some(ShaderId::GatherI32),
             (Family::Gemv, Variant::F32) => Some(ShaderId::GemvF32),
             (Family::Gemv, Variant::F16) => Some(ShaderId::GemvF16),
+            (Family::GemvQkv, Variant::F32) => Some(ShaderId::GemvQkvF32),
+            (Family::GemvQkv, Variant::F16) => Some(ShaderId::GemvQkvF16),
+            (Family::GemvSwiglu, Variant::F32) => Some(ShaderId::GemvSwigluF32),
+            (Family::GemvSwiglu, Variant::F16) => Some(ShaderId::GemvSwigluF16),
             (Family::GroupNorm, Variant::F32) => Some(ShaderId::GroupNormF32),
             (Family::GroupNorm, Variant::F16) => Some(ShaderId::GroupNormF16),
             (Family::KvCacheUpdate, Variant::F32) => Some(ShaderId::KvCacheUpdateF32),
@@ -1092,6 +1332,14 @@ impl ShaderId {
             (Family::LinearGemv, Variant::F16) => Some(ShaderId::LinearGemvF16),
             (Family::LinearQ4gsw, Variant::F32) => Some(ShaderId::LinearQ4gswF32),
             (Family::LinearQ4gsw, Variant::F16) => Some(ShaderId::LinearQ4gswF16),
+            (Family::LinearQ4gswQkv, Variant::F32) => Some(ShaderId::LinearQ4gswQkvF32),
+            (Family::LinearQ4gswQkv, Variant::F16) => Some(ShaderId::LinearQ4gswQkvF16),
+            (Family::LinearQ4gswSwiglu, Variant::F32) => Some(ShaderId::LinearQ4gswSwigluF32),
+            (Family::LinearQ4gswSwiglu, Variant::F16) => Some(ShaderId::LinearQ4gswSwigluF16),
+            (Family::LinearQkv, Variant::F32) => Some(ShaderId::LinearQkvF32),
+            (Family::LinearQkv, Variant::F16) => Some(ShaderId::LinearQkvF16),
+            (Family::LinearSwiglu, Variant::F32) => Some(ShaderId::LinearSwigluF32),
+            (Family::LinearSwiglu, Variant::F16) => Some(ShaderId::LinearSwigluF16),
             (Family::Matmul, Variant::F32) => Some(ShaderId::MatmulF32),
             (Family::Matmul, Variant::F16) => Some(ShaderId::MatmulF16),
             (Family::MaxPool2d, Variant::F32) => Some(ShaderId::MaxPool2dF32),
@@ -1104,8 +1352,12 @@ impl ShaderId {
             (Family::Place, Variant::I32) => Some(ShaderId::PlaceI32),
             (Family::Q4Gemm, Variant::F32) => Some(ShaderId::Q4GemmF32),
             (Family::Q4Gemm, Variant::F16) => Some(ShaderId::Q4GemmF16),
+            (Family::Q4GemmSwiglu, Variant::F32) => Some(ShaderId::Q4GemmSwigluF32),
+            (Family::Q4GemmSwiglu, Variant::F16) => Some(ShaderId::Q4GemmSwigluF16),
             (Family::Q4Gemv, Variant::F32) => Some(ShaderId::Q4GemvF32),
             (Family::Q4Gemv, Variant::F16) => Some(ShaderId::Q4GemvF16),
+            (Family::Q4GemvSwiglu, Variant::F32) => Some(ShaderId::Q4GemvSwigluF32),
+            (Family::Q4GemvSwiglu, Variant::F16) => Some(ShaderId::Q4GemvSwigluF16),
             (Family::Reduce, Variant::F32) => Some(ShaderId::ReduceF32),
             (Family::Reduce, Variant::F16) => Some(ShaderId::ReduceF16),
             (Family::RmsNorm, Variant::F32) => Some(ShaderId::RmsNormF32),
@@ -2816,7 +3068,9 @@ pub const CONV_F32: &str = r#"//! Direct grouped 2-D convolution (1-D as H = 1),
 //! `(n, oc, oh, ow)` sums `x * w` over its group's input channels and the
 //! kernel window, in f32. Weight layout `[OC, IC / groups, KH, KW]`, or
 //! `[IC, OC / groups, KH, KW]` when `transposed` (each output gathers the
-//! inputs whose strided window covers it).
+//! inputs whose strided window covers it). After the clamp, an optional
+//! activation epilogue (`act`, the op codes of `unary.wgsl`, 0 for none):
+//! the fused `etwgpu.convolution_act` and `etwgpu.conv_with_clamp_act`.
 // variants: f32 f16
 
 alias Elem = f32;
@@ -2847,9 +3101,18 @@ struct Params {
     transposed: u32,
     out_min: f32,
     out_max: f32,
-    _pad1: f32,
-    _pad2: f32,
+    act_p0: f32,
+    act_p1: f32,
+    act: u32,
+    _pad1: u32,
+    _pad2: u32,
+    _pad3: u32,
 }
+
+// Non-finite values come from bit patterns read at run time: WGSL makes a
+// constant expression that evaluates to NaN or infinity an error (Chrome's
+// Tint rejects `bitcast<f32>(0x7fc00000u)`).
+var<private> nan_bits: u32 = 0x7fc00000u;
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<Elem>;
@@ -2882,7 +3145,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if p.has_max != 0u {
         acc = min(acc, p.out_max);
     }
-    out[i] = Elem(acc);
+    out[i] = Elem(act(p.act, acc, p.act_p0, p.act_p1));
 }
 
 fn direct_sum(n: u32, oc: u32, oh: u32, ow: u32) -> f32 {
@@ -2937,6 +3200,66 @@ fn transposed_sum(n: u32, oc: u32, oh: u32, ow: u32) -> f32 {
     }
     return acc;
 }
+
+/// erf, Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7).
+fn erf_approx(v: f32) -> f32 {
+    let s = sign(v);
+    let a = abs(v);
+    let t = 1.0 / (1.0 + 0.3275911 * a);
+    let poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
+    return s * (1.0 - poly * exp(-a * a));
+}
+
+fn tanh_safe(v: f32) -> f32 {
+    return tanh(clamp(v, -15.0, 15.0));
+}
+
+/// `b ** e` with PyTorch's results for negative bases (`unary.wgsl`).
+fn pow_scalar(b: f32, e: f32) -> f32 {
+    if e == 0.0 {
+        return 1.0;
+    }
+    if b >= 0.0 {
+        return pow(b, e);
+    }
+    if e != floor(e) {
+        return bitcast<f32>(nan_bits);
+    }
+    let r = pow(-b, e);
+    if fract(e * 0.5) != 0.0 {
+        return -r;
+    }
+    return r;
+}
+
+/// The activation `op` (the op codes of `unary.wgsl`; 0 is none) with its
+/// scalar parameters.
+fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
+    switch op {
+        case 0u: { return v; }
+        case 1u: { return max(v, 0.0); }
+        case 2u: { return 0.5 * v * (1.0 + erf_approx(v * 0.70710678118654752)); }
+        case 3u: { return 0.5 * v * (1.0 + tanh_safe(0.79788456080286536 * (v + 0.044715 * v * v * v))); }
+        case 4u: { return exp(v); }
+        case 5u: { return 1.0 / (1.0 + exp(-v)); }
+        case 6u: { return tanh_safe(v); }
+        case 7u: { return -v; }
+        case 8u: { return abs(v); }
+        case 9u: { return sqrt(v); }
+        case 10u: { return inverseSqrt(v); }
+        case 11u: { return sin(v); }
+        case 12u: { return cos(v); }
+        case 13u: { return log(v); }
+        case 14u: { return min(max(v, p0), p1); }
+        case 15u: { return select(v * p0, v, v >= 0.0); }
+        case 16u: { return v * clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case 17u: { return round(v); }
+        case 18u: { return pow_scalar(v, p0); }
+        case 19u: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case 20u: { return v * (1.0 / (1.0 + exp(-v))); }
+        default: { return bitcast<f32>(nan_bits); }
+    }
+}
 "#;
 
 /// `conv.wgsl` with `Elem = f16`.
@@ -2947,7 +3270,9 @@ pub const CONV_F16: &str = r#"enable f16;
 //! `(n, oc, oh, ow)` sums `x * w` over its group's input channels and the
 //! kernel window, in f32. Weight layout `[OC, IC / groups, KH, KW]`, or
 //! `[IC, OC / groups, KH, KW]` when `transposed` (each output gathers the
-//! inputs whose strided window covers it).
+//! inputs whose strided window covers it). After the clamp, an optional
+//! activation epilogue (`act`, the op codes of `unary.wgsl`, 0 for none):
+//! the fused `etwgpu.convolution_act` and `etwgpu.conv_with_clamp_act`.
 // variants: f32 f16
 
 alias Elem = f16;
@@ -2978,9 +3303,18 @@ struct Params {
     transposed: u32,
     out_min: f32,
     out_max: f32,
-    _pad1: f32,
-    _pad2: f32,
+    act_p0: f32,
+    act_p1: f32,
+    act: u32,
+    _pad1: u32,
+    _pad2: u32,
+    _pad3: u32,
 }
+
+// Non-finite values come from bit patterns read at run time: WGSL makes a
+// constant expression that evaluates to NaN or infinity an error (Chrome's
+// Tint rejects `bitcast<f32>(0x7fc00000u)`).
+var<private> nan_bits: u32 = 0x7fc00000u;
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<Elem>;
@@ -3013,7 +3347,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if p.has_max != 0u {
         acc = min(acc, p.out_max);
     }
-    out[i] = Elem(acc);
+    out[i] = Elem(act(p.act, acc, p.act_p0, p.act_p1));
 }
 
 fn direct_sum(n: u32, oc: u32, oh: u32, ow: u32) -> f32 {
@@ -3067,6 +3401,66 @@ fn transposed_sum(n: u32, oc: u32, oh: u32, ow: u32) -> f32 {
         }
     }
     return acc;
+}
+
+/// erf, Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7).
+fn erf_approx(v: f32) -> f32 {
+    let s = sign(v);
+    let a = abs(v);
+    let t = 1.0 / (1.0 + 0.3275911 * a);
+    let poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
+    return s * (1.0 - poly * exp(-a * a));
+}
+
+fn tanh_safe(v: f32) -> f32 {
+    return tanh(clamp(v, -15.0, 15.0));
+}
+
+/// `b ** e` with PyTorch's results for negative bases (`unary.wgsl`).
+fn pow_scalar(b: f32, e: f32) -> f32 {
+    if e == 0.0 {
+        return 1.0;
+    }
+    if b >= 0.0 {
+        return pow(b, e);
+    }
+    if e != floor(e) {
+        return bitcast<f32>(nan_bits);
+    }
+    let r = pow(-b, e);
+    if fract(e * 0.5) != 0.0 {
+        return -r;
+    }
+    return r;
+}
+
+/// The activation `op` (the op codes of `unary.wgsl`; 0 is none) with its
+/// scalar parameters.
+fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
+    switch op {
+        case 0u: { return v; }
+        case 1u: { return max(v, 0.0); }
+        case 2u: { return 0.5 * v * (1.0 + erf_approx(v * 0.70710678118654752)); }
+        case 3u: { return 0.5 * v * (1.0 + tanh_safe(0.79788456080286536 * (v + 0.044715 * v * v * v))); }
+        case 4u: { return exp(v); }
+        case 5u: { return 1.0 / (1.0 + exp(-v)); }
+        case 6u: { return tanh_safe(v); }
+        case 7u: { return -v; }
+        case 8u: { return abs(v); }
+        case 9u: { return sqrt(v); }
+        case 10u: { return inverseSqrt(v); }
+        case 11u: { return sin(v); }
+        case 12u: { return cos(v); }
+        case 13u: { return log(v); }
+        case 14u: { return min(max(v, p0), p1); }
+        case 15u: { return select(v * p0, v, v >= 0.0); }
+        case 16u: { return v * clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case 17u: { return round(v); }
+        case 18u: { return pow_scalar(v, p0); }
+        case 19u: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case 20u: { return v * (1.0 / (1.0 + exp(-v))); }
+        default: { return bitcast<f32>(nan_bits); }
+    }
 }
 "#;
 
@@ -3344,6 +3738,358 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 }
 "#;
 
+/// `fused_elementwise.wgsl` with `Elem = f32`.
+pub const FUSED_ELEMENTWISE_F32: &str = r#"//! Template of the fused elementwise kernels (`etwgpu.fused_elementwise`):
+//! a chain of unary and broadcasting binary ops evaluated per output
+//! element in f32, reading each input once through its own strides (0
+//! along broadcast dims) and writing one output, with no intermediate
+//! tensors.
+//!
+//! At lowering, the host keeps this file up to the `generated below`
+//! marker (the `Params`, the unary ops `act` of `unary.wgsl` and the
+//! binary ops `bin` of `binary.wgsl`, same op codes) and writes the
+//! bindings and `main` for one expression after it; what follows the
+//! marker here is what it writes for `sigmoid x0; mul x0 t0; add t1 x1 1.0`
+//! (a unit test checks so), which keeps the template valid WGSL.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    rank: u32,
+    _pad0: u32,
+    _pad1: u32,
+    shape: array<vec4<u32>, 2>,
+    /// Per input (at most 7): its strides in elements over `shape`.
+    strides: array<array<vec4<u32>, 2>, 7>,
+}
+
+// Non-finite values come from bit patterns read at run time: WGSL makes a
+// constant expression that evaluates to NaN or infinity an error (Chrome's
+// Tint rejects `bitcast<f32>(0x7fc00000u)`).
+var<private> nan_bits: u32 = 0x7fc00000u;
+var<private> inf_bits: u32 = 0x7f800000u;
+
+@group(0) @binding(0) var<uniform> p: Params;
+
+/// Stride of input `k` along dim `d`.
+fn stride(k: u32, d: u32) -> u32 {
+    return p.strides[k][d / 4u][d % 4u];
+}
+
+/// `pow` with PyTorch's results for negative bases and zero exponents
+/// (`binary.wgsl`).
+fn pow_tensor(x: f32, y: f32) -> f32 {
+    if y == 0.0 {
+        return 1.0;
+    }
+    if x > 0.0 {
+        return pow(x, y);
+    }
+    if x == 0.0 {
+        if y > 0.0 {
+            return 0.0;
+        }
+        return bitcast<f32>(inf_bits);
+    }
+    if y != floor(y) {
+        return bitcast<f32>(nan_bits);
+    }
+    let r = pow(-x, y);
+    if fract(y * 0.5) != 0.0 {
+        return -r;
+    }
+    return r;
+}
+
+/// The binary op `op` (the op codes of `binary.wgsl`).
+fn bin(op: u32, x: f32, y: f32, alpha: f32) -> f32 {
+    switch op {
+        case 0u: { return x + alpha * y; }
+        case 1u: { return x - alpha * y; }
+        case 2u: { return x * y; }
+        case 3u: { return x / y; }
+        case 4u: { return floor(x / y); }
+        case 5u: { return trunc(x / y); }
+        case 6u: { return pow_tensor(x, y); }
+        case 7u: { return min(x, y); }
+        case 8u: { return max(x, y); }
+        default: { return bitcast<f32>(nan_bits); }
+    }
+}
+
+/// erf, Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7).
+fn erf_approx(v: f32) -> f32 {
+    let s = sign(v);
+    let a = abs(v);
+    let t = 1.0 / (1.0 + 0.3275911 * a);
+    let poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
+    return s * (1.0 - poly * exp(-a * a));
+}
+
+fn tanh_safe(v: f32) -> f32 {
+    return tanh(clamp(v, -15.0, 15.0));
+}
+
+/// `b ** e` with PyTorch's results for negative bases (`unary.wgsl`).
+fn pow_scalar(b: f32, e: f32) -> f32 {
+    if e == 0.0 {
+        return 1.0;
+    }
+    if b >= 0.0 {
+        return pow(b, e);
+    }
+    if e != floor(e) {
+        return bitcast<f32>(nan_bits);
+    }
+    let r = pow(-b, e);
+    if fract(e * 0.5) != 0.0 {
+        return -r;
+    }
+    return r;
+}
+
+/// The activation `op` (the op codes of `unary.wgsl`; 0 is none) with its
+/// scalar parameters.
+fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
+    switch op {
+        case 0u: { return v; }
+        case 1u: { return max(v, 0.0); }
+        case 2u: { return 0.5 * v * (1.0 + erf_approx(v * 0.70710678118654752)); }
+        case 3u: { return 0.5 * v * (1.0 + tanh_safe(0.79788456080286536 * (v + 0.044715 * v * v * v))); }
+        case 4u: { return exp(v); }
+        case 5u: { return 1.0 / (1.0 + exp(-v)); }
+        case 6u: { return tanh_safe(v); }
+        case 7u: { return -v; }
+        case 8u: { return abs(v); }
+        case 9u: { return sqrt(v); }
+        case 10u: { return inverseSqrt(v); }
+        case 11u: { return sin(v); }
+        case 12u: { return cos(v); }
+        case 13u: { return log(v); }
+        case 14u: { return min(max(v, p0), p1); }
+        case 15u: { return select(v * p0, v, v >= 0.0); }
+        case 16u: { return v * clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case 17u: { return round(v); }
+        case 18u: { return pow_scalar(v, p0); }
+        case 19u: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case 20u: { return v * (1.0 / (1.0 + exp(-v))); }
+        default: { return bitcast<f32>(nan_bits); }
+    }
+}
+
+// generated below
+@group(0) @binding(1) var<storage, read> x0: array<Elem>;
+@group(0) @binding(2) var<storage, read> x1: array<Elem>;
+@group(0) @binding(3) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    var rem = i;
+    var o0 = 0u;
+    var o1 = 0u;
+    for (var d = i32(p.rank) - 1; d >= 0; d = d - 1) {
+        let du = u32(d);
+        let size = p.shape[du / 4u][du % 4u];
+        let c = rem % size;
+        rem = rem / size;
+        o0 += c * stride(0u, du);
+        o1 += c * stride(1u, du);
+    }
+    let v0 = f32(x0[o0]);
+    let v1 = f32(x1[o1]);
+    let t0 = act(5u, v0, 0.0, 0.0);
+    let t1 = bin(2u, v0, t0, 1.0);
+    let t2 = bin(0u, t1, v1, 1.0);
+    out[i] = Elem(t2);
+}
+"#;
+
+/// `fused_elementwise.wgsl` with `Elem = f16`.
+pub const FUSED_ELEMENTWISE_F16: &str = r#"enable f16;
+
+//! Template of the fused elementwise kernels (`etwgpu.fused_elementwise`):
+//! a chain of unary and broadcasting binary ops evaluated per output
+//! element in f32, reading each input once through its own strides (0
+//! along broadcast dims) and writing one output, with no intermediate
+//! tensors.
+//!
+//! At lowering, the host keeps this file up to the `generated below`
+//! marker (the `Params`, the unary ops `act` of `unary.wgsl` and the
+//! binary ops `bin` of `binary.wgsl`, same op codes) and writes the
+//! bindings and `main` for one expression after it; what follows the
+//! marker here is what it writes for `sigmoid x0; mul x0 t0; add t1 x1 1.0`
+//! (a unit test checks so), which keeps the template valid WGSL.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    rank: u32,
+    _pad0: u32,
+    _pad1: u32,
+    shape: array<vec4<u32>, 2>,
+    /// Per input (at most 7): its strides in elements over `shape`.
+    strides: array<array<vec4<u32>, 2>, 7>,
+}
+
+// Non-finite values come from bit patterns read at run time: WGSL makes a
+// constant expression that evaluates to NaN or infinity an error (Chrome's
+// Tint rejects `bitcast<f32>(0x7fc00000u)`).
+var<private> nan_bits: u32 = 0x7fc00000u;
+var<private> inf_bits: u32 = 0x7f800000u;
+
+@group(0) @binding(0) var<uniform> p: Params;
+
+/// Stride of input `k` along dim `d`.
+fn stride(k: u32, d: u32) -> u32 {
+    return p.strides[k][d / 4u][d % 4u];
+}
+
+/// `pow` with PyTorch's results for negative bases and zero exponents
+/// (`binary.wgsl`).
+fn pow_tensor(x: f32, y: f32) -> f32 {
+    if y == 0.0 {
+        return 1.0;
+    }
+    if x > 0.0 {
+        return pow(x, y);
+    }
+    if x == 0.0 {
+        if y > 0.0 {
+            return 0.0;
+        }
+        return bitcast<f32>(inf_bits);
+    }
+    if y != floor(y) {
+        return bitcast<f32>(nan_bits);
+    }
+    let r = pow(-x, y);
+    if fract(y * 0.5) != 0.0 {
+        return -r;
+    }
+    return r;
+}
+
+/// The binary op `op` (the op codes of `binary.wgsl`).
+fn bin(op: u32, x: f32, y: f32, alpha: f32) -> f32 {
+    switch op {
+        case 0u: { return x + alpha * y; }
+        case 1u: { return x - alpha * y; }
+        case 2u: { return x * y; }
+        case 3u: { return x / y; }
+        case 4u: { return floor(x / y); }
+        case 5u: { return trunc(x / y); }
+        case 6u: { return pow_tensor(x, y); }
+        case 7u: { return min(x, y); }
+        case 8u: { return max(x, y); }
+        default: { return bitcast<f32>(nan_bits); }
+    }
+}
+
+/// erf, Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7).
+fn erf_approx(v: f32) -> f32 {
+    let s = sign(v);
+    let a = abs(v);
+    let t = 1.0 / (1.0 + 0.3275911 * a);
+    let poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
+    return s * (1.0 - poly * exp(-a * a));
+}
+
+fn tanh_safe(v: f32) -> f32 {
+    return tanh(clamp(v, -15.0, 15.0));
+}
+
+/// `b ** e` with PyTorch's results for negative bases (`unary.wgsl`).
+fn pow_scalar(b: f32, e: f32) -> f32 {
+    if e == 0.0 {
+        return 1.0;
+    }
+    if b >= 0.0 {
+        return pow(b, e);
+    }
+    if e != floor(e) {
+        return bitcast<f32>(nan_bits);
+    }
+    let r = pow(-b, e);
+    if fract(e * 0.5) != 0.0 {
+        return -r;
+    }
+    return r;
+}
+
+/// The activation `op` (the op codes of `unary.wgsl`; 0 is none) with its
+/// scalar parameters.
+fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
+    switch op {
+        case 0u: { return v; }
+        case 1u: { return max(v, 0.0); }
+        case 2u: { return 0.5 * v * (1.0 + erf_approx(v * 0.70710678118654752)); }
+        case 3u: { return 0.5 * v * (1.0 + tanh_safe(0.79788456080286536 * (v + 0.044715 * v * v * v))); }
+        case 4u: { return exp(v); }
+        case 5u: { return 1.0 / (1.0 + exp(-v)); }
+        case 6u: { return tanh_safe(v); }
+        case 7u: { return -v; }
+        case 8u: { return abs(v); }
+        case 9u: { return sqrt(v); }
+        case 10u: { return inverseSqrt(v); }
+        case 11u: { return sin(v); }
+        case 12u: { return cos(v); }
+        case 13u: { return log(v); }
+        case 14u: { return min(max(v, p0), p1); }
+        case 15u: { return select(v * p0, v, v >= 0.0); }
+        case 16u: { return v * clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case 17u: { return round(v); }
+        case 18u: { return pow_scalar(v, p0); }
+        case 19u: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case 20u: { return v * (1.0 / (1.0 + exp(-v))); }
+        default: { return bitcast<f32>(nan_bits); }
+    }
+}
+
+// generated below
+@group(0) @binding(1) var<storage, read> x0: array<Elem>;
+@group(0) @binding(2) var<storage, read> x1: array<Elem>;
+@group(0) @binding(3) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    var rem = i;
+    var o0 = 0u;
+    var o1 = 0u;
+    for (var d = i32(p.rank) - 1; d >= 0; d = d - 1) {
+        let du = u32(d);
+        let size = p.shape[du / 4u][du % 4u];
+        let c = rem % size;
+        rem = rem / size;
+        o0 += c * stride(0u, du);
+        o1 += c * stride(1u, du);
+    }
+    let v0 = f32(x0[o0]);
+    let v1 = f32(x1[o1]);
+    let t0 = act(5u, v0, 0.0, 0.0);
+    let t1 = bin(2u, v0, t0, 1.0);
+    let t2 = bin(0u, t1, v1, 1.0);
+    out[i] = Elem(t2);
+}
+"#;
+
 /// `gather.wgsl` with `Elem = f32`.
 pub const GATHER_F32: &str = r#"//! Strided copy: `out[i] = x[offset + sum_d coord_d(i) * stride_d]`.
 //!
@@ -3490,7 +4236,8 @@ pub const GEMV_F32: &str = r#"//! Matrix-vector route of the batched matrix prod
 //! its contiguous axis (a `linear` weight `[N, K]`). Operands are addressed
 //! through strides, as in `matmul.wgsl`, whose `Params` layout this shares.
 //! The grid is folded into x and y (x at most 65535 workgroups); the host
-//! sizes it for exactly `batch * M * N` workgroups' worth of indices.
+//! sizes it for exactly `batch * M * N` workgroups' worth of indices. The
+//! activation epilogue is `matmul.wgsl`'s.
 // variants: f32 f16
 
 alias Elem = f32;
@@ -3516,7 +4263,16 @@ struct Params {
     batch: u32,
     alpha: f32,
     beta: f32,
+    act: u32,
+    act_p0: f32,
+    act_p1: f32,
+    _pad1: u32,
 }
+
+// Non-finite values come from bit patterns read at run time: WGSL makes a
+// constant expression that evaluates to NaN or infinity an error (Chrome's
+// Tint rejects `bitcast<f32>(0x7fc00000u)`).
+var<private> nan_bits: u32 = 0x7fc00000u;
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> a: array<Elem>;
@@ -3560,7 +4316,67 @@ fn main(
         if p.has_bias != 0u {
             r += p.beta * f32(bias[batch * p.bias_sb + row * p.bias_sm + col * p.bias_sn]);
         }
-        out[idx] = Elem(r);
+        out[idx] = Elem(act(p.act, r, p.act_p0, p.act_p1));
+    }
+}
+
+/// erf, Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7).
+fn erf_approx(v: f32) -> f32 {
+    let s = sign(v);
+    let a = abs(v);
+    let t = 1.0 / (1.0 + 0.3275911 * a);
+    let poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
+    return s * (1.0 - poly * exp(-a * a));
+}
+
+fn tanh_safe(v: f32) -> f32 {
+    return tanh(clamp(v, -15.0, 15.0));
+}
+
+/// `b ** e` with PyTorch's results for negative bases (`unary.wgsl`).
+fn pow_scalar(b: f32, e: f32) -> f32 {
+    if e == 0.0 {
+        return 1.0;
+    }
+    if b >= 0.0 {
+        return pow(b, e);
+    }
+    if e != floor(e) {
+        return bitcast<f32>(nan_bits);
+    }
+    let r = pow(-b, e);
+    if fract(e * 0.5) != 0.0 {
+        return -r;
+    }
+    return r;
+}
+
+/// The activation `op` (the op codes of `unary.wgsl`; 0 is none) with its
+/// scalar parameters.
+fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
+    switch op {
+        case 0u: { return v; }
+        case 1u: { return max(v, 0.0); }
+        case 2u: { return 0.5 * v * (1.0 + erf_approx(v * 0.70710678118654752)); }
+        case 3u: { return 0.5 * v * (1.0 + tanh_safe(0.79788456080286536 * (v + 0.044715 * v * v * v))); }
+        case 4u: { return exp(v); }
+        case 5u: { return 1.0 / (1.0 + exp(-v)); }
+        case 6u: { return tanh_safe(v); }
+        case 7u: { return -v; }
+        case 8u: { return abs(v); }
+        case 9u: { return sqrt(v); }
+        case 10u: { return inverseSqrt(v); }
+        case 11u: { return sin(v); }
+        case 12u: { return cos(v); }
+        case 13u: { return log(v); }
+        case 14u: { return min(max(v, p0), p1); }
+        case 15u: { return select(v * p0, v, v >= 0.0); }
+        case 16u: { return v * clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case 17u: { return round(v); }
+        case 18u: { return pow_scalar(v, p0); }
+        case 19u: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case 20u: { return v * (1.0 / (1.0 + exp(-v))); }
+        default: { return bitcast<f32>(nan_bits); }
     }
 }
 "#;
@@ -3576,7 +4392,8 @@ pub const GEMV_F16: &str = r#"enable f16;
 //! its contiguous axis (a `linear` weight `[N, K]`). Operands are addressed
 //! through strides, as in `matmul.wgsl`, whose `Params` layout this shares.
 //! The grid is folded into x and y (x at most 65535 workgroups); the host
-//! sizes it for exactly `batch * M * N` workgroups' worth of indices.
+//! sizes it for exactly `batch * M * N` workgroups' worth of indices. The
+//! activation epilogue is `matmul.wgsl`'s.
 // variants: f32 f16
 
 alias Elem = f16;
@@ -3602,7 +4419,16 @@ struct Params {
     batch: u32,
     alpha: f32,
     beta: f32,
+    act: u32,
+    act_p0: f32,
+    act_p1: f32,
+    _pad1: u32,
 }
+
+// Non-finite values come from bit patterns read at run time: WGSL makes a
+// constant expression that evaluates to NaN or infinity an error (Chrome's
+// Tint rejects `bitcast<f32>(0x7fc00000u)`).
+var<private> nan_bits: u32 = 0x7fc00000u;
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> a: array<Elem>;
@@ -3646,7 +4472,453 @@ fn main(
         if p.has_bias != 0u {
             r += p.beta * f32(bias[batch * p.bias_sb + row * p.bias_sm + col * p.bias_sn]);
         }
-        out[idx] = Elem(r);
+        out[idx] = Elem(act(p.act, r, p.act_p0, p.act_p1));
+    }
+}
+
+/// erf, Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7).
+fn erf_approx(v: f32) -> f32 {
+    let s = sign(v);
+    let a = abs(v);
+    let t = 1.0 / (1.0 + 0.3275911 * a);
+    let poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
+    return s * (1.0 - poly * exp(-a * a));
+}
+
+fn tanh_safe(v: f32) -> f32 {
+    return tanh(clamp(v, -15.0, 15.0));
+}
+
+/// `b ** e` with PyTorch's results for negative bases (`unary.wgsl`).
+fn pow_scalar(b: f32, e: f32) -> f32 {
+    if e == 0.0 {
+        return 1.0;
+    }
+    if b >= 0.0 {
+        return pow(b, e);
+    }
+    if e != floor(e) {
+        return bitcast<f32>(nan_bits);
+    }
+    let r = pow(-b, e);
+    if fract(e * 0.5) != 0.0 {
+        return -r;
+    }
+    return r;
+}
+
+/// The activation `op` (the op codes of `unary.wgsl`; 0 is none) with its
+/// scalar parameters.
+fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
+    switch op {
+        case 0u: { return v; }
+        case 1u: { return max(v, 0.0); }
+        case 2u: { return 0.5 * v * (1.0 + erf_approx(v * 0.70710678118654752)); }
+        case 3u: { return 0.5 * v * (1.0 + tanh_safe(0.79788456080286536 * (v + 0.044715 * v * v * v))); }
+        case 4u: { return exp(v); }
+        case 5u: { return 1.0 / (1.0 + exp(-v)); }
+        case 6u: { return tanh_safe(v); }
+        case 7u: { return -v; }
+        case 8u: { return abs(v); }
+        case 9u: { return sqrt(v); }
+        case 10u: { return inverseSqrt(v); }
+        case 11u: { return sin(v); }
+        case 12u: { return cos(v); }
+        case 13u: { return log(v); }
+        case 14u: { return min(max(v, p0), p1); }
+        case 15u: { return select(v * p0, v, v >= 0.0); }
+        case 16u: { return v * clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case 17u: { return round(v); }
+        case 18u: { return pow_scalar(v, p0); }
+        case 19u: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case 20u: { return v * (1.0 / (1.0 + exp(-v))); }
+        default: { return bitcast<f32>(nan_bits); }
+    }
+}
+"#;
+
+/// `gemv_qkv.wgsl` with `Elem = f32`.
+pub const GEMV_QKV_F32: &str = r#"//! Three linears of one input in one dispatch, matrix-vector route for
+//! few rows (`etwgpu.linear_qkv` at decode): `out_j[m, n] = sum_k x[m, k]
+//! * w_j[n, k] + b_j[n]` for j = 0, 1, 2 (Q, K, V).
+//!
+//! One workgroup per output element of the three outputs taken in order
+//! (`M * (N0 + N1 + N2)` in all, folded into x and y); its invocations
+//! split K and reduce in shared memory in f32, as in `gemv.wgsl`.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup; the reduction assumes a power of two.
+const WG: u32 = 64u;
+
+struct Params {
+    m: u32,
+    k: u32,
+    n0: u32,
+    n1: u32,
+    n2: u32,
+    /// Bit j set: projection j has a bias.
+    has_bias: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> w0: array<Elem>;
+@group(0) @binding(3) var<storage, read> w1: array<Elem>;
+@group(0) @binding(4) var<storage, read> w2: array<Elem>;
+@group(0) @binding(5) var<storage, read> b0: array<Elem>;
+@group(0) @binding(6) var<storage, read> b1: array<Elem>;
+@group(0) @binding(7) var<storage, read> b2: array<Elem>;
+@group(0) @binding(8) var<storage, read_write> out0: array<Elem>;
+@group(0) @binding(9) var<storage, read_write> out1: array<Elem>;
+@group(0) @binding(10) var<storage, read_write> out2: array<Elem>;
+
+var<workgroup> partial: array<f32, WG>;
+
+fn weight(j: u32, idx: u32) -> f32 {
+    switch j {
+        case 0u: { return f32(w0[idx]); }
+        case 1u: { return f32(w1[idx]); }
+        default: { return f32(w2[idx]); }
+    }
+}
+
+fn bias(j: u32, n: u32) -> f32 {
+    if (p.has_bias & (1u << j)) == 0u {
+        return 0.0;
+    }
+    switch j {
+        case 0u: { return f32(b0[n]); }
+        case 1u: { return f32(b1[n]); }
+        default: { return f32(b2[n]); }
+    }
+}
+
+fn store(j: u32, idx: u32, v: f32) {
+    switch j {
+        case 0u: { out0[idx] = Elem(v); }
+        case 1u: { out1[idx] = Elem(v); }
+        default: { out2[idx] = Elem(v); }
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    var idx = wid.y * groups.x + wid.x;
+    let s0 = p.m * p.n0;
+    let s1 = p.m * p.n1;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if idx >= s0 + s1 + p.m * p.n2 {
+        return;
+    }
+    var j = 0u;
+    var n = p.n0;
+    if idx >= s0 + s1 {
+        j = 2u;
+        n = p.n2;
+        idx -= s0 + s1;
+    } else if idx >= s0 {
+        j = 1u;
+        n = p.n1;
+        idx -= s0;
+    }
+    let row = idx / n;
+    let col = idx % n;
+    var acc = 0.0;
+    for (var kk = lid; kk < p.k; kk += WG) {
+        acc += f32(x[row * p.k + kk]) * weight(j, col * p.k + kk);
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            partial[lid] += partial[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    if lid == 0u {
+        store(j, idx, partial[0] + bias(j, col));
+    }
+}
+"#;
+
+/// `gemv_qkv.wgsl` with `Elem = f16`.
+pub const GEMV_QKV_F16: &str = r#"enable f16;
+
+//! Three linears of one input in one dispatch, matrix-vector route for
+//! few rows (`etwgpu.linear_qkv` at decode): `out_j[m, n] = sum_k x[m, k]
+//! * w_j[n, k] + b_j[n]` for j = 0, 1, 2 (Q, K, V).
+//!
+//! One workgroup per output element of the three outputs taken in order
+//! (`M * (N0 + N1 + N2)` in all, folded into x and y); its invocations
+//! split K and reduce in shared memory in f32, as in `gemv.wgsl`.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup; the reduction assumes a power of two.
+const WG: u32 = 64u;
+
+struct Params {
+    m: u32,
+    k: u32,
+    n0: u32,
+    n1: u32,
+    n2: u32,
+    /// Bit j set: projection j has a bias.
+    has_bias: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> w0: array<Elem>;
+@group(0) @binding(3) var<storage, read> w1: array<Elem>;
+@group(0) @binding(4) var<storage, read> w2: array<Elem>;
+@group(0) @binding(5) var<storage, read> b0: array<Elem>;
+@group(0) @binding(6) var<storage, read> b1: array<Elem>;
+@group(0) @binding(7) var<storage, read> b2: array<Elem>;
+@group(0) @binding(8) var<storage, read_write> out0: array<Elem>;
+@group(0) @binding(9) var<storage, read_write> out1: array<Elem>;
+@group(0) @binding(10) var<storage, read_write> out2: array<Elem>;
+
+var<workgroup> partial: array<f32, WG>;
+
+fn weight(j: u32, idx: u32) -> f32 {
+    switch j {
+        case 0u: { return f32(w0[idx]); }
+        case 1u: { return f32(w1[idx]); }
+        default: { return f32(w2[idx]); }
+    }
+}
+
+fn bias(j: u32, n: u32) -> f32 {
+    if (p.has_bias & (1u << j)) == 0u {
+        return 0.0;
+    }
+    switch j {
+        case 0u: { return f32(b0[n]); }
+        case 1u: { return f32(b1[n]); }
+        default: { return f32(b2[n]); }
+    }
+}
+
+fn store(j: u32, idx: u32, v: f32) {
+    switch j {
+        case 0u: { out0[idx] = Elem(v); }
+        case 1u: { out1[idx] = Elem(v); }
+        default: { out2[idx] = Elem(v); }
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    var idx = wid.y * groups.x + wid.x;
+    let s0 = p.m * p.n0;
+    let s1 = p.m * p.n1;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if idx >= s0 + s1 + p.m * p.n2 {
+        return;
+    }
+    var j = 0u;
+    var n = p.n0;
+    if idx >= s0 + s1 {
+        j = 2u;
+        n = p.n2;
+        idx -= s0 + s1;
+    } else if idx >= s0 {
+        j = 1u;
+        n = p.n1;
+        idx -= s0;
+    }
+    let row = idx / n;
+    let col = idx % n;
+    var acc = 0.0;
+    for (var kk = lid; kk < p.k; kk += WG) {
+        acc += f32(x[row * p.k + kk]) * weight(j, col * p.k + kk);
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            partial[lid] += partial[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    if lid == 0u {
+        store(j, idx, partial[0] + bias(j, col));
+    }
+}
+"#;
+
+/// `gemv_swiglu.wgsl` with `Elem = f32`.
+pub const GEMV_SWIGLU_F32: &str = r#"//! SwiGLU of two linears of one input in one dispatch, matrix-vector
+//! route for few rows (`etwgpu.linear_swiglu` at decode): with
+//! `g = x @ w_gate^T + b_gate` and `u = x @ w_up^T + b_up`,
+//! `out[m, n] = g * sigmoid(g) * u`.
+//!
+//! One workgroup per output element (folded into x and y); its
+//! invocations split K for both dot products and reduce them in shared
+//! memory in f32, as in `gemv.wgsl`.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup; the reduction assumes a power of two.
+const WG: u32 = 64u;
+
+struct Params {
+    m: u32,
+    n: u32,
+    k: u32,
+    /// Bit 0: the gate has a bias; bit 1: the up projection has one.
+    has_bias: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> w_gate: array<Elem>;
+@group(0) @binding(3) var<storage, read> b_gate: array<Elem>;
+@group(0) @binding(4) var<storage, read> w_up: array<Elem>;
+@group(0) @binding(5) var<storage, read> b_up: array<Elem>;
+@group(0) @binding(6) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> partial_g: array<f32, WG>;
+var<workgroup> partial_u: array<f32, WG>;
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let idx = wid.y * groups.x + wid.x;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if idx >= p.m * p.n {
+        return;
+    }
+    let row = idx / p.n;
+    let col = idx % p.n;
+    var acc_g = 0.0;
+    var acc_u = 0.0;
+    for (var kk = lid; kk < p.k; kk += WG) {
+        let xv = f32(x[row * p.k + kk]);
+        acc_g += xv * f32(w_gate[col * p.k + kk]);
+        acc_u += xv * f32(w_up[col * p.k + kk]);
+    }
+    partial_g[lid] = acc_g;
+    partial_u[lid] = acc_u;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            partial_g[lid] += partial_g[lid + stride];
+            partial_u[lid] += partial_u[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    if lid == 0u {
+        var g = partial_g[0];
+        var u = partial_u[0];
+        if (p.has_bias & 1u) != 0u {
+            g += f32(b_gate[col]);
+        }
+        if (p.has_bias & 2u) != 0u {
+            u += f32(b_up[col]);
+        }
+        out[idx] = Elem(g * (1.0 / (1.0 + exp(-g))) * u);
+    }
+}
+"#;
+
+/// `gemv_swiglu.wgsl` with `Elem = f16`.
+pub const GEMV_SWIGLU_F16: &str = r#"enable f16;
+
+//! SwiGLU of two linears of one input in one dispatch, matrix-vector
+//! route for few rows (`etwgpu.linear_swiglu` at decode): with
+//! `g = x @ w_gate^T + b_gate` and `u = x @ w_up^T + b_up`,
+//! `out[m, n] = g * sigmoid(g) * u`.
+//!
+//! One workgroup per output element (folded into x and y); its
+//! invocations split K for both dot products and reduce them in shared
+//! memory in f32, as in `gemv.wgsl`.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup; the reduction assumes a power of two.
+const WG: u32 = 64u;
+
+struct Params {
+    m: u32,
+    n: u32,
+    k: u32,
+    /// Bit 0: the gate has a bias; bit 1: the up projection has one.
+    has_bias: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> w_gate: array<Elem>;
+@group(0) @binding(3) var<storage, read> b_gate: array<Elem>;
+@group(0) @binding(4) var<storage, read> w_up: array<Elem>;
+@group(0) @binding(5) var<storage, read> b_up: array<Elem>;
+@group(0) @binding(6) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> partial_g: array<f32, WG>;
+var<workgroup> partial_u: array<f32, WG>;
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let idx = wid.y * groups.x + wid.x;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if idx >= p.m * p.n {
+        return;
+    }
+    let row = idx / p.n;
+    let col = idx % p.n;
+    var acc_g = 0.0;
+    var acc_u = 0.0;
+    for (var kk = lid; kk < p.k; kk += WG) {
+        let xv = f32(x[row * p.k + kk]);
+        acc_g += xv * f32(w_gate[col * p.k + kk]);
+        acc_u += xv * f32(w_up[col * p.k + kk]);
+    }
+    partial_g[lid] = acc_g;
+    partial_u[lid] = acc_u;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            partial_g[lid] += partial_g[lid + stride];
+            partial_u[lid] += partial_u[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    if lid == 0u {
+        var g = partial_g[0];
+        var u = partial_u[0];
+        if (p.has_bias & 1u) != 0u {
+            g += f32(b_gate[col]);
+        }
+        if (p.has_bias & 2u) != 0u {
+            u += f32(b_up[col]);
+        }
+        out[idx] = Elem(g * (1.0 / (1.0 + exp(-g))) * u);
     }
 }
 "#;
@@ -4519,6 +5791,832 @@ fn main(
 }
 "#;
 
+/// `linear_q4gsw_qkv.wgsl` with `Elem = f32`.
+pub const LINEAR_Q4GSW_QKV_F32: &str = r#"//! Three 4-bit group-wise symmetric weight linears of one input in one
+//! dispatch (`etwgpu.linear_q4gsw_qkv`): for j = 0, 1, 2 (Q, K, V),
+//! `out_j[m, n] = sum_k x[m, k] * (nibble_j(n, k) - 8) * scales_j[k / group, n]`.
+//!
+//! Packing as in `linear_q4gsw.wgsl`: weights u8 `[N_j, K_packed_j]` read
+//! as `u32` words (even k in the low nibble), scales `[G, N_pad_j]`. One
+//! workgroup per output element of the three outputs taken in order
+//! (`M * (N0 + N1 + N2)` in all, folded into x and y); its invocations
+//! split K and reduce in shared memory, in f32.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup; the reduction assumes a power of two.
+const WG: u32 = 64u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Input features.
+    k: u32,
+    /// Inputs per scale group.
+    group_size: u32,
+    _pad0: u32,
+    /// Output features of each projection.
+    n: vec4<u32>,
+    /// Bytes per weight row of each projection.
+    k_packed: vec4<u32>,
+    /// Row length of each projection's scales.
+    n_pad: vec4<u32>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> weights0: array<u32>;
+@group(0) @binding(3) var<storage, read> scales0: array<Elem>;
+@group(0) @binding(4) var<storage, read> weights1: array<u32>;
+@group(0) @binding(5) var<storage, read> scales1: array<Elem>;
+@group(0) @binding(6) var<storage, read> weights2: array<u32>;
+@group(0) @binding(7) var<storage, read> scales2: array<Elem>;
+@group(0) @binding(8) var<storage, read_write> out0: array<Elem>;
+@group(0) @binding(9) var<storage, read_write> out1: array<Elem>;
+@group(0) @binding(10) var<storage, read_write> out2: array<Elem>;
+
+var<workgroup> partial: array<f32, WG>;
+
+/// The word holding byte `byte_idx` of projection `j`'s weights.
+fn word(j: u32, byte_idx: u32) -> u32 {
+    switch j {
+        case 0u: { return weights0[byte_idx / 4u]; }
+        case 1u: { return weights1[byte_idx / 4u]; }
+        default: { return weights2[byte_idx / 4u]; }
+    }
+}
+
+/// The signed 4-bit weight of projection `j`, row `n`, input `k`.
+fn weight(j: u32, n: u32, k: u32) -> f32 {
+    let byte_idx = n * p.k_packed[j] + k / 2u;
+    let byte = (word(j, byte_idx) >> ((byte_idx % 4u) * 8u)) & 0xffu;
+    let nibble = (byte >> ((k % 2u) * 4u)) & 0xfu;
+    return f32(i32(nibble) - 8);
+}
+
+/// The scale of projection `j` for row `n`, input `k`.
+fn scale(j: u32, n: u32, k: u32) -> f32 {
+    let s_idx = (k / p.group_size) * p.n_pad[j] + n;
+    switch j {
+        case 0u: { return f32(scales0[s_idx]); }
+        case 1u: { return f32(scales1[s_idx]); }
+        default: { return f32(scales2[s_idx]); }
+    }
+}
+
+fn store(j: u32, idx: u32, v: f32) {
+    switch j {
+        case 0u: { out0[idx] = Elem(v); }
+        case 1u: { out1[idx] = Elem(v); }
+        default: { out2[idx] = Elem(v); }
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    var idx = wid.y * groups.x + wid.x;
+    let s0 = p.m * p.n[0];
+    let s1 = p.m * p.n[1];
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if idx >= s0 + s1 + p.m * p.n[2] {
+        return;
+    }
+    var j = 0u;
+    if idx >= s0 + s1 {
+        j = 2u;
+        idx -= s0 + s1;
+    } else if idx >= s0 {
+        j = 1u;
+        idx -= s0;
+    }
+    let n = p.n[j];
+    let row = idx / n;
+    let col = idx % n;
+    var acc = 0.0;
+    for (var kk = lid; kk < p.k; kk += WG) {
+        acc += f32(x[row * p.k + kk]) * weight(j, col, kk) * scale(j, col, kk);
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            partial[lid] += partial[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    if lid == 0u {
+        store(j, idx, partial[0]);
+    }
+}
+"#;
+
+/// `linear_q4gsw_qkv.wgsl` with `Elem = f16`.
+pub const LINEAR_Q4GSW_QKV_F16: &str = r#"enable f16;
+
+//! Three 4-bit group-wise symmetric weight linears of one input in one
+//! dispatch (`etwgpu.linear_q4gsw_qkv`): for j = 0, 1, 2 (Q, K, V),
+//! `out_j[m, n] = sum_k x[m, k] * (nibble_j(n, k) - 8) * scales_j[k / group, n]`.
+//!
+//! Packing as in `linear_q4gsw.wgsl`: weights u8 `[N_j, K_packed_j]` read
+//! as `u32` words (even k in the low nibble), scales `[G, N_pad_j]`. One
+//! workgroup per output element of the three outputs taken in order
+//! (`M * (N0 + N1 + N2)` in all, folded into x and y); its invocations
+//! split K and reduce in shared memory, in f32.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup; the reduction assumes a power of two.
+const WG: u32 = 64u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Input features.
+    k: u32,
+    /// Inputs per scale group.
+    group_size: u32,
+    _pad0: u32,
+    /// Output features of each projection.
+    n: vec4<u32>,
+    /// Bytes per weight row of each projection.
+    k_packed: vec4<u32>,
+    /// Row length of each projection's scales.
+    n_pad: vec4<u32>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> weights0: array<u32>;
+@group(0) @binding(3) var<storage, read> scales0: array<Elem>;
+@group(0) @binding(4) var<storage, read> weights1: array<u32>;
+@group(0) @binding(5) var<storage, read> scales1: array<Elem>;
+@group(0) @binding(6) var<storage, read> weights2: array<u32>;
+@group(0) @binding(7) var<storage, read> scales2: array<Elem>;
+@group(0) @binding(8) var<storage, read_write> out0: array<Elem>;
+@group(0) @binding(9) var<storage, read_write> out1: array<Elem>;
+@group(0) @binding(10) var<storage, read_write> out2: array<Elem>;
+
+var<workgroup> partial: array<f32, WG>;
+
+/// The word holding byte `byte_idx` of projection `j`'s weights.
+fn word(j: u32, byte_idx: u32) -> u32 {
+    switch j {
+        case 0u: { return weights0[byte_idx / 4u]; }
+        case 1u: { return weights1[byte_idx / 4u]; }
+        default: { return weights2[byte_idx / 4u]; }
+    }
+}
+
+/// The signed 4-bit weight of projection `j`, row `n`, input `k`.
+fn weight(j: u32, n: u32, k: u32) -> f32 {
+    let byte_idx = n * p.k_packed[j] + k / 2u;
+    let byte = (word(j, byte_idx) >> ((byte_idx % 4u) * 8u)) & 0xffu;
+    let nibble = (byte >> ((k % 2u) * 4u)) & 0xfu;
+    return f32(i32(nibble) - 8);
+}
+
+/// The scale of projection `j` for row `n`, input `k`.
+fn scale(j: u32, n: u32, k: u32) -> f32 {
+    let s_idx = (k / p.group_size) * p.n_pad[j] + n;
+    switch j {
+        case 0u: { return f32(scales0[s_idx]); }
+        case 1u: { return f32(scales1[s_idx]); }
+        default: { return f32(scales2[s_idx]); }
+    }
+}
+
+fn store(j: u32, idx: u32, v: f32) {
+    switch j {
+        case 0u: { out0[idx] = Elem(v); }
+        case 1u: { out1[idx] = Elem(v); }
+        default: { out2[idx] = Elem(v); }
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    var idx = wid.y * groups.x + wid.x;
+    let s0 = p.m * p.n[0];
+    let s1 = p.m * p.n[1];
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if idx >= s0 + s1 + p.m * p.n[2] {
+        return;
+    }
+    var j = 0u;
+    if idx >= s0 + s1 {
+        j = 2u;
+        idx -= s0 + s1;
+    } else if idx >= s0 {
+        j = 1u;
+        idx -= s0;
+    }
+    let n = p.n[j];
+    let row = idx / n;
+    let col = idx % n;
+    var acc = 0.0;
+    for (var kk = lid; kk < p.k; kk += WG) {
+        acc += f32(x[row * p.k + kk]) * weight(j, col, kk) * scale(j, col, kk);
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            partial[lid] += partial[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    if lid == 0u {
+        store(j, idx, partial[0]);
+    }
+}
+"#;
+
+/// `linear_q4gsw_swiglu.wgsl` with `Elem = f32`.
+pub const LINEAR_Q4GSW_SWIGLU_F32: &str = r#"//! SwiGLU of two 4-bit group-wise symmetric weight linears of one input in
+//! one dispatch (`etwgpu.linear_q4gsw_swiglu`): with `g` and `u` the
+//! `et_vk.linear_q4gsw` products of the gate and up weights,
+//! `out[m, n] = g * sigmoid(g) * u`.
+//!
+//! Packing as in `linear_q4gsw.wgsl`; both weights share one shape
+//! `[N, K_packed]` and both scales one shape `[G, N_pad]`. One workgroup
+//! per output element (folded into x and y); its invocations split K for
+//! both dot products and reduce them in shared memory, in f32.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup; the reduction assumes a power of two.
+const WG: u32 = 64u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features.
+    k: u32,
+    /// Bytes per weight row.
+    k_packed: u32,
+    /// Row length of the scales: N padded.
+    n_pad: u32,
+    /// Inputs per scale group.
+    group_size: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> weights_gate: array<u32>;
+@group(0) @binding(3) var<storage, read> scales_gate: array<Elem>;
+@group(0) @binding(4) var<storage, read> weights_up: array<u32>;
+@group(0) @binding(5) var<storage, read> scales_up: array<Elem>;
+@group(0) @binding(6) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> partial_g: array<f32, WG>;
+var<workgroup> partial_u: array<f32, WG>;
+
+/// The signed 4-bit value of `word`'s byte for `byte_idx`, input `k`.
+fn nibble(word: u32, byte_idx: u32, k: u32) -> f32 {
+    let byte = (word >> ((byte_idx % 4u) * 8u)) & 0xffu;
+    return f32(i32((byte >> ((k % 2u) * 4u)) & 0xfu) - 8);
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let idx = wid.y * groups.x + wid.x;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if idx >= p.m * p.n {
+        return;
+    }
+    let row = idx / p.n;
+    let col = idx % p.n;
+    var acc_g = 0.0;
+    var acc_u = 0.0;
+    for (var kk = lid; kk < p.k; kk += WG) {
+        let xv = f32(x[row * p.k + kk]);
+        let byte_idx = col * p.k_packed + kk / 2u;
+        let s_idx = (kk / p.group_size) * p.n_pad + col;
+        acc_g += xv * nibble(weights_gate[byte_idx / 4u], byte_idx, kk) * f32(scales_gate[s_idx]);
+        acc_u += xv * nibble(weights_up[byte_idx / 4u], byte_idx, kk) * f32(scales_up[s_idx]);
+    }
+    partial_g[lid] = acc_g;
+    partial_u[lid] = acc_u;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            partial_g[lid] += partial_g[lid + stride];
+            partial_u[lid] += partial_u[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    if lid == 0u {
+        let g = partial_g[0];
+        out[idx] = Elem(g * (1.0 / (1.0 + exp(-g))) * partial_u[0]);
+    }
+}
+"#;
+
+/// `linear_q4gsw_swiglu.wgsl` with `Elem = f16`.
+pub const LINEAR_Q4GSW_SWIGLU_F16: &str = r#"enable f16;
+
+//! SwiGLU of two 4-bit group-wise symmetric weight linears of one input in
+//! one dispatch (`etwgpu.linear_q4gsw_swiglu`): with `g` and `u` the
+//! `et_vk.linear_q4gsw` products of the gate and up weights,
+//! `out[m, n] = g * sigmoid(g) * u`.
+//!
+//! Packing as in `linear_q4gsw.wgsl`; both weights share one shape
+//! `[N, K_packed]` and both scales one shape `[G, N_pad]`. One workgroup
+//! per output element (folded into x and y); its invocations split K for
+//! both dot products and reduce them in shared memory, in f32.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup; the reduction assumes a power of two.
+const WG: u32 = 64u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features.
+    k: u32,
+    /// Bytes per weight row.
+    k_packed: u32,
+    /// Row length of the scales: N padded.
+    n_pad: u32,
+    /// Inputs per scale group.
+    group_size: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> weights_gate: array<u32>;
+@group(0) @binding(3) var<storage, read> scales_gate: array<Elem>;
+@group(0) @binding(4) var<storage, read> weights_up: array<u32>;
+@group(0) @binding(5) var<storage, read> scales_up: array<Elem>;
+@group(0) @binding(6) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> partial_g: array<f32, WG>;
+var<workgroup> partial_u: array<f32, WG>;
+
+/// The signed 4-bit value of `word`'s byte for `byte_idx`, input `k`.
+fn nibble(word: u32, byte_idx: u32, k: u32) -> f32 {
+    let byte = (word >> ((byte_idx % 4u) * 8u)) & 0xffu;
+    return f32(i32((byte >> ((k % 2u) * 4u)) & 0xfu) - 8);
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let idx = wid.y * groups.x + wid.x;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if idx >= p.m * p.n {
+        return;
+    }
+    let row = idx / p.n;
+    let col = idx % p.n;
+    var acc_g = 0.0;
+    var acc_u = 0.0;
+    for (var kk = lid; kk < p.k; kk += WG) {
+        let xv = f32(x[row * p.k + kk]);
+        let byte_idx = col * p.k_packed + kk / 2u;
+        let s_idx = (kk / p.group_size) * p.n_pad + col;
+        acc_g += xv * nibble(weights_gate[byte_idx / 4u], byte_idx, kk) * f32(scales_gate[s_idx]);
+        acc_u += xv * nibble(weights_up[byte_idx / 4u], byte_idx, kk) * f32(scales_up[s_idx]);
+    }
+    partial_g[lid] = acc_g;
+    partial_u[lid] = acc_u;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            partial_g[lid] += partial_g[lid + stride];
+            partial_u[lid] += partial_u[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    if lid == 0u {
+        let g = partial_g[0];
+        out[idx] = Elem(g * (1.0 / (1.0 + exp(-g))) * partial_u[0]);
+    }
+}
+"#;
+
+/// `linear_qkv.wgsl` with `Elem = f32`.
+pub const LINEAR_QKV_F32: &str = r#"//! Three linears of one input in one dispatch (`etwgpu.linear_qkv`, the
+//! tiled route): `out_j[m, n] = sum_k x[m, k] * w_j[n, k] + b_j[n]` for
+//! j = 0, 1, 2 (Q, K, V), each with its own N.
+//!
+//! `x` is a contiguous `[M, K]`, each weight a contiguous `[N_j, K]` (the
+//! `linear` layout). Workgroup z picks the projection; the tiling is
+//! `matmul.wgsl`'s (16x16 shared-memory tiles, f32 accumulation).
+//! Workgroups past one projection's N return before any barrier (the
+//! condition is workgroup-uniform).
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Tile edge; the workgroup is `TILE x TILE`.
+const TILE: u32 = 16u;
+
+struct Params {
+    m: u32,
+    k: u32,
+    n0: u32,
+    n1: u32,
+    n2: u32,
+    /// Bit j set: projection j has a bias.
+    has_bias: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> w0: array<Elem>;
+@group(0) @binding(3) var<storage, read> w1: array<Elem>;
+@group(0) @binding(4) var<storage, read> w2: array<Elem>;
+@group(0) @binding(5) var<storage, read> b0: array<Elem>;
+@group(0) @binding(6) var<storage, read> b1: array<Elem>;
+@group(0) @binding(7) var<storage, read> b2: array<Elem>;
+@group(0) @binding(8) var<storage, read_write> out0: array<Elem>;
+@group(0) @binding(9) var<storage, read_write> out1: array<Elem>;
+@group(0) @binding(10) var<storage, read_write> out2: array<Elem>;
+
+var<workgroup> tile_a: array<array<f32, TILE>, TILE>;
+var<workgroup> tile_b: array<array<f32, TILE>, TILE>;
+
+fn n_of(j: u32) -> u32 {
+    switch j {
+        case 0u: { return p.n0; }
+        case 1u: { return p.n1; }
+        default: { return p.n2; }
+    }
+}
+
+fn weight(j: u32, idx: u32) -> f32 {
+    switch j {
+        case 0u: { return f32(w0[idx]); }
+        case 1u: { return f32(w1[idx]); }
+        default: { return f32(w2[idx]); }
+    }
+}
+
+fn bias(j: u32, n: u32) -> f32 {
+    if (p.has_bias & (1u << j)) == 0u {
+        return 0.0;
+    }
+    switch j {
+        case 0u: { return f32(b0[n]); }
+        case 1u: { return f32(b1[n]); }
+        default: { return f32(b2[n]); }
+    }
+}
+
+fn store(j: u32, idx: u32, v: f32) {
+    switch j {
+        case 0u: { out0[idx] = Elem(v); }
+        case 1u: { out1[idx] = Elem(v); }
+        default: { out2[idx] = Elem(v); }
+    }
+}
+
+@compute @workgroup_size(TILE, TILE)
+fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
+    let j = wid.z;
+    let n = n_of(j);
+    if wid.x * TILE >= n {
+        return;
+    }
+    let row = wid.y * TILE + lid.y;
+    let col = wid.x * TILE + lid.x;
+    var acc = 0.0;
+    let n_tiles = (p.k + TILE - 1u) / TILE;
+    for (var t = 0u; t < n_tiles; t++) {
+        let ka = t * TILE + lid.x;
+        var va = 0.0;
+        if row < p.m && ka < p.k {
+            va = f32(x[row * p.k + ka]);
+        }
+        tile_a[lid.y][lid.x] = va;
+        let kb = t * TILE + lid.y;
+        var vb = 0.0;
+        if kb < p.k && col < n {
+            vb = weight(j, col * p.k + kb);
+        }
+        tile_b[lid.y][lid.x] = vb;
+        workgroupBarrier();
+        for (var kk = 0u; kk < TILE; kk++) {
+            acc += tile_a[lid.y][kk] * tile_b[kk][lid.x];
+        }
+        workgroupBarrier();
+    }
+    if row < p.m && col < n {
+        store(j, row * n + col, acc + bias(j, col));
+    }
+}
+"#;
+
+/// `linear_qkv.wgsl` with `Elem = f16`.
+pub const LINEAR_QKV_F16: &str = r#"enable f16;
+
+//! Three linears of one input in one dispatch (`etwgpu.linear_qkv`, the
+//! tiled route): `out_j[m, n] = sum_k x[m, k] * w_j[n, k] + b_j[n]` for
+//! j = 0, 1, 2 (Q, K, V), each with its own N.
+//!
+//! `x` is a contiguous `[M, K]`, each weight a contiguous `[N_j, K]` (the
+//! `linear` layout). Workgroup z picks the projection; the tiling is
+//! `matmul.wgsl`'s (16x16 shared-memory tiles, f32 accumulation).
+//! Workgroups past one projection's N return before any barrier (the
+//! condition is workgroup-uniform).
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Tile edge; the workgroup is `TILE x TILE`.
+const TILE: u32 = 16u;
+
+struct Params {
+    m: u32,
+    k: u32,
+    n0: u32,
+    n1: u32,
+    n2: u32,
+    /// Bit j set: projection j has a bias.
+    has_bias: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> w0: array<Elem>;
+@group(0) @binding(3) var<storage, read> w1: array<Elem>;
+@group(0) @binding(4) var<storage, read> w2: array<Elem>;
+@group(0) @binding(5) var<storage, read> b0: array<Elem>;
+@group(0) @binding(6) var<storage, read> b1: array<Elem>;
+@group(0) @binding(7) var<storage, read> b2: array<Elem>;
+@group(0) @binding(8) var<storage, read_write> out0: array<Elem>;
+@group(0) @binding(9) var<storage, read_write> out1: array<Elem>;
+@group(0) @binding(10) var<storage, read_write> out2: array<Elem>;
+
+var<workgroup> tile_a: array<array<f32, TILE>, TILE>;
+var<workgroup> tile_b: array<array<f32, TILE>, TILE>;
+
+fn n_of(j: u32) -> u32 {
+    switch j {
+        case 0u: { return p.n0; }
+        case 1u: { return p.n1; }
+        default: { return p.n2; }
+    }
+}
+
+fn weight(j: u32, idx: u32) -> f32 {
+    switch j {
+        case 0u: { return f32(w0[idx]); }
+        case 1u: { return f32(w1[idx]); }
+        default: { return f32(w2[idx]); }
+    }
+}
+
+fn bias(j: u32, n: u32) -> f32 {
+    if (p.has_bias & (1u << j)) == 0u {
+        return 0.0;
+    }
+    switch j {
+        case 0u: { return f32(b0[n]); }
+        case 1u: { return f32(b1[n]); }
+        default: { return f32(b2[n]); }
+    }
+}
+
+fn store(j: u32, idx: u32, v: f32) {
+    switch j {
+        case 0u: { out0[idx] = Elem(v); }
+        case 1u: { out1[idx] = Elem(v); }
+        default: { out2[idx] = Elem(v); }
+    }
+}
+
+@compute @workgroup_size(TILE, TILE)
+fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
+    let j = wid.z;
+    let n = n_of(j);
+    if wid.x * TILE >= n {
+        return;
+    }
+    let row = wid.y * TILE + lid.y;
+    let col = wid.x * TILE + lid.x;
+    var acc = 0.0;
+    let n_tiles = (p.k + TILE - 1u) / TILE;
+    for (var t = 0u; t < n_tiles; t++) {
+        let ka = t * TILE + lid.x;
+        var va = 0.0;
+        if row < p.m && ka < p.k {
+            va = f32(x[row * p.k + ka]);
+        }
+        tile_a[lid.y][lid.x] = va;
+        let kb = t * TILE + lid.y;
+        var vb = 0.0;
+        if kb < p.k && col < n {
+            vb = weight(j, col * p.k + kb);
+        }
+        tile_b[lid.y][lid.x] = vb;
+        workgroupBarrier();
+        for (var kk = 0u; kk < TILE; kk++) {
+            acc += tile_a[lid.y][kk] * tile_b[kk][lid.x];
+        }
+        workgroupBarrier();
+    }
+    if row < p.m && col < n {
+        store(j, row * n + col, acc + bias(j, col));
+    }
+}
+"#;
+
+/// `linear_swiglu.wgsl` with `Elem = f32`.
+pub const LINEAR_SWIGLU_F32: &str = r#"//! SwiGLU of two linears of one input in one dispatch
+//! (`etwgpu.linear_swiglu`, the tiled route): with
+//! `g = x @ w_gate^T + b_gate` and `u = x @ w_up^T + b_up`,
+//! `out[m, n] = g * sigmoid(g) * u`.
+//!
+//! `x` is a contiguous `[M, K]`, both weights contiguous `[N, K]`. The
+//! tiling is `matmul.wgsl`'s with a second weight tile and accumulator;
+//! f32 accumulation.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Tile edge; the workgroup is `TILE x TILE`.
+const TILE: u32 = 16u;
+
+struct Params {
+    m: u32,
+    n: u32,
+    k: u32,
+    /// Bit 0: the gate has a bias; bit 1: the up projection has one.
+    has_bias: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> w_gate: array<Elem>;
+@group(0) @binding(3) var<storage, read> b_gate: array<Elem>;
+@group(0) @binding(4) var<storage, read> w_up: array<Elem>;
+@group(0) @binding(5) var<storage, read> b_up: array<Elem>;
+@group(0) @binding(6) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> tile_a: array<array<f32, TILE>, TILE>;
+var<workgroup> tile_g: array<array<f32, TILE>, TILE>;
+var<workgroup> tile_u: array<array<f32, TILE>, TILE>;
+
+@compute @workgroup_size(TILE, TILE)
+fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
+    let row = wid.y * TILE + lid.y;
+    let col = wid.x * TILE + lid.x;
+    var acc_g = 0.0;
+    var acc_u = 0.0;
+    let n_tiles = (p.k + TILE - 1u) / TILE;
+    for (var t = 0u; t < n_tiles; t++) {
+        let ka = t * TILE + lid.x;
+        var va = 0.0;
+        if row < p.m && ka < p.k {
+            va = f32(x[row * p.k + ka]);
+        }
+        tile_a[lid.y][lid.x] = va;
+        let kb = t * TILE + lid.y;
+        var vg = 0.0;
+        var vu = 0.0;
+        if kb < p.k && col < p.n {
+            vg = f32(w_gate[col * p.k + kb]);
+            vu = f32(w_up[col * p.k + kb]);
+        }
+        tile_g[lid.y][lid.x] = vg;
+        tile_u[lid.y][lid.x] = vu;
+        workgroupBarrier();
+        for (var kk = 0u; kk < TILE; kk++) {
+            acc_g += tile_a[lid.y][kk] * tile_g[kk][lid.x];
+            acc_u += tile_a[lid.y][kk] * tile_u[kk][lid.x];
+        }
+        workgroupBarrier();
+    }
+    if row < p.m && col < p.n {
+        var g = acc_g;
+        var u = acc_u;
+        if (p.has_bias & 1u) != 0u {
+            g += f32(b_gate[col]);
+        }
+        if (p.has_bias & 2u) != 0u {
+            u += f32(b_up[col]);
+        }
+        out[row * p.n + col] = Elem(g * (1.0 / (1.0 + exp(-g))) * u);
+    }
+}
+"#;
+
+/// `linear_swiglu.wgsl` with `Elem = f16`.
+pub const LINEAR_SWIGLU_F16: &str = r#"enable f16;
+
+//! SwiGLU of two linears of one input in one dispatch
+//! (`etwgpu.linear_swiglu`, the tiled route): with
+//! `g = x @ w_gate^T + b_gate` and `u = x @ w_up^T + b_up`,
+//! `out[m, n] = g * sigmoid(g) * u`.
+//!
+//! `x` is a contiguous `[M, K]`, both weights contiguous `[N, K]`. The
+//! tiling is `matmul.wgsl`'s with a second weight tile and accumulator;
+//! f32 accumulation.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Tile edge; the workgroup is `TILE x TILE`.
+const TILE: u32 = 16u;
+
+struct Params {
+    m: u32,
+    n: u32,
+    k: u32,
+    /// Bit 0: the gate has a bias; bit 1: the up projection has one.
+    has_bias: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> w_gate: array<Elem>;
+@group(0) @binding(3) var<storage, read> b_gate: array<Elem>;
+@group(0) @binding(4) var<storage, read> w_up: array<Elem>;
+@group(0) @binding(5) var<storage, read> b_up: array<Elem>;
+@group(0) @binding(6) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> tile_a: array<array<f32, TILE>, TILE>;
+var<workgroup> tile_g: array<array<f32, TILE>, TILE>;
+var<workgroup> tile_u: array<array<f32, TILE>, TILE>;
+
+@compute @workgroup_size(TILE, TILE)
+fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
+    let row = wid.y * TILE + lid.y;
+    let col = wid.x * TILE + lid.x;
+    var acc_g = 0.0;
+    var acc_u = 0.0;
+    let n_tiles = (p.k + TILE - 1u) / TILE;
+    for (var t = 0u; t < n_tiles; t++) {
+        let ka = t * TILE + lid.x;
+        var va = 0.0;
+        if row < p.m && ka < p.k {
+            va = f32(x[row * p.k + ka]);
+        }
+        tile_a[lid.y][lid.x] = va;
+        let kb = t * TILE + lid.y;
+        var vg = 0.0;
+        var vu = 0.0;
+        if kb < p.k && col < p.n {
+            vg = f32(w_gate[col * p.k + kb]);
+            vu = f32(w_up[col * p.k + kb]);
+        }
+        tile_g[lid.y][lid.x] = vg;
+        tile_u[lid.y][lid.x] = vu;
+        workgroupBarrier();
+        for (var kk = 0u; kk < TILE; kk++) {
+            acc_g += tile_a[lid.y][kk] * tile_g[kk][lid.x];
+            acc_u += tile_a[lid.y][kk] * tile_u[kk][lid.x];
+        }
+        workgroupBarrier();
+    }
+    if row < p.m && col < p.n {
+        var g = acc_g;
+        var u = acc_u;
+        if (p.has_bias & 1u) != 0u {
+            g += f32(b_gate[col]);
+        }
+        if (p.has_bias & 2u) != 0u {
+            u += f32(b_up[col]);
+        }
+        out[row * p.n + col] = Elem(g * (1.0 / (1.0 + exp(-g))) * u);
+    }
+}
+"#;
+
 /// `matmul.wgsl` with `Elem = f32`.
 pub const MATMUL_F32: &str = r#"//! Batched matrix product with an optional broadcast bias:
 //! `out[b, m, n] = alpha * sum_k A[b, m, k] * B[b, k, n] + beta * bias[b, m, n]`.
@@ -4526,7 +6624,9 @@ pub const MATMUL_F32: &str = r#"//! Batched matrix product with an optional broa
 //! Operands are addressed through strides (in elements), so a transposed
 //! weight (`linear`'s `[N, K]`) and a broadcast bias (stride 0) need no copy.
 //! The output is contiguous `[batch, M, N]`. Classic 16x16 shared-memory
-//! tiling, accumulating in f32.
+//! tiling, accumulating in f32. An optional activation epilogue (`act`,
+//! the op codes of `unary.wgsl`, 0 for none) applies to the result: the
+//! fused `etwgpu.linear_act` and `etwgpu.addmm_act`.
 // variants: f32 f16
 
 alias Elem = f32;
@@ -4552,7 +6652,16 @@ struct Params {
     _pad0: u32,
     alpha: f32,
     beta: f32,
+    act: u32,
+    act_p0: f32,
+    act_p1: f32,
+    _pad1: u32,
 }
+
+// Non-finite values come from bit patterns read at run time: WGSL makes a
+// constant expression that evaluates to NaN or infinity an error (Chrome's
+// Tint rejects `bitcast<f32>(0x7fc00000u)`).
+var<private> nan_bits: u32 = 0x7fc00000u;
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> a: array<Elem>;
@@ -4594,7 +6703,67 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
         if p.has_bias != 0u {
             r += p.beta * f32(bias[batch * p.bias_sb + row * p.bias_sm + col * p.bias_sn]);
         }
-        out[(batch * p.m + row) * p.n + col] = Elem(r);
+        out[(batch * p.m + row) * p.n + col] = Elem(act(p.act, r, p.act_p0, p.act_p1));
+    }
+}
+
+/// erf, Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7).
+fn erf_approx(v: f32) -> f32 {
+    let s = sign(v);
+    let a = abs(v);
+    let t = 1.0 / (1.0 + 0.3275911 * a);
+    let poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
+    return s * (1.0 - poly * exp(-a * a));
+}
+
+fn tanh_safe(v: f32) -> f32 {
+    return tanh(clamp(v, -15.0, 15.0));
+}
+
+/// `b ** e` with PyTorch's results for negative bases (`unary.wgsl`).
+fn pow_scalar(b: f32, e: f32) -> f32 {
+    if e == 0.0 {
+        return 1.0;
+    }
+    if b >= 0.0 {
+        return pow(b, e);
+    }
+    if e != floor(e) {
+        return bitcast<f32>(nan_bits);
+    }
+    let r = pow(-b, e);
+    if fract(e * 0.5) != 0.0 {
+        return -r;
+    }
+    return r;
+}
+
+/// The activation `op` (the op codes of `unary.wgsl`; 0 is none) with its
+/// scalar parameters.
+fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
+    switch op {
+        case 0u: { return v; }
+        case 1u: { return max(v, 0.0); }
+        case 2u: { return 0.5 * v * (1.0 + erf_approx(v * 0.70710678118654752)); }
+        case 3u: { return 0.5 * v * (1.0 + tanh_safe(0.79788456080286536 * (v + 0.044715 * v * v * v))); }
+        case 4u: { return exp(v); }
+        case 5u: { return 1.0 / (1.0 + exp(-v)); }
+        case 6u: { return tanh_safe(v); }
+        case 7u: { return -v; }
+        case 8u: { return abs(v); }
+        case 9u: { return sqrt(v); }
+        case 10u: { return inverseSqrt(v); }
+        case 11u: { return sin(v); }
+        case 12u: { return cos(v); }
+        case 13u: { return log(v); }
+        case 14u: { return min(max(v, p0), p1); }
+        case 15u: { return select(v * p0, v, v >= 0.0); }
+        case 16u: { return v * clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case 17u: { return round(v); }
+        case 18u: { return pow_scalar(v, p0); }
+        case 19u: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case 20u: { return v * (1.0 / (1.0 + exp(-v))); }
+        default: { return bitcast<f32>(nan_bits); }
     }
 }
 "#;
@@ -4608,7 +6777,9 @@ pub const MATMUL_F16: &str = r#"enable f16;
 //! Operands are addressed through strides (in elements), so a transposed
 //! weight (`linear`'s `[N, K]`) and a broadcast bias (stride 0) need no copy.
 //! The output is contiguous `[batch, M, N]`. Classic 16x16 shared-memory
-//! tiling, accumulating in f32.
+//! tiling, accumulating in f32. An optional activation epilogue (`act`,
+//! the op codes of `unary.wgsl`, 0 for none) applies to the result: the
+//! fused `etwgpu.linear_act` and `etwgpu.addmm_act`.
 // variants: f32 f16
 
 alias Elem = f16;
@@ -4634,7 +6805,16 @@ struct Params {
     _pad0: u32,
     alpha: f32,
     beta: f32,
+    act: u32,
+    act_p0: f32,
+    act_p1: f32,
+    _pad1: u32,
 }
+
+// Non-finite values come from bit patterns read at run time: WGSL makes a
+// constant expression that evaluates to NaN or infinity an error (Chrome's
+// Tint rejects `bitcast<f32>(0x7fc00000u)`).
+var<private> nan_bits: u32 = 0x7fc00000u;
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> a: array<Elem>;
@@ -4676,7 +6856,67 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
         if p.has_bias != 0u {
             r += p.beta * f32(bias[batch * p.bias_sb + row * p.bias_sm + col * p.bias_sn]);
         }
-        out[(batch * p.m + row) * p.n + col] = Elem(r);
+        out[(batch * p.m + row) * p.n + col] = Elem(act(p.act, r, p.act_p0, p.act_p1));
+    }
+}
+
+/// erf, Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7).
+fn erf_approx(v: f32) -> f32 {
+    let s = sign(v);
+    let a = abs(v);
+    let t = 1.0 / (1.0 + 0.3275911 * a);
+    let poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
+    return s * (1.0 - poly * exp(-a * a));
+}
+
+fn tanh_safe(v: f32) -> f32 {
+    return tanh(clamp(v, -15.0, 15.0));
+}
+
+/// `b ** e` with PyTorch's results for negative bases (`unary.wgsl`).
+fn pow_scalar(b: f32, e: f32) -> f32 {
+    if e == 0.0 {
+        return 1.0;
+    }
+    if b >= 0.0 {
+        return pow(b, e);
+    }
+    if e != floor(e) {
+        return bitcast<f32>(nan_bits);
+    }
+    let r = pow(-b, e);
+    if fract(e * 0.5) != 0.0 {
+        return -r;
+    }
+    return r;
+}
+
+/// The activation `op` (the op codes of `unary.wgsl`; 0 is none) with its
+/// scalar parameters.
+fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
+    switch op {
+        case 0u: { return v; }
+        case 1u: { return max(v, 0.0); }
+        case 2u: { return 0.5 * v * (1.0 + erf_approx(v * 0.70710678118654752)); }
+        case 3u: { return 0.5 * v * (1.0 + tanh_safe(0.79788456080286536 * (v + 0.044715 * v * v * v))); }
+        case 4u: { return exp(v); }
+        case 5u: { return 1.0 / (1.0 + exp(-v)); }
+        case 6u: { return tanh_safe(v); }
+        case 7u: { return -v; }
+        case 8u: { return abs(v); }
+        case 9u: { return sqrt(v); }
+        case 10u: { return inverseSqrt(v); }
+        case 11u: { return sin(v); }
+        case 12u: { return cos(v); }
+        case 13u: { return log(v); }
+        case 14u: { return min(max(v, p0), p1); }
+        case 15u: { return select(v * p0, v, v >= 0.0); }
+        case 16u: { return v * clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case 17u: { return round(v); }
+        case 18u: { return pow_scalar(v, p0); }
+        case 19u: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case 20u: { return v * (1.0 / (1.0 + exp(-v))); }
+        default: { return bitcast<f32>(nan_bits); }
     }
 }
 "#;
@@ -5404,6 +7644,300 @@ fn main(
 }
 "#;
 
+/// `q4_gemm_swiglu.wgsl` with `Elem = f32`.
+pub const Q4_GEMM_SWIGLU_F32: &str = r#"//! Prefill route of the fused `etwgpu.linear_q4gsw_swiglu` (many rows of
+//! x): with `g` and `u` the 4-bit linears of the gate and up weights (as
+//! `q4_gemm.wgsl` computes them), `out[m, n] = g * sigmoid(g) * u`.
+//!
+//! As `q4_gemm.wgsl`, with a second weight tile (the up weights) and a
+//! second 4 x 4 block of accumulators per invocation.
+//!
+//! A workgroup computes a `TILE x TILE` block of the output; each of its
+//! 256 invocations owns a 4 x 4 sub-block in registers. K advances `TK`
+//! inputs at a time: the x tile and the dequantized weight tile are staged
+//! in shared memory (both k-major, so the inner loop reads one `vec4` of
+//! rows and one of columns per k). The host routes here only when
+//! `group % TK == 0` and `K % TK == 0`, so one scale covers a column's
+//! slice of a tile. Accumulation is f32.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Output tile edge (rows and columns per workgroup).
+const TILE: u32 = 64u;
+/// Inputs per step along K.
+const TK: u32 = 16u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (a multiple of TK).
+    k: u32,
+    /// Row length of the scales: N padded.
+    n_pad: u32,
+    /// Inputs per scale group (a multiple of TK).
+    group_size: u32,
+    /// Workgroups along N.
+    tiles_n: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> w_gate: array<vec2<u32>>;
+@group(0) @binding(3) var<storage, read> s_gate: array<Elem>;
+@group(0) @binding(4) var<storage, read> w_up: array<vec2<u32>>;
+@group(0) @binding(5) var<storage, read> s_up: array<Elem>;
+@group(0) @binding(6) var<storage, read_write> out: array<Elem>;
+
+/// x tile, k-major: `xs[k * 16 + i]` holds rows `4i .. 4i + 4` at input k.
+var<workgroup> xs: array<vec4<f32>, 256>;
+/// Weight tiles, k-major: `ws[k * 16 + j]` holds columns `4j .. 4j + 4`.
+var<workgroup> ws: array<vec4<f32>, 256>;
+var<workgroup> ws_up: array<vec4<f32>, 256>;
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let tile = wid.y * groups.x + wid.x;
+    let m0 = (tile / p.tiles_n) * TILE;
+    let n0 = (tile % p.tiles_n) * TILE;
+    // This invocation's 4 x 4 sub-block.
+    let ti = lid / 16u;
+    let tj = lid % 16u;
+    // Loading: x rows `m0 + lid / 4`, inputs `(lid % 4) * 4 ..`; weight
+    // columns `n0 + (lid % 128) / 2`, inputs `(lid % 2) * 8 ..`, of the
+    // gate (lid < 128) or the up weights.
+    let xr = lid / 4u;
+    let xk = (lid % 4u) * 4u;
+    let wc = (lid % 128u) / 2u;
+    let wk = (lid % 2u) * 8u;
+    let words = p.k / 16u;
+    var acc: array<vec4<f32>, 4>;
+    var acc_up: array<vec4<f32>, 4>;
+    for (var k0 = 0u; k0 < p.k; k0 += TK) {
+        var xv = vec4<f32>(0.0);
+        if m0 + xr < p.m {
+            xv = vec4<f32>(x[((m0 + xr) * p.k + k0 + xk) / 4u]);
+        }
+        for (var e = 0u; e < 4u; e++) {
+            xs[(xk + e) * 16u + xr / 4u][xr % 4u] = xv[e];
+        }
+        let col = n0 + wc;
+        var lo = vec4<f32>(0.0);
+        var hi = vec4<f32>(0.0);
+        if col < p.n {
+            // 8 nibbles: inputs k0 + wk .. k0 + wk + 8.
+            let at = col * words + k0 / 16u;
+            let s_at = (k0 / p.group_size) * p.n_pad + col;
+            var word: u32;
+            var s: f32;
+            if lid < 128u {
+                word = w_gate[at][lid % 2u];
+                s = f32(s_gate[s_at]);
+            } else {
+                word = w_up[at][lid % 2u];
+                s = f32(s_up[s_at]);
+            }
+            lo = (vec4<f32>(vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u)) - 8.0) * s;
+            let w2 = word >> 16u;
+            hi = (vec4<f32>(vec4<u32>(w2, w2 >> 4u, w2 >> 8u, w2 >> 12u) & vec4<u32>(15u)) - 8.0) * s;
+        }
+        for (var e = 0u; e < 4u; e++) {
+            if lid < 128u {
+                ws[(wk + e) * 16u + wc / 4u][wc % 4u] = lo[e];
+                ws[(wk + 4u + e) * 16u + wc / 4u][wc % 4u] = hi[e];
+            } else {
+                ws_up[(wk + e) * 16u + wc / 4u][wc % 4u] = lo[e];
+                ws_up[(wk + 4u + e) * 16u + wc / 4u][wc % 4u] = hi[e];
+            }
+        }
+        workgroupBarrier();
+        for (var kk = 0u; kk < TK; kk++) {
+            let a = xs[kk * 16u + ti];
+            let b = ws[kk * 16u + tj];
+            let bu = ws_up[kk * 16u + tj];
+            acc[0] += a.x * b;
+            acc[1] += a.y * b;
+            acc[2] += a.z * b;
+            acc[3] += a.w * b;
+            acc_up[0] += a.x * bu;
+            acc_up[1] += a.y * bu;
+            acc_up[2] += a.z * bu;
+            acc_up[3] += a.w * bu;
+        }
+        workgroupBarrier();
+    }
+    for (var i = 0u; i < 4u; i++) {
+        let row = m0 + ti * 4u + i;
+        if row >= p.m {
+            continue;
+        }
+        for (var j = 0u; j < 4u; j++) {
+            let col = n0 + tj * 4u + j;
+            if col < p.n {
+                let g = acc[i][j];
+                out[row * p.n + col] = Elem(g / (1.0 + exp(-g)) * acc_up[i][j]);
+            }
+        }
+    }
+}
+"#;
+
+/// `q4_gemm_swiglu.wgsl` with `Elem = f16`.
+pub const Q4_GEMM_SWIGLU_F16: &str = r#"enable f16;
+
+//! Prefill route of the fused `etwgpu.linear_q4gsw_swiglu` (many rows of
+//! x): with `g` and `u` the 4-bit linears of the gate and up weights (as
+//! `q4_gemm.wgsl` computes them), `out[m, n] = g * sigmoid(g) * u`.
+//!
+//! As `q4_gemm.wgsl`, with a second weight tile (the up weights) and a
+//! second 4 x 4 block of accumulators per invocation.
+//!
+//! A workgroup computes a `TILE x TILE` block of the output; each of its
+//! 256 invocations owns a 4 x 4 sub-block in registers. K advances `TK`
+//! inputs at a time: the x tile and the dequantized weight tile are staged
+//! in shared memory (both k-major, so the inner loop reads one `vec4` of
+//! rows and one of columns per k). The host routes here only when
+//! `group % TK == 0` and `K % TK == 0`, so one scale covers a column's
+//! slice of a tile. Accumulation is f32.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Output tile edge (rows and columns per workgroup).
+const TILE: u32 = 64u;
+/// Inputs per step along K.
+const TK: u32 = 16u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (a multiple of TK).
+    k: u32,
+    /// Row length of the scales: N padded.
+    n_pad: u32,
+    /// Inputs per scale group (a multiple of TK).
+    group_size: u32,
+    /// Workgroups along N.
+    tiles_n: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> w_gate: array<vec2<u32>>;
+@group(0) @binding(3) var<storage, read> s_gate: array<Elem>;
+@group(0) @binding(4) var<storage, read> w_up: array<vec2<u32>>;
+@group(0) @binding(5) var<storage, read> s_up: array<Elem>;
+@group(0) @binding(6) var<storage, read_write> out: array<Elem>;
+
+/// x tile, k-major: `xs[k * 16 + i]` holds rows `4i .. 4i + 4` at input k.
+var<workgroup> xs: array<vec4<f32>, 256>;
+/// Weight tiles, k-major: `ws[k * 16 + j]` holds columns `4j .. 4j + 4`.
+var<workgroup> ws: array<vec4<f32>, 256>;
+var<workgroup> ws_up: array<vec4<f32>, 256>;
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let tile = wid.y * groups.x + wid.x;
+    let m0 = (tile / p.tiles_n) * TILE;
+    let n0 = (tile % p.tiles_n) * TILE;
+    // This invocation's 4 x 4 sub-block.
+    let ti = lid / 16u;
+    let tj = lid % 16u;
+    // Loading: x rows `m0 + lid / 4`, inputs `(lid % 4) * 4 ..`; weight
+    // columns `n0 + (lid % 128) / 2`, inputs `(lid % 2) * 8 ..`, of the
+    // gate (lid < 128) or the up weights.
+    let xr = lid / 4u;
+    let xk = (lid % 4u) * 4u;
+    let wc = (lid % 128u) / 2u;
+    let wk = (lid % 2u) * 8u;
+    let words = p.k / 16u;
+    var acc: array<vec4<f32>, 4>;
+    var acc_up: array<vec4<f32>, 4>;
+    for (var k0 = 0u; k0 < p.k; k0 += TK) {
+        var xv = vec4<f32>(0.0);
+        if m0 + xr < p.m {
+            xv = vec4<f32>(x[((m0 + xr) * p.k + k0 + xk) / 4u]);
+        }
+        for (var e = 0u; e < 4u; e++) {
+            xs[(xk + e) * 16u + xr / 4u][xr % 4u] = xv[e];
+        }
+        let col = n0 + wc;
+        var lo = vec4<f32>(0.0);
+        var hi = vec4<f32>(0.0);
+        if col < p.n {
+            // 8 nibbles: inputs k0 + wk .. k0 + wk + 8.
+            let at = col * words + k0 / 16u;
+            let s_at = (k0 / p.group_size) * p.n_pad + col;
+            var word: u32;
+            var s: f32;
+            if lid < 128u {
+                word = w_gate[at][lid % 2u];
+                s = f32(s_gate[s_at]);
+            } else {
+                word = w_up[at][lid % 2u];
+                s = f32(s_up[s_at]);
+            }
+            lo = (vec4<f32>(vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u)) - 8.0) * s;
+            let w2 = word >> 16u;
+            hi = (vec4<f32>(vec4<u32>(w2, w2 >> 4u, w2 >> 8u, w2 >> 12u) & vec4<u32>(15u)) - 8.0) * s;
+        }
+        for (var e = 0u; e < 4u; e++) {
+            if lid < 128u {
+                ws[(wk + e) * 16u + wc / 4u][wc % 4u] = lo[e];
+                ws[(wk + 4u + e) * 16u + wc / 4u][wc % 4u] = hi[e];
+            } else {
+                ws_up[(wk + e) * 16u + wc / 4u][wc % 4u] = lo[e];
+                ws_up[(wk + 4u + e) * 16u + wc / 4u][wc % 4u] = hi[e];
+            }
+        }
+        workgroupBarrier();
+        for (var kk = 0u; kk < TK; kk++) {
+            let a = xs[kk * 16u + ti];
+            let b = ws[kk * 16u + tj];
+            let bu = ws_up[kk * 16u + tj];
+            acc[0] += a.x * b;
+            acc[1] += a.y * b;
+            acc[2] += a.z * b;
+            acc[3] += a.w * b;
+            acc_up[0] += a.x * bu;
+            acc_up[1] += a.y * bu;
+            acc_up[2] += a.z * bu;
+            acc_up[3] += a.w * bu;
+        }
+        workgroupBarrier();
+    }
+    for (var i = 0u; i < 4u; i++) {
+        let row = m0 + ti * 4u + i;
+        if row >= p.m {
+            continue;
+        }
+        for (var j = 0u; j < 4u; j++) {
+            let col = n0 + tj * 4u + j;
+            if col < p.n {
+                let g = acc[i][j];
+                out[row * p.n + col] = Elem(g / (1.0 + exp(-g)) * acc_up[i][j]);
+            }
+        }
+    }
+}
+"#;
+
 /// `q4_gemv.wgsl` with `Elem = f32`.
 pub const Q4_GEMV_F32: &str = r#"//! Decode route of `et_vk.linear_q4gsw` (at most `MAX_ROWS` rows of x):
 //! `out[m, n] = sum_k x[m, k] * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`.
@@ -5629,6 +8163,248 @@ fn main(
                 v += f32(bias[col]);
             }
             out[r * p.n + col] = Elem(v);
+        }
+    }
+}
+"#;
+
+/// `q4_gemv_swiglu.wgsl` with `Elem = f32`.
+pub const Q4_GEMV_SWIGLU_F32: &str = r#"//! Decode route of the fused `etwgpu.linear_q4gsw_swiglu` (at most
+//! `MAX_ROWS` rows of x): with `g` and `u` the 4-bit linears of the gate
+//! and up weights (as `q4_gemv.wgsl` computes them),
+//! `out[m, n] = g * sigmoid(g) * u`.
+//!
+//! As `q4_gemv.wgsl`, with both weight rows of a column read by the same
+//! lanes; each weight byte is read once. A workgroup computes
+//! `COLS` output columns with `LANES` invocations each; a lane reads one
+//! 16-byte word of its column's packed row at a time (32 nibbles: one scale
+//! group, since the host routes here only when `group % 32 == 0` and
+//! `K % 32 == 0`), dequantizes in registers, and dots it with x for every
+//! row. The lanes of a column are adjacent, so their reads are coalesced;
+//! their partial sums meet in shared memory. Accumulation is f32.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per column.
+const LANES: u32 = 32u;
+/// Columns per workgroup (`LANES * COLS` = 256 invocations).
+const COLS: u32 = 8u;
+/// Most rows of x (the host routes larger M to `q4_gemm.wgsl`).
+const MAX_ROWS: u32 = 4u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (a multiple of 32).
+    k: u32,
+    /// Row length of the scales: N padded.
+    n_pad: u32,
+    /// Inputs per scale group (a multiple of 32).
+    group_size: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> w_gate: array<vec4<u32>>;
+@group(0) @binding(3) var<storage, read> s_gate: array<Elem>;
+@group(0) @binding(4) var<storage, read> w_up: array<vec4<u32>>;
+@group(0) @binding(5) var<storage, read> s_up: array<Elem>;
+@group(0) @binding(6) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> partial: array<f32, 1024>;
+var<workgroup> partial_up: array<f32, 1024>;
+
+/// The 16-byte word `q` (32 nibbles) dotted with x from vec4 `b`.
+fn dot32(q: vec4<u32>, b: u32) -> f32 {
+    var d = dot(vec4<f32>(x[b]), low4(q.x)) + dot(vec4<f32>(x[b + 1u]), high4(q.x));
+    d += dot(vec4<f32>(x[b + 2u]), low4(q.y)) + dot(vec4<f32>(x[b + 3u]), high4(q.y));
+    d += dot(vec4<f32>(x[b + 4u]), low4(q.z)) + dot(vec4<f32>(x[b + 5u]), high4(q.z));
+    d += dot(vec4<f32>(x[b + 6u]), low4(q.w)) + dot(vec4<f32>(x[b + 7u]), high4(q.w));
+    return d;
+}
+
+/// Nibbles `4i .. 4i + 4` of `word`, as signed weights.
+fn low4(word: u32) -> vec4<f32> {
+    return vec4<f32>(vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u)) - 8.0;
+}
+
+fn high4(word: u32) -> vec4<f32> {
+    return low4(word >> 16u);
+}
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let lane = lid % LANES;
+    let c = lid / LANES;
+    let col = (wid.y * groups.x + wid.x) * COLS + c;
+    let words = p.k / 32u;
+    let x_row = p.k / 4u;
+    var acc = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
+    var acc_up = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
+    if col < p.n {
+        for (var w = lane; w < words; w += LANES) {
+            let qg = w_gate[col * words + w];
+            let qu = w_up[col * words + w];
+            let at = (w * 32u / p.group_size) * p.n_pad + col;
+            let sg = f32(s_gate[at]);
+            let su = f32(s_up[at]);
+            for (var r = 0u; r < p.m; r++) {
+                let b = r * x_row + w * 8u;
+                acc[r] += dot32(qg, b) * sg;
+                acc_up[r] += dot32(qu, b) * su;
+            }
+        }
+    }
+    for (var r = 0u; r < MAX_ROWS; r++) {
+        partial[r * 256u + lid] = acc[r];
+        partial_up[r * 256u + lid] = acc_up[r];
+    }
+    workgroupBarrier();
+    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            for (var r = 0u; r < MAX_ROWS; r++) {
+                partial[r * 256u + lid] += partial[r * 256u + lid + stride];
+                partial_up[r * 256u + lid] += partial_up[r * 256u + lid + stride];
+            }
+        }
+        workgroupBarrier();
+    }
+    if lane == 0u && col < p.n {
+        for (var r = 0u; r < p.m; r++) {
+            let g = partial[r * 256u + lid];
+            out[r * p.n + col] = Elem(g / (1.0 + exp(-g)) * partial_up[r * 256u + lid]);
+        }
+    }
+}
+"#;
+
+/// `q4_gemv_swiglu.wgsl` with `Elem = f16`.
+pub const Q4_GEMV_SWIGLU_F16: &str = r#"enable f16;
+
+//! Decode route of the fused `etwgpu.linear_q4gsw_swiglu` (at most
+//! `MAX_ROWS` rows of x): with `g` and `u` the 4-bit linears of the gate
+//! and up weights (as `q4_gemv.wgsl` computes them),
+//! `out[m, n] = g * sigmoid(g) * u`.
+//!
+//! As `q4_gemv.wgsl`, with both weight rows of a column read by the same
+//! lanes; each weight byte is read once. A workgroup computes
+//! `COLS` output columns with `LANES` invocations each; a lane reads one
+//! 16-byte word of its column's packed row at a time (32 nibbles: one scale
+//! group, since the host routes here only when `group % 32 == 0` and
+//! `K % 32 == 0`), dequantizes in registers, and dots it with x for every
+//! row. The lanes of a column are adjacent, so their reads are coalesced;
+//! their partial sums meet in shared memory. Accumulation is f32.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per column.
+const LANES: u32 = 32u;
+/// Columns per workgroup (`LANES * COLS` = 256 invocations).
+const COLS: u32 = 8u;
+/// Most rows of x (the host routes larger M to `q4_gemm.wgsl`).
+const MAX_ROWS: u32 = 4u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (a multiple of 32).
+    k: u32,
+    /// Row length of the scales: N padded.
+    n_pad: u32,
+    /// Inputs per scale group (a multiple of 32).
+    group_size: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> w_gate: array<vec4<u32>>;
+@group(0) @binding(3) var<storage, read> s_gate: array<Elem>;
+@group(0) @binding(4) var<storage, read> w_up: array<vec4<u32>>;
+@group(0) @binding(5) var<storage, read> s_up: array<Elem>;
+@group(0) @binding(6) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> partial: array<f32, 1024>;
+var<workgroup> partial_up: array<f32, 1024>;
+
+/// The 16-byte word `q` (32 nibbles) dotted with x from vec4 `b`.
+fn dot32(q: vec4<u32>, b: u32) -> f32 {
+    var d = dot(vec4<f32>(x[b]), low4(q.x)) + dot(vec4<f32>(x[b + 1u]), high4(q.x));
+    d += dot(vec4<f32>(x[b + 2u]), low4(q.y)) + dot(vec4<f32>(x[b + 3u]), high4(q.y));
+    d += dot(vec4<f32>(x[b + 4u]), low4(q.z)) + dot(vec4<f32>(x[b + 5u]), high4(q.z));
+    d += dot(vec4<f32>(x[b + 6u]), low4(q.w)) + dot(vec4<f32>(x[b + 7u]), high4(q.w));
+    return d;
+}
+
+/// Nibbles `4i .. 4i + 4` of `word`, as signed weights.
+fn low4(word: u32) -> vec4<f32> {
+    return vec4<f32>(vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u)) - 8.0;
+}
+
+fn high4(word: u32) -> vec4<f32> {
+    return low4(word >> 16u);
+}
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let lane = lid % LANES;
+    let c = lid / LANES;
+    let col = (wid.y * groups.x + wid.x) * COLS + c;
+    let words = p.k / 32u;
+    let x_row = p.k / 4u;
+    var acc = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
+    var acc_up = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
+    if col < p.n {
+        for (var w = lane; w < words; w += LANES) {
+            let qg = w_gate[col * words + w];
+            let qu = w_up[col * words + w];
+            let at = (w * 32u / p.group_size) * p.n_pad + col;
+            let sg = f32(s_gate[at]);
+            let su = f32(s_up[at]);
+            for (var r = 0u; r < p.m; r++) {
+                let b = r * x_row + w * 8u;
+                acc[r] += dot32(qg, b) * sg;
+                acc_up[r] += dot32(qu, b) * su;
+            }
+        }
+    }
+    for (var r = 0u; r < MAX_ROWS; r++) {
+        partial[r * 256u + lid] = acc[r];
+        partial_up[r * 256u + lid] = acc_up[r];
+    }
+    workgroupBarrier();
+    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            for (var r = 0u; r < MAX_ROWS; r++) {
+                partial[r * 256u + lid] += partial[r * 256u + lid + stride];
+                partial_up[r * 256u + lid] += partial_up[r * 256u + lid + stride];
+            }
+        }
+        workgroupBarrier();
+    }
+    if lane == 0u && col < p.n {
+        for (var r = 0u; r < p.m; r++) {
+            let g = partial[r * 256u + lid];
+            out[r * p.n + col] = Elem(g / (1.0 + exp(-g)) * partial_up[r * 256u + lid]);
         }
     }
 }
@@ -7182,6 +9958,7 @@ fn apply(op: u32, v: f32) -> f32 {
         case 17u: { return round(v); }
         case 18u: { return pow_torch(v, p.p0); }
         case 19u: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case 20u: { return v * (1.0 / (1.0 + exp(-v))); }
         default: { return bitcast<f32>(nan_bits); }
     }
 }
@@ -7282,6 +10059,7 @@ fn apply(op: u32, v: f32) -> f32 {
         case 17u: { return round(v); }
         case 18u: { return pow_torch(v, p.p0); }
         case 19u: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case 20u: { return v * (1.0 / (1.0 + exp(-v))); }
         default: { return bitcast<f32>(nan_bits); }
     }
 }

@@ -7,6 +7,7 @@
 
 use crate::error::{Error, Result};
 use crate::generated::shaders::Family;
+use crate::ops::fused::Epilogue;
 use crate::plan::{
     Ctx, Dispatch, Lowered, Step, TensorInfo, Uniform, WG_ROWS, float_shader, grid_1d, same_dtype, to_u32,
 };
@@ -74,6 +75,12 @@ fn as_nchw(x: &TensorInfo<'_>, arg_idx: usize, name: &'static str) -> Result<[u6
 /// `et_vk.conv_with_clamp.default`, which adds `output_min?` and
 /// `output_max?` before the output.
 pub fn convolution(c: &Ctx<'_>, clamp: bool) -> Result<Lowered> {
+    convolution_with(c, clamp, Epilogue::NONE)
+}
+
+/// [`convolution`] with an activation epilogue after the clamp
+/// (`etwgpu.convolution_act`, `etwgpu.conv_with_clamp_act`).
+pub fn convolution_with(c: &Ctx<'_>, clamp: bool, epilogue: Epilogue) -> Result<Lowered> {
     let n_args = if clamp { 12 } else { 10 };
     c.expect_args(n_args)?;
     let x = c.tensor(0, "input")?;
@@ -199,9 +206,12 @@ pub fn convolution(c: &Ctx<'_>, clamp: bool) -> Result<Lowered> {
             .u32(u32::from(transposed))
             .f32(bound(out_min))
             .f32(bound(out_max))
+            .f32(epilogue.p0)
+            .f32(epilogue.p1)
+            .u32(epilogue.op as u32)
             .finish();
         steps.push(Step::Dispatch(Dispatch {
-            shader,
+            shader: shader.into(),
             entry: "main",
             inputs: vec![x.id, w.id, bias.map_or(w.id, |b| b.id)],
             outputs: vec![out.id],
@@ -313,7 +323,7 @@ pub fn max_pool2d_with_indices(c: &Ctx<'_>) -> Result<Lowered> {
     let mut steps = Vec::new();
     if numel > 0 {
         steps.push(Step::Dispatch(Dispatch {
-            shader,
+            shader: shader.into(),
             entry: "main",
             inputs: vec![x.id],
             outputs: vec![out.id, indices.id],
@@ -351,7 +361,7 @@ pub fn avg_pool2d(c: &Ctx<'_>) -> Result<Lowered> {
     let mut steps = Vec::new();
     if numel > 0 {
         steps.push(Step::Dispatch(Dispatch {
-            shader,
+            shader: shader.into(),
             entry: "main",
             inputs: vec![x.id],
             outputs: vec![out.id],
@@ -457,7 +467,7 @@ pub fn upsample2d(c: &Ctx<'_>, bilinear: bool) -> Result<Lowered> {
             .f32(scale(1, w, ow))
             .finish();
         steps.push(Step::Dispatch(Dispatch {
-            shader,
+            shader: shader.into(),
             entry: "main",
             inputs: vec![x.id],
             outputs: vec![out.id],

@@ -49,7 +49,7 @@ fn fill(out: &TensorInfo<'_>, out_idx: usize, shape: Vec<u64>, start: f64, step:
             .f32(step as f32)
             .finish();
         steps.push(Step::Dispatch(Dispatch {
-            shader,
+            shader: shader.into(),
             entry: "main",
             inputs: Vec::new(),
             outputs: vec![out.id],

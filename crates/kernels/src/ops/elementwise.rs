@@ -74,6 +74,117 @@ pub enum UnaryOp {
     PowScalar = 18,
     /// `relu6(x + 3) / 6`.
     Hardsigmoid = 19,
+    /// `x * sigmoid(x)`: only fused kernels use it (exports decompose SiLU
+    /// into `sigmoid` and `mul`).
+    Silu = 20,
+}
+
+impl UnaryOp {
+    /// Every unary op, in op-code order.
+    pub const ALL: [UnaryOp; 21] = [
+        UnaryOp::Copy,
+        UnaryOp::Relu,
+        UnaryOp::GeluErf,
+        UnaryOp::GeluTanh,
+        UnaryOp::Exp,
+        UnaryOp::Sigmoid,
+        UnaryOp::Tanh,
+        UnaryOp::Neg,
+        UnaryOp::Abs,
+        UnaryOp::Sqrt,
+        UnaryOp::Rsqrt,
+        UnaryOp::Sin,
+        UnaryOp::Cos,
+        UnaryOp::Log,
+        UnaryOp::Clamp,
+        UnaryOp::LeakyRelu,
+        UnaryOp::Hardswish,
+        UnaryOp::Round,
+        UnaryOp::PowScalar,
+        UnaryOp::Hardsigmoid,
+        UnaryOp::Silu,
+    ];
+
+    /// Its name in fused expressions (`etwgpu.fused_elementwise`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            UnaryOp::Copy => "copy",
+            UnaryOp::Relu => "relu",
+            UnaryOp::GeluErf => "gelu",
+            UnaryOp::GeluTanh => "gelu_tanh",
+            UnaryOp::Exp => "exp",
+            UnaryOp::Sigmoid => "sigmoid",
+            UnaryOp::Tanh => "tanh",
+            UnaryOp::Neg => "neg",
+            UnaryOp::Abs => "abs",
+            UnaryOp::Sqrt => "sqrt",
+            UnaryOp::Rsqrt => "rsqrt",
+            UnaryOp::Sin => "sin",
+            UnaryOp::Cos => "cos",
+            UnaryOp::Log => "log",
+            UnaryOp::Clamp => "clamp",
+            UnaryOp::LeakyRelu => "leaky_relu",
+            UnaryOp::Hardswish => "hardswish",
+            UnaryOp::Round => "round",
+            UnaryOp::PowScalar => "pow_scalar",
+            UnaryOp::Hardsigmoid => "hardsigmoid",
+            UnaryOp::Silu => "silu",
+        }
+    }
+
+    /// The op named `name` in fused expressions.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|op| op.name() == name)
+    }
+
+    /// How many scalar parameters (`p0`, `p1`) it takes.
+    pub const fn n_params(self) -> usize {
+        match self {
+            UnaryOp::Clamp => 2,
+            UnaryOp::LeakyRelu | UnaryOp::PowScalar => 1,
+            _ => 0,
+        }
+    }
+}
+
+impl BinaryOp {
+    /// Every binary op, in op-code order.
+    pub const ALL: [BinaryOp; 9] = [
+        BinaryOp::Add,
+        BinaryOp::Sub,
+        BinaryOp::Mul,
+        BinaryOp::Div,
+        BinaryOp::FloorDiv,
+        BinaryOp::TruncDiv,
+        BinaryOp::Pow,
+        BinaryOp::Minimum,
+        BinaryOp::Maximum,
+    ];
+
+    /// Its name in fused expressions (`etwgpu.fused_elementwise`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            BinaryOp::Add => "add",
+            BinaryOp::Sub => "sub",
+            BinaryOp::Mul => "mul",
+            BinaryOp::Div => "div",
+            BinaryOp::FloorDiv => "floor_div",
+            BinaryOp::TruncDiv => "trunc_div",
+            BinaryOp::Pow => "pow",
+            BinaryOp::Minimum => "minimum",
+            BinaryOp::Maximum => "maximum",
+        }
+    }
+
+    /// The op named `name` in fused expressions.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|op| op.name() == name)
+    }
+
+    /// Whether it takes `alpha` (`a op alpha * b`).
+    pub const fn has_alpha(self) -> bool {
+        matches!(self, BinaryOp::Add | BinaryOp::Sub)
+    }
 }
 
 /// Broadcasts two shapes NumPy-style (right-aligned), or `None`.
@@ -145,7 +256,7 @@ fn binary_dispatch(
             .dims_u32(&to_u32s("stride", &broadcast_strides(b.shape, &shape))?)
             .finish();
         steps.push(Step::Dispatch(Dispatch {
-            shader,
+            shader: shader.into(),
             entry: "main",
             inputs: vec![a.id, b.id],
             outputs: vec![out.id],
@@ -209,7 +320,7 @@ fn unary_dispatch(
     if numel > 0 {
         let params = Uniform::new().u32(to_u32("numel", numel)?).u32(op as u32).u32(0).u32(0).f32(p0).f32(p1).finish();
         steps.push(Step::Dispatch(Dispatch {
-            shader,
+            shader: shader.into(),
             entry: "main",
             inputs: vec![x.id],
             outputs: vec![out.id],

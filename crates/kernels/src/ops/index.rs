@@ -54,7 +54,7 @@ fn lower(t: Take<'_>) -> Result<Lowered> {
             .dims_u32(&u32s("stride", &t.i_strides)?)
             .finish();
         steps.push(Step::Dispatch(Dispatch {
-            shader,
+            shader: shader.into(),
             entry: "main",
             inputs: vec![t.x.id, t.idx.id],
             outputs: vec![t.out.id],

@@ -72,7 +72,7 @@ pub fn cat(c: &Ctx<'_>) -> Result<Lowered> {
                 .dims_u32(&dst_strides)
                 .finish();
             steps.push(Step::Dispatch(Dispatch {
-                shader,
+                shader: shader.into(),
                 entry: "main",
                 inputs: vec![t.id],
                 outputs: vec![out.id],
@@ -224,7 +224,7 @@ pub fn constant_pad_nd(c: &Ctx<'_>) -> Result<Lowered> {
             .dims_i32(&before)
             .finish();
         steps.push(Step::Dispatch(Dispatch {
-            shader,
+            shader: shader.into(),
             entry: "main",
             inputs: vec![x.id],
             outputs: vec![out.id],

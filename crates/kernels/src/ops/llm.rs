@@ -37,7 +37,7 @@ pub fn rms_norm(c: &Ctx<'_>) -> Result<Lowered> {
     if rows > 0 {
         let params = Uniform::new().u32(to_u32("rows", rows)?).u32(to_u32("row size", n)?).f32(eps as f32).finish();
         steps.push(Step::Dispatch(Dispatch {
-            shader,
+            shader: shader.into(),
             entry: "main",
             inputs: vec![x.id, weight.id],
             outputs: vec![out.id],
@@ -88,7 +88,7 @@ pub fn apply_rotary_emb(c: &Ctx<'_>) -> Result<Lowered> {
             .u32(to_u32("seq", s)?)
             .finish();
         steps.push(Step::Dispatch(Dispatch {
-            shader,
+            shader: shader.into(),
             entry: "main",
             inputs: vec![x.id, cos.id, sin.id],
             outputs: vec![out.id],
@@ -176,7 +176,7 @@ pub fn sdpa_with_kv_cache(c: &Ctx<'_>) -> Result<Lowered> {
             .u32(to_u32("cache offset", start * hkv * d)?)
             .finish();
         steps.push(Step::Dispatch(Dispatch {
-            shader: update,
+            shader: update.into(),
             entry: "main",
             inputs: vec![k.id, v.id],
             outputs: vec![k_cache.id, v_cache.id],
@@ -199,7 +199,7 @@ pub fn sdpa_with_kv_cache(c: &Ctx<'_>) -> Result<Lowered> {
         let shader =
             if d.is_multiple_of(4) && d <= 256 { float_shader(Family::SdpaOnline, &q, 0, "query")? } else { shader };
         steps.push(Step::Dispatch(Dispatch {
-            shader,
+            shader: shader.into(),
             entry: "main",
             inputs: vec![q.id, k_cache.id, v_cache.id],
             outputs: vec![out.id],
@@ -262,7 +262,7 @@ pub fn apply_rotary_emb_hf(c: &Ctx<'_>) -> Result<Lowered> {
             .u32(to_u32("start_pos", start)?)
             .finish();
         steps.push(Step::Dispatch(Dispatch {
-            shader,
+            shader: shader.into(),
             entry: "main",
             inputs: vec![x.id, cos.id, sin.id],
             outputs: vec![out.id],
@@ -299,7 +299,7 @@ pub fn apply_rotary_emb_interleaved(c: &Ctx<'_>) -> Result<Lowered> {
             .u32(to_u32("rows", n)?)
             .finish();
         steps.push(Step::Dispatch(Dispatch {
-            shader,
+            shader: shader.into(),
             entry: "main",
             inputs: vec![x.id, freqs.id],
             outputs: vec![out.id],
@@ -366,7 +366,7 @@ pub fn sdpa(c: &Ctx<'_>) -> Result<Lowered> {
             .finish();
         let u = |what, x| to_u32(what, x);
         steps.push(Step::Dispatch(Dispatch {
-            shader,
+            shader: shader.into(),
             entry: "main",
             inputs: vec![q.id, k.id, v.id, mask.map_or(q.id, |m| m.id)],
             outputs: vec![out.id],

@@ -156,7 +156,7 @@ fn compare_dispatch(
             .dims_u32(&strides_u32(b.shape, &shape)?)
             .finish();
         steps.push(Step::Dispatch(Dispatch {
-            shader,
+            shader: shader.into(),
             entry: "main",
             inputs: vec![a.id, b.id],
             outputs: vec![out.id],
@@ -248,7 +248,7 @@ fn bitwise_dispatch(
             .dims_u32(&strides_u32(b.shape, &shape)?)
             .finish();
         steps.push(Step::Dispatch(Dispatch {
-            shader,
+            shader: shader.into(),
             entry: "main",
             inputs: vec![a.id, b.id],
             outputs: vec![out.id],
@@ -301,7 +301,7 @@ pub fn where_self(c: &Ctx<'_>) -> Result<Lowered> {
             .dims_u32(&strides_u32(b.shape, &shape)?)
             .finish();
         steps.push(Step::Dispatch(Dispatch {
-            shader,
+            shader: shader.into(),
             entry: "main",
             inputs: vec![cond.id, a.id, b.id],
             outputs: vec![out.id],

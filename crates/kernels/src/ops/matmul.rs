@@ -3,11 +3,13 @@
 //! broadcast bias; transposed and broadcast operands are expressed through
 //! strides, never copied. The route is chosen from the live shape: few rows
 //! (`M <= GEMV_MAX_ROWS`, decode) go to the split-K GEMV (`gemv.wgsl`), the
-//! rest to the tiled GEMM (`matmul.wgsl`).
+//! rest to the tiled GEMM (`matmul.wgsl`). Both take an activation
+//! epilogue, used by the fused `etwgpu.linear_act` and `etwgpu.addmm_act`.
 
 use crate::error::{Error, Result};
 use crate::generated::shaders::Family;
 use crate::ops::elementwise::{broadcast_shapes, broadcast_strides};
+use crate::ops::fused::Epilogue;
 use crate::plan::{Ctx, Dispatch, Lowered, MATMUL_TILE, Step, TensorInfo, Uniform, float_shader, same_dtype, to_u32};
 
 /// Strides `[batch, row, col]` of one operand, in elements.
@@ -29,6 +31,7 @@ struct Gemm<'a> {
     k: u64,
     alpha: f64,
     beta: f64,
+    epilogue: Epilogue,
 }
 
 /// Up to this many rows per batch, the GEMV route is used.
@@ -39,7 +42,7 @@ const MAX_GROUPS_PER_DIM: u64 = 65535;
 
 /// The dense-linear GEMV (`linear_gemv.wgsl`) for `g`, when it is one:
 /// one batch of few rows, x rows and weight rows `[N, K]` contiguous with K
-/// a multiple of 4, no scaling, a bias (if any) along N only.
+/// a multiple of 4, no scaling or activation, a bias (if any) along N only.
 fn linear_gemv(g: &Gemm<'_>) -> Result<Option<Lowered>> {
     let bias_along_n = match &g.bias {
         None => true,
@@ -51,6 +54,7 @@ fn linear_gemv(g: &Gemm<'_>) -> Result<Option<Lowered>> {
         && g.a_strides[1..] == [g.k, 1]
         && g.b_strides[1..] == [1, g.k]
         && g.alpha == 1.0
+        && g.epilogue == Epilogue::NONE
         && bias_along_n;
     if !fits || g.m * g.n == 0 {
         return Ok(None);
@@ -63,7 +67,7 @@ fn linear_gemv(g: &Gemm<'_>) -> Result<Option<Lowered>> {
         .finish();
     let groups = g.n.div_ceil(LINEAR_GEMV_COLS);
     let step = Step::Dispatch(Dispatch {
-        shader: float_shader(Family::LinearGemv, &g.a, 0, "self")?,
+        shader: float_shader(Family::LinearGemv, &g.a, 0, "self")?.into(),
         entry: "main",
         inputs: vec![g.a.id, g.b.id, g.bias.as_ref().map_or(g.b.id, |(t, _, _)| t.id)],
         outputs: vec![g.out.id],
@@ -120,6 +124,9 @@ fn gemm(g: Gemm<'_>) -> Result<Lowered> {
             .u32(u("batch", g.batch)?)
             .f32(g.alpha as f32)
             .f32(g.beta as f32)
+            .u32(g.epilogue.op as u32)
+            .f32(g.epilogue.p0)
+            .f32(g.epilogue.p1)
             .finish();
         let workgroups = if gemv {
             // One workgroup per output element, folded into x and y.
@@ -134,7 +141,7 @@ fn gemm(g: Gemm<'_>) -> Result<Lowered> {
             ]
         };
         steps.push(Step::Dispatch(Dispatch {
-            shader,
+            shader: shader.into(),
             entry: "main",
             inputs: vec![g.a.id, g.b.id, bias_id],
             outputs: vec![g.out.id],
@@ -185,6 +192,7 @@ pub fn mm(c: &Ctx<'_>) -> Result<Lowered> {
         k,
         alpha: 1.0,
         beta: 0.0,
+        epilogue: Epilogue::NONE,
     })
 }
 
@@ -214,12 +222,18 @@ pub fn bmm(c: &Ctx<'_>) -> Result<Lowered> {
         k,
         alpha: 1.0,
         beta: 0.0,
+        epilogue: Epilogue::NONE,
     })
 }
 
 /// `aten.addmm.default(self (bias), mat1 [M,K], mat2 [K,N], beta, alpha,
 /// →out [M,N])`: `beta * self + alpha * mat1 @ mat2`.
 pub fn addmm(c: &Ctx<'_>) -> Result<Lowered> {
+    addmm_with(c, Epilogue::NONE)
+}
+
+/// [`addmm`] with an activation epilogue (`etwgpu.addmm_act`).
+pub fn addmm_with(c: &Ctx<'_>, epilogue: Epilogue) -> Result<Lowered> {
     c.expect_args(6)?;
     let bias = c.tensor(0, "self")?;
     let a = c.tensor(1, "mat1")?;
@@ -248,12 +262,18 @@ pub fn addmm(c: &Ctx<'_>) -> Result<Lowered> {
         k,
         alpha,
         beta,
+        epilogue,
     })
 }
 
 /// `aten.linear.default(input [..., K], weight [N, K], bias? [N],
 /// →out [..., N])`. Leading dims of the input are flattened into rows.
 pub fn linear(c: &Ctx<'_>) -> Result<Lowered> {
+    linear_with(c, Epilogue::NONE)
+}
+
+/// [`linear`] with an activation epilogue (`etwgpu.linear_act`).
+pub fn linear_with(c: &Ctx<'_>, epilogue: Epilogue) -> Result<Lowered> {
     c.expect_args(4)?;
     let a = c.tensor(0, "input")?;
     let w = c.tensor(1, "weight")?;
@@ -291,5 +311,6 @@ pub fn linear(c: &Ctx<'_>) -> Result<Lowered> {
         k,
         alpha: 1.0,
         beta: 1.0,
+        epilogue,
     })
 }

@@ -37,7 +37,7 @@ pub fn softmax(c: &Ctx<'_>, log: bool) -> Result<Lowered> {
             .u32(u32::from(log))
             .finish();
         steps.push(Step::Dispatch(Dispatch {
-            shader,
+            shader: shader.into(),
             entry: "main",
             inputs: vec![x.id],
             outputs: vec![out.id],
@@ -105,7 +105,7 @@ pub fn native_layer_norm(c: &Ctx<'_>) -> Result<Lowered> {
             .f32(eps as f32)
             .finish();
         steps.push(Step::Dispatch(Dispatch {
-            shader,
+            shader: shader.into(),
             entry: "main",
             inputs: vec![x.id, weight.map_or(x.id, |t| t.id), bias.map_or(x.id, |t| t.id)],
             outputs: vec![out.id, mean.id, rstd.id],
@@ -169,7 +169,7 @@ pub fn batch_norm_no_training(c: &Ctx<'_>) -> Result<Lowered> {
             .f32(eps as f32)
             .finish();
         steps.push(Step::Dispatch(Dispatch {
-            shader,
+            shader: shader.into(),
             entry: "main",
             inputs: vec![x.id, weight.map_or(mean.id, |t| t.id), bias.map_or(mean.id, |t| t.id), mean.id, var.id],
             outputs: vec![out.id],
@@ -248,7 +248,7 @@ pub fn native_group_norm(c: &Ctx<'_>) -> Result<Lowered> {
             .f32(eps as f32)
             .finish();
         steps.push(Step::Dispatch(Dispatch {
-            shader,
+            shader: shader.into(),
             entry: "main",
             inputs: vec![x.id, weight.map_or(x.id, |t| t.id), bias.map_or(x.id, |t| t.id)],
             outputs: vec![out.id, mean.id, rstd.id],

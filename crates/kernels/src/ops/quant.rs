@@ -10,7 +10,7 @@
 use crate::error::{Error, Result};
 use crate::generated::shaders::Family;
 use crate::plan::{
-    Ctx, Dispatch, ElemType, Lowered, Step, TensorInfo, Uniform, WG_ELEMENTWISE, WG_ROWS, float_shader, grid_1d,
+    Ctx, Dispatch, ElemType, Lowered, Step, TensorInfo, Uniform, Vid, WG_ELEMENTWISE, WG_ROWS, float_shader, grid_1d,
     same_dtype, to_u32,
 };
 
@@ -107,45 +107,15 @@ pub fn linear_q4gsw(c: &Ctx<'_>) -> Result<Lowered> {
     let mut steps = Vec::new();
     let inputs = vec![x.id, weights.id, scales.id, bias.map_or(scales.id, |b| b.id)];
     let gs = group_size as u64;
-    // The fast routes read whole 16-byte words of a row, each inside one
-    // scale group.
-    let fast = k.is_multiple_of(32) && gs.is_multiple_of(32) && weights.shape[1] == k / 2;
-    if m * n > 0 && fast && m <= Q4_GEMV_MAX_ROWS {
-        let params = Uniform::new()
-            .u32(to_u32("M", m)?)
-            .u32(to_u32("N", n)?)
-            .u32(to_u32("K", k)?)
-            .u32(to_u32("padded N", n_pad)?)
-            .u32(to_u32("group_size", gs)?)
-            .u32(u32::from(bias.is_some()))
-            .finish();
-        steps.push(Step::Dispatch(Dispatch {
-            shader: float_shader(Family::Q4Gemv, &x, 0, "input")?,
-            entry: "main",
+    let q = Q4Linear { m, n, k, n_pad, group_size: gs };
+    if m * n > 0 && q4_fast(k, weights.shape[1], gs) {
+        steps.push(Step::Dispatch(q4_fast_dispatch(
+            &x,
+            &q,
+            Q4Route::Linear { has_bias: bias.is_some() },
             inputs,
-            outputs: vec![out.id],
-            params,
-            workgroups: per_output_grid(n.div_ceil(Q4_GEMV_COLS))?,
-        }));
-    } else if m * n > 0 && fast {
-        let tiles_n = n.div_ceil(Q4_GEMM_TILE);
-        let params = Uniform::new()
-            .u32(to_u32("M", m)?)
-            .u32(to_u32("N", n)?)
-            .u32(to_u32("K", k)?)
-            .u32(to_u32("padded N", n_pad)?)
-            .u32(to_u32("group_size", gs)?)
-            .u32(u32::from(bias.is_some()))
-            .u32(to_u32("tiles along N", tiles_n)?)
-            .finish();
-        steps.push(Step::Dispatch(Dispatch {
-            shader: float_shader(Family::Q4Gemm, &x, 0, "input")?,
-            entry: "main",
-            inputs,
-            outputs: vec![out.id],
-            params,
-            workgroups: per_output_grid(m.div_ceil(Q4_GEMM_TILE) * tiles_n)?,
-        }));
+            vec![out.id],
+        )?));
     } else if m * n > 0 {
         let params = Uniform::new()
             .u32(to_u32("M", m)?)
@@ -157,7 +127,7 @@ pub fn linear_q4gsw(c: &Ctx<'_>) -> Result<Lowered> {
             .u32(u32::from(bias.is_some()))
             .finish();
         steps.push(Step::Dispatch(Dispatch {
-            shader,
+            shader: shader.into(),
             entry: "main",
             inputs,
             outputs: vec![out.id],
@@ -166,6 +136,74 @@ pub fn linear_q4gsw(c: &Ctx<'_>) -> Result<Lowered> {
         }));
     }
     Ok(Lowered { shapes: vec![(out.id, out_shape)], steps })
+}
+
+/// Whether the fast 4-bit routes (`q4_gemv.wgsl`, `q4_gemm.wgsl` and their
+/// SwiGLU forms) take a linear of `k` inputs with rows of `k_packed` bytes
+/// and groups of `group_size`: they read whole 16-byte words of a row, each
+/// inside one scale group.
+pub(crate) fn q4_fast(k: u64, k_packed: u64, group_size: u64) -> bool {
+    k.is_multiple_of(32) && group_size.is_multiple_of(32) && k_packed == k / 2
+}
+
+/// The sizes of one 4-bit linear (or fused pair) on the fast routes.
+pub(crate) struct Q4Linear {
+    pub m: u64,
+    pub n: u64,
+    pub k: u64,
+    pub n_pad: u64,
+    pub group_size: u64,
+}
+
+/// What a fast-route dispatch computes.
+pub(crate) enum Q4Route {
+    /// One linear; inputs `[x, weights, scales, bias or scales]`.
+    Linear { has_bias: bool },
+    /// `silu(gate) * up`; inputs `[x, w_gate, s_gate, w_up, s_up]`.
+    Swiglu,
+}
+
+/// The fast-route dispatch (GEMV for at most [`Q4_GEMV_MAX_ROWS`] rows,
+/// tiled GEMM beyond) of `q`, which [`q4_fast`] accepted.
+pub(crate) fn q4_fast_dispatch(
+    x: &TensorInfo<'_>,
+    q: &Q4Linear,
+    route: Q4Route,
+    inputs: Vec<Vid>,
+    outputs: Vec<Vid>,
+) -> Result<Dispatch> {
+    let gemv = q.m <= Q4_GEMV_MAX_ROWS;
+    let family = match (&route, gemv) {
+        (Q4Route::Linear { .. }, true) => Family::Q4Gemv,
+        (Q4Route::Linear { .. }, false) => Family::Q4Gemm,
+        (Q4Route::Swiglu, true) => Family::Q4GemvSwiglu,
+        (Q4Route::Swiglu, false) => Family::Q4GemmSwiglu,
+    };
+    let tiles_n = q.n.div_ceil(Q4_GEMM_TILE);
+    let mut params = Uniform::new()
+        .u32(to_u32("M", q.m)?)
+        .u32(to_u32("N", q.n)?)
+        .u32(to_u32("K", q.k)?)
+        .u32(to_u32("padded N", q.n_pad)?)
+        .u32(to_u32("group_size", q.group_size)?);
+    if let Q4Route::Linear { has_bias } = route {
+        params = params.u32(u32::from(has_bias));
+    }
+    if !gemv {
+        params = params.u32(to_u32("tiles along N", tiles_n)?);
+    }
+    Ok(Dispatch {
+        shader: float_shader(family, x, 0, "input")?.into(),
+        entry: "main",
+        inputs,
+        outputs,
+        params: params.finish(),
+        workgroups: if gemv {
+            per_output_grid(q.n.div_ceil(Q4_GEMV_COLS))?
+        } else {
+            per_output_grid(q.m.div_ceil(Q4_GEMM_TILE) * tiles_n)?
+        },
+    })
 }
 
 /// `et_vk.embedding_q4gsw.default(weight u8 [V, E/2], weight_scales [V, G],
@@ -223,7 +261,7 @@ pub fn embedding_q4gsw(c: &Ctx<'_>) -> Result<Lowered> {
             .u32(to_u32("group_size", gs)?)
             .finish();
         steps.push(Step::Dispatch(Dispatch {
-            shader,
+            shader: shader.into(),
             entry: "main",
             inputs: vec![weights.id, scales.id, indices.id],
             outputs: vec![out.id],
@@ -308,7 +346,7 @@ pub fn choose_qparams_affine(c: &Ctx<'_>) -> Result<Lowered> {
             .f32(eps as f32)
             .finish();
         steps.push(Step::Dispatch(Dispatch {
-            shader,
+            shader: shader.into(),
             entry: "main",
             inputs: vec![x.id],
             outputs: vec![scale.id, zero_point.id],
@@ -370,7 +408,7 @@ pub fn linear_dq8ca_q4gsw(c: &Ctx<'_>) -> Result<Lowered> {
             .u32(u32::from(bias.is_some()))
             .finish();
         steps.push(Step::Dispatch(Dispatch {
-            shader,
+            shader: shader.into(),
             entry: "main",
             inputs: vec![x.id, in_scale.id, in_zp.id, weights.id, scales.id, bias.map_or(scales.id, |b| b.id)],
             outputs: vec![out.id],

@@ -174,7 +174,7 @@ pub fn reduce(c: &Ctx<'_>, op: ReduceOp) -> Result<Lowered> {
     let mut steps = Vec::new();
     if w.n_out > 0 {
         steps.push(Step::Dispatch(Dispatch {
-            shader,
+            shader: shader.into(),
             entry: "main",
             inputs: vec![x.id],
             outputs: vec![out.id],
@@ -219,7 +219,7 @@ pub fn arg_reduce(c: &Ctx<'_>, op: ArgOp) -> Result<Lowered> {
     let mut steps = Vec::new();
     if w.n_out > 0 {
         steps.push(Step::Dispatch(Dispatch {
-            shader,
+            shader: shader.into(),
             entry: "main",
             inputs: vec![x.id],
             outputs: vec![out.id],
@@ -245,7 +245,7 @@ pub fn argmax_last_dim(x: &TensorInfo<'_>, out: Vid) -> Result<Dispatch> {
         return Err(empty_err(x, "the argmax"));
     }
     Ok(Dispatch {
-        shader,
+        shader: shader.into(),
         entry: "main",
         inputs: vec![x.id],
         outputs: vec![out],

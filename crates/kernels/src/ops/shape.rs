@@ -51,7 +51,7 @@ pub(crate) fn gather(
             .dims_i32(&strides)
             .finish();
         steps.push(Step::Dispatch(Dispatch {
-            shader,
+            shader: shader.into(),
             entry: "main",
             inputs: vec![x.id],
             outputs: vec![out.id],
@@ -311,7 +311,7 @@ pub fn to_dim_order_copy(c: &Ctx<'_>) -> Result<Lowered> {
     let mut steps = Vec::new();
     if numel > 0 {
         steps.push(Step::Dispatch(Dispatch {
-            shader,
+            shader: shader.into(),
             entry: "main",
             inputs: vec![x.id],
             outputs: vec![out.id],

@@ -10,6 +10,7 @@ use etwgpu_llm::{Error, GenerateOptions, Generator, Sampler, SamplerConfig};
 use etwgpu_runtime::{Runtime, Tensor};
 
 mod smollm2;
+mod synthetic;
 
 /// The runtime, or `None` (after printing why) when GPU tests may skip.
 fn runtime() -> Option<Runtime> {

@@ -17,7 +17,7 @@ use crate::runtime;
 /// magnitude up to ~40): both sides compute in f32 and 30 layers of
 /// reordered sums separate them. Greedy tokens must match exactly up to the
 /// first step whose top-1/top-2 gap in the reference is below twice this.
-const FP32_LOGIT_ATOL: f64 = 2e-3;
+const FP32_LOGIT_ATOL: f64 = 5e-4;
 
 /// The 4-bit export's top-1 must agree with eager PyTorch running the same
 /// quantized module on at least this share of teacher-forced positions.

@@ -134,7 +134,7 @@ fn intermediates_share_arenas() {
 }
 
 /// A profiled run gives the same outputs as a plain one, and its profile
-/// has one row per op with every dispatch of the run.
+/// has one row per op (of the fused chain) with every dispatch of the run.
 #[test]
 fn profiled_runs_match_plain_runs() {
     let Some(rt) = crate::runtime() else { return };
@@ -154,8 +154,16 @@ fn profiled_runs_match_plain_runs() {
     let profiled = method.run(&inputs).expect("profiled run");
     assert_eq!(plain, profiled);
     let rows = method.profile();
-    let n_ops: usize =
-        program.methods[0].delegates.iter().filter_map(|d| d.graph.as_ref()).map(|g| g.chain.len()).sum();
+    // One row per op of the chains that ran: the fused ones.
+    let options =
+        etwgpu_graph::FuseOptions { max_storage_buffers: rt.device().limits().max_storage_buffers_per_shader_stage };
+    let n_ops: usize = program.methods[0]
+        .delegates
+        .iter()
+        .filter_map(|d| d.graph.as_ref())
+        .map(|g| etwgpu_graph::fuse(g, &options).graph.chain.len())
+        .sum();
+    assert!(rows.iter().any(|r| r.op.starts_with("etwgpu.")), "fused ops are profiled");
     assert_eq!(rows.len(), n_ops);
     assert_eq!(rows.iter().map(|r| r.dispatches).sum::<usize>(), method.n_dispatches());
     assert!(rows.iter().all(|r| r.nanos >= 0.0 && (r.dispatches == 0) == r.kernels.is_empty()));

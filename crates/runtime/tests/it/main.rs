@@ -1,6 +1,6 @@
 //! Integration tests of `etwgpu-runtime`: the golden fixtures in
 //! `test_data/fixtures/` (see [`fixtures`]) and crafted graphs (see
-//! [`crafted`], and [`llm`] for the LLM ops).
+//! [`crafted`], [`llm`] for the LLM ops and [`fusion`] for fused ops).
 //!
 //! GPU tests skip, with a printed note, when no adapter exists, unless
 //! `GPU_TESTS=require`, in which case a missing adapter fails them.
@@ -8,6 +8,7 @@
 mod crafted;
 mod device_loss;
 mod fixtures;
+mod fusion;
 mod hostile;
 mod limits;
 mod llm;

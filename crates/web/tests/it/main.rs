@@ -81,7 +81,10 @@ mod browser {
         let manifest: serde_json::Value = serde_json::from_str(f.manifest).map_err(|e| e.to_string())?;
         let method_name = manifest["method"].as_str().unwrap_or("forward");
         let program = Program::from_bytes(f.model).map_err(|e| format!("parse: {e}"))?;
-        let mut method = rt.load_async(&program, method_name, &mut |_| {}).await.map_err(|e| format!("load: {e}"))?;
+        let mut method = rt
+            .load_async(&program, method_name, &Default::default(), &mut |_| {})
+            .await
+            .map_err(|e| format!("load: {e}"))?;
         let calls = manifest["calls"].as_array().ok_or("manifest has no calls")?;
         let npy = |name: &serde_json::Value| {
             Tensor::from_npy_bytes(f.file(name.as_str().unwrap_or_default())).map_err(|e| e.to_string())

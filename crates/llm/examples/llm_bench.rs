@@ -1,0 +1,321 @@
+//! LLM throughput on a synthetic Llama-family model, without criterion: one
+//! binary to build here in release and carry to a GPU machine.
+//!
+//! ```text
+//! cargo build --release -p etwgpu-llm --example llm_bench
+//! llm_bench [--model tiny|small|smollm2|1b] [--weights q4|fp32]
+//!           [--prompts 128,512,1024,2048] [--contexts 128,512,2048,8192]
+//!           [--steps 32] [--repeats 3] [--json PATH] [--save PATH] [--build-only]
+//! ```
+//!
+//! Builds the model (max_seq_len = largest prompt + 1, so each prompt is one
+//! call; context = largest context + steps), loads it, then prints and
+//! optionally writes as JSON: build, load and first-call times; prefill
+//! tokens/s per prompt (the median of `repeats` timed prefills from position
+//! 0, after one warm-up); decode tokens/s per context C (prefill C tokens in
+//! calls of at most the largest prompt, then greedy `Generator::generate`
+//! of `steps` tokens as users run it: the argmax on the device, 4 bytes read
+//! back per token; with the host time per stage of each call); and the
+//! dispatches one decode step records, with per-op profiles of a decode step
+//! and of a call of the largest prompt. Prefill times are the wall time of
+//! `Generator::prefill`, which waits for the GPU and reads the logits back. `--model` defaults to `small`, or
+//! `1b` when `ETWGPU_BENCH_LARGE=1`. `--save` writes the `.pte`;
+//! `--build-only` stops after building (and saving) it.
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use etwgpu_format::{DType, Program};
+use etwgpu_llm::{GenerateOptions, Generator, LlamaConfig, Sampler, SamplerConfig, Weights};
+use etwgpu_runtime::{Runtime, Tensor};
+
+struct Args {
+    model: String,
+    weights: Weights,
+    prompts: Vec<usize>,
+    contexts: Vec<usize>,
+    steps: usize,
+    repeats: usize,
+    json: Option<String>,
+    save: Option<String>,
+    build_only: bool,
+}
+
+fn usage(problem: &str) -> ! {
+    eprintln!(
+        "llm_bench: {problem}\nusage: llm_bench [--model tiny|small|smollm2|1b] [--weights q4|fp32] \
+         [--prompts N,N,...] [--contexts N,N,...] [--steps N] [--repeats N] [--json PATH] [--save PATH] \
+         [--build-only]"
+    );
+    std::process::exit(2)
+}
+
+fn list(s: &str) -> Vec<usize> {
+    s.split(',').map(|x| x.trim().parse().unwrap_or_else(|_| usage(&format!("bad number {x:?}")))).collect()
+}
+
+fn parse_args() -> Args {
+    let large = std::env::var("ETWGPU_BENCH_LARGE").is_ok_and(|v| v == "1");
+    let mut a = Args {
+        model: if large { "1b" } else { "small" }.to_string(),
+        weights: Weights::Q4 { group_size: 32 },
+        prompts: Vec::new(),
+        contexts: Vec::new(),
+        steps: 32,
+        repeats: 3,
+        json: None,
+        save: None,
+        build_only: false,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().unwrap_or_else(|| usage(&format!("{flag} needs a value")));
+        match flag.as_str() {
+            "--model" => a.model = value(),
+            "--weights" => {
+                a.weights = match value().as_str() {
+                    "q4" => Weights::Q4 { group_size: 32 },
+                    "fp32" => Weights::Fp32,
+                    other => usage(&format!("unknown weights {other:?}")),
+                }
+            }
+            "--prompts" => a.prompts = list(&value()),
+            "--contexts" => a.contexts = list(&value()),
+            "--steps" => a.steps = list(&value())[0],
+            "--repeats" => a.repeats = list(&value())[0],
+            "--json" => a.json = Some(value()),
+            "--save" => a.save = Some(value()),
+            "--build-only" => a.build_only = true,
+            other => usage(&format!("unknown argument {other:?}")),
+        }
+    }
+    let (prompts, contexts): (&[usize], &[usize]) = match a.model.as_str() {
+        "tiny" => (&[8, 16], &[8, 16]),
+        "small" => (&[128, 512], &[128, 512]),
+        _ => (&[128, 512, 1024, 2048], &[128, 512, 2048, 8192]),
+    };
+    if a.prompts.is_empty() {
+        a.prompts = prompts.to_vec();
+    }
+    if a.contexts.is_empty() {
+        a.contexts = contexts.to_vec();
+    }
+    if a.steps == 0 || a.repeats == 0 || a.prompts.contains(&0) {
+        usage("steps, repeats and prompts must be positive");
+    }
+    a
+}
+
+/// The model: the preset with its call length and context fitted to the
+/// prompts and contexts measured.
+fn config(a: &Args) -> LlamaConfig {
+    let preset = match a.model.as_str() {
+        "tiny" => LlamaConfig::tiny(),
+        "small" => LlamaConfig::small(),
+        "smollm2" => LlamaConfig::smollm2_135m(),
+        "1b" => LlamaConfig::llama32_1b(),
+        other => usage(&format!("unknown model {other:?}")),
+    };
+    let max_prompt = a.prompts.iter().copied().max().unwrap_or(1);
+    // The context, one token fed by `generate`, then `steps + 1` new tokens.
+    let max_context = a.contexts.iter().copied().max().unwrap_or(0) + a.steps + 2;
+    LlamaConfig {
+        weights: a.weights,
+        max_seq_len: max_prompt + 1,
+        max_context: max_context.max(max_prompt + 1),
+        ..preset
+    }
+}
+
+fn tokens(n: usize, vocab: usize) -> Vec<u32> {
+    (0..n).map(|i| ((i * 7919 + 13) % vocab) as u32).collect()
+}
+
+fn median(mut xs: Vec<Duration>) -> Duration {
+    xs.sort();
+    xs[xs.len() / 2]
+}
+
+/// Dispatches one call of `n` tokens at position 0 records, and its time
+/// per op name and kernels (summed over nodes, slowest first), from a second copy of
+/// `forward` run once plainly, then again with per-dispatch profiling (so
+/// the times include per-dispatch overhead, and are wall times where the
+/// adapter has no timestamps).
+fn call_profile(rt: &Runtime, program: &Program, n: usize) -> (usize, Vec<(String, usize, f64)>) {
+    let mut forward = rt.load(program, "forward").expect("forward loads");
+    let inputs = || {
+        let ids: Vec<u8> = (0..n as i64).flat_map(|t| (t % 100).to_le_bytes()).collect();
+        let token = Tensor::new(DType::I64, vec![1, n as u64], ids).expect("tokens");
+        let pos = Tensor::new(DType::I64, vec![1], 0i64.to_le_bytes().to_vec()).expect("input_pos");
+        [token, pos]
+    };
+    forward.run(&inputs()).expect("call runs");
+    let dispatches = forward.n_dispatches();
+    forward.set_profiling(true);
+    forward.run(&inputs()).expect("profiled call runs");
+    let mut by_op: Vec<(String, usize, f64)> = Vec::new();
+    for node in forward.profile() {
+        let key = if node.kernels.is_empty() { node.op } else { format!("{} [{}]", node.op, node.kernels.join(", ")) };
+        match by_op.iter_mut().find(|(k, _, _)| *k == key) {
+            Some(entry) => {
+                entry.1 += 1;
+                entry.2 += node.nanos;
+            }
+            None => by_op.push((key, 1, node.nanos)),
+        }
+    }
+    by_op.sort_by(|a, b| b.2.total_cmp(&a.2));
+    (dispatches, by_op)
+}
+
+fn main() {
+    let a = parse_args();
+    let c = config(&a);
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(
+        out,
+        "model {} ({:?}): dim {}, {} layers, {}/{} heads, hidden {}, vocab {}, {:.1}M params; \
+         calls of up to {} tokens, context {}",
+        a.model,
+        c.weights,
+        c.dim,
+        c.n_layers,
+        c.n_heads,
+        c.n_kv_heads,
+        c.hidden_dim,
+        c.vocab,
+        c.n_params() as f64 / 1e6,
+        c.max_tokens_per_call(),
+        c.max_context
+    );
+    let t = Instant::now();
+    let bytes = c.build();
+    let build_s = t.elapsed().as_secs_f64();
+    let file_bytes = bytes.len();
+    let _ = writeln!(out, "build {build_s:.2} s ({:.1} MB)", file_bytes as f64 / 1e6);
+    if let Some(path) = &a.save {
+        std::fs::write(path, &bytes).unwrap_or_else(|e| {
+            eprintln!("llm_bench: writing {path}: {e}");
+            std::process::exit(1)
+        });
+        let _ = writeln!(out, "wrote {path}");
+    }
+    if a.build_only {
+        return;
+    }
+    let rt = Runtime::new().unwrap_or_else(|e| {
+        eprintln!("llm_bench: no GPU runtime: {e}");
+        std::process::exit(1)
+    });
+    let info = rt.adapter_info();
+    let device = format!("{} ({:?})", info.name, info.backend);
+    let _ = writeln!(out, "device: {device}");
+
+    let program = Program::from_bytes(bytes).expect("the synthetic program parses");
+    let t = Instant::now();
+    let mut generator = Generator::new(&rt, &program).expect("forward loads");
+    let load_s = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    generator.prefill(&tokens(1, c.vocab)).expect("first call");
+    let first_call_s = t.elapsed().as_secs_f64();
+    let _ = writeln!(out, "load {load_s:.2} s, first call {first_call_s:.2} s");
+
+    let mut prefill = Vec::new();
+    for &p in &a.prompts {
+        let prompt = tokens(p, c.vocab);
+        let mut run = || {
+            generator.reset();
+            let t = Instant::now();
+            generator.prefill(&prompt).expect("prefill");
+            t.elapsed()
+        };
+        run();
+        let times: Vec<Duration> = (0..a.repeats).map(|_| run()).collect();
+        let m = median(times).as_secs_f64();
+        let _ = writeln!(out, "prefill {p:>6} tokens: {:>10.1} tok/s ({:.1} ms)", p as f64 / m, m * 1e3);
+        prefill.push(serde_json::json!({"prompt": p, "seconds": m, "tokens_per_s": p as f64 / m}));
+    }
+
+    // Decode as `generate` does it: greedy, the argmax on the device (4
+    // bytes read back per token), one forward call per token.
+    let mut decode = Vec::new();
+    for &ctx in &a.contexts {
+        generator.reset();
+        let t = Instant::now();
+        if ctx > 0 {
+            generator.prefill(&tokens(ctx, c.vocab)).expect("prefill");
+        }
+        let fill_s = t.elapsed().as_secs_f64();
+        let mut greedy = Sampler::new(SamplerConfig::default()).expect("greedy");
+        let options = GenerateOptions { max_new_tokens: a.steps + 1, stop_tokens: Vec::new(), stop_at_eos: false };
+        generator.reset_run_times();
+        let (_, stats) = generator.generate(&[1], &options, &mut greedy, |_| {}).expect("decode");
+        let times = generator.run_times();
+        let per_call = |d: Duration| d.as_secs_f64() * 1e3 / times.runs.max(1) as f64;
+        let tps = stats.decode_tokens_per_s();
+        let _ = writeln!(
+            out,
+            "decode at {ctx:>6}: {tps:>10.1} tok/s (filled in {fill_s:.2} s); host ms per call: inputs {:.3}, \
+             lowering {:.3}, recording {:.3}, GPU wait {:.3}, read-back {:.3}",
+            per_call(times.inputs),
+            per_call(times.lowering),
+            per_call(times.recording),
+            per_call(times.waiting),
+            per_call(times.reading),
+        );
+        decode.push(serde_json::json!({
+            "context": ctx, "steps": stats.decode_steps, "tokens_per_s": tps,
+            "seconds": stats.decode_time.as_secs_f64(), "fill_s": fill_s,
+            "host_ms_per_call": {
+                "inputs": per_call(times.inputs), "lowering": per_call(times.lowering),
+                "recording": per_call(times.recording), "gpu_wait": per_call(times.waiting),
+                "read_back": per_call(times.reading),
+            },
+        }));
+    }
+    drop(generator);
+    let mut profiles = Vec::new();
+    let mut dispatches = 0;
+    for n in [1, c.max_tokens_per_call()] {
+        let (d, profile) = call_profile(&rt, &program, n);
+        if n == 1 {
+            dispatches = d;
+        }
+        let _ = writeln!(out, "one call of {n} tokens: {d} dispatches; profiled by op:");
+        for (op, nodes, nanos) in profile.iter().take(8) {
+            let _ = writeln!(out, "  {:>10.3} ms  {nodes:>4} x {op}", nanos / 1e6);
+        }
+        let by_op: Vec<_> = profile
+            .iter()
+            .map(|(op, nodes, nanos)| serde_json::json!({"op": op, "nodes": nodes, "ms": nanos / 1e6}))
+            .collect();
+        profiles.push(serde_json::json!({"tokens": n, "dispatches": d, "by_op": by_op}));
+    }
+
+    if let Some(path) = &a.json {
+        let report = serde_json::json!({
+            "model": a.model,
+            "weights": format!("{:?}", c.weights),
+            "config": {
+                "dim": c.dim, "n_layers": c.n_layers, "n_heads": c.n_heads, "n_kv_heads": c.n_kv_heads,
+                "hidden_dim": c.hidden_dim, "vocab": c.vocab, "max_seq_len": c.max_seq_len,
+                "max_context": c.max_context, "n_params": c.n_params(),
+            },
+            "device": device,
+            "file_bytes": file_bytes,
+            "build_s": build_s,
+            "load_s": load_s,
+            "first_call_s": first_call_s,
+            "prefill": prefill,
+            "decode": decode,
+            "dispatches_per_decode_step": dispatches,
+            "call_profiles": profiles,
+        });
+        let text = serde_json::to_string_pretty(&report).expect("serializable");
+        std::fs::write(path, text + "\n").unwrap_or_else(|e| {
+            eprintln!("llm_bench: writing {path}: {e}");
+            std::process::exit(1)
+        });
+        let _ = writeln!(out, "wrote {path}");
+    }
+}

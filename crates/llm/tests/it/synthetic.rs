@@ -1,0 +1,133 @@
+//! The synthetic Llama builder against the exported tiny Llama fixtures:
+//! the same program, op by op, at the fixtures' shape; and it runs.
+
+use etwgpu_format::{PlanValue, Program, VkGraph, VkValue};
+use etwgpu_llm::{Generator, LlamaConfig, Weights};
+
+use crate::{fixture, runtime};
+
+/// A value as the comparison sees it: kind, scalar value, and for tensors
+/// dtype, dims, constant byte length, staging dtype and storage hints
+/// (everything but the constant bytes and the memory-planning hint
+/// `mem_obj_id`). Lists show their items.
+fn value(g: &VkGraph, id: usize) -> String {
+    match &g.values[id] {
+        VkValue::Tensor(t) => {
+            let constant = t.constant.map_or(String::new(), |c| format!(" const {}B", g.constants[c.0 as usize].len));
+            format!(
+                "v{id}:{}{:?}{constant} io {:?} hints {}/{}",
+                t.dtype.torch_name(),
+                t.dims,
+                t.staging_dtype.map(|d| d.torch_name()),
+                t.storage_type,
+                t.memory_layout
+            )
+        }
+        VkValue::ValueList(items) => {
+            let items: Vec<String> = items.iter().map(|i| value(g, i.idx())).collect();
+            format!("v{id}:[{}]", items.join(", "))
+        }
+        VkValue::SymInt(_) => format!("v{id}:Sym"),
+        other => format!("v{id}:{other:?}"),
+    }
+}
+
+/// The program in comparable lines: each method's plan inputs, outputs and
+/// constant outputs, then for each Vulkan delegate its compile specs, graph
+/// inputs and outputs, value count, and one line per op with every
+/// argument described by [`value`] (so value ids, wiring, kinds, dtypes,
+/// shapes and scalars all take part).
+fn describe(program: &Program) -> Vec<String> {
+    let mut lines = Vec::new();
+    for m in &program.methods {
+        let plan = |ids: &[usize]| -> Vec<String> {
+            ids.iter()
+                .map(|&i| match &m.values[i] {
+                    PlanValue::Tensor(t) => format!("{:?}{:?} {:?}", t.scalar_type.dtype(), t.sizes, t.dynamism),
+                    other => format!("{other:?}"),
+                })
+                .collect()
+        };
+        lines.push(format!("method {}: {:?} -> {:?}", m.name, plan(&m.inputs), plan(&m.outputs)));
+        for (idx, d, g) in m.vulkan_delegates() {
+            let specs: Vec<_> = d.compile_specs.iter().map(|s| (&s.key, &s.value)).collect();
+            lines.push(format!("delegate {idx} {}: compile specs {specs:?}", d.backend_id));
+            let io =
+                |ids: &[etwgpu_format::ValueId]| -> Vec<String> { ids.iter().map(|i| value(g, i.idx())).collect() };
+            lines.push(format!("inputs {:?} outputs {:?}", io(&g.input_ids), io(&g.output_ids)));
+            lines.push(format!("{} values, {} constants", g.values.len(), g.constants.len()));
+            for (n, op) in g.chain.iter().enumerate() {
+                let args: Vec<String> = op.args.iter().map(|a| value(g, a.idx())).collect();
+                lines.push(format!("op {n} {}({})", op.name, args.join(", ")));
+            }
+        }
+    }
+    lines
+}
+
+fn compare(fixture_name: &str, config: &LlamaConfig) {
+    let exported = Program::open(fixture(fixture_name).join("model.pte")).expect("open fixture");
+    let built = Program::from_bytes(config.build()).expect("the synthetic program parses");
+    let (want, got) = (describe(&exported), describe(&built));
+    for (n, (w, g)) in want.iter().zip(&got).enumerate() {
+        assert_eq!(g, w, "{fixture_name}: line {n} of the description differs (left: built, right: exported)");
+    }
+    assert_eq!(got.len(), want.len(), "{fixture_name}: description lengths differ");
+    // Sanity: the description covers every op.
+    let forward = exported.method("forward").expect("forward");
+    let (_, _, g) = forward.vulkan_delegates().next().expect("one delegate");
+    assert_eq!(want.iter().filter(|l| l.starts_with("op ")).count(), g.chain.len());
+}
+
+#[test]
+fn synthetic_fp32_matches_exported_llama_tiny() {
+    compare("llama_tiny_fp32", &LlamaConfig { weights: Weights::Fp32, ..LlamaConfig::tiny() });
+}
+
+#[test]
+fn synthetic_q4_matches_exported_llama_tiny() {
+    compare("llama_tiny_q4", &LlamaConfig::tiny());
+}
+
+#[test]
+fn synthetic_weights_follow_the_seed() {
+    let a = LlamaConfig::tiny().build();
+    assert_eq!(a, LlamaConfig::tiny().build());
+    assert_ne!(a, LlamaConfig { seed: 1, ..LlamaConfig::tiny() }.build());
+    let meta = etwgpu_llm::Metadata::read(&Program::from_bytes(a).expect("parses")).expect("metadata");
+    assert_eq!((meta.max_seq_len, meta.max_context_len, meta.vocab_size), (32, 32, Some(128)));
+}
+
+/// The synthetic tiny models run through the generator: a prefill, a
+/// full-length call and decode steps give finite logits.
+#[test]
+fn synthetic_tiny_generates() {
+    let Some(rt) = runtime() else { return };
+    for weights in [Weights::Fp32, Weights::Q4 { group_size: 32 }] {
+        let config = LlamaConfig { weights, seed: 7, ..LlamaConfig::tiny() };
+        let program = Program::from_bytes(config.build()).expect("parses");
+        let mut generator = Generator::new(&rt, &program).expect("loads");
+        let check = |logits: &[f32], what: &str| {
+            assert_eq!(logits.len(), config.vocab, "{weights:?} {what}");
+            assert!(logits.iter().all(|x| x.is_finite()), "{weights:?} {what}: non-finite logits");
+            assert!(logits.iter().any(|&x| x != logits[0]), "{weights:?} {what}: constant logits");
+        };
+        let prompt: Vec<u32> = (0..5).map(|i| i * 17 % 128).collect();
+        let mut logits = generator.prefill(&prompt).expect("prefill");
+        check(&logits, "prefill");
+        for step in 0..3 {
+            let token = etwgpu_llm::sampler::argmax(&logits) as u32;
+            logits = generator.decode_step(token).expect("decode");
+            check(&logits, &format!("decode step {step}"));
+        }
+        assert_eq!(generator.position(), prompt.len() + 3);
+        // The longest call the export allows is max_seq_len - 1 tokens; a
+        // prompt of max_seq_len (the whole context here) takes two calls.
+        for n in [config.max_tokens_per_call(), config.max_seq_len] {
+            generator.reset();
+            let prompt: Vec<u32> = (0..n as u32).map(|i| i * 5 % 128).collect();
+            check(&generator.prefill(&prompt).expect("long prefill"), &format!("prefill of {n}"));
+            assert_eq!(generator.position(), n);
+        }
+    }
+}

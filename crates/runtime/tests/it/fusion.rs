@@ -1,0 +1,417 @@
+//! Fusion (`etwgpu_graph::fuse`, on by default): for each kind of fusion a
+//! crafted graph is fused, the rewritten chain is snapshotted (insta,
+//! deterministic text), and the fused and unfused methods run on the same
+//! inputs, at the declared shapes and at smaller live shapes, must agree
+//! and the fused one must record fewer dispatches. Graphs where an
+//! intermediate has another reader or is a graph output are left alone.
+
+use etwgpu_format::writer::{GraphBuilder, ProgramBuilder};
+use etwgpu_format::{DType, Program, VkGraph};
+use etwgpu_graph::{FuseOptions, Fused, FusionKind};
+use etwgpu_runtime::{LoadOptions, Tensor};
+
+use crate::data;
+
+fn program(g: GraphBuilder) -> Program {
+    Program::from_bytes(ProgramBuilder::single_delegate(g).to_bytes()).expect("crafted program parses")
+}
+
+fn graph(p: &Program) -> &VkGraph {
+    p.methods[0].vulkan_delegates().next().expect("one delegate").2
+}
+
+fn fused(p: &Program) -> Fused {
+    etwgpu_graph::fuse(graph(p), &FuseOptions::default())
+}
+
+fn f32_bytes(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn f16_tensor(shape: &[u64], values: &[f32]) -> Tensor {
+    let bytes = values.iter().flat_map(|&x| half::f16::from_f32(x).to_le_bytes()).collect();
+    Tensor::new(DType::F16, shape.to_vec(), bytes).expect("valid")
+}
+
+/// Fuses `g`, snapshots the rewrite as `name`, checks the kinds of the
+/// fusions (dead ops aside), then runs each call of `calls` on the fused
+/// and the unfused method: outputs must agree within `tol` (relative and
+/// absolute) and fusion must save dispatches.
+fn check(name: &str, g: GraphBuilder, kinds: &[FusionKind], calls: &[Vec<Tensor>], tol: f64) {
+    let p = program(g);
+    let f = fused(&p);
+    let mut got: Vec<FusionKind> = f.fusions.iter().map(|f| f.kind).filter(|k| *k != FusionKind::DeadOp).collect();
+    got.sort();
+    assert_eq!(got, kinds, "{name}: fusions");
+    insta::assert_snapshot!(name, format!("{}\n{}", f.summary(), etwgpu_graph::describe(&f.graph)));
+    let Some(rt) = crate::runtime() else { return };
+    let mut on = rt.load_with(&p, "forward", &LoadOptions { fuse: true }).expect("fused loads");
+    let mut off = rt.load_with(&p, "forward", &LoadOptions { fuse: false }).expect("unfused loads");
+    for (k, inputs) in calls.iter().enumerate() {
+        let a = on.run(inputs).expect("fused runs");
+        let b = off.run(inputs).expect("unfused runs");
+        assert!(
+            on.n_dispatches() < off.n_dispatches(),
+            "{name} call {k}: {} dispatches fused, {} unfused",
+            on.n_dispatches(),
+            off.n_dispatches()
+        );
+        assert_eq!(a.len(), b.len());
+        for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+            assert_eq!(x.shape, y.shape, "{name} call {k} output {i}: shape");
+            for (j, (u, v)) in x.to_f64_vec().iter().zip(y.to_f64_vec()).enumerate() {
+                assert!(
+                    (u - v).abs() <= tol + tol * v.abs(),
+                    "{name} call {k} output {i} element {j}: fused {u}, unfused {v}"
+                );
+            }
+        }
+    }
+}
+
+/// `clamp(silu(x * s + 0.5 * y), -0.5, None)` over `x [B, 3, 5]` (B up to
+/// 4), `y [5]` and a scalar `s`: five ops, one kernel, three inputs.
+fn elementwise_graph(dtype: DType) -> GraphBuilder {
+    let mut g = GraphBuilder::new();
+    let x = g.tensor(dtype, &[4, 3, 5]);
+    let y = g.tensor(dtype, &[5]);
+    let s = g.tensor(dtype, &[]);
+    let (t0, t1, t2, t3, out) = (
+        g.tensor(dtype, &[4, 3, 5]),
+        g.tensor(dtype, &[4, 3, 5]),
+        g.tensor(dtype, &[4, 3, 5]),
+        g.tensor(dtype, &[4, 3, 5]),
+        g.tensor(dtype, &[4, 3, 5]),
+    );
+    let (half, lo, none) = (g.double(0.5), g.double(-0.5), g.null());
+    g.op("aten.mul.Tensor", &[x, s, t0])
+        .op("aten.add.Tensor", &[t0, y, half, t1])
+        .op("aten.sigmoid.default", &[t1, t2])
+        .op("aten.mul.Tensor", &[t1, t2, t3])
+        .op("aten.clamp.default", &[t3, lo, none, out]);
+    g.inputs(&[x, y, s]).outputs(&[out]);
+    g
+}
+
+#[test]
+fn elementwise_chain_is_one_kernel() {
+    let calls: Vec<Vec<Tensor>> = [4u64, 1]
+        .iter()
+        .map(|&b| {
+            vec![
+                Tensor::from_f32(&[b, 3, 5], &data(b as usize * 15, 1)),
+                Tensor::from_f32(&[5], &data(5, 2)),
+                Tensor::from_f32(&[], &[0.75]),
+            ]
+        })
+        .collect();
+    check("elementwise_chain", elementwise_graph(DType::F32), &[FusionKind::Elementwise], &calls, 1e-6);
+}
+
+#[test]
+fn elementwise_chain_in_f16() {
+    let calls =
+        vec![vec![f16_tensor(&[4, 3, 5], &data(60, 3)), f16_tensor(&[5], &data(5, 4)), f16_tensor(&[], &[1.25])]];
+    // f16 intermediates round between unfused ops, not in the fused kernel.
+    check("elementwise_chain_f16", elementwise_graph(DType::F16), &[FusionKind::Elementwise], &calls, 2e-2);
+}
+
+/// `y = linear(x, w) + b` (a bias add), then relu; and a second linear with
+/// its own bias, a view and SiLU (`mul(v, sigmoid(v))`), as exported.
+#[test]
+fn linear_takes_bias_and_activations() {
+    let (k, n) = (24u64, 20u64);
+    let mut g = GraphBuilder::new();
+    let x = g.tensor(DType::F32, &[9, k]);
+    let w1 = g.constant(DType::F32, &[n, k], &f32_bytes(&data((n * k) as usize, 5)));
+    let b1 = g.constant(DType::F32, &[n], &f32_bytes(&data(n as usize, 6)));
+    let w2 = g.constant(DType::F32, &[n, n], &f32_bytes(&data((n * n) as usize, 7)));
+    let b2 = g.constant(DType::F32, &[n], &f32_bytes(&data(n as usize, 8)));
+    let (none, one) = (g.null(), g.int(1));
+    let (y, yb, r) = (g.tensor(DType::F32, &[9, n]), g.tensor(DType::F32, &[9, n]), g.tensor(DType::F32, &[9, n]));
+    let (z, size, zv) =
+        (g.tensor(DType::F32, &[9, n]), g.int_list(&[1, -1, n as i64]), g.tensor(DType::F32, &[1, 9, n]));
+    let (s, out) = (g.tensor(DType::F32, &[1, 9, n]), g.tensor(DType::F32, &[1, 9, n]));
+    g.op("aten.linear.default", &[x, w1, none, y])
+        .op("aten.add.Tensor", &[y, b1, one, yb])
+        .op("aten.relu.default", &[yb, r])
+        .op("aten.linear.default", &[r, w2, b2, z])
+        .op("aten.view_copy.default", &[z, size, zv])
+        .op("aten.sigmoid.default", &[zv, s])
+        .op("aten.mul.Tensor", &[zv, s, out]);
+    g.inputs(&[x]).outputs(&[out]);
+    let calls = vec![
+        vec![Tensor::from_f32(&[9, k], &data((9 * k) as usize, 9))],
+        vec![Tensor::from_f32(&[2, k], &data((2 * k) as usize, 10))],
+    ];
+    check(
+        "linear_bias_activations",
+        g,
+        &[FusionKind::Bias, FusionKind::Activation, FusionKind::Activation],
+        &calls,
+        1e-5,
+    );
+}
+
+/// `mm + add(bias)` becomes `addmm`, which takes a hardtanh; `addmm` then
+/// gelu(tanh).
+#[test]
+fn mm_and_addmm_take_bias_and_activations() {
+    let (m, k, n) = (17u64, 12u64, 6u64);
+    let mut g = GraphBuilder::new();
+    let a = g.tensor(DType::F32, &[m, k]);
+    let b = g.constant(DType::F32, &[k, n], &f32_bytes(&data((k * n) as usize, 11)));
+    let bias = g.constant(DType::F32, &[n], &f32_bytes(&data(n as usize, 12)));
+    let b2 = g.constant(DType::F32, &[n, n], &f32_bytes(&data((n * n) as usize, 13)));
+    let (one, beta, alpha, lo, hi, tanh) =
+        (g.int(1), g.double(0.5), g.double(2.0), g.double(-1.0), g.double(1.5), g.string("tanh"));
+    let t: Vec<_> = (0..5).map(|_| g.tensor(DType::F32, &[m, n])).collect();
+    g.op("aten.mm.default", &[a, b, t[0]])
+        .op("aten.add.Tensor", &[bias, t[0], one, t[1]])
+        .op("aten.hardtanh.default", &[t[1], lo, hi, t[2]])
+        .op("aten.addmm.default", &[bias, t[2], b2, beta, alpha, t[3]])
+        .op("aten.gelu.default", &[t[3], tanh, t[4]]);
+    g.inputs(&[a]).outputs(&[t[4]]);
+    let calls = vec![vec![Tensor::from_f32(&[m, k], &data((m * k) as usize, 14))]];
+    check(
+        "mm_addmm_bias_activations",
+        g,
+        &[FusionKind::Bias, FusionKind::Activation, FusionKind::Activation],
+        &calls,
+        1e-5,
+    );
+}
+
+/// A convolution then hardswish; a clamped convolution then sigmoid.
+#[test]
+fn convolutions_take_activations() {
+    let mut g = GraphBuilder::new();
+    let x = g.tensor(DType::F32, &[1, 3, 9, 7]);
+    let w = g.constant(DType::F32, &[4, 3, 3, 3], &f32_bytes(&data(108, 15)));
+    let bias = g.constant(DType::F32, &[4], &f32_bytes(&data(4, 16)));
+    let w2 = g.constant(DType::F32, &[4, 1, 3, 3], &f32_bytes(&data(36, 17)));
+    let (ones, zeros, f, groups, dw) = (g.int_list(&[1, 1]), g.int_list(&[0, 0]), g.bool(false), g.int(1), g.int(4));
+    let (lo, none) = (g.double(-0.25), g.null());
+    let t: Vec<_> = (0..4).map(|_| g.tensor(DType::F32, &[1, 4, 9, 7])).collect();
+    g.op("aten.convolution.default", &[x, w, bias, ones, ones, ones, f, zeros, groups, t[0]])
+        .op("aten.hardswish.default", &[t[0], t[1]])
+        .op("et_vk.conv_with_clamp.default", &[t[1], w2, none, ones, ones, ones, f, zeros, dw, lo, none, t[2]])
+        .op("aten.sigmoid.default", &[t[2], t[3]]);
+    g.inputs(&[x]).outputs(&[t[3]]);
+    let calls = vec![vec![Tensor::from_f32(&[1, 3, 9, 7], &data(189, 18))]];
+    check("convolution_activations", g, &[FusionKind::Activation, FusionKind::Activation], &calls, 1e-5);
+}
+
+/// Three linears (with biases) of identical views of one input, as
+/// exported: one dispatch writing Q, K and V. Runs at 8 rows (tiled) and
+/// at 3 (matrix-vector route).
+#[test]
+fn qkv_linears_are_one_dispatch() {
+    let k = 32u64;
+    let mut g = GraphBuilder::new();
+    let x = g.tensor(DType::F32, &[1, 8, k]);
+    let mut outs = Vec::new();
+    for (j, n) in [32u64, 16, 16].into_iter().enumerate() {
+        let size = g.int_list(&[-1, k as i64]);
+        let xv = g.tensor(DType::F32, &[8, k]);
+        let w = g.constant(DType::F32, &[n, k], &f32_bytes(&data((n * k) as usize, 20 + j as u32)));
+        let b = g.constant(DType::F32, &[n], &f32_bytes(&data(n as usize, 30 + j as u32)));
+        let y = g.tensor(DType::F32, &[8, n]);
+        g.op("aten.view_copy.default", &[x, size, xv]).op("aten.linear.default", &[xv, w, b, y]);
+        outs.push(y);
+    }
+    g.inputs(&[x]).outputs(&outs);
+    let calls: Vec<Vec<Tensor>> =
+        [8u64, 3].iter().map(|&s| vec![Tensor::from_f32(&[1, s, k], &data((s * k) as usize, 40))]).collect();
+    // 1e-5: at 3 rows the unfused linears take the dense GEMV
+    // (`linear_gemv.wgsl`), which sums K in another order than the fused
+    // kernel.
+    check("qkv_fp32", g, &[FusionKind::Qkv], &calls, 1e-5);
+}
+
+/// Packed 4-bit weights `[n, k/2]` and their `[k/group, n]` scales.
+fn q4_weight(
+    g: &mut GraphBuilder,
+    n: u64,
+    k: u64,
+    group: u64,
+    seed: u32,
+) -> (etwgpu_format::ValueId, etwgpu_format::ValueId) {
+    let bytes: Vec<u8> = data((n * k / 2) as usize, seed).iter().map(|v| ((v + 2.0) * 63.0) as u8).collect();
+    let scales: Vec<f32> = data((k / group * n) as usize, seed + 1).iter().map(|v| v * 0.05).collect();
+    let w = g.constant(DType::U8, &[n, k / 2], &bytes);
+    let s = g.constant(DType::F32, &[k / group, n], &f32_bytes(&scales));
+    (w, s)
+}
+
+/// Three `et_vk.linear_q4gsw` of one input: one dispatch. (K = 48 with
+/// groups of 16: shapes the fast 4-bit routes do not take, so the fused
+/// kernel runs; where they do, the fused op lowers to one fast dispatch
+/// per projection, which `fused_q4_qkv_on_fast_shapes_matches` checks.)
+#[test]
+fn q4gsw_qkv_linears_are_one_dispatch() {
+    let k = 48u64;
+    let mut g = GraphBuilder::new();
+    let x = g.tensor(DType::F32, &[1, 6, k]);
+    let (gs, none) = (g.int(16), g.null());
+    let mut outs = Vec::new();
+    for (j, n) in [64u64, 32, 32].into_iter().enumerate() {
+        let (w, s) = q4_weight(&mut g, n, k, 16, 50 + 2 * j as u32);
+        let y = g.tensor(DType::F32, &[1, 6, n]);
+        g.op("et_vk.linear_q4gsw.default", &[x, w, s, gs, none, y]);
+        outs.push(y);
+    }
+    g.inputs(&[x]).outputs(&outs);
+    let calls: Vec<Vec<Tensor>> =
+        [6u64, 1].iter().map(|&s| vec![Tensor::from_f32(&[1, s, k], &data((s * k) as usize, 60))]).collect();
+    check("qkv_q4gsw", g, &[FusionKind::Qkv], &calls, 1e-6);
+}
+
+/// `silu(gate(x)) * up(x)` as the Llama export writes it: both linears
+/// read identical views of `x`, their outputs are viewed back, then
+/// sigmoid, mul, mul. Runs at 7 rows (tiled) and 2 (matrix-vector).
+#[test]
+fn swiglu_is_one_dispatch() {
+    let (k, n) = (32u64, 48u64);
+    let mut g = GraphBuilder::new();
+    let x = g.tensor(DType::F32, &[1, 7, k]);
+    let mut views = Vec::new();
+    for j in 0..2u32 {
+        let size = g.int_list(&[-1, k as i64]);
+        let xv = g.tensor(DType::F32, &[7, k]);
+        let w = g.constant(DType::F32, &[n, k], &f32_bytes(&data((n * k) as usize, 70 + j)));
+        let none = g.null();
+        let y = g.tensor(DType::F32, &[7, n]);
+        let back = g.int_list(&[1, -1, n as i64]);
+        let yv = g.tensor(DType::F32, &[1, 7, n]);
+        g.op("aten.view_copy.default", &[x, size, xv])
+            .op("aten.linear.default", &[xv, w, none, y])
+            .op("aten.view_copy.default", &[y, back, yv]);
+        views.push(yv);
+    }
+    let (s, a, out) =
+        (g.tensor(DType::F32, &[1, 7, n]), g.tensor(DType::F32, &[1, 7, n]), g.tensor(DType::F32, &[1, 7, n]));
+    g.op("aten.sigmoid.default", &[views[0], s])
+        .op("aten.mul.Tensor", &[views[0], s, a])
+        .op("aten.mul.Tensor", &[a, views[1], out]);
+    g.inputs(&[x]).outputs(&[out]);
+    let calls: Vec<Vec<Tensor>> =
+        [7u64, 2].iter().map(|&s| vec![Tensor::from_f32(&[1, s, k], &data((s * k) as usize, 80))]).collect();
+    check("swiglu_fp32", g, &[FusionKind::Swiglu], &calls, 1e-5);
+}
+
+/// Where the fast 4-bit routes apply (K and the group multiples of 32), the
+/// fused QKV op runs one fast dispatch per projection: same outputs as the
+/// unfused method, on the GEMV (1 row) and the tiled GEMM (70 rows).
+#[test]
+fn fused_q4_qkv_on_fast_shapes_matches() {
+    let k = 64u64;
+    let mut g = GraphBuilder::new();
+    let x = g.tensor(DType::F32, &[1, 70, k]);
+    let (gs, none) = (g.int(32), g.null());
+    let mut outs = Vec::new();
+    for (j, n) in [64u64, 32, 32].into_iter().enumerate() {
+        let (w, s) = q4_weight(&mut g, n, k, 32, 150 + 2 * j as u32);
+        let y = g.tensor(DType::F32, &[1, 70, n]);
+        g.op("et_vk.linear_q4gsw.default", &[x, w, s, gs, none, y]);
+        outs.push(y);
+    }
+    g.inputs(&[x]).outputs(&outs);
+    let p = program(g);
+    assert_eq!(fused(&p).fusions.iter().filter(|f| f.kind == FusionKind::Qkv).count(), 1);
+    let Some(rt) = crate::runtime() else { return };
+    let mut on = rt.load_with(&p, "forward", &LoadOptions { fuse: true }).expect("fused loads");
+    let mut off = rt.load_with(&p, "forward", &LoadOptions { fuse: false }).expect("unfused loads");
+    for rows in [1u64, 70] {
+        let inputs = vec![Tensor::from_f32(&[1, rows, k], &data((rows * k) as usize, 160))];
+        let (a, b) = (on.run(&inputs).expect("fused runs"), off.run(&inputs).expect("unfused runs"));
+        for (x, y) in a.iter().zip(&b) {
+            assert_eq!(x.bytes, y.bytes, "{rows} rows: the same kernels give the same bits");
+        }
+    }
+}
+
+/// SwiGLU of two `et_vk.linear_q4gsw`, the product's operands swapped.
+#[test]
+fn q4gsw_swiglu_is_one_dispatch() {
+    let (k, n) = (64u64, 32u64);
+    let mut g = GraphBuilder::new();
+    let x = g.tensor(DType::F32, &[1, 5, k]);
+    let (gs, none) = (g.int(32), g.null());
+    let mut ys = Vec::new();
+    for j in 0..2u32 {
+        let (w, s) = q4_weight(&mut g, n, k, 32, 90 + 2 * j);
+        let y = g.tensor(DType::F32, &[1, 5, n]);
+        g.op("et_vk.linear_q4gsw.default", &[x, w, s, gs, none, y]);
+        ys.push(y);
+    }
+    let (s, a, out) =
+        (g.tensor(DType::F32, &[1, 5, n]), g.tensor(DType::F32, &[1, 5, n]), g.tensor(DType::F32, &[1, 5, n]));
+    g.op("aten.sigmoid.default", &[ys[0], s])
+        .op("aten.mul.Tensor", &[s, ys[0], a])
+        .op("aten.mul.Tensor", &[ys[1], a, out]);
+    g.inputs(&[x]).outputs(&[out]);
+    let calls: Vec<Vec<Tensor>> =
+        [5u64, 1].iter().map(|&s| vec![Tensor::from_f32(&[1, s, k], &data((s * k) as usize, 100))]).collect();
+    check("swiglu_q4gsw", g, &[FusionKind::Swiglu], &calls, 1e-5);
+}
+
+/// An intermediate read outside the group, or a graph output, stays.
+#[test]
+fn shared_or_output_intermediates_are_not_fused() {
+    let build = |second_reader: bool| {
+        let mut g = GraphBuilder::new();
+        let x = g.tensor(DType::F32, &[8]);
+        let (t, u, v) = (g.tensor(DType::F32, &[8]), g.tensor(DType::F32, &[8]), g.tensor(DType::F32, &[8]));
+        g.op("aten.relu.default", &[x, t]).op("aten.neg.default", &[t, u]);
+        if second_reader {
+            g.op("aten.exp.default", &[t, v]);
+            g.inputs(&[x]).outputs(&[u, v]);
+        } else {
+            g.inputs(&[x]).outputs(&[t, u]);
+        }
+        program(g)
+    };
+    for second_reader in [true, false] {
+        let p = build(second_reader);
+        let f = fused(&p);
+        assert!(f.fusions.is_empty(), "{:?}", f.fusions);
+        assert_eq!(f.graph.chain, graph(&p).chain);
+    }
+}
+
+/// Fusion is deterministic, keeps graph inputs, outputs and value ids, and
+/// the values it removes are not allocated by the memory planner.
+#[test]
+fn fused_fixtures_plan_without_the_removed_intermediates() {
+    let p = Program::open(crate::fixtures_dir().join("llama_tiny_fp32/model.pte")).expect("fixture");
+    let g = graph(&p);
+    let f = fused(&p);
+    assert_eq!(f.summary(), fused(&p).summary());
+    assert_eq!(etwgpu_graph::describe(&f.graph), etwgpu_graph::describe(&fused(&p).graph));
+    assert_eq!((&f.graph.input_ids, &f.graph.output_ids), (&g.input_ids, &g.output_ids));
+    assert_eq!(f.graph.values[..g.values.len()], g.values[..]);
+    let plain = etwgpu_graph::lower_at_max(g, 0).expect("lowers");
+    let lowered = etwgpu_graph::lower_at_max(&f.graph, 0).expect("fused lowers");
+    let plan = etwgpu_graph::plan_graph(&f.graph, &lowered.steps).expect("plans");
+    let touched = |steps: &[etwgpu_kernels::Step]| {
+        let mut vs = std::collections::BTreeSet::new();
+        for s in steps {
+            match s {
+                etwgpu_kernels::Step::Dispatch(d) => vs.extend(d.inputs.iter().chain(&d.outputs).copied()),
+                etwgpu_kernels::Step::Alias { out, src } => vs.extend([*out, *src]),
+                etwgpu_kernels::Step::Prepack { out, .. } => {
+                    vs.insert(*out);
+                }
+                _ => {}
+            }
+        }
+        vs
+    };
+    let removed: Vec<_> = touched(&plain.steps).difference(&touched(&lowered.steps)).copied().collect();
+    assert!(removed.len() >= 10, "fusion removes intermediates: {removed:?}");
+    for v in removed {
+        assert_eq!(plan.placement(v), None, "%{} is removed by fusion but planned", v.0);
+    }
+    assert!(plan.planned_bytes() < etwgpu_graph::plan_graph(g, &plain.steps).expect("plans").planned_bytes());
+}
