@@ -31,15 +31,17 @@ for part in $parts; do
     .device/etwgpu devices --json --bandwidth > "$OUT/bandwidth.json"
     tail -1 "$OUT/bandwidth.json"
     log "fixture goldens"
-    python3 tools/device/goldens.py .device/etwgpu test_data/fixtures /tmp/gold > "$OUT/goldens.txt" 2>&1
+    timeout 90 python3 tools/device/goldens.py .device/etwgpu test_data/fixtures /tmp/gold > "$OUT/goldens.txt" 2>&1
     tail -3 "$OUT/goldens.txt"
     log "synthetic Llama-3.2-1B shape, 4-bit"
-    timeout 300 .device/llm_bench --model 1b --weights q4 --prompts 128,512,1024,2048,4096,8192 \
-      --contexts 128,512,2048,8192 --steps 64 --repeats 3 --json "$OUT/etwgpu_1b_q4.json" 2>&1 | tail -30
+    timeout 200 .device/llm_bench --model 1b --weights q4 --prompts 128,512,1024,2048 \
+      --contexts 128,512,2048 --steps 64 --repeats 3 --json "$OUT/etwgpu_1b_q4.json" 2>&1 | tail -30
+    timeout 150 .device/llm_bench --model 1b --weights q4 --prompts 4096,8192 \
+      --contexts 8192 --steps 64 --repeats 3 --json "$OUT/etwgpu_1b_q4_long.json" 2>&1 | tail -12
     log "synthetic SmolLM2-135M shape, 4-bit and fp32"
-    timeout 90 .device/llm_bench --model smollm2 --weights q4 --prompts 128,511 --contexts 128,256 \
+    timeout 60 .device/llm_bench --model smollm2 --weights q4 --prompts 128,511 --contexts 128,256 \
       --steps 64 --repeats 3 --json "$OUT/etwgpu_smollm2_q4.json" 2>&1 | tail -12
-    timeout 90 .device/llm_bench --model smollm2 --weights fp32 --prompts 128,511 --contexts 128,256 \
+    timeout 60 .device/llm_bench --model smollm2 --weights fp32 --prompts 128,511 --contexts 128,256 \
       --steps 64 --repeats 3 --json "$OUT/etwgpu_smollm2_fp32.json" 2>&1 | tail -12
     ;;
   peers)

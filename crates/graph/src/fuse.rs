@@ -8,6 +8,10 @@
 //! fusion removes are touched by no step, so the memory planner never
 //! allocates them. The passes, in order:
 //!
+//! 0. **Duplicate ops**: an op that repeats an earlier one (same name, same
+//!    inputs, same argument literals; `choose_qparams_affine` of one
+//!    activation before each 8da4w linear) is dropped and its results'
+//!    readers read the earlier op's.
 //! 1. **SwiGLU**: `mul(mul(g, sigmoid(g)), u)` where `g` and `u` are
 //!    linears (`aten.linear` or `et_vk.linear_q4gsw`, optionally through a
 //!    view) of one input: `etwgpu.linear_swiglu` / `_q4gsw_swiglu`.
@@ -42,6 +46,10 @@ use etwgpu_kernels::OpId;
 use etwgpu_kernels::ops::elementwise::{BinaryOp, UnaryOp};
 use etwgpu_kernels::ops::fused::{Epilogue, Expr, FUSED_MAX_INPUTS, Inst, Operand};
 
+/// Most ops in one fused elementwise kernel (so a long chain does not
+/// become one huge shader).
+const MAX_FUSED_OPS: usize = 32;
+
 /// Storage buffers per shader stage that [`FuseOptions::default`] assumes:
 /// what desktop and Apple GPUs offer at least. A QKV kernel needs 10.
 pub const DEFAULT_MAX_STORAGE_BUFFERS: u32 = 16;
@@ -64,6 +72,8 @@ impl Default for FuseOptions {
 /// What one fusion matched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum FusionKind {
+    /// An op computing what an earlier one did.
+    Duplicate,
     /// Gate and up linears with SiLU and the product.
     Swiglu,
     /// Three linears of one input.
@@ -82,6 +92,7 @@ impl FusionKind {
     /// Short name, for reports.
     pub const fn name(self) -> &'static str {
         match self {
+            FusionKind::Duplicate => "duplicate op",
             FusionKind::Swiglu => "swiglu",
             FusionKind::Qkv => "qkv",
             FusionKind::Bias => "bias",
@@ -129,7 +140,8 @@ impl Fused {
 
 /// Rewrites `graph` (see the module docs). Deterministic; ops the kernel
 /// table does not know are left alone and fused around, and a graph that
-/// does not lower at its declared shapes is returned as it is.
+/// does not lower at its declared shapes (or whose fused chain would not)
+/// is returned as it is.
 pub fn fuse(graph: &VkGraph, options: &FuseOptions) -> Fused {
     // Only a graph that lowers as exported is rewritten: its errors keep
     // naming the exported ops, and every op a pattern looks at has passed
@@ -138,11 +150,17 @@ pub fn fuse(graph: &VkGraph, options: &FuseOptions) -> Fused {
         return Fused { graph: graph.clone(), fusions: Vec::new() };
     }
     let mut rw = Rewriter { g: graph.clone(), options: *options, fusions: Vec::new() };
+    rw.duplicates();
     rw.swiglu();
     rw.qkv();
     rw.epilogues();
     rw.elementwise();
     rw.dead_ops();
+    // A fused chain that does not lower where the exported one did would
+    // be a bug in a pattern; the model then runs as exported.
+    if crate::lower::lower_at_max(&rw.g, 0).is_err() {
+        return Fused { graph: graph.clone(), fusions: Vec::new() };
+    }
     Fused { graph: rw.g, fusions: rw.fusions }
 }
 
@@ -290,6 +308,9 @@ struct Linear {
     out: ValueId,
 }
 
+/// An op the duplicate pass kept: its index and its (renamed) arguments.
+type Kept = (usize, Vec<ValueId>);
+
 fn sorted(mut v: Vec<usize>) -> Vec<usize> {
     v.sort_unstable();
     v.dedup();
@@ -381,16 +402,22 @@ impl Rewriter {
             && self.tensor(a).map(|t| (t.dtype, &t.dims)) == self.tensor(b).map(|t| (t.dtype, &t.dims))
     }
 
-    /// Two argument values are equal literals (or the same value).
+    /// Two argument values are equal literals (or the same value); lists
+    /// are equal when their items are the same values or equal scalars.
     fn same_literal(&self, a: ValueId, b: ValueId) -> bool {
-        a == b
-            || match (self.g.value(a), self.g.value(b)) {
-                (VkValue::SymInt(_), _) | (_, VkValue::SymInt(_)) | (VkValue::Tensor(_), _) => false,
-                (VkValue::ValueList(x), VkValue::ValueList(y)) => {
-                    x.len() == y.len() && x.iter().zip(y).all(|(&p, &q)| self.same_literal(p, q))
+        let scalar = |a: ValueId, b: ValueId| {
+            a == b
+                || match (self.g.value(a), self.g.value(b)) {
+                    (VkValue::SymInt(_) | VkValue::Tensor(_) | VkValue::ValueList(_), _) => false,
+                    (x, y) => x == y,
                 }
-                (x, y) => x == y,
+        };
+        match (self.g.value(a), self.g.value(b)) {
+            (VkValue::ValueList(x), VkValue::ValueList(y)) if a != b => {
+                x.len() == y.len() && x.iter().zip(y).all(|(&p, &q)| scalar(p, q))
             }
+            _ => scalar(a, b),
+        }
     }
 
     /// The linear at op `i`, if a fusion can take it.
@@ -399,9 +426,11 @@ impl Rewriter {
         let rank2 = |v: ValueId| self.dims(v).is_some_and(|d| d.len() == 2);
         match (self.op(i)?, args) {
             (OpId::Linear, &[input, w, b, out]) => {
+                // The fused kernels take a bias of exactly `[N]`.
+                let n = self.dims(w).and_then(|d| d.first().copied());
                 let bias_ok = match self.g.value(b) {
                     VkValue::Null => true,
-                    VkValue::Tensor(t) => t.dims.len() == 1,
+                    VkValue::Tensor(t) => Some(t.dims.as_slice()) == n.as_ref().map(std::slice::from_ref),
                     _ => false,
                 };
                 (rank2(w) && bias_ok && self.float(input).is_some()).then_some(Linear {
@@ -453,6 +482,97 @@ impl Rewriter {
             VkValue::Tensor(_) => !u.mutable[v.idx()],
             _ => true,
         }
+    }
+
+    // 0. Duplicate ops.
+
+    fn duplicates(&mut self) {
+        let u = Uses::new(&self.g);
+        // Values read in place of the results of dropped duplicates, and
+        // the lists rebuilt with them.
+        let mut rename: BTreeMap<ValueId, ValueId> = BTreeMap::new();
+        let mut lists: BTreeMap<ValueId, ValueId> = BTreeMap::new();
+        // Per op name and first argument: the pure ops kept so far, with
+        // their renamed arguments.
+        let mut kept: BTreeMap<(String, ValueId), Vec<Kept>> = BTreeMap::new();
+        let mut edits = BTreeMap::new();
+        for i in 0..self.g.chain.len() {
+            let call = self.g.chain[i].clone();
+            let n = call.args.len();
+            let mut args = call.args.clone();
+            for a in args.iter_mut().take(n.saturating_sub(1)) {
+                if let Some(&r) = rename.get(a) {
+                    *a = r;
+                } else if let VkValue::ValueList(items) = self.g.value(*a)
+                    && items.iter().any(|v| rename.contains_key(v))
+                {
+                    let renamed: Vec<ValueId> = items.iter().map(|v| *rename.get(v).unwrap_or(v)).collect();
+                    let list = *lists.entry(*a).or_insert_with(|| {
+                        self.g.values.push(VkValue::ValueList(renamed));
+                        ValueId(self.g.values.len() as u32 - 1)
+                    });
+                    *a = list;
+                }
+            }
+            let pure = self.op(i).is_some_and(|op| op.mutated_args().is_empty()) && n > 0;
+            let key = (call.name.clone(), args.first().copied().unwrap_or(ValueId(0)));
+            let earlier = kept.get(&key).and_then(|js| {
+                js.iter()
+                    .find(|(j, first)| pure && self.repeats(&u, &call, &args, &self.g.chain[*j], first))
+                    .map(|p| p.0)
+            });
+            match earlier {
+                Some(j) => {
+                    let (ours, theirs) = (outputs_of(&self.g, &call), outputs_of(&self.g, &self.g.chain[j]));
+                    rename.extend(ours.into_iter().zip(theirs));
+                    self.record(FusionKind::Duplicate, &[i], "");
+                    edits.insert(i, Edit::Remove);
+                }
+                None => {
+                    if pure {
+                        kept.entry(key).or_default().push((i, args.clone()));
+                    }
+                    if args != call.args {
+                        edits.insert(i, Edit::Replace(vec![OpCall { args, ..call }]));
+                    }
+                }
+            }
+        }
+        self.apply(edits);
+    }
+
+    /// The op `call`, with arguments `args` (inputs renamed), computes what
+    /// the earlier `first` (with `first_args`) does: same name, the same
+    /// input values or equal literals, results of the same kinds, shapes
+    /// and dtypes that may disappear (and no reader of a result list).
+    fn repeats(&self, u: &Uses, call: &OpCall, args: &[ValueId], first: &OpCall, first_args: &[ValueId]) -> bool {
+        let n = args.len();
+        if first.name != call.name || first_args.len() != n || n == 0 {
+            return false;
+        }
+        let last = args[n - 1];
+        if matches!(self.g.value(last), VkValue::ValueList(_)) && !u.readers[last.idx()].is_empty() {
+            return false;
+        }
+        let inputs_same = args[..n - 1].iter().zip(&first_args[..n - 1]).all(|(&a, &b)| {
+            a == b
+                || match (self.g.value(a), self.g.value(b)) {
+                    (VkValue::ValueList(x), VkValue::ValueList(y)) => x == y,
+                    _ => self.same_literal(a, b),
+                }
+        });
+        let inputs_stable = inputs_of(&self.g, call).iter().all(|&v| !u.mutable[v.idx()]);
+        let (ours, theirs) = (outputs_of(&self.g, call), outputs_of(&self.g, first));
+        let outputs_alike = ours.len() == theirs.len()
+            && ours.iter().zip(&theirs).all(|(&a, &b)| {
+                let shape = |v: ValueId| match self.g.value(v) {
+                    VkValue::Tensor(t) => Some((Some(t.dtype), t.dims.clone())),
+                    VkValue::SymInt(_) => Some((None, Vec::new())),
+                    _ => None,
+                };
+                u.removable(a) && !u.mutable[b.idx()] && shape(a).is_some() && shape(a) == shape(b)
+            });
+        inputs_same && inputs_stable && outputs_alike
     }
 
     // 1. SwiGLU.
@@ -520,6 +640,10 @@ impl Rewriter {
         let lg = self.linear(u.producer[g.idx()]?)?;
         let lu = self.linear(u.producer[up.idx()]?)?;
         if lg.idx == lu.idx || lg.out != g || lu.out != up || !self.compatible(u, &lg, &lu) {
+            return None;
+        }
+        // 4-bit gate and up weights share one packing.
+        if lg.q4 && (self.dims(lg.w) != self.dims(lu.w) || self.dims(lg.b) != self.dims(lu.b)) {
             return None;
         }
         // Shapes: the product has the gate's and the up's shape.
@@ -898,7 +1022,7 @@ impl Rewriter {
                         continue;
                     }
                     let trial: BTreeSet<usize> = members.union(&groups[&p]).copied().collect();
-                    if inputs_of_group(self, &trial).len() <= max_inputs {
+                    if trial.len() <= MAX_FUSED_OPS && inputs_of_group(self, &trial).len() <= max_inputs {
                         members = trial;
                         groups.remove(&p);
                         grew = true;

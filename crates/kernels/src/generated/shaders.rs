@@ -8658,14 +8658,15 @@ fn main(
 
 /// `rms_norm.wgsl` with `Elem = f32`.
 pub const RMS_NORM_F32: &str = r#"//! RMS norm over the last `n` elements of each row (`et_vk.rms_norm`):
-//! `out = x / sqrt(mean(x^2) + eps) * weight`. One invocation per row, in
-//! f32.
+//! `out = x / sqrt(mean(x^2) + eps) * weight`. One workgroup per row: its
+//! invocations sum the squares of a strided share of the row, the partial
+//! sums meet in shared memory, then each scales its share. f32 math.
 // variants: f32 f16
 
 alias Elem = f32;
 
-/// Invocations per workgroup (the host sizes its grid for 64).
-override WG: u32 = 64u;
+/// Invocations per workgroup; the reduction assumes a power of two.
+const WG: u32 = 256u;
 
 struct Params {
     rows: u32,
@@ -8679,20 +8680,35 @@ struct Params {
 @group(0) @binding(2) var<storage, read> weight: array<Elem>;
 @group(0) @binding(3) var<storage, read_write> out: array<Elem>;
 
+var<workgroup> partial: array<f32, WG>;
+
 @compute @workgroup_size(WG)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let r = gid.x + gid.y * nwg.x * WG;
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let r = wid.y * groups.x + wid.x;
+    // Workgroup-uniform: either every invocation of a group returns or none.
     if r >= p.rows {
         return;
     }
     let base = r * p.n;
     var sq = 0.0;
-    for (var j = 0u; j < p.n; j++) {
+    for (var j = lid; j < p.n; j += WG) {
         let v = f32(x[base + j]);
         sq += v * v;
     }
-    let rstd = inverseSqrt(sq / f32(p.n) + p.eps);
-    for (var j = 0u; j < p.n; j++) {
+    partial[lid] = sq;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            partial[lid] += partial[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    let rstd = inverseSqrt(partial[0] / f32(p.n) + p.eps);
+    for (var j = lid; j < p.n; j += WG) {
         out[base + j] = Elem(f32(x[base + j]) * rstd * f32(weight[j]));
     }
 }
@@ -8702,14 +8718,15 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 pub const RMS_NORM_F16: &str = r#"enable f16;
 
 //! RMS norm over the last `n` elements of each row (`et_vk.rms_norm`):
-//! `out = x / sqrt(mean(x^2) + eps) * weight`. One invocation per row, in
-//! f32.
+//! `out = x / sqrt(mean(x^2) + eps) * weight`. One workgroup per row: its
+//! invocations sum the squares of a strided share of the row, the partial
+//! sums meet in shared memory, then each scales its share. f32 math.
 // variants: f32 f16
 
 alias Elem = f16;
 
-/// Invocations per workgroup (the host sizes its grid for 64).
-override WG: u32 = 64u;
+/// Invocations per workgroup; the reduction assumes a power of two.
+const WG: u32 = 256u;
 
 struct Params {
     rows: u32,
@@ -8723,20 +8740,35 @@ struct Params {
 @group(0) @binding(2) var<storage, read> weight: array<Elem>;
 @group(0) @binding(3) var<storage, read_write> out: array<Elem>;
 
+var<workgroup> partial: array<f32, WG>;
+
 @compute @workgroup_size(WG)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let r = gid.x + gid.y * nwg.x * WG;
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let r = wid.y * groups.x + wid.x;
+    // Workgroup-uniform: either every invocation of a group returns or none.
     if r >= p.rows {
         return;
     }
     let base = r * p.n;
     var sq = 0.0;
-    for (var j = 0u; j < p.n; j++) {
+    for (var j = lid; j < p.n; j += WG) {
         let v = f32(x[base + j]);
         sq += v * v;
     }
-    let rstd = inverseSqrt(sq / f32(p.n) + p.eps);
-    for (var j = 0u; j < p.n; j++) {
+    partial[lid] = sq;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            partial[lid] += partial[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    let rstd = inverseSqrt(partial[0] / f32(p.n) + p.eps);
+    for (var j = lid; j < p.n; j += WG) {
         out[base + j] = Elem(f32(x[base + j]) * rstd * f32(weight[j]));
     }
 }

@@ -127,7 +127,7 @@ impl fmt::Display for Expr {
 
 impl Expr {
     /// Parses the text form; the reason on failure.
-    pub fn parse(text: &str) -> std::result::Result<Self, &'static str> {
+    pub(crate) fn parse(text: &str) -> std::result::Result<Self, &'static str> {
         let mut insts = Vec::new();
         for part in text.split(';') {
             let j = insts.len();
@@ -290,7 +290,7 @@ impl Epilogue {
     pub const NONE: Epilogue = Epilogue { op: UnaryOp::Copy, p0: 0.0, p1: 0.0 };
 
     /// Parses the text form; the reason on failure.
-    pub fn parse(text: &str) -> std::result::Result<Self, &'static str> {
+    pub(crate) fn parse(text: &str) -> std::result::Result<Self, &'static str> {
         match Expr::parse(text)?.insts[..] {
             [Inst::Unary { op, x: Operand::Input(0), p }] => Ok(Epilogue { op, p0: p[0], p1: p[1] }),
             _ => Err("an activation is one unary op on x0"),

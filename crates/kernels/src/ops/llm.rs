@@ -9,8 +9,7 @@
 use crate::error::{Error, Result};
 use crate::generated::shaders::Family;
 use crate::plan::{
-    Ctx, Dispatch, Lowered, Step, TensorInfo, Uniform, WG_ELEMENTWISE, WG_ROWS, float_shader, grid_1d, same_dtype,
-    to_u32,
+    Ctx, Dispatch, Lowered, Step, TensorInfo, Uniform, WG_ELEMENTWISE, float_shader, grid_1d, same_dtype, to_u32,
 };
 
 fn shape_err(arg_idx: usize, name: &'static str, expected: String, t: &TensorInfo<'_>) -> Error {
@@ -42,7 +41,12 @@ pub fn rms_norm(c: &Ctx<'_>) -> Result<Lowered> {
             inputs: vec![x.id, weight.id],
             outputs: vec![out.id],
             params,
-            workgroups: grid_1d(rows, WG_ROWS)?,
+            // One workgroup per row, folded into x and y.
+            workgroups: [
+                to_u32("workgroups", rows.min(MAX_GROUPS_PER_DIM))?,
+                to_u32("workgroups", rows.div_ceil(MAX_GROUPS_PER_DIM))?,
+                1,
+            ],
         }));
     }
     Ok(Lowered { shapes: vec![(out.id, x.shape.to_vec())], steps })

@@ -1,4 +1,4 @@
-//! Fusion (`etwgpu_graph::fuse`, on by default): for each kind of fusion a
+//! Fusion (`etwgpu_graph::fuse`, on by default): for each kind of rewrite a
 //! crafted graph is fused, the rewritten chain is snapshotted (insta,
 //! deterministic text), and the fused and unfused methods run on the same
 //! inputs, at the declared shapes and at smaller live shapes, must agree
@@ -223,10 +223,10 @@ fn qkv_linears_are_one_dispatch() {
     g.inputs(&[x]).outputs(&outs);
     let calls: Vec<Vec<Tensor>> =
         [8u64, 3].iter().map(|&s| vec![Tensor::from_f32(&[1, s, k], &data((s * k) as usize, 40))]).collect();
-    // 1e-5: at 3 rows the unfused linears take the dense GEMV
-    // (`linear_gemv.wgsl`), which sums K in another order than the fused
-    // kernel.
-    check("qkv_fp32", g, &[FusionKind::Qkv], &calls, 1e-5);
+    // The views repeat each other: two go as duplicates. 1e-5: at 3 rows
+    // the unfused linears take the dense GEMV (`linear_gemv.wgsl`), which
+    // sums K in another order than the fused kernel.
+    check("qkv_fp32", g, &[FusionKind::Duplicate, FusionKind::Duplicate, FusionKind::Qkv], &calls, 1e-5);
 }
 
 /// Packed 4-bit weights `[n, k/2]` and their `[k/group, n]` scales.
@@ -297,7 +297,7 @@ fn swiglu_is_one_dispatch() {
     g.inputs(&[x]).outputs(&[out]);
     let calls: Vec<Vec<Tensor>> =
         [7u64, 2].iter().map(|&s| vec![Tensor::from_f32(&[1, s, k], &data((s * k) as usize, 80))]).collect();
-    check("swiglu_fp32", g, &[FusionKind::Swiglu], &calls, 1e-5);
+    check("swiglu_fp32", g, &[FusionKind::Duplicate, FusionKind::Swiglu], &calls, 1e-5);
 }
 
 /// Where the fast 4-bit routes apply (K and the group multiples of 32), the
@@ -354,6 +354,20 @@ fn q4gsw_swiglu_is_one_dispatch() {
     let calls: Vec<Vec<Tensor>> =
         [5u64, 1].iter().map(|&s| vec![Tensor::from_f32(&[1, s, k], &data((s * k) as usize, 100))]).collect();
     check("swiglu_q4gsw", g, &[FusionKind::Swiglu], &calls, 1e-5);
+}
+
+/// `exp(x) + exp(x)`: the second `exp` repeats the first and goes; the
+/// sum then reads one value twice and fuses with it.
+#[test]
+fn duplicate_ops_are_dropped() {
+    let mut g = GraphBuilder::new();
+    let x = g.tensor(DType::F32, &[2, 9]);
+    let (a, b, out, one) =
+        (g.tensor(DType::F32, &[2, 9]), g.tensor(DType::F32, &[2, 9]), g.tensor(DType::F32, &[2, 9]), g.int(1));
+    g.op("aten.exp.default", &[x, a]).op("aten.exp.default", &[x, b]).op("aten.add.Tensor", &[a, b, one, out]);
+    g.inputs(&[x]).outputs(&[out]);
+    let calls = vec![vec![Tensor::from_f32(&[2, 9], &data(18, 110))]];
+    check("duplicate_ops", g, &[FusionKind::Duplicate, FusionKind::Elementwise], &calls, 1e-6);
 }
 
 /// An intermediate read outside the group, or a graph output, stays.

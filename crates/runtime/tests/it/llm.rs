@@ -450,3 +450,28 @@ fn q4_linear_fast_routes_match_the_reference() {
         }
     }
 }
+
+/// RMS norm over rows longer than one workgroup (600 > 256 invocations)
+/// and more rows than one grid dimension's worth of small steps.
+#[test]
+fn rms_norm_over_long_rows() {
+    let (rows, n) = (5usize, 600usize);
+    let mut g = GraphBuilder::new();
+    let x = g.tensor(DType::F32, &[rows as u64, n as u64]);
+    let wv = data(n, 31);
+    let w = g.constant(DType::F32, &[n as u64], &f32_bytes(&wv));
+    let eps = g.double(1e-5);
+    let out = g.tensor(DType::F32, &[rows as u64, n as u64]);
+    g.op("et_vk.rms_norm.default", &[x, w, eps, out]).inputs(&[x]).outputs(&[out]);
+    let Some(mut method) = load(g) else { return };
+    let xv = data(rows * n, 32);
+    let outs = method.run(&[Tensor::from_f32(&[rows as u64, n as u64], &xv)]).expect("runs");
+    let want: Vec<f32> = (0..rows * n)
+        .map(|i| {
+            let row = &xv[i / n * n..][..n];
+            let ms = row.iter().map(|v| v * v).sum::<f32>() / n as f32;
+            xv[i] / (ms + 1e-5).sqrt() * wv[i % n]
+        })
+        .collect();
+    assert_close(&f32s(&outs[0]), &want, 1e-5, "rms_norm");
+}
