@@ -1194,12 +1194,18 @@ impl ShaderId {
             ShaderId::ReduceF16 => {
                 ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 256 }
             }
-            ShaderId::RmsNormF32 => {
-                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
-            }
-            ShaderId::RmsNormF16 => {
-                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
-            }
+            ShaderId::RmsNormF32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 3,
+                uniform_buffers: 1,
+                workgroup_bytes: 1024,
+            },
+            ShaderId::RmsNormF16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 3,
+                uniform_buffers: 1,
+                workgroup_bytes: 1024,
+            },
             ShaderId::RopeF32 => {
                 ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 0 }
             }
