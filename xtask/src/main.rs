@@ -7,7 +7,11 @@
 //!   or extra, or when a WGSL shader variant does not validate.
 //! - `cargo xtask tidy`: the layout and dependency rules of `STYLE.md`.
 //! - `cargo xtask ci`: everything CI runs (fmt, clippy, drift, tidy, tests,
-//!   bench build).
+//!   bench build, then the browser build and tests of `web-test`).
+//! - `cargo xtask web-build [--release]`: the wasm library and its
+//!   JavaScript bindings into `crates/web/www/pkg/`, for the demo page.
+//! - `cargo xtask web-test`: clippy for wasm32, the browser tests in
+//!   headless Chromium and the demo page end to end (see [`web`]).
 //! - `cargo xtask device-bundle`: release binaries and the Vulkan loader for
 //!   a run on the lent GPU machine (`tools/device/run.sh`).
 
@@ -15,6 +19,7 @@ mod codegen;
 mod device;
 mod fbs;
 mod tidy;
+mod web;
 mod wgsl;
 
 #[cfg(test)]
@@ -28,7 +33,9 @@ fn workspace_root() -> PathBuf {
 }
 
 fn usage() -> ExitCode {
-    eprintln!("usage: cargo xtask <codegen | check-wgsl | tidy | ci | device-bundle>");
+    eprintln!(
+        "usage: cargo xtask <codegen | check-wgsl | tidy | ci | device-bundle | web-build [--release] | web-test>"
+    );
     ExitCode::from(2)
 }
 
@@ -51,6 +58,9 @@ fn ci(root: &Path) -> Result<(), String> {
     run(cargo_cmd(&["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]).env("RUSTFLAGS", ""))?;
     run(&mut cargo_cmd(&["test", "--workspace"]))?;
     run(&mut cargo_cmd(&["bench", "--workspace", "--no-run"]))?;
+    let start = std::time::Instant::now();
+    web::test(root)?;
+    eprintln!("browser build and tests took {:.1} min", start.elapsed().as_secs_f64() / 60.0);
     Ok(())
 }
 
@@ -63,6 +73,8 @@ fn main() -> ExitCode {
         Some("tidy") => tidy::check(&root),
         Some("ci") => ci(&root),
         Some("device-bundle") => device::bundle(&root),
+        Some("web-build") => web::build(&root, args.get(1).is_some_and(|a| a == "--release")),
+        Some("web-test") => web::test(&root),
         _ => return usage(),
     };
     match result {

@@ -43,6 +43,34 @@ fn wgpu_outside_runtime_is_rejected() {
 }
 
 #[test]
+fn web_sits_on_llm_and_nothing_depends_on_it() {
+    let deps = "etwgpu-llm.workspace = true\netwgpu-runtime.workspace = true\nwasm-bindgen.workspace = true";
+    let ok = tidy::check_manifests(&[manifest("etwgpu-web", deps)]);
+    assert!(ok.is_empty(), "{ok:?}");
+    for user in ["etwgpu-llm", "etwgpu-cli"] {
+        let p = tidy::check_manifests(&[manifest(user, "etwgpu-web.workspace = true")]);
+        assert!(p.iter().any(|x| x.contains("etwgpu-web")), "{user}: {p:?}");
+    }
+    let p = tidy::check_manifests(&[manifest("etwgpu-web", "etwgpu-cli.workspace = true")]);
+    assert!(p.iter().any(|x| x.contains("etwgpu-cli")), "{p:?}");
+}
+
+#[test]
+fn javascript_glue_outside_web_is_rejected() {
+    let p = tidy::check_manifests(&[manifest("etwgpu-runtime", "wasm-bindgen = \"0.2\"\njs-sys = \"0.3\"")]);
+    assert_eq!(p.len(), 2, "{p:?}");
+    let wgpu = tidy::check_manifests(&[manifest("etwgpu-web", "wgpu = \"30\"")]);
+    assert!(wgpu.iter().any(|x| x.contains("wgpu")), "{wgpu:?}");
+}
+
+#[test]
+fn wasm_bindgen_version_is_read_from_the_lock_file() {
+    let lock = "[[package]]\nname = \"wasm-bindgen-futures\"\nversion = \"0.4.1\"\n\n[[package]]\nname = \"wasm-bindgen\"\nversion = \"0.2.130\"\n";
+    assert_eq!(crate::web::locked_wasm_bindgen(lock).as_deref(), Some("0.2.130"));
+    assert_eq!(crate::web::locked_wasm_bindgen(""), None);
+}
+
+#[test]
 fn dev_dependency_section_is_checked() {
     let m = tidy::parse_manifest("[package]\nname = \"etwgpu-format\"\n[dev-dependencies]\nnaga = \"30\"\n");
     let p = tidy::check_manifests(&[m]);
@@ -94,6 +122,26 @@ fn wgsl_conventions_are_enforced() {
     assert!(crate::wgsl::parse_family("x", "//! d\n// variants: f32\n".into()).is_err());
     assert!(crate::wgsl::parse_family("x", "//! d\n// variants: f64\nalias Elem = f32;\n".into()).is_err());
     assert!(crate::wgsl::parse_family("x", "//! d\n#define A\n// variants: f32\nalias Elem = f32;\n".into()).is_err());
+}
+
+#[test]
+fn shader_needs_are_read_and_checked_against_webgpu_limits() {
+    let storage: String =
+        (0..9).map(|i| format!("@group(0) @binding({i}) var<storage, read_write> b{i}: array<f32>;\n")).collect();
+    let uses: String = (0..9).map(|i| format!("    b{i}[0] = 0.0;\n")).collect();
+    let src = format!(
+        "{storage}override WG: u32 = 512u;\nvar<workgroup> t: array<f32, 8192>;\n\
+         @compute @workgroup_size(WG)\nfn main() {{\n{uses}    t[0] = 1.0;\n}}\n"
+    );
+    let needs = crate::wgsl::validate_source("big", &src).expect("valid WGSL");
+    assert_eq!(needs.workgroup_size, [512, 1, 1]);
+    assert_eq!((needs.storage_buffers, needs.uniform_buffers, needs.workgroup_bytes), (9, 0, 32768));
+    let over = crate::wgsl::over_webgpu_limits(&needs);
+    assert_eq!(over.len(), 4, "{over:?}");
+    let small =
+        crate::wgsl::validate_source("small", "@compute @workgroup_size(16, 16)\nfn main() {}\n").expect("valid");
+    assert_eq!(small.workgroup_size, [16, 16, 1]);
+    assert!(crate::wgsl::over_webgpu_limits(&small).is_empty());
 }
 
 #[test]

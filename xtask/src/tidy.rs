@@ -1,10 +1,13 @@
 //! Tidy checks: the layout and dependency rules of the house style.
 //!
 //! - workspace crates depend only downwards:
-//!   format, kernels < graph < runtime < llm < cli;
+//!   format, kernels < graph < runtime < llm < cli, web (the browser API;
+//!   nothing depends on `cli` or `web`);
 //! - `wgpu` only in `runtime` (and the `cli` binary, which drives it through
 //!   `runtime` only, so not even there), `flatbuffers` only in `format`,
-//!   `naga` only in `xtask` and as a `kernels` dev-dependency;
+//!   `naga` only in `xtask` and as a `kernels` dev-dependency; the
+//!   JavaScript glue (`wasm-bindgen`, `wasm-bindgen-futures`, `js-sys`,
+//!   `wasm-bindgen-test`) only in `web`;
 //! - no `build.rs`, no `mod.rs`, and every Rust file starts with `//!`.
 
 use std::collections::BTreeMap;
@@ -50,7 +53,7 @@ fn layer(name: &str) -> Option<u32> {
         "etwgpu-graph" => 1,
         "etwgpu-runtime" => 2,
         "etwgpu-llm" => 3,
-        "etwgpu-cli" => 4,
+        "etwgpu-cli" | "etwgpu-web" => 4,
         "xtask" => 0,
         _ => return None,
     })
@@ -65,6 +68,10 @@ const RESTRICTED: &[(&str, &str, &[&str])] = &[
     ("flatbuffers", "dev-dependencies", &["etwgpu-format"]),
     ("naga", "dependencies", &["xtask"]),
     ("naga", "dev-dependencies", &["etwgpu-kernels", "xtask"]),
+    ("wasm-bindgen", "dependencies", &["etwgpu-web"]),
+    ("wasm-bindgen-futures", "dependencies", &["etwgpu-web"]),
+    ("js-sys", "dependencies", &["etwgpu-web"]),
+    ("wasm-bindgen-test", "dev-dependencies", &["etwgpu-web"]),
 ];
 
 /// Checks the dependency rules over a set of manifests.

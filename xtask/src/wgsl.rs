@@ -5,7 +5,13 @@
 //! one `alias Elem = f32;` line. A variant is the source with that line
 //! replaced (plus `enable f16;` in front for `f16`); there is no other
 //! preprocessing. The variants become one `pub const` string each in
-//! `crates/kernels/src/generated/shaders.rs`, with a [`ShaderId`]-style index.
+//! `crates/kernels/src/generated/shaders.rs`, with a [`ShaderId`]-style index
+//! and what each needs of the device ([`Needs`]: workgroup size, bindings,
+//! workgroup memory), which the runtime checks against the adapter's limits
+//! at load. Every variant must fit WebGPU's guaranteed limits
+//! ([`WEBGPU_LIMITS`]), so it runs on any WebGPU device, browsers included,
+//! except the few the graph picks only where the device allows them
+//! ([`LIMIT_GATED`]).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -18,6 +24,94 @@ const SOURCE_DIR: &str = "crates/kernels/wgsl";
 const ELEM_LINE: &str = "alias Elem = f32;";
 /// Element types a variant may name.
 const KNOWN_VARIANTS: &[&str] = &["f32", "f16", "i32", "u32"];
+
+/// What one shader variant needs of the device, read by naga.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Needs {
+    /// `@workgroup_size` of `main`, overrides at their defaults.
+    pub workgroup_size: [u32; 3],
+    /// Storage buffers bound.
+    pub storage_buffers: u32,
+    /// Uniform buffers bound.
+    pub uniform_buffers: u32,
+    /// Bytes of `var<workgroup>` memory.
+    pub workgroup_bytes: u32,
+}
+
+/// WebGPU's default limits, which every WebGPU device supports (per
+/// dimension workgroup sizes, bindings per shader stage, workgroup memory).
+pub const WEBGPU_LIMITS: Needs =
+    Needs { workgroup_size: [256, 256, 64], storage_buffers: 8, uniform_buffers: 12, workgroup_bytes: 16384 };
+
+/// Families the graph picks only when the device's limits allow them (the
+/// fusion pass checks `max_storage_buffers_per_shader_stage` before fusing
+/// three projections into one dispatch), so they may need more than WebGPU
+/// guarantees; the runtime still checks their needs at load.
+pub const LIMIT_GATED: &[&str] = &["gemv_qkv", "linear_qkv", "linear_q4gsw_qkv"];
+
+/// Invocations per workgroup WebGPU guarantees.
+pub const WEBGPU_INVOCATIONS: u32 = 256;
+
+/// Reads what entry point `main` of a validated module needs.
+fn needs_of(label: &str, module: &naga::Module) -> Result<Needs, String> {
+    let ep = module
+        .entry_points
+        .iter()
+        .find(|e| e.name == "main" && e.stage == naga::ShaderStage::Compute)
+        .ok_or_else(|| format!("{label}: no `@compute fn main`"))?;
+    let mut workgroup_size = ep.workgroup_size;
+    if let Some(overrides) = &ep.workgroup_size_overrides {
+        for (dim, expr) in overrides.iter().enumerate() {
+            let Some(expr) = expr else { continue };
+            let value = match module.global_expressions[*expr] {
+                naga::Expression::Override(o) => module.overrides[o].init.map(|i| &module.global_expressions[i]),
+                ref e => Some(e),
+            };
+            workgroup_size[dim] = match value {
+                Some(naga::Expression::Literal(naga::Literal::U32(v))) => *v,
+                Some(naga::Expression::Literal(naga::Literal::I32(v))) => u32::try_from(*v).unwrap_or(u32::MAX),
+                Some(naga::Expression::Literal(naga::Literal::AbstractInt(v))) => u32::try_from(*v).unwrap_or(u32::MAX),
+                _ => return Err(format!("{label}: workgroup size {dim} is not a literal or an override with one")),
+            };
+        }
+    }
+    let mut needs = Needs { workgroup_size, storage_buffers: 0, uniform_buffers: 0, workgroup_bytes: 0 };
+    let ctx = module.to_ctx();
+    for (_, var) in module.global_variables.iter() {
+        match var.space {
+            naga::AddressSpace::Storage { .. } => needs.storage_buffers += 1,
+            naga::AddressSpace::Uniform => needs.uniform_buffers += 1,
+            naga::AddressSpace::WorkGroup => needs.workgroup_bytes += module.types[var.ty].inner.size(ctx),
+            _ => {}
+        }
+    }
+    Ok(needs)
+}
+
+/// What a variant needs beyond WebGPU's guaranteed limits, if anything.
+pub fn over_webgpu_limits(n: &Needs) -> Vec<String> {
+    let l = WEBGPU_LIMITS;
+    let invocations = n.workgroup_size.iter().product::<u32>();
+    let mut out = Vec::new();
+    if invocations > WEBGPU_INVOCATIONS {
+        out.push(format!("{invocations} invocations per workgroup (WebGPU guarantees {WEBGPU_INVOCATIONS})"));
+    }
+    for (dim, (&n, &l)) in n.workgroup_size.iter().zip(&l.workgroup_size).enumerate() {
+        if n > l {
+            out.push(format!("workgroup size {n} in dimension {dim} (WebGPU guarantees {l})"));
+        }
+    }
+    for (what, n, l) in [
+        ("storage buffers", n.storage_buffers, l.storage_buffers),
+        ("uniform buffers", n.uniform_buffers, l.uniform_buffers),
+        ("bytes of workgroup memory", n.workgroup_bytes, l.workgroup_bytes),
+    ] {
+        if n > l {
+            out.push(format!("{n} {what} (WebGPU guarantees {l})"));
+        }
+    }
+    out
+}
 
 /// One shader family: a source file and its variants.
 #[derive(Debug, Clone)]
@@ -115,8 +209,9 @@ fn raw_string(text: &str) -> String {
     format!("r{hashes}\"{text}\"{hashes}")
 }
 
-/// Emits `shaders.rs` for the given families.
-pub fn emit(families: &[Family]) -> String {
+/// Emits `shaders.rs` for the given families (the variants' needs given
+/// by `needs`, by label such as `binary.f32`).
+pub fn emit(families: &[Family], needs: &dyn Fn(&str) -> Needs) -> String {
     let mut all_variants: Vec<&str> =
         families.iter().flat_map(|f| f.variants.iter().map(String::as_str)).collect::<Vec<_>>();
     all_variants.sort();
@@ -143,6 +238,15 @@ pub fn emit(families: &[Family]) -> String {
         s.push_str(&format!("    /// `Elem = {v}`.\n    {},\n", camel(v)));
     }
     s.push_str("}\n\n");
+    s.push_str(
+        "/// What a shader needs of the device; the runtime checks it against the\n\
+         /// adapter's limits before creating the pipeline.\n\
+         #[derive(Debug, Clone, Copy, PartialEq, Eq)]\npub struct ShaderNeeds {\n    \
+         /// `@workgroup_size` of `main`.\n    pub workgroup_size: [u32; 3],\n    \
+         /// Storage buffers bound.\n    pub storage_buffers: u32,\n    \
+         /// Uniform buffers bound.\n    pub uniform_buffers: u32,\n    \
+         /// Bytes of `var<workgroup>` memory.\n    pub workgroup_bytes: u32,\n}\n\n",
+    );
     s.push_str("/// One generated shader: a family compiled for one variant.\n");
     s.push_str("#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]\npub enum ShaderId {\n");
     for (f, v, id) in &ids {
@@ -179,6 +283,19 @@ pub fn emit(families: &[Family]) -> String {
     }
     s.push_str("        }\n    }\n\n");
     s.push_str(
+        "    /// What it needs of the device (workgroup size, bindings, workgroup\n    \
+         /// memory), as naga reads it (overrides at their defaults).\n    \
+         pub const fn needs(self) -> ShaderNeeds {\n        match self {\n",
+    );
+    for (f, v, id) in &ids {
+        let n = needs(&format!("{}.{v}", f.name));
+        s.push_str(&format!(
+            "            ShaderId::{id} => ShaderNeeds {{ workgroup_size: {:?}, storage_buffers: {}, uniform_buffers: {}, workgroup_bytes: {} }},\n",
+            n.workgroup_size, n.storage_buffers, n.uniform_buffers, n.workgroup_bytes
+        ));
+    }
+    s.push_str("        }\n    }\n\n");
+    s.push_str(
         "    /// The shader of `family` for `variant`, if that variant exists.\n    \
          pub const fn find(family: Family, variant: Variant) -> Option<ShaderId> {\n        match (family, variant) {\n",
     );
@@ -205,7 +322,16 @@ pub fn emit(families: &[Family]) -> String {
 /// Adds the generated shader files to `out`.
 pub fn outputs(root: &Path, out: &mut Outputs) -> Result<(), String> {
     let families = families(root)?;
-    out.insert(PathBuf::from("crates/kernels/src/generated/shaders.rs"), emit(&families));
+    let mut needs = std::collections::BTreeMap::new();
+    for family in &families {
+        for v in &family.variants {
+            let label = format!("{}.{v}", family.name);
+            let n = validate_source(&label, &variant_source(family, v))?;
+            needs.insert(label, n);
+        }
+    }
+    let lookup = |label: &str| needs[label];
+    out.insert(PathBuf::from("crates/kernels/src/generated/shaders.rs"), emit(&families, &lookup));
     out.insert(
         PathBuf::from("crates/kernels/src/generated.rs"),
         "//! Generated code: WGSL shader variants.\n//!\n//! Generated by `cargo xtask codegen`; do not edit.\n\npub mod shaders;\n"
@@ -214,23 +340,27 @@ pub fn outputs(root: &Path, out: &mut Outputs) -> Result<(), String> {
     Ok(())
 }
 
-/// Parses and validates one WGSL source with naga.
-pub fn validate_source(label: &str, source: &str) -> Result<(), String> {
+/// Parses and validates one WGSL source with naga; returns what its
+/// `main` needs of the device.
+pub fn validate_source(label: &str, source: &str) -> Result<Needs, String> {
     let module = naga::front::wgsl::parse_str(source).map_err(|e| format!("{label}: {}", e.emit_to_string(source)))?;
     naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all())
         .validate(&module)
         .map_err(|e| format!("{label}: {}", e.emit_to_string(source)))?;
-    Ok(())
+    needs_of(label, &module)
 }
 
-/// Validates every variant of every family; lists the failures.
+/// Validates every variant of every family and checks it fits WebGPU's
+/// guaranteed limits; lists the failures.
 pub fn validate_all(root: &Path) -> Result<Vec<String>, String> {
     let mut problems = Vec::new();
     for family in families(root)? {
         for v in &family.variants {
             let label = format!("{}.wgsl [{v}]", family.name);
-            if let Err(e) = validate_source(&label, &variant_source(&family, v)) {
-                problems.push(e);
+            match validate_source(&label, &variant_source(&family, v)) {
+                Ok(_) if LIMIT_GATED.contains(&family.name.as_str()) => {}
+                Ok(needs) => problems.extend(over_webgpu_limits(&needs).into_iter().map(|p| format!("{label}: {p}"))),
+                Err(e) => problems.push(e),
             }
         }
     }

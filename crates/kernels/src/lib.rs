@@ -22,6 +22,6 @@ pub mod plan;
 mod tests;
 
 pub use error::{Error, Result};
-pub use generated::shaders::{Family, ShaderId, Variant};
+pub use generated::shaders::{Family, ShaderId, ShaderNeeds, Variant};
 pub use ops::{OPS, OpId, from_name};
 pub use plan::{Dispatch, ElemType, GeneratedShader, Graph, Lowered, Shader, Step, TensorInfo, Value, Vid};

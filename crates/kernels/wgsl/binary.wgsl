@@ -24,13 +24,19 @@ struct Params {
     b_strides: array<vec4<u32>, 2>,
 }
 
+// Non-finite values come from bit patterns read at run time: WGSL makes a
+// constant expression that evaluates to NaN or infinity an error (Chrome's
+// Tint rejects `bitcast<f32>(0x7fc00000u)`).
+var<private> nan_bits: u32 = 0x7fc00000u;
+var<private> inf_bits: u32 = 0x7f800000u;
+
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> a: array<Elem>;
 @group(0) @binding(2) var<storage, read> b: array<Elem>;
 @group(0) @binding(3) var<storage, read_write> out: array<Elem>;
 
 fn nan() -> f32 {
-    return bitcast<f32>(0x7fc00000u);
+    return bitcast<f32>(nan_bits);
 }
 
 /// `pow` with PyTorch's results for negative bases and zero exponents.
@@ -45,7 +51,7 @@ fn pow_torch(x: f32, y: f32) -> f32 {
         if y > 0.0 {
             return 0.0;
         }
-        return bitcast<f32>(0x7f800000u);
+        return bitcast<f32>(inf_bits);
     }
     if y != floor(y) {
         return nan();

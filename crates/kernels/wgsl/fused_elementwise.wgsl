@@ -27,6 +27,12 @@ struct Params {
     strides: array<array<vec4<u32>, 2>, 7>,
 }
 
+// Non-finite values come from bit patterns read at run time: WGSL makes a
+// constant expression that evaluates to NaN or infinity an error (Chrome's
+// Tint rejects `bitcast<f32>(0x7fc00000u)`).
+var<private> nan_bits: u32 = 0x7fc00000u;
+var<private> inf_bits: u32 = 0x7f800000u;
+
 @group(0) @binding(0) var<uniform> p: Params;
 
 /// Stride of input `k` along dim `d`.
@@ -47,10 +53,10 @@ fn pow_tensor(x: f32, y: f32) -> f32 {
         if y > 0.0 {
             return 0.0;
         }
-        return bitcast<f32>(0x7f800000u);
+        return bitcast<f32>(inf_bits);
     }
     if y != floor(y) {
-        return bitcast<f32>(0x7fc00000u);
+        return bitcast<f32>(nan_bits);
     }
     let r = pow(-x, y);
     if fract(y * 0.5) != 0.0 {
@@ -71,7 +77,7 @@ fn bin(op: u32, x: f32, y: f32, alpha: f32) -> f32 {
         case 6u: { return pow_tensor(x, y); }
         case 7u: { return min(x, y); }
         case 8u: { return max(x, y); }
-        default: { return bitcast<f32>(0x7fc00000u); }
+        default: { return bitcast<f32>(nan_bits); }
     }
 }
 
@@ -97,7 +103,7 @@ fn pow_scalar(b: f32, e: f32) -> f32 {
         return pow(b, e);
     }
     if e != floor(e) {
-        return bitcast<f32>(0x7fc00000u);
+        return bitcast<f32>(nan_bits);
     }
     let r = pow(-b, e);
     if fract(e * 0.5) != 0.0 {
@@ -131,7 +137,7 @@ fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
         case 18u: { return pow_scalar(v, p0); }
         case 19u: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
         case 20u: { return v * (1.0 / (1.0 + exp(-v))); }
-        default: { return bitcast<f32>(0x7fc00000u); }
+        default: { return bitcast<f32>(nan_bits); }
     }
 }
 

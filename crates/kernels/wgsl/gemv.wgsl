@@ -39,6 +39,11 @@ struct Params {
     _pad1: u32,
 }
 
+// Non-finite values come from bit patterns read at run time: WGSL makes a
+// constant expression that evaluates to NaN or infinity an error (Chrome's
+// Tint rejects `bitcast<f32>(0x7fc00000u)`).
+var<private> nan_bits: u32 = 0x7fc00000u;
+
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> a: array<Elem>;
 @group(0) @binding(2) var<storage, read> b: array<Elem>;
@@ -107,7 +112,7 @@ fn pow_scalar(b: f32, e: f32) -> f32 {
         return pow(b, e);
     }
     if e != floor(e) {
-        return bitcast<f32>(0x7fc00000u);
+        return bitcast<f32>(nan_bits);
     }
     let r = pow(-b, e);
     if fract(e * 0.5) != 0.0 {
@@ -141,6 +146,6 @@ fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
         case 18u: { return pow_scalar(v, p0); }
         case 19u: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
         case 20u: { return v * (1.0 / (1.0 + exp(-v))); }
-        default: { return bitcast<f32>(0x7fc00000u); }
+        default: { return bitcast<f32>(nan_bits); }
     }
 }

@@ -28,6 +28,11 @@ struct Params {
     _pad2: u32,
 }
 
+// Non-finite values come from bit patterns read at run time: WGSL makes a
+// constant expression that evaluates to NaN or infinity an error (Chrome's
+// Tint rejects `bitcast<f32>(0x7fc00000u)`).
+var<private> neg_inf_bits: u32 = 0xff800000u;
+
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<Elem>;
 @group(0) @binding(2) var<storage, read_write> out: array<Elem>;
@@ -36,7 +41,7 @@ struct Params {
 fn max_pool(i: u32, plane: u32, oh: u32, ow: u32) {
     let h0 = i32(oh * p.stride_h) - i32(p.pad_h);
     let w0 = i32(ow * p.stride_w) - i32(p.pad_w);
-    var best = bitcast<f32>(0xff800000u);
+    var best = bitcast<f32>(neg_inf_bits);
     var best_idx = -1;
     for (var ky = 0u; ky < p.kh; ky++) {
         let ih = h0 + i32(ky * p.dil_h);

@@ -31,6 +31,12 @@ struct Params {
     red_strides: array<vec4<u32>, 2>,
 }
 
+// Non-finite values come from bit patterns read at run time: WGSL makes a
+// constant expression that evaluates to NaN or infinity an error (Chrome's
+// Tint rejects `bitcast<f32>(0x7fc00000u)`).
+var<private> neg_inf_bits: u32 = 0xff800000u;
+var<private> inf_bits: u32 = 0x7f800000u;
+
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<Elem>;
 @group(0) @binding(2) var<storage, read_write> out: array<Elem>;
@@ -43,8 +49,8 @@ fn is_nan(v: f32) -> bool {
 
 fn init(op: u32) -> f32 {
     switch op {
-        case 2u: { return bitcast<f32>(0xff800000u); }
-        case 3u: { return bitcast<f32>(0x7f800000u); }
+        case 2u: { return bitcast<f32>(neg_inf_bits); }
+        case 3u: { return bitcast<f32>(inf_bits); }
         default: { return 0.0; }
     }
 }

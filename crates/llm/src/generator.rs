@@ -1,7 +1,12 @@
 //! [`Generator`]: prefill then token-by-token decode over a loaded
 //! Llama-family program, with sampling, stop tokens and streaming.
+//!
+//! Every step is `async` underneath (the web awaits each read-back); on
+//! native targets the blocking methods wrap their `_async` twins.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use web_time::Instant;
 
 use etwgpu_format::{DType, PlanValue, Program};
 use etwgpu_runtime::{LoadedMethod, Runtime, Tensor};
@@ -145,20 +150,32 @@ pub struct Generator {
 
 impl Generator {
     /// Loads `forward` of `program` on `runtime` and reads its metadata.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn new(runtime: &Runtime, program: &Program) -> Result<Self> {
         Self::with_progress(runtime, program, &mut |_| {})
     }
 
     /// Like [`Generator::new`], reporting the load's progress (weights
     /// uploaded, pipelines compiled) to `progress`.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn with_progress(
+        runtime: &Runtime,
+        program: &Program,
+        progress: &mut dyn FnMut(etwgpu_runtime::LoadProgress),
+    ) -> Result<Self> {
+        pollster::block_on(Self::new_async(runtime, program, progress))
+    }
+
+    /// [`Generator::with_progress`] without blocking.
+    pub async fn new_async(
         runtime: &Runtime,
         program: &Program,
         progress: &mut dyn FnMut(etwgpu_runtime::LoadProgress),
     ) -> Result<Self> {
         let meta = Metadata::read(program)?;
         let forward = runtime
-            .load_with_progress(program, "forward", &etwgpu_runtime::LoadOptions::default(), progress)
+            .load_async(program, "forward", &etwgpu_runtime::LoadOptions::default(), progress)
+            .await
             .map_err(|source| Error::Runtime { during: "loading method forward", source })?;
         Ok(Self { forward, meta, pos: 0, argmax: false })
     }
@@ -205,10 +222,11 @@ impl Generator {
 
     /// Switches `forward` between returning logits and returning the
     /// device argmax of the logits.
-    fn use_argmax(&mut self, on: bool) -> Result<()> {
+    async fn use_argmax(&mut self, on: bool) -> Result<()> {
         if self.argmax != on {
             self.forward
-                .set_output_argmax(0, on)
+                .set_output_argmax_async(0, on)
+                .await
                 .map_err(|source| Error::Runtime { during: "setting up the device argmax", source })?;
             self.argmax = on;
         }
@@ -217,9 +235,9 @@ impl Generator {
 
     /// Runs `forward` on `tokens` (at most `max_seq_len`) at the current
     /// position; returns the logits of the last token.
-    fn forward(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
-        self.use_argmax(false)?;
-        let logits = self.run_forward(tokens)?;
+    async fn forward(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
+        self.use_argmax(false).await?;
+        let logits = self.run_forward(tokens).await?;
         if !matches!(logits.dtype, DType::F32 | DType::F16 | DType::BF16 | DType::F64) || logits.shape.is_empty() {
             return Err(Error::BadLogits { found: format!("{:?} {:?}", logits.dtype, logits.shape) });
         }
@@ -234,9 +252,9 @@ impl Generator {
 
     /// Runs `forward` like [`Self::forward`] but returns the argmax of the
     /// last token's logits, computed on the device (4 bytes read back).
-    fn forward_greedy(&mut self, tokens: &[u32]) -> Result<u32> {
-        self.use_argmax(true)?;
-        let ids = self.run_forward(tokens)?;
+    async fn forward_greedy(&mut self, tokens: &[u32]) -> Result<u32> {
+        self.use_argmax(true).await?;
+        let ids = self.run_forward(tokens).await?;
         let last = ids.to_f64_vec().last().copied();
         match (ids.dtype, last) {
             (DType::I64, Some(id)) if id >= 0.0 && id <= f64::from(u32::MAX) => Ok(id as u32),
@@ -246,14 +264,17 @@ impl Generator {
 
     /// One `forward` call on `tokens` at the current position: its one
     /// output.
-    fn run_forward(&mut self, tokens: &[u32]) -> Result<Tensor> {
+    async fn run_forward(&mut self, tokens: &[u32]) -> Result<Tensor> {
         let ids: Vec<u8> = tokens.iter().flat_map(|&t| i64::from(t).to_le_bytes()).collect();
         let tok = Tensor::new(DType::I64, vec![1, tokens.len() as u64], ids)
             .map_err(|source| Error::Runtime { during: "building the tokens input", source })?;
         let pos = Tensor::new(DType::I64, vec![1], (self.pos as i64).to_le_bytes().to_vec())
             .map_err(|source| Error::Runtime { during: "building the input_pos input", source })?;
-        let outs =
-            self.forward.run(&[tok, pos]).map_err(|source| Error::Runtime { during: "running forward", source })?;
+        let outs = self
+            .forward
+            .run_async(&[tok, pos])
+            .await
+            .map_err(|source| Error::Runtime { during: "running forward", source })?;
         self.pos += tokens.len();
         let mut outs = outs.into_iter();
         match (outs.next(), outs.next()) {
@@ -274,7 +295,13 @@ impl Generator {
     /// method's own bound on the token dim when lower: `export_llama` bounds
     /// it at `max_seq_len - 1`) at the current position; returns the logits
     /// of the last one.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn prefill(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
+        pollster::block_on(self.prefill_async(tokens))
+    }
+
+    /// [`Generator::prefill`] without blocking.
+    pub async fn prefill_async(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
         if tokens.is_empty() {
             return Err(Error::EmptyPrompt);
         }
@@ -284,23 +311,43 @@ impl Generator {
         let chunk_len = bound.map_or(self.meta.max_seq_len, |b| (b as usize).clamp(1, self.meta.max_seq_len));
         let mut logits = Vec::new();
         for chunk in tokens.chunks(chunk_len) {
-            logits = self.forward(chunk)?;
+            logits = self.forward(chunk).await?;
         }
         Ok(logits)
     }
 
     /// Feeds one token at the current position; returns its logits.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn decode_step(&mut self, token: u32) -> Result<Vec<f32>> {
+        pollster::block_on(self.decode_step_async(token))
+    }
+
+    /// [`Generator::decode_step`] without blocking.
+    pub async fn decode_step_async(&mut self, token: u32) -> Result<Vec<f32>> {
         self.check_fits(1, 0)?;
         self.check_tokens(&[token])?;
-        self.forward(&[token])
+        self.forward(&[token]).await
     }
 
     /// Prefills `prompt`, then samples up to `options.max_new_tokens`
     /// tokens, calling `on_token` with each as soon as it is sampled. Fails
     /// before running anything when the prompt plus the new tokens exceed
     /// the context.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn generate(
+        &mut self,
+        prompt: &[u32],
+        options: &GenerateOptions,
+        sampler: &mut Sampler,
+        on_token: impl FnMut(u32),
+    ) -> Result<(Vec<u32>, GenerationStats)> {
+        pollster::block_on(self.generate_async(prompt, options, sampler, on_token))
+    }
+
+    /// [`Generator::generate`] without blocking: `on_token` is called as
+    /// each token is sampled, between the awaited decode steps (so a
+    /// browser can draw it before the next one).
+    pub async fn generate_async(
         &mut self,
         prompt: &[u32],
         options: &GenerateOptions,
@@ -325,11 +372,11 @@ impl Generator {
             self.check_tokens(prompt)?;
             let mut token = 0;
             for chunk in prompt.chunks(self.meta.max_seq_len) {
-                token = self.forward_greedy(chunk)?;
+                token = self.forward_greedy(chunk).await?;
             }
             token
         } else {
-            sampler.sample(&self.prefill(prompt)?)
+            sampler.sample(&self.prefill_async(prompt).await?)
         };
         stats.prefill_time = start.elapsed();
         let decode_start = Instant::now();
@@ -346,9 +393,9 @@ impl Generator {
             token = if greedy {
                 self.check_fits(1, 0)?;
                 self.check_tokens(&[token])?;
-                self.forward_greedy(&[token])?
+                self.forward_greedy(&[token]).await?
             } else {
-                sampler.sample(&self.decode_step(token)?)
+                sampler.sample(&self.decode_step_async(token).await?)
             };
             stats.decode_steps += 1;
         }

@@ -26,7 +26,13 @@ impl Runtime {
     /// Copies `bytes` (rounded down to 16, capped at the largest storage
     /// binding) from one buffer to another `iterations` times after one
     /// warm-up and reports the median.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn copy_bandwidth(&self, bytes: u64, iterations: u32) -> Result<Bandwidth> {
+        pollster::block_on(self.copy_bandwidth_async(bytes, iterations))
+    }
+
+    /// [`Runtime::copy_bandwidth`] without blocking.
+    pub async fn copy_bandwidth_async(&self, bytes: u64, iterations: u32) -> Result<Bandwidth> {
         let limits = self.device.limits();
         let bytes = bytes.min(limits.max_storage_buffer_binding_size).min(limits.max_buffer_size) / 16 * 16;
         let n_words = u32::try_from(bytes / 16).map_err(|_| Error::Gpu {
@@ -34,7 +40,7 @@ impl Runtime {
             reason: format!("{bytes} bytes is over 2^32 words"),
         })?;
         let iterations = iterations.max(1);
-        let pipeline = self.pipelines.get(&ShaderId::CopyF32.into())?;
+        let pipeline = self.pipelines.get_async(&ShaderId::CopyF32.into()).await?;
         let buffer = |label: &str, usage: wgpu::BufferUsages| {
             self.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some(label),
@@ -108,12 +114,12 @@ impl Runtime {
             encoder.copy_buffer_to_buffer(&resolve, 0, &read, 0, size);
             read
         });
-        let start = std::time::Instant::now();
+        let start = web_time::Instant::now();
         self.queue.submit([encoder.finish()]);
-        if let Some(read) = &read {
-            read.slice(..).map_async(wgpu::MapMode::Read, |_| {});
+        match &read {
+            Some(read) => self.map_read(&[read.slice(..)]).await?,
+            None => self.wait_idle_async().await?,
         }
-        self.wait_idle()?;
         let wall = start.elapsed().as_secs_f64();
         let mut times: Vec<f64> = match &read {
             Some(read) => {

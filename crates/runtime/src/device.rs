@@ -1,6 +1,18 @@
-//! Picking an adapter and opening a device: [`Runtime`].
+//! Picking an adapter and opening a device: [`Runtime`]; waiting for the
+//! device without blocking the browser ([`Runtime::wait_idle_async`],
+//! mapped read-backs).
+//!
+//! Every GPU wait is `async` underneath, so the same code runs on the web
+//! (where `device.poll` does nothing and callbacks fire from the browser's
+//! event loop). On native targets the blocking methods ([`Runtime::new`],
+//! [`Runtime::load`], `LoadedMethod::run`, ...) are thin
+//! `pollster::block_on` wrappers of their `_async` twins; on `wasm32` only
+//! the `_async` methods exist.
 
-use std::sync::Arc;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
 
 use etwgpu_format::Program;
 
@@ -88,9 +100,15 @@ pub struct AdapterSummary {
 }
 
 /// Lists the adapters wgpu finds, with the limits that matter to etwgpu.
+#[cfg(not(target_arch = "wasm32"))]
 pub fn adapters() -> Vec<AdapterSummary> {
+    pollster::block_on(adapters_async())
+}
+
+/// Like [`adapters`], without blocking (the web has one adapter at most).
+pub async fn adapters_async() -> Vec<AdapterSummary> {
     let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
-    let adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
+    let adapters = instance.enumerate_adapters(wgpu::Backends::all()).await;
     let best = adapters
         .iter()
         .enumerate()
@@ -105,16 +123,7 @@ pub fn adapters() -> Vec<AdapterSummary> {
         .map(|(index, a)| {
             let info = a.get_info();
             let limits = a.limits();
-            let f = a.features();
-            let features = [
-                (wgpu::Features::SHADER_F16, "shader-f16"),
-                (wgpu::Features::SUBGROUP, "subgroup"),
-                (wgpu::Features::TIMESTAMP_QUERY, "timestamp-query"),
-            ]
-            .into_iter()
-            .filter(|(flag, _)| f.contains(*flag))
-            .map(|(_, name)| name)
-            .collect();
+            let features = feature_names(a.features());
             AdapterSummary {
                 index,
                 name: info.name.clone(),
@@ -133,29 +142,48 @@ pub fn adapters() -> Vec<AdapterSummary> {
         .collect()
 }
 
+/// The names of the optional features in `f`.
+fn feature_names(f: wgpu::Features) -> Vec<&'static str> {
+    [
+        (wgpu::Features::SHADER_F16, "shader-f16"),
+        (wgpu::Features::SUBGROUP, "subgroup"),
+        (wgpu::Features::TIMESTAMP_QUERY, "timestamp-query"),
+    ]
+    .into_iter()
+    .filter(|(flag, _)| f.contains(*flag))
+    .map(|(_, name)| name)
+    .collect()
+}
+
 impl Runtime {
     /// Opens a device on the adapter chosen by `ETWGPU_ADAPTER`, else on a
     /// discrete GPU if any, else on the best other adapter.
     /// `ETWGPU_DISABLE_F16=1` leaves SHADER_F16 off (see
     /// [`RuntimeOptions::disable_f16`]).
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn new() -> Result<Self> {
-        Self::with_options(&RuntimeOptions {
-            adapter: std::env::var(ADAPTER_ENV).ok(),
-            disable_f16: std::env::var(DISABLE_F16_ENV).is_ok_and(|v| v == "1"),
-        })
+        Self::with_options(&RuntimeOptions::from_env())
     }
 
     /// Like [`Runtime::new`] with an explicit selector (index or name
     /// substring); `None` picks automatically.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn with_adapter(selector: Option<&str>) -> Result<Self> {
         Self::with_options(&RuntimeOptions { adapter: selector.map(str::to_string), disable_f16: false })
     }
 
     /// Opens a device as `options` say.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn with_options(options: &RuntimeOptions) -> Result<Self> {
+        pollster::block_on(Self::new_async(options))
+    }
+
+    /// Opens a device as `options` say, without blocking: what the web
+    /// uses (its one adapter is the browser's WebGPU).
+    pub async fn new_async(options: &RuntimeOptions) -> Result<Self> {
         let selector = options.adapter.as_deref();
         let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
-        let adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
+        let adapters = instance.enumerate_adapters(wgpu::Backends::all()).await;
         if adapters.is_empty() {
             return Err(Error::NoAdapter);
         }
@@ -179,15 +207,24 @@ impl Runtime {
                 .expect("adapters is not empty"),
         };
         let info = adapter.get_info();
-        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
-            label: Some("etwgpu device"),
-            required_features: adapter.features()
-                & OPTIONAL_FEATURES
-                & if options.disable_f16 { !wgpu::Features::SHADER_F16 } else { wgpu::Features::all() },
-            required_limits: adapter.limits(),
-            ..Default::default()
-        }))
-        .map_err(|e| Error::RequestDevice { adapter: info.name.clone(), reason: e.to_string() })?;
+        let (device, queue) = adapter
+            .request_device(&wgpu::DeviceDescriptor {
+                label: Some("etwgpu device"),
+                required_features: adapter.features()
+                    & OPTIONAL_FEATURES
+                    & if options.disable_f16 { !wgpu::Features::SHADER_F16 } else { wgpu::Features::all() },
+                required_limits: adapter.limits(),
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| Error::RequestDevice { adapter: info.name.clone(), reason: e.to_string() })?;
+        #[cfg_attr(
+            target_arch = "wasm32",
+            expect(
+                clippy::arc_with_non_send_sync,
+                reason = "wgpu objects are neither Send nor Sync on the web, which has one thread; the Arc only shares the cache between clones"
+            )
+        )]
         let pipelines = Arc::new(PipelineCache::new(device.clone(), info.name.clone()));
         Ok(Self { device, queue, info, pipelines })
     }
@@ -195,6 +232,12 @@ impl Runtime {
     /// The adapter in use.
     pub fn adapter_info(&self) -> &wgpu::AdapterInfo {
         &self.info
+    }
+
+    /// The optional features the device has on (`shader-f16`, `subgroup`,
+    /// `timestamp-query`).
+    pub fn features(&self) -> Vec<&'static str> {
+        feature_names(self.device.features())
     }
 
     /// The device.
@@ -215,17 +258,20 @@ impl Runtime {
     /// Loads `method` of `program`: checks every instruction can run (on
     /// the GPU or the CPU fallback), creates the pipelines, allocates the
     /// buffers and uploads the constants of each GPU call.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn load(&self, program: &Program, method: &str) -> Result<LoadedMethod> {
-        LoadedMethod::load(self, program, method, &LoadOptions::default(), &mut |_| {})
+        pollster::block_on(self.load_async(program, method, &LoadOptions::default(), &mut |_| {}))
     }
 
     /// [`Runtime::load`] with options (fusion off, for debugging).
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn load_with(&self, program: &Program, method: &str, options: &LoadOptions) -> Result<LoadedMethod> {
-        LoadedMethod::load(self, program, method, options, &mut |_| {})
+        pollster::block_on(self.load_async(program, method, options, &mut |_| {}))
     }
 
     /// [`Runtime::load_with`], calling `progress` as weights are uploaded
     /// and pipelines compiled (for a progress bar on large models).
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn load_with_progress(
         &self,
         program: &Program,
@@ -233,14 +279,108 @@ impl Runtime {
         options: &LoadOptions,
         progress: &mut dyn FnMut(crate::LoadProgress),
     ) -> Result<LoadedMethod> {
-        LoadedMethod::load(self, program, method, options, progress)
+        pollster::block_on(self.load_async(program, method, options, progress))
+    }
+
+    /// [`Runtime::load_with_progress`] without blocking: pipelines are
+    /// created, and their validation awaited, asynchronously.
+    pub async fn load_async(
+        &self,
+        program: &Program,
+        method: &str,
+        options: &LoadOptions,
+        progress: &mut dyn FnMut(crate::LoadProgress),
+    ) -> Result<LoadedMethod> {
+        LoadedMethod::load(self, program, method, options, progress).await
     }
 
     /// Blocks until the queue is idle.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn wait_idle(&self) -> Result<()> {
+        self.poll_wait()
+    }
+
+    /// Waits until the queue is idle without blocking: polls the device
+    /// on native targets, awaits the browser's `onSubmittedWorkDone` on the
+    /// web.
+    pub async fn wait_idle_async(&self) -> Result<()> {
+        let (done, wait) = oneshot();
+        self.queue.on_submitted_work_done(move || done(()));
+        self.poll_wait()?;
+        wait.await;
+        Ok(())
+    }
+
+    /// Drives the device until the queue is idle (native); returns at once
+    /// on the web, where the browser polls.
+    fn poll_wait(&self) -> Result<()> {
         self.device
             .poll(wgpu::PollType::wait_indefinitely())
             .map(|_| ())
             .map_err(|e| Error::Gpu { during: "waiting for the queue", reason: e.to_string() })
+    }
+
+    /// Maps each slice for reading once the work submitted so far is done,
+    /// and waits for every mapping (see [`Runtime::wait_idle_async`]).
+    pub(crate) async fn map_read(&self, slices: &[wgpu::BufferSlice<'_>]) -> Result<()> {
+        let mut pending = Vec::with_capacity(slices.len());
+        for slice in slices {
+            let (done, wait) = oneshot();
+            slice.map_async(wgpu::MapMode::Read, move |r| done(r.map_err(|e| e.to_string())));
+            pending.push(wait);
+        }
+        self.poll_wait()?;
+        for wait in pending {
+            wait.await.map_err(|reason| Error::Map { reason })?;
+        }
+        Ok(())
+    }
+}
+
+impl RuntimeOptions {
+    /// Options from `ETWGPU_ADAPTER` and `ETWGPU_DISABLE_F16` (both unset
+    /// on the web).
+    pub fn from_env() -> Self {
+        Self {
+            adapter: std::env::var(ADAPTER_ENV).ok(),
+            disable_f16: std::env::var(DISABLE_F16_ENV).is_ok_and(|v| v == "1"),
+        }
+    }
+}
+
+/// A value handed over once, from a wgpu callback to the task awaiting it.
+type Slot<T> = Arc<Mutex<(Option<T>, Option<Waker>)>>;
+
+/// A callback to give wgpu and the future that completes when it is
+/// called (on native, during `device.poll`; on the web, from the event
+/// loop).
+fn oneshot<T: Send + 'static>() -> (impl FnOnce(T) + Send + 'static, Oneshot<T>) {
+    let slot: Slot<T> = Arc::new(Mutex::new((None, None)));
+    let sender = slot.clone();
+    let send = move |value| {
+        let mut s = sender.lock().unwrap_or_else(|e| e.into_inner());
+        s.0 = Some(value);
+        if let Some(waker) = s.1.take() {
+            waker.wake();
+        }
+    };
+    (send, Oneshot(slot))
+}
+
+/// The receiving half of [`oneshot`].
+struct Oneshot<T>(Slot<T>);
+
+impl<T> Future for Oneshot<T> {
+    type Output = T;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
+        let mut s = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        match s.0.take() {
+            Some(value) => Poll::Ready(value),
+            None => {
+                s.1 = Some(cx.waker().clone());
+                Poll::Pending
+            }
+        }
     }
 }

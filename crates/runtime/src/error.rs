@@ -35,6 +35,21 @@ pub enum Error {
         /// Adapter name.
         adapter: String,
     },
+    /// A shader needs more of a limit than the device has (checked before
+    /// the pipeline is created).
+    #[error("shader {shader} needs {limit_name} >= {needed}, but {adapter:?} has {limit}")]
+    ShaderOverLimit {
+        /// The shader.
+        shader: &'static str,
+        /// The `wgpu::Limits` field.
+        limit_name: &'static str,
+        /// What the shader needs.
+        needed: u32,
+        /// What the device has.
+        limit: u32,
+        /// Adapter name.
+        adapter: String,
+    },
     /// wgpu reported a validation or out-of-memory error.
     #[error("GPU error while {during}: {reason}")]
     Gpu {

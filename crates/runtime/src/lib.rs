@@ -32,7 +32,9 @@ pub mod tensor;
 mod tests;
 
 pub use bandwidth::Bandwidth;
-pub use device::{AdapterSummary, Runtime, RuntimeOptions, adapters};
+#[cfg(not(target_arch = "wasm32"))]
+pub use device::adapters;
+pub use device::{AdapterSummary, Runtime, RuntimeOptions, adapters_async};
 pub use error::{Error, Result};
 pub use method::{LoadOptions, LoadProgress, LoadStage, RunTimes};
 pub use program::{LoadedMethod, Route, kernel_route};

@@ -340,7 +340,7 @@ impl LoadedDelegate {
         clippy::too_many_arguments,
         reason = "one internal call site per caller kind; a struct would only rename them"
     )]
-    pub(crate) fn load(
+    pub(crate) async fn load(
         rt: &Runtime,
         program: &Program,
         m: &etwgpu_format::Method,
@@ -430,12 +430,12 @@ impl LoadedDelegate {
         me.argmax = (0..me.outputs.len()).map(|_| None).collect();
         let max_inputs: Vec<Vec<u64>> = me.inputs.iter().map(|s| s.max_shape.clone()).collect();
         let l = me.lower(&max_inputs, None)?;
-        me.allocate(program, &l.steps, progress)?;
-        me.compile_pipelines(&l.steps, progress)?;
+        me.allocate(program, &l.steps, progress).await?;
+        me.compile_pipelines(&l.steps, progress).await?;
         // Host reads at load saw placeholders: force a re-lowering on the
         // first run.
         let input_shapes = if l.host_reads.is_empty() { max_inputs } else { Vec::new() };
-        me.plan = me.build_plan(input_shapes, l)?;
+        me.plan = me.build_plan(input_shapes, l).await?;
         Ok(me)
     }
 
@@ -507,10 +507,15 @@ impl LoadedDelegate {
     /// prepacked tensors (once). Running out of device memory is
     /// [`Error::OutOfMemory`], caught before anything is written into the
     /// buffers that could not be made.
-    fn allocate(&mut self, program: &Program, steps: &[Step], progress: &mut dyn FnMut(LoadProgress)) -> Result<()> {
+    async fn allocate(
+        &mut self,
+        program: &Program,
+        steps: &[Step],
+        progress: &mut dyn FnMut(LoadProgress),
+    ) -> Result<()> {
         let oom = self.rt.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let created = self.create_buffers(steps);
-        let oom = pollster::block_on(oom.pop());
+        let oom = oom.pop().await;
         let (uploads, bytes) = created?;
         if let Some(e) = oom {
             return Err(Error::OutOfMemory { method: self.name.clone(), bytes, reason: e.to_string() });
@@ -532,7 +537,7 @@ impl LoadedDelegate {
 
     /// Compiles the pipelines of `steps` (into the runtime's cache), in
     /// order of first use.
-    fn compile_pipelines(&self, steps: &[Step], progress: &mut dyn FnMut(LoadProgress)) -> Result<()> {
+    async fn compile_pipelines(&self, steps: &[Step], progress: &mut dyn FnMut(LoadProgress)) -> Result<()> {
         let mut shaders = Vec::new();
         for step in steps {
             if let Step::Dispatch(d) = step
@@ -543,7 +548,7 @@ impl LoadedDelegate {
         }
         let total = shaders.len() as u64;
         for (i, shader) in shaders.into_iter().enumerate() {
-            self.rt.pipelines.get(&shader)?;
+            self.rt.pipelines.get_async(&shader).await?;
             progress(LoadProgress { stage: LoadStage::Pipelines, done: i as u64 + 1, total });
         }
         Ok(())
@@ -675,7 +680,7 @@ impl LoadedDelegate {
     }
 
     /// Creates the uniforms and bind groups of the lowered dispatches.
-    fn build_plan(&self, input_shapes: Vec<Vec<u64>>, lowering: Lowering) -> Result<Plan> {
+    async fn build_plan(&self, input_shapes: Vec<Vec<u64>>, lowering: Lowering) -> Result<Plan> {
         let Lowering { steps, nodes, shapes, host_reads } = lowering;
         let align = u64::from(self.rt.device.limits().min_uniform_buffer_offset_alignment).max(16);
         let dispatch_nodes: Vec<(usize, &'static str)> = steps
@@ -714,7 +719,7 @@ impl LoadedDelegate {
         let scope = self.rt.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let mut out = Vec::with_capacity(dispatches.len());
         for (i, d) in dispatches.iter().enumerate() {
-            let pipeline = self.rt.pipelines.get(&d.shader)?;
+            let pipeline = self.rt.pipelines.get_async(&d.shader).await?;
             let uniforms = uniforms.as_ref().expect("dispatches have uniforms");
             let mut entries = vec![wgpu::BindGroupEntry {
                 binding: 0,
@@ -744,7 +749,7 @@ impl LoadedDelegate {
             });
             out.push((pipeline, bind_group, d.workgroups));
         }
-        if let Some(e) = pollster::block_on(scope.pop()) {
+        if let Some(e) = scope.pop().await {
             return Err(Error::Gpu { during: "creating bind groups", reason: e.to_string() });
         }
         let structure = structure_of(&steps);
@@ -811,7 +816,7 @@ impl LoadedDelegate {
     /// Turns the device argmax of output `output` on or off: while on,
     /// [`run`](Self::run) returns for it the int64 index of the largest
     /// element of each row (last dim), and reads back only those.
-    pub(crate) fn set_argmax(&mut self, output: usize, on: bool) -> Result<()> {
+    pub(crate) async fn set_argmax(&mut self, output: usize, on: bool) -> Result<()> {
         if !on {
             self.argmax[output] = None;
             return Ok(());
@@ -822,7 +827,7 @@ impl LoadedDelegate {
         let rows = max_shape.iter().rev().skip(1).product::<u64>().max(1);
         let label = |what: &str| format!("{} output {output} argmax {what}", self.name);
         let device = &self.rt.device;
-        let pipeline = self.rt.pipelines.get(&d.shader)?;
+        let pipeline = self.rt.pipelines.get_async(&d.shader).await?;
         let uniforms = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some(&label("uniforms")),
             size: d.params.len() as u64,
@@ -925,7 +930,10 @@ impl LoadedDelegate {
     /// Records every dispatch in its own pass: with timestamp writes when
     /// the device has `TIMESTAMP_QUERY`, else submitted and waited for one
     /// at a time (wall time). Returns the encoder to go on with.
-    fn record_profiled(&self, mut encoder: wgpu::CommandEncoder) -> Result<(wgpu::CommandEncoder, Vec<f64>, bool)> {
+    async fn record_profiled(
+        &self,
+        mut encoder: wgpu::CommandEncoder,
+    ) -> Result<(wgpu::CommandEncoder, Vec<f64>, bool)> {
         let rt = &self.rt;
         let n = self.plan.dispatches.len();
         let gpu = rt.device.features().contains(wgpu::Features::TIMESTAMP_QUERY) && n > 0;
@@ -969,8 +977,7 @@ impl LoadedDelegate {
             encoder.resolve_query_set(&queries, 0..2 * n as u32, &resolve, 0);
             encoder.copy_buffer_to_buffer(&resolve, 0, &read, 0, bytes);
             rt.queue.submit([encoder.finish()]);
-            read.slice(..).map_async(wgpu::MapMode::Read, |_| {});
-            rt.wait_idle()?;
+            rt.map_read(&[read.slice(..)]).await?;
             let view = read.slice(..).get_mapped_range().map_err(|e| Error::Map { reason: e.to_string() })?;
             let ticks: Vec<u64> =
                 view.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect();
@@ -981,10 +988,10 @@ impl LoadedDelegate {
             Ok((new_encoder(), times, true))
         } else {
             rt.queue.submit([encoder.finish()]);
-            rt.wait_idle()?;
+            rt.wait_idle_async().await?;
             let mut times = Vec::with_capacity(n);
             for (i, (pipeline, bind_group, [x, y, z])) in self.plan.dispatches.iter().enumerate() {
-                let t = std::time::Instant::now();
+                let t = web_time::Instant::now();
                 let mut e = new_encoder();
                 {
                     let mut pass = e.begin_compute_pass(&wgpu::ComputePassDescriptor {
@@ -996,7 +1003,7 @@ impl LoadedDelegate {
                     pass.dispatch_workgroups(*x, *y, *z);
                 }
                 rt.queue.submit([e.finish()]);
-                rt.wait_idle()?;
+                rt.wait_idle_async().await?;
                 times.push(t.elapsed().as_secs_f64() * 1e9);
             }
             Ok((new_encoder(), times, false))
@@ -1010,10 +1017,10 @@ impl LoadedDelegate {
 
     /// Runs the method once: validates and uploads `inputs`, records every
     /// dispatch into one compute pass, submits once and reads the outputs.
-    pub fn run(&mut self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
-        let mut clock = std::time::Instant::now();
+    pub async fn run(&mut self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
+        let mut clock = web_time::Instant::now();
         let mut lap = || {
-            let now = std::time::Instant::now();
+            let now = web_time::Instant::now();
             let d = now - clock;
             clock = now;
             d
@@ -1067,9 +1074,9 @@ impl LoadedDelegate {
             let lowering = self.lower(&input_shapes, Some(inputs))?;
             if self.memory.as_ref().is_some_and(|m| !m.fits(&lowering.steps)) {
                 self.leave_arenas()?;
-                self.plan = self.build_plan(input_shapes, lowering)?;
+                self.plan = self.build_plan(input_shapes, lowering).await?;
             } else if let Some(lowering) = self.refresh_plan(input_shapes.clone(), lowering) {
-                self.plan = self.build_plan(input_shapes, lowering)?;
+                self.plan = self.build_plan(input_shapes, lowering).await?;
             }
         }
         self.times.lowering += lap();
@@ -1093,7 +1100,7 @@ impl LoadedDelegate {
             }
         }
         if self.profiling {
-            let (e, times, gpu) = self.record_profiled(encoder)?;
+            let (e, times, gpu) = self.record_profiled(encoder).await?;
             encoder = e;
             self.last_times = times;
             self.last_times_gpu = gpu;
@@ -1144,16 +1151,13 @@ impl LoadedDelegate {
         }
         let rt = &self.rt;
         rt.queue.submit([encoder.finish()]);
-        if let Some(e) = pollster::block_on(scope.pop()) {
+        if let Some(e) = scope.pop().await {
             return Err(Error::Gpu { during: "recording the run", reason: e.to_string() });
         }
-        for (readback, _, n, _, _) in &out_sizes {
-            if *n > 0 {
-                readback.slice(..align4(*n)).map_async(wgpu::MapMode::Read, |_| {});
-            }
-        }
+        let slices: Vec<wgpu::BufferSlice<'_>> =
+            out_sizes.iter().filter(|o| o.2 > 0).map(|(readback, _, n, _, _)| readback.slice(..align4(*n))).collect();
         self.times.recording += lap();
-        rt.wait_idle()?;
+        rt.map_read(&slices).await?;
         self.times.waiting += lap();
         let mut results = Vec::with_capacity(self.outputs.len());
         for (readback, shape, n, device_dtype, host_dtype) in out_sizes {

@@ -2,6 +2,17 @@
 //! variant, and one per distinct source of a shader written at lowering
 //! time (fused kernels), created on first use and shared by every loaded
 //! method.
+//!
+//! Before creating a variant's pipeline, its needs (workgroup size, storage
+//! and uniform buffers, workgroup memory; [`ShaderId::needs`]) are checked
+//! against the device's limits, so a device too small for a kernel gives
+//! [`Error::ShaderOverLimit`] at load instead of a validation error. (Every
+//! variant fits WebGPU's guaranteed limits, which `cargo xtask check-wgsl`
+//! enforces, so no WebGPU device, browsers included, hits it; fused kernels
+//! are bounded by the device's storage-buffer limit when the graph is
+//! fused.) Creation awaits each new pipeline's validation asynchronously
+//! ([`PipelineCache::get_async`]); on native targets [`PipelineCache::get`]
+//! blocks on it.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -28,36 +39,50 @@ impl PipelineCache {
 
     /// The pipeline of `shader`, created (with its shader module) on first
     /// use. Its bind group layout is derived from the shader.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn get(&self, shader: &Shader) -> Result<wgpu::ComputePipeline> {
+        pollster::block_on(self.get_async(shader))
+    }
+
+    /// The pipeline of `shader` if it was created already.
+    pub fn cached(&self, shader: &Shader) -> Option<wgpu::ComputePipeline> {
         match shader {
-            Shader::Static(id) => {
-                let mut map = self.pipelines.lock().unwrap_or_else(|e| e.into_inner());
-                if let Some(p) = map.get(id) {
-                    return Ok(p.clone());
-                }
-                let pipeline = self.create(shader)?;
-                map.insert(*id, pipeline.clone());
-                Ok(pipeline)
-            }
-            Shader::Generated(g) => {
-                let mut map = self.generated.lock().unwrap_or_else(|e| e.into_inner());
-                if let Some(p) = map.get(&g.source) {
-                    return Ok(p.clone());
-                }
-                let pipeline = self.create(shader)?;
-                map.insert(g.source.clone(), pipeline.clone());
-                Ok(pipeline)
-            }
+            Shader::Static(id) => self.pipelines.lock().unwrap_or_else(|e| e.into_inner()).get(id).cloned(),
+            Shader::Generated(g) => self.generated.lock().unwrap_or_else(|e| e.into_inner()).get(&g.source).cloned(),
         }
     }
 
-    fn create(&self, shader: &Shader) -> Result<wgpu::ComputePipeline> {
+    /// Like [`PipelineCache::get`], awaiting the pipeline's validation
+    /// without blocking.
+    pub async fn get_async(&self, shader: &Shader) -> Result<wgpu::ComputePipeline> {
+        if let Some(p) = self.cached(shader) {
+            return Ok(p);
+        }
+        let pipeline = self.create(shader).await?;
+        Ok(match shader {
+            Shader::Static(id) => {
+                self.pipelines.lock().unwrap_or_else(|e| e.into_inner()).entry(*id).or_insert(pipeline).clone()
+            }
+            Shader::Generated(g) => self
+                .generated
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .entry(g.source.clone())
+                .or_insert(pipeline)
+                .clone(),
+        })
+    }
+
+    async fn create(&self, shader: &Shader) -> Result<wgpu::ComputePipeline> {
         if shader.variant() == Variant::F16 && !self.device.features().contains(wgpu::Features::SHADER_F16) {
             return Err(Error::MissingFeature {
                 shader: shader.label(),
                 feature: "SHADER_F16",
                 adapter: self.adapter_name.clone(),
             });
+        }
+        if let Shader::Static(id) = shader {
+            self.check_limits(*id)?;
         }
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let module = self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
@@ -72,13 +97,39 @@ impl PipelineCache {
             compilation_options: wgpu::PipelineCompilationOptions::default(),
             cache: None,
         });
-        if let Some(e) = pollster::block_on(scope.pop()) {
+        if let Some(e) = scope.pop().await {
             return Err(Error::Gpu {
                 during: "creating a compute pipeline",
                 reason: format!("{}: {e}", shader.label()),
             });
         }
         Ok(pipeline)
+    }
+
+    /// Fails when the device lacks a limit `shader` needs.
+    fn check_limits(&self, shader: ShaderId) -> Result<()> {
+        let needs = shader.needs();
+        let l = self.device.limits();
+        let [x, y, z] = needs.workgroup_size;
+        let checks = [
+            ("max_compute_invocations_per_workgroup", x * y * z, l.max_compute_invocations_per_workgroup),
+            ("max_compute_workgroup_size_x", x, l.max_compute_workgroup_size_x),
+            ("max_compute_workgroup_size_y", y, l.max_compute_workgroup_size_y),
+            ("max_compute_workgroup_size_z", z, l.max_compute_workgroup_size_z),
+            ("max_storage_buffers_per_shader_stage", needs.storage_buffers, l.max_storage_buffers_per_shader_stage),
+            ("max_uniform_buffers_per_shader_stage", needs.uniform_buffers, l.max_uniform_buffers_per_shader_stage),
+            ("max_compute_workgroup_storage_size", needs.workgroup_bytes, l.max_compute_workgroup_storage_size),
+        ];
+        match checks.into_iter().find(|&(_, needed, limit)| needed > limit) {
+            Some((limit_name, needed, limit)) => Err(Error::ShaderOverLimit {
+                shader: shader.label(),
+                limit_name,
+                needed,
+                limit,
+                adapter: self.adapter_name.clone(),
+            }),
+            None => Ok(()),
+        }
     }
 
     /// Number of pipelines created so far.

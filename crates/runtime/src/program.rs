@@ -308,7 +308,7 @@ pub struct LoadedMethod {
 }
 
 impl LoadedMethod {
-    pub(crate) fn load(
+    pub(crate) async fn load(
         rt: &Runtime,
         program: &Program,
         method: &str,
@@ -330,7 +330,7 @@ impl LoadedMethod {
                     let label =
                         if n_delegates == 0 { method.to_string() } else { format!("{method} delegate {n_delegates}") };
                     n_delegates += 1;
-                    let call = LoadedDelegate::load(rt, program, m, graph, args, &label, options, progress)?;
+                    let call = LoadedDelegate::load(rt, program, m, graph, args, &label, options, progress).await?;
                     Exec::Gpu {
                         call: Box::new(call),
                         args: args.clone(),
@@ -344,7 +344,8 @@ impl LoadedMethod {
                     let extra = args[schema.len()..].iter().copied().filter(|a| Some(a) != schema.last()).collect();
                     if let Some((graph, dargs)) = gpu_route(m, k) {
                         let label = format!("{method} {op} (instruction {k})");
-                        let call = LoadedDelegate::load(rt, program, m, &graph, &dargs, &label, options, progress)?;
+                        let call =
+                            LoadedDelegate::load(rt, program, m, &graph, &dargs, &label, options, progress).await?;
                         let n_in = dargs.len() - 1;
                         Exec::Gpu { call: Box::new(call), args: dargs, n_in, extra }
                     } else if let Some((cop, arity)) = cpu::lookup(&op) {
@@ -477,7 +478,14 @@ impl LoadedMethod {
     /// the GPU, so only the indices are read back (greedy decoding reads 4
     /// bytes per token instead of the logits). The output must be a float
     /// tensor written by a GPU call and read by no later instruction.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn set_output_argmax(&mut self, output: usize, on: bool) -> Result<()> {
+        pollster::block_on(self.set_output_argmax_async(output, on))
+    }
+
+    /// [`LoadedMethod::set_output_argmax`] without blocking (the argmax
+    /// pipeline is created on first use).
+    pub async fn set_output_argmax_async(&mut self, output: usize, on: bool) -> Result<()> {
         let p = *self.outputs.get(output).ok_or_else(|| Error::Plumbing {
             method: self.name.clone(),
             what: format!("no output {output} (the method has {})", self.outputs.len()),
@@ -494,7 +502,7 @@ impl LoadedMethod {
         }
         let Exec::Gpu { call, args, n_in, .. } = &mut self.steps[at] else { unreachable!("found as a GPU call") };
         let j = args[*n_in..].iter().rposition(|&a| a == p).expect("found among the outputs");
-        call.set_argmax(j, on)
+        call.set_argmax(j, on).await
     }
 
     /// Host time per stage of `run` over every GPU call, summed since load
@@ -520,7 +528,14 @@ impl LoadedMethod {
     }
 
     /// Runs the method once: every instruction in chain order.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn run(&mut self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
+        pollster::block_on(self.run_async(inputs))
+    }
+
+    /// [`LoadedMethod::run`] without blocking: each GPU call's read-back is
+    /// awaited (on the web, the browser's event loop runs meanwhile).
+    pub async fn run_async(&mut self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
         if inputs.len() != self.inputs.len() {
             return Err(Error::InputCount { expected: self.inputs.len(), found: inputs.len() });
         }
@@ -544,7 +559,7 @@ impl LoadedMethod {
             match step {
                 Exec::Gpu { call, args, n_in, extra } => {
                     let ins = args[..*n_in].iter().map(|&p| tensor_at(&slots, p)).collect::<Result<Vec<_>>>()?;
-                    let outs = call.run(&ins)?;
+                    let outs = call.run(&ins).await?;
                     if call.keep_on_device.iter().any(|keep| !keep) {
                         *host_round_trips += 1;
                     }

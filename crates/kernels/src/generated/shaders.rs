@@ -117,6 +117,20 @@ pub enum Variant {
     U32,
 }
 
+/// What a shader needs of the device; the runtime checks it against the
+/// adapter's limits before creating the pipeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShaderNeeds {
+    /// `@workgroup_size` of `main`.
+    pub workgroup_size: [u32; 3],
+    /// Storage buffers bound.
+    pub storage_buffers: u32,
+    /// Uniform buffers bound.
+    pub uniform_buffers: u32,
+    /// Bytes of `var<workgroup>` memory.
+    pub workgroup_bytes: u32,
+}
+
 /// One generated shader: a family compiled for one variant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ShaderId {
@@ -876,6 +890,397 @@ impl ShaderId {
             ShaderId::WhereF16 => WHERE_F16,
             ShaderId::WhereI32 => WHERE_I32,
             ShaderId::WhereU32 => WHERE_U32,
+        }
+    }
+
+    /// What it needs of the device (workgroup size, bindings, workgroup
+    /// memory), as naga reads it (overrides at their defaults).
+    pub const fn needs(self) -> ShaderNeeds {
+        match self {
+            ShaderId::ArgReduceF32 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 512 }
+            }
+            ShaderId::ArgReduceF16 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 512 }
+            }
+            ShaderId::AttentionF32 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 5, uniform_buffers: 1, workgroup_bytes: 768 }
+            }
+            ShaderId::AttentionF16 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 5, uniform_buffers: 1, workgroup_bytes: 768 }
+            }
+            ShaderId::AvgPool2dF32 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::AvgPool2dF16 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::BatchNormF32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 6, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::BatchNormF16 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 6, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::BinaryF32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::BinaryF16 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::BitwiseI32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::BitwiseU32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::CastFromI32F32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::CastFromI32F16 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::ChooseQparamsF32 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::ChooseQparamsF16 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::CompareF32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::CompareF16 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::CompareI32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::CompareU32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::ConvF32 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::ConvF16 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::CopyF32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::EmbeddingQ4gswF32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::EmbeddingQ4gswF16 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::FillF32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 1, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::FillF16 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 1, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::FillI32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 1, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::FusedElementwiseF32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::FusedElementwiseF16 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::GatherF32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::GatherF16 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::GatherI32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::GemvF32 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 256 }
+            }
+            ShaderId::GemvF16 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 256 }
+            }
+            ShaderId::GemvQkvF32 => ShaderNeeds {
+                workgroup_size: [64, 1, 1],
+                storage_buffers: 10,
+                uniform_buffers: 1,
+                workgroup_bytes: 256,
+            },
+            ShaderId::GemvQkvF16 => ShaderNeeds {
+                workgroup_size: [64, 1, 1],
+                storage_buffers: 10,
+                uniform_buffers: 1,
+                workgroup_bytes: 256,
+            },
+            ShaderId::GemvSwigluF32 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 6, uniform_buffers: 1, workgroup_bytes: 512 }
+            }
+            ShaderId::GemvSwigluF16 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 6, uniform_buffers: 1, workgroup_bytes: 512 }
+            }
+            ShaderId::GroupNormF32 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 6, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::GroupNormF16 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 6, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::KvCacheUpdateF32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::KvCacheUpdateF16 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::LayerNormF32 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 6, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::LayerNormF16 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 6, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::LinearDq8caQ4gswF32 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 7, uniform_buffers: 1, workgroup_bytes: 256 }
+            }
+            ShaderId::LinearDq8caQ4gswF16 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 7, uniform_buffers: 1, workgroup_bytes: 256 }
+            }
+            ShaderId::LinearGemvF32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 4,
+                uniform_buffers: 1,
+                workgroup_bytes: 4096,
+            },
+            ShaderId::LinearGemvF16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 4,
+                uniform_buffers: 1,
+                workgroup_bytes: 4096,
+            },
+            ShaderId::LinearQ4gswF32 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 5, uniform_buffers: 1, workgroup_bytes: 256 }
+            }
+            ShaderId::LinearQ4gswF16 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 5, uniform_buffers: 1, workgroup_bytes: 256 }
+            }
+            ShaderId::LinearQ4gswQkvF32 => ShaderNeeds {
+                workgroup_size: [64, 1, 1],
+                storage_buffers: 10,
+                uniform_buffers: 1,
+                workgroup_bytes: 256,
+            },
+            ShaderId::LinearQ4gswQkvF16 => ShaderNeeds {
+                workgroup_size: [64, 1, 1],
+                storage_buffers: 10,
+                uniform_buffers: 1,
+                workgroup_bytes: 256,
+            },
+            ShaderId::LinearQ4gswSwigluF32 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 6, uniform_buffers: 1, workgroup_bytes: 512 }
+            }
+            ShaderId::LinearQ4gswSwigluF16 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 6, uniform_buffers: 1, workgroup_bytes: 512 }
+            }
+            ShaderId::LinearQkvF32 => ShaderNeeds {
+                workgroup_size: [16, 16, 1],
+                storage_buffers: 10,
+                uniform_buffers: 1,
+                workgroup_bytes: 2048,
+            },
+            ShaderId::LinearQkvF16 => ShaderNeeds {
+                workgroup_size: [16, 16, 1],
+                storage_buffers: 10,
+                uniform_buffers: 1,
+                workgroup_bytes: 2048,
+            },
+            ShaderId::LinearSwigluF32 => ShaderNeeds {
+                workgroup_size: [16, 16, 1],
+                storage_buffers: 6,
+                uniform_buffers: 1,
+                workgroup_bytes: 3072,
+            },
+            ShaderId::LinearSwigluF16 => ShaderNeeds {
+                workgroup_size: [16, 16, 1],
+                storage_buffers: 6,
+                uniform_buffers: 1,
+                workgroup_bytes: 3072,
+            },
+            ShaderId::MatmulF32 => ShaderNeeds {
+                workgroup_size: [16, 16, 1],
+                storage_buffers: 4,
+                uniform_buffers: 1,
+                workgroup_bytes: 2048,
+            },
+            ShaderId::MatmulF16 => ShaderNeeds {
+                workgroup_size: [16, 16, 1],
+                storage_buffers: 4,
+                uniform_buffers: 1,
+                workgroup_bytes: 2048,
+            },
+            ShaderId::MaxPool2dF32 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::MaxPool2dF16 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::PadF32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::PadF16 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::PadI32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::PlaceF32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::PlaceF16 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::PlaceI32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::Q4GemmF32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 5,
+                uniform_buffers: 1,
+                workgroup_bytes: 8192,
+            },
+            ShaderId::Q4GemmF16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 5,
+                uniform_buffers: 1,
+                workgroup_bytes: 8192,
+            },
+            ShaderId::Q4GemmSwigluF32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 6,
+                uniform_buffers: 1,
+                workgroup_bytes: 12288,
+            },
+            ShaderId::Q4GemmSwigluF16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 6,
+                uniform_buffers: 1,
+                workgroup_bytes: 12288,
+            },
+            ShaderId::Q4GemvF32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 5,
+                uniform_buffers: 1,
+                workgroup_bytes: 4096,
+            },
+            ShaderId::Q4GemvF16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 5,
+                uniform_buffers: 1,
+                workgroup_bytes: 4096,
+            },
+            ShaderId::Q4GemvSwigluF32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 6,
+                uniform_buffers: 1,
+                workgroup_bytes: 8192,
+            },
+            ShaderId::Q4GemvSwigluF16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 6,
+                uniform_buffers: 1,
+                workgroup_bytes: 8192,
+            },
+            ShaderId::ReduceF32 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 256 }
+            }
+            ShaderId::ReduceF16 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 256 }
+            }
+            ShaderId::RmsNormF32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 3,
+                uniform_buffers: 1,
+                workgroup_bytes: 1024,
+            },
+            ShaderId::RmsNormF16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 3,
+                uniform_buffers: 1,
+                workgroup_bytes: 1024,
+            },
+            ShaderId::RopeF32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::RopeF16 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::RopeHfF32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::RopeHfF16 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::RopeInterleavedF32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::RopeInterleavedF16 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::SdpaF32 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 768 }
+            }
+            ShaderId::SdpaF16 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 768 }
+            }
+            ShaderId::SdpaOnlineF32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 4,
+                uniform_buffers: 1,
+                workgroup_bytes: 3072,
+            },
+            ShaderId::SdpaOnlineF16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 4,
+                uniform_buffers: 1,
+                workgroup_bytes: 3072,
+            },
+            ShaderId::SoftmaxF32 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::SoftmaxF16 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::TakeF32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::TakeF16 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::TakeI32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::UnaryF32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::UnaryF16 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::UpsampleF32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::UpsampleF16 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::WhereF32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::WhereF16 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::WhereI32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::WhereU32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
         }
     }
 
@@ -1752,13 +2157,19 @@ struct Params {
     b_strides: array<vec4<u32>, 2>,
 }
 
+// Non-finite values come from bit patterns read at run time: WGSL makes a
+// constant expression that evaluates to NaN or infinity an error (Chrome's
+// Tint rejects `bitcast<f32>(0x7fc00000u)`).
+var<private> nan_bits: u32 = 0x7fc00000u;
+var<private> inf_bits: u32 = 0x7f800000u;
+
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> a: array<Elem>;
 @group(0) @binding(2) var<storage, read> b: array<Elem>;
 @group(0) @binding(3) var<storage, read_write> out: array<Elem>;
 
 fn nan() -> f32 {
-    return bitcast<f32>(0x7fc00000u);
+    return bitcast<f32>(nan_bits);
 }
 
 /// `pow` with PyTorch's results for negative bases and zero exponents.
@@ -1773,7 +2184,7 @@ fn pow_torch(x: f32, y: f32) -> f32 {
         if y > 0.0 {
             return 0.0;
         }
-        return bitcast<f32>(0x7f800000u);
+        return bitcast<f32>(inf_bits);
     }
     if y != floor(y) {
         return nan();
@@ -1850,13 +2261,19 @@ struct Params {
     b_strides: array<vec4<u32>, 2>,
 }
 
+// Non-finite values come from bit patterns read at run time: WGSL makes a
+// constant expression that evaluates to NaN or infinity an error (Chrome's
+// Tint rejects `bitcast<f32>(0x7fc00000u)`).
+var<private> nan_bits: u32 = 0x7fc00000u;
+var<private> inf_bits: u32 = 0x7f800000u;
+
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> a: array<Elem>;
 @group(0) @binding(2) var<storage, read> b: array<Elem>;
 @group(0) @binding(3) var<storage, read_write> out: array<Elem>;
 
 fn nan() -> f32 {
-    return bitcast<f32>(0x7fc00000u);
+    return bitcast<f32>(nan_bits);
 }
 
 /// `pow` with PyTorch's results for negative bases and zero exponents.
@@ -1871,7 +2288,7 @@ fn pow_torch(x: f32, y: f32) -> f32 {
         if y > 0.0 {
             return 0.0;
         }
-        return bitcast<f32>(0x7f800000u);
+        return bitcast<f32>(inf_bits);
     }
     if y != floor(y) {
         return nan();
@@ -2698,6 +3115,11 @@ struct Params {
     _pad3: u32,
 }
 
+// Non-finite values come from bit patterns read at run time: WGSL makes a
+// constant expression that evaluates to NaN or infinity an error (Chrome's
+// Tint rejects `bitcast<f32>(0x7fc00000u)`).
+var<private> nan_bits: u32 = 0x7fc00000u;
+
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<Elem>;
 @group(0) @binding(2) var<storage, read> weight: array<Elem>;
@@ -2807,7 +3229,7 @@ fn pow_scalar(b: f32, e: f32) -> f32 {
         return pow(b, e);
     }
     if e != floor(e) {
-        return bitcast<f32>(0x7fc00000u);
+        return bitcast<f32>(nan_bits);
     }
     let r = pow(-b, e);
     if fract(e * 0.5) != 0.0 {
@@ -2841,7 +3263,7 @@ fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
         case 18u: { return pow_scalar(v, p0); }
         case 19u: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
         case 20u: { return v * (1.0 / (1.0 + exp(-v))); }
-        default: { return bitcast<f32>(0x7fc00000u); }
+        default: { return bitcast<f32>(nan_bits); }
     }
 }
 "#;
@@ -2895,6 +3317,11 @@ struct Params {
     _pad3: u32,
 }
 
+// Non-finite values come from bit patterns read at run time: WGSL makes a
+// constant expression that evaluates to NaN or infinity an error (Chrome's
+// Tint rejects `bitcast<f32>(0x7fc00000u)`).
+var<private> nan_bits: u32 = 0x7fc00000u;
+
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<Elem>;
 @group(0) @binding(2) var<storage, read> weight: array<Elem>;
@@ -3004,7 +3431,7 @@ fn pow_scalar(b: f32, e: f32) -> f32 {
         return pow(b, e);
     }
     if e != floor(e) {
-        return bitcast<f32>(0x7fc00000u);
+        return bitcast<f32>(nan_bits);
     }
     let r = pow(-b, e);
     if fract(e * 0.5) != 0.0 {
@@ -3038,7 +3465,7 @@ fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
         case 18u: { return pow_scalar(v, p0); }
         case 19u: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
         case 20u: { return v * (1.0 / (1.0 + exp(-v))); }
-        default: { return bitcast<f32>(0x7fc00000u); }
+        default: { return bitcast<f32>(nan_bits); }
     }
 }
 "#;
@@ -3347,6 +3774,12 @@ struct Params {
     strides: array<array<vec4<u32>, 2>, 7>,
 }
 
+// Non-finite values come from bit patterns read at run time: WGSL makes a
+// constant expression that evaluates to NaN or infinity an error (Chrome's
+// Tint rejects `bitcast<f32>(0x7fc00000u)`).
+var<private> nan_bits: u32 = 0x7fc00000u;
+var<private> inf_bits: u32 = 0x7f800000u;
+
 @group(0) @binding(0) var<uniform> p: Params;
 
 /// Stride of input `k` along dim `d`.
@@ -3367,10 +3800,10 @@ fn pow_tensor(x: f32, y: f32) -> f32 {
         if y > 0.0 {
             return 0.0;
         }
-        return bitcast<f32>(0x7f800000u);
+        return bitcast<f32>(inf_bits);
     }
     if y != floor(y) {
-        return bitcast<f32>(0x7fc00000u);
+        return bitcast<f32>(nan_bits);
     }
     let r = pow(-x, y);
     if fract(y * 0.5) != 0.0 {
@@ -3391,7 +3824,7 @@ fn bin(op: u32, x: f32, y: f32, alpha: f32) -> f32 {
         case 6u: { return pow_tensor(x, y); }
         case 7u: { return min(x, y); }
         case 8u: { return max(x, y); }
-        default: { return bitcast<f32>(0x7fc00000u); }
+        default: { return bitcast<f32>(nan_bits); }
     }
 }
 
@@ -3417,7 +3850,7 @@ fn pow_scalar(b: f32, e: f32) -> f32 {
         return pow(b, e);
     }
     if e != floor(e) {
-        return bitcast<f32>(0x7fc00000u);
+        return bitcast<f32>(nan_bits);
     }
     let r = pow(-b, e);
     if fract(e * 0.5) != 0.0 {
@@ -3451,7 +3884,7 @@ fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
         case 18u: { return pow_scalar(v, p0); }
         case 19u: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
         case 20u: { return v * (1.0 / (1.0 + exp(-v))); }
-        default: { return bitcast<f32>(0x7fc00000u); }
+        default: { return bitcast<f32>(nan_bits); }
     }
 }
 
@@ -3518,6 +3951,12 @@ struct Params {
     strides: array<array<vec4<u32>, 2>, 7>,
 }
 
+// Non-finite values come from bit patterns read at run time: WGSL makes a
+// constant expression that evaluates to NaN or infinity an error (Chrome's
+// Tint rejects `bitcast<f32>(0x7fc00000u)`).
+var<private> nan_bits: u32 = 0x7fc00000u;
+var<private> inf_bits: u32 = 0x7f800000u;
+
 @group(0) @binding(0) var<uniform> p: Params;
 
 /// Stride of input `k` along dim `d`.
@@ -3538,10 +3977,10 @@ fn pow_tensor(x: f32, y: f32) -> f32 {
         if y > 0.0 {
             return 0.0;
         }
-        return bitcast<f32>(0x7f800000u);
+        return bitcast<f32>(inf_bits);
     }
     if y != floor(y) {
-        return bitcast<f32>(0x7fc00000u);
+        return bitcast<f32>(nan_bits);
     }
     let r = pow(-x, y);
     if fract(y * 0.5) != 0.0 {
@@ -3562,7 +4001,7 @@ fn bin(op: u32, x: f32, y: f32, alpha: f32) -> f32 {
         case 6u: { return pow_tensor(x, y); }
         case 7u: { return min(x, y); }
         case 8u: { return max(x, y); }
-        default: { return bitcast<f32>(0x7fc00000u); }
+        default: { return bitcast<f32>(nan_bits); }
     }
 }
 
@@ -3588,7 +4027,7 @@ fn pow_scalar(b: f32, e: f32) -> f32 {
         return pow(b, e);
     }
     if e != floor(e) {
-        return bitcast<f32>(0x7fc00000u);
+        return bitcast<f32>(nan_bits);
     }
     let r = pow(-b, e);
     if fract(e * 0.5) != 0.0 {
@@ -3622,7 +4061,7 @@ fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
         case 18u: { return pow_scalar(v, p0); }
         case 19u: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
         case 20u: { return v * (1.0 / (1.0 + exp(-v))); }
-        default: { return bitcast<f32>(0x7fc00000u); }
+        default: { return bitcast<f32>(nan_bits); }
     }
 }
 
@@ -3836,6 +4275,11 @@ struct Params {
     _pad1: u32,
 }
 
+// Non-finite values come from bit patterns read at run time: WGSL makes a
+// constant expression that evaluates to NaN or infinity an error (Chrome's
+// Tint rejects `bitcast<f32>(0x7fc00000u)`).
+var<private> nan_bits: u32 = 0x7fc00000u;
+
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> a: array<Elem>;
 @group(0) @binding(2) var<storage, read> b: array<Elem>;
@@ -3904,7 +4348,7 @@ fn pow_scalar(b: f32, e: f32) -> f32 {
         return pow(b, e);
     }
     if e != floor(e) {
-        return bitcast<f32>(0x7fc00000u);
+        return bitcast<f32>(nan_bits);
     }
     let r = pow(-b, e);
     if fract(e * 0.5) != 0.0 {
@@ -3938,7 +4382,7 @@ fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
         case 18u: { return pow_scalar(v, p0); }
         case 19u: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
         case 20u: { return v * (1.0 / (1.0 + exp(-v))); }
-        default: { return bitcast<f32>(0x7fc00000u); }
+        default: { return bitcast<f32>(nan_bits); }
     }
 }
 "#;
@@ -3987,6 +4431,11 @@ struct Params {
     _pad1: u32,
 }
 
+// Non-finite values come from bit patterns read at run time: WGSL makes a
+// constant expression that evaluates to NaN or infinity an error (Chrome's
+// Tint rejects `bitcast<f32>(0x7fc00000u)`).
+var<private> nan_bits: u32 = 0x7fc00000u;
+
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> a: array<Elem>;
 @group(0) @binding(2) var<storage, read> b: array<Elem>;
@@ -4055,7 +4504,7 @@ fn pow_scalar(b: f32, e: f32) -> f32 {
         return pow(b, e);
     }
     if e != floor(e) {
-        return bitcast<f32>(0x7fc00000u);
+        return bitcast<f32>(nan_bits);
     }
     let r = pow(-b, e);
     if fract(e * 0.5) != 0.0 {
@@ -4089,7 +4538,7 @@ fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
         case 18u: { return pow_scalar(v, p0); }
         case 19u: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
         case 20u: { return v * (1.0 / (1.0 + exp(-v))); }
-        default: { return bitcast<f32>(0x7fc00000u); }
+        default: { return bitcast<f32>(nan_bits); }
     }
 }
 "#;
@@ -6215,6 +6664,11 @@ struct Params {
     _pad1: u32,
 }
 
+// Non-finite values come from bit patterns read at run time: WGSL makes a
+// constant expression that evaluates to NaN or infinity an error (Chrome's
+// Tint rejects `bitcast<f32>(0x7fc00000u)`).
+var<private> nan_bits: u32 = 0x7fc00000u;
+
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> a: array<Elem>;
 @group(0) @binding(2) var<storage, read> b: array<Elem>;
@@ -6281,7 +6735,7 @@ fn pow_scalar(b: f32, e: f32) -> f32 {
         return pow(b, e);
     }
     if e != floor(e) {
-        return bitcast<f32>(0x7fc00000u);
+        return bitcast<f32>(nan_bits);
     }
     let r = pow(-b, e);
     if fract(e * 0.5) != 0.0 {
@@ -6315,7 +6769,7 @@ fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
         case 18u: { return pow_scalar(v, p0); }
         case 19u: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
         case 20u: { return v * (1.0 / (1.0 + exp(-v))); }
-        default: { return bitcast<f32>(0x7fc00000u); }
+        default: { return bitcast<f32>(nan_bits); }
     }
 }
 "#;
@@ -6363,6 +6817,11 @@ struct Params {
     _pad1: u32,
 }
 
+// Non-finite values come from bit patterns read at run time: WGSL makes a
+// constant expression that evaluates to NaN or infinity an error (Chrome's
+// Tint rejects `bitcast<f32>(0x7fc00000u)`).
+var<private> nan_bits: u32 = 0x7fc00000u;
+
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> a: array<Elem>;
 @group(0) @binding(2) var<storage, read> b: array<Elem>;
@@ -6429,7 +6888,7 @@ fn pow_scalar(b: f32, e: f32) -> f32 {
         return pow(b, e);
     }
     if e != floor(e) {
-        return bitcast<f32>(0x7fc00000u);
+        return bitcast<f32>(nan_bits);
     }
     let r = pow(-b, e);
     if fract(e * 0.5) != 0.0 {
@@ -6463,7 +6922,7 @@ fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
         case 18u: { return pow_scalar(v, p0); }
         case 19u: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
         case 20u: { return v * (1.0 / (1.0 + exp(-v))); }
-        default: { return bitcast<f32>(0x7fc00000u); }
+        default: { return bitcast<f32>(nan_bits); }
     }
 }
 "#;
@@ -6499,6 +6958,11 @@ struct Params {
     _pad2: u32,
 }
 
+// Non-finite values come from bit patterns read at run time: WGSL makes a
+// constant expression that evaluates to NaN or infinity an error (Chrome's
+// Tint rejects `bitcast<f32>(0x7fc00000u)`).
+var<private> neg_inf_bits: u32 = 0xff800000u;
+
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<Elem>;
 @group(0) @binding(2) var<storage, read_write> out: array<Elem>;
@@ -6507,7 +6971,7 @@ struct Params {
 fn max_pool(i: u32, plane: u32, oh: u32, ow: u32) {
     let h0 = i32(oh * p.stride_h) - i32(p.pad_h);
     let w0 = i32(ow * p.stride_w) - i32(p.pad_w);
-    var best = bitcast<f32>(0xff800000u);
+    var best = bitcast<f32>(neg_inf_bits);
     var best_idx = -1;
     for (var ky = 0u; ky < p.kh; ky++) {
         let ih = h0 + i32(ky * p.dil_h);
@@ -6578,6 +7042,11 @@ struct Params {
     _pad2: u32,
 }
 
+// Non-finite values come from bit patterns read at run time: WGSL makes a
+// constant expression that evaluates to NaN or infinity an error (Chrome's
+// Tint rejects `bitcast<f32>(0x7fc00000u)`).
+var<private> neg_inf_bits: u32 = 0xff800000u;
+
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<Elem>;
 @group(0) @binding(2) var<storage, read_write> out: array<Elem>;
@@ -6586,7 +7055,7 @@ struct Params {
 fn max_pool(i: u32, plane: u32, oh: u32, ow: u32) {
     let h0 = i32(oh * p.stride_h) - i32(p.pad_h);
     let w0 = i32(ow * p.stride_w) - i32(p.pad_w);
-    var best = bitcast<f32>(0xff800000u);
+    var best = bitcast<f32>(neg_inf_bits);
     var best_idx = -1;
     for (var ky = 0u; ky < p.kh; ky++) {
         let ih = h0 + i32(ky * p.dil_h);
@@ -7981,6 +8450,12 @@ struct Params {
     red_strides: array<vec4<u32>, 2>,
 }
 
+// Non-finite values come from bit patterns read at run time: WGSL makes a
+// constant expression that evaluates to NaN or infinity an error (Chrome's
+// Tint rejects `bitcast<f32>(0x7fc00000u)`).
+var<private> neg_inf_bits: u32 = 0xff800000u;
+var<private> inf_bits: u32 = 0x7f800000u;
+
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<Elem>;
 @group(0) @binding(2) var<storage, read_write> out: array<Elem>;
@@ -7993,8 +8468,8 @@ fn is_nan(v: f32) -> bool {
 
 fn init(op: u32) -> f32 {
     switch op {
-        case 2u: { return bitcast<f32>(0xff800000u); }
-        case 3u: { return bitcast<f32>(0x7f800000u); }
+        case 2u: { return bitcast<f32>(neg_inf_bits); }
+        case 3u: { return bitcast<f32>(inf_bits); }
         default: { return 0.0; }
     }
 }
@@ -8099,6 +8574,12 @@ struct Params {
     red_strides: array<vec4<u32>, 2>,
 }
 
+// Non-finite values come from bit patterns read at run time: WGSL makes a
+// constant expression that evaluates to NaN or infinity an error (Chrome's
+// Tint rejects `bitcast<f32>(0x7fc00000u)`).
+var<private> neg_inf_bits: u32 = 0xff800000u;
+var<private> inf_bits: u32 = 0x7f800000u;
+
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<Elem>;
 @group(0) @binding(2) var<storage, read_write> out: array<Elem>;
@@ -8111,8 +8592,8 @@ fn is_nan(v: f32) -> bool {
 
 fn init(op: u32) -> f32 {
     switch op {
-        case 2u: { return bitcast<f32>(0xff800000u); }
-        case 3u: { return bitcast<f32>(0x7f800000u); }
+        case 2u: { return bitcast<f32>(neg_inf_bits); }
+        case 3u: { return bitcast<f32>(inf_bits); }
         default: { return 0.0; }
     }
 }
@@ -9454,6 +9935,11 @@ struct Params {
     _pad3: f32,
 }
 
+// Non-finite values come from bit patterns read at run time: WGSL makes a
+// constant expression that evaluates to NaN or infinity an error (Chrome's
+// Tint rejects `bitcast<f32>(0x7fc00000u)`).
+var<private> nan_bits: u32 = 0x7fc00000u;
+
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<Elem>;
 @group(0) @binding(2) var<storage, read_write> out: array<Elem>;
@@ -9479,7 +9965,7 @@ fn pow_torch(b: f32, e: f32) -> f32 {
         return pow(b, e);
     }
     if e != floor(e) {
-        return bitcast<f32>(0x7fc00000u);
+        return bitcast<f32>(nan_bits);
     }
     let r = pow(-b, e);
     if fract(e * 0.5) != 0.0 {
@@ -9511,7 +9997,7 @@ fn apply(op: u32, v: f32) -> f32 {
         case 18u: { return pow_torch(v, p.p0); }
         case 19u: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
         case 20u: { return v * (1.0 / (1.0 + exp(-v))); }
-        default: { return bitcast<f32>(0x7fc00000u); }
+        default: { return bitcast<f32>(nan_bits); }
     }
 }
 
@@ -9550,6 +10036,11 @@ struct Params {
     _pad3: f32,
 }
 
+// Non-finite values come from bit patterns read at run time: WGSL makes a
+// constant expression that evaluates to NaN or infinity an error (Chrome's
+// Tint rejects `bitcast<f32>(0x7fc00000u)`).
+var<private> nan_bits: u32 = 0x7fc00000u;
+
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<Elem>;
 @group(0) @binding(2) var<storage, read_write> out: array<Elem>;
@@ -9575,7 +10066,7 @@ fn pow_torch(b: f32, e: f32) -> f32 {
         return pow(b, e);
     }
     if e != floor(e) {
-        return bitcast<f32>(0x7fc00000u);
+        return bitcast<f32>(nan_bits);
     }
     let r = pow(-b, e);
     if fract(e * 0.5) != 0.0 {
@@ -9607,7 +10098,7 @@ fn apply(op: u32, v: f32) -> f32 {
         case 18u: { return pow_torch(v, p.p0); }
         case 19u: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
         case 20u: { return v * (1.0 / (1.0 + exp(-v))); }
-        default: { return bitcast<f32>(0x7fc00000u); }
+        default: { return bitcast<f32>(nan_bits); }
     }
 }
 
