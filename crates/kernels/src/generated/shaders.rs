@@ -94,6 +94,8 @@ pub enum Family {
     SdpaOnline,
     /// `softmax.wgsl`.
     Softmax,
+    /// `softmax_rows.wgsl`.
+    SoftmaxRows,
     /// `take.wgsl`.
     Take,
     /// `unary.wgsl`.
@@ -320,6 +322,10 @@ pub enum ShaderId {
     SoftmaxF32,
     /// `softmax.wgsl` with `Elem = f16`.
     SoftmaxF16,
+    /// `softmax_rows.wgsl` with `Elem = f32`.
+    SoftmaxRowsF32,
+    /// `softmax_rows.wgsl` with `Elem = f16`.
+    SoftmaxRowsF16,
     /// `take.wgsl` with `Elem = f32`.
     TakeF32,
     /// `take.wgsl` with `Elem = f16`.
@@ -440,6 +446,8 @@ impl ShaderId {
         ShaderId::SdpaOnlineF16,
         ShaderId::SoftmaxF32,
         ShaderId::SoftmaxF16,
+        ShaderId::SoftmaxRowsF32,
+        ShaderId::SoftmaxRowsF16,
         ShaderId::TakeF32,
         ShaderId::TakeF16,
         ShaderId::TakeI32,
@@ -549,6 +557,8 @@ impl ShaderId {
             ShaderId::SdpaOnlineF16 => Family::SdpaOnline,
             ShaderId::SoftmaxF32 => Family::Softmax,
             ShaderId::SoftmaxF16 => Family::Softmax,
+            ShaderId::SoftmaxRowsF32 => Family::SoftmaxRows,
+            ShaderId::SoftmaxRowsF16 => Family::SoftmaxRows,
             ShaderId::TakeF32 => Family::Take,
             ShaderId::TakeF16 => Family::Take,
             ShaderId::TakeI32 => Family::Take,
@@ -659,6 +669,8 @@ impl ShaderId {
             ShaderId::SdpaOnlineF16 => Variant::F16,
             ShaderId::SoftmaxF32 => Variant::F32,
             ShaderId::SoftmaxF16 => Variant::F16,
+            ShaderId::SoftmaxRowsF32 => Variant::F32,
+            ShaderId::SoftmaxRowsF16 => Variant::F16,
             ShaderId::TakeF32 => Variant::F32,
             ShaderId::TakeF16 => Variant::F16,
             ShaderId::TakeI32 => Variant::I32,
@@ -769,6 +781,8 @@ impl ShaderId {
             ShaderId::SdpaOnlineF16 => "sdpa_online.f16",
             ShaderId::SoftmaxF32 => "softmax.f32",
             ShaderId::SoftmaxF16 => "softmax.f16",
+            ShaderId::SoftmaxRowsF32 => "softmax_rows.f32",
+            ShaderId::SoftmaxRowsF16 => "softmax_rows.f16",
             ShaderId::TakeF32 => "take.f32",
             ShaderId::TakeF16 => "take.f16",
             ShaderId::TakeI32 => "take.i32",
@@ -879,6 +893,8 @@ impl ShaderId {
             ShaderId::SdpaOnlineF16 => SDPA_ONLINE_F16,
             ShaderId::SoftmaxF32 => SOFTMAX_F32,
             ShaderId::SoftmaxF16 => SOFTMAX_F16,
+            ShaderId::SoftmaxRowsF32 => SOFTMAX_ROWS_F32,
+            ShaderId::SoftmaxRowsF16 => SOFTMAX_ROWS_F16,
             ShaderId::TakeF32 => TAKE_F32,
             ShaderId::TakeF16 => TAKE_F16,
             ShaderId::TakeI32 => TAKE_I32,
@@ -1248,6 +1264,18 @@ impl ShaderId {
             ShaderId::SoftmaxF16 => {
                 ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
             }
+            ShaderId::SoftmaxRowsF32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 2,
+                uniform_buffers: 1,
+                workgroup_bytes: 1024,
+            },
+            ShaderId::SoftmaxRowsF16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 2,
+                uniform_buffers: 1,
+                workgroup_bytes: 1024,
+            },
             ShaderId::TakeF32 => {
                 ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
             }
@@ -1380,6 +1408,8 @@ impl ShaderId {
             (Family::SdpaOnline, Variant::F16) => Some(ShaderId::SdpaOnlineF16),
             (Family::Softmax, Variant::F32) => Some(ShaderId::SoftmaxF32),
             (Family::Softmax, Variant::F16) => Some(ShaderId::SoftmaxF16),
+            (Family::SoftmaxRows, Variant::F32) => Some(ShaderId::SoftmaxRowsF32),
+            (Family::SoftmaxRows, Variant::F16) => Some(ShaderId::SoftmaxRowsF16),
             (Family::Take, Variant::F32) => Some(ShaderId::TakeF32),
             (Family::Take, Variant::F16) => Some(ShaderId::TakeF16),
             (Family::Take, Variant::I32) => Some(ShaderId::TakeI32),
@@ -9719,6 +9749,168 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
             out[at] = Elem(shifted - log_sum);
         } else {
             out[at] = Elem(exp(shifted) / sum);
+        }
+    }
+}
+"#;
+
+/// `softmax_rows.wgsl` with `Elem = f32`.
+pub const SOFTMAX_ROWS_F32: &str = r#"//! Softmax and log-softmax along the last dim (rows contiguous), one
+//! workgroup per row: its invocations take a strided share of the row for
+//! the max, the sum of exponentials and the write, meeting in shared memory
+//! (`softmax.wgsl`, one invocation per row, takes the other dims). Same
+//! parameters as `softmax.wgsl` (`inner` is 1). f32 math.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup; the reductions assume a power of two.
+const WG: u32 = 256u;
+
+struct Params {
+    rows: u32,
+    dim: u32,
+    inner: u32,
+    log: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> red: array<f32, WG>;
+
+/// Tree reduction of `v` over the workgroup (max when `is_max`, else sum);
+/// every invocation gets the result.
+fn reduce(lid: u32, v: f32, is_max: bool) -> f32 {
+    red[lid] = v;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            if is_max {
+                red[lid] = max(red[lid], red[lid + stride]);
+            } else {
+                red[lid] += red[lid + stride];
+            }
+        }
+        workgroupBarrier();
+    }
+    let r = red[0];
+    workgroupBarrier();
+    return r;
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let r = wid.y * groups.x + wid.x;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if r >= p.rows {
+        return;
+    }
+    let base = r * p.dim;
+    var mx = f32(x[base]);
+    for (var j = lid; j < p.dim; j += WG) {
+        mx = max(mx, f32(x[base + j]));
+    }
+    mx = reduce(lid, mx, true);
+    var sum = 0.0;
+    for (var j = lid; j < p.dim; j += WG) {
+        sum += exp(f32(x[base + j]) - mx);
+    }
+    sum = reduce(lid, sum, false);
+    let log_sum = log(sum);
+    for (var j = lid; j < p.dim; j += WG) {
+        let shifted = f32(x[base + j]) - mx;
+        if p.log != 0u {
+            out[base + j] = Elem(shifted - log_sum);
+        } else {
+            out[base + j] = Elem(exp(shifted) / sum);
+        }
+    }
+}
+"#;
+
+/// `softmax_rows.wgsl` with `Elem = f16`.
+pub const SOFTMAX_ROWS_F16: &str = r#"enable f16;
+
+//! Softmax and log-softmax along the last dim (rows contiguous), one
+//! workgroup per row: its invocations take a strided share of the row for
+//! the max, the sum of exponentials and the write, meeting in shared memory
+//! (`softmax.wgsl`, one invocation per row, takes the other dims). Same
+//! parameters as `softmax.wgsl` (`inner` is 1). f32 math.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup; the reductions assume a power of two.
+const WG: u32 = 256u;
+
+struct Params {
+    rows: u32,
+    dim: u32,
+    inner: u32,
+    log: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> red: array<f32, WG>;
+
+/// Tree reduction of `v` over the workgroup (max when `is_max`, else sum);
+/// every invocation gets the result.
+fn reduce(lid: u32, v: f32, is_max: bool) -> f32 {
+    red[lid] = v;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            if is_max {
+                red[lid] = max(red[lid], red[lid + stride]);
+            } else {
+                red[lid] += red[lid + stride];
+            }
+        }
+        workgroupBarrier();
+    }
+    let r = red[0];
+    workgroupBarrier();
+    return r;
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let r = wid.y * groups.x + wid.x;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if r >= p.rows {
+        return;
+    }
+    let base = r * p.dim;
+    var mx = f32(x[base]);
+    for (var j = lid; j < p.dim; j += WG) {
+        mx = max(mx, f32(x[base + j]));
+    }
+    mx = reduce(lid, mx, true);
+    var sum = 0.0;
+    for (var j = lid; j < p.dim; j += WG) {
+        sum += exp(f32(x[base + j]) - mx);
+    }
+    sum = reduce(lid, sum, false);
+    let log_sum = log(sum);
+    for (var j = lid; j < p.dim; j += WG) {
+        let shifted = f32(x[base + j]) - mx;
+        if p.log != 0u {
+            out[base + j] = Elem(shifted - log_sum);
+        } else {
+            out[base + j] = Elem(exp(shifted) / sum);
         }
     }
 }

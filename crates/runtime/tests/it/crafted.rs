@@ -87,6 +87,31 @@ fn softmax_on_a_negative_middle_dim() {
     check(g, &[Tensor::from_f32(&[2, 3, 4], &xv)], &[2, 3, 4], &want);
 }
 
+/// Softmax and log-softmax over the last dim take one workgroup per row
+/// (`softmax_rows.wgsl`): rows longer than the workgroup (600 > 256).
+#[test]
+fn softmax_and_log_softmax_over_long_rows() {
+    let (rows, n) = (3usize, 600usize);
+    let xv: Vec<f32> = data(rows * n, 6).iter().map(|v| v * 8.0).collect();
+    for (op, log) in [("aten._softmax.default", false), ("aten._log_softmax.default", true)] {
+        let mut g = GraphBuilder::new();
+        let x = g.tensor(DType::F32, &[rows as u64, n as u64]);
+        let dim = g.int(-1);
+        let f = g.bool(false);
+        let out = g.tensor(DType::F32, &[rows as u64, n as u64]);
+        g.op(op, &[x, dim, f, out]).inputs(&[x]).outputs(&[out]);
+        let want: Vec<f32> = (0..rows * n)
+            .map(|i| {
+                let row = &xv[i / n * n..][..n];
+                let mx = row.iter().copied().fold(f32::MIN, f32::max);
+                let s: f32 = row.iter().map(|v| (v - mx).exp()).sum();
+                if log { xv[i] - mx - s.ln() } else { (xv[i] - mx).exp() / s }
+            })
+            .collect();
+        check(g, &[Tensor::from_f32(&[rows as u64, n as u64], &xv)], &[rows as u64, n as u64], &want);
+    }
+}
+
 #[test]
 fn view_then_permute_aliases_then_copies() {
     let mut g = GraphBuilder::new();
