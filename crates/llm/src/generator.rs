@@ -136,6 +136,31 @@ impl GenerationStats {
     }
 }
 
+/// What [`Generator::feed`] gives for the last token fed.
+enum Fed {
+    /// Its logits.
+    Logits(Vec<f32>),
+    /// The argmax of its logits, taken on the device.
+    Token(u32),
+}
+
+impl Fed {
+    fn into_logits(self) -> Vec<f32> {
+        match self {
+            Fed::Logits(l) => l,
+            Fed::Token(_) => unreachable!("fed without greedy, so logits come back"),
+        }
+    }
+
+    /// The next token: the device's argmax, or `sampler`'s pick.
+    fn pick(self, sampler: &mut Sampler) -> u32 {
+        match self {
+            Fed::Logits(l) => sampler.sample(&l),
+            Fed::Token(t) => t,
+        }
+    }
+}
+
 /// Generation over a loaded `forward` method whose KV cache persists across
 /// calls: the generator tracks the next position (`input_pos`).
 #[derive(Debug)]
@@ -302,6 +327,14 @@ impl Generator {
 
     /// [`Generator::prefill`] without blocking.
     pub async fn prefill_async(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
+        Ok(self.feed(tokens, false).await?.into_logits())
+    }
+
+    /// Feeds `tokens` (in chunks the forward method takes) at the current
+    /// position, checked first against the context and the vocabulary;
+    /// gives the last token's logits, or with `greedy` their argmax taken
+    /// on the device.
+    async fn feed(&mut self, tokens: &[u32], greedy: bool) -> Result<Fed> {
         if tokens.is_empty() {
             return Err(Error::EmptyPrompt);
         }
@@ -309,11 +342,15 @@ impl Generator {
         self.check_tokens(tokens)?;
         let bound = self.forward.input_specs().first().and_then(|(_, shape)| shape.last().copied());
         let chunk_len = bound.map_or(self.meta.max_seq_len, |b| (b as usize).clamp(1, self.meta.max_seq_len));
-        let mut logits = Vec::new();
+        let mut fed = Fed::Token(0);
         for chunk in tokens.chunks(chunk_len) {
-            logits = self.forward(chunk).await?;
+            fed = if greedy {
+                Fed::Token(self.forward_greedy(chunk).await?)
+            } else {
+                Fed::Logits(self.forward(chunk).await?)
+            };
         }
-        Ok(logits)
+        Ok(fed)
     }
 
     /// Feeds one token at the current position; returns its logits.
@@ -324,9 +361,7 @@ impl Generator {
 
     /// [`Generator::decode_step`] without blocking.
     pub async fn decode_step_async(&mut self, token: u32) -> Result<Vec<f32>> {
-        self.check_fits(1, 0)?;
-        self.check_tokens(&[token])?;
-        self.forward(&[token]).await
+        Ok(self.feed(&[token], false).await?.into_logits())
     }
 
     /// Prefills `prompt`, then samples up to `options.max_new_tokens`
@@ -367,17 +402,7 @@ impl Generator {
         // leave it.
         let greedy = sampler.is_greedy();
         let start = Instant::now();
-        let mut token = if greedy {
-            self.check_fits(prompt.len(), 0)?;
-            self.check_tokens(prompt)?;
-            let mut token = 0;
-            for chunk in prompt.chunks(self.meta.max_seq_len) {
-                token = self.forward_greedy(chunk).await?;
-            }
-            token
-        } else {
-            sampler.sample(&self.prefill_async(prompt).await?)
-        };
+        let mut token = self.feed(prompt, greedy).await?.pick(sampler);
         stats.prefill_time = start.elapsed();
         let decode_start = Instant::now();
         loop {
@@ -390,13 +415,7 @@ impl Generator {
             if out.len() == options.max_new_tokens {
                 break;
             }
-            token = if greedy {
-                self.check_fits(1, 0)?;
-                self.check_tokens(&[token])?;
-                self.forward_greedy(&[token]).await?
-            } else {
-                sampler.sample(&self.decode_step_async(token).await?)
-            };
+            token = self.feed(&[token], greedy).await?.pick(sampler);
             stats.decode_steps += 1;
         }
         stats.decode_time = decode_start.elapsed();
