@@ -352,6 +352,13 @@ pub fn grid_1d(n_threads: u64, wg: u32) -> Result<[u32; 3]> {
     Ok([MAX_GROUPS_PER_DIM, y as u32, 1])
 }
 
+/// A grid of `n_groups` workgroups (one per output element, row or tile),
+/// folded into x and y like [`grid_1d`]; shaders index their workgroup as
+/// `wid.y * num_workgroups.x + wid.x` and skip indices past `n_groups`.
+pub fn grid_groups(n_groups: u64) -> Result<[u32; 3]> {
+    grid_1d(n_groups, 1)
+}
+
 /// Checks that a count fits 32-bit kernel indexing.
 pub fn to_u32(what: &'static str, x: u64) -> Result<u32> {
     u32::try_from(x).map_err(|_| Error::TooLarge { what, found: x })

@@ -30,7 +30,7 @@ use crate::ops::matmul::GEMV_MAX_ROWS;
 use crate::ops::quant::{Q4Linear, Q4Route, check_q4_weight, q4_fast, q4_fast_dispatch};
 use crate::plan::{
     Ctx, Dispatch, GeneratedShader, Lowered, MATMUL_TILE, Shader, Step, TensorInfo, Uniform, Vid, WG_ELEMENTWISE,
-    check_rank, checked_numel, dims_u32, float_shader, grid_1d, same_dtype, to_u32,
+    check_rank, checked_numel, dims_u32, float_shader, grid_1d, grid_groups, same_dtype, to_u32,
 };
 
 /// Most inputs of one fused elementwise kernel (its uniform holds this
@@ -470,12 +470,6 @@ fn linear_input<'a>(x: &TensorInfo<'a>) -> Result<(u64, u64, &'a [u64])> {
     Ok((lead.iter().product(), k, lead))
 }
 
-/// One workgroup per output element, folded into x and y.
-fn per_output_grid(total: u64) -> Result<[u32; 3]> {
-    let max = u64::from(crate::plan::MAX_GROUPS_PER_DIM);
-    Ok([to_u32("workgroups", total.min(max))?, to_u32("workgroups", total.div_ceil(max))?, 1])
-}
-
 /// The three outputs of a fused QKV call.
 fn qkv_outputs<'a>(c: &Ctx<'a>, idx: usize, x: &TensorInfo<'_>) -> Result<Vec<TensorInfo<'a>>> {
     let outs = c.tensor_list(idx, "out")?;
@@ -538,7 +532,7 @@ pub fn linear_qkv(c: &Ctx<'_>) -> Result<Lowered> {
             .u32(has_bias)
             .finish();
         let workgroups = if gemv {
-            per_output_grid(total)?
+            grid_groups(total)?
         } else {
             let tile = u64::from(MATMUL_TILE);
             let n_max = ns.iter().copied().max().unwrap_or(0);
@@ -585,7 +579,7 @@ pub fn linear_swiglu(c: &Ctx<'_>) -> Result<Lowered> {
         let has_bias = u32::from(bg.is_some()) | u32::from(bu.is_some()) << 1;
         let params = Uniform::new().u32(u("M", m)?).u32(u("N", n)?).u32(u("K", k)?).u32(has_bias).finish();
         let workgroups = if gemv {
-            per_output_grid(m * n)?
+            grid_groups(m * n)?
         } else {
             let tile = u64::from(MATMUL_TILE);
             [u("workgroups along N", n.div_ceil(tile))?, u("workgroups along M", m.div_ceil(tile))?, 1]
@@ -661,7 +655,7 @@ pub fn linear_q4gsw_qkv(c: &Ctx<'_>) -> Result<Lowered> {
             inputs,
             outputs: outs.iter().map(|o| o.id).collect(),
             params: params.finish(),
-            workgroups: per_output_grid(total)?,
+            workgroups: grid_groups(total)?,
         }));
     }
     Ok(Lowered { shapes, steps })
@@ -714,7 +708,7 @@ pub fn linear_q4gsw_swiglu(c: &Ctx<'_>) -> Result<Lowered> {
             inputs: vec![x.id, wg.id, sg.id, wu.id, su.id],
             outputs: vec![out.id],
             params,
-            workgroups: per_output_grid(m * n)?,
+            workgroups: grid_groups(m * n)?,
         }));
     }
     Ok(Lowered { shapes: vec![(out.id, shape)], steps })

@@ -9,7 +9,8 @@
 use crate::error::{Error, Result};
 use crate::generated::shaders::Family;
 use crate::plan::{
-    Ctx, Dispatch, Lowered, Step, TensorInfo, Uniform, WG_ELEMENTWISE, float_shader, grid_1d, same_dtype, to_u32,
+    Ctx, Dispatch, Lowered, Step, TensorInfo, Uniform, WG_ELEMENTWISE, float_shader, grid_1d, grid_groups, same_dtype,
+    to_u32,
 };
 
 fn shape_err(arg_idx: usize, name: &'static str, expected: String, t: &TensorInfo<'_>) -> Error {
@@ -42,11 +43,7 @@ pub fn rms_norm(c: &Ctx<'_>) -> Result<Lowered> {
             outputs: vec![out.id],
             params,
             // One workgroup per row, folded into x and y.
-            workgroups: [
-                to_u32("workgroups", rows.min(MAX_GROUPS_PER_DIM))?,
-                to_u32("workgroups", rows.div_ceil(MAX_GROUPS_PER_DIM))?,
-                1,
-            ],
+            workgroups: grid_groups(rows)?,
         }));
     }
     Ok(Lowered { shapes: vec![(out.id, x.shape.to_vec())], steps })
@@ -102,9 +99,6 @@ pub fn apply_rotary_emb(c: &Ctx<'_>) -> Result<Lowered> {
     }
     Ok(Lowered { shapes, steps })
 }
-
-/// Largest workgroup count along one grid dimension.
-const MAX_GROUPS_PER_DIM: u64 = 65535;
 
 /// `sdpa_with_kv_cache.default(query [1,S,Hq,D], key [1,S,Hkv,D], value,
 /// key_cache [1,Cmax,Hkv,D], value_cache, start_pos, seq_len, attn_mask?,
@@ -198,7 +192,6 @@ pub fn sdpa_with_kv_cache(c: &Ctx<'_>) -> Result<Lowered> {
             .u32(to_u32("start_pos", start)?)
             .f32(scale as f32)
             .finish();
-        let u = |what, x| to_u32(what, x);
         // The one-pass kernel reads `vec4`s and gives each dim an invocation.
         let shader =
             if d.is_multiple_of(4) && d <= 256 { float_shader(Family::SdpaOnline, &q, 0, "query")? } else { shader };
@@ -208,11 +201,7 @@ pub fn sdpa_with_kv_cache(c: &Ctx<'_>) -> Result<Lowered> {
             inputs: vec![q.id, k_cache.id, v_cache.id],
             outputs: vec![out.id],
             params,
-            workgroups: [
-                u("workgroups", rows.min(MAX_GROUPS_PER_DIM))?,
-                u("workgroups", rows.div_ceil(MAX_GROUPS_PER_DIM))?,
-                1,
-            ],
+            workgroups: grid_groups(rows)?,
         }));
     }
     Ok(Lowered { shapes: vec![(out.id, q.shape.to_vec())], steps })
@@ -368,18 +357,13 @@ pub fn sdpa(c: &Ctx<'_>) -> Result<Lowered> {
             .u32(mask_mode)
             .f32(scale as f32)
             .finish();
-        let u = |what, x| to_u32(what, x);
         steps.push(Step::Dispatch(Dispatch {
             shader: shader.into(),
             entry: "main",
             inputs: vec![q.id, k.id, v.id, mask.map_or(q.id, |m| m.id)],
             outputs: vec![out.id],
             params,
-            workgroups: [
-                u("workgroups", rows.min(MAX_GROUPS_PER_DIM))?,
-                u("workgroups", rows.div_ceil(MAX_GROUPS_PER_DIM))?,
-                1,
-            ],
+            workgroups: grid_groups(rows)?,
         }));
     }
     Ok(Lowered { shapes: vec![(out.id, q.shape.to_vec())], steps })

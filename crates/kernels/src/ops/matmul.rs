@@ -10,7 +10,9 @@ use crate::error::{Error, Result};
 use crate::generated::shaders::Family;
 use crate::ops::elementwise::{broadcast_shapes, broadcast_strides};
 use crate::ops::fused::Epilogue;
-use crate::plan::{Ctx, Dispatch, Lowered, MATMUL_TILE, Step, TensorInfo, Uniform, float_shader, same_dtype, to_u32};
+use crate::plan::{
+    Ctx, Dispatch, Lowered, MATMUL_TILE, Step, TensorInfo, Uniform, float_shader, grid_groups, same_dtype, to_u32,
+};
 
 /// Strides `[batch, row, col]` of one operand, in elements.
 type Strides = [u64; 3];
@@ -36,9 +38,6 @@ struct Gemm<'a> {
 
 /// Up to this many rows per batch, the GEMV route is used.
 pub const GEMV_MAX_ROWS: u64 = 4;
-
-/// Largest workgroup count along one grid dimension.
-const MAX_GROUPS_PER_DIM: u64 = 65535;
 
 /// The dense-linear GEMV (`linear_gemv.wgsl`) for `g`, when it is one:
 /// one batch of few rows, x rows and weight rows `[N, K]` contiguous with K
@@ -72,11 +71,7 @@ fn linear_gemv(g: &Gemm<'_>) -> Result<Option<Lowered>> {
         inputs: vec![g.a.id, g.b.id, g.bias.as_ref().map_or(g.b.id, |(t, _, _)| t.id)],
         outputs: vec![g.out.id],
         params,
-        workgroups: [
-            to_u32("workgroups", groups.min(MAX_GROUPS_PER_DIM))?,
-            to_u32("workgroups", groups.div_ceil(MAX_GROUPS_PER_DIM))?,
-            1,
-        ],
+        workgroups: grid_groups(groups)?,
     });
     Ok(Some(Lowered { shapes: vec![(g.out.id, g.out_shape.clone())], steps: vec![step] }))
 }
@@ -131,7 +126,7 @@ fn gemm(g: Gemm<'_>) -> Result<Lowered> {
         let workgroups = if gemv {
             // One workgroup per output element, folded into x and y.
             let total = g.batch * g.m * g.n;
-            [u("workgroups", total.min(MAX_GROUPS_PER_DIM))?, u("workgroups", total.div_ceil(MAX_GROUPS_PER_DIM))?, 1]
+            grid_groups(total)?
         } else {
             let tile = u64::from(MATMUL_TILE);
             [

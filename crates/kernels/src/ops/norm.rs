@@ -5,8 +5,8 @@
 use crate::error::{Error, Result};
 use crate::generated::shaders::Family;
 use crate::plan::{
-    Ctx, Dispatch, Lowered, MAX_GROUPS_PER_DIM, Step, Uniform, WG_ELEMENTWISE, WG_ROWS, float_shader, grid_1d,
-    norm_dim, same_dtype, to_u32,
+    Ctx, Dispatch, Lowered, Step, Uniform, WG_ELEMENTWISE, WG_ROWS, float_shader, grid_1d, grid_groups, norm_dim,
+    same_dtype, to_u32,
 };
 
 /// `aten._softmax.default(self, dim, half_to_float, →out)`, and
@@ -40,12 +40,7 @@ pub fn softmax(c: &Ctx<'_>, log: bool) -> Result<Lowered> {
         // Contiguous rows: one workgroup each; strided rows: one
         // invocation each (neighbouring invocations, neighbouring addresses).
         let (shader, workgroups) = if inner == 1 {
-            let grid = [
-                to_u32("workgroups", rows.min(u64::from(MAX_GROUPS_PER_DIM)))?,
-                to_u32("workgroups", rows.div_ceil(u64::from(MAX_GROUPS_PER_DIM)))?,
-                1,
-            ];
-            (float_shader(Family::SoftmaxRows, &x, 0, "self")?, grid)
+            (float_shader(Family::SoftmaxRows, &x, 0, "self")?, grid_groups(rows)?)
         } else {
             (shader, grid_1d(rows, WG_ROWS)?)
         };

@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::generated::shaders::Family;
 use crate::plan::{
     Ctx, Dispatch, ElemType, Lowered, Step, TensorInfo, Uniform, Vid, WG_ELEMENTWISE, WG_ROWS, float_shader, grid_1d,
-    same_dtype, to_u32,
+    grid_groups, same_dtype, to_u32,
 };
 
 fn shape_err(arg_idx: usize, name: &'static str, expected: String, t: &TensorInfo<'_>) -> Error {
@@ -24,18 +24,6 @@ fn dtype_err(arg_idx: usize, name: &'static str, expected: &'static str, t: &Ten
 
 /// `torch.finfo(torch.float16).smallest_normal`.
 const F16_SMALLEST_NORMAL: f64 = 6.103_515_625e-5;
-
-/// Largest workgroup count along one grid dimension.
-const MAX_GROUPS_PER_DIM: u64 = 65535;
-
-/// One workgroup per output element, folded into x and y.
-fn per_output_grid(total: u64) -> Result<[u32; 3]> {
-    Ok([
-        to_u32("workgroups", total.min(MAX_GROUPS_PER_DIM))?,
-        to_u32("workgroups", total.div_ceil(MAX_GROUPS_PER_DIM))?,
-        1,
-    ])
-}
 
 /// Most rows of x for the bandwidth-bound GEMV route (`q4_gemv.wgsl`).
 pub const Q4_GEMV_MAX_ROWS: u64 = 4;
@@ -132,7 +120,7 @@ pub fn linear_q4gsw(c: &Ctx<'_>) -> Result<Lowered> {
             inputs,
             outputs: vec![out.id],
             params,
-            workgroups: per_output_grid(m * n)?,
+            workgroups: grid_groups(m * n)?,
         }));
     }
     Ok(Lowered { shapes: vec![(out.id, out_shape)], steps })
@@ -199,9 +187,9 @@ pub(crate) fn q4_fast_dispatch(
         outputs,
         params: params.finish(),
         workgroups: if gemv {
-            per_output_grid(q.n.div_ceil(Q4_GEMV_COLS))?
+            grid_groups(q.n.div_ceil(Q4_GEMV_COLS))?
         } else {
-            per_output_grid(q.m.div_ceil(Q4_GEMM_TILE) * tiles_n)?
+            grid_groups(q.m.div_ceil(Q4_GEMM_TILE) * tiles_n)?
         },
     })
 }
@@ -413,7 +401,7 @@ pub fn linear_dq8ca_q4gsw(c: &Ctx<'_>) -> Result<Lowered> {
             inputs: vec![x.id, in_scale.id, in_zp.id, weights.id, scales.id, bias.map_or(scales.id, |b| b.id)],
             outputs: vec![out.id],
             params,
-            workgroups: per_output_grid(m * n)?,
+            workgroups: grid_groups(m * n)?,
         }));
     }
     Ok(Lowered { shapes: vec![(out.id, out_shape)], steps })
