@@ -116,12 +116,27 @@ struct Plan {
 /// The dispatches of a lowered chain, with what their bind groups do not
 /// depend on (uniform bytes, workgroup counts) cleared.
 fn structure_of(steps: &[Step]) -> Vec<etwgpu_kernels::Dispatch> {
+    dispatches_of(steps)
+        .map(|d| etwgpu_kernels::Dispatch { params: vec![0; d.params.len()], workgroups: [0; 3], ..d.clone() })
+        .collect()
+}
+
+/// The dispatches of a lowered chain, in order.
+fn dispatches_of(steps: &[Step]) -> impl Iterator<Item = &etwgpu_kernels::Dispatch> {
+    steps.iter().filter_map(|s| match s {
+        Step::Dispatch(d) => Some(d),
+        _ => None,
+    })
+}
+
+/// Per dispatch of a lowered chain: the chain index of its op and its
+/// shader label.
+fn dispatch_nodes_of(steps: &[Step], nodes: &[usize]) -> Vec<(usize, &'static str)> {
     steps
         .iter()
-        .filter_map(|s| match s {
-            Step::Dispatch(d) => {
-                Some(etwgpu_kernels::Dispatch { params: vec![0; d.params.len()], workgroups: [0; 3], ..d.clone() })
-            }
+        .zip(nodes)
+        .filter_map(|(s, &n)| match s {
+            Step::Dispatch(d) => Some((n, d.shader.label())),
             _ => None,
         })
         .collect()
@@ -679,18 +694,16 @@ impl LoadedDelegate {
         Ok(())
     }
 
+    /// Alignment of each dispatch's slice of the uniform buffer.
+    fn uniform_align(&self) -> u64 {
+        u64::from(self.rt.device.limits().min_uniform_buffer_offset_alignment).max(16)
+    }
+
     /// Creates the uniforms and bind groups of the lowered dispatches.
     async fn build_plan(&self, input_shapes: Vec<Vec<u64>>, lowering: Lowering) -> Result<Plan> {
         let Lowering { steps, nodes, shapes, host_reads } = lowering;
-        let align = u64::from(self.rt.device.limits().min_uniform_buffer_offset_alignment).max(16);
-        let dispatch_nodes: Vec<(usize, &'static str)> = steps
-            .iter()
-            .zip(&nodes)
-            .filter_map(|(s, &n)| match s {
-                Step::Dispatch(d) => Some((n, d.shader.label())),
-                _ => None,
-            })
-            .collect();
+        let align = self.uniform_align();
+        let dispatch_nodes = dispatch_nodes_of(&steps, &nodes);
         let dispatches: Vec<&etwgpu_kernels::Dispatch> = steps
             .iter()
             .filter_map(|s| match s {
@@ -765,31 +778,15 @@ impl LoadedDelegate {
         if structure_of(&lowering.steps) != self.plan.structure {
             return Some(lowering);
         }
-        let align = u64::from(self.rt.device.limits().min_uniform_buffer_offset_alignment).max(16);
-        let dispatches: Vec<&etwgpu_kernels::Dispatch> = lowering
-            .steps
-            .iter()
-            .filter_map(|s| match s {
-                Step::Dispatch(d) => Some(d),
-                _ => None,
-            })
-            .collect();
-        let (_, bytes) = uniform_layout(dispatches.iter().map(|d| d.params.as_slice()), align);
+        let (_, bytes) =
+            uniform_layout(dispatches_of(&lowering.steps).map(|d| d.params.as_slice()), self.uniform_align());
         if let Some(u) = &self.plan.uniforms {
             self.rt.queue.write_buffer(u, 0, &bytes);
         }
-        for (slot, d) in self.plan.dispatches.iter_mut().zip(&dispatches) {
+        for (slot, d) in self.plan.dispatches.iter_mut().zip(dispatches_of(&lowering.steps)) {
             slot.2 = d.workgroups;
         }
-        self.plan.dispatch_nodes = lowering
-            .steps
-            .iter()
-            .zip(&lowering.nodes)
-            .filter_map(|(s, &n)| match s {
-                Step::Dispatch(d) => Some((n, d.shader.label())),
-                _ => None,
-            })
-            .collect();
+        self.plan.dispatch_nodes = dispatch_nodes_of(&lowering.steps, &lowering.nodes);
         self.plan.input_shapes = input_shapes;
         self.plan.host_reads = lowering.host_reads;
         self.plan.shapes = lowering.shapes;
