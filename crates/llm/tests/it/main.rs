@@ -101,7 +101,7 @@ fn device_argmax_agrees_with_host_argmax() {
         assert_eq!(times.runs, n as u64, "{name}: {times:?}");
         assert!(times.waiting > std::time::Duration::ZERO && times.lowering > std::time::Duration::ZERO, "{times:?}");
         generator.reset();
-        let argmax = |l: &[f32]| (0..l.len()).fold(0, |best, i| if l[i] > l[best] { i } else { best }) as u32;
+        let argmax = |l: &[f32]| etwgpu_llm::sampler::argmax(l) as u32;
         let mut host = vec![argmax(&generator.prefill(&prompt).expect("prefill"))];
         while host.len() < n {
             let next = argmax(&generator.decode_step(*host.last().expect("not empty")).expect("decode"));

@@ -106,7 +106,7 @@ fn smollm2_q4_agrees_with_eager() {
         let forced = ids(&p["teacher_forced"]["fed_ids"]);
         let want = ids(&p["teacher_forced"]["top1"]);
         generator.reset();
-        let argmax = |l: &[f32]| (0..l.len()).fold(0, |best, i| if l[i] > l[best] { i } else { best }) as u32;
+        let argmax = |l: &[f32]| etwgpu_llm::sampler::argmax(l) as u32;
         let mut got = vec![argmax(&generator.prefill(&prompt).expect("prefill"))];
         for &t in &forced[..want.len() - 1] {
             got.push(argmax(&generator.decode_step(t).expect("decode")));
