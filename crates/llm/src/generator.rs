@@ -188,7 +188,41 @@ impl Generator {
         program: &Program,
         progress: &mut dyn FnMut(etwgpu_runtime::LoadProgress),
     ) -> Result<Self> {
-        pollster::block_on(Self::new_async(runtime, program, progress))
+        Self::with_options(runtime, program, &Self::default_load_options(), progress)
+    }
+
+    /// Like [`Generator::with_progress`], loading with `options` instead of
+    /// [`Generator::default_load_options`].
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use etwgpu_llm::Generator;
+    /// use etwgpu_runtime::{LoadOptions, Runtime};
+    ///
+    /// let rt = Runtime::new()?;
+    /// let program = etwgpu_format::Program::open("llama.pte")?;
+    /// // Keep the KV cache in float32, exactly as exported.
+    /// let options = LoadOptions { kv_cache_f16: false, ..Generator::default_load_options() };
+    /// let generator = Generator::with_options(&rt, &program, &options, &mut |_| {})?;
+    /// assert!(!generator.kv_cache_f16());
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn with_options(
+        runtime: &Runtime,
+        program: &Program,
+        options: &etwgpu_runtime::LoadOptions,
+        progress: &mut dyn FnMut(etwgpu_runtime::LoadProgress),
+    ) -> Result<Self> {
+        pollster::block_on(Self::load_async(runtime, program, options, progress))
+    }
+
+    /// How [`Generator::new`] loads `forward`: fused, with float32 KV
+    /// caches stored as float16 where the device has SHADER_F16 (half the
+    /// cache memory and attention reads; the math stays float32).
+    pub fn default_load_options() -> etwgpu_runtime::LoadOptions {
+        etwgpu_runtime::LoadOptions { kv_cache_f16: true, ..etwgpu_runtime::LoadOptions::default() }
     }
 
     /// [`Generator::with_progress`] without blocking.
@@ -197,12 +231,28 @@ impl Generator {
         program: &Program,
         progress: &mut dyn FnMut(etwgpu_runtime::LoadProgress),
     ) -> Result<Self> {
+        Self::load_async(runtime, program, &Self::default_load_options(), progress).await
+    }
+
+    /// [`Generator::with_options`] without blocking.
+    pub async fn load_async(
+        runtime: &Runtime,
+        program: &Program,
+        options: &etwgpu_runtime::LoadOptions,
+        progress: &mut dyn FnMut(etwgpu_runtime::LoadProgress),
+    ) -> Result<Self> {
         let meta = Metadata::read(program)?;
         let forward = runtime
-            .load_async(program, "forward", &etwgpu_runtime::LoadOptions::default(), progress)
+            .load_async(program, "forward", options, progress)
             .await
             .map_err(|source| Error::Runtime { during: "loading method forward", source })?;
         Ok(Self { forward, meta, pos: 0, argmax: false })
+    }
+
+    /// Whether the KV caches are stored as float16 (see
+    /// [`Generator::default_load_options`]).
+    pub fn kv_cache_f16(&self) -> bool {
+        self.forward.kv_cache_f16()
     }
 
     /// The model's metadata.

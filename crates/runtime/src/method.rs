@@ -37,11 +37,19 @@ pub struct LoadOptions {
     /// lowering (the default); off runs every op as exported, for
     /// debugging (`etwgpu run --no-fuse`).
     pub fuse: bool,
+    /// Store float32 KV caches (those of `sdpa_with_kv_cache`) in float16
+    /// on devices with SHADER_F16, halving their memory and the bytes
+    /// attention reads; the attention math stays float32 (keys and values
+    /// are rounded to float16 as they enter the cache). Off by default,
+    /// so a program runs exactly as exported; `etwgpu_llm`'s generator
+    /// turns it on. Ignored on devices without SHADER_F16 and for caches
+    /// any other op reads.
+    pub kv_cache_f16: bool,
 }
 
 impl Default for LoadOptions {
     fn default() -> Self {
-        Self { fuse: true }
+        Self { fuse: true, kv_cache_f16: false }
     }
 }
 
@@ -211,10 +219,11 @@ pub struct LoadedDelegate {
     rt: Runtime,
     name: String,
     graph: VkGraph,
-    /// Per value: a float16 tensor made float32 because the device lacks
-    /// SHADER_F16 (empty when it has it); its constant, if any, is still
-    /// float16 in the file.
-    promoted_f16: Vec<bool>,
+    /// Per value: the dtype of its constant's bytes in the file where that
+    /// differs from its device dtype (empty when none does): float16
+    /// tensors made float32 because the device lacks SHADER_F16, float32
+    /// KV caches stored as float16 ([`LoadOptions::kv_cache_f16`]).
+    file_dtype: Vec<Option<DType>>,
     lowerer: Lowerer,
     inputs: Vec<IoSpec>,
     outputs: Vec<IoSpec>,
@@ -313,8 +322,8 @@ fn io_specs(
 }
 
 /// `graph` with every float16 tensor made float32 (for devices without
-/// SHADER_F16), and per value whether it was.
-fn promote_f16(graph: &VkGraph) -> (VkGraph, Vec<bool>) {
+/// SHADER_F16), and per value its dtype before, where it changed.
+fn promote_f16(graph: &VkGraph) -> (VkGraph, Vec<Option<DType>>) {
     let mut g = graph.clone();
     let promoted = g
         .values
@@ -322,12 +331,70 @@ fn promote_f16(graph: &VkGraph) -> (VkGraph, Vec<bool>) {
         .map(|v| match v {
             VkValue::Tensor(t) if t.dtype == DType::F16 => {
                 t.dtype = DType::F32;
-                true
+                Some(DType::F16)
             }
-            _ => false,
+            _ => None,
         })
         .collect();
     (g, promoted)
+}
+
+/// `graph` with its float32 KV caches made float16, and per value its
+/// dtype before, where it changed. The caches are the arguments the
+/// kernel table marks as KV caches ([`etwgpu_kernels::OpId::kv_cache_args`]),
+/// with the constants prepacked into them. Nothing changes unless every
+/// use of every such value is as a cache (or that prepack) and none is a
+/// graph input or output: all caches or none.
+fn narrow_kv_caches(graph: &VkGraph) -> Option<(VkGraph, Vec<Option<DType>>)> {
+    let ops: Vec<Option<etwgpu_kernels::OpId>> =
+        graph.chain.iter().map(|call| etwgpu_kernels::from_name(&call.name)).collect();
+    let mut caches = std::collections::BTreeSet::new();
+    for (call, op) in graph.chain.iter().zip(&ops) {
+        for &i in op.map_or(&[][..], |op| op.kv_cache_args()) {
+            caches.insert(call.args.get(i)?.0);
+        }
+    }
+    if caches.is_empty() {
+        return None;
+    }
+    const PREPACK: &str = "et_vk.prepack.default";
+    for call in &graph.chain {
+        if call.name == PREPACK && call.args.get(1).is_some_and(|out| caches.contains(&out.0)) {
+            caches.insert(call.args.first()?.0);
+        }
+    }
+    // Every use is a cache argument or a prepack into a cache.
+    for (call, op) in graph.chain.iter().zip(&ops) {
+        let cache_args = op.map_or(&[][..], |op| op.kv_cache_args());
+        for (i, arg) in call.args.iter().enumerate() {
+            let allowed = cache_args.contains(&i)
+                || (call.name == PREPACK && call.args.get(1).is_some_and(|out| caches.contains(&out.0)));
+            if caches.contains(&arg.0) && !allowed {
+                return None;
+            }
+            if let VkValue::ValueList(items) = graph.value(*arg)
+                && items.iter().any(|v| caches.contains(&v.0))
+            {
+                return None;
+            }
+        }
+    }
+    let io = graph.input_ids.iter().chain(&graph.output_ids);
+    if io.clone().any(|v| caches.contains(&v.0)) {
+        return None;
+    }
+    let mut g = graph.clone();
+    let mut before = vec![None; g.values.len()];
+    for &c in &caches {
+        match g.values.get_mut(c as usize) {
+            Some(VkValue::Tensor(t)) if t.dtype == DType::F32 => {
+                t.dtype = DType::F16;
+                before[c as usize] = Some(DType::F32);
+            }
+            _ => return None,
+        }
+    }
+    Some((g, before))
 }
 
 /// Fails, naming the tensor, when one is larger than a storage binding (or a
@@ -389,10 +456,13 @@ impl LoadedDelegate {
         // Without SHADER_F16, float16 tensors live on the device as float32
         // (constants and inputs are widened on upload, outputs narrowed on
         // read-back) and every kernel runs its f32 variant.
-        let (graph, promoted_f16) = if rt.device.features().contains(wgpu::Features::SHADER_F16) {
-            (graph.clone(), Vec::new())
-        } else {
+        // With it, float32 KV caches may be stored as float16.
+        let (graph, file_dtype) = if !rt.device.features().contains(wgpu::Features::SHADER_F16) {
             promote_f16(graph)
+        } else if let Some(narrowed) = options.kv_cache_f16.then(|| narrow_kv_caches(graph)).flatten() {
+            narrowed
+        } else {
+            (graph.clone(), Vec::new())
         };
         let graph = &graph;
         let inputs = io_specs(m, graph, args, &args[..n_in], &graph.input_ids, 0..n_in)?;
@@ -414,7 +484,7 @@ impl LoadedDelegate {
             rt: rt.clone(),
             name: method.to_string(),
             graph: graph.clone(),
-            promoted_f16,
+            file_dtype,
             lowerer,
             inputs,
             outputs,
@@ -676,17 +746,17 @@ impl LoadedDelegate {
             }
             _ => program.data(constant.data().expect("resolved constants have data")),
         };
-        // A promoted float16 constant: its bytes in the file are float16.
-        let widen = self.promoted_f16.get(value.idx()).copied().unwrap_or(false);
-        let expected = if widen { t.numel() * 2 } else { t.size_bytes() };
+        // A promoted float16 constant or a narrowed float32 cache: its
+        // bytes in the file have the other float type.
+        let file_dtype = self.file_dtype.get(value.idx()).copied().flatten().unwrap_or(t.dtype);
+        let expected = t.numel() * file_dtype.size_bytes() as u64;
         if data.len() as u64 != expected {
             return Err(Error::ConstantSize { value: value.0, expected, found: data.len() as u64 });
         }
         if !data.is_empty() {
-            let data = match widen {
-                true => convert(data, DType::F16, DType::F32).expect("f16 widens").expect("floats always convert"),
-                false => data.to_vec(),
-            };
+            let data = convert(data, file_dtype, t.dtype)
+                .expect("only float16 and float32 trade places")
+                .expect("floats always convert");
             let mut padded = to_device_layout(data, t.dtype);
             padded.resize(align4(padded.len() as u64) as usize, 0);
             self.rt.queue.write_buffer(buffer, 0, &padded);
@@ -881,6 +951,12 @@ impl LoadedDelegate {
     pub(crate) fn output_device(&self, i: usize) -> (wgpu::Buffer, DType) {
         let spec = &self.outputs[i];
         (self.buffers[self.root[spec.value.idx()] as usize].clone().expect("outputs have buffers"), spec.device_dtype)
+    }
+
+    /// Whether its KV caches are stored as float16 though the program
+    /// declares them float32 ([`LoadOptions::kv_cache_f16`]).
+    pub fn kv_cache_f16(&self) -> bool {
+        self.file_dtype.contains(&Some(DType::F32))
     }
 
     /// Bytes of the arenas intermediates share (0 when each has its own

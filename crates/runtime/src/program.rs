@@ -449,6 +449,12 @@ impl LoadedMethod {
             .collect()
     }
 
+    /// Whether any GPU call stores its KV caches as float16 though the
+    /// program declares them float32 ([`crate::LoadOptions::kv_cache_f16`]).
+    pub fn kv_cache_f16(&self) -> bool {
+        self.steps.iter().any(|s| matches!(s, Exec::Gpu { call, .. } if call.kv_cache_f16()))
+    }
+
     /// Bytes of the arenas the intermediates of every GPU call share.
     pub fn arena_bytes(&self) -> u64 {
         self.steps.iter().map(|s| if let Exec::Gpu { call, .. } = s { call.arena_bytes() } else { 0 }).sum()

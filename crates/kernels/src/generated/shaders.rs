@@ -113,6 +113,8 @@ pub enum Variant {
     F16,
     /// `Elem = f32`.
     F32,
+    /// `Elem = f32`, `KvElem = f16`.
+    F32Kvf16,
     /// `Elem = i32`.
     I32,
     /// `Elem = u32`.
@@ -222,6 +224,8 @@ pub enum ShaderId {
     KvCacheUpdateF32,
     /// `kv_cache_update.wgsl` with `Elem = f16`.
     KvCacheUpdateF16,
+    /// `kv_cache_update.wgsl` with `Elem = f32`, `KvElem = f16`.
+    KvCacheUpdateF32Kvf16,
     /// `layer_norm.wgsl` with `Elem = f32`.
     LayerNormF32,
     /// `layer_norm.wgsl` with `Elem = f16`.
@@ -314,10 +318,14 @@ pub enum ShaderId {
     SdpaF32,
     /// `sdpa.wgsl` with `Elem = f16`.
     SdpaF16,
+    /// `sdpa.wgsl` with `Elem = f32`, `KvElem = f16`.
+    SdpaF32Kvf16,
     /// `sdpa_online.wgsl` with `Elem = f32`.
     SdpaOnlineF32,
     /// `sdpa_online.wgsl` with `Elem = f16`.
     SdpaOnlineF16,
+    /// `sdpa_online.wgsl` with `Elem = f32`, `KvElem = f16`.
+    SdpaOnlineF32Kvf16,
     /// `softmax.wgsl` with `Elem = f32`.
     SoftmaxF32,
     /// `softmax.wgsl` with `Elem = f16`.
@@ -396,6 +404,7 @@ impl ShaderId {
         ShaderId::GroupNormF16,
         ShaderId::KvCacheUpdateF32,
         ShaderId::KvCacheUpdateF16,
+        ShaderId::KvCacheUpdateF32Kvf16,
         ShaderId::LayerNormF32,
         ShaderId::LayerNormF16,
         ShaderId::LinearDq8caQ4gswF32,
@@ -442,8 +451,10 @@ impl ShaderId {
         ShaderId::RopeInterleavedF16,
         ShaderId::SdpaF32,
         ShaderId::SdpaF16,
+        ShaderId::SdpaF32Kvf16,
         ShaderId::SdpaOnlineF32,
         ShaderId::SdpaOnlineF16,
+        ShaderId::SdpaOnlineF32Kvf16,
         ShaderId::SoftmaxF32,
         ShaderId::SoftmaxF16,
         ShaderId::SoftmaxRowsF32,
@@ -507,6 +518,7 @@ impl ShaderId {
             ShaderId::GroupNormF16 => Family::GroupNorm,
             ShaderId::KvCacheUpdateF32 => Family::KvCacheUpdate,
             ShaderId::KvCacheUpdateF16 => Family::KvCacheUpdate,
+            ShaderId::KvCacheUpdateF32Kvf16 => Family::KvCacheUpdate,
             ShaderId::LayerNormF32 => Family::LayerNorm,
             ShaderId::LayerNormF16 => Family::LayerNorm,
             ShaderId::LinearDq8caQ4gswF32 => Family::LinearDq8caQ4gsw,
@@ -553,8 +565,10 @@ impl ShaderId {
             ShaderId::RopeInterleavedF16 => Family::RopeInterleaved,
             ShaderId::SdpaF32 => Family::Sdpa,
             ShaderId::SdpaF16 => Family::Sdpa,
+            ShaderId::SdpaF32Kvf16 => Family::Sdpa,
             ShaderId::SdpaOnlineF32 => Family::SdpaOnline,
             ShaderId::SdpaOnlineF16 => Family::SdpaOnline,
+            ShaderId::SdpaOnlineF32Kvf16 => Family::SdpaOnline,
             ShaderId::SoftmaxF32 => Family::Softmax,
             ShaderId::SoftmaxF16 => Family::Softmax,
             ShaderId::SoftmaxRowsF32 => Family::SoftmaxRows,
@@ -619,6 +633,7 @@ impl ShaderId {
             ShaderId::GroupNormF16 => Variant::F16,
             ShaderId::KvCacheUpdateF32 => Variant::F32,
             ShaderId::KvCacheUpdateF16 => Variant::F16,
+            ShaderId::KvCacheUpdateF32Kvf16 => Variant::F32Kvf16,
             ShaderId::LayerNormF32 => Variant::F32,
             ShaderId::LayerNormF16 => Variant::F16,
             ShaderId::LinearDq8caQ4gswF32 => Variant::F32,
@@ -665,8 +680,10 @@ impl ShaderId {
             ShaderId::RopeInterleavedF16 => Variant::F16,
             ShaderId::SdpaF32 => Variant::F32,
             ShaderId::SdpaF16 => Variant::F16,
+            ShaderId::SdpaF32Kvf16 => Variant::F32Kvf16,
             ShaderId::SdpaOnlineF32 => Variant::F32,
             ShaderId::SdpaOnlineF16 => Variant::F16,
+            ShaderId::SdpaOnlineF32Kvf16 => Variant::F32Kvf16,
             ShaderId::SoftmaxF32 => Variant::F32,
             ShaderId::SoftmaxF16 => Variant::F16,
             ShaderId::SoftmaxRowsF32 => Variant::F32,
@@ -731,6 +748,7 @@ impl ShaderId {
             ShaderId::GroupNormF16 => "group_norm.f16",
             ShaderId::KvCacheUpdateF32 => "kv_cache_update.f32",
             ShaderId::KvCacheUpdateF16 => "kv_cache_update.f16",
+            ShaderId::KvCacheUpdateF32Kvf16 => "kv_cache_update.f32_kvf16",
             ShaderId::LayerNormF32 => "layer_norm.f32",
             ShaderId::LayerNormF16 => "layer_norm.f16",
             ShaderId::LinearDq8caQ4gswF32 => "linear_dq8ca_q4gsw.f32",
@@ -777,8 +795,10 @@ impl ShaderId {
             ShaderId::RopeInterleavedF16 => "rope_interleaved.f16",
             ShaderId::SdpaF32 => "sdpa.f32",
             ShaderId::SdpaF16 => "sdpa.f16",
+            ShaderId::SdpaF32Kvf16 => "sdpa.f32_kvf16",
             ShaderId::SdpaOnlineF32 => "sdpa_online.f32",
             ShaderId::SdpaOnlineF16 => "sdpa_online.f16",
+            ShaderId::SdpaOnlineF32Kvf16 => "sdpa_online.f32_kvf16",
             ShaderId::SoftmaxF32 => "softmax.f32",
             ShaderId::SoftmaxF16 => "softmax.f16",
             ShaderId::SoftmaxRowsF32 => "softmax_rows.f32",
@@ -843,6 +863,7 @@ impl ShaderId {
             ShaderId::GroupNormF16 => GROUP_NORM_F16,
             ShaderId::KvCacheUpdateF32 => KV_CACHE_UPDATE_F32,
             ShaderId::KvCacheUpdateF16 => KV_CACHE_UPDATE_F16,
+            ShaderId::KvCacheUpdateF32Kvf16 => KV_CACHE_UPDATE_F32_KVF16,
             ShaderId::LayerNormF32 => LAYER_NORM_F32,
             ShaderId::LayerNormF16 => LAYER_NORM_F16,
             ShaderId::LinearDq8caQ4gswF32 => LINEAR_DQ8CA_Q4GSW_F32,
@@ -889,8 +910,10 @@ impl ShaderId {
             ShaderId::RopeInterleavedF16 => ROPE_INTERLEAVED_F16,
             ShaderId::SdpaF32 => SDPA_F32,
             ShaderId::SdpaF16 => SDPA_F16,
+            ShaderId::SdpaF32Kvf16 => SDPA_F32_KVF16,
             ShaderId::SdpaOnlineF32 => SDPA_ONLINE_F32,
             ShaderId::SdpaOnlineF16 => SDPA_ONLINE_F16,
+            ShaderId::SdpaOnlineF32Kvf16 => SDPA_ONLINE_F32_KVF16,
             ShaderId::SoftmaxF32 => SOFTMAX_F32,
             ShaderId::SoftmaxF16 => SOFTMAX_F16,
             ShaderId::SoftmaxRowsF32 => SOFTMAX_ROWS_F32,
@@ -1046,6 +1069,9 @@ impl ShaderId {
                 ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 0 }
             }
             ShaderId::KvCacheUpdateF16 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::KvCacheUpdateF32Kvf16 => {
                 ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 0 }
             }
             ShaderId::LayerNormF32 => {
@@ -1246,6 +1272,9 @@ impl ShaderId {
             ShaderId::SdpaF16 => {
                 ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 768 }
             }
+            ShaderId::SdpaF32Kvf16 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 768 }
+            }
             ShaderId::SdpaOnlineF32 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 4,
@@ -1253,6 +1282,12 @@ impl ShaderId {
                 workgroup_bytes: 3072,
             },
             ShaderId::SdpaOnlineF16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 4,
+                uniform_buffers: 1,
+                workgroup_bytes: 3072,
+            },
+            ShaderId::SdpaOnlineF32Kvf16 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 4,
                 uniform_buffers: 1,
@@ -1358,6 +1393,7 @@ impl ShaderId {
             (Family::GroupNorm, Variant::F16) => Some(ShaderId::GroupNormF16),
             (Family::KvCacheUpdate, Variant::F32) => Some(ShaderId::KvCacheUpdateF32),
             (Family::KvCacheUpdate, Variant::F16) => Some(ShaderId::KvCacheUpdateF16),
+            (Family::KvCacheUpdate, Variant::F32Kvf16) => Some(ShaderId::KvCacheUpdateF32Kvf16),
             (Family::LayerNorm, Variant::F32) => Some(ShaderId::LayerNormF32),
             (Family::LayerNorm, Variant::F16) => Some(ShaderId::LayerNormF16),
             (Family::LinearDq8caQ4gsw, Variant::F32) => Some(ShaderId::LinearDq8caQ4gswF32),
@@ -1404,8 +1440,10 @@ impl ShaderId {
             (Family::RopeInterleaved, Variant::F16) => Some(ShaderId::RopeInterleavedF16),
             (Family::Sdpa, Variant::F32) => Some(ShaderId::SdpaF32),
             (Family::Sdpa, Variant::F16) => Some(ShaderId::SdpaF16),
+            (Family::Sdpa, Variant::F32Kvf16) => Some(ShaderId::SdpaF32Kvf16),
             (Family::SdpaOnline, Variant::F32) => Some(ShaderId::SdpaOnlineF32),
             (Family::SdpaOnline, Variant::F16) => Some(ShaderId::SdpaOnlineF16),
+            (Family::SdpaOnline, Variant::F32Kvf16) => Some(ShaderId::SdpaOnlineF32Kvf16),
             (Family::Softmax, Variant::F32) => Some(ShaderId::SoftmaxF32),
             (Family::Softmax, Variant::F16) => Some(ShaderId::SoftmaxF16),
             (Family::SoftmaxRows, Variant::F32) => Some(ShaderId::SoftmaxRowsF32),
@@ -5098,10 +5136,12 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 /// `kv_cache_update.wgsl` with `Elem = f32`.
 pub const KV_CACHE_UPDATE_F32: &str = r#"//! KV-cache update of `sdpa_with_kv_cache`: one invocation per element of
 //! the new keys/values `[1, S, Hkv, D]`, copied to rows
-//! `start_pos..start_pos + S` of both caches `[1, Cmax, Hkv, D]`.
-// variants: f32 f16
+//! `start_pos..start_pos + S` of both caches `[1, Cmax, Hkv, D]`, which
+//! may be float16 under f32 values (`f32_kvf16`: rounded on the way in).
+// variants: f32 f16 f32_kvf16
 
 alias Elem = f32;
+alias KvElem = Elem;
 
 /// Invocations per workgroup (the host sizes its grid for 256).
 override WG: u32 = 256u;
@@ -5118,8 +5158,8 @@ struct Params {
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> k_new: array<Elem>;
 @group(0) @binding(2) var<storage, read> v_new: array<Elem>;
-@group(0) @binding(3) var<storage, read_write> k_cache: array<Elem>;
-@group(0) @binding(4) var<storage, read_write> v_cache: array<Elem>;
+@group(0) @binding(3) var<storage, read_write> k_cache: array<KvElem>;
+@group(0) @binding(4) var<storage, read_write> v_cache: array<KvElem>;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -5127,8 +5167,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if idx >= p.n_new {
         return;
     }
-    k_cache[p.offset + idx] = k_new[idx];
-    v_cache[p.offset + idx] = v_new[idx];
+    k_cache[p.offset + idx] = KvElem(k_new[idx]);
+    v_cache[p.offset + idx] = KvElem(v_new[idx]);
 }
 "#;
 
@@ -5137,10 +5177,12 @@ pub const KV_CACHE_UPDATE_F16: &str = r#"enable f16;
 
 //! KV-cache update of `sdpa_with_kv_cache`: one invocation per element of
 //! the new keys/values `[1, S, Hkv, D]`, copied to rows
-//! `start_pos..start_pos + S` of both caches `[1, Cmax, Hkv, D]`.
-// variants: f32 f16
+//! `start_pos..start_pos + S` of both caches `[1, Cmax, Hkv, D]`, which
+//! may be float16 under f32 values (`f32_kvf16`: rounded on the way in).
+// variants: f32 f16 f32_kvf16
 
 alias Elem = f16;
+alias KvElem = Elem;
 
 /// Invocations per workgroup (the host sizes its grid for 256).
 override WG: u32 = 256u;
@@ -5157,8 +5199,8 @@ struct Params {
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> k_new: array<Elem>;
 @group(0) @binding(2) var<storage, read> v_new: array<Elem>;
-@group(0) @binding(3) var<storage, read_write> k_cache: array<Elem>;
-@group(0) @binding(4) var<storage, read_write> v_cache: array<Elem>;
+@group(0) @binding(3) var<storage, read_write> k_cache: array<KvElem>;
+@group(0) @binding(4) var<storage, read_write> v_cache: array<KvElem>;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -5166,8 +5208,49 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if idx >= p.n_new {
         return;
     }
-    k_cache[p.offset + idx] = k_new[idx];
-    v_cache[p.offset + idx] = v_new[idx];
+    k_cache[p.offset + idx] = KvElem(k_new[idx]);
+    v_cache[p.offset + idx] = KvElem(v_new[idx]);
+}
+"#;
+
+/// `kv_cache_update.wgsl` with `Elem = f32`, `KvElem = f16`.
+pub const KV_CACHE_UPDATE_F32_KVF16: &str = r#"enable f16;
+
+//! KV-cache update of `sdpa_with_kv_cache`: one invocation per element of
+//! the new keys/values `[1, S, Hkv, D]`, copied to rows
+//! `start_pos..start_pos + S` of both caches `[1, Cmax, Hkv, D]`, which
+//! may be float16 under f32 values (`f32_kvf16`: rounded on the way in).
+// variants: f32 f16 f32_kvf16
+
+alias Elem = f32;
+alias KvElem = f16;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    /// Elements of the new keys (`S * Hkv * D`).
+    n_new: u32,
+    /// Element offset of row `start_pos` in a cache.
+    offset: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> k_new: array<Elem>;
+@group(0) @binding(2) var<storage, read> v_new: array<Elem>;
+@group(0) @binding(3) var<storage, read_write> k_cache: array<KvElem>;
+@group(0) @binding(4) var<storage, read_write> v_cache: array<KvElem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let idx = gid.x + gid.y * nwg.x * WG;
+    if idx >= p.n_new {
+        return;
+    }
+    k_cache[p.offset + idx] = KvElem(k_new[idx]);
+    v_cache[p.offset + idx] = KvElem(v_new[idx]);
 }
 "#;
 
@@ -9127,9 +9210,12 @@ pub const SDPA_F32: &str = r#"//! Causal attention with a KV cache (`sdpa_with_k
 //! max score and the softmax sum (f32, per invocation then reduced in
 //! shared memory); pass 2 walks the keys in chunks of `WG` probabilities
 //! held in shared memory, each invocation accumulating its output dims.
-// variants: f32 f16
+//! The caches may be float16 under f32 activations (`KvElem`, the
+//! `f32_kvf16` variant); the math is f32 either way.
+// variants: f32 f16 f32_kvf16
 
 alias Elem = f32;
+alias KvElem = Elem;
 
 /// Invocations per workgroup; the reductions assume a power of two.
 const WG: u32 = 64u;
@@ -9153,8 +9239,8 @@ struct Params {
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<Elem>;
-@group(0) @binding(2) var<storage, read> k_cache: array<Elem>;
-@group(0) @binding(3) var<storage, read> v_cache: array<Elem>;
+@group(0) @binding(2) var<storage, read> k_cache: array<KvElem>;
+@group(0) @binding(3) var<storage, read> v_cache: array<KvElem>;
 @group(0) @binding(4) var<storage, read_write> out: array<Elem>;
 
 var<workgroup> red_a: array<f32, WG>;
@@ -9256,9 +9342,12 @@ pub const SDPA_F16: &str = r#"enable f16;
 //! max score and the softmax sum (f32, per invocation then reduced in
 //! shared memory); pass 2 walks the keys in chunks of `WG` probabilities
 //! held in shared memory, each invocation accumulating its output dims.
-// variants: f32 f16
+//! The caches may be float16 under f32 activations (`KvElem`, the
+//! `f32_kvf16` variant); the math is f32 either way.
+// variants: f32 f16 f32_kvf16
 
 alias Elem = f16;
+alias KvElem = Elem;
 
 /// Invocations per workgroup; the reductions assume a power of two.
 const WG: u32 = 64u;
@@ -9282,8 +9371,140 @@ struct Params {
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<Elem>;
-@group(0) @binding(2) var<storage, read> k_cache: array<Elem>;
-@group(0) @binding(3) var<storage, read> v_cache: array<Elem>;
+@group(0) @binding(2) var<storage, read> k_cache: array<KvElem>;
+@group(0) @binding(3) var<storage, read> v_cache: array<KvElem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> red_a: array<f32, WG>;
+var<workgroup> red_b: array<f32, WG>;
+var<workgroup> probs: array<f32, WG>;
+
+/// Scaled dot product of the query at `q_base` with cache row `key`, kv
+/// head `kvh`.
+fn score(q_base: u32, key: u32, kvh: u32) -> f32 {
+    let k_base = (key * p.n_kv_heads + kvh) * p.head_dim;
+    var dot = 0.0;
+    for (var d = 0u; d < p.head_dim; d++) {
+        dot += f32(q[q_base + d]) * f32(k_cache[k_base + d]);
+    }
+    return dot * p.scale;
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let idx = wid.y * groups.x + wid.x;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if idx >= p.seq * p.n_heads {
+        return;
+    }
+    let i = idx / p.n_heads;
+    let h = idx % p.n_heads;
+    let kvh = h / (p.n_heads / p.n_kv_heads);
+    let q_base = (i * p.n_heads + h) * p.head_dim;
+    let ctx = p.start_pos + i + 1u;
+
+    // Pass 1: running max and sum per invocation, then merged.
+    var m = -3.402823e38;
+    var l = 0.0;
+    for (var key = lid; key < ctx; key += WG) {
+        let s = score(q_base, key, kvh);
+        let m_new = max(m, s);
+        l = l * exp(m - m_new) + exp(s - m_new);
+        m = m_new;
+    }
+    red_a[lid] = m;
+    red_b[lid] = l;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            let m1 = red_a[lid];
+            let m2 = red_a[lid + stride];
+            let mm = max(m1, m2);
+            red_b[lid] = red_b[lid] * exp(m1 - mm) + red_b[lid + stride] * exp(m2 - mm);
+            red_a[lid] = mm;
+        }
+        workgroupBarrier();
+    }
+    let m_all = red_a[0];
+    let inv_l = 1.0 / red_b[0];
+
+    // Pass 2: probabilities in chunks of WG keys; invocation `lid` owns
+    // output dims `lid, lid + WG, ...`.
+    let n_chunks = (ctx + WG - 1u) / WG;
+    let n_dblocks = (p.head_dim + WG - 1u) / WG;
+    for (var t = 0u; t < n_dblocks; t++) {
+        let d = t * WG + lid;
+        var acc = 0.0;
+        for (var ch = 0u; ch < n_chunks; ch++) {
+            let key = ch * WG + lid;
+            var pr = 0.0;
+            if key < ctx {
+                pr = exp(score(q_base, key, kvh) - m_all) * inv_l;
+            }
+            probs[lid] = pr;
+            workgroupBarrier();
+            if d < p.head_dim {
+                let n_here = min(WG, ctx - ch * WG);
+                for (var j = 0u; j < n_here; j++) {
+                    let v_at = ((ch * WG + j) * p.n_kv_heads + kvh) * p.head_dim + d;
+                    acc += probs[j] * f32(v_cache[v_at]);
+                }
+            }
+            workgroupBarrier();
+        }
+        if d < p.head_dim {
+            out[q_base + d] = Elem(acc);
+        }
+    }
+}
+"#;
+
+/// `sdpa.wgsl` with `Elem = f32`, `KvElem = f16`.
+pub const SDPA_F32_KVF16: &str = r#"enable f16;
+
+//! Causal attention with a KV cache (`sdpa_with_kv_cache`), layout
+//! `[1, seq, heads, D]` everywhere.
+//!
+//! The caches were updated by `kv_cache_update.wgsl` first. One workgroup
+//! per (query row, head): query row `i` attends to cache rows `0..=start_pos + i` of kv head `h / group`. Pass 1 finds the
+//! max score and the softmax sum (f32, per invocation then reduced in
+//! shared memory); pass 2 walks the keys in chunks of `WG` probabilities
+//! held in shared memory, each invocation accumulating its output dims.
+//! The caches may be float16 under f32 activations (`KvElem`, the
+//! `f32_kvf16` variant); the math is f32 either way.
+// variants: f32 f16 f32_kvf16
+
+alias Elem = f32;
+alias KvElem = f16;
+
+/// Invocations per workgroup; the reductions assume a power of two.
+const WG: u32 = 64u;
+
+struct Params {
+    /// Tokens in the chunk (`S`).
+    seq: u32,
+    /// Query heads.
+    n_heads: u32,
+    /// Key/value heads.
+    n_kv_heads: u32,
+    /// Head dim.
+    head_dim: u32,
+    /// Position of the first new token.
+    start_pos: u32,
+    /// Softmax scale.
+    scale: f32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<Elem>;
+@group(0) @binding(2) var<storage, read> k_cache: array<KvElem>;
+@group(0) @binding(3) var<storage, read> v_cache: array<KvElem>;
 @group(0) @binding(4) var<storage, read_write> out: array<Elem>;
 
 var<workgroup> red_a: array<f32, WG>;
@@ -9388,9 +9609,12 @@ pub const SDPA_ONLINE_F32: &str = r#"//! Causal attention over a KV cache in one
 //! m_new)`. For the values, invocation `t` owns dim `t % D` over every
 //! `256 / D`-th key of the chunk, so neighbouring invocations read
 //! neighbouring dims; the key groups are summed at the end. f32 math.
-// variants: f32 f16
+//! The caches may be float16 under f32 activations (`KvElem`, the
+//! `f32_kvf16` variant); the math is f32 either way.
+// variants: f32 f16 f32_kvf16
 
 alias Elem = f32;
+alias KvElem = Elem;
 
 const WG: u32 = 256u;
 
@@ -9413,8 +9637,8 @@ struct Params {
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
-@group(0) @binding(2) var<storage, read> k_cache: array<vec4<Elem>>;
-@group(0) @binding(3) var<storage, read> v_cache: array<Elem>;
+@group(0) @binding(2) var<storage, read> k_cache: array<vec4<KvElem>>;
+@group(0) @binding(3) var<storage, read> v_cache: array<KvElem>;
 @group(0) @binding(4) var<storage, read_write> out: array<Elem>;
 
 var<workgroup> qs: array<vec4<f32>, 64>;
@@ -9528,9 +9752,12 @@ pub const SDPA_ONLINE_F16: &str = r#"enable f16;
 //! m_new)`. For the values, invocation `t` owns dim `t % D` over every
 //! `256 / D`-th key of the chunk, so neighbouring invocations read
 //! neighbouring dims; the key groups are summed at the end. f32 math.
-// variants: f32 f16
+//! The caches may be float16 under f32 activations (`KvElem`, the
+//! `f32_kvf16` variant); the math is f32 either way.
+// variants: f32 f16 f32_kvf16
 
 alias Elem = f16;
+alias KvElem = Elem;
 
 const WG: u32 = 256u;
 
@@ -9553,8 +9780,151 @@ struct Params {
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
-@group(0) @binding(2) var<storage, read> k_cache: array<vec4<Elem>>;
-@group(0) @binding(3) var<storage, read> v_cache: array<Elem>;
+@group(0) @binding(2) var<storage, read> k_cache: array<vec4<KvElem>>;
+@group(0) @binding(3) var<storage, read> v_cache: array<KvElem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> qs: array<vec4<f32>, 64>;
+var<workgroup> red: array<f32, WG>;
+var<workgroup> probs: array<f32, WG>;
+
+/// Tree reduction of `red` (max when `is_max`, else sum); every invocation
+/// gets the result.
+fn reduce(lid: u32, v: f32, is_max: bool) -> f32 {
+    red[lid] = v;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            if is_max {
+                red[lid] = max(red[lid], red[lid + stride]);
+            } else {
+                red[lid] += red[lid + stride];
+            }
+        }
+        workgroupBarrier();
+    }
+    let r = red[0];
+    workgroupBarrier();
+    return r;
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let idx = wid.y * groups.x + wid.x;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if idx >= p.seq * p.n_heads {
+        return;
+    }
+    let i = idx / p.n_heads;
+    let h = idx % p.n_heads;
+    let kvh = h / (p.n_heads / p.n_kv_heads);
+    let d4 = p.head_dim / 4u;
+    let q_base = (i * p.n_heads + h) * p.head_dim;
+    let ctx = p.start_pos + i + 1u;
+    if lid < d4 {
+        qs[lid] = vec4<f32>(q[q_base / 4u + lid]);
+    }
+    workgroupBarrier();
+    // Value work: dim `dim` of every `n_kg`-th key, from key `kg`.
+    let n_kg = WG / p.head_dim;
+    let dim = lid % p.head_dim;
+    let kg = lid / p.head_dim;
+    var m_run = -3.402823e38;
+    var l_run = 0.0;
+    var acc = 0.0;
+    for (var c0 = 0u; c0 < ctx; c0 += WG) {
+        let key = c0 + lid;
+        var s = -3.402823e38;
+        if key < ctx {
+            let k_base = (key * p.n_kv_heads + kvh) * d4;
+            var dot4 = vec4<f32>(0.0);
+            for (var d = 0u; d < d4; d++) {
+                dot4 += qs[d] * vec4<f32>(k_cache[k_base + d]);
+            }
+            s = (dot4.x + dot4.y + dot4.z + dot4.w) * p.scale;
+        }
+        let m_new = max(m_run, reduce(lid, s, true));
+        var pr = 0.0;
+        if key < ctx {
+            pr = exp(s - m_new);
+        }
+        probs[lid] = pr;
+        let l_chunk = reduce(lid, pr, false);
+        let alpha = exp(m_run - m_new);
+        l_run = l_run * alpha + l_chunk;
+        acc *= alpha;
+        m_run = m_new;
+        if kg < n_kg {
+            let n_here = min(WG, ctx - c0);
+            for (var j = kg; j < n_here; j += n_kg) {
+                acc += probs[j] * f32(v_cache[((c0 + j) * p.n_kv_heads + kvh) * p.head_dim + dim]);
+            }
+        }
+        workgroupBarrier();
+    }
+    // Sum the key groups of each dim.
+    red[lid] = acc;
+    workgroupBarrier();
+    if lid < p.head_dim {
+        var total = 0.0;
+        for (var g = 0u; g < n_kg; g++) {
+            total += red[g * p.head_dim + lid];
+        }
+        out[q_base + lid] = Elem(total / l_run);
+    }
+}
+"#;
+
+/// `sdpa_online.wgsl` with `Elem = f32`, `KvElem = f16`.
+pub const SDPA_ONLINE_F32_KVF16: &str = r#"enable f16;
+
+//! Causal attention over a KV cache in one pass (online softmax), layout
+//! `[1, seq, heads, D]` everywhere, for head dims that are a multiple of 4
+//! and at most 256 (`sdpa.wgsl` takes the rest). Same parameters as
+//! `sdpa.wgsl`.
+//!
+//! One workgroup of 256 invocations per (query row, head): query row `i`
+//! attends to cache rows `0..=start_pos + i` of kv head `h / group`. Keys
+//! go 256 at a time: each invocation scores one key (a `vec4` dot product
+//! with the query, held in shared memory), the chunk's max and sum meet in
+//! shared memory, and the running output is rescaled by `exp(m_old -
+//! m_new)`. For the values, invocation `t` owns dim `t % D` over every
+//! `256 / D`-th key of the chunk, so neighbouring invocations read
+//! neighbouring dims; the key groups are summed at the end. f32 math.
+//! The caches may be float16 under f32 activations (`KvElem`, the
+//! `f32_kvf16` variant); the math is f32 either way.
+// variants: f32 f16 f32_kvf16
+
+alias Elem = f32;
+alias KvElem = f16;
+
+const WG: u32 = 256u;
+
+struct Params {
+    /// Tokens in the chunk (`S`).
+    seq: u32,
+    /// Query heads.
+    n_heads: u32,
+    /// Key/value heads.
+    n_kv_heads: u32,
+    /// Head dim (a multiple of 4, at most 256).
+    head_dim: u32,
+    /// Position of the first new token.
+    start_pos: u32,
+    /// Softmax scale.
+    scale: f32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> k_cache: array<vec4<KvElem>>;
+@group(0) @binding(3) var<storage, read> v_cache: array<KvElem>;
 @group(0) @binding(4) var<storage, read_write> out: array<Elem>;
 
 var<workgroup> qs: array<vec4<f32>, 64>;

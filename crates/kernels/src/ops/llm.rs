@@ -6,8 +6,9 @@
 //! the op updates in place; the runtime gives each its own buffer, kept
 //! across runs.
 
+use crate::ElemType;
 use crate::error::{Error, Result};
-use crate::generated::shaders::Family;
+use crate::generated::shaders::{Family, ShaderId, Variant};
 use crate::plan::{
     Ctx, Dispatch, Lowered, Step, TensorInfo, Uniform, WG_ELEMENTWISE, float_shader, grid_1d, grid_groups, same_dtype,
     to_u32,
@@ -15,6 +16,27 @@ use crate::plan::{
 
 fn shape_err(arg_idx: usize, name: &'static str, expected: String, t: &TensorInfo<'_>) -> Error {
     Error::Shape { arg_idx, name, expected, found: t.shape.to_vec() }
+}
+
+/// The variant of a kernel over a KV cache: the activations' float type
+/// over a cache of the same type, or f32 activations over a float16 cache
+/// (`f32_kvf16`, which the runtime makes when asked to store caches in
+/// float16).
+fn kv_variant(q: &TensorInfo<'_>, cache: &TensorInfo<'_>, arg_idx: usize, name: &'static str) -> Result<Variant> {
+    match (q.dtype, cache.dtype) {
+        (ElemType::F32, ElemType::F32) => Ok(Variant::F32),
+        (ElemType::F16, ElemType::F16) => Ok(Variant::F16),
+        (ElemType::F32, ElemType::F16) => Ok(Variant::F32Kvf16),
+        (_, found) => {
+            Err(Error::DType { arg_idx, name, expected: "the query's dtype (or float16 under float32)", found })
+        }
+    }
+}
+
+/// The KV-cache kernel of `family` for `variant` (every KV-cache family
+/// has the three variants [`kv_variant`] gives).
+fn kv_shader(family: Family, variant: Variant) -> ShaderId {
+    ShaderId::find(family, variant).expect("KV-cache families have the f32, f16 and f32_kvf16 variants")
 }
 
 /// `et_vk.rms_norm.default(input, weight, eps, →out)`: row-wise over the
@@ -120,13 +142,14 @@ pub fn sdpa_with_kv_cache(c: &Ctx<'_>) -> Result<Lowered> {
     let is_causal = c.bool(9, "is_causal")?;
     let scale = c.opt_num(10, "scale")?;
     let out = c.tensor(11, "out")?;
-    let shader = float_shader(Family::Sdpa, &q, 0, "query")?;
-    let update = float_shader(Family::KvCacheUpdate, &q, 0, "query")?;
-    for (t, idx, name) in
-        [(&k, 1, "key"), (&v, 2, "value"), (&k_cache, 3, "key_cache"), (&v_cache, 4, "value_cache"), (&out, 11, "out")]
-    {
+    float_shader(Family::Sdpa, &q, 0, "query")?;
+    for (t, idx, name) in [(&k, 1, "key"), (&v, 2, "value"), (&out, 11, "out")] {
         same_dtype(t, q.dtype, idx, name)?;
     }
+    let variant = kv_variant(&q, &k_cache, 3, "key_cache")?;
+    same_dtype(&v_cache, k_cache.dtype, 4, "value_cache")?;
+    let shader = kv_shader(Family::Sdpa, variant);
+    let update = kv_shader(Family::KvCacheUpdate, variant);
     if mask.is_some() {
         return Err(Error::ArgValue {
             arg_idx: 7,
@@ -193,8 +216,7 @@ pub fn sdpa_with_kv_cache(c: &Ctx<'_>) -> Result<Lowered> {
             .f32(scale as f32)
             .finish();
         // The one-pass kernel reads `vec4`s and gives each dim an invocation.
-        let shader =
-            if d.is_multiple_of(4) && d <= 256 { float_shader(Family::SdpaOnline, &q, 0, "query")? } else { shader };
+        let shader = if d.is_multiple_of(4) && d <= 256 { kv_shader(Family::SdpaOnline, variant) } else { shader };
         steps.push(Step::Dispatch(Dispatch {
             shader: shader.into(),
             entry: "main",

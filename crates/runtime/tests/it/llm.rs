@@ -6,14 +6,18 @@
 
 use etwgpu_format::writer::{GraphBuilder, ProgramBuilder};
 use etwgpu_format::{DType, Program};
-use etwgpu_runtime::{Error, LoadedMethod, Tensor};
+use etwgpu_runtime::{Error, LoadOptions, LoadedMethod, Tensor};
 
 use crate::{data, f32s};
 
 fn load(g: GraphBuilder) -> Option<LoadedMethod> {
+    load_with(g, &LoadOptions::default())
+}
+
+fn load_with(g: GraphBuilder, options: &LoadOptions) -> Option<LoadedMethod> {
     let rt = crate::runtime()?;
     let program = Program::from_bytes(ProgramBuilder::single_delegate(g).to_bytes()).expect("crafted program parses");
-    Some(rt.load(&program, "forward").expect("loads"))
+    Some(rt.load_with(&program, "forward", options).expect("loads"))
 }
 
 fn int_tensor(dtype: DType, shape: &[u64], values: &[i64]) -> Tensor {
@@ -70,13 +74,24 @@ fn sdpa_graph(a: Attn) -> GraphBuilder {
 }
 
 /// CPU reference: appends `k`, `v` (`[S, Hkv, D]`) to the caches at
-/// `start` and returns causal attention of `q` (`[S, Hq, D]`).
-fn sdpa_ref(a: Attn, caches: &mut (Vec<f32>, Vec<f32>), start: usize, q: &[f32], k: &[f32], v: &[f32]) -> Vec<f32> {
+/// `start` (rounded to float16 first with `f16_cache`) and returns causal
+/// attention of `q` (`[S, Hq, D]`).
+fn sdpa_ref(
+    a: Attn,
+    caches: &mut (Vec<f32>, Vec<f32>),
+    start: usize,
+    (q, k, v): (&[f32], &[f32], &[f32]),
+    f16_cache: bool,
+) -> Vec<f32> {
     let (hq, hkv, d) = (a.n_heads, a.n_kv_heads, a.head_dim);
     let s = q.len() / (hq * d);
     let row = hkv * d;
-    caches.0[start * row..(start + s) * row].copy_from_slice(k);
-    caches.1[start * row..(start + s) * row].copy_from_slice(v);
+    let store = |x: &f32| if f16_cache { half::f16::from_f32(*x).to_f32() } else { *x };
+    for (cache, new) in [(&mut caches.0, k), (&mut caches.1, v)] {
+        for (c, x) in cache[start * row..(start + s) * row].iter_mut().zip(new) {
+            *c = store(x);
+        }
+    }
     let scale = 1.0 / (d as f64).sqrt();
     let mut out = vec![0f32; q.len()];
     for i in 0..s {
@@ -108,7 +123,15 @@ fn sdpa_ref(a: Attn, caches: &mut (Vec<f32>, Vec<f32>), start: usize, q: &[f32],
 /// cache is full, each checked against [`sdpa_ref`]; then a step past the
 /// end is rejected with a typed error.
 fn check_sdpa(a: Attn, prompt: usize) {
-    let Some(mut method) = load(sdpa_graph(a)) else { return };
+    check_sdpa_with(a, prompt, false);
+}
+
+/// [`check_sdpa`], the caches stored as float16 when `f16_cache` (and the
+/// device has SHADER_F16; lavapipe does).
+fn check_sdpa_with(a: Attn, prompt: usize, f16_cache: bool) {
+    let options = LoadOptions { kv_cache_f16: f16_cache, ..LoadOptions::default() };
+    let Some(mut method) = load_with(sdpa_graph(a), &options) else { return };
+    assert_eq!(method.kv_cache_f16(), f16_cache, "caches stored as float16");
     let (hq, hkv, d) = (a.n_heads, a.n_kv_heads, a.head_dim);
     let mut caches = (vec![0f32; a.cache_len * hkv * d], vec![0f32; a.cache_len * hkv * d]);
     let mut start = 0;
@@ -117,7 +140,7 @@ fn check_sdpa(a: Attn, prompt: usize) {
         let s = if start == 0 { prompt } else { 1 };
         seed += 3;
         let (q, k, v) = (data(s * hq * d, seed), data(s * hkv * d, seed + 1), data(s * hkv * d, seed + 2));
-        let want = sdpa_ref(a, &mut caches, start, &q, &k, &v);
+        let want = sdpa_ref(a, &mut caches, start, (&q, &k, &v), f16_cache);
         let (su, hq_u, hkv_u, du) = (s as u64, hq as u64, hkv as u64, d as u64);
         let outs = method
             .run(&[
@@ -161,6 +184,18 @@ fn sdpa_one_pass_kernel() {
     check_sdpa(Attn { n_heads: 2, n_kv_heads: 2, head_dim: 8, cache_len: 9, max_seq: 4 }, 1);
     check_sdpa(Attn { n_heads: 4, n_kv_heads: 2, head_dim: 128, cache_len: 20, max_seq: 8 }, 5);
     check_sdpa(Attn { n_heads: 2, n_kv_heads: 1, head_dim: 256, cache_len: 12, max_seq: 4 }, 3);
+}
+
+/// Float16 caches under float32 activations (`f32_kvf16` kernels): the
+/// reference rounds keys and values to float16 as they enter its cache,
+/// then computes in f64, so only summation order differs (same 1e-4).
+/// Both attention kernels (the one-pass one, and the general one for odd
+/// head dims), GQA 1, 2 and 4.
+#[test]
+fn sdpa_float16_kv_cache() {
+    check_sdpa_with(Attn { n_heads: 8, n_kv_heads: 2, head_dim: 64, cache_len: 300, max_seq: 260 }, 260, true);
+    check_sdpa_with(Attn { n_heads: 4, n_kv_heads: 1, head_dim: 16, cache_len: 20, max_seq: 8 }, 1, true);
+    check_sdpa_with(Attn { n_heads: 2, n_kv_heads: 2, head_dim: 5, cache_len: 9, max_seq: 8 }, 4, true);
 }
 
 #[test]
