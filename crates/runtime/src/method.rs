@@ -254,6 +254,22 @@ pub struct LoadedDelegate {
     argmax: Vec<Option<ArgmaxPost>>,
     /// Host time per stage of `run`.
     pub(crate) times: RunTimes,
+    /// Runs submitted and not yet read back, oldest first (see
+    /// [`LoadedDelegate::submit`]).
+    pending: std::collections::VecDeque<PendingRun>,
+    /// Which of its two read-back buffers the next argmax reads into.
+    argmax_flip: usize,
+}
+
+/// Runs a [`LoadedDelegate`] may have in flight at once.
+pub(crate) const MAX_PENDING: usize = 2;
+
+/// A submitted run whose outputs are not read back yet: per output, the
+/// buffer to read, the shape, the bytes to read (0: none) and the device
+/// and host dtypes.
+#[derive(Debug)]
+struct PendingRun {
+    outputs: Vec<(wgpu::Buffer, Vec<u64>, u64, DType, DType)>,
 }
 
 /// The device objects of an argmax appended to one output.
@@ -264,7 +280,9 @@ struct ArgmaxPost {
     uniforms: wgpu::Buffer,
     /// int32 indices, one per row.
     result: wgpu::Buffer,
-    readback: wgpu::Buffer,
+    /// Two, used in turn, so a run can be read back while the next one
+    /// copies its indices out.
+    readback: [wgpu::Buffer; 2],
 }
 
 /// Bytes of a tensor's buffer at its maximum shape (bools take a `u32`
@@ -509,6 +527,8 @@ impl LoadedDelegate {
             keep_on_device: Vec::new(),
             argmax: Vec::new(),
             times: RunTimes::default(),
+            pending: std::collections::VecDeque::new(),
+            argmax_flip: 0,
         };
         me.device_inputs = vec![None; me.inputs.len()];
         me.keep_on_device = vec![false; me.outputs.len()];
@@ -907,11 +927,13 @@ impl LoadedDelegate {
             usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
             mapped_at_creation: false,
         });
-        let readback = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some(&label("read-back")),
-            size: rows * 4,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
+        let readback = [0, 1].map(|k| {
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(&label(&format!("read-back {k}"))),
+                size: rows * 4,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
         });
         let logits = self.buffers[self.root[spec.value.idx()] as usize].as_ref().expect("outputs have buffers");
         let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
@@ -1091,6 +1113,66 @@ impl LoadedDelegate {
     /// Runs the method once: validates and uploads `inputs`, records every
     /// dispatch into one compute pass, submits once and reads the outputs.
     pub async fn run(&mut self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
+        if !self.pending.is_empty() {
+            return Err(self.in_flight_error("a plain run waits for none"));
+        }
+        self.submit(inputs, None).await?;
+        self.finish().await
+    }
+
+    fn in_flight_error(&self, what: &str) -> Error {
+        Error::Plumbing { method: self.name.clone(), what: format!("{} run(s) in flight: {what}", self.pending.len()) }
+    }
+
+    /// Whether input `input` can be [fed](Self::submit) from the argmax of
+    /// an output: an int32 tensor on the device (token ids), and an output
+    /// with the argmax on. At submit, the input must have at most one
+    /// element per argmax row (it takes the first ones).
+    pub(crate) fn check_feed(&self, input: usize) -> Result<()> {
+        let problem = |what: String| Error::Plumbing { method: self.name.clone(), what };
+        if self.argmax.iter().flatten().next().is_none() {
+            return Err(problem("no output has the device argmax on, so no input can be fed from it".into()));
+        }
+        let spec = self.inputs.get(input).ok_or_else(|| problem(format!("no input {input}")))?;
+        if spec.symint || spec.device_dtype != DType::I32 {
+            return Err(problem(format!(
+                "input {input} ({:?} on the device) cannot take int32 argmax indices",
+                spec.device_dtype
+            )));
+        }
+        Ok(())
+    }
+
+    /// Starts one run without waiting for it; [`finish`](Self::finish)
+    /// reads its outputs back (runs finish in the order submitted, at
+    /// most [`MAX_PENDING`] in flight). With `fed = Some(i)`, input `i`
+    /// (token ids; the tensor passed gives only its shape) is not
+    /// uploaded: it takes, on the device, the argmax indices of the run
+    /// submitted before, so greedy decoding can submit the next token's
+    /// run before reading the last one's token (see
+    /// [`check_feed`](Self::check_feed)). While another run is in flight
+    /// every output must be an argmax or stay on the device.
+    pub(crate) async fn submit(&mut self, inputs: &[Tensor], fed: Option<usize>) -> Result<()> {
+        if self.pending.len() >= MAX_PENDING {
+            return Err(self.in_flight_error("finish one first"));
+        }
+        if !self.pending.is_empty()
+            && (self.profiling
+                || self.argmax.iter().zip(&self.keep_on_device).any(|(post, keep)| post.is_none() && !keep))
+        {
+            return Err(self.in_flight_error("only argmax outputs can be read back while another run is in flight"));
+        }
+        if let Some(i) = fed {
+            self.check_feed(i)?;
+            let rows = self.argmax.iter().flatten().next().map_or(0, |post| post.result.size() / 4);
+            let n = inputs.get(i).map_or(0, Tensor::numel);
+            if n > rows {
+                return Err(Error::Plumbing {
+                    method: self.name.clone(),
+                    what: format!("input {i} has {n} elements; the argmax it is fed from gives {rows}"),
+                });
+            }
+        }
         let mut clock = web_time::Instant::now();
         let mut lap = || {
             let now = web_time::Instant::now();
@@ -1146,6 +1228,9 @@ impl LoadedDelegate {
         if input_shapes != self.plan.input_shapes || !reads_hold {
             let lowering = self.lower(&input_shapes, Some(inputs))?;
             if self.memory.as_ref().is_some_and(|m| !m.fits(&lowering.steps)) {
+                if !self.pending.is_empty() {
+                    return Err(self.in_flight_error("the new shapes need new buffers"));
+                }
                 self.leave_arenas()?;
                 self.plan = self.build_plan(input_shapes, lowering).await?;
             } else if let Some(lowering) = self.refresh_plan(input_shapes.clone(), lowering) {
@@ -1158,10 +1243,17 @@ impl LoadedDelegate {
         let mut encoder = rt
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(&format!("{} run", self.name)) });
-        for ((spec, bytes), (t, src)) in
-            self.inputs.iter().zip(&uploads).zip(inputs.iter().zip(&self.device_inputs)).filter(|((s, _), _)| !s.symint)
+        let fed_from = self.argmax.iter().flatten().next().map(|post| &post.result);
+        for (index, ((spec, bytes), (t, src))) in self
+            .inputs
+            .iter()
+            .zip(&uploads)
+            .zip(inputs.iter().zip(&self.device_inputs))
+            .enumerate()
+            .filter(|(_, ((s, _), _))| !s.symint)
         {
             let buffer = self.buffers[self.root[spec.value.idx()] as usize].as_ref().expect("inputs have buffers");
+            let src = if fed == Some(index) { fed_from } else { src.as_ref() };
             match src {
                 Some(src) => {
                     let n_bytes = t.numel() * elem_type(spec.device_dtype).device_size_bytes() as u64;
@@ -1210,8 +1302,9 @@ impl LoadedDelegate {
                 }
                 let rows = &shape[..shape.len().saturating_sub(1)];
                 let n_bytes = rows.iter().product::<u64>() * 4;
-                encoder.copy_buffer_to_buffer(&post.result, 0, &post.readback, 0, n_bytes);
-                out_sizes.push((&post.readback, rows.to_vec(), n_bytes, DType::I32, DType::I64));
+                let readback = &post.readback[self.argmax_flip];
+                encoder.copy_buffer_to_buffer(&post.result, 0, readback, 0, n_bytes);
+                out_sizes.push((readback.clone(), rows.to_vec(), n_bytes, DType::I32, DType::I64));
                 continue;
             }
             let n_bytes = shape.iter().product::<u64>() * elem_type(spec.device_dtype).device_size_bytes() as u64;
@@ -1220,16 +1313,37 @@ impl LoadedDelegate {
             if n_bytes > 0 {
                 encoder.copy_buffer_to_buffer(buffer, 0, readback, 0, align4(n_bytes));
             }
-            out_sizes.push((readback, shape, n_bytes, spec.device_dtype, spec.host_dtype));
+            out_sizes.push((readback.clone(), shape, n_bytes, spec.device_dtype, spec.host_dtype));
         }
         let rt = &self.rt;
         rt.queue.submit([encoder.finish()]);
         if let Some(e) = scope.pop().await {
             return Err(Error::Gpu { during: "recording the run", reason: e.to_string() });
         }
+        if self.argmax.iter().any(Option::is_some) {
+            self.argmax_flip ^= 1;
+        }
+        self.pending.push_back(PendingRun { outputs: out_sizes });
+        self.times.recording += lap();
+        Ok(())
+    }
+
+    /// Waits for the oldest run [submitted](Self::submit) and reads its
+    /// outputs back.
+    pub(crate) async fn finish(&mut self) -> Result<Vec<Tensor>> {
+        let mut clock = web_time::Instant::now();
+        let mut lap = || {
+            let now = web_time::Instant::now();
+            let d = now - clock;
+            clock = now;
+            d
+        };
+        let Some(PendingRun { outputs: out_sizes }) = self.pending.pop_front() else {
+            return Err(Error::Plumbing { method: self.name.clone(), what: "no run to finish".into() });
+        };
+        let rt = &self.rt;
         let slices: Vec<wgpu::BufferSlice<'_>> =
             out_sizes.iter().filter(|o| o.2 > 0).map(|(readback, _, n, _, _)| readback.slice(..align4(*n))).collect();
-        self.times.recording += lap();
         rt.map_read(&slices).await?;
         self.times.waiting += lap();
         let mut results = Vec::with_capacity(self.outputs.len());

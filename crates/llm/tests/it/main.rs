@@ -176,6 +176,12 @@ fn stop_tokens_and_seeded_sampling() {
     let (got, stats) = generator.generate(&prompt, &options, &mut greedy, |_| {}).expect("generate");
     assert_eq!(got, expected[..2]);
     assert!(stats.stopped);
+    // Decoding ran ahead (a run was in flight past the stop token), but
+    // the position counts the tokens fed, and the next call starts clean.
+    assert_eq!(generator.position(), prompt.len() + 1);
+    generator.reset();
+    let (again, _) = generator.generate(&prompt, &options, &mut greedy, |_| {}).expect("generate again");
+    assert_eq!(again, got);
 
     // The same seed gives the same tokens; the KV cache is reused from 0.
     let config = SamplerConfig { temperature: 1.0, top_k: 40, top_p: 0.95, seed: 11 };

@@ -510,3 +510,59 @@ fn rms_norm_over_long_rows() {
         .collect();
     assert_close(&f32s(&outs[0]), &want, 1e-5, "rms_norm");
 }
+
+/// Runs submitted ahead on the tiny Llama: run `n + 1` takes its token on
+/// the device from run `n`'s argmax, submitted before run `n` is read. The
+/// tokens equal one-at-a-time greedy decoding with host round trips; the
+/// limits (two in flight, nothing else read back meanwhile, a plain run
+/// waits for none) are typed errors.
+#[test]
+fn runs_submitted_ahead_take_the_previous_argmax() {
+    let Some(rt) = crate::runtime() else { return };
+    let dir = crate::fixtures_dir().join("llama_tiny_fp32");
+    let program = Program::open(dir.join("model.pte")).expect("fixture");
+    let mut m = rt.load(&program, "forward").expect("loads");
+    let prompt = Tensor::read_npy(dir.join("call0.in0.npy")).expect("prompt");
+    let n_prompt = prompt.numel() as i64;
+    let tok = |t: i64| int_tensor(DType::I64, &[1, 1], &[t]);
+    let pos = |p: i64| int_tensor(DType::I64, &[1], &[p]);
+    let id = |outs: Vec<Tensor>| -> i64 {
+        assert_eq!((outs.len(), outs[0].dtype), (1, DType::I64), "one argmax output");
+        outs[0].to_f64_vec()[0] as i64
+    };
+    assert!(!m.can_feed(0), "no argmax yet");
+    let err = m.submit(&[tok(1), pos(0)], Some(0)).expect_err("no argmax to feed from");
+    assert!(matches!(err, Error::Plumbing { .. }), "{err}");
+
+    m.set_output_argmax(0, true).expect("argmax");
+    assert!(m.can_feed(0));
+    let steps = 20;
+    let mut host = vec![id(m.run(&[prompt.clone(), pos(0)]).expect("prefill"))];
+    for i in 0..steps {
+        host.push(id(m.run(&[tok(host[i]), pos(n_prompt + i as i64)]).expect("decode")));
+    }
+
+    let first = id(m.run(&[prompt.clone(), pos(0)]).expect("prefill"));
+    assert_eq!(first, host[0]);
+    m.submit(&[tok(first), pos(n_prompt)], None).expect("first decode");
+    let mut ahead = vec![first];
+    for i in 1..steps {
+        m.submit(&[tok(0), pos(n_prompt + i as i64)], Some(0)).expect("fed decode");
+        ahead.push(id(m.finish().expect("oldest run")));
+    }
+    ahead.push(id(m.finish().expect("last run")));
+    assert_eq!(ahead, host, "fed from the device vs host round trips");
+
+    m.submit(&[tok(1), pos(0)], None).expect("one");
+    m.submit(&[tok(0), pos(1)], Some(0)).expect("two");
+    for err in [m.submit(&[tok(0), pos(2)], Some(0)).expect_err("three"), m.run(&[tok(1), pos(0)]).expect_err("run")] {
+        assert!(matches!(err, Error::Plumbing { ref what, .. } if what.contains("in flight")), "{err}");
+    }
+    m.finish().expect("one");
+    m.set_output_argmax(0, false).expect("logits again");
+    let err = m.submit(&[tok(1), pos(0)], None).expect_err("logits read back while a run is in flight");
+    assert!(matches!(err, Error::Plumbing { ref what, .. } if what.contains("only argmax")), "{err}");
+    m.finish().expect("two");
+    assert!(m.finish().is_err(), "nothing left to finish");
+    assert_eq!(m.run(&[tok(1), pos(0)]).expect("a plain run again")[0].shape, [1, 128]);
+}
