@@ -1,7 +1,8 @@
 //! Crafted LLM graphs checked against small CPU references:
 //! `sdpa_with_kv_cache` over prefill + decode runs on one loaded method
-//! (odd head dims, GQA ratios 1 and 2, positions up to the cache end, a
-//! prompt of one token, contexts past one workgroup of keys), RMS norm and
+//! (odd head dims, GQA ratios 1, 2 and 4, positions up to the cache end, a
+//! prompt of one token, contexts past one workgroup of keys, prompts over
+//! several query and key tiles, fed whole or in chunks), RMS norm and
 //! RoPE, 4-bit linear and embedding, and the 8da4w pair.
 
 use etwgpu_format::writer::{GraphBuilder, ProgramBuilder};
@@ -108,13 +109,20 @@ fn sdpa_ref(a: Attn, caches: &mut (Vec<f32>, Vec<f32>), start: usize, q: &[f32],
 /// cache is full, each checked against [`sdpa_ref`]; then a step past the
 /// end is rejected with a typed error.
 fn check_sdpa(a: Attn, prompt: usize) {
+    check_sdpa_chunks(a, &[prompt]);
+}
+
+/// [`check_sdpa`] with the prompt fed in calls of `chunks` tokens (chunked
+/// prefill: every call after the first starts past 0).
+fn check_sdpa_chunks(a: Attn, chunks: &[usize]) {
     let Some(mut method) = load(sdpa_graph(a)) else { return };
     let (hq, hkv, d) = (a.n_heads, a.n_kv_heads, a.head_dim);
     let mut caches = (vec![0f32; a.cache_len * hkv * d], vec![0f32; a.cache_len * hkv * d]);
     let mut start = 0;
     let mut seed = 0;
+    let mut sizes = chunks.iter().copied();
     while start < a.cache_len {
-        let s = if start == 0 { prompt } else { 1 };
+        let s = sizes.next().unwrap_or(1);
         seed += 3;
         let (q, k, v) = (data(s * hq * d, seed), data(s * hkv * d, seed + 1), data(s * hkv * d, seed + 2));
         let want = sdpa_ref(a, &mut caches, start, &q, &k, &v);
@@ -153,14 +161,43 @@ fn sdpa_context_and_head_dim_past_one_workgroup() {
 }
 
 /// The one-pass kernel (`sdpa_online.wgsl`, head dims a multiple of 4 up
-/// to 256): GQA ratios 1, 2 and 4, one-token and long prompts, contexts
-/// past one 256-key chunk, positions to the cache end.
+/// to 256; the prompt of 260 goes to `sdpa_prefill.wgsl`): GQA ratios 1, 2
+/// and 4, one-token and long prompts, contexts past one 256-key chunk,
+/// positions to the cache end.
 #[test]
 fn sdpa_one_pass_kernel() {
     check_sdpa(Attn { n_heads: 8, n_kv_heads: 2, head_dim: 64, cache_len: 300, max_seq: 260 }, 260);
     check_sdpa(Attn { n_heads: 2, n_kv_heads: 2, head_dim: 8, cache_len: 9, max_seq: 4 }, 1);
     check_sdpa(Attn { n_heads: 4, n_kv_heads: 2, head_dim: 128, cache_len: 20, max_seq: 8 }, 5);
     check_sdpa(Attn { n_heads: 2, n_kv_heads: 1, head_dim: 256, cache_len: 12, max_seq: 4 }, 3);
+}
+
+/// The tiled prefill kernel (`sdpa_prefill.wgsl`, prompts of more than 8
+/// tokens, head dims a multiple of 4 up to 128): prompts over several
+/// 16-row query tiles and 16-key tiles with a ragged end, GQA ratios 1, 2
+/// and 4, head dims of one partial 64-dim chunk (8, 20), one (64) and two
+/// (100, 128); then decode to the cache end.
+#[test]
+fn sdpa_prefill_kernel() {
+    check_sdpa(Attn { n_heads: 2, n_kv_heads: 2, head_dim: 64, cache_len: 90, max_seq: 83 }, 83);
+    check_sdpa(Attn { n_heads: 4, n_kv_heads: 2, head_dim: 128, cache_len: 75, max_seq: 70 }, 70);
+    check_sdpa(Attn { n_heads: 4, n_kv_heads: 1, head_dim: 8, cache_len: 50, max_seq: 45 }, 45);
+    check_sdpa(Attn { n_heads: 2, n_kv_heads: 1, head_dim: 20, cache_len: 36, max_seq: 33 }, 33);
+    check_sdpa(Attn { n_heads: 2, n_kv_heads: 2, head_dim: 100, cache_len: 52, max_seq: 48 }, 48);
+    // Exactly one query tile, and the smallest prompt that takes the kernel.
+    check_sdpa(Attn { n_heads: 2, n_kv_heads: 1, head_dim: 64, cache_len: 18, max_seq: 16 }, 16);
+    check_sdpa(Attn { n_heads: 2, n_kv_heads: 1, head_dim: 64, cache_len: 11, max_seq: 9 }, 9);
+}
+
+/// Chunked prefill: prompt chunks after the first start past 0, so their
+/// query tiles begin mid key tile (`start_pos` not a multiple of 16) and
+/// see every earlier key unmasked; then decode to the cache end.
+#[test]
+fn sdpa_prefill_in_chunks() {
+    check_sdpa_chunks(Attn { n_heads: 8, n_kv_heads: 2, head_dim: 64, cache_len: 72, max_seq: 37 }, &[37, 29]);
+    check_sdpa_chunks(Attn { n_heads: 4, n_kv_heads: 1, head_dim: 128, cache_len: 70, max_seq: 40 }, &[9, 40, 16]);
+    // A first chunk short enough for the per-row kernel, then a tiled one.
+    check_sdpa_chunks(Attn { n_heads: 2, n_kv_heads: 2, head_dim: 20, cache_len: 45, max_seq: 33 }, &[5, 33]);
 }
 
 #[test]
