@@ -1,7 +1,8 @@
 //! LLM ops: `et_vk.rms_norm` (`rms_norm.wgsl`), `et_vk.apply_rotary_emb`
 //! (`rope.wgsl`), `et_vk.apply_rotary_emb_hf` (`rope_hf.wgsl`),
 //! `et_vk.apply_rotary_emb_interleaved` (`rope_interleaved.wgsl`),
-//! `sdpa_with_kv_cache` (`kv_cache_update.wgsl` then `sdpa.wgsl`) and the
+//! `sdpa_with_kv_cache` (`kv_cache_update.wgsl`, then `sdpa_prefill.wgsl`
+//! for prompts, `sdpa_online.wgsl` or `sdpa.wgsl` for the rest) and the
 //! cache-less `et_vk.sdpa` (`attention.wgsl`). The KV caches are constants
 //! the op updates in place; the runtime gives each its own buffer, kept
 //! across runs.
@@ -122,6 +123,14 @@ pub fn apply_rotary_emb(c: &Ctx<'_>) -> Result<Lowered> {
     Ok(Lowered { shapes, steps })
 }
 
+/// Query rows from which `sdpa_with_kv_cache` attends with the tiled
+/// prefill kernel (`sdpa_prefill.wgsl`); fewer take the per-row kernels.
+const PREFILL_MIN_SEQ: u64 = 9;
+/// Query rows per workgroup of `sdpa_prefill.wgsl` (its `BQ`).
+const PREFILL_ROWS: u64 = 16;
+/// The largest head dim `sdpa_prefill.wgsl` holds (its `D4_MAX * 4`).
+const PREFILL_MAX_HEAD_DIM: u64 = 128;
+
 /// `sdpa_with_kv_cache.default(query [1,S,Hq,D], key [1,S,Hkv,D], value,
 /// key_cache [1,Cmax,Hkv,D], value_cache, start_pos, seq_len, attn_mask?,
 /// dropout_p, is_causal, scale?, →out [1,S,Hq,D])`: writes the new keys
@@ -217,13 +226,19 @@ pub fn sdpa_with_kv_cache(c: &Ctx<'_>) -> Result<Lowered> {
             .finish();
         // The one-pass kernel reads `vec4`s and gives each dim an invocation.
         let shader = if d.is_multiple_of(4) && d <= 256 { kv_shader(Family::SdpaOnline, variant) } else { shader };
+        let mut attend = (shader, grid_groups(rows)?);
+        // Prompts: tiles of query rows share each K/V tile and stop at the diagonal.
+        if s >= PREFILL_MIN_SEQ && d.is_multiple_of(4) && d <= PREFILL_MAX_HEAD_DIM {
+            attend = (kv_shader(Family::SdpaPrefill, variant), grid_groups(s.div_ceil(PREFILL_ROWS) * hq)?);
+        }
+        let (shader, workgroups) = attend;
         steps.push(Step::Dispatch(Dispatch {
             shader: shader.into(),
             entry: "main",
             inputs: vec![q.id, k_cache.id, v_cache.id],
             outputs: vec![out.id],
             params,
-            workgroups: grid_groups(rows)?,
+            workgroups,
         }));
     }
     Ok(Lowered { shapes: vec![(out.id, q.shape.to_vec())], steps })

@@ -1,8 +1,10 @@
 //! Crafted LLM graphs checked against small CPU references:
 //! `sdpa_with_kv_cache` over prefill + decode runs on one loaded method
-//! (odd head dims, GQA ratios 1 and 2, positions up to the cache end, a
-//! prompt of one token, contexts past one workgroup of keys), RMS norm and
-//! RoPE, 4-bit linear and embedding, and the 8da4w pair.
+//! (odd head dims, GQA ratios 1, 2 and 4, positions up to the cache end, a
+//! prompt of one token, contexts past one workgroup of keys, prompts over
+//! several query and key tiles, fed whole or in chunks, in float32 and
+//! float16), RMS norm and RoPE, 4-bit linear and embedding, and the 8da4w
+//! pair.
 
 use etwgpu_format::writer::{GraphBuilder, ProgramBuilder};
 use etwgpu_format::{DType, Program};
@@ -52,21 +54,23 @@ struct Attn {
 
 /// `sdpa_with_kv_cache(q, k, v, k_cache, v_cache, pos[0], Int 1, None, 0,
 /// True, None)` with q/k/v and `pos` as inputs and zero caches sharing one
-/// named key.
-fn sdpa_graph(a: Attn) -> GraphBuilder {
+/// named key; q/k/v/out and the caches are `dtype` on the device, float32
+/// at the method's inputs and outputs.
+fn sdpa_graph(a: Attn, dtype: DType) -> GraphBuilder {
     let (hq, hkv, d, c, s) =
         (a.n_heads as u64, a.n_kv_heads as u64, a.head_dim as u64, a.cache_len as u64, a.max_seq as u64);
     let mut g = GraphBuilder::new();
-    let q = g.tensor(DType::F32, &[1, s, hq, d]);
-    let k = g.tensor(DType::F32, &[1, s, hkv, d]);
-    let v = g.tensor(DType::F32, &[1, s, hkv, d]);
+    let q = g.tensor_staged(dtype, DType::F32, &[1, s, hq, d]);
+    let k = g.tensor_staged(dtype, DType::F32, &[1, s, hkv, d]);
+    let v = g.tensor_staged(dtype, DType::F32, &[1, s, hkv, d]);
     let pos = g.tensor_staged(DType::I32, DType::I64, &[1]);
-    let zeros = vec![0u8; (c * hkv * d * 4) as usize];
-    let k_cache = g.constant(DType::F32, &[1, c, hkv, d], &zeros);
-    let v_cache = g.constant(DType::F32, &[1, c, hkv, d], &zeros);
+    let elem_bytes = if dtype == DType::F16 { 2 } else { 4 };
+    let zeros = vec![0u8; (c * hkv * d * elem_bytes) as usize];
+    let k_cache = g.constant(dtype, &[1, c, hkv, d], &zeros);
+    let v_cache = g.constant(dtype, &[1, c, hkv, d], &zeros);
     let (zero, one, causal, null) = (g.int(0), g.int(1), g.bool(true), g.null());
     let start = g.sym_int();
-    let out = g.tensor(DType::F32, &[1, s, hq, d]);
+    let out = g.tensor_staged(dtype, DType::F32, &[1, s, hq, d]);
     g.op("et_vk.select_as_symint.default", &[pos, zero, zero, start])
         .op("sdpa_with_kv_cache.default", &[q, k, v, k_cache, v_cache, start, one, null, zero, causal, null, out]);
     g.inputs(&[q, k, v, pos]).outputs(&[out]);
@@ -123,24 +127,40 @@ fn sdpa_ref(
 /// cache is full, each checked against [`sdpa_ref`]; then a step past the
 /// end is rejected with a typed error.
 fn check_sdpa(a: Attn, prompt: usize) {
-    check_sdpa_with(a, prompt, false);
+    check_sdpa_chunks(a, &[prompt]);
 }
 
-/// [`check_sdpa`], the caches stored as float16 when `f16_cache` (and the
-/// device has SHADER_F16; lavapipe does).
-fn check_sdpa_with(a: Attn, prompt: usize, f16_cache: bool) {
+/// [`check_sdpa`] with the prompt fed in calls of `chunks` tokens (chunked
+/// prefill: every call after the first starts past 0).
+fn check_sdpa_chunks(a: Attn, chunks: &[usize]) {
+    check_sdpa_as(a, chunks, DType::F32, false);
+}
+
+/// [`check_sdpa_chunks`] with `dtype` (float32 or float16) on the device:
+/// for float16 the reference takes the inputs rounded to float16, and the
+/// tolerance is float16's (the kernels compute in f32 and round once).
+/// With `f16_cache` (float32 only) the caches are stored as float16 (the
+/// device has SHADER_F16; lavapipe does), and the reference rounds keys
+/// and values as they enter its cache.
+fn check_sdpa_as(a: Attn, chunks: &[usize], dtype: DType, f16_cache: bool) {
     let options = LoadOptions { kv_cache_f16: f16_cache, ..LoadOptions::default() };
-    let Some(mut method) = load_with(sdpa_graph(a), &options) else { return };
+    let Some(mut method) = load_with(sdpa_graph(a, dtype), &options) else { return };
     assert_eq!(method.kv_cache_f16(), f16_cache, "caches stored as float16");
     let (hq, hkv, d) = (a.n_heads, a.n_kv_heads, a.head_dim);
+    let (round, tol): (fn(f32) -> f32, f32) = match dtype {
+        DType::F16 => (|x| half::f16::from_f32(x).to_f32(), 2e-3),
+        _ => (|x| x, 1e-4),
+    };
     let mut caches = (vec![0f32; a.cache_len * hkv * d], vec![0f32; a.cache_len * hkv * d]);
     let mut start = 0;
     let mut seed = 0;
+    let mut sizes = chunks.iter().copied();
     while start < a.cache_len {
-        let s = if start == 0 { prompt } else { 1 };
+        let s = sizes.next().unwrap_or(1);
         seed += 3;
         let (q, k, v) = (data(s * hq * d, seed), data(s * hkv * d, seed + 1), data(s * hkv * d, seed + 2));
-        let want = sdpa_ref(a, &mut caches, start, (&q, &k, &v), f16_cache);
+        let rounded = |x: &[f32]| x.iter().map(|&x| round(x)).collect::<Vec<f32>>();
+        let want = sdpa_ref(a, &mut caches, start, (&rounded(&q), &rounded(&k), &rounded(&v)), f16_cache);
         let (su, hq_u, hkv_u, du) = (s as u64, hq as u64, hkv as u64, d as u64);
         let outs = method
             .run(&[
@@ -151,7 +171,7 @@ fn check_sdpa_with(a: Attn, prompt: usize, f16_cache: bool) {
             ])
             .expect("runs");
         assert_eq!(outs[0].shape, [1, su, hq_u, du]);
-        assert_close(&f32s(&outs[0]), &want, 1e-4, &format!("{a:?} at position {start}"));
+        assert_close(&f32s(&outs[0]), &want, tol, &format!("{a:?} in {dtype:?} at position {start}"));
         start += s;
     }
     let one = |n| Tensor::from_f32(&[1, 1, n as u64, d as u64], &vec![0.0; n * d]);
@@ -176,8 +196,9 @@ fn sdpa_context_and_head_dim_past_one_workgroup() {
 }
 
 /// The one-pass kernel (`sdpa_online.wgsl`, head dims a multiple of 4 up
-/// to 256): GQA ratios 1, 2 and 4, one-token and long prompts, contexts
-/// past one 256-key chunk, positions to the cache end.
+/// to 256; the prompt of 260 goes to `sdpa_prefill.wgsl`): GQA ratios 1, 2
+/// and 4, one-token and long prompts, contexts past one 256-key chunk,
+/// positions to the cache end.
 #[test]
 fn sdpa_one_pass_kernel() {
     check_sdpa(Attn { n_heads: 8, n_kv_heads: 2, head_dim: 64, cache_len: 300, max_seq: 260 }, 260);
@@ -189,13 +210,55 @@ fn sdpa_one_pass_kernel() {
 /// Float16 caches under float32 activations (`f32_kvf16` kernels): the
 /// reference rounds keys and values to float16 as they enter its cache,
 /// then computes in f64, so only summation order differs (same 1e-4).
-/// Both attention kernels (the one-pass one, and the general one for odd
-/// head dims), GQA 1, 2 and 4.
+/// Every attention kernel (tiled prefill, one-pass, the general one for
+/// odd head dims), GQA 1, 2 and 4.
 #[test]
 fn sdpa_float16_kv_cache() {
-    check_sdpa_with(Attn { n_heads: 8, n_kv_heads: 2, head_dim: 64, cache_len: 300, max_seq: 260 }, 260, true);
-    check_sdpa_with(Attn { n_heads: 4, n_kv_heads: 1, head_dim: 16, cache_len: 20, max_seq: 8 }, 1, true);
-    check_sdpa_with(Attn { n_heads: 2, n_kv_heads: 2, head_dim: 5, cache_len: 9, max_seq: 8 }, 4, true);
+    let f16_cache = |a, chunks: &[usize]| check_sdpa_as(a, chunks, DType::F32, true);
+    f16_cache(Attn { n_heads: 8, n_kv_heads: 2, head_dim: 64, cache_len: 300, max_seq: 260 }, &[260]);
+    f16_cache(Attn { n_heads: 4, n_kv_heads: 1, head_dim: 16, cache_len: 20, max_seq: 8 }, &[1]);
+    f16_cache(Attn { n_heads: 2, n_kv_heads: 2, head_dim: 5, cache_len: 9, max_seq: 8 }, &[4]);
+    f16_cache(Attn { n_heads: 8, n_kv_heads: 2, head_dim: 64, cache_len: 72, max_seq: 37 }, &[37, 29]);
+}
+
+/// The tiled prefill kernel (`sdpa_prefill.wgsl`, prompts of more than 8
+/// tokens, head dims a multiple of 4 up to 128): prompts over several
+/// 16-row query tiles and 16-key tiles with a ragged end, GQA ratios 1, 2
+/// and 4, head dims of one partial 64-dim chunk (8, 20), one (64) and two
+/// (100, 128); then decode to the cache end.
+#[test]
+fn sdpa_prefill_kernel() {
+    check_sdpa(Attn { n_heads: 2, n_kv_heads: 2, head_dim: 64, cache_len: 90, max_seq: 83 }, 83);
+    check_sdpa(Attn { n_heads: 4, n_kv_heads: 2, head_dim: 128, cache_len: 75, max_seq: 70 }, 70);
+    check_sdpa(Attn { n_heads: 4, n_kv_heads: 1, head_dim: 8, cache_len: 50, max_seq: 45 }, 45);
+    check_sdpa(Attn { n_heads: 2, n_kv_heads: 1, head_dim: 20, cache_len: 36, max_seq: 33 }, 33);
+    check_sdpa(Attn { n_heads: 2, n_kv_heads: 2, head_dim: 100, cache_len: 52, max_seq: 48 }, 48);
+    // Exactly one query tile, and the smallest prompt that takes the kernel.
+    check_sdpa(Attn { n_heads: 2, n_kv_heads: 1, head_dim: 64, cache_len: 18, max_seq: 16 }, 16);
+    check_sdpa(Attn { n_heads: 2, n_kv_heads: 1, head_dim: 64, cache_len: 11, max_seq: 9 }, 9);
+}
+
+/// Chunked prefill: prompt chunks after the first start past 0, so their
+/// query tiles begin mid key tile (`start_pos` not a multiple of 16) and
+/// see every earlier key unmasked; then decode to the cache end.
+#[test]
+fn sdpa_prefill_in_chunks() {
+    check_sdpa_chunks(Attn { n_heads: 8, n_kv_heads: 2, head_dim: 64, cache_len: 72, max_seq: 37 }, &[37, 29]);
+    check_sdpa_chunks(Attn { n_heads: 4, n_kv_heads: 1, head_dim: 128, cache_len: 70, max_seq: 40 }, &[9, 40, 16]);
+    // A first chunk short enough for the per-row kernel, then a tiled one.
+    check_sdpa_chunks(Attn { n_heads: 2, n_kv_heads: 2, head_dim: 20, cache_len: 45, max_seq: 33 }, &[5, 33]);
+}
+
+/// The float16 variants (`shader-f16` devices; held as float32 elsewhere):
+/// the tiled prefill kernel in two chunks, then decode.
+#[test]
+fn sdpa_prefill_in_float16() {
+    check_sdpa_as(
+        Attn { n_heads: 4, n_kv_heads: 2, head_dim: 64, cache_len: 60, max_seq: 30 },
+        &[30, 27],
+        DType::F16,
+        false,
+    );
 }
 
 #[test]
