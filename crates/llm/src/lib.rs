@@ -2,10 +2,11 @@
 //! program (ExecuTorch's `export_llama` layout: `forward(tokens int64 [1,S],
 //! input_pos int64 [1]) -> logits [1, vocab]` with the KV cache inside the
 //! method, plus constant metadata methods), and a seeded [`Sampler`]
-//! (greedy, temperature, top-k, top-p), a byte-level BPE [`Tokenizer`] and
-//! the ChatML template ([`chatml`]). [`LlamaConfig::build`] writes
-//! synthetic programs of that layout with random weights, for tests and
-//! benchmarks at real model shapes.
+//! (greedy, temperature, top-k, top-p), a [`Tokenizer`] reading
+//! `tokenizer.json` through HuggingFace's `tokenizers` crate and the ChatML
+//! template ([`chatml`]). [`LlamaConfig::build`] writes synthetic programs
+//! of that layout with random weights, for tests and benchmarks at real
+//! model shapes.
 
 pub mod error;
 pub mod generator;
