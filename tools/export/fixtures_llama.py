@@ -61,7 +61,14 @@ VARIANTS = {
                               "llama_tiny_8da4w's int8 dynamic activations x 4-bit group-32 "
                               "weights, exported with force_fp16: activations, scales and KV "
                               "caches are float16 on the device; method I/O stays float32"),
+    "llama_tiny_static": (["--disable_dynamic_shape"],
+                          "llama_tiny_fp32's weights exported with dynamic shapes disabled: a "
+                          "static forward(tokens int64 [1,1], input_pos int64 [1]), so the prompt "
+                          "is fed one token at a time"),
 }
+
+# Variants whose forward takes one token per call (no dynamic sequence length).
+SINGLE_TOKEN = {"llama_tiny_static"}
 
 
 def make_checkpoint(path: Path) -> None:
@@ -107,18 +114,23 @@ def reference_module(ckpt: Path) -> torch.nn.Module:
     return model.eval()
 
 
-def greedy_calls(model: torch.nn.Module, prompt: torch.Tensor) -> list[Call]:
+def greedy_calls(model: torch.nn.Module, prompt: torch.Tensor,
+                 single_token: bool = False) -> list[Call]:
+    """Prefill (in one call, or one call per prompt token when
+    `single_token`), then greedy decode steps feeding back the argmax."""
     calls = []
-    tokens, pos = prompt, 0
+    pos = 0
+    feeds = list(prompt.split(1, dim=1)) if single_token else [prompt]
     with torch.no_grad():
-        for _ in range(1 + DECODE_STEPS):
+        while len(calls) < len(feeds) + DECODE_STEPS:
+            tokens = feeds[len(calls)] if len(calls) < len(feeds) else next_token
             input_pos = torch.tensor([pos], dtype=torch.int64)
             logits = model(tokens.clone(), {"input_pos": input_pos.clone()})
             if isinstance(logits, tuple):
                 logits = logits[0]
-            calls.append(Call(inputs=[tokens, input_pos], outputs=[logits.clone()]))
+            calls.append(Call(inputs=[tokens.clone(), input_pos], outputs=[logits.clone()]))
             pos += tokens.shape[1]
-            tokens = logits.argmax(dim=-1).reshape(1, 1).to(torch.int64)
+            next_token = logits.argmax(dim=-1).reshape(1, 1).to(torch.int64)
     return calls
 
 
@@ -154,16 +166,17 @@ def llama_fixture(name: str, verify: bool = True) -> FixtureResult:
         g = torch.Generator().manual_seed(PROMPT_SEED)
         prompt = torch.randint(0, PARAMS["vocab_size"], (1, PREFILL_LEN), generator=g,
                                dtype=torch.int64)
-        calls = greedy_calls(eager_module(flags), prompt)
+        single = name in SINGLE_TOKEN
+        calls = greedy_calls(eager_module(flags), prompt, single)
         notes = []
         if verify:
             # A second, independently built copy must replay the same logits.
             notes.append(f"rebuilt exported module replays goldens: max |diff| "
                          f"{replay(eager_module(flags), calls):.3g}")
-            if not extra:
+            if not extra or extra == ["--disable_dynamic_shape"]:
                 notes.append(f"plain Transformer (no custom ops) vs goldens: max |diff| "
                              f"{replay(reference_module(ckpt), calls):.3g}")
-        tokens = [int(c.inputs[0].reshape(-1)[-1]) for c in calls[1:]]
+        tokens = [int(c.inputs[0].reshape(-1)[-1]) for c in calls[-DECODE_STEPS:]]
         notes.append(f"prompt {prompt.tolist()[0]}, greedy tokens {tokens}")
 
     recorded = ["-c", "ckpt.pth", "-p", "params.json", *BASE_FLAGS, *extra]
@@ -175,13 +188,15 @@ def llama_fixture(name: str, verify: bool = True) -> FixtureResult:
                       "construct_transformer default init; norm weights 1 + 0.2*N(0,1)",
         "prompt_seed": PROMPT_SEED,
     }
+    prefill = (f"{PREFILL_LEN} single-token prefill calls (input_pos 0..{PREFILL_LEN - 1})"
+               if single else f"prefill of {PREFILL_LEN} tokens at input_pos 0")
     description = (
         f"ExecuTorch's Llama example, dim {PARAMS['dim']}, {PARAMS['n_layers']} layers, "
         f"{PARAMS['n_heads']} heads / {PARAMS['n_kv_heads']} KV heads, hidden "
         f"{PARAMS['hidden_dim']}, vocab {PARAMS['vocab_size']}, context {MAX_LEN}; {what}. "
-        f"forward(tokens int64 [1,S], input_pos int64 [1]) -> logits float32 [1,vocab] of "
-        f"the last token; KV cache inside the delegate. Calls in order on one loaded method: "
-        f"prefill of {PREFILL_LEN} tokens at input_pos 0, then {DECODE_STEPS} single-token "
+        f"forward(tokens int64 [1,{1 if single else 'S'}], input_pos int64 [1]) -> logits "
+        f"float32 [1,vocab] of the last token; KV cache inside the delegate. Calls in order "
+        f"on one loaded method: {prefill}, then {DECODE_STEPS} single-token "
         f"decode steps (input_pos {PREFILL_LEN}..) feeding the eager argmax.")
     return FixtureResult(name=name, description=description, export=export, pte=pte,
                          calls=calls, stateful=True, notes=notes)

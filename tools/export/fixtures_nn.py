@@ -871,6 +871,49 @@ def fx_et_vk_sdpa(verify: bool = True) -> FixtureResult:
         EtVkSdpa(), [ins], verify=False)
 
 
+class UpdateCache(nn.Module):
+    """ExecuTorch's `llama::update_cache` on two registered [1,8,2,4] cache
+    buffers (the layout of export_llama's custom KV cache), written at a
+    position read from an input tensor; the outputs read the caches back."""
+
+    def __init__(self):
+        super().__init__()
+        import executorch.extension.llm.custom_ops.custom_ops  # noqa: F401  (registers llama ops)
+
+        self.register_buffer("k_cache", torch.zeros(1, 8, 2, 4))
+        self.register_buffer("v_cache", torch.zeros(1, 8, 2, 4))
+
+    def forward(self, k, v, input_pos):
+        start = input_pos[0].item()
+        torch._check_is_size(start)
+        torch._check(start + k.shape[1] <= 8)
+        torch.ops.llama.update_cache(k, self.k_cache, start)
+        torch.ops.llama.update_cache(v, self.v_cache, start)
+        return self.k_cache + 0.5, self.v_cache * 2.0
+
+
+def fx_update_cache(verify: bool = True) -> FixtureResult:
+    g = seed("update_cache")
+    s = Dim("s", min=1, max=4)
+    calls = [(randn(g, 1, n, 2, 4), randn(g, 1, n, 2, 4), torch.tensor([pos])) for n, pos in ((3, 0), (1, 3), (4, 4))]
+    # No portable CPU kernel exists for the llama op, so the portable cross-check is skipped:
+    # the golden is the op's own eager implementation (extension/llm/custom_ops).
+    del verify
+    result = module_fixture(
+        "update_cache",
+        "llama::update_cache (update_cache.default) on two cache buffers [1,8,2,4] (through "
+        "et_vk.prepack, updated in place): k, v float32 [1,S,2,4], S in 1..4, written at rows "
+        "input_pos[0].item() (et_vk.select_as_symint).. of the caches; outputs k_cache + 0.5 and "
+        "v_cache * 2. Calls in order on one loaded method: (S 3, pos 0), (S 1, pos 3), (S 4, "
+        "pos 4: up to the cache end); each golden holds every earlier write.",
+        UpdateCache(), calls, options={"require_dynamic_shapes": True},
+        dynamic_shapes=({1: s}, {1: s}, None), dynamic_shapes_doc={"k": {"1": {"min": 1, "max": 4}},
+                                                                  "v": {"1": {"min": 1, "max": 4}}},
+        verify=False)
+    result.stateful = True
+    return result
+
+
 class MhaEncoder(nn.Module):
     """Post-norm encoder block around nn.MultiheadAttention (batch_first)."""
 
@@ -1021,6 +1064,7 @@ FIXTURES: dict[str, Callable[..., FixtureResult]] = {
     "rope_hf": fx_rope_hf,
     "rope_interleaved": fx_rope_interleaved,
     "et_vk_sdpa": fx_et_vk_sdpa,
+    "update_cache": fx_update_cache,
     "mha_encoder": fx_mha_encoder,
     "tiny_vit": fx_tiny_vit,
     "cpu_leftovers": fx_cpu_leftovers,

@@ -98,10 +98,10 @@ impl Conversation {
     fn turn(&mut self, user: &str, out: &mut dyn std::io::Write, err: &mut dyn std::io::Write) -> Result<(), Failure> {
         let context = self.generator.metadata().max_context_len;
         let mut feed = if self.generator.position() == 0 {
-            self.tok.encode(&self.transcript(self.turns.len(), user))
+            self.tok.encode(&self.transcript(self.turns.len(), user)).map_err(Failure::error)?
         } else {
             let mut f = self.unfed.clone();
-            f.extend(self.tok.encode(&chatml(&[ChatMessage::new("user", user)], true)));
+            f.extend(self.tok.encode(&chatml(&[ChatMessage::new("user", user)], true)).map_err(Failure::error)?);
             f
         };
         // A reply may be shorter than --max-tokens when the context is
@@ -111,9 +111,14 @@ impl Conversation {
         let room = |used: usize| context.saturating_sub(used);
         if room(self.generator.position() + feed.len()) < want {
             // Drop the oldest turns until the conversation fits again.
-            let kept = (0..=self.turns.len())
-                .map(|from| (from, self.tok.encode(&self.transcript(from, user))))
-                .find(|(_, ids)| room(ids.len()) >= want);
+            let mut kept = None;
+            for from in 0..=self.turns.len() {
+                let ids = self.tok.encode(&self.transcript(from, user)).map_err(Failure::error)?;
+                if room(ids.len()) >= want {
+                    kept = Some((from, ids));
+                    break;
+                }
+            }
             let Some((from, ids)) = kept else {
                 writeln!(err, "[this message alone does not fit the context of {context} tokens; say less]")
                     .map_err(Failure::error)?;
@@ -130,6 +135,7 @@ impl Conversation {
         let mut decoder = self.tok.stream_decoder();
         let mut reply = String::new();
         let mut write_err = None;
+        let mut decode_err = None;
         let tok = &self.tok;
         let (tokens, stats) = self
             .generator
@@ -137,7 +143,10 @@ impl Conversation {
                 if stops.contains(&token) {
                     return;
                 }
-                let piece = decoder.push(tok, token);
+                let piece = decoder.push(tok, token).unwrap_or_else(|e| {
+                    decode_err.get_or_insert(e);
+                    String::new()
+                });
                 reply.push_str(&piece);
                 if write_err.is_none()
                     && let Err(e) = out.write_all(piece.as_bytes()).and_then(|()| out.flush())
@@ -149,6 +158,9 @@ impl Conversation {
         if let Some(e) = write_err {
             return Err(Failure::error(e));
         }
+        if let Some(e) = decode_err {
+            return Err(Failure::error(e));
+        }
         writeln!(out).map_err(Failure::error)?;
         // The last sampled token was not fed; close the turn after it.
         let last = tokens.last().copied();
@@ -156,7 +168,7 @@ impl Conversation {
         if last != Some(self.im_end) {
             self.unfed.push(self.im_end);
         }
-        self.unfed.extend(self.tok.encode("\n"));
+        self.unfed.extend(self.tok.encode("\n").map_err(Failure::error)?);
         self.turns.push((user.to_string(), reply));
         writeln!(
             err,

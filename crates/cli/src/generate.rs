@@ -101,9 +101,9 @@ pub fn run(a: &GenerateArgs) -> Result<(), Failure> {
                 let mut messages: Vec<ChatMessage> = system.iter().map(|s| ChatMessage::new("system", s)).collect();
                 messages.push(ChatMessage::new("user", text));
                 stop_tokens.extend(tok.token_to_id("<|im_end|>"));
-                tok.encode(&chatml(&messages, true))
+                tok.encode(&chatml(&messages, true)).map_err(Failure::error)?
             } else {
-                tok.encode(text)
+                tok.encode(text).map_err(Failure::error)?
             };
             (ids, Some(tok))
         }
@@ -116,12 +116,16 @@ pub fn run(a: &GenerateArgs) -> Result<(), Failure> {
     let stops: Vec<u32> = options.stop_tokens.iter().chain(&generator.metadata().eos_ids).copied().collect();
     let mut out = std::io::stdout().lock();
     let mut write_err = None;
+    let mut decode_err = None;
     let mut decoder = tokenizer.as_ref().map(|t| t.stream_decoder());
     let (_, stats) = generator
         .generate(&prompt, &options, &mut sampler, |token| {
             let piece = match (&tokenizer, &mut decoder) {
                 (Some(_), Some(_)) if stops.contains(&token) => String::new(),
-                (Some(t), Some(d)) => d.push(t, token),
+                (Some(t), Some(d)) => d.push(t, token).unwrap_or_else(|e| {
+                    decode_err.get_or_insert(e);
+                    String::new()
+                }),
                 _ => format!("{token} "),
             };
             if write_err.is_none()
@@ -132,6 +136,9 @@ pub fn run(a: &GenerateArgs) -> Result<(), Failure> {
         })
         .map_err(Failure::error)?;
     if let Some(e) = write_err {
+        return Err(Failure::error(e));
+    }
+    if let Some(e) = decode_err {
         return Err(Failure::error(e));
     }
     writeln!(

@@ -188,16 +188,18 @@ register_ops! {
     SymSub => "sub" => |c| symint::arith(c, SymIntOp::Sub),
     SymSize => "sym_size.int" => symint::sym_size,
     ChooseQparamsAffine => "torchao.choose_qparams_affine.default" => quant::choose_qparams_affine,
+    UpdateCache => "update_cache.default" => llm::update_cache,
 }
 
 impl OpId {
     /// Arguments other than its outputs that the op writes in place (the
-    /// KV caches of `sdpa_with_kv_cache`). Fusion never moves or merges
+    /// KV caches of `sdpa_with_kv_cache`, the cache of `update_cache`). Fusion never moves or merges
     /// reads of such values, so an op that updates an argument in place
     /// must list it here.
     pub const fn mutated_args(self) -> &'static [usize] {
         match self {
             OpId::SdpaWithKvCache => &[3, 4],
+            OpId::UpdateCache => &[1],
             _ => &[],
         }
     }

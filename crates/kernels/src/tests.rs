@@ -514,6 +514,31 @@ fn sdpa_tiles_prompts_of_more_than_eight_rows() {
 }
 
 #[test]
+fn update_cache_writes_rows_in_place_for_int_and_symint_positions() {
+    let mut g = TestGraph::default();
+    let value = g.t(&[1, 3, 2, 4]);
+    let cache = g.push(Owned::Tensor(ElemType::F32, vec![1, 8, 2, 4], true));
+    let out = g.t(&[1]);
+    for start in [g.push(Owned::Int(5)), g.push(Owned::SymInt(5))] {
+        let l = check(&g, "update_cache.default", &[value, cache, start, out]).expect("lowers");
+        assert_eq!(out_shape(&l), [1]);
+        let [Step::Dispatch(store)] = &l.steps[..] else { panic!("expected one dispatch") };
+        assert_eq!((store.inputs.as_slice(), store.outputs.as_slice()), (&[value][..], &[cache][..]));
+        // numel 24, rank 1, offset 5 * 2 * 4 = 40.
+        assert_eq!(store.params[..12], [24, 0, 0, 0, 1, 0, 0, 0, 40, 0, 0, 0]);
+    }
+    assert_eq!(crate::ops::OpId::UpdateCache.mutated_args(), [1]);
+    // Past the cache end: 6 + 3 > 8.
+    let start = g.push(Owned::SymInt(6));
+    let err = check(&g, "update_cache.default", &[value, cache, start, out]).expect_err("past the end");
+    assert!(matches!(err, crate::Error::ArgValue { arg_idx: 2, name: "start_pos", .. }), "{err:?}");
+    let narrow = g.push(Owned::Tensor(ElemType::F32, vec![1, 8, 1, 4], true));
+    let start = g.push(Owned::Int(0));
+    let err = check(&g, "update_cache.default", &[value, narrow, start, out]).expect_err("heads");
+    assert!(matches!(err, crate::Error::Shape { arg_idx: 1, .. }), "{err:?}");
+}
+
+#[test]
 fn q4_rules_shape_rank3_inputs_and_reject_bad_packing() {
     let mut g = TestGraph::default();
     let x = g.t(&[1, 3, 64]);

@@ -55,9 +55,17 @@ pub enum Error {
     /// A `tokenizer.json` could not be read or is not supported.
     #[error("tokenizer {path}: {problem}")]
     Tokenizer {
-        /// The file.
+        /// The file (or `(in-memory tokenizer.json)`).
         path: String,
-        /// What is wrong.
+        /// What is wrong (the `tokenizers` crate's message).
+        problem: String,
+    },
+    /// The tokenizer failed on some text or ids.
+    #[error("tokenizer failed while {during}: {problem}")]
+    TokenizerFailed {
+        /// `encoding`, `decoding` or `stream decoding`.
+        during: &'static str,
+        /// The `tokenizers` crate's message.
         problem: String,
     },
     /// A sampler setting is out of range.

@@ -89,84 +89,80 @@ fn bad_settings_are_errors() {
 }
 
 mod tokenizer {
-    use crate::tokenizer::{ChatMessage, Tokenizer, chatml, pre_tokenize};
+    use crate::Error;
+    use crate::tokenizer::{ChatMessage, Tokenizer, chatml};
 
-    /// A tiny byte-level BPE: single characters for "helo wrd", the two bytes
-    /// of "é" (Ã = 0xC3, © = 0xA9), merges up to "hello" and "Ġworld".
-    const JSON: &str = r#"{
-      "added_tokens": [{"id": 100, "content": "<|im_start|>", "special": true},
-                       {"id": 101, "content": "<|im_end|>", "special": true}],
-      "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
-        {"type": "Digits", "individual_digits": true},
-        {"type": "ByteLevel", "add_prefix_space": false}]},
-      "model": {"type": "BPE",
-        "vocab": {"h": 0, "e": 1, "l": 2, "o": 3, "Ġ": 4, "w": 5, "r": 6, "d": 7,
-                  "he": 8, "ll": 9, "hell": 10, "hello": 11, "Ġw": 12, "or": 13, "Ġwor": 14, "Ġworld": 15,
-                  "ld": 16, "Ã": 17, "©": 18, "1": 19, "2": 20, "Ċ": 21},
-        "merges": ["h e", "l l", "he ll", "hell o", "Ġ w", "o r", "Ġw or", "l d", ["Ġwor", "ld"]]}
-    }"#;
+    /// The tiny byte-level BPE of `tools/export/tiny_tokenizer.py`
+    /// (SmolLM2's layout, ChatML special tokens 0..=2); the ids below are
+    /// what HuggingFace `tokenizers` gives in Python.
+    const JSON: &str = include_str!("../../../test_data/tokenizers/tiny_bytelevel/tokenizer.json");
 
     fn tok() -> Tokenizer {
         Tokenizer::from_json(JSON).expect("valid tokenizer.json")
     }
 
     #[test]
-    fn encode_merges_by_rank_and_round_trips() {
+    fn encode_and_round_trip() {
         let t = tok();
-        assert_eq!(t.encode("hello world"), vec![11, 15]);
-        assert_eq!(t.encode("hello"), vec![11]);
-        assert_eq!(t.encode("held"), vec![8, 16]);
-        // Digits are isolated (the space before them stands alone).
-        assert_eq!(t.encode("he 12"), vec![8, 4, 19, 20]);
-        for s in ["hello world", "he 12", "é", "hello\nworld"] {
-            assert_eq!(t.decode(&t.encode(s)), s);
+        assert_eq!(t.vocab_size(), 400);
+        assert_eq!(t.encode("Hello world!").expect("encode"), vec![301, 305, 3]);
+        // Digits are isolated; "é" is the two bytes of one merged token.
+        assert_eq!(t.encode("x12").expect("encode"), vec![90, 19, 20]);
+        assert_eq!(t.encode("Café 😀").expect("encode"), vec![319, 346, 223, 381, 249, 225]);
+        assert_eq!(t.encode("").expect("encode"), Vec::<u32>::new());
+        for s in ["Hello world!", "x12", "Café 😀", "  two\n\nlines\t ", "<|endoftext|>"] {
+            assert_eq!(t.decode(&t.encode(s).expect("encode")).expect("decode"), s);
         }
+        assert_eq!(Tokenizer::from_bytes(JSON.as_bytes()).expect("bytes").encode("x12").expect("encode"), [90, 19, 20]);
     }
 
     #[test]
-    fn added_tokens_are_matched_first() {
+    fn special_tokens_are_matched_and_kept() {
         let t = tok();
-        assert_eq!(t.encode("<|im_start|>hello<|im_end|>\n"), vec![100, 11, 101, 21]);
-        assert_eq!(t.decode(&[100, 11, 101]), "<|im_start|>hello<|im_end|>");
-        assert_eq!(t.token_to_id("<|im_end|>"), Some(101));
+        assert_eq!(t.token_to_id("<|endoftext|>"), Some(0));
+        assert_eq!(t.token_to_id("<|im_end|>"), Some(2));
+        assert_eq!(t.id_to_token(1).as_deref(), Some("<|im_start|>"));
+        assert!(t.is_special(2) && !t.is_special(301));
+        // Matched inside words too, and never split.
+        assert_eq!(t.encode("a<|im_end|>b").expect("encode"), vec![67, 2, 68]);
+        assert_eq!(t.decode(&[1, 301, 2]).expect("decode"), "<|im_start|>Hello<|im_end|>");
     }
 
     #[test]
-    fn stream_decoder_holds_back_split_characters() {
-        let t = tok();
-        let mut d = t.stream_decoder();
-        assert_eq!(d.push(&t, 11), "hello");
-        assert_eq!(d.push(&t, 17), "");
-        assert_eq!(d.push(&t, 18), "é");
-        // A lone continuation byte is invalid: U+FFFD.
-        assert_eq!(d.push(&t, 18), "\u{FFFD}");
-    }
-
-    #[test]
-    fn gpt2_pre_tokenizer_split() {
-        assert_eq!(pre_tokenize("Hello world!  It's 42", false), vec!["Hello", " world", "!", " ", " It", "'s", " 42"]);
-        assert_eq!(pre_tokenize("a  b\n\nc  ", false), vec!["a", " ", " b", "\n", "\n", "c", "  "]);
-        assert_eq!(pre_tokenize("x 42", true), vec!["x", " ", "4", "2"]);
-    }
-
-    #[test]
-    fn bad_files_are_errors() {
-        assert!(Tokenizer::from_json("{").is_err());
-        assert!(Tokenizer::from_json(r#"{"model": {"type": "Unigram"}}"#).is_err());
-        let split = JSON.replace(r#""type": "ByteLevel""#, r#""type": "Split""#);
-        assert!(Tokenizer::from_json(&split).unwrap_err().contains("pre-tokenizer Split is not supported"));
-        let norm = JSON.replacen("{", r#"{"normalizer": {"type": "NFC"},"#, 1);
-        assert!(Tokenizer::from_json(&norm).unwrap_err().contains("normalizers are not supported"));
-        assert!(Tokenizer::from_file("/nonexistent/tokenizer.json").unwrap_err().to_string().contains("/nonexistent"));
-    }
-
-    #[test]
-    fn chatml_template() {
+    fn chatml_template_encodes_like_huggingface() {
         let m = [ChatMessage::new("system", "Be brief."), ChatMessage::new("user", "Hi")];
         assert_eq!(
             chatml(&m, true),
             "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
         );
         assert_eq!(chatml(&[], false), "");
+        let t = tok();
+        let ids = t.encode(&chatml(&[ChatMessage::new("user", "Hi")], true)).expect("encode");
+        assert_eq!(ids, vec![1, 370, 201, 322, 2, 201, 1, 334, 365, 260, 86, 201]);
+        assert_eq!(t.decode(&ids).expect("decode"), chatml(&[ChatMessage::new("user", "Hi")], true));
+    }
+
+    #[test]
+    fn stream_decoder_holds_back_split_characters() {
+        let t = tok();
+        let mut d = t.stream_decoder();
+        let mut push = |id| d.push(&t, id).expect("push");
+        assert_eq!(push(301), "Hello");
+        // 😀 is F0 9F | 98 | 80: nothing until the last byte.
+        assert_eq!(push(381), "");
+        assert_eq!(push(249), "");
+        assert_eq!(push(225), "😀");
+        // A lone continuation byte is invalid: U+FFFD once text follows.
+        assert_eq!(push(225), "");
+        assert_eq!(push(3), "\u{FFFD}!");
+        assert_eq!(push(2), "<|im_end|>");
+    }
+
+    #[test]
+    fn bad_files_are_errors() {
+        assert!(matches!(Tokenizer::from_json("{"), Err(Error::Tokenizer { .. })));
+        assert!(matches!(Tokenizer::from_json(r#"{"model": {"type": "Nope"}}"#), Err(Error::Tokenizer { .. })));
+        let e = Tokenizer::from_file("/nonexistent/tokenizer.json").unwrap_err();
+        assert!(matches!(&e, Error::Tokenizer { path, .. } if path == "/nonexistent/tokenizer.json"), "{e}");
     }
 }

@@ -41,7 +41,7 @@ pub struct Llm {
 impl Llm {
     pub(crate) async fn load(rt: &etwgpu_runtime::Runtime, program: Program, tokenizer: Option<&str>) -> Result<Self> {
         let tokenizer = tokenizer
-            .map(|json| Tokenizer::from_json(json).map_err(|problem| Error::Tokenizer { problem }))
+            .map(|json| Tokenizer::from_json(json).map_err(|e| Error::Tokenizer { problem: e.to_string() }))
             .transpose()?;
         let generator = Generator::new_async(rt, &program, &mut |_| {}).await?;
         Ok(Self { generator, tokenizer, unfed: Vec::new() })
@@ -73,6 +73,7 @@ impl Llm {
         let tokenizer = self.tokenizer.as_ref();
         let mut text = String::new();
         let mut thrown = None;
+        let mut decode_err = None;
         let (tokens, stats) = self
             .generator
             .generate_async(prompt, &opts, &mut sampler, |token| {
@@ -80,7 +81,10 @@ impl Llm {
                     return;
                 }
                 let piece = match (&mut decoder, tokenizer) {
-                    (Some(d), Some(t)) => d.push(t, token),
+                    (Some(d), Some(t)) => d.push(t, token).unwrap_or_else(|e| {
+                        decode_err.get_or_insert(e);
+                        String::new()
+                    }),
                     _ => String::new(),
                 };
                 text.push_str(&piece);
@@ -96,6 +100,9 @@ impl Llm {
             .await?;
         if let Some(message) = thrown {
             return Err(Error::Callback { message });
+        }
+        if let Some(e) = decode_err {
+            return Err(e.into());
         }
         Ok(Outcome { tokens, text, stats })
     }
@@ -181,7 +188,7 @@ impl Llm {
     ) -> std::result::Result<JsValue, JsError> {
         let tok = self.tokenizer.as_ref().ok_or(Error::NoTokenizer)?;
         let im_end = tok.token_to_id("<|im_end|>");
-        let turn = tok.encode(&chatml(&[ChatMessage::new("user", message)], true));
+        let turn = tok.encode(&chatml(&[ChatMessage::new("user", message)], true)).map_err(Error::from)?;
         let context = self.generator.metadata().max_context_len;
         let budget = number(&options, "maxNewTokens").map_or(32, |n| n.max(0.0) as usize);
         let mut feed = std::mem::take(&mut self.unfed);
@@ -202,7 +209,7 @@ impl Llm {
             self.unfed.push(end);
         }
         if let Some(t) = &self.tokenizer {
-            self.unfed.extend(t.encode("\n"));
+            self.unfed.extend(t.encode("\n").map_err(Error::from)?);
         }
         Ok(self.outcome_to_js(&o))
     }

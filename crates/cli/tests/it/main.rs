@@ -407,11 +407,14 @@ fn generate_tokens_matches_the_eager_argmax() {
     assert_eq!(o.status.code(), Some(2), "--kv-cache f8 is a usage error");
 }
 
-/// GPT-2's byte-to-character map for bytes 0..128, as a BPE vocabulary
-/// whose id `b` is byte `b`.
-fn byte_vocab() -> serde_json::Map<String, Value> {
+/// A HuggingFace `tokenizer.json` (byte-level, no merges) for the tiny
+/// Llama's vocab of 128: id `b` is byte `b` in GPT-2's byte-to-character
+/// map; with `chatml`, ids 1 and 2 are instead the special tokens
+/// `<|im_start|>` and `<|im_end|>` (control bytes no prompt here uses).
+fn byte_tokenizer(chatml: bool) -> Value {
     let mut n = 0;
     let mut vocab = serde_json::Map::new();
+    let mut added = Vec::new();
     for b in 0..128u32 {
         let c = if (33..=126).contains(&b) {
             char::from_u32(b).unwrap()
@@ -419,9 +422,18 @@ fn byte_vocab() -> serde_json::Map<String, Value> {
             n += 1;
             char::from_u32(255 + n).unwrap()
         };
-        vocab.insert(c.to_string(), b.into());
+        let special = [(1, "<|im_start|>"), (2, "<|im_end|>")].into_iter().find(|&(id, _)| chatml && id == b);
+        let token = special.map_or_else(|| c.to_string(), |(_, t)| t.to_string());
+        if special.is_some() {
+            added.push(serde_json::json!({"id": b, "content": token, "single_word": false, "lstrip": false,
+                "rstrip": false, "normalized": false, "special": true}));
+        }
+        vocab.insert(token, b.into());
     }
-    vocab
+    let byte_level = serde_json::json!({"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true,
+        "use_regex": true});
+    serde_json::json!({"version": "1.0", "added_tokens": added, "pre_tokenizer": byte_level, "decoder": byte_level,
+        "model": {"type": "BPE", "vocab": vocab, "merges": []}})
 }
 
 /// `chat` on the tiny Llama (context 32) with the byte tokenizer plus
@@ -433,9 +445,7 @@ fn chat_turns_context_and_reset() {
     if !gpu_available() {
         return;
     }
-    let added = serde_json::json!([{"id": 1, "content": "<|im_start|>"}, {"id": 2, "content": "<|im_end|>"}]);
-    let json =
-        serde_json::json!({"added_tokens": added, "model": {"type": "BPE", "vocab": byte_vocab(), "merges": []}});
+    let json = byte_tokenizer(true);
     let tmp = std::env::temp_dir().join(format!("etwgpu-cli-chat-{}.json", std::process::id()));
     std::fs::write(&tmp, json.to_string()).expect("write tokenizer");
     let model = fixtures_dir().join("llama_tiny_fp32/model.pte");
@@ -473,8 +483,7 @@ fn generate_prompt_with_a_byte_tokenizer() {
     if !gpu_available() {
         return;
     }
-    let vocab = byte_vocab();
-    let json = serde_json::json!({"added_tokens": [], "model": {"type": "BPE", "vocab": vocab, "merges": []}});
+    let json = byte_tokenizer(false);
     let tmp = std::env::temp_dir().join(format!("etwgpu-cli-tokenizer-{}.json", std::process::id()));
     std::fs::write(&tmp, json.to_string()).expect("write tokenizer");
     let model = fixtures_dir().join("llama_tiny_fp32/model.pte");
@@ -495,8 +504,7 @@ fn generate_prompt_with_a_byte_tokenizer() {
 
     // ChatML: ids 1 and 2 become <|im_start|> and <|im_end|>; the prompt
     // is "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n".
-    let added = serde_json::json!([{"id": 1, "content": "<|im_start|>"}, {"id": 2, "content": "<|im_end|>"}]);
-    let json = serde_json::json!({"added_tokens": added, "model": {"type": "BPE", "vocab": vocab, "merges": []}});
+    let json = byte_tokenizer(true);
     std::fs::write(&tmp, json.to_string()).expect("write tokenizer");
     let args = ["generate", "--model", m, "--tokenizer", t, "--prompt", "Hi", "--chat", "--max-tokens", "8"];
     let out = stdout(&etwgpu(&args));

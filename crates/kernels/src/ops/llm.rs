@@ -2,10 +2,10 @@
 //! (`rope.wgsl`), `et_vk.apply_rotary_emb_hf` (`rope_hf.wgsl`),
 //! `et_vk.apply_rotary_emb_interleaved` (`rope_interleaved.wgsl`),
 //! `sdpa_with_kv_cache` (`kv_cache_update.wgsl`, then `sdpa_prefill.wgsl`
-//! for prompts, `sdpa_online.wgsl` or `sdpa.wgsl` for the rest) and the
-//! cache-less `et_vk.sdpa` (`attention.wgsl`). The KV caches are constants
-//! the op updates in place; the runtime gives each its own buffer, kept
-//! across runs.
+//! for prompts, `sdpa_online.wgsl` or `sdpa.wgsl` for the rest), the
+//! cache-less `et_vk.sdpa` (`attention.wgsl`) and `update_cache` (a
+//! `place.wgsl` store). The KV caches are constants the ops update in
+//! place; the runtime gives each its own buffer, kept across runs.
 
 use crate::ElemType;
 use crate::error::{Error, Result};
@@ -404,4 +404,53 @@ pub fn sdpa(c: &Ctx<'_>) -> Result<Lowered> {
         }));
     }
     Ok(Lowered { shapes: vec![(out.id, q.shape.to_vec())], steps })
+}
+
+/// `update_cache.default(value [1,S,H,D], cache [1,Cmax,H,D], start_pos,
+/// →out [1])` (`llama::update_cache`): writes `value` at rows
+/// `start_pos..start_pos + S` of the cache, in place, with one contiguous
+/// `place.wgsl` store (rows are contiguous in both). `out` is a dummy that
+/// nothing writes or reads. `S` comes from the value's live shape.
+pub fn update_cache(c: &Ctx<'_>) -> Result<Lowered> {
+    c.expect_args(4)?;
+    let value = c.tensor(0, "value")?;
+    let cache = c.tensor(1, "cache")?;
+    let start_pos = c.int(2, "start_pos")?;
+    let out = c.tensor(3, "out")?;
+    let shader = float_shader(Family::Place, &value, 0, "value")?;
+    same_dtype(&cache, value.dtype, 1, "cache")?;
+    let [1, s, h, d] = value.shape[..] else { return Err(shape_err(0, "value", "[1, S, H, D]".into(), &value)) };
+    let [1, cmax, ch, cd] = cache.shape[..] else {
+        return Err(shape_err(1, "cache", "[1, Cmax, H, D]".into(), &cache));
+    };
+    if (ch, cd) != (h, d) {
+        return Err(shape_err(1, "cache", format!("[1, Cmax, {h}, {d}] (the value's heads and head dim)"), &cache));
+    }
+    let start = u64::try_from(start_pos).ok().filter(|&p| p + s <= cmax).ok_or_else(|| Error::ArgValue {
+        arg_idx: 2,
+        name: "start_pos",
+        found: start_pos.to_string(),
+        reason: "start_pos + S must be within the cache length",
+    })?;
+    let numel = value.numel();
+    let mut steps = Vec::new();
+    if numel > 0 {
+        let params = Uniform::new()
+            .u32(to_u32("numel", numel)?)
+            .u32(1)
+            .u32(to_u32("cache offset", start * h * d)?)
+            .u32(0)
+            .dims_u32(&[to_u32("numel", numel)?])
+            .dims_u32(&[1])
+            .finish();
+        steps.push(Step::Dispatch(Dispatch {
+            shader: shader.into(),
+            entry: "main",
+            inputs: vec![value.id],
+            outputs: vec![cache.id],
+            params,
+            workgroups: grid_1d(numel, WG_ELEMENTWISE)?,
+        }));
+    }
+    Ok(Lowered { shapes: vec![(out.id, out.shape.to_vec())], steps })
 }

@@ -80,6 +80,51 @@ fn greedy_matches_eager_argmax_tokens() {
     }
 }
 
+/// The static-shape export (`llama_tiny_static`: `forward(tokens [1,1],
+/// input_pos [1])`, `--disable_dynamic_shape`) shares `llama_tiny_fp32`'s
+/// weights and prompt. The generator feeds the prompt one token per run;
+/// greedy decoding gives the eager goldens' tokens, and the same tokens as
+/// the dynamic export over the whole context. A prompt longer than the
+/// context is a typed error, raised before running anything.
+#[test]
+fn static_export_generates_like_the_dynamic_one() {
+    let Some(rt) = runtime() else { return };
+    let (fixed, dynamic) = (fixture("llama_tiny_static"), fixture("llama_tiny_fp32"));
+    let prompt = tokens(dynamic.join("call0.in0.npy"));
+    let n = prompt.len();
+    let fed: Vec<u32> = (0..n).flat_map(|i| tokens(fixed.join(format!("call{i}.in0.npy")))).collect();
+    assert_eq!(fed, prompt, "the static fixture's single-token calls spell the dynamic fixture's prompt");
+    let eager: Vec<u32> = (n..n + 3).flat_map(|i| tokens(fixed.join(format!("call{i}.in0.npy")))).collect();
+    let fixed_program = Program::open(fixed.join("model.pte")).expect("open fixture");
+    let dynamic_program = Program::open(dynamic.join("model.pte")).expect("open fixture");
+    let mut generator = Generator::new(&rt, &fixed_program).expect("load");
+    let context = generator.metadata().max_context_len;
+    let mut greedy = Sampler::new(SamplerConfig::default()).expect("greedy");
+    let options = GenerateOptions { max_new_tokens: context - n, stop_tokens: Vec::new(), stop_at_eos: false };
+    generator.reset_run_times();
+    let (got, stats) = generator.generate(&prompt, &options, &mut greedy, |_| {}).expect("generate");
+    assert_eq!(got[..3], eager, "greedy tokens vs the fixture's eager argmax");
+    // One run per prompt token, then one per later token.
+    assert_eq!(generator.run_times().runs, (n + got.len() - 1) as u64);
+    assert_eq!(stats.prompt_tokens, n);
+    let mut other = Generator::new(&rt, &dynamic_program).expect("load");
+    let (want, _) = other.generate(&prompt, &options, &mut greedy, |_| {}).expect("generate");
+    assert_eq!(got, want, "static vs dynamic export over the whole context");
+
+    generator.reset();
+    let long: Vec<u32> = prompt.iter().copied().cycle().take(context + 1).collect();
+    let options = GenerateOptions { max_new_tokens: 1, ..options };
+    match generator.generate(&long, &options, &mut greedy, |_| {}) {
+        Err(e @ Error::ContextOverflow { .. }) => assert_eq!(
+            e.to_string(),
+            format!("prompt of {} tokens + 1 new tokens exceeds the context of {context}", context + 1)
+        ),
+        other => panic!("expected ContextOverflow, got {other:?}"),
+    }
+    assert!(matches!(generator.prefill(&long), Err(Error::ContextOverflow { .. })));
+    assert_eq!(generator.position(), 0);
+}
+
 /// Greedy generation takes the argmax on the device; stepping by hand
 /// reads the logits and takes it on the host. Both give the same tokens,
 /// on one generator switching between the two.
@@ -210,8 +255,8 @@ fn tokenizer_matches_huggingface() {
         let text = case["text"].as_str().expect("text");
         let want: Vec<u32> =
             case["ids"].as_array().expect("ids").iter().map(|v| v.as_u64().expect("id") as u32).collect();
-        assert_eq!(tok.encode(text), want, "{text:?}");
-        assert_eq!(tok.decode(&want), text);
+        assert_eq!(tok.encode(text).expect("encode"), want, "{text:?}");
+        assert_eq!(tok.decode(&want).expect("decode"), text);
     }
 }
 

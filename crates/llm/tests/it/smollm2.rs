@@ -47,6 +47,31 @@ fn ids(v: &Value) -> Vec<u32> {
     v.as_array().expect("an id list").iter().map(|x| x.as_u64().expect("an id") as u32).collect()
 }
 
+/// The real SmolLM2 `tokenizer.json` gives the reference's prompt ids (which
+/// HuggingFace `transformers` computed) and decodes them back to the text;
+/// it needs only the tokenizer and the reference file, not the program.
+#[test]
+fn smollm2_tokenizer_matches_huggingface() {
+    let dir = std::env::var_os("ETWGPU_SMOLLM2")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../artifacts/smollm2"));
+    let (Ok(text), true) =
+        (std::fs::read_to_string(dir.join("reference_fp32.json")), dir.join("tokenizer.json").exists())
+    else {
+        eprintln!("skipping: no {}/reference_fp32.json or tokenizer.json (run tools/export/smollm2.py)", dir.display());
+        return;
+    };
+    let r: Value = serde_json::from_str(&text).expect("reference json");
+    let tok = Tokenizer::from_file(dir.join("tokenizer.json")).expect("tokenizer");
+    assert_eq!(tok.token_to_id("<|im_end|>"), Some(2));
+    for p in r["prompts"].as_array().expect("prompts") {
+        let text = p["text"].as_str().expect("text");
+        let prompt = ids(&p["prompt_ids"]);
+        assert_eq!(tok.encode(text).expect("encode"), prompt, "{}: prompt ids", p["name"]);
+        assert_eq!(tok.decode(&prompt).expect("decode"), text);
+    }
+}
+
 /// Our tokenizer gives the reference's prompt ids; greedy decoding gives
 /// the reference's tokens (up to a near-tie); teacher-forced logits of the
 /// reference's top-5 tokens are within [`FP32_LOGIT_ATOL`] at every step.
@@ -63,7 +88,7 @@ fn smollm2_fp32_matches_eager() {
     for p in r["prompts"].as_array().expect("prompts") {
         let name = p["name"].as_str().expect("name");
         let prompt = ids(&p["prompt_ids"]);
-        assert_eq!(tok.encode(p["text"].as_str().expect("text")), prompt, "{name}: prompt ids");
+        assert_eq!(tok.encode(p["text"].as_str().expect("text")).expect("encode"), prompt, "{name}: prompt ids");
         let want = ids(&p["greedy"]["ids"]);
         let gaps: Vec<f64> =
             p["greedy"]["top1_top2_gap"].as_array().expect("gaps").iter().map(|g| g.as_f64().unwrap()).collect();

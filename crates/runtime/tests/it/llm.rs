@@ -3,8 +3,9 @@
 //! (odd head dims, GQA ratios 1, 2 and 4, positions up to the cache end, a
 //! prompt of one token, contexts past one workgroup of keys, prompts over
 //! several query and key tiles, fed whole or in chunks, in float32 and
-//! float16), RMS norm and RoPE, 4-bit linear and embedding, and the 8da4w
-//! pair.
+//! float16, float16 caches under float32), `update_cache` with its
+//! position as an Int, a SymInt or a tensor element, RMS norm and RoPE,
+//! 4-bit linear and embedding, and the 8da4w pair.
 
 use etwgpu_format::writer::{GraphBuilder, ProgramBuilder};
 use etwgpu_format::{DType, Program};
@@ -193,6 +194,79 @@ fn sdpa_grouped_query_heads_from_a_one_token_prompt() {
 fn sdpa_context_and_head_dim_past_one_workgroup() {
     // 70 keys and 70 dims: two chunks of 64 keys, two blocks of 64 dims.
     check_sdpa(Attn { n_heads: 3, n_kv_heads: 1, head_dim: 70, cache_len: 70, max_seq: 67 }, 67);
+}
+
+/// How `update_cache`'s `start_pos` arrives.
+#[derive(Debug, Clone, Copy)]
+enum StartPos {
+    /// An `Int` baked into the graph.
+    Int(i64),
+    /// A `SymInt` no op writes (its stored value, 0).
+    SymInt,
+    /// A `SymInt` read from the `input_pos` input by `et_vk.select_as_symint`.
+    FromInput,
+}
+
+/// `update_cache(value [1,S,2,4], cache [1,8,2,4], start_pos, →[1])` then
+/// `out = cache + cache`: value (and, with [`StartPos::FromInput`], `pos`)
+/// as inputs, a zero constant cache.
+fn update_cache_graph(start_pos: StartPos) -> GraphBuilder {
+    let mut g = GraphBuilder::new();
+    let value = g.tensor(DType::F32, &[1, 4, 2, 4]);
+    let cache = g.constant(DType::F32, &[1, 8, 2, 4], &[0u8; 8 * 2 * 4 * 4]);
+    let (dummy, one, out) = (g.tensor(DType::F32, &[1]), g.int(1), g.tensor(DType::F32, &[1, 8, 2, 4]));
+    let mut inputs = vec![value];
+    let start = match start_pos {
+        StartPos::Int(p) => g.int(p),
+        StartPos::SymInt => g.sym_int(),
+        StartPos::FromInput => {
+            let (pos, zero, start) = (g.tensor_staged(DType::I32, DType::I64, &[1]), g.int(0), g.sym_int());
+            g.op("et_vk.select_as_symint.default", &[pos, zero, zero, start]);
+            inputs.push(pos);
+            start
+        }
+    };
+    g.op("update_cache.default", &[value, cache, start, dummy]).op("aten.add.Tensor", &[cache, cache, one, out]);
+    g.inputs(&inputs).outputs(&[out]);
+    g
+}
+
+/// `update_cache` with `start_pos` as an `Int`, a `SymInt` and a tensor
+/// element (`et_vk.select_as_symint`): each run writes `S` rows (from the
+/// value's live shape) at the position, in place, and the writes of earlier
+/// runs stay; a write past the cache end is a typed error.
+#[test]
+fn update_cache_start_pos_as_int_symint_or_tensor_element() {
+    let row = 2 * 4;
+    for (start_pos, runs) in [
+        (StartPos::Int(4), &[(3, 4), (4, 4)][..]),
+        (StartPos::SymInt, &[(4, 0), (1, 0)][..]),
+        (StartPos::FromInput, &[(3, 0), (1, 3), (4, 4)][..]),
+    ] {
+        let Some(mut method) = load(update_cache_graph(start_pos)) else { return };
+        let mut cache = vec![0f32; 8 * row];
+        for (k, &(s, pos)) in runs.iter().enumerate() {
+            let value = data(s * row, 7 + k as u32);
+            cache[pos * row..(pos + s) * row].copy_from_slice(&value);
+            let mut inputs = vec![Tensor::from_f32(&[1, s as u64, 2, 4], &value)];
+            if let StartPos::FromInput = start_pos {
+                inputs.push(int_tensor(DType::I64, &[1], &[pos as i64]));
+            }
+            let outs = method.run(&inputs).expect("runs");
+            let want: Vec<f32> = cache.iter().map(|x| x + x).collect();
+            assert_close(&f32s(&outs[0]), &want, 0.0, &format!("{start_pos:?}, run {k} (S {s} at {pos})"));
+        }
+        if let StartPos::FromInput = start_pos {
+            let past = method.run(&[Tensor::from_f32(&[1, 2, 2, 4], &[0.0; 16]), int_tensor(DType::I64, &[1], &[7])]);
+            assert!(matches!(past, Err(Error::Op { ref op, .. }) if op == "update_cache.default"), "{past:?}");
+        }
+    }
+    // A baked position that leaves no room for the value's largest S: 5 + 4 > 8.
+    let Some(rt) = crate::runtime() else { return };
+    let program = Program::from_bytes(ProgramBuilder::single_delegate(update_cache_graph(StartPos::Int(5))).to_bytes())
+        .expect("crafted program parses");
+    let past = rt.load(&program, "forward");
+    assert!(matches!(past, Err(Error::Op { ref op, .. }) if op == "update_cache.default"), "{past:?}");
 }
 
 /// The one-pass kernel (`sdpa_online.wgsl`, head dims a multiple of 4 up

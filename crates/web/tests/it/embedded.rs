@@ -52,6 +52,7 @@ fixtures! {
     llama_tiny_fp32: ["call0.in0.npy", "call0.in1.npy", "call0.out0.npy", "call1.in0.npy", "call1.in1.npy", "call1.out0.npy", "call2.in0.npy", "call2.in1.npy", "call2.out0.npy", "call3.in0.npy", "call3.in1.npy", "call3.out0.npy"],
     llama_tiny_q4: ["call0.in0.npy", "call0.in1.npy", "call0.out0.npy", "call1.in0.npy", "call1.in1.npy", "call1.out0.npy", "call2.in0.npy", "call2.in1.npy", "call2.out0.npy", "call3.in0.npy", "call3.in1.npy", "call3.out0.npy"],
     llama_tiny_q4_fp16: ["call0.in0.npy", "call0.in1.npy", "call0.out0.npy", "call1.in0.npy", "call1.in1.npy", "call1.out0.npy", "call2.in0.npy", "call2.in1.npy", "call2.out0.npy", "call3.in0.npy", "call3.in1.npy", "call3.out0.npy"],
+    llama_tiny_static: ["call0.in0.npy", "call0.in1.npy", "call0.out0.npy", "call1.in0.npy", "call1.in1.npy", "call1.out0.npy", "call2.in0.npy", "call2.in1.npy", "call2.out0.npy", "call3.in0.npy", "call3.in1.npy", "call3.out0.npy", "call4.in0.npy", "call4.in1.npy", "call4.out0.npy", "call5.in0.npy", "call5.in1.npy", "call5.out0.npy", "call6.in0.npy", "call6.in1.npy", "call6.out0.npy", "call7.in0.npy", "call7.in1.npy", "call7.out0.npy"],
     matmul: ["call0.in0.npy", "call0.in1.npy", "call0.in2.npy", "call0.in3.npy", "call0.in4.npy", "call0.in5.npy", "call0.out0.npy", "call0.out1.npy", "call0.out2.npy", "call0.out3.npy", "call0.out4.npy"],
     mha_encoder: ["call0.in0.npy", "call0.out0.npy"],
     mlp: ["call0.in0.npy", "call0.out0.npy"],
@@ -66,6 +67,7 @@ fixtures! {
     tiny_vit: ["call0.in0.npy", "call0.out0.npy"],
     transformer_block: ["call0.in0.npy", "call0.out0.npy"],
     unary: ["call0.in0.npy", "call0.in1.npy", "call0.out0.npy", "call0.out1.npy", "call0.out10.npy", "call0.out11.npy", "call0.out12.npy", "call0.out13.npy", "call0.out14.npy", "call0.out15.npy", "call0.out16.npy", "call0.out17.npy", "call0.out18.npy", "call0.out19.npy", "call0.out2.npy", "call0.out20.npy", "call0.out21.npy", "call0.out3.npy", "call0.out4.npy", "call0.out5.npy", "call0.out6.npy", "call0.out7.npy", "call0.out8.npy", "call0.out9.npy"],
+    update_cache: ["call0.in0.npy", "call0.in1.npy", "call0.in2.npy", "call0.out0.npy", "call0.out1.npy", "call1.in0.npy", "call1.in1.npy", "call1.in2.npy", "call1.out0.npy", "call1.out1.npy", "call2.in0.npy", "call2.in1.npy", "call2.in2.npy", "call2.out0.npy", "call2.out1.npy"],
     worked_example: ["call0.in0.npy", "call0.in1.npy", "call0.out0.npy"],
 }
 
