@@ -47,9 +47,9 @@ struct Attn {
 }
 
 /// `sdpa_with_kv_cache(q, k, v, k_cache, v_cache, pos[0], Int 1, None, 0,
-/// True, None)` with q/k/v and `pos` as inputs and zero caches sharing one
-/// named key.
-fn sdpa_graph(a: Attn) -> GraphBuilder {
+/// True, None)` with q/k/v and `pos` as inputs and caches starting as
+/// `caches` (zero caches share one named key).
+fn sdpa_graph_with(a: Attn, caches: (&[f32], &[f32])) -> GraphBuilder {
     let (hq, hkv, d, c, s) =
         (a.n_heads as u64, a.n_kv_heads as u64, a.head_dim as u64, a.cache_len as u64, a.max_seq as u64);
     let mut g = GraphBuilder::new();
@@ -57,9 +57,8 @@ fn sdpa_graph(a: Attn) -> GraphBuilder {
     let k = g.tensor(DType::F32, &[1, s, hkv, d]);
     let v = g.tensor(DType::F32, &[1, s, hkv, d]);
     let pos = g.tensor_staged(DType::I32, DType::I64, &[1]);
-    let zeros = vec![0u8; (c * hkv * d * 4) as usize];
-    let k_cache = g.constant(DType::F32, &[1, c, hkv, d], &zeros);
-    let v_cache = g.constant(DType::F32, &[1, c, hkv, d], &zeros);
+    let k_cache = g.constant(DType::F32, &[1, c, hkv, d], &f32_bytes(caches.0));
+    let v_cache = g.constant(DType::F32, &[1, c, hkv, d], &f32_bytes(caches.1));
     let (zero, one, causal, null) = (g.int(0), g.int(1), g.bool(true), g.null());
     let start = g.sym_int();
     let out = g.tensor(DType::F32, &[1, s, hq, d]);
@@ -108,13 +107,21 @@ fn sdpa_ref(a: Attn, caches: &mut (Vec<f32>, Vec<f32>), start: usize, q: &[f32],
 /// cache is full, each checked against [`sdpa_ref`]; then a step past the
 /// end is rejected with a typed error.
 fn check_sdpa(a: Attn, prompt: usize) {
-    let Some(mut method) = load(sdpa_graph(a)) else { return };
+    let zeros = vec![0f32; a.cache_len * a.n_kv_heads * a.head_dim];
+    check_sdpa_from(a, (zeros.clone(), zeros), 0, prompt, 1);
+}
+
+/// From position `first` over caches holding `caches` (the rows before
+/// `first` stand for an earlier prompt): a first call of `prompt` tokens,
+/// then calls of `step` tokens (fewer at the end) until the cache is full,
+/// each checked against [`sdpa_ref`]; then a step past the end is rejected.
+fn check_sdpa_from(a: Attn, mut caches: (Vec<f32>, Vec<f32>), first: usize, prompt: usize, step: usize) {
+    let Some(mut method) = load(sdpa_graph_with(a, (&caches.0, &caches.1))) else { return };
     let (hq, hkv, d) = (a.n_heads, a.n_kv_heads, a.head_dim);
-    let mut caches = (vec![0f32; a.cache_len * hkv * d], vec![0f32; a.cache_len * hkv * d]);
-    let mut start = 0;
+    let mut start = first;
     let mut seed = 0;
     while start < a.cache_len {
-        let s = if start == 0 { prompt } else { 1 };
+        let s = if start == first { prompt } else { step.min(a.cache_len - start) };
         seed += 3;
         let (q, k, v) = (data(s * hq * d, seed), data(s * hkv * d, seed + 1), data(s * hkv * d, seed + 2));
         let want = sdpa_ref(a, &mut caches, start, &q, &k, &v);
@@ -128,6 +135,10 @@ fn check_sdpa(a: Attn, prompt: usize) {
             ])
             .expect("runs");
         assert_eq!(outs[0].shape, [1, su, hq_u, du]);
+        // The cache update, then split-KV attention (partials and combine)
+        // for up to 4 rows of vec4 head dims up to 256, else one kernel.
+        let split = s <= 4 && d % 4 == 0 && d <= 256;
+        assert_eq!(method.n_dispatches(), if split { 3 } else { 2 }, "{a:?} at position {start}: dispatches");
         assert_close(&f32s(&outs[0]), &want, 1e-4, &format!("{a:?} at position {start}"));
         start += s;
     }
@@ -161,6 +172,36 @@ fn sdpa_one_pass_kernel() {
     check_sdpa(Attn { n_heads: 2, n_kv_heads: 2, head_dim: 8, cache_len: 9, max_seq: 4 }, 1);
     check_sdpa(Attn { n_heads: 4, n_kv_heads: 2, head_dim: 128, cache_len: 20, max_seq: 8 }, 5);
     check_sdpa(Attn { n_heads: 2, n_kv_heads: 1, head_dim: 256, cache_len: 12, max_seq: 4 }, 3);
+}
+
+/// Split-KV decode (`sdpa_split.wgsl` then `sdpa_split_combine.wgsl`,
+/// calls of at most 4 query rows): GQA ratios 1, 2 and 4, head dims 64 and
+/// 128 (and 16 and 8), contexts of several splits with a ragged last one,
+/// one to four rows per call, positions up to the cache end. The caches
+/// start filled (an earlier prompt), so decoding starts deep in the
+/// context without a long prefill.
+#[test]
+fn sdpa_split_kv_decode() {
+    let run = |a: Attn, first: usize, prompt: usize, step: usize| {
+        let n = a.cache_len * a.n_kv_heads * a.head_dim;
+        check_sdpa_from(a, (data(n, 101), data(n, 102)), first, prompt, step);
+    };
+    // GQA 4, D 64: 8 splits of 113..125 keys, one token per call.
+    run(Attn { n_heads: 8, n_kv_heads: 2, head_dim: 64, cache_len: 1000, max_seq: 4 }, 960, 1, 1);
+    // GQA 2, D 128: 5..6 splits, a ragged last one.
+    run(Attn { n_heads: 4, n_kv_heads: 2, head_dim: 128, cache_len: 700, max_seq: 4 }, 660, 1, 1);
+    // GQA 1, D 64, three rows per call (four query vectors per workgroup
+    // across rows), the last call of one row.
+    run(Attn { n_heads: 4, n_kv_heads: 4, head_dim: 64, cache_len: 1100, max_seq: 4 }, 1040, 3, 3);
+    // GQA 4 with two and four rows per call (two workgroups per kv head).
+    run(Attn { n_heads: 8, n_kv_heads: 2, head_dim: 64, cache_len: 640, max_seq: 4 }, 600, 2, 4);
+    // GQA 3 (a group that is not a power of two), D 16.
+    run(Attn { n_heads: 6, n_kv_heads: 2, head_dim: 16, cache_len: 300, max_seq: 4 }, 250, 4, 1);
+    // Past 64 splits of 256 keys: two tiles per split, the second ragged.
+    run(Attn { n_heads: 1, n_kv_heads: 1, head_dim: 8, cache_len: 16_500, max_seq: 4 }, 16_470, 1, 1);
+    // A prefill of 5 rows (the one-pass kernel), then split decode from
+    // one split (128 keys) to two.
+    check_sdpa(Attn { n_heads: 4, n_kv_heads: 1, head_dim: 64, cache_len: 140, max_seq: 5 }, 5);
 }
 
 #[test]
