@@ -1,7 +1,8 @@
 //! Crafted LLM graphs checked against small CPU references:
 //! `sdpa_with_kv_cache` over prefill + decode runs on one loaded method
 //! (odd head dims, GQA ratios 1 and 2, positions up to the cache end, a
-//! prompt of one token, contexts past one workgroup of keys), RMS norm and
+//! prompt of one token, contexts past one workgroup of keys) and split-KV
+//! decode (GQA 1 to 4, several splits, up to 4 rows per call), RMS norm and
 //! RoPE, 4-bit linear and embedding, and the 8da4w pair.
 
 use etwgpu_format::writer::{GraphBuilder, ProgramBuilder};
