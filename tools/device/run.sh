@@ -8,6 +8,8 @@
 #            Llama-3.2-1B-shaped 4-bit model and SmolLM2-135M-shaped models
 #            (prefill/decode tokens/s, dispatches per token, load time)
 #   peers    the same Llama shapes in PyTorch, eager and torch.compile
+#            (or set PEERS_FROM=tools/device/results/RUN to reuse a run's
+#            peers_1b.json in the table instead of measuring again)
 #   smollm2  the real SmolLM2 4-bit export, gzipped and split into pieces
 #            carried in .xfer/K/ over several calls (see README.md): a chat
 #            of 256 greedy tokens, tokens/s
@@ -27,7 +29,7 @@ for part in $parts; do
   case $part in
   etwgpu)
     log "adapter and copy bandwidth"
-    .device/etwgpu devices | tee "$OUT/devices.txt"
+    .device/etwgpu devices
     .device/etwgpu devices --json --bandwidth > "$OUT/bandwidth.json"
     tail -1 "$OUT/bandwidth.json"
     log "fixture goldens"
@@ -38,6 +40,9 @@ for part in $parts; do
       --contexts 128,512,2048 --steps 64 --repeats 3 --json "$OUT/etwgpu_1b_q4.json" 2>&1 | tail -30
     timeout 150 .device/llm_bench --model 1b --weights q4 --prompts 4096,8192 \
       --contexts 8192 --steps 64 --repeats 3 --json "$OUT/etwgpu_1b_q4_long.json" 2>&1 | tail -12
+    log "the same with the KV cache as exported (float32), decode only"
+    timeout 120 .device/llm_bench --model 1b --weights q4 --prompts 128 --kv-cache f32 \
+      --contexts 128,2048,8192 --steps 64 --repeats 1 --json "$OUT/kvf32_1b_q4.json" 2>&1 | grep -E "^decode|KV"
     log "synthetic SmolLM2-135M shape, 4-bit and fp32"
     timeout 60 .device/llm_bench --model smollm2 --weights q4 --prompts 128,511 --contexts 128,256 \
       --steps 64 --repeats 3 --json "$OUT/etwgpu_smollm2_q4.json" 2>&1 | tail -12
@@ -68,4 +73,7 @@ for part in $parts; do
   esac
 done
 log "report"
-python3 tools/device/report.py "$OUT" | tee "$OUT/table.md"
+rep=/tmp/etwgpu-report
+rm -rf "$rep"; mkdir -p "$rep"; cp "$OUT"/* "$rep"/
+if [ -n "${PEERS_FROM:-}" ]; then cp "$PEERS_FROM"/peers_*.json "$rep"/; fi
+python3 tools/device/report.py "$rep" | tee "$OUT/table.md"

@@ -4,7 +4,10 @@
 //! variants on a `// variants: f32 f16` line and its element type on exactly
 //! one `alias Elem = f32;` line. A variant is the source with that line
 //! replaced (plus `enable f16;` in front for `f16`); there is no other
-//! preprocessing. The variants become one `pub const` string each in
+//! preprocessing. A source that reads a KV cache may also carry one
+//! `alias KvElem = Elem;` line: its variants may then be named
+//! `<elem>_kv<kv elem>` (`f32_kvf16`: f32 activations over a float16 cache),
+//! which sets that line to the cache's type. The variants become one `pub const` string each in
 //! `crates/kernels/src/generated/shaders.rs`, with a [`ShaderId`]-style index
 //! and what each needs of the device ([`Needs`]: workgroup size, bindings,
 //! workgroup memory), which the runtime checks against the adapter's limits
@@ -22,8 +25,21 @@ use crate::codegen::Outputs;
 const SOURCE_DIR: &str = "crates/kernels/wgsl";
 /// The element-type line every source must contain exactly once.
 const ELEM_LINE: &str = "alias Elem = f32;";
+/// The optional KV-cache element-type line (see the module docs).
+const KV_ELEM_LINE: &str = "alias KvElem = Elem;";
 /// Element types a variant may name.
 const KNOWN_VARIANTS: &[&str] = &["f32", "f16", "i32", "u32"];
+/// Element types a variant's KV cache may have.
+const KNOWN_KV_VARIANTS: &[&str] = &["f32", "f16"];
+
+/// A variant name split into its element type and its KV-cache element
+/// type (`f32_kvf16` -> `("f32", Some("f16"))`).
+fn split_variant(variant: &str) -> (&str, Option<&str>) {
+    match variant.split_once("_kv") {
+        Some((elem, kv)) => (elem, Some(kv)),
+        None => (variant, None),
+    }
+}
 
 /// What one shader variant needs of the device, read by naga.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -167,29 +183,54 @@ pub fn parse_family(name: &str, source: String) -> Result<Family, String> {
     if variants.is_empty() {
         return Err(format!("{name}.wgsl: empty `// variants:` line"));
     }
+    let n_kv = source.lines().filter(|l| l.trim() == KV_ELEM_LINE).count();
+    if n_kv > 1 {
+        return Err(format!("{name}.wgsl: expected at most one `{KV_ELEM_LINE}` line, found {n_kv}"));
+    }
     for v in &variants {
-        if !KNOWN_VARIANTS.contains(&v.as_str()) {
+        let (elem, kv) = split_variant(v);
+        if !KNOWN_VARIANTS.contains(&elem) {
             return Err(format!("{name}.wgsl: unknown variant `{v}` (known: {KNOWN_VARIANTS:?})"));
+        }
+        if let Some(kv) = kv {
+            if n_kv == 0 {
+                return Err(format!("{name}.wgsl: variant `{v}` needs one `{KV_ELEM_LINE}` line"));
+            }
+            if !KNOWN_KV_VARIANTS.contains(&kv) || !KNOWN_KV_VARIANTS.contains(&elem) {
+                return Err(format!("{name}.wgsl: unknown KV-cache variant `{v}` (known: {KNOWN_KV_VARIANTS:?})"));
+            }
         }
     }
     Ok(Family { name: name.to_string(), source, variants })
 }
 
-/// The source of one variant: the `Elem` line substituted.
+/// The source of one variant: the `Elem` line substituted (and the
+/// `KvElem` line, for a `<elem>_kv<kv elem>` variant).
 pub fn variant_source(family: &Family, variant: &str) -> String {
+    let (elem, kv) = split_variant(variant);
     let mut text = String::new();
-    if variant == "f16" {
+    if elem == "f16" || kv == Some("f16") {
         text.push_str("enable f16;\n\n");
     }
     for line in family.source.lines() {
         if line.trim() == ELEM_LINE {
-            text.push_str(&format!("alias Elem = {variant};\n"));
+            text.push_str(&format!("alias Elem = {elem};\n"));
+        } else if let (Some(kv), true) = (kv, line.trim() == KV_ELEM_LINE) {
+            text.push_str(&format!("alias KvElem = {kv};\n"));
         } else {
             text.push_str(line);
             text.push('\n');
         }
     }
     text
+}
+
+/// `Elem = f32` (and `, KvElem = f16` for a KV-cache variant), for docs.
+fn variant_doc(variant: &str) -> String {
+    match split_variant(variant) {
+        (elem, Some(kv)) => format!("`Elem = {elem}`, `KvElem = {kv}`"),
+        (elem, None) => format!("`Elem = {elem}`"),
+    }
 }
 
 fn camel(s: &str) -> String {
@@ -235,7 +276,7 @@ pub fn emit(families: &[Family], needs: &dyn Fn(&str) -> Needs) -> String {
     s.push_str("/// The element type a variant was generated for (`alias Elem = ...;`).\n");
     s.push_str("#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]\npub enum Variant {\n");
     for v in &all_variants {
-        s.push_str(&format!("    /// `Elem = {v}`.\n    {},\n", camel(v)));
+        s.push_str(&format!("    /// {}.\n    {},\n", variant_doc(v), camel(v)));
     }
     s.push_str("}\n\n");
     s.push_str(
@@ -250,7 +291,7 @@ pub fn emit(families: &[Family], needs: &dyn Fn(&str) -> Needs) -> String {
     s.push_str("/// One generated shader: a family compiled for one variant.\n");
     s.push_str("#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]\npub enum ShaderId {\n");
     for (f, v, id) in &ids {
-        s.push_str(&format!("    /// `{}.wgsl` with `Elem = {v}`.\n    {id},\n", f.name));
+        s.push_str(&format!("    /// `{}.wgsl` with {}.\n    {id},\n", f.name, variant_doc(v)));
     }
     s.push_str("}\n\n");
     s.push_str(
@@ -309,8 +350,9 @@ pub fn emit(families: &[Family], needs: &dyn Fn(&str) -> Needs) -> String {
     s.push_str("            _ => None,\n        }\n    }\n}\n\n");
     for (f, v, _) in &ids {
         s.push_str(&format!(
-            "/// `{}.wgsl` with `Elem = {v}`.\npub const {}_{}: &str = {};\n\n",
+            "/// `{}.wgsl` with {}.\npub const {}_{}: &str = {};\n\n",
             f.name,
+            variant_doc(v),
             f.name.to_uppercase(),
             v.to_uppercase(),
             raw_string(&variant_source(f, v))

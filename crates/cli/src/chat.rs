@@ -27,6 +27,8 @@ pub struct ChatArgs {
     system: Option<String>,
     max_tokens: usize,
     sampler: SamplerConfig,
+    /// `--kv-cache f16` (the default) or `f32`.
+    kv_cache_f16: bool,
 }
 
 /// Parses the arguments after `chat`.
@@ -36,6 +38,7 @@ pub fn parse(args: &[String]) -> Result<ChatArgs, Failure> {
     let mut system = None;
     let mut max_tokens = 256;
     let mut sampler = SamplerConfig::default();
+    let mut kv_cache_f16 = true;
     let mut it = args.iter();
     fn num<T: std::str::FromStr>(it: &mut std::slice::Iter<'_, String>, flag: &str) -> Result<T, Failure> {
         let v = it.next().ok_or_else(|| Failure::usage(format!("{flag} needs a value")))?;
@@ -52,13 +55,14 @@ pub fn parse(args: &[String]) -> Result<ChatArgs, Failure> {
             "--top-k" => sampler.top_k = num(&mut it, "--top-k")?,
             "--top-p" => sampler.top_p = num(&mut it, "--top-p")?,
             "--seed" => sampler.seed = num(&mut it, "--seed")?,
+            "--kv-cache" => kv_cache_f16 = crate::kv_cache_f16(&value("--kv-cache")?)?,
             flag if flag.starts_with("--") => return Err(Failure::usage(format!("unknown option {flag}"))),
             extra => return Err(Failure::usage(format!("unexpected argument {extra}"))),
         }
     }
     let model = model.ok_or_else(|| Failure::usage("chat needs --model MODEL.pte"))?;
     let tokenizer = tokenizer.ok_or_else(|| Failure::usage("chat needs --tokenizer TOKENIZER.json"))?;
-    Ok(ChatArgs { model, tokenizer, system, max_tokens, sampler })
+    Ok(ChatArgs { model, tokenizer, system, max_tokens, sampler, kv_cache_f16 })
 }
 
 /// One conversation on a loaded model.
@@ -176,7 +180,7 @@ pub fn run(a: &ChatArgs) -> Result<(), Failure> {
     })?;
     let sampler = Sampler::new(a.sampler.clone()).map_err(Failure::error)?;
     let rt = Runtime::new().map_err(Failure::error)?;
-    let generator = crate::load_generator(&rt, &program)?;
+    let generator = crate::load_generator(&rt, &program, a.kv_cache_f16)?;
     let mut chat = Conversation {
         generator,
         tok,

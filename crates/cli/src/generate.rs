@@ -28,6 +28,8 @@ pub struct GenerateArgs {
     input: Input,
     max_tokens: usize,
     sampler: SamplerConfig,
+    /// `--kv-cache f16` (the default) or `f32`.
+    kv_cache_f16: bool,
 }
 
 /// Parses the arguments after `generate`.
@@ -40,6 +42,7 @@ pub fn parse(args: &[String]) -> Result<GenerateArgs, Failure> {
     let mut system = None;
     let mut max_tokens = 128;
     let mut sampler = SamplerConfig::default();
+    let mut kv_cache_f16 = true;
     let mut it = args.iter();
     fn num<T: std::str::FromStr>(it: &mut std::slice::Iter<'_, String>, flag: &str) -> Result<T, Failure> {
         let v = it.next().ok_or_else(|| Failure::usage(format!("{flag} needs a value")))?;
@@ -67,6 +70,7 @@ pub fn parse(args: &[String]) -> Result<GenerateArgs, Failure> {
             "--top-k" => sampler.top_k = num(&mut it, "--top-k")?,
             "--top-p" => sampler.top_p = num(&mut it, "--top-p")?,
             "--seed" => sampler.seed = num(&mut it, "--seed")?,
+            "--kv-cache" => kv_cache_f16 = crate::kv_cache_f16(&value("--kv-cache")?)?,
             flag if flag.starts_with("--") => return Err(Failure::usage(format!("unknown option {flag}"))),
             path if model.is_none() => model = Some(PathBuf::from(path)),
             extra => return Err(Failure::usage(format!("unexpected argument {extra}"))),
@@ -82,7 +86,7 @@ pub fn parse(args: &[String]) -> Result<GenerateArgs, Failure> {
         (Some(_), None, None) => return Err(Failure::usage("--prompt needs --tokenizer TOKENIZER.json")),
         _ => return Err(Failure::usage("give either --prompt TEXT --tokenizer T.json or --tokens ID,ID,...")),
     };
-    Ok(GenerateArgs { model, input, max_tokens, sampler })
+    Ok(GenerateArgs { model, input, max_tokens, sampler, kv_cache_f16 })
 }
 
 /// Runs `generate`, streaming to stdout.
@@ -106,7 +110,7 @@ pub fn run(a: &GenerateArgs) -> Result<(), Failure> {
     };
     let mut sampler = Sampler::new(a.sampler.clone()).map_err(Failure::error)?;
     let rt = Runtime::new().map_err(Failure::error)?;
-    let mut generator = crate::load_generator(&rt, &program)?;
+    let mut generator = crate::load_generator(&rt, &program, a.kv_cache_f16)?;
     let options = GenerateOptions { max_new_tokens: a.max_tokens, stop_tokens, stop_at_eos: true };
     // Text output leaves out the token that ends generation.
     let stops: Vec<u32> = options.stop_tokens.iter().chain(&generator.metadata().eos_ids).copied().collect();

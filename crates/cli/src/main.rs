@@ -5,8 +5,9 @@
 //! etwgpu run MODEL.pte [--method NAME] [--ptd FILE]... (--call A.npy,B.npy | --input A.npy | --random-inputs)
 //!            [--output-dir DIR] [--repeat N] [--profile [--json]] [--no-fuse]
 //! etwgpu generate --model MODEL.pte (--tokenizer T.json --prompt TEXT [--chat] [--system TEXT] | --tokens ID,ID,...)
-//!                 [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S]
+//!                 [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S] [--kv-cache f16|f32]
 //! etwgpu chat --model MODEL.pte --tokenizer T.json [--system TEXT] [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S]
+//!             [--kv-cache f16|f32]
 //! etwgpu devices [--json] [--bandwidth]
 //! ```
 //!
@@ -24,8 +25,8 @@ use std::process::ExitCode;
 const USAGE: &str = "usage:
   etwgpu inspect MODEL.pte [--ptd FILE]... [--json | --plan [--no-fuse]]
   etwgpu run MODEL.pte [--method NAME] [--ptd FILE]... (--call IN0.npy[,IN1.npy...]... | --input IN.npy... | --random-inputs) [--output-dir DIR] [--repeat N] [--profile [--json]] [--no-fuse]
-  etwgpu generate --model MODEL.pte (--tokenizer T.json --prompt TEXT [--chat] [--system TEXT] | --tokens ID,ID,...) [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S]
-  etwgpu chat --model MODEL.pte --tokenizer T.json [--system TEXT] [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S]
+  etwgpu generate --model MODEL.pte (--tokenizer T.json --prompt TEXT [--chat] [--system TEXT] | --tokens ID,ID,...) [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S] [--kv-cache f16|f32]
+  etwgpu chat --model MODEL.pte --tokenizer T.json [--system TEXT] [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S] [--kv-cache f16|f32]
   etwgpu devices [--json] [--bandwidth]";
 
 /// A command-line failure: the message and the exit status.
@@ -119,6 +120,7 @@ fn inspect(args: &[String]) -> Result<(), Failure> {
 fn load_generator(
     rt: &etwgpu_runtime::Runtime,
     program: &etwgpu_format::Program,
+    kv_cache_f16: bool,
 ) -> Result<etwgpu_llm::Generator, Failure> {
     use std::io::{IsTerminal as _, Write as _};
     let start = std::time::Instant::now();
@@ -137,7 +139,8 @@ fn load_generator(
             last = Some(line);
         }
     };
-    let generator = etwgpu_llm::Generator::with_progress(rt, program, &mut draw).map_err(Failure::error)?;
+    let options = etwgpu_runtime::LoadOptions { kv_cache_f16, ..etwgpu_llm::Generator::default_load_options() };
+    let generator = etwgpu_llm::Generator::with_options(rt, program, &options, &mut draw).map_err(Failure::error)?;
     if tty {
         let _ = writeln!(std::io::stderr(), "\rloaded in {:.2} s{}", start.elapsed().as_secs_f64(), " ".repeat(40));
     }
@@ -250,5 +253,15 @@ fn main() -> ExitCode {
             eprintln!("{}", f.message);
             ExitCode::from(f.status)
         }
+    }
+}
+
+/// Parses the value of `--kv-cache`: `f16` (the default: float16 where the
+/// device has SHADER_F16) or `f32` (as exported).
+fn kv_cache_f16(value: &str) -> Result<bool, Failure> {
+    match value {
+        "f16" => Ok(true),
+        "f32" => Ok(false),
+        other => Err(Failure::usage(format!("--kv-cache takes f16 or f32, not {other:?}"))),
     }
 }

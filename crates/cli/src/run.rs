@@ -122,7 +122,7 @@ pub fn run(a: &RunArgs) -> Result<String, Failure> {
     let method_name = a.method.clone().unwrap_or_else(|| "forward".to_string());
     let rt = Runtime::new().map_err(|e| Failure::error(error_chain(&e)))?;
     let t0 = Instant::now();
-    let options = LoadOptions { fuse: !a.no_fuse };
+    let options = LoadOptions { fuse: !a.no_fuse, ..LoadOptions::default() };
     let mut method = rt.load_with(&program, &method_name, &options).map_err(|e| Failure::error(error_chain(&e)))?;
     let load = t0.elapsed();
     let mut out = String::new();
@@ -163,7 +163,7 @@ pub fn run(a: &RunArgs) -> Result<String, Failure> {
     let mut unfused = Vec::new();
     if a.profile && options.fuse {
         let mut plain = rt
-            .load_with(&program, &method_name, &LoadOptions { fuse: false })
+            .load_with(&program, &method_name, &LoadOptions { fuse: false, ..LoadOptions::default() })
             .map_err(|e| Failure::error(error_chain(&e)))?;
         for (k, inputs) in calls.iter().enumerate() {
             plain.run(inputs).map_err(|e| Failure::error(format!("call {k} without fusion: {}", error_chain(&e))))?;

@@ -201,6 +201,16 @@ impl OpId {
             _ => &[],
         }
     }
+
+    /// Arguments that are KV caches the op's kernels also read as float16
+    /// under float32 activations (the runtime may store them so). Every
+    /// such op's cache kernels have the `f32_kvf16` variant.
+    pub const fn kv_cache_args(self) -> &'static [usize] {
+        match self {
+            OpId::SdpaWithKvCache => &[3, 4],
+            _ => &[],
+        }
+    }
 }
 
 /// Looks an operator up by its exact ExecuTorch name.

@@ -52,6 +52,14 @@ pub enum ElemType {
     F64,
 }
 
+impl Variant {
+    /// Whether the variant's WGSL uses `f16` (its element type or its KV
+    /// cache's), so the device needs SHADER_F16.
+    pub const fn needs_shader_f16(self) -> bool {
+        matches!(self, Variant::F16 | Variant::F32Kvf16)
+    }
+}
+
 impl ElemType {
     /// Bytes per element.
     pub const fn size_bytes(self) -> usize {

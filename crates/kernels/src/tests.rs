@@ -539,6 +539,36 @@ fn sdpa_splits_the_context_with_scratch() {
 }
 
 #[test]
+fn sdpa_tiles_prompts_of_more_than_eight_rows() {
+    // (S, head dim, kernel, workgroups): prompts go to the tiled kernel, one
+    // workgroup per 16 query rows and head; short chunks and head dims it
+    // does not hold keep the per-row kernels.
+    let cases = [
+        (8, 64, "sdpa_online.f32", 32),
+        (9, 64, "sdpa_prefill.f32", 4),
+        (33, 128, "sdpa_prefill.f32", 12),
+        (33, 132, "sdpa_online.f32", 132),
+        (33, 6, "sdpa.f32", 132),
+    ];
+    for (s, d, kernel, groups) in cases {
+        let mut g = TestGraph::default();
+        let q = g.t(&[1, s, 4, d]);
+        let kv = g.t(&[1, s, 2, d]);
+        let cache = g.push(Owned::Tensor(ElemType::F32, vec![1, 40, 2, d], true));
+        let (one, zero, causal, null) =
+            (g.push(Owned::Int(1)), g.push(Owned::Int(0)), g.push(Owned::Bool(true)), g.push(Owned::Null));
+        let start = g.push(Owned::SymInt(7));
+        let out = g.t(&[1, s, 4, d]);
+        let a = [q, kv, kv, cache, cache, start, one, null, zero, causal, null, out];
+        let l = check(&g, "sdpa_with_kv_cache.default", &a).expect("lowers");
+        // (Head dims the split kernels hold also declare their scratch.)
+        let dispatches: Vec<_> = l.steps.iter().filter(|s| matches!(s, Step::Dispatch(_))).collect();
+        let [_, Step::Dispatch(attend)] = dispatches[..] else { panic!("expected two dispatches") };
+        assert_eq!((attend.shader.label(), attend.workgroups), (kernel, [groups, 1, 1]), "S {s}, head dim {d}");
+    }
+}
+
+#[test]
 fn q4_rules_shape_rank3_inputs_and_reject_bad_packing() {
     let mut g = TestGraph::default();
     let x = g.t(&[1, 3, 64]);

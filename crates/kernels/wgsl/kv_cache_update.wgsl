@@ -1,9 +1,11 @@
 //! KV-cache update of `sdpa_with_kv_cache`: one invocation per element of
 //! the new keys/values `[1, S, Hkv, D]`, copied to rows
-//! `start_pos..start_pos + S` of both caches `[1, Cmax, Hkv, D]`.
-// variants: f32 f16
+//! `start_pos..start_pos + S` of both caches `[1, Cmax, Hkv, D]`, which
+//! may be float16 under f32 values (`f32_kvf16`: rounded on the way in).
+// variants: f32 f16 f32_kvf16
 
 alias Elem = f32;
+alias KvElem = Elem;
 
 /// Invocations per workgroup (the host sizes its grid for 256).
 override WG: u32 = 256u;
@@ -20,8 +22,8 @@ struct Params {
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> k_new: array<Elem>;
 @group(0) @binding(2) var<storage, read> v_new: array<Elem>;
-@group(0) @binding(3) var<storage, read_write> k_cache: array<Elem>;
-@group(0) @binding(4) var<storage, read_write> v_cache: array<Elem>;
+@group(0) @binding(3) var<storage, read_write> k_cache: array<KvElem>;
+@group(0) @binding(4) var<storage, read_write> v_cache: array<KvElem>;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -29,6 +31,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if idx >= p.n_new {
         return;
     }
-    k_cache[p.offset + idx] = k_new[idx];
-    v_cache[p.offset + idx] = v_new[idx];
+    k_cache[p.offset + idx] = KvElem(k_new[idx]);
+    v_cache[p.offset + idx] = KvElem(v_new[idx]);
 }

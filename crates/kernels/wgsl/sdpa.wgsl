@@ -6,9 +6,12 @@
 //! max score and the softmax sum (f32, per invocation then reduced in
 //! shared memory); pass 2 walks the keys in chunks of `WG` probabilities
 //! held in shared memory, each invocation accumulating its output dims.
-// variants: f32 f16
+//! The caches may be float16 under f32 activations (`KvElem`, the
+//! `f32_kvf16` variant); the math is f32 either way.
+// variants: f32 f16 f32_kvf16
 
 alias Elem = f32;
+alias KvElem = Elem;
 
 /// Invocations per workgroup; the reductions assume a power of two.
 const WG: u32 = 64u;
@@ -32,8 +35,8 @@ struct Params {
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<Elem>;
-@group(0) @binding(2) var<storage, read> k_cache: array<Elem>;
-@group(0) @binding(3) var<storage, read> v_cache: array<Elem>;
+@group(0) @binding(2) var<storage, read> k_cache: array<KvElem>;
+@group(0) @binding(3) var<storage, read> v_cache: array<KvElem>;
 @group(0) @binding(4) var<storage, read_write> out: array<Elem>;
 
 var<workgroup> red_a: array<f32, WG>;

@@ -11,9 +11,12 @@
 //! m_new)`. For the values, invocation `t` owns dim `t % D` over every
 //! `256 / D`-th key of the chunk, so neighbouring invocations read
 //! neighbouring dims; the key groups are summed at the end. f32 math.
-// variants: f32 f16
+//! The caches may be float16 under f32 activations (`KvElem`, the
+//! `f32_kvf16` variant); the math is f32 either way.
+// variants: f32 f16 f32_kvf16
 
 alias Elem = f32;
+alias KvElem = Elem;
 
 const WG: u32 = 256u;
 
@@ -36,8 +39,8 @@ struct Params {
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
-@group(0) @binding(2) var<storage, read> k_cache: array<vec4<Elem>>;
-@group(0) @binding(3) var<storage, read> v_cache: array<Elem>;
+@group(0) @binding(2) var<storage, read> k_cache: array<vec4<KvElem>>;
+@group(0) @binding(3) var<storage, read> v_cache: array<KvElem>;
 @group(0) @binding(4) var<storage, read_write> out: array<Elem>;
 
 var<workgroup> qs: array<vec4<f32>, 64>;

@@ -18,8 +18,9 @@
 //! end. Each (row, head, split) writes one partial to `part`: `vec4(m, l,
 //! 0, 0)` (running max, sum of `exp(s - m)`) then the unnormalized output,
 //! `D / 4` `vec4`s, at partial `(row * heads + head) * n_splits + split`.
-//! f32 math; the caches are read through `KvElem`.
-// variants: f32 f16
+//! f32 math; the caches are read through `KvElem` (float16 under f32
+//! activations in `f32_kvf16`).
+// variants: f32 f16 f32_kvf16
 
 alias Elem = f32;
 alias KvElem = Elem;

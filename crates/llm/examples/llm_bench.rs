@@ -5,7 +5,7 @@
 //! cargo build --release -p etwgpu-llm --example llm_bench
 //! llm_bench [--model tiny|small|smollm2|1b] [--weights q4|fp32]
 //!           [--prompts 128,512,1024,2048] [--contexts 128,512,2048,8192]
-//!           [--steps 32] [--repeats 3] [--json PATH] [--save PATH] [--build-only]
+//!           [--steps 32] [--repeats 3] [--kv-cache f16|f32] [--json PATH] [--save PATH] [--build-only]
 //! ```
 //!
 //! Builds the model (max_seq_len = largest prompt + 1, so each prompt is one
@@ -17,7 +17,9 @@
 //! of `steps` tokens as users run it: the argmax on the device, 4 bytes read
 //! back per token; with the host time per stage of each call); and the
 //! dispatches one decode step records, with per-op profiles of a decode step
-//! and of a call of the largest prompt. Prefill times are the wall time of
+//! at position 0 and at the largest context, and of a call of the largest
+//! prompt. `--kv-cache` picks the KV cache's storage (default `f16`, the
+//! generator's default, where the device has SHADER_F16). Prefill times are the wall time of
 //! `Generator::prefill`, which waits for the GPU and reads the logits back. `--model` defaults to `small`, or
 //! `1b` when `ETWGPU_BENCH_LARGE=1`. `--save` writes the `.pte`;
 //! `--build-only` stops after building (and saving) it.
@@ -27,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use etwgpu_format::{DType, Program};
 use etwgpu_llm::{GenerateOptions, Generator, LlamaConfig, Sampler, SamplerConfig, Weights};
-use etwgpu_runtime::{Runtime, Tensor};
+use etwgpu_runtime::{LoadOptions, Runtime, Tensor};
 
 struct Args {
     model: String,
@@ -39,12 +41,13 @@ struct Args {
     json: Option<String>,
     save: Option<String>,
     build_only: bool,
+    kv_cache_f16: bool,
 }
 
 fn usage(problem: &str) -> ! {
     eprintln!(
         "llm_bench: {problem}\nusage: llm_bench [--model tiny|small|smollm2|1b] [--weights q4|fp32] \
-         [--prompts N,N,...] [--contexts N,N,...] [--steps N] [--repeats N] [--json PATH] [--save PATH] \
+         [--prompts N,N,...] [--contexts N,N,...] [--steps N] [--repeats N] [--kv-cache f16|f32] [--json PATH] [--save PATH] \
          [--build-only]"
     );
     std::process::exit(2)
@@ -66,6 +69,7 @@ fn parse_args() -> Args {
         json: None,
         save: None,
         build_only: false,
+        kv_cache_f16: true,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -86,6 +90,13 @@ fn parse_args() -> Args {
             "--json" => a.json = Some(value()),
             "--save" => a.save = Some(value()),
             "--build-only" => a.build_only = true,
+            "--kv-cache" => {
+                a.kv_cache_f16 = match value().as_str() {
+                    "f16" => true,
+                    "f32" => false,
+                    other => usage(&format!("unknown KV cache type {other:?}")),
+                }
+            }
             other => usage(&format!("unknown argument {other:?}")),
         }
     }
@@ -136,17 +147,23 @@ fn median(mut xs: Vec<Duration>) -> Duration {
     xs[xs.len() / 2]
 }
 
-/// Dispatches one call of `n` tokens at position 0 records, and its time
+/// Dispatches one call of `n` tokens at position `pos` records, and its time
 /// per op name and kernels (summed over nodes, slowest first), from a second copy of
 /// `forward` run once plainly, then again with per-dispatch profiling (so
 /// the times include per-dispatch overhead, and are wall times where the
 /// adapter has no timestamps).
-fn call_profile(rt: &Runtime, program: &Program, n: usize) -> (usize, Vec<(String, usize, f64)>) {
-    let mut forward = rt.load(program, "forward").expect("forward loads");
+fn call_profile(
+    rt: &Runtime,
+    program: &Program,
+    options: &LoadOptions,
+    n: usize,
+    pos: usize,
+) -> (usize, Vec<(String, usize, f64)>) {
+    let mut forward = rt.load_with(program, "forward", options).expect("forward loads");
     let inputs = || {
         let ids: Vec<u8> = (0..n as i64).flat_map(|t| (t % 100).to_le_bytes()).collect();
         let token = Tensor::new(DType::I64, vec![1, n as u64], ids).expect("tokens");
-        let pos = Tensor::new(DType::I64, vec![1], 0i64.to_le_bytes().to_vec()).expect("input_pos");
+        let pos = Tensor::new(DType::I64, vec![1], (pos as i64).to_le_bytes().to_vec()).expect("input_pos");
         [token, pos]
     };
     forward.run(&inputs()).expect("call runs");
@@ -213,7 +230,10 @@ fn main() {
 
     let program = Program::from_bytes(bytes).expect("the synthetic program parses");
     let t = Instant::now();
-    let mut generator = Generator::new(&rt, &program).expect("forward loads");
+    let options = LoadOptions { kv_cache_f16: a.kv_cache_f16, ..Generator::default_load_options() };
+    let mut generator = Generator::with_options(&rt, &program, &options, &mut |_| {}).expect("forward loads");
+    let kv_cache_f16 = generator.kv_cache_f16();
+    let _ = writeln!(out, "KV cache: {}", if kv_cache_f16 { "float16" } else { "float32" });
     let load_s = t.elapsed().as_secs_f64();
     let t = Instant::now();
     generator.prefill(&tokens(1, c.vocab)).expect("first call");
@@ -276,12 +296,18 @@ fn main() {
     drop(generator);
     let mut profiles = Vec::new();
     let mut dispatches = 0;
-    for n in [1, c.max_tokens_per_call()] {
-        let (d, profile) = call_profile(&rt, &program, n);
-        if n == 1 {
+    // The attention of a decode step reads the whole context: profile one
+    // at the end of the largest context too (the cache's contents do not
+    // change the work).
+    let last_pos = a.contexts.iter().copied().max().unwrap_or(0).min(c.max_context - 1);
+    let mut calls = vec![(1, 0), (1, last_pos), (c.max_tokens_per_call(), 0)];
+    calls.dedup();
+    for (n, pos) in calls {
+        let (d, profile) = call_profile(&rt, &program, &options, n, pos);
+        if n == 1 && pos == 0 {
             dispatches = d;
         }
-        let _ = writeln!(out, "one call of {n} tokens: {d} dispatches; profiled by op:");
+        let _ = writeln!(out, "one call of {n} tokens at position {pos}: {d} dispatches; profiled by op:");
         for (op, nodes, nanos) in profile.iter().take(8) {
             let _ = writeln!(out, "  {:>10.3} ms  {nodes:>4} x {op}", nanos / 1e6);
         }
@@ -289,7 +315,7 @@ fn main() {
             .iter()
             .map(|(op, nodes, nanos)| serde_json::json!({"op": op, "nodes": nodes, "ms": nanos / 1e6}))
             .collect();
-        profiles.push(serde_json::json!({"tokens": n, "dispatches": d, "by_op": by_op}));
+        profiles.push(serde_json::json!({"tokens": n, "position": pos, "dispatches": d, "by_op": by_op}));
     }
 
     if let Some(path) = &a.json {
@@ -302,6 +328,7 @@ fn main() {
                 "max_context": c.max_context, "n_params": c.n_params(),
             },
             "device": device,
+            "kv_cache_f16": kv_cache_f16,
             "file_bytes": file_bytes,
             "build_s": build_s,
             "load_s": load_s,

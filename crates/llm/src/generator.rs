@@ -188,7 +188,41 @@ impl Generator {
         program: &Program,
         progress: &mut dyn FnMut(etwgpu_runtime::LoadProgress),
     ) -> Result<Self> {
-        pollster::block_on(Self::new_async(runtime, program, progress))
+        Self::with_options(runtime, program, &Self::default_load_options(), progress)
+    }
+
+    /// Like [`Generator::with_progress`], loading with `options` instead of
+    /// [`Generator::default_load_options`].
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use etwgpu_llm::Generator;
+    /// use etwgpu_runtime::{LoadOptions, Runtime};
+    ///
+    /// let rt = Runtime::new()?;
+    /// let program = etwgpu_format::Program::open("llama.pte")?;
+    /// // Keep the KV cache in float32, exactly as exported.
+    /// let options = LoadOptions { kv_cache_f16: false, ..Generator::default_load_options() };
+    /// let generator = Generator::with_options(&rt, &program, &options, &mut |_| {})?;
+    /// assert!(!generator.kv_cache_f16());
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn with_options(
+        runtime: &Runtime,
+        program: &Program,
+        options: &etwgpu_runtime::LoadOptions,
+        progress: &mut dyn FnMut(etwgpu_runtime::LoadProgress),
+    ) -> Result<Self> {
+        pollster::block_on(Self::load_async(runtime, program, options, progress))
+    }
+
+    /// How [`Generator::new`] loads `forward`: fused, with float32 KV
+    /// caches stored as float16 where the device has SHADER_F16 (half the
+    /// cache memory and attention reads; the math stays float32).
+    pub fn default_load_options() -> etwgpu_runtime::LoadOptions {
+        etwgpu_runtime::LoadOptions { kv_cache_f16: true, ..etwgpu_runtime::LoadOptions::default() }
     }
 
     /// [`Generator::with_progress`] without blocking.
@@ -197,12 +231,28 @@ impl Generator {
         program: &Program,
         progress: &mut dyn FnMut(etwgpu_runtime::LoadProgress),
     ) -> Result<Self> {
+        Self::load_async(runtime, program, &Self::default_load_options(), progress).await
+    }
+
+    /// [`Generator::with_options`] without blocking.
+    pub async fn load_async(
+        runtime: &Runtime,
+        program: &Program,
+        options: &etwgpu_runtime::LoadOptions,
+        progress: &mut dyn FnMut(etwgpu_runtime::LoadProgress),
+    ) -> Result<Self> {
         let meta = Metadata::read(program)?;
         let forward = runtime
-            .load_async(program, "forward", &etwgpu_runtime::LoadOptions::default(), progress)
+            .load_async(program, "forward", options, progress)
             .await
             .map_err(|source| Error::Runtime { during: "loading method forward", source })?;
         Ok(Self { forward, meta, pos: 0, argmax: false })
+    }
+
+    /// Whether the KV caches are stored as float16 (see
+    /// [`Generator::default_load_options`]).
+    pub fn kv_cache_f16(&self) -> bool {
+        self.forward.kv_cache_f16()
     }
 
     /// The model's metadata.
@@ -280,31 +330,103 @@ impl Generator {
     async fn forward_greedy(&mut self, tokens: &[u32]) -> Result<u32> {
         self.use_argmax(true).await?;
         let ids = self.run_forward(tokens).await?;
-        let last = ids.to_f64_vec().last().copied();
-        match (ids.dtype, last) {
-            (DType::I64, Some(id)) if id >= 0.0 && id <= f64::from(u32::MAX) => Ok(id as u32),
-            _ => Err(Error::BadLogits { found: format!("device argmax gave {:?} {:?}", ids.dtype, ids.shape) }),
-        }
+        Self::argmax_id(&ids)
     }
 
     /// One `forward` call on `tokens` at the current position: its one
     /// output.
     async fn run_forward(&mut self, tokens: &[u32]) -> Result<Tensor> {
-        let ids: Vec<u8> = tokens.iter().flat_map(|&t| i64::from(t).to_le_bytes()).collect();
-        let tok = Tensor::new(DType::I64, vec![1, tokens.len() as u64], ids)
-            .map_err(|source| Error::Runtime { during: "building the tokens input", source })?;
-        let pos = Tensor::new(DType::I64, vec![1], (self.pos as i64).to_le_bytes().to_vec())
-            .map_err(|source| Error::Runtime { during: "building the input_pos input", source })?;
         let outs = self
             .forward
-            .run_async(&[tok, pos])
+            .run_async(&forward_inputs(tokens, self.pos)?)
             .await
             .map_err(|source| Error::Runtime { during: "running forward", source })?;
         self.pos += tokens.len();
+        self.one_output(outs)
+    }
+
+    fn one_output(&self, outs: Vec<Tensor>) -> Result<Tensor> {
         let mut outs = outs.into_iter();
         match (outs.next(), outs.next()) {
             (Some(out), None) => Ok(out),
             _ => Err(Error::BadLogits { found: format!("{} outputs", self.forward.n_outputs()) }),
+        }
+    }
+
+    /// The token id a device-argmax output holds.
+    fn argmax_id(ids: &Tensor) -> Result<u32> {
+        match (ids.dtype, ids.to_f64_vec().last().copied()) {
+            (DType::I64, Some(id)) if id >= 0.0 && id <= f64::from(u32::MAX) => Ok(id as u32),
+            _ => Err(Error::BadLogits { found: format!("device argmax gave {:?} {:?}", ids.dtype, ids.shape) }),
+        }
+    }
+
+    /// Greedy decoding after the prompt gave `first`, two `forward` runs in
+    /// flight: run `n + 1` is submitted (its token taken on the device from
+    /// run `n`'s argmax) before run `n`'s token is read, so the host's work
+    /// for a token (lowering for the new position, recording) overlaps the
+    /// GPU's. Stops like the one-at-a-time loop; runs started past the stop
+    /// only wrote cache rows past the position, which are written again
+    /// before anything reads them.
+    async fn decode_ahead(
+        &mut self,
+        first: u32,
+        options: &GenerateOptions,
+        out: &mut Vec<u32>,
+        stats: &mut GenerationStats,
+        on_token: &mut impl FnMut(u32),
+    ) -> Result<()> {
+        let mut in_flight = 0;
+        let result = self.decode_ahead_runs(first, options, out, stats, on_token, &mut in_flight).await;
+        // Read back (and drop) what is still in flight, even after an
+        // error, so the next call starts clean.
+        for _ in 0..in_flight {
+            let drained = self.forward.finish_async().await;
+            if result.is_ok() {
+                drained.map_err(|source| Error::Runtime { during: "running forward", source })?;
+            }
+        }
+        result
+    }
+
+    async fn decode_ahead_runs(
+        &mut self,
+        first: u32,
+        options: &GenerateOptions,
+        out: &mut Vec<u32>,
+        stats: &mut GenerationStats,
+        on_token: &mut impl FnMut(u32),
+        in_flight: &mut usize,
+    ) -> Result<()> {
+        let runtime = |source| Error::Runtime { during: "running forward", source };
+        let mut host_token = Some(first);
+        let mut next_pos = self.pos;
+        loop {
+            while *in_flight < 2 && out.len() + *in_flight < options.max_new_tokens {
+                // The first run takes `first` from the host, later ones the
+                // previous run's argmax.
+                let (token, fed) = match host_token.take() {
+                    Some(t) => (t, None),
+                    None => (0, Some(0)),
+                };
+                self.forward.submit_async(&forward_inputs(&[token], next_pos)?, fed).await.map_err(runtime)?;
+                next_pos += 1;
+                *in_flight += 1;
+            }
+            if *in_flight == 0 {
+                return Ok(());
+            }
+            let outs = self.forward.finish_async().await.map_err(runtime)?;
+            *in_flight -= 1;
+            self.pos += 1;
+            stats.decode_steps += 1;
+            let token = Self::argmax_id(&self.one_output(outs)?)?;
+            out.push(token);
+            on_token(token);
+            if options.stop_tokens.contains(&token) || (options.stop_at_eos && self.meta.eos_ids.contains(&token)) {
+                stats.stopped = true;
+                return Ok(());
+            }
         }
     }
 
@@ -405,6 +527,20 @@ impl Generator {
         let mut token = self.feed(prompt, greedy).await?.pick(sampler);
         stats.prefill_time = start.elapsed();
         let decode_start = Instant::now();
+        if greedy && self.forward.can_feed(0) {
+            out.push(token);
+            on_token(token);
+            let stop =
+                options.stop_tokens.contains(&token) || (options.stop_at_eos && self.meta.eos_ids.contains(&token));
+            if stop {
+                stats.stopped = true;
+            } else {
+                self.decode_ahead(token, options, &mut out, &mut stats, &mut on_token).await?;
+            }
+            stats.decode_time = decode_start.elapsed();
+            stats.generated_tokens = out.len();
+            return Ok((out, stats));
+        }
         loop {
             out.push(token);
             on_token(token);
@@ -422,4 +558,15 @@ impl Generator {
         stats.generated_tokens = out.len();
         Ok((out, stats))
     }
+}
+
+/// `forward`'s inputs: `tokens` as int64 `[1, S]` and `input_pos` int64
+/// `[1]`.
+fn forward_inputs(tokens: &[u32], pos: usize) -> Result<[Tensor; 2]> {
+    let ids: Vec<u8> = tokens.iter().flat_map(|&t| i64::from(t).to_le_bytes()).collect();
+    let tok = Tensor::new(DType::I64, vec![1, tokens.len() as u64], ids)
+        .map_err(|source| Error::Runtime { during: "building the tokens input", source })?;
+    let pos = Tensor::new(DType::I64, vec![1], (pos as i64).to_le_bytes().to_vec())
+        .map_err(|source| Error::Runtime { during: "building the input_pos input", source })?;
+    Ok([tok, pos])
 }

@@ -41,11 +41,19 @@ pub struct LoadOptions {
     /// lowering (the default); off runs every op as exported, for
     /// debugging (`etwgpu run --no-fuse`).
     pub fuse: bool,
+    /// Store float32 KV caches (those of `sdpa_with_kv_cache`) in float16
+    /// on devices with SHADER_F16, halving their memory and the bytes
+    /// attention reads; the attention math stays float32 (keys and values
+    /// are rounded to float16 as they enter the cache). Off by default,
+    /// so a program runs exactly as exported; `etwgpu_llm`'s generator
+    /// turns it on. Ignored on devices without SHADER_F16 and for caches
+    /// any other op reads.
+    pub kv_cache_f16: bool,
 }
 
 impl Default for LoadOptions {
     fn default() -> Self {
-        Self { fuse: true }
+        Self { fuse: true, kv_cache_f16: false }
     }
 }
 
@@ -215,10 +223,11 @@ pub struct LoadedDelegate {
     rt: Runtime,
     name: String,
     graph: VkGraph,
-    /// Per value: a float16 tensor made float32 because the device lacks
-    /// SHADER_F16 (empty when it has it); its constant, if any, is still
-    /// float16 in the file.
-    promoted_f16: Vec<bool>,
+    /// Per value: the dtype of its constant's bytes in the file where that
+    /// differs from its device dtype (empty when none does): float16
+    /// tensors made float32 because the device lacks SHADER_F16, float32
+    /// KV caches stored as float16 ([`LoadOptions::kv_cache_f16`]).
+    file_dtype: Vec<Option<DType>>,
     lowerer: Lowerer,
     inputs: Vec<IoSpec>,
     outputs: Vec<IoSpec>,
@@ -249,6 +258,22 @@ pub struct LoadedDelegate {
     argmax: Vec<Option<ArgmaxPost>>,
     /// Host time per stage of `run`.
     pub(crate) times: RunTimes,
+    /// Runs submitted and not yet read back, oldest first (see
+    /// [`LoadedDelegate::submit`]).
+    pending: std::collections::VecDeque<PendingRun>,
+    /// Which of its two read-back buffers the next argmax reads into.
+    argmax_flip: usize,
+}
+
+/// Runs a [`LoadedDelegate`] may have in flight at once.
+pub(crate) const MAX_PENDING: usize = 2;
+
+/// A submitted run whose outputs are not read back yet: per output, the
+/// buffer to read, the shape, the bytes to read (0: none) and the device
+/// and host dtypes.
+#[derive(Debug)]
+struct PendingRun {
+    outputs: Vec<(wgpu::Buffer, Vec<u64>, u64, DType, DType)>,
 }
 
 /// The device objects of an argmax appended to one output.
@@ -259,7 +284,9 @@ struct ArgmaxPost {
     uniforms: wgpu::Buffer,
     /// int32 indices, one per row.
     result: wgpu::Buffer,
-    readback: wgpu::Buffer,
+    /// Two, used in turn, so a run can be read back while the next one
+    /// copies its indices out.
+    readback: [wgpu::Buffer; 2],
 }
 
 /// Bytes of a tensor's buffer at its maximum shape (bools take a `u32`
@@ -317,8 +344,8 @@ fn io_specs(
 }
 
 /// `graph` with every float16 tensor made float32 (for devices without
-/// SHADER_F16), and per value whether it was.
-fn promote_f16(graph: &VkGraph) -> (VkGraph, Vec<bool>) {
+/// SHADER_F16), and per value its dtype before, where it changed.
+fn promote_f16(graph: &VkGraph) -> (VkGraph, Vec<Option<DType>>) {
     let mut g = graph.clone();
     let promoted = g
         .values
@@ -326,12 +353,70 @@ fn promote_f16(graph: &VkGraph) -> (VkGraph, Vec<bool>) {
         .map(|v| match v {
             VkValue::Tensor(t) if t.dtype == DType::F16 => {
                 t.dtype = DType::F32;
-                true
+                Some(DType::F16)
             }
-            _ => false,
+            _ => None,
         })
         .collect();
     (g, promoted)
+}
+
+/// `graph` with its float32 KV caches made float16, and per value its
+/// dtype before, where it changed. The caches are the arguments the
+/// kernel table marks as KV caches ([`etwgpu_kernels::OpId::kv_cache_args`]),
+/// with the constants prepacked into them. Nothing changes unless every
+/// use of every such value is as a cache (or that prepack) and none is a
+/// graph input or output: all caches or none.
+fn narrow_kv_caches(graph: &VkGraph) -> Option<(VkGraph, Vec<Option<DType>>)> {
+    let ops: Vec<Option<etwgpu_kernels::OpId>> =
+        graph.chain.iter().map(|call| etwgpu_kernels::from_name(&call.name)).collect();
+    let mut caches = std::collections::BTreeSet::new();
+    for (call, op) in graph.chain.iter().zip(&ops) {
+        for &i in op.map_or(&[][..], |op| op.kv_cache_args()) {
+            caches.insert(call.args.get(i)?.0);
+        }
+    }
+    if caches.is_empty() {
+        return None;
+    }
+    const PREPACK: &str = "et_vk.prepack.default";
+    for call in &graph.chain {
+        if call.name == PREPACK && call.args.get(1).is_some_and(|out| caches.contains(&out.0)) {
+            caches.insert(call.args.first()?.0);
+        }
+    }
+    // Every use is a cache argument or a prepack into a cache.
+    for (call, op) in graph.chain.iter().zip(&ops) {
+        let cache_args = op.map_or(&[][..], |op| op.kv_cache_args());
+        for (i, arg) in call.args.iter().enumerate() {
+            let allowed = cache_args.contains(&i)
+                || (call.name == PREPACK && call.args.get(1).is_some_and(|out| caches.contains(&out.0)));
+            if caches.contains(&arg.0) && !allowed {
+                return None;
+            }
+            if let VkValue::ValueList(items) = graph.value(*arg)
+                && items.iter().any(|v| caches.contains(&v.0))
+            {
+                return None;
+            }
+        }
+    }
+    let io = graph.input_ids.iter().chain(&graph.output_ids);
+    if io.clone().any(|v| caches.contains(&v.0)) {
+        return None;
+    }
+    let mut g = graph.clone();
+    let mut before = vec![None; g.values.len()];
+    for &c in &caches {
+        match g.values.get_mut(c as usize) {
+            Some(VkValue::Tensor(t)) if t.dtype == DType::F32 => {
+                t.dtype = DType::F16;
+                before[c as usize] = Some(DType::F32);
+            }
+            _ => return None,
+        }
+    }
+    Some((g, before))
 }
 
 /// Fails, naming the tensor, when one is larger than a storage binding (or a
@@ -393,10 +478,13 @@ impl LoadedDelegate {
         // Without SHADER_F16, float16 tensors live on the device as float32
         // (constants and inputs are widened on upload, outputs narrowed on
         // read-back) and every kernel runs its f32 variant.
-        let (mut graph, promoted_f16) = if rt.device.features().contains(wgpu::Features::SHADER_F16) {
-            (graph.clone(), Vec::new())
-        } else {
+        // With it, float32 KV caches may be stored as float16.
+        let (mut graph, file_dtype) = if !rt.device.features().contains(wgpu::Features::SHADER_F16) {
             promote_f16(graph)
+        } else if let Some(narrowed) = options.kv_cache_f16.then(|| narrow_kv_caches(graph)).flatten() {
+            narrowed
+        } else {
+            (graph.clone(), Vec::new())
         };
         // Scratch tensors shared by the ops (split-KV attention partials),
         // sized at the maximum shapes and pinned by the memory plan.
@@ -420,7 +508,7 @@ impl LoadedDelegate {
             rt: rt.clone(),
             name: method.to_string(),
             graph: graph.clone(),
-            promoted_f16,
+            file_dtype,
             lowerer,
             inputs,
             outputs,
@@ -445,6 +533,8 @@ impl LoadedDelegate {
             keep_on_device: Vec::new(),
             argmax: Vec::new(),
             times: RunTimes::default(),
+            pending: std::collections::VecDeque::new(),
+            argmax_flip: 0,
         };
         me.device_inputs = vec![None; me.inputs.len()];
         me.keep_on_device = vec![false; me.outputs.len()];
@@ -686,17 +776,17 @@ impl LoadedDelegate {
             }
             _ => program.data(constant.data().expect("resolved constants have data")),
         };
-        // A promoted float16 constant: its bytes in the file are float16.
-        let widen = self.promoted_f16.get(value.idx()).copied().unwrap_or(false);
-        let expected = if widen { t.numel() * 2 } else { t.size_bytes() };
+        // A promoted float16 constant or a narrowed float32 cache: its
+        // bytes in the file have the other float type.
+        let file_dtype = self.file_dtype.get(value.idx()).copied().flatten().unwrap_or(t.dtype);
+        let expected = t.numel() * file_dtype.size_bytes() as u64;
         if data.len() as u64 != expected {
             return Err(Error::ConstantSize { value: value.0, expected, found: data.len() as u64 });
         }
         if !data.is_empty() {
-            let data = match widen {
-                true => convert(data, DType::F16, DType::F32).expect("f16 widens").expect("floats always convert"),
-                false => data.to_vec(),
-            };
+            let data = convert(data, file_dtype, t.dtype)
+                .expect("only float16 and float32 trade places")
+                .expect("floats always convert");
             let mut padded = to_device_layout(data, t.dtype);
             padded.resize(align4(padded.len() as u64) as usize, 0);
             self.rt.queue.write_buffer(buffer, 0, &padded);
@@ -847,11 +937,13 @@ impl LoadedDelegate {
             usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
             mapped_at_creation: false,
         });
-        let readback = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some(&label("read-back")),
-            size: rows * 4,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
+        let readback = [0, 1].map(|k| {
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(&label(&format!("read-back {k}"))),
+                size: rows * 4,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
         });
         let logits = self.buffers[self.root[spec.value.idx()] as usize].as_ref().expect("outputs have buffers");
         let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
@@ -891,6 +983,12 @@ impl LoadedDelegate {
     pub(crate) fn output_device(&self, i: usize) -> (wgpu::Buffer, DType) {
         let spec = &self.outputs[i];
         (self.buffers[self.root[spec.value.idx()] as usize].clone().expect("outputs have buffers"), spec.device_dtype)
+    }
+
+    /// Whether its KV caches are stored as float16 though the program
+    /// declares them float32 ([`LoadOptions::kv_cache_f16`]).
+    pub fn kv_cache_f16(&self) -> bool {
+        self.file_dtype.contains(&Some(DType::F32))
     }
 
     /// Bytes of the arenas intermediates share (0 when each has its own
@@ -1025,6 +1123,66 @@ impl LoadedDelegate {
     /// Runs the method once: validates and uploads `inputs`, records every
     /// dispatch into one compute pass, submits once and reads the outputs.
     pub async fn run(&mut self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
+        if !self.pending.is_empty() {
+            return Err(self.in_flight_error("a plain run waits for none"));
+        }
+        self.submit(inputs, None).await?;
+        self.finish().await
+    }
+
+    fn in_flight_error(&self, what: &str) -> Error {
+        Error::Plumbing { method: self.name.clone(), what: format!("{} run(s) in flight: {what}", self.pending.len()) }
+    }
+
+    /// Whether input `input` can be [fed](Self::submit) from the argmax of
+    /// an output: an int32 tensor on the device (token ids), and an output
+    /// with the argmax on. At submit, the input must have at most one
+    /// element per argmax row (it takes the first ones).
+    pub(crate) fn check_feed(&self, input: usize) -> Result<()> {
+        let problem = |what: String| Error::Plumbing { method: self.name.clone(), what };
+        if self.argmax.iter().flatten().next().is_none() {
+            return Err(problem("no output has the device argmax on, so no input can be fed from it".into()));
+        }
+        let spec = self.inputs.get(input).ok_or_else(|| problem(format!("no input {input}")))?;
+        if spec.symint || spec.device_dtype != DType::I32 {
+            return Err(problem(format!(
+                "input {input} ({:?} on the device) cannot take int32 argmax indices",
+                spec.device_dtype
+            )));
+        }
+        Ok(())
+    }
+
+    /// Starts one run without waiting for it; [`finish`](Self::finish)
+    /// reads its outputs back (runs finish in the order submitted, at
+    /// most [`MAX_PENDING`] in flight). With `fed = Some(i)`, input `i`
+    /// (token ids; the tensor passed gives only its shape) is not
+    /// uploaded: it takes, on the device, the argmax indices of the run
+    /// submitted before, so greedy decoding can submit the next token's
+    /// run before reading the last one's token (see
+    /// [`check_feed`](Self::check_feed)). While another run is in flight
+    /// every output must be an argmax or stay on the device.
+    pub(crate) async fn submit(&mut self, inputs: &[Tensor], fed: Option<usize>) -> Result<()> {
+        if self.pending.len() >= MAX_PENDING {
+            return Err(self.in_flight_error("finish one first"));
+        }
+        if !self.pending.is_empty()
+            && (self.profiling
+                || self.argmax.iter().zip(&self.keep_on_device).any(|(post, keep)| post.is_none() && !keep))
+        {
+            return Err(self.in_flight_error("only argmax outputs can be read back while another run is in flight"));
+        }
+        if let Some(i) = fed {
+            self.check_feed(i)?;
+            let rows = self.argmax.iter().flatten().next().map_or(0, |post| post.result.size() / 4);
+            let n = inputs.get(i).map_or(0, Tensor::numel);
+            if n > rows {
+                return Err(Error::Plumbing {
+                    method: self.name.clone(),
+                    what: format!("input {i} has {n} elements; the argmax it is fed from gives {rows}"),
+                });
+            }
+        }
         let mut clock = web_time::Instant::now();
         let mut lap = || {
             let now = web_time::Instant::now();
@@ -1080,6 +1238,9 @@ impl LoadedDelegate {
         if input_shapes != self.plan.input_shapes || !reads_hold {
             let lowering = self.lower(&input_shapes, Some(inputs))?;
             if self.memory.as_ref().is_some_and(|m| !m.fits(&lowering.steps)) {
+                if !self.pending.is_empty() {
+                    return Err(self.in_flight_error("the new shapes need new buffers"));
+                }
                 self.leave_arenas()?;
                 self.plan = self.build_plan(input_shapes, lowering).await?;
             } else if let Some(lowering) = self.refresh_plan(input_shapes.clone(), lowering) {
@@ -1092,10 +1253,17 @@ impl LoadedDelegate {
         let mut encoder = rt
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(&format!("{} run", self.name)) });
-        for ((spec, bytes), (t, src)) in
-            self.inputs.iter().zip(&uploads).zip(inputs.iter().zip(&self.device_inputs)).filter(|((s, _), _)| !s.symint)
+        let fed_from = self.argmax.iter().flatten().next().map(|post| &post.result);
+        for (index, ((spec, bytes), (t, src))) in self
+            .inputs
+            .iter()
+            .zip(&uploads)
+            .zip(inputs.iter().zip(&self.device_inputs))
+            .enumerate()
+            .filter(|(_, ((s, _), _))| !s.symint)
         {
             let buffer = self.buffers[self.root[spec.value.idx()] as usize].as_ref().expect("inputs have buffers");
+            let src = if fed == Some(index) { fed_from } else { src.as_ref() };
             match src {
                 Some(src) => {
                     let n_bytes = t.numel() * elem_type(spec.device_dtype).device_size_bytes() as u64;
@@ -1144,8 +1312,9 @@ impl LoadedDelegate {
                 }
                 let rows = &shape[..shape.len().saturating_sub(1)];
                 let n_bytes = rows.iter().product::<u64>() * 4;
-                encoder.copy_buffer_to_buffer(&post.result, 0, &post.readback, 0, n_bytes);
-                out_sizes.push((&post.readback, rows.to_vec(), n_bytes, DType::I32, DType::I64));
+                let readback = &post.readback[self.argmax_flip];
+                encoder.copy_buffer_to_buffer(&post.result, 0, readback, 0, n_bytes);
+                out_sizes.push((readback.clone(), rows.to_vec(), n_bytes, DType::I32, DType::I64));
                 continue;
             }
             let n_bytes = shape.iter().product::<u64>() * elem_type(spec.device_dtype).device_size_bytes() as u64;
@@ -1154,16 +1323,37 @@ impl LoadedDelegate {
             if n_bytes > 0 {
                 encoder.copy_buffer_to_buffer(buffer, 0, readback, 0, align4(n_bytes));
             }
-            out_sizes.push((readback, shape, n_bytes, spec.device_dtype, spec.host_dtype));
+            out_sizes.push((readback.clone(), shape, n_bytes, spec.device_dtype, spec.host_dtype));
         }
         let rt = &self.rt;
         rt.queue.submit([encoder.finish()]);
         if let Some(e) = scope.pop().await {
             return Err(Error::Gpu { during: "recording the run", reason: e.to_string() });
         }
+        if self.argmax.iter().any(Option::is_some) {
+            self.argmax_flip ^= 1;
+        }
+        self.pending.push_back(PendingRun { outputs: out_sizes });
+        self.times.recording += lap();
+        Ok(())
+    }
+
+    /// Waits for the oldest run [submitted](Self::submit) and reads its
+    /// outputs back.
+    pub(crate) async fn finish(&mut self) -> Result<Vec<Tensor>> {
+        let mut clock = web_time::Instant::now();
+        let mut lap = || {
+            let now = web_time::Instant::now();
+            let d = now - clock;
+            clock = now;
+            d
+        };
+        let Some(PendingRun { outputs: out_sizes }) = self.pending.pop_front() else {
+            return Err(Error::Plumbing { method: self.name.clone(), what: "no run to finish".into() });
+        };
+        let rt = &self.rt;
         let slices: Vec<wgpu::BufferSlice<'_>> =
             out_sizes.iter().filter(|o| o.2 > 0).map(|(readback, _, n, _, _)| readback.slice(..align4(*n))).collect();
-        self.times.recording += lap();
         rt.map_read(&slices).await?;
         self.times.waiting += lap();
         let mut results = Vec::with_capacity(self.outputs.len());

@@ -17,7 +17,7 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use etwgpu_kernels::{Shader, ShaderId, Variant};
+use etwgpu_kernels::{Shader, ShaderId};
 
 use crate::error::{Error, Result};
 
@@ -74,7 +74,7 @@ impl PipelineCache {
     }
 
     async fn create(&self, shader: &Shader) -> Result<wgpu::ComputePipeline> {
-        if shader.variant() == Variant::F16 && !self.device.features().contains(wgpu::Features::SHADER_F16) {
+        if shader.variant().needs_shader_f16() && !self.device.features().contains(wgpu::Features::SHADER_F16) {
             return Err(Error::MissingFeature {
                 shader: shader.label(),
                 feature: "SHADER_F16",

@@ -449,6 +449,12 @@ impl LoadedMethod {
             .collect()
     }
 
+    /// Whether any GPU call stores its KV caches as float16 though the
+    /// program declares them float32 ([`crate::LoadOptions::kv_cache_f16`]).
+    pub fn kv_cache_f16(&self) -> bool {
+        self.steps.iter().any(|s| matches!(s, Exec::Gpu { call, .. } if call.kv_cache_f16()))
+    }
+
     /// Bytes of the arenas the intermediates of every GPU call share.
     pub fn arena_bytes(&self) -> u64 {
         self.steps.iter().map(|s| if let Exec::Gpu { call, .. } = s { call.arena_bytes() } else { 0 }).sum()
@@ -527,6 +533,123 @@ impl LoadedMethod {
         }
     }
 
+    /// The step index of the method's one GPU call, when the method is
+    /// one GPU call and moves (no CPU fallback), as
+    /// [`submit`](Self::submit) needs.
+    fn single_gpu_call(&self) -> Result<usize> {
+        let gpu: Vec<usize> =
+            self.steps.iter().enumerate().filter(|(_, s)| matches!(s, Exec::Gpu { .. })).map(|(i, _)| i).collect();
+        match (gpu.as_slice(), self.n_cpu_calls()) {
+            ([one], 0) => Ok(*one),
+            _ => Err(Error::Plumbing {
+                method: self.name.clone(),
+                what: "runs can be submitted ahead only on a method of one GPU call and no CPU fallback".into(),
+            }),
+        }
+    }
+
+    /// Whether [`submit`](Self::submit) can feed input `input` from the
+    /// device argmax of the method's output (see there).
+    pub fn can_feed(&self, input: usize) -> bool {
+        self.fed_arg(input).is_ok()
+    }
+
+    /// The GPU call's input that method input `input` is, checked for
+    /// feeding.
+    fn fed_arg(&self, input: usize) -> Result<usize> {
+        let at = self.single_gpu_call()?;
+        let Exec::Gpu { call, args, n_in, .. } = &self.steps[at] else { unreachable!("a GPU call") };
+        let p = *self.inputs.get(input).ok_or_else(|| Error::Plumbing {
+            method: self.name.clone(),
+            what: format!("no input {input} (the method has {})", self.inputs.len()),
+        })?;
+        let j = args[..*n_in].iter().position(|&a| a == p).ok_or_else(|| Error::Plumbing {
+            method: self.name.clone(),
+            what: format!("input {input} does not reach the GPU call"),
+        })?;
+        call.check_feed(j)?;
+        Ok(j)
+    }
+
+    /// Starts a run without waiting for it: [`finish`](Self::finish) reads
+    /// the outputs of the oldest run started (at most two in flight).
+    /// With `fed = Some(i)`, method input `i` (token ids: the tensor passed
+    /// gives only the shape) is taken on the device from the argmax of the
+    /// run started before ([`set_output_argmax`](Self::set_output_argmax)
+    /// must be on), so greedy decoding starts token `n + 1`'s run before
+    /// reading token `n`, and the GPU never waits for the host between
+    /// tokens. Only for a method of one GPU call (see
+    /// [`can_feed`](Self::can_feed)); while a run is in flight, the method's
+    /// outputs must all be argmaxes.
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), etwgpu_runtime::Error> {
+    /// # let rt = etwgpu_runtime::Runtime::new()?;
+    /// # let program = etwgpu_format::Program::open("llama.pte").unwrap();
+    /// # let (tokens, pos) = |_: i64| -> etwgpu_runtime::Tensor { unimplemented!() };
+    /// let mut forward = rt.load(&program, "forward")?;
+    /// forward.set_output_argmax(0, true)?;
+    /// forward.submit(&[tokens(42), pos(7)], None)?; // token 42 at position 7
+    /// forward.submit(&[tokens(0), pos(8)], Some(0))?; // the token it picks, at 8
+    /// let first = forward.finish()?; // [int64 [1]]: the token after 42
+    /// let second = forward.finish()?; // the token after that
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn submit(&mut self, inputs: &[Tensor], fed: Option<usize>) -> Result<()> {
+        pollster::block_on(self.submit_async(inputs, fed))
+    }
+
+    /// [`LoadedMethod::submit`] without blocking.
+    pub async fn submit_async(&mut self, inputs: &[Tensor], fed: Option<usize>) -> Result<()> {
+        if inputs.len() != self.inputs.len() {
+            return Err(Error::InputCount { expected: self.inputs.len(), found: inputs.len() });
+        }
+        let at = self.single_gpu_call()?;
+        let fed = fed.map(|i| self.fed_arg(i)).transpose()?;
+        let mut slots = self.initial.clone();
+        for (&p, t) in self.inputs.iter().zip(inputs) {
+            slots[p] = Some(t.clone());
+        }
+        for step in &self.steps[..at] {
+            apply_move(step, &mut slots);
+        }
+        let Self { name, values, steps, .. } = self;
+        let Exec::Gpu { call, args, n_in, .. } = &mut steps[at] else { unreachable!("a GPU call") };
+        let ins = args[..*n_in].iter().map(|&p| slot_tensor(name, values, &slots, p)).collect::<Result<Vec<_>>>()?;
+        call.submit(&ins, fed).await
+    }
+
+    /// Waits for the oldest run [submitted](Self::submit) and returns its
+    /// outputs.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn finish(&mut self) -> Result<Vec<Tensor>> {
+        pollster::block_on(self.finish_async())
+    }
+
+    /// [`LoadedMethod::finish`] without blocking.
+    pub async fn finish_async(&mut self) -> Result<Vec<Tensor>> {
+        let at = self.single_gpu_call()?;
+        let mut slots = self.initial.clone();
+        let Self { name, values, steps, outputs, host_round_trips, .. } = self;
+        let Exec::Gpu { call, args, n_in, extra } = &mut steps[at] else { unreachable!("a GPU call") };
+        let outs = call.finish().await?;
+        *host_round_trips = 1;
+        for (&p, t) in args[*n_in..].iter().zip(outs) {
+            slots[p] = Some(t);
+        }
+        if let Some(&last) = args.last() {
+            for &e in extra.iter() {
+                slots[e] = slots[last].clone();
+            }
+        }
+        for step in &steps[at + 1..] {
+            apply_move(step, &mut slots);
+        }
+        outputs.iter().map(|&p| slot_tensor(name, values, &slots, p)).collect()
+    }
+
     /// Runs the method once: every instruction in chain order.
     #[cfg(not(target_arch = "wasm32"))]
     pub fn run(&mut self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
@@ -544,16 +667,7 @@ impl LoadedMethod {
             slots[p] = Some(t.clone());
         }
         let Self { name, values, steps, host_round_trips, outputs, .. } = self;
-        let plumbing = |what: String| Error::Plumbing { method: name.clone(), what };
-        let tensor_at = |slots: &[Option<Tensor>], p: usize| -> Result<Tensor> {
-            match (slots.get(p), values.get(p)) {
-                (Some(Some(t)), _) => Ok(t.clone()),
-                (_, Some(PlanValue::Int(x))) => {
-                    Ok(Tensor { dtype: DType::I64, shape: Vec::new(), bytes: x.to_le_bytes().to_vec() })
-                }
-                _ => Err(plumbing(format!("value {p} is read before it is set"))),
-            }
-        };
+        let tensor_at = |slots: &[Option<Tensor>], p: usize| slot_tensor(name, values, slots, p);
         *host_round_trips = 0;
         for step in steps.iter_mut() {
             match step {
@@ -616,18 +730,37 @@ impl LoadedMethod {
                     }
                     slots[out] = Some(t);
                 }
-                Exec::Move { from, to } => {
-                    if let Some(t) = slots.get(*from).cloned().flatten() {
-                        slots[*to] = Some(t);
-                    }
-                }
-                Exec::Free(v) => {
-                    if let Some(s) = slots.get_mut(*v) {
-                        *s = None;
-                    }
-                }
+                Exec::Move { .. } | Exec::Free(_) => apply_move(step, &mut slots),
             }
         }
         outputs.iter().map(|&p| tensor_at(&slots, p)).collect()
+    }
+}
+
+/// Applies a move or free step to the value slots (other steps: nothing).
+fn apply_move(step: &Exec, slots: &mut [Option<Tensor>]) {
+    match step {
+        Exec::Move { from, to } => {
+            if let Some(t) = slots.get(*from).cloned().flatten() {
+                slots[*to] = Some(t);
+            }
+        }
+        Exec::Free(v) => {
+            if let Some(s) = slots.get_mut(*v) {
+                *s = None;
+            }
+        }
+        Exec::Gpu { .. } | Exec::Cpu { .. } => {}
+    }
+}
+
+/// The tensor in slot `p`, or an Int value as a scalar int64 tensor.
+fn slot_tensor(method: &str, values: &[PlanValue], slots: &[Option<Tensor>], p: usize) -> Result<Tensor> {
+    match (slots.get(p), values.get(p)) {
+        (Some(Some(t)), _) => Ok(t.clone()),
+        (_, Some(PlanValue::Int(x))) => {
+            Ok(Tensor { dtype: DType::I64, shape: Vec::new(), bytes: x.to_le_bytes().to_vec() })
+        }
+        _ => Err(Error::Plumbing { method: method.to_string(), what: format!("value {p} is read before it is set") }),
     }
 }

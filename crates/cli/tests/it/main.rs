@@ -397,6 +397,14 @@ fn generate_tokens_matches_the_eager_argmax() {
     );
     let o = etwgpu(&["generate", "--model", model.to_str().unwrap(), "--prompt", "hi"]);
     assert_eq!(o.status.code(), Some(2), "--prompt without --tokenizer is a usage error");
+
+    // The float32 cache (as exported) gives the same greedy tokens here.
+    let joined = prompt.join(",");
+    let args = [&args[..4], &[joined.as_str(), "--max-tokens", "3", "--kv-cache", "f32"]].concat();
+    let out = stdout(&etwgpu(&args));
+    assert_eq!(out.lines().next().expect("token line").split_whitespace().collect::<Vec<_>>(), expected, "{out}");
+    let o = etwgpu(&["generate", "--model", model.to_str().unwrap(), "--tokens", "1", "--kv-cache", "f8"]);
+    assert_eq!(o.status.code(), Some(2), "--kv-cache f8 is a usage error");
 }
 
 /// GPT-2's byte-to-character map for bytes 0..128, as a BPE vocabulary

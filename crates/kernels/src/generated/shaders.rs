@@ -92,6 +92,8 @@ pub enum Family {
     Sdpa,
     /// `sdpa_online.wgsl`.
     SdpaOnline,
+    /// `sdpa_prefill.wgsl`.
+    SdpaPrefill,
     /// `sdpa_split.wgsl`.
     SdpaSplit,
     /// `sdpa_split_combine.wgsl`.
@@ -117,6 +119,8 @@ pub enum Variant {
     F16,
     /// `Elem = f32`.
     F32,
+    /// `Elem = f32`, `KvElem = f16`.
+    F32Kvf16,
     /// `Elem = i32`.
     I32,
     /// `Elem = u32`.
@@ -226,6 +230,8 @@ pub enum ShaderId {
     KvCacheUpdateF32,
     /// `kv_cache_update.wgsl` with `Elem = f16`.
     KvCacheUpdateF16,
+    /// `kv_cache_update.wgsl` with `Elem = f32`, `KvElem = f16`.
+    KvCacheUpdateF32Kvf16,
     /// `layer_norm.wgsl` with `Elem = f32`.
     LayerNormF32,
     /// `layer_norm.wgsl` with `Elem = f16`.
@@ -318,14 +324,26 @@ pub enum ShaderId {
     SdpaF32,
     /// `sdpa.wgsl` with `Elem = f16`.
     SdpaF16,
+    /// `sdpa.wgsl` with `Elem = f32`, `KvElem = f16`.
+    SdpaF32Kvf16,
     /// `sdpa_online.wgsl` with `Elem = f32`.
     SdpaOnlineF32,
     /// `sdpa_online.wgsl` with `Elem = f16`.
     SdpaOnlineF16,
+    /// `sdpa_online.wgsl` with `Elem = f32`, `KvElem = f16`.
+    SdpaOnlineF32Kvf16,
+    /// `sdpa_prefill.wgsl` with `Elem = f32`.
+    SdpaPrefillF32,
+    /// `sdpa_prefill.wgsl` with `Elem = f16`.
+    SdpaPrefillF16,
+    /// `sdpa_prefill.wgsl` with `Elem = f32`, `KvElem = f16`.
+    SdpaPrefillF32Kvf16,
     /// `sdpa_split.wgsl` with `Elem = f32`.
     SdpaSplitF32,
     /// `sdpa_split.wgsl` with `Elem = f16`.
     SdpaSplitF16,
+    /// `sdpa_split.wgsl` with `Elem = f32`, `KvElem = f16`.
+    SdpaSplitF32Kvf16,
     /// `sdpa_split_combine.wgsl` with `Elem = f32`.
     SdpaSplitCombineF32,
     /// `sdpa_split_combine.wgsl` with `Elem = f16`.
@@ -408,6 +426,7 @@ impl ShaderId {
         ShaderId::GroupNormF16,
         ShaderId::KvCacheUpdateF32,
         ShaderId::KvCacheUpdateF16,
+        ShaderId::KvCacheUpdateF32Kvf16,
         ShaderId::LayerNormF32,
         ShaderId::LayerNormF16,
         ShaderId::LinearDq8caQ4gswF32,
@@ -454,10 +473,16 @@ impl ShaderId {
         ShaderId::RopeInterleavedF16,
         ShaderId::SdpaF32,
         ShaderId::SdpaF16,
+        ShaderId::SdpaF32Kvf16,
         ShaderId::SdpaOnlineF32,
         ShaderId::SdpaOnlineF16,
+        ShaderId::SdpaOnlineF32Kvf16,
+        ShaderId::SdpaPrefillF32,
+        ShaderId::SdpaPrefillF16,
+        ShaderId::SdpaPrefillF32Kvf16,
         ShaderId::SdpaSplitF32,
         ShaderId::SdpaSplitF16,
+        ShaderId::SdpaSplitF32Kvf16,
         ShaderId::SdpaSplitCombineF32,
         ShaderId::SdpaSplitCombineF16,
         ShaderId::SoftmaxF32,
@@ -523,6 +548,7 @@ impl ShaderId {
             ShaderId::GroupNormF16 => Family::GroupNorm,
             ShaderId::KvCacheUpdateF32 => Family::KvCacheUpdate,
             ShaderId::KvCacheUpdateF16 => Family::KvCacheUpdate,
+            ShaderId::KvCacheUpdateF32Kvf16 => Family::KvCacheUpdate,
             ShaderId::LayerNormF32 => Family::LayerNorm,
             ShaderId::LayerNormF16 => Family::LayerNorm,
             ShaderId::LinearDq8caQ4gswF32 => Family::LinearDq8caQ4gsw,
@@ -569,10 +595,16 @@ impl ShaderId {
             ShaderId::RopeInterleavedF16 => Family::RopeInterleaved,
             ShaderId::SdpaF32 => Family::Sdpa,
             ShaderId::SdpaF16 => Family::Sdpa,
+            ShaderId::SdpaF32Kvf16 => Family::Sdpa,
             ShaderId::SdpaOnlineF32 => Family::SdpaOnline,
             ShaderId::SdpaOnlineF16 => Family::SdpaOnline,
+            ShaderId::SdpaOnlineF32Kvf16 => Family::SdpaOnline,
+            ShaderId::SdpaPrefillF32 => Family::SdpaPrefill,
+            ShaderId::SdpaPrefillF16 => Family::SdpaPrefill,
+            ShaderId::SdpaPrefillF32Kvf16 => Family::SdpaPrefill,
             ShaderId::SdpaSplitF32 => Family::SdpaSplit,
             ShaderId::SdpaSplitF16 => Family::SdpaSplit,
+            ShaderId::SdpaSplitF32Kvf16 => Family::SdpaSplit,
             ShaderId::SdpaSplitCombineF32 => Family::SdpaSplitCombine,
             ShaderId::SdpaSplitCombineF16 => Family::SdpaSplitCombine,
             ShaderId::SoftmaxF32 => Family::Softmax,
@@ -639,6 +671,7 @@ impl ShaderId {
             ShaderId::GroupNormF16 => Variant::F16,
             ShaderId::KvCacheUpdateF32 => Variant::F32,
             ShaderId::KvCacheUpdateF16 => Variant::F16,
+            ShaderId::KvCacheUpdateF32Kvf16 => Variant::F32Kvf16,
             ShaderId::LayerNormF32 => Variant::F32,
             ShaderId::LayerNormF16 => Variant::F16,
             ShaderId::LinearDq8caQ4gswF32 => Variant::F32,
@@ -685,10 +718,16 @@ impl ShaderId {
             ShaderId::RopeInterleavedF16 => Variant::F16,
             ShaderId::SdpaF32 => Variant::F32,
             ShaderId::SdpaF16 => Variant::F16,
+            ShaderId::SdpaF32Kvf16 => Variant::F32Kvf16,
             ShaderId::SdpaOnlineF32 => Variant::F32,
             ShaderId::SdpaOnlineF16 => Variant::F16,
+            ShaderId::SdpaOnlineF32Kvf16 => Variant::F32Kvf16,
+            ShaderId::SdpaPrefillF32 => Variant::F32,
+            ShaderId::SdpaPrefillF16 => Variant::F16,
+            ShaderId::SdpaPrefillF32Kvf16 => Variant::F32Kvf16,
             ShaderId::SdpaSplitF32 => Variant::F32,
             ShaderId::SdpaSplitF16 => Variant::F16,
+            ShaderId::SdpaSplitF32Kvf16 => Variant::F32Kvf16,
             ShaderId::SdpaSplitCombineF32 => Variant::F32,
             ShaderId::SdpaSplitCombineF16 => Variant::F16,
             ShaderId::SoftmaxF32 => Variant::F32,
@@ -755,6 +794,7 @@ impl ShaderId {
             ShaderId::GroupNormF16 => "group_norm.f16",
             ShaderId::KvCacheUpdateF32 => "kv_cache_update.f32",
             ShaderId::KvCacheUpdateF16 => "kv_cache_update.f16",
+            ShaderId::KvCacheUpdateF32Kvf16 => "kv_cache_update.f32_kvf16",
             ShaderId::LayerNormF32 => "layer_norm.f32",
             ShaderId::LayerNormF16 => "layer_norm.f16",
             ShaderId::LinearDq8caQ4gswF32 => "linear_dq8ca_q4gsw.f32",
@@ -801,10 +841,16 @@ impl ShaderId {
             ShaderId::RopeInterleavedF16 => "rope_interleaved.f16",
             ShaderId::SdpaF32 => "sdpa.f32",
             ShaderId::SdpaF16 => "sdpa.f16",
+            ShaderId::SdpaF32Kvf16 => "sdpa.f32_kvf16",
             ShaderId::SdpaOnlineF32 => "sdpa_online.f32",
             ShaderId::SdpaOnlineF16 => "sdpa_online.f16",
+            ShaderId::SdpaOnlineF32Kvf16 => "sdpa_online.f32_kvf16",
+            ShaderId::SdpaPrefillF32 => "sdpa_prefill.f32",
+            ShaderId::SdpaPrefillF16 => "sdpa_prefill.f16",
+            ShaderId::SdpaPrefillF32Kvf16 => "sdpa_prefill.f32_kvf16",
             ShaderId::SdpaSplitF32 => "sdpa_split.f32",
             ShaderId::SdpaSplitF16 => "sdpa_split.f16",
+            ShaderId::SdpaSplitF32Kvf16 => "sdpa_split.f32_kvf16",
             ShaderId::SdpaSplitCombineF32 => "sdpa_split_combine.f32",
             ShaderId::SdpaSplitCombineF16 => "sdpa_split_combine.f16",
             ShaderId::SoftmaxF32 => "softmax.f32",
@@ -871,6 +917,7 @@ impl ShaderId {
             ShaderId::GroupNormF16 => GROUP_NORM_F16,
             ShaderId::KvCacheUpdateF32 => KV_CACHE_UPDATE_F32,
             ShaderId::KvCacheUpdateF16 => KV_CACHE_UPDATE_F16,
+            ShaderId::KvCacheUpdateF32Kvf16 => KV_CACHE_UPDATE_F32_KVF16,
             ShaderId::LayerNormF32 => LAYER_NORM_F32,
             ShaderId::LayerNormF16 => LAYER_NORM_F16,
             ShaderId::LinearDq8caQ4gswF32 => LINEAR_DQ8CA_Q4GSW_F32,
@@ -917,10 +964,16 @@ impl ShaderId {
             ShaderId::RopeInterleavedF16 => ROPE_INTERLEAVED_F16,
             ShaderId::SdpaF32 => SDPA_F32,
             ShaderId::SdpaF16 => SDPA_F16,
+            ShaderId::SdpaF32Kvf16 => SDPA_F32_KVF16,
             ShaderId::SdpaOnlineF32 => SDPA_ONLINE_F32,
             ShaderId::SdpaOnlineF16 => SDPA_ONLINE_F16,
+            ShaderId::SdpaOnlineF32Kvf16 => SDPA_ONLINE_F32_KVF16,
+            ShaderId::SdpaPrefillF32 => SDPA_PREFILL_F32,
+            ShaderId::SdpaPrefillF16 => SDPA_PREFILL_F16,
+            ShaderId::SdpaPrefillF32Kvf16 => SDPA_PREFILL_F32_KVF16,
             ShaderId::SdpaSplitF32 => SDPA_SPLIT_F32,
             ShaderId::SdpaSplitF16 => SDPA_SPLIT_F16,
+            ShaderId::SdpaSplitF32Kvf16 => SDPA_SPLIT_F32_KVF16,
             ShaderId::SdpaSplitCombineF32 => SDPA_SPLIT_COMBINE_F32,
             ShaderId::SdpaSplitCombineF16 => SDPA_SPLIT_COMBINE_F16,
             ShaderId::SoftmaxF32 => SOFTMAX_F32,
@@ -1078,6 +1131,9 @@ impl ShaderId {
                 ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 0 }
             }
             ShaderId::KvCacheUpdateF16 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::KvCacheUpdateF32Kvf16 => {
                 ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 0 }
             }
             ShaderId::LayerNormF32 => {
@@ -1278,6 +1334,9 @@ impl ShaderId {
             ShaderId::SdpaF16 => {
                 ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 768 }
             }
+            ShaderId::SdpaF32Kvf16 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 768 }
+            }
             ShaderId::SdpaOnlineF32 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 4,
@@ -1290,6 +1349,30 @@ impl ShaderId {
                 uniform_buffers: 1,
                 workgroup_bytes: 3072,
             },
+            ShaderId::SdpaOnlineF32Kvf16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 4,
+                uniform_buffers: 1,
+                workgroup_bytes: 3072,
+            },
+            ShaderId::SdpaPrefillF32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 4,
+                uniform_buffers: 1,
+                workgroup_bytes: 14592,
+            },
+            ShaderId::SdpaPrefillF16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 4,
+                uniform_buffers: 1,
+                workgroup_bytes: 14592,
+            },
+            ShaderId::SdpaPrefillF32Kvf16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 4,
+                uniform_buffers: 1,
+                workgroup_bytes: 14592,
+            },
             ShaderId::SdpaSplitF32 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 4,
@@ -1297,6 +1380,12 @@ impl ShaderId {
                 workgroup_bytes: 13312,
             },
             ShaderId::SdpaSplitF16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 4,
+                uniform_buffers: 1,
+                workgroup_bytes: 13312,
+            },
+            ShaderId::SdpaSplitF32Kvf16 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 4,
                 uniform_buffers: 1,
@@ -1408,6 +1497,7 @@ impl ShaderId {
             (Family::GroupNorm, Variant::F16) => Some(ShaderId::GroupNormF16),
             (Family::KvCacheUpdate, Variant::F32) => Some(ShaderId::KvCacheUpdateF32),
             (Family::KvCacheUpdate, Variant::F16) => Some(ShaderId::KvCacheUpdateF16),
+            (Family::KvCacheUpdate, Variant::F32Kvf16) => Some(ShaderId::KvCacheUpdateF32Kvf16),
             (Family::LayerNorm, Variant::F32) => Some(ShaderId::LayerNormF32),
             (Family::LayerNorm, Variant::F16) => Some(ShaderId::LayerNormF16),
             (Family::LinearDq8caQ4gsw, Variant::F32) => Some(ShaderId::LinearDq8caQ4gswF32),
@@ -1454,10 +1544,16 @@ impl ShaderId {
             (Family::RopeInterleaved, Variant::F16) => Some(ShaderId::RopeInterleavedF16),
             (Family::Sdpa, Variant::F32) => Some(ShaderId::SdpaF32),
             (Family::Sdpa, Variant::F16) => Some(ShaderId::SdpaF16),
+            (Family::Sdpa, Variant::F32Kvf16) => Some(ShaderId::SdpaF32Kvf16),
             (Family::SdpaOnline, Variant::F32) => Some(ShaderId::SdpaOnlineF32),
             (Family::SdpaOnline, Variant::F16) => Some(ShaderId::SdpaOnlineF16),
+            (Family::SdpaOnline, Variant::F32Kvf16) => Some(ShaderId::SdpaOnlineF32Kvf16),
+            (Family::SdpaPrefill, Variant::F32) => Some(ShaderId::SdpaPrefillF32),
+            (Family::SdpaPrefill, Variant::F16) => Some(ShaderId::SdpaPrefillF16),
+            (Family::SdpaPrefill, Variant::F32Kvf16) => Some(ShaderId::SdpaPrefillF32Kvf16),
             (Family::SdpaSplit, Variant::F32) => Some(ShaderId::SdpaSplitF32),
             (Family::SdpaSplit, Variant::F16) => Some(ShaderId::SdpaSplitF16),
+            (Family::SdpaSplit, Variant::F32Kvf16) => Some(ShaderId::SdpaSplitF32Kvf16),
             (Family::SdpaSplitCombine, Variant::F32) => Some(ShaderId::SdpaSplitCombineF32),
             (Family::SdpaSplitCombine, Variant::F16) => Some(ShaderId::SdpaSplitCombineF16),
             (Family::Softmax, Variant::F32) => Some(ShaderId::SoftmaxF32),
@@ -5152,10 +5248,12 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 /// `kv_cache_update.wgsl` with `Elem = f32`.
 pub const KV_CACHE_UPDATE_F32: &str = r#"//! KV-cache update of `sdpa_with_kv_cache`: one invocation per element of
 //! the new keys/values `[1, S, Hkv, D]`, copied to rows
-//! `start_pos..start_pos + S` of both caches `[1, Cmax, Hkv, D]`.
-// variants: f32 f16
+//! `start_pos..start_pos + S` of both caches `[1, Cmax, Hkv, D]`, which
+//! may be float16 under f32 values (`f32_kvf16`: rounded on the way in).
+// variants: f32 f16 f32_kvf16
 
 alias Elem = f32;
+alias KvElem = Elem;
 
 /// Invocations per workgroup (the host sizes its grid for 256).
 override WG: u32 = 256u;
@@ -5172,8 +5270,8 @@ struct Params {
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> k_new: array<Elem>;
 @group(0) @binding(2) var<storage, read> v_new: array<Elem>;
-@group(0) @binding(3) var<storage, read_write> k_cache: array<Elem>;
-@group(0) @binding(4) var<storage, read_write> v_cache: array<Elem>;
+@group(0) @binding(3) var<storage, read_write> k_cache: array<KvElem>;
+@group(0) @binding(4) var<storage, read_write> v_cache: array<KvElem>;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -5181,8 +5279,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if idx >= p.n_new {
         return;
     }
-    k_cache[p.offset + idx] = k_new[idx];
-    v_cache[p.offset + idx] = v_new[idx];
+    k_cache[p.offset + idx] = KvElem(k_new[idx]);
+    v_cache[p.offset + idx] = KvElem(v_new[idx]);
 }
 "#;
 
@@ -5191,10 +5289,12 @@ pub const KV_CACHE_UPDATE_F16: &str = r#"enable f16;
 
 //! KV-cache update of `sdpa_with_kv_cache`: one invocation per element of
 //! the new keys/values `[1, S, Hkv, D]`, copied to rows
-//! `start_pos..start_pos + S` of both caches `[1, Cmax, Hkv, D]`.
-// variants: f32 f16
+//! `start_pos..start_pos + S` of both caches `[1, Cmax, Hkv, D]`, which
+//! may be float16 under f32 values (`f32_kvf16`: rounded on the way in).
+// variants: f32 f16 f32_kvf16
 
 alias Elem = f16;
+alias KvElem = Elem;
 
 /// Invocations per workgroup (the host sizes its grid for 256).
 override WG: u32 = 256u;
@@ -5211,8 +5311,8 @@ struct Params {
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> k_new: array<Elem>;
 @group(0) @binding(2) var<storage, read> v_new: array<Elem>;
-@group(0) @binding(3) var<storage, read_write> k_cache: array<Elem>;
-@group(0) @binding(4) var<storage, read_write> v_cache: array<Elem>;
+@group(0) @binding(3) var<storage, read_write> k_cache: array<KvElem>;
+@group(0) @binding(4) var<storage, read_write> v_cache: array<KvElem>;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -5220,8 +5320,49 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if idx >= p.n_new {
         return;
     }
-    k_cache[p.offset + idx] = k_new[idx];
-    v_cache[p.offset + idx] = v_new[idx];
+    k_cache[p.offset + idx] = KvElem(k_new[idx]);
+    v_cache[p.offset + idx] = KvElem(v_new[idx]);
+}
+"#;
+
+/// `kv_cache_update.wgsl` with `Elem = f32`, `KvElem = f16`.
+pub const KV_CACHE_UPDATE_F32_KVF16: &str = r#"enable f16;
+
+//! KV-cache update of `sdpa_with_kv_cache`: one invocation per element of
+//! the new keys/values `[1, S, Hkv, D]`, copied to rows
+//! `start_pos..start_pos + S` of both caches `[1, Cmax, Hkv, D]`, which
+//! may be float16 under f32 values (`f32_kvf16`: rounded on the way in).
+// variants: f32 f16 f32_kvf16
+
+alias Elem = f32;
+alias KvElem = f16;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    /// Elements of the new keys (`S * Hkv * D`).
+    n_new: u32,
+    /// Element offset of row `start_pos` in a cache.
+    offset: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> k_new: array<Elem>;
+@group(0) @binding(2) var<storage, read> v_new: array<Elem>;
+@group(0) @binding(3) var<storage, read_write> k_cache: array<KvElem>;
+@group(0) @binding(4) var<storage, read_write> v_cache: array<KvElem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let idx = gid.x + gid.y * nwg.x * WG;
+    if idx >= p.n_new {
+        return;
+    }
+    k_cache[p.offset + idx] = KvElem(k_new[idx]);
+    v_cache[p.offset + idx] = KvElem(v_new[idx]);
 }
 "#;
 
@@ -9181,9 +9322,12 @@ pub const SDPA_F32: &str = r#"//! Causal attention with a KV cache (`sdpa_with_k
 //! max score and the softmax sum (f32, per invocation then reduced in
 //! shared memory); pass 2 walks the keys in chunks of `WG` probabilities
 //! held in shared memory, each invocation accumulating its output dims.
-// variants: f32 f16
+//! The caches may be float16 under f32 activations (`KvElem`, the
+//! `f32_kvf16` variant); the math is f32 either way.
+// variants: f32 f16 f32_kvf16
 
 alias Elem = f32;
+alias KvElem = Elem;
 
 /// Invocations per workgroup; the reductions assume a power of two.
 const WG: u32 = 64u;
@@ -9207,8 +9351,8 @@ struct Params {
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<Elem>;
-@group(0) @binding(2) var<storage, read> k_cache: array<Elem>;
-@group(0) @binding(3) var<storage, read> v_cache: array<Elem>;
+@group(0) @binding(2) var<storage, read> k_cache: array<KvElem>;
+@group(0) @binding(3) var<storage, read> v_cache: array<KvElem>;
 @group(0) @binding(4) var<storage, read_write> out: array<Elem>;
 
 var<workgroup> red_a: array<f32, WG>;
@@ -9310,9 +9454,12 @@ pub const SDPA_F16: &str = r#"enable f16;
 //! max score and the softmax sum (f32, per invocation then reduced in
 //! shared memory); pass 2 walks the keys in chunks of `WG` probabilities
 //! held in shared memory, each invocation accumulating its output dims.
-// variants: f32 f16
+//! The caches may be float16 under f32 activations (`KvElem`, the
+//! `f32_kvf16` variant); the math is f32 either way.
+// variants: f32 f16 f32_kvf16
 
 alias Elem = f16;
+alias KvElem = Elem;
 
 /// Invocations per workgroup; the reductions assume a power of two.
 const WG: u32 = 64u;
@@ -9336,8 +9483,140 @@ struct Params {
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<Elem>;
-@group(0) @binding(2) var<storage, read> k_cache: array<Elem>;
-@group(0) @binding(3) var<storage, read> v_cache: array<Elem>;
+@group(0) @binding(2) var<storage, read> k_cache: array<KvElem>;
+@group(0) @binding(3) var<storage, read> v_cache: array<KvElem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> red_a: array<f32, WG>;
+var<workgroup> red_b: array<f32, WG>;
+var<workgroup> probs: array<f32, WG>;
+
+/// Scaled dot product of the query at `q_base` with cache row `key`, kv
+/// head `kvh`.
+fn score(q_base: u32, key: u32, kvh: u32) -> f32 {
+    let k_base = (key * p.n_kv_heads + kvh) * p.head_dim;
+    var dot = 0.0;
+    for (var d = 0u; d < p.head_dim; d++) {
+        dot += f32(q[q_base + d]) * f32(k_cache[k_base + d]);
+    }
+    return dot * p.scale;
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let idx = wid.y * groups.x + wid.x;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if idx >= p.seq * p.n_heads {
+        return;
+    }
+    let i = idx / p.n_heads;
+    let h = idx % p.n_heads;
+    let kvh = h / (p.n_heads / p.n_kv_heads);
+    let q_base = (i * p.n_heads + h) * p.head_dim;
+    let ctx = p.start_pos + i + 1u;
+
+    // Pass 1: running max and sum per invocation, then merged.
+    var m = -3.402823e38;
+    var l = 0.0;
+    for (var key = lid; key < ctx; key += WG) {
+        let s = score(q_base, key, kvh);
+        let m_new = max(m, s);
+        l = l * exp(m - m_new) + exp(s - m_new);
+        m = m_new;
+    }
+    red_a[lid] = m;
+    red_b[lid] = l;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            let m1 = red_a[lid];
+            let m2 = red_a[lid + stride];
+            let mm = max(m1, m2);
+            red_b[lid] = red_b[lid] * exp(m1 - mm) + red_b[lid + stride] * exp(m2 - mm);
+            red_a[lid] = mm;
+        }
+        workgroupBarrier();
+    }
+    let m_all = red_a[0];
+    let inv_l = 1.0 / red_b[0];
+
+    // Pass 2: probabilities in chunks of WG keys; invocation `lid` owns
+    // output dims `lid, lid + WG, ...`.
+    let n_chunks = (ctx + WG - 1u) / WG;
+    let n_dblocks = (p.head_dim + WG - 1u) / WG;
+    for (var t = 0u; t < n_dblocks; t++) {
+        let d = t * WG + lid;
+        var acc = 0.0;
+        for (var ch = 0u; ch < n_chunks; ch++) {
+            let key = ch * WG + lid;
+            var pr = 0.0;
+            if key < ctx {
+                pr = exp(score(q_base, key, kvh) - m_all) * inv_l;
+            }
+            probs[lid] = pr;
+            workgroupBarrier();
+            if d < p.head_dim {
+                let n_here = min(WG, ctx - ch * WG);
+                for (var j = 0u; j < n_here; j++) {
+                    let v_at = ((ch * WG + j) * p.n_kv_heads + kvh) * p.head_dim + d;
+                    acc += probs[j] * f32(v_cache[v_at]);
+                }
+            }
+            workgroupBarrier();
+        }
+        if d < p.head_dim {
+            out[q_base + d] = Elem(acc);
+        }
+    }
+}
+"#;
+
+/// `sdpa.wgsl` with `Elem = f32`, `KvElem = f16`.
+pub const SDPA_F32_KVF16: &str = r#"enable f16;
+
+//! Causal attention with a KV cache (`sdpa_with_kv_cache`), layout
+//! `[1, seq, heads, D]` everywhere.
+//!
+//! The caches were updated by `kv_cache_update.wgsl` first. One workgroup
+//! per (query row, head): query row `i` attends to cache rows `0..=start_pos + i` of kv head `h / group`. Pass 1 finds the
+//! max score and the softmax sum (f32, per invocation then reduced in
+//! shared memory); pass 2 walks the keys in chunks of `WG` probabilities
+//! held in shared memory, each invocation accumulating its output dims.
+//! The caches may be float16 under f32 activations (`KvElem`, the
+//! `f32_kvf16` variant); the math is f32 either way.
+// variants: f32 f16 f32_kvf16
+
+alias Elem = f32;
+alias KvElem = f16;
+
+/// Invocations per workgroup; the reductions assume a power of two.
+const WG: u32 = 64u;
+
+struct Params {
+    /// Tokens in the chunk (`S`).
+    seq: u32,
+    /// Query heads.
+    n_heads: u32,
+    /// Key/value heads.
+    n_kv_heads: u32,
+    /// Head dim.
+    head_dim: u32,
+    /// Position of the first new token.
+    start_pos: u32,
+    /// Softmax scale.
+    scale: f32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<Elem>;
+@group(0) @binding(2) var<storage, read> k_cache: array<KvElem>;
+@group(0) @binding(3) var<storage, read> v_cache: array<KvElem>;
 @group(0) @binding(4) var<storage, read_write> out: array<Elem>;
 
 var<workgroup> red_a: array<f32, WG>;
@@ -9442,9 +9721,12 @@ pub const SDPA_ONLINE_F32: &str = r#"//! Causal attention over a KV cache in one
 //! m_new)`. For the values, invocation `t` owns dim `t % D` over every
 //! `256 / D`-th key of the chunk, so neighbouring invocations read
 //! neighbouring dims; the key groups are summed at the end. f32 math.
-// variants: f32 f16
+//! The caches may be float16 under f32 activations (`KvElem`, the
+//! `f32_kvf16` variant); the math is f32 either way.
+// variants: f32 f16 f32_kvf16
 
 alias Elem = f32;
+alias KvElem = Elem;
 
 const WG: u32 = 256u;
 
@@ -9467,8 +9749,8 @@ struct Params {
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
-@group(0) @binding(2) var<storage, read> k_cache: array<vec4<Elem>>;
-@group(0) @binding(3) var<storage, read> v_cache: array<Elem>;
+@group(0) @binding(2) var<storage, read> k_cache: array<vec4<KvElem>>;
+@group(0) @binding(3) var<storage, read> v_cache: array<KvElem>;
 @group(0) @binding(4) var<storage, read_write> out: array<Elem>;
 
 var<workgroup> qs: array<vec4<f32>, 64>;
@@ -9582,9 +9864,12 @@ pub const SDPA_ONLINE_F16: &str = r#"enable f16;
 //! m_new)`. For the values, invocation `t` owns dim `t % D` over every
 //! `256 / D`-th key of the chunk, so neighbouring invocations read
 //! neighbouring dims; the key groups are summed at the end. f32 math.
-// variants: f32 f16
+//! The caches may be float16 under f32 activations (`KvElem`, the
+//! `f32_kvf16` variant); the math is f32 either way.
+// variants: f32 f16 f32_kvf16
 
 alias Elem = f16;
+alias KvElem = Elem;
 
 const WG: u32 = 256u;
 
@@ -9607,8 +9892,8 @@ struct Params {
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
-@group(0) @binding(2) var<storage, read> k_cache: array<vec4<Elem>>;
-@group(0) @binding(3) var<storage, read> v_cache: array<Elem>;
+@group(0) @binding(2) var<storage, read> k_cache: array<vec4<KvElem>>;
+@group(0) @binding(3) var<storage, read> v_cache: array<KvElem>;
 @group(0) @binding(4) var<storage, read_write> out: array<Elem>;
 
 var<workgroup> qs: array<vec4<f32>, 64>;
@@ -9706,6 +9991,738 @@ fn main(
 }
 "#;
 
+/// `sdpa_online.wgsl` with `Elem = f32`, `KvElem = f16`.
+pub const SDPA_ONLINE_F32_KVF16: &str = r#"enable f16;
+
+//! Causal attention over a KV cache in one pass (online softmax), layout
+//! `[1, seq, heads, D]` everywhere, for head dims that are a multiple of 4
+//! and at most 256 (`sdpa.wgsl` takes the rest). Same parameters as
+//! `sdpa.wgsl`.
+//!
+//! One workgroup of 256 invocations per (query row, head): query row `i`
+//! attends to cache rows `0..=start_pos + i` of kv head `h / group`. Keys
+//! go 256 at a time: each invocation scores one key (a `vec4` dot product
+//! with the query, held in shared memory), the chunk's max and sum meet in
+//! shared memory, and the running output is rescaled by `exp(m_old -
+//! m_new)`. For the values, invocation `t` owns dim `t % D` over every
+//! `256 / D`-th key of the chunk, so neighbouring invocations read
+//! neighbouring dims; the key groups are summed at the end. f32 math.
+//! The caches may be float16 under f32 activations (`KvElem`, the
+//! `f32_kvf16` variant); the math is f32 either way.
+// variants: f32 f16 f32_kvf16
+
+alias Elem = f32;
+alias KvElem = f16;
+
+const WG: u32 = 256u;
+
+struct Params {
+    /// Tokens in the chunk (`S`).
+    seq: u32,
+    /// Query heads.
+    n_heads: u32,
+    /// Key/value heads.
+    n_kv_heads: u32,
+    /// Head dim (a multiple of 4, at most 256).
+    head_dim: u32,
+    /// Position of the first new token.
+    start_pos: u32,
+    /// Softmax scale.
+    scale: f32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> k_cache: array<vec4<KvElem>>;
+@group(0) @binding(3) var<storage, read> v_cache: array<KvElem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> qs: array<vec4<f32>, 64>;
+var<workgroup> red: array<f32, WG>;
+var<workgroup> probs: array<f32, WG>;
+
+/// Tree reduction of `red` (max when `is_max`, else sum); every invocation
+/// gets the result.
+fn reduce(lid: u32, v: f32, is_max: bool) -> f32 {
+    red[lid] = v;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            if is_max {
+                red[lid] = max(red[lid], red[lid + stride]);
+            } else {
+                red[lid] += red[lid + stride];
+            }
+        }
+        workgroupBarrier();
+    }
+    let r = red[0];
+    workgroupBarrier();
+    return r;
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let idx = wid.y * groups.x + wid.x;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if idx >= p.seq * p.n_heads {
+        return;
+    }
+    let i = idx / p.n_heads;
+    let h = idx % p.n_heads;
+    let kvh = h / (p.n_heads / p.n_kv_heads);
+    let d4 = p.head_dim / 4u;
+    let q_base = (i * p.n_heads + h) * p.head_dim;
+    let ctx = p.start_pos + i + 1u;
+    if lid < d4 {
+        qs[lid] = vec4<f32>(q[q_base / 4u + lid]);
+    }
+    workgroupBarrier();
+    // Value work: dim `dim` of every `n_kg`-th key, from key `kg`.
+    let n_kg = WG / p.head_dim;
+    let dim = lid % p.head_dim;
+    let kg = lid / p.head_dim;
+    var m_run = -3.402823e38;
+    var l_run = 0.0;
+    var acc = 0.0;
+    for (var c0 = 0u; c0 < ctx; c0 += WG) {
+        let key = c0 + lid;
+        var s = -3.402823e38;
+        if key < ctx {
+            let k_base = (key * p.n_kv_heads + kvh) * d4;
+            var dot4 = vec4<f32>(0.0);
+            for (var d = 0u; d < d4; d++) {
+                dot4 += qs[d] * vec4<f32>(k_cache[k_base + d]);
+            }
+            s = (dot4.x + dot4.y + dot4.z + dot4.w) * p.scale;
+        }
+        let m_new = max(m_run, reduce(lid, s, true));
+        var pr = 0.0;
+        if key < ctx {
+            pr = exp(s - m_new);
+        }
+        probs[lid] = pr;
+        let l_chunk = reduce(lid, pr, false);
+        let alpha = exp(m_run - m_new);
+        l_run = l_run * alpha + l_chunk;
+        acc *= alpha;
+        m_run = m_new;
+        if kg < n_kg {
+            let n_here = min(WG, ctx - c0);
+            for (var j = kg; j < n_here; j += n_kg) {
+                acc += probs[j] * f32(v_cache[((c0 + j) * p.n_kv_heads + kvh) * p.head_dim + dim]);
+            }
+        }
+        workgroupBarrier();
+    }
+    // Sum the key groups of each dim.
+    red[lid] = acc;
+    workgroupBarrier();
+    if lid < p.head_dim {
+        var total = 0.0;
+        for (var g = 0u; g < n_kg; g++) {
+            total += red[g * p.head_dim + lid];
+        }
+        out[q_base + lid] = Elem(total / l_run);
+    }
+}
+"#;
+
+/// `sdpa_prefill.wgsl` with `Elem = f32`.
+pub const SDPA_PREFILL_F32: &str = r#"//! Causal attention over a KV cache for prompts (`sdpa_with_kv_cache` with
+//! more than a few query rows), layout `[1, seq, heads, D]` everywhere, for
+//! head dims that are a multiple of 4 and at most 128 (`sdpa_online.wgsl`
+//! and `sdpa.wgsl` take the rest). Same parameters as `sdpa.wgsl`; the
+//! caches were updated by `kv_cache_update.wgsl` first.
+//!
+//! One workgroup of 256 invocations per (tile of `BQ` query rows, query
+//! head), heaviest tiles first. Query row `i` attends to cache rows
+//! `0..=start_pos + i` of kv head `h / group`, so the tile walks key tiles
+//! of `BK` rows only up to the last key its last row needs: tiles above the
+//! diagonal are never loaded, and the per-element mask is applied only on
+//! the tiles that cross the first row's diagonal (or the end of the keys).
+//! Rows past the end of the prompt (a ragged last tile) read zero queries
+//! and are not written.
+//!
+//! Per key tile, K then V are loaded into workgroup memory as f32 in chunks
+//! of 64 dims (one `vec4` per invocation). For the scores, invocation
+//! `(r, j)` dots the (pre-scaled) query row `r` held in workgroup memory
+//! with key `j`; each row's running max and sum (online softmax) are kept
+//! redundantly by its 16 invocations, and for the values invocation
+//! `(r, c)` owns `vec4` column `c` of each 64-dim chunk of row `r`'s
+//! output, in registers. f32 math; the caches may hold another element
+//! type than the activations (`KvElem`).
+// variants: f32 f16 f32_kvf16
+
+alias Elem = f32;
+alias KvElem = Elem;
+
+/// Invocations per workgroup: `BQ * BK`, and `BK * DC4` (one `vec4` of a
+/// K/V chunk each).
+const WG: u32 = 256u;
+/// Query rows per tile.
+const BQ: u32 = 16u;
+/// Keys per tile.
+const BK: u32 = 16u;
+/// `vec4` columns of one K/V chunk (64 dims).
+const DC4: u32 = 16u;
+/// Row stride of the K/V chunk, padded by one `vec4` so that the 16 keys
+/// of a score step fall in different banks.
+const KV_STRIDE: u32 = DC4 + 1u;
+/// `vec4` columns of a query row (128 dims, the largest head dim).
+const D4_MAX: u32 = 32u;
+/// Score of a masked key.
+const NEG: f32 = -3.402823e38;
+
+struct Params {
+    /// Tokens in the chunk (`S`).
+    seq: u32,
+    /// Query heads.
+    n_heads: u32,
+    /// Key/value heads.
+    n_kv_heads: u32,
+    /// Head dim (a multiple of 4, at most 128).
+    head_dim: u32,
+    /// Position of the first new token.
+    start_pos: u32,
+    /// Softmax scale.
+    scale: f32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> k_cache: array<vec4<KvElem>>;
+@group(0) @binding(3) var<storage, read> v_cache: array<vec4<KvElem>>;
+@group(0) @binding(4) var<storage, read_write> out: array<vec4<Elem>>;
+
+/// The tile's query rows, times the scale.
+var<workgroup> qs: array<vec4<f32>, BQ * D4_MAX>;
+/// One 64-dim chunk of the key tile, then of the value tile.
+var<workgroup> kv: array<vec4<f32>, BK * KV_STRIDE>;
+/// The score tile, `[BQ, BK]`.
+var<workgroup> scores: array<f32, WG>;
+/// The probability tile (`exp(score - running max)`), `[BQ, BK]`.
+var<workgroup> probs: array<f32, WG>;
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let n_tiles = (p.seq + BQ - 1u) / BQ;
+    let idx = wid.y * groups.x + wid.x;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if idx >= n_tiles * p.n_heads {
+        return;
+    }
+    let h = idx / n_tiles;
+    // The last tiles see the most keys: they go first.
+    let i0 = (n_tiles - 1u - idx % n_tiles) * BQ;
+    let rows = min(BQ, p.seq - i0);
+    let kvh = h / (p.n_heads / p.n_kv_heads);
+    let d4 = p.head_dim / 4u;
+    let n_chunks = (d4 + DC4 - 1u) / DC4;
+    // Keys of the tile: row `i0 + r` sees keys `0..=start_pos + i0 + r`.
+    let n_keys = p.start_pos + i0 + rows;
+    // Key tiles ending at or before this key need no mask.
+    let first_last = p.start_pos + i0;
+    // Score step: row `r`, key `j`; value step: row `r`, column `j`.
+    let r = lid / BK;
+    let j = lid % BK;
+    let row_last = select(n_keys - 1u, first_last + r, r < rows);
+
+    for (var e = lid; e < BQ * D4_MAX; e += WG) {
+        let row = e / D4_MAX;
+        let c = e % D4_MAX;
+        var x = vec4<f32>(0.0);
+        if row < rows && c < d4 {
+            x = vec4<f32>(q[((i0 + row) * p.n_heads + h) * d4 + c]) * p.scale;
+        }
+        qs[e] = x;
+    }
+    // Chunk loads: key `lj` of the tile, column `lc` of the chunk.
+    let lj = lid / DC4;
+    let lc = lid % DC4;
+
+    var m_run = NEG;
+    var l_run = 0.0;
+    var acc0 = vec4<f32>(0.0);
+    var acc1 = vec4<f32>(0.0);
+    for (var k0 = 0u; k0 < n_keys; k0 += BK) {
+        var s = 0.0;
+        for (var ch = 0u; ch < n_chunks; ch++) {
+            workgroupBarrier();
+            let col = ch * DC4 + lc;
+            var x = vec4<f32>(0.0);
+            if k0 + lj < n_keys && col < d4 {
+                x = vec4<f32>(k_cache[((k0 + lj) * p.n_kv_heads + kvh) * d4 + col]);
+            }
+            kv[lj * KV_STRIDE + lc] = x;
+            workgroupBarrier();
+            let n_cols = min(DC4, d4 - ch * DC4);
+            var dot4 = vec4<f32>(0.0);
+            for (var c = 0u; c < n_cols; c++) {
+                dot4 += qs[r * D4_MAX + ch * DC4 + c] * kv[j * KV_STRIDE + c];
+            }
+            s += dot4.x + dot4.y + dot4.z + dot4.w;
+        }
+        // Only tiles crossing the first row's diagonal hold masked keys.
+        let masked = k0 + BK - 1u > first_last && k0 + j > row_last;
+        if masked {
+            s = NEG;
+        }
+        scores[lid] = s;
+        workgroupBarrier();
+        var m_tile = NEG;
+        for (var jj = 0u; jj < BK; jj++) {
+            m_tile = max(m_tile, scores[r * BK + jj]);
+        }
+        let m_new = max(m_run, m_tile);
+        let alpha = exp(m_run - m_new);
+        m_run = m_new;
+        probs[lid] = select(exp(s - m_new), 0.0, masked);
+        acc0 *= alpha;
+        acc1 *= alpha;
+        var l_tile = 0.0;
+        for (var ch = 0u; ch < n_chunks; ch++) {
+            workgroupBarrier();
+            let col = ch * DC4 + lc;
+            var x = vec4<f32>(0.0);
+            if k0 + lj < n_keys && col < d4 {
+                x = vec4<f32>(v_cache[((k0 + lj) * p.n_kv_heads + kvh) * d4 + col]);
+            }
+            kv[lj * KV_STRIDE + lc] = x;
+            workgroupBarrier();
+            var a = vec4<f32>(0.0);
+            l_tile = 0.0;
+            for (var jj = 0u; jj < BK; jj++) {
+                let pj = probs[r * BK + jj];
+                l_tile += pj;
+                a += pj * kv[jj * KV_STRIDE + j];
+            }
+            if ch == 0u {
+                acc0 += a;
+            } else {
+                acc1 += a;
+            }
+        }
+        l_run = l_run * alpha + l_tile;
+    }
+    if r < rows {
+        let base = ((i0 + r) * p.n_heads + h) * d4;
+        if j < d4 {
+            out[base + j] = vec4<Elem>(acc0 / l_run);
+        }
+        if DC4 + j < d4 {
+            out[base + DC4 + j] = vec4<Elem>(acc1 / l_run);
+        }
+    }
+}
+"#;
+
+/// `sdpa_prefill.wgsl` with `Elem = f16`.
+pub const SDPA_PREFILL_F16: &str = r#"enable f16;
+
+//! Causal attention over a KV cache for prompts (`sdpa_with_kv_cache` with
+//! more than a few query rows), layout `[1, seq, heads, D]` everywhere, for
+//! head dims that are a multiple of 4 and at most 128 (`sdpa_online.wgsl`
+//! and `sdpa.wgsl` take the rest). Same parameters as `sdpa.wgsl`; the
+//! caches were updated by `kv_cache_update.wgsl` first.
+//!
+//! One workgroup of 256 invocations per (tile of `BQ` query rows, query
+//! head), heaviest tiles first. Query row `i` attends to cache rows
+//! `0..=start_pos + i` of kv head `h / group`, so the tile walks key tiles
+//! of `BK` rows only up to the last key its last row needs: tiles above the
+//! diagonal are never loaded, and the per-element mask is applied only on
+//! the tiles that cross the first row's diagonal (or the end of the keys).
+//! Rows past the end of the prompt (a ragged last tile) read zero queries
+//! and are not written.
+//!
+//! Per key tile, K then V are loaded into workgroup memory as f32 in chunks
+//! of 64 dims (one `vec4` per invocation). For the scores, invocation
+//! `(r, j)` dots the (pre-scaled) query row `r` held in workgroup memory
+//! with key `j`; each row's running max and sum (online softmax) are kept
+//! redundantly by its 16 invocations, and for the values invocation
+//! `(r, c)` owns `vec4` column `c` of each 64-dim chunk of row `r`'s
+//! output, in registers. f32 math; the caches may hold another element
+//! type than the activations (`KvElem`).
+// variants: f32 f16 f32_kvf16
+
+alias Elem = f16;
+alias KvElem = Elem;
+
+/// Invocations per workgroup: `BQ * BK`, and `BK * DC4` (one `vec4` of a
+/// K/V chunk each).
+const WG: u32 = 256u;
+/// Query rows per tile.
+const BQ: u32 = 16u;
+/// Keys per tile.
+const BK: u32 = 16u;
+/// `vec4` columns of one K/V chunk (64 dims).
+const DC4: u32 = 16u;
+/// Row stride of the K/V chunk, padded by one `vec4` so that the 16 keys
+/// of a score step fall in different banks.
+const KV_STRIDE: u32 = DC4 + 1u;
+/// `vec4` columns of a query row (128 dims, the largest head dim).
+const D4_MAX: u32 = 32u;
+/// Score of a masked key.
+const NEG: f32 = -3.402823e38;
+
+struct Params {
+    /// Tokens in the chunk (`S`).
+    seq: u32,
+    /// Query heads.
+    n_heads: u32,
+    /// Key/value heads.
+    n_kv_heads: u32,
+    /// Head dim (a multiple of 4, at most 128).
+    head_dim: u32,
+    /// Position of the first new token.
+    start_pos: u32,
+    /// Softmax scale.
+    scale: f32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> k_cache: array<vec4<KvElem>>;
+@group(0) @binding(3) var<storage, read> v_cache: array<vec4<KvElem>>;
+@group(0) @binding(4) var<storage, read_write> out: array<vec4<Elem>>;
+
+/// The tile's query rows, times the scale.
+var<workgroup> qs: array<vec4<f32>, BQ * D4_MAX>;
+/// One 64-dim chunk of the key tile, then of the value tile.
+var<workgroup> kv: array<vec4<f32>, BK * KV_STRIDE>;
+/// The score tile, `[BQ, BK]`.
+var<workgroup> scores: array<f32, WG>;
+/// The probability tile (`exp(score - running max)`), `[BQ, BK]`.
+var<workgroup> probs: array<f32, WG>;
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let n_tiles = (p.seq + BQ - 1u) / BQ;
+    let idx = wid.y * groups.x + wid.x;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if idx >= n_tiles * p.n_heads {
+        return;
+    }
+    let h = idx / n_tiles;
+    // The last tiles see the most keys: they go first.
+    let i0 = (n_tiles - 1u - idx % n_tiles) * BQ;
+    let rows = min(BQ, p.seq - i0);
+    let kvh = h / (p.n_heads / p.n_kv_heads);
+    let d4 = p.head_dim / 4u;
+    let n_chunks = (d4 + DC4 - 1u) / DC4;
+    // Keys of the tile: row `i0 + r` sees keys `0..=start_pos + i0 + r`.
+    let n_keys = p.start_pos + i0 + rows;
+    // Key tiles ending at or before this key need no mask.
+    let first_last = p.start_pos + i0;
+    // Score step: row `r`, key `j`; value step: row `r`, column `j`.
+    let r = lid / BK;
+    let j = lid % BK;
+    let row_last = select(n_keys - 1u, first_last + r, r < rows);
+
+    for (var e = lid; e < BQ * D4_MAX; e += WG) {
+        let row = e / D4_MAX;
+        let c = e % D4_MAX;
+        var x = vec4<f32>(0.0);
+        if row < rows && c < d4 {
+            x = vec4<f32>(q[((i0 + row) * p.n_heads + h) * d4 + c]) * p.scale;
+        }
+        qs[e] = x;
+    }
+    // Chunk loads: key `lj` of the tile, column `lc` of the chunk.
+    let lj = lid / DC4;
+    let lc = lid % DC4;
+
+    var m_run = NEG;
+    var l_run = 0.0;
+    var acc0 = vec4<f32>(0.0);
+    var acc1 = vec4<f32>(0.0);
+    for (var k0 = 0u; k0 < n_keys; k0 += BK) {
+        var s = 0.0;
+        for (var ch = 0u; ch < n_chunks; ch++) {
+            workgroupBarrier();
+            let col = ch * DC4 + lc;
+            var x = vec4<f32>(0.0);
+            if k0 + lj < n_keys && col < d4 {
+                x = vec4<f32>(k_cache[((k0 + lj) * p.n_kv_heads + kvh) * d4 + col]);
+            }
+            kv[lj * KV_STRIDE + lc] = x;
+            workgroupBarrier();
+            let n_cols = min(DC4, d4 - ch * DC4);
+            var dot4 = vec4<f32>(0.0);
+            for (var c = 0u; c < n_cols; c++) {
+                dot4 += qs[r * D4_MAX + ch * DC4 + c] * kv[j * KV_STRIDE + c];
+            }
+            s += dot4.x + dot4.y + dot4.z + dot4.w;
+        }
+        // Only tiles crossing the first row's diagonal hold masked keys.
+        let masked = k0 + BK - 1u > first_last && k0 + j > row_last;
+        if masked {
+            s = NEG;
+        }
+        scores[lid] = s;
+        workgroupBarrier();
+        var m_tile = NEG;
+        for (var jj = 0u; jj < BK; jj++) {
+            m_tile = max(m_tile, scores[r * BK + jj]);
+        }
+        let m_new = max(m_run, m_tile);
+        let alpha = exp(m_run - m_new);
+        m_run = m_new;
+        probs[lid] = select(exp(s - m_new), 0.0, masked);
+        acc0 *= alpha;
+        acc1 *= alpha;
+        var l_tile = 0.0;
+        for (var ch = 0u; ch < n_chunks; ch++) {
+            workgroupBarrier();
+            let col = ch * DC4 + lc;
+            var x = vec4<f32>(0.0);
+            if k0 + lj < n_keys && col < d4 {
+                x = vec4<f32>(v_cache[((k0 + lj) * p.n_kv_heads + kvh) * d4 + col]);
+            }
+            kv[lj * KV_STRIDE + lc] = x;
+            workgroupBarrier();
+            var a = vec4<f32>(0.0);
+            l_tile = 0.0;
+            for (var jj = 0u; jj < BK; jj++) {
+                let pj = probs[r * BK + jj];
+                l_tile += pj;
+                a += pj * kv[jj * KV_STRIDE + j];
+            }
+            if ch == 0u {
+                acc0 += a;
+            } else {
+                acc1 += a;
+            }
+        }
+        l_run = l_run * alpha + l_tile;
+    }
+    if r < rows {
+        let base = ((i0 + r) * p.n_heads + h) * d4;
+        if j < d4 {
+            out[base + j] = vec4<Elem>(acc0 / l_run);
+        }
+        if DC4 + j < d4 {
+            out[base + DC4 + j] = vec4<Elem>(acc1 / l_run);
+        }
+    }
+}
+"#;
+
+/// `sdpa_prefill.wgsl` with `Elem = f32`, `KvElem = f16`.
+pub const SDPA_PREFILL_F32_KVF16: &str = r#"enable f16;
+
+//! Causal attention over a KV cache for prompts (`sdpa_with_kv_cache` with
+//! more than a few query rows), layout `[1, seq, heads, D]` everywhere, for
+//! head dims that are a multiple of 4 and at most 128 (`sdpa_online.wgsl`
+//! and `sdpa.wgsl` take the rest). Same parameters as `sdpa.wgsl`; the
+//! caches were updated by `kv_cache_update.wgsl` first.
+//!
+//! One workgroup of 256 invocations per (tile of `BQ` query rows, query
+//! head), heaviest tiles first. Query row `i` attends to cache rows
+//! `0..=start_pos + i` of kv head `h / group`, so the tile walks key tiles
+//! of `BK` rows only up to the last key its last row needs: tiles above the
+//! diagonal are never loaded, and the per-element mask is applied only on
+//! the tiles that cross the first row's diagonal (or the end of the keys).
+//! Rows past the end of the prompt (a ragged last tile) read zero queries
+//! and are not written.
+//!
+//! Per key tile, K then V are loaded into workgroup memory as f32 in chunks
+//! of 64 dims (one `vec4` per invocation). For the scores, invocation
+//! `(r, j)` dots the (pre-scaled) query row `r` held in workgroup memory
+//! with key `j`; each row's running max and sum (online softmax) are kept
+//! redundantly by its 16 invocations, and for the values invocation
+//! `(r, c)` owns `vec4` column `c` of each 64-dim chunk of row `r`'s
+//! output, in registers. f32 math; the caches may hold another element
+//! type than the activations (`KvElem`).
+// variants: f32 f16 f32_kvf16
+
+alias Elem = f32;
+alias KvElem = f16;
+
+/// Invocations per workgroup: `BQ * BK`, and `BK * DC4` (one `vec4` of a
+/// K/V chunk each).
+const WG: u32 = 256u;
+/// Query rows per tile.
+const BQ: u32 = 16u;
+/// Keys per tile.
+const BK: u32 = 16u;
+/// `vec4` columns of one K/V chunk (64 dims).
+const DC4: u32 = 16u;
+/// Row stride of the K/V chunk, padded by one `vec4` so that the 16 keys
+/// of a score step fall in different banks.
+const KV_STRIDE: u32 = DC4 + 1u;
+/// `vec4` columns of a query row (128 dims, the largest head dim).
+const D4_MAX: u32 = 32u;
+/// Score of a masked key.
+const NEG: f32 = -3.402823e38;
+
+struct Params {
+    /// Tokens in the chunk (`S`).
+    seq: u32,
+    /// Query heads.
+    n_heads: u32,
+    /// Key/value heads.
+    n_kv_heads: u32,
+    /// Head dim (a multiple of 4, at most 128).
+    head_dim: u32,
+    /// Position of the first new token.
+    start_pos: u32,
+    /// Softmax scale.
+    scale: f32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> k_cache: array<vec4<KvElem>>;
+@group(0) @binding(3) var<storage, read> v_cache: array<vec4<KvElem>>;
+@group(0) @binding(4) var<storage, read_write> out: array<vec4<Elem>>;
+
+/// The tile's query rows, times the scale.
+var<workgroup> qs: array<vec4<f32>, BQ * D4_MAX>;
+/// One 64-dim chunk of the key tile, then of the value tile.
+var<workgroup> kv: array<vec4<f32>, BK * KV_STRIDE>;
+/// The score tile, `[BQ, BK]`.
+var<workgroup> scores: array<f32, WG>;
+/// The probability tile (`exp(score - running max)`), `[BQ, BK]`.
+var<workgroup> probs: array<f32, WG>;
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let n_tiles = (p.seq + BQ - 1u) / BQ;
+    let idx = wid.y * groups.x + wid.x;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if idx >= n_tiles * p.n_heads {
+        return;
+    }
+    let h = idx / n_tiles;
+    // The last tiles see the most keys: they go first.
+    let i0 = (n_tiles - 1u - idx % n_tiles) * BQ;
+    let rows = min(BQ, p.seq - i0);
+    let kvh = h / (p.n_heads / p.n_kv_heads);
+    let d4 = p.head_dim / 4u;
+    let n_chunks = (d4 + DC4 - 1u) / DC4;
+    // Keys of the tile: row `i0 + r` sees keys `0..=start_pos + i0 + r`.
+    let n_keys = p.start_pos + i0 + rows;
+    // Key tiles ending at or before this key need no mask.
+    let first_last = p.start_pos + i0;
+    // Score step: row `r`, key `j`; value step: row `r`, column `j`.
+    let r = lid / BK;
+    let j = lid % BK;
+    let row_last = select(n_keys - 1u, first_last + r, r < rows);
+
+    for (var e = lid; e < BQ * D4_MAX; e += WG) {
+        let row = e / D4_MAX;
+        let c = e % D4_MAX;
+        var x = vec4<f32>(0.0);
+        if row < rows && c < d4 {
+            x = vec4<f32>(q[((i0 + row) * p.n_heads + h) * d4 + c]) * p.scale;
+        }
+        qs[e] = x;
+    }
+    // Chunk loads: key `lj` of the tile, column `lc` of the chunk.
+    let lj = lid / DC4;
+    let lc = lid % DC4;
+
+    var m_run = NEG;
+    var l_run = 0.0;
+    var acc0 = vec4<f32>(0.0);
+    var acc1 = vec4<f32>(0.0);
+    for (var k0 = 0u; k0 < n_keys; k0 += BK) {
+        var s = 0.0;
+        for (var ch = 0u; ch < n_chunks; ch++) {
+            workgroupBarrier();
+            let col = ch * DC4 + lc;
+            var x = vec4<f32>(0.0);
+            if k0 + lj < n_keys && col < d4 {
+                x = vec4<f32>(k_cache[((k0 + lj) * p.n_kv_heads + kvh) * d4 + col]);
+            }
+            kv[lj * KV_STRIDE + lc] = x;
+            workgroupBarrier();
+            let n_cols = min(DC4, d4 - ch * DC4);
+            var dot4 = vec4<f32>(0.0);
+            for (var c = 0u; c < n_cols; c++) {
+                dot4 += qs[r * D4_MAX + ch * DC4 + c] * kv[j * KV_STRIDE + c];
+            }
+            s += dot4.x + dot4.y + dot4.z + dot4.w;
+        }
+        // Only tiles crossing the first row's diagonal hold masked keys.
+        let masked = k0 + BK - 1u > first_last && k0 + j > row_last;
+        if masked {
+            s = NEG;
+        }
+        scores[lid] = s;
+        workgroupBarrier();
+        var m_tile = NEG;
+        for (var jj = 0u; jj < BK; jj++) {
+            m_tile = max(m_tile, scores[r * BK + jj]);
+        }
+        let m_new = max(m_run, m_tile);
+        let alpha = exp(m_run - m_new);
+        m_run = m_new;
+        probs[lid] = select(exp(s - m_new), 0.0, masked);
+        acc0 *= alpha;
+        acc1 *= alpha;
+        var l_tile = 0.0;
+        for (var ch = 0u; ch < n_chunks; ch++) {
+            workgroupBarrier();
+            let col = ch * DC4 + lc;
+            var x = vec4<f32>(0.0);
+            if k0 + lj < n_keys && col < d4 {
+                x = vec4<f32>(v_cache[((k0 + lj) * p.n_kv_heads + kvh) * d4 + col]);
+            }
+            kv[lj * KV_STRIDE + lc] = x;
+            workgroupBarrier();
+            var a = vec4<f32>(0.0);
+            l_tile = 0.0;
+            for (var jj = 0u; jj < BK; jj++) {
+                let pj = probs[r * BK + jj];
+                l_tile += pj;
+                a += pj * kv[jj * KV_STRIDE + j];
+            }
+            if ch == 0u {
+                acc0 += a;
+            } else {
+                acc1 += a;
+            }
+        }
+        l_run = l_run * alpha + l_tile;
+    }
+    if r < rows {
+        let base = ((i0 + r) * p.n_heads + h) * d4;
+        if j < d4 {
+            out[base + j] = vec4<Elem>(acc0 / l_run);
+        }
+        if DC4 + j < d4 {
+            out[base + DC4 + j] = vec4<Elem>(acc1 / l_run);
+        }
+    }
+}
+"#;
+
 /// `sdpa_split.wgsl` with `Elem = f32`.
 pub const SDPA_SPLIT_F32: &str = r#"//! Split-KV ("FlashDecoding") attention over a KV cache, first pass: the
 //! partial softmax of one chunk of the context, for a few query rows
@@ -9727,8 +10744,9 @@ pub const SDPA_SPLIT_F32: &str = r#"//! Split-KV ("FlashDecoding") attention ove
 //! end. Each (row, head, split) writes one partial to `part`: `vec4(m, l,
 //! 0, 0)` (running max, sum of `exp(s - m)`) then the unnormalized output,
 //! `D / 4` `vec4`s, at partial `(row * heads + head) * n_splits + split`.
-//! f32 math; the caches are read through `KvElem`.
-// variants: f32 f16
+//! f32 math; the caches are read through `KvElem` (float16 under f32
+//! activations in `f32_kvf16`).
+// variants: f32 f16 f32_kvf16
 
 alias Elem = f32;
 alias KvElem = Elem;
@@ -9938,11 +10956,224 @@ pub const SDPA_SPLIT_F16: &str = r#"enable f16;
 //! end. Each (row, head, split) writes one partial to `part`: `vec4(m, l,
 //! 0, 0)` (running max, sum of `exp(s - m)`) then the unnormalized output,
 //! `D / 4` `vec4`s, at partial `(row * heads + head) * n_splits + split`.
-//! f32 math; the caches are read through `KvElem`.
-// variants: f32 f16
+//! f32 math; the caches are read through `KvElem` (float16 under f32
+//! activations in `f32_kvf16`).
+// variants: f32 f16 f32_kvf16
 
 alias Elem = f16;
 alias KvElem = Elem;
+
+const WG: u32 = 256u;
+/// Query vectors per workgroup.
+const MAXQ: u32 = 4u;
+/// Keys per tile (one per invocation when scoring).
+const TILE: u32 = 256u;
+/// Invocations per query vector in the reductions (`MAXQ * LANES = WG`).
+const LANES: u32 = 64u;
+/// Score of a masked key.
+const NEG: f32 = -3.402823e38;
+
+struct Params {
+    /// Query rows (`S`).
+    seq: u32,
+    /// Query heads.
+    n_heads: u32,
+    /// Key/value heads.
+    n_kv_heads: u32,
+    /// Head dim (a multiple of 4, at most 256).
+    head_dim: u32,
+    /// Position of the first new token.
+    start_pos: u32,
+    /// Splits of the context (the grid's y).
+    n_splits: u32,
+    /// Keys per split.
+    chunk: u32,
+    /// Softmax scale.
+    scale: f32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> k_cache: array<vec4<KvElem>>;
+@group(0) @binding(3) var<storage, read> v_cache: array<vec4<KvElem>>;
+@group(0) @binding(4) var<storage, read_write> part: array<vec4<f32>>;
+
+var<workgroup> qs: array<vec4<f32>, 256>;
+/// Per query vector and key of the tile: the score, then its probability.
+var<workgroup> sc: array<f32, 1024>;
+var<workgroup> red: array<f32, WG>;
+var<workgroup> sums: array<vec4<f32>, WG>;
+
+/// Tree reduction of `red` within each query vector's `LANES` invocations
+/// (max when `is_max`, else sum): the result of vector `j` lands in
+/// `red[j * LANES]`.
+fn reduce(lid: u32, v: f32, is_max: bool) {
+    red[lid] = v;
+    workgroupBarrier();
+    let lane = lid % LANES;
+    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            if is_max {
+                red[lid] = max(red[lid], red[lid + stride]);
+            } else {
+                red[lid] += red[lid + stride];
+            }
+        }
+        workgroupBarrier();
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let group = p.n_heads / p.n_kv_heads;
+    let n_qv = p.seq * group;
+    let n_blocks = (n_qv + MAXQ - 1u) / MAXQ;
+    let kvh = wid.x / n_blocks;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if kvh >= p.n_kv_heads || wid.y >= p.n_splits {
+        return;
+    }
+    let j0 = (wid.x % n_blocks) * MAXQ;
+    let nq = min(MAXQ, n_qv - j0);
+    let split = wid.y;
+    let d4 = p.head_dim / 4u;
+    let begin = split * p.chunk;
+    let end = min(p.start_pos + p.seq, begin + p.chunk);
+    for (var e = lid; e < nq * d4; e += WG) {
+        let j = j0 + e / d4;
+        let h = kvh * group + j % group;
+        qs[e] = vec4<f32>(q[((j / group) * p.n_heads + h) * d4 + e % d4]);
+    }
+    workgroupBarrier();
+    // Per query vector: the keys its row sees end at `lim`.
+    var lim: array<u32, MAXQ>;
+    for (var jj = 0u; jj < MAXQ; jj++) {
+        lim[jj] = p.start_pos + (j0 + jj) / group + 1u;
+    }
+    var m_run = array<f32, MAXQ>(NEG, NEG, NEG, NEG);
+    var l_run = array<f32, MAXQ>(0.0, 0.0, 0.0, 0.0);
+    var acc: array<vec4<f32>, MAXQ>;
+    let dim4 = lid % d4;
+    let kg = lid / d4;
+    let n_kg = WG / d4;
+    let rq = lid / LANES;
+    let lane = lid % LANES;
+    for (var c0 = begin; c0 < end; c0 += TILE) {
+        let n_here = min(TILE, end - c0);
+        let key = c0 + lid;
+        var dots: array<vec4<f32>, MAXQ>;
+        if lid < n_here {
+            let k_base = (key * p.n_kv_heads + kvh) * d4;
+            for (var d = 0u; d < d4; d++) {
+                let kv = vec4<f32>(k_cache[k_base + d]);
+                for (var jj = 0u; jj < nq; jj++) {
+                    dots[jj] += qs[jj * d4 + d] * kv;
+                }
+            }
+        }
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            var s = NEG;
+            if jj < nq && lid < n_here && key < lim[jj] {
+                s = (dots[jj].x + dots[jj].y + dots[jj].z + dots[jj].w) * p.scale;
+            }
+            sc[jj * TILE + lid] = s;
+        }
+        workgroupBarrier();
+        var part_max = NEG;
+        if rq < nq {
+            for (var r = lane; r < TILE; r += LANES) {
+                part_max = max(part_max, sc[rq * TILE + r]);
+            }
+        }
+        reduce(lid, part_max, true);
+        var m_new: array<f32, MAXQ>;
+        var alpha: array<f32, MAXQ>;
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            m_new[jj] = max(m_run[jj], red[jj * LANES]);
+            alpha[jj] = exp(m_run[jj] - m_new[jj]);
+        }
+        for (var jj = 0u; jj < nq; jj++) {
+            let s = sc[jj * TILE + lid];
+            var pr = 0.0;
+            if s > NEG {
+                pr = exp(s - m_new[jj]);
+            }
+            sc[jj * TILE + lid] = pr;
+        }
+        workgroupBarrier();
+        var part_sum = 0.0;
+        if rq < nq {
+            for (var r = lane; r < TILE; r += LANES) {
+                part_sum += sc[rq * TILE + r];
+            }
+        }
+        reduce(lid, part_sum, false);
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            l_run[jj] = l_run[jj] * alpha[jj] + red[jj * LANES];
+            acc[jj] *= alpha[jj];
+            m_run[jj] = m_new[jj];
+        }
+        if kg < n_kg {
+            for (var j = kg; j < n_here; j += n_kg) {
+                let vv = vec4<f32>(v_cache[((c0 + j) * p.n_kv_heads + kvh) * d4 + dim4]);
+                for (var jj = 0u; jj < nq; jj++) {
+                    acc[jj] += sc[jj * TILE + j] * vv;
+                }
+            }
+        }
+        workgroupBarrier();
+    }
+    // Sum the key groups of each dim and write the partials.
+    for (var jj = 0u; jj < nq; jj++) {
+        sums[lid] = acc[jj];
+        workgroupBarrier();
+        let j = j0 + jj;
+        let h = kvh * group + j % group;
+        let base = (((j / group) * p.n_heads + h) * p.n_splits + split) * (d4 + 1u);
+        if lid < d4 {
+            var total = vec4<f32>(0.0);
+            for (var g = 0u; g < n_kg; g++) {
+                total += sums[g * d4 + lid];
+            }
+            part[base + 1u + lid] = total;
+        }
+        if lid == 0u {
+            part[base] = vec4<f32>(m_run[jj], l_run[jj], 0.0, 0.0);
+        }
+        workgroupBarrier();
+    }
+}
+"#;
+
+/// `sdpa_split.wgsl` with `Elem = f32`, `KvElem = f16`.
+pub const SDPA_SPLIT_F32_KVF16: &str = r#"enable f16;
+
+//! Split-KV ("FlashDecoding") attention over a KV cache, first pass: the
+//! partial softmax of one chunk of the context, for a few query rows
+//! (decode). Layout `[1, seq, heads, D]` everywhere; head dims a multiple
+//! of 4, at most 256. `sdpa_split_combine.wgsl` merges the partials.
+//!
+//! Workgroup `(x, y)` takes split `y`, keys `[y * chunk, min(start_pos +
+//! seq, (y + 1) * chunk))`, and up to `MAXQ` query vectors (query row, head)
+//! that share one kv head: the `seq * group` vectors of kv head `g` (row
+//! major over (row, head of the group)) go `MAXQ` per workgroup, so each
+//! key and value is read once for all of them. Row `i` sees keys
+//! `0..=start_pos + i`. Keys go `TILE` at a time: each invocation scores one
+//! key against every query vector (`vec4` dot products, the queries in
+//! workgroup memory), each vector's max and sum meet in `LANES`-wide tree
+//! reductions (all vectors at once), and the running output is rescaled by
+//! `exp(m_old - m_new)`. For the values, invocation `t` owns `vec4` `t %
+//! (D / 4)` of every `WG / (D / 4)`-th key of the tile, so neighbouring
+//! invocations read neighbouring dims; the key groups are summed at the
+//! end. Each (row, head, split) writes one partial to `part`: `vec4(m, l,
+//! 0, 0)` (running max, sum of `exp(s - m)`) then the unnormalized output,
+//! `D / 4` `vec4`s, at partial `(row * heads + head) * n_splits + split`.
+//! f32 math; the caches are read through `KvElem` (float16 under f32
+//! activations in `f32_kvf16`).
+// variants: f32 f16 f32_kvf16
+
+alias Elem = f32;
+alias KvElem = f16;
 
 const WG: u32 = 256u;
 /// Query vectors per workgroup.

@@ -1,15 +1,17 @@
 //! LLM ops: `et_vk.rms_norm` (`rms_norm.wgsl`), `et_vk.apply_rotary_emb`
 //! (`rope.wgsl`), `et_vk.apply_rotary_emb_hf` (`rope_hf.wgsl`),
 //! `et_vk.apply_rotary_emb_interleaved` (`rope_interleaved.wgsl`),
-//! `sdpa_with_kv_cache` (`kv_cache_update.wgsl` then `sdpa_online.wgsl` or
-//! `sdpa.wgsl`, or for a few query rows with scratch the split-KV pair
-//! `sdpa_split.wgsl` and `sdpa_split_combine.wgsl`) and the
+//! `sdpa_with_kv_cache` (`kv_cache_update.wgsl`, then for a few query rows
+//! with scratch the split-KV pair `sdpa_split.wgsl` and
+//! `sdpa_split_combine.wgsl`, `sdpa_prefill.wgsl` for prompts,
+//! `sdpa_online.wgsl` or `sdpa.wgsl` for the rest) and the
 //! cache-less `et_vk.sdpa` (`attention.wgsl`). The KV caches are constants
 //! the op updates in place; the runtime gives each its own buffer, kept
 //! across runs.
 
+use crate::ElemType;
 use crate::error::{Error, Result};
-use crate::generated::shaders::{Family, ShaderId};
+use crate::generated::shaders::{Family, ShaderId, Variant};
 use crate::plan::{
     Ctx, Dispatch, Lowered, MAX_GROUPS_PER_DIM, Step, TensorInfo, Uniform, Vid, WG_ELEMENTWISE, float_shader, grid_1d,
     grid_groups, same_dtype, to_u32,
@@ -17,6 +19,27 @@ use crate::plan::{
 
 fn shape_err(arg_idx: usize, name: &'static str, expected: String, t: &TensorInfo<'_>) -> Error {
     Error::Shape { arg_idx, name, expected, found: t.shape.to_vec() }
+}
+
+/// The variant of a kernel over a KV cache: the activations' float type
+/// over a cache of the same type, or f32 activations over a float16 cache
+/// (`f32_kvf16`, which the runtime makes when asked to store caches in
+/// float16).
+fn kv_variant(q: &TensorInfo<'_>, cache: &TensorInfo<'_>, arg_idx: usize, name: &'static str) -> Result<Variant> {
+    match (q.dtype, cache.dtype) {
+        (ElemType::F32, ElemType::F32) => Ok(Variant::F32),
+        (ElemType::F16, ElemType::F16) => Ok(Variant::F16),
+        (ElemType::F32, ElemType::F16) => Ok(Variant::F32Kvf16),
+        (_, found) => {
+            Err(Error::DType { arg_idx, name, expected: "the query's dtype (or float16 under float32)", found })
+        }
+    }
+}
+
+/// The KV-cache kernel of `family` for `variant` (every KV-cache family
+/// has the three variants [`kv_variant`] gives).
+fn kv_shader(family: Family, variant: Variant) -> ShaderId {
+    ShaderId::find(family, variant).expect("KV-cache families have the f32, f16 and f32_kvf16 variants")
 }
 
 /// `et_vk.rms_norm.default(input, weight, eps, →out)`: row-wise over the
@@ -102,6 +125,14 @@ pub fn apply_rotary_emb(c: &Ctx<'_>) -> Result<Lowered> {
     Ok(Lowered { shapes, steps })
 }
 
+/// Query rows from which `sdpa_with_kv_cache` attends with the tiled
+/// prefill kernel (`sdpa_prefill.wgsl`); fewer take the per-row kernels.
+const PREFILL_MIN_SEQ: u64 = 9;
+/// Query rows per workgroup of `sdpa_prefill.wgsl` (its `BQ`).
+const PREFILL_ROWS: u64 = 16;
+/// The largest head dim `sdpa_prefill.wgsl` holds (its `D4_MAX * 4`).
+const PREFILL_MAX_HEAD_DIM: u64 = 128;
+
 /// `sdpa_with_kv_cache.default(query [1,S,Hq,D], key [1,S,Hkv,D], value,
 /// key_cache [1,Cmax,Hkv,D], value_cache, start_pos, seq_len, attn_mask?,
 /// dropout_p, is_causal, scale?, →out [1,S,Hq,D])`: writes the new keys
@@ -122,13 +153,14 @@ pub fn sdpa_with_kv_cache(c: &Ctx<'_>) -> Result<Lowered> {
     let is_causal = c.bool(9, "is_causal")?;
     let scale = c.opt_num(10, "scale")?;
     let out = c.tensor(11, "out")?;
-    let shader = float_shader(Family::Sdpa, &q, 0, "query")?;
-    let update = float_shader(Family::KvCacheUpdate, &q, 0, "query")?;
-    for (t, idx, name) in
-        [(&k, 1, "key"), (&v, 2, "value"), (&k_cache, 3, "key_cache"), (&v_cache, 4, "value_cache"), (&out, 11, "out")]
-    {
+    float_shader(Family::Sdpa, &q, 0, "query")?;
+    for (t, idx, name) in [(&k, 1, "key"), (&v, 2, "value"), (&out, 11, "out")] {
         same_dtype(t, q.dtype, idx, name)?;
     }
+    let variant = kv_variant(&q, &k_cache, 3, "key_cache")?;
+    same_dtype(&v_cache, k_cache.dtype, 4, "value_cache")?;
+    let shader = kv_shader(Family::Sdpa, variant);
+    let update = kv_shader(Family::KvCacheUpdate, variant);
     if mask.is_some() {
         return Err(Error::ArgValue {
             arg_idx: 7,
@@ -193,8 +225,8 @@ pub fn sdpa_with_kv_cache(c: &Ctx<'_>) -> Result<Lowered> {
     let rows = s * hq;
     let split = c.scratch(SPLIT_SCRATCH).filter(|_| splittable && rows > 0 && s <= SPLIT_MAX_ROWS);
     if let Some(scratch) = split {
-        let shaders =
-            [float_shader(Family::SdpaSplit, &q, 0, "query")?, float_shader(Family::SdpaSplitCombine, &q, 0, "query")?];
+        // The partials read the caches (maybe float16); the combine does not.
+        let shaders = [kv_shader(Family::SdpaSplit, variant), float_shader(Family::SdpaSplitCombine, &q, 0, "query")?];
         let a = SplitAttn { s, hq, hkv, d, start, scale, shaders };
         steps.extend(split_kv_attention(&a, [q.id, k_cache.id, v_cache.id, out.id], scratch)?);
     } else if rows > 0 && d > 0 {
@@ -207,15 +239,20 @@ pub fn sdpa_with_kv_cache(c: &Ctx<'_>) -> Result<Lowered> {
             .f32(scale as f32)
             .finish();
         // The one-pass kernel reads `vec4`s and gives each dim an invocation.
-        let shader =
-            if d.is_multiple_of(4) && d <= 256 { float_shader(Family::SdpaOnline, &q, 0, "query")? } else { shader };
+        let shader = if d.is_multiple_of(4) && d <= 256 { kv_shader(Family::SdpaOnline, variant) } else { shader };
+        let mut attend = (shader, grid_groups(rows)?);
+        // Prompts: tiles of query rows share each K/V tile and stop at the diagonal.
+        if s >= PREFILL_MIN_SEQ && d.is_multiple_of(4) && d <= PREFILL_MAX_HEAD_DIM {
+            attend = (kv_shader(Family::SdpaPrefill, variant), grid_groups(s.div_ceil(PREFILL_ROWS) * hq)?);
+        }
+        let (shader, workgroups) = attend;
         steps.push(Step::Dispatch(Dispatch {
             shader: shader.into(),
             entry: "main",
             inputs: vec![q.id, k_cache.id, v_cache.id],
             outputs: vec![out.id],
             params,
-            workgroups: grid_groups(rows)?,
+            workgroups,
         }));
     }
     Ok(Lowered { shapes: vec![(out.id, q.shape.to_vec())], steps })

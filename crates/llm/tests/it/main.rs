@@ -111,6 +111,48 @@ fn device_argmax_agrees_with_host_argmax() {
     }
 }
 
+/// The generator's default float16 KV cache (lavapipe has SHADER_F16)
+/// against the fixtures' eager float32 logits, within the float16 row of
+/// the tolerance table (rtol = atol = 5e-3: keys and values rounded to an
+/// 11-bit mantissa) or the fixture's own row where that is wider (8da4w:
+/// int8 activation steps flip); the float32 cache stays within the
+/// fixture's row (1e-4 for fp32 and q4). Prefill, then the three eager
+/// decode steps.
+#[test]
+fn float16_kv_cache_logits() {
+    let Some(rt) = runtime() else { return };
+    let gpu_f16 = rt.features().contains(&"shader-f16");
+    for name in ["llama_tiny_fp32", "llama_tiny_q4", "llama_tiny_8da4w"] {
+        let dir = fixture(name);
+        let program = Program::open(dir.join("model.pte")).expect("open fixture");
+        let manifest: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).expect("manifest")).expect("json");
+        let row = &manifest["tolerance"]["float32"];
+        let (rtol, atol) = (row["rtol"].as_f64().expect("rtol") as f32, row["atol"].as_f64().expect("atol") as f32);
+        for (f16, rtol, atol) in [(true, rtol.max(5e-3), atol.max(5e-3)), (false, rtol, atol)] {
+            let options = etwgpu_runtime::LoadOptions { kv_cache_f16: f16, ..Generator::default_load_options() };
+            let mut generator = Generator::with_options(&rt, &program, &options, &mut |_| {}).expect("load");
+            assert_eq!(generator.kv_cache_f16(), f16 && gpu_f16, "{name}");
+            for call in 0..4 {
+                let input = tokens(dir.join(format!("call{call}.in0.npy")));
+                let got = if call == 0 {
+                    generator.prefill(&input).expect("prefill")
+                } else {
+                    generator.decode_step(input[0]).expect("decode")
+                };
+                let path = dir.join(format!("call{call}.out0.npy"));
+                let want = Tensor::read_npy(&path).expect("golden").to_f64_vec();
+                assert_eq!(got.len(), want.len(), "{name} call {call}");
+                for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                    let w = *w as f32;
+                    let ok = (g - w).abs() <= atol + rtol * w.abs();
+                    assert!(ok, "{name} (f16 cache {f16}) call {call} logit {i}: {g} vs {w}");
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn missing_metadata_is_a_clear_error() {
     let program = Program::open(fixture("mlp").join("model.pte")).expect("open fixture");
@@ -134,6 +176,12 @@ fn stop_tokens_and_seeded_sampling() {
     let (got, stats) = generator.generate(&prompt, &options, &mut greedy, |_| {}).expect("generate");
     assert_eq!(got, expected[..2]);
     assert!(stats.stopped);
+    // Decoding ran ahead (a run was in flight past the stop token), but
+    // the position counts the tokens fed, and the next call starts clean.
+    assert_eq!(generator.position(), prompt.len() + 1);
+    generator.reset();
+    let (again, _) = generator.generate(&prompt, &options, &mut greedy, |_| {}).expect("generate again");
+    assert_eq!(again, got);
 
     // The same seed gives the same tokens; the KV cache is reused from 0.
     let config = SamplerConfig { temperature: 1.0, top_k: 40, top_p: 0.95, seed: 11 };

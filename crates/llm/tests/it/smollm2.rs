@@ -56,7 +56,9 @@ fn smollm2_fp32_matches_eager() {
     let Some(rt) = runtime() else { return };
     let tok = Tokenizer::from_file(dir.join(r["tokenizer"].as_str().expect("tokenizer"))).expect("tokenizer");
     let program = Program::open(dir.join(r["program"].as_str().expect("program"))).expect("program");
-    let mut generator = Generator::new(&rt, &program).expect("load");
+    // The cache as exported (float32): this test is about exactness.
+    let options = etwgpu_runtime::LoadOptions { kv_cache_f16: false, ..Generator::default_load_options() };
+    let mut generator = Generator::with_options(&rt, &program, &options, &mut |_| {}).expect("load");
     let mut worst = 0.0f64;
     for p in r["prompts"].as_array().expect("prompts") {
         let name = p["name"].as_str().expect("name");
@@ -93,7 +95,9 @@ fn smollm2_fp32_matches_eager() {
 }
 
 /// The 4-bit export against eager PyTorch running the same quantized
-/// module: top-1 agreement on the teacher-forced positions.
+/// module: top-1 agreement on the teacher-forced positions, with the
+/// generator's defaults (what `etwgpu chat` runs: a float16 KV cache where
+/// the device allows it).
 #[test]
 fn smollm2_q4_agrees_with_eager() {
     let Some((dir, r)) = reference("reference_q4.json") else { return };

@@ -45,8 +45,10 @@ fn check(name: &str, g: GraphBuilder, kinds: &[FusionKind], calls: &[Vec<Tensor>
     assert_eq!(got, kinds, "{name}: fusions");
     insta::assert_snapshot!(name, format!("{}\n{}", f.summary(), etwgpu_graph::describe(&f.graph)));
     let Some(rt) = crate::runtime() else { return };
-    let mut on = rt.load_with(&p, "forward", &LoadOptions { fuse: true }).expect("fused loads");
-    let mut off = rt.load_with(&p, "forward", &LoadOptions { fuse: false }).expect("unfused loads");
+    let mut on =
+        rt.load_with(&p, "forward", &LoadOptions { fuse: true, ..LoadOptions::default() }).expect("fused loads");
+    let mut off =
+        rt.load_with(&p, "forward", &LoadOptions { fuse: false, ..LoadOptions::default() }).expect("unfused loads");
     for (k, inputs) in calls.iter().enumerate() {
         let a = on.run(inputs).expect("fused runs");
         let b = off.run(inputs).expect("unfused runs");
@@ -320,8 +322,10 @@ fn fused_q4_qkv_on_fast_shapes_matches() {
     let p = program(g);
     assert_eq!(fused(&p).fusions.iter().filter(|f| f.kind == FusionKind::Qkv).count(), 1);
     let Some(rt) = crate::runtime() else { return };
-    let mut on = rt.load_with(&p, "forward", &LoadOptions { fuse: true }).expect("fused loads");
-    let mut off = rt.load_with(&p, "forward", &LoadOptions { fuse: false }).expect("unfused loads");
+    let mut on =
+        rt.load_with(&p, "forward", &LoadOptions { fuse: true, ..LoadOptions::default() }).expect("fused loads");
+    let mut off =
+        rt.load_with(&p, "forward", &LoadOptions { fuse: false, ..LoadOptions::default() }).expect("unfused loads");
     for rows in [1u64, 70] {
         let inputs = vec![Tensor::from_f32(&[1, rows, k], &data((rows * k) as usize, 160))];
         let (a, b) = (on.run(&inputs).expect("fused runs"), off.run(&inputs).expect("unfused runs"));

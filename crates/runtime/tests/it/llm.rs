@@ -1,20 +1,26 @@
 //! Crafted LLM graphs checked against small CPU references:
 //! `sdpa_with_kv_cache` over prefill + decode runs on one loaded method
-//! (odd head dims, GQA ratios 1 and 2, positions up to the cache end, a
-//! prompt of one token, contexts past one workgroup of keys) and split-KV
-//! decode (GQA 1 to 4, several splits, up to 4 rows per call), RMS norm and
-//! RoPE, 4-bit linear and embedding, and the 8da4w pair.
+//! (odd head dims, GQA ratios 1, 2 and 4, positions up to the cache end, a
+//! prompt of one token, contexts past one workgroup of keys, prompts over
+//! several query and key tiles, fed whole or in chunks, in float32 and
+//! float16), split-KV decode (GQA 1 to 4, several splits, up to 4 rows per
+//! call), RMS norm and RoPE, 4-bit linear and embedding, and the 8da4w
+//! pair.
 
 use etwgpu_format::writer::{GraphBuilder, ProgramBuilder};
 use etwgpu_format::{DType, Program};
-use etwgpu_runtime::{Error, LoadedMethod, Tensor};
+use etwgpu_runtime::{Error, LoadOptions, LoadedMethod, Tensor};
 
 use crate::{data, f32s};
 
 fn load(g: GraphBuilder) -> Option<LoadedMethod> {
+    load_with(g, &LoadOptions::default())
+}
+
+fn load_with(g: GraphBuilder, options: &LoadOptions) -> Option<LoadedMethod> {
     let rt = crate::runtime()?;
     let program = Program::from_bytes(ProgramBuilder::single_delegate(g).to_bytes()).expect("crafted program parses");
-    Some(rt.load(&program, "forward").expect("loads"))
+    Some(rt.load_with(&program, "forward", options).expect("loads"))
 }
 
 fn int_tensor(dtype: DType, shape: &[u64], values: &[i64]) -> Tensor {
@@ -48,21 +54,29 @@ struct Attn {
 }
 
 /// `sdpa_with_kv_cache(q, k, v, k_cache, v_cache, pos[0], Int 1, None, 0,
-/// True, None)` with q/k/v and `pos` as inputs and caches starting as
-/// `caches` (zero caches share one named key).
-fn sdpa_graph_with(a: Attn, caches: (&[f32], &[f32])) -> GraphBuilder {
+/// True, None)` with q/k/v and `pos` as inputs and zero caches sharing one
+/// named key, or float32 caches starting as `caches`; q/k/v/out and the
+/// caches are `dtype` on the device, float32 at the method's inputs and
+/// outputs.
+fn sdpa_graph(a: Attn, dtype: DType, caches: Option<(&[f32], &[f32])>) -> GraphBuilder {
     let (hq, hkv, d, c, s) =
         (a.n_heads as u64, a.n_kv_heads as u64, a.head_dim as u64, a.cache_len as u64, a.max_seq as u64);
     let mut g = GraphBuilder::new();
-    let q = g.tensor(DType::F32, &[1, s, hq, d]);
-    let k = g.tensor(DType::F32, &[1, s, hkv, d]);
-    let v = g.tensor(DType::F32, &[1, s, hkv, d]);
+    let q = g.tensor_staged(dtype, DType::F32, &[1, s, hq, d]);
+    let k = g.tensor_staged(dtype, DType::F32, &[1, s, hkv, d]);
+    let v = g.tensor_staged(dtype, DType::F32, &[1, s, hkv, d]);
     let pos = g.tensor_staged(DType::I32, DType::I64, &[1]);
-    let k_cache = g.constant(DType::F32, &[1, c, hkv, d], &f32_bytes(caches.0));
-    let v_cache = g.constant(DType::F32, &[1, c, hkv, d], &f32_bytes(caches.1));
+    let elem_bytes = if dtype == DType::F16 { 2 } else { 4 };
+    let zeros = vec![0u8; (c * hkv * d * elem_bytes) as usize];
+    let (k_bytes, v_bytes) = match caches {
+        Some((k, v)) => (f32_bytes(k), f32_bytes(v)),
+        None => (zeros.clone(), zeros),
+    };
+    let k_cache = g.constant(dtype, &[1, c, hkv, d], &k_bytes);
+    let v_cache = g.constant(dtype, &[1, c, hkv, d], &v_bytes);
     let (zero, one, causal, null) = (g.int(0), g.int(1), g.bool(true), g.null());
     let start = g.sym_int();
-    let out = g.tensor(DType::F32, &[1, s, hq, d]);
+    let out = g.tensor_staged(dtype, DType::F32, &[1, s, hq, d]);
     g.op("et_vk.select_as_symint.default", &[pos, zero, zero, start])
         .op("sdpa_with_kv_cache.default", &[q, k, v, k_cache, v_cache, start, one, null, zero, causal, null, out]);
     g.inputs(&[q, k, v, pos]).outputs(&[out]);
@@ -70,13 +84,24 @@ fn sdpa_graph_with(a: Attn, caches: (&[f32], &[f32])) -> GraphBuilder {
 }
 
 /// CPU reference: appends `k`, `v` (`[S, Hkv, D]`) to the caches at
-/// `start` and returns causal attention of `q` (`[S, Hq, D]`).
-fn sdpa_ref(a: Attn, caches: &mut (Vec<f32>, Vec<f32>), start: usize, q: &[f32], k: &[f32], v: &[f32]) -> Vec<f32> {
+/// `start` (rounded to float16 first with `f16_cache`) and returns causal
+/// attention of `q` (`[S, Hq, D]`).
+fn sdpa_ref(
+    a: Attn,
+    caches: &mut (Vec<f32>, Vec<f32>),
+    start: usize,
+    (q, k, v): (&[f32], &[f32], &[f32]),
+    f16_cache: bool,
+) -> Vec<f32> {
     let (hq, hkv, d) = (a.n_heads, a.n_kv_heads, a.head_dim);
     let s = q.len() / (hq * d);
     let row = hkv * d;
-    caches.0[start * row..(start + s) * row].copy_from_slice(k);
-    caches.1[start * row..(start + s) * row].copy_from_slice(v);
+    let store = |x: &f32| if f16_cache { half::f16::from_f32(*x).to_f32() } else { *x };
+    for (cache, new) in [(&mut caches.0, k), (&mut caches.1, v)] {
+        for (c, x) in cache[start * row..(start + s) * row].iter_mut().zip(new) {
+            *c = store(x);
+        }
+    }
     let scale = 1.0 / (d as f64).sqrt();
     let mut out = vec![0f32; q.len()];
     for i in 0..s {
@@ -108,24 +133,59 @@ fn sdpa_ref(a: Attn, caches: &mut (Vec<f32>, Vec<f32>), start: usize, q: &[f32],
 /// cache is full, each checked against [`sdpa_ref`]; then a step past the
 /// end is rejected with a typed error.
 fn check_sdpa(a: Attn, prompt: usize) {
-    let zeros = vec![0f32; a.cache_len * a.n_kv_heads * a.head_dim];
-    check_sdpa_from(a, (zeros.clone(), zeros), 0, prompt, 1);
+    check_sdpa_chunks(a, &[prompt]);
 }
 
-/// From position `first` over caches holding `caches` (the rows before
-/// `first` stand for an earlier prompt): a first call of `prompt` tokens,
-/// then calls of `step` tokens (fewer at the end) until the cache is full,
-/// each checked against [`sdpa_ref`]; then a step past the end is rejected.
-fn check_sdpa_from(a: Attn, mut caches: (Vec<f32>, Vec<f32>), first: usize, prompt: usize, step: usize) {
-    let Some(mut method) = load(sdpa_graph_with(a, (&caches.0, &caches.1))) else { return };
+/// [`check_sdpa`] with the prompt fed in calls of `chunks` tokens (chunked
+/// prefill: every call after the first starts past 0).
+fn check_sdpa_chunks(a: Attn, chunks: &[usize]) {
+    check_sdpa_as(a, chunks, DType::F32, false);
+}
+
+/// [`check_sdpa_chunks`] with `dtype` (float32 or float16) on the device:
+/// for float16 the reference takes the inputs rounded to float16, and the
+/// tolerance is float16's (the kernels compute in f32 and round once).
+/// With `f16_cache` (float32 only) the caches are stored as float16 (the
+/// device has SHADER_F16; lavapipe does), and the reference rounds keys
+/// and values as they enter its cache.
+fn check_sdpa_as(a: Attn, chunks: &[usize], dtype: DType, f16_cache: bool) {
+    check_sdpa_from(a, None, 0, (chunks, 1), dtype, f16_cache);
+}
+
+/// [`check_sdpa_as`] from position `first` over float32 caches starting as
+/// `caches` (the rows before `first` stand for an earlier prompt; `None`:
+/// zeros), in calls of `chunks` tokens, then of `step` tokens (fewer at the
+/// end) until the cache is full, each checked against [`sdpa_ref`]; then a
+/// step past the end is rejected with a typed error.
+fn check_sdpa_from(
+    a: Attn,
+    caches: Option<(Vec<f32>, Vec<f32>)>,
+    first: usize,
+    (chunks, step): (&[usize], usize),
+    dtype: DType,
+    f16_cache: bool,
+) {
+    let graph = sdpa_graph(a, dtype, caches.as_ref().map(|(k, v)| (k.as_slice(), v.as_slice())));
+    let options = LoadOptions { kv_cache_f16: f16_cache, ..LoadOptions::default() };
+    let Some(mut method) = load_with(graph, &options) else { return };
+    assert_eq!(method.kv_cache_f16(), f16_cache, "caches stored as float16");
     let (hq, hkv, d) = (a.n_heads, a.n_kv_heads, a.head_dim);
+    let (round, tol): (fn(f32) -> f32, f32) = match dtype {
+        DType::F16 => (|x| half::f16::from_f32(x).to_f32(), 2e-3),
+        _ => (|x| x, 1e-4),
+    };
+    let store = |x: Vec<f32>| if f16_cache { x.iter().map(|&x| half::f16::from_f32(x).to_f32()).collect() } else { x };
+    let zeros = || vec![0f32; a.cache_len * hkv * d];
+    let mut caches = caches.map_or_else(|| (zeros(), zeros()), |(k, v)| (store(k), store(v)));
     let mut start = first;
     let mut seed = 0;
+    let mut sizes = chunks.iter().copied();
     while start < a.cache_len {
-        let s = if start == first { prompt } else { step.min(a.cache_len - start) };
+        let s = sizes.next().unwrap_or(step.min(a.cache_len - start));
         seed += 3;
         let (q, k, v) = (data(s * hq * d, seed), data(s * hkv * d, seed + 1), data(s * hkv * d, seed + 2));
-        let want = sdpa_ref(a, &mut caches, start, &q, &k, &v);
+        let rounded = |x: &[f32]| x.iter().map(|&x| round(x)).collect::<Vec<f32>>();
+        let want = sdpa_ref(a, &mut caches, start, (&rounded(&q), &rounded(&k), &rounded(&v)), f16_cache);
         let (su, hq_u, hkv_u, du) = (s as u64, hq as u64, hkv as u64, d as u64);
         let outs = method
             .run(&[
@@ -140,7 +200,7 @@ fn check_sdpa_from(a: Attn, mut caches: (Vec<f32>, Vec<f32>), first: usize, prom
         // for up to 4 rows of vec4 head dims up to 256, else one kernel.
         let split = s <= 4 && d % 4 == 0 && d <= 256;
         assert_eq!(method.n_dispatches(), if split { 3 } else { 2 }, "{a:?} at position {start}: dispatches");
-        assert_close(&f32s(&outs[0]), &want, 1e-4, &format!("{a:?} at position {start}"));
+        assert_close(&f32s(&outs[0]), &want, tol, &format!("{a:?} in {dtype:?} at position {start}"));
         start += s;
     }
     let one = |n| Tensor::from_f32(&[1, 1, n as u64, d as u64], &vec![0.0; n * d]);
@@ -165,8 +225,9 @@ fn sdpa_context_and_head_dim_past_one_workgroup() {
 }
 
 /// The one-pass kernel (`sdpa_online.wgsl`, head dims a multiple of 4 up
-/// to 256): GQA ratios 1, 2 and 4, one-token and long prompts, contexts
-/// past one 256-key chunk, positions to the cache end.
+/// to 256; the prompt of 260 goes to `sdpa_prefill.wgsl`): GQA ratios 1, 2
+/// and 4, one-token and long prompts, contexts past one 256-key chunk,
+/// positions to the cache end.
 #[test]
 fn sdpa_one_pass_kernel() {
     check_sdpa(Attn { n_heads: 8, n_kv_heads: 2, head_dim: 64, cache_len: 300, max_seq: 260 }, 260);
@@ -185,7 +246,7 @@ fn sdpa_one_pass_kernel() {
 fn sdpa_split_kv_decode() {
     let run = |a: Attn, first: usize, prompt: usize, step: usize| {
         let n = a.cache_len * a.n_kv_heads * a.head_dim;
-        check_sdpa_from(a, (data(n, 101), data(n, 102)), first, prompt, step);
+        check_sdpa_from(a, Some((data(n, 101), data(n, 102))), first, (&[prompt], step), DType::F32, false);
     };
     // GQA 4, D 64: 8 splits of 113..125 keys, one token per call.
     run(Attn { n_heads: 8, n_kv_heads: 2, head_dim: 64, cache_len: 1000, max_seq: 4 }, 960, 1, 1);
@@ -203,6 +264,64 @@ fn sdpa_split_kv_decode() {
     // A prefill of 5 rows (the one-pass kernel), then split decode from
     // one split (128 keys) to two.
     check_sdpa(Attn { n_heads: 4, n_kv_heads: 1, head_dim: 64, cache_len: 140, max_seq: 5 }, 5);
+    // Float16 caches (`f32_kvf16`), GQA 4 with two rows per call.
+    let n = 700 * 2 * 64;
+    let a = Attn { n_heads: 8, n_kv_heads: 2, head_dim: 64, cache_len: 700, max_seq: 4 };
+    check_sdpa_from(a, Some((data(n, 103), data(n, 104))), 650, (&[1], 2), DType::F32, true);
+}
+
+/// Float16 caches under float32 activations (`f32_kvf16` kernels): the
+/// reference rounds keys and values to float16 as they enter its cache,
+/// then computes in f64, so only summation order differs (same 1e-4).
+/// Every attention kernel (tiled prefill, one-pass, the general one for
+/// odd head dims), GQA 1, 2 and 4.
+#[test]
+fn sdpa_float16_kv_cache() {
+    let f16_cache = |a, chunks: &[usize]| check_sdpa_as(a, chunks, DType::F32, true);
+    f16_cache(Attn { n_heads: 8, n_kv_heads: 2, head_dim: 64, cache_len: 300, max_seq: 260 }, &[260]);
+    f16_cache(Attn { n_heads: 4, n_kv_heads: 1, head_dim: 16, cache_len: 20, max_seq: 8 }, &[1]);
+    f16_cache(Attn { n_heads: 2, n_kv_heads: 2, head_dim: 5, cache_len: 9, max_seq: 8 }, &[4]);
+    f16_cache(Attn { n_heads: 8, n_kv_heads: 2, head_dim: 64, cache_len: 72, max_seq: 37 }, &[37, 29]);
+}
+
+/// The tiled prefill kernel (`sdpa_prefill.wgsl`, prompts of more than 8
+/// tokens, head dims a multiple of 4 up to 128): prompts over several
+/// 16-row query tiles and 16-key tiles with a ragged end, GQA ratios 1, 2
+/// and 4, head dims of one partial 64-dim chunk (8, 20), one (64) and two
+/// (100, 128); then decode to the cache end.
+#[test]
+fn sdpa_prefill_kernel() {
+    check_sdpa(Attn { n_heads: 2, n_kv_heads: 2, head_dim: 64, cache_len: 90, max_seq: 83 }, 83);
+    check_sdpa(Attn { n_heads: 4, n_kv_heads: 2, head_dim: 128, cache_len: 75, max_seq: 70 }, 70);
+    check_sdpa(Attn { n_heads: 4, n_kv_heads: 1, head_dim: 8, cache_len: 50, max_seq: 45 }, 45);
+    check_sdpa(Attn { n_heads: 2, n_kv_heads: 1, head_dim: 20, cache_len: 36, max_seq: 33 }, 33);
+    check_sdpa(Attn { n_heads: 2, n_kv_heads: 2, head_dim: 100, cache_len: 52, max_seq: 48 }, 48);
+    // Exactly one query tile, and the smallest prompt that takes the kernel.
+    check_sdpa(Attn { n_heads: 2, n_kv_heads: 1, head_dim: 64, cache_len: 18, max_seq: 16 }, 16);
+    check_sdpa(Attn { n_heads: 2, n_kv_heads: 1, head_dim: 64, cache_len: 11, max_seq: 9 }, 9);
+}
+
+/// Chunked prefill: prompt chunks after the first start past 0, so their
+/// query tiles begin mid key tile (`start_pos` not a multiple of 16) and
+/// see every earlier key unmasked; then decode to the cache end.
+#[test]
+fn sdpa_prefill_in_chunks() {
+    check_sdpa_chunks(Attn { n_heads: 8, n_kv_heads: 2, head_dim: 64, cache_len: 72, max_seq: 37 }, &[37, 29]);
+    check_sdpa_chunks(Attn { n_heads: 4, n_kv_heads: 1, head_dim: 128, cache_len: 70, max_seq: 40 }, &[9, 40, 16]);
+    // A first chunk short enough for the per-row kernel, then a tiled one.
+    check_sdpa_chunks(Attn { n_heads: 2, n_kv_heads: 2, head_dim: 20, cache_len: 45, max_seq: 33 }, &[5, 33]);
+}
+
+/// The float16 variants (`shader-f16` devices; held as float32 elsewhere):
+/// the tiled prefill kernel in two chunks, then decode.
+#[test]
+fn sdpa_prefill_in_float16() {
+    check_sdpa_as(
+        Attn { n_heads: 4, n_kv_heads: 2, head_dim: 64, cache_len: 60, max_seq: 30 },
+        &[30, 27],
+        DType::F16,
+        false,
+    );
 }
 
 #[test]
@@ -516,4 +635,60 @@ fn rms_norm_over_long_rows() {
         })
         .collect();
     assert_close(&f32s(&outs[0]), &want, 1e-5, "rms_norm");
+}
+
+/// Runs submitted ahead on the tiny Llama: run `n + 1` takes its token on
+/// the device from run `n`'s argmax, submitted before run `n` is read. The
+/// tokens equal one-at-a-time greedy decoding with host round trips; the
+/// limits (two in flight, nothing else read back meanwhile, a plain run
+/// waits for none) are typed errors.
+#[test]
+fn runs_submitted_ahead_take_the_previous_argmax() {
+    let Some(rt) = crate::runtime() else { return };
+    let dir = crate::fixtures_dir().join("llama_tiny_fp32");
+    let program = Program::open(dir.join("model.pte")).expect("fixture");
+    let mut m = rt.load(&program, "forward").expect("loads");
+    let prompt = Tensor::read_npy(dir.join("call0.in0.npy")).expect("prompt");
+    let n_prompt = prompt.numel() as i64;
+    let tok = |t: i64| int_tensor(DType::I64, &[1, 1], &[t]);
+    let pos = |p: i64| int_tensor(DType::I64, &[1], &[p]);
+    let id = |outs: Vec<Tensor>| -> i64 {
+        assert_eq!((outs.len(), outs[0].dtype), (1, DType::I64), "one argmax output");
+        outs[0].to_f64_vec()[0] as i64
+    };
+    assert!(!m.can_feed(0), "no argmax yet");
+    let err = m.submit(&[tok(1), pos(0)], Some(0)).expect_err("no argmax to feed from");
+    assert!(matches!(err, Error::Plumbing { .. }), "{err}");
+
+    m.set_output_argmax(0, true).expect("argmax");
+    assert!(m.can_feed(0));
+    let steps = 20;
+    let mut host = vec![id(m.run(&[prompt.clone(), pos(0)]).expect("prefill"))];
+    for i in 0..steps {
+        host.push(id(m.run(&[tok(host[i]), pos(n_prompt + i as i64)]).expect("decode")));
+    }
+
+    let first = id(m.run(&[prompt.clone(), pos(0)]).expect("prefill"));
+    assert_eq!(first, host[0]);
+    m.submit(&[tok(first), pos(n_prompt)], None).expect("first decode");
+    let mut ahead = vec![first];
+    for i in 1..steps {
+        m.submit(&[tok(0), pos(n_prompt + i as i64)], Some(0)).expect("fed decode");
+        ahead.push(id(m.finish().expect("oldest run")));
+    }
+    ahead.push(id(m.finish().expect("last run")));
+    assert_eq!(ahead, host, "fed from the device vs host round trips");
+
+    m.submit(&[tok(1), pos(0)], None).expect("one");
+    m.submit(&[tok(0), pos(1)], Some(0)).expect("two");
+    for err in [m.submit(&[tok(0), pos(2)], Some(0)).expect_err("three"), m.run(&[tok(1), pos(0)]).expect_err("run")] {
+        assert!(matches!(err, Error::Plumbing { ref what, .. } if what.contains("in flight")), "{err}");
+    }
+    m.finish().expect("one");
+    m.set_output_argmax(0, false).expect("logits again");
+    let err = m.submit(&[tok(1), pos(0)], None).expect_err("logits read back while a run is in flight");
+    assert!(matches!(err, Error::Plumbing { ref what, .. } if what.contains("only argmax")), "{err}");
+    m.finish().expect("two");
+    assert!(m.finish().is_err(), "nothing left to finish");
+    assert_eq!(m.run(&[tok(1), pos(0)]).expect("a plain run again")[0].shape, [1, 128]);
 }
