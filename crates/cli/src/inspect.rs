@@ -294,6 +294,14 @@ pub fn plan_text(name: &str, program: &Program, fuse: bool) -> String {
         let aliases = steps.iter().filter(|s| matches!(s, etwgpu_kernels::Step::Alias { .. })).count();
         (dispatches, aliases)
     };
+    // Lowered as at load: with the ops' scratch, host-read SymInts
+    // (positions) 0.
+    let lower = |g: &etwgpu_format::VkGraph| {
+        let mut g = g.clone();
+        let lowerer = etwgpu_graph::Lowerer::with_scratch(&mut g, 0)?;
+        let lowered = lowerer.lower_at_max(&g, 0)?;
+        Ok::<_, etwgpu_graph::LowerError>((lowered, lowerer.scratch(), g))
+    };
     for m in &program.methods {
         let _ = writeln!(w, "\nmethod {:?}", m.name);
         // Dispatches of all delegates per call: as exported, and fused.
@@ -303,23 +311,22 @@ pub fn plan_text(name: &str, program: &Program, fuse: bool) -> String {
                 let _ = writeln!(w, "  delegate {d}: not a Vulkan delegate");
                 continue;
             };
-            // Host-read SymInts (positions) are 0, as at load.
-            let lowered = match etwgpu_graph::lower_at_max(original, 0) {
+            let lowered = match lower(original) {
                 Ok(l) => l,
                 Err(e) => {
                     let _ = writeln!(w, "  delegate {d}: cannot lower: {e}");
                     continue;
                 }
             };
-            let (dispatches, aliases) = counts(&lowered.steps);
+            let (dispatches, aliases) = counts(&lowered.0.steps);
             let _ =
                 writeln!(w, "  delegate {d}: {} nodes, {dispatches} dispatches, {aliases} views", original.chain.len());
             let fused = etwgpu_graph::fuse(original, &etwgpu_graph::FuseOptions::default());
             let before = dispatches;
-            let (g, lowered) = if fuse {
-                match etwgpu_graph::lower_at_max(&fused.graph, 0) {
+            let (lowered, scratch, g) = if fuse {
+                match lower(&fused.graph) {
                     Ok(l) => {
-                        let (dispatches, aliases) = counts(&l.steps);
+                        let (dispatches, aliases) = counts(&l.0.steps);
                         let t = totals.get_or_insert((0, 0));
                         *t = (t.0 + before, t.1 + dispatches);
                         let _ = writeln!(
@@ -328,7 +335,7 @@ pub fn plan_text(name: &str, program: &Program, fuse: bool) -> String {
                             fused.summary(),
                             fused.graph.chain.len()
                         );
-                        (&fused.graph, l)
+                        l
                     }
                     Err(e) => {
                         let _ = writeln!(w, "    fused: cannot lower: {e}");
@@ -336,9 +343,9 @@ pub fn plan_text(name: &str, program: &Program, fuse: bool) -> String {
                     }
                 }
             } else {
-                (original, lowered)
+                lowered
             };
-            let plan = match etwgpu_graph::plan_graph(g, &lowered.steps) {
+            let plan = match etwgpu_graph::plan_graph(&g, &lowered.steps, &scratch) {
                 Ok(p) => p,
                 Err(e) => {
                     let _ = writeln!(w, "  delegate {d}: cannot plan: {e}");

@@ -5,11 +5,18 @@
 //! next ops see. The runtime lowers at load (maximum shapes) and again when
 //! the live input shapes change; `etwgpu inspect --plan` lowers at the
 //! maximum shapes to plan memory.
+//!
+//! Scratch: [`Lowerer::with_scratch`] appends [`N_SCRATCH`] f32 tensors to
+//! the graph's value table, shared by every op (ops run in order, and no
+//! op's scratch contents outlive it). Each op declares the scratch it may
+//! use at any live shape ([`Step::Scratch`], from static dims only), so
+//! lowering at the maximum shapes sizes them once; the memory plan pins
+//! them, and every later lowering fits that plan.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use etwgpu_format::{DType, ValueId, VkGraph, VkValue};
-use etwgpu_kernels::plan::Ctx;
+use etwgpu_format::{DType, ValueId, VkGraph, VkTensor, VkValue};
+use etwgpu_kernels::plan::{Ctx, N_SCRATCH};
 use etwgpu_kernels::{ElemType, OpId, Step, TensorInfo, Value, Vid};
 
 use crate::memory::{MemoryPlan, plan};
@@ -76,6 +83,23 @@ pub enum LowerError {
         /// Inferred shape.
         found: Vec<u64>,
     },
+    /// An operator declared more scratch than the lowering at the maximum
+    /// shapes sized (a rule whose declaration depends on live shapes).
+    #[error(
+        "operator {op} (node {node_id}) declares {bytes} bytes of scratch {slot}, over the {capacity} sized at load"
+    )]
+    Scratch {
+        /// ExecuTorch op name.
+        op: String,
+        /// Node id of the call.
+        node_id: u32,
+        /// The scratch slot.
+        slot: usize,
+        /// Bytes declared.
+        bytes: u64,
+        /// Bytes of the scratch tensor.
+        capacity: u64,
+    },
     /// A graph value that must be a tensor is not.
     #[error("value %{value} should be a tensor, found {found}")]
     NotATensor {
@@ -133,6 +157,10 @@ pub struct Lowerer {
     ops: Vec<OpId>,
     /// Per value: the items of a ValueList as [`Vid`]s (empty otherwise).
     lists: Vec<Vec<Vid>>,
+    /// The scratch tensors handed to every op (empty: none).
+    scratch: Vec<Vid>,
+    /// Per scratch tensor: its bytes, once sized (`None` while sizing).
+    scratch_bytes: Option<Vec<u64>>,
 }
 
 /// The chain lowered at one set of live inputs.
@@ -144,6 +172,8 @@ pub struct Lowered {
     pub nodes: Vec<usize>,
     /// Per value: its live shape (declared shape for untouched tensors).
     pub shapes: Vec<Vec<u64>>,
+    /// Per scratch slot: the most bytes an op declared ([`Step::Scratch`]).
+    pub scratch_bytes: [u64; N_SCRATCH],
 }
 
 /// One graph input as [`Lowerer::lower`] sees it.
@@ -181,7 +211,66 @@ impl Lowerer {
                 _ => Vec::new(),
             })
             .collect();
-        Ok(Self { ops, lists })
+        Ok(Self { ops, lists, scratch: Vec::new(), scratch_bytes: None })
+    }
+
+    /// Appends [`N_SCRATCH`] f32 1-D scratch tensors to `graph`, each sized
+    /// to the most bytes its ops declare ([`Step::Scratch`], lowered at the
+    /// maximum shapes, host-read SymInts taken as `symint`), and returns a
+    /// lowerer that hands them to every op. A graph whose ops declare none
+    /// is left as it is, and its ops get no scratch.
+    pub fn with_scratch(graph: &mut VkGraph, symint: i64) -> Result<Self, LowerError> {
+        let n_values = graph.values.len();
+        let scratch_tensor = |numel: u64| {
+            VkValue::Tensor(VkTensor {
+                dtype: DType::F32,
+                dims: vec![numel],
+                constant: None,
+                mem_obj_id: None,
+                storage_type: 255,
+                memory_layout: 255,
+                staging_dtype: None,
+            })
+        };
+        graph.values.extend((0..N_SCRATCH).map(|_| scratch_tensor(0)));
+        let mut me = Self::new(graph)?;
+        me.scratch = (n_values..n_values + N_SCRATCH).map(|i| Vid(i as u32)).collect();
+        let declared = me.lower_at_max(graph, symint).map(|l| l.scratch_bytes);
+        let declared = match declared {
+            Ok(d) if d.iter().any(|&b| b > 0) => d,
+            other => {
+                graph.values.truncate(n_values);
+                other?;
+                return Self::new(graph);
+            }
+        };
+        for (k, &bytes) in declared.iter().enumerate() {
+            graph.values[n_values + k] = scratch_tensor(bytes.div_ceil(4));
+        }
+        me.scratch_bytes = Some(declared.to_vec());
+        Ok(me)
+    }
+
+    /// The scratch tensors the ops may use (empty when there are none): the
+    /// memory plan pins them ([`plan_graph`]).
+    pub fn scratch(&self) -> Vec<Vid> {
+        let sized = self.scratch_bytes.as_deref().unwrap_or(&[]);
+        self.scratch.iter().zip(sized).filter(|&(_, &b)| b > 0).map(|(&v, _)| v).collect()
+    }
+
+    /// Lowers `graph` at its declared (maximum) input shapes, SymInts read
+    /// on the host taken as `symint`.
+    pub fn lower_at_max(&self, graph: &VkGraph, symint: i64) -> Result<Lowered, LowerError> {
+        let shapes = declared_shapes(graph);
+        let inputs: Vec<InputRef<'_>> = graph
+            .input_ids
+            .iter()
+            .map(|&value| InputRef {
+                value,
+                shape: matches!(graph.value(value), VkValue::Tensor(_)).then(|| shapes[value.idx()].as_slice()),
+            })
+            .collect();
+        self.lower(graph, &inputs, |_, _| symint)
     }
 
     /// Lowers every op, in chain order, at these inputs. `read(input, elem)`
@@ -203,14 +292,13 @@ impl Lowerer {
         }
         let mut steps = Vec::new();
         let mut nodes = Vec::new();
+        let mut scratch_bytes = [0u64; N_SCRATCH];
         for (node, (call, op)) in graph.chain.iter().zip(&self.ops).enumerate() {
             let args: Vec<Vid> = call.args.iter().map(|a| Vid(a.0)).collect();
             let view = GraphView { graph, lists: &self.lists, shapes: &shapes, symints: &symints };
-            let lowered = op.lower(&Ctx::new(&view, &args)).map_err(|source| LowerError::Op {
-                op: call.name.clone(),
-                node_id: call.node_id,
-                source,
-            })?;
+            let lowered = op
+                .lower(&Ctx::new(&view, &args).with_scratch(&self.scratch))
+                .map_err(|source| LowerError::Op { op: call.name.clone(), node_id: call.node_id, source })?;
             for (vid, shape) in lowered.shapes {
                 let t = tensor_of(graph, ValueId(vid.0))?;
                 let fits = shape.len() == t.dims.len() && shape.iter().zip(&t.dims).all(|(a, b)| a <= b);
@@ -235,6 +323,20 @@ impl Lowerer {
                             })?;
                         symints[out.0 as usize] = read(input, elem);
                     }
+                    Step::Scratch { slot, bytes } => {
+                        assert!(slot < N_SCRATCH, "{}: scratch slot {slot} past {N_SCRATCH}", call.name);
+                        scratch_bytes[slot] = scratch_bytes[slot].max(bytes);
+                        let capacity = self.scratch_bytes.as_ref().map_or(u64::MAX, |c| c[slot]);
+                        if bytes > capacity {
+                            return Err(LowerError::Scratch {
+                                op: call.name.clone(),
+                                node_id: call.node_id,
+                                slot,
+                                bytes,
+                                capacity,
+                            });
+                        }
+                    }
                     other => {
                         steps.push(other);
                         nodes.push(node);
@@ -242,7 +344,7 @@ impl Lowerer {
                 }
             }
         }
-        Ok(Lowered { steps, nodes, shapes })
+        Ok(Lowered { steps, nodes, shapes, scratch_bytes })
     }
 }
 
@@ -272,8 +374,10 @@ pub fn device_bytes(t: &etwgpu_format::VkTensor) -> u64 {
 pub const MAX_TENSOR_BYTES: u64 = 1 << 40;
 
 /// The memory plan of a lowered chain: graph inputs and outputs, constants
-/// and mutable state are pinned.
-pub fn plan_graph(graph: &VkGraph, steps: &[Step]) -> Result<MemoryPlan, LowerError> {
+/// and mutable state are pinned, and so are the `scratch` tensors
+/// ([`Lowerer::scratch`]), planned whether or not these steps use them (a
+/// later lowering may).
+pub fn plan_graph(graph: &VkGraph, steps: &[Step], scratch: &[Vid]) -> Result<MemoryPlan, LowerError> {
     let mut bytes = BTreeMap::new();
     let mut pinned = BTreeSet::new();
     let mut note = |v: Vid| -> Result<(), LowerError> {
@@ -296,9 +400,11 @@ pub fn plan_graph(graph: &VkGraph, steps: &[Step]) -> Result<MemoryPlan, LowerEr
                 note(*src)?;
             }
             Step::Prepack { out, .. } => note(*out)?,
-            Step::SymInt { .. } | Step::ReadSymInt { .. } => {}
+            Step::SymInt { .. } | Step::ReadSymInt { .. } | Step::Scratch { .. } => {}
         }
     }
+    scratch.iter().try_for_each(|&v| note(v))?;
+    pinned.extend(scratch);
     // Graph inputs and outputs (mutable state is passed in and out).
     for id in graph.input_ids.iter().chain(&graph.output_ids) {
         if let VkValue::Tensor(_) = graph.value(*id) {
@@ -309,17 +415,7 @@ pub fn plan_graph(graph: &VkGraph, steps: &[Step]) -> Result<MemoryPlan, LowerEr
 }
 
 /// Lowers `graph` at its declared (maximum) input shapes, SymInts read on
-/// the host taken as `symint`.
+/// the host taken as `symint`, without scratch.
 pub fn lower_at_max(graph: &VkGraph, symint: i64) -> Result<Lowered, LowerError> {
-    let lowerer = Lowerer::new(graph)?;
-    let shapes = declared_shapes(graph);
-    let inputs: Vec<InputRef<'_>> = graph
-        .input_ids
-        .iter()
-        .map(|&value| InputRef {
-            value,
-            shape: matches!(graph.value(value), VkValue::Tensor(_)).then(|| shapes[value.idx()].as_slice()),
-        })
-        .collect();
-    lowerer.lower(graph, &inputs, |_, _| symint)
+    Lowerer::new(graph)?.lower_at_max(graph, symint)
 }

@@ -104,7 +104,7 @@ impl MemoryPlan {
                 }
                 Step::Alias { out, src } => vec![*out, *src],
                 Step::Prepack { out, .. } => vec![*out],
-                Step::SymInt { .. } | Step::ReadSymInt { .. } => Vec::new(),
+                Step::SymInt { .. } | Step::ReadSymInt { .. } | Step::Scratch { .. } => Vec::new(),
             };
             for v in touched {
                 let Some(&root) = self.class_of.get(&v) else { return false };
@@ -155,7 +155,9 @@ fn align_up(x: u64) -> u64 {
 ///
 /// `bytes` gives every tensor's size (a tensor missing from it is a bug in
 /// the caller and panics); `pinned` lists the tensors that must keep their
-/// own buffer (graph inputs and outputs, constants, mutable state).
+/// own buffer (graph inputs and outputs, constants, mutable state). A
+/// pinned tensor with a size is planned even when no step touches it
+/// (scratch that a lowering at other shapes may use).
 pub fn plan(steps: &[Step], bytes: &BTreeMap<Vid, u64>, pinned: &BTreeSet<Vid>) -> MemoryPlan {
     let size = |v: Vid| *bytes.get(&v).unwrap_or_else(|| panic!("memory plan: no size for tensor {v:?}"));
     let mut parent: BTreeMap<Vid, Vid> = BTreeMap::new();
@@ -190,9 +192,16 @@ pub fn plan(steps: &[Step], bytes: &BTreeMap<Vid, u64>, pinned: &BTreeSet<Vid>) 
                 touch(*out, t, &mut touched);
                 dedicated_roots.insert(*out);
             }
-            // Host-side SymInt updates touch no device storage.
-            Step::SymInt { .. } | Step::ReadSymInt { .. } => {}
+            // Host-side SymInt updates and declarations touch no device
+            // storage.
+            Step::SymInt { .. } | Step::ReadSymInt { .. } | Step::Scratch { .. } => {}
         }
+    }
+    let untouched: Vec<Vid> =
+        pinned.iter().filter(|v| bytes.contains_key(v) && !touched.contains_key(v)).copied().collect();
+    for v in untouched {
+        parent.insert(v, v);
+        touched.insert(v, (0, steps.len().saturating_sub(1)));
     }
     let naive_bytes = touched.keys().map(|&v| size(v)).sum();
     let members: Vec<Vid> = touched.keys().copied().collect();

@@ -208,3 +208,69 @@ fn no_dispatch_reads_and_writes_one_arena() {
     }
     assert!(!p.fits(&[dispatch(&[0], &[9])]));
 }
+
+/// `q + q -> sdpa_with_kv_cache -> (+ itself) twice`, queries of up to `s_max`
+/// rows, caches of 1000 rows, 8 query and 2 kv heads of 64 dims.
+fn sdpa_chain(s_max: u64) -> etwgpu_format::VkGraph {
+    use etwgpu_format::DType;
+    use etwgpu_format::writer::{GraphBuilder, ProgramBuilder};
+    let mut g = GraphBuilder::new();
+    let q = g.tensor(DType::F32, &[1, s_max, 8, 64]);
+    let q2 = g.tensor(DType::F32, &[1, s_max, 8, 64]);
+    let k = g.tensor(DType::F32, &[1, s_max, 2, 64]);
+    let v = g.tensor(DType::F32, &[1, s_max, 2, 64]);
+    let zeros = vec![0u8; 1000 * 2 * 64 * 4];
+    let k_cache = g.constant(DType::F32, &[1, 1000, 2, 64], &zeros);
+    let v_cache = g.constant(DType::F32, &[1, 1000, 2, 64], &zeros);
+    let (zero, one, causal, null) = (g.int(0), g.int(1), g.bool(true), g.null());
+    let pos = g.sym_int();
+    let attn = g.tensor(DType::F32, &[1, s_max, 8, 64]);
+    let twice = g.tensor(DType::F32, &[1, s_max, 8, 64]);
+    let out = g.tensor(DType::F32, &[1, s_max, 8, 64]);
+    g.op("aten.add.Tensor", &[q, q, one, q2])
+        .op("sdpa_with_kv_cache.default", &[q2, k, v, k_cache, v_cache, pos, one, null, zero, causal, null, attn])
+        .op("aten.add.Tensor", &[attn, attn, one, twice])
+        .op("aten.add.Tensor", &[twice, twice, one, out]);
+    g.inputs(&[q, k, v, pos]).outputs(&[out]);
+    let program = etwgpu_format::Program::from_bytes(ProgramBuilder::single_delegate(g).to_bytes()).expect("parses");
+    program.methods[0].vulkan_delegates().next().expect("a delegate").2.clone()
+}
+
+/// Scratch: appended and sized at the maximum shapes, pinned by the plan,
+/// and every decode position (split-KV attention into the scratch) fits
+/// the plan made at the maximum shapes.
+#[test]
+fn scratch_is_sized_at_load_and_every_decode_position_fits() {
+    use crate::lower::{InputRef, Lowerer, plan_graph};
+    let mut graph = sdpa_chain(8);
+    let n_values = graph.values.len();
+    let lowerer = Lowerer::with_scratch(&mut graph, 0).expect("lowers");
+    assert_eq!(graph.values.len(), n_values + etwgpu_kernels::plan::N_SCRATCH);
+    let scratch = lowerer.scratch();
+    assert_eq!(scratch, [Vid(n_values as u32)]);
+    let max = lowerer.lower_at_max(&graph, 0).expect("lowers");
+    let plan = plan_graph(&graph, &max.steps, &scratch).expect("plans");
+    assert_eq!(plan.placement(scratch[0]), Some(Placement::Dedicated));
+    assert!(!plan.arenas.is_empty(), "the adds' intermediates share an arena");
+    let touches_scratch =
+        |steps: &[Step]| steps.iter().any(|s| matches!(s, Step::Dispatch(d) if d.outputs.contains(&scratch[0])));
+    assert!(!touches_scratch(&max.steps), "8 rows run the one-pass kernel");
+    for (rows, pos) in [(1, 0), (1, 127), (1, 500), (4, 700), (1, 999)] {
+        let q = [1, rows, 8, 64];
+        let kv = [1, rows, 2, 64];
+        let inputs = [
+            InputRef { value: graph.input_ids[0], shape: Some(&q) },
+            InputRef { value: graph.input_ids[1], shape: Some(&kv) },
+            InputRef { value: graph.input_ids[2], shape: Some(&kv) },
+            InputRef { value: graph.input_ids[3], shape: None },
+        ];
+        let l = lowerer.lower(&graph, &inputs, |_, _| pos).expect("lowers");
+        assert!(touches_scratch(&l.steps), "{rows} rows at {pos}: split-KV attention");
+        assert!(plan.fits(&l.steps), "{rows} rows at {pos}: fits the plan at the maximum shapes");
+    }
+    // No op declares scratch: the graph is left as it is.
+    let mut plain = sdpa_chain(8);
+    plain.chain.remove(1);
+    let lowerer = Lowerer::with_scratch(&mut plain, 0).expect("lowers");
+    assert_eq!((plain.values.len(), lowerer.scratch()), (n_values, Vec::new()));
+}

@@ -20,6 +20,8 @@ pub const WG_ROWS: u32 = 64;
 pub const MATMUL_TILE: u32 = 16;
 /// Most workgroups along one grid dimension (WebGPU's default limit).
 pub const MAX_GROUPS_PER_DIM: u32 = 65_535;
+/// Scratch tensors the caller may provide to every op ([`Ctx::scratch`]).
+pub const N_SCRATCH: usize = 2;
 
 /// A value id of the graph (an index into its value table).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -287,6 +289,17 @@ pub enum Step {
         /// Flat element index.
         elem: u64,
     },
+    /// No GPU work: the op may use up to `bytes` of scratch tensor `slot`
+    /// ([`Ctx::scratch`]) at *any* live shape. Declared at every lowering,
+    /// whether or not this one uses the scratch, and computed from static
+    /// dims only, so the lowering at the maximum shapes sizes the scratch
+    /// for every later one.
+    Scratch {
+        /// Which scratch tensor (below [`N_SCRATCH`]).
+        slot: usize,
+        /// Bytes it may use.
+        bytes: u64,
+    },
 }
 
 /// A lowered operator call.
@@ -402,6 +415,7 @@ pub fn norm_dim(dim: i64, rank: usize) -> Option<usize> {
 pub struct Ctx<'a> {
     graph: &'a dyn Graph,
     args: &'a [crate::plan::Vid],
+    scratch: &'a [Vid],
 }
 
 impl std::fmt::Debug for Ctx<'_> {
@@ -411,9 +425,24 @@ impl std::fmt::Debug for Ctx<'_> {
 }
 
 impl<'a> Ctx<'a> {
-    /// A call with these argument ids (outputs last).
+    /// A call with these argument ids (outputs last), without scratch.
     pub fn new(graph: &'a dyn Graph, args: &'a [Vid]) -> Self {
-        Self { graph, args }
+        Self { graph, args, scratch: &[] }
+    }
+
+    /// The same call with scratch tensors: f32, 1-D, at most
+    /// [`N_SCRATCH`], shared by every op of the chain (ops run in order and
+    /// no op's scratch contents outlive it), each as large as the largest
+    /// [`Step::Scratch`] declared for its slot.
+    pub fn with_scratch(self, scratch: &'a [Vid]) -> Self {
+        Self { scratch, ..self }
+    }
+
+    /// Scratch tensor `slot`, when the caller provides one (an op falls
+    /// back to a kernel without scratch when it does not). An op using it
+    /// declares its bytes with [`Step::Scratch`].
+    pub fn scratch(&self, slot: usize) -> Option<Vid> {
+        self.scratch.get(slot).copied()
     }
 
     /// Number of arguments (outputs included).
@@ -427,7 +456,7 @@ impl<'a> Ctx<'a> {
     where
         'a: 'b,
     {
-        Ctx { graph: self.graph, args }
+        Ctx { graph: self.graph, args, scratch: self.scratch }
     }
 
     /// Fails unless there are exactly `n` arguments.

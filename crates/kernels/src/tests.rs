@@ -466,7 +466,10 @@ fn sdpa_takes_seq_from_the_query_and_checks_its_arguments() {
     let a = args(&mut g, 3);
     let l = check(&g, "sdpa_with_kv_cache.default", &a).expect("lowers");
     assert_eq!(out_shape(&l), [1, 5, 4, 16]);
-    let [Step::Dispatch(update), Step::Dispatch(attend)] = &l.steps[..] else { panic!("expected two dispatches") };
+    // Head dim 16 could split: the scratch is declared even without it.
+    let [Step::Dispatch(update), Step::Scratch { slot: 0, .. }, Step::Dispatch(attend)] = &l.steps[..] else {
+        panic!("expected two dispatches and a scratch declaration: {:?}", l.steps)
+    };
     assert_eq!((update.outputs.as_slice(), attend.inputs.as_slice()), (&[cache, cache][..], &[q, cache, cache][..]));
     assert_eq!(attend.workgroups, [20, 1, 1]);
     // Past the cache end: 4 + 5 > 8.
@@ -483,6 +486,56 @@ fn sdpa_takes_seq_from_the_query_and_checks_its_arguments() {
     a[0] = q3;
     let err = check(&g, "sdpa_with_kv_cache.default", &a).expect_err("gqa");
     assert!(matches!(err, crate::Error::Shape { arg_idx: 0, .. }), "{err:?}");
+}
+
+/// Split-KV decode: with scratch, calls of at most 4 rows run the partials
+/// and the combine; the splits cover the context with none empty, and the
+/// scratch declared (the same at every shape) holds every live split plan.
+#[test]
+fn sdpa_splits_the_context_with_scratch() {
+    let mut g = TestGraph::default();
+    let q = g.t(&[1, 1, 8, 64]);
+    let kv = g.t(&[1, 1, 2, 64]);
+    let cache = g.push(Owned::Tensor(ElemType::F32, vec![1, 1000, 2, 64], true));
+    let (one, zero, causal, null) =
+        (g.push(Owned::Int(1)), g.push(Owned::Int(0)), g.push(Owned::Bool(true)), g.push(Owned::Null));
+    let out = g.t(&[1, 1, 8, 64]);
+    let scratch = [g.t(&[0]), g.t(&[0])];
+    let start = g.push(Owned::SymInt(899));
+    let args = [q, kv, kv, cache, cache, start, one, null, zero, causal, null, out];
+    let op = from_name("sdpa_with_kv_cache.default").expect("registered");
+    let l = op.lower(&crate::plan::Ctx::new(&g, &args).with_scratch(&scratch)).expect("lowers");
+    let [Step::Dispatch(_), Step::Scratch { slot: 0, bytes }, Step::Dispatch(part), Step::Dispatch(combine)] =
+        &l.steps[..]
+    else {
+        panic!("expected update, scratch, partials and combine: {:?}", l.steps)
+    };
+    assert_eq!(*bytes, crate::ops::llm::split_scratch_bytes(8, 2, 64, 1000));
+    assert_eq!((part.inputs.as_slice(), part.outputs.as_slice()), (&[q, cache, cache][..], &[scratch[0]][..]));
+    assert_eq!((combine.inputs.as_slice(), combine.outputs.as_slice()), (&[scratch[0]][..], &[out][..]));
+    // 900 keys: 8 splits of 113 (at least 128 keys per split would give 8),
+    // 2 kv heads of one workgroup each (4 query heads per group).
+    assert_eq!(part.workgroups, [2, 8, 1]);
+    assert_eq!(combine.workgroups, [8, 1, 1]);
+    // Without scratch: the one-pass kernel.
+    let l = check(&g, "sdpa_with_kv_cache.default", &args).expect("lowers");
+    assert_eq!(l.steps.iter().filter(|s| matches!(s, Step::Dispatch(_))).count(), 2);
+
+    for (hq, hkv, d, cmax) in
+        [(32, 8, 64, 8192), (8, 2, 128, 1000), (4, 4, 64, 1100), (6, 2, 16, 300), (1, 1, 8, 20_000)]
+    {
+        let declared = crate::ops::llm::split_scratch_bytes(hq, hkv, d, cmax);
+        for rows in 1..=4u64 {
+            for ctx in (rows..=cmax).step_by(7).chain([cmax]) {
+                let (n, chunk) = crate::ops::llm::split_plan(rows, hq, hkv, ctx);
+                assert!(n * chunk >= ctx && (n - 1) * chunk < ctx, "{hq}/{hkv} at {ctx}: {n} x {chunk}");
+                assert!(ctx > 128 || n == 1, "{ctx} keys in {n} splits");
+                assert!(rows * hq * n * (d / 4 + 1) * 16 <= declared, "{hq}/{hkv}/{d} at {ctx}: {n} splits");
+            }
+        }
+    }
+    // Llama-3.2-1B at 8192 keys: 8 kv heads x 32 splits of one tile each.
+    assert_eq!(crate::ops::llm::split_plan(1, 32, 8, 8192), (32, 256));
 }
 
 #[test]
@@ -508,7 +561,9 @@ fn sdpa_tiles_prompts_of_more_than_eight_rows() {
         let out = g.t(&[1, s, 4, d]);
         let a = [q, kv, kv, cache, cache, start, one, null, zero, causal, null, out];
         let l = check(&g, "sdpa_with_kv_cache.default", &a).expect("lowers");
-        let [_, Step::Dispatch(attend)] = &l.steps[..] else { panic!("expected two dispatches") };
+        // (Head dims the split kernels hold also declare their scratch.)
+        let dispatches: Vec<_> = l.steps.iter().filter(|s| matches!(s, Step::Dispatch(_))).collect();
+        let [_, Step::Dispatch(attend)] = dispatches[..] else { panic!("expected two dispatches") };
         assert_eq!((attend.shader.label(), attend.workgroups), (kernel, [groups, 1, 1]), "S {s}, head dim {d}");
     }
 }

@@ -1,11 +1,12 @@
-//! GPU benchmarks of `etwgpu-runtime`: GEMM, GEMV, softmax and layer norm
-//! at a few shapes, and whole fixture runs.
+//! GPU benchmarks of `etwgpu-runtime`: GEMM, GEMV, softmax, layer norm
+//! and decode attention over a KV cache at a few shapes, and whole fixture
+//! runs.
 //!
 //! Timing uses `iter_custom`: each sample is the wall time of `run`, which
 //! uploads the inputs, submits once and waits for the queue (read-back
 //! included). Throughput is reported as elements per second where an
 //! element is one floating-point operation (GEMM, GEMV) or one byte moved
-//! (softmax, layer norm). Without an adapter the benches print a note and
+//! (softmax, layer norm, the cache read by decode attention). Without an adapter the benches print a note and
 //! measure nothing.
 //!
 //! `ETWGPU_BENCH_LARGE=1` adds shapes sized for a real GPU;
@@ -87,6 +88,30 @@ fn softmax(c: &mut Criterion, rt: &Runtime, rows: u64, n: u64) {
     let out = g.tensor(DType::F32, &[rows, n]);
     g.op("aten._softmax.default", &[x, dim, f, out]).inputs(&[x]).outputs(&[out]);
     bench_graph(c, rt, &format!("softmax {rows}x{n}"), 8 * rows * n, g, vec![ones(&[rows, n])]);
+}
+
+/// One decode step of `sdpa_with_kv_cache` (one query token, Llama-style
+/// heads) at the last position of a cache of `ctx` rows: the split-KV
+/// kernels.
+fn decode_attention(c: &mut Criterion, rt: &Runtime, hq: u64, hkv: u64, d: u64, ctx: u64) {
+    let mut g = GraphBuilder::new();
+    let q = g.tensor(DType::F32, &[1, 1, hq, d]);
+    let k = g.tensor(DType::F32, &[1, 1, hkv, d]);
+    let v = g.tensor(DType::F32, &[1, 1, hkv, d]);
+    let pos = g.tensor_staged(DType::I32, DType::I64, &[1]);
+    let cache = vec![0u8; (ctx * hkv * d * 4) as usize];
+    let k_cache = g.constant(DType::F32, &[1, ctx, hkv, d], &cache);
+    let v_cache = g.constant(DType::F32, &[1, ctx, hkv, d], &cache);
+    let (zero, one, causal, null) = (g.int(0), g.int(1), g.bool(true), g.null());
+    let start = g.sym_int();
+    let out = g.tensor(DType::F32, &[1, 1, hq, d]);
+    g.op("et_vk.select_as_symint.default", &[pos, zero, zero, start])
+        .op("sdpa_with_kv_cache.default", &[q, k, v, k_cache, v_cache, start, one, null, zero, causal, null, out]);
+    g.inputs(&[q, k, v, pos]).outputs(&[out]);
+    let last = Tensor::new(DType::I64, vec![1], (ctx as i64 - 1).to_le_bytes().to_vec()).expect("valid");
+    let inputs = vec![ones(&[1, 1, hq, d]), ones(&[1, 1, hkv, d]), ones(&[1, 1, hkv, d]), last];
+    let name = format!("decode attention {hq}/{hkv} heads x {d} at {ctx}");
+    bench_graph(c, rt, &name, 2 * ctx * hkv * d * 4, g, inputs);
 }
 
 fn layer_norm(c: &mut Criterion, rt: &Runtime, rows: u64, n: u64) {
@@ -178,6 +203,11 @@ fn benches(c: &mut Criterion) {
     if large {
         softmax(c, &rt, 4096, 4096);
         layer_norm(c, &rt, 4096, 4096);
+    }
+    decode_attention(c, &rt, 32, 8, 64, 2048);
+    if large {
+        decode_attention(c, &rt, 32, 8, 64, 8192);
+        decode_attention(c, &rt, 32, 8, 128, 32_768);
     }
     conv2d(c, &rt, 8, 16, 32);
     if large {

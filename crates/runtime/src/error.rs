@@ -267,6 +267,23 @@ pub enum Error {
         /// The tensor read.
         value: u32,
     },
+    /// An operator declared more scratch than was sized at load (a bug in
+    /// its host rule).
+    #[error(
+        "operator {op} (node {node_id}) declares {bytes} bytes of scratch {slot}, over the {capacity} sized at load"
+    )]
+    Scratch {
+        /// ExecuTorch op name.
+        op: String,
+        /// Node id of the call.
+        node_id: u32,
+        /// The scratch slot.
+        slot: usize,
+        /// Bytes declared.
+        bytes: u64,
+        /// Bytes of the scratch tensor.
+        capacity: u64,
+    },
     /// A tensor's byte length does not match its dtype and shape.
     #[error("tensor of dtype {dtype} and shape {shape:?} needs {expected} bytes, found {found}")]
     TensorBytes {
@@ -308,6 +325,7 @@ impl From<etwgpu_graph::LowerError> for Error {
             L::OutputShape { op, node_id, value, max, found } => Error::OutputShape { op, node_id, value, max, found },
             L::NotATensor { value, found } => Error::NotATensor { value, found },
             L::SymIntSource { op, node_id, value } => Error::SymIntSource { op, node_id, value },
+            L::Scratch { op, node_id, slot, bytes, capacity } => Error::Scratch { op, node_id, slot, bytes, capacity },
             L::TensorTooLarge { value, bytes, limit } => {
                 Error::TensorTooLarge { value, shape: Vec::new(), bytes, limit }
             }

@@ -10,7 +10,11 @@
 //! and writes one arena: WebGPU tracks usage per whole buffer). Graph
 //! inputs and outputs, constants and prepacked tensors keep their own
 //! buffers (constants never share, whatever their `mem_obj_id` or named
-//! key); so does everything when the device cannot bind the arenas. Run:
+//! key); so does everything when the device cannot bind the arenas. The
+//! scratch tensors ops share (split-KV attention's partials) are appended
+//! to the graph at load ([`etwgpu_graph::Lowerer::with_scratch`]), sized at
+//! the maximum shapes for every live shape, and keep their own buffers, so
+//! re-lowering at each decode position fits the plan. Run:
 //! inputs are uploaded; when input shapes or host-read SymInts (SymInt
 //! inputs, `select_as_symint` sources) changed, the chain is re-lowered in
 //! order at the live values, so every op re-infers its output shape and
@@ -475,13 +479,16 @@ impl LoadedDelegate {
         // (constants and inputs are widened on upload, outputs narrowed on
         // read-back) and every kernel runs its f32 variant.
         // With it, float32 KV caches may be stored as float16.
-        let (graph, file_dtype) = if !rt.device.features().contains(wgpu::Features::SHADER_F16) {
+        let (mut graph, file_dtype) = if !rt.device.features().contains(wgpu::Features::SHADER_F16) {
             promote_f16(graph)
         } else if let Some(narrowed) = options.kv_cache_f16.then(|| narrow_kv_caches(graph)).flatten() {
             narrowed
         } else {
             (graph.clone(), Vec::new())
         };
+        // Scratch tensors shared by the ops (split-KV attention partials),
+        // sized at the maximum shapes and pinned by the memory plan.
+        let lowerer = Lowerer::with_scratch(&mut graph, PLACEHOLDER_SYMINT)?;
         let graph = &graph;
         let inputs = io_specs(m, graph, args, &args[..n_in], &graph.input_ids, 0..n_in)?;
         let outputs = io_specs(m, graph, args, &args[n_in..], &graph.output_ids, n_in..args.len())?;
@@ -489,7 +496,6 @@ impl LoadedDelegate {
             return Err(Error::NotATensor { value: spec.value.0, found: "SymInt" });
         }
         check_tensor_sizes(rt, graph)?;
-        let lowerer = Lowerer::new(graph)?;
         let shapes: Vec<Vec<u64>> = graph
             .values
             .iter()
@@ -676,8 +682,12 @@ impl LoadedDelegate {
                         needed[self.root_of(*v)] = true;
                     }
                 }
-                Step::SymInt { .. } | Step::ReadSymInt { .. } => {}
+                Step::SymInt { .. } | Step::ReadSymInt { .. } | Step::Scratch { .. } => {}
             }
+        }
+        let scratch = self.lowerer.scratch();
+        for v in &scratch {
+            needed[self.root_of(*v)] = true;
         }
         for spec in self.inputs.iter().chain(&self.outputs).filter(|s| !s.symint) {
             needed[self.root[spec.value.idx()] as usize] = true;
@@ -685,7 +695,7 @@ impl LoadedDelegate {
         let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC;
         // Intermediates share arenas when the device can bind them at the
         // planned offsets; otherwise each keeps its own buffer.
-        let memory = etwgpu_graph::plan_graph(&self.graph, steps)?;
+        let memory = etwgpu_graph::plan_graph(&self.graph, steps, &scratch)?;
         let limits = self.rt.device.limits();
         let usable = u64::from(limits.min_storage_buffer_offset_alignment) <= etwgpu_graph::memory::ALIGN
             && memory
@@ -805,7 +815,7 @@ impl LoadedDelegate {
                     );
                     None
                 }
-                Step::Prepack { .. } | Step::SymInt { .. } | Step::ReadSymInt { .. } => None,
+                Step::Prepack { .. } | Step::SymInt { .. } | Step::ReadSymInt { .. } | Step::Scratch { .. } => None,
             })
             .collect();
         let (offsets, uniform_bytes) = uniform_layout(dispatches.iter().map(|d| d.params.as_slice()), align);

@@ -94,6 +94,10 @@ pub enum Family {
     SdpaOnline,
     /// `sdpa_prefill.wgsl`.
     SdpaPrefill,
+    /// `sdpa_split.wgsl`.
+    SdpaSplit,
+    /// `sdpa_split_combine.wgsl`.
+    SdpaSplitCombine,
     /// `softmax.wgsl`.
     Softmax,
     /// `softmax_rows.wgsl`.
@@ -334,6 +338,16 @@ pub enum ShaderId {
     SdpaPrefillF16,
     /// `sdpa_prefill.wgsl` with `Elem = f32`, `KvElem = f16`.
     SdpaPrefillF32Kvf16,
+    /// `sdpa_split.wgsl` with `Elem = f32`.
+    SdpaSplitF32,
+    /// `sdpa_split.wgsl` with `Elem = f16`.
+    SdpaSplitF16,
+    /// `sdpa_split.wgsl` with `Elem = f32`, `KvElem = f16`.
+    SdpaSplitF32Kvf16,
+    /// `sdpa_split_combine.wgsl` with `Elem = f32`.
+    SdpaSplitCombineF32,
+    /// `sdpa_split_combine.wgsl` with `Elem = f16`.
+    SdpaSplitCombineF16,
     /// `softmax.wgsl` with `Elem = f32`.
     SoftmaxF32,
     /// `softmax.wgsl` with `Elem = f16`.
@@ -466,6 +480,11 @@ impl ShaderId {
         ShaderId::SdpaPrefillF32,
         ShaderId::SdpaPrefillF16,
         ShaderId::SdpaPrefillF32Kvf16,
+        ShaderId::SdpaSplitF32,
+        ShaderId::SdpaSplitF16,
+        ShaderId::SdpaSplitF32Kvf16,
+        ShaderId::SdpaSplitCombineF32,
+        ShaderId::SdpaSplitCombineF16,
         ShaderId::SoftmaxF32,
         ShaderId::SoftmaxF16,
         ShaderId::SoftmaxRowsF32,
@@ -583,6 +602,11 @@ impl ShaderId {
             ShaderId::SdpaPrefillF32 => Family::SdpaPrefill,
             ShaderId::SdpaPrefillF16 => Family::SdpaPrefill,
             ShaderId::SdpaPrefillF32Kvf16 => Family::SdpaPrefill,
+            ShaderId::SdpaSplitF32 => Family::SdpaSplit,
+            ShaderId::SdpaSplitF16 => Family::SdpaSplit,
+            ShaderId::SdpaSplitF32Kvf16 => Family::SdpaSplit,
+            ShaderId::SdpaSplitCombineF32 => Family::SdpaSplitCombine,
+            ShaderId::SdpaSplitCombineF16 => Family::SdpaSplitCombine,
             ShaderId::SoftmaxF32 => Family::Softmax,
             ShaderId::SoftmaxF16 => Family::Softmax,
             ShaderId::SoftmaxRowsF32 => Family::SoftmaxRows,
@@ -701,6 +725,11 @@ impl ShaderId {
             ShaderId::SdpaPrefillF32 => Variant::F32,
             ShaderId::SdpaPrefillF16 => Variant::F16,
             ShaderId::SdpaPrefillF32Kvf16 => Variant::F32Kvf16,
+            ShaderId::SdpaSplitF32 => Variant::F32,
+            ShaderId::SdpaSplitF16 => Variant::F16,
+            ShaderId::SdpaSplitF32Kvf16 => Variant::F32Kvf16,
+            ShaderId::SdpaSplitCombineF32 => Variant::F32,
+            ShaderId::SdpaSplitCombineF16 => Variant::F16,
             ShaderId::SoftmaxF32 => Variant::F32,
             ShaderId::SoftmaxF16 => Variant::F16,
             ShaderId::SoftmaxRowsF32 => Variant::F32,
@@ -819,6 +848,11 @@ impl ShaderId {
             ShaderId::SdpaPrefillF32 => "sdpa_prefill.f32",
             ShaderId::SdpaPrefillF16 => "sdpa_prefill.f16",
             ShaderId::SdpaPrefillF32Kvf16 => "sdpa_prefill.f32_kvf16",
+            ShaderId::SdpaSplitF32 => "sdpa_split.f32",
+            ShaderId::SdpaSplitF16 => "sdpa_split.f16",
+            ShaderId::SdpaSplitF32Kvf16 => "sdpa_split.f32_kvf16",
+            ShaderId::SdpaSplitCombineF32 => "sdpa_split_combine.f32",
+            ShaderId::SdpaSplitCombineF16 => "sdpa_split_combine.f16",
             ShaderId::SoftmaxF32 => "softmax.f32",
             ShaderId::SoftmaxF16 => "softmax.f16",
             ShaderId::SoftmaxRowsF32 => "softmax_rows.f32",
@@ -937,6 +971,11 @@ impl ShaderId {
             ShaderId::SdpaPrefillF32 => SDPA_PREFILL_F32,
             ShaderId::SdpaPrefillF16 => SDPA_PREFILL_F16,
             ShaderId::SdpaPrefillF32Kvf16 => SDPA_PREFILL_F32_KVF16,
+            ShaderId::SdpaSplitF32 => SDPA_SPLIT_F32,
+            ShaderId::SdpaSplitF16 => SDPA_SPLIT_F16,
+            ShaderId::SdpaSplitF32Kvf16 => SDPA_SPLIT_F32_KVF16,
+            ShaderId::SdpaSplitCombineF32 => SDPA_SPLIT_COMBINE_F32,
+            ShaderId::SdpaSplitCombineF16 => SDPA_SPLIT_COMBINE_F16,
             ShaderId::SoftmaxF32 => SOFTMAX_F32,
             ShaderId::SoftmaxF16 => SOFTMAX_F16,
             ShaderId::SoftmaxRowsF32 => SOFTMAX_ROWS_F32,
@@ -1334,6 +1373,30 @@ impl ShaderId {
                 uniform_buffers: 1,
                 workgroup_bytes: 14592,
             },
+            ShaderId::SdpaSplitF32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 4,
+                uniform_buffers: 1,
+                workgroup_bytes: 13312,
+            },
+            ShaderId::SdpaSplitF16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 4,
+                uniform_buffers: 1,
+                workgroup_bytes: 13312,
+            },
+            ShaderId::SdpaSplitF32Kvf16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 4,
+                uniform_buffers: 1,
+                workgroup_bytes: 13312,
+            },
+            ShaderId::SdpaSplitCombineF32 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::SdpaSplitCombineF16 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
             ShaderId::SoftmaxF32 => {
                 ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
             }
@@ -1488,6 +1551,11 @@ impl ShaderId {
             (Family::SdpaPrefill, Variant::F32) => Some(ShaderId::SdpaPrefillF32),
             (Family::SdpaPrefill, Variant::F16) => Some(ShaderId::SdpaPrefillF16),
             (Family::SdpaPrefill, Variant::F32Kvf16) => Some(ShaderId::SdpaPrefillF32Kvf16),
+            (Family::SdpaSplit, Variant::F32) => Some(ShaderId::SdpaSplitF32),
+            (Family::SdpaSplit, Variant::F16) => Some(ShaderId::SdpaSplitF16),
+            (Family::SdpaSplit, Variant::F32Kvf16) => Some(ShaderId::SdpaSplitF32Kvf16),
+            (Family::SdpaSplitCombine, Variant::F32) => Some(ShaderId::SdpaSplitCombineF32),
+            (Family::SdpaSplitCombine, Variant::F16) => Some(ShaderId::SdpaSplitCombineF16),
             (Family::Softmax, Variant::F32) => Some(ShaderId::SoftmaxF32),
             (Family::Softmax, Variant::F16) => Some(ShaderId::SoftmaxF16),
             (Family::SoftmaxRows, Variant::F32) => Some(ShaderId::SoftmaxRowsF32),
@@ -10652,6 +10720,754 @@ fn main(
             out[base + DC4 + j] = vec4<Elem>(acc1 / l_run);
         }
     }
+}
+"#;
+
+/// `sdpa_split.wgsl` with `Elem = f32`.
+pub const SDPA_SPLIT_F32: &str = r#"//! Split-KV ("FlashDecoding") attention over a KV cache, first pass: the
+//! partial softmax of one chunk of the context, for a few query rows
+//! (decode). Layout `[1, seq, heads, D]` everywhere; head dims a multiple
+//! of 4, at most 256. `sdpa_split_combine.wgsl` merges the partials.
+//!
+//! Workgroup `(x, y)` takes split `y`, keys `[y * chunk, min(start_pos +
+//! seq, (y + 1) * chunk))`, and up to `MAXQ` query vectors (query row, head)
+//! that share one kv head: the `seq * group` vectors of kv head `g` (row
+//! major over (row, head of the group)) go `MAXQ` per workgroup, so each
+//! key and value is read once for all of them. Row `i` sees keys
+//! `0..=start_pos + i`. Keys go `TILE` at a time: each invocation scores one
+//! key against every query vector (`vec4` dot products, the queries in
+//! workgroup memory), each vector's max and sum meet in `LANES`-wide tree
+//! reductions (all vectors at once), and the running output is rescaled by
+//! `exp(m_old - m_new)`. For the values, invocation `t` owns `vec4` `t %
+//! (D / 4)` of every `WG / (D / 4)`-th key of the tile, so neighbouring
+//! invocations read neighbouring dims; the key groups are summed at the
+//! end. Each (row, head, split) writes one partial to `part`: `vec4(m, l,
+//! 0, 0)` (running max, sum of `exp(s - m)`) then the unnormalized output,
+//! `D / 4` `vec4`s, at partial `(row * heads + head) * n_splits + split`.
+//! f32 math; the caches are read through `KvElem` (float16 under f32
+//! activations in `f32_kvf16`).
+// variants: f32 f16 f32_kvf16
+
+alias Elem = f32;
+alias KvElem = Elem;
+
+const WG: u32 = 256u;
+/// Query vectors per workgroup.
+const MAXQ: u32 = 4u;
+/// Keys per tile (one per invocation when scoring).
+const TILE: u32 = 256u;
+/// Invocations per query vector in the reductions (`MAXQ * LANES = WG`).
+const LANES: u32 = 64u;
+/// Score of a masked key.
+const NEG: f32 = -3.402823e38;
+
+struct Params {
+    /// Query rows (`S`).
+    seq: u32,
+    /// Query heads.
+    n_heads: u32,
+    /// Key/value heads.
+    n_kv_heads: u32,
+    /// Head dim (a multiple of 4, at most 256).
+    head_dim: u32,
+    /// Position of the first new token.
+    start_pos: u32,
+    /// Splits of the context (the grid's y).
+    n_splits: u32,
+    /// Keys per split.
+    chunk: u32,
+    /// Softmax scale.
+    scale: f32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> k_cache: array<vec4<KvElem>>;
+@group(0) @binding(3) var<storage, read> v_cache: array<vec4<KvElem>>;
+@group(0) @binding(4) var<storage, read_write> part: array<vec4<f32>>;
+
+var<workgroup> qs: array<vec4<f32>, 256>;
+/// Per query vector and key of the tile: the score, then its probability.
+var<workgroup> sc: array<f32, 1024>;
+var<workgroup> red: array<f32, WG>;
+var<workgroup> sums: array<vec4<f32>, WG>;
+
+/// Tree reduction of `red` within each query vector's `LANES` invocations
+/// (max when `is_max`, else sum): the result of vector `j` lands in
+/// `red[j * LANES]`.
+fn reduce(lid: u32, v: f32, is_max: bool) {
+    red[lid] = v;
+    workgroupBarrier();
+    let lane = lid % LANES;
+    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            if is_max {
+                red[lid] = max(red[lid], red[lid + stride]);
+            } else {
+                red[lid] += red[lid + stride];
+            }
+        }
+        workgroupBarrier();
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let group = p.n_heads / p.n_kv_heads;
+    let n_qv = p.seq * group;
+    let n_blocks = (n_qv + MAXQ - 1u) / MAXQ;
+    let kvh = wid.x / n_blocks;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if kvh >= p.n_kv_heads || wid.y >= p.n_splits {
+        return;
+    }
+    let j0 = (wid.x % n_blocks) * MAXQ;
+    let nq = min(MAXQ, n_qv - j0);
+    let split = wid.y;
+    let d4 = p.head_dim / 4u;
+    let begin = split * p.chunk;
+    let end = min(p.start_pos + p.seq, begin + p.chunk);
+    for (var e = lid; e < nq * d4; e += WG) {
+        let j = j0 + e / d4;
+        let h = kvh * group + j % group;
+        qs[e] = vec4<f32>(q[((j / group) * p.n_heads + h) * d4 + e % d4]);
+    }
+    workgroupBarrier();
+    // Per query vector: the keys its row sees end at `lim`.
+    var lim: array<u32, MAXQ>;
+    for (var jj = 0u; jj < MAXQ; jj++) {
+        lim[jj] = p.start_pos + (j0 + jj) / group + 1u;
+    }
+    var m_run = array<f32, MAXQ>(NEG, NEG, NEG, NEG);
+    var l_run = array<f32, MAXQ>(0.0, 0.0, 0.0, 0.0);
+    var acc: array<vec4<f32>, MAXQ>;
+    let dim4 = lid % d4;
+    let kg = lid / d4;
+    let n_kg = WG / d4;
+    let rq = lid / LANES;
+    let lane = lid % LANES;
+    for (var c0 = begin; c0 < end; c0 += TILE) {
+        let n_here = min(TILE, end - c0);
+        let key = c0 + lid;
+        var dots: array<vec4<f32>, MAXQ>;
+        if lid < n_here {
+            let k_base = (key * p.n_kv_heads + kvh) * d4;
+            for (var d = 0u; d < d4; d++) {
+                let kv = vec4<f32>(k_cache[k_base + d]);
+                for (var jj = 0u; jj < nq; jj++) {
+                    dots[jj] += qs[jj * d4 + d] * kv;
+                }
+            }
+        }
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            var s = NEG;
+            if jj < nq && lid < n_here && key < lim[jj] {
+                s = (dots[jj].x + dots[jj].y + dots[jj].z + dots[jj].w) * p.scale;
+            }
+            sc[jj * TILE + lid] = s;
+        }
+        workgroupBarrier();
+        var part_max = NEG;
+        if rq < nq {
+            for (var r = lane; r < TILE; r += LANES) {
+                part_max = max(part_max, sc[rq * TILE + r]);
+            }
+        }
+        reduce(lid, part_max, true);
+        var m_new: array<f32, MAXQ>;
+        var alpha: array<f32, MAXQ>;
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            m_new[jj] = max(m_run[jj], red[jj * LANES]);
+            alpha[jj] = exp(m_run[jj] - m_new[jj]);
+        }
+        for (var jj = 0u; jj < nq; jj++) {
+            let s = sc[jj * TILE + lid];
+            var pr = 0.0;
+            if s > NEG {
+                pr = exp(s - m_new[jj]);
+            }
+            sc[jj * TILE + lid] = pr;
+        }
+        workgroupBarrier();
+        var part_sum = 0.0;
+        if rq < nq {
+            for (var r = lane; r < TILE; r += LANES) {
+                part_sum += sc[rq * TILE + r];
+            }
+        }
+        reduce(lid, part_sum, false);
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            l_run[jj] = l_run[jj] * alpha[jj] + red[jj * LANES];
+            acc[jj] *= alpha[jj];
+            m_run[jj] = m_new[jj];
+        }
+        if kg < n_kg {
+            for (var j = kg; j < n_here; j += n_kg) {
+                let vv = vec4<f32>(v_cache[((c0 + j) * p.n_kv_heads + kvh) * d4 + dim4]);
+                for (var jj = 0u; jj < nq; jj++) {
+                    acc[jj] += sc[jj * TILE + j] * vv;
+                }
+            }
+        }
+        workgroupBarrier();
+    }
+    // Sum the key groups of each dim and write the partials.
+    for (var jj = 0u; jj < nq; jj++) {
+        sums[lid] = acc[jj];
+        workgroupBarrier();
+        let j = j0 + jj;
+        let h = kvh * group + j % group;
+        let base = (((j / group) * p.n_heads + h) * p.n_splits + split) * (d4 + 1u);
+        if lid < d4 {
+            var total = vec4<f32>(0.0);
+            for (var g = 0u; g < n_kg; g++) {
+                total += sums[g * d4 + lid];
+            }
+            part[base + 1u + lid] = total;
+        }
+        if lid == 0u {
+            part[base] = vec4<f32>(m_run[jj], l_run[jj], 0.0, 0.0);
+        }
+        workgroupBarrier();
+    }
+}
+"#;
+
+/// `sdpa_split.wgsl` with `Elem = f16`.
+pub const SDPA_SPLIT_F16: &str = r#"enable f16;
+
+//! Split-KV ("FlashDecoding") attention over a KV cache, first pass: the
+//! partial softmax of one chunk of the context, for a few query rows
+//! (decode). Layout `[1, seq, heads, D]` everywhere; head dims a multiple
+//! of 4, at most 256. `sdpa_split_combine.wgsl` merges the partials.
+//!
+//! Workgroup `(x, y)` takes split `y`, keys `[y * chunk, min(start_pos +
+//! seq, (y + 1) * chunk))`, and up to `MAXQ` query vectors (query row, head)
+//! that share one kv head: the `seq * group` vectors of kv head `g` (row
+//! major over (row, head of the group)) go `MAXQ` per workgroup, so each
+//! key and value is read once for all of them. Row `i` sees keys
+//! `0..=start_pos + i`. Keys go `TILE` at a time: each invocation scores one
+//! key against every query vector (`vec4` dot products, the queries in
+//! workgroup memory), each vector's max and sum meet in `LANES`-wide tree
+//! reductions (all vectors at once), and the running output is rescaled by
+//! `exp(m_old - m_new)`. For the values, invocation `t` owns `vec4` `t %
+//! (D / 4)` of every `WG / (D / 4)`-th key of the tile, so neighbouring
+//! invocations read neighbouring dims; the key groups are summed at the
+//! end. Each (row, head, split) writes one partial to `part`: `vec4(m, l,
+//! 0, 0)` (running max, sum of `exp(s - m)`) then the unnormalized output,
+//! `D / 4` `vec4`s, at partial `(row * heads + head) * n_splits + split`.
+//! f32 math; the caches are read through `KvElem` (float16 under f32
+//! activations in `f32_kvf16`).
+// variants: f32 f16 f32_kvf16
+
+alias Elem = f16;
+alias KvElem = Elem;
+
+const WG: u32 = 256u;
+/// Query vectors per workgroup.
+const MAXQ: u32 = 4u;
+/// Keys per tile (one per invocation when scoring).
+const TILE: u32 = 256u;
+/// Invocations per query vector in the reductions (`MAXQ * LANES = WG`).
+const LANES: u32 = 64u;
+/// Score of a masked key.
+const NEG: f32 = -3.402823e38;
+
+struct Params {
+    /// Query rows (`S`).
+    seq: u32,
+    /// Query heads.
+    n_heads: u32,
+    /// Key/value heads.
+    n_kv_heads: u32,
+    /// Head dim (a multiple of 4, at most 256).
+    head_dim: u32,
+    /// Position of the first new token.
+    start_pos: u32,
+    /// Splits of the context (the grid's y).
+    n_splits: u32,
+    /// Keys per split.
+    chunk: u32,
+    /// Softmax scale.
+    scale: f32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> k_cache: array<vec4<KvElem>>;
+@group(0) @binding(3) var<storage, read> v_cache: array<vec4<KvElem>>;
+@group(0) @binding(4) var<storage, read_write> part: array<vec4<f32>>;
+
+var<workgroup> qs: array<vec4<f32>, 256>;
+/// Per query vector and key of the tile: the score, then its probability.
+var<workgroup> sc: array<f32, 1024>;
+var<workgroup> red: array<f32, WG>;
+var<workgroup> sums: array<vec4<f32>, WG>;
+
+/// Tree reduction of `red` within each query vector's `LANES` invocations
+/// (max when `is_max`, else sum): the result of vector `j` lands in
+/// `red[j * LANES]`.
+fn reduce(lid: u32, v: f32, is_max: bool) {
+    red[lid] = v;
+    workgroupBarrier();
+    let lane = lid % LANES;
+    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            if is_max {
+                red[lid] = max(red[lid], red[lid + stride]);
+            } else {
+                red[lid] += red[lid + stride];
+            }
+        }
+        workgroupBarrier();
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let group = p.n_heads / p.n_kv_heads;
+    let n_qv = p.seq * group;
+    let n_blocks = (n_qv + MAXQ - 1u) / MAXQ;
+    let kvh = wid.x / n_blocks;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if kvh >= p.n_kv_heads || wid.y >= p.n_splits {
+        return;
+    }
+    let j0 = (wid.x % n_blocks) * MAXQ;
+    let nq = min(MAXQ, n_qv - j0);
+    let split = wid.y;
+    let d4 = p.head_dim / 4u;
+    let begin = split * p.chunk;
+    let end = min(p.start_pos + p.seq, begin + p.chunk);
+    for (var e = lid; e < nq * d4; e += WG) {
+        let j = j0 + e / d4;
+        let h = kvh * group + j % group;
+        qs[e] = vec4<f32>(q[((j / group) * p.n_heads + h) * d4 + e % d4]);
+    }
+    workgroupBarrier();
+    // Per query vector: the keys its row sees end at `lim`.
+    var lim: array<u32, MAXQ>;
+    for (var jj = 0u; jj < MAXQ; jj++) {
+        lim[jj] = p.start_pos + (j0 + jj) / group + 1u;
+    }
+    var m_run = array<f32, MAXQ>(NEG, NEG, NEG, NEG);
+    var l_run = array<f32, MAXQ>(0.0, 0.0, 0.0, 0.0);
+    var acc: array<vec4<f32>, MAXQ>;
+    let dim4 = lid % d4;
+    let kg = lid / d4;
+    let n_kg = WG / d4;
+    let rq = lid / LANES;
+    let lane = lid % LANES;
+    for (var c0 = begin; c0 < end; c0 += TILE) {
+        let n_here = min(TILE, end - c0);
+        let key = c0 + lid;
+        var dots: array<vec4<f32>, MAXQ>;
+        if lid < n_here {
+            let k_base = (key * p.n_kv_heads + kvh) * d4;
+            for (var d = 0u; d < d4; d++) {
+                let kv = vec4<f32>(k_cache[k_base + d]);
+                for (var jj = 0u; jj < nq; jj++) {
+                    dots[jj] += qs[jj * d4 + d] * kv;
+                }
+            }
+        }
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            var s = NEG;
+            if jj < nq && lid < n_here && key < lim[jj] {
+                s = (dots[jj].x + dots[jj].y + dots[jj].z + dots[jj].w) * p.scale;
+            }
+            sc[jj * TILE + lid] = s;
+        }
+        workgroupBarrier();
+        var part_max = NEG;
+        if rq < nq {
+            for (var r = lane; r < TILE; r += LANES) {
+                part_max = max(part_max, sc[rq * TILE + r]);
+            }
+        }
+        reduce(lid, part_max, true);
+        var m_new: array<f32, MAXQ>;
+        var alpha: array<f32, MAXQ>;
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            m_new[jj] = max(m_run[jj], red[jj * LANES]);
+            alpha[jj] = exp(m_run[jj] - m_new[jj]);
+        }
+        for (var jj = 0u; jj < nq; jj++) {
+            let s = sc[jj * TILE + lid];
+            var pr = 0.0;
+            if s > NEG {
+                pr = exp(s - m_new[jj]);
+            }
+            sc[jj * TILE + lid] = pr;
+        }
+        workgroupBarrier();
+        var part_sum = 0.0;
+        if rq < nq {
+            for (var r = lane; r < TILE; r += LANES) {
+                part_sum += sc[rq * TILE + r];
+            }
+        }
+        reduce(lid, part_sum, false);
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            l_run[jj] = l_run[jj] * alpha[jj] + red[jj * LANES];
+            acc[jj] *= alpha[jj];
+            m_run[jj] = m_new[jj];
+        }
+        if kg < n_kg {
+            for (var j = kg; j < n_here; j += n_kg) {
+                let vv = vec4<f32>(v_cache[((c0 + j) * p.n_kv_heads + kvh) * d4 + dim4]);
+                for (var jj = 0u; jj < nq; jj++) {
+                    acc[jj] += sc[jj * TILE + j] * vv;
+                }
+            }
+        }
+        workgroupBarrier();
+    }
+    // Sum the key groups of each dim and write the partials.
+    for (var jj = 0u; jj < nq; jj++) {
+        sums[lid] = acc[jj];
+        workgroupBarrier();
+        let j = j0 + jj;
+        let h = kvh * group + j % group;
+        let base = (((j / group) * p.n_heads + h) * p.n_splits + split) * (d4 + 1u);
+        if lid < d4 {
+            var total = vec4<f32>(0.0);
+            for (var g = 0u; g < n_kg; g++) {
+                total += sums[g * d4 + lid];
+            }
+            part[base + 1u + lid] = total;
+        }
+        if lid == 0u {
+            part[base] = vec4<f32>(m_run[jj], l_run[jj], 0.0, 0.0);
+        }
+        workgroupBarrier();
+    }
+}
+"#;
+
+/// `sdpa_split.wgsl` with `Elem = f32`, `KvElem = f16`.
+pub const SDPA_SPLIT_F32_KVF16: &str = r#"enable f16;
+
+//! Split-KV ("FlashDecoding") attention over a KV cache, first pass: the
+//! partial softmax of one chunk of the context, for a few query rows
+//! (decode). Layout `[1, seq, heads, D]` everywhere; head dims a multiple
+//! of 4, at most 256. `sdpa_split_combine.wgsl` merges the partials.
+//!
+//! Workgroup `(x, y)` takes split `y`, keys `[y * chunk, min(start_pos +
+//! seq, (y + 1) * chunk))`, and up to `MAXQ` query vectors (query row, head)
+//! that share one kv head: the `seq * group` vectors of kv head `g` (row
+//! major over (row, head of the group)) go `MAXQ` per workgroup, so each
+//! key and value is read once for all of them. Row `i` sees keys
+//! `0..=start_pos + i`. Keys go `TILE` at a time: each invocation scores one
+//! key against every query vector (`vec4` dot products, the queries in
+//! workgroup memory), each vector's max and sum meet in `LANES`-wide tree
+//! reductions (all vectors at once), and the running output is rescaled by
+//! `exp(m_old - m_new)`. For the values, invocation `t` owns `vec4` `t %
+//! (D / 4)` of every `WG / (D / 4)`-th key of the tile, so neighbouring
+//! invocations read neighbouring dims; the key groups are summed at the
+//! end. Each (row, head, split) writes one partial to `part`: `vec4(m, l,
+//! 0, 0)` (running max, sum of `exp(s - m)`) then the unnormalized output,
+//! `D / 4` `vec4`s, at partial `(row * heads + head) * n_splits + split`.
+//! f32 math; the caches are read through `KvElem` (float16 under f32
+//! activations in `f32_kvf16`).
+// variants: f32 f16 f32_kvf16
+
+alias Elem = f32;
+alias KvElem = f16;
+
+const WG: u32 = 256u;
+/// Query vectors per workgroup.
+const MAXQ: u32 = 4u;
+/// Keys per tile (one per invocation when scoring).
+const TILE: u32 = 256u;
+/// Invocations per query vector in the reductions (`MAXQ * LANES = WG`).
+const LANES: u32 = 64u;
+/// Score of a masked key.
+const NEG: f32 = -3.402823e38;
+
+struct Params {
+    /// Query rows (`S`).
+    seq: u32,
+    /// Query heads.
+    n_heads: u32,
+    /// Key/value heads.
+    n_kv_heads: u32,
+    /// Head dim (a multiple of 4, at most 256).
+    head_dim: u32,
+    /// Position of the first new token.
+    start_pos: u32,
+    /// Splits of the context (the grid's y).
+    n_splits: u32,
+    /// Keys per split.
+    chunk: u32,
+    /// Softmax scale.
+    scale: f32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> k_cache: array<vec4<KvElem>>;
+@group(0) @binding(3) var<storage, read> v_cache: array<vec4<KvElem>>;
+@group(0) @binding(4) var<storage, read_write> part: array<vec4<f32>>;
+
+var<workgroup> qs: array<vec4<f32>, 256>;
+/// Per query vector and key of the tile: the score, then its probability.
+var<workgroup> sc: array<f32, 1024>;
+var<workgroup> red: array<f32, WG>;
+var<workgroup> sums: array<vec4<f32>, WG>;
+
+/// Tree reduction of `red` within each query vector's `LANES` invocations
+/// (max when `is_max`, else sum): the result of vector `j` lands in
+/// `red[j * LANES]`.
+fn reduce(lid: u32, v: f32, is_max: bool) {
+    red[lid] = v;
+    workgroupBarrier();
+    let lane = lid % LANES;
+    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            if is_max {
+                red[lid] = max(red[lid], red[lid + stride]);
+            } else {
+                red[lid] += red[lid + stride];
+            }
+        }
+        workgroupBarrier();
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let group = p.n_heads / p.n_kv_heads;
+    let n_qv = p.seq * group;
+    let n_blocks = (n_qv + MAXQ - 1u) / MAXQ;
+    let kvh = wid.x / n_blocks;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if kvh >= p.n_kv_heads || wid.y >= p.n_splits {
+        return;
+    }
+    let j0 = (wid.x % n_blocks) * MAXQ;
+    let nq = min(MAXQ, n_qv - j0);
+    let split = wid.y;
+    let d4 = p.head_dim / 4u;
+    let begin = split * p.chunk;
+    let end = min(p.start_pos + p.seq, begin + p.chunk);
+    for (var e = lid; e < nq * d4; e += WG) {
+        let j = j0 + e / d4;
+        let h = kvh * group + j % group;
+        qs[e] = vec4<f32>(q[((j / group) * p.n_heads + h) * d4 + e % d4]);
+    }
+    workgroupBarrier();
+    // Per query vector: the keys its row sees end at `lim`.
+    var lim: array<u32, MAXQ>;
+    for (var jj = 0u; jj < MAXQ; jj++) {
+        lim[jj] = p.start_pos + (j0 + jj) / group + 1u;
+    }
+    var m_run = array<f32, MAXQ>(NEG, NEG, NEG, NEG);
+    var l_run = array<f32, MAXQ>(0.0, 0.0, 0.0, 0.0);
+    var acc: array<vec4<f32>, MAXQ>;
+    let dim4 = lid % d4;
+    let kg = lid / d4;
+    let n_kg = WG / d4;
+    let rq = lid / LANES;
+    let lane = lid % LANES;
+    for (var c0 = begin; c0 < end; c0 += TILE) {
+        let n_here = min(TILE, end - c0);
+        let key = c0 + lid;
+        var dots: array<vec4<f32>, MAXQ>;
+        if lid < n_here {
+            let k_base = (key * p.n_kv_heads + kvh) * d4;
+            for (var d = 0u; d < d4; d++) {
+                let kv = vec4<f32>(k_cache[k_base + d]);
+                for (var jj = 0u; jj < nq; jj++) {
+                    dots[jj] += qs[jj * d4 + d] * kv;
+                }
+            }
+        }
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            var s = NEG;
+            if jj < nq && lid < n_here && key < lim[jj] {
+                s = (dots[jj].x + dots[jj].y + dots[jj].z + dots[jj].w) * p.scale;
+            }
+            sc[jj * TILE + lid] = s;
+        }
+        workgroupBarrier();
+        var part_max = NEG;
+        if rq < nq {
+            for (var r = lane; r < TILE; r += LANES) {
+                part_max = max(part_max, sc[rq * TILE + r]);
+            }
+        }
+        reduce(lid, part_max, true);
+        var m_new: array<f32, MAXQ>;
+        var alpha: array<f32, MAXQ>;
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            m_new[jj] = max(m_run[jj], red[jj * LANES]);
+            alpha[jj] = exp(m_run[jj] - m_new[jj]);
+        }
+        for (var jj = 0u; jj < nq; jj++) {
+            let s = sc[jj * TILE + lid];
+            var pr = 0.0;
+            if s > NEG {
+                pr = exp(s - m_new[jj]);
+            }
+            sc[jj * TILE + lid] = pr;
+        }
+        workgroupBarrier();
+        var part_sum = 0.0;
+        if rq < nq {
+            for (var r = lane; r < TILE; r += LANES) {
+                part_sum += sc[rq * TILE + r];
+            }
+        }
+        reduce(lid, part_sum, false);
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            l_run[jj] = l_run[jj] * alpha[jj] + red[jj * LANES];
+            acc[jj] *= alpha[jj];
+            m_run[jj] = m_new[jj];
+        }
+        if kg < n_kg {
+            for (var j = kg; j < n_here; j += n_kg) {
+                let vv = vec4<f32>(v_cache[((c0 + j) * p.n_kv_heads + kvh) * d4 + dim4]);
+                for (var jj = 0u; jj < nq; jj++) {
+                    acc[jj] += sc[jj * TILE + j] * vv;
+                }
+            }
+        }
+        workgroupBarrier();
+    }
+    // Sum the key groups of each dim and write the partials.
+    for (var jj = 0u; jj < nq; jj++) {
+        sums[lid] = acc[jj];
+        workgroupBarrier();
+        let j = j0 + jj;
+        let h = kvh * group + j % group;
+        let base = (((j / group) * p.n_heads + h) * p.n_splits + split) * (d4 + 1u);
+        if lid < d4 {
+            var total = vec4<f32>(0.0);
+            for (var g = 0u; g < n_kg; g++) {
+                total += sums[g * d4 + lid];
+            }
+            part[base + 1u + lid] = total;
+        }
+        if lid == 0u {
+            part[base] = vec4<f32>(m_run[jj], l_run[jj], 0.0, 0.0);
+        }
+        workgroupBarrier();
+    }
+}
+"#;
+
+/// `sdpa_split_combine.wgsl` with `Elem = f32`.
+pub const SDPA_SPLIT_COMBINE_F32: &str = r#"//! Split-KV attention, second pass: merges the partials of
+//! `sdpa_split.wgsl` into the output `[1, seq, heads, D]`. One workgroup per
+//! (query row, head); invocation `t` owns `vec4` `t` of the head dim: the
+//! global max over the splits, each split's sum and output rescaled by
+//! `exp(m - max)`, then normalized. f32 math.
+// variants: f32 f16
+
+alias Elem = f32;
+
+const WG: u32 = 64u;
+
+struct Params {
+    /// Query rows (`S`).
+    seq: u32,
+    /// Query heads.
+    n_heads: u32,
+    /// Head dim (a multiple of 4, at most 256).
+    head_dim: u32,
+    /// Splits of the context.
+    n_splits: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> part: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> out: array<vec4<Elem>>;
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let idx = wid.y * groups.x + wid.x;
+    let d4 = p.head_dim / 4u;
+    if idx >= p.seq * p.n_heads || lid >= d4 {
+        return;
+    }
+    let stride = d4 + 1u;
+    let base = idx * p.n_splits;
+    var m = -3.402823e38;
+    for (var s = 0u; s < p.n_splits; s++) {
+        m = max(m, part[(base + s) * stride].x);
+    }
+    var l = 0.0;
+    var acc = vec4<f32>(0.0);
+    for (var s = 0u; s < p.n_splits; s++) {
+        let at = (base + s) * stride;
+        let w = exp(part[at].x - m);
+        l += part[at].y * w;
+        acc += part[at + 1u + lid] * w;
+    }
+    out[idx * d4 + lid] = vec4<Elem>(acc / l);
+}
+"#;
+
+/// `sdpa_split_combine.wgsl` with `Elem = f16`.
+pub const SDPA_SPLIT_COMBINE_F16: &str = r#"enable f16;
+
+//! Split-KV attention, second pass: merges the partials of
+//! `sdpa_split.wgsl` into the output `[1, seq, heads, D]`. One workgroup per
+//! (query row, head); invocation `t` owns `vec4` `t` of the head dim: the
+//! global max over the splits, each split's sum and output rescaled by
+//! `exp(m - max)`, then normalized. f32 math.
+// variants: f32 f16
+
+alias Elem = f16;
+
+const WG: u32 = 64u;
+
+struct Params {
+    /// Query rows (`S`).
+    seq: u32,
+    /// Query heads.
+    n_heads: u32,
+    /// Head dim (a multiple of 4, at most 256).
+    head_dim: u32,
+    /// Splits of the context.
+    n_splits: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> part: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> out: array<vec4<Elem>>;
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let idx = wid.y * groups.x + wid.x;
+    let d4 = p.head_dim / 4u;
+    if idx >= p.seq * p.n_heads || lid >= d4 {
+        return;
+    }
+    let stride = d4 + 1u;
+    let base = idx * p.n_splits;
+    var m = -3.402823e38;
+    for (var s = 0u; s < p.n_splits; s++) {
+        m = max(m, part[(base + s) * stride].x);
+    }
+    var l = 0.0;
+    var acc = vec4<f32>(0.0);
+    for (var s = 0u; s < p.n_splits; s++) {
+        let at = (base + s) * stride;
+        let w = exp(part[at].x - m);
+        l += part[at].y * w;
+        acc += part[at + 1u + lid] * w;
+    }
+    out[idx * d4 + lid] = vec4<Elem>(acc / l);
 }
 "#;
 

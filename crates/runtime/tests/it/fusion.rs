@@ -411,7 +411,7 @@ fn fused_fixtures_plan_without_the_removed_intermediates() {
     assert_eq!(f.graph.values[..g.values.len()], g.values[..]);
     let plain = etwgpu_graph::lower_at_max(g, 0).expect("lowers");
     let lowered = etwgpu_graph::lower_at_max(&f.graph, 0).expect("fused lowers");
-    let plan = etwgpu_graph::plan_graph(&f.graph, &lowered.steps).expect("plans");
+    let plan = etwgpu_graph::plan_graph(&f.graph, &lowered.steps, &[]).expect("plans");
     let touched = |steps: &[etwgpu_kernels::Step]| {
         let mut vs = std::collections::BTreeSet::new();
         for s in steps {
@@ -431,5 +431,5 @@ fn fused_fixtures_plan_without_the_removed_intermediates() {
     for v in removed {
         assert_eq!(plan.placement(v), None, "%{} is removed by fusion but planned", v.0);
     }
-    assert!(plan.planned_bytes() < etwgpu_graph::plan_graph(g, &plain.steps).expect("plans").planned_bytes());
+    assert!(plan.planned_bytes() < etwgpu_graph::plan_graph(g, &plain.steps, &[]).expect("plans").planned_bytes());
 }

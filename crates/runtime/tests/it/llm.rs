@@ -3,7 +3,8 @@
 //! (odd head dims, GQA ratios 1, 2 and 4, positions up to the cache end, a
 //! prompt of one token, contexts past one workgroup of keys, prompts over
 //! several query and key tiles, fed whole or in chunks, in float32 and
-//! float16, float16 caches under float32), `update_cache` with its
+//! float16, float16 caches under float32), split-KV decode (GQA 1 to 4,
+//! several splits, up to 4 rows per call), `update_cache` with its
 //! position as an Int, a SymInt or a tensor element, RMS norm and RoPE,
 //! 4-bit linear and embedding, and the 8da4w pair.
 
@@ -55,9 +56,10 @@ struct Attn {
 
 /// `sdpa_with_kv_cache(q, k, v, k_cache, v_cache, pos[0], Int 1, None, 0,
 /// True, None)` with q/k/v and `pos` as inputs and zero caches sharing one
-/// named key; q/k/v/out and the caches are `dtype` on the device, float32
-/// at the method's inputs and outputs.
-fn sdpa_graph(a: Attn, dtype: DType) -> GraphBuilder {
+/// named key, or float32 caches starting as `caches`; q/k/v/out and the
+/// caches are `dtype` on the device, float32 at the method's inputs and
+/// outputs.
+fn sdpa_graph(a: Attn, dtype: DType, caches: Option<(&[f32], &[f32])>) -> GraphBuilder {
     let (hq, hkv, d, c, s) =
         (a.n_heads as u64, a.n_kv_heads as u64, a.head_dim as u64, a.cache_len as u64, a.max_seq as u64);
     let mut g = GraphBuilder::new();
@@ -67,8 +69,12 @@ fn sdpa_graph(a: Attn, dtype: DType) -> GraphBuilder {
     let pos = g.tensor_staged(DType::I32, DType::I64, &[1]);
     let elem_bytes = if dtype == DType::F16 { 2 } else { 4 };
     let zeros = vec![0u8; (c * hkv * d * elem_bytes) as usize];
-    let k_cache = g.constant(dtype, &[1, c, hkv, d], &zeros);
-    let v_cache = g.constant(dtype, &[1, c, hkv, d], &zeros);
+    let (k_bytes, v_bytes) = match caches {
+        Some((k, v)) => (f32_bytes(k), f32_bytes(v)),
+        None => (zeros.clone(), zeros),
+    };
+    let k_cache = g.constant(dtype, &[1, c, hkv, d], &k_bytes);
+    let v_cache = g.constant(dtype, &[1, c, hkv, d], &v_bytes);
     let (zero, one, causal, null) = (g.int(0), g.int(1), g.bool(true), g.null());
     let start = g.sym_int();
     let out = g.tensor_staged(dtype, DType::F32, &[1, s, hq, d]);
@@ -144,20 +150,39 @@ fn check_sdpa_chunks(a: Attn, chunks: &[usize]) {
 /// device has SHADER_F16; lavapipe does), and the reference rounds keys
 /// and values as they enter its cache.
 fn check_sdpa_as(a: Attn, chunks: &[usize], dtype: DType, f16_cache: bool) {
+    check_sdpa_from(a, None, 0, (chunks, 1), dtype, f16_cache);
+}
+
+/// [`check_sdpa_as`] from position `first` over float32 caches starting as
+/// `caches` (the rows before `first` stand for an earlier prompt; `None`:
+/// zeros), in calls of `chunks` tokens, then of `step` tokens (fewer at the
+/// end) until the cache is full, each checked against [`sdpa_ref`]; then a
+/// step past the end is rejected with a typed error.
+fn check_sdpa_from(
+    a: Attn,
+    caches: Option<(Vec<f32>, Vec<f32>)>,
+    first: usize,
+    (chunks, step): (&[usize], usize),
+    dtype: DType,
+    f16_cache: bool,
+) {
+    let graph = sdpa_graph(a, dtype, caches.as_ref().map(|(k, v)| (k.as_slice(), v.as_slice())));
     let options = LoadOptions { kv_cache_f16: f16_cache, ..LoadOptions::default() };
-    let Some(mut method) = load_with(sdpa_graph(a, dtype), &options) else { return };
+    let Some(mut method) = load_with(graph, &options) else { return };
     assert_eq!(method.kv_cache_f16(), f16_cache, "caches stored as float16");
     let (hq, hkv, d) = (a.n_heads, a.n_kv_heads, a.head_dim);
     let (round, tol): (fn(f32) -> f32, f32) = match dtype {
         DType::F16 => (|x| half::f16::from_f32(x).to_f32(), 2e-3),
         _ => (|x| x, 1e-4),
     };
-    let mut caches = (vec![0f32; a.cache_len * hkv * d], vec![0f32; a.cache_len * hkv * d]);
-    let mut start = 0;
+    let store = |x: Vec<f32>| if f16_cache { x.iter().map(|&x| half::f16::from_f32(x).to_f32()).collect() } else { x };
+    let zeros = || vec![0f32; a.cache_len * hkv * d];
+    let mut caches = caches.map_or_else(|| (zeros(), zeros()), |(k, v)| (store(k), store(v)));
+    let mut start = first;
     let mut seed = 0;
     let mut sizes = chunks.iter().copied();
     while start < a.cache_len {
-        let s = sizes.next().unwrap_or(1);
+        let s = sizes.next().unwrap_or(step.min(a.cache_len - start));
         seed += 3;
         let (q, k, v) = (data(s * hq * d, seed), data(s * hkv * d, seed + 1), data(s * hkv * d, seed + 2));
         let rounded = |x: &[f32]| x.iter().map(|&x| round(x)).collect::<Vec<f32>>();
@@ -172,6 +197,10 @@ fn check_sdpa_as(a: Attn, chunks: &[usize], dtype: DType, f16_cache: bool) {
             ])
             .expect("runs");
         assert_eq!(outs[0].shape, [1, su, hq_u, du]);
+        // The cache update, then split-KV attention (partials and combine)
+        // for up to 4 rows of vec4 head dims up to 256, else one kernel.
+        let split = s <= 4 && d % 4 == 0 && d <= 256;
+        assert_eq!(method.n_dispatches(), if split { 3 } else { 2 }, "{a:?} at position {start}: dispatches");
         assert_close(&f32s(&outs[0]), &want, tol, &format!("{a:?} in {dtype:?} at position {start}"));
         start += s;
     }
@@ -279,6 +308,40 @@ fn sdpa_one_pass_kernel() {
     check_sdpa(Attn { n_heads: 2, n_kv_heads: 2, head_dim: 8, cache_len: 9, max_seq: 4 }, 1);
     check_sdpa(Attn { n_heads: 4, n_kv_heads: 2, head_dim: 128, cache_len: 20, max_seq: 8 }, 5);
     check_sdpa(Attn { n_heads: 2, n_kv_heads: 1, head_dim: 256, cache_len: 12, max_seq: 4 }, 3);
+}
+
+/// Split-KV decode (`sdpa_split.wgsl` then `sdpa_split_combine.wgsl`,
+/// calls of at most 4 query rows): GQA ratios 1, 2 and 4, head dims 64 and
+/// 128 (and 16 and 8), contexts of several splits with a ragged last one,
+/// one to four rows per call, positions up to the cache end. The caches
+/// start filled (an earlier prompt), so decoding starts deep in the
+/// context without a long prefill.
+#[test]
+fn sdpa_split_kv_decode() {
+    let run = |a: Attn, first: usize, prompt: usize, step: usize| {
+        let n = a.cache_len * a.n_kv_heads * a.head_dim;
+        check_sdpa_from(a, Some((data(n, 101), data(n, 102))), first, (&[prompt], step), DType::F32, false);
+    };
+    // GQA 4, D 64: 8 splits of 113..125 keys, one token per call.
+    run(Attn { n_heads: 8, n_kv_heads: 2, head_dim: 64, cache_len: 1000, max_seq: 4 }, 960, 1, 1);
+    // GQA 2, D 128: 5..6 splits, a ragged last one.
+    run(Attn { n_heads: 4, n_kv_heads: 2, head_dim: 128, cache_len: 700, max_seq: 4 }, 660, 1, 1);
+    // GQA 1, D 64, three rows per call (four query vectors per workgroup
+    // across rows), the last call of one row.
+    run(Attn { n_heads: 4, n_kv_heads: 4, head_dim: 64, cache_len: 1100, max_seq: 4 }, 1040, 3, 3);
+    // GQA 4 with two and four rows per call (two workgroups per kv head).
+    run(Attn { n_heads: 8, n_kv_heads: 2, head_dim: 64, cache_len: 640, max_seq: 4 }, 600, 2, 4);
+    // GQA 3 (a group that is not a power of two), D 16.
+    run(Attn { n_heads: 6, n_kv_heads: 2, head_dim: 16, cache_len: 300, max_seq: 4 }, 250, 4, 1);
+    // Past 64 splits of 256 keys: two tiles per split, the second ragged.
+    run(Attn { n_heads: 1, n_kv_heads: 1, head_dim: 8, cache_len: 16_500, max_seq: 4 }, 16_470, 1, 1);
+    // A prefill of 5 rows (the one-pass kernel), then split decode from
+    // one split (128 keys) to two.
+    check_sdpa(Attn { n_heads: 4, n_kv_heads: 1, head_dim: 64, cache_len: 140, max_seq: 5 }, 5);
+    // Float16 caches (`f32_kvf16`), GQA 4 with two rows per call.
+    let n = 700 * 2 * 64;
+    let a = Attn { n_heads: 8, n_kv_heads: 2, head_dim: 64, cache_len: 700, max_seq: 4 };
+    check_sdpa_from(a, Some((data(n, 103), data(n, 104))), 650, (&[1], 2), DType::F32, true);
 }
 
 /// Float16 caches under float32 activations (`f32_kvf16` kernels): the
