@@ -5,8 +5,10 @@
 #   bash tools/device/run.sh [PARTS]
 # PARTS (default: etwgpu peers) is any of:
 #   etwgpu   adapter, copy bandwidth, fixture goldens, the synthetic
-#            Llama-3.2-1B-shaped 4-bit model and SmolLM2-135M-shaped models
-#            (prefill/decode tokens/s, dispatches per token, load time)
+#            Llama-3.2-1B-shaped 4-bit model (prefill/decode tokens/s,
+#            dispatches per token, load time)
+#   extra    the 1B shape's decode with the KV cache as exported (float32)
+#            and the SmolLM2-135M-shaped models, 4-bit and fp32
 #   peers    the same Llama shapes in PyTorch, eager and torch.compile
 #            (or set PEERS_FROM=tools/device/results/RUN to reuse a run's
 #            peers_1b.json in the table instead of measuring again)
@@ -40,7 +42,9 @@ for part in $parts; do
       --contexts 128,512,2048 --steps 64 --repeats 3 --json "$OUT/etwgpu_1b_q4.json" 2>&1 | tail -30
     timeout 150 .device/llm_bench --model 1b --weights q4 --prompts 4096,8192 \
       --contexts 8192 --steps 64 --repeats 3 --json "$OUT/etwgpu_1b_q4_long.json" 2>&1 | tail -12
-    log "the same with the KV cache as exported (float32), decode only"
+    ;;
+  extra)
+    log "the 1B shape with the KV cache as exported (float32), decode only"
     timeout 120 .device/llm_bench --model 1b --weights q4 --prompts 128 --kv-cache f32 \
       --contexts 128,2048,8192 --steps 64 --repeats 1 --json "$OUT/kvf32_1b_q4.json" 2>&1 | grep -E "^decode|KV"
     log "synthetic SmolLM2-135M shape, 4-bit and fp32"
