@@ -323,13 +323,31 @@ impl Runtime {
     /// Maps each slice for reading once the work submitted so far is done,
     /// and waits for every mapping (see [`Runtime::wait_idle_async`]).
     pub(crate) async fn map_read(&self, slices: &[wgpu::BufferSlice<'_>]) -> Result<()> {
+        self.map_read_after(slices, None).await
+    }
+
+    /// [`map_read`](Self::map_read), waiting (on native) only for
+    /// `submission` when given, not for work submitted after it: a run's
+    /// read-back does not wait for the next run, already queued.
+    pub(crate) async fn map_read_after(
+        &self,
+        slices: &[wgpu::BufferSlice<'_>],
+        submission: Option<wgpu::SubmissionIndex>,
+    ) -> Result<()> {
         let mut pending = Vec::with_capacity(slices.len());
         for slice in slices {
             let (done, wait) = oneshot();
             slice.map_async(wgpu::MapMode::Read, move |r| done(r.map_err(|e| e.to_string())));
             pending.push(wait);
         }
-        self.poll_wait()?;
+        match submission {
+            Some(index) => self
+                .device
+                .poll(wgpu::PollType::Wait { submission_index: Some(index), timeout: None })
+                .map(|_| ())
+                .map_err(|e| Error::Gpu { during: "waiting for a run", reason: e.to_string() })?,
+            None => self.poll_wait()?,
+        }
         for wait in pending {
             wait.await.map_err(|reason| Error::Map { reason })?;
         }

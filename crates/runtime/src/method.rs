@@ -274,6 +274,8 @@ pub(crate) const MAX_PENDING: usize = 2;
 #[derive(Debug)]
 struct PendingRun {
     outputs: Vec<(wgpu::Buffer, Vec<u64>, u64, DType, DType)>,
+    /// Its submission, which its read-back waits for (and nothing later).
+    submission: wgpu::SubmissionIndex,
 }
 
 /// The device objects of an argmax appended to one output.
@@ -1326,14 +1328,14 @@ impl LoadedDelegate {
             out_sizes.push((readback.clone(), shape, n_bytes, spec.device_dtype, spec.host_dtype));
         }
         let rt = &self.rt;
-        rt.queue.submit([encoder.finish()]);
+        let submission = rt.queue.submit([encoder.finish()]);
         if let Some(e) = scope.pop().await {
             return Err(Error::Gpu { during: "recording the run", reason: e.to_string() });
         }
         if self.argmax.iter().any(Option::is_some) {
             self.argmax_flip ^= 1;
         }
-        self.pending.push_back(PendingRun { outputs: out_sizes });
+        self.pending.push_back(PendingRun { outputs: out_sizes, submission });
         self.times.recording += lap();
         Ok(())
     }
@@ -1348,13 +1350,13 @@ impl LoadedDelegate {
             clock = now;
             d
         };
-        let Some(PendingRun { outputs: out_sizes }) = self.pending.pop_front() else {
+        let Some(PendingRun { outputs: out_sizes, submission }) = self.pending.pop_front() else {
             return Err(Error::Plumbing { method: self.name.clone(), what: "no run to finish".into() });
         };
         let rt = &self.rt;
         let slices: Vec<wgpu::BufferSlice<'_>> =
             out_sizes.iter().filter(|o| o.2 > 0).map(|(readback, _, n, _, _)| readback.slice(..align4(*n))).collect();
-        rt.map_read(&slices).await?;
+        rt.map_read_after(&slices, Some(submission)).await?;
         self.times.waiting += lap();
         let mut results = Vec::with_capacity(self.outputs.len());
         for (readback, shape, n, device_dtype, host_dtype) in out_sizes {
