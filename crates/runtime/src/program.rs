@@ -584,13 +584,16 @@ impl LoadedMethod {
     ///
     /// ```no_run
     /// # fn main() -> Result<(), etwgpu_runtime::Error> {
+    /// use etwgpu_format::DType;
+    /// use etwgpu_runtime::Tensor;
     /// # let rt = etwgpu_runtime::Runtime::new()?;
-    /// # let program = etwgpu_format::Program::open("llama.pte").unwrap();
-    /// # let (tokens, pos) = |_: i64| -> etwgpu_runtime::Tensor { unimplemented!() };
+    /// # let program = etwgpu_format::Program::open("llama.pte").expect("a program");
+    /// let int64 = |shape: &[u64], v: i64| Tensor::new(DType::I64, shape.to_vec(), v.to_le_bytes().to_vec());
     /// let mut forward = rt.load(&program, "forward")?;
     /// forward.set_output_argmax(0, true)?;
-    /// forward.submit(&[tokens(42), pos(7)], None)?; // token 42 at position 7
-    /// forward.submit(&[tokens(0), pos(8)], Some(0))?; // the token it picks, at 8
+    /// // Token 42 at position 7, then (fed on the device) the token it picks, at 8.
+    /// forward.submit(&[int64(&[1, 1], 42)?, int64(&[1], 7)?], None)?;
+    /// forward.submit(&[int64(&[1, 1], 0)?, int64(&[1], 8)?], Some(0))?;
     /// let first = forward.finish()?; // [int64 [1]]: the token after 42
     /// let second = forward.finish()?; // the token after that
     /// # Ok(())
