@@ -361,11 +361,17 @@ impl Generator {
         }
     }
 
-    /// Greedy decoding after the prompt gave `first`, two `forward` runs in
-    /// flight: run `n + 1` is submitted (its token taken on the device from
-    /// run `n`'s argmax) before run `n`'s token is read, so the host's work
-    /// for a token (lowering for the new position, recording) overlaps the
-    /// GPU's. Stops like the one-at-a-time loop; runs started past the stop
+    /// Whether generation ends at `token` (a stop token, or an EOS id when
+    /// `options` stop at EOS).
+    fn stops(&self, options: &GenerateOptions, token: u32) -> bool {
+        options.stop_tokens.contains(&token) || (options.stop_at_eos && self.meta.eos_ids.contains(&token))
+    }
+
+    /// Greedy decoding from `first` (the prompt's token, emitted first),
+    /// two `forward` runs in flight: run `n + 1` is submitted (its token
+    /// taken on the device from run `n`'s argmax) before run `n`'s token is
+    /// read, so the host's work for a token (lowering for the new position,
+    /// recording) overlaps the GPU's. Stops like the one-at-a-time loop; runs started past the stop
     /// only wrote cache rows past the position, which are written again
     /// before anything reads them.
     async fn decode_ahead(
@@ -398,6 +404,12 @@ impl Generator {
         on_token: &mut impl FnMut(u32),
         in_flight: &mut usize,
     ) -> Result<()> {
+        out.push(first);
+        on_token(first);
+        if self.stops(options, first) {
+            stats.stopped = true;
+            return Ok(());
+        }
         let runtime = |source| Error::Runtime { during: "running forward", source };
         let mut host_token = Some(first);
         let mut next_pos = self.pos;
@@ -423,7 +435,7 @@ impl Generator {
             let token = Self::argmax_id(&self.one_output(outs)?)?;
             out.push(token);
             on_token(token);
-            if options.stop_tokens.contains(&token) || (options.stop_at_eos && self.meta.eos_ids.contains(&token)) {
+            if self.stops(options, token) {
                 stats.stopped = true;
                 return Ok(());
             }
@@ -528,31 +540,21 @@ impl Generator {
         stats.prefill_time = start.elapsed();
         let decode_start = Instant::now();
         if greedy && self.forward.can_feed(0) {
-            out.push(token);
-            on_token(token);
-            let stop =
-                options.stop_tokens.contains(&token) || (options.stop_at_eos && self.meta.eos_ids.contains(&token));
-            if stop {
-                stats.stopped = true;
-            } else {
-                self.decode_ahead(token, options, &mut out, &mut stats, &mut on_token).await?;
+            self.decode_ahead(token, options, &mut out, &mut stats, &mut on_token).await?;
+        } else {
+            loop {
+                out.push(token);
+                on_token(token);
+                if self.stops(options, token) {
+                    stats.stopped = true;
+                    break;
+                }
+                if out.len() == options.max_new_tokens {
+                    break;
+                }
+                token = self.feed(&[token], greedy).await?.pick(sampler);
+                stats.decode_steps += 1;
             }
-            stats.decode_time = decode_start.elapsed();
-            stats.generated_tokens = out.len();
-            return Ok((out, stats));
-        }
-        loop {
-            out.push(token);
-            on_token(token);
-            if options.stop_tokens.contains(&token) || (options.stop_at_eos && self.meta.eos_ids.contains(&token)) {
-                stats.stopped = true;
-                break;
-            }
-            if out.len() == options.max_new_tokens {
-                break;
-            }
-            token = self.feed(&[token], greedy).await?.pick(sampler);
-            stats.decode_steps += 1;
         }
         stats.decode_time = decode_start.elapsed();
         stats.generated_tokens = out.len();
