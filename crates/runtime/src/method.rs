@@ -265,6 +265,23 @@ pub struct LoadedDelegate {
     argmax_flip: usize,
 }
 
+/// Host time between laps, for [`RunTimes`].
+struct Stopwatch(web_time::Instant);
+
+impl Stopwatch {
+    fn start() -> Self {
+        Self(web_time::Instant::now())
+    }
+
+    /// Time since the start or the last lap.
+    fn lap(&mut self) -> std::time::Duration {
+        let now = web_time::Instant::now();
+        let d = now - self.0;
+        self.0 = now;
+        d
+    }
+}
+
 /// Runs a [`LoadedDelegate`] may have in flight at once.
 pub(crate) const MAX_PENDING: usize = 2;
 
@@ -370,29 +387,33 @@ fn promote_f16(graph: &VkGraph) -> (VkGraph, Vec<Option<DType>>) {
 /// use of every such value is as a cache (or that prepack) and none is a
 /// graph input or output: all caches or none.
 fn narrow_kv_caches(graph: &VkGraph) -> Option<(VkGraph, Vec<Option<DType>>)> {
-    let ops: Vec<Option<etwgpu_kernels::OpId>> =
-        graph.chain.iter().map(|call| etwgpu_kernels::from_name(&call.name)).collect();
+    // Per call: the argument positions that are KV caches.
+    let cache_args: Vec<&[usize]> = graph
+        .chain
+        .iter()
+        .map(|call| etwgpu_kernels::from_name(&call.name).map_or(&[][..], |op| op.kv_cache_args()))
+        .collect();
     let mut caches = std::collections::BTreeSet::new();
-    for (call, op) in graph.chain.iter().zip(&ops) {
-        for &i in op.map_or(&[][..], |op| op.kv_cache_args()) {
+    for (call, args) in graph.chain.iter().zip(&cache_args) {
+        for &i in *args {
             caches.insert(call.args.get(i)?.0);
         }
     }
     if caches.is_empty() {
         return None;
     }
-    const PREPACK: &str = "et_vk.prepack.default";
+    let prepacks_into = |call: &etwgpu_format::OpCall, caches: &std::collections::BTreeSet<u32>| {
+        call.name == "et_vk.prepack.default" && call.args.get(1).is_some_and(|out| caches.contains(&out.0))
+    };
     for call in &graph.chain {
-        if call.name == PREPACK && call.args.get(1).is_some_and(|out| caches.contains(&out.0)) {
+        if prepacks_into(call, &caches) {
             caches.insert(call.args.first()?.0);
         }
     }
     // Every use is a cache argument or a prepack into a cache.
-    for (call, op) in graph.chain.iter().zip(&ops) {
-        let cache_args = op.map_or(&[][..], |op| op.kv_cache_args());
+    for (call, args) in graph.chain.iter().zip(&cache_args) {
         for (i, arg) in call.args.iter().enumerate() {
-            let allowed = cache_args.contains(&i)
-                || (call.name == PREPACK && call.args.get(1).is_some_and(|out| caches.contains(&out.0)));
+            let allowed = args.contains(&i) || prepacks_into(call, &caches);
             if caches.contains(&arg.0) && !allowed {
                 return None;
             }
@@ -1185,13 +1206,7 @@ impl LoadedDelegate {
                 });
             }
         }
-        let mut clock = web_time::Instant::now();
-        let mut lap = || {
-            let now = web_time::Instant::now();
-            let d = now - clock;
-            clock = now;
-            d
-        };
+        let mut clock = Stopwatch::start();
         if inputs.len() != self.inputs.len() {
             return Err(Error::InputCount { expected: self.inputs.len(), found: inputs.len() });
         }
@@ -1234,7 +1249,7 @@ impl LoadedDelegate {
             bytes.resize(align4(bytes.len() as u64) as usize, 0);
             uploads.push(bytes);
         }
-        self.times.inputs += lap();
+        self.times.inputs += clock.lap();
         let input_shapes: Vec<Vec<u64>> = inputs.iter().map(|t| t.shape.clone()).collect();
         let reads_hold = self.plan.host_reads.iter().all(|r| int_at(&inputs[r.input], r.elem) == Some(r.value));
         if input_shapes != self.plan.input_shapes || !reads_hold {
@@ -1249,7 +1264,7 @@ impl LoadedDelegate {
                 self.plan = self.build_plan(input_shapes, lowering).await?;
             }
         }
-        self.times.lowering += lap();
+        self.times.lowering += clock.lap();
         let rt = &self.rt;
         let scope = rt.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let mut encoder = rt
@@ -1336,20 +1351,14 @@ impl LoadedDelegate {
             self.argmax_flip ^= 1;
         }
         self.pending.push_back(PendingRun { outputs: out_sizes, submission });
-        self.times.recording += lap();
+        self.times.recording += clock.lap();
         Ok(())
     }
 
     /// Waits for the oldest run [submitted](Self::submit) and reads its
     /// outputs back.
     pub(crate) async fn finish(&mut self) -> Result<Vec<Tensor>> {
-        let mut clock = web_time::Instant::now();
-        let mut lap = || {
-            let now = web_time::Instant::now();
-            let d = now - clock;
-            clock = now;
-            d
-        };
+        let mut clock = Stopwatch::start();
         let Some(PendingRun { outputs: out_sizes, submission }) = self.pending.pop_front() else {
             return Err(Error::Plumbing { method: self.name.clone(), what: "no run to finish".into() });
         };
@@ -1357,7 +1366,7 @@ impl LoadedDelegate {
         let slices: Vec<wgpu::BufferSlice<'_>> =
             out_sizes.iter().filter(|o| o.2 > 0).map(|(readback, _, n, _, _)| readback.slice(..align4(*n))).collect();
         rt.map_read_after(&slices, Some(submission)).await?;
-        self.times.waiting += lap();
+        self.times.waiting += clock.lap();
         let mut results = Vec::with_capacity(self.outputs.len());
         for (readback, shape, n, device_dtype, host_dtype) in out_sizes {
             let device_bytes = if n > 0 {
@@ -1383,7 +1392,7 @@ impl LoadedDelegate {
             };
             results.push(Tensor { dtype, shape, bytes });
         }
-        self.times.reading += lap();
+        self.times.reading += clock.lap();
         self.times.runs += 1;
         Ok(results)
     }
