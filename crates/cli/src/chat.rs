@@ -10,7 +10,7 @@ use std::io::{BufRead as _, IsTerminal as _, Write as _};
 use std::path::PathBuf;
 
 use etwgpu_format::Program;
-use etwgpu_llm::{ChatMessage, GenerateOptions, Generator, Sampler, SamplerConfig, Tokenizer, chatml};
+use etwgpu_llm::{ChatMessage, GenerateOptions, Generator, Sampler, Tokenizer, chatml};
 use etwgpu_runtime::Runtime;
 
 use crate::Failure;
@@ -25,10 +25,7 @@ pub struct ChatArgs {
     model: PathBuf,
     tokenizer: PathBuf,
     system: Option<String>,
-    max_tokens: usize,
-    sampler: SamplerConfig,
-    /// `--kv-cache f16` (the default) or `f32`.
-    kv_cache_f16: bool,
+    flags: crate::GenFlags,
 }
 
 /// Parses the arguments after `chat`.
@@ -36,33 +33,24 @@ pub fn parse(args: &[String]) -> Result<ChatArgs, Failure> {
     let mut model = None;
     let mut tokenizer = None;
     let mut system = None;
-    let mut max_tokens = 256;
-    let mut sampler = SamplerConfig::default();
-    let mut kv_cache_f16 = true;
+    let mut flags = crate::GenFlags::new(256);
     let mut it = args.iter();
-    fn num<T: std::str::FromStr>(it: &mut std::slice::Iter<'_, String>, flag: &str) -> Result<T, Failure> {
-        let v = it.next().ok_or_else(|| Failure::usage(format!("{flag} needs a value")))?;
-        v.parse().map_err(|_| Failure::usage(format!("{flag}: {v:?} is not a valid number")))
-    }
     while let Some(arg) = it.next() {
-        let mut value = |flag: &str| it.next().cloned().ok_or_else(|| Failure::usage(format!("{flag} needs a value")));
+        if flags.take(arg, &mut it)? {
+            continue;
+        }
+        let mut value = |flag: &str| crate::flag_value(&mut it, flag);
         match arg.as_str() {
             "--model" => model = Some(PathBuf::from(value("--model")?)),
             "--tokenizer" => tokenizer = Some(PathBuf::from(value("--tokenizer")?)),
             "--system" => system = Some(value("--system")?),
-            "--max-tokens" => max_tokens = num(&mut it, "--max-tokens")?,
-            "--temperature" => sampler.temperature = num(&mut it, "--temperature")?,
-            "--top-k" => sampler.top_k = num(&mut it, "--top-k")?,
-            "--top-p" => sampler.top_p = num(&mut it, "--top-p")?,
-            "--seed" => sampler.seed = num(&mut it, "--seed")?,
-            "--kv-cache" => kv_cache_f16 = crate::kv_cache_f16(&value("--kv-cache")?)?,
             flag if flag.starts_with("--") => return Err(Failure::usage(format!("unknown option {flag}"))),
             extra => return Err(Failure::usage(format!("unexpected argument {extra}"))),
         }
     }
     let model = model.ok_or_else(|| Failure::usage("chat needs --model MODEL.pte"))?;
     let tokenizer = tokenizer.ok_or_else(|| Failure::usage("chat needs --tokenizer TOKENIZER.json"))?;
-    Ok(ChatArgs { model, tokenizer, system, max_tokens, sampler, kv_cache_f16 })
+    Ok(ChatArgs { model, tokenizer, system, flags })
 }
 
 /// One conversation on a loaded model.
@@ -190,9 +178,9 @@ pub fn run(a: &ChatArgs) -> Result<(), Failure> {
     let im_end = tok.token_to_id("<|im_end|>").ok_or_else(|| {
         Failure::error(format!("{}: no <|im_end|> token; chat needs a ChatML model", a.tokenizer.display()))
     })?;
-    let sampler = Sampler::new(a.sampler.clone()).map_err(Failure::error)?;
+    let sampler = Sampler::new(a.flags.sampler.clone()).map_err(Failure::error)?;
     let rt = Runtime::new().map_err(Failure::error)?;
-    let generator = crate::load_generator(&rt, &program, a.kv_cache_f16)?;
+    let generator = crate::load_generator(&rt, &program, a.flags.kv_cache_f16)?;
     let mut chat = Conversation {
         generator,
         tok,
@@ -201,7 +189,7 @@ pub fn run(a: &ChatArgs) -> Result<(), Failure> {
         turns: Vec::new(),
         unfed: Vec::new(),
         im_end,
-        max_tokens: a.max_tokens,
+        max_tokens: a.flags.max_tokens,
     };
     let interactive = std::io::stdin().is_terminal();
     let mut out = std::io::stdout().lock();

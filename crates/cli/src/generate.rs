@@ -5,7 +5,7 @@ use std::io::Write as _;
 use std::path::PathBuf;
 
 use etwgpu_format::Program;
-use etwgpu_llm::{ChatMessage, GenerateOptions, Sampler, SamplerConfig, Tokenizer, chatml};
+use etwgpu_llm::{ChatMessage, GenerateOptions, Sampler, Tokenizer, chatml};
 use etwgpu_runtime::Runtime;
 
 use crate::Failure;
@@ -26,10 +26,7 @@ enum Input {
 pub struct GenerateArgs {
     model: PathBuf,
     input: Input,
-    max_tokens: usize,
-    sampler: SamplerConfig,
-    /// `--kv-cache f16` (the default) or `f32`.
-    kv_cache_f16: bool,
+    flags: crate::GenFlags,
 }
 
 /// Parses the arguments after `generate`.
@@ -40,16 +37,13 @@ pub fn parse(args: &[String]) -> Result<GenerateArgs, Failure> {
     let mut tokens = None;
     let mut chat = false;
     let mut system = None;
-    let mut max_tokens = 128;
-    let mut sampler = SamplerConfig::default();
-    let mut kv_cache_f16 = true;
+    let mut flags = crate::GenFlags::new(128);
     let mut it = args.iter();
-    fn num<T: std::str::FromStr>(it: &mut std::slice::Iter<'_, String>, flag: &str) -> Result<T, Failure> {
-        let v = it.next().ok_or_else(|| Failure::usage(format!("{flag} needs a value")))?;
-        v.parse().map_err(|_| Failure::usage(format!("{flag}: {v:?} is not a valid number")))
-    }
     while let Some(arg) = it.next() {
-        let mut value = |flag: &str| it.next().cloned().ok_or_else(|| Failure::usage(format!("{flag} needs a value")));
+        if flags.take(arg, &mut it)? {
+            continue;
+        }
+        let mut value = |flag: &str| crate::flag_value(&mut it, flag);
         match arg.as_str() {
             "--model" => model = Some(PathBuf::from(value("--model")?)),
             "--tokenizer" => tokenizer = Some(PathBuf::from(value("--tokenizer")?)),
@@ -65,12 +59,6 @@ pub fn parse(args: &[String]) -> Result<GenerateArgs, Failure> {
                     .map_err(|_| Failure::usage(format!("--tokens: {v:?} is not a comma-separated list of ids")))?;
                 tokens = Some(ids);
             }
-            "--max-tokens" => max_tokens = num(&mut it, "--max-tokens")?,
-            "--temperature" => sampler.temperature = num(&mut it, "--temperature")?,
-            "--top-k" => sampler.top_k = num(&mut it, "--top-k")?,
-            "--top-p" => sampler.top_p = num(&mut it, "--top-p")?,
-            "--seed" => sampler.seed = num(&mut it, "--seed")?,
-            "--kv-cache" => kv_cache_f16 = crate::kv_cache_f16(&value("--kv-cache")?)?,
             flag if flag.starts_with("--") => return Err(Failure::usage(format!("unknown option {flag}"))),
             path if model.is_none() => model = Some(PathBuf::from(path)),
             extra => return Err(Failure::usage(format!("unexpected argument {extra}"))),
@@ -86,7 +74,7 @@ pub fn parse(args: &[String]) -> Result<GenerateArgs, Failure> {
         (Some(_), None, None) => return Err(Failure::usage("--prompt needs --tokenizer TOKENIZER.json")),
         _ => return Err(Failure::usage("give either --prompt TEXT --tokenizer T.json or --tokens ID,ID,...")),
     };
-    Ok(GenerateArgs { model, input, max_tokens, sampler, kv_cache_f16 })
+    Ok(GenerateArgs { model, input, flags })
 }
 
 /// Runs `generate`, streaming to stdout.
@@ -108,10 +96,10 @@ pub fn run(a: &GenerateArgs) -> Result<(), Failure> {
             (ids, Some(tok))
         }
     };
-    let mut sampler = Sampler::new(a.sampler.clone()).map_err(Failure::error)?;
+    let mut sampler = Sampler::new(a.flags.sampler.clone()).map_err(Failure::error)?;
     let rt = Runtime::new().map_err(Failure::error)?;
-    let mut generator = crate::load_generator(&rt, &program, a.kv_cache_f16)?;
-    let options = GenerateOptions { max_new_tokens: a.max_tokens, stop_tokens, stop_at_eos: true };
+    let mut generator = crate::load_generator(&rt, &program, a.flags.kv_cache_f16)?;
+    let options = GenerateOptions { max_new_tokens: a.flags.max_tokens, stop_tokens, stop_at_eos: true };
     // Text output leaves out the token that ends generation.
     let stops: Vec<u32> = options.stop_tokens.iter().chain(&generator.metadata().eos_ids).copied().collect();
     let mut out = std::io::stdout().lock();

@@ -256,12 +256,51 @@ fn main() -> ExitCode {
     }
 }
 
-/// Parses the value of `--kv-cache`: `f16` (the default: float16 where the
-/// device has SHADER_F16) or `f32` (as exported).
-fn kv_cache_f16(value: &str) -> Result<bool, Failure> {
-    match value {
-        "f16" => Ok(true),
-        "f32" => Ok(false),
-        other => Err(Failure::usage(format!("--kv-cache takes f16 or f32, not {other:?}"))),
+/// The flags `generate` and `chat` share: the token budget, sampling and
+/// the KV cache's storage.
+#[derive(Debug)]
+struct GenFlags {
+    /// `--max-tokens N`.
+    max_tokens: usize,
+    /// `--temperature`, `--top-k`, `--top-p`, `--seed`.
+    sampler: etwgpu_llm::SamplerConfig,
+    /// `--kv-cache f16` (the default: float16 where the device has
+    /// SHADER_F16) or `f32` (as exported).
+    kv_cache_f16: bool,
+}
+
+impl GenFlags {
+    fn new(max_tokens: usize) -> Self {
+        Self { max_tokens, sampler: etwgpu_llm::SamplerConfig::default(), kv_cache_f16: true }
     }
+
+    /// Takes `flag` and its value from `rest` when it is one of these
+    /// flags; `false` (nothing taken) otherwise.
+    fn take(&mut self, flag: &str, rest: &mut std::slice::Iter<'_, String>) -> Result<bool, Failure> {
+        fn num<T: std::str::FromStr>(rest: &mut std::slice::Iter<'_, String>, flag: &str) -> Result<T, Failure> {
+            let v = flag_value(rest, flag)?;
+            v.parse().map_err(|_| Failure::usage(format!("{flag}: {v:?} is not a valid number")))
+        }
+        match flag {
+            "--max-tokens" => self.max_tokens = num(rest, flag)?,
+            "--temperature" => self.sampler.temperature = num(rest, flag)?,
+            "--top-k" => self.sampler.top_k = num(rest, flag)?,
+            "--top-p" => self.sampler.top_p = num(rest, flag)?,
+            "--seed" => self.sampler.seed = num(rest, flag)?,
+            "--kv-cache" => {
+                self.kv_cache_f16 = match flag_value(rest, flag)?.as_str() {
+                    "f16" => true,
+                    "f32" => false,
+                    other => return Err(Failure::usage(format!("--kv-cache takes f16 or f32, not {other:?}"))),
+                }
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
+/// The value after `flag`.
+fn flag_value(rest: &mut std::slice::Iter<'_, String>, flag: &str) -> Result<String, Failure> {
+    rest.next().cloned().ok_or_else(|| Failure::usage(format!("{flag} needs a value")))
 }
