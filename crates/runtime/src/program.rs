@@ -639,14 +639,7 @@ impl LoadedMethod {
         let Exec::Gpu { call, args, n_in, extra } = &mut steps[at] else { unreachable!("a GPU call") };
         let outs = call.finish().await?;
         *host_round_trips = 1;
-        for (&p, t) in args[*n_in..].iter().zip(outs) {
-            slots[p] = Some(t);
-        }
-        if let Some(&last) = args.last() {
-            for &e in extra.iter() {
-                slots[e] = slots[last].clone();
-            }
-        }
+        store_outputs(&mut slots, &args[*n_in..], extra, outs);
         for step in &steps[at + 1..] {
             apply_move(step, &mut slots);
         }
@@ -680,14 +673,7 @@ impl LoadedMethod {
                     if call.keep_on_device.iter().any(|keep| !keep) {
                         *host_round_trips += 1;
                     }
-                    for (&p, t) in args[*n_in..].iter().zip(outs) {
-                        slots[p] = Some(t);
-                    }
-                    if let Some(&last) = args.last() {
-                        for &e in extra.iter() {
-                            slots[e] = slots[last].clone();
-                        }
-                    }
+                    store_outputs(&mut slots, &args[*n_in..], extra, outs);
                 }
                 Exec::Cpu { op, name, instruction, schema, extra } => {
                     let out = *schema.last().expect("schema has the out arg");
@@ -737,6 +723,19 @@ impl LoadedMethod {
             }
         }
         outputs.iter().map(|&p| tensor_at(&slots, p)).collect()
+    }
+}
+
+/// Puts a GPU call's outputs in their slots (`out_args`), and a copy of
+/// the last one in each of `extra`.
+fn store_outputs(slots: &mut [Option<Tensor>], out_args: &[usize], extra: &[usize], outs: Vec<Tensor>) {
+    for (&p, t) in out_args.iter().zip(outs) {
+        slots[p] = Some(t);
+    }
+    if let Some(&last) = out_args.last() {
+        for &e in extra {
+            slots[e] = slots[last].clone();
+        }
     }
 }
 
