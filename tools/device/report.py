@@ -11,10 +11,18 @@ bandwidth over the bytes of weights one decoded token reads), then the
 issue's targets with met / not met.
 
 Usage: python3 tools/device/report.py OUT
+       python3 tools/device/report.py --readme README.md [--check]
+
+With `--readme`, the README's Performance section (between the markers
+`<!-- performance: RESULTS_DIR -->` and `<!-- performance end -->`) is
+written anew from the committed raw files of RESULTS_DIR, or with `--check`
+compared with them (exit 1 when it drifted): the section is never typed by
+hand.
 """
 import glob
 import json
 import os
+import re
 import sys
 
 
@@ -126,5 +134,95 @@ def main(out):
             print()
 
 
+def results(out):
+    """The raw files of one run folder: (copy bandwidth, ours, peer cells)."""
+    bw = None
+    path = os.path.join(out, "bandwidth.json")
+    if os.path.exists(path):
+        with open(path) as f:
+            lines = [json.loads(line) for line in f if line.strip()]
+        bw = next((line for line in lines if isinstance(line, dict) and "gb_per_s" in line), None)
+    ours = {}
+    for p in sorted(glob.glob(os.path.join(out, "etwgpu_*.json"))):
+        r = load(p)
+        name = f"{r['model']}_{'q4' if r['weights'].startswith('Q4') else 'fp32'}"
+        if name in ours:
+            ours[name]["prefill"] += r["prefill"]
+            ours[name]["decode"] += r["decode"]
+        else:
+            ours[name] = r
+    cells = {}
+    for p in sorted(glob.glob(os.path.join(out, "peers_*.json"))):
+        for c in load(p).get("cells", []):
+            if c.get("status") == "ok":
+                cells[(c["phase"], c["mode"], c["length"])] = c["tokens_per_s"]
+    return bw, ours, cells
+
+
+def performance_section(run_dir):
+    """The README's Performance section, from one committed run folder."""
+    bw, ours, cells = results(run_dir)
+    meta = {}
+    if os.path.exists(os.path.join(run_dir, "meta.json")):
+        meta = load(os.path.join(run_dir, "meta.json"))
+    date = meta.get("date", os.path.basename(run_dir.rstrip("/"))[:10])
+    adapter = bw["adapter"] if bw else "?"
+    modes = sorted({m for (_, m, _) in cells})
+    out = [
+        f"Measured {date} on one {adapter} (Vulkan, wgpu 30), batch 1, by `tools/device/run.sh`; "
+        f"raw files in `{run_dir.rstrip('/')}`"
+        + (f", commit {meta['commit']}" if meta.get("commit") else "")
+        + ". "
+        + ("PyTorch peers (bf16, the same shapes and random weights, `tools/device/peers.py`) were "
+           "measured in the same device session. " if cells else "")
+        + "Tokens/s, higher is better.",
+        "",
+    ]
+    if bw:
+        out += [f"Copy-bandwidth ceiling of this GPU through WGSL: {bw['gb_per_s']:,.0f} GB/s.", ""]
+    for name, r in ours.items():
+        title = {"1b_q4": "Llama-3.2-1B shape, 4-bit weights (group 32)",
+                 "smollm2_q4": "SmolLM2-135M shape, 4-bit weights (group 32)",
+                 "smollm2_fp32": "SmolLM2-135M shape, fp32 weights"}.get(name, name)
+        peer_cols = modes if name.startswith("1b") else []
+        out.append(f"**{title}** ({r['dispatches_per_decode_step']} dispatches per decoded token)")
+        out.append("")
+        head = "| | length | etwgpu | " + "".join(f"torch {m} | " for m in peer_cols)
+        out.append(head)
+        out.append("|" + "---|" * (head.count("|") - 1))
+        for d in r["decode"]:
+            row = f"| decode | context {d['context']} | {fmt(d['tokens_per_s'], 0)} | "
+            row += "".join(f"{fmt(cells.get(('decode', m, d['context'])), 0)} | " for m in peer_cols)
+            out.append(row)
+        for p in r["prefill"]:
+            row = f"| prefill | prompt {p['prompt']} | {fmt(p['tokens_per_s'], 0)} | "
+            row += "".join(f"{fmt(cells.get(('prefill', m, p['prompt'])), 0)} | " for m in peer_cols)
+            out.append(row)
+        out.append("")
+    return "\n".join(line.rstrip() for line in out)
+
+
+MARK = re.compile(r"(<!-- performance: (?P<dir>\S+) -->\n)(?P<body>.*?)(<!-- performance end -->)", re.S)
+
+
+def readme(path, check):
+    text = open(path).read()
+    m = MARK.search(text)
+    if not m:
+        sys.exit(f"{path}: no '<!-- performance: DIR -->' ... '<!-- performance end -->' markers")
+    root = os.path.dirname(os.path.abspath(path))
+    body = performance_section(os.path.join(root, m.group("dir"))) + "\n"
+    if check:
+        if m.group("body") != body:
+            sys.exit(f"{path}: the Performance section drifted from {m.group('dir')}; "
+                     "run python3 tools/device/report.py --readme README.md")
+        return
+    with open(path, "w") as f:
+        f.write(text[: m.start("body")] + body + text[m.end("body"):])
+
+
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else os.environ.get("OUT", "."))
+    if len(sys.argv) > 2 and sys.argv[1] == "--readme":
+        readme(sys.argv[2], "--check" in sys.argv[3:])
+    else:
+        main(sys.argv[1] if len(sys.argv) > 1 else os.environ.get("OUT", "."))
