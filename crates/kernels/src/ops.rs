@@ -45,6 +45,15 @@ macro_rules! register_ops {
         }
 
         /// Every supported operator with its ExecuTorch name, sorted by name.
+        ///
+        /// ```
+        /// use etwgpu_kernels::{OPS, OpId};
+        ///
+        /// assert!(OPS.windows(2).all(|w| w[0].1 < w[1].1));
+        /// let q4: Vec<&str> = OPS.iter().map(|(_, n)| *n).filter(|n| n.contains("q4gsw")).collect();
+        /// assert!(q4.contains(&"et_vk.linear_q4gsw.default"));
+        /// assert!(OPS.contains(&(OpId::Mm, "aten.mm.default")));
+        /// ```
         pub const OPS: &[(OpId, &str)] = &[$((OpId::$variant, $name),)*];
 
         impl OpId {
@@ -260,7 +269,16 @@ impl OpId {
     }
 }
 
-/// Looks an operator up by its exact ExecuTorch name.
+/// Looks an operator up by its exact ExecuTorch name (with its overload,
+/// as the `.pte` spells it).
+///
+/// ```
+/// use etwgpu_kernels::{OpId, from_name};
+///
+/// assert_eq!(from_name("aten.gelu.default"), Some(OpId::Gelu));
+/// assert_eq!(from_name("aten.gelu"), None);
+/// assert_eq!(from_name("sdpa_with_kv_cache.default").map(OpId::mutated_args), Some(&[3, 4][..]));
+/// ```
 pub fn from_name(name: &str) -> Option<OpId> {
     OPS.binary_search_by(|(_, n)| (*n).cmp(name)).ok().map(|i| OPS[i].0)
 }
