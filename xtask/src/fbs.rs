@@ -331,6 +331,7 @@ pub fn emit(file_name: &str, schema: &Schema, includes: &[&Schema]) -> Result<St
                 writeln!(o, "/// Enum `{name}` (stored as `{repr}`).").unwrap();
                 writeln!(o, "pub mod {} {{", snake(name)).unwrap();
                 for (v, n) in values {
+                    writeln!(o, "    /// `{name}.{v}`.").unwrap();
                     writeln!(o, "    pub const {v}: {repr} = {n};").unwrap();
                 }
                 writeln!(o, "    /// The schema name of a value, if it has one.").unwrap();
@@ -349,6 +350,7 @@ pub fn emit(file_name: &str, schema: &Schema, includes: &[&Schema]) -> Result<St
                 writeln!(o, "/// Union `{name}`: the type tag of each member (0 is NONE).").unwrap();
                 writeln!(o, "pub mod {} {{", snake(name)).unwrap();
                 for (i, m) in members.iter().enumerate() {
+                    writeln!(o, "    /// The tag of member `{m}`.").unwrap();
                     writeln!(o, "    pub const {}: u8 = {};", snake(m).to_uppercase(), i + 1).unwrap();
                 }
                 writeln!(o, "    /// The schema name of a tag, if it has one.").unwrap();
@@ -413,6 +415,11 @@ pub fn emit(file_name: &str, schema: &Schema, includes: &[&Schema]) -> Result<St
                             )
                         }
                     };
+                    let ty = match &f.ty {
+                        Ty::Named(t) => t.clone(),
+                        Ty::Vector(t) => format!("[{t}]"),
+                    };
+                    writeln!(o, "    /// Field `{full}`: `{ty}`.").unwrap();
                     writeln!(o, "    {line}").unwrap();
                     slot += 1;
                 }

@@ -149,3 +149,26 @@ fn naga_rejects_broken_wgsl() {
     assert!(crate::wgsl::validate_source("bad", "fn f( {").is_err());
     assert!(crate::wgsl::validate_source("bad", "fn f() -> u32 { return 1.5; }").is_err());
 }
+
+#[test]
+fn wgsl_includes_expand_once_and_name_what_is_wrong() {
+    use std::collections::{BTreeMap, BTreeSet};
+    let snippet = crate::wgsl::parse_snippet("s.wgsl", "//! doc\n//! more\n\nfn s() -> f32 { return 1.0; }\n")
+        .expect("valid snippet");
+    assert_eq!(snippet, "fn s() -> f32 { return 1.0; }\n");
+    let snippets = BTreeMap::from([("s.wgsl".to_string(), snippet)]);
+    let mut used = BTreeSet::new();
+    let src = "//! d\n// variants: f32\nalias Elem = f32;\n// include: s.wgsl\nfn main() {}\n";
+    let out = crate::wgsl::expand_includes("x", src, &snippets, &mut used).expect("expands");
+    assert_eq!(out, "//! d\n// variants: f32\nalias Elem = f32;\nfn s() -> f32 { return 1.0; }\nfn main() {}\n");
+    assert!(used.contains("s.wgsl"));
+    let missing = crate::wgsl::expand_includes("x", "// include: t.wgsl\n", &snippets, &mut used).expect_err("missing");
+    assert!(missing.contains("x.wgsl:1") && missing.contains("t.wgsl"), "{missing}");
+    let twice = "// include: s.wgsl\n// include: s.wgsl\n";
+    let err = crate::wgsl::expand_includes("x", twice, &snippets, &mut used).expect_err("twice");
+    assert!(err.contains("x.wgsl:2"), "{err}");
+    for bad in ["fn f() {}\n", "//! d\n// include: s.wgsl\n", "//! d\n// variants: f32\n", "//! d\nalias Elem = f32;\n"]
+    {
+        assert!(crate::wgsl::parse_snippet("b.wgsl", bad).is_err(), "{bad:?}");
+    }
+}

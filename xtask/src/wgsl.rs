@@ -3,8 +3,7 @@
 //! Every `crates/kernels/wgsl/<family>.wgsl` declares its element-type
 //! variants on a `// variants: f32 f16` line and its element type on exactly
 //! one `alias Elem = f32;` line. A variant is the source with that line
-//! replaced (plus `enable f16;` in front for `f16`); there is no other
-//! preprocessing. A source that reads a KV cache may also carry one
+//! replaced (plus `enable f16;` in front for `f16`). A source that reads a KV cache may also carry one
 //! `alias KvElem = Elem;` line: its variants may then be named
 //! `<elem>_kv<kv elem>` (`f32_kvf16`: f32 activations over a float16 cache),
 //! which sets that line to the cache's type. The variants become one `pub const` string each in
@@ -15,7 +14,18 @@
 //! ([`WEBGPU_LIMITS`]), so it runs on any WebGPU device, browsers included,
 //! except the few the graph picks only where the device allows them
 //! ([`LIMIT_GATED`]).
+//!
+//! Code that several families share is written once, in a snippet
+//! `crates/kernels/wgsl/common/<name>.wgsl` (`act.wgsl`: the unary ops and
+//! activations), and a family takes it with a `// include: <name>.wgsl`
+//! line, which [`expand_includes`] replaces with the snippet's text (its
+//! leading `//!` lines dropped) before anything else reads the source:
+//! naga validation, the generated constants and so the drift check all see
+//! the expanded text. Snippets include nothing themselves and carry no
+//! `variants:` or `Elem` line; a snippet no family includes is an error.
+//! There is no other preprocessing.
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -23,6 +33,10 @@ use crate::codegen::Outputs;
 
 /// Where the WGSL sources live, relative to the root.
 const SOURCE_DIR: &str = "crates/kernels/wgsl";
+/// Where the shared snippets live, relative to [`SOURCE_DIR`].
+const SNIPPET_DIR: &str = "common";
+/// The line that includes a snippet: `// include: act.wgsl`.
+const INCLUDE_PREFIX: &str = "// include:";
 /// The element-type line every source must contain exactly once.
 const ELEM_LINE: &str = "alias Elem = f32;";
 /// The optional KV-cache element-type line (see the module docs).
@@ -140,24 +154,101 @@ pub struct Family {
     pub variants: Vec<String>,
 }
 
-/// Reads and checks every WGSL source, sorted by name.
-pub fn families(root: &Path) -> Result<Vec<Family>, String> {
-    let dir = root.join(SOURCE_DIR);
-    let mut paths: Vec<PathBuf> = fs::read_dir(&dir)
+/// The `.wgsl` files directly in `dir`, sorted.
+fn wgsl_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
+    let mut paths: Vec<PathBuf> = fs::read_dir(dir)
         .map_err(|e| format!("reading {}: {e}", dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "wgsl"))
+        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "wgsl"))
         .collect();
     paths.sort();
+    Ok(paths)
+}
+
+/// Every shared snippet in `common/`, by file name (`act.wgsl`), with its
+/// text as it is included (leading `//!` lines dropped), checked.
+fn snippets(root: &Path) -> Result<BTreeMap<String, String>, String> {
+    let dir = root.join(SOURCE_DIR).join(SNIPPET_DIR);
+    if !dir.exists() {
+        return Ok(BTreeMap::new());
+    }
+    let mut out = BTreeMap::new();
+    for path in wgsl_files(&dir)? {
+        let file = path.file_name().and_then(|n| n.to_str()).ok_or("bad WGSL snippet name")?.to_string();
+        let text = fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        out.insert(file.clone(), parse_snippet(&file, &text)?);
+    }
+    Ok(out)
+}
+
+/// Checks one snippet's conventions; returns the text a family's include
+/// line becomes (the leading `//!` lines and the blank lines after them
+/// dropped).
+pub fn parse_snippet(file: &str, text: &str) -> Result<String, String> {
+    if !text.starts_with("//!") {
+        return Err(format!("{SNIPPET_DIR}/{file}: must start with `//!` doc lines"));
+    }
+    for line in text.lines() {
+        let t = line.trim();
+        if t.starts_with(INCLUDE_PREFIX) || t.starts_with("// variants:") || t == ELEM_LINE || t == KV_ELEM_LINE {
+            return Err(format!(
+                "{SNIPPET_DIR}/{file}: a snippet has no `{INCLUDE_PREFIX}`, `// variants:`, `Elem` or `KvElem` line: `{t}`"
+            ));
+        }
+    }
+    let body: Vec<&str> =
+        text.lines().skip_while(|l| l.starts_with("//!")).skip_while(|l| l.trim().is_empty()).collect();
+    Ok(body.iter().map(|l| format!("{l}\n")).collect())
+}
+
+/// Replaces each `// include: <name>.wgsl` line of `source` with that
+/// snippet's text; records in `used` which snippets it took. A snippet
+/// included twice, or one that does not exist, is an error naming the line.
+pub fn expand_includes(
+    name: &str,
+    source: &str,
+    snippets: &BTreeMap<String, String>,
+    used: &mut std::collections::BTreeSet<String>,
+) -> Result<String, String> {
+    let mut out = String::with_capacity(source.len());
+    let mut taken = std::collections::BTreeSet::new();
+    for (line_idx, line) in source.lines().enumerate() {
+        let Some(file) = line.trim().strip_prefix(INCLUDE_PREFIX).map(str::trim) else {
+            out.push_str(line);
+            out.push('\n');
+            continue;
+        };
+        let at = format!("{name}.wgsl:{}", line_idx + 1);
+        let text = snippets
+            .get(file)
+            .ok_or_else(|| format!("{at}: no snippet `{SNIPPET_DIR}/{file}` (known: {:?})", snippets.keys()))?;
+        if !taken.insert(file.to_string()) {
+            return Err(format!("{at}: `{file}` is already included"));
+        }
+        used.insert(file.to_string());
+        out.push_str(text);
+    }
+    Ok(out)
+}
+
+/// Reads and checks every WGSL source, sorted by name, with its includes
+/// expanded.
+pub fn families(root: &Path) -> Result<Vec<Family>, String> {
+    let snippets = snippets(root)?;
+    let mut used = std::collections::BTreeSet::new();
     let mut out = Vec::new();
-    for path in paths {
+    for path in wgsl_files(&root.join(SOURCE_DIR))? {
         let name = path.file_stem().and_then(|n| n.to_str()).ok_or("bad WGSL file name")?.to_string();
         if !name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_') {
             return Err(format!("{name}.wgsl: family names are snake_case"));
         }
-        let source = fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let raw = fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let source = expand_includes(&name, &raw, &snippets, &mut used)?;
         let family = parse_family(&name, source)?;
         out.push(family);
+    }
+    if let Some(unused) = snippets.keys().find(|k| !used.contains(*k)) {
+        return Err(format!("{SNIPPET_DIR}/{unused}: no family includes it"));
     }
     Ok(out)
 }

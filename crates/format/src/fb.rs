@@ -30,20 +30,33 @@ pub struct FbError {
 pub enum FbProblem {
     /// A read of `len` bytes would run past the end of the buffer.
     #[error("{len} bytes needed but the buffer ends at {buffer_len}")]
-    OutOfBounds { len: u64, buffer_len: usize },
+    OutOfBounds {
+        /// Bytes the read needs.
+        len: u64,
+        /// Bytes the buffer has.
+        buffer_len: usize,
+    },
     /// A vtable is shorter than its header or not a multiple of two.
     #[error("invalid vtable size {0}")]
     BadVtable(u16),
     /// A field lies outside its table's inline size.
     #[error("field offset {field_offset} outside table of {table_len} bytes")]
-    FieldOutsideTable { field_offset: u16, table_len: u16 },
+    FieldOutsideTable {
+        /// The field's offset in its table, from the vtable.
+        field_offset: u16,
+        /// The table's inline size, from the vtable.
+        table_len: u16,
+    },
     /// A string is not UTF-8.
     #[error("string is not valid UTF-8")]
     BadUtf8,
     /// The buffer references the same data so often that reading it would
     /// take more memory than [`Budget`] allows (a decompression bomb).
     #[error("reading the buffer would copy more than {limit} bytes")]
-    BudgetExceeded { limit: u64 },
+    BudgetExceeded {
+        /// The most bytes the budget allows.
+        limit: u64,
+    },
     /// A union type tag the schema does not define.
     #[error("unknown union type tag {0}")]
     UnknownUnionTag(u8),

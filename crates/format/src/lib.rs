@@ -9,18 +9,40 @@
 //! The input is untrusted. Parsing never panics, never loops on hostile
 //! data, and never allocates more than a small multiple of the input size.
 //!
-//! ```no_run
-//! let program = etwgpu_format::Program::open("model.pte")?;
-//! for method in &program.methods {
-//!     for (idx, _delegate, graph) in method.vulkan_delegates() {
-//!         println!("{} delegate {idx}: {} ops", method.name, graph.chain.len());
+//! ```
+//! use etwgpu_format::Program;
+//!
+//! // A committed fixture: `x + y` on float32 [2, 4], one Vulkan delegate.
+//! let program = Program::open("../../test_data/fixtures/one_op/model.pte")?;
+//! let forward = program.method("forward").expect("the export's method");
+//! assert!(forward.is_fully_delegated());
+//! for (idx, _delegate, graph) in forward.vulkan_delegates() {
+//!     for call in &graph.chain {
+//!         println!("delegate {idx}: {} on {:?}", call.name, call.args);
 //!     }
+//!     assert_eq!(graph.chain[0].name, "aten.add.Tensor");
 //! }
+//! # Ok::<(), etwgpu_format::Error>(())
+//! ```
+//!
+//! A program can also come from memory ([`Program::from_bytes`]), e.g. one
+//! built with [`writer`]:
+//!
+//! ```
+//! use etwgpu_format::{Program, writer};
+//!
+//! // `relu(linear(x + y * 2))`, the worked example of the format notes.
+//! let bytes = writer::ProgramBuilder::single_delegate(writer::worked_example()).to_bytes();
+//! let program = Program::from_bytes(bytes)?;
+//! let (_, _, graph) = program.methods[0].vulkan_delegates().next().expect("one delegate");
+//! let ops: Vec<&str> = graph.chain.iter().map(|c| c.name.as_str()).collect();
+//! assert_eq!(ops, ["et_vk.prepack.default", "aten.mul.Tensor", "aten.add.Tensor", "aten.linear.default", "aten.relu.default"]);
 //! # Ok::<(), etwgpu_format::Error>(())
 //! ```
 //!
 //! [`writer`] builds valid (or deliberately broken) files for tests.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod dtype;
 pub mod error;

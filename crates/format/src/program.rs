@@ -344,6 +344,22 @@ fn range_in(base: &[u8], sub: Option<&[u8]>) -> Range<usize> {
 
 impl Program {
     /// Reads a `.pte` file (one read into memory; constants borrow from it).
+    ///
+    /// A file that is not a well-formed program is an [`Error`] naming what
+    /// is wrong and where:
+    ///
+    /// ```
+    /// use etwgpu_format::{Error, Program};
+    ///
+    /// let program = Program::open("../../test_data/fixtures/one_op/model.pte")?;
+    /// assert_eq!(program.methods.len(), 1);
+    /// let (_, _, graph) = program.methods[0].vulkan_delegates().next().expect("delegated");
+    /// assert_eq!(graph.input_ids.len(), 2);
+    ///
+    /// assert!(matches!(Program::open("no/such/file.pte"), Err(Error::Io { .. })));
+    /// assert!(Program::from_bytes(b"not a program".to_vec()).is_err());
+    /// # Ok::<(), Error>(())
+    /// ```
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         Self::open_with_external(path, &[] as &[&Path])
     }

@@ -11,7 +11,45 @@
 //!
 //! This crate never touches a GPU and has no wgpu types: `etwgpu-runtime`
 //! turns the steps into wgpu calls.
+//!
+//! Look an operator up by its ExecuTorch name and lower one call of it over
+//! a graph (any [`Graph`]: here four values in a `Vec`):
+//!
+//! ```
+//! use etwgpu_kernels::plan::Ctx;
+//! use etwgpu_kernels::{ElemType, Graph, OPS, OpId, Step, TensorInfo, Value, Vid, from_name};
+//!
+//! // The op table: one row per operator, sorted by its exact name.
+//! let add = from_name("aten.add.Tensor").expect("supported");
+//! assert_eq!((add, add.name()), (OpId::Add, "aten.add.Tensor"));
+//! assert!(OPS.iter().any(|&(id, name)| id == OpId::Relu && name == "aten.relu.default"));
+//! assert_eq!(from_name("aten.frobnicate.default"), None);
+//!
+//! // `add(self [2, 3], other [3], alpha = 1, out [2, 3])`: float32 tensors
+//! // and one int.
+//! struct Values(Vec<Option<Vec<u64>>>);
+//! impl Graph for Values {
+//!     fn value(&self, id: Vid) -> Value<'_> {
+//!         match &self.0[id.0 as usize] {
+//!             Some(shape) => Value::Tensor(TensorInfo { id, dtype: ElemType::F32, shape, is_constant: false }),
+//!             None => Value::Int(1),
+//!         }
+//!     }
+//! }
+//! let g = Values(vec![Some(vec![2, 3]), Some(vec![3]), None, Some(vec![2, 3])]);
+//! let lowered = add.lower(&Ctx::new(&g, &[Vid(0), Vid(1), Vid(2), Vid(3)]))?;
+//! assert_eq!(lowered.shapes, [(Vid(3), vec![2, 3])]);
+//! let [Step::Dispatch(d)] = &lowered.steps[..] else { panic!("one dispatch") };
+//! assert_eq!((d.shader.label(), d.inputs.as_slice(), d.outputs.as_slice()), ("binary.f32", &[Vid(0), Vid(1)][..], &[Vid(3)][..]));
+//!
+//! // A wrong argument is a typed error naming it.
+//! let bad = Values(vec![Some(vec![2, 3]), Some(vec![4]), None, Some(vec![2, 3])]);
+//! let err = add.lower(&Ctx::new(&bad, &[Vid(0), Vid(1), Vid(2), Vid(3)])).expect_err("3 vs 4");
+//! assert!(matches!(err, etwgpu_kernels::Error::Shape { arg_idx: 1, .. }));
+//! # Ok::<(), etwgpu_kernels::Error>(())
+//! ```
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod error;
 pub mod generated;

@@ -30,10 +30,14 @@ use symint::SymIntOp;
 /// Declares the operator table.
 ///
 /// Each row is `Variant => "exact.executorch.name" => rule`, where `rule`
-/// is a `fn(&Ctx<'_>) -> Result<Lowered>` (or a closure); rows must be
-/// sorted by name (a unit test checks it), so lookups can binary-search.
+/// is a `fn(&Ctx<'_>) -> Result<Lowered>` (or a closure), or
+/// `@unary Op` for an operator that is exactly the parameterless
+/// [`UnaryOp::Op`](UnaryOp) of `unary.wgsl` (its rule is
+/// [`elementwise::unary`], and [`OpId::unary`] names it, so fusion and
+/// lowering read one row). Rows must be sorted by name (a unit test checks
+/// it), so lookups can binary-search.
 macro_rules! register_ops {
-    ($($variant:ident => $name:literal => $lower:expr),* $(,)?) => {
+    ($($variant:ident => $name:literal => $(@unary $unary:ident)? $($lower:expr)?),* $(,)?) => {
         /// A supported operator.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub enum OpId {
@@ -41,6 +45,15 @@ macro_rules! register_ops {
         }
 
         /// Every supported operator with its ExecuTorch name, sorted by name.
+        ///
+        /// ```
+        /// use etwgpu_kernels::{OPS, OpId};
+        ///
+        /// assert!(OPS.windows(2).all(|w| w[0].1 < w[1].1));
+        /// let q4: Vec<&str> = OPS.iter().map(|(_, n)| *n).filter(|n| n.contains("q4gsw")).collect();
+        /// assert!(q4.contains(&"et_vk.linear_q4gsw.default"));
+        /// assert!(OPS.contains(&(OpId::Mm, "aten.mm.default")));
+        /// ```
         pub const OPS: &[(OpId, &str)] = &[$((OpId::$variant, $name),)*];
 
         impl OpId {
@@ -56,10 +69,51 @@ macro_rules! register_ops {
             /// to dispatch.
             pub fn lower(self, ctx: &Ctx<'_>) -> Result<Lowered> {
                 match self {
-                    $(OpId::$variant => ($lower)(ctx),)*
+                    $(OpId::$variant => row_rule!($($unary)?; $($lower)?)(ctx),)*
+                }
+            }
+
+            /// The [`UnaryOp`] this operator is, when it is exactly one
+            /// parameterless op of `unary.wgsl` (`aten.relu.default` is
+            /// [`UnaryOp::Relu`]); `None` for every other operator,
+            /// including the unary ones whose function or parameters come
+            /// from their arguments (`gelu`'s `approximate`, `clamp`'s
+            /// bounds, `leaky_relu`, `hardtanh`, `pow.Tensor_Scalar`).
+            ///
+            /// ```
+            /// use etwgpu_kernels::OpId;
+            /// use etwgpu_kernels::ops::elementwise::UnaryOp;
+            ///
+            /// assert_eq!(OpId::Relu.unary(), Some(UnaryOp::Relu));
+            /// assert_eq!(OpId::Mm.unary(), None);
+            /// ```
+            pub const fn unary(self) -> Option<UnaryOp> {
+                match self {
+                    $(OpId::$variant => row_unary!($($unary)?),)*
                 }
             }
         }
+    };
+}
+
+/// The rule of one [`register_ops!`] row: its closure or function, or
+/// [`elementwise::unary`] for an `@unary` row.
+macro_rules! row_rule {
+    ($unary:ident;) => {
+        (|c: &Ctx<'_>| elementwise::unary(c, UnaryOp::$unary))
+    };
+    (; $lower:expr) => {
+        ($lower)
+    };
+}
+
+/// What [`OpId::unary`] says of one [`register_ops!`] row.
+macro_rules! row_unary {
+    () => {
+        None
+    };
+    ($unary:ident) => {
+        Some(UnaryOp::$unary)
     };
 }
 
@@ -68,7 +122,7 @@ register_ops! {
     LogSoftmax => "aten._log_softmax.default" => |c| norm::softmax(c, true),
     BatchNormNoTraining => "aten._native_batch_norm_legit_no_training.default" => norm::batch_norm_no_training,
     Softmax => "aten._softmax.default" => |c| norm::softmax(c, false),
-    Abs => "aten.abs.default" => |c| elementwise::unary(c, UnaryOp::Abs),
+    Abs => "aten.abs.default" => @unary Abs,
     Add => "aten.add.Tensor" => |c| elementwise::binary(c, BinaryOp::Add),
     Addmm => "aten.addmm.default" => matmul::addmm,
     AliasCopy => "aten.alias_copy.default" => shape::alias_copy,
@@ -88,13 +142,13 @@ register_ops! {
     Clone => "aten.clone.default" => shape::clone,
     ConstantPadNd => "aten.constant_pad_nd.default" => layout::constant_pad_nd,
     Convolution => "aten.convolution.default" => |c| conv::convolution(c, false),
-    Cos => "aten.cos.default" => |c| elementwise::unary(c, UnaryOp::Cos),
+    Cos => "aten.cos.default" => @unary Cos,
     Div => "aten.div.Tensor" => |c| elementwise::binary(c, BinaryOp::Div),
     DivMode => "aten.div.Tensor_mode" => elementwise::div_mode,
     Embedding => "aten.embedding.default" => index::embedding,
     EqScalar => "aten.eq.Scalar" => |c| logic::compare_scalar(c, CmpOp::Eq),
     EqTensor => "aten.eq.Tensor" => |c| logic::compare_tensor(c, CmpOp::Eq),
-    Exp => "aten.exp.default" => |c| elementwise::unary(c, UnaryOp::Exp),
+    Exp => "aten.exp.default" => @unary Exp,
     ExpandCopy => "aten.expand_copy.default" => shape::expand_copy,
     Flip => "aten.flip.default" => shape::flip,
     Full => "aten.full.default" => creation::full,
@@ -105,8 +159,8 @@ register_ops! {
     Gelu => "aten.gelu.default" => elementwise::gelu,
     GtScalar => "aten.gt.Scalar" => |c| logic::compare_scalar(c, CmpOp::Gt),
     GtTensor => "aten.gt.Tensor" => |c| logic::compare_tensor(c, CmpOp::Gt),
-    Hardsigmoid => "aten.hardsigmoid.default" => |c| elementwise::unary(c, UnaryOp::Hardsigmoid),
-    Hardswish => "aten.hardswish.default" => |c| elementwise::unary(c, UnaryOp::Hardswish),
+    Hardsigmoid => "aten.hardsigmoid.default" => @unary Hardsigmoid,
+    Hardswish => "aten.hardswish.default" => @unary Hardswish,
     Hardtanh => "aten.hardtanh.default" => elementwise::hardtanh,
     IndexTensor => "aten.index.Tensor" => index::index_tensor,
     IndexSelect => "aten.index_select.default" => index::index_select,
@@ -114,7 +168,7 @@ register_ops! {
     LeTensor => "aten.le.Tensor" => |c| logic::compare_tensor(c, CmpOp::Le),
     LeakyRelu => "aten.leaky_relu.default" => elementwise::leaky_relu,
     Linear => "aten.linear.default" => matmul::linear,
-    Log => "aten.log.default" => |c| elementwise::unary(c, UnaryOp::Log),
+    Log => "aten.log.default" => @unary Log,
     LogicalAnd => "aten.logical_and.default" => |c| logic::compare_tensor(c, CmpOp::And),
     LogicalNot => "aten.logical_not.default" => logic::logical_not,
     LogicalOr => "aten.logical_or.default" => |c| logic::compare_tensor(c, CmpOp::Or),
@@ -131,7 +185,7 @@ register_ops! {
     NativeLayerNorm => "aten.native_layer_norm.default" => norm::native_layer_norm,
     NeScalar => "aten.ne.Scalar" => |c| logic::compare_scalar(c, CmpOp::Ne),
     NeTensor => "aten.ne.Tensor" => |c| logic::compare_tensor(c, CmpOp::Ne),
-    Neg => "aten.neg.default" => |c| elementwise::unary(c, UnaryOp::Neg),
+    Neg => "aten.neg.default" => @unary Neg,
     Ones => "aten.ones.default" => |c| creation::constant(c, 1.0),
     OnesLike => "aten.ones_like.default" => |c| creation::constant_like(c, 1.0),
     Permute => "aten.permute.default" => shape::permute_copy,
@@ -139,21 +193,21 @@ register_ops! {
     PixelShuffle => "aten.pixel_shuffle.default" => shape::pixel_shuffle,
     PowTensorScalar => "aten.pow.Tensor_Scalar" => elementwise::pow_scalar,
     PowTensorTensor => "aten.pow.Tensor_Tensor" => |c| elementwise::binary(c, BinaryOp::Pow),
-    Relu => "aten.relu.default" => |c| elementwise::unary(c, UnaryOp::Relu),
+    Relu => "aten.relu.default" => @unary Relu,
     Repeat => "aten.repeat.default" => layout::repeat,
-    Round => "aten.round.default" => |c| elementwise::unary(c, UnaryOp::Round),
-    Rsqrt => "aten.rsqrt.default" => |c| elementwise::unary(c, UnaryOp::Rsqrt),
+    Round => "aten.round.default" => @unary Round,
+    Rsqrt => "aten.rsqrt.default" => @unary Rsqrt,
     ScalarTensor => "aten.scalar_tensor.default" => creation::scalar_tensor,
     SelectCopy => "aten.select_copy.int" => shape::select_copy,
-    Sigmoid => "aten.sigmoid.default" => |c| elementwise::unary(c, UnaryOp::Sigmoid),
-    Sin => "aten.sin.default" => |c| elementwise::unary(c, UnaryOp::Sin),
+    Sigmoid => "aten.sigmoid.default" => @unary Sigmoid,
+    Sin => "aten.sin.default" => @unary Sin,
     SliceCopy => "aten.slice_copy.Tensor" => shape::slice_copy,
     SplitWithSizesCopy => "aten.split_with_sizes_copy.default" => layout::split_with_sizes_copy,
-    Sqrt => "aten.sqrt.default" => |c| elementwise::unary(c, UnaryOp::Sqrt),
+    Sqrt => "aten.sqrt.default" => @unary Sqrt,
     SqueezeCopy => "aten.squeeze_copy.dims" => shape::squeeze_copy,
     Sub => "aten.sub.Tensor" => |c| elementwise::binary(c, BinaryOp::Sub),
     SumDimIntList => "aten.sum.dim_IntList" => |c| reduce::reduce(c, ReduceOp::Sum),
-    Tanh => "aten.tanh.default" => |c| elementwise::unary(c, UnaryOp::Tanh),
+    Tanh => "aten.tanh.default" => @unary Tanh,
     UnsqueezeCopy => "aten.unsqueeze_copy.default" => shape::unsqueeze_copy,
     UpsampleBilinear2d => "aten.upsample_bilinear2d.vec" => |c| conv::upsample2d(c, true),
     UpsampleNearest2d => "aten.upsample_nearest2d.vec" => |c| conv::upsample2d(c, false),
@@ -215,7 +269,16 @@ impl OpId {
     }
 }
 
-/// Looks an operator up by its exact ExecuTorch name.
+/// Looks an operator up by its exact ExecuTorch name (with its overload,
+/// as the `.pte` spells it).
+///
+/// ```
+/// use etwgpu_kernels::{OpId, from_name};
+///
+/// assert_eq!(from_name("aten.gelu.default"), Some(OpId::Gelu));
+/// assert_eq!(from_name("aten.gelu"), None);
+/// assert_eq!(from_name("sdpa_with_kv_cache.default").map(OpId::mutated_args), Some(&[3, 4][..]));
+/// ```
 pub fn from_name(name: &str) -> Option<OpId> {
     OPS.binary_search_by(|(_, n)| (*n).cmp(name)).ok().map(|i| OPS[i].0)
 }

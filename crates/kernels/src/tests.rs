@@ -868,3 +868,70 @@ fn q4gsw_qkv_and_swiglu_check_their_packed_weights() {
         Err(crate::Error::Shape { arg_idx: 4, .. })
     ));
 }
+
+// One definition per unary op: the table's `@unary` rows, `UnaryOp` and
+// the WGSL `act` of `wgsl/common/act.wgsl` must agree.
+
+use crate::ops::elementwise::UnaryOp;
+
+/// The `const ACT_<NAME>: u32 = <code>u;` lines `act` must declare, one per
+/// [`UnaryOp`] in op-code order.
+fn act_code_lines() -> Vec<String> {
+    UnaryOp::ALL.iter().map(|op| format!("const ACT_{}: u32 = {}u;", op.name().to_uppercase(), *op as u32)).collect()
+}
+
+#[test]
+fn unary_op_list_is_in_op_code_order_with_unique_names() {
+    for (i, op) in UnaryOp::ALL.iter().enumerate() {
+        assert_eq!(*op as usize, i, "{op:?} is at {i} of UnaryOp::ALL");
+        assert_eq!(UnaryOp::from_name(op.name()), Some(*op));
+    }
+}
+
+#[test]
+fn act_op_codes_are_the_unary_op_discriminants() {
+    let snippet = include_str!("../wgsl/common/act.wgsl");
+    let declared: Vec<&str> = snippet.lines().filter(|l| l.starts_with("const ACT_")).collect();
+    assert_eq!(declared, act_code_lines(), "`const ACT_*` lines of act.wgsl against UnaryOp");
+    // The switch of `act` names every code by its constant, once, in order,
+    // and nothing else.
+    let body = &snippet[snippet.find("fn act(").expect("act.wgsl defines act")..];
+    let cases: Vec<&str> = body
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("case "))
+        .map(|l| l.split(':').next().unwrap_or(""))
+        .collect();
+    let expected: Vec<String> = UnaryOp::ALL.iter().map(|op| format!("ACT_{}", op.name().to_uppercase())).collect();
+    assert_eq!(cases, expected, "the cases of act");
+    // Every shader that calls `act` carries that one definition, included.
+    let mut callers = Vec::new();
+    for id in crate::ShaderId::ALL {
+        let source = id.source();
+        if source.contains("fn act(") {
+            assert!(act_code_lines().iter().all(|l| source.contains(l.as_str())), "{}: stale act codes", id.label());
+            assert_eq!(source.matches("fn act(").count(), 1, "{}", id.label());
+            callers.push(id.family());
+        }
+    }
+    callers.dedup();
+    use crate::Family as F;
+    assert_eq!(callers, [F::Conv, F::FusedElementwise, F::Gemv, F::Matmul, F::Unary]);
+}
+
+#[test]
+fn unary_rows_lower_to_their_unary_op_and_no_other_row_does() {
+    for &(id, name) in OPS {
+        let mut g = TestGraph::default();
+        let x = g.t(&[5]);
+        let out = g.t(&[5]);
+        let lowered = id.lower(&crate::plan::Ctx::new(&g, &[x, out]));
+        let code = match lowered.as_ref().map(|l| &l.steps[..]) {
+            Ok([Step::Dispatch(d)]) if d.shader.label() == "unary.f32" => {
+                Some(u32::from_le_bytes(d.params[4..8].try_into().expect("4 bytes")))
+            }
+            _ => None,
+        };
+        assert_eq!(code, id.unary().map(|op| op as u32), "{name}: its row against OpId::unary");
+    }
+    assert_eq!(OPS.iter().filter(|(id, _)| id.unary().is_some()).count(), 14);
+}

@@ -4,8 +4,8 @@
 //! Operands are addressed through strides (in elements), so a transposed
 //! weight (`linear`'s `[N, K]`) and a broadcast bias (stride 0) need no copy.
 //! The output is contiguous `[batch, M, N]`. Classic 16x16 shared-memory
-//! tiling, accumulating in f32. An optional activation epilogue (`act`,
-//! the op codes of `unary.wgsl`, 0 for none) applies to the result: the
+//! tiling, accumulating in f32. An optional activation epilogue (`act`
+//! of `common/act.wgsl`, `ACT_COPY` for none) applies to the result: the
 //! fused `etwgpu.linear_act` and `etwgpu.addmm_act`.
 // variants: f32 f16
 
@@ -87,62 +87,4 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
     }
 }
 
-/// erf, Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7).
-fn erf_approx(v: f32) -> f32 {
-    let s = sign(v);
-    let a = abs(v);
-    let t = 1.0 / (1.0 + 0.3275911 * a);
-    let poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
-    return s * (1.0 - poly * exp(-a * a));
-}
-
-fn tanh_safe(v: f32) -> f32 {
-    return tanh(clamp(v, -15.0, 15.0));
-}
-
-/// `b ** e` with PyTorch's results for negative bases (`unary.wgsl`).
-fn pow_scalar(b: f32, e: f32) -> f32 {
-    if e == 0.0 {
-        return 1.0;
-    }
-    if b >= 0.0 {
-        return pow(b, e);
-    }
-    if e != floor(e) {
-        return bitcast<f32>(nan_bits);
-    }
-    let r = pow(-b, e);
-    if fract(e * 0.5) != 0.0 {
-        return -r;
-    }
-    return r;
-}
-
-/// The activation `op` (the op codes of `unary.wgsl`; 0 is none) with its
-/// scalar parameters.
-fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
-    switch op {
-        case 0u: { return v; }
-        case 1u: { return max(v, 0.0); }
-        case 2u: { return 0.5 * v * (1.0 + erf_approx(v * 0.70710678118654752)); }
-        case 3u: { return 0.5 * v * (1.0 + tanh_safe(0.79788456080286536 * (v + 0.044715 * v * v * v))); }
-        case 4u: { return exp(v); }
-        case 5u: { return 1.0 / (1.0 + exp(-v)); }
-        case 6u: { return tanh_safe(v); }
-        case 7u: { return -v; }
-        case 8u: { return abs(v); }
-        case 9u: { return sqrt(v); }
-        case 10u: { return inverseSqrt(v); }
-        case 11u: { return sin(v); }
-        case 12u: { return cos(v); }
-        case 13u: { return log(v); }
-        case 14u: { return min(max(v, p0), p1); }
-        case 15u: { return select(v * p0, v, v >= 0.0); }
-        case 16u: { return v * clamp(v + 3.0, 0.0, 6.0) / 6.0; }
-        case 17u: { return round(v); }
-        case 18u: { return pow_scalar(v, p0); }
-        case 19u: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
-        case 20u: { return v * (1.0 / (1.0 + exp(-v))); }
-        default: { return bitcast<f32>(nan_bits); }
-    }
-}
+// include: act.wgsl

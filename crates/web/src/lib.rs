@@ -23,6 +23,7 @@
 //! Nothing here blocks: every GPU wait is awaited through the runtime's
 //! `_async` methods, so the page stays responsive and tokens are drawn as
 //! they come. The demo page is `crates/web/www/`.
+#![warn(missing_docs)]
 
 mod api;
 mod error;

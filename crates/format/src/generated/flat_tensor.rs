@@ -16,30 +16,41 @@ pub const FILE_IDENTIFIER: &[u8; 4] = b"FT01";
 /// Table `TensorLayout`.
 pub mod tensor_layout {
     use super::*;
+    /// Field `TensorLayout.scalar_type`: `ScalarType`.
     pub const SCALAR_TYPE: Scalar<i8> = Scalar { slot: 0, name: "TensorLayout.scalar_type", default: 0 };
+    /// Field `TensorLayout.sizes`: `[int]`.
     pub const SIZES: Offset<[i32]> = Offset { slot: 1, name: "TensorLayout.sizes", kind: PhantomData };
+    /// Field `TensorLayout.dim_order`: `[ubyte]`.
     pub const DIM_ORDER: Offset<[u8]> = Offset { slot: 2, name: "TensorLayout.dim_order", kind: PhantomData };
 }
 
 /// Table `DataSegment`.
 pub mod data_segment {
     use super::*;
+    /// Field `DataSegment.offset`: `ulong`.
     pub const OFFSET: Scalar<u64> = Scalar { slot: 0, name: "DataSegment.offset", default: 0 };
+    /// Field `DataSegment.size`: `ulong`.
     pub const SIZE: Scalar<u64> = Scalar { slot: 1, name: "DataSegment.size", default: 0 };
 }
 
 /// Table `NamedData`.
 pub mod named_data {
     use super::*;
+    /// Field `NamedData.key`: `string`.
     pub const KEY: Offset<Str> = Offset { slot: 0, name: "NamedData.key", kind: PhantomData };
+    /// Field `NamedData.segment_index`: `uint`.
     pub const SEGMENT_INDEX: Scalar<u32> = Scalar { slot: 1, name: "NamedData.segment_index", default: 0 };
+    /// Field `NamedData.tensor_layout`: `TensorLayout`.
     pub const TENSOR_LAYOUT: Offset<Tbl> = Offset { slot: 2, name: "NamedData.tensor_layout", kind: PhantomData };
 }
 
 /// Table `FlatTensor`.
 pub mod flat_tensor {
     use super::*;
+    /// Field `FlatTensor.version`: `uint`.
     pub const VERSION: Scalar<u32> = Scalar { slot: 0, name: "FlatTensor.version", default: 0 };
+    /// Field `FlatTensor.segments`: `[DataSegment]`.
     pub const SEGMENTS: Offset<[Tbl]> = Offset { slot: 1, name: "FlatTensor.segments", kind: PhantomData };
+    /// Field `FlatTensor.named_data`: `[NamedData]`.
     pub const NAMED_DATA: Offset<[Tbl]> = Offset { slot: 2, name: "FlatTensor.named_data", kind: PhantomData };
 }

@@ -16,8 +16,10 @@ pub const FILE_IDENTIFIER: &[u8; 4] = b"ET12";
 /// Table `ContainerMetadata`.
 pub mod container_metadata {
     use super::*;
+    /// Field `ContainerMetadata.encoded_inp_str`: `string`.
     pub const ENCODED_INP_STR: Offset<Str> =
         Offset { slot: 0, name: "ContainerMetadata.encoded_inp_str", kind: PhantomData };
+    /// Field `ContainerMetadata.encoded_out_str`: `string`.
     pub const ENCODED_OUT_STR: Offset<Str> =
         Offset { slot: 1, name: "ContainerMetadata.encoded_out_str", kind: PhantomData };
 }
@@ -28,17 +30,23 @@ pub mod null {}
 /// Table `AllocationDetails`.
 pub mod allocation_details {
     use super::*;
+    /// Field `AllocationDetails.memory_id`: `uint`.
     pub const MEMORY_ID: Scalar<u32> = Scalar { slot: 0, name: "AllocationDetails.memory_id", default: 0 };
+    /// Field `AllocationDetails.memory_offset_low`: `uint`.
     pub const MEMORY_OFFSET_LOW: Scalar<u32> =
         Scalar { slot: 1, name: "AllocationDetails.memory_offset_low", default: 0 };
+    /// Field `AllocationDetails.memory_offset_high`: `uint`.
     pub const MEMORY_OFFSET_HIGH: Scalar<u32> =
         Scalar { slot: 2, name: "AllocationDetails.memory_offset_high", default: 0 };
 }
 
 /// Enum `TensorShapeDynamism` (stored as `i8`).
 pub mod tensor_shape_dynamism {
+    /// `TensorShapeDynamism.STATIC`.
     pub const STATIC: i8 = 0;
+    /// `TensorShapeDynamism.DYNAMIC_BOUND`.
     pub const DYNAMIC_BOUND: i8 = 1;
+    /// `TensorShapeDynamism.DYNAMIC_UNBOUND`.
     pub const DYNAMIC_UNBOUND: i8 = 2;
     /// The schema name of a value, if it has one.
     pub fn name(value: i8) -> Option<&'static str> {
@@ -53,7 +61,9 @@ pub mod tensor_shape_dynamism {
 
 /// Enum `TensorDataLocation` (stored as `i8`).
 pub mod tensor_data_location {
+    /// `TensorDataLocation.SEGMENT`.
     pub const SEGMENT: i8 = 0;
+    /// `TensorDataLocation.EXTERNAL`.
     pub const EXTERNAL: i8 = 1;
     /// The schema name of a value, if it has one.
     pub fn name(value: i8) -> Option<&'static str> {
@@ -67,7 +77,9 @@ pub mod tensor_data_location {
 
 /// Enum `DeviceType` (stored as `i8`).
 pub mod device_type {
+    /// `DeviceType.CPU`.
     pub const CPU: i8 = 0;
+    /// `DeviceType.CUDA`.
     pub const CUDA: i8 = 1;
     /// The schema name of a value, if it has one.
     pub fn name(value: i8) -> Option<&'static str> {
@@ -82,96 +94,131 @@ pub mod device_type {
 /// Table `ExtraTensorInfo`.
 pub mod extra_tensor_info {
     use super::*;
+    /// Field `ExtraTensorInfo.mutable_data_segments_idx`: `ulong`.
     pub const MUTABLE_DATA_SEGMENTS_IDX: Scalar<u64> =
         Scalar { slot: 0, name: "ExtraTensorInfo.mutable_data_segments_idx", default: 0 };
+    /// Field `ExtraTensorInfo.fully_qualified_name`: `string`.
     pub const FULLY_QUALIFIED_NAME: Offset<Str> =
         Offset { slot: 1, name: "ExtraTensorInfo.fully_qualified_name", kind: PhantomData };
+    /// Field `ExtraTensorInfo.location`: `TensorDataLocation`.
     pub const LOCATION: Scalar<i8> = Scalar { slot: 2, name: "ExtraTensorInfo.location", default: 0 };
+    /// Field `ExtraTensorInfo.device_type`: `DeviceType`.
     pub const DEVICE_TYPE: Scalar<i8> = Scalar { slot: 3, name: "ExtraTensorInfo.device_type", default: 0 };
+    /// Field `ExtraTensorInfo.device_index`: `byte`.
     pub const DEVICE_INDEX: Scalar<i8> = Scalar { slot: 4, name: "ExtraTensorInfo.device_index", default: 0 };
 }
 
 /// Table `Tensor`.
 pub mod tensor {
     use super::*;
+    /// Field `Tensor.scalar_type`: `ScalarType`.
     pub const SCALAR_TYPE: Scalar<i8> = Scalar { slot: 0, name: "Tensor.scalar_type", default: 0 };
+    /// Field `Tensor.storage_offset`: `int`.
     pub const STORAGE_OFFSET: Scalar<i32> = Scalar { slot: 1, name: "Tensor.storage_offset", default: 0 };
+    /// Field `Tensor.sizes`: `[int]`.
     pub const SIZES: Offset<[i32]> = Offset { slot: 2, name: "Tensor.sizes", kind: PhantomData };
+    /// Field `Tensor.dim_order`: `[ubyte]`.
     pub const DIM_ORDER: Offset<[u8]> = Offset { slot: 3, name: "Tensor.dim_order", kind: PhantomData };
+    /// Field `Tensor.requires_grad`: `bool`.
     pub const REQUIRES_GRAD: Scalar<bool> = Scalar { slot: 4, name: "Tensor.requires_grad", default: false };
+    /// Field `Tensor.data_buffer_idx`: `uint`.
     pub const DATA_BUFFER_IDX: Scalar<u32> = Scalar { slot: 5, name: "Tensor.data_buffer_idx", default: 0 };
+    /// Field `Tensor.allocation_info`: `AllocationDetails`.
     pub const ALLOCATION_INFO: Offset<Tbl> = Offset { slot: 6, name: "Tensor.allocation_info", kind: PhantomData };
+    /// Field `Tensor.layout`: `byte`.
     pub const LAYOUT: Scalar<i8> = Scalar { slot: 7, name: "Tensor.layout", default: 0 };
+    /// Field `Tensor.shape_dynamism`: `TensorShapeDynamism`.
     pub const SHAPE_DYNAMISM: Scalar<i8> = Scalar { slot: 8, name: "Tensor.shape_dynamism", default: 0 };
+    /// Field `Tensor.extra_tensor_info`: `ExtraTensorInfo`.
     pub const EXTRA_TENSOR_INFO: Offset<Tbl> = Offset { slot: 9, name: "Tensor.extra_tensor_info", kind: PhantomData };
 }
 
 /// Table `Int`.
 pub mod int {
     use super::*;
+    /// Field `Int.int_val`: `long`.
     pub const INT_VAL: Scalar<i64> = Scalar { slot: 0, name: "Int.int_val", default: 0 };
 }
 
 /// Table `Bool`.
 pub mod bool {
     use super::*;
+    /// Field `Bool.bool_val`: `bool`.
     pub const BOOL_VAL: Scalar<bool> = Scalar { slot: 0, name: "Bool.bool_val", default: false };
 }
 
 /// Table `Double`.
 pub mod double {
     use super::*;
+    /// Field `Double.double_val`: `double`.
     pub const DOUBLE_VAL: Scalar<f64> = Scalar { slot: 0, name: "Double.double_val", default: 0.0 };
 }
 
 /// Table `String`.
 pub mod string {
     use super::*;
+    /// Field `String.string_val`: `string`.
     pub const STRING_VAL: Offset<Str> = Offset { slot: 0, name: "String.string_val", kind: PhantomData };
 }
 
 /// Table `IntList`.
 pub mod int_list {
     use super::*;
+    /// Field `IntList.items`: `[long]`.
     pub const ITEMS: Offset<[i64]> = Offset { slot: 0, name: "IntList.items", kind: PhantomData };
 }
 
 /// Table `DoubleList`.
 pub mod double_list {
     use super::*;
+    /// Field `DoubleList.items`: `[double]`.
     pub const ITEMS: Offset<[f64]> = Offset { slot: 0, name: "DoubleList.items", kind: PhantomData };
 }
 
 /// Table `BoolList`.
 pub mod bool_list {
     use super::*;
+    /// Field `BoolList.items`: `[bool]`.
     pub const ITEMS: Offset<[bool]> = Offset { slot: 0, name: "BoolList.items", kind: PhantomData };
 }
 
 /// Table `TensorList`.
 pub mod tensor_list {
     use super::*;
+    /// Field `TensorList.items`: `[int]`.
     pub const ITEMS: Offset<[i32]> = Offset { slot: 0, name: "TensorList.items", kind: PhantomData };
 }
 
 /// Table `OptionalTensorList`.
 pub mod optional_tensor_list {
     use super::*;
+    /// Field `OptionalTensorList.items`: `[int]`.
     pub const ITEMS: Offset<[i32]> = Offset { slot: 0, name: "OptionalTensorList.items", kind: PhantomData };
 }
 
 /// Union `KernelTypes`: the type tag of each member (0 is NONE).
 pub mod kernel_types {
+    /// The tag of member `Null`.
     pub const NULL: u8 = 1;
+    /// The tag of member `Int`.
     pub const INT: u8 = 2;
+    /// The tag of member `Bool`.
     pub const BOOL: u8 = 3;
+    /// The tag of member `Double`.
     pub const DOUBLE: u8 = 4;
+    /// The tag of member `Tensor`.
     pub const TENSOR: u8 = 5;
+    /// The tag of member `String`.
     pub const STRING: u8 = 6;
+    /// The tag of member `IntList`.
     pub const INT_LIST: u8 = 7;
+    /// The tag of member `DoubleList`.
     pub const DOUBLE_LIST: u8 = 8;
+    /// The tag of member `BoolList`.
     pub const BOOL_LIST: u8 = 9;
+    /// The tag of member `TensorList`.
     pub const TENSOR_LIST: u8 = 10;
+    /// The tag of member `OptionalTensorList`.
     pub const OPTIONAL_TENSOR_LIST: u8 = 11;
     /// The schema name of a tag, if it has one.
     pub fn name(tag: u8) -> Option<&'static str> {
@@ -195,41 +242,52 @@ pub mod kernel_types {
 /// Table `EValue`.
 pub mod e_value {
     use super::*;
+    /// Field `EValue.val`: `KernelTypes`.
     pub const VAL: Union = Union { slot: 0, name: "EValue.val" };
 }
 
 /// Table `Operator`.
 pub mod operator {
     use super::*;
+    /// Field `Operator.name`: `string`.
     pub const NAME: Offset<Str> = Offset { slot: 0, name: "Operator.name", kind: PhantomData };
+    /// Field `Operator.overload`: `string`.
     pub const OVERLOAD: Offset<Str> = Offset { slot: 1, name: "Operator.overload", kind: PhantomData };
 }
 
 /// Table `KernelCall`.
 pub mod kernel_call {
     use super::*;
+    /// Field `KernelCall.op_index`: `int`.
     pub const OP_INDEX: Scalar<i32> = Scalar { slot: 0, name: "KernelCall.op_index", default: 0 };
+    /// Field `KernelCall.args`: `[int]`.
     pub const ARGS: Offset<[i32]> = Offset { slot: 1, name: "KernelCall.args", kind: PhantomData };
 }
 
 /// Table `DelegateCall`.
 pub mod delegate_call {
     use super::*;
+    /// Field `DelegateCall.delegate_index`: `int`.
     pub const DELEGATE_INDEX: Scalar<i32> = Scalar { slot: 0, name: "DelegateCall.delegate_index", default: 0 };
+    /// Field `DelegateCall.args`: `[int]`.
     pub const ARGS: Offset<[i32]> = Offset { slot: 1, name: "DelegateCall.args", kind: PhantomData };
 }
 
 /// Table `MoveCall`.
 pub mod move_call {
     use super::*;
+    /// Field `MoveCall.move_from`: `int`.
     pub const MOVE_FROM: Scalar<i32> = Scalar { slot: 0, name: "MoveCall.move_from", default: 0 };
+    /// Field `MoveCall.move_to`: `int`.
     pub const MOVE_TO: Scalar<i32> = Scalar { slot: 1, name: "MoveCall.move_to", default: 0 };
 }
 
 /// Table `JumpFalseCall`.
 pub mod jump_false_call {
     use super::*;
+    /// Field `JumpFalseCall.cond_value_index`: `int`.
     pub const COND_VALUE_INDEX: Scalar<i32> = Scalar { slot: 0, name: "JumpFalseCall.cond_value_index", default: 0 };
+    /// Field `JumpFalseCall.destination_instruction`: `int`.
     pub const DESTINATION_INSTRUCTION: Scalar<i32> =
         Scalar { slot: 1, name: "JumpFalseCall.destination_instruction", default: 0 };
 }
@@ -237,15 +295,21 @@ pub mod jump_false_call {
 /// Table `FreeCall`.
 pub mod free_call {
     use super::*;
+    /// Field `FreeCall.value_index`: `int`.
     pub const VALUE_INDEX: Scalar<i32> = Scalar { slot: 0, name: "FreeCall.value_index", default: 0 };
 }
 
 /// Union `InstructionArguments`: the type tag of each member (0 is NONE).
 pub mod instruction_arguments {
+    /// The tag of member `KernelCall`.
     pub const KERNEL_CALL: u8 = 1;
+    /// The tag of member `DelegateCall`.
     pub const DELEGATE_CALL: u8 = 2;
+    /// The tag of member `MoveCall`.
     pub const MOVE_CALL: u8 = 3;
+    /// The tag of member `JumpFalseCall`.
     pub const JUMP_FALSE_CALL: u8 = 4;
+    /// The tag of member `FreeCall`.
     pub const FREE_CALL: u8 = 5;
     /// The schema name of a tag, if it has one.
     pub fn name(tag: u8) -> Option<&'static str> {
@@ -263,27 +327,35 @@ pub mod instruction_arguments {
 /// Table `Instruction`.
 pub mod instruction {
     use super::*;
+    /// Field `Instruction.instr_args`: `InstructionArguments`.
     pub const INSTR_ARGS: Union = Union { slot: 0, name: "Instruction.instr_args" };
 }
 
 /// Table `Frame`.
 pub mod frame {
     use super::*;
+    /// Field `Frame.filename`: `string`.
     pub const FILENAME: Offset<Str> = Offset { slot: 0, name: "Frame.filename", kind: PhantomData };
+    /// Field `Frame.lineno`: `int`.
     pub const LINENO: Scalar<i32> = Scalar { slot: 1, name: "Frame.lineno", default: 0 };
+    /// Field `Frame.name`: `string`.
     pub const NAME: Offset<Str> = Offset { slot: 2, name: "Frame.name", kind: PhantomData };
+    /// Field `Frame.context`: `string`.
     pub const CONTEXT: Offset<Str> = Offset { slot: 3, name: "Frame.context", kind: PhantomData };
 }
 
 /// Table `FrameList`.
 pub mod frame_list {
     use super::*;
+    /// Field `FrameList.items`: `[Frame]`.
     pub const ITEMS: Offset<[Tbl]> = Offset { slot: 0, name: "FrameList.items", kind: PhantomData };
 }
 
 /// Enum `DataLocation` (stored as `i8`).
 pub mod data_location {
+    /// `DataLocation.INLINE`.
     pub const INLINE: i8 = 0;
+    /// `DataLocation.SEGMENT`.
     pub const SEGMENT: i8 = 1;
     /// The schema name of a value, if it has one.
     pub fn name(value: i8) -> Option<&'static str> {
@@ -298,22 +370,29 @@ pub mod data_location {
 /// Table `BackendDelegateDataReference`.
 pub mod backend_delegate_data_reference {
     use super::*;
+    /// Field `BackendDelegateDataReference.location`: `DataLocation`.
     pub const LOCATION: Scalar<i8> = Scalar { slot: 0, name: "BackendDelegateDataReference.location", default: 0 };
+    /// Field `BackendDelegateDataReference.index`: `uint`.
     pub const INDEX: Scalar<u32> = Scalar { slot: 1, name: "BackendDelegateDataReference.index", default: 0 };
 }
 
 /// Table `CompileSpec`.
 pub mod compile_spec {
     use super::*;
+    /// Field `CompileSpec.key`: `string`.
     pub const KEY: Offset<Str> = Offset { slot: 0, name: "CompileSpec.key", kind: PhantomData };
+    /// Field `CompileSpec.value`: `[ubyte]`.
     pub const VALUE: Offset<[u8]> = Offset { slot: 1, name: "CompileSpec.value", kind: PhantomData };
 }
 
 /// Table `BackendDelegate`.
 pub mod backend_delegate {
     use super::*;
+    /// Field `BackendDelegate.id`: `string`.
     pub const ID: Offset<Str> = Offset { slot: 0, name: "BackendDelegate.id", kind: PhantomData };
+    /// Field `BackendDelegate.processed`: `BackendDelegateDataReference`.
     pub const PROCESSED: Offset<Tbl> = Offset { slot: 1, name: "BackendDelegate.processed", kind: PhantomData };
+    /// Field `BackendDelegate.compile_specs`: `[CompileSpec]`.
     pub const COMPILE_SPECS: Offset<[Tbl]> =
         Offset { slot: 2, name: "BackendDelegate.compile_specs", kind: PhantomData };
 }
@@ -321,26 +400,40 @@ pub mod backend_delegate {
 /// Table `Chain`.
 pub mod chain {
     use super::*;
+    /// Field `Chain.inputs`: `[int]`.
     pub const INPUTS: Offset<[i32]> = Offset { slot: 0, name: "Chain.inputs", kind: PhantomData };
+    /// Field `Chain.outputs`: `[int]`.
     pub const OUTPUTS: Offset<[i32]> = Offset { slot: 1, name: "Chain.outputs", kind: PhantomData };
+    /// Field `Chain.instructions`: `[Instruction]`.
     pub const INSTRUCTIONS: Offset<[Tbl]> = Offset { slot: 2, name: "Chain.instructions", kind: PhantomData };
+    /// Field `Chain.stacktrace`: `[FrameList]`.
     pub const STACKTRACE: Offset<[Tbl]> = Offset { slot: 3, name: "Chain.stacktrace", kind: PhantomData };
 }
 
 /// Table `ExecutionPlan`.
 pub mod execution_plan {
     use super::*;
+    /// Field `ExecutionPlan.name`: `string`.
     pub const NAME: Offset<Str> = Offset { slot: 0, name: "ExecutionPlan.name", kind: PhantomData };
+    /// Field `ExecutionPlan.container_meta_type`: `ContainerMetadata`.
     pub const CONTAINER_META_TYPE: Offset<Tbl> =
         Offset { slot: 1, name: "ExecutionPlan.container_meta_type", kind: PhantomData };
+    /// Field `ExecutionPlan.values`: `[EValue]`.
     pub const VALUES: Offset<[Tbl]> = Offset { slot: 2, name: "ExecutionPlan.values", kind: PhantomData };
+    /// Field `ExecutionPlan.inputs`: `[int]`.
     pub const INPUTS: Offset<[i32]> = Offset { slot: 3, name: "ExecutionPlan.inputs", kind: PhantomData };
+    /// Field `ExecutionPlan.outputs`: `[int]`.
     pub const OUTPUTS: Offset<[i32]> = Offset { slot: 4, name: "ExecutionPlan.outputs", kind: PhantomData };
+    /// Field `ExecutionPlan.chains`: `[Chain]`.
     pub const CHAINS: Offset<[Tbl]> = Offset { slot: 5, name: "ExecutionPlan.chains", kind: PhantomData };
+    /// Field `ExecutionPlan.operators`: `[Operator]`.
     pub const OPERATORS: Offset<[Tbl]> = Offset { slot: 6, name: "ExecutionPlan.operators", kind: PhantomData };
+    /// Field `ExecutionPlan.delegates`: `[BackendDelegate]`.
     pub const DELEGATES: Offset<[Tbl]> = Offset { slot: 7, name: "ExecutionPlan.delegates", kind: PhantomData };
+    /// Field `ExecutionPlan.non_const_buffer_sizes`: `[long]`.
     pub const NON_CONST_BUFFER_SIZES: Offset<[i64]> =
         Offset { slot: 8, name: "ExecutionPlan.non_const_buffer_sizes", kind: PhantomData };
+    /// Field `ExecutionPlan.non_const_buffer_device`: `[NonConstBufferDevice]`.
     pub const NON_CONST_BUFFER_DEVICE: Offset<[Tbl]> =
         Offset { slot: 9, name: "ExecutionPlan.non_const_buffer_device", kind: PhantomData };
 }
@@ -348,55 +441,74 @@ pub mod execution_plan {
 /// Table `NonConstBufferDevice`.
 pub mod non_const_buffer_device {
     use super::*;
+    /// Field `NonConstBufferDevice.buffer_idx`: `int`.
     pub const BUFFER_IDX: Scalar<i32> = Scalar { slot: 0, name: "NonConstBufferDevice.buffer_idx", default: 0 };
+    /// Field `NonConstBufferDevice.device_type`: `DeviceType`.
     pub const DEVICE_TYPE: Scalar<i8> = Scalar { slot: 1, name: "NonConstBufferDevice.device_type", default: 0 };
+    /// Field `NonConstBufferDevice.device_index`: `byte`.
     pub const DEVICE_INDEX: Scalar<i8> = Scalar { slot: 2, name: "NonConstBufferDevice.device_index", default: 0 };
 }
 
 /// Table `Buffer`.
 pub mod buffer {
     use super::*;
+    /// Field `Buffer.storage`: `[ubyte]`.
     pub const STORAGE: Offset<[u8]> = Offset { slot: 0, name: "Buffer.storage", kind: PhantomData };
 }
 
 /// Table `BackendDelegateInlineData`.
 pub mod backend_delegate_inline_data {
     use super::*;
+    /// Field `BackendDelegateInlineData.data`: `[ubyte]`.
     pub const DATA: Offset<[u8]> = Offset { slot: 0, name: "BackendDelegateInlineData.data", kind: PhantomData };
 }
 
 /// Table `DataSegment`.
 pub mod data_segment {
     use super::*;
+    /// Field `DataSegment.offset`: `ulong`.
     pub const OFFSET: Scalar<u64> = Scalar { slot: 0, name: "DataSegment.offset", default: 0 };
+    /// Field `DataSegment.size`: `ulong`.
     pub const SIZE: Scalar<u64> = Scalar { slot: 1, name: "DataSegment.size", default: 0 };
 }
 
 /// Table `SubsegmentOffsets`.
 pub mod subsegment_offsets {
     use super::*;
+    /// Field `SubsegmentOffsets.segment_index`: `uint`.
     pub const SEGMENT_INDEX: Scalar<u32> = Scalar { slot: 0, name: "SubsegmentOffsets.segment_index", default: 0 };
+    /// Field `SubsegmentOffsets.offsets`: `[ulong]`.
     pub const OFFSETS: Offset<[u64]> = Offset { slot: 1, name: "SubsegmentOffsets.offsets", kind: PhantomData };
 }
 
 /// Table `NamedData`.
 pub mod named_data {
     use super::*;
+    /// Field `NamedData.key`: `string`.
     pub const KEY: Offset<Str> = Offset { slot: 0, name: "NamedData.key", kind: PhantomData };
+    /// Field `NamedData.segment_index`: `uint`.
     pub const SEGMENT_INDEX: Scalar<u32> = Scalar { slot: 1, name: "NamedData.segment_index", default: 0 };
 }
 
 /// Table `Program`.
 pub mod program {
     use super::*;
+    /// Field `Program.version`: `uint`.
     pub const VERSION: Scalar<u32> = Scalar { slot: 0, name: "Program.version", default: 0 };
+    /// Field `Program.execution_plan`: `[ExecutionPlan]`.
     pub const EXECUTION_PLAN: Offset<[Tbl]> = Offset { slot: 1, name: "Program.execution_plan", kind: PhantomData };
+    /// Field `Program.constant_buffer`: `[Buffer]`.
     pub const CONSTANT_BUFFER: Offset<[Tbl]> = Offset { slot: 2, name: "Program.constant_buffer", kind: PhantomData };
+    /// Field `Program.backend_delegate_data`: `[BackendDelegateInlineData]`.
     pub const BACKEND_DELEGATE_DATA: Offset<[Tbl]> =
         Offset { slot: 3, name: "Program.backend_delegate_data", kind: PhantomData };
+    /// Field `Program.segments`: `[DataSegment]`.
     pub const SEGMENTS: Offset<[Tbl]> = Offset { slot: 4, name: "Program.segments", kind: PhantomData };
+    /// Field `Program.constant_segment`: `SubsegmentOffsets`.
     pub const CONSTANT_SEGMENT: Offset<Tbl> = Offset { slot: 5, name: "Program.constant_segment", kind: PhantomData };
+    /// Field `Program.mutable_data_segments`: `[SubsegmentOffsets]`.
     pub const MUTABLE_DATA_SEGMENTS: Offset<[Tbl]> =
         Offset { slot: 6, name: "Program.mutable_data_segments", kind: PhantomData };
+    /// Field `Program.named_data`: `[NamedData]`.
     pub const NAMED_DATA: Offset<[Tbl]> = Offset { slot: 7, name: "Program.named_data", kind: PhantomData };
 }

@@ -7,28 +7,51 @@
 
 /// Enum `ScalarType` (stored as `i8`).
 pub mod scalar_type {
+    /// `ScalarType.BYTE`.
     pub const BYTE: i8 = 0;
+    /// `ScalarType.CHAR`.
     pub const CHAR: i8 = 1;
+    /// `ScalarType.SHORT`.
     pub const SHORT: i8 = 2;
+    /// `ScalarType.INT`.
     pub const INT: i8 = 3;
+    /// `ScalarType.LONG`.
     pub const LONG: i8 = 4;
+    /// `ScalarType.HALF`.
     pub const HALF: i8 = 5;
+    /// `ScalarType.FLOAT`.
     pub const FLOAT: i8 = 6;
+    /// `ScalarType.DOUBLE`.
     pub const DOUBLE: i8 = 7;
+    /// `ScalarType.BOOL`.
     pub const BOOL: i8 = 11;
+    /// `ScalarType.QINT8`.
     pub const QINT8: i8 = 12;
+    /// `ScalarType.QUINT8`.
     pub const QUINT8: i8 = 13;
+    /// `ScalarType.QINT32`.
     pub const QINT32: i8 = 14;
+    /// `ScalarType.BFLOAT16`.
     pub const BFLOAT16: i8 = 15;
+    /// `ScalarType.QUINT4X2`.
     pub const QUINT4X2: i8 = 16;
+    /// `ScalarType.QUINT2X4`.
     pub const QUINT2X4: i8 = 17;
+    /// `ScalarType.BITS16`.
     pub const BITS16: i8 = 22;
+    /// `ScalarType.FLOAT8E5M2`.
     pub const FLOAT8E5M2: i8 = 23;
+    /// `ScalarType.FLOAT8E4M3FN`.
     pub const FLOAT8E4M3FN: i8 = 24;
+    /// `ScalarType.FLOAT8E5M2FNUZ`.
     pub const FLOAT8E5M2FNUZ: i8 = 25;
+    /// `ScalarType.FLOAT8E4M3FNUZ`.
     pub const FLOAT8E4M3FNUZ: i8 = 26;
+    /// `ScalarType.UINT16`.
     pub const UINT16: i8 = 27;
+    /// `ScalarType.UINT32`.
     pub const UINT32: i8 = 28;
+    /// `ScalarType.UINT64`.
     pub const UINT64: i8 = 29;
     /// The schema name of a value, if it has one.
     pub fn name(value: i8) -> Option<&'static str> {

@@ -16,21 +16,33 @@ pub const FILE_IDENTIFIER: &[u8; 4] = b"VK00";
 /// Table `OperatorCall`.
 pub mod operator_call {
     use super::*;
+    /// Field `OperatorCall.node_id`: `uint`.
     pub const NODE_ID: Scalar<u32> = Scalar { slot: 0, name: "OperatorCall.node_id", default: 0 };
+    /// Field `OperatorCall.name`: `string`.
     pub const NAME: Offset<Str> = Offset { slot: 1, name: "OperatorCall.name", kind: PhantomData };
+    /// Field `OperatorCall.args`: `[int]`.
     pub const ARGS: Offset<[i32]> = Offset { slot: 2, name: "OperatorCall.args", kind: PhantomData };
 }
 
 /// Enum `VkDataType` (stored as `i8`).
 pub mod vk_data_type {
+    /// `VkDataType.BOOL`.
     pub const BOOL: i8 = 0;
+    /// `VkDataType.UINT8`.
     pub const UINT8: i8 = 1;
+    /// `VkDataType.INT8`.
     pub const INT8: i8 = 2;
+    /// `VkDataType.INT32`.
     pub const INT32: i8 = 3;
+    /// `VkDataType.FLOAT16`.
     pub const FLOAT16: i8 = 4;
+    /// `VkDataType.FLOAT32`.
     pub const FLOAT32: i8 = 5;
+    /// `VkDataType.FLOAT64`.
     pub const FLOAT64: i8 = 6;
+    /// `VkDataType.INT64`.
     pub const INT64: i8 = 7;
+    /// `VkDataType.UNSET`.
     pub const UNSET: i8 = 127;
     /// The schema name of a value, if it has one.
     pub fn name(value: i8) -> Option<&'static str> {
@@ -51,9 +63,13 @@ pub mod vk_data_type {
 
 /// Enum `VkStorageType` (stored as `u8`).
 pub mod vk_storage_type {
+    /// `VkStorageType.BUFFER`.
     pub const BUFFER: u8 = 0;
+    /// `VkStorageType.TEXTURE_3D`.
     pub const TEXTURE_3D: u8 = 1;
+    /// `VkStorageType.TEXTURE_2D`.
     pub const TEXTURE_2D: u8 = 2;
+    /// `VkStorageType.DEFAULT_STORAGE`.
     pub const DEFAULT_STORAGE: u8 = 255;
     /// The schema name of a value, if it has one.
     pub fn name(value: u8) -> Option<&'static str> {
@@ -69,15 +85,25 @@ pub mod vk_storage_type {
 
 /// Enum `VkMemoryLayout` (stored as `u8`).
 pub mod vk_memory_layout {
+    /// `VkMemoryLayout.TENSOR_WIDTH_PACKED`.
     pub const TENSOR_WIDTH_PACKED: u8 = 0;
+    /// `VkMemoryLayout.TENSOR_HEIGHT_PACKED`.
     pub const TENSOR_HEIGHT_PACKED: u8 = 1;
+    /// `VkMemoryLayout.TENSOR_CHANNELS_PACKED`.
     pub const TENSOR_CHANNELS_PACKED: u8 = 2;
+    /// `VkMemoryLayout.PACKED_INT8_4W4C`.
     pub const PACKED_INT8_4W4C: u8 = 3;
+    /// `VkMemoryLayout.PACKED_INT8_4H4W`.
     pub const PACKED_INT8_4H4W: u8 = 4;
+    /// `VkMemoryLayout.PACKED_INT8_4W`.
     pub const PACKED_INT8_4W: u8 = 5;
+    /// `VkMemoryLayout.PACKED_INT8_4C`.
     pub const PACKED_INT8_4C: u8 = 6;
+    /// `VkMemoryLayout.PACKED_INT8_4C1W`.
     pub const PACKED_INT8_4C1W: u8 = 8;
+    /// `VkMemoryLayout.PACKED_INT8_CONV2D`.
     pub const PACKED_INT8_CONV2D: u8 = 9;
+    /// `VkMemoryLayout.DEFAULT_LAYOUT`.
     pub const DEFAULT_LAYOUT: u8 = 255;
     /// The schema name of a value, if it has one.
     pub fn name(value: u8) -> Option<&'static str> {
@@ -100,12 +126,19 @@ pub mod vk_memory_layout {
 /// Table `VkTensor`.
 pub mod vk_tensor {
     use super::*;
+    /// Field `VkTensor.datatype`: `VkDataType`.
     pub const DATATYPE: Scalar<i8> = Scalar { slot: 0, name: "VkTensor.datatype", default: 0 };
+    /// Field `VkTensor.dims`: `[uint]`.
     pub const DIMS: Offset<[u32]> = Offset { slot: 1, name: "VkTensor.dims", kind: PhantomData };
+    /// Field `VkTensor.constant_id`: `int`.
     pub const CONSTANT_ID: Scalar<i32> = Scalar { slot: 2, name: "VkTensor.constant_id", default: 0 };
+    /// Field `VkTensor.mem_obj_id`: `int`.
     pub const MEM_OBJ_ID: Scalar<i32> = Scalar { slot: 3, name: "VkTensor.mem_obj_id", default: 0 };
+    /// Field `VkTensor.storage_type`: `VkStorageType`.
     pub const STORAGE_TYPE: Scalar<u8> = Scalar { slot: 4, name: "VkTensor.storage_type", default: 255 };
+    /// Field `VkTensor.memory_layout`: `VkMemoryLayout`.
     pub const MEMORY_LAYOUT: Scalar<u8> = Scalar { slot: 5, name: "VkTensor.memory_layout", default: 255 };
+    /// Field `VkTensor.staging_datatype`: `VkDataType`.
     pub const STAGING_DATATYPE: Scalar<i8> = Scalar { slot: 6, name: "VkTensor.staging_datatype", default: 127 };
 }
 
@@ -115,69 +148,89 @@ pub mod null {}
 /// Table `Int`.
 pub mod int {
     use super::*;
+    /// Field `Int.int_val`: `long`.
     pub const INT_VAL: Scalar<i64> = Scalar { slot: 0, name: "Int.int_val", default: 0 };
 }
 
 /// Table `Bool`.
 pub mod bool {
     use super::*;
+    /// Field `Bool.bool_val`: `bool`.
     pub const BOOL_VAL: Scalar<bool> = Scalar { slot: 0, name: "Bool.bool_val", default: false };
 }
 
 /// Table `Double`.
 pub mod double {
     use super::*;
+    /// Field `Double.double_val`: `double`.
     pub const DOUBLE_VAL: Scalar<f64> = Scalar { slot: 0, name: "Double.double_val", default: 0.0 };
 }
 
 /// Table `String`.
 pub mod string {
     use super::*;
+    /// Field `String.string_val`: `string`.
     pub const STRING_VAL: Offset<Str> = Offset { slot: 0, name: "String.string_val", kind: PhantomData };
 }
 
 /// Table `IntList`.
 pub mod int_list {
     use super::*;
+    /// Field `IntList.items`: `[long]`.
     pub const ITEMS: Offset<[i64]> = Offset { slot: 0, name: "IntList.items", kind: PhantomData };
 }
 
 /// Table `DoubleList`.
 pub mod double_list {
     use super::*;
+    /// Field `DoubleList.items`: `[double]`.
     pub const ITEMS: Offset<[f64]> = Offset { slot: 0, name: "DoubleList.items", kind: PhantomData };
 }
 
 /// Table `BoolList`.
 pub mod bool_list {
     use super::*;
+    /// Field `BoolList.items`: `[bool]`.
     pub const ITEMS: Offset<[bool]> = Offset { slot: 0, name: "BoolList.items", kind: PhantomData };
 }
 
 /// Table `ValueList`.
 pub mod value_list {
     use super::*;
+    /// Field `ValueList.items`: `[int]`.
     pub const ITEMS: Offset<[i32]> = Offset { slot: 0, name: "ValueList.items", kind: PhantomData };
 }
 
 /// Table `SymInt`.
 pub mod sym_int {
     use super::*;
+    /// Field `SymInt.value`: `int`.
     pub const VALUE: Scalar<i32> = Scalar { slot: 0, name: "SymInt.value", default: 0 };
 }
 
 /// Union `GraphTypes`: the type tag of each member (0 is NONE).
 pub mod graph_types {
+    /// The tag of member `Null`.
     pub const NULL: u8 = 1;
+    /// The tag of member `Int`.
     pub const INT: u8 = 2;
+    /// The tag of member `Double`.
     pub const DOUBLE: u8 = 3;
+    /// The tag of member `Bool`.
     pub const BOOL: u8 = 4;
+    /// The tag of member `VkTensor`.
     pub const VK_TENSOR: u8 = 5;
+    /// The tag of member `IntList`.
     pub const INT_LIST: u8 = 6;
+    /// The tag of member `DoubleList`.
     pub const DOUBLE_LIST: u8 = 7;
+    /// The tag of member `BoolList`.
     pub const BOOL_LIST: u8 = 8;
+    /// The tag of member `ValueList`.
     pub const VALUE_LIST: u8 = 9;
+    /// The tag of member `String`.
     pub const STRING: u8 = 10;
+    /// The tag of member `SymInt`.
     pub const SYM_INT: u8 = 11;
     /// The schema name of a tag, if it has one.
     pub fn name(tag: u8) -> Option<&'static str> {
@@ -201,29 +254,42 @@ pub mod graph_types {
 /// Table `VkValue`.
 pub mod vk_value {
     use super::*;
+    /// Field `VkValue.value`: `GraphTypes`.
     pub const VALUE: Union = Union { slot: 0, name: "VkValue.value" };
 }
 
 /// Table `VkBytes`.
 pub mod vk_bytes {
     use super::*;
+    /// Field `VkBytes.offset`: `ulong`.
     pub const OFFSET: Scalar<u64> = Scalar { slot: 0, name: "VkBytes.offset", default: 0 };
+    /// Field `VkBytes.length`: `ulong`.
     pub const LENGTH: Scalar<u64> = Scalar { slot: 1, name: "VkBytes.length", default: 0 };
+    /// Field `VkBytes.named_key`: `string`.
     pub const NAMED_KEY: Offset<Str> = Offset { slot: 2, name: "VkBytes.named_key", kind: PhantomData };
 }
 
 /// Table `VkGraph`.
 pub mod vk_graph {
     use super::*;
+    /// Field `VkGraph.version`: `string`.
     pub const VERSION: Offset<Str> = Offset { slot: 0, name: "VkGraph.version", kind: PhantomData };
+    /// Field `VkGraph.chain`: `[OperatorCall]`.
     pub const CHAIN: Offset<[Tbl]> = Offset { slot: 1, name: "VkGraph.chain", kind: PhantomData };
+    /// Field `VkGraph.values`: `[VkValue]`.
     pub const VALUES: Offset<[Tbl]> = Offset { slot: 2, name: "VkGraph.values", kind: PhantomData };
+    /// Field `VkGraph.input_ids`: `[uint]`.
     pub const INPUT_IDS: Offset<[u32]> = Offset { slot: 3, name: "VkGraph.input_ids", kind: PhantomData };
+    /// Field `VkGraph.output_ids`: `[uint]`.
     pub const OUTPUT_IDS: Offset<[u32]> = Offset { slot: 4, name: "VkGraph.output_ids", kind: PhantomData };
+    /// Field `VkGraph.constants`: `[VkBytes]`.
     pub const CONSTANTS: Offset<[Tbl]> = Offset { slot: 5, name: "VkGraph.constants", kind: PhantomData };
+    /// Field `VkGraph.shaders`: `[VkBytes]`.
     pub const SHADERS: Offset<[Tbl]> = Offset { slot: 6, name: "VkGraph.shaders", kind: PhantomData };
+    /// Field `VkGraph.storage_type_override`: `VkStorageType`.
     pub const STORAGE_TYPE_OVERRIDE: Scalar<u8> =
         Scalar { slot: 7, name: "VkGraph.storage_type_override", default: 255 };
+    /// Field `VkGraph.memory_layout_override`: `VkMemoryLayout`.
     pub const MEMORY_LAYOUT_OVERRIDE: Scalar<u8> =
         Scalar { slot: 8, name: "VkGraph.memory_layout_override", default: 255 };
 }

@@ -3255,7 +3255,7 @@ pub const CONV_F32: &str = r#"//! Direct grouped 2-D convolution (1-D as H = 1),
 //! kernel window, in f32. Weight layout `[OC, IC / groups, KH, KW]`, or
 //! `[IC, OC / groups, KH, KW]` when `transposed` (each output gathers the
 //! inputs whose strided window covers it). After the clamp, an optional
-//! activation epilogue (`act`, the op codes of `unary.wgsl`, 0 for none):
+//! activation epilogue (`act` of `common/act.wgsl`, `ACT_COPY` for none):
 //! the fused `etwgpu.convolution_act` and `etwgpu.conv_with_clamp_act`.
 // variants: f32 f16
 
@@ -3387,6 +3387,30 @@ fn transposed_sum(n: u32, oc: u32, oh: u32, ow: u32) -> f32 {
     return acc;
 }
 
+/// Op codes of `act`: the discriminants of the kernels crate's `UnaryOp`
+/// (a kernels test checks that they agree, name by name).
+const ACT_COPY: u32 = 0u;
+const ACT_RELU: u32 = 1u;
+const ACT_GELU: u32 = 2u;
+const ACT_GELU_TANH: u32 = 3u;
+const ACT_EXP: u32 = 4u;
+const ACT_SIGMOID: u32 = 5u;
+const ACT_TANH: u32 = 6u;
+const ACT_NEG: u32 = 7u;
+const ACT_ABS: u32 = 8u;
+const ACT_SQRT: u32 = 9u;
+const ACT_RSQRT: u32 = 10u;
+const ACT_SIN: u32 = 11u;
+const ACT_COS: u32 = 12u;
+const ACT_LOG: u32 = 13u;
+const ACT_CLAMP: u32 = 14u;
+const ACT_LEAKY_RELU: u32 = 15u;
+const ACT_HARDSWISH: u32 = 16u;
+const ACT_ROUND: u32 = 17u;
+const ACT_POW_SCALAR: u32 = 18u;
+const ACT_HARDSIGMOID: u32 = 19u;
+const ACT_SILU: u32 = 20u;
+
 /// erf, Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7).
 fn erf_approx(v: f32) -> f32 {
     let s = sign(v);
@@ -3400,7 +3424,7 @@ fn tanh_safe(v: f32) -> f32 {
     return tanh(clamp(v, -15.0, 15.0));
 }
 
-/// `b ** e` with PyTorch's results for negative bases (`unary.wgsl`).
+/// `b ** e` with PyTorch's results for negative bases.
 fn pow_scalar(b: f32, e: f32) -> f32 {
     if e == 0.0 {
         return 1.0;
@@ -3418,31 +3442,31 @@ fn pow_scalar(b: f32, e: f32) -> f32 {
     return r;
 }
 
-/// The activation `op` (the op codes of `unary.wgsl`; 0 is none) with its
+/// The activation `op` (an `ACT_*` code; `ACT_COPY` is none) with its
 /// scalar parameters.
 fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
     switch op {
-        case 0u: { return v; }
-        case 1u: { return max(v, 0.0); }
-        case 2u: { return 0.5 * v * (1.0 + erf_approx(v * 0.70710678118654752)); }
-        case 3u: { return 0.5 * v * (1.0 + tanh_safe(0.79788456080286536 * (v + 0.044715 * v * v * v))); }
-        case 4u: { return exp(v); }
-        case 5u: { return 1.0 / (1.0 + exp(-v)); }
-        case 6u: { return tanh_safe(v); }
-        case 7u: { return -v; }
-        case 8u: { return abs(v); }
-        case 9u: { return sqrt(v); }
-        case 10u: { return inverseSqrt(v); }
-        case 11u: { return sin(v); }
-        case 12u: { return cos(v); }
-        case 13u: { return log(v); }
-        case 14u: { return min(max(v, p0), p1); }
-        case 15u: { return select(v * p0, v, v >= 0.0); }
-        case 16u: { return v * clamp(v + 3.0, 0.0, 6.0) / 6.0; }
-        case 17u: { return round(v); }
-        case 18u: { return pow_scalar(v, p0); }
-        case 19u: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
-        case 20u: { return v * (1.0 / (1.0 + exp(-v))); }
+        case ACT_COPY: { return v; }
+        case ACT_RELU: { return max(v, 0.0); }
+        case ACT_GELU: { return 0.5 * v * (1.0 + erf_approx(v * 0.70710678118654752)); }
+        case ACT_GELU_TANH: { return 0.5 * v * (1.0 + tanh_safe(0.79788456080286536 * (v + 0.044715 * v * v * v))); }
+        case ACT_EXP: { return exp(v); }
+        case ACT_SIGMOID: { return 1.0 / (1.0 + exp(-v)); }
+        case ACT_TANH: { return tanh_safe(v); }
+        case ACT_NEG: { return -v; }
+        case ACT_ABS: { return abs(v); }
+        case ACT_SQRT: { return sqrt(v); }
+        case ACT_RSQRT: { return inverseSqrt(v); }
+        case ACT_SIN: { return sin(v); }
+        case ACT_COS: { return cos(v); }
+        case ACT_LOG: { return log(v); }
+        case ACT_CLAMP: { return min(max(v, p0), p1); }
+        case ACT_LEAKY_RELU: { return select(v * p0, v, v >= 0.0); }
+        case ACT_HARDSWISH: { return v * clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case ACT_ROUND: { return round(v); }
+        case ACT_POW_SCALAR: { return pow_scalar(v, p0); }
+        case ACT_HARDSIGMOID: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case ACT_SILU: { return v * (1.0 / (1.0 + exp(-v))); }
         default: { return bitcast<f32>(nan_bits); }
     }
 }
@@ -3457,7 +3481,7 @@ pub const CONV_F16: &str = r#"enable f16;
 //! kernel window, in f32. Weight layout `[OC, IC / groups, KH, KW]`, or
 //! `[IC, OC / groups, KH, KW]` when `transposed` (each output gathers the
 //! inputs whose strided window covers it). After the clamp, an optional
-//! activation epilogue (`act`, the op codes of `unary.wgsl`, 0 for none):
+//! activation epilogue (`act` of `common/act.wgsl`, `ACT_COPY` for none):
 //! the fused `etwgpu.convolution_act` and `etwgpu.conv_with_clamp_act`.
 // variants: f32 f16
 
@@ -3589,6 +3613,30 @@ fn transposed_sum(n: u32, oc: u32, oh: u32, ow: u32) -> f32 {
     return acc;
 }
 
+/// Op codes of `act`: the discriminants of the kernels crate's `UnaryOp`
+/// (a kernels test checks that they agree, name by name).
+const ACT_COPY: u32 = 0u;
+const ACT_RELU: u32 = 1u;
+const ACT_GELU: u32 = 2u;
+const ACT_GELU_TANH: u32 = 3u;
+const ACT_EXP: u32 = 4u;
+const ACT_SIGMOID: u32 = 5u;
+const ACT_TANH: u32 = 6u;
+const ACT_NEG: u32 = 7u;
+const ACT_ABS: u32 = 8u;
+const ACT_SQRT: u32 = 9u;
+const ACT_RSQRT: u32 = 10u;
+const ACT_SIN: u32 = 11u;
+const ACT_COS: u32 = 12u;
+const ACT_LOG: u32 = 13u;
+const ACT_CLAMP: u32 = 14u;
+const ACT_LEAKY_RELU: u32 = 15u;
+const ACT_HARDSWISH: u32 = 16u;
+const ACT_ROUND: u32 = 17u;
+const ACT_POW_SCALAR: u32 = 18u;
+const ACT_HARDSIGMOID: u32 = 19u;
+const ACT_SILU: u32 = 20u;
+
 /// erf, Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7).
 fn erf_approx(v: f32) -> f32 {
     let s = sign(v);
@@ -3602,7 +3650,7 @@ fn tanh_safe(v: f32) -> f32 {
     return tanh(clamp(v, -15.0, 15.0));
 }
 
-/// `b ** e` with PyTorch's results for negative bases (`unary.wgsl`).
+/// `b ** e` with PyTorch's results for negative bases.
 fn pow_scalar(b: f32, e: f32) -> f32 {
     if e == 0.0 {
         return 1.0;
@@ -3620,31 +3668,31 @@ fn pow_scalar(b: f32, e: f32) -> f32 {
     return r;
 }
 
-/// The activation `op` (the op codes of `unary.wgsl`; 0 is none) with its
+/// The activation `op` (an `ACT_*` code; `ACT_COPY` is none) with its
 /// scalar parameters.
 fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
     switch op {
-        case 0u: { return v; }
-        case 1u: { return max(v, 0.0); }
-        case 2u: { return 0.5 * v * (1.0 + erf_approx(v * 0.70710678118654752)); }
-        case 3u: { return 0.5 * v * (1.0 + tanh_safe(0.79788456080286536 * (v + 0.044715 * v * v * v))); }
-        case 4u: { return exp(v); }
-        case 5u: { return 1.0 / (1.0 + exp(-v)); }
-        case 6u: { return tanh_safe(v); }
-        case 7u: { return -v; }
-        case 8u: { return abs(v); }
-        case 9u: { return sqrt(v); }
-        case 10u: { return inverseSqrt(v); }
-        case 11u: { return sin(v); }
-        case 12u: { return cos(v); }
-        case 13u: { return log(v); }
-        case 14u: { return min(max(v, p0), p1); }
-        case 15u: { return select(v * p0, v, v >= 0.0); }
-        case 16u: { return v * clamp(v + 3.0, 0.0, 6.0) / 6.0; }
-        case 17u: { return round(v); }
-        case 18u: { return pow_scalar(v, p0); }
-        case 19u: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
-        case 20u: { return v * (1.0 / (1.0 + exp(-v))); }
+        case ACT_COPY: { return v; }
+        case ACT_RELU: { return max(v, 0.0); }
+        case ACT_GELU: { return 0.5 * v * (1.0 + erf_approx(v * 0.70710678118654752)); }
+        case ACT_GELU_TANH: { return 0.5 * v * (1.0 + tanh_safe(0.79788456080286536 * (v + 0.044715 * v * v * v))); }
+        case ACT_EXP: { return exp(v); }
+        case ACT_SIGMOID: { return 1.0 / (1.0 + exp(-v)); }
+        case ACT_TANH: { return tanh_safe(v); }
+        case ACT_NEG: { return -v; }
+        case ACT_ABS: { return abs(v); }
+        case ACT_SQRT: { return sqrt(v); }
+        case ACT_RSQRT: { return inverseSqrt(v); }
+        case ACT_SIN: { return sin(v); }
+        case ACT_COS: { return cos(v); }
+        case ACT_LOG: { return log(v); }
+        case ACT_CLAMP: { return min(max(v, p0), p1); }
+        case ACT_LEAKY_RELU: { return select(v * p0, v, v >= 0.0); }
+        case ACT_HARDSWISH: { return v * clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case ACT_ROUND: { return round(v); }
+        case ACT_POW_SCALAR: { return pow_scalar(v, p0); }
+        case ACT_HARDSIGMOID: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case ACT_SILU: { return v * (1.0 / (1.0 + exp(-v))); }
         default: { return bitcast<f32>(nan_bits); }
     }
 }
@@ -3932,8 +3980,8 @@ pub const FUSED_ELEMENTWISE_F32: &str = r#"//! Template of the fused elementwise
 //! tensors.
 //!
 //! At lowering, the host keeps this file up to the `generated below`
-//! marker (the `Params`, the unary ops `act` of `unary.wgsl` and the
-//! binary ops `bin` of `binary.wgsl`, same op codes) and writes the
+//! marker (the `Params`, the unary ops `act` of `common/act.wgsl` and
+//! the binary ops `bin` of `binary.wgsl`, same op codes) and writes the
 //! bindings and `main` for one expression after it; what follows the
 //! marker here is what it writes for `sigmoid x0; mul x0 t0; add t1 x1 1.0`
 //! (a unit test checks so), which keeps the template valid WGSL.
@@ -4008,6 +4056,30 @@ fn bin(op: u32, x: f32, y: f32, alpha: f32) -> f32 {
     }
 }
 
+/// Op codes of `act`: the discriminants of the kernels crate's `UnaryOp`
+/// (a kernels test checks that they agree, name by name).
+const ACT_COPY: u32 = 0u;
+const ACT_RELU: u32 = 1u;
+const ACT_GELU: u32 = 2u;
+const ACT_GELU_TANH: u32 = 3u;
+const ACT_EXP: u32 = 4u;
+const ACT_SIGMOID: u32 = 5u;
+const ACT_TANH: u32 = 6u;
+const ACT_NEG: u32 = 7u;
+const ACT_ABS: u32 = 8u;
+const ACT_SQRT: u32 = 9u;
+const ACT_RSQRT: u32 = 10u;
+const ACT_SIN: u32 = 11u;
+const ACT_COS: u32 = 12u;
+const ACT_LOG: u32 = 13u;
+const ACT_CLAMP: u32 = 14u;
+const ACT_LEAKY_RELU: u32 = 15u;
+const ACT_HARDSWISH: u32 = 16u;
+const ACT_ROUND: u32 = 17u;
+const ACT_POW_SCALAR: u32 = 18u;
+const ACT_HARDSIGMOID: u32 = 19u;
+const ACT_SILU: u32 = 20u;
+
 /// erf, Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7).
 fn erf_approx(v: f32) -> f32 {
     let s = sign(v);
@@ -4021,7 +4093,7 @@ fn tanh_safe(v: f32) -> f32 {
     return tanh(clamp(v, -15.0, 15.0));
 }
 
-/// `b ** e` with PyTorch's results for negative bases (`unary.wgsl`).
+/// `b ** e` with PyTorch's results for negative bases.
 fn pow_scalar(b: f32, e: f32) -> f32 {
     if e == 0.0 {
         return 1.0;
@@ -4039,31 +4111,31 @@ fn pow_scalar(b: f32, e: f32) -> f32 {
     return r;
 }
 
-/// The activation `op` (the op codes of `unary.wgsl`; 0 is none) with its
+/// The activation `op` (an `ACT_*` code; `ACT_COPY` is none) with its
 /// scalar parameters.
 fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
     switch op {
-        case 0u: { return v; }
-        case 1u: { return max(v, 0.0); }
-        case 2u: { return 0.5 * v * (1.0 + erf_approx(v * 0.70710678118654752)); }
-        case 3u: { return 0.5 * v * (1.0 + tanh_safe(0.79788456080286536 * (v + 0.044715 * v * v * v))); }
-        case 4u: { return exp(v); }
-        case 5u: { return 1.0 / (1.0 + exp(-v)); }
-        case 6u: { return tanh_safe(v); }
-        case 7u: { return -v; }
-        case 8u: { return abs(v); }
-        case 9u: { return sqrt(v); }
-        case 10u: { return inverseSqrt(v); }
-        case 11u: { return sin(v); }
-        case 12u: { return cos(v); }
-        case 13u: { return log(v); }
-        case 14u: { return min(max(v, p0), p1); }
-        case 15u: { return select(v * p0, v, v >= 0.0); }
-        case 16u: { return v * clamp(v + 3.0, 0.0, 6.0) / 6.0; }
-        case 17u: { return round(v); }
-        case 18u: { return pow_scalar(v, p0); }
-        case 19u: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
-        case 20u: { return v * (1.0 / (1.0 + exp(-v))); }
+        case ACT_COPY: { return v; }
+        case ACT_RELU: { return max(v, 0.0); }
+        case ACT_GELU: { return 0.5 * v * (1.0 + erf_approx(v * 0.70710678118654752)); }
+        case ACT_GELU_TANH: { return 0.5 * v * (1.0 + tanh_safe(0.79788456080286536 * (v + 0.044715 * v * v * v))); }
+        case ACT_EXP: { return exp(v); }
+        case ACT_SIGMOID: { return 1.0 / (1.0 + exp(-v)); }
+        case ACT_TANH: { return tanh_safe(v); }
+        case ACT_NEG: { return -v; }
+        case ACT_ABS: { return abs(v); }
+        case ACT_SQRT: { return sqrt(v); }
+        case ACT_RSQRT: { return inverseSqrt(v); }
+        case ACT_SIN: { return sin(v); }
+        case ACT_COS: { return cos(v); }
+        case ACT_LOG: { return log(v); }
+        case ACT_CLAMP: { return min(max(v, p0), p1); }
+        case ACT_LEAKY_RELU: { return select(v * p0, v, v >= 0.0); }
+        case ACT_HARDSWISH: { return v * clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case ACT_ROUND: { return round(v); }
+        case ACT_POW_SCALAR: { return pow_scalar(v, p0); }
+        case ACT_HARDSIGMOID: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case ACT_SILU: { return v * (1.0 / (1.0 + exp(-v))); }
         default: { return bitcast<f32>(nan_bits); }
     }
 }
@@ -4109,8 +4181,8 @@ pub const FUSED_ELEMENTWISE_F16: &str = r#"enable f16;
 //! tensors.
 //!
 //! At lowering, the host keeps this file up to the `generated below`
-//! marker (the `Params`, the unary ops `act` of `unary.wgsl` and the
-//! binary ops `bin` of `binary.wgsl`, same op codes) and writes the
+//! marker (the `Params`, the unary ops `act` of `common/act.wgsl` and
+//! the binary ops `bin` of `binary.wgsl`, same op codes) and writes the
 //! bindings and `main` for one expression after it; what follows the
 //! marker here is what it writes for `sigmoid x0; mul x0 t0; add t1 x1 1.0`
 //! (a unit test checks so), which keeps the template valid WGSL.
@@ -4185,6 +4257,30 @@ fn bin(op: u32, x: f32, y: f32, alpha: f32) -> f32 {
     }
 }
 
+/// Op codes of `act`: the discriminants of the kernels crate's `UnaryOp`
+/// (a kernels test checks that they agree, name by name).
+const ACT_COPY: u32 = 0u;
+const ACT_RELU: u32 = 1u;
+const ACT_GELU: u32 = 2u;
+const ACT_GELU_TANH: u32 = 3u;
+const ACT_EXP: u32 = 4u;
+const ACT_SIGMOID: u32 = 5u;
+const ACT_TANH: u32 = 6u;
+const ACT_NEG: u32 = 7u;
+const ACT_ABS: u32 = 8u;
+const ACT_SQRT: u32 = 9u;
+const ACT_RSQRT: u32 = 10u;
+const ACT_SIN: u32 = 11u;
+const ACT_COS: u32 = 12u;
+const ACT_LOG: u32 = 13u;
+const ACT_CLAMP: u32 = 14u;
+const ACT_LEAKY_RELU: u32 = 15u;
+const ACT_HARDSWISH: u32 = 16u;
+const ACT_ROUND: u32 = 17u;
+const ACT_POW_SCALAR: u32 = 18u;
+const ACT_HARDSIGMOID: u32 = 19u;
+const ACT_SILU: u32 = 20u;
+
 /// erf, Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7).
 fn erf_approx(v: f32) -> f32 {
     let s = sign(v);
@@ -4198,7 +4294,7 @@ fn tanh_safe(v: f32) -> f32 {
     return tanh(clamp(v, -15.0, 15.0));
 }
 
-/// `b ** e` with PyTorch's results for negative bases (`unary.wgsl`).
+/// `b ** e` with PyTorch's results for negative bases.
 fn pow_scalar(b: f32, e: f32) -> f32 {
     if e == 0.0 {
         return 1.0;
@@ -4216,31 +4312,31 @@ fn pow_scalar(b: f32, e: f32) -> f32 {
     return r;
 }
 
-/// The activation `op` (the op codes of `unary.wgsl`; 0 is none) with its
+/// The activation `op` (an `ACT_*` code; `ACT_COPY` is none) with its
 /// scalar parameters.
 fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
     switch op {
-        case 0u: { return v; }
-        case 1u: { return max(v, 0.0); }
-        case 2u: { return 0.5 * v * (1.0 + erf_approx(v * 0.70710678118654752)); }
-        case 3u: { return 0.5 * v * (1.0 + tanh_safe(0.79788456080286536 * (v + 0.044715 * v * v * v))); }
-        case 4u: { return exp(v); }
-        case 5u: { return 1.0 / (1.0 + exp(-v)); }
-        case 6u: { return tanh_safe(v); }
-        case 7u: { return -v; }
-        case 8u: { return abs(v); }
-        case 9u: { return sqrt(v); }
-        case 10u: { return inverseSqrt(v); }
-        case 11u: { return sin(v); }
-        case 12u: { return cos(v); }
-        case 13u: { return log(v); }
-        case 14u: { return min(max(v, p0), p1); }
-        case 15u: { return select(v * p0, v, v >= 0.0); }
-        case 16u: { return v * clamp(v + 3.0, 0.0, 6.0) / 6.0; }
-        case 17u: { return round(v); }
-        case 18u: { return pow_scalar(v, p0); }
-        case 19u: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
-        case 20u: { return v * (1.0 / (1.0 + exp(-v))); }
+        case ACT_COPY: { return v; }
+        case ACT_RELU: { return max(v, 0.0); }
+        case ACT_GELU: { return 0.5 * v * (1.0 + erf_approx(v * 0.70710678118654752)); }
+        case ACT_GELU_TANH: { return 0.5 * v * (1.0 + tanh_safe(0.79788456080286536 * (v + 0.044715 * v * v * v))); }
+        case ACT_EXP: { return exp(v); }
+        case ACT_SIGMOID: { return 1.0 / (1.0 + exp(-v)); }
+        case ACT_TANH: { return tanh_safe(v); }
+        case ACT_NEG: { return -v; }
+        case ACT_ABS: { return abs(v); }
+        case ACT_SQRT: { return sqrt(v); }
+        case ACT_RSQRT: { return inverseSqrt(v); }
+        case ACT_SIN: { return sin(v); }
+        case ACT_COS: { return cos(v); }
+        case ACT_LOG: { return log(v); }
+        case ACT_CLAMP: { return min(max(v, p0), p1); }
+        case ACT_LEAKY_RELU: { return select(v * p0, v, v >= 0.0); }
+        case ACT_HARDSWISH: { return v * clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case ACT_ROUND: { return round(v); }
+        case ACT_POW_SCALAR: { return pow_scalar(v, p0); }
+        case ACT_HARDSIGMOID: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case ACT_SILU: { return v * (1.0 / (1.0 + exp(-v))); }
         default: { return bitcast<f32>(nan_bits); }
     }
 }
@@ -4506,6 +4602,30 @@ fn main(
     }
 }
 
+/// Op codes of `act`: the discriminants of the kernels crate's `UnaryOp`
+/// (a kernels test checks that they agree, name by name).
+const ACT_COPY: u32 = 0u;
+const ACT_RELU: u32 = 1u;
+const ACT_GELU: u32 = 2u;
+const ACT_GELU_TANH: u32 = 3u;
+const ACT_EXP: u32 = 4u;
+const ACT_SIGMOID: u32 = 5u;
+const ACT_TANH: u32 = 6u;
+const ACT_NEG: u32 = 7u;
+const ACT_ABS: u32 = 8u;
+const ACT_SQRT: u32 = 9u;
+const ACT_RSQRT: u32 = 10u;
+const ACT_SIN: u32 = 11u;
+const ACT_COS: u32 = 12u;
+const ACT_LOG: u32 = 13u;
+const ACT_CLAMP: u32 = 14u;
+const ACT_LEAKY_RELU: u32 = 15u;
+const ACT_HARDSWISH: u32 = 16u;
+const ACT_ROUND: u32 = 17u;
+const ACT_POW_SCALAR: u32 = 18u;
+const ACT_HARDSIGMOID: u32 = 19u;
+const ACT_SILU: u32 = 20u;
+
 /// erf, Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7).
 fn erf_approx(v: f32) -> f32 {
     let s = sign(v);
@@ -4519,7 +4639,7 @@ fn tanh_safe(v: f32) -> f32 {
     return tanh(clamp(v, -15.0, 15.0));
 }
 
-/// `b ** e` with PyTorch's results for negative bases (`unary.wgsl`).
+/// `b ** e` with PyTorch's results for negative bases.
 fn pow_scalar(b: f32, e: f32) -> f32 {
     if e == 0.0 {
         return 1.0;
@@ -4537,31 +4657,31 @@ fn pow_scalar(b: f32, e: f32) -> f32 {
     return r;
 }
 
-/// The activation `op` (the op codes of `unary.wgsl`; 0 is none) with its
+/// The activation `op` (an `ACT_*` code; `ACT_COPY` is none) with its
 /// scalar parameters.
 fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
     switch op {
-        case 0u: { return v; }
-        case 1u: { return max(v, 0.0); }
-        case 2u: { return 0.5 * v * (1.0 + erf_approx(v * 0.70710678118654752)); }
-        case 3u: { return 0.5 * v * (1.0 + tanh_safe(0.79788456080286536 * (v + 0.044715 * v * v * v))); }
-        case 4u: { return exp(v); }
-        case 5u: { return 1.0 / (1.0 + exp(-v)); }
-        case 6u: { return tanh_safe(v); }
-        case 7u: { return -v; }
-        case 8u: { return abs(v); }
-        case 9u: { return sqrt(v); }
-        case 10u: { return inverseSqrt(v); }
-        case 11u: { return sin(v); }
-        case 12u: { return cos(v); }
-        case 13u: { return log(v); }
-        case 14u: { return min(max(v, p0), p1); }
-        case 15u: { return select(v * p0, v, v >= 0.0); }
-        case 16u: { return v * clamp(v + 3.0, 0.0, 6.0) / 6.0; }
-        case 17u: { return round(v); }
-        case 18u: { return pow_scalar(v, p0); }
-        case 19u: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
-        case 20u: { return v * (1.0 / (1.0 + exp(-v))); }
+        case ACT_COPY: { return v; }
+        case ACT_RELU: { return max(v, 0.0); }
+        case ACT_GELU: { return 0.5 * v * (1.0 + erf_approx(v * 0.70710678118654752)); }
+        case ACT_GELU_TANH: { return 0.5 * v * (1.0 + tanh_safe(0.79788456080286536 * (v + 0.044715 * v * v * v))); }
+        case ACT_EXP: { return exp(v); }
+        case ACT_SIGMOID: { return 1.0 / (1.0 + exp(-v)); }
+        case ACT_TANH: { return tanh_safe(v); }
+        case ACT_NEG: { return -v; }
+        case ACT_ABS: { return abs(v); }
+        case ACT_SQRT: { return sqrt(v); }
+        case ACT_RSQRT: { return inverseSqrt(v); }
+        case ACT_SIN: { return sin(v); }
+        case ACT_COS: { return cos(v); }
+        case ACT_LOG: { return log(v); }
+        case ACT_CLAMP: { return min(max(v, p0), p1); }
+        case ACT_LEAKY_RELU: { return select(v * p0, v, v >= 0.0); }
+        case ACT_HARDSWISH: { return v * clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case ACT_ROUND: { return round(v); }
+        case ACT_POW_SCALAR: { return pow_scalar(v, p0); }
+        case ACT_HARDSIGMOID: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case ACT_SILU: { return v * (1.0 / (1.0 + exp(-v))); }
         default: { return bitcast<f32>(nan_bits); }
     }
 }
@@ -4662,6 +4782,30 @@ fn main(
     }
 }
 
+/// Op codes of `act`: the discriminants of the kernels crate's `UnaryOp`
+/// (a kernels test checks that they agree, name by name).
+const ACT_COPY: u32 = 0u;
+const ACT_RELU: u32 = 1u;
+const ACT_GELU: u32 = 2u;
+const ACT_GELU_TANH: u32 = 3u;
+const ACT_EXP: u32 = 4u;
+const ACT_SIGMOID: u32 = 5u;
+const ACT_TANH: u32 = 6u;
+const ACT_NEG: u32 = 7u;
+const ACT_ABS: u32 = 8u;
+const ACT_SQRT: u32 = 9u;
+const ACT_RSQRT: u32 = 10u;
+const ACT_SIN: u32 = 11u;
+const ACT_COS: u32 = 12u;
+const ACT_LOG: u32 = 13u;
+const ACT_CLAMP: u32 = 14u;
+const ACT_LEAKY_RELU: u32 = 15u;
+const ACT_HARDSWISH: u32 = 16u;
+const ACT_ROUND: u32 = 17u;
+const ACT_POW_SCALAR: u32 = 18u;
+const ACT_HARDSIGMOID: u32 = 19u;
+const ACT_SILU: u32 = 20u;
+
 /// erf, Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7).
 fn erf_approx(v: f32) -> f32 {
     let s = sign(v);
@@ -4675,7 +4819,7 @@ fn tanh_safe(v: f32) -> f32 {
     return tanh(clamp(v, -15.0, 15.0));
 }
 
-/// `b ** e` with PyTorch's results for negative bases (`unary.wgsl`).
+/// `b ** e` with PyTorch's results for negative bases.
 fn pow_scalar(b: f32, e: f32) -> f32 {
     if e == 0.0 {
         return 1.0;
@@ -4693,31 +4837,31 @@ fn pow_scalar(b: f32, e: f32) -> f32 {
     return r;
 }
 
-/// The activation `op` (the op codes of `unary.wgsl`; 0 is none) with its
+/// The activation `op` (an `ACT_*` code; `ACT_COPY` is none) with its
 /// scalar parameters.
 fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
     switch op {
-        case 0u: { return v; }
-        case 1u: { return max(v, 0.0); }
-        case 2u: { return 0.5 * v * (1.0 + erf_approx(v * 0.70710678118654752)); }
-        case 3u: { return 0.5 * v * (1.0 + tanh_safe(0.79788456080286536 * (v + 0.044715 * v * v * v))); }
-        case 4u: { return exp(v); }
-        case 5u: { return 1.0 / (1.0 + exp(-v)); }
-        case 6u: { return tanh_safe(v); }
-        case 7u: { return -v; }
-        case 8u: { return abs(v); }
-        case 9u: { return sqrt(v); }
-        case 10u: { return inverseSqrt(v); }
-        case 11u: { return sin(v); }
-        case 12u: { return cos(v); }
-        case 13u: { return log(v); }
-        case 14u: { return min(max(v, p0), p1); }
-        case 15u: { return select(v * p0, v, v >= 0.0); }
-        case 16u: { return v * clamp(v + 3.0, 0.0, 6.0) / 6.0; }
-        case 17u: { return round(v); }
-        case 18u: { return pow_scalar(v, p0); }
-        case 19u: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
-        case 20u: { return v * (1.0 / (1.0 + exp(-v))); }
+        case ACT_COPY: { return v; }
+        case ACT_RELU: { return max(v, 0.0); }
+        case ACT_GELU: { return 0.5 * v * (1.0 + erf_approx(v * 0.70710678118654752)); }
+        case ACT_GELU_TANH: { return 0.5 * v * (1.0 + tanh_safe(0.79788456080286536 * (v + 0.044715 * v * v * v))); }
+        case ACT_EXP: { return exp(v); }
+        case ACT_SIGMOID: { return 1.0 / (1.0 + exp(-v)); }
+        case ACT_TANH: { return tanh_safe(v); }
+        case ACT_NEG: { return -v; }
+        case ACT_ABS: { return abs(v); }
+        case ACT_SQRT: { return sqrt(v); }
+        case ACT_RSQRT: { return inverseSqrt(v); }
+        case ACT_SIN: { return sin(v); }
+        case ACT_COS: { return cos(v); }
+        case ACT_LOG: { return log(v); }
+        case ACT_CLAMP: { return min(max(v, p0), p1); }
+        case ACT_LEAKY_RELU: { return select(v * p0, v, v >= 0.0); }
+        case ACT_HARDSWISH: { return v * clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case ACT_ROUND: { return round(v); }
+        case ACT_POW_SCALAR: { return pow_scalar(v, p0); }
+        case ACT_HARDSIGMOID: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case ACT_SILU: { return v * (1.0 / (1.0 + exp(-v))); }
         default: { return bitcast<f32>(nan_bits); }
     }
 }
@@ -6855,8 +6999,8 @@ pub const MATMUL_F32: &str = r#"//! Batched matrix product with an optional broa
 //! Operands are addressed through strides (in elements), so a transposed
 //! weight (`linear`'s `[N, K]`) and a broadcast bias (stride 0) need no copy.
 //! The output is contiguous `[batch, M, N]`. Classic 16x16 shared-memory
-//! tiling, accumulating in f32. An optional activation epilogue (`act`,
-//! the op codes of `unary.wgsl`, 0 for none) applies to the result: the
+//! tiling, accumulating in f32. An optional activation epilogue (`act`
+//! of `common/act.wgsl`, `ACT_COPY` for none) applies to the result: the
 //! fused `etwgpu.linear_act` and `etwgpu.addmm_act`.
 // variants: f32 f16
 
@@ -6938,6 +7082,30 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
     }
 }
 
+/// Op codes of `act`: the discriminants of the kernels crate's `UnaryOp`
+/// (a kernels test checks that they agree, name by name).
+const ACT_COPY: u32 = 0u;
+const ACT_RELU: u32 = 1u;
+const ACT_GELU: u32 = 2u;
+const ACT_GELU_TANH: u32 = 3u;
+const ACT_EXP: u32 = 4u;
+const ACT_SIGMOID: u32 = 5u;
+const ACT_TANH: u32 = 6u;
+const ACT_NEG: u32 = 7u;
+const ACT_ABS: u32 = 8u;
+const ACT_SQRT: u32 = 9u;
+const ACT_RSQRT: u32 = 10u;
+const ACT_SIN: u32 = 11u;
+const ACT_COS: u32 = 12u;
+const ACT_LOG: u32 = 13u;
+const ACT_CLAMP: u32 = 14u;
+const ACT_LEAKY_RELU: u32 = 15u;
+const ACT_HARDSWISH: u32 = 16u;
+const ACT_ROUND: u32 = 17u;
+const ACT_POW_SCALAR: u32 = 18u;
+const ACT_HARDSIGMOID: u32 = 19u;
+const ACT_SILU: u32 = 20u;
+
 /// erf, Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7).
 fn erf_approx(v: f32) -> f32 {
     let s = sign(v);
@@ -6951,7 +7119,7 @@ fn tanh_safe(v: f32) -> f32 {
     return tanh(clamp(v, -15.0, 15.0));
 }
 
-/// `b ** e` with PyTorch's results for negative bases (`unary.wgsl`).
+/// `b ** e` with PyTorch's results for negative bases.
 fn pow_scalar(b: f32, e: f32) -> f32 {
     if e == 0.0 {
         return 1.0;
@@ -6969,31 +7137,31 @@ fn pow_scalar(b: f32, e: f32) -> f32 {
     return r;
 }
 
-/// The activation `op` (the op codes of `unary.wgsl`; 0 is none) with its
+/// The activation `op` (an `ACT_*` code; `ACT_COPY` is none) with its
 /// scalar parameters.
 fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
     switch op {
-        case 0u: { return v; }
-        case 1u: { return max(v, 0.0); }
-        case 2u: { return 0.5 * v * (1.0 + erf_approx(v * 0.70710678118654752)); }
-        case 3u: { return 0.5 * v * (1.0 + tanh_safe(0.79788456080286536 * (v + 0.044715 * v * v * v))); }
-        case 4u: { return exp(v); }
-        case 5u: { return 1.0 / (1.0 + exp(-v)); }
-        case 6u: { return tanh_safe(v); }
-        case 7u: { return -v; }
-        case 8u: { return abs(v); }
-        case 9u: { return sqrt(v); }
-        case 10u: { return inverseSqrt(v); }
-        case 11u: { return sin(v); }
-        case 12u: { return cos(v); }
-        case 13u: { return log(v); }
-        case 14u: { return min(max(v, p0), p1); }
-        case 15u: { return select(v * p0, v, v >= 0.0); }
-        case 16u: { return v * clamp(v + 3.0, 0.0, 6.0) / 6.0; }
-        case 17u: { return round(v); }
-        case 18u: { return pow_scalar(v, p0); }
-        case 19u: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
-        case 20u: { return v * (1.0 / (1.0 + exp(-v))); }
+        case ACT_COPY: { return v; }
+        case ACT_RELU: { return max(v, 0.0); }
+        case ACT_GELU: { return 0.5 * v * (1.0 + erf_approx(v * 0.70710678118654752)); }
+        case ACT_GELU_TANH: { return 0.5 * v * (1.0 + tanh_safe(0.79788456080286536 * (v + 0.044715 * v * v * v))); }
+        case ACT_EXP: { return exp(v); }
+        case ACT_SIGMOID: { return 1.0 / (1.0 + exp(-v)); }
+        case ACT_TANH: { return tanh_safe(v); }
+        case ACT_NEG: { return -v; }
+        case ACT_ABS: { return abs(v); }
+        case ACT_SQRT: { return sqrt(v); }
+        case ACT_RSQRT: { return inverseSqrt(v); }
+        case ACT_SIN: { return sin(v); }
+        case ACT_COS: { return cos(v); }
+        case ACT_LOG: { return log(v); }
+        case ACT_CLAMP: { return min(max(v, p0), p1); }
+        case ACT_LEAKY_RELU: { return select(v * p0, v, v >= 0.0); }
+        case ACT_HARDSWISH: { return v * clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case ACT_ROUND: { return round(v); }
+        case ACT_POW_SCALAR: { return pow_scalar(v, p0); }
+        case ACT_HARDSIGMOID: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case ACT_SILU: { return v * (1.0 / (1.0 + exp(-v))); }
         default: { return bitcast<f32>(nan_bits); }
     }
 }
@@ -7008,8 +7176,8 @@ pub const MATMUL_F16: &str = r#"enable f16;
 //! Operands are addressed through strides (in elements), so a transposed
 //! weight (`linear`'s `[N, K]`) and a broadcast bias (stride 0) need no copy.
 //! The output is contiguous `[batch, M, N]`. Classic 16x16 shared-memory
-//! tiling, accumulating in f32. An optional activation epilogue (`act`,
-//! the op codes of `unary.wgsl`, 0 for none) applies to the result: the
+//! tiling, accumulating in f32. An optional activation epilogue (`act`
+//! of `common/act.wgsl`, `ACT_COPY` for none) applies to the result: the
 //! fused `etwgpu.linear_act` and `etwgpu.addmm_act`.
 // variants: f32 f16
 
@@ -7091,6 +7259,30 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
     }
 }
 
+/// Op codes of `act`: the discriminants of the kernels crate's `UnaryOp`
+/// (a kernels test checks that they agree, name by name).
+const ACT_COPY: u32 = 0u;
+const ACT_RELU: u32 = 1u;
+const ACT_GELU: u32 = 2u;
+const ACT_GELU_TANH: u32 = 3u;
+const ACT_EXP: u32 = 4u;
+const ACT_SIGMOID: u32 = 5u;
+const ACT_TANH: u32 = 6u;
+const ACT_NEG: u32 = 7u;
+const ACT_ABS: u32 = 8u;
+const ACT_SQRT: u32 = 9u;
+const ACT_RSQRT: u32 = 10u;
+const ACT_SIN: u32 = 11u;
+const ACT_COS: u32 = 12u;
+const ACT_LOG: u32 = 13u;
+const ACT_CLAMP: u32 = 14u;
+const ACT_LEAKY_RELU: u32 = 15u;
+const ACT_HARDSWISH: u32 = 16u;
+const ACT_ROUND: u32 = 17u;
+const ACT_POW_SCALAR: u32 = 18u;
+const ACT_HARDSIGMOID: u32 = 19u;
+const ACT_SILU: u32 = 20u;
+
 /// erf, Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7).
 fn erf_approx(v: f32) -> f32 {
     let s = sign(v);
@@ -7104,7 +7296,7 @@ fn tanh_safe(v: f32) -> f32 {
     return tanh(clamp(v, -15.0, 15.0));
 }
 
-/// `b ** e` with PyTorch's results for negative bases (`unary.wgsl`).
+/// `b ** e` with PyTorch's results for negative bases.
 fn pow_scalar(b: f32, e: f32) -> f32 {
     if e == 0.0 {
         return 1.0;
@@ -7122,31 +7314,31 @@ fn pow_scalar(b: f32, e: f32) -> f32 {
     return r;
 }
 
-/// The activation `op` (the op codes of `unary.wgsl`; 0 is none) with its
+/// The activation `op` (an `ACT_*` code; `ACT_COPY` is none) with its
 /// scalar parameters.
 fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
     switch op {
-        case 0u: { return v; }
-        case 1u: { return max(v, 0.0); }
-        case 2u: { return 0.5 * v * (1.0 + erf_approx(v * 0.70710678118654752)); }
-        case 3u: { return 0.5 * v * (1.0 + tanh_safe(0.79788456080286536 * (v + 0.044715 * v * v * v))); }
-        case 4u: { return exp(v); }
-        case 5u: { return 1.0 / (1.0 + exp(-v)); }
-        case 6u: { return tanh_safe(v); }
-        case 7u: { return -v; }
-        case 8u: { return abs(v); }
-        case 9u: { return sqrt(v); }
-        case 10u: { return inverseSqrt(v); }
-        case 11u: { return sin(v); }
-        case 12u: { return cos(v); }
-        case 13u: { return log(v); }
-        case 14u: { return min(max(v, p0), p1); }
-        case 15u: { return select(v * p0, v, v >= 0.0); }
-        case 16u: { return v * clamp(v + 3.0, 0.0, 6.0) / 6.0; }
-        case 17u: { return round(v); }
-        case 18u: { return pow_scalar(v, p0); }
-        case 19u: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
-        case 20u: { return v * (1.0 / (1.0 + exp(-v))); }
+        case ACT_COPY: { return v; }
+        case ACT_RELU: { return max(v, 0.0); }
+        case ACT_GELU: { return 0.5 * v * (1.0 + erf_approx(v * 0.70710678118654752)); }
+        case ACT_GELU_TANH: { return 0.5 * v * (1.0 + tanh_safe(0.79788456080286536 * (v + 0.044715 * v * v * v))); }
+        case ACT_EXP: { return exp(v); }
+        case ACT_SIGMOID: { return 1.0 / (1.0 + exp(-v)); }
+        case ACT_TANH: { return tanh_safe(v); }
+        case ACT_NEG: { return -v; }
+        case ACT_ABS: { return abs(v); }
+        case ACT_SQRT: { return sqrt(v); }
+        case ACT_RSQRT: { return inverseSqrt(v); }
+        case ACT_SIN: { return sin(v); }
+        case ACT_COS: { return cos(v); }
+        case ACT_LOG: { return log(v); }
+        case ACT_CLAMP: { return min(max(v, p0), p1); }
+        case ACT_LEAKY_RELU: { return select(v * p0, v, v >= 0.0); }
+        case ACT_HARDSWISH: { return v * clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case ACT_ROUND: { return round(v); }
+        case ACT_POW_SCALAR: { return pow_scalar(v, p0); }
+        case ACT_HARDSIGMOID: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case ACT_SILU: { return v * (1.0 / (1.0 + exp(-v))); }
         default: { return bitcast<f32>(nan_bits); }
     }
 }
@@ -11926,8 +12118,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 /// `unary.wgsl` with `Elem = f32`.
 pub const UNARY_F32: &str = r#"//! Unary elementwise ops and activations: `out[i] = op(x[i])`.
 //!
-//! `op` selects the function; `p0` and `p1` carry its scalar arguments
-//! (clamp bounds, slopes, exponents). Math runs in f32 whatever `Elem` is.
+//! `op` selects the function (an op code of `act`, `common/act.wgsl`);
+//! `p0` and `p1` carry its scalar arguments (clamp bounds, slopes,
+//! exponents). Math runs in f32 whatever `Elem` is.
 // variants: f32 f16
 
 alias Elem = f32;
@@ -11955,6 +12148,30 @@ var<private> nan_bits: u32 = 0x7fc00000u;
 @group(0) @binding(1) var<storage, read> x: array<Elem>;
 @group(0) @binding(2) var<storage, read_write> out: array<Elem>;
 
+/// Op codes of `act`: the discriminants of the kernels crate's `UnaryOp`
+/// (a kernels test checks that they agree, name by name).
+const ACT_COPY: u32 = 0u;
+const ACT_RELU: u32 = 1u;
+const ACT_GELU: u32 = 2u;
+const ACT_GELU_TANH: u32 = 3u;
+const ACT_EXP: u32 = 4u;
+const ACT_SIGMOID: u32 = 5u;
+const ACT_TANH: u32 = 6u;
+const ACT_NEG: u32 = 7u;
+const ACT_ABS: u32 = 8u;
+const ACT_SQRT: u32 = 9u;
+const ACT_RSQRT: u32 = 10u;
+const ACT_SIN: u32 = 11u;
+const ACT_COS: u32 = 12u;
+const ACT_LOG: u32 = 13u;
+const ACT_CLAMP: u32 = 14u;
+const ACT_LEAKY_RELU: u32 = 15u;
+const ACT_HARDSWISH: u32 = 16u;
+const ACT_ROUND: u32 = 17u;
+const ACT_POW_SCALAR: u32 = 18u;
+const ACT_HARDSIGMOID: u32 = 19u;
+const ACT_SILU: u32 = 20u;
+
 /// erf, Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7).
 fn erf_approx(v: f32) -> f32 {
     let s = sign(v);
@@ -11968,7 +12185,8 @@ fn tanh_safe(v: f32) -> f32 {
     return tanh(clamp(v, -15.0, 15.0));
 }
 
-fn pow_torch(b: f32, e: f32) -> f32 {
+/// `b ** e` with PyTorch's results for negative bases.
+fn pow_scalar(b: f32, e: f32) -> f32 {
     if e == 0.0 {
         return 1.0;
     }
@@ -11985,29 +12203,31 @@ fn pow_torch(b: f32, e: f32) -> f32 {
     return r;
 }
 
-fn apply(op: u32, v: f32) -> f32 {
+/// The activation `op` (an `ACT_*` code; `ACT_COPY` is none) with its
+/// scalar parameters.
+fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
     switch op {
-        case 0u: { return v; }
-        case 1u: { return max(v, 0.0); }
-        case 2u: { return 0.5 * v * (1.0 + erf_approx(v * 0.70710678118654752)); }
-        case 3u: { return 0.5 * v * (1.0 + tanh_safe(0.79788456080286536 * (v + 0.044715 * v * v * v))); }
-        case 4u: { return exp(v); }
-        case 5u: { return 1.0 / (1.0 + exp(-v)); }
-        case 6u: { return tanh_safe(v); }
-        case 7u: { return -v; }
-        case 8u: { return abs(v); }
-        case 9u: { return sqrt(v); }
-        case 10u: { return inverseSqrt(v); }
-        case 11u: { return sin(v); }
-        case 12u: { return cos(v); }
-        case 13u: { return log(v); }
-        case 14u: { return min(max(v, p.p0), p.p1); }
-        case 15u: { return select(v * p.p0, v, v >= 0.0); }
-        case 16u: { return v * clamp(v + 3.0, 0.0, 6.0) / 6.0; }
-        case 17u: { return round(v); }
-        case 18u: { return pow_torch(v, p.p0); }
-        case 19u: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
-        case 20u: { return v * (1.0 / (1.0 + exp(-v))); }
+        case ACT_COPY: { return v; }
+        case ACT_RELU: { return max(v, 0.0); }
+        case ACT_GELU: { return 0.5 * v * (1.0 + erf_approx(v * 0.70710678118654752)); }
+        case ACT_GELU_TANH: { return 0.5 * v * (1.0 + tanh_safe(0.79788456080286536 * (v + 0.044715 * v * v * v))); }
+        case ACT_EXP: { return exp(v); }
+        case ACT_SIGMOID: { return 1.0 / (1.0 + exp(-v)); }
+        case ACT_TANH: { return tanh_safe(v); }
+        case ACT_NEG: { return -v; }
+        case ACT_ABS: { return abs(v); }
+        case ACT_SQRT: { return sqrt(v); }
+        case ACT_RSQRT: { return inverseSqrt(v); }
+        case ACT_SIN: { return sin(v); }
+        case ACT_COS: { return cos(v); }
+        case ACT_LOG: { return log(v); }
+        case ACT_CLAMP: { return min(max(v, p0), p1); }
+        case ACT_LEAKY_RELU: { return select(v * p0, v, v >= 0.0); }
+        case ACT_HARDSWISH: { return v * clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case ACT_ROUND: { return round(v); }
+        case ACT_POW_SCALAR: { return pow_scalar(v, p0); }
+        case ACT_HARDSIGMOID: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case ACT_SILU: { return v * (1.0 / (1.0 + exp(-v))); }
         default: { return bitcast<f32>(nan_bits); }
     }
 }
@@ -12018,7 +12238,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if i >= p.numel {
         return;
     }
-    out[i] = Elem(apply(p.op, f32(x[i])));
+    out[i] = Elem(act(p.op, f32(x[i]), p.p0, p.p1));
 }
 "#;
 
@@ -12027,8 +12247,9 @@ pub const UNARY_F16: &str = r#"enable f16;
 
 //! Unary elementwise ops and activations: `out[i] = op(x[i])`.
 //!
-//! `op` selects the function; `p0` and `p1` carry its scalar arguments
-//! (clamp bounds, slopes, exponents). Math runs in f32 whatever `Elem` is.
+//! `op` selects the function (an op code of `act`, `common/act.wgsl`);
+//! `p0` and `p1` carry its scalar arguments (clamp bounds, slopes,
+//! exponents). Math runs in f32 whatever `Elem` is.
 // variants: f32 f16
 
 alias Elem = f16;
@@ -12056,6 +12277,30 @@ var<private> nan_bits: u32 = 0x7fc00000u;
 @group(0) @binding(1) var<storage, read> x: array<Elem>;
 @group(0) @binding(2) var<storage, read_write> out: array<Elem>;
 
+/// Op codes of `act`: the discriminants of the kernels crate's `UnaryOp`
+/// (a kernels test checks that they agree, name by name).
+const ACT_COPY: u32 = 0u;
+const ACT_RELU: u32 = 1u;
+const ACT_GELU: u32 = 2u;
+const ACT_GELU_TANH: u32 = 3u;
+const ACT_EXP: u32 = 4u;
+const ACT_SIGMOID: u32 = 5u;
+const ACT_TANH: u32 = 6u;
+const ACT_NEG: u32 = 7u;
+const ACT_ABS: u32 = 8u;
+const ACT_SQRT: u32 = 9u;
+const ACT_RSQRT: u32 = 10u;
+const ACT_SIN: u32 = 11u;
+const ACT_COS: u32 = 12u;
+const ACT_LOG: u32 = 13u;
+const ACT_CLAMP: u32 = 14u;
+const ACT_LEAKY_RELU: u32 = 15u;
+const ACT_HARDSWISH: u32 = 16u;
+const ACT_ROUND: u32 = 17u;
+const ACT_POW_SCALAR: u32 = 18u;
+const ACT_HARDSIGMOID: u32 = 19u;
+const ACT_SILU: u32 = 20u;
+
 /// erf, Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7).
 fn erf_approx(v: f32) -> f32 {
     let s = sign(v);
@@ -12069,7 +12314,8 @@ fn tanh_safe(v: f32) -> f32 {
     return tanh(clamp(v, -15.0, 15.0));
 }
 
-fn pow_torch(b: f32, e: f32) -> f32 {
+/// `b ** e` with PyTorch's results for negative bases.
+fn pow_scalar(b: f32, e: f32) -> f32 {
     if e == 0.0 {
         return 1.0;
     }
@@ -12086,29 +12332,31 @@ fn pow_torch(b: f32, e: f32) -> f32 {
     return r;
 }
 
-fn apply(op: u32, v: f32) -> f32 {
+/// The activation `op` (an `ACT_*` code; `ACT_COPY` is none) with its
+/// scalar parameters.
+fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
     switch op {
-        case 0u: { return v; }
-        case 1u: { return max(v, 0.0); }
-        case 2u: { return 0.5 * v * (1.0 + erf_approx(v * 0.70710678118654752)); }
-        case 3u: { return 0.5 * v * (1.0 + tanh_safe(0.79788456080286536 * (v + 0.044715 * v * v * v))); }
-        case 4u: { return exp(v); }
-        case 5u: { return 1.0 / (1.0 + exp(-v)); }
-        case 6u: { return tanh_safe(v); }
-        case 7u: { return -v; }
-        case 8u: { return abs(v); }
-        case 9u: { return sqrt(v); }
-        case 10u: { return inverseSqrt(v); }
-        case 11u: { return sin(v); }
-        case 12u: { return cos(v); }
-        case 13u: { return log(v); }
-        case 14u: { return min(max(v, p.p0), p.p1); }
-        case 15u: { return select(v * p.p0, v, v >= 0.0); }
-        case 16u: { return v * clamp(v + 3.0, 0.0, 6.0) / 6.0; }
-        case 17u: { return round(v); }
-        case 18u: { return pow_torch(v, p.p0); }
-        case 19u: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
-        case 20u: { return v * (1.0 / (1.0 + exp(-v))); }
+        case ACT_COPY: { return v; }
+        case ACT_RELU: { return max(v, 0.0); }
+        case ACT_GELU: { return 0.5 * v * (1.0 + erf_approx(v * 0.70710678118654752)); }
+        case ACT_GELU_TANH: { return 0.5 * v * (1.0 + tanh_safe(0.79788456080286536 * (v + 0.044715 * v * v * v))); }
+        case ACT_EXP: { return exp(v); }
+        case ACT_SIGMOID: { return 1.0 / (1.0 + exp(-v)); }
+        case ACT_TANH: { return tanh_safe(v); }
+        case ACT_NEG: { return -v; }
+        case ACT_ABS: { return abs(v); }
+        case ACT_SQRT: { return sqrt(v); }
+        case ACT_RSQRT: { return inverseSqrt(v); }
+        case ACT_SIN: { return sin(v); }
+        case ACT_COS: { return cos(v); }
+        case ACT_LOG: { return log(v); }
+        case ACT_CLAMP: { return min(max(v, p0), p1); }
+        case ACT_LEAKY_RELU: { return select(v * p0, v, v >= 0.0); }
+        case ACT_HARDSWISH: { return v * clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case ACT_ROUND: { return round(v); }
+        case ACT_POW_SCALAR: { return pow_scalar(v, p0); }
+        case ACT_HARDSIGMOID: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case ACT_SILU: { return v * (1.0 / (1.0 + exp(-v))); }
         default: { return bitcast<f32>(nan_bits); }
     }
 }
@@ -12119,7 +12367,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if i >= p.numel {
         return;
     }
-    out[i] = Elem(apply(p.op, f32(x[i])));
+    out[i] = Elem(act(p.op, f32(x[i]), p.p0, p.p1));
 }
 "#;
 
