@@ -13,6 +13,7 @@
 //! turns the steps into wgpu calls.
 #![forbid(unsafe_code)]
 
+pub mod caps;
 pub mod error;
 pub mod generated;
 pub mod ops;
@@ -21,6 +22,7 @@ pub mod plan;
 #[cfg(test)]
 mod tests;
 
+pub use caps::{DeviceCaps, Precision};
 pub use error::{Error, Result};
 pub use generated::shaders::{Family, ShaderId, ShaderNeeds, Variant};
 pub use ops::{OPS, OpId, from_name};
