@@ -913,12 +913,15 @@ fn gemm_routes_follow_the_device_caps_and_precision() {
     let od = g.t(&[200, 300]);
     let lin = "aten.linear.default";
     assert_eq!(one_dispatch(&lower(&g, lin, &[a, wd, null, od], coop(Precision::F32))).0, "matmul.f32");
-    assert_eq!(one_dispatch(&lower(&g, lin, &[a, wd, null, od], coop(Precision::F16))), ("matmul_coop.f32", [12, 1, 1]));
+    assert_eq!(
+        one_dispatch(&lower(&g, lin, &[a, wd, null, od], coop(Precision::F16))),
+        ("matmul_coop.f32", [12, 1, 1])
+    );
     let a16 = g.push(Owned::Tensor(ElemType::F16, vec![200, 64], false));
     let w16 = g.push(Owned::Tensor(ElemType::F16, vec![300, 64], true));
     let o16 = g.push(Owned::Tensor(ElemType::F16, vec![200, 300], false));
     let l = lower(&g, lin, &[a16, w16, null, o16], coop(Precision::F32));
-    assert_eq!(one_dispatch(&l).0, "matmul_coop.f16");
+    assert_eq!(one_dispatch(&l), ("matmul_coop_direct.f16", [12, 1, 1]));
     assert_eq!(one_dispatch(&lower(&g, lin, &[a16, w16, null, o16], DeviceCaps::default())).0, "matmul.f16");
     // K not a multiple of 32: the tiled kernel.
     let a48 = g.t(&[200, 48]);

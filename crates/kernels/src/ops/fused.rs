@@ -636,8 +636,14 @@ pub fn linear_q4gsw_qkv(c: &Ctx<'_>) -> Result<Lowered> {
         for j in 0..3 {
             let q = Q4Linear { m, n: ns[j], k, n_pad: n_pads[j], group_size: gs };
             let (w, sc) = (inputs[1 + 2 * j], inputs[2 + 2 * j]);
-            let d =
-                q4_fast_dispatch(c, &x, &q, Q4Route::Linear { has_bias: false }, vec![x.id, w, sc, sc], vec![outs[j].id])?;
+            let d = q4_fast_dispatch(
+                c,
+                &x,
+                &q,
+                Q4Route::Linear { has_bias: false },
+                vec![x.id, w, sc, sc],
+                vec![outs[j].id],
+            )?;
             steps.push(Step::Dispatch(d));
         }
     } else if total > 0 {

@@ -1,16 +1,20 @@
 //! GEMM routes on cooperative matrices (tensor cores), taken where the
 //! device has them ([`crate::caps::DeviceCaps`]): the 4-bit weight linears
 //! (`q4_gemm_coop.wgsl`, `q4_gemm_coop_swiglu.wgsl`; also every projection
-//! of the fused QKV form) and dense `aten.linear` (`matmul_coop.wgsl`).
+//! of the fused QKV form) and dense `aten.linear` (float16:
+//! `matmul_coop_direct.wgsl`, fragments loaded from the buffers; float32
+//! at precision F16: `matmul_coop.wgsl`, converted to f16 while staged).
 //! Operands are f16 on the matrix units (float32 activations are rounded
 //! as they are staged, as [`crate::caps::Precision`] allows), accumulation
 //! is f32. Elsewhere the routes of `quant.rs` and `matmul.rs` run.
 
+use crate::error::Result;
 use crate::generated::shaders::Family;
 use crate::ops::fused::Epilogue;
 use crate::ops::quant::{Q4Linear, Q4Route};
-use crate::plan::{Ctx, Dispatch, ElemType, Lowered, Step, TensorInfo, Uniform, Vid, float_shader, grid_groups, to_u32};
-use crate::error::Result;
+use crate::plan::{
+    Ctx, Dispatch, ElemType, Lowered, Step, TensorInfo, Uniform, Vid, float_shader, grid_groups, to_u32,
+};
 
 /// Output rows per workgroup of the cooperative-matrix kernels.
 pub const COOP_TILE_M: u64 = 64;
@@ -102,7 +106,13 @@ pub(crate) fn linear_coop(c: &Ctx<'_>, l: &DenseLinear<'_>) -> Result<Option<Low
         .u32(to_u32("tiles along N", tiles_n)?)
         .finish();
     let step = Step::Dispatch(Dispatch {
-        shader: float_shader(Family::MatmulCoop, &l.x, 0, "input")?.into(),
+        shader: float_shader(
+            if l.x.dtype == ElemType::F16 { Family::MatmulCoopDirect } else { Family::MatmulCoop },
+            &l.x,
+            0,
+            "input",
+        )?
+        .into(),
         entry: "main",
         inputs: vec![l.x.id, l.w.id, l.bias.as_ref().map_or(l.w.id, |(b, _)| b.id)],
         outputs: vec![l.out.id],
