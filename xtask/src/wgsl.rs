@@ -75,9 +75,13 @@ pub const WEBGPU_LIMITS: Needs =
 
 /// Families the graph picks only when the device's limits allow them (the
 /// fusion pass checks `max_storage_buffers_per_shader_stage` before fusing
-/// three projections into one dispatch), so they may need more than WebGPU
-/// guarantees; the runtime still checks their needs at load.
-pub const LIMIT_GATED: &[&str] = &["gemv_qkv", "linear_qkv", "linear_q4gsw_qkv"];
+/// three projections into one dispatch; the cooperative-matrix GEMMs run
+/// only on devices that have cooperative matrices, which allow more
+/// workgroup memory), so they may need more than WebGPU guarantees; the
+/// runtime still checks their needs at load. Validation runs with every
+/// naga capability on, cooperative matrices included.
+pub const LIMIT_GATED: &[&str] =
+    &["gemv_qkv", "linear_qkv", "linear_q4gsw_qkv", "matmul_coop", "q4_gemm_coop", "q4_gemm_coop_swiglu"];
 
 /// Invocations per workgroup WebGPU guarantees.
 pub const WEBGPU_INVOCATIONS: u32 = 256;

@@ -24,6 +24,9 @@ pub struct RunArgs {
     json: bool,
     /// Run the ops as exported, without fusion (for debugging).
     no_fuse: bool,
+    /// Whether float32 matrix products may use f16 operands on matrix
+    /// units (`None`: the runtime's default).
+    precision: Option<etwgpu_runtime::Precision>,
 }
 
 /// Parses the arguments after `run`.
@@ -46,6 +49,13 @@ pub fn parse(args: &[String]) -> Result<RunArgs, Failure> {
             "--profile" => a.profile = true,
             "--json" => a.json = true,
             "--no-fuse" => a.no_fuse = true,
+            "--precision" => {
+                a.precision = Some(match value(&mut it, "--precision")?.as_str() {
+                    "f32" => etwgpu_runtime::Precision::F32,
+                    "f16" => etwgpu_runtime::Precision::F16,
+                    other => return Err(Failure::usage(format!("--precision takes f32 or f16, not {other:?}"))),
+                })
+            }
             "--repeat" => {
                 let v = value(&mut it, "--repeat")?;
                 a.repeat = v
@@ -122,7 +132,7 @@ pub fn run(a: &RunArgs) -> Result<String, Failure> {
     let method_name = a.method.clone().unwrap_or_else(|| "forward".to_string());
     let rt = Runtime::new().map_err(|e| Failure::error(error_chain(&e)))?;
     let t0 = Instant::now();
-    let options = LoadOptions { fuse: !a.no_fuse, ..LoadOptions::default() };
+    let options = LoadOptions { fuse: !a.no_fuse, precision: a.precision, ..LoadOptions::default() };
     let mut method = rt.load_with(&program, &method_name, &options).map_err(|e| Failure::error(error_chain(&e)))?;
     let load = t0.elapsed();
     let mut out = String::new();
@@ -200,6 +210,8 @@ pub fn run(a: &RunArgs) -> Result<String, Failure> {
         if a.profile {
             let rows = method.profile();
             if !a.json {
+                let precision = a.precision.unwrap_or(rt.gemm_caps().precision);
+                let _ = writeln!(out, "  GEMM route: {} (float32 precision {precision:?})", rt.gemm_route());
                 out.push_str(&profile_table(&rows));
                 if let Some(n) = unfused.get(k) {
                     let _ = writeln!(

@@ -161,6 +161,8 @@ pub struct Lowerer {
     scratch: Vec<Vid>,
     /// Per scratch tensor: its bytes, once sized (`None` while sizing).
     scratch_bytes: Option<Vec<u64>>,
+    /// What the device offers the GEMM routes, handed to every op.
+    caps: etwgpu_kernels::DeviceCaps,
 }
 
 /// The chain lowered at one set of live inputs.
@@ -211,7 +213,14 @@ impl Lowerer {
                 _ => Vec::new(),
             })
             .collect();
-        Ok(Self { ops, lists, scratch: Vec::new(), scratch_bytes: None })
+        Ok(Self { ops, lists, scratch: Vec::new(), scratch_bytes: None, caps: etwgpu_kernels::DeviceCaps::default() })
+    }
+
+    /// The same lowerer for a device with these capabilities (which GEMM
+    /// routes it has). The routes they pick use no scratch, so the sizes
+    /// [`Lowerer::with_scratch`] found stay valid.
+    pub fn with_caps(self, caps: etwgpu_kernels::DeviceCaps) -> Self {
+        Self { caps, ..self }
     }
 
     /// Appends [`N_SCRATCH`] f32 1-D scratch tensors to `graph`, each sized
@@ -297,7 +306,7 @@ impl Lowerer {
             let args: Vec<Vid> = call.args.iter().map(|a| Vid(a.0)).collect();
             let view = GraphView { graph, lists: &self.lists, shapes: &shapes, symints: &symints };
             let lowered = op
-                .lower(&Ctx::new(&view, &args).with_scratch(&self.scratch))
+                .lower(&Ctx::new(&view, &args).with_scratch(&self.scratch).with_caps(self.caps))
                 .map_err(|source| LowerError::Op { op: call.name.clone(), node_id: call.node_id, source })?;
             for (vid, shape) in lowered.shapes {
                 let t = tensor_of(graph, ValueId(vid.0))?;

@@ -51,6 +51,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod caps;
 pub mod error;
 pub mod generated;
 pub mod ops;
@@ -59,6 +60,7 @@ pub mod plan;
 #[cfg(test)]
 mod tests;
 
+pub use caps::{DeviceCaps, Precision};
 pub use error::{Error, Result};
 pub use generated::shaders::{Family, ShaderId, ShaderNeeds, Variant};
 pub use ops::{OPS, OpId, from_name};

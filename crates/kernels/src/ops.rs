@@ -8,6 +8,7 @@ pub mod conv;
 pub mod creation;
 pub mod elementwise;
 pub mod fused;
+pub mod gemm;
 pub mod index;
 pub mod infra;
 pub mod layout;

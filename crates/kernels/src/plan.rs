@@ -416,6 +416,7 @@ pub struct Ctx<'a> {
     graph: &'a dyn Graph,
     args: &'a [crate::plan::Vid],
     scratch: &'a [Vid],
+    caps: crate::caps::DeviceCaps,
 }
 
 impl std::fmt::Debug for Ctx<'_> {
@@ -427,7 +428,18 @@ impl std::fmt::Debug for Ctx<'_> {
 impl<'a> Ctx<'a> {
     /// A call with these argument ids (outputs last), without scratch.
     pub fn new(graph: &'a dyn Graph, args: &'a [Vid]) -> Self {
-        Self { graph, args, scratch: &[] }
+        Self { graph, args, scratch: &[], caps: crate::caps::DeviceCaps::default() }
+    }
+
+    /// The same call on a device with these capabilities (which GEMM
+    /// routes it has); without them the portable routes are taken.
+    pub fn with_caps(self, caps: crate::caps::DeviceCaps) -> Self {
+        Self { caps, ..self }
+    }
+
+    /// The device's capabilities.
+    pub fn caps(&self) -> crate::caps::DeviceCaps {
+        self.caps
     }
 
     /// The same call with scratch tensors: f32, 1-D, at most
@@ -456,7 +468,7 @@ impl<'a> Ctx<'a> {
     where
         'a: 'b,
     {
-        Ctx { graph: self.graph, args, scratch: self.scratch }
+        Ctx { graph: self.graph, args, scratch: self.scratch, caps: self.caps }
     }
 
     /// Fails unless there are exactly `n` arguments.

@@ -934,4 +934,62 @@ fn unary_rows_lower_to_their_unary_op_and_no_other_row_does() {
         assert_eq!(code, id.unary().map(|op| op as u32), "{name}: its row against OpId::unary");
     }
     assert_eq!(OPS.iter().filter(|(id, _)| id.unary().is_some()).count(), 14);
+/// The shader label and workgroups of a one-dispatch lowering.
+fn one_dispatch(l: &Lowered) -> (&'static str, [u32; 3]) {
+    let [Step::Dispatch(d)] = &l.steps[..] else { panic!("one dispatch, found {:?}", l.steps) };
+    (d.shader.label(), d.workgroups)
+}
+
+#[test]
+fn gemm_routes_follow_the_device_caps_and_precision() {
+    use crate::caps::{DeviceCaps, Precision};
+    let lower = |g: &TestGraph, op: &str, args: &[Vid], caps: DeviceCaps| {
+        from_name(op).expect("registered").lower(&crate::plan::Ctx::new(g, args).with_caps(caps)).expect("lowers")
+    };
+    let coop = |precision| DeviceCaps { coop_matrix_f16: true, precision };
+    let mut g = TestGraph::default();
+    // 4-bit linear: 200 rows, N = 300, K = 64 in groups of 32.
+    let x = g.t(&[1, 200, 64]);
+    let w = g.push(Owned::Tensor(ElemType::U8, vec![300, 32], true));
+    let s = g.push(Owned::Tensor(ElemType::F32, vec![2, 300], true));
+    let (gs, null) = (g.push(Owned::Int(32)), g.push(Owned::Null));
+    let out = g.t(&[1, 200, 300]);
+    let q4 = "et_vk.linear_q4gsw.default";
+    let args = [x, w, s, gs, null, out];
+    // Tiles of 64 x 128 on the matrix units: 4 x 3; of 64 x 64 elsewhere.
+    assert_eq!(one_dispatch(&lower(&g, q4, &args, coop(Precision::F16))), ("q4_gemm_coop.f32", [12, 1, 1]));
+    assert_eq!(one_dispatch(&lower(&g, q4, &args, coop(Precision::F32))), ("q4_gemm.f32", [20, 1, 1]));
+    assert_eq!(one_dispatch(&lower(&g, q4, &args, DeviceCaps::default())), ("q4_gemm.f32", [20, 1, 1]));
+    // Decode rows stay on the GEMV.
+    let x1 = g.t(&[1, 1, 64]);
+    let out1 = g.t(&[1, 1, 300]);
+    let l = lower(&g, q4, &[x1, w, s, gs, null, out1], coop(Precision::F16));
+    assert_eq!(one_dispatch(&l).0, "q4_gemv.f32");
+    // The fused SwiGLU pair.
+    let sw = g.t(&[1, 200, 300]);
+    let swiglu = "etwgpu.linear_q4gsw_swiglu.default";
+    let l = lower(&g, swiglu, &[x, gs, w, s, w, s, sw], coop(Precision::F16));
+    assert_eq!(one_dispatch(&l), ("q4_gemm_coop_swiglu.f32", [12, 1, 1]));
+    let l = lower(&g, swiglu, &[x, gs, w, s, w, s, sw], DeviceCaps::default());
+    assert_eq!(one_dispatch(&l).0, "q4_gemm_swiglu.f32");
+    // Dense linear: float32 only with precision F16; float16 always.
+    let a = g.t(&[200, 64]);
+    let wd = g.push(Owned::Tensor(ElemType::F32, vec![300, 64], true));
+    let od = g.t(&[200, 300]);
+    let lin = "aten.linear.default";
+    assert_eq!(one_dispatch(&lower(&g, lin, &[a, wd, null, od], coop(Precision::F32))).0, "matmul.f32");
+    assert_eq!(
+        one_dispatch(&lower(&g, lin, &[a, wd, null, od], coop(Precision::F16))),
+        ("matmul_coop.f32", [12, 1, 1])
+    );
+    let a16 = g.push(Owned::Tensor(ElemType::F16, vec![200, 64], false));
+    let w16 = g.push(Owned::Tensor(ElemType::F16, vec![300, 64], true));
+    let o16 = g.push(Owned::Tensor(ElemType::F16, vec![200, 300], false));
+    let l = lower(&g, lin, &[a16, w16, null, o16], coop(Precision::F32));
+    assert_eq!(one_dispatch(&l), ("matmul_coop_direct.f16", [12, 1, 1]));
+    assert_eq!(one_dispatch(&lower(&g, lin, &[a16, w16, null, o16], DeviceCaps::default())).0, "matmul.f16");
+    // K not a multiple of 32: the tiled kernel.
+    let a48 = g.t(&[200, 48]);
+    let w48 = g.push(Owned::Tensor(ElemType::F32, vec![300, 48], true));
+    assert_eq!(one_dispatch(&lower(&g, lin, &[a48, w48, null, od], coop(Precision::F16))).0, "matmul.f32");
 }

@@ -28,6 +28,17 @@ pub const ADAPTER_ENV: &str = "ETWGPU_ADAPTER";
 /// Environment variable that, set to `1`, leaves SHADER_F16 off.
 pub const DISABLE_F16_ENV: &str = "ETWGPU_DISABLE_F16";
 
+/// Environment variable choosing the cooperative-matrix GEMM routes:
+/// `0` leaves them off (the portable routes run), `1` requires them (a
+/// device without them is an error), unset or `auto` uses them where the
+/// adapter has them.
+pub const COOP_MATRIX_ENV: &str = "ETWGPU_COOP_MATRIX";
+
+/// Environment variable setting the default [`etwgpu_kernels::Precision`]
+/// of loads: `f16` lets float32 programs use f16 operands on cooperative
+/// matrices, `f32` (or unset) keeps float32 numerics.
+pub const PRECISION_ENV: &str = "ETWGPU_PRECISION";
+
 /// How [`Runtime::with_options`] opens a device.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RuntimeOptions {
@@ -38,6 +49,13 @@ pub struct RuntimeOptions {
     /// then run as on adapters without it (float16 tensors held as float32,
     /// f32 kernels), which tests that fallback anywhere.
     pub disable_f16: bool,
+    /// The cooperative-matrix GEMM routes: `None` where the adapter has
+    /// them (16 x 16 x 16 f16 operands with f32 accumulation, subgroups of
+    /// 32), `Some(false)` never, `Some(true)` required
+    /// ([`Error::RequestDevice`] without them).
+    pub coop_matrix: Option<bool>,
+    /// The precision of loads whose [`LoadOptions::precision`] is `None`.
+    pub precision: etwgpu_kernels::Precision,
 }
 
 /// Features the kernels use when the adapter has them.
@@ -51,6 +69,7 @@ pub struct Runtime {
     pub(crate) queue: wgpu::Queue,
     pub(crate) info: wgpu::AdapterInfo,
     pub(crate) pipelines: Arc<PipelineCache>,
+    pub(crate) caps: etwgpu_kernels::DeviceCaps,
 }
 
 fn type_rank(t: wgpu::DeviceType) -> u8 {
@@ -148,6 +167,7 @@ fn feature_names(f: wgpu::Features) -> Vec<&'static str> {
         (wgpu::Features::SHADER_F16, "shader-f16"),
         (wgpu::Features::SUBGROUP, "subgroup"),
         (wgpu::Features::TIMESTAMP_QUERY, "timestamp-query"),
+        (wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX, "cooperative-matrix"),
     ]
     .into_iter()
     .filter(|(flag, _)| f.contains(*flag))
@@ -169,7 +189,7 @@ impl Runtime {
     /// substring); `None` picks automatically.
     #[cfg(not(target_arch = "wasm32"))]
     pub fn with_adapter(selector: Option<&str>) -> Result<Self> {
-        Self::with_options(&RuntimeOptions { adapter: selector.map(str::to_string), disable_f16: false })
+        Self::with_options(&RuntimeOptions { adapter: selector.map(str::to_string), ..RuntimeOptions::default() })
     }
 
     /// Opens a device as `options` say.
@@ -207,13 +227,37 @@ impl Runtime {
                 .expect("adapters is not empty"),
         };
         let info = adapter.get_info();
+        let coop = coop_matrix_usable(adapter) && !options.disable_f16;
+        if options.coop_matrix == Some(true) && !coop {
+            return Err(Error::RequestDevice {
+                adapter: info.name.clone(),
+                reason: format!(
+                    "{COOP_MATRIX_ENV}=1 (cooperative matrices required), but the adapter has no 16x16x16 f16 \
+                     configuration with f32 accumulation, subgroups of 32 and SHADER_F16"
+                ),
+            });
+        }
+        let coop = coop && options.coop_matrix != Some(false);
+        let mut required_features = adapter.features()
+            & OPTIONAL_FEATURES
+            & if options.disable_f16 { !wgpu::Features::SHADER_F16 } else { wgpu::Features::all() };
+        if coop {
+            required_features |= wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
+        }
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("etwgpu device"),
-                required_features: adapter.features()
-                    & OPTIONAL_FEATURES
-                    & if options.disable_f16 { !wgpu::Features::SHADER_F16 } else { wgpu::Features::all() },
+                required_features,
                 required_limits: adapter.limits(),
+                experimental_features: if coop {
+                    // SAFETY: the one experimental feature requested is
+                    // cooperative matrices, used only by the kernels of
+                    // `etwgpu_kernels::ops::gemm`, which the fixtures'
+                    // goldens check on such devices (`tools/device/goldens.py`).
+                    unsafe { wgpu::ExperimentalFeatures::enabled() }
+                } else {
+                    wgpu::ExperimentalFeatures::disabled()
+                },
                 ..Default::default()
             })
             .await
@@ -226,7 +270,21 @@ impl Runtime {
             )
         )]
         let pipelines = Arc::new(PipelineCache::new(device.clone(), info.name.clone()));
-        Ok(Self { device, queue, info, pipelines })
+        let caps = etwgpu_kernels::DeviceCaps { coop_matrix_f16: coop, precision: options.precision };
+        Ok(Self { device, queue, info, pipelines, caps })
+    }
+
+    /// What the GEMM routes may use on this device, at the default
+    /// precision of its loads ([`RuntimeOptions::precision`]; a load's
+    /// [`LoadOptions::precision`] may set another).
+    pub fn gemm_caps(&self) -> etwgpu_kernels::DeviceCaps {
+        self.caps
+    }
+
+    /// The GEMM route the prefill linears take here: `"cooperative-matrix"`
+    /// (tensor cores) or `"tiled"` (the portable kernels).
+    pub fn gemm_route(&self) -> &'static str {
+        if self.caps.coop_matrix_f16 { "cooperative-matrix" } else { "tiled" }
     }
 
     /// The adapter in use.
@@ -355,6 +413,21 @@ impl Runtime {
     }
 }
 
+/// Whether `adapter` has what the cooperative-matrix kernels need: the
+/// experimental feature, a 16 x 16 x 16 configuration of f16 operands with
+/// f32 accumulation, subgroups of exactly 32 invocations and SHADER_F16.
+fn coop_matrix_usable(adapter: &wgpu::Adapter) -> bool {
+    use wgpu::CooperativeScalarType as T;
+    let info = adapter.get_info();
+    adapter.features().contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX | wgpu::Features::SHADER_F16)
+        && info.subgroup_min_size == 32
+        && info.subgroup_max_size == 32
+        && adapter
+            .cooperative_matrix_properties()
+            .iter()
+            .any(|p| (p.m_size, p.n_size, p.k_size) == (16, 16, 16) && p.ab_type == T::F16 && p.cr_type == T::F32)
+}
+
 impl RuntimeOptions {
     /// Options from `ETWGPU_ADAPTER` and `ETWGPU_DISABLE_F16` (both unset
     /// on the web).
@@ -362,6 +435,15 @@ impl RuntimeOptions {
         Self {
             adapter: std::env::var(ADAPTER_ENV).ok(),
             disable_f16: std::env::var(DISABLE_F16_ENV).is_ok_and(|v| v == "1"),
+            coop_matrix: match std::env::var(COOP_MATRIX_ENV).as_deref() {
+                Ok("0") => Some(false),
+                Ok("1") => Some(true),
+                _ => None,
+            },
+            precision: match std::env::var(PRECISION_ENV).as_deref() {
+                Ok("f16") => etwgpu_kernels::Precision::F16,
+                _ => etwgpu_kernels::Precision::F32,
+            },
         }
     }
 }

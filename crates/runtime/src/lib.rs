@@ -34,8 +34,9 @@ mod tests;
 pub use bandwidth::Bandwidth;
 #[cfg(not(target_arch = "wasm32"))]
 pub use device::adapters;
-pub use device::{AdapterSummary, Runtime, RuntimeOptions, adapters_async};
+pub use device::{AdapterSummary, COOP_MATRIX_ENV, PRECISION_ENV, Runtime, RuntimeOptions, adapters_async};
 pub use error::{Error, Result};
+pub use etwgpu_kernels::{DeviceCaps, Precision};
 pub use method::{LoadOptions, LoadProgress, LoadStage, RunTimes};
 pub use program::{LoadedMethod, Route, kernel_route};
 pub use tensor::Tensor;

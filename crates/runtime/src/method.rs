@@ -49,11 +49,16 @@ pub struct LoadOptions {
     /// turns it on. Ignored on devices without SHADER_F16 and for caches
     /// any other op reads.
     pub kv_cache_f16: bool,
+    /// Whether float32 matrix products may use f16 operands on devices with
+    /// cooperative matrices (`etwgpu run --precision f16`); `None` (the
+    /// default) takes the runtime's ([`crate::RuntimeOptions::precision`],
+    /// float32 unless `ETWGPU_PRECISION=f16`).
+    pub precision: Option<etwgpu_kernels::Precision>,
 }
 
 impl Default for LoadOptions {
     fn default() -> Self {
-        Self { fuse: true, kv_cache_f16: false }
+        Self { fuse: true, kv_cache_f16: false, precision: None }
     }
 }
 
@@ -511,7 +516,8 @@ impl LoadedDelegate {
         };
         // Scratch tensors shared by the ops (split-KV attention partials),
         // sized at the maximum shapes and pinned by the memory plan.
-        let lowerer = Lowerer::with_scratch(&mut graph, PLACEHOLDER_SYMINT)?;
+        let caps = etwgpu_kernels::DeviceCaps { precision: options.precision.unwrap_or(rt.caps.precision), ..rt.caps };
+        let lowerer = Lowerer::with_scratch(&mut graph, PLACEHOLDER_SYMINT)?.with_caps(caps);
         let graph = &graph;
         let inputs = io_specs(m, graph, args, &args[..n_in], &graph.input_ids, 0..n_in)?;
         let outputs = io_specs(m, graph, args, &args[n_in..], &graph.output_ids, n_in..args.len())?;

@@ -64,6 +64,10 @@ pub enum Family {
     LinearSwiglu,
     /// `matmul.wgsl`.
     Matmul,
+    /// `matmul_coop.wgsl`.
+    MatmulCoop,
+    /// `matmul_coop_direct.wgsl`.
+    MatmulCoopDirect,
     /// `max_pool2d.wgsl`.
     MaxPool2d,
     /// `pad.wgsl`.
@@ -72,6 +76,10 @@ pub enum Family {
     Place,
     /// `q4_gemm.wgsl`.
     Q4Gemm,
+    /// `q4_gemm_coop.wgsl`.
+    Q4GemmCoop,
+    /// `q4_gemm_coop_swiglu.wgsl`.
+    Q4GemmCoopSwiglu,
     /// `q4_gemm_swiglu.wgsl`.
     Q4GemmSwiglu,
     /// `q4_gemv.wgsl`.
@@ -268,6 +276,12 @@ pub enum ShaderId {
     MatmulF32,
     /// `matmul.wgsl` with `Elem = f16`.
     MatmulF16,
+    /// `matmul_coop.wgsl` with `Elem = f32`.
+    MatmulCoopF32,
+    /// `matmul_coop.wgsl` with `Elem = f16`.
+    MatmulCoopF16,
+    /// `matmul_coop_direct.wgsl` with `Elem = f16`.
+    MatmulCoopDirectF16,
     /// `max_pool2d.wgsl` with `Elem = f32`.
     MaxPool2dF32,
     /// `max_pool2d.wgsl` with `Elem = f16`.
@@ -288,6 +302,14 @@ pub enum ShaderId {
     Q4GemmF32,
     /// `q4_gemm.wgsl` with `Elem = f16`.
     Q4GemmF16,
+    /// `q4_gemm_coop.wgsl` with `Elem = f32`.
+    Q4GemmCoopF32,
+    /// `q4_gemm_coop.wgsl` with `Elem = f16`.
+    Q4GemmCoopF16,
+    /// `q4_gemm_coop_swiglu.wgsl` with `Elem = f32`.
+    Q4GemmCoopSwigluF32,
+    /// `q4_gemm_coop_swiglu.wgsl` with `Elem = f16`.
+    Q4GemmCoopSwigluF16,
     /// `q4_gemm_swiglu.wgsl` with `Elem = f32`.
     Q4GemmSwigluF32,
     /// `q4_gemm_swiglu.wgsl` with `Elem = f16`.
@@ -445,6 +467,9 @@ impl ShaderId {
         ShaderId::LinearSwigluF16,
         ShaderId::MatmulF32,
         ShaderId::MatmulF16,
+        ShaderId::MatmulCoopF32,
+        ShaderId::MatmulCoopF16,
+        ShaderId::MatmulCoopDirectF16,
         ShaderId::MaxPool2dF32,
         ShaderId::MaxPool2dF16,
         ShaderId::PadF32,
@@ -455,6 +480,10 @@ impl ShaderId {
         ShaderId::PlaceI32,
         ShaderId::Q4GemmF32,
         ShaderId::Q4GemmF16,
+        ShaderId::Q4GemmCoopF32,
+        ShaderId::Q4GemmCoopF16,
+        ShaderId::Q4GemmCoopSwigluF32,
+        ShaderId::Q4GemmCoopSwigluF16,
         ShaderId::Q4GemmSwigluF32,
         ShaderId::Q4GemmSwigluF16,
         ShaderId::Q4GemvF32,
@@ -567,6 +596,9 @@ impl ShaderId {
             ShaderId::LinearSwigluF16 => Family::LinearSwiglu,
             ShaderId::MatmulF32 => Family::Matmul,
             ShaderId::MatmulF16 => Family::Matmul,
+            ShaderId::MatmulCoopF32 => Family::MatmulCoop,
+            ShaderId::MatmulCoopF16 => Family::MatmulCoop,
+            ShaderId::MatmulCoopDirectF16 => Family::MatmulCoopDirect,
             ShaderId::MaxPool2dF32 => Family::MaxPool2d,
             ShaderId::MaxPool2dF16 => Family::MaxPool2d,
             ShaderId::PadF32 => Family::Pad,
@@ -577,6 +609,10 @@ impl ShaderId {
             ShaderId::PlaceI32 => Family::Place,
             ShaderId::Q4GemmF32 => Family::Q4Gemm,
             ShaderId::Q4GemmF16 => Family::Q4Gemm,
+            ShaderId::Q4GemmCoopF32 => Family::Q4GemmCoop,
+            ShaderId::Q4GemmCoopF16 => Family::Q4GemmCoop,
+            ShaderId::Q4GemmCoopSwigluF32 => Family::Q4GemmCoopSwiglu,
+            ShaderId::Q4GemmCoopSwigluF16 => Family::Q4GemmCoopSwiglu,
             ShaderId::Q4GemmSwigluF32 => Family::Q4GemmSwiglu,
             ShaderId::Q4GemmSwigluF16 => Family::Q4GemmSwiglu,
             ShaderId::Q4GemvF32 => Family::Q4Gemv,
@@ -690,6 +726,9 @@ impl ShaderId {
             ShaderId::LinearSwigluF16 => Variant::F16,
             ShaderId::MatmulF32 => Variant::F32,
             ShaderId::MatmulF16 => Variant::F16,
+            ShaderId::MatmulCoopF32 => Variant::F32,
+            ShaderId::MatmulCoopF16 => Variant::F16,
+            ShaderId::MatmulCoopDirectF16 => Variant::F16,
             ShaderId::MaxPool2dF32 => Variant::F32,
             ShaderId::MaxPool2dF16 => Variant::F16,
             ShaderId::PadF32 => Variant::F32,
@@ -700,6 +739,10 @@ impl ShaderId {
             ShaderId::PlaceI32 => Variant::I32,
             ShaderId::Q4GemmF32 => Variant::F32,
             ShaderId::Q4GemmF16 => Variant::F16,
+            ShaderId::Q4GemmCoopF32 => Variant::F32,
+            ShaderId::Q4GemmCoopF16 => Variant::F16,
+            ShaderId::Q4GemmCoopSwigluF32 => Variant::F32,
+            ShaderId::Q4GemmCoopSwigluF16 => Variant::F16,
             ShaderId::Q4GemmSwigluF32 => Variant::F32,
             ShaderId::Q4GemmSwigluF16 => Variant::F16,
             ShaderId::Q4GemvF32 => Variant::F32,
@@ -813,6 +856,9 @@ impl ShaderId {
             ShaderId::LinearSwigluF16 => "linear_swiglu.f16",
             ShaderId::MatmulF32 => "matmul.f32",
             ShaderId::MatmulF16 => "matmul.f16",
+            ShaderId::MatmulCoopF32 => "matmul_coop.f32",
+            ShaderId::MatmulCoopF16 => "matmul_coop.f16",
+            ShaderId::MatmulCoopDirectF16 => "matmul_coop_direct.f16",
             ShaderId::MaxPool2dF32 => "max_pool2d.f32",
             ShaderId::MaxPool2dF16 => "max_pool2d.f16",
             ShaderId::PadF32 => "pad.f32",
@@ -823,6 +869,10 @@ impl ShaderId {
             ShaderId::PlaceI32 => "place.i32",
             ShaderId::Q4GemmF32 => "q4_gemm.f32",
             ShaderId::Q4GemmF16 => "q4_gemm.f16",
+            ShaderId::Q4GemmCoopF32 => "q4_gemm_coop.f32",
+            ShaderId::Q4GemmCoopF16 => "q4_gemm_coop.f16",
+            ShaderId::Q4GemmCoopSwigluF32 => "q4_gemm_coop_swiglu.f32",
+            ShaderId::Q4GemmCoopSwigluF16 => "q4_gemm_coop_swiglu.f16",
             ShaderId::Q4GemmSwigluF32 => "q4_gemm_swiglu.f32",
             ShaderId::Q4GemmSwigluF16 => "q4_gemm_swiglu.f16",
             ShaderId::Q4GemvF32 => "q4_gemv.f32",
@@ -936,6 +986,9 @@ impl ShaderId {
             ShaderId::LinearSwigluF16 => LINEAR_SWIGLU_F16,
             ShaderId::MatmulF32 => MATMUL_F32,
             ShaderId::MatmulF16 => MATMUL_F16,
+            ShaderId::MatmulCoopF32 => MATMUL_COOP_F32,
+            ShaderId::MatmulCoopF16 => MATMUL_COOP_F16,
+            ShaderId::MatmulCoopDirectF16 => MATMUL_COOP_DIRECT_F16,
             ShaderId::MaxPool2dF32 => MAX_POOL2D_F32,
             ShaderId::MaxPool2dF16 => MAX_POOL2D_F16,
             ShaderId::PadF32 => PAD_F32,
@@ -946,6 +999,10 @@ impl ShaderId {
             ShaderId::PlaceI32 => PLACE_I32,
             ShaderId::Q4GemmF32 => Q4_GEMM_F32,
             ShaderId::Q4GemmF16 => Q4_GEMM_F16,
+            ShaderId::Q4GemmCoopF32 => Q4_GEMM_COOP_F32,
+            ShaderId::Q4GemmCoopF16 => Q4_GEMM_COOP_F16,
+            ShaderId::Q4GemmCoopSwigluF32 => Q4_GEMM_COOP_SWIGLU_F32,
+            ShaderId::Q4GemmCoopSwigluF16 => Q4_GEMM_COOP_SWIGLU_F16,
             ShaderId::Q4GemmSwigluF32 => Q4_GEMM_SWIGLU_F32,
             ShaderId::Q4GemmSwigluF16 => Q4_GEMM_SWIGLU_F16,
             ShaderId::Q4GemvF32 => Q4_GEMV_F32,
@@ -1220,6 +1277,24 @@ impl ShaderId {
                 uniform_buffers: 1,
                 workgroup_bytes: 2048,
             },
+            ShaderId::MatmulCoopF32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 4,
+                uniform_buffers: 1,
+                workgroup_bytes: 23552,
+            },
+            ShaderId::MatmulCoopF16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 4,
+                uniform_buffers: 1,
+                workgroup_bytes: 23552,
+            },
+            ShaderId::MatmulCoopDirectF16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 4,
+                uniform_buffers: 1,
+                workgroup_bytes: 8192,
+            },
             ShaderId::MaxPool2dF32 => {
                 ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
             }
@@ -1255,6 +1330,30 @@ impl ShaderId {
                 storage_buffers: 5,
                 uniform_buffers: 1,
                 workgroup_bytes: 8192,
+            },
+            ShaderId::Q4GemmCoopF32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 5,
+                uniform_buffers: 1,
+                workgroup_bytes: 23552,
+            },
+            ShaderId::Q4GemmCoopF16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 5,
+                uniform_buffers: 1,
+                workgroup_bytes: 23552,
+            },
+            ShaderId::Q4GemmCoopSwigluF32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 6,
+                uniform_buffers: 1,
+                workgroup_bytes: 41984,
+            },
+            ShaderId::Q4GemmCoopSwigluF16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 6,
+                uniform_buffers: 1,
+                workgroup_bytes: 41984,
             },
             ShaderId::Q4GemmSwigluF32 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
@@ -1516,6 +1615,9 @@ impl ShaderId {
             (Family::LinearSwiglu, Variant::F16) => Some(ShaderId::LinearSwigluF16),
             (Family::Matmul, Variant::F32) => Some(ShaderId::MatmulF32),
             (Family::Matmul, Variant::F16) => Some(ShaderId::MatmulF16),
+            (Family::MatmulCoop, Variant::F32) => Some(ShaderId::MatmulCoopF32),
+            (Family::MatmulCoop, Variant::F16) => Some(ShaderId::MatmulCoopF16),
+            (Family::MatmulCoopDirect, Variant::F16) => Some(ShaderId::MatmulCoopDirectF16),
             (Family::MaxPool2d, Variant::F32) => Some(ShaderId::MaxPool2dF32),
             (Family::MaxPool2d, Variant::F16) => Some(ShaderId::MaxPool2dF16),
             (Family::Pad, Variant::F32) => Some(ShaderId::PadF32),
@@ -1526,6 +1628,10 @@ impl ShaderId {
             (Family::Place, Variant::I32) => Some(ShaderId::PlaceI32),
             (Family::Q4Gemm, Variant::F32) => Some(ShaderId::Q4GemmF32),
             (Family::Q4Gemm, Variant::F16) => Some(ShaderId::Q4GemmF16),
+            (Family::Q4GemmCoop, Variant::F32) => Some(ShaderId::Q4GemmCoopF32),
+            (Family::Q4GemmCoop, Variant::F16) => Some(ShaderId::Q4GemmCoopF16),
+            (Family::Q4GemmCoopSwiglu, Variant::F32) => Some(ShaderId::Q4GemmCoopSwigluF32),
+            (Family::Q4GemmCoopSwiglu, Variant::F16) => Some(ShaderId::Q4GemmCoopSwigluF16),
             (Family::Q4GemmSwiglu, Variant::F32) => Some(ShaderId::Q4GemmSwigluF32),
             (Family::Q4GemmSwiglu, Variant::F16) => Some(ShaderId::Q4GemmSwigluF16),
             (Family::Q4Gemv, Variant::F32) => Some(ShaderId::Q4GemvF32),
@@ -7344,6 +7450,480 @@ fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
 }
 "#;
 
+/// `matmul_coop.wgsl` with `Elem = f32`.
+pub const MATMUL_COOP_F32: &str = r#"//! Dense linear on cooperative matrices (tensor cores): `out[m, n] =
+//! sum_k x[m, k] * w[n, k] + bias[n]` with x `[M, K]` and w `[N, K]`
+//! row-major, f16 operands (an f32 `Elem` is rounded to f16 as it is
+//! staged) and f32 accumulation.
+//!
+//! The tiling is `q4_gemm_coop.wgsl`'s: a workgroup of 256 invocations (8
+//! subgroups of 32; the host routes here only on devices whose subgroups
+//! have 32 invocations) computes a `BM x BN` block; K advances `TK` inputs
+//! at a time through x (row-major) and w (column-major as B) tiles in
+//! workgroup memory; each subgroup accumulates 2 x 2 fragments of 16 x 16
+//! and writes them out through its `cs` slot. The host routes here only
+//! when `K % TK == 0`.
+// variants: f32 f16
+
+enable f16;
+enable wgpu_cooperative_matrix;
+
+alias Elem = f32;
+
+/// Output rows per workgroup.
+const BM: u32 = 64u;
+/// Output columns per workgroup.
+const BN: u32 = 128u;
+/// Inputs per step along K.
+const TK: u32 = 32u;
+/// Row stride of the staged tiles, in halves: TK plus 8 of padding (rows
+/// stay 16-byte aligned and start on different banks).
+const LD: u32 = 40u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (a multiple of TK).
+    k: u32,
+    has_bias: u32,
+    /// Workgroups along N.
+    tiles_n: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> w: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> bias: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+/// x tile, row-major: `BM` rows of `LD` halves.
+var<workgroup> xs: array<f16, 2560>;
+/// Weight tile, column-major: `BN` columns of `LD` halves.
+var<workgroup> ws: array<f16, 5120>;
+/// One 16 x 16 f32 slot per subgroup, row-major: fragments on their way
+/// out (and the zeros the accumulators start from).
+var<workgroup> cs: array<f32, 2048>;
+
+/// Writes the fragment the subgroup `sg` left in its `cs` slot to rows
+/// `row0 ..` and columns `col0 ..` of the output: invocation `lane` writes
+/// 8 consecutive columns of one row.
+fn emit(sg: u32, lane: u32, row0: u32, col0: u32) {
+    let row = row0 + lane / 2u;
+    if row >= p.m {
+        return;
+    }
+    for (var e = 0u; e < 8u; e++) {
+        let c = (lane % 2u) * 8u + e;
+        let col = col0 + c;
+        if col < p.n {
+            var v = cs[sg * 256u + (lane / 2u) * 16u + c];
+            if p.has_bias != 0u {
+                v += f32(bias[col]);
+            }
+            out[row * p.n + col] = Elem(v);
+        }
+    }
+}
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let tile = wid.y * groups.x + wid.x;
+    let m0 = (tile / p.tiles_n) * BM;
+    let n0 = (tile % p.tiles_n) * BN;
+    // This invocation's subgroup, and that subgroup's 32 x 32 block.
+    let sg = lid / 32u;
+    let lane = lid % 32u;
+    let wm = (sg / 4u) * 32u;
+    let wn = (sg % 4u) * 32u;
+    // Staging: x row `lid / 4`, inputs `(lid % 4) * 8 ..` (two vec4); weight
+    // column `lid / 2`, inputs `(lid % 2) * 16 ..` (four vec4).
+    let xr = lid / 4u;
+    let xk = (lid % 4u) * 8u;
+    let wc = lid / 2u;
+    let wk = (lid % 2u) * 16u;
+
+    for (var i = 0u; i < 8u; i++) {
+        cs[lid * 8u + i] = 0.0;
+    }
+    workgroupBarrier();
+    var c00 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c01 = c00;
+    var c10 = c00;
+    var c11 = c00;
+
+    for (var k0 = 0u; k0 < p.k; k0 += TK) {
+        var x0 = vec4<f32>(0.0);
+        var x1 = vec4<f32>(0.0);
+        if m0 + xr < p.m {
+            let at = ((m0 + xr) * p.k + k0 + xk) / 4u;
+            x0 = vec4<f32>(x[at]);
+            x1 = vec4<f32>(x[at + 1u]);
+        }
+        let xo = xr * LD + xk;
+        for (var e = 0u; e < 4u; e++) {
+            xs[xo + e] = f16(x0[e]);
+            xs[xo + 4u + e] = f16(x1[e]);
+        }
+        let col = n0 + wc;
+        let wo = wc * LD + wk;
+        var wv: array<vec4<f32>, 4>;
+        if col < p.n {
+            let at = (col * p.k + k0 + wk) / 4u;
+            for (var q = 0u; q < 4u; q++) {
+                wv[q] = vec4<f32>(w[at + q]);
+            }
+        }
+        for (var q = 0u; q < 4u; q++) {
+            for (var e = 0u; e < 4u; e++) {
+                ws[wo + q * 4u + e] = f16(wv[q][e]);
+            }
+        }
+        workgroupBarrier();
+        for (var kk = 0u; kk < TK; kk += 16u) {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[wm * LD + kk], LD);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[(wm + 16u) * LD + kk], LD);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wn * LD + kk], LD);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[(wn + 16u) * LD + kk], LD);
+            c00 = coopMultiplyAdd(a0, b0, c00);
+            c01 = coopMultiplyAdd(a0, b1, c01);
+            c10 = coopMultiplyAdd(a1, b0, c10);
+            c11 = coopMultiplyAdd(a1, b1, c11);
+        }
+        workgroupBarrier();
+    }
+
+    let slot = sg * 256u;
+    coopStoreT(c00, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm, n0 + wn);
+    workgroupBarrier();
+    coopStoreT(c01, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm, n0 + wn + 16u);
+    workgroupBarrier();
+    coopStoreT(c10, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 16u, n0 + wn);
+    workgroupBarrier();
+    coopStoreT(c11, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 16u, n0 + wn + 16u);
+}
+"#;
+
+/// `matmul_coop.wgsl` with `Elem = f16`.
+pub const MATMUL_COOP_F16: &str = r#"enable f16;
+
+//! Dense linear on cooperative matrices (tensor cores): `out[m, n] =
+//! sum_k x[m, k] * w[n, k] + bias[n]` with x `[M, K]` and w `[N, K]`
+//! row-major, f16 operands (an f32 `Elem` is rounded to f16 as it is
+//! staged) and f32 accumulation.
+//!
+//! The tiling is `q4_gemm_coop.wgsl`'s: a workgroup of 256 invocations (8
+//! subgroups of 32; the host routes here only on devices whose subgroups
+//! have 32 invocations) computes a `BM x BN` block; K advances `TK` inputs
+//! at a time through x (row-major) and w (column-major as B) tiles in
+//! workgroup memory; each subgroup accumulates 2 x 2 fragments of 16 x 16
+//! and writes them out through its `cs` slot. The host routes here only
+//! when `K % TK == 0`.
+// variants: f32 f16
+
+enable f16;
+enable wgpu_cooperative_matrix;
+
+alias Elem = f16;
+
+/// Output rows per workgroup.
+const BM: u32 = 64u;
+/// Output columns per workgroup.
+const BN: u32 = 128u;
+/// Inputs per step along K.
+const TK: u32 = 32u;
+/// Row stride of the staged tiles, in halves: TK plus 8 of padding (rows
+/// stay 16-byte aligned and start on different banks).
+const LD: u32 = 40u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (a multiple of TK).
+    k: u32,
+    has_bias: u32,
+    /// Workgroups along N.
+    tiles_n: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> w: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> bias: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+/// x tile, row-major: `BM` rows of `LD` halves.
+var<workgroup> xs: array<f16, 2560>;
+/// Weight tile, column-major: `BN` columns of `LD` halves.
+var<workgroup> ws: array<f16, 5120>;
+/// One 16 x 16 f32 slot per subgroup, row-major: fragments on their way
+/// out (and the zeros the accumulators start from).
+var<workgroup> cs: array<f32, 2048>;
+
+/// Writes the fragment the subgroup `sg` left in its `cs` slot to rows
+/// `row0 ..` and columns `col0 ..` of the output: invocation `lane` writes
+/// 8 consecutive columns of one row.
+fn emit(sg: u32, lane: u32, row0: u32, col0: u32) {
+    let row = row0 + lane / 2u;
+    if row >= p.m {
+        return;
+    }
+    for (var e = 0u; e < 8u; e++) {
+        let c = (lane % 2u) * 8u + e;
+        let col = col0 + c;
+        if col < p.n {
+            var v = cs[sg * 256u + (lane / 2u) * 16u + c];
+            if p.has_bias != 0u {
+                v += f32(bias[col]);
+            }
+            out[row * p.n + col] = Elem(v);
+        }
+    }
+}
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let tile = wid.y * groups.x + wid.x;
+    let m0 = (tile / p.tiles_n) * BM;
+    let n0 = (tile % p.tiles_n) * BN;
+    // This invocation's subgroup, and that subgroup's 32 x 32 block.
+    let sg = lid / 32u;
+    let lane = lid % 32u;
+    let wm = (sg / 4u) * 32u;
+    let wn = (sg % 4u) * 32u;
+    // Staging: x row `lid / 4`, inputs `(lid % 4) * 8 ..` (two vec4); weight
+    // column `lid / 2`, inputs `(lid % 2) * 16 ..` (four vec4).
+    let xr = lid / 4u;
+    let xk = (lid % 4u) * 8u;
+    let wc = lid / 2u;
+    let wk = (lid % 2u) * 16u;
+
+    for (var i = 0u; i < 8u; i++) {
+        cs[lid * 8u + i] = 0.0;
+    }
+    workgroupBarrier();
+    var c00 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c01 = c00;
+    var c10 = c00;
+    var c11 = c00;
+
+    for (var k0 = 0u; k0 < p.k; k0 += TK) {
+        var x0 = vec4<f32>(0.0);
+        var x1 = vec4<f32>(0.0);
+        if m0 + xr < p.m {
+            let at = ((m0 + xr) * p.k + k0 + xk) / 4u;
+            x0 = vec4<f32>(x[at]);
+            x1 = vec4<f32>(x[at + 1u]);
+        }
+        let xo = xr * LD + xk;
+        for (var e = 0u; e < 4u; e++) {
+            xs[xo + e] = f16(x0[e]);
+            xs[xo + 4u + e] = f16(x1[e]);
+        }
+        let col = n0 + wc;
+        let wo = wc * LD + wk;
+        var wv: array<vec4<f32>, 4>;
+        if col < p.n {
+            let at = (col * p.k + k0 + wk) / 4u;
+            for (var q = 0u; q < 4u; q++) {
+                wv[q] = vec4<f32>(w[at + q]);
+            }
+        }
+        for (var q = 0u; q < 4u; q++) {
+            for (var e = 0u; e < 4u; e++) {
+                ws[wo + q * 4u + e] = f16(wv[q][e]);
+            }
+        }
+        workgroupBarrier();
+        for (var kk = 0u; kk < TK; kk += 16u) {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[wm * LD + kk], LD);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[(wm + 16u) * LD + kk], LD);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wn * LD + kk], LD);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[(wn + 16u) * LD + kk], LD);
+            c00 = coopMultiplyAdd(a0, b0, c00);
+            c01 = coopMultiplyAdd(a0, b1, c01);
+            c10 = coopMultiplyAdd(a1, b0, c10);
+            c11 = coopMultiplyAdd(a1, b1, c11);
+        }
+        workgroupBarrier();
+    }
+
+    let slot = sg * 256u;
+    coopStoreT(c00, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm, n0 + wn);
+    workgroupBarrier();
+    coopStoreT(c01, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm, n0 + wn + 16u);
+    workgroupBarrier();
+    coopStoreT(c10, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 16u, n0 + wn);
+    workgroupBarrier();
+    coopStoreT(c11, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 16u, n0 + wn + 16u);
+}
+"#;
+
+/// `matmul_coop_direct.wgsl` with `Elem = f16`.
+pub const MATMUL_COOP_DIRECT_F16: &str = r#"enable f16;
+
+//! Dense float16 linear on cooperative matrices, operands loaded straight
+//! from the storage buffers: `out[m, n] = sum_k x[m, k] * w[n, k] + bias[n]`
+//! with x `[M, K]` and w `[N, K]` row-major f16, f32 accumulation.
+//!
+//! The output tiling is `matmul_coop.wgsl`'s (a `BM x BN` block per
+//! workgroup of 8 subgroups of 32, 2 x 2 fragments of 16 x 16 per
+//! subgroup, written out through the subgroup's `cs` slot), but there is
+//! no workgroup-memory staging and no barrier in the K loop: each subgroup
+//! loads its x fragments row-major and its w fragments column-major (as B)
+//! from the buffers. Fragments that reach past M or N read rows the
+//! output never keeps (wgpu's bounds checks and Vulkan's robust buffer
+//! access keep those reads inside the buffers). The host routes here only
+//! float16 linears with `K % 32 == 0` on devices whose subgroups have 32
+//! invocations.
+// variants: f16
+
+enable wgpu_cooperative_matrix;
+
+alias Elem = f16;
+
+/// Output rows per workgroup.
+const BM: u32 = 64u;
+/// Output columns per workgroup.
+const BN: u32 = 128u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (a multiple of 32).
+    k: u32,
+    has_bias: u32,
+    /// Workgroups along N.
+    tiles_n: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> w: array<Elem>;
+@group(0) @binding(3) var<storage, read> bias: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+/// One 16 x 16 f32 slot per subgroup, row-major: fragments on their way
+/// out (and the zeros the accumulators start from).
+var<workgroup> cs: array<f32, 2048>;
+
+/// Writes the fragment the subgroup `sg` left in its `cs` slot to rows
+/// `row0 ..` and columns `col0 ..` of the output: invocation `lane` writes
+/// 8 consecutive columns of one row.
+fn emit(sg: u32, lane: u32, row0: u32, col0: u32) {
+    let row = row0 + lane / 2u;
+    if row >= p.m {
+        return;
+    }
+    for (var e = 0u; e < 8u; e++) {
+        let c = (lane % 2u) * 8u + e;
+        let col = col0 + c;
+        if col < p.n {
+            var v = cs[sg * 256u + (lane / 2u) * 16u + c];
+            if p.has_bias != 0u {
+                v += f32(bias[col]);
+            }
+            out[row * p.n + col] = Elem(v);
+        }
+    }
+}
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let tile = wid.y * groups.x + wid.x;
+    let m0 = (tile / p.tiles_n) * BM;
+    let n0 = (tile % p.tiles_n) * BN;
+    let sg = lid / 32u;
+    let lane = lid % 32u;
+    let wm = m0 + (sg / 4u) * 32u;
+    let wn = n0 + (sg % 4u) * 32u;
+    // Fragment rows past the end start at the last row: their results are
+    // dropped by `emit`.
+    let r0 = min(wm, p.m - 1u);
+    let r1 = min(wm + 16u, p.m - 1u);
+    let c0 = min(wn, p.n - 1u);
+    let c1 = min(wn + 16u, p.n - 1u);
+
+    for (var i = 0u; i < 8u; i++) {
+        cs[lid * 8u + i] = 0.0;
+    }
+    workgroupBarrier();
+    var c00 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c01 = c00;
+    var c10 = c00;
+    var c11 = c00;
+    for (var k0 = 0u; k0 < p.k; k0 += 16u) {
+        let a0 = coopLoadT<coop_mat16x16<f16, A>>(&x[r0 * p.k + k0], p.k);
+        let a1 = coopLoadT<coop_mat16x16<f16, A>>(&x[r1 * p.k + k0], p.k);
+        let b0 = coopLoad<coop_mat16x16<f16, B>>(&w[c0 * p.k + k0], p.k);
+        let b1 = coopLoad<coop_mat16x16<f16, B>>(&w[c1 * p.k + k0], p.k);
+        c00 = coopMultiplyAdd(a0, b0, c00);
+        c01 = coopMultiplyAdd(a0, b1, c01);
+        c10 = coopMultiplyAdd(a1, b0, c10);
+        c11 = coopMultiplyAdd(a1, b1, c11);
+    }
+
+    let slot = sg * 256u;
+    coopStoreT(c00, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, wm, wn);
+    workgroupBarrier();
+    coopStoreT(c01, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, wm, wn + 16u);
+    workgroupBarrier();
+    coopStoreT(c10, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, wm + 16u, wn);
+    workgroupBarrier();
+    coopStoreT(c11, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, wm + 16u, wn + 16u);
+}
+"#;
+
 /// `max_pool2d.wgsl` with `Elem = f32`.
 pub const MAX_POOL2D_F32: &str = r#"//! 2-D max pooling over the last two dims of a tensor seen as
 //! `[planes, H, W]`: one invocation per output element, also writing the
@@ -8064,6 +8644,762 @@ fn main(
             }
         }
     }
+}
+"#;
+
+/// `q4_gemm_coop.wgsl` with `Elem = f32`.
+pub const Q4_GEMM_COOP_F32: &str = r#"//! Prefill route of `et_vk.linear_q4gsw` on cooperative matrices (tensor
+//! cores): `out[m, n] = sum_k x[m, k] * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`
+//! with f16 operands and f32 accumulation.
+//!
+//! A workgroup of 256 invocations (8 subgroups of 32; the host routes here
+//! only on devices whose subgroups have 32 invocations) computes a
+//! `BM x BN` block of the output. K advances `TK` inputs at a time: the x
+//! tile (rounded to f16 as it is staged) and the dequantized weight tile
+//! (f16) go to workgroup memory, x row-major (`xs[row * LD + k]`) and the
+//! weights column-major (`ws[col * LD + k]`, the packed layout's own
+//! order). Each subgroup owns a 32 x 32 block: 2 x 2 fragments of 16 x 16,
+//! each a `coop_mat16x16<f32, C>` accumulator. At the end each fragment
+//! passes through the subgroup's 16 x 16 slot of `cs`, where its 32
+//! invocations add the bias, bounds-check and write it out as `Elem`.
+//! The host routes here only when `K % TK == 0` and `group % TK == 0`, so
+//! one scale covers a column's slice of a tile.
+// variants: f32 f16
+
+enable f16;
+enable wgpu_cooperative_matrix;
+
+alias Elem = f32;
+
+/// Output rows per workgroup.
+const BM: u32 = 64u;
+/// Output columns per workgroup.
+const BN: u32 = 128u;
+/// Inputs per step along K.
+const TK: u32 = 32u;
+/// Row stride of the staged tiles, in halves: TK plus 8 of padding (rows
+/// stay 16-byte aligned and start on different banks).
+const LD: u32 = 40u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (a multiple of TK).
+    k: u32,
+    /// Row length of the scales (and bias): N padded.
+    n_pad: u32,
+    /// Inputs per scale group (a multiple of TK).
+    group_size: u32,
+    has_bias: u32,
+    /// Workgroups along N.
+    tiles_n: u32,
+    _pad0: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> weights: array<vec2<u32>>;
+@group(0) @binding(3) var<storage, read> scales: array<Elem>;
+@group(0) @binding(4) var<storage, read> bias: array<Elem>;
+@group(0) @binding(5) var<storage, read_write> out: array<Elem>;
+
+/// x tile, row-major: `BM` rows of `LD` halves.
+var<workgroup> xs: array<f16, 2560>;
+/// Weight tile, column-major: `BN` columns of `LD` halves.
+var<workgroup> ws: array<f16, 5120>;
+/// One 16 x 16 f32 slot per subgroup, row-major: fragments on their way
+/// out (and the zeros the accumulators start from).
+var<workgroup> cs: array<f32, 2048>;
+
+/// Writes the fragment the subgroup `sg` left in its `cs` slot to rows
+/// `row0 ..` and columns `col0 ..` of the output: invocation `lane` writes
+/// 8 consecutive columns of one row.
+fn emit(sg: u32, lane: u32, row0: u32, col0: u32) {
+    let row = row0 + lane / 2u;
+    if row >= p.m {
+        return;
+    }
+    for (var e = 0u; e < 8u; e++) {
+        let c = (lane % 2u) * 8u + e;
+        let col = col0 + c;
+        if col < p.n {
+            var v = cs[sg * 256u + (lane / 2u) * 16u + c];
+            if p.has_bias != 0u {
+                v += f32(bias[col]);
+            }
+            out[row * p.n + col] = Elem(v);
+        }
+    }
+}
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let tile = wid.y * groups.x + wid.x;
+    let m0 = (tile / p.tiles_n) * BM;
+    let n0 = (tile % p.tiles_n) * BN;
+    // This invocation's subgroup, and that subgroup's 32 x 32 block.
+    let sg = lid / 32u;
+    let lane = lid % 32u;
+    let wm = (sg / 4u) * 32u;
+    let wn = (sg % 4u) * 32u;
+    // Staging: x row `lid / 4`, inputs `(lid % 4) * 8 ..` (two vec4); weight
+    // column `lid / 2`, inputs `(lid % 2) * 16 ..` (one vec2 of words).
+    let xr = lid / 4u;
+    let xk = (lid % 4u) * 8u;
+    let wc = lid / 2u;
+    let wk = (lid % 2u) * 16u;
+    let words = p.k / 16u;
+
+    for (var i = 0u; i < 8u; i++) {
+        cs[lid * 8u + i] = 0.0;
+    }
+    workgroupBarrier();
+    var c00 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c01 = c00;
+    var c10 = c00;
+    var c11 = c00;
+
+    for (var k0 = 0u; k0 < p.k; k0 += TK) {
+        var x0 = vec4<f32>(0.0);
+        var x1 = vec4<f32>(0.0);
+        if m0 + xr < p.m {
+            let at = ((m0 + xr) * p.k + k0 + xk) / 4u;
+            x0 = vec4<f32>(x[at]);
+            x1 = vec4<f32>(x[at + 1u]);
+        }
+        let xo = xr * LD + xk;
+        for (var e = 0u; e < 4u; e++) {
+            xs[xo + e] = f16(x0[e]);
+            xs[xo + 4u + e] = f16(x1[e]);
+        }
+        let col = n0 + wc;
+        let wo = wc * LD + wk;
+        if col < p.n {
+            // 16 nibbles: inputs k0 + wk .. k0 + wk + 16, low nibble first.
+            let word = weights[col * words + (k0 + wk) / 16u];
+            let s = f32(scales[(k0 / p.group_size) * p.n_pad + col]);
+            for (var e = 0u; e < 8u; e++) {
+                ws[wo + e] = f16((f32((word.x >> (4u * e)) & 15u) - 8.0) * s);
+                ws[wo + 8u + e] = f16((f32((word.y >> (4u * e)) & 15u) - 8.0) * s);
+            }
+        } else {
+            for (var e = 0u; e < 16u; e++) {
+                ws[wo + e] = f16(0.0);
+            }
+        }
+        workgroupBarrier();
+        for (var kk = 0u; kk < TK; kk += 16u) {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[wm * LD + kk], LD);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[(wm + 16u) * LD + kk], LD);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wn * LD + kk], LD);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[(wn + 16u) * LD + kk], LD);
+            c00 = coopMultiplyAdd(a0, b0, c00);
+            c01 = coopMultiplyAdd(a0, b1, c01);
+            c10 = coopMultiplyAdd(a1, b0, c10);
+            c11 = coopMultiplyAdd(a1, b1, c11);
+        }
+        workgroupBarrier();
+    }
+
+    let slot = sg * 256u;
+    coopStoreT(c00, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm, n0 + wn);
+    workgroupBarrier();
+    coopStoreT(c01, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm, n0 + wn + 16u);
+    workgroupBarrier();
+    coopStoreT(c10, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 16u, n0 + wn);
+    workgroupBarrier();
+    coopStoreT(c11, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 16u, n0 + wn + 16u);
+}
+"#;
+
+/// `q4_gemm_coop.wgsl` with `Elem = f16`.
+pub const Q4_GEMM_COOP_F16: &str = r#"enable f16;
+
+//! Prefill route of `et_vk.linear_q4gsw` on cooperative matrices (tensor
+//! cores): `out[m, n] = sum_k x[m, k] * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`
+//! with f16 operands and f32 accumulation.
+//!
+//! A workgroup of 256 invocations (8 subgroups of 32; the host routes here
+//! only on devices whose subgroups have 32 invocations) computes a
+//! `BM x BN` block of the output. K advances `TK` inputs at a time: the x
+//! tile (rounded to f16 as it is staged) and the dequantized weight tile
+//! (f16) go to workgroup memory, x row-major (`xs[row * LD + k]`) and the
+//! weights column-major (`ws[col * LD + k]`, the packed layout's own
+//! order). Each subgroup owns a 32 x 32 block: 2 x 2 fragments of 16 x 16,
+//! each a `coop_mat16x16<f32, C>` accumulator. At the end each fragment
+//! passes through the subgroup's 16 x 16 slot of `cs`, where its 32
+//! invocations add the bias, bounds-check and write it out as `Elem`.
+//! The host routes here only when `K % TK == 0` and `group % TK == 0`, so
+//! one scale covers a column's slice of a tile.
+// variants: f32 f16
+
+enable f16;
+enable wgpu_cooperative_matrix;
+
+alias Elem = f16;
+
+/// Output rows per workgroup.
+const BM: u32 = 64u;
+/// Output columns per workgroup.
+const BN: u32 = 128u;
+/// Inputs per step along K.
+const TK: u32 = 32u;
+/// Row stride of the staged tiles, in halves: TK plus 8 of padding (rows
+/// stay 16-byte aligned and start on different banks).
+const LD: u32 = 40u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (a multiple of TK).
+    k: u32,
+    /// Row length of the scales (and bias): N padded.
+    n_pad: u32,
+    /// Inputs per scale group (a multiple of TK).
+    group_size: u32,
+    has_bias: u32,
+    /// Workgroups along N.
+    tiles_n: u32,
+    _pad0: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> weights: array<vec2<u32>>;
+@group(0) @binding(3) var<storage, read> scales: array<Elem>;
+@group(0) @binding(4) var<storage, read> bias: array<Elem>;
+@group(0) @binding(5) var<storage, read_write> out: array<Elem>;
+
+/// x tile, row-major: `BM` rows of `LD` halves.
+var<workgroup> xs: array<f16, 2560>;
+/// Weight tile, column-major: `BN` columns of `LD` halves.
+var<workgroup> ws: array<f16, 5120>;
+/// One 16 x 16 f32 slot per subgroup, row-major: fragments on their way
+/// out (and the zeros the accumulators start from).
+var<workgroup> cs: array<f32, 2048>;
+
+/// Writes the fragment the subgroup `sg` left in its `cs` slot to rows
+/// `row0 ..` and columns `col0 ..` of the output: invocation `lane` writes
+/// 8 consecutive columns of one row.
+fn emit(sg: u32, lane: u32, row0: u32, col0: u32) {
+    let row = row0 + lane / 2u;
+    if row >= p.m {
+        return;
+    }
+    for (var e = 0u; e < 8u; e++) {
+        let c = (lane % 2u) * 8u + e;
+        let col = col0 + c;
+        if col < p.n {
+            var v = cs[sg * 256u + (lane / 2u) * 16u + c];
+            if p.has_bias != 0u {
+                v += f32(bias[col]);
+            }
+            out[row * p.n + col] = Elem(v);
+        }
+    }
+}
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let tile = wid.y * groups.x + wid.x;
+    let m0 = (tile / p.tiles_n) * BM;
+    let n0 = (tile % p.tiles_n) * BN;
+    // This invocation's subgroup, and that subgroup's 32 x 32 block.
+    let sg = lid / 32u;
+    let lane = lid % 32u;
+    let wm = (sg / 4u) * 32u;
+    let wn = (sg % 4u) * 32u;
+    // Staging: x row `lid / 4`, inputs `(lid % 4) * 8 ..` (two vec4); weight
+    // column `lid / 2`, inputs `(lid % 2) * 16 ..` (one vec2 of words).
+    let xr = lid / 4u;
+    let xk = (lid % 4u) * 8u;
+    let wc = lid / 2u;
+    let wk = (lid % 2u) * 16u;
+    let words = p.k / 16u;
+
+    for (var i = 0u; i < 8u; i++) {
+        cs[lid * 8u + i] = 0.0;
+    }
+    workgroupBarrier();
+    var c00 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c01 = c00;
+    var c10 = c00;
+    var c11 = c00;
+
+    for (var k0 = 0u; k0 < p.k; k0 += TK) {
+        var x0 = vec4<f32>(0.0);
+        var x1 = vec4<f32>(0.0);
+        if m0 + xr < p.m {
+            let at = ((m0 + xr) * p.k + k0 + xk) / 4u;
+            x0 = vec4<f32>(x[at]);
+            x1 = vec4<f32>(x[at + 1u]);
+        }
+        let xo = xr * LD + xk;
+        for (var e = 0u; e < 4u; e++) {
+            xs[xo + e] = f16(x0[e]);
+            xs[xo + 4u + e] = f16(x1[e]);
+        }
+        let col = n0 + wc;
+        let wo = wc * LD + wk;
+        if col < p.n {
+            // 16 nibbles: inputs k0 + wk .. k0 + wk + 16, low nibble first.
+            let word = weights[col * words + (k0 + wk) / 16u];
+            let s = f32(scales[(k0 / p.group_size) * p.n_pad + col]);
+            for (var e = 0u; e < 8u; e++) {
+                ws[wo + e] = f16((f32((word.x >> (4u * e)) & 15u) - 8.0) * s);
+                ws[wo + 8u + e] = f16((f32((word.y >> (4u * e)) & 15u) - 8.0) * s);
+            }
+        } else {
+            for (var e = 0u; e < 16u; e++) {
+                ws[wo + e] = f16(0.0);
+            }
+        }
+        workgroupBarrier();
+        for (var kk = 0u; kk < TK; kk += 16u) {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[wm * LD + kk], LD);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[(wm + 16u) * LD + kk], LD);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wn * LD + kk], LD);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[(wn + 16u) * LD + kk], LD);
+            c00 = coopMultiplyAdd(a0, b0, c00);
+            c01 = coopMultiplyAdd(a0, b1, c01);
+            c10 = coopMultiplyAdd(a1, b0, c10);
+            c11 = coopMultiplyAdd(a1, b1, c11);
+        }
+        workgroupBarrier();
+    }
+
+    let slot = sg * 256u;
+    coopStoreT(c00, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm, n0 + wn);
+    workgroupBarrier();
+    coopStoreT(c01, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm, n0 + wn + 16u);
+    workgroupBarrier();
+    coopStoreT(c10, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 16u, n0 + wn);
+    workgroupBarrier();
+    coopStoreT(c11, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 16u, n0 + wn + 16u);
+}
+"#;
+
+/// `q4_gemm_coop_swiglu.wgsl` with `Elem = f32`.
+pub const Q4_GEMM_COOP_SWIGLU_F32: &str = r#"//! Prefill route of the fused `etwgpu.linear_q4gsw_swiglu` on cooperative
+//! matrices (tensor cores): with `g` and `u` the 4-bit linears of the gate
+//! and up weights, `out[m, n] = g * sigmoid(g) * u`, f16 operands and f32
+//! accumulation.
+//!
+//! As `q4_gemm_coop.wgsl`, with a second staged weight tile (the up
+//! weights), a second 2 x 2 set of accumulators per subgroup and a second
+//! `cs` slot per subgroup, so both fragments of an output block meet there.
+//! The host routes here only on devices whose subgroups have 32
+//! invocations, with `K % TK == 0` and `group % TK == 0`.
+// variants: f32 f16
+
+enable f16;
+enable wgpu_cooperative_matrix;
+
+alias Elem = f32;
+
+/// Output rows per workgroup.
+const BM: u32 = 64u;
+/// Output columns per workgroup.
+const BN: u32 = 128u;
+/// Inputs per step along K.
+const TK: u32 = 32u;
+/// Row stride of the staged tiles, in halves: TK plus 8 of padding (rows
+/// stay 16-byte aligned and start on different banks).
+const LD: u32 = 40u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (a multiple of TK).
+    k: u32,
+    /// Row length of the scales: N padded.
+    n_pad: u32,
+    /// Inputs per scale group (a multiple of TK).
+    group_size: u32,
+    /// Workgroups along N.
+    tiles_n: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> w_gate: array<vec2<u32>>;
+@group(0) @binding(3) var<storage, read> s_gate: array<Elem>;
+@group(0) @binding(4) var<storage, read> w_up: array<vec2<u32>>;
+@group(0) @binding(5) var<storage, read> s_up: array<Elem>;
+@group(0) @binding(6) var<storage, read_write> out: array<Elem>;
+
+/// x tile, row-major: `BM` rows of `LD` halves.
+var<workgroup> xs: array<f16, 2560>;
+/// Gate and up weight tiles, column-major: `BN` columns of `LD` halves.
+var<workgroup> ws: array<f16, 5120>;
+var<workgroup> ws_up: array<f16, 5120>;
+/// Two 16 x 16 f32 slots per subgroup (gate, up), row-major: fragments on
+/// their way out (and the zeros the accumulators start from).
+var<workgroup> cs: array<f32, 4096>;
+
+/// Writes `silu(gate) * up` of the fragments the subgroup `sg` left in its
+/// `cs` slots to rows `row0 ..` and columns `col0 ..` of the output:
+/// invocation `lane` writes 8 consecutive columns of one row.
+fn emit(sg: u32, lane: u32, row0: u32, col0: u32) {
+    let row = row0 + lane / 2u;
+    if row >= p.m {
+        return;
+    }
+    for (var e = 0u; e < 8u; e++) {
+        let c = (lane % 2u) * 8u + e;
+        let col = col0 + c;
+        if col < p.n {
+            let at = sg * 512u + (lane / 2u) * 16u + c;
+            let g = cs[at];
+            let u = cs[at + 256u];
+            out[row * p.n + col] = Elem(g / (1.0 + exp(-g)) * u);
+        }
+    }
+}
+
+/// The 16 weights of `word` (low nibble first, offset by 8) times `s`.
+fn dequant(word: vec2<u32>, s: f32) -> array<f16, 16> {
+    var v: array<f16, 16>;
+    for (var e = 0u; e < 8u; e++) {
+        v[e] = f16((f32((word.x >> (4u * e)) & 15u) - 8.0) * s);
+        v[8u + e] = f16((f32((word.y >> (4u * e)) & 15u) - 8.0) * s);
+    }
+    return v;
+}
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let tile = wid.y * groups.x + wid.x;
+    let m0 = (tile / p.tiles_n) * BM;
+    let n0 = (tile % p.tiles_n) * BN;
+    // This invocation's subgroup, and that subgroup's 32 x 32 block.
+    let sg = lid / 32u;
+    let lane = lid % 32u;
+    let wm = (sg / 4u) * 32u;
+    let wn = (sg % 4u) * 32u;
+    // Staging: x row `lid / 4`, inputs `(lid % 4) * 8 ..` (two vec4); weight
+    // column `lid / 2`, inputs `(lid % 2) * 16 ..` (one vec2 of words each).
+    let xr = lid / 4u;
+    let xk = (lid % 4u) * 8u;
+    let wc = lid / 2u;
+    let wk = (lid % 2u) * 16u;
+    let words = p.k / 16u;
+
+    for (var i = 0u; i < 16u; i++) {
+        cs[lid * 16u + i] = 0.0;
+    }
+    workgroupBarrier();
+    var g00 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var g01 = g00;
+    var g10 = g00;
+    var g11 = g00;
+    var u00 = g00;
+    var u01 = g00;
+    var u10 = g00;
+    var u11 = g00;
+
+    for (var k0 = 0u; k0 < p.k; k0 += TK) {
+        var x0 = vec4<f32>(0.0);
+        var x1 = vec4<f32>(0.0);
+        if m0 + xr < p.m {
+            let at = ((m0 + xr) * p.k + k0 + xk) / 4u;
+            x0 = vec4<f32>(x[at]);
+            x1 = vec4<f32>(x[at + 1u]);
+        }
+        let xo = xr * LD + xk;
+        for (var e = 0u; e < 4u; e++) {
+            xs[xo + e] = f16(x0[e]);
+            xs[xo + 4u + e] = f16(x1[e]);
+        }
+        let col = n0 + wc;
+        let wo = wc * LD + wk;
+        var vg: array<f16, 16>;
+        var vu: array<f16, 16>;
+        if col < p.n {
+            let wi = col * words + (k0 + wk) / 16u;
+            let si = (k0 / p.group_size) * p.n_pad + col;
+            vg = dequant(w_gate[wi], f32(s_gate[si]));
+            vu = dequant(w_up[wi], f32(s_up[si]));
+        }
+        for (var e = 0u; e < 16u; e++) {
+            ws[wo + e] = vg[e];
+            ws_up[wo + e] = vu[e];
+        }
+        workgroupBarrier();
+        for (var kk = 0u; kk < TK; kk += 16u) {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[wm * LD + kk], LD);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[(wm + 16u) * LD + kk], LD);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wn * LD + kk], LD);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[(wn + 16u) * LD + kk], LD);
+            g00 = coopMultiplyAdd(a0, b0, g00);
+            g01 = coopMultiplyAdd(a0, b1, g01);
+            g10 = coopMultiplyAdd(a1, b0, g10);
+            g11 = coopMultiplyAdd(a1, b1, g11);
+            let d0 = coopLoad<coop_mat16x16<f16, B>>(&ws_up[wn * LD + kk], LD);
+            let d1 = coopLoad<coop_mat16x16<f16, B>>(&ws_up[(wn + 16u) * LD + kk], LD);
+            u00 = coopMultiplyAdd(a0, d0, u00);
+            u01 = coopMultiplyAdd(a0, d1, u01);
+            u10 = coopMultiplyAdd(a1, d0, u10);
+            u11 = coopMultiplyAdd(a1, d1, u11);
+        }
+        workgroupBarrier();
+    }
+
+    let slot = sg * 512u;
+    coopStoreT(g00, &cs[slot], 16u);
+    coopStoreT(u00, &cs[slot + 256u], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm, n0 + wn);
+    workgroupBarrier();
+    coopStoreT(g01, &cs[slot], 16u);
+    coopStoreT(u01, &cs[slot + 256u], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm, n0 + wn + 16u);
+    workgroupBarrier();
+    coopStoreT(g10, &cs[slot], 16u);
+    coopStoreT(u10, &cs[slot + 256u], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 16u, n0 + wn);
+    workgroupBarrier();
+    coopStoreT(g11, &cs[slot], 16u);
+    coopStoreT(u11, &cs[slot + 256u], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 16u, n0 + wn + 16u);
+}
+"#;
+
+/// `q4_gemm_coop_swiglu.wgsl` with `Elem = f16`.
+pub const Q4_GEMM_COOP_SWIGLU_F16: &str = r#"enable f16;
+
+//! Prefill route of the fused `etwgpu.linear_q4gsw_swiglu` on cooperative
+//! matrices (tensor cores): with `g` and `u` the 4-bit linears of the gate
+//! and up weights, `out[m, n] = g * sigmoid(g) * u`, f16 operands and f32
+//! accumulation.
+//!
+//! As `q4_gemm_coop.wgsl`, with a second staged weight tile (the up
+//! weights), a second 2 x 2 set of accumulators per subgroup and a second
+//! `cs` slot per subgroup, so both fragments of an output block meet there.
+//! The host routes here only on devices whose subgroups have 32
+//! invocations, with `K % TK == 0` and `group % TK == 0`.
+// variants: f32 f16
+
+enable f16;
+enable wgpu_cooperative_matrix;
+
+alias Elem = f16;
+
+/// Output rows per workgroup.
+const BM: u32 = 64u;
+/// Output columns per workgroup.
+const BN: u32 = 128u;
+/// Inputs per step along K.
+const TK: u32 = 32u;
+/// Row stride of the staged tiles, in halves: TK plus 8 of padding (rows
+/// stay 16-byte aligned and start on different banks).
+const LD: u32 = 40u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (a multiple of TK).
+    k: u32,
+    /// Row length of the scales: N padded.
+    n_pad: u32,
+    /// Inputs per scale group (a multiple of TK).
+    group_size: u32,
+    /// Workgroups along N.
+    tiles_n: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> w_gate: array<vec2<u32>>;
+@group(0) @binding(3) var<storage, read> s_gate: array<Elem>;
+@group(0) @binding(4) var<storage, read> w_up: array<vec2<u32>>;
+@group(0) @binding(5) var<storage, read> s_up: array<Elem>;
+@group(0) @binding(6) var<storage, read_write> out: array<Elem>;
+
+/// x tile, row-major: `BM` rows of `LD` halves.
+var<workgroup> xs: array<f16, 2560>;
+/// Gate and up weight tiles, column-major: `BN` columns of `LD` halves.
+var<workgroup> ws: array<f16, 5120>;
+var<workgroup> ws_up: array<f16, 5120>;
+/// Two 16 x 16 f32 slots per subgroup (gate, up), row-major: fragments on
+/// their way out (and the zeros the accumulators start from).
+var<workgroup> cs: array<f32, 4096>;
+
+/// Writes `silu(gate) * up` of the fragments the subgroup `sg` left in its
+/// `cs` slots to rows `row0 ..` and columns `col0 ..` of the output:
+/// invocation `lane` writes 8 consecutive columns of one row.
+fn emit(sg: u32, lane: u32, row0: u32, col0: u32) {
+    let row = row0 + lane / 2u;
+    if row >= p.m {
+        return;
+    }
+    for (var e = 0u; e < 8u; e++) {
+        let c = (lane % 2u) * 8u + e;
+        let col = col0 + c;
+        if col < p.n {
+            let at = sg * 512u + (lane / 2u) * 16u + c;
+            let g = cs[at];
+            let u = cs[at + 256u];
+            out[row * p.n + col] = Elem(g / (1.0 + exp(-g)) * u);
+        }
+    }
+}
+
+/// The 16 weights of `word` (low nibble first, offset by 8) times `s`.
+fn dequant(word: vec2<u32>, s: f32) -> array<f16, 16> {
+    var v: array<f16, 16>;
+    for (var e = 0u; e < 8u; e++) {
+        v[e] = f16((f32((word.x >> (4u * e)) & 15u) - 8.0) * s);
+        v[8u + e] = f16((f32((word.y >> (4u * e)) & 15u) - 8.0) * s);
+    }
+    return v;
+}
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let tile = wid.y * groups.x + wid.x;
+    let m0 = (tile / p.tiles_n) * BM;
+    let n0 = (tile % p.tiles_n) * BN;
+    // This invocation's subgroup, and that subgroup's 32 x 32 block.
+    let sg = lid / 32u;
+    let lane = lid % 32u;
+    let wm = (sg / 4u) * 32u;
+    let wn = (sg % 4u) * 32u;
+    // Staging: x row `lid / 4`, inputs `(lid % 4) * 8 ..` (two vec4); weight
+    // column `lid / 2`, inputs `(lid % 2) * 16 ..` (one vec2 of words each).
+    let xr = lid / 4u;
+    let xk = (lid % 4u) * 8u;
+    let wc = lid / 2u;
+    let wk = (lid % 2u) * 16u;
+    let words = p.k / 16u;
+
+    for (var i = 0u; i < 16u; i++) {
+        cs[lid * 16u + i] = 0.0;
+    }
+    workgroupBarrier();
+    var g00 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var g01 = g00;
+    var g10 = g00;
+    var g11 = g00;
+    var u00 = g00;
+    var u01 = g00;
+    var u10 = g00;
+    var u11 = g00;
+
+    for (var k0 = 0u; k0 < p.k; k0 += TK) {
+        var x0 = vec4<f32>(0.0);
+        var x1 = vec4<f32>(0.0);
+        if m0 + xr < p.m {
+            let at = ((m0 + xr) * p.k + k0 + xk) / 4u;
+            x0 = vec4<f32>(x[at]);
+            x1 = vec4<f32>(x[at + 1u]);
+        }
+        let xo = xr * LD + xk;
+        for (var e = 0u; e < 4u; e++) {
+            xs[xo + e] = f16(x0[e]);
+            xs[xo + 4u + e] = f16(x1[e]);
+        }
+        let col = n0 + wc;
+        let wo = wc * LD + wk;
+        var vg: array<f16, 16>;
+        var vu: array<f16, 16>;
+        if col < p.n {
+            let wi = col * words + (k0 + wk) / 16u;
+            let si = (k0 / p.group_size) * p.n_pad + col;
+            vg = dequant(w_gate[wi], f32(s_gate[si]));
+            vu = dequant(w_up[wi], f32(s_up[si]));
+        }
+        for (var e = 0u; e < 16u; e++) {
+            ws[wo + e] = vg[e];
+            ws_up[wo + e] = vu[e];
+        }
+        workgroupBarrier();
+        for (var kk = 0u; kk < TK; kk += 16u) {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[wm * LD + kk], LD);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[(wm + 16u) * LD + kk], LD);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wn * LD + kk], LD);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[(wn + 16u) * LD + kk], LD);
+            g00 = coopMultiplyAdd(a0, b0, g00);
+            g01 = coopMultiplyAdd(a0, b1, g01);
+            g10 = coopMultiplyAdd(a1, b0, g10);
+            g11 = coopMultiplyAdd(a1, b1, g11);
+            let d0 = coopLoad<coop_mat16x16<f16, B>>(&ws_up[wn * LD + kk], LD);
+            let d1 = coopLoad<coop_mat16x16<f16, B>>(&ws_up[(wn + 16u) * LD + kk], LD);
+            u00 = coopMultiplyAdd(a0, d0, u00);
+            u01 = coopMultiplyAdd(a0, d1, u01);
+            u10 = coopMultiplyAdd(a1, d0, u10);
+            u11 = coopMultiplyAdd(a1, d1, u11);
+        }
+        workgroupBarrier();
+    }
+
+    let slot = sg * 512u;
+    coopStoreT(g00, &cs[slot], 16u);
+    coopStoreT(u00, &cs[slot + 256u], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm, n0 + wn);
+    workgroupBarrier();
+    coopStoreT(g01, &cs[slot], 16u);
+    coopStoreT(u01, &cs[slot + 256u], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm, n0 + wn + 16u);
+    workgroupBarrier();
+    coopStoreT(g10, &cs[slot], 16u);
+    coopStoreT(u10, &cs[slot + 256u], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 16u, n0 + wn);
+    workgroupBarrier();
+    coopStoreT(g11, &cs[slot], 16u);
+    coopStoreT(u11, &cs[slot + 256u], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 16u, n0 + wn + 16u);
 }
 "#;
 

@@ -636,8 +636,14 @@ pub fn linear_q4gsw_qkv(c: &Ctx<'_>) -> Result<Lowered> {
         for j in 0..3 {
             let q = Q4Linear { m, n: ns[j], k, n_pad: n_pads[j], group_size: gs };
             let (w, sc) = (inputs[1 + 2 * j], inputs[2 + 2 * j]);
-            let d =
-                q4_fast_dispatch(&x, &q, Q4Route::Linear { has_bias: false }, vec![x.id, w, sc, sc], vec![outs[j].id])?;
+            let d = q4_fast_dispatch(
+                c,
+                &x,
+                &q,
+                Q4Route::Linear { has_bias: false },
+                vec![x.id, w, sc, sc],
+                vec![outs[j].id],
+            )?;
             steps.push(Step::Dispatch(d));
         }
     } else if total > 0 {
@@ -691,7 +697,7 @@ pub fn linear_q4gsw_swiglu(c: &Ctx<'_>) -> Result<Lowered> {
     if m * n > 0 && q4_fast(k, wg.shape[1], gs) {
         let q = Q4Linear { m, n, k, n_pad, group_size: gs };
         let inputs = vec![x.id, wg.id, sg.id, wu.id, su.id];
-        steps.push(Step::Dispatch(q4_fast_dispatch(&x, &q, Q4Route::Swiglu, inputs, vec![out.id])?));
+        steps.push(Step::Dispatch(q4_fast_dispatch(c, &x, &q, Q4Route::Swiglu, inputs, vec![out.id])?));
     } else if m * n > 0 {
         let u = |what, x| to_u32(what, x);
         let params = Uniform::new()

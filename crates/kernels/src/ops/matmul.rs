@@ -291,6 +291,20 @@ pub fn linear_with(c: &Ctx<'_>, epilogue: Epilogue) -> Result<Lowered> {
     };
     let mut out_shape = lead.to_vec();
     out_shape.push(n);
+    let dense = crate::ops::gemm::DenseLinear {
+        x: a,
+        w,
+        bias: bias.as_ref().map(|(t, s, _)| (*t, *s == [0, 0, 1])),
+        out,
+        out_shape: &out_shape,
+        m,
+        n,
+        k,
+        epilogue,
+    };
+    if let Some(l) = crate::ops::gemm::linear_coop(c, &dense)? {
+        return Ok(l);
+    }
     gemm(Gemm {
         a,
         a_strides: [0, k, 1],

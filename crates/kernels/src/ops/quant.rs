@@ -98,6 +98,7 @@ pub fn linear_q4gsw(c: &Ctx<'_>) -> Result<Lowered> {
     let q = Q4Linear { m, n, k, n_pad, group_size: gs };
     if m * n > 0 && q4_fast(k, weights.shape[1], gs) {
         steps.push(Step::Dispatch(q4_fast_dispatch(
+            c,
             &x,
             &q,
             Q4Route::Linear { has_bias: bias.is_some() },
@@ -152,8 +153,10 @@ pub(crate) enum Q4Route {
 }
 
 /// The fast-route dispatch (GEMV for at most [`Q4_GEMV_MAX_ROWS`] rows,
-/// tiled GEMM beyond) of `q`, which [`q4_fast`] accepted.
+/// beyond them the cooperative-matrix GEMM where `c`'s device has it, else
+/// the tiled GEMM) of `q`, which [`q4_fast`] accepted.
 pub(crate) fn q4_fast_dispatch(
+    c: &Ctx<'_>,
     x: &TensorInfo<'_>,
     q: &Q4Linear,
     route: Q4Route,
@@ -161,6 +164,9 @@ pub(crate) fn q4_fast_dispatch(
     outputs: Vec<Vid>,
 ) -> Result<Dispatch> {
     let gemv = q.m <= Q4_GEMV_MAX_ROWS;
+    if !gemv && crate::ops::gemm::q4_coop(c, x, q) {
+        return crate::ops::gemm::q4_coop_dispatch(x, q, route, inputs, outputs);
+    }
     let family = match (&route, gemv) {
         (Q4Route::Linear { .. }, true) => Family::Q4Gemv,
         (Q4Route::Linear { .. }, false) => Family::Q4Gemm,

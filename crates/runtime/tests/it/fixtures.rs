@@ -263,7 +263,7 @@ fn float16_models_without_shader_f16() {
     if crate::runtime().is_none() {
         return;
     }
-    let options = etwgpu_runtime::RuntimeOptions { adapter: None, disable_f16: true };
+    let options = etwgpu_runtime::RuntimeOptions { adapter: None, disable_f16: true, ..Default::default() };
     let rt = etwgpu_runtime::Runtime::with_options(&options).expect("a runtime without f16");
     assert!(!rt.device().features().contains(wgpu::Features::SHADER_F16));
     let mut names: Vec<String> = std::fs::read_dir(fixtures_dir())

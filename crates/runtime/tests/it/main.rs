@@ -9,6 +9,7 @@ mod crafted;
 mod device_loss;
 mod fixtures;
 mod fusion;
+mod gemm;
 mod hostile;
 mod limits;
 mod llm;
