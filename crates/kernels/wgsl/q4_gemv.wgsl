@@ -1,21 +1,27 @@
 //! Decode route of `et_vk.linear_q4gsw` (at most `MAX_ROWS` rows of x):
 //! `out[m, n] = sum_k x[m, k] * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`.
 //!
-//! Bandwidth-bound: each weight byte is read once. A workgroup computes
-//! `COLS` output columns with `LANES` invocations each; a lane reads one
-//! 16-byte word of its column's packed row at a time (32 nibbles: one scale
+//! Bandwidth-bound: each weight byte is read once. An invocation owns
+//! `COLS` adjacent output columns and one of `lanes` slices of K (the host
+//! picks `lanes`, a power of two up to `WG`: few for long rows and many
+//! columns, many where N is small, so that small projections still fill
+//! the GPU). Per step it loads one 16-byte word (32 nibbles: one scale
 //! group, since the host routes here only when `group % 32 == 0` and
-//! `K % 32 == 0`), dequantizes in registers, and dots it with x for every
-//! row. The lanes of a column are adjacent, so their reads are coalesced;
-//! their partial sums meet in shared memory. Accumulation is f32.
+//! `K % 32 == 0`) of each of its columns and their scales before using any,
+//! reads the 32 inputs of x once for all its columns, and accumulates in
+//! f32. The lanes of a column are adjacent invocations reading adjacent
+//! words (coalesced); the columns of a workgroup are adjacent, so the scale
+//! reads of one group row are contiguous. Lanes meet in a workgroup-memory
+//! tree reduction (no subgroups: it runs in the browser too). Columns past
+//! N read the last column and are not stored.
 // variants: f32 f16
 
 alias Elem = f32;
 
-/// Invocations per column.
-const LANES: u32 = 32u;
-/// Columns per workgroup (`LANES * COLS` = 256 invocations).
-const COLS: u32 = 8u;
+/// Invocations per workgroup.
+const WG: u32 = 256u;
+/// Output columns per invocation.
+const COLS: u32 = 4u;
 /// Most rows of x (the host routes larger M to `q4_gemm.wgsl`).
 const MAX_ROWS: u32 = 4u;
 
@@ -31,8 +37,9 @@ struct Params {
     /// Inputs per scale group (a multiple of 32).
     group_size: u32,
     has_bias: u32,
+    /// Invocations that split one column's K: a power of two, at most `WG`.
+    lanes: u32,
     _pad0: u32,
-    _pad1: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -42,7 +49,7 @@ struct Params {
 @group(0) @binding(4) var<storage, read> bias: array<Elem>;
 @group(0) @binding(5) var<storage, read_write> out: array<Elem>;
 
-var<workgroup> partial: array<f32, 1024>;
+var<workgroup> partial: array<vec4<f32>, WG>;
 
 /// Nibbles `4i .. 4i + 4` of `word`, as signed weights.
 fn low4(word: u32) -> vec4<f32> {
@@ -53,59 +60,84 @@ fn high4(word: u32) -> vec4<f32> {
     return low4(word >> 16u);
 }
 
-@compute @workgroup_size(256)
+/// The 16-byte word `q` (32 nibbles) dotted with the 32 inputs `xs`.
+fn dot32(q: vec4<u32>, xs: array<vec4<f32>, 8>) -> f32 {
+    var d = dot(xs[0], low4(q.x)) + dot(xs[1], high4(q.x));
+    d += dot(xs[2], low4(q.y)) + dot(xs[3], high4(q.y));
+    d += dot(xs[4], low4(q.z)) + dot(xs[5], high4(q.z));
+    d += dot(xs[6], low4(q.w)) + dot(xs[7], high4(q.w));
+    return d;
+}
+
+@compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
-    let lane = lid % LANES;
-    let c = lid / LANES;
-    let col = (wid.y * groups.x + wid.x) * COLS + c;
+    let lanes = p.lanes;
+    let lane = lid & (lanes - 1u);
+    let slot = lid / lanes;
+    let col0 = ((wid.y * groups.x + wid.x) * (WG / lanes) + slot) * COLS;
     let words = p.k / 32u;
     let x_row = p.k / 4u;
-    var acc = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
-    if col < p.n {
-        for (var w = lane; w < words; w += LANES) {
-            let q = weights[col * words + w];
-            let s = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
-            let w0 = low4(q.x);
-            let w1 = high4(q.x);
-            let w2 = low4(q.y);
-            let w3 = high4(q.y);
-            let w4 = low4(q.z);
-            let w5 = high4(q.z);
-            let w6 = low4(q.w);
-            let w7 = high4(q.w);
-            for (var r = 0u; r < p.m; r++) {
-                let b = r * x_row + w * 8u;
-                var d = dot(vec4<f32>(x[b]), w0) + dot(vec4<f32>(x[b + 1u]), w1);
-                d += dot(vec4<f32>(x[b + 2u]), w2) + dot(vec4<f32>(x[b + 3u]), w3);
-                d += dot(vec4<f32>(x[b + 4u]), w4) + dot(vec4<f32>(x[b + 5u]), w5);
-                d += dot(vec4<f32>(x[b + 6u]), w6) + dot(vec4<f32>(x[b + 7u]), w7);
-                acc[r] += d * s;
-            }
-        }
-    }
-    for (var r = 0u; r < MAX_ROWS; r++) {
-        partial[r * 256u + lid] = acc[r];
-    }
-    workgroupBarrier();
-    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
-        if lane < stride {
+    var acc = array<vec4<f32>, MAX_ROWS>();
+    if col0 < p.n {
+        let last = p.n - 1u;
+        let c1 = min(col0 + 1u, last);
+        let c2 = min(col0 + 2u, last);
+        let c3 = min(col0 + 3u, last);
+        for (var w = lane; w < words; w += lanes) {
+            let q0 = weights[col0 * words + w];
+            let q1 = weights[c1 * words + w];
+            let q2 = weights[c2 * words + w];
+            let q3 = weights[c3 * words + w];
+            let at = (w * 32u / p.group_size) * p.n_pad;
+            let s = vec4<f32>(
+                f32(scales[at + col0]),
+                f32(scales[at + c1]),
+                f32(scales[at + c2]),
+                f32(scales[at + c3]),
+            );
             for (var r = 0u; r < MAX_ROWS; r++) {
-                partial[r * 256u + lid] += partial[r * 256u + lid + stride];
+                if r < p.m {
+                    let b = r * x_row + w * 8u;
+                    var xs: array<vec4<f32>, 8>;
+                    for (var i = 0u; i < 8u; i++) {
+                        xs[i] = vec4<f32>(x[b + i]);
+                    }
+                    let d = vec4<f32>(dot32(q0, xs), dot32(q1, xs), dot32(q2, xs), dot32(q3, xs));
+                    acc[r] += d * s;
+                }
             }
         }
-        workgroupBarrier();
     }
-    if lane == 0u && col < p.n {
-        for (var r = 0u; r < p.m; r++) {
-            var v = partial[r * 256u + lid];
-            if p.has_bias != 0u {
-                v += f32(bias[col]);
+    // One row at a time (the condition is uniform), so that the workgroup
+    // memory stays small.
+    for (var r = 0u; r < MAX_ROWS; r++) {
+        if r < p.m {
+            partial[lid] = acc[r];
+            workgroupBarrier();
+            for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
+                if lane < stride {
+                    partial[lid] += partial[lid + stride];
+                }
+                workgroupBarrier();
             }
-            out[r * p.n + col] = Elem(v);
+            if lane == 0u && col0 < p.n {
+                let v = partial[lid];
+                for (var c = 0u; c < COLS; c++) {
+                    let col = col0 + c;
+                    if col < p.n {
+                        var y = v[c];
+                        if p.has_bias != 0u {
+                            y += f32(bias[col]);
+                        }
+                        out[r * p.n + col] = Elem(y);
+                    }
+                }
+            }
+            workgroupBarrier();
         }
     }
 }

@@ -76,6 +76,8 @@ pub enum Family {
     Q4GemmSwiglu,
     /// `q4_gemv.wgsl`.
     Q4Gemv,
+    /// `q4_gemv_qkv.wgsl`.
+    Q4GemvQkv,
     /// `q4_gemv_swiglu.wgsl`.
     Q4GemvSwiglu,
     /// `reduce.wgsl`.
@@ -296,6 +298,10 @@ pub enum ShaderId {
     Q4GemvF32,
     /// `q4_gemv.wgsl` with `Elem = f16`.
     Q4GemvF16,
+    /// `q4_gemv_qkv.wgsl` with `Elem = f32`.
+    Q4GemvQkvF32,
+    /// `q4_gemv_qkv.wgsl` with `Elem = f16`.
+    Q4GemvQkvF16,
     /// `q4_gemv_swiglu.wgsl` with `Elem = f32`.
     Q4GemvSwigluF32,
     /// `q4_gemv_swiglu.wgsl` with `Elem = f16`.
@@ -459,6 +465,8 @@ impl ShaderId {
         ShaderId::Q4GemmSwigluF16,
         ShaderId::Q4GemvF32,
         ShaderId::Q4GemvF16,
+        ShaderId::Q4GemvQkvF32,
+        ShaderId::Q4GemvQkvF16,
         ShaderId::Q4GemvSwigluF32,
         ShaderId::Q4GemvSwigluF16,
         ShaderId::ReduceF32,
@@ -581,6 +589,8 @@ impl ShaderId {
             ShaderId::Q4GemmSwigluF16 => Family::Q4GemmSwiglu,
             ShaderId::Q4GemvF32 => Family::Q4Gemv,
             ShaderId::Q4GemvF16 => Family::Q4Gemv,
+            ShaderId::Q4GemvQkvF32 => Family::Q4GemvQkv,
+            ShaderId::Q4GemvQkvF16 => Family::Q4GemvQkv,
             ShaderId::Q4GemvSwigluF32 => Family::Q4GemvSwiglu,
             ShaderId::Q4GemvSwigluF16 => Family::Q4GemvSwiglu,
             ShaderId::ReduceF32 => Family::Reduce,
@@ -704,6 +714,8 @@ impl ShaderId {
             ShaderId::Q4GemmSwigluF16 => Variant::F16,
             ShaderId::Q4GemvF32 => Variant::F32,
             ShaderId::Q4GemvF16 => Variant::F16,
+            ShaderId::Q4GemvQkvF32 => Variant::F32,
+            ShaderId::Q4GemvQkvF16 => Variant::F16,
             ShaderId::Q4GemvSwigluF32 => Variant::F32,
             ShaderId::Q4GemvSwigluF16 => Variant::F16,
             ShaderId::ReduceF32 => Variant::F32,
@@ -827,6 +839,8 @@ impl ShaderId {
             ShaderId::Q4GemmSwigluF16 => "q4_gemm_swiglu.f16",
             ShaderId::Q4GemvF32 => "q4_gemv.f32",
             ShaderId::Q4GemvF16 => "q4_gemv.f16",
+            ShaderId::Q4GemvQkvF32 => "q4_gemv_qkv.f32",
+            ShaderId::Q4GemvQkvF16 => "q4_gemv_qkv.f16",
             ShaderId::Q4GemvSwigluF32 => "q4_gemv_swiglu.f32",
             ShaderId::Q4GemvSwigluF16 => "q4_gemv_swiglu.f16",
             ShaderId::ReduceF32 => "reduce.f32",
@@ -950,6 +964,8 @@ impl ShaderId {
             ShaderId::Q4GemmSwigluF16 => Q4_GEMM_SWIGLU_F16,
             ShaderId::Q4GemvF32 => Q4_GEMV_F32,
             ShaderId::Q4GemvF16 => Q4_GEMV_F16,
+            ShaderId::Q4GemvQkvF32 => Q4_GEMV_QKV_F32,
+            ShaderId::Q4GemvQkvF16 => Q4_GEMV_QKV_F16,
             ShaderId::Q4GemvSwigluF32 => Q4_GEMV_SWIGLU_F32,
             ShaderId::Q4GemvSwigluF16 => Q4_GEMV_SWIGLU_F16,
             ShaderId::ReduceF32 => REDUCE_F32,
@@ -1280,6 +1296,18 @@ impl ShaderId {
                 uniform_buffers: 1,
                 workgroup_bytes: 4096,
             },
+            ShaderId::Q4GemvQkvF32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 10,
+                uniform_buffers: 1,
+                workgroup_bytes: 4096,
+            },
+            ShaderId::Q4GemvQkvF16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 10,
+                uniform_buffers: 1,
+                workgroup_bytes: 4096,
+            },
             ShaderId::Q4GemvSwigluF32 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 6,
@@ -1530,6 +1558,8 @@ impl ShaderId {
             (Family::Q4GemmSwiglu, Variant::F16) => Some(ShaderId::Q4GemmSwigluF16),
             (Family::Q4Gemv, Variant::F32) => Some(ShaderId::Q4GemvF32),
             (Family::Q4Gemv, Variant::F16) => Some(ShaderId::Q4GemvF16),
+            (Family::Q4GemvQkv, Variant::F32) => Some(ShaderId::Q4GemvQkvF32),
+            (Family::Q4GemvQkv, Variant::F16) => Some(ShaderId::Q4GemvQkvF16),
             (Family::Q4GemvSwiglu, Variant::F32) => Some(ShaderId::Q4GemvSwigluF32),
             (Family::Q4GemvSwiglu, Variant::F16) => Some(ShaderId::Q4GemvSwigluF16),
             (Family::Reduce, Variant::F32) => Some(ShaderId::ReduceF32),
@@ -5688,19 +5718,22 @@ fn main(
 pub const LINEAR_GEMV_F32: &str = r#"//! Decode route of a dense `linear` (weight `[N, K]`, K contiguous; at most
 //! `MAX_ROWS` rows of x): `out[m, n] = sum_k x[m, k] * w[n, k] + bias[n]`.
 //!
-//! Bandwidth-bound like `q4_gemv.wgsl`: a workgroup computes `COLS` output
-//! columns with `LANES` invocations each; a lane reads one `vec4` of its
-//! column's weight row at a time (adjacent lanes, adjacent words: coalesced)
-//! and dots it with x for every row; the lanes' partial sums meet in shared
-//! memory. The host routes here only when K is a multiple of 4. f32 math.
+//! Bandwidth-bound, with `q4_gemv.wgsl`'s work split: an invocation owns
+//! `COLS` adjacent output columns and one of `lanes` slices of K (a power
+//! of two the host picks from N and K); per step it loads one `vec4` of each
+//! of its columns' weight rows before using any (adjacent lanes, adjacent
+//! words: coalesced), reads x once for all of them and accumulates in f32.
+//! Lanes meet in a workgroup-memory tree reduction. The host routes here
+//! only when K is a multiple of 4. Columns past N read the last column and
+//! are not stored.
 // variants: f32 f16
 
 alias Elem = f32;
 
-/// Invocations per column.
-const LANES: u32 = 32u;
-/// Columns per workgroup (`LANES * COLS` = 256 invocations).
-const COLS: u32 = 8u;
+/// Invocations per workgroup.
+const WG: u32 = 256u;
+/// Output columns per invocation.
+const COLS: u32 = 4u;
 /// Most rows of x.
 const MAX_ROWS: u32 = 4u;
 
@@ -5712,6 +5745,11 @@ struct Params {
     /// Input features (a multiple of 4).
     k: u32,
     has_bias: u32,
+    /// Invocations that split one column's K: a power of two, at most `WG`.
+    lanes: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -5720,46 +5758,64 @@ struct Params {
 @group(0) @binding(3) var<storage, read> bias: array<Elem>;
 @group(0) @binding(4) var<storage, read_write> out: array<Elem>;
 
-var<workgroup> partial: array<f32, 1024>;
+var<workgroup> partial: array<vec4<f32>, WG>;
 
-@compute @workgroup_size(256)
+@compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
-    let lane = lid % LANES;
-    let c = lid / LANES;
-    let col = (wid.y * groups.x + wid.x) * COLS + c;
+    let lanes = p.lanes;
+    let lane = lid & (lanes - 1u);
+    let slot = lid / lanes;
+    let col0 = ((wid.y * groups.x + wid.x) * (WG / lanes) + slot) * COLS;
     let k4 = p.k / 4u;
-    var acc = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
-    if col < p.n {
-        for (var j = lane; j < k4; j += LANES) {
-            let wv = vec4<f32>(w[col * k4 + j]);
-            for (var r = 0u; r < p.m; r++) {
-                acc[r] += dot(vec4<f32>(x[r * k4 + j]), wv);
-            }
-        }
-    }
-    for (var r = 0u; r < MAX_ROWS; r++) {
-        partial[r * 256u + lid] = acc[r];
-    }
-    workgroupBarrier();
-    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
-        if lane < stride {
+    var acc = array<vec4<f32>, MAX_ROWS>();
+    if col0 < p.n {
+        let last = p.n - 1u;
+        let c1 = min(col0 + 1u, last);
+        let c2 = min(col0 + 2u, last);
+        let c3 = min(col0 + 3u, last);
+        for (var j = lane; j < k4; j += lanes) {
+            let w0 = vec4<f32>(w[col0 * k4 + j]);
+            let w1 = vec4<f32>(w[c1 * k4 + j]);
+            let w2 = vec4<f32>(w[c2 * k4 + j]);
+            let w3 = vec4<f32>(w[c3 * k4 + j]);
             for (var r = 0u; r < MAX_ROWS; r++) {
-                partial[r * 256u + lid] += partial[r * 256u + lid + stride];
+                if r < p.m {
+                    let xv = vec4<f32>(x[r * k4 + j]);
+                    acc[r] += vec4<f32>(dot(xv, w0), dot(xv, w1), dot(xv, w2), dot(xv, w3));
+                }
             }
         }
-        workgroupBarrier();
     }
-    if lane == 0u && col < p.n {
-        for (var r = 0u; r < p.m; r++) {
-            var v = partial[r * 256u + lid];
-            if p.has_bias != 0u {
-                v += f32(bias[col]);
+    // One row at a time (the condition is uniform), so that the workgroup
+    // memory stays small.
+    for (var r = 0u; r < MAX_ROWS; r++) {
+        if r < p.m {
+            partial[lid] = acc[r];
+            workgroupBarrier();
+            for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
+                if lane < stride {
+                    partial[lid] += partial[lid + stride];
+                }
+                workgroupBarrier();
             }
-            out[r * p.n + col] = Elem(v);
+            if lane == 0u && col0 < p.n {
+                let v = partial[lid];
+                for (var c = 0u; c < COLS; c++) {
+                    let col = col0 + c;
+                    if col < p.n {
+                        var y = v[c];
+                        if p.has_bias != 0u {
+                            y += f32(bias[col]);
+                        }
+                        out[r * p.n + col] = Elem(y);
+                    }
+                }
+            }
+            workgroupBarrier();
         }
     }
 }
@@ -5771,19 +5827,22 @@ pub const LINEAR_GEMV_F16: &str = r#"enable f16;
 //! Decode route of a dense `linear` (weight `[N, K]`, K contiguous; at most
 //! `MAX_ROWS` rows of x): `out[m, n] = sum_k x[m, k] * w[n, k] + bias[n]`.
 //!
-//! Bandwidth-bound like `q4_gemv.wgsl`: a workgroup computes `COLS` output
-//! columns with `LANES` invocations each; a lane reads one `vec4` of its
-//! column's weight row at a time (adjacent lanes, adjacent words: coalesced)
-//! and dots it with x for every row; the lanes' partial sums meet in shared
-//! memory. The host routes here only when K is a multiple of 4. f32 math.
+//! Bandwidth-bound, with `q4_gemv.wgsl`'s work split: an invocation owns
+//! `COLS` adjacent output columns and one of `lanes` slices of K (a power
+//! of two the host picks from N and K); per step it loads one `vec4` of each
+//! of its columns' weight rows before using any (adjacent lanes, adjacent
+//! words: coalesced), reads x once for all of them and accumulates in f32.
+//! Lanes meet in a workgroup-memory tree reduction. The host routes here
+//! only when K is a multiple of 4. Columns past N read the last column and
+//! are not stored.
 // variants: f32 f16
 
 alias Elem = f16;
 
-/// Invocations per column.
-const LANES: u32 = 32u;
-/// Columns per workgroup (`LANES * COLS` = 256 invocations).
-const COLS: u32 = 8u;
+/// Invocations per workgroup.
+const WG: u32 = 256u;
+/// Output columns per invocation.
+const COLS: u32 = 4u;
 /// Most rows of x.
 const MAX_ROWS: u32 = 4u;
 
@@ -5795,6 +5854,11 @@ struct Params {
     /// Input features (a multiple of 4).
     k: u32,
     has_bias: u32,
+    /// Invocations that split one column's K: a power of two, at most `WG`.
+    lanes: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -5803,46 +5867,64 @@ struct Params {
 @group(0) @binding(3) var<storage, read> bias: array<Elem>;
 @group(0) @binding(4) var<storage, read_write> out: array<Elem>;
 
-var<workgroup> partial: array<f32, 1024>;
+var<workgroup> partial: array<vec4<f32>, WG>;
 
-@compute @workgroup_size(256)
+@compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
-    let lane = lid % LANES;
-    let c = lid / LANES;
-    let col = (wid.y * groups.x + wid.x) * COLS + c;
+    let lanes = p.lanes;
+    let lane = lid & (lanes - 1u);
+    let slot = lid / lanes;
+    let col0 = ((wid.y * groups.x + wid.x) * (WG / lanes) + slot) * COLS;
     let k4 = p.k / 4u;
-    var acc = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
-    if col < p.n {
-        for (var j = lane; j < k4; j += LANES) {
-            let wv = vec4<f32>(w[col * k4 + j]);
-            for (var r = 0u; r < p.m; r++) {
-                acc[r] += dot(vec4<f32>(x[r * k4 + j]), wv);
-            }
-        }
-    }
-    for (var r = 0u; r < MAX_ROWS; r++) {
-        partial[r * 256u + lid] = acc[r];
-    }
-    workgroupBarrier();
-    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
-        if lane < stride {
+    var acc = array<vec4<f32>, MAX_ROWS>();
+    if col0 < p.n {
+        let last = p.n - 1u;
+        let c1 = min(col0 + 1u, last);
+        let c2 = min(col0 + 2u, last);
+        let c3 = min(col0 + 3u, last);
+        for (var j = lane; j < k4; j += lanes) {
+            let w0 = vec4<f32>(w[col0 * k4 + j]);
+            let w1 = vec4<f32>(w[c1 * k4 + j]);
+            let w2 = vec4<f32>(w[c2 * k4 + j]);
+            let w3 = vec4<f32>(w[c3 * k4 + j]);
             for (var r = 0u; r < MAX_ROWS; r++) {
-                partial[r * 256u + lid] += partial[r * 256u + lid + stride];
+                if r < p.m {
+                    let xv = vec4<f32>(x[r * k4 + j]);
+                    acc[r] += vec4<f32>(dot(xv, w0), dot(xv, w1), dot(xv, w2), dot(xv, w3));
+                }
             }
         }
-        workgroupBarrier();
     }
-    if lane == 0u && col < p.n {
-        for (var r = 0u; r < p.m; r++) {
-            var v = partial[r * 256u + lid];
-            if p.has_bias != 0u {
-                v += f32(bias[col]);
+    // One row at a time (the condition is uniform), so that the workgroup
+    // memory stays small.
+    for (var r = 0u; r < MAX_ROWS; r++) {
+        if r < p.m {
+            partial[lid] = acc[r];
+            workgroupBarrier();
+            for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
+                if lane < stride {
+                    partial[lid] += partial[lid + stride];
+                }
+                workgroupBarrier();
             }
-            out[r * p.n + col] = Elem(v);
+            if lane == 0u && col0 < p.n {
+                let v = partial[lid];
+                for (var c = 0u; c < COLS; c++) {
+                    let col = col0 + c;
+                    if col < p.n {
+                        var y = v[c];
+                        if p.has_bias != 0u {
+                            y += f32(bias[col]);
+                        }
+                        out[r * p.n + col] = Elem(y);
+                    }
+                }
+            }
+            workgroupBarrier();
         }
     }
 }
@@ -8173,21 +8255,27 @@ fn main(
 pub const Q4_GEMV_F32: &str = r#"//! Decode route of `et_vk.linear_q4gsw` (at most `MAX_ROWS` rows of x):
 //! `out[m, n] = sum_k x[m, k] * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`.
 //!
-//! Bandwidth-bound: each weight byte is read once. A workgroup computes
-//! `COLS` output columns with `LANES` invocations each; a lane reads one
-//! 16-byte word of its column's packed row at a time (32 nibbles: one scale
+//! Bandwidth-bound: each weight byte is read once. An invocation owns
+//! `COLS` adjacent output columns and one of `lanes` slices of K (the host
+//! picks `lanes`, a power of two up to `WG`: few for long rows and many
+//! columns, many where N is small, so that small projections still fill
+//! the GPU). Per step it loads one 16-byte word (32 nibbles: one scale
 //! group, since the host routes here only when `group % 32 == 0` and
-//! `K % 32 == 0`), dequantizes in registers, and dots it with x for every
-//! row. The lanes of a column are adjacent, so their reads are coalesced;
-//! their partial sums meet in shared memory. Accumulation is f32.
+//! `K % 32 == 0`) of each of its columns and their scales before using any,
+//! reads the 32 inputs of x once for all its columns, and accumulates in
+//! f32. The lanes of a column are adjacent invocations reading adjacent
+//! words (coalesced); the columns of a workgroup are adjacent, so the scale
+//! reads of one group row are contiguous. Lanes meet in a workgroup-memory
+//! tree reduction (no subgroups: it runs in the browser too). Columns past
+//! N read the last column and are not stored.
 // variants: f32 f16
 
 alias Elem = f32;
 
-/// Invocations per column.
-const LANES: u32 = 32u;
-/// Columns per workgroup (`LANES * COLS` = 256 invocations).
-const COLS: u32 = 8u;
+/// Invocations per workgroup.
+const WG: u32 = 256u;
+/// Output columns per invocation.
+const COLS: u32 = 4u;
 /// Most rows of x (the host routes larger M to `q4_gemm.wgsl`).
 const MAX_ROWS: u32 = 4u;
 
@@ -8203,8 +8291,9 @@ struct Params {
     /// Inputs per scale group (a multiple of 32).
     group_size: u32,
     has_bias: u32,
+    /// Invocations that split one column's K: a power of two, at most `WG`.
+    lanes: u32,
     _pad0: u32,
-    _pad1: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -8214,7 +8303,7 @@ struct Params {
 @group(0) @binding(4) var<storage, read> bias: array<Elem>;
 @group(0) @binding(5) var<storage, read_write> out: array<Elem>;
 
-var<workgroup> partial: array<f32, 1024>;
+var<workgroup> partial: array<vec4<f32>, WG>;
 
 /// Nibbles `4i .. 4i + 4` of `word`, as signed weights.
 fn low4(word: u32) -> vec4<f32> {
@@ -8225,59 +8314,84 @@ fn high4(word: u32) -> vec4<f32> {
     return low4(word >> 16u);
 }
 
-@compute @workgroup_size(256)
+/// The 16-byte word `q` (32 nibbles) dotted with the 32 inputs `xs`.
+fn dot32(q: vec4<u32>, xs: array<vec4<f32>, 8>) -> f32 {
+    var d = dot(xs[0], low4(q.x)) + dot(xs[1], high4(q.x));
+    d += dot(xs[2], low4(q.y)) + dot(xs[3], high4(q.y));
+    d += dot(xs[4], low4(q.z)) + dot(xs[5], high4(q.z));
+    d += dot(xs[6], low4(q.w)) + dot(xs[7], high4(q.w));
+    return d;
+}
+
+@compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
-    let lane = lid % LANES;
-    let c = lid / LANES;
-    let col = (wid.y * groups.x + wid.x) * COLS + c;
+    let lanes = p.lanes;
+    let lane = lid & (lanes - 1u);
+    let slot = lid / lanes;
+    let col0 = ((wid.y * groups.x + wid.x) * (WG / lanes) + slot) * COLS;
     let words = p.k / 32u;
     let x_row = p.k / 4u;
-    var acc = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
-    if col < p.n {
-        for (var w = lane; w < words; w += LANES) {
-            let q = weights[col * words + w];
-            let s = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
-            let w0 = low4(q.x);
-            let w1 = high4(q.x);
-            let w2 = low4(q.y);
-            let w3 = high4(q.y);
-            let w4 = low4(q.z);
-            let w5 = high4(q.z);
-            let w6 = low4(q.w);
-            let w7 = high4(q.w);
-            for (var r = 0u; r < p.m; r++) {
-                let b = r * x_row + w * 8u;
-                var d = dot(vec4<f32>(x[b]), w0) + dot(vec4<f32>(x[b + 1u]), w1);
-                d += dot(vec4<f32>(x[b + 2u]), w2) + dot(vec4<f32>(x[b + 3u]), w3);
-                d += dot(vec4<f32>(x[b + 4u]), w4) + dot(vec4<f32>(x[b + 5u]), w5);
-                d += dot(vec4<f32>(x[b + 6u]), w6) + dot(vec4<f32>(x[b + 7u]), w7);
-                acc[r] += d * s;
-            }
-        }
-    }
-    for (var r = 0u; r < MAX_ROWS; r++) {
-        partial[r * 256u + lid] = acc[r];
-    }
-    workgroupBarrier();
-    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
-        if lane < stride {
+    var acc = array<vec4<f32>, MAX_ROWS>();
+    if col0 < p.n {
+        let last = p.n - 1u;
+        let c1 = min(col0 + 1u, last);
+        let c2 = min(col0 + 2u, last);
+        let c3 = min(col0 + 3u, last);
+        for (var w = lane; w < words; w += lanes) {
+            let q0 = weights[col0 * words + w];
+            let q1 = weights[c1 * words + w];
+            let q2 = weights[c2 * words + w];
+            let q3 = weights[c3 * words + w];
+            let at = (w * 32u / p.group_size) * p.n_pad;
+            let s = vec4<f32>(
+                f32(scales[at + col0]),
+                f32(scales[at + c1]),
+                f32(scales[at + c2]),
+                f32(scales[at + c3]),
+            );
             for (var r = 0u; r < MAX_ROWS; r++) {
-                partial[r * 256u + lid] += partial[r * 256u + lid + stride];
+                if r < p.m {
+                    let b = r * x_row + w * 8u;
+                    var xs: array<vec4<f32>, 8>;
+                    for (var i = 0u; i < 8u; i++) {
+                        xs[i] = vec4<f32>(x[b + i]);
+                    }
+                    let d = vec4<f32>(dot32(q0, xs), dot32(q1, xs), dot32(q2, xs), dot32(q3, xs));
+                    acc[r] += d * s;
+                }
             }
         }
-        workgroupBarrier();
     }
-    if lane == 0u && col < p.n {
-        for (var r = 0u; r < p.m; r++) {
-            var v = partial[r * 256u + lid];
-            if p.has_bias != 0u {
-                v += f32(bias[col]);
+    // One row at a time (the condition is uniform), so that the workgroup
+    // memory stays small.
+    for (var r = 0u; r < MAX_ROWS; r++) {
+        if r < p.m {
+            partial[lid] = acc[r];
+            workgroupBarrier();
+            for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
+                if lane < stride {
+                    partial[lid] += partial[lid + stride];
+                }
+                workgroupBarrier();
             }
-            out[r * p.n + col] = Elem(v);
+            if lane == 0u && col0 < p.n {
+                let v = partial[lid];
+                for (var c = 0u; c < COLS; c++) {
+                    let col = col0 + c;
+                    if col < p.n {
+                        var y = v[c];
+                        if p.has_bias != 0u {
+                            y += f32(bias[col]);
+                        }
+                        out[r * p.n + col] = Elem(y);
+                    }
+                }
+            }
+            workgroupBarrier();
         }
     }
 }
@@ -8289,21 +8403,27 @@ pub const Q4_GEMV_F16: &str = r#"enable f16;
 //! Decode route of `et_vk.linear_q4gsw` (at most `MAX_ROWS` rows of x):
 //! `out[m, n] = sum_k x[m, k] * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`.
 //!
-//! Bandwidth-bound: each weight byte is read once. A workgroup computes
-//! `COLS` output columns with `LANES` invocations each; a lane reads one
-//! 16-byte word of its column's packed row at a time (32 nibbles: one scale
+//! Bandwidth-bound: each weight byte is read once. An invocation owns
+//! `COLS` adjacent output columns and one of `lanes` slices of K (the host
+//! picks `lanes`, a power of two up to `WG`: few for long rows and many
+//! columns, many where N is small, so that small projections still fill
+//! the GPU). Per step it loads one 16-byte word (32 nibbles: one scale
 //! group, since the host routes here only when `group % 32 == 0` and
-//! `K % 32 == 0`), dequantizes in registers, and dots it with x for every
-//! row. The lanes of a column are adjacent, so their reads are coalesced;
-//! their partial sums meet in shared memory. Accumulation is f32.
+//! `K % 32 == 0`) of each of its columns and their scales before using any,
+//! reads the 32 inputs of x once for all its columns, and accumulates in
+//! f32. The lanes of a column are adjacent invocations reading adjacent
+//! words (coalesced); the columns of a workgroup are adjacent, so the scale
+//! reads of one group row are contiguous. Lanes meet in a workgroup-memory
+//! tree reduction (no subgroups: it runs in the browser too). Columns past
+//! N read the last column and are not stored.
 // variants: f32 f16
 
 alias Elem = f16;
 
-/// Invocations per column.
-const LANES: u32 = 32u;
-/// Columns per workgroup (`LANES * COLS` = 256 invocations).
-const COLS: u32 = 8u;
+/// Invocations per workgroup.
+const WG: u32 = 256u;
+/// Output columns per invocation.
+const COLS: u32 = 4u;
 /// Most rows of x (the host routes larger M to `q4_gemm.wgsl`).
 const MAX_ROWS: u32 = 4u;
 
@@ -8319,8 +8439,9 @@ struct Params {
     /// Inputs per scale group (a multiple of 32).
     group_size: u32,
     has_bias: u32,
+    /// Invocations that split one column's K: a power of two, at most `WG`.
+    lanes: u32,
     _pad0: u32,
-    _pad1: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -8330,7 +8451,7 @@ struct Params {
 @group(0) @binding(4) var<storage, read> bias: array<Elem>;
 @group(0) @binding(5) var<storage, read_write> out: array<Elem>;
 
-var<workgroup> partial: array<f32, 1024>;
+var<workgroup> partial: array<vec4<f32>, WG>;
 
 /// Nibbles `4i .. 4i + 4` of `word`, as signed weights.
 fn low4(word: u32) -> vec4<f32> {
@@ -8341,59 +8462,440 @@ fn high4(word: u32) -> vec4<f32> {
     return low4(word >> 16u);
 }
 
-@compute @workgroup_size(256)
+/// The 16-byte word `q` (32 nibbles) dotted with the 32 inputs `xs`.
+fn dot32(q: vec4<u32>, xs: array<vec4<f32>, 8>) -> f32 {
+    var d = dot(xs[0], low4(q.x)) + dot(xs[1], high4(q.x));
+    d += dot(xs[2], low4(q.y)) + dot(xs[3], high4(q.y));
+    d += dot(xs[4], low4(q.z)) + dot(xs[5], high4(q.z));
+    d += dot(xs[6], low4(q.w)) + dot(xs[7], high4(q.w));
+    return d;
+}
+
+@compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
-    let lane = lid % LANES;
-    let c = lid / LANES;
-    let col = (wid.y * groups.x + wid.x) * COLS + c;
+    let lanes = p.lanes;
+    let lane = lid & (lanes - 1u);
+    let slot = lid / lanes;
+    let col0 = ((wid.y * groups.x + wid.x) * (WG / lanes) + slot) * COLS;
     let words = p.k / 32u;
     let x_row = p.k / 4u;
-    var acc = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
-    if col < p.n {
-        for (var w = lane; w < words; w += LANES) {
-            let q = weights[col * words + w];
-            let s = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
-            let w0 = low4(q.x);
-            let w1 = high4(q.x);
-            let w2 = low4(q.y);
-            let w3 = high4(q.y);
-            let w4 = low4(q.z);
-            let w5 = high4(q.z);
-            let w6 = low4(q.w);
-            let w7 = high4(q.w);
-            for (var r = 0u; r < p.m; r++) {
-                let b = r * x_row + w * 8u;
-                var d = dot(vec4<f32>(x[b]), w0) + dot(vec4<f32>(x[b + 1u]), w1);
-                d += dot(vec4<f32>(x[b + 2u]), w2) + dot(vec4<f32>(x[b + 3u]), w3);
-                d += dot(vec4<f32>(x[b + 4u]), w4) + dot(vec4<f32>(x[b + 5u]), w5);
-                d += dot(vec4<f32>(x[b + 6u]), w6) + dot(vec4<f32>(x[b + 7u]), w7);
-                acc[r] += d * s;
-            }
-        }
-    }
-    for (var r = 0u; r < MAX_ROWS; r++) {
-        partial[r * 256u + lid] = acc[r];
-    }
-    workgroupBarrier();
-    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
-        if lane < stride {
+    var acc = array<vec4<f32>, MAX_ROWS>();
+    if col0 < p.n {
+        let last = p.n - 1u;
+        let c1 = min(col0 + 1u, last);
+        let c2 = min(col0 + 2u, last);
+        let c3 = min(col0 + 3u, last);
+        for (var w = lane; w < words; w += lanes) {
+            let q0 = weights[col0 * words + w];
+            let q1 = weights[c1 * words + w];
+            let q2 = weights[c2 * words + w];
+            let q3 = weights[c3 * words + w];
+            let at = (w * 32u / p.group_size) * p.n_pad;
+            let s = vec4<f32>(
+                f32(scales[at + col0]),
+                f32(scales[at + c1]),
+                f32(scales[at + c2]),
+                f32(scales[at + c3]),
+            );
             for (var r = 0u; r < MAX_ROWS; r++) {
-                partial[r * 256u + lid] += partial[r * 256u + lid + stride];
+                if r < p.m {
+                    let b = r * x_row + w * 8u;
+                    var xs: array<vec4<f32>, 8>;
+                    for (var i = 0u; i < 8u; i++) {
+                        xs[i] = vec4<f32>(x[b + i]);
+                    }
+                    let d = vec4<f32>(dot32(q0, xs), dot32(q1, xs), dot32(q2, xs), dot32(q3, xs));
+                    acc[r] += d * s;
+                }
             }
         }
-        workgroupBarrier();
     }
-    if lane == 0u && col < p.n {
-        for (var r = 0u; r < p.m; r++) {
-            var v = partial[r * 256u + lid];
-            if p.has_bias != 0u {
-                v += f32(bias[col]);
+    // One row at a time (the condition is uniform), so that the workgroup
+    // memory stays small.
+    for (var r = 0u; r < MAX_ROWS; r++) {
+        if r < p.m {
+            partial[lid] = acc[r];
+            workgroupBarrier();
+            for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
+                if lane < stride {
+                    partial[lid] += partial[lid + stride];
+                }
+                workgroupBarrier();
             }
-            out[r * p.n + col] = Elem(v);
+            if lane == 0u && col0 < p.n {
+                let v = partial[lid];
+                for (var c = 0u; c < COLS; c++) {
+                    let col = col0 + c;
+                    if col < p.n {
+                        var y = v[c];
+                        if p.has_bias != 0u {
+                            y += f32(bias[col]);
+                        }
+                        out[r * p.n + col] = Elem(y);
+                    }
+                }
+            }
+            workgroupBarrier();
+        }
+    }
+}
+"#;
+
+/// `q4_gemv_qkv.wgsl` with `Elem = f32`.
+pub const Q4_GEMV_QKV_F32: &str = r#"//! Decode route of the fused `etwgpu.linear_q4gsw_qkv` (at most `MAX_ROWS`
+//! rows of x): the three 4-bit linears of one input (Q, K, V) in one
+//! dispatch, `out_j[m, n] = sum_k x[m, k] * (nibble_j(n, k) - 8) *
+//! scales_j[k / group, n]`.
+//!
+//! Each workgroup belongs to one projection (the host gives projection j
+//! the workgroups from `first[j]` to `first[j + 1]`), and computes its
+//! columns exactly as `q4_gemv.wgsl` does with that projection's own
+//! `lanes[j]`: the same loads, the same order of sums, so the outputs are
+//! bit for bit those of three `q4_gemv.wgsl` dispatches. The small K and V
+//! projections then run beside Q instead of after it.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup.
+const WG: u32 = 256u;
+/// Output columns per invocation.
+const COLS: u32 = 4u;
+/// Most rows of x (the host routes larger M elsewhere).
+const MAX_ROWS: u32 = 4u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Input features (a multiple of 32).
+    k: u32,
+    /// Inputs per scale group (a multiple of 32).
+    group_size: u32,
+    _pad0: u32,
+    /// Output features of each projection.
+    n: vec4<u32>,
+    /// Row length of each projection's scales.
+    n_pad: vec4<u32>,
+    /// Invocations that split one column's K, per projection: powers of
+    /// two, at most `WG`.
+    lanes: vec4<u32>,
+    /// First workgroup of each projection; `first[3]` is the grid's size.
+    first: vec4<u32>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> weights0: array<vec4<u32>>;
+@group(0) @binding(3) var<storage, read> scales0: array<Elem>;
+@group(0) @binding(4) var<storage, read> weights1: array<vec4<u32>>;
+@group(0) @binding(5) var<storage, read> scales1: array<Elem>;
+@group(0) @binding(6) var<storage, read> weights2: array<vec4<u32>>;
+@group(0) @binding(7) var<storage, read> scales2: array<Elem>;
+@group(0) @binding(8) var<storage, read_write> out0: array<Elem>;
+@group(0) @binding(9) var<storage, read_write> out1: array<Elem>;
+@group(0) @binding(10) var<storage, read_write> out2: array<Elem>;
+
+var<workgroup> partial: array<vec4<f32>, WG>;
+
+/// Nibbles `4i .. 4i + 4` of `word`, as signed weights.
+fn low4(word: u32) -> vec4<f32> {
+    return vec4<f32>(vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u)) - 8.0;
+}
+
+fn high4(word: u32) -> vec4<f32> {
+    return low4(word >> 16u);
+}
+
+/// The 16-byte word `q` (32 nibbles) dotted with the 32 inputs `xs`.
+fn dot32(q: vec4<u32>, xs: array<vec4<f32>, 8>) -> f32 {
+    var d = dot(xs[0], low4(q.x)) + dot(xs[1], high4(q.x));
+    d += dot(xs[2], low4(q.y)) + dot(xs[3], high4(q.y));
+    d += dot(xs[4], low4(q.z)) + dot(xs[5], high4(q.z));
+    d += dot(xs[6], low4(q.w)) + dot(xs[7], high4(q.w));
+    return d;
+}
+
+/// Word `idx` of projection `j`'s weights.
+fn word(j: u32, idx: u32) -> vec4<u32> {
+    switch j {
+        case 0u: { return weights0[idx]; }
+        case 1u: { return weights1[idx]; }
+        default: { return weights2[idx]; }
+    }
+}
+
+/// Scale `idx` of projection `j`.
+fn scale(j: u32, idx: u32) -> f32 {
+    switch j {
+        case 0u: { return f32(scales0[idx]); }
+        case 1u: { return f32(scales1[idx]); }
+        default: { return f32(scales2[idx]); }
+    }
+}
+
+fn store(j: u32, idx: u32, v: f32) {
+    switch j {
+        case 0u: { out0[idx] = Elem(v); }
+        case 1u: { out1[idx] = Elem(v); }
+        default: { out2[idx] = Elem(v); }
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let wg = wid.y * groups.x + wid.x;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if wg >= p.first[3] {
+        return;
+    }
+    var j = 0u;
+    if wg >= p.first[2] {
+        j = 2u;
+    } else if wg >= p.first[1] {
+        j = 1u;
+    }
+    let n = p.n[j];
+    let n_pad = p.n_pad[j];
+    let lanes = p.lanes[j];
+    let lane = lid & (lanes - 1u);
+    let slot = lid / lanes;
+    let col0 = ((wg - p.first[j]) * (WG / lanes) + slot) * COLS;
+    let words = p.k / 32u;
+    let x_row = p.k / 4u;
+    var acc = array<vec4<f32>, MAX_ROWS>();
+    if col0 < n {
+        let last = n - 1u;
+        let c1 = min(col0 + 1u, last);
+        let c2 = min(col0 + 2u, last);
+        let c3 = min(col0 + 3u, last);
+        for (var w = lane; w < words; w += lanes) {
+            let q0 = word(j, col0 * words + w);
+            let q1 = word(j, c1 * words + w);
+            let q2 = word(j, c2 * words + w);
+            let q3 = word(j, c3 * words + w);
+            let at = (w * 32u / p.group_size) * n_pad;
+            let s = vec4<f32>(scale(j, at + col0), scale(j, at + c1), scale(j, at + c2), scale(j, at + c3));
+            for (var r = 0u; r < MAX_ROWS; r++) {
+                if r < p.m {
+                    let b = r * x_row + w * 8u;
+                    var xs: array<vec4<f32>, 8>;
+                    for (var i = 0u; i < 8u; i++) {
+                        xs[i] = vec4<f32>(x[b + i]);
+                    }
+                    let d = vec4<f32>(dot32(q0, xs), dot32(q1, xs), dot32(q2, xs), dot32(q3, xs));
+                    acc[r] += d * s;
+                }
+            }
+        }
+    }
+    // One row at a time (the condition is uniform), so that the workgroup
+    // memory stays small.
+    for (var r = 0u; r < MAX_ROWS; r++) {
+        if r < p.m {
+            partial[lid] = acc[r];
+            workgroupBarrier();
+            for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
+                if lane < stride {
+                    partial[lid] += partial[lid + stride];
+                }
+                workgroupBarrier();
+            }
+            if lane == 0u && col0 < n {
+                let v = partial[lid];
+                for (var c = 0u; c < COLS; c++) {
+                    if col0 + c < n {
+                        store(j, r * n + col0 + c, v[c]);
+                    }
+                }
+            }
+            workgroupBarrier();
+        }
+    }
+}
+"#;
+
+/// `q4_gemv_qkv.wgsl` with `Elem = f16`.
+pub const Q4_GEMV_QKV_F16: &str = r#"enable f16;
+
+//! Decode route of the fused `etwgpu.linear_q4gsw_qkv` (at most `MAX_ROWS`
+//! rows of x): the three 4-bit linears of one input (Q, K, V) in one
+//! dispatch, `out_j[m, n] = sum_k x[m, k] * (nibble_j(n, k) - 8) *
+//! scales_j[k / group, n]`.
+//!
+//! Each workgroup belongs to one projection (the host gives projection j
+//! the workgroups from `first[j]` to `first[j + 1]`), and computes its
+//! columns exactly as `q4_gemv.wgsl` does with that projection's own
+//! `lanes[j]`: the same loads, the same order of sums, so the outputs are
+//! bit for bit those of three `q4_gemv.wgsl` dispatches. The small K and V
+//! projections then run beside Q instead of after it.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup.
+const WG: u32 = 256u;
+/// Output columns per invocation.
+const COLS: u32 = 4u;
+/// Most rows of x (the host routes larger M elsewhere).
+const MAX_ROWS: u32 = 4u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Input features (a multiple of 32).
+    k: u32,
+    /// Inputs per scale group (a multiple of 32).
+    group_size: u32,
+    _pad0: u32,
+    /// Output features of each projection.
+    n: vec4<u32>,
+    /// Row length of each projection's scales.
+    n_pad: vec4<u32>,
+    /// Invocations that split one column's K, per projection: powers of
+    /// two, at most `WG`.
+    lanes: vec4<u32>,
+    /// First workgroup of each projection; `first[3]` is the grid's size.
+    first: vec4<u32>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> weights0: array<vec4<u32>>;
+@group(0) @binding(3) var<storage, read> scales0: array<Elem>;
+@group(0) @binding(4) var<storage, read> weights1: array<vec4<u32>>;
+@group(0) @binding(5) var<storage, read> scales1: array<Elem>;
+@group(0) @binding(6) var<storage, read> weights2: array<vec4<u32>>;
+@group(0) @binding(7) var<storage, read> scales2: array<Elem>;
+@group(0) @binding(8) var<storage, read_write> out0: array<Elem>;
+@group(0) @binding(9) var<storage, read_write> out1: array<Elem>;
+@group(0) @binding(10) var<storage, read_write> out2: array<Elem>;
+
+var<workgroup> partial: array<vec4<f32>, WG>;
+
+/// Nibbles `4i .. 4i + 4` of `word`, as signed weights.
+fn low4(word: u32) -> vec4<f32> {
+    return vec4<f32>(vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u)) - 8.0;
+}
+
+fn high4(word: u32) -> vec4<f32> {
+    return low4(word >> 16u);
+}
+
+/// The 16-byte word `q` (32 nibbles) dotted with the 32 inputs `xs`.
+fn dot32(q: vec4<u32>, xs: array<vec4<f32>, 8>) -> f32 {
+    var d = dot(xs[0], low4(q.x)) + dot(xs[1], high4(q.x));
+    d += dot(xs[2], low4(q.y)) + dot(xs[3], high4(q.y));
+    d += dot(xs[4], low4(q.z)) + dot(xs[5], high4(q.z));
+    d += dot(xs[6], low4(q.w)) + dot(xs[7], high4(q.w));
+    return d;
+}
+
+/// Word `idx` of projection `j`'s weights.
+fn word(j: u32, idx: u32) -> vec4<u32> {
+    switch j {
+        case 0u: { return weights0[idx]; }
+        case 1u: { return weights1[idx]; }
+        default: { return weights2[idx]; }
+    }
+}
+
+/// Scale `idx` of projection `j`.
+fn scale(j: u32, idx: u32) -> f32 {
+    switch j {
+        case 0u: { return f32(scales0[idx]); }
+        case 1u: { return f32(scales1[idx]); }
+        default: { return f32(scales2[idx]); }
+    }
+}
+
+fn store(j: u32, idx: u32, v: f32) {
+    switch j {
+        case 0u: { out0[idx] = Elem(v); }
+        case 1u: { out1[idx] = Elem(v); }
+        default: { out2[idx] = Elem(v); }
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let wg = wid.y * groups.x + wid.x;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if wg >= p.first[3] {
+        return;
+    }
+    var j = 0u;
+    if wg >= p.first[2] {
+        j = 2u;
+    } else if wg >= p.first[1] {
+        j = 1u;
+    }
+    let n = p.n[j];
+    let n_pad = p.n_pad[j];
+    let lanes = p.lanes[j];
+    let lane = lid & (lanes - 1u);
+    let slot = lid / lanes;
+    let col0 = ((wg - p.first[j]) * (WG / lanes) + slot) * COLS;
+    let words = p.k / 32u;
+    let x_row = p.k / 4u;
+    var acc = array<vec4<f32>, MAX_ROWS>();
+    if col0 < n {
+        let last = n - 1u;
+        let c1 = min(col0 + 1u, last);
+        let c2 = min(col0 + 2u, last);
+        let c3 = min(col0 + 3u, last);
+        for (var w = lane; w < words; w += lanes) {
+            let q0 = word(j, col0 * words + w);
+            let q1 = word(j, c1 * words + w);
+            let q2 = word(j, c2 * words + w);
+            let q3 = word(j, c3 * words + w);
+            let at = (w * 32u / p.group_size) * n_pad;
+            let s = vec4<f32>(scale(j, at + col0), scale(j, at + c1), scale(j, at + c2), scale(j, at + c3));
+            for (var r = 0u; r < MAX_ROWS; r++) {
+                if r < p.m {
+                    let b = r * x_row + w * 8u;
+                    var xs: array<vec4<f32>, 8>;
+                    for (var i = 0u; i < 8u; i++) {
+                        xs[i] = vec4<f32>(x[b + i]);
+                    }
+                    let d = vec4<f32>(dot32(q0, xs), dot32(q1, xs), dot32(q2, xs), dot32(q3, xs));
+                    acc[r] += d * s;
+                }
+            }
+        }
+    }
+    // One row at a time (the condition is uniform), so that the workgroup
+    // memory stays small.
+    for (var r = 0u; r < MAX_ROWS; r++) {
+        if r < p.m {
+            partial[lid] = acc[r];
+            workgroupBarrier();
+            for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
+                if lane < stride {
+                    partial[lid] += partial[lid + stride];
+                }
+                workgroupBarrier();
+            }
+            if lane == 0u && col0 < n {
+                let v = partial[lid];
+                for (var c = 0u; c < COLS; c++) {
+                    if col0 + c < n {
+                        store(j, r * n + col0 + c, v[c]);
+                    }
+                }
+            }
+            workgroupBarrier();
         }
     }
 }
@@ -8405,22 +8907,21 @@ pub const Q4_GEMV_SWIGLU_F32: &str = r#"//! Decode route of the fused `etwgpu.li
 //! and up weights (as `q4_gemv.wgsl` computes them),
 //! `out[m, n] = g * sigmoid(g) * u`.
 //!
-//! As `q4_gemv.wgsl`, with both weight rows of a column read by the same
-//! lanes; each weight byte is read once. A workgroup computes
-//! `COLS` output columns with `LANES` invocations each; a lane reads one
-//! 16-byte word of its column's packed row at a time (32 nibbles: one scale
-//! group, since the host routes here only when `group % 32 == 0` and
-//! `K % 32 == 0`), dequantizes in registers, and dots it with x for every
-//! row. The lanes of a column are adjacent, so their reads are coalesced;
-//! their partial sums meet in shared memory. Accumulation is f32.
+//! The work split is `q4_gemv.wgsl`'s: an invocation owns `COLS` adjacent
+//! columns and one of `lanes` slices of K (picked by the host), loads one
+//! 16-byte word of each column of both weights and their scales before
+//! using any (2 * `COLS` words in flight), reads x once for all of them and
+//! accumulates in f32; each weight byte is read once. Lanes meet in a
+//! workgroup-memory tree reduction. Columns past N read the last column and
+//! are not stored.
 // variants: f32 f16
 
 alias Elem = f32;
 
-/// Invocations per column.
-const LANES: u32 = 32u;
-/// Columns per workgroup (`LANES * COLS` = 256 invocations).
-const COLS: u32 = 8u;
+/// Invocations per workgroup.
+const WG: u32 = 256u;
+/// Output columns per invocation.
+const COLS: u32 = 4u;
 /// Most rows of x (the host routes larger M to `q4_gemm.wgsl`).
 const MAX_ROWS: u32 = 4u;
 
@@ -8436,8 +8937,9 @@ struct Params {
     /// Inputs per scale group (a multiple of 32).
     group_size: u32,
     _pad0: u32,
+    /// Invocations that split one column's K: a power of two, at most `WG`.
+    lanes: u32,
     _pad1: u32,
-    _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -8448,17 +8950,8 @@ struct Params {
 @group(0) @binding(5) var<storage, read> s_up: array<Elem>;
 @group(0) @binding(6) var<storage, read_write> out: array<Elem>;
 
-var<workgroup> partial: array<f32, 1024>;
-var<workgroup> partial_up: array<f32, 1024>;
-
-/// The 16-byte word `q` (32 nibbles) dotted with x from vec4 `b`.
-fn dot32(q: vec4<u32>, b: u32) -> f32 {
-    var d = dot(vec4<f32>(x[b]), low4(q.x)) + dot(vec4<f32>(x[b + 1u]), high4(q.x));
-    d += dot(vec4<f32>(x[b + 2u]), low4(q.y)) + dot(vec4<f32>(x[b + 3u]), high4(q.y));
-    d += dot(vec4<f32>(x[b + 4u]), low4(q.z)) + dot(vec4<f32>(x[b + 5u]), high4(q.z));
-    d += dot(vec4<f32>(x[b + 6u]), low4(q.w)) + dot(vec4<f32>(x[b + 7u]), high4(q.w));
-    return d;
-}
+var<workgroup> partial: array<vec4<f32>, WG>;
+var<workgroup> partial_up: array<vec4<f32>, WG>;
 
 /// Nibbles `4i .. 4i + 4` of `word`, as signed weights.
 fn low4(word: u32) -> vec4<f32> {
@@ -8469,51 +8962,83 @@ fn high4(word: u32) -> vec4<f32> {
     return low4(word >> 16u);
 }
 
-@compute @workgroup_size(256)
+/// The 16-byte word `q` (32 nibbles) dotted with the 32 inputs `xs`.
+fn dot32(q: vec4<u32>, xs: array<vec4<f32>, 8>) -> f32 {
+    var d = dot(xs[0], low4(q.x)) + dot(xs[1], high4(q.x));
+    d += dot(xs[2], low4(q.y)) + dot(xs[3], high4(q.y));
+    d += dot(xs[4], low4(q.z)) + dot(xs[5], high4(q.z));
+    d += dot(xs[6], low4(q.w)) + dot(xs[7], high4(q.w));
+    return d;
+}
+
+@compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
-    let lane = lid % LANES;
-    let c = lid / LANES;
-    let col = (wid.y * groups.x + wid.x) * COLS + c;
+    let lanes = p.lanes;
+    let lane = lid & (lanes - 1u);
+    let slot = lid / lanes;
+    let col0 = ((wid.y * groups.x + wid.x) * (WG / lanes) + slot) * COLS;
     let words = p.k / 32u;
     let x_row = p.k / 4u;
-    var acc = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
-    var acc_up = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
-    if col < p.n {
-        for (var w = lane; w < words; w += LANES) {
-            let qg = w_gate[col * words + w];
-            let qu = w_up[col * words + w];
-            let at = (w * 32u / p.group_size) * p.n_pad + col;
-            let sg = f32(s_gate[at]);
-            let su = f32(s_up[at]);
-            for (var r = 0u; r < p.m; r++) {
-                let b = r * x_row + w * 8u;
-                acc[r] += dot32(qg, b) * sg;
-                acc_up[r] += dot32(qu, b) * su;
-            }
-        }
-    }
-    for (var r = 0u; r < MAX_ROWS; r++) {
-        partial[r * 256u + lid] = acc[r];
-        partial_up[r * 256u + lid] = acc_up[r];
-    }
-    workgroupBarrier();
-    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
-        if lane < stride {
+    var acc = array<vec4<f32>, MAX_ROWS>();
+    var acc_up = array<vec4<f32>, MAX_ROWS>();
+    if col0 < p.n {
+        let last = p.n - 1u;
+        let c1 = min(col0 + 1u, last);
+        let c2 = min(col0 + 2u, last);
+        let c3 = min(col0 + 3u, last);
+        for (var w = lane; w < words; w += lanes) {
+            let g0 = w_gate[col0 * words + w];
+            let g1 = w_gate[c1 * words + w];
+            let g2 = w_gate[c2 * words + w];
+            let g3 = w_gate[c3 * words + w];
+            let u0 = w_up[col0 * words + w];
+            let u1 = w_up[c1 * words + w];
+            let u2 = w_up[c2 * words + w];
+            let u3 = w_up[c3 * words + w];
+            let at = (w * 32u / p.group_size) * p.n_pad;
+            let sg = vec4<f32>(f32(s_gate[at + col0]), f32(s_gate[at + c1]), f32(s_gate[at + c2]), f32(s_gate[at + c3]));
+            let su = vec4<f32>(f32(s_up[at + col0]), f32(s_up[at + c1]), f32(s_up[at + c2]), f32(s_up[at + c3]));
             for (var r = 0u; r < MAX_ROWS; r++) {
-                partial[r * 256u + lid] += partial[r * 256u + lid + stride];
-                partial_up[r * 256u + lid] += partial_up[r * 256u + lid + stride];
+                if r < p.m {
+                    let b = r * x_row + w * 8u;
+                    var xs: array<vec4<f32>, 8>;
+                    for (var i = 0u; i < 8u; i++) {
+                        xs[i] = vec4<f32>(x[b + i]);
+                    }
+                    acc[r] += vec4<f32>(dot32(g0, xs), dot32(g1, xs), dot32(g2, xs), dot32(g3, xs)) * sg;
+                    acc_up[r] += vec4<f32>(dot32(u0, xs), dot32(u1, xs), dot32(u2, xs), dot32(u3, xs)) * su;
+                }
             }
         }
-        workgroupBarrier();
     }
-    if lane == 0u && col < p.n {
-        for (var r = 0u; r < p.m; r++) {
-            let g = partial[r * 256u + lid];
-            out[r * p.n + col] = Elem(g / (1.0 + exp(-g)) * partial_up[r * 256u + lid]);
+    // One row at a time (the condition is uniform), so that the workgroup
+    // memory stays small.
+    for (var r = 0u; r < MAX_ROWS; r++) {
+        if r < p.m {
+            partial[lid] = acc[r];
+            partial_up[lid] = acc_up[r];
+            workgroupBarrier();
+            for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
+                if lane < stride {
+                    partial[lid] += partial[lid + stride];
+                    partial_up[lid] += partial_up[lid + stride];
+                }
+                workgroupBarrier();
+            }
+            if lane == 0u && col0 < p.n {
+                let g = partial[lid];
+                let u = partial_up[lid];
+                for (var c = 0u; c < COLS; c++) {
+                    if col0 + c < p.n {
+                        out[r * p.n + col0 + c] = Elem(g[c] / (1.0 + exp(-g[c])) * u[c]);
+                    }
+                }
+            }
+            workgroupBarrier();
         }
     }
 }
@@ -8527,22 +9052,21 @@ pub const Q4_GEMV_SWIGLU_F16: &str = r#"enable f16;
 //! and up weights (as `q4_gemv.wgsl` computes them),
 //! `out[m, n] = g * sigmoid(g) * u`.
 //!
-//! As `q4_gemv.wgsl`, with both weight rows of a column read by the same
-//! lanes; each weight byte is read once. A workgroup computes
-//! `COLS` output columns with `LANES` invocations each; a lane reads one
-//! 16-byte word of its column's packed row at a time (32 nibbles: one scale
-//! group, since the host routes here only when `group % 32 == 0` and
-//! `K % 32 == 0`), dequantizes in registers, and dots it with x for every
-//! row. The lanes of a column are adjacent, so their reads are coalesced;
-//! their partial sums meet in shared memory. Accumulation is f32.
+//! The work split is `q4_gemv.wgsl`'s: an invocation owns `COLS` adjacent
+//! columns and one of `lanes` slices of K (picked by the host), loads one
+//! 16-byte word of each column of both weights and their scales before
+//! using any (2 * `COLS` words in flight), reads x once for all of them and
+//! accumulates in f32; each weight byte is read once. Lanes meet in a
+//! workgroup-memory tree reduction. Columns past N read the last column and
+//! are not stored.
 // variants: f32 f16
 
 alias Elem = f16;
 
-/// Invocations per column.
-const LANES: u32 = 32u;
-/// Columns per workgroup (`LANES * COLS` = 256 invocations).
-const COLS: u32 = 8u;
+/// Invocations per workgroup.
+const WG: u32 = 256u;
+/// Output columns per invocation.
+const COLS: u32 = 4u;
 /// Most rows of x (the host routes larger M to `q4_gemm.wgsl`).
 const MAX_ROWS: u32 = 4u;
 
@@ -8558,8 +9082,9 @@ struct Params {
     /// Inputs per scale group (a multiple of 32).
     group_size: u32,
     _pad0: u32,
+    /// Invocations that split one column's K: a power of two, at most `WG`.
+    lanes: u32,
     _pad1: u32,
-    _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -8570,17 +9095,8 @@ struct Params {
 @group(0) @binding(5) var<storage, read> s_up: array<Elem>;
 @group(0) @binding(6) var<storage, read_write> out: array<Elem>;
 
-var<workgroup> partial: array<f32, 1024>;
-var<workgroup> partial_up: array<f32, 1024>;
-
-/// The 16-byte word `q` (32 nibbles) dotted with x from vec4 `b`.
-fn dot32(q: vec4<u32>, b: u32) -> f32 {
-    var d = dot(vec4<f32>(x[b]), low4(q.x)) + dot(vec4<f32>(x[b + 1u]), high4(q.x));
-    d += dot(vec4<f32>(x[b + 2u]), low4(q.y)) + dot(vec4<f32>(x[b + 3u]), high4(q.y));
-    d += dot(vec4<f32>(x[b + 4u]), low4(q.z)) + dot(vec4<f32>(x[b + 5u]), high4(q.z));
-    d += dot(vec4<f32>(x[b + 6u]), low4(q.w)) + dot(vec4<f32>(x[b + 7u]), high4(q.w));
-    return d;
-}
+var<workgroup> partial: array<vec4<f32>, WG>;
+var<workgroup> partial_up: array<vec4<f32>, WG>;
 
 /// Nibbles `4i .. 4i + 4` of `word`, as signed weights.
 fn low4(word: u32) -> vec4<f32> {
@@ -8591,51 +9107,83 @@ fn high4(word: u32) -> vec4<f32> {
     return low4(word >> 16u);
 }
 
-@compute @workgroup_size(256)
+/// The 16-byte word `q` (32 nibbles) dotted with the 32 inputs `xs`.
+fn dot32(q: vec4<u32>, xs: array<vec4<f32>, 8>) -> f32 {
+    var d = dot(xs[0], low4(q.x)) + dot(xs[1], high4(q.x));
+    d += dot(xs[2], low4(q.y)) + dot(xs[3], high4(q.y));
+    d += dot(xs[4], low4(q.z)) + dot(xs[5], high4(q.z));
+    d += dot(xs[6], low4(q.w)) + dot(xs[7], high4(q.w));
+    return d;
+}
+
+@compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
-    let lane = lid % LANES;
-    let c = lid / LANES;
-    let col = (wid.y * groups.x + wid.x) * COLS + c;
+    let lanes = p.lanes;
+    let lane = lid & (lanes - 1u);
+    let slot = lid / lanes;
+    let col0 = ((wid.y * groups.x + wid.x) * (WG / lanes) + slot) * COLS;
     let words = p.k / 32u;
     let x_row = p.k / 4u;
-    var acc = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
-    var acc_up = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
-    if col < p.n {
-        for (var w = lane; w < words; w += LANES) {
-            let qg = w_gate[col * words + w];
-            let qu = w_up[col * words + w];
-            let at = (w * 32u / p.group_size) * p.n_pad + col;
-            let sg = f32(s_gate[at]);
-            let su = f32(s_up[at]);
-            for (var r = 0u; r < p.m; r++) {
-                let b = r * x_row + w * 8u;
-                acc[r] += dot32(qg, b) * sg;
-                acc_up[r] += dot32(qu, b) * su;
-            }
-        }
-    }
-    for (var r = 0u; r < MAX_ROWS; r++) {
-        partial[r * 256u + lid] = acc[r];
-        partial_up[r * 256u + lid] = acc_up[r];
-    }
-    workgroupBarrier();
-    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
-        if lane < stride {
+    var acc = array<vec4<f32>, MAX_ROWS>();
+    var acc_up = array<vec4<f32>, MAX_ROWS>();
+    if col0 < p.n {
+        let last = p.n - 1u;
+        let c1 = min(col0 + 1u, last);
+        let c2 = min(col0 + 2u, last);
+        let c3 = min(col0 + 3u, last);
+        for (var w = lane; w < words; w += lanes) {
+            let g0 = w_gate[col0 * words + w];
+            let g1 = w_gate[c1 * words + w];
+            let g2 = w_gate[c2 * words + w];
+            let g3 = w_gate[c3 * words + w];
+            let u0 = w_up[col0 * words + w];
+            let u1 = w_up[c1 * words + w];
+            let u2 = w_up[c2 * words + w];
+            let u3 = w_up[c3 * words + w];
+            let at = (w * 32u / p.group_size) * p.n_pad;
+            let sg = vec4<f32>(f32(s_gate[at + col0]), f32(s_gate[at + c1]), f32(s_gate[at + c2]), f32(s_gate[at + c3]));
+            let su = vec4<f32>(f32(s_up[at + col0]), f32(s_up[at + c1]), f32(s_up[at + c2]), f32(s_up[at + c3]));
             for (var r = 0u; r < MAX_ROWS; r++) {
-                partial[r * 256u + lid] += partial[r * 256u + lid + stride];
-                partial_up[r * 256u + lid] += partial_up[r * 256u + lid + stride];
+                if r < p.m {
+                    let b = r * x_row + w * 8u;
+                    var xs: array<vec4<f32>, 8>;
+                    for (var i = 0u; i < 8u; i++) {
+                        xs[i] = vec4<f32>(x[b + i]);
+                    }
+                    acc[r] += vec4<f32>(dot32(g0, xs), dot32(g1, xs), dot32(g2, xs), dot32(g3, xs)) * sg;
+                    acc_up[r] += vec4<f32>(dot32(u0, xs), dot32(u1, xs), dot32(u2, xs), dot32(u3, xs)) * su;
+                }
             }
         }
-        workgroupBarrier();
     }
-    if lane == 0u && col < p.n {
-        for (var r = 0u; r < p.m; r++) {
-            let g = partial[r * 256u + lid];
-            out[r * p.n + col] = Elem(g / (1.0 + exp(-g)) * partial_up[r * 256u + lid]);
+    // One row at a time (the condition is uniform), so that the workgroup
+    // memory stays small.
+    for (var r = 0u; r < MAX_ROWS; r++) {
+        if r < p.m {
+            partial[lid] = acc[r];
+            partial_up[lid] = acc_up[r];
+            workgroupBarrier();
+            for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
+                if lane < stride {
+                    partial[lid] += partial[lid + stride];
+                    partial_up[lid] += partial_up[lid + stride];
+                }
+                workgroupBarrier();
+            }
+            if lane == 0u && col0 < p.n {
+                let g = partial[lid];
+                let u = partial_up[lid];
+                for (var c = 0u; c < COLS; c++) {
+                    if col0 + c < p.n {
+                        out[r * p.n + col0 + c] = Elem(g[c] / (1.0 + exp(-g[c])) * u[c]);
+                    }
+                }
+            }
+            workgroupBarrier();
         }
     }
 }

@@ -16,7 +16,8 @@
 //!   →out)`: `silu(gate(x)) * up(x)` in one dispatch (`linear_swiglu.wgsl`,
 //!   `gemv_swiglu.wgsl`).
 //! - `etwgpu.linear_q4gsw_qkv.default(input, group_size, w_q, s_q, w_k, s_k,
-//!   w_v, s_v, →[q, k, v])` and `etwgpu.linear_q4gsw_swiglu.default(input,
+//!   w_v, s_v, →[q, k, v])` (`q4_gemv_qkv.wgsl` at decode) and
+//!   `etwgpu.linear_q4gsw_swiglu.default(input,
 //!   group_size, w_gate, s_gate, w_up, s_up, →out)`: the same for
 //!   `et_vk.linear_q4gsw` weights, without bias.
 
@@ -26,8 +27,8 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::generated::shaders::{Family, ShaderId, Variant};
 use crate::ops::elementwise::{BinaryOp, UnaryOp, broadcast_shapes, broadcast_strides};
-use crate::ops::matmul::GEMV_MAX_ROWS;
-use crate::ops::quant::{Q4Linear, Q4Route, check_q4_weight, q4_fast, q4_fast_dispatch};
+use crate::ops::matmul::{GEMV_MAX_ROWS, gemv_split};
+use crate::ops::quant::{Q4_GEMV_MAX_ROWS, Q4Linear, Q4Route, check_q4_weight, q4_fast, q4_fast_dispatch};
 use crate::plan::{
     Ctx, Dispatch, GeneratedShader, Lowered, MATMUL_TILE, Shader, Step, TensorInfo, Uniform, Vid, WG_ELEMENTWISE,
     check_rank, checked_numel, dims_u32, float_shader, grid_1d, grid_groups, same_dtype, to_u32,
@@ -630,7 +631,41 @@ pub fn linear_q4gsw_qkv(c: &Ctx<'_>) -> Result<Lowered> {
     let total: u64 = ns.iter().sum::<u64>() * m;
     let mut steps = Vec::new();
     let gs = group_size as u64;
-    if total > 0 && (0..3).all(|j| q4_fast(k, k_packed[j], gs)) {
+    let fast = (0..3).all(|j| q4_fast(k, k_packed[j], gs));
+    if total > 0 && fast && m <= Q4_GEMV_MAX_ROWS {
+        // One streaming GEMV for all three, each projection with the split
+        // `q4_gemv.wgsl` would give it alone (so the same bits).
+        let u = |what, x| to_u32(what, x);
+        let mut first = [0u32; 4];
+        let mut lanes = [0u32; 3];
+        for j in 0..3 {
+            let (l, groups) = gemv_split(ns[j], k / 32);
+            lanes[j] = l;
+            first[j + 1] = u("workgroups", u64::from(first[j]) + groups)?;
+        }
+        let mut params = Uniform::new().u32(u("M", m)?).u32(u("K", k)?).u32(u("group_size", gs)?).u32(0);
+        for xs in [ns, n_pads] {
+            for v in xs {
+                params = params.u32(u("weight dims", v)?);
+            }
+            params = params.u32(0);
+        }
+        for l in lanes {
+            params = params.u32(l);
+        }
+        params = params.u32(0);
+        for f in first {
+            params = params.u32(f);
+        }
+        steps.push(Step::Dispatch(Dispatch {
+            shader: float_shader(Family::Q4GemvQkv, &x, 0, "input")?.into(),
+            entry: "main",
+            inputs,
+            outputs: outs.iter().map(|o| o.id).collect(),
+            params: params.finish(),
+            workgroups: grid_groups(u64::from(first[3]))?,
+        }));
+    } else if total > 0 && fast {
         // The fast 4-bit routes beat one slow kernel for all three: one
         // fast dispatch per projection.
         for j in 0..3 {
