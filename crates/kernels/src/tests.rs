@@ -871,21 +871,21 @@ fn q4gsw_qkv_and_swiglu_check_their_packed_weights() {
 }
 
 /// The streaming GEMVs' split at the Llama-3.2-1B decode shapes (4-bit:
-/// 64 words per row of 2048 inputs, 256 for 8192; f32: 512 vec4s): few
-/// lanes per column where N is large (the head), more where it is small, so
-/// that each grid has about 256 workgroups where the row allows it.
+/// 64 words per row of 2048 inputs, 256 for 8192; f32: 512 vec4s): a load
+/// per lane up to 256 lanes.
 #[test]
 fn streaming_gemv_split_fills_the_gpu() {
     use crate::ops::matmul::gemv_split;
     let cases = [
-        ((128_256, 64), (16, 2004)),
+        ((128_256, 64), (64, 8016)),
         ((2048, 64), (64, 128)),
-        ((8192, 64), (32, 256)),
-        ((2048, 256), (128, 256)),
+        ((8192, 64), (64, 512)),
+        ((2048, 256), (256, 512)),
         ((512, 64), (64, 32)),
-        ((2048, 512), (128, 256)),
+        ((2048, 512), (256, 512)),
         ((5, 1), (1, 1)),
         ((3, 256), (256, 1)),
+        ((3, 1000), (256, 1)),
         ((0, 64), (64, 0)),
     ];
     for ((n, loads), want) in cases {

@@ -43,6 +43,39 @@ struct Params {
 
 var<workgroup> partial: array<vec4<f32>, WG>;
 
+/// `xv` dotted with four columns' `vec4`s.
+fn dots4(xv: vec4<f32>, a: vec4<f32>, b: vec4<f32>, c: vec4<f32>, d: vec4<f32>) -> vec4<f32> {
+    return vec4<f32>(dot(xv, a), dot(xv, b), dot(xv, c), dot(xv, d));
+}
+
+/// `v` summed over the `lanes` lanes of each slot (a tree in workgroup
+/// memory), stored with the bias as row `r` by lane 0 of each slot. Call
+/// in uniform control flow.
+fn finish(r: u32, v: vec4<f32>, col0: u32, lid: u32, lane: u32, lanes: u32) {
+    partial[lid] = v;
+    workgroupBarrier();
+    for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            partial[lid] += partial[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    if lane == 0u {
+        let sum = partial[lid];
+        for (var c = 0u; c < COLS; c++) {
+            let col = col0 + c;
+            if col < p.n {
+                var y = sum[c];
+                if p.has_bias != 0u {
+                    y += f32(bias[col]);
+                }
+                out[r * p.n + col] = Elem(y);
+            }
+        }
+    }
+    workgroupBarrier();
+}
+
 @compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
@@ -54,7 +87,10 @@ fn main(
     let slot = lid / lanes;
     let col0 = ((wid.y * groups.x + wid.x) * (WG / lanes) + slot) * COLS;
     let k4 = p.k / 4u;
-    var acc = array<vec4<f32>, MAX_ROWS>();
+    var acc0 = vec4<f32>();
+    var acc1 = vec4<f32>();
+    var acc2 = vec4<f32>();
+    var acc3 = vec4<f32>();
     if col0 < p.n {
         let last = p.n - 1u;
         let c1 = min(col0 + 1u, last);
@@ -65,40 +101,28 @@ fn main(
             let w1 = vec4<f32>(w[c1 * k4 + j]);
             let w2 = vec4<f32>(w[c2 * k4 + j]);
             let w3 = vec4<f32>(w[c3 * k4 + j]);
-            for (var r = 0u; r < MAX_ROWS; r++) {
-                if r < p.m {
-                    let xv = vec4<f32>(x[r * k4 + j]);
-                    acc[r] += vec4<f32>(dot(xv, w0), dot(xv, w1), dot(xv, w2), dot(xv, w3));
-                }
+            acc0 += dots4(vec4<f32>(x[j]), w0, w1, w2, w3);
+            if p.m > 1u {
+                acc1 += dots4(vec4<f32>(x[k4 + j]), w0, w1, w2, w3);
+            }
+            if p.m > 2u {
+                acc2 += dots4(vec4<f32>(x[2u * k4 + j]), w0, w1, w2, w3);
+            }
+            if p.m > 3u {
+                acc3 += dots4(vec4<f32>(x[3u * k4 + j]), w0, w1, w2, w3);
             }
         }
     }
-    // One row at a time (the condition is uniform), so that the workgroup
-    // memory stays small.
-    for (var r = 0u; r < MAX_ROWS; r++) {
-        if r < p.m {
-            partial[lid] = acc[r];
-            workgroupBarrier();
-            for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
-                if lane < stride {
-                    partial[lid] += partial[lid + stride];
-                }
-                workgroupBarrier();
-            }
-            if lane == 0u && col0 < p.n {
-                let v = partial[lid];
-                for (var c = 0u; c < COLS; c++) {
-                    let col = col0 + c;
-                    if col < p.n {
-                        var y = v[c];
-                        if p.has_bias != 0u {
-                            y += f32(bias[col]);
-                        }
-                        out[r * p.n + col] = Elem(y);
-                    }
-                }
-            }
-            workgroupBarrier();
-        }
+    // Rows one at a time (the conditions are uniform), so that the
+    // workgroup memory stays small.
+    finish(0u, acc0, col0, lid, lane, lanes);
+    if p.m > 1u {
+        finish(1u, acc1, col0, lid, lane, lanes);
+    }
+    if p.m > 2u {
+        finish(2u, acc2, col0, lid, lane, lanes);
+    }
+    if p.m > 3u {
+        finish(3u, acc3, col0, lid, lane, lanes);
     }
 }

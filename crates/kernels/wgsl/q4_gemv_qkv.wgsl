@@ -58,17 +58,59 @@ fn low4(word: u32) -> vec4<f32> {
     return vec4<f32>(vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u)) - 8.0;
 }
 
-fn high4(word: u32) -> vec4<f32> {
-    return low4(word >> 16u);
+/// Four inputs of x dotted with the four nibbles from bit `shift` of each
+/// column's `u32`.
+fn plane(xv: vec4<f32>, a: u32, b: u32, c: u32, d: u32, shift: u32) -> vec4<f32> {
+    return vec4<f32>(
+        dot(xv, low4(a >> shift)),
+        dot(xv, low4(b >> shift)),
+        dot(xv, low4(c >> shift)),
+        dot(xv, low4(d >> shift)),
+    );
 }
 
-/// The 16-byte word `q` (32 nibbles) dotted with the 32 inputs `xs`.
-fn dot32(q: vec4<u32>, xs: array<vec4<f32>, 8>) -> f32 {
-    var d = dot(xs[0], low4(q.x)) + dot(xs[1], high4(q.x));
-    d += dot(xs[2], low4(q.y)) + dot(xs[3], high4(q.y));
-    d += dot(xs[4], low4(q.z)) + dot(xs[5], high4(q.z));
-    d += dot(xs[6], low4(q.w)) + dot(xs[7], high4(q.w));
+/// The 16-byte words of four columns (32 nibbles each) dotted with the 32
+/// inputs of x from vec4 `b`. No private arrays: everything stays in
+/// registers.
+fn dots(q0: vec4<u32>, q1: vec4<u32>, q2: vec4<u32>, q3: vec4<u32>, b: u32) -> vec4<f32> {
+    var d = plane(vec4<f32>(x[b]), q0.x, q1.x, q2.x, q3.x, 0u);
+    d += plane(vec4<f32>(x[b + 1u]), q0.x, q1.x, q2.x, q3.x, 16u);
+    d += plane(vec4<f32>(x[b + 2u]), q0.y, q1.y, q2.y, q3.y, 0u);
+    d += plane(vec4<f32>(x[b + 3u]), q0.y, q1.y, q2.y, q3.y, 16u);
+    d += plane(vec4<f32>(x[b + 4u]), q0.z, q1.z, q2.z, q3.z, 0u);
+    d += plane(vec4<f32>(x[b + 5u]), q0.z, q1.z, q2.z, q3.z, 16u);
+    d += plane(vec4<f32>(x[b + 6u]), q0.w, q1.w, q2.w, q3.w, 0u);
+    d += plane(vec4<f32>(x[b + 7u]), q0.w, q1.w, q2.w, q3.w, 16u);
     return d;
+}
+
+/// `v` summed over the `lanes` lanes of each slot (a tree in workgroup
+/// memory); every invocation gets its slot's sum when `lane == 0`. Call in
+/// uniform control flow.
+fn reduce(v: vec4<f32>, lid: u32, lane: u32, lanes: u32) -> vec4<f32> {
+    partial[lid] = v;
+    workgroupBarrier();
+    for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            partial[lid] += partial[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    let sum = partial[lid];
+    workgroupBarrier();
+    return sum;
+}
+
+/// Stores row `r` of projection `j`'s columns from `col0` (lane 0 of each
+/// slot).
+fn emit(r: u32, v: vec4<f32>, col0: u32, lane: u32, j: u32, n: u32) {
+    if lane == 0u {
+        for (var c = 0u; c < COLS; c++) {
+            if col0 + c < n {
+                store(j, r * n + col0 + c, v[c]);
+            }
+        }
+    }
 }
 
 /// Word `idx` of projection `j`'s weights.
@@ -122,7 +164,10 @@ fn main(
     let col0 = ((wg - p.first[j]) * (WG / lanes) + slot) * COLS;
     let words = p.k / 32u;
     let x_row = p.k / 4u;
-    var acc = array<vec4<f32>, MAX_ROWS>();
+    var acc0 = vec4<f32>();
+    var acc1 = vec4<f32>();
+    var acc2 = vec4<f32>();
+    var acc3 = vec4<f32>();
     if col0 < n {
         let last = n - 1u;
         let c1 = min(col0 + 1u, last);
@@ -135,40 +180,29 @@ fn main(
             let q3 = word(j, c3 * words + w);
             let at = (w * 32u / p.group_size) * n_pad;
             let s = vec4<f32>(scale(j, at + col0), scale(j, at + c1), scale(j, at + c2), scale(j, at + c3));
-            for (var r = 0u; r < MAX_ROWS; r++) {
-                if r < p.m {
-                    let b = r * x_row + w * 8u;
-                    var xs: array<vec4<f32>, 8>;
-                    for (var i = 0u; i < 8u; i++) {
-                        xs[i] = vec4<f32>(x[b + i]);
-                    }
-                    let d = vec4<f32>(dot32(q0, xs), dot32(q1, xs), dot32(q2, xs), dot32(q3, xs));
-                    acc[r] += d * s;
-                }
+            let b = w * 8u;
+            acc0 += dots(q0, q1, q2, q3, b) * s;
+            if p.m > 1u {
+                acc1 += dots(q0, q1, q2, q3, x_row + b) * s;
+            }
+            if p.m > 2u {
+                acc2 += dots(q0, q1, q2, q3, 2u * x_row + b) * s;
+            }
+            if p.m > 3u {
+                acc3 += dots(q0, q1, q2, q3, 3u * x_row + b) * s;
             }
         }
     }
-    // One row at a time (the condition is uniform), so that the workgroup
-    // memory stays small.
-    for (var r = 0u; r < MAX_ROWS; r++) {
-        if r < p.m {
-            partial[lid] = acc[r];
-            workgroupBarrier();
-            for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
-                if lane < stride {
-                    partial[lid] += partial[lid + stride];
-                }
-                workgroupBarrier();
-            }
-            if lane == 0u && col0 < n {
-                let v = partial[lid];
-                for (var c = 0u; c < COLS; c++) {
-                    if col0 + c < n {
-                        store(j, r * n + col0 + c, v[c]);
-                    }
-                }
-            }
-            workgroupBarrier();
-        }
+    // Rows one at a time (the conditions are uniform), so that the
+    // workgroup memory stays small.
+    emit(0u, reduce(acc0, lid, lane, lanes), col0, lane, j, n);
+    if p.m > 1u {
+        emit(1u, reduce(acc1, lid, lane, lanes), col0, lane, j, n);
+    }
+    if p.m > 2u {
+        emit(2u, reduce(acc2, lid, lane, lanes), col0, lane, j, n);
+    }
+    if p.m > 3u {
+        emit(3u, reduce(acc3, lid, lane, lanes), col0, lane, j, n);
     }
 }

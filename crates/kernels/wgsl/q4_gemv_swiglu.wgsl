@@ -54,17 +54,56 @@ fn low4(word: u32) -> vec4<f32> {
     return vec4<f32>(vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u)) - 8.0;
 }
 
-fn high4(word: u32) -> vec4<f32> {
-    return low4(word >> 16u);
+/// Four inputs of x dotted with the four nibbles from bit `shift` of each
+/// column's `u32`.
+fn plane(xv: vec4<f32>, a: u32, b: u32, c: u32, d: u32, shift: u32) -> vec4<f32> {
+    return vec4<f32>(
+        dot(xv, low4(a >> shift)),
+        dot(xv, low4(b >> shift)),
+        dot(xv, low4(c >> shift)),
+        dot(xv, low4(d >> shift)),
+    );
 }
 
-/// The 16-byte word `q` (32 nibbles) dotted with the 32 inputs `xs`.
-fn dot32(q: vec4<u32>, xs: array<vec4<f32>, 8>) -> f32 {
-    var d = dot(xs[0], low4(q.x)) + dot(xs[1], high4(q.x));
-    d += dot(xs[2], low4(q.y)) + dot(xs[3], high4(q.y));
-    d += dot(xs[4], low4(q.z)) + dot(xs[5], high4(q.z));
-    d += dot(xs[6], low4(q.w)) + dot(xs[7], high4(q.w));
+/// The 16-byte words of four columns (32 nibbles each) dotted with the 32
+/// inputs of x from vec4 `b`. No private arrays: everything stays in
+/// registers.
+fn dots(q0: vec4<u32>, q1: vec4<u32>, q2: vec4<u32>, q3: vec4<u32>, b: u32) -> vec4<f32> {
+    var d = plane(vec4<f32>(x[b]), q0.x, q1.x, q2.x, q3.x, 0u);
+    d += plane(vec4<f32>(x[b + 1u]), q0.x, q1.x, q2.x, q3.x, 16u);
+    d += plane(vec4<f32>(x[b + 2u]), q0.y, q1.y, q2.y, q3.y, 0u);
+    d += plane(vec4<f32>(x[b + 3u]), q0.y, q1.y, q2.y, q3.y, 16u);
+    d += plane(vec4<f32>(x[b + 4u]), q0.z, q1.z, q2.z, q3.z, 0u);
+    d += plane(vec4<f32>(x[b + 5u]), q0.z, q1.z, q2.z, q3.z, 16u);
+    d += plane(vec4<f32>(x[b + 6u]), q0.w, q1.w, q2.w, q3.w, 0u);
+    d += plane(vec4<f32>(x[b + 7u]), q0.w, q1.w, q2.w, q3.w, 16u);
     return d;
+}
+
+/// `v` and `u` summed over the `lanes` lanes of each slot (trees in
+/// workgroup memory), stored as `silu(v) * u` for row `r` by lane 0 of each
+/// slot. Call in uniform control flow.
+fn finish(r: u32, v: vec4<f32>, u: vec4<f32>, col0: u32, lid: u32, lane: u32, lanes: u32) {
+    partial[lid] = v;
+    partial_up[lid] = u;
+    workgroupBarrier();
+    for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            partial[lid] += partial[lid + stride];
+            partial_up[lid] += partial_up[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    if lane == 0u {
+        let g = partial[lid];
+        let up = partial_up[lid];
+        for (var c = 0u; c < COLS; c++) {
+            if col0 + c < p.n {
+                out[r * p.n + col0 + c] = Elem(g[c] / (1.0 + exp(-g[c])) * up[c]);
+            }
+        }
+    }
+    workgroupBarrier();
 }
 
 @compute @workgroup_size(WG)
@@ -79,62 +118,58 @@ fn main(
     let col0 = ((wid.y * groups.x + wid.x) * (WG / lanes) + slot) * COLS;
     let words = p.k / 32u;
     let x_row = p.k / 4u;
-    var acc = array<vec4<f32>, MAX_ROWS>();
-    var acc_up = array<vec4<f32>, MAX_ROWS>();
+    var g0 = vec4<f32>();
+    var g1 = vec4<f32>();
+    var g2 = vec4<f32>();
+    var g3 = vec4<f32>();
+    var u0 = vec4<f32>();
+    var u1 = vec4<f32>();
+    var u2 = vec4<f32>();
+    var u3 = vec4<f32>();
     if col0 < p.n {
         let last = p.n - 1u;
         let c1 = min(col0 + 1u, last);
         let c2 = min(col0 + 2u, last);
         let c3 = min(col0 + 3u, last);
         for (var w = lane; w < words; w += lanes) {
-            let g0 = w_gate[col0 * words + w];
-            let g1 = w_gate[c1 * words + w];
-            let g2 = w_gate[c2 * words + w];
-            let g3 = w_gate[c3 * words + w];
-            let u0 = w_up[col0 * words + w];
-            let u1 = w_up[c1 * words + w];
-            let u2 = w_up[c2 * words + w];
-            let u3 = w_up[c3 * words + w];
+            let qg0 = w_gate[col0 * words + w];
+            let qg1 = w_gate[c1 * words + w];
+            let qg2 = w_gate[c2 * words + w];
+            let qg3 = w_gate[c3 * words + w];
+            let qu0 = w_up[col0 * words + w];
+            let qu1 = w_up[c1 * words + w];
+            let qu2 = w_up[c2 * words + w];
+            let qu3 = w_up[c3 * words + w];
             let at = (w * 32u / p.group_size) * p.n_pad;
             let sg = vec4<f32>(f32(s_gate[at + col0]), f32(s_gate[at + c1]), f32(s_gate[at + c2]), f32(s_gate[at + c3]));
             let su = vec4<f32>(f32(s_up[at + col0]), f32(s_up[at + c1]), f32(s_up[at + c2]), f32(s_up[at + c3]));
-            for (var r = 0u; r < MAX_ROWS; r++) {
-                if r < p.m {
-                    let b = r * x_row + w * 8u;
-                    var xs: array<vec4<f32>, 8>;
-                    for (var i = 0u; i < 8u; i++) {
-                        xs[i] = vec4<f32>(x[b + i]);
-                    }
-                    acc[r] += vec4<f32>(dot32(g0, xs), dot32(g1, xs), dot32(g2, xs), dot32(g3, xs)) * sg;
-                    acc_up[r] += vec4<f32>(dot32(u0, xs), dot32(u1, xs), dot32(u2, xs), dot32(u3, xs)) * su;
-                }
+            let b = w * 8u;
+            g0 += dots(qg0, qg1, qg2, qg3, b) * sg;
+            u0 += dots(qu0, qu1, qu2, qu3, b) * su;
+            if p.m > 1u {
+                g1 += dots(qg0, qg1, qg2, qg3, x_row + b) * sg;
+                u1 += dots(qu0, qu1, qu2, qu3, x_row + b) * su;
+            }
+            if p.m > 2u {
+                g2 += dots(qg0, qg1, qg2, qg3, 2u * x_row + b) * sg;
+                u2 += dots(qu0, qu1, qu2, qu3, 2u * x_row + b) * su;
+            }
+            if p.m > 3u {
+                g3 += dots(qg0, qg1, qg2, qg3, 3u * x_row + b) * sg;
+                u3 += dots(qu0, qu1, qu2, qu3, 3u * x_row + b) * su;
             }
         }
     }
-    // One row at a time (the condition is uniform), so that the workgroup
-    // memory stays small.
-    for (var r = 0u; r < MAX_ROWS; r++) {
-        if r < p.m {
-            partial[lid] = acc[r];
-            partial_up[lid] = acc_up[r];
-            workgroupBarrier();
-            for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
-                if lane < stride {
-                    partial[lid] += partial[lid + stride];
-                    partial_up[lid] += partial_up[lid + stride];
-                }
-                workgroupBarrier();
-            }
-            if lane == 0u && col0 < p.n {
-                let g = partial[lid];
-                let u = partial_up[lid];
-                for (var c = 0u; c < COLS; c++) {
-                    if col0 + c < p.n {
-                        out[r * p.n + col0 + c] = Elem(g[c] / (1.0 + exp(-g[c])) * u[c]);
-                    }
-                }
-            }
-            workgroupBarrier();
-        }
+    // Rows one at a time (the conditions are uniform), so that the
+    // workgroup memory stays small.
+    finish(0u, g0, u0, col0, lid, lane, lanes);
+    if p.m > 1u {
+        finish(1u, g1, u1, col0, lid, lane, lanes);
+    }
+    if p.m > 2u {
+        finish(2u, g2, u2, col0, lid, lane, lanes);
+    }
+    if p.m > 3u {
+        finish(3u, g3, u3, col0, lid, lane, lanes);
     }
 }

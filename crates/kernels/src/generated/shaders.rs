@@ -1120,23 +1120,29 @@ impl ShaderId {
                 ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 256 }
             }
             ShaderId::GemvQkvF32 => ShaderNeeds {
-                workgroup_size: [64, 1, 1],
+                workgroup_size: [256, 1, 1],
                 storage_buffers: 10,
                 uniform_buffers: 1,
-                workgroup_bytes: 256,
+                workgroup_bytes: 4096,
             },
             ShaderId::GemvQkvF16 => ShaderNeeds {
-                workgroup_size: [64, 1, 1],
+                workgroup_size: [256, 1, 1],
                 storage_buffers: 10,
                 uniform_buffers: 1,
-                workgroup_bytes: 256,
+                workgroup_bytes: 4096,
             },
-            ShaderId::GemvSwigluF32 => {
-                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 6, uniform_buffers: 1, workgroup_bytes: 512 }
-            }
-            ShaderId::GemvSwigluF16 => {
-                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 6, uniform_buffers: 1, workgroup_bytes: 512 }
-            }
+            ShaderId::GemvSwigluF32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 6,
+                uniform_buffers: 1,
+                workgroup_bytes: 8192,
+            },
+            ShaderId::GemvSwigluF16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 6,
+                uniform_buffers: 1,
+                workgroup_bytes: 8192,
+            },
             ShaderId::GroupNormF32 => {
                 ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 6, uniform_buffers: 1, workgroup_bytes: 0 }
             }
@@ -4758,19 +4764,29 @@ pub const GEMV_QKV_F32: &str = r#"//! Three linears of one input in one dispatch
 //! few rows (`etwgpu.linear_qkv` at decode): `out_j[m, n] = sum_k x[m, k]
 //! * w_j[n, k] + b_j[n]` for j = 0, 1, 2 (Q, K, V).
 //!
-//! One workgroup per output element of the three outputs taken in order
-//! (`M * (N0 + N1 + N2)` in all, folded into x and y); its invocations
-//! split K and reduce in shared memory in f32, as in `gemv.wgsl`.
+//! Each workgroup belongs to one projection (the host gives projection j
+//! the workgroups from `first[j]` to `first[j + 1]`) and computes its
+//! columns as `linear_gemv.wgsl` does, with that projection's own
+//! `lanes[j]`: 4 columns per invocation, their `vec4`s loaded before use,
+//! f32 accumulation, a workgroup-memory tree reduction per row. The host
+//! routes here only when K is a multiple of 4. Columns past N read the
+//! last column and are not stored.
 // variants: f32 f16
 
 alias Elem = f32;
 
-/// Invocations per workgroup; the reduction assumes a power of two.
-const WG: u32 = 64u;
+/// Invocations per workgroup.
+const WG: u32 = 256u;
+/// Output columns per invocation.
+const COLS: u32 = 4u;
+/// Most rows of x.
+const MAX_ROWS: u32 = 4u;
 
 struct Params {
     m: u32,
+    /// Input features (a multiple of 4).
     k: u32,
+    /// Output features of each projection.
     n0: u32,
     n1: u32,
     n2: u32,
@@ -4778,13 +4794,18 @@ struct Params {
     has_bias: u32,
     _pad0: u32,
     _pad1: u32,
+    /// Invocations that split one column's K, per projection: powers of
+    /// two, at most `WG`.
+    lanes: vec4<u32>,
+    /// First workgroup of each projection; `first[3]` is the grid's size.
+    first: vec4<u32>,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> x: array<Elem>;
-@group(0) @binding(2) var<storage, read> w0: array<Elem>;
-@group(0) @binding(3) var<storage, read> w1: array<Elem>;
-@group(0) @binding(4) var<storage, read> w2: array<Elem>;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> w0: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> w1: array<vec4<Elem>>;
+@group(0) @binding(4) var<storage, read> w2: array<vec4<Elem>>;
 @group(0) @binding(5) var<storage, read> b0: array<Elem>;
 @group(0) @binding(6) var<storage, read> b1: array<Elem>;
 @group(0) @binding(7) var<storage, read> b2: array<Elem>;
@@ -4792,13 +4813,13 @@ struct Params {
 @group(0) @binding(9) var<storage, read_write> out1: array<Elem>;
 @group(0) @binding(10) var<storage, read_write> out2: array<Elem>;
 
-var<workgroup> partial: array<f32, WG>;
+var<workgroup> partial: array<vec4<f32>, WG>;
 
-fn weight(j: u32, idx: u32) -> f32 {
+fn weight(j: u32, idx: u32) -> vec4<f32> {
     switch j {
-        case 0u: { return f32(w0[idx]); }
-        case 1u: { return f32(w1[idx]); }
-        default: { return f32(w2[idx]); }
+        case 0u: { return vec4<f32>(w0[idx]); }
+        case 1u: { return vec4<f32>(w1[idx]); }
+        default: { return vec4<f32>(w2[idx]); }
     }
 }
 
@@ -4827,40 +4848,65 @@ fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
-    var idx = wid.y * groups.x + wid.x;
-    let s0 = p.m * p.n0;
-    let s1 = p.m * p.n1;
+    let wg = wid.y * groups.x + wid.x;
     // Workgroup-uniform: either every invocation of a group returns or none.
-    if idx >= s0 + s1 + p.m * p.n2 {
+    if wg >= p.first[3] {
         return;
     }
     var j = 0u;
-    var n = p.n0;
-    if idx >= s0 + s1 {
+    if wg >= p.first[2] {
         j = 2u;
-        n = p.n2;
-        idx -= s0 + s1;
-    } else if idx >= s0 {
+    } else if wg >= p.first[1] {
         j = 1u;
-        n = p.n1;
-        idx -= s0;
     }
-    let row = idx / n;
-    let col = idx % n;
-    var acc = 0.0;
-    for (var kk = lid; kk < p.k; kk += WG) {
-        acc += f32(x[row * p.k + kk]) * weight(j, col * p.k + kk);
-    }
-    partial[lid] = acc;
-    workgroupBarrier();
-    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
-        if lid < stride {
-            partial[lid] += partial[lid + stride];
+    let n = array<u32, 3>(p.n0, p.n1, p.n2)[j];
+    let lanes = p.lanes[j];
+    let lane = lid & (lanes - 1u);
+    let slot = lid / lanes;
+    let col0 = ((wg - p.first[j]) * (WG / lanes) + slot) * COLS;
+    let k4 = p.k / 4u;
+    var acc = array<vec4<f32>, MAX_ROWS>();
+    if col0 < n {
+        let last = n - 1u;
+        let c1 = min(col0 + 1u, last);
+        let c2 = min(col0 + 2u, last);
+        let c3 = min(col0 + 3u, last);
+        for (var i = lane; i < k4; i += lanes) {
+            let v0 = weight(j, col0 * k4 + i);
+            let v1 = weight(j, c1 * k4 + i);
+            let v2 = weight(j, c2 * k4 + i);
+            let v3 = weight(j, c3 * k4 + i);
+            for (var r = 0u; r < MAX_ROWS; r++) {
+                if r < p.m {
+                    let xv = vec4<f32>(x[r * k4 + i]);
+                    acc[r] += vec4<f32>(dot(xv, v0), dot(xv, v1), dot(xv, v2), dot(xv, v3));
+                }
+            }
         }
-        workgroupBarrier();
     }
-    if lid == 0u {
-        store(j, idx, partial[0] + bias(j, col));
+    // One row at a time (the condition is uniform), so that the workgroup
+    // memory stays small.
+    for (var r = 0u; r < MAX_ROWS; r++) {
+        if r < p.m {
+            partial[lid] = acc[r];
+            workgroupBarrier();
+            for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
+                if lane < stride {
+                    partial[lid] += partial[lid + stride];
+                }
+                workgroupBarrier();
+            }
+            if lane == 0u && col0 < n {
+                let v = partial[lid];
+                for (var c = 0u; c < COLS; c++) {
+                    let col = col0 + c;
+                    if col < n {
+                        store(j, r * n + col, v[c] + bias(j, col));
+                    }
+                }
+            }
+            workgroupBarrier();
+        }
     }
 }
 "#;
@@ -4872,19 +4918,29 @@ pub const GEMV_QKV_F16: &str = r#"enable f16;
 //! few rows (`etwgpu.linear_qkv` at decode): `out_j[m, n] = sum_k x[m, k]
 //! * w_j[n, k] + b_j[n]` for j = 0, 1, 2 (Q, K, V).
 //!
-//! One workgroup per output element of the three outputs taken in order
-//! (`M * (N0 + N1 + N2)` in all, folded into x and y); its invocations
-//! split K and reduce in shared memory in f32, as in `gemv.wgsl`.
+//! Each workgroup belongs to one projection (the host gives projection j
+//! the workgroups from `first[j]` to `first[j + 1]`) and computes its
+//! columns as `linear_gemv.wgsl` does, with that projection's own
+//! `lanes[j]`: 4 columns per invocation, their `vec4`s loaded before use,
+//! f32 accumulation, a workgroup-memory tree reduction per row. The host
+//! routes here only when K is a multiple of 4. Columns past N read the
+//! last column and are not stored.
 // variants: f32 f16
 
 alias Elem = f16;
 
-/// Invocations per workgroup; the reduction assumes a power of two.
-const WG: u32 = 64u;
+/// Invocations per workgroup.
+const WG: u32 = 256u;
+/// Output columns per invocation.
+const COLS: u32 = 4u;
+/// Most rows of x.
+const MAX_ROWS: u32 = 4u;
 
 struct Params {
     m: u32,
+    /// Input features (a multiple of 4).
     k: u32,
+    /// Output features of each projection.
     n0: u32,
     n1: u32,
     n2: u32,
@@ -4892,13 +4948,18 @@ struct Params {
     has_bias: u32,
     _pad0: u32,
     _pad1: u32,
+    /// Invocations that split one column's K, per projection: powers of
+    /// two, at most `WG`.
+    lanes: vec4<u32>,
+    /// First workgroup of each projection; `first[3]` is the grid's size.
+    first: vec4<u32>,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> x: array<Elem>;
-@group(0) @binding(2) var<storage, read> w0: array<Elem>;
-@group(0) @binding(3) var<storage, read> w1: array<Elem>;
-@group(0) @binding(4) var<storage, read> w2: array<Elem>;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> w0: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> w1: array<vec4<Elem>>;
+@group(0) @binding(4) var<storage, read> w2: array<vec4<Elem>>;
 @group(0) @binding(5) var<storage, read> b0: array<Elem>;
 @group(0) @binding(6) var<storage, read> b1: array<Elem>;
 @group(0) @binding(7) var<storage, read> b2: array<Elem>;
@@ -4906,13 +4967,13 @@ struct Params {
 @group(0) @binding(9) var<storage, read_write> out1: array<Elem>;
 @group(0) @binding(10) var<storage, read_write> out2: array<Elem>;
 
-var<workgroup> partial: array<f32, WG>;
+var<workgroup> partial: array<vec4<f32>, WG>;
 
-fn weight(j: u32, idx: u32) -> f32 {
+fn weight(j: u32, idx: u32) -> vec4<f32> {
     switch j {
-        case 0u: { return f32(w0[idx]); }
-        case 1u: { return f32(w1[idx]); }
-        default: { return f32(w2[idx]); }
+        case 0u: { return vec4<f32>(w0[idx]); }
+        case 1u: { return vec4<f32>(w1[idx]); }
+        default: { return vec4<f32>(w2[idx]); }
     }
 }
 
@@ -4941,40 +5002,65 @@ fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
-    var idx = wid.y * groups.x + wid.x;
-    let s0 = p.m * p.n0;
-    let s1 = p.m * p.n1;
+    let wg = wid.y * groups.x + wid.x;
     // Workgroup-uniform: either every invocation of a group returns or none.
-    if idx >= s0 + s1 + p.m * p.n2 {
+    if wg >= p.first[3] {
         return;
     }
     var j = 0u;
-    var n = p.n0;
-    if idx >= s0 + s1 {
+    if wg >= p.first[2] {
         j = 2u;
-        n = p.n2;
-        idx -= s0 + s1;
-    } else if idx >= s0 {
+    } else if wg >= p.first[1] {
         j = 1u;
-        n = p.n1;
-        idx -= s0;
     }
-    let row = idx / n;
-    let col = idx % n;
-    var acc = 0.0;
-    for (var kk = lid; kk < p.k; kk += WG) {
-        acc += f32(x[row * p.k + kk]) * weight(j, col * p.k + kk);
-    }
-    partial[lid] = acc;
-    workgroupBarrier();
-    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
-        if lid < stride {
-            partial[lid] += partial[lid + stride];
+    let n = array<u32, 3>(p.n0, p.n1, p.n2)[j];
+    let lanes = p.lanes[j];
+    let lane = lid & (lanes - 1u);
+    let slot = lid / lanes;
+    let col0 = ((wg - p.first[j]) * (WG / lanes) + slot) * COLS;
+    let k4 = p.k / 4u;
+    var acc = array<vec4<f32>, MAX_ROWS>();
+    if col0 < n {
+        let last = n - 1u;
+        let c1 = min(col0 + 1u, last);
+        let c2 = min(col0 + 2u, last);
+        let c3 = min(col0 + 3u, last);
+        for (var i = lane; i < k4; i += lanes) {
+            let v0 = weight(j, col0 * k4 + i);
+            let v1 = weight(j, c1 * k4 + i);
+            let v2 = weight(j, c2 * k4 + i);
+            let v3 = weight(j, c3 * k4 + i);
+            for (var r = 0u; r < MAX_ROWS; r++) {
+                if r < p.m {
+                    let xv = vec4<f32>(x[r * k4 + i]);
+                    acc[r] += vec4<f32>(dot(xv, v0), dot(xv, v1), dot(xv, v2), dot(xv, v3));
+                }
+            }
         }
-        workgroupBarrier();
     }
-    if lid == 0u {
-        store(j, idx, partial[0] + bias(j, col));
+    // One row at a time (the condition is uniform), so that the workgroup
+    // memory stays small.
+    for (var r = 0u; r < MAX_ROWS; r++) {
+        if r < p.m {
+            partial[lid] = acc[r];
+            workgroupBarrier();
+            for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
+                if lane < stride {
+                    partial[lid] += partial[lid + stride];
+                }
+                workgroupBarrier();
+            }
+            if lane == 0u && col0 < n {
+                let v = partial[lid];
+                for (var c = 0u; c < COLS; c++) {
+                    let col = col0 + c;
+                    if col < n {
+                        store(j, r * n + col, v[c] + bias(j, col));
+                    }
+                }
+            }
+            workgroupBarrier();
+        }
     }
 }
 "#;
@@ -4985,34 +5071,47 @@ pub const GEMV_SWIGLU_F32: &str = r#"//! SwiGLU of two linears of one input in o
 //! `g = x @ w_gate^T + b_gate` and `u = x @ w_up^T + b_up`,
 //! `out[m, n] = g * sigmoid(g) * u`.
 //!
-//! One workgroup per output element (folded into x and y); its
-//! invocations split K for both dot products and reduce them in shared
-//! memory in f32, as in `gemv.wgsl`.
+//! The work split is `linear_gemv.wgsl`'s: an invocation owns `COLS`
+//! adjacent columns and one of `lanes` slices of K (picked by the host),
+//! loads one `vec4` of each column of both weights before using any, reads
+//! x once for all of them and accumulates in f32. Lanes meet in a
+//! workgroup-memory tree reduction. The host routes here only when K is a
+//! multiple of 4. Columns past N read the last column and are not stored.
 // variants: f32 f16
 
 alias Elem = f32;
 
-/// Invocations per workgroup; the reduction assumes a power of two.
-const WG: u32 = 64u;
+/// Invocations per workgroup.
+const WG: u32 = 256u;
+/// Output columns per invocation.
+const COLS: u32 = 4u;
+/// Most rows of x.
+const MAX_ROWS: u32 = 4u;
 
 struct Params {
     m: u32,
     n: u32,
+    /// Input features (a multiple of 4).
     k: u32,
     /// Bit 0: the gate has a bias; bit 1: the up projection has one.
     has_bias: u32,
+    /// Invocations that split one column's K: a power of two, at most `WG`.
+    lanes: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> x: array<Elem>;
-@group(0) @binding(2) var<storage, read> w_gate: array<Elem>;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> w_gate: array<vec4<Elem>>;
 @group(0) @binding(3) var<storage, read> b_gate: array<Elem>;
-@group(0) @binding(4) var<storage, read> w_up: array<Elem>;
+@group(0) @binding(4) var<storage, read> w_up: array<vec4<Elem>>;
 @group(0) @binding(5) var<storage, read> b_up: array<Elem>;
 @group(0) @binding(6) var<storage, read_write> out: array<Elem>;
 
-var<workgroup> partial_g: array<f32, WG>;
-var<workgroup> partial_u: array<f32, WG>;
+var<workgroup> partial_g: array<vec4<f32>, WG>;
+var<workgroup> partial_u: array<vec4<f32>, WG>;
 
 @compute @workgroup_size(WG)
 fn main(
@@ -5020,40 +5119,70 @@ fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
-    let idx = wid.y * groups.x + wid.x;
-    // Workgroup-uniform: either every invocation of a group returns or none.
-    if idx >= p.m * p.n {
-        return;
-    }
-    let row = idx / p.n;
-    let col = idx % p.n;
-    var acc_g = 0.0;
-    var acc_u = 0.0;
-    for (var kk = lid; kk < p.k; kk += WG) {
-        let xv = f32(x[row * p.k + kk]);
-        acc_g += xv * f32(w_gate[col * p.k + kk]);
-        acc_u += xv * f32(w_up[col * p.k + kk]);
-    }
-    partial_g[lid] = acc_g;
-    partial_u[lid] = acc_u;
-    workgroupBarrier();
-    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
-        if lid < stride {
-            partial_g[lid] += partial_g[lid + stride];
-            partial_u[lid] += partial_u[lid + stride];
+    let lanes = p.lanes;
+    let lane = lid & (lanes - 1u);
+    let slot = lid / lanes;
+    let col0 = ((wid.y * groups.x + wid.x) * (WG / lanes) + slot) * COLS;
+    let k4 = p.k / 4u;
+    var acc_g = array<vec4<f32>, MAX_ROWS>();
+    var acc_u = array<vec4<f32>, MAX_ROWS>();
+    if col0 < p.n {
+        let last = p.n - 1u;
+        let c1 = min(col0 + 1u, last);
+        let c2 = min(col0 + 2u, last);
+        let c3 = min(col0 + 3u, last);
+        for (var j = lane; j < k4; j += lanes) {
+            let g0 = vec4<f32>(w_gate[col0 * k4 + j]);
+            let g1 = vec4<f32>(w_gate[c1 * k4 + j]);
+            let g2 = vec4<f32>(w_gate[c2 * k4 + j]);
+            let g3 = vec4<f32>(w_gate[c3 * k4 + j]);
+            let u0 = vec4<f32>(w_up[col0 * k4 + j]);
+            let u1 = vec4<f32>(w_up[c1 * k4 + j]);
+            let u2 = vec4<f32>(w_up[c2 * k4 + j]);
+            let u3 = vec4<f32>(w_up[c3 * k4 + j]);
+            for (var r = 0u; r < MAX_ROWS; r++) {
+                if r < p.m {
+                    let xv = vec4<f32>(x[r * k4 + j]);
+                    acc_g[r] += vec4<f32>(dot(xv, g0), dot(xv, g1), dot(xv, g2), dot(xv, g3));
+                    acc_u[r] += vec4<f32>(dot(xv, u0), dot(xv, u1), dot(xv, u2), dot(xv, u3));
+                }
+            }
         }
-        workgroupBarrier();
     }
-    if lid == 0u {
-        var g = partial_g[0];
-        var u = partial_u[0];
-        if (p.has_bias & 1u) != 0u {
-            g += f32(b_gate[col]);
+    // One row at a time (the condition is uniform), so that the workgroup
+    // memory stays small.
+    for (var r = 0u; r < MAX_ROWS; r++) {
+        if r < p.m {
+            partial_g[lid] = acc_g[r];
+            partial_u[lid] = acc_u[r];
+            workgroupBarrier();
+            for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
+                if lane < stride {
+                    partial_g[lid] += partial_g[lid + stride];
+                    partial_u[lid] += partial_u[lid + stride];
+                }
+                workgroupBarrier();
+            }
+            if lane == 0u && col0 < p.n {
+                let gv = partial_g[lid];
+                let uv = partial_u[lid];
+                for (var c = 0u; c < COLS; c++) {
+                    let col = col0 + c;
+                    if col < p.n {
+                        var g = gv[c];
+                        var u = uv[c];
+                        if (p.has_bias & 1u) != 0u {
+                            g += f32(b_gate[col]);
+                        }
+                        if (p.has_bias & 2u) != 0u {
+                            u += f32(b_up[col]);
+                        }
+                        out[r * p.n + col] = Elem(g * (1.0 / (1.0 + exp(-g))) * u);
+                    }
+                }
+            }
+            workgroupBarrier();
         }
-        if (p.has_bias & 2u) != 0u {
-            u += f32(b_up[col]);
-        }
-        out[idx] = Elem(g * (1.0 / (1.0 + exp(-g))) * u);
     }
 }
 "#;
@@ -5066,34 +5195,47 @@ pub const GEMV_SWIGLU_F16: &str = r#"enable f16;
 //! `g = x @ w_gate^T + b_gate` and `u = x @ w_up^T + b_up`,
 //! `out[m, n] = g * sigmoid(g) * u`.
 //!
-//! One workgroup per output element (folded into x and y); its
-//! invocations split K for both dot products and reduce them in shared
-//! memory in f32, as in `gemv.wgsl`.
+//! The work split is `linear_gemv.wgsl`'s: an invocation owns `COLS`
+//! adjacent columns and one of `lanes` slices of K (picked by the host),
+//! loads one `vec4` of each column of both weights before using any, reads
+//! x once for all of them and accumulates in f32. Lanes meet in a
+//! workgroup-memory tree reduction. The host routes here only when K is a
+//! multiple of 4. Columns past N read the last column and are not stored.
 // variants: f32 f16
 
 alias Elem = f16;
 
-/// Invocations per workgroup; the reduction assumes a power of two.
-const WG: u32 = 64u;
+/// Invocations per workgroup.
+const WG: u32 = 256u;
+/// Output columns per invocation.
+const COLS: u32 = 4u;
+/// Most rows of x.
+const MAX_ROWS: u32 = 4u;
 
 struct Params {
     m: u32,
     n: u32,
+    /// Input features (a multiple of 4).
     k: u32,
     /// Bit 0: the gate has a bias; bit 1: the up projection has one.
     has_bias: u32,
+    /// Invocations that split one column's K: a power of two, at most `WG`.
+    lanes: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> x: array<Elem>;
-@group(0) @binding(2) var<storage, read> w_gate: array<Elem>;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> w_gate: array<vec4<Elem>>;
 @group(0) @binding(3) var<storage, read> b_gate: array<Elem>;
-@group(0) @binding(4) var<storage, read> w_up: array<Elem>;
+@group(0) @binding(4) var<storage, read> w_up: array<vec4<Elem>>;
 @group(0) @binding(5) var<storage, read> b_up: array<Elem>;
 @group(0) @binding(6) var<storage, read_write> out: array<Elem>;
 
-var<workgroup> partial_g: array<f32, WG>;
-var<workgroup> partial_u: array<f32, WG>;
+var<workgroup> partial_g: array<vec4<f32>, WG>;
+var<workgroup> partial_u: array<vec4<f32>, WG>;
 
 @compute @workgroup_size(WG)
 fn main(
@@ -5101,40 +5243,70 @@ fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
-    let idx = wid.y * groups.x + wid.x;
-    // Workgroup-uniform: either every invocation of a group returns or none.
-    if idx >= p.m * p.n {
-        return;
-    }
-    let row = idx / p.n;
-    let col = idx % p.n;
-    var acc_g = 0.0;
-    var acc_u = 0.0;
-    for (var kk = lid; kk < p.k; kk += WG) {
-        let xv = f32(x[row * p.k + kk]);
-        acc_g += xv * f32(w_gate[col * p.k + kk]);
-        acc_u += xv * f32(w_up[col * p.k + kk]);
-    }
-    partial_g[lid] = acc_g;
-    partial_u[lid] = acc_u;
-    workgroupBarrier();
-    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
-        if lid < stride {
-            partial_g[lid] += partial_g[lid + stride];
-            partial_u[lid] += partial_u[lid + stride];
+    let lanes = p.lanes;
+    let lane = lid & (lanes - 1u);
+    let slot = lid / lanes;
+    let col0 = ((wid.y * groups.x + wid.x) * (WG / lanes) + slot) * COLS;
+    let k4 = p.k / 4u;
+    var acc_g = array<vec4<f32>, MAX_ROWS>();
+    var acc_u = array<vec4<f32>, MAX_ROWS>();
+    if col0 < p.n {
+        let last = p.n - 1u;
+        let c1 = min(col0 + 1u, last);
+        let c2 = min(col0 + 2u, last);
+        let c3 = min(col0 + 3u, last);
+        for (var j = lane; j < k4; j += lanes) {
+            let g0 = vec4<f32>(w_gate[col0 * k4 + j]);
+            let g1 = vec4<f32>(w_gate[c1 * k4 + j]);
+            let g2 = vec4<f32>(w_gate[c2 * k4 + j]);
+            let g3 = vec4<f32>(w_gate[c3 * k4 + j]);
+            let u0 = vec4<f32>(w_up[col0 * k4 + j]);
+            let u1 = vec4<f32>(w_up[c1 * k4 + j]);
+            let u2 = vec4<f32>(w_up[c2 * k4 + j]);
+            let u3 = vec4<f32>(w_up[c3 * k4 + j]);
+            for (var r = 0u; r < MAX_ROWS; r++) {
+                if r < p.m {
+                    let xv = vec4<f32>(x[r * k4 + j]);
+                    acc_g[r] += vec4<f32>(dot(xv, g0), dot(xv, g1), dot(xv, g2), dot(xv, g3));
+                    acc_u[r] += vec4<f32>(dot(xv, u0), dot(xv, u1), dot(xv, u2), dot(xv, u3));
+                }
+            }
         }
-        workgroupBarrier();
     }
-    if lid == 0u {
-        var g = partial_g[0];
-        var u = partial_u[0];
-        if (p.has_bias & 1u) != 0u {
-            g += f32(b_gate[col]);
+    // One row at a time (the condition is uniform), so that the workgroup
+    // memory stays small.
+    for (var r = 0u; r < MAX_ROWS; r++) {
+        if r < p.m {
+            partial_g[lid] = acc_g[r];
+            partial_u[lid] = acc_u[r];
+            workgroupBarrier();
+            for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
+                if lane < stride {
+                    partial_g[lid] += partial_g[lid + stride];
+                    partial_u[lid] += partial_u[lid + stride];
+                }
+                workgroupBarrier();
+            }
+            if lane == 0u && col0 < p.n {
+                let gv = partial_g[lid];
+                let uv = partial_u[lid];
+                for (var c = 0u; c < COLS; c++) {
+                    let col = col0 + c;
+                    if col < p.n {
+                        var g = gv[c];
+                        var u = uv[c];
+                        if (p.has_bias & 1u) != 0u {
+                            g += f32(b_gate[col]);
+                        }
+                        if (p.has_bias & 2u) != 0u {
+                            u += f32(b_up[col]);
+                        }
+                        out[r * p.n + col] = Elem(g * (1.0 / (1.0 + exp(-g))) * u);
+                    }
+                }
+            }
+            workgroupBarrier();
         }
-        if (p.has_bias & 2u) != 0u {
-            u += f32(b_up[col]);
-        }
-        out[idx] = Elem(g * (1.0 / (1.0 + exp(-g))) * u);
     }
 }
 "#;
@@ -5760,6 +5932,39 @@ struct Params {
 
 var<workgroup> partial: array<vec4<f32>, WG>;
 
+/// `xv` dotted with four columns' `vec4`s.
+fn dots4(xv: vec4<f32>, a: vec4<f32>, b: vec4<f32>, c: vec4<f32>, d: vec4<f32>) -> vec4<f32> {
+    return vec4<f32>(dot(xv, a), dot(xv, b), dot(xv, c), dot(xv, d));
+}
+
+/// `v` summed over the `lanes` lanes of each slot (a tree in workgroup
+/// memory), stored with the bias as row `r` by lane 0 of each slot. Call
+/// in uniform control flow.
+fn finish(r: u32, v: vec4<f32>, col0: u32, lid: u32, lane: u32, lanes: u32) {
+    partial[lid] = v;
+    workgroupBarrier();
+    for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            partial[lid] += partial[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    if lane == 0u {
+        let sum = partial[lid];
+        for (var c = 0u; c < COLS; c++) {
+            let col = col0 + c;
+            if col < p.n {
+                var y = sum[c];
+                if p.has_bias != 0u {
+                    y += f32(bias[col]);
+                }
+                out[r * p.n + col] = Elem(y);
+            }
+        }
+    }
+    workgroupBarrier();
+}
+
 @compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
@@ -5771,7 +5976,10 @@ fn main(
     let slot = lid / lanes;
     let col0 = ((wid.y * groups.x + wid.x) * (WG / lanes) + slot) * COLS;
     let k4 = p.k / 4u;
-    var acc = array<vec4<f32>, MAX_ROWS>();
+    var acc0 = vec4<f32>();
+    var acc1 = vec4<f32>();
+    var acc2 = vec4<f32>();
+    var acc3 = vec4<f32>();
     if col0 < p.n {
         let last = p.n - 1u;
         let c1 = min(col0 + 1u, last);
@@ -5782,41 +5990,29 @@ fn main(
             let w1 = vec4<f32>(w[c1 * k4 + j]);
             let w2 = vec4<f32>(w[c2 * k4 + j]);
             let w3 = vec4<f32>(w[c3 * k4 + j]);
-            for (var r = 0u; r < MAX_ROWS; r++) {
-                if r < p.m {
-                    let xv = vec4<f32>(x[r * k4 + j]);
-                    acc[r] += vec4<f32>(dot(xv, w0), dot(xv, w1), dot(xv, w2), dot(xv, w3));
-                }
+            acc0 += dots4(vec4<f32>(x[j]), w0, w1, w2, w3);
+            if p.m > 1u {
+                acc1 += dots4(vec4<f32>(x[k4 + j]), w0, w1, w2, w3);
+            }
+            if p.m > 2u {
+                acc2 += dots4(vec4<f32>(x[2u * k4 + j]), w0, w1, w2, w3);
+            }
+            if p.m > 3u {
+                acc3 += dots4(vec4<f32>(x[3u * k4 + j]), w0, w1, w2, w3);
             }
         }
     }
-    // One row at a time (the condition is uniform), so that the workgroup
-    // memory stays small.
-    for (var r = 0u; r < MAX_ROWS; r++) {
-        if r < p.m {
-            partial[lid] = acc[r];
-            workgroupBarrier();
-            for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
-                if lane < stride {
-                    partial[lid] += partial[lid + stride];
-                }
-                workgroupBarrier();
-            }
-            if lane == 0u && col0 < p.n {
-                let v = partial[lid];
-                for (var c = 0u; c < COLS; c++) {
-                    let col = col0 + c;
-                    if col < p.n {
-                        var y = v[c];
-                        if p.has_bias != 0u {
-                            y += f32(bias[col]);
-                        }
-                        out[r * p.n + col] = Elem(y);
-                    }
-                }
-            }
-            workgroupBarrier();
-        }
+    // Rows one at a time (the conditions are uniform), so that the
+    // workgroup memory stays small.
+    finish(0u, acc0, col0, lid, lane, lanes);
+    if p.m > 1u {
+        finish(1u, acc1, col0, lid, lane, lanes);
+    }
+    if p.m > 2u {
+        finish(2u, acc2, col0, lid, lane, lanes);
+    }
+    if p.m > 3u {
+        finish(3u, acc3, col0, lid, lane, lanes);
     }
 }
 "#;
@@ -5869,6 +6065,39 @@ struct Params {
 
 var<workgroup> partial: array<vec4<f32>, WG>;
 
+/// `xv` dotted with four columns' `vec4`s.
+fn dots4(xv: vec4<f32>, a: vec4<f32>, b: vec4<f32>, c: vec4<f32>, d: vec4<f32>) -> vec4<f32> {
+    return vec4<f32>(dot(xv, a), dot(xv, b), dot(xv, c), dot(xv, d));
+}
+
+/// `v` summed over the `lanes` lanes of each slot (a tree in workgroup
+/// memory), stored with the bias as row `r` by lane 0 of each slot. Call
+/// in uniform control flow.
+fn finish(r: u32, v: vec4<f32>, col0: u32, lid: u32, lane: u32, lanes: u32) {
+    partial[lid] = v;
+    workgroupBarrier();
+    for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            partial[lid] += partial[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    if lane == 0u {
+        let sum = partial[lid];
+        for (var c = 0u; c < COLS; c++) {
+            let col = col0 + c;
+            if col < p.n {
+                var y = sum[c];
+                if p.has_bias != 0u {
+                    y += f32(bias[col]);
+                }
+                out[r * p.n + col] = Elem(y);
+            }
+        }
+    }
+    workgroupBarrier();
+}
+
 @compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
@@ -5880,7 +6109,10 @@ fn main(
     let slot = lid / lanes;
     let col0 = ((wid.y * groups.x + wid.x) * (WG / lanes) + slot) * COLS;
     let k4 = p.k / 4u;
-    var acc = array<vec4<f32>, MAX_ROWS>();
+    var acc0 = vec4<f32>();
+    var acc1 = vec4<f32>();
+    var acc2 = vec4<f32>();
+    var acc3 = vec4<f32>();
     if col0 < p.n {
         let last = p.n - 1u;
         let c1 = min(col0 + 1u, last);
@@ -5891,41 +6123,29 @@ fn main(
             let w1 = vec4<f32>(w[c1 * k4 + j]);
             let w2 = vec4<f32>(w[c2 * k4 + j]);
             let w3 = vec4<f32>(w[c3 * k4 + j]);
-            for (var r = 0u; r < MAX_ROWS; r++) {
-                if r < p.m {
-                    let xv = vec4<f32>(x[r * k4 + j]);
-                    acc[r] += vec4<f32>(dot(xv, w0), dot(xv, w1), dot(xv, w2), dot(xv, w3));
-                }
+            acc0 += dots4(vec4<f32>(x[j]), w0, w1, w2, w3);
+            if p.m > 1u {
+                acc1 += dots4(vec4<f32>(x[k4 + j]), w0, w1, w2, w3);
+            }
+            if p.m > 2u {
+                acc2 += dots4(vec4<f32>(x[2u * k4 + j]), w0, w1, w2, w3);
+            }
+            if p.m > 3u {
+                acc3 += dots4(vec4<f32>(x[3u * k4 + j]), w0, w1, w2, w3);
             }
         }
     }
-    // One row at a time (the condition is uniform), so that the workgroup
-    // memory stays small.
-    for (var r = 0u; r < MAX_ROWS; r++) {
-        if r < p.m {
-            partial[lid] = acc[r];
-            workgroupBarrier();
-            for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
-                if lane < stride {
-                    partial[lid] += partial[lid + stride];
-                }
-                workgroupBarrier();
-            }
-            if lane == 0u && col0 < p.n {
-                let v = partial[lid];
-                for (var c = 0u; c < COLS; c++) {
-                    let col = col0 + c;
-                    if col < p.n {
-                        var y = v[c];
-                        if p.has_bias != 0u {
-                            y += f32(bias[col]);
-                        }
-                        out[r * p.n + col] = Elem(y);
-                    }
-                }
-            }
-            workgroupBarrier();
-        }
+    // Rows one at a time (the conditions are uniform), so that the
+    // workgroup memory stays small.
+    finish(0u, acc0, col0, lid, lane, lanes);
+    if p.m > 1u {
+        finish(1u, acc1, col0, lid, lane, lanes);
+    }
+    if p.m > 2u {
+        finish(2u, acc2, col0, lid, lane, lanes);
+    }
+    if p.m > 3u {
+        finish(3u, acc3, col0, lid, lane, lanes);
     }
 }
 "#;
@@ -8310,17 +8530,63 @@ fn low4(word: u32) -> vec4<f32> {
     return vec4<f32>(vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u)) - 8.0;
 }
 
-fn high4(word: u32) -> vec4<f32> {
-    return low4(word >> 16u);
+/// Four inputs of x dotted with the four nibbles from bit `shift` of each
+/// column's `u32`.
+fn plane(xv: vec4<f32>, a: u32, b: u32, c: u32, d: u32, shift: u32) -> vec4<f32> {
+    return vec4<f32>(
+        dot(xv, low4(a >> shift)),
+        dot(xv, low4(b >> shift)),
+        dot(xv, low4(c >> shift)),
+        dot(xv, low4(d >> shift)),
+    );
 }
 
-/// The 16-byte word `q` (32 nibbles) dotted with the 32 inputs `xs`.
-fn dot32(q: vec4<u32>, xs: array<vec4<f32>, 8>) -> f32 {
-    var d = dot(xs[0], low4(q.x)) + dot(xs[1], high4(q.x));
-    d += dot(xs[2], low4(q.y)) + dot(xs[3], high4(q.y));
-    d += dot(xs[4], low4(q.z)) + dot(xs[5], high4(q.z));
-    d += dot(xs[6], low4(q.w)) + dot(xs[7], high4(q.w));
+/// The 16-byte words of four columns (32 nibbles each) dotted with the 32
+/// inputs of x from vec4 `b`. No private arrays: everything stays in
+/// registers.
+fn dots(q0: vec4<u32>, q1: vec4<u32>, q2: vec4<u32>, q3: vec4<u32>, b: u32) -> vec4<f32> {
+    var d = plane(vec4<f32>(x[b]), q0.x, q1.x, q2.x, q3.x, 0u);
+    d += plane(vec4<f32>(x[b + 1u]), q0.x, q1.x, q2.x, q3.x, 16u);
+    d += plane(vec4<f32>(x[b + 2u]), q0.y, q1.y, q2.y, q3.y, 0u);
+    d += plane(vec4<f32>(x[b + 3u]), q0.y, q1.y, q2.y, q3.y, 16u);
+    d += plane(vec4<f32>(x[b + 4u]), q0.z, q1.z, q2.z, q3.z, 0u);
+    d += plane(vec4<f32>(x[b + 5u]), q0.z, q1.z, q2.z, q3.z, 16u);
+    d += plane(vec4<f32>(x[b + 6u]), q0.w, q1.w, q2.w, q3.w, 0u);
+    d += plane(vec4<f32>(x[b + 7u]), q0.w, q1.w, q2.w, q3.w, 16u);
     return d;
+}
+
+/// `v` summed over the `lanes` lanes of each slot (a tree in workgroup
+/// memory); every invocation gets its slot's sum when `lane == 0`. Call in
+/// uniform control flow.
+fn reduce(v: vec4<f32>, lid: u32, lane: u32, lanes: u32) -> vec4<f32> {
+    partial[lid] = v;
+    workgroupBarrier();
+    for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            partial[lid] += partial[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    let sum = partial[lid];
+    workgroupBarrier();
+    return sum;
+}
+
+/// Stores row `r` of the columns from `col0` (lane 0 of each slot).
+fn emit(r: u32, v: vec4<f32>, col0: u32, lane: u32) {
+    if lane == 0u {
+        for (var c = 0u; c < COLS; c++) {
+            let col = col0 + c;
+            if col < p.n {
+                var y = v[c];
+                if p.has_bias != 0u {
+                    y += f32(bias[col]);
+                }
+                out[r * p.n + col] = Elem(y);
+            }
+        }
+    }
 }
 
 @compute @workgroup_size(WG)
@@ -8335,7 +8601,10 @@ fn main(
     let col0 = ((wid.y * groups.x + wid.x) * (WG / lanes) + slot) * COLS;
     let words = p.k / 32u;
     let x_row = p.k / 4u;
-    var acc = array<vec4<f32>, MAX_ROWS>();
+    var acc0 = vec4<f32>();
+    var acc1 = vec4<f32>();
+    var acc2 = vec4<f32>();
+    var acc3 = vec4<f32>();
     if col0 < p.n {
         let last = p.n - 1u;
         let c1 = min(col0 + 1u, last);
@@ -8347,52 +8616,31 @@ fn main(
             let q2 = weights[c2 * words + w];
             let q3 = weights[c3 * words + w];
             let at = (w * 32u / p.group_size) * p.n_pad;
-            let s = vec4<f32>(
-                f32(scales[at + col0]),
-                f32(scales[at + c1]),
-                f32(scales[at + c2]),
-                f32(scales[at + c3]),
-            );
-            for (var r = 0u; r < MAX_ROWS; r++) {
-                if r < p.m {
-                    let b = r * x_row + w * 8u;
-                    var xs: array<vec4<f32>, 8>;
-                    for (var i = 0u; i < 8u; i++) {
-                        xs[i] = vec4<f32>(x[b + i]);
-                    }
-                    let d = vec4<f32>(dot32(q0, xs), dot32(q1, xs), dot32(q2, xs), dot32(q3, xs));
-                    acc[r] += d * s;
-                }
+            let s = vec4<f32>(f32(scales[at + col0]), f32(scales[at + c1]), f32(scales[at + c2]), f32(scales[at + c3]));
+            let b = w * 8u;
+            acc0 += dots(q0, q1, q2, q3, b) * s;
+            if p.m > 1u {
+                acc1 += dots(q0, q1, q2, q3, x_row + b) * s;
+            }
+            if p.m > 2u {
+                acc2 += dots(q0, q1, q2, q3, 2u * x_row + b) * s;
+            }
+            if p.m > 3u {
+                acc3 += dots(q0, q1, q2, q3, 3u * x_row + b) * s;
             }
         }
     }
-    // One row at a time (the condition is uniform), so that the workgroup
-    // memory stays small.
-    for (var r = 0u; r < MAX_ROWS; r++) {
-        if r < p.m {
-            partial[lid] = acc[r];
-            workgroupBarrier();
-            for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
-                if lane < stride {
-                    partial[lid] += partial[lid + stride];
-                }
-                workgroupBarrier();
-            }
-            if lane == 0u && col0 < p.n {
-                let v = partial[lid];
-                for (var c = 0u; c < COLS; c++) {
-                    let col = col0 + c;
-                    if col < p.n {
-                        var y = v[c];
-                        if p.has_bias != 0u {
-                            y += f32(bias[col]);
-                        }
-                        out[r * p.n + col] = Elem(y);
-                    }
-                }
-            }
-            workgroupBarrier();
-        }
+    // Rows one at a time (the conditions are uniform), so that the
+    // workgroup memory stays small.
+    emit(0u, reduce(acc0, lid, lane, lanes), col0, lane);
+    if p.m > 1u {
+        emit(1u, reduce(acc1, lid, lane, lanes), col0, lane);
+    }
+    if p.m > 2u {
+        emit(2u, reduce(acc2, lid, lane, lanes), col0, lane);
+    }
+    if p.m > 3u {
+        emit(3u, reduce(acc3, lid, lane, lanes), col0, lane);
     }
 }
 "#;
@@ -8458,17 +8706,63 @@ fn low4(word: u32) -> vec4<f32> {
     return vec4<f32>(vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u)) - 8.0;
 }
 
-fn high4(word: u32) -> vec4<f32> {
-    return low4(word >> 16u);
+/// Four inputs of x dotted with the four nibbles from bit `shift` of each
+/// column's `u32`.
+fn plane(xv: vec4<f32>, a: u32, b: u32, c: u32, d: u32, shift: u32) -> vec4<f32> {
+    return vec4<f32>(
+        dot(xv, low4(a >> shift)),
+        dot(xv, low4(b >> shift)),
+        dot(xv, low4(c >> shift)),
+        dot(xv, low4(d >> shift)),
+    );
 }
 
-/// The 16-byte word `q` (32 nibbles) dotted with the 32 inputs `xs`.
-fn dot32(q: vec4<u32>, xs: array<vec4<f32>, 8>) -> f32 {
-    var d = dot(xs[0], low4(q.x)) + dot(xs[1], high4(q.x));
-    d += dot(xs[2], low4(q.y)) + dot(xs[3], high4(q.y));
-    d += dot(xs[4], low4(q.z)) + dot(xs[5], high4(q.z));
-    d += dot(xs[6], low4(q.w)) + dot(xs[7], high4(q.w));
+/// The 16-byte words of four columns (32 nibbles each) dotted with the 32
+/// inputs of x from vec4 `b`. No private arrays: everything stays in
+/// registers.
+fn dots(q0: vec4<u32>, q1: vec4<u32>, q2: vec4<u32>, q3: vec4<u32>, b: u32) -> vec4<f32> {
+    var d = plane(vec4<f32>(x[b]), q0.x, q1.x, q2.x, q3.x, 0u);
+    d += plane(vec4<f32>(x[b + 1u]), q0.x, q1.x, q2.x, q3.x, 16u);
+    d += plane(vec4<f32>(x[b + 2u]), q0.y, q1.y, q2.y, q3.y, 0u);
+    d += plane(vec4<f32>(x[b + 3u]), q0.y, q1.y, q2.y, q3.y, 16u);
+    d += plane(vec4<f32>(x[b + 4u]), q0.z, q1.z, q2.z, q3.z, 0u);
+    d += plane(vec4<f32>(x[b + 5u]), q0.z, q1.z, q2.z, q3.z, 16u);
+    d += plane(vec4<f32>(x[b + 6u]), q0.w, q1.w, q2.w, q3.w, 0u);
+    d += plane(vec4<f32>(x[b + 7u]), q0.w, q1.w, q2.w, q3.w, 16u);
     return d;
+}
+
+/// `v` summed over the `lanes` lanes of each slot (a tree in workgroup
+/// memory); every invocation gets its slot's sum when `lane == 0`. Call in
+/// uniform control flow.
+fn reduce(v: vec4<f32>, lid: u32, lane: u32, lanes: u32) -> vec4<f32> {
+    partial[lid] = v;
+    workgroupBarrier();
+    for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            partial[lid] += partial[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    let sum = partial[lid];
+    workgroupBarrier();
+    return sum;
+}
+
+/// Stores row `r` of the columns from `col0` (lane 0 of each slot).
+fn emit(r: u32, v: vec4<f32>, col0: u32, lane: u32) {
+    if lane == 0u {
+        for (var c = 0u; c < COLS; c++) {
+            let col = col0 + c;
+            if col < p.n {
+                var y = v[c];
+                if p.has_bias != 0u {
+                    y += f32(bias[col]);
+                }
+                out[r * p.n + col] = Elem(y);
+            }
+        }
+    }
 }
 
 @compute @workgroup_size(WG)
@@ -8483,7 +8777,10 @@ fn main(
     let col0 = ((wid.y * groups.x + wid.x) * (WG / lanes) + slot) * COLS;
     let words = p.k / 32u;
     let x_row = p.k / 4u;
-    var acc = array<vec4<f32>, MAX_ROWS>();
+    var acc0 = vec4<f32>();
+    var acc1 = vec4<f32>();
+    var acc2 = vec4<f32>();
+    var acc3 = vec4<f32>();
     if col0 < p.n {
         let last = p.n - 1u;
         let c1 = min(col0 + 1u, last);
@@ -8495,52 +8792,31 @@ fn main(
             let q2 = weights[c2 * words + w];
             let q3 = weights[c3 * words + w];
             let at = (w * 32u / p.group_size) * p.n_pad;
-            let s = vec4<f32>(
-                f32(scales[at + col0]),
-                f32(scales[at + c1]),
-                f32(scales[at + c2]),
-                f32(scales[at + c3]),
-            );
-            for (var r = 0u; r < MAX_ROWS; r++) {
-                if r < p.m {
-                    let b = r * x_row + w * 8u;
-                    var xs: array<vec4<f32>, 8>;
-                    for (var i = 0u; i < 8u; i++) {
-                        xs[i] = vec4<f32>(x[b + i]);
-                    }
-                    let d = vec4<f32>(dot32(q0, xs), dot32(q1, xs), dot32(q2, xs), dot32(q3, xs));
-                    acc[r] += d * s;
-                }
+            let s = vec4<f32>(f32(scales[at + col0]), f32(scales[at + c1]), f32(scales[at + c2]), f32(scales[at + c3]));
+            let b = w * 8u;
+            acc0 += dots(q0, q1, q2, q3, b) * s;
+            if p.m > 1u {
+                acc1 += dots(q0, q1, q2, q3, x_row + b) * s;
+            }
+            if p.m > 2u {
+                acc2 += dots(q0, q1, q2, q3, 2u * x_row + b) * s;
+            }
+            if p.m > 3u {
+                acc3 += dots(q0, q1, q2, q3, 3u * x_row + b) * s;
             }
         }
     }
-    // One row at a time (the condition is uniform), so that the workgroup
-    // memory stays small.
-    for (var r = 0u; r < MAX_ROWS; r++) {
-        if r < p.m {
-            partial[lid] = acc[r];
-            workgroupBarrier();
-            for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
-                if lane < stride {
-                    partial[lid] += partial[lid + stride];
-                }
-                workgroupBarrier();
-            }
-            if lane == 0u && col0 < p.n {
-                let v = partial[lid];
-                for (var c = 0u; c < COLS; c++) {
-                    let col = col0 + c;
-                    if col < p.n {
-                        var y = v[c];
-                        if p.has_bias != 0u {
-                            y += f32(bias[col]);
-                        }
-                        out[r * p.n + col] = Elem(y);
-                    }
-                }
-            }
-            workgroupBarrier();
-        }
+    // Rows one at a time (the conditions are uniform), so that the
+    // workgroup memory stays small.
+    emit(0u, reduce(acc0, lid, lane, lanes), col0, lane);
+    if p.m > 1u {
+        emit(1u, reduce(acc1, lid, lane, lanes), col0, lane);
+    }
+    if p.m > 2u {
+        emit(2u, reduce(acc2, lid, lane, lanes), col0, lane);
+    }
+    if p.m > 3u {
+        emit(3u, reduce(acc3, lid, lane, lanes), col0, lane);
     }
 }
 "#;
@@ -8606,17 +8882,59 @@ fn low4(word: u32) -> vec4<f32> {
     return vec4<f32>(vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u)) - 8.0;
 }
 
-fn high4(word: u32) -> vec4<f32> {
-    return low4(word >> 16u);
+/// Four inputs of x dotted with the four nibbles from bit `shift` of each
+/// column's `u32`.
+fn plane(xv: vec4<f32>, a: u32, b: u32, c: u32, d: u32, shift: u32) -> vec4<f32> {
+    return vec4<f32>(
+        dot(xv, low4(a >> shift)),
+        dot(xv, low4(b >> shift)),
+        dot(xv, low4(c >> shift)),
+        dot(xv, low4(d >> shift)),
+    );
 }
 
-/// The 16-byte word `q` (32 nibbles) dotted with the 32 inputs `xs`.
-fn dot32(q: vec4<u32>, xs: array<vec4<f32>, 8>) -> f32 {
-    var d = dot(xs[0], low4(q.x)) + dot(xs[1], high4(q.x));
-    d += dot(xs[2], low4(q.y)) + dot(xs[3], high4(q.y));
-    d += dot(xs[4], low4(q.z)) + dot(xs[5], high4(q.z));
-    d += dot(xs[6], low4(q.w)) + dot(xs[7], high4(q.w));
+/// The 16-byte words of four columns (32 nibbles each) dotted with the 32
+/// inputs of x from vec4 `b`. No private arrays: everything stays in
+/// registers.
+fn dots(q0: vec4<u32>, q1: vec4<u32>, q2: vec4<u32>, q3: vec4<u32>, b: u32) -> vec4<f32> {
+    var d = plane(vec4<f32>(x[b]), q0.x, q1.x, q2.x, q3.x, 0u);
+    d += plane(vec4<f32>(x[b + 1u]), q0.x, q1.x, q2.x, q3.x, 16u);
+    d += plane(vec4<f32>(x[b + 2u]), q0.y, q1.y, q2.y, q3.y, 0u);
+    d += plane(vec4<f32>(x[b + 3u]), q0.y, q1.y, q2.y, q3.y, 16u);
+    d += plane(vec4<f32>(x[b + 4u]), q0.z, q1.z, q2.z, q3.z, 0u);
+    d += plane(vec4<f32>(x[b + 5u]), q0.z, q1.z, q2.z, q3.z, 16u);
+    d += plane(vec4<f32>(x[b + 6u]), q0.w, q1.w, q2.w, q3.w, 0u);
+    d += plane(vec4<f32>(x[b + 7u]), q0.w, q1.w, q2.w, q3.w, 16u);
     return d;
+}
+
+/// `v` summed over the `lanes` lanes of each slot (a tree in workgroup
+/// memory); every invocation gets its slot's sum when `lane == 0`. Call in
+/// uniform control flow.
+fn reduce(v: vec4<f32>, lid: u32, lane: u32, lanes: u32) -> vec4<f32> {
+    partial[lid] = v;
+    workgroupBarrier();
+    for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            partial[lid] += partial[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    let sum = partial[lid];
+    workgroupBarrier();
+    return sum;
+}
+
+/// Stores row `r` of projection `j`'s columns from `col0` (lane 0 of each
+/// slot).
+fn emit(r: u32, v: vec4<f32>, col0: u32, lane: u32, j: u32, n: u32) {
+    if lane == 0u {
+        for (var c = 0u; c < COLS; c++) {
+            if col0 + c < n {
+                store(j, r * n + col0 + c, v[c]);
+            }
+        }
+    }
 }
 
 /// Word `idx` of projection `j`'s weights.
@@ -8670,7 +8988,10 @@ fn main(
     let col0 = ((wg - p.first[j]) * (WG / lanes) + slot) * COLS;
     let words = p.k / 32u;
     let x_row = p.k / 4u;
-    var acc = array<vec4<f32>, MAX_ROWS>();
+    var acc0 = vec4<f32>();
+    var acc1 = vec4<f32>();
+    var acc2 = vec4<f32>();
+    var acc3 = vec4<f32>();
     if col0 < n {
         let last = n - 1u;
         let c1 = min(col0 + 1u, last);
@@ -8683,41 +9004,30 @@ fn main(
             let q3 = word(j, c3 * words + w);
             let at = (w * 32u / p.group_size) * n_pad;
             let s = vec4<f32>(scale(j, at + col0), scale(j, at + c1), scale(j, at + c2), scale(j, at + c3));
-            for (var r = 0u; r < MAX_ROWS; r++) {
-                if r < p.m {
-                    let b = r * x_row + w * 8u;
-                    var xs: array<vec4<f32>, 8>;
-                    for (var i = 0u; i < 8u; i++) {
-                        xs[i] = vec4<f32>(x[b + i]);
-                    }
-                    let d = vec4<f32>(dot32(q0, xs), dot32(q1, xs), dot32(q2, xs), dot32(q3, xs));
-                    acc[r] += d * s;
-                }
+            let b = w * 8u;
+            acc0 += dots(q0, q1, q2, q3, b) * s;
+            if p.m > 1u {
+                acc1 += dots(q0, q1, q2, q3, x_row + b) * s;
+            }
+            if p.m > 2u {
+                acc2 += dots(q0, q1, q2, q3, 2u * x_row + b) * s;
+            }
+            if p.m > 3u {
+                acc3 += dots(q0, q1, q2, q3, 3u * x_row + b) * s;
             }
         }
     }
-    // One row at a time (the condition is uniform), so that the workgroup
-    // memory stays small.
-    for (var r = 0u; r < MAX_ROWS; r++) {
-        if r < p.m {
-            partial[lid] = acc[r];
-            workgroupBarrier();
-            for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
-                if lane < stride {
-                    partial[lid] += partial[lid + stride];
-                }
-                workgroupBarrier();
-            }
-            if lane == 0u && col0 < n {
-                let v = partial[lid];
-                for (var c = 0u; c < COLS; c++) {
-                    if col0 + c < n {
-                        store(j, r * n + col0 + c, v[c]);
-                    }
-                }
-            }
-            workgroupBarrier();
-        }
+    // Rows one at a time (the conditions are uniform), so that the
+    // workgroup memory stays small.
+    emit(0u, reduce(acc0, lid, lane, lanes), col0, lane, j, n);
+    if p.m > 1u {
+        emit(1u, reduce(acc1, lid, lane, lanes), col0, lane, j, n);
+    }
+    if p.m > 2u {
+        emit(2u, reduce(acc2, lid, lane, lanes), col0, lane, j, n);
+    }
+    if p.m > 3u {
+        emit(3u, reduce(acc3, lid, lane, lanes), col0, lane, j, n);
     }
 }
 "#;
@@ -8785,17 +9095,59 @@ fn low4(word: u32) -> vec4<f32> {
     return vec4<f32>(vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u)) - 8.0;
 }
 
-fn high4(word: u32) -> vec4<f32> {
-    return low4(word >> 16u);
+/// Four inputs of x dotted with the four nibbles from bit `shift` of each
+/// column's `u32`.
+fn plane(xv: vec4<f32>, a: u32, b: u32, c: u32, d: u32, shift: u32) -> vec4<f32> {
+    return vec4<f32>(
+        dot(xv, low4(a >> shift)),
+        dot(xv, low4(b >> shift)),
+        dot(xv, low4(c >> shift)),
+        dot(xv, low4(d >> shift)),
+    );
 }
 
-/// The 16-byte word `q` (32 nibbles) dotted with the 32 inputs `xs`.
-fn dot32(q: vec4<u32>, xs: array<vec4<f32>, 8>) -> f32 {
-    var d = dot(xs[0], low4(q.x)) + dot(xs[1], high4(q.x));
-    d += dot(xs[2], low4(q.y)) + dot(xs[3], high4(q.y));
-    d += dot(xs[4], low4(q.z)) + dot(xs[5], high4(q.z));
-    d += dot(xs[6], low4(q.w)) + dot(xs[7], high4(q.w));
+/// The 16-byte words of four columns (32 nibbles each) dotted with the 32
+/// inputs of x from vec4 `b`. No private arrays: everything stays in
+/// registers.
+fn dots(q0: vec4<u32>, q1: vec4<u32>, q2: vec4<u32>, q3: vec4<u32>, b: u32) -> vec4<f32> {
+    var d = plane(vec4<f32>(x[b]), q0.x, q1.x, q2.x, q3.x, 0u);
+    d += plane(vec4<f32>(x[b + 1u]), q0.x, q1.x, q2.x, q3.x, 16u);
+    d += plane(vec4<f32>(x[b + 2u]), q0.y, q1.y, q2.y, q3.y, 0u);
+    d += plane(vec4<f32>(x[b + 3u]), q0.y, q1.y, q2.y, q3.y, 16u);
+    d += plane(vec4<f32>(x[b + 4u]), q0.z, q1.z, q2.z, q3.z, 0u);
+    d += plane(vec4<f32>(x[b + 5u]), q0.z, q1.z, q2.z, q3.z, 16u);
+    d += plane(vec4<f32>(x[b + 6u]), q0.w, q1.w, q2.w, q3.w, 0u);
+    d += plane(vec4<f32>(x[b + 7u]), q0.w, q1.w, q2.w, q3.w, 16u);
     return d;
+}
+
+/// `v` summed over the `lanes` lanes of each slot (a tree in workgroup
+/// memory); every invocation gets its slot's sum when `lane == 0`. Call in
+/// uniform control flow.
+fn reduce(v: vec4<f32>, lid: u32, lane: u32, lanes: u32) -> vec4<f32> {
+    partial[lid] = v;
+    workgroupBarrier();
+    for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            partial[lid] += partial[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    let sum = partial[lid];
+    workgroupBarrier();
+    return sum;
+}
+
+/// Stores row `r` of projection `j`'s columns from `col0` (lane 0 of each
+/// slot).
+fn emit(r: u32, v: vec4<f32>, col0: u32, lane: u32, j: u32, n: u32) {
+    if lane == 0u {
+        for (var c = 0u; c < COLS; c++) {
+            if col0 + c < n {
+                store(j, r * n + col0 + c, v[c]);
+            }
+        }
+    }
 }
 
 /// Word `idx` of projection `j`'s weights.
@@ -8849,7 +9201,10 @@ fn main(
     let col0 = ((wg - p.first[j]) * (WG / lanes) + slot) * COLS;
     let words = p.k / 32u;
     let x_row = p.k / 4u;
-    var acc = array<vec4<f32>, MAX_ROWS>();
+    var acc0 = vec4<f32>();
+    var acc1 = vec4<f32>();
+    var acc2 = vec4<f32>();
+    var acc3 = vec4<f32>();
     if col0 < n {
         let last = n - 1u;
         let c1 = min(col0 + 1u, last);
@@ -8862,41 +9217,30 @@ fn main(
             let q3 = word(j, c3 * words + w);
             let at = (w * 32u / p.group_size) * n_pad;
             let s = vec4<f32>(scale(j, at + col0), scale(j, at + c1), scale(j, at + c2), scale(j, at + c3));
-            for (var r = 0u; r < MAX_ROWS; r++) {
-                if r < p.m {
-                    let b = r * x_row + w * 8u;
-                    var xs: array<vec4<f32>, 8>;
-                    for (var i = 0u; i < 8u; i++) {
-                        xs[i] = vec4<f32>(x[b + i]);
-                    }
-                    let d = vec4<f32>(dot32(q0, xs), dot32(q1, xs), dot32(q2, xs), dot32(q3, xs));
-                    acc[r] += d * s;
-                }
+            let b = w * 8u;
+            acc0 += dots(q0, q1, q2, q3, b) * s;
+            if p.m > 1u {
+                acc1 += dots(q0, q1, q2, q3, x_row + b) * s;
+            }
+            if p.m > 2u {
+                acc2 += dots(q0, q1, q2, q3, 2u * x_row + b) * s;
+            }
+            if p.m > 3u {
+                acc3 += dots(q0, q1, q2, q3, 3u * x_row + b) * s;
             }
         }
     }
-    // One row at a time (the condition is uniform), so that the workgroup
-    // memory stays small.
-    for (var r = 0u; r < MAX_ROWS; r++) {
-        if r < p.m {
-            partial[lid] = acc[r];
-            workgroupBarrier();
-            for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
-                if lane < stride {
-                    partial[lid] += partial[lid + stride];
-                }
-                workgroupBarrier();
-            }
-            if lane == 0u && col0 < n {
-                let v = partial[lid];
-                for (var c = 0u; c < COLS; c++) {
-                    if col0 + c < n {
-                        store(j, r * n + col0 + c, v[c]);
-                    }
-                }
-            }
-            workgroupBarrier();
-        }
+    // Rows one at a time (the conditions are uniform), so that the
+    // workgroup memory stays small.
+    emit(0u, reduce(acc0, lid, lane, lanes), col0, lane, j, n);
+    if p.m > 1u {
+        emit(1u, reduce(acc1, lid, lane, lanes), col0, lane, j, n);
+    }
+    if p.m > 2u {
+        emit(2u, reduce(acc2, lid, lane, lanes), col0, lane, j, n);
+    }
+    if p.m > 3u {
+        emit(3u, reduce(acc3, lid, lane, lanes), col0, lane, j, n);
     }
 }
 "#;
@@ -8958,17 +9302,56 @@ fn low4(word: u32) -> vec4<f32> {
     return vec4<f32>(vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u)) - 8.0;
 }
 
-fn high4(word: u32) -> vec4<f32> {
-    return low4(word >> 16u);
+/// Four inputs of x dotted with the four nibbles from bit `shift` of each
+/// column's `u32`.
+fn plane(xv: vec4<f32>, a: u32, b: u32, c: u32, d: u32, shift: u32) -> vec4<f32> {
+    return vec4<f32>(
+        dot(xv, low4(a >> shift)),
+        dot(xv, low4(b >> shift)),
+        dot(xv, low4(c >> shift)),
+        dot(xv, low4(d >> shift)),
+    );
 }
 
-/// The 16-byte word `q` (32 nibbles) dotted with the 32 inputs `xs`.
-fn dot32(q: vec4<u32>, xs: array<vec4<f32>, 8>) -> f32 {
-    var d = dot(xs[0], low4(q.x)) + dot(xs[1], high4(q.x));
-    d += dot(xs[2], low4(q.y)) + dot(xs[3], high4(q.y));
-    d += dot(xs[4], low4(q.z)) + dot(xs[5], high4(q.z));
-    d += dot(xs[6], low4(q.w)) + dot(xs[7], high4(q.w));
+/// The 16-byte words of four columns (32 nibbles each) dotted with the 32
+/// inputs of x from vec4 `b`. No private arrays: everything stays in
+/// registers.
+fn dots(q0: vec4<u32>, q1: vec4<u32>, q2: vec4<u32>, q3: vec4<u32>, b: u32) -> vec4<f32> {
+    var d = plane(vec4<f32>(x[b]), q0.x, q1.x, q2.x, q3.x, 0u);
+    d += plane(vec4<f32>(x[b + 1u]), q0.x, q1.x, q2.x, q3.x, 16u);
+    d += plane(vec4<f32>(x[b + 2u]), q0.y, q1.y, q2.y, q3.y, 0u);
+    d += plane(vec4<f32>(x[b + 3u]), q0.y, q1.y, q2.y, q3.y, 16u);
+    d += plane(vec4<f32>(x[b + 4u]), q0.z, q1.z, q2.z, q3.z, 0u);
+    d += plane(vec4<f32>(x[b + 5u]), q0.z, q1.z, q2.z, q3.z, 16u);
+    d += plane(vec4<f32>(x[b + 6u]), q0.w, q1.w, q2.w, q3.w, 0u);
+    d += plane(vec4<f32>(x[b + 7u]), q0.w, q1.w, q2.w, q3.w, 16u);
     return d;
+}
+
+/// `v` and `u` summed over the `lanes` lanes of each slot (trees in
+/// workgroup memory), stored as `silu(v) * u` for row `r` by lane 0 of each
+/// slot. Call in uniform control flow.
+fn finish(r: u32, v: vec4<f32>, u: vec4<f32>, col0: u32, lid: u32, lane: u32, lanes: u32) {
+    partial[lid] = v;
+    partial_up[lid] = u;
+    workgroupBarrier();
+    for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            partial[lid] += partial[lid + stride];
+            partial_up[lid] += partial_up[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    if lane == 0u {
+        let g = partial[lid];
+        let up = partial_up[lid];
+        for (var c = 0u; c < COLS; c++) {
+            if col0 + c < p.n {
+                out[r * p.n + col0 + c] = Elem(g[c] / (1.0 + exp(-g[c])) * up[c]);
+            }
+        }
+    }
+    workgroupBarrier();
 }
 
 @compute @workgroup_size(WG)
@@ -8983,63 +9366,59 @@ fn main(
     let col0 = ((wid.y * groups.x + wid.x) * (WG / lanes) + slot) * COLS;
     let words = p.k / 32u;
     let x_row = p.k / 4u;
-    var acc = array<vec4<f32>, MAX_ROWS>();
-    var acc_up = array<vec4<f32>, MAX_ROWS>();
+    var g0 = vec4<f32>();
+    var g1 = vec4<f32>();
+    var g2 = vec4<f32>();
+    var g3 = vec4<f32>();
+    var u0 = vec4<f32>();
+    var u1 = vec4<f32>();
+    var u2 = vec4<f32>();
+    var u3 = vec4<f32>();
     if col0 < p.n {
         let last = p.n - 1u;
         let c1 = min(col0 + 1u, last);
         let c2 = min(col0 + 2u, last);
         let c3 = min(col0 + 3u, last);
         for (var w = lane; w < words; w += lanes) {
-            let g0 = w_gate[col0 * words + w];
-            let g1 = w_gate[c1 * words + w];
-            let g2 = w_gate[c2 * words + w];
-            let g3 = w_gate[c3 * words + w];
-            let u0 = w_up[col0 * words + w];
-            let u1 = w_up[c1 * words + w];
-            let u2 = w_up[c2 * words + w];
-            let u3 = w_up[c3 * words + w];
+            let qg0 = w_gate[col0 * words + w];
+            let qg1 = w_gate[c1 * words + w];
+            let qg2 = w_gate[c2 * words + w];
+            let qg3 = w_gate[c3 * words + w];
+            let qu0 = w_up[col0 * words + w];
+            let qu1 = w_up[c1 * words + w];
+            let qu2 = w_up[c2 * words + w];
+            let qu3 = w_up[c3 * words + w];
             let at = (w * 32u / p.group_size) * p.n_pad;
             let sg = vec4<f32>(f32(s_gate[at + col0]), f32(s_gate[at + c1]), f32(s_gate[at + c2]), f32(s_gate[at + c3]));
             let su = vec4<f32>(f32(s_up[at + col0]), f32(s_up[at + c1]), f32(s_up[at + c2]), f32(s_up[at + c3]));
-            for (var r = 0u; r < MAX_ROWS; r++) {
-                if r < p.m {
-                    let b = r * x_row + w * 8u;
-                    var xs: array<vec4<f32>, 8>;
-                    for (var i = 0u; i < 8u; i++) {
-                        xs[i] = vec4<f32>(x[b + i]);
-                    }
-                    acc[r] += vec4<f32>(dot32(g0, xs), dot32(g1, xs), dot32(g2, xs), dot32(g3, xs)) * sg;
-                    acc_up[r] += vec4<f32>(dot32(u0, xs), dot32(u1, xs), dot32(u2, xs), dot32(u3, xs)) * su;
-                }
+            let b = w * 8u;
+            g0 += dots(qg0, qg1, qg2, qg3, b) * sg;
+            u0 += dots(qu0, qu1, qu2, qu3, b) * su;
+            if p.m > 1u {
+                g1 += dots(qg0, qg1, qg2, qg3, x_row + b) * sg;
+                u1 += dots(qu0, qu1, qu2, qu3, x_row + b) * su;
+            }
+            if p.m > 2u {
+                g2 += dots(qg0, qg1, qg2, qg3, 2u * x_row + b) * sg;
+                u2 += dots(qu0, qu1, qu2, qu3, 2u * x_row + b) * su;
+            }
+            if p.m > 3u {
+                g3 += dots(qg0, qg1, qg2, qg3, 3u * x_row + b) * sg;
+                u3 += dots(qu0, qu1, qu2, qu3, 3u * x_row + b) * su;
             }
         }
     }
-    // One row at a time (the condition is uniform), so that the workgroup
-    // memory stays small.
-    for (var r = 0u; r < MAX_ROWS; r++) {
-        if r < p.m {
-            partial[lid] = acc[r];
-            partial_up[lid] = acc_up[r];
-            workgroupBarrier();
-            for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
-                if lane < stride {
-                    partial[lid] += partial[lid + stride];
-                    partial_up[lid] += partial_up[lid + stride];
-                }
-                workgroupBarrier();
-            }
-            if lane == 0u && col0 < p.n {
-                let g = partial[lid];
-                let u = partial_up[lid];
-                for (var c = 0u; c < COLS; c++) {
-                    if col0 + c < p.n {
-                        out[r * p.n + col0 + c] = Elem(g[c] / (1.0 + exp(-g[c])) * u[c]);
-                    }
-                }
-            }
-            workgroupBarrier();
-        }
+    // Rows one at a time (the conditions are uniform), so that the
+    // workgroup memory stays small.
+    finish(0u, g0, u0, col0, lid, lane, lanes);
+    if p.m > 1u {
+        finish(1u, g1, u1, col0, lid, lane, lanes);
+    }
+    if p.m > 2u {
+        finish(2u, g2, u2, col0, lid, lane, lanes);
+    }
+    if p.m > 3u {
+        finish(3u, g3, u3, col0, lid, lane, lanes);
     }
 }
 "#;
@@ -9103,17 +9482,56 @@ fn low4(word: u32) -> vec4<f32> {
     return vec4<f32>(vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u)) - 8.0;
 }
 
-fn high4(word: u32) -> vec4<f32> {
-    return low4(word >> 16u);
+/// Four inputs of x dotted with the four nibbles from bit `shift` of each
+/// column's `u32`.
+fn plane(xv: vec4<f32>, a: u32, b: u32, c: u32, d: u32, shift: u32) -> vec4<f32> {
+    return vec4<f32>(
+        dot(xv, low4(a >> shift)),
+        dot(xv, low4(b >> shift)),
+        dot(xv, low4(c >> shift)),
+        dot(xv, low4(d >> shift)),
+    );
 }
 
-/// The 16-byte word `q` (32 nibbles) dotted with the 32 inputs `xs`.
-fn dot32(q: vec4<u32>, xs: array<vec4<f32>, 8>) -> f32 {
-    var d = dot(xs[0], low4(q.x)) + dot(xs[1], high4(q.x));
-    d += dot(xs[2], low4(q.y)) + dot(xs[3], high4(q.y));
-    d += dot(xs[4], low4(q.z)) + dot(xs[5], high4(q.z));
-    d += dot(xs[6], low4(q.w)) + dot(xs[7], high4(q.w));
+/// The 16-byte words of four columns (32 nibbles each) dotted with the 32
+/// inputs of x from vec4 `b`. No private arrays: everything stays in
+/// registers.
+fn dots(q0: vec4<u32>, q1: vec4<u32>, q2: vec4<u32>, q3: vec4<u32>, b: u32) -> vec4<f32> {
+    var d = plane(vec4<f32>(x[b]), q0.x, q1.x, q2.x, q3.x, 0u);
+    d += plane(vec4<f32>(x[b + 1u]), q0.x, q1.x, q2.x, q3.x, 16u);
+    d += plane(vec4<f32>(x[b + 2u]), q0.y, q1.y, q2.y, q3.y, 0u);
+    d += plane(vec4<f32>(x[b + 3u]), q0.y, q1.y, q2.y, q3.y, 16u);
+    d += plane(vec4<f32>(x[b + 4u]), q0.z, q1.z, q2.z, q3.z, 0u);
+    d += plane(vec4<f32>(x[b + 5u]), q0.z, q1.z, q2.z, q3.z, 16u);
+    d += plane(vec4<f32>(x[b + 6u]), q0.w, q1.w, q2.w, q3.w, 0u);
+    d += plane(vec4<f32>(x[b + 7u]), q0.w, q1.w, q2.w, q3.w, 16u);
     return d;
+}
+
+/// `v` and `u` summed over the `lanes` lanes of each slot (trees in
+/// workgroup memory), stored as `silu(v) * u` for row `r` by lane 0 of each
+/// slot. Call in uniform control flow.
+fn finish(r: u32, v: vec4<f32>, u: vec4<f32>, col0: u32, lid: u32, lane: u32, lanes: u32) {
+    partial[lid] = v;
+    partial_up[lid] = u;
+    workgroupBarrier();
+    for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            partial[lid] += partial[lid + stride];
+            partial_up[lid] += partial_up[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    if lane == 0u {
+        let g = partial[lid];
+        let up = partial_up[lid];
+        for (var c = 0u; c < COLS; c++) {
+            if col0 + c < p.n {
+                out[r * p.n + col0 + c] = Elem(g[c] / (1.0 + exp(-g[c])) * up[c]);
+            }
+        }
+    }
+    workgroupBarrier();
 }
 
 @compute @workgroup_size(WG)
@@ -9128,63 +9546,59 @@ fn main(
     let col0 = ((wid.y * groups.x + wid.x) * (WG / lanes) + slot) * COLS;
     let words = p.k / 32u;
     let x_row = p.k / 4u;
-    var acc = array<vec4<f32>, MAX_ROWS>();
-    var acc_up = array<vec4<f32>, MAX_ROWS>();
+    var g0 = vec4<f32>();
+    var g1 = vec4<f32>();
+    var g2 = vec4<f32>();
+    var g3 = vec4<f32>();
+    var u0 = vec4<f32>();
+    var u1 = vec4<f32>();
+    var u2 = vec4<f32>();
+    var u3 = vec4<f32>();
     if col0 < p.n {
         let last = p.n - 1u;
         let c1 = min(col0 + 1u, last);
         let c2 = min(col0 + 2u, last);
         let c3 = min(col0 + 3u, last);
         for (var w = lane; w < words; w += lanes) {
-            let g0 = w_gate[col0 * words + w];
-            let g1 = w_gate[c1 * words + w];
-            let g2 = w_gate[c2 * words + w];
-            let g3 = w_gate[c3 * words + w];
-            let u0 = w_up[col0 * words + w];
-            let u1 = w_up[c1 * words + w];
-            let u2 = w_up[c2 * words + w];
-            let u3 = w_up[c3 * words + w];
+            let qg0 = w_gate[col0 * words + w];
+            let qg1 = w_gate[c1 * words + w];
+            let qg2 = w_gate[c2 * words + w];
+            let qg3 = w_gate[c3 * words + w];
+            let qu0 = w_up[col0 * words + w];
+            let qu1 = w_up[c1 * words + w];
+            let qu2 = w_up[c2 * words + w];
+            let qu3 = w_up[c3 * words + w];
             let at = (w * 32u / p.group_size) * p.n_pad;
             let sg = vec4<f32>(f32(s_gate[at + col0]), f32(s_gate[at + c1]), f32(s_gate[at + c2]), f32(s_gate[at + c3]));
             let su = vec4<f32>(f32(s_up[at + col0]), f32(s_up[at + c1]), f32(s_up[at + c2]), f32(s_up[at + c3]));
-            for (var r = 0u; r < MAX_ROWS; r++) {
-                if r < p.m {
-                    let b = r * x_row + w * 8u;
-                    var xs: array<vec4<f32>, 8>;
-                    for (var i = 0u; i < 8u; i++) {
-                        xs[i] = vec4<f32>(x[b + i]);
-                    }
-                    acc[r] += vec4<f32>(dot32(g0, xs), dot32(g1, xs), dot32(g2, xs), dot32(g3, xs)) * sg;
-                    acc_up[r] += vec4<f32>(dot32(u0, xs), dot32(u1, xs), dot32(u2, xs), dot32(u3, xs)) * su;
-                }
+            let b = w * 8u;
+            g0 += dots(qg0, qg1, qg2, qg3, b) * sg;
+            u0 += dots(qu0, qu1, qu2, qu3, b) * su;
+            if p.m > 1u {
+                g1 += dots(qg0, qg1, qg2, qg3, x_row + b) * sg;
+                u1 += dots(qu0, qu1, qu2, qu3, x_row + b) * su;
+            }
+            if p.m > 2u {
+                g2 += dots(qg0, qg1, qg2, qg3, 2u * x_row + b) * sg;
+                u2 += dots(qu0, qu1, qu2, qu3, 2u * x_row + b) * su;
+            }
+            if p.m > 3u {
+                g3 += dots(qg0, qg1, qg2, qg3, 3u * x_row + b) * sg;
+                u3 += dots(qu0, qu1, qu2, qu3, 3u * x_row + b) * su;
             }
         }
     }
-    // One row at a time (the condition is uniform), so that the workgroup
-    // memory stays small.
-    for (var r = 0u; r < MAX_ROWS; r++) {
-        if r < p.m {
-            partial[lid] = acc[r];
-            partial_up[lid] = acc_up[r];
-            workgroupBarrier();
-            for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
-                if lane < stride {
-                    partial[lid] += partial[lid + stride];
-                    partial_up[lid] += partial_up[lid + stride];
-                }
-                workgroupBarrier();
-            }
-            if lane == 0u && col0 < p.n {
-                let g = partial[lid];
-                let u = partial_up[lid];
-                for (var c = 0u; c < COLS; c++) {
-                    if col0 + c < p.n {
-                        out[r * p.n + col0 + c] = Elem(g[c] / (1.0 + exp(-g[c])) * u[c]);
-                    }
-                }
-            }
-            workgroupBarrier();
-        }
+    // Rows one at a time (the conditions are uniform), so that the
+    // workgroup memory stays small.
+    finish(0u, g0, u0, col0, lid, lane, lanes);
+    if p.m > 1u {
+        finish(1u, g1, u1, col0, lid, lane, lanes);
+    }
+    if p.m > 2u {
+        finish(2u, g2, u2, col0, lid, lane, lanes);
+    }
+    if p.m > 3u {
+        finish(3u, g3, u3, col0, lid, lane, lanes);
     }
 }
 "#;

@@ -509,7 +509,8 @@ pub fn linear_qkv(c: &Ctx<'_>) -> Result<Lowered> {
         biases.push(b.map_or(w.id, |b| b.id));
         weights.push(w);
     }
-    let gemv = m <= GEMV_MAX_ROWS;
+    // The streaming GEMV reads the rows as vec4s.
+    let gemv = m <= GEMV_MAX_ROWS && k.is_multiple_of(4);
     let shader = float_shader(if gemv { Family::GemvQkv } else { Family::LinearQkv }, &x, 0, "input")?;
     let shapes: Vec<(Vid, Vec<u64>)> = outs
         .iter()
@@ -524,16 +525,39 @@ pub fn linear_qkv(c: &Ctx<'_>) -> Result<Lowered> {
     let mut steps = Vec::new();
     if total > 0 {
         let u = |what, x| to_u32(what, x);
-        let params = Uniform::new()
-            .u32(u("M", m)?)
-            .u32(u("K", k)?)
-            .u32(u("N", ns[0])?)
-            .u32(u("N", ns[1])?)
-            .u32(u("N", ns[2])?)
-            .u32(has_bias)
-            .finish();
+        let mut first = [0u32; 4];
+        let mut lanes = [0u32; 3];
+        for j in 0..3 {
+            let (l, groups) = gemv_split(ns[j], k / 4);
+            lanes[j] = l;
+            first[j + 1] = u("workgroups", u64::from(first[j]) + groups)?;
+        }
+        let params = if gemv {
+            let mut params = Uniform::new().u32(u("M", m)?).u32(u("K", k)?);
+            for n in ns {
+                params = params.u32(u("N", n)?);
+            }
+            params = params.u32(has_bias).u32(0).u32(0);
+            for l in lanes {
+                params = params.u32(l);
+            }
+            params = params.u32(0);
+            for f in first {
+                params = params.u32(f);
+            }
+            params.finish()
+        } else {
+            Uniform::new()
+                .u32(u("M", m)?)
+                .u32(u("K", k)?)
+                .u32(u("N", ns[0])?)
+                .u32(u("N", ns[1])?)
+                .u32(u("N", ns[2])?)
+                .u32(has_bias)
+                .finish()
+        };
         let workgroups = if gemv {
-            grid_groups(total)?
+            grid_groups(u64::from(first[3]))?
         } else {
             let tile = u64::from(MATMUL_TILE);
             let n_max = ns.iter().copied().max().unwrap_or(0);
@@ -570,7 +594,8 @@ pub fn linear_swiglu(c: &Ctx<'_>) -> Result<Lowered> {
     if check_weight(&x, k, &wu, 3, bu.as_ref())? != n {
         return Err(shape_err(3, "w_up", format!("[{n}, {k}] (the gate's shape)"), &wu));
     }
-    let gemv = m <= GEMV_MAX_ROWS;
+    // The streaming GEMV reads the rows as vec4s.
+    let gemv = m <= GEMV_MAX_ROWS && k.is_multiple_of(4);
     let shader = float_shader(if gemv { Family::GemvSwiglu } else { Family::LinearSwiglu }, &x, 0, "input")?;
     let mut shape = lead.to_vec();
     shape.push(n);
@@ -578,9 +603,14 @@ pub fn linear_swiglu(c: &Ctx<'_>) -> Result<Lowered> {
     if m * n > 0 {
         let u = |what, x| to_u32(what, x);
         let has_bias = u32::from(bg.is_some()) | u32::from(bu.is_some()) << 1;
-        let params = Uniform::new().u32(u("M", m)?).u32(u("N", n)?).u32(u("K", k)?).u32(has_bias).finish();
+        let (lanes, gemv_groups) = gemv_split(n, k / 4);
+        let mut params = Uniform::new().u32(u("M", m)?).u32(u("N", n)?).u32(u("K", k)?).u32(has_bias);
+        if gemv {
+            params = params.u32(lanes);
+        }
+        let params = params.finish();
         let workgroups = if gemv {
-            grid_groups(m * n)?
+            grid_groups(gemv_groups)?
         } else {
             let tile = u64::from(MATMUL_TILE);
             [u("workgroups along N", n.div_ceil(tile))?, u("workgroups along M", m.div_ceil(tile))?, 1]

@@ -774,3 +774,81 @@ fn linear_gemv_ragged_shapes_match_a_reference() {
         check_within(g, &[Tensor::from_f32(&[m as u64, k as u64], &xv)], &[m as u64, n as u64], &want, 1e-4, &what);
     }
 }
+
+/// The fused float SwiGLU and QKV GEMVs (`gemv_swiglu.wgsl`,
+/// `gemv_qkv.wgsl`) on ragged shapes, with and without biases: N off the 4
+/// columns per invocation, projections of different widths (each with its
+/// own split), 1 to 4 rows; K = 6 (not a multiple of 4) takes the tiled
+/// kernels.
+#[test]
+fn float_swiglu_and_qkv_gemvs_match_a_reference() {
+    for (m, k, ns, with_bias) in
+        [(1usize, 2048usize, [259usize, 64, 7], true), (3, 12, [1031, 5, 130], false), (4, 6, [9, 3, 3], true)]
+    {
+        let f64s = |v: &[f32]| v.iter().map(|&x| f64::from(x)).collect::<Vec<f64>>();
+        let xv = data(m * k, 41 + k as u32);
+        let ws: Vec<Vec<f32>> = ns.iter().enumerate().map(|(j, &n)| data(n * k, 43 + j as u32)).collect();
+        let bs: Vec<Vec<f32>> = ns.iter().enumerate().map(|(j, &n)| data(n, 47 + j as u32)).collect();
+        let proj = |j: usize| {
+            let mut y = matvec_ref(&xv, &f64s(&ws[j]), m, ns[j], k);
+            if with_bias {
+                y.iter_mut().enumerate().for_each(|(i, v)| *v += f64::from(bs[j][i % ns[j]]));
+            }
+            y
+        };
+        let x_t = Tensor::from_f32(&[m as u64, k as u64], &xv);
+
+        // SwiGLU of projections 0 and (a second weight of) the same width.
+        let n = ns[0];
+        let wu = data(n * k, 53);
+        let bu = data(n, 54);
+        let mut g = GraphBuilder::new();
+        let x = g.tensor(DType::F32, &[m as u64, k as u64]);
+        let wgt = g.constant(DType::F32, &[n as u64, k as u64], &f32_bytes(&ws[0]));
+        let wut = g.constant(DType::F32, &[n as u64, k as u64], &f32_bytes(&wu));
+        let (bgt, but) = if with_bias {
+            (
+                g.constant(DType::F32, &[n as u64], &f32_bytes(&bs[0])),
+                g.constant(DType::F32, &[n as u64], &f32_bytes(&bu)),
+            )
+        } else {
+            (g.null(), g.null())
+        };
+        let out = g.tensor(DType::F32, &[m as u64, n as u64]);
+        g.op("etwgpu.linear_swiglu.default", &[x, wgt, bgt, wut, but, out]).inputs(&[x]).outputs(&[out]);
+        let gate = proj(0);
+        let mut up = matvec_ref(&xv, &f64s(&wu), m, n, k);
+        if with_bias {
+            up.iter_mut().enumerate().for_each(|(i, v)| *v += f64::from(bu[i % n]));
+        }
+        let want: Vec<f64> = gate.iter().zip(&up).map(|(g, u)| g / (1.0 + (-g).exp()) * u).collect();
+        let what = format!("swiglu gemv m {m} n {n} k {k}");
+        check_within(g, std::slice::from_ref(&x_t), &[m as u64, n as u64], &want, 1e-4, &what);
+
+        // QKV of the three widths.
+        let mut g = GraphBuilder::new();
+        let x = g.tensor(DType::F32, &[m as u64, k as u64]);
+        let mut args = vec![x];
+        let mut outs = Vec::new();
+        for j in 0..3 {
+            args.push(g.constant(DType::F32, &[ns[j] as u64, k as u64], &f32_bytes(&ws[j])));
+            args.push(if with_bias { g.constant(DType::F32, &[ns[j] as u64], &f32_bytes(&bs[j])) } else { g.null() });
+            outs.push(g.tensor(DType::F32, &[m as u64, ns[j] as u64]));
+        }
+        let list = g.value_list(&outs);
+        args.push(list);
+        g.op("etwgpu.linear_qkv.default", &args).inputs(&[x]).outputs(&outs);
+        let Some(method) = load(g) else { return };
+        let got = method.expect("loads").run(std::slice::from_ref(&x_t)).expect("runs");
+        for j in 0..3 {
+            assert_eq!(got[j].shape, [m as u64, ns[j] as u64]);
+            let want = proj(j);
+            for (i, (g, w)) in got[j].to_f64_vec().iter().zip(&want).enumerate() {
+                assert!(
+                    (g - w).abs() <= 1e-4 + 1e-4 * w.abs(),
+                    "qkv m {m} k {k} projection {j} element {i}: {g} vs {w}"
+                );
+            }
+        }
+    }
+}
