@@ -63,7 +63,7 @@ pub const WEBGPU_LIMITS: Needs =
 /// fusion pass checks `max_storage_buffers_per_shader_stage` before fusing
 /// three projections into one dispatch), so they may need more than WebGPU
 /// guarantees; the runtime still checks their needs at load.
-pub const LIMIT_GATED: &[&str] = &["gemv_qkv", "linear_qkv", "linear_q4gsw_qkv", "q4_gemv_qkv"];
+pub const LIMIT_GATED: &[&str] = &["gemv_qkv", "linear_qkv", "linear_q4gsw_qkv"];
 
 /// Invocations per workgroup WebGPU guarantees.
 pub const WEBGPU_INVOCATIONS: u32 = 256;

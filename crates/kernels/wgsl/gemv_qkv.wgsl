@@ -2,29 +2,19 @@
 //! few rows (`etwgpu.linear_qkv` at decode): `out_j[m, n] = sum_k x[m, k]
 //! * w_j[n, k] + b_j[n]` for j = 0, 1, 2 (Q, K, V).
 //!
-//! Each workgroup belongs to one projection (the host gives projection j
-//! the workgroups from `first[j]` to `first[j + 1]`) and computes its
-//! columns as `linear_gemv.wgsl` does, with that projection's own
-//! `lanes[j]`: 4 columns per invocation, their `vec4`s loaded before use,
-//! f32 accumulation, a workgroup-memory tree reduction per row. The host
-//! routes here only when K is a multiple of 4. Columns past N read the
-//! last column and are not stored.
+//! One workgroup per output element of the three outputs taken in order
+//! (`M * (N0 + N1 + N2)` in all, folded into x and y); its invocations
+//! split K and reduce in shared memory in f32, as in `gemv.wgsl`.
 // variants: f32 f16
 
 alias Elem = f32;
 
-/// Invocations per workgroup.
-const WG: u32 = 256u;
-/// Output columns per invocation.
-const COLS: u32 = 4u;
-/// Most rows of x.
-const MAX_ROWS: u32 = 4u;
+/// Invocations per workgroup; the reduction assumes a power of two.
+const WG: u32 = 64u;
 
 struct Params {
     m: u32,
-    /// Input features (a multiple of 4).
     k: u32,
-    /// Output features of each projection.
     n0: u32,
     n1: u32,
     n2: u32,
@@ -32,18 +22,13 @@ struct Params {
     has_bias: u32,
     _pad0: u32,
     _pad1: u32,
-    /// Invocations that split one column's K, per projection: powers of
-    /// two, at most `WG`.
-    lanes: vec4<u32>,
-    /// First workgroup of each projection; `first[3]` is the grid's size.
-    first: vec4<u32>,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
-@group(0) @binding(2) var<storage, read> w0: array<vec4<Elem>>;
-@group(0) @binding(3) var<storage, read> w1: array<vec4<Elem>>;
-@group(0) @binding(4) var<storage, read> w2: array<vec4<Elem>>;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> w0: array<Elem>;
+@group(0) @binding(3) var<storage, read> w1: array<Elem>;
+@group(0) @binding(4) var<storage, read> w2: array<Elem>;
 @group(0) @binding(5) var<storage, read> b0: array<Elem>;
 @group(0) @binding(6) var<storage, read> b1: array<Elem>;
 @group(0) @binding(7) var<storage, read> b2: array<Elem>;
@@ -51,13 +36,13 @@ struct Params {
 @group(0) @binding(9) var<storage, read_write> out1: array<Elem>;
 @group(0) @binding(10) var<storage, read_write> out2: array<Elem>;
 
-var<workgroup> partial: array<vec4<f32>, WG>;
+var<workgroup> partial: array<f32, WG>;
 
-fn weight(j: u32, idx: u32) -> vec4<f32> {
+fn weight(j: u32, idx: u32) -> f32 {
     switch j {
-        case 0u: { return vec4<f32>(w0[idx]); }
-        case 1u: { return vec4<f32>(w1[idx]); }
-        default: { return vec4<f32>(w2[idx]); }
+        case 0u: { return f32(w0[idx]); }
+        case 1u: { return f32(w1[idx]); }
+        default: { return f32(w2[idx]); }
     }
 }
 
@@ -86,64 +71,39 @@ fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
-    let wg = wid.y * groups.x + wid.x;
+    var idx = wid.y * groups.x + wid.x;
+    let s0 = p.m * p.n0;
+    let s1 = p.m * p.n1;
     // Workgroup-uniform: either every invocation of a group returns or none.
-    if wg >= p.first[3] {
+    if idx >= s0 + s1 + p.m * p.n2 {
         return;
     }
     var j = 0u;
-    if wg >= p.first[2] {
+    var n = p.n0;
+    if idx >= s0 + s1 {
         j = 2u;
-    } else if wg >= p.first[1] {
+        n = p.n2;
+        idx -= s0 + s1;
+    } else if idx >= s0 {
         j = 1u;
+        n = p.n1;
+        idx -= s0;
     }
-    let n = array<u32, 3>(p.n0, p.n1, p.n2)[j];
-    let lanes = p.lanes[j];
-    let lane = lid & (lanes - 1u);
-    let slot = lid / lanes;
-    let col0 = ((wg - p.first[j]) * (WG / lanes) + slot) * COLS;
-    let k4 = p.k / 4u;
-    var acc = array<vec4<f32>, MAX_ROWS>();
-    if col0 < n {
-        let last = n - 1u;
-        let c1 = min(col0 + 1u, last);
-        let c2 = min(col0 + 2u, last);
-        let c3 = min(col0 + 3u, last);
-        for (var i = lane; i < k4; i += lanes) {
-            let v0 = weight(j, col0 * k4 + i);
-            let v1 = weight(j, c1 * k4 + i);
-            let v2 = weight(j, c2 * k4 + i);
-            let v3 = weight(j, c3 * k4 + i);
-            for (var r = 0u; r < MAX_ROWS; r++) {
-                if r < p.m {
-                    let xv = vec4<f32>(x[r * k4 + i]);
-                    acc[r] += vec4<f32>(dot(xv, v0), dot(xv, v1), dot(xv, v2), dot(xv, v3));
-                }
-            }
-        }
+    let row = idx / n;
+    let col = idx % n;
+    var acc = 0.0;
+    for (var kk = lid; kk < p.k; kk += WG) {
+        acc += f32(x[row * p.k + kk]) * weight(j, col * p.k + kk);
     }
-    // One row at a time (the condition is uniform), so that the workgroup
-    // memory stays small.
-    for (var r = 0u; r < MAX_ROWS; r++) {
-        if r < p.m {
-            partial[lid] = acc[r];
-            workgroupBarrier();
-            for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
-                if lane < stride {
-                    partial[lid] += partial[lid + stride];
-                }
-                workgroupBarrier();
-            }
-            if lane == 0u && col0 < n {
-                let v = partial[lid];
-                for (var c = 0u; c < COLS; c++) {
-                    let col = col0 + c;
-                    if col < n {
-                        store(j, r * n + col, v[c] + bias(j, col));
-                    }
-                }
-            }
-            workgroupBarrier();
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            partial[lid] += partial[lid + stride];
         }
+        workgroupBarrier();
+    }
+    if lid == 0u {
+        store(j, idx, partial[0] + bias(j, col));
     }
 }

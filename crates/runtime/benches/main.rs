@@ -327,7 +327,7 @@ fn stream_gemv(c: &mut Criterion, rt: &Runtime, form: GemvForm, n: u64, k: u64, 
     if let Some(&median) = per_run.get(per_run.len() / 2) {
         let gb_s = (bytes * copies) as f64 / median.max(1.0);
         println!(
-            "{name}: {copies} copies, {:.2} us each, {gb_s:.0} GB/s, {:.1}% of copy bandwidth ({copy_gb_s:.0} GB/s)",
+            "{name}: {copies} copies, {:.2} us each, {gb_s:.1} GB/s, {:.1}% of copy bandwidth ({copy_gb_s:.1} GB/s)",
             median / copies as f64 * 1e-3,
             100.0 * gb_s / copy_gb_s
         );
@@ -343,7 +343,7 @@ fn stream_gemvs(c: &mut Criterion, rt: &Runtime, large: bool) {
             return;
         }
     };
-    println!("copy bandwidth: {copy_gb_s:.0} GB/s");
+    println!("copy bandwidth: {copy_gb_s:.1} GB/s");
     let shapes: &[(GemvForm, u64, u64)] = if large {
         // Llama-3.2-1B: q/o projections, k/v, gate/up, down, output head.
         &[

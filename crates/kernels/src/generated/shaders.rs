@@ -76,8 +76,6 @@ pub enum Family {
     Q4GemmSwiglu,
     /// `q4_gemv.wgsl`.
     Q4Gemv,
-    /// `q4_gemv_qkv.wgsl`.
-    Q4GemvQkv,
     /// `q4_gemv_swiglu.wgsl`.
     Q4GemvSwiglu,
     /// `reduce.wgsl`.
@@ -298,10 +296,6 @@ pub enum ShaderId {
     Q4GemvF32,
     /// `q4_gemv.wgsl` with `Elem = f16`.
     Q4GemvF16,
-    /// `q4_gemv_qkv.wgsl` with `Elem = f32`.
-    Q4GemvQkvF32,
-    /// `q4_gemv_qkv.wgsl` with `Elem = f16`.
-    Q4GemvQkvF16,
     /// `q4_gemv_swiglu.wgsl` with `Elem = f32`.
     Q4GemvSwigluF32,
     /// `q4_gemv_swiglu.wgsl` with `Elem = f16`.
@@ -465,8 +459,6 @@ impl ShaderId {
         ShaderId::Q4GemmSwigluF16,
         ShaderId::Q4GemvF32,
         ShaderId::Q4GemvF16,
-        ShaderId::Q4GemvQkvF32,
-        ShaderId::Q4GemvQkvF16,
         ShaderId::Q4GemvSwigluF32,
         ShaderId::Q4GemvSwigluF16,
         ShaderId::ReduceF32,
@@ -589,8 +581,6 @@ impl ShaderId {
             ShaderId::Q4GemmSwigluF16 => Family::Q4GemmSwiglu,
             ShaderId::Q4GemvF32 => Family::Q4Gemv,
             ShaderId::Q4GemvF16 => Family::Q4Gemv,
-            ShaderId::Q4GemvQkvF32 => Family::Q4GemvQkv,
-            ShaderId::Q4GemvQkvF16 => Family::Q4GemvQkv,
             ShaderId::Q4GemvSwigluF32 => Family::Q4GemvSwiglu,
             ShaderId::Q4GemvSwigluF16 => Family::Q4GemvSwiglu,
             ShaderId::ReduceF32 => Family::Reduce,
@@ -714,8 +704,6 @@ impl ShaderId {
             ShaderId::Q4GemmSwigluF16 => Variant::F16,
             ShaderId::Q4GemvF32 => Variant::F32,
             ShaderId::Q4GemvF16 => Variant::F16,
-            ShaderId::Q4GemvQkvF32 => Variant::F32,
-            ShaderId::Q4GemvQkvF16 => Variant::F16,
             ShaderId::Q4GemvSwigluF32 => Variant::F32,
             ShaderId::Q4GemvSwigluF16 => Variant::F16,
             ShaderId::ReduceF32 => Variant::F32,
@@ -839,8 +827,6 @@ impl ShaderId {
             ShaderId::Q4GemmSwigluF16 => "q4_gemm_swiglu.f16",
             ShaderId::Q4GemvF32 => "q4_gemv.f32",
             ShaderId::Q4GemvF16 => "q4_gemv.f16",
-            ShaderId::Q4GemvQkvF32 => "q4_gemv_qkv.f32",
-            ShaderId::Q4GemvQkvF16 => "q4_gemv_qkv.f16",
             ShaderId::Q4GemvSwigluF32 => "q4_gemv_swiglu.f32",
             ShaderId::Q4GemvSwigluF16 => "q4_gemv_swiglu.f16",
             ShaderId::ReduceF32 => "reduce.f32",
@@ -964,8 +950,6 @@ impl ShaderId {
             ShaderId::Q4GemmSwigluF16 => Q4_GEMM_SWIGLU_F16,
             ShaderId::Q4GemvF32 => Q4_GEMV_F32,
             ShaderId::Q4GemvF16 => Q4_GEMV_F16,
-            ShaderId::Q4GemvQkvF32 => Q4_GEMV_QKV_F32,
-            ShaderId::Q4GemvQkvF16 => Q4_GEMV_QKV_F16,
             ShaderId::Q4GemvSwigluF32 => Q4_GEMV_SWIGLU_F32,
             ShaderId::Q4GemvSwigluF16 => Q4_GEMV_SWIGLU_F16,
             ShaderId::ReduceF32 => REDUCE_F32,
@@ -1120,29 +1104,23 @@ impl ShaderId {
                 ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 256 }
             }
             ShaderId::GemvQkvF32 => ShaderNeeds {
-                workgroup_size: [256, 1, 1],
+                workgroup_size: [64, 1, 1],
                 storage_buffers: 10,
                 uniform_buffers: 1,
-                workgroup_bytes: 4096,
+                workgroup_bytes: 256,
             },
             ShaderId::GemvQkvF16 => ShaderNeeds {
-                workgroup_size: [256, 1, 1],
+                workgroup_size: [64, 1, 1],
                 storage_buffers: 10,
                 uniform_buffers: 1,
-                workgroup_bytes: 4096,
+                workgroup_bytes: 256,
             },
-            ShaderId::GemvSwigluF32 => ShaderNeeds {
-                workgroup_size: [256, 1, 1],
-                storage_buffers: 6,
-                uniform_buffers: 1,
-                workgroup_bytes: 8192,
-            },
-            ShaderId::GemvSwigluF16 => ShaderNeeds {
-                workgroup_size: [256, 1, 1],
-                storage_buffers: 6,
-                uniform_buffers: 1,
-                workgroup_bytes: 8192,
-            },
+            ShaderId::GemvSwigluF32 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 6, uniform_buffers: 1, workgroup_bytes: 512 }
+            }
+            ShaderId::GemvSwigluF16 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 6, uniform_buffers: 1, workgroup_bytes: 512 }
+            }
             ShaderId::GroupNormF32 => {
                 ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 6, uniform_buffers: 1, workgroup_bytes: 0 }
             }
@@ -1299,18 +1277,6 @@ impl ShaderId {
             ShaderId::Q4GemvF16 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 5,
-                uniform_buffers: 1,
-                workgroup_bytes: 4096,
-            },
-            ShaderId::Q4GemvQkvF32 => ShaderNeeds {
-                workgroup_size: [256, 1, 1],
-                storage_buffers: 10,
-                uniform_buffers: 1,
-                workgroup_bytes: 4096,
-            },
-            ShaderId::Q4GemvQkvF16 => ShaderNeeds {
-                workgroup_size: [256, 1, 1],
-                storage_buffers: 10,
                 uniform_buffers: 1,
                 workgroup_bytes: 4096,
             },
@@ -1564,8 +1530,6 @@ impl ShaderId {
             (Family::Q4GemmSwiglu, Variant::F16) => Some(ShaderId::Q4GemmSwigluF16),
             (Family::Q4Gemv, Variant::F32) => Some(ShaderId::Q4GemvF32),
             (Family::Q4Gemv, Variant::F16) => Some(ShaderId::Q4GemvF16),
-            (Family::Q4GemvQkv, Variant::F32) => Some(ShaderId::Q4GemvQkvF32),
-            (Family::Q4GemvQkv, Variant::F16) => Some(ShaderId::Q4GemvQkvF16),
             (Family::Q4GemvSwiglu, Variant::F32) => Some(ShaderId::Q4GemvSwigluF32),
             (Family::Q4GemvSwiglu, Variant::F16) => Some(ShaderId::Q4GemvSwigluF16),
             (Family::Reduce, Variant::F32) => Some(ShaderId::ReduceF32),
@@ -4764,29 +4728,19 @@ pub const GEMV_QKV_F32: &str = r#"//! Three linears of one input in one dispatch
 //! few rows (`etwgpu.linear_qkv` at decode): `out_j[m, n] = sum_k x[m, k]
 //! * w_j[n, k] + b_j[n]` for j = 0, 1, 2 (Q, K, V).
 //!
-//! Each workgroup belongs to one projection (the host gives projection j
-//! the workgroups from `first[j]` to `first[j + 1]`) and computes its
-//! columns as `linear_gemv.wgsl` does, with that projection's own
-//! `lanes[j]`: 4 columns per invocation, their `vec4`s loaded before use,
-//! f32 accumulation, a workgroup-memory tree reduction per row. The host
-//! routes here only when K is a multiple of 4. Columns past N read the
-//! last column and are not stored.
+//! One workgroup per output element of the three outputs taken in order
+//! (`M * (N0 + N1 + N2)` in all, folded into x and y); its invocations
+//! split K and reduce in shared memory in f32, as in `gemv.wgsl`.
 // variants: f32 f16
 
 alias Elem = f32;
 
-/// Invocations per workgroup.
-const WG: u32 = 256u;
-/// Output columns per invocation.
-const COLS: u32 = 4u;
-/// Most rows of x.
-const MAX_ROWS: u32 = 4u;
+/// Invocations per workgroup; the reduction assumes a power of two.
+const WG: u32 = 64u;
 
 struct Params {
     m: u32,
-    /// Input features (a multiple of 4).
     k: u32,
-    /// Output features of each projection.
     n0: u32,
     n1: u32,
     n2: u32,
@@ -4794,18 +4748,13 @@ struct Params {
     has_bias: u32,
     _pad0: u32,
     _pad1: u32,
-    /// Invocations that split one column's K, per projection: powers of
-    /// two, at most `WG`.
-    lanes: vec4<u32>,
-    /// First workgroup of each projection; `first[3]` is the grid's size.
-    first: vec4<u32>,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
-@group(0) @binding(2) var<storage, read> w0: array<vec4<Elem>>;
-@group(0) @binding(3) var<storage, read> w1: array<vec4<Elem>>;
-@group(0) @binding(4) var<storage, read> w2: array<vec4<Elem>>;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> w0: array<Elem>;
+@group(0) @binding(3) var<storage, read> w1: array<Elem>;
+@group(0) @binding(4) var<storage, read> w2: array<Elem>;
 @group(0) @binding(5) var<storage, read> b0: array<Elem>;
 @group(0) @binding(6) var<storage, read> b1: array<Elem>;
 @group(0) @binding(7) var<storage, read> b2: array<Elem>;
@@ -4813,13 +4762,13 @@ struct Params {
 @group(0) @binding(9) var<storage, read_write> out1: array<Elem>;
 @group(0) @binding(10) var<storage, read_write> out2: array<Elem>;
 
-var<workgroup> partial: array<vec4<f32>, WG>;
+var<workgroup> partial: array<f32, WG>;
 
-fn weight(j: u32, idx: u32) -> vec4<f32> {
+fn weight(j: u32, idx: u32) -> f32 {
     switch j {
-        case 0u: { return vec4<f32>(w0[idx]); }
-        case 1u: { return vec4<f32>(w1[idx]); }
-        default: { return vec4<f32>(w2[idx]); }
+        case 0u: { return f32(w0[idx]); }
+        case 1u: { return f32(w1[idx]); }
+        default: { return f32(w2[idx]); }
     }
 }
 
@@ -4848,65 +4797,40 @@ fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
-    let wg = wid.y * groups.x + wid.x;
+    var idx = wid.y * groups.x + wid.x;
+    let s0 = p.m * p.n0;
+    let s1 = p.m * p.n1;
     // Workgroup-uniform: either every invocation of a group returns or none.
-    if wg >= p.first[3] {
+    if idx >= s0 + s1 + p.m * p.n2 {
         return;
     }
     var j = 0u;
-    if wg >= p.first[2] {
+    var n = p.n0;
+    if idx >= s0 + s1 {
         j = 2u;
-    } else if wg >= p.first[1] {
+        n = p.n2;
+        idx -= s0 + s1;
+    } else if idx >= s0 {
         j = 1u;
+        n = p.n1;
+        idx -= s0;
     }
-    let n = array<u32, 3>(p.n0, p.n1, p.n2)[j];
-    let lanes = p.lanes[j];
-    let lane = lid & (lanes - 1u);
-    let slot = lid / lanes;
-    let col0 = ((wg - p.first[j]) * (WG / lanes) + slot) * COLS;
-    let k4 = p.k / 4u;
-    var acc = array<vec4<f32>, MAX_ROWS>();
-    if col0 < n {
-        let last = n - 1u;
-        let c1 = min(col0 + 1u, last);
-        let c2 = min(col0 + 2u, last);
-        let c3 = min(col0 + 3u, last);
-        for (var i = lane; i < k4; i += lanes) {
-            let v0 = weight(j, col0 * k4 + i);
-            let v1 = weight(j, c1 * k4 + i);
-            let v2 = weight(j, c2 * k4 + i);
-            let v3 = weight(j, c3 * k4 + i);
-            for (var r = 0u; r < MAX_ROWS; r++) {
-                if r < p.m {
-                    let xv = vec4<f32>(x[r * k4 + i]);
-                    acc[r] += vec4<f32>(dot(xv, v0), dot(xv, v1), dot(xv, v2), dot(xv, v3));
-                }
-            }
-        }
+    let row = idx / n;
+    let col = idx % n;
+    var acc = 0.0;
+    for (var kk = lid; kk < p.k; kk += WG) {
+        acc += f32(x[row * p.k + kk]) * weight(j, col * p.k + kk);
     }
-    // One row at a time (the condition is uniform), so that the workgroup
-    // memory stays small.
-    for (var r = 0u; r < MAX_ROWS; r++) {
-        if r < p.m {
-            partial[lid] = acc[r];
-            workgroupBarrier();
-            for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
-                if lane < stride {
-                    partial[lid] += partial[lid + stride];
-                }
-                workgroupBarrier();
-            }
-            if lane == 0u && col0 < n {
-                let v = partial[lid];
-                for (var c = 0u; c < COLS; c++) {
-                    let col = col0 + c;
-                    if col < n {
-                        store(j, r * n + col, v[c] + bias(j, col));
-                    }
-                }
-            }
-            workgroupBarrier();
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            partial[lid] += partial[lid + stride];
         }
+        workgroupBarrier();
+    }
+    if lid == 0u {
+        store(j, idx, partial[0] + bias(j, col));
     }
 }
 "#;
@@ -4918,29 +4842,19 @@ pub const GEMV_QKV_F16: &str = r#"enable f16;
 //! few rows (`etwgpu.linear_qkv` at decode): `out_j[m, n] = sum_k x[m, k]
 //! * w_j[n, k] + b_j[n]` for j = 0, 1, 2 (Q, K, V).
 //!
-//! Each workgroup belongs to one projection (the host gives projection j
-//! the workgroups from `first[j]` to `first[j + 1]`) and computes its
-//! columns as `linear_gemv.wgsl` does, with that projection's own
-//! `lanes[j]`: 4 columns per invocation, their `vec4`s loaded before use,
-//! f32 accumulation, a workgroup-memory tree reduction per row. The host
-//! routes here only when K is a multiple of 4. Columns past N read the
-//! last column and are not stored.
+//! One workgroup per output element of the three outputs taken in order
+//! (`M * (N0 + N1 + N2)` in all, folded into x and y); its invocations
+//! split K and reduce in shared memory in f32, as in `gemv.wgsl`.
 // variants: f32 f16
 
 alias Elem = f16;
 
-/// Invocations per workgroup.
-const WG: u32 = 256u;
-/// Output columns per invocation.
-const COLS: u32 = 4u;
-/// Most rows of x.
-const MAX_ROWS: u32 = 4u;
+/// Invocations per workgroup; the reduction assumes a power of two.
+const WG: u32 = 64u;
 
 struct Params {
     m: u32,
-    /// Input features (a multiple of 4).
     k: u32,
-    /// Output features of each projection.
     n0: u32,
     n1: u32,
     n2: u32,
@@ -4948,18 +4862,13 @@ struct Params {
     has_bias: u32,
     _pad0: u32,
     _pad1: u32,
-    /// Invocations that split one column's K, per projection: powers of
-    /// two, at most `WG`.
-    lanes: vec4<u32>,
-    /// First workgroup of each projection; `first[3]` is the grid's size.
-    first: vec4<u32>,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
-@group(0) @binding(2) var<storage, read> w0: array<vec4<Elem>>;
-@group(0) @binding(3) var<storage, read> w1: array<vec4<Elem>>;
-@group(0) @binding(4) var<storage, read> w2: array<vec4<Elem>>;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> w0: array<Elem>;
+@group(0) @binding(3) var<storage, read> w1: array<Elem>;
+@group(0) @binding(4) var<storage, read> w2: array<Elem>;
 @group(0) @binding(5) var<storage, read> b0: array<Elem>;
 @group(0) @binding(6) var<storage, read> b1: array<Elem>;
 @group(0) @binding(7) var<storage, read> b2: array<Elem>;
@@ -4967,13 +4876,13 @@ struct Params {
 @group(0) @binding(9) var<storage, read_write> out1: array<Elem>;
 @group(0) @binding(10) var<storage, read_write> out2: array<Elem>;
 
-var<workgroup> partial: array<vec4<f32>, WG>;
+var<workgroup> partial: array<f32, WG>;
 
-fn weight(j: u32, idx: u32) -> vec4<f32> {
+fn weight(j: u32, idx: u32) -> f32 {
     switch j {
-        case 0u: { return vec4<f32>(w0[idx]); }
-        case 1u: { return vec4<f32>(w1[idx]); }
-        default: { return vec4<f32>(w2[idx]); }
+        case 0u: { return f32(w0[idx]); }
+        case 1u: { return f32(w1[idx]); }
+        default: { return f32(w2[idx]); }
     }
 }
 
@@ -5002,65 +4911,40 @@ fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
-    let wg = wid.y * groups.x + wid.x;
+    var idx = wid.y * groups.x + wid.x;
+    let s0 = p.m * p.n0;
+    let s1 = p.m * p.n1;
     // Workgroup-uniform: either every invocation of a group returns or none.
-    if wg >= p.first[3] {
+    if idx >= s0 + s1 + p.m * p.n2 {
         return;
     }
     var j = 0u;
-    if wg >= p.first[2] {
+    var n = p.n0;
+    if idx >= s0 + s1 {
         j = 2u;
-    } else if wg >= p.first[1] {
+        n = p.n2;
+        idx -= s0 + s1;
+    } else if idx >= s0 {
         j = 1u;
+        n = p.n1;
+        idx -= s0;
     }
-    let n = array<u32, 3>(p.n0, p.n1, p.n2)[j];
-    let lanes = p.lanes[j];
-    let lane = lid & (lanes - 1u);
-    let slot = lid / lanes;
-    let col0 = ((wg - p.first[j]) * (WG / lanes) + slot) * COLS;
-    let k4 = p.k / 4u;
-    var acc = array<vec4<f32>, MAX_ROWS>();
-    if col0 < n {
-        let last = n - 1u;
-        let c1 = min(col0 + 1u, last);
-        let c2 = min(col0 + 2u, last);
-        let c3 = min(col0 + 3u, last);
-        for (var i = lane; i < k4; i += lanes) {
-            let v0 = weight(j, col0 * k4 + i);
-            let v1 = weight(j, c1 * k4 + i);
-            let v2 = weight(j, c2 * k4 + i);
-            let v3 = weight(j, c3 * k4 + i);
-            for (var r = 0u; r < MAX_ROWS; r++) {
-                if r < p.m {
-                    let xv = vec4<f32>(x[r * k4 + i]);
-                    acc[r] += vec4<f32>(dot(xv, v0), dot(xv, v1), dot(xv, v2), dot(xv, v3));
-                }
-            }
-        }
+    let row = idx / n;
+    let col = idx % n;
+    var acc = 0.0;
+    for (var kk = lid; kk < p.k; kk += WG) {
+        acc += f32(x[row * p.k + kk]) * weight(j, col * p.k + kk);
     }
-    // One row at a time (the condition is uniform), so that the workgroup
-    // memory stays small.
-    for (var r = 0u; r < MAX_ROWS; r++) {
-        if r < p.m {
-            partial[lid] = acc[r];
-            workgroupBarrier();
-            for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
-                if lane < stride {
-                    partial[lid] += partial[lid + stride];
-                }
-                workgroupBarrier();
-            }
-            if lane == 0u && col0 < n {
-                let v = partial[lid];
-                for (var c = 0u; c < COLS; c++) {
-                    let col = col0 + c;
-                    if col < n {
-                        store(j, r * n + col, v[c] + bias(j, col));
-                    }
-                }
-            }
-            workgroupBarrier();
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            partial[lid] += partial[lid + stride];
         }
+        workgroupBarrier();
+    }
+    if lid == 0u {
+        store(j, idx, partial[0] + bias(j, col));
     }
 }
 "#;
@@ -5071,47 +4955,34 @@ pub const GEMV_SWIGLU_F32: &str = r#"//! SwiGLU of two linears of one input in o
 //! `g = x @ w_gate^T + b_gate` and `u = x @ w_up^T + b_up`,
 //! `out[m, n] = g * sigmoid(g) * u`.
 //!
-//! The work split is `linear_gemv.wgsl`'s: an invocation owns `COLS`
-//! adjacent columns and one of `lanes` slices of K (picked by the host),
-//! loads one `vec4` of each column of both weights before using any, reads
-//! x once for all of them and accumulates in f32. Lanes meet in a
-//! workgroup-memory tree reduction. The host routes here only when K is a
-//! multiple of 4. Columns past N read the last column and are not stored.
+//! One workgroup per output element (folded into x and y); its
+//! invocations split K for both dot products and reduce them in shared
+//! memory in f32, as in `gemv.wgsl`.
 // variants: f32 f16
 
 alias Elem = f32;
 
-/// Invocations per workgroup.
-const WG: u32 = 256u;
-/// Output columns per invocation.
-const COLS: u32 = 4u;
-/// Most rows of x.
-const MAX_ROWS: u32 = 4u;
+/// Invocations per workgroup; the reduction assumes a power of two.
+const WG: u32 = 64u;
 
 struct Params {
     m: u32,
     n: u32,
-    /// Input features (a multiple of 4).
     k: u32,
     /// Bit 0: the gate has a bias; bit 1: the up projection has one.
     has_bias: u32,
-    /// Invocations that split one column's K: a power of two, at most `WG`.
-    lanes: u32,
-    _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
-@group(0) @binding(2) var<storage, read> w_gate: array<vec4<Elem>>;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> w_gate: array<Elem>;
 @group(0) @binding(3) var<storage, read> b_gate: array<Elem>;
-@group(0) @binding(4) var<storage, read> w_up: array<vec4<Elem>>;
+@group(0) @binding(4) var<storage, read> w_up: array<Elem>;
 @group(0) @binding(5) var<storage, read> b_up: array<Elem>;
 @group(0) @binding(6) var<storage, read_write> out: array<Elem>;
 
-var<workgroup> partial_g: array<vec4<f32>, WG>;
-var<workgroup> partial_u: array<vec4<f32>, WG>;
+var<workgroup> partial_g: array<f32, WG>;
+var<workgroup> partial_u: array<f32, WG>;
 
 @compute @workgroup_size(WG)
 fn main(
@@ -5119,70 +4990,40 @@ fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
-    let lanes = p.lanes;
-    let lane = lid & (lanes - 1u);
-    let slot = lid / lanes;
-    let col0 = ((wid.y * groups.x + wid.x) * (WG / lanes) + slot) * COLS;
-    let k4 = p.k / 4u;
-    var acc_g = array<vec4<f32>, MAX_ROWS>();
-    var acc_u = array<vec4<f32>, MAX_ROWS>();
-    if col0 < p.n {
-        let last = p.n - 1u;
-        let c1 = min(col0 + 1u, last);
-        let c2 = min(col0 + 2u, last);
-        let c3 = min(col0 + 3u, last);
-        for (var j = lane; j < k4; j += lanes) {
-            let g0 = vec4<f32>(w_gate[col0 * k4 + j]);
-            let g1 = vec4<f32>(w_gate[c1 * k4 + j]);
-            let g2 = vec4<f32>(w_gate[c2 * k4 + j]);
-            let g3 = vec4<f32>(w_gate[c3 * k4 + j]);
-            let u0 = vec4<f32>(w_up[col0 * k4 + j]);
-            let u1 = vec4<f32>(w_up[c1 * k4 + j]);
-            let u2 = vec4<f32>(w_up[c2 * k4 + j]);
-            let u3 = vec4<f32>(w_up[c3 * k4 + j]);
-            for (var r = 0u; r < MAX_ROWS; r++) {
-                if r < p.m {
-                    let xv = vec4<f32>(x[r * k4 + j]);
-                    acc_g[r] += vec4<f32>(dot(xv, g0), dot(xv, g1), dot(xv, g2), dot(xv, g3));
-                    acc_u[r] += vec4<f32>(dot(xv, u0), dot(xv, u1), dot(xv, u2), dot(xv, u3));
-                }
-            }
-        }
+    let idx = wid.y * groups.x + wid.x;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if idx >= p.m * p.n {
+        return;
     }
-    // One row at a time (the condition is uniform), so that the workgroup
-    // memory stays small.
-    for (var r = 0u; r < MAX_ROWS; r++) {
-        if r < p.m {
-            partial_g[lid] = acc_g[r];
-            partial_u[lid] = acc_u[r];
-            workgroupBarrier();
-            for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
-                if lane < stride {
-                    partial_g[lid] += partial_g[lid + stride];
-                    partial_u[lid] += partial_u[lid + stride];
-                }
-                workgroupBarrier();
-            }
-            if lane == 0u && col0 < p.n {
-                let gv = partial_g[lid];
-                let uv = partial_u[lid];
-                for (var c = 0u; c < COLS; c++) {
-                    let col = col0 + c;
-                    if col < p.n {
-                        var g = gv[c];
-                        var u = uv[c];
-                        if (p.has_bias & 1u) != 0u {
-                            g += f32(b_gate[col]);
-                        }
-                        if (p.has_bias & 2u) != 0u {
-                            u += f32(b_up[col]);
-                        }
-                        out[r * p.n + col] = Elem(g * (1.0 / (1.0 + exp(-g))) * u);
-                    }
-                }
-            }
-            workgroupBarrier();
+    let row = idx / p.n;
+    let col = idx % p.n;
+    var acc_g = 0.0;
+    var acc_u = 0.0;
+    for (var kk = lid; kk < p.k; kk += WG) {
+        let xv = f32(x[row * p.k + kk]);
+        acc_g += xv * f32(w_gate[col * p.k + kk]);
+        acc_u += xv * f32(w_up[col * p.k + kk]);
+    }
+    partial_g[lid] = acc_g;
+    partial_u[lid] = acc_u;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            partial_g[lid] += partial_g[lid + stride];
+            partial_u[lid] += partial_u[lid + stride];
         }
+        workgroupBarrier();
+    }
+    if lid == 0u {
+        var g = partial_g[0];
+        var u = partial_u[0];
+        if (p.has_bias & 1u) != 0u {
+            g += f32(b_gate[col]);
+        }
+        if (p.has_bias & 2u) != 0u {
+            u += f32(b_up[col]);
+        }
+        out[idx] = Elem(g * (1.0 / (1.0 + exp(-g))) * u);
     }
 }
 "#;
@@ -5195,47 +5036,34 @@ pub const GEMV_SWIGLU_F16: &str = r#"enable f16;
 //! `g = x @ w_gate^T + b_gate` and `u = x @ w_up^T + b_up`,
 //! `out[m, n] = g * sigmoid(g) * u`.
 //!
-//! The work split is `linear_gemv.wgsl`'s: an invocation owns `COLS`
-//! adjacent columns and one of `lanes` slices of K (picked by the host),
-//! loads one `vec4` of each column of both weights before using any, reads
-//! x once for all of them and accumulates in f32. Lanes meet in a
-//! workgroup-memory tree reduction. The host routes here only when K is a
-//! multiple of 4. Columns past N read the last column and are not stored.
+//! One workgroup per output element (folded into x and y); its
+//! invocations split K for both dot products and reduce them in shared
+//! memory in f32, as in `gemv.wgsl`.
 // variants: f32 f16
 
 alias Elem = f16;
 
-/// Invocations per workgroup.
-const WG: u32 = 256u;
-/// Output columns per invocation.
-const COLS: u32 = 4u;
-/// Most rows of x.
-const MAX_ROWS: u32 = 4u;
+/// Invocations per workgroup; the reduction assumes a power of two.
+const WG: u32 = 64u;
 
 struct Params {
     m: u32,
     n: u32,
-    /// Input features (a multiple of 4).
     k: u32,
     /// Bit 0: the gate has a bias; bit 1: the up projection has one.
     has_bias: u32,
-    /// Invocations that split one column's K: a power of two, at most `WG`.
-    lanes: u32,
-    _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
-@group(0) @binding(2) var<storage, read> w_gate: array<vec4<Elem>>;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> w_gate: array<Elem>;
 @group(0) @binding(3) var<storage, read> b_gate: array<Elem>;
-@group(0) @binding(4) var<storage, read> w_up: array<vec4<Elem>>;
+@group(0) @binding(4) var<storage, read> w_up: array<Elem>;
 @group(0) @binding(5) var<storage, read> b_up: array<Elem>;
 @group(0) @binding(6) var<storage, read_write> out: array<Elem>;
 
-var<workgroup> partial_g: array<vec4<f32>, WG>;
-var<workgroup> partial_u: array<vec4<f32>, WG>;
+var<workgroup> partial_g: array<f32, WG>;
+var<workgroup> partial_u: array<f32, WG>;
 
 @compute @workgroup_size(WG)
 fn main(
@@ -5243,70 +5071,40 @@ fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
-    let lanes = p.lanes;
-    let lane = lid & (lanes - 1u);
-    let slot = lid / lanes;
-    let col0 = ((wid.y * groups.x + wid.x) * (WG / lanes) + slot) * COLS;
-    let k4 = p.k / 4u;
-    var acc_g = array<vec4<f32>, MAX_ROWS>();
-    var acc_u = array<vec4<f32>, MAX_ROWS>();
-    if col0 < p.n {
-        let last = p.n - 1u;
-        let c1 = min(col0 + 1u, last);
-        let c2 = min(col0 + 2u, last);
-        let c3 = min(col0 + 3u, last);
-        for (var j = lane; j < k4; j += lanes) {
-            let g0 = vec4<f32>(w_gate[col0 * k4 + j]);
-            let g1 = vec4<f32>(w_gate[c1 * k4 + j]);
-            let g2 = vec4<f32>(w_gate[c2 * k4 + j]);
-            let g3 = vec4<f32>(w_gate[c3 * k4 + j]);
-            let u0 = vec4<f32>(w_up[col0 * k4 + j]);
-            let u1 = vec4<f32>(w_up[c1 * k4 + j]);
-            let u2 = vec4<f32>(w_up[c2 * k4 + j]);
-            let u3 = vec4<f32>(w_up[c3 * k4 + j]);
-            for (var r = 0u; r < MAX_ROWS; r++) {
-                if r < p.m {
-                    let xv = vec4<f32>(x[r * k4 + j]);
-                    acc_g[r] += vec4<f32>(dot(xv, g0), dot(xv, g1), dot(xv, g2), dot(xv, g3));
-                    acc_u[r] += vec4<f32>(dot(xv, u0), dot(xv, u1), dot(xv, u2), dot(xv, u3));
-                }
-            }
-        }
+    let idx = wid.y * groups.x + wid.x;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if idx >= p.m * p.n {
+        return;
     }
-    // One row at a time (the condition is uniform), so that the workgroup
-    // memory stays small.
-    for (var r = 0u; r < MAX_ROWS; r++) {
-        if r < p.m {
-            partial_g[lid] = acc_g[r];
-            partial_u[lid] = acc_u[r];
-            workgroupBarrier();
-            for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
-                if lane < stride {
-                    partial_g[lid] += partial_g[lid + stride];
-                    partial_u[lid] += partial_u[lid + stride];
-                }
-                workgroupBarrier();
-            }
-            if lane == 0u && col0 < p.n {
-                let gv = partial_g[lid];
-                let uv = partial_u[lid];
-                for (var c = 0u; c < COLS; c++) {
-                    let col = col0 + c;
-                    if col < p.n {
-                        var g = gv[c];
-                        var u = uv[c];
-                        if (p.has_bias & 1u) != 0u {
-                            g += f32(b_gate[col]);
-                        }
-                        if (p.has_bias & 2u) != 0u {
-                            u += f32(b_up[col]);
-                        }
-                        out[r * p.n + col] = Elem(g * (1.0 / (1.0 + exp(-g))) * u);
-                    }
-                }
-            }
-            workgroupBarrier();
+    let row = idx / p.n;
+    let col = idx % p.n;
+    var acc_g = 0.0;
+    var acc_u = 0.0;
+    for (var kk = lid; kk < p.k; kk += WG) {
+        let xv = f32(x[row * p.k + kk]);
+        acc_g += xv * f32(w_gate[col * p.k + kk]);
+        acc_u += xv * f32(w_up[col * p.k + kk]);
+    }
+    partial_g[lid] = acc_g;
+    partial_u[lid] = acc_u;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            partial_g[lid] += partial_g[lid + stride];
+            partial_u[lid] += partial_u[lid + stride];
         }
+        workgroupBarrier();
+    }
+    if lid == 0u {
+        var g = partial_g[0];
+        var u = partial_u[0];
+        if (p.has_bias & 1u) != 0u {
+            g += f32(b_gate[col]);
+        }
+        if (p.has_bias & 2u) != 0u {
+            u += f32(b_up[col]);
+        }
+        out[idx] = Elem(g * (1.0 / (1.0 + exp(-g))) * u);
     }
 }
 "#;
@@ -5890,22 +5688,19 @@ fn main(
 pub const LINEAR_GEMV_F32: &str = r#"//! Decode route of a dense `linear` (weight `[N, K]`, K contiguous; at most
 //! `MAX_ROWS` rows of x): `out[m, n] = sum_k x[m, k] * w[n, k] + bias[n]`.
 //!
-//! Bandwidth-bound, with `q4_gemv.wgsl`'s work split: an invocation owns
-//! `COLS` adjacent output columns and one of `lanes` slices of K (a power
-//! of two the host picks from N and K); per step it loads one `vec4` of each
-//! of its columns' weight rows before using any (adjacent lanes, adjacent
-//! words: coalesced), reads x once for all of them and accumulates in f32.
-//! Lanes meet in a workgroup-memory tree reduction. The host routes here
-//! only when K is a multiple of 4. Columns past N read the last column and
-//! are not stored.
+//! Bandwidth-bound like `q4_gemv.wgsl`: a workgroup computes `COLS` output
+//! columns with `LANES` invocations each; a lane reads one `vec4` of its
+//! column's weight row at a time (adjacent lanes, adjacent words: coalesced)
+//! and dots it with x for every row; the lanes' partial sums meet in shared
+//! memory. The host routes here only when K is a multiple of 4. f32 math.
 // variants: f32 f16
 
 alias Elem = f32;
 
-/// Invocations per workgroup.
-const WG: u32 = 256u;
-/// Output columns per invocation.
-const COLS: u32 = 4u;
+/// Invocations per column.
+const LANES: u32 = 32u;
+/// Columns per workgroup (`LANES * COLS` = 256 invocations).
+const COLS: u32 = 8u;
 /// Most rows of x.
 const MAX_ROWS: u32 = 4u;
 
@@ -5917,11 +5712,6 @@ struct Params {
     /// Input features (a multiple of 4).
     k: u32,
     has_bias: u32,
-    /// Invocations that split one column's K: a power of two, at most `WG`.
-    lanes: u32,
-    _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -5930,89 +5720,47 @@ struct Params {
 @group(0) @binding(3) var<storage, read> bias: array<Elem>;
 @group(0) @binding(4) var<storage, read_write> out: array<Elem>;
 
-var<workgroup> partial: array<vec4<f32>, WG>;
+var<workgroup> partial: array<f32, 1024>;
 
-/// `xv` dotted with four columns' `vec4`s.
-fn dots4(xv: vec4<f32>, a: vec4<f32>, b: vec4<f32>, c: vec4<f32>, d: vec4<f32>) -> vec4<f32> {
-    return vec4<f32>(dot(xv, a), dot(xv, b), dot(xv, c), dot(xv, d));
-}
-
-/// `v` summed over the `lanes` lanes of each slot (a tree in workgroup
-/// memory), stored with the bias as row `r` by lane 0 of each slot. Call
-/// in uniform control flow.
-fn finish(r: u32, v: vec4<f32>, col0: u32, lid: u32, lane: u32, lanes: u32) {
-    partial[lid] = v;
-    workgroupBarrier();
-    for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
-        if lane < stride {
-            partial[lid] += partial[lid + stride];
-        }
-        workgroupBarrier();
-    }
-    if lane == 0u {
-        let sum = partial[lid];
-        for (var c = 0u; c < COLS; c++) {
-            let col = col0 + c;
-            if col < p.n {
-                var y = sum[c];
-                if p.has_bias != 0u {
-                    y += f32(bias[col]);
-                }
-                out[r * p.n + col] = Elem(y);
-            }
-        }
-    }
-    workgroupBarrier();
-}
-
-@compute @workgroup_size(WG)
+@compute @workgroup_size(256)
 fn main(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
-    let lanes = p.lanes;
-    let lane = lid & (lanes - 1u);
-    let slot = lid / lanes;
-    let col0 = ((wid.y * groups.x + wid.x) * (WG / lanes) + slot) * COLS;
+    let lane = lid % LANES;
+    let c = lid / LANES;
+    let col = (wid.y * groups.x + wid.x) * COLS + c;
     let k4 = p.k / 4u;
-    var acc0 = vec4<f32>();
-    var acc1 = vec4<f32>();
-    var acc2 = vec4<f32>();
-    var acc3 = vec4<f32>();
-    if col0 < p.n {
-        let last = p.n - 1u;
-        let c1 = min(col0 + 1u, last);
-        let c2 = min(col0 + 2u, last);
-        let c3 = min(col0 + 3u, last);
-        for (var j = lane; j < k4; j += lanes) {
-            let w0 = vec4<f32>(w[col0 * k4 + j]);
-            let w1 = vec4<f32>(w[c1 * k4 + j]);
-            let w2 = vec4<f32>(w[c2 * k4 + j]);
-            let w3 = vec4<f32>(w[c3 * k4 + j]);
-            acc0 += dots4(vec4<f32>(x[j]), w0, w1, w2, w3);
-            if p.m > 1u {
-                acc1 += dots4(vec4<f32>(x[k4 + j]), w0, w1, w2, w3);
-            }
-            if p.m > 2u {
-                acc2 += dots4(vec4<f32>(x[2u * k4 + j]), w0, w1, w2, w3);
-            }
-            if p.m > 3u {
-                acc3 += dots4(vec4<f32>(x[3u * k4 + j]), w0, w1, w2, w3);
+    var acc = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
+    if col < p.n {
+        for (var j = lane; j < k4; j += LANES) {
+            let wv = vec4<f32>(w[col * k4 + j]);
+            for (var r = 0u; r < p.m; r++) {
+                acc[r] += dot(vec4<f32>(x[r * k4 + j]), wv);
             }
         }
     }
-    // Rows one at a time (the conditions are uniform), so that the
-    // workgroup memory stays small.
-    finish(0u, acc0, col0, lid, lane, lanes);
-    if p.m > 1u {
-        finish(1u, acc1, col0, lid, lane, lanes);
+    for (var r = 0u; r < MAX_ROWS; r++) {
+        partial[r * 256u + lid] = acc[r];
     }
-    if p.m > 2u {
-        finish(2u, acc2, col0, lid, lane, lanes);
+    workgroupBarrier();
+    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            for (var r = 0u; r < MAX_ROWS; r++) {
+                partial[r * 256u + lid] += partial[r * 256u + lid + stride];
+            }
+        }
+        workgroupBarrier();
     }
-    if p.m > 3u {
-        finish(3u, acc3, col0, lid, lane, lanes);
+    if lane == 0u && col < p.n {
+        for (var r = 0u; r < p.m; r++) {
+            var v = partial[r * 256u + lid];
+            if p.has_bias != 0u {
+                v += f32(bias[col]);
+            }
+            out[r * p.n + col] = Elem(v);
+        }
     }
 }
 "#;
@@ -6023,22 +5771,19 @@ pub const LINEAR_GEMV_F16: &str = r#"enable f16;
 //! Decode route of a dense `linear` (weight `[N, K]`, K contiguous; at most
 //! `MAX_ROWS` rows of x): `out[m, n] = sum_k x[m, k] * w[n, k] + bias[n]`.
 //!
-//! Bandwidth-bound, with `q4_gemv.wgsl`'s work split: an invocation owns
-//! `COLS` adjacent output columns and one of `lanes` slices of K (a power
-//! of two the host picks from N and K); per step it loads one `vec4` of each
-//! of its columns' weight rows before using any (adjacent lanes, adjacent
-//! words: coalesced), reads x once for all of them and accumulates in f32.
-//! Lanes meet in a workgroup-memory tree reduction. The host routes here
-//! only when K is a multiple of 4. Columns past N read the last column and
-//! are not stored.
+//! Bandwidth-bound like `q4_gemv.wgsl`: a workgroup computes `COLS` output
+//! columns with `LANES` invocations each; a lane reads one `vec4` of its
+//! column's weight row at a time (adjacent lanes, adjacent words: coalesced)
+//! and dots it with x for every row; the lanes' partial sums meet in shared
+//! memory. The host routes here only when K is a multiple of 4. f32 math.
 // variants: f32 f16
 
 alias Elem = f16;
 
-/// Invocations per workgroup.
-const WG: u32 = 256u;
-/// Output columns per invocation.
-const COLS: u32 = 4u;
+/// Invocations per column.
+const LANES: u32 = 32u;
+/// Columns per workgroup (`LANES * COLS` = 256 invocations).
+const COLS: u32 = 8u;
 /// Most rows of x.
 const MAX_ROWS: u32 = 4u;
 
@@ -6050,11 +5795,6 @@ struct Params {
     /// Input features (a multiple of 4).
     k: u32,
     has_bias: u32,
-    /// Invocations that split one column's K: a power of two, at most `WG`.
-    lanes: u32,
-    _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -6063,89 +5803,47 @@ struct Params {
 @group(0) @binding(3) var<storage, read> bias: array<Elem>;
 @group(0) @binding(4) var<storage, read_write> out: array<Elem>;
 
-var<workgroup> partial: array<vec4<f32>, WG>;
+var<workgroup> partial: array<f32, 1024>;
 
-/// `xv` dotted with four columns' `vec4`s.
-fn dots4(xv: vec4<f32>, a: vec4<f32>, b: vec4<f32>, c: vec4<f32>, d: vec4<f32>) -> vec4<f32> {
-    return vec4<f32>(dot(xv, a), dot(xv, b), dot(xv, c), dot(xv, d));
-}
-
-/// `v` summed over the `lanes` lanes of each slot (a tree in workgroup
-/// memory), stored with the bias as row `r` by lane 0 of each slot. Call
-/// in uniform control flow.
-fn finish(r: u32, v: vec4<f32>, col0: u32, lid: u32, lane: u32, lanes: u32) {
-    partial[lid] = v;
-    workgroupBarrier();
-    for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
-        if lane < stride {
-            partial[lid] += partial[lid + stride];
-        }
-        workgroupBarrier();
-    }
-    if lane == 0u {
-        let sum = partial[lid];
-        for (var c = 0u; c < COLS; c++) {
-            let col = col0 + c;
-            if col < p.n {
-                var y = sum[c];
-                if p.has_bias != 0u {
-                    y += f32(bias[col]);
-                }
-                out[r * p.n + col] = Elem(y);
-            }
-        }
-    }
-    workgroupBarrier();
-}
-
-@compute @workgroup_size(WG)
+@compute @workgroup_size(256)
 fn main(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
-    let lanes = p.lanes;
-    let lane = lid & (lanes - 1u);
-    let slot = lid / lanes;
-    let col0 = ((wid.y * groups.x + wid.x) * (WG / lanes) + slot) * COLS;
+    let lane = lid % LANES;
+    let c = lid / LANES;
+    let col = (wid.y * groups.x + wid.x) * COLS + c;
     let k4 = p.k / 4u;
-    var acc0 = vec4<f32>();
-    var acc1 = vec4<f32>();
-    var acc2 = vec4<f32>();
-    var acc3 = vec4<f32>();
-    if col0 < p.n {
-        let last = p.n - 1u;
-        let c1 = min(col0 + 1u, last);
-        let c2 = min(col0 + 2u, last);
-        let c3 = min(col0 + 3u, last);
-        for (var j = lane; j < k4; j += lanes) {
-            let w0 = vec4<f32>(w[col0 * k4 + j]);
-            let w1 = vec4<f32>(w[c1 * k4 + j]);
-            let w2 = vec4<f32>(w[c2 * k4 + j]);
-            let w3 = vec4<f32>(w[c3 * k4 + j]);
-            acc0 += dots4(vec4<f32>(x[j]), w0, w1, w2, w3);
-            if p.m > 1u {
-                acc1 += dots4(vec4<f32>(x[k4 + j]), w0, w1, w2, w3);
-            }
-            if p.m > 2u {
-                acc2 += dots4(vec4<f32>(x[2u * k4 + j]), w0, w1, w2, w3);
-            }
-            if p.m > 3u {
-                acc3 += dots4(vec4<f32>(x[3u * k4 + j]), w0, w1, w2, w3);
+    var acc = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
+    if col < p.n {
+        for (var j = lane; j < k4; j += LANES) {
+            let wv = vec4<f32>(w[col * k4 + j]);
+            for (var r = 0u; r < p.m; r++) {
+                acc[r] += dot(vec4<f32>(x[r * k4 + j]), wv);
             }
         }
     }
-    // Rows one at a time (the conditions are uniform), so that the
-    // workgroup memory stays small.
-    finish(0u, acc0, col0, lid, lane, lanes);
-    if p.m > 1u {
-        finish(1u, acc1, col0, lid, lane, lanes);
+    for (var r = 0u; r < MAX_ROWS; r++) {
+        partial[r * 256u + lid] = acc[r];
     }
-    if p.m > 2u {
-        finish(2u, acc2, col0, lid, lane, lanes);
+    workgroupBarrier();
+    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            for (var r = 0u; r < MAX_ROWS; r++) {
+                partial[r * 256u + lid] += partial[r * 256u + lid + stride];
+            }
+        }
+        workgroupBarrier();
     }
-    if p.m > 3u {
-        finish(3u, acc3, col0, lid, lane, lanes);
+    if lane == 0u && col < p.n {
+        for (var r = 0u; r < p.m; r++) {
+            var v = partial[r * 256u + lid];
+            if p.has_bias != 0u {
+                v += f32(bias[col]);
+            }
+            out[r * p.n + col] = Elem(v);
+        }
     }
 }
 "#;
@@ -8475,27 +8173,21 @@ fn main(
 pub const Q4_GEMV_F32: &str = r#"//! Decode route of `et_vk.linear_q4gsw` (at most `MAX_ROWS` rows of x):
 //! `out[m, n] = sum_k x[m, k] * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`.
 //!
-//! Bandwidth-bound: each weight byte is read once. An invocation owns
-//! `COLS` adjacent output columns and one of `lanes` slices of K (the host
-//! picks `lanes`, a power of two up to `WG`: few for long rows and many
-//! columns, many where N is small, so that small projections still fill
-//! the GPU). Per step it loads one 16-byte word (32 nibbles: one scale
+//! Bandwidth-bound: each weight byte is read once. A workgroup computes
+//! `COLS` output columns with `LANES` invocations each; a lane reads one
+//! 16-byte word of its column's packed row at a time (32 nibbles: one scale
 //! group, since the host routes here only when `group % 32 == 0` and
-//! `K % 32 == 0`) of each of its columns and their scales before using any,
-//! reads the 32 inputs of x once for all its columns, and accumulates in
-//! f32. The lanes of a column are adjacent invocations reading adjacent
-//! words (coalesced); the columns of a workgroup are adjacent, so the scale
-//! reads of one group row are contiguous. Lanes meet in a workgroup-memory
-//! tree reduction (no subgroups: it runs in the browser too). Columns past
-//! N read the last column and are not stored.
+//! `K % 32 == 0`), dequantizes in registers, and dots it with x for every
+//! row. The lanes of a column are adjacent, so their reads are coalesced;
+//! their partial sums meet in shared memory. Accumulation is f32.
 // variants: f32 f16
 
 alias Elem = f32;
 
-/// Invocations per workgroup.
-const WG: u32 = 256u;
-/// Output columns per invocation.
-const COLS: u32 = 4u;
+/// Invocations per column.
+const LANES: u32 = 32u;
+/// Columns per workgroup (`LANES * COLS` = 256 invocations).
+const COLS: u32 = 8u;
 /// Most rows of x (the host routes larger M to `q4_gemm.wgsl`).
 const MAX_ROWS: u32 = 4u;
 
@@ -8511,9 +8203,8 @@ struct Params {
     /// Inputs per scale group (a multiple of 32).
     group_size: u32,
     has_bias: u32,
-    /// Invocations that split one column's K: a power of two, at most `WG`.
-    lanes: u32,
     _pad0: u32,
+    _pad1: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -8523,124 +8214,71 @@ struct Params {
 @group(0) @binding(4) var<storage, read> bias: array<Elem>;
 @group(0) @binding(5) var<storage, read_write> out: array<Elem>;
 
-var<workgroup> partial: array<vec4<f32>, WG>;
+var<workgroup> partial: array<f32, 1024>;
 
 /// Nibbles `4i .. 4i + 4` of `word`, as signed weights.
 fn low4(word: u32) -> vec4<f32> {
     return vec4<f32>(vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u)) - 8.0;
 }
 
-/// Four inputs of x dotted with the four nibbles from bit `shift` of each
-/// column's `u32`.
-fn plane(xv: vec4<f32>, a: u32, b: u32, c: u32, d: u32, shift: u32) -> vec4<f32> {
-    return vec4<f32>(
-        dot(xv, low4(a >> shift)),
-        dot(xv, low4(b >> shift)),
-        dot(xv, low4(c >> shift)),
-        dot(xv, low4(d >> shift)),
-    );
+fn high4(word: u32) -> vec4<f32> {
+    return low4(word >> 16u);
 }
 
-/// The 16-byte words of four columns (32 nibbles each) dotted with the 32
-/// inputs of x from vec4 `b`. No private arrays: everything stays in
-/// registers.
-fn dots(q0: vec4<u32>, q1: vec4<u32>, q2: vec4<u32>, q3: vec4<u32>, b: u32) -> vec4<f32> {
-    var d = plane(vec4<f32>(x[b]), q0.x, q1.x, q2.x, q3.x, 0u);
-    d += plane(vec4<f32>(x[b + 1u]), q0.x, q1.x, q2.x, q3.x, 16u);
-    d += plane(vec4<f32>(x[b + 2u]), q0.y, q1.y, q2.y, q3.y, 0u);
-    d += plane(vec4<f32>(x[b + 3u]), q0.y, q1.y, q2.y, q3.y, 16u);
-    d += plane(vec4<f32>(x[b + 4u]), q0.z, q1.z, q2.z, q3.z, 0u);
-    d += plane(vec4<f32>(x[b + 5u]), q0.z, q1.z, q2.z, q3.z, 16u);
-    d += plane(vec4<f32>(x[b + 6u]), q0.w, q1.w, q2.w, q3.w, 0u);
-    d += plane(vec4<f32>(x[b + 7u]), q0.w, q1.w, q2.w, q3.w, 16u);
-    return d;
-}
-
-/// `v` summed over the `lanes` lanes of each slot (a tree in workgroup
-/// memory); every invocation gets its slot's sum when `lane == 0`. Call in
-/// uniform control flow.
-fn reduce(v: vec4<f32>, lid: u32, lane: u32, lanes: u32) -> vec4<f32> {
-    partial[lid] = v;
-    workgroupBarrier();
-    for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
-        if lane < stride {
-            partial[lid] += partial[lid + stride];
-        }
-        workgroupBarrier();
-    }
-    let sum = partial[lid];
-    workgroupBarrier();
-    return sum;
-}
-
-/// Stores row `r` of the columns from `col0` (lane 0 of each slot).
-fn emit(r: u32, v: vec4<f32>, col0: u32, lane: u32) {
-    if lane == 0u {
-        for (var c = 0u; c < COLS; c++) {
-            let col = col0 + c;
-            if col < p.n {
-                var y = v[c];
-                if p.has_bias != 0u {
-                    y += f32(bias[col]);
-                }
-                out[r * p.n + col] = Elem(y);
-            }
-        }
-    }
-}
-
-@compute @workgroup_size(WG)
+@compute @workgroup_size(256)
 fn main(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
-    let lanes = p.lanes;
-    let lane = lid & (lanes - 1u);
-    let slot = lid / lanes;
-    let col0 = ((wid.y * groups.x + wid.x) * (WG / lanes) + slot) * COLS;
+    let lane = lid % LANES;
+    let c = lid / LANES;
+    let col = (wid.y * groups.x + wid.x) * COLS + c;
     let words = p.k / 32u;
     let x_row = p.k / 4u;
-    var acc0 = vec4<f32>();
-    var acc1 = vec4<f32>();
-    var acc2 = vec4<f32>();
-    var acc3 = vec4<f32>();
-    if col0 < p.n {
-        let last = p.n - 1u;
-        let c1 = min(col0 + 1u, last);
-        let c2 = min(col0 + 2u, last);
-        let c3 = min(col0 + 3u, last);
-        for (var w = lane; w < words; w += lanes) {
-            let q0 = weights[col0 * words + w];
-            let q1 = weights[c1 * words + w];
-            let q2 = weights[c2 * words + w];
-            let q3 = weights[c3 * words + w];
-            let at = (w * 32u / p.group_size) * p.n_pad;
-            let s = vec4<f32>(f32(scales[at + col0]), f32(scales[at + c1]), f32(scales[at + c2]), f32(scales[at + c3]));
-            let b = w * 8u;
-            acc0 += dots(q0, q1, q2, q3, b) * s;
-            if p.m > 1u {
-                acc1 += dots(q0, q1, q2, q3, x_row + b) * s;
-            }
-            if p.m > 2u {
-                acc2 += dots(q0, q1, q2, q3, 2u * x_row + b) * s;
-            }
-            if p.m > 3u {
-                acc3 += dots(q0, q1, q2, q3, 3u * x_row + b) * s;
+    var acc = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
+    if col < p.n {
+        for (var w = lane; w < words; w += LANES) {
+            let q = weights[col * words + w];
+            let s = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
+            let w0 = low4(q.x);
+            let w1 = high4(q.x);
+            let w2 = low4(q.y);
+            let w3 = high4(q.y);
+            let w4 = low4(q.z);
+            let w5 = high4(q.z);
+            let w6 = low4(q.w);
+            let w7 = high4(q.w);
+            for (var r = 0u; r < p.m; r++) {
+                let b = r * x_row + w * 8u;
+                var d = dot(vec4<f32>(x[b]), w0) + dot(vec4<f32>(x[b + 1u]), w1);
+                d += dot(vec4<f32>(x[b + 2u]), w2) + dot(vec4<f32>(x[b + 3u]), w3);
+                d += dot(vec4<f32>(x[b + 4u]), w4) + dot(vec4<f32>(x[b + 5u]), w5);
+                d += dot(vec4<f32>(x[b + 6u]), w6) + dot(vec4<f32>(x[b + 7u]), w7);
+                acc[r] += d * s;
             }
         }
     }
-    // Rows one at a time (the conditions are uniform), so that the
-    // workgroup memory stays small.
-    emit(0u, reduce(acc0, lid, lane, lanes), col0, lane);
-    if p.m > 1u {
-        emit(1u, reduce(acc1, lid, lane, lanes), col0, lane);
+    for (var r = 0u; r < MAX_ROWS; r++) {
+        partial[r * 256u + lid] = acc[r];
     }
-    if p.m > 2u {
-        emit(2u, reduce(acc2, lid, lane, lanes), col0, lane);
+    workgroupBarrier();
+    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            for (var r = 0u; r < MAX_ROWS; r++) {
+                partial[r * 256u + lid] += partial[r * 256u + lid + stride];
+            }
+        }
+        workgroupBarrier();
     }
-    if p.m > 3u {
-        emit(3u, reduce(acc3, lid, lane, lanes), col0, lane);
+    if lane == 0u && col < p.n {
+        for (var r = 0u; r < p.m; r++) {
+            var v = partial[r * 256u + lid];
+            if p.has_bias != 0u {
+                v += f32(bias[col]);
+            }
+            out[r * p.n + col] = Elem(v);
+        }
     }
 }
 "#;
@@ -8651,27 +8289,21 @@ pub const Q4_GEMV_F16: &str = r#"enable f16;
 //! Decode route of `et_vk.linear_q4gsw` (at most `MAX_ROWS` rows of x):
 //! `out[m, n] = sum_k x[m, k] * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`.
 //!
-//! Bandwidth-bound: each weight byte is read once. An invocation owns
-//! `COLS` adjacent output columns and one of `lanes` slices of K (the host
-//! picks `lanes`, a power of two up to `WG`: few for long rows and many
-//! columns, many where N is small, so that small projections still fill
-//! the GPU). Per step it loads one 16-byte word (32 nibbles: one scale
+//! Bandwidth-bound: each weight byte is read once. A workgroup computes
+//! `COLS` output columns with `LANES` invocations each; a lane reads one
+//! 16-byte word of its column's packed row at a time (32 nibbles: one scale
 //! group, since the host routes here only when `group % 32 == 0` and
-//! `K % 32 == 0`) of each of its columns and their scales before using any,
-//! reads the 32 inputs of x once for all its columns, and accumulates in
-//! f32. The lanes of a column are adjacent invocations reading adjacent
-//! words (coalesced); the columns of a workgroup are adjacent, so the scale
-//! reads of one group row are contiguous. Lanes meet in a workgroup-memory
-//! tree reduction (no subgroups: it runs in the browser too). Columns past
-//! N read the last column and are not stored.
+//! `K % 32 == 0`), dequantizes in registers, and dots it with x for every
+//! row. The lanes of a column are adjacent, so their reads are coalesced;
+//! their partial sums meet in shared memory. Accumulation is f32.
 // variants: f32 f16
 
 alias Elem = f16;
 
-/// Invocations per workgroup.
-const WG: u32 = 256u;
-/// Output columns per invocation.
-const COLS: u32 = 4u;
+/// Invocations per column.
+const LANES: u32 = 32u;
+/// Columns per workgroup (`LANES * COLS` = 256 invocations).
+const COLS: u32 = 8u;
 /// Most rows of x (the host routes larger M to `q4_gemm.wgsl`).
 const MAX_ROWS: u32 = 4u;
 
@@ -8687,9 +8319,8 @@ struct Params {
     /// Inputs per scale group (a multiple of 32).
     group_size: u32,
     has_bias: u32,
-    /// Invocations that split one column's K: a power of two, at most `WG`.
-    lanes: u32,
     _pad0: u32,
+    _pad1: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -8699,548 +8330,71 @@ struct Params {
 @group(0) @binding(4) var<storage, read> bias: array<Elem>;
 @group(0) @binding(5) var<storage, read_write> out: array<Elem>;
 
-var<workgroup> partial: array<vec4<f32>, WG>;
+var<workgroup> partial: array<f32, 1024>;
 
 /// Nibbles `4i .. 4i + 4` of `word`, as signed weights.
 fn low4(word: u32) -> vec4<f32> {
     return vec4<f32>(vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u)) - 8.0;
 }
 
-/// Four inputs of x dotted with the four nibbles from bit `shift` of each
-/// column's `u32`.
-fn plane(xv: vec4<f32>, a: u32, b: u32, c: u32, d: u32, shift: u32) -> vec4<f32> {
-    return vec4<f32>(
-        dot(xv, low4(a >> shift)),
-        dot(xv, low4(b >> shift)),
-        dot(xv, low4(c >> shift)),
-        dot(xv, low4(d >> shift)),
-    );
+fn high4(word: u32) -> vec4<f32> {
+    return low4(word >> 16u);
 }
 
-/// The 16-byte words of four columns (32 nibbles each) dotted with the 32
-/// inputs of x from vec4 `b`. No private arrays: everything stays in
-/// registers.
-fn dots(q0: vec4<u32>, q1: vec4<u32>, q2: vec4<u32>, q3: vec4<u32>, b: u32) -> vec4<f32> {
-    var d = plane(vec4<f32>(x[b]), q0.x, q1.x, q2.x, q3.x, 0u);
-    d += plane(vec4<f32>(x[b + 1u]), q0.x, q1.x, q2.x, q3.x, 16u);
-    d += plane(vec4<f32>(x[b + 2u]), q0.y, q1.y, q2.y, q3.y, 0u);
-    d += plane(vec4<f32>(x[b + 3u]), q0.y, q1.y, q2.y, q3.y, 16u);
-    d += plane(vec4<f32>(x[b + 4u]), q0.z, q1.z, q2.z, q3.z, 0u);
-    d += plane(vec4<f32>(x[b + 5u]), q0.z, q1.z, q2.z, q3.z, 16u);
-    d += plane(vec4<f32>(x[b + 6u]), q0.w, q1.w, q2.w, q3.w, 0u);
-    d += plane(vec4<f32>(x[b + 7u]), q0.w, q1.w, q2.w, q3.w, 16u);
-    return d;
-}
-
-/// `v` summed over the `lanes` lanes of each slot (a tree in workgroup
-/// memory); every invocation gets its slot's sum when `lane == 0`. Call in
-/// uniform control flow.
-fn reduce(v: vec4<f32>, lid: u32, lane: u32, lanes: u32) -> vec4<f32> {
-    partial[lid] = v;
-    workgroupBarrier();
-    for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
-        if lane < stride {
-            partial[lid] += partial[lid + stride];
-        }
-        workgroupBarrier();
-    }
-    let sum = partial[lid];
-    workgroupBarrier();
-    return sum;
-}
-
-/// Stores row `r` of the columns from `col0` (lane 0 of each slot).
-fn emit(r: u32, v: vec4<f32>, col0: u32, lane: u32) {
-    if lane == 0u {
-        for (var c = 0u; c < COLS; c++) {
-            let col = col0 + c;
-            if col < p.n {
-                var y = v[c];
-                if p.has_bias != 0u {
-                    y += f32(bias[col]);
-                }
-                out[r * p.n + col] = Elem(y);
-            }
-        }
-    }
-}
-
-@compute @workgroup_size(WG)
+@compute @workgroup_size(256)
 fn main(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
-    let lanes = p.lanes;
-    let lane = lid & (lanes - 1u);
-    let slot = lid / lanes;
-    let col0 = ((wid.y * groups.x + wid.x) * (WG / lanes) + slot) * COLS;
+    let lane = lid % LANES;
+    let c = lid / LANES;
+    let col = (wid.y * groups.x + wid.x) * COLS + c;
     let words = p.k / 32u;
     let x_row = p.k / 4u;
-    var acc0 = vec4<f32>();
-    var acc1 = vec4<f32>();
-    var acc2 = vec4<f32>();
-    var acc3 = vec4<f32>();
-    if col0 < p.n {
-        let last = p.n - 1u;
-        let c1 = min(col0 + 1u, last);
-        let c2 = min(col0 + 2u, last);
-        let c3 = min(col0 + 3u, last);
-        for (var w = lane; w < words; w += lanes) {
-            let q0 = weights[col0 * words + w];
-            let q1 = weights[c1 * words + w];
-            let q2 = weights[c2 * words + w];
-            let q3 = weights[c3 * words + w];
-            let at = (w * 32u / p.group_size) * p.n_pad;
-            let s = vec4<f32>(f32(scales[at + col0]), f32(scales[at + c1]), f32(scales[at + c2]), f32(scales[at + c3]));
-            let b = w * 8u;
-            acc0 += dots(q0, q1, q2, q3, b) * s;
-            if p.m > 1u {
-                acc1 += dots(q0, q1, q2, q3, x_row + b) * s;
-            }
-            if p.m > 2u {
-                acc2 += dots(q0, q1, q2, q3, 2u * x_row + b) * s;
-            }
-            if p.m > 3u {
-                acc3 += dots(q0, q1, q2, q3, 3u * x_row + b) * s;
+    var acc = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
+    if col < p.n {
+        for (var w = lane; w < words; w += LANES) {
+            let q = weights[col * words + w];
+            let s = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
+            let w0 = low4(q.x);
+            let w1 = high4(q.x);
+            let w2 = low4(q.y);
+            let w3 = high4(q.y);
+            let w4 = low4(q.z);
+            let w5 = high4(q.z);
+            let w6 = low4(q.w);
+            let w7 = high4(q.w);
+            for (var r = 0u; r < p.m; r++) {
+                let b = r * x_row + w * 8u;
+                var d = dot(vec4<f32>(x[b]), w0) + dot(vec4<f32>(x[b + 1u]), w1);
+                d += dot(vec4<f32>(x[b + 2u]), w2) + dot(vec4<f32>(x[b + 3u]), w3);
+                d += dot(vec4<f32>(x[b + 4u]), w4) + dot(vec4<f32>(x[b + 5u]), w5);
+                d += dot(vec4<f32>(x[b + 6u]), w6) + dot(vec4<f32>(x[b + 7u]), w7);
+                acc[r] += d * s;
             }
         }
     }
-    // Rows one at a time (the conditions are uniform), so that the
-    // workgroup memory stays small.
-    emit(0u, reduce(acc0, lid, lane, lanes), col0, lane);
-    if p.m > 1u {
-        emit(1u, reduce(acc1, lid, lane, lanes), col0, lane);
+    for (var r = 0u; r < MAX_ROWS; r++) {
+        partial[r * 256u + lid] = acc[r];
     }
-    if p.m > 2u {
-        emit(2u, reduce(acc2, lid, lane, lanes), col0, lane);
-    }
-    if p.m > 3u {
-        emit(3u, reduce(acc3, lid, lane, lanes), col0, lane);
-    }
-}
-"#;
-
-/// `q4_gemv_qkv.wgsl` with `Elem = f32`.
-pub const Q4_GEMV_QKV_F32: &str = r#"//! Decode route of the fused `etwgpu.linear_q4gsw_qkv` (at most `MAX_ROWS`
-//! rows of x): the three 4-bit linears of one input (Q, K, V) in one
-//! dispatch, `out_j[m, n] = sum_k x[m, k] * (nibble_j(n, k) - 8) *
-//! scales_j[k / group, n]`.
-//!
-//! Each workgroup belongs to one projection (the host gives projection j
-//! the workgroups from `first[j]` to `first[j + 1]`), and computes its
-//! columns exactly as `q4_gemv.wgsl` does with that projection's own
-//! `lanes[j]`: the same loads, the same order of sums, so the outputs are
-//! bit for bit those of three `q4_gemv.wgsl` dispatches. The small K and V
-//! projections then run beside Q instead of after it.
-// variants: f32 f16
-
-alias Elem = f32;
-
-/// Invocations per workgroup.
-const WG: u32 = 256u;
-/// Output columns per invocation.
-const COLS: u32 = 4u;
-/// Most rows of x (the host routes larger M elsewhere).
-const MAX_ROWS: u32 = 4u;
-
-struct Params {
-    /// Rows of x.
-    m: u32,
-    /// Input features (a multiple of 32).
-    k: u32,
-    /// Inputs per scale group (a multiple of 32).
-    group_size: u32,
-    _pad0: u32,
-    /// Output features of each projection.
-    n: vec4<u32>,
-    /// Row length of each projection's scales.
-    n_pad: vec4<u32>,
-    /// Invocations that split one column's K, per projection: powers of
-    /// two, at most `WG`.
-    lanes: vec4<u32>,
-    /// First workgroup of each projection; `first[3]` is the grid's size.
-    first: vec4<u32>,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
-@group(0) @binding(2) var<storage, read> weights0: array<vec4<u32>>;
-@group(0) @binding(3) var<storage, read> scales0: array<Elem>;
-@group(0) @binding(4) var<storage, read> weights1: array<vec4<u32>>;
-@group(0) @binding(5) var<storage, read> scales1: array<Elem>;
-@group(0) @binding(6) var<storage, read> weights2: array<vec4<u32>>;
-@group(0) @binding(7) var<storage, read> scales2: array<Elem>;
-@group(0) @binding(8) var<storage, read_write> out0: array<Elem>;
-@group(0) @binding(9) var<storage, read_write> out1: array<Elem>;
-@group(0) @binding(10) var<storage, read_write> out2: array<Elem>;
-
-var<workgroup> partial: array<vec4<f32>, WG>;
-
-/// Nibbles `4i .. 4i + 4` of `word`, as signed weights.
-fn low4(word: u32) -> vec4<f32> {
-    return vec4<f32>(vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u)) - 8.0;
-}
-
-/// Four inputs of x dotted with the four nibbles from bit `shift` of each
-/// column's `u32`.
-fn plane(xv: vec4<f32>, a: u32, b: u32, c: u32, d: u32, shift: u32) -> vec4<f32> {
-    return vec4<f32>(
-        dot(xv, low4(a >> shift)),
-        dot(xv, low4(b >> shift)),
-        dot(xv, low4(c >> shift)),
-        dot(xv, low4(d >> shift)),
-    );
-}
-
-/// The 16-byte words of four columns (32 nibbles each) dotted with the 32
-/// inputs of x from vec4 `b`. No private arrays: everything stays in
-/// registers.
-fn dots(q0: vec4<u32>, q1: vec4<u32>, q2: vec4<u32>, q3: vec4<u32>, b: u32) -> vec4<f32> {
-    var d = plane(vec4<f32>(x[b]), q0.x, q1.x, q2.x, q3.x, 0u);
-    d += plane(vec4<f32>(x[b + 1u]), q0.x, q1.x, q2.x, q3.x, 16u);
-    d += plane(vec4<f32>(x[b + 2u]), q0.y, q1.y, q2.y, q3.y, 0u);
-    d += plane(vec4<f32>(x[b + 3u]), q0.y, q1.y, q2.y, q3.y, 16u);
-    d += plane(vec4<f32>(x[b + 4u]), q0.z, q1.z, q2.z, q3.z, 0u);
-    d += plane(vec4<f32>(x[b + 5u]), q0.z, q1.z, q2.z, q3.z, 16u);
-    d += plane(vec4<f32>(x[b + 6u]), q0.w, q1.w, q2.w, q3.w, 0u);
-    d += plane(vec4<f32>(x[b + 7u]), q0.w, q1.w, q2.w, q3.w, 16u);
-    return d;
-}
-
-/// `v` summed over the `lanes` lanes of each slot (a tree in workgroup
-/// memory); every invocation gets its slot's sum when `lane == 0`. Call in
-/// uniform control flow.
-fn reduce(v: vec4<f32>, lid: u32, lane: u32, lanes: u32) -> vec4<f32> {
-    partial[lid] = v;
     workgroupBarrier();
-    for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
+    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
         if lane < stride {
-            partial[lid] += partial[lid + stride];
+            for (var r = 0u; r < MAX_ROWS; r++) {
+                partial[r * 256u + lid] += partial[r * 256u + lid + stride];
+            }
         }
         workgroupBarrier();
     }
-    let sum = partial[lid];
-    workgroupBarrier();
-    return sum;
-}
-
-/// Stores row `r` of projection `j`'s columns from `col0` (lane 0 of each
-/// slot).
-fn emit(r: u32, v: vec4<f32>, col0: u32, lane: u32, j: u32, n: u32) {
-    if lane == 0u {
-        for (var c = 0u; c < COLS; c++) {
-            if col0 + c < n {
-                store(j, r * n + col0 + c, v[c]);
+    if lane == 0u && col < p.n {
+        for (var r = 0u; r < p.m; r++) {
+            var v = partial[r * 256u + lid];
+            if p.has_bias != 0u {
+                v += f32(bias[col]);
             }
+            out[r * p.n + col] = Elem(v);
         }
-    }
-}
-
-/// Word `idx` of projection `j`'s weights.
-fn word(j: u32, idx: u32) -> vec4<u32> {
-    switch j {
-        case 0u: { return weights0[idx]; }
-        case 1u: { return weights1[idx]; }
-        default: { return weights2[idx]; }
-    }
-}
-
-/// Scale `idx` of projection `j`.
-fn scale(j: u32, idx: u32) -> f32 {
-    switch j {
-        case 0u: { return f32(scales0[idx]); }
-        case 1u: { return f32(scales1[idx]); }
-        default: { return f32(scales2[idx]); }
-    }
-}
-
-fn store(j: u32, idx: u32, v: f32) {
-    switch j {
-        case 0u: { out0[idx] = Elem(v); }
-        case 1u: { out1[idx] = Elem(v); }
-        default: { out2[idx] = Elem(v); }
-    }
-}
-
-@compute @workgroup_size(WG)
-fn main(
-    @builtin(local_invocation_index) lid: u32,
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-) {
-    let wg = wid.y * groups.x + wid.x;
-    // Workgroup-uniform: either every invocation of a group returns or none.
-    if wg >= p.first[3] {
-        return;
-    }
-    var j = 0u;
-    if wg >= p.first[2] {
-        j = 2u;
-    } else if wg >= p.first[1] {
-        j = 1u;
-    }
-    let n = p.n[j];
-    let n_pad = p.n_pad[j];
-    let lanes = p.lanes[j];
-    let lane = lid & (lanes - 1u);
-    let slot = lid / lanes;
-    let col0 = ((wg - p.first[j]) * (WG / lanes) + slot) * COLS;
-    let words = p.k / 32u;
-    let x_row = p.k / 4u;
-    var acc0 = vec4<f32>();
-    var acc1 = vec4<f32>();
-    var acc2 = vec4<f32>();
-    var acc3 = vec4<f32>();
-    if col0 < n {
-        let last = n - 1u;
-        let c1 = min(col0 + 1u, last);
-        let c2 = min(col0 + 2u, last);
-        let c3 = min(col0 + 3u, last);
-        for (var w = lane; w < words; w += lanes) {
-            let q0 = word(j, col0 * words + w);
-            let q1 = word(j, c1 * words + w);
-            let q2 = word(j, c2 * words + w);
-            let q3 = word(j, c3 * words + w);
-            let at = (w * 32u / p.group_size) * n_pad;
-            let s = vec4<f32>(scale(j, at + col0), scale(j, at + c1), scale(j, at + c2), scale(j, at + c3));
-            let b = w * 8u;
-            acc0 += dots(q0, q1, q2, q3, b) * s;
-            if p.m > 1u {
-                acc1 += dots(q0, q1, q2, q3, x_row + b) * s;
-            }
-            if p.m > 2u {
-                acc2 += dots(q0, q1, q2, q3, 2u * x_row + b) * s;
-            }
-            if p.m > 3u {
-                acc3 += dots(q0, q1, q2, q3, 3u * x_row + b) * s;
-            }
-        }
-    }
-    // Rows one at a time (the conditions are uniform), so that the
-    // workgroup memory stays small.
-    emit(0u, reduce(acc0, lid, lane, lanes), col0, lane, j, n);
-    if p.m > 1u {
-        emit(1u, reduce(acc1, lid, lane, lanes), col0, lane, j, n);
-    }
-    if p.m > 2u {
-        emit(2u, reduce(acc2, lid, lane, lanes), col0, lane, j, n);
-    }
-    if p.m > 3u {
-        emit(3u, reduce(acc3, lid, lane, lanes), col0, lane, j, n);
-    }
-}
-"#;
-
-/// `q4_gemv_qkv.wgsl` with `Elem = f16`.
-pub const Q4_GEMV_QKV_F16: &str = r#"enable f16;
-
-//! Decode route of the fused `etwgpu.linear_q4gsw_qkv` (at most `MAX_ROWS`
-//! rows of x): the three 4-bit linears of one input (Q, K, V) in one
-//! dispatch, `out_j[m, n] = sum_k x[m, k] * (nibble_j(n, k) - 8) *
-//! scales_j[k / group, n]`.
-//!
-//! Each workgroup belongs to one projection (the host gives projection j
-//! the workgroups from `first[j]` to `first[j + 1]`), and computes its
-//! columns exactly as `q4_gemv.wgsl` does with that projection's own
-//! `lanes[j]`: the same loads, the same order of sums, so the outputs are
-//! bit for bit those of three `q4_gemv.wgsl` dispatches. The small K and V
-//! projections then run beside Q instead of after it.
-// variants: f32 f16
-
-alias Elem = f16;
-
-/// Invocations per workgroup.
-const WG: u32 = 256u;
-/// Output columns per invocation.
-const COLS: u32 = 4u;
-/// Most rows of x (the host routes larger M elsewhere).
-const MAX_ROWS: u32 = 4u;
-
-struct Params {
-    /// Rows of x.
-    m: u32,
-    /// Input features (a multiple of 32).
-    k: u32,
-    /// Inputs per scale group (a multiple of 32).
-    group_size: u32,
-    _pad0: u32,
-    /// Output features of each projection.
-    n: vec4<u32>,
-    /// Row length of each projection's scales.
-    n_pad: vec4<u32>,
-    /// Invocations that split one column's K, per projection: powers of
-    /// two, at most `WG`.
-    lanes: vec4<u32>,
-    /// First workgroup of each projection; `first[3]` is the grid's size.
-    first: vec4<u32>,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
-@group(0) @binding(2) var<storage, read> weights0: array<vec4<u32>>;
-@group(0) @binding(3) var<storage, read> scales0: array<Elem>;
-@group(0) @binding(4) var<storage, read> weights1: array<vec4<u32>>;
-@group(0) @binding(5) var<storage, read> scales1: array<Elem>;
-@group(0) @binding(6) var<storage, read> weights2: array<vec4<u32>>;
-@group(0) @binding(7) var<storage, read> scales2: array<Elem>;
-@group(0) @binding(8) var<storage, read_write> out0: array<Elem>;
-@group(0) @binding(9) var<storage, read_write> out1: array<Elem>;
-@group(0) @binding(10) var<storage, read_write> out2: array<Elem>;
-
-var<workgroup> partial: array<vec4<f32>, WG>;
-
-/// Nibbles `4i .. 4i + 4` of `word`, as signed weights.
-fn low4(word: u32) -> vec4<f32> {
-    return vec4<f32>(vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u)) - 8.0;
-}
-
-/// Four inputs of x dotted with the four nibbles from bit `shift` of each
-/// column's `u32`.
-fn plane(xv: vec4<f32>, a: u32, b: u32, c: u32, d: u32, shift: u32) -> vec4<f32> {
-    return vec4<f32>(
-        dot(xv, low4(a >> shift)),
-        dot(xv, low4(b >> shift)),
-        dot(xv, low4(c >> shift)),
-        dot(xv, low4(d >> shift)),
-    );
-}
-
-/// The 16-byte words of four columns (32 nibbles each) dotted with the 32
-/// inputs of x from vec4 `b`. No private arrays: everything stays in
-/// registers.
-fn dots(q0: vec4<u32>, q1: vec4<u32>, q2: vec4<u32>, q3: vec4<u32>, b: u32) -> vec4<f32> {
-    var d = plane(vec4<f32>(x[b]), q0.x, q1.x, q2.x, q3.x, 0u);
-    d += plane(vec4<f32>(x[b + 1u]), q0.x, q1.x, q2.x, q3.x, 16u);
-    d += plane(vec4<f32>(x[b + 2u]), q0.y, q1.y, q2.y, q3.y, 0u);
-    d += plane(vec4<f32>(x[b + 3u]), q0.y, q1.y, q2.y, q3.y, 16u);
-    d += plane(vec4<f32>(x[b + 4u]), q0.z, q1.z, q2.z, q3.z, 0u);
-    d += plane(vec4<f32>(x[b + 5u]), q0.z, q1.z, q2.z, q3.z, 16u);
-    d += plane(vec4<f32>(x[b + 6u]), q0.w, q1.w, q2.w, q3.w, 0u);
-    d += plane(vec4<f32>(x[b + 7u]), q0.w, q1.w, q2.w, q3.w, 16u);
-    return d;
-}
-
-/// `v` summed over the `lanes` lanes of each slot (a tree in workgroup
-/// memory); every invocation gets its slot's sum when `lane == 0`. Call in
-/// uniform control flow.
-fn reduce(v: vec4<f32>, lid: u32, lane: u32, lanes: u32) -> vec4<f32> {
-    partial[lid] = v;
-    workgroupBarrier();
-    for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
-        if lane < stride {
-            partial[lid] += partial[lid + stride];
-        }
-        workgroupBarrier();
-    }
-    let sum = partial[lid];
-    workgroupBarrier();
-    return sum;
-}
-
-/// Stores row `r` of projection `j`'s columns from `col0` (lane 0 of each
-/// slot).
-fn emit(r: u32, v: vec4<f32>, col0: u32, lane: u32, j: u32, n: u32) {
-    if lane == 0u {
-        for (var c = 0u; c < COLS; c++) {
-            if col0 + c < n {
-                store(j, r * n + col0 + c, v[c]);
-            }
-        }
-    }
-}
-
-/// Word `idx` of projection `j`'s weights.
-fn word(j: u32, idx: u32) -> vec4<u32> {
-    switch j {
-        case 0u: { return weights0[idx]; }
-        case 1u: { return weights1[idx]; }
-        default: { return weights2[idx]; }
-    }
-}
-
-/// Scale `idx` of projection `j`.
-fn scale(j: u32, idx: u32) -> f32 {
-    switch j {
-        case 0u: { return f32(scales0[idx]); }
-        case 1u: { return f32(scales1[idx]); }
-        default: { return f32(scales2[idx]); }
-    }
-}
-
-fn store(j: u32, idx: u32, v: f32) {
-    switch j {
-        case 0u: { out0[idx] = Elem(v); }
-        case 1u: { out1[idx] = Elem(v); }
-        default: { out2[idx] = Elem(v); }
-    }
-}
-
-@compute @workgroup_size(WG)
-fn main(
-    @builtin(local_invocation_index) lid: u32,
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-) {
-    let wg = wid.y * groups.x + wid.x;
-    // Workgroup-uniform: either every invocation of a group returns or none.
-    if wg >= p.first[3] {
-        return;
-    }
-    var j = 0u;
-    if wg >= p.first[2] {
-        j = 2u;
-    } else if wg >= p.first[1] {
-        j = 1u;
-    }
-    let n = p.n[j];
-    let n_pad = p.n_pad[j];
-    let lanes = p.lanes[j];
-    let lane = lid & (lanes - 1u);
-    let slot = lid / lanes;
-    let col0 = ((wg - p.first[j]) * (WG / lanes) + slot) * COLS;
-    let words = p.k / 32u;
-    let x_row = p.k / 4u;
-    var acc0 = vec4<f32>();
-    var acc1 = vec4<f32>();
-    var acc2 = vec4<f32>();
-    var acc3 = vec4<f32>();
-    if col0 < n {
-        let last = n - 1u;
-        let c1 = min(col0 + 1u, last);
-        let c2 = min(col0 + 2u, last);
-        let c3 = min(col0 + 3u, last);
-        for (var w = lane; w < words; w += lanes) {
-            let q0 = word(j, col0 * words + w);
-            let q1 = word(j, c1 * words + w);
-            let q2 = word(j, c2 * words + w);
-            let q3 = word(j, c3 * words + w);
-            let at = (w * 32u / p.group_size) * n_pad;
-            let s = vec4<f32>(scale(j, at + col0), scale(j, at + c1), scale(j, at + c2), scale(j, at + c3));
-            let b = w * 8u;
-            acc0 += dots(q0, q1, q2, q3, b) * s;
-            if p.m > 1u {
-                acc1 += dots(q0, q1, q2, q3, x_row + b) * s;
-            }
-            if p.m > 2u {
-                acc2 += dots(q0, q1, q2, q3, 2u * x_row + b) * s;
-            }
-            if p.m > 3u {
-                acc3 += dots(q0, q1, q2, q3, 3u * x_row + b) * s;
-            }
-        }
-    }
-    // Rows one at a time (the conditions are uniform), so that the
-    // workgroup memory stays small.
-    emit(0u, reduce(acc0, lid, lane, lanes), col0, lane, j, n);
-    if p.m > 1u {
-        emit(1u, reduce(acc1, lid, lane, lanes), col0, lane, j, n);
-    }
-    if p.m > 2u {
-        emit(2u, reduce(acc2, lid, lane, lanes), col0, lane, j, n);
-    }
-    if p.m > 3u {
-        emit(3u, reduce(acc3, lid, lane, lanes), col0, lane, j, n);
     }
 }
 "#;
@@ -9251,21 +8405,22 @@ pub const Q4_GEMV_SWIGLU_F32: &str = r#"//! Decode route of the fused `etwgpu.li
 //! and up weights (as `q4_gemv.wgsl` computes them),
 //! `out[m, n] = g * sigmoid(g) * u`.
 //!
-//! The work split is `q4_gemv.wgsl`'s: an invocation owns `COLS` adjacent
-//! columns and one of `lanes` slices of K (picked by the host), loads one
-//! 16-byte word of each column of both weights and their scales before
-//! using any (2 * `COLS` words in flight), reads x once for all of them and
-//! accumulates in f32; each weight byte is read once. Lanes meet in a
-//! workgroup-memory tree reduction. Columns past N read the last column and
-//! are not stored.
+//! As `q4_gemv.wgsl`, with both weight rows of a column read by the same
+//! lanes; each weight byte is read once. A workgroup computes
+//! `COLS` output columns with `LANES` invocations each; a lane reads one
+//! 16-byte word of its column's packed row at a time (32 nibbles: one scale
+//! group, since the host routes here only when `group % 32 == 0` and
+//! `K % 32 == 0`), dequantizes in registers, and dots it with x for every
+//! row. The lanes of a column are adjacent, so their reads are coalesced;
+//! their partial sums meet in shared memory. Accumulation is f32.
 // variants: f32 f16
 
 alias Elem = f32;
 
-/// Invocations per workgroup.
-const WG: u32 = 256u;
-/// Output columns per invocation.
-const COLS: u32 = 4u;
+/// Invocations per column.
+const LANES: u32 = 32u;
+/// Columns per workgroup (`LANES * COLS` = 256 invocations).
+const COLS: u32 = 8u;
 /// Most rows of x (the host routes larger M to `q4_gemm.wgsl`).
 const MAX_ROWS: u32 = 4u;
 
@@ -9281,9 +8436,8 @@ struct Params {
     /// Inputs per scale group (a multiple of 32).
     group_size: u32,
     _pad0: u32,
-    /// Invocations that split one column's K: a power of two, at most `WG`.
-    lanes: u32,
     _pad1: u32,
+    _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -9294,131 +8448,73 @@ struct Params {
 @group(0) @binding(5) var<storage, read> s_up: array<Elem>;
 @group(0) @binding(6) var<storage, read_write> out: array<Elem>;
 
-var<workgroup> partial: array<vec4<f32>, WG>;
-var<workgroup> partial_up: array<vec4<f32>, WG>;
+var<workgroup> partial: array<f32, 1024>;
+var<workgroup> partial_up: array<f32, 1024>;
+
+/// The 16-byte word `q` (32 nibbles) dotted with x from vec4 `b`.
+fn dot32(q: vec4<u32>, b: u32) -> f32 {
+    var d = dot(vec4<f32>(x[b]), low4(q.x)) + dot(vec4<f32>(x[b + 1u]), high4(q.x));
+    d += dot(vec4<f32>(x[b + 2u]), low4(q.y)) + dot(vec4<f32>(x[b + 3u]), high4(q.y));
+    d += dot(vec4<f32>(x[b + 4u]), low4(q.z)) + dot(vec4<f32>(x[b + 5u]), high4(q.z));
+    d += dot(vec4<f32>(x[b + 6u]), low4(q.w)) + dot(vec4<f32>(x[b + 7u]), high4(q.w));
+    return d;
+}
 
 /// Nibbles `4i .. 4i + 4` of `word`, as signed weights.
 fn low4(word: u32) -> vec4<f32> {
     return vec4<f32>(vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u)) - 8.0;
 }
 
-/// Four inputs of x dotted with the four nibbles from bit `shift` of each
-/// column's `u32`.
-fn plane(xv: vec4<f32>, a: u32, b: u32, c: u32, d: u32, shift: u32) -> vec4<f32> {
-    return vec4<f32>(
-        dot(xv, low4(a >> shift)),
-        dot(xv, low4(b >> shift)),
-        dot(xv, low4(c >> shift)),
-        dot(xv, low4(d >> shift)),
-    );
+fn high4(word: u32) -> vec4<f32> {
+    return low4(word >> 16u);
 }
 
-/// The 16-byte words of four columns (32 nibbles each) dotted with the 32
-/// inputs of x from vec4 `b`. No private arrays: everything stays in
-/// registers.
-fn dots(q0: vec4<u32>, q1: vec4<u32>, q2: vec4<u32>, q3: vec4<u32>, b: u32) -> vec4<f32> {
-    var d = plane(vec4<f32>(x[b]), q0.x, q1.x, q2.x, q3.x, 0u);
-    d += plane(vec4<f32>(x[b + 1u]), q0.x, q1.x, q2.x, q3.x, 16u);
-    d += plane(vec4<f32>(x[b + 2u]), q0.y, q1.y, q2.y, q3.y, 0u);
-    d += plane(vec4<f32>(x[b + 3u]), q0.y, q1.y, q2.y, q3.y, 16u);
-    d += plane(vec4<f32>(x[b + 4u]), q0.z, q1.z, q2.z, q3.z, 0u);
-    d += plane(vec4<f32>(x[b + 5u]), q0.z, q1.z, q2.z, q3.z, 16u);
-    d += plane(vec4<f32>(x[b + 6u]), q0.w, q1.w, q2.w, q3.w, 0u);
-    d += plane(vec4<f32>(x[b + 7u]), q0.w, q1.w, q2.w, q3.w, 16u);
-    return d;
-}
-
-/// `v` and `u` summed over the `lanes` lanes of each slot (trees in
-/// workgroup memory), stored as `silu(v) * u` for row `r` by lane 0 of each
-/// slot. Call in uniform control flow.
-fn finish(r: u32, v: vec4<f32>, u: vec4<f32>, col0: u32, lid: u32, lane: u32, lanes: u32) {
-    partial[lid] = v;
-    partial_up[lid] = u;
-    workgroupBarrier();
-    for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
-        if lane < stride {
-            partial[lid] += partial[lid + stride];
-            partial_up[lid] += partial_up[lid + stride];
-        }
-        workgroupBarrier();
-    }
-    if lane == 0u {
-        let g = partial[lid];
-        let up = partial_up[lid];
-        for (var c = 0u; c < COLS; c++) {
-            if col0 + c < p.n {
-                out[r * p.n + col0 + c] = Elem(g[c] / (1.0 + exp(-g[c])) * up[c]);
-            }
-        }
-    }
-    workgroupBarrier();
-}
-
-@compute @workgroup_size(WG)
+@compute @workgroup_size(256)
 fn main(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
-    let lanes = p.lanes;
-    let lane = lid & (lanes - 1u);
-    let slot = lid / lanes;
-    let col0 = ((wid.y * groups.x + wid.x) * (WG / lanes) + slot) * COLS;
+    let lane = lid % LANES;
+    let c = lid / LANES;
+    let col = (wid.y * groups.x + wid.x) * COLS + c;
     let words = p.k / 32u;
     let x_row = p.k / 4u;
-    var g0 = vec4<f32>();
-    var g1 = vec4<f32>();
-    var g2 = vec4<f32>();
-    var g3 = vec4<f32>();
-    var u0 = vec4<f32>();
-    var u1 = vec4<f32>();
-    var u2 = vec4<f32>();
-    var u3 = vec4<f32>();
-    if col0 < p.n {
-        let last = p.n - 1u;
-        let c1 = min(col0 + 1u, last);
-        let c2 = min(col0 + 2u, last);
-        let c3 = min(col0 + 3u, last);
-        for (var w = lane; w < words; w += lanes) {
-            let qg0 = w_gate[col0 * words + w];
-            let qg1 = w_gate[c1 * words + w];
-            let qg2 = w_gate[c2 * words + w];
-            let qg3 = w_gate[c3 * words + w];
-            let qu0 = w_up[col0 * words + w];
-            let qu1 = w_up[c1 * words + w];
-            let qu2 = w_up[c2 * words + w];
-            let qu3 = w_up[c3 * words + w];
-            let at = (w * 32u / p.group_size) * p.n_pad;
-            let sg = vec4<f32>(f32(s_gate[at + col0]), f32(s_gate[at + c1]), f32(s_gate[at + c2]), f32(s_gate[at + c3]));
-            let su = vec4<f32>(f32(s_up[at + col0]), f32(s_up[at + c1]), f32(s_up[at + c2]), f32(s_up[at + c3]));
-            let b = w * 8u;
-            g0 += dots(qg0, qg1, qg2, qg3, b) * sg;
-            u0 += dots(qu0, qu1, qu2, qu3, b) * su;
-            if p.m > 1u {
-                g1 += dots(qg0, qg1, qg2, qg3, x_row + b) * sg;
-                u1 += dots(qu0, qu1, qu2, qu3, x_row + b) * su;
-            }
-            if p.m > 2u {
-                g2 += dots(qg0, qg1, qg2, qg3, 2u * x_row + b) * sg;
-                u2 += dots(qu0, qu1, qu2, qu3, 2u * x_row + b) * su;
-            }
-            if p.m > 3u {
-                g3 += dots(qg0, qg1, qg2, qg3, 3u * x_row + b) * sg;
-                u3 += dots(qu0, qu1, qu2, qu3, 3u * x_row + b) * su;
+    var acc = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
+    var acc_up = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
+    if col < p.n {
+        for (var w = lane; w < words; w += LANES) {
+            let qg = w_gate[col * words + w];
+            let qu = w_up[col * words + w];
+            let at = (w * 32u / p.group_size) * p.n_pad + col;
+            let sg = f32(s_gate[at]);
+            let su = f32(s_up[at]);
+            for (var r = 0u; r < p.m; r++) {
+                let b = r * x_row + w * 8u;
+                acc[r] += dot32(qg, b) * sg;
+                acc_up[r] += dot32(qu, b) * su;
             }
         }
     }
-    // Rows one at a time (the conditions are uniform), so that the
-    // workgroup memory stays small.
-    finish(0u, g0, u0, col0, lid, lane, lanes);
-    if p.m > 1u {
-        finish(1u, g1, u1, col0, lid, lane, lanes);
+    for (var r = 0u; r < MAX_ROWS; r++) {
+        partial[r * 256u + lid] = acc[r];
+        partial_up[r * 256u + lid] = acc_up[r];
     }
-    if p.m > 2u {
-        finish(2u, g2, u2, col0, lid, lane, lanes);
+    workgroupBarrier();
+    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            for (var r = 0u; r < MAX_ROWS; r++) {
+                partial[r * 256u + lid] += partial[r * 256u + lid + stride];
+                partial_up[r * 256u + lid] += partial_up[r * 256u + lid + stride];
+            }
+        }
+        workgroupBarrier();
     }
-    if p.m > 3u {
-        finish(3u, g3, u3, col0, lid, lane, lanes);
+    if lane == 0u && col < p.n {
+        for (var r = 0u; r < p.m; r++) {
+            let g = partial[r * 256u + lid];
+            out[r * p.n + col] = Elem(g / (1.0 + exp(-g)) * partial_up[r * 256u + lid]);
+        }
     }
 }
 "#;
@@ -9431,21 +8527,22 @@ pub const Q4_GEMV_SWIGLU_F16: &str = r#"enable f16;
 //! and up weights (as `q4_gemv.wgsl` computes them),
 //! `out[m, n] = g * sigmoid(g) * u`.
 //!
-//! The work split is `q4_gemv.wgsl`'s: an invocation owns `COLS` adjacent
-//! columns and one of `lanes` slices of K (picked by the host), loads one
-//! 16-byte word of each column of both weights and their scales before
-//! using any (2 * `COLS` words in flight), reads x once for all of them and
-//! accumulates in f32; each weight byte is read once. Lanes meet in a
-//! workgroup-memory tree reduction. Columns past N read the last column and
-//! are not stored.
+//! As `q4_gemv.wgsl`, with both weight rows of a column read by the same
+//! lanes; each weight byte is read once. A workgroup computes
+//! `COLS` output columns with `LANES` invocations each; a lane reads one
+//! 16-byte word of its column's packed row at a time (32 nibbles: one scale
+//! group, since the host routes here only when `group % 32 == 0` and
+//! `K % 32 == 0`), dequantizes in registers, and dots it with x for every
+//! row. The lanes of a column are adjacent, so their reads are coalesced;
+//! their partial sums meet in shared memory. Accumulation is f32.
 // variants: f32 f16
 
 alias Elem = f16;
 
-/// Invocations per workgroup.
-const WG: u32 = 256u;
-/// Output columns per invocation.
-const COLS: u32 = 4u;
+/// Invocations per column.
+const LANES: u32 = 32u;
+/// Columns per workgroup (`LANES * COLS` = 256 invocations).
+const COLS: u32 = 8u;
 /// Most rows of x (the host routes larger M to `q4_gemm.wgsl`).
 const MAX_ROWS: u32 = 4u;
 
@@ -9461,9 +8558,8 @@ struct Params {
     /// Inputs per scale group (a multiple of 32).
     group_size: u32,
     _pad0: u32,
-    /// Invocations that split one column's K: a power of two, at most `WG`.
-    lanes: u32,
     _pad1: u32,
+    _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -9474,131 +8570,73 @@ struct Params {
 @group(0) @binding(5) var<storage, read> s_up: array<Elem>;
 @group(0) @binding(6) var<storage, read_write> out: array<Elem>;
 
-var<workgroup> partial: array<vec4<f32>, WG>;
-var<workgroup> partial_up: array<vec4<f32>, WG>;
+var<workgroup> partial: array<f32, 1024>;
+var<workgroup> partial_up: array<f32, 1024>;
+
+/// The 16-byte word `q` (32 nibbles) dotted with x from vec4 `b`.
+fn dot32(q: vec4<u32>, b: u32) -> f32 {
+    var d = dot(vec4<f32>(x[b]), low4(q.x)) + dot(vec4<f32>(x[b + 1u]), high4(q.x));
+    d += dot(vec4<f32>(x[b + 2u]), low4(q.y)) + dot(vec4<f32>(x[b + 3u]), high4(q.y));
+    d += dot(vec4<f32>(x[b + 4u]), low4(q.z)) + dot(vec4<f32>(x[b + 5u]), high4(q.z));
+    d += dot(vec4<f32>(x[b + 6u]), low4(q.w)) + dot(vec4<f32>(x[b + 7u]), high4(q.w));
+    return d;
+}
 
 /// Nibbles `4i .. 4i + 4` of `word`, as signed weights.
 fn low4(word: u32) -> vec4<f32> {
     return vec4<f32>(vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u)) - 8.0;
 }
 
-/// Four inputs of x dotted with the four nibbles from bit `shift` of each
-/// column's `u32`.
-fn plane(xv: vec4<f32>, a: u32, b: u32, c: u32, d: u32, shift: u32) -> vec4<f32> {
-    return vec4<f32>(
-        dot(xv, low4(a >> shift)),
-        dot(xv, low4(b >> shift)),
-        dot(xv, low4(c >> shift)),
-        dot(xv, low4(d >> shift)),
-    );
+fn high4(word: u32) -> vec4<f32> {
+    return low4(word >> 16u);
 }
 
-/// The 16-byte words of four columns (32 nibbles each) dotted with the 32
-/// inputs of x from vec4 `b`. No private arrays: everything stays in
-/// registers.
-fn dots(q0: vec4<u32>, q1: vec4<u32>, q2: vec4<u32>, q3: vec4<u32>, b: u32) -> vec4<f32> {
-    var d = plane(vec4<f32>(x[b]), q0.x, q1.x, q2.x, q3.x, 0u);
-    d += plane(vec4<f32>(x[b + 1u]), q0.x, q1.x, q2.x, q3.x, 16u);
-    d += plane(vec4<f32>(x[b + 2u]), q0.y, q1.y, q2.y, q3.y, 0u);
-    d += plane(vec4<f32>(x[b + 3u]), q0.y, q1.y, q2.y, q3.y, 16u);
-    d += plane(vec4<f32>(x[b + 4u]), q0.z, q1.z, q2.z, q3.z, 0u);
-    d += plane(vec4<f32>(x[b + 5u]), q0.z, q1.z, q2.z, q3.z, 16u);
-    d += plane(vec4<f32>(x[b + 6u]), q0.w, q1.w, q2.w, q3.w, 0u);
-    d += plane(vec4<f32>(x[b + 7u]), q0.w, q1.w, q2.w, q3.w, 16u);
-    return d;
-}
-
-/// `v` and `u` summed over the `lanes` lanes of each slot (trees in
-/// workgroup memory), stored as `silu(v) * u` for row `r` by lane 0 of each
-/// slot. Call in uniform control flow.
-fn finish(r: u32, v: vec4<f32>, u: vec4<f32>, col0: u32, lid: u32, lane: u32, lanes: u32) {
-    partial[lid] = v;
-    partial_up[lid] = u;
-    workgroupBarrier();
-    for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
-        if lane < stride {
-            partial[lid] += partial[lid + stride];
-            partial_up[lid] += partial_up[lid + stride];
-        }
-        workgroupBarrier();
-    }
-    if lane == 0u {
-        let g = partial[lid];
-        let up = partial_up[lid];
-        for (var c = 0u; c < COLS; c++) {
-            if col0 + c < p.n {
-                out[r * p.n + col0 + c] = Elem(g[c] / (1.0 + exp(-g[c])) * up[c]);
-            }
-        }
-    }
-    workgroupBarrier();
-}
-
-@compute @workgroup_size(WG)
+@compute @workgroup_size(256)
 fn main(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
-    let lanes = p.lanes;
-    let lane = lid & (lanes - 1u);
-    let slot = lid / lanes;
-    let col0 = ((wid.y * groups.x + wid.x) * (WG / lanes) + slot) * COLS;
+    let lane = lid % LANES;
+    let c = lid / LANES;
+    let col = (wid.y * groups.x + wid.x) * COLS + c;
     let words = p.k / 32u;
     let x_row = p.k / 4u;
-    var g0 = vec4<f32>();
-    var g1 = vec4<f32>();
-    var g2 = vec4<f32>();
-    var g3 = vec4<f32>();
-    var u0 = vec4<f32>();
-    var u1 = vec4<f32>();
-    var u2 = vec4<f32>();
-    var u3 = vec4<f32>();
-    if col0 < p.n {
-        let last = p.n - 1u;
-        let c1 = min(col0 + 1u, last);
-        let c2 = min(col0 + 2u, last);
-        let c3 = min(col0 + 3u, last);
-        for (var w = lane; w < words; w += lanes) {
-            let qg0 = w_gate[col0 * words + w];
-            let qg1 = w_gate[c1 * words + w];
-            let qg2 = w_gate[c2 * words + w];
-            let qg3 = w_gate[c3 * words + w];
-            let qu0 = w_up[col0 * words + w];
-            let qu1 = w_up[c1 * words + w];
-            let qu2 = w_up[c2 * words + w];
-            let qu3 = w_up[c3 * words + w];
-            let at = (w * 32u / p.group_size) * p.n_pad;
-            let sg = vec4<f32>(f32(s_gate[at + col0]), f32(s_gate[at + c1]), f32(s_gate[at + c2]), f32(s_gate[at + c3]));
-            let su = vec4<f32>(f32(s_up[at + col0]), f32(s_up[at + c1]), f32(s_up[at + c2]), f32(s_up[at + c3]));
-            let b = w * 8u;
-            g0 += dots(qg0, qg1, qg2, qg3, b) * sg;
-            u0 += dots(qu0, qu1, qu2, qu3, b) * su;
-            if p.m > 1u {
-                g1 += dots(qg0, qg1, qg2, qg3, x_row + b) * sg;
-                u1 += dots(qu0, qu1, qu2, qu3, x_row + b) * su;
-            }
-            if p.m > 2u {
-                g2 += dots(qg0, qg1, qg2, qg3, 2u * x_row + b) * sg;
-                u2 += dots(qu0, qu1, qu2, qu3, 2u * x_row + b) * su;
-            }
-            if p.m > 3u {
-                g3 += dots(qg0, qg1, qg2, qg3, 3u * x_row + b) * sg;
-                u3 += dots(qu0, qu1, qu2, qu3, 3u * x_row + b) * su;
+    var acc = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
+    var acc_up = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
+    if col < p.n {
+        for (var w = lane; w < words; w += LANES) {
+            let qg = w_gate[col * words + w];
+            let qu = w_up[col * words + w];
+            let at = (w * 32u / p.group_size) * p.n_pad + col;
+            let sg = f32(s_gate[at]);
+            let su = f32(s_up[at]);
+            for (var r = 0u; r < p.m; r++) {
+                let b = r * x_row + w * 8u;
+                acc[r] += dot32(qg, b) * sg;
+                acc_up[r] += dot32(qu, b) * su;
             }
         }
     }
-    // Rows one at a time (the conditions are uniform), so that the
-    // workgroup memory stays small.
-    finish(0u, g0, u0, col0, lid, lane, lanes);
-    if p.m > 1u {
-        finish(1u, g1, u1, col0, lid, lane, lanes);
+    for (var r = 0u; r < MAX_ROWS; r++) {
+        partial[r * 256u + lid] = acc[r];
+        partial_up[r * 256u + lid] = acc_up[r];
     }
-    if p.m > 2u {
-        finish(2u, g2, u2, col0, lid, lane, lanes);
+    workgroupBarrier();
+    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            for (var r = 0u; r < MAX_ROWS; r++) {
+                partial[r * 256u + lid] += partial[r * 256u + lid + stride];
+                partial_up[r * 256u + lid] += partial_up[r * 256u + lid + stride];
+            }
+        }
+        workgroupBarrier();
     }
-    if p.m > 3u {
-        finish(3u, g3, u3, col0, lid, lane, lanes);
+    if lane == 0u && col < p.n {
+        for (var r = 0u; r < p.m; r++) {
+            let g = partial[r * 256u + lid];
+            out[r * p.n + col] = Elem(g / (1.0 + exp(-g)) * partial_up[r * 256u + lid]);
+        }
     }
 }
 "#;

@@ -16,8 +16,7 @@
 //!   →out)`: `silu(gate(x)) * up(x)` in one dispatch (`linear_swiglu.wgsl`,
 //!   `gemv_swiglu.wgsl`).
 //! - `etwgpu.linear_q4gsw_qkv.default(input, group_size, w_q, s_q, w_k, s_k,
-//!   w_v, s_v, →[q, k, v])` (`q4_gemv_qkv.wgsl` at decode) and
-//!   `etwgpu.linear_q4gsw_swiglu.default(input,
+//!   w_v, s_v, →[q, k, v])` and `etwgpu.linear_q4gsw_swiglu.default(input,
 //!   group_size, w_gate, s_gate, w_up, s_up, →out)`: the same for
 //!   `et_vk.linear_q4gsw` weights, without bias.
 
@@ -27,8 +26,8 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::generated::shaders::{Family, ShaderId, Variant};
 use crate::ops::elementwise::{BinaryOp, UnaryOp, broadcast_shapes, broadcast_strides};
-use crate::ops::matmul::{GEMV_MAX_ROWS, gemv_split};
-use crate::ops::quant::{Q4_GEMV_MAX_ROWS, Q4Linear, Q4Route, check_q4_weight, q4_fast, q4_fast_dispatch};
+use crate::ops::matmul::GEMV_MAX_ROWS;
+use crate::ops::quant::{Q4Linear, Q4Route, check_q4_weight, q4_fast, q4_fast_dispatch};
 use crate::plan::{
     Ctx, Dispatch, GeneratedShader, Lowered, MATMUL_TILE, Shader, Step, TensorInfo, Uniform, Vid, WG_ELEMENTWISE,
     check_rank, checked_numel, dims_u32, float_shader, grid_1d, grid_groups, same_dtype, to_u32,
@@ -509,8 +508,7 @@ pub fn linear_qkv(c: &Ctx<'_>) -> Result<Lowered> {
         biases.push(b.map_or(w.id, |b| b.id));
         weights.push(w);
     }
-    // The streaming GEMV reads the rows as vec4s.
-    let gemv = m <= GEMV_MAX_ROWS && k.is_multiple_of(4);
+    let gemv = m <= GEMV_MAX_ROWS;
     let shader = float_shader(if gemv { Family::GemvQkv } else { Family::LinearQkv }, &x, 0, "input")?;
     let shapes: Vec<(Vid, Vec<u64>)> = outs
         .iter()
@@ -525,39 +523,16 @@ pub fn linear_qkv(c: &Ctx<'_>) -> Result<Lowered> {
     let mut steps = Vec::new();
     if total > 0 {
         let u = |what, x| to_u32(what, x);
-        let mut first = [0u32; 4];
-        let mut lanes = [0u32; 3];
-        for j in 0..3 {
-            let (l, groups) = gemv_split(ns[j], k / 4);
-            lanes[j] = l;
-            first[j + 1] = u("workgroups", u64::from(first[j]) + groups)?;
-        }
-        let params = if gemv {
-            let mut params = Uniform::new().u32(u("M", m)?).u32(u("K", k)?);
-            for n in ns {
-                params = params.u32(u("N", n)?);
-            }
-            params = params.u32(has_bias).u32(0).u32(0);
-            for l in lanes {
-                params = params.u32(l);
-            }
-            params = params.u32(0);
-            for f in first {
-                params = params.u32(f);
-            }
-            params.finish()
-        } else {
-            Uniform::new()
-                .u32(u("M", m)?)
-                .u32(u("K", k)?)
-                .u32(u("N", ns[0])?)
-                .u32(u("N", ns[1])?)
-                .u32(u("N", ns[2])?)
-                .u32(has_bias)
-                .finish()
-        };
+        let params = Uniform::new()
+            .u32(u("M", m)?)
+            .u32(u("K", k)?)
+            .u32(u("N", ns[0])?)
+            .u32(u("N", ns[1])?)
+            .u32(u("N", ns[2])?)
+            .u32(has_bias)
+            .finish();
         let workgroups = if gemv {
-            grid_groups(u64::from(first[3]))?
+            grid_groups(total)?
         } else {
             let tile = u64::from(MATMUL_TILE);
             let n_max = ns.iter().copied().max().unwrap_or(0);
@@ -594,8 +569,7 @@ pub fn linear_swiglu(c: &Ctx<'_>) -> Result<Lowered> {
     if check_weight(&x, k, &wu, 3, bu.as_ref())? != n {
         return Err(shape_err(3, "w_up", format!("[{n}, {k}] (the gate's shape)"), &wu));
     }
-    // The streaming GEMV reads the rows as vec4s.
-    let gemv = m <= GEMV_MAX_ROWS && k.is_multiple_of(4);
+    let gemv = m <= GEMV_MAX_ROWS;
     let shader = float_shader(if gemv { Family::GemvSwiglu } else { Family::LinearSwiglu }, &x, 0, "input")?;
     let mut shape = lead.to_vec();
     shape.push(n);
@@ -603,14 +577,9 @@ pub fn linear_swiglu(c: &Ctx<'_>) -> Result<Lowered> {
     if m * n > 0 {
         let u = |what, x| to_u32(what, x);
         let has_bias = u32::from(bg.is_some()) | u32::from(bu.is_some()) << 1;
-        let (lanes, gemv_groups) = gemv_split(n, k / 4);
-        let mut params = Uniform::new().u32(u("M", m)?).u32(u("N", n)?).u32(u("K", k)?).u32(has_bias);
-        if gemv {
-            params = params.u32(lanes);
-        }
-        let params = params.finish();
+        let params = Uniform::new().u32(u("M", m)?).u32(u("N", n)?).u32(u("K", k)?).u32(has_bias).finish();
         let workgroups = if gemv {
-            grid_groups(gemv_groups)?
+            grid_groups(m * n)?
         } else {
             let tile = u64::from(MATMUL_TILE);
             [u("workgroups along N", n.div_ceil(tile))?, u("workgroups along M", m.div_ceil(tile))?, 1]
@@ -661,41 +630,7 @@ pub fn linear_q4gsw_qkv(c: &Ctx<'_>) -> Result<Lowered> {
     let total: u64 = ns.iter().sum::<u64>() * m;
     let mut steps = Vec::new();
     let gs = group_size as u64;
-    let fast = (0..3).all(|j| q4_fast(k, k_packed[j], gs));
-    if total > 0 && fast && m <= Q4_GEMV_MAX_ROWS {
-        // One streaming GEMV for all three, each projection with the split
-        // `q4_gemv.wgsl` would give it alone (so the same bits).
-        let u = |what, x| to_u32(what, x);
-        let mut first = [0u32; 4];
-        let mut lanes = [0u32; 3];
-        for j in 0..3 {
-            let (l, groups) = gemv_split(ns[j], k / 32);
-            lanes[j] = l;
-            first[j + 1] = u("workgroups", u64::from(first[j]) + groups)?;
-        }
-        let mut params = Uniform::new().u32(u("M", m)?).u32(u("K", k)?).u32(u("group_size", gs)?).u32(0);
-        for xs in [ns, n_pads] {
-            for v in xs {
-                params = params.u32(u("weight dims", v)?);
-            }
-            params = params.u32(0);
-        }
-        for l in lanes {
-            params = params.u32(l);
-        }
-        params = params.u32(0);
-        for f in first {
-            params = params.u32(f);
-        }
-        steps.push(Step::Dispatch(Dispatch {
-            shader: float_shader(Family::Q4GemvQkv, &x, 0, "input")?.into(),
-            entry: "main",
-            inputs,
-            outputs: outs.iter().map(|o| o.id).collect(),
-            params: params.finish(),
-            workgroups: grid_groups(u64::from(first[3]))?,
-        }));
-    } else if total > 0 && fast {
+    if total > 0 && (0..3).all(|j| q4_fast(k, k_packed[j], gs)) {
         // The fast 4-bit routes beat one slow kernel for all three: one
         // fast dispatch per projection.
         for j in 0..3 {

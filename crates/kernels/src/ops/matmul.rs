@@ -58,15 +58,13 @@ fn linear_gemv(g: &Gemm<'_>) -> Result<Option<Lowered>> {
     if !fits || g.m * g.n == 0 {
         return Ok(None);
     }
-    // One vec4 of a weight row per load.
-    let (lanes, groups) = gemv_split(g.n, g.k / 4);
     let params = Uniform::new()
         .u32(to_u32("M", g.m)?)
         .u32(to_u32("N", g.n)?)
         .u32(to_u32("K", g.k)?)
         .u32(u32::from(g.bias.is_some()))
-        .u32(lanes)
         .finish();
+    let groups = g.n.div_ceil(LINEAR_GEMV_COLS);
     let step = Step::Dispatch(Dispatch {
         shader: float_shader(Family::LinearGemv, &g.a, 0, "self")?.into(),
         entry: "main",
@@ -78,33 +76,8 @@ fn linear_gemv(g: &Gemm<'_>) -> Result<Option<Lowered>> {
     Ok(Some(Lowered { shapes: vec![(g.out.id, g.out_shape.clone())], steps: vec![step] }))
 }
 
-/// Invocations per workgroup of the streaming GEMVs (`linear_gemv.wgsl`,
-/// `q4_gemv.wgsl`, `q4_gemv_swiglu.wgsl`).
-const GEMV_WG: u64 = 256;
-/// Output columns per invocation of the streaming GEMVs.
-const GEMV_COLS: u64 = 4;
-/// Loads of one weight row an invocation of a streaming GEMV aims for when
-/// N gives enough workgroups. One: the H200 measured a lane streaming 4
-/// words of each column at well under half the rate of more lanes with one
-/// each (the loads of one lane wait on each other).
-const GEMV_LOADS_PER_LANE: u64 = 1;
-/// Workgroups a streaming GEMV aims for at least: about two per multiprocessor
-/// of a large GPU (the H200 has 132), so that small N still fills it.
-const GEMV_MIN_GROUPS: u64 = 256;
-
-/// How a streaming GEMV of `n` columns whose weight rows are `loads` loads
-/// long splits its work: `(lanes, workgroups)`. `lanes` (a power of two, at
-/// most [`GEMV_WG`]) invocations share a column's row: as few as give each
-/// about [`GEMV_LOADS_PER_LANE`] loads, more while the grid has fewer than
-/// [`GEMV_MIN_GROUPS`] workgroups and a lane still gets a load.
-pub(crate) fn gemv_split(n: u64, loads: u64) -> (u32, u64) {
-    let groups = |lanes: u64| n.div_ceil(GEMV_COLS * (GEMV_WG / lanes));
-    let mut lanes = loads.div_ceil(GEMV_LOADS_PER_LANE).next_power_of_two().min(GEMV_WG);
-    while lanes < GEMV_WG && lanes < loads && groups(lanes) < GEMV_MIN_GROUPS {
-        lanes *= 2;
-    }
-    (lanes as u32, groups(lanes))
-}
+/// Output columns per workgroup of `linear_gemv.wgsl`.
+const LINEAR_GEMV_COLS: u64 = 8;
 
 fn gemm(g: Gemm<'_>) -> Result<Lowered> {
     same_dtype(&g.b, g.a.dtype, 1, "mat2")?;

@@ -9,7 +9,6 @@
 
 use crate::error::{Error, Result};
 use crate::generated::shaders::Family;
-use crate::ops::matmul::gemv_split;
 use crate::plan::{
     Ctx, Dispatch, ElemType, Lowered, Step, TensorInfo, Uniform, Vid, WG_ELEMENTWISE, WG_ROWS, float_shader, grid_1d,
     grid_groups, same_dtype, to_u32,
@@ -28,6 +27,8 @@ const F16_SMALLEST_NORMAL: f64 = 6.103_515_625e-5;
 
 /// Most rows of x for the bandwidth-bound GEMV route (`q4_gemv.wgsl`).
 pub const Q4_GEMV_MAX_ROWS: u64 = 4;
+/// Output columns per workgroup of `q4_gemv.wgsl`.
+const Q4_GEMV_COLS: u64 = 8;
 /// Output tile edge of `q4_gemm.wgsl`.
 const Q4_GEMM_TILE: u64 = 64;
 
@@ -173,18 +174,10 @@ pub(crate) fn q4_fast_dispatch(
         .u32(to_u32("K", q.k)?)
         .u32(to_u32("padded N", q.n_pad)?)
         .u32(to_u32("group_size", q.group_size)?);
-    let has_bias = match route {
-        Q4Route::Linear { has_bias } => has_bias,
-        Q4Route::Swiglu => false,
-    };
-    // One 16-byte word of a weight row holds 32 inputs.
-    let (lanes, gemv_groups) = gemv_split(q.n, q.k / 32);
-    if gemv {
-        params = params.u32(u32::from(has_bias)).u32(lanes);
-    } else {
-        if let Q4Route::Linear { .. } = route {
-            params = params.u32(u32::from(has_bias));
-        }
+    if let Q4Route::Linear { has_bias } = route {
+        params = params.u32(u32::from(has_bias));
+    }
+    if !gemv {
         params = params.u32(to_u32("tiles along N", tiles_n)?);
     }
     Ok(Dispatch {
@@ -193,7 +186,11 @@ pub(crate) fn q4_fast_dispatch(
         inputs,
         outputs,
         params: params.finish(),
-        workgroups: if gemv { grid_groups(gemv_groups)? } else { grid_groups(q.m.div_ceil(Q4_GEMM_TILE) * tiles_n)? },
+        workgroups: if gemv {
+            grid_groups(q.n.div_ceil(Q4_GEMV_COLS))?
+        } else {
+            grid_groups(q.m.div_ceil(Q4_GEMM_TILE) * tiles_n)?
+        },
     })
 }
 

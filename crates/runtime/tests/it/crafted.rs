@@ -696,11 +696,11 @@ fn matvec_ref(x: &[f32], w: &[f64], m: usize, n: usize, k: usize) -> Vec<f64> {
     (0..m * n).map(|i| (0..k).map(|kk| f64::from(x[i / n * k + kk]) * w[i % n * k + kk]).sum()).collect()
 }
 
-/// The streaming 4-bit GEMV (`q4_gemv.wgsl`) on ragged shapes: N off its 4
-/// columns per invocation and off a workgroup's columns, N smaller than
-/// one invocation's columns, a last scale group shorter than the others
-/// (K = 96, groups of 64), one word per row (no reduction) and rows long
-/// enough for 256 lanes, 1 to 4 rows of x, with and without bias.
+/// The 4-bit decode GEMV (`q4_gemv.wgsl`) on ragged shapes: N off any
+/// power-of-two column count per workgroup, N of 3, a last scale group
+/// shorter than the others (K = 96, groups of 64), one 16-byte word per row
+/// and rows of 256 words, N past 65535 columns, 1 to 4 rows of x, with and
+/// without bias.
 #[test]
 fn q4_gemv_ragged_shapes_match_a_reference() {
     let cases = [
@@ -731,7 +731,8 @@ fn q4_gemv_ragged_shapes_match_a_reference() {
     }
 }
 
-/// The fused 4-bit SwiGLU GEMV (`q4_gemv_swiglu.wgsl`) on ragged shapes.
+/// The fused 4-bit SwiGLU decode GEMV (`q4_gemv_swiglu.wgsl`) on ragged
+/// shapes.
 #[test]
 fn q4_gemv_swiglu_ragged_shapes_match_a_reference() {
     for (m, n, k, gs) in [(1usize, 259usize, 2048usize, 32usize), (2, 6, 4096, 128), (4, 13, 64, 64)] {
@@ -755,8 +756,8 @@ fn q4_gemv_swiglu_ragged_shapes_match_a_reference() {
     }
 }
 
-/// The streaming dense GEMV (`linear_gemv.wgsl`) on ragged shapes: N off
-/// the 4 columns per invocation, N below them, K of one vec4, long rows.
+/// The dense decode GEMV (`linear_gemv.wgsl`) on ragged shapes: N off any
+/// power-of-two column count, N of 2 and 5, K of one vec4, rows of 8192.
 #[test]
 fn linear_gemv_ragged_shapes_match_a_reference() {
     for (m, n, k) in [(1usize, 259usize, 2048usize), (2, 1031, 12), (4, 5, 8192), (3, 2, 4)] {
@@ -775,11 +776,10 @@ fn linear_gemv_ragged_shapes_match_a_reference() {
     }
 }
 
-/// The fused float SwiGLU and QKV GEMVs (`gemv_swiglu.wgsl`,
-/// `gemv_qkv.wgsl`) on ragged shapes, with and without biases: N off the 4
-/// columns per invocation, projections of different widths (each with its
-/// own split), 1 to 4 rows; K = 6 (not a multiple of 4) takes the tiled
-/// kernels.
+/// The fused float SwiGLU and QKV decode GEMVs (`gemv_swiglu.wgsl`,
+/// `gemv_qkv.wgsl`) on ragged shapes, with and without biases: N off any
+/// power of two, projections of different widths, 1 to 4 rows, K of 2048,
+/// 12 and 6.
 #[test]
 fn float_swiglu_and_qkv_gemvs_match_a_reference() {
     for (m, k, ns, with_bias) in
