@@ -9,14 +9,14 @@
 //! (softmax, layer norm, the cache read by decode attention). Without an adapter the benches print a note and
 //! measure nothing.
 //!
-//! The streaming GEMVs (`stream ...`) are timed differently: the sum of
+//! The decode GEMVs (`gemv/stream ...`) are timed differently: the sum of
 //! their dispatches' GPU timestamps (each dispatch in its own pass, the
 //! profiling mode), over enough copies of the weights that they do not
 //! stay in the GPU's cache; throughput is bytes moved (weights, scales,
 //! x and the output), in GB/s, and each prints its median share of the
 //! device's copy bandwidth.
 //!
-//! `ETWGPU_BENCH_LARGE=1` adds shapes sized for a real GPU (the streaming
+//! `ETWGPU_BENCH_LARGE=1` adds shapes sized for a real GPU (the decode
 //! GEMVs at the Llama-3.2-1B shapes);
 //! `ETWGPU_FIXTURES=DIR` points at `test_data/fixtures` when the benches run
 //! away from the source tree.
@@ -196,7 +196,7 @@ fn fixture(c: &mut Criterion, rt: &Runtime, name: &str, call: usize) {
     });
 }
 
-/// What a streaming-GEMV bench runs.
+/// What a decode-GEMV bench runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum GemvForm {
     /// `et_vk.linear_q4gsw`, groups of 32, f32 scales (`q4_gemv.wgsl`).
@@ -281,7 +281,7 @@ fn gemv_graph(form: GemvForm, n: u64, k: u64, copies: u64) -> GraphBuilder {
     g
 }
 
-/// Benches the streaming GEMV of `form` at `n` x `k`: `copies` of it over
+/// Benches the decode GEMV of `form` at `n` x `k`: `copies` of it over
 /// distinct weights (at least `spill` bytes in all, so that they come from
 /// memory rather than a cache) per run, the sum of their GPU times per
 /// iteration. Prints the median GB/s and its share of `copy_gb_s`.
@@ -326,7 +326,7 @@ fn stream_gemv(c: &mut Criterion, rt: &Runtime, form: GemvForm, n: u64, k: u64, 
     per_run.sort_by(f64::total_cmp);
     if let Some(&median) = per_run.get(per_run.len() / 2) {
         let gb_s = (bytes * copies) as f64 / median.max(1.0);
-        println!(
+        eprintln!(
             "{name}: {copies} copies, {:.2} us each, {gb_s:.1} GB/s, {:.1}% of copy bandwidth ({copy_gb_s:.1} GB/s)",
             median / copies as f64 * 1e-3,
             100.0 * gb_s / copy_gb_s
@@ -339,11 +339,11 @@ fn stream_gemvs(c: &mut Criterion, rt: &Runtime, large: bool) {
     let copy_gb_s = match rt.copy_bandwidth(copy_bytes, 10) {
         Ok(b) => b.gb_per_s,
         Err(e) => {
-            eprintln!("copy bandwidth: {e}; skipping the streaming GEMVs");
+            eprintln!("copy bandwidth: {e}; skipping the decode GEMVs");
             return;
         }
     };
-    println!("copy bandwidth: {copy_gb_s:.1} GB/s");
+    eprintln!("copy bandwidth: {copy_gb_s:.1} GB/s");
     let shapes: &[(GemvForm, u64, u64)] = if large {
         // Llama-3.2-1B: q/o projections, k/v, gate/up, down, output head.
         &[
