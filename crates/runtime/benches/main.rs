@@ -9,16 +9,24 @@
 //! (softmax, layer norm, the cache read by decode attention). Without an adapter the benches print a note and
 //! measure nothing.
 //!
-//! `ETWGPU_BENCH_LARGE=1` adds shapes sized for a real GPU;
+//! The decode GEMVs (`gemv/stream ...`) are timed differently: the sum of
+//! their dispatches' GPU timestamps (each dispatch in its own pass, the
+//! profiling mode), over enough copies of the weights that they do not
+//! stay in the GPU's cache; throughput is bytes moved (weights, scales,
+//! x and the output), in GB/s, and each prints its median share of the
+//! device's copy bandwidth.
+//!
+//! `ETWGPU_BENCH_LARGE=1` adds shapes sized for a real GPU (the decode
+//! GEMVs at the Llama-3.2-1B shapes);
 //! `ETWGPU_FIXTURES=DIR` points at `test_data/fixtures` when the benches run
 //! away from the source tree.
 
 use std::time::{Duration, Instant};
 
-use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
 use etwgpu_format::writer::{GraphBuilder, ProgramBuilder};
 use etwgpu_format::{DType, Program};
-use etwgpu_runtime::{LoadedMethod, Runtime, Tensor};
+use etwgpu_runtime::{LoadOptions, LoadedMethod, Runtime, Tensor};
 
 fn runtime() -> Option<Runtime> {
     match Runtime::new() {
@@ -188,9 +196,181 @@ fn fixture(c: &mut Criterion, rt: &Runtime, name: &str, call: usize) {
     });
 }
 
+/// What a decode-GEMV bench runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum GemvForm {
+    /// `et_vk.linear_q4gsw`, groups of 32, f32 scales (`q4_gemv.wgsl`).
+    Q4,
+    /// `etwgpu.linear_q4gsw_swiglu`, gate and up (`q4_gemv_swiglu.wgsl`).
+    Q4Swiglu,
+    /// `aten.linear` with an f32 weight (`linear_gemv.wgsl`).
+    F32,
+}
+
+/// Deterministic bytes, cheap to make in bulk.
+fn noise_bytes(n: usize, seed: u32) -> Vec<u8> {
+    let mut s = seed.wrapping_mul(2_654_435_761) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 17;
+            s ^= s << 5;
+            s as u8
+        })
+        .collect()
+}
+
+/// f32 values in [-1, 1) as bytes.
+fn noise_f32(n: usize, seed: u32) -> Vec<u8> {
+    noise_bytes(n, seed).iter().flat_map(|&b| (f32::from(b) / 128.0 - 1.0).to_le_bytes()).collect()
+}
+
+/// Bytes one GEMV of `form` at `n` outputs and `k` inputs moves: weights,
+/// scales, one row of x and of the output.
+fn gemv_bytes(form: GemvForm, n: u64, k: u64) -> u64 {
+    let q4 = n * k / 2 + k.div_ceil(32) * n.next_multiple_of(8) * 4;
+    let io = 4 * (k + n);
+    match form {
+        GemvForm::Q4 => q4 + io,
+        GemvForm::Q4Swiglu => 2 * q4 + io,
+        GemvForm::F32 => 4 * n * k + io,
+    }
+}
+
+/// One decode-row GEMV of `form` (`n` outputs, `k` inputs), `copies` times
+/// over distinct weights read from one input, each output a graph output.
+fn gemv_graph(form: GemvForm, n: u64, k: u64, copies: u64) -> GraphBuilder {
+    let mut g = GraphBuilder::new();
+    let x = g.tensor(DType::F32, &[1, k]);
+    let mut outs = Vec::new();
+    let n_pad = n.next_multiple_of(8);
+    let groups = k.div_ceil(32);
+    for i in 0..copies {
+        let seed = 1 + i as u32;
+        let out = g.tensor(DType::F32, &[1, n]);
+        let q4 = |g: &mut GraphBuilder, seed: u32| {
+            let w = g.constant(DType::U8, &[n, k / 2], &noise_bytes((n * k / 2) as usize, seed));
+            let scales: Vec<u8> = noise_bytes((groups * n_pad) as usize, seed + 7)
+                .iter()
+                .flat_map(|&b| (f32::from(b) / 4096.0 + 0.01).to_le_bytes())
+                .collect();
+            let s = g.constant(DType::F32, &[groups, n_pad], &scales);
+            (w, s)
+        };
+        match form {
+            GemvForm::Q4 => {
+                let (w, s) = q4(&mut g, seed);
+                let (gs, none) = (g.int(32), g.null());
+                g.op("et_vk.linear_q4gsw.default", &[x, w, s, gs, none, out]);
+            }
+            GemvForm::Q4Swiglu => {
+                let (wg, sg) = q4(&mut g, seed);
+                let (wu, su) = q4(&mut g, seed + 1000);
+                let gs = g.int(32);
+                g.op("etwgpu.linear_q4gsw_swiglu.default", &[x, gs, wg, sg, wu, su, out]);
+            }
+            GemvForm::F32 => {
+                let w = g.constant(DType::F32, &[n, k], &noise_f32((n * k) as usize, seed));
+                let none = g.null();
+                g.op("aten.linear.default", &[x, w, none, out]);
+            }
+        }
+        outs.push(out);
+    }
+    g.inputs(&[x]).outputs(&outs);
+    g
+}
+
+/// Benches the decode GEMV of `form` at `n` x `k`: `copies` of it over
+/// distinct weights (at least `spill` bytes in all, so that they come from
+/// memory rather than a cache) per run, the sum of their GPU times per
+/// iteration. Prints the median GB/s and its share of `copy_gb_s`.
+fn stream_gemv(c: &mut Criterion, rt: &Runtime, form: GemvForm, n: u64, k: u64, spill: u64, copy_gb_s: f64) {
+    let bytes = gemv_bytes(form, n, k);
+    let copies = spill.div_ceil(bytes).clamp(1, 64);
+    let program = Program::from_bytes(ProgramBuilder::single_delegate(gemv_graph(form, n, k, copies)).to_bytes())
+        .expect("crafted program parses");
+    // Unfused: the fusion pass would merge linears of one input.
+    let options = LoadOptions { fuse: false, ..LoadOptions::default() };
+    let mut method = rt.load_with(&program, "forward", &options).expect("loads");
+    method.set_profiling(true);
+    let inputs = vec![ones(&[1, k])];
+    method.run(&inputs).expect("warm-up run");
+    let form_name = match form {
+        GemvForm::Q4 => "q4",
+        GemvForm::Q4Swiglu => "q4 swiglu",
+        GemvForm::F32 => "f32",
+    };
+    let name = format!("stream {form_name} n{n} k{k}");
+    let mut per_run = Vec::new();
+    let mut group = c.benchmark_group("gemv");
+    group
+        .throughput(Throughput::BytesDecimal(bytes * copies))
+        .sampling_mode(SamplingMode::Flat)
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(20))
+        .measurement_time(Duration::from_millis(60));
+    group.bench_function(&name, |b| {
+        b.iter_custom(|iters| {
+            let mut total = 0.0;
+            for _ in 0..iters {
+                method.run(&inputs).expect("runs");
+                let nanos: f64 = method.profile().iter().map(|r| r.nanos).sum();
+                per_run.push(nanos);
+                total += nanos;
+            }
+            Duration::from_secs_f64(total * 1e-9)
+        })
+    });
+    group.finish();
+    per_run.sort_by(f64::total_cmp);
+    if let Some(&median) = per_run.get(per_run.len() / 2) {
+        let gb_s = (bytes * copies) as f64 / median.max(1.0);
+        eprintln!(
+            "{name}: {copies} copies, {:.2} us each, {gb_s:.1} GB/s, {:.1}% of copy bandwidth ({copy_gb_s:.1} GB/s)",
+            median / copies as f64 * 1e-3,
+            100.0 * gb_s / copy_gb_s
+        );
+    }
+}
+
+fn stream_gemvs(c: &mut Criterion, rt: &Runtime, large: bool) {
+    let (copy_bytes, spill) = if large { (1 << 30, 256 << 20) } else { (16 << 20, 0) };
+    let copy_gb_s = match rt.copy_bandwidth(copy_bytes, 10) {
+        Ok(b) => b.gb_per_s,
+        Err(e) => {
+            eprintln!("copy bandwidth: {e}; skipping the decode GEMVs");
+            return;
+        }
+    };
+    eprintln!("copy bandwidth: {copy_gb_s:.1} GB/s");
+    let shapes: &[(GemvForm, u64, u64)] = if large {
+        // Llama-3.2-1B: q/o projections, k/v, gate/up, down, output head.
+        &[
+            (GemvForm::Q4, 2048, 2048),
+            (GemvForm::Q4, 512, 2048),
+            (GemvForm::Q4, 8192, 2048),
+            (GemvForm::Q4Swiglu, 8192, 2048),
+            (GemvForm::Q4, 2048, 8192),
+            (GemvForm::Q4, 128_256, 2048),
+            (GemvForm::F32, 2048, 2048),
+            (GemvForm::F32, 512, 2048),
+            (GemvForm::F32, 8192, 2048),
+            (GemvForm::F32, 2048, 8192),
+            (GemvForm::F32, 128_256, 2048),
+        ]
+    } else {
+        &[(GemvForm::Q4, 256, 512), (GemvForm::Q4, 40, 1024), (GemvForm::Q4Swiglu, 256, 512), (GemvForm::F32, 256, 512)]
+    };
+    for &(form, n, k) in shapes {
+        stream_gemv(c, rt, form, n, k, spill, copy_gb_s);
+    }
+}
+
 fn benches(c: &mut Criterion) {
     let Some(rt) = runtime() else { return };
     let large = std::env::var("ETWGPU_BENCH_LARGE").is_ok_and(|v| v == "1");
+    stream_gemvs(c, &rt, large);
     let mut gemms = vec![(64, 64, 64), (256, 256, 256), (1, 1024, 1024)];
     if large {
         gemms.extend([(1024, 1024, 1024), (2048, 2048, 2048), (1, 4096, 4096)]);

@@ -663,3 +663,192 @@ fn kernel_call_without_a_kernel_is_a_typed_error() {
         other => panic!("expected NoKernel, got {other:?}"),
     }
 }
+
+/// Runs `g` on `inputs` and checks output 0 (shape `want_shape`) against
+/// `want` within `tol` (absolute plus relative).
+fn check_within(g: GraphBuilder, inputs: &[Tensor], want_shape: &[u64], want: &[f64], tol: f64, what: &str) {
+    let Some(method) = load(g) else { return };
+    let outs = method.expect("loads").run(inputs).expect("runs");
+    assert_eq!(outs[0].shape, want_shape, "{what}");
+    let got = outs[0].to_f64_vec();
+    assert_eq!(got.len(), want.len(), "{what}");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!((g - w).abs() <= tol + tol * w.abs(), "{what}: element {i}: got {g}, want {w}");
+    }
+}
+
+/// A 4-bit `[n, k]` linear weight with groups of `gs` as the exporter packs
+/// it (u8 `[n, k / 2]`, even k in the low nibble, +8; f32 scales
+/// `[ceil(k / gs), n_pad]`, n padded to 8 here so the padding is exercised):
+/// `(packed, scales, n_pad, dequantized [n, k] in f64)`.
+fn q4_weight(n: usize, k: usize, gs: usize, seed: u32) -> (Vec<u8>, Vec<f32>, usize, Vec<f64>) {
+    let q: Vec<i8> = data(n * k, seed).iter().map(|v| ((v * 4.0).floor() as i8).clamp(-8, 7)).collect();
+    let packed: Vec<u8> = (0..n * k / 2).map(|j| ((q[2 * j + 1] + 8) as u8) << 4 | (q[2 * j] + 8) as u8).collect();
+    let n_pad = n.next_multiple_of(8);
+    let groups = k.div_ceil(gs);
+    let scales: Vec<f32> = data(groups * n_pad, seed + 1).iter().map(|s| 0.02 + s.abs() * 0.03).collect();
+    let dequant = (0..n * k).map(|i| f64::from(q[i]) * f64::from(scales[(i % k / gs) * n_pad + i / k])).collect();
+    (packed, scales, n_pad, dequant)
+}
+
+/// `x [m, k] @ w [n, k]^T` in f64.
+fn matvec_ref(x: &[f32], w: &[f64], m: usize, n: usize, k: usize) -> Vec<f64> {
+    (0..m * n).map(|i| (0..k).map(|kk| f64::from(x[i / n * k + kk]) * w[i % n * k + kk]).sum()).collect()
+}
+
+/// The 4-bit decode GEMV (`q4_gemv.wgsl`) on ragged shapes: N off any
+/// power-of-two column count per workgroup, N of 3, a last scale group
+/// shorter than the others (K = 96, groups of 64), one 16-byte word per row
+/// and rows of 256 words, N past 65535 columns, 1 to 4 rows of x, with and
+/// without bias.
+#[test]
+fn q4_gemv_ragged_shapes_match_a_reference() {
+    let cases = [
+        (1usize, 259usize, 2048usize, 32usize, true),
+        (2, 1001, 96, 64, false),
+        (3, 3, 8192, 128, true),
+        (4, 1030, 32, 32, false),
+        (1, 70_001, 64, 32, false),
+    ];
+    for (m, n, k, gs, with_bias) in cases {
+        let (packed, scales, n_pad, w) = q4_weight(n, k, gs, 7 + n as u32);
+        let bias = data(n_pad, 9);
+        let mut g = GraphBuilder::new();
+        let x = g.tensor(DType::F32, &[m as u64, k as u64]);
+        let wt = g.constant(DType::U8, &[n as u64, k as u64 / 2], &packed);
+        let st = g.constant(DType::F32, &[k.div_ceil(gs) as u64, n_pad as u64], &f32_bytes(&scales));
+        let gs_v = g.int(gs as i64);
+        let bt = if with_bias { g.constant(DType::F32, &[n_pad as u64], &f32_bytes(&bias)) } else { g.null() };
+        let out = g.tensor(DType::F32, &[m as u64, n as u64]);
+        g.op("et_vk.linear_q4gsw.default", &[x, wt, st, gs_v, bt, out]).inputs(&[x]).outputs(&[out]);
+        let xv = data(m * k, 11 + m as u32);
+        let mut want = matvec_ref(&xv, &w, m, n, k);
+        if with_bias {
+            want.iter_mut().enumerate().for_each(|(i, v)| *v += f64::from(bias[i % n]));
+        }
+        let what = format!("q4 gemv m {m} n {n} k {k} group {gs}");
+        check_within(g, &[Tensor::from_f32(&[m as u64, k as u64], &xv)], &[m as u64, n as u64], &want, 1e-4, &what);
+    }
+}
+
+/// The fused 4-bit SwiGLU decode GEMV (`q4_gemv_swiglu.wgsl`) on ragged
+/// shapes.
+#[test]
+fn q4_gemv_swiglu_ragged_shapes_match_a_reference() {
+    for (m, n, k, gs) in [(1usize, 259usize, 2048usize, 32usize), (2, 6, 4096, 128), (4, 13, 64, 64)] {
+        let (pg, sg, n_pad, wg) = q4_weight(n, k, gs, 21 + n as u32);
+        let (pu, su, _, wu) = q4_weight(n, k, gs, 23 + n as u32);
+        let mut g = GraphBuilder::new();
+        let x = g.tensor(DType::F32, &[m as u64, k as u64]);
+        let gs_v = g.int(gs as i64);
+        let groups = k.div_ceil(gs) as u64;
+        let wgt = g.constant(DType::U8, &[n as u64, k as u64 / 2], &pg);
+        let sgt = g.constant(DType::F32, &[groups, n_pad as u64], &f32_bytes(&sg));
+        let wut = g.constant(DType::U8, &[n as u64, k as u64 / 2], &pu);
+        let sut = g.constant(DType::F32, &[groups, n_pad as u64], &f32_bytes(&su));
+        let out = g.tensor(DType::F32, &[m as u64, n as u64]);
+        g.op("etwgpu.linear_q4gsw_swiglu.default", &[x, gs_v, wgt, sgt, wut, sut, out]).inputs(&[x]).outputs(&[out]);
+        let xv = data(m * k, 25 + m as u32);
+        let (gate, up) = (matvec_ref(&xv, &wg, m, n, k), matvec_ref(&xv, &wu, m, n, k));
+        let want: Vec<f64> = gate.iter().zip(&up).map(|(g, u)| g / (1.0 + (-g).exp()) * u).collect();
+        let what = format!("q4 swiglu gemv m {m} n {n} k {k} group {gs}");
+        check_within(g, &[Tensor::from_f32(&[m as u64, k as u64], &xv)], &[m as u64, n as u64], &want, 1e-4, &what);
+    }
+}
+
+/// The dense decode GEMV (`linear_gemv.wgsl`) on ragged shapes: N off any
+/// power-of-two column count, N of 2 and 5, K of one vec4, rows of 8192.
+#[test]
+fn linear_gemv_ragged_shapes_match_a_reference() {
+    for (m, n, k) in [(1usize, 259usize, 2048usize), (2, 1031, 12), (4, 5, 8192), (3, 2, 4)] {
+        let wv = data(n * k, 31 + n as u32);
+        let mut g = GraphBuilder::new();
+        let x = g.tensor(DType::F32, &[m as u64, k as u64]);
+        let w = g.constant(DType::F32, &[n as u64, k as u64], &f32_bytes(&wv));
+        let none = g.null();
+        let out = g.tensor(DType::F32, &[m as u64, n as u64]);
+        g.op("aten.linear.default", &[x, w, none, out]).inputs(&[x]).outputs(&[out]);
+        let xv = data(m * k, 33 + m as u32);
+        let w64: Vec<f64> = wv.iter().map(|&v| f64::from(v)).collect();
+        let want = matvec_ref(&xv, &w64, m, n, k);
+        let what = format!("linear gemv m {m} n {n} k {k}");
+        check_within(g, &[Tensor::from_f32(&[m as u64, k as u64], &xv)], &[m as u64, n as u64], &want, 1e-4, &what);
+    }
+}
+
+/// The fused float SwiGLU and QKV decode GEMVs (`gemv_swiglu.wgsl`,
+/// `gemv_qkv.wgsl`) on ragged shapes, with and without biases: N off any
+/// power of two, projections of different widths, 1 to 4 rows, K of 2048,
+/// 12 and 6.
+#[test]
+fn float_swiglu_and_qkv_gemvs_match_a_reference() {
+    for (m, k, ns, with_bias) in
+        [(1usize, 2048usize, [259usize, 64, 7], true), (3, 12, [1031, 5, 130], false), (4, 6, [9, 3, 3], true)]
+    {
+        let f64s = |v: &[f32]| v.iter().map(|&x| f64::from(x)).collect::<Vec<f64>>();
+        let xv = data(m * k, 41 + k as u32);
+        let ws: Vec<Vec<f32>> = ns.iter().enumerate().map(|(j, &n)| data(n * k, 43 + j as u32)).collect();
+        let bs: Vec<Vec<f32>> = ns.iter().enumerate().map(|(j, &n)| data(n, 47 + j as u32)).collect();
+        let proj = |j: usize| {
+            let mut y = matvec_ref(&xv, &f64s(&ws[j]), m, ns[j], k);
+            if with_bias {
+                y.iter_mut().enumerate().for_each(|(i, v)| *v += f64::from(bs[j][i % ns[j]]));
+            }
+            y
+        };
+        let x_t = Tensor::from_f32(&[m as u64, k as u64], &xv);
+
+        // SwiGLU of projections 0 and (a second weight of) the same width.
+        let n = ns[0];
+        let wu = data(n * k, 53);
+        let bu = data(n, 54);
+        let mut g = GraphBuilder::new();
+        let x = g.tensor(DType::F32, &[m as u64, k as u64]);
+        let wgt = g.constant(DType::F32, &[n as u64, k as u64], &f32_bytes(&ws[0]));
+        let wut = g.constant(DType::F32, &[n as u64, k as u64], &f32_bytes(&wu));
+        let (bgt, but) = if with_bias {
+            (
+                g.constant(DType::F32, &[n as u64], &f32_bytes(&bs[0])),
+                g.constant(DType::F32, &[n as u64], &f32_bytes(&bu)),
+            )
+        } else {
+            (g.null(), g.null())
+        };
+        let out = g.tensor(DType::F32, &[m as u64, n as u64]);
+        g.op("etwgpu.linear_swiglu.default", &[x, wgt, bgt, wut, but, out]).inputs(&[x]).outputs(&[out]);
+        let gate = proj(0);
+        let mut up = matvec_ref(&xv, &f64s(&wu), m, n, k);
+        if with_bias {
+            up.iter_mut().enumerate().for_each(|(i, v)| *v += f64::from(bu[i % n]));
+        }
+        let want: Vec<f64> = gate.iter().zip(&up).map(|(g, u)| g / (1.0 + (-g).exp()) * u).collect();
+        let what = format!("swiglu gemv m {m} n {n} k {k}");
+        check_within(g, std::slice::from_ref(&x_t), &[m as u64, n as u64], &want, 1e-4, &what);
+
+        // QKV of the three widths.
+        let mut g = GraphBuilder::new();
+        let x = g.tensor(DType::F32, &[m as u64, k as u64]);
+        let mut args = vec![x];
+        let mut outs = Vec::new();
+        for j in 0..3 {
+            args.push(g.constant(DType::F32, &[ns[j] as u64, k as u64], &f32_bytes(&ws[j])));
+            args.push(if with_bias { g.constant(DType::F32, &[ns[j] as u64], &f32_bytes(&bs[j])) } else { g.null() });
+            outs.push(g.tensor(DType::F32, &[m as u64, ns[j] as u64]));
+        }
+        let list = g.value_list(&outs);
+        args.push(list);
+        g.op("etwgpu.linear_qkv.default", &args).inputs(&[x]).outputs(&outs);
+        let Some(method) = load(g) else { return };
+        let got = method.expect("loads").run(std::slice::from_ref(&x_t)).expect("runs");
+        for j in 0..3 {
+            assert_eq!(got[j].shape, [m as u64, ns[j] as u64]);
+            let want = proj(j);
+            for (i, (g, w)) in got[j].to_f64_vec().iter().zip(&want).enumerate() {
+                assert!(
+                    (g - w).abs() <= 1e-4 + 1e-4 * w.abs(),
+                    "qkv m {m} k {k} projection {j} element {i}: {g} vs {w}"
+                );
+            }
+        }
+    }
+}
