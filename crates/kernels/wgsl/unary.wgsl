@@ -82,6 +82,8 @@ fn apply(op: u32, v: f32) -> f32 {
         case 18u: { return pow_torch(v, p.p0); }
         case 19u: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
         case 20u: { return v * (1.0 / (1.0 + exp(-v))); }
+        case 21u: { return select(0.0, v, abs(v) > p.p0); }
+        case 22u: { return log(v) * 0.43429448190325182; }
         default: { return bitcast<f32>(nan_bits); }
     }
 }
