@@ -868,3 +868,174 @@ fn q4gsw_qkv_and_swiglu_check_their_packed_weights() {
         Err(crate::Error::Shape { arg_idx: 4, .. })
     ));
 }
+
+/// The upstream list of delegable op names (`upstream_ops.txt`): `(name,
+/// status)` per data line.
+fn upstream_ops() -> Vec<(&'static str, &'static str)> {
+    include_str!("upstream_ops.txt")
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| {
+            let mut words = l.split_whitespace();
+            match (words.next(), words.next(), words.next()) {
+                (Some(name), Some(status), None) => (name, status),
+                _ => panic!("upstream_ops.txt: expected `name status`, found {l:?}"),
+            }
+        })
+        .collect()
+}
+
+/// Every op name some fixture's delegate graph calls (the `expected`
+/// op histograms of `test_data/fixtures/*/manifest.json`), with the first
+/// fixture that does.
+fn ops_with_goldens() -> std::collections::BTreeMap<String, String> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../test_data/fixtures");
+    let mut seen = std::collections::BTreeMap::new();
+    let mut entries: Vec<_> =
+        std::fs::read_dir(&dir).expect("test_data/fixtures").map(|e| e.expect("entry").path()).collect();
+    entries.sort();
+    for fixture in entries {
+        let Ok(bytes) = std::fs::read(fixture.join("manifest.json")) else { continue };
+        let manifest: serde_json::Value = serde_json::from_slice(&bytes).expect("manifest.json is JSON");
+        let name = fixture.file_name().expect("name").to_string_lossy().into_owned();
+        for method in manifest["expected"]["methods"].as_array().expect("expected.methods") {
+            for delegate in method["delegates"].as_array().expect("delegates") {
+                for op in delegate["ops"].as_object().into_iter().flat_map(|ops| ops.keys()) {
+                    seen.entry(op.clone()).or_insert_with(|| name.clone());
+                }
+            }
+        }
+    }
+    seen
+}
+
+/// Rows of the table that no fixture's delegate calls yet, each with why.
+/// The test fails when one gains a golden (drop it here) or leaves the table.
+const NO_GOLDEN_YET: &[(&str, &str)] = &[
+    ("aten.alias_copy.default", "exports remove aliases before partitioning"),
+    ("aten.bitwise_xor.Tensor", "the partitioner does not take it"),
+    (
+        "aten.hardshrink.default",
+        "exports decompose it (abs, le.Scalar, where) even when the partitioner asks to keep it",
+    ),
+    ("aten.hardsigmoid.default", "the partitioner does not take it (exports decompose hardsigmoid)"),
+    ("aten.log.default", "reached only from CPU kernel calls (aten::log.out, cpu_leftovers)"),
+    ("aten.logical_xor.default", "the partitioner does not take it"),
+    ("aten.maximum.default", "reached only from CPU kernel calls (aten::maximum.out)"),
+    ("aten.ne.Tensor", "the partitioner does not take it"),
+    ("aten.permute.default", "exports turn it into permute_copy even when the partitioner asks to keep it"),
+    ("aten.scalar_tensor.default", "reached only from CPU kernel calls (aten::scalar_tensor.out, kept_ops)"),
+    ("sub", "no fixture subtracts SymInts yet"),
+];
+
+/// `upstream_ops.txt` is sorted, each status is known, a `supported` name
+/// has a row in the table and a pending one has none (so its status is
+/// current).
+#[test]
+fn upstream_ops_supported_names_have_rows_and_pending_ones_do_not() {
+    let ops = upstream_ops();
+    for w in ops.windows(2) {
+        assert!(w[0].0 < w[1].0, "upstream_ops.txt: {} must sort before {}", w[0].0, w[1].0);
+    }
+    assert_eq!(ops.len(), 133, "upstream_ops.txt holds the 133 names of its revision");
+    for (name, status) in ops {
+        match status {
+            "supported" => assert!(from_name(name).is_some(), "{name} is marked supported but has no row"),
+            "pending-quantized-issue" | "pending-training" | "never-serialized" => {
+                assert!(from_name(name).is_none(), "{name} has a row: mark it supported in upstream_ops.txt")
+            }
+            other => panic!("upstream_ops.txt: {name} has unknown status {other:?}"),
+        }
+    }
+}
+
+/// Every row (but the `etwgpu.*` ones fusion writes, and those listed in
+/// [`NO_GOLDEN_YET`]) is called by some fixture's delegate, so a golden
+/// test on an exported program covers it; every supported upstream name
+/// thereby too, unless listed.
+#[test]
+fn upstream_ops_and_table_rows_have_golden_fixtures() {
+    let seen = ops_with_goldens();
+    let missing: Vec<&str> = OPS
+        .iter()
+        .map(|(_, name)| *name)
+        .filter(|name| !name.starts_with("etwgpu.") && !seen.contains_key(*name))
+        .filter(|name| !NO_GOLDEN_YET.iter().any(|(n, _)| n == name))
+        .collect();
+    assert!(missing.is_empty(), "rows without a golden fixture (add one to tools/export): {missing:?}");
+    for (name, _) in NO_GOLDEN_YET {
+        assert!(from_name(name).is_some(), "NO_GOLDEN_YET lists {name}, which has no row");
+        if let Some(fixture) = seen.get(*name) {
+            panic!("{name} has a golden in {fixture}: drop it from NO_GOLDEN_YET");
+        }
+    }
+    let unlisted: Vec<&str> = upstream_ops()
+        .iter()
+        .filter(|(_, s)| *s == "supported")
+        .map(|(n, _)| *n)
+        .filter(|n| !seen.contains_key(*n))
+        .collect();
+    for name in unlisted {
+        assert!(
+            NO_GOLDEN_YET.iter().any(|(n, _)| *n == name),
+            "{name} is supported upstream and here, without a golden"
+        );
+    }
+}
+
+/// The README's operator list, rendered from the table: each row under the
+/// family (`ops/<family>.rs`) its host rule lives in, as the rule's first
+/// `family::` path in `ops.rs` names it.
+fn readme_ops_section() -> String {
+    let source = include_str!("ops.rs");
+    let body = source.split_once("register_ops! {\n").expect("ops.rs has the table").1;
+    let body = body.split_once("\n}\n").expect("the table ends").0;
+    let mut families: std::collections::BTreeMap<&str, Vec<&str>> = std::collections::BTreeMap::new();
+    for row in body.lines() {
+        let mut parts = row.splitn(3, "=>");
+        let (Some(_), Some(name), Some(rule)) = (parts.next(), parts.next(), parts.next()) else {
+            panic!("ops.rs: unexpected table line {row:?}")
+        };
+        let name = name.trim().trim_matches('"');
+        let family = rule
+            .split("::")
+            .next()
+            .and_then(|head| head.rsplit(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '_')).next())
+            .filter(|f| !f.is_empty())
+            .unwrap_or_else(|| panic!("ops.rs: no family in the rule of {name}"));
+        families.entry(family).or_default().push(name);
+    }
+    assert_eq!(families.values().map(Vec::len).sum::<usize>(), OPS.len(), "every row is listed");
+    let mut text = format!(
+        "{} operators in the kernel table (`crates/kernels/src/ops.rs`), by the family of their host rules \
+         (`crates/kernels/src/ops/<family>.rs`). `etwgpu.*` rows are the fused ops the graph writes; \
+         `inspect` tells which a program uses.\n\n",
+        OPS.len()
+    );
+    for (family, names) in families {
+        let list = names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
+        text.push_str(&format!("- **{family}** ({}): {list}\n", names.len()));
+    }
+    text
+}
+
+/// README.md's "Supported operators" list is the table's
+/// ([`readme_ops_section`]); `ETWGPU_BLESS=1` rewrites it.
+#[test]
+fn readme_lists_the_operator_table() {
+    const BEGIN: &str = "<!-- ops:begin: generated from the kernel table; ETWGPU_BLESS=1 cargo test -p etwgpu-kernels readme rewrites it -->\n";
+    const END: &str = "<!-- ops:end -->\n";
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md");
+    let readme = std::fs::read_to_string(&path).expect("README.md");
+    let (head, rest) = readme.split_once(BEGIN).expect("README.md has the ops:begin marker");
+    let (current, tail) = rest.split_once(END).expect("README.md has the ops:end marker");
+    let want = readme_ops_section();
+    if std::env::var_os("ETWGPU_BLESS").is_some() {
+        std::fs::write(&path, format!("{head}{BEGIN}{want}{END}{tail}")).expect("write README.md");
+    } else {
+        assert_eq!(
+            current, want,
+            "README.md's operator list is stale: run ETWGPU_BLESS=1 cargo test -p etwgpu-kernels readme"
+        );
+    }
+}

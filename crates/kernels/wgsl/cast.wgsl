@@ -2,9 +2,9 @@
 //! `_to_copy` to another dtype become.
 //!
 //! The input is read as raw 32-bit words whatever its dtype (`src`: 0
-//! float32, 1 float16, 2 int32, 3 bool, 4 uint8), so one variant per output
-//! dtype covers every source: float16 takes half a word per element, uint8
-//! a quarter, a bool a whole word (0 or 1). Floats convert to ints by
+//! float32, 1 float16, 2 int32, 3 bool), so one variant per output dtype
+//! covers every source: float16 takes half a word per element, a bool a
+//! whole word (0 or 1). Floats convert to ints by
 //! truncation toward zero. `to_bool` writes `x != 0` as 0 or 1 (a bool is a
 //! `u32` on the device, written through the `i32` variant).
 // variants: f32 f16 i32
@@ -35,11 +35,10 @@ fn load_float(i: u32) -> f32 {
 
 /// Element `i` of an integer or bool source, as i32.
 fn load_int(i: u32) -> i32 {
-    switch p.src {
-        case 3u: { return select(0, 1, x[i] != 0u); }
-        case 4u: { return i32((x[i / 4u] >> (8u * (i % 4u))) & 0xffu); }
-        default: { return bitcast<i32>(x[i]); }
+    if p.src == 3u {
+        return select(0, 1, x[i] != 0u);
     }
+    return bitcast<i32>(x[i]);
 }
 
 @compute @workgroup_size(WG)
