@@ -1039,3 +1039,83 @@ fn readme_lists_the_operator_table() {
         );
     }
 }
+
+/// The new float ops shape their outputs and refuse what they cannot run
+/// with typed errors naming the argument.
+#[test]
+fn unfold_grid_sampler_and_grid_priors_shapes_and_errors() {
+    let mut g = TestGraph::default();
+    let x = g.t(&[2, 3, 5, 7]);
+    let (d3, size3, step2) = (g.push(Owned::Int(3)), g.push(Owned::Int(3)), g.push(Owned::Int(2)));
+    let out = g.t(&[2, 3, 5, 3, 3]);
+    let l = check(&g, "aten.unfold_copy.default", &[x, d3, size3, step2, out]).expect("lowers");
+    assert_eq!(out_shape(&l), [2, 3, 5, 3, 3]);
+    let size9 = g.push(Owned::Int(9));
+    let err = check(&g, "aten.unfold_copy.default", &[x, d3, size9, step2, out]).expect_err("window past the dim");
+    assert!(matches!(err, crate::Error::ArgValue { arg_idx: 2, .. }), "{err:?}");
+    let step0 = g.push(Owned::Int(0));
+    let err = check(&g, "aten.unfold_copy.default", &[x, d3, size3, step0, out]).expect_err("step 0");
+    assert!(matches!(err, crate::Error::ArgValue { arg_idx: 3, .. }), "{err:?}");
+
+    let grid = g.t(&[2, 4, 6, 2]);
+    let (bilinear, border, corners) = (g.push(Owned::Int(0)), g.push(Owned::Int(1)), g.push(Owned::Bool(true)));
+    let sampled = g.t(&[2, 3, 4, 6]);
+    let l = check(&g, "aten.grid_sampler_2d.default", &[x, grid, bilinear, border, corners, sampled]).expect("lowers");
+    assert_eq!(out_shape(&l), [2, 3, 4, 6]);
+    let bicubic = g.push(Owned::Int(2));
+    let err =
+        check(&g, "aten.grid_sampler_2d.default", &[x, grid, bicubic, border, corners, sampled]).expect_err("bicubic");
+    assert!(matches!(err, crate::Error::ArgValue { arg_idx: 2, .. }), "{err:?}");
+    let reflection = g.push(Owned::Int(2));
+    let err = check(&g, "aten.grid_sampler_2d.default", &[x, grid, bilinear, reflection, corners, sampled])
+        .expect_err("reflection");
+    assert!(matches!(err, crate::Error::ArgValue { arg_idx: 3, .. }), "{err:?}");
+    let other_batch = g.t(&[1, 4, 6, 2]);
+    let err = check(&g, "aten.grid_sampler_2d.default", &[x, other_batch, bilinear, border, corners, sampled])
+        .expect_err("batch mismatch");
+    assert!(matches!(err, crate::Error::Shape { arg_idx: 1, .. }), "{err:?}");
+
+    let (stride, offset) = (g.push(Owned::Int(8)), g.push(Owned::Double(0.5)));
+    let priors = g.t(&[35, 2]);
+    let l = check(&g, "et_vk.grid_priors.default", &[x, stride, offset, priors]).expect("lowers");
+    assert_eq!(out_shape(&l), [35, 2]);
+    let Step::Dispatch(d) = &l.steps[0] else { panic!("expected a dispatch") };
+    assert!(d.inputs.is_empty(), "grid_priors reads only the input's shape");
+}
+
+/// int32 arithmetic picks the integer kernels; true division of ints and a
+/// fractional alpha or bound are typed errors, as are casts from dtypes the
+/// cast kernel does not read.
+#[test]
+fn int32_arithmetic_clamp_and_casts_pick_their_kernels_or_refuse() {
+    let mut g = TestGraph::default();
+    let int = |g: &mut TestGraph, shape: &[u64]| g.push(Owned::Tensor(ElemType::I32, shape.to_vec(), false));
+    let (a, b, out) = (int(&mut g, &[3, 4]), int(&mut g, &[4]), int(&mut g, &[3, 4]));
+    let two = g.push(Owned::Int(2));
+    let l = check(&g, "aten.add.Tensor", &[a, b, two, out]).expect("lowers");
+    let Step::Dispatch(d) = &l.steps[0] else { panic!("expected a dispatch") };
+    assert_eq!(d.shader, crate::ShaderId::BinaryI32.into());
+    let half = g.push(Owned::Double(0.5));
+    let err = check(&g, "aten.add.Tensor", &[a, b, half, out]).expect_err("fractional alpha");
+    assert!(matches!(err, crate::Error::ArgValue { arg_idx: 2, .. }), "{err:?}");
+    let err = check(&g, "aten.div.Tensor", &[a, b, out]).expect_err("true division of ints");
+    assert!(matches!(err, crate::Error::DType { arg_idx: 0, .. }), "{err:?}");
+    let null = g.push(Owned::Null);
+    let l = check(&g, "aten.clamp.default", &[a, null, two, out]).expect("lowers");
+    let Step::Dispatch(d) = &l.steps[0] else { panic!("expected a dispatch") };
+    assert_eq!(d.shader, crate::ShaderId::ClampIntI32.into());
+    let err = check(&g, "aten.clamp.default", &[a, half, two, out]).expect_err("fractional bound");
+    assert!(matches!(err, crate::Error::ArgValue { arg_idx: 1, .. }), "{err:?}");
+
+    let x = g.t(&[3, 4]);
+    let to_bool = g.push(Owned::Tensor(ElemType::Bool, vec![3, 4], false));
+    let cast = |g: &TestGraph, src: Vid, dst: Vid| {
+        check(g, "dim_order_ops._to_dim_order_copy.default", &[src, null, null, null, null, null, null, dst])
+    };
+    let l = cast(&g, x, to_bool).expect("float to bool");
+    let Step::Dispatch(d) = &l.steps[0] else { panic!("expected a dispatch") };
+    assert_eq!(d.shader, crate::ShaderId::CastI32.into());
+    let bytes = g.push(Owned::Tensor(ElemType::U8, vec![3, 4], false));
+    assert!(matches!(cast(&g, bytes, x), Err(crate::Error::DType { arg_idx: 0, .. })));
+    assert!(matches!(cast(&g, x, bytes), Err(crate::Error::DType { arg_idx: 7, .. })));
+}

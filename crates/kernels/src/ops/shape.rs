@@ -290,8 +290,7 @@ pub fn flip(c: &Ctx<'_>) -> Result<Lowered> {
 /// pin_memory, non_blocking, dim_order, →out)` and `aten._to_copy.default`
 /// (the same arguments with `memory_format` for `dim_order`): the target
 /// dtype is the output's. The same dtype aliases; any of float32, float16,
-/// int32, bool and uint8 casts to float32, float16, int32 or bool
-/// (`cast.wgsl`).
+/// int32 and bool casts to any other (`cast.wgsl`).
 pub fn to_dim_order_copy(c: &Ctx<'_>) -> Result<Lowered> {
     c.expect_args(8)?;
     let x = c.tensor(0, "self")?;
@@ -304,14 +303,8 @@ pub fn to_dim_order_copy(c: &Ctx<'_>) -> Result<Lowered> {
         ElemType::F16 => 1,
         ElemType::I32 => 2,
         ElemType::Bool => 3,
-        ElemType::U8 => 4,
         found => {
-            return Err(Error::DType {
-                arg_idx: 0,
-                name: "self",
-                expected: "float32, float16, int32, bool or uint8",
-                found,
-            });
+            return Err(Error::DType { arg_idx: 0, name: "self", expected: "float32, float16, int32 or bool", found });
         }
     };
     let variant = match out.dtype {
