@@ -1039,6 +1039,219 @@ def fx_three_delegates(verify: bool = True) -> FixtureResult:
         ThreeDelegates(), [ins], verify=verify)
 
 
+def lower_with_config(model: nn.Module, args: tuple, config: Any = None,
+                      keep: Sequence[Any] = ()) -> bytes:
+    """As `lower`, with an `EdgeCompileConfig` (say, dim order skipped) and ops
+    `keep` that the partitioner asks the export to keep whole (not decomposed),
+    in addition to the ones VulkanPartitioner keeps itself."""
+    from executorch.backends.vulkan.partitioner.vulkan_partitioner import VulkanPartitioner
+    from executorch.exir import to_edge_transform_and_lower
+
+    class KeepingPartitioner(VulkanPartitioner):
+        def ops_to_not_decompose(self, ep):
+            ops, filter_fn = super().ops_to_not_decompose(ep)
+            return list(ops) + list(keep), filter_fn
+
+    ep = torch.export.export(model, args, strict=True)
+    kwargs = {} if config is None else {"compile_config": config}
+    return to_edge_transform_and_lower(ep, partitioner=[KeepingPartitioner({})],
+                                       **kwargs).to_executorch().buffer
+
+
+def configured_fixture(name: str, description: str, model: nn.Module,
+                       call_inputs: list[tuple[torch.Tensor, ...]], config: Any,
+                       config_doc: dict[str, Any], keep: Sequence[Any] = (),
+                       verify: bool = True) -> FixtureResult:
+    """A module fixture whose `.pte` is lowered by `lower_with_config`.
+
+    The goldens are eager outputs, checked against the portable CPU run of
+    the default (decomposed) export as for every module fixture.
+    """
+    result = module_fixture(name, description, model, call_inputs, verify=verify)
+    result.pte = lower_with_config(model.eval(), call_inputs[-1], config, keep)
+    result.export["compile_config"] = config_doc
+    return result
+
+
+class FloatOps(nn.Module):
+    NAMES = ["log10(p)", "x.unfold(3, 3, 2)", "x.unfold(1, 2, 1)",
+             "grid_sample(x, grid, bilinear, border, align_corners=True)"]
+
+    def forward(self, x, p, grid):
+        return (
+            torch.log10(p),
+            x.unfold(3, 3, 2),
+            x.unfold(1, 2, 1),
+            F.grid_sample(x, grid, mode="bilinear", padding_mode="border", align_corners=True),
+        )
+
+
+def fx_float_ops(verify: bool = True) -> FixtureResult:
+    g = seed("float_ops")
+    x = randn(g, 2, 3, 5, 7)
+    p = uniform(g, 0.05, 50.0, 3, 4, 5)
+    # Points past [-1, 1] exercise the border clamp.
+    grid = uniform(g, -1.3, 1.3, 2, 4, 6, 2)
+    return module_fixture(
+        "float_ops",
+        "Float ops of the Vulkan delegate: " + "; ".join(FloatOps.NAMES)
+        + ". x float32 [2,3,5,7], p in [0.05,50] [3,4,5], grid [2,4,6,2] in [-1.3,1.3] "
+        "(the only grid_sampler_2d configuration the partitioner delegates).",
+        FloatOps(), [(x, p, grid)], verify=verify)
+
+
+class KeptOps(nn.Module):
+    NAMES = ["hardshrink(x, 0.5)", "max_pool2d(x, 2)", "max_pool2d(x, 3, 2, 1, ceil_mode=True)",
+             "hardshrink(x, 1.25)", "ones_like(x) + x", "zeros_like(x) - x", "ones(3, 9) * y",
+             "zeros(3, 9) + y", "y.permute(1, 0)"]
+
+    def forward(self, x, y):
+        return (
+            F.hardshrink(x, 0.5),
+            F.max_pool2d(x, 2),
+            F.max_pool2d(x, 3, 2, 1, ceil_mode=True),
+            F.hardshrink(x, 1.25),
+            torch.ones_like(x) + x,
+            torch.zeros_like(x) - x,
+            torch.ones(3, 9) * y,
+            torch.zeros(3, 9) + y,
+            y.permute(1, 0),
+        )
+
+
+def fx_kept_ops(verify: bool = True) -> FixtureResult:
+    g = seed("kept_ops")
+    x = randn(g, 2, 3, 7, 9)
+    # Keep |x| away from the shrink thresholds.
+    for t in (0.5, 1.25):
+        x = torch.where((x.abs() - t).abs() < 0.02, x * 1.05, x)
+    y = randn(g, 3, 9)
+    aten = torch.ops.aten
+    keep = [aten.hardshrink.default, aten.max_pool2d.default, aten.ones_like.default,
+            aten.zeros_like.default, aten.ones.default, aten.zeros.default,
+            aten.permute.default]
+    return configured_fixture(
+        "kept_ops",
+        "Delegable ops that exports decompose unless the partitioner asks to keep them "
+        "whole (ops_to_not_decompose extended by these): " + "; ".join(KeptOps.NAMES)
+        + ". x float32 [2,3,7,9] with |x| >= 0.02 from 0.5 and 1.25, y [3,9].",
+        KeptOps(), [(x, y)], None, {"ops_to_not_decompose": [str(op) for op in keep]},
+        keep=keep, verify=verify)
+
+
+class GridPriors(nn.Module):
+    NAMES = ["grid_priors(x, 8, 0.5)", "grid_priors(x, 4, 0.0)"]
+
+    def forward(self, x):
+        return torch.ops.et_vk.grid_priors(x, 8, 0.5), torch.ops.et_vk.grid_priors(x * 2.0, 4, 0.0)
+
+
+def fx_grid_priors(verify: bool = True) -> FixtureResult:
+    import executorch.backends.vulkan.custom_ops_lib  # noqa: F401  (defines et_vk.grid_priors)
+
+    g = seed("grid_priors")
+    x = randn(g, 1, 3, 5, 6)
+    # No portable kernel exists for et_vk.grid_priors: the goldens are the op's eager
+    # reference implementation only.
+    return module_fixture(
+        "grid_priors",
+        "et_vk.grid_priors (YOLO-style anchor points: [(x + offset) * stride, (y + offset) "
+        "* stride] per pixel, [H*W, 2]): " + "; ".join(GridPriors.NAMES)
+        + ". x float32 [1,3,5,6]. Not cross-checked on the portable CPU (no kernel there).",
+        GridPriors(), [(x,)], verify=False)
+
+
+class Int32Ops(nn.Module):
+    NAMES = ["a + b", "add(a, b, alpha=2)", "a - b", "sub(a, b, alpha=3)", "a * b",
+             "div(a, b, floor)", "div(a, b, trunc)", "minimum(a, b)", "pow(a, e)",
+             "clamp(a, -2, 3)", "clamp(a, min=-1)", "clamp(a, max=4)", "(a + 1) * (b - 2)"]
+
+    def forward(self, a, b, e):
+        return (
+            a + b,
+            torch.add(a, b, alpha=2),
+            a - b,
+            torch.sub(a, b, alpha=3),
+            a * b,
+            torch.div(a, b, rounding_mode="floor"),
+            torch.div(a, b, rounding_mode="trunc"),
+            torch.minimum(a, b),
+            torch.pow(a, e),
+            torch.clamp(a, -2, 3),
+            torch.clamp(a, min=-1),
+            torch.clamp(a, max=4),
+            (a + 1) * (b - 2),
+        )
+
+
+def fx_int32_ops(verify: bool = True) -> FixtureResult:
+    g = seed("int32_ops")
+    a = torch.randint(-9, 10, (3, 4, 5), generator=g, dtype=torch.int32)
+    b = torch.randint(1, 5, (4, 5), generator=g, dtype=torch.int32)
+    b = b * torch.where(torch.rand(4, 5, generator=g) < 0.5, -1, 1).to(torch.int32)
+    e = torch.randint(0, 4, (3, 4, 5), generator=g, dtype=torch.int32)
+    return module_fixture(
+        "int32_ops",
+        "int32 arithmetic (a [3,4,5] in [-9,9], b [4,5] nonzero in +-[1,4], broadcast; "
+        "e [3,4,5] in [0,3]); outputs in order: " + "; ".join(Int32Ops.NAMES) + ".",
+        Int32Ops(), [(a, b, e)], verify=verify)
+
+
+class Casts(nn.Module):
+    NAMES = ["x.half()", "x.int()", "x.bool()", "h.float()", "h.int()", "h.bool()",
+             "i.float()", "i.half()", "i.bool()", "m.float()", "m.half()", "m.int()"]
+
+    def forward(self, x, h, i, m):
+        return (x.half(), x.int(), x.bool(), h.float(), h.int(), h.bool(),
+                i.float(), i.half(), i.bool(), m.float(), m.half(), m.int())
+
+
+def _cast_inputs(g: torch.Generator) -> tuple[torch.Tensor, ...]:
+    # Floats with some exact zeros and integral values, kept 0.05 away from the
+    # other integers so that truncation is unambiguous; an odd element count
+    # tests the half-word tail of float16. (Casts from uint8 are left out: the
+    # partitioner leaves them on the CPU.)
+    x = uniform(g, -20.0, 20.0, 3, 5, 7)
+    frac = x - torch.trunc(x)
+    x = torch.where(frac.abs() < 0.05, torch.trunc(x), x)
+    x[0, 0, :3] = torch.tensor([0.0, -0.0, 3.0])
+    h = x.flip(0).half()
+    i = torch.randint(-300, 300, (3, 5, 7), generator=g, dtype=torch.int32)
+    i[0, 0, 0] = 0
+    m = torch.rand(3, 5, 7, generator=g) < 0.5
+    return x, h, i, m
+
+
+def fx_casts(verify: bool = True) -> FixtureResult:
+    g = seed("casts")
+    return module_fixture(
+        "casts",
+        "dim_order_ops._to_dim_order_copy between float32 x, float16 h, int32 i and bool m "
+        "(each [3,5,7]); outputs in order: " + "; ".join(Casts.NAMES)
+        + ". x in [-20,20] with zeros and integral values, else >= 0.05 from an integer.",
+        Casts(), [_cast_inputs(g)], verify=verify)
+
+
+class ToCopy(nn.Module):
+    NAMES = ["x.half()", "x.int()", "i.float()", "m.float()", "h.float()", "x.bool()"]
+
+    def forward(self, x, h, i, m):
+        return x.half(), x.int(), i.float(), m.float(), h.float(), x.bool()
+
+
+def fx_to_copy(verify: bool = True) -> FixtureResult:
+    from executorch.exir import EdgeCompileConfig
+
+    g = seed("to_copy")
+    return configured_fixture(
+        "to_copy",
+        "aten._to_copy.default (exported with EdgeCompileConfig(_skip_dim_order=True), so "
+        "casts are not dim-order copies); inputs as the casts fixture; outputs in order: "
+        + "; ".join(ToCopy.NAMES) + ".",
+        ToCopy(), [_cast_inputs(g)], EdgeCompileConfig(_skip_dim_order=True),
+        {"_skip_dim_order": True}, verify=verify)
+
+
 FIXTURES: dict[str, Callable[..., FixtureResult]] = {
     "one_op": fx_one_op,
     "worked_example": fx_worked_example,
@@ -1069,4 +1282,10 @@ FIXTURES: dict[str, Callable[..., FixtureResult]] = {
     "tiny_vit": fx_tiny_vit,
     "cpu_leftovers": fx_cpu_leftovers,
     "three_delegates": fx_three_delegates,
+    "float_ops": fx_float_ops,
+    "kept_ops": fx_kept_ops,
+    "grid_priors": fx_grid_priors,
+    "int32_ops": fx_int32_ops,
+    "casts": fx_casts,
+    "to_copy": fx_to_copy,
 }

@@ -933,7 +933,9 @@ fn unary_rows_lower_to_their_unary_op_and_no_other_row_does() {
         };
         assert_eq!(code, id.unary().map(|op| op as u32), "{name}: its row against OpId::unary");
     }
-    assert_eq!(OPS.iter().filter(|(id, _)| id.unary().is_some()).count(), 14);
+    assert_eq!(OPS.iter().filter(|(id, _)| id.unary().is_some()).count(), 15);
+}
+
 /// The shader label and workgroups of a one-dispatch lowering.
 fn one_dispatch(l: &Lowered) -> (&'static str, [u32; 3]) {
     let [Step::Dispatch(d)] = &l.steps[..] else { panic!("one dispatch, found {:?}", l.steps) };
@@ -992,4 +994,257 @@ fn gemm_routes_follow_the_device_caps_and_precision() {
     let a48 = g.t(&[200, 48]);
     let w48 = g.push(Owned::Tensor(ElemType::F32, vec![300, 48], true));
     assert_eq!(one_dispatch(&lower(&g, lin, &[a48, w48, null, od], coop(Precision::F16))).0, "matmul.f32");
+}
+
+/// The upstream list of delegable op names (`upstream_ops.txt`): `(name,
+/// status)` per data line.
+fn upstream_ops() -> Vec<(&'static str, &'static str)> {
+    include_str!("upstream_ops.txt")
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| {
+            let mut words = l.split_whitespace();
+            match (words.next(), words.next(), words.next()) {
+                (Some(name), Some(status), None) => (name, status),
+                _ => panic!("upstream_ops.txt: expected `name status`, found {l:?}"),
+            }
+        })
+        .collect()
+}
+
+/// Every op name some fixture's delegate graph calls (the `expected`
+/// op histograms of `test_data/fixtures/*/manifest.json`), with the first
+/// fixture that does.
+fn ops_with_goldens() -> std::collections::BTreeMap<String, String> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../test_data/fixtures");
+    let mut seen = std::collections::BTreeMap::new();
+    let mut entries: Vec<_> =
+        std::fs::read_dir(&dir).expect("test_data/fixtures").map(|e| e.expect("entry").path()).collect();
+    entries.sort();
+    for fixture in entries {
+        let Ok(bytes) = std::fs::read(fixture.join("manifest.json")) else { continue };
+        let manifest: serde_json::Value = serde_json::from_slice(&bytes).expect("manifest.json is JSON");
+        let name = fixture.file_name().expect("name").to_string_lossy().into_owned();
+        for method in manifest["expected"]["methods"].as_array().expect("expected.methods") {
+            for delegate in method["delegates"].as_array().expect("delegates") {
+                for op in delegate["ops"].as_object().into_iter().flat_map(|ops| ops.keys()) {
+                    seen.entry(op.clone()).or_insert_with(|| name.clone());
+                }
+            }
+        }
+    }
+    seen
+}
+
+/// Rows of the table that no fixture's delegate calls yet, each with why.
+/// The test fails when one gains a golden (drop it here) or leaves the table.
+const NO_GOLDEN_YET: &[(&str, &str)] = &[
+    ("aten.alias_copy.default", "exports remove aliases before partitioning"),
+    ("aten.bitwise_xor.Tensor", "the partitioner does not take it"),
+    (
+        "aten.hardshrink.default",
+        "exports decompose it (abs, le.Scalar, where) even when the partitioner asks to keep it",
+    ),
+    ("aten.hardsigmoid.default", "the partitioner does not take it (exports decompose hardsigmoid)"),
+    ("aten.log.default", "reached only from CPU kernel calls (aten::log.out, cpu_leftovers)"),
+    ("aten.logical_xor.default", "the partitioner does not take it"),
+    ("aten.maximum.default", "reached only from CPU kernel calls (aten::maximum.out)"),
+    ("aten.ne.Tensor", "the partitioner does not take it"),
+    ("aten.permute.default", "exports turn it into permute_copy even when the partitioner asks to keep it"),
+    ("aten.scalar_tensor.default", "reached only from CPU kernel calls (aten::scalar_tensor.out, kept_ops)"),
+    ("sub", "no fixture subtracts SymInts yet"),
+];
+
+/// `upstream_ops.txt` is sorted, each status is known, a `supported` name
+/// has a row in the table and a pending one has none (so its status is
+/// current).
+#[test]
+fn upstream_ops_supported_names_have_rows_and_pending_ones_do_not() {
+    let ops = upstream_ops();
+    for w in ops.windows(2) {
+        assert!(w[0].0 < w[1].0, "upstream_ops.txt: {} must sort before {}", w[0].0, w[1].0);
+    }
+    assert_eq!(ops.len(), 133, "upstream_ops.txt holds the 133 names of its revision");
+    for (name, status) in ops {
+        match status {
+            "supported" => assert!(from_name(name).is_some(), "{name} is marked supported but has no row"),
+            "pending-quantized-issue" | "pending-training" | "never-serialized" => {
+                assert!(from_name(name).is_none(), "{name} has a row: mark it supported in upstream_ops.txt")
+            }
+            other => panic!("upstream_ops.txt: {name} has unknown status {other:?}"),
+        }
+    }
+}
+
+/// Every row (but the `etwgpu.*` ones fusion writes, and those listed in
+/// [`NO_GOLDEN_YET`]) is called by some fixture's delegate, so a golden
+/// test on an exported program covers it; every supported upstream name
+/// thereby too, unless listed.
+#[test]
+fn upstream_ops_and_table_rows_have_golden_fixtures() {
+    let seen = ops_with_goldens();
+    let missing: Vec<&str> = OPS
+        .iter()
+        .map(|(_, name)| *name)
+        .filter(|name| !name.starts_with("etwgpu.") && !seen.contains_key(*name))
+        .filter(|name| !NO_GOLDEN_YET.iter().any(|(n, _)| n == name))
+        .collect();
+    assert!(missing.is_empty(), "rows without a golden fixture (add one to tools/export): {missing:?}");
+    for (name, _) in NO_GOLDEN_YET {
+        assert!(from_name(name).is_some(), "NO_GOLDEN_YET lists {name}, which has no row");
+        if let Some(fixture) = seen.get(*name) {
+            panic!("{name} has a golden in {fixture}: drop it from NO_GOLDEN_YET");
+        }
+    }
+    let unlisted: Vec<&str> = upstream_ops()
+        .iter()
+        .filter(|(_, s)| *s == "supported")
+        .map(|(n, _)| *n)
+        .filter(|n| !seen.contains_key(*n))
+        .collect();
+    for name in unlisted {
+        assert!(
+            NO_GOLDEN_YET.iter().any(|(n, _)| *n == name),
+            "{name} is supported upstream and here, without a golden"
+        );
+    }
+}
+
+/// The README's operator list, rendered from the table: each row under the
+/// family (`ops/<family>.rs`) its host rule lives in, as the rule's first
+/// `family::` path in `ops.rs` names it.
+fn readme_ops_section() -> String {
+    let source = include_str!("ops.rs");
+    let body = source.split_once("register_ops! {\n").expect("ops.rs has the table").1;
+    let body = body.split_once("\n}\n").expect("the table ends").0;
+    let mut families: std::collections::BTreeMap<&str, Vec<&str>> = std::collections::BTreeMap::new();
+    for row in body.lines() {
+        let mut parts = row.splitn(3, "=>");
+        let (Some(_), Some(name), Some(rule)) = (parts.next(), parts.next(), parts.next()) else {
+            panic!("ops.rs: unexpected table line {row:?}")
+        };
+        let name = name.trim().trim_matches('"');
+        // `@unary Op` rows run `elementwise::unary`.
+        let rule = if rule.trim_start().starts_with("@unary") { "elementwise::unary" } else { rule };
+        let family = rule
+            .split("::")
+            .next()
+            .and_then(|head| head.rsplit(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '_')).next())
+            .filter(|f| !f.is_empty())
+            .unwrap_or_else(|| panic!("ops.rs: no family in the rule of {name}"));
+        families.entry(family).or_default().push(name);
+    }
+    assert_eq!(families.values().map(Vec::len).sum::<usize>(), OPS.len(), "every row is listed");
+    let mut text = format!(
+        "{} operators in the kernel table (`crates/kernels/src/ops.rs`), by the family of their host rules \
+         (`crates/kernels/src/ops/<family>.rs`). `etwgpu.*` rows are the fused ops the graph writes; \
+         `inspect` tells which a program uses.\n\n",
+        OPS.len()
+    );
+    for (family, names) in families {
+        let list = names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
+        text.push_str(&format!("- **{family}** ({}): {list}\n", names.len()));
+    }
+    text
+}
+
+/// README.md's "Supported operators" list is the table's
+/// ([`readme_ops_section`]); `ETWGPU_BLESS=1` rewrites it.
+#[test]
+fn readme_lists_the_operator_table() {
+    const BEGIN: &str = "<!-- ops:begin: generated from the kernel table; ETWGPU_BLESS=1 cargo test -p etwgpu-kernels readme rewrites it -->\n";
+    const END: &str = "<!-- ops:end -->\n";
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md");
+    let readme = std::fs::read_to_string(&path).expect("README.md");
+    let (head, rest) = readme.split_once(BEGIN).expect("README.md has the ops:begin marker");
+    let (current, tail) = rest.split_once(END).expect("README.md has the ops:end marker");
+    let want = readme_ops_section();
+    if std::env::var_os("ETWGPU_BLESS").is_some() {
+        std::fs::write(&path, format!("{head}{BEGIN}{want}{END}{tail}")).expect("write README.md");
+    } else {
+        assert_eq!(
+            current, want,
+            "README.md's operator list is stale: run ETWGPU_BLESS=1 cargo test -p etwgpu-kernels readme"
+        );
+    }
+}
+
+/// The new float ops shape their outputs and refuse what they cannot run
+/// with typed errors naming the argument.
+#[test]
+fn unfold_grid_sampler_and_grid_priors_shapes_and_errors() {
+    let mut g = TestGraph::default();
+    let x = g.t(&[2, 3, 5, 7]);
+    let (d3, size3, step2) = (g.push(Owned::Int(3)), g.push(Owned::Int(3)), g.push(Owned::Int(2)));
+    let out = g.t(&[2, 3, 5, 3, 3]);
+    let l = check(&g, "aten.unfold_copy.default", &[x, d3, size3, step2, out]).expect("lowers");
+    assert_eq!(out_shape(&l), [2, 3, 5, 3, 3]);
+    let size9 = g.push(Owned::Int(9));
+    let err = check(&g, "aten.unfold_copy.default", &[x, d3, size9, step2, out]).expect_err("window past the dim");
+    assert!(matches!(err, crate::Error::ArgValue { arg_idx: 2, .. }), "{err:?}");
+    let step0 = g.push(Owned::Int(0));
+    let err = check(&g, "aten.unfold_copy.default", &[x, d3, size3, step0, out]).expect_err("step 0");
+    assert!(matches!(err, crate::Error::ArgValue { arg_idx: 3, .. }), "{err:?}");
+
+    let grid = g.t(&[2, 4, 6, 2]);
+    let (bilinear, border, corners) = (g.push(Owned::Int(0)), g.push(Owned::Int(1)), g.push(Owned::Bool(true)));
+    let sampled = g.t(&[2, 3, 4, 6]);
+    let l = check(&g, "aten.grid_sampler_2d.default", &[x, grid, bilinear, border, corners, sampled]).expect("lowers");
+    assert_eq!(out_shape(&l), [2, 3, 4, 6]);
+    let bicubic = g.push(Owned::Int(2));
+    let err =
+        check(&g, "aten.grid_sampler_2d.default", &[x, grid, bicubic, border, corners, sampled]).expect_err("bicubic");
+    assert!(matches!(err, crate::Error::ArgValue { arg_idx: 2, .. }), "{err:?}");
+    let reflection = g.push(Owned::Int(2));
+    let err = check(&g, "aten.grid_sampler_2d.default", &[x, grid, bilinear, reflection, corners, sampled])
+        .expect_err("reflection");
+    assert!(matches!(err, crate::Error::ArgValue { arg_idx: 3, .. }), "{err:?}");
+    let other_batch = g.t(&[1, 4, 6, 2]);
+    let err = check(&g, "aten.grid_sampler_2d.default", &[x, other_batch, bilinear, border, corners, sampled])
+        .expect_err("batch mismatch");
+    assert!(matches!(err, crate::Error::Shape { arg_idx: 1, .. }), "{err:?}");
+
+    let (stride, offset) = (g.push(Owned::Int(8)), g.push(Owned::Double(0.5)));
+    let priors = g.t(&[35, 2]);
+    let l = check(&g, "et_vk.grid_priors.default", &[x, stride, offset, priors]).expect("lowers");
+    assert_eq!(out_shape(&l), [35, 2]);
+    let Step::Dispatch(d) = &l.steps[0] else { panic!("expected a dispatch") };
+    assert!(d.inputs.is_empty(), "grid_priors reads only the input's shape");
+}
+
+/// int32 arithmetic picks the integer kernels; true division of ints and a
+/// fractional alpha or bound are typed errors, as are casts from dtypes the
+/// cast kernel does not read.
+#[test]
+fn int32_arithmetic_clamp_and_casts_pick_their_kernels_or_refuse() {
+    let mut g = TestGraph::default();
+    let int = |g: &mut TestGraph, shape: &[u64]| g.push(Owned::Tensor(ElemType::I32, shape.to_vec(), false));
+    let (a, b, out) = (int(&mut g, &[3, 4]), int(&mut g, &[4]), int(&mut g, &[3, 4]));
+    let two = g.push(Owned::Int(2));
+    let l = check(&g, "aten.add.Tensor", &[a, b, two, out]).expect("lowers");
+    let Step::Dispatch(d) = &l.steps[0] else { panic!("expected a dispatch") };
+    assert_eq!(d.shader, crate::ShaderId::BinaryI32.into());
+    let half = g.push(Owned::Double(0.5));
+    let err = check(&g, "aten.add.Tensor", &[a, b, half, out]).expect_err("fractional alpha");
+    assert!(matches!(err, crate::Error::ArgValue { arg_idx: 2, .. }), "{err:?}");
+    let err = check(&g, "aten.div.Tensor", &[a, b, out]).expect_err("true division of ints");
+    assert!(matches!(err, crate::Error::DType { arg_idx: 0, .. }), "{err:?}");
+    let null = g.push(Owned::Null);
+    let l = check(&g, "aten.clamp.default", &[a, null, two, out]).expect("lowers");
+    let Step::Dispatch(d) = &l.steps[0] else { panic!("expected a dispatch") };
+    assert_eq!(d.shader, crate::ShaderId::ClampIntI32.into());
+    let err = check(&g, "aten.clamp.default", &[a, half, two, out]).expect_err("fractional bound");
+    assert!(matches!(err, crate::Error::ArgValue { arg_idx: 1, .. }), "{err:?}");
+
+    let x = g.t(&[3, 4]);
+    let to_bool = g.push(Owned::Tensor(ElemType::Bool, vec![3, 4], false));
+    let cast = |g: &TestGraph, src: Vid, dst: Vid| {
+        check(g, "dim_order_ops._to_dim_order_copy.default", &[src, null, null, null, null, null, null, dst])
+    };
+    let l = cast(&g, x, to_bool).expect("float to bool");
+    let Step::Dispatch(d) = &l.steps[0] else { panic!("expected a dispatch") };
+    assert_eq!(d.shader, crate::ShaderId::CastI32.into());
+    let bytes = g.push(Owned::Tensor(ElemType::U8, vec![3, 4], false));
+    assert!(matches!(cast(&g, bytes, x), Err(crate::Error::DType { arg_idx: 0, .. })));
+    assert!(matches!(cast(&g, x, bytes), Err(crate::Error::DType { arg_idx: 7, .. })));
 }

@@ -2,8 +2,10 @@
 //!
 //! The host passes the output shape and, per operand, its strides in
 //! elements (0 along broadcast dims), so one kernel covers every
-//! broadcasting pattern up to rank 8. Math runs in f32 whatever `Elem` is.
-// variants: f32 f16
+//! broadcasting pattern up to rank 8. Float math runs in f32 whatever
+//! `Elem` is; the `i32` variant sets `int_math` and runs exact integer math
+//! (wrapping, as PyTorch's int32 ops; `alpha_int` is the integer alpha).
+// variants: f32 f16 i32
 
 alias Elem = f32;
 
@@ -14,9 +16,9 @@ struct Params {
     numel: u32,
     rank: u32,
     op: u32,
-    _pad0: u32,
+    int_math: u32,
     alpha: f32,
-    _pad1: f32,
+    alpha_int: i32,
     _pad2: f32,
     _pad3: f32,
     shape: array<vec4<u32>, 2>,
@@ -78,6 +80,56 @@ fn apply(op: u32, x: f32, y: f32, alpha: f32) -> f32 {
     }
 }
 
+/// `x ** y` for integers by squaring (a negative exponent, which PyTorch
+/// refuses for integers, gives `0` unless `|x| == 1`).
+fn pow_int(x: i32, y: i32) -> i32 {
+    if y < 0 {
+        if x == 1 {
+            return 1;
+        }
+        if x == -1 {
+            return select(1, -1, (y & 1) != 0);
+        }
+        return 0;
+    }
+    var r = 1;
+    var b = x;
+    var e = y;
+    while e > 0 {
+        if (e & 1) != 0 {
+            r = r * b;
+        }
+        b = b * b;
+        e = e >> 1u;
+    }
+    return r;
+}
+
+/// Floor division of integers (Python's `//`; `x / 0` gives `x`'s WGSL
+/// result, where PyTorch raises).
+fn floor_div_int(x: i32, y: i32) -> i32 {
+    let q = x / y;
+    if (x % y != 0) && ((x < 0) != (y < 0)) {
+        return q - 1;
+    }
+    return q;
+}
+
+fn apply_int(op: u32, x: i32, y: i32, alpha: i32) -> i32 {
+    switch op {
+        case 0u: { return x + alpha * y; }
+        case 1u: { return x - alpha * y; }
+        case 2u: { return x * y; }
+        case 4u: { return floor_div_int(x, y); }
+        case 5u: { return x / y; }
+        case 6u: { return pow_int(x, y); }
+        case 7u: { return min(x, y); }
+        case 8u: { return max(x, y); }
+        // True division has a float result: the host never asks for it.
+        default: { return 0; }
+    }
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let i = gid.x + gid.y * nwg.x * WG;
@@ -95,5 +147,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         ia += c * p.a_strides[du / 4u][du % 4u];
         ib += c * p.b_strides[du / 4u][du % 4u];
     }
-    out[i] = Elem(apply(p.op, f32(a[ia]), f32(b[ib]), p.alpha));
+    if p.int_math != 0u {
+        out[i] = Elem(apply_int(p.op, i32(a[ia]), i32(b[ib]), p.alpha_int));
+    } else {
+        out[i] = Elem(apply(p.op, f32(a[ia]), f32(b[ib]), p.alpha));
+    }
 }

@@ -18,10 +18,12 @@ pub enum Family {
     Binary,
     /// `bitwise.wgsl`.
     Bitwise,
-    /// `cast_from_i32.wgsl`.
-    CastFromI32,
+    /// `cast.wgsl`.
+    Cast,
     /// `choose_qparams.wgsl`.
     ChooseQparams,
+    /// `clamp_int.wgsl`.
+    ClampInt,
     /// `compare.wgsl`.
     Compare,
     /// `conv.wgsl`.
@@ -42,6 +44,10 @@ pub enum Family {
     GemvQkv,
     /// `gemv_swiglu.wgsl`.
     GemvSwiglu,
+    /// `grid_priors.wgsl`.
+    GridPriors,
+    /// `grid_sampler.wgsl`.
+    GridSampler,
     /// `group_norm.wgsl`.
     GroupNorm,
     /// `kv_cache_update.wgsl`.
@@ -70,6 +76,8 @@ pub enum Family {
     MatmulCoopDirect,
     /// `max_pool2d.wgsl`.
     MaxPool2d,
+    /// `max_pool2d_values.wgsl`.
+    MaxPool2dValues,
     /// `pad.wgsl`.
     Pad,
     /// `place.wgsl`.
@@ -172,18 +180,24 @@ pub enum ShaderId {
     BinaryF32,
     /// `binary.wgsl` with `Elem = f16`.
     BinaryF16,
+    /// `binary.wgsl` with `Elem = i32`.
+    BinaryI32,
     /// `bitwise.wgsl` with `Elem = i32`.
     BitwiseI32,
     /// `bitwise.wgsl` with `Elem = u32`.
     BitwiseU32,
-    /// `cast_from_i32.wgsl` with `Elem = f32`.
-    CastFromI32F32,
-    /// `cast_from_i32.wgsl` with `Elem = f16`.
-    CastFromI32F16,
+    /// `cast.wgsl` with `Elem = f32`.
+    CastF32,
+    /// `cast.wgsl` with `Elem = f16`.
+    CastF16,
+    /// `cast.wgsl` with `Elem = i32`.
+    CastI32,
     /// `choose_qparams.wgsl` with `Elem = f32`.
     ChooseQparamsF32,
     /// `choose_qparams.wgsl` with `Elem = f16`.
     ChooseQparamsF16,
+    /// `clamp_int.wgsl` with `Elem = i32`.
+    ClampIntI32,
     /// `compare.wgsl` with `Elem = f32`.
     CompareF32,
     /// `compare.wgsl` with `Elem = f16`.
@@ -230,6 +244,14 @@ pub enum ShaderId {
     GemvSwigluF32,
     /// `gemv_swiglu.wgsl` with `Elem = f16`.
     GemvSwigluF16,
+    /// `grid_priors.wgsl` with `Elem = f32`.
+    GridPriorsF32,
+    /// `grid_priors.wgsl` with `Elem = f16`.
+    GridPriorsF16,
+    /// `grid_sampler.wgsl` with `Elem = f32`.
+    GridSamplerF32,
+    /// `grid_sampler.wgsl` with `Elem = f16`.
+    GridSamplerF16,
     /// `group_norm.wgsl` with `Elem = f32`.
     GroupNormF32,
     /// `group_norm.wgsl` with `Elem = f16`.
@@ -286,6 +308,10 @@ pub enum ShaderId {
     MaxPool2dF32,
     /// `max_pool2d.wgsl` with `Elem = f16`.
     MaxPool2dF16,
+    /// `max_pool2d_values.wgsl` with `Elem = f32`.
+    MaxPool2dValuesF32,
+    /// `max_pool2d_values.wgsl` with `Elem = f16`.
+    MaxPool2dValuesF16,
     /// `pad.wgsl` with `Elem = f32`.
     PadF32,
     /// `pad.wgsl` with `Elem = f16`.
@@ -415,12 +441,15 @@ impl ShaderId {
         ShaderId::BatchNormF16,
         ShaderId::BinaryF32,
         ShaderId::BinaryF16,
+        ShaderId::BinaryI32,
         ShaderId::BitwiseI32,
         ShaderId::BitwiseU32,
-        ShaderId::CastFromI32F32,
-        ShaderId::CastFromI32F16,
+        ShaderId::CastF32,
+        ShaderId::CastF16,
+        ShaderId::CastI32,
         ShaderId::ChooseQparamsF32,
         ShaderId::ChooseQparamsF16,
+        ShaderId::ClampIntI32,
         ShaderId::CompareF32,
         ShaderId::CompareF16,
         ShaderId::CompareI32,
@@ -444,6 +473,10 @@ impl ShaderId {
         ShaderId::GemvQkvF16,
         ShaderId::GemvSwigluF32,
         ShaderId::GemvSwigluF16,
+        ShaderId::GridPriorsF32,
+        ShaderId::GridPriorsF16,
+        ShaderId::GridSamplerF32,
+        ShaderId::GridSamplerF16,
         ShaderId::GroupNormF32,
         ShaderId::GroupNormF16,
         ShaderId::KvCacheUpdateF32,
@@ -472,6 +505,8 @@ impl ShaderId {
         ShaderId::MatmulCoopDirectF16,
         ShaderId::MaxPool2dF32,
         ShaderId::MaxPool2dF16,
+        ShaderId::MaxPool2dValuesF32,
+        ShaderId::MaxPool2dValuesF16,
         ShaderId::PadF32,
         ShaderId::PadF16,
         ShaderId::PadI32,
@@ -544,12 +579,15 @@ impl ShaderId {
             ShaderId::BatchNormF16 => Family::BatchNorm,
             ShaderId::BinaryF32 => Family::Binary,
             ShaderId::BinaryF16 => Family::Binary,
+            ShaderId::BinaryI32 => Family::Binary,
             ShaderId::BitwiseI32 => Family::Bitwise,
             ShaderId::BitwiseU32 => Family::Bitwise,
-            ShaderId::CastFromI32F32 => Family::CastFromI32,
-            ShaderId::CastFromI32F16 => Family::CastFromI32,
+            ShaderId::CastF32 => Family::Cast,
+            ShaderId::CastF16 => Family::Cast,
+            ShaderId::CastI32 => Family::Cast,
             ShaderId::ChooseQparamsF32 => Family::ChooseQparams,
             ShaderId::ChooseQparamsF16 => Family::ChooseQparams,
+            ShaderId::ClampIntI32 => Family::ClampInt,
             ShaderId::CompareF32 => Family::Compare,
             ShaderId::CompareF16 => Family::Compare,
             ShaderId::CompareI32 => Family::Compare,
@@ -573,6 +611,10 @@ impl ShaderId {
             ShaderId::GemvQkvF16 => Family::GemvQkv,
             ShaderId::GemvSwigluF32 => Family::GemvSwiglu,
             ShaderId::GemvSwigluF16 => Family::GemvSwiglu,
+            ShaderId::GridPriorsF32 => Family::GridPriors,
+            ShaderId::GridPriorsF16 => Family::GridPriors,
+            ShaderId::GridSamplerF32 => Family::GridSampler,
+            ShaderId::GridSamplerF16 => Family::GridSampler,
             ShaderId::GroupNormF32 => Family::GroupNorm,
             ShaderId::GroupNormF16 => Family::GroupNorm,
             ShaderId::KvCacheUpdateF32 => Family::KvCacheUpdate,
@@ -601,6 +643,8 @@ impl ShaderId {
             ShaderId::MatmulCoopDirectF16 => Family::MatmulCoopDirect,
             ShaderId::MaxPool2dF32 => Family::MaxPool2d,
             ShaderId::MaxPool2dF16 => Family::MaxPool2d,
+            ShaderId::MaxPool2dValuesF32 => Family::MaxPool2dValues,
+            ShaderId::MaxPool2dValuesF16 => Family::MaxPool2dValues,
             ShaderId::PadF32 => Family::Pad,
             ShaderId::PadF16 => Family::Pad,
             ShaderId::PadI32 => Family::Pad,
@@ -674,12 +718,15 @@ impl ShaderId {
             ShaderId::BatchNormF16 => Variant::F16,
             ShaderId::BinaryF32 => Variant::F32,
             ShaderId::BinaryF16 => Variant::F16,
+            ShaderId::BinaryI32 => Variant::I32,
             ShaderId::BitwiseI32 => Variant::I32,
             ShaderId::BitwiseU32 => Variant::U32,
-            ShaderId::CastFromI32F32 => Variant::F32,
-            ShaderId::CastFromI32F16 => Variant::F16,
+            ShaderId::CastF32 => Variant::F32,
+            ShaderId::CastF16 => Variant::F16,
+            ShaderId::CastI32 => Variant::I32,
             ShaderId::ChooseQparamsF32 => Variant::F32,
             ShaderId::ChooseQparamsF16 => Variant::F16,
+            ShaderId::ClampIntI32 => Variant::I32,
             ShaderId::CompareF32 => Variant::F32,
             ShaderId::CompareF16 => Variant::F16,
             ShaderId::CompareI32 => Variant::I32,
@@ -703,6 +750,10 @@ impl ShaderId {
             ShaderId::GemvQkvF16 => Variant::F16,
             ShaderId::GemvSwigluF32 => Variant::F32,
             ShaderId::GemvSwigluF16 => Variant::F16,
+            ShaderId::GridPriorsF32 => Variant::F32,
+            ShaderId::GridPriorsF16 => Variant::F16,
+            ShaderId::GridSamplerF32 => Variant::F32,
+            ShaderId::GridSamplerF16 => Variant::F16,
             ShaderId::GroupNormF32 => Variant::F32,
             ShaderId::GroupNormF16 => Variant::F16,
             ShaderId::KvCacheUpdateF32 => Variant::F32,
@@ -731,6 +782,8 @@ impl ShaderId {
             ShaderId::MatmulCoopDirectF16 => Variant::F16,
             ShaderId::MaxPool2dF32 => Variant::F32,
             ShaderId::MaxPool2dF16 => Variant::F16,
+            ShaderId::MaxPool2dValuesF32 => Variant::F32,
+            ShaderId::MaxPool2dValuesF16 => Variant::F16,
             ShaderId::PadF32 => Variant::F32,
             ShaderId::PadF16 => Variant::F16,
             ShaderId::PadI32 => Variant::I32,
@@ -804,12 +857,15 @@ impl ShaderId {
             ShaderId::BatchNormF16 => "batch_norm.f16",
             ShaderId::BinaryF32 => "binary.f32",
             ShaderId::BinaryF16 => "binary.f16",
+            ShaderId::BinaryI32 => "binary.i32",
             ShaderId::BitwiseI32 => "bitwise.i32",
             ShaderId::BitwiseU32 => "bitwise.u32",
-            ShaderId::CastFromI32F32 => "cast_from_i32.f32",
-            ShaderId::CastFromI32F16 => "cast_from_i32.f16",
+            ShaderId::CastF32 => "cast.f32",
+            ShaderId::CastF16 => "cast.f16",
+            ShaderId::CastI32 => "cast.i32",
             ShaderId::ChooseQparamsF32 => "choose_qparams.f32",
             ShaderId::ChooseQparamsF16 => "choose_qparams.f16",
+            ShaderId::ClampIntI32 => "clamp_int.i32",
             ShaderId::CompareF32 => "compare.f32",
             ShaderId::CompareF16 => "compare.f16",
             ShaderId::CompareI32 => "compare.i32",
@@ -833,6 +889,10 @@ impl ShaderId {
             ShaderId::GemvQkvF16 => "gemv_qkv.f16",
             ShaderId::GemvSwigluF32 => "gemv_swiglu.f32",
             ShaderId::GemvSwigluF16 => "gemv_swiglu.f16",
+            ShaderId::GridPriorsF32 => "grid_priors.f32",
+            ShaderId::GridPriorsF16 => "grid_priors.f16",
+            ShaderId::GridSamplerF32 => "grid_sampler.f32",
+            ShaderId::GridSamplerF16 => "grid_sampler.f16",
             ShaderId::GroupNormF32 => "group_norm.f32",
             ShaderId::GroupNormF16 => "group_norm.f16",
             ShaderId::KvCacheUpdateF32 => "kv_cache_update.f32",
@@ -861,6 +921,8 @@ impl ShaderId {
             ShaderId::MatmulCoopDirectF16 => "matmul_coop_direct.f16",
             ShaderId::MaxPool2dF32 => "max_pool2d.f32",
             ShaderId::MaxPool2dF16 => "max_pool2d.f16",
+            ShaderId::MaxPool2dValuesF32 => "max_pool2d_values.f32",
+            ShaderId::MaxPool2dValuesF16 => "max_pool2d_values.f16",
             ShaderId::PadF32 => "pad.f32",
             ShaderId::PadF16 => "pad.f16",
             ShaderId::PadI32 => "pad.i32",
@@ -934,12 +996,15 @@ impl ShaderId {
             ShaderId::BatchNormF16 => BATCH_NORM_F16,
             ShaderId::BinaryF32 => BINARY_F32,
             ShaderId::BinaryF16 => BINARY_F16,
+            ShaderId::BinaryI32 => BINARY_I32,
             ShaderId::BitwiseI32 => BITWISE_I32,
             ShaderId::BitwiseU32 => BITWISE_U32,
-            ShaderId::CastFromI32F32 => CAST_FROM_I32_F32,
-            ShaderId::CastFromI32F16 => CAST_FROM_I32_F16,
+            ShaderId::CastF32 => CAST_F32,
+            ShaderId::CastF16 => CAST_F16,
+            ShaderId::CastI32 => CAST_I32,
             ShaderId::ChooseQparamsF32 => CHOOSE_QPARAMS_F32,
             ShaderId::ChooseQparamsF16 => CHOOSE_QPARAMS_F16,
+            ShaderId::ClampIntI32 => CLAMP_INT_I32,
             ShaderId::CompareF32 => COMPARE_F32,
             ShaderId::CompareF16 => COMPARE_F16,
             ShaderId::CompareI32 => COMPARE_I32,
@@ -963,6 +1028,10 @@ impl ShaderId {
             ShaderId::GemvQkvF16 => GEMV_QKV_F16,
             ShaderId::GemvSwigluF32 => GEMV_SWIGLU_F32,
             ShaderId::GemvSwigluF16 => GEMV_SWIGLU_F16,
+            ShaderId::GridPriorsF32 => GRID_PRIORS_F32,
+            ShaderId::GridPriorsF16 => GRID_PRIORS_F16,
+            ShaderId::GridSamplerF32 => GRID_SAMPLER_F32,
+            ShaderId::GridSamplerF16 => GRID_SAMPLER_F16,
             ShaderId::GroupNormF32 => GROUP_NORM_F32,
             ShaderId::GroupNormF16 => GROUP_NORM_F16,
             ShaderId::KvCacheUpdateF32 => KV_CACHE_UPDATE_F32,
@@ -991,6 +1060,8 @@ impl ShaderId {
             ShaderId::MatmulCoopDirectF16 => MATMUL_COOP_DIRECT_F16,
             ShaderId::MaxPool2dF32 => MAX_POOL2D_F32,
             ShaderId::MaxPool2dF16 => MAX_POOL2D_F16,
+            ShaderId::MaxPool2dValuesF32 => MAX_POOL2D_VALUES_F32,
+            ShaderId::MaxPool2dValuesF16 => MAX_POOL2D_VALUES_F16,
             ShaderId::PadF32 => PAD_F32,
             ShaderId::PadF16 => PAD_F16,
             ShaderId::PadI32 => PAD_I32,
@@ -1085,16 +1156,22 @@ impl ShaderId {
             ShaderId::BinaryF16 => {
                 ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
             }
+            ShaderId::BinaryI32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
             ShaderId::BitwiseI32 => {
                 ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
             }
             ShaderId::BitwiseU32 => {
                 ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
             }
-            ShaderId::CastFromI32F32 => {
+            ShaderId::CastF32 => {
                 ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
             }
-            ShaderId::CastFromI32F16 => {
+            ShaderId::CastF16 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::CastI32 => {
                 ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
             }
             ShaderId::ChooseQparamsF32 => {
@@ -1102,6 +1179,9 @@ impl ShaderId {
             }
             ShaderId::ChooseQparamsF16 => {
                 ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::ClampIntI32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
             }
             ShaderId::CompareF32 => {
                 ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
@@ -1177,6 +1257,18 @@ impl ShaderId {
             }
             ShaderId::GemvSwigluF16 => {
                 ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 6, uniform_buffers: 1, workgroup_bytes: 512 }
+            }
+            ShaderId::GridPriorsF32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 1, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::GridPriorsF16 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 1, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::GridSamplerF32 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::GridSamplerF16 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
             }
             ShaderId::GroupNormF32 => {
                 ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 6, uniform_buffers: 1, workgroup_bytes: 0 }
@@ -1300,6 +1392,12 @@ impl ShaderId {
             }
             ShaderId::MaxPool2dF16 => {
                 ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::MaxPool2dValuesF32 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::MaxPool2dValuesF16 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
             }
             ShaderId::PadF32 => {
                 ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
@@ -1563,12 +1661,15 @@ impl ShaderId {
             (Family::BatchNorm, Variant::F16) => Some(ShaderId::BatchNormF16),
             (Family::Binary, Variant::F32) => Some(ShaderId::BinaryF32),
             (Family::Binary, Variant::F16) => Some(ShaderId::BinaryF16),
+            (Family::Binary, Variant::I32) => Some(ShaderId::BinaryI32),
             (Family::Bitwise, Variant::I32) => Some(ShaderId::BitwiseI32),
             (Family::Bitwise, Variant::U32) => Some(ShaderId::BitwiseU32),
-            (Family::CastFromI32, Variant::F32) => Some(ShaderId::CastFromI32F32),
-            (Family::CastFromI32, Variant::F16) => Some(ShaderId::CastFromI32F16),
+            (Family::Cast, Variant::F32) => Some(ShaderId::CastF32),
+            (Family::Cast, Variant::F16) => Some(ShaderId::CastF16),
+            (Family::Cast, Variant::I32) => Some(ShaderId::CastI32),
             (Family::ChooseQparams, Variant::F32) => Some(ShaderId::ChooseQparamsF32),
             (Family::ChooseQparams, Variant::F16) => Some(ShaderId::ChooseQparamsF16),
+            (Family::ClampInt, Variant::I32) => Some(ShaderId::ClampIntI32),
             (Family::Compare, Variant::F32) => Some(ShaderId::CompareF32),
             (Family::Compare, Variant::F16) => Some(ShaderId::CompareF16),
             (Family::Compare, Variant::I32) => Some(ShaderId::CompareI32),
@@ -1592,6 +1693,10 @@ impl ShaderId {
             (Family::GemvQkv, Variant::F16) => Some(ShaderId::GemvQkvF16),
             (Family::GemvSwiglu, Variant::F32) => Some(ShaderId::GemvSwigluF32),
             (Family::GemvSwiglu, Variant::F16) => Some(ShaderId::GemvSwigluF16),
+            (Family::GridPriors, Variant::F32) => Some(ShaderId::GridPriorsF32),
+            (Family::GridPriors, Variant::F16) => Some(ShaderId::GridPriorsF16),
+            (Family::GridSampler, Variant::F32) => Some(ShaderId::GridSamplerF32),
+            (Family::GridSampler, Variant::F16) => Some(ShaderId::GridSamplerF16),
             (Family::GroupNorm, Variant::F32) => Some(ShaderId::GroupNormF32),
             (Family::GroupNorm, Variant::F16) => Some(ShaderId::GroupNormF16),
             (Family::KvCacheUpdate, Variant::F32) => Some(ShaderId::KvCacheUpdateF32),
@@ -1620,6 +1725,8 @@ impl ShaderId {
             (Family::MatmulCoopDirect, Variant::F16) => Some(ShaderId::MatmulCoopDirectF16),
             (Family::MaxPool2d, Variant::F32) => Some(ShaderId::MaxPool2dF32),
             (Family::MaxPool2d, Variant::F16) => Some(ShaderId::MaxPool2dF16),
+            (Family::MaxPool2dValues, Variant::F32) => Some(ShaderId::MaxPool2dValuesF32),
+            (Family::MaxPool2dValues, Variant::F16) => Some(ShaderId::MaxPool2dValuesF16),
             (Family::Pad, Variant::F32) => Some(ShaderId::PadF32),
             (Family::Pad, Variant::F16) => Some(ShaderId::PadF16),
             (Family::Pad, Variant::I32) => Some(ShaderId::PadI32),
@@ -2421,8 +2528,10 @@ pub const BINARY_F32: &str = r#"//! Broadcasting binary elementwise ops: `out[i]
 //!
 //! The host passes the output shape and, per operand, its strides in
 //! elements (0 along broadcast dims), so one kernel covers every
-//! broadcasting pattern up to rank 8. Math runs in f32 whatever `Elem` is.
-// variants: f32 f16
+//! broadcasting pattern up to rank 8. Float math runs in f32 whatever
+//! `Elem` is; the `i32` variant sets `int_math` and runs exact integer math
+//! (wrapping, as PyTorch's int32 ops; `alpha_int` is the integer alpha).
+// variants: f32 f16 i32
 
 alias Elem = f32;
 
@@ -2433,9 +2542,9 @@ struct Params {
     numel: u32,
     rank: u32,
     op: u32,
-    _pad0: u32,
+    int_math: u32,
     alpha: f32,
-    _pad1: f32,
+    alpha_int: i32,
     _pad2: f32,
     _pad3: f32,
     shape: array<vec4<u32>, 2>,
@@ -2497,6 +2606,56 @@ fn apply(op: u32, x: f32, y: f32, alpha: f32) -> f32 {
     }
 }
 
+/// `x ** y` for integers by squaring (a negative exponent, which PyTorch
+/// refuses for integers, gives `0` unless `|x| == 1`).
+fn pow_int(x: i32, y: i32) -> i32 {
+    if y < 0 {
+        if x == 1 {
+            return 1;
+        }
+        if x == -1 {
+            return select(1, -1, (y & 1) != 0);
+        }
+        return 0;
+    }
+    var r = 1;
+    var b = x;
+    var e = y;
+    while e > 0 {
+        if (e & 1) != 0 {
+            r = r * b;
+        }
+        b = b * b;
+        e = e >> 1u;
+    }
+    return r;
+}
+
+/// Floor division of integers (Python's `//`; `x / 0` gives `x`'s WGSL
+/// result, where PyTorch raises).
+fn floor_div_int(x: i32, y: i32) -> i32 {
+    let q = x / y;
+    if (x % y != 0) && ((x < 0) != (y < 0)) {
+        return q - 1;
+    }
+    return q;
+}
+
+fn apply_int(op: u32, x: i32, y: i32, alpha: i32) -> i32 {
+    switch op {
+        case 0u: { return x + alpha * y; }
+        case 1u: { return x - alpha * y; }
+        case 2u: { return x * y; }
+        case 4u: { return floor_div_int(x, y); }
+        case 5u: { return x / y; }
+        case 6u: { return pow_int(x, y); }
+        case 7u: { return min(x, y); }
+        case 8u: { return max(x, y); }
+        // True division has a float result: the host never asks for it.
+        default: { return 0; }
+    }
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let i = gid.x + gid.y * nwg.x * WG;
@@ -2514,7 +2673,11 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         ia += c * p.a_strides[du / 4u][du % 4u];
         ib += c * p.b_strides[du / 4u][du % 4u];
     }
-    out[i] = Elem(apply(p.op, f32(a[ia]), f32(b[ib]), p.alpha));
+    if p.int_math != 0u {
+        out[i] = Elem(apply_int(p.op, i32(a[ia]), i32(b[ib]), p.alpha_int));
+    } else {
+        out[i] = Elem(apply(p.op, f32(a[ia]), f32(b[ib]), p.alpha));
+    }
 }
 "#;
 
@@ -2525,8 +2688,10 @@ pub const BINARY_F16: &str = r#"enable f16;
 //!
 //! The host passes the output shape and, per operand, its strides in
 //! elements (0 along broadcast dims), so one kernel covers every
-//! broadcasting pattern up to rank 8. Math runs in f32 whatever `Elem` is.
-// variants: f32 f16
+//! broadcasting pattern up to rank 8. Float math runs in f32 whatever
+//! `Elem` is; the `i32` variant sets `int_math` and runs exact integer math
+//! (wrapping, as PyTorch's int32 ops; `alpha_int` is the integer alpha).
+// variants: f32 f16 i32
 
 alias Elem = f16;
 
@@ -2537,9 +2702,9 @@ struct Params {
     numel: u32,
     rank: u32,
     op: u32,
-    _pad0: u32,
+    int_math: u32,
     alpha: f32,
-    _pad1: f32,
+    alpha_int: i32,
     _pad2: f32,
     _pad3: f32,
     shape: array<vec4<u32>, 2>,
@@ -2601,6 +2766,56 @@ fn apply(op: u32, x: f32, y: f32, alpha: f32) -> f32 {
     }
 }
 
+/// `x ** y` for integers by squaring (a negative exponent, which PyTorch
+/// refuses for integers, gives `0` unless `|x| == 1`).
+fn pow_int(x: i32, y: i32) -> i32 {
+    if y < 0 {
+        if x == 1 {
+            return 1;
+        }
+        if x == -1 {
+            return select(1, -1, (y & 1) != 0);
+        }
+        return 0;
+    }
+    var r = 1;
+    var b = x;
+    var e = y;
+    while e > 0 {
+        if (e & 1) != 0 {
+            r = r * b;
+        }
+        b = b * b;
+        e = e >> 1u;
+    }
+    return r;
+}
+
+/// Floor division of integers (Python's `//`; `x / 0` gives `x`'s WGSL
+/// result, where PyTorch raises).
+fn floor_div_int(x: i32, y: i32) -> i32 {
+    let q = x / y;
+    if (x % y != 0) && ((x < 0) != (y < 0)) {
+        return q - 1;
+    }
+    return q;
+}
+
+fn apply_int(op: u32, x: i32, y: i32, alpha: i32) -> i32 {
+    switch op {
+        case 0u: { return x + alpha * y; }
+        case 1u: { return x - alpha * y; }
+        case 2u: { return x * y; }
+        case 4u: { return floor_div_int(x, y); }
+        case 5u: { return x / y; }
+        case 6u: { return pow_int(x, y); }
+        case 7u: { return min(x, y); }
+        case 8u: { return max(x, y); }
+        // True division has a float result: the host never asks for it.
+        default: { return 0; }
+    }
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let i = gid.x + gid.y * nwg.x * WG;
@@ -2618,7 +2833,169 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         ia += c * p.a_strides[du / 4u][du % 4u];
         ib += c * p.b_strides[du / 4u][du % 4u];
     }
-    out[i] = Elem(apply(p.op, f32(a[ia]), f32(b[ib]), p.alpha));
+    if p.int_math != 0u {
+        out[i] = Elem(apply_int(p.op, i32(a[ia]), i32(b[ib]), p.alpha_int));
+    } else {
+        out[i] = Elem(apply(p.op, f32(a[ia]), f32(b[ib]), p.alpha));
+    }
+}
+"#;
+
+/// `binary.wgsl` with `Elem = i32`.
+pub const BINARY_I32: &str = r#"//! Broadcasting binary elementwise ops: `out[i] = op(a[ia], b[ib])`.
+//!
+//! The host passes the output shape and, per operand, its strides in
+//! elements (0 along broadcast dims), so one kernel covers every
+//! broadcasting pattern up to rank 8. Float math runs in f32 whatever
+//! `Elem` is; the `i32` variant sets `int_math` and runs exact integer math
+//! (wrapping, as PyTorch's int32 ops; `alpha_int` is the integer alpha).
+// variants: f32 f16 i32
+
+alias Elem = i32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    rank: u32,
+    op: u32,
+    int_math: u32,
+    alpha: f32,
+    alpha_int: i32,
+    _pad2: f32,
+    _pad3: f32,
+    shape: array<vec4<u32>, 2>,
+    a_strides: array<vec4<u32>, 2>,
+    b_strides: array<vec4<u32>, 2>,
+}
+
+// Non-finite values come from bit patterns read at run time: WGSL makes a
+// constant expression that evaluates to NaN or infinity an error (Chrome's
+// Tint rejects `bitcast<f32>(0x7fc00000u)`).
+var<private> nan_bits: u32 = 0x7fc00000u;
+var<private> inf_bits: u32 = 0x7f800000u;
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> a: array<Elem>;
+@group(0) @binding(2) var<storage, read> b: array<Elem>;
+@group(0) @binding(3) var<storage, read_write> out: array<Elem>;
+
+fn nan() -> f32 {
+    return bitcast<f32>(nan_bits);
+}
+
+/// `pow` with PyTorch's results for negative bases and zero exponents.
+fn pow_torch(x: f32, y: f32) -> f32 {
+    if y == 0.0 {
+        return 1.0;
+    }
+    if x > 0.0 {
+        return pow(x, y);
+    }
+    if x == 0.0 {
+        if y > 0.0 {
+            return 0.0;
+        }
+        return bitcast<f32>(inf_bits);
+    }
+    if y != floor(y) {
+        return nan();
+    }
+    let r = pow(-x, y);
+    if fract(y * 0.5) != 0.0 {
+        return -r;
+    }
+    return r;
+}
+
+fn apply(op: u32, x: f32, y: f32, alpha: f32) -> f32 {
+    switch op {
+        case 0u: { return x + alpha * y; }
+        case 1u: { return x - alpha * y; }
+        case 2u: { return x * y; }
+        case 3u: { return x / y; }
+        case 4u: { return floor(x / y); }
+        case 5u: { return trunc(x / y); }
+        case 6u: { return pow_torch(x, y); }
+        case 7u: { return min(x, y); }
+        case 8u: { return max(x, y); }
+        default: { return nan(); }
+    }
+}
+
+/// `x ** y` for integers by squaring (a negative exponent, which PyTorch
+/// refuses for integers, gives `0` unless `|x| == 1`).
+fn pow_int(x: i32, y: i32) -> i32 {
+    if y < 0 {
+        if x == 1 {
+            return 1;
+        }
+        if x == -1 {
+            return select(1, -1, (y & 1) != 0);
+        }
+        return 0;
+    }
+    var r = 1;
+    var b = x;
+    var e = y;
+    while e > 0 {
+        if (e & 1) != 0 {
+            r = r * b;
+        }
+        b = b * b;
+        e = e >> 1u;
+    }
+    return r;
+}
+
+/// Floor division of integers (Python's `//`; `x / 0` gives `x`'s WGSL
+/// result, where PyTorch raises).
+fn floor_div_int(x: i32, y: i32) -> i32 {
+    let q = x / y;
+    if (x % y != 0) && ((x < 0) != (y < 0)) {
+        return q - 1;
+    }
+    return q;
+}
+
+fn apply_int(op: u32, x: i32, y: i32, alpha: i32) -> i32 {
+    switch op {
+        case 0u: { return x + alpha * y; }
+        case 1u: { return x - alpha * y; }
+        case 2u: { return x * y; }
+        case 4u: { return floor_div_int(x, y); }
+        case 5u: { return x / y; }
+        case 6u: { return pow_int(x, y); }
+        case 7u: { return min(x, y); }
+        case 8u: { return max(x, y); }
+        // True division has a float result: the host never asks for it.
+        default: { return 0; }
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    var rem = i;
+    var ia = 0u;
+    var ib = 0u;
+    for (var d = i32(p.rank) - 1; d >= 0; d = d - 1) {
+        let du = u32(d);
+        let size = p.shape[du / 4u][du % 4u];
+        let c = rem % size;
+        rem = rem / size;
+        ia += c * p.a_strides[du / 4u][du % 4u];
+        ib += c * p.b_strides[du / 4u][du % 4u];
+    }
+    if p.int_math != 0u {
+        out[i] = Elem(apply_int(p.op, i32(a[ia]), i32(b[ib]), p.alpha_int));
+    } else {
+        out[i] = Elem(apply(p.op, f32(a[ia]), f32(b[ib]), p.alpha));
+    }
 }
 "#;
 
@@ -2736,10 +3113,17 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 }
 "#;
 
-/// `cast_from_i32.wgsl` with `Elem = f32`.
-pub const CAST_FROM_I32_F32: &str = r#"//! Dtype conversion from int32: `out[i] = Elem(x[i])` (what
-//! `_to_dim_order_copy` of an int tensor to a float dtype becomes).
-// variants: f32 f16
+/// `cast.wgsl` with `Elem = f32`.
+pub const CAST_F32: &str = r#"//! Dtype conversion, `out[i] = Elem(x[i])`: what `_to_dim_order_copy` and
+//! `_to_copy` to another dtype become.
+//!
+//! The input is read as raw 32-bit words whatever its dtype (`src`: 0
+//! float32, 1 float16, 2 int32, 3 bool), so one variant per output dtype
+//! covers every source: float16 takes half a word per element, a bool a
+//! whole word (0 or 1). Floats convert to ints by
+//! truncation toward zero. `to_bool` writes `x != 0` as 0 or 1 (a bool is a
+//! `u32` on the device, written through the `i32` variant).
+// variants: f32 f16 i32
 
 alias Elem = f32;
 
@@ -2748,14 +3132,30 @@ override WG: u32 = 256u;
 
 struct Params {
     numel: u32,
+    src: u32,
+    to_bool: u32,
     _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> x: array<i32>;
+@group(0) @binding(1) var<storage, read> x: array<u32>;
 @group(0) @binding(2) var<storage, read_write> out: array<Elem>;
+
+/// Element `i` of a float source, as f32.
+fn load_float(i: u32) -> f32 {
+    if p.src == 1u {
+        return unpack2x16float(x[i / 2u])[i % 2u];
+    }
+    return bitcast<f32>(x[i]);
+}
+
+/// Element `i` of an integer or bool source, as i32.
+fn load_int(i: u32) -> i32 {
+    if p.src == 3u {
+        return select(0, 1, x[i] != 0u);
+    }
+    return bitcast<i32>(x[i]);
+}
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -2763,16 +3163,37 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if i >= p.numel {
         return;
     }
-    out[i] = Elem(x[i]);
+    let is_float = p.src <= 1u;
+    if p.to_bool != 0u {
+        var nonzero: bool;
+        if is_float {
+            // NaN is nonzero, as in PyTorch.
+            nonzero = load_float(i) != 0.0;
+        } else {
+            nonzero = load_int(i) != 0;
+        }
+        out[i] = select(Elem(0), Elem(1), nonzero);
+    } else if is_float {
+        out[i] = Elem(load_float(i));
+    } else {
+        out[i] = Elem(load_int(i));
+    }
 }
 "#;
 
-/// `cast_from_i32.wgsl` with `Elem = f16`.
-pub const CAST_FROM_I32_F16: &str = r#"enable f16;
+/// `cast.wgsl` with `Elem = f16`.
+pub const CAST_F16: &str = r#"enable f16;
 
-//! Dtype conversion from int32: `out[i] = Elem(x[i])` (what
-//! `_to_dim_order_copy` of an int tensor to a float dtype becomes).
-// variants: f32 f16
+//! Dtype conversion, `out[i] = Elem(x[i])`: what `_to_dim_order_copy` and
+//! `_to_copy` to another dtype become.
+//!
+//! The input is read as raw 32-bit words whatever its dtype (`src`: 0
+//! float32, 1 float16, 2 int32, 3 bool), so one variant per output dtype
+//! covers every source: float16 takes half a word per element, a bool a
+//! whole word (0 or 1). Floats convert to ints by
+//! truncation toward zero. `to_bool` writes `x != 0` as 0 or 1 (a bool is a
+//! `u32` on the device, written through the `i32` variant).
+// variants: f32 f16 i32
 
 alias Elem = f16;
 
@@ -2781,14 +3202,30 @@ override WG: u32 = 256u;
 
 struct Params {
     numel: u32,
+    src: u32,
+    to_bool: u32,
     _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> x: array<i32>;
+@group(0) @binding(1) var<storage, read> x: array<u32>;
 @group(0) @binding(2) var<storage, read_write> out: array<Elem>;
+
+/// Element `i` of a float source, as f32.
+fn load_float(i: u32) -> f32 {
+    if p.src == 1u {
+        return unpack2x16float(x[i / 2u])[i % 2u];
+    }
+    return bitcast<f32>(x[i]);
+}
+
+/// Element `i` of an integer or bool source, as i32.
+fn load_int(i: u32) -> i32 {
+    if p.src == 3u {
+        return select(0, 1, x[i] != 0u);
+    }
+    return bitcast<i32>(x[i]);
+}
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -2796,7 +3233,89 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if i >= p.numel {
         return;
     }
-    out[i] = Elem(x[i]);
+    let is_float = p.src <= 1u;
+    if p.to_bool != 0u {
+        var nonzero: bool;
+        if is_float {
+            // NaN is nonzero, as in PyTorch.
+            nonzero = load_float(i) != 0.0;
+        } else {
+            nonzero = load_int(i) != 0;
+        }
+        out[i] = select(Elem(0), Elem(1), nonzero);
+    } else if is_float {
+        out[i] = Elem(load_float(i));
+    } else {
+        out[i] = Elem(load_int(i));
+    }
+}
+"#;
+
+/// `cast.wgsl` with `Elem = i32`.
+pub const CAST_I32: &str = r#"//! Dtype conversion, `out[i] = Elem(x[i])`: what `_to_dim_order_copy` and
+//! `_to_copy` to another dtype become.
+//!
+//! The input is read as raw 32-bit words whatever its dtype (`src`: 0
+//! float32, 1 float16, 2 int32, 3 bool), so one variant per output dtype
+//! covers every source: float16 takes half a word per element, a bool a
+//! whole word (0 or 1). Floats convert to ints by
+//! truncation toward zero. `to_bool` writes `x != 0` as 0 or 1 (a bool is a
+//! `u32` on the device, written through the `i32` variant).
+// variants: f32 f16 i32
+
+alias Elem = i32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    src: u32,
+    to_bool: u32,
+    _pad0: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<u32>;
+@group(0) @binding(2) var<storage, read_write> out: array<Elem>;
+
+/// Element `i` of a float source, as f32.
+fn load_float(i: u32) -> f32 {
+    if p.src == 1u {
+        return unpack2x16float(x[i / 2u])[i % 2u];
+    }
+    return bitcast<f32>(x[i]);
+}
+
+/// Element `i` of an integer or bool source, as i32.
+fn load_int(i: u32) -> i32 {
+    if p.src == 3u {
+        return select(0, 1, x[i] != 0u);
+    }
+    return bitcast<i32>(x[i]);
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    let is_float = p.src <= 1u;
+    if p.to_bool != 0u {
+        var nonzero: bool;
+        if is_float {
+            // NaN is nonzero, as in PyTorch.
+            nonzero = load_float(i) != 0.0;
+        } else {
+            nonzero = load_int(i) != 0;
+        }
+        out[i] = select(Elem(0), Elem(1), nonzero);
+    } else if is_float {
+        out[i] = Elem(load_float(i));
+    } else {
+        out[i] = Elem(load_int(i));
+    }
 }
 "#;
 
@@ -2921,6 +3440,37 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         packed |= (u32(zp) & 0xffu) << (j * 8u);
     }
     zero_point[word] = packed;
+}
+"#;
+
+/// `clamp_int.wgsl` with `Elem = i32`.
+pub const CLAMP_INT_I32: &str = r#"//! `aten.clamp` of an int32 tensor: `out[i] = min(max(x[i], lo), hi)` in
+//! exact integer math (the float clamp is an op of `unary.wgsl`).
+// variants: i32
+
+alias Elem = i32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    lo: i32,
+    hi: i32,
+    _pad0: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    out[i] = Elem(min(max(i32(x[i]), p.lo), p.hi));
 }
 "#;
 
@@ -3516,6 +4066,8 @@ const ACT_ROUND: u32 = 17u;
 const ACT_POW_SCALAR: u32 = 18u;
 const ACT_HARDSIGMOID: u32 = 19u;
 const ACT_SILU: u32 = 20u;
+const ACT_HARDSHRINK: u32 = 21u;
+const ACT_LOG10: u32 = 22u;
 
 /// erf, Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7).
 fn erf_approx(v: f32) -> f32 {
@@ -3573,6 +4125,8 @@ fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
         case ACT_POW_SCALAR: { return pow_scalar(v, p0); }
         case ACT_HARDSIGMOID: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
         case ACT_SILU: { return v * (1.0 / (1.0 + exp(-v))); }
+        case ACT_HARDSHRINK: { return select(0.0, v, abs(v) > p0); }
+        case ACT_LOG10: { return log(v) * 0.43429448190325182; }
         default: { return bitcast<f32>(nan_bits); }
     }
 }
@@ -3742,6 +4296,8 @@ const ACT_ROUND: u32 = 17u;
 const ACT_POW_SCALAR: u32 = 18u;
 const ACT_HARDSIGMOID: u32 = 19u;
 const ACT_SILU: u32 = 20u;
+const ACT_HARDSHRINK: u32 = 21u;
+const ACT_LOG10: u32 = 22u;
 
 /// erf, Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7).
 fn erf_approx(v: f32) -> f32 {
@@ -3799,6 +4355,8 @@ fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
         case ACT_POW_SCALAR: { return pow_scalar(v, p0); }
         case ACT_HARDSIGMOID: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
         case ACT_SILU: { return v * (1.0 / (1.0 + exp(-v))); }
+        case ACT_HARDSHRINK: { return select(0.0, v, abs(v) > p0); }
+        case ACT_LOG10: { return log(v) * 0.43429448190325182; }
         default: { return bitcast<f32>(nan_bits); }
     }
 }
@@ -4185,6 +4743,8 @@ const ACT_ROUND: u32 = 17u;
 const ACT_POW_SCALAR: u32 = 18u;
 const ACT_HARDSIGMOID: u32 = 19u;
 const ACT_SILU: u32 = 20u;
+const ACT_HARDSHRINK: u32 = 21u;
+const ACT_LOG10: u32 = 22u;
 
 /// erf, Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7).
 fn erf_approx(v: f32) -> f32 {
@@ -4242,6 +4802,8 @@ fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
         case ACT_POW_SCALAR: { return pow_scalar(v, p0); }
         case ACT_HARDSIGMOID: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
         case ACT_SILU: { return v * (1.0 / (1.0 + exp(-v))); }
+        case ACT_HARDSHRINK: { return select(0.0, v, abs(v) > p0); }
+        case ACT_LOG10: { return log(v) * 0.43429448190325182; }
         default: { return bitcast<f32>(nan_bits); }
     }
 }
@@ -4386,6 +4948,8 @@ const ACT_ROUND: u32 = 17u;
 const ACT_POW_SCALAR: u32 = 18u;
 const ACT_HARDSIGMOID: u32 = 19u;
 const ACT_SILU: u32 = 20u;
+const ACT_HARDSHRINK: u32 = 21u;
+const ACT_LOG10: u32 = 22u;
 
 /// erf, Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7).
 fn erf_approx(v: f32) -> f32 {
@@ -4443,6 +5007,8 @@ fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
         case ACT_POW_SCALAR: { return pow_scalar(v, p0); }
         case ACT_HARDSIGMOID: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
         case ACT_SILU: { return v * (1.0 / (1.0 + exp(-v))); }
+        case ACT_HARDSHRINK: { return select(0.0, v, abs(v) > p0); }
+        case ACT_LOG10: { return log(v) * 0.43429448190325182; }
         default: { return bitcast<f32>(nan_bits); }
     }
 }
@@ -4731,6 +5297,8 @@ const ACT_ROUND: u32 = 17u;
 const ACT_POW_SCALAR: u32 = 18u;
 const ACT_HARDSIGMOID: u32 = 19u;
 const ACT_SILU: u32 = 20u;
+const ACT_HARDSHRINK: u32 = 21u;
+const ACT_LOG10: u32 = 22u;
 
 /// erf, Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7).
 fn erf_approx(v: f32) -> f32 {
@@ -4788,6 +5356,8 @@ fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
         case ACT_POW_SCALAR: { return pow_scalar(v, p0); }
         case ACT_HARDSIGMOID: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
         case ACT_SILU: { return v * (1.0 / (1.0 + exp(-v))); }
+        case ACT_HARDSHRINK: { return select(0.0, v, abs(v) > p0); }
+        case ACT_LOG10: { return log(v) * 0.43429448190325182; }
         default: { return bitcast<f32>(nan_bits); }
     }
 }
@@ -4911,6 +5481,8 @@ const ACT_ROUND: u32 = 17u;
 const ACT_POW_SCALAR: u32 = 18u;
 const ACT_HARDSIGMOID: u32 = 19u;
 const ACT_SILU: u32 = 20u;
+const ACT_HARDSHRINK: u32 = 21u;
+const ACT_LOG10: u32 = 22u;
 
 /// erf, Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7).
 fn erf_approx(v: f32) -> f32 {
@@ -4968,6 +5540,8 @@ fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
         case ACT_POW_SCALAR: { return pow_scalar(v, p0); }
         case ACT_HARDSIGMOID: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
         case ACT_SILU: { return v * (1.0 / (1.0 + exp(-v))); }
+        case ACT_HARDSHRINK: { return select(0.0, v, abs(v) > p0); }
+        case ACT_LOG10: { return log(v) * 0.43429448190325182; }
         default: { return bitcast<f32>(nan_bits); }
     }
 }
@@ -5356,6 +5930,254 @@ fn main(
         }
         out[idx] = Elem(g * (1.0 / (1.0 + exp(-g))) * u);
     }
+}
+"#;
+
+/// `grid_priors.wgsl` with `Elem = f32`.
+pub const GRID_PRIORS_F32: &str = r#"//! `et_vk.grid_priors`: the anchor points of a `[.., H, W]` feature map,
+//! `out[h * W + w] = ((w + offset) * stride, (h + offset) * stride)`, one
+//! invocation per point. Reads no tensor.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    n_points: u32,
+    w: u32,
+    stride: f32,
+    offset: f32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.n_points {
+        return;
+    }
+    out[2u * i] = Elem((f32(i % p.w) + p.offset) * p.stride);
+    out[2u * i + 1u] = Elem((f32(i / p.w) + p.offset) * p.stride);
+}
+"#;
+
+/// `grid_priors.wgsl` with `Elem = f16`.
+pub const GRID_PRIORS_F16: &str = r#"enable f16;
+
+//! `et_vk.grid_priors`: the anchor points of a `[.., H, W]` feature map,
+//! `out[h * W + w] = ((w + offset) * stride, (h + offset) * stride)`, one
+//! invocation per point. Reads no tensor.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    n_points: u32,
+    w: u32,
+    stride: f32,
+    offset: f32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.n_points {
+        return;
+    }
+    out[2u * i] = Elem((f32(i % p.w) + p.offset) * p.stride);
+    out[2u * i + 1u] = Elem((f32(i / p.w) + p.offset) * p.stride);
+}
+"#;
+
+/// `grid_sampler.wgsl` with `Elem = f32`.
+pub const GRID_SAMPLER_F32: &str = r#"//! `aten.grid_sampler_2d`: `out[n, c, i, j]` samples `x[n, c]` (`[H, W]`) at
+//! the point `grid[n, i, j] = (gx, gy)` in `[-1, 1]` coordinates, one
+//! invocation per output element.
+//!
+//! `mode` 0 is bilinear, 1 nearest (ties to even, as `nearbyint`);
+//! `padding` 0 reads outside taps as zero, 1 clamps the point to the border.
+//! With `align_corners` the corners map to the centers of the corner
+//! pixels, else to their outer edges. Math runs in f32.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 64).
+override WG: u32 = 64u;
+
+struct Params {
+    numel: u32,
+    c: u32,
+    h: u32,
+    w: u32,
+    oh: u32,
+    ow: u32,
+    mode: u32,
+    padding: u32,
+    align_corners: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> grid: array<Elem>;
+@group(0) @binding(3) var<storage, read_write> out: array<Elem>;
+
+/// A `[-1, 1]` coordinate in pixels along a dim of `size`, clamped to the
+/// border under border padding.
+fn source_coord(g: f32, size: u32) -> f32 {
+    let s = f32(size);
+    var v: f32;
+    if p.align_corners != 0u {
+        v = (g + 1.0) * 0.5 * (s - 1.0);
+    } else {
+        v = ((g + 1.0) * s - 1.0) * 0.5;
+    }
+    if p.padding == 1u {
+        v = clamp(v, 0.0, s - 1.0);
+    }
+    return v;
+}
+
+/// Pixel `(yy, xx)` of plane `base`, zero outside.
+fn tap(base: u32, yy: i32, xx: i32) -> f32 {
+    if yy < 0 || xx < 0 || yy >= i32(p.h) || xx >= i32(p.w) {
+        return 0.0;
+    }
+    return f32(x[base + u32(yy) * p.w + u32(xx)]);
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    let j = i % p.ow;
+    let r = (i / p.ow) % p.oh;
+    let ch = (i / (p.ow * p.oh)) % p.c;
+    let n = i / (p.ow * p.oh * p.c);
+    let g = ((n * p.oh + r) * p.ow + j) * 2u;
+    let ix = source_coord(f32(grid[g]), p.w);
+    let iy = source_coord(f32(grid[g + 1u]), p.h);
+    let base = (n * p.c + ch) * p.h * p.w;
+    if p.mode == 1u {
+        out[i] = Elem(tap(base, i32(round(iy)), i32(round(ix))));
+        return;
+    }
+    let x0 = floor(ix);
+    let y0 = floor(iy);
+    let fx = ix - x0;
+    let fy = iy - y0;
+    let xi = i32(x0);
+    let yi = i32(y0);
+    let top = tap(base, yi, xi) * (1.0 - fx) + tap(base, yi, xi + 1) * fx;
+    let bottom = tap(base, yi + 1, xi) * (1.0 - fx) + tap(base, yi + 1, xi + 1) * fx;
+    out[i] = Elem(top * (1.0 - fy) + bottom * fy);
+}
+"#;
+
+/// `grid_sampler.wgsl` with `Elem = f16`.
+pub const GRID_SAMPLER_F16: &str = r#"enable f16;
+
+//! `aten.grid_sampler_2d`: `out[n, c, i, j]` samples `x[n, c]` (`[H, W]`) at
+//! the point `grid[n, i, j] = (gx, gy)` in `[-1, 1]` coordinates, one
+//! invocation per output element.
+//!
+//! `mode` 0 is bilinear, 1 nearest (ties to even, as `nearbyint`);
+//! `padding` 0 reads outside taps as zero, 1 clamps the point to the border.
+//! With `align_corners` the corners map to the centers of the corner
+//! pixels, else to their outer edges. Math runs in f32.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup (the host sizes its grid for 64).
+override WG: u32 = 64u;
+
+struct Params {
+    numel: u32,
+    c: u32,
+    h: u32,
+    w: u32,
+    oh: u32,
+    ow: u32,
+    mode: u32,
+    padding: u32,
+    align_corners: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> grid: array<Elem>;
+@group(0) @binding(3) var<storage, read_write> out: array<Elem>;
+
+/// A `[-1, 1]` coordinate in pixels along a dim of `size`, clamped to the
+/// border under border padding.
+fn source_coord(g: f32, size: u32) -> f32 {
+    let s = f32(size);
+    var v: f32;
+    if p.align_corners != 0u {
+        v = (g + 1.0) * 0.5 * (s - 1.0);
+    } else {
+        v = ((g + 1.0) * s - 1.0) * 0.5;
+    }
+    if p.padding == 1u {
+        v = clamp(v, 0.0, s - 1.0);
+    }
+    return v;
+}
+
+/// Pixel `(yy, xx)` of plane `base`, zero outside.
+fn tap(base: u32, yy: i32, xx: i32) -> f32 {
+    if yy < 0 || xx < 0 || yy >= i32(p.h) || xx >= i32(p.w) {
+        return 0.0;
+    }
+    return f32(x[base + u32(yy) * p.w + u32(xx)]);
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    let j = i % p.ow;
+    let r = (i / p.ow) % p.oh;
+    let ch = (i / (p.ow * p.oh)) % p.c;
+    let n = i / (p.ow * p.oh * p.c);
+    let g = ((n * p.oh + r) * p.ow + j) * 2u;
+    let ix = source_coord(f32(grid[g]), p.w);
+    let iy = source_coord(f32(grid[g + 1u]), p.h);
+    let base = (n * p.c + ch) * p.h * p.w;
+    if p.mode == 1u {
+        out[i] = Elem(tap(base, i32(round(iy)), i32(round(ix))));
+        return;
+    }
+    let x0 = floor(ix);
+    let y0 = floor(iy);
+    let fx = ix - x0;
+    let fy = iy - y0;
+    let xi = i32(x0);
+    let yi = i32(y0);
+    let top = tap(base, yi, xi) * (1.0 - fx) + tap(base, yi, xi + 1) * fx;
+    let bottom = tap(base, yi + 1, xi) * (1.0 - fx) + tap(base, yi + 1, xi + 1) * fx;
+    out[i] = Elem(top * (1.0 - fy) + bottom * fy);
 }
 "#;
 
@@ -7211,6 +8033,8 @@ const ACT_ROUND: u32 = 17u;
 const ACT_POW_SCALAR: u32 = 18u;
 const ACT_HARDSIGMOID: u32 = 19u;
 const ACT_SILU: u32 = 20u;
+const ACT_HARDSHRINK: u32 = 21u;
+const ACT_LOG10: u32 = 22u;
 
 /// erf, Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7).
 fn erf_approx(v: f32) -> f32 {
@@ -7268,6 +8092,8 @@ fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
         case ACT_POW_SCALAR: { return pow_scalar(v, p0); }
         case ACT_HARDSIGMOID: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
         case ACT_SILU: { return v * (1.0 / (1.0 + exp(-v))); }
+        case ACT_HARDSHRINK: { return select(0.0, v, abs(v) > p0); }
+        case ACT_LOG10: { return log(v) * 0.43429448190325182; }
         default: { return bitcast<f32>(nan_bits); }
     }
 }
@@ -7388,6 +8214,8 @@ const ACT_ROUND: u32 = 17u;
 const ACT_POW_SCALAR: u32 = 18u;
 const ACT_HARDSIGMOID: u32 = 19u;
 const ACT_SILU: u32 = 20u;
+const ACT_HARDSHRINK: u32 = 21u;
+const ACT_LOG10: u32 = 22u;
 
 /// erf, Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7).
 fn erf_approx(v: f32) -> f32 {
@@ -7445,6 +8273,8 @@ fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
         case ACT_POW_SCALAR: { return pow_scalar(v, p0); }
         case ACT_HARDSIGMOID: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
         case ACT_SILU: { return v * (1.0 / (1.0 + exp(-v))); }
+        case ACT_HARDSHRINK: { return select(0.0, v, abs(v) > p0); }
+        case ACT_LOG10: { return log(v) * 0.43429448190325182; }
         default: { return bitcast<f32>(nan_bits); }
     }
 }
@@ -8075,6 +8905,168 @@ fn max_pool(i: u32, plane: u32, oh: u32, ow: u32) {
     }
     out[i] = Elem(best);
     indices[i] = best_idx;
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    let ow = i % p.ow;
+    let oh = (i / p.ow) % p.oh;
+    let plane = i / (p.ow * p.oh);
+    max_pool(i, plane, oh, ow);
+}
+"#;
+
+/// `max_pool2d_values.wgsl` with `Elem = f32`.
+pub const MAX_POOL2D_VALUES_F32: &str = r#"//! 2-D max pooling over the last two dims of a tensor seen as
+//! `[planes, H, W]`, values only (`aten.max_pool2d`; `max_pool2d.wgsl` also
+//! writes the indices): one invocation per output element, the same
+//! parameters as `max_pool2d.wgsl`. NaN wins; padding never wins.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 64).
+override WG: u32 = 64u;
+
+struct Params {
+    numel: u32,
+    h: u32,
+    w: u32,
+    oh: u32,
+    ow: u32,
+    kh: u32,
+    kw: u32,
+    stride_h: u32,
+    stride_w: u32,
+    pad_h: u32,
+    pad_w: u32,
+    dil_h: u32,
+    dil_w: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+// Non-finite values come from bit patterns read at run time: WGSL makes a
+// constant expression that evaluates to NaN or infinity an error (Chrome's
+// Tint rejects `bitcast<f32>(0x7fc00000u)`).
+var<private> neg_inf_bits: u32 = 0xff800000u;
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read_write> out: array<Elem>;
+
+fn max_pool(i: u32, plane: u32, oh: u32, ow: u32) {
+    let h0 = i32(oh * p.stride_h) - i32(p.pad_h);
+    let w0 = i32(ow * p.stride_w) - i32(p.pad_w);
+    var best = bitcast<f32>(neg_inf_bits);
+    var best_idx = -1;
+    for (var ky = 0u; ky < p.kh; ky++) {
+        let ih = h0 + i32(ky * p.dil_h);
+        if ih < 0 || ih >= i32(p.h) {
+            continue;
+        }
+        for (var kx = 0u; kx < p.kw; kx++) {
+            let iw = w0 + i32(kx * p.dil_w);
+            if iw < 0 || iw >= i32(p.w) {
+                continue;
+            }
+            let idx = ih * i32(p.w) + iw;
+            let v = f32(x[plane * p.h * p.w + u32(idx)]);
+            // NaN wins, as in PyTorch.
+            if best_idx < 0 || v > best || v != v {
+                best = v;
+                best_idx = idx;
+            }
+        }
+    }
+    out[i] = Elem(best);
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    let ow = i % p.ow;
+    let oh = (i / p.ow) % p.oh;
+    let plane = i / (p.ow * p.oh);
+    max_pool(i, plane, oh, ow);
+}
+"#;
+
+/// `max_pool2d_values.wgsl` with `Elem = f16`.
+pub const MAX_POOL2D_VALUES_F16: &str = r#"enable f16;
+
+//! 2-D max pooling over the last two dims of a tensor seen as
+//! `[planes, H, W]`, values only (`aten.max_pool2d`; `max_pool2d.wgsl` also
+//! writes the indices): one invocation per output element, the same
+//! parameters as `max_pool2d.wgsl`. NaN wins; padding never wins.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup (the host sizes its grid for 64).
+override WG: u32 = 64u;
+
+struct Params {
+    numel: u32,
+    h: u32,
+    w: u32,
+    oh: u32,
+    ow: u32,
+    kh: u32,
+    kw: u32,
+    stride_h: u32,
+    stride_w: u32,
+    pad_h: u32,
+    pad_w: u32,
+    dil_h: u32,
+    dil_w: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+// Non-finite values come from bit patterns read at run time: WGSL makes a
+// constant expression that evaluates to NaN or infinity an error (Chrome's
+// Tint rejects `bitcast<f32>(0x7fc00000u)`).
+var<private> neg_inf_bits: u32 = 0xff800000u;
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read_write> out: array<Elem>;
+
+fn max_pool(i: u32, plane: u32, oh: u32, ow: u32) {
+    let h0 = i32(oh * p.stride_h) - i32(p.pad_h);
+    let w0 = i32(ow * p.stride_w) - i32(p.pad_w);
+    var best = bitcast<f32>(neg_inf_bits);
+    var best_idx = -1;
+    for (var ky = 0u; ky < p.kh; ky++) {
+        let ih = h0 + i32(ky * p.dil_h);
+        if ih < 0 || ih >= i32(p.h) {
+            continue;
+        }
+        for (var kx = 0u; kx < p.kw; kx++) {
+            let iw = w0 + i32(kx * p.dil_w);
+            if iw < 0 || iw >= i32(p.w) {
+                continue;
+            }
+            let idx = ih * i32(p.w) + iw;
+            let v = f32(x[plane * p.h * p.w + u32(idx)]);
+            // NaN wins, as in PyTorch.
+            if best_idx < 0 || v > best || v != v {
+                best = v;
+                best_idx = idx;
+            }
+        }
+    }
+    out[i] = Elem(best);
 }
 
 @compute @workgroup_size(WG)
@@ -13507,6 +14499,8 @@ const ACT_ROUND: u32 = 17u;
 const ACT_POW_SCALAR: u32 = 18u;
 const ACT_HARDSIGMOID: u32 = 19u;
 const ACT_SILU: u32 = 20u;
+const ACT_HARDSHRINK: u32 = 21u;
+const ACT_LOG10: u32 = 22u;
 
 /// erf, Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7).
 fn erf_approx(v: f32) -> f32 {
@@ -13564,6 +14558,8 @@ fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
         case ACT_POW_SCALAR: { return pow_scalar(v, p0); }
         case ACT_HARDSIGMOID: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
         case ACT_SILU: { return v * (1.0 / (1.0 + exp(-v))); }
+        case ACT_HARDSHRINK: { return select(0.0, v, abs(v) > p0); }
+        case ACT_LOG10: { return log(v) * 0.43429448190325182; }
         default: { return bitcast<f32>(nan_bits); }
     }
 }
@@ -13636,6 +14632,8 @@ const ACT_ROUND: u32 = 17u;
 const ACT_POW_SCALAR: u32 = 18u;
 const ACT_HARDSIGMOID: u32 = 19u;
 const ACT_SILU: u32 = 20u;
+const ACT_HARDSHRINK: u32 = 21u;
+const ACT_LOG10: u32 = 22u;
 
 /// erf, Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7).
 fn erf_approx(v: f32) -> f32 {
@@ -13693,6 +14691,8 @@ fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
         case ACT_POW_SCALAR: { return pow_scalar(v, p0); }
         case ACT_HARDSIGMOID: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
         case ACT_SILU: { return v * (1.0 / (1.0 + exp(-v))); }
+        case ACT_HARDSHRINK: { return select(0.0, v, abs(v) > p0); }
+        case ACT_LOG10: { return log(v) * 0.43429448190325182; }
         default: { return bitcast<f32>(nan_bits); }
     }
 }

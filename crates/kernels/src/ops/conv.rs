@@ -1,8 +1,10 @@
 //! Convolution and pooling: `aten.convolution` and `et_vk.conv_with_clamp`
-//! (`conv.wgsl`), `aten.max_pool2d_with_indices` (`max_pool2d.wgsl`) and
+//! (`conv.wgsl`), `aten.max_pool2d_with_indices` (`max_pool2d.wgsl`),
+//! `aten.max_pool2d` (`max_pool2d_values.wgsl`) and
 //! `aten.avg_pool2d` (`avg_pool2d.wgsl`), and the resampling
 //! `aten.upsample_nearest2d.vec` / `aten.upsample_bilinear2d.vec`
-//! (`upsample.wgsl`). 1-D convolutions (rank-3 input) run as 2-D ones with
+//! (`upsample.wgsl`) and `aten.grid_sampler_2d` (`grid_sampler.wgsl`).
+//! 1-D convolutions (rank-3 input) run as 2-D ones with
 //! `H = 1`.
 
 use crate::error::{Error, Result};
@@ -335,6 +337,30 @@ pub fn max_pool2d_with_indices(c: &Ctx<'_>) -> Result<Lowered> {
     Ok(Lowered { shapes: vec![(out.id, shape.clone()), (indices.id, shape)], steps })
 }
 
+/// `aten.max_pool2d.default(self, kernel_size, stride, padding, dilation,
+/// ceil_mode, →out)`: the values of `max_pool2d_with_indices`.
+pub fn max_pool2d(c: &Ctx<'_>) -> Result<Lowered> {
+    c.expect_args(7)?;
+    let x = c.tensor(0, "self")?;
+    let out = c.tensor(6, "out")?;
+    let shader = float_shader(Family::MaxPool2dValues, &x, 0, "self")?;
+    same_dtype(&out, x.dtype, 6, "out")?;
+    let pool = pool_geometry(c, &x, Some(4), 5)?;
+    let numel = pool.planes * pool.oh * pool.ow;
+    let mut steps = Vec::new();
+    if numel > 0 {
+        steps.push(Step::Dispatch(Dispatch {
+            shader: shader.into(),
+            entry: "main",
+            inputs: vec![x.id],
+            outputs: vec![out.id],
+            params: pool.params(false, 0)?,
+            workgroups: grid_1d(numel, WG_ROWS)?,
+        }));
+    }
+    Ok(Lowered { shapes: vec![(out.id, pool.out_shape(&x))], steps })
+}
+
 /// `aten.avg_pool2d.default(self, kernel_size, stride, padding, ceil_mode,
 /// count_include_pad, divisor_override?, →out)`.
 pub fn avg_pool2d(c: &Ctx<'_>) -> Result<Lowered> {
@@ -473,6 +499,83 @@ pub fn upsample2d(c: &Ctx<'_>, bilinear: bool) -> Result<Lowered> {
             outputs: vec![out.id],
             params,
             workgroups: grid_1d(numel, crate::plan::WG_ELEMENTWISE)?,
+        }));
+    }
+    Ok(Lowered { shapes: vec![(out.id, shape)], steps })
+}
+
+/// `aten.grid_sampler_2d.default(input, grid, interpolation_mode,
+/// padding_mode, align_corners, →out)`: `input [N, C, H, W]` sampled at
+/// `grid [N, Ho, Wo, 2]` into `[N, C, Ho, Wo]`. Modes: bilinear (0) and
+/// nearest (1); padding: zeros (0) and border (1).
+pub fn grid_sampler_2d(c: &Ctx<'_>) -> Result<Lowered> {
+    c.expect_args(6)?;
+    let x = c.tensor(0, "input")?;
+    let grid = c.tensor(1, "grid")?;
+    let out = c.tensor(5, "out")?;
+    let shader = float_shader(Family::GridSampler, &x, 0, "input")?;
+    same_dtype(&grid, x.dtype, 1, "grid")?;
+    same_dtype(&out, x.dtype, 5, "out")?;
+    let mode = c.int(2, "interpolation_mode")?;
+    if !(0..=1).contains(&mode) {
+        return Err(Error::ArgValue {
+            arg_idx: 2,
+            name: "interpolation_mode",
+            found: mode.to_string(),
+            reason: "0 (bilinear) or 1 (nearest)",
+        });
+    }
+    let padding = c.int(3, "padding_mode")?;
+    if !(0..=1).contains(&padding) {
+        return Err(Error::ArgValue {
+            arg_idx: 3,
+            name: "padding_mode",
+            found: padding.to_string(),
+            reason: "0 (zeros) or 1 (border)",
+        });
+    }
+    let align_corners = c.bool(4, "align_corners")?;
+    let [n, ch, h, w] = *x.shape else {
+        return Err(Error::Shape { arg_idx: 0, name: "input", expected: "rank 4".into(), found: x.shape.to_vec() });
+    };
+    let [gn, oh, ow, 2] = *grid.shape else {
+        return Err(Error::Shape {
+            arg_idx: 1,
+            name: "grid",
+            expected: "[N, H, W, 2]".into(),
+            found: grid.shape.to_vec(),
+        });
+    };
+    if gn != n {
+        return Err(Error::Shape {
+            arg_idx: 1,
+            name: "grid",
+            expected: format!("batch {n} as the input"),
+            found: grid.shape.to_vec(),
+        });
+    }
+    let shape = vec![n, ch, oh, ow];
+    let numel = crate::plan::checked_numel(&shape)?;
+    let mut steps = Vec::new();
+    if numel > 0 {
+        let u = to_u32;
+        steps.push(Step::Dispatch(Dispatch {
+            shader: shader.into(),
+            entry: "main",
+            inputs: vec![x.id, grid.id],
+            outputs: vec![out.id],
+            params: Uniform::new()
+                .u32(u("output elements", numel)?)
+                .u32(u("channels", ch)?)
+                .u32(u("height", h)?)
+                .u32(u("width", w)?)
+                .u32(u("grid height", oh)?)
+                .u32(u("grid width", ow)?)
+                .u32(mode as u32)
+                .u32(padding as u32)
+                .u32(u32::from(align_corners))
+                .finish(),
+            workgroups: grid_1d(numel, WG_ROWS)?,
         }));
     }
     Ok(Lowered { shapes: vec![(out.id, shape)], steps })

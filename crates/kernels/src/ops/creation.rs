@@ -1,7 +1,8 @@
 //! Creation ops (`fill.wgsl`): `aten.full`, `aten.zeros`, `aten.ones`, their
 //! `_like` forms, `aten.scalar_tensor` and `aten.arange.start_step`. The
 //! dtype, layout and device args arrive as `Null`; the output tensor's
-//! dtype is the one to fill.
+//! dtype is the one to fill. `et_vk.grid_priors` (`grid_priors.wgsl`)
+//! writes the anchor points of a feature map.
 
 use crate::error::{Error, Result};
 use crate::generated::shaders::{Family, ShaderId, Variant};
@@ -127,4 +128,37 @@ pub fn arange(c: &Ctx<'_>) -> Result<Lowered> {
         });
     }
     fill(&c.tensor(7, "out")?, 7, vec![n.ceil() as u64], start, step)
+}
+
+/// `et_vk.grid_priors.default(self, stride, offset, →out)`: `[H * W, 2]`
+/// points `((w + offset) * stride, (h + offset) * stride)` of the input's
+/// last two dims `[H, W]`; only the input's shape is read.
+pub fn grid_priors(c: &Ctx<'_>) -> Result<Lowered> {
+    c.expect_args(4)?;
+    let x = c.tensor(0, "self")?;
+    let stride = c.num(1, "stride")?;
+    let offset = c.num(2, "offset")?;
+    let out = c.tensor(3, "out")?;
+    let shader = crate::plan::float_shader(Family::GridPriors, &out, 3, "out")?;
+    let [.., h, w] = *x.shape else {
+        return Err(Error::Shape { arg_idx: 0, name: "self", expected: "rank >= 2".into(), found: x.shape.to_vec() });
+    };
+    let n_points = crate::plan::checked_numel(&[h, w])?;
+    let mut steps = Vec::new();
+    if n_points > 0 {
+        steps.push(Step::Dispatch(Dispatch {
+            shader: shader.into(),
+            entry: "main",
+            inputs: Vec::new(),
+            outputs: vec![out.id],
+            params: Uniform::new()
+                .u32(to_u32("points", n_points)?)
+                .u32(to_u32("width", w)?)
+                .f32(stride as f32)
+                .f32(offset as f32)
+                .finish(),
+            workgroups: grid_1d(n_points, WG_ELEMENTWISE)?,
+        }));
+    }
+    Ok(Lowered { shapes: vec![(out.id, vec![n_points, 2])], steps })
 }

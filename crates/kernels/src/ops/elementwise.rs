@@ -2,10 +2,10 @@
 //! unary functions and activations (`unary.wgsl`).
 
 use crate::error::{Error, Result};
-use crate::generated::shaders::Family;
+use crate::generated::shaders::{Family, ShaderId, Variant};
 use crate::plan::{
-    Ctx, Dispatch, Lowered, Step, TensorInfo, Uniform, WG_ELEMENTWISE, check_rank, contiguous_strides, dims_u32,
-    float_shader, grid_1d, same_dtype, to_u32,
+    Ctx, Dispatch, ElemType, Lowered, Step, TensorInfo, Uniform, WG_ELEMENTWISE, check_rank, contiguous_strides,
+    dims_u32, float_shader, grid_1d, same_dtype, to_u32,
 };
 
 /// A binary op of `binary.wgsl`; the discriminant is the shader's op code.
@@ -77,11 +77,15 @@ pub enum UnaryOp {
     /// `x * sigmoid(x)`: only fused kernels use it (exports decompose SiLU
     /// into `sigmoid` and `mul`).
     Silu = 20,
+    /// `|x| > p0 ? x : 0`.
+    Hardshrink = 21,
+    /// Base-10 log.
+    Log10 = 22,
 }
 
 impl UnaryOp {
     /// Every unary op, in op-code order.
-    pub const ALL: [UnaryOp; 21] = [
+    pub const ALL: [UnaryOp; 23] = [
         UnaryOp::Copy,
         UnaryOp::Relu,
         UnaryOp::GeluErf,
@@ -103,6 +107,8 @@ impl UnaryOp {
         UnaryOp::PowScalar,
         UnaryOp::Hardsigmoid,
         UnaryOp::Silu,
+        UnaryOp::Hardshrink,
+        UnaryOp::Log10,
     ];
 
     /// Its name in fused expressions (`etwgpu.fused_elementwise`).
@@ -129,6 +135,8 @@ impl UnaryOp {
             UnaryOp::PowScalar => "pow_scalar",
             UnaryOp::Hardsigmoid => "hardsigmoid",
             UnaryOp::Silu => "silu",
+            UnaryOp::Hardshrink => "hardshrink",
+            UnaryOp::Log10 => "log10",
         }
     }
 
@@ -141,7 +149,7 @@ impl UnaryOp {
     pub const fn n_params(self) -> usize {
         match self {
             UnaryOp::Clamp => 2,
-            UnaryOp::LeakyRelu | UnaryOp::PowScalar => 1,
+            UnaryOp::LeakyRelu | UnaryOp::PowScalar | UnaryOp::Hardshrink => 1,
             _ => 0,
         }
     }
@@ -230,7 +238,33 @@ fn binary_dispatch(
     b: &TensorInfo<'_>,
     out: &TensorInfo<'_>,
 ) -> Result<Lowered> {
-    let shader = float_shader(Family::Binary, a, 0, "self")?;
+    let int_math = a.dtype == ElemType::I32;
+    let shader = if int_math {
+        if op == BinaryOp::Div {
+            return Err(Error::DType {
+                arg_idx: 0,
+                name: "self",
+                expected: "float32 or float16 (true division)",
+                found: a.dtype,
+            });
+        }
+        if alpha.fract() != 0.0 || alpha.abs() > f64::from(i32::MAX) {
+            return Err(Error::ArgValue {
+                arg_idx: 2,
+                name: "alpha",
+                found: alpha.to_string(),
+                reason: "an int32 for int32 tensors",
+            });
+        }
+        ShaderId::find(Family::Binary, Variant::I32).expect("binary.wgsl has an i32 variant")
+    } else {
+        float_shader(Family::Binary, a, 0, "self").map_err(|_| Error::DType {
+            arg_idx: 0,
+            name: "self",
+            expected: "float32, float16 or int32",
+            found: a.dtype,
+        })?
+    };
     same_dtype(b, a.dtype, 1, "other")?;
     let shape = broadcast_shapes(a.shape, b.shape).ok_or_else(|| Error::Shape {
         arg_idx: 1,
@@ -246,9 +280,9 @@ fn binary_dispatch(
             .u32(to_u32("numel", numel)?)
             .u32(shape.len() as u32)
             .u32(op as u32)
-            .u32(0)
+            .u32(u32::from(int_math))
             .f32(alpha as f32)
-            .f32(0.0)
+            .i32(if int_math { alpha as i32 } else { 0 })
             .f32(0.0)
             .f32(0.0)
             .dims_u32(&dims_u32(&shape)?)
@@ -356,8 +390,13 @@ pub fn gelu(c: &Ctx<'_>) -> Result<Lowered> {
 }
 
 /// `aten.clamp.default(self, min?, max?, →out)`: `None` is unbounded.
+/// Int32 tensors clamp in integer math (`clamp_int.wgsl`).
 pub fn clamp(c: &Ctx<'_>) -> Result<Lowered> {
     c.expect_args(4)?;
+    let x = c.tensor(0, "self")?;
+    if x.dtype == ElemType::I32 {
+        return clamp_int(c, &x);
+    }
     let lo = c.opt_num(1, "min")?.map_or(f32::MIN, |x| x as f32);
     let hi = c.opt_num(2, "max")?.map_or(f32::MAX, |x| x as f32);
     unary_dispatch(UnaryOp::Clamp, lo, hi, &c.tensor(0, "self")?, (&c.tensor(3, "out")?, 3))
@@ -383,4 +422,44 @@ pub fn pow_scalar(c: &Ctx<'_>) -> Result<Lowered> {
     c.expect_args(3)?;
     let e = c.num(1, "exponent")? as f32;
     unary_dispatch(UnaryOp::PowScalar, e, 0.0, &c.tensor(0, "self")?, (&c.tensor(2, "out")?, 2))
+}
+
+/// `aten.hardshrink.default(self, lambd, →out)`.
+pub fn hardshrink(c: &Ctx<'_>) -> Result<Lowered> {
+    c.expect_args(3)?;
+    let lambd = c.num(1, "lambd")? as f32;
+    unary_dispatch(UnaryOp::Hardshrink, lambd, 0.0, &c.tensor(0, "self")?, (&c.tensor(2, "out")?, 2))
+}
+
+/// An int32 bound of `clamp` (argument `i`), or `default` for `None`.
+fn int_bound(c: &Ctx<'_>, i: usize, name: &'static str, default: i32) -> Result<i32> {
+    match c.opt_num(i, name)? {
+        None => Ok(default),
+        Some(x) if x.fract() == 0.0 && x >= f64::from(i32::MIN) && x <= f64::from(i32::MAX) => Ok(x as i32),
+        Some(x) => {
+            Err(Error::ArgValue { arg_idx: i, name, found: x.to_string(), reason: "an int32 for int32 tensors" })
+        }
+    }
+}
+
+/// `aten.clamp.default` of an int32 tensor.
+fn clamp_int(c: &Ctx<'_>, x: &TensorInfo<'_>) -> Result<Lowered> {
+    let lo = int_bound(c, 1, "min", i32::MIN)?;
+    let hi = int_bound(c, 2, "max", i32::MAX)?;
+    let out = c.tensor(3, "out")?;
+    same_dtype(&out, x.dtype, 3, "out")?;
+    let shader = ShaderId::find(Family::ClampInt, Variant::I32).expect("clamp_int.wgsl has an i32 variant");
+    let numel = x.numel();
+    let mut steps = Vec::new();
+    if numel > 0 {
+        steps.push(Step::Dispatch(Dispatch {
+            shader: shader.into(),
+            entry: "main",
+            inputs: vec![x.id],
+            outputs: vec![out.id],
+            params: Uniform::new().u32(to_u32("numel", numel)?).i32(lo).i32(hi).finish(),
+            workgroups: grid_1d(numel, WG_ELEMENTWISE)?,
+        }));
+    }
+    Ok(Lowered { shapes: vec![(out.id, x.shape.to_vec())], steps })
 }

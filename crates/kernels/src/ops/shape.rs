@@ -1,13 +1,13 @@
 //! Shape and memory ops. Reshapes of contiguous tensors (`view_copy`,
 //! `squeeze_copy`, `unsqueeze_copy`, `clone`, `alias_copy`) alias their
 //! input's buffer; the rest are strided copies (`gather.wgsl`): permute,
-//! slice, select, expand, flip, pixel shuffle.
+//! slice, select, expand, flip, pixel shuffle, unfold; dtype casts (`cast.wgsl`).
 
 use crate::error::{Error, Result};
-use crate::generated::shaders::{Family, ShaderId};
+use crate::generated::shaders::{Family, ShaderId, Variant};
 use crate::plan::{
-    Ctx, Dispatch, Lowered, Step, TensorInfo, Uniform, WG_ELEMENTWISE, check_rank, contiguous_strides, dims_u32,
-    grid_1d, norm_dim, same_dtype, to_u32,
+    Ctx, Dispatch, ElemType, Lowered, Step, TensorInfo, Uniform, WG_ELEMENTWISE, check_rank, contiguous_strides,
+    dims_u32, grid_1d, norm_dim, same_dtype, to_u32,
 };
 
 fn alias(x: &TensorInfo<'_>, out: &TensorInfo<'_>, out_idx: usize, shape: Vec<u64>) -> Result<Lowered> {
@@ -287,8 +287,10 @@ pub fn flip(c: &Ctx<'_>) -> Result<Lowered> {
 }
 
 /// `dim_order_ops._to_dim_order_copy.default(self, dtype, layout, device,
-/// pin_memory, non_blocking, dim_order, →out)`: the target dtype is the
-/// output's. Same dtype aliases; int32 or bool to float casts.
+/// pin_memory, non_blocking, dim_order, →out)` and `aten._to_copy.default`
+/// (the same arguments with `memory_format` for `dim_order`): the target
+/// dtype is the output's. The same dtype aliases; any of float32, float16,
+/// int32 and bool casts to any other (`cast.wgsl`).
 pub fn to_dim_order_copy(c: &Ctx<'_>) -> Result<Lowered> {
     c.expect_args(8)?;
     let x = c.tensor(0, "self")?;
@@ -296,30 +298,78 @@ pub fn to_dim_order_copy(c: &Ctx<'_>) -> Result<Lowered> {
     if out.dtype == x.dtype {
         return alias(&x, &out, 7, x.shape.to_vec());
     }
-    let shader = match (x.dtype, out.dtype.float_variant()) {
-        // A bool is a u32 0 or 1 on the device: its bits read as an i32.
-        (crate::ElemType::I32 | crate::ElemType::Bool, Some(v)) => ShaderId::find(Family::CastFromI32, v),
-        _ => None,
-    }
-    .ok_or(Error::DType {
-        arg_idx: 7,
-        name: "out",
-        expected: "the input's dtype, or float from int32 or bool",
-        found: out.dtype,
-    })?;
+    let src = match x.dtype {
+        ElemType::F32 => 0,
+        ElemType::F16 => 1,
+        ElemType::I32 => 2,
+        ElemType::Bool => 3,
+        found => {
+            return Err(Error::DType { arg_idx: 0, name: "self", expected: "float32, float16, int32 or bool", found });
+        }
+    };
+    let variant = match out.dtype {
+        ElemType::F32 => Variant::F32,
+        ElemType::F16 => Variant::F16,
+        ElemType::I32 | ElemType::Bool => Variant::I32,
+        found => {
+            return Err(Error::DType { arg_idx: 7, name: "out", expected: "float32, float16, int32 or bool", found });
+        }
+    };
+    let shader = ShaderId::find(Family::Cast, variant).expect("cast.wgsl has the f32, f16 and i32 variants");
     let numel = x.numel();
     let mut steps = Vec::new();
     if numel > 0 {
+        let to_bool = u32::from(out.dtype == ElemType::Bool);
         steps.push(Step::Dispatch(Dispatch {
             shader: shader.into(),
             entry: "main",
             inputs: vec![x.id],
             outputs: vec![out.id],
-            params: Uniform::new().u32(to_u32("numel", numel)?).finish(),
+            params: Uniform::new().u32(to_u32("numel", numel)?).u32(src).u32(to_bool).finish(),
             workgroups: grid_1d(numel, WG_ELEMENTWISE)?,
         }));
     }
     Ok(Lowered { shapes: vec![(out.id, x.shape.to_vec())], steps })
+}
+
+/// `aten.unfold_copy.default(self, dimension, size, step, →out)`: the
+/// windows `x[.., j * step .. j * step + size, ..]` along `dimension`, that
+/// dim becoming the window count `(len - size) / step + 1` and the window
+/// a new last dim (a strided copy). A rank-0 input is one window of one.
+pub fn unfold_copy(c: &Ctx<'_>) -> Result<Lowered> {
+    c.expect_args(5)?;
+    let x = c.tensor(0, "self")?;
+    let dim = c.int(1, "dimension")?;
+    let size = c.int(2, "size")?;
+    let step = c.int(3, "step")?;
+    let out = c.tensor(4, "out")?;
+    if step <= 0 {
+        return Err(Error::ArgValue { arg_idx: 3, name: "step", found: step.to_string(), reason: "positive" });
+    }
+    let rank = x.shape.len();
+    let d = norm_dim(dim, rank.max(1)).ok_or_else(|| dim_err(1, "dimension", dim))?;
+    let len = x.shape.get(d).copied().unwrap_or(1);
+    if size < 0 || size as u64 > len {
+        return Err(Error::ArgValue {
+            arg_idx: 2,
+            name: "size",
+            found: size.to_string(),
+            reason: "between 0 and the length of the dimension",
+        });
+    }
+    let (size, step) = (size as u64, step as u64);
+    let mut shape = x.shape.to_vec();
+    let mut strides = own_strides(x.shape);
+    let n_windows = (len - size) / step + 1;
+    if rank == 0 {
+        return gather(&x, &out, 4, vec![size], &[0], 0);
+    }
+    let dim_stride = strides[d];
+    shape[d] = n_windows;
+    strides[d] = dim_stride * step as i64;
+    shape.push(size);
+    strides.push(dim_stride);
+    gather(&x, &out, 4, shape, &strides, 0)
 }
 
 /// `aten.pixel_shuffle.default(self, upscale_factor, →out)`: `[.., C r², H,

@@ -28,6 +28,8 @@ const ACT_ROUND: u32 = 17u;
 const ACT_POW_SCALAR: u32 = 18u;
 const ACT_HARDSIGMOID: u32 = 19u;
 const ACT_SILU: u32 = 20u;
+const ACT_HARDSHRINK: u32 = 21u;
+const ACT_LOG10: u32 = 22u;
 
 /// erf, Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7).
 fn erf_approx(v: f32) -> f32 {
@@ -85,6 +87,8 @@ fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
         case ACT_POW_SCALAR: { return pow_scalar(v, p0); }
         case ACT_HARDSIGMOID: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
         case ACT_SILU: { return v * (1.0 / (1.0 + exp(-v))); }
+        case ACT_HARDSHRINK: { return select(0.0, v, abs(v) > p0); }
+        case ACT_LOG10: { return log(v) * 0.43429448190325182; }
         default: { return bitcast<f32>(nan_bits); }
     }
 }

@@ -1,6 +1,6 @@
-//! Dtype conversion from int32: `out[i] = Elem(x[i])` (what
-//! `_to_dim_order_copy` of an int tensor to a float dtype becomes).
-// variants: f32 f16
+//! `aten.clamp` of an int32 tensor: `out[i] = min(max(x[i], lo), hi)` in
+//! exact integer math (the float clamp is an op of `unary.wgsl`).
+// variants: i32
 
 alias Elem = f32;
 
@@ -9,13 +9,13 @@ override WG: u32 = 256u;
 
 struct Params {
     numel: u32,
+    lo: i32,
+    hi: i32,
     _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> x: array<i32>;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
 @group(0) @binding(2) var<storage, read_write> out: array<Elem>;
 
 @compute @workgroup_size(WG)
@@ -24,5 +24,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if i >= p.numel {
         return;
     }
-    out[i] = Elem(x[i]);
+    out[i] = Elem(min(max(i32(x[i]), p.lo), p.hi));
 }
