@@ -19,7 +19,9 @@ mod llm;
 
 use std::os::raw::c_int;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
 
 use etwgpu_format::{DType, Dynamism, PlanValue, Program};
 use etwgpu_runtime::{LoadOptions, LoadedMethod, Runtime, Tensor};
@@ -219,7 +221,7 @@ impl PyProgram {
     fn load_method(&self, py: Python<'_>, name: &str, fuse: bool) -> PyResult<PyMethod> {
         let options = LoadOptions { fuse, ..LoadOptions::default() };
         let method = py.detach(|| self.rt.load_with(&self.program, name, &options)).map_err(|e| errors::runtime(&e))?;
-        Ok(PyMethod { method: Mutex::new(method), name: name.to_string() })
+        Ok(PyMethod { method: Mutex::new(method), name: name.to_string(), last_run_ns: AtomicU64::new(0) })
     }
 }
 
@@ -228,6 +230,9 @@ impl PyProgram {
 struct PyMethod {
     method: Mutex<LoadedMethod>,
     name: String,
+    /// Wall time of the last [`LoadedMethod::run`] (what `etwgpu run`
+    /// times), nanoseconds: the overhead benchmark's reference.
+    last_run_ns: AtomicU64,
 }
 
 /// One raw input: a C-contiguous `uint8` buffer, a dtype name (torch's)
@@ -284,7 +289,14 @@ impl PyMethod {
     /// released while the call waits for the method and the GPU.
     fn execute(&self, py: Python<'_>, inputs: Vec<RawInput<'_>>) -> PyResult<Vec<RawOutput>> {
         let inputs = tensors(py, &inputs)?;
-        let result = py.detach(|| self.lock().map(|mut m| m.run(&inputs)))?;
+        let result = py.detach(|| {
+            self.lock().map(|mut m| {
+                let start = Instant::now();
+                let result = m.run(&inputs);
+                self.last_run_ns.store(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+                result
+            })
+        })?;
         outputs(py, result.map_err(|e| errors::runtime(&e))?)
     }
 
@@ -320,6 +332,13 @@ impl PyMethod {
             list.append(d)?;
         }
         Ok((outs, list))
+    }
+
+    /// Seconds the last `execute` spent in the runtime's `run` call (inputs
+    /// in, outputs back on the host), the part `etwgpu run` times.
+    #[getter]
+    fn last_run_s(&self) -> f64 {
+        self.last_run_ns.load(Ordering::Relaxed) as f64 * 1e-9
     }
 
     /// GPU dispatches one call records at the current shapes.

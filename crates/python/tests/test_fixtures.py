@@ -99,9 +99,11 @@ def test_non_contiguous_and_big_endian_inputs(rt):
 
 def test_method_call_and_dispatch_count(rt):
     method = rt.load_program(FIXTURES / "mlp" / "model.pte").load_method()
+    assert method.last_run_s == 0.0
     inputs = call_arrays("mlp", 0, "inputs")
     np.testing.assert_array_equal(method(*inputs)[0], method.execute(inputs)[0])
     assert method.n_dispatches > 0
+    assert method.last_run_s > 0.0
 
 
 def test_profile_rows(rt):

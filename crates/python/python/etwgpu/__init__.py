@@ -183,6 +183,13 @@ class Method:
         """GPU dispatches one call records at the current shapes."""
         return self._native.n_dispatches
 
+    @property
+    def last_run_s(self) -> float:
+        """Seconds the last :meth:`execute` spent inside the runtime's ``run``
+        call (what ``etwgpu run`` times); the rest of its wall time is the
+        Python API's overhead."""
+        return self._native.last_run_s
+
     def execute(self, inputs: Sequence[Any]) -> list:
         """Runs the method on ``inputs`` (numpy arrays, array-likes or torch
         tensors, one per method input).
