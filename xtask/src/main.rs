@@ -7,17 +7,21 @@
 //!   or extra, or when a WGSL shader variant does not validate.
 //! - `cargo xtask tidy`: the layout and dependency rules of `STYLE.md`.
 //! - `cargo xtask ci`: everything CI runs (fmt, clippy, drift, tidy, tests,
-//!   bench build, then the browser build and tests of `web-test`).
+//!   the Python package's tests, bench build, then the browser build and
+//!   tests of `web-test`).
 //! - `cargo xtask web-build [--release]`: the wasm library and its
 //!   JavaScript bindings into `crates/web/www/pkg/`, for the demo page.
 //! - `cargo xtask web-test`: clippy for wasm32, the browser tests in
 //!   headless Chromium and the demo page end to end (see [`web`]).
+//! - `cargo xtask python-test`: the `etwgpu` wheel built, installed into a
+//!   fresh venv and its pytest suite run (see [`python`]).
 //! - `cargo xtask device-bundle`: release binaries and the Vulkan loader for
 //!   a run on the lent GPU machine (`tools/device/run.sh`).
 
 mod codegen;
 mod device;
 mod fbs;
+mod python;
 mod tidy;
 mod web;
 mod wgsl;
@@ -34,7 +38,7 @@ fn workspace_root() -> PathBuf {
 
 fn usage() -> ExitCode {
     eprintln!(
-        "usage: cargo xtask <codegen | check-wgsl | tidy | ci | device-bundle | web-build [--release] | web-test>"
+        "usage: cargo xtask <codegen | check-wgsl | tidy | ci | device-bundle | web-build [--release] | web-test | python-test>"
     );
     ExitCode::from(2)
 }
@@ -57,6 +61,7 @@ fn ci(root: &Path) -> Result<(), String> {
     tidy::check(root)?;
     run(cargo_cmd(&["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]).env("RUSTFLAGS", ""))?;
     run(&mut cargo_cmd(&["test", "--workspace"]))?;
+    python::test(root)?;
     run(&mut cargo_cmd(&["bench", "--workspace", "--no-run"]))?;
     let start = std::time::Instant::now();
     web::test(root)?;
@@ -75,6 +80,7 @@ fn main() -> ExitCode {
         Some("device-bundle") => device::bundle(&root),
         Some("web-build") => web::build(&root, args.get(1).is_some_and(|a| a == "--release")),
         Some("web-test") => web::test(&root),
+        Some("python-test") => python::test(&root),
         _ => return usage(),
     };
     match result {

@@ -56,6 +56,17 @@ fn web_sits_on_llm_and_nothing_depends_on_it() {
 }
 
 #[test]
+fn python_sits_on_llm_and_only_it_uses_pyo3() {
+    let deps = "etwgpu-llm.workspace = true\netwgpu-runtime.workspace = true\npyo3 = \"0.30\"";
+    let ok = tidy::check_manifests(&[manifest("etwgpu-python", deps)]);
+    assert!(ok.is_empty(), "{ok:?}");
+    let p = tidy::check_manifests(&[manifest("etwgpu-llm", "etwgpu-python.workspace = true\npyo3 = \"0.30\"")]);
+    assert_eq!(p.len(), 2, "{p:?}");
+    let p = tidy::check_manifests(&[manifest("etwgpu-python", "etwgpu-cli.workspace = true")]);
+    assert!(p.iter().any(|x| x.contains("etwgpu-cli")), "{p:?}");
+}
+
+#[test]
 fn javascript_glue_outside_web_is_rejected() {
     let p = tidy::check_manifests(&[manifest("etwgpu-runtime", "wasm-bindgen = \"0.2\"\njs-sys = \"0.3\"")]);
     assert_eq!(p.len(), 2, "{p:?}");

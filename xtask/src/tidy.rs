@@ -1,13 +1,13 @@
 //! Tidy checks: the layout and dependency rules of the house style.
 //!
 //! - workspace crates depend only downwards:
-//!   format, kernels < graph < runtime < llm < cli, web (the browser API;
-//!   nothing depends on `cli` or `web`);
+//!   format, kernels < graph < runtime < llm < cli, web (the browser API),
+//!   python (the Python package); nothing depends on those three;
 //! - `wgpu` only in `runtime` (and the `cli` binary, which drives it through
 //!   `runtime` only, so not even there), `flatbuffers` only in `format`,
 //!   `naga` only in `xtask` and as a `kernels` dev-dependency; the
 //!   JavaScript glue (`wasm-bindgen`, `wasm-bindgen-futures`, `js-sys`,
-//!   `wasm-bindgen-test`) only in `web`;
+//!   `wasm-bindgen-test`) only in `web`; `pyo3` only in `python`;
 //! - no `build.rs`, no `mod.rs`, and every Rust file starts with `//!`.
 
 use std::collections::BTreeMap;
@@ -53,7 +53,7 @@ fn layer(name: &str) -> Option<u32> {
         "etwgpu-graph" => 1,
         "etwgpu-runtime" => 2,
         "etwgpu-llm" => 3,
-        "etwgpu-cli" | "etwgpu-web" => 4,
+        "etwgpu-cli" | "etwgpu-web" | "etwgpu-python" => 4,
         "xtask" => 0,
         _ => return None,
     })
@@ -72,6 +72,7 @@ const RESTRICTED: &[(&str, &str, &[&str])] = &[
     ("wasm-bindgen-futures", "dependencies", &["etwgpu-web"]),
     ("js-sys", "dependencies", &["etwgpu-web"]),
     ("wasm-bindgen-test", "dev-dependencies", &["etwgpu-web"]),
+    ("pyo3", "dependencies", &["etwgpu-python"]),
 ];
 
 /// Checks the dependency rules over a set of manifests.

@@ -1,0 +1,100 @@
+"""Overhead of the Python API: ``method.execute`` on the ``transformer_block``
+fixture against the Rust ``run`` call of the CLI (``etwgpu run --repeat N``,
+which times ``LoadedMethod::run`` alone), on the same machine and device.
+
+Two measurements, medians over ``--repeat`` calls after warm-up:
+
+- in process, per call: the wall time of ``method.execute`` against the time
+  the same call spent inside the runtime's ``run`` (``method.last_run_s``,
+  timed in Rust around ``LoadedMethod::run``, as ``etwgpu run`` times it).
+  Both see the same device, load and calls, so this is the overhead of the
+  Python API itself; it decides the exit status.
+- across processes: ``execute``'s median against the median ``etwgpu run
+  --repeat`` prints, alternating rounds (noisier: the two processes see
+  different moments of a shared machine).
+
+Compare builds of the same profile: the wheel from ``maturin build
+--release`` with ``target/release/etwgpu``, or CI's dev wheel with
+``target/debug/etwgpu``.
+
+    python crates/python/bench/overhead.py --etwgpu target/release/etwgpu --repeat 200
+
+Prints both medians and the overhead in percent; exits 1 when it is above
+``--max-overhead`` (default 5%).
+"""
+
+import argparse
+import re
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+import etwgpu
+
+FIXTURE = Path(__file__).resolve().parents[3] / "test_data" / "fixtures" / "transformer_block"
+
+
+def python_medians_ms(repeat: int, warmup: int) -> tuple:
+    """Medians of execute's wall time and of its time inside Rust's run."""
+    method = etwgpu.Runtime.get().load_program(FIXTURE / "model.pte").load_method("forward")
+    x = np.load(FIXTURE / "call0.in0.npy")
+    for _ in range(warmup):
+        method.execute([x])
+    wall, run = [], []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        method.execute([x])
+        wall.append(time.perf_counter() - t)
+        run.append(method.last_run_s)
+    return statistics.median(wall) * 1e3, statistics.median(run) * 1e3
+
+
+def cli_median_ms(etwgpu_bin: str, repeat: int) -> float:
+    out = subprocess.run(
+        [etwgpu_bin, "run", str(FIXTURE / "model.pte"), "--input", str(FIXTURE / "call0.in0.npy"), "--repeat", str(repeat)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    m = re.search(r"median ([0-9.]+) ms", out)
+    if not m:
+        sys.exit(f"no median in the output of etwgpu run:\n{out}")
+    return float(m.group(1))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--etwgpu", default="target/release/etwgpu", help="the etwgpu CLI binary")
+    ap.add_argument("--repeat", type=int, default=200)
+    ap.add_argument("--warmup", type=int, default=20)
+    ap.add_argument("--rounds", type=int, default=3, help="alternate Python and CLI this many times")
+    ap.add_argument("--max-overhead", type=float, default=5.0, help="percent")
+    args = ap.parse_args()
+    print(f"device: {etwgpu.Runtime.get().device['name']}")
+    py, inner, cli = [], [], []
+    for r in range(args.rounds):
+        # The CLI's first calls warm up too: it runs warm-up + repeat, and the
+        # median is robust to the slow first calls.
+        cli.append(cli_median_ms(args.etwgpu, args.repeat + args.warmup))
+        wall, run = python_medians_ms(args.repeat, args.warmup)
+        py.append(wall)
+        inner.append(run)
+        print(
+            f"round {r}: python execute median {wall:.3f} ms (of which Rust run {run:.3f} ms), "
+            f"etwgpu run median {cli[-1]:.3f} ms"
+        )
+    in_process = statistics.median((w - i) / i * 100 for w, i in zip(py, inner))
+    p, c = min(py), min(cli)
+    across = (p - c) / c * 100
+    print(f"in process: execute costs {in_process:+.2f}% over the Rust run call (median of rounds)")
+    print(f"across processes: best medians python {p:.3f} ms, etwgpu run {c:.3f} ms: {across:+.1f}%")
+    print(f"limit {args.max_overhead}% (in process): {'ok' if in_process <= args.max_overhead else 'OVER'}")
+    return 0 if in_process <= args.max_overhead else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
