@@ -183,3 +183,17 @@ fn wgsl_includes_expand_once_and_name_what_is_wrong() {
         assert!(crate::wgsl::parse_snippet("b.wgsl", bad).is_err(), "{bad:?}");
     }
 }
+
+/// A workspace dependency no source names is reported; one a source names
+/// is not.
+#[test]
+fn unused_dependency_is_rejected() {
+    let dir = std::env::temp_dir().join(format!("etwgpu-tidy-unused-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("src")).expect("temp dir");
+    std::fs::write(dir.join("src/lib.rs"), "//! x\nuse etwgpu_runtime::Runtime;\n").expect("writes");
+    let m = manifest("etwgpu-llm", "etwgpu-runtime.workspace = true\netwgpu-graph.workspace = true");
+    let p = tidy::unused_dependencies(&dir, &m);
+    std::fs::remove_dir_all(&dir).expect("cleans up");
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert!(p[0].contains("etwgpu-graph"), "{p:?}");
+}

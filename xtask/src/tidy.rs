@@ -8,6 +8,10 @@
 //!   `naga` only in `xtask` and as a `kernels` dev-dependency; the
 //!   JavaScript glue (`wasm-bindgen`, `wasm-bindgen-futures`, `js-sys`,
 //!   `wasm-bindgen-test`) only in `web`; `pyo3` only in `python`;
+//! - no unused workspace dependency: a crate that declares `etwgpu-x` in
+//!   `[dependencies]` names `etwgpu_x` in its `src/`, and one in
+//!   `[dev-dependencies]` names it in `src/`, `tests/`, `benches/` or
+//!   `examples/`;
 //! - no `build.rs`, no `mod.rs`, and every Rust file starts with `//!`.
 
 use std::collections::BTreeMap;
@@ -128,6 +132,35 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// The workspace dependencies `m` declares but never names in its Rust
+/// sources under `dir` (see the module docs for where each section looks).
+pub fn unused_dependencies(dir: &Path, m: &Manifest) -> Vec<String> {
+    let text_of = |subdirs: &[&str]| {
+        let mut files = Vec::new();
+        for sub in subdirs {
+            rust_files(&dir.join(sub), &mut files);
+        }
+        files.iter().filter_map(|f| fs::read_to_string(f).ok()).collect::<Vec<_>>().join("\n")
+    };
+    let mut problems = Vec::new();
+    for (section, subdirs) in
+        [("dependencies", &["src"][..]), ("dev-dependencies", &["src", "tests", "benches", "examples"][..])]
+    {
+        let deps: Vec<&String> =
+            m.sections.get(section).into_iter().flatten().filter(|d| d.starts_with("etwgpu-")).collect();
+        if deps.is_empty() {
+            continue;
+        }
+        let text = text_of(subdirs);
+        for dep in deps {
+            if !text.contains(&dep.replace('-', "_")) {
+                problems.push(format!("{}: declares {dep} in [{section}] but never uses it", m.name));
+            }
+        }
+    }
+    problems
+}
+
 /// Checks the whole repository; returns every problem found.
 pub fn problems(root: &Path) -> Vec<String> {
     let mut problems = Vec::new();
@@ -138,7 +171,11 @@ pub fn problems(root: &Path) -> Vec<String> {
     dirs.sort();
     for dir in &dirs {
         match fs::read_to_string(dir.join("Cargo.toml")) {
-            Ok(text) => manifests.push(parse_manifest(&text)),
+            Ok(text) => {
+                let m = parse_manifest(&text);
+                problems.extend(unused_dependencies(dir, &m));
+                manifests.push(m);
+            }
             Err(e) => problems.push(format!("{}: {e}", dir.display())),
         }
         if dir.join("build.rs").exists() {

@@ -925,23 +925,8 @@ impl Rewriter {
             alpha: alpha as f32,
         };
         let op = self.op(i)?;
-        let simple = match op {
-            OpId::Abs => Some(UnaryOp::Abs),
-            OpId::Cos => Some(UnaryOp::Cos),
-            OpId::Exp => Some(UnaryOp::Exp),
-            OpId::Hardsigmoid => Some(UnaryOp::Hardsigmoid),
-            OpId::Hardswish => Some(UnaryOp::Hardswish),
-            OpId::Log => Some(UnaryOp::Log),
-            OpId::Neg => Some(UnaryOp::Neg),
-            OpId::Relu => Some(UnaryOp::Relu),
-            OpId::Round => Some(UnaryOp::Round),
-            OpId::Rsqrt => Some(UnaryOp::Rsqrt),
-            OpId::Sigmoid => Some(UnaryOp::Sigmoid),
-            OpId::Sin => Some(UnaryOp::Sin),
-            OpId::Sqrt => Some(UnaryOp::Sqrt),
-            OpId::Tanh => Some(UnaryOp::Tanh),
-            _ => None,
-        };
+        // The table's `@unary` rows: exactly one parameterless `UnaryOp`.
+        let simple = op.unary();
         let (inst, n_operands) = match (op, args) {
             (_, &[_, _]) if simple.is_some() => (unary(simple?, 0.0, 0.0), 1),
             (OpId::Gelu, &[_, approx, _]) => {

@@ -8,15 +8,18 @@
 //! - [`lower`]: the op chain lowered into steps at live shapes.
 //! - [`fuse`]: the op chain rewritten before lowering, fused groups of
 //!   ops replaced by `etwgpu.*` ops.
+//! - [`retype`]: float16 promotion and KV-cache narrowing, the dtype
+//!   rewrites the runtime picks per device.
 #![forbid(unsafe_code)]
 
 pub mod fuse;
 pub mod lower;
 pub mod memory;
+pub mod retype;
 
 #[cfg(test)]
 mod tests;
 
 pub use fuse::{FuseOptions, Fused, Fusion, FusionKind, describe, fuse};
-pub use lower::{InputRef, LowerError, Lowered, Lowerer, lower_at_max, plan_graph};
+pub use lower::{InputRef, LiveChain, LowerError, Lowered, Lowerer, Relowered, lower_at_max, plan_graph};
 pub use memory::{MemoryPlan, Placement, StorageClass, plan as plan_memory};

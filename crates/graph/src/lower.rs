@@ -126,10 +126,13 @@ struct GraphView<'a> {
     lists: &'a [Vec<Vid>],
     shapes: &'a [Vec<u64>],
     symints: &'a [i64],
+    /// Every value id a host rule looked at (for [`Lowerer::relower`]).
+    reads: std::cell::RefCell<Vec<u32>>,
 }
 
 impl etwgpu_kernels::Graph for GraphView<'_> {
     fn value(&self, id: Vid) -> Value<'_> {
+        self.reads.borrow_mut().push(id.0);
         match &self.graph.values[id.0 as usize] {
             VkValue::Null => Value::Null,
             VkValue::Int(x) => Value::Int(*x),
@@ -289,8 +292,21 @@ impl Lowerer {
         &self,
         graph: &VkGraph,
         inputs: &[InputRef<'_>],
-        mut read: impl FnMut(usize, u64) -> i64,
+        read: impl FnMut(usize, u64) -> i64,
     ) -> Result<Lowered, LowerError> {
+        Ok(self.lower_live(graph, inputs, read)?.flatten())
+    }
+
+    /// Lowers every op, in chain order, at these inputs (like
+    /// [`Lowerer::lower`]), keeping each op's steps and what its host rule
+    /// looked at, so [`Lowerer::relower`] can later re-run only the rules
+    /// whose inputs changed.
+    pub fn lower_live(
+        &self,
+        graph: &VkGraph,
+        inputs: &[InputRef<'_>],
+        mut read: impl FnMut(usize, u64) -> i64,
+    ) -> Result<LiveChain, LowerError> {
         let mut shapes = declared_shapes(graph);
         let mut symints = vec![0i64; graph.values.len()];
         for (index, input) in inputs.iter().enumerate() {
@@ -299,61 +315,269 @@ impl Lowerer {
                 Some(shape) => shapes[input.value.idx()] = shape.to_vec(),
             }
         }
-        let mut steps = Vec::new();
-        let mut nodes = Vec::new();
-        let mut scratch_bytes = [0u64; N_SCRATCH];
-        for (node, (call, op)) in graph.chain.iter().zip(&self.ops).enumerate() {
-            let args: Vec<Vid> = call.args.iter().map(|a| Vid(a.0)).collect();
-            let view = GraphView { graph, lists: &self.lists, shapes: &shapes, symints: &symints };
-            let lowered = op
-                .lower(&Ctx::new(&view, &args).with_scratch(&self.scratch).with_caps(self.caps))
-                .map_err(|source| LowerError::Op { op: call.name.clone(), node_id: call.node_id, source })?;
-            for (vid, shape) in lowered.shapes {
-                let t = tensor_of(graph, ValueId(vid.0))?;
-                let fits = shape.len() == t.dims.len() && shape.iter().zip(&t.dims).all(|(a, b)| a <= b);
-                if !fits {
-                    return Err(LowerError::OutputShape {
-                        op: call.name.clone(),
-                        node_id: call.node_id,
-                        value: vid.0,
-                        max: t.dims.clone(),
-                        found: shape,
-                    });
-                }
-                shapes[vid.0 as usize] = shape;
+        let mut live = LiveChain {
+            nodes: Vec::with_capacity(graph.chain.len()),
+            shapes,
+            symints,
+            scratch_bytes: [0; N_SCRATCH],
+            rule_calls: 0,
+            single_writers: true,
+        };
+        let mut written = vec![false; graph.values.len()];
+        for input in inputs {
+            written[input.value.idx()] = true;
+        }
+        for node in 0..graph.chain.len() {
+            let state = self.lower_node(graph, node, inputs, &mut live, &mut read, None)?;
+            for &v in &state.writes {
+                live.single_writers &= !std::mem::replace(&mut written[v as usize], true);
             }
-            for step in lowered.steps {
-                match step {
-                    Step::SymInt { out, value } => symints[out.0 as usize] = value,
-                    Step::ReadSymInt { out, src, elem } => {
-                        let input =
-                            inputs.iter().position(|s| s.shape.is_some() && s.value.0 == src.0).ok_or_else(|| {
-                                LowerError::SymIntSource { op: call.name.clone(), node_id: call.node_id, value: src.0 }
-                            })?;
-                        symints[out.0 as usize] = read(input, elem);
+            live.nodes.push(state);
+        }
+        Ok(live)
+    }
+
+    /// Brings `live` (lowered from this graph) to these inputs, re-running
+    /// only the host rules of ops that look at a value whose live shape or
+    /// SymInt value changed (an input's shape, a SymInt input, a SymInt
+    /// read on the host, and so on down the chain). A decode step whose
+    /// only change is the position re-runs the rules of the few ops that
+    /// read it and no other. On `Err`, `live` is left part-way: lower
+    /// again from scratch ([`Lowerer::lower_live`]) before using it.
+    pub fn relower(
+        &self,
+        graph: &VkGraph,
+        live: &mut LiveChain,
+        inputs: &[InputRef<'_>],
+        mut read: impl FnMut(usize, u64) -> i64,
+    ) -> Result<Relowered, LowerError> {
+        let mut dirty = vec![false; graph.values.len()];
+        for (index, input) in inputs.iter().enumerate() {
+            let v = input.value.idx();
+            match input.shape {
+                None => {
+                    let value = read(index, 0);
+                    if live.symints[v] != value {
+                        live.symints[v] = value;
+                        dirty[v] = true;
                     }
-                    Step::Scratch { slot, bytes } => {
-                        assert!(slot < N_SCRATCH, "{}: scratch slot {slot} past {N_SCRATCH}", call.name);
-                        scratch_bytes[slot] = scratch_bytes[slot].max(bytes);
-                        let capacity = self.scratch_bytes.as_ref().map_or(u64::MAX, |c| c[slot]);
-                        if bytes > capacity {
-                            return Err(LowerError::Scratch {
-                                op: call.name.clone(),
-                                node_id: call.node_id,
-                                slot,
-                                bytes,
-                                capacity,
-                            });
-                        }
-                    }
-                    other => {
-                        steps.push(other);
-                        nodes.push(node);
+                }
+                Some(shape) => {
+                    if live.shapes[v] != shape {
+                        live.shapes[v] = shape.to_vec();
+                        dirty[v] = true;
                     }
                 }
             }
         }
-        Ok(Lowered { steps, nodes, shapes, scratch_bytes })
+        let mut out = Relowered { nodes: Vec::new(), structure_kept: true };
+        for node in 0..graph.chain.len() {
+            // A value set twice (by an input and an op, or by two ops)
+            // holds its last value between lowerings: re-run every rule.
+            let reached = !live.single_writers || live.nodes[node].reads.iter().any(|&r| dirty[r as usize]);
+            if !reached {
+                // Its rule sees what it saw: only its host reads may differ.
+                for &(sym, input, elem) in &live.nodes[node].host_reads {
+                    let value = read(input, elem);
+                    if live.symints[sym.0 as usize] != value {
+                        live.symints[sym.0 as usize] = value;
+                        dirty[sym.0 as usize] = true;
+                    }
+                }
+                continue;
+            }
+            let state = self.lower_node(graph, node, inputs, live, &mut read, Some(&mut dirty))?;
+            let old = std::mem::replace(&mut live.nodes[node], state);
+            out.structure_kept &= same_structure(&old.steps, &live.nodes[node].steps);
+            out.nodes.push(node);
+        }
+        Ok(out)
+    }
+
+    /// Runs the host rule of chain op `node` at the live shapes and SymInts
+    /// of `live`, applies its shapes and host-side steps to `live` (marking
+    /// in `dirty` the values that changed) and returns its state.
+    fn lower_node(
+        &self,
+        graph: &VkGraph,
+        node: usize,
+        inputs: &[InputRef<'_>],
+        live: &mut LiveChain,
+        read: &mut impl FnMut(usize, u64) -> i64,
+        mut dirty: Option<&mut Vec<bool>>,
+    ) -> Result<NodeState, LowerError> {
+        let call = &graph.chain[node];
+        let op = self.ops[node];
+        let args: Vec<Vid> = call.args.iter().map(|a| Vid(a.0)).collect();
+        live.rule_calls += 1;
+        let view = GraphView {
+            graph,
+            lists: &self.lists,
+            shapes: &live.shapes,
+            symints: &live.symints,
+            reads: std::cell::RefCell::new(Vec::new()),
+        };
+        let lowered = op
+            .lower(&Ctx::new(&view, &args).with_scratch(&self.scratch).with_caps(self.caps))
+            .map_err(|source| LowerError::Op { op: call.name.clone(), node_id: call.node_id, source })?;
+        let mut reads = view.reads.into_inner();
+        reads.sort_unstable();
+        reads.dedup();
+        let mut writes = Vec::new();
+        let mut mark = |v: usize, changed: bool| {
+            writes.push(v as u32);
+            if let Some(d) = dirty.as_deref_mut().filter(|_| changed) {
+                d[v] = true;
+            }
+        };
+        for (vid, shape) in lowered.shapes {
+            let t = tensor_of(graph, ValueId(vid.0))?;
+            let fits = shape.len() == t.dims.len() && shape.iter().zip(&t.dims).all(|(a, b)| a <= b);
+            if !fits {
+                return Err(LowerError::OutputShape {
+                    op: call.name.clone(),
+                    node_id: call.node_id,
+                    value: vid.0,
+                    max: t.dims.clone(),
+                    found: shape,
+                });
+            }
+            let changed = live.shapes[vid.0 as usize] != shape;
+            mark(vid.0 as usize, changed);
+            if changed {
+                live.shapes[vid.0 as usize] = shape;
+            }
+        }
+        let mut steps = Vec::new();
+        let mut host_reads = Vec::new();
+        for step in lowered.steps {
+            let set = match step {
+                Step::SymInt { out, value } => Some((out, value)),
+                Step::ReadSymInt { out, src, elem } => {
+                    let input =
+                        inputs.iter().position(|s| s.shape.is_some() && s.value.0 == src.0).ok_or_else(|| {
+                            LowerError::SymIntSource { op: call.name.clone(), node_id: call.node_id, value: src.0 }
+                        })?;
+                    host_reads.push((out, input, elem));
+                    Some((out, read(input, elem)))
+                }
+                Step::Scratch { slot, bytes } => {
+                    assert!(slot < N_SCRATCH, "{}: scratch slot {slot} past {N_SCRATCH}", call.name);
+                    live.scratch_bytes[slot] = live.scratch_bytes[slot].max(bytes);
+                    let capacity = self.scratch_bytes.as_ref().map_or(u64::MAX, |c| c[slot]);
+                    if bytes > capacity {
+                        return Err(LowerError::Scratch {
+                            op: call.name.clone(),
+                            node_id: call.node_id,
+                            slot,
+                            bytes,
+                            capacity,
+                        });
+                    }
+                    None
+                }
+                other => {
+                    steps.push(other);
+                    None
+                }
+            };
+            if let Some((out, value)) = set {
+                let changed = live.symints[out.0 as usize] != value;
+                mark(out.0 as usize, changed);
+                live.symints[out.0 as usize] = value;
+            }
+        }
+        writes.sort_unstable();
+        writes.dedup();
+        Ok(NodeState { steps, reads, host_reads, writes })
+    }
+}
+
+/// Whether two lowerings of one op record the same work but for uniform
+/// bytes and workgroup counts: the same shaders, bindings, uniform sizes
+/// and non-dispatch steps, so bind groups made for one serve the other.
+fn same_structure(a: &[Step], b: &[Step]) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(x, y)| match (x, y) {
+            (Step::Dispatch(x), Step::Dispatch(y)) => {
+                x.shader == y.shader
+                    && x.entry == y.entry
+                    && x.inputs == y.inputs
+                    && x.outputs == y.outputs
+                    && x.params.len() == y.params.len()
+            }
+            (x, y) => x == y,
+        })
+}
+
+/// One op of a [`LiveChain`]: its device steps and what its rule saw.
+#[derive(Debug, Clone)]
+struct NodeState {
+    /// Device steps (dispatches, aliases, prepacks), in order.
+    steps: Vec<Step>,
+    /// Value ids its host rule looked at, sorted.
+    reads: Vec<u32>,
+    /// SymInts it reads on the host: (SymInt, input index, element).
+    host_reads: Vec<(Vid, usize, u64)>,
+    /// Values whose shape or SymInt value it sets.
+    writes: Vec<u32>,
+}
+
+/// A chain lowered op by op at live inputs, kept so a later change re-runs
+/// only the host rules it reaches ([`Lowerer::relower`]).
+#[derive(Debug, Clone)]
+pub struct LiveChain {
+    nodes: Vec<NodeState>,
+    shapes: Vec<Vec<u64>>,
+    symints: Vec<i64>,
+    scratch_bytes: [u64; N_SCRATCH],
+    rule_calls: u64,
+    /// Whether every live shape and SymInt is set once (by an input or
+    /// one op), so an op whose reads did not change can be skipped.
+    single_writers: bool,
+}
+
+/// What [`Lowerer::relower`] changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Relowered {
+    /// Chain indices of the ops whose host rule re-ran, in order.
+    pub nodes: Vec<usize>,
+    /// Whether every re-run op records the same work but for uniform bytes
+    /// and workgroup counts (same shaders, bindings and uniform sizes).
+    pub structure_kept: bool,
+}
+
+impl LiveChain {
+    /// Per value: its live shape (declared shape for untouched tensors).
+    pub fn shapes(&self) -> &[Vec<u64>] {
+        &self.shapes
+    }
+
+    /// The device steps of chain op `node`, in order.
+    pub fn node_steps(&self, node: usize) -> &[Step] {
+        &self.nodes[node].steps
+    }
+
+    /// Number of ops in the chain.
+    pub fn n_nodes(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Every device step with the chain index of its op, in order.
+    pub fn steps(&self) -> impl Iterator<Item = (usize, &Step)> {
+        self.nodes.iter().enumerate().flat_map(|(n, s)| s.steps.iter().map(move |st| (n, st)))
+    }
+
+    /// Host rules run since this chain was first lowered (the first
+    /// lowering counts one per op).
+    pub fn rule_calls(&self) -> u64 {
+        self.rule_calls
+    }
+
+    /// The chain as one list of steps (see [`Lowered`]).
+    pub fn flatten(&self) -> Lowered {
+        let (nodes, steps) = self.steps().map(|(n, s)| (n, s.clone())).unzip();
+        Lowered { steps, nodes, shapes: self.shapes.clone(), scratch_bytes: self.scratch_bytes }
     }
 }
 

@@ -274,3 +274,45 @@ fn scratch_is_sized_at_load_and_every_decode_position_fits() {
     let lowerer = Lowerer::with_scratch(&mut plain, 0).expect("lowers");
     assert_eq!((plain.values.len(), lowerer.scratch()), (n_values, Vec::new()));
 }
+
+/// Re-lowering at new inputs re-runs only the rules that read what
+/// changed, and ends where lowering from scratch does: a new decode
+/// position re-runs the attention op alone; new row counts reach the ops
+/// that see them.
+#[test]
+fn relowering_reruns_only_what_changed_and_matches_a_fresh_lowering() {
+    use crate::lower::{InputRef, Lowerer};
+    let mut graph = sdpa_chain(8);
+    let lowerer = Lowerer::with_scratch(&mut graph, 0).expect("lowers");
+    let shapes = |rows: u64| [vec![1, rows, 8, 64], vec![1, rows, 2, 64], vec![1, rows, 2, 64]];
+    fn inputs<'a>(graph: &etwgpu_format::VkGraph, s: &'a [Vec<u64>; 3]) -> Vec<InputRef<'a>> {
+        let mut ins: Vec<InputRef<'a>> =
+            s.iter().zip(&graph.input_ids).map(|(s, &value)| InputRef { value, shape: Some(s) }).collect();
+        ins.push(InputRef { value: graph.input_ids[3], shape: None });
+        ins
+    }
+    let first = shapes(8);
+    let mut live = lowerer.lower_live(&graph, &inputs(&graph, &first), |_, _| 0).expect("lowers");
+    assert_eq!(live.rule_calls(), graph.chain.len() as u64);
+    let sdpa = graph.chain.iter().position(|c| c.name == "sdpa_with_kv_cache.default").expect("has attention");
+    let all: Vec<usize> = (0..graph.chain.len()).collect();
+    for (rows, pos, reruns) in [
+        (8, 0, vec![]),
+        (8, 3, vec![sdpa]),
+        (1, 8, all.clone()),
+        (1, 9, vec![sdpa]),
+        (1, 200, vec![sdpa]),
+        (4, 300, all),
+    ] {
+        let s = shapes(rows);
+        let r = lowerer.relower(&graph, &mut live, &inputs(&graph, &s), |_, _| pos).expect("re-lowers");
+        assert_eq!(r.nodes, reruns, "{rows} rows at {pos}");
+        let fresh = lowerer.lower(&graph, &inputs(&graph, &s), |_, _| pos).expect("lowers");
+        let again = live.flatten();
+        assert_eq!(
+            (again.steps, again.nodes, again.shapes),
+            (fresh.steps, fresh.nodes, fresh.shapes),
+            "{rows} rows at {pos}"
+        );
+    }
+}

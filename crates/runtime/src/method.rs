@@ -25,7 +25,7 @@
 //! the declared maximum shapes.
 
 use etwgpu_format::{DType, PlanValue, Program, ValueId, VkGraph, VkValue};
-use etwgpu_graph::{InputRef, Lowerer};
+use etwgpu_graph::{InputRef, LiveChain, Lowerer};
 use etwgpu_kernels::{Step, Vid};
 
 use crate::device::Runtime;
@@ -77,15 +77,6 @@ struct IoSpec {
     symint: bool,
 }
 
-/// A SymInt value taken from the host copy of an input when lowering:
-/// the plan stays valid while every read gives the same value.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct HostRead {
-    input: usize,
-    elem: u64,
-    value: i64,
-}
-
 /// SymInt value used for host reads when lowering at load, before any
 /// input exists: 0, because host-read SymInts are mostly positions
 /// (`input_pos[0]`), and position 0 fits every cache bound at any length.
@@ -106,57 +97,51 @@ fn int_at(t: &Tensor, elem: u64) -> Option<i64> {
     })
 }
 
-/// The chain lowered at one set of live inputs.
-struct Lowering {
-    steps: Vec<Step>,
-    nodes: Vec<usize>,
-    shapes: Vec<Vec<u64>>,
-    host_reads: Vec<HostRead>,
-}
-
-/// A lowered chain at one set of input shapes.
+/// The recorded form of a lowered chain: its dispatches ready to record,
+/// and its uniforms with a host copy, so a re-lowering that keeps the
+/// structure patches them in one queue write.
 #[derive(Debug)]
 struct Plan {
-    input_shapes: Vec<Vec<u64>>,
-    host_reads: Vec<HostRead>,
-    shapes: Vec<Vec<u64>>,
-    dispatches: Vec<(wgpu::ComputePipeline, wgpu::BindGroup, [u32; 3])>,
-    /// Per dispatch: the chain index of its op and its shader label.
-    dispatch_nodes: Vec<(usize, &'static str)>,
-    /// Per dispatch: what its bind group depends on (the dispatch without
-    /// its uniform bytes and workgroup counts). A re-lowering with the same
-    /// structure keeps the bind groups and rewrites only the uniforms.
-    structure: Vec<etwgpu_kernels::Dispatch>,
+    dispatches: Vec<CompiledDispatch>,
+    /// Per chain op: the index of its first dispatch (one more entry at the
+    /// end: the number of dispatches).
+    node_dispatch: Vec<usize>,
+    /// Per dispatch: the offset of its slice of `uniforms`.
+    offsets: Vec<u64>,
+    /// The bytes of `uniforms`, as last written.
+    uniform_bytes: Vec<u8>,
     uniforms: Option<wgpu::Buffer>,
 }
 
-/// The dispatches of a lowered chain, with what their bind groups do not
-/// depend on (uniform bytes, workgroup counts) cleared.
-fn structure_of(steps: &[Step]) -> Vec<etwgpu_kernels::Dispatch> {
-    dispatches_of(steps)
-        .map(|d| etwgpu_kernels::Dispatch { params: vec![0; d.params.len()], workgroups: [0; 3], ..d.clone() })
-        .collect()
+/// One dispatch, ready to record: what [`CompiledDispatch::record`] needs,
+/// with the chain op it comes from and its shader label for profiles.
+#[derive(Debug, Clone)]
+pub(crate) struct CompiledDispatch {
+    pipeline: wgpu::ComputePipeline,
+    bind_group: wgpu::BindGroup,
+    workgroups: [u32; 3],
+    /// Chain index of its op (`usize::MAX` for a device argmax).
+    node: usize,
+    label: &'static str,
 }
 
-/// The dispatches of a lowered chain, in order.
-fn dispatches_of(steps: &[Step]) -> impl Iterator<Item = &etwgpu_kernels::Dispatch> {
-    steps.iter().filter_map(|s| match s {
+impl CompiledDispatch {
+    /// Records it into `pass`: the one way every path (run, submit,
+    /// profile, argmax) records a dispatch.
+    fn record(&self, pass: &mut wgpu::ComputePass<'_>) {
+        let [x, y, z] = self.workgroups;
+        pass.set_pipeline(&self.pipeline);
+        pass.set_bind_group(0, &self.bind_group, &[]);
+        pass.dispatch_workgroups(x, y, z);
+    }
+}
+
+/// The dispatches among some steps, in order.
+fn dispatches_of<'a>(steps: impl IntoIterator<Item = &'a Step>) -> impl Iterator<Item = &'a etwgpu_kernels::Dispatch> {
+    steps.into_iter().filter_map(|s| match s {
         Step::Dispatch(d) => Some(d),
         _ => None,
     })
-}
-
-/// Per dispatch of a lowered chain: the chain index of its op and its
-/// shader label.
-fn dispatch_nodes_of(steps: &[Step], nodes: &[usize]) -> Vec<(usize, &'static str)> {
-    steps
-        .iter()
-        .zip(nodes)
-        .filter_map(|(s, &n)| match s {
-            Step::Dispatch(d) => Some((n, d.shader.label())),
-            _ => None,
-        })
-        .collect()
 }
 
 /// Offsets of each dispatch's uniforms in one buffer, and its bytes.
@@ -202,6 +187,17 @@ pub struct RunTimes {
     /// Re-lowering the chain at new shapes or SymInt values, and updating
     /// the plan.
     pub lowering: std::time::Duration,
+    /// Lowerings of the whole chain: at load, and again only after a run
+    /// failed part-way through re-lowering. A new position or new input
+    /// shapes re-run only the host rules they reach (`op_lowerings`).
+    pub chain_lowerings: u64,
+    /// Host rules run (one per op and lowering): a decode step whose only
+    /// change is the position runs those of the ops that read it.
+    pub op_lowerings: u64,
+    /// Times the bind groups were made anew for a changed structure (other
+    /// shaders or bindings); otherwise a re-lowering patches uniforms and
+    /// workgroup counts in place.
+    pub plan_builds: u64,
     /// Uploading inputs, recording the dispatches and submitting.
     pub recording: std::time::Duration,
     /// Waiting for the GPU to finish and the read-back to map.
@@ -215,6 +211,9 @@ impl std::ops::AddAssign for RunTimes {
         self.runs += o.runs;
         self.inputs += o.inputs;
         self.lowering += o.lowering;
+        self.chain_lowerings += o.chain_lowerings;
+        self.op_lowerings += o.op_lowerings;
+        self.plan_builds += o.plan_builds;
         self.recording += o.recording;
         self.waiting += o.waiting;
         self.reading += o.reading;
@@ -252,6 +251,12 @@ pub struct LoadedDelegate {
     /// Whether `last_times` come from GPU timestamps (else wall time).
     last_times_gpu: bool,
     readback: Vec<wgpu::Buffer>,
+    /// The chain lowered at the last run's inputs (at the maximum shapes
+    /// after load), op by op.
+    live: LiveChain,
+    /// Whether `live` may not match `plan` (a re-lowering failed part-way):
+    /// the next run lowers the whole chain again.
+    stale: bool,
     plan: Plan,
     /// Per input: a buffer holding it on the device, copied in instead of
     /// uploading the caller's bytes (the caller's tensor gives the shape).
@@ -303,8 +308,8 @@ struct PendingRun {
 /// The device objects of an argmax appended to one output.
 #[derive(Debug)]
 struct ArgmaxPost {
-    pipeline: wgpu::ComputePipeline,
-    bind_group: wgpu::BindGroup,
+    /// Its dispatch (workgroups set per run).
+    dispatch: CompiledDispatch,
     uniforms: wgpu::Buffer,
     /// int32 indices, one per row.
     result: wgpu::Buffer,
@@ -367,84 +372,29 @@ fn io_specs(
         .collect()
 }
 
-/// `graph` with every float16 tensor made float32 (for devices without
-/// SHADER_F16), and per value its dtype before, where it changed.
-fn promote_f16(graph: &VkGraph) -> (VkGraph, Vec<Option<DType>>) {
-    let mut g = graph.clone();
-    let promoted = g
-        .values
-        .iter_mut()
-        .map(|v| match v {
-            VkValue::Tensor(t) if t.dtype == DType::F16 => {
-                t.dtype = DType::F32;
-                Some(DType::F16)
-            }
-            _ => None,
-        })
-        .collect();
-    (g, promoted)
+/// The argmax dispatch of output `output` (`spec`) at `shape`.
+fn argmax_dispatch(spec: &IoSpec, output: usize, shape: &[u64]) -> Result<etwgpu_kernels::Dispatch> {
+    let x = etwgpu_kernels::TensorInfo {
+        id: Vid(spec.value.0),
+        dtype: elem_type(spec.device_dtype),
+        shape,
+        is_constant: false,
+    };
+    etwgpu_kernels::ops::reduce::argmax_last_dim(&x, Vid(u32::MAX)).map_err(|source| Error::ArgmaxOutput {
+        output,
+        dtype: spec.device_dtype,
+        shape: shape.to_vec(),
+        reason: source.to_string(),
+    })
 }
 
-/// `graph` with its float32 KV caches made float16, and per value its
-/// dtype before, where it changed. The caches are the arguments the
-/// kernel table marks as KV caches ([`etwgpu_kernels::OpId::kv_cache_args`]),
-/// with the constants prepacked into them. Nothing changes unless every
-/// use of every such value is as a cache (or that prepack) and none is a
-/// graph input or output: all caches or none.
-fn narrow_kv_caches(graph: &VkGraph) -> Option<(VkGraph, Vec<Option<DType>>)> {
-    // Per call: the argument positions that are KV caches.
-    let cache_args: Vec<&[usize]> = graph
-        .chain
+/// The graph inputs at these live shapes, as the lowerer takes them.
+fn input_refs<'a>(specs: &[IoSpec], shapes: &'a [Vec<u64>]) -> Vec<InputRef<'a>> {
+    specs
         .iter()
-        .map(|call| etwgpu_kernels::from_name(&call.name).map_or(&[][..], |op| op.kv_cache_args()))
-        .collect();
-    let mut caches = std::collections::BTreeSet::new();
-    for (call, args) in graph.chain.iter().zip(&cache_args) {
-        for &i in *args {
-            caches.insert(call.args.get(i)?.0);
-        }
-    }
-    if caches.is_empty() {
-        return None;
-    }
-    let prepacks_into = |call: &etwgpu_format::OpCall, caches: &std::collections::BTreeSet<u32>| {
-        call.name == "et_vk.prepack.default" && call.args.get(1).is_some_and(|out| caches.contains(&out.0))
-    };
-    for call in &graph.chain {
-        if prepacks_into(call, &caches) {
-            caches.insert(call.args.first()?.0);
-        }
-    }
-    // Every use is a cache argument or a prepack into a cache.
-    for (call, args) in graph.chain.iter().zip(&cache_args) {
-        for (i, arg) in call.args.iter().enumerate() {
-            let allowed = args.contains(&i) || prepacks_into(call, &caches);
-            if caches.contains(&arg.0) && !allowed {
-                return None;
-            }
-            if let VkValue::ValueList(items) = graph.value(*arg)
-                && items.iter().any(|v| caches.contains(&v.0))
-            {
-                return None;
-            }
-        }
-    }
-    let io = graph.input_ids.iter().chain(&graph.output_ids);
-    if io.clone().any(|v| caches.contains(&v.0)) {
-        return None;
-    }
-    let mut g = graph.clone();
-    let mut before = vec![None; g.values.len()];
-    for &c in &caches {
-        match g.values.get_mut(c as usize) {
-            Some(VkValue::Tensor(t)) if t.dtype == DType::F32 => {
-                t.dtype = DType::F16;
-                before[c as usize] = Some(DType::F32);
-            }
-            _ => return None,
-        }
-    }
-    Some((g, before))
+        .zip(shapes)
+        .map(|(spec, shape)| InputRef { value: spec.value, shape: (!spec.symint).then_some(shape.as_slice()) })
+        .collect()
 }
 
 /// Fails, naming the tensor, when one is larger than a storage binding (or a
@@ -508,8 +458,10 @@ impl LoadedDelegate {
         // read-back) and every kernel runs its f32 variant.
         // With it, float32 KV caches may be stored as float16.
         let (mut graph, file_dtype) = if !rt.device.features().contains(wgpu::Features::SHADER_F16) {
-            promote_f16(graph)
-        } else if let Some(narrowed) = options.kv_cache_f16.then(|| narrow_kv_caches(graph)).flatten() {
+            etwgpu_graph::retype::promote_f16(graph)
+        } else if let Some(narrowed) =
+            options.kv_cache_f16.then(|| etwgpu_graph::retype::narrow_kv_caches(graph)).flatten()
+        {
             narrowed
         } else {
             (graph.clone(), Vec::new())
@@ -525,14 +477,9 @@ impl LoadedDelegate {
             return Err(Error::NotATensor { value: spec.value.0, found: "SymInt" });
         }
         check_tensor_sizes(rt, graph)?;
-        let shapes: Vec<Vec<u64>> = graph
-            .values
-            .iter()
-            .map(|v| match v {
-                VkValue::Tensor(t) => t.dims.clone(),
-                _ => Vec::new(),
-            })
-            .collect();
+        let max_inputs: Vec<Vec<u64>> = inputs.iter().map(|s| s.max_shape.clone()).collect();
+        let refs = input_refs(&inputs, &max_inputs);
+        let live = lowerer.lower_live(graph, &refs, |_, _| PLACEHOLDER_SYMINT)?;
         let mut me = LoadedDelegate {
             rt: rt.clone(),
             name: method.to_string(),
@@ -549,13 +496,13 @@ impl LoadedDelegate {
             last_times: Vec::new(),
             last_times_gpu: false,
             readback: Vec::new(),
+            live,
+            stale: false,
             plan: Plan {
-                input_shapes: Vec::new(),
-                host_reads: Vec::new(),
-                shapes,
                 dispatches: Vec::new(),
-                dispatch_nodes: Vec::new(),
-                structure: Vec::new(),
+                node_dispatch: Vec::new(),
+                offsets: Vec::new(),
+                uniform_bytes: Vec::new(),
                 uniforms: None,
             },
             device_inputs: Vec::new(),
@@ -568,34 +515,80 @@ impl LoadedDelegate {
         me.device_inputs = vec![None; me.inputs.len()];
         me.keep_on_device = vec![false; me.outputs.len()];
         me.argmax = (0..me.outputs.len()).map(|_| None).collect();
-        let max_inputs: Vec<Vec<u64>> = me.inputs.iter().map(|s| s.max_shape.clone()).collect();
-        let l = me.lower(&max_inputs, None)?;
-        me.allocate(program, &l.steps, progress).await?;
-        me.compile_pipelines(&l.steps, progress).await?;
-        // Host reads at load saw placeholders: force a re-lowering on the
-        // first run.
-        let input_shapes = if l.host_reads.is_empty() { max_inputs } else { Vec::new() };
-        me.plan = me.build_plan(input_shapes, l).await?;
+        me.times.chain_lowerings = 1;
+        me.times.op_lowerings = me.live.rule_calls();
+        let steps = me.live.flatten().steps;
+        me.allocate(program, &steps, progress).await?;
+        me.compile_pipelines(&steps, progress).await?;
+        // Host reads at load saw placeholders: the first run re-reads them
+        // and re-runs the rules of the ops they reach.
+        me.plan = me.build_plan().await?;
         Ok(me)
     }
 
-    /// Lowers every op, in chain order, at these input shapes. SymInts
-    /// read from the host come from `host` (the caller's inputs), or are
-    /// [`PLACEHOLDER_SYMINT`] at load.
-    fn lower(&self, input_shapes: &[Vec<u64>], host: Option<&[Tensor]>) -> Result<Lowering> {
-        let mut host_reads = Vec::new();
-        let inputs: Vec<InputRef<'_>> = self
-            .inputs
-            .iter()
-            .zip(input_shapes)
-            .map(|(spec, shape)| InputRef { value: spec.value, shape: (!spec.symint).then_some(shape.as_slice()) })
-            .collect();
-        let l = self.lowerer.lower(&self.graph, &inputs, |input, elem| {
-            let value = host.and_then(|h| int_at(&h[input], elem)).unwrap_or(PLACEHOLDER_SYMINT);
-            host_reads.push(HostRead { input, elem, value });
-            value
-        })?;
-        Ok(Lowering { steps: l.steps, nodes: l.nodes, shapes: l.shapes, host_reads })
+    /// Brings the plan to these (checked) inputs: re-runs the host rules
+    /// of the ops whose inputs changed ([`Lowerer::relower`]); when their
+    /// shaders and bindings stay, patches the uniforms (one queue write)
+    /// and workgroup counts, else makes the bind groups anew (and leaves
+    /// the arenas when the new steps no longer fit their plan).
+    async fn update_plan(&mut self, inputs: &[Tensor]) -> Result<()> {
+        let shapes: Vec<Vec<u64>> = inputs.iter().map(|t| t.shape.clone()).collect();
+        let refs = input_refs(&self.inputs, &shapes);
+        let read = |input: usize, elem| int_at(&inputs[input], elem).unwrap_or(PLACEHOLDER_SYMINT);
+        let rebuild = if self.stale {
+            self.live = self.lowerer.lower_live(&self.graph, &refs, read)?;
+            self.times.chain_lowerings += 1;
+            self.times.op_lowerings += self.live.rule_calls();
+            true
+        } else {
+            let before = self.live.rule_calls();
+            // Until the plan matches the chain again.
+            self.stale = true;
+            let r = self.lowerer.relower(&self.graph, &mut self.live, &refs, read)?;
+            self.times.op_lowerings += self.live.rule_calls() - before;
+            if r.structure_kept {
+                self.patch_plan(&r.nodes);
+            }
+            !r.structure_kept
+        };
+        self.stale = true;
+        if rebuild {
+            let steps = self.live.flatten().steps;
+            if self.memory.as_ref().is_some_and(|m| !m.fits(&steps)) {
+                if !self.pending.is_empty() {
+                    return Err(self.in_flight_error("the new shapes need new buffers"));
+                }
+                self.leave_arenas()?;
+            }
+            self.plan = self.build_plan().await?;
+            self.times.plan_builds += 1;
+        }
+        self.stale = false;
+        Ok(())
+    }
+
+    /// Writes the uniforms and workgroup counts of the re-lowered ops
+    /// `nodes` (whose structure held) into the plan, with one queue write
+    /// of the bytes that changed.
+    fn patch_plan(&mut self, nodes: &[usize]) {
+        let plan = &mut self.plan;
+        let mut span: Option<(usize, usize)> = None;
+        for &node in nodes {
+            for (j, d) in dispatches_of(self.live.node_steps(node)).enumerate() {
+                let i = plan.node_dispatch[node] + j;
+                plan.dispatches[i].workgroups = d.workgroups;
+                let at = plan.offsets[i] as usize;
+                let slot = &mut plan.uniform_bytes[at..at + d.params.len()];
+                if slot != d.params.as_slice() {
+                    slot.copy_from_slice(&d.params);
+                    span =
+                        Some(span.map_or((at, at + d.params.len()), |(a, b)| (a.min(at), b.max(at + d.params.len()))));
+                }
+            }
+        }
+        if let (Some((a, b)), Some(u)) = (span, &plan.uniforms) {
+            self.rt.queue.write_buffer(u, a as u64, &plan.uniform_bytes[a..b]);
+        }
     }
 
     fn root_of(&self, v: Vid) -> usize {
@@ -828,26 +821,26 @@ impl LoadedDelegate {
         u64::from(self.rt.device.limits().min_uniform_buffer_offset_alignment).max(16)
     }
 
-    /// Creates the uniforms and bind groups of the lowered dispatches.
-    async fn build_plan(&self, input_shapes: Vec<Vec<u64>>, lowering: Lowering) -> Result<Plan> {
-        let Lowering { steps, nodes, shapes, host_reads } = lowering;
+    /// Creates the uniforms and bind groups of the dispatches of `live`.
+    async fn build_plan(&self) -> Result<Plan> {
         let align = self.uniform_align();
-        let dispatch_nodes = dispatch_nodes_of(&steps, &nodes);
-        let dispatches: Vec<&etwgpu_kernels::Dispatch> = steps
-            .iter()
-            .filter_map(|s| match s {
-                Step::Dispatch(d) => Some(d),
-                Step::Alias { out, src } => {
-                    assert_eq!(
+        let mut node_dispatch = Vec::with_capacity(self.live.n_nodes() + 1);
+        let mut dispatches: Vec<(usize, &etwgpu_kernels::Dispatch)> = Vec::new();
+        for node in 0..self.live.n_nodes() {
+            node_dispatch.push(dispatches.len());
+            for step in self.live.node_steps(node) {
+                match step {
+                    Step::Dispatch(d) => dispatches.push((node, d)),
+                    Step::Alias { out, src } => assert_eq!(
                         self.root[out.0 as usize], self.root[src.0 as usize],
                         "aliasing is structural and must not change with shapes"
-                    );
-                    None
+                    ),
+                    Step::Prepack { .. } | Step::SymInt { .. } | Step::ReadSymInt { .. } | Step::Scratch { .. } => {}
                 }
-                Step::Prepack { .. } | Step::SymInt { .. } | Step::ReadSymInt { .. } | Step::Scratch { .. } => None,
-            })
-            .collect();
-        let (offsets, uniform_bytes) = uniform_layout(dispatches.iter().map(|d| d.params.as_slice()), align);
+            }
+        }
+        node_dispatch.push(dispatches.len());
+        let (offsets, uniform_bytes) = uniform_layout(dispatches.iter().map(|(_, d)| d.params.as_slice()), align);
         let uniforms = (!uniform_bytes.is_empty()).then(|| {
             let b = self.rt.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some(&format!("{} uniforms", self.name)),
@@ -860,7 +853,7 @@ impl LoadedDelegate {
         });
         let scope = self.rt.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let mut out = Vec::with_capacity(dispatches.len());
-        for (i, d) in dispatches.iter().enumerate() {
+        for (i, &(node, d)) in dispatches.iter().enumerate() {
             let pipeline = self.rt.pipelines.get_async(&d.shader).await?;
             let uniforms = uniforms.as_ref().expect("dispatches have uniforms");
             let mut entries = vec![wgpu::BindGroupEntry {
@@ -889,54 +882,18 @@ impl LoadedDelegate {
                 layout: &pipeline.get_bind_group_layout(0),
                 entries: &entries,
             });
-            out.push((pipeline, bind_group, d.workgroups));
+            out.push(CompiledDispatch {
+                pipeline,
+                bind_group,
+                workgroups: d.workgroups,
+                node,
+                label: d.shader.label(),
+            });
         }
         if let Some(e) = scope.pop().await {
             return Err(Error::Gpu { during: "creating bind groups", reason: e.to_string() });
         }
-        let structure = structure_of(&steps);
-        Ok(Plan { input_shapes, host_reads, shapes, dispatches: out, dispatch_nodes, structure, uniforms })
-    }
-
-    /// Moves the plan to a re-lowering of the same structure (same
-    /// shaders, bindings and uniform sizes, e.g. the next decode position):
-    /// rewrites the uniforms and workgroup counts, keeps the bind groups.
-    /// Gives the lowering back, changing nothing, when the structure
-    /// differs.
-    fn refresh_plan(&mut self, input_shapes: Vec<Vec<u64>>, lowering: Lowering) -> Option<Lowering> {
-        if structure_of(&lowering.steps) != self.plan.structure {
-            return Some(lowering);
-        }
-        let (_, bytes) =
-            uniform_layout(dispatches_of(&lowering.steps).map(|d| d.params.as_slice()), self.uniform_align());
-        if let Some(u) = &self.plan.uniforms {
-            self.rt.queue.write_buffer(u, 0, &bytes);
-        }
-        for (slot, d) in self.plan.dispatches.iter_mut().zip(dispatches_of(&lowering.steps)) {
-            slot.2 = d.workgroups;
-        }
-        self.plan.dispatch_nodes = dispatch_nodes_of(&lowering.steps, &lowering.nodes);
-        self.plan.input_shapes = input_shapes;
-        self.plan.host_reads = lowering.host_reads;
-        self.plan.shapes = lowering.shapes;
-        None
-    }
-
-    /// The argmax dispatch of output `output` at `shape`.
-    fn argmax_dispatch(&self, output: usize, shape: &[u64]) -> Result<etwgpu_kernels::Dispatch> {
-        let spec = &self.outputs[output];
-        let x = etwgpu_kernels::TensorInfo {
-            id: Vid(spec.value.0),
-            dtype: elem_type(spec.device_dtype),
-            shape,
-            is_constant: false,
-        };
-        etwgpu_kernels::ops::reduce::argmax_last_dim(&x, Vid(u32::MAX)).map_err(|source| Error::ArgmaxOutput {
-            output,
-            dtype: spec.device_dtype,
-            shape: shape.to_vec(),
-            reason: source.to_string(),
-        })
+        Ok(Plan { dispatches: out, node_dispatch, offsets, uniform_bytes, uniforms })
     }
 
     /// Turns the device argmax of output `output` on or off: while on,
@@ -949,7 +906,7 @@ impl LoadedDelegate {
         }
         let spec = &self.outputs[output];
         let max_shape = spec.max_shape.clone();
-        let d = self.argmax_dispatch(output, &max_shape)?;
+        let d = argmax_dispatch(spec, output, &max_shape)?;
         let rows = max_shape.iter().rev().skip(1).product::<u64>().max(1);
         let label = |what: &str| format!("{} output {output} argmax {what}", self.name);
         let device = &self.rt.device;
@@ -984,7 +941,14 @@ impl LoadedDelegate {
                 wgpu::BindGroupEntry { binding: 2, resource: result.as_entire_binding() },
             ],
         });
-        self.argmax[output] = Some(ArgmaxPost { pipeline, bind_group, uniforms, result, readback });
+        let dispatch = CompiledDispatch {
+            pipeline,
+            bind_group,
+            workgroups: d.workgroups,
+            node: usize::MAX,
+            label: d.shader.label(),
+        };
+        self.argmax[output] = Some(ArgmaxPost { dispatch, uniforms, result, readback });
         Ok(())
     }
 
@@ -1050,7 +1014,7 @@ impl LoadedDelegate {
                 gpu_timestamps: self.last_times_gpu,
             })
             .collect();
-        for (i, &(node, label)) in self.plan.dispatch_nodes.iter().enumerate() {
+        for (i, &CompiledDispatch { node, label, .. }) in self.plan.dispatches.iter().enumerate() {
             let row = &mut rows[node];
             row.dispatches += 1;
             if !row.kernels.iter().any(|k| k == label) {
@@ -1082,7 +1046,7 @@ impl LoadedDelegate {
                 ty: wgpu::QueryType::Timestamp,
                 count: 2 * n as u32,
             });
-            for (i, (pipeline, bind_group, [x, y, z])) in self.plan.dispatches.iter().enumerate() {
+            for (i, d) in self.plan.dispatches.iter().enumerate() {
                 let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                     label: Some(&format!("{} dispatch {i}", self.name)),
                     timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
@@ -1091,9 +1055,7 @@ impl LoadedDelegate {
                         end_of_pass_write_index: Some(2 * i as u32 + 1),
                     }),
                 });
-                pass.set_pipeline(pipeline);
-                pass.set_bind_group(0, bind_group, &[]);
-                pass.dispatch_workgroups(*x, *y, *z);
+                d.record(&mut pass);
             }
             let bytes = 16 * n as u64;
             let resolve = rt.device.create_buffer(&wgpu::BufferDescriptor {
@@ -1124,7 +1086,7 @@ impl LoadedDelegate {
             rt.queue.submit([encoder.finish()]);
             rt.wait_idle_async().await?;
             let mut times = Vec::with_capacity(n);
-            for (i, (pipeline, bind_group, [x, y, z])) in self.plan.dispatches.iter().enumerate() {
+            for (i, d) in self.plan.dispatches.iter().enumerate() {
                 let t = web_time::Instant::now();
                 let mut e = new_encoder();
                 {
@@ -1132,9 +1094,7 @@ impl LoadedDelegate {
                         label: Some(&format!("{} dispatch {i}", self.name)),
                         timestamp_writes: None,
                     });
-                    pass.set_pipeline(pipeline);
-                    pass.set_bind_group(0, bind_group, &[]);
-                    pass.dispatch_workgroups(*x, *y, *z);
+                    d.record(&mut pass);
                 }
                 rt.queue.submit([e.finish()]);
                 rt.wait_idle_async().await?;
@@ -1256,20 +1216,7 @@ impl LoadedDelegate {
             uploads.push(bytes);
         }
         self.times.inputs += clock.lap();
-        let input_shapes: Vec<Vec<u64>> = inputs.iter().map(|t| t.shape.clone()).collect();
-        let reads_hold = self.plan.host_reads.iter().all(|r| int_at(&inputs[r.input], r.elem) == Some(r.value));
-        if input_shapes != self.plan.input_shapes || !reads_hold {
-            let lowering = self.lower(&input_shapes, Some(inputs))?;
-            if self.memory.as_ref().is_some_and(|m| !m.fits(&lowering.steps)) {
-                if !self.pending.is_empty() {
-                    return Err(self.in_flight_error("the new shapes need new buffers"));
-                }
-                self.leave_arenas()?;
-                self.plan = self.build_plan(input_shapes, lowering).await?;
-            } else if let Some(lowering) = self.refresh_plan(input_shapes.clone(), lowering) {
-                self.plan = self.build_plan(input_shapes, lowering).await?;
-            }
-        }
+        self.update_plan(inputs).await?;
         self.times.lowering += clock.lap();
         let rt = &self.rt;
         let scope = rt.device.push_error_scope(wgpu::ErrorFilter::Validation);
@@ -1307,10 +1254,8 @@ impl LoadedDelegate {
                 label: Some(&format!("{} pass", self.name)),
                 timestamp_writes: None,
             });
-            for (pipeline, bind_group, [x, y, z]) in &self.plan.dispatches {
-                pass.set_pipeline(pipeline);
-                pass.set_bind_group(0, bind_group, &[]);
-                pass.dispatch_workgroups(*x, *y, *z);
+            for d in &self.plan.dispatches {
+                d.record(&mut pass);
             }
         }
         // Per output: the buffer read back, the shape and bytes read, and
@@ -1319,19 +1264,17 @@ impl LoadedDelegate {
         for (i, ((spec, readback), keep)) in
             self.outputs.iter().zip(&self.readback).zip(&self.keep_on_device).enumerate()
         {
-            let shape = self.plan.shapes[spec.value.idx()].clone();
-            if let Some(post) = &self.argmax[i] {
-                let d = self.argmax_dispatch(i, &shape)?;
+            let shape = self.live.shapes()[spec.value.idx()].clone();
+            if let Some(post) = &mut self.argmax[i] {
+                let d = argmax_dispatch(&self.outputs[i], i, &shape)?;
                 self.rt.queue.write_buffer(&post.uniforms, 0, &d.params);
+                post.dispatch.workgroups = d.workgroups;
                 {
                     let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                         label: Some(&format!("{} output {i} argmax", self.name)),
                         timestamp_writes: None,
                     });
-                    pass.set_pipeline(&post.pipeline);
-                    pass.set_bind_group(0, &post.bind_group, &[]);
-                    let [x, y, z] = d.workgroups;
-                    pass.dispatch_workgroups(x, y, z);
+                    post.dispatch.record(&mut pass);
                 }
                 let rows = &shape[..shape.len().saturating_sub(1)];
                 let n_bytes = rows.iter().product::<u64>() * 4;

@@ -73,6 +73,15 @@ fn compare(got: &Tensor, want: &Tensor, (rtol, atol): (f64, f64)) -> (f64, f64, 
 }
 
 fn run_fixture(dir: &Path, rt: &etwgpu_runtime::Runtime) -> Result<String, String> {
+    run_fixture_with(dir, rt, &mut |_, _| {})
+}
+
+/// [`run_fixture`], calling `after(k, method)` after call `k` passed.
+fn run_fixture_with(
+    dir: &Path,
+    rt: &etwgpu_runtime::Runtime,
+    after: &mut dyn FnMut(usize, &etwgpu_runtime::LoadedMethod),
+) -> Result<String, String> {
     let manifest: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).map_err(|e| e.to_string())?)
             .map_err(|e| e.to_string())?;
@@ -110,6 +119,7 @@ fn run_fixture(dir: &Path, rt: &etwgpu_runtime::Runtime) -> Result<String, Strin
                 ));
             }
         }
+        after(k, &method);
     }
     report.push_str(&format!("  arena bytes after the calls: {}\n", method.arena_bytes()));
     Ok(report)
@@ -130,6 +140,57 @@ fn intermediates_share_arenas() {
             .and_then(|n| n.parse().ok())
             .expect("the report gives the arena bytes");
         assert!(arena > 0, "{name}: no arena in use:\n{report}");
+    }
+}
+
+/// Lower once: a decode step whose only change is the position re-runs
+/// the host rules of the ops that read a SymInt and no others, and keeps
+/// every bind group (uniforms and workgroup counts are patched), while
+/// the outputs match the goldens. The tiny Llama fixtures run a prompt
+/// (call 0; `llama_tiny_static` feeds it a token a call) and then decode
+/// steps: call 1 may change the row count, every later call only the
+/// position.
+#[test]
+fn decode_steps_do_not_lower_the_chain() {
+    let Some(rt) = crate::runtime() else { return };
+    let options =
+        etwgpu_graph::FuseOptions { max_storage_buffers: rt.device().limits().max_storage_buffers_per_shader_stage };
+    for name in ["llama_tiny_fp32", "llama_tiny_q4", "llama_tiny_8da4w", "llama_tiny_static"] {
+        let dir = fixtures_dir().join(name);
+        let program = Program::open(dir.join("model.pte")).expect("model");
+        // The ops that can see a position: those with a SymInt argument.
+        let graphs: Vec<_> = program.methods[0]
+            .delegates
+            .iter()
+            .filter_map(|d| d.graph.as_ref())
+            .map(|g| etwgpu_graph::fuse(g, &options).graph)
+            .collect();
+        let is_symint = |g: &etwgpu_format::VkGraph, v: &etwgpu_format::ValueId| match g.value(*v) {
+            etwgpu_format::VkValue::SymInt(_) => true,
+            etwgpu_format::VkValue::ValueList(items) => {
+                items.iter().any(|i| matches!(g.value(*i), etwgpu_format::VkValue::SymInt(_)))
+            }
+            _ => false,
+        };
+        let n_ops: u64 = graphs.iter().map(|g| g.chain.len() as u64).sum();
+        let readers: u64 = graphs
+            .iter()
+            .map(|g| g.chain.iter().filter(|c| c.args.iter().any(|a| is_symint(g, a))).count() as u64)
+            .sum();
+        let mut times = Vec::new();
+        run_fixture_with(&dir, &rt, &mut |_, m| times.push(m.run_times())).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(times.len() >= 4, "{name}: a prompt and decode steps");
+        assert_eq!(times[0].chain_lowerings, 1, "{name}: the chain is lowered once, at load");
+        for k in 2..times.len() {
+            let (before, after) = (times[k - 1], times[k]);
+            let ops = after.op_lowerings - before.op_lowerings;
+            eprintln!("{name} call {k}: {ops} host rules of {n_ops} ops ({readers} read a SymInt)");
+            assert_eq!(after.chain_lowerings, 1, "{name} call {k}: lowered the whole chain");
+            assert_eq!(after.plan_builds, before.plan_builds, "{name} call {k}: made bind groups anew");
+            assert!(ops <= readers && ops < n_ops, "{name} call {k}: {ops} host rules run, {readers} read a SymInt");
+        }
+        let per_step: Vec<u64> = times.windows(2).skip(1).map(|w| w[1].op_lowerings - w[0].op_lowerings).collect();
+        assert!(per_step.windows(2).all(|w| w[0] == w[1]), "{name}: decode steps ran {per_step:?} host rules");
     }
 }
 
