@@ -9,6 +9,7 @@
 //! of that layout with random weights, for tests and benchmarks at real
 //! model shapes.
 
+pub mod bench;
 pub mod error;
 pub mod generator;
 pub mod sampler;
