@@ -77,8 +77,11 @@ struct Device {
 
 fn device(rt: &Runtime, mib: u64) -> Result<Device, Failure> {
     let info = rt.adapter_info();
-    let bandwidth =
-        if mib == 0 { None } else { Some(rt.copy_bandwidth(mib << 20, 10).map_err(|e| Failure::error(error_chain(&e)))?) };
+    let bandwidth = if mib == 0 {
+        None
+    } else {
+        Some(rt.copy_bandwidth(mib << 20, 10).map_err(|e| Failure::error(error_chain(&e)))?)
+    };
     Ok(Device { name: info.name.clone(), backend: format!("{:?}", info.backend), bandwidth })
 }
 
@@ -156,7 +159,10 @@ fn llm(a: &BenchCli, rt: &Runtime, program: &Program, dev: &Device) -> Result<St
             }
         }
         Output::Csv => {
-            let _ = writeln!(out, "model,adapter,copy_gb_per_s,kv_cache,test,n_prompt,n_gen,n_depth,repeats,mean_tps,sd_tps,median_tps");
+            let _ = writeln!(
+                out,
+                "model,adapter,copy_gb_per_s,kv_cache,test,n_prompt,n_gen,n_depth,repeats,mean_tps,sd_tps,median_tps"
+            );
             for r in &rows {
                 let (p, g) = match r.test {
                     etwgpu_llm::bench::Test::Prompt(n) => (n, 0),
@@ -238,7 +244,10 @@ fn method(a: &BenchCli, rt: &Runtime, program: &Program, dev: &Device) -> Result
     match a.output {
         Output::Md => {
             let _ = writeln!(out, "{}\n", dev.line());
-            let _ = writeln!(out, "| model | method | inputs | runs | mean ms (± sd) | p50 ms | p90 ms | p99 ms | runs/s |");
+            let _ = writeln!(
+                out,
+                "| model | method | inputs | runs | mean ms (± sd) | p50 ms | p90 ms | p99 ms | runs/s |"
+            );
             let _ = writeln!(out, "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |");
             let _ = writeln!(
                 out,
@@ -247,7 +256,10 @@ fn method(a: &BenchCli, rt: &Runtime, program: &Program, dev: &Device) -> Result
             );
         }
         Output::Csv => {
-            let _ = writeln!(out, "model,adapter,copy_gb_per_s,method,inputs,runs,mean_ms,sd_ms,p50_ms,p90_ms,p99_ms,runs_per_s");
+            let _ = writeln!(
+                out,
+                "model,adapter,copy_gb_per_s,method,inputs,runs,mean_ms,sd_ms,p50_ms,p90_ms,p99_ms,runs_per_s"
+            );
             let bw = dev.bandwidth.as_ref().map_or(String::new(), |b| format!("{:.2}", b.gb_per_s));
             let _ = writeln!(
                 out,

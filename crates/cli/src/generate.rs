@@ -64,10 +64,8 @@ pub struct GenerateCli {
 impl GenerateCli {
     /// The options `generate` works from.
     pub fn into_args(self) -> Result<GenerateArgs, Failure> {
-        let model = self
-            .model
-            .or(self.model_positional)
-            .ok_or_else(|| Failure::usage("generate needs --model MODEL.pte"))?;
+        let model =
+            self.model.or(self.model_positional).ok_or_else(|| Failure::usage("generate needs --model MODEL.pte"))?;
         let (chat, system) = (self.chat, self.system);
         let input = match (self.prompt, self.tokenizer, self.tokens) {
             (Some(text), Some(tokenizer), None) => {

@@ -29,7 +29,7 @@ mod serve;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{CommandFactory as _, Parser as _};
+use clap::CommandFactory as _;
 
 /// The command line.
 #[derive(Debug, clap::Parser)]

@@ -119,8 +119,8 @@ impl Body for Sse {
 
 /// Runs `serve` until SIGINT or SIGTERM.
 pub fn run(a: ServeCli) -> Result<(), Failure> {
-    let program = etwgpu_format::Program::open(&a.model)
-        .map_err(|e| Failure::error(format!("{}: {e}", a.model.display())))?;
+    let program =
+        etwgpu_format::Program::open(&a.model).map_err(|e| Failure::error(format!("{}: {e}", a.model.display())))?;
     let tok = Arc::new(Tokenizer::from_file(&a.tokenizer).map_err(|e| Failure::error(error_chain(&e)))?);
     let addr: SocketAddr = format!("{}:{}", a.host, a.port)
         .parse()
@@ -169,11 +169,8 @@ pub fn run(a: ServeCli) -> Result<(), Failure> {
         next_id: AtomicU64::new(1),
         queue: a.queue as usize,
     });
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(Failure::error)?;
+    let rt =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(Failure::error)?;
     rt.block_on(serve(state, addr, Duration::from_secs(a.shutdown_grace)))?;
     // Every sender is gone: the worker ends after its current job.
     rt.shutdown_timeout(Duration::from_secs(1));
@@ -264,7 +261,9 @@ async fn handle(state: Arc<State>, req: hyper::Request<Incoming>) -> Response {
             &serde_json::json!({"object": "list", "data": [{"id": state.model, "object": "model", "created": 0,
                 "owned_by": "etwgpu", "context_length": state.context}]}),
         ),
-        (&Method::POST, "/v1/completions") => completion(state, req, false).await.unwrap_or_else(|e| error_response(&e)),
+        (&Method::POST, "/v1/completions") => {
+            completion(state, req, false).await.unwrap_or_else(|e| error_response(&e))
+        }
         (&Method::POST, "/v1/chat/completions") => {
             completion(state, req, true).await.unwrap_or_else(|e| error_response(&e))
         }
@@ -354,7 +353,12 @@ async fn completion(state: Arc<State>, req: hyper::Request<Incoming>, chat: bool
     }
     let n = state.next_id.fetch_add(1, Ordering::SeqCst);
     let created = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let ids = Ids { id: format!("{}-{n}", if chat { "chatcmpl" } else { "cmpl" }), created, model: state.model.clone(), chat };
+    let ids = Ids {
+        id: format!("{}-{n}", if chat { "chatcmpl" } else { "cmpl" }),
+        created,
+        model: state.model.clone(),
+        chat,
+    };
     if !r.stream {
         let mut text = String::new();
         while let Some(ev) = rx.recv().await {

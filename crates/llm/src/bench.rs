@@ -15,7 +15,7 @@
 use std::time::{Duration, Instant};
 
 use etwgpu_format::{DType, Program};
-use etwgpu_runtime::{LoadOptions, Runtime, RunTimes, Tensor};
+use etwgpu_runtime::{LoadOptions, RunTimes, Runtime, Tensor};
 
 use crate::{Error, GenerateOptions, Generator, Result, Sampler, SamplerConfig};
 
@@ -47,8 +47,7 @@ impl Summary {
         }
         let n = xs.len();
         let mean = xs.iter().sum::<f64>() / n as f64;
-        let sd =
-            if n > 1 { (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt() } else { 0.0 };
+        let sd = if n > 1 { (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt() } else { 0.0 };
         let mut sorted = xs.to_vec();
         sorted.sort_by(f64::total_cmp);
         let median = if n % 2 == 1 { sorted[n / 2] } else { (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0 };
@@ -175,7 +174,7 @@ pub fn llama_bench(
             if need > context {
                 return Err(Error::ContextOverflow { prompt: depth, new: need - depth, context });
             }
-            let mut once = |g: &mut Generator| -> Result<f64> {
+            let once = |g: &mut Generator| -> Result<f64> {
                 Ok(match test {
                     Test::Prompt(n) => n as f64 / time_prompt(g, n, depth)?.as_secs_f64().max(1e-9),
                     Test::Generate(n) => time_decode(g, n, depth)?.stats.decode_tokens_per_s(),

@@ -74,7 +74,10 @@ fn field<'a>(o: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
 
 fn uint(o: &Map<String, Value>, name: &'static str) -> Result<Option<u64>, ApiError> {
     field(o, name)
-        .map(|v| v.as_u64().ok_or_else(|| ApiError::invalid(Some(name), format!("{name} must be a non-negative integer, not {v}"))))
+        .map(|v| {
+            v.as_u64()
+                .ok_or_else(|| ApiError::invalid(Some(name), format!("{name} must be a non-negative integer, not {v}")))
+        })
         .transpose()
 }
 
@@ -132,15 +135,21 @@ pub fn parse(body: &[u8], chat: bool) -> Result<Request, ApiError> {
         let messages = ms
             .iter()
             .map(|m| {
-                let role = m.get("role").and_then(Value::as_str).ok_or_else(|| {
-                    ApiError::invalid(Some("messages"), "each message needs a string role")
-                })?;
+                let role = m
+                    .get("role")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| ApiError::invalid(Some("messages"), "each message needs a string role"))?;
                 Ok(ChatMessage::new(role, content(m.get("content").unwrap_or(&Value::Null))?))
             })
             .collect::<Result<Vec<_>, ApiError>>()?;
         Prompt::Chat(messages)
     } else {
-        let bad = || ApiError::invalid(Some("prompt"), "prompt must be a string, an array of one string or an array of token ids");
+        let bad = || {
+            ApiError::invalid(
+                Some("prompt"),
+                "prompt must be a string, an array of one string or an array of token ids",
+            )
+        };
         match field(&o, "prompt") {
             Some(Value::String(s)) => Prompt::Text(s.clone()),
             Some(Value::Array(a)) if a.len() == 1 && a[0].is_string() => {
@@ -166,7 +175,10 @@ pub fn parse(body: &[u8], chat: bool) -> Result<Request, ApiError> {
     }
     let temperature = number(&o, "temperature")?.unwrap_or(0.0);
     if !(0.0..=2.0).contains(&temperature) {
-        return Err(ApiError::invalid(Some("temperature"), format!("temperature must be in [0, 2], not {temperature}")));
+        return Err(ApiError::invalid(
+            Some("temperature"),
+            format!("temperature must be in [0, 2], not {temperature}"),
+        ));
     }
     let top_p = number(&o, "top_p")?.unwrap_or(1.0);
     if !(top_p > 0.0 && top_p <= 1.0) {
@@ -196,7 +208,9 @@ pub fn parse(body: &[u8], chat: bool) -> Result<Request, ApiError> {
     let include_usage = match field(&o, "stream_options") {
         None => false,
         Some(Value::Object(so)) => boolean(so, "include_usage")?,
-        Some(v) => return Err(ApiError::invalid(Some("stream_options"), format!("stream_options must be an object, not {v}"))),
+        Some(v) => {
+            return Err(ApiError::invalid(Some("stream_options"), format!("stream_options must be an object, not {v}")));
+        }
     };
     let sampler = SamplerConfig { temperature: temperature as f32, top_k: 0, top_p: top_p as f32, seed };
     Ok(Request { prompt, max_tokens, sampler, stop, stream, include_usage })

@@ -102,10 +102,10 @@ impl Worker {
             self.generator.reset();
             self.cached.clear();
         }
-        let mut usage = Usage { prompt_tokens: job.prompt.len(), cached_tokens: self.cached.len(), completion_tokens: 0 };
+        let mut usage =
+            Usage { prompt_tokens: job.prompt.len(), cached_tokens: self.cached.len(), completion_tokens: 0 };
         let mut feed = job.prompt[self.cached.len()..].to_vec();
-        let stops: Vec<u32> =
-            job.stop_tokens.iter().chain(&self.generator.metadata().eos_ids).copied().collect();
+        let stops: Vec<u32> = job.stop_tokens.iter().chain(&self.generator.metadata().eos_ids).copied().collect();
         let mut decoder = self.tok.stream_decoder();
         let mut text = String::new();
         let mut sent = 0;

@@ -261,7 +261,8 @@ fn bench_tables() {
     }
     let llama = fixtures_dir().join("llama_tiny_fp32/model.pte");
     let l = llama.to_str().unwrap();
-    let md = stdout(&etwgpu(&["bench", l, "-p", "4,8", "-n", "4", "-d", "0,8", "--repeats", "2", "--bandwidth-mib", "4"]));
+    let md =
+        stdout(&etwgpu(&["bench", l, "-p", "4,8", "-n", "4", "-d", "0,8", "--repeats", "2", "--bandwidth-mib", "4"]));
     let lines: Vec<&str> = md.lines().collect();
     assert!(lines[0].starts_with("adapter: ") && lines[0].contains("copy bandwidth"), "{md}");
     let rows: Vec<&str> = lines.iter().filter(|l| l.starts_with("| model.pte")).copied().collect();
@@ -272,8 +273,21 @@ fn bench_tables() {
     let csv: Vec<&str> = csv.lines().collect();
     assert_eq!(csv.len(), 3, "{csv:?}");
     assert!(csv[0].starts_with("model,adapter,") && csv[1].contains(",pp4,4,0,0,1,"), "{csv:?}");
-    let json: Value = serde_json::from_str(&stdout(&etwgpu(&["bench", l, "-p", "4", "-n", "2", "-r", "3", "-o", "json", "--bandwidth-mib", "4"])))
-        .expect("json");
+    let json: Value = serde_json::from_str(&stdout(&etwgpu(&[
+        "bench",
+        l,
+        "-p",
+        "4",
+        "-n",
+        "2",
+        "-r",
+        "3",
+        "-o",
+        "json",
+        "--bandwidth-mib",
+        "4",
+    ])))
+    .expect("json");
     let r = &json["results"][1];
     assert_eq!((r["test"].as_str(), r["repeats"].as_u64()), (Some("tg2"), Some(3)), "{json}");
     assert!(r["median_tps"].as_f64().is_some_and(|t| t > 0.0) && r["samples_tps"].as_array().unwrap().len() == 3);
@@ -283,7 +297,10 @@ fn bench_tables() {
 
     let mlp = fixtures_dir().join("mlp/model.pte");
     let md = stdout(&etwgpu(&["bench", mlp.to_str().unwrap(), "--repeats", "5", "--bandwidth-mib", "0"]));
-    assert!(md.contains("| p50 ms | p90 ms | p99 ms |") && md.contains("| model.pte | forward | random inputs | 5 |"), "{md}");
+    assert!(
+        md.contains("| p50 ms | p90 ms | p99 ms |") && md.contains("| model.pte | forward | random inputs | 5 |"),
+        "{md}"
+    );
 }
 
 /// `inspect --plan --no-fuse` plans the chains as exported: the counts
@@ -363,7 +380,7 @@ fn run_reports_bad_inputs_in_one_line() {
     assert!(err.contains("/nonexistent.npy"), "{err}");
     let o = etwgpu(&["run", model.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2), "a usage error");
-    assert!(String::from_utf8_lossy(&o.stderr).starts_with("give inputs with --call or --input"));
+    assert!(String::from_utf8_lossy(&o.stderr).starts_with("error: give inputs with --call or --input"));
 }
 
 #[test]

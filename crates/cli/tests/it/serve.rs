@@ -28,7 +28,10 @@ impl Drop for Server {
 }
 
 fn tmp_file(name: &str, bytes: &[u8]) -> PathBuf {
-    let path = std::env::temp_dir().join(format!("etwgpu-serve-{}-{name}", std::process::id()));
+    // Tests run in parallel: each file gets its own name.
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let path = std::env::temp_dir().join(format!("etwgpu-serve-{}-{n}-{name}", std::process::id()));
     std::fs::write(&path, bytes).expect("write temp file");
     path
 }
@@ -58,6 +61,12 @@ fn serve(model: &PathBuf, tokenizer: &PathBuf, extra: &[&str]) -> Server {
 
 fn tiny_fixture() -> (PathBuf, PathBuf) {
     let tok = tmp_file("bytes.json", byte_tokenizer(false).to_string().as_bytes());
+    (fixtures_dir().join("llama_tiny_fp32/model.pte"), tok)
+}
+
+/// The fixture with the byte tokenizer plus ChatML's two tokens.
+fn tiny_chat_fixture() -> (PathBuf, PathBuf) {
+    let tok = tmp_file("chatml-tiny.json", byte_tokenizer(true).to_string().as_bytes());
     (fixtures_dir().join("llama_tiny_fp32/model.pte"), tok)
 }
 
@@ -225,8 +234,12 @@ fn serve_completions_match_the_recorded_tokens() {
     assert_eq!(v["usage"]["completion_tokens"], 3);
     assert_eq!(v["usage"]["total_tokens"], prompt.len() + 3);
 
-    let r = post(server.port, "/v1/completions", &json!({"prompt": prompt, "max_tokens": 3, "stream": true,
-        "stream_options": {"include_usage": true}}));
+    let r = post(
+        server.port,
+        "/v1/completions",
+        &json!({"prompt": prompt, "max_tokens": 3, "stream": true,
+        "stream_options": {"include_usage": true}}),
+    );
     assert_eq!((r.status, r.header("content-type")), (200, Some("text/event-stream")));
     assert_eq!(streamed_text(&r.body), (text_of(&expected), Some("length".to_string())));
     let evs = events(&r.body);
@@ -248,7 +261,12 @@ fn serve_completions_match_the_recorded_tokens() {
     let body = |p: &Vec<u32>, stream: bool| json!({"prompt": p, "max_tokens": 6, "stream": stream});
     let alone: Vec<String> = prompts
         .iter()
-        .map(|p| post(server.port, "/v1/completions", &body(p, false)).json()["choices"][0]["text"].as_str().expect("text").to_string())
+        .map(|p| {
+            post(server.port, "/v1/completions", &body(p, false)).json()["choices"][0]["text"]
+                .as_str()
+                .expect("text")
+                .to_string()
+        })
         .collect();
     let distinct: std::collections::BTreeSet<&String> = alone.iter().collect();
     assert!(distinct.len() >= 4, "the prompts should give different answers: {alone:?}");
@@ -262,7 +280,11 @@ fn serve_completions_match_the_recorded_tokens() {
                 s.spawn(move || {
                     let r = post(port, "/v1/completions", &b);
                     assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
-                    if i % 2 == 0 { streamed_text(&r.body).0 } else { r.json()["choices"][0]["text"].as_str().expect("text").to_string() }
+                    if i % 2 == 0 {
+                        streamed_text(&r.body).0
+                    } else {
+                        r.json()["choices"][0]["text"].as_str().expect("text").to_string()
+                    }
                 })
             })
             .collect();
@@ -338,18 +360,36 @@ fn serve_chat_stop_and_prefix_reuse() {
     let chat_tok = tmp_file("chatml.json", byte_tokenizer(true).to_string().as_bytes());
     let model = fixtures_dir().join("llama_tiny_fp32/model.pte");
     let server = serve(&model, &chat_tok, &[]);
-    let r = post(server.port, "/v1/chat/completions", &json!({"messages": [{"role": "user", "content": "Hi"}],
-        "max_tokens": 8}));
+    let r = post(
+        server.port,
+        "/v1/chat/completions",
+        &json!({"messages": [{"role": "user", "content": "Hi"}],
+        "max_tokens": 8}),
+    );
     let v = r.json();
     assert_eq!(v["object"], "chat.completion", "{v}");
     assert_eq!(v["usage"]["prompt_tokens"], 21, "{v}");
     let reply = v["choices"][0]["message"]["content"].as_str().expect("content").to_string();
-    let o = super::etwgpu(&["generate", "--model", model.to_str().unwrap(), "--tokenizer", chat_tok.to_str().unwrap(),
-        "--prompt", "Hi", "--chat", "--max-tokens", "8"]);
+    let o = super::etwgpu(&[
+        "generate",
+        "--model",
+        model.to_str().unwrap(),
+        "--tokenizer",
+        chat_tok.to_str().unwrap(),
+        "--prompt",
+        "Hi",
+        "--chat",
+        "--max-tokens",
+        "8",
+    ]);
     let cli = super::stdout(&o);
     assert_eq!(cli.split_once("\nprompt: ").expect("stats").0, reply, "serve and generate --chat agree");
-    let r = post(server.port, "/v1/chat/completions", &json!({"messages": [{"role": "user", "content": "Hi"}],
-        "max_tokens": 8, "stream": true}));
+    let r = post(
+        server.port,
+        "/v1/chat/completions",
+        &json!({"messages": [{"role": "user", "content": "Hi"}],
+        "max_tokens": 8, "stream": true}),
+    );
     let evs = events(&r.body);
     let first: Value = serde_json::from_str(&evs[0]).expect("json");
     assert_eq!(first["choices"][0]["delta"]["role"], "assistant", "{first}");
@@ -366,13 +406,20 @@ fn serve_chat_stop_and_prefix_reuse() {
     let stop = text[5..7].to_string();
     let at = text.find(&stop).expect("in the text");
     for stream in [false, true] {
-        let r = post(server.port, "/v1/completions", &json!({"prompt": p1, "max_tokens": 12, "stop": [stop],
-            "stream": stream}));
+        let r = post(
+            server.port,
+            "/v1/completions",
+            &json!({"prompt": p1, "max_tokens": 12, "stop": [stop],
+            "stream": stream}),
+        );
         let (got, finish) = if stream {
             streamed_text(&r.body)
         } else {
             let v = r.json();
-            (v["choices"][0]["text"].as_str().expect("text").to_string(), v["choices"][0]["finish_reason"].as_str().map(str::to_string))
+            (
+                v["choices"][0]["text"].as_str().expect("text").to_string(),
+                v["choices"][0]["finish_reason"].as_str().map(str::to_string),
+            )
         };
         assert_eq!((got.as_str(), finish.as_deref()), (&text[..at], Some("stop")), "stream {stream}");
     }
@@ -476,21 +523,36 @@ fn serve_with_curl() {
     if !gpu_available() {
         return;
     }
-    let (model, tok) = tiny_fixture();
+    let (model, tok) = tiny_chat_fixture();
     let server = serve(&model, &tok, &[]);
     let url = |p: &str| format!("http://127.0.0.1:{}{p}", server.port);
     let curl = |args: &[&str]| {
-        let o = Command::new("curl").args(["-sS", "--max-time", "60"]).args(args).output().expect("curl runs (apt-get install curl)");
+        let o = Command::new("curl")
+            .args(["-sS", "--max-time", "60"])
+            .args(args)
+            .output()
+            .expect("curl runs (apt-get install curl)");
         assert!(o.status.success(), "curl: {}", String::from_utf8_lossy(&o.stderr));
         o.stdout
     };
-    let out = curl(&[&url("/v1/chat/completions"), "-H", "Content-Type: application/json", "-d",
-        r#"{"model":"model","messages":[{"role":"user","content":"Hi"}],"max_tokens":4}"#]);
+    let out = curl(&[
+        &url("/v1/chat/completions"),
+        "-H",
+        "Content-Type: application/json",
+        "-d",
+        r#"{"model":"model","messages":[{"role":"user","content":"Hi"}],"max_tokens":4}"#,
+    ]);
     let v: Value = serde_json::from_slice(&out).expect("json");
     assert_eq!(v["choices"][0]["message"]["role"], "assistant", "{v}");
     assert!(v["usage"]["completion_tokens"].as_u64().is_some_and(|n| (1..=4).contains(&n)), "{v}");
-    let out = curl(&["-N", &url("/v1/completions"), "-H", "Content-Type: application/json", "-d",
-        r#"{"prompt":"Hello","max_tokens":5,"stream":true}"#]);
+    let out = curl(&[
+        "-N",
+        &url("/v1/completions"),
+        "-H",
+        "Content-Type: application/json",
+        "-d",
+        r#"{"prompt":"Hello","max_tokens":5,"stream":true}"#,
+    ]);
     let (text, finish) = streamed_text(&out);
     assert_eq!((text.len(), finish.as_deref()), (5, Some("length")));
 }
@@ -512,7 +574,7 @@ fn serve_soak_memory_is_flat() {
         return;
     }
     let secs: u64 = std::env::var("ETWGPU_SOAK_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(60);
-    let (model, tok) = tiny_fixture();
+    let (model, tok) = tiny_chat_fixture();
     let server = serve(&model, &tok, &[]);
     let pid = server.child.id();
     let port = server.port;
@@ -520,14 +582,25 @@ fn serve_soak_memory_is_flat() {
         let p: Vec<u32> = (0..8).map(|k| ((i * 13 + k * 7) % 120 + 3) as u32).collect();
         match i % 5 {
             0 => assert_eq!(post(port, "/v1/completions", &json!({"prompt": p, "max_tokens": 8})).status, 200),
-            1 => assert_eq!(post(port, "/v1/completions", &json!({"prompt": p, "max_tokens": 8, "stream": true})).status, 200),
+            1 => assert_eq!(
+                post(port, "/v1/completions", &json!({"prompt": p, "max_tokens": 8, "stream": true})).status,
+                200
+            ),
             2 => {
                 let mut s = open_stream(port, &json!({"prompt": p, "max_tokens": 20, "stream": true}));
                 let _ = next_chunk(&mut s);
             }
             3 => assert_eq!(post(port, "/v1/completions", &json!({"prompt": p, "max_tokens": "x"})).status, 400),
-            _ => assert_eq!(post(port, "/v1/chat/completions", &json!({"messages": [{"role": "user", "content": "Hi"}],
-                "max_tokens": 4})).status, 200),
+            _ => assert_eq!(
+                post(
+                    port,
+                    "/v1/chat/completions",
+                    &json!({"messages": [{"role": "user", "content": "Hi"}],
+                "max_tokens": 4})
+                )
+                .status,
+                200
+            ),
         }
     };
     for i in 0..40 {
@@ -553,6 +626,10 @@ fn serve_soak_memory_is_flat() {
     wait_idle(port, Duration::from_secs(30));
     let end = rss_kib(pid);
     let requests = n.load(std::sync::atomic::Ordering::Relaxed);
-    eprintln!("soak: {requests} requests in {secs} s; server RSS {} MiB at start, {} MiB at end", start / 1024, end / 1024);
+    eprintln!(
+        "soak: {requests} requests in {secs} s; server RSS {} MiB at start, {} MiB at end",
+        start / 1024,
+        end / 1024
+    );
     assert!(end < start + 32 * 1024, "RSS grew from {start} KiB to {end} KiB over {requests} requests");
 }
