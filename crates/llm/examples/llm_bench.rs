@@ -22,7 +22,9 @@
 //! generator's default, where the device has SHADER_F16). Prefill times are the wall time of
 //! `Generator::prefill`, which waits for the GPU and reads the logits back. `--model` defaults to `small`, or
 //! `1b` when `ETWGPU_BENCH_LARGE=1`. `--save` writes the `.pte`;
-//! `--build-only` stops after building (and saving) it.
+//! `--build-only` stops after building (and saving) it. The measuring is
+//! `etwgpu_llm::bench` (`time_prompt`, `time_decode`, `call_profile`), the
+//! same code `etwgpu bench` runs.
 
 use std::io::Write;
 use std::time::{Duration, Instant};
