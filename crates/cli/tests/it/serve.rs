@@ -450,7 +450,7 @@ fn open_stream(port: u16, body: &Value) -> BufReader<TcpStream> {
 
 /// With one request running and the queue (of 1) full, the next gets 429
 /// with `Retry-After`; a client that disconnects mid-stream frees the GPU
-/// at once (long before its 1000 tokens), and the queued one runs.
+/// at once (long before its 300 tokens), and the queued one runs.
 #[test]
 fn serve_queue_full_and_cancellation() {
     if !gpu_available() {
@@ -458,12 +458,12 @@ fn serve_queue_full_and_cancellation() {
     }
     let (model, tok) = long_model();
     let server = serve(&model, &tok, &["--queue", "1"]);
-    let long = json!({"prompt": [1, 2, 3], "max_tokens": 1000, "stream": true});
+    let long = json!({"prompt": [1, 2, 3], "max_tokens": 300, "stream": true});
     // Time a whole long generation first.
     let t = Instant::now();
     let r = post(server.port, "/v1/completions", &long);
     let full_time = t.elapsed();
-    assert_eq!(streamed_text(&r.body).0.len(), 1000);
+    assert_eq!(streamed_text(&r.body).0.len(), 300);
 
     let mut running = open_stream(server.port, &long);
     assert!(next_chunk(&mut running).is_some(), "a first event");
@@ -495,7 +495,7 @@ fn serve_shuts_down_gracefully() {
     }
     let (model, tok) = long_model();
     let mut server = serve(&model, &tok, &[]);
-    let mut stream = open_stream(server.port, &json!({"prompt": [1, 2, 3], "max_tokens": 300, "stream": true}));
+    let mut stream = open_stream(server.port, &json!({"prompt": [1, 2, 3], "max_tokens": 100, "stream": true}));
     assert!(next_chunk(&mut stream).is_some());
     let pid = server.child.id().to_string();
     assert!(Command::new("kill").args(["-TERM", &pid]).status().expect("kill").success());
