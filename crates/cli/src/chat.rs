@@ -25,32 +25,38 @@ pub struct ChatArgs {
     model: PathBuf,
     tokenizer: PathBuf,
     system: Option<String>,
+    flags: crate::GenSettings,
+}
+
+/// The flags of `chat`, as clap reads them.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  etwgpu chat --model smollm2.pte --tokenizer tokenizer.json
+  etwgpu chat --model smollm2.pte --tokenizer tokenizer.json --system \"You are terse.\" --temperature 0.7")]
+pub struct ChatCli {
+    /// The program (`.pte`, `export_llama` layout, a ChatML instruct model).
+    #[arg(long = "model", value_name = "MODEL.pte")]
+    model: PathBuf,
+    /// Its HuggingFace `tokenizer.json`.
+    #[arg(long, value_name = "T.json")]
+    tokenizer: PathBuf,
+    /// A ChatML system turn at the start of the conversation.
+    #[arg(long, value_name = "TEXT")]
+    system: Option<String>,
+    #[command(flatten)]
     flags: crate::GenFlags,
 }
 
-/// Parses the arguments after `chat`.
-pub fn parse(args: &[String]) -> Result<ChatArgs, Failure> {
-    let mut model = None;
-    let mut tokenizer = None;
-    let mut system = None;
-    let mut flags = crate::GenFlags::new(256);
-    let mut it = args.iter();
-    while let Some(arg) = it.next() {
-        if flags.take(arg, &mut it)? {
-            continue;
-        }
-        let mut value = |flag: &str| crate::flag_value(&mut it, flag);
-        match arg.as_str() {
-            "--model" => model = Some(PathBuf::from(value("--model")?)),
-            "--tokenizer" => tokenizer = Some(PathBuf::from(value("--tokenizer")?)),
-            "--system" => system = Some(value("--system")?),
-            flag if flag.starts_with("--") => return Err(Failure::usage(format!("unknown option {flag}"))),
-            extra => return Err(Failure::usage(format!("unexpected argument {extra}"))),
+impl ChatCli {
+    /// The options `chat` works from.
+    pub fn into_args(self) -> ChatArgs {
+        ChatArgs {
+            model: self.model,
+            tokenizer: self.tokenizer,
+            system: self.system,
+            flags: self.flags.with_default_max_tokens(256),
         }
     }
-    let model = model.ok_or_else(|| Failure::usage("chat needs --model MODEL.pte"))?;
-    let tokenizer = tokenizer.ok_or_else(|| Failure::usage("chat needs --tokenizer TOKENIZER.json"))?;
-    Ok(ChatArgs { model, tokenizer, system, flags })
 }
 
 /// One conversation on a loaded model.

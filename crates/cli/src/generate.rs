@@ -26,55 +26,58 @@ enum Input {
 pub struct GenerateArgs {
     model: PathBuf,
     input: Input,
+    flags: crate::GenSettings,
+}
+
+/// The flags of `generate`, as clap reads them.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  etwgpu generate --model llama.pte --tokenizer tokenizer.json --prompt \"Once upon a time\" --max-tokens 64
+  etwgpu generate --model smollm2.pte --tokenizer tokenizer.json --prompt \"Hi\" --chat --temperature 0.7 --seed 1
+  etwgpu generate --model llama.pte --tokens 1,15043,29892 --max-tokens 8")]
+pub struct GenerateCli {
+    /// The program (`.pte`, `export_llama` layout).
+    #[arg(long = "model", value_name = "MODEL.pte")]
+    model: Option<PathBuf>,
+    /// The program, given without `--model`.
+    #[arg(value_name = "MODEL.pte", conflicts_with = "model", hide = true)]
+    model_positional: Option<PathBuf>,
+    /// A HuggingFace `tokenizer.json` (needed with `--prompt`).
+    #[arg(long, value_name = "T.json")]
+    tokenizer: Option<PathBuf>,
+    /// The prompt text.
+    #[arg(long, value_name = "TEXT", conflicts_with = "tokens")]
+    prompt: Option<String>,
+    /// Wrap the prompt as a ChatML user turn and stop at `<|im_end|>`.
+    #[arg(long)]
+    chat: bool,
+    /// A ChatML system turn before the prompt (implies `--chat`).
+    #[arg(long, value_name = "TEXT")]
+    system: Option<String>,
+    /// Token ids to start from instead of text; the output is ids too.
+    #[arg(long, value_name = "ID,ID,...", value_delimiter = ',')]
+    tokens: Option<Vec<u32>>,
+    #[command(flatten)]
     flags: crate::GenFlags,
 }
 
-/// Parses the arguments after `generate`.
-pub fn parse(args: &[String]) -> Result<GenerateArgs, Failure> {
-    let mut model = None;
-    let mut tokenizer = None;
-    let mut prompt = None;
-    let mut tokens = None;
-    let mut chat = false;
-    let mut system = None;
-    let mut flags = crate::GenFlags::new(128);
-    let mut it = args.iter();
-    while let Some(arg) = it.next() {
-        if flags.take(arg, &mut it)? {
-            continue;
-        }
-        let mut value = |flag: &str| crate::flag_value(&mut it, flag);
-        match arg.as_str() {
-            "--model" => model = Some(PathBuf::from(value("--model")?)),
-            "--tokenizer" => tokenizer = Some(PathBuf::from(value("--tokenizer")?)),
-            "--prompt" => prompt = Some(value("--prompt")?),
-            "--chat" => chat = true,
-            "--system" => system = Some(value("--system")?),
-            "--tokens" => {
-                let v = value("--tokens")?;
-                let ids = v
-                    .split(',')
-                    .map(|t| t.trim().parse::<u32>())
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(|_| Failure::usage(format!("--tokens: {v:?} is not a comma-separated list of ids")))?;
-                tokens = Some(ids);
+impl GenerateCli {
+    /// The options `generate` works from.
+    pub fn into_args(self) -> Result<GenerateArgs, Failure> {
+        let model =
+            self.model.or(self.model_positional).ok_or_else(|| Failure::usage("generate needs --model MODEL.pte"))?;
+        let (chat, system) = (self.chat, self.system);
+        let input = match (self.prompt, self.tokenizer, self.tokens) {
+            (Some(text), Some(tokenizer), None) => {
+                Input::Prompt { text, tokenizer, chat: chat || system.is_some(), system }
             }
-            flag if flag.starts_with("--") => return Err(Failure::usage(format!("unknown option {flag}"))),
-            path if model.is_none() => model = Some(PathBuf::from(path)),
-            extra => return Err(Failure::usage(format!("unexpected argument {extra}"))),
-        }
+            (None, None, Some(ids)) if !chat && system.is_none() => Input::Tokens(ids),
+            (None, None, Some(_)) => return Err(Failure::usage("--chat and --system need --prompt and --tokenizer")),
+            (Some(_), None, None) => return Err(Failure::usage("--prompt needs --tokenizer TOKENIZER.json")),
+            _ => return Err(Failure::usage("give either --prompt TEXT --tokenizer T.json or --tokens ID,ID,...")),
+        };
+        Ok(GenerateArgs { model, input, flags: self.flags.with_default_max_tokens(128) })
     }
-    let model = model.ok_or_else(|| Failure::usage("generate needs --model MODEL.pte"))?;
-    let input = match (prompt, tokenizer, tokens) {
-        (Some(text), Some(tokenizer), None) => {
-            Input::Prompt { text, tokenizer, chat: chat || system.is_some(), system }
-        }
-        (None, None, Some(ids)) if !chat && system.is_none() => Input::Tokens(ids),
-        (None, None, Some(_)) => return Err(Failure::usage("--chat and --system need --prompt and --tokenizer")),
-        (Some(_), None, None) => return Err(Failure::usage("--prompt needs --tokenizer TOKENIZER.json")),
-        _ => return Err(Failure::usage("give either --prompt TEXT --tokenizer T.json or --tokens ID,ID,...")),
-    };
-    Ok(GenerateArgs { model, input, flags })
 }
 
 /// Runs `generate`, streaming to stdout.

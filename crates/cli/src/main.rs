@@ -3,31 +3,103 @@
 //! ```text
 //! etwgpu inspect MODEL.pte [--ptd FILE]... [--json | --plan [--no-fuse]]
 //! etwgpu run MODEL.pte [--method NAME] [--ptd FILE]... (--call A.npy,B.npy | --input A.npy | --random-inputs)
-//!            [--output-dir DIR] [--repeat N] [--profile [--json]] [--no-fuse] [--precision f32|f16]
+//!            [--output-dir DIR] [--repeat N] [--profile [--json]] [--no-fuse]
 //! etwgpu generate --model MODEL.pte (--tokenizer T.json --prompt TEXT [--chat] [--system TEXT] | --tokens ID,ID,...)
 //!                 [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S] [--kv-cache f16|f32]
 //! etwgpu chat --model MODEL.pte --tokenizer T.json [--system TEXT] [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S]
 //!             [--kv-cache f16|f32]
 //! etwgpu devices [--json] [--bandwidth]
+//! etwgpu bench MODEL.pte [-p 128,512] [-n 128] [-d 0,2048] [--repeats N] [-o md|csv|json]
+//! etwgpu serve --model MODEL.pte --tokenizer T.json [--host 127.0.0.1] [--port 8080] [--api-key KEY]
+//! etwgpu completions bash|zsh|fish
 //! ```
+//!
+//! Flags are read by clap (`--help` on every command).
 //!
 //! Errors print one line on stderr and exit with status 1; usage errors exit
 //! with status 2.
 
+mod bench;
 mod chat;
 mod generate;
 mod inspect;
 mod run;
+mod serve;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-const USAGE: &str = "usage:
-  etwgpu inspect MODEL.pte [--ptd FILE]... [--json | --plan [--no-fuse]]
-  etwgpu run MODEL.pte [--method NAME] [--ptd FILE]... (--call IN0.npy[,IN1.npy...]... | --input IN.npy... | --random-inputs) [--output-dir DIR] [--repeat N] [--profile [--json]] [--no-fuse] [--precision f32|f16]
-  etwgpu generate --model MODEL.pte (--tokenizer T.json --prompt TEXT [--chat] [--system TEXT] | --tokens ID,ID,...) [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S] [--kv-cache f16|f32]
-  etwgpu chat --model MODEL.pte --tokenizer T.json [--system TEXT] [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S] [--kv-cache f16|f32]
-  etwgpu devices [--json] [--bandwidth]";
+use clap::CommandFactory as _;
+
+/// The command line.
+#[derive(Debug, clap::Parser)]
+#[command(
+    name = "etwgpu",
+    about = "Run ExecuTorch programs (Vulkan delegate) on any GPU through wgpu.",
+    version,
+    after_help = "Examples:
+  etwgpu inspect model.pte
+  etwgpu run model.pte --input x.npy --output-dir out/
+  etwgpu generate --model llama.pte --tokenizer tokenizer.json --prompt \"Hello\"
+  etwgpu serve --model smollm2.pte --tokenizer tokenizer.json --port 8080
+  etwgpu bench llama.pte -p 128,512 -n 128
+Run `etwgpu COMMAND --help` for a command's flags."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// The commands.
+#[derive(Debug, clap::Subcommand)]
+enum Command {
+    /// Print a program's methods, delegates, ops and constants (no GPU needed).
+    Inspect(InspectCli),
+    /// Load a method once, make calls on it and write the outputs.
+    Run(run::RunCli),
+    /// Generate text (or token ids) with a Llama-family program.
+    Generate(generate::GenerateCli),
+    /// An interactive ChatML conversation on stdin/stdout.
+    Chat(chat::ChatCli),
+    /// Measure a program: llama-bench tables for Llama-family programs, latency percentiles for others.
+    Bench(bench::BenchCli),
+    /// Serve a Llama-family program over an OpenAI-compatible HTTP API.
+    Serve(serve::ServeCli),
+    /// List the GPU adapters wgpu finds (and measure copy bandwidth).
+    Devices(DevicesCli),
+    /// Print a shell completion script.
+    #[command(after_help = "Examples:
+  etwgpu completions bash > /etc/bash_completion.d/etwgpu
+  etwgpu completions zsh > ~/.zfunc/_etwgpu
+  etwgpu completions fish > ~/.config/fish/completions/etwgpu.fish")]
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+}
+
+/// The version line: the crate version and the git revision, taken from
+/// `ETWGPU_GIT_REV` at build time when the builder set it, else asked of
+/// `git` at run time in the source tree this binary was built from (marked
+/// so, since that tree may have moved on), else `unknown`. No `build.rs`:
+/// the house style has none, and a build script would rerun on every
+/// commit for one string.
+fn version() -> String {
+    let v = env!("CARGO_PKG_VERSION");
+    if let Some(rev) = option_env!("ETWGPU_GIT_REV").filter(|r| !r.is_empty()) {
+        return format!("{v} ({rev})");
+    }
+    let git = std::process::Command::new("git")
+        .args(["-C", env!("CARGO_MANIFEST_DIR"), "rev-parse", "--short=12", "HEAD"])
+        .stderr(std::process::Stdio::null())
+        .output();
+    match git {
+        Ok(o) if o.status.success() => {
+            format!("{v} (source tree at {})", String::from_utf8_lossy(&o.stdout).trim())
+        }
+        _ => format!("{v} (git revision unknown)"),
+    }
+}
 
 /// A command-line failure: the message and the exit status.
 struct Failure {
@@ -37,7 +109,7 @@ struct Failure {
 
 impl Failure {
     fn usage(message: impl Into<String>) -> Self {
-        Self { message: format!("{}\n{USAGE}", message.into()), status: 2 }
+        Self { message: format!("error: {}\n\nFor more information, try '--help'.", message.into()), status: 2 }
     }
     fn error(message: impl std::fmt::Display) -> Self {
         Self { message: format!("error: {message}"), status: 1 }
@@ -60,47 +132,36 @@ pub fn error_chain(e: &dyn std::error::Error) -> String {
     msg
 }
 
-/// Options of `inspect`.
-struct InspectArgs {
+/// The flags of `inspect`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  etwgpu inspect model.pte
+  etwgpu inspect model.pte --json
+  etwgpu inspect model.pte --plan --no-fuse")]
+struct InspectCli {
+    /// The program (`.pte`).
     model: PathBuf,
+    /// External data files (`.ptd`) the program's constants live in.
+    #[arg(long = "ptd", value_name = "FILE")]
     ptds: Vec<PathBuf>,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
     json: bool,
-    /// Print the memory plan of each delegate instead.
+    /// Print each delegate's dispatches before and after fusion and its memory plan.
+    #[arg(long)]
     plan: bool,
-    /// With `plan`: plan the chains as exported, without fusion.
+    /// With `--plan`: plan the chains as exported, without fusion.
+    #[arg(long)]
     no_fuse: bool,
 }
 
-fn parse_inspect(args: &[String]) -> Result<InspectArgs, Failure> {
-    let mut model = None;
-    let mut ptds = Vec::new();
-    let mut json = false;
-    let mut plan = false;
-    let mut no_fuse = false;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--json" => json = true,
-            "--plan" => plan = true,
-            "--no-fuse" => no_fuse = true,
-            "--ptd" => ptds.push(PathBuf::from(it.next().ok_or_else(|| Failure::usage("--ptd needs a file"))?)),
-            flag if flag.starts_with("--") => return Err(Failure::usage(format!("unknown option {flag}"))),
-            path if model.is_none() => model = Some(PathBuf::from(path)),
-            extra => return Err(Failure::usage(format!("unexpected argument {extra}"))),
-        }
-    }
-    let model = model.ok_or_else(|| Failure::usage("inspect needs a model file"))?;
-    if json && plan {
+fn inspect(a: InspectCli) -> Result<(), Failure> {
+    if a.json && a.plan {
         return Err(Failure::usage("inspect takes --json or --plan, not both"));
     }
-    if no_fuse && !plan {
+    if a.no_fuse && !a.plan {
         return Err(Failure::usage("--no-fuse needs --plan"));
     }
-    Ok(InspectArgs { model, ptds, json, plan, no_fuse })
-}
-
-fn inspect(args: &[String]) -> Result<(), Failure> {
-    let a = parse_inspect(args)?;
     let program = etwgpu_format::Program::open_with_external(&a.model, &a.ptds)
         .map_err(|e| Failure::error(format!("{}: {e}", a.model.display())))?;
     let out = if a.json {
@@ -151,18 +212,24 @@ fn mib(bytes: u64) -> String {
     format!("{} MiB", bytes >> 20)
 }
 
+/// The flags of `devices`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  etwgpu devices
+  ETWGPU_ADAPTER=1 etwgpu devices --json --bandwidth")]
+struct DevicesCli {
+    /// Print JSON (one line per part) instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Also measure the chosen adapter's copy bandwidth.
+    #[arg(long)]
+    bandwidth: bool,
+}
+
 /// `etwgpu devices`: the adapters wgpu finds and the limits that matter.
-fn devices(args: &[String]) -> Result<(), Failure> {
+fn devices(a: DevicesCli) -> Result<(), Failure> {
     use std::fmt::Write as _;
-    let mut json = false;
-    let mut bandwidth = false;
-    for a in args {
-        match a.as_str() {
-            "--json" => json = true,
-            "--bandwidth" => bandwidth = true,
-            _ => return Err(Failure::usage(format!("devices takes --json and --bandwidth, not {a}"))),
-        }
-    }
+    let (json, bandwidth) = (a.json, a.bandwidth);
     let list = etwgpu_runtime::adapters();
     if list.is_empty() {
         return Err(Failure::error("no GPU adapter found (install a Vulkan driver, e.g. mesa-vulkan-drivers)"));
@@ -230,22 +297,27 @@ fn devices(args: &[String]) -> Result<(), Failure> {
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let result = match args.first().map(String::as_str) {
-        Some("inspect") => inspect(&args[1..]),
-        Some("run") => run::parse(&args[1..]).and_then(|a| run::run(&a)).and_then(|report| {
+    let version: &'static str = Box::leak(version().into_boxed_str());
+    let cli = match Cli::command().version(version).try_get_matches() {
+        Ok(m) => <Cli as clap::FromArgMatches>::from_arg_matches(&m).unwrap_or_else(|e| e.exit()),
+        // Help and version print and exit 0; usage errors exit 2.
+        Err(e) => e.exit(),
+    };
+    let result = match cli.command {
+        Command::Inspect(a) => inspect(a),
+        Command::Run(a) => a.into_args().and_then(|a| run::run(&a)).and_then(|report| {
             use std::io::Write as _;
             std::io::stdout().write_all(report.as_bytes()).map_err(Failure::error)
         }),
-        Some("generate") => generate::parse(&args[1..]).and_then(|a| generate::run(&a)),
-        Some("chat") => chat::parse(&args[1..]).and_then(|a| chat::run(&a)),
-        Some("devices") => devices(&args[1..]),
-        Some("--help" | "-h" | "help") => {
-            use std::io::Write as _;
-            writeln!(std::io::stdout(), "{USAGE}").map_err(Failure::error)
+        Command::Generate(a) => a.into_args().and_then(|a| generate::run(&a)),
+        Command::Chat(a) => chat::run(&a.into_args()),
+        Command::Bench(a) => bench::run(a),
+        Command::Serve(a) => serve::run(a),
+        Command::Devices(a) => devices(a),
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "etwgpu", &mut std::io::stdout());
+            Ok(())
         }
-        Some(other) => Err(Failure::usage(format!("unknown command {other}"))),
-        None => Err(Failure::usage("no command given")),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -258,49 +330,59 @@ fn main() -> ExitCode {
 
 /// The flags `generate` and `chat` share: the token budget, sampling and
 /// the KV cache's storage.
-#[derive(Debug)]
+#[derive(Debug, clap::Args)]
 struct GenFlags {
+    /// The most tokens to generate (default: 128 for generate, 256 per chat reply).
+    #[arg(long, value_name = "N")]
+    max_tokens: Option<usize>,
+    /// Softmax temperature; 0 (the default) is greedy.
+    #[arg(long, value_name = "T", default_value_t = 0.0)]
+    temperature: f32,
+    /// Sample from the K most likely tokens only; 0 keeps all.
+    #[arg(long, value_name = "K", default_value_t = 0)]
+    top_k: usize,
+    /// Sample from the smallest set of tokens whose probability reaches P.
+    #[arg(long, value_name = "P", default_value_t = 1.0)]
+    top_p: f32,
+    /// The sampler's seed.
+    #[arg(long, value_name = "S", default_value_t = 0)]
+    seed: u64,
+    /// The KV cache's storage: f16 (where the device has SHADER_F16) or f32 (as exported).
+    #[arg(long, value_name = "f16|f32", default_value = "f16")]
+    kv_cache: KvCache,
+}
+
+/// `--kv-cache`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum KvCache {
+    /// Float16 where the device has SHADER_F16.
+    F16,
+    /// As exported.
+    F32,
+}
+
+/// [`GenFlags`] with the command's default token budget filled in.
+#[derive(Debug)]
+struct GenSettings {
     /// `--max-tokens N`.
     max_tokens: usize,
     /// `--temperature`, `--top-k`, `--top-p`, `--seed`.
     sampler: etwgpu_llm::SamplerConfig,
-    /// `--kv-cache f16` (the default: float16 where the device has
-    /// SHADER_F16) or `f32` (as exported).
+    /// `--kv-cache f16` (the default) or `f32`.
     kv_cache_f16: bool,
 }
 
 impl GenFlags {
-    fn new(max_tokens: usize) -> Self {
-        Self { max_tokens, sampler: etwgpu_llm::SamplerConfig::default(), kv_cache_f16: true }
-    }
-
-    /// Takes `flag` and its value from `rest` when it is one of these
-    /// flags; `false` (nothing taken) otherwise.
-    fn take(&mut self, flag: &str, rest: &mut std::slice::Iter<'_, String>) -> Result<bool, Failure> {
-        fn num<T: std::str::FromStr>(rest: &mut std::slice::Iter<'_, String>, flag: &str) -> Result<T, Failure> {
-            let v = flag_value(rest, flag)?;
-            v.parse().map_err(|_| Failure::usage(format!("{flag}: {v:?} is not a valid number")))
+    fn with_default_max_tokens(self, max_tokens: usize) -> GenSettings {
+        GenSettings {
+            max_tokens: self.max_tokens.unwrap_or(max_tokens),
+            sampler: etwgpu_llm::SamplerConfig {
+                temperature: self.temperature,
+                top_k: self.top_k,
+                top_p: self.top_p,
+                seed: self.seed,
+            },
+            kv_cache_f16: self.kv_cache == KvCache::F16,
         }
-        match flag {
-            "--max-tokens" => self.max_tokens = num(rest, flag)?,
-            "--temperature" => self.sampler.temperature = num(rest, flag)?,
-            "--top-k" => self.sampler.top_k = num(rest, flag)?,
-            "--top-p" => self.sampler.top_p = num(rest, flag)?,
-            "--seed" => self.sampler.seed = num(rest, flag)?,
-            "--kv-cache" => {
-                self.kv_cache_f16 = match flag_value(rest, flag)?.as_str() {
-                    "f16" => true,
-                    "f32" => false,
-                    other => return Err(Failure::usage(format!("--kv-cache takes f16 or f32, not {other:?}"))),
-                }
-            }
-            _ => return Ok(false),
-        }
-        Ok(true)
     }
-}
-
-/// The value after `flag`.
-fn flag_value(rest: &mut std::slice::Iter<'_, String>, flag: &str) -> Result<String, Failure> {
-    rest.next().cloned().ok_or_else(|| Failure::usage(format!("{flag} needs a value")))
 }

@@ -9,7 +9,7 @@ use etwgpu_runtime::{LoadOptions, Runtime, Tensor};
 use crate::{Failure, error_chain};
 
 /// Options of `run`.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct RunArgs {
     model: PathBuf,
     method: Option<String>,
@@ -29,64 +29,90 @@ pub struct RunArgs {
     precision: Option<etwgpu_runtime::Precision>,
 }
 
-/// Parses the arguments after `run`.
-pub fn parse(args: &[String]) -> Result<RunArgs, Failure> {
-    let mut a = RunArgs { repeat: 1, ..RunArgs::default() };
-    let mut model = None;
-    let mut single = Vec::new();
-    let mut it = args.iter();
-    let value = |it: &mut std::slice::Iter<'_, String>, flag: &str| {
-        it.next().cloned().ok_or_else(|| Failure::usage(format!("{flag} needs a value")))
-    };
-    while let Some(arg) = it.next() {
-        match arg.as_str() {
-            "--method" => a.method = Some(value(&mut it, "--method")?),
-            "--ptd" => a.ptds.push(value(&mut it, "--ptd")?.into()),
-            "--call" => a.calls.push(value(&mut it, "--call")?.split(',').map(PathBuf::from).collect()),
-            "--input" => single.push(PathBuf::from(value(&mut it, "--input")?)),
-            "--output-dir" => a.output_dir = Some(value(&mut it, "--output-dir")?.into()),
-            "--random-inputs" => a.random_inputs = true,
-            "--profile" => a.profile = true,
-            "--json" => a.json = true,
-            "--no-fuse" => a.no_fuse = true,
-            "--precision" => {
-                a.precision = Some(match value(&mut it, "--precision")?.as_str() {
-                    "f32" => etwgpu_runtime::Precision::F32,
-                    "f16" => etwgpu_runtime::Precision::F16,
-                    other => return Err(Failure::usage(format!("--precision takes f32 or f16, not {other:?}"))),
-                })
-            }
-            "--repeat" => {
-                let v = value(&mut it, "--repeat")?;
-                a.repeat = v
-                    .parse()
-                    .ok()
-                    .filter(|&n| n >= 1)
-                    .ok_or_else(|| Failure::usage(format!("--repeat takes a positive integer, not {v:?}")))?;
-            }
-            flag if flag.starts_with("--") => return Err(Failure::usage(format!("unknown option {flag}"))),
-            path if model.is_none() => model = Some(PathBuf::from(path)),
-            extra => return Err(Failure::usage(format!("unexpected argument {extra}"))),
+/// The flags of `run`, as clap reads them.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  etwgpu run model.pte --input x.npy --output-dir out/
+  etwgpu run model.pte --call a0.npy,a1.npy --call b0.npy,b1.npy --repeat 10
+  etwgpu run model.pte --random-inputs --profile --json")]
+pub struct RunCli {
+    /// The program (`.pte`).
+    model: PathBuf,
+    /// The method to run (default `forward`).
+    #[arg(long, value_name = "NAME")]
+    method: Option<String>,
+    /// External data files (`.ptd`) the program's constants live in.
+    #[arg(long = "ptd", value_name = "FILE")]
+    ptds: Vec<PathBuf>,
+    /// One call's inputs, comma-separated `.npy` files; repeat for more calls.
+    #[arg(long = "call", value_name = "IN0.npy[,IN1.npy...]")]
+    calls: Vec<String>,
+    /// One input of a single call (repeat for each input in order).
+    #[arg(long = "input", value_name = "IN.npy")]
+    inputs: Vec<PathBuf>,
+    /// Run once on deterministic random inputs of the method's input shapes.
+    #[arg(long, conflicts_with_all = ["calls", "inputs"])]
+    random_inputs: bool,
+    /// Write `DIR/call<K>.out<I>.npy`.
+    #[arg(long, value_name = "DIR")]
+    output_dir: Option<PathBuf>,
+    /// Run each call N times and report the median and minimum.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    repeat: u64,
+    /// Print a per-op table of the last run of each call.
+    #[arg(long)]
+    profile: bool,
+    /// With `--profile`: print only the profile, as JSON.
+    #[arg(long, requires = "profile")]
+    json: bool,
+    /// Run the ops as exported, without fusion (for debugging).
+    #[arg(long)]
+    no_fuse: bool,
+    /// Let float32 matrix products use f16 operands on the GPU's matrix
+    /// units (`f16`), or keep float32 numerics (`f32`); default: the
+    /// runtime's (`ETWGPU_PRECISION`, else f32).
+    #[arg(long, value_name = "f32|f16", value_parser = parse_precision)]
+    precision: Option<etwgpu_runtime::Precision>,
+}
+
+/// `--precision`'s values.
+fn parse_precision(v: &str) -> Result<etwgpu_runtime::Precision, String> {
+    match v {
+        "f32" => Ok(etwgpu_runtime::Precision::F32),
+        "f16" => Ok(etwgpu_runtime::Precision::F16),
+        other => Err(format!("takes f32 or f16, not {other:?}")),
+    }
+}
+
+impl RunCli {
+    /// The options `run` works from; a usage error when no inputs are given.
+    pub fn into_args(self) -> Result<RunArgs, Failure> {
+        let mut calls: Vec<Vec<PathBuf>> =
+            self.calls.iter().map(|c| c.split(',').map(PathBuf::from).collect()).collect();
+        if !self.inputs.is_empty() {
+            calls.push(self.inputs);
         }
+        if calls.is_empty() && !self.random_inputs {
+            return Err(Failure::usage("give inputs with --call or --input, or use --random-inputs"));
+        }
+        Ok(RunArgs {
+            model: self.model,
+            method: self.method,
+            ptds: self.ptds,
+            calls,
+            output_dir: self.output_dir,
+            random_inputs: self.random_inputs,
+            repeat: self.repeat as usize,
+            profile: self.profile,
+            json: self.json,
+            no_fuse: self.no_fuse,
+            precision: self.precision,
+        })
     }
-    if !single.is_empty() {
-        a.calls.push(single);
-    }
-    a.model = model.ok_or_else(|| Failure::usage("run needs a model file"))?;
-    if a.calls.is_empty() && !a.random_inputs {
-        return Err(Failure::usage("give inputs with --call or --input, or use --random-inputs"));
-    }
-    if a.json && !a.profile {
-        return Err(Failure::usage("--json needs --profile"));
-    }
-    if !a.calls.is_empty() && a.random_inputs {
-        return Err(Failure::usage("--random-inputs cannot be combined with --call or --input"));
-    }
-    Ok(a)
 }
 
 /// Deterministic inputs for a method: floats in [-1, 1), integers in [0, 8).
-fn random_input(dtype: DType, shape: &[u64], seed: u64) -> Result<Tensor, Failure> {
+pub(crate) fn random_input(dtype: DType, shape: &[u64], seed: u64) -> Result<Tensor, Failure> {
     let n: u64 = shape.iter().product();
     let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
     let mut next = || {

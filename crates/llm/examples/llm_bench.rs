@@ -22,14 +22,17 @@
 //! generator's default, where the device has SHADER_F16). Prefill times are the wall time of
 //! `Generator::prefill`, which waits for the GPU and reads the logits back. `--model` defaults to `small`, or
 //! `1b` when `ETWGPU_BENCH_LARGE=1`. `--save` writes the `.pte`;
-//! `--build-only` stops after building (and saving) it.
+//! `--build-only` stops after building (and saving) it. The measuring is
+//! `etwgpu_llm::bench` (`time_prompt`, `time_decode`, `call_profile`), the
+//! same code `etwgpu bench` runs.
 
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use etwgpu_format::{DType, Program};
-use etwgpu_llm::{GenerateOptions, Generator, LlamaConfig, Sampler, SamplerConfig, Weights};
-use etwgpu_runtime::{LoadOptions, Runtime, Tensor};
+use etwgpu_format::Program;
+use etwgpu_llm::bench::{bench_tokens as tokens, call_profile, time_decode, time_prompt};
+use etwgpu_llm::{Generator, LlamaConfig, Weights};
+use etwgpu_runtime::{LoadOptions, Runtime};
 
 struct Args {
     model: String,
@@ -138,51 +141,9 @@ fn config(a: &Args) -> LlamaConfig {
     }
 }
 
-fn tokens(n: usize, vocab: usize) -> Vec<u32> {
-    (0..n).map(|i| ((i * 7919 + 13) % vocab) as u32).collect()
-}
-
 fn median(mut xs: Vec<Duration>) -> Duration {
     xs.sort();
     xs[xs.len() / 2]
-}
-
-/// Dispatches one call of `n` tokens at position `pos` records, and its time
-/// per op name and kernels (summed over nodes, slowest first), from a second copy of
-/// `forward` run once plainly, then again with per-dispatch profiling (so
-/// the times include per-dispatch overhead, and are wall times where the
-/// adapter has no timestamps).
-fn call_profile(
-    rt: &Runtime,
-    program: &Program,
-    options: &LoadOptions,
-    n: usize,
-    pos: usize,
-) -> (usize, Vec<(String, usize, f64)>) {
-    let mut forward = rt.load_with(program, "forward", options).expect("forward loads");
-    let inputs = || {
-        let ids: Vec<u8> = (0..n as i64).flat_map(|t| (t % 100).to_le_bytes()).collect();
-        let token = Tensor::new(DType::I64, vec![1, n as u64], ids).expect("tokens");
-        let pos = Tensor::new(DType::I64, vec![1], (pos as i64).to_le_bytes().to_vec()).expect("input_pos");
-        [token, pos]
-    };
-    forward.run(&inputs()).expect("call runs");
-    let dispatches = forward.n_dispatches();
-    forward.set_profiling(true);
-    forward.run(&inputs()).expect("profiled call runs");
-    let mut by_op: Vec<(String, usize, f64)> = Vec::new();
-    for node in forward.profile() {
-        let key = if node.kernels.is_empty() { node.op } else { format!("{} [{}]", node.op, node.kernels.join(", ")) };
-        match by_op.iter_mut().find(|(k, _, _)| *k == key) {
-            Some(entry) => {
-                entry.1 += 1;
-                entry.2 += node.nanos;
-            }
-            None => by_op.push((key, 1, node.nanos)),
-        }
-    }
-    by_op.sort_by(|a, b| b.2.total_cmp(&a.2));
-    (dispatches, by_op)
 }
 
 fn main() {
@@ -242,13 +203,7 @@ fn main() {
 
     let mut prefill = Vec::new();
     for &p in &a.prompts {
-        let prompt = tokens(p, c.vocab);
-        let mut run = || {
-            generator.reset();
-            let t = Instant::now();
-            generator.prefill(&prompt).expect("prefill");
-            t.elapsed()
-        };
+        let mut run = || time_prompt(&mut generator, p, 0).expect("prefill");
         run();
         let times: Vec<Duration> = (0..a.repeats).map(|_| run()).collect();
         let m = median(times).as_secs_f64();
@@ -260,17 +215,8 @@ fn main() {
     // bytes read back per token), one forward call per token.
     let mut decode = Vec::new();
     for &ctx in &a.contexts {
-        generator.reset();
-        let t = Instant::now();
-        if ctx > 0 {
-            generator.prefill(&tokens(ctx, c.vocab)).expect("prefill");
-        }
-        let fill_s = t.elapsed().as_secs_f64();
-        let mut greedy = Sampler::new(SamplerConfig::default()).expect("greedy");
-        let options = GenerateOptions { max_new_tokens: a.steps + 1, stop_tokens: Vec::new(), stop_at_eos: false };
-        generator.reset_run_times();
-        let (_, stats) = generator.generate(&[1], &options, &mut greedy, |_| {}).expect("decode");
-        let times = generator.run_times();
+        let run = time_decode(&mut generator, a.steps, ctx).expect("decode");
+        let (fill_s, stats, times) = (run.fill_s, run.stats, run.run_times);
         let per_call = |d: Duration| d.as_secs_f64() * 1e3 / times.runs.max(1) as f64;
         let tps = stats.decode_tokens_per_s();
         let _ = writeln!(
@@ -303,7 +249,8 @@ fn main() {
     let mut calls = vec![(1, 0), (1, last_pos), (c.max_tokens_per_call(), 0)];
     calls.dedup();
     for (n, pos) in calls {
-        let (d, profile) = call_profile(&rt, &program, &options, n, pos);
+        let p = call_profile(&rt, &program, &options, n, pos).expect("the profiled calls run");
+        let (d, profile) = (p.dispatches, p.by_op);
         if n == 1 && pos == 0 {
             dispatches = d;
         }

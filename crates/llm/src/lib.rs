@@ -43,6 +43,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod bench;
 pub mod error;
 pub mod generator;
 pub mod sampler;

@@ -7,7 +7,9 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-fn fixtures_dir() -> PathBuf {
+mod serve;
+
+pub(crate) fn fixtures_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../test_data/fixtures")
 }
 
@@ -22,7 +24,7 @@ fn fixtures() -> Vec<PathBuf> {
     dirs
 }
 
-fn etwgpu(args: &[&str]) -> Output {
+pub(crate) fn etwgpu(args: &[&str]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_etwgpu"));
     // Mesa warns on stderr when XDG_RUNTIME_DIR is unset; the one-line
     // error checks must see only etwgpu's own output.
@@ -32,7 +34,7 @@ fn etwgpu(args: &[&str]) -> Output {
     cmd.args(args).output().expect("the binary runs")
 }
 
-fn stdout(o: &Output) -> String {
+pub(crate) fn stdout(o: &Output) -> String {
     assert!(o.status.success(), "failed: {}", String::from_utf8_lossy(&o.stderr));
     String::from_utf8(o.stdout.clone()).expect("utf-8 output")
 }
@@ -216,10 +218,89 @@ fn usage_errors_exit_2() {
     assert_eq!(o.status.code(), Some(2));
     let o = etwgpu(&["inspect", "--frobnicate", "x.pte"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("unknown option --frobnicate"));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.starts_with("error: unexpected argument '--frobnicate'"), "{err}");
+    let o = etwgpu(&["run", "x.pte", "--repeat", "0"]);
+    assert_eq!(o.status.code(), Some(2), "--repeat 0 is a usage error");
+    let o = etwgpu(&["run", "x.pte"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("give inputs with --call or --input"));
     let o = etwgpu(&["inspect", "--no-fuse", "x.pte"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--no-fuse needs --plan"));
+}
+
+/// `--help` on every command shows its flags and examples; `--version`
+/// names the revision; `completions` writes a script for each shell.
+#[test]
+fn help_version_and_completions() {
+    for cmd in ["inspect", "run", "generate", "chat", "bench", "serve", "devices", "completions"] {
+        let out = stdout(&etwgpu(&[cmd, "--help"]));
+        assert!(out.contains("Usage: etwgpu ") && out.contains("Examples:"), "{cmd} --help: {out}");
+    }
+    let out = stdout(&etwgpu(&["--help"]));
+    for cmd in ["inspect", "run", "generate", "chat", "bench", "serve", "devices", "completions"] {
+        assert!(out.contains(cmd), "--help lists {cmd}: {out}");
+    }
+    let v = stdout(&etwgpu(&["--version"]));
+    assert!(v.starts_with(concat!("etwgpu ", env!("CARGO_PKG_VERSION"), " (")), "{v}");
+    for (shell, needle) in [("bash", "complete -F"), ("zsh", "#compdef etwgpu"), ("fish", "complete -c etwgpu")] {
+        let script = stdout(&etwgpu(&["completions", shell]));
+        assert!(script.contains(needle) && script.contains("serve"), "{shell}: {script}");
+    }
+    let o = etwgpu(&["completions", "tcsh"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+/// `bench` on the tiny Llama: the llama-bench grid as a table, CSV and
+/// JSON; on another program, latency percentiles. Both name the adapter.
+#[test]
+fn bench_tables() {
+    if !gpu_available() {
+        return;
+    }
+    let llama = fixtures_dir().join("llama_tiny_fp32/model.pte");
+    let l = llama.to_str().unwrap();
+    let md =
+        stdout(&etwgpu(&["bench", l, "-p", "4,8", "-n", "4", "-d", "0,8", "--repeats", "2", "--bandwidth-mib", "4"]));
+    let lines: Vec<&str> = md.lines().collect();
+    assert!(lines[0].starts_with("adapter: ") && lines[0].contains("copy bandwidth"), "{md}");
+    let rows: Vec<&str> = lines.iter().filter(|l| l.starts_with("| model.pte")).copied().collect();
+    let tests: Vec<&str> = rows.iter().map(|r| r.split('|').nth(3).unwrap().trim()).collect();
+    assert_eq!(tests, ["pp4", "pp8", "tg4", "pp4 @ d8", "pp8 @ d8", "tg4 @ d8"], "{md}");
+    assert!(rows.iter().all(|r| r.contains(" ± ") && r.trim_end().ends_with("| 2 |")), "{md}");
+    let csv = stdout(&etwgpu(&["bench", l, "-p", "4", "-n", "2", "-r", "1", "-o", "csv", "--bandwidth-mib", "0"]));
+    let csv: Vec<&str> = csv.lines().collect();
+    assert_eq!(csv.len(), 3, "{csv:?}");
+    assert!(csv[0].starts_with("model,adapter,") && csv[1].contains(",pp4,4,0,0,1,"), "{csv:?}");
+    let json: Value = serde_json::from_str(&stdout(&etwgpu(&[
+        "bench",
+        l,
+        "-p",
+        "4",
+        "-n",
+        "2",
+        "-r",
+        "3",
+        "-o",
+        "json",
+        "--bandwidth-mib",
+        "4",
+    ])))
+    .expect("json");
+    let r = &json["results"][1];
+    assert_eq!((r["test"].as_str(), r["repeats"].as_u64()), (Some("tg2"), Some(3)), "{json}");
+    assert!(r["median_tps"].as_f64().is_some_and(|t| t > 0.0) && r["samples_tps"].as_array().unwrap().len() == 3);
+    assert!(json["device"]["copy_gb_per_s"].as_f64().is_some_and(|b| b > 0.0), "{json}");
+    let o = etwgpu(&["bench", l, "-p", "30", "-n", "4", "-d", "8"]);
+    assert!(one_line_error(&o, 1).contains("exceeds the context of 32"));
+
+    let mlp = fixtures_dir().join("mlp/model.pte");
+    let md = stdout(&etwgpu(&["bench", mlp.to_str().unwrap(), "--repeats", "5", "--bandwidth-mib", "0"]));
+    assert!(
+        md.contains("| p50 ms | p90 ms | p99 ms |") && md.contains("| model.pte | forward | random inputs | 5 |"),
+        "{md}"
+    );
 }
 
 /// `inspect --plan --no-fuse` plans the chains as exported: the counts
@@ -242,7 +323,7 @@ fn inspect_plan_without_fusion() {
 
 /// Whether GPU tests can run here; panics when `GPU_TESTS=require` and no
 /// adapter is found, so CI cannot pass without a GPU.
-fn gpu_available() -> bool {
+pub(crate) fn gpu_available() -> bool {
     match etwgpu_runtime::Runtime::new() {
         Ok(_) => true,
         Err(e) if std::env::var("GPU_TESTS").as_deref() == Ok("require") => {
@@ -299,7 +380,7 @@ fn run_reports_bad_inputs_in_one_line() {
     assert!(err.contains("/nonexistent.npy"), "{err}");
     let o = etwgpu(&["run", model.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2), "a usage error");
-    assert!(String::from_utf8_lossy(&o.stderr).starts_with("give inputs with --call or --input"));
+    assert!(String::from_utf8_lossy(&o.stderr).starts_with("error: give inputs with --call or --input"));
 }
 
 #[test]
@@ -411,7 +492,7 @@ fn generate_tokens_matches_the_eager_argmax() {
 /// Llama's vocab of 128: id `b` is byte `b` in GPT-2's byte-to-character
 /// map; with `chatml`, ids 1 and 2 are instead the special tokens
 /// `<|im_start|>` and `<|im_end|>` (control bytes no prompt here uses).
-fn byte_tokenizer(chatml: bool) -> Value {
+pub(crate) fn byte_tokenizer(chatml: bool) -> Value {
     let mut n = 0;
     let mut vocab = serde_json::Map::new();
     let mut added = Vec::new();

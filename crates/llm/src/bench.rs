@@ -1,0 +1,244 @@
+//! Measuring a [`Generator`]: prompt processing and token generation speed
+//! the way `llama-bench` reports them (`pp512`, `tg128`, each at a filled
+//! depth of the KV cache, over repeats: mean, standard deviation, median),
+//! plus the timings and per-op profiles the `llm_bench` example prints.
+//! `etwgpu bench` and `crates/llm/examples/llm_bench.rs` both measure
+//! through this module, so their numbers mean the same thing.
+//!
+//! Timing rules: a prompt is timed as the wall time of
+//! [`Generator::prefill`] from the filled depth (it waits for the GPU and
+//! reads the last logits back); generation is greedy
+//! [`Generator::generate`] as users run it (the argmax taken on the device,
+//! 4 bytes read back per token), timed over its decode steps only. The
+//! depth's own fill is never timed into either.
+
+use std::time::{Duration, Instant};
+
+use etwgpu_format::{DType, Program};
+use etwgpu_runtime::{LoadOptions, RunTimes, Runtime, Tensor};
+
+use crate::{Error, GenerateOptions, Generator, Result, Sampler, SamplerConfig};
+
+/// Deterministic token ids below `vocab` for benchmark prompts (a fixed
+/// stride through the vocabulary, so no two runs differ in work).
+pub fn bench_tokens(n: usize, vocab: usize) -> Vec<u32> {
+    (0..n).map(|i| ((i * 7919 + 13) % vocab.max(1)) as u32).collect()
+}
+
+/// Mean, sample standard deviation and median of some measurements.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Summary {
+    /// Number of measurements.
+    pub n: usize,
+    /// Arithmetic mean.
+    pub mean: f64,
+    /// Sample standard deviation (`n - 1` in the denominator; 0 for one
+    /// measurement).
+    pub sd: f64,
+    /// Median (the mean of the two middle values for an even count).
+    pub median: f64,
+}
+
+impl Summary {
+    /// Summarizes `xs`; `None` when it is empty.
+    pub fn of(xs: &[f64]) -> Option<Self> {
+        if xs.is_empty() {
+            return None;
+        }
+        let n = xs.len();
+        let mean = xs.iter().sum::<f64>() / n as f64;
+        let sd = if n > 1 { (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt() } else { 0.0 };
+        let mut sorted = xs.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        let median = if n % 2 == 1 { sorted[n / 2] } else { (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0 };
+        Some(Self { n, mean, sd, median })
+    }
+}
+
+/// The `q`-quantile (`0..=1`) of `xs` by the nearest-rank rule; `None`
+/// when `xs` is empty.
+pub fn percentile(xs: &[f64], q: f64) -> Option<f64> {
+    if xs.is_empty() {
+        return None;
+    }
+    let mut sorted = xs.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let rank = (q.clamp(0.0, 1.0) * sorted.len() as f64).ceil() as usize;
+    Some(sorted[rank.clamp(1, sorted.len()) - 1])
+}
+
+/// Fills the KV cache from position 0 with `depth` benchmark tokens (not
+/// timed by the callers); the time it took.
+pub fn fill(generator: &mut Generator, depth: usize) -> Result<Duration> {
+    generator.reset();
+    let t = Instant::now();
+    if depth > 0 {
+        let vocab = generator.metadata().vocab_size.unwrap_or(2);
+        generator.prefill(&bench_tokens(depth, vocab))?;
+    }
+    Ok(t.elapsed())
+}
+
+/// The wall time of one [`Generator::prefill`] of `n_prompt` benchmark
+/// tokens after filling `depth` (the fill is not timed).
+pub fn time_prompt(generator: &mut Generator, n_prompt: usize, depth: usize) -> Result<Duration> {
+    fill(generator, depth)?;
+    let vocab = generator.metadata().vocab_size.unwrap_or(2);
+    let prompt = bench_tokens(n_prompt, vocab);
+    let t = Instant::now();
+    generator.prefill(&prompt)?;
+    Ok(t.elapsed())
+}
+
+/// One timed greedy generation.
+#[derive(Debug, Clone)]
+pub struct DecodeRun {
+    /// Seconds the fill of the depth took (untimed in `stats`).
+    pub fill_s: f64,
+    /// The generation's counts and times (`decode_steps` tokens in
+    /// `decode_time`).
+    pub stats: crate::GenerationStats,
+    /// Host time per stage of the forward runs of the generation.
+    pub run_times: RunTimes,
+}
+
+/// Greedy generation of `n_gen` tokens after filling `depth`: one token is
+/// fed, then `n_gen` decode steps run (the argmax on the device), as
+/// `Generator::generate` runs them for users.
+pub fn time_decode(generator: &mut Generator, n_gen: usize, depth: usize) -> Result<DecodeRun> {
+    let fill_s = fill(generator, depth)?.as_secs_f64();
+    let mut greedy = Sampler::new(SamplerConfig::default())?;
+    let options = GenerateOptions { max_new_tokens: n_gen + 1, stop_tokens: Vec::new(), stop_at_eos: false };
+    generator.reset_run_times();
+    let (_, stats) = generator.generate(&[1], &options, &mut greedy, |_| {})?;
+    Ok(DecodeRun { fill_s, stats, run_times: generator.run_times() })
+}
+
+/// What a `llama-bench` row measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Test {
+    /// Prompt processing of this many tokens (`ppN`).
+    Prompt(usize),
+    /// Generation of this many tokens (`tgN`).
+    Generate(usize),
+}
+
+impl Test {
+    /// `pp512` or `tg128`.
+    pub fn name(&self) -> String {
+        match self {
+            Test::Prompt(n) => format!("pp{n}"),
+            Test::Generate(n) => format!("tg{n}"),
+        }
+    }
+
+    /// The tokens timed.
+    pub fn n_tokens(&self) -> usize {
+        match *self {
+            Test::Prompt(n) | Test::Generate(n) => n,
+        }
+    }
+}
+
+/// One row of a `llama-bench` table: a test at a depth, over repeats.
+#[derive(Debug, Clone)]
+pub struct Row {
+    /// The test.
+    pub test: Test,
+    /// Tokens in the KV cache before the test.
+    pub depth: usize,
+    /// Tokens per second of each repeat.
+    pub samples: Vec<f64>,
+    /// Their summary.
+    pub tokens_per_s: Summary,
+}
+
+/// The `llama-bench` grid: every prompt size and every generation length,
+/// each at every depth; one warm-up run per row, then `repeats` timed runs.
+/// A row whose depth plus tokens exceed the context is a
+/// [`Error::ContextOverflow`].
+pub fn llama_bench(
+    generator: &mut Generator,
+    prompts: &[usize],
+    gens: &[usize],
+    depths: &[usize],
+    repeats: usize,
+) -> Result<Vec<Row>> {
+    let context = generator.metadata().max_context_len;
+    let mut rows = Vec::new();
+    for &depth in depths {
+        let tests = prompts.iter().map(|&p| Test::Prompt(p)).chain(gens.iter().map(|&g| Test::Generate(g)));
+        for test in tests {
+            // `generate` feeds one token before the `n` it times.
+            let need = depth + test.n_tokens() + usize::from(matches!(test, Test::Generate(_)));
+            if need > context {
+                return Err(Error::ContextOverflow { prompt: depth, new: need - depth, context });
+            }
+            let once = |g: &mut Generator| -> Result<f64> {
+                Ok(match test {
+                    Test::Prompt(n) => n as f64 / time_prompt(g, n, depth)?.as_secs_f64().max(1e-9),
+                    Test::Generate(n) => time_decode(g, n, depth)?.stats.decode_tokens_per_s(),
+                })
+            };
+            once(generator)?;
+            let samples = (0..repeats.max(1)).map(|_| once(generator)).collect::<Result<Vec<f64>>>()?;
+            let tokens_per_s = Summary::of(&samples).expect("at least one repeat");
+            rows.push(Row { test, depth, samples, tokens_per_s });
+        }
+    }
+    generator.reset();
+    Ok(rows)
+}
+
+/// One call's dispatch count and profile.
+#[derive(Debug, Clone)]
+pub struct CallProfile {
+    /// Dispatches the call records.
+    pub dispatches: usize,
+    /// Per op name (with its kernels): nodes and total nanoseconds, slowest
+    /// first.
+    pub by_op: Vec<(String, usize, f64)>,
+}
+
+/// Dispatches one `forward` call of `n` tokens at position `pos` records,
+/// and its time per op name and kernels (summed over nodes, slowest first),
+/// from a second copy of `forward` run once plainly, then again with
+/// per-dispatch profiling (so the times include per-dispatch overhead, and
+/// are wall times where the adapter has no timestamps).
+pub fn call_profile(
+    rt: &Runtime,
+    program: &Program,
+    options: &LoadOptions,
+    n: usize,
+    pos: usize,
+) -> Result<CallProfile> {
+    let runtime = |during| move |source| Error::Runtime { during, source };
+    let mut forward = rt.load_with(program, "forward", options).map_err(runtime("loading method forward"))?;
+    let inputs = || -> Result<[Tensor; 2]> {
+        let ids: Vec<u8> = (0..n as i64).flat_map(|t| (t % 100).to_le_bytes()).collect();
+        let token = Tensor::new(DType::I64, vec![1, n as u64], ids).map_err(runtime("building the tokens input"))?;
+        let pos = Tensor::new(DType::I64, vec![1], (pos as i64).to_le_bytes().to_vec())
+            .map_err(runtime("building the input_pos input"))?;
+        Ok([token, pos])
+    };
+    forward.run(&inputs()?).map_err(runtime("running forward"))?;
+    let dispatches = forward.n_dispatches();
+    forward.set_profiling(true);
+    forward.run(&inputs()?).map_err(runtime("running forward"))?;
+    let mut by_op: Vec<(String, usize, f64)> = Vec::new();
+    for node in forward.profile() {
+        let key = if node.kernels.is_empty() { node.op } else { format!("{} [{}]", node.op, node.kernels.join(", ")) };
+        match by_op.iter_mut().find(|(k, _, _)| *k == key) {
+            Some(entry) => {
+                entry.1 += 1;
+                entry.2 += node.nanos;
+            }
+            None => by_op.push((key, 1, node.nanos)),
+        }
+    }
+    by_op.sort_by(|a, b| b.2.total_cmp(&a.2));
+    Ok(CallProfile { dispatches, by_op })
+}
+
+#[cfg(test)]
+mod tests;
