@@ -6,7 +6,7 @@
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::TcpStream;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -37,7 +37,7 @@ fn tmp_file(name: &str, bytes: &[u8]) -> PathBuf {
 }
 
 /// Starts `etwgpu serve` on a free port and waits for its listening line.
-fn serve(model: &PathBuf, tokenizer: &PathBuf, extra: &[&str]) -> Server {
+fn serve(model: &Path, tokenizer: &Path, extra: &[&str]) -> Server {
     let mut child = Command::new(env!("CARGO_BIN_EXE_etwgpu"))
         .args(["serve", "--model", model.to_str().unwrap(), "--tokenizer", tokenizer.to_str().unwrap()])
         .args(["--host", "127.0.0.1", "--port", "0"])
