@@ -159,8 +159,9 @@ def results(out):
     return bw, ours, cells
 
 
-def performance_section(run_dir):
-    """The README's Performance section, from one committed run folder."""
+def performance_section(run_dir, label=None):
+    """The README's Performance section, from one committed run folder
+    (`label`: how the text names that folder)."""
     bw, ours, cells = results(run_dir)
     meta = {}
     if os.path.exists(os.path.join(run_dir, "meta.json")):
@@ -169,8 +170,8 @@ def performance_section(run_dir):
     adapter = bw["adapter"] if bw else "?"
     modes = sorted({m for (_, m, _) in cells})
     out = [
-        f"Measured {date} on one {adapter} (Vulkan, wgpu 30), batch 1, by `tools/device/run.sh`; "
-        f"raw files in `{run_dir.rstrip('/')}`"
+        f"Measured {date} on one {adapter} (Vulkan, wgpu 30), batch 1, by the device tools of `tools/device/`; "
+        f"raw files in `{(label or run_dir).rstrip('/')}`"
         + (f", commit {meta['commit']}" if meta.get("commit") else "")
         + ". "
         + ("PyTorch peers (bf16, the same shapes and random weights, `tools/device/peers.py`) were "
@@ -211,7 +212,7 @@ def readme(path, check):
     if not m:
         sys.exit(f"{path}: no '<!-- performance: DIR -->' ... '<!-- performance end -->' markers")
     root = os.path.dirname(os.path.abspath(path))
-    body = performance_section(os.path.join(root, m.group("dir"))) + "\n"
+    body = performance_section(os.path.join(root, m.group("dir")), m.group("dir")) + "\n"
     if check:
         if m.group("body") != body:
             sys.exit(f"{path}: the Performance section drifted from {m.group('dir')}; "
