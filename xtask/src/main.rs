@@ -60,7 +60,12 @@ fn ci(root: &Path) -> Result<(), String> {
     codegen::check(root)?;
     tidy::check(root)?;
     // The README's Performance section is generated from committed raw device results.
-    run(Command::new("python3").current_dir(root).args(["tools/device/report.py", "--readme", "README.md", "--check"]))?;
+    run(Command::new("python3").current_dir(root).args([
+        "tools/device/report.py",
+        "--readme",
+        "README.md",
+        "--check",
+    ]))?;
     run(cargo_cmd(&["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]).env("RUSTFLAGS", ""))?;
     run(&mut cargo_cmd(&["test", "--workspace"]))?;
     python::test(root)?;
