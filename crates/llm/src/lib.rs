@@ -43,6 +43,8 @@
 //! ```
 #![warn(missing_docs)]
 
+// The bench drives the blocking API, which exists on native targets only.
+#[cfg(not(target_arch = "wasm32"))]
 pub mod bench;
 pub mod error;
 pub mod generator;
