@@ -1,5 +1,9 @@
 //! A loaded delegate call: buffers, constants, the lowered op chain, and `run`.
 //!
+//! Over the house limit of about 600 lines, for now: splitting it by concern
+//! (one delegate, buffers and arenas, the compiled dispatch plan, device
+//! argmax, profiling) is the open part of the runtime-rooms issue.
+//!
 //! Load: the chain is fused ([`etwgpu_graph::fuse`], unless
 //! [`LoadOptions::fuse`] is off), every op is looked up in the kernel
 //! table and lowered at the declared (maximum) shapes (by

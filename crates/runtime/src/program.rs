@@ -1,5 +1,9 @@
 //! A whole method: the ExecutionPlan's instruction chain, run in order.
 //!
+//! Over the house limit of about 600 lines, for now: splitting it by concern
+//! (one delegate, buffers and arenas, the compiled dispatch plan, device
+//! argmax, profiling) is the open part of the runtime-rooms issue.
+//!
 //! Each Vulkan DelegateCall becomes a [`LoadedDelegate`] (the
 //! single-delegate machinery of [`crate::method`]). A KernelCall runs on
 //! the GPU when its functional op is in the kernel table (`aten::log` +
