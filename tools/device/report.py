@@ -46,23 +46,7 @@ def fmt(x, digits=1):
 
 
 def main(out):
-    bw = None
-    path = os.path.join(out, "bandwidth.json")
-    if os.path.exists(path):
-        with open(path) as f:
-            lines = [json.loads(line) for line in f if line.strip()]
-        bw = next((line for line in lines if isinstance(line, dict) and "gb_per_s" in line), None)
-    # Runs of one model and weights (e.g. short and long lengths in two
-    # calls) merge into one section.
-    ours = {}
-    for p in sorted(glob.glob(os.path.join(out, "etwgpu_*.json"))):
-        r = load(p)
-        name = f"{r['model']}_{'q4' if r['weights'].startswith('Q4') else 'fp32'}"
-        if name in ours:
-            ours[name]["prefill"] += r["prefill"]
-            ours[name]["decode"] += r["decode"]
-        else:
-            ours[name] = r
+    bw, ours, _ = results(out)
     peers = {os.path.basename(p)[len("peers_"):-5]: load(p) for p in sorted(glob.glob(os.path.join(out, "peers_*.json")))}
     if bw:
         print(f"Copy bandwidth ({bw['adapter']}): {bw['gb_per_s']:,.0f} GB/s read+write, WGSL vec4 kernel\n")
