@@ -1,5 +1,8 @@
 //! The `.pte` container: the `eh00` header, segments, named data, and the
 //! execution plans (methods) with their values, instructions and delegates.
+//!
+//! Over the house limit of about 600 lines: the reader follows the
+//! `program.fbs` tables one by one, with a bounds check per field.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
