@@ -28,10 +28,14 @@
 //!    `et_vk.conv_with_clamp` followed (directly or through a view) by a
 //!    unary activation or SiLU (`mul(y, sigmoid(y))`) become the `_act`
 //!    variants, the activation applied in the kernel's epilogue.
-//! 4. **Elementwise chains**: unary and broadcasting binary float ops whose
+//! 4. **Residual add and RMS norm**: `et_vk.rms_norm` of the output of an
+//!    `aten.add` (alpha 1) of two tensors of the same shape and dtype, with
+//!    a constant weight, becomes one `etwgpu.add_rms_norm` at the add,
+//!    which still writes the sum for its other readers (the next residual).
+//! 5. **Elementwise chains**: unary and broadcasting binary float ops whose
 //!    results feed only the next op become one `etwgpu.fused_elementwise`
 //!    whose kernel is generated from the expression at lowering.
-//! 5. **Dead ops**: ops none of whose results is read (the views that fused
+//! 6. **Dead ops**: ops none of whose results is read (the views that fused
 //!    inputs no longer need) are dropped.
 //!
 //! Matches are on graph structure only (op names, how values flow,
@@ -86,6 +90,8 @@ pub enum FusionKind {
     Bias,
     /// An activation taken into a linear, addmm or convolution.
     Activation,
+    /// A residual add and the RMS norm of its result.
+    AddNorm,
     /// A chain of elementwise ops.
     Elementwise,
     /// An op whose results nothing reads.
@@ -101,6 +107,7 @@ impl FusionKind {
             FusionKind::Qkv => "qkv",
             FusionKind::Bias => "bias",
             FusionKind::Activation => "activation",
+            FusionKind::AddNorm => "add norm",
             FusionKind::Elementwise => "elementwise",
             FusionKind::DeadOp => "dead op",
         }
@@ -158,6 +165,7 @@ pub fn fuse(graph: &VkGraph, options: &FuseOptions) -> Fused {
     rw.swiglu();
     rw.qkv();
     rw.epilogues();
+    rw.add_norms();
     rw.elementwise();
     rw.dead_ops();
     // A fused chain that does not lower where the exported one did would
@@ -825,6 +833,59 @@ impl Rewriter {
             }
         }
         self.apply(edits);
+    }
+
+    // 4. Residual add and RMS norm.
+
+    fn add_norms(&mut self) {
+        // a, b, the weight, the sum and the normed output.
+        if self.options.max_storage_buffers < 5 {
+            return;
+        }
+        let u = Uses::new(&self.g);
+        let mut edits: BTreeMap<usize, Edit> = BTreeMap::new();
+        for p in 0..self.g.chain.len() {
+            let Some((add, [a, b, weight, eps, sum, out])) = self.match_add_norm(&u, p) else { continue };
+            if edits.contains_key(&add) || edits.contains_key(&p) {
+                continue;
+            }
+            let outs = self.push(VkValue::ValueList(vec![sum, out]));
+            let call = self.call(add, "etwgpu.add_rms_norm.default", vec![a, b, weight, eps, outs]);
+            self.record(FusionKind::AddNorm, &[add, p], "etwgpu.add_rms_norm.default");
+            edits.insert(add, Edit::Replace(vec![call]));
+            edits.insert(p, Edit::Remove);
+        }
+        self.apply(edits);
+    }
+
+    /// `et_vk.rms_norm(z, weight, eps, out)` at op `p` whose input is the
+    /// output of an `aten.add(a, b, alpha 1)` of two tensors of z's shape
+    /// and dtype, with a constant weight: the add's index and the fused op's
+    /// arguments `[a, b, weight, eps, z, out]`. The fused op runs at the
+    /// add, where `a` and `b` are read today; the norm's output is written
+    /// once, by the norm, so its readers all come later.
+    fn match_add_norm(&self, u: &Uses, p: usize) -> Option<(usize, [ValueId; 6])> {
+        if self.op(p)? != OpId::RmsNorm {
+            return None;
+        }
+        let &[z, weight, eps, out] = self.args(p) else { return None };
+        let add = u.producer[z.idx()]?;
+        if self.op(add)? != OpId::Add || add >= p {
+            return None;
+        }
+        let &[a, b, alpha, sum] = self.args(add) else { return None };
+        let one = matches!(self.g.value(alpha), VkValue::Int(1)) || *self.g.value(alpha) == VkValue::Double(1.0);
+        let dtype = self.float(z)?;
+        let dims = self.dims(z)?;
+        let same = |v: ValueId| self.float(v) == Some(dtype) && self.dims(v) == Some(dims);
+        let ok = one
+            && sum == z
+            && same(a)
+            && same(b)
+            && self.float(out) == Some(dtype)
+            && self.tensor(weight).is_some_and(|t| t.constant.is_some())
+            && [z, out, a, b].iter().all(|v| !u.mutable[v.idx()]);
+        ok.then_some((add, [a, b, weight, eps, z, out]))
     }
 
     /// `y = op(..)` read only by `add(y, b)` (either order, alpha 1) with a

@@ -1,21 +1,26 @@
 //! Decode route of `et_vk.linear_q4gsw` (at most `MAX_ROWS` rows of x):
 //! `out[m, n] = sum_k x[m, k] * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`.
 //!
-//! Bandwidth-bound: each weight byte is read once. A workgroup computes
-//! `COLS` output columns with `LANES` invocations each; a lane reads one
-//! 16-byte word of its column's packed row at a time (32 nibbles: one scale
-//! group, since the host routes here only when `group % 32 == 0` and
-//! `K % 32 == 0`), dequantizes in registers, and dots it with x for every
-//! row. The lanes of a column are adjacent, so their reads are coalesced;
-//! their partial sums meet in shared memory. Accumulation is f32.
+//! Bandwidth-bound: each weight byte is read once. A workgroup owns `cols`
+//! adjacent output columns (the host picks 8, 16 or 32: more columns per
+//! workgroup for wide layers, more workgroups for narrow ones); invocation
+//! `i` computes column `i % cols` over K slice `i / cols`, the slices
+//! interleaved by 16-byte words (32 nibbles, one scale group: the host
+//! routes here only when `group % 32 == 0` and `K % 32 == 0`).
+//!
+//! Adjacent invocations are adjacent columns at the same word, so a
+//! subgroup reads one address of x (a broadcast: x is read once per
+//! `cols` columns, not once per column, which would cost 8 bytes of x per
+//! byte of weight) and one contiguous run of scales; the slices of a
+//! column read adjacent words of its row. Two words are loaded before
+//! either is used. The slices meet in a workgroup-memory tree (no
+//! subgroup operations: it runs in the browser too). Accumulation is f32.
 // variants: f32 f16
 
 alias Elem = f32;
 
-/// Invocations per column.
-const LANES: u32 = 32u;
-/// Columns per workgroup (`LANES * COLS` = 256 invocations).
-const COLS: u32 = 8u;
+/// Invocations per workgroup.
+const WG: u32 = 256u;
 /// Most rows of x (the host routes larger M to `q4_gemm.wgsl`).
 const MAX_ROWS: u32 = 4u;
 
@@ -31,8 +36,9 @@ struct Params {
     /// Inputs per scale group (a multiple of 32).
     group_size: u32,
     has_bias: u32,
+    /// Columns per workgroup: 8, 16 or 32.
+    cols: u32,
     _pad0: u32,
-    _pad1: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -42,70 +48,58 @@ struct Params {
 @group(0) @binding(4) var<storage, read> bias: array<Elem>;
 @group(0) @binding(5) var<storage, read_write> out: array<Elem>;
 
-var<workgroup> partial: array<f32, 1024>;
+/// Per invocation, its slice's sums for the four rows.
+var<workgroup> partial: array<vec4<f32>, WG>;
 
-/// Nibbles `4i .. 4i + 4` of `word`, as signed weights.
-fn low4(word: u32) -> vec4<f32> {
-    return vec4<f32>(vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u)) - 8.0;
-}
+// include: q4_dot.wgsl
 
-fn high4(word: u32) -> vec4<f32> {
-    return low4(word >> 16u);
-}
-
-@compute @workgroup_size(256)
+@compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
-    let lane = lid % LANES;
-    let c = lid / LANES;
-    let col = (wid.y * groups.x + wid.x) * COLS + c;
+    let cols = p.cols;
+    let c = lid % cols;
+    let slice = lid / cols;
+    let slices = WG / cols;
+    let target_col = (wid.y * groups.x + wid.x) * cols + c;
+    // Columns past N compute the last column (control flow stays uniform)
+    // and store nothing.
+    let col = min(target_col, p.n - 1u);
     let words = p.k / 32u;
     let x_row = p.k / 4u;
-    var acc = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
-    if col < p.n {
-        for (var w = lane; w < words; w += LANES) {
-            let q = weights[col * words + w];
-            let s = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
-            let w0 = low4(q.x);
-            let w1 = high4(q.x);
-            let w2 = low4(q.y);
-            let w3 = high4(q.y);
-            let w4 = low4(q.z);
-            let w5 = high4(q.z);
-            let w6 = low4(q.w);
-            let w7 = high4(q.w);
-            for (var r = 0u; r < p.m; r++) {
-                let b = r * x_row + w * 8u;
-                var d = dot(vec4<f32>(x[b]), w0) + dot(vec4<f32>(x[b + 1u]), w1);
-                d += dot(vec4<f32>(x[b + 2u]), w2) + dot(vec4<f32>(x[b + 3u]), w3);
-                d += dot(vec4<f32>(x[b + 4u]), w4) + dot(vec4<f32>(x[b + 5u]), w5);
-                d += dot(vec4<f32>(x[b + 6u]), w6) + dot(vec4<f32>(x[b + 7u]), w7);
-                acc[r] += d * s;
-            }
-        }
+    let row = col * words;
+    var acc = vec4<f32>();
+    var w = slice;
+    for (; w + slices < words; w += 2u * slices) {
+        let q0 = weights[row + w];
+        let q1 = weights[row + w + slices];
+        let s0 = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
+        let s1 = f32(scales[((w + slices) * 32u / p.group_size) * p.n_pad + col]);
+        acc = rows4(acc, q0, w * 8u, x_row, p.m, s0);
+        acc = rows4(acc, q1, (w + slices) * 8u, x_row, p.m, s1);
     }
-    for (var r = 0u; r < MAX_ROWS; r++) {
-        partial[r * 256u + lid] = acc[r];
+    if w < words {
+        let s = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
+        acc = rows4(acc, weights[row + w], w * 8u, x_row, p.m, s);
     }
+    partial[lid] = acc;
     workgroupBarrier();
-    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
-        if lane < stride {
-            for (var r = 0u; r < MAX_ROWS; r++) {
-                partial[r * 256u + lid] += partial[r * 256u + lid + stride];
-            }
+    for (var stride = slices / 2u; stride > 0u; stride /= 2u) {
+        if slice < stride {
+            partial[lid] += partial[lid + stride * cols];
         }
         workgroupBarrier();
     }
-    if lane == 0u && col < p.n {
+    if slice == 0u && target_col < p.n {
+        let v = partial[lid];
+        var b = 0.0;
+        if p.has_bias != 0u {
+            b = f32(bias[col]);
+        }
         for (var r = 0u; r < p.m; r++) {
-            var v = partial[r * 256u + lid];
-            if p.has_bias != 0u {
-                v += f32(bias[col]);
-            }
-            out[r * p.n + col] = Elem(v);
+            out[r * p.n + col] = Elem(v[r] + b);
         }
     }
 }

@@ -21,6 +21,15 @@ use etwgpu_kernels::{Shader, ShaderId};
 
 use crate::error::{Error, Result};
 
+/// `ETWGPU_SHADER_CHECKS=no-loop-bound` compiles shaders without the loop
+/// guard wgpu adds to every loop (a counter that stops a runaway loop);
+/// bounds checks stay. Opt-in, to measure what the guard costs.
+pub const SHADER_CHECKS_ENV: &str = "ETWGPU_SHADER_CHECKS";
+
+fn loop_checks_off() -> bool {
+    std::env::var(SHADER_CHECKS_ENV).is_ok_and(|v| v == "no-loop-bound")
+}
+
 /// Compute pipelines keyed by shader variant, or by source for generated
 /// shaders.
 #[derive(Debug)]
@@ -85,10 +94,23 @@ impl PipelineCache {
             self.check_limits(*id)?;
         }
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let module = self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        let descriptor = wgpu::ShaderModuleDescriptor {
             label: Some(shader.label()),
             source: wgpu::ShaderSource::Wgsl(shader.source().into()),
-        });
+        };
+        let module = if loop_checks_off() {
+            let mut checks = wgpu::ShaderRuntimeChecks::checked();
+            checks.force_loop_bounding = false;
+            // SAFETY: buffer bounds checks stay on (done by the driver
+            // where it has robustBufferAccess2, else injected by naga), so
+            // no access leaves its binding. Only the loop guard is dropped:
+            // every loop of every kernel is bounded by a uniform that its
+            // host rule validated (sizes, strides, counts), so none is
+            // infinite; the switch is opt-in (`SHADER_CHECKS_ENV`).
+            unsafe { self.device.create_shader_module_trusted(descriptor, checks) }
+        } else {
+            self.device.create_shader_module(descriptor)
+        };
         let pipeline = self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
             label: Some(shader.label()),
             layout: None,

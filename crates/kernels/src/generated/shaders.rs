@@ -6,6 +6,8 @@
 /// A shader family: one file in `crates/kernels/wgsl/`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Family {
+    /// `add_rms_norm.wgsl`.
+    AddRmsNorm,
     /// `arg_reduce.wgsl`.
     ArgReduce,
     /// `attention.wgsl`.
@@ -160,6 +162,10 @@ pub struct ShaderNeeds {
 /// One generated shader: a family compiled for one variant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ShaderId {
+    /// `add_rms_norm.wgsl` with `Elem = f32`.
+    AddRmsNormF32,
+    /// `add_rms_norm.wgsl` with `Elem = f16`.
+    AddRmsNormF16,
     /// `arg_reduce.wgsl` with `Elem = f32`.
     ArgReduceF32,
     /// `arg_reduce.wgsl` with `Elem = f16`.
@@ -431,6 +437,8 @@ pub enum ShaderId {
 impl ShaderId {
     /// Every shader, in family then variant order.
     pub const ALL: &[ShaderId] = &[
+        ShaderId::AddRmsNormF32,
+        ShaderId::AddRmsNormF16,
         ShaderId::ArgReduceF32,
         ShaderId::ArgReduceF16,
         ShaderId::AttentionF32,
@@ -569,6 +577,8 @@ impl ShaderId {
     /// Its family.
     pub const fn family(self) -> Family {
         match self {
+            ShaderId::AddRmsNormF32 => Family::AddRmsNorm,
+            ShaderId::AddRmsNormF16 => Family::AddRmsNorm,
             ShaderId::ArgReduceF32 => Family::ArgReduce,
             ShaderId::ArgReduceF16 => Family::ArgReduce,
             ShaderId::AttentionF32 => Family::Attention,
@@ -708,6 +718,8 @@ impl ShaderId {
     /// Its variant.
     pub const fn variant(self) -> Variant {
         match self {
+            ShaderId::AddRmsNormF32 => Variant::F32,
+            ShaderId::AddRmsNormF16 => Variant::F16,
             ShaderId::ArgReduceF32 => Variant::F32,
             ShaderId::ArgReduceF16 => Variant::F16,
             ShaderId::AttentionF32 => Variant::F32,
@@ -847,6 +859,8 @@ impl ShaderId {
     /// A label such as `binary.f32`.
     pub const fn label(self) -> &'static str {
         match self {
+            ShaderId::AddRmsNormF32 => "add_rms_norm.f32",
+            ShaderId::AddRmsNormF16 => "add_rms_norm.f16",
             ShaderId::ArgReduceF32 => "arg_reduce.f32",
             ShaderId::ArgReduceF16 => "arg_reduce.f16",
             ShaderId::AttentionF32 => "attention.f32",
@@ -986,6 +1000,8 @@ impl ShaderId {
     /// The WGSL source.
     pub const fn source(self) -> &'static str {
         match self {
+            ShaderId::AddRmsNormF32 => ADD_RMS_NORM_F32,
+            ShaderId::AddRmsNormF16 => ADD_RMS_NORM_F16,
             ShaderId::ArgReduceF32 => ARG_REDUCE_F32,
             ShaderId::ArgReduceF16 => ARG_REDUCE_F16,
             ShaderId::AttentionF32 => ATTENTION_F32,
@@ -1126,6 +1142,18 @@ impl ShaderId {
     /// memory), as naga reads it (overrides at their defaults).
     pub const fn needs(self) -> ShaderNeeds {
         match self {
+            ShaderId::AddRmsNormF32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 5,
+                uniform_buffers: 1,
+                workgroup_bytes: 1024,
+            },
+            ShaderId::AddRmsNormF16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 5,
+                uniform_buffers: 1,
+                workgroup_bytes: 1024,
+            },
             ShaderId::ArgReduceF32 => {
                 ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 512 }
             }
@@ -1651,6 +1679,8 @@ impl ShaderId {
     /// The shader of `family` for `variant`, if that variant exists.
     pub const fn find(family: Family, variant: Variant) -> Option<ShaderId> {
         match (family, variant) {
+            (Family::AddRmsNorm, Variant::F32) => Some(ShaderId::AddRmsNormF32),
+            (Family::AddRmsNorm, Variant::F16) => Some(ShaderId::AddRmsNormF16),
             (Family::ArgReduce, Variant::F32) => Some(ShaderId::ArgReduceF32),
             (Family::ArgReduce, Variant::F16) => Some(ShaderId::ArgReduceF16),
             (Family::Attention, Variant::F32) => Some(ShaderId::AttentionF32),
@@ -1788,6 +1818,138 @@ impl ShaderId {
         }
     }
 }
+
+/// `add_rms_norm.wgsl` with `Elem = f32`.
+pub const ADD_RMS_NORM_F32: &str = r#"//! `etwgpu.add_rms_norm`, a residual add and the RMS norm that reads it
+//! (fused by the graph's fusion pass): per row of `n`,
+//! `sum = a + b` (stored, as the add would), then
+//! `out = sum / sqrt(mean(sum^2) + eps) * weight` from the stored sum. One
+//! workgroup per row, as `rms_norm.wgsl`; f32 math.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup; the reduction assumes a power of two.
+const WG: u32 = 256u;
+
+struct Params {
+    rows: u32,
+    n: u32,
+    eps: f32,
+    _pad0: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> a: array<Elem>;
+@group(0) @binding(2) var<storage, read> b: array<Elem>;
+@group(0) @binding(3) var<storage, read> weight: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> sum: array<Elem>;
+@group(0) @binding(5) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> partial: array<f32, WG>;
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let r = wid.y * groups.x + wid.x;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if r >= p.rows {
+        return;
+    }
+    let base = r * p.n;
+    var sq = 0.0;
+    for (var j = lid; j < p.n; j += WG) {
+        // Rounded to the tensor's dtype first, as the add's output is.
+        let s = Elem(f32(a[base + j]) + f32(b[base + j]));
+        sum[base + j] = s;
+        let v = f32(s);
+        sq += v * v;
+    }
+    partial[lid] = sq;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            partial[lid] += partial[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    let rstd = inverseSqrt(partial[0] / f32(p.n) + p.eps);
+    // Each invocation reads back only the elements it wrote.
+    for (var j = lid; j < p.n; j += WG) {
+        out[base + j] = Elem(f32(sum[base + j]) * rstd * f32(weight[j]));
+    }
+}
+"#;
+
+/// `add_rms_norm.wgsl` with `Elem = f16`.
+pub const ADD_RMS_NORM_F16: &str = r#"enable f16;
+
+//! `etwgpu.add_rms_norm`, a residual add and the RMS norm that reads it
+//! (fused by the graph's fusion pass): per row of `n`,
+//! `sum = a + b` (stored, as the add would), then
+//! `out = sum / sqrt(mean(sum^2) + eps) * weight` from the stored sum. One
+//! workgroup per row, as `rms_norm.wgsl`; f32 math.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup; the reduction assumes a power of two.
+const WG: u32 = 256u;
+
+struct Params {
+    rows: u32,
+    n: u32,
+    eps: f32,
+    _pad0: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> a: array<Elem>;
+@group(0) @binding(2) var<storage, read> b: array<Elem>;
+@group(0) @binding(3) var<storage, read> weight: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> sum: array<Elem>;
+@group(0) @binding(5) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> partial: array<f32, WG>;
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let r = wid.y * groups.x + wid.x;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if r >= p.rows {
+        return;
+    }
+    let base = r * p.n;
+    var sq = 0.0;
+    for (var j = lid; j < p.n; j += WG) {
+        // Rounded to the tensor's dtype first, as the add's output is.
+        let s = Elem(f32(a[base + j]) + f32(b[base + j]));
+        sum[base + j] = s;
+        let v = f32(s);
+        sq += v * v;
+    }
+    partial[lid] = sq;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            partial[lid] += partial[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    let rstd = inverseSqrt(partial[0] / f32(p.n) + p.eps);
+    // Each invocation reads back only the elements it wrote.
+    for (var j = lid; j < p.n; j += WG) {
+        out[base + j] = Elem(f32(sum[base + j]) * rstd * f32(weight[j]));
+    }
+}
+"#;
 
 /// `arg_reduce.wgsl` with `Elem = f32`.
 pub const ARG_REDUCE_F32: &str = r#"//! `argmax` / `argmin` over a set of dims, as in `reduce.wgsl`: one
@@ -10693,21 +10855,26 @@ fn main(
 pub const Q4_GEMV_F32: &str = r#"//! Decode route of `et_vk.linear_q4gsw` (at most `MAX_ROWS` rows of x):
 //! `out[m, n] = sum_k x[m, k] * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`.
 //!
-//! Bandwidth-bound: each weight byte is read once. A workgroup computes
-//! `COLS` output columns with `LANES` invocations each; a lane reads one
-//! 16-byte word of its column's packed row at a time (32 nibbles: one scale
-//! group, since the host routes here only when `group % 32 == 0` and
-//! `K % 32 == 0`), dequantizes in registers, and dots it with x for every
-//! row. The lanes of a column are adjacent, so their reads are coalesced;
-//! their partial sums meet in shared memory. Accumulation is f32.
+//! Bandwidth-bound: each weight byte is read once. A workgroup owns `cols`
+//! adjacent output columns (the host picks 8, 16 or 32: more columns per
+//! workgroup for wide layers, more workgroups for narrow ones); invocation
+//! `i` computes column `i % cols` over K slice `i / cols`, the slices
+//! interleaved by 16-byte words (32 nibbles, one scale group: the host
+//! routes here only when `group % 32 == 0` and `K % 32 == 0`).
+//!
+//! Adjacent invocations are adjacent columns at the same word, so a
+//! subgroup reads one address of x (a broadcast: x is read once per
+//! `cols` columns, not once per column, which would cost 8 bytes of x per
+//! byte of weight) and one contiguous run of scales; the slices of a
+//! column read adjacent words of its row. Two words are loaded before
+//! either is used. The slices meet in a workgroup-memory tree (no
+//! subgroup operations: it runs in the browser too). Accumulation is f32.
 // variants: f32 f16
 
 alias Elem = f32;
 
-/// Invocations per column.
-const LANES: u32 = 32u;
-/// Columns per workgroup (`LANES * COLS` = 256 invocations).
-const COLS: u32 = 8u;
+/// Invocations per workgroup.
+const WG: u32 = 256u;
 /// Most rows of x (the host routes larger M to `q4_gemm.wgsl`).
 const MAX_ROWS: u32 = 4u;
 
@@ -10723,8 +10890,9 @@ struct Params {
     /// Inputs per scale group (a multiple of 32).
     group_size: u32,
     has_bias: u32,
+    /// Columns per workgroup: 8, 16 or 32.
+    cols: u32,
     _pad0: u32,
-    _pad1: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -10734,70 +10902,88 @@ struct Params {
 @group(0) @binding(4) var<storage, read> bias: array<Elem>;
 @group(0) @binding(5) var<storage, read_write> out: array<Elem>;
 
-var<workgroup> partial: array<f32, 1024>;
+/// Per invocation, its slice's sums for the four rows.
+var<workgroup> partial: array<vec4<f32>, WG>;
 
 /// Nibbles `4i .. 4i + 4` of `word`, as signed weights.
 fn low4(word: u32) -> vec4<f32> {
     return vec4<f32>(vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u)) - 8.0;
 }
 
-fn high4(word: u32) -> vec4<f32> {
-    return low4(word >> 16u);
+/// The 16-byte word `q` (32 nibbles, inputs `8b .. 8b + 32` of a row of x)
+/// dotted with x from vec4 `b`.
+fn dot32(q: vec4<u32>, b: u32) -> f32 {
+    var d = dot(vec4<f32>(x[b]), low4(q.x)) + dot(vec4<f32>(x[b + 1u]), low4(q.x >> 16u));
+    d += dot(vec4<f32>(x[b + 2u]), low4(q.y)) + dot(vec4<f32>(x[b + 3u]), low4(q.y >> 16u));
+    d += dot(vec4<f32>(x[b + 4u]), low4(q.z)) + dot(vec4<f32>(x[b + 5u]), low4(q.z >> 16u));
+    d += dot(vec4<f32>(x[b + 6u]), low4(q.w)) + dot(vec4<f32>(x[b + 7u]), low4(q.w >> 16u));
+    return d;
 }
 
-@compute @workgroup_size(256)
+/// One word's contribution to the (up to four) rows of x, each `x_row`
+/// vec4s long: `acc[r] += dot32(q, r * x_row + b) * s` for `r < m`.
+fn rows4(acc: vec4<f32>, q: vec4<u32>, b: u32, x_row: u32, m: u32, s: f32) -> vec4<f32> {
+    var a = acc;
+    a.x += dot32(q, b) * s;
+    if m > 1u {
+        a.y += dot32(q, x_row + b) * s;
+    }
+    if m > 2u {
+        a.z += dot32(q, 2u * x_row + b) * s;
+    }
+    if m > 3u {
+        a.w += dot32(q, 3u * x_row + b) * s;
+    }
+    return a;
+}
+
+@compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
-    let lane = lid % LANES;
-    let c = lid / LANES;
-    let col = (wid.y * groups.x + wid.x) * COLS + c;
+    let cols = p.cols;
+    let c = lid % cols;
+    let slice = lid / cols;
+    let slices = WG / cols;
+    let target_col = (wid.y * groups.x + wid.x) * cols + c;
+    // Columns past N compute the last column (control flow stays uniform)
+    // and store nothing.
+    let col = min(target_col, p.n - 1u);
     let words = p.k / 32u;
     let x_row = p.k / 4u;
-    var acc = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
-    if col < p.n {
-        for (var w = lane; w < words; w += LANES) {
-            let q = weights[col * words + w];
-            let s = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
-            let w0 = low4(q.x);
-            let w1 = high4(q.x);
-            let w2 = low4(q.y);
-            let w3 = high4(q.y);
-            let w4 = low4(q.z);
-            let w5 = high4(q.z);
-            let w6 = low4(q.w);
-            let w7 = high4(q.w);
-            for (var r = 0u; r < p.m; r++) {
-                let b = r * x_row + w * 8u;
-                var d = dot(vec4<f32>(x[b]), w0) + dot(vec4<f32>(x[b + 1u]), w1);
-                d += dot(vec4<f32>(x[b + 2u]), w2) + dot(vec4<f32>(x[b + 3u]), w3);
-                d += dot(vec4<f32>(x[b + 4u]), w4) + dot(vec4<f32>(x[b + 5u]), w5);
-                d += dot(vec4<f32>(x[b + 6u]), w6) + dot(vec4<f32>(x[b + 7u]), w7);
-                acc[r] += d * s;
-            }
-        }
+    let row = col * words;
+    var acc = vec4<f32>();
+    var w = slice;
+    for (; w + slices < words; w += 2u * slices) {
+        let q0 = weights[row + w];
+        let q1 = weights[row + w + slices];
+        let s0 = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
+        let s1 = f32(scales[((w + slices) * 32u / p.group_size) * p.n_pad + col]);
+        acc = rows4(acc, q0, w * 8u, x_row, p.m, s0);
+        acc = rows4(acc, q1, (w + slices) * 8u, x_row, p.m, s1);
     }
-    for (var r = 0u; r < MAX_ROWS; r++) {
-        partial[r * 256u + lid] = acc[r];
+    if w < words {
+        let s = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
+        acc = rows4(acc, weights[row + w], w * 8u, x_row, p.m, s);
     }
+    partial[lid] = acc;
     workgroupBarrier();
-    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
-        if lane < stride {
-            for (var r = 0u; r < MAX_ROWS; r++) {
-                partial[r * 256u + lid] += partial[r * 256u + lid + stride];
-            }
+    for (var stride = slices / 2u; stride > 0u; stride /= 2u) {
+        if slice < stride {
+            partial[lid] += partial[lid + stride * cols];
         }
         workgroupBarrier();
     }
-    if lane == 0u && col < p.n {
+    if slice == 0u && target_col < p.n {
+        let v = partial[lid];
+        var b = 0.0;
+        if p.has_bias != 0u {
+            b = f32(bias[col]);
+        }
         for (var r = 0u; r < p.m; r++) {
-            var v = partial[r * 256u + lid];
-            if p.has_bias != 0u {
-                v += f32(bias[col]);
-            }
-            out[r * p.n + col] = Elem(v);
+            out[r * p.n + col] = Elem(v[r] + b);
         }
     }
 }
@@ -10809,21 +10995,26 @@ pub const Q4_GEMV_F16: &str = r#"enable f16;
 //! Decode route of `et_vk.linear_q4gsw` (at most `MAX_ROWS` rows of x):
 //! `out[m, n] = sum_k x[m, k] * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`.
 //!
-//! Bandwidth-bound: each weight byte is read once. A workgroup computes
-//! `COLS` output columns with `LANES` invocations each; a lane reads one
-//! 16-byte word of its column's packed row at a time (32 nibbles: one scale
-//! group, since the host routes here only when `group % 32 == 0` and
-//! `K % 32 == 0`), dequantizes in registers, and dots it with x for every
-//! row. The lanes of a column are adjacent, so their reads are coalesced;
-//! their partial sums meet in shared memory. Accumulation is f32.
+//! Bandwidth-bound: each weight byte is read once. A workgroup owns `cols`
+//! adjacent output columns (the host picks 8, 16 or 32: more columns per
+//! workgroup for wide layers, more workgroups for narrow ones); invocation
+//! `i` computes column `i % cols` over K slice `i / cols`, the slices
+//! interleaved by 16-byte words (32 nibbles, one scale group: the host
+//! routes here only when `group % 32 == 0` and `K % 32 == 0`).
+//!
+//! Adjacent invocations are adjacent columns at the same word, so a
+//! subgroup reads one address of x (a broadcast: x is read once per
+//! `cols` columns, not once per column, which would cost 8 bytes of x per
+//! byte of weight) and one contiguous run of scales; the slices of a
+//! column read adjacent words of its row. Two words are loaded before
+//! either is used. The slices meet in a workgroup-memory tree (no
+//! subgroup operations: it runs in the browser too). Accumulation is f32.
 // variants: f32 f16
 
 alias Elem = f16;
 
-/// Invocations per column.
-const LANES: u32 = 32u;
-/// Columns per workgroup (`LANES * COLS` = 256 invocations).
-const COLS: u32 = 8u;
+/// Invocations per workgroup.
+const WG: u32 = 256u;
 /// Most rows of x (the host routes larger M to `q4_gemm.wgsl`).
 const MAX_ROWS: u32 = 4u;
 
@@ -10839,8 +11030,9 @@ struct Params {
     /// Inputs per scale group (a multiple of 32).
     group_size: u32,
     has_bias: u32,
+    /// Columns per workgroup: 8, 16 or 32.
+    cols: u32,
     _pad0: u32,
-    _pad1: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -10850,70 +11042,88 @@ struct Params {
 @group(0) @binding(4) var<storage, read> bias: array<Elem>;
 @group(0) @binding(5) var<storage, read_write> out: array<Elem>;
 
-var<workgroup> partial: array<f32, 1024>;
+/// Per invocation, its slice's sums for the four rows.
+var<workgroup> partial: array<vec4<f32>, WG>;
 
 /// Nibbles `4i .. 4i + 4` of `word`, as signed weights.
 fn low4(word: u32) -> vec4<f32> {
     return vec4<f32>(vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u)) - 8.0;
 }
 
-fn high4(word: u32) -> vec4<f32> {
-    return low4(word >> 16u);
+/// The 16-byte word `q` (32 nibbles, inputs `8b .. 8b + 32` of a row of x)
+/// dotted with x from vec4 `b`.
+fn dot32(q: vec4<u32>, b: u32) -> f32 {
+    var d = dot(vec4<f32>(x[b]), low4(q.x)) + dot(vec4<f32>(x[b + 1u]), low4(q.x >> 16u));
+    d += dot(vec4<f32>(x[b + 2u]), low4(q.y)) + dot(vec4<f32>(x[b + 3u]), low4(q.y >> 16u));
+    d += dot(vec4<f32>(x[b + 4u]), low4(q.z)) + dot(vec4<f32>(x[b + 5u]), low4(q.z >> 16u));
+    d += dot(vec4<f32>(x[b + 6u]), low4(q.w)) + dot(vec4<f32>(x[b + 7u]), low4(q.w >> 16u));
+    return d;
 }
 
-@compute @workgroup_size(256)
+/// One word's contribution to the (up to four) rows of x, each `x_row`
+/// vec4s long: `acc[r] += dot32(q, r * x_row + b) * s` for `r < m`.
+fn rows4(acc: vec4<f32>, q: vec4<u32>, b: u32, x_row: u32, m: u32, s: f32) -> vec4<f32> {
+    var a = acc;
+    a.x += dot32(q, b) * s;
+    if m > 1u {
+        a.y += dot32(q, x_row + b) * s;
+    }
+    if m > 2u {
+        a.z += dot32(q, 2u * x_row + b) * s;
+    }
+    if m > 3u {
+        a.w += dot32(q, 3u * x_row + b) * s;
+    }
+    return a;
+}
+
+@compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
-    let lane = lid % LANES;
-    let c = lid / LANES;
-    let col = (wid.y * groups.x + wid.x) * COLS + c;
+    let cols = p.cols;
+    let c = lid % cols;
+    let slice = lid / cols;
+    let slices = WG / cols;
+    let target_col = (wid.y * groups.x + wid.x) * cols + c;
+    // Columns past N compute the last column (control flow stays uniform)
+    // and store nothing.
+    let col = min(target_col, p.n - 1u);
     let words = p.k / 32u;
     let x_row = p.k / 4u;
-    var acc = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
-    if col < p.n {
-        for (var w = lane; w < words; w += LANES) {
-            let q = weights[col * words + w];
-            let s = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
-            let w0 = low4(q.x);
-            let w1 = high4(q.x);
-            let w2 = low4(q.y);
-            let w3 = high4(q.y);
-            let w4 = low4(q.z);
-            let w5 = high4(q.z);
-            let w6 = low4(q.w);
-            let w7 = high4(q.w);
-            for (var r = 0u; r < p.m; r++) {
-                let b = r * x_row + w * 8u;
-                var d = dot(vec4<f32>(x[b]), w0) + dot(vec4<f32>(x[b + 1u]), w1);
-                d += dot(vec4<f32>(x[b + 2u]), w2) + dot(vec4<f32>(x[b + 3u]), w3);
-                d += dot(vec4<f32>(x[b + 4u]), w4) + dot(vec4<f32>(x[b + 5u]), w5);
-                d += dot(vec4<f32>(x[b + 6u]), w6) + dot(vec4<f32>(x[b + 7u]), w7);
-                acc[r] += d * s;
-            }
-        }
+    let row = col * words;
+    var acc = vec4<f32>();
+    var w = slice;
+    for (; w + slices < words; w += 2u * slices) {
+        let q0 = weights[row + w];
+        let q1 = weights[row + w + slices];
+        let s0 = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
+        let s1 = f32(scales[((w + slices) * 32u / p.group_size) * p.n_pad + col]);
+        acc = rows4(acc, q0, w * 8u, x_row, p.m, s0);
+        acc = rows4(acc, q1, (w + slices) * 8u, x_row, p.m, s1);
     }
-    for (var r = 0u; r < MAX_ROWS; r++) {
-        partial[r * 256u + lid] = acc[r];
+    if w < words {
+        let s = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
+        acc = rows4(acc, weights[row + w], w * 8u, x_row, p.m, s);
     }
+    partial[lid] = acc;
     workgroupBarrier();
-    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
-        if lane < stride {
-            for (var r = 0u; r < MAX_ROWS; r++) {
-                partial[r * 256u + lid] += partial[r * 256u + lid + stride];
-            }
+    for (var stride = slices / 2u; stride > 0u; stride /= 2u) {
+        if slice < stride {
+            partial[lid] += partial[lid + stride * cols];
         }
         workgroupBarrier();
     }
-    if lane == 0u && col < p.n {
+    if slice == 0u && target_col < p.n {
+        let v = partial[lid];
+        var b = 0.0;
+        if p.has_bias != 0u {
+            b = f32(bias[col]);
+        }
         for (var r = 0u; r < p.m; r++) {
-            var v = partial[r * 256u + lid];
-            if p.has_bias != 0u {
-                v += f32(bias[col]);
-            }
-            out[r * p.n + col] = Elem(v);
+            out[r * p.n + col] = Elem(v[r] + b);
         }
     }
 }
@@ -10925,22 +11135,16 @@ pub const Q4_GEMV_SWIGLU_F32: &str = r#"//! Decode route of the fused `etwgpu.li
 //! and up weights (as `q4_gemv.wgsl` computes them),
 //! `out[m, n] = g * sigmoid(g) * u`.
 //!
-//! As `q4_gemv.wgsl`, with both weight rows of a column read by the same
-//! lanes; each weight byte is read once. A workgroup computes
-//! `COLS` output columns with `LANES` invocations each; a lane reads one
-//! 16-byte word of its column's packed row at a time (32 nibbles: one scale
-//! group, since the host routes here only when `group % 32 == 0` and
-//! `K % 32 == 0`), dequantizes in registers, and dots it with x for every
-//! row. The lanes of a column are adjacent, so their reads are coalesced;
-//! their partial sums meet in shared memory. Accumulation is f32.
+//! Laid out as `q4_gemv.wgsl` (columns across adjacent invocations, K
+//! slices interleaved by 16-byte words, x read once per `cols` columns),
+//! with the gate and up words of a column read by the same invocation;
+//! each weight byte is read once. Accumulation is f32.
 // variants: f32 f16
 
 alias Elem = f32;
 
-/// Invocations per column.
-const LANES: u32 = 32u;
-/// Columns per workgroup (`LANES * COLS` = 256 invocations).
-const COLS: u32 = 8u;
+/// Invocations per workgroup.
+const WG: u32 = 256u;
 /// Most rows of x (the host routes larger M to `q4_gemm.wgsl`).
 const MAX_ROWS: u32 = 4u;
 
@@ -10955,9 +11159,10 @@ struct Params {
     n_pad: u32,
     /// Inputs per scale group (a multiple of 32).
     group_size: u32,
+    /// Columns per workgroup: 8, 16 or 32.
+    cols: u32,
     _pad0: u32,
     _pad1: u32,
-    _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -10968,72 +11173,84 @@ struct Params {
 @group(0) @binding(5) var<storage, read> s_up: array<Elem>;
 @group(0) @binding(6) var<storage, read_write> out: array<Elem>;
 
-var<workgroup> partial: array<f32, 1024>;
-var<workgroup> partial_up: array<f32, 1024>;
-
-/// The 16-byte word `q` (32 nibbles) dotted with x from vec4 `b`.
-fn dot32(q: vec4<u32>, b: u32) -> f32 {
-    var d = dot(vec4<f32>(x[b]), low4(q.x)) + dot(vec4<f32>(x[b + 1u]), high4(q.x));
-    d += dot(vec4<f32>(x[b + 2u]), low4(q.y)) + dot(vec4<f32>(x[b + 3u]), high4(q.y));
-    d += dot(vec4<f32>(x[b + 4u]), low4(q.z)) + dot(vec4<f32>(x[b + 5u]), high4(q.z));
-    d += dot(vec4<f32>(x[b + 6u]), low4(q.w)) + dot(vec4<f32>(x[b + 7u]), high4(q.w));
-    return d;
-}
+/// Per invocation, its slice's gate and up sums for the four rows.
+var<workgroup> partial: array<vec4<f32>, WG>;
+var<workgroup> partial_up: array<vec4<f32>, WG>;
 
 /// Nibbles `4i .. 4i + 4` of `word`, as signed weights.
 fn low4(word: u32) -> vec4<f32> {
     return vec4<f32>(vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u)) - 8.0;
 }
 
-fn high4(word: u32) -> vec4<f32> {
-    return low4(word >> 16u);
+/// The 16-byte word `q` (32 nibbles, inputs `8b .. 8b + 32` of a row of x)
+/// dotted with x from vec4 `b`.
+fn dot32(q: vec4<u32>, b: u32) -> f32 {
+    var d = dot(vec4<f32>(x[b]), low4(q.x)) + dot(vec4<f32>(x[b + 1u]), low4(q.x >> 16u));
+    d += dot(vec4<f32>(x[b + 2u]), low4(q.y)) + dot(vec4<f32>(x[b + 3u]), low4(q.y >> 16u));
+    d += dot(vec4<f32>(x[b + 4u]), low4(q.z)) + dot(vec4<f32>(x[b + 5u]), low4(q.z >> 16u));
+    d += dot(vec4<f32>(x[b + 6u]), low4(q.w)) + dot(vec4<f32>(x[b + 7u]), low4(q.w >> 16u));
+    return d;
 }
 
-@compute @workgroup_size(256)
+/// One word's contribution to the (up to four) rows of x, each `x_row`
+/// vec4s long: `acc[r] += dot32(q, r * x_row + b) * s` for `r < m`.
+fn rows4(acc: vec4<f32>, q: vec4<u32>, b: u32, x_row: u32, m: u32, s: f32) -> vec4<f32> {
+    var a = acc;
+    a.x += dot32(q, b) * s;
+    if m > 1u {
+        a.y += dot32(q, x_row + b) * s;
+    }
+    if m > 2u {
+        a.z += dot32(q, 2u * x_row + b) * s;
+    }
+    if m > 3u {
+        a.w += dot32(q, 3u * x_row + b) * s;
+    }
+    return a;
+}
+
+@compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
-    let lane = lid % LANES;
-    let c = lid / LANES;
-    let col = (wid.y * groups.x + wid.x) * COLS + c;
+    let cols = p.cols;
+    let c = lid % cols;
+    let slice = lid / cols;
+    let slices = WG / cols;
+    let target_col = (wid.y * groups.x + wid.x) * cols + c;
+    // Columns past N compute the last column and store nothing.
+    let col = min(target_col, p.n - 1u);
     let words = p.k / 32u;
     let x_row = p.k / 4u;
-    var acc = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
-    var acc_up = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
-    if col < p.n {
-        for (var w = lane; w < words; w += LANES) {
-            let qg = w_gate[col * words + w];
-            let qu = w_up[col * words + w];
-            let at = (w * 32u / p.group_size) * p.n_pad + col;
-            let sg = f32(s_gate[at]);
-            let su = f32(s_up[at]);
-            for (var r = 0u; r < p.m; r++) {
-                let b = r * x_row + w * 8u;
-                acc[r] += dot32(qg, b) * sg;
-                acc_up[r] += dot32(qu, b) * su;
-            }
-        }
+    let row = col * words;
+    var acc = vec4<f32>();
+    var acc_up = vec4<f32>();
+    for (var w = slice; w < words; w += slices) {
+        let qg = w_gate[row + w];
+        let qu = w_up[row + w];
+        let at = (w * 32u / p.group_size) * p.n_pad + col;
+        let sg = f32(s_gate[at]);
+        let su = f32(s_up[at]);
+        acc = rows4(acc, qg, w * 8u, x_row, p.m, sg);
+        acc_up = rows4(acc_up, qu, w * 8u, x_row, p.m, su);
     }
-    for (var r = 0u; r < MAX_ROWS; r++) {
-        partial[r * 256u + lid] = acc[r];
-        partial_up[r * 256u + lid] = acc_up[r];
-    }
+    partial[lid] = acc;
+    partial_up[lid] = acc_up;
     workgroupBarrier();
-    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
-        if lane < stride {
-            for (var r = 0u; r < MAX_ROWS; r++) {
-                partial[r * 256u + lid] += partial[r * 256u + lid + stride];
-                partial_up[r * 256u + lid] += partial_up[r * 256u + lid + stride];
-            }
+    for (var stride = slices / 2u; stride > 0u; stride /= 2u) {
+        if slice < stride {
+            partial[lid] += partial[lid + stride * cols];
+            partial_up[lid] += partial_up[lid + stride * cols];
         }
         workgroupBarrier();
     }
-    if lane == 0u && col < p.n {
+    if slice == 0u && target_col < p.n {
+        let g = partial[lid];
+        let u = partial_up[lid];
         for (var r = 0u; r < p.m; r++) {
-            let g = partial[r * 256u + lid];
-            out[r * p.n + col] = Elem(g / (1.0 + exp(-g)) * partial_up[r * 256u + lid]);
+            out[r * p.n + col] = Elem(g[r] / (1.0 + exp(-g[r])) * u[r]);
         }
     }
 }
@@ -11047,22 +11264,16 @@ pub const Q4_GEMV_SWIGLU_F16: &str = r#"enable f16;
 //! and up weights (as `q4_gemv.wgsl` computes them),
 //! `out[m, n] = g * sigmoid(g) * u`.
 //!
-//! As `q4_gemv.wgsl`, with both weight rows of a column read by the same
-//! lanes; each weight byte is read once. A workgroup computes
-//! `COLS` output columns with `LANES` invocations each; a lane reads one
-//! 16-byte word of its column's packed row at a time (32 nibbles: one scale
-//! group, since the host routes here only when `group % 32 == 0` and
-//! `K % 32 == 0`), dequantizes in registers, and dots it with x for every
-//! row. The lanes of a column are adjacent, so their reads are coalesced;
-//! their partial sums meet in shared memory. Accumulation is f32.
+//! Laid out as `q4_gemv.wgsl` (columns across adjacent invocations, K
+//! slices interleaved by 16-byte words, x read once per `cols` columns),
+//! with the gate and up words of a column read by the same invocation;
+//! each weight byte is read once. Accumulation is f32.
 // variants: f32 f16
 
 alias Elem = f16;
 
-/// Invocations per column.
-const LANES: u32 = 32u;
-/// Columns per workgroup (`LANES * COLS` = 256 invocations).
-const COLS: u32 = 8u;
+/// Invocations per workgroup.
+const WG: u32 = 256u;
 /// Most rows of x (the host routes larger M to `q4_gemm.wgsl`).
 const MAX_ROWS: u32 = 4u;
 
@@ -11077,9 +11288,10 @@ struct Params {
     n_pad: u32,
     /// Inputs per scale group (a multiple of 32).
     group_size: u32,
+    /// Columns per workgroup: 8, 16 or 32.
+    cols: u32,
     _pad0: u32,
     _pad1: u32,
-    _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -11090,72 +11302,84 @@ struct Params {
 @group(0) @binding(5) var<storage, read> s_up: array<Elem>;
 @group(0) @binding(6) var<storage, read_write> out: array<Elem>;
 
-var<workgroup> partial: array<f32, 1024>;
-var<workgroup> partial_up: array<f32, 1024>;
-
-/// The 16-byte word `q` (32 nibbles) dotted with x from vec4 `b`.
-fn dot32(q: vec4<u32>, b: u32) -> f32 {
-    var d = dot(vec4<f32>(x[b]), low4(q.x)) + dot(vec4<f32>(x[b + 1u]), high4(q.x));
-    d += dot(vec4<f32>(x[b + 2u]), low4(q.y)) + dot(vec4<f32>(x[b + 3u]), high4(q.y));
-    d += dot(vec4<f32>(x[b + 4u]), low4(q.z)) + dot(vec4<f32>(x[b + 5u]), high4(q.z));
-    d += dot(vec4<f32>(x[b + 6u]), low4(q.w)) + dot(vec4<f32>(x[b + 7u]), high4(q.w));
-    return d;
-}
+/// Per invocation, its slice's gate and up sums for the four rows.
+var<workgroup> partial: array<vec4<f32>, WG>;
+var<workgroup> partial_up: array<vec4<f32>, WG>;
 
 /// Nibbles `4i .. 4i + 4` of `word`, as signed weights.
 fn low4(word: u32) -> vec4<f32> {
     return vec4<f32>(vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u)) - 8.0;
 }
 
-fn high4(word: u32) -> vec4<f32> {
-    return low4(word >> 16u);
+/// The 16-byte word `q` (32 nibbles, inputs `8b .. 8b + 32` of a row of x)
+/// dotted with x from vec4 `b`.
+fn dot32(q: vec4<u32>, b: u32) -> f32 {
+    var d = dot(vec4<f32>(x[b]), low4(q.x)) + dot(vec4<f32>(x[b + 1u]), low4(q.x >> 16u));
+    d += dot(vec4<f32>(x[b + 2u]), low4(q.y)) + dot(vec4<f32>(x[b + 3u]), low4(q.y >> 16u));
+    d += dot(vec4<f32>(x[b + 4u]), low4(q.z)) + dot(vec4<f32>(x[b + 5u]), low4(q.z >> 16u));
+    d += dot(vec4<f32>(x[b + 6u]), low4(q.w)) + dot(vec4<f32>(x[b + 7u]), low4(q.w >> 16u));
+    return d;
 }
 
-@compute @workgroup_size(256)
+/// One word's contribution to the (up to four) rows of x, each `x_row`
+/// vec4s long: `acc[r] += dot32(q, r * x_row + b) * s` for `r < m`.
+fn rows4(acc: vec4<f32>, q: vec4<u32>, b: u32, x_row: u32, m: u32, s: f32) -> vec4<f32> {
+    var a = acc;
+    a.x += dot32(q, b) * s;
+    if m > 1u {
+        a.y += dot32(q, x_row + b) * s;
+    }
+    if m > 2u {
+        a.z += dot32(q, 2u * x_row + b) * s;
+    }
+    if m > 3u {
+        a.w += dot32(q, 3u * x_row + b) * s;
+    }
+    return a;
+}
+
+@compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
-    let lane = lid % LANES;
-    let c = lid / LANES;
-    let col = (wid.y * groups.x + wid.x) * COLS + c;
+    let cols = p.cols;
+    let c = lid % cols;
+    let slice = lid / cols;
+    let slices = WG / cols;
+    let target_col = (wid.y * groups.x + wid.x) * cols + c;
+    // Columns past N compute the last column and store nothing.
+    let col = min(target_col, p.n - 1u);
     let words = p.k / 32u;
     let x_row = p.k / 4u;
-    var acc = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
-    var acc_up = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
-    if col < p.n {
-        for (var w = lane; w < words; w += LANES) {
-            let qg = w_gate[col * words + w];
-            let qu = w_up[col * words + w];
-            let at = (w * 32u / p.group_size) * p.n_pad + col;
-            let sg = f32(s_gate[at]);
-            let su = f32(s_up[at]);
-            for (var r = 0u; r < p.m; r++) {
-                let b = r * x_row + w * 8u;
-                acc[r] += dot32(qg, b) * sg;
-                acc_up[r] += dot32(qu, b) * su;
-            }
-        }
+    let row = col * words;
+    var acc = vec4<f32>();
+    var acc_up = vec4<f32>();
+    for (var w = slice; w < words; w += slices) {
+        let qg = w_gate[row + w];
+        let qu = w_up[row + w];
+        let at = (w * 32u / p.group_size) * p.n_pad + col;
+        let sg = f32(s_gate[at]);
+        let su = f32(s_up[at]);
+        acc = rows4(acc, qg, w * 8u, x_row, p.m, sg);
+        acc_up = rows4(acc_up, qu, w * 8u, x_row, p.m, su);
     }
-    for (var r = 0u; r < MAX_ROWS; r++) {
-        partial[r * 256u + lid] = acc[r];
-        partial_up[r * 256u + lid] = acc_up[r];
-    }
+    partial[lid] = acc;
+    partial_up[lid] = acc_up;
     workgroupBarrier();
-    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
-        if lane < stride {
-            for (var r = 0u; r < MAX_ROWS; r++) {
-                partial[r * 256u + lid] += partial[r * 256u + lid + stride];
-                partial_up[r * 256u + lid] += partial_up[r * 256u + lid + stride];
-            }
+    for (var stride = slices / 2u; stride > 0u; stride /= 2u) {
+        if slice < stride {
+            partial[lid] += partial[lid + stride * cols];
+            partial_up[lid] += partial_up[lid + stride * cols];
         }
         workgroupBarrier();
     }
-    if lane == 0u && col < p.n {
+    if slice == 0u && target_col < p.n {
+        let g = partial[lid];
+        let u = partial_up[lid];
         for (var r = 0u; r < p.m; r++) {
-            let g = partial[r * 256u + lid];
-            out[r * p.n + col] = Elem(g / (1.0 + exp(-g)) * partial_up[r * 256u + lid]);
+            out[r * p.n + col] = Elem(g[r] / (1.0 + exp(-g[r])) * u[r]);
         }
     }
 }

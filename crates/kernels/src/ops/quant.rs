@@ -27,8 +27,20 @@ const F16_SMALLEST_NORMAL: f64 = 6.103_515_625e-5;
 
 /// Most rows of x for the bandwidth-bound GEMV route (`q4_gemv.wgsl`).
 pub const Q4_GEMV_MAX_ROWS: u64 = 4;
-/// Output columns per workgroup of `q4_gemv.wgsl`.
-const Q4_GEMV_COLS: u64 = 8;
+/// Invocations per workgroup of `q4_gemv.wgsl` and `q4_gemv_swiglu.wgsl`.
+const Q4_GEMV_WG: u64 = 256;
+
+/// Output columns per workgroup of the 4-bit GEMVs for `n` outputs: 32
+/// (a subgroup of adjacent columns reading one address of x) where that
+/// still makes at least 256 workgroups, else 16 or 8, so that narrow
+/// layers fill the GPU too.
+fn q4_gemv_cols(n: u64) -> u64 {
+    match n {
+        n if n >= 32 * Q4_GEMV_WG => 32,
+        n if n >= 16 * Q4_GEMV_WG => 16,
+        _ => 8,
+    }
+}
 /// Output tile edge of `q4_gemm.wgsl`.
 const Q4_GEMM_TILE: u64 = 64;
 
@@ -183,9 +195,12 @@ pub(crate) fn q4_fast_dispatch(
     if let Q4Route::Linear { has_bias } = route {
         params = params.u32(u32::from(has_bias));
     }
-    if !gemv {
-        params = params.u32(to_u32("tiles along N", tiles_n)?);
-    }
+    let cols = q4_gemv_cols(q.n);
+    params = if gemv {
+        params.u32(to_u32("columns per workgroup", cols)?)
+    } else {
+        params.u32(to_u32("tiles along N", tiles_n)?)
+    };
     Ok(Dispatch {
         shader: float_shader(family, x, 0, "input")?.into(),
         entry: "main",
@@ -193,7 +208,7 @@ pub(crate) fn q4_fast_dispatch(
         outputs,
         params: params.finish(),
         workgroups: if gemv {
-            grid_groups(q.n.div_ceil(Q4_GEMV_COLS))?
+            grid_groups(q.n.div_ceil(cols))?
         } else {
             grid_groups(q.m.div_ceil(Q4_GEMM_TILE) * tiles_n)?
         },

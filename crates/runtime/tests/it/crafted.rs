@@ -697,7 +697,8 @@ fn matvec_ref(x: &[f32], w: &[f64], m: usize, n: usize, k: usize) -> Vec<f64> {
 }
 
 /// The 4-bit decode GEMV (`q4_gemv.wgsl`) on ragged shapes: N off any
-/// power-of-two column count per workgroup, N of 3, a last scale group
+/// power-of-two column count per workgroup (8, 16 and 32 columns: N below
+/// 4096, from 4096, from 8192), N of 3, a last scale group
 /// shorter than the others (K = 96, groups of 64), one 16-byte word per row
 /// and rows of 256 words, N past 65535 columns, 1 to 4 rows of x, with and
 /// without bias.
@@ -709,6 +710,8 @@ fn q4_gemv_ragged_shapes_match_a_reference() {
         (3, 3, 8192, 128, true),
         (4, 1030, 32, 32, false),
         (1, 70_001, 64, 32, false),
+        (2, 5_000, 160, 32, true),
+        (3, 9_001, 96, 32, false),
     ];
     for (m, n, k, gs, with_bias) in cases {
         let (packed, scales, n_pad, w) = q4_weight(n, k, gs, 7 + n as u32);
@@ -735,7 +738,14 @@ fn q4_gemv_ragged_shapes_match_a_reference() {
 /// shapes.
 #[test]
 fn q4_gemv_swiglu_ragged_shapes_match_a_reference() {
-    for (m, n, k, gs) in [(1usize, 259usize, 2048usize, 32usize), (2, 6, 4096, 128), (4, 13, 64, 64)] {
+    let cases = [
+        (1usize, 259usize, 2048usize, 32usize),
+        (2, 6, 4096, 128),
+        (4, 13, 64, 64),
+        (3, 4_100, 64, 32),
+        (1, 8_200, 96, 32),
+    ];
+    for (m, n, k, gs) in cases {
         let (pg, sg, n_pad, wg) = q4_weight(n, k, gs, 21 + n as u32);
         let (pu, su, _, wu) = q4_weight(n, k, gs, 23 + n as u32);
         let mut g = GraphBuilder::new();

@@ -360,6 +360,47 @@ fn q4gsw_swiglu_is_one_dispatch() {
     check("swiglu_q4gsw", g, &[FusionKind::Swiglu], &calls, 1e-5);
 }
 
+/// A residual add whose sum an RMS norm reads and the next residual add
+/// reads too (a Llama block's seam): one `etwgpu.add_rms_norm` writing the
+/// sum and the norm, in float32 and float16, at the declared and a shorter
+/// live length (rows of 300: more than one pass of the workgroup).
+#[test]
+fn residual_add_and_rms_norm_are_one_dispatch() {
+    for dtype in [DType::F32, DType::F16] {
+        let n = 300u64;
+        let mut g = GraphBuilder::new();
+        let shape = [1, 5, n];
+        let (h, r) = (g.tensor(dtype, &shape), g.tensor(dtype, &shape));
+        let (z, y, out, one) = (g.tensor(dtype, &shape), g.tensor(dtype, &shape), g.tensor(dtype, &shape), g.int(1));
+        let weights = data(n as usize, 120);
+        let w = match dtype {
+            DType::F16 => {
+                let bytes: Vec<u8> = weights.iter().flat_map(|&x| half::f16::from_f32(x).to_le_bytes()).collect();
+                g.constant(dtype, &[n], &bytes)
+            }
+            _ => g.constant(dtype, &[n], &f32_bytes(&weights)),
+        };
+        let eps = g.double(1e-5);
+        g.op("aten.add.Tensor", &[h, r, one, z])
+            .op("et_vk.rms_norm.default", &[z, w, eps, y])
+            .op("aten.add.Tensor", &[z, y, one, out]);
+        g.inputs(&[h, r]).outputs(&[out]);
+        let calls: Vec<Vec<Tensor>> = [5u64, 2]
+            .iter()
+            .map(|&s| {
+                let len = (s * n) as usize;
+                let (a, b) = (data(len, 121), data(len, 122));
+                match dtype {
+                    DType::F16 => vec![f16_tensor(&[1, s, n], &a), f16_tensor(&[1, s, n], &b)],
+                    _ => vec![Tensor::from_f32(&[1, s, n], &a), Tensor::from_f32(&[1, s, n], &b)],
+                }
+            })
+            .collect();
+        let name = if dtype == DType::F16 { "add_rms_norm_f16" } else { "add_rms_norm" };
+        check(name, g, &[FusionKind::AddNorm], &calls, 1e-6);
+    }
+}
+
 /// `exp(x) + exp(x)`: the second `exp` repeats the first and goes; the
 /// sum then reads one value twice and fuses with it.
 #[test]

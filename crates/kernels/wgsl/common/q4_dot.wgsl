@@ -1,0 +1,35 @@
+//! Dequantize-and-dot helpers of the 4-bit GEMVs (`q4_gemv.wgsl`,
+//! `q4_gemv_swiglu.wgsl`); the kernel that includes this declares
+//! `x: array<vec4<Elem>>`.
+
+/// Nibbles `4i .. 4i + 4` of `word`, as signed weights.
+fn low4(word: u32) -> vec4<f32> {
+    return vec4<f32>(vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u)) - 8.0;
+}
+
+/// The 16-byte word `q` (32 nibbles, inputs `8b .. 8b + 32` of a row of x)
+/// dotted with x from vec4 `b`.
+fn dot32(q: vec4<u32>, b: u32) -> f32 {
+    var d = dot(vec4<f32>(x[b]), low4(q.x)) + dot(vec4<f32>(x[b + 1u]), low4(q.x >> 16u));
+    d += dot(vec4<f32>(x[b + 2u]), low4(q.y)) + dot(vec4<f32>(x[b + 3u]), low4(q.y >> 16u));
+    d += dot(vec4<f32>(x[b + 4u]), low4(q.z)) + dot(vec4<f32>(x[b + 5u]), low4(q.z >> 16u));
+    d += dot(vec4<f32>(x[b + 6u]), low4(q.w)) + dot(vec4<f32>(x[b + 7u]), low4(q.w >> 16u));
+    return d;
+}
+
+/// One word's contribution to the (up to four) rows of x, each `x_row`
+/// vec4s long: `acc[r] += dot32(q, r * x_row + b) * s` for `r < m`.
+fn rows4(acc: vec4<f32>, q: vec4<u32>, b: u32, x_row: u32, m: u32, s: f32) -> vec4<f32> {
+    var a = acc;
+    a.x += dot32(q, b) * s;
+    if m > 1u {
+        a.y += dot32(q, x_row + b) * s;
+    }
+    if m > 2u {
+        a.z += dot32(q, 2u * x_row + b) * s;
+    }
+    if m > 3u {
+        a.w += dot32(q, 3u * x_row + b) * s;
+    }
+    return a;
+}
