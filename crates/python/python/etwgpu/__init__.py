@@ -65,7 +65,12 @@ def _is_torch_tensor(x: Any) -> bool:
 
 
 def _raw_input(i: int, x: Any) -> tuple:
-    """One input as (C-contiguous uint8 view, dtype name, shape)."""
+    """One input as (object with a C-contiguous buffer, dtype name, shape)."""
+    if type(x) is np.ndarray:
+        dt = x.dtype
+        if dt.kind in "biuf" and dt.byteorder != ">" and x.flags.c_contiguous:
+            # The common case: the runtime reads the array's own buffer.
+            return x, dt.name, x.shape
     if _is_torch_tensor(x):
         torch = _torch()
         t = x.detach()
@@ -93,16 +98,17 @@ def _raw_input(i: int, x: Any) -> tuple:
     return arr.reshape(-1).view(np.uint8), name, [int(d) for d in shape]
 
 
-def _np_dtype(name: str) -> np.dtype:
-    if name == "bfloat16":
-        # numpy has no bfloat16: the raw bits, as torch's view gives them.
-        return np.dtype(np.int16)
-    return np.dtype(name)
+# The numpy dtype of each dtype name the runtime gives. numpy has no
+# bfloat16: its raw bits come as int16, as torch's ``view`` gives them.
+_NP_DTYPES = {
+    name: np.dtype(np.int16 if name == "bfloat16" else name)
+    for name in ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64", "bfloat16")
+}
 
 
 def _array(raw: tuple) -> np.ndarray:
     data, name, shape = raw
-    return np.frombuffer(data, dtype=_np_dtype(name)).reshape(shape)
+    return np.frombuffer(data, dtype=_NP_DTYPES[name]).reshape(shape)
 
 
 def _wrap_outputs(raws: list, torch_out: bool) -> list:
