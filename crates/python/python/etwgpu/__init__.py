@@ -204,10 +204,11 @@ class Method:
         tensor. Raises :class:`InputError` naming the input when a count,
         dtype or shape is wrong.
         """
-        if isinstance(inputs, (np.ndarray,)) or _is_torch_tensor(inputs):
+        torch = _torch()
+        if isinstance(inputs, np.ndarray) or (torch is not None and isinstance(inputs, torch.Tensor)):
             raise InputError("execute takes a list of inputs, not a single array: execute([x])")
         raws = [_raw_input(i, x) for i, x in enumerate(inputs)]
-        torch_out = any(_is_torch_tensor(x) for x in inputs)
+        torch_out = torch is not None and any(isinstance(x, torch.Tensor) for x in inputs)
         return _wrap_outputs(self._native.execute(raws), torch_out)
 
     def profile(self, inputs: Sequence[Any]) -> list:
