@@ -137,7 +137,7 @@ class TensorInfo:
 
     def __str__(self) -> str:
         if self.kind == "tensor":
-            dims = ", ".join(str(d) for d in self.shape)
+            dims = ", ".join(str(d) for d in self.shape or ())
             dynamic = " (dynamic; sizes are upper bounds)" if self.dynamic else ""
             return f"{self.dtype}[{dims}]{dynamic}"
         if self.value is not None:
@@ -159,7 +159,7 @@ class MethodMetadata:
     outputs: tuple
 
     def __str__(self) -> str:
-        lines = [f"method {self.name!r}", "  inputs:"]
+        lines = [f'method "{self.name}"', "  inputs:"]
         lines += [f"    {k}: {v}" for k, v in enumerate(self.inputs)]
         lines.append("  outputs:")
         lines += [f"    {k}: {v}" for k, v in enumerate(self.outputs)]
