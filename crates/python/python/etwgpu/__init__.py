@@ -64,13 +64,22 @@ def _is_torch_tensor(x: Any) -> bool:
     return torch is not None and isinstance(x, torch.Tensor)
 
 
+# The dtypes a numpy array can pass as it is: little-endian (native here)
+# and known to the runtime, by name (a dict look-up is ten times quicker
+# than ``dtype.name``).
+_NATIVE_DTYPES = {
+    np.dtype(name).newbyteorder("<"): name
+    for name in ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64")
+}
+
+
 def _raw_input(i: int, x: Any) -> tuple:
     """One input as (object with a C-contiguous buffer, dtype name, shape)."""
     if type(x) is np.ndarray:
-        dt = x.dtype
-        if dt.kind in "biuf" and dt.byteorder != ">" and x.flags.c_contiguous:
+        name = _NATIVE_DTYPES.get(x.dtype)
+        if name is not None and x.flags.c_contiguous:
             # The common case: the runtime reads the array's own buffer.
-            return x, dt.name, x.shape
+            return x, name, x.shape
     if _is_torch_tensor(x):
         torch = _torch()
         t = x.detach()
