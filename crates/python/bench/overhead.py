@@ -11,7 +11,7 @@ Two measurements, medians over ``--repeat`` calls after warm-up:
   Python API itself; it decides the exit status.
 - across processes: the median over rounds of ``execute``'s median against
   that of the median ``etwgpu run --repeat`` prints, the two alternating
-  round by round (noisier: the two processes see different moments of a
+  round by round, in turn first (noisier: the two processes see different moments of a
   shared machine, and on a busy one each round's median swings with the
   load: more ``--rounds`` steady it, and the best rounds of each side show
   the two on an idle machine).
@@ -20,7 +20,7 @@ Compare builds of the same profile: the wheel from ``maturin build
 --release`` with ``target/release/etwgpu``, or CI's dev wheel with
 ``target/debug/etwgpu``.
 
-    python crates/python/bench/overhead.py --etwgpu target/release/etwgpu --rounds 21 --repeat 100
+    python crates/python/bench/overhead.py --etwgpu target/release/etwgpu --rounds 20 --repeat 100
 
 Prints the medians and the overheads in percent; exits 1 when the in-process
 overhead is above ``--max-overhead`` (default 5%).
@@ -72,7 +72,7 @@ def main() -> int:
     ap.add_argument("--etwgpu", default="target/release/etwgpu", help="the etwgpu CLI binary")
     ap.add_argument("--repeat", type=int, default=100, help="timed calls per round and side")
     ap.add_argument("--warmup", type=int, default=20)
-    ap.add_argument("--rounds", type=int, default=21, help="alternate the CLI and Python this many times")
+    ap.add_argument("--rounds", type=int, default=20, help="alternate the CLI and Python this many times")
     ap.add_argument("--max-overhead", type=float, default=5.0, help="percent")
     args = ap.parse_args()
     print(f"device: {etwgpu.Runtime.get().device['name']}")
@@ -82,9 +82,14 @@ def main() -> int:
     py, inner, cli = [], [], []
     for r in range(args.rounds):
         # The CLI's first calls warm up too: it runs warm-up + repeat, and the
-        # median is robust to the slow first calls.
-        cli.append(cli_median_ms(args.etwgpu, args.repeat + args.warmup))
+        # median is robust to the slow first calls. The order alternates:
+        # whichever side runs just after a CLI process has exited is slower
+        # on a busy machine (measured on lavapipe), whatever it is.
+        if r % 2 == 0:
+            cli.append(cli_median_ms(args.etwgpu, args.repeat + args.warmup))
         wall, run = python_medians_ms(method, x, args.repeat, args.warmup)
+        if r % 2 == 1:
+            cli.append(cli_median_ms(args.etwgpu, args.repeat + args.warmup))
         py.append(wall)
         inner.append(run)
         print(
