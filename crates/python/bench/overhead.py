@@ -11,10 +11,10 @@ Two measurements, medians over ``--repeat`` calls after warm-up:
   Python API itself; it decides the exit status.
 - across processes: the median over rounds of ``execute``'s median against
   that of the median ``etwgpu run --repeat`` prints, the two alternating
-  round by round, in turn first (noisier: the two processes see different moments of a
-  shared machine, and on a busy one each round's median swings with the
-  load: more ``--rounds`` steady it, and the best rounds of each side show
-  the two on an idle machine).
+  round by round, each going first in turn (noisier: the two processes see
+  different moments of a shared machine, and on a busy one each round's
+  median swings with the load: more ``--rounds`` steady it, and the best
+  rounds of each side show the two on an idle machine).
 
 Compare builds of the same profile: the wheel from ``maturin build
 --release`` with ``target/release/etwgpu``, or CI's dev wheel with
