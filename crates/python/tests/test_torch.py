@@ -4,6 +4,7 @@ is not installed (etwgpu itself never needs torch)."""
 import numpy as np
 import pytest
 
+import etwgpu
 from conftest import FIXTURES, call_arrays, manifest
 
 torch = pytest.importorskip("torch", reason="torch is not installed: the torch-in/torch-out cases need it")
@@ -61,3 +62,11 @@ def test_torch_dtypes_are_kept(rt, name):
                 equal_nan=True,
                 err_msg=f"{name} call {k} out {i}",
             )
+
+
+def test_torch_dtypes_etwgpu_cannot_take_raise_input_error(rt):
+    method = rt.load_program(FIXTURES / "transformer_block" / "model.pte").load_method()
+    with pytest.raises(etwgpu.InputError, match="input 0: .*complex64"):
+        method.execute([torch.zeros((1, 8, 32), dtype=torch.complex64)])
+    with pytest.raises(etwgpu.InputError, match="input 0: dtype uint16 is not one etwgpu can take"):
+        method.execute([torch.zeros((1, 8, 32), dtype=torch.uint16)])

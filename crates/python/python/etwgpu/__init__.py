@@ -86,11 +86,16 @@ def _raw_input(i: int, x: Any) -> tuple:
         if t.device.type != "cpu":
             t = t.cpu()
         t = t.contiguous()
-        if t.dtype == torch.bfloat16:
-            arr, name = t.view(torch.int16).numpy(), "bfloat16"
-        else:
-            arr = t.numpy()
-            name = arr.dtype.name
+        try:
+            if t.dtype == torch.bfloat16:
+                arr, name = t.view(torch.int16).numpy(), "bfloat16"
+            else:
+                arr = t.numpy()
+                name = arr.dtype.name
+        except (TypeError, RuntimeError) as e:  # a dtype or layout numpy cannot hold
+            raise InputError(f"input {i}: torch tensor of dtype {t.dtype} has no numpy form: {e}") from None
+        if arr.dtype.kind not in "biuf" and name != "bfloat16":
+            raise InputError(f"input {i}: dtype {t.dtype} (torch) is not a tensor dtype etwgpu takes")
         shape = tuple(t.shape)
     else:
         try:
