@@ -1,6 +1,8 @@
 //! The Python package's CI step (`cargo xtask python-test`, part of `ci`):
 //! build the `etwgpu` wheel, install it into a fresh virtual environment
-//! with numpy and pytest, and run the pytest suite of `crates/python/tests`.
+//! with numpy and pytest, run the pytest suite of `crates/python/tests`,
+//! and check the type stubs against the installed module (mypy's
+//! `stubtest` on `etwgpu._etwgpu`, `mypy` on the package).
 //!
 //! The extension module is built by the workspace build CI has just done
 //! (`cargo build --workspace --lib --tests`: the dev profile, the one target
@@ -10,8 +12,8 @@
 //! `crates/python/ci/wheel_from_build.py` packs the built library into the
 //! wheel maturin would make, with maturin's own `.dist-info`.
 //!
-//! Needs `python3` (3.11 or newer, with `venv`) and PyPI for numpy, pytest
-//! and maturin. pytest's exit status fails the step, and so does its status
+//! Needs `python3` (3.11 or newer, with `venv`) and PyPI for numpy, pytest,
+//! maturin and mypy. pytest's exit status fails the step, and so does its status
 //! 5 (no tests ran).
 
 use std::path::{Path, PathBuf};
@@ -58,7 +60,7 @@ pub fn test(root: &Path) -> Result<(), String> {
         c.args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"]).args(args);
         c
     };
-    run(&mut pip(&["numpy", "pytest", "maturin>=1.9,<2"]))?;
+    run(&mut pip(&["numpy", "pytest", "maturin>=1.9,<2", "mypy"]))?;
     let dist = work.join("dist");
     let package = root.join("crates/python");
     run(Command::new(&py)
@@ -84,10 +86,21 @@ pub fn test(root: &Path) -> Result<(), String> {
         .args(["-m", "pytest", "-p", "no:cacheprovider", "-rs", "tests"])
         .status()
         .map_err(|e| format!("could not start pytest: {e}"))?;
-    eprintln!("Python package build and tests took {:.1} min", start.elapsed().as_secs_f64() / 60.0);
     match status.code() {
-        Some(0) => Ok(()),
-        Some(5) => Err("pytest collected no tests (exit status 5)".into()),
-        _ => Err(format!("pytest failed with {status}")),
+        Some(0) => {}
+        Some(5) => return Err("pytest collected no tests (exit status 5)".into()),
+        _ => return Err(format!("pytest failed with {status}")),
     }
+    // The stubs of the native module against the module itself, and the
+    // package's annotations against those stubs; from `work`, so that
+    // the installed wheel is what they read (and mypy's cache goes there).
+    let mypy = |args: &[&str]| {
+        let mut c = Command::new(&py);
+        c.current_dir(&work).arg("-m").args(args);
+        c
+    };
+    run(&mut mypy(&["mypy.stubtest", "etwgpu._etwgpu"]))?;
+    run(&mut mypy(&["mypy", "-p", "etwgpu"]))?;
+    eprintln!("Python package build and tests took {:.1} min", start.elapsed().as_secs_f64() / 60.0);
+    Ok(())
 }

@@ -5,8 +5,9 @@
 //! it turns numpy arrays and torch tensors into the raw triples this module
 //! takes (a C-contiguous byte buffer, a dtype name, a shape) and back.
 //!
-//! - Inputs are read through the buffer protocol: one copy, into the
-//!   runtime's [`Tensor`], which owns its bytes.
+//! - Inputs are read through the buffer protocol (a C-contiguous numpy
+//!   array as it is, without a view or conversion in Python): one copy,
+//!   into the runtime's [`Tensor`], which owns its bytes.
 //! - Outputs leave as [`Bytes`], which own the runtime's output bytes and
 //!   lend them through the buffer protocol, so `numpy.frombuffer` (and then
 //!   `torch.from_numpy`) wraps them without a copy.
@@ -25,18 +26,21 @@ use std::time::Instant;
 
 use etwgpu_format::{DType, Dynamism, PlanValue, Program};
 use etwgpu_runtime::{LoadOptions, LoadedMethod, Runtime, Tensor};
-use pyo3::buffer::PyBuffer;
+use pyo3::buffer::PyUntypedBuffer;
 use pyo3::exceptions::PyBufferError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 /// Bytes owned by Rust, lent to Python through the buffer protocol
-/// (writable, one-dimensional, format `B`): the output tensors' storage.
+/// (writable, one-dimensional, format `B`): the output tensors' storage,
+/// taken over from the runtime's `Vec` as it is (no copy, no shrink).
 #[pyclass(frozen, module = "etwgpu._etwgpu")]
 struct Bytes {
-    /// The allocation, from a boxed slice; freed on drop.
+    /// The allocation, from [`Vec::as_mut_ptr`] of a `Vec` this value now
+    /// owns; freed on drop.
     ptr: *mut u8,
     len: usize,
+    capacity: usize,
 }
 
 // SAFETY: `Bytes` owns its allocation alone; Python code that writes
@@ -47,17 +51,16 @@ unsafe impl Sync for Bytes {}
 
 impl Bytes {
     fn new(bytes: Vec<u8>) -> Self {
-        let len = bytes.len();
-        let ptr = Box::into_raw(bytes.into_boxed_slice()).cast::<u8>();
-        Self { ptr, len }
+        let mut bytes = std::mem::ManuallyDrop::new(bytes);
+        Self { ptr: bytes.as_mut_ptr(), len: bytes.len(), capacity: bytes.capacity() }
     }
 }
 
 impl Drop for Bytes {
     fn drop(&mut self) {
-        // SAFETY: `ptr` and `len` came from `Box::into_raw` of a boxed
-        // slice of `len` bytes, and nothing else frees it.
-        drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(self.ptr, self.len)) });
+        // SAFETY: `ptr`, `len` and `capacity` are those of a `Vec<u8>` that
+        // `new` took apart without freeing, and nothing else frees it.
+        drop(unsafe { Vec::from_raw_parts(self.ptr, self.len, self.capacity) });
     }
 }
 
@@ -235,15 +238,17 @@ struct PyMethod {
     last_run_ns: AtomicU64,
 }
 
-/// One raw input: a C-contiguous `uint8` buffer, a dtype name (torch's)
-/// and a shape.
+/// One raw input: an object with a C-contiguous buffer (a numpy array as
+/// it is, or a `uint8` view of one), a dtype name (torch's) and a shape.
 type RawInput<'py> = (Bound<'py, PyAny>, String, Vec<u64>);
 
 /// One raw output: its bytes, dtype name and shape.
 type RawOutput = (Py<Bytes>, &'static str, Vec<u64>);
 
-/// The tensors of `inputs`, each bytes copied once out of its buffer.
-fn tensors(py: Python<'_>, inputs: &[RawInput<'_>]) -> PyResult<Vec<Tensor>> {
+/// The tensors of `inputs`, each one's bytes copied once, straight out of
+/// its buffer (whatever its element format: the dtype name and shape say
+/// what the bytes are, and [`Tensor::new`] checks their length).
+fn tensors(inputs: &[RawInput<'_>]) -> PyResult<Vec<Tensor>> {
     inputs
         .iter()
         .enumerate()
@@ -251,12 +256,20 @@ fn tensors(py: Python<'_>, inputs: &[RawInput<'_>]) -> PyResult<Vec<Tensor>> {
             let dtype = DType::from_torch_name(dtype).ok_or_else(|| {
                 errors::InputError::new_err(format!("input {i}: dtype {dtype} is not one etwgpu can take"))
             })?;
-            let buf = PyBuffer::<u8>::get(data)
-                .map_err(|e| errors::InputError::new_err(format!("input {i}: not a byte buffer: {e}")))?;
+            let buf = PyUntypedBuffer::get(data)
+                .map_err(|e| errors::InputError::new_err(format!("input {i}: not a buffer: {e}")))?;
             if !buf.is_c_contiguous() {
                 return Err(errors::InputError::new_err(format!("input {i}: its buffer is not C-contiguous")));
             }
-            let bytes = buf.to_vec(py)?;
+            let len = buf.len_bytes();
+            let bytes = if len == 0 {
+                Vec::new()
+            } else {
+                // SAFETY: a C-contiguous buffer is `len` bytes from
+                // `buf_ptr`, valid while `buf` holds it (until the end of
+                // this block); the GIL is held, as for any buffer read.
+                unsafe { std::slice::from_raw_parts(buf.buf_ptr().cast::<u8>(), len) }.to_vec()
+            };
             Tensor::new(dtype, shape.clone(), bytes)
                 .map_err(|e| errors::InputError::new_err(format!("input {i}: {}", errors::chain(&e))))
         })
@@ -288,7 +301,7 @@ impl PyMethod {
     /// Runs the method on raw inputs; returns raw outputs. The GIL is
     /// released while the call waits for the method and the GPU.
     fn execute(&self, py: Python<'_>, inputs: Vec<RawInput<'_>>) -> PyResult<Vec<RawOutput>> {
-        let inputs = tensors(py, &inputs)?;
+        let inputs = tensors(&inputs)?;
         let result = py.detach(|| {
             self.lock().map(|mut m| {
                 let start = Instant::now();
@@ -308,7 +321,7 @@ impl PyMethod {
         py: Python<'py>,
         inputs: Vec<RawInput<'py>>,
     ) -> PyResult<(Vec<RawOutput>, Bound<'py, PyList>)> {
-        let inputs = tensors(py, &inputs)?;
+        let inputs = tensors(&inputs)?;
         let (result, rows) = py.detach(|| {
             self.lock().map(|mut m| {
                 m.set_profiling(true);

@@ -59,7 +59,8 @@ def test_metadata_matches_the_manifest(rt):
     assert meta.name == "forward"
     assert [(t.dtype, list(t.shape)) for t in meta.inputs] == [(t["dtype"], t["shape"]) for t in want["inputs"]]
     assert [(t.dtype, list(t.shape)) for t in meta.outputs] == [(t["dtype"], t["shape"]) for t in want["outputs"]]
-    assert str(meta) == "method 'forward'\n  inputs:\n    0: float32[1, 8, 32]\n  outputs:\n    0: float32[1, 8, 32]"
+    # As `etwgpu inspect` lists it.
+    assert str(meta) == 'method "forward"\n  inputs:\n    0: float32[1, 8, 32]\n  outputs:\n    0: float32[1, 8, 32]'
     assert program.metadata("forward") == meta
 
 

@@ -64,19 +64,38 @@ def _is_torch_tensor(x: Any) -> bool:
     return torch is not None and isinstance(x, torch.Tensor)
 
 
+# The dtypes a numpy array can pass as it is: little-endian (native here)
+# and known to the runtime, by name (a dict look-up is ten times quicker
+# than ``dtype.name``).
+_NATIVE_DTYPES = {
+    np.dtype(name).newbyteorder("<"): name
+    for name in ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64")
+}
+
+
 def _raw_input(i: int, x: Any) -> tuple:
-    """One input as (C-contiguous uint8 view, dtype name, shape)."""
+    """One input as (object with a C-contiguous buffer, dtype name, shape)."""
+    if type(x) is np.ndarray:
+        name = _NATIVE_DTYPES.get(x.dtype)
+        if name is not None and x.flags.c_contiguous:
+            # The common case: the runtime reads the array's own buffer.
+            return x, name, x.shape
     if _is_torch_tensor(x):
         torch = _torch()
         t = x.detach()
         if t.device.type != "cpu":
             t = t.cpu()
         t = t.contiguous()
-        if t.dtype == torch.bfloat16:
-            arr, name = t.view(torch.int16).numpy(), "bfloat16"
-        else:
-            arr = t.numpy()
-            name = arr.dtype.name
+        try:
+            if t.dtype == torch.bfloat16:
+                arr, name = t.view(torch.int16).numpy(), "bfloat16"
+            else:
+                arr = t.numpy()
+                name = arr.dtype.name
+        except (TypeError, RuntimeError) as e:  # a dtype or layout numpy cannot hold
+            raise InputError(f"input {i}: torch tensor of dtype {t.dtype} has no numpy form: {e}") from None
+        if arr.dtype.kind not in "biuf" and name != "bfloat16":
+            raise InputError(f"input {i}: dtype {t.dtype} (torch) is not a tensor dtype etwgpu takes")
         shape = tuple(t.shape)
     else:
         try:
@@ -93,16 +112,17 @@ def _raw_input(i: int, x: Any) -> tuple:
     return arr.reshape(-1).view(np.uint8), name, [int(d) for d in shape]
 
 
-def _np_dtype(name: str) -> np.dtype:
-    if name == "bfloat16":
-        # numpy has no bfloat16: the raw bits, as torch's view gives them.
-        return np.dtype(np.int16)
-    return np.dtype(name)
+# The numpy dtype of each dtype name the runtime gives. numpy has no
+# bfloat16: its raw bits come as int16, as torch's ``view`` gives them.
+_NP_DTYPES = {
+    name: np.dtype(np.int16 if name == "bfloat16" else name)
+    for name in ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64", "bfloat16")
+}
 
 
 def _array(raw: tuple) -> np.ndarray:
     data, name, shape = raw
-    return np.frombuffer(data, dtype=_np_dtype(name)).reshape(shape)
+    return np.frombuffer(data, dtype=_NP_DTYPES[name]).reshape(shape)
 
 
 def _wrap_outputs(raws: list, torch_out: bool) -> list:
@@ -131,7 +151,7 @@ class TensorInfo:
 
     def __str__(self) -> str:
         if self.kind == "tensor":
-            dims = ", ".join(str(d) for d in self.shape)
+            dims = ", ".join(str(d) for d in self.shape or ())
             dynamic = " (dynamic; sizes are upper bounds)" if self.dynamic else ""
             return f"{self.dtype}[{dims}]{dynamic}"
         if self.value is not None:
@@ -153,7 +173,7 @@ class MethodMetadata:
     outputs: tuple
 
     def __str__(self) -> str:
-        lines = [f"method {self.name!r}", "  inputs:"]
+        lines = [f'method "{self.name}"', "  inputs:"]
         lines += [f"    {k}: {v}" for k, v in enumerate(self.inputs)]
         lines.append("  outputs:")
         lines += [f"    {k}: {v}" for k, v in enumerate(self.outputs)]
@@ -198,10 +218,11 @@ class Method:
         tensor. Raises :class:`InputError` naming the input when a count,
         dtype or shape is wrong.
         """
-        if isinstance(inputs, (np.ndarray,)) or _is_torch_tensor(inputs):
+        torch = _torch()
+        if isinstance(inputs, np.ndarray) or (torch is not None and isinstance(inputs, torch.Tensor)):
             raise InputError("execute takes a list of inputs, not a single array: execute([x])")
         raws = [_raw_input(i, x) for i, x in enumerate(inputs)]
-        torch_out = any(_is_torch_tensor(x) for x in inputs)
+        torch_out = torch is not None and any(isinstance(x, torch.Tensor) for x in inputs)
         return _wrap_outputs(self._native.execute(raws), torch_out)
 
     def profile(self, inputs: Sequence[Any]) -> list:

@@ -5,10 +5,27 @@ The public API is ``etwgpu`` itself (``Runtime``, ``Program``, ``Method``,
 buffer, a dtype name (torch's: ``float32``, ``int64``, ...) and a shape.
 """
 
-from typing import Any, Optional, Sequence, Union
+import sys
+from typing import Any, Optional, Sequence, Union, final
 
-RawInput = tuple[Any, str, list[int]]
-RawOutput = tuple["Bytes", str, list[int]]
+__all__ = [
+    "Bytes",
+    "DeviceError",
+    "Error",
+    "FormatError",
+    "InputError",
+    "TokenStream",
+    "UnsupportedOpError",
+    "_Llm",
+    "_Method",
+    "_Program",
+    "_Runtime",
+]
+
+# (an object with a C-contiguous buffer, a dtype name, a shape)
+_RawInput = tuple[Any, str, Sequence[int]]
+# (the bytes, a dtype name, a shape)
+_RawOutput = tuple["Bytes", str, list[int]]
 
 class Error(RuntimeError):
     """Base class of every error etwgpu raises; the message is the runtime's."""
@@ -25,25 +42,30 @@ class InputError(Error):
 class DeviceError(Error):
     """The GPU failed: no adapter, a missing feature or limit, out of memory, a lost device."""
 
+@final
 class Bytes:
     """Bytes owned by the runtime, lent through the buffer protocol (writable, format ``B``)."""
 
     def __len__(self) -> int: ...
-    def __buffer__(self, flags: int) -> memoryview: ...
+    if sys.version_info >= (3, 12):
+        def __buffer__(self, flags: int, /) -> memoryview: ...
 
+@final
 class _Runtime:
-    def __init__(self, adapter: Optional[str] = None) -> None: ...
+    def __new__(cls, adapter: Optional[str] = None) -> _Runtime: ...
     @staticmethod
     def adapters() -> list[dict[str, Any]]: ...
     def device(self) -> dict[str, Any]: ...
     def load_program(self, path: str, data_files: Sequence[str] = ...) -> _Program: ...
 
+@final
 class _Program:
     @property
     def method_names(self) -> list[str]: ...
     def method_meta(self, name: str) -> dict[str, Any]: ...
     def load_method(self, name: str, fuse: bool = True) -> _Method: ...
 
+@final
 class _Method:
     @property
     def name(self) -> str: ...
@@ -51,9 +73,10 @@ class _Method:
     def n_dispatches(self) -> int: ...
     @property
     def last_run_s(self) -> float: ...
-    def execute(self, inputs: Sequence[RawInput]) -> list[RawOutput]: ...
-    def profile(self, inputs: Sequence[RawInput]) -> tuple[list[RawOutput], list[dict[str, Any]]]: ...
+    def execute(self, inputs: Sequence[_RawInput]) -> list[_RawOutput]: ...
+    def profile(self, inputs: Sequence[_RawInput]) -> tuple[list[_RawOutput], list[dict[str, Any]]]: ...
 
+@final
 class TokenStream:
     """The pieces of one ``Llm.generate`` call (``str`` for text prompts, ``int`` for token prompts)."""
 
@@ -65,15 +88,16 @@ class TokenStream:
         ``decode_s``, ``prefill_tokens_per_s``, ``decode_tokens_per_s``, ``stopped``; ``None``
         until the stream ends."""
 
+@final
 class _Llm:
-    def __init__(
-        self,
+    def __new__(
+        cls,
         runtime: _Runtime,
         path: str,
         tokenizer: Optional[str] = None,
         data_files: Sequence[str] = ...,
         kv_cache_f16: bool = True,
-    ) -> None: ...
+    ) -> _Llm: ...
     @property
     def metadata(self) -> dict[str, Any]: ...
     def encode(self, text: str) -> list[int]: ...
