@@ -25,7 +25,7 @@
 
 use etwgpu_format::{DType, PlanValue, Program, ValueId, VkGraph, VkValue};
 use etwgpu_graph::lower::elem_type;
-use etwgpu_graph::{InputRef, LiveChain, Lowerer};
+use etwgpu_graph::{InputRef, LiveChain, LowerError, Lowerer};
 
 use crate::argmax::{ArgmaxInput, ArgmaxPost};
 use crate::buffers::{DeviceBuffers, Layout, align4, check_tensor_sizes, tensor_of};
@@ -134,14 +134,13 @@ fn io_specs(
     graph_ids: &[ValueId],
     arg_range: std::ops::Range<usize>,
 ) -> Result<Vec<IoSpec>> {
-    let plumbing = |what: String| Error::Plumbing { method: m.name.clone(), what };
     plan_values
         .iter()
         .map(|&p| {
             let pos = args[arg_range.clone()]
                 .iter()
                 .position(|&a| a == p)
-                .ok_or_else(|| plumbing(format!("method value {p} is not an argument of the delegate call")))?;
+                .ok_or_else(|| Error::NotADelegateArg { method: m.name.clone(), value: p })?;
             let value = graph_ids[pos];
             if let VkValue::SymInt(_) = graph.value(value) {
                 return Ok(IoSpec {
@@ -200,14 +199,11 @@ impl LoadedDelegate {
         };
         let n_in = graph.input_ids.len();
         if args.len() != n_in + graph.output_ids.len() {
-            return Err(Error::Plumbing {
+            return Err(Error::DelegateArgs {
                 method: method.to_string(),
-                what: format!(
-                    "the delegate call has {} args for {} inputs and {} outputs",
-                    args.len(),
-                    n_in,
-                    graph.output_ids.len()
-                ),
+                args: args.len(),
+                inputs: n_in,
+                outputs: graph.output_ids.len(),
             });
         }
 
@@ -232,7 +228,7 @@ impl LoadedDelegate {
         let inputs = io_specs(m, graph, args, &args[..n_in], &graph.input_ids, 0..n_in)?;
         let outputs = io_specs(m, graph, args, &args[n_in..], &graph.output_ids, n_in..args.len())?;
         if let Some(spec) = outputs.iter().find(|s| s.symint) {
-            return Err(Error::NotATensor { value: spec.value.0, found: "SymInt" });
+            return Err(LowerError::NotATensor { value: spec.value.0, found: "SymInt" }.into());
         }
         check_tensor_sizes(rt, graph)?;
         let max_inputs: Vec<Vec<u64>> = inputs.iter().map(|s| s.max_shape.clone()).collect();
@@ -402,8 +398,9 @@ impl LoadedDelegate {
         self.finish().await
     }
 
-    fn in_flight_error(&self, what: &str) -> Error {
-        Error::Plumbing { method: self.name.clone(), what: format!("{} run(s) in flight: {what}", self.pending.len()) }
+    /// The runs in flight block what a call was to do.
+    fn in_flight_error(&self, blocked: &'static str) -> Error {
+        Error::RunsInFlight { method: self.name.clone(), runs: self.pending.len(), blocked }
     }
 
     /// Whether input `input` can be [fed](Self::submit) from the argmax of
@@ -411,16 +408,17 @@ impl LoadedDelegate {
     /// with the argmax on. At submit, the input must have at most one
     /// element per argmax row (it takes the first ones).
     pub(crate) fn check_feed(&self, input: usize) -> Result<()> {
-        let problem = |what: String| Error::Plumbing { method: self.name.clone(), what };
+        let method = || self.name.clone();
         if self.argmax.iter().flatten().next().is_none() {
-            return Err(problem("no output has the device argmax on, so no input can be fed from it".into()));
+            return Err(Error::FeedWithoutArgmax { method: method() });
         }
-        let spec = self.inputs.get(input).ok_or_else(|| problem(format!("no input {input}")))?;
+        let spec = self.inputs.get(input).ok_or_else(|| Error::NoInput {
+            method: method(),
+            input,
+            n_inputs: self.inputs.len(),
+        })?;
         if spec.symint || spec.device_dtype != DType::I32 {
-            return Err(problem(format!(
-                "input {input} ({:?} on the device) cannot take int32 argmax indices",
-                spec.device_dtype
-            )));
+            return Err(Error::FeedInputDType { method: method(), input, dtype: spec.device_dtype });
         }
         Ok(())
     }
@@ -449,10 +447,7 @@ impl LoadedDelegate {
             let rows = self.argmax.iter().flatten().next().map_or(0, ArgmaxPost::rows);
             let n = inputs.get(i).map_or(0, Tensor::numel);
             if n > rows {
-                return Err(Error::Plumbing {
-                    method: self.name.clone(),
-                    what: format!("input {i} has {n} elements; the argmax it is fed from gives {rows}"),
-                });
+                return Err(Error::FeedTooLong { method: self.name.clone(), input: i, elements: n, rows });
             }
         }
         let mut clock = Stopwatch::start();
@@ -575,7 +570,7 @@ impl LoadedDelegate {
     pub(crate) async fn finish(&mut self) -> Result<Vec<Tensor>> {
         let mut clock = Stopwatch::start();
         let Some(PendingRun { outputs: out_sizes, submission }) = self.pending.pop_front() else {
-            return Err(Error::Plumbing { method: self.name.clone(), what: "no run to finish".into() });
+            return Err(Error::NothingToFinish { method: self.name.clone() });
         };
         let rt = &self.rt;
         let slices: Vec<wgpu::BufferSlice<'_>> =

@@ -43,6 +43,7 @@ pub use delegate::LoadedDelegate;
 pub use device::adapters;
 pub use device::{AdapterSummary, COOP_MATRIX_ENV, PRECISION_ENV, Runtime, RuntimeOptions, adapters_async};
 pub use error::{Error, Result};
+pub use etwgpu_graph::LowerError;
 pub use etwgpu_kernels::{DeviceCaps, Precision};
 pub use method::LoadedMethod;
 pub use options::{LoadOptions, LoadProgress, LoadStage, RunTimes};

@@ -315,19 +315,16 @@ impl LoadedMethod {
     /// [`LoadedMethod::set_output_argmax`] without blocking (the argmax
     /// pipeline is created on first use).
     pub async fn set_output_argmax_async(&mut self, output: usize, on: bool) -> Result<()> {
-        let p = *self.outputs.get(output).ok_or_else(|| Error::Plumbing {
+        let p = *self.outputs.get(output).ok_or_else(|| Error::NoOutput {
             method: self.name.clone(),
-            what: format!("no output {output} (the method has {})", self.outputs.len()),
+            output,
+            n_outputs: self.outputs.len(),
         })?;
         let writer =
             self.steps.iter().rposition(|s| matches!(s, Exec::Gpu { args, n_in, .. } if args[*n_in..].contains(&p)));
-        let not_gpu = |what: &str| Error::Plumbing {
-            method: self.name.clone(),
-            what: format!("output {output} {what}, so the device cannot reduce it"),
-        };
-        let Some(at) = writer else { return Err(not_gpu("is not written by a GPU call")) };
+        let Some(at) = writer else { return Err(Error::ArgmaxNotOnGpu { method: self.name.clone(), output }) };
         if self.steps[at + 1..].iter().any(|s| s.reads().contains(&p)) {
-            return Err(not_gpu("is read by a later instruction"));
+            return Err(Error::ArgmaxReadLater { method: self.name.clone(), output });
         }
         let Exec::Gpu { call, args, n_in, .. } = &mut self.steps[at] else { unreachable!("found as a GPU call") };
         let j = args[*n_in..].iter().rposition(|&a| a == p).expect("found among the outputs");
@@ -364,10 +361,7 @@ impl LoadedMethod {
             self.steps.iter().enumerate().filter(|(_, s)| matches!(s, Exec::Gpu { .. })).map(|(i, _)| i).collect();
         match (gpu.as_slice(), self.n_cpu_calls()) {
             ([one], 0) => Ok(*one),
-            _ => Err(Error::Plumbing {
-                method: self.name.clone(),
-                what: "runs can be submitted ahead only on a method of one GPU call and no CPU fallback".into(),
-            }),
+            _ => Err(Error::NotOneGpuCall { method: self.name.clone() }),
         }
     }
 
@@ -382,14 +376,15 @@ impl LoadedMethod {
     fn fed_arg(&self, input: usize) -> Result<usize> {
         let at = self.single_gpu_call()?;
         let Exec::Gpu { call, args, n_in, .. } = &self.steps[at] else { unreachable!("a GPU call") };
-        let p = *self.inputs.get(input).ok_or_else(|| Error::Plumbing {
+        let p = *self.inputs.get(input).ok_or_else(|| Error::NoInput {
             method: self.name.clone(),
-            what: format!("no input {input} (the method has {})", self.inputs.len()),
+            input,
+            n_inputs: self.inputs.len(),
         })?;
-        let j = args[..*n_in].iter().position(|&a| a == p).ok_or_else(|| Error::Plumbing {
-            method: self.name.clone(),
-            what: format!("input {input} does not reach the GPU call"),
-        })?;
+        let j = args[..*n_in]
+            .iter()
+            .position(|&a| a == p)
+            .ok_or_else(|| Error::FeedInputUnused { method: self.name.clone(), input })?;
         call.check_feed(j)?;
         Ok(j)
     }
@@ -629,6 +624,6 @@ fn slot_tensor(method: &str, values: &[PlanValue], slots: &[Option<Tensor>], p: 
         (_, Some(PlanValue::Int(x))) => {
             Ok(Tensor { dtype: DType::I64, shape: Vec::new(), bytes: x.to_le_bytes().to_vec() })
         }
-        _ => Err(Error::Plumbing { method: method.to_string(), what: format!("value {p} is read before it is set") }),
+        _ => Err(Error::ValueUnset { method: method.to_string(), value: p }),
     }
 }
