@@ -11,6 +11,7 @@
 //! - [`retype`]: float16 promotion and KV-cache narrowing, the dtype
 //!   rewrites the runtime picks per device.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod fuse;
 pub mod lower;

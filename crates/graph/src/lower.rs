@@ -40,7 +40,6 @@ pub fn elem_type(d: DType) -> ElemType {
 /// Why a chain could not be lowered.
 #[derive(Debug, thiserror::Error)]
 pub enum LowerError {
-    /// An operator is not in the kernel table.
     /// A tensor is larger than [`MAX_TENSOR_BYTES`].
     #[error("tensor %{value} needs {bytes} bytes, over the planner's limit of {limit}")]
     TensorTooLarge {
@@ -51,6 +50,7 @@ pub enum LowerError {
         /// The limit.
         limit: u64,
     },
+    /// An operator is not in the kernel table.
     #[error("unsupported operator {op} (node {node_id})")]
     UnsupportedOp {
         /// ExecuTorch op name.

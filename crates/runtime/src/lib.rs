@@ -18,6 +18,7 @@
 //! This is the only crate that uses wgpu. It turns the plain-data steps of
 //! `etwgpu-kernels` into buffers, bind groups and dispatches; every compute
 //! pipeline is created in [`pipeline_cache`].
+#![warn(missing_docs)]
 
 mod argmax;
 pub mod bandwidth;
