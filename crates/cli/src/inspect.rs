@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use etwgpu_format::{
     BlobLocation, ConstantSource, DataFile, Delegate, Dynamism, Instruction, Method, PlanValue, Program, VkGraph,
 };
-use etwgpu_runtime::Route;
+use etwgpu_graph::route::Route;
 use serde_json::{Value, json};
 
 /// How a value is described in listings: `float32[2, 4]` or its kind.
@@ -103,7 +103,7 @@ fn kernel_routes(m: &Method) -> Vec<(String, String)> {
         .enumerate()
         .filter_map(|(k, i)| match i {
             Instruction::Kernel { op_index, .. } => {
-                let runs_on = match etwgpu_runtime::kernel_route(m, k) {
+                let runs_on = match etwgpu_graph::route::kernel_route(m, k) {
                     Route::Gpu(kernel) => format!("GPU ({kernel})"),
                     Route::Cpu => "CPU fallback".to_string(),
                     Route::Unsupported => "not supported".to_string(),

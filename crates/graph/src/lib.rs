@@ -10,6 +10,8 @@
 //!   ops replaced by `etwgpu.*` ops.
 //! - [`retype`]: float16 promotion and KV-cache narrowing, the dtype
 //!   rewrites the runtime picks per device.
+//! - [`route`]: where a KernelCall outside the delegate runs (a one-op GPU
+//!   graph, the CPU fallback, or nowhere).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -17,6 +19,7 @@ pub mod fuse;
 pub mod lower;
 pub mod memory;
 pub mod retype;
+pub mod route;
 
 #[cfg(test)]
 mod tests;

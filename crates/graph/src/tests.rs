@@ -316,3 +316,41 @@ fn relowering_reruns_only_what_changed_and_matches_a_fresh_lowering() {
         );
     }
 }
+
+/// A method of one KernelCall `op` on a float32 `[2, 3]` tensor (args:
+/// self, dim -1, dtype None, out), as exports leave ops outside the
+/// delegate; `extra` args after `out` (the return value repeats it).
+fn kernel_call(op: (&str, &str), args: Vec<i32>) -> etwgpu_format::Program {
+    use etwgpu_format::writer::{InstructionSpec, MethodSpec, PlanValueSpec, ProgramBuilder};
+    let f32_2x3 = || PlanValueSpec::Tensor {
+        scalar_type: etwgpu_format::DType::F32.to_scalar_type(),
+        sizes: vec![2, 3],
+        dynamism: 0,
+        data_buffer_idx: 0,
+    };
+    let m = MethodSpec {
+        name: "forward".into(),
+        values: vec![f32_2x3(), PlanValueSpec::Int(-1), PlanValueSpec::Null, f32_2x3()],
+        inputs: vec![0],
+        outputs: vec![3],
+        operators: vec![(op.0.to_string(), op.1.to_string())],
+        delegates: Vec::new(),
+        instructions: vec![InstructionSpec::Kernel { op_index: 0, args }, InstructionSpec::Free(0)],
+    };
+    let b = ProgramBuilder { methods: vec![m], ..ProgramBuilder::default() };
+    etwgpu_format::Program::from_bytes(b.to_bytes()).expect("crafted program parses")
+}
+
+#[test]
+fn kernel_calls_are_routed_without_a_gpu() {
+    use crate::route::{Route, kernel_route};
+    let route = |op, args| kernel_route(&kernel_call(op, args).methods[0], 0);
+    // In the kernel table: a one-op GPU graph.
+    assert_eq!(route(("aten::log", "out"), vec![0, 3, 3]), Route::Gpu("aten.log.default".into()));
+    // Not in the table, but in the CPU fallback.
+    assert_eq!(route(("aten::cumsum", "out"), vec![0, 1, 2, 3, 3]), Route::Cpu);
+    // Neither.
+    assert_eq!(route(("aten::frobnicate", "out"), vec![0, 3, 3]), Route::Unsupported);
+    // Not a KernelCall.
+    assert_eq!(kernel_route(&kernel_call(("aten::log", "out"), vec![0, 3, 3]).methods[0], 1), Route::Unsupported);
+}

@@ -20,23 +20,28 @@ pub(crate) enum CpuOp {
     ScalarTensor,
 }
 
-/// Fallback ops by plan name (`name.overload`), with their schema arity
-/// (the `out` tensor included).
-const CPU_OPS: &[(&str, CpuOp, usize)] = &[
-    ("aten::any.all_out", CpuOp::Any, 2),
-    ("aten::any.dims_out", CpuOp::AnyDims, 4),
-    // `any.out` is the one-dim form: (self, dim, keepdim, out).
-    ("aten::any.out", CpuOp::AnyDim, 4),
-    ("aten::cumsum.out", CpuOp::Cumsum, 4),
-    ("aten::log.out", CpuOp::Log, 2),
-    ("aten::maximum.out", CpuOp::Maximum, 3),
-    ("aten::mul.Scalar_out", CpuOp::MulScalar, 3),
-    ("aten::scalar_tensor.out", CpuOp::ScalarTensor, 2),
-];
+/// The fallback op of a plan op name (`name.overload`); the names and
+/// their schema arities are listed once, in
+/// [`etwgpu_graph::route::CPU_FALLBACK_OPS`] (a unit test checks each has
+/// an op here).
+fn cpu_op(full_name: &str) -> Option<CpuOp> {
+    Some(match full_name {
+        "aten::any.all_out" => CpuOp::Any,
+        "aten::any.dims_out" => CpuOp::AnyDims,
+        "aten::any.out" => CpuOp::AnyDim,
+        "aten::cumsum.out" => CpuOp::Cumsum,
+        "aten::log.out" => CpuOp::Log,
+        "aten::maximum.out" => CpuOp::Maximum,
+        "aten::mul.Scalar_out" => CpuOp::MulScalar,
+        "aten::scalar_tensor.out" => CpuOp::ScalarTensor,
+        _ => return None,
+    })
+}
 
-/// The fallback for a plan op name, with its schema arity.
+/// The fallback for a plan op name, with its schema arity (the `out`
+/// tensor included), when both the route table and this file have it.
 pub(crate) fn lookup(full_name: &str) -> Option<(CpuOp, usize)> {
-    CPU_OPS.iter().find(|(n, _, _)| *n == full_name).map(|&(_, op, n)| (op, n))
+    Some((cpu_op(full_name)?, etwgpu_graph::route::cpu_fallback_arity(full_name)?))
 }
 
 /// One argument as the fallback sees it.

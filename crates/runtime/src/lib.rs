@@ -32,7 +32,6 @@ pub mod options;
 pub mod pipeline_cache;
 mod plan;
 pub mod profile;
-pub mod route;
 pub mod tensor;
 
 #[cfg(test)]
@@ -45,9 +44,9 @@ pub use device::adapters;
 pub use device::{AdapterSummary, COOP_MATRIX_ENV, PRECISION_ENV, Runtime, RuntimeOptions, adapters_async};
 pub use error::{Error, Result};
 pub use etwgpu_graph::LowerError;
+pub use etwgpu_graph::route::{Route, kernel_route};
 pub use etwgpu_kernels::{DeviceCaps, Precision};
 pub use method::LoadedMethod;
 pub use options::{LoadOptions, LoadProgress, LoadStage, RunTimes};
 pub use profile::NodeProfile;
-pub use route::{Route, kernel_route};
 pub use tensor::Tensor;

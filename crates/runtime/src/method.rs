@@ -3,7 +3,7 @@
 //! Each Vulkan DelegateCall becomes a [`LoadedDelegate`] (one delegate,
 //! [`crate::delegate`]). A KernelCall runs on the GPU as a one-op graph
 //! (also a [`LoadedDelegate`]) or in the CPU fallback, as
-//! [`crate::route`] decides, or loading fails with [`Error::NoKernel`].
+//! [`etwgpu_graph::route`] decides, or loading fails with [`Error::NoKernel`].
 //! MoveCall copies a value and FreeCall drops it. A GPU call's output that
 //! only later GPU calls read stays on the device (copied buffer to buffer
 //! into the next call); every other output is read back to the host, and
@@ -12,6 +12,7 @@
 
 use etwgpu_format::program::TensorData;
 use etwgpu_format::{DType, Instruction, PlanValue, Program};
+use etwgpu_graph::route::{gpu_route, int_list, schema_args};
 
 use crate::cpu::{self, Arg, CpuOp};
 use crate::delegate::LoadedDelegate;
@@ -19,7 +20,6 @@ use crate::device::Runtime;
 use crate::error::{Error, Result};
 use crate::options::{LoadOptions, LoadProgress, RunTimes};
 use crate::profile::NodeProfile;
-use crate::route::{gpu_route, int_list, schema_args};
 use crate::tensor::Tensor;
 
 /// One instruction, ready to run.

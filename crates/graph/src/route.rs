@@ -1,9 +1,11 @@
 //! Where a KernelCall (an op the export left outside the Vulkan delegate)
 //! runs: on the GPU when its functional op is in the kernel table
 //! (`aten::log` + `out` → `aten.log.default`, `aten::mul` + `Scalar_out` →
-//! `aten.mul.Scalar`) and its host rule accepts the call, as a one-op graph;
-//! else in the CPU fallback (`cpu.rs`) when it has the op; else
-//! nowhere ([`Route::Unsupported`]).
+//! `aten.mul.Scalar`) and its host rule accepts the call at the declared
+//! shapes, as a one-op graph ([`gpu_route`]); else in the runtime's CPU
+//! fallback when it has the op ([`CPU_FALLBACK_OPS`]); else nowhere
+//! ([`Route::Unsupported`]). Deciding needs no GPU, so `etwgpu inspect`
+//! asks here.
 
 use etwgpu_format::program::TensorData;
 use etwgpu_format::vulkan::VhHeader;
@@ -11,10 +13,26 @@ use etwgpu_format::{
     Constant, ConstantId, ConstantSource, DType, Instruction, Method, OpCall, PlanValue, ValueId, VkGraph, VkTensor,
     VkValue,
 };
-use etwgpu_kernels::plan::Ctx;
-use etwgpu_kernels::{TensorInfo, Value, Vid};
 
-use crate::cpu;
+/// The ops the runtime's CPU fallback computes, by plan name
+/// (`name.overload`), with their schema arity (the `out` tensor included).
+pub const CPU_FALLBACK_OPS: &[(&str, usize)] = &[
+    ("aten::any.all_out", 2),
+    ("aten::any.dims_out", 4),
+    // `any.out` is the one-dim form: (self, dim, keepdim, out).
+    ("aten::any.out", 4),
+    ("aten::cumsum.out", 4),
+    ("aten::log.out", 2),
+    ("aten::maximum.out", 3),
+    ("aten::mul.Scalar_out", 3),
+    ("aten::scalar_tensor.out", 2),
+];
+
+/// The schema arity of CPU fallback op `full_name` (`name.overload`), when
+/// the fallback has it.
+pub fn cpu_fallback_arity(full_name: &str) -> Option<usize> {
+    CPU_FALLBACK_OPS.iter().find(|(n, _)| *n == full_name).map(|&(_, arity)| arity)
+}
 
 /// Where a KernelCall runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,7 +54,7 @@ fn gpu_name(name: &str, overload: &str) -> Option<String> {
 
 /// A KernelCall's schema args: its args up to the first `out` (the last
 /// arg; the return value repeats it).
-pub(crate) fn schema_args(args: &[usize]) -> &[usize] {
+pub fn schema_args(args: &[usize]) -> &[usize] {
     match args.last() {
         Some(out) => &args[..=args.iter().position(|a| a == out).expect("last is present")],
         None => args,
@@ -44,7 +62,7 @@ pub(crate) fn schema_args(args: &[usize]) -> &[usize] {
 }
 
 /// The Ints of a plan IntList, whose items are plan value indices.
-pub(crate) fn int_list(values: &[PlanValue], items: &[i64]) -> Option<Vec<i64>> {
+pub fn int_list(values: &[PlanValue], items: &[i64]) -> Option<Vec<i64>> {
     items
         .iter()
         .map(|&i| match values.get(usize::try_from(i).ok()?)? {
@@ -129,50 +147,25 @@ fn one_op_graph(m: &Method, op: &str, schema: &[usize], node_id: u32) -> Option<
     Some((graph, args))
 }
 
-/// A one-op graph as the kernels' host rules see it, at declared shapes.
-struct OneOpView<'a>(&'a VkGraph);
-
-impl etwgpu_kernels::Graph for OneOpView<'_> {
-    fn value(&self, id: Vid) -> Value<'_> {
-        match &self.0.values[id.0 as usize] {
-            VkValue::Null => Value::Null,
-            VkValue::Int(x) => Value::Int(*x),
-            VkValue::Double(x) => Value::Double(*x),
-            VkValue::Bool(x) => Value::Bool(*x),
-            VkValue::Tensor(t) => Value::Tensor(TensorInfo {
-                id,
-                dtype: etwgpu_kernels::ElemType::F32,
-                shape: &t.dims,
-                is_constant: t.constant.is_some(),
-            }),
-            VkValue::IntList(x) => Value::IntList(x),
-            VkValue::DoubleList(x) => Value::DoubleList(x),
-            VkValue::BoolList(x) => Value::BoolList(x),
-            VkValue::String(s) => Value::String(s),
-            VkValue::ValueList(_) | VkValue::SymInt(_) => Value::Null,
-        }
-    }
-}
-
 /// The GPU route of KernelCall `instruction` of `m`: the one-op graph and
 /// its delegate args, when the kernel table has the op and accepts the call.
-pub(crate) fn gpu_route(m: &Method, instruction: usize) -> Option<(VkGraph, Vec<usize>)> {
+pub fn gpu_route(m: &Method, instruction: usize) -> Option<(VkGraph, Vec<usize>)> {
     let Instruction::Kernel { op_index, args } = m.instructions.get(instruction)? else { return None };
     let op = m.operators.get(*op_index)?;
     let name = gpu_name(&op.name, &op.overload)?;
-    let id = etwgpu_kernels::from_name(&name)?;
+    etwgpu_kernels::from_name(&name)?;
     // One output only: the return values must all be the `out` arg.
     let schema = schema_args(args);
     if args[schema.len()..].iter().any(|a| Some(a) != schema.last()) {
         return None;
     }
     let (graph, delegate_args) = one_op_graph(m, &name, schema, instruction as u32)?;
-    let vids: Vec<Vid> = graph.chain[0].args.iter().map(|a| Vid(a.0)).collect();
-    id.lower(&Ctx::new(&OneOpView(&graph), &vids)).ok()?;
+    crate::lower_at_max(&graph, 0).ok()?;
     Some((graph, delegate_args))
 }
 
-/// Where KernelCall `instruction` of `m` runs (for `etwgpu inspect`);
+/// Where KernelCall `instruction` of `m` runs (what `etwgpu inspect`
+/// prints, and what the runtime loads);
 /// [`Route::Unsupported`] for any other instruction.
 pub fn kernel_route(m: &Method, instruction: usize) -> Route {
     let Some(Instruction::Kernel { op_index, .. }) = m.instructions.get(instruction) else {
@@ -182,7 +175,7 @@ pub fn kernel_route(m: &Method, instruction: usize) -> Route {
         return Route::Gpu(g.chain[0].name.clone());
     }
     match m.operators.get(*op_index) {
-        Some(op) if cpu::lookup(&op.full_name()).is_some() => Route::Cpu,
+        Some(op) if cpu_fallback_arity(&op.full_name()).is_some() => Route::Cpu,
         _ => Route::Unsupported,
     }
 }
