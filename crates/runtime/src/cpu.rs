@@ -3,8 +3,10 @@
 //! KernelCall's schema args (the `out` tensor last) and computes in f64,
 //! writing the out tensor's dtype.
 
-use etwgpu_format::DType;
+use etwgpu_format::{DType, PlanValue};
+use etwgpu_graph::route::int_list;
 
+use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 
 /// A CPU fallback op.
@@ -182,6 +184,53 @@ fn any_over(x: &[f64], shape: &[u64], dims: &[usize], keepdim: bool) -> (Vec<u64
     let shape =
         if keepdim { kept } else { shape.iter().zip(&reduced).filter(|(_, r)| !**r).map(|(&s, _)| s).collect() };
     (shape, out)
+}
+
+/// Runs KernelCall `instruction` (`name`, fallback `op`) on its schema args
+/// `schema` (plan values, the `out` last): each arg is the tensor in its
+/// slot of `slots`, else the plan value in `values`; the result has the
+/// `out` tensor's dtype.
+pub(crate) fn call(
+    op: CpuOp,
+    name: &str,
+    instruction: usize,
+    schema: &[usize],
+    values: &[PlanValue],
+    slots: &[Option<Tensor>],
+) -> Result<Tensor> {
+    let out = *schema.last().expect("schema has the out arg");
+    let held: Vec<Option<&Tensor>> = schema.iter().map(|&p| slots.get(p).and_then(Option::as_ref)).collect();
+    let lists: Vec<Option<Vec<i64>>> = schema
+        .iter()
+        .map(|&p| match &values[p] {
+            PlanValue::IntList(items) => int_list(values, items),
+            _ => None,
+        })
+        .collect();
+    let args: Vec<Arg<'_>> = schema
+        .iter()
+        .zip(held.iter().zip(&lists))
+        .map(|(&p, (t, list))| match (t, &values[p]) {
+            (Some(t), _) => Arg::Tensor(t),
+            (None, PlanValue::IntList(_)) => match list {
+                Some(x) => Arg::IntList(x),
+                None => Arg::Other("an IntList with non-Int items"),
+            },
+            (None, PlanValue::Int(x)) => Arg::Int(*x),
+            (None, PlanValue::Double(x)) => Arg::Double(*x),
+            (None, PlanValue::Bool(x)) => Arg::Bool(*x),
+            (None, PlanValue::Null) => Arg::Null,
+            (None, PlanValue::Tensor(_)) => Arg::Other("an unset tensor"),
+            (None, v) => Arg::Other(v.kind()),
+        })
+        .collect();
+    let err = |(arg, problem): ArgError| Error::CpuArg { op: name.to_string(), instruction, arg, problem };
+    let dtype = match &values[out] {
+        PlanValue::Tensor(t) => t.scalar_type.dtype(),
+        _ => None,
+    };
+    let dtype = dtype.ok_or_else(|| err((schema.len() - 1, "out is not a tensor".into())))?;
+    run(op, &args[..args.len() - 1], dtype).map_err(err)
 }
 
 /// Runs `op` on its schema args; the out tensor (last arg) gives the dtype.

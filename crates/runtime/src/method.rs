@@ -12,9 +12,9 @@
 
 use etwgpu_format::program::TensorData;
 use etwgpu_format::{DType, Instruction, PlanValue, Program};
-use etwgpu_graph::route::{gpu_route, int_list, schema_args};
+use etwgpu_graph::route::{gpu_route, schema_args};
 
-use crate::cpu::{self, Arg, CpuOp};
+use crate::cpu::{self, CpuOp};
 use crate::delegate::LoadedDelegate;
 use crate::device::Runtime;
 use crate::error::{Error, Result};
@@ -495,43 +495,7 @@ impl LoadedMethod {
                 }
                 Exec::Cpu { op, name, instruction, schema, extra } => {
                     let out = *schema.last().expect("schema has the out arg");
-                    let held: Vec<Option<Tensor>> = schema.iter().map(|&p| slots.get(p).cloned().flatten()).collect();
-                    let lists: Vec<Option<Vec<i64>>> = schema
-                        .iter()
-                        .map(|&p| match &values[p] {
-                            PlanValue::IntList(items) => int_list(values, items),
-                            _ => None,
-                        })
-                        .collect();
-                    let args: Vec<Arg<'_>> = schema
-                        .iter()
-                        .zip(held.iter().zip(&lists))
-                        .map(|(&p, (t, list))| match (t, &values[p]) {
-                            (Some(t), _) => Arg::Tensor(t),
-                            (None, PlanValue::IntList(_)) => match list {
-                                Some(x) => Arg::IntList(x),
-                                None => Arg::Other("an IntList with non-Int items"),
-                            },
-                            (None, PlanValue::Int(x)) => Arg::Int(*x),
-                            (None, PlanValue::Double(x)) => Arg::Double(*x),
-                            (None, PlanValue::Bool(x)) => Arg::Bool(*x),
-                            (None, PlanValue::Null) => Arg::Null,
-                            (None, PlanValue::Tensor(_)) => Arg::Other("an unset tensor"),
-                            (None, v) => Arg::Other(v.kind()),
-                        })
-                        .collect();
-                    let dtype = match &values[out] {
-                        PlanValue::Tensor(t) => t.scalar_type.dtype(),
-                        _ => None,
-                    };
-                    let err = |(arg, problem): cpu::ArgError| Error::CpuArg {
-                        op: name.clone(),
-                        instruction: *instruction,
-                        arg,
-                        problem,
-                    };
-                    let dtype = dtype.ok_or_else(|| err((schema.len() - 1, "out is not a tensor".into())))?;
-                    let t = cpu::run(*op, &args[..args.len() - 1], dtype).map_err(err)?;
+                    let t = cpu::call(*op, name, *instruction, schema, values, &slots)?;
                     for &e in extra.iter() {
                         slots[e] = Some(t.clone());
                     }
