@@ -1,5 +1,11 @@
 //! Lowering a VK00 graph into [`Step`]s, without a GPU.
 //!
+//! A little over the house limit of about 600 lines: the first lowering
+//! ([`Lowerer::lower_live`]) and the re-lowering of what changed
+//! ([`Lowerer::relower`]) share the one graph view the host rules read and
+//! the per-op record ([`LiveChain`]) of what each rule looked at; apart,
+//! each file would hold half of that record's rules.
+//!
 //! Every op of the chain is looked up in the kernel table and lowered in
 //! order at the live shapes: each op infers its output shapes, which the
 //! next ops see. The runtime lowers at load (maximum shapes) and again when
