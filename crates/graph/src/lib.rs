@@ -6,7 +6,7 @@
 //! - [`memory`]: liveness analysis and arena placement of intermediate
 //!   tensors, with the naive / planned / lower-bound report.
 //! - [`lower`]: the op chain lowered into steps at live shapes.
-//! - [`fuse`]: the op chain rewritten before lowering, fused groups of
+//! - [`fuse`](mod@fuse): the op chain rewritten before lowering, fused groups of
 //!   ops replaced by `etwgpu.*` ops.
 //! - [`retype`]: float16 promotion and KV-cache narrowing, the dtype
 //!   rewrites the runtime picks per device.

@@ -2,7 +2,7 @@
 //! and outputs, the lowered op chain kept live, and `run` (or `submit`
 //! and `finish`, with up to two runs in flight).
 //!
-//! Load: the chain is fused ([`etwgpu_graph::fuse`], unless
+//! Load: the chain is fused ([`etwgpu_graph::fuse()`], unless
 //! [`LoadOptions::fuse`] is off) and retyped for the device
 //! ([`etwgpu_graph::retype`]); every op is looked up in the kernel table
 //! and lowered at the declared (maximum) shapes (by

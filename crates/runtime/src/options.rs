@@ -4,7 +4,7 @@
 /// How [`crate::device::Runtime::load_with`] loads a method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LoadOptions {
-    /// Rewrite each delegate's op chain with [`etwgpu_graph::fuse`] before
+    /// Rewrite each delegate's op chain with [`etwgpu_graph::fuse()`] before
     /// lowering (the default); off runs every op as exported, for
     /// debugging (`etwgpu run --no-fuse`).
     pub fuse: bool,
