@@ -12,12 +12,15 @@
 //!   rewrites the runtime picks per device.
 //! - [`route`]: where a KernelCall outside the delegate runs (a one-op GPU
 //!   graph, the CPU fallback, or nowhere).
+//! - [`method_plan`]: a whole method's steps (delegates, kernel calls,
+//!   moves, frees) and which GPU call outputs stay on the device.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod fuse;
 pub mod lower;
 pub mod memory;
+pub mod method_plan;
 pub mod retype;
 pub mod route;
 

@@ -1,18 +1,21 @@
 //! A whole method: the ExecutionPlan's instruction chain, run in order.
 //!
-//! Each Vulkan DelegateCall becomes a [`LoadedDelegate`] (one delegate,
+//! The steps come from the GPU-free method plan
+//! ([`etwgpu_graph::method_plan`]); this file instantiates them. Each
+//! Vulkan DelegateCall becomes a [`LoadedDelegate`] (one delegate,
 //! [`crate::delegate`]). A KernelCall runs on the GPU as a one-op graph
 //! (also a [`LoadedDelegate`]) or in the CPU fallback, as
 //! [`etwgpu_graph::route`] decides, or loading fails with [`Error::NoKernel`].
 //! MoveCall copies a value and FreeCall drops it. A GPU call's output that
-//! only later GPU calls read stays on the device (copied buffer to buffer
-//! into the next call); every other output is read back to the host, and
-//! each GPU call that reads back counts as one host round trip
+//! only later GPU calls read (the plan's links, where the dtypes on the
+//! device agree too) stays on the device, copied buffer to buffer into the
+//! next call; every other output is read back to the host, and each GPU
+//! call that reads back counts as one host round trip
 //! ([`LoadedMethod::host_round_trips`]).
 
 use etwgpu_format::program::TensorData;
-use etwgpu_format::{DType, Instruction, PlanValue, Program};
-use etwgpu_graph::route::{gpu_route, schema_args};
+use etwgpu_format::{DType, PlanValue, Program};
+use etwgpu_graph::method_plan::{DeviceLink, MethodStep, Unrunnable, plan_method};
 
 use crate::cpu::{self, CpuOp};
 use crate::delegate::LoadedDelegate;
@@ -58,61 +61,31 @@ impl Exec {
             Exec::Free(_) => Vec::new(),
         }
     }
-
-    /// Plan values the step sets (or drops).
-    fn writes(&self) -> Vec<usize> {
-        match self {
-            Exec::Gpu { args, n_in, extra, .. } => args[*n_in..].iter().chain(extra).copied().collect(),
-            Exec::Cpu { schema, extra, .. } => schema.last().into_iter().chain(extra).copied().collect(),
-            Exec::Move { to, .. } => vec![*to],
-            Exec::Free(v) => vec![*v],
-        }
-    }
 }
 
-/// Keeps on the device each GPU call output that only later GPU calls read
-/// (with the same device dtype): those calls copy it buffer to buffer
-/// instead of a read-back and an upload.
-fn link_on_device(steps: &mut [Exec], method_outputs: &[usize]) {
-    // (producer step, output position, consumer step, input position)
-    let mut links = Vec::new();
-    for (s, step) in steps.iter().enumerate() {
-        let Exec::Gpu { call, args, n_in, extra } = step else { continue };
-        for (j, &p) in args[*n_in..].iter().enumerate() {
-            if method_outputs.contains(&p) || extra.contains(&p) || (!extra.is_empty() && *n_in + j + 1 == args.len()) {
-                continue;
-            }
-            let dtype = call.output_device(j).1;
-            let mut uses = Vec::new();
-            let mut device_only = true;
-            for (t, later) in steps.iter().enumerate().skip(s + 1) {
-                if later.reads().contains(&p) {
-                    match later {
-                        Exec::Gpu { call: c, args: a, n_in: k, .. } => {
-                            for (i, _) in a[..*k].iter().enumerate().filter(|(_, q)| **q == p) {
-                                let (d, symint) = c.input_device(i);
-                                device_only &= d == dtype && !symint;
-                                uses.push((t, i));
-                            }
-                        }
-                        _ => device_only = false,
-                    }
-                }
-                if later.writes().contains(&p) {
-                    break;
-                }
-            }
-            if device_only && !uses.is_empty() {
-                links.extend(uses.into_iter().map(|(t, i)| (s, j, t, i)));
-            }
+/// Keeps on the device the GPU call outputs the method plan links to later
+/// GPU calls (`links`), where their dtypes on the device agree too (for
+/// every reader of the output, or it is read back for all): those calls
+/// copy them buffer to buffer instead of a read-back and an upload.
+fn link_on_device(steps: &mut [Exec], links: &[DeviceLink]) {
+    let device_io = |steps: &[Exec], l: &DeviceLink| {
+        let (Exec::Gpu { call: from, .. }, Exec::Gpu { call: to, .. }) = (&steps[l.producer], &steps[l.consumer])
+        else {
+            unreachable!("links join GPU calls")
+        };
+        let (buffer, dtype) = from.output_device(l.output);
+        (buffer, to.input_device(l.input) == (dtype, false))
+    };
+    for l in links {
+        let (buffer, agrees) = device_io(steps, l);
+        let same_output = |o: &&DeviceLink| (o.producer, o.output) == (l.producer, l.output);
+        if !agrees || !links.iter().filter(same_output).all(|o| device_io(steps, o).1) {
+            continue;
         }
-    }
-    for (s, j, t, i) in links {
-        let Exec::Gpu { call, .. } = &mut steps[s] else { unreachable!("links start at GPU calls") };
-        call.keep_on_device[j] = true;
-        let (buffer, _) = call.output_device(j);
-        let Exec::Gpu { call, .. } = &mut steps[t] else { unreachable!("links end at GPU calls") };
-        call.device_inputs[i] = Some(buffer);
+        let Exec::Gpu { call, .. } = &mut steps[l.producer] else { unreachable!("links start at GPU calls") };
+        call.keep_on_device[l.output] = true;
+        let Exec::Gpu { call, .. } = &mut steps[l.consumer] else { unreachable!("links end at GPU calls") };
+        call.device_inputs[l.input] = Some(buffer);
     }
 }
 
@@ -143,54 +116,52 @@ impl LoadedMethod {
             available: program.methods.iter().map(|m| m.name.clone()).collect(),
         })?;
         let cannot = |found: String| Error::NotFullyDelegated { method: method.to_string(), found };
-        let mut steps = Vec::with_capacity(m.instructions.len());
+        let plan = plan_method(m);
+        let mut steps = Vec::with_capacity(plan.steps.len());
         let mut n_delegates = 0;
-        for (k, ins) in m.instructions.iter().enumerate() {
-            steps.push(match ins {
-                Instruction::Delegate { delegate_index, args } => {
-                    let d = &m.delegates[*delegate_index];
-                    let graph = d.graph.as_ref().ok_or_else(|| cannot(format!("a {} delegate", d.backend_id)))?;
+        for (k, step) in plan.steps.into_iter().enumerate() {
+            steps.push(match step {
+                MethodStep::Delegate { delegate_index, args, n_in } => {
+                    let graph = m.delegates[delegate_index].graph.as_ref().expect("planned delegates have a graph");
                     let label =
                         if n_delegates == 0 { method.to_string() } else { format!("{method} delegate {n_delegates}") };
                     n_delegates += 1;
-                    let call = LoadedDelegate::load(rt, program, m, graph, args, &label, options, progress).await?;
-                    Exec::Gpu {
-                        call: Box::new(call),
-                        args: args.clone(),
-                        n_in: graph.input_ids.len(),
-                        extra: Vec::new(),
-                    }
+                    let call = LoadedDelegate::load(rt, program, m, graph, &args, &label, options, progress).await?;
+                    Exec::Gpu { call: Box::new(call), args, n_in, extra: Vec::new() }
                 }
-                Instruction::Kernel { op_index, args } => {
-                    let op = m.operators[*op_index].full_name();
-                    let schema = schema_args(args);
-                    let extra = args[schema.len()..].iter().copied().filter(|a| Some(a) != schema.last()).collect();
-                    if let Some((graph, dargs)) = gpu_route(m, k) {
-                        let label = format!("{method} {op} (instruction {k})");
-                        let call =
-                            LoadedDelegate::load(rt, program, m, &graph, &dargs, &label, options, progress).await?;
-                        let n_in = dargs.len() - 1;
-                        Exec::Gpu { call: Box::new(call), args: dargs, n_in, extra }
-                    } else if let Some((cop, arity)) = cpu::lookup(&op) {
-                        if schema.len() != arity {
-                            return Err(Error::CpuArg {
-                                op,
-                                instruction: k,
-                                arg: schema.len(),
-                                problem: format!("expected {arity} args (out last), found {}", schema.len()),
-                            });
-                        }
-                        Exec::Cpu { op: cop, name: op, instruction: k, schema: schema.to_vec(), extra }
-                    } else {
-                        return Err(Error::NoKernel { method: method.to_string(), instruction: k, op });
-                    }
+                MethodStep::GpuKernel { op, graph, args, extra } => {
+                    let label = format!("{method} {op} (instruction {k})");
+                    let call = LoadedDelegate::load(rt, program, m, &graph, &args, &label, options, progress).await?;
+                    let n_in = args.len() - 1;
+                    Exec::Gpu { call: Box::new(call), args, n_in, extra }
                 }
-                Instruction::Move { from, to } => Exec::Move { from: *from, to: *to },
-                Instruction::Free { value } => Exec::Free(*value),
-                Instruction::JumpFalse { .. } => return Err(cannot("control flow (JumpFalse)".into())),
+                MethodStep::CpuCall { op, schema, arity, extra } => {
+                    if schema.len() != arity {
+                        return Err(Error::CpuArg {
+                            op,
+                            instruction: k,
+                            arg: schema.len(),
+                            problem: format!("expected {arity} args (out last), found {}", schema.len()),
+                        });
+                    }
+                    let (cop, _) =
+                        cpu::lookup(&op).expect("every planned CPU call has a fallback (a unit test checks)");
+                    Exec::Cpu { op: cop, name: op, instruction: k, schema, extra }
+                }
+                MethodStep::Move { from, to } => Exec::Move { from, to },
+                MethodStep::Free(v) => Exec::Free(v),
+                MethodStep::Unrunnable(Unrunnable::ForeignDelegate(backend)) => {
+                    return Err(cannot(format!("a {backend} delegate")));
+                }
+                MethodStep::Unrunnable(Unrunnable::NoKernel(op)) => {
+                    return Err(Error::NoKernel { method: method.to_string(), instruction: k, op });
+                }
+                MethodStep::Unrunnable(Unrunnable::ControlFlow) => {
+                    return Err(cannot("control flow (JumpFalse)".into()));
+                }
             });
         }
-        link_on_device(&mut steps, &m.outputs);
+        link_on_device(&mut steps, &plan.on_device);
         let initial = m
             .values
             .iter()
