@@ -160,7 +160,7 @@ pub fn gpu_route(m: &Method, instruction: usize) -> Option<(VkGraph, Vec<usize>)
         return None;
     }
     let (graph, delegate_args) = one_op_graph(m, &name, schema, instruction as u32)?;
-    crate::lower_at_max(&graph, 0).ok()?;
+    crate::lower::lower_at_max(&graph, 0).ok()?;
     Some((graph, delegate_args))
 }
 
