@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use etwgpu_format::{
     BlobLocation, ConstantSource, DataFile, Delegate, Dynamism, Instruction, Method, PlanValue, Program, VkGraph,
 };
-use etwgpu_runtime::Route;
+use etwgpu_graph::method_plan::{MethodStep, Unrunnable, plan_method};
 use serde_json::{Value, json};
 
 /// How a value is described in listings: `float32[2, 4]` or its kind.
@@ -95,21 +95,16 @@ fn kernel_calls(m: &Method) -> Vec<String> {
         .collect()
 }
 
-/// Where each KernelCall runs: its op name and `GPU (kernel)`, `CPU
-/// fallback` or `not supported`, in chain order.
+/// Where each KernelCall runs, as the method plan says: its op name and
+/// `GPU (kernel)`, `CPU fallback` or `not supported`, in chain order.
 fn kernel_routes(m: &Method) -> Vec<(String, String)> {
-    m.instructions
-        .iter()
-        .enumerate()
-        .filter_map(|(k, i)| match i {
-            Instruction::Kernel { op_index, .. } => {
-                let runs_on = match etwgpu_runtime::kernel_route(m, k) {
-                    Route::Gpu(kernel) => format!("GPU ({kernel})"),
-                    Route::Cpu => "CPU fallback".to_string(),
-                    Route::Unsupported => "not supported".to_string(),
-                };
-                Some((m.operators[*op_index].full_name(), runs_on))
-            }
+    plan_method(m)
+        .steps
+        .into_iter()
+        .filter_map(|step| match step {
+            MethodStep::GpuKernel { op, graph, .. } => Some((op, format!("GPU ({})", graph.chain[0].name))),
+            MethodStep::CpuCall { op, .. } => Some((op, "CPU fallback".to_string())),
+            MethodStep::Unrunnable(Unrunnable::NoKernel(op)) => Some((op, "not supported".to_string())),
             _ => None,
         })
         .collect()

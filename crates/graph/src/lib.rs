@@ -6,16 +6,23 @@
 //! - [`memory`]: liveness analysis and arena placement of intermediate
 //!   tensors, with the naive / planned / lower-bound report.
 //! - [`lower`]: the op chain lowered into steps at live shapes.
-//! - [`fuse`]: the op chain rewritten before lowering, fused groups of
+//! - [`fuse`](mod@fuse): the op chain rewritten before lowering, fused groups of
 //!   ops replaced by `etwgpu.*` ops.
 //! - [`retype`]: float16 promotion and KV-cache narrowing, the dtype
 //!   rewrites the runtime picks per device.
+//! - [`route`]: where a KernelCall outside the delegate runs (a one-op GPU
+//!   graph, the CPU fallback, or nowhere).
+//! - [`method_plan`]: a whole method's steps (delegates, kernel calls,
+//!   moves, frees) and which GPU call outputs stay on the device.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod fuse;
 pub mod lower;
 pub mod memory;
+pub mod method_plan;
 pub mod retype;
+pub mod route;
 
 #[cfg(test)]
 mod tests;

@@ -1,5 +1,11 @@
 //! Lowering a VK00 graph into [`Step`]s, without a GPU.
 //!
+//! A little over the house limit of about 600 lines: the first lowering
+//! ([`Lowerer::lower_live`]) and the re-lowering of what changed
+//! ([`Lowerer::relower`]) share the one graph view the host rules read and
+//! the per-op record ([`LiveChain`]) of what each rule looked at; apart,
+//! each file would hold half of that record's rules.
+//!
 //! Every op of the chain is looked up in the kernel table and lowered in
 //! order at the live shapes: each op infers its output shapes, which the
 //! next ops see. The runtime lowers at load (maximum shapes) and again when
@@ -40,7 +46,6 @@ pub fn elem_type(d: DType) -> ElemType {
 /// Why a chain could not be lowered.
 #[derive(Debug, thiserror::Error)]
 pub enum LowerError {
-    /// An operator is not in the kernel table.
     /// A tensor is larger than [`MAX_TENSOR_BYTES`].
     #[error("tensor %{value} needs {bytes} bytes, over the planner's limit of {limit}")]
     TensorTooLarge {
@@ -51,6 +56,7 @@ pub enum LowerError {
         /// The limit.
         limit: u64,
     },
+    /// An operator is not in the kernel table.
     #[error("unsupported operator {op} (node {node_id})")]
     UnsupportedOp {
         /// ExecuTorch op name.

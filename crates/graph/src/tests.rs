@@ -316,3 +316,69 @@ fn relowering_reruns_only_what_changed_and_matches_a_fresh_lowering() {
         );
     }
 }
+
+/// A method of KernelCalls on float32 `[2, 3]` tensors (values: 0 the
+/// input, 1 the Int -1, 2 None, 3 and 4 tensors; 4 the output), as
+/// exports leave ops outside the delegate: `calls` are (operator, args),
+/// the return value repeating `out` last.
+fn kernel_calls(calls: &[((&str, &str), Vec<i32>)]) -> etwgpu_format::Program {
+    use etwgpu_format::writer::{InstructionSpec, MethodSpec, PlanValueSpec, ProgramBuilder};
+    let f32_2x3 = || PlanValueSpec::Tensor {
+        scalar_type: etwgpu_format::DType::F32.to_scalar_type(),
+        sizes: vec![2, 3],
+        dynamism: 0,
+        data_buffer_idx: 0,
+    };
+    let m = MethodSpec {
+        name: "forward".into(),
+        values: vec![f32_2x3(), PlanValueSpec::Int(-1), PlanValueSpec::Null, f32_2x3(), f32_2x3()],
+        inputs: vec![0],
+        outputs: vec![4],
+        operators: calls.iter().map(|((n, o), _)| (n.to_string(), o.to_string())).collect(),
+        delegates: Vec::new(),
+        instructions: calls
+            .iter()
+            .enumerate()
+            .map(|(i, (_, args))| InstructionSpec::Kernel { op_index: i as i32, args: args.clone() })
+            .chain([InstructionSpec::Free(0)])
+            .collect(),
+    };
+    let b = ProgramBuilder { methods: vec![m], ..ProgramBuilder::default() };
+    etwgpu_format::Program::from_bytes(b.to_bytes()).expect("crafted program parses")
+}
+
+#[test]
+fn kernel_calls_are_routed_without_a_gpu() {
+    use crate::route::{Route, kernel_route};
+    let route = |op, args| kernel_route(&kernel_calls(&[(op, args)]).methods[0], 0);
+    // In the kernel table: a one-op GPU graph.
+    assert_eq!(route(("aten::log", "out"), vec![0, 4, 4]), Route::Gpu("aten.log.default".into()));
+    // Not in the table, but in the CPU fallback.
+    assert_eq!(route(("aten::cumsum", "out"), vec![0, 1, 2, 4, 4]), Route::Cpu);
+    // Neither.
+    assert_eq!(route(("aten::frobnicate", "out"), vec![0, 4, 4]), Route::Unsupported);
+    // Not a KernelCall.
+    assert_eq!(kernel_route(&kernel_calls(&[(("aten::log", "out"), vec![0, 4, 4])]).methods[0], 1), Route::Unsupported);
+}
+
+#[test]
+fn method_plan_keeps_gpu_to_gpu_values_on_the_device() {
+    use crate::method_plan::{DeviceLink, MethodStep, Unrunnable, plan_method};
+    let log = ("aten::log", "out");
+    // log(x) -> %3 -> log -> %4: %3 stays on the device, %4 (the output) does not.
+    let p = kernel_calls(&[(log, vec![0, 3, 3]), (log, vec![3, 4, 4])]);
+    let plan = plan_method(&p.methods[0]);
+    assert!(matches!(
+        &plan.steps[..],
+        [MethodStep::GpuKernel { .. }, MethodStep::GpuKernel { .. }, MethodStep::Free(0)]
+    ));
+    assert_eq!(plan.on_device, [DeviceLink { producer: 0, output: 0, consumer: 1, input: 0 }]);
+    // A CPU call reads %3: it is read back.
+    let p = kernel_calls(&[(log, vec![0, 3, 3]), (("aten::cumsum", "out"), vec![3, 1, 2, 4, 4])]);
+    let plan = plan_method(&p.methods[0]);
+    assert!(matches!(&plan.steps[1], MethodStep::CpuCall { arity: 4, .. }));
+    assert!(plan.on_device.is_empty());
+    // An op nothing runs is a step that says so.
+    let plan = plan_method(&kernel_calls(&[(("aten::frobnicate", "out"), vec![0, 4, 4])]).methods[0]);
+    assert!(matches!(&plan.steps[0], MethodStep::Unrunnable(Unrunnable::NoKernel(op)) if op == "aten::frobnicate.out"));
+}

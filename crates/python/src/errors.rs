@@ -61,6 +61,7 @@ pub fn chain(e: &dyn std::error::Error) -> String {
 /// Which exception a runtime error raises.
 fn runtime_kind(e: &etwgpu_runtime::Error) -> fn(String) -> PyErr {
     use etwgpu_runtime::Error as E;
+    use etwgpu_runtime::LowerError as L;
     match e {
         E::NoAdapter
         | E::AdapterNotFound { .. }
@@ -71,21 +72,35 @@ fn runtime_kind(e: &etwgpu_runtime::Error) -> fn(String) -> PyErr {
         | E::OutOfMemory { .. }
         | E::Map { .. }
         | E::TensorTooLarge { .. }
+        | E::Lower(L::TensorTooLarge { .. })
         | E::ArgmaxOutput { .. } => DeviceError::new_err,
-        E::UnsupportedOp { .. } | E::NoKernel { .. } | E::NotFullyDelegated { .. } | E::UnsupportedDType { .. } => {
-            UnsupportedOpError::new_err
-        }
+        E::Lower(L::UnsupportedOp { .. })
+        | E::NoKernel { .. }
+        | E::NotFullyDelegated { .. }
+        | E::UnsupportedDType { .. } => UnsupportedOpError::new_err,
         E::InputCount { .. }
         | E::InputDType { .. }
         | E::InputShape { .. }
         | E::InputOutOfRange { .. }
         | E::SymIntInput { .. }
         | E::TensorBytes { .. }
-        | E::CpuArg { .. } => InputError::new_err,
+        | E::CpuArg { .. }
+        | E::NoInput { .. }
+        | E::NoOutput { .. }
+        | E::RunsInFlight { .. }
+        | E::NothingToFinish { .. }
+        | E::FeedWithoutArgmax { .. }
+        | E::FeedInputUnused { .. }
+        | E::FeedInputDType { .. }
+        | E::FeedTooLong { .. }
+        | E::ArgmaxNotOnGpu { .. }
+        | E::ArgmaxReadLater { .. }
+        | E::NotOneGpuCall { .. } => InputError::new_err,
         E::MethodNotFound { .. } => Error::new_err,
         // What is left is a problem of the program: an op's arguments, its
-        // wiring, its constants (`Op`, `Plumbing`, `MissingConstant`,
-        // `ConstantSize`, `OutputShape`, ...) or a file (`Npy`, `Io`).
+        // wiring, its constants (`Lower`, `DelegateArgs`, `NotADelegateArg`,
+        // `ValueUnset`, `MissingConstant`, `ConstantSize`, ...) or a file
+        // (`Npy`, `Io`).
         _ => FormatError::new_err,
     }
 }

@@ -3,8 +3,10 @@
 //! KernelCall's schema args (the `out` tensor last) and computes in f64,
 //! writing the out tensor's dtype.
 
-use etwgpu_format::DType;
+use etwgpu_format::{DType, PlanValue};
+use etwgpu_graph::route::int_list;
 
+use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 
 /// A CPU fallback op.
@@ -20,23 +22,28 @@ pub(crate) enum CpuOp {
     ScalarTensor,
 }
 
-/// Fallback ops by plan name (`name.overload`), with their schema arity
-/// (the `out` tensor included).
-const CPU_OPS: &[(&str, CpuOp, usize)] = &[
-    ("aten::any.all_out", CpuOp::Any, 2),
-    ("aten::any.dims_out", CpuOp::AnyDims, 4),
-    // `any.out` is the one-dim form: (self, dim, keepdim, out).
-    ("aten::any.out", CpuOp::AnyDim, 4),
-    ("aten::cumsum.out", CpuOp::Cumsum, 4),
-    ("aten::log.out", CpuOp::Log, 2),
-    ("aten::maximum.out", CpuOp::Maximum, 3),
-    ("aten::mul.Scalar_out", CpuOp::MulScalar, 3),
-    ("aten::scalar_tensor.out", CpuOp::ScalarTensor, 2),
-];
+/// The fallback op of a plan op name (`name.overload`); the names and
+/// their schema arities are listed once, in
+/// [`etwgpu_graph::route::CPU_FALLBACK_OPS`] (a unit test checks each has
+/// an op here).
+fn cpu_op(full_name: &str) -> Option<CpuOp> {
+    Some(match full_name {
+        "aten::any.all_out" => CpuOp::Any,
+        "aten::any.dims_out" => CpuOp::AnyDims,
+        "aten::any.out" => CpuOp::AnyDim,
+        "aten::cumsum.out" => CpuOp::Cumsum,
+        "aten::log.out" => CpuOp::Log,
+        "aten::maximum.out" => CpuOp::Maximum,
+        "aten::mul.Scalar_out" => CpuOp::MulScalar,
+        "aten::scalar_tensor.out" => CpuOp::ScalarTensor,
+        _ => return None,
+    })
+}
 
-/// The fallback for a plan op name, with its schema arity.
+/// The fallback for a plan op name, with its schema arity (the `out`
+/// tensor included), when both the route table and this file have it.
 pub(crate) fn lookup(full_name: &str) -> Option<(CpuOp, usize)> {
-    CPU_OPS.iter().find(|(n, _, _)| *n == full_name).map(|&(_, op, n)| (op, n))
+    Some((cpu_op(full_name)?, etwgpu_graph::route::cpu_fallback_arity(full_name)?))
 }
 
 /// One argument as the fallback sees it.
@@ -177,6 +184,53 @@ fn any_over(x: &[f64], shape: &[u64], dims: &[usize], keepdim: bool) -> (Vec<u64
     let shape =
         if keepdim { kept } else { shape.iter().zip(&reduced).filter(|(_, r)| !**r).map(|(&s, _)| s).collect() };
     (shape, out)
+}
+
+/// Runs KernelCall `instruction` (`name`, fallback `op`) on its schema args
+/// `schema` (plan values, the `out` last): each arg is the tensor in its
+/// slot of `slots`, else the plan value in `values`; the result has the
+/// `out` tensor's dtype.
+pub(crate) fn call(
+    op: CpuOp,
+    name: &str,
+    instruction: usize,
+    schema: &[usize],
+    values: &[PlanValue],
+    slots: &[Option<Tensor>],
+) -> Result<Tensor> {
+    let out = *schema.last().expect("schema has the out arg");
+    let held: Vec<Option<&Tensor>> = schema.iter().map(|&p| slots.get(p).and_then(Option::as_ref)).collect();
+    let lists: Vec<Option<Vec<i64>>> = schema
+        .iter()
+        .map(|&p| match &values[p] {
+            PlanValue::IntList(items) => int_list(values, items),
+            _ => None,
+        })
+        .collect();
+    let args: Vec<Arg<'_>> = schema
+        .iter()
+        .zip(held.iter().zip(&lists))
+        .map(|(&p, (t, list))| match (t, &values[p]) {
+            (Some(t), _) => Arg::Tensor(t),
+            (None, PlanValue::IntList(_)) => match list {
+                Some(x) => Arg::IntList(x),
+                None => Arg::Other("an IntList with non-Int items"),
+            },
+            (None, PlanValue::Int(x)) => Arg::Int(*x),
+            (None, PlanValue::Double(x)) => Arg::Double(*x),
+            (None, PlanValue::Bool(x)) => Arg::Bool(*x),
+            (None, PlanValue::Null) => Arg::Null,
+            (None, PlanValue::Tensor(_)) => Arg::Other("an unset tensor"),
+            (None, v) => Arg::Other(v.kind()),
+        })
+        .collect();
+    let err = |(arg, problem): ArgError| Error::CpuArg { op: name.to_string(), instruction, arg, problem };
+    let dtype = match &values[out] {
+        PlanValue::Tensor(t) => t.scalar_type.dtype(),
+        _ => None,
+    };
+    let dtype = dtype.ok_or_else(|| err((schema.len() - 1, "out is not a tensor".into())))?;
+    run(op, &args[..args.len() - 1], dtype).map_err(err)
 }
 
 /// Runs `op` on its schema args; the out tensor (last arg) gives the dtype.

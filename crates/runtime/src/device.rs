@@ -14,12 +14,8 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 
-use etwgpu_format::Program;
-
 use crate::error::{Error, Result};
-use crate::method::LoadOptions;
 use crate::pipeline_cache::PipelineCache;
-use crate::program::LoadedMethod;
 
 /// Environment variable selecting the adapter: an index into the
 /// enumeration order, or a case-insensitive substring of its name.
@@ -54,7 +50,7 @@ pub struct RuntimeOptions {
     /// 32), `Some(false)` never, `Some(true)` required
     /// ([`Error::RequestDevice`] without them).
     pub coop_matrix: Option<bool>,
-    /// The precision of loads whose [`LoadOptions::precision`] is `None`.
+    /// The precision of loads whose `LoadOptions::precision` is `None`.
     pub precision: etwgpu_kernels::Precision,
 }
 
@@ -276,7 +272,7 @@ impl Runtime {
 
     /// What the GEMM routes may use on this device, at the default
     /// precision of its loads ([`RuntimeOptions::precision`]; a load's
-    /// [`LoadOptions::precision`] may set another).
+    /// `LoadOptions::precision` may set another).
     pub fn gemm_caps(&self) -> etwgpu_kernels::DeviceCaps {
         self.caps
     }
@@ -311,45 +307,6 @@ impl Runtime {
     /// The shared pipeline cache.
     pub fn pipeline_cache(&self) -> &PipelineCache {
         &self.pipelines
-    }
-
-    /// Loads `method` of `program`: checks every instruction can run (on
-    /// the GPU or the CPU fallback), creates the pipelines, allocates the
-    /// buffers and uploads the constants of each GPU call.
-    #[cfg(not(target_arch = "wasm32"))]
-    pub fn load(&self, program: &Program, method: &str) -> Result<LoadedMethod> {
-        pollster::block_on(self.load_async(program, method, &LoadOptions::default(), &mut |_| {}))
-    }
-
-    /// [`Runtime::load`] with options (fusion off, for debugging).
-    #[cfg(not(target_arch = "wasm32"))]
-    pub fn load_with(&self, program: &Program, method: &str, options: &LoadOptions) -> Result<LoadedMethod> {
-        pollster::block_on(self.load_async(program, method, options, &mut |_| {}))
-    }
-
-    /// [`Runtime::load_with`], calling `progress` as weights are uploaded
-    /// and pipelines compiled (for a progress bar on large models).
-    #[cfg(not(target_arch = "wasm32"))]
-    pub fn load_with_progress(
-        &self,
-        program: &Program,
-        method: &str,
-        options: &LoadOptions,
-        progress: &mut dyn FnMut(crate::LoadProgress),
-    ) -> Result<LoadedMethod> {
-        pollster::block_on(self.load_async(program, method, options, progress))
-    }
-
-    /// [`Runtime::load_with_progress`] without blocking: pipelines are
-    /// created, and their validation awaited, asynchronously.
-    pub async fn load_async(
-        &self,
-        program: &Program,
-        method: &str,
-        options: &LoadOptions,
-        progress: &mut dyn FnMut(crate::LoadProgress),
-    ) -> Result<LoadedMethod> {
-        LoadedMethod::load(self, program, method, options, progress).await
     }
 
     /// Blocks until the queue is idle.

@@ -124,13 +124,137 @@ pub enum Error {
         /// What was found instead.
         found: String,
     },
-    /// The delegate call's arguments do not line up with the graph's inputs and outputs.
-    #[error("method {method:?}: {what}")]
-    Plumbing {
+    /// Lowering the op chain failed: an op the kernel table lacks, a host
+    /// rule that rejects its call, a shape that does not fit, a tensor
+    /// over the planner's limit (the message is the lowering's).
+    #[error(transparent)]
+    Lower(#[from] etwgpu_graph::LowerError),
+    /// The delegate call's argument count does not match its graph's
+    /// inputs and outputs.
+    #[error("method {method:?}: the delegate call has {args} args for {inputs} inputs and {outputs} outputs")]
+    DelegateArgs {
+        /// Method (delegate call) name.
+        method: String,
+        /// Arguments of the call.
+        args: usize,
+        /// Graph inputs.
+        inputs: usize,
+        /// Graph outputs.
+        outputs: usize,
+    },
+    /// A method input or output is not an argument of the delegate call
+    /// that should take or make it.
+    #[error("method {method:?}: method value {value} is not an argument of the delegate call")]
+    NotADelegateArg {
+        /// Method (delegate call) name.
+        method: String,
+        /// The plan value.
+        value: usize,
+    },
+    /// An instruction reads a plan value no earlier instruction set.
+    #[error("method {method:?}: value {value} is read before it is set")]
+    ValueUnset {
         /// Method name.
         method: String,
-        /// What does not line up.
-        what: String,
+        /// The plan value.
+        value: usize,
+    },
+    /// An input index past the method's inputs.
+    #[error("method {method:?}: no input {input} (the method has {n_inputs})")]
+    NoInput {
+        /// Method name.
+        method: String,
+        /// Index asked for.
+        input: usize,
+        /// Inputs the method has.
+        n_inputs: usize,
+    },
+    /// An output index past the method's outputs.
+    #[error("method {method:?}: no output {output} (the method has {n_outputs})")]
+    NoOutput {
+        /// Method name.
+        method: String,
+        /// Index asked for.
+        output: usize,
+        /// Outputs the method has.
+        n_outputs: usize,
+    },
+    /// The device argmax was asked of an output no GPU call writes.
+    #[error("method {method:?}: output {output} is not written by a GPU call, so the device cannot reduce it")]
+    ArgmaxNotOnGpu {
+        /// Method name.
+        method: String,
+        /// The output.
+        output: usize,
+    },
+    /// The device argmax was asked of an output a later instruction reads
+    /// (it would see indices instead of the tensor).
+    #[error("method {method:?}: output {output} is read by a later instruction, so the device cannot reduce it")]
+    ArgmaxReadLater {
+        /// Method name.
+        method: String,
+        /// The output.
+        output: usize,
+    },
+    /// Runs can be submitted ahead only on a method of one GPU call.
+    #[error("method {method:?}: runs can be submitted ahead only on a method of one GPU call and no CPU fallback")]
+    NotOneGpuCall {
+        /// Method name.
+        method: String,
+    },
+    /// Runs in flight keep this call from going ahead.
+    #[error("method {method:?}: {runs} run(s) in flight: {blocked}")]
+    RunsInFlight {
+        /// Method (delegate call) name.
+        method: String,
+        /// Runs submitted and not yet finished.
+        runs: usize,
+        /// What they block.
+        blocked: &'static str,
+    },
+    /// `finish` was called with no run submitted.
+    #[error("method {method:?}: no run to finish")]
+    NothingToFinish {
+        /// Method (delegate call) name.
+        method: String,
+    },
+    /// An input was to be fed from the device argmax, but no output has it on.
+    #[error("method {method:?}: no output has the device argmax on, so no input can be fed from it")]
+    FeedWithoutArgmax {
+        /// Method (delegate call) name.
+        method: String,
+    },
+    /// The input to feed from the device argmax does not reach the GPU call.
+    #[error("method {method:?}: input {input} does not reach the GPU call")]
+    FeedInputUnused {
+        /// Method name.
+        method: String,
+        /// The method input.
+        input: usize,
+    },
+    /// The input to feed from the device argmax cannot hold its int32
+    /// indices.
+    #[error("method {method:?}: input {input} ({dtype:?} on the device) cannot take int32 argmax indices")]
+    FeedInputDType {
+        /// Method (delegate call) name.
+        method: String,
+        /// The input of the call.
+        input: usize,
+        /// Its dtype on the device (int64 for a SymInt).
+        dtype: DType,
+    },
+    /// The input fed from the device argmax has more elements than the
+    /// argmax gives.
+    #[error("method {method:?}: input {input} has {elements} elements; the argmax it is fed from gives {rows}")]
+    FeedTooLong {
+        /// Method (delegate call) name.
+        method: String,
+        /// The input of the call.
+        input: usize,
+        /// Its elements.
+        elements: u64,
+        /// Rows of the argmax (one index each).
+        rows: u64,
     },
     /// A tensor is larger than one storage binding of this device may be.
     #[error("tensor %{value} {shape:?} needs {bytes} bytes, over this device's limit of {limit} bytes per binding")]
@@ -143,47 +267,6 @@ pub enum Error {
         bytes: u64,
         /// The device's limit.
         limit: u64,
-    },
-    /// An operator is not in the kernel table.
-    #[error("unsupported operator {op} (node {node_id})")]
-    UnsupportedOp {
-        /// ExecuTorch op name.
-        op: String,
-        /// Node id of the call.
-        node_id: u32,
-    },
-    /// An operator's host rule rejected the call.
-    #[error("operator {op} (node {node_id})")]
-    Op {
-        /// ExecuTorch op name.
-        op: String,
-        /// Node id of the call.
-        node_id: u32,
-        /// Why.
-        #[source]
-        source: etwgpu_kernels::Error,
-    },
-    /// An operator computed an output shape its tensor cannot hold.
-    #[error("operator {op} (node {node_id}) output %{value}: shape {found:?} does not fit the declared {max:?}")]
-    OutputShape {
-        /// ExecuTorch op name.
-        op: String,
-        /// Node id of the call.
-        node_id: u32,
-        /// The output value id.
-        value: u32,
-        /// Declared (maximum) shape.
-        max: Vec<u64>,
-        /// Shape computed.
-        found: Vec<u64>,
-    },
-    /// A graph value that must be a tensor is not.
-    #[error("value %{value} should be a tensor, found {found}")]
-    NotATensor {
-        /// Value id.
-        value: u32,
-        /// Kind found.
-        found: &'static str,
     },
     /// A tensor has a dtype the runtime cannot hold on the device.
     #[error("value %{value} has dtype {dtype}, which the runtime cannot hold")]
@@ -257,33 +340,6 @@ pub enum Error {
         /// Shape given.
         shape: Vec<u64>,
     },
-    /// `et_vk.select_as_symint` reads a tensor the host has no copy of.
-    #[error("operator {op} (node {node_id}) reads %{value} on the host, but only graph inputs are readable")]
-    SymIntSource {
-        /// ExecuTorch op name.
-        op: String,
-        /// Node id of the call.
-        node_id: u32,
-        /// The tensor read.
-        value: u32,
-    },
-    /// An operator declared more scratch than was sized at load (a bug in
-    /// its host rule).
-    #[error(
-        "operator {op} (node {node_id}) declares {bytes} bytes of scratch {slot}, over the {capacity} sized at load"
-    )]
-    Scratch {
-        /// ExecuTorch op name.
-        op: String,
-        /// Node id of the call.
-        node_id: u32,
-        /// The scratch slot.
-        slot: usize,
-        /// Bytes declared.
-        bytes: u64,
-        /// Bytes of the scratch tensor.
-        capacity: u64,
-    },
     /// A tensor's byte length does not match its dtype and shape.
     #[error("tensor of dtype {dtype} and shape {shape:?} needs {expected} bytes, found {found}")]
     TensorBytes {
@@ -315,20 +371,3 @@ pub enum Error {
 
 /// Result alias of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
-
-impl From<etwgpu_graph::LowerError> for Error {
-    fn from(e: etwgpu_graph::LowerError) -> Self {
-        use etwgpu_graph::LowerError as L;
-        match e {
-            L::UnsupportedOp { op, node_id } => Error::UnsupportedOp { op, node_id },
-            L::Op { op, node_id, source } => Error::Op { op, node_id, source },
-            L::OutputShape { op, node_id, value, max, found } => Error::OutputShape { op, node_id, value, max, found },
-            L::NotATensor { value, found } => Error::NotATensor { value, found },
-            L::SymIntSource { op, node_id, value } => Error::SymIntSource { op, node_id, value },
-            L::Scratch { op, node_id, slot, bytes, capacity } => Error::Scratch { op, node_id, slot, bytes, capacity },
-            L::TensorTooLarge { value, bytes, limit } => {
-                Error::TensorTooLarge { value, shape: Vec::new(), bytes, limit }
-            }
-        }
-    }
-}

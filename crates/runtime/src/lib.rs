@@ -13,51 +13,40 @@
 //!
 //! [`Runtime::load`] takes a whole method: its Vulkan delegate calls, and
 //! the KernelCalls left outside them on the GPU or a CPU fallback (see
-//! [`program`]).
+//! [`method`]).
 //!
 //! This is the only crate that uses wgpu. It turns the plain-data steps of
 //! `etwgpu-kernels` into buffers, bind groups and dispatches; every compute
 //! pipeline is created in [`pipeline_cache`].
+#![warn(missing_docs)]
 
+mod argmax;
 pub mod bandwidth;
+mod buffers;
 mod cpu;
+pub mod delegate;
 pub mod device;
 pub mod error;
 pub mod method;
+pub mod options;
 pub mod pipeline_cache;
-pub mod program;
+mod plan;
+pub mod profile;
 pub mod tensor;
 
 #[cfg(test)]
 mod tests;
 
 pub use bandwidth::Bandwidth;
+pub use delegate::LoadedDelegate;
 #[cfg(not(target_arch = "wasm32"))]
 pub use device::adapters;
 pub use device::{AdapterSummary, COOP_MATRIX_ENV, PRECISION_ENV, Runtime, RuntimeOptions, adapters_async};
 pub use error::{Error, Result};
+pub use etwgpu_graph::LowerError;
+pub use etwgpu_graph::route::{Route, kernel_route};
 pub use etwgpu_kernels::{DeviceCaps, Precision};
-pub use method::{LoadOptions, LoadProgress, LoadStage, RunTimes};
-pub use program::{LoadedMethod, Route, kernel_route};
+pub use method::LoadedMethod;
+pub use options::{LoadOptions, LoadProgress, LoadStage, RunTimes};
+pub use profile::NodeProfile;
 pub use tensor::Tensor;
-
-/// One op of a GPU call in a profiled run (see
-/// [`LoadedMethod::set_profiling`]).
-#[derive(Debug, Clone, PartialEq)]
-pub struct NodeProfile {
-    /// The GPU call (delegate) label.
-    pub call: String,
-    /// ExecuTorch op name.
-    pub op: String,
-    /// Node id of the op in its graph.
-    pub node_id: u32,
-    /// Shader labels of its dispatches, first use order.
-    pub kernels: Vec<String>,
-    /// Dispatches it recorded (0 for views and host-only ops).
-    pub dispatches: usize,
-    /// Time of its dispatches, nanoseconds.
-    pub nanos: f64,
-    /// Whether the time comes from GPU timestamps (else wall time of each
-    /// dispatch submitted alone).
-    pub gpu_timestamps: bool,
-}

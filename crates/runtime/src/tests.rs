@@ -65,6 +65,14 @@ fn check_cpu(op: &str, args: &[Arg<'_>], dtype: DType, shape: &[u64], want: &[f6
 }
 
 #[test]
+fn cpu_fallback_table_matches_the_routes() {
+    for &(name, arity) in etwgpu_graph::route::CPU_FALLBACK_OPS {
+        assert_eq!(cpu::lookup(name).map(|(_, n)| n), Some(arity), "{name}");
+    }
+    assert!(cpu::lookup("aten::frobnicate.out").is_none());
+}
+
+#[test]
 fn cpu_fallback_ops() {
     let x = Tensor::from_f32(&[2, 3], &[1., -2., 3., 0., 5., -6.]);
     check_cpu(

@@ -4,7 +4,7 @@
 
 use etwgpu_format::writer::{GraphBuilder, ProgramBuilder};
 use etwgpu_format::{DType, Program};
-use etwgpu_runtime::{Error, LoadedMethod, Tensor};
+use etwgpu_runtime::{Error, LoadedMethod, LowerError, Tensor};
 
 use crate::{data, f32s};
 
@@ -187,7 +187,7 @@ fn unsupported_ops_and_bad_args_fail_the_load() {
     g.op("aten.frobnicate.default", &[x, out]).inputs(&[x]).outputs(&[out]);
     let Some(r) = load(g) else { return };
     match r {
-        Err(Error::UnsupportedOp { op, .. }) => assert_eq!(op, "aten.frobnicate.default"),
+        Err(Error::Lower(LowerError::UnsupportedOp { op, .. })) => assert_eq!(op, "aten.frobnicate.default"),
         other => panic!("expected UnsupportedOp, got {other:?}"),
     }
     let mut g = GraphBuilder::new();
@@ -198,7 +198,7 @@ fn unsupported_ops_and_bad_args_fail_the_load() {
     g.op("aten.linear.default", &[x, w, null, out]).inputs(&[x, w]).outputs(&[out]);
     let Some(r) = load(g) else { return };
     match r {
-        Err(Error::Op { op, source: etwgpu_kernels::Error::Shape { arg_idx: 1, .. }, .. }) => {
+        Err(Error::Lower(LowerError::Op { op, source: etwgpu_kernels::Error::Shape { arg_idx: 1, .. }, .. })) => {
             assert_eq!(op, "aten.linear.default")
         }
         other => panic!("expected a weight shape error, got {other:?}"),
@@ -613,7 +613,7 @@ fn select_as_symint_of_a_non_input_fails_the_load() {
     g.inputs(&[x]).outputs(&[out]);
     let Some(r) = load(g) else { return };
     match r {
-        Err(Error::SymIntSource { op, .. }) => assert_eq!(op, "et_vk.select_as_symint.default"),
+        Err(Error::Lower(LowerError::SymIntSource { op, .. })) => assert_eq!(op, "et_vk.select_as_symint.default"),
         other => panic!("expected SymIntSource, got {other:?}"),
     }
 }

@@ -10,7 +10,7 @@
 
 use etwgpu_format::writer::{GraphBuilder, ProgramBuilder};
 use etwgpu_format::{DType, Program};
-use etwgpu_runtime::{Error, LoadOptions, LoadedMethod, Tensor};
+use etwgpu_runtime::{Error, LoadOptions, LoadedMethod, LowerError, Tensor};
 
 use crate::{data, f32s};
 
@@ -206,7 +206,10 @@ fn check_sdpa_from(
     }
     let one = |n| Tensor::from_f32(&[1, 1, n as u64, d as u64], &vec![0.0; n * d]);
     let past = method.run(&[one(hq), one(hkv), one(hkv), int_tensor(DType::I64, &[1], &[a.cache_len as i64])]);
-    assert!(matches!(past, Err(Error::Op { ref op, .. }) if op == "sdpa_with_kv_cache.default"), "{past:?}");
+    assert!(
+        matches!(past, Err(Error::Lower(LowerError::Op { ref op, .. })) if op == "sdpa_with_kv_cache.default"),
+        "{past:?}"
+    );
 }
 
 #[test]
@@ -287,7 +290,10 @@ fn update_cache_start_pos_as_int_symint_or_tensor_element() {
         }
         if let StartPos::FromInput = start_pos {
             let past = method.run(&[Tensor::from_f32(&[1, 2, 2, 4], &[0.0; 16]), int_tensor(DType::I64, &[1], &[7])]);
-            assert!(matches!(past, Err(Error::Op { ref op, .. }) if op == "update_cache.default"), "{past:?}");
+            assert!(
+                matches!(past, Err(Error::Lower(LowerError::Op { ref op, .. })) if op == "update_cache.default"),
+                "{past:?}"
+            );
         }
     }
     // A baked position that leaves no room for the value's largest S: 5 + 4 > 8.
@@ -295,7 +301,10 @@ fn update_cache_start_pos_as_int_symint_or_tensor_element() {
     let program = Program::from_bytes(ProgramBuilder::single_delegate(update_cache_graph(StartPos::Int(5))).to_bytes())
         .expect("crafted program parses");
     let past = rt.load(&program, "forward");
-    assert!(matches!(past, Err(Error::Op { ref op, .. }) if op == "update_cache.default"), "{past:?}");
+    assert!(
+        matches!(past, Err(Error::Lower(LowerError::Op { ref op, .. })) if op == "update_cache.default"),
+        "{past:?}"
+    );
 }
 
 /// The one-pass kernel (`sdpa_online.wgsl`, head dims a multiple of 4 up
@@ -650,7 +659,7 @@ fn device_argmax_rejects_what_it_cannot_reduce() {
     }
     let n = m.n_outputs();
     match m.set_output_argmax(n, true) {
-        Err(e @ Error::Plumbing { .. }) => assert!(e.to_string().contains(&format!("no output {n}")), "{e}"),
+        Err(e @ Error::NoOutput { .. }) => assert!(e.to_string().contains(&format!("no output {n}")), "{e}"),
         other => panic!("argmax of a missing output: {other:?}"),
     }
 }
@@ -732,7 +741,7 @@ fn runs_submitted_ahead_take_the_previous_argmax() {
     };
     assert!(!m.can_feed(0), "no argmax yet");
     let err = m.submit(&[tok(1), pos(0)], Some(0)).expect_err("no argmax to feed from");
-    assert!(matches!(err, Error::Plumbing { .. }), "{err}");
+    assert!(matches!(err, Error::FeedWithoutArgmax { .. }), "{err}");
 
     m.set_output_argmax(0, true).expect("argmax");
     assert!(m.can_feed(0));
@@ -756,12 +765,12 @@ fn runs_submitted_ahead_take_the_previous_argmax() {
     m.submit(&[tok(1), pos(0)], None).expect("one");
     m.submit(&[tok(0), pos(1)], Some(0)).expect("two");
     for err in [m.submit(&[tok(0), pos(2)], Some(0)).expect_err("three"), m.run(&[tok(1), pos(0)]).expect_err("run")] {
-        assert!(matches!(err, Error::Plumbing { ref what, .. } if what.contains("in flight")), "{err}");
+        assert!(matches!(err, Error::RunsInFlight { runs: 2, .. }), "{err}");
     }
     m.finish().expect("one");
     m.set_output_argmax(0, false).expect("logits again");
     let err = m.submit(&[tok(1), pos(0)], None).expect_err("logits read back while a run is in flight");
-    assert!(matches!(err, Error::Plumbing { ref what, .. } if what.contains("only argmax")), "{err}");
+    assert!(matches!(err, Error::RunsInFlight { blocked, .. } if blocked.contains("only argmax")), "{err}");
     m.finish().expect("two");
     assert!(m.finish().is_err(), "nothing left to finish");
     assert_eq!(m.run(&[tok(1), pos(0)]).expect("a plain run again")[0].shape, [1, 128]);

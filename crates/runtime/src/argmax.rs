@@ -1,0 +1,137 @@
+//! The device argmax of one output: after the chain, one more dispatch
+//! reduces the output's last dim to int32 indices, and only those are read
+//! back (greedy decoding reads 4 bytes per token instead of the logits).
+//! Its indices can also feed the next run's token input on the device.
+
+use etwgpu_format::{DType, ValueId};
+use etwgpu_graph::lower::elem_type;
+use etwgpu_kernels::Vid;
+
+use crate::device::Runtime;
+use crate::error::{Error, Result};
+use crate::plan::CompiledDispatch;
+
+/// The output an argmax reduces: which, its graph value and device dtype.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ArgmaxInput {
+    /// Output index (for errors and labels).
+    pub output: usize,
+    /// Its graph value.
+    pub value: ValueId,
+    /// Its dtype on the device.
+    pub dtype: DType,
+}
+
+/// The argmax dispatch of `x` at `shape`.
+fn argmax_dispatch(x: ArgmaxInput, shape: &[u64]) -> Result<etwgpu_kernels::Dispatch> {
+    let info = etwgpu_kernels::TensorInfo { id: Vid(x.value.0), dtype: elem_type(x.dtype), shape, is_constant: false };
+    etwgpu_kernels::ops::reduce::argmax_last_dim(&info, Vid(u32::MAX)).map_err(|source| Error::ArgmaxOutput {
+        output: x.output,
+        dtype: x.dtype,
+        shape: shape.to_vec(),
+        reason: source.to_string(),
+    })
+}
+
+/// The device objects of an argmax appended to one output.
+#[derive(Debug)]
+pub(crate) struct ArgmaxPost {
+    x: ArgmaxInput,
+    /// Its dispatch (workgroups set per run).
+    dispatch: CompiledDispatch,
+    uniforms: wgpu::Buffer,
+    /// int32 indices, one per row.
+    pub(crate) result: wgpu::Buffer,
+    /// Two, used in turn, so a run can be read back while the next one
+    /// copies its indices out.
+    readback: [wgpu::Buffer; 2],
+}
+
+impl ArgmaxPost {
+    /// The argmax of `x`, whose buffer is `logits`, for shapes up to
+    /// `max_shape`; `name` (the delegate call) labels its objects.
+    pub(crate) async fn new(
+        rt: &Runtime,
+        name: &str,
+        x: ArgmaxInput,
+        max_shape: &[u64],
+        logits: &wgpu::Buffer,
+    ) -> Result<Self> {
+        let d = argmax_dispatch(x, max_shape)?;
+        let rows = max_shape.iter().rev().skip(1).product::<u64>().max(1);
+        let label = |what: &str| format!("{name} output {} argmax {what}", x.output);
+        let device = &rt.device;
+        let pipeline = rt.pipelines.get_async(&d.shader).await?;
+        let uniforms = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(&label("uniforms")),
+            size: d.params.len() as u64,
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let result = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(&label("indices")),
+            size: rows * 4,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        });
+        let readback = [0, 1].map(|k| {
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(&label(&format!("read-back {k}"))),
+                size: rows * 4,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
+        });
+        let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some(&label("bind group")),
+            layout: &pipeline.get_bind_group_layout(0),
+            entries: &[
+                wgpu::BindGroupEntry { binding: 0, resource: uniforms.as_entire_binding() },
+                wgpu::BindGroupEntry { binding: 1, resource: logits.as_entire_binding() },
+                wgpu::BindGroupEntry { binding: 2, resource: result.as_entire_binding() },
+            ],
+        });
+        let dispatch = CompiledDispatch {
+            pipeline,
+            bind_group,
+            workgroups: d.workgroups,
+            node: usize::MAX,
+            label: d.shader.label(),
+        };
+        Ok(Self { x, dispatch, uniforms, result, readback })
+    }
+
+    /// Rows the indices buffer holds.
+    pub(crate) fn rows(&self) -> u64 {
+        self.result.size() / 4
+    }
+
+    /// Records the argmax of the output at its live `shape` into
+    /// `encoder`, and the copy of its indices into read-back buffer `flip`
+    /// (0 or 1). Returns that buffer, the shape of the indices and their
+    /// bytes.
+    pub(crate) fn record(
+        &mut self,
+        rt: &Runtime,
+        name: &str,
+        encoder: &mut wgpu::CommandEncoder,
+        shape: &[u64],
+        flip: usize,
+    ) -> Result<(wgpu::Buffer, Vec<u64>, u64)> {
+        let d = argmax_dispatch(self.x, shape)?;
+        rt.queue.write_buffer(&self.uniforms, 0, &d.params);
+        self.dispatch.workgroups = d.workgroups;
+        {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some(&format!("{name} output {} argmax", self.x.output)),
+                timestamp_writes: None,
+            });
+            self.dispatch.record(&mut pass);
+        }
+        let rows = &shape[..shape.len().saturating_sub(1)];
+        let n_bytes = rows.iter().product::<u64>() * 4;
+        let readback = &self.readback[flip];
+        encoder.copy_buffer_to_buffer(&self.result, 0, readback, 0, n_bytes);
+        Ok((readback.clone(), rows.to_vec(), n_bytes))
+    }
+}

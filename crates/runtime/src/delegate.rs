@@ -1,0 +1,614 @@
+//! One delegate call loaded onto a device: [`LoadedDelegate`], its inputs
+//! and outputs, the lowered op chain kept live, and `run` (or `submit`
+//! and `finish`, with up to two runs in flight).
+//!
+//! Load: the chain is fused ([`etwgpu_graph::fuse()`], unless
+//! [`LoadOptions::fuse`] is off) and retyped for the device
+//! ([`etwgpu_graph::retype`]); every op is looked up in the kernel table
+//! and lowered at the declared (maximum) shapes (by
+//! [`etwgpu_graph::Lowerer`]). The scratch tensors ops share (split-KV
+//! attention's partials) are appended to the graph at load
+//! ([`etwgpu_graph::Lowerer::with_scratch`]), sized at the maximum shapes
+//! for every live shape, so re-lowering at each decode position fits the
+//! buffers (`buffers.rs`). The dispatches are compiled into a plan
+//! (`plan.rs`).
+//!
+//! Run: inputs are uploaded; when input shapes or host-read SymInts
+//! (SymInt inputs, `select_as_symint` sources) changed, the host rules of
+//! the ops they reach run again at the live values, so every op re-infers
+//! its output shape and records only the live work (uniforms carry live
+//! sizes); a re-lowered chain that no longer fits the load-time memory
+//! plan moves every intermediate to its own buffer. All dispatches go into
+//! one compute pass and one submit (with the device argmax of an output,
+//! `argmax.rs`, after them), and outputs are read back at their live
+//! shapes.
+
+use etwgpu_format::{DType, PlanValue, Program, ValueId, VkGraph, VkValue};
+use etwgpu_graph::lower::elem_type;
+use etwgpu_graph::{InputRef, LiveChain, LowerError, Lowerer};
+
+use crate::argmax::{ArgmaxInput, ArgmaxPost};
+use crate::buffers::{DeviceBuffers, Layout, align4, check_tensor_sizes, tensor_of};
+use crate::device::Runtime;
+use crate::error::{Error, Result};
+use crate::options::{LoadOptions, LoadProgress, RunTimes, Stopwatch};
+use crate::plan::{Plan, compile_pipelines};
+use crate::profile::{NodeProfile, Profiling};
+use crate::tensor::{Tensor, convert, from_device_layout, to_device_layout};
+
+/// One method input or output, mapped onto the graph.
+#[derive(Debug, Clone)]
+struct IoSpec {
+    /// Graph value id.
+    value: ValueId,
+    /// Dtype on the device.
+    device_dtype: DType,
+    /// Dtype the caller sees (the method's tensor dtype).
+    host_dtype: DType,
+    /// Maximum shape.
+    max_shape: Vec<u64>,
+    /// A SymInt input (given as a one-element integer tensor), not a tensor.
+    symint: bool,
+}
+
+/// SymInt value used for host reads when lowering at load, before any
+/// input exists: 0, because host-read SymInts are mostly positions
+/// (`input_pos[0]`), and position 0 fits every cache bound at any length.
+const PLACEHOLDER_SYMINT: i64 = 0;
+
+/// Element `elem` of an integer tensor, as i64.
+fn int_at(t: &Tensor, elem: u64) -> Option<i64> {
+    let size = t.dtype.size_bytes();
+    let at = usize::try_from(elem).ok()?.checked_mul(size)?;
+    let b = t.bytes.get(at..at + size)?;
+    Some(match t.dtype {
+        DType::I64 => i64::from_le_bytes(b.try_into().ok()?),
+        DType::I32 => i64::from(i32::from_le_bytes(b.try_into().ok()?)),
+        DType::I16 => i64::from(i16::from_le_bytes(b.try_into().ok()?)),
+        DType::I8 => i64::from(b[0] as i8),
+        DType::U8 | DType::Bool => i64::from(b[0]),
+        _ => return None,
+    })
+}
+
+/// One delegate call loaded onto a device, ready to [`run`](LoadedDelegate::run);
+/// `LoadedMethod` runs whole methods through these.
+#[derive(Debug)]
+pub struct LoadedDelegate {
+    rt: Runtime,
+    name: String,
+    graph: VkGraph,
+    /// Per value: the dtype of its constant's bytes in the file where that
+    /// differs from its device dtype (empty when none does): float16
+    /// tensors made float32 because the device lacks SHADER_F16, float32
+    /// KV caches stored as float16 ([`LoadOptions::kv_cache_f16`]).
+    file_dtype: Vec<Option<DType>>,
+    lowerer: Lowerer,
+    inputs: Vec<IoSpec>,
+    outputs: Vec<IoSpec>,
+    buffers: DeviceBuffers,
+    profiling: Profiling,
+    /// The chain lowered at the last run's inputs (at the maximum shapes
+    /// after load), op by op.
+    live: LiveChain,
+    /// Whether `live` may not match `plan` (a re-lowering failed part-way):
+    /// the next run lowers the whole chain again.
+    stale: bool,
+    plan: Plan,
+    /// Per input: a buffer holding it on the device, copied in instead of
+    /// uploading the caller's bytes (the caller's tensor gives the shape).
+    pub(crate) device_inputs: Vec<Option<wgpu::Buffer>>,
+    /// Per output: left on the device; `run` returns its shape, no bytes.
+    pub(crate) keep_on_device: Vec<bool>,
+    /// Per output: an argmax over its last dim, run on the device after the
+    /// chain; `run` then returns the int64 indices instead of the tensor.
+    argmax: Vec<Option<ArgmaxPost>>,
+    /// Host time per stage of `run`.
+    pub(crate) times: RunTimes,
+    /// Runs submitted and not yet read back, oldest first (see
+    /// [`LoadedDelegate::submit`]).
+    pending: std::collections::VecDeque<PendingRun>,
+    /// Which of its two read-back buffers the next argmax reads into.
+    argmax_flip: usize,
+}
+
+/// Runs a [`LoadedDelegate`] may have in flight at once.
+pub(crate) const MAX_PENDING: usize = 2;
+
+/// A submitted run whose outputs are not read back yet: per output, the
+/// buffer to read, the shape, the bytes to read (0: none) and the device
+/// and host dtypes.
+#[derive(Debug)]
+struct PendingRun {
+    outputs: Vec<(wgpu::Buffer, Vec<u64>, u64, DType, DType)>,
+    /// Its submission, which its read-back waits for (and nothing later).
+    submission: wgpu::SubmissionIndex,
+}
+
+/// Maps method-level values onto graph values through the call's args.
+fn io_specs(
+    m: &etwgpu_format::Method,
+    graph: &VkGraph,
+    args: &[usize],
+    plan_values: &[usize],
+    graph_ids: &[ValueId],
+    arg_range: std::ops::Range<usize>,
+) -> Result<Vec<IoSpec>> {
+    plan_values
+        .iter()
+        .map(|&p| {
+            let pos = args[arg_range.clone()]
+                .iter()
+                .position(|&a| a == p)
+                .ok_or_else(|| Error::NotADelegateArg { method: m.name.clone(), value: p })?;
+            let value = graph_ids[pos];
+            if let VkValue::SymInt(_) = graph.value(value) {
+                return Ok(IoSpec {
+                    value,
+                    device_dtype: DType::I64,
+                    host_dtype: DType::I64,
+                    max_shape: Vec::new(),
+                    symint: true,
+                });
+            }
+            let t = tensor_of(graph, value)?;
+            let host_dtype = match &m.values.get(p) {
+                Some(PlanValue::Tensor(pt)) => pt.scalar_type.dtype().unwrap_or(t.io_dtype()),
+                _ => t.io_dtype(),
+            };
+            Ok(IoSpec { value, device_dtype: t.dtype, host_dtype, max_shape: t.dims.clone(), symint: false })
+        })
+        .collect()
+}
+
+/// The graph inputs at these live shapes, as the lowerer takes them.
+fn input_refs<'a>(specs: &[IoSpec], shapes: &'a [Vec<u64>]) -> Vec<InputRef<'a>> {
+    specs
+        .iter()
+        .zip(shapes)
+        .map(|(spec, shape)| InputRef { value: spec.value, shape: (!spec.symint).then_some(shape.as_slice()) })
+        .collect()
+}
+
+impl LoadedDelegate {
+    /// Loads one delegate call of method `m`: `args` are its plan values,
+    /// the graph's inputs then its outputs; `method` labels the objects.
+    /// With `options.fuse` the chain is fused first, for this device's
+    /// storage-buffer limit (inputs, outputs and value ids are unchanged).
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one internal call site per caller kind; a struct would only rename them"
+    )]
+    pub(crate) async fn load(
+        rt: &Runtime,
+        program: &Program,
+        m: &etwgpu_format::Method,
+        graph: &VkGraph,
+        args: &[usize],
+        method: &str,
+        options: &LoadOptions,
+        progress: &mut dyn FnMut(LoadProgress),
+    ) -> Result<Self> {
+        let fused;
+        let graph = if options.fuse {
+            let max_storage_buffers = rt.device.limits().max_storage_buffers_per_shader_stage;
+            fused = etwgpu_graph::fuse(graph, &etwgpu_graph::FuseOptions { max_storage_buffers }).graph;
+            &fused
+        } else {
+            graph
+        };
+        let n_in = graph.input_ids.len();
+        if args.len() != n_in + graph.output_ids.len() {
+            return Err(Error::DelegateArgs {
+                method: method.to_string(),
+                args: args.len(),
+                inputs: n_in,
+                outputs: graph.output_ids.len(),
+            });
+        }
+
+        // Without SHADER_F16, float16 tensors live on the device as float32
+        // (constants and inputs are widened on upload, outputs narrowed on
+        // read-back) and every kernel runs its f32 variant.
+        // With it, float32 KV caches may be stored as float16.
+        let (mut graph, file_dtype) = if !rt.device.features().contains(wgpu::Features::SHADER_F16) {
+            etwgpu_graph::retype::promote_f16(graph)
+        } else if let Some(narrowed) =
+            options.kv_cache_f16.then(|| etwgpu_graph::retype::narrow_kv_caches(graph)).flatten()
+        {
+            narrowed
+        } else {
+            (graph.clone(), Vec::new())
+        };
+        // Scratch tensors shared by the ops (split-KV attention partials),
+        // sized at the maximum shapes and pinned by the memory plan.
+        let caps = etwgpu_kernels::DeviceCaps { precision: options.precision.unwrap_or(rt.caps.precision), ..rt.caps };
+        let lowerer = Lowerer::with_scratch(&mut graph, PLACEHOLDER_SYMINT)?.with_caps(caps);
+        let graph = &graph;
+        let inputs = io_specs(m, graph, args, &args[..n_in], &graph.input_ids, 0..n_in)?;
+        let outputs = io_specs(m, graph, args, &args[n_in..], &graph.output_ids, n_in..args.len())?;
+        if let Some(spec) = outputs.iter().find(|s| s.symint) {
+            return Err(LowerError::NotATensor { value: spec.value.0, found: "SymInt" }.into());
+        }
+        check_tensor_sizes(rt, graph)?;
+        let max_inputs: Vec<Vec<u64>> = inputs.iter().map(|s| s.max_shape.clone()).collect();
+        let refs = input_refs(&inputs, &max_inputs);
+        let live = lowerer.lower_live(graph, &refs, |_, _| PLACEHOLDER_SYMINT)?;
+        let steps = live.flatten().steps;
+        let scratch = lowerer.scratch();
+        let io: Vec<ValueId> = inputs.iter().chain(&outputs).filter(|s| !s.symint).map(|s| s.value).collect();
+        let output_ids: Vec<ValueId> = outputs.iter().map(|s| s.value).collect();
+        let layout = Layout {
+            rt,
+            name: method,
+            graph,
+            file_dtype: &file_dtype,
+            steps: &steps,
+            scratch: &scratch,
+            io: &io,
+            outputs: &output_ids,
+        };
+        let buffers = DeviceBuffers::allocate(&layout, program, progress).await?;
+        compile_pipelines(rt, &steps, progress).await?;
+        // Host reads at load saw placeholders: the first run re-reads them
+        // and re-runs the rules of the ops they reach.
+        let plan = Plan::build(rt, method, graph, &live, &buffers).await?;
+        let times = RunTimes { chain_lowerings: 1, op_lowerings: live.rule_calls(), ..RunTimes::default() };
+        Ok(LoadedDelegate {
+            rt: rt.clone(),
+            name: method.to_string(),
+            graph: graph.clone(),
+            file_dtype,
+            lowerer,
+            device_inputs: vec![None; inputs.len()],
+            keep_on_device: vec![false; outputs.len()],
+            argmax: (0..outputs.len()).map(|_| None).collect(),
+            inputs,
+            outputs,
+            buffers,
+            profiling: Profiling::default(),
+            live,
+            stale: false,
+            plan,
+            times,
+            pending: std::collections::VecDeque::new(),
+            argmax_flip: 0,
+        })
+    }
+
+    /// Brings the plan to these (checked) inputs: re-runs the host rules
+    /// of the ops whose inputs changed ([`Lowerer::relower`]); when their
+    /// shaders and bindings stay, patches the uniforms (one queue write)
+    /// and workgroup counts, else makes the bind groups anew (and leaves
+    /// the arenas when the new steps no longer fit their plan).
+    async fn update_plan(&mut self, inputs: &[Tensor]) -> Result<()> {
+        let shapes: Vec<Vec<u64>> = inputs.iter().map(|t| t.shape.clone()).collect();
+        let refs = input_refs(&self.inputs, &shapes);
+        let read = |input: usize, elem| int_at(&inputs[input], elem).unwrap_or(PLACEHOLDER_SYMINT);
+        let rebuild = if self.stale {
+            self.live = self.lowerer.lower_live(&self.graph, &refs, read)?;
+            self.times.chain_lowerings += 1;
+            self.times.op_lowerings += self.live.rule_calls();
+            true
+        } else {
+            let before = self.live.rule_calls();
+            // Until the plan matches the chain again.
+            self.stale = true;
+            let r = self.lowerer.relower(&self.graph, &mut self.live, &refs, read)?;
+            self.times.op_lowerings += self.live.rule_calls() - before;
+            if r.structure_kept {
+                self.plan.patch(&self.rt.queue, &self.live, &r.nodes);
+            }
+            !r.structure_kept
+        };
+        self.stale = true;
+        if rebuild {
+            let steps = self.live.flatten().steps;
+            if !self.buffers.fits(&steps) {
+                if !self.pending.is_empty() {
+                    return Err(self.in_flight_error("the new shapes need new buffers"));
+                }
+                self.buffers.leave_arenas(&self.rt, &self.name, &self.graph)?;
+            }
+            self.plan = Plan::build(&self.rt, &self.name, &self.graph, &self.live, &self.buffers).await?;
+            self.times.plan_builds += 1;
+        }
+        self.stale = false;
+        Ok(())
+    }
+
+    /// Turns the device argmax of output `output` on or off: while on,
+    /// [`run`](Self::run) returns for it the int64 index of the largest
+    /// element of each row (last dim), and reads back only those.
+    pub(crate) async fn set_argmax(&mut self, output: usize, on: bool) -> Result<()> {
+        if !on {
+            self.argmax[output] = None;
+            return Ok(());
+        }
+        let spec = &self.outputs[output];
+        let x = ArgmaxInput { output, value: spec.value, dtype: spec.device_dtype };
+        let post = ArgmaxPost::new(&self.rt, &self.name, x, &spec.max_shape, self.buffers.own(spec.value)).await?;
+        self.argmax[output] = Some(post);
+        Ok(())
+    }
+
+    /// Number of inputs [`run`](Self::run) takes.
+    pub fn n_inputs(&self) -> usize {
+        self.inputs.len()
+    }
+
+    /// Number of outputs [`run`](Self::run) returns.
+    pub fn n_outputs(&self) -> usize {
+        self.outputs.len()
+    }
+
+    /// Dtype and maximum shape of each input, as the caller passes them.
+    pub fn input_specs(&self) -> Vec<(DType, Vec<u64>)> {
+        self.inputs.iter().map(|s| (s.host_dtype, s.max_shape.clone())).collect()
+    }
+
+    /// Device dtype of input `i` and whether it is a SymInt.
+    pub(crate) fn input_device(&self, i: usize) -> (DType, bool) {
+        (self.inputs[i].device_dtype, self.inputs[i].symint)
+    }
+
+    /// Buffer and device dtype of output `i`.
+    pub(crate) fn output_device(&self, i: usize) -> (wgpu::Buffer, DType) {
+        let spec = &self.outputs[i];
+        (self.buffers.own(spec.value).clone(), spec.device_dtype)
+    }
+
+    /// Whether its KV caches are stored as float16 though the program
+    /// declares them float32 ([`LoadOptions::kv_cache_f16`]).
+    pub fn kv_cache_f16(&self) -> bool {
+        self.file_dtype.contains(&Some(DType::F32))
+    }
+
+    /// Bytes of the arenas intermediates share (0 when each has its own
+    /// buffer).
+    pub fn arena_bytes(&self) -> u64 {
+        self.buffers.arena_bytes()
+    }
+
+    /// Turns per-dispatch timing on or off for the next runs.
+    pub fn set_profiling(&mut self, on: bool) {
+        self.profiling.on = on;
+    }
+
+    /// The last profiled run, one row per op of the graph in chain order:
+    /// op name, node id, shader labels, dispatches and nanoseconds (GPU
+    /// timestamps when the device has `TIMESTAMP_QUERY`, else wall time of
+    /// each dispatch submitted alone).
+    pub fn profile(&self) -> Vec<NodeProfile> {
+        self.profiling.rows(&self.name, &self.graph, &self.plan)
+    }
+
+    /// Number of compute dispatches one run records at the current shapes.
+    pub fn n_dispatches(&self) -> usize {
+        self.plan.dispatches.len()
+    }
+
+    /// Runs the method once: validates and uploads `inputs`, records every
+    /// dispatch into one compute pass, submits once and reads the outputs.
+    pub async fn run(&mut self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
+        if !self.pending.is_empty() {
+            return Err(self.in_flight_error("a plain run waits for none"));
+        }
+        self.submit(inputs, None).await?;
+        self.finish().await
+    }
+
+    /// The runs in flight block what a call was to do.
+    fn in_flight_error(&self, blocked: &'static str) -> Error {
+        Error::RunsInFlight { method: self.name.clone(), runs: self.pending.len(), blocked }
+    }
+
+    /// Whether input `input` can be [fed](Self::submit) from the argmax of
+    /// an output: an int32 tensor on the device (token ids), and an output
+    /// with the argmax on. At submit, the input must have at most one
+    /// element per argmax row (it takes the first ones).
+    pub(crate) fn check_feed(&self, input: usize) -> Result<()> {
+        let method = || self.name.clone();
+        if self.argmax.iter().flatten().next().is_none() {
+            return Err(Error::FeedWithoutArgmax { method: method() });
+        }
+        let spec = self.inputs.get(input).ok_or_else(|| Error::NoInput {
+            method: method(),
+            input,
+            n_inputs: self.inputs.len(),
+        })?;
+        if spec.symint || spec.device_dtype != DType::I32 {
+            return Err(Error::FeedInputDType { method: method(), input, dtype: spec.device_dtype });
+        }
+        Ok(())
+    }
+
+    /// Starts one run without waiting for it; [`finish`](Self::finish)
+    /// reads its outputs back (runs finish in the order submitted, at
+    /// most [`MAX_PENDING`] in flight). With `fed = Some(i)`, input `i`
+    /// (token ids; the tensor passed gives only its shape) is not
+    /// uploaded: it takes, on the device, the argmax indices of the run
+    /// submitted before, so greedy decoding can submit the next token's
+    /// run before reading the last one's token (see
+    /// [`check_feed`](Self::check_feed)). While another run is in flight
+    /// every output must be an argmax or stay on the device.
+    pub(crate) async fn submit(&mut self, inputs: &[Tensor], fed: Option<usize>) -> Result<()> {
+        if self.pending.len() >= MAX_PENDING {
+            return Err(self.in_flight_error("finish one first"));
+        }
+        if !self.pending.is_empty()
+            && (self.profiling.on
+                || self.argmax.iter().zip(&self.keep_on_device).any(|(post, keep)| post.is_none() && !keep))
+        {
+            return Err(self.in_flight_error("only argmax outputs can be read back while another run is in flight"));
+        }
+        if let Some(i) = fed {
+            self.check_feed(i)?;
+            let rows = self.argmax.iter().flatten().next().map_or(0, ArgmaxPost::rows);
+            let n = inputs.get(i).map_or(0, Tensor::numel);
+            if n > rows {
+                return Err(Error::FeedTooLong { method: self.name.clone(), input: i, elements: n, rows });
+            }
+        }
+        let mut clock = Stopwatch::start();
+        if inputs.len() != self.inputs.len() {
+            return Err(Error::InputCount { expected: self.inputs.len(), found: inputs.len() });
+        }
+        let mut uploads = Vec::with_capacity(inputs.len());
+        for (index, (t, spec)) in inputs.iter().zip(&self.inputs).enumerate() {
+            if spec.symint {
+                let is_int = matches!(t.dtype, DType::I64 | DType::I32 | DType::I16 | DType::I8 | DType::U8);
+                if !is_int || t.numel() != 1 || int_at(t, 0).is_none() {
+                    return Err(Error::SymIntInput { index, dtype: t.dtype, shape: t.shape.clone() });
+                }
+                uploads.push(Vec::new());
+                continue;
+            }
+            if self.device_inputs[index].is_some() {
+                uploads.push(Vec::new());
+                continue;
+            }
+            if t.dtype != spec.host_dtype && t.dtype != spec.device_dtype {
+                return Err(Error::InputDType { index, expected: spec.host_dtype, found: t.dtype });
+            }
+            let fits =
+                t.shape.len() == spec.max_shape.len() && t.shape.iter().zip(&spec.max_shape).all(|(a, b)| a <= b);
+            if !fits {
+                return Err(Error::InputShape { index, max: spec.max_shape.clone(), found: t.shape.clone() });
+            }
+            let expected = t.numel() * t.dtype.size_bytes() as u64;
+            if t.bytes.len() as u64 != expected {
+                return Err(Error::TensorBytes {
+                    dtype: t.dtype,
+                    shape: t.shape.clone(),
+                    expected,
+                    found: t.bytes.len() as u64,
+                });
+            }
+            let mut bytes = match convert(&t.bytes, t.dtype, spec.device_dtype) {
+                Some(Ok(b)) => to_device_layout(b, spec.device_dtype),
+                Some(Err(found)) => return Err(Error::InputOutOfRange { index, found }),
+                None => return Err(Error::InputDType { index, expected: spec.device_dtype, found: t.dtype }),
+            };
+            bytes.resize(align4(bytes.len() as u64) as usize, 0);
+            uploads.push(bytes);
+        }
+        self.times.inputs += clock.lap();
+        self.update_plan(inputs).await?;
+        self.times.lowering += clock.lap();
+        let rt = &self.rt;
+        let scope = rt.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let mut encoder = rt
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(&format!("{} run", self.name)) });
+        let fed_from = self.argmax.iter().flatten().next().map(|post| &post.result);
+        for (index, ((spec, bytes), (t, src))) in self
+            .inputs
+            .iter()
+            .zip(&uploads)
+            .zip(inputs.iter().zip(&self.device_inputs))
+            .enumerate()
+            .filter(|(_, ((s, _), _))| !s.symint)
+        {
+            let buffer = self.buffers.own(spec.value);
+            let src = if fed == Some(index) { fed_from } else { src.as_ref() };
+            match src {
+                Some(src) => {
+                    let n_bytes = t.numel() * elem_type(spec.device_dtype).device_size_bytes() as u64;
+                    if n_bytes > 0 {
+                        encoder.copy_buffer_to_buffer(src, 0, buffer, 0, align4(n_bytes));
+                    }
+                }
+                None => rt.queue.write_buffer(buffer, 0, bytes),
+            }
+        }
+        if self.profiling.on {
+            encoder = self.profiling.record(&self.rt, &self.name, &self.plan, encoder).await?;
+        } else {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some(&format!("{} pass", self.name)),
+                timestamp_writes: None,
+            });
+            self.plan.record(&mut pass);
+        }
+        // Per output: the buffer read back, the shape and bytes read, and
+        // the device and host dtypes.
+        let mut out_sizes = Vec::with_capacity(self.outputs.len());
+        for (i, ((spec, readback), keep)) in
+            self.outputs.iter().zip(&self.buffers.readback).zip(&self.keep_on_device).enumerate()
+        {
+            let shape = self.live.shapes()[spec.value.idx()].clone();
+            if let Some(post) = &mut self.argmax[i] {
+                let (readback, rows, n_bytes) =
+                    post.record(&self.rt, &self.name, &mut encoder, &shape, self.argmax_flip)?;
+                out_sizes.push((readback, rows, n_bytes, DType::I32, DType::I64));
+                continue;
+            }
+            let n_bytes = shape.iter().product::<u64>() * elem_type(spec.device_dtype).device_size_bytes() as u64;
+            let n_bytes = if *keep { 0 } else { n_bytes };
+            let buffer = self.buffers.own(spec.value);
+            if n_bytes > 0 {
+                encoder.copy_buffer_to_buffer(buffer, 0, readback, 0, align4(n_bytes));
+            }
+            out_sizes.push((readback.clone(), shape, n_bytes, spec.device_dtype, spec.host_dtype));
+        }
+        let rt = &self.rt;
+        let submission = rt.queue.submit([encoder.finish()]);
+        if let Some(e) = scope.pop().await {
+            return Err(Error::Gpu { during: "recording the run", reason: e.to_string() });
+        }
+        if self.argmax.iter().any(Option::is_some) {
+            self.argmax_flip ^= 1;
+        }
+        self.pending.push_back(PendingRun { outputs: out_sizes, submission });
+        self.times.recording += clock.lap();
+        Ok(())
+    }
+
+    /// Waits for the oldest run [submitted](Self::submit) and reads its
+    /// outputs back.
+    pub(crate) async fn finish(&mut self) -> Result<Vec<Tensor>> {
+        let mut clock = Stopwatch::start();
+        let Some(PendingRun { outputs: out_sizes, submission }) = self.pending.pop_front() else {
+            return Err(Error::NothingToFinish { method: self.name.clone() });
+        };
+        let rt = &self.rt;
+        let slices: Vec<wgpu::BufferSlice<'_>> =
+            out_sizes.iter().filter(|o| o.2 > 0).map(|(readback, _, n, _, _)| readback.slice(..align4(*n))).collect();
+        rt.map_read_after(&slices, Some(submission)).await?;
+        self.times.waiting += clock.lap();
+        let mut results = Vec::with_capacity(self.outputs.len());
+        for (readback, shape, n, device_dtype, host_dtype) in out_sizes {
+            let device_bytes = if n > 0 {
+                let view =
+                    readback.slice(..align4(n)).get_mapped_range().map_err(|e| Error::Map { reason: e.to_string() })?;
+                let bytes = view[..n as usize].to_vec();
+                drop(view);
+                readback.unmap();
+                from_device_layout(bytes, device_dtype)
+            } else {
+                Vec::new()
+            };
+            let bytes = match convert(&device_bytes, device_dtype, host_dtype) {
+                Some(Ok(b)) => b,
+                _ => device_bytes,
+            };
+            let dtype = if bytes.len() as u64 == shape.iter().product::<u64>() * host_dtype.size_bytes() as u64
+                || bytes.is_empty()
+            {
+                host_dtype
+            } else {
+                device_dtype
+            };
+            results.push(Tensor { dtype, shape, bytes });
+        }
+        self.times.reading += clock.lap();
+        self.times.runs += 1;
+        Ok(results)
+    }
+
+    /// Host time per stage of the runs since load or the last reset.
+    pub fn run_times(&self) -> RunTimes {
+        self.times
+    }
+}

@@ -1,0 +1,111 @@
+//! What a load is told and what a run reports: [`LoadOptions`], the
+//! [`LoadProgress`] of a load, and the [`RunTimes`] of the runs since.
+
+/// How [`crate::device::Runtime::load_with`] loads a method.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoadOptions {
+    /// Rewrite each delegate's op chain with [`etwgpu_graph::fuse()`] before
+    /// lowering (the default); off runs every op as exported, for
+    /// debugging (`etwgpu run --no-fuse`).
+    pub fuse: bool,
+    /// Store float32 KV caches (those of `sdpa_with_kv_cache`) in float16
+    /// on devices with SHADER_F16, halving their memory and the bytes
+    /// attention reads; the attention math stays float32 (keys and values
+    /// are rounded to float16 as they enter the cache). Off by default,
+    /// so a program runs exactly as exported; `etwgpu_llm`'s generator
+    /// turns it on. Ignored on devices without SHADER_F16 and for caches
+    /// any other op reads.
+    pub kv_cache_f16: bool,
+    /// Whether float32 matrix products may use f16 operands on devices with
+    /// cooperative matrices (`etwgpu run --precision f16`); `None` (the
+    /// default) takes the runtime's ([`crate::device::RuntimeOptions::precision`],
+    /// float32 unless `ETWGPU_PRECISION=f16`).
+    pub precision: Option<etwgpu_kernels::Precision>,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        Self { fuse: true, kv_cache_f16: false, precision: None }
+    }
+}
+
+/// What a load is doing, for [`LoadProgress`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoadStage {
+    /// Uploading constants (weights): `done` and `total` count bytes.
+    Weights,
+    /// Compiling compute pipelines: `done` and `total` count pipelines.
+    Pipelines,
+}
+
+/// How far a load has come within one stage of one delegate call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoadProgress {
+    /// The stage.
+    pub stage: LoadStage,
+    /// Work done so far in this stage.
+    pub done: u64,
+    /// All the work of this stage.
+    pub total: u64,
+}
+
+/// Where the host's time went over a delegate call's runs (summed since
+/// load or the last reset): how long per-call overheads are, measured.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct RunTimes {
+    /// Runs counted.
+    pub runs: u64,
+    /// Checking and converting inputs.
+    pub inputs: std::time::Duration,
+    /// Re-lowering the chain at new shapes or SymInt values, and updating
+    /// the plan.
+    pub lowering: std::time::Duration,
+    /// Lowerings of the whole chain: at load, and again only after a run
+    /// failed part-way through re-lowering. A new position or new input
+    /// shapes re-run only the host rules they reach (`op_lowerings`).
+    pub chain_lowerings: u64,
+    /// Host rules run (one per op and lowering): a decode step whose only
+    /// change is the position runs those of the ops that read it.
+    pub op_lowerings: u64,
+    /// Times the bind groups were made anew for a changed structure (other
+    /// shaders or bindings); otherwise a re-lowering patches uniforms and
+    /// workgroup counts in place.
+    pub plan_builds: u64,
+    /// Uploading inputs, recording the dispatches and submitting.
+    pub recording: std::time::Duration,
+    /// Waiting for the GPU to finish and the read-back to map.
+    pub waiting: std::time::Duration,
+    /// Copying and converting the outputs.
+    pub reading: std::time::Duration,
+}
+
+impl std::ops::AddAssign for RunTimes {
+    fn add_assign(&mut self, o: Self) {
+        self.runs += o.runs;
+        self.inputs += o.inputs;
+        self.lowering += o.lowering;
+        self.chain_lowerings += o.chain_lowerings;
+        self.op_lowerings += o.op_lowerings;
+        self.plan_builds += o.plan_builds;
+        self.recording += o.recording;
+        self.waiting += o.waiting;
+        self.reading += o.reading;
+    }
+}
+
+/// Host time between laps, for [`RunTimes`].
+pub(crate) struct Stopwatch(web_time::Instant);
+
+impl Stopwatch {
+    pub(crate) fn start() -> Self {
+        Self(web_time::Instant::now())
+    }
+
+    /// Time since the start or the last lap.
+    pub(crate) fn lap(&mut self) -> std::time::Duration {
+        let now = web_time::Instant::now();
+        let d = now - self.0;
+        self.0 = now;
+        d
+    }
+}

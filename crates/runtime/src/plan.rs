@@ -1,0 +1,213 @@
+//! The compiled dispatch plan of one delegate call: each dispatch of the
+//! lowered chain as a [`CompiledDispatch`] (pipeline, bind group,
+//! workgroups), the uniforms of all of them in one buffer with a host
+//! copy, and the one [`CompiledDispatch::record`] that every path (run,
+//! submit, profile, argmax) records through.
+//!
+//! A re-lowering that keeps every shader and binding ([`Plan::patch`])
+//! writes the uniforms that changed with one queue write and sets the new
+//! workgroup counts; anything else builds the plan anew ([`Plan::build`]).
+
+use etwgpu_format::VkGraph;
+use etwgpu_graph::LiveChain;
+use etwgpu_kernels::Step;
+
+use crate::buffers::{DeviceBuffers, align4};
+use crate::device::Runtime;
+use crate::error::{Error, Result};
+use crate::options::{LoadProgress, LoadStage};
+
+/// One dispatch, ready to record: what [`CompiledDispatch::record`] needs,
+/// with the chain op it comes from and its shader label for profiles.
+#[derive(Debug, Clone)]
+pub(crate) struct CompiledDispatch {
+    pub(crate) pipeline: wgpu::ComputePipeline,
+    pub(crate) bind_group: wgpu::BindGroup,
+    pub(crate) workgroups: [u32; 3],
+    /// Chain index of its op (`usize::MAX` for a device argmax).
+    pub(crate) node: usize,
+    pub(crate) label: &'static str,
+}
+
+impl CompiledDispatch {
+    /// Records it into `pass`: the one way every path (run, submit,
+    /// profile, argmax) records a dispatch.
+    pub(crate) fn record(&self, pass: &mut wgpu::ComputePass<'_>) {
+        let [x, y, z] = self.workgroups;
+        pass.set_pipeline(&self.pipeline);
+        pass.set_bind_group(0, &self.bind_group, &[]);
+        pass.dispatch_workgroups(x, y, z);
+    }
+}
+
+/// The recorded form of a lowered chain: its dispatches ready to record,
+/// and its uniforms with a host copy, so a re-lowering that keeps the
+/// structure patches them in one queue write.
+#[derive(Debug, Default)]
+pub(crate) struct Plan {
+    pub(crate) dispatches: Vec<CompiledDispatch>,
+    /// Per chain op: the index of its first dispatch (one more entry at the
+    /// end: the number of dispatches).
+    node_dispatch: Vec<usize>,
+    /// Per dispatch: the offset of its slice of `uniforms`.
+    offsets: Vec<u64>,
+    /// The bytes of `uniforms`, as last written.
+    uniform_bytes: Vec<u8>,
+    uniforms: Option<wgpu::Buffer>,
+}
+
+/// The dispatches among some steps, in order.
+fn dispatches_of<'a>(steps: impl IntoIterator<Item = &'a Step>) -> impl Iterator<Item = &'a etwgpu_kernels::Dispatch> {
+    steps.into_iter().filter_map(|s| match s {
+        Step::Dispatch(d) => Some(d),
+        _ => None,
+    })
+}
+
+/// Offsets of each dispatch's uniforms in one buffer, and its bytes.
+fn uniform_layout<'a>(params: impl Iterator<Item = &'a [u8]>, align: u64) -> (Vec<u64>, Vec<u8>) {
+    let mut offsets = Vec::new();
+    let mut bytes = Vec::new();
+    for p in params {
+        offsets.push(bytes.len() as u64);
+        bytes.extend_from_slice(p);
+        bytes.resize(align4(bytes.len() as u64).next_multiple_of(align) as usize, 0);
+    }
+    (offsets, bytes)
+}
+
+/// Compiles the pipelines of `steps` (into the runtime's cache), in order
+/// of first use, calling `progress` per pipeline.
+pub(crate) async fn compile_pipelines(
+    rt: &Runtime,
+    steps: &[Step],
+    progress: &mut dyn FnMut(LoadProgress),
+) -> Result<()> {
+    let mut shaders = Vec::new();
+    for d in dispatches_of(steps) {
+        if !shaders.contains(&d.shader) {
+            shaders.push(d.shader.clone());
+        }
+    }
+    let total = shaders.len() as u64;
+    for (i, shader) in shaders.into_iter().enumerate() {
+        rt.pipelines.get_async(&shader).await?;
+        progress(LoadProgress { stage: LoadStage::Pipelines, done: i as u64 + 1, total });
+    }
+    Ok(())
+}
+
+impl Plan {
+    /// Creates the uniforms and bind groups of the dispatches of `live`,
+    /// bound to `buffers` (the buffers of `graph`); `name` labels them.
+    pub(crate) async fn build(
+        rt: &Runtime,
+        name: &str,
+        graph: &VkGraph,
+        live: &LiveChain,
+        buffers: &DeviceBuffers,
+    ) -> Result<Self> {
+        let align = u64::from(rt.device.limits().min_uniform_buffer_offset_alignment).max(16);
+        let mut node_dispatch = Vec::with_capacity(live.n_nodes() + 1);
+        let mut dispatches: Vec<(usize, &etwgpu_kernels::Dispatch)> = Vec::new();
+        for node in 0..live.n_nodes() {
+            node_dispatch.push(dispatches.len());
+            for step in live.node_steps(node) {
+                match step {
+                    Step::Dispatch(d) => dispatches.push((node, d)),
+                    Step::Alias { out, src } => assert_eq!(
+                        buffers.root_of(*out),
+                        buffers.root_of(*src),
+                        "aliasing is structural and must not change with shapes"
+                    ),
+                    Step::Prepack { .. } | Step::SymInt { .. } | Step::ReadSymInt { .. } | Step::Scratch { .. } => {}
+                }
+            }
+        }
+        node_dispatch.push(dispatches.len());
+        let (offsets, uniform_bytes) = uniform_layout(dispatches.iter().map(|(_, d)| d.params.as_slice()), align);
+        let uniforms = (!uniform_bytes.is_empty()).then(|| {
+            let b = rt.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(&format!("{name} uniforms")),
+                size: uniform_bytes.len() as u64,
+                usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+            rt.queue.write_buffer(&b, 0, &uniform_bytes);
+            b
+        });
+        let scope = rt.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let mut out = Vec::with_capacity(dispatches.len());
+        for (i, &(node, d)) in dispatches.iter().enumerate() {
+            let pipeline = rt.pipelines.get_async(&d.shader).await?;
+            let uniforms = uniforms.as_ref().expect("dispatches have uniforms");
+            let mut entries = vec![wgpu::BindGroupEntry {
+                binding: 0,
+                resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                    buffer: uniforms,
+                    offset: offsets[i],
+                    size: wgpu::BufferSize::new(d.params.len() as u64),
+                }),
+            }];
+            let read_roots: Vec<usize> = d.inputs.iter().map(|v| buffers.root_of(*v)).collect();
+            for (j, v) in d.inputs.iter().chain(&d.outputs).enumerate() {
+                let root = buffers.root_of(*v);
+                if j >= d.inputs.len() {
+                    assert!(
+                        !read_roots.contains(&root),
+                        "{}: output %{} shares a buffer with an input",
+                        d.shader.label(),
+                        v.0
+                    );
+                }
+                entries.push(wgpu::BindGroupEntry { binding: j as u32 + 1, resource: buffers.binding(graph, root)? });
+            }
+            let bind_group = rt.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some(&format!("{name} dispatch {i} ({})", d.shader.label())),
+                layout: &pipeline.get_bind_group_layout(0),
+                entries: &entries,
+            });
+            out.push(CompiledDispatch {
+                pipeline,
+                bind_group,
+                workgroups: d.workgroups,
+                node,
+                label: d.shader.label(),
+            });
+        }
+        if let Some(e) = scope.pop().await {
+            return Err(Error::Gpu { during: "creating bind groups", reason: e.to_string() });
+        }
+        Ok(Plan { dispatches: out, node_dispatch, offsets, uniform_bytes, uniforms })
+    }
+
+    /// Writes the uniforms and workgroup counts of the re-lowered ops
+    /// `nodes` of `live` (whose structure held) into the plan, with one
+    /// queue write of the bytes that changed.
+    pub(crate) fn patch(&mut self, queue: &wgpu::Queue, live: &LiveChain, nodes: &[usize]) {
+        let mut span: Option<(usize, usize)> = None;
+        for &node in nodes {
+            for (j, d) in dispatches_of(live.node_steps(node)).enumerate() {
+                let i = self.node_dispatch[node] + j;
+                self.dispatches[i].workgroups = d.workgroups;
+                let at = self.offsets[i] as usize;
+                let slot = &mut self.uniform_bytes[at..at + d.params.len()];
+                if slot != d.params.as_slice() {
+                    slot.copy_from_slice(&d.params);
+                    span =
+                        Some(span.map_or((at, at + d.params.len()), |(a, b)| (a.min(at), b.max(at + d.params.len()))));
+                }
+            }
+        }
+        if let (Some((a, b)), Some(u)) = (span, &self.uniforms) {
+            queue.write_buffer(u, a as u64, &self.uniform_bytes[a..b]);
+        }
+    }
+
+    /// Records every dispatch, in order, into one compute pass.
+    pub(crate) fn record(&self, pass: &mut wgpu::ComputePass<'_>) {
+        for d in &self.dispatches {
+            d.record(pass);
+        }
+    }
+}
