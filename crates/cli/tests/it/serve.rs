@@ -348,6 +348,28 @@ fn serve_rejects_bad_requests() {
     assert_eq!(r.json()["usage"]["completion_tokens"], 2);
 }
 
+/// A tokenizer larger than the model's vocabulary (`tiny_bytelevel`: 400
+/// ids, the fixture: 128): a prompt id the tokenizer knows but the model
+/// lacks is a `400` naming the model's size, not a failure on the GPU.
+#[test]
+fn serve_checks_prompt_ids_against_the_model_vocabulary() {
+    if !gpu_available() {
+        return;
+    }
+    let tok = fixtures_dir().join("../tokenizers/tiny_bytelevel/tokenizer.json");
+    let server = serve(&fixtures_dir().join("llama_tiny_fp32/model.pte"), &tok, &[]);
+    let r = post(server.port, "/v1/completions", &json!({"prompt": [5, 300], "max_tokens": 2}));
+    assert_eq!(r.status, 400, "{}", String::from_utf8_lossy(&r.body));
+    let v = r.json();
+    assert!(
+        v["error"]["message"].as_str().expect("message").contains("token 300 is outside the vocabulary of 128"),
+        "{v}"
+    );
+    let r = post(server.port, "/v1/completions", &json!({"prompt": [5, 100], "max_tokens": 2}));
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(r.json()["usage"]["completion_tokens"], 2);
+}
+
 /// Chat: one ChatML turn equals `etwgpu generate --chat`; `stop` strings
 /// end the text; a conversation's next turn reuses the KV cache
 /// (`usage.prompt_tokens_details.cached_tokens`) and answers as a fresh
