@@ -2,7 +2,9 @@
 //! on `std::net::TcpStream` (and `curl`), against servers on the tiny
 //! Llama fixture (context 32, recorded greedy tokens) and on a synthetic
 //! tiny Llama with a longer context (requests that take long enough to
-//! hold the GPU while others queue, cancel or shut down).
+//! hold the GPU while others queue, cancel or shut down). Over the size
+//! limit: the client helpers and the tests that use them read best in one
+//! file, and each test is one scenario of the list.
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::TcpStream;
