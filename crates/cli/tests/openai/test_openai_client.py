@@ -11,10 +11,11 @@ is the exception the test sees.
 What is checked: completions (text and token-id prompts, streamed and not)
 give the three greedy tokens recorded from PyTorch eager; a chat turn gives
 what ``etwgpu generate --chat`` gives, streamed and not; ``models.list()``;
-the ``usage`` counts; ``BadRequestError`` for ``max_tokens`` over the
-server's limit or the context and for a prompt past the context,
-``AuthenticationError`` for a wrong key; 16 concurrent clients each get the
-answer their prompt gets alone; SIGTERM ends the server with status 0.
+the ``usage`` counts; ``stop`` strings; a ``seed`` repeating its sampled
+text; ``BadRequestError`` for ``max_tokens`` over the server's limit or the
+context and for a prompt past the context, ``AuthenticationError`` for a
+wrong key; 16 concurrent clients each get the answer their prompt gets
+alone; SIGTERM ends the server with status 0.
 
 The binary is ``$ETWGPU_BIN``, else ``target/debug/etwgpu`` (built with
 ``cargo build -p etwgpu-cli`` when missing). Without a GPU adapter the
@@ -236,6 +237,19 @@ def test_chat_matches_generate_chat(client, tokenizer):
     assert chunks[0].choices[0].delta.role == "assistant"
     assert "".join(c.choices[0].delta.content or "" for c in chunks) == expected
     assert chunks[-1].choices[0].finish_reason == r.choices[0].finish_reason
+
+
+def test_stop_and_seeded_sampling(client):
+    # The greedy text is "d\x7f\\": a stop string at its second character
+    # leaves the first, streamed or not.
+    r = client.completions.create(model="model", prompt=PROMPT, max_tokens=3, stop=["\x7f"])
+    assert (r.choices[0].text, r.choices[0].finish_reason) == ("d", "stop")
+    chunks = list(client.completions.create(model="model", prompt=PROMPT, max_tokens=3, stop="\x7f", stream=True))
+    assert "".join(c.choices[0].text for c in chunks) == "d" and chunks[-1].choices[0].finish_reason == "stop"
+    sample = dict(model="model", prompt=PROMPT, max_tokens=8, temperature=1.0, top_p=0.95)
+    by_seed = [client.completions.create(**sample, seed=s).choices[0].text for s in range(4)]
+    assert by_seed[2] == client.completions.create(**sample, seed=2).choices[0].text, "a seed repeats its text"
+    assert len(set(by_seed)) >= 2, f"different seeds should sample differently: {by_seed}"
 
 
 def test_models_list(client):
