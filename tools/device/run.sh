@@ -14,7 +14,7 @@
 #            peers_1b.json in the table instead of measuring again)
 #   smollm2  the real SmolLM2 4-bit export, gzipped and split into pieces
 #            carried in .xfer/K/ over several calls (see README.md): a chat
-#            of 256 greedy tokens, tokens/s
+#            of 256 greedy tokens, tokens/s, and `etwgpu bench -p 512 -n 128`
 # Raw outputs go to $OUT (at most 8 files come back); the last thing
 # printed is the table of tools/device/report.py.
 set -uo pipefail
@@ -72,6 +72,8 @@ for part in $parts; do
         --max-tokens 256 2>&1 | tee "$OUT/smollm2_chat.txt"
     .device/etwgpu generate --model /tmp/smollm2/model.pte --tokenizer /tmp/smollm2/tokenizer.json \
       --prompt "Once upon a time" --max-tokens 256 2>&1 | tail -2 | tee -a "$OUT/smollm2_chat.txt"
+    # README's `etwgpu bench` H200 table (<!-- bench:h200 -->).
+    timeout 120 .device/etwgpu bench /tmp/smollm2/model.pte -p 512 -n 128 2>&1 | tee "$OUT/smollm2_bench.md"
     ;;
   *) echo "unknown part $part"; exit 2 ;;
   esac

@@ -12,9 +12,12 @@
 //! `crates/python/ci/wheel_from_build.py` packs the built library into the
 //! wheel maturin would make, with maturin's own `.dist-info`.
 //!
+//! Then `etwgpu serve` is tested with the `openai` client
+//! ([`serve_openai_test`]).
+//!
 //! Needs `python3` (3.11 or newer, with `venv`) and PyPI for numpy, pytest,
-//! maturin and mypy. pytest's exit status fails the step, and so does its status
-//! 5 (no tests ran).
+//! maturin, mypy and openai. pytest's exit status fails the step, and so
+//! does its status 5 (no tests ran).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -101,6 +104,33 @@ pub fn test(root: &Path) -> Result<(), String> {
     };
     run(&mut mypy(&["mypy.stubtest", "etwgpu._etwgpu"]))?;
     run(&mut mypy(&["mypy", "-p", "etwgpu"]))?;
+    // `etwgpu serve` against the `openai` client (its own pytest run).
+    serve_openai_test(root, &target, &py)?;
     eprintln!("Python package build and tests took {:.1} min", start.elapsed().as_secs_f64() / 60.0);
     Ok(())
+}
+
+/// `crates/cli/tests/openai`: pip-installs `openai` into the venv and runs
+/// that pytest module against the debug `etwgpu` binary the workspace build
+/// above made (`cargo build --tests` builds the CLI's binary for its
+/// integration tests; built here if it is missing).
+fn serve_openai_test(root: &Path, target: &Path, py: &Path) -> Result<(), String> {
+    let exe = target.join("debug").join(if cfg!(windows) { "etwgpu.exe" } else { "etwgpu" });
+    if !exe.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        run(Command::new(cargo).current_dir(root).args(["build", "-p", "etwgpu-cli", "--bin", "etwgpu"]))?;
+    }
+    run(Command::new(py).args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "openai>=1.40,<4"]))?;
+    eprintln!("$ pytest crates/cli/tests/openai");
+    let status = Command::new(py)
+        .current_dir(root)
+        .env("ETWGPU_BIN", &exe)
+        .args(["-m", "pytest", "-p", "no:cacheprovider", "-rs", "crates/cli/tests/openai"])
+        .status()
+        .map_err(|e| format!("could not start pytest: {e}"))?;
+    match status.code() {
+        Some(0) => Ok(()),
+        Some(5) => Err("pytest collected no tests in crates/cli/tests/openai (exit status 5)".into()),
+        _ => Err(format!("pytest crates/cli/tests/openai failed with {status}")),
+    }
 }

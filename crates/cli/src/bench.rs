@@ -118,10 +118,34 @@ pub fn run(a: BenchCli) -> Result<(), Failure> {
     let rt = Runtime::new().map_err(|e| Failure::error(error_chain(&e)))?;
     let dev = device(&rt, a.bandwidth_mib)?;
     let out = match etwgpu_llm::Metadata::read(&program) {
-        Ok(_) if a.inputs.is_empty() && a.method.is_none() => llm(&a, &rt, &program, &dev)?,
+        Ok(meta) if a.inputs.is_empty() && a.method.is_none() => {
+            fits_context(&a, meta.max_context_len)?;
+            llm(&a, &rt, &program, &dev)?
+        }
         _ => method(&a, &rt, &program, &dev)?,
     };
     std::io::stdout().write_all(out.as_bytes()).map_err(Failure::error)
+}
+
+/// Every row's depth plus its tokens (plus the one token a `tgN` row feeds
+/// first) must fit the context: checked before loading, naming the flags.
+fn fits_context(a: &BenchCli, context: usize) -> Result<(), Failure> {
+    let depth = a.depths.iter().copied().max().unwrap_or(0);
+    let rows = a
+        .prompts
+        .iter()
+        .map(|&p| (format!("pp{p} (-p {p})"), p))
+        .chain(a.gens.iter().map(|&g| (format!("tg{g} (-n {g})"), g + 1)));
+    for (row, need) in rows {
+        if depth + need > context {
+            return Err(Failure::error(format!(
+                "{row} at depth {depth} needs {} tokens of context; {} holds {context}",
+                depth + need,
+                model_name(a)
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn model_name(a: &BenchCli) -> String {

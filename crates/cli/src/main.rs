@@ -9,8 +9,9 @@
 //! etwgpu chat --model MODEL.pte --tokenizer T.json [--system TEXT] [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S]
 //!             [--kv-cache f16|f32]
 //! etwgpu devices [--json] [--bandwidth]
-//! etwgpu bench MODEL.pte [-p 128,512] [-n 128] [-d 0,2048] [--repeats N] [-o md|csv|json]
-//! etwgpu serve --model MODEL.pte --tokenizer T.json [--host 127.0.0.1] [--port 8080] [--api-key KEY]
+//! etwgpu bench MODEL.pte [-p 128,512] [-n 128] [-d 0,2048] [--repeats N] [-o md|csv|json] [--input IN.npy]...
+//! etwgpu serve --model MODEL.pte --tokenizer T.json [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--queue N]
+//!              [--max-tokens N] [--model-name NAME] [--shutdown-grace S] [--kv-cache f16|f32]
 //! etwgpu completions bash|zsh|fish
 //! ```
 //!

@@ -80,6 +80,9 @@ struct State {
     tok: Arc<Tokenizer>,
     model: String,
     context: usize,
+    /// Token ids a prompt may hold: below the model's vocabulary (when it
+    /// says) and the tokenizer's.
+    vocab: usize,
     max_tokens: usize,
     api_key: Option<String>,
     /// `<|im_end|>`, when the tokenizer has it (chat stops there).
@@ -146,7 +149,8 @@ pub fn run(a: ServeCli) -> Result<(), Failure> {
                     .and_then(|rt| crate::load_generator(&rt, &program, kv).map(|g| (rt, g)));
                 match loaded {
                     Ok((_rt, generator)) => {
-                        let _ = ready_tx.send(Ok(generator.metadata().max_context_len));
+                        let meta = generator.metadata();
+                        let _ = ready_tx.send(Ok((meta.max_context_len, meta.vocab_size)));
                         worker::run(generator, tok, jobs_rx, load);
                     }
                     Err(f) => {
@@ -156,9 +160,11 @@ pub fn run(a: ServeCli) -> Result<(), Failure> {
             })
             .map_err(Failure::error)?
     };
-    let context = ready_rx.recv().map_err(|_| Failure::error("the GPU worker thread ended while loading"))??;
+    let (context, model_vocab) =
+        ready_rx.recv().map_err(|_| Failure::error("the GPU worker thread ended while loading"))??;
     let state = Arc::new(State {
         im_end: tok.token_to_id("<|im_end|>"),
+        vocab: model_vocab.map_or(tok.vocab_size(), |v| v.min(tok.vocab_size())),
         tok,
         model,
         context,
@@ -296,7 +302,7 @@ async fn completion(state: Arc<State>, req: hyper::Request<Incoming>, chat: bool
     if prompt.is_empty() {
         return Err(ApiError::invalid(Some("prompt"), "the prompt is empty: it needs at least one token"));
     }
-    let vocab = state.tok.vocab_size();
+    let vocab = state.vocab;
     if let Some(t) = prompt.iter().find(|&&t| t as usize >= vocab) {
         return Err(ApiError::invalid(Some("prompt"), format!("token {t} is outside the vocabulary of {vocab}")));
     }

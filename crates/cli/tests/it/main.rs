@@ -293,7 +293,9 @@ fn bench_tables() {
     assert!(r["median_tps"].as_f64().is_some_and(|t| t > 0.0) && r["samples_tps"].as_array().unwrap().len() == 3);
     assert!(json["device"]["copy_gb_per_s"].as_f64().is_some_and(|b| b > 0.0), "{json}");
     let o = etwgpu(&["bench", l, "-p", "30", "-n", "4", "-d", "8"]);
-    assert!(one_line_error(&o, 1).contains("exceeds the context of 32"));
+    assert!(one_line_error(&o, 1).contains("pp30 (-p 30) at depth 8 needs 38 tokens of context; model.pte holds 32"));
+    let o = etwgpu(&["bench", l, "-p", "4", "-n", "24", "-d", "0,8"]);
+    assert!(one_line_error(&o, 1).contains("tg24 (-n 24) at depth 8 needs 33 tokens"));
 
     let mlp = fixtures_dir().join("mlp/model.pte");
     let md = stdout(&etwgpu(&["bench", mlp.to_str().unwrap(), "--repeats", "5", "--bandwidth-mib", "0"]));

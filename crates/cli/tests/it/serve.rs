@@ -2,7 +2,9 @@
 //! on `std::net::TcpStream` (and `curl`), against servers on the tiny
 //! Llama fixture (context 32, recorded greedy tokens) and on a synthetic
 //! tiny Llama with a longer context (requests that take long enough to
-//! hold the GPU while others queue, cancel or shut down).
+//! hold the GPU while others queue, cancel or shut down). Over the size
+//! limit: the client helpers and the tests that use them read best in one
+//! file, and each test is one scenario of the issue's list.
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::TcpStream;
@@ -344,6 +346,28 @@ fn serve_rejects_bad_requests() {
     assert_eq!(request(server.port, "GET", "/health", &[], b"").status, 200, "/health needs no key");
     // Still serving.
     let r = raw(c, r#"{"prompt":"Hi","max_tokens":2}"#);
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(r.json()["usage"]["completion_tokens"], 2);
+}
+
+/// A tokenizer larger than the model's vocabulary (`tiny_bytelevel`: 400
+/// ids, the fixture: 128): a prompt id the tokenizer knows but the model
+/// lacks is a `400` naming the model's size, not a failure on the GPU.
+#[test]
+fn serve_checks_prompt_ids_against_the_model_vocabulary() {
+    if !gpu_available() {
+        return;
+    }
+    let tok = fixtures_dir().join("../tokenizers/tiny_bytelevel/tokenizer.json");
+    let server = serve(&fixtures_dir().join("llama_tiny_fp32/model.pte"), &tok, &[]);
+    let r = post(server.port, "/v1/completions", &json!({"prompt": [5, 300], "max_tokens": 2}));
+    assert_eq!(r.status, 400, "{}", String::from_utf8_lossy(&r.body));
+    let v = r.json();
+    assert!(
+        v["error"]["message"].as_str().expect("message").contains("token 300 is outside the vocabulary of 128"),
+        "{v}"
+    );
+    let r = post(server.port, "/v1/completions", &json!({"prompt": [5, 100], "max_tokens": 2}));
     assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
     assert_eq!(r.json()["usage"]["completion_tokens"], 2);
 }
