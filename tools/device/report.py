@@ -152,6 +152,14 @@ def performance_section(run_dir, label=None):
         meta = load(os.path.join(run_dir, "meta.json"))
     date = meta.get("date", os.path.basename(run_dir.rstrip("/"))[:10])
     adapter = bw["adapter"] if bw else "?"
+    # A run without peers may name a sibling run folder whose peers it shows
+    # (`"peers_from"` in meta.json); the text then says where they are from.
+    peers_note = "measured in the same device session. "
+    if not cells and meta.get("peers_from"):
+        peer_dir = os.path.join(os.path.dirname(run_dir.rstrip("/")), meta["peers_from"])
+        cells = results(peer_dir)[2]
+        peers_note = (f"measured on the same kind of GPU in an earlier session (run folder "
+                      f"`{meta['peers_from']}`), not in this one. ")
     modes = sorted({m for (_, m, _) in cells})
     out = [
         f"Measured {date} on one {adapter} (Vulkan, wgpu 30), batch 1, by the device tools of `tools/device/`; "
@@ -159,7 +167,7 @@ def performance_section(run_dir, label=None):
         + (f", commit {meta['commit']}" if meta.get("commit") else "")
         + ". "
         + ("PyTorch peers (bf16, the same shapes and random weights, `tools/device/peers.py`) were "
-           "measured in the same device session. " if cells else "")
+           + peers_note if cells else "")
         + "Tokens/s, higher is better.",
         "",
     ]
