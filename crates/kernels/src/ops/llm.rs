@@ -1,4 +1,5 @@
-//! LLM ops: `et_vk.rms_norm` (`rms_norm.wgsl`), `et_vk.apply_rotary_emb`
+//! LLM ops: `et_vk.rms_norm` (`rms_norm.wgsl`), the fused
+//! `etwgpu.add_rms_norm` (`add_rms_norm.wgsl`), `et_vk.apply_rotary_emb`
 //! (`rope.wgsl`), `et_vk.apply_rotary_emb_hf` (`rope_hf.wgsl`),
 //! `et_vk.apply_rotary_emb_interleaved` (`rope_interleaved.wgsl`),
 //! `sdpa_with_kv_cache` (`kv_cache_update.wgsl`, then for a few query rows
@@ -53,25 +54,65 @@ pub fn rms_norm(c: &Ctx<'_>) -> Result<Lowered> {
     let shader = float_shader(Family::RmsNorm, &x, 0, "input")?;
     same_dtype(&weight, x.dtype, 1, "weight")?;
     same_dtype(&out, x.dtype, 3, "out")?;
+    let steps = norm_rows(shader, &x, (&weight, 1), eps, vec![x.id, weight.id], vec![out.id])?;
+    Ok(Lowered { shapes: vec![(out.id, x.shape.to_vec())], steps })
+}
+
+/// `etwgpu.add_rms_norm.default(a, b, weight, eps, →[sum, out])`: the
+/// residual add `sum = a + b` (same shapes, no broadcasting) and the RMS
+/// norm of `sum` over its last dim, one dispatch (`add_rms_norm.wgsl`; the
+/// graph's fusion writes it for an `aten.add` whose output an
+/// `et_vk.rms_norm` reads, and `sum` is still written for its other readers).
+pub fn add_rms_norm(c: &Ctx<'_>) -> Result<Lowered> {
+    c.expect_args(5)?;
+    let a = c.tensor(0, "a")?;
+    let b = c.tensor(1, "b")?;
+    let weight = c.tensor(2, "weight")?;
+    let eps = c.num(3, "eps")?;
+    let outs = c.tensor_list(4, "out")?;
+    let [sum, out] = outs[..] else {
+        return Err(Error::ArgKind { arg_idx: 4, name: "out", expected: "ValueList of 2 tensors", found: "ValueList" });
+    };
+    let shader = float_shader(Family::AddRmsNorm, &a, 0, "a")?;
+    for (t, idx, name) in [(&b, 1, "b"), (&weight, 2, "weight"), (&sum, 4, "out"), (&out, 4, "out")] {
+        same_dtype(t, a.dtype, idx, name)?;
+    }
+    if b.shape != a.shape {
+        return Err(shape_err(1, "b", format!("{:?} (the shape of a)", a.shape), &b));
+    }
+    let steps = norm_rows(shader, &a, (&weight, 2), eps, vec![a.id, b.id, weight.id], vec![sum.id, out.id])?;
+    Ok(Lowered { shapes: vec![(sum.id, a.shape.to_vec()), (out.id, a.shape.to_vec())], steps })
+}
+
+/// The one dispatch of an RMS norm kernel over the rows of `x` (one
+/// workgroup per row of its last dim), after checking that `weight`
+/// (argument `w_idx`) has a row's elements; no dispatch for no rows.
+fn norm_rows(
+    shader: ShaderId,
+    x: &TensorInfo<'_>,
+    (weight, w_idx): (&TensorInfo<'_>, usize),
+    eps: f64,
+    inputs: Vec<Vid>,
+    outputs: Vec<Vid>,
+) -> Result<Vec<Step>> {
     let n = x.shape.last().copied().unwrap_or(1);
     if weight.numel() != n {
-        return Err(shape_err(1, "weight", format!("{n} elements (the last dim of input)"), &weight));
+        return Err(shape_err(w_idx, "weight", format!("{n} elements (the last dim of input)"), weight));
     }
     let rows = x.numel().checked_div(n).unwrap_or(0);
-    let mut steps = Vec::new();
-    if rows > 0 {
-        let params = Uniform::new().u32(to_u32("rows", rows)?).u32(to_u32("row size", n)?).f32(eps as f32).finish();
-        steps.push(Step::Dispatch(Dispatch {
-            shader: shader.into(),
-            entry: "main",
-            inputs: vec![x.id, weight.id],
-            outputs: vec![out.id],
-            params,
-            // One workgroup per row, folded into x and y.
-            workgroups: grid_groups(rows)?,
-        }));
+    if rows == 0 {
+        return Ok(Vec::new());
     }
-    Ok(Lowered { shapes: vec![(out.id, x.shape.to_vec())], steps })
+    let params = Uniform::new().u32(to_u32("rows", rows)?).u32(to_u32("row size", n)?).f32(eps as f32).finish();
+    Ok(vec![Step::Dispatch(Dispatch {
+        shader: shader.into(),
+        entry: "main",
+        inputs,
+        outputs,
+        params,
+        // One workgroup per row, folded into x and y.
+        workgroups: grid_groups(rows)?,
+    })])
 }
 
 /// `et_vk.apply_rotary_emb.default(xq [B,S,Hq,D], xk [B,S,Hkv,D],
