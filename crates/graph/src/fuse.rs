@@ -1,8 +1,9 @@
 //! Fusion: a deterministic rewrite of a VK00 op chain, before lowering.
 //!
 //! Over the house limit of about 600 lines: each rewrite (duplicates, SwiGLU,
-//! QKV, epilogues, elementwise chains) still lives here; splitting them into
-//! files is open with the runtime-rooms issue.
+//! QKV, epilogues, residual add + RMS norm, elementwise chains) still lives
+//! here, on the one `Rewriter`; splitting them into files is open with the
+//! runtime-rooms issue.
 //!
 //! [`fuse`] replaces groups of ops with the `etwgpu.*` ops of the kernel
 //! table (`etwgpu_kernels::ops::fused`), appending the values they need
@@ -416,6 +417,11 @@ impl Rewriter {
 
     /// Two argument values are equal literals (or the same value); lists
     /// are equal when their items are the same values or equal scalars.
+    /// Whether `v` is the literal 1 (an `add`'s alpha that changes nothing).
+    fn is_one(&self, v: ValueId) -> bool {
+        matches!(self.g.value(v), VkValue::Int(1)) || *self.g.value(v) == VkValue::Double(1.0)
+    }
+
     fn same_literal(&self, a: ValueId, b: ValueId) -> bool {
         let scalar = |a: ValueId, b: ValueId| {
             a == b
@@ -874,7 +880,7 @@ impl Rewriter {
             return None;
         }
         let &[a, b, alpha, sum] = self.args(add) else { return None };
-        let one = matches!(self.g.value(alpha), VkValue::Int(1)) || *self.g.value(alpha) == VkValue::Double(1.0);
+        let one = self.is_one(alpha);
         let dtype = self.float(z)?;
         let dims = self.dims(z)?;
         let same = |v: ValueId| self.float(v) == Some(dtype) && self.dims(v) == Some(dims);
@@ -905,7 +911,7 @@ impl Rewriter {
             return None;
         }
         let &[s, o, alpha, z] = self.args(add) else { return None };
-        let one = matches!(self.g.value(alpha), VkValue::Int(1)) || *self.g.value(alpha) == VkValue::Double(1.0);
+        let one = self.is_one(alpha);
         let bias = if s == y { o } else { s };
         let t = self.tensor(bias)?;
         let n = *self.dims(y)?.last()?;
