@@ -29,6 +29,12 @@
 //! share one named blob; the exporter's memory-planning hint `mem_obj_id` is
 //! not reproduced (etwgpu plans memory itself); RoPE is the plain
 //! (unscaled) Meta-Llama layout whatever the preset.
+//!
+//! Over the house limit of about 600 lines: one writer for the whole
+//! program, op by op in the order `export_llama` emits them (embedding,
+//! each layer's norm, QKV, RoPE, SDPA with the cache, output and feed-forward
+//! projections, the head), so that it can be read against the exported
+//! fixtures line by line.
 
 use etwgpu_format::generated::program::tensor_shape_dynamism::{DYNAMIC_BOUND, STATIC};
 use etwgpu_format::generated::vk_graph::{vk_memory_layout as layout, vk_storage_type as storage};

@@ -8952,12 +8952,15 @@ struct Params {
 // Tint rejects `bitcast<f32>(0x7fc00000u)`).
 var<private> neg_inf_bits: u32 = 0xff800000u;
 
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> x: array<Elem>;
-@group(0) @binding(2) var<storage, read_write> out: array<Elem>;
-@group(0) @binding(3) var<storage, read_write> indices: array<i32>;
+/// A window's maximum and its flat index.
+struct WindowMax {
+    value: f32,
+    idx: i32,
+}
 
-fn max_pool(i: u32, plane: u32, oh: u32, ow: u32) {
+/// The maximum of output element `(plane, oh, ow)`'s window, and its flat
+/// `h * W + w` index (-1 when the window holds only padding).
+fn window_max(plane: u32, oh: u32, ow: u32) -> WindowMax {
     let h0 = i32(oh * p.stride_h) - i32(p.pad_h);
     let w0 = i32(ow * p.stride_w) - i32(p.pad_w);
     var best = bitcast<f32>(neg_inf_bits);
@@ -8981,9 +8984,18 @@ fn max_pool(i: u32, plane: u32, oh: u32, ow: u32) {
             }
         }
     }
-    out[i] = Elem(best);
-    indices[i] = best_idx;
+    return WindowMax(best, best_idx);
 }
+
+/// Output element `i` as `(plane, oh, ow)`.
+fn out_coords(i: u32) -> vec3<u32> {
+    return vec3<u32>(i / (p.ow * p.oh), (i / p.ow) % p.oh, i % p.ow);
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read_write> out: array<Elem>;
+@group(0) @binding(3) var<storage, read_write> indices: array<i32>;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -8991,10 +9003,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if i >= p.numel {
         return;
     }
-    let ow = i % p.ow;
-    let oh = (i / p.ow) % p.oh;
-    let plane = i / (p.ow * p.oh);
-    max_pool(i, plane, oh, ow);
+    let c = out_coords(i);
+    let m = window_max(c.x, c.y, c.z);
+    out[i] = Elem(m.value);
+    indices[i] = m.idx;
 }
 "#;
 
@@ -9036,12 +9048,15 @@ struct Params {
 // Tint rejects `bitcast<f32>(0x7fc00000u)`).
 var<private> neg_inf_bits: u32 = 0xff800000u;
 
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> x: array<Elem>;
-@group(0) @binding(2) var<storage, read_write> out: array<Elem>;
-@group(0) @binding(3) var<storage, read_write> indices: array<i32>;
+/// A window's maximum and its flat index.
+struct WindowMax {
+    value: f32,
+    idx: i32,
+}
 
-fn max_pool(i: u32, plane: u32, oh: u32, ow: u32) {
+/// The maximum of output element `(plane, oh, ow)`'s window, and its flat
+/// `h * W + w` index (-1 when the window holds only padding).
+fn window_max(plane: u32, oh: u32, ow: u32) -> WindowMax {
     let h0 = i32(oh * p.stride_h) - i32(p.pad_h);
     let w0 = i32(ow * p.stride_w) - i32(p.pad_w);
     var best = bitcast<f32>(neg_inf_bits);
@@ -9065,9 +9080,18 @@ fn max_pool(i: u32, plane: u32, oh: u32, ow: u32) {
             }
         }
     }
-    out[i] = Elem(best);
-    indices[i] = best_idx;
+    return WindowMax(best, best_idx);
 }
+
+/// Output element `i` as `(plane, oh, ow)`.
+fn out_coords(i: u32) -> vec3<u32> {
+    return vec3<u32>(i / (p.ow * p.oh), (i / p.ow) % p.oh, i % p.ow);
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read_write> out: array<Elem>;
+@group(0) @binding(3) var<storage, read_write> indices: array<i32>;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -9075,10 +9099,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if i >= p.numel {
         return;
     }
-    let ow = i % p.ow;
-    let oh = (i / p.ow) % p.oh;
-    let plane = i / (p.ow * p.oh);
-    max_pool(i, plane, oh, ow);
+    let c = out_coords(i);
+    let m = window_max(c.x, c.y, c.z);
+    out[i] = Elem(m.value);
+    indices[i] = m.idx;
 }
 "#;
 
@@ -9118,11 +9142,15 @@ struct Params {
 // Tint rejects `bitcast<f32>(0x7fc00000u)`).
 var<private> neg_inf_bits: u32 = 0xff800000u;
 
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> x: array<Elem>;
-@group(0) @binding(2) var<storage, read_write> out: array<Elem>;
+/// A window's maximum and its flat index.
+struct WindowMax {
+    value: f32,
+    idx: i32,
+}
 
-fn max_pool(i: u32, plane: u32, oh: u32, ow: u32) {
+/// The maximum of output element `(plane, oh, ow)`'s window, and its flat
+/// `h * W + w` index (-1 when the window holds only padding).
+fn window_max(plane: u32, oh: u32, ow: u32) -> WindowMax {
     let h0 = i32(oh * p.stride_h) - i32(p.pad_h);
     let w0 = i32(ow * p.stride_w) - i32(p.pad_w);
     var best = bitcast<f32>(neg_inf_bits);
@@ -9146,8 +9174,17 @@ fn max_pool(i: u32, plane: u32, oh: u32, ow: u32) {
             }
         }
     }
-    out[i] = Elem(best);
+    return WindowMax(best, best_idx);
 }
+
+/// Output element `i` as `(plane, oh, ow)`.
+fn out_coords(i: u32) -> vec3<u32> {
+    return vec3<u32>(i / (p.ow * p.oh), (i / p.ow) % p.oh, i % p.ow);
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read_write> out: array<Elem>;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -9155,10 +9192,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if i >= p.numel {
         return;
     }
-    let ow = i % p.ow;
-    let oh = (i / p.ow) % p.oh;
-    let plane = i / (p.ow * p.oh);
-    max_pool(i, plane, oh, ow);
+    let c = out_coords(i);
+    out[i] = Elem(window_max(c.x, c.y, c.z).value);
 }
 "#;
 
@@ -9200,11 +9235,15 @@ struct Params {
 // Tint rejects `bitcast<f32>(0x7fc00000u)`).
 var<private> neg_inf_bits: u32 = 0xff800000u;
 
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> x: array<Elem>;
-@group(0) @binding(2) var<storage, read_write> out: array<Elem>;
+/// A window's maximum and its flat index.
+struct WindowMax {
+    value: f32,
+    idx: i32,
+}
 
-fn max_pool(i: u32, plane: u32, oh: u32, ow: u32) {
+/// The maximum of output element `(plane, oh, ow)`'s window, and its flat
+/// `h * W + w` index (-1 when the window holds only padding).
+fn window_max(plane: u32, oh: u32, ow: u32) -> WindowMax {
     let h0 = i32(oh * p.stride_h) - i32(p.pad_h);
     let w0 = i32(ow * p.stride_w) - i32(p.pad_w);
     var best = bitcast<f32>(neg_inf_bits);
@@ -9228,8 +9267,17 @@ fn max_pool(i: u32, plane: u32, oh: u32, ow: u32) {
             }
         }
     }
-    out[i] = Elem(best);
+    return WindowMax(best, best_idx);
 }
+
+/// Output element `i` as `(plane, oh, ow)`.
+fn out_coords(i: u32) -> vec3<u32> {
+    return vec3<u32>(i / (p.ow * p.oh), (i / p.ow) % p.oh, i % p.ow);
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read_write> out: array<Elem>;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -9237,10 +9285,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if i >= p.numel {
         return;
     }
-    let ow = i % p.ow;
-    let oh = (i / p.ow) % p.oh;
-    let plane = i / (p.ow * p.oh);
-    max_pool(i, plane, oh, ow);
+    let c = out_coords(i);
+    out[i] = Elem(window_max(c.x, c.y, c.z).value);
 }
 "#;
 
