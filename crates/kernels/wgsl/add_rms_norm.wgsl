@@ -24,7 +24,7 @@ struct Params {
 @group(0) @binding(4) var<storage, read_write> sum: array<Elem>;
 @group(0) @binding(5) var<storage, read_write> out: array<Elem>;
 
-var<workgroup> partial: array<f32, WG>;
+// include: wg_sum.wgsl
 
 @compute @workgroup_size(WG)
 fn main(
@@ -46,15 +46,7 @@ fn main(
         let v = f32(s);
         sq += v * v;
     }
-    partial[lid] = sq;
-    workgroupBarrier();
-    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
-        if lid < stride {
-            partial[lid] += partial[lid + stride];
-        }
-        workgroupBarrier();
-    }
-    let rstd = inverseSqrt(partial[0] / f32(p.n) + p.eps);
+    let rstd = inverseSqrt(workgroup_sum(sq, lid) / f32(p.n) + p.eps);
     // Each invocation reads back only the elements it wrote.
     for (var j = lid; j < p.n; j += WG) {
         out[base + j] = Elem(f32(sum[base + j]) * rstd * f32(weight[j]));

@@ -21,7 +21,7 @@ struct Params {
 @group(0) @binding(2) var<storage, read> weight: array<Elem>;
 @group(0) @binding(3) var<storage, read_write> out: array<Elem>;
 
-var<workgroup> partial: array<f32, WG>;
+// include: wg_sum.wgsl
 
 @compute @workgroup_size(WG)
 fn main(
@@ -40,15 +40,7 @@ fn main(
         let v = f32(x[base + j]);
         sq += v * v;
     }
-    partial[lid] = sq;
-    workgroupBarrier();
-    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
-        if lid < stride {
-            partial[lid] += partial[lid + stride];
-        }
-        workgroupBarrier();
-    }
-    let rstd = inverseSqrt(partial[0] / f32(p.n) + p.eps);
+    let rstd = inverseSqrt(workgroup_sum(sq, lid) / f32(p.n) + p.eps);
     for (var j = lid; j < p.n; j += WG) {
         out[base + j] = Elem(f32(x[base + j]) * rstd * f32(weight[j]));
     }

@@ -1848,6 +1848,21 @@ struct Params {
 
 var<workgroup> partial: array<f32, WG>;
 
+/// `v` summed over the workgroup's `WG` invocations (`lid` is the caller's
+/// local index); every invocation gets the sum. Call in uniform control
+/// flow.
+fn workgroup_sum(v: f32, lid: u32) -> f32 {
+    partial[lid] = v;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            partial[lid] += partial[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    return partial[0];
+}
+
 @compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
@@ -1868,15 +1883,7 @@ fn main(
         let v = f32(s);
         sq += v * v;
     }
-    partial[lid] = sq;
-    workgroupBarrier();
-    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
-        if lid < stride {
-            partial[lid] += partial[lid + stride];
-        }
-        workgroupBarrier();
-    }
-    let rstd = inverseSqrt(partial[0] / f32(p.n) + p.eps);
+    let rstd = inverseSqrt(workgroup_sum(sq, lid) / f32(p.n) + p.eps);
     // Each invocation reads back only the elements it wrote.
     for (var j = lid; j < p.n; j += WG) {
         out[base + j] = Elem(f32(sum[base + j]) * rstd * f32(weight[j]));
@@ -1915,6 +1922,21 @@ struct Params {
 
 var<workgroup> partial: array<f32, WG>;
 
+/// `v` summed over the workgroup's `WG` invocations (`lid` is the caller's
+/// local index); every invocation gets the sum. Call in uniform control
+/// flow.
+fn workgroup_sum(v: f32, lid: u32) -> f32 {
+    partial[lid] = v;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            partial[lid] += partial[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    return partial[0];
+}
+
 @compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
@@ -1935,15 +1957,7 @@ fn main(
         let v = f32(s);
         sq += v * v;
     }
-    partial[lid] = sq;
-    workgroupBarrier();
-    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
-        if lid < stride {
-            partial[lid] += partial[lid + stride];
-        }
-        workgroupBarrier();
-    }
-    let rstd = inverseSqrt(partial[0] / f32(p.n) + p.eps);
+    let rstd = inverseSqrt(workgroup_sum(sq, lid) / f32(p.n) + p.eps);
     // Each invocation reads back only the elements it wrote.
     for (var j = lid; j < p.n; j += WG) {
         out[base + j] = Elem(f32(sum[base + j]) * rstd * f32(weight[j]));
@@ -11703,6 +11717,21 @@ struct Params {
 
 var<workgroup> partial: array<f32, WG>;
 
+/// `v` summed over the workgroup's `WG` invocations (`lid` is the caller's
+/// local index); every invocation gets the sum. Call in uniform control
+/// flow.
+fn workgroup_sum(v: f32, lid: u32) -> f32 {
+    partial[lid] = v;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            partial[lid] += partial[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    return partial[0];
+}
+
 @compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
@@ -11720,15 +11749,7 @@ fn main(
         let v = f32(x[base + j]);
         sq += v * v;
     }
-    partial[lid] = sq;
-    workgroupBarrier();
-    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
-        if lid < stride {
-            partial[lid] += partial[lid + stride];
-        }
-        workgroupBarrier();
-    }
-    let rstd = inverseSqrt(partial[0] / f32(p.n) + p.eps);
+    let rstd = inverseSqrt(workgroup_sum(sq, lid) / f32(p.n) + p.eps);
     for (var j = lid; j < p.n; j += WG) {
         out[base + j] = Elem(f32(x[base + j]) * rstd * f32(weight[j]));
     }
@@ -11763,6 +11784,21 @@ struct Params {
 
 var<workgroup> partial: array<f32, WG>;
 
+/// `v` summed over the workgroup's `WG` invocations (`lid` is the caller's
+/// local index); every invocation gets the sum. Call in uniform control
+/// flow.
+fn workgroup_sum(v: f32, lid: u32) -> f32 {
+    partial[lid] = v;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            partial[lid] += partial[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    return partial[0];
+}
+
 @compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
@@ -11780,15 +11816,7 @@ fn main(
         let v = f32(x[base + j]);
         sq += v * v;
     }
-    partial[lid] = sq;
-    workgroupBarrier();
-    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
-        if lid < stride {
-            partial[lid] += partial[lid + stride];
-        }
-        workgroupBarrier();
-    }
-    let rstd = inverseSqrt(partial[0] / f32(p.n) + p.eps);
+    let rstd = inverseSqrt(workgroup_sum(sq, lid) / f32(p.n) + p.eps);
     for (var j = lid; j < p.n; j += WG) {
         out[base + j] = Elem(f32(x[base + j]) * rstd * f32(weight[j]));
     }
