@@ -101,19 +101,16 @@ impl PipelineCache {
             label: Some(shader.label()),
             source: wgpu::ShaderSource::Wgsl(shader.source().into()),
         };
-        let module = if loop_checks_off() {
-            let mut checks = wgpu::ShaderRuntimeChecks::checked();
-            checks.force_loop_bounding = false;
-            // SAFETY: buffer bounds checks stay on (done by the driver
-            // where it has robustBufferAccess2, else injected by naga), so
-            // no access leaves its binding. Only the loop guard is dropped:
-            // every loop of every kernel is bounded by a uniform that its
-            // host rule validated (sizes, strides, counts), so none is
-            // infinite (`SHADER_CHECKS_ENV` turns the guard back on).
-            unsafe { self.device.create_shader_module_trusted(descriptor, checks) }
-        } else {
-            self.device.create_shader_module(descriptor)
-        };
+        let mut checks = wgpu::ShaderRuntimeChecks::checked();
+        checks.force_loop_bounding = !loop_checks_off();
+        // SAFETY: buffer bounds checks stay on (done by the driver where it
+        // has robustBufferAccess2, else injected by naga), so no access
+        // leaves its binding. Only the loop guard may be dropped: every loop
+        // of every kernel is bounded by a uniform that its host rule
+        // validated (sizes, strides, counts), so none is infinite
+        // (`SHADER_CHECKS_ENV` turns the guard back on). With the guard on
+        // this is `create_shader_module`.
+        let module = unsafe { self.device.create_shader_module_trusted(descriptor, checks) };
         let pipeline = self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
             label: Some(shader.label()),
             layout: None,

@@ -41,6 +41,7 @@ fn q4_gemv_cols(n: u64) -> u64 {
         _ => 8,
     }
 }
+
 /// Output tile edge of `q4_gemm.wgsl`.
 const Q4_GEMM_TILE: u64 = 64;
 
