@@ -8,6 +8,8 @@
 //! - [`lower`]: the op chain lowered into steps at live shapes.
 //! - [`fuse`](mod@fuse): the op chain rewritten before lowering, fused groups of
 //!   ops replaced by `etwgpu.*` ops.
+//! - [`layout`]: the device layouts of constants chosen at load (4-bit
+//!   weights word-major for the fast 4-bit kernels).
 //! - [`retype`]: float16 promotion and KV-cache narrowing, the dtype
 //!   rewrites the runtime picks per device.
 //! - [`route`]: where a KernelCall outside the delegate runs (a one-op GPU
@@ -18,6 +20,7 @@
 #![warn(missing_docs)]
 
 pub mod fuse;
+pub mod layout;
 pub mod lower;
 pub mod memory;
 pub mod method_plan;

@@ -149,6 +149,7 @@ impl etwgpu_kernels::Graph for GraphView<'_> {
                 dtype: elem_type(t.dtype),
                 shape: &self.shapes[id.0 as usize],
                 is_constant: t.constant.is_some(),
+                q4_word_major: t.memory_layout == crate::layout::Q4_WORD_MAJOR,
             }),
             VkValue::IntList(x) => Value::IntList(x),
             VkValue::DoubleList(x) => Value::DoubleList(x),

@@ -382,3 +382,76 @@ fn method_plan_keeps_gpu_to_gpu_values_on_the_device() {
     let plan = plan_method(&kernel_calls(&[(("aten::frobnicate", "out"), vec![0, 4, 4])]).methods[0]);
     assert!(matches!(&plan.steps[0], MethodStep::Unrunnable(Unrunnable::NoKernel(op)) if op == "aten::frobnicate.out"));
 }
+
+/// A delegate of two 4-bit linears on `x [1, 64]` (groups of 32): `w_a`
+/// used by the first only, `w_b` by the second and, if `share`, also as
+/// the weight of a 4-bit embedding (a use the fast 4-bit kernels do not
+/// own). `w_a` carries the marker value in the file, as a hostile file
+/// could.
+fn q4_layout_graph(share: bool) -> etwgpu_format::VkGraph {
+    use etwgpu_format::DType;
+    use etwgpu_format::writer::{GraphBuilder, ProgramBuilder};
+    let mut g = GraphBuilder::new();
+    let x = g.tensor(DType::F32, &[1, 64]);
+    let w = vec![0x88u8; 16 * 32];
+    let s = vec![0u8; 2 * 16 * 4];
+    let w_a = g.constant(DType::U8, &[16, 32], &w);
+    let w_b = g.constant(DType::U8, &[16, 32], &w);
+    let s_a = g.constant(DType::F32, &[2, 16], &s);
+    let (gs, null) = (g.int(32), g.null());
+    let (h, y) = (g.tensor(DType::F32, &[1, 16]), g.tensor(DType::F32, &[1, 16]));
+    g.op("et_vk.linear_q4gsw.default", &[x, w_a, s_a, gs, null, h]);
+    g.op("et_vk.linear_q4gsw.default", &[x, w_b, s_a, gs, null, y]);
+    let mut outs = vec![h, y];
+    if share {
+        let idx = g.tensor(DType::I32, &[1]);
+        let (lin, e) = (g.bool(true), g.tensor(DType::F32, &[1, 64]));
+        g.op("et_vk.embedding_q4gsw.default", &[w_b, s_a, gs, idx, lin, e]);
+        outs.push(e);
+    }
+    g.inputs(&[x]).outputs(&outs);
+    let program = etwgpu_format::Program::from_bytes(ProgramBuilder::single_delegate(g).to_bytes()).expect("parses");
+    let mut graph = program.methods[0].vulkan_delegates().next().expect("a delegate").2.clone();
+    let etwgpu_format::VkValue::Tensor(t) = &mut graph.values[1] else { panic!("w_a is value 1") };
+    t.memory_layout = crate::layout::Q4_WORD_MAJOR;
+    graph
+}
+
+fn layout_of(graph: &etwgpu_format::VkGraph, id: u32) -> u8 {
+    match &graph.values[id as usize] {
+        etwgpu_format::VkValue::Tensor(t) => t.memory_layout,
+        _ => panic!("not a tensor"),
+    }
+}
+
+/// The layout pass marks a 4-bit weight word-major only where the fast
+/// 4-bit kernels are its only readers, and a file's own marker means
+/// nothing.
+#[test]
+fn q4_weights_are_word_major_only_where_the_fast_kernels_own_them() {
+    use crate::layout::{Q4_WORD_MAJOR, q4_word_major};
+    let mut alone = q4_layout_graph(false);
+    assert_eq!(q4_word_major(&mut alone), 2);
+    assert_eq!((layout_of(&alone, 1), layout_of(&alone, 2)), (Q4_WORD_MAJOR, Q4_WORD_MAJOR));
+    let mut shared = q4_layout_graph(true);
+    assert_eq!(q4_word_major(&mut shared), 1, "the embedding's weight stays row-major");
+    assert_eq!((layout_of(&shared, 1), layout_of(&shared, 2)), (Q4_WORD_MAJOR, 255));
+    // Without a fast linear reading it, the file's marker is cleared.
+    let mut file = q4_layout_graph(false);
+    file.chain.clear();
+    assert_eq!(q4_word_major(&mut file), 0);
+    assert_eq!(layout_of(&file, 1), 255);
+}
+
+/// Word `w` of row `n` lands at word `w * N + n`.
+#[test]
+fn word_major_bytes_interleave_the_rows_words() {
+    let (n, row) = (3usize, 32usize);
+    let bytes: Vec<u8> = (0..n * row).map(|i| i as u8).collect();
+    let out = crate::layout::to_q4_word_major(&bytes, n, row);
+    for r in 0..n {
+        for w in 0..row / 16 {
+            assert_eq!(out[(w * n + r) * 16..][..16], bytes[r * row + w * 16..][..16], "row {r} word {w}");
+        }
+    }
+}

@@ -26,7 +26,9 @@ struct BenchGraph {
 impl Graph for BenchGraph {
     fn value(&self, id: Vid) -> Value<'_> {
         match &self.tensors[id.0 as usize] {
-            Some(shape) => Value::Tensor(TensorInfo { id, dtype: ElemType::F32, shape, is_constant: false }),
+            Some(shape) => {
+                Value::Tensor(TensorInfo { id, dtype: ElemType::F32, shape, is_constant: false, q4_word_major: false })
+            }
             None => Value::Int(self.ints[id.0 as usize]),
         }
     }
@@ -56,7 +58,7 @@ impl Graph for ChainGraph {
     fn value(&self, id: Vid) -> Value<'_> {
         match &self.values[id.0 as usize] {
             Owned::Tensor(dtype, shape, is_constant) => {
-                Value::Tensor(TensorInfo { id, dtype: *dtype, shape, is_constant: *is_constant })
+                Value::Tensor(TensorInfo { id, dtype: *dtype, shape, is_constant: *is_constant, q4_word_major: false })
             }
             Owned::Int(x) => Value::Int(*x),
             Owned::Double(x) => Value::Double(*x),

@@ -31,7 +31,7 @@
 //! impl Graph for Values {
 //!     fn value(&self, id: Vid) -> Value<'_> {
 //!         match &self.0[id.0 as usize] {
-//!             Some(shape) => Value::Tensor(TensorInfo { id, dtype: ElemType::F32, shape, is_constant: false }),
+//!             Some(shape) => Value::Tensor(TensorInfo { id, dtype: ElemType::F32, shape, is_constant: false, q4_word_major: false }),
 //!             None => Value::Int(1),
 //!         }
 //!     }
@@ -63,5 +63,6 @@ mod tests;
 pub use caps::{DeviceCaps, Precision};
 pub use error::{Error, Result};
 pub use generated::shaders::{Family, ShaderId, ShaderNeeds, Variant};
+pub use ops::quant::q4_fast;
 pub use ops::{OPS, OpId, from_name};
 pub use plan::{Dispatch, ElemType, GeneratedShader, Graph, Lowered, Shader, Step, TensorInfo, Value, Vid};

@@ -114,6 +114,12 @@ pub struct TensorInfo<'a> {
     pub shape: &'a [u64],
     /// Whether it is a constant (weights, prepack sources).
     pub is_constant: bool,
+    /// A packed 4-bit weight `[N, K/2]` that the device holds word-major:
+    /// 16-byte word `w` of row `n` at word `w * N + n` (the load-time
+    /// layout pass `etwgpu_graph::retype::q4_word_major` chooses it, so
+    /// that adjacent invocations of the 4-bit kernels read adjacent
+    /// words). The shape stays `[N, K/2]`.
+    pub q4_word_major: bool,
 }
 
 impl TensorInfo<'_> {
@@ -435,6 +441,12 @@ impl<'a> Ctx<'a> {
     /// routes it has); without them the portable routes are taken.
     pub fn with_caps(self, caps: crate::caps::DeviceCaps) -> Self {
         Self { caps, ..self }
+    }
+
+    /// Whether tensor `id` is a packed 4-bit weight held word-major
+    /// ([`TensorInfo::q4_word_major`]).
+    pub fn q4_word_major(&self, id: Vid) -> bool {
+        matches!(self.graph.value(id), Value::Tensor(t) if t.q4_word_major)
     }
 
     /// The device's capabilities.

@@ -49,7 +49,7 @@ impl Graph for TestGraph {
     fn value(&self, id: Vid) -> Value<'_> {
         match &self.values[id.0 as usize] {
             Owned::Tensor(dtype, shape, is_constant) => {
-                Value::Tensor(TensorInfo { id, dtype: *dtype, shape, is_constant: *is_constant })
+                Value::Tensor(TensorInfo { id, dtype: *dtype, shape, is_constant: *is_constant, q4_word_major: false })
             }
             Owned::Int(x) => Value::Int(*x),
             Owned::Double(x) => Value::Double(*x),

@@ -31,7 +31,9 @@ struct Params {
     has_bias: u32,
     /// Workgroups along N.
     tiles_n: u32,
-    _pad0: u32,
+    /// Bit 0: the weights are word-major (16-byte word `w` of row `n` at
+    /// word `w * N + n`; see `etwgpu_graph::layout`), else row-major.
+    w_layout: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -45,6 +47,8 @@ struct Params {
 var<workgroup> xs: array<vec4<f32>, 256>;
 /// Weight tile, k-major: `ws[k * 16 + j]` holds columns `4j .. 4j + 4`.
 var<workgroup> ws: array<vec4<f32>, 256>;
+
+// include: q4_word8.wgsl
 
 @compute @workgroup_size(256)
 fn main(
@@ -80,7 +84,7 @@ fn main(
             var hi = vec4<f32>(0.0);
             if col < p.n {
                 // 8 nibbles: inputs k0 + wk .. k0 + wk + 8.
-                let word = weights[col * words + k0 / 16u][lid % 2u];
+                let word = weights[w8(col, words, k0, (p.w_layout & 1u) != 0u)][lid % 2u];
                 let s = f32(scales[(k0 / p.group_size) * p.n_pad + col]);
                 lo = (vec4<f32>(vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u)) - 8.0) * s;
                 let w2 = word >> 16u;

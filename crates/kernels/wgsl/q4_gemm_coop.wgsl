@@ -45,7 +45,9 @@ struct Params {
     has_bias: u32,
     /// Workgroups along N.
     tiles_n: u32,
-    _pad0: u32,
+    /// Bit 0: the weights are word-major (16-byte word `w` of row `n` at
+    /// word `w * N + n`; see `etwgpu_graph::layout`), else row-major.
+    w_layout: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -62,6 +64,8 @@ var<workgroup> ws: array<f16, 5120>;
 /// One 16 x 16 f32 slot per subgroup, row-major: fragments on their way
 /// out (and the zeros the accumulators start from).
 var<workgroup> cs: array<f32, 2048>;
+
+// include: q4_word8.wgsl
 
 /// Writes the fragment the subgroup `sg` left in its `cs` slot to rows
 /// `row0 ..` and columns `col0 ..` of the output: invocation `lane` writes
@@ -132,7 +136,7 @@ fn main(
         let wo = wc * LD + wk;
         if col < p.n {
             // 16 nibbles: inputs k0 + wk .. k0 + wk + 16, low nibble first.
-            let word = weights[col * words + (k0 + wk) / 16u];
+            let word = weights[w8(col, words, k0 + wk, (p.w_layout & 1u) != 0u)];
             let s = f32(scales[(k0 / p.group_size) * p.n_pad + col]);
             for (var e = 0u; e < 8u; e++) {
                 ws[wo + e] = f16((f32((word.x >> (4u * e)) & 15u) - 8.0) * s);

@@ -38,7 +38,10 @@ struct Params {
     group_size: u32,
     /// Workgroups along N.
     tiles_n: u32,
-    _pad0: u32,
+    /// Bit 0: `w_gate` is word-major (16-byte word `w` of row `n` at word
+    /// `w * N + n`; see `etwgpu_graph::layout`), bit 1: `w_up`; else
+    /// row-major.
+    w_layout: u32,
     _pad1: u32,
 }
 
@@ -58,6 +61,8 @@ var<workgroup> ws_up: array<f16, 5120>;
 /// Two 16 x 16 f32 slots per subgroup (gate, up), row-major: fragments on
 /// their way out (and the zeros the accumulators start from).
 var<workgroup> cs: array<f32, 4096>;
+
+// include: q4_word8.wgsl
 
 /// Writes `silu(gate) * up` of the fragments the subgroup `sg` left in its
 /// `cs` slots to rows `row0 ..` and columns `col0 ..` of the output:
@@ -142,10 +147,9 @@ fn main(
         var vg: array<f16, 16>;
         var vu: array<f16, 16>;
         if col < p.n {
-            let wi = col * words + (k0 + wk) / 16u;
             let si = (k0 / p.group_size) * p.n_pad + col;
-            vg = dequant(w_gate[wi], f32(s_gate[si]));
-            vu = dequant(w_up[wi], f32(s_up[si]));
+            vg = dequant(w_gate[w8(col, words, k0 + wk, (p.w_layout & 1u) != 0u)], f32(s_gate[si]));
+            vu = dequant(w_up[w8(col, words, k0 + wk, (p.w_layout & 2u) != 0u)], f32(s_up[si]));
         }
         for (var e = 0u; e < 16u; e++) {
             ws[wo + e] = vg[e];

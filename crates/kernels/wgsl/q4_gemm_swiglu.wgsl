@@ -34,7 +34,10 @@ struct Params {
     group_size: u32,
     /// Workgroups along N.
     tiles_n: u32,
-    _pad0: u32,
+    /// Bit 0: `w_gate` is word-major (16-byte word `w` of row `n` at word
+    /// `w * N + n`; see `etwgpu_graph::layout`), bit 1: `w_up`; else
+    /// row-major.
+    w_layout: u32,
     _pad1: u32,
 }
 
@@ -51,6 +54,8 @@ var<workgroup> xs: array<vec4<f32>, 256>;
 /// Weight tiles, k-major: `ws[k * 16 + j]` holds columns `4j .. 4j + 4`.
 var<workgroup> ws: array<vec4<f32>, 256>;
 var<workgroup> ws_up: array<vec4<f32>, 256>;
+
+// include: q4_word8.wgsl
 
 @compute @workgroup_size(256)
 fn main(
@@ -87,7 +92,7 @@ fn main(
         var hi = vec4<f32>(0.0);
         if col < p.n {
             // 8 nibbles: inputs k0 + wk .. k0 + wk + 8.
-            let at = col * words + k0 / 16u;
+            let at = w8(col, words, k0, (p.w_layout & select(1u, 2u, lid >= 128u)) != 0u);
             let s_at = (k0 / p.group_size) * p.n_pad + col;
             var word: u32;
             var s: f32;

@@ -38,7 +38,9 @@ struct Params {
     has_bias: u32,
     /// Columns per workgroup: 8, 16 or 32.
     cols: u32,
-    _pad0: u32,
+    /// Bit 0: the weights are word-major (16-byte word `w` of row `n` at
+    /// word `w * N + n`; see `etwgpu_graph::layout`), else row-major.
+    w_layout: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -69,12 +71,18 @@ fn main(
     let col = min(target_col, p.n - 1u);
     let words = p.k / 32u;
     let x_row = p.k / 4u;
-    let row = col * words;
+    // Word `w` of this column at `base + w * stride`.
+    var base = col * words;
+    var stride = 1u;
+    if (p.w_layout & 1u) != 0u {
+        base = col;
+        stride = p.n;
+    }
     var acc = vec4<f32>();
     var w = slice;
     for (; w + slices < words; w += 2u * slices) {
-        let q0 = weights[row + w];
-        let q1 = weights[row + w + slices];
+        let q0 = weights[base + w * stride];
+        let q1 = weights[base + (w + slices) * stride];
         let s0 = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
         let s1 = f32(scales[((w + slices) * 32u / p.group_size) * p.n_pad + col]);
         acc = rows4(acc, q0, w * 8u, x_row, p.m, s0);
@@ -82,7 +90,7 @@ fn main(
     }
     if w < words {
         let s = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
-        acc = rows4(acc, weights[row + w], w * 8u, x_row, p.m, s);
+        acc = rows4(acc, weights[base + w * stride], w * 8u, x_row, p.m, s);
     }
     partial[lid] = acc;
     workgroupBarrier();

@@ -29,7 +29,10 @@ struct Params {
     group_size: u32,
     /// Columns per workgroup: 8, 16 or 32.
     cols: u32,
-    _pad0: u32,
+    /// Bit 0: `w_gate` is word-major (16-byte word `w` of row `n` at word
+    /// `w * N + n`; see `etwgpu_graph::layout`), bit 1: `w_up`; else
+    /// row-major.
+    w_layout: u32,
     _pad1: u32,
 }
 
@@ -62,12 +65,24 @@ fn main(
     let col = min(target_col, p.n - 1u);
     let words = p.k / 32u;
     let x_row = p.k / 4u;
-    let row = col * words;
+    // Word `w` of this column at `base + w * stride` (gate, up).
+    var base_g = col * words;
+    var stride_g = 1u;
+    if (p.w_layout & 1u) != 0u {
+        base_g = col;
+        stride_g = p.n;
+    }
+    var base_u = col * words;
+    var stride_u = 1u;
+    if (p.w_layout & 2u) != 0u {
+        base_u = col;
+        stride_u = p.n;
+    }
     var acc = vec4<f32>();
     var acc_up = vec4<f32>();
     for (var w = slice; w < words; w += slices) {
-        let qg = w_gate[row + w];
-        let qu = w_up[row + w];
+        let qg = w_gate[base_g + w * stride_g];
+        let qu = w_up[base_u + w * stride_u];
         let at = (w * 32u / p.group_size) * p.n_pad + col;
         let sg = f32(s_gate[at]);
         let su = f32(s_up[at]);

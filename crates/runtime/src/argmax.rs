@@ -24,7 +24,13 @@ pub(crate) struct ArgmaxInput {
 
 /// The argmax dispatch of `x` at `shape`.
 fn argmax_dispatch(x: ArgmaxInput, shape: &[u64]) -> Result<etwgpu_kernels::Dispatch> {
-    let info = etwgpu_kernels::TensorInfo { id: Vid(x.value.0), dtype: elem_type(x.dtype), shape, is_constant: false };
+    let info = etwgpu_kernels::TensorInfo {
+        id: Vid(x.value.0),
+        dtype: elem_type(x.dtype),
+        shape,
+        is_constant: false,
+        q4_word_major: false,
+    };
     etwgpu_kernels::ops::reduce::argmax_last_dim(&info, Vid(u32::MAX)).map_err(|source| Error::ArgmaxOutput {
         output: x.output,
         dtype: x.dtype,

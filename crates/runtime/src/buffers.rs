@@ -309,6 +309,12 @@ fn upload_constant(at: &Layout<'_>, program: &Program, value: ValueId, buffer: &
         let data = convert(data, file_dtype, t.dtype)
             .expect("only float16 and float32 trade places")
             .expect("floats always convert");
+        let data = match t.dims[..] {
+            [n, row_bytes] if t.memory_layout == etwgpu_graph::layout::Q4_WORD_MAJOR => {
+                etwgpu_graph::layout::to_q4_word_major(&data, n as usize, row_bytes as usize)
+            }
+            _ => data,
+        };
         let mut padded = to_device_layout(data, t.dtype);
         padded.resize(align4(padded.len() as u64) as usize, 0);
         at.rt.queue.write_buffer(buffer, 0, &padded);

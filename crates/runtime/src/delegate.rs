@@ -36,6 +36,10 @@ use crate::plan::{Plan, compile_pipelines};
 use crate::profile::{NodeProfile, Profiling};
 use crate::tensor::{Tensor, convert, from_device_layout, to_device_layout};
 
+/// `ETWGPU_Q4_LAYOUT=rows`: keep 4-bit weights in the file's row-major
+/// layout instead of word-major (`etwgpu_graph::layout`), for comparisons.
+pub const Q4_LAYOUT_ENV: &str = "ETWGPU_Q4_LAYOUT";
+
 /// One method input or output, mapped onto the graph.
 #[derive(Debug, Clone)]
 struct IoSpec {
@@ -220,6 +224,12 @@ impl LoadedDelegate {
         } else {
             (graph.clone(), Vec::new())
         };
+        // Constant 4-bit weights that only the fast 4-bit kernels read are
+        // held word-major (rearranged on upload) unless
+        // `ETWGPU_Q4_LAYOUT=rows` keeps the file's rows.
+        if std::env::var(Q4_LAYOUT_ENV).map_or(true, |v| v != "rows") {
+            etwgpu_graph::layout::q4_word_major(&mut graph);
+        }
         // Scratch tensors shared by the ops (split-KV attention partials),
         // sized at the maximum shapes and pinned by the memory plan.
         let caps = etwgpu_kernels::DeviceCaps { precision: options.precision.unwrap_or(rt.caps.precision), ..rt.caps };

@@ -9645,7 +9645,9 @@ struct Params {
     has_bias: u32,
     /// Workgroups along N.
     tiles_n: u32,
-    _pad0: u32,
+    /// Bit 0: the weights are word-major (16-byte word `w` of row `n` at
+    /// word `w * N + n`; see `etwgpu_graph::layout`), else row-major.
+    w_layout: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -9659,6 +9661,13 @@ struct Params {
 var<workgroup> xs: array<vec4<f32>, 256>;
 /// Weight tile, k-major: `ws[k * 16 + j]` holds columns `4j .. 4j + 4`.
 var<workgroup> ws: array<vec4<f32>, 256>;
+
+fn w8(col: u32, words: u32, k: u32, word_major: bool) -> u32 {
+    if word_major {
+        return ((k / 32u) * p.n + col) * 2u + (k / 16u) % 2u;
+    }
+    return col * words + k / 16u;
+}
 
 @compute @workgroup_size(256)
 fn main(
@@ -9694,7 +9703,7 @@ fn main(
             var hi = vec4<f32>(0.0);
             if col < p.n {
                 // 8 nibbles: inputs k0 + wk .. k0 + wk + 8.
-                let word = weights[col * words + k0 / 16u][lid % 2u];
+                let word = weights[w8(col, words, k0, (p.w_layout & 1u) != 0u)][lid % 2u];
                 let s = f32(scales[(k0 / p.group_size) * p.n_pad + col]);
                 lo = (vec4<f32>(vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u)) - 8.0) * s;
                 let w2 = word >> 16u;
@@ -9771,7 +9780,9 @@ struct Params {
     has_bias: u32,
     /// Workgroups along N.
     tiles_n: u32,
-    _pad0: u32,
+    /// Bit 0: the weights are word-major (16-byte word `w` of row `n` at
+    /// word `w * N + n`; see `etwgpu_graph::layout`), else row-major.
+    w_layout: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -9785,6 +9796,13 @@ struct Params {
 var<workgroup> xs: array<vec4<f32>, 256>;
 /// Weight tile, k-major: `ws[k * 16 + j]` holds columns `4j .. 4j + 4`.
 var<workgroup> ws: array<vec4<f32>, 256>;
+
+fn w8(col: u32, words: u32, k: u32, word_major: bool) -> u32 {
+    if word_major {
+        return ((k / 32u) * p.n + col) * 2u + (k / 16u) % 2u;
+    }
+    return col * words + k / 16u;
+}
 
 @compute @workgroup_size(256)
 fn main(
@@ -9820,7 +9838,7 @@ fn main(
             var hi = vec4<f32>(0.0);
             if col < p.n {
                 // 8 nibbles: inputs k0 + wk .. k0 + wk + 8.
-                let word = weights[col * words + k0 / 16u][lid % 2u];
+                let word = weights[w8(col, words, k0, (p.w_layout & 1u) != 0u)][lid % 2u];
                 let s = f32(scales[(k0 / p.group_size) * p.n_pad + col]);
                 lo = (vec4<f32>(vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u)) - 8.0) * s;
                 let w2 = word >> 16u;
@@ -9909,7 +9927,9 @@ struct Params {
     has_bias: u32,
     /// Workgroups along N.
     tiles_n: u32,
-    _pad0: u32,
+    /// Bit 0: the weights are word-major (16-byte word `w` of row `n` at
+    /// word `w * N + n`; see `etwgpu_graph::layout`), else row-major.
+    w_layout: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -9926,6 +9946,13 @@ var<workgroup> ws: array<f16, 5120>;
 /// One 16 x 16 f32 slot per subgroup, row-major: fragments on their way
 /// out (and the zeros the accumulators start from).
 var<workgroup> cs: array<f32, 2048>;
+
+fn w8(col: u32, words: u32, k: u32, word_major: bool) -> u32 {
+    if word_major {
+        return ((k / 32u) * p.n + col) * 2u + (k / 16u) % 2u;
+    }
+    return col * words + k / 16u;
+}
 
 /// Writes the fragment the subgroup `sg` left in its `cs` slot to rows
 /// `row0 ..` and columns `col0 ..` of the output: invocation `lane` writes
@@ -9996,7 +10023,7 @@ fn main(
         let wo = wc * LD + wk;
         if col < p.n {
             // 16 nibbles: inputs k0 + wk .. k0 + wk + 16, low nibble first.
-            let word = weights[col * words + (k0 + wk) / 16u];
+            let word = weights[w8(col, words, k0 + wk, (p.w_layout & 1u) != 0u)];
             let s = f32(scales[(k0 / p.group_size) * p.n_pad + col]);
             for (var e = 0u; e < 8u; e++) {
                 ws[wo + e] = f16((f32((word.x >> (4u * e)) & 15u) - 8.0) * s);
@@ -10090,7 +10117,9 @@ struct Params {
     has_bias: u32,
     /// Workgroups along N.
     tiles_n: u32,
-    _pad0: u32,
+    /// Bit 0: the weights are word-major (16-byte word `w` of row `n` at
+    /// word `w * N + n`; see `etwgpu_graph::layout`), else row-major.
+    w_layout: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -10107,6 +10136,13 @@ var<workgroup> ws: array<f16, 5120>;
 /// One 16 x 16 f32 slot per subgroup, row-major: fragments on their way
 /// out (and the zeros the accumulators start from).
 var<workgroup> cs: array<f32, 2048>;
+
+fn w8(col: u32, words: u32, k: u32, word_major: bool) -> u32 {
+    if word_major {
+        return ((k / 32u) * p.n + col) * 2u + (k / 16u) % 2u;
+    }
+    return col * words + k / 16u;
+}
 
 /// Writes the fragment the subgroup `sg` left in its `cs` slot to rows
 /// `row0 ..` and columns `col0 ..` of the output: invocation `lane` writes
@@ -10177,7 +10213,7 @@ fn main(
         let wo = wc * LD + wk;
         if col < p.n {
             // 16 nibbles: inputs k0 + wk .. k0 + wk + 16, low nibble first.
-            let word = weights[col * words + (k0 + wk) / 16u];
+            let word = weights[w8(col, words, k0 + wk, (p.w_layout & 1u) != 0u)];
             let s = f32(scales[(k0 / p.group_size) * p.n_pad + col]);
             for (var e = 0u; e < 8u; e++) {
                 ws[wo + e] = f16((f32((word.x >> (4u * e)) & 15u) - 8.0) * s);
@@ -10262,7 +10298,10 @@ struct Params {
     group_size: u32,
     /// Workgroups along N.
     tiles_n: u32,
-    _pad0: u32,
+    /// Bit 0: `w_gate` is word-major (16-byte word `w` of row `n` at word
+    /// `w * N + n`; see `etwgpu_graph::layout`), bit 1: `w_up`; else
+    /// row-major.
+    w_layout: u32,
     _pad1: u32,
 }
 
@@ -10282,6 +10321,13 @@ var<workgroup> ws_up: array<f16, 5120>;
 /// Two 16 x 16 f32 slots per subgroup (gate, up), row-major: fragments on
 /// their way out (and the zeros the accumulators start from).
 var<workgroup> cs: array<f32, 4096>;
+
+fn w8(col: u32, words: u32, k: u32, word_major: bool) -> u32 {
+    if word_major {
+        return ((k / 32u) * p.n + col) * 2u + (k / 16u) % 2u;
+    }
+    return col * words + k / 16u;
+}
 
 /// Writes `silu(gate) * up` of the fragments the subgroup `sg` left in its
 /// `cs` slots to rows `row0 ..` and columns `col0 ..` of the output:
@@ -10366,10 +10412,9 @@ fn main(
         var vg: array<f16, 16>;
         var vu: array<f16, 16>;
         if col < p.n {
-            let wi = col * words + (k0 + wk) / 16u;
             let si = (k0 / p.group_size) * p.n_pad + col;
-            vg = dequant(w_gate[wi], f32(s_gate[si]));
-            vu = dequant(w_up[wi], f32(s_up[si]));
+            vg = dequant(w_gate[w8(col, words, k0 + wk, (p.w_layout & 1u) != 0u)], f32(s_gate[si]));
+            vu = dequant(w_up[w8(col, words, k0 + wk, (p.w_layout & 2u) != 0u)], f32(s_up[si]));
         }
         for (var e = 0u; e < 16u; e++) {
             ws[wo + e] = vg[e];
@@ -10461,7 +10506,10 @@ struct Params {
     group_size: u32,
     /// Workgroups along N.
     tiles_n: u32,
-    _pad0: u32,
+    /// Bit 0: `w_gate` is word-major (16-byte word `w` of row `n` at word
+    /// `w * N + n`; see `etwgpu_graph::layout`), bit 1: `w_up`; else
+    /// row-major.
+    w_layout: u32,
     _pad1: u32,
 }
 
@@ -10481,6 +10529,13 @@ var<workgroup> ws_up: array<f16, 5120>;
 /// Two 16 x 16 f32 slots per subgroup (gate, up), row-major: fragments on
 /// their way out (and the zeros the accumulators start from).
 var<workgroup> cs: array<f32, 4096>;
+
+fn w8(col: u32, words: u32, k: u32, word_major: bool) -> u32 {
+    if word_major {
+        return ((k / 32u) * p.n + col) * 2u + (k / 16u) % 2u;
+    }
+    return col * words + k / 16u;
+}
 
 /// Writes `silu(gate) * up` of the fragments the subgroup `sg` left in its
 /// `cs` slots to rows `row0 ..` and columns `col0 ..` of the output:
@@ -10565,10 +10620,9 @@ fn main(
         var vg: array<f16, 16>;
         var vu: array<f16, 16>;
         if col < p.n {
-            let wi = col * words + (k0 + wk) / 16u;
             let si = (k0 / p.group_size) * p.n_pad + col;
-            vg = dequant(w_gate[wi], f32(s_gate[si]));
-            vu = dequant(w_up[wi], f32(s_up[si]));
+            vg = dequant(w_gate[w8(col, words, k0 + wk, (p.w_layout & 1u) != 0u)], f32(s_gate[si]));
+            vu = dequant(w_up[w8(col, words, k0 + wk, (p.w_layout & 2u) != 0u)], f32(s_up[si]));
         }
         for (var e = 0u; e < 16u; e++) {
             ws[wo + e] = vg[e];
@@ -10654,7 +10708,10 @@ struct Params {
     group_size: u32,
     /// Workgroups along N.
     tiles_n: u32,
-    _pad0: u32,
+    /// Bit 0: `w_gate` is word-major (16-byte word `w` of row `n` at word
+    /// `w * N + n`; see `etwgpu_graph::layout`), bit 1: `w_up`; else
+    /// row-major.
+    w_layout: u32,
     _pad1: u32,
 }
 
@@ -10671,6 +10728,13 @@ var<workgroup> xs: array<vec4<f32>, 256>;
 /// Weight tiles, k-major: `ws[k * 16 + j]` holds columns `4j .. 4j + 4`.
 var<workgroup> ws: array<vec4<f32>, 256>;
 var<workgroup> ws_up: array<vec4<f32>, 256>;
+
+fn w8(col: u32, words: u32, k: u32, word_major: bool) -> u32 {
+    if word_major {
+        return ((k / 32u) * p.n + col) * 2u + (k / 16u) % 2u;
+    }
+    return col * words + k / 16u;
+}
 
 @compute @workgroup_size(256)
 fn main(
@@ -10707,7 +10771,7 @@ fn main(
         var hi = vec4<f32>(0.0);
         if col < p.n {
             // 8 nibbles: inputs k0 + wk .. k0 + wk + 8.
-            let at = col * words + k0 / 16u;
+            let at = w8(col, words, k0, (p.w_layout & select(1u, 2u, lid >= 128u)) != 0u);
             let s_at = (k0 / p.group_size) * p.n_pad + col;
             var word: u32;
             var s: f32;
@@ -10802,7 +10866,10 @@ struct Params {
     group_size: u32,
     /// Workgroups along N.
     tiles_n: u32,
-    _pad0: u32,
+    /// Bit 0: `w_gate` is word-major (16-byte word `w` of row `n` at word
+    /// `w * N + n`; see `etwgpu_graph::layout`), bit 1: `w_up`; else
+    /// row-major.
+    w_layout: u32,
     _pad1: u32,
 }
 
@@ -10819,6 +10886,13 @@ var<workgroup> xs: array<vec4<f32>, 256>;
 /// Weight tiles, k-major: `ws[k * 16 + j]` holds columns `4j .. 4j + 4`.
 var<workgroup> ws: array<vec4<f32>, 256>;
 var<workgroup> ws_up: array<vec4<f32>, 256>;
+
+fn w8(col: u32, words: u32, k: u32, word_major: bool) -> u32 {
+    if word_major {
+        return ((k / 32u) * p.n + col) * 2u + (k / 16u) % 2u;
+    }
+    return col * words + k / 16u;
+}
 
 @compute @workgroup_size(256)
 fn main(
@@ -10855,7 +10929,7 @@ fn main(
         var hi = vec4<f32>(0.0);
         if col < p.n {
             // 8 nibbles: inputs k0 + wk .. k0 + wk + 8.
-            let at = col * words + k0 / 16u;
+            let at = w8(col, words, k0, (p.w_layout & select(1u, 2u, lid >= 128u)) != 0u);
             let s_at = (k0 / p.group_size) * p.n_pad + col;
             var word: u32;
             var s: f32;
@@ -10952,7 +11026,9 @@ struct Params {
     has_bias: u32,
     /// Columns per workgroup: 8, 16 or 32.
     cols: u32,
-    _pad0: u32,
+    /// Bit 0: the weights are word-major (16-byte word `w` of row `n` at
+    /// word `w * N + n`; see `etwgpu_graph::layout`), else row-major.
+    w_layout: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -10965,9 +11041,13 @@ struct Params {
 /// Per invocation, its slice's sums for the four rows.
 var<workgroup> partial: array<vec4<f32>, WG>;
 
-/// Nibbles `4i .. 4i + 4` of `word`, as signed weights.
+/// Nibbles `4i .. 4i + 4` of `word`, as signed weights. Without an
+/// integer-to-float conversion (a slow instruction on GPUs, 32 of them per
+/// 16-byte word): the nibble `q` goes into the mantissa of 2^23, which
+/// makes the float `2^23 + q` exactly, and `2^23 + 8` is subtracted.
 fn low4(word: u32) -> vec4<f32> {
-    return vec4<f32>(vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u)) - 8.0;
+    let q = vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u);
+    return bitcast<vec4<f32>>(q | vec4<u32>(0x4B000000u)) - 8388616.0;
 }
 
 /// The 16-byte word `q` (32 nibbles, inputs `8b .. 8b + 32` of a row of x)
@@ -11013,12 +11093,18 @@ fn main(
     let col = min(target_col, p.n - 1u);
     let words = p.k / 32u;
     let x_row = p.k / 4u;
-    let row = col * words;
+    // Word `w` of this column at `base + w * stride`.
+    var base = col * words;
+    var stride = 1u;
+    if (p.w_layout & 1u) != 0u {
+        base = col;
+        stride = p.n;
+    }
     var acc = vec4<f32>();
     var w = slice;
     for (; w + slices < words; w += 2u * slices) {
-        let q0 = weights[row + w];
-        let q1 = weights[row + w + slices];
+        let q0 = weights[base + w * stride];
+        let q1 = weights[base + (w + slices) * stride];
         let s0 = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
         let s1 = f32(scales[((w + slices) * 32u / p.group_size) * p.n_pad + col]);
         acc = rows4(acc, q0, w * 8u, x_row, p.m, s0);
@@ -11026,7 +11112,7 @@ fn main(
     }
     if w < words {
         let s = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
-        acc = rows4(acc, weights[row + w], w * 8u, x_row, p.m, s);
+        acc = rows4(acc, weights[base + w * stride], w * 8u, x_row, p.m, s);
     }
     partial[lid] = acc;
     workgroupBarrier();
@@ -11092,7 +11178,9 @@ struct Params {
     has_bias: u32,
     /// Columns per workgroup: 8, 16 or 32.
     cols: u32,
-    _pad0: u32,
+    /// Bit 0: the weights are word-major (16-byte word `w` of row `n` at
+    /// word `w * N + n`; see `etwgpu_graph::layout`), else row-major.
+    w_layout: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -11105,9 +11193,13 @@ struct Params {
 /// Per invocation, its slice's sums for the four rows.
 var<workgroup> partial: array<vec4<f32>, WG>;
 
-/// Nibbles `4i .. 4i + 4` of `word`, as signed weights.
+/// Nibbles `4i .. 4i + 4` of `word`, as signed weights. Without an
+/// integer-to-float conversion (a slow instruction on GPUs, 32 of them per
+/// 16-byte word): the nibble `q` goes into the mantissa of 2^23, which
+/// makes the float `2^23 + q` exactly, and `2^23 + 8` is subtracted.
 fn low4(word: u32) -> vec4<f32> {
-    return vec4<f32>(vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u)) - 8.0;
+    let q = vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u);
+    return bitcast<vec4<f32>>(q | vec4<u32>(0x4B000000u)) - 8388616.0;
 }
 
 /// The 16-byte word `q` (32 nibbles, inputs `8b .. 8b + 32` of a row of x)
@@ -11153,12 +11245,18 @@ fn main(
     let col = min(target_col, p.n - 1u);
     let words = p.k / 32u;
     let x_row = p.k / 4u;
-    let row = col * words;
+    // Word `w` of this column at `base + w * stride`.
+    var base = col * words;
+    var stride = 1u;
+    if (p.w_layout & 1u) != 0u {
+        base = col;
+        stride = p.n;
+    }
     var acc = vec4<f32>();
     var w = slice;
     for (; w + slices < words; w += 2u * slices) {
-        let q0 = weights[row + w];
-        let q1 = weights[row + w + slices];
+        let q0 = weights[base + w * stride];
+        let q1 = weights[base + (w + slices) * stride];
         let s0 = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
         let s1 = f32(scales[((w + slices) * 32u / p.group_size) * p.n_pad + col]);
         acc = rows4(acc, q0, w * 8u, x_row, p.m, s0);
@@ -11166,7 +11264,7 @@ fn main(
     }
     if w < words {
         let s = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
-        acc = rows4(acc, weights[row + w], w * 8u, x_row, p.m, s);
+        acc = rows4(acc, weights[base + w * stride], w * 8u, x_row, p.m, s);
     }
     partial[lid] = acc;
     workgroupBarrier();
@@ -11221,7 +11319,10 @@ struct Params {
     group_size: u32,
     /// Columns per workgroup: 8, 16 or 32.
     cols: u32,
-    _pad0: u32,
+    /// Bit 0: `w_gate` is word-major (16-byte word `w` of row `n` at word
+    /// `w * N + n`; see `etwgpu_graph::layout`), bit 1: `w_up`; else
+    /// row-major.
+    w_layout: u32,
     _pad1: u32,
 }
 
@@ -11237,9 +11338,13 @@ struct Params {
 var<workgroup> partial: array<vec4<f32>, WG>;
 var<workgroup> partial_up: array<vec4<f32>, WG>;
 
-/// Nibbles `4i .. 4i + 4` of `word`, as signed weights.
+/// Nibbles `4i .. 4i + 4` of `word`, as signed weights. Without an
+/// integer-to-float conversion (a slow instruction on GPUs, 32 of them per
+/// 16-byte word): the nibble `q` goes into the mantissa of 2^23, which
+/// makes the float `2^23 + q` exactly, and `2^23 + 8` is subtracted.
 fn low4(word: u32) -> vec4<f32> {
-    return vec4<f32>(vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u)) - 8.0;
+    let q = vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u);
+    return bitcast<vec4<f32>>(q | vec4<u32>(0x4B000000u)) - 8388616.0;
 }
 
 /// The 16-byte word `q` (32 nibbles, inputs `8b .. 8b + 32` of a row of x)
@@ -11284,12 +11389,24 @@ fn main(
     let col = min(target_col, p.n - 1u);
     let words = p.k / 32u;
     let x_row = p.k / 4u;
-    let row = col * words;
+    // Word `w` of this column at `base + w * stride` (gate, up).
+    var base_g = col * words;
+    var stride_g = 1u;
+    if (p.w_layout & 1u) != 0u {
+        base_g = col;
+        stride_g = p.n;
+    }
+    var base_u = col * words;
+    var stride_u = 1u;
+    if (p.w_layout & 2u) != 0u {
+        base_u = col;
+        stride_u = p.n;
+    }
     var acc = vec4<f32>();
     var acc_up = vec4<f32>();
     for (var w = slice; w < words; w += slices) {
-        let qg = w_gate[row + w];
-        let qu = w_up[row + w];
+        let qg = w_gate[base_g + w * stride_g];
+        let qu = w_up[base_u + w * stride_u];
         let at = (w * 32u / p.group_size) * p.n_pad + col;
         let sg = f32(s_gate[at]);
         let su = f32(s_up[at]);
@@ -11350,7 +11467,10 @@ struct Params {
     group_size: u32,
     /// Columns per workgroup: 8, 16 or 32.
     cols: u32,
-    _pad0: u32,
+    /// Bit 0: `w_gate` is word-major (16-byte word `w` of row `n` at word
+    /// `w * N + n`; see `etwgpu_graph::layout`), bit 1: `w_up`; else
+    /// row-major.
+    w_layout: u32,
     _pad1: u32,
 }
 
@@ -11366,9 +11486,13 @@ struct Params {
 var<workgroup> partial: array<vec4<f32>, WG>;
 var<workgroup> partial_up: array<vec4<f32>, WG>;
 
-/// Nibbles `4i .. 4i + 4` of `word`, as signed weights.
+/// Nibbles `4i .. 4i + 4` of `word`, as signed weights. Without an
+/// integer-to-float conversion (a slow instruction on GPUs, 32 of them per
+/// 16-byte word): the nibble `q` goes into the mantissa of 2^23, which
+/// makes the float `2^23 + q` exactly, and `2^23 + 8` is subtracted.
 fn low4(word: u32) -> vec4<f32> {
-    return vec4<f32>(vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u)) - 8.0;
+    let q = vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u);
+    return bitcast<vec4<f32>>(q | vec4<u32>(0x4B000000u)) - 8388616.0;
 }
 
 /// The 16-byte word `q` (32 nibbles, inputs `8b .. 8b + 32` of a row of x)
@@ -11413,12 +11537,24 @@ fn main(
     let col = min(target_col, p.n - 1u);
     let words = p.k / 32u;
     let x_row = p.k / 4u;
-    let row = col * words;
+    // Word `w` of this column at `base + w * stride` (gate, up).
+    var base_g = col * words;
+    var stride_g = 1u;
+    if (p.w_layout & 1u) != 0u {
+        base_g = col;
+        stride_g = p.n;
+    }
+    var base_u = col * words;
+    var stride_u = 1u;
+    if (p.w_layout & 2u) != 0u {
+        base_u = col;
+        stride_u = p.n;
+    }
     var acc = vec4<f32>();
     var acc_up = vec4<f32>();
     for (var w = slice; w < words; w += slices) {
-        let qg = w_gate[row + w];
-        let qu = w_up[row + w];
+        let qg = w_gate[base_g + w * stride_g];
+        let qu = w_up[base_u + w * stride_u];
         let at = (w * 32u / p.group_size) * p.n_pad + col;
         let sg = f32(s_gate[at]);
         let su = f32(s_up[at]);

@@ -39,6 +39,7 @@ pub(crate) fn q4_coop_dispatch(
     x: &TensorInfo<'_>,
     q: &Q4Linear,
     route: Q4Route,
+    layout: u32,
     inputs: Vec<Vid>,
     outputs: Vec<Vid>,
 ) -> Result<Dispatch> {
@@ -61,7 +62,7 @@ pub(crate) fn q4_coop_dispatch(
         entry: "main",
         inputs,
         outputs,
-        params: params.u32(to_u32("tiles along N", tiles_n)?).finish(),
+        params: params.u32(to_u32("tiles along N", tiles_n)?).u32(layout).finish(),
         workgroups: grid_groups(q.m.div_ceil(COOP_TILE_M) * tiles_n)?,
     })
 }

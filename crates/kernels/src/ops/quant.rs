@@ -144,7 +144,7 @@ pub fn linear_q4gsw(c: &Ctx<'_>) -> Result<Lowered> {
 /// SwiGLU forms) take a linear of `k` inputs with rows of `k_packed` bytes
 /// and groups of `group_size`: they read whole 16-byte words of a row, each
 /// inside one scale group.
-pub(crate) fn q4_fast(k: u64, k_packed: u64, group_size: u64) -> bool {
+pub fn q4_fast(k: u64, k_packed: u64, group_size: u64) -> bool {
     k.is_multiple_of(32) && group_size.is_multiple_of(32) && k_packed == k / 2
 }
 
@@ -177,8 +177,14 @@ pub(crate) fn q4_fast_dispatch(
     outputs: Vec<Vid>,
 ) -> Result<Dispatch> {
     let gemv = q.m <= Q4_GEMV_MAX_ROWS;
+    // Bit 0: the (first) weight is word-major; bit 1: the second (SwiGLU's up).
+    let word_major = |i: usize| inputs.get(i).is_some_and(|&v| c.q4_word_major(v));
+    let layout = match route {
+        Q4Route::Linear { .. } => u32::from(word_major(1)),
+        Q4Route::Swiglu => u32::from(word_major(1)) | (u32::from(word_major(3)) << 1),
+    };
     if !gemv && crate::ops::gemm::q4_coop(c, x, q) {
-        return crate::ops::gemm::q4_coop_dispatch(x, q, route, inputs, outputs);
+        return crate::ops::gemm::q4_coop_dispatch(x, q, route, layout, inputs, outputs);
     }
     let family = match (&route, gemv) {
         (Q4Route::Linear { .. }, true) => Family::Q4Gemv,
@@ -202,6 +208,7 @@ pub(crate) fn q4_fast_dispatch(
     } else {
         params.u32(to_u32("tiles along N", tiles_n)?)
     };
+    params = params.u32(layout);
     Ok(Dispatch {
         shader: float_shader(family, x, 0, "input")?.into(),
         entry: "main",

@@ -713,24 +713,32 @@ fn q4_gemv_ragged_shapes_match_a_reference() {
         (2, 5_000, 160, 32, true),
         (3, 9_001, 96, 32, false),
     ];
-    for (m, n, k, gs, with_bias) in cases {
+    // A constant weight is held word-major, one fed as an input row-major.
+    for ((m, n, k, gs, with_bias), weights_in) in cases.into_iter().flat_map(|c| [(c, false), (c, true)]) {
         let (packed, scales, n_pad, w) = q4_weight(n, k, gs, 7 + n as u32);
         let bias = data(n_pad, 9);
         let mut g = GraphBuilder::new();
         let x = g.tensor(DType::F32, &[m as u64, k as u64]);
-        let wt = g.constant(DType::U8, &[n as u64, k as u64 / 2], &packed);
+        let w_dims = [n as u64, k as u64 / 2];
+        let wt = if weights_in { g.tensor(DType::U8, &w_dims) } else { g.constant(DType::U8, &w_dims, &packed) };
         let st = g.constant(DType::F32, &[k.div_ceil(gs) as u64, n_pad as u64], &f32_bytes(&scales));
         let gs_v = g.int(gs as i64);
         let bt = if with_bias { g.constant(DType::F32, &[n_pad as u64], &f32_bytes(&bias)) } else { g.null() };
         let out = g.tensor(DType::F32, &[m as u64, n as u64]);
-        g.op("et_vk.linear_q4gsw.default", &[x, wt, st, gs_v, bt, out]).inputs(&[x]).outputs(&[out]);
+        let op = g.op("et_vk.linear_q4gsw.default", &[x, wt, st, gs_v, bt, out]);
+        let ins = if weights_in { vec![x, wt] } else { vec![x] };
+        op.inputs(&ins).outputs(&[out]);
         let xv = data(m * k, 11 + m as u32);
         let mut want = matvec_ref(&xv, &w, m, n, k);
         if with_bias {
             want.iter_mut().enumerate().for_each(|(i, v)| *v += f64::from(bias[i % n]));
         }
-        let what = format!("q4 gemv m {m} n {n} k {k} group {gs}");
-        check_within(g, &[Tensor::from_f32(&[m as u64, k as u64], &xv)], &[m as u64, n as u64], &want, 1e-4, &what);
+        let what = format!("q4 gemv m {m} n {n} k {k} group {gs} weights as input {weights_in}");
+        let mut inputs = vec![Tensor::from_f32(&[m as u64, k as u64], &xv)];
+        if weights_in {
+            inputs.push(Tensor::new(DType::U8, w_dims.to_vec(), packed).expect("sizes match"));
+        }
+        check_within(g, &inputs, &[m as u64, n as u64], &want, 1e-4, &what);
     }
 }
 
@@ -745,24 +753,33 @@ fn q4_gemv_swiglu_ragged_shapes_match_a_reference() {
         (3, 4_100, 64, 32),
         (1, 8_200, 96, 32),
     ];
-    for (m, n, k, gs) in cases {
+    // Constant weights are held word-major; an up weight fed as an input
+    // stays row-major (the gate word-major: the kernel takes each layout).
+    for ((m, n, k, gs), up_in) in cases.into_iter().flat_map(|c| [(c, false), (c, true)]) {
         let (pg, sg, n_pad, wg) = q4_weight(n, k, gs, 21 + n as u32);
         let (pu, su, _, wu) = q4_weight(n, k, gs, 23 + n as u32);
         let mut g = GraphBuilder::new();
         let x = g.tensor(DType::F32, &[m as u64, k as u64]);
         let gs_v = g.int(gs as i64);
         let groups = k.div_ceil(gs) as u64;
-        let wgt = g.constant(DType::U8, &[n as u64, k as u64 / 2], &pg);
+        let w_dims = [n as u64, k as u64 / 2];
+        let wgt = g.constant(DType::U8, &w_dims, &pg);
         let sgt = g.constant(DType::F32, &[groups, n_pad as u64], &f32_bytes(&sg));
-        let wut = g.constant(DType::U8, &[n as u64, k as u64 / 2], &pu);
+        let wut = if up_in { g.tensor(DType::U8, &w_dims) } else { g.constant(DType::U8, &w_dims, &pu) };
         let sut = g.constant(DType::F32, &[groups, n_pad as u64], &f32_bytes(&su));
         let out = g.tensor(DType::F32, &[m as u64, n as u64]);
-        g.op("etwgpu.linear_q4gsw_swiglu.default", &[x, gs_v, wgt, sgt, wut, sut, out]).inputs(&[x]).outputs(&[out]);
+        let op = g.op("etwgpu.linear_q4gsw_swiglu.default", &[x, gs_v, wgt, sgt, wut, sut, out]);
+        let ins = if up_in { vec![x, wut] } else { vec![x] };
+        op.inputs(&ins).outputs(&[out]);
         let xv = data(m * k, 25 + m as u32);
         let (gate, up) = (matvec_ref(&xv, &wg, m, n, k), matvec_ref(&xv, &wu, m, n, k));
         let want: Vec<f64> = gate.iter().zip(&up).map(|(g, u)| g / (1.0 + (-g).exp()) * u).collect();
-        let what = format!("q4 swiglu gemv m {m} n {n} k {k} group {gs}");
-        check_within(g, &[Tensor::from_f32(&[m as u64, k as u64], &xv)], &[m as u64, n as u64], &want, 1e-4, &what);
+        let what = format!("q4 swiglu gemv m {m} n {n} k {k} group {gs} up as input {up_in}");
+        let mut inputs = vec![Tensor::from_f32(&[m as u64, k as u64], &xv)];
+        if up_in {
+            inputs.push(Tensor::new(DType::U8, w_dims.to_vec(), pu).expect("sizes match"));
+        }
+        check_within(g, &inputs, &[m as u64, n as u64], &want, 1e-4, &what);
     }
 }
 
