@@ -16,7 +16,8 @@ use crate::run;
 const DEBS: &[&str] = &["libvulkan1", "libglvnd0", "libegl1", "libgl1", "libglx0", "libopengl0", "libgles2"];
 
 /// Bench targets built in release: (package, bench target, name in `.device/`).
-const BENCHES: &[(&str, &str, &str)] = &[("etwgpu-runtime", "main", "runtime-bench")];
+const BENCHES: &[(&str, &str, &str)] =
+    &[("etwgpu-runtime", "main", "runtime-bench"), ("etwgpu-runtime", "gemm", "gemm-bench")];
 
 /// Builds the bundle into `root/.gl` and `root/.device`.
 pub fn bundle(root: &Path) -> Result<(), String> {

@@ -80,8 +80,15 @@ pub const WEBGPU_LIMITS: Needs =
 /// workgroup memory), so they may need more than WebGPU guarantees; the
 /// runtime still checks their needs at load. Validation runs with every
 /// naga capability on, cooperative matrices included.
-pub const LIMIT_GATED: &[&str] =
-    &["gemv_qkv", "linear_qkv", "linear_q4gsw_qkv", "matmul_coop", "q4_gemm_coop", "q4_gemm_coop_swiglu"];
+pub const LIMIT_GATED: &[&str] = &[
+    "gemv_qkv",
+    "linear_qkv",
+    "linear_q4gsw_qkv",
+    "matmul_coop",
+    "q4_gemm_coop",
+    "q4_gemm_coop_swiglu",
+    "q4_gemv_qkv",
+];
 
 /// Invocations per workgroup WebGPU guarantees.
 pub const WEBGPU_INVOCATIONS: u32 = 256;

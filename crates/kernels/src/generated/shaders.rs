@@ -94,6 +94,8 @@ pub enum Family {
     Q4GemmSwiglu,
     /// `q4_gemv.wgsl`.
     Q4Gemv,
+    /// `q4_gemv_qkv.wgsl`.
+    Q4GemvQkv,
     /// `q4_gemv_swiglu.wgsl`.
     Q4GemvSwiglu,
     /// `reduce.wgsl`.
@@ -350,6 +352,10 @@ pub enum ShaderId {
     Q4GemvF32,
     /// `q4_gemv.wgsl` with `Elem = f16`.
     Q4GemvF16,
+    /// `q4_gemv_qkv.wgsl` with `Elem = f32`.
+    Q4GemvQkvF32,
+    /// `q4_gemv_qkv.wgsl` with `Elem = f16`.
+    Q4GemvQkvF16,
     /// `q4_gemv_swiglu.wgsl` with `Elem = f32`.
     Q4GemvSwigluF32,
     /// `q4_gemv_swiglu.wgsl` with `Elem = f16`.
@@ -531,6 +537,8 @@ impl ShaderId {
         ShaderId::Q4GemmSwigluF16,
         ShaderId::Q4GemvF32,
         ShaderId::Q4GemvF16,
+        ShaderId::Q4GemvQkvF32,
+        ShaderId::Q4GemvQkvF16,
         ShaderId::Q4GemvSwigluF32,
         ShaderId::Q4GemvSwigluF16,
         ShaderId::ReduceF32,
@@ -671,6 +679,8 @@ impl ShaderId {
             ShaderId::Q4GemmSwigluF16 => Family::Q4GemmSwiglu,
             ShaderId::Q4GemvF32 => Family::Q4Gemv,
             ShaderId::Q4GemvF16 => Family::Q4Gemv,
+            ShaderId::Q4GemvQkvF32 => Family::Q4GemvQkv,
+            ShaderId::Q4GemvQkvF16 => Family::Q4GemvQkv,
             ShaderId::Q4GemvSwigluF32 => Family::Q4GemvSwiglu,
             ShaderId::Q4GemvSwigluF16 => Family::Q4GemvSwiglu,
             ShaderId::ReduceF32 => Family::Reduce,
@@ -812,6 +822,8 @@ impl ShaderId {
             ShaderId::Q4GemmSwigluF16 => Variant::F16,
             ShaderId::Q4GemvF32 => Variant::F32,
             ShaderId::Q4GemvF16 => Variant::F16,
+            ShaderId::Q4GemvQkvF32 => Variant::F32,
+            ShaderId::Q4GemvQkvF16 => Variant::F16,
             ShaderId::Q4GemvSwigluF32 => Variant::F32,
             ShaderId::Q4GemvSwigluF16 => Variant::F16,
             ShaderId::ReduceF32 => Variant::F32,
@@ -953,6 +965,8 @@ impl ShaderId {
             ShaderId::Q4GemmSwigluF16 => "q4_gemm_swiglu.f16",
             ShaderId::Q4GemvF32 => "q4_gemv.f32",
             ShaderId::Q4GemvF16 => "q4_gemv.f16",
+            ShaderId::Q4GemvQkvF32 => "q4_gemv_qkv.f32",
+            ShaderId::Q4GemvQkvF16 => "q4_gemv_qkv.f16",
             ShaderId::Q4GemvSwigluF32 => "q4_gemv_swiglu.f32",
             ShaderId::Q4GemvSwigluF16 => "q4_gemv_swiglu.f16",
             ShaderId::ReduceF32 => "reduce.f32",
@@ -1094,6 +1108,8 @@ impl ShaderId {
             ShaderId::Q4GemmSwigluF16 => Q4_GEMM_SWIGLU_F16,
             ShaderId::Q4GemvF32 => Q4_GEMV_F32,
             ShaderId::Q4GemvF16 => Q4_GEMV_F16,
+            ShaderId::Q4GemvQkvF32 => Q4_GEMV_QKV_F32,
+            ShaderId::Q4GemvQkvF16 => Q4_GEMV_QKV_F16,
             ShaderId::Q4GemvSwigluF32 => Q4_GEMV_SWIGLU_F32,
             ShaderId::Q4GemvSwigluF16 => Q4_GEMV_SWIGLU_F16,
             ShaderId::ReduceF32 => REDUCE_F32,
@@ -1505,6 +1521,18 @@ impl ShaderId {
                 uniform_buffers: 1,
                 workgroup_bytes: 4096,
             },
+            ShaderId::Q4GemvQkvF32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 10,
+                uniform_buffers: 1,
+                workgroup_bytes: 4096,
+            },
+            ShaderId::Q4GemvQkvF16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 10,
+                uniform_buffers: 1,
+                workgroup_bytes: 4096,
+            },
             ShaderId::Q4GemvSwigluF32 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 6,
@@ -1773,6 +1801,8 @@ impl ShaderId {
             (Family::Q4GemmSwiglu, Variant::F16) => Some(ShaderId::Q4GemmSwigluF16),
             (Family::Q4Gemv, Variant::F32) => Some(ShaderId::Q4GemvF32),
             (Family::Q4Gemv, Variant::F16) => Some(ShaderId::Q4GemvF16),
+            (Family::Q4GemvQkv, Variant::F32) => Some(ShaderId::Q4GemvQkvF32),
+            (Family::Q4GemvQkv, Variant::F16) => Some(ShaderId::Q4GemvQkvF16),
             (Family::Q4GemvSwiglu, Variant::F32) => Some(ShaderId::Q4GemvSwigluF32),
             (Family::Q4GemvSwiglu, Variant::F16) => Some(ShaderId::Q4GemvSwigluF16),
             (Family::Reduce, Variant::F32) => Some(ShaderId::ReduceF32),
@@ -1863,6 +1893,18 @@ fn workgroup_sum(v: f32, lid: u32) -> f32 {
     return partial[0];
 }
 
+/// `a + b` at element `j` of the row at `base`, 0 past the row (the loads
+/// are clamped into it, so they are issued unconditionally).
+fn add_at(base: u32, j: u32) -> f32 {
+    let i = base + min(j, p.n - 1u);
+    return select(0.0, f32(a[i]) + f32(b[i]), j < p.n);
+}
+
+/// Weight `j`, 0 past the row.
+fn wt(j: u32) -> f32 {
+    return select(0.0, f32(weight[min(j, p.n - 1u)]), j < p.n);
+}
+
 @compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
@@ -1875,6 +1917,32 @@ fn main(
         return;
     }
     let base = r * p.n;
+    if p.n <= 8u * WG {
+        // Rows of up to 8 * WG elements: every load this invocation makes is
+        // issued before any is used (one memory latency, not one per
+        // element; a small norm is latency-bound) and the sum stays in
+        // registers. The sum is rounded to the tensor's dtype first, as the
+        // add's output is.
+        let s0 = vec4<f32>(add_at(base, lid), add_at(base, lid + WG), add_at(base, lid + 2u * WG), add_at(base, lid + 3u * WG));
+        let s1 = vec4<f32>(
+            add_at(base, lid + 4u * WG), add_at(base, lid + 5u * WG), add_at(base, lid + 6u * WG), add_at(base, lid + 7u * WG));
+        let v0 = vec4<f32>(vec4<Elem>(s0));
+        let v1 = vec4<f32>(vec4<Elem>(s1));
+        let w0 = vec4<f32>(wt(lid), wt(lid + WG), wt(lid + 2u * WG), wt(lid + 3u * WG));
+        let w1 = vec4<f32>(wt(lid + 4u * WG), wt(lid + 5u * WG), wt(lid + 6u * WG), wt(lid + 7u * WG));
+        let rstd = inverseSqrt(workgroup_sum(dot(v0, v0) + dot(v1, v1), lid) / f32(p.n) + p.eps);
+        let o0 = v0 * rstd * w0;
+        let o1 = v1 * rstd * w1;
+        for (var t = 0u; t < 8u; t++) {
+            let j = lid + t * WG;
+            if j < p.n {
+                let lo = t < 4u;
+                sum[base + j] = Elem(select(v1[t % 4u], v0[t % 4u], lo));
+                out[base + j] = Elem(select(o1[t % 4u], o0[t % 4u], lo));
+            }
+        }
+        return;
+    }
     var sq = 0.0;
     for (var j = lid; j < p.n; j += WG) {
         // Rounded to the tensor's dtype first, as the add's output is.
@@ -1937,6 +2005,18 @@ fn workgroup_sum(v: f32, lid: u32) -> f32 {
     return partial[0];
 }
 
+/// `a + b` at element `j` of the row at `base`, 0 past the row (the loads
+/// are clamped into it, so they are issued unconditionally).
+fn add_at(base: u32, j: u32) -> f32 {
+    let i = base + min(j, p.n - 1u);
+    return select(0.0, f32(a[i]) + f32(b[i]), j < p.n);
+}
+
+/// Weight `j`, 0 past the row.
+fn wt(j: u32) -> f32 {
+    return select(0.0, f32(weight[min(j, p.n - 1u)]), j < p.n);
+}
+
 @compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
@@ -1949,6 +2029,32 @@ fn main(
         return;
     }
     let base = r * p.n;
+    if p.n <= 8u * WG {
+        // Rows of up to 8 * WG elements: every load this invocation makes is
+        // issued before any is used (one memory latency, not one per
+        // element; a small norm is latency-bound) and the sum stays in
+        // registers. The sum is rounded to the tensor's dtype first, as the
+        // add's output is.
+        let s0 = vec4<f32>(add_at(base, lid), add_at(base, lid + WG), add_at(base, lid + 2u * WG), add_at(base, lid + 3u * WG));
+        let s1 = vec4<f32>(
+            add_at(base, lid + 4u * WG), add_at(base, lid + 5u * WG), add_at(base, lid + 6u * WG), add_at(base, lid + 7u * WG));
+        let v0 = vec4<f32>(vec4<Elem>(s0));
+        let v1 = vec4<f32>(vec4<Elem>(s1));
+        let w0 = vec4<f32>(wt(lid), wt(lid + WG), wt(lid + 2u * WG), wt(lid + 3u * WG));
+        let w1 = vec4<f32>(wt(lid + 4u * WG), wt(lid + 5u * WG), wt(lid + 6u * WG), wt(lid + 7u * WG));
+        let rstd = inverseSqrt(workgroup_sum(dot(v0, v0) + dot(v1, v1), lid) / f32(p.n) + p.eps);
+        let o0 = v0 * rstd * w0;
+        let o1 = v1 * rstd * w1;
+        for (var t = 0u; t < 8u; t++) {
+            let j = lid + t * WG;
+            if j < p.n {
+                let lo = t < 4u;
+                sum[base + j] = Elem(select(v1[t % 4u], v0[t % 4u], lo));
+                out[base + j] = Elem(select(o1[t % 4u], o0[t % 4u], lo));
+            }
+        }
+        return;
+    }
     var sq = 0.0;
     for (var j = lid; j < p.n; j += WG) {
         // Rounded to the tensor's dtype first, as the add's output is.
@@ -11287,6 +11393,416 @@ fn main(
 }
 "#;
 
+/// `q4_gemv_qkv.wgsl` with `Elem = f32`.
+pub const Q4_GEMV_QKV_F32: &str = r#"//! Decode route of `etwgpu.linear_q4gsw_qkv` (at most `MAX_ROWS` rows of
+//! x): the three 4-bit projections Q, K and V of one input in one
+//! dispatch, each as `q4_gemv.wgsl` computes one linear (no bias):
+//! `out_j[m, n] = sum_k x[m, k] * (nibble_j(n, k) - 8) * scales_j[k / group, n]`.
+//!
+//! The workgroups are taken in order by Q's columns, then K's, then V's
+//! (`cols` adjacent columns each; the host gives every projection whole
+//! workgroups), so which projection a workgroup computes is uniform across
+//! it and the branches that pick its buffers do not diverge. Each weight
+//! is row-major or word-major (bit j of `w_layout`). One dispatch instead
+//! of three: on a GPU, a small dispatch costs a few microseconds whatever
+//! it computes.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup.
+const WG: u32 = 256u;
+/// Most rows of x (the host routes larger M to three GEMMs).
+const MAX_ROWS: u32 = 4u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Input features (a multiple of 32).
+    k: u32,
+    /// Inputs per scale group (a multiple of 32).
+    group_size: u32,
+    /// Columns per workgroup: 8, 16 or 32.
+    cols: u32,
+    /// Output features of Q, K and V.
+    n_q: u32,
+    n_k: u32,
+    n_v: u32,
+    /// Bit j: weight j is word-major (16-byte word `w` of row `n` at word
+    /// `w * N + n`; see `etwgpu_graph::layout`), else row-major.
+    w_layout: u32,
+    /// Row lengths of the three scales: N padded.
+    pad_q: u32,
+    pad_k: u32,
+    pad_v: u32,
+    /// The first workgroup of K's columns, and of V's.
+    wg_k: u32,
+    wg_v: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> w_q: array<vec4<u32>>;
+@group(0) @binding(3) var<storage, read> s_q: array<Elem>;
+@group(0) @binding(4) var<storage, read> w_k: array<vec4<u32>>;
+@group(0) @binding(5) var<storage, read> s_k: array<Elem>;
+@group(0) @binding(6) var<storage, read> w_v: array<vec4<u32>>;
+@group(0) @binding(7) var<storage, read> s_v: array<Elem>;
+@group(0) @binding(8) var<storage, read_write> out_q: array<Elem>;
+@group(0) @binding(9) var<storage, read_write> out_k: array<Elem>;
+@group(0) @binding(10) var<storage, read_write> out_v: array<Elem>;
+
+/// Per invocation, its slice's sums for the four rows.
+var<workgroup> partial: array<vec4<f32>, WG>;
+
+/// Nibbles `4i .. 4i + 4` of `word`, as signed weights. Without an
+/// integer-to-float conversion (a slow instruction on GPUs, 32 of them per
+/// 16-byte word): the nibble `q` goes into the mantissa of 2^23, which
+/// makes the float `2^23 + q` exactly, and `2^23 + 8` is subtracted.
+fn low4(word: u32) -> vec4<f32> {
+    let q = vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u);
+    return bitcast<vec4<f32>>(q | vec4<u32>(0x4B000000u)) - 8388616.0;
+}
+
+/// The 16-byte word `q` (32 nibbles, inputs `8b .. 8b + 32` of a row of x)
+/// dotted with x from vec4 `b`.
+fn dot32(q: vec4<u32>, b: u32) -> f32 {
+    var d = dot(vec4<f32>(x[b]), low4(q.x)) + dot(vec4<f32>(x[b + 1u]), low4(q.x >> 16u));
+    d += dot(vec4<f32>(x[b + 2u]), low4(q.y)) + dot(vec4<f32>(x[b + 3u]), low4(q.y >> 16u));
+    d += dot(vec4<f32>(x[b + 4u]), low4(q.z)) + dot(vec4<f32>(x[b + 5u]), low4(q.z >> 16u));
+    d += dot(vec4<f32>(x[b + 6u]), low4(q.w)) + dot(vec4<f32>(x[b + 7u]), low4(q.w >> 16u));
+    return d;
+}
+
+/// One word's contribution to the (up to four) rows of x, each `x_row`
+/// vec4s long: `acc[r] += dot32(q, r * x_row + b) * s` for `r < m`.
+fn rows4(acc: vec4<f32>, q: vec4<u32>, b: u32, x_row: u32, m: u32, s: f32) -> vec4<f32> {
+    var a = acc;
+    a.x += dot32(q, b) * s;
+    if m > 1u {
+        a.y += dot32(q, x_row + b) * s;
+    }
+    if m > 2u {
+        a.z += dot32(q, 2u * x_row + b) * s;
+    }
+    if m > 3u {
+        a.w += dot32(q, 3u * x_row + b) * s;
+    }
+    return a;
+}
+
+/// Word `i` of projection `j`'s weight.
+fn weight(j: u32, i: u32) -> vec4<u32> {
+    if j == 0u {
+        return w_q[i];
+    }
+    if j == 1u {
+        return w_k[i];
+    }
+    return w_v[i];
+}
+
+/// Scale `i` of projection `j`.
+fn scale(j: u32, i: u32) -> f32 {
+    if j == 0u {
+        return f32(s_q[i]);
+    }
+    if j == 1u {
+        return f32(s_k[i]);
+    }
+    return f32(s_v[i]);
+}
+
+fn store(j: u32, i: u32, v: f32) {
+    if j == 0u {
+        out_q[i] = Elem(v);
+    } else if j == 1u {
+        out_k[i] = Elem(v);
+    } else {
+        out_v[i] = Elem(v);
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let g = wid.y * groups.x + wid.x;
+    // Which projection (uniform across the workgroup), and its sizes.
+    var j = 0u;
+    var first = 0u;
+    var n = p.n_q;
+    var n_pad = p.pad_q;
+    if g >= p.wg_v {
+        j = 2u;
+        first = p.wg_v;
+        n = p.n_v;
+        n_pad = p.pad_v;
+    } else if g >= p.wg_k {
+        j = 1u;
+        first = p.wg_k;
+        n = p.n_k;
+        n_pad = p.pad_k;
+    }
+    let cols = p.cols;
+    let c = lid % cols;
+    let slice = lid / cols;
+    let slices = WG / cols;
+    let target_col = (g - first) * cols + c;
+    // Columns past N compute the last column (control flow stays uniform)
+    // and store nothing.
+    let col = min(target_col, n - 1u);
+    let words = p.k / 32u;
+    let x_row = p.k / 4u;
+    // Word `w` of this column at `base + w * stride`.
+    var base = col * words;
+    var stride = 1u;
+    if ((p.w_layout >> j) & 1u) != 0u {
+        base = col;
+        stride = n;
+    }
+    var acc = vec4<f32>();
+    var w = slice;
+    for (; w + slices < words; w += 2u * slices) {
+        let q0 = weight(j, base + w * stride);
+        let q1 = weight(j, base + (w + slices) * stride);
+        let s0 = scale(j, (w * 32u / p.group_size) * n_pad + col);
+        let s1 = scale(j, ((w + slices) * 32u / p.group_size) * n_pad + col);
+        acc = rows4(acc, q0, w * 8u, x_row, p.m, s0);
+        acc = rows4(acc, q1, (w + slices) * 8u, x_row, p.m, s1);
+    }
+    if w < words {
+        let s = scale(j, (w * 32u / p.group_size) * n_pad + col);
+        acc = rows4(acc, weight(j, base + w * stride), w * 8u, x_row, p.m, s);
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var st = slices / 2u; st > 0u; st /= 2u) {
+        if slice < st {
+            partial[lid] += partial[lid + st * cols];
+        }
+        workgroupBarrier();
+    }
+    if slice == 0u && target_col < n {
+        let v = partial[lid];
+        for (var r = 0u; r < p.m; r++) {
+            store(j, r * n + col, v[r]);
+        }
+    }
+}
+"#;
+
+/// `q4_gemv_qkv.wgsl` with `Elem = f16`.
+pub const Q4_GEMV_QKV_F16: &str = r#"enable f16;
+
+//! Decode route of `etwgpu.linear_q4gsw_qkv` (at most `MAX_ROWS` rows of
+//! x): the three 4-bit projections Q, K and V of one input in one
+//! dispatch, each as `q4_gemv.wgsl` computes one linear (no bias):
+//! `out_j[m, n] = sum_k x[m, k] * (nibble_j(n, k) - 8) * scales_j[k / group, n]`.
+//!
+//! The workgroups are taken in order by Q's columns, then K's, then V's
+//! (`cols` adjacent columns each; the host gives every projection whole
+//! workgroups), so which projection a workgroup computes is uniform across
+//! it and the branches that pick its buffers do not diverge. Each weight
+//! is row-major or word-major (bit j of `w_layout`). One dispatch instead
+//! of three: on a GPU, a small dispatch costs a few microseconds whatever
+//! it computes.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup.
+const WG: u32 = 256u;
+/// Most rows of x (the host routes larger M to three GEMMs).
+const MAX_ROWS: u32 = 4u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Input features (a multiple of 32).
+    k: u32,
+    /// Inputs per scale group (a multiple of 32).
+    group_size: u32,
+    /// Columns per workgroup: 8, 16 or 32.
+    cols: u32,
+    /// Output features of Q, K and V.
+    n_q: u32,
+    n_k: u32,
+    n_v: u32,
+    /// Bit j: weight j is word-major (16-byte word `w` of row `n` at word
+    /// `w * N + n`; see `etwgpu_graph::layout`), else row-major.
+    w_layout: u32,
+    /// Row lengths of the three scales: N padded.
+    pad_q: u32,
+    pad_k: u32,
+    pad_v: u32,
+    /// The first workgroup of K's columns, and of V's.
+    wg_k: u32,
+    wg_v: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> w_q: array<vec4<u32>>;
+@group(0) @binding(3) var<storage, read> s_q: array<Elem>;
+@group(0) @binding(4) var<storage, read> w_k: array<vec4<u32>>;
+@group(0) @binding(5) var<storage, read> s_k: array<Elem>;
+@group(0) @binding(6) var<storage, read> w_v: array<vec4<u32>>;
+@group(0) @binding(7) var<storage, read> s_v: array<Elem>;
+@group(0) @binding(8) var<storage, read_write> out_q: array<Elem>;
+@group(0) @binding(9) var<storage, read_write> out_k: array<Elem>;
+@group(0) @binding(10) var<storage, read_write> out_v: array<Elem>;
+
+/// Per invocation, its slice's sums for the four rows.
+var<workgroup> partial: array<vec4<f32>, WG>;
+
+/// Nibbles `4i .. 4i + 4` of `word`, as signed weights. Without an
+/// integer-to-float conversion (a slow instruction on GPUs, 32 of them per
+/// 16-byte word): the nibble `q` goes into the mantissa of 2^23, which
+/// makes the float `2^23 + q` exactly, and `2^23 + 8` is subtracted.
+fn low4(word: u32) -> vec4<f32> {
+    let q = vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u);
+    return bitcast<vec4<f32>>(q | vec4<u32>(0x4B000000u)) - 8388616.0;
+}
+
+/// The 16-byte word `q` (32 nibbles, inputs `8b .. 8b + 32` of a row of x)
+/// dotted with x from vec4 `b`.
+fn dot32(q: vec4<u32>, b: u32) -> f32 {
+    var d = dot(vec4<f32>(x[b]), low4(q.x)) + dot(vec4<f32>(x[b + 1u]), low4(q.x >> 16u));
+    d += dot(vec4<f32>(x[b + 2u]), low4(q.y)) + dot(vec4<f32>(x[b + 3u]), low4(q.y >> 16u));
+    d += dot(vec4<f32>(x[b + 4u]), low4(q.z)) + dot(vec4<f32>(x[b + 5u]), low4(q.z >> 16u));
+    d += dot(vec4<f32>(x[b + 6u]), low4(q.w)) + dot(vec4<f32>(x[b + 7u]), low4(q.w >> 16u));
+    return d;
+}
+
+/// One word's contribution to the (up to four) rows of x, each `x_row`
+/// vec4s long: `acc[r] += dot32(q, r * x_row + b) * s` for `r < m`.
+fn rows4(acc: vec4<f32>, q: vec4<u32>, b: u32, x_row: u32, m: u32, s: f32) -> vec4<f32> {
+    var a = acc;
+    a.x += dot32(q, b) * s;
+    if m > 1u {
+        a.y += dot32(q, x_row + b) * s;
+    }
+    if m > 2u {
+        a.z += dot32(q, 2u * x_row + b) * s;
+    }
+    if m > 3u {
+        a.w += dot32(q, 3u * x_row + b) * s;
+    }
+    return a;
+}
+
+/// Word `i` of projection `j`'s weight.
+fn weight(j: u32, i: u32) -> vec4<u32> {
+    if j == 0u {
+        return w_q[i];
+    }
+    if j == 1u {
+        return w_k[i];
+    }
+    return w_v[i];
+}
+
+/// Scale `i` of projection `j`.
+fn scale(j: u32, i: u32) -> f32 {
+    if j == 0u {
+        return f32(s_q[i]);
+    }
+    if j == 1u {
+        return f32(s_k[i]);
+    }
+    return f32(s_v[i]);
+}
+
+fn store(j: u32, i: u32, v: f32) {
+    if j == 0u {
+        out_q[i] = Elem(v);
+    } else if j == 1u {
+        out_k[i] = Elem(v);
+    } else {
+        out_v[i] = Elem(v);
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let g = wid.y * groups.x + wid.x;
+    // Which projection (uniform across the workgroup), and its sizes.
+    var j = 0u;
+    var first = 0u;
+    var n = p.n_q;
+    var n_pad = p.pad_q;
+    if g >= p.wg_v {
+        j = 2u;
+        first = p.wg_v;
+        n = p.n_v;
+        n_pad = p.pad_v;
+    } else if g >= p.wg_k {
+        j = 1u;
+        first = p.wg_k;
+        n = p.n_k;
+        n_pad = p.pad_k;
+    }
+    let cols = p.cols;
+    let c = lid % cols;
+    let slice = lid / cols;
+    let slices = WG / cols;
+    let target_col = (g - first) * cols + c;
+    // Columns past N compute the last column (control flow stays uniform)
+    // and store nothing.
+    let col = min(target_col, n - 1u);
+    let words = p.k / 32u;
+    let x_row = p.k / 4u;
+    // Word `w` of this column at `base + w * stride`.
+    var base = col * words;
+    var stride = 1u;
+    if ((p.w_layout >> j) & 1u) != 0u {
+        base = col;
+        stride = n;
+    }
+    var acc = vec4<f32>();
+    var w = slice;
+    for (; w + slices < words; w += 2u * slices) {
+        let q0 = weight(j, base + w * stride);
+        let q1 = weight(j, base + (w + slices) * stride);
+        let s0 = scale(j, (w * 32u / p.group_size) * n_pad + col);
+        let s1 = scale(j, ((w + slices) * 32u / p.group_size) * n_pad + col);
+        acc = rows4(acc, q0, w * 8u, x_row, p.m, s0);
+        acc = rows4(acc, q1, (w + slices) * 8u, x_row, p.m, s1);
+    }
+    if w < words {
+        let s = scale(j, (w * 32u / p.group_size) * n_pad + col);
+        acc = rows4(acc, weight(j, base + w * stride), w * 8u, x_row, p.m, s);
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var st = slices / 2u; st > 0u; st /= 2u) {
+        if slice < st {
+            partial[lid] += partial[lid + st * cols];
+        }
+        workgroupBarrier();
+    }
+    if slice == 0u && target_col < n {
+        let v = partial[lid];
+        for (var r = 0u; r < p.m; r++) {
+            store(j, r * n + col, v[r]);
+        }
+    }
+}
+"#;
+
 /// `q4_gemv_swiglu.wgsl` with `Elem = f32`.
 pub const Q4_GEMV_SWIGLU_F32: &str = r#"//! Decode route of the fused `etwgpu.linear_q4gsw_swiglu` (at most
 //! `MAX_ROWS` rows of x): with `g` and `u` the 4-bit linears of the gate
@@ -11868,6 +12384,17 @@ fn workgroup_sum(v: f32, lid: u32) -> f32 {
     return partial[0];
 }
 
+/// Element `j` of the row at `base`, 0 past the row (the load is clamped
+/// into it, so it is issued unconditionally).
+fn at(base: u32, j: u32) -> f32 {
+    return select(0.0, f32(x[base + min(j, p.n - 1u)]), j < p.n);
+}
+
+/// Weight `j`, 0 past the row.
+fn wt(j: u32) -> f32 {
+    return select(0.0, f32(weight[min(j, p.n - 1u)]), j < p.n);
+}
+
 @compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
@@ -11880,6 +12407,26 @@ fn main(
         return;
     }
     let base = r * p.n;
+    if p.n <= 8u * WG {
+        // Rows of up to 8 * WG elements: every load this invocation makes is
+        // issued before any is used (one memory latency, not one per
+        // element; a small norm is latency-bound) and the row stays in
+        // registers.
+        let v0 = vec4<f32>(at(base, lid), at(base, lid + WG), at(base, lid + 2u * WG), at(base, lid + 3u * WG));
+        let v1 = vec4<f32>(at(base, lid + 4u * WG), at(base, lid + 5u * WG), at(base, lid + 6u * WG), at(base, lid + 7u * WG));
+        let w0 = vec4<f32>(wt(lid), wt(lid + WG), wt(lid + 2u * WG), wt(lid + 3u * WG));
+        let w1 = vec4<f32>(wt(lid + 4u * WG), wt(lid + 5u * WG), wt(lid + 6u * WG), wt(lid + 7u * WG));
+        let rstd = inverseSqrt(workgroup_sum(dot(v0, v0) + dot(v1, v1), lid) / f32(p.n) + p.eps);
+        let o0 = v0 * rstd * w0;
+        let o1 = v1 * rstd * w1;
+        for (var t = 0u; t < 8u; t++) {
+            let j = lid + t * WG;
+            if j < p.n {
+                out[base + j] = Elem(select(o1[t % 4u], o0[t % 4u], t < 4u));
+            }
+        }
+        return;
+    }
     var sq = 0.0;
     for (var j = lid; j < p.n; j += WG) {
         let v = f32(x[base + j]);
@@ -11935,6 +12482,17 @@ fn workgroup_sum(v: f32, lid: u32) -> f32 {
     return partial[0];
 }
 
+/// Element `j` of the row at `base`, 0 past the row (the load is clamped
+/// into it, so it is issued unconditionally).
+fn at(base: u32, j: u32) -> f32 {
+    return select(0.0, f32(x[base + min(j, p.n - 1u)]), j < p.n);
+}
+
+/// Weight `j`, 0 past the row.
+fn wt(j: u32) -> f32 {
+    return select(0.0, f32(weight[min(j, p.n - 1u)]), j < p.n);
+}
+
 @compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
@@ -11947,6 +12505,26 @@ fn main(
         return;
     }
     let base = r * p.n;
+    if p.n <= 8u * WG {
+        // Rows of up to 8 * WG elements: every load this invocation makes is
+        // issued before any is used (one memory latency, not one per
+        // element; a small norm is latency-bound) and the row stays in
+        // registers.
+        let v0 = vec4<f32>(at(base, lid), at(base, lid + WG), at(base, lid + 2u * WG), at(base, lid + 3u * WG));
+        let v1 = vec4<f32>(at(base, lid + 4u * WG), at(base, lid + 5u * WG), at(base, lid + 6u * WG), at(base, lid + 7u * WG));
+        let w0 = vec4<f32>(wt(lid), wt(lid + WG), wt(lid + 2u * WG), wt(lid + 3u * WG));
+        let w1 = vec4<f32>(wt(lid + 4u * WG), wt(lid + 5u * WG), wt(lid + 6u * WG), wt(lid + 7u * WG));
+        let rstd = inverseSqrt(workgroup_sum(dot(v0, v0) + dot(v1, v1), lid) / f32(p.n) + p.eps);
+        let o0 = v0 * rstd * w0;
+        let o1 = v1 * rstd * w1;
+        for (var t = 0u; t < 8u; t++) {
+            let j = lid + t * WG;
+            if j < p.n {
+                out[base + j] = Elem(select(o1[t % 4u], o0[t % 4u], t < 4u));
+            }
+        }
+        return;
+    }
     var sq = 0.0;
     for (var j = lid; j < p.n; j += WG) {
         let v = f32(x[base + j]);

@@ -636,7 +636,16 @@ pub fn linear_q4gsw_qkv(c: &Ctx<'_>) -> Result<Lowered> {
     let total: u64 = ns.iter().sum::<u64>() * m;
     let mut steps = Vec::new();
     let gs = group_size as u64;
-    if total > 0 && (0..3).all(|j| q4_fast(k, k_packed[j], gs)) {
+    let fast = total > 0 && (0..3).all(|j| q4_fast(k, k_packed[j], gs));
+    let out_ids: Vec<Vid> = outs.iter().map(|o| o.id).collect();
+    let gemv = if fast {
+        crate::ops::quant::q4_gemv_qkv_dispatch(c, &x, m, k, gs, ns, n_pads, inputs.clone(), out_ids)?
+    } else {
+        None
+    };
+    if let Some(d) = gemv {
+        steps.push(Step::Dispatch(d));
+    } else if fast {
         // The fast 4-bit routes beat one slow kernel for all three: one
         // fast dispatch per projection.
         for j in 0..3 {

@@ -223,6 +223,58 @@ pub(crate) fn q4_fast_dispatch(
     })
 }
 
+/// The one-dispatch decode route of a fused 4-bit Q/K/V
+/// (`q4_gemv_qkv.wgsl`), or `None` past [`Q4_GEMV_MAX_ROWS`] rows (three
+/// fast-route dispatches then). `ns` and `n_pads` are the projections'
+/// output features and scale row lengths; inputs `[x, w_q, s_q, w_k, s_k,
+/// w_v, s_v]`, outputs `[q, k, v]`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn q4_gemv_qkv_dispatch(
+    c: &Ctx<'_>,
+    x: &TensorInfo<'_>,
+    m: u64,
+    k: u64,
+    group_size: u64,
+    ns: [u64; 3],
+    n_pads: [u64; 3],
+    inputs: Vec<Vid>,
+    outputs: Vec<Vid>,
+) -> Result<Option<Dispatch>> {
+    if m > Q4_GEMV_MAX_ROWS || ns.contains(&0) {
+        return Ok(None);
+    }
+    let cols = q4_gemv_cols(ns.iter().sum());
+    let groups = ns.map(|n| n.div_ceil(cols));
+    let layout = (0..3).fold(0u32, |bits, j| bits | (u32::from(c.q4_word_major(inputs[1 + 2 * j])) << j));
+    let mut params = Uniform::new()
+        .u32(to_u32("M", m)?)
+        .u32(to_u32("K", k)?)
+        .u32(to_u32("group_size", group_size)?)
+        .u32(to_u32("columns per workgroup", cols)?);
+    for n in ns {
+        params = params.u32(to_u32("N", n)?);
+    }
+    params = params.u32(layout);
+    for n_pad in n_pads {
+        params = params.u32(to_u32("padded N", n_pad)?);
+    }
+    let params = params
+        .u32(to_u32("workgroups", groups[0])?)
+        .u32(to_u32("workgroups", groups[0] + groups[1])?)
+        .u32(0)
+        .u32(0)
+        .u32(0)
+        .finish();
+    Ok(Some(Dispatch {
+        shader: float_shader(Family::Q4GemvQkv, x, 0, "input")?.into(),
+        entry: "main",
+        inputs,
+        outputs,
+        params,
+        workgroups: grid_groups(groups.iter().sum())?,
+    }))
+}
+
 /// `et_vk.embedding_q4gsw.default(weight u8 [V, E/2], weight_scales [V, G],
 /// group_size, indices int32, is_linear_weight, →out [..., E])`. Only the
 /// linear packing (`is_linear_weight = True`, what the exporter writes).

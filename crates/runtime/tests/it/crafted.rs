@@ -879,3 +879,56 @@ fn float_swiglu_and_qkv_gemvs_match_a_reference() {
         }
     }
 }
+
+/// The fused 4-bit Q/K/V decode GEMV (`q4_gemv_qkv.wgsl`, one dispatch for
+/// the three projections) on ragged shapes: widths off any column count
+/// per workgroup (8, 16, 32 by the total), projections of different
+/// widths, 1 to 4 rows, groups of 32 and 64; the K weight fed as a graph
+/// input (row-major) next to constant ones (word-major).
+#[test]
+fn q4_gemv_qkv_ragged_shapes_match_a_reference() {
+    let cases = [
+        (1usize, 2048usize, 32usize, [259usize, 64, 7], false),
+        (3, 96, 32, [1031, 5, 130], true),
+        (4, 64, 64, [4_100, 9, 3], false),
+        (2, 160, 32, [9_000, 520, 520], true),
+    ];
+    for (m, k, gs, ns, k_in) in cases {
+        let xv = data(m * k, 61 + m as u32);
+        let mut g = GraphBuilder::new();
+        let x = g.tensor(DType::F32, &[m as u64, k as u64]);
+        let gs_v = g.int(gs as i64);
+        let (mut args, mut outs, mut wants, mut fed) = (vec![x, gs_v], Vec::new(), Vec::new(), None);
+        for (j, &n) in ns.iter().enumerate() {
+            let (packed, scales, n_pad, w) = q4_weight(n, k, gs, 63 + 2 * j as u32);
+            let w_dims = [n as u64, k as u64 / 2];
+            let wt = if k_in && j == 1 {
+                fed = Some(Tensor::new(DType::U8, w_dims.to_vec(), packed).expect("sizes match"));
+                g.tensor(DType::U8, &w_dims)
+            } else {
+                g.constant(DType::U8, &w_dims, &packed)
+            };
+            args.push(wt);
+            args.push(g.constant(DType::F32, &[k.div_ceil(gs) as u64, n_pad as u64], &f32_bytes(&scales)));
+            outs.push(g.tensor(DType::F32, &[m as u64, n as u64]));
+            wants.push(matvec_ref(&xv, &w, m, n, k));
+        }
+        let list = g.value_list(&outs);
+        args.push(list);
+        let ins = if k_in { vec![x, args[4]] } else { vec![x] };
+        g.op("etwgpu.linear_q4gsw_qkv.default", &args).inputs(&ins).outputs(&outs);
+        let Some(method) = load(g) else { return };
+        let mut inputs = vec![Tensor::from_f32(&[m as u64, k as u64], &xv)];
+        inputs.extend(fed);
+        let got = method.expect("loads").run(&inputs).expect("runs");
+        for (j, want) in wants.iter().enumerate() {
+            assert_eq!(got[j].shape, [m as u64, ns[j] as u64]);
+            for (i, (g, w)) in got[j].to_f64_vec().iter().zip(want).enumerate() {
+                assert!(
+                    (g - w).abs() <= 1e-4 + 1e-4 * w.abs(),
+                    "q4 qkv m {m} k {k} projection {j} element {i}: {g} vs {w}"
+                );
+            }
+        }
+    }
+}

@@ -363,11 +363,11 @@ fn q4gsw_swiglu_is_one_dispatch() {
 /// A residual add whose sum an RMS norm reads and the next residual add
 /// reads too (a Llama block's seam): one `etwgpu.add_rms_norm` writing the
 /// sum and the norm, in float32 and float16, at the declared and a shorter
-/// live length (rows of 300: more than one pass of the workgroup).
+/// live length (rows of 300: more than one pass of the workgroup, in
+/// registers; rows of 2100: the loop past 8 elements per invocation).
 #[test]
 fn residual_add_and_rms_norm_are_one_dispatch() {
-    for dtype in [DType::F32, DType::F16] {
-        let n = 300u64;
+    for (dtype, n) in [(DType::F32, 300u64), (DType::F16, 300), (DType::F32, 2100)] {
         let mut g = GraphBuilder::new();
         let shape = [1, 5, n];
         let (h, r) = (g.tensor(dtype, &shape), g.tensor(dtype, &shape));
@@ -396,7 +396,11 @@ fn residual_add_and_rms_norm_are_one_dispatch() {
                 }
             })
             .collect();
-        let name = if dtype == DType::F16 { "add_rms_norm_f16" } else { "add_rms_norm" };
+        let name = match (dtype, n) {
+            (DType::F16, _) => "add_rms_norm_f16",
+            (_, 300) => "add_rms_norm",
+            _ => "add_rms_norm_long",
+        };
         check(name, g, &[FusionKind::AddNorm], &calls, 1e-6);
     }
 }

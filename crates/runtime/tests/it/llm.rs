@@ -695,11 +695,18 @@ fn q4_linear_fast_routes_match_the_reference() {
     }
 }
 
-/// RMS norm over rows longer than one workgroup (600 > 256 invocations)
-/// and more rows than one grid dimension's worth of small steps.
+/// RMS norm over rows longer than one workgroup (600 > 256 invocations),
+/// at the longest row the kernel keeps in registers (2048 = 8 per
+/// invocation) and past it (2500, the loop), and more rows than one grid
+/// dimension's worth of small steps.
 #[test]
 fn rms_norm_over_long_rows() {
-    let (rows, n) = (5usize, 600usize);
+    for n in [600usize, 2048, 2500] {
+        rms_norm_rows(5, n);
+    }
+}
+
+fn rms_norm_rows(rows: usize, n: usize) {
     let mut g = GraphBuilder::new();
     let x = g.tensor(DType::F32, &[rows as u64, n as u64]);
     let wv = data(n, 31);
@@ -717,7 +724,7 @@ fn rms_norm_over_long_rows() {
             xv[i] / (ms + 1e-5).sqrt() * wv[i % n]
         })
         .collect();
-    assert_close(&f32s(&outs[0]), &want, 1e-5, "rms_norm");
+    assert_close(&f32s(&outs[0]), &want, 1e-5, &format!("rms_norm rows of {n}"));
 }
 
 /// Runs submitted ahead on the tiny Llama: run `n + 1` takes its token on

@@ -1,0 +1,161 @@
+//! Times variants of the 4-bit decode GEMV on one large shape (the
+//! 128256 x 2048 output head of Llama-3.2-1B, 164 MB of weights and
+//! scales, more than the GPU's caches) to see what limits it: the whole
+//! kernel, x from workgroup memory, no dequantization, the weights alone,
+//! more words in flight, each with wgpu's shader bounds checks on and off.
+//! GPU timestamps per dispatch (one pass each), median of 10 after a
+//! warm-up. Run: `cargo run --release -p etwgpu-runtime --example gemv_probe [N K]`.
+
+use etwgpu_runtime::Runtime;
+
+const SOURCE: &str = include_str!("gemv_probe.wgsl");
+const MODES: [(u32, &str); 5] = [
+    (0, "whole kernel"),
+    (1, "x in workgroup memory"),
+    (2, "no dequantization"),
+    (3, "weights alone"),
+    (4, "4 words in flight"),
+];
+
+fn main() {
+    let args: Vec<u64> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
+    let (n, k) = (args.first().copied().unwrap_or(128_256), args.get(1).copied().unwrap_or(2048));
+    let rt = match Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("gemv_probe: no GPU: {e}");
+            std::process::exit(1)
+        }
+    };
+    let (device, queue) = (rt.device(), rt.queue());
+    if !device.features().contains(wgpu::Features::TIMESTAMP_QUERY) {
+        eprintln!("gemv_probe: the device has no timestamps");
+        std::process::exit(1)
+    }
+    let group = 32u64;
+    let storage = |label: &str, bytes: u64, seed: u32| {
+        let mut data = vec![0u8; bytes as usize];
+        let mut s = seed.wrapping_mul(2_654_435_761) | 1;
+        for chunk in data.chunks_exact_mut(4) {
+            s ^= s << 13;
+            s ^= s >> 17;
+            s ^= s << 5;
+            chunk.copy_from_slice(&(s & 0x3C3C_3C3C).to_le_bytes());
+        }
+        let buffer = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(label),
+            size: bytes,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        queue.write_buffer(&buffer, 0, &data);
+        buffer
+    };
+    let w_bytes = n * k / 2;
+    let s_bytes = k / group * n * 4;
+    let x = storage("x", k * 4, 1);
+    let weights = storage("weights", w_bytes, 2);
+    let scales = storage("scales", s_bytes, 3);
+    let out = storage("out", n * 4, 4);
+    let uniforms = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("params"),
+        size: 16,
+        usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let params: Vec<u8> = [n as u32, k as u32, group as u32, 0].iter().flat_map(|v| v.to_le_bytes()).collect();
+    queue.write_buffer(&uniforms, 0, &params);
+    let wgs = n.div_ceil(32) as u32;
+    let grid = [wgs.min(65_535), wgs.div_ceil(65_535), 1];
+    let iterations = 11u32;
+    println!(
+        "gemv probe: {} ({n} x {k}, {:.1} MB of weights and scales)",
+        rt.adapter_info().name,
+        (w_bytes + s_bytes) as f64 / 1e6
+    );
+    for (mode, what) in MODES {
+        for checked in [true, false] {
+            let source = SOURCE.replace("const MODE: u32 = 0u;", &format!("const MODE: u32 = {mode}u;"));
+            let descriptor = wgpu::ShaderModuleDescriptor {
+                label: Some("gemv probe"),
+                source: wgpu::ShaderSource::Wgsl(source.into()),
+            };
+            let module = if checked {
+                device.create_shader_module(descriptor)
+            } else {
+                // SAFETY: the probe's indices stay inside its buffers (the
+                // grid covers N columns, x holds K, the scales K/32 rows).
+                unsafe { device.create_shader_module_trusted(descriptor, wgpu::ShaderRuntimeChecks::unchecked()) }
+            };
+            let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some("gemv probe"),
+                layout: None,
+                module: &module,
+                entry_point: Some("main"),
+                compilation_options: wgpu::PipelineCompilationOptions::default(),
+                cache: None,
+            });
+            let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: None,
+                layout: &pipeline.get_bind_group_layout(0),
+                entries: &[
+                    wgpu::BindGroupEntry { binding: 0, resource: uniforms.as_entire_binding() },
+                    wgpu::BindGroupEntry { binding: 1, resource: x.as_entire_binding() },
+                    wgpu::BindGroupEntry { binding: 2, resource: weights.as_entire_binding() },
+                    wgpu::BindGroupEntry { binding: 3, resource: scales.as_entire_binding() },
+                    wgpu::BindGroupEntry { binding: 4, resource: out.as_entire_binding() },
+                ],
+            });
+            let queries = device.create_query_set(&wgpu::QuerySetDescriptor {
+                label: None,
+                ty: wgpu::QueryType::Timestamp,
+                count: 2 * iterations,
+            });
+            let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+            for i in 0..iterations {
+                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: None,
+                    timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
+                        query_set: &queries,
+                        beginning_of_pass_write_index: Some(2 * i),
+                        end_of_pass_write_index: Some(2 * i + 1),
+                    }),
+                });
+                pass.set_pipeline(&pipeline);
+                pass.set_bind_group(0, &bind_group, &[]);
+                pass.dispatch_workgroups(grid[0], grid[1], grid[2]);
+            }
+            let size = 16 * u64::from(iterations);
+            let resolve = device.create_buffer(&wgpu::BufferDescriptor {
+                label: None,
+                size,
+                usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: false,
+            });
+            let read = device.create_buffer(&wgpu::BufferDescriptor {
+                label: None,
+                size,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+            encoder.resolve_query_set(&queries, 0..2 * iterations, &resolve, 0);
+            encoder.copy_buffer_to_buffer(&resolve, 0, &read, 0, size);
+            queue.submit([encoder.finish()]);
+            read.slice(..).map_async(wgpu::MapMode::Read, |_| {});
+            let _ = device.poll(wgpu::PollType::wait_indefinitely());
+            let view = read.slice(..).get_mapped_range().expect("mapped");
+            let period = f64::from(queue.get_timestamp_period());
+            let ticks: Vec<u64> = view.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8"))).collect();
+            let mut times: Vec<f64> =
+                ticks.chunks_exact(2).skip(1).map(|t| t[1].saturating_sub(t[0]) as f64 * period * 1e-9).collect();
+            times.sort_by(f64::total_cmp);
+            let t = times[times.len() / 2];
+            println!(
+                "  mode {mode} {what:<24} checks {:<3}: {:8.1} us, {:7.1} GB/s",
+                if checked { "on" } else { "off" },
+                t * 1e6,
+                (w_bytes + s_bytes) as f64 / t / 1e9
+            );
+        }
+    }
+}
