@@ -42,11 +42,13 @@ def _quiet() -> None:
 
 
 def _all_fixtures():
+    import fixtures_families
     import fixtures_llama
     import fixtures_nn
 
     registry = dict(fixtures_nn.FIXTURES)
     registry.update(fixtures_llama.FIXTURES)
+    registry.update(fixtures_families.FIXTURES)
     return registry
 
 

@@ -439,8 +439,9 @@ impl Lowerer {
         };
         for (vid, shape) in lowered.shapes {
             let t = tensor_of(graph, ValueId(vid.0))?;
-            let fits = shape.len() == t.dims.len() && shape.iter().zip(&t.dims).all(|(a, b)| a <= b);
-            if !fits {
+            // ExecuTorch's resize rule: the rank stays, the element count
+            // fits the allocation (made at the declared shape).
+            if !crate::route::fits_allocation(&shape, &t.dims) {
                 return Err(LowerError::OutputShape {
                     op: call.name.clone(),
                     node_id: call.node_id,

@@ -1,7 +1,7 @@
 //! Where a KernelCall (an op the export left outside the Vulkan delegate)
 //! runs: on the GPU when its functional op is in the kernel table
 //! (`aten::log` + `out` → `aten.log.default`, `aten::mul` + `Scalar_out` →
-//! `aten.mul.Scalar`) and its host rule accepts the call at the declared
+//! `aten.mul.Scalar`, `aten::mean` + `out` → `aten.mean.dim`) and its host rule accepts the call at the declared
 //! shapes, as a one-op graph ([`gpu_route`]); else in the runtime's CPU
 //! fallback when it has the op ([`CPU_FALLBACK_OPS`]); else nowhere
 //! ([`Route::Unsupported`]). Deciding needs no GPU, so `etwgpu inspect`
@@ -14,6 +14,14 @@ use etwgpu_format::{
     VkValue,
 };
 
+/// Whether a tensor of `shape` fits one allocated at `max`, by
+/// ExecuTorch's resize rule: the same rank and no more elements (each dim
+/// may exceed its maximum, as `[3, 14, 15, 9]` within `[8, 13, 55, 68]`).
+pub fn fits_allocation(shape: &[u64], max: &[u64]) -> bool {
+    let numel = |s: &[u64]| s.iter().try_fold(1u64, |n, &d| n.checked_mul(d));
+    shape.len() == max.len() && matches!((numel(shape), numel(max)), (Some(n), Some(m)) if n <= m)
+}
+
 /// The ops the runtime's CPU fallback computes, by plan name
 /// (`name.overload`), with their schema arity (the `out` tensor included).
 pub const CPU_FALLBACK_OPS: &[(&str, usize)] = &[
@@ -21,11 +29,24 @@ pub const CPU_FALLBACK_OPS: &[(&str, usize)] = &[
     ("aten::any.dims_out", 4),
     // `any.out` is the one-dim form: (self, dim, keepdim, out).
     ("aten::any.out", 4),
+    // (self, size, stride, storage_offset, out)
+    ("aten::as_strided_copy.out", 5),
+    // (self, src, non_blocking, out)
+    ("aten::copy.out", 4),
     ("aten::cumsum.out", 4),
+    ("aten::fmod.Scalar_out", 3),
+    // (self, indices: Tensor?[], out)
+    ("aten::index.Tensor_out", 3),
     ("aten::log.out", 2),
     ("aten::maximum.out", 3),
+    // (self, dim, keepdim, dtype, out)
+    ("aten::mean.out", 5),
     ("aten::mul.Scalar_out", 3),
     ("aten::scalar_tensor.out", 2),
+    // (self, src, dim, start, end, step, out)
+    ("aten::slice_scatter.out", 7),
+    // (self, non_blocking, dim_order, out): a cast, e.g. from uint8.
+    ("dim_order_ops::_to_dim_order_copy.out", 4),
 ];
 
 /// The schema arity of CPU fallback op `full_name` (`name.overload`), when
@@ -47,6 +68,12 @@ pub enum Route {
 
 /// The kernel-table name of a plan operator's functional form.
 fn gpu_name(name: &str, overload: &str) -> Option<String> {
+    // Out variants whose functional overload has another name (same args).
+    match (name, overload) {
+        ("aten::mean", "out") => return Some("aten.mean.dim".into()),
+        ("aten::sum", "IntList_out") => return Some("aten.sum.dim_IntList".into()),
+        _ => {}
+    }
     let base = name.strip_prefix("aten::")?;
     let overload = if overload == "out" { "default" } else { overload.strip_suffix("_out")? };
     Some(format!("aten.{base}.{overload}"))

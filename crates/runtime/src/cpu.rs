@@ -1,7 +1,8 @@
-//! CPU fallback for the few portable ops that exports leave outside the
+//! CPU fallback for the portable ops that exports leave outside the
 //! Vulkan delegate and that have no GPU kernel here. Each takes the
 //! KernelCall's schema args (the `out` tensor last) and computes in f64,
-//! writing the out tensor's dtype.
+//! writing the out tensor's dtype; the ops that only move elements
+//! ([`layout`]) copy them.
 
 use etwgpu_format::{DType, PlanValue};
 use etwgpu_graph::route::int_list;
@@ -9,17 +10,26 @@ use etwgpu_graph::route::int_list;
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 
+mod layout;
+
 /// A CPU fallback op.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum CpuOp {
     AnyDims,
     AnyDim,
     Any,
+    AsStridedCopy,
+    Copy,
     Cumsum,
+    FmodScalar,
+    Index,
     Log,
     Maximum,
+    Mean,
     MulScalar,
     ScalarTensor,
+    SliceScatter,
+    ToDimOrderCopy,
 }
 
 /// The fallback op of a plan op name (`name.overload`); the names and
@@ -31,11 +41,18 @@ fn cpu_op(full_name: &str) -> Option<CpuOp> {
         "aten::any.all_out" => CpuOp::Any,
         "aten::any.dims_out" => CpuOp::AnyDims,
         "aten::any.out" => CpuOp::AnyDim,
+        "aten::as_strided_copy.out" => CpuOp::AsStridedCopy,
+        "aten::copy.out" => CpuOp::Copy,
         "aten::cumsum.out" => CpuOp::Cumsum,
+        "aten::fmod.Scalar_out" => CpuOp::FmodScalar,
+        "aten::index.Tensor_out" => CpuOp::Index,
         "aten::log.out" => CpuOp::Log,
         "aten::maximum.out" => CpuOp::Maximum,
+        "aten::mean.out" => CpuOp::Mean,
         "aten::mul.Scalar_out" => CpuOp::MulScalar,
         "aten::scalar_tensor.out" => CpuOp::ScalarTensor,
+        "aten::slice_scatter.out" => CpuOp::SliceScatter,
+        "dim_order_ops::_to_dim_order_copy.out" => CpuOp::ToDimOrderCopy,
         _ => return None,
     })
 }
@@ -54,6 +71,8 @@ pub(crate) enum Arg<'a> {
     Double(f64),
     Bool(bool),
     IntList(&'a [i64]),
+    /// A (possibly optional) tensor list; `None` items are absent.
+    TensorList(&'a [Option<&'a Tensor>]),
     Null,
     Other(&'static str),
 }
@@ -67,6 +86,7 @@ fn describe(arg: Option<&Arg<'_>>) -> String {
         Some(Arg::Double(x)) => format!("Double {x}"),
         Some(Arg::Bool(x)) => format!("Bool {x}"),
         Some(Arg::IntList(x)) => format!("IntList {x:?}"),
+        Some(Arg::TensorList(x)) => format!("a list of {} tensors", x.len()),
         Some(Arg::Null) => "Null".into(),
         Some(Arg::Other(kind)) => (*kind).into(),
     }
@@ -207,11 +227,34 @@ pub(crate) fn call(
             _ => None,
         })
         .collect();
+    // A tensor list's items, each the tensor in its slot (`None` where the
+    // list has no tensor there; an item that is unset makes the list one).
+    let tensor_lists: Vec<Option<Vec<Option<&Tensor>>>> = schema
+        .iter()
+        .map(|&p| {
+            let items: Vec<Option<usize>> = match &values[p] {
+                PlanValue::TensorList(items) => items.iter().copied().map(Some).collect(),
+                PlanValue::OptionalTensorList(items) => items.clone(),
+                _ => return None,
+            };
+            items
+                .iter()
+                .map(|item| match item {
+                    None => Some(None),
+                    Some(q) => slots.get(*q).and_then(Option::as_ref).map(Some),
+                })
+                .collect()
+        })
+        .collect();
     let args: Vec<Arg<'_>> = schema
         .iter()
-        .zip(held.iter().zip(&lists))
-        .map(|(&p, (t, list))| match (t, &values[p]) {
+        .zip(held.iter().zip(lists.iter().zip(&tensor_lists)))
+        .map(|(&p, (t, (list, tensors)))| match (t, &values[p]) {
             (Some(t), _) => Arg::Tensor(t),
+            (None, PlanValue::TensorList(_) | PlanValue::OptionalTensorList(_)) => match tensors {
+                Some(x) => Arg::TensorList(x),
+                None => Arg::Other("a tensor list with an unset tensor"),
+            },
             (None, PlanValue::IntList(_)) => match list {
                 Some(x) => Arg::IntList(x),
                 None => Arg::Other("an IntList with non-Int items"),
@@ -236,6 +279,51 @@ pub(crate) fn call(
 /// Runs `op` on its schema args; the out tensor (last arg) gives the dtype.
 pub(crate) fn run(op: CpuOp, args: &[Arg<'_>], out_dtype: DType) -> Result<Tensor, ArgError> {
     let (shape, values) = match op {
+        CpuOp::AsStridedCopy => return Ok(layout::as_strided(tensor(args, 0)?, args)?.into_tensor(out_dtype)),
+        CpuOp::Copy => return Ok(layout::copy(tensor(args, 0)?, tensor(args, 1)?)?.into_tensor(out_dtype)),
+        CpuOp::SliceScatter => {
+            let t = layout::slice_scatter(tensor(args, 0)?, tensor(args, 1)?, args)?;
+            if t.dtype != out_dtype {
+                return Err((0, format!("self is {}, out is {out_dtype}", t.dtype)));
+            }
+            return Ok(t);
+        }
+        CpuOp::Index => {
+            let x = tensor(args, 0)?;
+            let indices = match args.get(1) {
+                Some(Arg::TensorList(items)) => *items,
+                other => return Err((1, format!("expected a tensor list, found {}", describe(other)))),
+            };
+            return Ok(layout::index(x, indices)?.into_tensor(out_dtype));
+        }
+        CpuOp::Mean => {
+            let x = tensor(args, 0)?;
+            let dims = reduce_dims(args, 1, x.shape.len())?;
+            let keepdim = matches!(args.get(2), Some(Arg::Bool(true)));
+            let (shape, sums, count) = sum_over(&x.to_f64_vec(), &x.shape, &dims, keepdim);
+            (shape, sums.iter().map(|s| s / count as f64).collect())
+        }
+        CpuOp::ToDimOrderCopy => {
+            // A cast (as the portable kernel: C casts, nonzero -> true);
+            // only the contiguous dim order is laid out here.
+            let x = tensor(args, 0)?;
+            match args.get(2) {
+                Some(Arg::Null) => {}
+                Some(Arg::IntList(order)) if order.iter().enumerate().all(|(i, &d)| d == i as i64) => {}
+                other => {
+                    return Err((2, format!("only the contiguous dim order is supported, found {}", describe(other))));
+                }
+            }
+            (x.shape.clone(), x.to_f64_vec())
+        }
+        CpuOp::FmodScalar => {
+            let x = tensor(args, 0)?;
+            let s = num(args, 1)?;
+            if s == 0.0 && !is_float(out_dtype) {
+                return Err((1, "integer fmod by zero".into()));
+            }
+            (x.shape.clone(), x.to_f64_vec().iter().map(|v| v % s).collect())
+        }
         CpuOp::Cumsum => {
             let x = tensor(args, 0)?;
             let d = dim(args, 1, x.shape.len())?;
@@ -283,22 +371,7 @@ pub(crate) fn run(op: CpuOp, args: &[Arg<'_>], out_dtype: DType) -> Result<Tenso
         }
         CpuOp::AnyDim | CpuOp::AnyDims => {
             let x = tensor(args, 0)?;
-            let dims = match args.get(1) {
-                Some(Arg::IntList(ds)) => ds
-                    .iter()
-                    .map(|&d| {
-                        let r = x.shape.len().max(1) as i64;
-                        let w = if d < 0 { d + r } else { d };
-                        usize::try_from(w)
-                            .ok()
-                            .filter(|&w| w < x.shape.len().max(1))
-                            .ok_or_else(|| (1, format!("dim {d} out of range for rank {}", x.shape.len())))
-                    })
-                    .collect::<Result<Vec<_>, _>>()?,
-                Some(Arg::Int(_)) => vec![dim(args, 1, x.shape.len())?],
-                Some(Arg::Null) => Vec::new(),
-                other => return Err((1, format!("expected dims, found {}", describe(other)))),
-            };
+            let dims = reduce_dims(args, 1, x.shape.len())?;
             let keepdim = match args.get(2) {
                 Some(Arg::Bool(b)) => *b,
                 other => return Err((2, format!("expected keepdim bool, found {}", describe(other)))),
@@ -308,4 +381,46 @@ pub(crate) fn run(op: CpuOp, args: &[Arg<'_>], out_dtype: DType) -> Result<Tenso
         }
     };
     Ok(Tensor { dtype: out_dtype, bytes: encode(&values, out_dtype), shape })
+}
+
+fn is_float(dtype: DType) -> bool {
+    matches!(dtype, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
+}
+
+/// A reduction's dims (arg `i`: an int list, one int, or None for all;
+/// an empty list also means all), wrapped and checked against `rank`.
+fn reduce_dims(args: &[Arg<'_>], i: usize, rank: usize) -> Result<Vec<usize>, ArgError> {
+    let wrap = |d: i64| {
+        let r = rank.max(1) as i64;
+        let w = if d < 0 { d + r } else { d };
+        usize::try_from(w)
+            .ok()
+            .filter(|&w| w < rank.max(1))
+            .ok_or_else(|| (i, format!("dim {d} out of range for rank {rank}")))
+    };
+    match args.get(i) {
+        Some(Arg::IntList(ds)) => ds.iter().map(|&d| wrap(d)).collect(),
+        Some(Arg::Int(_)) => Ok(vec![dim(args, i, rank)?]),
+        Some(Arg::Null) => Ok(Vec::new()),
+        other => Err((i, format!("expected dims, found {}", describe(other)))),
+    }
+}
+
+/// Sums `x` of `shape` over `dims` (all when empty): the result shape,
+/// the sums and how many elements each sums.
+fn sum_over(x: &[f64], shape: &[u64], dims: &[usize], keepdim: bool) -> (Vec<u64>, Vec<f64>, u64) {
+    let all = dims.is_empty();
+    let reduced: Vec<bool> = (0..shape.len()).map(|i| all || dims.contains(&i)).collect();
+    let kept: Vec<u64> = shape.iter().zip(&reduced).map(|(&s, &r)| if r { 1 } else { s }).collect();
+    let st = strides(&kept);
+    let mut out = vec![0.0; kept.iter().product::<u64>() as usize];
+    for (flat, &v) in x.iter().enumerate() {
+        let idx = unravel(flat as u64, shape);
+        let at = idx.iter().zip(&reduced).zip(&st).map(|((&i, &r), s)| if r { 0 } else { i * s }).sum::<u64>();
+        out[at as usize] += v;
+    }
+    let count = shape.iter().zip(&reduced).filter(|(_, r)| **r).map(|(&s, _)| s).product();
+    let shape =
+        if keepdim { kept } else { shape.iter().zip(&reduced).filter(|(_, r)| !**r).map(|(&s, _)| s).collect() };
+    (shape, out, count)
 }

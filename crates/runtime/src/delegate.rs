@@ -481,9 +481,7 @@ impl LoadedDelegate {
             if t.dtype != spec.host_dtype && t.dtype != spec.device_dtype {
                 return Err(Error::InputDType { index, expected: spec.host_dtype, found: t.dtype });
             }
-            let fits =
-                t.shape.len() == spec.max_shape.len() && t.shape.iter().zip(&spec.max_shape).all(|(a, b)| a <= b);
-            if !fits {
+            if !etwgpu_graph::route::fits_allocation(&t.shape, &spec.max_shape) {
                 return Err(Error::InputShape { index, max: spec.max_shape.clone(), found: t.shape.clone() });
             }
             let expected = t.numel() * t.dtype.size_bytes() as u64;

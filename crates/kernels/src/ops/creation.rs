@@ -6,7 +6,9 @@
 
 use crate::error::{Error, Result};
 use crate::generated::shaders::{Family, ShaderId, Variant};
-use crate::plan::{Ctx, Dispatch, ElemType, Lowered, Step, TensorInfo, Uniform, WG_ELEMENTWISE, grid_1d, to_u32};
+use crate::plan::{
+    Ctx, Dispatch, ElemType, Lowered, Step, TensorInfo, Uniform, Value, WG_ELEMENTWISE, grid_1d, to_u32,
+};
 
 /// `out[i] = start + i * step` in the output's dtype.
 fn fill(out: &TensorInfo<'_>, out_idx: usize, shape: Vec<u64>, start: f64, step: f64) -> Result<Lowered> {
@@ -71,11 +73,20 @@ fn size_arg(c: &Ctx<'_>, i: usize) -> Result<Vec<u64>> {
     })
 }
 
+/// A Scalar argument: a number, or a bool as 0 or 1 (HF attention masks
+/// fill with `True`).
+fn scalar(c: &Ctx<'_>, i: usize, name: &'static str) -> Result<f64> {
+    match c.value(i) {
+        Value::Bool(b) => Ok(f64::from(u8::from(b))),
+        _ => c.num(i, name),
+    }
+}
+
 /// `aten.full.default(size, fill_value, dtype, layout, device, pin_memory,
 /// →out)`.
 pub fn full(c: &Ctx<'_>) -> Result<Lowered> {
     c.expect_args(7)?;
-    let value = c.num(1, "fill_value")?;
+    let value = scalar(c, 1, "fill_value")?;
     fill(&c.tensor(6, "out")?, 6, size_arg(c, 0)?, value, 0.0)
 }
 
@@ -91,7 +102,7 @@ pub fn constant(c: &Ctx<'_>, value: f64) -> Result<Lowered> {
 pub fn full_like(c: &Ctx<'_>) -> Result<Lowered> {
     c.expect_args(8)?;
     let x = c.tensor(0, "self")?;
-    let value = c.num(1, "fill_value")?;
+    let value = scalar(c, 1, "fill_value")?;
     fill(&c.tensor(7, "out")?, 7, x.shape.to_vec(), value, 0.0)
 }
 
@@ -107,7 +118,7 @@ pub fn constant_like(c: &Ctx<'_>, value: f64) -> Result<Lowered> {
 /// →out [])`.
 pub fn scalar_tensor(c: &Ctx<'_>) -> Result<Lowered> {
     c.expect_args(6)?;
-    let value = c.num(0, "s")?;
+    let value = scalar(c, 0, "s")?;
     fill(&c.tensor(5, "out")?, 5, Vec::new(), value, 0.0)
 }
 

@@ -929,6 +929,37 @@ fn q4_gemv_qkv_ragged_shapes_match_a_reference() {
                     "q4 qkv m {m} k {k} projection {j} element {i}: {g} vs {w}"
                 );
             }
+
+/// ExecuTorch's resize rule for dynamic shapes: an input (and every
+/// tensor computed from it) keeps its rank and fits when its element
+/// count is within the allocation made at the declared shape, whatever
+/// its dims; one element more is a typed error naming the input.
+#[test]
+fn inputs_fit_by_element_count_as_in_executorch() {
+    let max = [8u64, 13, 55, 68];
+    let mut g = GraphBuilder::new();
+    let x = g.tensor(DType::F32, &max);
+    let mid = g.tensor(DType::F32, &max);
+    let out = g.tensor(DType::F32, &max);
+    g.op("aten.neg.default", &[x, mid]).op("aten.relu.default", &[mid, out]).inputs(&[x]).outputs(&[out]);
+    let Some(method) = load(g) else { return };
+    let mut method = method.expect("loads");
+    let n_max: u64 = max.iter().product();
+    // [3, 14, 15, 9]: dims 14 > 13 while 5670 elements fit; and the exact
+    // element count along one dim.
+    for shape in [vec![3u64, 14, 15, 9], vec![1, 1, n_max, 1]] {
+        let n: u64 = shape.iter().product();
+        let xv = data(n as usize, 7);
+        let outs = method.run(&[Tensor::from_f32(&shape, &xv)]).unwrap_or_else(|e| panic!("{shape:?}: {e}"));
+        assert_eq!(outs[0].shape, shape);
+        let want: Vec<f32> = xv.iter().map(|v| (-v).max(0.0)).collect();
+        assert_eq!(f32s(&outs[0]), want, "{shape:?}");
+    }
+    for shape in [vec![1u64, 1, 1, n_max + 1], vec![3, 14, 15 * 9]] {
+        let n: u64 = shape.iter().product();
+        match method.run(&[Tensor::from_f32(&shape, &vec![0.0; n as usize])]) {
+            Err(Error::InputShape { index: 0, max: m, found }) => assert_eq!((m, found), (max.to_vec(), shape)),
+            other => panic!("{shape:?}: expected InputShape for input 0, got {other:?}"),
         }
     }
 }

@@ -298,14 +298,33 @@ fn whole_method_routes_and_round_trips() {
         ("mha_encoder", 3, 3, 3),
         // convolution.out (GPU) -> delegate 0 stays on the device.
         ("tiny_vit", 4, 3, 3),
+        // The architecture families (tools/export/fixtures_families.py).
+        // scalar_tensor and index.Tensor (the attention mask) on the CPU.
+        ("bert_encoder", 2, 2, 2),
+        // Mask arithmetic between 5 delegates: scalar_tensor, index.Tensor,
+        // cumsum, mul.Scalar and any on the CPU.
+        ("gpt2_decoder", 5, 15, 5),
+        ("whisper_encoder", 1, 0, 1),
+        // The shifted-window mask: copy, slice_scatter, fmod and scalar_tensor
+        // on the CPU between 11 delegates; the final mean.out on the GPU.
+        ("swin_tiny", 12, 33, 10),
+        // mean.out runs as aten.mean.dim between the delegates, on the device.
+        ("shufflenet", 3, 0, 1),
+        ("convnext", 2, 1, 2),
+        // Three casts from uint8 on the CPU feed one delegate.
+        ("uint8_image", 1, 3, 1),
     ];
     let mut failures = Vec::new();
     for (name, gpu, cpu, trips) in cases {
         let dir = fixtures_dir().join(name);
         let program = Program::open(dir.join("model.pte")).expect("fixture parses");
         let mut method = rt.load(&program, "forward").expect("fixture loads");
-        let x = Tensor::read_npy(dir.join("call0.in0.npy")).expect("input");
-        method.run(&[x]).expect("fixture runs");
+        let inputs: Vec<Tensor> = (0..)
+            .map(|i| dir.join(format!("call0.in{i}.npy")))
+            .take_while(|p| p.exists())
+            .map(|p| Tensor::read_npy(p).expect("input"))
+            .collect();
+        method.run(&inputs).expect("fixture runs");
         let found = (method.n_gpu_calls(), method.n_cpu_calls(), method.host_round_trips());
         eprintln!("{name}: {} GPU call(s), {} CPU fallback call(s), {} host round trip(s)", found.0, found.1, found.2);
         if found != (gpu, cpu, trips) {
