@@ -837,16 +837,23 @@ fn q4gsw_qkv_and_swiglu_check_their_packed_weights() {
     let outs = g.push(Owned::List(vec![q, k, v]));
     let l = check(&g, "etwgpu.linear_q4gsw_qkv.default", &[x, gs, wq, sq, wk, sk, wk, sk, outs]).expect("qkv");
     assert_eq!(l.shapes, vec![(q, vec![1, 3, 64]), (k, vec![1, 3, 32]), (v, vec![1, 3, 32])]);
-    // K and the group are multiples of 32: one fast GEMV per projection.
-    let fast: Vec<_> = l
-        .steps
-        .iter()
-        .map(|s| match s {
-            Step::Dispatch(d) => (d.shader.label(), d.outputs.clone()),
-            other => panic!("a dispatch, found {other:?}"),
-        })
-        .collect();
-    assert_eq!(fast, [("q4_gemv.f32", vec![q]), ("q4_gemv.f32", vec![k]), ("q4_gemv.f32", vec![v])]);
+    // K and the group are multiples of 32: at most 4 rows, one fast GEMV
+    // for the three projections; past them one fast GEMM per projection.
+    let fast = |l: &Lowered| -> Vec<_> {
+        l.steps
+            .iter()
+            .map(|s| match s {
+                Step::Dispatch(d) => (d.shader.label(), d.outputs.clone()),
+                other => panic!("a dispatch, found {other:?}"),
+            })
+            .collect()
+    };
+    assert_eq!(fast(&l), [("q4_gemv_qkv.f32", vec![q, k, v])]);
+    let x70 = g.t(&[1, 70, 64]);
+    let (q70, k70, v70) = (g.t(&[1, 70, 64]), g.t(&[1, 70, 32]), g.t(&[1, 70, 32]));
+    let outs70 = g.push(Owned::List(vec![q70, k70, v70]));
+    let l = check(&g, "etwgpu.linear_q4gsw_qkv.default", &[x70, gs, wq, sq, wk, sk, wk, sk, outs70]).expect("qkv");
+    assert_eq!(fast(&l), [("q4_gemm.f32", vec![q70]), ("q4_gemm.f32", vec![k70]), ("q4_gemm.f32", vec![v70])]);
     // K = 48 with groups of 16: the one fused kernel.
     let x48 = g.t(&[1, 3, 48]);
     let gs16 = g.push(Owned::Int(16));

@@ -929,6 +929,9 @@ fn q4_gemv_qkv_ragged_shapes_match_a_reference() {
                     "q4 qkv m {m} k {k} projection {j} element {i}: {g} vs {w}"
                 );
             }
+        }
+    }
+}
 
 /// ExecuTorch's resize rule for dynamic shapes: an input (and every
 /// tensor computed from it) keeps its rank and fits when its element
