@@ -44,9 +44,11 @@ def _quiet() -> None:
 def _all_fixtures():
     import fixtures_llama
     import fixtures_nn
+    import fixtures_q8
 
     registry = dict(fixtures_nn.FIXTURES)
     registry.update(fixtures_llama.FIXTURES)
+    registry.update(fixtures_q8.FIXTURES)
     return registry
 
 
