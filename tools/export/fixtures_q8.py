@@ -207,10 +207,73 @@ def fx_q8_convnet(verify: bool = True) -> FixtureResult:
                       "input [1,3,8,8].", model, calibration, ins)
 
 
+class Q8ReluPool(nn.Module):
+    def __init__(self, g: torch.Generator):
+        super().__init__()
+        self.conv = nn.Conv2d(4, 8, 3, padding=1)
+        self.pw = nn.Conv2d(8, 8, 1)
+        with torch.no_grad():
+            for conv in (self.conv, self.pw):
+                conv.weight.copy_(randn(g, *conv.weight.shape) / conv.weight[0].numel() ** 0.5)
+                conv.bias.copy_(randn(g, conv.out_channels, scale=0.1))
+
+    def forward(self, x):
+        return self.pw(torch.relu(nn.functional.max_pool2d(self.conv(x), 2)))
+
+
+def fx_q8_relu_pool(verify: bool = True) -> FixtureResult:
+    del verify
+    g = seed("q8_relu_pool")
+    model = Q8ReluPool(g)
+    calibration = [(randn(g, 1, 4, 8, 8),) for _ in range(4)]
+    ins = [(randn(g, 1, 4, 8, 8),)]
+    return q8_fixture("q8_relu_pool", "PT2E static int8: Conv2d(4,8,3,p1) -> max_pool2d(2) -> "
+                      "ReLU -> pointwise Conv2d(8,8,1); the relu after the pool is a separate "
+                      "et_vk.q8ta_relu, input [1,4,8,8].", model, calibration, ins)
+
+
+class Q8Block(nn.Module):
+    """A pre-norm transformer block (one head) of linears, layer norms, softmax."""
+
+    def __init__(self, g: torch.Generator, dim: int = 32):
+        super().__init__()
+        self.dim = dim
+        self.ln1 = nn.LayerNorm(dim)
+        self.ln2 = nn.LayerNorm(dim)
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+        self.fc1 = nn.Linear(dim, 2 * dim)
+        self.fc2 = nn.Linear(2 * dim, dim)
+        with torch.no_grad():
+            for fc in (self.qkv, self.proj, self.fc1, self.fc2):
+                fc.weight.copy_(randn(g, *fc.weight.shape) / fc.in_features ** 0.5)
+                fc.bias.copy_(randn(g, fc.out_features, scale=0.1))
+
+    def forward(self, x):
+        q, k, v = self.qkv(self.ln1(x)).chunk(3, -1)
+        att = torch.softmax(q @ k.transpose(-1, -2) / self.dim ** 0.5, -1)
+        x = x + self.proj(att @ v)
+        return x + self.fc2(torch.relu(self.fc1(self.ln2(x))))
+
+
+def fx_q8_block(verify: bool = True) -> FixtureResult:
+    del verify
+    g = seed("q8_block")
+    model = Q8Block(g)
+    calibration = [(randn(g, 8, 32),) for _ in range(8)]
+    ins = [(randn(g, 8, 32),)]
+    return q8_fixture("q8_block", "PT2E static int8 transformer block (one head, dim 32, 8 "
+                      "tokens): int8 linears and residual adds, float layer norms, attention "
+                      "matmuls and softmax between dequantize/quantize pairs.",
+                      model, calibration, ins)
+
+
 FIXTURES = {
     "q8_mlp": fx_q8_mlp,
     "q8_gemv": fx_q8_gemv,
     "q8_convnet": fx_q8_convnet,
+    "q8_relu_pool": fx_q8_relu_pool,
+    "q8_block": fx_q8_block,
     "q8_weight_only": fx_q8_weight_only,
     "q4_weight_only": fx_q4_weight_only,
 }

@@ -242,6 +242,7 @@ register_ops! {
     Q8taConv2dPw => "et_vk.q8ta_conv2d_pw.default" => |c| q8::q8ta_conv2d(c, ConvKind::General),
     Q8taLinear => "et_vk.q8ta_linear.default" => q8::q8ta_linear,
     Q8taLinearGemv => "et_vk.q8ta_linear_gemv.default" => q8::q8ta_linear,
+    Q8taRelu => "et_vk.q8ta_relu.default" => q8::q8ta_relu,
     RmsNorm => "et_vk.rms_norm.default" => llm::rms_norm,
     EtVkSdpa => "et_vk.sdpa.default" => llm::sdpa,
     SelectAsSymInt => "et_vk.select_as_symint.default" => symint::select_as_symint,

@@ -106,6 +106,8 @@ pub enum Family {
     Q8Linear,
     /// `q8_quantize.wgsl`.
     Q8Quantize,
+    /// `q8_relu.wgsl`.
+    Q8Relu,
     /// `q8_weight_only.wgsl`.
     Q8WeightOnly,
     /// `reduce.wgsl`.
@@ -380,6 +382,8 @@ pub enum ShaderId {
     Q8QuantizeF32,
     /// `q8_quantize.wgsl` with `Elem = f16`.
     Q8QuantizeF16,
+    /// `q8_relu.wgsl` with `Elem = f32`.
+    Q8ReluF32,
     /// `q8_weight_only.wgsl` with `Elem = f32`.
     Q8WeightOnlyF32,
     /// `q8_weight_only.wgsl` with `Elem = f16`.
@@ -570,6 +574,7 @@ impl ShaderId {
         ShaderId::Q8LinearF32,
         ShaderId::Q8QuantizeF32,
         ShaderId::Q8QuantizeF16,
+        ShaderId::Q8ReluF32,
         ShaderId::Q8WeightOnlyF32,
         ShaderId::Q8WeightOnlyF16,
         ShaderId::ReduceF32,
@@ -719,6 +724,7 @@ impl ShaderId {
             ShaderId::Q8LinearF32 => Family::Q8Linear,
             ShaderId::Q8QuantizeF32 => Family::Q8Quantize,
             ShaderId::Q8QuantizeF16 => Family::Q8Quantize,
+            ShaderId::Q8ReluF32 => Family::Q8Relu,
             ShaderId::Q8WeightOnlyF32 => Family::Q8WeightOnly,
             ShaderId::Q8WeightOnlyF16 => Family::Q8WeightOnly,
             ShaderId::ReduceF32 => Family::Reduce,
@@ -869,6 +875,7 @@ impl ShaderId {
             ShaderId::Q8LinearF32 => Variant::F32,
             ShaderId::Q8QuantizeF32 => Variant::F32,
             ShaderId::Q8QuantizeF16 => Variant::F16,
+            ShaderId::Q8ReluF32 => Variant::F32,
             ShaderId::Q8WeightOnlyF32 => Variant::F32,
             ShaderId::Q8WeightOnlyF16 => Variant::F16,
             ShaderId::ReduceF32 => Variant::F32,
@@ -1019,6 +1026,7 @@ impl ShaderId {
             ShaderId::Q8LinearF32 => "q8_linear.f32",
             ShaderId::Q8QuantizeF32 => "q8_quantize.f32",
             ShaderId::Q8QuantizeF16 => "q8_quantize.f16",
+            ShaderId::Q8ReluF32 => "q8_relu.f32",
             ShaderId::Q8WeightOnlyF32 => "q8_weight_only.f32",
             ShaderId::Q8WeightOnlyF16 => "q8_weight_only.f16",
             ShaderId::ReduceF32 => "reduce.f32",
@@ -1169,6 +1177,7 @@ impl ShaderId {
             ShaderId::Q8LinearF32 => Q8_LINEAR_F32,
             ShaderId::Q8QuantizeF32 => Q8_QUANTIZE_F32,
             ShaderId::Q8QuantizeF16 => Q8_QUANTIZE_F16,
+            ShaderId::Q8ReluF32 => Q8_RELU_F32,
             ShaderId::Q8WeightOnlyF32 => Q8_WEIGHT_ONLY_F32,
             ShaderId::Q8WeightOnlyF16 => Q8_WEIGHT_ONLY_F16,
             ShaderId::ReduceF32 => REDUCE_F32,
@@ -1613,6 +1622,9 @@ impl ShaderId {
             ShaderId::Q8QuantizeF16 => {
                 ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
             }
+            ShaderId::Q8ReluF32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
             ShaderId::Q8WeightOnlyF32 => {
                 ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 0 }
             }
@@ -1884,6 +1896,7 @@ impl ShaderId {
             (Family::Q8Linear, Variant::F32) => Some(ShaderId::Q8LinearF32),
             (Family::Q8Quantize, Variant::F32) => Some(ShaderId::Q8QuantizeF32),
             (Family::Q8Quantize, Variant::F16) => Some(ShaderId::Q8QuantizeF16),
+            (Family::Q8Relu, Variant::F32) => Some(ShaderId::Q8ReluF32),
             (Family::Q8WeightOnly, Variant::F32) => Some(ShaderId::Q8WeightOnlyF32),
             (Family::Q8WeightOnly, Variant::F16) => Some(ShaderId::Q8WeightOnlyF16),
             (Family::Reduce, Variant::F32) => Some(ShaderId::ReduceF32),
@@ -12048,6 +12061,64 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         let i = word * 4u + j;
         if i < p.numel {
             packed |= requant(f32(x[i]), p.inv_scale, p.zero_point, p.quant_min, p.quant_max) << (8u * j);
+        }
+    }
+    out[word] = packed;
+}
+"#;
+
+/// `q8_relu.wgsl` with `Elem = f32`.
+pub const Q8_RELU_F32: &str = r#"//! `et_vk.q8ta_relu`: `quantize(relu(dequantize(x)))` with the input's and
+//! the output's scale and zero point, each step in float32 as the reference
+//! (`q8ta_relu_impl`), the output clamped to -128..127. One invocation
+//! writes one output word.
+// variants: f32
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    in_scale: f32,
+    in_zero_point: i32,
+    out_inv_scale: f32,
+    out_zero_point: i32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<u32>;
+@group(0) @binding(2) var<storage, read_write> out: array<u32>;
+
+/// Byte `j` (0..4) of `word` as a signed int8 value.
+fn i8_at(word: u32, j: u32) -> i32 {
+    return bitcast<i32>(word << (24u - 8u * j)) >> 24u;
+}
+
+/// `clamp(round(y * inv_scale) + zero_point, -128, 127)`, as
+/// `quantized_decomposed.quantize_per_tensor` computes it (`round` is
+/// half-to-even in WGSL, as `torch.round`), in the low byte.
+fn requant(y: f32, inv_scale: f32, zero_point: i32, qmin: i32, qmax: i32) -> u32 {
+    let q = clamp(i32(round(y * inv_scale)) + zero_point, qmin, qmax);
+    return u32(q) & 0xffu;
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let word = gid.x + gid.y * nwg.x * WG;
+    if word * 4u >= p.numel {
+        return;
+    }
+    let wx = x[word];
+    var packed = 0u;
+    for (var j = 0u; j < 4u; j++) {
+        if word * 4u + j < p.numel {
+            let y = Elem(max((f32(i8_at(wx, j)) - f32(p.in_zero_point)) * p.in_scale, 0.0));
+            packed |= requant(f32(y), p.out_inv_scale, p.out_zero_point, -128, 127) << (8u * j);
         }
     }
     out[word] = packed;

@@ -4,7 +4,9 @@
 //! `dequantize_per_tensor` (`q8_dequantize.wgsl`), and the fused int8 ops
 //! the partitioner writes between them: `et_vk.q8ta_linear` and
 //! `q8ta_linear_gemv` (`q8_linear.wgsl`), `et_vk.q8ta_conv2d`, `_pw` and
-//! `_dw` (`q8_conv2d.wgsl`), `et_vk.q8ta_add` (`q8_add.wgsl`).
+//! `_dw` (`q8_conv2d.wgsl`), `et_vk.q8ta_add` (`q8_add.wgsl`) and
+//! `et_vk.q8ta_relu` (`q8_relu.wgsl`); and the weight-only linears of
+//! VulkanQuantizer (`q8_weight_only.wgsl`).
 //!
 //! int8 tensors are int8 on the device: four to a `u32` word, in the
 //! host's row-major element order (the `PACKED_INT8_*` memory layouts of
@@ -198,6 +200,41 @@ pub fn q8ta_add(c: &Ctx<'_>) -> Result<Lowered> {
         })
     })?;
     Ok(Lowered { shapes: vec![(out.id, a.shape.to_vec())], steps })
+}
+
+/// `et_vk.q8ta_relu.default(input int8, input_scale, input_zp,
+/// output_scale, output_zp, →out int8)`.
+pub fn q8ta_relu(c: &Ctx<'_>) -> Result<Lowered> {
+    c.expect_args(6)?;
+    let x = c.tensor(0, "input")?;
+    let in_scale = scale(c, 1, "input_scale")?;
+    let in_zp = int8_value(c, 2, "input_zero_point")?;
+    let out_scale = scale(c, 3, "output_scale")?;
+    let out_zp = int8_value(c, 4, "output_zero_point")?;
+    let out = c.tensor(5, "out")?;
+    int8(&x, 0, "input")?;
+    int8(&out, 5, "out")?;
+    let shader = crate::generated::shaders::ShaderId::find(Family::Q8Relu, crate::generated::shaders::Variant::F32)
+        .expect("q8_relu.wgsl has an f32 variant");
+    let numel = x.numel();
+    let steps = one_dispatch(numel, || {
+        let params = Uniform::new()
+            .u32(to_u32("elements", numel)?)
+            .f32(in_scale as f32)
+            .i32(in_zp)
+            .f32(inv(out_scale))
+            .i32(out_zp)
+            .finish();
+        Ok(Dispatch {
+            shader: shader.into(),
+            entry: "main",
+            inputs: vec![x.id],
+            outputs: vec![out.id],
+            params,
+            workgroups: grid_1d(numel.div_ceil(4), WG_Q8)?,
+        })
+    })?;
+    Ok(Lowered { shapes: vec![(out.id, x.shape.to_vec())], steps })
 }
 
 /// The quantization arguments every fused int8 op shares (schema
