@@ -45,10 +45,12 @@ def _all_fixtures():
     import fixtures_families
     import fixtures_llama
     import fixtures_nn
+    import fixtures_q8
 
     registry = dict(fixtures_nn.FIXTURES)
     registry.update(fixtures_llama.FIXTURES)
     registry.update(fixtures_families.FIXTURES)
+    registry.update(fixtures_q8.FIXTURES)
     return registry
 
 

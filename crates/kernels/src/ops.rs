@@ -16,6 +16,7 @@ pub mod llm;
 pub mod logic;
 pub mod matmul;
 pub mod norm;
+pub mod q8;
 pub mod quant;
 pub mod reduce;
 pub mod shape;
@@ -25,6 +26,7 @@ use crate::error::Result;
 use crate::plan::{Ctx, Lowered};
 use elementwise::{BinaryOp, UnaryOp};
 use logic::{BitOp, CmpOp};
+use q8::ConvKind;
 use reduce::{ArgOp, ReduceOp};
 use symint::SymIntOp;
 
@@ -124,6 +126,7 @@ register_ops! {
     BatchNormNoTraining => "aten._native_batch_norm_legit_no_training.default" => norm::batch_norm_no_training,
     Softmax => "aten._softmax.default" => |c| norm::softmax(c, false),
     ToCopy => "aten._to_copy.default" => shape::to_dim_order_copy,
+    WeightInt8packMm => "aten._weight_int8pack_mm.default" => |c| q8::weight_only_linear(c, 8),
     Abs => "aten.abs.default" => @unary Abs,
     Add => "aten.add.Tensor" => |c| elementwise::binary(c, BinaryOp::Add),
     Addmm => "aten.addmm.default" => matmul::addmm,
@@ -231,7 +234,15 @@ register_ops! {
     GridPriors => "et_vk.grid_priors.default" => creation::grid_priors,
     LinearDq8caQ4gsw => "et_vk.linear_dq8ca_q4gsw.default" => quant::linear_dq8ca_q4gsw,
     LinearQ4gsw => "et_vk.linear_q4gsw.default" => quant::linear_q4gsw,
+    LinearQcs4w => "et_vk.linear_qcs4w.default" => |c| q8::weight_only_linear(c, 4),
     Prepack => "et_vk.prepack.default" => infra::prepack,
+    Q8taAdd => "et_vk.q8ta_add.default" => q8::q8ta_add,
+    Q8taConv2d => "et_vk.q8ta_conv2d.default" => |c| q8::q8ta_conv2d(c, ConvKind::General),
+    Q8taConv2dDw => "et_vk.q8ta_conv2d_dw.default" => |c| q8::q8ta_conv2d(c, ConvKind::Depthwise),
+    Q8taConv2dPw => "et_vk.q8ta_conv2d_pw.default" => |c| q8::q8ta_conv2d(c, ConvKind::General),
+    Q8taLinear => "et_vk.q8ta_linear.default" => q8::q8ta_linear,
+    Q8taLinearGemv => "et_vk.q8ta_linear_gemv.default" => q8::q8ta_linear,
+    Q8taRelu => "et_vk.q8ta_relu.default" => q8::q8ta_relu,
     RmsNorm => "et_vk.rms_norm.default" => llm::rms_norm,
     EtVkSdpa => "et_vk.sdpa.default" => llm::sdpa,
     SelectAsSymInt => "et_vk.select_as_symint.default" => symint::select_as_symint,
@@ -247,6 +258,8 @@ register_ops! {
     LinearSwiglu => "etwgpu.linear_swiglu.default" => fused::linear_swiglu,
     SymFloorDiv => "floordiv" => |c| symint::arith(c, SymIntOp::FloorDiv),
     SymMul => "mul" => |c| symint::arith(c, SymIntOp::Mul),
+    DequantizePerTensor => "quantized_decomposed.dequantize_per_tensor.default" => q8::dequantize_per_tensor,
+    QuantizePerTensor => "quantized_decomposed.quantize_per_tensor.default" => q8::quantize_per_tensor,
     SdpaWithKvCache => "sdpa_with_kv_cache.default" => llm::sdpa_with_kv_cache,
     SymSub => "sub" => |c| symint::arith(c, SymIntOp::Sub),
     SymSize => "sym_size.int" => symint::sym_size,

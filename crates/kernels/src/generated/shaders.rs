@@ -98,6 +98,20 @@ pub enum Family {
     Q4GemvQkv,
     /// `q4_gemv_swiglu.wgsl`.
     Q4GemvSwiglu,
+    /// `q8_add.wgsl`.
+    Q8Add,
+    /// `q8_conv2d.wgsl`.
+    Q8Conv2d,
+    /// `q8_dequantize.wgsl`.
+    Q8Dequantize,
+    /// `q8_linear.wgsl`.
+    Q8Linear,
+    /// `q8_quantize.wgsl`.
+    Q8Quantize,
+    /// `q8_relu.wgsl`.
+    Q8Relu,
+    /// `q8_weight_only.wgsl`.
+    Q8WeightOnly,
     /// `reduce.wgsl`.
     Reduce,
     /// `rms_norm.wgsl`.
@@ -360,6 +374,26 @@ pub enum ShaderId {
     Q4GemvSwigluF32,
     /// `q4_gemv_swiglu.wgsl` with `Elem = f16`.
     Q4GemvSwigluF16,
+    /// `q8_add.wgsl` with `Elem = f32`.
+    Q8AddF32,
+    /// `q8_conv2d.wgsl` with `Elem = f32`.
+    Q8Conv2dF32,
+    /// `q8_dequantize.wgsl` with `Elem = f32`.
+    Q8DequantizeF32,
+    /// `q8_dequantize.wgsl` with `Elem = f16`.
+    Q8DequantizeF16,
+    /// `q8_linear.wgsl` with `Elem = f32`.
+    Q8LinearF32,
+    /// `q8_quantize.wgsl` with `Elem = f32`.
+    Q8QuantizeF32,
+    /// `q8_quantize.wgsl` with `Elem = f16`.
+    Q8QuantizeF16,
+    /// `q8_relu.wgsl` with `Elem = f32`.
+    Q8ReluF32,
+    /// `q8_weight_only.wgsl` with `Elem = f32`.
+    Q8WeightOnlyF32,
+    /// `q8_weight_only.wgsl` with `Elem = f16`.
+    Q8WeightOnlyF16,
     /// `reduce.wgsl` with `Elem = f32`.
     ReduceF32,
     /// `reduce.wgsl` with `Elem = f16`.
@@ -541,6 +575,16 @@ impl ShaderId {
         ShaderId::Q4GemvQkvF16,
         ShaderId::Q4GemvSwigluF32,
         ShaderId::Q4GemvSwigluF16,
+        ShaderId::Q8AddF32,
+        ShaderId::Q8Conv2dF32,
+        ShaderId::Q8DequantizeF32,
+        ShaderId::Q8DequantizeF16,
+        ShaderId::Q8LinearF32,
+        ShaderId::Q8QuantizeF32,
+        ShaderId::Q8QuantizeF16,
+        ShaderId::Q8ReluF32,
+        ShaderId::Q8WeightOnlyF32,
+        ShaderId::Q8WeightOnlyF16,
         ShaderId::ReduceF32,
         ShaderId::ReduceF16,
         ShaderId::RmsNormF32,
@@ -683,6 +727,16 @@ impl ShaderId {
             ShaderId::Q4GemvQkvF16 => Family::Q4GemvQkv,
             ShaderId::Q4GemvSwigluF32 => Family::Q4GemvSwiglu,
             ShaderId::Q4GemvSwigluF16 => Family::Q4GemvSwiglu,
+            ShaderId::Q8AddF32 => Family::Q8Add,
+            ShaderId::Q8Conv2dF32 => Family::Q8Conv2d,
+            ShaderId::Q8DequantizeF32 => Family::Q8Dequantize,
+            ShaderId::Q8DequantizeF16 => Family::Q8Dequantize,
+            ShaderId::Q8LinearF32 => Family::Q8Linear,
+            ShaderId::Q8QuantizeF32 => Family::Q8Quantize,
+            ShaderId::Q8QuantizeF16 => Family::Q8Quantize,
+            ShaderId::Q8ReluF32 => Family::Q8Relu,
+            ShaderId::Q8WeightOnlyF32 => Family::Q8WeightOnly,
+            ShaderId::Q8WeightOnlyF16 => Family::Q8WeightOnly,
             ShaderId::ReduceF32 => Family::Reduce,
             ShaderId::ReduceF16 => Family::Reduce,
             ShaderId::RmsNormF32 => Family::RmsNorm,
@@ -826,6 +880,16 @@ impl ShaderId {
             ShaderId::Q4GemvQkvF16 => Variant::F16,
             ShaderId::Q4GemvSwigluF32 => Variant::F32,
             ShaderId::Q4GemvSwigluF16 => Variant::F16,
+            ShaderId::Q8AddF32 => Variant::F32,
+            ShaderId::Q8Conv2dF32 => Variant::F32,
+            ShaderId::Q8DequantizeF32 => Variant::F32,
+            ShaderId::Q8DequantizeF16 => Variant::F16,
+            ShaderId::Q8LinearF32 => Variant::F32,
+            ShaderId::Q8QuantizeF32 => Variant::F32,
+            ShaderId::Q8QuantizeF16 => Variant::F16,
+            ShaderId::Q8ReluF32 => Variant::F32,
+            ShaderId::Q8WeightOnlyF32 => Variant::F32,
+            ShaderId::Q8WeightOnlyF16 => Variant::F16,
             ShaderId::ReduceF32 => Variant::F32,
             ShaderId::ReduceF16 => Variant::F16,
             ShaderId::RmsNormF32 => Variant::F32,
@@ -969,6 +1033,16 @@ impl ShaderId {
             ShaderId::Q4GemvQkvF16 => "q4_gemv_qkv.f16",
             ShaderId::Q4GemvSwigluF32 => "q4_gemv_swiglu.f32",
             ShaderId::Q4GemvSwigluF16 => "q4_gemv_swiglu.f16",
+            ShaderId::Q8AddF32 => "q8_add.f32",
+            ShaderId::Q8Conv2dF32 => "q8_conv2d.f32",
+            ShaderId::Q8DequantizeF32 => "q8_dequantize.f32",
+            ShaderId::Q8DequantizeF16 => "q8_dequantize.f16",
+            ShaderId::Q8LinearF32 => "q8_linear.f32",
+            ShaderId::Q8QuantizeF32 => "q8_quantize.f32",
+            ShaderId::Q8QuantizeF16 => "q8_quantize.f16",
+            ShaderId::Q8ReluF32 => "q8_relu.f32",
+            ShaderId::Q8WeightOnlyF32 => "q8_weight_only.f32",
+            ShaderId::Q8WeightOnlyF16 => "q8_weight_only.f16",
             ShaderId::ReduceF32 => "reduce.f32",
             ShaderId::ReduceF16 => "reduce.f16",
             ShaderId::RmsNormF32 => "rms_norm.f32",
@@ -1112,6 +1186,16 @@ impl ShaderId {
             ShaderId::Q4GemvQkvF16 => Q4_GEMV_QKV_F16,
             ShaderId::Q4GemvSwigluF32 => Q4_GEMV_SWIGLU_F32,
             ShaderId::Q4GemvSwigluF16 => Q4_GEMV_SWIGLU_F16,
+            ShaderId::Q8AddF32 => Q8_ADD_F32,
+            ShaderId::Q8Conv2dF32 => Q8_CONV2D_F32,
+            ShaderId::Q8DequantizeF32 => Q8_DEQUANTIZE_F32,
+            ShaderId::Q8DequantizeF16 => Q8_DEQUANTIZE_F16,
+            ShaderId::Q8LinearF32 => Q8_LINEAR_F32,
+            ShaderId::Q8QuantizeF32 => Q8_QUANTIZE_F32,
+            ShaderId::Q8QuantizeF16 => Q8_QUANTIZE_F16,
+            ShaderId::Q8ReluF32 => Q8_RELU_F32,
+            ShaderId::Q8WeightOnlyF32 => Q8_WEIGHT_ONLY_F32,
+            ShaderId::Q8WeightOnlyF16 => Q8_WEIGHT_ONLY_F16,
             ShaderId::ReduceF32 => REDUCE_F32,
             ShaderId::ReduceF16 => REDUCE_F16,
             ShaderId::RmsNormF32 => RMS_NORM_F32,
@@ -1545,6 +1629,36 @@ impl ShaderId {
                 uniform_buffers: 1,
                 workgroup_bytes: 8192,
             },
+            ShaderId::Q8AddF32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::Q8Conv2dF32 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 5, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::Q8DequantizeF32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::Q8DequantizeF16 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::Q8LinearF32 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 5, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::Q8QuantizeF32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::Q8QuantizeF16 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::Q8ReluF32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::Q8WeightOnlyF32 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::Q8WeightOnlyF16 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
             ShaderId::ReduceF32 => {
                 ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 256 }
             }
@@ -1805,6 +1919,16 @@ impl ShaderId {
             (Family::Q4GemvQkv, Variant::F16) => Some(ShaderId::Q4GemvQkvF16),
             (Family::Q4GemvSwiglu, Variant::F32) => Some(ShaderId::Q4GemvSwigluF32),
             (Family::Q4GemvSwiglu, Variant::F16) => Some(ShaderId::Q4GemvSwigluF16),
+            (Family::Q8Add, Variant::F32) => Some(ShaderId::Q8AddF32),
+            (Family::Q8Conv2d, Variant::F32) => Some(ShaderId::Q8Conv2dF32),
+            (Family::Q8Dequantize, Variant::F32) => Some(ShaderId::Q8DequantizeF32),
+            (Family::Q8Dequantize, Variant::F16) => Some(ShaderId::Q8DequantizeF16),
+            (Family::Q8Linear, Variant::F32) => Some(ShaderId::Q8LinearF32),
+            (Family::Q8Quantize, Variant::F32) => Some(ShaderId::Q8QuantizeF32),
+            (Family::Q8Quantize, Variant::F16) => Some(ShaderId::Q8QuantizeF16),
+            (Family::Q8Relu, Variant::F32) => Some(ShaderId::Q8ReluF32),
+            (Family::Q8WeightOnly, Variant::F32) => Some(ShaderId::Q8WeightOnlyF32),
+            (Family::Q8WeightOnly, Variant::F16) => Some(ShaderId::Q8WeightOnlyF16),
             (Family::Reduce, Variant::F32) => Some(ShaderId::ReduceF32),
             (Family::Reduce, Variant::F16) => Some(ShaderId::ReduceF16),
             (Family::RmsNorm, Variant::F32) => Some(ShaderId::RmsNormF32),
@@ -12094,6 +12218,722 @@ fn main(
             out[r * p.n + col] = Elem(g[r] / (1.0 + exp(-g[r])) * u[r]);
         }
     }
+}
+"#;
+
+/// `q8_add.wgsl` with `Elem = f32`.
+pub const Q8_ADD_F32: &str = r#"//! `et_vk.q8ta_add`: `quantize(dequantize(a) + alpha * dequantize(b))`,
+//! each step in float32 as the reference (`q8ta_add_impl`), the output
+//! clamped to -128..127. One invocation writes one output word.
+// variants: f32
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    a_scale: f32,
+    a_zero_point: i32,
+    b_scale: f32,
+    b_zero_point: i32,
+    out_inv_scale: f32,
+    out_zero_point: i32,
+    alpha: f32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> a: array<u32>;
+@group(0) @binding(2) var<storage, read> b: array<u32>;
+@group(0) @binding(3) var<storage, read_write> out: array<u32>;
+
+/// Byte `j` (0..4) of `word` as a signed int8 value.
+fn i8_at(word: u32, j: u32) -> i32 {
+    return bitcast<i32>(word << (24u - 8u * j)) >> 24u;
+}
+
+/// `clamp(round(y * inv_scale) + zero_point, -128, 127)`, as
+/// `quantized_decomposed.quantize_per_tensor` computes it (`round` is
+/// half-to-even in WGSL, as `torch.round`), in the low byte.
+fn requant(y: f32, inv_scale: f32, zero_point: i32, qmin: i32, qmax: i32) -> u32 {
+    let q = clamp(i32(round(y * inv_scale)) + zero_point, qmin, qmax);
+    return u32(q) & 0xffu;
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let word = gid.x + gid.y * nwg.x * WG;
+    if word * 4u >= p.numel {
+        return;
+    }
+    let wa = a[word];
+    let wb = b[word];
+    var packed = 0u;
+    for (var j = 0u; j < 4u; j++) {
+        if word * 4u + j < p.numel {
+            let fa = (f32(i8_at(wa, j)) - f32(p.a_zero_point)) * p.a_scale;
+            let fb = (f32(i8_at(wb, j)) - f32(p.b_zero_point)) * p.b_scale;
+            let y = Elem(fa + p.alpha * fb);
+            packed |= requant(f32(y), p.out_inv_scale, p.out_zero_point, -128, 127) << (8u * j);
+        }
+    }
+    out[word] = packed;
+}
+"#;
+
+/// `q8_conv2d.wgsl` with `Elem = f32`.
+pub const Q8_CONV2D_F32: &str = r#"//! `et_vk.q8ta_conv2d`, `_pw` and `_dw`: int8 NCHW activations (per-tensor
+//! scale and zero point), int8 weights (symmetric, per output channel),
+//! int8 out. `acc = sum (x - zp_x) * w` over the taps inside the input
+//! (a padded tap is the zero point, so it adds nothing) in exact int32,
+//! `y = f32(acc) * (s_x * s_w[oc]) + bias[oc]`, optional relu, then
+//! `clamp(round(y / s_out) + zp_out, -128, 127)`.
+//!
+//! Weight layouts, as the exporter packs them: general and pointwise
+//! `[OC, >= KH*KW*IC_g]` with `(kh, kw, ic)` along a row of `w_row`
+//! elements; depthwise `[KH, KW, >= OC]`, `(kh, kw)` rows of `w_row`.
+//! One invocation writes one output word (four flat NCHW outputs).
+// variants: f32
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 64).
+override WG: u32 = 64u;
+
+struct Params {
+    numel: u32,
+    c: u32,
+    h: u32,
+    w: u32,
+    oc: u32,
+    oh: u32,
+    ow: u32,
+    kh: u32,
+    kw: u32,
+    stride_h: u32,
+    stride_w: u32,
+    pad_h: u32,
+    pad_w: u32,
+    dil_h: u32,
+    dil_w: u32,
+    ic_per_group: u32,
+    oc_per_group: u32,
+    w_row: u32,
+    depthwise: u32,
+    has_bias: u32,
+    relu: u32,
+    in_zero_point: i32,
+    out_zero_point: i32,
+    in_scale: f32,
+    out_inv_scale: f32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<u32>;
+@group(0) @binding(2) var<storage, read> wt: array<u32>;
+@group(0) @binding(3) var<storage, read> w_scales: array<Elem>;
+@group(0) @binding(4) var<storage, read> bias: array<Elem>;
+@group(0) @binding(5) var<storage, read_write> out: array<u32>;
+
+/// Byte `j` (0..4) of `word` as a signed int8 value.
+fn i8_at(word: u32, j: u32) -> i32 {
+    return bitcast<i32>(word << (24u - 8u * j)) >> 24u;
+}
+
+/// `clamp(round(y * inv_scale) + zero_point, -128, 127)`, as
+/// `quantized_decomposed.quantize_per_tensor` computes it (`round` is
+/// half-to-even in WGSL, as `torch.round`), in the low byte.
+fn requant(y: f32, inv_scale: f32, zero_point: i32, qmin: i32, qmax: i32) -> u32 {
+    let q = clamp(i32(round(y * inv_scale)) + zero_point, qmin, qmax);
+    return u32(q) & 0xffu;
+}
+
+fn x_at(i: u32) -> i32 {
+    return i8_at(x[i / 4u], i % 4u);
+}
+
+fn w_at(i: u32) -> i32 {
+    return i8_at(wt[i / 4u], i % 4u);
+}
+
+/// Output `o` (flat NCHW) before requantization.
+fn conv_at(o: u32) -> f32 {
+    let ox = o % p.ow;
+    let oy = (o / p.ow) % p.oh;
+    let oc = (o / (p.ow * p.oh)) % p.oc;
+    let b = o / (p.ow * p.oh * p.oc);
+    let ic0 = (oc / p.oc_per_group) * p.ic_per_group;
+    var acc = 0i;
+    for (var ky = 0u; ky < p.kh; ky++) {
+        let iy = i32(oy * p.stride_h + ky * p.dil_h) - i32(p.pad_h);
+        if iy < 0 || iy >= i32(p.h) {
+            continue;
+        }
+        for (var kx = 0u; kx < p.kw; kx++) {
+            let ix = i32(ox * p.stride_w + kx * p.dil_w) - i32(p.pad_w);
+            if ix < 0 || ix >= i32(p.w) {
+                continue;
+            }
+            let tap = ky * p.kw + kx;
+            let pix = u32(iy) * p.w + u32(ix);
+            if p.depthwise != 0u {
+                let xv = x_at((b * p.c + oc) * p.h * p.w + pix) - p.in_zero_point;
+                acc += xv * w_at(tap * p.w_row + oc);
+            } else {
+                for (var ic = 0u; ic < p.ic_per_group; ic++) {
+                    let xv = x_at((b * p.c + ic0 + ic) * p.h * p.w + pix) - p.in_zero_point;
+                    acc += xv * w_at(oc * p.w_row + tap * p.ic_per_group + ic);
+                }
+            }
+        }
+    }
+    var y = f32(acc) * (p.in_scale * f32(w_scales[oc]));
+    if p.has_bias != 0u {
+        y += f32(bias[oc]);
+    }
+    if p.relu != 0u {
+        y = max(y, 0.0);
+    }
+    return y;
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let word = gid.x + gid.y * nwg.x * WG;
+    if word * 4u >= p.numel {
+        return;
+    }
+    var packed = 0u;
+    for (var j = 0u; j < 4u; j++) {
+        let o = word * 4u + j;
+        if o < p.numel {
+            packed |= requant(conv_at(o), p.out_inv_scale, p.out_zero_point, -128, 127) << (8u * j);
+        }
+    }
+    out[word] = packed;
+}
+"#;
+
+/// `q8_dequantize.wgsl` with `Elem = f32`.
+pub const Q8_DEQUANTIZE_F32: &str = r#"//! `quantized_decomposed.dequantize_per_tensor`: int8 to float,
+//! `out = (f32(q) - zero_point) * scale` in float32, as the reference.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    scale: f32,
+    zero_point: i32,
+    _pad0: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<u32>;
+@group(0) @binding(2) var<storage, read_write> out: array<Elem>;
+
+/// Byte `j` (0..4) of `word` as a signed int8 value.
+fn i8_at(word: u32, j: u32) -> i32 {
+    return bitcast<i32>(word << (24u - 8u * j)) >> 24u;
+}
+
+/// `clamp(round(y * inv_scale) + zero_point, -128, 127)`, as
+/// `quantized_decomposed.quantize_per_tensor` computes it (`round` is
+/// half-to-even in WGSL, as `torch.round`), in the low byte.
+fn requant(y: f32, inv_scale: f32, zero_point: i32, qmin: i32, qmax: i32) -> u32 {
+    let q = clamp(i32(round(y * inv_scale)) + zero_point, qmin, qmax);
+    return u32(q) & 0xffu;
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    let v = i8_at(q[i / 4u], i % 4u);
+    out[i] = Elem((f32(v) - f32(p.zero_point)) * p.scale);
+}
+"#;
+
+/// `q8_dequantize.wgsl` with `Elem = f16`.
+pub const Q8_DEQUANTIZE_F16: &str = r#"enable f16;
+
+//! `quantized_decomposed.dequantize_per_tensor`: int8 to float,
+//! `out = (f32(q) - zero_point) * scale` in float32, as the reference.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    scale: f32,
+    zero_point: i32,
+    _pad0: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<u32>;
+@group(0) @binding(2) var<storage, read_write> out: array<Elem>;
+
+/// Byte `j` (0..4) of `word` as a signed int8 value.
+fn i8_at(word: u32, j: u32) -> i32 {
+    return bitcast<i32>(word << (24u - 8u * j)) >> 24u;
+}
+
+/// `clamp(round(y * inv_scale) + zero_point, -128, 127)`, as
+/// `quantized_decomposed.quantize_per_tensor` computes it (`round` is
+/// half-to-even in WGSL, as `torch.round`), in the low byte.
+fn requant(y: f32, inv_scale: f32, zero_point: i32, qmin: i32, qmax: i32) -> u32 {
+    let q = clamp(i32(round(y * inv_scale)) + zero_point, qmin, qmax);
+    return u32(q) & 0xffu;
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    let v = i8_at(q[i / 4u], i % 4u);
+    out[i] = Elem((f32(v) - f32(p.zero_point)) * p.scale);
+}
+"#;
+
+/// `q8_linear.wgsl` with `Elem = f32`.
+pub const Q8_LINEAR_F32: &str = r#"//! `et_vk.q8ta_linear` / `et_vk.q8ta_linear_gemv`: int8 activations
+//! `x [M, K]` (per-tensor scale and zero point) times int8 weights
+//! `w [N, K]` (symmetric, per output channel), int8 out:
+//! `acc = sum_k x*w - zp_x * sum_k w` in exact int32 (`dot4I8Packed` over
+//! words of four), `y = f32(acc) * (s_x * s_w[n]) + bias[n]`, optional
+//! relu, then `clamp(round(y / s_out) + zp_out, -128, 127)`. K is a
+//! multiple of 4 (the exporter only fuses such linears), so rows are whole
+//! words. One invocation writes one output word (four flat outputs).
+// variants: f32
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 64).
+override WG: u32 = 64u;
+
+struct Params {
+    m: u32,
+    n: u32,
+    /// Words per row of x and of w (K / 4).
+    k_words: u32,
+    has_bias: u32,
+    relu: u32,
+    in_zero_point: i32,
+    out_zero_point: i32,
+    in_scale: f32,
+    out_inv_scale: f32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<u32>;
+@group(0) @binding(2) var<storage, read> w: array<u32>;
+@group(0) @binding(3) var<storage, read> w_scales: array<Elem>;
+@group(0) @binding(4) var<storage, read> bias: array<Elem>;
+@group(0) @binding(5) var<storage, read_write> out: array<u32>;
+
+/// Byte `j` (0..4) of `word` as a signed int8 value.
+fn i8_at(word: u32, j: u32) -> i32 {
+    return bitcast<i32>(word << (24u - 8u * j)) >> 24u;
+}
+
+/// `clamp(round(y * inv_scale) + zero_point, -128, 127)`, as
+/// `quantized_decomposed.quantize_per_tensor` computes it (`round` is
+/// half-to-even in WGSL, as `torch.round`), in the low byte.
+fn requant(y: f32, inv_scale: f32, zero_point: i32, qmin: i32, qmax: i32) -> u32 {
+    let q = clamp(i32(round(y * inv_scale)) + zero_point, qmin, qmax);
+    return u32(q) & 0xffu;
+}
+
+/// Output `o` (flat, row-major over `[M, N]`) before requantization.
+fn linear_at(o: u32) -> f32 {
+    let row = o / p.n;
+    let col = o % p.n;
+    var acc = 0i;
+    var w_sum = 0i;
+    for (var kw = 0u; kw < p.k_words; kw++) {
+        let ww = w[col * p.k_words + kw];
+        acc += dot4I8Packed(x[row * p.k_words + kw], ww);
+        w_sum += dot4I8Packed(ww, 0x01010101u);
+    }
+    var y = f32(acc - p.in_zero_point * w_sum) * (p.in_scale * f32(w_scales[col]));
+    if p.has_bias != 0u {
+        y += f32(bias[col]);
+    }
+    if p.relu != 0u {
+        y = max(y, 0.0);
+    }
+    return y;
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let word = gid.x + gid.y * nwg.x * WG;
+    let numel = p.m * p.n;
+    if word * 4u >= numel {
+        return;
+    }
+    var packed = 0u;
+    for (var j = 0u; j < 4u; j++) {
+        let o = word * 4u + j;
+        if o < numel {
+            packed |= requant(linear_at(o), p.out_inv_scale, p.out_zero_point, -128, 127) << (8u * j);
+        }
+    }
+    out[word] = packed;
+}
+"#;
+
+/// `q8_quantize.wgsl` with `Elem = f32`.
+pub const Q8_QUANTIZE_F32: &str = r#"//! `quantized_decomposed.quantize_per_tensor`: float to int8,
+//! `q = clamp(round(x * inv_scale) + zero_point, quant_min, quant_max)` with
+//! `inv_scale = f32(1 / scale)` (the reference multiplies by the reciprocal
+//! of the double scale, rounded to float32). One invocation writes one
+//! output word of four int8 values.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    inv_scale: f32,
+    zero_point: i32,
+    quant_min: i32,
+    quant_max: i32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read_write> out: array<u32>;
+
+/// Byte `j` (0..4) of `word` as a signed int8 value.
+fn i8_at(word: u32, j: u32) -> i32 {
+    return bitcast<i32>(word << (24u - 8u * j)) >> 24u;
+}
+
+/// `clamp(round(y * inv_scale) + zero_point, -128, 127)`, as
+/// `quantized_decomposed.quantize_per_tensor` computes it (`round` is
+/// half-to-even in WGSL, as `torch.round`), in the low byte.
+fn requant(y: f32, inv_scale: f32, zero_point: i32, qmin: i32, qmax: i32) -> u32 {
+    let q = clamp(i32(round(y * inv_scale)) + zero_point, qmin, qmax);
+    return u32(q) & 0xffu;
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let word = gid.x + gid.y * nwg.x * WG;
+    if word * 4u >= p.numel {
+        return;
+    }
+    var packed = 0u;
+    for (var j = 0u; j < 4u; j++) {
+        let i = word * 4u + j;
+        if i < p.numel {
+            packed |= requant(f32(x[i]), p.inv_scale, p.zero_point, p.quant_min, p.quant_max) << (8u * j);
+        }
+    }
+    out[word] = packed;
+}
+"#;
+
+/// `q8_quantize.wgsl` with `Elem = f16`.
+pub const Q8_QUANTIZE_F16: &str = r#"enable f16;
+
+//! `quantized_decomposed.quantize_per_tensor`: float to int8,
+//! `q = clamp(round(x * inv_scale) + zero_point, quant_min, quant_max)` with
+//! `inv_scale = f32(1 / scale)` (the reference multiplies by the reciprocal
+//! of the double scale, rounded to float32). One invocation writes one
+//! output word of four int8 values.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    inv_scale: f32,
+    zero_point: i32,
+    quant_min: i32,
+    quant_max: i32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read_write> out: array<u32>;
+
+/// Byte `j` (0..4) of `word` as a signed int8 value.
+fn i8_at(word: u32, j: u32) -> i32 {
+    return bitcast<i32>(word << (24u - 8u * j)) >> 24u;
+}
+
+/// `clamp(round(y * inv_scale) + zero_point, -128, 127)`, as
+/// `quantized_decomposed.quantize_per_tensor` computes it (`round` is
+/// half-to-even in WGSL, as `torch.round`), in the low byte.
+fn requant(y: f32, inv_scale: f32, zero_point: i32, qmin: i32, qmax: i32) -> u32 {
+    let q = clamp(i32(round(y * inv_scale)) + zero_point, qmin, qmax);
+    return u32(q) & 0xffu;
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let word = gid.x + gid.y * nwg.x * WG;
+    if word * 4u >= p.numel {
+        return;
+    }
+    var packed = 0u;
+    for (var j = 0u; j < 4u; j++) {
+        let i = word * 4u + j;
+        if i < p.numel {
+            packed |= requant(f32(x[i]), p.inv_scale, p.zero_point, p.quant_min, p.quant_max) << (8u * j);
+        }
+    }
+    out[word] = packed;
+}
+"#;
+
+/// `q8_relu.wgsl` with `Elem = f32`.
+pub const Q8_RELU_F32: &str = r#"//! `et_vk.q8ta_relu`: `quantize(relu(dequantize(x)))` with the input's and
+//! the output's scale and zero point, each step in float32 as the reference
+//! (`q8ta_relu_impl`), the output clamped to -128..127. One invocation
+//! writes one output word.
+// variants: f32
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    in_scale: f32,
+    in_zero_point: i32,
+    out_inv_scale: f32,
+    out_zero_point: i32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<u32>;
+@group(0) @binding(2) var<storage, read_write> out: array<u32>;
+
+/// Byte `j` (0..4) of `word` as a signed int8 value.
+fn i8_at(word: u32, j: u32) -> i32 {
+    return bitcast<i32>(word << (24u - 8u * j)) >> 24u;
+}
+
+/// `clamp(round(y * inv_scale) + zero_point, -128, 127)`, as
+/// `quantized_decomposed.quantize_per_tensor` computes it (`round` is
+/// half-to-even in WGSL, as `torch.round`), in the low byte.
+fn requant(y: f32, inv_scale: f32, zero_point: i32, qmin: i32, qmax: i32) -> u32 {
+    let q = clamp(i32(round(y * inv_scale)) + zero_point, qmin, qmax);
+    return u32(q) & 0xffu;
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let word = gid.x + gid.y * nwg.x * WG;
+    if word * 4u >= p.numel {
+        return;
+    }
+    let wx = x[word];
+    var packed = 0u;
+    for (var j = 0u; j < 4u; j++) {
+        if word * 4u + j < p.numel {
+            let y = Elem(max((f32(i8_at(wx, j)) - f32(p.in_zero_point)) * p.in_scale, 0.0));
+            packed |= requant(f32(y), p.out_inv_scale, p.out_zero_point, -128, 127) << (8u * j);
+        }
+    }
+    out[word] = packed;
+}
+"#;
+
+/// `q8_weight_only.wgsl` with `Elem = f32`.
+pub const Q8_WEIGHT_ONLY_F32: &str = r#"//! Weight-only quantized linears of VulkanQuantizer (`weight_bits` 8 or
+//! 4, symmetric per output channel): `out[m, n] = s[n] * sum_k x[m, k] *
+//! w[n, k]`, float activations, accumulated in f32.
+//! `aten._weight_int8pack_mm`: `w` int8 `[N, K]`, four to a word.
+//! `et_vk.linear_qcs4w`: `w` u8 `[N, ceil(K / 2)]`, two 4-bit values per
+//! byte stored `+ 8`, the even `k` in the *high* nibble.
+//! One invocation per output element.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 64).
+override WG: u32 = 64u;
+
+struct Params {
+    m: u32,
+    n: u32,
+    k: u32,
+    /// Bytes per weight row.
+    row_bytes: u32,
+    /// 8 or 4.
+    bits: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> w: array<u32>;
+@group(0) @binding(3) var<storage, read> scales: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+/// Byte `j` (0..4) of `word` as a signed int8 value.
+fn i8_at(word: u32, j: u32) -> i32 {
+    return bitcast<i32>(word << (24u - 8u * j)) >> 24u;
+}
+
+/// `clamp(round(y * inv_scale) + zero_point, -128, 127)`, as
+/// `quantized_decomposed.quantize_per_tensor` computes it (`round` is
+/// half-to-even in WGSL, as `torch.round`), in the low byte.
+fn requant(y: f32, inv_scale: f32, zero_point: i32, qmin: i32, qmax: i32) -> u32 {
+    let q = clamp(i32(round(y * inv_scale)) + zero_point, qmin, qmax);
+    return u32(q) & 0xffu;
+}
+
+/// Byte `i` of the weights, unsigned.
+fn byte_at(i: u32) -> u32 {
+    return (w[i / 4u] >> (8u * (i % 4u))) & 0xffu;
+}
+
+/// Weight `(col, kk)` as a signed value.
+fn weight(col: u32, kk: u32) -> f32 {
+    if p.bits == 8u {
+        let i = col * p.row_bytes + kk;
+        return f32(i8_at(w[i / 4u], i % 4u));
+    }
+    let b = byte_at(col * p.row_bytes + kk / 2u);
+    let nibble = select(b & 0xfu, b >> 4u, kk % 2u == 0u);
+    return f32(i32(nibble) - 8);
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let o = gid.x + gid.y * nwg.x * WG;
+    if o >= p.m * p.n {
+        return;
+    }
+    let row = o / p.n;
+    let col = o % p.n;
+    var acc = 0.0;
+    for (var kk = 0u; kk < p.k; kk++) {
+        acc += f32(x[row * p.k + kk]) * weight(col, kk);
+    }
+    out[o] = Elem(acc * f32(scales[col]));
+}
+"#;
+
+/// `q8_weight_only.wgsl` with `Elem = f16`.
+pub const Q8_WEIGHT_ONLY_F16: &str = r#"enable f16;
+
+//! Weight-only quantized linears of VulkanQuantizer (`weight_bits` 8 or
+//! 4, symmetric per output channel): `out[m, n] = s[n] * sum_k x[m, k] *
+//! w[n, k]`, float activations, accumulated in f32.
+//! `aten._weight_int8pack_mm`: `w` int8 `[N, K]`, four to a word.
+//! `et_vk.linear_qcs4w`: `w` u8 `[N, ceil(K / 2)]`, two 4-bit values per
+//! byte stored `+ 8`, the even `k` in the *high* nibble.
+//! One invocation per output element.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup (the host sizes its grid for 64).
+override WG: u32 = 64u;
+
+struct Params {
+    m: u32,
+    n: u32,
+    k: u32,
+    /// Bytes per weight row.
+    row_bytes: u32,
+    /// 8 or 4.
+    bits: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> w: array<u32>;
+@group(0) @binding(3) var<storage, read> scales: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+/// Byte `j` (0..4) of `word` as a signed int8 value.
+fn i8_at(word: u32, j: u32) -> i32 {
+    return bitcast<i32>(word << (24u - 8u * j)) >> 24u;
+}
+
+/// `clamp(round(y * inv_scale) + zero_point, -128, 127)`, as
+/// `quantized_decomposed.quantize_per_tensor` computes it (`round` is
+/// half-to-even in WGSL, as `torch.round`), in the low byte.
+fn requant(y: f32, inv_scale: f32, zero_point: i32, qmin: i32, qmax: i32) -> u32 {
+    let q = clamp(i32(round(y * inv_scale)) + zero_point, qmin, qmax);
+    return u32(q) & 0xffu;
+}
+
+/// Byte `i` of the weights, unsigned.
+fn byte_at(i: u32) -> u32 {
+    return (w[i / 4u] >> (8u * (i % 4u))) & 0xffu;
+}
+
+/// Weight `(col, kk)` as a signed value.
+fn weight(col: u32, kk: u32) -> f32 {
+    if p.bits == 8u {
+        let i = col * p.row_bytes + kk;
+        return f32(i8_at(w[i / 4u], i % 4u));
+    }
+    let b = byte_at(col * p.row_bytes + kk / 2u);
+    let nibble = select(b & 0xfu, b >> 4u, kk % 2u == 0u);
+    return f32(i32(nibble) - 8);
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let o = gid.x + gid.y * nwg.x * WG;
+    if o >= p.m * p.n {
+        return;
+    }
+    let row = o / p.n;
+    let col = o % p.n;
+    var acc = 0.0;
+    for (var kk = 0u; kk < p.k; kk++) {
+        acc += f32(x[row * p.k + kk]) * weight(col, kk);
+    }
+    out[o] = Elem(acc * f32(scales[col]));
 }
 "#;
 

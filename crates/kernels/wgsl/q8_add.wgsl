@@ -1,0 +1,47 @@
+//! `et_vk.q8ta_add`: `quantize(dequantize(a) + alpha * dequantize(b))`,
+//! each step in float32 as the reference (`q8ta_add_impl`), the output
+//! clamped to -128..127. One invocation writes one output word.
+// variants: f32
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    a_scale: f32,
+    a_zero_point: i32,
+    b_scale: f32,
+    b_zero_point: i32,
+    out_inv_scale: f32,
+    out_zero_point: i32,
+    alpha: f32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> a: array<u32>;
+@group(0) @binding(2) var<storage, read> b: array<u32>;
+@group(0) @binding(3) var<storage, read_write> out: array<u32>;
+
+// include: q8_int8.wgsl
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let word = gid.x + gid.y * nwg.x * WG;
+    if word * 4u >= p.numel {
+        return;
+    }
+    let wa = a[word];
+    let wb = b[word];
+    var packed = 0u;
+    for (var j = 0u; j < 4u; j++) {
+        if word * 4u + j < p.numel {
+            let fa = (f32(i8_at(wa, j)) - f32(p.a_zero_point)) * p.a_scale;
+            let fb = (f32(i8_at(wb, j)) - f32(p.b_zero_point)) * p.b_scale;
+            let y = Elem(fa + p.alpha * fb);
+            packed |= requant(f32(y), p.out_inv_scale, p.out_zero_point, -128, 127) << (8u * j);
+        }
+    }
+    out[word] = packed;
+}
