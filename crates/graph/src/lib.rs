@@ -17,6 +17,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod affine;
 pub mod fuse;
 pub mod lower;
 pub mod memory;
