@@ -64,4 +64,4 @@ pub use caps::{DeviceCaps, Precision};
 pub use error::{Error, Result};
 pub use generated::shaders::{Family, ShaderId, ShaderNeeds, Variant};
 pub use ops::{OPS, OpId, from_name};
-pub use plan::{Dispatch, ElemType, GeneratedShader, Graph, Lowered, Shader, Step, TensorInfo, Value, Vid};
+pub use plan::{Dispatch, ElemType, GeneratedShader, Graph, Lowered, Shader, ShaderKey, Step, TensorInfo, Value, Vid};
