@@ -5,9 +5,9 @@
 //!
 //! A decode step changes only the position, and what follows from it: the
 //! start of a KV-cache write, the end of a cache slice, the number of keys
-//! attention reads. The host rules that see it compute those as `a * pos
-//! + b`, written into uniform words, workgroup counts, live shapes and
-//! SymInts. [`Lowerer::relower`] builds an [`Affine`] model of those the
+//! attention reads. The host rules that see it compute those as
+//! `a * pos + b`, written into uniform words, workgroup counts, live shapes
+//! and SymInts. [`Lowerer::relower`] builds an [`Affine`] model of those the
 //! first time a step changes one driver: it lowers the reached ops again at
 //! the next value to find each word's slope, then searches the range of
 //! values over which the model reproduces the host rules exactly (every
@@ -63,13 +63,17 @@ pub(crate) struct Affine {
     symints: Vec<(usize, i64, i64)>,
 }
 
+/// The slopes of one step: per uniform word, and per workgroup count
+/// (empty and zero for a step that is not a dispatch).
+type StepSlopes = (Vec<u32>, [u32; 3]);
+
 /// Slopes of every word, count, dim and SymInt the reached ops set (zero
 /// for the constant ones), while the model is checked.
 #[derive(Debug)]
 struct Dense {
     /// Per reached node, per step: the word slopes and count slopes of a
     /// dispatch (empty for other steps).
-    steps: Vec<(usize, Vec<(Vec<u32>, [u32; 3])>)>,
+    steps: Vec<(usize, Vec<StepSlopes>)>,
     /// (value, per dim slope) of every shape a reached op sets.
     shapes: Vec<(usize, Vec<u64>)>,
     /// (value, slope) of every SymInt a reached op sets.
