@@ -19,6 +19,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod affine;
 pub mod fuse;
 pub mod layout;
 pub mod lower;

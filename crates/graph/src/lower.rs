@@ -25,6 +25,7 @@ use etwgpu_format::{DType, ValueId, VkGraph, VkTensor, VkValue};
 use etwgpu_kernels::plan::{Ctx, N_SCRATCH};
 use etwgpu_kernels::{ElemType, OpId, Step, TensorInfo, Value, Vid};
 
+use crate::affine::{Affine, Driver, same_structure};
 use crate::memory::{MemoryPlan, plan};
 
 /// The device element type of a format dtype.
@@ -329,6 +330,7 @@ impl Lowerer {
             scratch_bytes: [0; N_SCRATCH],
             rule_calls: 0,
             single_writers: true,
+            affine: None,
         };
         let mut written = vec![false; graph.values.len()];
         for input in inputs {
@@ -347,16 +349,91 @@ impl Lowerer {
     /// Brings `live` (lowered from this graph) to these inputs, re-running
     /// only the host rules of ops that look at a value whose live shape or
     /// SymInt value changed (an input's shape, a SymInt input, a SymInt
-    /// read on the host, and so on down the chain). A decode step whose
-    /// only change is the position re-runs the rules of the few ops that
-    /// read it and no other. On `Err`, `live` is left part-way: lower
-    /// again from scratch ([`Lowerer::lower_live`]) before using it.
+    /// read on the host, and so on down the chain).
+    ///
+    /// A step whose only change is one driver (a SymInt input or host-read
+    /// element: the position) builds an affine model of what that driver
+    /// reaches (`affine.rs`), and every later step that changes only that
+    /// driver, inside the range the model was checked over, patches the
+    /// uniform words, workgroup counts, shapes and SymInts it predicts and
+    /// runs no host rule at all ([`LiveChain::rule_calls`] counts the rules
+    /// run, the model's probes included). On `Err`, `live` is left
+    /// part-way: lower again from scratch ([`Lowerer::lower_live`]) before
+    /// using it.
     pub fn relower(
         &self,
         graph: &VkGraph,
         live: &mut LiveChain,
         inputs: &[InputRef<'_>],
         mut read: impl FnMut(usize, u64) -> i64,
+    ) -> Result<Relowered, LowerError> {
+        if let Some(model) = live.affine.take()
+            && let Some(r) = Self::patch_affine(live, &model, inputs, &mut read)
+        {
+            live.affine = Some(model);
+            return Ok(r);
+        }
+        let changed: Vec<Driver> = Self::drivers(live, inputs)
+            .into_iter()
+            .filter(|&(input, elem)| Some(read(input, elem)) != Self::driver_value(live, inputs, (input, elem)))
+            .collect();
+        let out = self.relower_rules(graph, live, inputs, &mut read)?;
+        if let [driver] = changed[..] {
+            live.affine = self.build_affine(graph, live, inputs, driver, &mut read);
+        }
+        Ok(out)
+    }
+
+    /// The value `live` holds for a driver.
+    fn driver_value(live: &LiveChain, inputs: &[InputRef<'_>], (input, elem): Driver) -> Option<i64> {
+        if inputs[input].shape.is_none() {
+            return Some(live.symints[inputs[input].value.idx()]);
+        }
+        live.nodes
+            .iter()
+            .flat_map(|n| &n.host_reads)
+            .find(|&&(_, i, e)| (i, e) == (input, elem))
+            .map(|&(sym, _, _)| live.symints[sym.0 as usize])
+    }
+
+    /// Brings `live` to these inputs with `model` alone, when they differ
+    /// from what `live` holds only in the model's driver, at a value it
+    /// covers; `None` otherwise (`live` untouched).
+    fn patch_affine(
+        live: &mut LiveChain,
+        model: &Affine,
+        inputs: &[InputRef<'_>],
+        read: &mut impl FnMut(usize, u64) -> i64,
+    ) -> Option<Relowered> {
+        for (index, input) in inputs.iter().enumerate() {
+            let v = input.value.idx();
+            let same = match input.shape {
+                None => (index, 0) == model.driver || read(index, 0) == live.symints[v],
+                Some(shape) => live.shapes[v] == shape,
+            };
+            if !same {
+                return None;
+            }
+        }
+        if !model.others_hold(live, read) {
+            return None;
+        }
+        let x = read(model.driver.0, model.driver.1);
+        if !model.covers(x) {
+            return None;
+        }
+        model.apply(live, x);
+        Some(Relowered { nodes: model.nodes.clone(), structure_kept: true })
+    }
+
+    /// [`Lowerer::relower`] by host rules: re-runs those of the ops whose
+    /// reads changed.
+    fn relower_rules(
+        &self,
+        graph: &VkGraph,
+        live: &mut LiveChain,
+        inputs: &[InputRef<'_>],
+        read: &mut impl FnMut(usize, u64) -> i64,
     ) -> Result<Relowered, LowerError> {
         let mut dirty = vec![false; graph.values.len()];
         for (index, input) in inputs.iter().enumerate() {
@@ -393,7 +470,7 @@ impl Lowerer {
                 }
                 continue;
             }
-            let state = self.lower_node(graph, node, inputs, live, &mut read, Some(&mut dirty))?;
+            let state = self.lower_node(graph, node, inputs, live, read, Some(&mut dirty))?;
             let old = std::mem::replace(&mut live.nodes[node], state);
             out.structure_kept &= same_structure(&old.steps, &live.nodes[node].steps);
             out.nodes.push(node);
@@ -404,7 +481,7 @@ impl Lowerer {
     /// Runs the host rule of chain op `node` at the live shapes and SymInts
     /// of `live`, applies its shapes and host-side steps to `live` (marking
     /// in `dirty` the values that changed) and returns its state.
-    fn lower_node(
+    pub(crate) fn lower_node(
         &self,
         graph: &VkGraph,
         node: usize,
@@ -501,48 +578,35 @@ impl Lowerer {
     }
 }
 
-/// Whether two lowerings of one op record the same work but for uniform
-/// bytes and workgroup counts: the same shaders, bindings, uniform sizes
-/// and non-dispatch steps, so bind groups made for one serve the other.
-fn same_structure(a: &[Step], b: &[Step]) -> bool {
-    a.len() == b.len()
-        && a.iter().zip(b).all(|(x, y)| match (x, y) {
-            (Step::Dispatch(x), Step::Dispatch(y)) => {
-                x.shader == y.shader
-                    && x.entry == y.entry
-                    && x.inputs == y.inputs
-                    && x.outputs == y.outputs
-                    && x.params.len() == y.params.len()
-            }
-            (x, y) => x == y,
-        })
-}
-
 /// One op of a [`LiveChain`]: its device steps and what its rule saw.
 #[derive(Debug, Clone)]
-struct NodeState {
+pub(crate) struct NodeState {
     /// Device steps (dispatches, aliases, prepacks), in order.
-    steps: Vec<Step>,
+    pub(crate) steps: Vec<Step>,
     /// Value ids its host rule looked at, sorted.
-    reads: Vec<u32>,
+    pub(crate) reads: Vec<u32>,
     /// SymInts it reads on the host: (SymInt, input index, element).
-    host_reads: Vec<(Vid, usize, u64)>,
+    pub(crate) host_reads: Vec<(Vid, usize, u64)>,
     /// Values whose shape or SymInt value it sets.
-    writes: Vec<u32>,
+    pub(crate) writes: Vec<u32>,
 }
 
 /// A chain lowered op by op at live inputs, kept so a later change re-runs
 /// only the host rules it reaches ([`Lowerer::relower`]).
 #[derive(Debug, Clone)]
 pub struct LiveChain {
-    nodes: Vec<NodeState>,
-    shapes: Vec<Vec<u64>>,
-    symints: Vec<i64>,
+    pub(crate) nodes: Vec<NodeState>,
+    pub(crate) shapes: Vec<Vec<u64>>,
+    pub(crate) symints: Vec<i64>,
     scratch_bytes: [u64; N_SCRATCH],
-    rule_calls: u64,
+    pub(crate) rule_calls: u64,
     /// Whether every live shape and SymInt is set once (by an input or
     /// one op), so an op whose reads did not change can be skipped.
-    single_writers: bool,
+    pub(crate) single_writers: bool,
+    /// What one driver (the position) reaches, as an affine function of
+    /// it: a step that changes only that driver patches words instead of
+    /// running host rules (`affine.rs`).
+    pub(crate) affine: Option<Affine>,
 }
 
 /// What [`Lowerer::relower`] changed.

@@ -454,4 +454,33 @@ fn word_major_bytes_interleave_the_rows_words() {
             assert_eq!(out[(w * n + r) * 16..][..16], bytes[r * row + w * 16..][..16], "row {r} word {w}");
         }
     }
+
+/// A decode step runs no host rule: once a step changed only the position
+/// (and built its affine model), every later position inside the model's
+/// range is patched without a rule call and equals a fresh lowering, up to
+/// the last position the cache holds; a position past it falls back to
+/// the rules and gets their typed error.
+#[test]
+fn decode_positions_are_patched_without_host_rules() {
+    use crate::lower::{InputRef, LowerError, Lowerer};
+    let mut graph = sdpa_chain(8);
+    let lowerer = Lowerer::with_scratch(&mut graph, 0).expect("lowers");
+    let s = [vec![1, 1, 8, 64], vec![1, 1, 2, 64], vec![1, 1, 2, 64]];
+    let mut inputs: Vec<InputRef<'_>> =
+        s.iter().zip(&graph.input_ids).map(|(s, &value)| InputRef { value, shape: Some(s) }).collect();
+    inputs.push(InputRef { value: graph.input_ids[3], shape: None });
+    let mut live = lowerer.lower_live(&graph, &inputs, |_, _| 5).expect("lowers");
+    lowerer.relower(&graph, &mut live, &inputs, |_, _| 6).expect("re-lowers and models the position");
+    let calls = live.rule_calls();
+    for pos in [7, 8, 127, 128, 129, 500, 6, 0, 998, 999] {
+        lowerer.relower(&graph, &mut live, &inputs, |_, _| pos).expect("patches");
+        assert_eq!(live.rule_calls(), calls, "position {pos} ran a host rule");
+        let fresh = lowerer.lower(&graph, &inputs, |_, _| pos).expect("lowers");
+        let again = live.flatten();
+        assert_eq!((again.steps, again.shapes), (fresh.steps, fresh.shapes), "position {pos}");
+    }
+    // 1000 + 1 rows do not fit the cache of 1000.
+    let past = lowerer.relower(&graph, &mut live, &inputs, |_, _| 1000);
+    assert!(matches!(past, Err(LowerError::Op { .. })), "{past:?}");
+    assert!(live.rule_calls() > calls);
 }

@@ -65,4 +65,4 @@ pub use error::{Error, Result};
 pub use generated::shaders::{Family, ShaderId, ShaderNeeds, Variant};
 pub use ops::quant::q4_fast;
 pub use ops::{OPS, OpId, from_name};
-pub use plan::{Dispatch, ElemType, GeneratedShader, Graph, Lowered, Shader, Step, TensorInfo, Value, Vid};
+pub use plan::{Dispatch, ElemType, GeneratedShader, Graph, Lowered, Shader, ShaderKey, Step, TensorInfo, Value, Vid};

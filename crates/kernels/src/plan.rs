@@ -182,9 +182,11 @@ pub trait Graph {
     fn value(&self, id: Vid) -> Value<'_>;
 }
 
-/// WGSL written at lowering time (fused kernels): the runtime compiles it
-/// once per distinct source.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// WGSL written at lowering time (fused kernels), interned: one
+/// [`GeneratedShader`] per distinct source in the process
+/// ([`GeneratedShader::intern`]), so it compares, orders and keys
+/// pipelines by its small [`GeneratedShader::id`], never by its text.
+#[derive(Debug)]
 pub struct GeneratedShader {
     /// Label of the kernel kind (`fused_elementwise.f32`), for profiles.
     pub label: &'static str,
@@ -192,6 +194,68 @@ pub struct GeneratedShader {
     pub variant: Variant,
     /// The whole WGSL module; deterministic for one expression and dtype.
     pub source: String,
+    /// Its number among the shaders interned so far (in order).
+    id: u32,
+}
+
+/// Every generated shader interned so far, by source.
+static GENERATED: std::sync::Mutex<std::collections::BTreeMap<String, std::sync::Arc<GeneratedShader>>> =
+    std::sync::Mutex::new(std::collections::BTreeMap::new());
+
+impl GeneratedShader {
+    /// The one shader of this source: made on the first call, shared by
+    /// every later one (label and variant are the first call's; one
+    /// source is written for one kind and dtype).
+    pub fn intern(label: &'static str, variant: Variant, source: String) -> std::sync::Arc<Self> {
+        let mut all = GENERATED.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(g) = all.get(&source) {
+            return g.clone();
+        }
+        let id = u32::try_from(all.len()).expect("fewer than 2^32 generated shaders");
+        let g = std::sync::Arc::new(GeneratedShader { label, variant, source: source.clone(), id });
+        all.insert(source, g.clone());
+        g
+    }
+
+    /// Its small id: equal ids, equal sources.
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+}
+
+impl PartialEq for GeneratedShader {
+    fn eq(&self, other: &Self) -> bool {
+        self.id == other.id
+    }
+}
+
+impl Eq for GeneratedShader {}
+
+impl std::hash::Hash for GeneratedShader {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.id.hash(state);
+    }
+}
+
+impl PartialOrd for GeneratedShader {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for GeneratedShader {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.id.cmp(&other.id)
+    }
+}
+
+/// A small key of a [`Shader`]: what pipeline caches key by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ShaderKey {
+    /// A generated variant.
+    Static(ShaderId),
+    /// An interned generated shader ([`GeneratedShader::id`]).
+    Generated(u32),
 }
 
 /// The shader of a [`Dispatch`].
@@ -217,6 +281,14 @@ impl Shader {
         match self {
             Shader::Static(id) => id.variant(),
             Shader::Generated(g) => g.variant,
+        }
+    }
+
+    /// Its small key (no source text).
+    pub fn key(&self) -> ShaderKey {
+        match self {
+            Shader::Static(id) => ShaderKey::Static(*id),
+            Shader::Generated(g) => ShaderKey::Generated(g.id),
         }
     }
 

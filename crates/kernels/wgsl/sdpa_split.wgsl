@@ -3,6 +3,10 @@
 //! (decode). Layout `[1, seq, heads, D]` everywhere; head dims a multiple
 //! of 4, at most 256. `sdpa_split_combine.wgsl` merges the partials.
 //!
+//! The split plan (`n_splits`, `chunk`) comes from the live context
+//! (`common/split_plan.wgsl`); the grid's y is sized for the longest one
+//! and workgroups past `n_splits` return.
+//!
 //! Workgroup `(x, y)` takes split `y`, keys `[y * chunk, min(start_pos +
 //! seq, (y + 1) * chunk))`, and up to `MAXQ` query vectors (query row, head)
 //! that share one kv head: the `seq * group` vectors of kv head `g` (row
@@ -46,15 +50,17 @@ struct Params {
     head_dim: u32,
     /// Position of the first new token.
     start_pos: u32,
-    /// Splits of the context (the grid's y).
-    n_splits: u32,
-    /// Keys per split.
-    chunk: u32,
     /// Softmax scale.
     scale: f32,
+    /// Split plan constants (`common/split_plan.wgsl`).
+    split_target: u32,
+    split_min_keys: u32,
+    split_tile: u32,
+    split_max: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
+// include: split_plan.wgsl
 @group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
 @group(0) @binding(2) var<storage, read> k_cache: array<vec4<KvElem>>;
 @group(0) @binding(3) var<storage, read> v_cache: array<vec4<KvElem>>;
@@ -92,15 +98,18 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let n_blocks = (n_qv + MAXQ - 1u) / MAXQ;
     let kvh = wid.x / n_blocks;
     // Workgroup-uniform: either every invocation of a group returns or none.
-    if kvh >= p.n_kv_heads || wid.y >= p.n_splits {
+    let plan = split_plan(p.start_pos + p.seq);
+    let n_splits = plan.x;
+    let chunk = plan.y;
+    if kvh >= p.n_kv_heads || wid.y >= n_splits {
         return;
     }
     let j0 = (wid.x % n_blocks) * MAXQ;
     let nq = min(MAXQ, n_qv - j0);
     let split = wid.y;
     let d4 = p.head_dim / 4u;
-    let begin = split * p.chunk;
-    let end = min(p.start_pos + p.seq, begin + p.chunk);
+    let begin = split * chunk;
+    let end = min(p.start_pos + p.seq, begin + chunk);
     for (var e = lid; e < nq * d4; e += WG) {
         let j = j0 + e / d4;
         let h = kvh * group + j % group;
@@ -191,7 +200,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         workgroupBarrier();
         let j = j0 + jj;
         let h = kvh * group + j % group;
-        let base = (((j / group) * p.n_heads + h) * p.n_splits + split) * (d4 + 1u);
+        let base = (((j / group) * p.n_heads + h) * n_splits + split) * (d4 + 1u);
         if lid < d4 {
             var total = vec4<f32>(0.0);
             for (var g = 0u; g < n_kg; g++) {

@@ -2,7 +2,8 @@
 //! `sdpa_split.wgsl` into the output `[1, seq, heads, D]`. One workgroup per
 //! (query row, head); invocation `t` owns `vec4` `t` of the head dim: the
 //! global max over the splits, each split's sum and output rescaled by
-//! `exp(m - max)`, then normalized. f32 math.
+//! `exp(m - max)`, then normalized. The split count comes from the live
+//! context (`common/split_plan.wgsl`). f32 math.
 // variants: f32 f16
 
 alias Elem = f32;
@@ -16,11 +17,17 @@ struct Params {
     n_heads: u32,
     /// Head dim (a multiple of 4, at most 256).
     head_dim: u32,
-    /// Splits of the context.
-    n_splits: u32,
+    /// Position of the first query row (the context is `start_pos + seq`).
+    start_pos: u32,
+    /// Split plan constants (`common/split_plan.wgsl`).
+    split_target: u32,
+    split_min_keys: u32,
+    split_tile: u32,
+    split_max: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
+// include: split_plan.wgsl
 @group(0) @binding(1) var<storage, read> part: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read_write> out: array<vec4<Elem>>;
 
@@ -35,15 +42,16 @@ fn main(
     if idx >= p.seq * p.n_heads || lid >= d4 {
         return;
     }
+    let n_splits = split_plan(p.start_pos + p.seq).x;
     let stride = d4 + 1u;
-    let base = idx * p.n_splits;
+    let base = idx * n_splits;
     var m = -3.402823e38;
-    for (var s = 0u; s < p.n_splits; s++) {
+    for (var s = 0u; s < n_splits; s++) {
         m = max(m, part[(base + s) * stride].x);
     }
     var l = 0.0;
     var acc = vec4<f32>(0.0);
-    for (var s = 0u; s < p.n_splits; s++) {
+    for (var s = 0u; s < n_splits; s++) {
         let at = (base + s) * stride;
         let w = exp(part[at].x - m);
         l += part[at].y * w;

@@ -216,16 +216,20 @@ fn main() {
     let mut decode = Vec::new();
     for &ctx in &a.contexts {
         let run = time_decode(&mut generator, a.steps, ctx).expect("decode");
+        // The dispatches of the decode plan the steps recorded.
+        let n_dispatches = generator.n_dispatches();
         let (fill_s, stats, times) = (run.fill_s, run.stats, run.run_times);
         let per_call = |d: Duration| d.as_secs_f64() * 1e3 / times.runs.max(1) as f64;
         let tps = stats.decode_tokens_per_s();
         let _ = writeln!(
             out,
             "decode at {ctx:>6}: {tps:>10.1} tok/s (filled in {fill_s:.2} s); host ms per call: inputs {:.3}, \
-             lowering {:.3}, recording {:.3}, GPU wait {:.3}, read-back {:.3}",
+             lowering {:.3}, recording {:.3} ({:.2} us per dispatch), submit {:.3}, GPU wait {:.3}, read-back {:.3}",
             per_call(times.inputs),
             per_call(times.lowering),
             per_call(times.recording),
+            per_call(times.recording) * 1e3 / n_dispatches.max(1) as f64,
+            per_call(times.submitting),
             per_call(times.waiting),
             per_call(times.reading),
         );
@@ -234,7 +238,9 @@ fn main() {
             "seconds": stats.decode_time.as_secs_f64(), "fill_s": fill_s,
             "host_ms_per_call": {
                 "inputs": per_call(times.inputs), "lowering": per_call(times.lowering),
-                "recording": per_call(times.recording), "gpu_wait": per_call(times.waiting),
+                "recording": per_call(times.recording), "submit": per_call(times.submitting),
+                "recording_us_per_dispatch": per_call(times.recording) * 1e3 / n_dispatches.max(1) as f64,
+                "gpu_wait": per_call(times.waiting),
                 "read_back": per_call(times.reading),
             },
         }));

@@ -561,7 +561,9 @@ impl LoadedDelegate {
             out_sizes.push((readback.clone(), shape, n_bytes, spec.device_dtype, spec.host_dtype));
         }
         let rt = &self.rt;
-        let submission = rt.queue.submit([encoder.finish()]);
+        let commands = encoder.finish();
+        self.times.recording += clock.lap();
+        let submission = rt.queue.submit([commands]);
         if let Some(e) = scope.pop().await {
             return Err(Error::Gpu { during: "recording the run", reason: e.to_string() });
         }
@@ -569,7 +571,7 @@ impl LoadedDelegate {
             self.argmax_flip ^= 1;
         }
         self.pending.push_back(PendingRun { outputs: out_sizes, submission });
-        self.times.recording += clock.lap();
+        self.times.submitting += clock.lap();
         Ok(())
     }
 

@@ -71,8 +71,12 @@ pub struct RunTimes {
     /// shaders or bindings); otherwise a re-lowering patches uniforms and
     /// workgroup counts in place.
     pub plan_builds: u64,
-    /// Uploading inputs, recording the dispatches and submitting.
+    /// Uploading inputs and recording the dispatches (the command buffer
+    /// finished, not yet submitted).
     pub recording: std::time::Duration,
+    /// `Queue::submit`: handing the commands to the driver (a software
+    /// Vulkan such as lavapipe may run them right there).
+    pub submitting: std::time::Duration,
     /// Waiting for the GPU to finish and the read-back to map.
     pub waiting: std::time::Duration,
     /// Copying and converting the outputs.
@@ -88,6 +92,7 @@ impl std::ops::AddAssign for RunTimes {
         self.op_lowerings += o.op_lowerings;
         self.plan_builds += o.plan_builds;
         self.recording += o.recording;
+        self.submitting += o.submitting;
         self.waiting += o.waiting;
         self.reading += o.reading;
     }

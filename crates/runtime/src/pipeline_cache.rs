@@ -1,7 +1,7 @@
 //! The one place compute pipelines are created: one per generated shader
-//! variant, and one per distinct source of a shader written at lowering
-//! time (fused kernels), created on first use and shared by every loaded
-//! method.
+//! variant, and one per interned shader written at lowering time (fused
+//! kernels, keyed by their small id, not their source), created on first
+//! use and shared by every loaded method.
 //!
 //! Before creating a variant's pipeline, its needs (workgroup size, storage
 //! and uniform buffers, workgroup memory; [`ShaderId::needs`]) are checked
@@ -17,7 +17,7 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use etwgpu_kernels::{Shader, ShaderId};
+use etwgpu_kernels::{Shader, ShaderId, ShaderKey};
 
 use crate::error::{Error, Result};
 
@@ -33,20 +33,19 @@ fn loop_checks_off() -> bool {
     std::env::var(SHADER_CHECKS_ENV).map_or(true, |v| v != "full")
 }
 
-/// Compute pipelines keyed by shader variant, or by source for generated
-/// shaders.
+/// Compute pipelines keyed by a shader's small key ([`Shader::key`]: the
+/// variant, or an interned generated shader's id), never by its source.
 #[derive(Debug)]
 pub struct PipelineCache {
     device: wgpu::Device,
     adapter_name: String,
-    pipelines: Mutex<BTreeMap<ShaderId, wgpu::ComputePipeline>>,
-    generated: Mutex<BTreeMap<String, wgpu::ComputePipeline>>,
+    pipelines: Mutex<BTreeMap<ShaderKey, wgpu::ComputePipeline>>,
 }
 
 impl PipelineCache {
     /// An empty cache for `device`.
     pub fn new(device: wgpu::Device, adapter_name: String) -> Self {
-        Self { device, adapter_name, pipelines: Mutex::new(BTreeMap::new()), generated: Mutex::new(BTreeMap::new()) }
+        Self { device, adapter_name, pipelines: Mutex::new(BTreeMap::new()) }
     }
 
     /// The pipeline of `shader`, created (with its shader module) on first
@@ -58,10 +57,7 @@ impl PipelineCache {
 
     /// The pipeline of `shader` if it was created already.
     pub fn cached(&self, shader: &Shader) -> Option<wgpu::ComputePipeline> {
-        match shader {
-            Shader::Static(id) => self.pipelines.lock().unwrap_or_else(|e| e.into_inner()).get(id).cloned(),
-            Shader::Generated(g) => self.generated.lock().unwrap_or_else(|e| e.into_inner()).get(&g.source).cloned(),
-        }
+        self.pipelines.lock().unwrap_or_else(|e| e.into_inner()).get(&shader.key()).cloned()
     }
 
     /// Like [`PipelineCache::get`], awaiting the pipeline's validation
@@ -71,18 +67,7 @@ impl PipelineCache {
             return Ok(p);
         }
         let pipeline = self.create(shader).await?;
-        Ok(match shader {
-            Shader::Static(id) => {
-                self.pipelines.lock().unwrap_or_else(|e| e.into_inner()).entry(*id).or_insert(pipeline).clone()
-            }
-            Shader::Generated(g) => self
-                .generated
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .entry(g.source.clone())
-                .or_insert(pipeline)
-                .clone(),
-        })
+        Ok(self.pipelines.lock().unwrap_or_else(|e| e.into_inner()).entry(shader.key()).or_insert(pipeline).clone())
     }
 
     async fn create(&self, shader: &Shader) -> Result<wgpu::ComputePipeline> {
@@ -157,7 +142,6 @@ impl PipelineCache {
     /// Number of pipelines created so far.
     pub fn len(&self) -> usize {
         self.pipelines.lock().unwrap_or_else(|e| e.into_inner()).len()
-            + self.generated.lock().unwrap_or_else(|e| e.into_inner()).len()
     }
 
     /// Whether no pipeline was created yet.

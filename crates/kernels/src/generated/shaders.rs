@@ -15101,6 +15101,10 @@ pub const SDPA_SPLIT_F32: &str = r#"//! Split-KV ("FlashDecoding") attention ove
 //! (decode). Layout `[1, seq, heads, D]` everywhere; head dims a multiple
 //! of 4, at most 256. `sdpa_split_combine.wgsl` merges the partials.
 //!
+//! The split plan (`n_splits`, `chunk`) comes from the live context
+//! (`common/split_plan.wgsl`); the grid's y is sized for the longest one
+//! and workgroups past `n_splits` return.
+//!
 //! Workgroup `(x, y)` takes split `y`, keys `[y * chunk, min(start_pos +
 //! seq, (y + 1) * chunk))`, and up to `MAXQ` query vectors (query row, head)
 //! that share one kv head: the `seq * group` vectors of kv head `g` (row
@@ -15144,15 +15148,27 @@ struct Params {
     head_dim: u32,
     /// Position of the first new token.
     start_pos: u32,
-    /// Splits of the context (the grid's y).
-    n_splits: u32,
-    /// Keys per split.
-    chunk: u32,
     /// Softmax scale.
     scale: f32,
+    /// Split plan constants (`common/split_plan.wgsl`).
+    split_target: u32,
+    split_min_keys: u32,
+    split_tile: u32,
+    split_max: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
+/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
+/// `split_min_keys` keys each, enough splits to reach `split_target`
+/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
+/// length but the last, none empty.
+fn split_plan(ctx: u32) -> vec2<u32> {
+    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
+    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
+    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
+    let chunk = max((ctx + bound - 1u) / bound, 1u);
+    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
+}
 @group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
 @group(0) @binding(2) var<storage, read> k_cache: array<vec4<KvElem>>;
 @group(0) @binding(3) var<storage, read> v_cache: array<vec4<KvElem>>;
@@ -15190,15 +15206,18 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let n_blocks = (n_qv + MAXQ - 1u) / MAXQ;
     let kvh = wid.x / n_blocks;
     // Workgroup-uniform: either every invocation of a group returns or none.
-    if kvh >= p.n_kv_heads || wid.y >= p.n_splits {
+    let plan = split_plan(p.start_pos + p.seq);
+    let n_splits = plan.x;
+    let chunk = plan.y;
+    if kvh >= p.n_kv_heads || wid.y >= n_splits {
         return;
     }
     let j0 = (wid.x % n_blocks) * MAXQ;
     let nq = min(MAXQ, n_qv - j0);
     let split = wid.y;
     let d4 = p.head_dim / 4u;
-    let begin = split * p.chunk;
-    let end = min(p.start_pos + p.seq, begin + p.chunk);
+    let begin = split * chunk;
+    let end = min(p.start_pos + p.seq, begin + chunk);
     for (var e = lid; e < nq * d4; e += WG) {
         let j = j0 + e / d4;
         let h = kvh * group + j % group;
@@ -15289,7 +15308,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         workgroupBarrier();
         let j = j0 + jj;
         let h = kvh * group + j % group;
-        let base = (((j / group) * p.n_heads + h) * p.n_splits + split) * (d4 + 1u);
+        let base = (((j / group) * p.n_heads + h) * n_splits + split) * (d4 + 1u);
         if lid < d4 {
             var total = vec4<f32>(0.0);
             for (var g = 0u; g < n_kg; g++) {
@@ -15312,6 +15331,10 @@ pub const SDPA_SPLIT_F16: &str = r#"enable f16;
 //! partial softmax of one chunk of the context, for a few query rows
 //! (decode). Layout `[1, seq, heads, D]` everywhere; head dims a multiple
 //! of 4, at most 256. `sdpa_split_combine.wgsl` merges the partials.
+//!
+//! The split plan (`n_splits`, `chunk`) comes from the live context
+//! (`common/split_plan.wgsl`); the grid's y is sized for the longest one
+//! and workgroups past `n_splits` return.
 //!
 //! Workgroup `(x, y)` takes split `y`, keys `[y * chunk, min(start_pos +
 //! seq, (y + 1) * chunk))`, and up to `MAXQ` query vectors (query row, head)
@@ -15356,15 +15379,27 @@ struct Params {
     head_dim: u32,
     /// Position of the first new token.
     start_pos: u32,
-    /// Splits of the context (the grid's y).
-    n_splits: u32,
-    /// Keys per split.
-    chunk: u32,
     /// Softmax scale.
     scale: f32,
+    /// Split plan constants (`common/split_plan.wgsl`).
+    split_target: u32,
+    split_min_keys: u32,
+    split_tile: u32,
+    split_max: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
+/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
+/// `split_min_keys` keys each, enough splits to reach `split_target`
+/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
+/// length but the last, none empty.
+fn split_plan(ctx: u32) -> vec2<u32> {
+    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
+    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
+    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
+    let chunk = max((ctx + bound - 1u) / bound, 1u);
+    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
+}
 @group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
 @group(0) @binding(2) var<storage, read> k_cache: array<vec4<KvElem>>;
 @group(0) @binding(3) var<storage, read> v_cache: array<vec4<KvElem>>;
@@ -15402,15 +15437,18 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let n_blocks = (n_qv + MAXQ - 1u) / MAXQ;
     let kvh = wid.x / n_blocks;
     // Workgroup-uniform: either every invocation of a group returns or none.
-    if kvh >= p.n_kv_heads || wid.y >= p.n_splits {
+    let plan = split_plan(p.start_pos + p.seq);
+    let n_splits = plan.x;
+    let chunk = plan.y;
+    if kvh >= p.n_kv_heads || wid.y >= n_splits {
         return;
     }
     let j0 = (wid.x % n_blocks) * MAXQ;
     let nq = min(MAXQ, n_qv - j0);
     let split = wid.y;
     let d4 = p.head_dim / 4u;
-    let begin = split * p.chunk;
-    let end = min(p.start_pos + p.seq, begin + p.chunk);
+    let begin = split * chunk;
+    let end = min(p.start_pos + p.seq, begin + chunk);
     for (var e = lid; e < nq * d4; e += WG) {
         let j = j0 + e / d4;
         let h = kvh * group + j % group;
@@ -15501,7 +15539,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         workgroupBarrier();
         let j = j0 + jj;
         let h = kvh * group + j % group;
-        let base = (((j / group) * p.n_heads + h) * p.n_splits + split) * (d4 + 1u);
+        let base = (((j / group) * p.n_heads + h) * n_splits + split) * (d4 + 1u);
         if lid < d4 {
             var total = vec4<f32>(0.0);
             for (var g = 0u; g < n_kg; g++) {
@@ -15524,6 +15562,10 @@ pub const SDPA_SPLIT_F32_KVF16: &str = r#"enable f16;
 //! partial softmax of one chunk of the context, for a few query rows
 //! (decode). Layout `[1, seq, heads, D]` everywhere; head dims a multiple
 //! of 4, at most 256. `sdpa_split_combine.wgsl` merges the partials.
+//!
+//! The split plan (`n_splits`, `chunk`) comes from the live context
+//! (`common/split_plan.wgsl`); the grid's y is sized for the longest one
+//! and workgroups past `n_splits` return.
 //!
 //! Workgroup `(x, y)` takes split `y`, keys `[y * chunk, min(start_pos +
 //! seq, (y + 1) * chunk))`, and up to `MAXQ` query vectors (query row, head)
@@ -15568,15 +15610,27 @@ struct Params {
     head_dim: u32,
     /// Position of the first new token.
     start_pos: u32,
-    /// Splits of the context (the grid's y).
-    n_splits: u32,
-    /// Keys per split.
-    chunk: u32,
     /// Softmax scale.
     scale: f32,
+    /// Split plan constants (`common/split_plan.wgsl`).
+    split_target: u32,
+    split_min_keys: u32,
+    split_tile: u32,
+    split_max: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
+/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
+/// `split_min_keys` keys each, enough splits to reach `split_target`
+/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
+/// length but the last, none empty.
+fn split_plan(ctx: u32) -> vec2<u32> {
+    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
+    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
+    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
+    let chunk = max((ctx + bound - 1u) / bound, 1u);
+    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
+}
 @group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
 @group(0) @binding(2) var<storage, read> k_cache: array<vec4<KvElem>>;
 @group(0) @binding(3) var<storage, read> v_cache: array<vec4<KvElem>>;
@@ -15614,15 +15668,18 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let n_blocks = (n_qv + MAXQ - 1u) / MAXQ;
     let kvh = wid.x / n_blocks;
     // Workgroup-uniform: either every invocation of a group returns or none.
-    if kvh >= p.n_kv_heads || wid.y >= p.n_splits {
+    let plan = split_plan(p.start_pos + p.seq);
+    let n_splits = plan.x;
+    let chunk = plan.y;
+    if kvh >= p.n_kv_heads || wid.y >= n_splits {
         return;
     }
     let j0 = (wid.x % n_blocks) * MAXQ;
     let nq = min(MAXQ, n_qv - j0);
     let split = wid.y;
     let d4 = p.head_dim / 4u;
-    let begin = split * p.chunk;
-    let end = min(p.start_pos + p.seq, begin + p.chunk);
+    let begin = split * chunk;
+    let end = min(p.start_pos + p.seq, begin + chunk);
     for (var e = lid; e < nq * d4; e += WG) {
         let j = j0 + e / d4;
         let h = kvh * group + j % group;
@@ -15713,7 +15770,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         workgroupBarrier();
         let j = j0 + jj;
         let h = kvh * group + j % group;
-        let base = (((j / group) * p.n_heads + h) * p.n_splits + split) * (d4 + 1u);
+        let base = (((j / group) * p.n_heads + h) * n_splits + split) * (d4 + 1u);
         if lid < d4 {
             var total = vec4<f32>(0.0);
             for (var g = 0u; g < n_kg; g++) {
@@ -15734,7 +15791,8 @@ pub const SDPA_SPLIT_COMBINE_F32: &str = r#"//! Split-KV attention, second pass:
 //! `sdpa_split.wgsl` into the output `[1, seq, heads, D]`. One workgroup per
 //! (query row, head); invocation `t` owns `vec4` `t` of the head dim: the
 //! global max over the splits, each split's sum and output rescaled by
-//! `exp(m - max)`, then normalized. f32 math.
+//! `exp(m - max)`, then normalized. The split count comes from the live
+//! context (`common/split_plan.wgsl`). f32 math.
 // variants: f32 f16
 
 alias Elem = f32;
@@ -15748,11 +15806,27 @@ struct Params {
     n_heads: u32,
     /// Head dim (a multiple of 4, at most 256).
     head_dim: u32,
-    /// Splits of the context.
-    n_splits: u32,
+    /// Position of the first query row (the context is `start_pos + seq`).
+    start_pos: u32,
+    /// Split plan constants (`common/split_plan.wgsl`).
+    split_target: u32,
+    split_min_keys: u32,
+    split_tile: u32,
+    split_max: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
+/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
+/// `split_min_keys` keys each, enough splits to reach `split_target`
+/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
+/// length but the last, none empty.
+fn split_plan(ctx: u32) -> vec2<u32> {
+    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
+    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
+    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
+    let chunk = max((ctx + bound - 1u) / bound, 1u);
+    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
+}
 @group(0) @binding(1) var<storage, read> part: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read_write> out: array<vec4<Elem>>;
 
@@ -15767,15 +15841,16 @@ fn main(
     if idx >= p.seq * p.n_heads || lid >= d4 {
         return;
     }
+    let n_splits = split_plan(p.start_pos + p.seq).x;
     let stride = d4 + 1u;
-    let base = idx * p.n_splits;
+    let base = idx * n_splits;
     var m = -3.402823e38;
-    for (var s = 0u; s < p.n_splits; s++) {
+    for (var s = 0u; s < n_splits; s++) {
         m = max(m, part[(base + s) * stride].x);
     }
     var l = 0.0;
     var acc = vec4<f32>(0.0);
-    for (var s = 0u; s < p.n_splits; s++) {
+    for (var s = 0u; s < n_splits; s++) {
         let at = (base + s) * stride;
         let w = exp(part[at].x - m);
         l += part[at].y * w;
@@ -15792,7 +15867,8 @@ pub const SDPA_SPLIT_COMBINE_F16: &str = r#"enable f16;
 //! `sdpa_split.wgsl` into the output `[1, seq, heads, D]`. One workgroup per
 //! (query row, head); invocation `t` owns `vec4` `t` of the head dim: the
 //! global max over the splits, each split's sum and output rescaled by
-//! `exp(m - max)`, then normalized. f32 math.
+//! `exp(m - max)`, then normalized. The split count comes from the live
+//! context (`common/split_plan.wgsl`). f32 math.
 // variants: f32 f16
 
 alias Elem = f16;
@@ -15806,11 +15882,27 @@ struct Params {
     n_heads: u32,
     /// Head dim (a multiple of 4, at most 256).
     head_dim: u32,
-    /// Splits of the context.
-    n_splits: u32,
+    /// Position of the first query row (the context is `start_pos + seq`).
+    start_pos: u32,
+    /// Split plan constants (`common/split_plan.wgsl`).
+    split_target: u32,
+    split_min_keys: u32,
+    split_tile: u32,
+    split_max: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
+/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
+/// `split_min_keys` keys each, enough splits to reach `split_target`
+/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
+/// length but the last, none empty.
+fn split_plan(ctx: u32) -> vec2<u32> {
+    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
+    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
+    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
+    let chunk = max((ctx + bound - 1u) / bound, 1u);
+    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
+}
 @group(0) @binding(1) var<storage, read> part: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read_write> out: array<vec4<Elem>>;
 
@@ -15825,15 +15917,16 @@ fn main(
     if idx >= p.seq * p.n_heads || lid >= d4 {
         return;
     }
+    let n_splits = split_plan(p.start_pos + p.seq).x;
     let stride = d4 + 1u;
-    let base = idx * p.n_splits;
+    let base = idx * n_splits;
     var m = -3.402823e38;
-    for (var s = 0u; s < p.n_splits; s++) {
+    for (var s = 0u; s < n_splits; s++) {
         m = max(m, part[(base + s) * stride].x);
     }
     var l = 0.0;
     var acc = vec4<f32>(0.0);
-    for (var s = 0u; s < p.n_splits; s++) {
+    for (var s = 0u; s < n_splits; s++) {
         let at = (base + s) * stride;
         let w = exp(part[at].x - m);
         l += part[at].y * w;

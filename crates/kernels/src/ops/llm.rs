@@ -269,7 +269,7 @@ pub fn sdpa_with_kv_cache(c: &Ctx<'_>) -> Result<Lowered> {
         // The partials read the caches (maybe float16); the combine does not.
         let shaders = [kv_shader(Family::SdpaSplit, variant), float_shader(Family::SdpaSplitCombine, &q, 0, "query")?];
         let a = SplitAttn { s, hq, hkv, d, start, scale, shaders };
-        steps.extend(split_kv_attention(&a, [q.id, k_cache.id, v_cache.id, out.id], scratch)?);
+        steps.extend(split_kv_attention(&a, cmax, [q.id, k_cache.id, v_cache.id, out.id], scratch)?);
     } else if rows > 0 && d > 0 {
         let params = Uniform::new()
             .u32(to_u32("seq", s)?)
@@ -336,6 +336,7 @@ fn split_bound(s: u64, hq: u64, hkv: u64, ctx: u64) -> u64 {
 
 /// Splits and keys per split of a context of `ctx >= 1` keys: at most
 /// [`split_bound`] splits of equal length but the last, none empty.
+#[cfg(test)]
 pub(crate) fn split_plan(s: u64, hq: u64, hkv: u64, ctx: u64) -> (u64, u64) {
     let chunk = ctx.div_ceil(split_bound(s, hq, hkv, ctx)).max(1);
     (ctx.div_ceil(chunk).max(1), chunk)
@@ -367,31 +368,49 @@ struct SplitAttn {
 }
 
 /// The two dispatches of split-KV attention of `[query, key_cache,
-/// value_cache, out]`, partials in `scratch`; the same two at every
-/// position (only uniforms and the split grid change).
-fn split_kv_attention(a: &SplitAttn, [q, k_cache, v_cache, out]: [Vid; 4], scratch: Vid) -> Result<[Step; 2]> {
-    let (n_splits, chunk) = split_plan(a.s, a.hq, a.hkv, a.start + a.s);
+/// value_cache, out]`, partials in `scratch`, for a cache of `cmax` rows;
+/// the same two at every position, and their uniforms affine in it (only
+/// `start_pos` changes): the kernels plan the splits of the live context
+/// themselves (`common/split_plan.wgsl`, the formula of [`split_plan`]),
+/// and the grid is sized for the longest context ([`split_bound`] is
+/// non-decreasing), its extra workgroups returning.
+fn split_kv_attention(
+    a: &SplitAttn,
+    cmax: u64,
+    [q, k_cache, v_cache, out]: [Vid; 4],
+    scratch: Vid,
+) -> Result<[Step; 2]> {
+    let max_splits = split_bound(a.s, a.hq, a.hkv, cmax);
     let groups = split_groups(a.s, a.hq, a.hkv);
+    let target = SPLIT_TARGET_GROUPS.div_ceil(groups);
     let groups = u32::try_from(groups)
         .ok()
         .filter(|&g| g <= MAX_GROUPS_PER_DIM)
         .ok_or(Error::TooLarge { what: "workgroups of one attention split", found: groups })?;
-    let partials = Uniform::new()
-        .u32(to_u32("seq", a.s)?)
-        .u32(to_u32("heads", a.hq)?)
-        .u32(to_u32("kv heads", a.hkv)?)
-        .u32(to_u32("head dim", a.d)?)
-        .u32(to_u32("start_pos", a.start)?)
-        .u32(to_u32("splits", n_splits)?)
-        .u32(to_u32("keys per split", chunk)?)
-        .f32(a.scale as f32)
-        .finish();
-    let combine = Uniform::new()
-        .u32(to_u32("seq", a.s)?)
-        .u32(to_u32("heads", a.hq)?)
-        .u32(to_u32("head dim", a.d)?)
-        .u32(to_u32("splits", n_splits)?)
-        .finish();
+    let plan_words = |u: Uniform| -> Result<Uniform> {
+        Ok(u.u32(to_u32("split target", target)?)
+            .u32(SPLIT_MIN_KEYS as u32)
+            .u32(SPLIT_TILE as u32)
+            .u32(SPLIT_MAX as u32))
+    };
+    let partials = plan_words(
+        Uniform::new()
+            .u32(to_u32("seq", a.s)?)
+            .u32(to_u32("heads", a.hq)?)
+            .u32(to_u32("kv heads", a.hkv)?)
+            .u32(to_u32("head dim", a.d)?)
+            .u32(to_u32("start_pos", a.start)?)
+            .f32(a.scale as f32),
+    )?
+    .finish();
+    let combine = plan_words(
+        Uniform::new()
+            .u32(to_u32("seq", a.s)?)
+            .u32(to_u32("heads", a.hq)?)
+            .u32(to_u32("head dim", a.d)?)
+            .u32(to_u32("start_pos", a.start)?),
+    )?
+    .finish();
     Ok([
         Step::Dispatch(Dispatch {
             shader: a.shaders[0].into(),
@@ -399,7 +418,7 @@ fn split_kv_attention(a: &SplitAttn, [q, k_cache, v_cache, out]: [Vid; 4], scrat
             inputs: vec![q, k_cache, v_cache],
             outputs: vec![scratch],
             params: partials,
-            workgroups: [groups, to_u32("splits", n_splits)?, 1],
+            workgroups: [groups, to_u32("splits", max_splits)?, 1],
         }),
         Step::Dispatch(Dispatch {
             shader: a.shaders[1].into(),

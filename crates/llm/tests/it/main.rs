@@ -80,6 +80,40 @@ fn greedy_matches_eager_argmax_tokens() {
     }
 }
 
+/// A decode step runs no host rule: past the prompt and the first decode
+/// step (which changes the row count, or the position first, and builds the
+/// position's affine model), each step only patches uniform words. Checked
+/// through `decode_step`, and through `generate` as users run it (the
+/// device argmax, two runs in flight): five more tokens add no host rule.
+#[test]
+fn decode_steps_run_no_host_rule() {
+    let Some(rt) = runtime() else { return };
+    for name in ["llama_tiny_fp32", "llama_tiny_q4", "llama_tiny_8da4w", "llama_tiny_static"] {
+        let program = Program::open(fixture(name).join("model.pte")).expect("open fixture");
+        let prompt = tokens(fixture("llama_tiny_fp32").join("call0.in0.npy"));
+        let mut generator = Generator::new(&rt, &program).expect("load");
+        generator.prefill(&prompt).expect("prefill");
+        generator.decode_step(1).expect("decode");
+        let before = generator.run_times();
+        for token in 2..8 {
+            generator.decode_step(token).expect("decode");
+        }
+        let after = generator.run_times();
+        assert_eq!(after.op_lowerings, before.op_lowerings, "{name}: decode steps ran host rules");
+        assert_eq!(after.plan_builds, before.plan_builds, "{name}: decode steps made bind groups anew");
+
+        let mut rules = Vec::new();
+        for max_new_tokens in [3, 8] {
+            let mut generator = Generator::new(&rt, &program).expect("load");
+            let mut sampler = Sampler::new(SamplerConfig::default()).expect("greedy");
+            let options = GenerateOptions { max_new_tokens, stop_tokens: Vec::new(), stop_at_eos: false };
+            generator.generate(&prompt, &options, &mut sampler, |_| {}).expect("generate");
+            rules.push(generator.run_times().op_lowerings);
+        }
+        assert_eq!(rules[0], rules[1], "{name}: 5 more generated tokens ran host rules");
+    }
+}
+
 /// The static-shape export (`llama_tiny_static`: `forward(tokens [1,1],
 /// input_pos [1])`, `--disable_dynamic_shape`) shares `llama_tiny_fp32`'s
 /// weights and prompt. The generator feeds the prompt one token per run;

@@ -143,13 +143,14 @@ fn intermediates_share_arenas() {
     }
 }
 
-/// Lower once: a decode step whose only change is the position re-runs
-/// the host rules of the ops that read a SymInt and no others, and keeps
-/// every bind group (uniforms and workgroup counts are patched), while
-/// the outputs match the goldens. The tiny Llama fixtures run a prompt
-/// (call 0; `llama_tiny_static` feeds it a token a call) and then decode
-/// steps: call 1 may change the row count, every later call only the
-/// position.
+/// Lower once: a decode step whose only change is the position runs no
+/// host rule at all (the words the position reaches are patched from its
+/// affine model, built at the first step that changed it) and keeps every
+/// bind group, while the outputs match the goldens. The tiny Llama
+/// fixtures run a prompt (call 0; `llama_tiny_static` feeds it a token a
+/// call) and then decode steps: call 1 may change the row count and
+/// re-runs the rules of the ops it reaches (at most those that read a
+/// SymInt or a changed shape), every later call only the position.
 #[test]
 fn decode_steps_do_not_lower_the_chain() {
     let Some(rt) = crate::runtime() else { return };
@@ -187,10 +188,8 @@ fn decode_steps_do_not_lower_the_chain() {
             eprintln!("{name} call {k}: {ops} host rules of {n_ops} ops ({readers} read a SymInt)");
             assert_eq!(after.chain_lowerings, 1, "{name} call {k}: lowered the whole chain");
             assert_eq!(after.plan_builds, before.plan_builds, "{name} call {k}: made bind groups anew");
-            assert!(ops <= readers && ops < n_ops, "{name} call {k}: {ops} host rules run, {readers} read a SymInt");
+            assert_eq!(ops, 0, "{name} call {k}: {ops} host rules run ({readers} ops read a SymInt)");
         }
-        let per_step: Vec<u64> = times.windows(2).skip(1).map(|w| w[1].op_lowerings - w[0].op_lowerings).collect();
-        assert!(per_step.windows(2).all(|w| w[0] == w[1]), "{name}: decode steps ran {per_step:?} host rules");
     }
 }
 
