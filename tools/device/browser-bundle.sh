@@ -7,7 +7,8 @@
 # set is complete whatever that machine lacks; they go on LD_LIBRARY_PATH
 # there, not into /), gzipped and split into pieces of PIECE bytes
 # (default 40000000) under .xfer/browser-1/, .xfer/browser-2/, ...
-# Also builds the release npm package into crates/web/pkg (carried as an
+# The page needs the npm package too: build it in release first
+# (`cargo xtask web-build --release`, into crates/web/pkg, carried as an
 # ignored path).
 #
 #   bash tools/device/browser-bundle.sh
@@ -30,7 +31,7 @@ find "$stage/chromium/locales" -type f ! -name 'en-US.pak' -delete
 # Libraries of the browser and the libraries it opens at run time (ANGLE,
 # SwiftShader, the Vulkan loader), minus the C library itself.
 for bin in "$stage"/chromium/chromium "$stage"/chromium/*.so*; do
-  ldd "$bin" 2>/dev/null | awk '/=> \//{print $3}'
+  { ldd "$bin" 2>/dev/null || true; } | awk '/=> \//{print $3}'
 done | sort -u | grep -Ev '/(libc|libm|libdl|libpthread|librt|libresolv|ld-linux[^/]*)\.so' |
   while read -r lib; do cp -L "$lib" "$stage/lib/"; done
 # One font and a fontconfig file, so pages render text without warnings.
@@ -57,5 +58,5 @@ sha256sum "$stage.tgz" | awk '{print $1}' > ".xfer/browser-$n/chromium.sha256"
 echo "chromium $(cat "$stage/VERSION"): $(stat -c %s "$stage.tgz") bytes gzipped in $n pieces:"
 du -b .xfer/browser-*/*
 rm -f "$stage.tgz"
-cargo xtask web-build --release
-du -b crates/web/pkg/*
+[ -f crates/web/pkg/etwgpu_web_bg.wasm ] && du -b crates/web/pkg/* ||
+  echo "crates/web/pkg is missing: cargo xtask web-build --release"

@@ -37,15 +37,14 @@ ROOT = Path(__file__).resolve().parents[2]
 WEB = ROOT / "crates" / "web"
 FIXTURES = ROOT / "test_data" / "fixtures"
 
-# WebGPU on the system's Vulkan driver in headless Chromium (Linux): Dawn
-# on Vulkan, the GPU process not refused for an unknown or blocklisted
-# GPU, no window surface.
+# WebGPU on the system's Vulkan driver in headless Chromium (Linux): Vulkan
+# on, the GPU process not refused for an unknown or blocklisted GPU nor
+# sandboxed. Checked on Chromium 156 with lavapipe as the system driver;
+# adding --use-angle=vulkan there made the GPU process fail (Skia found no
+# context) and the page never ran.
 VULKAN_FLAGS = [
     "--enable-features=Vulkan",
-    "--use-vulkan=native",
-    "--use-angle=vulkan",
     "--ignore-gpu-blocklist",
-    "--disable-vulkan-surface",
     "--disable-gpu-sandbox",
 ]
 
@@ -97,6 +96,8 @@ def main():
     ap.add_argument("--chromium", default="/usr/bin/chromium")
     ap.add_argument("--lib-dir", help="shared libraries to put first on LD_LIBRARY_PATH")
     ap.add_argument("--gpu", choices=["default", "vulkan"], default="default")
+    ap.add_argument("--require-gpu", action="store_true",
+                    help="fail when WebGPU runs on SwiftShader (Chromium's CPU fallback) instead of a GPU")
     ap.add_argument("--flag", action="append", default=[], help="another Chromium flag (repeatable)")
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("--json", help="write the result here")
@@ -124,6 +125,8 @@ def main():
              "--disable-background-networking", "--disable-component-update", "--disable-dev-shm-usage",
              # A tab in the background must not be throttled while it waits on the GPU.
              "--disable-renderer-backgrounding", "--disable-background-timer-throttling",
+             # The adapter's vendor, architecture and description in the result.
+             "--enable-webgpu-developer-features",
              f"--user-data-dir={profile}"]
     flags += VULKAN_FLAGS if args.gpu == "vulkan" else []
     flags += args.flag
@@ -172,13 +175,18 @@ def main():
     if not result.get("ok"):
         print(f"the page failed: {result.get('error')}")
         sys.exit(1)
+    if args.require_gpu and (result.get("gpuAdapterInfo") or {}).get("architecture") == "swiftshader":
+        print(f"WebGPU runs on SwiftShader, not a GPU: {result['gpuAdapterInfo']} (Chromium found no usable Vulkan GPU)")
+        sys.exit(1)
     a, load = result["adapter"], result["load"]
     print(f"\nload: {load['fileBytes'] / 2**20:.1f} MiB program, made or read in {load['buildOrReadMs']:.0f} ms, "
           f"loaded in {load['loadMs']:.0f} ms; peak wasm memory {load['wasmMemoryBytes'] / 2**20:.1f} MiB")
+    print(f"WebGPU adapter info: {result.get('gpuAdapterInfo')}")
     print(f"adapter: {a['name']} ({a['backend']}, {a['deviceType']}) {a['driver']}; features {', '.join(a['features'])}")
     print(f"| model | P | prefill tok/s | decode tok/s ({result['steps']} steps) |\n|---|---:|---:|---:|")
+    rate = lambda x: f"{x:.1f}" if x >= 1 else f"{x:.3g}"  # noqa: E731
     for c in result["cells"]:
-        print(f"| {result['model']} | {c['prompt']} | {c['prefillTokensPerS']:.1f} | {c['decodeTokensPerS']:.1f} |")
+        print(f"| {result['model']} | {c['prompt']} | {rate(c['prefillTokensPerS'])} | {rate(c['decodeTokensPerS'])} |")
 
 
 if __name__ == "__main__":

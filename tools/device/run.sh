@@ -94,7 +94,7 @@ for part in $parts; do
     fi
     export FONTCONFIG_FILE=/tmp/chromium/root/fonts/fonts.conf
     chrome=(python3 tools/device/browser_bench.py --chromium /tmp/chromium/root/chromium/chromium
-      --lib-dir /tmp/chromium/root/lib --gpu vulkan --steps 64 --repeats 3)
+      --lib-dir /tmp/chromium/root/lib --gpu vulkan --require-gpu --steps 64 --repeats 3)
     timeout 100 "${chrome[@]}" --model smollm2 --prompts 128,512 --json "$OUT/browser_smollm2_q4.json"
     timeout 200 "${chrome[@]}" --model 1b --prompts 128,512 --timeout 190 --json "$OUT/browser_1b_q4.json"
     log "browser: the native llm_bench at the same cells"

@@ -54,8 +54,14 @@ async function bench() {
   await init();
   if (!navigator.gpu) throw new Error("this browser has no WebGPU (navigator.gpu is missing)");
   const rt = await Runtime.create();
-  const result = { adapter: rt.adapter, userAgent: navigator.userAgent, steps, repeats };
-  log(`adapter: ${result.adapter.name} (${result.adapter.backend}, ${result.adapter.deviceType}) ${result.adapter.driver}`);
+  // What the browser says of the adapter (vendor, architecture; device and
+  // description only with --enable-webgpu-developer-features).
+  const info = (await navigator.gpu.requestAdapter({ powerPreference: "high-performance" }))?.info ?? {};
+  const gpuAdapterInfo = { vendor: info.vendor, architecture: info.architecture, device: info.device,
+    description: info.description };
+  const result = { adapter: rt.adapter, gpuAdapterInfo, userAgent: navigator.userAgent, steps, repeats };
+  log(`adapter: ${JSON.stringify(gpuAdapterInfo)} (${result.adapter.backend}, ${result.adapter.deviceType}); ` +
+    `features ${result.adapter.features.join(", ")}`);
   const tBuild = performance.now();
   let program;
   if (q.get("url")) {
