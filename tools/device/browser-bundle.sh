@@ -16,7 +16,7 @@
 # Then carry one piece per device call, less than 30 s apart (the machine
 # stays warm), with the command
 #   mkdir -p /tmp/chromium && cp .xfer/browser-*/* /tmp/chromium/
-# and the last piece with carry [".gl", "crates/web/pkg", ".xfer/browser-N"]
+# and the last piece with carry [".gl", ".device/llm_bench", "crates/web/pkg", ".xfer/browser-N"]
 # and `bash tools/device/run.sh browser` (see README.md).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
