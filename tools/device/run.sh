@@ -15,6 +15,12 @@
 #   smollm2  the real SmolLM2 4-bit export, gzipped and split into pieces
 #            carried in .xfer/K/ over several calls (see README.md): a chat
 #            of 256 greedy tokens, tokens/s, and `etwgpu bench -p 512 -n 128`
+#   browser  the browser LLM bench (crates/web/bench) in headless Chromium
+#            with WebGPU on the NVIDIA Vulkan driver, for the synthetic
+#            Llama-3.2-1B and SmolLM2-135M shapes (4-bit) next to the native
+#            llm_bench at the same cells; Chromium is carried in pieces in
+#            .xfer/browser-K/ (tools/device/browser-bundle.sh), the package
+#            as the ignored path crates/web/pkg
 # Raw outputs go to $OUT (at most 8 files come back); the last thing
 # printed is the table of tools/device/report.py.
 set -uo pipefail
@@ -74,6 +80,28 @@ for part in $parts; do
       --prompt "Once upon a time" --max-tokens 256 2>&1 | tail -2 | tee -a "$OUT/smollm2_chat.txt"
     # README's `etwgpu bench` H200 table (<!-- bench:h200 -->).
     timeout 120 .device/etwgpu bench /tmp/smollm2/model.pte -p 512 -n 128 2>&1 | tee "$OUT/smollm2_bench.md"
+    ;;
+  browser)
+    log "browser: Chromium with WebGPU on the NVIDIA Vulkan driver"
+    # Earlier calls left the first pieces in /tmp/chromium (see README.md).
+    mkdir -p /tmp/chromium/root
+    cp .xfer/browser-*/* /tmp/chromium/ 2>/dev/null || true
+    if [ ! -x /tmp/chromium/root/chromium/chromium ]; then
+      ls -l /tmp/chromium
+      [ "$(cat /tmp/chromium/chromium.tgz.* | sha256sum | awk '{print $1}')" = "$(cat /tmp/chromium/chromium.sha256)" ] ||
+        { echo "browser: the Chromium pieces are incomplete (checksum differs)"; continue; }
+      cat /tmp/chromium/chromium.tgz.* | tar -xz -C /tmp/chromium/root
+    fi
+    export FONTCONFIG_FILE=/tmp/chromium/root/fonts/fonts.conf
+    chrome=(python3 tools/device/browser_bench.py --chromium /tmp/chromium/root/chromium/chromium
+      --lib-dir /tmp/chromium/root/lib --gpu vulkan --require-gpu --steps 64 --repeats 3)
+    timeout 100 "${chrome[@]}" --model smollm2 --prompts 128,512 --json "$OUT/browser_smollm2_q4.json"
+    timeout 200 "${chrome[@]}" --model 1b --prompts 128,512 --timeout 190 --json "$OUT/browser_1b_q4.json"
+    log "browser: the native llm_bench at the same cells"
+    for m in smollm2 1b; do
+      timeout 100 .device/llm_bench --model $m --weights q4 --prompts 128,512 --contexts 128,512 --steps 64 \
+        --repeats 3 --json "$OUT/native_${m}_q4.json" 2>&1 | grep -E '^(prefill|decode)' | head -8
+    done
     ;;
   *) echo "unknown part $part"; exit 2 ;;
   esac

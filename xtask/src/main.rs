@@ -9,10 +9,12 @@
 //! - `cargo xtask ci`: everything CI runs (fmt, clippy, drift, tidy, tests,
 //!   the Python package's tests, bench build, then the browser build and
 //!   tests of `web-test`).
-//! - `cargo xtask web-build [--release]`: the wasm library and its
-//!   JavaScript bindings into `crates/web/www/pkg/`, for the demo page.
+//! - `cargo xtask web-build [--release]`: the wasm library, its
+//!   JavaScript bindings and TypeScript declarations as the npm package
+//!   `etwgpu` in `crates/web/pkg/` (the demo page imports it from there).
 //! - `cargo xtask web-test`: clippy for wasm32, the browser tests in
-//!   headless Chromium and the demo page end to end (see [`web`]).
+//!   headless Chromium, the npm package packed, installed and used from a
+//!   page, and the demo page end to end (see [`web`]).
 //! - `cargo xtask python-test`: the `etwgpu` wheel built, installed into a
 //!   fresh venv and its pytest suite run (see [`python`]).
 //! - `cargo xtask device-bundle`: release binaries and the Vulkan loader for

@@ -82,6 +82,23 @@ fn wasm_bindgen_version_is_read_from_the_lock_file() {
 }
 
 #[test]
+fn npm_package_json_is_versioned_as_the_workspace() {
+    let manifest = include_str!("../../Cargo.toml");
+    let [version, license, repository] = crate::web::workspace_package(manifest).expect("the workspace manifest");
+    assert!(manifest.contains(&format!("version = \"{version}\"")), "{version}");
+    let json: serde_json::Value =
+        serde_json::from_str(&crate::web::package_json(&version, &license, &repository)).expect("valid JSON");
+    assert_eq!(json["name"], "etwgpu");
+    assert_eq!(json["version"], version.as_str());
+    assert_eq!(json["type"], "module");
+    assert_eq!(json["exports"]["."]["types"], json["types"]);
+    let files: Vec<&str> = json["files"].as_array().expect("files").iter().filter_map(|f| f.as_str()).collect();
+    assert!(files.contains(&"etwgpu_web_bg.wasm") && files.contains(&"etwgpu_web.d.ts"), "{files:?}");
+    let broken = "[workspace.package]\nedition = \"2024\"\n";
+    assert!(crate::web::workspace_package(broken).is_err_and(|e| e.contains("version")));
+}
+
+#[test]
 fn dev_dependency_section_is_checked() {
     let m = tidy::parse_manifest("[package]\nname = \"etwgpu-format\"\n[dev-dependencies]\nnaga = \"30\"\n");
     let p = tidy::check_manifests(&[m]);

@@ -21,6 +21,13 @@ pub enum Error {
         /// What it should be.
         expected: &'static str,
     },
+    /// Reading the program's bytes failed (a `Blob` read, an HTTP status,
+    /// a stream error, a file larger than wasm memory).
+    #[error("cannot read the program's bytes: {problem}")]
+    Read {
+        /// The problem.
+        problem: String,
+    },
     /// The `tokenizer.json` could not be read.
     #[error("cannot read tokenizer.json: {problem}")]
     Tokenizer {

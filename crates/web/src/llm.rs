@@ -4,20 +4,15 @@
 
 use etwgpu_format::Program;
 use etwgpu_llm::{ChatMessage, GenerateOptions, Generator, Sampler, SamplerConfig, Tokenizer, chatml};
-use js_sys::{Function, Object, Reflect, Uint32Array};
+use js_sys::{Function, Object, Uint32Array};
 use wasm_bindgen::prelude::*;
 
+use crate::api::forward_progress;
 use crate::error::{Error, Result};
-
-fn set(obj: &Object, key: &str, value: impl Into<JsValue>) {
-    Reflect::set(obj, &JsValue::from_str(key), &value.into()).expect("setting a field of a plain object");
-}
+use crate::source::{get, set};
 
 fn number(options: &JsValue, key: &str) -> Option<f64> {
-    if options.is_undefined() || options.is_null() {
-        return None;
-    }
-    Reflect::get(options, &JsValue::from_str(key)).ok().and_then(|v| v.as_f64())
+    get(options, key).as_f64()
 }
 
 /// What one `generate` or `chat` call did.
@@ -39,11 +34,16 @@ pub struct Llm {
 }
 
 impl Llm {
-    pub(crate) async fn load(rt: &etwgpu_runtime::Runtime, program: Program, tokenizer: Option<&str>) -> Result<Self> {
+    pub(crate) async fn load(
+        rt: &etwgpu_runtime::Runtime,
+        program: &Program,
+        tokenizer: Option<&str>,
+        on_progress: Option<&Function>,
+    ) -> Result<Self> {
         let tokenizer = tokenizer
             .map(|json| Tokenizer::from_json(json).map_err(|e| Error::Tokenizer { problem: e.to_string() }))
             .transpose()?;
-        let generator = Generator::new_async(rt, &program, &mut |_| {}).await?;
+        let generator = Generator::new_async(rt, program, &mut forward_progress(on_progress)).await?;
         Ok(Self { generator, tokenizer, unfed: Vec::new() })
     }
 
@@ -68,7 +68,8 @@ impl Llm {
             seed: number(options, "seed").unwrap_or(0.0).max(0.0) as u64,
         };
         let mut sampler = Sampler::new(config)?;
-        let opts = GenerateOptions { max_new_tokens: max_new, stop_tokens, stop_at_eos: true };
+        let stop_at_eos = get(options, "stopAtEos").as_bool().unwrap_or(true);
+        let opts = GenerateOptions { max_new_tokens: max_new, stop_tokens, stop_at_eos };
         let mut decoder = self.tokenizer.as_ref().map(Tokenizer::stream_decoder);
         let tokenizer = self.tokenizer.as_ref();
         let mut text = String::new();
@@ -126,7 +127,7 @@ impl Llm {
 #[wasm_bindgen]
 impl Llm {
     /// `{ maxSeqLen, maxContextLen, vocabSize, bosId, eosIds }`.
-    #[wasm_bindgen(getter)]
+    #[wasm_bindgen(getter, unchecked_return_type = "LlmMetadata")]
     pub fn metadata(&self) -> JsValue {
         let m = self.generator.metadata();
         let obj = Object::new();
@@ -158,15 +159,16 @@ impl Llm {
 
     /// Generates after `prompt` (token ids) at the current position.
     /// `options`: `{ maxNewTokens = 32, temperature = 0 (greedy), topK,
-    /// topP, seed }`; `onToken(id, text)` is called as each token is
+    /// topP, seed, stopAtEos = true }`; `onToken(id, text)` is called as each token is
     /// sampled (`text` is empty without a tokenizer). Resolves to
     /// `{ tokens, text, promptTokens, generatedTokens, prefillMs, decodeMs,
     /// prefillTokensPerS, decodeTokensPerS, stopped, position }`.
+    #[wasm_bindgen(unchecked_return_type = "GenerationResult")]
     pub async fn generate(
         &mut self,
         prompt: Vec<u32>,
-        options: JsValue,
-        on_token: Option<Function>,
+        #[wasm_bindgen(unchecked_optional_param_type = "GenerateOptions")] options: JsValue,
+        #[wasm_bindgen(js_name = onToken, unchecked_optional_param_type = "OnToken")] on_token: Option<Function>,
     ) -> std::result::Result<JsValue, JsError> {
         let mut feed = std::mem::take(&mut self.unfed);
         feed.extend(prompt);
@@ -180,11 +182,12 @@ impl Llm {
     /// turns (kept in the KV cache; when the context is full the
     /// conversation starts over from this turn). Needs a tokenizer.
     /// Options, callback and result as [`Llm::generate`].
+    #[wasm_bindgen(unchecked_return_type = "GenerationResult")]
     pub async fn chat(
         &mut self,
         message: String,
-        options: JsValue,
-        on_token: Option<Function>,
+        #[wasm_bindgen(unchecked_optional_param_type = "GenerateOptions")] options: JsValue,
+        #[wasm_bindgen(js_name = onToken, unchecked_optional_param_type = "OnToken")] on_token: Option<Function>,
     ) -> std::result::Result<JsValue, JsError> {
         let tok = self.tokenizer.as_ref().ok_or(Error::NoTokenizer)?;
         let im_end = tok.token_to_id("<|im_end|>");

@@ -1,8 +1,10 @@
-// etwgpu demo page: loads a .pte chosen by the user, runs it on WebGPU and
-// shows outputs and timings; Llama-family programs get a streaming chat
-// (text with a tokenizer.json, token ids without). State for tests is kept
-// in `window.etwgpuDemo`.
-import init, { Runtime, isLlm, readNpy } from "./pkg/etwgpu_web.js";
+// etwgpu demo page: loads a .pte the user drops, chooses or names by URL
+// (read in bounded slices or streamed, with a progress bar for reading,
+// uploading and compiling), runs it on WebGPU and shows outputs and
+// timings; Llama-family programs get a streaming chat (text with a
+// tokenizer.json, token ids without) with a live tokens/s readout. State
+// for tests is kept in `window.etwgpuDemo`.
+import init, { Runtime, Program, readNpy, wasmMemoryBytes } from "../pkg/etwgpu_web.js";
 
 const $ = (id) => document.getElementById(id);
 const demo = (window.etwgpuDemo = { state: "starting", outputs: null, generation: null, error: null });
@@ -13,13 +15,51 @@ function status(state, text) {
   $("status").textContent = text;
 }
 
+// What to do about an error, when we know.
+function advice(message) {
+  const a = demo.adapter;
+  if (/no WebGPU/.test(message)) {
+    return "WebGPU is needed: use a current Chrome or Edge (on Linux, start Chromium with --enable-unsafe-webgpu " +
+      "or enable chrome://flags/#enable-unsafe-webgpu), Safari 26, or Firefox with WebGPU enabled, and open the " +
+      "page from https:// or http://127.0.0.1 (WebGPU needs a secure context).";
+  }
+  if (/limit of \d+ bytes per binding|max_storage_buffer_binding_size|maxStorageBufferBindingSize/i.test(message)) {
+    return `This program has a tensor larger than this adapter lets one binding see` +
+      (a ? ` (${MiB(a.maxStorageBufferBindingSize)} MiB)` : "") + `: try a smaller (or more quantized) export, or a ` +
+      `browser and GPU with a larger maxStorageBufferBindingSize.`;
+  }
+  if (/out of memory|more than wasm memory/i.test(message)) {
+    return "The GPU or the page ran out of memory: close other tabs, or try a smaller program.";
+  }
+  return null;
+}
+
 function fail(e) {
   demo.error = String(e && e.message ? e.message : e);
   status("error", "Error: " + demo.error);
+  const help = advice(demo.error);
+  $("help").textContent = help || "";
+  $("help").classList.toggle("hidden", !help);
+  $("progress-row").classList.add("hidden");
   console.error(e);
 }
 
 const ms = (t) => `${t.toFixed(1)} ms`;
+const MiB = (b) => (b / 2 ** 20).toFixed(1);
+
+// The progress bar: one stage at a time (reading the file, uploading
+// weights, compiling pipelines; the last two once per delegate call).
+function showProgress(p) {
+  const bar = $("progress");
+  $("progress-row").classList.remove("hidden");
+  if (p.total) bar.value = p.done / p.total;
+  else bar.removeAttribute("value");
+  const of = (f) => (p.total ? ` of ${f(p.total)}` : "");
+  $("progress-text").textContent =
+    p.stage === "read" ? `reading the file: ${MiB(p.done)}${of(MiB)} MiB`
+    : p.stage === "weights" ? `uploading weights: ${MiB(p.done)}${of(MiB)} MiB`
+    : `compiling pipelines: ${p.done}${of(String)}`;
+}
 const fileBytes = async (file) => new Uint8Array(await file.arrayBuffer());
 
 // Deterministic inputs for a spec: floats in [-1, 1), integers 0 (or 1 for
@@ -58,40 +98,81 @@ function summarize(t, i) {
 
 let rt = null, model = null, llm = null;
 
-async function loadModel() {
-  const file = $("model-file").files[0];
-  if (!file) return;
+let tokenizerFile = null;
+
+// Loads a program from `source` (a File or a fetch Response) named `name`.
+async function loadModel(source, name) {
   model = llm = null;
   $("run-panel").classList.add("hidden");
   $("chat-panel").classList.add("hidden");
+  $("help").classList.add("hidden");
+  $("model-info").classList.add("hidden");
   try {
-    status("loading", `Loading ${file.name}…`);
-    const bytes = await fileBytes(file);
+    status("loading", `Loading ${name}…`);
     const t0 = performance.now();
+    const program = await Program.read(source, { onProgress: showProgress });
+    const tRead = performance.now();
     const info = [];
-    if (isLlm(bytes)) {
-      const tokFile = $("tokenizer-file").files[0];
-      const tokenizer = tokFile ? await tokFile.text() : undefined;
-      llm = await rt.loadLlm(bytes, tokenizer);
-      const m = llm.metadata;
-      info.push(`Llama-family program: max_seq_len ${m.maxSeqLen}, context ${m.maxContextLen}, vocab ${m.vocabSize ?? "?"}`);
-      $("chat-mode").textContent = llm.hasTokenizer
-        ? "Text chat (ChatML); turns stay in the KV cache."
-        : "No tokenizer.json: type the prompt as token ids separated by spaces; the reply shows token ids.";
-      $("prompt").placeholder = llm.hasTokenizer ? "Say something" : "e.g. 1 17 42 5";
-      $("chat-panel").classList.remove("hidden");
-    } else {
-      model = await rt.load(bytes);
-      const s = model.stats;
-      info.push(`methods: ${model.methods.join(", ")}; running ${model.method}`);
-      info.push(`inputs: ${model.inputs.map((x) => `${x.dtype} [${x.shape.join(", ")}]`).join(", ")}`);
-      info.push(`${s.gpuCalls} GPU call(s), ${s.cpuCalls} CPU fallback call(s), ${s.dispatches} dispatches`);
-      $("run-panel").classList.remove("hidden");
+    try {
+      if (program.isLlm) {
+        const tokenizer = tokenizerFile ? await tokenizerFile.text() : undefined;
+        llm = await rt.loadLlm(program, tokenizer, { onProgress: showProgress });
+        const m = llm.metadata;
+        info.push(`Llama-family program: max_seq_len ${m.maxSeqLen}, context ${m.maxContextLen}, vocab ${m.vocabSize ?? "?"}`);
+        $("chat-mode").textContent = llm.hasTokenizer
+          ? "Text chat (ChatML); turns stay in the KV cache."
+          : "No tokenizer.json: type the prompt as token ids separated by spaces; the reply shows token ids.";
+        $("prompt").placeholder = llm.hasTokenizer ? "Say something" : "e.g. 1 17 42 5";
+        $("chat-panel").classList.remove("hidden");
+      } else {
+        model = await rt.load(program, { onProgress: showProgress });
+        const s = model.stats;
+        info.push(`methods: ${model.methods.join(", ")}; running ${model.method}`);
+        info.push(`inputs: ${model.inputs.map((x) => `${x.dtype} [${x.shape.join(", ")}]`).join(", ")}`);
+        info.push(`${s.gpuCalls} GPU call(s), ${s.cpuCalls} CPU fallback call(s), ${s.dispatches} dispatches`);
+        $("run-panel").classList.remove("hidden");
+      }
+      const tEnd = performance.now();
+      demo.load = { bytes: program.sizeBytes, readMs: tRead - t0, loadMs: tEnd - tRead, wasmMemoryBytes: wasmMemoryBytes() };
+      info.unshift(`${name}: ${MiB(program.sizeBytes)} MiB, read in ${ms(tRead - t0)}, uploaded and compiled in ` +
+        `${ms(tEnd - tRead)}; wasm memory ${MiB(demo.load.wasmMemoryBytes)} MiB`);
+    } finally {
+      program.free();
     }
-    info.unshift(`${file.name}: ${(bytes.length / 1024).toFixed(1)} KiB, loaded in ${ms(performance.now() - t0)}`);
+    $("progress").value = 1;
+    $("progress-text").textContent = `${MiB(demo.load.bytes)} MiB read, weights uploaded, pipelines compiled`;
     $("model-info").textContent = info.join("\n");
     $("model-info").classList.remove("hidden");
-    status("loaded", `Loaded ${file.name}.`);
+    status("loaded", `Loaded ${name}.`);
+  } catch (e) {
+    fail(e);
+  }
+}
+
+// Files from the picker or a drop: the .pte and, optionally, a tokenizer.
+async function takeFiles(files) {
+  const list = Array.from(files);
+  const tok = list.find((f) => f.name.endsWith(".json"));
+  if (tok) tokenizerFile = tok;
+  const pte = list.find((f) => !f.name.endsWith(".json"));
+  if (pte) {
+    lastSource = () => [pte, pte.name];
+    await loadModel(pte, pte.name);
+  } else if (tok && lastSource && llm) {
+    await loadModel(...lastSource());
+  }
+}
+
+let lastSource = null;
+
+async function loadUrl() {
+  const url = $("model-url").value.trim();
+  if (!url) return;
+  lastSource = null;
+  try {
+    status("loading", `Fetching ${url}…`);
+    const response = await fetch(url);
+    await loadModel(response, url.split("/").pop() || url);
   } catch (e) {
     fail(e);
   }
@@ -172,16 +253,27 @@ async function main() {
     const a = rt.adapter;
     demo.adapter = a;
     $("adapter").textContent = `adapter: ${a.name || "(name not exposed)"} (${a.backend}, ${a.deviceType}) ${a.driver}\n` +
-      `features: ${a.features.join(", ") || "none"} · max ${a.maxComputeInvocationsPerWorkgroup} invocations/workgroup · ` +
-      `${a.maxStorageBuffersPerShaderStage} storage buffers/stage · ${(a.maxStorageBufferBindingSize / 2 ** 20).toFixed(0)} MiB/binding`;
+      `features: ${a.features.join(", ") || "none"}\n` +
+      `limits: ${MiB(a.maxStorageBufferBindingSize)} MiB per binding (the largest tensor) · ` +
+      `${MiB(a.maxBufferSize)} MiB per buffer · ${a.maxStorageBuffersPerShaderStage} storage buffers per stage · ` +
+      `${a.maxComputeInvocationsPerWorkgroup} invocations and ${a.maxComputeWorkgroupStorageSize / 1024} KiB per workgroup`;
     $("adapter").classList.remove("hidden");
-    status("ready", "Ready: choose a .pte file.");
+    status("ready", "Ready: drop or choose a .pte file.");
   } catch (e) {
     fail(e);
     return;
   }
-  $("model-file").addEventListener("change", loadModel);
-  $("tokenizer-file").addEventListener("change", () => llm && loadModel());
+  $("model-file").addEventListener("change", () => takeFiles($("model-file").files));
+  $("tokenizer-file").addEventListener("change", () => takeFiles($("tokenizer-file").files));
+  $("load-url").addEventListener("click", loadUrl);
+  const drop = $("drop");
+  drop.addEventListener("dragover", (e) => { e.preventDefault(); drop.classList.add("over"); });
+  drop.addEventListener("dragleave", () => drop.classList.remove("over"));
+  drop.addEventListener("drop", (e) => {
+    e.preventDefault();
+    drop.classList.remove("over");
+    takeFiles(e.dataTransfer.files);
+  });
   $("run").addEventListener("click", run);
   $("send").addEventListener("click", send);
   $("reset").addEventListener("click", () => { llm.reset(); $("reply").textContent = ""; $("tps").textContent = ""; });
