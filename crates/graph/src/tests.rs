@@ -454,6 +454,7 @@ fn word_major_bytes_interleave_the_rows_words() {
             assert_eq!(out[(w * n + r) * 16..][..16], bytes[r * row + w * 16..][..16], "row {r} word {w}");
         }
     }
+}
 
 /// A decode step runs no host rule: once a step changed only the position
 /// (and built its affine model), every later position inside the model's
