@@ -6,6 +6,8 @@
 //! GPU timestamps per dispatch (one pass each), median of 10 after a
 //! warm-up. Run: `cargo run --release -p etwgpu-runtime --example gemv_probe [N K]`.
 
+use std::io::Write;
+
 use etwgpu_runtime::Runtime;
 
 const SOURCE: &str = include_str!("gemv_probe.wgsl");
@@ -68,7 +70,9 @@ fn main() {
     let wgs = n.div_ceil(32) as u32;
     let grid = [wgs.min(65_535), wgs.div_ceil(65_535), 1];
     let iterations = 11u32;
-    println!(
+    let mut stdout = std::io::stdout().lock();
+    let _ = writeln!(
+        stdout,
         "gemv probe: {} ({n} x {k}, {:.1} MB of weights and scales)",
         rt.adapter_info().name,
         (w_bytes + s_bytes) as f64 / 1e6
@@ -150,7 +154,8 @@ fn main() {
                 ticks.chunks_exact(2).skip(1).map(|t| t[1].saturating_sub(t[0]) as f64 * period * 1e-9).collect();
             times.sort_by(f64::total_cmp);
             let t = times[times.len() / 2];
-            println!(
+            let _ = writeln!(
+                stdout,
                 "  mode {mode} {what:<24} checks {:<3}: {:8.1} us, {:7.1} GB/s",
                 if checked { "on" } else { "off" },
                 t * 1e6,
