@@ -72,12 +72,9 @@ fn main(
     let words = p.k / 32u;
     let x_row = p.k / 4u;
     // Word `w` of this column at `base + w * stride`.
-    var base = col * words;
-    var stride = 1u;
-    if (p.w_layout & 1u) != 0u {
-        base = col;
-        stride = p.n;
-    }
+    let at = column_words(col, words, p.n, (p.w_layout & 1u) != 0u);
+    let base = at.x;
+    let stride = at.y;
     var acc = vec4<f32>();
     var w = slice;
     for (; w + slices < words; w += 2u * slices) {

@@ -65,24 +65,14 @@ fn main(
     let col = min(target_col, p.n - 1u);
     let words = p.k / 32u;
     let x_row = p.k / 4u;
-    // Word `w` of this column at `base + w * stride` (gate, up).
-    var base_g = col * words;
-    var stride_g = 1u;
-    if (p.w_layout & 1u) != 0u {
-        base_g = col;
-        stride_g = p.n;
-    }
-    var base_u = col * words;
-    var stride_u = 1u;
-    if (p.w_layout & 2u) != 0u {
-        base_u = col;
-        stride_u = p.n;
-    }
+    // Word `w` of this column at `at.x + w * at.y` (gate, up).
+    let at_g = column_words(col, words, p.n, (p.w_layout & 1u) != 0u);
+    let at_u = column_words(col, words, p.n, (p.w_layout & 2u) != 0u);
     var acc = vec4<f32>();
     var acc_up = vec4<f32>();
     for (var w = slice; w < words; w += slices) {
-        let qg = w_gate[base_g + w * stride_g];
-        let qu = w_up[base_u + w * stride_u];
+        let qg = w_gate[at_g.x + w * at_g.y];
+        let qu = w_up[at_u.x + w * at_u.y];
         let at = (w * 32u / p.group_size) * p.n_pad + col;
         let sg = f32(s_gate[at]);
         let su = f32(s_up[at]);

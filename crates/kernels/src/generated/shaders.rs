@@ -11271,6 +11271,16 @@ struct Params {
 /// Per invocation, its slice's sums for the four rows.
 var<workgroup> partial: array<vec4<f32>, WG>;
 
+/// Where the 16-byte words of column `col` (of `n`, `words` per row) sit:
+/// word `w` at `base + w * stride`, `(base, stride)` returned; row-major
+/// `(col * words, 1)`, word-major (see `etwgpu_graph::layout`) `(col, n)`.
+fn column_words(col: u32, words: u32, n: u32, word_major: bool) -> vec2<u32> {
+    if word_major {
+        return vec2<u32>(col, n);
+    }
+    return vec2<u32>(col * words, 1u);
+}
+
 /// Nibbles `4i .. 4i + 4` of `word`, as signed weights. Without an
 /// integer-to-float conversion (a slow instruction on GPUs, 32 of them per
 /// 16-byte word): the nibble `q` goes into the mantissa of 2^23, which
@@ -11324,12 +11334,9 @@ fn main(
     let words = p.k / 32u;
     let x_row = p.k / 4u;
     // Word `w` of this column at `base + w * stride`.
-    var base = col * words;
-    var stride = 1u;
-    if (p.w_layout & 1u) != 0u {
-        base = col;
-        stride = p.n;
-    }
+    let at = column_words(col, words, p.n, (p.w_layout & 1u) != 0u);
+    let base = at.x;
+    let stride = at.y;
     var acc = vec4<f32>();
     var w = slice;
     for (; w + slices < words; w += 2u * slices) {
@@ -11423,6 +11430,16 @@ struct Params {
 /// Per invocation, its slice's sums for the four rows.
 var<workgroup> partial: array<vec4<f32>, WG>;
 
+/// Where the 16-byte words of column `col` (of `n`, `words` per row) sit:
+/// word `w` at `base + w * stride`, `(base, stride)` returned; row-major
+/// `(col * words, 1)`, word-major (see `etwgpu_graph::layout`) `(col, n)`.
+fn column_words(col: u32, words: u32, n: u32, word_major: bool) -> vec2<u32> {
+    if word_major {
+        return vec2<u32>(col, n);
+    }
+    return vec2<u32>(col * words, 1u);
+}
+
 /// Nibbles `4i .. 4i + 4` of `word`, as signed weights. Without an
 /// integer-to-float conversion (a slow instruction on GPUs, 32 of them per
 /// 16-byte word): the nibble `q` goes into the mantissa of 2^23, which
@@ -11476,12 +11493,9 @@ fn main(
     let words = p.k / 32u;
     let x_row = p.k / 4u;
     // Word `w` of this column at `base + w * stride`.
-    var base = col * words;
-    var stride = 1u;
-    if (p.w_layout & 1u) != 0u {
-        base = col;
-        stride = p.n;
-    }
+    let at = column_words(col, words, p.n, (p.w_layout & 1u) != 0u);
+    let base = at.x;
+    let stride = at.y;
     var acc = vec4<f32>();
     var w = slice;
     for (; w + slices < words; w += 2u * slices) {
@@ -11582,6 +11596,16 @@ struct Params {
 /// Per invocation, its slice's sums for the four rows.
 var<workgroup> partial: array<vec4<f32>, WG>;
 
+/// Where the 16-byte words of column `col` (of `n`, `words` per row) sit:
+/// word `w` at `base + w * stride`, `(base, stride)` returned; row-major
+/// `(col * words, 1)`, word-major (see `etwgpu_graph::layout`) `(col, n)`.
+fn column_words(col: u32, words: u32, n: u32, word_major: bool) -> vec2<u32> {
+    if word_major {
+        return vec2<u32>(col, n);
+    }
+    return vec2<u32>(col * words, 1u);
+}
+
 /// Nibbles `4i .. 4i + 4` of `word`, as signed weights. Without an
 /// integer-to-float conversion (a slow instruction on GPUs, 32 of them per
 /// 16-byte word): the nibble `q` goes into the mantissa of 2^23, which
@@ -11684,12 +11708,9 @@ fn main(
     let words = p.k / 32u;
     let x_row = p.k / 4u;
     // Word `w` of this column at `base + w * stride`.
-    var base = col * words;
-    var stride = 1u;
-    if ((p.w_layout >> j) & 1u) != 0u {
-        base = col;
-        stride = n;
-    }
+    let at = column_words(col, words, n, ((p.w_layout >> j) & 1u) != 0u);
+    let base = at.x;
+    let stride = at.y;
     var acc = vec4<f32>();
     var w = slice;
     for (; w + slices < words; w += 2u * slices) {
@@ -11788,6 +11809,16 @@ struct Params {
 /// Per invocation, its slice's sums for the four rows.
 var<workgroup> partial: array<vec4<f32>, WG>;
 
+/// Where the 16-byte words of column `col` (of `n`, `words` per row) sit:
+/// word `w` at `base + w * stride`, `(base, stride)` returned; row-major
+/// `(col * words, 1)`, word-major (see `etwgpu_graph::layout`) `(col, n)`.
+fn column_words(col: u32, words: u32, n: u32, word_major: bool) -> vec2<u32> {
+    if word_major {
+        return vec2<u32>(col, n);
+    }
+    return vec2<u32>(col * words, 1u);
+}
+
 /// Nibbles `4i .. 4i + 4` of `word`, as signed weights. Without an
 /// integer-to-float conversion (a slow instruction on GPUs, 32 of them per
 /// 16-byte word): the nibble `q` goes into the mantissa of 2^23, which
@@ -11890,12 +11921,9 @@ fn main(
     let words = p.k / 32u;
     let x_row = p.k / 4u;
     // Word `w` of this column at `base + w * stride`.
-    var base = col * words;
-    var stride = 1u;
-    if ((p.w_layout >> j) & 1u) != 0u {
-        base = col;
-        stride = n;
-    }
+    let at = column_words(col, words, n, ((p.w_layout >> j) & 1u) != 0u);
+    let base = at.x;
+    let stride = at.y;
     var acc = vec4<f32>();
     var w = slice;
     for (; w + slices < words; w += 2u * slices) {
@@ -11978,6 +12006,16 @@ struct Params {
 var<workgroup> partial: array<vec4<f32>, WG>;
 var<workgroup> partial_up: array<vec4<f32>, WG>;
 
+/// Where the 16-byte words of column `col` (of `n`, `words` per row) sit:
+/// word `w` at `base + w * stride`, `(base, stride)` returned; row-major
+/// `(col * words, 1)`, word-major (see `etwgpu_graph::layout`) `(col, n)`.
+fn column_words(col: u32, words: u32, n: u32, word_major: bool) -> vec2<u32> {
+    if word_major {
+        return vec2<u32>(col, n);
+    }
+    return vec2<u32>(col * words, 1u);
+}
+
 /// Nibbles `4i .. 4i + 4` of `word`, as signed weights. Without an
 /// integer-to-float conversion (a slow instruction on GPUs, 32 of them per
 /// 16-byte word): the nibble `q` goes into the mantissa of 2^23, which
@@ -12029,24 +12067,14 @@ fn main(
     let col = min(target_col, p.n - 1u);
     let words = p.k / 32u;
     let x_row = p.k / 4u;
-    // Word `w` of this column at `base + w * stride` (gate, up).
-    var base_g = col * words;
-    var stride_g = 1u;
-    if (p.w_layout & 1u) != 0u {
-        base_g = col;
-        stride_g = p.n;
-    }
-    var base_u = col * words;
-    var stride_u = 1u;
-    if (p.w_layout & 2u) != 0u {
-        base_u = col;
-        stride_u = p.n;
-    }
+    // Word `w` of this column at `at.x + w * at.y` (gate, up).
+    let at_g = column_words(col, words, p.n, (p.w_layout & 1u) != 0u);
+    let at_u = column_words(col, words, p.n, (p.w_layout & 2u) != 0u);
     var acc = vec4<f32>();
     var acc_up = vec4<f32>();
     for (var w = slice; w < words; w += slices) {
-        let qg = w_gate[base_g + w * stride_g];
-        let qu = w_up[base_u + w * stride_u];
+        let qg = w_gate[at_g.x + w * at_g.y];
+        let qu = w_up[at_u.x + w * at_u.y];
         let at = (w * 32u / p.group_size) * p.n_pad + col;
         let sg = f32(s_gate[at]);
         let su = f32(s_up[at]);
@@ -12126,6 +12154,16 @@ struct Params {
 var<workgroup> partial: array<vec4<f32>, WG>;
 var<workgroup> partial_up: array<vec4<f32>, WG>;
 
+/// Where the 16-byte words of column `col` (of `n`, `words` per row) sit:
+/// word `w` at `base + w * stride`, `(base, stride)` returned; row-major
+/// `(col * words, 1)`, word-major (see `etwgpu_graph::layout`) `(col, n)`.
+fn column_words(col: u32, words: u32, n: u32, word_major: bool) -> vec2<u32> {
+    if word_major {
+        return vec2<u32>(col, n);
+    }
+    return vec2<u32>(col * words, 1u);
+}
+
 /// Nibbles `4i .. 4i + 4` of `word`, as signed weights. Without an
 /// integer-to-float conversion (a slow instruction on GPUs, 32 of them per
 /// 16-byte word): the nibble `q` goes into the mantissa of 2^23, which
@@ -12177,24 +12215,14 @@ fn main(
     let col = min(target_col, p.n - 1u);
     let words = p.k / 32u;
     let x_row = p.k / 4u;
-    // Word `w` of this column at `base + w * stride` (gate, up).
-    var base_g = col * words;
-    var stride_g = 1u;
-    if (p.w_layout & 1u) != 0u {
-        base_g = col;
-        stride_g = p.n;
-    }
-    var base_u = col * words;
-    var stride_u = 1u;
-    if (p.w_layout & 2u) != 0u {
-        base_u = col;
-        stride_u = p.n;
-    }
+    // Word `w` of this column at `at.x + w * at.y` (gate, up).
+    let at_g = column_words(col, words, p.n, (p.w_layout & 1u) != 0u);
+    let at_u = column_words(col, words, p.n, (p.w_layout & 2u) != 0u);
     var acc = vec4<f32>();
     var acc_up = vec4<f32>();
     for (var w = slice; w < words; w += slices) {
-        let qg = w_gate[base_g + w * stride_g];
-        let qu = w_up[base_u + w * stride_u];
+        let qg = w_gate[at_g.x + w * at_g.y];
+        let qu = w_up[at_u.x + w * at_u.y];
         let at = (w * 32u / p.group_size) * p.n_pad + col;
         let sg = f32(s_gate[at]);
         let su = f32(s_up[at]);

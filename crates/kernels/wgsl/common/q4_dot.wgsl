@@ -2,6 +2,16 @@
 //! `q4_gemv_swiglu.wgsl`); the kernel that includes this declares
 //! `x: array<vec4<Elem>>`.
 
+/// Where the 16-byte words of column `col` (of `n`, `words` per row) sit:
+/// word `w` at `base + w * stride`, `(base, stride)` returned; row-major
+/// `(col * words, 1)`, word-major (see `etwgpu_graph::layout`) `(col, n)`.
+fn column_words(col: u32, words: u32, n: u32, word_major: bool) -> vec2<u32> {
+    if word_major {
+        return vec2<u32>(col, n);
+    }
+    return vec2<u32>(col * words, 1u);
+}
+
 /// Nibbles `4i .. 4i + 4` of `word`, as signed weights. Without an
 /// integer-to-float conversion (a slow instruction on GPUs, 32 of them per
 /// 16-byte word): the nibble `q` goes into the mantissa of 2^23, which
