@@ -52,6 +52,7 @@
 #![warn(missing_docs)]
 
 pub mod caps;
+pub mod ctx;
 pub mod error;
 pub mod generated;
 pub mod ops;
