@@ -467,8 +467,8 @@ fn sdpa_takes_seq_from_the_query_and_checks_its_arguments() {
     let l = check(&g, "sdpa_with_kv_cache.default", &a).expect("lowers");
     assert_eq!(out_shape(&l), [1, 5, 4, 16]);
     // Head dim 16 could split: the scratch is declared even without it.
-    let [Step::Dispatch(update), Step::Scratch { slot: 0, .. }, Step::Dispatch(attend)] = &l.steps[..] else {
-        panic!("expected two dispatches and a scratch declaration: {:?}", l.steps)
+    let [Step::Scratch { slot: 0, .. }, Step::Dispatch(update), Step::Dispatch(attend)] = &l.steps[..] else {
+        panic!("expected a scratch declaration and two dispatches: {:?}", l.steps)
     };
     assert_eq!((update.outputs.as_slice(), attend.inputs.as_slice()), (&[cache, cache][..], &[q, cache, cache][..]));
     assert_eq!(attend.workgroups, [20, 1, 1]);
@@ -489,8 +489,9 @@ fn sdpa_takes_seq_from_the_query_and_checks_its_arguments() {
 }
 
 /// Split-KV decode: with scratch, calls of at most 4 rows run the partials
-/// and the combine; the splits cover the context with none empty, and the
-/// scratch declared (the same at every shape) holds every live split plan.
+/// (which also write the new keys and values into the caches) and the
+/// combine; the splits cover the context with none empty, and the scratch
+/// declared (the same at every shape) holds every live split plan.
 #[test]
 fn sdpa_splits_the_context_with_scratch() {
     let mut g = TestGraph::default();
@@ -505,13 +506,11 @@ fn sdpa_splits_the_context_with_scratch() {
     let args = [q, kv, kv, cache, cache, start, one, null, zero, causal, null, out];
     let op = from_name("sdpa_with_kv_cache.default").expect("registered");
     let l = op.lower(&crate::plan::Ctx::new(&g, &args).with_scratch(&scratch)).expect("lowers");
-    let [Step::Dispatch(_), Step::Scratch { slot: 0, bytes }, Step::Dispatch(part), Step::Dispatch(combine)] =
-        &l.steps[..]
-    else {
-        panic!("expected update, scratch, partials and combine: {:?}", l.steps)
+    let [Step::Scratch { slot: 0, bytes }, Step::Dispatch(part), Step::Dispatch(combine)] = &l.steps[..] else {
+        panic!("expected scratch, partials and combine: {:?}", l.steps)
     };
     assert_eq!(*bytes, crate::ops::llm::split_scratch_bytes(8, 2, 64, 1000));
-    assert_eq!((part.inputs.as_slice(), part.outputs.as_slice()), (&[q, cache, cache][..], &[scratch[0]][..]));
+    assert_eq!((part.inputs.as_slice(), part.outputs.as_slice()), (&[q, kv, kv][..], &[cache, cache, scratch[0]][..]));
     assert_eq!((combine.inputs.as_slice(), combine.outputs.as_slice()), (&[scratch[0]][..], &[out][..]));
     // 900 keys: 8 splits of 113 (at least 128 keys per split would give 8),
     // 2 kv heads of one workgroup each (4 query heads per group).

@@ -24,6 +24,13 @@
 //! `D / 4` `vec4`s, at partial `(row * heads + head) * n_splits + split`.
 //! f32 math; the caches are read through `KvElem` (float16 under f32
 //! activations in `f32_kvf16`).
+//!
+//! The call's new keys and values (`k_new`, `v_new`, rows `start_pos..
+//! start_pos + seq`) are written into the caches here, not by a dispatch
+//! before: the first query block of each (kv head, split) stores the new
+//! rows its split covers, and every workgroup reads keys and values at
+//! those rows from `k_new`/`v_new`, rounded to `KvElem` as the cache holds
+//! them, so no workgroup reads a cache row this dispatch writes.
 // variants: f32 f16 f32_kvf16
 
 alias Elem = f32;
@@ -62,9 +69,28 @@ struct Params {
 @group(0) @binding(0) var<uniform> p: Params;
 // include: split_plan.wgsl
 @group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
-@group(0) @binding(2) var<storage, read> k_cache: array<vec4<KvElem>>;
-@group(0) @binding(3) var<storage, read> v_cache: array<vec4<KvElem>>;
-@group(0) @binding(4) var<storage, read_write> part: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> k_new: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> v_new: array<vec4<Elem>>;
+@group(0) @binding(4) var<storage, read_write> k_cache: array<vec4<KvElem>>;
+@group(0) @binding(5) var<storage, read_write> v_cache: array<vec4<KvElem>>;
+@group(0) @binding(6) var<storage, read_write> part: array<vec4<f32>>;
+
+/// `vec4` `d` of key `key` of kv head `kvh` (`d4` per row), as the cache
+/// holds it: the new keys from `k_new`, the older ones from the cache.
+fn key_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
+    if key >= p.start_pos {
+        return vec4<f32>(vec4<KvElem>(k_new[((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + d]));
+    }
+    return vec4<f32>(k_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
+}
+
+/// The same for the values.
+fn value_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
+    if key >= p.start_pos {
+        return vec4<f32>(vec4<KvElem>(v_new[((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + d]));
+    }
+    return vec4<f32>(v_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
+}
 
 var<workgroup> qs: array<vec4<f32>, 256>;
 /// Per query vector and key of the tile: the score, then its probability.
@@ -110,6 +136,20 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let d4 = p.head_dim / 4u;
     let begin = split * chunk;
     let end = min(p.start_pos + p.seq, begin + chunk);
+    // The new rows of this kv head in this split, stored once (by the
+    // first query block).
+    if j0 == 0u {
+        let first = max(begin, p.start_pos);
+        if first < end {
+            for (var e = lid; e < (end - first) * d4; e += WG) {
+                let key = first + e / d4;
+                let src = ((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + e % d4;
+                let dst = (key * p.n_kv_heads + kvh) * d4 + e % d4;
+                k_cache[dst] = vec4<KvElem>(k_new[src]);
+                v_cache[dst] = vec4<KvElem>(v_new[src]);
+            }
+        }
+    }
     for (var e = lid; e < nq * d4; e += WG) {
         let j = j0 + e / d4;
         let h = kvh * group + j % group;
@@ -134,9 +174,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         let key = c0 + lid;
         var dots: array<vec4<f32>, MAXQ>;
         if lid < n_here {
-            let k_base = (key * p.n_kv_heads + kvh) * d4;
             for (var d = 0u; d < d4; d++) {
-                let kv = vec4<f32>(k_cache[k_base + d]);
+                let kv = key_at(key, kvh, d, d4);
                 for (var jj = 0u; jj < nq; jj++) {
                     dots[jj] += qs[jj * d4 + d] * kv;
                 }
@@ -186,7 +225,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         }
         if kg < n_kg {
             for (var j = kg; j < n_here; j += n_kg) {
-                let vv = vec4<f32>(v_cache[((c0 + j) * p.n_kv_heads + kvh) * d4 + dim4]);
+                let vv = value_at(c0 + j, kvh, dim4, d4);
                 for (var jj = 0u; jj < nq; jj++) {
                     acc[jj] += sc[jj * TILE + j] * vv;
                 }

@@ -224,7 +224,8 @@ fn main() {
         let _ = writeln!(
             out,
             "decode at {ctx:>6}: {tps:>10.1} tok/s (filled in {fill_s:.2} s); host ms per call: inputs {:.3}, \
-             lowering {:.3}, recording {:.3} ({:.2} us per dispatch), submit {:.3}, GPU wait {:.3}, read-back {:.3}",
+             lowering {:.3}, recording {:.3} ({:.2} us per dispatch), submit {:.3}, GPU wait {:.3}, read-back {:.3}; \
+             host rules run {}, plans built {}",
             per_call(times.inputs),
             per_call(times.lowering),
             per_call(times.recording),
@@ -232,6 +233,8 @@ fn main() {
             per_call(times.submitting),
             per_call(times.waiting),
             per_call(times.reading),
+            times.op_lowerings,
+            times.plan_builds,
         );
         decode.push(serde_json::json!({
             "context": ctx, "steps": stats.decode_steps, "tokens_per_s": tps,
@@ -243,6 +246,7 @@ fn main() {
                 "gpu_wait": per_call(times.waiting),
                 "read_back": per_call(times.reading),
             },
+            "host_rules_run": times.op_lowerings, "plans_built": times.plan_builds,
         }));
     }
     drop(generator);

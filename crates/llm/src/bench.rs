@@ -106,8 +106,14 @@ pub struct DecodeRun {
 /// fed, then `n_gen` decode steps run (the argmax on the device), as
 /// `Generator::generate` runs them for users.
 pub fn time_decode(generator: &mut Generator, n_gen: usize, depth: usize) -> Result<DecodeRun> {
-    let fill_s = fill(generator, depth)?.as_secs_f64();
     let mut greedy = Sampler::new(SamplerConfig::default())?;
+    // Warm-up, untimed: the first decode steps of a load build the
+    // position's affine model once (see `etwgpu_graph::affine`); the rows
+    // they write are filled again below.
+    generator.reset();
+    let warm = GenerateOptions { max_new_tokens: 3, stop_tokens: Vec::new(), stop_at_eos: false };
+    generator.generate(&[1], &warm, &mut greedy, |_| {})?;
+    let fill_s = fill(generator, depth)?.as_secs_f64();
     let options = GenerateOptions { max_new_tokens: n_gen + 1, stop_tokens: Vec::new(), stop_at_eos: false };
     generator.reset_run_times();
     let (_, stats) = generator.generate(&[1], &options, &mut greedy, |_| {})?;

@@ -32,7 +32,7 @@ use crate::buffers::{DeviceBuffers, Layout, align4, check_tensor_sizes, tensor_o
 use crate::device::Runtime;
 use crate::error::{Error, Result};
 use crate::options::{LoadOptions, LoadProgress, RunTimes, Stopwatch};
-use crate::plan::{Plan, compile_pipelines};
+use crate::plan::{Plan, compile_pipelines, record_threads};
 use crate::profile::{NodeProfile, Profiling};
 use crate::tensor::{Tensor, convert, from_device_layout, to_device_layout};
 
@@ -99,6 +99,13 @@ pub struct LoadedDelegate {
     /// the next run lowers the whole chain again.
     stale: bool,
     plan: Plan,
+    /// Chains lowered at other input shapes, with their plans, most
+    /// recently used first (at most [`PARKED_SHAPES`]): a call back at one
+    /// of those shapes (a decode step after a prompt) takes it back
+    /// instead of lowering again.
+    parked: Vec<Parked>,
+    /// Threads that record a run's dispatches ([`crate::RECORD_THREADS_ENV`]).
+    record_threads: usize,
     /// Per input: a buffer holding it on the device, copied in instead of
     /// uploading the caller's bytes (the caller's tensor gives the shape).
     pub(crate) device_inputs: Vec<Option<wgpu::Buffer>>,
@@ -118,6 +125,19 @@ pub struct LoadedDelegate {
 
 /// Runs a [`LoadedDelegate`] may have in flight at once.
 pub(crate) const MAX_PENDING: usize = 2;
+
+/// Lowered chains a [`LoadedDelegate`] keeps for input shapes other than
+/// the live ones: the decode shape, and a few prompt lengths.
+const PARKED_SHAPES: usize = 4;
+
+/// A chain lowered at other input shapes than the live ones, and its plan.
+#[derive(Debug)]
+struct Parked {
+    /// Per input: its shape (`None` for a SymInt input).
+    shapes: Vec<Option<Vec<u64>>>,
+    live: LiveChain,
+    plan: Plan,
+}
 
 /// A submitted run whose outputs are not read back yet: per output, the
 /// buffer to read, the shape, the bytes to read (0: none) and the device
@@ -280,6 +300,8 @@ impl LoadedDelegate {
             live,
             stale: false,
             plan,
+            parked: Vec::new(),
+            record_threads: options.record_threads.map_or_else(record_threads, |n| n.max(1)),
             times,
             pending: std::collections::VecDeque::new(),
             argmax_flip: 0,
@@ -295,6 +317,13 @@ impl LoadedDelegate {
         let shapes: Vec<Vec<u64>> = inputs.iter().map(|t| t.shape.clone()).collect();
         let refs = input_refs(&self.inputs, &shapes);
         let read = |input: usize, elem| int_at(&inputs[input], elem).unwrap_or(PLACEHOLDER_SYMINT);
+        // New shapes that no parked chain holds: the chain of the old ones
+        // is kept (with its plan, if the new shapes need a new one).
+        let leaving = if self.stale || self.unpark(&shapes) {
+            None
+        } else {
+            Some((self.live_input_shapes(&self.live), self.live.clone()))
+        };
         let rebuild = if self.stale {
             self.live = self.lowerer.lower_live(&self.graph, &refs, read)?;
             self.times.chain_lowerings += 1;
@@ -314,17 +343,69 @@ impl LoadedDelegate {
         self.stale = true;
         if rebuild {
             let steps = self.live.flatten().steps;
+            let mut leaving = leaving;
             if !self.buffers.fits(&steps) {
                 if !self.pending.is_empty() {
                     return Err(self.in_flight_error("the new shapes need new buffers"));
                 }
                 self.buffers.leave_arenas(&self.rt, &self.name, &self.graph)?;
+                // Their bind groups name the arenas.
+                self.parked.clear();
+                leaving = None;
             }
-            self.plan = Plan::build(&self.rt, &self.name, &self.graph, &self.live, &self.buffers).await?;
+            let plan = Plan::build(&self.rt, &self.name, &self.graph, &self.live, &self.buffers).await?;
+            let old = std::mem::replace(&mut self.plan, plan);
             self.times.plan_builds += 1;
+            if let Some((shapes, live)) = leaving {
+                self.park(Parked { shapes, live, plan: old });
+            }
         }
         self.stale = false;
         Ok(())
+    }
+
+    /// The plan's dispatches recorded on [`record_threads`] threads, when
+    /// it splits (see [`Plan::record_threaded`]).
+    fn record_threaded(&self) -> Option<Vec<wgpu::CommandBuffer>> {
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            self.plan.record_threaded(&self.rt.device, &self.name, self.record_threads)
+        }
+        #[cfg(target_arch = "wasm32")]
+        None
+    }
+
+    /// The shapes of the inputs as `live` holds them (`None` for SymInts).
+    fn live_input_shapes(&self, live: &LiveChain) -> Vec<Option<Vec<u64>>> {
+        self.inputs.iter().map(|s| (!s.symint).then(|| live.shapes()[s.value.idx()].clone())).collect()
+    }
+
+    /// Keeps `p` as the most recently used parked chain.
+    fn park(&mut self, p: Parked) {
+        self.parked.retain(|q| q.shapes != p.shapes);
+        self.parked.insert(0, p);
+        self.parked.truncate(PARKED_SHAPES);
+    }
+
+    /// Before re-lowering for inputs of these `shapes`: whether the live
+    /// chain holds them already, or a parked chain did and was swapped in
+    /// (the live one parked in its place), so what is left to change is
+    /// what changed since that chain last ran (a position, not shapes).
+    fn unpark(&mut self, shapes: &[Vec<u64>]) -> bool {
+        let wanted: Vec<Option<Vec<u64>>> =
+            self.inputs.iter().zip(shapes).map(|(s, shape)| (!s.symint).then(|| shape.clone())).collect();
+        let current = self.live_input_shapes(&self.live);
+        if current == wanted {
+            return true;
+        }
+        let Some(i) = self.parked.iter().position(|p| p.shapes == wanted) else {
+            return false;
+        };
+        let p = self.parked.remove(i);
+        let live = std::mem::replace(&mut self.live, p.live);
+        let plan = std::mem::replace(&mut self.plan, p.plan);
+        self.park(Parked { shapes: current, live, plan });
+        true
     }
 
     /// Turns the device argmax of output `output` on or off: while on,
@@ -530,8 +611,15 @@ impl LoadedDelegate {
                 None => rt.queue.write_buffer(buffer, 0, bytes),
             }
         }
+        // Command buffers submitted before `encoder`'s: the inputs, then
+        // the dispatches when several threads record them.
+        let mut before = Vec::new();
         if self.profiling.on {
             encoder = self.profiling.record(&self.rt, &self.name, &self.plan, encoder).await?;
+        } else if let Some(parts) = self.record_threaded() {
+            before
+                .push(std::mem::replace(&mut encoder, rt.device.create_command_encoder(&Default::default())).finish());
+            before.extend(parts);
         } else {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some(&format!("{} pass", self.name)),
@@ -561,9 +649,10 @@ impl LoadedDelegate {
             out_sizes.push((readback.clone(), shape, n_bytes, spec.device_dtype, spec.host_dtype));
         }
         let rt = &self.rt;
-        let commands = encoder.finish();
+        before.push(encoder.finish());
         self.times.recording += clock.lap();
-        let submission = rt.queue.submit([commands]);
+        self.times.command_buffers += before.len() as u64;
+        let submission = rt.queue.submit(before);
         if let Some(e) = scope.pop().await {
             return Err(Error::Gpu { during: "recording the run", reason: e.to_string() });
         }

@@ -55,8 +55,10 @@ pub struct RuntimeOptions {
 }
 
 /// Features the kernels use when the adapter has them.
-pub const OPTIONAL_FEATURES: wgpu::Features =
-    wgpu::Features::SHADER_F16.union(wgpu::Features::SUBGROUP).union(wgpu::Features::TIMESTAMP_QUERY);
+pub const OPTIONAL_FEATURES: wgpu::Features = wgpu::Features::SHADER_F16
+    .union(wgpu::Features::SUBGROUP)
+    .union(wgpu::Features::TIMESTAMP_QUERY)
+    .union(wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES);
 
 /// A wgpu device with its queue and pipeline cache.
 #[derive(Debug, Clone)]

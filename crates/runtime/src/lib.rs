@@ -48,5 +48,6 @@ pub use etwgpu_graph::route::{Route, kernel_route};
 pub use etwgpu_kernels::{DeviceCaps, Precision};
 pub use method::LoadedMethod;
 pub use options::{LoadOptions, LoadProgress, LoadStage, RunTimes};
+pub use plan::RECORD_THREADS_ENV;
 pub use profile::NodeProfile;
 pub use tensor::Tensor;

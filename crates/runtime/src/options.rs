@@ -21,11 +21,16 @@ pub struct LoadOptions {
     /// default) takes the runtime's ([`crate::device::RuntimeOptions::precision`],
     /// float32 unless `ETWGPU_PRECISION=f16`).
     pub precision: Option<etwgpu_kernels::Precision>,
+    /// Threads that record each run's dispatches, one command buffer each
+    /// (a plan splits only at 96 or more dispatches a thread); `None` (the
+    /// default) takes `ETWGPU_RECORD_THREADS`, else 2 (1 on hosts of fewer
+    /// than 4 cores). One on the web.
+    pub record_threads: Option<usize>,
 }
 
 impl Default for LoadOptions {
     fn default() -> Self {
-        Self { fuse: true, kv_cache_f16: false, precision: None }
+        Self { fuse: true, kv_cache_f16: false, precision: None, record_threads: None }
     }
 }
 
@@ -74,6 +79,10 @@ pub struct RunTimes {
     /// Uploading inputs and recording the dispatches (the command buffer
     /// finished, not yet submitted).
     pub recording: std::time::Duration,
+    /// Command buffers submitted: one a run, or with the dispatches
+    /// recorded on several threads ([`LoadOptions::record_threads`]) one
+    /// for the inputs, one per thread and one for the read-backs.
+    pub command_buffers: u64,
     /// `Queue::submit`: handing the commands to the driver (a software
     /// Vulkan such as lavapipe may run them right there).
     pub submitting: std::time::Duration,
@@ -88,6 +97,7 @@ impl std::ops::AddAssign for RunTimes {
         self.runs += o.runs;
         self.inputs += o.inputs;
         self.lowering += o.lowering;
+        self.command_buffers += o.command_buffers;
         self.chain_lowerings += o.chain_lowerings;
         self.op_lowerings += o.op_lowerings;
         self.plan_builds += o.plan_builds;

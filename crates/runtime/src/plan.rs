@@ -210,4 +210,72 @@ impl Plan {
             d.record(pass);
         }
     }
+
+    /// Records every dispatch, in order, into `threads` command buffers of
+    /// one compute pass each, recorded at once on as many threads (the
+    /// host's share of a run is mostly the driver and wgpu encoding
+    /// dispatches, which parallelizes across command buffers); submitted
+    /// in the order returned, they run as [`record`](Self::record)'s one
+    /// pass does. `None` when it would not split: fewer than
+    /// `MIN_PER_THREAD` dispatches a thread, or one thread.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub(crate) fn record_threaded(
+        &self,
+        device: &wgpu::Device,
+        label: &str,
+        threads: usize,
+    ) -> Option<Vec<wgpu::CommandBuffer>> {
+        let threads = threads.min(self.dispatches.len() / MIN_PER_THREAD);
+        if threads < 2 {
+            return None;
+        }
+        let per = self.dispatches.len().div_ceil(threads);
+        let record = |part: &[CompiledDispatch]| {
+            let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) });
+            {
+                let mut pass = encoder
+                    .begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(label), timestamp_writes: None });
+                for d in part {
+                    d.record(&mut pass);
+                }
+            }
+            encoder.finish()
+        };
+        let mut parts = self.dispatches.chunks(per);
+        let first = parts.next()?;
+        Some(std::thread::scope(|scope| {
+            let others: Vec<_> = parts.map(|part| scope.spawn(move || record(part))).collect();
+            // This thread takes the first part while the others record.
+            let mut buffers = vec![record(first)];
+            for h in others {
+                buffers.push(h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
+            }
+            buffers
+        }))
+    }
+}
+
+/// Fewest dispatches [`Plan::record_threaded`] gives a thread. Measured on
+/// the H200 (run m in `tools/device/NOTES.md`): the 1B shape's 151
+/// dispatches on 3 threads took longer to record than on one (0.70 against
+/// 0.45 ms: wgpu's recording contends across threads, and starting them
+/// costs), the SmolLM2 shape's 277 on 2 to 8 threads less (0.63 against
+/// 0.97 ms, decode 3% faster).
+#[cfg(not(target_arch = "wasm32"))]
+const MIN_PER_THREAD: usize = 96;
+
+/// `ETWGPU_RECORD_THREADS=N`: threads that record a run's dispatches (1:
+/// one pass on the calling thread). Unset: 2 (1 on hosts of fewer than 4
+/// cores), so only plans of 192 dispatches or more split.
+pub const RECORD_THREADS_ENV: &str = "ETWGPU_RECORD_THREADS";
+
+/// The recording threads [`RECORD_THREADS_ENV`] asks for, or the default.
+pub(crate) fn record_threads() -> usize {
+    if cfg!(target_arch = "wasm32") {
+        return 1;
+    }
+    if let Some(n) = std::env::var(RECORD_THREADS_ENV).ok().and_then(|v| v.parse::<usize>().ok()) {
+        return n.max(1);
+    }
+    std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).clamp(1, 2))
 }

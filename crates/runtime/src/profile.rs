@@ -1,6 +1,10 @@
 //! Profiling a delegate call: [`NodeProfile`] rows, and recording a run
-//! with every dispatch in its own pass, timed by GPU timestamps where the
-//! device has them, else by the wall time of each dispatch run alone.
+//! timed by GPU timestamps where the device has them: written between the
+//! dispatches of the one pass a run records where the device can write
+//! them inside passes (`TIMESTAMP_QUERY_INSIDE_PASSES`), so each dispatch
+//! is timed as it runs in the chain (with the barrier before the next),
+//! else around a pass per dispatch (which adds a pass's start and end to
+//! each); without timestamps, by the wall time of each dispatch run alone.
 
 use etwgpu_format::VkGraph;
 
@@ -84,23 +88,39 @@ impl Profiling {
             })
         };
         if gpu {
+            let inside = rt.device.features().contains(wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES);
+            // Inside one pass: a timestamp before each dispatch and one after
+            // the last; else a (begin, end) pair around each dispatch's pass.
+            let count = if inside { n as u32 + 1 } else { 2 * n as u32 };
             let queries = rt.device.create_query_set(&wgpu::QuerySetDescriptor {
                 label: Some(&format!("{} timestamps", name)),
                 ty: wgpu::QueryType::Timestamp,
-                count: 2 * n as u32,
+                count,
             });
-            for (i, d) in plan.dispatches.iter().enumerate() {
+            if inside {
                 let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                    label: Some(&format!("{name} dispatch {i}")),
-                    timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
-                        query_set: &queries,
-                        beginning_of_pass_write_index: Some(2 * i as u32),
-                        end_of_pass_write_index: Some(2 * i as u32 + 1),
-                    }),
+                    label: Some(&format!("{name} profiled pass")),
+                    timestamp_writes: None,
                 });
-                d.record(&mut pass);
+                for (i, d) in plan.dispatches.iter().enumerate() {
+                    pass.write_timestamp(&queries, i as u32);
+                    d.record(&mut pass);
+                }
+                pass.write_timestamp(&queries, n as u32);
+            } else {
+                for (i, d) in plan.dispatches.iter().enumerate() {
+                    let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                        label: Some(&format!("{name} dispatch {i}")),
+                        timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
+                            query_set: &queries,
+                            beginning_of_pass_write_index: Some(2 * i as u32),
+                            end_of_pass_write_index: Some(2 * i as u32 + 1),
+                        }),
+                    });
+                    d.record(&mut pass);
+                }
             }
-            let bytes = 16 * n as u64;
+            let bytes = 8 * u64::from(count);
             let resolve = rt.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some(&format!("{} timestamp resolve", name)),
                 size: bytes,
@@ -113,7 +133,7 @@ impl Profiling {
                 usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
                 mapped_at_creation: false,
             });
-            encoder.resolve_query_set(&queries, 0..2 * n as u32, &resolve, 0);
+            encoder.resolve_query_set(&queries, 0..count, &resolve, 0);
             encoder.copy_buffer_to_buffer(&resolve, 0, &read, 0, bytes);
             rt.queue.submit([encoder.finish()]);
             rt.map_read(&[read.slice(..)]).await?;
@@ -123,7 +143,11 @@ impl Profiling {
             drop(view);
             read.unmap();
             let period = f64::from(rt.queue.get_timestamp_period());
-            let times = ticks.chunks_exact(2).map(|t| t[1].saturating_sub(t[0]) as f64 * period).collect();
+            let times = if inside {
+                ticks.windows(2).map(|t| t[1].saturating_sub(t[0]) as f64 * period).collect()
+            } else {
+                ticks.chunks_exact(2).map(|t| t[1].saturating_sub(t[0]) as f64 * period).collect()
+            };
             self.times = times;
             self.gpu_timestamps = true;
             Ok(new_encoder())

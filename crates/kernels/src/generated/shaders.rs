@@ -1678,16 +1678,16 @@ impl ShaderId {
                 workgroup_bytes: 1024,
             },
             ShaderId::RopeF32 => {
-                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 0 }
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 6, uniform_buffers: 1, workgroup_bytes: 0 }
             }
             ShaderId::RopeF16 => {
-                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 0 }
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 6, uniform_buffers: 1, workgroup_bytes: 0 }
             }
             ShaderId::RopeHfF32 => {
-                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 0 }
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 6, uniform_buffers: 1, workgroup_bytes: 0 }
             }
             ShaderId::RopeHfF16 => {
-                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 0 }
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 6, uniform_buffers: 1, workgroup_bytes: 0 }
             }
             ShaderId::RopeInterleavedF32 => {
                 ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
@@ -1742,19 +1742,19 @@ impl ShaderId {
             },
             ShaderId::SdpaSplitF32 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
-                storage_buffers: 4,
+                storage_buffers: 6,
                 uniform_buffers: 1,
                 workgroup_bytes: 13312,
             },
             ShaderId::SdpaSplitF16 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
-                storage_buffers: 4,
+                storage_buffers: 6,
                 uniform_buffers: 1,
                 workgroup_bytes: 13312,
             },
             ShaderId::SdpaSplitF32Kvf16 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
-                storage_buffers: 4,
+                storage_buffers: 6,
                 uniform_buffers: 1,
                 workgroup_bytes: 13312,
             },
@@ -13406,8 +13406,10 @@ fn main(
 "#;
 
 /// `rope.wgsl` with `Elem = f32`.
-pub const ROPE_F32: &str = r#"//! Rotary position embeddings on `x [B, S, H, D]`, one invocation per
-//! rotated pair.
+pub const ROPE_F32: &str = r#"//! Rotary position embeddings on the query `xq [B, S, Hq, D]` and the key
+//! `xk [B, S, Hkv, D]` in one dispatch, one invocation per rotated pair:
+//! the first `n_q` invocations take the query's pairs, the next `n_k` the
+//! key's.
 //!
 //! `et_vk.apply_rotary_emb`: pairs `(x[2i], x[2i+1])`, tables
 //! `cos, sin [S, D/2]` indexed by the token's row in the chunk:
@@ -13420,44 +13422,63 @@ alias Elem = f32;
 override WG: u32 = 256u;
 
 struct Params {
-    /// Pairs to rotate: `B * S * H * D / 2`.
-    n_pairs: u32,
-    /// Heads.
-    n_heads: u32,
+    /// Pairs of the query: `B * S * Hq * D / 2`.
+    n_q: u32,
+    /// Pairs of the key: `B * S * Hkv * D / 2`.
+    n_k: u32,
+    /// Query heads.
+    heads_q: u32,
+    /// Key heads.
+    heads_k: u32,
     /// `D / 2`.
     half: u32,
     /// Tokens in the chunk.
     seq: u32,
+    _pad0: u32,
+    _pad1: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> x: array<Elem>;
-@group(0) @binding(2) var<storage, read> cos_t: array<Elem>;
-@group(0) @binding(3) var<storage, read> sin_t: array<Elem>;
-@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+@group(0) @binding(1) var<storage, read> xq: array<Elem>;
+@group(0) @binding(2) var<storage, read> xk: array<Elem>;
+@group(0) @binding(3) var<storage, read> cos_t: array<Elem>;
+@group(0) @binding(4) var<storage, read> sin_t: array<Elem>;
+@group(0) @binding(5) var<storage, read_write> out_q: array<Elem>;
+@group(0) @binding(6) var<storage, read_write> out_k: array<Elem>;
+
+/// Pair `pair` of a tensor of `heads` heads: its table index and its
+/// (real, imaginary) parts rotated from `(re, im)`.
+fn rotate(pair: u32, heads: u32, re: f32, im: f32) -> vec2<f32> {
+    let i = pair % p.half;
+    let s = (pair / p.half / heads) % p.seq;
+    let c = f32(cos_t[s * p.half + i]);
+    let sn = f32(sin_t[s * p.half + i]);
+    return vec2<f32>(re * c - im * sn, re * sn + im * c);
+}
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let idx = gid.x + gid.y * nwg.x * WG;
-    if idx >= p.n_pairs {
-        return;
+    if idx < p.n_q {
+        let r = rotate(idx, p.heads_q, f32(xq[2u * idx]), f32(xq[2u * idx + 1u]));
+        out_q[2u * idx] = Elem(r.x);
+        out_q[2u * idx + 1u] = Elem(r.y);
+    } else if idx < p.n_q + p.n_k {
+        let j = idx - p.n_q;
+        let r = rotate(j, p.heads_k, f32(xk[2u * j]), f32(xk[2u * j + 1u]));
+        out_k[2u * j] = Elem(r.x);
+        out_k[2u * j + 1u] = Elem(r.y);
     }
-    let i = idx % p.half;
-    let s = (idx / p.half / p.n_heads) % p.seq;
-    let c = f32(cos_t[s * p.half + i]);
-    let sn = f32(sin_t[s * p.half + i]);
-    let re = f32(x[2u * idx]);
-    let im = f32(x[2u * idx + 1u]);
-    out[2u * idx] = Elem(re * c - im * sn);
-    out[2u * idx + 1u] = Elem(re * sn + im * c);
 }
 "#;
 
 /// `rope.wgsl` with `Elem = f16`.
 pub const ROPE_F16: &str = r#"enable f16;
 
-//! Rotary position embeddings on `x [B, S, H, D]`, one invocation per
-//! rotated pair.
+//! Rotary position embeddings on the query `xq [B, S, Hq, D]` and the key
+//! `xk [B, S, Hkv, D]` in one dispatch, one invocation per rotated pair:
+//! the first `n_q` invocations take the query's pairs, the next `n_k` the
+//! key's.
 //!
 //! `et_vk.apply_rotary_emb`: pairs `(x[2i], x[2i+1])`, tables
 //! `cos, sin [S, D/2]` indexed by the token's row in the chunk:
@@ -13470,42 +13491,61 @@ alias Elem = f16;
 override WG: u32 = 256u;
 
 struct Params {
-    /// Pairs to rotate: `B * S * H * D / 2`.
-    n_pairs: u32,
-    /// Heads.
-    n_heads: u32,
+    /// Pairs of the query: `B * S * Hq * D / 2`.
+    n_q: u32,
+    /// Pairs of the key: `B * S * Hkv * D / 2`.
+    n_k: u32,
+    /// Query heads.
+    heads_q: u32,
+    /// Key heads.
+    heads_k: u32,
     /// `D / 2`.
     half: u32,
     /// Tokens in the chunk.
     seq: u32,
+    _pad0: u32,
+    _pad1: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> x: array<Elem>;
-@group(0) @binding(2) var<storage, read> cos_t: array<Elem>;
-@group(0) @binding(3) var<storage, read> sin_t: array<Elem>;
-@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+@group(0) @binding(1) var<storage, read> xq: array<Elem>;
+@group(0) @binding(2) var<storage, read> xk: array<Elem>;
+@group(0) @binding(3) var<storage, read> cos_t: array<Elem>;
+@group(0) @binding(4) var<storage, read> sin_t: array<Elem>;
+@group(0) @binding(5) var<storage, read_write> out_q: array<Elem>;
+@group(0) @binding(6) var<storage, read_write> out_k: array<Elem>;
+
+/// Pair `pair` of a tensor of `heads` heads: its table index and its
+/// (real, imaginary) parts rotated from `(re, im)`.
+fn rotate(pair: u32, heads: u32, re: f32, im: f32) -> vec2<f32> {
+    let i = pair % p.half;
+    let s = (pair / p.half / heads) % p.seq;
+    let c = f32(cos_t[s * p.half + i]);
+    let sn = f32(sin_t[s * p.half + i]);
+    return vec2<f32>(re * c - im * sn, re * sn + im * c);
+}
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let idx = gid.x + gid.y * nwg.x * WG;
-    if idx >= p.n_pairs {
-        return;
+    if idx < p.n_q {
+        let r = rotate(idx, p.heads_q, f32(xq[2u * idx]), f32(xq[2u * idx + 1u]));
+        out_q[2u * idx] = Elem(r.x);
+        out_q[2u * idx + 1u] = Elem(r.y);
+    } else if idx < p.n_q + p.n_k {
+        let j = idx - p.n_q;
+        let r = rotate(j, p.heads_k, f32(xk[2u * j]), f32(xk[2u * j + 1u]));
+        out_k[2u * j] = Elem(r.x);
+        out_k[2u * j + 1u] = Elem(r.y);
     }
-    let i = idx % p.half;
-    let s = (idx / p.half / p.n_heads) % p.seq;
-    let c = f32(cos_t[s * p.half + i]);
-    let sn = f32(sin_t[s * p.half + i]);
-    let re = f32(x[2u * idx]);
-    let im = f32(x[2u * idx + 1u]);
-    out[2u * idx] = Elem(re * c - im * sn);
-    out[2u * idx + 1u] = Elem(re * sn + im * c);
 }
 "#;
 
 /// `rope_hf.wgsl` with `Elem = f32`.
 pub const ROPE_HF_F32: &str = r#"//! HF rotate-half rotary position embeddings (`et_vk.apply_rotary_emb_hf`)
-//! on `x [B, S, H, D]`, one invocation per element.
+//! on the query `xq [B, S, Hq, D]` and the key `xk [B, S, Hkv, D]` in one
+//! dispatch, one invocation per element: the first `numel_q` invocations
+//! take the query's elements, the next `numel_k` the key's.
 //!
 //! Tables `cos, sin [max_seq, R]` (`R <= D`, the rotary dim) are indexed
 //! by row `start_pos + s`. With `h = R / 2`, dims `d < h` give
@@ -13519,42 +13559,67 @@ alias Elem = f32;
 override WG: u32 = 256u;
 
 struct Params {
-    numel: u32,
+    /// Elements of the query.
+    numel_q: u32,
+    /// Elements of the key.
+    numel_k: u32,
     head_dim: u32,
     /// Rotary dim `R` (the tables' width).
     rot: u32,
     seq: u32,
-    n_heads: u32,
+    /// Query heads.
+    heads_q: u32,
+    /// Key heads.
+    heads_k: u32,
     start_pos: u32,
-    _pad0: u32,
-    _pad1: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> x: array<Elem>;
-@group(0) @binding(2) var<storage, read> cos_t: array<Elem>;
-@group(0) @binding(3) var<storage, read> sin_t: array<Elem>;
-@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+@group(0) @binding(1) var<storage, read> xq: array<Elem>;
+@group(0) @binding(2) var<storage, read> xk: array<Elem>;
+@group(0) @binding(3) var<storage, read> cos_t: array<Elem>;
+@group(0) @binding(4) var<storage, read> sin_t: array<Elem>;
+@group(0) @binding(5) var<storage, read_write> out_q: array<Elem>;
+@group(0) @binding(6) var<storage, read_write> out_k: array<Elem>;
+
+/// Element `idx` of a tensor of `heads` heads, given its value `v` and the
+/// value `u` it rotates with (`x[idx + h]` below `h`, `x[idx - h]` from
+/// `h` to `R`; unused past `R`).
+fn rotated(idx: u32, heads: u32, v: f32, u: f32) -> f32 {
+    let d = idx % p.head_dim;
+    if d >= p.rot {
+        return v;
+    }
+    let s = (idx / p.head_dim / heads) % p.seq;
+    let t = (p.start_pos + s) * p.rot + d;
+    let c = v * f32(cos_t[t]);
+    if d < p.rot / 2u {
+        return c - u * f32(sin_t[t]);
+    }
+    return c + u * f32(sin_t[t]);
+}
+
+/// Where element `idx`'s partner sits (itself past the rotary dims).
+fn partner(idx: u32) -> u32 {
+    let d = idx % p.head_dim;
+    let half = p.rot / 2u;
+    if d >= p.rot {
+        return idx;
+    }
+    if d < half {
+        return idx + half;
+    }
+    return idx - half;
+}
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let idx = gid.x + gid.y * nwg.x * WG;
-    if idx >= p.numel {
-        return;
-    }
-    let d = idx % p.head_dim;
-    if d >= p.rot {
-        out[idx] = x[idx];
-        return;
-    }
-    let s = (idx / p.head_dim / p.n_heads) % p.seq;
-    let t = (p.start_pos + s) * p.rot + d;
-    let half = p.rot / 2u;
-    let v = f32(x[idx]) * f32(cos_t[t]);
-    if d < half {
-        out[idx] = Elem(v - f32(x[idx + half]) * f32(sin_t[t]));
-    } else {
-        out[idx] = Elem(v + f32(x[idx - half]) * f32(sin_t[t]));
+    if idx < p.numel_q {
+        out_q[idx] = Elem(rotated(idx, p.heads_q, f32(xq[idx]), f32(xq[partner(idx)])));
+    } else if idx < p.numel_q + p.numel_k {
+        let j = idx - p.numel_q;
+        out_k[j] = Elem(rotated(j, p.heads_k, f32(xk[j]), f32(xk[partner(j)])));
     }
 }
 "#;
@@ -13563,7 +13628,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 pub const ROPE_HF_F16: &str = r#"enable f16;
 
 //! HF rotate-half rotary position embeddings (`et_vk.apply_rotary_emb_hf`)
-//! on `x [B, S, H, D]`, one invocation per element.
+//! on the query `xq [B, S, Hq, D]` and the key `xk [B, S, Hkv, D]` in one
+//! dispatch, one invocation per element: the first `numel_q` invocations
+//! take the query's elements, the next `numel_k` the key's.
 //!
 //! Tables `cos, sin [max_seq, R]` (`R <= D`, the rotary dim) are indexed
 //! by row `start_pos + s`. With `h = R / 2`, dims `d < h` give
@@ -13577,42 +13644,67 @@ alias Elem = f16;
 override WG: u32 = 256u;
 
 struct Params {
-    numel: u32,
+    /// Elements of the query.
+    numel_q: u32,
+    /// Elements of the key.
+    numel_k: u32,
     head_dim: u32,
     /// Rotary dim `R` (the tables' width).
     rot: u32,
     seq: u32,
-    n_heads: u32,
+    /// Query heads.
+    heads_q: u32,
+    /// Key heads.
+    heads_k: u32,
     start_pos: u32,
-    _pad0: u32,
-    _pad1: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> x: array<Elem>;
-@group(0) @binding(2) var<storage, read> cos_t: array<Elem>;
-@group(0) @binding(3) var<storage, read> sin_t: array<Elem>;
-@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+@group(0) @binding(1) var<storage, read> xq: array<Elem>;
+@group(0) @binding(2) var<storage, read> xk: array<Elem>;
+@group(0) @binding(3) var<storage, read> cos_t: array<Elem>;
+@group(0) @binding(4) var<storage, read> sin_t: array<Elem>;
+@group(0) @binding(5) var<storage, read_write> out_q: array<Elem>;
+@group(0) @binding(6) var<storage, read_write> out_k: array<Elem>;
+
+/// Element `idx` of a tensor of `heads` heads, given its value `v` and the
+/// value `u` it rotates with (`x[idx + h]` below `h`, `x[idx - h]` from
+/// `h` to `R`; unused past `R`).
+fn rotated(idx: u32, heads: u32, v: f32, u: f32) -> f32 {
+    let d = idx % p.head_dim;
+    if d >= p.rot {
+        return v;
+    }
+    let s = (idx / p.head_dim / heads) % p.seq;
+    let t = (p.start_pos + s) * p.rot + d;
+    let c = v * f32(cos_t[t]);
+    if d < p.rot / 2u {
+        return c - u * f32(sin_t[t]);
+    }
+    return c + u * f32(sin_t[t]);
+}
+
+/// Where element `idx`'s partner sits (itself past the rotary dims).
+fn partner(idx: u32) -> u32 {
+    let d = idx % p.head_dim;
+    let half = p.rot / 2u;
+    if d >= p.rot {
+        return idx;
+    }
+    if d < half {
+        return idx + half;
+    }
+    return idx - half;
+}
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let idx = gid.x + gid.y * nwg.x * WG;
-    if idx >= p.numel {
-        return;
-    }
-    let d = idx % p.head_dim;
-    if d >= p.rot {
-        out[idx] = x[idx];
-        return;
-    }
-    let s = (idx / p.head_dim / p.n_heads) % p.seq;
-    let t = (p.start_pos + s) * p.rot + d;
-    let half = p.rot / 2u;
-    let v = f32(x[idx]) * f32(cos_t[t]);
-    if d < half {
-        out[idx] = Elem(v - f32(x[idx + half]) * f32(sin_t[t]));
-    } else {
-        out[idx] = Elem(v + f32(x[idx - half]) * f32(sin_t[t]));
+    if idx < p.numel_q {
+        out_q[idx] = Elem(rotated(idx, p.heads_q, f32(xq[idx]), f32(xq[partner(idx)])));
+    } else if idx < p.numel_q + p.numel_k {
+        let j = idx - p.numel_q;
+        out_k[j] = Elem(rotated(j, p.heads_k, f32(xk[j]), f32(xk[partner(j)])));
     }
 }
 "#;
@@ -15150,6 +15242,13 @@ pub const SDPA_SPLIT_F32: &str = r#"//! Split-KV ("FlashDecoding") attention ove
 //! `D / 4` `vec4`s, at partial `(row * heads + head) * n_splits + split`.
 //! f32 math; the caches are read through `KvElem` (float16 under f32
 //! activations in `f32_kvf16`).
+//!
+//! The call's new keys and values (`k_new`, `v_new`, rows `start_pos..
+//! start_pos + seq`) are written into the caches here, not by a dispatch
+//! before: the first query block of each (kv head, split) stores the new
+//! rows its split covers, and every workgroup reads keys and values at
+//! those rows from `k_new`/`v_new`, rounded to `KvElem` as the cache holds
+//! them, so no workgroup reads a cache row this dispatch writes.
 // variants: f32 f16 f32_kvf16
 
 alias Elem = f32;
@@ -15198,9 +15297,28 @@ fn split_plan(ctx: u32) -> vec2<u32> {
     return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
 }
 @group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
-@group(0) @binding(2) var<storage, read> k_cache: array<vec4<KvElem>>;
-@group(0) @binding(3) var<storage, read> v_cache: array<vec4<KvElem>>;
-@group(0) @binding(4) var<storage, read_write> part: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> k_new: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> v_new: array<vec4<Elem>>;
+@group(0) @binding(4) var<storage, read_write> k_cache: array<vec4<KvElem>>;
+@group(0) @binding(5) var<storage, read_write> v_cache: array<vec4<KvElem>>;
+@group(0) @binding(6) var<storage, read_write> part: array<vec4<f32>>;
+
+/// `vec4` `d` of key `key` of kv head `kvh` (`d4` per row), as the cache
+/// holds it: the new keys from `k_new`, the older ones from the cache.
+fn key_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
+    if key >= p.start_pos {
+        return vec4<f32>(vec4<KvElem>(k_new[((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + d]));
+    }
+    return vec4<f32>(k_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
+}
+
+/// The same for the values.
+fn value_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
+    if key >= p.start_pos {
+        return vec4<f32>(vec4<KvElem>(v_new[((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + d]));
+    }
+    return vec4<f32>(v_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
+}
 
 var<workgroup> qs: array<vec4<f32>, 256>;
 /// Per query vector and key of the tile: the score, then its probability.
@@ -15246,6 +15364,20 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let d4 = p.head_dim / 4u;
     let begin = split * chunk;
     let end = min(p.start_pos + p.seq, begin + chunk);
+    // The new rows of this kv head in this split, stored once (by the
+    // first query block).
+    if j0 == 0u {
+        let first = max(begin, p.start_pos);
+        if first < end {
+            for (var e = lid; e < (end - first) * d4; e += WG) {
+                let key = first + e / d4;
+                let src = ((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + e % d4;
+                let dst = (key * p.n_kv_heads + kvh) * d4 + e % d4;
+                k_cache[dst] = vec4<KvElem>(k_new[src]);
+                v_cache[dst] = vec4<KvElem>(v_new[src]);
+            }
+        }
+    }
     for (var e = lid; e < nq * d4; e += WG) {
         let j = j0 + e / d4;
         let h = kvh * group + j % group;
@@ -15270,9 +15402,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         let key = c0 + lid;
         var dots: array<vec4<f32>, MAXQ>;
         if lid < n_here {
-            let k_base = (key * p.n_kv_heads + kvh) * d4;
             for (var d = 0u; d < d4; d++) {
-                let kv = vec4<f32>(k_cache[k_base + d]);
+                let kv = key_at(key, kvh, d, d4);
                 for (var jj = 0u; jj < nq; jj++) {
                     dots[jj] += qs[jj * d4 + d] * kv;
                 }
@@ -15322,7 +15453,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         }
         if kg < n_kg {
             for (var j = kg; j < n_here; j += n_kg) {
-                let vv = vec4<f32>(v_cache[((c0 + j) * p.n_kv_heads + kvh) * d4 + dim4]);
+                let vv = value_at(c0 + j, kvh, dim4, d4);
                 for (var jj = 0u; jj < nq; jj++) {
                     acc[jj] += sc[jj * TILE + j] * vv;
                 }
@@ -15381,6 +15512,13 @@ pub const SDPA_SPLIT_F16: &str = r#"enable f16;
 //! `D / 4` `vec4`s, at partial `(row * heads + head) * n_splits + split`.
 //! f32 math; the caches are read through `KvElem` (float16 under f32
 //! activations in `f32_kvf16`).
+//!
+//! The call's new keys and values (`k_new`, `v_new`, rows `start_pos..
+//! start_pos + seq`) are written into the caches here, not by a dispatch
+//! before: the first query block of each (kv head, split) stores the new
+//! rows its split covers, and every workgroup reads keys and values at
+//! those rows from `k_new`/`v_new`, rounded to `KvElem` as the cache holds
+//! them, so no workgroup reads a cache row this dispatch writes.
 // variants: f32 f16 f32_kvf16
 
 alias Elem = f16;
@@ -15429,9 +15567,28 @@ fn split_plan(ctx: u32) -> vec2<u32> {
     return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
 }
 @group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
-@group(0) @binding(2) var<storage, read> k_cache: array<vec4<KvElem>>;
-@group(0) @binding(3) var<storage, read> v_cache: array<vec4<KvElem>>;
-@group(0) @binding(4) var<storage, read_write> part: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> k_new: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> v_new: array<vec4<Elem>>;
+@group(0) @binding(4) var<storage, read_write> k_cache: array<vec4<KvElem>>;
+@group(0) @binding(5) var<storage, read_write> v_cache: array<vec4<KvElem>>;
+@group(0) @binding(6) var<storage, read_write> part: array<vec4<f32>>;
+
+/// `vec4` `d` of key `key` of kv head `kvh` (`d4` per row), as the cache
+/// holds it: the new keys from `k_new`, the older ones from the cache.
+fn key_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
+    if key >= p.start_pos {
+        return vec4<f32>(vec4<KvElem>(k_new[((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + d]));
+    }
+    return vec4<f32>(k_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
+}
+
+/// The same for the values.
+fn value_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
+    if key >= p.start_pos {
+        return vec4<f32>(vec4<KvElem>(v_new[((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + d]));
+    }
+    return vec4<f32>(v_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
+}
 
 var<workgroup> qs: array<vec4<f32>, 256>;
 /// Per query vector and key of the tile: the score, then its probability.
@@ -15477,6 +15634,20 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let d4 = p.head_dim / 4u;
     let begin = split * chunk;
     let end = min(p.start_pos + p.seq, begin + chunk);
+    // The new rows of this kv head in this split, stored once (by the
+    // first query block).
+    if j0 == 0u {
+        let first = max(begin, p.start_pos);
+        if first < end {
+            for (var e = lid; e < (end - first) * d4; e += WG) {
+                let key = first + e / d4;
+                let src = ((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + e % d4;
+                let dst = (key * p.n_kv_heads + kvh) * d4 + e % d4;
+                k_cache[dst] = vec4<KvElem>(k_new[src]);
+                v_cache[dst] = vec4<KvElem>(v_new[src]);
+            }
+        }
+    }
     for (var e = lid; e < nq * d4; e += WG) {
         let j = j0 + e / d4;
         let h = kvh * group + j % group;
@@ -15501,9 +15672,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         let key = c0 + lid;
         var dots: array<vec4<f32>, MAXQ>;
         if lid < n_here {
-            let k_base = (key * p.n_kv_heads + kvh) * d4;
             for (var d = 0u; d < d4; d++) {
-                let kv = vec4<f32>(k_cache[k_base + d]);
+                let kv = key_at(key, kvh, d, d4);
                 for (var jj = 0u; jj < nq; jj++) {
                     dots[jj] += qs[jj * d4 + d] * kv;
                 }
@@ -15553,7 +15723,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         }
         if kg < n_kg {
             for (var j = kg; j < n_here; j += n_kg) {
-                let vv = vec4<f32>(v_cache[((c0 + j) * p.n_kv_heads + kvh) * d4 + dim4]);
+                let vv = value_at(c0 + j, kvh, dim4, d4);
                 for (var jj = 0u; jj < nq; jj++) {
                     acc[jj] += sc[jj * TILE + j] * vv;
                 }
@@ -15612,6 +15782,13 @@ pub const SDPA_SPLIT_F32_KVF16: &str = r#"enable f16;
 //! `D / 4` `vec4`s, at partial `(row * heads + head) * n_splits + split`.
 //! f32 math; the caches are read through `KvElem` (float16 under f32
 //! activations in `f32_kvf16`).
+//!
+//! The call's new keys and values (`k_new`, `v_new`, rows `start_pos..
+//! start_pos + seq`) are written into the caches here, not by a dispatch
+//! before: the first query block of each (kv head, split) stores the new
+//! rows its split covers, and every workgroup reads keys and values at
+//! those rows from `k_new`/`v_new`, rounded to `KvElem` as the cache holds
+//! them, so no workgroup reads a cache row this dispatch writes.
 // variants: f32 f16 f32_kvf16
 
 alias Elem = f32;
@@ -15660,9 +15837,28 @@ fn split_plan(ctx: u32) -> vec2<u32> {
     return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
 }
 @group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
-@group(0) @binding(2) var<storage, read> k_cache: array<vec4<KvElem>>;
-@group(0) @binding(3) var<storage, read> v_cache: array<vec4<KvElem>>;
-@group(0) @binding(4) var<storage, read_write> part: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> k_new: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> v_new: array<vec4<Elem>>;
+@group(0) @binding(4) var<storage, read_write> k_cache: array<vec4<KvElem>>;
+@group(0) @binding(5) var<storage, read_write> v_cache: array<vec4<KvElem>>;
+@group(0) @binding(6) var<storage, read_write> part: array<vec4<f32>>;
+
+/// `vec4` `d` of key `key` of kv head `kvh` (`d4` per row), as the cache
+/// holds it: the new keys from `k_new`, the older ones from the cache.
+fn key_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
+    if key >= p.start_pos {
+        return vec4<f32>(vec4<KvElem>(k_new[((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + d]));
+    }
+    return vec4<f32>(k_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
+}
+
+/// The same for the values.
+fn value_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
+    if key >= p.start_pos {
+        return vec4<f32>(vec4<KvElem>(v_new[((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + d]));
+    }
+    return vec4<f32>(v_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
+}
 
 var<workgroup> qs: array<vec4<f32>, 256>;
 /// Per query vector and key of the tile: the score, then its probability.
@@ -15708,6 +15904,20 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let d4 = p.head_dim / 4u;
     let begin = split * chunk;
     let end = min(p.start_pos + p.seq, begin + chunk);
+    // The new rows of this kv head in this split, stored once (by the
+    // first query block).
+    if j0 == 0u {
+        let first = max(begin, p.start_pos);
+        if first < end {
+            for (var e = lid; e < (end - first) * d4; e += WG) {
+                let key = first + e / d4;
+                let src = ((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + e % d4;
+                let dst = (key * p.n_kv_heads + kvh) * d4 + e % d4;
+                k_cache[dst] = vec4<KvElem>(k_new[src]);
+                v_cache[dst] = vec4<KvElem>(v_new[src]);
+            }
+        }
+    }
     for (var e = lid; e < nq * d4; e += WG) {
         let j = j0 + e / d4;
         let h = kvh * group + j % group;
@@ -15732,9 +15942,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         let key = c0 + lid;
         var dots: array<vec4<f32>, MAXQ>;
         if lid < n_here {
-            let k_base = (key * p.n_kv_heads + kvh) * d4;
             for (var d = 0u; d < d4; d++) {
-                let kv = vec4<f32>(k_cache[k_base + d]);
+                let kv = key_at(key, kvh, d, d4);
                 for (var jj = 0u; jj < nq; jj++) {
                     dots[jj] += qs[jj * d4 + d] * kv;
                 }
@@ -15784,7 +15993,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         }
         if kg < n_kg {
             for (var j = kg; j < n_here; j += n_kg) {
-                let vv = vec4<f32>(v_cache[((c0 + j) * p.n_kv_heads + kvh) * d4 + dim4]);
+                let vv = value_at(c0 + j, kvh, dim4, d4);
                 for (var jj = 0u; jj < nq; jj++) {
                     acc[jj] += sc[jj * TILE + j] * vv;
                 }

@@ -2,10 +2,11 @@
 //! `etwgpu.add_rms_norm` (`add_rms_norm.wgsl`), `et_vk.apply_rotary_emb`
 //! (`rope.wgsl`), `et_vk.apply_rotary_emb_hf` (`rope_hf.wgsl`),
 //! `et_vk.apply_rotary_emb_interleaved` (`rope_interleaved.wgsl`),
-//! `sdpa_with_kv_cache` (`kv_cache_update.wgsl`, then for a few query rows
-//! with scratch the split-KV pair `sdpa_split.wgsl` and
-//! `sdpa_split_combine.wgsl`, `sdpa_prefill.wgsl` for prompts,
-//! `sdpa_online.wgsl` or `sdpa.wgsl` for the rest), the cache-less
+//! `sdpa_with_kv_cache` (for a few query rows with scratch the split-KV
+//! pair `sdpa_split.wgsl`, which also writes the new keys and values into
+//! the caches, and `sdpa_split_combine.wgsl`; else `kv_cache_update.wgsl`
+//! then `sdpa_prefill.wgsl` for prompts, `sdpa_online.wgsl` or `sdpa.wgsl`
+//! for the rest), the cache-less
 //! `et_vk.sdpa` (`attention.wgsl`) and `update_cache` (a `place.wgsl`
 //! store). The KV caches are constants the ops update in place; the
 //! runtime gives each its own buffer, kept across runs.
@@ -128,14 +129,13 @@ pub fn apply_rotary_emb(c: &Ctx<'_>) -> Result<Lowered> {
         return Err(Error::ArgKind { arg_idx: 4, name: "out", expected: "ValueList of 2 tensors", found: "ValueList" });
     };
     let shader = float_shader(Family::Rope, &xq, 0, "xq")?;
-    let mut shapes = Vec::new();
-    let mut steps = Vec::new();
-    for (x, out, idx, name) in [(xq, q_out, 0, "xq"), (xk, k_out, 1, "xk")] {
-        same_dtype(&x, xq.dtype, idx, name)?;
-        same_dtype(&out, xq.dtype, 4, "out")?;
-        let [_, s, h, d] = x.shape[..] else { return Err(shape_err(idx, name, "[B, S, H, D]".into(), &x)) };
+    // Per tensor: pairs, heads, half the head dim, tokens.
+    let check = |x: &TensorInfo<'_>, out: &TensorInfo<'_>, idx: usize, name: &'static str| -> Result<[u64; 4]> {
+        same_dtype(x, xq.dtype, idx, name)?;
+        same_dtype(out, xq.dtype, 4, "out")?;
+        let [_, s, h, d] = x.shape[..] else { return Err(shape_err(idx, name, "[B, S, H, D]".into(), x)) };
         if d % 2 != 0 {
-            return Err(shape_err(idx, name, "an even head dim".into(), &x));
+            return Err(shape_err(idx, name, "an even head dim".into(), x));
         }
         for (t, t_idx, t_name) in [(&cos, 2, "freqs_cos"), (&sin, 3, "freqs_sin")] {
             same_dtype(t, xq.dtype, t_idx, t_name)?;
@@ -143,24 +143,30 @@ pub fn apply_rotary_emb(c: &Ctx<'_>) -> Result<Lowered> {
                 return Err(shape_err(t_idx, t_name, format!("[{s}, {}]", d / 2), t));
             }
         }
-        shapes.push((out.id, x.shape.to_vec()));
-        let n_pairs = x.numel() / 2;
-        if n_pairs == 0 {
-            continue;
-        }
+        Ok([x.numel() / 2, h, d / 2, s])
+    };
+    // The tables fit both, so both have the same tokens and head dim.
+    let [n_q, heads_q, half, seq] = check(&xq, &q_out, 0, "xq")?;
+    let [n_k, heads_k, _, _] = check(&xk, &k_out, 1, "xk")?;
+    let shapes = vec![(q_out.id, xq.shape.to_vec()), (k_out.id, xk.shape.to_vec())];
+    let mut steps = Vec::new();
+    if n_q + n_k > 0 {
+        // Both in one dispatch: the query's pairs, then the key's.
         let params = Uniform::new()
-            .u32(to_u32("pairs", n_pairs)?)
-            .u32(to_u32("heads", h)?)
-            .u32(to_u32("head dim", d / 2)?)
-            .u32(to_u32("seq", s)?)
+            .u32(to_u32("query pairs", n_q)?)
+            .u32(to_u32("key pairs", n_k)?)
+            .u32(to_u32("query heads", heads_q)?)
+            .u32(to_u32("key heads", heads_k)?)
+            .u32(to_u32("head dim", half)?)
+            .u32(to_u32("seq", seq)?)
             .finish();
         steps.push(Step::Dispatch(Dispatch {
             shader: shader.into(),
             entry: "main",
-            inputs: vec![x.id, cos.id, sin.id],
-            outputs: vec![out.id],
+            inputs: vec![xq.id, xk.id, cos.id, sin.id],
+            outputs: vec![q_out.id, k_out.id],
             params,
-            workgroups: grid_1d(n_pairs, WG_ELEMENTWISE)?,
+            workgroups: grid_1d(n_q + n_k, WG_ELEMENTWISE)?,
         }));
     }
     Ok(Lowered { shapes, steps })
@@ -242,8 +248,17 @@ pub fn sdpa_with_kv_cache(c: &Ctx<'_>) -> Result<Lowered> {
     })?;
     let scale = scale.unwrap_or(1.0 / (d as f64).sqrt());
     let mut steps = Vec::new();
+    // The split kernels need vec4 rows of at most 256 dims; their scratch
+    // is declared whichever kernel runs.
+    let splittable = d.is_multiple_of(4) && d > 0 && d <= 256;
+    if splittable {
+        steps.push(Step::Scratch { slot: SPLIT_SCRATCH, bytes: split_scratch_bytes(hq, hkv, d, cmax) });
+    }
+    let rows = s * hq;
+    let split = c.scratch(SPLIT_SCRATCH).filter(|_| splittable && rows > 0 && s <= SPLIT_MAX_ROWS);
     let n_new = s * hkv * d;
-    if n_new > 0 {
+    // The split kernel writes the new rows itself.
+    if n_new > 0 && split.is_none() {
         let params = Uniform::new()
             .u32(to_u32("new cache elements", n_new)?)
             .u32(to_u32("cache offset", start * hkv * d)?)
@@ -257,19 +272,11 @@ pub fn sdpa_with_kv_cache(c: &Ctx<'_>) -> Result<Lowered> {
             workgroups: grid_1d(n_new, WG_ELEMENTWISE)?,
         }));
     }
-    // The split kernels need vec4 rows of at most 256 dims; their scratch
-    // is declared whichever kernel runs.
-    let splittable = d.is_multiple_of(4) && d > 0 && d <= 256;
-    if splittable {
-        steps.push(Step::Scratch { slot: SPLIT_SCRATCH, bytes: split_scratch_bytes(hq, hkv, d, cmax) });
-    }
-    let rows = s * hq;
-    let split = c.scratch(SPLIT_SCRATCH).filter(|_| splittable && rows > 0 && s <= SPLIT_MAX_ROWS);
     if let Some(scratch) = split {
         // The partials read the caches (maybe float16); the combine does not.
         let shaders = [kv_shader(Family::SdpaSplit, variant), float_shader(Family::SdpaSplitCombine, &q, 0, "query")?];
         let a = SplitAttn { s, hq, hkv, d, start, scale, shaders };
-        steps.extend(split_kv_attention(&a, cmax, [q.id, k_cache.id, v_cache.id, out.id], scratch)?);
+        steps.extend(split_kv_attention(&a, cmax, [q.id, k.id, v.id, k_cache.id, v_cache.id, out.id], scratch)?);
     } else if rows > 0 && d > 0 {
         let params = Uniform::new()
             .u32(to_u32("seq", s)?)
@@ -377,7 +384,7 @@ struct SplitAttn {
 fn split_kv_attention(
     a: &SplitAttn,
     cmax: u64,
-    [q, k_cache, v_cache, out]: [Vid; 4],
+    [q, k, v, k_cache, v_cache, out]: [Vid; 6],
     scratch: Vid,
 ) -> Result<[Step; 2]> {
     let max_splits = split_bound(a.s, a.hq, a.hkv, cmax);
@@ -415,8 +422,8 @@ fn split_kv_attention(
         Step::Dispatch(Dispatch {
             shader: a.shaders[0].into(),
             entry: "main",
-            inputs: vec![q, k_cache, v_cache],
-            outputs: vec![scratch],
+            inputs: vec![q, k, v],
+            outputs: vec![k_cache, v_cache, scratch],
             params: partials,
             workgroups: [groups, to_u32("splits", max_splits)?, 1],
         }),
@@ -451,12 +458,11 @@ pub fn apply_rotary_emb_hf(c: &Ctx<'_>) -> Result<Lowered> {
     if sin.shape != cos.shape {
         return Err(shape_err(3, "freqs_sin", format!("{:?} (freqs_cos's shape)", cos.shape), &sin));
     }
-    let mut shapes = Vec::new();
-    let mut steps = Vec::new();
-    for (x, out, idx, name) in [(xq, q_out, 0, "xq"), (xk, k_out, 1, "xk")] {
-        same_dtype(&x, xq.dtype, idx, name)?;
-        same_dtype(&out, xq.dtype, 5, "out")?;
-        let [_, s, h, d] = x.shape[..] else { return Err(shape_err(idx, name, "[B, S, H, D]".into(), &x)) };
+    // Per tensor: elements, tokens, heads, head dim; and the table row.
+    let check = |x: &TensorInfo<'_>, out: &TensorInfo<'_>, idx: usize, name: &'static str| -> Result<[u64; 5]> {
+        same_dtype(x, xq.dtype, idx, name)?;
+        same_dtype(out, xq.dtype, 5, "out")?;
+        let [_, s, h, d] = x.shape[..] else { return Err(shape_err(idx, name, "[B, S, H, D]".into(), x)) };
         if rot % 2 != 0 || rot > d {
             return Err(shape_err(2, "freqs_cos", format!("[max_seq, R] with R even and <= {d}"), &cos));
         }
@@ -466,25 +472,34 @@ pub fn apply_rotary_emb_hf(c: &Ctx<'_>) -> Result<Lowered> {
             found: start_pos.to_string(),
             reason: "start_pos + S must be within the tables' rows",
         })?;
-        shapes.push((out.id, x.shape.to_vec()));
-        if x.numel() == 0 {
-            continue;
-        }
+        Ok([x.numel(), s, h, d, start])
+    };
+    let [numel_q, seq, heads_q, d, start] = check(&xq, &q_out, 0, "xq")?;
+    let [numel_k, seq_k, heads_k, d_k, _] = check(&xk, &k_out, 1, "xk")?;
+    let shapes = vec![(q_out.id, xq.shape.to_vec()), (k_out.id, xk.shape.to_vec())];
+    if (seq_k, d_k) != (seq, d) {
+        return Err(shape_err(1, "xk", format!("[B, {seq}, Hkv, {d}] (the query's tokens and head dim)"), &xk));
+    }
+    let mut steps = Vec::new();
+    if numel_q + numel_k > 0 {
+        // Both in one dispatch: the query's elements, then the key's.
         let params = Uniform::new()
-            .u32(to_u32("elements", x.numel())?)
+            .u32(to_u32("query elements", numel_q)?)
+            .u32(to_u32("key elements", numel_k)?)
             .u32(to_u32("head dim", d)?)
             .u32(to_u32("rotary dim", rot)?)
-            .u32(to_u32("seq", s)?)
-            .u32(to_u32("heads", h)?)
+            .u32(to_u32("seq", seq)?)
+            .u32(to_u32("query heads", heads_q)?)
+            .u32(to_u32("key heads", heads_k)?)
             .u32(to_u32("start_pos", start)?)
             .finish();
         steps.push(Step::Dispatch(Dispatch {
             shader: shader.into(),
             entry: "main",
-            inputs: vec![x.id, cos.id, sin.id],
-            outputs: vec![out.id],
+            inputs: vec![xq.id, xk.id, cos.id, sin.id],
+            outputs: vec![q_out.id, k_out.id],
             params,
-            workgroups: grid_1d(x.numel(), WG_ELEMENTWISE)?,
+            workgroups: grid_1d(numel_q + numel_k, WG_ELEMENTWISE)?,
         }));
     }
     Ok(Lowered { shapes, steps })

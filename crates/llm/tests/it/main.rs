@@ -114,6 +114,42 @@ fn decode_steps_run_no_host_rule() {
     }
 }
 
+/// Back from a prompt to single-token steps, the decode chain is taken back
+/// as it was (parked with its plan while the prompt's shapes ran), so the
+/// decode steps after a second prompt run no host rule and make no bind
+/// group, and their logits match those of a generator that never left.
+#[test]
+fn decode_after_another_prompt_lowers_nothing() {
+    let Some(rt) = runtime() else { return };
+    for name in ["llama_tiny_fp32", "llama_tiny_q4"] {
+        let program = Program::open(fixture(name).join("model.pte")).expect("open fixture");
+        let prompt = tokens(fixture("llama_tiny_fp32").join("call0.in0.npy"));
+        let mut generator = Generator::new(&rt, &program).expect("load");
+        generator.prefill(&prompt).expect("prefill");
+        for token in 1..4 {
+            generator.decode_step(token).expect("decode");
+        }
+        generator.reset();
+        let second = &prompt[..prompt.len() - 1];
+        generator.prefill(second).expect("second prefill");
+        let before = generator.run_times();
+        let mut got = Vec::new();
+        for token in 1..5 {
+            got.push(generator.decode_step(token).expect("decode"));
+        }
+        let after = generator.run_times();
+        assert_eq!(after.op_lowerings, before.op_lowerings, "{name}: decode after a prompt ran host rules");
+        assert_eq!(after.plan_builds, before.plan_builds, "{name}: decode after a prompt made bind groups anew");
+
+        let mut fresh = Generator::new(&rt, &program).expect("load");
+        fresh.prefill(second).expect("prefill");
+        for (token, logits) in (1..5).zip(&got) {
+            let want = fresh.decode_step(token).expect("decode");
+            assert_eq!(logits, &want, "{name}: logits of token {token} after the parked chain came back");
+        }
+    }
+}
+
 /// The static-shape export (`llama_tiny_static`: `forward(tokens [1,1],
 /// input_pos [1])`, `--disable_dynamic_shape`) shares `llama_tiny_fp32`'s
 /// weights and prompt. The generator feeds the prompt one token per run;
