@@ -15,6 +15,9 @@
 #   smollm2  the real SmolLM2 4-bit export, gzipped and split into pieces
 #            carried in .xfer/K/ over several calls (see README.md): a chat
 #            of 256 greedy tokens, tokens/s, and `etwgpu bench -p 512 -n 128`
+#   families every fixture as one markdown table (goldens.py --families):
+#            delegates, GPU calls, CPU calls, host round trips, dispatches,
+#            max error against the goldens, wall time per call (median of 21)
 #   browser  the browser LLM bench (crates/web/bench) in headless Chromium
 #            with WebGPU on the NVIDIA Vulkan driver, for the synthetic
 #            Llama-3.2-1B and SmolLM2-135M shapes (4-bit) next to the native
@@ -80,6 +83,12 @@ for part in $parts; do
       --prompt "Once upon a time" --max-tokens 256 2>&1 | tail -2 | tee -a "$OUT/smollm2_chat.txt"
     # README's `etwgpu bench` H200 table (<!-- bench:h200 -->).
     timeout 120 .device/etwgpu bench /tmp/smollm2/model.pte -p 512 -n 128 2>&1 | tee "$OUT/smollm2_bench.md"
+    ;;
+  families)
+    log "per-program table: every fixture, goldens and wall time per call"
+    timeout 400 python3 tools/device/goldens.py .device/etwgpu test_data/fixtures /tmp/families \
+      --families --repeat 20 > "$OUT/families.md" 2>&1
+    cat "$OUT/families.md"
     ;;
   browser)
     log "browser: Chromium with WebGPU on the NVIDIA Vulkan driver"

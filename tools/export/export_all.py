@@ -43,6 +43,7 @@ def _quiet() -> None:
 
 def _all_fixtures():
     import fixtures_families
+    import fixtures_int64
     import fixtures_llama
     import fixtures_nn
     import fixtures_q8
@@ -50,6 +51,7 @@ def _all_fixtures():
     registry = dict(fixtures_nn.FIXTURES)
     registry.update(fixtures_llama.FIXTURES)
     registry.update(fixtures_families.FIXTURES)
+    registry.update(fixtures_int64.FIXTURES)
     registry.update(fixtures_q8.FIXTURES)
     return registry
 

@@ -12,7 +12,7 @@ packages), with the structure of torchvision's `InvertedResidual` and `CNBlock`.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 import torch
 import torch.nn as nn
@@ -25,13 +25,14 @@ from fixtures_nn import EXPORT_API, PORTABLE_MAX_ABS_DIFF, randn, run_eager, see
 STRICT = False
 
 
-def _lower(model: nn.Module, args: tuple, vulkan: bool = True) -> bytes:
+def _lower(model: nn.Module, args: tuple, vulkan: bool = True,
+           options: dict[str, Any] | None = None) -> bytes:
     from executorch.backends.vulkan.partitioner.vulkan_partitioner import VulkanPartitioner
     from executorch.exir import to_edge_transform_and_lower
 
     # HF modules do not trace under strict (dynamo) export.
     ep = torch.export.export(model, args, strict=STRICT)
-    partitioner = [VulkanPartitioner({})] if vulkan else []
+    partitioner = [VulkanPartitioner(dict(options or {}))] if vulkan else []
     return to_edge_transform_and_lower(ep, partitioner=partitioner).to_executorch().buffer
 
 
@@ -68,10 +69,10 @@ class Outputs(nn.Module):
 
 def family_fixture(name: str, description: str, model: nn.Module,
                    call_inputs: list[tuple[torch.Tensor, ...]],
-                   verify: bool = True) -> FixtureResult:
+                   verify: bool = True, options: dict[str, Any] | None = None) -> FixtureResult:
     model = model.eval()
     example = call_inputs[-1]
-    pte = _lower(model, example)
+    pte = _lower(model, example, options=options)
     calls = [Call(inputs=list(ins), outputs=run_eager(model, ins)) for ins in call_inputs]
     notes = []
     if verify:
@@ -80,7 +81,7 @@ def family_fixture(name: str, description: str, model: nn.Module,
             raise AssertionError(f"{name}: portable CPU run differs from eager by {worst:.3g}")
         notes.append(f"portable CPU run of a non-delegated export: max |diff| {worst:.3g}")
     export = {"api": EXPORT_API.replace("export", "export(strict=STRICT)", 1),
-              "partitioner": "VulkanPartitioner", "options": {}, "seed": seed_for(name)}
+              "partitioner": "VulkanPartitioner", "options": dict(options or {}), "seed": seed_for(name)}
     return FixtureResult(name=name, description=description, export=export, pte=pte,
                          calls=calls, notes=notes)
 

@@ -306,6 +306,9 @@ pub fn plan_text(name: &str, program: &Program, fuse: bool) -> String {
                 let _ = writeln!(w, "  delegate {d}: not a Vulkan delegate");
                 continue;
             };
+            // As at load: int64 tensors held as int32, then fused.
+            let narrowed = etwgpu_graph::retype::narrow_i64(original);
+            let original = narrowed.as_ref().map_or(original, |(g, _)| g);
             let lowered = match lower(original) {
                 Ok(l) => l,
                 Err(e) => {

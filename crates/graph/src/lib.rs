@@ -10,8 +10,8 @@
 //!   ops replaced by `etwgpu.*` ops.
 //! - [`layout`]: the device layouts of constants chosen at load (4-bit
 //!   weights word-major for the fast 4-bit kernels).
-//! - [`retype`]: float16 promotion and KV-cache narrowing, the dtype
-//!   rewrites the runtime picks per device.
+//! - [`retype`]: int64 held as int32, float16 promotion and KV-cache
+//!   narrowing, the dtype rewrites the runtime picks per device.
 //! - [`route`]: where a KernelCall outside the delegate runs (a one-op GPU
 //!   graph, the CPU fallback, or nowhere).
 //! - [`method_plan`]: a whole method's steps (delegates, kernel calls,

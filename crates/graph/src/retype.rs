@@ -1,10 +1,51 @@
 //! Retyping passes: a graph with some tensors' dtypes changed, and per
 //! value the dtype it had, for the runtime to convert constants' bytes on
-//! upload. The runtime picks a pass for its device (float16 promotion
-//! without SHADER_F16, KV caches stored as float16 on request) and never
-//! rewrites a graph itself.
+//! upload. The runtime picks a pass for its device (int64 held as int32
+//! always, float16 promotion without SHADER_F16, KV caches stored as
+//! float16 on request) and never rewrites a graph itself.
 
 use etwgpu_format::{DType, VkGraph, VkValue};
+
+/// `graph` with every int64 tensor made int32, and per value its dtype
+/// before, where it changed; `None` when the graph has no int64 tensor.
+///
+/// Exports with `downcast_64_bit=False` keep int64 tensors inside the
+/// delegate (token and position ids, argmax indices, lifted constants);
+/// every kernel's integer variant is 32-bit, as ExecuTorch's own
+/// `downcast_64_bit=True` (the default) makes them at export. The host side
+/// stays int64: a narrowed tensor's host I/O dtype
+/// ([`VkTensor::io_dtype`](etwgpu_format::VkTensor::io_dtype)) stays int64,
+/// so the runtime narrows inputs and constants (a value outside the int32
+/// range is its error, never wrapped) and widens outputs on read-back.
+/// Intermediates are computed in int32 as in a downcast export.
+pub fn narrow_i64(graph: &VkGraph) -> Option<(VkGraph, Vec<Option<DType>>)> {
+    let is_i64 = |v: &VkValue| matches!(v, VkValue::Tensor(t) if t.dtype == DType::I64);
+    if !graph.values.iter().any(is_i64) {
+        return None;
+    }
+    let mut g = graph.clone();
+    let before = g
+        .values
+        .iter_mut()
+        .map(|v| match v {
+            VkValue::Tensor(t) if t.dtype == DType::I64 => {
+                t.staging_dtype = Some(t.io_dtype());
+                t.dtype = DType::I32;
+                Some(DType::I64)
+            }
+            _ => None,
+        })
+        .collect();
+    Some((g, before))
+}
+
+/// Per value, the dtype of its bytes in the file when two passes ran one
+/// after the other: `first`'s where it changed the value, else `then`'s.
+pub fn merge_before(first: &[Option<DType>], then: &[Option<DType>]) -> Vec<Option<DType>> {
+    (0..first.len().max(then.len()))
+        .map(|i| first.get(i).copied().flatten().or_else(|| then.get(i).copied().flatten()))
+        .collect()
+}
 
 /// `graph` with every float16 tensor made float32 (for devices without
 /// SHADER_F16), and per value its dtype before, where it changed.

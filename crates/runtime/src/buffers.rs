@@ -299,7 +299,7 @@ fn upload_constant(at: &Layout<'_>, program: &Program, value: ValueId, buffer: &
         _ => program.data(constant.data().expect("resolved constants have data")),
     };
     // A promoted float16 constant or a narrowed float32 cache: its bytes in
-    // the file have the other float type.
+    // the file have the other float type; an int64 constant held as int32.
     let file_dtype = at.file_dtype.get(value.idx()).copied().flatten().unwrap_or(t.dtype);
     let expected = t.numel() * file_dtype.size_bytes() as u64;
     if data.len() as u64 != expected {
@@ -307,8 +307,8 @@ fn upload_constant(at: &Layout<'_>, program: &Program, value: ValueId, buffer: &
     }
     if !data.is_empty() {
         let data = convert(data, file_dtype, t.dtype)
-            .expect("only float16 and float32 trade places")
-            .expect("floats always convert");
+            .expect("the retype passes only pair dtypes convert takes")
+            .map_err(|found| Error::ConstantOutOfRange { value: value.0, dtype: t.dtype, found })?;
         let data = match t.dims[..] {
             [n, row_bytes] if t.memory_layout == etwgpu_graph::layout::Q4_WORD_MAJOR => {
                 etwgpu_graph::layout::to_q4_word_major(&data, n as usize, row_bytes as usize)

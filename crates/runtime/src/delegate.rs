@@ -2,7 +2,8 @@
 //! and outputs, the lowered op chain kept live, and `run` (or `submit`
 //! and `finish`, with up to two runs in flight).
 //!
-//! Load: the chain is fused ([`etwgpu_graph::fuse()`], unless
+//! Load: int64 tensors are made int32 ([`etwgpu_graph::retype::narrow_i64`]),
+//! the chain is fused ([`etwgpu_graph::fuse()`], unless
 //! [`LoadOptions::fuse`] is off) and retyped for the device
 //! ([`etwgpu_graph::retype`]); every op is looked up in the kernel table
 //! and lowered at the declared (maximum) shapes (by
@@ -83,9 +84,10 @@ pub struct LoadedDelegate {
     name: String,
     graph: VkGraph,
     /// Per value: the dtype of its constant's bytes in the file where that
-    /// differs from its device dtype (empty when none does): float16
-    /// tensors made float32 because the device lacks SHADER_F16, float32
-    /// KV caches stored as float16 ([`LoadOptions::kv_cache_f16`]).
+    /// differs from its device dtype (empty when none does): int64 tensors
+    /// held as int32, float16 tensors made float32 because the device lacks
+    /// SHADER_F16, float32 KV caches stored as float16
+    /// ([`LoadOptions::kv_cache_f16`]).
     file_dtype: Vec<Option<DType>>,
     lowerer: Lowerer,
     inputs: Vec<IoSpec>,
@@ -213,6 +215,12 @@ impl LoadedDelegate {
         options: &LoadOptions,
         progress: &mut dyn FnMut(LoadProgress),
     ) -> Result<Self> {
+        // int64 tensors (exports with `downcast_64_bit=False`) live on the
+        // device as int32: constants and inputs are narrowed on upload (a
+        // value out of range is an error), outputs widened on read-back.
+        // Narrowed first, so the chain fuses as a downcast export's would.
+        let narrowed_i64 = etwgpu_graph::retype::narrow_i64(graph);
+        let graph = narrowed_i64.as_ref().map_or(graph, |(g, _)| g);
         let fused;
         let graph = if options.fuse {
             let max_storage_buffers = rt.device.limits().max_storage_buffers_per_shader_stage;
@@ -235,7 +243,7 @@ impl LoadedDelegate {
         // (constants and inputs are widened on upload, outputs narrowed on
         // read-back) and every kernel runs its f32 variant.
         // With it, float32 KV caches may be stored as float16.
-        let (mut graph, file_dtype) = if !rt.device.features().contains(wgpu::Features::SHADER_F16) {
+        let (mut graph, mut file_dtype) = if !rt.device.features().contains(wgpu::Features::SHADER_F16) {
             etwgpu_graph::retype::promote_f16(graph)
         } else if let Some(narrowed) =
             options.kv_cache_f16.then(|| etwgpu_graph::retype::narrow_kv_caches(graph)).flatten()
@@ -244,6 +252,9 @@ impl LoadedDelegate {
         } else {
             (graph.clone(), Vec::new())
         };
+        if let Some((_, before)) = &narrowed_i64 {
+            file_dtype = etwgpu_graph::retype::merge_before(before, &file_dtype);
+        }
         // Constant 4-bit weights that only the fast 4-bit kernels read are
         // held word-major (rearranged on upload) unless
         // `ETWGPU_Q4_LAYOUT=rows` keeps the file's rows.

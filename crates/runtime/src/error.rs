@@ -294,6 +294,17 @@ pub enum Error {
         /// Bytes stored.
         found: u64,
     },
+    /// An int64 constant held as int32 on the device has a value outside
+    /// the int32 range.
+    #[error("constant for value %{value}: element {found} does not fit {dtype}, the dtype the device holds it in")]
+    ConstantOutOfRange {
+        /// Value id.
+        value: u32,
+        /// The device dtype.
+        dtype: DType,
+        /// The first element out of range.
+        found: i64,
+    },
     /// Wrong number of inputs.
     #[error("expected {expected} inputs, found {found}")]
     InputCount {

@@ -50,6 +50,9 @@ fn fixtures_fuse_into_chains_that_lower_and_plan() {
         let mut kinds = Vec::new();
         for method in &program.methods {
             for (_, _, graph) in method.vulkan_delegates() {
+                // As the runtime loads it: int64 held as int32.
+                let narrowed = etwgpu_graph::retype::narrow_i64(graph);
+                let graph = narrowed.as_ref().map_or(graph, |(g, _)| g);
                 let options = etwgpu_graph::FuseOptions::default();
                 let fused = etwgpu_graph::fuse(graph, &options);
                 let again = etwgpu_graph::fuse(graph, &options);
@@ -69,4 +72,37 @@ fn fixtures_fuse_into_chains_that_lower_and_plan() {
             }
         }
     }
+}
+
+/// `narrow_i64` on a `downcast_64_bit=False` export: every int64 tensor
+/// (inputs, outputs, constants, intermediates) becomes int32 with int64
+/// host I/O and is marked as int64 before, nothing else changes, and a
+/// graph without int64 tensors is left alone.
+#[test]
+fn int64_tensors_are_held_as_int32() {
+    use etwgpu_format::{DType, VkValue};
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../test_data/fixtures");
+    let program = etwgpu_format::Program::open(dir.join("int64_ops/model.pte")).expect("fixture parses");
+    let (_, _, graph) = program.methods[0].vulkan_delegates().next().expect("a delegate");
+    let (narrowed, before) = etwgpu_graph::retype::narrow_i64(graph).expect("the export keeps int64");
+    let mut n = 0;
+    for (i, (was, now)) in graph.values.iter().zip(&narrowed.values).enumerate() {
+        match (was, now) {
+            (VkValue::Tensor(a), VkValue::Tensor(b)) if a.dtype == DType::I64 => {
+                n += 1;
+                assert_eq!((b.dtype, b.io_dtype(), before[i]), (DType::I32, DType::I64, Some(DType::I64)), "%{i}");
+                assert_eq!((&a.dims, a.constant), (&b.dims, b.constant), "%{i}");
+            }
+            _ => assert_eq!((was, before[i]), (now, None), "%{i}"),
+        }
+    }
+    let constants = graph
+        .values
+        .iter()
+        .filter(|v| matches!(v, VkValue::Tensor(t) if t.dtype == DType::I64 && t.constant.is_some()));
+    assert!(n >= 10 && constants.count() >= 2, "{n} int64 tensors");
+    assert_eq!(narrowed.chain, graph.chain);
+    let plain = etwgpu_format::Program::open(dir.join("int32_ops/model.pte")).expect("fixture parses");
+    let (_, _, graph) = plain.methods[0].vulkan_delegates().next().expect("a delegate");
+    assert!(etwgpu_graph::retype::narrow_i64(graph).is_none());
 }

@@ -227,6 +227,58 @@ fn int64_inputs_are_narrowed_and_outputs_widened() {
     ));
 }
 
+fn i64_bytes(values: &[i64]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+/// `x + c` on int64 tensors as a `downcast_64_bit=False` export writes
+/// them (int64 on the device, no staging dtype), with constant `c`.
+fn add_i64_constant(c: &[i64]) -> GraphBuilder {
+    let n = c.len() as u64;
+    let mut g = GraphBuilder::new();
+    let x = g.tensor(DType::I64, &[n]);
+    let c = g.constant(DType::I64, &[n], &i64_bytes(c));
+    let alpha = g.int(1);
+    let out = g.tensor(DType::I64, &[n]);
+    g.op("aten.add.Tensor", &[x, c, alpha, out]).inputs(&[x]).outputs(&[out]);
+    g
+}
+
+#[test]
+fn int64_tensors_run_as_int32_at_the_edges_of_its_range() {
+    // The constant holds both ends of int32; the sums reach them exactly.
+    let c = [i64::from(i32::MIN), i64::from(i32::MAX) - 3, -7, 0];
+    let Some(method) = load(add_i64_constant(&c)) else { return };
+    let mut method = method.expect("loads");
+    let x = Tensor::new(DType::I64, vec![4], i64_bytes(&[0, 3, i64::from(i32::MAX) - 9, i64::from(i32::MIN)]))
+        .expect("valid");
+    let outs = method.run(&[x]).expect("runs");
+    assert_eq!(outs[0].dtype, DType::I64, "the caller gets int64 back");
+    assert_eq!(
+        outs[0].bytes,
+        i64_bytes(&[i64::from(i32::MIN), i64::from(i32::MAX), i64::from(i32::MAX) - 16, i64::from(i32::MIN)])
+    );
+    // One past the range is an error naming the input, never wrapped.
+    let past = Tensor::new(DType::I64, vec![4], i64_bytes(&[0, 0, i64::from(i32::MAX) + 1, 0])).expect("valid");
+    match method.run(&[past]) {
+        Err(Error::InputOutOfRange { index: 0, found }) => assert_eq!(found, i64::from(i32::MAX) + 1),
+        other => panic!("expected InputOutOfRange, got {other:?}"),
+    }
+}
+
+#[test]
+fn an_int64_constant_outside_int32_is_a_load_error() {
+    let Some(loaded) = load(add_i64_constant(&[1, i64::from(i32::MIN) - 1, 2])) else { return };
+    match loaded {
+        // Value 1 is the constant (value 0 the input).
+        Err(e @ Error::ConstantOutOfRange { value: 1, dtype: DType::I32, found }) => {
+            assert_eq!(found, i64::from(i32::MIN) - 1);
+            assert!(e.to_string().contains("-2147483649"), "{e}");
+        }
+        other => panic!("expected ConstantOutOfRange, got {other:?}"),
+    }
+}
+
 /// The GEMV route (few rows): batched, K off the workgroup size, a bias
 /// broadcast along rows, and more outputs than one grid dimension holds.
 #[test]
