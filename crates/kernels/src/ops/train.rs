@@ -77,7 +77,12 @@ pub fn adamw_step(c: &Ctx<'_>) -> Result<Lowered> {
     }
     let outs = c.tensor_list(11, "out")?;
     let [o_param, o_m, o_v] = outs[..] else {
-        return Err(Error::ArgKind { arg_idx: 11, name: "out", expected: "ValueList of 3 tensors", found: "ValueList" });
+        return Err(Error::ArgKind {
+            arg_idx: 11,
+            name: "out",
+            expected: "ValueList of 3 tensors",
+            found: "ValueList",
+        });
     };
     let mut steps = Vec::new();
     if numel > 0 {
@@ -150,7 +155,12 @@ pub fn fused_ce(c: &Ctx<'_>) -> Result<Lowered> {
     }
     let n = finite_f32(n_valid, 2, "n_valid")?;
     if n == 0.0 {
-        return Err(Error::ArgValue { arg_idx: 2, name: "n_valid", found: n_valid.to_string(), reason: "must be nonzero" });
+        return Err(Error::ArgValue {
+            arg_idx: 2,
+            name: "n_valid",
+            found: n_valid.to_string(),
+            reason: "must be nonzero",
+        });
     }
     let params = Uniform::new().u32(to_u32("rows", rows)?).u32(to_u32("vocab", vocab)?).f32(n).finish();
     let mut steps = Vec::new();
@@ -198,8 +208,7 @@ pub fn linear_dw(c: &Ctx<'_>) -> Result<Lowered> {
     }
     let mut steps = Vec::new();
     if n * k > 0 {
-        let params =
-            Uniform::new().u32(to_u32("rows", m)?).u32(to_u32("N", n)?).u32(to_u32("K", k)?).finish();
+        let params = Uniform::new().u32(to_u32("rows", m)?).u32(to_u32("N", n)?).u32(to_u32("K", k)?).finish();
         steps.push(Step::Dispatch(Dispatch {
             shader: shader.into(),
             entry: "main",
