@@ -47,12 +47,14 @@ def _all_fixtures():
     import fixtures_llama
     import fixtures_nn
     import fixtures_q8
+    import fixtures_train
 
     registry = dict(fixtures_nn.FIXTURES)
     registry.update(fixtures_llama.FIXTURES)
     registry.update(fixtures_families.FIXTURES)
     registry.update(fixtures_int64.FIXTURES)
     registry.update(fixtures_q8.FIXTURES)
+    registry.update(fixtures_train.FIXTURES)
     return registry
 
 

@@ -21,6 +21,7 @@ pub mod quant;
 pub mod reduce;
 pub mod shape;
 pub mod symint;
+pub mod train;
 
 use crate::error::Result;
 use crate::plan::{Ctx, Lowered};
@@ -226,16 +227,21 @@ register_ops! {
     Zeros => "aten.zeros.default" => |c| creation::constant(c, 0.0),
     ZerosLike => "aten.zeros_like.default" => |c| creation::constant_like(c, 0.0),
     ToDimOrderCopy => "dim_order_ops._to_dim_order_copy.default" => shape::to_dim_order_copy,
+    AdamwStep => "et_vk.adamw_step.default" => train::adamw_step,
     ApplyRotaryEmb => "et_vk.apply_rotary_emb.default" => llm::apply_rotary_emb,
     ApplyRotaryEmbHf => "et_vk.apply_rotary_emb_hf.default" => llm::apply_rotary_emb_hf,
     ApplyRotaryEmbInterleaved => "et_vk.apply_rotary_emb_interleaved.default" => llm::apply_rotary_emb_interleaved,
     ConvWithClamp => "et_vk.conv_with_clamp.default" => |c| conv::convolution(c, true),
     EmbeddingQ4gsw => "et_vk.embedding_q4gsw.default" => quant::embedding_q4gsw,
+    FusedCe => "et_vk.fused_ce.default" => train::fused_ce,
     GridPriors => "et_vk.grid_priors.default" => creation::grid_priors,
+    LinearDw => "et_vk.linear_dW.default" => train::linear_dw,
     LinearDq8caQ4gsw => "et_vk.linear_dq8ca_q4gsw.default" => quant::linear_dq8ca_q4gsw,
     LinearQ4gsw => "et_vk.linear_q4gsw.default" => quant::linear_q4gsw,
+    LinearQ4gswBackward => "et_vk.linear_q4gsw_backward.default" => train::linear_q4gsw_backward,
     LinearQcs4w => "et_vk.linear_qcs4w.default" => |c| q8::weight_only_linear(c, 4),
     Prepack => "et_vk.prepack.default" => infra::prepack,
+    Q4gswRequant => "et_vk.q4gsw_requant.default" => train::q4gsw_requant,
     Q8taAdd => "et_vk.q8ta_add.default" => q8::q8ta_add,
     Q8taConv2d => "et_vk.q8ta_conv2d.default" => |c| q8::q8ta_conv2d(c, ConvKind::General),
     Q8taConv2dDw => "et_vk.q8ta_conv2d_dw.default" => |c| q8::q8ta_conv2d(c, ConvKind::Depthwise),
@@ -269,13 +275,15 @@ register_ops! {
 
 impl OpId {
     /// Arguments other than its outputs that the op writes in place (the
-    /// KV caches of `sdpa_with_kv_cache`, the cache of `update_cache`). Fusion never moves or merges
+    /// KV caches of `sdpa_with_kv_cache`, the cache of `update_cache`, the
+    /// parameter and moments of `adamw_step`). Fusion never moves or merges
     /// reads of such values, so an op that updates an argument in place
     /// must list it here.
     pub const fn mutated_args(self) -> &'static [usize] {
         match self {
             OpId::SdpaWithKvCache => &[3, 4],
             OpId::UpdateCache => &[1],
+            OpId::AdamwStep => &[0, 1, 2],
             _ => &[],
         }
     }

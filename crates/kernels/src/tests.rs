@@ -1058,6 +1058,21 @@ const NO_GOLDEN_YET: &[(&str, &str)] = &[
     ("aten.ne.Tensor", "the partitioner does not take it"),
     ("aten.permute.default", "exports turn it into permute_copy even when the partitioner asks to keep it"),
     ("aten.scalar_tensor.default", "reached only from CPU kernel calls (aten::scalar_tensor.out, kept_ops)"),
+    (
+        "et_vk.adamw_step.default",
+        "executorch 1.5.1 cannot export it (functionalization refuses its aliased outputs); \
+         crafted-graph goldens in test_data/train (runtime tests it::train)",
+    ),
+    (
+        "et_vk.linear_q4gsw_backward.default",
+        "executorch 1.5.1's partitioner refuses its uint8 weight (float-only dtype rule); \
+         crafted-graph goldens in test_data/train (runtime tests it::train)",
+    ),
+    (
+        "et_vk.q4gsw_requant.default",
+        "executorch 1.5.1's partitioner refuses its uint8 output (float-only dtype rule); \
+         crafted-graph goldens in test_data/train (runtime tests it::train)",
+    ),
     ("sub", "no fixture subtracts SymInts yet"),
 ];
 
@@ -1253,4 +1268,67 @@ fn int32_arithmetic_clamp_and_casts_pick_their_kernels_or_refuse() {
     let bytes = g.push(Owned::Tensor(ElemType::U8, vec![3, 4], false));
     assert!(matches!(cast(&g, bytes, x), Err(crate::Error::DType { arg_idx: 0, .. })));
     assert!(matches!(cast(&g, x, bytes), Err(crate::Error::DType { arg_idx: 7, .. })));
+}
+
+/// The training ops' rules: `adamw_step` writes its parameter and moments
+/// in place (bound as outputs, aliased where the output list names other
+/// tensors), `fused_ce` dispatches the gradient rows then the loss, the
+/// 4-bit ones take `linear_q4gsw`'s packing.
+#[test]
+fn training_op_rules_bind_in_place_state_and_infer_shapes() {
+    use crate::ops::OpId;
+    let mut g = TestGraph::default();
+    let [p, m, v, grad] = [g.t(&[2, 3]), g.t(&[2, 3]), g.t(&[6]), g.t(&[3, 2])];
+    let scalars: Vec<Vid> = [1e-2, 0.9, 0.999, 1e-8, 0.1, 0.1, 0.001].map(|x| g.push(Owned::Double(x))).to_vec();
+    let args = |g: &mut TestGraph, outs: Vec<Vid>| {
+        let list = g.push(Owned::List(outs));
+        let mut a = vec![p, m, v, grad];
+        a.extend(&scalars);
+        a.push(list);
+        a
+    };
+    let in_place = args(&mut g, vec![p, m, v]);
+    let l = check(&g, "et_vk.adamw_step.default", &in_place).expect("lowers");
+    let [Step::Dispatch(d)] = &l.steps[..] else { panic!("expected one dispatch: {:?}", l.steps) };
+    assert_eq!((d.inputs.as_slice(), d.outputs.as_slice()), (&[grad][..], &[p, m, v][..]));
+    assert_eq!(OpId::AdamwStep.mutated_args(), [0, 1, 2]);
+    let others = [g.t(&[2, 3]), g.t(&[2, 3]), g.t(&[6])];
+    let aliased = args(&mut g, others.to_vec());
+    let l = check(&g, "et_vk.adamw_step.default", &aliased).expect("lowers");
+    let aliases: Vec<(Vid, Vid)> = l
+        .steps
+        .iter()
+        .filter_map(|s| if let Step::Alias { out, src } = s { Some((*out, *src)) } else { None })
+        .collect();
+    assert_eq!(aliases, [(others[0], p), (others[1], m), (others[2], v)]);
+
+    let logits = g.t(&[5, 300]);
+    let labels = g.push(Owned::Tensor(ElemType::I32, vec![5], false));
+    let nv = g.push(Owned::Double(4.0));
+    let (loss, dl) = (g.t(&[]), g.t(&[5, 300]));
+    let list = g.push(Owned::List(vec![loss, dl]));
+    let l = check(&g, "et_vk.fused_ce.default", &[logits, labels, nv, list]).expect("lowers");
+    let [Step::Dispatch(rows), Step::Dispatch(total)] = &l.steps[..] else { panic!("expected two dispatches") };
+    assert_eq!((rows.outputs.as_slice(), rows.workgroups), (&[dl][..], [5, 1, 1]));
+    assert_eq!((total.outputs.as_slice(), total.workgroups), (&[loss][..], [1, 1, 1]));
+    assert_eq!(l.shapes, [(loss, vec![]), (dl, vec![5, 300])]);
+
+    let (d, x, dw) = (g.t(&[2, 4, 6]), g.t(&[8, 5]), g.t(&[6, 5]));
+    assert_eq!(out_shape(&check(&g, "et_vk.linear_dW.default", &[d, x, dw]).expect("lowers")), [6, 5]);
+
+    let w = g.push(Owned::Tensor(ElemType::U8, vec![6, 20], true));
+    let s = g.push(Owned::Tensor(ElemType::F32, vec![3, 8], true));
+    let gs = g.push(Owned::Int(16));
+    let dx = g.t(&[2, 4, 40]);
+    let l = check(&g, "et_vk.linear_q4gsw_backward.default", &[d, w, s, gs, dx]).expect("lowers");
+    assert_eq!(out_shape(&l), [2, 4, 40]);
+    let latent = g.t(&[6, 39]);
+    let packed = g.push(Owned::Tensor(ElemType::U8, vec![6, 20], false));
+    let l = check(&g, "et_vk.q4gsw_requant.default", &[latent, s, gs, packed]).expect("lowers");
+    assert_eq!(out_shape(&l), [6, 20]);
+    let [Step::Dispatch(rq)] = &l.steps[..] else { panic!("expected one dispatch") };
+    assert_eq!(rq.workgroups, [1, 1, 1], "30 words of 4 bytes, one workgroup");
+    let bad_gs = g.push(Owned::Int(0));
+    let err = check(&g, "et_vk.q4gsw_requant.default", &[latent, s, bad_gs, packed]).expect_err("group 0");
+    assert!(matches!(err, crate::Error::ArgValue { arg_idx: 2, name: "group_size", .. }), "{err:?}");
 }

@@ -138,6 +138,18 @@ pub enum Family {
     SoftmaxRows,
     /// `take.wgsl`.
     Take,
+    /// `train_adamw.wgsl`.
+    TrainAdamw,
+    /// `train_ce.wgsl`.
+    TrainCe,
+    /// `train_ce_loss.wgsl`.
+    TrainCeLoss,
+    /// `train_linear_dw.wgsl`.
+    TrainLinearDw,
+    /// `train_q4_backward.wgsl`.
+    TrainQ4Backward,
+    /// `train_q4_requant.wgsl`.
+    TrainQ4Requant,
     /// `unary.wgsl`.
     Unary,
     /// `upsample.wgsl`.
@@ -456,6 +468,18 @@ pub enum ShaderId {
     TakeF16,
     /// `take.wgsl` with `Elem = i32`.
     TakeI32,
+    /// `train_adamw.wgsl` with `Elem = f32`.
+    TrainAdamwF32,
+    /// `train_ce.wgsl` with `Elem = f32`.
+    TrainCeF32,
+    /// `train_ce_loss.wgsl` with `Elem = f32`.
+    TrainCeLossF32,
+    /// `train_linear_dw.wgsl` with `Elem = f32`.
+    TrainLinearDwF32,
+    /// `train_q4_backward.wgsl` with `Elem = f32`.
+    TrainQ4BackwardF32,
+    /// `train_q4_requant.wgsl` with `Elem = f32`.
+    TrainQ4RequantF32,
     /// `unary.wgsl` with `Elem = f32`.
     UnaryF32,
     /// `unary.wgsl` with `Elem = f16`.
@@ -616,6 +640,12 @@ impl ShaderId {
         ShaderId::TakeF32,
         ShaderId::TakeF16,
         ShaderId::TakeI32,
+        ShaderId::TrainAdamwF32,
+        ShaderId::TrainCeF32,
+        ShaderId::TrainCeLossF32,
+        ShaderId::TrainLinearDwF32,
+        ShaderId::TrainQ4BackwardF32,
+        ShaderId::TrainQ4RequantF32,
         ShaderId::UnaryF32,
         ShaderId::UnaryF16,
         ShaderId::UpsampleF32,
@@ -768,6 +798,12 @@ impl ShaderId {
             ShaderId::TakeF32 => Family::Take,
             ShaderId::TakeF16 => Family::Take,
             ShaderId::TakeI32 => Family::Take,
+            ShaderId::TrainAdamwF32 => Family::TrainAdamw,
+            ShaderId::TrainCeF32 => Family::TrainCe,
+            ShaderId::TrainCeLossF32 => Family::TrainCeLoss,
+            ShaderId::TrainLinearDwF32 => Family::TrainLinearDw,
+            ShaderId::TrainQ4BackwardF32 => Family::TrainQ4Backward,
+            ShaderId::TrainQ4RequantF32 => Family::TrainQ4Requant,
             ShaderId::UnaryF32 => Family::Unary,
             ShaderId::UnaryF16 => Family::Unary,
             ShaderId::UpsampleF32 => Family::Upsample,
@@ -921,6 +957,12 @@ impl ShaderId {
             ShaderId::TakeF32 => Variant::F32,
             ShaderId::TakeF16 => Variant::F16,
             ShaderId::TakeI32 => Variant::I32,
+            ShaderId::TrainAdamwF32 => Variant::F32,
+            ShaderId::TrainCeF32 => Variant::F32,
+            ShaderId::TrainCeLossF32 => Variant::F32,
+            ShaderId::TrainLinearDwF32 => Variant::F32,
+            ShaderId::TrainQ4BackwardF32 => Variant::F32,
+            ShaderId::TrainQ4RequantF32 => Variant::F32,
             ShaderId::UnaryF32 => Variant::F32,
             ShaderId::UnaryF16 => Variant::F16,
             ShaderId::UpsampleF32 => Variant::F32,
@@ -1074,6 +1116,12 @@ impl ShaderId {
             ShaderId::TakeF32 => "take.f32",
             ShaderId::TakeF16 => "take.f16",
             ShaderId::TakeI32 => "take.i32",
+            ShaderId::TrainAdamwF32 => "train_adamw.f32",
+            ShaderId::TrainCeF32 => "train_ce.f32",
+            ShaderId::TrainCeLossF32 => "train_ce_loss.f32",
+            ShaderId::TrainLinearDwF32 => "train_linear_dw.f32",
+            ShaderId::TrainQ4BackwardF32 => "train_q4_backward.f32",
+            ShaderId::TrainQ4RequantF32 => "train_q4_requant.f32",
             ShaderId::UnaryF32 => "unary.f32",
             ShaderId::UnaryF16 => "unary.f16",
             ShaderId::UpsampleF32 => "upsample.f32",
@@ -1227,6 +1275,12 @@ impl ShaderId {
             ShaderId::TakeF32 => TAKE_F32,
             ShaderId::TakeF16 => TAKE_F16,
             ShaderId::TakeI32 => TAKE_I32,
+            ShaderId::TrainAdamwF32 => TRAIN_ADAMW_F32,
+            ShaderId::TrainCeF32 => TRAIN_CE_F32,
+            ShaderId::TrainCeLossF32 => TRAIN_CE_LOSS_F32,
+            ShaderId::TrainLinearDwF32 => TRAIN_LINEAR_DW_F32,
+            ShaderId::TrainQ4BackwardF32 => TRAIN_Q4_BACKWARD_F32,
+            ShaderId::TrainQ4RequantF32 => TRAIN_Q4_REQUANT_F32,
             ShaderId::UnaryF32 => UNARY_F32,
             ShaderId::UnaryF16 => UNARY_F16,
             ShaderId::UpsampleF32 => UPSAMPLE_F32,
@@ -1791,6 +1845,24 @@ impl ShaderId {
             ShaderId::TakeI32 => {
                 ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
             }
+            ShaderId::TrainAdamwF32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::TrainCeF32 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 256 }
+            }
+            ShaderId::TrainCeLossF32 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 256 }
+            }
+            ShaderId::TrainLinearDwF32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::TrainQ4BackwardF32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::TrainQ4RequantF32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
             ShaderId::UnaryF32 => {
                 ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
             }
@@ -1960,6 +2032,12 @@ impl ShaderId {
             (Family::Take, Variant::F32) => Some(ShaderId::TakeF32),
             (Family::Take, Variant::F16) => Some(ShaderId::TakeF16),
             (Family::Take, Variant::I32) => Some(ShaderId::TakeI32),
+            (Family::TrainAdamw, Variant::F32) => Some(ShaderId::TrainAdamwF32),
+            (Family::TrainCe, Variant::F32) => Some(ShaderId::TrainCeF32),
+            (Family::TrainCeLoss, Variant::F32) => Some(ShaderId::TrainCeLossF32),
+            (Family::TrainLinearDw, Variant::F32) => Some(ShaderId::TrainLinearDwF32),
+            (Family::TrainQ4Backward, Variant::F32) => Some(ShaderId::TrainQ4BackwardF32),
+            (Family::TrainQ4Requant, Variant::F32) => Some(ShaderId::TrainQ4RequantF32),
             (Family::Unary, Variant::F32) => Some(ShaderId::UnaryF32),
             (Family::Unary, Variant::F16) => Some(ShaderId::UnaryF16),
             (Family::Upsample, Variant::F32) => Some(ShaderId::UpsampleF32),
@@ -16622,6 +16700,397 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     } else {
         out[i] = x[xo + u32(k) * p.x_dim_stride];
     }
+}
+"#;
+
+/// `train_adamw.wgsl` with `Elem = f32`.
+pub const TRAIN_ADAMW_F32: &str = r#"//! One AdamW step in place (`et_vk.adamw_step`), one invocation per
+//! element, in the order PyTorch's reference applies it:
+//! `param *= 1 - lr * wd; m = beta1 * m + (1 - beta1) * g;
+//! v = beta2 * v + (1 - beta2) * g * g;
+//! param -= lr * (m / bc1) / (sqrt(v / bc2) + eps)`. The host computes
+//! the scalar factors in f64 and passes them as f32, as PyTorch casts a
+//! Python scalar to the tensor's dtype. f32 only, as upstream.
+// variants: f32
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+const WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    /// `1 - lr * weight_decay`.
+    decay: f32,
+    beta1: f32,
+    /// `1 - beta1`.
+    one_minus_beta1: f32,
+    beta2: f32,
+    /// `1 - beta2`.
+    one_minus_beta2: f32,
+    bias_correction1: f32,
+    bias_correction2: f32,
+    eps: f32,
+    lr: f32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> grad: array<Elem>;
+@group(0) @binding(2) var<storage, read_write> param: array<Elem>;
+@group(0) @binding(3) var<storage, read_write> m: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> v: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    let g = grad[i];
+    let decayed = param[i] * p.decay;
+    let m1 = m[i] * p.beta1 + g * p.one_minus_beta1;
+    let v1 = v[i] * p.beta2 + (g * g) * p.one_minus_beta2;
+    let mhat = m1 / p.bias_correction1;
+    let denom = sqrt(v1 / p.bias_correction2) + p.eps;
+    m[i] = m1;
+    v[i] = v1;
+    param[i] = decayed + (-p.lr) * (mhat / denom);
+}
+"#;
+
+/// `train_ce.wgsl` with `Elem = f32`.
+pub const TRAIN_CE_F32: &str = r#"//! The gradient half of the fused cross-entropy (`et_vk.fused_ce`):
+//! `dlogits[r] = (softmax(logits[r]) - onehot(labels[r])) / n_valid` for
+//! rows whose label is in `[0, vocab)`, zero for the others (a negative
+//! label is ignored, as upstream masks it; one past the vocabulary is
+//! ignored the same way rather than read out of bounds). One workgroup
+//! per row: a strided share of the row each for the max, the sum of
+//! exponentials and the write. The loss is `train_ce_loss.wgsl`. f32 only.
+// variants: f32
+
+alias Elem = f32;
+
+/// Invocations per workgroup; the reductions assume a power of two.
+const WG: u32 = 64u;
+
+struct Params {
+    rows: u32,
+    vocab: u32,
+    n_valid: f32,
+    _pad0: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> logits: array<Elem>;
+@group(0) @binding(2) var<storage, read> labels: array<i32>;
+@group(0) @binding(3) var<storage, read_write> dlogits: array<Elem>;
+
+var<workgroup> red: array<f32, WG>;
+
+/// `v` reduced over the workgroup by max (`is_max`) or sum; every
+/// invocation gets the result. Call in uniform control flow.
+fn reduce(v: f32, lid: u32, is_max: bool) -> f32 {
+    red[lid] = v;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            let o = red[lid + stride];
+            red[lid] = select(red[lid] + o, max(red[lid], o), is_max);
+        }
+        workgroupBarrier();
+    }
+    let r = red[0];
+    workgroupBarrier();
+    return r;
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let row = wid.y * groups.x + wid.x;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if row >= p.rows {
+        return;
+    }
+    let base = row * p.vocab;
+    let label = labels[row];
+    let valid = label >= 0 && u32(label) < p.vocab;
+    // The reductions run for every row (barriers in uniform control flow);
+    // an ignored row writes zeros.
+    var mx = -3.402823e38;
+    for (var j = lid; j < p.vocab; j += WG) {
+        mx = max(mx, logits[base + j]);
+    }
+    mx = reduce(mx, lid, true);
+    var s = 0.0;
+    for (var j = lid; j < p.vocab; j += WG) {
+        s += exp(logits[base + j] - mx);
+    }
+    s = reduce(s, lid, false);
+    for (var j = lid; j < p.vocab; j += WG) {
+        var d = 0.0;
+        if valid {
+            let onehot = select(0.0, 1.0, j == u32(label));
+            d = (exp(logits[base + j] - mx) / s - onehot) / p.n_valid;
+        }
+        dlogits[base + j] = d;
+    }
+}
+"#;
+
+/// `train_ce_loss.wgsl` with `Elem = f32`.
+pub const TRAIN_CE_LOSS_F32: &str = r#"//! The loss half of the fused cross-entropy (`et_vk.fused_ce`):
+//! `loss = sum_r (logsumexp(logits[r]) - logits[r, labels[r]]) / n_valid`
+//! over the rows whose label is in `[0, vocab)` (the others add nothing;
+//! see `train_ce.wgsl`). One workgroup: the rows in turn, each reduced by
+//! all invocations, the per-row terms summed in invocation 0 in row order,
+//! so the sum is deterministic. f32 only.
+// variants: f32
+
+alias Elem = f32;
+
+/// Invocations per workgroup; the reductions assume a power of two.
+const WG: u32 = 64u;
+
+struct Params {
+    rows: u32,
+    vocab: u32,
+    n_valid: f32,
+    _pad0: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> logits: array<Elem>;
+@group(0) @binding(2) var<storage, read> labels: array<i32>;
+@group(0) @binding(3) var<storage, read_write> loss: array<Elem>;
+
+var<workgroup> red: array<f32, WG>;
+
+/// `v` reduced over the workgroup by max (`is_max`) or sum; every
+/// invocation gets the result. Call in uniform control flow.
+fn reduce(v: f32, lid: u32, is_max: bool) -> f32 {
+    red[lid] = v;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            let o = red[lid + stride];
+            red[lid] = select(red[lid] + o, max(red[lid], o), is_max);
+        }
+        workgroupBarrier();
+    }
+    let r = red[0];
+    workgroupBarrier();
+    return r;
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_index) lid: u32) {
+    var total = 0.0;
+    for (var row = 0u; row < p.rows; row++) {
+        // The reductions run for every row (barriers in uniform control
+        // flow); an ignored row adds nothing.
+        let base = row * p.vocab;
+        var mx = -3.402823e38;
+        for (var j = lid; j < p.vocab; j += WG) {
+            mx = max(mx, logits[base + j]);
+        }
+        mx = reduce(mx, lid, true);
+        var s = 0.0;
+        for (var j = lid; j < p.vocab; j += WG) {
+            s += exp(logits[base + j] - mx);
+        }
+        s = reduce(s, lid, false);
+        let label = labels[row];
+        if label >= 0 && u32(label) < p.vocab {
+            total += (mx + log(s) - logits[base + u32(label)]) / p.n_valid;
+        }
+    }
+    if lid == 0u {
+        loss[0] = total;
+    }
+}
+"#;
+
+/// `train_linear_dw.wgsl` with `Elem = f32`.
+pub const TRAIN_LINEAR_DW_F32: &str = r#"//! The weight gradient of a linear (`et_vk.linear_dW`):
+//! `dW[n, k] = sum_m d_out[m, n] * x[m, k]` over the flattened leading
+//! dims `m` of `d_out [.., N]` and `x [.., K]`. One invocation per element
+//! of `dW [N, K]`, summing over `m` in order, in f32. f32 only.
+// variants: f32
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+const WG: u32 = 256u;
+
+struct Params {
+    m: u32,
+    n: u32,
+    k: u32,
+    _pad0: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> d_out: array<Elem>;
+@group(0) @binding(2) var<storage, read> x: array<Elem>;
+@group(0) @binding(3) var<storage, read_write> dw: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.n * p.k {
+        return;
+    }
+    let n = i / p.k;
+    let k = i % p.k;
+    var acc = 0.0;
+    for (var r = 0u; r < p.m; r++) {
+        acc += d_out[r * p.n + n] * x[r * p.k + k];
+    }
+    dw[i] = acc;
+}
+"#;
+
+/// `train_q4_backward.wgsl` with `Elem = f32`.
+pub const TRAIN_Q4_BACKWARD_F32: &str = r#"//! The input gradient through a frozen 4-bit linear
+//! (`et_vk.linear_q4gsw_backward`): `d_x[m, k] = sum_n d_out[m, n] *
+//! ((nibble(n, k) - 8) * scales[k / group, n])`, the weight dequantized
+//! first as upstream's reference does. Weights are `linear_q4gsw`'s u8
+//! `[N, K/2]` (k = 2j in the low nibble of byte j), row-major or, where
+//! the load-time layout pass chose it, word-major (16-byte word `w` of row
+//! `n` at word `w * N + n`). One invocation per element of `d_x`, summing
+//! over `n` in order, in f32. f32 only.
+// variants: f32
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+const WG: u32 = 256u;
+
+struct Params {
+    /// Rows of d_out.
+    m: u32,
+    /// Output features of the forward linear (d_out's last dim).
+    n: u32,
+    /// Input features (d_x's last dim): twice the row bytes.
+    k: u32,
+    /// Bytes per weight row.
+    k_packed: u32,
+    /// Row length of the scales.
+    n_pad: u32,
+    group_size: u32,
+    /// 1: the weight is word-major.
+    word_major: u32,
+    _pad0: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> d_out: array<Elem>;
+@group(0) @binding(2) var<storage, read> weights: array<u32>;
+@group(0) @binding(3) var<storage, read> scales: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> d_x: array<Elem>;
+
+/// The signed 4-bit weight of row `n`, input `k`.
+fn weight(n: u32, k: u32) -> f32 {
+    let j = k / 2u;
+    var byte_idx = n * p.k_packed + j;
+    if p.word_major != 0u {
+        byte_idx = ((j / 16u) * p.n + n) * 16u + j % 16u;
+    }
+    let byte = (weights[byte_idx / 4u] >> ((byte_idx % 4u) * 8u)) & 0xffu;
+    let nibble = (byte >> ((k % 2u) * 4u)) & 0xfu;
+    return f32(i32(nibble) - 8);
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.m * p.k {
+        return;
+    }
+    let row = i / p.k;
+    let k = i % p.k;
+    let g = k / p.group_size;
+    var acc = 0.0;
+    for (var n = 0u; n < p.n; n++) {
+        let w = weight(n, k) * scales[g * p.n_pad + n];
+        acc += d_out[row * p.n + n] * w;
+    }
+    d_x[i] = acc;
+}
+"#;
+
+/// `train_q4_requant.wgsl` with `Elem = f32`.
+pub const TRAIN_Q4_REQUANT_F32: &str = r#"//! Re-quantization of f32 latent weights `[N, K]` into `linear_q4gsw`'s
+//! frozen-scale 4-bit codes (`et_vk.q4gsw_requant`):
+//! `code = clamp(round(latent / s), -8, 7) + 8` with `s = scales[k / group,
+//! n]`, code 8 (zero) where `s` is 0, `round` ties to even as PyTorch's
+//! `torch.round`. Output u8 `[N, ceil(K/2)]`, k = 2j in the low nibble of
+//! byte j, a missing odd column's nibble 0. One invocation per 4-byte word
+//! of the output (bytes past the tensor are written 0, within the buffer's
+//! 4-byte padding). f32 only.
+// variants: f32
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+const WG: u32 = 256u;
+
+struct Params {
+    n: u32,
+    k: u32,
+    /// Bytes per output row: ceil(K / 2).
+    k_packed: u32,
+    /// Row length of the scales.
+    n_pad: u32,
+    group_size: u32,
+    /// Output bytes: N * k_packed.
+    bytes: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> latent: array<Elem>;
+@group(0) @binding(2) var<storage, read> scales: array<Elem>;
+@group(0) @binding(3) var<storage, read_write> packed: array<u32>;
+
+/// The 4-bit code (0..15) of row `n`, input `k`.
+fn code(n: u32, k: u32) -> u32 {
+    let s = scales[(k / p.group_size) * p.n_pad + n];
+    var q = 0.0;
+    if s != 0.0 {
+        q = round(latent[n * p.k + k] / s);
+    }
+    return u32(i32(clamp(q, -8.0, 7.0)) + 8);
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let w = gid.x + gid.y * nwg.x * WG;
+    if w * 4u >= p.bytes {
+        return;
+    }
+    var word = 0u;
+    for (var b = 0u; b < 4u; b++) {
+        let byte_idx = w * 4u + b;
+        if byte_idx >= p.bytes {
+            break;
+        }
+        let n = byte_idx / p.k_packed;
+        let j = byte_idx % p.k_packed;
+        var byte = code(n, 2u * j);
+        if 2u * j + 1u < p.k {
+            byte |= code(n, 2u * j + 1u) << 4u;
+        }
+        word |= byte << (b * 8u);
+    }
+    packed[w] = word;
 }
 "#;
 

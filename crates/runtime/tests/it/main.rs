@@ -15,6 +15,7 @@ mod limits;
 mod llm;
 mod long_run;
 mod threads;
+mod train;
 
 use std::path::{Path, PathBuf};
 

@@ -83,6 +83,7 @@ fixtures! {
     three_delegates: ["call0.in0.npy", "call0.out0.npy"],
     tiny_vit: ["call0.in0.npy", "call0.out0.npy"],
     to_copy: ["call0.in0.npy", "call0.in1.npy", "call0.in2.npy", "call0.in3.npy", "call0.out0.npy", "call0.out1.npy", "call0.out2.npy", "call0.out3.npy", "call0.out4.npy", "call0.out5.npy"],
+    train_lora_grad: ["call0.in0.npy", "call0.in1.npy", "call0.in2.npy", "call0.in3.npy", "call0.out0.npy", "call0.out1.npy", "call0.out2.npy", "call0.out3.npy"],
     transformer_block: ["call0.in0.npy", "call0.out0.npy"],
     uint8_image: ["call0.in0.npy", "call0.out0.npy", "call0.out1.npy", "call0.out2.npy"],
     unary: ["call0.in0.npy", "call0.in1.npy", "call0.out0.npy", "call0.out1.npy", "call0.out10.npy", "call0.out11.npy", "call0.out12.npy", "call0.out13.npy", "call0.out14.npy", "call0.out15.npy", "call0.out16.npy", "call0.out17.npy", "call0.out18.npy", "call0.out19.npy", "call0.out2.npy", "call0.out20.npy", "call0.out21.npy", "call0.out3.npy", "call0.out4.npy", "call0.out5.npy", "call0.out6.npy", "call0.out7.npy", "call0.out8.npy", "call0.out9.npy"],
