@@ -18,6 +18,15 @@
 #   families every fixture as one markdown table (goldens.py --families):
 #            delegates, GPU calls, CPU calls, host round trips, dispatches,
 #            max error against the goldens, wall time per call (median of 21)
+#   int8     `etwgpu bench` (latency p50/p90/p99) of the int8 and fp32 CNNs
+#            of tools/export/q8_cnn.py (MobileNetV2- and ResNet-18-class at
+#            224x224: mobilenet_q8 3.6 MiB, mobilenet_fp32 13.4 MiB,
+#            resnet_q8 11.2 MiB, resnet_fp32 44.6 MiB), laid out by
+#            `q8_cnn.py --xfer .xfer` as .xfer/int8-K/<name>.pte in pieces of
+#            at most 45 MiB: carry .xfer/int8-1 (resnet_fp32) alone with the
+#            command `mkdir -p /tmp/int8 && cp .xfer/int8-*/*.pte /tmp/int8/`,
+#            then .xfer/int8-2 with .gl and .device/etwgpu and `run.sh int8`
+#            (calls less than 30 s apart, so /tmp/int8 stays)
 #   browser  the browser LLM bench (crates/web/bench) in headless Chromium
 #            with WebGPU on the NVIDIA Vulkan driver, for the synthetic
 #            Llama-3.2-1B and SmolLM2-135M shapes (4-bit) next to the native
@@ -89,6 +98,18 @@ for part in $parts; do
     timeout 400 python3 tools/device/goldens.py .device/etwgpu test_data/fixtures /tmp/families \
       --families --repeat 20 > "$OUT/families.md" 2>&1
     cat "$OUT/families.md"
+    ;;
+  int8)
+    log "int8 and fp32 CNNs (tools/export/q8_cnn.py programs)"
+    mkdir -p /tmp/int8
+    cp .xfer/int8-*/*.pte /tmp/int8/ 2>/dev/null || true
+    ls -l /tmp/int8
+    for pte in /tmp/int8/*.pte; do
+      [ -e "$pte" ] || { echo "int8: no programs under .xfer/int8-K/ or /tmp/int8"; break; }
+      name=$(basename "$pte" .pte)
+      echo "## $name"
+      timeout 150 .device/etwgpu bench "$pte" --repeats 50 --bandwidth-mib 0 2>&1 | tee "$OUT/int8_$name.md"
+    done
     ;;
   browser)
     log "browser: Chromium with WebGPU on the NVIDIA Vulkan driver"

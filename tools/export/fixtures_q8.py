@@ -50,6 +50,23 @@ def weight_only_quantizer(weight_bits: int):
     return quantizer
 
 
+def float_output_quantizer(float_modules: list[str]):
+    """`static_int8_quantizer`, but the named modules (linears) keep a float
+    output: the same symmetric per-channel config with `output_activation`
+    left out, so the partitioner fuses them into `et_vk.linear_q8ta_q8csw`
+    (int8 input, int8 weights, float output)."""
+    from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import get_symmetric_quantization_config
+    from torchao.quantization.pt2e.quantizer import QuantizationConfig
+
+    base = get_symmetric_quantization_config(is_per_channel=True, is_dynamic=False)
+    float_out = QuantizationConfig(input_activation=base.input_activation, output_activation=None,
+                                   weight=base.weight, bias=base.bias, is_qat=False)
+    quantizer = static_int8_quantizer()
+    for name in float_modules:
+        quantizer.set_module_name(name, float_out)
+    return quantizer
+
+
 def quantize(model: nn.Module, calibration: list[tuple[torch.Tensor, ...]], example: tuple,
              quantizer=None):
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
@@ -86,12 +103,16 @@ def output_step(converted) -> float:
 def q8_fixture(name: str, description: str, model: nn.Module,
                calibration: list[tuple[torch.Tensor, ...]],
                call_inputs: list[tuple[torch.Tensor, ...]],
-               options: dict[str, Any] | None = None, weight_bits: int | None = None
-               ) -> FixtureResult:
-    """`weight_bits` set: VulkanQuantizer weight-only at that width instead."""
+               options: dict[str, Any] | None = None, weight_bits: int | None = None,
+               float_modules: list[str] | None = None) -> FixtureResult:
+    """`weight_bits` set: VulkanQuantizer weight-only at that width instead.
+    `float_modules` set: those modules keep a float output
+    (`float_output_quantizer`), the last of them producing the output, which
+    is then judged by the float32 row."""
     model = model.eval()
     example = call_inputs[0]
-    quantizer = weight_only_quantizer(weight_bits) if weight_bits else None
+    quantizer = (weight_only_quantizer(weight_bits) if weight_bits else
+                 float_output_quantizer(float_modules) if float_modules else None)
     converted = quantize(model, calibration, example, quantizer)
     pte = lower_quantized(converted, example, options or {})
     calls = []
@@ -107,11 +128,13 @@ def q8_fixture(name: str, description: str, model: nn.Module,
         "quantizer": (f"VulkanQuantizer(get_symmetric_quantization_config(is_dynamic=False, "
                       f"weight_bits={weight_bits}))" if weight_bits else
                       "XNNPACKQuantizer(get_symmetric_quantization_config(is_per_channel=True, "
-                      "is_dynamic=False))"),
+                      "is_dynamic=False))" + "".join(
+                          f"; set_module_name({m!r}, the same config with output_activation=None)"
+                          for m in float_modules or [])),
         "seed": seed_for(name),
     }
     notes = ["goldens: the convert_pt2e module run eagerly (quantized reference)"]
-    if weight_bits is None:
+    if weight_bits is None and not float_modules:
         step = output_step(converted)
         tol = tolerances.tolerance(name, "float32")
         if not step <= tol.atol <= step * 1.001:
@@ -268,12 +291,110 @@ def fx_q8_block(verify: bool = True) -> FixtureResult:
                       model, calibration, ins)
 
 
+def fx_q8_float_head(verify: bool = True) -> FixtureResult:
+    del verify
+    g = seed("q8_float_head")
+    model = Q8Mlp(g)
+    calibration = [(uniform(g, -1.0, 1.0, 4, 32),) for _ in range(4)]
+    ins = [(uniform(g, -1.0, 1.0, 4, 32),)]
+    return q8_fixture("q8_float_head", "PT2E static int8 MLP whose last linear keeps a float "
+                      "output (fc2 quantized with output_activation=None): Linear(32,64)+ReLU "
+                      "as et_vk.q8ta_linear, then Linear(64,16) as et_vk.linear_q8ta_q8csw "
+                      "(int8 in, float out), batch 4.", model, calibration, ins,
+                      float_modules=["fc2"])
+
+
+class Q8ConvTranspose(nn.Module):
+    """An upsampling decoder: conv, two transposed convs (one with output
+    padding, one with a non-square kernel and stride), pointwise conv."""
+
+    def __init__(self, g: torch.Generator):
+        super().__init__()
+        self.conv = nn.Conv2d(4, 8, 3, padding=1)
+        self.up1 = nn.ConvTranspose2d(8, 8, 3, stride=2, padding=1, output_padding=1)
+        self.up2 = nn.ConvTranspose2d(8, 4, (4, 2), stride=(2, 1), padding=(1, 0))
+        with torch.no_grad():
+            for conv in (self.conv, self.up1, self.up2):
+                fan_in = conv.weight[0].numel()
+                conv.weight.copy_(randn(g, *conv.weight.shape) / fan_in ** 0.5)
+                conv.bias.copy_(randn(g, conv.bias.shape[0], scale=0.1))
+
+    def forward(self, x):
+        return self.up2(torch.relu(self.up1(torch.relu(self.conv(x)))))
+
+
+def fx_q8_conv_transpose(verify: bool = True) -> FixtureResult:
+    del verify
+    g = seed("q8_conv_transpose")
+    model = Q8ConvTranspose(g)
+    calibration = [(randn(g, 1, 4, 6, 6),) for _ in range(4)]
+    ins = [(randn(g, 1, 4, 6, 6),)]
+    return q8_fixture("q8_conv_transpose", "PT2E static int8 decoder: Conv2d(4,8,3,p1) -> ReLU "
+                      "-> ConvTranspose2d(8,8,3,s2,p1,output_padding 1) -> ReLU -> "
+                      "ConvTranspose2d(8,4,(4,2),s(2,1),p(1,0)), input [1,4,6,6], output "
+                      "[1,4,24,13]; both as et_vk.q8ta_conv2d_transposed.",
+                      model, calibration, ins)
+
+
+class Q8PixelShuffle(nn.Module):
+    """ESPCN-style upsampling: conv to 4 r^2 channels, PixelShuffle(2), conv."""
+
+    def __init__(self, g: torch.Generator):
+        super().__init__()
+        self.conv = nn.Conv2d(4, 16, 3, padding=1)
+        self.shuffle = nn.PixelShuffle(2)
+        self.out = nn.Conv2d(4, 8, 3, padding=1)
+        with torch.no_grad():
+            for conv in (self.conv, self.out):
+                conv.weight.copy_(randn(g, *conv.weight.shape) / conv.weight[0].numel() ** 0.5)
+                conv.bias.copy_(randn(g, conv.out_channels, scale=0.1))
+
+    def forward(self, x):
+        return self.out(self.shuffle(self.conv(x)))
+
+
+def fx_q8_pixel_shuffle(verify: bool = True) -> FixtureResult:
+    del verify
+    g = seed("q8_pixel_shuffle")
+    model = Q8PixelShuffle(g)
+    calibration = [(randn(g, 1, 4, 6, 6),) for _ in range(4)]
+    ins = [(randn(g, 1, 4, 6, 6),)]
+    return q8_fixture("q8_pixel_shuffle", "PT2E static int8 sub-pixel upsampling: Conv2d(4,16,3,"
+                      "p1) -> PixelShuffle(2) (et_vk.q8ta_pixel_shuffle: the conv's output "
+                      "quantization in, the next conv's input quantization out) -> "
+                      "Conv2d(4,8,3,p1), input [1,4,6,6].", model, calibration, ins)
+
+
+def fx_q8_resnet_tiny(verify: bool = True) -> FixtureResult:
+    """ResNet-18's topology (stem 7x7/2 + max pool, eight basic blocks with
+    1x1 downsampling shortcuts, global average pool, linear) at widths
+    4..32 and 32x32: the committed small variant of `q8_cnn.py`'s real-shape
+    ResNet-18 (widths 64..512 at 224x224)."""
+    del verify
+    import q8_cnn
+
+    g = seed("q8_resnet_tiny")
+    model = q8_cnn.resnet18(num_classes=10, width=4)
+    q8_cnn.randomize_bn(model, g)
+    calibration = [(randn(g, 1, 3, 32, 32),) for _ in range(4)]
+    ins = [(randn(g, 1, 3, 32, 32),)]
+    return q8_fixture("q8_resnet_tiny", "PT2E static int8 ResNet-18 topology at widths 4..32, "
+                      "input [1,3,32,32], 10 classes (random weights, batch norms folded by the "
+                      "quantizer): int8 convs with fused relu, 1x1 shortcuts, q8ta_add, float "
+                      "max pool and average pool between dequantize/quantize pairs.",
+                      model, calibration, ins)
+
+
 FIXTURES = {
     "q8_mlp": fx_q8_mlp,
     "q8_gemv": fx_q8_gemv,
     "q8_convnet": fx_q8_convnet,
     "q8_relu_pool": fx_q8_relu_pool,
     "q8_block": fx_q8_block,
+    "q8_float_head": fx_q8_float_head,
+    "q8_conv_transpose": fx_q8_conv_transpose,
+    "q8_pixel_shuffle": fx_q8_pixel_shuffle,
+    "q8_resnet_tiny": fx_q8_resnet_tiny,
     "q8_weight_only": fx_q8_weight_only,
     "q4_weight_only": fx_q4_weight_only,
 }

@@ -19,7 +19,10 @@ as is, its golden eager fp32. With `--check PATH_TO_ETWGPU`, every program
 is run with `etwgpu run` and compared: for `_q8`, the share of logits more
 than one output quantization step from the reference and the largest
 difference in steps; for `_fp32`, the largest absolute difference.
-Time both with `etwgpu bench DIR/<name>/model.pte`.
+Time both with `etwgpu bench DIR/<name>/model.pte`. `--xfer .xfer` lays
+the programs out for the `int8` part of `tools/device/run.sh`: each as
+`.xfer/int8-K/<name>.pte`, K numbering pieces of at most 45 MiB, one device
+call each (see that script).
 """
 
 from __future__ import annotations
@@ -87,7 +90,9 @@ def mobilenet_v2(num_classes: int = 1000):
     return Net()
 
 
-def resnet18(num_classes: int = 1000):
+def resnet18(num_classes: int = 1000, width: int = 64):
+    """ResNet-18's topology; `width` the stem's channels (64 as published),
+    doubled at each of the three downsampling stages."""
     import torch
     import torch.nn as nn
 
@@ -109,14 +114,14 @@ def resnet18(num_classes: int = 1000):
     class Net(nn.Module):
         def __init__(self):
             super().__init__()
-            self.stem = nn.Sequential(nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(),
-                                      nn.MaxPool2d(3, 2, 1))
-            blocks, cin = [], 64
-            for c, s in [(64, 1), (64, 1), (128, 2), (128, 1), (256, 2), (256, 1), (512, 2), (512, 1)]:
-                blocks.append(Basic(cin, c, s))
-                cin = c
+            self.stem = nn.Sequential(nn.Conv2d(3, width, 7, 2, 3, bias=False), nn.BatchNorm2d(width),
+                                      nn.ReLU(), nn.MaxPool2d(3, 2, 1))
+            blocks, cin = [], width
+            for c, s in [(1, 1), (1, 1), (2, 2), (2, 1), (4, 2), (4, 1), (8, 2), (8, 1)]:
+                blocks.append(Basic(cin, c * width, s))
+                cin = c * width
             self.blocks = nn.Sequential(*blocks)
-            self.fc = nn.Linear(512, num_classes)
+            self.fc = nn.Linear(cin, num_classes)
 
         def forward(self, x):
             return self.fc(torch.flatten(global_pool(self.blocks(self.stem(x))), 1))
@@ -195,6 +200,31 @@ def check(out: Path, etwgpu: str) -> int:
     return 1 if bad else 0
 
 
+def lay_out_xfer(out: Path, xfer: Path, budget: int = 45 * 2**20) -> None:
+    """Copies `out/<name>/model.pte` to `xfer/int8-K/<name>.pte`, filling
+    pieces of at most `budget` bytes, largest programs first."""
+    import shutil
+
+    programs = sorted((p / "model.pte" for p in out.iterdir() if (p / "model.pte").exists()),
+                      key=lambda p: -p.stat().st_size)
+    pieces: list[list[Path]] = []
+    for pte in programs:
+        piece = next((q for q in pieces if sum(p.stat().st_size for p in q) + pte.stat().st_size <= budget),
+                     None)
+        if piece is None:
+            pieces.append([pte])
+        else:
+            piece.append(pte)
+    for old in xfer.glob("int8-*"):
+        shutil.rmtree(old)
+    for k, piece in enumerate(pieces, 1):
+        d = xfer / f"int8-{k}"
+        d.mkdir(parents=True)
+        for pte in piece:
+            shutil.copyfile(pte, d / f"{pte.parent.name}.pte")
+        print(f"{d}: " + ", ".join(f"{p.parent.name} {p.stat().st_size / 2**20:.1f} MiB" for p in piece))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=HERE.parents[1] / "artifacts" / "q8_cnn")
@@ -202,6 +232,8 @@ def main() -> int:
     parser.add_argument("--only", choices=["mobilenet", "resnet"], action="append")
     parser.add_argument("--skip-export", action="store_true")
     parser.add_argument("--check", metavar="ETWGPU", help="run each program with this etwgpu binary")
+    parser.add_argument("--xfer", type=Path, metavar="DIR",
+                        help="lay the programs out as DIR/int8-K/<name>.pte for tools/device/run.sh int8")
     args = parser.parse_args()
     if not args.skip_export:
         import logging
@@ -212,6 +244,8 @@ def main() -> int:
         nets = {"mobilenet": mobilenet_v2, "resnet": resnet18}
         for name in args.only or list(nets):
             export_pair(name, nets[name](), args.res, args.out)
+    if args.xfer:
+        lay_out_xfer(args.out, args.xfer)
     return check(args.out, args.check) if args.check else 0
 
 

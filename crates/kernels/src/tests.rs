@@ -622,6 +622,53 @@ fn q4_rules_shape_rank3_inputs_and_reject_bad_packing() {
     assert!(matches!(err, crate::Error::ArgValue { arg_idx: 4, .. }), "{err:?}");
 }
 
+#[test]
+fn q8_transposed_conv_pixel_shuffle_and_float_linear_rules() {
+    let mut g = TestGraph::default();
+    let i8t = |g: &mut TestGraph, shape: &[u64]| g.push(Owned::Tensor(ElemType::I8, shape.to_vec(), false));
+    let x = i8t(&mut g, &[1, 8, 6, 6]);
+    let (s, zp) = (g.push(Owned::Double(0.05)), g.push(Owned::Int(3)));
+    // Transposed: weights [OC 4, 3*3*8], stride 2, padding 1, output padding 1.
+    let w = g.push(Owned::Tensor(ElemType::I8, vec![4, 72], true));
+    let sums = g.push(Owned::Tensor(ElemType::I32, vec![4], true));
+    let ws = g.push(Owned::Tensor(ElemType::F32, vec![4], true));
+    let null = g.push(Owned::Null);
+    let k = g.push(Owned::IntList(vec![3, 3]));
+    let s2 = g.push(Owned::IntList(vec![2, 2]));
+    let p1 = g.push(Owned::IntList(vec![1, 1]));
+    let (op1, op2) = (g.push(Owned::IntList(vec![1, 1])), g.push(Owned::IntList(vec![2, 0])));
+    let d1 = g.push(Owned::IntList(vec![1, 1]));
+    let groups = g.push(Owned::Int(1));
+    let none = g.push(Owned::Str("none".into()));
+    let out = i8t(&mut g, &[1, 4, 12, 12]);
+    let args = |op: Vid| [x, s, zp, w, sums, ws, s, zp, null, k, s2, p1, op, d1, groups, none, out];
+    // (6 - 1) * 2 - 2 + 2 + 1 + 1 = 12.
+    let l = check(&g, "et_vk.q8ta_conv2d_transposed.default", &args(op1)).expect("lowers");
+    assert_eq!(out_shape(&l), [1, 4, 12, 12]);
+    let err = check(&g, "et_vk.q8ta_conv2d_transposed.default", &args(op2)).expect_err("output padding 2");
+    assert!(matches!(err, crate::Error::ArgValue { arg_idx: 12, name: "output_padding", .. }), "{err:?}");
+    // Pixel shuffle: [1, 8, 6, 6] with r = 2 -> [1, 2, 12, 12]; r = 3 does not divide 8 channels.
+    let inv = g.push(Owned::Double(20.0));
+    let (r2, r3) = (g.push(Owned::Int(2)), g.push(Owned::Int(3)));
+    let ps_out = i8t(&mut g, &[1, 2, 12, 12]);
+    let l = check(&g, "et_vk.q8ta_pixel_shuffle.default", &[x, s, zp, inv, zp, r2, ps_out]).expect("lowers");
+    assert_eq!(out_shape(&l), [1, 2, 12, 12]);
+    let err = check(&g, "et_vk.q8ta_pixel_shuffle.default", &[x, s, zp, inv, zp, r3, ps_out]).expect_err("r = 3");
+    assert!(matches!(err, crate::Error::Shape { arg_idx: 0, .. }), "{err:?}");
+    let f = g.t(&[1, 8, 6, 6]);
+    let err = check(&g, "et_vk.q8ta_pixel_shuffle.default", &[f, s, zp, inv, zp, r2, ps_out]).expect_err("float");
+    assert!(matches!(err, crate::Error::DType { arg_idx: 0, .. }), "{err:?}");
+    // Float-output linear: int8 [3, 8] x int8 [4, 8] -> float [3, 4]; K must match.
+    let lx = i8t(&mut g, &[3, 8]);
+    let lw = g.push(Owned::Tensor(ElemType::I8, vec![4, 8], true));
+    let lout = g.t(&[3, 4]);
+    let l = check(&g, "et_vk.linear_q8ta_q8csw.default", &[lx, s, zp, lw, sums, ws, null, lout]).expect("lowers");
+    assert_eq!(out_shape(&l), [3, 4]);
+    let lw12 = g.push(Owned::Tensor(ElemType::I8, vec![4, 12], true));
+    let err = check(&g, "et_vk.linear_q8ta_q8csw.default", &[lx, s, zp, lw12, sums, ws, null, lout]).expect_err("K");
+    assert!(matches!(err, crate::Error::Shape { arg_idx: 3, .. }), "{err:?}");
+}
+
 // Fused ops (`ops/fused.rs`).
 
 use crate::ops::fused::{Epilogue, Expr, FUSED_MAX_INPUTS};

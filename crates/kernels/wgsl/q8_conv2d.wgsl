@@ -1,13 +1,17 @@
-//! `et_vk.q8ta_conv2d`, `_pw` and `_dw`: int8 NCHW activations (per-tensor
-//! scale and zero point), int8 weights (symmetric, per output channel),
-//! int8 out. `acc = sum (x - zp_x) * w` over the taps inside the input
-//! (a padded tap is the zero point, so it adds nothing) in exact int32,
+//! `et_vk.q8ta_conv2d`, `_pw`, `_dw` and `_transposed`: int8 NCHW
+//! activations (per-tensor scale and zero point), int8 weights (symmetric,
+//! per output channel), int8 out. `acc = sum (x - zp_x) * w` over the taps
+//! inside the input (a padded tap is the zero point, so it adds nothing) in
+//! exact int32,
 //! `y = f32(acc) * (s_x * s_w[oc]) + bias[oc]`, optional relu, then
 //! `clamp(round(y / s_out) + zp_out, -128, 127)`.
 //!
 //! Weight layouts, as the exporter packs them: general and pointwise
 //! `[OC, >= KH*KW*IC_g]` with `(kh, kw, ic)` along a row of `w_row`
-//! elements; depthwise `[KH, KW, >= OC]`, `(kh, kw)` rows of `w_row`.
+//! elements; depthwise `[KH, KW, >= OC]`, `(kh, kw)` rows of `w_row`;
+//! transposed as general, where input pixel `(iy, ix)` and tap `(ky, kx)`
+//! reach output `(iy * stride - pad + ky * dil, ...)` (conv_transpose2d's
+//! scatter, gathered here per output).
 //! One invocation writes one output word (four flat NCHW outputs).
 // variants: f32
 
@@ -35,7 +39,8 @@ struct Params {
     ic_per_group: u32,
     oc_per_group: u32,
     w_row: u32,
-    depthwise: u32,
+    /// 0 general or pointwise, 1 depthwise, 2 transposed.
+    mode: u32,
     has_bias: u32,
     relu: u32,
     in_zero_point: i32,
@@ -73,18 +78,32 @@ fn conv_at(o: u32) -> f32 {
     let ic0 = (oc / p.oc_per_group) * p.ic_per_group;
     var acc = 0i;
     for (var ky = 0u; ky < p.kh; ky++) {
-        let iy = i32(oy * p.stride_h + ky * p.dil_h) - i32(p.pad_h);
+        var iy = i32(oy * p.stride_h + ky * p.dil_h) - i32(p.pad_h);
+        if p.mode == 2u {
+            let ty = i32(oy + p.pad_h) - i32(ky * p.dil_h);
+            if ty < 0 || u32(ty) % p.stride_h != 0u {
+                continue;
+            }
+            iy = ty / i32(p.stride_h);
+        }
         if iy < 0 || iy >= i32(p.h) {
             continue;
         }
         for (var kx = 0u; kx < p.kw; kx++) {
-            let ix = i32(ox * p.stride_w + kx * p.dil_w) - i32(p.pad_w);
+            var ix = i32(ox * p.stride_w + kx * p.dil_w) - i32(p.pad_w);
+            if p.mode == 2u {
+                let tx = i32(ox + p.pad_w) - i32(kx * p.dil_w);
+                if tx < 0 || u32(tx) % p.stride_w != 0u {
+                    continue;
+                }
+                ix = tx / i32(p.stride_w);
+            }
             if ix < 0 || ix >= i32(p.w) {
                 continue;
             }
             let tap = ky * p.kw + kx;
             let pix = u32(iy) * p.w + u32(ix);
-            if p.depthwise != 0u {
+            if p.mode == 1u {
                 let xv = x_at((b * p.c + oc) * p.h * p.w + pix) - p.in_zero_point;
                 acc += xv * w_at(tap * p.w_row + oc);
             } else {

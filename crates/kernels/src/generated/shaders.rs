@@ -106,6 +106,10 @@ pub enum Family {
     Q8Dequantize,
     /// `q8_linear.wgsl`.
     Q8Linear,
+    /// `q8_linear_float.wgsl`.
+    Q8LinearFloat,
+    /// `q8_pixel_shuffle.wgsl`.
+    Q8PixelShuffle,
     /// `q8_quantize.wgsl`.
     Q8Quantize,
     /// `q8_relu.wgsl`.
@@ -396,6 +400,12 @@ pub enum ShaderId {
     Q8DequantizeF16,
     /// `q8_linear.wgsl` with `Elem = f32`.
     Q8LinearF32,
+    /// `q8_linear_float.wgsl` with `Elem = f32`.
+    Q8LinearFloatF32,
+    /// `q8_linear_float.wgsl` with `Elem = f16`.
+    Q8LinearFloatF16,
+    /// `q8_pixel_shuffle.wgsl` with `Elem = f32`.
+    Q8PixelShuffleF32,
     /// `q8_quantize.wgsl` with `Elem = f32`.
     Q8QuantizeF32,
     /// `q8_quantize.wgsl` with `Elem = f16`.
@@ -604,6 +614,9 @@ impl ShaderId {
         ShaderId::Q8DequantizeF32,
         ShaderId::Q8DequantizeF16,
         ShaderId::Q8LinearF32,
+        ShaderId::Q8LinearFloatF32,
+        ShaderId::Q8LinearFloatF16,
+        ShaderId::Q8PixelShuffleF32,
         ShaderId::Q8QuantizeF32,
         ShaderId::Q8QuantizeF16,
         ShaderId::Q8ReluF32,
@@ -762,6 +775,9 @@ impl ShaderId {
             ShaderId::Q8DequantizeF32 => Family::Q8Dequantize,
             ShaderId::Q8DequantizeF16 => Family::Q8Dequantize,
             ShaderId::Q8LinearF32 => Family::Q8Linear,
+            ShaderId::Q8LinearFloatF32 => Family::Q8LinearFloat,
+            ShaderId::Q8LinearFloatF16 => Family::Q8LinearFloat,
+            ShaderId::Q8PixelShuffleF32 => Family::Q8PixelShuffle,
             ShaderId::Q8QuantizeF32 => Family::Q8Quantize,
             ShaderId::Q8QuantizeF16 => Family::Q8Quantize,
             ShaderId::Q8ReluF32 => Family::Q8Relu,
@@ -921,6 +937,9 @@ impl ShaderId {
             ShaderId::Q8DequantizeF32 => Variant::F32,
             ShaderId::Q8DequantizeF16 => Variant::F16,
             ShaderId::Q8LinearF32 => Variant::F32,
+            ShaderId::Q8LinearFloatF32 => Variant::F32,
+            ShaderId::Q8LinearFloatF16 => Variant::F16,
+            ShaderId::Q8PixelShuffleF32 => Variant::F32,
             ShaderId::Q8QuantizeF32 => Variant::F32,
             ShaderId::Q8QuantizeF16 => Variant::F16,
             ShaderId::Q8ReluF32 => Variant::F32,
@@ -1080,6 +1099,9 @@ impl ShaderId {
             ShaderId::Q8DequantizeF32 => "q8_dequantize.f32",
             ShaderId::Q8DequantizeF16 => "q8_dequantize.f16",
             ShaderId::Q8LinearF32 => "q8_linear.f32",
+            ShaderId::Q8LinearFloatF32 => "q8_linear_float.f32",
+            ShaderId::Q8LinearFloatF16 => "q8_linear_float.f16",
+            ShaderId::Q8PixelShuffleF32 => "q8_pixel_shuffle.f32",
             ShaderId::Q8QuantizeF32 => "q8_quantize.f32",
             ShaderId::Q8QuantizeF16 => "q8_quantize.f16",
             ShaderId::Q8ReluF32 => "q8_relu.f32",
@@ -1239,6 +1261,9 @@ impl ShaderId {
             ShaderId::Q8DequantizeF32 => Q8_DEQUANTIZE_F32,
             ShaderId::Q8DequantizeF16 => Q8_DEQUANTIZE_F16,
             ShaderId::Q8LinearF32 => Q8_LINEAR_F32,
+            ShaderId::Q8LinearFloatF32 => Q8_LINEAR_FLOAT_F32,
+            ShaderId::Q8LinearFloatF16 => Q8_LINEAR_FLOAT_F16,
+            ShaderId::Q8PixelShuffleF32 => Q8_PIXEL_SHUFFLE_F32,
             ShaderId::Q8QuantizeF32 => Q8_QUANTIZE_F32,
             ShaderId::Q8QuantizeF16 => Q8_QUANTIZE_F16,
             ShaderId::Q8ReluF32 => Q8_RELU_F32,
@@ -1698,6 +1723,15 @@ impl ShaderId {
             ShaderId::Q8LinearF32 => {
                 ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 5, uniform_buffers: 1, workgroup_bytes: 0 }
             }
+            ShaderId::Q8LinearFloatF32 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 5, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::Q8LinearFloatF16 => {
+                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 5, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::Q8PixelShuffleF32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
             ShaderId::Q8QuantizeF32 => {
                 ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
             }
@@ -1996,6 +2030,9 @@ impl ShaderId {
             (Family::Q8Dequantize, Variant::F32) => Some(ShaderId::Q8DequantizeF32),
             (Family::Q8Dequantize, Variant::F16) => Some(ShaderId::Q8DequantizeF16),
             (Family::Q8Linear, Variant::F32) => Some(ShaderId::Q8LinearF32),
+            (Family::Q8LinearFloat, Variant::F32) => Some(ShaderId::Q8LinearFloatF32),
+            (Family::Q8LinearFloat, Variant::F16) => Some(ShaderId::Q8LinearFloatF16),
+            (Family::Q8PixelShuffle, Variant::F32) => Some(ShaderId::Q8PixelShuffleF32),
             (Family::Q8Quantize, Variant::F32) => Some(ShaderId::Q8QuantizeF32),
             (Family::Q8Quantize, Variant::F16) => Some(ShaderId::Q8QuantizeF16),
             (Family::Q8Relu, Variant::F32) => Some(ShaderId::Q8ReluF32),
@@ -12389,16 +12426,20 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 "#;
 
 /// `q8_conv2d.wgsl` with `Elem = f32`.
-pub const Q8_CONV2D_F32: &str = r#"//! `et_vk.q8ta_conv2d`, `_pw` and `_dw`: int8 NCHW activations (per-tensor
-//! scale and zero point), int8 weights (symmetric, per output channel),
-//! int8 out. `acc = sum (x - zp_x) * w` over the taps inside the input
-//! (a padded tap is the zero point, so it adds nothing) in exact int32,
+pub const Q8_CONV2D_F32: &str = r#"//! `et_vk.q8ta_conv2d`, `_pw`, `_dw` and `_transposed`: int8 NCHW
+//! activations (per-tensor scale and zero point), int8 weights (symmetric,
+//! per output channel), int8 out. `acc = sum (x - zp_x) * w` over the taps
+//! inside the input (a padded tap is the zero point, so it adds nothing) in
+//! exact int32,
 //! `y = f32(acc) * (s_x * s_w[oc]) + bias[oc]`, optional relu, then
 //! `clamp(round(y / s_out) + zp_out, -128, 127)`.
 //!
 //! Weight layouts, as the exporter packs them: general and pointwise
 //! `[OC, >= KH*KW*IC_g]` with `(kh, kw, ic)` along a row of `w_row`
-//! elements; depthwise `[KH, KW, >= OC]`, `(kh, kw)` rows of `w_row`.
+//! elements; depthwise `[KH, KW, >= OC]`, `(kh, kw)` rows of `w_row`;
+//! transposed as general, where input pixel `(iy, ix)` and tap `(ky, kx)`
+//! reach output `(iy * stride - pad + ky * dil, ...)` (conv_transpose2d's
+//! scatter, gathered here per output).
 //! One invocation writes one output word (four flat NCHW outputs).
 // variants: f32
 
@@ -12426,7 +12467,8 @@ struct Params {
     ic_per_group: u32,
     oc_per_group: u32,
     w_row: u32,
-    depthwise: u32,
+    /// 0 general or pointwise, 1 depthwise, 2 transposed.
+    mode: u32,
     has_bias: u32,
     relu: u32,
     in_zero_point: i32,
@@ -12475,18 +12517,32 @@ fn conv_at(o: u32) -> f32 {
     let ic0 = (oc / p.oc_per_group) * p.ic_per_group;
     var acc = 0i;
     for (var ky = 0u; ky < p.kh; ky++) {
-        let iy = i32(oy * p.stride_h + ky * p.dil_h) - i32(p.pad_h);
+        var iy = i32(oy * p.stride_h + ky * p.dil_h) - i32(p.pad_h);
+        if p.mode == 2u {
+            let ty = i32(oy + p.pad_h) - i32(ky * p.dil_h);
+            if ty < 0 || u32(ty) % p.stride_h != 0u {
+                continue;
+            }
+            iy = ty / i32(p.stride_h);
+        }
         if iy < 0 || iy >= i32(p.h) {
             continue;
         }
         for (var kx = 0u; kx < p.kw; kx++) {
-            let ix = i32(ox * p.stride_w + kx * p.dil_w) - i32(p.pad_w);
+            var ix = i32(ox * p.stride_w + kx * p.dil_w) - i32(p.pad_w);
+            if p.mode == 2u {
+                let tx = i32(ox + p.pad_w) - i32(kx * p.dil_w);
+                if tx < 0 || u32(tx) % p.stride_w != 0u {
+                    continue;
+                }
+                ix = tx / i32(p.stride_w);
+            }
             if ix < 0 || ix >= i32(p.w) {
                 continue;
             }
             let tap = ky * p.kw + kx;
             let pix = u32(iy) * p.w + u32(ix);
-            if p.depthwise != 0u {
+            if p.mode == 1u {
                 let xv = x_at((b * p.c + oc) * p.h * p.w + pix) - p.in_zero_point;
                 acc += xv * w_at(tap * p.w_row + oc);
             } else {
@@ -12701,6 +12757,202 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         let o = word * 4u + j;
         if o < numel {
             packed |= requant(linear_at(o), p.out_inv_scale, p.out_zero_point, -128, 127) << (8u * j);
+        }
+    }
+    out[word] = packed;
+}
+"#;
+
+/// `q8_linear_float.wgsl` with `Elem = f32`.
+pub const Q8_LINEAR_FLOAT_F32: &str = r#"//! `et_vk.linear_q8ta_q8csw`: int8 activations `x [M, K]` (per-tensor
+//! scale and zero point) times int8 weights `w [N, K]` (symmetric, per
+//! output channel), float out (no output quantization):
+//! `acc = sum_k x*w - zp_x * sum_k w` in exact int32 (`dot4I8Packed` over
+//! words of four), `out = f32(acc) * (s_x * s_w[n]) + bias[n]`. K is a
+//! multiple of 4 (the exporter only fuses such linears), so rows are whole
+//! words. One invocation writes one output.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 64).
+override WG: u32 = 64u;
+
+struct Params {
+    m: u32,
+    n: u32,
+    /// Words per row of x and of w (K / 4).
+    k_words: u32,
+    has_bias: u32,
+    in_zero_point: i32,
+    in_scale: f32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<u32>;
+@group(0) @binding(2) var<storage, read> w: array<u32>;
+@group(0) @binding(3) var<storage, read> w_scales: array<Elem>;
+@group(0) @binding(4) var<storage, read> bias: array<Elem>;
+@group(0) @binding(5) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let o = gid.x + gid.y * nwg.x * WG;
+    if o >= p.m * p.n {
+        return;
+    }
+    let row = o / p.n;
+    let col = o % p.n;
+    var acc = 0i;
+    var w_sum = 0i;
+    for (var kw = 0u; kw < p.k_words; kw++) {
+        let ww = w[col * p.k_words + kw];
+        acc += dot4I8Packed(x[row * p.k_words + kw], ww);
+        w_sum += dot4I8Packed(ww, 0x01010101u);
+    }
+    var y = f32(acc - p.in_zero_point * w_sum) * (p.in_scale * f32(w_scales[col]));
+    if p.has_bias != 0u {
+        y += f32(bias[col]);
+    }
+    out[o] = Elem(y);
+}
+"#;
+
+/// `q8_linear_float.wgsl` with `Elem = f16`.
+pub const Q8_LINEAR_FLOAT_F16: &str = r#"enable f16;
+
+//! `et_vk.linear_q8ta_q8csw`: int8 activations `x [M, K]` (per-tensor
+//! scale and zero point) times int8 weights `w [N, K]` (symmetric, per
+//! output channel), float out (no output quantization):
+//! `acc = sum_k x*w - zp_x * sum_k w` in exact int32 (`dot4I8Packed` over
+//! words of four), `out = f32(acc) * (s_x * s_w[n]) + bias[n]`. K is a
+//! multiple of 4 (the exporter only fuses such linears), so rows are whole
+//! words. One invocation writes one output.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup (the host sizes its grid for 64).
+override WG: u32 = 64u;
+
+struct Params {
+    m: u32,
+    n: u32,
+    /// Words per row of x and of w (K / 4).
+    k_words: u32,
+    has_bias: u32,
+    in_zero_point: i32,
+    in_scale: f32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<u32>;
+@group(0) @binding(2) var<storage, read> w: array<u32>;
+@group(0) @binding(3) var<storage, read> w_scales: array<Elem>;
+@group(0) @binding(4) var<storage, read> bias: array<Elem>;
+@group(0) @binding(5) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let o = gid.x + gid.y * nwg.x * WG;
+    if o >= p.m * p.n {
+        return;
+    }
+    let row = o / p.n;
+    let col = o % p.n;
+    var acc = 0i;
+    var w_sum = 0i;
+    for (var kw = 0u; kw < p.k_words; kw++) {
+        let ww = w[col * p.k_words + kw];
+        acc += dot4I8Packed(x[row * p.k_words + kw], ww);
+        w_sum += dot4I8Packed(ww, 0x01010101u);
+    }
+    var y = f32(acc - p.in_zero_point * w_sum) * (p.in_scale * f32(w_scales[col]));
+    if p.has_bias != 0u {
+        y += f32(bias[col]);
+    }
+    out[o] = Elem(y);
+}
+"#;
+
+/// `q8_pixel_shuffle.wgsl` with `Elem = f32`.
+pub const Q8_PIXEL_SHUFFLE_F32: &str = r#"//! `et_vk.q8ta_pixel_shuffle`: `quantize(pixel_shuffle(dequantize(x), r))`
+//! on int8 NCHW tensors. Output `(b, c, oy, ox)` reads input channel
+//! `c * r * r + (oy % r) * r + ox % r` at `(oy / r, ox / r)`; the value is
+//! dequantized with the input's scale and zero point and requantized with
+//! the output's (`f32(output_inv_scale)`, round half to even, clamp to
+//! -128..127), each step in float32 as the reference. One invocation
+//! writes one output word (four flat NCHW outputs).
+// variants: f32
+
+alias Elem = f32;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    numel: u32,
+    /// Output channels, height, width.
+    oc: u32,
+    oh: u32,
+    ow: u32,
+    r: u32,
+    in_scale: f32,
+    in_zero_point: i32,
+    out_inv_scale: f32,
+    out_zero_point: i32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<u32>;
+@group(0) @binding(2) var<storage, read_write> out: array<u32>;
+
+/// Byte `j` (0..4) of `word` as a signed int8 value.
+fn i8_at(word: u32, j: u32) -> i32 {
+    return bitcast<i32>(word << (24u - 8u * j)) >> 24u;
+}
+
+/// `clamp(round(y * inv_scale) + zero_point, -128, 127)`, as
+/// `quantized_decomposed.quantize_per_tensor` computes it (`round` is
+/// half-to-even in WGSL, as `torch.round`), in the low byte.
+fn requant(y: f32, inv_scale: f32, zero_point: i32, qmin: i32, qmax: i32) -> u32 {
+    let q = clamp(i32(round(y * inv_scale)) + zero_point, qmin, qmax);
+    return u32(q) & 0xffu;
+}
+
+/// The input element (flat NCHW) output `o` takes.
+fn source(o: u32) -> u32 {
+    let ox = o % p.ow;
+    let oy = (o / p.ow) % p.oh;
+    let rest = o / (p.ow * p.oh);
+    let c = rest % p.oc;
+    let b = rest / p.oc;
+    let ic = (c * p.r + oy % p.r) * p.r + ox % p.r;
+    let ih = p.oh / p.r;
+    let iw = p.ow / p.r;
+    return ((b * p.oc * p.r * p.r + ic) * ih + oy / p.r) * iw + ox / p.r;
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let word = gid.x + gid.y * nwg.x * WG;
+    if word * 4u >= p.numel {
+        return;
+    }
+    var packed = 0u;
+    for (var j = 0u; j < 4u; j++) {
+        let o = word * 4u + j;
+        if o < p.numel {
+            let i = source(o);
+            let y = Elem((f32(i8_at(x[i / 4u], i % 4u)) - f32(p.in_zero_point)) * p.in_scale);
+            packed |= requant(f32(y), p.out_inv_scale, p.out_zero_point, -128, 127) << (8u * j);
         }
     }
     out[word] = packed;

@@ -3,10 +3,12 @@
 //! `quantized_decomposed.quantize_per_tensor` (`q8_quantize.wgsl`) and
 //! `dequantize_per_tensor` (`q8_dequantize.wgsl`), and the fused int8 ops
 //! the partitioner writes between them: `et_vk.q8ta_linear` and
-//! `q8ta_linear_gemv` (`q8_linear.wgsl`), `et_vk.q8ta_conv2d`, `_pw` and
-//! `_dw` (`q8_conv2d.wgsl`), `et_vk.q8ta_add` (`q8_add.wgsl`) and
-//! `et_vk.q8ta_relu` (`q8_relu.wgsl`); and the weight-only linears of
-//! VulkanQuantizer (`q8_weight_only.wgsl`).
+//! `q8ta_linear_gemv` (`q8_linear.wgsl`), `et_vk.linear_q8ta_q8csw` (the
+//! same linear with a float output, `q8_linear_float.wgsl`),
+//! `et_vk.q8ta_conv2d`, `_pw`, `_dw` and `_transposed` (`q8_conv2d.wgsl`),
+//! `et_vk.q8ta_add` (`q8_add.wgsl`), `et_vk.q8ta_relu` (`q8_relu.wgsl`)
+//! and `et_vk.q8ta_pixel_shuffle` (`q8_pixel_shuffle.wgsl`); and the
+//! weight-only linears of VulkanQuantizer (`q8_weight_only.wgsl`).
 //!
 //! int8 tensors are int8 on the device: four to a `u32` word, in the
 //! host's row-major element order (the `PACKED_INT8_*` memory layouts of
@@ -316,6 +318,139 @@ pub fn q8ta_linear(c: &Ctx<'_>) -> Result<Lowered> {
     Ok(Lowered { shapes: vec![(out.id, out_shape)], steps })
 }
 
+/// `et_vk.linear_q8ta_q8csw.default(x int8 [..., K], input_scale,
+/// input_zp, weights int8 [N, K], weight_sums int32, weight_scales
+/// [>= N], bias? [>= N], →out float [..., N])`: the int8 linear of
+/// [`q8ta_linear`] whose output the exporter leaves unquantized (a static
+/// int8 input, no quantize after the linear). The weight sums are
+/// recomputed in the kernel from the weights it reads.
+pub fn linear_q8ta_q8csw(c: &Ctx<'_>) -> Result<Lowered> {
+    c.expect_args(8)?;
+    let x = c.tensor(0, "x")?;
+    let in_scale = scale(c, 1, "input_scale")?;
+    let in_zp = int8_value(c, 2, "input_zero_point")?;
+    let w = c.tensor(3, "weights")?;
+    c.tensor(4, "weight_sums")?;
+    let w_scales = c.tensor(5, "weight_scales")?;
+    let bias = c.opt_tensor(6, "bias")?;
+    let out = c.tensor(7, "out")?;
+    int8(&x, 0, "x")?;
+    int8(&w, 3, "weights")?;
+    let shader = float_shader(Family::Q8LinearFloat, &out, 7, "out")?;
+    crate::plan::same_dtype(&w_scales, out.dtype, 5, "weight_scales")?;
+    let Some(&k) = x.shape.last() else { return Err(shape_err(0, "x", "[..., K]".into(), &x)) };
+    if !k.is_multiple_of(4) {
+        return Err(shape_err(0, "x", "[..., K] with K a multiple of 4".into(), &x));
+    }
+    let [n, wk] = w.shape[..] else { return Err(shape_err(3, "weights", "[N, K]".into(), &w)) };
+    if wk != k {
+        return Err(shape_err(3, "weights", format!("[N, {k}]"), &w));
+    }
+    if w_scales.numel() < n {
+        return Err(shape_err(
+            5,
+            "weight_scales",
+            format!("at least {n} elements (one per output channel)"),
+            &w_scales,
+        ));
+    }
+    if let Some(b) = &bias {
+        crate::plan::same_dtype(b, out.dtype, 6, "bias")?;
+        if b.numel() < n {
+            return Err(shape_err(6, "bias", format!("at least {n} elements (one per output channel)"), b));
+        }
+    }
+    let m = x.numel().checked_div(k).unwrap_or(0);
+    let mut out_shape = x.shape.to_vec();
+    *out_shape.last_mut().expect("rank >= 1") = n;
+    let numel = m * n;
+    let steps = one_dispatch(numel, || {
+        to_u32("output elements", numel)?;
+        let params = Uniform::new()
+            .u32(to_u32("M", m)?)
+            .u32(to_u32("N", n)?)
+            .u32(to_u32("K / 4", k / 4)?)
+            .u32(u32::from(bias.is_some()))
+            .i32(in_zp)
+            .f32(in_scale as f32)
+            .finish();
+        Ok(Dispatch {
+            shader: shader.into(),
+            entry: "main",
+            inputs: vec![x.id, w.id, w_scales.id, bias.map_or(w_scales.id, |b| b.id)],
+            outputs: vec![out.id],
+            params,
+            workgroups: grid_1d(numel, WG_Q8_DOT)?,
+        })
+    })?;
+    Ok(Lowered { shapes: vec![(out.id, out_shape)], steps })
+}
+
+/// `et_vk.q8ta_pixel_shuffle.default(input int8 [N, C*r*r, H, W],
+/// input_scale, input_zp, output_inv_scale, output_zp, upscale_factor r,
+/// →out int8 [N, C, H*r, W*r])`: note the output's *inverse* scale, as the
+/// exporter writes it.
+pub fn q8ta_pixel_shuffle(c: &Ctx<'_>) -> Result<Lowered> {
+    c.expect_args(7)?;
+    let x = c.tensor(0, "input")?;
+    let in_scale = scale(c, 1, "input_scale")?;
+    let in_zp = int8_value(c, 2, "input_zero_point")?;
+    // A positive finite inverse scale is a positive finite scale's reciprocal.
+    let out_inv_scale = scale(c, 3, "output_inv_scale")?;
+    let out_zp = int8_value(c, 4, "output_zero_point")?;
+    let r = c.int(5, "upscale_factor")?;
+    let out = c.tensor(6, "out")?;
+    int8(&x, 0, "input")?;
+    int8(&out, 6, "out")?;
+    let r = u64::try_from(r).ok().filter(|&r| r > 0).ok_or_else(|| Error::ArgValue {
+        arg_idx: 5,
+        name: "upscale_factor",
+        found: r.to_string(),
+        reason: "must be positive",
+    })?;
+    let rr = r.checked_mul(r).ok_or(Error::TooLarge { what: "upscale_factor squared", found: r })?;
+    let [batch, ch, h, wd] = x.shape[..] else { return Err(shape_err(0, "input", "[N, C, H, W]".into(), &x)) };
+    if !ch.is_multiple_of(rr) {
+        return Err(shape_err(
+            0,
+            "input",
+            format!("[N, C, H, W] with C a multiple of {rr} (upscale_factor squared)"),
+            &x,
+        ));
+    }
+    let (oh, ow) = match (h.checked_mul(r), wd.checked_mul(r)) {
+        (Some(oh), Some(ow)) => (oh, ow),
+        _ => return Err(Error::TooLarge { what: "pixel_shuffle output", found: u64::MAX }),
+    };
+    let out_shape = vec![batch, ch / rr, oh, ow];
+    let numel = crate::plan::checked_numel(&out_shape)?;
+    let shader =
+        crate::generated::shaders::ShaderId::find(Family::Q8PixelShuffle, crate::generated::shaders::Variant::F32)
+            .expect("q8_pixel_shuffle.wgsl has an f32 variant");
+    let steps = one_dispatch(numel, || {
+        let params = Uniform::new()
+            .u32(to_u32("elements", numel)?)
+            .u32(to_u32("output channels", ch / rr)?)
+            .u32(to_u32("output height", oh)?)
+            .u32(to_u32("output width", ow)?)
+            .u32(to_u32("upscale_factor", r)?)
+            .f32(in_scale as f32)
+            .i32(in_zp)
+            .f32(out_inv_scale as f32)
+            .i32(out_zp)
+            .finish();
+        Ok(Dispatch {
+            shader: shader.into(),
+            entry: "main",
+            inputs: vec![x.id],
+            outputs: vec![out.id],
+            params,
+            workgroups: grid_1d(numel.div_ceil(4), WG_Q8)?,
+        })
+    })?;
+    Ok(Lowered { shapes: vec![(out.id, out_shape)], steps })
+}
+
 /// Which packing of the weights a q8ta convolution reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConvKind {
@@ -324,6 +459,10 @@ pub enum ConvKind {
     General,
     /// `q8ta_conv2d_dw`: `[KH, KW, >= OC]`, one input channel per output.
     Depthwise,
+    /// `q8ta_conv2d_transposed`: as `General` (`[OC, >= KH*KW*IC_g]`, the
+    /// exporter's relayout of `(IC, OC_g, KH, KW)`), with an
+    /// `output_padding` argument after `padding`.
+    Transposed,
 }
 
 /// Two entries of a `[h, w]` list argument, each at least `min`.
@@ -343,9 +482,15 @@ fn pair(c: &Ctx<'_>, i: usize, name: &'static str, min: i64) -> Result<[u64; 2]>
 /// `et_vk.q8ta_conv2d{,_pw,_dw}.default(x int8 [N, C, H, W], input_scale,
 /// input_zp, weights int8, weight_sums int32, weight_scales [>= OC],
 /// output_scale, output_zp, bias? [>= OC], kernel_size, stride, padding,
-/// dilation, groups, activation, →out int8 [N, OC, OH, OW])`.
+/// dilation, groups, activation, →out int8 [N, OC, OH, OW])`;
+/// `et_vk.q8ta_conv2d_transposed.default` takes `output_padding` after
+/// `padding` and has `OH = (H - 1) * stride - 2 * padding + dilation *
+/// (KH - 1) + output_padding + 1`.
 pub fn q8ta_conv2d(c: &Ctx<'_>, kind: ConvKind) -> Result<Lowered> {
-    c.expect_args(16)?;
+    let transposed = kind == ConvKind::Transposed;
+    // Positions after `padding` shift by one where `output_padding` sits.
+    let t = usize::from(transposed);
+    c.expect_args(16 + t)?;
     let x = c.tensor(0, "x")?;
     let w = c.tensor(3, "weights")?;
     c.tensor(4, "weight_sums")?;
@@ -354,18 +499,19 @@ pub fn q8ta_conv2d(c: &Ctx<'_>, kind: ConvKind) -> Result<Lowered> {
     let [kh, kw] = pair(c, 9, "kernel_size", 1)?;
     let [sh, sw] = pair(c, 10, "stride", 1)?;
     let [ph, pw] = pair(c, 11, "padding", 0)?;
-    let [dh, dw] = pair(c, 12, "dilation", 1)?;
-    let groups = c.int(13, "groups")?;
-    let relu = relu_flag(c, 14)?;
-    let out = c.tensor(15, "out")?;
+    let [oph, opw] = if transposed { pair(c, 12, "output_padding", 0)? } else { [0, 0] };
+    let [dh, dw] = pair(c, 12 + t, "dilation", 1)?;
+    let groups = c.int(13 + t, "groups")?;
+    let relu = relu_flag(c, 14 + t)?;
+    let out = c.tensor(15 + t, "out")?;
     let q = requant_args(c)?;
     int8(&x, 0, "x")?;
     int8(&w, 3, "weights")?;
-    int8(&out, 15, "out")?;
+    int8(&out, 15 + t, "out")?;
     let [batch, ch, h, wd] = x.shape[..] else { return Err(shape_err(0, "x", "[N, C, H, W]".into(), &x)) };
     let groups =
         u64::try_from(groups).ok().filter(|&g| g > 0 && ch.is_multiple_of(g)).ok_or_else(|| Error::ArgValue {
-            arg_idx: 13,
+            arg_idx: 13 + t,
             name: "groups",
             found: groups.to_string(),
             reason: "must be positive and divide the input channels",
@@ -376,7 +522,7 @@ pub fn q8ta_conv2d(c: &Ctx<'_>, kind: ConvKind) -> Result<Lowered> {
         .and_then(|t| t.checked_mul(ic_g))
         .ok_or(Error::TooLarge { what: "kernel taps", found: u64::MAX })?;
     let (oc, w_row) = match kind {
-        ConvKind::General => {
+        ConvKind::General | ConvKind::Transposed => {
             let [oc, row] = w.shape[..] else {
                 return Err(shape_err(3, "weights", "[OC, KH*KW*IC/groups (padded)]".into(), &w));
             };
@@ -412,8 +558,35 @@ pub fn q8ta_conv2d(c: &Ctx<'_>, kind: ConvKind) -> Result<Lowered> {
             }),
         }
     };
-    let oh = out_dim(h, kh, sh, ph, dh, 9)?;
-    let ow = out_dim(wd, kw, sw, pw, dw, 9)?;
+    let out_dim_transposed = |size: u64, k: u64, s: u64, p: u64, op: u64, d: u64| -> Result<u64> {
+        if op >= s.max(d) {
+            return Err(Error::ArgValue {
+                arg_idx: 12,
+                name: "output_padding",
+                found: format!("{op} (stride {s}, dilation {d})"),
+                reason: "must be smaller than the stride or the dilation",
+            });
+        }
+        let full = size
+            .checked_sub(1)
+            .and_then(|n| n.checked_mul(s))
+            .and_then(|n| n.checked_add(d.checked_mul(k - 1)?))
+            .and_then(|n| n.checked_add(op + 1));
+        match full.and_then(|n| n.checked_sub(p.checked_mul(2)?)) {
+            Some(n) if n > 0 => Ok(n),
+            _ => Err(Error::ArgValue {
+                arg_idx: 11,
+                name: "padding",
+                found: format!("{p} over {size} (kernel {k}, stride {s})"),
+                reason: "the transposed convolution's output must not be empty",
+            }),
+        }
+    };
+    let (oh, ow) = if transposed {
+        (out_dim_transposed(h, kh, sh, ph, oph, dh)?, out_dim_transposed(wd, kw, sw, pw, opw, dw)?)
+    } else {
+        (out_dim(h, kh, sh, ph, dh, 9)?, out_dim(wd, kw, sw, pw, dw, 9)?)
+    };
     let out_shape = vec![batch, oc, oh, ow];
     let numel = crate::plan::checked_numel(&out_shape)?;
     let shader = float_shader(Family::Q8Conv2d, &w_scales, 5, "weight_scales")?;
@@ -438,7 +611,11 @@ pub fn q8ta_conv2d(c: &Ctx<'_>, kind: ConvKind) -> Result<Lowered> {
             .u32(to_u32("input channels per group", ic_g)?)
             .u32(to_u32("output channels per group", oc / groups)?)
             .u32(to_u32("weight row", w_row)?)
-            .u32(u32::from(kind == ConvKind::Depthwise))
+            .u32(match kind {
+                ConvKind::General => 0,
+                ConvKind::Depthwise => 1,
+                ConvKind::Transposed => 2,
+            })
             .u32(u32::from(bias.is_some()))
             .u32(u32::from(relu))
             .i32(q.in_zp)

@@ -14,6 +14,7 @@ mod hostile;
 mod limits;
 mod llm;
 mod long_run;
+mod q8_cnn;
 mod threads;
 mod train;
 
