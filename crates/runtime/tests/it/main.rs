@@ -14,6 +14,7 @@ mod hostile;
 mod limits;
 mod llm;
 mod long_run;
+mod split;
 mod threads;
 
 use std::path::{Path, PathBuf};
