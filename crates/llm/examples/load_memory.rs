@@ -14,6 +14,8 @@
 //! software device (lavapipe) the GPU buffers are host memory too, so the
 //! peak counts them: compare it with the file size plus the device bytes.
 
+use std::io::Write;
+
 use etwgpu_format::Program;
 use etwgpu_llm::Generator;
 use etwgpu_runtime::Runtime;
@@ -47,9 +49,11 @@ fn main() {
     let generator = Generator::new(&rt, &program).unwrap_or_else(|e| panic!("load: {e}"));
     let secs = start.elapsed().as_secs_f64();
     let (after, peak) = rss();
-    println!("device: {}", rt.adapter_info().name);
-    println!("file: {size:.0} MiB; resident before open {base:.0} MiB, after open {opened:.0} MiB");
-    println!(
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "device: {}", rt.adapter_info().name);
+    let _ = writeln!(out, "file: {size:.0} MiB; resident before open {base:.0} MiB, after open {opened:.0} MiB");
+    let _ = writeln!(
+        out,
         "load ({secs:.1} s): peak resident {peak:.0} MiB{}, after {after:.0} MiB; peak over the opened program {:.0} MiB",
         if reset { "" } else { " (since start: clear_refs failed)" },
         peak - opened

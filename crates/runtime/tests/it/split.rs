@@ -132,9 +132,8 @@ fn a_table_past_the_device_binding_limit_runs_split() {
     // Rows in the first chunk, at the second's start and at the end.
     let ids = [3i64, (limit / (d as u64 * 4)) as i64, v as i64 - 1];
     let xv = data(d, 43);
-    let outs = method
-        .run(&[int_tensor(DType::I64, &[1, 3], &ids), Tensor::from_f32(&[1, d as u64], &xv)])
-        .expect("runs");
+    let outs =
+        method.run(&[int_tensor(DType::I64, &[1, 3], &ids), Tensor::from_f32(&[1, d as u64], &xv)]).expect("runs");
     let want: Vec<f32> = ids.iter().flat_map(|&t| table[t as usize * d..][..d].to_vec()).collect();
     assert_close(&f32s(&outs[0]), &want, 0.0, "embedding past the limit");
     // The float32 row of tools/export/tolerances.py (rtol = atol = 1e-4).
