@@ -12,6 +12,8 @@
 //!   weights word-major for the fast 4-bit kernels).
 //! - [`retype`]: int64 held as int32, float16 promotion and KV-cache
 //!   narrowing, the dtype rewrites the runtime picks per device.
+//! - [`split`]: constants past the device's binding limit split by rows
+//!   into chunks that fit, the ops reading them into one op per chunk.
 //! - [`route`]: where a KernelCall outside the delegate runs (a one-op GPU
 //!   graph, the CPU fallback, or nowhere).
 //! - [`method_plan`]: a whole method's steps (delegates, kernel calls,
@@ -27,6 +29,7 @@ pub mod memory;
 pub mod method_plan;
 pub mod retype;
 pub mod route;
+pub mod split;
 
 #[cfg(test)]
 mod tests;

@@ -485,3 +485,85 @@ fn decode_positions_are_patched_without_host_rules() {
     assert!(matches!(past, Err(LowerError::Op { .. })), "{past:?}");
     assert!(live.rule_calls() > calls);
 }
+
+/// The split pass cuts a float linear past the limit into row chunks (a
+/// multiple of 64 rows, the last ragged) concatenated along the last dim,
+/// each chunk a narrower range of the same file bytes; a 4-bit linear's
+/// scales by columns, the last chunk keeping the padding; an embedding
+/// into per-chunk lookups summed; and leaves alone what fits.
+#[test]
+fn split_cuts_tables_past_the_limit_into_row_chunks() {
+    use etwgpu_format::writer::{GraphBuilder, ProgramBuilder};
+    use etwgpu_format::{DType, VkValue};
+    let (n, k) = (300u64, 8u64);
+    let mut g = GraphBuilder::new();
+    let x = g.tensor(DType::F32, &[1, k]);
+    let w = g.constant(DType::F32, &[n, k], &vec![7; (n * k * 4) as usize]);
+    let none = g.null();
+    let y = g.tensor(DType::F32, &[1, n]);
+    let qw = g.constant(DType::U8, &[n, k / 2], &vec![1; (n * k / 2) as usize]);
+    let qs = g.constant(DType::F32, &[1, 304], &vec![2; 304 * 4]);
+    let gs = g.int(8);
+    let qy = g.tensor(DType::F32, &[1, n]);
+    let idx = g.tensor(DType::I32, &[2]);
+    let pad = g.int(-1);
+    let no = g.bool(false);
+    let e = g.tensor(DType::F32, &[2, k]);
+    let small = g.constant(DType::F32, &[4, k], &[0; 128]);
+    let e2 = g.tensor(DType::F32, &[2, k]);
+    g.op("aten.linear.default", &[x, w, none, y])
+        .op("et_vk.linear_q4gsw.default", &[x, qw, qs, gs, none, qy])
+        .op("aten.embedding.default", &[w, idx, pad, no, no, e])
+        .op("aten.embedding.default", &[small, idx, pad, no, no, e2]);
+    g.inputs(&[x, idx]).outputs(&[y, qy, e, e2]);
+    let program = etwgpu_format::Program::from_bytes(ProgramBuilder::single_delegate(g).to_bytes()).expect("parses");
+    let mut graph = program.methods[0].vulkan_delegates().next().expect("a delegate").2.clone();
+    let whole = graph.constants[0].data().expect("resolved").range.clone();
+    let mut file_dtype = Vec::new();
+    // 64 rows of 32 bytes fit in 2048 bytes: the float weight (9600 bytes)
+    // splits into 4 chunks of 64 and one of 44; the 4-bit one (4 bytes a
+    // row) fits.
+    let split = crate::split::split_large(&mut graph, &mut file_dtype, 2048);
+    assert_eq!(split.ops, 2, "the float linear and the embedding reading its weight");
+    let names: Vec<&str> = graph.chain.iter().map(|c| c.name.as_str()).collect();
+    let mut want = vec!["aten.linear.default"; 5];
+    want.push("aten.cat.default");
+    want.push("et_vk.linear_q4gsw.default");
+    want.extend(["etwgpu.embedding_rows.default"]);
+    for _ in 0..4 {
+        want.extend(["etwgpu.embedding_rows.default", "aten.add.Tensor"]);
+    }
+    want.push("aten.embedding.default");
+    assert_eq!(names, want);
+    let rows: Vec<u64> =
+        graph.chain[..5].iter().map(|c| graph.value(c.args[1]).as_tensor().expect("a chunk").dims[0]).collect();
+    assert_eq!(rows, [64, 64, 64, 64, 44]);
+    let ranges: Vec<std::ops::Range<usize>> = graph.chain[..5]
+        .iter()
+        .map(|c| {
+            let t = graph.value(c.args[1]).as_tensor().expect("a chunk");
+            graph.constants[t.constant.expect("a constant").0 as usize].data().expect("resolved").range.clone()
+        })
+        .collect();
+    assert_eq!(ranges.first().map(|r| r.start), Some(whole.start));
+    assert!(ranges.windows(2).all(|p| p[0].end == p[1].start), "{ranges:?}");
+    assert_eq!(ranges.last().map(|r| r.end), Some(whole.end));
+    assert_eq!(*graph.chain[5].args.last().expect("out"), y, "the cat writes the linear's output");
+    assert!(matches!(graph.value(w), VkValue::Null), "the whole weight leaves the graph");
+    assert_eq!(graph.chain.last().expect("ops").args[0], small, "a table that fits stays");
+
+    // At 256 bytes the 4-bit linear splits too: 64 rows of max(4, 4)
+    // bytes; its scales by columns, the last chunk keeping the padding.
+    let mut graph = program.methods[0].vulkan_delegates().next().expect("a delegate").2.clone();
+    let split = crate::split::split_large(&mut graph, &mut Vec::new(), 256);
+    let q4: Vec<_> = graph.chain.iter().filter(|c| c.name == "et_vk.linear_q4gsw.default").collect();
+    let cols: Vec<(u64, Option<crate::split::ColumnWindow>)> = q4
+        .iter()
+        .map(|c| {
+            let s = graph.value(c.args[2]).as_tensor().expect("scales");
+            (s.dims[1], split.windows.get(c.args[2].idx()).copied().flatten())
+        })
+        .collect();
+    let window = |start| Some(crate::split::ColumnWindow { cols: 304, start });
+    assert_eq!(cols, [(64, window(0)), (64, window(64)), (64, window(128)), (64, window(192)), (48, window(256))]);
+}

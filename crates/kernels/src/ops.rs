@@ -2,7 +2,8 @@
 //! name. [`register_ops!`] turns the rows into [`OpId`], [`OPS`] and
 //! [`from_name`], and wires each row to its host rule in `ops/<family>.rs`.
 //! Rows named `etwgpu.*` are not ExecuTorch operators: the graph's fusion
-//! pass writes them (`ops/fused.rs`).
+//! pass writes them (`ops/fused.rs`), and its split of tables past the
+//! binding limit the `embedding_rows` ones.
 
 pub mod conv;
 pub mod creation;
@@ -259,6 +260,8 @@ register_ops! {
     AddmmAct => "etwgpu.addmm_act.default" => |c| fused::with_act(c, matmul::addmm_with),
     ConvWithClampAct => "etwgpu.conv_with_clamp_act.default" => |c| fused::with_act(c, |c, e| conv::convolution_with(c, true, e)),
     ConvolutionAct => "etwgpu.convolution_act.default" => |c| fused::with_act(c, |c, e| conv::convolution_with(c, false, e)),
+    EmbeddingQ4gswRows => "etwgpu.embedding_q4gsw_rows.default" => quant::embedding_q4gsw_rows,
+    EmbeddingRows => "etwgpu.embedding_rows.default" => index::embedding_rows,
     FusedElementwise => "etwgpu.fused_elementwise.default" => fused::fused_elementwise,
     LinearAct => "etwgpu.linear_act.default" => |c| fused::with_act(c, matmul::linear_with),
     LinearQ4gswQkv => "etwgpu.linear_q4gsw_qkv.default" => fused::linear_q4gsw_qkv,

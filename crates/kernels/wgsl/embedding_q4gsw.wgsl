@@ -3,7 +3,10 @@
 //!
 //! Weights are u8 `[V, E/2]` read as `u32` words, even dims in the low
 //! nibble; scales are `[V, G]`. One invocation per output element; an
-//! index outside `0..V` gives zeros.
+//! index outside `0..V` gives zeros. The weights and scales may hold only
+//! rows `row_start .. row_start + V` of a table split past the binding
+//! limit: an index outside them gives zeros too, so the chunks' outputs
+//! sum to the whole lookup.
 // variants: f32 f16
 
 alias Elem = f32;
@@ -16,7 +19,7 @@ struct Params {
     numel: u32,
     /// Embedding dim.
     dim: u32,
-    /// Vocabulary size.
+    /// Rows held (the vocabulary size of a whole table).
     vocab: u32,
     /// Bytes per weight row.
     row_bytes: u32,
@@ -24,7 +27,8 @@ struct Params {
     n_groups: u32,
     /// Dims per scale group.
     group_size: u32,
-    _pad0: u32,
+    /// The token of the first row held (0 for a whole table).
+    row_start: u32,
     _pad1: u32,
 }
 
@@ -43,11 +47,11 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let i = idx / p.dim;
     let d = idx % p.dim;
     let token = indices[i];
-    if token < 0 || u32(token) >= p.vocab {
+    if token < 0 || u32(token) < p.row_start || u32(token) - p.row_start >= p.vocab {
         out[idx] = Elem(0.0);
         return;
     }
-    let t = u32(token);
+    let t = u32(token) - p.row_start;
     let byte_idx = t * p.row_bytes + d / 2u;
     let byte = (weights[byte_idx / 4u] >> ((byte_idx % 4u) * 8u)) & 0xffu;
     let nibble = (byte >> ((d % 2u) * 4u)) & 0xfu;

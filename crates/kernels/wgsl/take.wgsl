@@ -8,6 +8,11 @@
 //! dim. A negative `k` counts from the end (`k + dim_size`), as PyTorch's
 //! indexing does; an index still out of range reads 0 (a GPU cannot raise
 //! PyTorch's error). Pure data movement: the `i32` variant also moves bools.
+//!
+//! `x` may hold only rows `row_start .. row_start + rows` of the indexed
+//! dim (one chunk of a table split past the binding limit): an index
+//! outside them reads 0 too, so the chunks' outputs sum to the whole
+//! gather. A whole table has `row_start` 0 and `rows` equal to `dim_size`.
 // variants: f32 f16 i32
 
 alias Elem = f32;
@@ -23,6 +28,12 @@ struct Params {
     shape: array<vec4<u32>, 2>,
     x_strides: array<vec4<u32>, 2>,
     i_strides: array<vec4<u32>, 2>,
+    /// First row of the indexed dim that `x` holds.
+    row_start: u32,
+    /// Rows of the indexed dim that `x` holds.
+    rows: u32,
+    _pad0: u32,
+    _pad1: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -51,9 +62,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if k < 0 {
         k += i32(p.dim_size);
     }
-    if k < 0 || u32(k) >= p.dim_size {
+    if k < 0 || u32(k) >= p.dim_size || u32(k) < p.row_start || u32(k) - p.row_start >= p.rows {
         out[i] = Elem(0);
     } else {
-        out[i] = x[xo + u32(k) * p.x_dim_stride];
+        out[i] = x[xo + (u32(k) - p.row_start) * p.x_dim_stride];
     }
 }

@@ -71,6 +71,9 @@ pub(crate) struct Layout<'a> {
     /// Per value: the dtype of its constant's bytes in the file where that
     /// differs from its device dtype.
     pub file_dtype: &'a [Option<DType>],
+    /// Per value: the columns its constant takes of its bytes in the file,
+    /// for the chunks of a split constant ([`etwgpu_graph::split`]).
+    pub windows: &'a [Option<etwgpu_graph::split::ColumnWindow>],
     /// The chain's steps at the maximum shapes.
     pub steps: &'a [Step],
     /// The scratch tensors the ops share.
@@ -127,10 +130,10 @@ impl DeviceBuffers {
             .map(|&(_, src)| tensor_of(at.graph, src).map(etwgpu_format::VkTensor::size_bytes))
             .collect::<Result<_>>()?;
         let total = sizes.iter().sum();
-        let mut done = 0;
+        let (mut done, mut staged) = (0, 0);
         for ((idx, src), size) in uploads.into_iter().zip(sizes) {
             let buffer = me.buffers[idx].as_ref().expect("uploaded values have buffers");
-            upload_constant(at, program, src, buffer)?;
+            upload_constant(at, program, src, buffer, &mut staged).await?;
             done += size;
             progress(LoadProgress { stage: LoadStage::Weights, done, total });
         }
@@ -288,7 +291,13 @@ fn storage_buffer(rt: &Runtime, label: &str, size: u64) -> wgpu::Buffer {
 
 /// Writes the bytes of constant `value` into `buffer`, converted to its
 /// device dtype and layout.
-fn upload_constant(at: &Layout<'_>, program: &Program, value: ValueId, buffer: &wgpu::Buffer) -> Result<()> {
+async fn upload_constant(
+    at: &Layout<'_>,
+    program: &Program,
+    value: ValueId,
+    buffer: &wgpu::Buffer,
+    staged: &mut u64,
+) -> Result<()> {
     let t = tensor_of(at.graph, value)?;
     let cid = t.constant.expect("only constants are uploaded");
     let constant = &at.graph.constants[cid.0 as usize];
@@ -301,23 +310,78 @@ fn upload_constant(at: &Layout<'_>, program: &Program, value: ValueId, buffer: &
     // A promoted float16 constant or a narrowed float32 cache: its bytes in
     // the file have the other float type; an int64 constant held as int32.
     let file_dtype = at.file_dtype.get(value.idx()).copied().flatten().unwrap_or(t.dtype);
-    let expected = t.numel() * file_dtype.size_bytes() as u64;
+    let elem = file_dtype.size_bytes() as u64;
+    let window = at.windows.get(value.idx()).copied().flatten();
+    let expected = match (window, &t.dims[..]) {
+        (Some(w), &[rows, _]) => rows * w.cols * elem,
+        _ => t.numel() * elem,
+    };
     if data.len() as u64 != expected {
         return Err(Error::ConstantSize { value: value.0, expected, found: data.len() as u64 });
     }
-    if !data.is_empty() {
-        let data = convert(data, file_dtype, t.dtype)
-            .expect("the retype passes only pair dtypes convert takes")
-            .map_err(|found| Error::ConstantOutOfRange { value: value.0, dtype: t.dtype, found })?;
-        let data = match t.dims[..] {
-            [n, row_bytes] if t.memory_layout == etwgpu_graph::layout::Q4_WORD_MAJOR => {
-                etwgpu_graph::layout::to_q4_word_major(&data, n as usize, row_bytes as usize)
+    // A column chunk of a split constant: its columns of each file row.
+    let gathered;
+    let data = match (window, &t.dims[..]) {
+        (Some(w), &[_, cols]) => {
+            let (row, at, len) = ((w.cols * elem) as usize, (w.start * elem) as usize, (cols * elem) as usize);
+            gathered = data.chunks_exact(row.max(1)).flat_map(|r| &r[at..at + len]).copied().collect::<Vec<u8>>();
+            &gathered[..]
+        }
+        _ => data,
+    };
+    if data.is_empty() {
+        return Ok(());
+    }
+    // The device bytes are written in pieces of at most `UPLOAD_PIECE`
+    // made from the file's bytes as they go, never a copy of the whole
+    // constant; every `UPLOAD_FLUSH` bytes the queue is flushed so that the
+    // staging copies of the pieces written are freed (natively; a browser's
+    // `writeBuffer` copies at once).
+    let dev_elem = elem_type(t.dtype).device_size_bytes();
+    let q4_rows = match t.dims[..] {
+        [n, row_bytes] if t.memory_layout == etwgpu_graph::layout::Q4_WORD_MAJOR && row_bytes % 16 == 0 => {
+            Some((n as usize, row_bytes as usize))
+        }
+        _ => None,
+    };
+    let mut write = async |offset: usize, piece: Vec<u8>| -> Result<()> {
+        let mut piece = to_device_layout(piece, t.dtype);
+        piece.resize(align4(piece.len() as u64) as usize, 0);
+        at.rt.queue.write_buffer(buffer, offset as u64, &piece);
+        *staged += piece.len() as u64;
+        if *staged >= UPLOAD_FLUSH {
+            *staged = 0;
+            at.rt.queue.submit([]);
+            at.rt.wait_idle_async().await?;
+        }
+        Ok(())
+    };
+    match q4_rows {
+        // Word-major 4-bit weights (1 byte per element, no conversion):
+        // word `w` of every row, side by side, is one contiguous run of the
+        // device buffer.
+        Some((n, row_bytes)) => {
+            for w in 0..row_bytes / 16 {
+                let column: Vec<u8> =
+                    data.chunks_exact(row_bytes).take(n).flat_map(|r| &r[w * 16..w * 16 + 16]).copied().collect();
+                write(w * n * 16, column).await?;
             }
-            _ => data,
-        };
-        let mut padded = to_device_layout(data, t.dtype);
-        padded.resize(align4(padded.len() as u64) as usize, 0);
-        at.rt.queue.write_buffer(buffer, 0, &padded);
+        }
+        None => {
+            let piece = UPLOAD_PIECE / 8 * 8;
+            let file_elem = file_dtype.size_bytes();
+            for (i, bytes) in data.chunks(piece).enumerate() {
+                let converted = convert(bytes, file_dtype, t.dtype)
+                    .expect("the retype passes only pair dtypes convert takes")
+                    .map_err(|found| Error::ConstantOutOfRange { value: value.0, dtype: t.dtype, found })?;
+                write(i * piece / file_elem * dev_elem, converted).await?;
+            }
+        }
     }
     Ok(())
 }
+
+/// Most file bytes converted and written to the device at once.
+const UPLOAD_PIECE: usize = 16 << 20;
+/// Bytes written to the queue between flushes of its staging copies.
+const UPLOAD_FLUSH: u64 = 64 << 20;

@@ -41,6 +41,10 @@ use crate::tensor::{Tensor, convert, from_device_layout, to_device_layout};
 /// layout instead of word-major (`etwgpu_graph::layout`), for comparisons.
 pub const Q4_LAYOUT_ENV: &str = "ETWGPU_Q4_LAYOUT";
 
+/// Environment variable: split constants larger than this many bytes where
+/// [`LoadOptions::split_bytes`] is not set (see there).
+pub const SPLIT_BYTES_ENV: &str = "ETWGPU_SPLIT_BYTES";
+
 /// One method input or output, mapped onto the graph.
 #[derive(Debug, Clone)]
 struct IoSpec {
@@ -255,6 +259,16 @@ impl LoadedDelegate {
         if let Some((_, before)) = &narrowed_i64 {
             file_dtype = etwgpu_graph::retype::merge_before(before, &file_dtype);
         }
+        // Constants past the binding limit (or `split_bytes`) are split by
+        // rows, before the layout pass so that 4-bit chunks go word-major.
+        let limits = rt.device.limits();
+        let split_at = options
+            .split_bytes
+            .or_else(|| std::env::var(SPLIT_BYTES_ENV).ok().and_then(|v| v.parse().ok()))
+            .unwrap_or(u64::MAX)
+            .min(limits.max_storage_buffer_binding_size)
+            .min(limits.max_buffer_size);
+        let split = etwgpu_graph::split::split_large(&mut graph, &mut file_dtype, split_at);
         // Constant 4-bit weights that only the fast 4-bit kernels read are
         // held word-major (rearranged on upload) unless
         // `ETWGPU_Q4_LAYOUT=rows` keeps the file's rows.
@@ -284,6 +298,7 @@ impl LoadedDelegate {
             name: method,
             graph,
             file_dtype: &file_dtype,
+            windows: &split.windows,
             steps: &steps,
             scratch: &scratch,
             io: &io,

@@ -38,7 +38,7 @@ pub mod tensor;
 mod tests;
 
 pub use bandwidth::Bandwidth;
-pub use delegate::{LoadedDelegate, Q4_LAYOUT_ENV};
+pub use delegate::{LoadedDelegate, Q4_LAYOUT_ENV, SPLIT_BYTES_ENV};
 #[cfg(not(target_arch = "wasm32"))]
 pub use device::adapters;
 pub use device::{AdapterSummary, COOP_MATRIX_ENV, PRECISION_ENV, Runtime, RuntimeOptions, adapters_async};

@@ -26,11 +26,18 @@ pub struct LoadOptions {
     /// default) takes `ETWGPU_RECORD_THREADS`, else 2 (1 on hosts of fewer
     /// than 4 cores). One on the web.
     pub record_threads: Option<usize>,
+    /// Constants larger than this many bytes (on the device) are split by
+    /// rows where they can be ([`etwgpu_graph::split`]: linear weights and
+    /// embedding tables, one op per chunk), as those past the device's
+    /// storage-binding limit always are; `None` (the default) splits only
+    /// those, unless `ETWGPU_SPLIT_BYTES` gives a number. A lower value
+    /// exercises the split path on a small model.
+    pub split_bytes: Option<u64>,
 }
 
 impl Default for LoadOptions {
     fn default() -> Self {
-        Self { fuse: true, kv_cache_f16: false, precision: None, record_threads: None }
+        Self { fuse: true, kv_cache_f16: false, precision: None, record_threads: None, split_bytes: None }
     }
 }
 

@@ -71,7 +71,8 @@ impl Runtime {
 
     /// Loads one method of `program` (`options.method`, default
     /// `"forward"`): creates its pipelines and uploads its weights,
-    /// calling `options.onProgress` as it goes.
+    /// calling `options.onProgress` as it goes; `options.splitBytes`
+    /// lowers the size past which weights are split by rows.
     pub async fn load(
         &self,
         program: &JsProgram,
@@ -80,11 +81,9 @@ impl Runtime {
         let name = get(&options, "method").as_string().unwrap_or_else(|| "forward".into());
         let on_progress = source::on_progress(&options)?;
         let mut progress = forward_progress(on_progress.as_ref());
-        let method = self
-            .rt
-            .load_async(&program.program, &name, &Default::default(), &mut progress)
-            .await
-            .map_err(Error::from)?;
+        let split_bytes = get(&options, "splitBytes").as_f64().filter(|b| *b >= 1.0).map(|b| b as u64);
+        let options = etwgpu_runtime::LoadOptions { split_bytes, ..Default::default() };
+        let method = self.rt.load_async(&program.program, &name, &options, &mut progress).await.map_err(Error::from)?;
         let methods = program.program.methods.iter().map(|m| m.name.clone()).collect();
         Ok(Model { method, name, methods })
     }

@@ -148,6 +148,13 @@ export interface LoadOptions {
   method?: string;
   /** Called as weights are uploaded and pipelines compiled. */
   onProgress?: (progress: LoadProgress) => void;
+  /**
+   * (`Runtime.load` only) Split linear weights and embedding tables larger
+   * than this many bytes into row chunks, as those past the device's
+   * `maxStorageBufferBindingSize` always are; lower it to try the split
+   * path on a small model.
+   */
+  splitBytes?: number;
 }
 
 /** A Llama-family program's metadata methods. */

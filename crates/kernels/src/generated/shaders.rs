@@ -4921,7 +4921,10 @@ pub const EMBEDDING_Q4GSW_F32: &str = r#"//! 4-bit group-wise embedding (`et_vk.
 //!
 //! Weights are u8 `[V, E/2]` read as `u32` words, even dims in the low
 //! nibble; scales are `[V, G]`. One invocation per output element; an
-//! index outside `0..V` gives zeros.
+//! index outside `0..V` gives zeros. The weights and scales may hold only
+//! rows `row_start .. row_start + V` of a table split past the binding
+//! limit: an index outside them gives zeros too, so the chunks' outputs
+//! sum to the whole lookup.
 // variants: f32 f16
 
 alias Elem = f32;
@@ -4934,7 +4937,7 @@ struct Params {
     numel: u32,
     /// Embedding dim.
     dim: u32,
-    /// Vocabulary size.
+    /// Rows held (the vocabulary size of a whole table).
     vocab: u32,
     /// Bytes per weight row.
     row_bytes: u32,
@@ -4942,7 +4945,8 @@ struct Params {
     n_groups: u32,
     /// Dims per scale group.
     group_size: u32,
-    _pad0: u32,
+    /// The token of the first row held (0 for a whole table).
+    row_start: u32,
     _pad1: u32,
 }
 
@@ -4961,11 +4965,11 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let i = idx / p.dim;
     let d = idx % p.dim;
     let token = indices[i];
-    if token < 0 || u32(token) >= p.vocab {
+    if token < 0 || u32(token) < p.row_start || u32(token) - p.row_start >= p.vocab {
         out[idx] = Elem(0.0);
         return;
     }
-    let t = u32(token);
+    let t = u32(token) - p.row_start;
     let byte_idx = t * p.row_bytes + d / 2u;
     let byte = (weights[byte_idx / 4u] >> ((byte_idx % 4u) * 8u)) & 0xffu;
     let nibble = (byte >> ((d % 2u) * 4u)) & 0xfu;
@@ -4982,7 +4986,10 @@ pub const EMBEDDING_Q4GSW_F16: &str = r#"enable f16;
 //!
 //! Weights are u8 `[V, E/2]` read as `u32` words, even dims in the low
 //! nibble; scales are `[V, G]`. One invocation per output element; an
-//! index outside `0..V` gives zeros.
+//! index outside `0..V` gives zeros. The weights and scales may hold only
+//! rows `row_start .. row_start + V` of a table split past the binding
+//! limit: an index outside them gives zeros too, so the chunks' outputs
+//! sum to the whole lookup.
 // variants: f32 f16
 
 alias Elem = f16;
@@ -4995,7 +5002,7 @@ struct Params {
     numel: u32,
     /// Embedding dim.
     dim: u32,
-    /// Vocabulary size.
+    /// Rows held (the vocabulary size of a whole table).
     vocab: u32,
     /// Bytes per weight row.
     row_bytes: u32,
@@ -5003,7 +5010,8 @@ struct Params {
     n_groups: u32,
     /// Dims per scale group.
     group_size: u32,
-    _pad0: u32,
+    /// The token of the first row held (0 for a whole table).
+    row_start: u32,
     _pad1: u32,
 }
 
@@ -5022,11 +5030,11 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let i = idx / p.dim;
     let d = idx % p.dim;
     let token = indices[i];
-    if token < 0 || u32(token) >= p.vocab {
+    if token < 0 || u32(token) < p.row_start || u32(token) - p.row_start >= p.vocab {
         out[idx] = Elem(0.0);
         return;
     }
-    let t = u32(token);
+    let t = u32(token) - p.row_start;
     let byte_idx = t * p.row_bytes + d / 2u;
     let byte = (weights[byte_idx / 4u] >> ((byte_idx % 4u) * 8u)) & 0xffu;
     let nibble = (byte >> ((d % 2u) * 4u)) & 0xfu;
@@ -16778,6 +16786,11 @@ pub const TAKE_F32: &str = r#"//! Gather through an int32 index tensor: embeddin
 //! dim. A negative `k` counts from the end (`k + dim_size`), as PyTorch's
 //! indexing does; an index still out of range reads 0 (a GPU cannot raise
 //! PyTorch's error). Pure data movement: the `i32` variant also moves bools.
+//!
+//! `x` may hold only rows `row_start .. row_start + rows` of the indexed
+//! dim (one chunk of a table split past the binding limit): an index
+//! outside them reads 0 too, so the chunks' outputs sum to the whole
+//! gather. A whole table has `row_start` 0 and `rows` equal to `dim_size`.
 // variants: f32 f16 i32
 
 alias Elem = f32;
@@ -16793,6 +16806,12 @@ struct Params {
     shape: array<vec4<u32>, 2>,
     x_strides: array<vec4<u32>, 2>,
     i_strides: array<vec4<u32>, 2>,
+    /// First row of the indexed dim that `x` holds.
+    row_start: u32,
+    /// Rows of the indexed dim that `x` holds.
+    rows: u32,
+    _pad0: u32,
+    _pad1: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -16821,10 +16840,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if k < 0 {
         k += i32(p.dim_size);
     }
-    if k < 0 || u32(k) >= p.dim_size {
+    if k < 0 || u32(k) >= p.dim_size || u32(k) < p.row_start || u32(k) - p.row_start >= p.rows {
         out[i] = Elem(0);
     } else {
-        out[i] = x[xo + u32(k) * p.x_dim_stride];
+        out[i] = x[xo + (u32(k) - p.row_start) * p.x_dim_stride];
     }
 }
 "#;
@@ -16842,6 +16861,11 @@ pub const TAKE_F16: &str = r#"enable f16;
 //! dim. A negative `k` counts from the end (`k + dim_size`), as PyTorch's
 //! indexing does; an index still out of range reads 0 (a GPU cannot raise
 //! PyTorch's error). Pure data movement: the `i32` variant also moves bools.
+//!
+//! `x` may hold only rows `row_start .. row_start + rows` of the indexed
+//! dim (one chunk of a table split past the binding limit): an index
+//! outside them reads 0 too, so the chunks' outputs sum to the whole
+//! gather. A whole table has `row_start` 0 and `rows` equal to `dim_size`.
 // variants: f32 f16 i32
 
 alias Elem = f16;
@@ -16857,6 +16881,12 @@ struct Params {
     shape: array<vec4<u32>, 2>,
     x_strides: array<vec4<u32>, 2>,
     i_strides: array<vec4<u32>, 2>,
+    /// First row of the indexed dim that `x` holds.
+    row_start: u32,
+    /// Rows of the indexed dim that `x` holds.
+    rows: u32,
+    _pad0: u32,
+    _pad1: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -16885,10 +16915,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if k < 0 {
         k += i32(p.dim_size);
     }
-    if k < 0 || u32(k) >= p.dim_size {
+    if k < 0 || u32(k) >= p.dim_size || u32(k) < p.row_start || u32(k) - p.row_start >= p.rows {
         out[i] = Elem(0);
     } else {
-        out[i] = x[xo + u32(k) * p.x_dim_stride];
+        out[i] = x[xo + (u32(k) - p.row_start) * p.x_dim_stride];
     }
 }
 "#;
@@ -16904,6 +16934,11 @@ pub const TAKE_I32: &str = r#"//! Gather through an int32 index tensor: embeddin
 //! dim. A negative `k` counts from the end (`k + dim_size`), as PyTorch's
 //! indexing does; an index still out of range reads 0 (a GPU cannot raise
 //! PyTorch's error). Pure data movement: the `i32` variant also moves bools.
+//!
+//! `x` may hold only rows `row_start .. row_start + rows` of the indexed
+//! dim (one chunk of a table split past the binding limit): an index
+//! outside them reads 0 too, so the chunks' outputs sum to the whole
+//! gather. A whole table has `row_start` 0 and `rows` equal to `dim_size`.
 // variants: f32 f16 i32
 
 alias Elem = i32;
@@ -16919,6 +16954,12 @@ struct Params {
     shape: array<vec4<u32>, 2>,
     x_strides: array<vec4<u32>, 2>,
     i_strides: array<vec4<u32>, 2>,
+    /// First row of the indexed dim that `x` holds.
+    row_start: u32,
+    /// Rows of the indexed dim that `x` holds.
+    rows: u32,
+    _pad0: u32,
+    _pad1: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -16947,10 +16988,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if k < 0 {
         k += i32(p.dim_size);
     }
-    if k < 0 || u32(k) >= p.dim_size {
+    if k < 0 || u32(k) >= p.dim_size || u32(k) < p.row_start || u32(k) - p.row_start >= p.rows {
         out[i] = Elem(0);
     } else {
-        out[i] = x[xo + u32(k) * p.x_dim_stride];
+        out[i] = x[xo + (u32(k) - p.row_start) * p.x_dim_stride];
     }
 }
 "#;

@@ -26,6 +26,9 @@ struct Take<'a> {
     dim_size: u64,
     /// Stride of the indexed dim of `x`.
     x_dim_stride: u64,
+    /// The rows of the indexed dim `x` holds (first, count) when it is one
+    /// chunk of a table split past the binding limit; `None`: all of them.
+    held: Option<(u64, u64)>,
 }
 
 fn u32s(what: &'static str, xs: &[u64]) -> Result<Vec<u32>> {
@@ -42,6 +45,7 @@ fn lower(t: Take<'_>) -> Result<Lowered> {
     same_dtype(&t.out, t.x.dtype, t.out_idx, "out")?;
     check_rank(&t.shape)?;
     let numel: u64 = t.shape.iter().product();
+    let held = t.held.unwrap_or((0, t.dim_size));
     let mut steps = Vec::new();
     if numel > 0 {
         let params = Uniform::new()
@@ -52,6 +56,8 @@ fn lower(t: Take<'_>) -> Result<Lowered> {
             .dims_u32(&dims_u32(&t.shape)?)
             .dims_u32(&u32s("stride", &t.x_strides)?)
             .dims_u32(&u32s("stride", &t.i_strides)?)
+            .u32(to_u32("first row", held.0)?)
+            .u32(to_u32("rows", held.1)?)
             .finish();
         steps.push(Step::Dispatch(Dispatch {
             shader: shader.into(),
@@ -115,6 +121,67 @@ pub fn embedding(c: &Ctx<'_>) -> Result<Lowered> {
         i_strides,
         dim_size: v,
         x_dim_stride: e,
+        held: None,
+    })
+}
+
+/// `etwgpu.embedding_rows.default(weight [n, E], indices, row_start,
+/// vocab, →out [..., E])`: the rows `row_start .. row_start + n` of an
+/// `aten.embedding` table of `vocab` rows split past the binding limit
+/// (`etwgpu_graph::split`); indices outside them give zeros, so the sum of
+/// the chunks' outputs is the whole embedding.
+pub fn embedding_rows(c: &Ctx<'_>) -> Result<Lowered> {
+    c.expect_args(5)?;
+    let w = c.tensor(0, "weight")?;
+    let idx = c.tensor(1, "indices")?;
+    need_int_index(&idx, 1, "indices")?;
+    let &[n, e] = w.shape else {
+        return Err(Error::Shape {
+            arg_idx: 0,
+            name: "weight",
+            expected: "rank 2 [n, E]".into(),
+            found: w.shape.to_vec(),
+        });
+    };
+    let start = non_negative(c, 2, "row_start")?;
+    let vocab = non_negative(c, 3, "vocab")?;
+    if start.checked_add(n).is_none_or(|end| end > vocab) {
+        return Err(Error::ArgValue {
+            arg_idx: 2,
+            name: "row_start",
+            found: start.to_string(),
+            reason: "the chunk's rows must lie inside the vocabulary",
+        });
+    }
+    let k = idx.shape.len();
+    let mut shape = idx.shape.to_vec();
+    shape.push(e);
+    let mut x_strides = vec![0; k];
+    x_strides.push(1);
+    let mut i_strides = contiguous_strides(idx.shape);
+    i_strides.push(0);
+    lower(Take {
+        x: w,
+        idx,
+        out: c.tensor(4, "out")?,
+        out_idx: 4,
+        shape,
+        x_strides,
+        i_strides,
+        dim_size: vocab,
+        x_dim_stride: e,
+        held: Some((start, n)),
+    })
+}
+
+/// Int argument `i`, which must not be negative.
+pub(crate) fn non_negative(c: &Ctx<'_>, i: usize, name: &'static str) -> Result<u64> {
+    let x = c.int(i, name)?;
+    u64::try_from(x).map_err(|_| Error::ArgValue {
+        arg_idx: i,
+        name,
+        found: x.to_string(),
+        reason: "must not be negative",
     })
 }
 
@@ -152,6 +219,7 @@ pub fn index_select(c: &Ctx<'_>) -> Result<Lowered> {
         i_strides,
         dim_size: x_shape[d],
         x_dim_stride: own[d],
+        held: None,
     })?;
     if rank == 0 {
         lowered.shapes[0].1.clear();
@@ -193,6 +261,7 @@ pub fn gather(c: &Ctx<'_>) -> Result<Lowered> {
         x_strides,
         dim_size: x_shape[d],
         x_dim_stride: own[d],
+        held: None,
     })?;
     lowered.shapes[0].1 = idx.shape.to_vec();
     Ok(lowered)
@@ -270,5 +339,6 @@ pub fn index_tensor(c: &Ctx<'_>) -> Result<Lowered> {
         i_strides,
         dim_size: x.shape[p],
         x_dim_stride: own[p],
+        held: None,
     })
 }

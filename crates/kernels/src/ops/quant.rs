@@ -280,12 +280,31 @@ pub(crate) fn q4_gemv_qkv_dispatch(
 /// linear packing (`is_linear_weight = True`, what the exporter writes).
 pub fn embedding_q4gsw(c: &Ctx<'_>) -> Result<Lowered> {
     c.expect_args(6)?;
+    embedding_q4gsw_with(c, 0)
+}
+
+/// `etwgpu.embedding_q4gsw_rows.default(weight [n, E/2], weight_scales
+/// [n, G], group_size, indices, is_linear_weight, row_start, →out [..., E])`:
+/// rows `row_start .. row_start + n` of an `et_vk.embedding_q4gsw` table
+/// split past the binding limit (`etwgpu_graph::split`); indices outside
+/// them give zeros, so the sum of the chunks' outputs is the whole
+/// embedding.
+pub fn embedding_q4gsw_rows(c: &Ctx<'_>) -> Result<Lowered> {
+    c.expect_args(7)?;
+    let start = crate::ops::index::non_negative(c, 5, "row_start")?;
+    embedding_q4gsw_with(c, start)
+}
+
+/// The 4-bit embedding with its table's first row `row_start`; the output
+/// is the last argument.
+fn embedding_q4gsw_with(c: &Ctx<'_>, row_start: u64) -> Result<Lowered> {
     let weights = c.tensor(0, "weight")?;
     let scales = c.tensor(1, "weight_scales")?;
     let group_size = c.int(2, "group_size")?;
     let indices = c.tensor(3, "indices")?;
     let linear = c.bool(4, "is_linear_weight")?;
-    let out = c.tensor(5, "out")?;
+    let out_idx = c.n_args() - 1;
+    let out = c.tensor(out_idx, "out")?;
     let shader = float_shader(Family::EmbeddingQ4gsw, &scales, 1, "weight_scales")?;
     if !linear {
         return Err(Error::ArgValue {
@@ -301,7 +320,7 @@ pub fn embedding_q4gsw(c: &Ctx<'_>) -> Result<Lowered> {
     if indices.dtype != ElemType::I32 {
         return Err(dtype_err(3, "indices", "int32", &indices));
     }
-    same_dtype(&out, scales.dtype, 5, "out")?;
+    same_dtype(&out, scales.dtype, out_idx, "out")?;
     let [vocab, row_bytes] = weights.shape[..] else {
         return Err(shape_err(0, "weight", "[V, E/2]".into(), &weights));
     };
@@ -328,6 +347,7 @@ pub fn embedding_q4gsw(c: &Ctx<'_>) -> Result<Lowered> {
             .u32(to_u32("row bytes", row_bytes)?)
             .u32(to_u32("groups", n_groups)?)
             .u32(to_u32("group_size", gs)?)
+            .u32(to_u32("first row", row_start)?)
             .finish();
         steps.push(Step::Dispatch(Dispatch {
             shader: shader.into(),

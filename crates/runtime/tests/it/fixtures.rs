@@ -82,12 +82,22 @@ fn run_fixture_with(
     rt: &etwgpu_runtime::Runtime,
     after: &mut dyn FnMut(usize, &etwgpu_runtime::LoadedMethod),
 ) -> Result<String, String> {
+    run_fixture_loaded_with(dir, rt, &etwgpu_runtime::LoadOptions::default(), after)
+}
+
+/// [`run_fixture_with`], loading with `options`.
+pub(crate) fn run_fixture_loaded_with(
+    dir: &Path,
+    rt: &etwgpu_runtime::Runtime,
+    options: &etwgpu_runtime::LoadOptions,
+    after: &mut dyn FnMut(usize, &etwgpu_runtime::LoadedMethod),
+) -> Result<String, String> {
     let manifest: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).map_err(|e| e.to_string())?)
             .map_err(|e| e.to_string())?;
     let method_name = manifest["method"].as_str().unwrap_or("forward");
     let program = Program::open(dir.join("model.pte")).map_err(|e| e.to_string())?;
-    let mut method = rt.load(&program, method_name).map_err(|e| format!("load: {e}"))?;
+    let mut method = rt.load_with(&program, method_name, options).map_err(|e| format!("load: {e}"))?;
     let mut report = String::new();
     let calls = manifest["calls"].as_array().ok_or("manifest has no calls")?;
     for (k, call) in calls.iter().enumerate() {

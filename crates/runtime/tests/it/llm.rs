@@ -24,7 +24,7 @@ fn load_with(g: GraphBuilder, options: &LoadOptions) -> Option<LoadedMethod> {
     Some(rt.load_with(&program, "forward", options).expect("loads"))
 }
 
-fn int_tensor(dtype: DType, shape: &[u64], values: &[i64]) -> Tensor {
+pub(crate) fn int_tensor(dtype: DType, shape: &[u64], values: &[i64]) -> Tensor {
     let bytes = match dtype {
         DType::I64 => values.iter().flat_map(|v| v.to_le_bytes()).collect(),
         DType::I32 => values.iter().flat_map(|v| (*v as i32).to_le_bytes()).collect(),
@@ -33,11 +33,11 @@ fn int_tensor(dtype: DType, shape: &[u64], values: &[i64]) -> Tensor {
     Tensor::new(dtype, shape.to_vec(), bytes).expect("valid")
 }
 
-fn f32_bytes(v: &[f32]) -> Vec<u8> {
+pub(crate) fn f32_bytes(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
-fn assert_close(got: &[f32], want: &[f32], tol: f32, what: &str) {
+pub(crate) fn assert_close(got: &[f32], want: &[f32], tol: f32, what: &str) {
     assert_eq!(got.len(), want.len(), "{what}: length");
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
         assert!((g - w).abs() <= tol + tol * w.abs(), "{what}: element {i}: got {g}, want {w}");
@@ -465,7 +465,7 @@ fn rms_norm_and_rotary_embedding() {
 
 /// Packs int4 weights `w [N, K]` (-8..7) as the exporter does: K padded to
 /// a multiple of 8, +8, even k in the low nibble.
-fn pack_q4(w: &[i8], n: usize, k: usize) -> (Vec<u8>, usize) {
+pub(crate) fn pack_q4(w: &[i8], n: usize, k: usize) -> (Vec<u8>, usize) {
     let k_packed = k.next_multiple_of(8) / 2;
     let mut out = vec![0u8; n * k_packed];
     for r in 0..n {
@@ -477,24 +477,24 @@ fn pack_q4(w: &[i8], n: usize, k: usize) -> (Vec<u8>, usize) {
     (out, k_packed)
 }
 
-fn int4s(n: usize, seed: u32) -> Vec<i8> {
+pub(crate) fn int4s(n: usize, seed: u32) -> Vec<i8> {
     data(n, seed).iter().map(|v| ((v * 4.0).floor() as i8).clamp(-8, 7)).collect()
 }
 
 /// A 4-bit linear `[N, K]` with group `gs`: packed weights, `[G, N_pad]`
 /// scales and the dequantized `[N, K]` weights.
-struct Q4Linear {
-    n: usize,
-    k: usize,
-    k_packed: usize,
-    n_pad: usize,
-    n_groups: usize,
-    packed: Vec<u8>,
-    scales: Vec<f32>,
-    dequant: Vec<f32>,
+pub(crate) struct Q4Linear {
+    pub n: usize,
+    pub k: usize,
+    pub k_packed: usize,
+    pub n_pad: usize,
+    pub n_groups: usize,
+    pub packed: Vec<u8>,
+    pub scales: Vec<f32>,
+    pub dequant: Vec<f32>,
 }
 
-fn q4_linear(n: usize, k: usize, gs: usize, seed: u32) -> Q4Linear {
+pub(crate) fn q4_linear(n: usize, k: usize, gs: usize, seed: u32) -> Q4Linear {
     let w = int4s(n * k, seed);
     let (packed, k_packed) = pack_q4(&w, n, k);
     let n_groups = k.next_multiple_of(8).div_ceil(gs);
@@ -505,7 +505,7 @@ fn q4_linear(n: usize, k: usize, gs: usize, seed: u32) -> Q4Linear {
     Q4Linear { n, k, k_packed, n_pad, n_groups, packed, scales, dequant }
 }
 
-fn matmul_ref(x: &[f32], w: &Q4Linear, bias: &[f32]) -> Vec<f32> {
+pub(crate) fn matmul_ref(x: &[f32], w: &Q4Linear, bias: &[f32]) -> Vec<f32> {
     let m = x.len() / w.k;
     (0..m * w.n)
         .map(|i| {

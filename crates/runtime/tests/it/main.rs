@@ -15,6 +15,7 @@ mod limits;
 mod llm;
 mod long_run;
 mod q8_cnn;
+mod split;
 mod threads;
 mod train;
 

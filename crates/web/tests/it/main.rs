@@ -18,7 +18,7 @@ mod browser {
 
     use etwgpu_format::{DType, Program};
     use etwgpu_llm::{GenerateOptions, Generator, Sampler, SamplerConfig};
-    use etwgpu_runtime::{Runtime, RuntimeOptions, Tensor};
+    use etwgpu_runtime::{LoadOptions, Runtime, RuntimeOptions, Tensor};
     use wasm_bindgen_test::{wasm_bindgen_test, wasm_bindgen_test_configure};
 
     use crate::embedded::{FIXTURES, Fixture, fixture};
@@ -77,14 +77,17 @@ mod browser {
     /// Loads the fixture's method and runs its calls in order on one loaded
     /// method, comparing every output with its golden.
     async fn run_fixture(f: &Fixture) -> Result<String, String> {
+        run_fixture_loaded_with(f, &Default::default()).await
+    }
+
+    /// [`run_fixture`], loading with `options`.
+    async fn run_fixture_loaded_with(f: &Fixture, options: &LoadOptions) -> Result<String, String> {
         let rt = runtime().await;
         let manifest: serde_json::Value = serde_json::from_str(f.manifest).map_err(|e| e.to_string())?;
         let method_name = manifest["method"].as_str().unwrap_or("forward");
         let program = Program::from_bytes(f.model).map_err(|e| format!("parse: {e}"))?;
-        let mut method = rt
-            .load_async(&program, method_name, &Default::default(), &mut |_| {})
-            .await
-            .map_err(|e| format!("load: {e}"))?;
+        let mut method =
+            rt.load_async(&program, method_name, options, &mut |_| {}).await.map_err(|e| format!("load: {e}"))?;
         let calls = manifest["calls"].as_array().ok_or("manifest has no calls")?;
         let npy = |name: &serde_json::Value| {
             Tensor::from_npy_bytes(f.file(name.as_str().unwrap_or_default())).map_err(|e| e.to_string())
@@ -139,6 +142,20 @@ mod browser {
         }
         web_sys_log(&format!("{} of {} fixtures passed", FIXTURES.len() - failures.len(), FIXTURES.len()));
         assert!(failures.is_empty(), "fixture failures in the browser:\n{}", failures.join("\n"));
+    }
+
+    /// The tiny Llamas match their goldens with their tables split by rows
+    /// at a lowered `split_bytes`, as natively (`etwgpu-runtime`'s
+    /// `exported_llamas_match_their_goldens_with_tables_split`).
+    #[wasm_bindgen_test]
+    async fn tables_split_by_rows_in_the_browser() {
+        for (name, split_bytes) in [("llama_tiny_fp32", 16_000), ("llama_tiny_q4", 2000)] {
+            let options = LoadOptions { split_bytes: Some(split_bytes), ..LoadOptions::default() };
+            match run_fixture_loaded_with(fixture(name), &options).await {
+                Ok(report) => web_sys_log(&format!("{name} split at {split_bytes} bytes: ok ({report})")),
+                Err(e) => panic!("{name} split at {split_bytes} bytes: {e}"),
+            }
+        }
     }
 
     /// Greedy generation gives the fixture's eager argmax tokens, as on
