@@ -108,8 +108,10 @@ def _raw_input(i: int, x: Any) -> tuple:
         shape = arr.shape
         if arr.dtype.byteorder == ">":
             arr = arr.astype(arr.dtype.newbyteorder("<"))
-    arr = np.ascontiguousarray(arr)
-    return arr.reshape(-1).view(np.uint8), name, [int(d) for d in shape]
+    # Always a 1-d uint8 copy: a 0-dim array's buffer has no shape (PyO3
+    # refuses it as "shape is null"), and a 1-d one of the bytes always has.
+    flat = np.frombuffer(np.ascontiguousarray(arr).tobytes(), dtype=np.uint8)
+    return flat, name, [int(d) for d in shape]
 
 
 # The numpy dtype of each dtype name the runtime gives. numpy has no
