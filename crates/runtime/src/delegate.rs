@@ -24,15 +24,17 @@
 //! `argmax.rs`, after them), and outputs are read back at their live
 //! shapes.
 
-use etwgpu_format::{DType, PlanValue, Program, ValueId, VkGraph, VkValue};
+use etwgpu_format::{DType, Program, ValueId, VkGraph};
 use etwgpu_graph::lower::elem_type;
-use etwgpu_graph::{InputRef, LiveChain, LowerError, Lowerer};
+use etwgpu_graph::{LiveChain, LowerError, Lowerer};
 
 use crate::argmax::{ArgmaxInput, ArgmaxPost};
-use crate::buffers::{DeviceBuffers, Layout, align4, check_tensor_sizes, tensor_of};
+use crate::buffers::{DeviceBuffers, Layout, align4, check_tensor_sizes};
 use crate::device::Runtime;
 use crate::error::{Error, Result};
+use crate::io::{IoSpec, input_refs, int_at, io_specs};
 use crate::options::{LoadOptions, LoadProgress, RunTimes, Stopwatch};
+use crate::parked::{InputShapes, Parked};
 use crate::plan::{Plan, compile_pipelines, record_threads};
 use crate::profile::{NodeProfile, Profiling};
 use crate::tensor::{Tensor, convert, from_device_layout, to_device_layout};
@@ -45,40 +47,10 @@ pub const Q4_LAYOUT_ENV: &str = "ETWGPU_Q4_LAYOUT";
 /// [`LoadOptions::split_bytes`] is not set (see there).
 pub const SPLIT_BYTES_ENV: &str = "ETWGPU_SPLIT_BYTES";
 
-/// One method input or output, mapped onto the graph.
-#[derive(Debug, Clone)]
-struct IoSpec {
-    /// Graph value id.
-    value: ValueId,
-    /// Dtype on the device.
-    device_dtype: DType,
-    /// Dtype the caller sees (the method's tensor dtype).
-    host_dtype: DType,
-    /// Maximum shape.
-    max_shape: Vec<u64>,
-    /// A SymInt input (given as a one-element integer tensor), not a tensor.
-    symint: bool,
-}
-
 /// SymInt value used for host reads when lowering at load, before any
 /// input exists: 0, because host-read SymInts are mostly positions
 /// (`input_pos[0]`), and position 0 fits every cache bound at any length.
 const PLACEHOLDER_SYMINT: i64 = 0;
-
-/// Element `elem` of an integer tensor, as i64.
-fn int_at(t: &Tensor, elem: u64) -> Option<i64> {
-    let size = t.dtype.size_bytes();
-    let at = usize::try_from(elem).ok()?.checked_mul(size)?;
-    let b = t.bytes.get(at..at + size)?;
-    Some(match t.dtype {
-        DType::I64 => i64::from_le_bytes(b.try_into().ok()?),
-        DType::I32 => i64::from(i32::from_le_bytes(b.try_into().ok()?)),
-        DType::I16 => i64::from(i16::from_le_bytes(b.try_into().ok()?)),
-        DType::I8 => i64::from(b[0] as i8),
-        DType::U8 | DType::Bool => i64::from(b[0]),
-        _ => return None,
-    })
-}
 
 /// One delegate call loaded onto a device, ready to [`run`](LoadedDelegate::run);
 /// `LoadedMethod` runs whole methods through these.
@@ -105,11 +77,8 @@ pub struct LoadedDelegate {
     /// the next run lowers the whole chain again.
     stale: bool,
     plan: Plan,
-    /// Chains lowered at other input shapes, with their plans, most
-    /// recently used first (at most [`PARKED_SHAPES`]): a call back at one
-    /// of those shapes (a decode step after a prompt) takes it back
-    /// instead of lowering again.
-    parked: Vec<Parked>,
+    /// Chains lowered at other input shapes, with their plans.
+    parked: Parked,
     /// Threads that record a run's dispatches ([`crate::RECORD_THREADS_ENV`]).
     record_threads: usize,
     /// Per input: a buffer holding it on the device, copied in instead of
@@ -132,19 +101,6 @@ pub struct LoadedDelegate {
 /// Runs a [`LoadedDelegate`] may have in flight at once.
 pub(crate) const MAX_PENDING: usize = 2;
 
-/// Lowered chains a [`LoadedDelegate`] keeps for input shapes other than
-/// the live ones: the decode shape, and a few prompt lengths.
-const PARKED_SHAPES: usize = 4;
-
-/// A chain lowered at other input shapes than the live ones, and its plan.
-#[derive(Debug)]
-struct Parked {
-    /// Per input: its shape (`None` for a SymInt input).
-    shapes: Vec<Option<Vec<u64>>>,
-    live: LiveChain,
-    plan: Plan,
-}
-
 /// A submitted run whose outputs are not read back yet: per output, the
 /// buffer to read, the shape, the bytes to read (0: none) and the device
 /// and host dtypes.
@@ -153,51 +109,6 @@ struct PendingRun {
     outputs: Vec<(wgpu::Buffer, Vec<u64>, u64, DType, DType)>,
     /// Its submission, which its read-back waits for (and nothing later).
     submission: wgpu::SubmissionIndex,
-}
-
-/// Maps method-level values onto graph values through the call's args.
-fn io_specs(
-    m: &etwgpu_format::Method,
-    graph: &VkGraph,
-    args: &[usize],
-    plan_values: &[usize],
-    graph_ids: &[ValueId],
-    arg_range: std::ops::Range<usize>,
-) -> Result<Vec<IoSpec>> {
-    plan_values
-        .iter()
-        .map(|&p| {
-            let pos = args[arg_range.clone()]
-                .iter()
-                .position(|&a| a == p)
-                .ok_or_else(|| Error::NotADelegateArg { method: m.name.clone(), value: p })?;
-            let value = graph_ids[pos];
-            if let VkValue::SymInt(_) = graph.value(value) {
-                return Ok(IoSpec {
-                    value,
-                    device_dtype: DType::I64,
-                    host_dtype: DType::I64,
-                    max_shape: Vec::new(),
-                    symint: true,
-                });
-            }
-            let t = tensor_of(graph, value)?;
-            let host_dtype = match &m.values.get(p) {
-                Some(PlanValue::Tensor(pt)) => pt.scalar_type.dtype().unwrap_or(t.io_dtype()),
-                _ => t.io_dtype(),
-            };
-            Ok(IoSpec { value, device_dtype: t.dtype, host_dtype, max_shape: t.dims.clone(), symint: false })
-        })
-        .collect()
-}
-
-/// The graph inputs at these live shapes, as the lowerer takes them.
-fn input_refs<'a>(specs: &[IoSpec], shapes: &'a [Vec<u64>]) -> Vec<InputRef<'a>> {
-    specs
-        .iter()
-        .zip(shapes)
-        .map(|(spec, shape)| InputRef { value: spec.value, shape: (!spec.symint).then_some(shape.as_slice()) })
-        .collect()
 }
 
 impl LoadedDelegate {
@@ -326,7 +237,7 @@ impl LoadedDelegate {
             live,
             stale: false,
             plan,
-            parked: Vec::new(),
+            parked: Parked::default(),
             record_threads: options.record_threads.map_or_else(record_threads, |n| n.max(1)),
             times,
             pending: std::collections::VecDeque::new(),
@@ -383,7 +294,7 @@ impl LoadedDelegate {
             let old = std::mem::replace(&mut self.plan, plan);
             self.times.plan_builds += 1;
             if let Some((shapes, live)) = leaving {
-                self.park(Parked { shapes, live, plan: old });
+                self.parked.park(shapes, live, old);
             }
         }
         self.stale = false;
@@ -402,35 +313,34 @@ impl LoadedDelegate {
     }
 
     /// The shapes of the inputs as `live` holds them (`None` for SymInts).
-    fn live_input_shapes(&self, live: &LiveChain) -> Vec<Option<Vec<u64>>> {
+    fn live_input_shapes(&self, live: &LiveChain) -> InputShapes {
         self.inputs.iter().map(|s| (!s.symint).then(|| live.shapes()[s.value.idx()].clone())).collect()
     }
 
-    /// Keeps `p` as the most recently used parked chain.
-    fn park(&mut self, p: Parked) {
-        self.parked.retain(|q| q.shapes != p.shapes);
-        self.parked.insert(0, p);
-        self.parked.truncate(PARKED_SHAPES);
+    /// Whether `held` (per input, `None` for SymInts) are these `shapes`.
+    fn same_shapes<'a>(&self, held: impl Iterator<Item = Option<&'a [u64]>>, shapes: &[Vec<u64>]) -> bool {
+        held.zip(&self.inputs).zip(shapes).all(|((h, spec), shape)| spec.symint || h == Some(shape.as_slice()))
     }
 
     /// Before re-lowering for inputs of these `shapes`: whether the live
-    /// chain holds them already, or a parked chain did and was swapped in
-    /// (the live one parked in its place), so what is left to change is
-    /// what changed since that chain last ran (a position, not shapes).
+    /// chain holds them already (checked without allocating: every decode
+    /// step asks), or a parked chain did and was swapped in (the live one
+    /// parked in its place), so what is left to change is what changed
+    /// since that chain last ran (a position, not shapes).
     fn unpark(&mut self, shapes: &[Vec<u64>]) -> bool {
-        let wanted: Vec<Option<Vec<u64>>> =
-            self.inputs.iter().zip(shapes).map(|(s, shape)| (!s.symint).then(|| shape.clone())).collect();
-        let current = self.live_input_shapes(&self.live);
-        if current == wanted {
+        let live = self.inputs.iter().map(|s| (!s.symint).then(|| self.live.shapes()[s.value.idx()].as_slice()));
+        if self.same_shapes(live, shapes) {
             return true;
         }
-        let Some(i) = self.parked.iter().position(|p| p.shapes == wanted) else {
+        let wanted: InputShapes =
+            self.inputs.iter().zip(shapes).map(|(s, shape)| (!s.symint).then(|| shape.clone())).collect();
+        let Some((live, plan)) = self.parked.take(|s| *s == wanted) else {
             return false;
         };
-        let p = self.parked.remove(i);
-        let live = std::mem::replace(&mut self.live, p.live);
-        let plan = std::mem::replace(&mut self.plan, p.plan);
-        self.park(Parked { shapes: current, live, plan });
+        let current = self.live_input_shapes(&self.live);
+        let live = std::mem::replace(&mut self.live, live);
+        let plan = std::mem::replace(&mut self.plan, plan);
+        self.parked.park(current, live, plan);
         true
     }
 
