@@ -4,6 +4,12 @@
 //! seeded random weights, so generation can be measured at real model
 //! shapes (SmolLM2 135M, Llama 3.2 1B) without a checkpoint or Python.
 //!
+//! Over the house limit of about 600 lines: it is one builder that writes
+//! the exporter's value table and op chain in the exporter's order (the
+//! `it` tests compare them value by value with the exported fixtures); the
+//! layer, the weights and the value ids it hands between them would have to
+//! cross files in lock step.
+//!
 //! The program has what the exported fixtures `llama_tiny_fp32` and
 //! `llama_tiny_q4` have, and the `it` tests check it op by op against them
 //! at the tiny shape:
