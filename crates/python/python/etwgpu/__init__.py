@@ -77,8 +77,9 @@ def _raw_input(i: int, x: Any) -> tuple:
     """One input as (object with a C-contiguous buffer, dtype name, shape)."""
     if type(x) is np.ndarray:
         name = _NATIVE_DTYPES.get(x.dtype)
-        if name is not None and x.flags.c_contiguous:
-            # The common case: the runtime reads the array's own buffer.
+        if name is not None and x.flags.c_contiguous and x.ndim > 0:
+            # The common case: the runtime reads the array's own buffer (a
+            # 0-dim array's buffer has no shape, so it takes the copy below).
             return x, name, x.shape
     if _is_torch_tensor(x):
         torch = _torch()
