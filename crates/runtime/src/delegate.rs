@@ -80,6 +80,7 @@ pub struct LoadedDelegate {
     /// Chains lowered at other input shapes, with their plans.
     parked: Parked,
     /// Threads that record a run's dispatches ([`crate::RECORD_THREADS_ENV`]).
+    #[cfg_attr(target_arch = "wasm32", expect(dead_code, reason = "the browser records on one thread"))]
     record_threads: usize,
     /// Per input: a buffer holding it on the device, copied in instead of
     /// uploading the caller's bytes (the caller's tensor gives the shape).
