@@ -1,0 +1,146 @@
+//! Measures what one dispatch costs the GPU apart from its work: chains of
+//! `N` tiny dispatches in one compute pass, timed by timestamps at the
+//! pass's start and end (median of 7), per dispatch. "dependent": every
+//! dispatch writes the same buffer, so wgpu puts a barrier between each
+//! pair (as between the ops of a decode step); "independent": each writes
+//! its own buffer, so none. Each at 1, 132 and 1024 workgroups of 256
+//! invocations that do one multiply-add each. A decode step is ~150
+//! dependent dispatches, so this says how much of it is fixed cost.
+//! Run: `cargo run --release -p etwgpu-runtime --example dispatch_probe [N]`.
+
+use std::io::Write;
+
+use etwgpu_runtime::Runtime;
+
+const SOURCE: &str = "
+@group(0) @binding(0) var<storage, read_write> data: array<f32>;
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) g: vec3<u32>) {
+    let i = g.x % arrayLength(&data);
+    data[i] = data[i] * 0.5 + 1.0;
+}
+";
+const REPEATS: usize = 7;
+
+fn main() {
+    let n: u32 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(200).max(1);
+    let rt = match Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("dispatch_probe: no GPU: {e}");
+            std::process::exit(1)
+        }
+    };
+    let (device, queue) = (rt.device(), rt.queue());
+    if !device.features().contains(wgpu::Features::TIMESTAMP_QUERY) {
+        eprintln!("dispatch_probe: the device has no timestamps");
+        std::process::exit(1)
+    }
+    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: Some("dispatch probe"),
+        source: wgpu::ShaderSource::Wgsl(SOURCE.into()),
+    });
+    let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: Some("dispatch probe"),
+        layout: None,
+        module: &module,
+        entry_point: Some("main"),
+        compilation_options: wgpu::PipelineCompilationOptions::default(),
+        cache: None,
+    });
+    let mut stdout = std::io::stdout().lock();
+    let _ = writeln!(stdout, "dispatch probe: {}, {n} dispatches per pass", rt.adapter_info().name);
+    for workgroups in [1u32, 132, 1024] {
+        let bytes = u64::from(workgroups) * 256 * 4;
+        let buffers: Vec<wgpu::Buffer> = (0..n)
+            .map(|_| {
+                device.create_buffer(&wgpu::BufferDescriptor {
+                    label: None,
+                    size: bytes,
+                    usage: wgpu::BufferUsages::STORAGE,
+                    mapped_at_creation: false,
+                })
+            })
+            .collect();
+        let groups: Vec<wgpu::BindGroup> = buffers
+            .iter()
+            .map(|b| {
+                device.create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: None,
+                    layout: &pipeline.get_bind_group_layout(0),
+                    entries: &[wgpu::BindGroupEntry { binding: 0, resource: b.as_entire_binding() }],
+                })
+            })
+            .collect();
+        for dependent in [true, false] {
+            let t = median_pass_time(device, queue, &pipeline, &groups, n, workgroups, dependent);
+            let _ = writeln!(
+                stdout,
+                "  {workgroups:>5} workgroups, {:<11}: {:8.1} us per pass, {:6.2} us per dispatch",
+                if dependent { "dependent" } else { "independent" },
+                t * 1e6,
+                t * 1e6 / f64::from(n)
+            );
+        }
+    }
+}
+
+/// The median over [`REPEATS`] passes of `n` dispatches (after one
+/// warm-up), in seconds; `dependent` binds `groups[0]` every time.
+fn median_pass_time(
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    pipeline: &wgpu::ComputePipeline,
+    groups: &[wgpu::BindGroup],
+    n: u32,
+    workgroups: u32,
+    dependent: bool,
+) -> f64 {
+    let passes = REPEATS as u32 + 1;
+    let queries = device.create_query_set(&wgpu::QuerySetDescriptor {
+        label: None,
+        ty: wgpu::QueryType::Timestamp,
+        count: 2 * passes,
+    });
+    let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+    for p in 0..passes {
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: None,
+            timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
+                query_set: &queries,
+                beginning_of_pass_write_index: Some(2 * p),
+                end_of_pass_write_index: Some(2 * p + 1),
+            }),
+        });
+        pass.set_pipeline(pipeline);
+        for i in 0..n as usize {
+            pass.set_bind_group(0, &groups[if dependent { 0 } else { i }], &[]);
+            pass.dispatch_workgroups(workgroups, 1, 1);
+        }
+    }
+    let size = 16 * u64::from(passes);
+    let resolve = device.create_buffer(&wgpu::BufferDescriptor {
+        label: None,
+        size,
+        usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: false,
+    });
+    let read = device.create_buffer(&wgpu::BufferDescriptor {
+        label: None,
+        size,
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    encoder.resolve_query_set(&queries, 0..2 * passes, &resolve, 0);
+    encoder.copy_buffer_to_buffer(&resolve, 0, &read, 0, size);
+    queue.submit([encoder.finish()]);
+    read.slice(..).map_async(wgpu::MapMode::Read, |_| {});
+    let _ = device.poll(wgpu::PollType::wait_indefinitely());
+    let view = read.slice(..).get_mapped_range().expect("mapped");
+    let period = f64::from(queue.get_timestamp_period());
+    let ticks: Vec<u64> = view.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8"))).collect();
+    let mut times: Vec<f64> =
+        ticks.chunks_exact(2).skip(1).map(|t| t[1].saturating_sub(t[0]) as f64 * period * 1e-9).collect();
+    times.sort_by(f64::total_cmp);
+    times[times.len() / 2]
+}
