@@ -79,7 +79,7 @@ def _raw_input(i: int, x: Any) -> tuple:
         name = _NATIVE_DTYPES.get(x.dtype)
         if name is not None and x.flags.c_contiguous and x.ndim > 0:
             # The common case: the runtime reads the array's own buffer (a
-            # 0-dim array's buffer has no shape, so it takes the copy below).
+            # 0-dim array's has no shape, so it takes the 1-d view below).
             return x, name, x.shape
     if _is_torch_tensor(x):
         torch = _torch()
@@ -109,10 +109,10 @@ def _raw_input(i: int, x: Any) -> tuple:
         shape = arr.shape
         if arr.dtype.byteorder == ">":
             arr = arr.astype(arr.dtype.newbyteorder("<"))
-    # Always a 1-d uint8 copy: a 0-dim array's buffer has no shape (PyO3
-    # refuses it as "shape is null"), and a 1-d one of the bytes always has.
-    flat = np.frombuffer(np.ascontiguousarray(arr).tobytes(), dtype=np.uint8)
-    return flat, name, [int(d) for d in shape]
+    # A 1-d view of the bytes (a 0-dim array's buffer has no shape: PyO3
+    # refuses it as "shape is null"); it copies only what is not contiguous.
+    arr = np.ascontiguousarray(arr)
+    return arr.reshape(-1).view(np.uint8), name, [int(d) for d in shape]
 
 
 # The numpy dtype of each dtype name the runtime gives. numpy has no
