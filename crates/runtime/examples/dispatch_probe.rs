@@ -8,6 +8,9 @@
 //! dependent dispatches, so this says how much of it is fixed cost.
 //! Run: `cargo run --release -p etwgpu-runtime --example dispatch_probe [N]`.
 
+#[path = "common/timestamps.rs"]
+mod timestamps;
+
 use std::io::Write;
 
 use etwgpu_runtime::Runtime;
@@ -97,20 +100,12 @@ fn median_pass_time(
     dependent: bool,
 ) -> f64 {
     let passes = REPEATS as u32 + 1;
-    let queries = device.create_query_set(&wgpu::QuerySetDescriptor {
-        label: None,
-        ty: wgpu::QueryType::Timestamp,
-        count: 2 * passes,
-    });
+    let queries = timestamps::pass_queries(device, passes);
     let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
     for p in 0..passes {
         let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
             label: None,
-            timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
-                query_set: &queries,
-                beginning_of_pass_write_index: Some(2 * p),
-                end_of_pass_write_index: Some(2 * p + 1),
-            }),
+            timestamp_writes: Some(timestamps::pass_timestamps(&queries, p)),
         });
         pass.set_pipeline(pipeline);
         for i in 0..n as usize {
@@ -118,29 +113,5 @@ fn median_pass_time(
             pass.dispatch_workgroups(workgroups, 1, 1);
         }
     }
-    let size = 16 * u64::from(passes);
-    let resolve = device.create_buffer(&wgpu::BufferDescriptor {
-        label: None,
-        size,
-        usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
-        mapped_at_creation: false,
-    });
-    let read = device.create_buffer(&wgpu::BufferDescriptor {
-        label: None,
-        size,
-        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-        mapped_at_creation: false,
-    });
-    encoder.resolve_query_set(&queries, 0..2 * passes, &resolve, 0);
-    encoder.copy_buffer_to_buffer(&resolve, 0, &read, 0, size);
-    queue.submit([encoder.finish()]);
-    read.slice(..).map_async(wgpu::MapMode::Read, |_| {});
-    let _ = device.poll(wgpu::PollType::wait_indefinitely());
-    let view = read.slice(..).get_mapped_range().expect("mapped");
-    let period = f64::from(queue.get_timestamp_period());
-    let ticks: Vec<u64> = view.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8"))).collect();
-    let mut times: Vec<f64> =
-        ticks.chunks_exact(2).skip(1).map(|t| t[1].saturating_sub(t[0]) as f64 * period * 1e-9).collect();
-    times.sort_by(f64::total_cmp);
-    times[times.len() / 2]
+    timestamps::median_pass_seconds(device, queue, encoder, &queries, passes)
 }

@@ -6,6 +6,9 @@
 //! GPU timestamps per dispatch (one pass each), median of 10 after a
 //! warm-up. Run: `cargo run --release -p etwgpu-runtime --example gemv_probe [N K]`.
 
+#[path = "common/timestamps.rs"]
+mod timestamps;
+
 use std::io::Write;
 
 use etwgpu_runtime::Runtime;
@@ -110,50 +113,18 @@ fn main() {
                     wgpu::BindGroupEntry { binding: 4, resource: out.as_entire_binding() },
                 ],
             });
-            let queries = device.create_query_set(&wgpu::QuerySetDescriptor {
-                label: None,
-                ty: wgpu::QueryType::Timestamp,
-                count: 2 * iterations,
-            });
+            let queries = timestamps::pass_queries(device, iterations);
             let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
             for i in 0..iterations {
                 let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                     label: None,
-                    timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
-                        query_set: &queries,
-                        beginning_of_pass_write_index: Some(2 * i),
-                        end_of_pass_write_index: Some(2 * i + 1),
-                    }),
+                    timestamp_writes: Some(timestamps::pass_timestamps(&queries, i)),
                 });
                 pass.set_pipeline(&pipeline);
                 pass.set_bind_group(0, &bind_group, &[]);
                 pass.dispatch_workgroups(grid[0], grid[1], grid[2]);
             }
-            let size = 16 * u64::from(iterations);
-            let resolve = device.create_buffer(&wgpu::BufferDescriptor {
-                label: None,
-                size,
-                usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
-                mapped_at_creation: false,
-            });
-            let read = device.create_buffer(&wgpu::BufferDescriptor {
-                label: None,
-                size,
-                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            });
-            encoder.resolve_query_set(&queries, 0..2 * iterations, &resolve, 0);
-            encoder.copy_buffer_to_buffer(&resolve, 0, &read, 0, size);
-            queue.submit([encoder.finish()]);
-            read.slice(..).map_async(wgpu::MapMode::Read, |_| {});
-            let _ = device.poll(wgpu::PollType::wait_indefinitely());
-            let view = read.slice(..).get_mapped_range().expect("mapped");
-            let period = f64::from(queue.get_timestamp_period());
-            let ticks: Vec<u64> = view.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8"))).collect();
-            let mut times: Vec<f64> =
-                ticks.chunks_exact(2).skip(1).map(|t| t[1].saturating_sub(t[0]) as f64 * period * 1e-9).collect();
-            times.sort_by(f64::total_cmp);
-            let t = times[times.len() / 2];
+            let t = timestamps::median_pass_seconds(device, queue, encoder, &queries, iterations);
             let _ = writeln!(
                 stdout,
                 "  mode {mode} {what:<24} checks {:<3}: {:8.1} us, {:7.1} GB/s",
