@@ -36,25 +36,7 @@ struct Params {
 var<workgroup> part_val: array<f32, WG>;
 var<workgroup> part_idx: array<u32, WG>;
 
-fn is_nan(v: f32) -> bool {
-    return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
-}
-
-/// Whether (b, ib) should replace (a, ia).
-fn better(op: u32, a: f32, ia: u32, b: f32, ib: u32) -> bool {
-    let an = is_nan(a);
-    let bn = is_nan(b);
-    if an || bn {
-        return bn && (!an || ib < ia);
-    }
-    if a == b {
-        return ib < ia;
-    }
-    if op == 0u {
-        return b > a;
-    }
-    return b < a;
-}
+// include: arg_better.wgsl
 
 /// Input offset of a flat index over `rank` coalesced dims.
 fn offset(flat: u32, rank: u32, shape: array<vec4<u32>, 2>, strides: array<vec4<u32>, 2>) -> u32 {

@@ -18,7 +18,8 @@
 //! back per token; with the host time per stage of each call); and the
 //! dispatches one decode step records, with per-op profiles of a decode step
 //! at position 0 and at the largest context, and of a call of the largest
-//! prompt. `--kv-cache` picks the KV cache's storage (default `f16`, the
+//! prompt (each twice: timestamps between dispatches, and by kernel, each
+//! shader's dispatches alone in a pass; see `etwgpu_runtime::ProfileMode`). `--kv-cache` picks the KV cache's storage (default `f16`, the
 //! generator's default, where the device has SHADER_F16). Prefill times are the wall time of
 //! `Generator::prefill`, which waits for the GPU and reads the logits back. `--model` defaults to `small`, or
 //! `1b` when `ETWGPU_BENCH_LARGE=1`. `--save` writes the `.pte`;
@@ -32,7 +33,7 @@ use std::time::{Duration, Instant};
 use etwgpu_format::Program;
 use etwgpu_llm::bench::{bench_tokens as tokens, call_profile, time_decode, time_prompt};
 use etwgpu_llm::{Generator, LlamaConfig, Weights};
-use etwgpu_runtime::{LoadOptions, Runtime};
+use etwgpu_runtime::{LoadOptions, ProfileMode, Runtime};
 
 struct Args {
     model: String,
@@ -258,21 +259,37 @@ fn main() {
     let last_pos = a.contexts.iter().copied().max().unwrap_or(0).min(c.max_context - 1);
     let mut calls = vec![(1, 0), (1, last_pos), (c.max_tokens_per_call(), 0)];
     calls.dedup();
+    let mut kernel_profiles = Vec::new();
     for (n, pos) in calls {
-        let p = call_profile(&rt, &program, &options, n, pos).expect("the profiled calls run");
-        let (d, profile) = (p.dispatches, p.by_op);
-        if n == 1 && pos == 0 {
-            dispatches = d;
+        for mode in [ProfileMode::PerDispatch, ProfileMode::ByKernel] {
+            let p = call_profile(&rt, &program, &options, n, pos, mode).expect("the profiled calls run");
+            let (d, profile) = (p.dispatches, p.by_op);
+            if n == 1 && pos == 0 {
+                dispatches = d;
+            }
+            let how = match (mode, p.total_nanos) {
+                (ProfileMode::ByKernel, Some(t)) => {
+                    format!("by kernel, each alone ({:.3} ms for the whole call in one pass)", t / 1e6)
+                }
+                _ => "per dispatch".to_string(),
+            };
+            let _ = writeln!(out, "one call of {n} tokens at position {pos}: {d} dispatches; profiled {how}:");
+            for (op, nodes, nanos) in profile.iter().take(8) {
+                let _ = writeln!(out, "  {:>10.3} ms  {nodes:>4} x {op}", nanos / 1e6);
+            }
+            let by_op: Vec<_> = profile
+                .iter()
+                .map(|(op, nodes, nanos)| serde_json::json!({"op": op, "nodes": nodes, "ms": nanos / 1e6}))
+                .collect();
+            let row = serde_json::json!({
+                "tokens": n, "position": pos, "dispatches": d, "by_op": by_op,
+                "total_ms": p.total_nanos.map(|t| t / 1e6),
+            });
+            match mode {
+                ProfileMode::PerDispatch => profiles.push(row),
+                ProfileMode::ByKernel => kernel_profiles.push(row),
+            }
         }
-        let _ = writeln!(out, "one call of {n} tokens at position {pos}: {d} dispatches; profiled by op:");
-        for (op, nodes, nanos) in profile.iter().take(8) {
-            let _ = writeln!(out, "  {:>10.3} ms  {nodes:>4} x {op}", nanos / 1e6);
-        }
-        let by_op: Vec<_> = profile
-            .iter()
-            .map(|(op, nodes, nanos)| serde_json::json!({"op": op, "nodes": nodes, "ms": nanos / 1e6}))
-            .collect();
-        profiles.push(serde_json::json!({"tokens": n, "position": pos, "dispatches": d, "by_op": by_op}));
     }
 
     if let Some(path) = &a.json {
@@ -294,6 +311,7 @@ fn main() {
             "decode": decode,
             "dispatches_per_decode_step": dispatches,
             "call_profiles": profiles,
+            "kernel_profiles": kernel_profiles,
         });
         let text = serde_json::to_string_pretty(&report).expect("serializable");
         std::fs::write(path, text + "\n").unwrap_or_else(|e| {

@@ -15,7 +15,7 @@
 use std::time::{Duration, Instant};
 
 use etwgpu_format::{DType, Program};
-use etwgpu_runtime::{LoadOptions, RunTimes, Runtime, Tensor};
+use etwgpu_runtime::{LoadOptions, ProfileMode, RunTimes, Runtime, Tensor};
 
 use crate::{Error, GenerateOptions, Generator, Result, Sampler, SamplerConfig};
 
@@ -204,19 +204,27 @@ pub struct CallProfile {
     /// Per op name (with its kernels): nodes and total nanoseconds, slowest
     /// first.
     pub by_op: Vec<(String, usize, f64)>,
+    /// GPU nanoseconds of the whole call in one pass ([`ProfileMode::ByKernel`]
+    /// only).
+    pub total_nanos: Option<f64>,
 }
+
+/// How long [`call_profile`] runs its call plainly before profiling it.
+pub const PROFILE_WARM_UP: Duration = Duration::from_millis(300);
 
 /// Dispatches one `forward` call of `n` tokens at position `pos` records,
 /// and its time per op name and kernels (summed over nodes, slowest first),
-/// from a second copy of `forward` run once plainly, then again with
-/// per-dispatch profiling (so the times include per-dispatch overhead, and
-/// are wall times where the adapter has no timestamps).
+/// from a second copy of `forward` run plainly for [`PROFILE_WARM_UP`]
+/// (at least once), then again profiled
+/// as `mode` says (per dispatch, the times include per-dispatch overhead;
+/// both are wall times where the adapter has no timestamps).
 pub fn call_profile(
     rt: &Runtime,
     program: &Program,
     options: &LoadOptions,
     n: usize,
     pos: usize,
+    mode: ProfileMode,
 ) -> Result<CallProfile> {
     let runtime = |during| move |source| Error::Runtime { during, source };
     let mut forward = rt.load_with(program, "forward", options).map_err(runtime("loading method forward"))?;
@@ -227,9 +235,17 @@ pub fn call_profile(
             .map_err(runtime("building the input_pos input"))?;
         Ok([token, pos])
     };
-    forward.run(&inputs()?).map_err(runtime("running forward"))?;
+    // Plain runs for at least `PROFILE_WARM_UP` first: a GPU that was
+    // idle runs its first calls at low clocks (on the H200 a decode step
+    // profiled right after one plain run took twice as long as one of a
+    // generation).
+    let warm = Instant::now();
+    while warm.elapsed() < PROFILE_WARM_UP {
+        forward.run(&inputs()?).map_err(runtime("running forward"))?;
+    }
     let dispatches = forward.n_dispatches();
     forward.set_profiling(true);
+    forward.set_profile_mode(mode);
     forward.run(&inputs()?).map_err(runtime("running forward"))?;
     let mut by_op: Vec<(String, usize, f64)> = Vec::new();
     for node in forward.profile() {
@@ -243,7 +259,7 @@ pub fn call_profile(
         }
     }
     by_op.sort_by(|a, b| b.2.total_cmp(&a.2));
-    Ok(CallProfile { dispatches, by_op })
+    Ok(CallProfile { dispatches, by_op, total_nanos: forward.profiled_total_nanos() })
 }
 
 #[cfg(test)]

@@ -1,9 +1,12 @@
-//! Times variants of the 4-bit decode GEMV on one large shape (the
+//! Times variants of the 4-bit decode GEMV on one shape (by default the
 //! 128256 x 2048 output head of Llama-3.2-1B, 164 MB of weights and
 //! scales, more than the GPU's caches) to see what limits it: the whole
 //! kernel, x from workgroup memory, no dequantization, the weights alone,
-//! more words in flight, each with wgpu's shader bounds checks on and off.
-//! GPU timestamps per dispatch (one pass each), median of 10 after a
+//! more words in flight, a cheaper dequantization, each with wgpu's shader
+//! bounds checks on and off, at 8, 16 and 32 columns per workgroup.
+//! Each timing is a pass of `CHAIN` dispatches that all write one output
+//! (so each waits for the one before, as a decode step's ops do), GPU
+//! timestamps around the pass, per dispatch, median of 10 passes after a
 //! warm-up. Run: `cargo run --release -p etwgpu-runtime --example gemv_probe [N K]`.
 
 #[path = "common/timestamps.rs"]
@@ -14,13 +17,19 @@ use std::io::Write;
 use etwgpu_runtime::Runtime;
 
 const SOURCE: &str = include_str!("gemv_probe.wgsl");
-const MODES: [(u32, &str); 5] = [
+const MODES: [(u32, &str); 9] = [
     (0, "whole kernel"),
     (1, "x in workgroup memory"),
     (2, "no dequantization"),
     (3, "weights alone"),
     (4, "4 words in flight"),
+    (5, "1 + q/16 dequantization"),
+    (6, "2 columns an invocation"),
+    (7, "4 columns an invocation"),
+    (9, "q4_gemv.wgsl as shipped"),
 ];
+/// Dependent dispatches per timed pass.
+const CHAIN: u32 = 16;
 
 fn main() {
     let args: Vec<u64> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
@@ -62,16 +71,19 @@ fn main() {
     let weights = storage("weights", w_bytes, 2);
     let scales = storage("scales", s_bytes, 3);
     let out = storage("out", n * 4, 4);
-    let uniforms = device.create_buffer(&wgpu::BufferDescriptor {
-        label: Some("params"),
-        size: 16,
-        usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-        mapped_at_creation: false,
-    });
-    let params: Vec<u8> = [n as u32, k as u32, group as u32, 0].iter().flat_map(|v| v.to_le_bytes()).collect();
-    queue.write_buffer(&uniforms, 0, &params);
-    let wgs = n.div_ceil(32) as u32;
-    let grid = [wgs.min(65_535), wgs.div_ceil(65_535), 1];
+    let bias = storage("bias", n * 4, 5);
+    let uniform = |words: &[u32]| {
+        let buffer = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("params"),
+            size: 4 * words.len() as u64,
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let bytes: Vec<u8> = words.iter().flat_map(|v| v.to_le_bytes()).collect();
+        queue.write_buffer(&buffer, 0, &bytes);
+        buffer
+    };
+    let uniforms = uniform(&[n as u32, k as u32, group as u32, 0]);
     let iterations = 11u32;
     let mut stdout = std::io::stdout().lock();
     let _ = writeln!(
@@ -80,9 +92,30 @@ fn main() {
         rt.adapter_info().name,
         (w_bytes + s_bytes) as f64 / 1e6
     );
-    for (mode, what) in MODES {
-        for checked in [true, false] {
-            let source = SOURCE.replace("const MODE: u32 = 0u;", &format!("const MODE: u32 = {mode}u;"));
+    for (cols, (mode, what), checked) in [8u64, 16, 32]
+        .into_iter()
+        .flat_map(|c| MODES.into_iter().flat_map(move |m| [true, false].into_iter().map(move |on| (c, m, on))))
+    {
+        {
+            let per_invocation = match mode {
+                6 => 2,
+                7 => 4,
+                _ => 1,
+            };
+            let wgs = n.div_ceil(cols * per_invocation) as u32;
+            let grid = [wgs.min(65_535), wgs.div_ceil(65_535), 1];
+            // Mode 9: the kernel the runtime dispatches, with its own
+            // uniforms (one row, no bias, word-major weights).
+            let shipped = mode == 9;
+            let source = if shipped {
+                etwgpu_kernels::ShaderId::Q4GemvF32.source().to_string()
+            } else {
+                SOURCE
+                    .replace("const MODE: u32 = 0u;", &format!("const MODE: u32 = {mode}u;"))
+                    .replace("const COLS: u32 = 32u;", &format!("const COLS: u32 = {cols}u;"))
+                    .replace("const R: u32 = 1u;", &format!("const R: u32 = {per_invocation}u;"))
+            };
+            let shipped_uniforms = uniform(&[1, n as u32, k as u32, n as u32, group as u32, 0, cols as u32, 1]);
             let descriptor = wgpu::ShaderModuleDescriptor {
                 label: Some("gemv probe"),
                 source: wgpu::ShaderSource::Wgsl(source.into()),
@@ -105,13 +138,24 @@ fn main() {
             let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
                 label: None,
                 layout: &pipeline.get_bind_group_layout(0),
-                entries: &[
-                    wgpu::BindGroupEntry { binding: 0, resource: uniforms.as_entire_binding() },
-                    wgpu::BindGroupEntry { binding: 1, resource: x.as_entire_binding() },
-                    wgpu::BindGroupEntry { binding: 2, resource: weights.as_entire_binding() },
-                    wgpu::BindGroupEntry { binding: 3, resource: scales.as_entire_binding() },
-                    wgpu::BindGroupEntry { binding: 4, resource: out.as_entire_binding() },
-                ],
+                entries: &if shipped {
+                    vec![
+                        wgpu::BindGroupEntry { binding: 0, resource: shipped_uniforms.as_entire_binding() },
+                        wgpu::BindGroupEntry { binding: 1, resource: x.as_entire_binding() },
+                        wgpu::BindGroupEntry { binding: 2, resource: weights.as_entire_binding() },
+                        wgpu::BindGroupEntry { binding: 3, resource: scales.as_entire_binding() },
+                        wgpu::BindGroupEntry { binding: 4, resource: bias.as_entire_binding() },
+                        wgpu::BindGroupEntry { binding: 5, resource: out.as_entire_binding() },
+                    ]
+                } else {
+                    vec![
+                        wgpu::BindGroupEntry { binding: 0, resource: uniforms.as_entire_binding() },
+                        wgpu::BindGroupEntry { binding: 1, resource: x.as_entire_binding() },
+                        wgpu::BindGroupEntry { binding: 2, resource: weights.as_entire_binding() },
+                        wgpu::BindGroupEntry { binding: 3, resource: scales.as_entire_binding() },
+                        wgpu::BindGroupEntry { binding: 4, resource: out.as_entire_binding() },
+                    ]
+                },
             });
             let queries = timestamps::pass_queries(device, iterations);
             let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
@@ -122,12 +166,14 @@ fn main() {
                 });
                 pass.set_pipeline(&pipeline);
                 pass.set_bind_group(0, &bind_group, &[]);
-                pass.dispatch_workgroups(grid[0], grid[1], grid[2]);
+                for _ in 0..CHAIN {
+                    pass.dispatch_workgroups(grid[0], grid[1], grid[2]);
+                }
             }
-            let t = timestamps::median_pass_seconds(device, queue, encoder, &queries, iterations);
+            let t = timestamps::median_pass_seconds(device, queue, encoder, &queries, iterations) / f64::from(CHAIN);
             let _ = writeln!(
                 stdout,
-                "  mode {mode} {what:<24} checks {:<3}: {:8.1} us, {:7.1} GB/s",
+                "  cols {cols:>2} mode {mode} {what:<24} checks {:<3}: {:8.2} us, {:7.1} GB/s",
                 if checked { "on" } else { "off" },
                 t * 1e6,
                 (w_bytes + s_bytes) as f64 / t / 1e9

@@ -4,9 +4,18 @@
 //! limits it: 0 the whole kernel, 1 x staged in workgroup memory, 2 no
 //! dequantization (one dot of the word's bits with one vec4 of x), 3 the
 //! weights alone (no x, no math beyond a xor), 4 the whole kernel with four
-//! words in flight per invocation instead of two. One row of x; no bias.
+//! words in flight per invocation instead of two, 5 the whole kernel with a
+//! cheaper dequantization: nibble `q` as the float `1 + q / 16` (a shift and
+//! one mask-and-or into the mantissa's top bits, no subtraction), the dot
+//! corrected once per word by the sum of its 32 inputs of x
+//! (`sum x (q - 8) = 16 sum x (1 + q / 16) - 24 sum x`). One row of x; no
+//! bias. 6 and 7: the whole kernel, each invocation taking 2 or 4 columns
+//! (`R`) `COLS` apart, so each vec4 of x loaded serves `R` columns (the
+//! workgroup covers `R * COLS` columns). `COLS` (column lanes per
+//! workgroup) is set by the host.
 
 const MODE: u32 = 0u;
+const R: u32 = 1u;
 const WG: u32 = 256u;
 const COLS: u32 = 32u;
 const SLICES: u32 = WG / COLS;
@@ -32,6 +41,31 @@ fn low4(word: u32) -> vec4<f32> {
     return bitcast<vec4<f32>>(q | vec4<u32>(0x4B000000u)) - 8388616.0;
 }
 
+/// Nibbles `4i .. 4i + 4` of `word` (at bits 0, 4, 8, 12) as `1 + q / 16`.
+fn unit4(word: u32) -> vec4<f32> {
+    let v = vec4<u32>(word << 19u, word << 15u, word << 11u, word << 7u);
+    return bitcast<vec4<f32>>((v & vec4<u32>(0x00780000u)) | vec4<u32>(0x3F800000u));
+}
+
+/// `sum x (q - 8)` of one word by `unit4`: 16 times the dot with
+/// `1 + q / 16`, less 24 times the sum of x.
+fn dot32_unit(q: vec4<u32>, b: u32) -> f32 {
+    let x0 = x[b];
+    let x1 = x[b + 1u];
+    let x2 = x[b + 2u];
+    let x3 = x[b + 3u];
+    let x4 = x[b + 4u];
+    let x5 = x[b + 5u];
+    let x6 = x[b + 6u];
+    let x7 = x[b + 7u];
+    var d = dot(x0, unit4(q.x)) + dot(x1, unit4(q.x >> 16u));
+    d += dot(x2, unit4(q.y)) + dot(x3, unit4(q.y >> 16u));
+    d += dot(x4, unit4(q.z)) + dot(x5, unit4(q.z >> 16u));
+    d += dot(x6, unit4(q.w)) + dot(x7, unit4(q.w >> 16u));
+    let sx = dot(x0 + x1 + x2 + x3 + x4 + x5 + x6 + x7, vec4<f32>(1.0));
+    return 16.0 * d - 24.0 * sx;
+}
+
 fn xv(i: u32) -> vec4<f32> {
     if MODE == 1u {
         return xs[i];
@@ -54,7 +88,57 @@ fn word(q: vec4<u32>, b: u32, s: f32) -> f32 {
     if MODE == 3u {
         return f32((q.x ^ q.y ^ q.z ^ q.w) & 1u);
     }
+    if MODE == 5u {
+        return dot32_unit(q, b) * s;
+    }
     return dot32(q, b) * s;
+}
+
+/// Modes 6 and 7: `R` columns per invocation.
+fn multi(lid: u32, wg: u32) {
+    let c = lid % COLS;
+    let slice = lid / COLS;
+    let words = p.k / 32u;
+    var cols: array<u32, R>;
+    var acc: array<f32, R>;
+    for (var r = 0u; r < R; r++) {
+        cols[r] = min(wg * R * COLS + r * COLS + c, p.n - 1u);
+    }
+    for (var w = slice; w < words; w += SLICES) {
+        let b = w * 8u;
+        var xr: array<vec4<f32>, 8>;
+        for (var i = 0u; i < 8u; i++) {
+            xr[i] = x[b + i];
+        }
+        var q: array<vec4<u32>, R>;
+        var sc: array<f32, R>;
+        for (var r = 0u; r < R; r++) {
+            q[r] = weights[w * p.n + cols[r]];
+            sc[r] = scales[(w * 32u / p.group_size) * p.n + cols[r]];
+        }
+        for (var r = 0u; r < R; r++) {
+            var d = dot(xr[0], low4(q[r].x)) + dot(xr[1], low4(q[r].x >> 16u));
+            d += dot(xr[2], low4(q[r].y)) + dot(xr[3], low4(q[r].y >> 16u));
+            d += dot(xr[4], low4(q[r].z)) + dot(xr[5], low4(q[r].z >> 16u));
+            d += dot(xr[6], low4(q[r].w)) + dot(xr[7], low4(q[r].w >> 16u));
+            acc[r] += d * sc[r];
+        }
+    }
+    for (var r = 0u; r < R; r++) {
+        partial[lid] = acc[r];
+        workgroupBarrier();
+        for (var st = SLICES / 2u; st > 0u; st /= 2u) {
+            if slice < st {
+                partial[lid] += partial[lid + st * COLS];
+            }
+            workgroupBarrier();
+        }
+        let col = wg * R * COLS + r * COLS + c;
+        if slice == 0u && col < p.n {
+            out[col] = partial[lid];
+        }
+        workgroupBarrier();
+    }
 }
 
 @compute @workgroup_size(WG)
@@ -63,6 +147,10 @@ fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
+    if MODE == 6u || MODE == 7u {
+        multi(lid, wid.y * groups.x + wid.x);
+        return;
+    }
     if MODE == 1u {
         for (var i = lid; i < p.k / 4u; i += WG) {
             xs[i] = x[i];

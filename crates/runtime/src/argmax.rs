@@ -1,11 +1,12 @@
-//! The device argmax of one output: after the chain, one more dispatch
-//! reduces the output's last dim to int32 indices, and only those are read
-//! back (greedy decoding reads 4 bytes per token instead of the logits).
-//! Its indices can also feed the next run's token input on the device.
+//! The device argmax of one output: after the chain, two more dispatches
+//! (`argmax_rows.wgsl`: chunks of each row, then their partials) reduce
+//! the output's last dim to int32 indices, and only those are read back
+//! (greedy decoding reads 4 bytes per token instead of the logits). Its
+//! indices can also feed the next run's token input on the device.
 
 use etwgpu_format::{DType, ValueId};
 use etwgpu_graph::lower::elem_type;
-use etwgpu_kernels::Vid;
+use etwgpu_kernels::ops::reduce::ArgmaxRows;
 
 use crate::device::Runtime;
 use crate::error::{Error, Result};
@@ -22,16 +23,16 @@ pub(crate) struct ArgmaxInput {
     pub dtype: DType,
 }
 
-/// The argmax dispatch of `x` at `shape`.
-fn argmax_dispatch(x: ArgmaxInput, shape: &[u64]) -> Result<etwgpu_kernels::Dispatch> {
+/// The argmax dispatches of `x` at `shape`.
+fn argmax_dispatch(x: ArgmaxInput, shape: &[u64]) -> Result<ArgmaxRows> {
     let info = etwgpu_kernels::TensorInfo {
-        id: Vid(x.value.0),
+        id: etwgpu_kernels::Vid(x.value.0),
         dtype: elem_type(x.dtype),
         shape,
         is_constant: false,
         q4_word_major: false,
     };
-    etwgpu_kernels::ops::reduce::argmax_last_dim(&info, Vid(u32::MAX)).map_err(|source| Error::ArgmaxOutput {
+    etwgpu_kernels::ops::reduce::argmax_last_dim(&info).map_err(|source| Error::ArgmaxOutput {
         output: x.output,
         dtype: x.dtype,
         shape: shape.to_vec(),
@@ -43,9 +44,11 @@ fn argmax_dispatch(x: ArgmaxInput, shape: &[u64]) -> Result<etwgpu_kernels::Disp
 #[derive(Debug)]
 pub(crate) struct ArgmaxPost {
     x: ArgmaxInput,
-    /// Its dispatch (workgroups set per run).
-    dispatch: CompiledDispatch,
-    uniforms: wgpu::Buffer,
+    /// Its two dispatches (workgroups set per run), each with its own
+    /// uniforms.
+    stages: [(CompiledDispatch, wgpu::Buffer); 2],
+    /// The uniforms of both stages as last written.
+    written: Vec<u8>,
     /// int32 indices, one per row.
     pub(crate) result: wgpu::Buffer,
     /// Two, used in turn, so a run can be read back while the next one
@@ -67,44 +70,49 @@ impl ArgmaxPost {
         let rows = max_shape.iter().rev().skip(1).product::<u64>().max(1);
         let label = |what: &str| format!("{name} output {} argmax {what}", x.output);
         let device = &rt.device;
-        let pipeline = rt.pipelines.get_async(&d.shader).await?;
-        let uniforms = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some(&label("uniforms")),
-            size: d.params.len() as u64,
-            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        let result = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some(&label("indices")),
-            size: rows * 4,
-            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
-            mapped_at_creation: false,
-        });
-        let readback = [0, 1].map(|k| {
+        let pipeline = rt.pipelines.get_async(&d.shader.into()).await?;
+        let buffer = |what: &str, size: u64, usage| {
             device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some(&label(&format!("read-back {k}"))),
-                size: rows * 4,
-                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                label: Some(&label(what)),
+                size,
+                usage,
                 mapped_at_creation: false,
             })
-        });
-        let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some(&label("bind group")),
-            layout: &pipeline.get_bind_group_layout(0),
-            entries: &[
-                wgpu::BindGroupEntry { binding: 0, resource: uniforms.as_entire_binding() },
-                wgpu::BindGroupEntry { binding: 1, resource: logits.as_entire_binding() },
-                wgpu::BindGroupEntry { binding: 2, resource: result.as_entire_binding() },
-            ],
-        });
-        let dispatch = CompiledDispatch {
-            pipeline,
-            bind_group,
-            workgroups: d.workgroups,
-            node: usize::MAX,
-            label: d.shader.label(),
         };
-        Ok(Self { x, dispatch, uniforms, result, readback })
+        let result = buffer("indices", rows * 4, wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC);
+        let partial = buffer("partials", d.partial_bytes.max(8), wgpu::BufferUsages::STORAGE);
+        let readback = [0, 1].map(|k| {
+            buffer(&format!("read-back {k}"), rows * 4, wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST)
+        });
+        let stages = [0, 1].map(|k| {
+            let (params, workgroups) = &d.stages[k];
+            let uniforms = buffer(
+                &format!("stage {k} uniforms"),
+                params.len() as u64,
+                wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            );
+            rt.queue.write_buffer(&uniforms, 0, params);
+            let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some(&label(&format!("stage {k} bind group"))),
+                layout: &pipeline.get_bind_group_layout(0),
+                entries: &[
+                    wgpu::BindGroupEntry { binding: 0, resource: uniforms.as_entire_binding() },
+                    wgpu::BindGroupEntry { binding: 1, resource: logits.as_entire_binding() },
+                    wgpu::BindGroupEntry { binding: 2, resource: partial.as_entire_binding() },
+                    wgpu::BindGroupEntry { binding: 3, resource: result.as_entire_binding() },
+                ],
+            });
+            let dispatch = CompiledDispatch {
+                pipeline: pipeline.clone(),
+                bind_group,
+                workgroups: *workgroups,
+                node: usize::MAX,
+                label: d.shader.label(),
+            };
+            (dispatch, uniforms)
+        });
+        let written = d.stages.iter().flat_map(|(p, _)| p.iter().copied()).collect();
+        Ok(Self { x, stages, written, result, readback })
     }
 
     /// Rows the indices buffer holds.
@@ -115,7 +123,7 @@ impl ArgmaxPost {
     /// Records the argmax of the output at its live `shape` into
     /// `encoder`, and the copy of its indices into read-back buffer `flip`
     /// (0 or 1). Returns that buffer, the shape of the indices and their
-    /// bytes.
+    /// bytes. The uniforms are written only when the shape changed them.
     pub(crate) fn record(
         &mut self,
         rt: &Runtime,
@@ -125,14 +133,22 @@ impl ArgmaxPost {
         flip: usize,
     ) -> Result<(wgpu::Buffer, Vec<u64>, u64)> {
         let d = argmax_dispatch(self.x, shape)?;
-        rt.queue.write_buffer(&self.uniforms, 0, &d.params);
-        self.dispatch.workgroups = d.workgroups;
+        let bytes: Vec<u8> = d.stages.iter().flat_map(|(p, _)| p.iter().copied()).collect();
+        if bytes != self.written {
+            for ((params, _), (_, uniforms)) in d.stages.iter().zip(&self.stages) {
+                rt.queue.write_buffer(uniforms, 0, params);
+            }
+            self.written = bytes;
+        }
         {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some(&format!("{name} output {} argmax", self.x.output)),
                 timestamp_writes: None,
             });
-            self.dispatch.record(&mut pass);
+            for ((_, workgroups), (dispatch, _)) in d.stages.iter().zip(&mut self.stages) {
+                dispatch.workgroups = *workgroups;
+                dispatch.record(&mut pass);
+            }
         }
         let rows = &shape[..shape.len().saturating_sub(1)];
         let n_bytes = rows.iter().product::<u64>() * 4;

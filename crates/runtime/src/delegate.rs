@@ -36,7 +36,7 @@ use crate::io::{IoSpec, input_refs, int_at, io_specs};
 use crate::options::{LoadOptions, LoadProgress, RunTimes, Stopwatch};
 use crate::parked::{InputShapes, Parked};
 use crate::plan::{Plan, compile_pipelines, record_threads};
-use crate::profile::{NodeProfile, Profiling};
+use crate::profile::{NodeProfile, ProfileMode, Profiling};
 use crate::tensor::{Tensor, convert, from_device_layout, to_device_layout};
 
 /// `ETWGPU_Q4_LAYOUT=rows`: keep 4-bit weights in the file's row-major
@@ -401,6 +401,17 @@ impl LoadedDelegate {
     /// Turns per-dispatch timing on or off for the next runs.
     pub fn set_profiling(&mut self, on: bool) {
         self.profiling.on = on;
+    }
+
+    /// How profiled runs are timed (per dispatch by default).
+    pub fn set_profile_mode(&mut self, mode: ProfileMode) {
+        self.profiling.mode = mode;
+    }
+
+    /// GPU nanoseconds of the whole chain in one pass, from the last
+    /// [`ProfileMode::ByKernel`] run (`None` after any other run).
+    pub fn profiled_total_nanos(&self) -> Option<f64> {
+        self.profiling.total
     }
 
     /// The last profiled run, one row per op of the graph in chain order:

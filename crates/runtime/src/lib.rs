@@ -51,5 +51,5 @@ pub use etwgpu_kernels::{DeviceCaps, Precision};
 pub use method::LoadedMethod;
 pub use options::{LoadOptions, LoadProgress, LoadStage, RunTimes};
 pub use plan::RECORD_THREADS_ENV;
-pub use profile::NodeProfile;
+pub use profile::{KERNEL_REPS, NodeProfile, ProfileMode};
 pub use tensor::Tensor;

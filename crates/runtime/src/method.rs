@@ -22,7 +22,7 @@ use crate::delegate::LoadedDelegate;
 use crate::device::Runtime;
 use crate::error::{Error, Result};
 use crate::options::{LoadOptions, LoadProgress, RunTimes};
-use crate::profile::NodeProfile;
+use crate::profile::{NodeProfile, ProfileMode};
 use crate::tensor::Tensor;
 
 /// One instruction, ready to run.
@@ -233,6 +233,26 @@ impl LoadedMethod {
                 call.set_profiling(on);
             }
         }
+    }
+
+    /// How profiled runs of every GPU call are timed (see
+    /// [`ProfileMode`]; per dispatch by default).
+    pub fn set_profile_mode(&mut self, mode: ProfileMode) {
+        for s in &mut self.steps {
+            if let Exec::Gpu { call, .. } = s {
+                call.set_profile_mode(mode);
+            }
+        }
+    }
+
+    /// GPU nanoseconds of the GPU calls' whole chains (each in one pass),
+    /// summed, from the last run profiled [`ProfileMode::ByKernel`]; `None`
+    /// when a call has no such figure.
+    pub fn profiled_total_nanos(&self) -> Option<f64> {
+        self.steps
+            .iter()
+            .filter_map(|s| if let Exec::Gpu { call, .. } = s { Some(call.profiled_total_nanos()) } else { None })
+            .sum()
     }
 
     /// Per op of every GPU call, in order: the last profiled run.

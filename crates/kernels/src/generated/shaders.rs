@@ -10,6 +10,8 @@ pub enum Family {
     AddRmsNorm,
     /// `arg_reduce.wgsl`.
     ArgReduce,
+    /// `argmax_rows.wgsl`.
+    ArgmaxRows,
     /// `attention.wgsl`.
     Attention,
     /// `avg_pool2d.wgsl`.
@@ -202,6 +204,10 @@ pub enum ShaderId {
     ArgReduceF32,
     /// `arg_reduce.wgsl` with `Elem = f16`.
     ArgReduceF16,
+    /// `argmax_rows.wgsl` with `Elem = f32`.
+    ArgmaxRowsF32,
+    /// `argmax_rows.wgsl` with `Elem = f16`.
+    ArgmaxRowsF16,
     /// `attention.wgsl` with `Elem = f32`.
     AttentionF32,
     /// `attention.wgsl` with `Elem = f16`.
@@ -515,6 +521,8 @@ impl ShaderId {
         ShaderId::AddRmsNormF16,
         ShaderId::ArgReduceF32,
         ShaderId::ArgReduceF16,
+        ShaderId::ArgmaxRowsF32,
+        ShaderId::ArgmaxRowsF16,
         ShaderId::AttentionF32,
         ShaderId::AttentionF16,
         ShaderId::AvgPool2dF32,
@@ -676,6 +684,8 @@ impl ShaderId {
             ShaderId::AddRmsNormF16 => Family::AddRmsNorm,
             ShaderId::ArgReduceF32 => Family::ArgReduce,
             ShaderId::ArgReduceF16 => Family::ArgReduce,
+            ShaderId::ArgmaxRowsF32 => Family::ArgmaxRows,
+            ShaderId::ArgmaxRowsF16 => Family::ArgmaxRows,
             ShaderId::AttentionF32 => Family::Attention,
             ShaderId::AttentionF16 => Family::Attention,
             ShaderId::AvgPool2dF32 => Family::AvgPool2d,
@@ -838,6 +848,8 @@ impl ShaderId {
             ShaderId::AddRmsNormF16 => Variant::F16,
             ShaderId::ArgReduceF32 => Variant::F32,
             ShaderId::ArgReduceF16 => Variant::F16,
+            ShaderId::ArgmaxRowsF32 => Variant::F32,
+            ShaderId::ArgmaxRowsF16 => Variant::F16,
             ShaderId::AttentionF32 => Variant::F32,
             ShaderId::AttentionF16 => Variant::F16,
             ShaderId::AvgPool2dF32 => Variant::F32,
@@ -1000,6 +1012,8 @@ impl ShaderId {
             ShaderId::AddRmsNormF16 => "add_rms_norm.f16",
             ShaderId::ArgReduceF32 => "arg_reduce.f32",
             ShaderId::ArgReduceF16 => "arg_reduce.f16",
+            ShaderId::ArgmaxRowsF32 => "argmax_rows.f32",
+            ShaderId::ArgmaxRowsF16 => "argmax_rows.f16",
             ShaderId::AttentionF32 => "attention.f32",
             ShaderId::AttentionF16 => "attention.f16",
             ShaderId::AvgPool2dF32 => "avg_pool2d.f32",
@@ -1162,6 +1176,8 @@ impl ShaderId {
             ShaderId::AddRmsNormF16 => ADD_RMS_NORM_F16,
             ShaderId::ArgReduceF32 => ARG_REDUCE_F32,
             ShaderId::ArgReduceF16 => ARG_REDUCE_F16,
+            ShaderId::ArgmaxRowsF32 => ARGMAX_ROWS_F32,
+            ShaderId::ArgmaxRowsF16 => ARGMAX_ROWS_F16,
             ShaderId::AttentionF32 => ATTENTION_F32,
             ShaderId::AttentionF16 => ATTENTION_F16,
             ShaderId::AvgPool2dF32 => AVG_POOL2D_F32,
@@ -1339,6 +1355,18 @@ impl ShaderId {
             ShaderId::ArgReduceF16 => {
                 ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 512 }
             }
+            ShaderId::ArgmaxRowsF32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 3,
+                uniform_buffers: 1,
+                workgroup_bytes: 2048,
+            },
+            ShaderId::ArgmaxRowsF16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 3,
+                uniform_buffers: 1,
+                workgroup_bytes: 2048,
+            },
             ShaderId::AttentionF32 => {
                 ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 5, uniform_buffers: 1, workgroup_bytes: 768 }
             }
@@ -1931,6 +1959,8 @@ impl ShaderId {
             (Family::AddRmsNorm, Variant::F16) => Some(ShaderId::AddRmsNormF16),
             (Family::ArgReduce, Variant::F32) => Some(ShaderId::ArgReduceF32),
             (Family::ArgReduce, Variant::F16) => Some(ShaderId::ArgReduceF16),
+            (Family::ArgmaxRows, Variant::F32) => Some(ShaderId::ArgmaxRowsF32),
+            (Family::ArgmaxRows, Variant::F16) => Some(ShaderId::ArgmaxRowsF16),
             (Family::Attention, Variant::F32) => Some(ShaderId::AttentionF32),
             (Family::Attention, Variant::F16) => Some(ShaderId::AttentionF16),
             (Family::AvgPool2d, Variant::F32) => Some(ShaderId::AvgPool2dF32),
@@ -2353,7 +2383,7 @@ fn is_nan(v: f32) -> bool {
     return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
 }
 
-/// Whether (b, ib) should replace (a, ia).
+/// Whether (b, ib) should replace (a, ia); `op` 0 is argmax, 1 argmin.
 fn better(op: u32, a: f32, ia: u32, b: f32, ib: u32) -> bool {
     let an = is_nan(a);
     let bn = is_nan(b);
@@ -2468,7 +2498,7 @@ fn is_nan(v: f32) -> bool {
     return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
 }
 
-/// Whether (b, ib) should replace (a, ia).
+/// Whether (b, ib) should replace (a, ia); `op` 0 is argmax, 1 argmin.
 fn better(op: u32, a: f32, ia: u32, b: f32, ib: u32) -> bool {
     let an = is_nan(a);
     let bn = is_nan(b);
@@ -2534,6 +2564,264 @@ fn main(
     }
     if lid == 0u {
         out[o] = i32(part_idx[0]);
+    }
+}
+"#;
+
+/// `argmax_rows.wgsl` with `Elem = f32`.
+pub const ARGMAX_ROWS_F32: &str = r#"//! The device argmax of a decode step's logits: the index of the largest
+//! value of each contiguous row of `n` (`x` is `[rows, n]`), as int32, in
+//! two dispatches of this shader with one binding layout. `stage` 0: a
+//! workgroup per `CHUNK` values of a row (grid `(chunks, rows)`), each
+//! invocation folding `PER` of them (all loaded before any is compared)
+//! and the workgroup meeting in a tree, writes its (value, index) to
+//! `partial`; `stage` 1: a workgroup per row (grid `(1, rows)`) folds the
+//! row's `chunks` partials into `out`. The order is `arg_reduce.wgsl`'s
+//! (the smaller index on ties, the first NaN over any number).
+//!
+//! `arg_reduce.wgsl` with one workgroup a row walks a 128256-wide vocabulary
+//! in 2,004 dependent steps per invocation; here each invocation takes 16
+//! values and a row spreads over ~32 workgroups.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup (a power of two: tree reduction).
+const WG: u32 = 256u;
+/// Values each invocation folds in stage 0.
+const PER: u32 = 16u;
+/// Values per stage-0 workgroup.
+const CHUNK: u32 = WG * PER;
+
+struct Params {
+    /// 0: chunks into partials; 1: partials into indices.
+    stage: u32,
+    /// Row length.
+    n: u32,
+    /// Chunks per row (`ceil(n / CHUNK)`).
+    chunks: u32,
+    _pad: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+/// Per (row, chunk): the value's bits and its index in the row.
+@group(0) @binding(2) var<storage, read_write> partial: array<vec2<u32>>;
+@group(0) @binding(3) var<storage, read_write> out: array<i32>;
+
+var<workgroup> part_val: array<f32, WG>;
+var<workgroup> part_idx: array<u32, WG>;
+
+fn is_nan(v: f32) -> bool {
+    return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
+}
+
+/// Whether (b, ib) should replace (a, ia); `op` 0 is argmax, 1 argmin.
+fn better(op: u32, a: f32, ia: u32, b: f32, ib: u32) -> bool {
+    let an = is_nan(a);
+    let bn = is_nan(b);
+    if an || bn {
+        return bn && (!an || ib < ia);
+    }
+    if a == b {
+        return ib < ia;
+    }
+    if op == 0u {
+        return b > a;
+    }
+    return b < a;
+}
+
+/// The sentinel index of "nothing yet": it loses every comparison.
+const NONE: u32 = 0xffffffffu;
+
+/// Whether (b, ib) should replace (a, ia), the sentinel losing.
+fn pick(a: f32, ia: u32, b: f32, ib: u32) -> bool {
+    return ib != NONE && (ia == NONE || better(0u, a, ia, b, ib));
+}
+
+/// The workgroup's best of (`val`, `idx`), in invocation 0's slot.
+fn tree(lid: u32, val: f32, idx: u32) {
+    part_val[lid] = val;
+    part_idx[lid] = idx;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s /= 2u) {
+        if lid < s && pick(part_val[lid], part_idx[lid], part_val[lid + s], part_idx[lid + s]) {
+            part_val[lid] = part_val[lid + s];
+            part_idx[lid] = part_idx[lid + s];
+        }
+        workgroupBarrier();
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let row = wid.y;
+    var val = 0.0;
+    var idx = NONE;
+    if p.stage == 0u {
+        let start = wid.x * CHUNK;
+        var vals: array<f32, PER>;
+        for (var j = 0u; j < PER; j++) {
+            let i = start + j * WG + lid;
+            if i < p.n {
+                vals[j] = f32(x[row * p.n + i]);
+            }
+        }
+        // In index order, so the first of equal values stays.
+        for (var j = 0u; j < PER; j++) {
+            let i = start + j * WG + lid;
+            if i < p.n && pick(val, idx, vals[j], i) {
+                val = vals[j];
+                idx = i;
+            }
+        }
+        tree(lid, val, idx);
+        if lid == 0u {
+            partial[row * p.chunks + wid.x] = vec2<u32>(bitcast<u32>(part_val[0]), part_idx[0]);
+        }
+        return;
+    }
+    for (var c = lid; c < p.chunks; c += WG) {
+        let q = partial[row * p.chunks + c];
+        if pick(val, idx, bitcast<f32>(q.x), q.y) {
+            val = bitcast<f32>(q.x);
+            idx = q.y;
+        }
+    }
+    tree(lid, val, idx);
+    if lid == 0u {
+        out[row] = i32(part_idx[0]);
+    }
+}
+"#;
+
+/// `argmax_rows.wgsl` with `Elem = f16`.
+pub const ARGMAX_ROWS_F16: &str = r#"enable f16;
+
+//! The device argmax of a decode step's logits: the index of the largest
+//! value of each contiguous row of `n` (`x` is `[rows, n]`), as int32, in
+//! two dispatches of this shader with one binding layout. `stage` 0: a
+//! workgroup per `CHUNK` values of a row (grid `(chunks, rows)`), each
+//! invocation folding `PER` of them (all loaded before any is compared)
+//! and the workgroup meeting in a tree, writes its (value, index) to
+//! `partial`; `stage` 1: a workgroup per row (grid `(1, rows)`) folds the
+//! row's `chunks` partials into `out`. The order is `arg_reduce.wgsl`'s
+//! (the smaller index on ties, the first NaN over any number).
+//!
+//! `arg_reduce.wgsl` with one workgroup a row walks a 128256-wide vocabulary
+//! in 2,004 dependent steps per invocation; here each invocation takes 16
+//! values and a row spreads over ~32 workgroups.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup (a power of two: tree reduction).
+const WG: u32 = 256u;
+/// Values each invocation folds in stage 0.
+const PER: u32 = 16u;
+/// Values per stage-0 workgroup.
+const CHUNK: u32 = WG * PER;
+
+struct Params {
+    /// 0: chunks into partials; 1: partials into indices.
+    stage: u32,
+    /// Row length.
+    n: u32,
+    /// Chunks per row (`ceil(n / CHUNK)`).
+    chunks: u32,
+    _pad: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+/// Per (row, chunk): the value's bits and its index in the row.
+@group(0) @binding(2) var<storage, read_write> partial: array<vec2<u32>>;
+@group(0) @binding(3) var<storage, read_write> out: array<i32>;
+
+var<workgroup> part_val: array<f32, WG>;
+var<workgroup> part_idx: array<u32, WG>;
+
+fn is_nan(v: f32) -> bool {
+    return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
+}
+
+/// Whether (b, ib) should replace (a, ia); `op` 0 is argmax, 1 argmin.
+fn better(op: u32, a: f32, ia: u32, b: f32, ib: u32) -> bool {
+    let an = is_nan(a);
+    let bn = is_nan(b);
+    if an || bn {
+        return bn && (!an || ib < ia);
+    }
+    if a == b {
+        return ib < ia;
+    }
+    if op == 0u {
+        return b > a;
+    }
+    return b < a;
+}
+
+/// The sentinel index of "nothing yet": it loses every comparison.
+const NONE: u32 = 0xffffffffu;
+
+/// Whether (b, ib) should replace (a, ia), the sentinel losing.
+fn pick(a: f32, ia: u32, b: f32, ib: u32) -> bool {
+    return ib != NONE && (ia == NONE || better(0u, a, ia, b, ib));
+}
+
+/// The workgroup's best of (`val`, `idx`), in invocation 0's slot.
+fn tree(lid: u32, val: f32, idx: u32) {
+    part_val[lid] = val;
+    part_idx[lid] = idx;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s /= 2u) {
+        if lid < s && pick(part_val[lid], part_idx[lid], part_val[lid + s], part_idx[lid + s]) {
+            part_val[lid] = part_val[lid + s];
+            part_idx[lid] = part_idx[lid + s];
+        }
+        workgroupBarrier();
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let row = wid.y;
+    var val = 0.0;
+    var idx = NONE;
+    if p.stage == 0u {
+        let start = wid.x * CHUNK;
+        var vals: array<f32, PER>;
+        for (var j = 0u; j < PER; j++) {
+            let i = start + j * WG + lid;
+            if i < p.n {
+                vals[j] = f32(x[row * p.n + i]);
+            }
+        }
+        // In index order, so the first of equal values stays.
+        for (var j = 0u; j < PER; j++) {
+            let i = start + j * WG + lid;
+            if i < p.n && pick(val, idx, vals[j], i) {
+                val = vals[j];
+                idx = i;
+            }
+        }
+        tree(lid, val, idx);
+        if lid == 0u {
+            partial[row * p.chunks + wid.x] = vec2<u32>(bitcast<u32>(part_val[0]), part_idx[0]);
+        }
+        return;
+    }
+    for (var c = lid; c < p.chunks; c += WG) {
+        let q = partial[row * p.chunks + c];
+        if pick(val, idx, bitcast<f32>(q.x), q.y) {
+            val = bitcast<f32>(q.x);
+            idx = q.y;
+        }
+    }
+    tree(lid, val, idx);
+    if lid == 0u {
+        out[row] = i32(part_idx[0]);
     }
 }
 "#;

@@ -6,8 +6,8 @@
 use crate::error::{Error, Result};
 use crate::generated::shaders::Family;
 use crate::plan::{
-    Ctx, Dispatch, ElemType, Lowered, Step, TensorInfo, Uniform, Value, Vid, float_shader, grid_1d, norm_dim,
-    same_dtype, to_u32,
+    Ctx, Dispatch, ElemType, Lowered, Step, TensorInfo, Uniform, Value, float_shader, grid_1d, norm_dim, same_dtype,
+    to_u32,
 };
 
 /// An op of `reduce.wgsl`; the discriminant is the shader's op code.
@@ -230,26 +230,57 @@ pub fn arg_reduce(c: &Ctx<'_>, op: ArgOp) -> Result<Lowered> {
     Ok(Lowered { shapes: vec![(out.id, w.out_shape)], steps })
 }
 
-/// `argmax` over the last dim of `x` (at its live shape) into the int32
-/// tensor `out`: not an op of the table but what the runtime appends to a
-/// method whose caller wants token ids instead of logits (greedy decode
-/// then reads back 4 bytes per row).
-pub fn argmax_last_dim(x: &TensorInfo<'_>, out: Vid) -> Result<Dispatch> {
-    let shader = float_shader(Family::ArgReduce, x, 0, "self")?;
-    let rank = x.shape.len();
-    let shape: &[u64] = if rank == 0 { &[1] } else { x.shape };
-    let mut reduced = vec![false; shape.len()];
-    reduced[shape.len() - 1] = true;
-    let w = walk(shape, &reduced, false)?;
-    if w.n_red == 0 {
+/// Values one `argmax_rows.wgsl` stage-0 workgroup folds (`CHUNK`).
+const ARGMAX_CHUNK: u64 = 256 * 16;
+
+/// The two dispatches of [`argmax_last_dim`]: one shader and binding
+/// layout (`x`, the partials, the int32 indices), a uniform block and a
+/// grid per stage.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArgmaxRows {
+    /// `argmax_rows.wgsl` in `x`'s dtype.
+    pub shader: crate::ShaderId,
+    /// Stage 0 (chunks into partials), then stage 1 (partials into
+    /// indices): uniforms and workgroups.
+    pub stages: [(Vec<u8>, [u32; 3]); 2],
+    /// Bytes of the partials buffer (8 per row and chunk).
+    pub partial_bytes: u64,
+}
+
+/// `argmax` over the last dim of `x` (at its live shape, contiguous), as
+/// int32 indices, one per row: not an op of the table but what the
+/// runtime appends to a method whose caller wants token ids instead of
+/// logits (greedy decode then reads back 4 bytes per row). Two dispatches
+/// of `argmax_rows.wgsl`, so a wide row (a vocabulary) spreads over many
+/// workgroups.
+pub fn argmax_last_dim(x: &TensorInfo<'_>) -> Result<ArgmaxRows> {
+    let shader = float_shader(Family::ArgmaxRows, x, 0, "self")?;
+    let n = x.shape.last().copied().unwrap_or(1);
+    let rows = x.shape.iter().rev().skip(1).product::<u64>().max(1);
+    if n == 0 {
         return Err(empty_err(x, "the argmax"));
     }
-    Ok(Dispatch {
-        shader: shader.into(),
-        entry: "main",
-        inputs: vec![x.id],
-        outputs: vec![out],
-        params: params(&w, ArgOp::Argmax as u32, 0.0)?,
-        workgroups: grid_1d(w.n_out.max(1), 1)?,
+    let chunks = n.div_ceil(ARGMAX_CHUNK);
+    let rows32 = to_u32("argmax rows", rows)?;
+    if rows32 > 65_535 {
+        return Err(Error::ArgValue {
+            arg_idx: 0,
+            name: "self",
+            found: format!("{rows} rows"),
+            reason: "the device argmax takes at most 65535 rows",
+        });
+    }
+    let stage = |stage: u32| -> Result<Vec<u8>> {
+        Ok(Uniform::new()
+            .u32(stage)
+            .u32(to_u32("argmax row length", n)?)
+            .u32(to_u32("argmax chunks", chunks)?)
+            .u32(0)
+            .finish())
+    };
+    Ok(ArgmaxRows {
+        shader,
+        stages: [(stage(0)?, [to_u32("argmax chunks", chunks)?, rows32, 1]), (stage(1)?, [1, rows32, 1])],
+        partial_bytes: rows * chunks * 8,
     })
 }

@@ -645,6 +645,55 @@ fn float16_qparams_of_an_all_zero_row_stay_finite() {
     assert_eq!(&got[w.n..], &vec![0.0; w.n][..]);
 }
 
+/// The device argmax of rows wider than one workgroup's chunk (9000 >
+/// 4096: three chunks, the last partial) gives PyTorch's index: the
+/// largest value, the smaller index on ties across chunks, the first NaN
+/// over any number; and a row narrower than one chunk.
+#[test]
+fn device_argmax_takes_wide_rows_ties_and_nans() {
+    for n in [9000usize, 5] {
+        let rows = 4usize;
+        let mut g = GraphBuilder::new();
+        let x = g.tensor(DType::F32, &[rows as u64, n as u64]);
+        let alpha = g.double(1.0);
+        let out = g.tensor(DType::F32, &[rows as u64, n as u64]);
+        g.op("aten.add.Tensor", &[x, x, alpha, out]).inputs(&[x]).outputs(&[out]);
+        let Some(mut m) = load(g) else { return };
+        m.set_output_argmax(0, true).expect("argmax");
+        let mut xv = data(rows * n, 77);
+        let at = |r: usize, i: usize| r * n + i.min(n - 1);
+        // Row 0: one largest value in the last chunk.
+        xv[at(0, 8999)] = 50.0;
+        // Row 1: the largest value twice, in two chunks (and once more
+        // near the end of the first).
+        xv[at(1, 4095)] = 40.0;
+        xv[at(1, 6000)] = 40.0;
+        xv[at(1, 100)] = 40.0;
+        // Row 2: NaNs after a larger number; the first NaN wins.
+        xv[at(2, 10)] = 1e30;
+        xv[at(2, 7000)] = f32::NAN;
+        xv[at(2, 5000)] = f32::NAN;
+        // Row 3: every value equal: index 0.
+        xv[3 * n..].fill(-2.5);
+        let outs = m.run(&[Tensor::from_f32(&[rows as u64, n as u64], &xv)]).expect("runs");
+        let got = outs[0].to_f64_vec();
+        let want: Vec<f64> = (0..rows)
+            .map(|r| {
+                let row = &xv[r * n..(r + 1) * n];
+                let best = match row.iter().position(|v| v.is_nan()) {
+                    Some(i) => i,
+                    None => row.iter().enumerate().fold(0, |b, (i, v)| if *v > row[b] { i } else { b }),
+                };
+                best as f64
+            })
+            .collect();
+        assert_eq!(got, want, "argmax of {rows} rows of {n}");
+        if n == 9000 {
+            assert_eq!(want, [8999.0, 100.0, 5000.0, 0.0], "the cases are what they say");
+        }
+    }
+}
+
 /// The device argmax reduces float outputs only, and only outputs that
 /// exist; asking for anything else is a typed error.
 #[test]
