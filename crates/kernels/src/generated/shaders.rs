@@ -1874,12 +1874,18 @@ impl ShaderId {
                 uniform_buffers: 1,
                 workgroup_bytes: 13312,
             },
-            ShaderId::SdpaSplitCombineF32 => {
-                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
-            }
-            ShaderId::SdpaSplitCombineF16 => {
-                ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
-            }
+            ShaderId::SdpaSplitCombineF32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 2,
+                uniform_buffers: 1,
+                workgroup_bytes: 6144,
+            },
+            ShaderId::SdpaSplitCombineF16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 2,
+                uniform_buffers: 1,
+                workgroup_bytes: 6144,
+            },
             ShaderId::SoftmaxF32 => {
                 ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
             }
@@ -16652,15 +16658,22 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 /// `sdpa_split_combine.wgsl` with `Elem = f32`.
 pub const SDPA_SPLIT_COMBINE_F32: &str = r#"//! Split-KV attention, second pass: merges the partials of
 //! `sdpa_split.wgsl` into the output `[1, seq, heads, D]`. One workgroup per
-//! (query row, head); invocation `t` owns `vec4` `t` of the head dim: the
-//! global max over the splits, each split's sum and output rescaled by
-//! `exp(m - max)`, then normalized. The split count comes from the live
-//! context (`common/split_plan.wgsl`). f32 math.
+//! (query row, head). The splits' (max, sum) pairs are loaded at once, an
+//! invocation each, into workgroup memory; every invocation takes the
+//! global max and the rescaled sum from there, and the weight
+//! `exp(m - max)` of each split goes back to workgroup memory. Then
+//! invocation `t` owns `vec4` `t % (D / 4)` of the head dim over every
+//! `WG / (D / 4)`-th split, and those groups are summed at the end. So no
+//! invocation walks all the splits through global memory (64 of them past
+//! 8192 keys). The split count comes from the live context
+//! (`common/split_plan.wgsl`). f32 math.
 // variants: f32 f16
 
 alias Elem = f32;
 
-const WG: u32 = 64u;
+const WG: u32 = 256u;
+/// Most splits (at least the host's `SPLIT_MAX`).
+const MAX_SPLITS: u32 = 256u;
 
 struct Params {
     /// Query rows (`S`).
@@ -16693,6 +16706,10 @@ fn split_plan(ctx: u32) -> vec2<u32> {
 @group(0) @binding(1) var<storage, read> part: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read_write> out: array<vec4<Elem>>;
 
+/// Per split: its running max and sum, then (`.x`) its weight.
+var<workgroup> heads: array<vec2<f32>, MAX_SPLITS>;
+var<workgroup> sums: array<vec4<f32>, WG>;
+
 @compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
@@ -16700,26 +16717,49 @@ fn main(
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
     let idx = wid.y * groups.x + wid.x;
-    let d4 = p.head_dim / 4u;
-    if idx >= p.seq * p.n_heads || lid >= d4 {
+    // Workgroup-uniform.
+    if idx >= p.seq * p.n_heads {
         return;
     }
-    let n_splits = split_plan(p.start_pos + p.seq).x;
+    let d4 = p.head_dim / 4u;
+    let n_splits = min(split_plan(p.start_pos + p.seq).x, MAX_SPLITS);
     let stride = d4 + 1u;
     let base = idx * n_splits;
+    for (var s = lid; s < n_splits; s += WG) {
+        heads[s] = part[(base + s) * stride].xy;
+    }
+    workgroupBarrier();
     var m = -3.402823e38;
     for (var s = 0u; s < n_splits; s++) {
-        m = max(m, part[(base + s) * stride].x);
+        m = max(m, heads[s].x);
     }
     var l = 0.0;
-    var acc = vec4<f32>(0.0);
     for (var s = 0u; s < n_splits; s++) {
-        let at = (base + s) * stride;
-        let w = exp(part[at].x - m);
-        l += part[at].y * w;
-        acc += part[at + 1u + lid] * w;
+        l += heads[s].y * exp(heads[s].x - m);
     }
-    out[idx * d4 + lid] = vec4<Elem>(acc / l);
+    workgroupBarrier();
+    for (var s = lid; s < n_splits; s += WG) {
+        heads[s].x = exp(heads[s].x - m);
+    }
+    workgroupBarrier();
+    let dim = lid % d4;
+    let group = lid / d4;
+    let n_groups = WG / d4;
+    var acc = vec4<f32>(0.0);
+    if group < n_groups {
+        for (var s = group; s < n_splits; s += n_groups) {
+            acc += part[(base + s) * stride + 1u + dim] * heads[s].x;
+        }
+    }
+    sums[lid] = acc;
+    workgroupBarrier();
+    if lid < d4 {
+        var total = vec4<f32>(0.0);
+        for (var g = 0u; g < n_groups; g++) {
+            total += sums[g * d4 + lid];
+        }
+        out[idx * d4 + lid] = vec4<Elem>(total / l);
+    }
 }
 "#;
 
@@ -16728,15 +16768,22 @@ pub const SDPA_SPLIT_COMBINE_F16: &str = r#"enable f16;
 
 //! Split-KV attention, second pass: merges the partials of
 //! `sdpa_split.wgsl` into the output `[1, seq, heads, D]`. One workgroup per
-//! (query row, head); invocation `t` owns `vec4` `t` of the head dim: the
-//! global max over the splits, each split's sum and output rescaled by
-//! `exp(m - max)`, then normalized. The split count comes from the live
-//! context (`common/split_plan.wgsl`). f32 math.
+//! (query row, head). The splits' (max, sum) pairs are loaded at once, an
+//! invocation each, into workgroup memory; every invocation takes the
+//! global max and the rescaled sum from there, and the weight
+//! `exp(m - max)` of each split goes back to workgroup memory. Then
+//! invocation `t` owns `vec4` `t % (D / 4)` of the head dim over every
+//! `WG / (D / 4)`-th split, and those groups are summed at the end. So no
+//! invocation walks all the splits through global memory (64 of them past
+//! 8192 keys). The split count comes from the live context
+//! (`common/split_plan.wgsl`). f32 math.
 // variants: f32 f16
 
 alias Elem = f16;
 
-const WG: u32 = 64u;
+const WG: u32 = 256u;
+/// Most splits (at least the host's `SPLIT_MAX`).
+const MAX_SPLITS: u32 = 256u;
 
 struct Params {
     /// Query rows (`S`).
@@ -16769,6 +16816,10 @@ fn split_plan(ctx: u32) -> vec2<u32> {
 @group(0) @binding(1) var<storage, read> part: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read_write> out: array<vec4<Elem>>;
 
+/// Per split: its running max and sum, then (`.x`) its weight.
+var<workgroup> heads: array<vec2<f32>, MAX_SPLITS>;
+var<workgroup> sums: array<vec4<f32>, WG>;
+
 @compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
@@ -16776,26 +16827,49 @@ fn main(
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
     let idx = wid.y * groups.x + wid.x;
-    let d4 = p.head_dim / 4u;
-    if idx >= p.seq * p.n_heads || lid >= d4 {
+    // Workgroup-uniform.
+    if idx >= p.seq * p.n_heads {
         return;
     }
-    let n_splits = split_plan(p.start_pos + p.seq).x;
+    let d4 = p.head_dim / 4u;
+    let n_splits = min(split_plan(p.start_pos + p.seq).x, MAX_SPLITS);
     let stride = d4 + 1u;
     let base = idx * n_splits;
+    for (var s = lid; s < n_splits; s += WG) {
+        heads[s] = part[(base + s) * stride].xy;
+    }
+    workgroupBarrier();
     var m = -3.402823e38;
     for (var s = 0u; s < n_splits; s++) {
-        m = max(m, part[(base + s) * stride].x);
+        m = max(m, heads[s].x);
     }
     var l = 0.0;
-    var acc = vec4<f32>(0.0);
     for (var s = 0u; s < n_splits; s++) {
-        let at = (base + s) * stride;
-        let w = exp(part[at].x - m);
-        l += part[at].y * w;
-        acc += part[at + 1u + lid] * w;
+        l += heads[s].y * exp(heads[s].x - m);
     }
-    out[idx * d4 + lid] = vec4<Elem>(acc / l);
+    workgroupBarrier();
+    for (var s = lid; s < n_splits; s += WG) {
+        heads[s].x = exp(heads[s].x - m);
+    }
+    workgroupBarrier();
+    let dim = lid % d4;
+    let group = lid / d4;
+    let n_groups = WG / d4;
+    var acc = vec4<f32>(0.0);
+    if group < n_groups {
+        for (var s = group; s < n_splits; s += n_groups) {
+            acc += part[(base + s) * stride + 1u + dim] * heads[s].x;
+        }
+    }
+    sums[lid] = acc;
+    workgroupBarrier();
+    if lid < d4 {
+        var total = vec4<f32>(0.0);
+        for (var g = 0u; g < n_groups; g++) {
+            total += sums[g * d4 + lid];
+        }
+        out[idx * d4 + lid] = vec4<Elem>(total / l);
+    }
 }
 "#;
 

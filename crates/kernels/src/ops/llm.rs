@@ -313,8 +313,11 @@ const SPLIT_MAX_ROWS: u64 = 4;
 const SPLIT_SCRATCH: usize = 0;
 /// Query vectors (row, head) one `sdpa_split` workgroup takes (`MAXQ`).
 const SPLIT_QUERIES: u64 = 4;
-/// Fewest keys per split: short contexts get few splits (one up to 128).
-const SPLIT_MIN_KEYS: u64 = 128;
+/// Fewest keys per split: short contexts get few splits (one up to 32).
+/// A split's workgroup walks its values in `keys / (WG / (D / 4))` steps
+/// (one per 16 keys at head dim 64), so at 128 keys four splits of 32
+/// take a quarter of the steps of one split of 128.
+const SPLIT_MIN_KEYS: u64 = 32;
 /// Workgroups the splits aim for (enough to fill a large GPU).
 const SPLIT_TARGET_GROUPS: u64 = 256;
 /// Keys one `sdpa_split` workgroup scores at once (`TILE`): past the
