@@ -1704,37 +1704,37 @@ impl ShaderId {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 5,
                 uniform_buffers: 1,
-                workgroup_bytes: 4096,
+                workgroup_bytes: 5120,
             },
             ShaderId::Q4GemvF16 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 5,
                 uniform_buffers: 1,
-                workgroup_bytes: 4096,
+                workgroup_bytes: 5120,
             },
             ShaderId::Q4GemvQkvF32 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 10,
                 uniform_buffers: 1,
-                workgroup_bytes: 4096,
+                workgroup_bytes: 5120,
             },
             ShaderId::Q4GemvQkvF16 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 10,
                 uniform_buffers: 1,
-                workgroup_bytes: 4096,
+                workgroup_bytes: 5120,
             },
             ShaderId::Q4GemvSwigluF32 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 6,
                 uniform_buffers: 1,
-                workgroup_bytes: 8192,
+                workgroup_bytes: 10240,
             },
             ShaderId::Q4GemvSwigluF16 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 6,
                 uniform_buffers: 1,
-                workgroup_bytes: 8192,
+                workgroup_bytes: 10240,
             },
             ShaderId::Q8AddF32 => {
                 ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
@@ -11650,6 +11650,10 @@ pub const Q4_GEMV_F32: &str = r#"//! Decode route of `et_vk.linear_q4gsw` (at mo
 //! column read adjacent words of its row. Two words are loaded before
 //! either is used. The slices meet in a workgroup-memory tree (no
 //! subgroup operations: it runs in the browser too). Accumulation is f32.
+//! One row (a decode step) takes its own path: a scalar sum per
+//! invocation and a scalar tree, where the general path carries four
+//! (on the H200 the four-row path ran one row 10-25% slower than a
+//! one-row copy, run r).
 // variants: f32 f16
 
 alias Elem = f32;
@@ -11687,6 +11691,8 @@ struct Params {
 
 /// Per invocation, its slice's sums for the four rows.
 var<workgroup> partial: array<vec4<f32>, WG>;
+/// The same for one row (decode): a quarter of the tree's traffic.
+var<workgroup> partial1: array<f32, WG>;
 
 /// Where the 16-byte words of column `col` (of `n`, `words` per row) sit:
 /// word `w` at `base + w * stride`, `(base, stride)` returned; row-major
@@ -11754,6 +11760,37 @@ fn main(
     let at = column_words(col, words, p.n, (p.w_layout & 1u) != 0u);
     let base = at.x;
     let stride = at.y;
+    if p.m == 1u {
+        // Workgroup-uniform: one row of x, a scalar sum per invocation.
+        var acc1 = 0.0;
+        var w1 = slice;
+        for (; w1 + slices < words; w1 += 2u * slices) {
+            let q0 = weights[base + w1 * stride];
+            let q1 = weights[base + (w1 + slices) * stride];
+            let s0 = f32(scales[(w1 * 32u / p.group_size) * p.n_pad + col]);
+            let s1 = f32(scales[((w1 + slices) * 32u / p.group_size) * p.n_pad + col]);
+            acc1 += dot32(q0, w1 * 8u) * s0 + dot32(q1, (w1 + slices) * 8u) * s1;
+        }
+        if w1 < words {
+            acc1 += dot32(weights[base + w1 * stride], w1 * 8u) * f32(scales[(w1 * 32u / p.group_size) * p.n_pad + col]);
+        }
+        partial1[lid] = acc1;
+        workgroupBarrier();
+        for (var stride1 = slices / 2u; stride1 > 0u; stride1 /= 2u) {
+            if slice < stride1 {
+                partial1[lid] += partial1[lid + stride1 * cols];
+            }
+            workgroupBarrier();
+        }
+        if slice == 0u && target_col < p.n {
+            var b = 0.0;
+            if p.has_bias != 0u {
+                b = f32(bias[col]);
+            }
+            out[col] = Elem(partial1[lid] + b);
+        }
+        return;
+    }
     var acc = vec4<f32>();
     var w = slice;
     for (; w + slices < words; w += 2u * slices) {
@@ -11809,6 +11846,10 @@ pub const Q4_GEMV_F16: &str = r#"enable f16;
 //! column read adjacent words of its row. Two words are loaded before
 //! either is used. The slices meet in a workgroup-memory tree (no
 //! subgroup operations: it runs in the browser too). Accumulation is f32.
+//! One row (a decode step) takes its own path: a scalar sum per
+//! invocation and a scalar tree, where the general path carries four
+//! (on the H200 the four-row path ran one row 10-25% slower than a
+//! one-row copy, run r).
 // variants: f32 f16
 
 alias Elem = f16;
@@ -11846,6 +11887,8 @@ struct Params {
 
 /// Per invocation, its slice's sums for the four rows.
 var<workgroup> partial: array<vec4<f32>, WG>;
+/// The same for one row (decode): a quarter of the tree's traffic.
+var<workgroup> partial1: array<f32, WG>;
 
 /// Where the 16-byte words of column `col` (of `n`, `words` per row) sit:
 /// word `w` at `base + w * stride`, `(base, stride)` returned; row-major
@@ -11913,6 +11956,37 @@ fn main(
     let at = column_words(col, words, p.n, (p.w_layout & 1u) != 0u);
     let base = at.x;
     let stride = at.y;
+    if p.m == 1u {
+        // Workgroup-uniform: one row of x, a scalar sum per invocation.
+        var acc1 = 0.0;
+        var w1 = slice;
+        for (; w1 + slices < words; w1 += 2u * slices) {
+            let q0 = weights[base + w1 * stride];
+            let q1 = weights[base + (w1 + slices) * stride];
+            let s0 = f32(scales[(w1 * 32u / p.group_size) * p.n_pad + col]);
+            let s1 = f32(scales[((w1 + slices) * 32u / p.group_size) * p.n_pad + col]);
+            acc1 += dot32(q0, w1 * 8u) * s0 + dot32(q1, (w1 + slices) * 8u) * s1;
+        }
+        if w1 < words {
+            acc1 += dot32(weights[base + w1 * stride], w1 * 8u) * f32(scales[(w1 * 32u / p.group_size) * p.n_pad + col]);
+        }
+        partial1[lid] = acc1;
+        workgroupBarrier();
+        for (var stride1 = slices / 2u; stride1 > 0u; stride1 /= 2u) {
+            if slice < stride1 {
+                partial1[lid] += partial1[lid + stride1 * cols];
+            }
+            workgroupBarrier();
+        }
+        if slice == 0u && target_col < p.n {
+            var b = 0.0;
+            if p.has_bias != 0u {
+                b = f32(bias[col]);
+            }
+            out[col] = Elem(partial1[lid] + b);
+        }
+        return;
+    }
     var acc = vec4<f32>();
     var w = slice;
     for (; w + slices < words; w += 2u * slices) {
@@ -11960,7 +12034,8 @@ pub const Q4_GEMV_QKV_F32: &str = r#"//! Decode route of `etwgpu.linear_q4gsw_qk
 //! it and the branches that pick its buffers do not diverge. Each weight
 //! is row-major or word-major (bit j of `w_layout`). One dispatch instead
 //! of three: on a GPU, a small dispatch costs a few microseconds whatever
-//! it computes.
+//! it computes. One row (a decode step) takes its own path with scalar
+//! sums (see `q4_gemv.wgsl`).
 // variants: f32 f16
 
 alias Elem = f32;
@@ -12012,6 +12087,8 @@ struct Params {
 
 /// Per invocation, its slice's sums for the four rows.
 var<workgroup> partial: array<vec4<f32>, WG>;
+/// The same for one row (decode): scalar sums, a quarter of the traffic.
+var<workgroup> partial1: array<f32, WG>;
 
 /// Where the 16-byte words of column `col` (of `n`, `words` per row) sit:
 /// word `w` at `base + w * stride`, `(base, stride)` returned; row-major
@@ -12128,6 +12205,33 @@ fn main(
     let at = column_words(col, words, n, ((p.w_layout >> j) & 1u) != 0u);
     let base = at.x;
     let stride = at.y;
+    if p.m == 1u {
+        // Workgroup-uniform: one row of x, a scalar sum per invocation.
+        var acc1 = 0.0;
+        var w1 = slice;
+        for (; w1 + slices < words; w1 += 2u * slices) {
+            let q0 = weight(j, base + w1 * stride);
+            let q1 = weight(j, base + (w1 + slices) * stride);
+            let s0 = scale(j, (w1 * 32u / p.group_size) * n_pad + col);
+            let s1 = scale(j, ((w1 + slices) * 32u / p.group_size) * n_pad + col);
+            acc1 += dot32(q0, w1 * 8u) * s0 + dot32(q1, (w1 + slices) * 8u) * s1;
+        }
+        if w1 < words {
+            acc1 += dot32(weight(j, base + w1 * stride), w1 * 8u) * scale(j, (w1 * 32u / p.group_size) * n_pad + col);
+        }
+        partial1[lid] = acc1;
+        workgroupBarrier();
+        for (var st = slices / 2u; st > 0u; st /= 2u) {
+            if slice < st {
+                partial1[lid] += partial1[lid + st * cols];
+            }
+            workgroupBarrier();
+        }
+        if slice == 0u && target_col < n {
+            store(j, col, partial1[lid]);
+        }
+        return;
+    }
     var acc = vec4<f32>();
     var w = slice;
     for (; w + slices < words; w += 2u * slices) {
@@ -12173,7 +12277,8 @@ pub const Q4_GEMV_QKV_F16: &str = r#"enable f16;
 //! it and the branches that pick its buffers do not diverge. Each weight
 //! is row-major or word-major (bit j of `w_layout`). One dispatch instead
 //! of three: on a GPU, a small dispatch costs a few microseconds whatever
-//! it computes.
+//! it computes. One row (a decode step) takes its own path with scalar
+//! sums (see `q4_gemv.wgsl`).
 // variants: f32 f16
 
 alias Elem = f16;
@@ -12225,6 +12330,8 @@ struct Params {
 
 /// Per invocation, its slice's sums for the four rows.
 var<workgroup> partial: array<vec4<f32>, WG>;
+/// The same for one row (decode): scalar sums, a quarter of the traffic.
+var<workgroup> partial1: array<f32, WG>;
 
 /// Where the 16-byte words of column `col` (of `n`, `words` per row) sit:
 /// word `w` at `base + w * stride`, `(base, stride)` returned; row-major
@@ -12341,6 +12448,33 @@ fn main(
     let at = column_words(col, words, n, ((p.w_layout >> j) & 1u) != 0u);
     let base = at.x;
     let stride = at.y;
+    if p.m == 1u {
+        // Workgroup-uniform: one row of x, a scalar sum per invocation.
+        var acc1 = 0.0;
+        var w1 = slice;
+        for (; w1 + slices < words; w1 += 2u * slices) {
+            let q0 = weight(j, base + w1 * stride);
+            let q1 = weight(j, base + (w1 + slices) * stride);
+            let s0 = scale(j, (w1 * 32u / p.group_size) * n_pad + col);
+            let s1 = scale(j, ((w1 + slices) * 32u / p.group_size) * n_pad + col);
+            acc1 += dot32(q0, w1 * 8u) * s0 + dot32(q1, (w1 + slices) * 8u) * s1;
+        }
+        if w1 < words {
+            acc1 += dot32(weight(j, base + w1 * stride), w1 * 8u) * scale(j, (w1 * 32u / p.group_size) * n_pad + col);
+        }
+        partial1[lid] = acc1;
+        workgroupBarrier();
+        for (var st = slices / 2u; st > 0u; st /= 2u) {
+            if slice < st {
+                partial1[lid] += partial1[lid + st * cols];
+            }
+            workgroupBarrier();
+        }
+        if slice == 0u && target_col < n {
+            store(j, col, partial1[lid]);
+        }
+        return;
+    }
     var acc = vec4<f32>();
     var w = slice;
     for (; w + slices < words; w += 2u * slices) {
@@ -12381,7 +12515,8 @@ pub const Q4_GEMV_SWIGLU_F32: &str = r#"//! Decode route of the fused `etwgpu.li
 //! Laid out as `q4_gemv.wgsl` (columns across adjacent invocations, K
 //! slices interleaved by 16-byte words, x read once per `cols` columns),
 //! with the gate and up words of a column read by the same invocation;
-//! each weight byte is read once. Accumulation is f32.
+//! each weight byte is read once. Accumulation is f32. One row (a decode
+//! step) takes its own path with scalar sums (see `q4_gemv.wgsl`).
 // variants: f32 f16
 
 alias Elem = f32;
@@ -12422,6 +12557,8 @@ struct Params {
 /// Per invocation, its slice's gate and up sums for the four rows.
 var<workgroup> partial: array<vec4<f32>, WG>;
 var<workgroup> partial_up: array<vec4<f32>, WG>;
+/// The same for one row (decode): scalar sums, a quarter of the traffic.
+var<workgroup> partial1: array<vec2<f32>, WG>;
 
 /// Where the 16-byte words of column `col` (of `n`, `words` per row) sit:
 /// word `w` at `base + w * stride`, `(base, stride)` returned; row-major
@@ -12487,6 +12624,29 @@ fn main(
     // Word `w` of this column at `at.x + w * at.y` (gate, up).
     let at_g = column_words(col, words, p.n, (p.w_layout & 1u) != 0u);
     let at_u = column_words(col, words, p.n, (p.w_layout & 2u) != 0u);
+    if p.m == 1u {
+        // Workgroup-uniform: one row of x, scalar gate and up sums.
+        var acc1 = vec2<f32>();
+        for (var w = slice; w < words; w += slices) {
+            let qg = w_gate[at_g.x + w * at_g.y];
+            let qu = w_up[at_u.x + w * at_u.y];
+            let at = (w * 32u / p.group_size) * p.n_pad + col;
+            acc1 += vec2<f32>(dot32(qg, w * 8u) * f32(s_gate[at]), dot32(qu, w * 8u) * f32(s_up[at]));
+        }
+        partial1[lid] = acc1;
+        workgroupBarrier();
+        for (var stride = slices / 2u; stride > 0u; stride /= 2u) {
+            if slice < stride {
+                partial1[lid] += partial1[lid + stride * cols];
+            }
+            workgroupBarrier();
+        }
+        if slice == 0u && target_col < p.n {
+            let gu = partial1[lid];
+            out[col] = Elem(gu.x / (1.0 + exp(-gu.x)) * gu.y);
+        }
+        return;
+    }
     var acc = vec4<f32>();
     var acc_up = vec4<f32>();
     for (var w = slice; w < words; w += slices) {
@@ -12529,7 +12689,8 @@ pub const Q4_GEMV_SWIGLU_F16: &str = r#"enable f16;
 //! Laid out as `q4_gemv.wgsl` (columns across adjacent invocations, K
 //! slices interleaved by 16-byte words, x read once per `cols` columns),
 //! with the gate and up words of a column read by the same invocation;
-//! each weight byte is read once. Accumulation is f32.
+//! each weight byte is read once. Accumulation is f32. One row (a decode
+//! step) takes its own path with scalar sums (see `q4_gemv.wgsl`).
 // variants: f32 f16
 
 alias Elem = f16;
@@ -12570,6 +12731,8 @@ struct Params {
 /// Per invocation, its slice's gate and up sums for the four rows.
 var<workgroup> partial: array<vec4<f32>, WG>;
 var<workgroup> partial_up: array<vec4<f32>, WG>;
+/// The same for one row (decode): scalar sums, a quarter of the traffic.
+var<workgroup> partial1: array<vec2<f32>, WG>;
 
 /// Where the 16-byte words of column `col` (of `n`, `words` per row) sit:
 /// word `w` at `base + w * stride`, `(base, stride)` returned; row-major
@@ -12635,6 +12798,29 @@ fn main(
     // Word `w` of this column at `at.x + w * at.y` (gate, up).
     let at_g = column_words(col, words, p.n, (p.w_layout & 1u) != 0u);
     let at_u = column_words(col, words, p.n, (p.w_layout & 2u) != 0u);
+    if p.m == 1u {
+        // Workgroup-uniform: one row of x, scalar gate and up sums.
+        var acc1 = vec2<f32>();
+        for (var w = slice; w < words; w += slices) {
+            let qg = w_gate[at_g.x + w * at_g.y];
+            let qu = w_up[at_u.x + w * at_u.y];
+            let at = (w * 32u / p.group_size) * p.n_pad + col;
+            acc1 += vec2<f32>(dot32(qg, w * 8u) * f32(s_gate[at]), dot32(qu, w * 8u) * f32(s_up[at]));
+        }
+        partial1[lid] = acc1;
+        workgroupBarrier();
+        for (var stride = slices / 2u; stride > 0u; stride /= 2u) {
+            if slice < stride {
+                partial1[lid] += partial1[lid + stride * cols];
+            }
+            workgroupBarrier();
+        }
+        if slice == 0u && target_col < p.n {
+            let gu = partial1[lid];
+            out[col] = Elem(gu.x / (1.0 + exp(-gu.x)) * gu.y);
+        }
+        return;
+    }
     var acc = vec4<f32>();
     var acc_up = vec4<f32>();
     for (var w = slice; w < words; w += slices) {
