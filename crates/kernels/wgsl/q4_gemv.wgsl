@@ -15,10 +15,6 @@
 //! column read adjacent words of its row. Two words are loaded before
 //! either is used. The slices meet in a workgroup-memory tree (no
 //! subgroup operations: it runs in the browser too). Accumulation is f32.
-//! One row (a decode step) takes its own path: a scalar sum per
-//! invocation and a scalar tree, where the general path carries four
-//! (on the H200 the four-row path ran one row 10-25% slower than a
-//! one-row copy, run r).
 // variants: f32 f16
 
 alias Elem = f32;
@@ -56,8 +52,6 @@ struct Params {
 
 /// Per invocation, its slice's sums for the four rows.
 var<workgroup> partial: array<vec4<f32>, WG>;
-/// The same for one row (decode): a quarter of the tree's traffic.
-var<workgroup> partial1: array<f32, WG>;
 
 // include: q4_dot.wgsl
 
@@ -81,37 +75,6 @@ fn main(
     let at = column_words(col, words, p.n, (p.w_layout & 1u) != 0u);
     let base = at.x;
     let stride = at.y;
-    if p.m == 1u {
-        // Workgroup-uniform: one row of x, a scalar sum per invocation.
-        var acc1 = 0.0;
-        var w1 = slice;
-        for (; w1 + slices < words; w1 += 2u * slices) {
-            let q0 = weights[base + w1 * stride];
-            let q1 = weights[base + (w1 + slices) * stride];
-            let s0 = f32(scales[(w1 * 32u / p.group_size) * p.n_pad + col]);
-            let s1 = f32(scales[((w1 + slices) * 32u / p.group_size) * p.n_pad + col]);
-            acc1 += dot32(q0, w1 * 8u) * s0 + dot32(q1, (w1 + slices) * 8u) * s1;
-        }
-        if w1 < words {
-            acc1 += dot32(weights[base + w1 * stride], w1 * 8u) * f32(scales[(w1 * 32u / p.group_size) * p.n_pad + col]);
-        }
-        partial1[lid] = acc1;
-        workgroupBarrier();
-        for (var stride1 = slices / 2u; stride1 > 0u; stride1 /= 2u) {
-            if slice < stride1 {
-                partial1[lid] += partial1[lid + stride1 * cols];
-            }
-            workgroupBarrier();
-        }
-        if slice == 0u && target_col < p.n {
-            var b = 0.0;
-            if p.has_bias != 0u {
-                b = f32(bias[col]);
-            }
-            out[col] = Elem(partial1[lid] + b);
-        }
-        return;
-    }
     var acc = vec4<f32>();
     var w = slice;
     for (; w + slices < words; w += 2u * slices) {

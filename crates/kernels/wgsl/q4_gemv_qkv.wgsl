@@ -9,8 +9,7 @@
 //! it and the branches that pick its buffers do not diverge. Each weight
 //! is row-major or word-major (bit j of `w_layout`). One dispatch instead
 //! of three: on a GPU, a small dispatch costs a few microseconds whatever
-//! it computes. One row (a decode step) takes its own path with scalar
-//! sums (see `q4_gemv.wgsl`).
+//! it computes.
 // variants: f32 f16
 
 alias Elem = f32;
@@ -62,8 +61,6 @@ struct Params {
 
 /// Per invocation, its slice's sums for the four rows.
 var<workgroup> partial: array<vec4<f32>, WG>;
-/// The same for one row (decode): scalar sums, a quarter of the traffic.
-var<workgroup> partial1: array<f32, WG>;
 
 // include: q4_dot.wgsl
 
@@ -136,33 +133,6 @@ fn main(
     let at = column_words(col, words, n, ((p.w_layout >> j) & 1u) != 0u);
     let base = at.x;
     let stride = at.y;
-    if p.m == 1u {
-        // Workgroup-uniform: one row of x, a scalar sum per invocation.
-        var acc1 = 0.0;
-        var w1 = slice;
-        for (; w1 + slices < words; w1 += 2u * slices) {
-            let q0 = weight(j, base + w1 * stride);
-            let q1 = weight(j, base + (w1 + slices) * stride);
-            let s0 = scale(j, (w1 * 32u / p.group_size) * n_pad + col);
-            let s1 = scale(j, ((w1 + slices) * 32u / p.group_size) * n_pad + col);
-            acc1 += dot32(q0, w1 * 8u) * s0 + dot32(q1, (w1 + slices) * 8u) * s1;
-        }
-        if w1 < words {
-            acc1 += dot32(weight(j, base + w1 * stride), w1 * 8u) * scale(j, (w1 * 32u / p.group_size) * n_pad + col);
-        }
-        partial1[lid] = acc1;
-        workgroupBarrier();
-        for (var st = slices / 2u; st > 0u; st /= 2u) {
-            if slice < st {
-                partial1[lid] += partial1[lid + st * cols];
-            }
-            workgroupBarrier();
-        }
-        if slice == 0u && target_col < n {
-            store(j, col, partial1[lid]);
-        }
-        return;
-    }
     var acc = vec4<f32>();
     var w = slice;
     for (; w + slices < words; w += 2u * slices) {

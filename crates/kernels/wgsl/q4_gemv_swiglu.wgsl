@@ -6,8 +6,7 @@
 //! Laid out as `q4_gemv.wgsl` (columns across adjacent invocations, K
 //! slices interleaved by 16-byte words, x read once per `cols` columns),
 //! with the gate and up words of a column read by the same invocation;
-//! each weight byte is read once. Accumulation is f32. One row (a decode
-//! step) takes its own path with scalar sums (see `q4_gemv.wgsl`).
+//! each weight byte is read once. Accumulation is f32.
 // variants: f32 f16
 
 alias Elem = f32;
@@ -48,8 +47,6 @@ struct Params {
 /// Per invocation, its slice's gate and up sums for the four rows.
 var<workgroup> partial: array<vec4<f32>, WG>;
 var<workgroup> partial_up: array<vec4<f32>, WG>;
-/// The same for one row (decode): scalar sums, a quarter of the traffic.
-var<workgroup> partial1: array<vec2<f32>, WG>;
 
 // include: q4_dot.wgsl
 
@@ -71,29 +68,6 @@ fn main(
     // Word `w` of this column at `at.x + w * at.y` (gate, up).
     let at_g = column_words(col, words, p.n, (p.w_layout & 1u) != 0u);
     let at_u = column_words(col, words, p.n, (p.w_layout & 2u) != 0u);
-    if p.m == 1u {
-        // Workgroup-uniform: one row of x, scalar gate and up sums.
-        var acc1 = vec2<f32>();
-        for (var w = slice; w < words; w += slices) {
-            let qg = w_gate[at_g.x + w * at_g.y];
-            let qu = w_up[at_u.x + w * at_u.y];
-            let at = (w * 32u / p.group_size) * p.n_pad + col;
-            acc1 += vec2<f32>(dot32(qg, w * 8u) * f32(s_gate[at]), dot32(qu, w * 8u) * f32(s_up[at]));
-        }
-        partial1[lid] = acc1;
-        workgroupBarrier();
-        for (var stride = slices / 2u; stride > 0u; stride /= 2u) {
-            if slice < stride {
-                partial1[lid] += partial1[lid + stride * cols];
-            }
-            workgroupBarrier();
-        }
-        if slice == 0u && target_col < p.n {
-            let gu = partial1[lid];
-            out[col] = Elem(gu.x / (1.0 + exp(-gu.x)) * gu.y);
-        }
-        return;
-    }
     var acc = vec4<f32>();
     var acc_up = vec4<f32>();
     for (var w = slice; w < words; w += slices) {

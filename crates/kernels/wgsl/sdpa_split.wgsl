@@ -23,7 +23,9 @@
 //! 0, 0)` (running max, sum of `exp(s - m)`) then the unnormalized output,
 //! `D / 4` `vec4`s, at partial `(row * heads + head) * n_splits + split`.
 //! f32 math; the caches are read through `KvElem` (float16 under f32
-//! activations in `f32_kvf16`).
+//! activations in `f32_kvf16`). Keys and values are loaded four at a time
+//! before any is used, and the loops over query vectors have a constant
+//! trip count, so the per-vector sums stay in registers.
 //!
 //! The call's new keys and values (`k_new`, `v_new`, rows `start_pos..
 //! start_pos + seq`) are written into the caches here, not by a dispatch
@@ -172,11 +174,27 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     for (var c0 = begin; c0 < end; c0 += TILE) {
         let n_here = min(TILE, end - c0);
         let key = c0 + lid;
+        // Loops over the query vectors run to `MAXQ` (constant trip
+        // counts, so the per-vector arrays stay in registers); vectors past
+        // `nq` compute on zeros (workgroup memory starts zeroed) or on
+        // probabilities set to 0, and are never stored.
         var dots: array<vec4<f32>, MAXQ>;
         if lid < n_here {
-            for (var d = 0u; d < d4; d++) {
+            // Four loads of the key in flight before any is used.
+            var d = 0u;
+            for (; d + 4u <= d4; d += 4u) {
+                let k0 = key_at(key, kvh, d, d4);
+                let k1 = key_at(key, kvh, d + 1u, d4);
+                let k2 = key_at(key, kvh, d + 2u, d4);
+                let k3 = key_at(key, kvh, d + 3u, d4);
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    let b = jj * d4 + d;
+                    dots[jj] += qs[b] * k0 + qs[b + 1u] * k1 + qs[b + 2u] * k2 + qs[b + 3u] * k3;
+                }
+            }
+            for (; d < d4; d++) {
                 let kv = key_at(key, kvh, d, d4);
-                for (var jj = 0u; jj < nq; jj++) {
+                for (var jj = 0u; jj < MAXQ; jj++) {
                     dots[jj] += qs[jj * d4 + d] * kv;
                 }
             }
@@ -202,10 +220,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             m_new[jj] = max(m_run[jj], red[jj * LANES]);
             alpha[jj] = exp(m_run[jj] - m_new[jj]);
         }
-        for (var jj = 0u; jj < nq; jj++) {
+        for (var jj = 0u; jj < MAXQ; jj++) {
             let s = sc[jj * TILE + lid];
             var pr = 0.0;
-            if s > NEG {
+            if jj < nq && s > NEG {
                 pr = exp(s - m_new[jj]);
             }
             sc[jj * TILE + lid] = pr;
@@ -224,17 +242,33 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             m_run[jj] = m_new[jj];
         }
         if kg < n_kg {
-            for (var j = kg; j < n_here; j += n_kg) {
+            // Four values in flight before any is used.
+            var j = kg;
+            for (; j + 3u * n_kg < n_here; j += 4u * n_kg) {
+                let v0 = value_at(c0 + j, kvh, dim4, d4);
+                let v1 = value_at(c0 + j + n_kg, kvh, dim4, d4);
+                let v2 = value_at(c0 + j + 2u * n_kg, kvh, dim4, d4);
+                let v3 = value_at(c0 + j + 3u * n_kg, kvh, dim4, d4);
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    let b = jj * TILE + j;
+                    acc[jj] += sc[b] * v0 + sc[b + n_kg] * v1 + sc[b + 2u * n_kg] * v2 + sc[b + 3u * n_kg] * v3;
+                }
+            }
+            for (; j < n_here; j += n_kg) {
                 let vv = value_at(c0 + j, kvh, dim4, d4);
-                for (var jj = 0u; jj < nq; jj++) {
+                for (var jj = 0u; jj < MAXQ; jj++) {
                     acc[jj] += sc[jj * TILE + j] * vv;
                 }
             }
         }
         workgroupBarrier();
     }
-    // Sum the key groups of each dim and write the partials.
-    for (var jj = 0u; jj < nq; jj++) {
+    // Sum the key groups of each dim and write the partials (a constant
+    // trip count here too, so `acc` stays indexed by constants).
+    for (var jj = 0u; jj < MAXQ; jj++) {
+        if jj >= nq {
+            break;
+        }
         sums[lid] = acc[jj];
         workgroupBarrier();
         let j = j0 + jj;

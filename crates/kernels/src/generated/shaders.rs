@@ -1704,37 +1704,37 @@ impl ShaderId {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 5,
                 uniform_buffers: 1,
-                workgroup_bytes: 5120,
+                workgroup_bytes: 4096,
             },
             ShaderId::Q4GemvF16 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 5,
                 uniform_buffers: 1,
-                workgroup_bytes: 5120,
+                workgroup_bytes: 4096,
             },
             ShaderId::Q4GemvQkvF32 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 10,
                 uniform_buffers: 1,
-                workgroup_bytes: 5120,
+                workgroup_bytes: 4096,
             },
             ShaderId::Q4GemvQkvF16 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 10,
                 uniform_buffers: 1,
-                workgroup_bytes: 5120,
+                workgroup_bytes: 4096,
             },
             ShaderId::Q4GemvSwigluF32 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 6,
                 uniform_buffers: 1,
-                workgroup_bytes: 10240,
+                workgroup_bytes: 8192,
             },
             ShaderId::Q4GemvSwigluF16 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 6,
                 uniform_buffers: 1,
-                workgroup_bytes: 10240,
+                workgroup_bytes: 8192,
             },
             ShaderId::Q8AddF32 => {
                 ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
@@ -11650,10 +11650,6 @@ pub const Q4_GEMV_F32: &str = r#"//! Decode route of `et_vk.linear_q4gsw` (at mo
 //! column read adjacent words of its row. Two words are loaded before
 //! either is used. The slices meet in a workgroup-memory tree (no
 //! subgroup operations: it runs in the browser too). Accumulation is f32.
-//! One row (a decode step) takes its own path: a scalar sum per
-//! invocation and a scalar tree, where the general path carries four
-//! (on the H200 the four-row path ran one row 10-25% slower than a
-//! one-row copy, run r).
 // variants: f32 f16
 
 alias Elem = f32;
@@ -11691,8 +11687,6 @@ struct Params {
 
 /// Per invocation, its slice's sums for the four rows.
 var<workgroup> partial: array<vec4<f32>, WG>;
-/// The same for one row (decode): a quarter of the tree's traffic.
-var<workgroup> partial1: array<f32, WG>;
 
 /// Where the 16-byte words of column `col` (of `n`, `words` per row) sit:
 /// word `w` at `base + w * stride`, `(base, stride)` returned; row-major
@@ -11760,37 +11754,6 @@ fn main(
     let at = column_words(col, words, p.n, (p.w_layout & 1u) != 0u);
     let base = at.x;
     let stride = at.y;
-    if p.m == 1u {
-        // Workgroup-uniform: one row of x, a scalar sum per invocation.
-        var acc1 = 0.0;
-        var w1 = slice;
-        for (; w1 + slices < words; w1 += 2u * slices) {
-            let q0 = weights[base + w1 * stride];
-            let q1 = weights[base + (w1 + slices) * stride];
-            let s0 = f32(scales[(w1 * 32u / p.group_size) * p.n_pad + col]);
-            let s1 = f32(scales[((w1 + slices) * 32u / p.group_size) * p.n_pad + col]);
-            acc1 += dot32(q0, w1 * 8u) * s0 + dot32(q1, (w1 + slices) * 8u) * s1;
-        }
-        if w1 < words {
-            acc1 += dot32(weights[base + w1 * stride], w1 * 8u) * f32(scales[(w1 * 32u / p.group_size) * p.n_pad + col]);
-        }
-        partial1[lid] = acc1;
-        workgroupBarrier();
-        for (var stride1 = slices / 2u; stride1 > 0u; stride1 /= 2u) {
-            if slice < stride1 {
-                partial1[lid] += partial1[lid + stride1 * cols];
-            }
-            workgroupBarrier();
-        }
-        if slice == 0u && target_col < p.n {
-            var b = 0.0;
-            if p.has_bias != 0u {
-                b = f32(bias[col]);
-            }
-            out[col] = Elem(partial1[lid] + b);
-        }
-        return;
-    }
     var acc = vec4<f32>();
     var w = slice;
     for (; w + slices < words; w += 2u * slices) {
@@ -11846,10 +11809,6 @@ pub const Q4_GEMV_F16: &str = r#"enable f16;
 //! column read adjacent words of its row. Two words are loaded before
 //! either is used. The slices meet in a workgroup-memory tree (no
 //! subgroup operations: it runs in the browser too). Accumulation is f32.
-//! One row (a decode step) takes its own path: a scalar sum per
-//! invocation and a scalar tree, where the general path carries four
-//! (on the H200 the four-row path ran one row 10-25% slower than a
-//! one-row copy, run r).
 // variants: f32 f16
 
 alias Elem = f16;
@@ -11887,8 +11846,6 @@ struct Params {
 
 /// Per invocation, its slice's sums for the four rows.
 var<workgroup> partial: array<vec4<f32>, WG>;
-/// The same for one row (decode): a quarter of the tree's traffic.
-var<workgroup> partial1: array<f32, WG>;
 
 /// Where the 16-byte words of column `col` (of `n`, `words` per row) sit:
 /// word `w` at `base + w * stride`, `(base, stride)` returned; row-major
@@ -11956,37 +11913,6 @@ fn main(
     let at = column_words(col, words, p.n, (p.w_layout & 1u) != 0u);
     let base = at.x;
     let stride = at.y;
-    if p.m == 1u {
-        // Workgroup-uniform: one row of x, a scalar sum per invocation.
-        var acc1 = 0.0;
-        var w1 = slice;
-        for (; w1 + slices < words; w1 += 2u * slices) {
-            let q0 = weights[base + w1 * stride];
-            let q1 = weights[base + (w1 + slices) * stride];
-            let s0 = f32(scales[(w1 * 32u / p.group_size) * p.n_pad + col]);
-            let s1 = f32(scales[((w1 + slices) * 32u / p.group_size) * p.n_pad + col]);
-            acc1 += dot32(q0, w1 * 8u) * s0 + dot32(q1, (w1 + slices) * 8u) * s1;
-        }
-        if w1 < words {
-            acc1 += dot32(weights[base + w1 * stride], w1 * 8u) * f32(scales[(w1 * 32u / p.group_size) * p.n_pad + col]);
-        }
-        partial1[lid] = acc1;
-        workgroupBarrier();
-        for (var stride1 = slices / 2u; stride1 > 0u; stride1 /= 2u) {
-            if slice < stride1 {
-                partial1[lid] += partial1[lid + stride1 * cols];
-            }
-            workgroupBarrier();
-        }
-        if slice == 0u && target_col < p.n {
-            var b = 0.0;
-            if p.has_bias != 0u {
-                b = f32(bias[col]);
-            }
-            out[col] = Elem(partial1[lid] + b);
-        }
-        return;
-    }
     var acc = vec4<f32>();
     var w = slice;
     for (; w + slices < words; w += 2u * slices) {
@@ -12034,8 +11960,7 @@ pub const Q4_GEMV_QKV_F32: &str = r#"//! Decode route of `etwgpu.linear_q4gsw_qk
 //! it and the branches that pick its buffers do not diverge. Each weight
 //! is row-major or word-major (bit j of `w_layout`). One dispatch instead
 //! of three: on a GPU, a small dispatch costs a few microseconds whatever
-//! it computes. One row (a decode step) takes its own path with scalar
-//! sums (see `q4_gemv.wgsl`).
+//! it computes.
 // variants: f32 f16
 
 alias Elem = f32;
@@ -12087,8 +12012,6 @@ struct Params {
 
 /// Per invocation, its slice's sums for the four rows.
 var<workgroup> partial: array<vec4<f32>, WG>;
-/// The same for one row (decode): scalar sums, a quarter of the traffic.
-var<workgroup> partial1: array<f32, WG>;
 
 /// Where the 16-byte words of column `col` (of `n`, `words` per row) sit:
 /// word `w` at `base + w * stride`, `(base, stride)` returned; row-major
@@ -12205,33 +12128,6 @@ fn main(
     let at = column_words(col, words, n, ((p.w_layout >> j) & 1u) != 0u);
     let base = at.x;
     let stride = at.y;
-    if p.m == 1u {
-        // Workgroup-uniform: one row of x, a scalar sum per invocation.
-        var acc1 = 0.0;
-        var w1 = slice;
-        for (; w1 + slices < words; w1 += 2u * slices) {
-            let q0 = weight(j, base + w1 * stride);
-            let q1 = weight(j, base + (w1 + slices) * stride);
-            let s0 = scale(j, (w1 * 32u / p.group_size) * n_pad + col);
-            let s1 = scale(j, ((w1 + slices) * 32u / p.group_size) * n_pad + col);
-            acc1 += dot32(q0, w1 * 8u) * s0 + dot32(q1, (w1 + slices) * 8u) * s1;
-        }
-        if w1 < words {
-            acc1 += dot32(weight(j, base + w1 * stride), w1 * 8u) * scale(j, (w1 * 32u / p.group_size) * n_pad + col);
-        }
-        partial1[lid] = acc1;
-        workgroupBarrier();
-        for (var st = slices / 2u; st > 0u; st /= 2u) {
-            if slice < st {
-                partial1[lid] += partial1[lid + st * cols];
-            }
-            workgroupBarrier();
-        }
-        if slice == 0u && target_col < n {
-            store(j, col, partial1[lid]);
-        }
-        return;
-    }
     var acc = vec4<f32>();
     var w = slice;
     for (; w + slices < words; w += 2u * slices) {
@@ -12277,8 +12173,7 @@ pub const Q4_GEMV_QKV_F16: &str = r#"enable f16;
 //! it and the branches that pick its buffers do not diverge. Each weight
 //! is row-major or word-major (bit j of `w_layout`). One dispatch instead
 //! of three: on a GPU, a small dispatch costs a few microseconds whatever
-//! it computes. One row (a decode step) takes its own path with scalar
-//! sums (see `q4_gemv.wgsl`).
+//! it computes.
 // variants: f32 f16
 
 alias Elem = f16;
@@ -12330,8 +12225,6 @@ struct Params {
 
 /// Per invocation, its slice's sums for the four rows.
 var<workgroup> partial: array<vec4<f32>, WG>;
-/// The same for one row (decode): scalar sums, a quarter of the traffic.
-var<workgroup> partial1: array<f32, WG>;
 
 /// Where the 16-byte words of column `col` (of `n`, `words` per row) sit:
 /// word `w` at `base + w * stride`, `(base, stride)` returned; row-major
@@ -12448,33 +12341,6 @@ fn main(
     let at = column_words(col, words, n, ((p.w_layout >> j) & 1u) != 0u);
     let base = at.x;
     let stride = at.y;
-    if p.m == 1u {
-        // Workgroup-uniform: one row of x, a scalar sum per invocation.
-        var acc1 = 0.0;
-        var w1 = slice;
-        for (; w1 + slices < words; w1 += 2u * slices) {
-            let q0 = weight(j, base + w1 * stride);
-            let q1 = weight(j, base + (w1 + slices) * stride);
-            let s0 = scale(j, (w1 * 32u / p.group_size) * n_pad + col);
-            let s1 = scale(j, ((w1 + slices) * 32u / p.group_size) * n_pad + col);
-            acc1 += dot32(q0, w1 * 8u) * s0 + dot32(q1, (w1 + slices) * 8u) * s1;
-        }
-        if w1 < words {
-            acc1 += dot32(weight(j, base + w1 * stride), w1 * 8u) * scale(j, (w1 * 32u / p.group_size) * n_pad + col);
-        }
-        partial1[lid] = acc1;
-        workgroupBarrier();
-        for (var st = slices / 2u; st > 0u; st /= 2u) {
-            if slice < st {
-                partial1[lid] += partial1[lid + st * cols];
-            }
-            workgroupBarrier();
-        }
-        if slice == 0u && target_col < n {
-            store(j, col, partial1[lid]);
-        }
-        return;
-    }
     var acc = vec4<f32>();
     var w = slice;
     for (; w + slices < words; w += 2u * slices) {
@@ -12515,8 +12381,7 @@ pub const Q4_GEMV_SWIGLU_F32: &str = r#"//! Decode route of the fused `etwgpu.li
 //! Laid out as `q4_gemv.wgsl` (columns across adjacent invocations, K
 //! slices interleaved by 16-byte words, x read once per `cols` columns),
 //! with the gate and up words of a column read by the same invocation;
-//! each weight byte is read once. Accumulation is f32. One row (a decode
-//! step) takes its own path with scalar sums (see `q4_gemv.wgsl`).
+//! each weight byte is read once. Accumulation is f32.
 // variants: f32 f16
 
 alias Elem = f32;
@@ -12557,8 +12422,6 @@ struct Params {
 /// Per invocation, its slice's gate and up sums for the four rows.
 var<workgroup> partial: array<vec4<f32>, WG>;
 var<workgroup> partial_up: array<vec4<f32>, WG>;
-/// The same for one row (decode): scalar sums, a quarter of the traffic.
-var<workgroup> partial1: array<vec2<f32>, WG>;
 
 /// Where the 16-byte words of column `col` (of `n`, `words` per row) sit:
 /// word `w` at `base + w * stride`, `(base, stride)` returned; row-major
@@ -12624,29 +12487,6 @@ fn main(
     // Word `w` of this column at `at.x + w * at.y` (gate, up).
     let at_g = column_words(col, words, p.n, (p.w_layout & 1u) != 0u);
     let at_u = column_words(col, words, p.n, (p.w_layout & 2u) != 0u);
-    if p.m == 1u {
-        // Workgroup-uniform: one row of x, scalar gate and up sums.
-        var acc1 = vec2<f32>();
-        for (var w = slice; w < words; w += slices) {
-            let qg = w_gate[at_g.x + w * at_g.y];
-            let qu = w_up[at_u.x + w * at_u.y];
-            let at = (w * 32u / p.group_size) * p.n_pad + col;
-            acc1 += vec2<f32>(dot32(qg, w * 8u) * f32(s_gate[at]), dot32(qu, w * 8u) * f32(s_up[at]));
-        }
-        partial1[lid] = acc1;
-        workgroupBarrier();
-        for (var stride = slices / 2u; stride > 0u; stride /= 2u) {
-            if slice < stride {
-                partial1[lid] += partial1[lid + stride * cols];
-            }
-            workgroupBarrier();
-        }
-        if slice == 0u && target_col < p.n {
-            let gu = partial1[lid];
-            out[col] = Elem(gu.x / (1.0 + exp(-gu.x)) * gu.y);
-        }
-        return;
-    }
     var acc = vec4<f32>();
     var acc_up = vec4<f32>();
     for (var w = slice; w < words; w += slices) {
@@ -12689,8 +12529,7 @@ pub const Q4_GEMV_SWIGLU_F16: &str = r#"enable f16;
 //! Laid out as `q4_gemv.wgsl` (columns across adjacent invocations, K
 //! slices interleaved by 16-byte words, x read once per `cols` columns),
 //! with the gate and up words of a column read by the same invocation;
-//! each weight byte is read once. Accumulation is f32. One row (a decode
-//! step) takes its own path with scalar sums (see `q4_gemv.wgsl`).
+//! each weight byte is read once. Accumulation is f32.
 // variants: f32 f16
 
 alias Elem = f16;
@@ -12731,8 +12570,6 @@ struct Params {
 /// Per invocation, its slice's gate and up sums for the four rows.
 var<workgroup> partial: array<vec4<f32>, WG>;
 var<workgroup> partial_up: array<vec4<f32>, WG>;
-/// The same for one row (decode): scalar sums, a quarter of the traffic.
-var<workgroup> partial1: array<vec2<f32>, WG>;
 
 /// Where the 16-byte words of column `col` (of `n`, `words` per row) sit:
 /// word `w` at `base + w * stride`, `(base, stride)` returned; row-major
@@ -12798,29 +12635,6 @@ fn main(
     // Word `w` of this column at `at.x + w * at.y` (gate, up).
     let at_g = column_words(col, words, p.n, (p.w_layout & 1u) != 0u);
     let at_u = column_words(col, words, p.n, (p.w_layout & 2u) != 0u);
-    if p.m == 1u {
-        // Workgroup-uniform: one row of x, scalar gate and up sums.
-        var acc1 = vec2<f32>();
-        for (var w = slice; w < words; w += slices) {
-            let qg = w_gate[at_g.x + w * at_g.y];
-            let qu = w_up[at_u.x + w * at_u.y];
-            let at = (w * 32u / p.group_size) * p.n_pad + col;
-            acc1 += vec2<f32>(dot32(qg, w * 8u) * f32(s_gate[at]), dot32(qu, w * 8u) * f32(s_up[at]));
-        }
-        partial1[lid] = acc1;
-        workgroupBarrier();
-        for (var stride = slices / 2u; stride > 0u; stride /= 2u) {
-            if slice < stride {
-                partial1[lid] += partial1[lid + stride * cols];
-            }
-            workgroupBarrier();
-        }
-        if slice == 0u && target_col < p.n {
-            let gu = partial1[lid];
-            out[col] = Elem(gu.x / (1.0 + exp(-gu.x)) * gu.y);
-        }
-        return;
-    }
     var acc = vec4<f32>();
     var acc_up = vec4<f32>();
     for (var w = slice; w < words; w += slices) {
@@ -16059,7 +15873,9 @@ pub const SDPA_SPLIT_F32: &str = r#"//! Split-KV ("FlashDecoding") attention ove
 //! 0, 0)` (running max, sum of `exp(s - m)`) then the unnormalized output,
 //! `D / 4` `vec4`s, at partial `(row * heads + head) * n_splits + split`.
 //! f32 math; the caches are read through `KvElem` (float16 under f32
-//! activations in `f32_kvf16`).
+//! activations in `f32_kvf16`). Keys and values are loaded four at a time
+//! before any is used, and the loops over query vectors have a constant
+//! trip count, so the per-vector sums stay in registers.
 //!
 //! The call's new keys and values (`k_new`, `v_new`, rows `start_pos..
 //! start_pos + seq`) are written into the caches here, not by a dispatch
@@ -16218,11 +16034,27 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     for (var c0 = begin; c0 < end; c0 += TILE) {
         let n_here = min(TILE, end - c0);
         let key = c0 + lid;
+        // Loops over the query vectors run to `MAXQ` (constant trip
+        // counts, so the per-vector arrays stay in registers); vectors past
+        // `nq` compute on zeros (workgroup memory starts zeroed) or on
+        // probabilities set to 0, and are never stored.
         var dots: array<vec4<f32>, MAXQ>;
         if lid < n_here {
-            for (var d = 0u; d < d4; d++) {
+            // Four loads of the key in flight before any is used.
+            var d = 0u;
+            for (; d + 4u <= d4; d += 4u) {
+                let k0 = key_at(key, kvh, d, d4);
+                let k1 = key_at(key, kvh, d + 1u, d4);
+                let k2 = key_at(key, kvh, d + 2u, d4);
+                let k3 = key_at(key, kvh, d + 3u, d4);
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    let b = jj * d4 + d;
+                    dots[jj] += qs[b] * k0 + qs[b + 1u] * k1 + qs[b + 2u] * k2 + qs[b + 3u] * k3;
+                }
+            }
+            for (; d < d4; d++) {
                 let kv = key_at(key, kvh, d, d4);
-                for (var jj = 0u; jj < nq; jj++) {
+                for (var jj = 0u; jj < MAXQ; jj++) {
                     dots[jj] += qs[jj * d4 + d] * kv;
                 }
             }
@@ -16248,10 +16080,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             m_new[jj] = max(m_run[jj], red[jj * LANES]);
             alpha[jj] = exp(m_run[jj] - m_new[jj]);
         }
-        for (var jj = 0u; jj < nq; jj++) {
+        for (var jj = 0u; jj < MAXQ; jj++) {
             let s = sc[jj * TILE + lid];
             var pr = 0.0;
-            if s > NEG {
+            if jj < nq && s > NEG {
                 pr = exp(s - m_new[jj]);
             }
             sc[jj * TILE + lid] = pr;
@@ -16270,17 +16102,33 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             m_run[jj] = m_new[jj];
         }
         if kg < n_kg {
-            for (var j = kg; j < n_here; j += n_kg) {
+            // Four values in flight before any is used.
+            var j = kg;
+            for (; j + 3u * n_kg < n_here; j += 4u * n_kg) {
+                let v0 = value_at(c0 + j, kvh, dim4, d4);
+                let v1 = value_at(c0 + j + n_kg, kvh, dim4, d4);
+                let v2 = value_at(c0 + j + 2u * n_kg, kvh, dim4, d4);
+                let v3 = value_at(c0 + j + 3u * n_kg, kvh, dim4, d4);
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    let b = jj * TILE + j;
+                    acc[jj] += sc[b] * v0 + sc[b + n_kg] * v1 + sc[b + 2u * n_kg] * v2 + sc[b + 3u * n_kg] * v3;
+                }
+            }
+            for (; j < n_here; j += n_kg) {
                 let vv = value_at(c0 + j, kvh, dim4, d4);
-                for (var jj = 0u; jj < nq; jj++) {
+                for (var jj = 0u; jj < MAXQ; jj++) {
                     acc[jj] += sc[jj * TILE + j] * vv;
                 }
             }
         }
         workgroupBarrier();
     }
-    // Sum the key groups of each dim and write the partials.
-    for (var jj = 0u; jj < nq; jj++) {
+    // Sum the key groups of each dim and write the partials (a constant
+    // trip count here too, so `acc` stays indexed by constants).
+    for (var jj = 0u; jj < MAXQ; jj++) {
+        if jj >= nq {
+            break;
+        }
         sums[lid] = acc[jj];
         workgroupBarrier();
         let j = j0 + jj;
@@ -16329,7 +16177,9 @@ pub const SDPA_SPLIT_F16: &str = r#"enable f16;
 //! 0, 0)` (running max, sum of `exp(s - m)`) then the unnormalized output,
 //! `D / 4` `vec4`s, at partial `(row * heads + head) * n_splits + split`.
 //! f32 math; the caches are read through `KvElem` (float16 under f32
-//! activations in `f32_kvf16`).
+//! activations in `f32_kvf16`). Keys and values are loaded four at a time
+//! before any is used, and the loops over query vectors have a constant
+//! trip count, so the per-vector sums stay in registers.
 //!
 //! The call's new keys and values (`k_new`, `v_new`, rows `start_pos..
 //! start_pos + seq`) are written into the caches here, not by a dispatch
@@ -16488,11 +16338,27 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     for (var c0 = begin; c0 < end; c0 += TILE) {
         let n_here = min(TILE, end - c0);
         let key = c0 + lid;
+        // Loops over the query vectors run to `MAXQ` (constant trip
+        // counts, so the per-vector arrays stay in registers); vectors past
+        // `nq` compute on zeros (workgroup memory starts zeroed) or on
+        // probabilities set to 0, and are never stored.
         var dots: array<vec4<f32>, MAXQ>;
         if lid < n_here {
-            for (var d = 0u; d < d4; d++) {
+            // Four loads of the key in flight before any is used.
+            var d = 0u;
+            for (; d + 4u <= d4; d += 4u) {
+                let k0 = key_at(key, kvh, d, d4);
+                let k1 = key_at(key, kvh, d + 1u, d4);
+                let k2 = key_at(key, kvh, d + 2u, d4);
+                let k3 = key_at(key, kvh, d + 3u, d4);
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    let b = jj * d4 + d;
+                    dots[jj] += qs[b] * k0 + qs[b + 1u] * k1 + qs[b + 2u] * k2 + qs[b + 3u] * k3;
+                }
+            }
+            for (; d < d4; d++) {
                 let kv = key_at(key, kvh, d, d4);
-                for (var jj = 0u; jj < nq; jj++) {
+                for (var jj = 0u; jj < MAXQ; jj++) {
                     dots[jj] += qs[jj * d4 + d] * kv;
                 }
             }
@@ -16518,10 +16384,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             m_new[jj] = max(m_run[jj], red[jj * LANES]);
             alpha[jj] = exp(m_run[jj] - m_new[jj]);
         }
-        for (var jj = 0u; jj < nq; jj++) {
+        for (var jj = 0u; jj < MAXQ; jj++) {
             let s = sc[jj * TILE + lid];
             var pr = 0.0;
-            if s > NEG {
+            if jj < nq && s > NEG {
                 pr = exp(s - m_new[jj]);
             }
             sc[jj * TILE + lid] = pr;
@@ -16540,17 +16406,33 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             m_run[jj] = m_new[jj];
         }
         if kg < n_kg {
-            for (var j = kg; j < n_here; j += n_kg) {
+            // Four values in flight before any is used.
+            var j = kg;
+            for (; j + 3u * n_kg < n_here; j += 4u * n_kg) {
+                let v0 = value_at(c0 + j, kvh, dim4, d4);
+                let v1 = value_at(c0 + j + n_kg, kvh, dim4, d4);
+                let v2 = value_at(c0 + j + 2u * n_kg, kvh, dim4, d4);
+                let v3 = value_at(c0 + j + 3u * n_kg, kvh, dim4, d4);
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    let b = jj * TILE + j;
+                    acc[jj] += sc[b] * v0 + sc[b + n_kg] * v1 + sc[b + 2u * n_kg] * v2 + sc[b + 3u * n_kg] * v3;
+                }
+            }
+            for (; j < n_here; j += n_kg) {
                 let vv = value_at(c0 + j, kvh, dim4, d4);
-                for (var jj = 0u; jj < nq; jj++) {
+                for (var jj = 0u; jj < MAXQ; jj++) {
                     acc[jj] += sc[jj * TILE + j] * vv;
                 }
             }
         }
         workgroupBarrier();
     }
-    // Sum the key groups of each dim and write the partials.
-    for (var jj = 0u; jj < nq; jj++) {
+    // Sum the key groups of each dim and write the partials (a constant
+    // trip count here too, so `acc` stays indexed by constants).
+    for (var jj = 0u; jj < MAXQ; jj++) {
+        if jj >= nq {
+            break;
+        }
         sums[lid] = acc[jj];
         workgroupBarrier();
         let j = j0 + jj;
@@ -16599,7 +16481,9 @@ pub const SDPA_SPLIT_F32_KVF16: &str = r#"enable f16;
 //! 0, 0)` (running max, sum of `exp(s - m)`) then the unnormalized output,
 //! `D / 4` `vec4`s, at partial `(row * heads + head) * n_splits + split`.
 //! f32 math; the caches are read through `KvElem` (float16 under f32
-//! activations in `f32_kvf16`).
+//! activations in `f32_kvf16`). Keys and values are loaded four at a time
+//! before any is used, and the loops over query vectors have a constant
+//! trip count, so the per-vector sums stay in registers.
 //!
 //! The call's new keys and values (`k_new`, `v_new`, rows `start_pos..
 //! start_pos + seq`) are written into the caches here, not by a dispatch
@@ -16758,11 +16642,27 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     for (var c0 = begin; c0 < end; c0 += TILE) {
         let n_here = min(TILE, end - c0);
         let key = c0 + lid;
+        // Loops over the query vectors run to `MAXQ` (constant trip
+        // counts, so the per-vector arrays stay in registers); vectors past
+        // `nq` compute on zeros (workgroup memory starts zeroed) or on
+        // probabilities set to 0, and are never stored.
         var dots: array<vec4<f32>, MAXQ>;
         if lid < n_here {
-            for (var d = 0u; d < d4; d++) {
+            // Four loads of the key in flight before any is used.
+            var d = 0u;
+            for (; d + 4u <= d4; d += 4u) {
+                let k0 = key_at(key, kvh, d, d4);
+                let k1 = key_at(key, kvh, d + 1u, d4);
+                let k2 = key_at(key, kvh, d + 2u, d4);
+                let k3 = key_at(key, kvh, d + 3u, d4);
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    let b = jj * d4 + d;
+                    dots[jj] += qs[b] * k0 + qs[b + 1u] * k1 + qs[b + 2u] * k2 + qs[b + 3u] * k3;
+                }
+            }
+            for (; d < d4; d++) {
                 let kv = key_at(key, kvh, d, d4);
-                for (var jj = 0u; jj < nq; jj++) {
+                for (var jj = 0u; jj < MAXQ; jj++) {
                     dots[jj] += qs[jj * d4 + d] * kv;
                 }
             }
@@ -16788,10 +16688,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             m_new[jj] = max(m_run[jj], red[jj * LANES]);
             alpha[jj] = exp(m_run[jj] - m_new[jj]);
         }
-        for (var jj = 0u; jj < nq; jj++) {
+        for (var jj = 0u; jj < MAXQ; jj++) {
             let s = sc[jj * TILE + lid];
             var pr = 0.0;
-            if s > NEG {
+            if jj < nq && s > NEG {
                 pr = exp(s - m_new[jj]);
             }
             sc[jj * TILE + lid] = pr;
@@ -16810,17 +16710,33 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             m_run[jj] = m_new[jj];
         }
         if kg < n_kg {
-            for (var j = kg; j < n_here; j += n_kg) {
+            // Four values in flight before any is used.
+            var j = kg;
+            for (; j + 3u * n_kg < n_here; j += 4u * n_kg) {
+                let v0 = value_at(c0 + j, kvh, dim4, d4);
+                let v1 = value_at(c0 + j + n_kg, kvh, dim4, d4);
+                let v2 = value_at(c0 + j + 2u * n_kg, kvh, dim4, d4);
+                let v3 = value_at(c0 + j + 3u * n_kg, kvh, dim4, d4);
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    let b = jj * TILE + j;
+                    acc[jj] += sc[b] * v0 + sc[b + n_kg] * v1 + sc[b + 2u * n_kg] * v2 + sc[b + 3u * n_kg] * v3;
+                }
+            }
+            for (; j < n_here; j += n_kg) {
                 let vv = value_at(c0 + j, kvh, dim4, d4);
-                for (var jj = 0u; jj < nq; jj++) {
+                for (var jj = 0u; jj < MAXQ; jj++) {
                     acc[jj] += sc[jj * TILE + j] * vv;
                 }
             }
         }
         workgroupBarrier();
     }
-    // Sum the key groups of each dim and write the partials.
-    for (var jj = 0u; jj < nq; jj++) {
+    // Sum the key groups of each dim and write the partials (a constant
+    // trip count here too, so `acc` stays indexed by constants).
+    for (var jj = 0u; jj < MAXQ; jj++) {
+        if jj >= nq {
+            break;
+        }
         sums[lid] = acc[jj];
         workgroupBarrier();
         let j = j0 + jj;
