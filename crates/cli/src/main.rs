@@ -3,7 +3,7 @@
 //! ```text
 //! etwgpu inspect MODEL.pte [--ptd FILE]... [--json | --plan [--no-fuse]]
 //! etwgpu run MODEL.pte [--method NAME] [--ptd FILE]... (--call A.npy,B.npy | --input A.npy | --random-inputs)
-//!            [--output-dir DIR] [--repeat N] [--profile [--json]] [--no-fuse]
+//!            [--output-dir DIR] [--repeat N] [--profile [--json] [--profile-by dispatch|kernel]] [--no-fuse]
 //! etwgpu generate --model MODEL.pte (--tokenizer T.json --prompt TEXT [--chat] [--system TEXT] | --tokens ID,ID,...)
 //!                 [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S] [--kv-cache f16|f32]
 //! etwgpu chat --model MODEL.pte --tokenizer T.json [--system TEXT] [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S]

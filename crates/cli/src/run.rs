@@ -22,6 +22,8 @@ pub struct RunArgs {
     profile: bool,
     /// With `profile`: print only the profile, as JSON.
     json: bool,
+    /// With `profile`: how it is timed.
+    profile_by: etwgpu_runtime::ProfileMode,
     /// Run the ops as exported, without fusion (for debugging).
     no_fuse: bool,
     /// Whether float32 matrix products may use f16 operands on matrix
@@ -34,7 +36,8 @@ pub struct RunArgs {
 #[command(after_help = "Examples:
   etwgpu run model.pte --input x.npy --output-dir out/
   etwgpu run model.pte --call a0.npy,a1.npy --call b0.npy,b1.npy --repeat 10
-  etwgpu run model.pte --random-inputs --profile --json")]
+  etwgpu run model.pte --random-inputs --profile --json
+  etwgpu run model.pte --random-inputs --profile --profile-by kernel")]
 pub struct RunCli {
     /// The program (`.pte`).
     model: PathBuf,
@@ -65,6 +68,13 @@ pub struct RunCli {
     /// With `--profile`: print only the profile, as JSON.
     #[arg(long, requires = "profile")]
     json: bool,
+    /// With `--profile`: `dispatch` (default) puts a GPU timestamp between
+    /// every two dispatches, which inflates small ones; `kernel` times
+    /// the whole call in one pass, then each shader's dispatches alone in
+    /// a pass of their own (each pass run 8 times), with timestamps only
+    /// around passes.
+    #[arg(long, value_name = "dispatch|kernel", requires = "profile", value_parser = parse_profile_by)]
+    profile_by: Option<etwgpu_runtime::ProfileMode>,
     /// Run the ops as exported, without fusion (for debugging).
     #[arg(long)]
     no_fuse: bool,
@@ -73,6 +83,15 @@ pub struct RunCli {
     /// runtime's (`ETWGPU_PRECISION`, else f32).
     #[arg(long, value_name = "f32|f16", value_parser = parse_precision)]
     precision: Option<etwgpu_runtime::Precision>,
+}
+
+/// `--profile-by`'s values.
+fn parse_profile_by(v: &str) -> Result<etwgpu_runtime::ProfileMode, String> {
+    match v {
+        "dispatch" => Ok(etwgpu_runtime::ProfileMode::PerDispatch),
+        "kernel" => Ok(etwgpu_runtime::ProfileMode::ByKernel),
+        other => Err(format!("takes dispatch or kernel, not {other:?}")),
+    }
 }
 
 /// `--precision`'s values.
@@ -105,6 +124,7 @@ impl RunCli {
             repeat: self.repeat as usize,
             profile: self.profile,
             json: self.json,
+            profile_by: self.profile_by.unwrap_or_default(),
             no_fuse: self.no_fuse,
             precision: self.precision,
         })
@@ -207,6 +227,7 @@ pub fn run(a: &RunArgs) -> Result<String, Failure> {
         }
     }
     method.set_profiling(a.profile);
+    method.set_profile_mode(a.profile_by);
     let mut profiles = Vec::new();
     if let Some(dir) = &a.output_dir {
         std::fs::create_dir_all(dir).map_err(|e| Failure::error(format!("{}: {e}", dir.display())))?;
@@ -238,7 +259,7 @@ pub fn run(a: &RunArgs) -> Result<String, Failure> {
             if !a.json {
                 let precision = a.precision.unwrap_or(rt.gemm_caps().precision);
                 let _ = writeln!(out, "  GEMM route: {} (float32 precision {precision:?})", rt.gemm_route());
-                out.push_str(&profile_table(&rows));
+                out.push_str(&profile_table(&rows, a.profile_by, method.profiled_total_nanos()));
                 if let Some(n) = unfused.get(k) {
                     let _ = writeln!(
                         out,
@@ -252,6 +273,11 @@ pub fn run(a: &RunArgs) -> Result<String, Failure> {
                 json["dispatches_without_fusion"] = serde_json::json!(n);
             }
             json["fusion"] = serde_json::json!(options.fuse);
+            json["profile_by"] = serde_json::json!(match a.profile_by {
+                etwgpu_runtime::ProfileMode::PerDispatch => "dispatch",
+                etwgpu_runtime::ProfileMode::ByKernel => "kernel",
+            });
+            json["whole_call_ns"] = serde_json::json!(method.profiled_total_nanos());
             profiles.push(json);
         }
         if let Some(dir) = &a.output_dir {
@@ -269,21 +295,24 @@ pub fn run(a: &RunArgs) -> Result<String, Failure> {
     Ok(out)
 }
 
-/// The per-op table of one profiled run, with totals.
-fn profile_table(rows: &[etwgpu_runtime::NodeProfile]) -> String {
+/// The per-op table of one profiled run, with totals; `whole` is the
+/// whole call's GPU time in one pass (by-kernel runs).
+fn profile_table(rows: &[etwgpu_runtime::NodeProfile], by: etwgpu_runtime::ProfileMode, whole: Option<f64>) -> String {
     use std::fmt::Write as _;
     let gpu = rows.iter().any(|r| r.gpu_timestamps);
+    let how = match (gpu, by, whole) {
+        (false, ..) => "wall time per dispatch".to_string(),
+        (true, etwgpu_runtime::ProfileMode::ByKernel, Some(t)) => format!(
+            "GPU timestamps, by kernel: each shader's dispatches alone in a pass; the whole call in one pass {:.1} us",
+            t / 1e3
+        ),
+        (true, ..) => "GPU timestamps".to_string(),
+    };
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "  profile ({}):\n  {:<24} {:>5}  {:<44} {:<40} {:>5} {:>10}",
-        if gpu { "GPU timestamps" } else { "wall time per dispatch" },
-        "call",
-        "node",
-        "op",
-        "kernel",
-        "disp",
-        "us"
+        "  profile ({how}):\n  {:<24} {:>5}  {:<44} {:<40} {:>5} {:>10}",
+        "call", "node", "op", "kernel", "disp", "us"
     );
     for r in rows {
         let _ = writeln!(

@@ -165,6 +165,36 @@ fn run_profile_lists_every_op() {
     }
 }
 
+/// `run --profile --profile-by kernel` times each shader's dispatches in a
+/// pass of their own and the whole call in one pass: the JSON says how it
+/// was timed and gives the whole call's time, every GPU op gets a time,
+/// and the text header names the mode.
+#[test]
+fn run_profile_by_kernel() {
+    if !gpu_available() {
+        return;
+    }
+    let model = fixtures_dir().join("transformer_block").join("model.pte");
+    let model = model.to_str().unwrap();
+    let args = ["run", model, "--random-inputs", "--profile", "--profile-by", "kernel"];
+    let got: Value = serde_json::from_str(&stdout(&etwgpu(&[&args[..], &["--json"]].concat()))).expect("prints JSON");
+    let call = &got["calls"][0];
+    assert_eq!(call["profile_by"], "kernel");
+    let nodes = call["nodes"].as_array().expect("nodes");
+    let timed = nodes.iter().filter(|n| n["dispatches"].as_u64() > Some(0));
+    assert!(timed.clone().count() > 0 && timed.clone().all(|n| n["ns"].as_f64() > Some(0.0)), "{call}");
+    if nodes.iter().any(|n| n["gpu_timestamps"] == true) {
+        assert!(call["whole_call_ns"].as_f64() > Some(0.0), "{call}");
+    }
+    let text = stdout(&etwgpu(&args));
+    assert!(text.contains("profile (GPU timestamps, by kernel") || text.contains("wall time per dispatch"), "{text}");
+    let plain: Value =
+        serde_json::from_str(&stdout(&etwgpu(&["run", model, "--random-inputs", "--profile", "--json"])))
+            .expect("prints JSON");
+    assert_eq!(plain["calls"][0]["profile_by"], "dispatch");
+    assert!(plain["calls"][0]["whole_call_ns"].is_null());
+}
+
 /// `inspect --plan` lowers every delegate without a GPU and plans its
 /// memory; the plans are snapshotted and stay within 1.15x of the lower
 /// bound.
@@ -228,6 +258,11 @@ fn usage_errors_exit_2() {
     let o = etwgpu(&["inspect", "--no-fuse", "x.pte"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--no-fuse needs --plan"));
+    let o = etwgpu(&["run", "x.pte", "--random-inputs", "--profile", "--profile-by", "op"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("takes dispatch or kernel"));
+    let o = etwgpu(&["run", "x.pte", "--random-inputs", "--profile-by", "kernel"]);
+    assert_eq!(o.status.code(), Some(2), "--profile-by needs --profile");
 }
 
 /// `--help` on every command shows its flags and examples; `--version`
