@@ -1379,3 +1379,21 @@ fn training_op_rules_bind_in_place_state_and_infer_shapes() {
     let err = check(&g, "et_vk.q4gsw_requant.default", &[latent, s, bad_gs, packed]).expect_err("group 0");
     assert!(matches!(err, crate::Error::ArgValue { arg_idx: 2, name: "group_size", .. }), "{err:?}");
 }
+
+/// The device argmax's two grids: chunks of 4096 by rows, then one
+/// workgroup a row; rows and chunks past one grid dimension are typed
+/// errors, as is an empty row.
+#[test]
+fn argmax_rows_grids_and_limits() {
+    let argmax = |shape: &[u64]| {
+        let x = TensorInfo { id: Vid(0), dtype: ElemType::F32, shape, is_constant: false, q4_word_major: false };
+        crate::ops::reduce::argmax_last_dim(&x)
+    };
+    let a = argmax(&[1, 2, 9000]).expect("lowers");
+    assert_eq!((a.stages[0].1, a.stages[1].1), ([3, 2, 1], [1, 2, 1]));
+    assert_eq!(a.partial_bytes, 2 * 3 * 8);
+    assert!(argmax(&[65_536, 8]).is_err(), "too many rows");
+    assert!(argmax(&[1, 4096 * 65_536]).is_err(), "too many chunks");
+    assert!(argmax(&[1, 65_535 * 4096]).is_ok(), "the most chunks");
+    assert!(argmax(&[3, 0]).is_err(), "an empty row");
+}

@@ -44,11 +44,10 @@ fn argmax_dispatch(x: ArgmaxInput, shape: &[u64]) -> Result<ArgmaxRows> {
 #[derive(Debug)]
 pub(crate) struct ArgmaxPost {
     x: ArgmaxInput,
-    /// Its two dispatches (workgroups set per run), each with its own
-    /// uniforms.
+    /// Its two dispatches, each with its own uniforms.
     stages: [(CompiledDispatch, wgpu::Buffer); 2],
-    /// The uniforms of both stages as last written.
-    written: Vec<u8>,
+    /// The dispatches' uniforms and grids as last written into `stages`.
+    written: ArgmaxRows,
     /// int32 indices, one per row.
     pub(crate) result: wgpu::Buffer,
     /// Two, used in turn, so a run can be read back while the next one
@@ -111,8 +110,7 @@ impl ArgmaxPost {
             };
             (dispatch, uniforms)
         });
-        let written = d.stages.iter().flat_map(|(p, _)| p.iter().copied()).collect();
-        Ok(Self { x, stages, written, result, readback })
+        Ok(Self { x, stages, written: d, result, readback })
     }
 
     /// Rows the indices buffer holds.
@@ -123,7 +121,7 @@ impl ArgmaxPost {
     /// Records the argmax of the output at its live `shape` into
     /// `encoder`, and the copy of its indices into read-back buffer `flip`
     /// (0 or 1). Returns that buffer, the shape of the indices and their
-    /// bytes. The uniforms are written only when the shape changed them.
+    /// bytes. Uniforms and grids change only when the shape changed them.
     pub(crate) fn record(
         &mut self,
         rt: &Runtime,
@@ -133,20 +131,19 @@ impl ArgmaxPost {
         flip: usize,
     ) -> Result<(wgpu::Buffer, Vec<u64>, u64)> {
         let d = argmax_dispatch(self.x, shape)?;
-        let bytes: Vec<u8> = d.stages.iter().flat_map(|(p, _)| p.iter().copied()).collect();
-        if bytes != self.written {
-            for ((params, _), (_, uniforms)) in d.stages.iter().zip(&self.stages) {
+        if d != self.written {
+            for ((params, workgroups), (dispatch, uniforms)) in d.stages.iter().zip(&mut self.stages) {
                 rt.queue.write_buffer(uniforms, 0, params);
+                dispatch.workgroups = *workgroups;
             }
-            self.written = bytes;
+            self.written = d;
         }
         {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some(&format!("{name} output {} argmax", self.x.output)),
                 timestamp_writes: None,
             });
-            for ((_, workgroups), (dispatch, _)) in d.stages.iter().zip(&mut self.stages) {
-                dispatch.workgroups = *workgroups;
+            for (dispatch, _) in &self.stages {
                 dispatch.record(&mut pass);
             }
         }

@@ -6,8 +6,8 @@
 use crate::error::{Error, Result};
 use crate::generated::shaders::Family;
 use crate::plan::{
-    Ctx, Dispatch, ElemType, Lowered, Step, TensorInfo, Uniform, Value, float_shader, grid_1d, norm_dim, same_dtype,
-    to_u32,
+    Ctx, Dispatch, ElemType, Lowered, MAX_GROUPS_PER_DIM, Step, TensorInfo, Uniform, Value, float_shader, grid_1d,
+    norm_dim, same_dtype, to_u32,
 };
 
 /// An op of `reduce.wgsl`; the discriminant is the shader's op code.
@@ -261,26 +261,25 @@ pub fn argmax_last_dim(x: &TensorInfo<'_>) -> Result<ArgmaxRows> {
         return Err(empty_err(x, "the argmax"));
     }
     let chunks = n.div_ceil(ARGMAX_CHUNK);
-    let rows32 = to_u32("argmax rows", rows)?;
-    if rows32 > 65_535 {
-        return Err(Error::ArgValue {
-            arg_idx: 0,
-            name: "self",
-            found: format!("{rows} rows"),
-            reason: "the device argmax takes at most 65535 rows",
-        });
-    }
-    let stage = |stage: u32| -> Result<Vec<u8>> {
-        Ok(Uniform::new()
-            .u32(stage)
-            .u32(to_u32("argmax row length", n)?)
-            .u32(to_u32("argmax chunks", chunks)?)
-            .u32(0)
-            .finish())
+    // Rows and chunks are grid dimensions.
+    let grid_dim = |what: &'static str, v: u64| -> Result<u32> {
+        let v32 = to_u32(what, v)?;
+        if v32 > MAX_GROUPS_PER_DIM {
+            return Err(Error::ArgValue {
+                arg_idx: 0,
+                name: "self",
+                found: format!("{v} {what}"),
+                reason: "the device argmax takes at most 65535 rows, and rows of at most 65535 chunks of 4096",
+            });
+        }
+        Ok(v32)
     };
+    let (rows32, chunks32) = (grid_dim("rows", rows)?, grid_dim("chunks a row", chunks)?);
+    let n32 = to_u32("argmax row length", n)?;
+    let stage = |stage: u32| Uniform::new().u32(stage).u32(n32).u32(chunks32).u32(0).finish();
     Ok(ArgmaxRows {
         shader,
-        stages: [(stage(0)?, [to_u32("argmax chunks", chunks)?, rows32, 1]), (stage(1)?, [1, rows32, 1])],
+        stages: [(stage(0), [chunks32, rows32, 1]), (stage(1), [1, rows32, 1])],
         partial_bytes: rows * chunks * 8,
     })
 }
