@@ -8,8 +8,8 @@
 //!
 //! Timestamps between small dispatches inflate them (a timestamp write
 //! waits for the work before it), so [`ProfileMode::ByKernel`] times
-//! instead, with timestamps only around passes, the whole chain and then,
-//! for each shader, a pass of only that shader's dispatches in chain order,
+//! instead, with timestamps only around passes, for each shader a pass of
+//! only that shader's dispatches in chain order and then the whole chain,
 //! each pass repeated [`KERNEL_REPS`] times: a kernel's share of a run
 //! without the timing in its way (its dispatches still wait on each other
 //! as in the chain, but no longer on the other kernels' work).
@@ -49,8 +49,8 @@ pub enum ProfileMode {
     /// small ones inflated by the timestamps.
     #[default]
     PerDispatch,
-    /// Timestamps around passes only: the whole chain, then per shader a
-    /// pass of only its dispatches (each pass run [`KERNEL_REPS`] times);
+    /// Timestamps around passes only: per shader a pass of only its
+    /// dispatches, then the whole chain (each pass run [`KERNEL_REPS`] times);
     /// a dispatch's time is its shader's pass time over its dispatches.
     /// Without timestamps on the device, as `PerDispatch`.
     ByKernel,
@@ -199,10 +199,12 @@ impl Profiling {
         plan: &Plan,
         mut encoder: wgpu::CommandEncoder,
     ) -> Result<()> {
-        let mut labels: Vec<&'static str> = Vec::new();
+        // Each shader, first use order, with its dispatch count.
+        let mut labels: Vec<(&'static str, usize)> = Vec::new();
         for d in &plan.dispatches {
-            if !labels.contains(&d.label) {
-                labels.push(d.label);
+            match labels.iter_mut().find(|(l, _)| *l == d.label) {
+                Some((_, uses)) => *uses += 1,
+                None => labels.push((d.label, 1)),
             }
         }
         let passes = labels.len() as u32 + 1;
@@ -212,7 +214,7 @@ impl Profiling {
             ty: wgpu::QueryType::Timestamp,
             count,
         });
-        for (j, label) in labels.iter().map(Some).chain([None]).enumerate() {
+        for (j, label) in labels.iter().map(|(l, _)| Some(l)).chain([None]).enumerate() {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some(&format!("{name} kernel pass {}", label.copied().unwrap_or("(all)"))),
                 timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
@@ -235,9 +237,8 @@ impl Profiling {
             .dispatches
             .iter()
             .map(|d| {
-                let j = labels.iter().position(|l| *l == d.label).expect("every label listed");
-                let uses = plan.dispatches.iter().filter(|e| e.label == d.label).count();
-                pass_ns[j] / uses as f64
+                let j = labels.iter().position(|(l, _)| *l == d.label).expect("every label listed");
+                pass_ns[j] / labels[j].1 as f64
             })
             .collect();
         self.total = pass_ns.last().copied();
