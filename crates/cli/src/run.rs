@@ -70,8 +70,8 @@ pub struct RunCli {
     json: bool,
     /// With `--profile`: `dispatch` (default) puts a GPU timestamp between
     /// every two dispatches, which inflates small ones; `kernel` times
-    /// the whole call in one pass, then each shader's dispatches alone in
-    /// a pass of their own (each pass run 8 times), with timestamps only
+    /// each shader's dispatches alone in a pass of their own and the whole
+    /// call in one pass (each pass run 8 times), with timestamps only
     /// around passes.
     #[arg(long, value_name = "dispatch|kernel", requires = "profile", value_parser = parse_profile_by)]
     profile_by: Option<etwgpu_runtime::ProfileMode>,
@@ -85,13 +85,22 @@ pub struct RunCli {
     precision: Option<etwgpu_runtime::Precision>,
 }
 
-/// `--profile-by`'s values.
+/// `--profile-by`'s values and the modes they name (also the `profile_by`
+/// of `--json`).
+const PROFILE_BY: [(&str, etwgpu_runtime::ProfileMode); 2] =
+    [("dispatch", etwgpu_runtime::ProfileMode::PerDispatch), ("kernel", etwgpu_runtime::ProfileMode::ByKernel)];
+
 fn parse_profile_by(v: &str) -> Result<etwgpu_runtime::ProfileMode, String> {
-    match v {
-        "dispatch" => Ok(etwgpu_runtime::ProfileMode::PerDispatch),
-        "kernel" => Ok(etwgpu_runtime::ProfileMode::ByKernel),
-        other => Err(format!("takes dispatch or kernel, not {other:?}")),
-    }
+    PROFILE_BY
+        .iter()
+        .find(|(name, _)| *name == v)
+        .map(|(_, mode)| *mode)
+        .ok_or_else(|| format!("takes dispatch or kernel, not {v:?}"))
+}
+
+/// The `--profile-by` value of `mode`.
+fn profile_by_name(mode: etwgpu_runtime::ProfileMode) -> &'static str {
+    PROFILE_BY.iter().find(|(_, m)| *m == mode).map_or("dispatch", |(name, _)| name)
 }
 
 /// `--precision`'s values.
@@ -273,10 +282,7 @@ pub fn run(a: &RunArgs) -> Result<String, Failure> {
                 json["dispatches_without_fusion"] = serde_json::json!(n);
             }
             json["fusion"] = serde_json::json!(options.fuse);
-            json["profile_by"] = serde_json::json!(match a.profile_by {
-                etwgpu_runtime::ProfileMode::PerDispatch => "dispatch",
-                etwgpu_runtime::ProfileMode::ByKernel => "kernel",
-            });
+            json["profile_by"] = serde_json::json!(profile_by_name(a.profile_by));
             json["whole_call_ns"] = serde_json::json!(method.profiled_total_nanos());
             profiles.push(json);
         }
