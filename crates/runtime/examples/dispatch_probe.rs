@@ -13,8 +13,6 @@ mod timestamps;
 
 use std::io::Write;
 
-use etwgpu_runtime::Runtime;
-
 const SOURCE: &str = "
 @group(0) @binding(0) var<storage, read_write> data: array<f32>;
 @compute @workgroup_size(256)
@@ -27,18 +25,8 @@ const REPEATS: usize = 7;
 
 fn main() {
     let n: u32 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(200).max(1);
-    let rt = match Runtime::new() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("dispatch_probe: no GPU: {e}");
-            std::process::exit(1)
-        }
-    };
+    let rt = timestamps::runtime_with_timestamps("dispatch_probe");
     let (device, queue) = (rt.device(), rt.queue());
-    if !device.features().contains(wgpu::Features::TIMESTAMP_QUERY) {
-        eprintln!("dispatch_probe: the device has no timestamps");
-        std::process::exit(1)
-    }
     let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
         label: Some("dispatch probe"),
         source: wgpu::ShaderSource::Wgsl(SOURCE.into()),

@@ -14,8 +14,6 @@ mod timestamps;
 
 use std::io::Write;
 
-use etwgpu_runtime::Runtime;
-
 const SOURCE: &str = include_str!("gemv_probe.wgsl");
 const MODES: [(u32, &str); 9] = [
     (0, "whole kernel"),
@@ -34,18 +32,8 @@ const CHAIN: u32 = 16;
 fn main() {
     let args: Vec<u64> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
     let (n, k) = (args.first().copied().unwrap_or(128_256), args.get(1).copied().unwrap_or(2048));
-    let rt = match Runtime::new() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("gemv_probe: no GPU: {e}");
-            std::process::exit(1)
-        }
-    };
+    let rt = timestamps::runtime_with_timestamps("gemv_probe");
     let (device, queue) = (rt.device(), rt.queue());
-    if !device.features().contains(wgpu::Features::TIMESTAMP_QUERY) {
-        eprintln!("gemv_probe: the device has no timestamps");
-        std::process::exit(1)
-    }
     let group = 32u64;
     let storage = |label: &str, bytes: u64, seed: u32| {
         let mut data = vec![0u8; bytes as usize];
@@ -96,88 +84,78 @@ fn main() {
         .into_iter()
         .flat_map(|c| MODES.into_iter().flat_map(move |m| [true, false].into_iter().map(move |on| (c, m, on))))
     {
-        {
-            let per_invocation = match mode {
-                6 => 2,
-                7 => 4,
-                _ => 1,
-            };
-            let wgs = n.div_ceil(cols * per_invocation) as u32;
-            let grid = [wgs.min(65_535), wgs.div_ceil(65_535), 1];
-            // Mode 9: the kernel the runtime dispatches, with its own
-            // uniforms (one row, no bias, word-major weights).
-            let shipped = mode == 9;
-            let source = if shipped {
-                etwgpu_kernels::ShaderId::Q4GemvF32.source().to_string()
-            } else {
-                SOURCE
-                    .replace("const MODE: u32 = 0u;", &format!("const MODE: u32 = {mode}u;"))
-                    .replace("const COLS: u32 = 32u;", &format!("const COLS: u32 = {cols}u;"))
-                    .replace("const R: u32 = 1u;", &format!("const R: u32 = {per_invocation}u;"))
-            };
-            let shipped_uniforms = uniform(&[1, n as u32, k as u32, n as u32, group as u32, 0, cols as u32, 1]);
-            let descriptor = wgpu::ShaderModuleDescriptor {
-                label: Some("gemv probe"),
-                source: wgpu::ShaderSource::Wgsl(source.into()),
-            };
-            let module = if checked {
-                device.create_shader_module(descriptor)
-            } else {
-                // SAFETY: the probe's indices stay inside its buffers (the
-                // grid covers N columns, x holds K, the scales K/32 rows).
-                unsafe { device.create_shader_module_trusted(descriptor, wgpu::ShaderRuntimeChecks::unchecked()) }
-            };
-            let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some("gemv probe"),
-                layout: None,
-                module: &module,
-                entry_point: Some("main"),
-                compilation_options: wgpu::PipelineCompilationOptions::default(),
-                cache: None,
-            });
-            let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+        let per_invocation = match mode {
+            6 => 2,
+            7 => 4,
+            _ => 1,
+        };
+        let wgs = n.div_ceil(cols * per_invocation) as u32;
+        let grid = [wgs.min(65_535), wgs.div_ceil(65_535), 1];
+        // Mode 9: the kernel the runtime dispatches.
+        let shipped = mode == 9;
+        let source = if shipped {
+            etwgpu_kernels::ShaderId::Q4GemvF32.source().to_string()
+        } else {
+            SOURCE
+                .replace("const MODE: u32 = 0u;", &format!("const MODE: u32 = {mode}u;"))
+                .replace("const COLS: u32 = 32u;", &format!("const COLS: u32 = {cols}u;"))
+                .replace("const R: u32 = 1u;", &format!("const R: u32 = {per_invocation}u;"))
+        };
+        let descriptor =
+            wgpu::ShaderModuleDescriptor { label: Some("gemv probe"), source: wgpu::ShaderSource::Wgsl(source.into()) };
+        let module = if checked {
+            device.create_shader_module(descriptor)
+        } else {
+            // SAFETY: the probe's indices stay inside its buffers (the
+            // grid covers N columns, x holds K, the scales K/32 rows).
+            unsafe { device.create_shader_module_trusted(descriptor, wgpu::ShaderRuntimeChecks::unchecked()) }
+        };
+        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some("gemv probe"),
+            layout: None,
+            module: &module,
+            entry_point: Some("main"),
+            compilation_options: wgpu::PipelineCompilationOptions::default(),
+            cache: None,
+        });
+        // The buffers in binding order: the shipped kernel has its own
+        // uniforms (one row, no bias, word-major weights) and a bias.
+        let shipped_uniforms;
+        let bound: Vec<&wgpu::Buffer> = if shipped {
+            shipped_uniforms = uniform(&[1, n as u32, k as u32, n as u32, group as u32, 0, cols as u32, 1]);
+            vec![&shipped_uniforms, &x, &weights, &scales, &bias, &out]
+        } else {
+            vec![&uniforms, &x, &weights, &scales, &out]
+        };
+        let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: None,
+            layout: &pipeline.get_bind_group_layout(0),
+            entries: &bound
+                .iter()
+                .enumerate()
+                .map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() })
+                .collect::<Vec<_>>(),
+        });
+        let queries = timestamps::pass_queries(device, iterations);
+        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+        for i in 0..iterations {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: None,
-                layout: &pipeline.get_bind_group_layout(0),
-                entries: &if shipped {
-                    vec![
-                        wgpu::BindGroupEntry { binding: 0, resource: shipped_uniforms.as_entire_binding() },
-                        wgpu::BindGroupEntry { binding: 1, resource: x.as_entire_binding() },
-                        wgpu::BindGroupEntry { binding: 2, resource: weights.as_entire_binding() },
-                        wgpu::BindGroupEntry { binding: 3, resource: scales.as_entire_binding() },
-                        wgpu::BindGroupEntry { binding: 4, resource: bias.as_entire_binding() },
-                        wgpu::BindGroupEntry { binding: 5, resource: out.as_entire_binding() },
-                    ]
-                } else {
-                    vec![
-                        wgpu::BindGroupEntry { binding: 0, resource: uniforms.as_entire_binding() },
-                        wgpu::BindGroupEntry { binding: 1, resource: x.as_entire_binding() },
-                        wgpu::BindGroupEntry { binding: 2, resource: weights.as_entire_binding() },
-                        wgpu::BindGroupEntry { binding: 3, resource: scales.as_entire_binding() },
-                        wgpu::BindGroupEntry { binding: 4, resource: out.as_entire_binding() },
-                    ]
-                },
+                timestamp_writes: Some(timestamps::pass_timestamps(&queries, i)),
             });
-            let queries = timestamps::pass_queries(device, iterations);
-            let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
-            for i in 0..iterations {
-                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                    label: None,
-                    timestamp_writes: Some(timestamps::pass_timestamps(&queries, i)),
-                });
-                pass.set_pipeline(&pipeline);
-                pass.set_bind_group(0, &bind_group, &[]);
-                for _ in 0..CHAIN {
-                    pass.dispatch_workgroups(grid[0], grid[1], grid[2]);
-                }
+            pass.set_pipeline(&pipeline);
+            pass.set_bind_group(0, &bind_group, &[]);
+            for _ in 0..CHAIN {
+                pass.dispatch_workgroups(grid[0], grid[1], grid[2]);
             }
-            let t = timestamps::median_pass_seconds(device, queue, encoder, &queries, iterations) / f64::from(CHAIN);
-            let _ = writeln!(
-                stdout,
-                "  cols {cols:>2} mode {mode} {what:<24} checks {:<3}: {:8.2} us, {:7.1} GB/s",
-                if checked { "on" } else { "off" },
-                t * 1e6,
-                (w_bytes + s_bytes) as f64 / t / 1e9
-            );
         }
+        let t = timestamps::median_pass_seconds(device, queue, encoder, &queries, iterations) / f64::from(CHAIN);
+        let _ = writeln!(
+            stdout,
+            "  cols {cols:>2} mode {mode} {what:<24} checks {:<3}: {:8.2} us, {:7.1} GB/s",
+            if checked { "on" } else { "off" },
+            t * 1e6,
+            (w_bytes + s_bytes) as f64 / t / 1e9
+        );
     }
 }

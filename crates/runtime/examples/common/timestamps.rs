@@ -1,6 +1,24 @@
-//! What the probe examples (`gemv_probe`, `dispatch_probe`) share: one
-//! compute pass per timing, with a timestamp at its start and end, and the
-//! readback of those timestamps as seconds.
+//! What the probe examples (`gemv_probe`, `dispatch_probe`) share: a
+//! runtime whose device writes timestamps, one compute pass per timing,
+//! with a timestamp at its start and end, and the readback of those
+//! timestamps as seconds.
+
+/// The default runtime, or an exit (status 1, naming `probe`) when there is
+/// no GPU or it has no timestamps.
+pub fn runtime_with_timestamps(probe: &str) -> etwgpu_runtime::Runtime {
+    let rt = match etwgpu_runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("{probe}: no GPU: {e}");
+            std::process::exit(1)
+        }
+    };
+    if !rt.device().features().contains(wgpu::Features::TIMESTAMP_QUERY) {
+        eprintln!("{probe}: the device has no timestamps");
+        std::process::exit(1)
+    }
+    rt
+}
 
 /// A query set for `passes` passes: a begin and an end timestamp each.
 pub fn pass_queries(device: &wgpu::Device, passes: u32) -> wgpu::QuerySet {
