@@ -181,6 +181,9 @@ impl Variant {
 }
 
 fn pipeline(device: &wgpu::Device, kernel: &Kernel, checks: Checks) -> Result<wgpu::ComputePipeline, String> {
+    // A driver that rejects the SPIR-V reports an internal error, wgpu a
+    // validation error; either fails this variant only.
+    let internal = device.push_error_scope(wgpu::ErrorFilter::Internal);
     let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
     let descriptor = wgpu::ShaderModuleDescriptor {
         label: Some("coop probe"),
@@ -202,9 +205,10 @@ fn pipeline(device: &wgpu::Device, kernel: &Kernel, checks: Checks) -> Result<wg
         compilation_options: wgpu::PipelineCompilationOptions::default(),
         cache: None,
     });
-    match pollster::block_on(scope.pop()) {
-        Some(e) => Err(e.to_string()),
-        None => Ok(pipeline),
+    let validation = pollster::block_on(scope.pop());
+    match (validation, pollster::block_on(internal.pop())) {
+        (Some(e), _) | (None, Some(e)) => Err(e.to_string()),
+        (None, None) => Ok(pipeline),
     }
 }
 
