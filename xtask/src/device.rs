@@ -2,8 +2,8 @@
 //! needs, which has no Rust and no network there. Downloads Debian's Vulkan
 //! loader and libglvnd (NVIDIA's Vulkan driver needs libGLdispatch; with the
 //! loader alone wgpu finds no adapter) into `.gl/`, builds the release
-//! `etwgpu` binary, the `llm_bench` example and the runtime's criterion
-//! bench, and copies them, stripped, into
+//! `etwgpu` binary, the `llm_bench` and `coop_probe` examples and the
+//! runtime's criterion benches, and copies them, stripped, into
 //! `.device/`. Both folders stay out of git (`.git/info/exclude`); the device
 //! tool carries them, and `tools/device/run.sh` runs there.
 
@@ -14,6 +14,9 @@ use crate::run;
 
 /// Debian packages unpacked on the device machine.
 const DEBS: &[&str] = &["libvulkan1", "libglvnd0", "libegl1", "libgl1", "libglx0", "libopengl0", "libgles2"];
+
+/// Examples built in release: (package, example); each keeps its name in `.device/`.
+const EXAMPLES: &[(&str, &str)] = &[("etwgpu-llm", "llm_bench"), ("etwgpu-runtime", "coop_probe")];
 
 /// Bench targets built in release: (package, bench target, name in `.device/`).
 const BENCHES: &[(&str, &str, &str)] =
@@ -46,17 +49,12 @@ pub fn bundle(root: &Path) -> Result<(), String> {
     }
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     run(Command::new(&cargo).current_dir(root).args(["build", "--release", "-p", "etwgpu-cli"]))?;
-    run(Command::new(&cargo).current_dir(root).args([
-        "build",
-        "--release",
-        "-p",
-        "etwgpu-llm",
-        "--example",
-        "llm_bench",
-    ]))?;
     let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), Into::into);
     copy_stripped(&target.join("release/etwgpu"), &device.join("etwgpu"))?;
-    copy_stripped(&target.join("release/examples/llm_bench"), &device.join("llm_bench"))?;
+    for (package, example) in EXAMPLES {
+        run(Command::new(&cargo).current_dir(root).args(["build", "--release", "-p", package, "--example", example]))?;
+        copy_stripped(&target.join("release/examples").join(example), &device.join(example))?;
+    }
     for (package, bench, name) in BENCHES {
         let out = Command::new(&cargo)
             .current_dir(root)

@@ -1,4 +1,4 @@
-//! What the probe examples (`gemv_probe`, `dispatch_probe`) share: a
+//! What the probe examples (`gemv_probe`, `dispatch_probe`, `coop_probe`) share: a
 //! runtime whose device writes timestamps, one compute pass per timing,
 //! with a timestamp at its start and end, and the readback of those
 //! timestamps as seconds.
@@ -44,10 +44,25 @@ pub fn pass_timestamps(queries: &wgpu::QuerySet, pass: u32) -> wgpu::ComputePass
 pub fn median_pass_seconds(
     device: &wgpu::Device,
     queue: &wgpu::Queue,
-    mut encoder: wgpu::CommandEncoder,
+    encoder: wgpu::CommandEncoder,
     queries: &wgpu::QuerySet,
     passes: u32,
 ) -> f64 {
+    let mut times = pass_seconds(device, queue, encoder, queries, passes).split_off(1);
+    times.sort_by(f64::total_cmp);
+    times[times.len() / 2]
+}
+
+/// Resolves the `passes` passes' timestamps that `encoder` wrote into
+/// `queries`, submits it, waits, and gives each pass's time in seconds, in
+/// pass order.
+pub fn pass_seconds(
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    mut encoder: wgpu::CommandEncoder,
+    queries: &wgpu::QuerySet,
+    passes: u32,
+) -> Vec<f64> {
     let size = 16 * u64::from(passes);
     let resolve = device.create_buffer(&wgpu::BufferDescriptor {
         label: None,
@@ -69,8 +84,5 @@ pub fn median_pass_seconds(
     let view = read.slice(..).get_mapped_range().expect("mapped");
     let period = f64::from(queue.get_timestamp_period());
     let ticks: Vec<u64> = view.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8"))).collect();
-    let mut times: Vec<f64> =
-        ticks.chunks_exact(2).skip(1).map(|t| t[1].saturating_sub(t[0]) as f64 * period * 1e-9).collect();
-    times.sort_by(f64::total_cmp);
-    times[times.len() / 2]
+    ticks.chunks_exact(2).map(|t| t[1].saturating_sub(t[0]) as f64 * period * 1e-9).collect()
 }

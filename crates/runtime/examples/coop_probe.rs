@@ -1,0 +1,594 @@
+//! Times cooperative-matrix (tensor-core) GEMM variants against the shipped
+//! kernels, to pick the prefill GEMM (issue 15): dense f16 M = N = K = 4096
+//! and 4-bit `q4gsw` weights at M = 512 and 2048 rows with (N, K) = (2048,
+//! 2048), (8192, 2048), (2048, 8192). The variants (`coop_probe/kernels.rs`,
+//! from `coop_probe.wgsl`) differ in fragments per subgroup, workgroup
+//! tile, K step, staging element (f16 or `vec4<f16>`), one or two
+//! staged copies (loads in flight), or no staging; each is made three
+//! ways: every runtime check (`create_shader_module`), as the runtime
+//! makes modules (index clamps, no loop guard), and no checks
+//! (`create_shader_module_trusted`).
+//!
+//! Every module is validated with naga first, so this runs (and says so)
+//! on adapters without cooperative matrices. On one with them: a warm-up
+//! of ~0.3 s, then rounds in which each variant runs one pass of a chain
+//! of dependent dispatches (as a prefill runs its GEMMs), variants
+//! interleaved, GPU timestamps around each pass; the median over rounds
+//! per dispatch, as TFLOP/s (2 M N K). Each variant's output is checked at
+//! sampled positions against an f64 reference from the same f16 (and
+//! dequantized 4-bit) operands: max abs error over the largest reference
+//! magnitude ≤ `TOLERANCE`, else FAIL, and a failing variant is never the
+//! best. Run: `cargo run --release -p etwgpu-runtime --example coop_probe
+//! [dense] [q4] [--spirv DIR]` (`--spirv`: write each module's SPIR-V as
+//! wgpu's Vulkan backend would, with op counts, and stop).
+
+#[path = "coop_probe/kernels.rs"]
+mod kernels;
+#[path = "common/timestamps.rs"]
+#[expect(dead_code, reason = "this probe reads every pass time (`pass_seconds`), not their median")]
+mod timestamps;
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use half::f16;
+use kernels::{Binding, Checks, Kernel, Weights};
+
+/// Largest accepted max abs error over the largest reference magnitude.
+const TOLERANCE: f64 = 2e-2;
+/// Output positions checked per variant.
+const SAMPLES: usize = 1024;
+/// Timed rounds (each variant one pass a round).
+const ROUNDS: usize = 9;
+/// Work per timed pass: the chain is as long as this needs (1 to 64).
+const PASS_FLOP: f64 = 100e9;
+const CHECKS: [Checks; 3] = [Checks::Full, Checks::Runtime, Checks::Off];
+
+/// One GEMM shape.
+#[derive(Clone, Copy, Debug)]
+struct Shape {
+    weights: Weights,
+    m: u32,
+    n: u32,
+    k: u32,
+}
+
+const SHAPES: &[Shape] = &[
+    Shape { weights: Weights::Dense, m: 4096, n: 4096, k: 4096 },
+    Shape { weights: Weights::Q4, m: 512, n: 2048, k: 2048 },
+    Shape { weights: Weights::Q4, m: 512, n: 8192, k: 2048 },
+    Shape { weights: Weights::Q4, m: 512, n: 2048, k: 8192 },
+    Shape { weights: Weights::Q4, m: 2048, n: 2048, k: 2048 },
+    Shape { weights: Weights::Q4, m: 2048, n: 8192, k: 2048 },
+    Shape { weights: Weights::Q4, m: 2048, n: 2048, k: 8192 },
+];
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let spirv_dir = args.iter().position(|a| a == "--spirv").map(|i| args.get(i + 1).cloned().unwrap_or_default());
+    let wanted = |w: Weights| {
+        let named: Vec<&String> = args.iter().filter(|a| *a == "dense" || *a == "q4").collect();
+        named.is_empty() || named.iter().any(|a| (*a == "dense") == (w == Weights::Dense))
+    };
+    let mut stdout = std::io::stdout().lock();
+
+    // Every module validates with naga before anything else.
+    let kernels: Vec<Kernel> =
+        [Weights::Dense, Weights::Q4].into_iter().filter(|&w| wanted(w)).flat_map(Kernel::all).collect();
+    let mut invalid = 0;
+    let mut parsed = Vec::new();
+    for kernel in &kernels {
+        match kernels::validate(&kernel.source()) {
+            Ok(m) => parsed.push(m),
+            Err(e) => {
+                invalid += 1;
+                eprintln!("coop_probe: {} ({:?}) does not validate:\n{e}", kernel.name(), kernel.weights());
+            }
+        }
+    }
+    if invalid > 0 {
+        eprintln!("coop_probe: {invalid} of {} modules fail naga validation", kernels.len());
+        std::process::exit(1);
+    }
+    let _ = writeln!(stdout, "coop_probe: {} modules valid (naga, cooperative matrices on)", kernels.len());
+
+    if let Some(dir) = spirv_dir {
+        write_spirv(&mut stdout, &dir, &kernels, &parsed);
+        return;
+    }
+
+    let rt = timestamps::runtime_with_timestamps("coop_probe");
+    let info = rt.adapter_info();
+    if !rt.gemm_caps().coop_matrix_f16 {
+        let _ = writeln!(
+            stdout,
+            "coop_probe: {} ({:?}) has no usable cooperative matrices (16x16x16 f16 -> f32 with subgroups of 32): \
+             nothing to time",
+            info.name, info.backend
+        );
+        return;
+    }
+    let (device, queue) = (rt.device(), rt.queue());
+    let limit = device.limits().max_compute_workgroup_storage_size;
+    let _ = writeln!(
+        stdout,
+        "adapter: {} ({}, {:?}); workgroup storage {limit} bytes",
+        info.name, info.driver_info, info.backend
+    );
+
+    // Pipelines, made once and shared by the shapes.
+    let started = Instant::now();
+    let mut variants = Vec::new();
+    for &kernel in &kernels {
+        if kernel.workgroup_bytes() > limit {
+            let _ =
+                writeln!(stdout, "  skipped {}: {} bytes of workgroup memory", kernel.name(), kernel.workgroup_bytes());
+            continue;
+        }
+        for checks in CHECKS {
+            match pipeline(device, &kernel, checks) {
+                Ok(p) => variants.push(Variant { kernel, checks, pipeline: p }),
+                Err(e) => {
+                    let _ = writeln!(stdout, "  FAIL {} checks {}: {e}", kernel.name(), checks.name());
+                }
+            }
+        }
+    }
+    let _ = writeln!(stdout, "{} pipelines in {:.1} s", variants.len(), started.elapsed().as_secs_f64());
+
+    let mut best = Vec::new();
+    for shape in SHAPES.iter().filter(|s| wanted(s.weights)) {
+        let here: Vec<&Variant> = variants
+            .iter()
+            .filter(|v| v.kernel.weights() == shape.weights)
+            .filter(|v| {
+                let (bm, bn) = v.kernel.block();
+                shape.k.is_multiple_of(v.kernel.k_step())
+                    && (v.kernel.ragged() || (shape.m.is_multiple_of(bm) && shape.n.is_multiple_of(bn)))
+            })
+            .collect();
+        best.push((*shape, run_shape(&mut stdout, device, queue, shape, &here)));
+    }
+    let _ = writeln!(stdout, "\nbest passing variant per shape:");
+    for (shape, pick) in best {
+        let _ = match pick {
+            Some((name, tflops, shipped)) => writeln!(
+                stdout,
+                "  {:<5} {:>4} x {:>4} x {:>4}: {tflops:6.1} TFLOP/s  {name}  (best shipped {shipped:.1})",
+                format!("{:?}", shape.weights),
+                shape.m,
+                shape.n,
+                shape.k
+            ),
+            None => {
+                writeln!(stdout, "  {:?} {} x {} x {}: no variant passed", shape.weights, shape.m, shape.n, shape.k)
+            }
+        };
+    }
+}
+
+/// A kernel made with one kind of checks.
+struct Variant {
+    kernel: Kernel,
+    checks: Checks,
+    pipeline: wgpu::ComputePipeline,
+}
+
+impl Variant {
+    fn name(&self) -> String {
+        format!("{} checks {}", self.kernel.name(), self.checks.name())
+    }
+}
+
+fn pipeline(device: &wgpu::Device, kernel: &Kernel, checks: Checks) -> Result<wgpu::ComputePipeline, String> {
+    // A driver that rejects the SPIR-V reports an internal error, wgpu a
+    // validation error; either fails this variant only.
+    let internal = device.push_error_scope(wgpu::ErrorFilter::Internal);
+    let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+    let descriptor = wgpu::ShaderModuleDescriptor {
+        label: Some("coop probe"),
+        source: wgpu::ShaderSource::Wgsl(kernel.source().into()),
+    };
+    let module = if checks == Checks::Full {
+        device.create_shader_module(descriptor)
+    } else {
+        // SAFETY: the probe's indices stay inside its buffers: the grids
+        // cover the output's tiles, the staging loads are bounded by M and
+        // N, and the direct variants run only on shapes their tiles divide.
+        unsafe { device.create_shader_module_trusted(descriptor, checks.wgpu()) }
+    };
+    let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: Some("coop probe"),
+        layout: None,
+        module: &module,
+        entry_point: Some("main"),
+        compilation_options: wgpu::PipelineCompilationOptions::default(),
+        cache: None,
+    });
+    let validation = pollster::block_on(scope.pop());
+    match (validation, pollster::block_on(internal.pop())) {
+        (Some(e), _) | (None, Some(e)) => Err(e.to_string()),
+        (None, None) => Ok(pipeline),
+    }
+}
+
+/// Times and checks `variants` on `shape`; gives the best passing one's
+/// name and TFLOP/s, and the best shipped kernel's TFLOP/s.
+fn run_shape(
+    stdout: &mut impl Write,
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    shape: &Shape,
+    variants: &[&Variant],
+) -> Option<(String, f64, f64)> {
+    let Shape { weights, m, n, k } = *shape;
+    if variants.is_empty() {
+        let _ = writeln!(stdout, "\n{weights:?} {m} x {n} x {k}: no variant runs here");
+        return None;
+    }
+    let (mu, nu, ku) = (m as usize, n as usize, k as usize);
+    let flop = 2.0 * f64::from(m) * f64::from(n) * f64::from(k);
+    let chain = (PASS_FLOP / flop).ceil().clamp(1.0, 64.0) as u32;
+    let _ = writeln!(
+        stdout,
+        "\n{weights:?} {m} x {n} x {k}: {} variants, chains of {chain} dispatches, median of {ROUNDS} rounds",
+        variants.len()
+    );
+    let mut rng = Rng(0x9E37_79B9 ^ (m * 31 + n * 17 + k));
+    let data = Operands::new(&mut rng, weights, mu, nu, ku);
+    let storage = |label: &str, bytes: &[u8]| {
+        let buffer = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(label),
+            size: bytes.len().max(4) as u64,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        });
+        queue.write_buffer(&buffer, 0, bytes);
+        buffer
+    };
+    let x = storage("x", &halves_bytes(&data.x));
+    let w = storage("w", &data.w_bytes);
+    let scales = storage("scales", &halves_bytes(&data.scales));
+    let bias = storage("bias", &vec![0u8; nu * 2]);
+    let out_bytes = (mu * nu * 2) as u64;
+
+    struct Run {
+        grid: u32,
+        bind_group: wgpu::BindGroup,
+        out: wgpu::Buffer,
+    }
+    let mut runs: Vec<Run> = Vec::new();
+    for v in variants {
+        let (bm, bn) = v.kernel.block();
+        let grid = m.div_ceil(bm) * n.div_ceil(bn);
+        assert!(grid <= 65_535, "{}: {grid} workgroups", v.name());
+        let params: Vec<u8> = v.kernel.params(m, n, k).iter().flat_map(|w| w.to_le_bytes()).collect();
+        let uniform = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("params"),
+            size: params.len() as u64,
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        queue.write_buffer(&uniform, 0, &params);
+        let out = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("out"),
+            size: out_bytes,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        });
+        let entries: Vec<wgpu::BindGroupEntry<'_>> = v
+            .kernel
+            .bindings()
+            .iter()
+            .map(|&(binding, b)| {
+                let buffer = match b {
+                    Binding::Params => &uniform,
+                    Binding::X => &x,
+                    Binding::W => &w,
+                    Binding::Scales => &scales,
+                    Binding::Bias => &bias,
+                    Binding::Out => &out,
+                };
+                wgpu::BindGroupEntry { binding, resource: buffer.as_entire_binding() }
+            })
+            .collect();
+        let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("coop probe"),
+            layout: &v.pipeline.get_bind_group_layout(0),
+            entries: &entries,
+        });
+        runs.push(Run { grid, bind_group, out });
+    }
+    let record = |pass: &mut wgpu::ComputePass<'_>, i: usize, dispatches: u32| {
+        pass.set_pipeline(&variants[i].pipeline);
+        pass.set_bind_group(0, &runs[i].bind_group, &[]);
+        for _ in 0..dispatches {
+            pass.dispatch_workgroups(runs[i].grid, 1, 1);
+        }
+    };
+
+    // Each variant once (its output, and its first use), then ~0.3 s of
+    // the first variant while the clocks ramp.
+    let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+    {
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes: None });
+        for i in 0..runs.len() {
+            record(&mut pass, i, 1);
+        }
+    }
+    queue.submit([encoder.finish()]);
+    let _ = device.poll(wgpu::PollType::wait_indefinitely());
+    let warm = Instant::now();
+    while warm.elapsed() < Duration::from_millis(300) && !runs.is_empty() {
+        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+        {
+            let mut pass =
+                encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes: None });
+            record(&mut pass, 0, chain);
+        }
+        queue.submit([encoder.finish()]);
+        let _ = device.poll(wgpu::PollType::wait_indefinitely());
+    }
+
+    let mut times = vec![Vec::new(); runs.len()];
+    for round in 0..ROUNDS {
+        let count = runs.len() as u32;
+        let queries = timestamps::pass_queries(device, count);
+        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+        // Variant i's pass is query slot i; the order rotates each round.
+        for r in 0..runs.len() {
+            let i = (r + round) % runs.len();
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: None,
+                timestamp_writes: Some(timestamps::pass_timestamps(&queries, i as u32)),
+            });
+            record(&mut pass, i, chain);
+        }
+        let passes = timestamps::pass_seconds(device, queue, encoder, &queries, count);
+        for (per_variant, t) in times.iter_mut().zip(passes) {
+            per_variant.push(t / f64::from(chain));
+        }
+    }
+
+    let samples: Vec<(usize, usize)> = (0..SAMPLES).map(|_| (rng.below(mu), rng.below(nu))).collect();
+    let reference: Vec<f64> = samples.iter().map(|&(r, c)| data.dot(r, c)).collect();
+    let scale = reference.iter().fold(0.0f64, |a, v| a.max(v.abs())).max(1e-30);
+    let mut pick: Option<(String, f64)> = None;
+    let mut shipped = 0.0f64;
+    for ((v, run), mut t) in variants.iter().zip(&runs).zip(times) {
+        t.sort_by(f64::total_cmp);
+        let t = t[t.len() / 2];
+        let tflops = flop / t / 1e12;
+        let got = read_halves(device, queue, &run.out, out_bytes);
+        let err = samples
+            .iter()
+            .zip(&reference)
+            .map(|(&(r, c), want)| {
+                let g = f64::from(got[r * nu + c].to_f32());
+                if g.is_finite() { (g - want).abs() / scale } else { f64::INFINITY }
+            })
+            .fold(0.0f64, f64::max);
+        let pass = err <= TOLERANCE;
+        let _ = writeln!(
+            stdout,
+            "  {:<46} checks {:<7} {tflops:7.1} TFLOP/s {:9.1} us  {} (err {err:.1e})",
+            v.kernel.name(),
+            v.checks.name(),
+            t * 1e6,
+            if pass { "PASS" } else { "FAIL" },
+        );
+        if pass {
+            if matches!(v.kernel, Kernel::Shipped(_)) {
+                shipped = shipped.max(tflops);
+            }
+            if pick.as_ref().is_none_or(|(_, best)| tflops > *best) {
+                pick = Some((v.name(), tflops));
+            }
+        }
+    }
+    pick.map(|(name, tflops)| (name, tflops, shipped))
+}
+
+/// Reads an f16 buffer back.
+fn read_halves(device: &wgpu::Device, queue: &wgpu::Queue, buffer: &wgpu::Buffer, bytes: u64) -> Vec<f16> {
+    let read = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("readback"),
+        size: bytes,
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+    encoder.copy_buffer_to_buffer(buffer, 0, &read, 0, bytes);
+    queue.submit([encoder.finish()]);
+    read.slice(..).map_async(wgpu::MapMode::Read, |_| {});
+    let _ = device.poll(wgpu::PollType::wait_indefinitely());
+    let view = read.slice(..).get_mapped_range().expect("mapped");
+    view.chunks_exact(2).map(|c| f16::from_le_bytes([c[0], c[1]])).collect()
+}
+
+fn halves_bytes(v: &[f16]) -> Vec<u8> {
+    v.iter().flat_map(|h| h.to_le_bytes()).collect()
+}
+
+/// The operands of one shape, as the device holds them.
+struct Operands {
+    weights: Weights,
+    m: usize,
+    n: usize,
+    k: usize,
+    /// `[M, K]`.
+    x: Vec<f16>,
+    /// Dense: f16 `[N, K]`; 4-bit: word-major (16-byte word `j` of row
+    /// `n`, inputs `32 j ..` two a byte, low nibble first, at `j * N + n`).
+    w_bytes: Vec<u8>,
+    /// 4-bit: `[K / 32, N]`.
+    scales: Vec<f16>,
+}
+
+impl Operands {
+    fn new(rng: &mut Rng, weights: Weights, m: usize, n: usize, k: usize) -> Self {
+        let x = (0..m * k).map(|_| rng.half(-1.0, 1.0)).collect();
+        let (w_bytes, scales) = match weights {
+            Weights::Dense => (halves_bytes(&(0..n * k).map(|_| rng.half(-1.0, 1.0)).collect::<Vec<_>>()), vec![]),
+            Weights::Q4 => (
+                (0..n * k / 2).map(|_| rng.next() as u8).collect(),
+                (0..k / 32 * n).map(|_| rng.half(0.005, 0.02)).collect(),
+            ),
+        };
+        Self { weights, m, n, k, x, w_bytes, scales }
+    }
+
+    /// Weight `(col, i)` as the kernels stage it (4-bit: `(q - 8) * s`
+    /// rounded to f16).
+    fn weight(&self, col: usize, i: usize) -> f64 {
+        match self.weights {
+            Weights::Dense => {
+                let at = 2 * (col * self.k + i);
+                f64::from(f16::from_le_bytes([self.w_bytes[at], self.w_bytes[at + 1]]).to_f32())
+            }
+            Weights::Q4 => {
+                let byte = self.w_bytes[((i / 32) * self.n + col) * 16 + (i % 32) / 2];
+                let q = if i.is_multiple_of(2) { byte & 15 } else { byte >> 4 };
+                let s = self.scales[(i / 32) * self.n + col].to_f32();
+                f64::from(f16::from_f32((f32::from(q) - 8.0) * s).to_f32())
+            }
+        }
+    }
+
+    /// The reference output at `(row, col)`.
+    fn dot(&self, row: usize, col: usize) -> f64 {
+        debug_assert!(row < self.m);
+        (0..self.k).map(|i| f64::from(self.x[row * self.k + i].to_f32()) * self.weight(col, i)).sum()
+    }
+}
+
+/// Xorshift32: the operands and the sampled positions.
+struct Rng(u32);
+
+impl Rng {
+    fn next(&mut self) -> u32 {
+        let mut s = self.0;
+        s ^= s << 13;
+        s ^= s >> 17;
+        s ^= s << 5;
+        self.0 = s;
+        s
+    }
+
+    fn half(&mut self, lo: f32, hi: f32) -> f16 {
+        f16::from_f32(lo + (hi - lo) * (self.next() >> 8) as f32 / (1u32 << 24) as f32)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        self.next() as usize % n
+    }
+}
+
+/// Writes each module's SPIR-V (per kind of checks) under `dir` and prints
+/// the counts of the operations that matter here.
+fn write_spirv(
+    stdout: &mut impl Write,
+    dir: &str,
+    kernels: &[Kernel],
+    parsed: &[(wgpu::naga::Module, wgpu::naga::valid::ModuleInfo)],
+) {
+    if let Err(e) = std::fs::create_dir_all(dir) {
+        eprintln!("coop_probe: {dir}: {e}");
+        std::process::exit(1);
+    }
+    let _ = writeln!(
+        stdout,
+        "SPIR-V op counts: coop loads / stores / multiply-adds, function-variable loads / stores, \
+         loops, umin (index clamps), selects, integer div+mod, barriers"
+    );
+    for (kernel, (module, info)) in kernels.iter().zip(parsed) {
+        for checks in CHECKS {
+            let words = match kernels::spirv(module, info, checks) {
+                Ok(w) => w,
+                Err(e) => {
+                    eprintln!("coop_probe: {}: SPIR-V: {e}", kernel.name());
+                    std::process::exit(1);
+                }
+            };
+            let label = format!("{:?} {} {}", kernel.weights(), kernel.name(), checks.name());
+            let file: String = label.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
+            let path = format!("{dir}/{file}.spv");
+            let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+            if let Err(e) = std::fs::write(&path, bytes) {
+                eprintln!("coop_probe: {path}: {e}");
+                std::process::exit(1);
+            }
+            let c = op_counts(&words);
+            let _ = writeln!(stdout, "  {label:<60} {c}");
+        }
+    }
+}
+
+/// Counts of a few SPIR-V operations, as one line.
+fn op_counts(words: &[u32]) -> String {
+    // Opcodes: OpCooperativeMatrix{Load,Store,MulAdd}KHR, OpLoad, OpStore,
+    // OpLoopMerge, OpExtInst, OpSelect, OpUDiv, OpUMod, OpControlBarrier.
+    const COOP_LOAD: u32 = 4457;
+    const COOP_STORE: u32 = 4458;
+    const COOP_MULADD: u32 = 4459;
+    const TYPE_COOP: u32 = 4456;
+    const LOAD: u32 = 61;
+    const STORE: u32 = 62;
+    const VARIABLE: u32 = 59;
+    const LOOP_MERGE: u32 = 246;
+    const EXT_INST: u32 = 12;
+    const SELECT: u32 = 169;
+    const UDIV: u32 = 134;
+    const UMOD: u32 = 137;
+    const BARRIER: u32 = 224;
+    const TYPE_POINTER: u32 = 32;
+    const STORAGE_FUNCTION: u32 = 7;
+    let mut coop_types = std::collections::BTreeSet::new();
+    let mut coop_fn_pointers = std::collections::BTreeSet::new();
+    let mut coop_fn_vars = std::collections::BTreeSet::new();
+    let mut counts = std::collections::BTreeMap::<&str, u32>::new();
+    let mut at = 5;
+    while at < words.len() {
+        let (op, len) = (words[at] & 0xFFFF, (words[at] >> 16) as usize);
+        let w = &words[at..at + len.max(1)];
+        match op {
+            TYPE_COOP => {
+                coop_types.insert(w[1]);
+            }
+            TYPE_POINTER if w[2] == STORAGE_FUNCTION && coop_types.contains(&w[3]) => {
+                coop_fn_pointers.insert(w[1]);
+            }
+            VARIABLE if coop_fn_pointers.contains(&w[1]) => {
+                coop_fn_vars.insert(w[2]);
+            }
+            COOP_LOAD => *counts.entry("coop load").or_default() += 1,
+            COOP_STORE => *counts.entry("coop store").or_default() += 1,
+            COOP_MULADD => *counts.entry("coop muladd").or_default() += 1,
+            LOAD if coop_fn_vars.contains(&w[3]) => *counts.entry("var load").or_default() += 1,
+            STORE if coop_fn_vars.contains(&w[1]) => *counts.entry("var store").or_default() += 1,
+            LOOP_MERGE => *counts.entry("loop").or_default() += 1,
+            // GLSL.std.450 UMin is 38.
+            EXT_INST if w.get(4) == Some(&38) => *counts.entry("umin").or_default() += 1,
+            SELECT => *counts.entry("select").or_default() += 1,
+            UDIV | UMOD => *counts.entry("div/mod").or_default() += 1,
+            BARRIER => *counts.entry("barrier").or_default() += 1,
+            _ => {}
+        }
+        at += len.max(1);
+    }
+    let get = |k: &str| counts.get(k).copied().unwrap_or(0);
+    format!(
+        "{}/{}/{} | coop vars {} ({} loads, {} stores) | loops {} umin {} select {} div/mod {} barriers {}",
+        get("coop load"),
+        get("coop store"),
+        get("coop muladd"),
+        coop_fn_vars.len(),
+        get("var load"),
+        get("var store"),
+        get("loop"),
+        get("umin"),
+        get("select"),
+        get("div/mod"),
+        get("barrier")
+    )
+}

@@ -1,0 +1,585 @@
+//! The kernels `coop_probe` times: the shipped cooperative-matrix GEMMs and
+//! the variants filled in from `coop_probe.wgsl` (tiling, staging, weight
+//! format), their naga validation, and their SPIR-V as wgpu's Vulkan
+//! backend writes it (through wgpu's own naga, so the example needs no
+//! naga dependency of its own; `spv-out` is on there with the Vulkan
+//! backend).
+
+use std::fmt::Write as _;
+
+use etwgpu_kernels::ShaderId;
+use wgpu::naga;
+
+const TEMPLATE: &str = include_str!("../coop_probe.wgsl");
+
+/// How the weights are held.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Weights {
+    /// f16 rows `[N, K]`.
+    Dense,
+    /// `q4gsw`: 4-bit, word-major, f16 scales `[K / 32, N]`.
+    Q4,
+}
+
+/// How a template variant tiles the output and stages its operands.
+#[derive(Clone, Copy, Debug)]
+pub struct Tiling {
+    /// Subgroups along M and N.
+    pub sgm: u32,
+    pub sgn: u32,
+    /// 16 x 16 fragments per subgroup along M and N.
+    pub fm: u32,
+    pub fn_: u32,
+    /// Inputs per K step.
+    pub tk: u32,
+    /// Copies of each staged tile (1, or 2: the next step's loads in flight).
+    pub stages: u32,
+    /// Staging elements of `vec4<f16>` instead of f16 scalars.
+    pub wide: bool,
+    /// Fragments loaded from the buffers, no staging (dense only).
+    pub direct: bool,
+}
+
+impl Tiling {
+    /// Output rows per workgroup.
+    pub fn bm(&self) -> u32 {
+        self.sgm * self.fm * 16
+    }
+
+    /// Output columns per workgroup.
+    pub fn bn(&self) -> u32 {
+        self.sgn * self.fn_ * 16
+    }
+
+    fn invocations(&self) -> u32 {
+        self.sgm * self.sgn * 32
+    }
+
+    /// Workgroup memory the kernel declares, in bytes.
+    pub fn workgroup_bytes(&self) -> u32 {
+        let staged = if self.direct { 0 } else { self.stages * (self.bm() + self.bn()) * (self.tk + 8) * 2 };
+        staged + self.sgm * self.sgn * 1024
+    }
+
+    fn name(&self) -> String {
+        let staging = if self.direct {
+            "direct h4".to_string()
+        } else {
+            format!("tk{} s{} {}", self.tk, self.stages, if self.wide { "h4" } else { "f16" })
+        };
+        format!("{}x{} {}x{}sg {}x{}fr {staging}", self.bm(), self.bn(), self.sgm, self.sgn, self.fm, self.fn_)
+    }
+}
+
+/// The template tilings, each made for both weight formats (the direct
+/// ones for dense weights only).
+pub const TILINGS: &[Tiling] = &[
+    // The shipped tiling with vec4 staging and loads in flight.
+    Tiling { sgm: 2, sgn: 4, fm: 2, fn_: 2, tk: 32, stages: 2, wide: true, direct: false },
+    // 4 x 2 fragments a subgroup: f16 staging (as shipped), then vec4<f16>.
+    Tiling { sgm: 2, sgn: 4, fm: 4, fn_: 2, tk: 32, stages: 1, wide: false, direct: false },
+    Tiling { sgm: 2, sgn: 4, fm: 4, fn_: 2, tk: 32, stages: 1, wide: true, direct: false },
+    Tiling { sgm: 2, sgn: 4, fm: 4, fn_: 2, tk: 32, stages: 2, wide: false, direct: false },
+    Tiling { sgm: 2, sgn: 4, fm: 4, fn_: 2, tk: 32, stages: 2, wide: true, direct: false },
+    Tiling { sgm: 2, sgn: 4, fm: 4, fn_: 2, tk: 64, stages: 1, wide: true, direct: false },
+    // 4 x 4 fragments a subgroup.
+    Tiling { sgm: 2, sgn: 2, fm: 4, fn_: 4, tk: 32, stages: 2, wide: true, direct: false },
+    Tiling { sgm: 2, sgn: 4, fm: 4, fn_: 4, tk: 32, stages: 1, wide: true, direct: false },
+    Tiling { sgm: 4, sgn: 2, fm: 4, fn_: 4, tk: 32, stages: 1, wide: true, direct: false },
+    // No staging: fragments from the buffers through vec4<f16> pointers.
+    Tiling { sgm: 2, sgn: 4, fm: 2, fn_: 2, tk: 32, stages: 1, wide: true, direct: true },
+    Tiling { sgm: 2, sgn: 4, fm: 4, fn_: 2, tk: 32, stages: 1, wide: true, direct: true },
+];
+
+/// One kernel the probe times.
+#[derive(Clone, Copy, Debug)]
+pub enum Kernel {
+    /// A kernel-table shader as the runtime dispatches it.
+    Shipped(ShaderId),
+    /// A variant of `coop_probe.wgsl`.
+    Template(Weights, Tiling),
+}
+
+/// What a kernel binds, in binding order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Binding {
+    Params,
+    X,
+    W,
+    Scales,
+    Bias,
+    Out,
+}
+
+impl Kernel {
+    /// Every kernel for `weights`: the shipped ones first.
+    pub fn all(weights: Weights) -> Vec<Kernel> {
+        let shipped: &[ShaderId] = match weights {
+            Weights::Dense => &[ShaderId::MatmulCoopF16, ShaderId::MatmulCoopDirectF16],
+            Weights::Q4 => &[ShaderId::Q4GemmCoopF16],
+        };
+        let template = TILINGS.iter().filter(|t| weights == Weights::Dense || !t.direct);
+        shipped.iter().map(|&id| Kernel::Shipped(id)).chain(template.map(|&t| Kernel::Template(weights, t))).collect()
+    }
+
+    /// The weight format it reads.
+    pub fn weights(&self) -> Weights {
+        match self {
+            Kernel::Shipped(ShaderId::Q4GemmCoopF16) => Weights::Q4,
+            Kernel::Shipped(_) => Weights::Dense,
+            Kernel::Template(w, _) => *w,
+        }
+    }
+
+    pub fn name(&self) -> String {
+        match self {
+            Kernel::Shipped(id) => format!("{} (shipped)", id.label()),
+            Kernel::Template(_, t) => t.name(),
+        }
+    }
+
+    /// Output rows and columns per workgroup.
+    pub fn block(&self) -> (u32, u32) {
+        match self {
+            Kernel::Shipped(_) => (64, 128),
+            Kernel::Template(_, t) => (t.bm(), t.bn()),
+        }
+    }
+
+    /// Inputs per K step (K must be a multiple).
+    pub fn k_step(&self) -> u32 {
+        match self {
+            Kernel::Shipped(_) => 32,
+            Kernel::Template(_, t) => t.tk,
+        }
+    }
+
+    /// Whether it handles M and N that are not multiples of its block.
+    pub fn ragged(&self) -> bool {
+        !matches!(self, Kernel::Template(_, Tiling { direct: true, .. }))
+    }
+
+    /// What it binds: (binding, buffer).
+    pub fn bindings(&self) -> &'static [(u32, Binding)] {
+        use Binding::*;
+        match self {
+            Kernel::Shipped(ShaderId::Q4GemmCoopF16) => {
+                &[(0, Params), (1, X), (2, W), (3, Scales), (4, Bias), (5, Out)]
+            }
+            Kernel::Shipped(_) => &[(0, Params), (1, X), (2, W), (3, Bias), (4, Out)],
+            Kernel::Template(Weights::Q4, _) => &[(0, Params), (1, X), (2, W), (3, Scales), (4, Out)],
+            Kernel::Template(Weights::Dense, _) => &[(0, Params), (1, X), (2, W), (4, Out)],
+        }
+    }
+
+    /// Workgroup memory it declares, in bytes.
+    pub fn workgroup_bytes(&self) -> u32 {
+        match self {
+            // 64 x 40 + 128 x 40 halves and 2048 floats.
+            Kernel::Shipped(ShaderId::MatmulCoopDirectF16) => 8192,
+            Kernel::Shipped(_) => 2 * (2560 + 5120) + 8192,
+            Kernel::Template(_, t) => t.workgroup_bytes(),
+        }
+    }
+
+    /// The uniform words for an `m x n x k` product (`tiles_n` workgroups
+    /// along N, group size 32, no bias, word-major 4-bit weights).
+    pub fn params(&self, m: u32, n: u32, k: u32) -> [u32; 8] {
+        let tiles_n = n.div_ceil(self.block().1);
+        match self {
+            Kernel::Shipped(ShaderId::Q4GemmCoopF16) => [m, n, k, n, 32, 0, tiles_n, 1],
+            Kernel::Shipped(_) => [m, n, k, 0, tiles_n, 0, 0, 0],
+            Kernel::Template(..) => [m, n, k, n, 32, tiles_n, 0, 0],
+        }
+    }
+
+    pub fn source(&self) -> String {
+        match self {
+            Kernel::Shipped(id) => id.source().to_string(),
+            Kernel::Template(weights, t) => fill(*weights, t),
+        }
+    }
+}
+
+fn fill(weights: Weights, t: &Tiling) -> String {
+    assert!(t.tk.is_multiple_of(32) && (t.stages == 1 || t.stages == 2), "bad tiling {t:?}");
+    assert!(!(t.direct && (weights == Weights::Q4 || !t.wide)), "direct variants are dense and wide: {t:?}");
+    let he = if t.wide { 4 } else { 1 };
+    let wg = t.invocations();
+    let units = |n: u32, per: u32| {
+        let u = n * t.tk / per / wg;
+        assert!(u >= 1 && u * per * wg == n * t.tk, "{t:?}: {n} x {} in units of {per} over {wg}", t.tk);
+        u
+    };
+    let ux = units(t.bm(), 8);
+    let uw = match weights {
+        Weights::Dense => units(t.bn(), 8),
+        Weights::Q4 => units(t.bn(), 16),
+    };
+    let (weight_decl, weight_fns) = match weights {
+        Weights::Dense => (DENSE_DECL, DENSE_FNS),
+        Weights::Q4 => (Q4_DECL, Q4_FNS),
+    };
+    let staging = if t.direct {
+        String::new()
+    } else if t.wide {
+        WIDE_STAGING.to_string()
+    } else {
+        HALF_STAGING.to_string()
+    };
+
+    // The accumulators start from zeros loaded from `cs`, as in the shipped
+    // kernels (known to work on the H200; naga writes the zero constructor
+    // `coop_mat16x16<f32, C>()` as an OpConstantNull of the matrix type).
+    let mut acc = String::from(
+        "    for (var e = 0u; e < 8u; e++) {\n        cs[lid * 8u + e] = 0.0;\n    }\n    workgroupBarrier();\n",
+    );
+    for (i, j) in fragments(t) {
+        let _ = writeln!(acc, "    var c{i}_{j} = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);");
+    }
+    acc.push_str("    workgroupBarrier();\n");
+
+    let loads = {
+        let mut s = String::new();
+        for u in 0..ux {
+            let _ = writeln!(s, "        let gx{u} = load_x(m0, k0, {u}u * WG + lid);");
+        }
+        for u in 0..uw {
+            let _ = writeln!(s, "        let gw{u} = load_w(n0, k0, {u}u * WG + lid);");
+        }
+        s
+    };
+    let stores = |st: &str| {
+        let mut s = String::new();
+        for u in 0..ux {
+            let _ = writeln!(s, "        store_x({st} * XS_HALVES + x_at({u}u * WG + lid), gx{u});");
+        }
+        for u in 0..uw {
+            match weights {
+                Weights::Dense => {
+                    let _ = writeln!(s, "        store_w({st} * WS_HALVES + w_at({u}u * WG + lid), gw{u});");
+                }
+                Weights::Q4 => {
+                    let _ = writeln!(
+                        s,
+                        "        {{\n            let o = {st} * WS_HALVES + w_at({u}u * WG + lid);\n            \
+                         store_w(o, deq8(gw{u}.word.x, gw{u}.scale));\n            \
+                         store_w(o + 8u, deq8(gw{u}.word.y, gw{u}.scale));\n        }}"
+                    );
+                }
+            }
+        }
+        s
+    };
+    let multiply = |st: &str| {
+        let mut s = String::new();
+        let _ = writeln!(s, "        let xb = {st} * XS_LEN;\n        let wb = {st} * WS_LEN;");
+        for step in 0..t.tk / 16 {
+            let ko = step * 16 / he;
+            s.push_str("        {\n");
+            for i in 0..t.fm {
+                let _ = writeln!(
+                    s,
+                    "            let a{i} = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + {}u) * LDE + {ko}u], LDE);",
+                    16 * i
+                );
+            }
+            for j in 0..t.fn_ {
+                let _ = writeln!(
+                    s,
+                    "            let b{j} = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + {}u) * LDE + {ko}u], LDE);",
+                    16 * j
+                );
+            }
+            for (i, j) in fragments(t) {
+                let _ = writeln!(s, "            c{i}_{j} = coopMultiplyAdd(a{i}, b{j}, c{i}_{j});");
+            }
+            s.push_str("        }\n");
+        }
+        s
+    };
+    let main_loop = if t.direct {
+        let mut s = String::new();
+        s.push_str("    // Fragment rows of x and w, in vec4<f16>; the row stride.\n    let kw = p.k / 4u;\n");
+        for i in 0..t.fm {
+            let _ = writeln!(s, "    let xr{i} = (m0 + wm + {}u) * kw;", 16 * i);
+        }
+        for j in 0..t.fn_ {
+            let _ = writeln!(s, "    let wr{j} = (n0 + wn + {}u) * kw;", 16 * j);
+        }
+        s.push_str("    for (var t = 0u; t < nk; t++) {\n        let kq = t * (TK / 4u);\n");
+        for step in 0..t.tk / 16 {
+            s.push_str("        {\n");
+            for i in 0..t.fm {
+                let _ = writeln!(
+                    s,
+                    "            let a{i} = coopLoadT<coop_mat16x16<f16, A>>(&x[xr{i} + kq + {}u], kw);",
+                    4 * step
+                );
+            }
+            for j in 0..t.fn_ {
+                let _ = writeln!(
+                    s,
+                    "            let b{j} = coopLoad<coop_mat16x16<f16, B>>(&w[wr{j} + kq + {}u], kw);",
+                    4 * step
+                );
+            }
+            for (i, j) in fragments(t) {
+                let _ = writeln!(s, "            c{i}_{j} = coopMultiplyAdd(a{i}, b{j}, c{i}_{j});");
+            }
+            s.push_str("        }\n");
+        }
+        s.push_str("    }\n");
+        s
+    } else if t.stages == 1 {
+        format!(
+            "    for (var t = 0u; t < nk; t++) {{\n        let k0 = t * TK;\n{loads}{}        workgroupBarrier();\n{}        \
+             workgroupBarrier();\n    }}\n",
+            stores("0u"),
+            multiply("0u")
+        )
+    } else {
+        format!(
+            "    {{\n        let k0 = 0u;\n{loads}{}    }}\n    workgroupBarrier();\n    \
+             for (var t = 0u; t < nk; t++) {{\n        let cur = t % 2u;\n        \
+             // The next step's tile (the last one again at the end: stored\n        \
+             // where nothing reads it any more).\n        \
+             let k0 = min(t + 1u, nk - 1u) * TK;\n{loads}{}{}        workgroupBarrier();\n    }}\n",
+            stores("0u"),
+            multiply("cur"),
+            stores("(1u - cur)")
+        )
+    };
+    let mut epilogue = String::from("    let slot = sg * 256u;\n");
+    for (i, j) in fragments(t) {
+        let _ = writeln!(
+            epilogue,
+            "    coopStoreT(c{i}_{j}, &cs[slot], 16u);\n    workgroupBarrier();\n    \
+             emit(sg, lane, m0 + wm + {}u, n0 + wn + {}u);\n    workgroupBarrier();",
+            16 * i,
+            16 * j
+        );
+    }
+    let out = TEMPLATE
+        .replace("{{FM}}", &t.fm.to_string())
+        .replace("{{FN}}", &t.fn_.to_string())
+        .replace("{{SGM}}", &t.sgm.to_string())
+        .replace("{{SGN}}", &t.sgn.to_string())
+        .replace("{{TK}}", &t.tk.to_string())
+        .replace("{{HE}}", &he.to_string())
+        .replace("{{STAGES}}", &t.stages.to_string())
+        .replace("{{WEIGHTS}}", weight_decl)
+        .replace("{{WEIGHT_FNS}}", weight_fns)
+        .replace("{{STAGING}}", &staging)
+        .replace("{{ACCUMULATORS}}", &acc)
+        .replace("{{MAIN_LOOP}}", &main_loop)
+        .replace("{{EPILOGUE}}", &epilogue);
+    assert!(!out.contains("{{"), "a hole left in the template for {t:?}");
+    out
+}
+
+fn fragments(t: &Tiling) -> impl Iterator<Item = (u32, u32)> + use<> {
+    let fn_ = t.fn_;
+    (0..t.fm).flat_map(move |i| (0..fn_).map(move |j| (i, j)))
+}
+
+const DENSE_DECL: &str = "\
+/// w, 4 halves an element.
+@group(0) @binding(2) var<storage, read> w: array<vec4<f16>>;";
+
+const DENSE_FNS: &str = "\
+/// 8 halves of w: column `n0 + i / (TK / 8)`, inputs `k0 + (i % (TK / 8)) *
+/// 8 ..` (zeros past N).
+fn load_w(n0: u32, k0: u32, i: u32) -> Eight {
+    let col = n0 + i / (TK / 8u);
+    if col >= p.n {
+        return Eight(vec4<f16>(), vec4<f16>());
+    }
+    let at = (col * p.k + k0) / 4u + (i % (TK / 8u)) * 2u;
+    return Eight(w[at], w[at + 1u]);
+}
+
+/// Where `load_w`'s unit `i` goes in a staged weight tile, in halves.
+fn w_at(i: u32) -> u32 {
+    return (i / (TK / 8u)) * (TK + 8u) + (i % (TK / 8u)) * 8u;
+}";
+
+const Q4_DECL: &str = "\
+/// 4-bit weights, word-major, as the two 8-byte halves of each 16-byte
+/// word (16 nibbles, low nibble first: inputs `k ..` from bit 0).
+@group(0) @binding(2) var<storage, read> weights: array<vec2<u32>>;
+/// f16 scales `[K / group, n_pad]`.
+@group(0) @binding(3) var<storage, read> scales: array<f16>;";
+
+const Q4_FNS: &str = "\
+/// 16 nibbles of one weight column and their scale.
+struct Nibbles {
+    word: vec2<u32>,
+    scale: f16,
+}
+
+/// Input offset in the tile of unit `i` (16 inputs): adjacent units are
+/// the two halves of a column's word, then adjacent columns (adjacent in
+/// the word-major layout), then the tile's next word.
+fn unit_k(i: u32) -> u32 {
+    return (i / (2u * BN)) * 32u + (i % 2u) * 16u;
+}
+
+fn load_w(n0: u32, k0: u32, i: u32) -> Nibbles {
+    let col = n0 + (i / 2u) % BN;
+    let k = k0 + unit_k(i);
+    if col >= p.n {
+        return Nibbles(vec2<u32>(0u), 0.0h);
+    }
+    return Nibbles(weights[((k / 32u) * p.n + col) * 2u + i % 2u], scales[(k / p.group_size) * p.n_pad + col]);
+}
+
+/// Where `load_w`'s unit `i` goes in a staged weight tile, in halves.
+fn w_at(i: u32) -> u32 {
+    return ((i / 2u) % BN) * (TK + 8u) + unit_k(i);
+}
+
+/// The 8 nibbles of `word` as halves `(q - 8) * s`, in input order:
+/// `0x6400 | q` is the half `1024 + q`, so two nibbles become two exact
+/// values with one mask and one or; `(q - 8) * s` is exact in f32 and
+/// rounded once to f16. (naga 30 types a `bitcast` from u32 to
+/// `vec2<f16>` as `vec2<f32>`, so the halves go through f32.)
+fn deq8(word: u32, s: f16) -> Eight {
+    let s2 = vec2<f32>(f32(s));
+    let mask = 0x000F000Fu;
+    let one = 0x64006400u;
+    // Inputs (0, 4), (1, 5), (2, 6), (3, 7).
+    let a = (unpack2x16float((word & mask) | one) - 1032.0) * s2;
+    let b = (unpack2x16float(((word >> 4u) & mask) | one) - 1032.0) * s2;
+    let c = (unpack2x16float(((word >> 8u) & mask) | one) - 1032.0) * s2;
+    let d = (unpack2x16float(((word >> 12u) & mask) | one) - 1032.0) * s2;
+    return Eight(vec4<f16>(vec4<f32>(a.x, b.x, c.x, d.x)), vec4<f16>(vec4<f32>(a.y, b.y, c.y, d.y)));
+}";
+
+const WIDE_STAGING: &str = "\
+/// Staged x tiles, row-major, and weight tiles, column-major, 4 halves an
+/// element.
+var<workgroup> xs: array<vec4<f16>, STAGES * XS_LEN>;
+var<workgroup> ws: array<vec4<f16>, STAGES * WS_LEN>;
+
+/// Stores 8 halves at half `o` (a multiple of 8) of the x tiles.
+fn store_x(o: u32, v: Eight) {
+    xs[o / 4u] = v.lo;
+    xs[o / 4u + 1u] = v.hi;
+}
+
+fn store_w(o: u32, v: Eight) {
+    ws[o / 4u] = v.lo;
+    ws[o / 4u + 1u] = v.hi;
+}";
+
+const HALF_STAGING: &str = "\
+/// Staged x tiles, row-major, and weight tiles, column-major, one half an
+/// element (as the shipped kernels).
+var<workgroup> xs: array<f16, STAGES * XS_LEN>;
+var<workgroup> ws: array<f16, STAGES * WS_LEN>;
+
+/// Stores 8 halves at half `o` of the x tiles.
+fn store_x(o: u32, v: Eight) {
+    xs[o] = v.lo.x;
+    xs[o + 1u] = v.lo.y;
+    xs[o + 2u] = v.lo.z;
+    xs[o + 3u] = v.lo.w;
+    xs[o + 4u] = v.hi.x;
+    xs[o + 5u] = v.hi.y;
+    xs[o + 6u] = v.hi.z;
+    xs[o + 7u] = v.hi.w;
+}
+
+fn store_w(o: u32, v: Eight) {
+    ws[o] = v.lo.x;
+    ws[o + 1u] = v.lo.y;
+    ws[o + 2u] = v.lo.z;
+    ws[o + 3u] = v.lo.w;
+    ws[o + 4u] = v.hi.x;
+    ws[o + 5u] = v.hi.y;
+    ws[o + 6u] = v.hi.z;
+    ws[o + 7u] = v.hi.w;
+}";
+
+/// Parses and validates `source` with naga (every capability on, as
+/// `xtask check-wgsl`), and checks that every A and B fragment type is f16:
+/// naga 30 takes a loaded fragment's element type from the pointer
+/// (`coopLoad<coop_mat16x16<f16, A>>` through a `u32` pointer is a u32
+/// fragment) and its validator accepts a multiply-add of such fragments.
+pub fn validate(source: &str) -> Result<(naga::Module, naga::valid::ModuleInfo), String> {
+    let module = naga::front::wgsl::parse_str(source).map_err(|e| e.emit_to_string(source))?;
+    let info = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all())
+        .validate(&module)
+        .map_err(|e| e.emit_to_string(source))?;
+    for (_, ty) in module.types.iter() {
+        if let naga::TypeInner::CooperativeMatrix { scalar, role, .. } = ty.inner
+            && role != naga::CooperativeRole::C
+            && scalar != naga::Scalar::F16
+        {
+            return Err(format!("a {role:?} fragment of {scalar:?}, not f16"));
+        }
+    }
+    Ok((module, info))
+}
+
+/// How much runtime checking a module gets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Checks {
+    /// `create_shader_module`: index clamps and the loop guard.
+    Full,
+    /// As `runtime::pipeline_cache` makes modules: index clamps, no loop
+    /// guard.
+    Runtime,
+    /// `create_shader_module_trusted` with every check off.
+    Off,
+}
+
+impl Checks {
+    pub fn name(self) -> &'static str {
+        match self {
+            Checks::Full => "full",
+            Checks::Runtime => "runtime",
+            Checks::Off => "off",
+        }
+    }
+
+    pub fn wgpu(self) -> wgpu::ShaderRuntimeChecks {
+        match self {
+            Checks::Full => wgpu::ShaderRuntimeChecks::checked(),
+            Checks::Runtime => {
+                let mut c = wgpu::ShaderRuntimeChecks::checked();
+                c.force_loop_bounding = false;
+                c
+            }
+            Checks::Off => wgpu::ShaderRuntimeChecks::unchecked(),
+        }
+    }
+}
+
+/// The SPIR-V wgpu-hal's Vulkan backend writes for `module` on a device
+/// with `robustBufferAccess2` (NVIDIA): buffer indices unchecked (the
+/// driver bounds them), other indices clamped, the loop guard and integer
+/// division checks on, SPIR-V 1.6; with `checks` applied as wgpu applies
+/// them.
+pub fn spirv(module: &naga::Module, info: &naga::valid::ModuleInfo, checks: Checks) -> Result<Vec<u32>, String> {
+    use naga::proc::{BoundsCheckPolicies, BoundsCheckPolicy as P};
+    let on = checks != Checks::Off;
+    let options = naga::back::spv::Options {
+        lang_version: (1, 6),
+        flags: naga::back::spv::WriterFlags::LABEL_VARYINGS,
+        bounds_check_policies: BoundsCheckPolicies {
+            index: if on { P::Restrict } else { P::Unchecked },
+            buffer: P::Unchecked,
+            image_load: P::Unchecked,
+            binding_array: P::Unchecked,
+        },
+        zero_initialize_workgroup_memory: naga::back::spv::ZeroInitializeWorkgroupMemoryMode::Native,
+        force_loop_bounding: checks == Checks::Full,
+        emit_int_div_checks: on,
+        ..naga::back::spv::Options::default()
+    };
+    let pipeline =
+        naga::back::spv::PipelineOptions { entry_point: "main".into(), shader_stage: naga::ShaderStage::Compute };
+    naga::back::spv::write_vec(module, info, &options, Some(&pipeline)).map_err(|e| e.to_string())
+}
