@@ -922,6 +922,100 @@ fn q4gsw_qkv_and_swiglu_check_their_packed_weights() {
     ));
 }
 
+/// An RMS norm taken into the 4-bit linear after it: on the decode route
+/// (at most 4 rows, at most 3072 input elements) one `_norm` GEMV reading
+/// `a`, `b` and the norm weight in place of the normed input and writing
+/// the sum too, the norm's epsilon and the add flag after the GEMV's
+/// uniforms; past it the norm's dispatch, then the linear's; without `b`
+/// the plain norm; a wrong output list is a typed error.
+#[test]
+fn rms_norm_linears_are_one_gemv_on_the_decode_route() {
+    let mut g = TestGraph::default();
+    let gs = g.push(Owned::Int(32));
+    let null = g.push(Owned::Null);
+    let eps = g.push(Owned::Double(1e-5));
+    let nw = g.push(Owned::Tensor(ElemType::F32, vec![64], true));
+    let w = |g: &mut TestGraph, n: u64| {
+        let w = g.push(Owned::Tensor(ElemType::U8, vec![n, 32], true));
+        let s = g.push(Owned::Tensor(ElemType::F32, vec![2, n], true));
+        (w, s)
+    };
+    let (wq, sq) = w(&mut g, 64);
+    let (wk, sk) = w(&mut g, 32);
+    let labels = |l: &Lowered| -> Vec<_> {
+        l.steps
+            .iter()
+            .map(|s| match s {
+                Step::Dispatch(d) => (d.shader.label(), d.inputs.clone(), d.outputs.clone()),
+                other => panic!("a dispatch, found {other:?}"),
+            })
+            .collect()
+    };
+    let qkv = "etwgpu.rms_norm_linear_q4gsw_qkv.default";
+    for rows in [1u64, 3, 70] {
+        let (a, b) = (g.t(&[1, rows, 64]), g.t(&[1, rows, 64]));
+        let (sum, normed) = (g.t(&[1, rows, 64]), g.t(&[1, rows, 64]));
+        let (q, k, v) = (g.t(&[1, rows, 64]), g.t(&[1, rows, 32]), g.t(&[1, rows, 32]));
+        let outs = g.push(Owned::List(vec![sum, normed, q, k, v]));
+        let l = check(&g, qkv, &[a, b, nw, eps, gs, wq, sq, wk, sk, wk, sk, outs]).expect("qkv");
+        let shape = |n| vec![1, rows, n];
+        assert_eq!(
+            l.shapes,
+            vec![(sum, shape(64)), (normed, shape(64)), (q, shape(64)), (k, shape(32)), (v, shape(32))]
+        );
+        if rows <= 4 {
+            assert_eq!(
+                labels(&l),
+                [("q4_gemv_qkv_norm.f32", vec![a, b, nw, wq, sq, wk, sk, wk, sk], vec![q, k, v, sum])]
+            );
+            let [Step::Dispatch(d)] = &l.steps[..] else { panic!("one dispatch") };
+            // The GEMV's 64 bytes of uniforms, then eps and the add flag.
+            assert_eq!(d.params.len(), 80);
+            assert_eq!(d.params[64..72], [1e-5f32.to_le_bytes(), 1u32.to_le_bytes()].concat());
+        } else {
+            let l = labels(&l);
+            assert_eq!(l[0], ("add_rms_norm.f32", vec![a, b, nw], vec![sum, normed]));
+            assert_eq!(l.iter().skip(1).map(|d| (d.0, d.1[0])).collect::<Vec<_>>(), [("q4_gemm.f32", normed); 3]);
+        }
+    }
+    // The plain norm into one linear (a final norm and the output head).
+    let x = g.t(&[1, 64]);
+    let (normed, out) = (g.t(&[1, 64]), g.t(&[1, 64]));
+    let outs = g.push(Owned::List(vec![normed, out]));
+    let lin = "etwgpu.rms_norm_linear_q4gsw.default";
+    let l = check(&g, lin, &[x, null, nw, eps, wq, sq, gs, null, outs]).expect("linear");
+    assert_eq!(labels(&l), [("q4_gemv_norm.f32", vec![x, x, nw, wq, sq, sq], vec![out, normed])]);
+    let [Step::Dispatch(d)] = &l.steps[..] else { panic!("one dispatch") };
+    assert_eq!(d.params[32..40], [1e-5f32.to_le_bytes(), 0u32.to_le_bytes()].concat());
+    // SwiGLU; then K = 3104 > 3072 input elements: the norm, then the GEMV.
+    let (a, b, sum) = (g.t(&[1, 64]), g.t(&[1, 64]), g.t(&[1, 64]));
+    let sw = g.t(&[1, 32]);
+    let outs = g.push(Owned::List(vec![sum, normed, sw]));
+    let swiglu = "etwgpu.rms_norm_linear_q4gsw_swiglu.default";
+    let l = check(&g, swiglu, &[a, b, nw, eps, gs, wk, sk, wk, sk, outs]).expect("swiglu");
+    assert_eq!(labels(&l), [("q4_gemv_swiglu_norm.f32", vec![a, b, nw, wk, sk, wk, sk], vec![sw, sum])]);
+    let (big, big_b, big_sum, big_n) = (g.t(&[1, 3104]), g.t(&[1, 3104]), g.t(&[1, 3104]), g.t(&[1, 3104]));
+    let big_w = g.push(Owned::Tensor(ElemType::F32, vec![3104], true));
+    let wb = g.push(Owned::Tensor(ElemType::U8, vec![32, 1552], true));
+    let sb = g.push(Owned::Tensor(ElemType::F32, vec![97, 32], true));
+    let outs = g.push(Owned::List(vec![big_sum, big_n, sw]));
+    let l = check(&g, swiglu, &[big, big_b, big_w, eps, gs, wb, sb, wb, sb, outs]).expect("swiglu");
+    let got: Vec<_> = labels(&l).into_iter().map(|d| d.0).collect();
+    assert_eq!(got, ["add_rms_norm.f32", "q4_gemv_swiglu.f32"]);
+    // The output list must hold the sum (with b), the normed input and the
+    // linear's outputs; the norm weight has K elements.
+    let short = g.push(Owned::List(vec![normed, sw]));
+    assert!(matches!(
+        check(&g, swiglu, &[a, b, nw, eps, gs, wk, sk, wk, sk, short]),
+        Err(crate::Error::ArgValue { arg_idx: 9, name: "out", .. })
+    ));
+    let outs = g.push(Owned::List(vec![sum, normed, sw]));
+    assert!(matches!(
+        check(&g, swiglu, &[a, b, big_w, eps, gs, wk, sk, wk, sk, outs]),
+        Err(crate::Error::Shape { arg_idx: 2, name: "weight", .. })
+    ));
+}
+
 // One definition per unary op: the table's `@unary` rows, `UnaryOp` and
 // the WGSL `act` of `wgsl/common/act.wgsl` must agree.
 

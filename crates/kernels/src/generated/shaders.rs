@@ -96,10 +96,16 @@ pub enum Family {
     Q4GemmSwiglu,
     /// `q4_gemv.wgsl`.
     Q4Gemv,
+    /// `q4_gemv_norm.wgsl`.
+    Q4GemvNorm,
     /// `q4_gemv_qkv.wgsl`.
     Q4GemvQkv,
+    /// `q4_gemv_qkv_norm.wgsl`.
+    Q4GemvQkvNorm,
     /// `q4_gemv_swiglu.wgsl`.
     Q4GemvSwiglu,
+    /// `q4_gemv_swiglu_norm.wgsl`.
+    Q4GemvSwigluNorm,
     /// `q8_add.wgsl`.
     Q8Add,
     /// `q8_conv2d.wgsl`.
@@ -388,14 +394,26 @@ pub enum ShaderId {
     Q4GemvF32,
     /// `q4_gemv.wgsl` with `Elem = f16`.
     Q4GemvF16,
+    /// `q4_gemv_norm.wgsl` with `Elem = f32`.
+    Q4GemvNormF32,
+    /// `q4_gemv_norm.wgsl` with `Elem = f16`.
+    Q4GemvNormF16,
     /// `q4_gemv_qkv.wgsl` with `Elem = f32`.
     Q4GemvQkvF32,
     /// `q4_gemv_qkv.wgsl` with `Elem = f16`.
     Q4GemvQkvF16,
+    /// `q4_gemv_qkv_norm.wgsl` with `Elem = f32`.
+    Q4GemvQkvNormF32,
+    /// `q4_gemv_qkv_norm.wgsl` with `Elem = f16`.
+    Q4GemvQkvNormF16,
     /// `q4_gemv_swiglu.wgsl` with `Elem = f32`.
     Q4GemvSwigluF32,
     /// `q4_gemv_swiglu.wgsl` with `Elem = f16`.
     Q4GemvSwigluF16,
+    /// `q4_gemv_swiglu_norm.wgsl` with `Elem = f32`.
+    Q4GemvSwigluNormF32,
+    /// `q4_gemv_swiglu_norm.wgsl` with `Elem = f16`.
+    Q4GemvSwigluNormF16,
     /// `q8_add.wgsl` with `Elem = f32`.
     Q8AddF32,
     /// `q8_conv2d.wgsl` with `Elem = f32`.
@@ -613,10 +631,16 @@ impl ShaderId {
         ShaderId::Q4GemmSwigluF16,
         ShaderId::Q4GemvF32,
         ShaderId::Q4GemvF16,
+        ShaderId::Q4GemvNormF32,
+        ShaderId::Q4GemvNormF16,
         ShaderId::Q4GemvQkvF32,
         ShaderId::Q4GemvQkvF16,
+        ShaderId::Q4GemvQkvNormF32,
+        ShaderId::Q4GemvQkvNormF16,
         ShaderId::Q4GemvSwigluF32,
         ShaderId::Q4GemvSwigluF16,
+        ShaderId::Q4GemvSwigluNormF32,
+        ShaderId::Q4GemvSwigluNormF16,
         ShaderId::Q8AddF32,
         ShaderId::Q8Conv2dF32,
         ShaderId::Q8DequantizeF32,
@@ -776,10 +800,16 @@ impl ShaderId {
             ShaderId::Q4GemmSwigluF16 => Family::Q4GemmSwiglu,
             ShaderId::Q4GemvF32 => Family::Q4Gemv,
             ShaderId::Q4GemvF16 => Family::Q4Gemv,
+            ShaderId::Q4GemvNormF32 => Family::Q4GemvNorm,
+            ShaderId::Q4GemvNormF16 => Family::Q4GemvNorm,
             ShaderId::Q4GemvQkvF32 => Family::Q4GemvQkv,
             ShaderId::Q4GemvQkvF16 => Family::Q4GemvQkv,
+            ShaderId::Q4GemvQkvNormF32 => Family::Q4GemvQkvNorm,
+            ShaderId::Q4GemvQkvNormF16 => Family::Q4GemvQkvNorm,
             ShaderId::Q4GemvSwigluF32 => Family::Q4GemvSwiglu,
             ShaderId::Q4GemvSwigluF16 => Family::Q4GemvSwiglu,
+            ShaderId::Q4GemvSwigluNormF32 => Family::Q4GemvSwigluNorm,
+            ShaderId::Q4GemvSwigluNormF16 => Family::Q4GemvSwigluNorm,
             ShaderId::Q8AddF32 => Family::Q8Add,
             ShaderId::Q8Conv2dF32 => Family::Q8Conv2d,
             ShaderId::Q8DequantizeF32 => Family::Q8Dequantize,
@@ -940,10 +970,16 @@ impl ShaderId {
             ShaderId::Q4GemmSwigluF16 => Variant::F16,
             ShaderId::Q4GemvF32 => Variant::F32,
             ShaderId::Q4GemvF16 => Variant::F16,
+            ShaderId::Q4GemvNormF32 => Variant::F32,
+            ShaderId::Q4GemvNormF16 => Variant::F16,
             ShaderId::Q4GemvQkvF32 => Variant::F32,
             ShaderId::Q4GemvQkvF16 => Variant::F16,
+            ShaderId::Q4GemvQkvNormF32 => Variant::F32,
+            ShaderId::Q4GemvQkvNormF16 => Variant::F16,
             ShaderId::Q4GemvSwigluF32 => Variant::F32,
             ShaderId::Q4GemvSwigluF16 => Variant::F16,
+            ShaderId::Q4GemvSwigluNormF32 => Variant::F32,
+            ShaderId::Q4GemvSwigluNormF16 => Variant::F16,
             ShaderId::Q8AddF32 => Variant::F32,
             ShaderId::Q8Conv2dF32 => Variant::F32,
             ShaderId::Q8DequantizeF32 => Variant::F32,
@@ -1104,10 +1140,16 @@ impl ShaderId {
             ShaderId::Q4GemmSwigluF16 => "q4_gemm_swiglu.f16",
             ShaderId::Q4GemvF32 => "q4_gemv.f32",
             ShaderId::Q4GemvF16 => "q4_gemv.f16",
+            ShaderId::Q4GemvNormF32 => "q4_gemv_norm.f32",
+            ShaderId::Q4GemvNormF16 => "q4_gemv_norm.f16",
             ShaderId::Q4GemvQkvF32 => "q4_gemv_qkv.f32",
             ShaderId::Q4GemvQkvF16 => "q4_gemv_qkv.f16",
+            ShaderId::Q4GemvQkvNormF32 => "q4_gemv_qkv_norm.f32",
+            ShaderId::Q4GemvQkvNormF16 => "q4_gemv_qkv_norm.f16",
             ShaderId::Q4GemvSwigluF32 => "q4_gemv_swiglu.f32",
             ShaderId::Q4GemvSwigluF16 => "q4_gemv_swiglu.f16",
+            ShaderId::Q4GemvSwigluNormF32 => "q4_gemv_swiglu_norm.f32",
+            ShaderId::Q4GemvSwigluNormF16 => "q4_gemv_swiglu_norm.f16",
             ShaderId::Q8AddF32 => "q8_add.f32",
             ShaderId::Q8Conv2dF32 => "q8_conv2d.f32",
             ShaderId::Q8DequantizeF32 => "q8_dequantize.f32",
@@ -1268,10 +1310,16 @@ impl ShaderId {
             ShaderId::Q4GemmSwigluF16 => Q4_GEMM_SWIGLU_F16,
             ShaderId::Q4GemvF32 => Q4_GEMV_F32,
             ShaderId::Q4GemvF16 => Q4_GEMV_F16,
+            ShaderId::Q4GemvNormF32 => Q4_GEMV_NORM_F32,
+            ShaderId::Q4GemvNormF16 => Q4_GEMV_NORM_F16,
             ShaderId::Q4GemvQkvF32 => Q4_GEMV_QKV_F32,
             ShaderId::Q4GemvQkvF16 => Q4_GEMV_QKV_F16,
+            ShaderId::Q4GemvQkvNormF32 => Q4_GEMV_QKV_NORM_F32,
+            ShaderId::Q4GemvQkvNormF16 => Q4_GEMV_QKV_NORM_F16,
             ShaderId::Q4GemvSwigluF32 => Q4_GEMV_SWIGLU_F32,
             ShaderId::Q4GemvSwigluF16 => Q4_GEMV_SWIGLU_F16,
+            ShaderId::Q4GemvSwigluNormF32 => Q4_GEMV_SWIGLU_NORM_F32,
+            ShaderId::Q4GemvSwigluNormF16 => Q4_GEMV_SWIGLU_NORM_F16,
             ShaderId::Q8AddF32 => Q8_ADD_F32,
             ShaderId::Q8Conv2dF32 => Q8_CONV2D_F32,
             ShaderId::Q8DequantizeF32 => Q8_DEQUANTIZE_F32,
@@ -1712,6 +1760,18 @@ impl ShaderId {
                 uniform_buffers: 1,
                 workgroup_bytes: 4096,
             },
+            ShaderId::Q4GemvNormF32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 8,
+                uniform_buffers: 1,
+                workgroup_bytes: 16384,
+            },
+            ShaderId::Q4GemvNormF16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 8,
+                uniform_buffers: 1,
+                workgroup_bytes: 16384,
+            },
             ShaderId::Q4GemvQkvF32 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 10,
@@ -1724,6 +1784,18 @@ impl ShaderId {
                 uniform_buffers: 1,
                 workgroup_bytes: 4096,
             },
+            ShaderId::Q4GemvQkvNormF32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 13,
+                uniform_buffers: 1,
+                workgroup_bytes: 16384,
+            },
+            ShaderId::Q4GemvQkvNormF16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 13,
+                uniform_buffers: 1,
+                workgroup_bytes: 16384,
+            },
             ShaderId::Q4GemvSwigluF32 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 6,
@@ -1735,6 +1807,18 @@ impl ShaderId {
                 storage_buffers: 6,
                 uniform_buffers: 1,
                 workgroup_bytes: 8192,
+            },
+            ShaderId::Q4GemvSwigluNormF32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 9,
+                uniform_buffers: 1,
+                workgroup_bytes: 16384,
+            },
+            ShaderId::Q4GemvSwigluNormF16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 9,
+                uniform_buffers: 1,
+                workgroup_bytes: 16384,
             },
             ShaderId::Q8AddF32 => {
                 ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
@@ -2057,10 +2141,16 @@ impl ShaderId {
             (Family::Q4GemmSwiglu, Variant::F16) => Some(ShaderId::Q4GemmSwigluF16),
             (Family::Q4Gemv, Variant::F32) => Some(ShaderId::Q4GemvF32),
             (Family::Q4Gemv, Variant::F16) => Some(ShaderId::Q4GemvF16),
+            (Family::Q4GemvNorm, Variant::F32) => Some(ShaderId::Q4GemvNormF32),
+            (Family::Q4GemvNorm, Variant::F16) => Some(ShaderId::Q4GemvNormF16),
             (Family::Q4GemvQkv, Variant::F32) => Some(ShaderId::Q4GemvQkvF32),
             (Family::Q4GemvQkv, Variant::F16) => Some(ShaderId::Q4GemvQkvF16),
+            (Family::Q4GemvQkvNorm, Variant::F32) => Some(ShaderId::Q4GemvQkvNormF32),
+            (Family::Q4GemvQkvNorm, Variant::F16) => Some(ShaderId::Q4GemvQkvNormF16),
             (Family::Q4GemvSwiglu, Variant::F32) => Some(ShaderId::Q4GemvSwigluF32),
             (Family::Q4GemvSwiglu, Variant::F16) => Some(ShaderId::Q4GemvSwigluF16),
+            (Family::Q4GemvSwigluNorm, Variant::F32) => Some(ShaderId::Q4GemvSwigluNormF32),
+            (Family::Q4GemvSwigluNorm, Variant::F16) => Some(ShaderId::Q4GemvSwigluNormF16),
             (Family::Q8Add, Variant::F32) => Some(ShaderId::Q8AddF32),
             (Family::Q8Conv2d, Variant::F32) => Some(ShaderId::Q8Conv2dF32),
             (Family::Q8Dequantize, Variant::F32) => Some(ShaderId::Q8DequantizeF32),
@@ -11948,6 +12038,408 @@ fn main(
 }
 "#;
 
+/// `q4_gemv_norm.wgsl` with `Elem = f32`.
+pub const Q4_GEMV_NORM_F32: &str = r#"//! Decode route of `etwgpu.rms_norm_linear_q4gsw` (at most `MAX_ROWS` rows
+//! of x): the RMS norm of `a + b` (or of `a`) and the 4-bit linear that
+//! reads it, one dispatch. Each workgroup computes the normed rows itself
+//! into workgroup memory (`rms_prologue.wgsl`: every workgroup reads the
+//! whole input anyway) and workgroup 0 stores the residual sum; then, as
+//! `q4_gemv.wgsl`,
+//! `out[m, n] = sum_k x[m, k] * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`,
+//! the same loop over the weights with x read from workgroup memory.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup.
+const WG: u32 = 256u;
+/// Most rows of x (the host routes larger M to two dispatches).
+const MAX_ROWS: u32 = 4u;
+/// vec4s of normed input held in workgroup memory: `m * k` at most
+/// `4 * XS` (the host checks).
+const XS: u32 = 768u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (a multiple of 32).
+    k: u32,
+    /// Row length of the scales (and bias): N padded.
+    n_pad: u32,
+    /// Inputs per scale group (a multiple of 32).
+    group_size: u32,
+    has_bias: u32,
+    /// Columns per workgroup: 8, 16 or 32.
+    cols: u32,
+    /// Bit 0: the weights are word-major (16-byte word `w` of row `n` at
+    /// word `w * N + n`; see `etwgpu_graph::layout`), else row-major.
+    w_layout: u32,
+    /// The norm's epsilon.
+    norm_eps: f32,
+    /// 1: normalize `a + b` and store it in `sum`; 0: normalize `a`.
+    norm_add: u32,
+    _pn0: u32,
+    _pn1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> a: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> b: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> norm_w: array<vec4<Elem>>;
+@group(0) @binding(4) var<storage, read> weights: array<vec4<u32>>;
+@group(0) @binding(5) var<storage, read> scales: array<Elem>;
+@group(0) @binding(6) var<storage, read> bias: array<Elem>;
+@group(0) @binding(7) var<storage, read_write> out: array<Elem>;
+@group(0) @binding(8) var<storage, read_write> sum: array<vec4<Elem>>;
+
+/// The normed rows of the input.
+var<workgroup> x: array<vec4<f32>, XS>;
+/// Per invocation, its slice's sums for the four rows.
+var<workgroup> partial: array<vec4<f32>, WG>;
+
+/// Where the 16-byte words of column `col` (of `n`, `words` per row) sit:
+/// word `w` at `base + w * stride`, `(base, stride)` returned; row-major
+/// `(col * words, 1)`, word-major (see `etwgpu_graph::layout`) `(col, n)`.
+fn column_words(col: u32, words: u32, n: u32, word_major: bool) -> vec2<u32> {
+    if word_major {
+        return vec2<u32>(col, n);
+    }
+    return vec2<u32>(col * words, 1u);
+}
+
+/// Nibbles `4i .. 4i + 4` of `word`, as signed weights. Without an
+/// integer-to-float conversion (a slow instruction on GPUs, 32 of them per
+/// 16-byte word): the nibble `q` goes into the mantissa of 2^23, which
+/// makes the float `2^23 + q` exactly, and `2^23 + 8` is subtracted.
+fn low4(word: u32) -> vec4<f32> {
+    let q = vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u);
+    return bitcast<vec4<f32>>(q | vec4<u32>(0x4B000000u)) - 8388616.0;
+}
+
+/// The 16-byte word `q` (32 nibbles, inputs `8b .. 8b + 32` of a row of x)
+/// dotted with x from vec4 `b`.
+fn dot32(q: vec4<u32>, b: u32) -> f32 {
+    var d = dot(vec4<f32>(x[b]), low4(q.x)) + dot(vec4<f32>(x[b + 1u]), low4(q.x >> 16u));
+    d += dot(vec4<f32>(x[b + 2u]), low4(q.y)) + dot(vec4<f32>(x[b + 3u]), low4(q.y >> 16u));
+    d += dot(vec4<f32>(x[b + 4u]), low4(q.z)) + dot(vec4<f32>(x[b + 5u]), low4(q.z >> 16u));
+    d += dot(vec4<f32>(x[b + 6u]), low4(q.w)) + dot(vec4<f32>(x[b + 7u]), low4(q.w >> 16u));
+    return d;
+}
+
+/// One word's contribution to the (up to four) rows of x, each `x_row`
+/// vec4s long: `acc[r] += dot32(q, r * x_row + b) * s` for `r < m`.
+fn rows4(acc: vec4<f32>, q: vec4<u32>, b: u32, x_row: u32, m: u32, s: f32) -> vec4<f32> {
+    var a = acc;
+    a.x += dot32(q, b) * s;
+    if m > 1u {
+        a.y += dot32(q, x_row + b) * s;
+    }
+    if m > 2u {
+        a.z += dot32(q, 2u * x_row + b) * s;
+    }
+    if m > 3u {
+        a.w += dot32(q, 3u * x_row + b) * s;
+    }
+    return a;
+}
+/// Fills `x` with the normed rows (row `r` from vec4 `r * k / 4`);
+/// workgroup `g` 0 also stores the sum `a + b` (with `norm_add`), the one
+/// copy later ops read. Ends with a barrier, so `x` is ready.
+fn rms_prologue(lid: u32, g: u32) {
+    let x_row = p.k / 4u;
+    let n = p.m * x_row;
+    let add = p.norm_add != 0u;
+    let store = add && g == 0u;
+    var sq = vec4<f32>();
+    for (var j = lid; j < n; j += WG) {
+        let r = j / x_row;
+        let v_in = vec4<f32>(a[j]);
+        let v = select(v_in, vec4<f32>(vec4<Elem>(v_in + vec4<f32>(b[j]))), add);
+        if store {
+            sum[j] = vec4<Elem>(v);
+        }
+        x[j] = v;
+        sq += select(vec4<f32>(), vec4<f32>(dot(v, v)), vec4<u32>(r) == vec4<u32>(0u, 1u, 2u, 3u));
+    }
+    partial[lid] = sq;
+    workgroupBarrier();
+    for (var st = WG / 2u; st > 0u; st /= 2u) {
+        if lid < st {
+            partial[lid] += partial[lid + st];
+        }
+        workgroupBarrier();
+    }
+    // Every invocation reads the sums before the barrier below; `partial`
+    // is written again only after it.
+    let rstd = inverseSqrt(partial[0] / f32(p.k) + p.norm_eps);
+    // Each invocation scales the elements it wrote.
+    for (var j = lid; j < n; j += WG) {
+        x[j] = vec4<f32>(vec4<Elem>(x[j] * rstd[j / x_row] * vec4<f32>(norm_w[j % x_row])));
+    }
+    workgroupBarrier();
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let g = wid.y * groups.x + wid.x;
+    rms_prologue(lid, g);
+    let cols = p.cols;
+    let c = lid % cols;
+    let slice = lid / cols;
+    let slices = WG / cols;
+    let target_col = g * cols + c;
+    // Columns past N compute the last column (control flow stays uniform)
+    // and store nothing.
+    let col = min(target_col, p.n - 1u);
+    let words = p.k / 32u;
+    let x_row = p.k / 4u;
+    // Word `w` of this column at `base + w * stride`.
+    let at = column_words(col, words, p.n, (p.w_layout & 1u) != 0u);
+    let base = at.x;
+    let stride = at.y;
+    var acc = vec4<f32>();
+    var w = slice;
+    for (; w + slices < words; w += 2u * slices) {
+        let q0 = weights[base + w * stride];
+        let q1 = weights[base + (w + slices) * stride];
+        let s0 = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
+        let s1 = f32(scales[((w + slices) * 32u / p.group_size) * p.n_pad + col]);
+        acc = rows4(acc, q0, w * 8u, x_row, p.m, s0);
+        acc = rows4(acc, q1, (w + slices) * 8u, x_row, p.m, s1);
+    }
+    if w < words {
+        let s = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
+        acc = rows4(acc, weights[base + w * stride], w * 8u, x_row, p.m, s);
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var stride = slices / 2u; stride > 0u; stride /= 2u) {
+        if slice < stride {
+            partial[lid] += partial[lid + stride * cols];
+        }
+        workgroupBarrier();
+    }
+    if slice == 0u && target_col < p.n {
+        let v = partial[lid];
+        var bv = 0.0;
+        if p.has_bias != 0u {
+            bv = f32(bias[col]);
+        }
+        for (var r = 0u; r < p.m; r++) {
+            out[r * p.n + col] = Elem(v[r] + bv);
+        }
+    }
+}
+"#;
+
+/// `q4_gemv_norm.wgsl` with `Elem = f16`.
+pub const Q4_GEMV_NORM_F16: &str = r#"enable f16;
+
+//! Decode route of `etwgpu.rms_norm_linear_q4gsw` (at most `MAX_ROWS` rows
+//! of x): the RMS norm of `a + b` (or of `a`) and the 4-bit linear that
+//! reads it, one dispatch. Each workgroup computes the normed rows itself
+//! into workgroup memory (`rms_prologue.wgsl`: every workgroup reads the
+//! whole input anyway) and workgroup 0 stores the residual sum; then, as
+//! `q4_gemv.wgsl`,
+//! `out[m, n] = sum_k x[m, k] * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`,
+//! the same loop over the weights with x read from workgroup memory.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup.
+const WG: u32 = 256u;
+/// Most rows of x (the host routes larger M to two dispatches).
+const MAX_ROWS: u32 = 4u;
+/// vec4s of normed input held in workgroup memory: `m * k` at most
+/// `4 * XS` (the host checks).
+const XS: u32 = 768u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (a multiple of 32).
+    k: u32,
+    /// Row length of the scales (and bias): N padded.
+    n_pad: u32,
+    /// Inputs per scale group (a multiple of 32).
+    group_size: u32,
+    has_bias: u32,
+    /// Columns per workgroup: 8, 16 or 32.
+    cols: u32,
+    /// Bit 0: the weights are word-major (16-byte word `w` of row `n` at
+    /// word `w * N + n`; see `etwgpu_graph::layout`), else row-major.
+    w_layout: u32,
+    /// The norm's epsilon.
+    norm_eps: f32,
+    /// 1: normalize `a + b` and store it in `sum`; 0: normalize `a`.
+    norm_add: u32,
+    _pn0: u32,
+    _pn1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> a: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> b: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> norm_w: array<vec4<Elem>>;
+@group(0) @binding(4) var<storage, read> weights: array<vec4<u32>>;
+@group(0) @binding(5) var<storage, read> scales: array<Elem>;
+@group(0) @binding(6) var<storage, read> bias: array<Elem>;
+@group(0) @binding(7) var<storage, read_write> out: array<Elem>;
+@group(0) @binding(8) var<storage, read_write> sum: array<vec4<Elem>>;
+
+/// The normed rows of the input.
+var<workgroup> x: array<vec4<f32>, XS>;
+/// Per invocation, its slice's sums for the four rows.
+var<workgroup> partial: array<vec4<f32>, WG>;
+
+/// Where the 16-byte words of column `col` (of `n`, `words` per row) sit:
+/// word `w` at `base + w * stride`, `(base, stride)` returned; row-major
+/// `(col * words, 1)`, word-major (see `etwgpu_graph::layout`) `(col, n)`.
+fn column_words(col: u32, words: u32, n: u32, word_major: bool) -> vec2<u32> {
+    if word_major {
+        return vec2<u32>(col, n);
+    }
+    return vec2<u32>(col * words, 1u);
+}
+
+/// Nibbles `4i .. 4i + 4` of `word`, as signed weights. Without an
+/// integer-to-float conversion (a slow instruction on GPUs, 32 of them per
+/// 16-byte word): the nibble `q` goes into the mantissa of 2^23, which
+/// makes the float `2^23 + q` exactly, and `2^23 + 8` is subtracted.
+fn low4(word: u32) -> vec4<f32> {
+    let q = vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u);
+    return bitcast<vec4<f32>>(q | vec4<u32>(0x4B000000u)) - 8388616.0;
+}
+
+/// The 16-byte word `q` (32 nibbles, inputs `8b .. 8b + 32` of a row of x)
+/// dotted with x from vec4 `b`.
+fn dot32(q: vec4<u32>, b: u32) -> f32 {
+    var d = dot(vec4<f32>(x[b]), low4(q.x)) + dot(vec4<f32>(x[b + 1u]), low4(q.x >> 16u));
+    d += dot(vec4<f32>(x[b + 2u]), low4(q.y)) + dot(vec4<f32>(x[b + 3u]), low4(q.y >> 16u));
+    d += dot(vec4<f32>(x[b + 4u]), low4(q.z)) + dot(vec4<f32>(x[b + 5u]), low4(q.z >> 16u));
+    d += dot(vec4<f32>(x[b + 6u]), low4(q.w)) + dot(vec4<f32>(x[b + 7u]), low4(q.w >> 16u));
+    return d;
+}
+
+/// One word's contribution to the (up to four) rows of x, each `x_row`
+/// vec4s long: `acc[r] += dot32(q, r * x_row + b) * s` for `r < m`.
+fn rows4(acc: vec4<f32>, q: vec4<u32>, b: u32, x_row: u32, m: u32, s: f32) -> vec4<f32> {
+    var a = acc;
+    a.x += dot32(q, b) * s;
+    if m > 1u {
+        a.y += dot32(q, x_row + b) * s;
+    }
+    if m > 2u {
+        a.z += dot32(q, 2u * x_row + b) * s;
+    }
+    if m > 3u {
+        a.w += dot32(q, 3u * x_row + b) * s;
+    }
+    return a;
+}
+/// Fills `x` with the normed rows (row `r` from vec4 `r * k / 4`);
+/// workgroup `g` 0 also stores the sum `a + b` (with `norm_add`), the one
+/// copy later ops read. Ends with a barrier, so `x` is ready.
+fn rms_prologue(lid: u32, g: u32) {
+    let x_row = p.k / 4u;
+    let n = p.m * x_row;
+    let add = p.norm_add != 0u;
+    let store = add && g == 0u;
+    var sq = vec4<f32>();
+    for (var j = lid; j < n; j += WG) {
+        let r = j / x_row;
+        let v_in = vec4<f32>(a[j]);
+        let v = select(v_in, vec4<f32>(vec4<Elem>(v_in + vec4<f32>(b[j]))), add);
+        if store {
+            sum[j] = vec4<Elem>(v);
+        }
+        x[j] = v;
+        sq += select(vec4<f32>(), vec4<f32>(dot(v, v)), vec4<u32>(r) == vec4<u32>(0u, 1u, 2u, 3u));
+    }
+    partial[lid] = sq;
+    workgroupBarrier();
+    for (var st = WG / 2u; st > 0u; st /= 2u) {
+        if lid < st {
+            partial[lid] += partial[lid + st];
+        }
+        workgroupBarrier();
+    }
+    // Every invocation reads the sums before the barrier below; `partial`
+    // is written again only after it.
+    let rstd = inverseSqrt(partial[0] / f32(p.k) + p.norm_eps);
+    // Each invocation scales the elements it wrote.
+    for (var j = lid; j < n; j += WG) {
+        x[j] = vec4<f32>(vec4<Elem>(x[j] * rstd[j / x_row] * vec4<f32>(norm_w[j % x_row])));
+    }
+    workgroupBarrier();
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let g = wid.y * groups.x + wid.x;
+    rms_prologue(lid, g);
+    let cols = p.cols;
+    let c = lid % cols;
+    let slice = lid / cols;
+    let slices = WG / cols;
+    let target_col = g * cols + c;
+    // Columns past N compute the last column (control flow stays uniform)
+    // and store nothing.
+    let col = min(target_col, p.n - 1u);
+    let words = p.k / 32u;
+    let x_row = p.k / 4u;
+    // Word `w` of this column at `base + w * stride`.
+    let at = column_words(col, words, p.n, (p.w_layout & 1u) != 0u);
+    let base = at.x;
+    let stride = at.y;
+    var acc = vec4<f32>();
+    var w = slice;
+    for (; w + slices < words; w += 2u * slices) {
+        let q0 = weights[base + w * stride];
+        let q1 = weights[base + (w + slices) * stride];
+        let s0 = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
+        let s1 = f32(scales[((w + slices) * 32u / p.group_size) * p.n_pad + col]);
+        acc = rows4(acc, q0, w * 8u, x_row, p.m, s0);
+        acc = rows4(acc, q1, (w + slices) * 8u, x_row, p.m, s1);
+    }
+    if w < words {
+        let s = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
+        acc = rows4(acc, weights[base + w * stride], w * 8u, x_row, p.m, s);
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var stride = slices / 2u; stride > 0u; stride /= 2u) {
+        if slice < stride {
+            partial[lid] += partial[lid + stride * cols];
+        }
+        workgroupBarrier();
+    }
+    if slice == 0u && target_col < p.n {
+        let v = partial[lid];
+        var bv = 0.0;
+        if p.has_bias != 0u {
+            bv = f32(bias[col]);
+        }
+        for (var r = 0u; r < p.m; r++) {
+            out[r * p.n + col] = Elem(v[r] + bv);
+        }
+    }
+}
+"#;
+
 /// `q4_gemv_qkv.wgsl` with `Elem = f32`.
 pub const Q4_GEMV_QKV_F32: &str = r#"//! Decode route of `etwgpu.linear_q4gsw_qkv` (at most `MAX_ROWS` rows of
 //! x): the three 4-bit projections Q, K and V of one input in one
@@ -12372,6 +12864,538 @@ fn main(
 }
 "#;
 
+/// `q4_gemv_qkv_norm.wgsl` with `Elem = f32`.
+pub const Q4_GEMV_QKV_NORM_F32: &str = r#"//! Decode route of `etwgpu.rms_norm_linear_q4gsw_qkv` (at most `MAX_ROWS`
+//! rows of x): the RMS norm of `a + b` (or of `a`) and the three 4-bit
+//! projections Q, K and V that read it, one dispatch. Each workgroup
+//! computes the normed rows itself into workgroup memory
+//! (`rms_prologue.wgsl`) and workgroup 0 stores the residual sum; then,
+//! as `q4_gemv_qkv.wgsl`,
+//! `out_j[m, n] = sum_k x[m, k] * (nibble_j(n, k) - 8) * scales_j[k / group, n]`.
+//!
+//! The workgroups are taken in order by Q's columns, then K's, then V's
+//! (`cols` adjacent columns each; the host gives every projection whole
+//! workgroups), so which projection a workgroup computes is uniform across
+//! it and the branches that pick its buffers do not diverge. Each weight
+//! is row-major or word-major (bit j of `w_layout`). One dispatch instead
+//! of three: on a GPU, a small dispatch costs a few microseconds whatever
+//! it computes.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup.
+const WG: u32 = 256u;
+/// Most rows of x (the host routes larger M to the norm and three GEMMs).
+const MAX_ROWS: u32 = 4u;
+/// vec4s of normed input held in workgroup memory: `m * k` at most
+/// `4 * XS` (the host checks).
+const XS: u32 = 768u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Input features (a multiple of 32).
+    k: u32,
+    /// Inputs per scale group (a multiple of 32).
+    group_size: u32,
+    /// Columns per workgroup: 8, 16 or 32.
+    cols: u32,
+    /// Output features of Q, K and V.
+    n_q: u32,
+    n_k: u32,
+    n_v: u32,
+    /// Bit j: weight j is word-major (16-byte word `w` of row `n` at word
+    /// `w * N + n`; see `etwgpu_graph::layout`), else row-major.
+    w_layout: u32,
+    /// Row lengths of the three scales: N padded.
+    pad_q: u32,
+    pad_k: u32,
+    pad_v: u32,
+    /// The first workgroup of K's columns, and of V's.
+    wg_k: u32,
+    wg_v: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+    /// The norm's epsilon.
+    norm_eps: f32,
+    /// 1: normalize `a + b` and store it in `sum`; 0: normalize `a`.
+    norm_add: u32,
+    _pn0: u32,
+    _pn1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> a: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> b: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> norm_w: array<vec4<Elem>>;
+@group(0) @binding(4) var<storage, read> w_q: array<vec4<u32>>;
+@group(0) @binding(5) var<storage, read> s_q: array<Elem>;
+@group(0) @binding(6) var<storage, read> w_k: array<vec4<u32>>;
+@group(0) @binding(7) var<storage, read> s_k: array<Elem>;
+@group(0) @binding(8) var<storage, read> w_v: array<vec4<u32>>;
+@group(0) @binding(9) var<storage, read> s_v: array<Elem>;
+@group(0) @binding(10) var<storage, read_write> out_q: array<Elem>;
+@group(0) @binding(11) var<storage, read_write> out_k: array<Elem>;
+@group(0) @binding(12) var<storage, read_write> out_v: array<Elem>;
+@group(0) @binding(13) var<storage, read_write> sum: array<vec4<Elem>>;
+
+/// The normed rows of the input.
+var<workgroup> x: array<vec4<f32>, XS>;
+/// Per invocation, its slice's sums for the four rows.
+var<workgroup> partial: array<vec4<f32>, WG>;
+
+/// Where the 16-byte words of column `col` (of `n`, `words` per row) sit:
+/// word `w` at `base + w * stride`, `(base, stride)` returned; row-major
+/// `(col * words, 1)`, word-major (see `etwgpu_graph::layout`) `(col, n)`.
+fn column_words(col: u32, words: u32, n: u32, word_major: bool) -> vec2<u32> {
+    if word_major {
+        return vec2<u32>(col, n);
+    }
+    return vec2<u32>(col * words, 1u);
+}
+
+/// Nibbles `4i .. 4i + 4` of `word`, as signed weights. Without an
+/// integer-to-float conversion (a slow instruction on GPUs, 32 of them per
+/// 16-byte word): the nibble `q` goes into the mantissa of 2^23, which
+/// makes the float `2^23 + q` exactly, and `2^23 + 8` is subtracted.
+fn low4(word: u32) -> vec4<f32> {
+    let q = vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u);
+    return bitcast<vec4<f32>>(q | vec4<u32>(0x4B000000u)) - 8388616.0;
+}
+
+/// The 16-byte word `q` (32 nibbles, inputs `8b .. 8b + 32` of a row of x)
+/// dotted with x from vec4 `b`.
+fn dot32(q: vec4<u32>, b: u32) -> f32 {
+    var d = dot(vec4<f32>(x[b]), low4(q.x)) + dot(vec4<f32>(x[b + 1u]), low4(q.x >> 16u));
+    d += dot(vec4<f32>(x[b + 2u]), low4(q.y)) + dot(vec4<f32>(x[b + 3u]), low4(q.y >> 16u));
+    d += dot(vec4<f32>(x[b + 4u]), low4(q.z)) + dot(vec4<f32>(x[b + 5u]), low4(q.z >> 16u));
+    d += dot(vec4<f32>(x[b + 6u]), low4(q.w)) + dot(vec4<f32>(x[b + 7u]), low4(q.w >> 16u));
+    return d;
+}
+
+/// One word's contribution to the (up to four) rows of x, each `x_row`
+/// vec4s long: `acc[r] += dot32(q, r * x_row + b) * s` for `r < m`.
+fn rows4(acc: vec4<f32>, q: vec4<u32>, b: u32, x_row: u32, m: u32, s: f32) -> vec4<f32> {
+    var a = acc;
+    a.x += dot32(q, b) * s;
+    if m > 1u {
+        a.y += dot32(q, x_row + b) * s;
+    }
+    if m > 2u {
+        a.z += dot32(q, 2u * x_row + b) * s;
+    }
+    if m > 3u {
+        a.w += dot32(q, 3u * x_row + b) * s;
+    }
+    return a;
+}
+/// Fills `x` with the normed rows (row `r` from vec4 `r * k / 4`);
+/// workgroup `g` 0 also stores the sum `a + b` (with `norm_add`), the one
+/// copy later ops read. Ends with a barrier, so `x` is ready.
+fn rms_prologue(lid: u32, g: u32) {
+    let x_row = p.k / 4u;
+    let n = p.m * x_row;
+    let add = p.norm_add != 0u;
+    let store = add && g == 0u;
+    var sq = vec4<f32>();
+    for (var j = lid; j < n; j += WG) {
+        let r = j / x_row;
+        let v_in = vec4<f32>(a[j]);
+        let v = select(v_in, vec4<f32>(vec4<Elem>(v_in + vec4<f32>(b[j]))), add);
+        if store {
+            sum[j] = vec4<Elem>(v);
+        }
+        x[j] = v;
+        sq += select(vec4<f32>(), vec4<f32>(dot(v, v)), vec4<u32>(r) == vec4<u32>(0u, 1u, 2u, 3u));
+    }
+    partial[lid] = sq;
+    workgroupBarrier();
+    for (var st = WG / 2u; st > 0u; st /= 2u) {
+        if lid < st {
+            partial[lid] += partial[lid + st];
+        }
+        workgroupBarrier();
+    }
+    // Every invocation reads the sums before the barrier below; `partial`
+    // is written again only after it.
+    let rstd = inverseSqrt(partial[0] / f32(p.k) + p.norm_eps);
+    // Each invocation scales the elements it wrote.
+    for (var j = lid; j < n; j += WG) {
+        x[j] = vec4<f32>(vec4<Elem>(x[j] * rstd[j / x_row] * vec4<f32>(norm_w[j % x_row])));
+    }
+    workgroupBarrier();
+}
+
+/// Word `i` of projection `j`'s weight.
+fn weight(j: u32, i: u32) -> vec4<u32> {
+    if j == 0u {
+        return w_q[i];
+    }
+    if j == 1u {
+        return w_k[i];
+    }
+    return w_v[i];
+}
+
+/// Scale `i` of projection `j`.
+fn scale(j: u32, i: u32) -> f32 {
+    if j == 0u {
+        return f32(s_q[i]);
+    }
+    if j == 1u {
+        return f32(s_k[i]);
+    }
+    return f32(s_v[i]);
+}
+
+fn store(j: u32, i: u32, v: f32) {
+    if j == 0u {
+        out_q[i] = Elem(v);
+    } else if j == 1u {
+        out_k[i] = Elem(v);
+    } else {
+        out_v[i] = Elem(v);
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let g = wid.y * groups.x + wid.x;
+    rms_prologue(lid, g);
+    // Which projection (uniform across the workgroup), and its sizes.
+    var j = 0u;
+    var first = 0u;
+    var n = p.n_q;
+    var n_pad = p.pad_q;
+    if g >= p.wg_v {
+        j = 2u;
+        first = p.wg_v;
+        n = p.n_v;
+        n_pad = p.pad_v;
+    } else if g >= p.wg_k {
+        j = 1u;
+        first = p.wg_k;
+        n = p.n_k;
+        n_pad = p.pad_k;
+    }
+    let cols = p.cols;
+    let c = lid % cols;
+    let slice = lid / cols;
+    let slices = WG / cols;
+    let target_col = (g - first) * cols + c;
+    // Columns past N compute the last column (control flow stays uniform)
+    // and store nothing.
+    let col = min(target_col, n - 1u);
+    let words = p.k / 32u;
+    let x_row = p.k / 4u;
+    // Word `w` of this column at `base + w * stride`.
+    let at = column_words(col, words, n, ((p.w_layout >> j) & 1u) != 0u);
+    let base = at.x;
+    let stride = at.y;
+    var acc = vec4<f32>();
+    var w = slice;
+    for (; w + slices < words; w += 2u * slices) {
+        let q0 = weight(j, base + w * stride);
+        let q1 = weight(j, base + (w + slices) * stride);
+        let s0 = scale(j, (w * 32u / p.group_size) * n_pad + col);
+        let s1 = scale(j, ((w + slices) * 32u / p.group_size) * n_pad + col);
+        acc = rows4(acc, q0, w * 8u, x_row, p.m, s0);
+        acc = rows4(acc, q1, (w + slices) * 8u, x_row, p.m, s1);
+    }
+    if w < words {
+        let s = scale(j, (w * 32u / p.group_size) * n_pad + col);
+        acc = rows4(acc, weight(j, base + w * stride), w * 8u, x_row, p.m, s);
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var st = slices / 2u; st > 0u; st /= 2u) {
+        if slice < st {
+            partial[lid] += partial[lid + st * cols];
+        }
+        workgroupBarrier();
+    }
+    if slice == 0u && target_col < n {
+        let v = partial[lid];
+        for (var r = 0u; r < p.m; r++) {
+            store(j, r * n + col, v[r]);
+        }
+    }
+}
+"#;
+
+/// `q4_gemv_qkv_norm.wgsl` with `Elem = f16`.
+pub const Q4_GEMV_QKV_NORM_F16: &str = r#"enable f16;
+
+//! Decode route of `etwgpu.rms_norm_linear_q4gsw_qkv` (at most `MAX_ROWS`
+//! rows of x): the RMS norm of `a + b` (or of `a`) and the three 4-bit
+//! projections Q, K and V that read it, one dispatch. Each workgroup
+//! computes the normed rows itself into workgroup memory
+//! (`rms_prologue.wgsl`) and workgroup 0 stores the residual sum; then,
+//! as `q4_gemv_qkv.wgsl`,
+//! `out_j[m, n] = sum_k x[m, k] * (nibble_j(n, k) - 8) * scales_j[k / group, n]`.
+//!
+//! The workgroups are taken in order by Q's columns, then K's, then V's
+//! (`cols` adjacent columns each; the host gives every projection whole
+//! workgroups), so which projection a workgroup computes is uniform across
+//! it and the branches that pick its buffers do not diverge. Each weight
+//! is row-major or word-major (bit j of `w_layout`). One dispatch instead
+//! of three: on a GPU, a small dispatch costs a few microseconds whatever
+//! it computes.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup.
+const WG: u32 = 256u;
+/// Most rows of x (the host routes larger M to the norm and three GEMMs).
+const MAX_ROWS: u32 = 4u;
+/// vec4s of normed input held in workgroup memory: `m * k` at most
+/// `4 * XS` (the host checks).
+const XS: u32 = 768u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Input features (a multiple of 32).
+    k: u32,
+    /// Inputs per scale group (a multiple of 32).
+    group_size: u32,
+    /// Columns per workgroup: 8, 16 or 32.
+    cols: u32,
+    /// Output features of Q, K and V.
+    n_q: u32,
+    n_k: u32,
+    n_v: u32,
+    /// Bit j: weight j is word-major (16-byte word `w` of row `n` at word
+    /// `w * N + n`; see `etwgpu_graph::layout`), else row-major.
+    w_layout: u32,
+    /// Row lengths of the three scales: N padded.
+    pad_q: u32,
+    pad_k: u32,
+    pad_v: u32,
+    /// The first workgroup of K's columns, and of V's.
+    wg_k: u32,
+    wg_v: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+    /// The norm's epsilon.
+    norm_eps: f32,
+    /// 1: normalize `a + b` and store it in `sum`; 0: normalize `a`.
+    norm_add: u32,
+    _pn0: u32,
+    _pn1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> a: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> b: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> norm_w: array<vec4<Elem>>;
+@group(0) @binding(4) var<storage, read> w_q: array<vec4<u32>>;
+@group(0) @binding(5) var<storage, read> s_q: array<Elem>;
+@group(0) @binding(6) var<storage, read> w_k: array<vec4<u32>>;
+@group(0) @binding(7) var<storage, read> s_k: array<Elem>;
+@group(0) @binding(8) var<storage, read> w_v: array<vec4<u32>>;
+@group(0) @binding(9) var<storage, read> s_v: array<Elem>;
+@group(0) @binding(10) var<storage, read_write> out_q: array<Elem>;
+@group(0) @binding(11) var<storage, read_write> out_k: array<Elem>;
+@group(0) @binding(12) var<storage, read_write> out_v: array<Elem>;
+@group(0) @binding(13) var<storage, read_write> sum: array<vec4<Elem>>;
+
+/// The normed rows of the input.
+var<workgroup> x: array<vec4<f32>, XS>;
+/// Per invocation, its slice's sums for the four rows.
+var<workgroup> partial: array<vec4<f32>, WG>;
+
+/// Where the 16-byte words of column `col` (of `n`, `words` per row) sit:
+/// word `w` at `base + w * stride`, `(base, stride)` returned; row-major
+/// `(col * words, 1)`, word-major (see `etwgpu_graph::layout`) `(col, n)`.
+fn column_words(col: u32, words: u32, n: u32, word_major: bool) -> vec2<u32> {
+    if word_major {
+        return vec2<u32>(col, n);
+    }
+    return vec2<u32>(col * words, 1u);
+}
+
+/// Nibbles `4i .. 4i + 4` of `word`, as signed weights. Without an
+/// integer-to-float conversion (a slow instruction on GPUs, 32 of them per
+/// 16-byte word): the nibble `q` goes into the mantissa of 2^23, which
+/// makes the float `2^23 + q` exactly, and `2^23 + 8` is subtracted.
+fn low4(word: u32) -> vec4<f32> {
+    let q = vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u);
+    return bitcast<vec4<f32>>(q | vec4<u32>(0x4B000000u)) - 8388616.0;
+}
+
+/// The 16-byte word `q` (32 nibbles, inputs `8b .. 8b + 32` of a row of x)
+/// dotted with x from vec4 `b`.
+fn dot32(q: vec4<u32>, b: u32) -> f32 {
+    var d = dot(vec4<f32>(x[b]), low4(q.x)) + dot(vec4<f32>(x[b + 1u]), low4(q.x >> 16u));
+    d += dot(vec4<f32>(x[b + 2u]), low4(q.y)) + dot(vec4<f32>(x[b + 3u]), low4(q.y >> 16u));
+    d += dot(vec4<f32>(x[b + 4u]), low4(q.z)) + dot(vec4<f32>(x[b + 5u]), low4(q.z >> 16u));
+    d += dot(vec4<f32>(x[b + 6u]), low4(q.w)) + dot(vec4<f32>(x[b + 7u]), low4(q.w >> 16u));
+    return d;
+}
+
+/// One word's contribution to the (up to four) rows of x, each `x_row`
+/// vec4s long: `acc[r] += dot32(q, r * x_row + b) * s` for `r < m`.
+fn rows4(acc: vec4<f32>, q: vec4<u32>, b: u32, x_row: u32, m: u32, s: f32) -> vec4<f32> {
+    var a = acc;
+    a.x += dot32(q, b) * s;
+    if m > 1u {
+        a.y += dot32(q, x_row + b) * s;
+    }
+    if m > 2u {
+        a.z += dot32(q, 2u * x_row + b) * s;
+    }
+    if m > 3u {
+        a.w += dot32(q, 3u * x_row + b) * s;
+    }
+    return a;
+}
+/// Fills `x` with the normed rows (row `r` from vec4 `r * k / 4`);
+/// workgroup `g` 0 also stores the sum `a + b` (with `norm_add`), the one
+/// copy later ops read. Ends with a barrier, so `x` is ready.
+fn rms_prologue(lid: u32, g: u32) {
+    let x_row = p.k / 4u;
+    let n = p.m * x_row;
+    let add = p.norm_add != 0u;
+    let store = add && g == 0u;
+    var sq = vec4<f32>();
+    for (var j = lid; j < n; j += WG) {
+        let r = j / x_row;
+        let v_in = vec4<f32>(a[j]);
+        let v = select(v_in, vec4<f32>(vec4<Elem>(v_in + vec4<f32>(b[j]))), add);
+        if store {
+            sum[j] = vec4<Elem>(v);
+        }
+        x[j] = v;
+        sq += select(vec4<f32>(), vec4<f32>(dot(v, v)), vec4<u32>(r) == vec4<u32>(0u, 1u, 2u, 3u));
+    }
+    partial[lid] = sq;
+    workgroupBarrier();
+    for (var st = WG / 2u; st > 0u; st /= 2u) {
+        if lid < st {
+            partial[lid] += partial[lid + st];
+        }
+        workgroupBarrier();
+    }
+    // Every invocation reads the sums before the barrier below; `partial`
+    // is written again only after it.
+    let rstd = inverseSqrt(partial[0] / f32(p.k) + p.norm_eps);
+    // Each invocation scales the elements it wrote.
+    for (var j = lid; j < n; j += WG) {
+        x[j] = vec4<f32>(vec4<Elem>(x[j] * rstd[j / x_row] * vec4<f32>(norm_w[j % x_row])));
+    }
+    workgroupBarrier();
+}
+
+/// Word `i` of projection `j`'s weight.
+fn weight(j: u32, i: u32) -> vec4<u32> {
+    if j == 0u {
+        return w_q[i];
+    }
+    if j == 1u {
+        return w_k[i];
+    }
+    return w_v[i];
+}
+
+/// Scale `i` of projection `j`.
+fn scale(j: u32, i: u32) -> f32 {
+    if j == 0u {
+        return f32(s_q[i]);
+    }
+    if j == 1u {
+        return f32(s_k[i]);
+    }
+    return f32(s_v[i]);
+}
+
+fn store(j: u32, i: u32, v: f32) {
+    if j == 0u {
+        out_q[i] = Elem(v);
+    } else if j == 1u {
+        out_k[i] = Elem(v);
+    } else {
+        out_v[i] = Elem(v);
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let g = wid.y * groups.x + wid.x;
+    rms_prologue(lid, g);
+    // Which projection (uniform across the workgroup), and its sizes.
+    var j = 0u;
+    var first = 0u;
+    var n = p.n_q;
+    var n_pad = p.pad_q;
+    if g >= p.wg_v {
+        j = 2u;
+        first = p.wg_v;
+        n = p.n_v;
+        n_pad = p.pad_v;
+    } else if g >= p.wg_k {
+        j = 1u;
+        first = p.wg_k;
+        n = p.n_k;
+        n_pad = p.pad_k;
+    }
+    let cols = p.cols;
+    let c = lid % cols;
+    let slice = lid / cols;
+    let slices = WG / cols;
+    let target_col = (g - first) * cols + c;
+    // Columns past N compute the last column (control flow stays uniform)
+    // and store nothing.
+    let col = min(target_col, n - 1u);
+    let words = p.k / 32u;
+    let x_row = p.k / 4u;
+    // Word `w` of this column at `base + w * stride`.
+    let at = column_words(col, words, n, ((p.w_layout >> j) & 1u) != 0u);
+    let base = at.x;
+    let stride = at.y;
+    var acc = vec4<f32>();
+    var w = slice;
+    for (; w + slices < words; w += 2u * slices) {
+        let q0 = weight(j, base + w * stride);
+        let q1 = weight(j, base + (w + slices) * stride);
+        let s0 = scale(j, (w * 32u / p.group_size) * n_pad + col);
+        let s1 = scale(j, ((w + slices) * 32u / p.group_size) * n_pad + col);
+        acc = rows4(acc, q0, w * 8u, x_row, p.m, s0);
+        acc = rows4(acc, q1, (w + slices) * 8u, x_row, p.m, s1);
+    }
+    if w < words {
+        let s = scale(j, (w * 32u / p.group_size) * n_pad + col);
+        acc = rows4(acc, weight(j, base + w * stride), w * 8u, x_row, p.m, s);
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var st = slices / 2u; st > 0u; st /= 2u) {
+        if slice < st {
+            partial[lid] += partial[lid + st * cols];
+        }
+        workgroupBarrier();
+    }
+    if slice == 0u && target_col < n {
+        let v = partial[lid];
+        for (var r = 0u; r < p.m; r++) {
+            store(j, r * n + col, v[r]);
+        }
+    }
+}
+"#;
+
 /// `q4_gemv_swiglu.wgsl` with `Elem = f32`.
 pub const Q4_GEMV_SWIGLU_F32: &str = r#"//! Decode route of the fused `etwgpu.linear_q4gsw_swiglu` (at most
 //! `MAX_ROWS` rows of x): with `g` and `u` the 4-bit linears of the gate
@@ -12661,6 +13685,406 @@ fn main(
         let u = partial_up[lid];
         for (var r = 0u; r < p.m; r++) {
             out[r * p.n + col] = Elem(g[r] / (1.0 + exp(-g[r])) * u[r]);
+        }
+    }
+}
+"#;
+
+/// `q4_gemv_swiglu_norm.wgsl` with `Elem = f32`.
+pub const Q4_GEMV_SWIGLU_NORM_F32: &str = r#"//! Decode route of `etwgpu.rms_norm_linear_q4gsw_swiglu` (at most
+//! `MAX_ROWS` rows of x): the RMS norm of `a + b` (or of `a`) and the
+//! SwiGLU pair that reads it, one dispatch. Each workgroup computes the
+//! normed rows itself into workgroup memory (`rms_prologue.wgsl`) and
+//! workgroup 0 stores the residual sum; then, as `q4_gemv_swiglu.wgsl`,
+//! `out[m, n] = g * sigmoid(g) * u` with `g` and `u` the 4-bit linears of
+//! the gate and up weights. The up sums meet in the workgroup memory of x
+//! once the loop is done with it (16 KiB of workgroup memory in all).
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup.
+const WG: u32 = 256u;
+/// Most rows of x (the host routes larger M to the norm and the GEMM).
+const MAX_ROWS: u32 = 4u;
+/// vec4s of normed input held in workgroup memory: `m * k` at most
+/// `4 * XS` (the host checks).
+const XS: u32 = 768u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (a multiple of 32).
+    k: u32,
+    /// Row length of the scales: N padded.
+    n_pad: u32,
+    /// Inputs per scale group (a multiple of 32).
+    group_size: u32,
+    /// Columns per workgroup: 8, 16 or 32.
+    cols: u32,
+    /// Bit 0: `w_gate` is word-major (16-byte word `w` of row `n` at word
+    /// `w * N + n`; see `etwgpu_graph::layout`), bit 1: `w_up`; else
+    /// row-major.
+    w_layout: u32,
+    _pad1: u32,
+    /// The norm's epsilon.
+    norm_eps: f32,
+    /// 1: normalize `a + b` and store it in `sum`; 0: normalize `a`.
+    norm_add: u32,
+    _pn0: u32,
+    _pn1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> a: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> b: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> norm_w: array<vec4<Elem>>;
+@group(0) @binding(4) var<storage, read> w_gate: array<vec4<u32>>;
+@group(0) @binding(5) var<storage, read> s_gate: array<Elem>;
+@group(0) @binding(6) var<storage, read> w_up: array<vec4<u32>>;
+@group(0) @binding(7) var<storage, read> s_up: array<Elem>;
+@group(0) @binding(8) var<storage, read_write> out: array<Elem>;
+@group(0) @binding(9) var<storage, read_write> sum: array<vec4<Elem>>;
+
+/// The normed rows of the input; after the loop, its first `WG` vec4s
+/// hold the up sums.
+var<workgroup> x: array<vec4<f32>, XS>;
+/// Per invocation, its slice's gate sums for the four rows.
+var<workgroup> partial: array<vec4<f32>, WG>;
+
+/// Where the 16-byte words of column `col` (of `n`, `words` per row) sit:
+/// word `w` at `base + w * stride`, `(base, stride)` returned; row-major
+/// `(col * words, 1)`, word-major (see `etwgpu_graph::layout`) `(col, n)`.
+fn column_words(col: u32, words: u32, n: u32, word_major: bool) -> vec2<u32> {
+    if word_major {
+        return vec2<u32>(col, n);
+    }
+    return vec2<u32>(col * words, 1u);
+}
+
+/// Nibbles `4i .. 4i + 4` of `word`, as signed weights. Without an
+/// integer-to-float conversion (a slow instruction on GPUs, 32 of them per
+/// 16-byte word): the nibble `q` goes into the mantissa of 2^23, which
+/// makes the float `2^23 + q` exactly, and `2^23 + 8` is subtracted.
+fn low4(word: u32) -> vec4<f32> {
+    let q = vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u);
+    return bitcast<vec4<f32>>(q | vec4<u32>(0x4B000000u)) - 8388616.0;
+}
+
+/// The 16-byte word `q` (32 nibbles, inputs `8b .. 8b + 32` of a row of x)
+/// dotted with x from vec4 `b`.
+fn dot32(q: vec4<u32>, b: u32) -> f32 {
+    var d = dot(vec4<f32>(x[b]), low4(q.x)) + dot(vec4<f32>(x[b + 1u]), low4(q.x >> 16u));
+    d += dot(vec4<f32>(x[b + 2u]), low4(q.y)) + dot(vec4<f32>(x[b + 3u]), low4(q.y >> 16u));
+    d += dot(vec4<f32>(x[b + 4u]), low4(q.z)) + dot(vec4<f32>(x[b + 5u]), low4(q.z >> 16u));
+    d += dot(vec4<f32>(x[b + 6u]), low4(q.w)) + dot(vec4<f32>(x[b + 7u]), low4(q.w >> 16u));
+    return d;
+}
+
+/// One word's contribution to the (up to four) rows of x, each `x_row`
+/// vec4s long: `acc[r] += dot32(q, r * x_row + b) * s` for `r < m`.
+fn rows4(acc: vec4<f32>, q: vec4<u32>, b: u32, x_row: u32, m: u32, s: f32) -> vec4<f32> {
+    var a = acc;
+    a.x += dot32(q, b) * s;
+    if m > 1u {
+        a.y += dot32(q, x_row + b) * s;
+    }
+    if m > 2u {
+        a.z += dot32(q, 2u * x_row + b) * s;
+    }
+    if m > 3u {
+        a.w += dot32(q, 3u * x_row + b) * s;
+    }
+    return a;
+}
+/// Fills `x` with the normed rows (row `r` from vec4 `r * k / 4`);
+/// workgroup `g` 0 also stores the sum `a + b` (with `norm_add`), the one
+/// copy later ops read. Ends with a barrier, so `x` is ready.
+fn rms_prologue(lid: u32, g: u32) {
+    let x_row = p.k / 4u;
+    let n = p.m * x_row;
+    let add = p.norm_add != 0u;
+    let store = add && g == 0u;
+    var sq = vec4<f32>();
+    for (var j = lid; j < n; j += WG) {
+        let r = j / x_row;
+        let v_in = vec4<f32>(a[j]);
+        let v = select(v_in, vec4<f32>(vec4<Elem>(v_in + vec4<f32>(b[j]))), add);
+        if store {
+            sum[j] = vec4<Elem>(v);
+        }
+        x[j] = v;
+        sq += select(vec4<f32>(), vec4<f32>(dot(v, v)), vec4<u32>(r) == vec4<u32>(0u, 1u, 2u, 3u));
+    }
+    partial[lid] = sq;
+    workgroupBarrier();
+    for (var st = WG / 2u; st > 0u; st /= 2u) {
+        if lid < st {
+            partial[lid] += partial[lid + st];
+        }
+        workgroupBarrier();
+    }
+    // Every invocation reads the sums before the barrier below; `partial`
+    // is written again only after it.
+    let rstd = inverseSqrt(partial[0] / f32(p.k) + p.norm_eps);
+    // Each invocation scales the elements it wrote.
+    for (var j = lid; j < n; j += WG) {
+        x[j] = vec4<f32>(vec4<Elem>(x[j] * rstd[j / x_row] * vec4<f32>(norm_w[j % x_row])));
+    }
+    workgroupBarrier();
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let g = wid.y * groups.x + wid.x;
+    rms_prologue(lid, g);
+    let cols = p.cols;
+    let c = lid % cols;
+    let slice = lid / cols;
+    let slices = WG / cols;
+    let target_col = g * cols + c;
+    // Columns past N compute the last column and store nothing.
+    let col = min(target_col, p.n - 1u);
+    let words = p.k / 32u;
+    let x_row = p.k / 4u;
+    // Word `w` of this column at `at.x + w * at.y` (gate, up).
+    let at_g = column_words(col, words, p.n, (p.w_layout & 1u) != 0u);
+    let at_u = column_words(col, words, p.n, (p.w_layout & 2u) != 0u);
+    var acc = vec4<f32>();
+    var acc_up = vec4<f32>();
+    for (var w = slice; w < words; w += slices) {
+        let qg = w_gate[at_g.x + w * at_g.y];
+        let qu = w_up[at_u.x + w * at_u.y];
+        let at = (w * 32u / p.group_size) * p.n_pad + col;
+        let sg = f32(s_gate[at]);
+        let su = f32(s_up[at]);
+        acc = rows4(acc, qg, w * 8u, x_row, p.m, sg);
+        acc_up = rows4(acc_up, qu, w * 8u, x_row, p.m, su);
+    }
+    // Every invocation is done reading x before it holds the up sums.
+    workgroupBarrier();
+    partial[lid] = acc;
+    x[lid] = acc_up;
+    workgroupBarrier();
+    for (var stride = slices / 2u; stride > 0u; stride /= 2u) {
+        if slice < stride {
+            partial[lid] += partial[lid + stride * cols];
+            x[lid] += x[lid + stride * cols];
+        }
+        workgroupBarrier();
+    }
+    if slice == 0u && target_col < p.n {
+        let gs = partial[lid];
+        let u = x[lid];
+        for (var r = 0u; r < p.m; r++) {
+            out[r * p.n + col] = Elem(gs[r] / (1.0 + exp(-gs[r])) * u[r]);
+        }
+    }
+}
+"#;
+
+/// `q4_gemv_swiglu_norm.wgsl` with `Elem = f16`.
+pub const Q4_GEMV_SWIGLU_NORM_F16: &str = r#"enable f16;
+
+//! Decode route of `etwgpu.rms_norm_linear_q4gsw_swiglu` (at most
+//! `MAX_ROWS` rows of x): the RMS norm of `a + b` (or of `a`) and the
+//! SwiGLU pair that reads it, one dispatch. Each workgroup computes the
+//! normed rows itself into workgroup memory (`rms_prologue.wgsl`) and
+//! workgroup 0 stores the residual sum; then, as `q4_gemv_swiglu.wgsl`,
+//! `out[m, n] = g * sigmoid(g) * u` with `g` and `u` the 4-bit linears of
+//! the gate and up weights. The up sums meet in the workgroup memory of x
+//! once the loop is done with it (16 KiB of workgroup memory in all).
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup.
+const WG: u32 = 256u;
+/// Most rows of x (the host routes larger M to the norm and the GEMM).
+const MAX_ROWS: u32 = 4u;
+/// vec4s of normed input held in workgroup memory: `m * k` at most
+/// `4 * XS` (the host checks).
+const XS: u32 = 768u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (a multiple of 32).
+    k: u32,
+    /// Row length of the scales: N padded.
+    n_pad: u32,
+    /// Inputs per scale group (a multiple of 32).
+    group_size: u32,
+    /// Columns per workgroup: 8, 16 or 32.
+    cols: u32,
+    /// Bit 0: `w_gate` is word-major (16-byte word `w` of row `n` at word
+    /// `w * N + n`; see `etwgpu_graph::layout`), bit 1: `w_up`; else
+    /// row-major.
+    w_layout: u32,
+    _pad1: u32,
+    /// The norm's epsilon.
+    norm_eps: f32,
+    /// 1: normalize `a + b` and store it in `sum`; 0: normalize `a`.
+    norm_add: u32,
+    _pn0: u32,
+    _pn1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> a: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> b: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> norm_w: array<vec4<Elem>>;
+@group(0) @binding(4) var<storage, read> w_gate: array<vec4<u32>>;
+@group(0) @binding(5) var<storage, read> s_gate: array<Elem>;
+@group(0) @binding(6) var<storage, read> w_up: array<vec4<u32>>;
+@group(0) @binding(7) var<storage, read> s_up: array<Elem>;
+@group(0) @binding(8) var<storage, read_write> out: array<Elem>;
+@group(0) @binding(9) var<storage, read_write> sum: array<vec4<Elem>>;
+
+/// The normed rows of the input; after the loop, its first `WG` vec4s
+/// hold the up sums.
+var<workgroup> x: array<vec4<f32>, XS>;
+/// Per invocation, its slice's gate sums for the four rows.
+var<workgroup> partial: array<vec4<f32>, WG>;
+
+/// Where the 16-byte words of column `col` (of `n`, `words` per row) sit:
+/// word `w` at `base + w * stride`, `(base, stride)` returned; row-major
+/// `(col * words, 1)`, word-major (see `etwgpu_graph::layout`) `(col, n)`.
+fn column_words(col: u32, words: u32, n: u32, word_major: bool) -> vec2<u32> {
+    if word_major {
+        return vec2<u32>(col, n);
+    }
+    return vec2<u32>(col * words, 1u);
+}
+
+/// Nibbles `4i .. 4i + 4` of `word`, as signed weights. Without an
+/// integer-to-float conversion (a slow instruction on GPUs, 32 of them per
+/// 16-byte word): the nibble `q` goes into the mantissa of 2^23, which
+/// makes the float `2^23 + q` exactly, and `2^23 + 8` is subtracted.
+fn low4(word: u32) -> vec4<f32> {
+    let q = vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u);
+    return bitcast<vec4<f32>>(q | vec4<u32>(0x4B000000u)) - 8388616.0;
+}
+
+/// The 16-byte word `q` (32 nibbles, inputs `8b .. 8b + 32` of a row of x)
+/// dotted with x from vec4 `b`.
+fn dot32(q: vec4<u32>, b: u32) -> f32 {
+    var d = dot(vec4<f32>(x[b]), low4(q.x)) + dot(vec4<f32>(x[b + 1u]), low4(q.x >> 16u));
+    d += dot(vec4<f32>(x[b + 2u]), low4(q.y)) + dot(vec4<f32>(x[b + 3u]), low4(q.y >> 16u));
+    d += dot(vec4<f32>(x[b + 4u]), low4(q.z)) + dot(vec4<f32>(x[b + 5u]), low4(q.z >> 16u));
+    d += dot(vec4<f32>(x[b + 6u]), low4(q.w)) + dot(vec4<f32>(x[b + 7u]), low4(q.w >> 16u));
+    return d;
+}
+
+/// One word's contribution to the (up to four) rows of x, each `x_row`
+/// vec4s long: `acc[r] += dot32(q, r * x_row + b) * s` for `r < m`.
+fn rows4(acc: vec4<f32>, q: vec4<u32>, b: u32, x_row: u32, m: u32, s: f32) -> vec4<f32> {
+    var a = acc;
+    a.x += dot32(q, b) * s;
+    if m > 1u {
+        a.y += dot32(q, x_row + b) * s;
+    }
+    if m > 2u {
+        a.z += dot32(q, 2u * x_row + b) * s;
+    }
+    if m > 3u {
+        a.w += dot32(q, 3u * x_row + b) * s;
+    }
+    return a;
+}
+/// Fills `x` with the normed rows (row `r` from vec4 `r * k / 4`);
+/// workgroup `g` 0 also stores the sum `a + b` (with `norm_add`), the one
+/// copy later ops read. Ends with a barrier, so `x` is ready.
+fn rms_prologue(lid: u32, g: u32) {
+    let x_row = p.k / 4u;
+    let n = p.m * x_row;
+    let add = p.norm_add != 0u;
+    let store = add && g == 0u;
+    var sq = vec4<f32>();
+    for (var j = lid; j < n; j += WG) {
+        let r = j / x_row;
+        let v_in = vec4<f32>(a[j]);
+        let v = select(v_in, vec4<f32>(vec4<Elem>(v_in + vec4<f32>(b[j]))), add);
+        if store {
+            sum[j] = vec4<Elem>(v);
+        }
+        x[j] = v;
+        sq += select(vec4<f32>(), vec4<f32>(dot(v, v)), vec4<u32>(r) == vec4<u32>(0u, 1u, 2u, 3u));
+    }
+    partial[lid] = sq;
+    workgroupBarrier();
+    for (var st = WG / 2u; st > 0u; st /= 2u) {
+        if lid < st {
+            partial[lid] += partial[lid + st];
+        }
+        workgroupBarrier();
+    }
+    // Every invocation reads the sums before the barrier below; `partial`
+    // is written again only after it.
+    let rstd = inverseSqrt(partial[0] / f32(p.k) + p.norm_eps);
+    // Each invocation scales the elements it wrote.
+    for (var j = lid; j < n; j += WG) {
+        x[j] = vec4<f32>(vec4<Elem>(x[j] * rstd[j / x_row] * vec4<f32>(norm_w[j % x_row])));
+    }
+    workgroupBarrier();
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let g = wid.y * groups.x + wid.x;
+    rms_prologue(lid, g);
+    let cols = p.cols;
+    let c = lid % cols;
+    let slice = lid / cols;
+    let slices = WG / cols;
+    let target_col = g * cols + c;
+    // Columns past N compute the last column and store nothing.
+    let col = min(target_col, p.n - 1u);
+    let words = p.k / 32u;
+    let x_row = p.k / 4u;
+    // Word `w` of this column at `at.x + w * at.y` (gate, up).
+    let at_g = column_words(col, words, p.n, (p.w_layout & 1u) != 0u);
+    let at_u = column_words(col, words, p.n, (p.w_layout & 2u) != 0u);
+    var acc = vec4<f32>();
+    var acc_up = vec4<f32>();
+    for (var w = slice; w < words; w += slices) {
+        let qg = w_gate[at_g.x + w * at_g.y];
+        let qu = w_up[at_u.x + w * at_u.y];
+        let at = (w * 32u / p.group_size) * p.n_pad + col;
+        let sg = f32(s_gate[at]);
+        let su = f32(s_up[at]);
+        acc = rows4(acc, qg, w * 8u, x_row, p.m, sg);
+        acc_up = rows4(acc_up, qu, w * 8u, x_row, p.m, su);
+    }
+    // Every invocation is done reading x before it holds the up sums.
+    workgroupBarrier();
+    partial[lid] = acc;
+    x[lid] = acc_up;
+    workgroupBarrier();
+    for (var stride = slices / 2u; stride > 0u; stride /= 2u) {
+        if slice < stride {
+            partial[lid] += partial[lid + stride * cols];
+            x[lid] += x[lid + stride * cols];
+        }
+        workgroupBarrier();
+    }
+    if slice == 0u && target_col < p.n {
+        let gs = partial[lid];
+        let u = x[lid];
+        for (var r = 0u; r < p.m; r++) {
+            out[r * p.n + col] = Elem(gs[r] / (1.0 + exp(-gs[r])) * u[r]);
         }
     }
 }

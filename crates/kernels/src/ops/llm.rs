@@ -88,7 +88,7 @@ pub fn add_rms_norm(c: &Ctx<'_>) -> Result<Lowered> {
 /// The one dispatch of an RMS norm kernel over the rows of `x` (one
 /// workgroup per row of its last dim), after checking that `weight`
 /// (argument `w_idx`) has a row's elements; no dispatch for no rows.
-fn norm_rows(
+pub(crate) fn norm_rows(
     shader: ShaderId,
     x: &TensorInfo<'_>,
     (weight, w_idx): (&TensorInfo<'_>, usize),
