@@ -5,8 +5,8 @@
 //! questions they share): `fuse/cleanup.rs` (duplicate and dead ops),
 //! `fuse/linears.rs` (SwiGLU, QKV), `fuse/epilogues.rs` (bias and
 //! activation epilogues, residual add + RMS norm), `fuse/norm_linears.rs`
-//! (an RMS norm into the 4-bit linear after it), `fuse/elementwise.rs`
-//! (elementwise chains).
+//! (an RMS norm into the 4-bit linear after it), `fuse/rope_attention.rs`
+//! (RoPE into the attention), `fuse/elementwise.rs` (elementwise chains).
 //!
 //! [`fuse`] replaces groups of ops with the `etwgpu.*` ops of the kernel
 //! table (`etwgpu_kernels::ops::fused`), appending the values they need
@@ -43,10 +43,15 @@
 //!    `etwgpu.rms_norm_linear_q4gsw{,_qkv,_swiglu}` at the norm (still
 //!    writing the sum): one dispatch on the decode route, where each
 //!    workgroup of the GEMV normalizes the input itself.
-//! 6. **Elementwise chains**: unary and broadcasting binary float ops whose
+//! 6. **RoPE into the attention**: an `et_vk.apply_rotary_emb` whose
+//!    rotated query and key only one `sdpa_with_kv_cache` reads (as its
+//!    query and key) becomes, with it, one `etwgpu.sdpa_rope_with_kv_cache`
+//!    at the attention: on the decode route the split-KV kernel rotates the
+//!    query and the new keys as it loads them.
+//! 7. **Elementwise chains**: unary and broadcasting binary float ops whose
 //!    results feed only the next op become one `etwgpu.fused_elementwise`
 //!    whose kernel is generated from the expression at lowering.
-//! 7. **Dead ops**: ops none of whose results is read (the views that fused
+//! 8. **Dead ops**: ops none of whose results is read (the views that fused
 //!    inputs no longer need) are dropped.
 //!
 //! Matches are on graph structure only (op names, how values flow,
@@ -63,6 +68,7 @@ mod epilogues;
 mod linears;
 mod norm_linears;
 mod rewriter;
+mod rope_attention;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -111,6 +117,8 @@ pub enum FusionKind {
     AddNorm,
     /// An RMS norm and the 4-bit linear that reads it.
     NormLinear,
+    /// RoPE and the attention that reads it.
+    RopeAttention,
     /// A chain of elementwise ops.
     Elementwise,
     /// An op whose results nothing reads.
@@ -128,6 +136,7 @@ impl FusionKind {
             FusionKind::Activation => "activation",
             FusionKind::AddNorm => "add norm",
             FusionKind::NormLinear => "norm linear",
+            FusionKind::RopeAttention => "rope attention",
             FusionKind::Elementwise => "elementwise",
             FusionKind::DeadOp => "dead op",
         }
@@ -187,6 +196,7 @@ pub fn fuse(graph: &VkGraph, options: &FuseOptions) -> Fused {
     rw.epilogues();
     rw.add_norms();
     rw.norm_linears();
+    rw.rope_attention();
     rw.elementwise();
     rw.dead_ops();
     // A fused chain that does not lower where the exported one did would

@@ -537,6 +537,52 @@ fn sdpa_splits_the_context_with_scratch() {
     assert_eq!(crate::ops::llm::split_plan(1, 32, 8, 8192), (32, 256));
 }
 
+/// RoPE fused into the attention: with scratch and a decode row, the
+/// split partials' `_rope` form reads the un-rotated query and key and the
+/// tables, and no rotation runs before it; a prompt of 12 rows rotates
+/// first (writing the rotated query and key), then attends as the plain
+/// op does; a table of the wrong shape is a typed error.
+#[test]
+fn sdpa_rope_rotates_inside_the_split_kernel() {
+    let mut g = TestGraph::default();
+    let (one, zero, causal, null) =
+        (g.push(Owned::Int(1)), g.push(Owned::Int(0)), g.push(Owned::Bool(true)), g.push(Owned::Null));
+    let cache = g.push(Owned::Tensor(ElemType::F32, vec![1, 64, 2, 16], true));
+    let scratch = [g.t(&[0]), g.t(&[0])];
+    let start = g.push(Owned::SymInt(20));
+    let op = from_name("etwgpu.sdpa_rope_with_kv_cache.default").expect("registered");
+    let labels = |l: &Lowered| -> Vec<&str> {
+        l.steps.iter().filter_map(|s| if let Step::Dispatch(d) = s { Some(d.shader.label()) } else { None }).collect()
+    };
+    for s in [1u64, 12] {
+        let (xq, xk, v) = (g.t(&[1, s, 4, 16]), g.t(&[1, s, 2, 16]), g.t(&[1, s, 2, 16]));
+        let (cos, sin) = (g.t(&[s, 8]), g.t(&[s, 8]));
+        let (q_rot, k_rot, out) = (g.t(&[1, s, 4, 16]), g.t(&[1, s, 2, 16]), g.t(&[1, s, 4, 16]));
+        let outs = g.push(Owned::List(vec![q_rot, k_rot, out]));
+        let args = [xq, xk, v, cache, cache, start, one, null, zero, causal, null, cos, sin, outs];
+        let l = op.lower(&crate::plan::Ctx::new(&g, &args).with_scratch(&scratch)).expect("lowers");
+        assert_eq!(l.shapes, vec![(q_rot, vec![1, s, 4, 16]), (k_rot, vec![1, s, 2, 16]), (out, vec![1, s, 4, 16])]);
+        if s == 1 {
+            assert_eq!(labels(&l), ["sdpa_split_rope.f32", "sdpa_split_combine.f32"]);
+            let Some(Step::Dispatch(part)) = l.steps.get(1) else { panic!("partials second: {:?}", l.steps) };
+            assert_eq!(
+                (part.inputs.as_slice(), part.outputs.as_slice()),
+                (&[xq, xk, v, cos, sin][..], &[cache, cache, scratch[0]][..])
+            );
+        } else {
+            assert_eq!(labels(&l), ["rope.f32", "kv_cache_update.f32", "sdpa_prefill.f32"]);
+            let Some(Step::Dispatch(rope)) = l.steps.first() else { panic!("rotation first") };
+            assert_eq!(rope.outputs, [q_rot, k_rot]);
+        }
+        let bad = g.t(&[s, 4]);
+        let args = [xq, xk, v, cache, cache, start, one, null, zero, causal, null, bad, sin, outs];
+        assert!(matches!(
+            check(&g, "etwgpu.sdpa_rope_with_kv_cache.default", &args),
+            Err(crate::Error::Shape { arg_idx: 2, .. })
+        ));
+    }
+}
+
 #[test]
 fn sdpa_tiles_prompts_of_more_than_eight_rows() {
     // (S, head dim, kernel, workgroups): prompts go to the tiled kernel, one
