@@ -541,7 +541,9 @@ fn sdpa_splits_the_context_with_scratch() {
 /// split partials' `_rope` form reads the un-rotated query and key and the
 /// tables, and no rotation runs before it; a prompt of 12 rows rotates
 /// first (writing the rotated query and key), then attends as the plain
-/// op does; a table of the wrong shape is a typed error.
+/// op does. Tables of 40 rows read from row 20 (the fused op takes the
+/// graph's slices): the row is the last uniform word of either kernel; a
+/// table without the rows is a typed error.
 #[test]
 fn sdpa_rope_rotates_inside_the_split_kernel() {
     let mut g = TestGraph::default();
@@ -550,36 +552,42 @@ fn sdpa_rope_rotates_inside_the_split_kernel() {
     let cache = g.push(Owned::Tensor(ElemType::F32, vec![1, 64, 2, 16], true));
     let scratch = [g.t(&[0]), g.t(&[0])];
     let start = g.push(Owned::SymInt(20));
+    let (cos, sin) = (g.t(&[40, 8]), g.t(&[40, 8]));
     let op = from_name("etwgpu.sdpa_rope_with_kv_cache.default").expect("registered");
     let labels = |l: &Lowered| -> Vec<&str> {
         l.steps.iter().filter_map(|s| if let Step::Dispatch(d) = s { Some(d.shader.label()) } else { None }).collect()
     };
     for s in [1u64, 12] {
         let (xq, xk, v) = (g.t(&[1, s, 4, 16]), g.t(&[1, s, 2, 16]), g.t(&[1, s, 2, 16]));
-        let (cos, sin) = (g.t(&[s, 8]), g.t(&[s, 8]));
         let (q_rot, k_rot, out) = (g.t(&[1, s, 4, 16]), g.t(&[1, s, 2, 16]), g.t(&[1, s, 4, 16]));
         let outs = g.push(Owned::List(vec![q_rot, k_rot, out]));
-        let args = [xq, xk, v, cache, cache, start, one, null, zero, causal, null, cos, sin, outs];
+        let args = [xq, xk, v, cache, cache, start, one, null, zero, causal, null, cos, sin, start, outs];
         let l = op.lower(&crate::plan::Ctx::new(&g, &args).with_scratch(&scratch)).expect("lowers");
         assert_eq!(l.shapes, vec![(q_rot, vec![1, s, 4, 16]), (k_rot, vec![1, s, 2, 16]), (out, vec![1, s, 4, 16])]);
+        let dispatches: Vec<_> =
+            l.steps.iter().filter_map(|s| if let Step::Dispatch(d) = s { Some(d) } else { None }).collect();
         if s == 1 {
             assert_eq!(labels(&l), ["sdpa_split_rope.f32", "sdpa_split_combine.f32"]);
-            let Some(Step::Dispatch(part)) = l.steps.get(1) else { panic!("partials second: {:?}", l.steps) };
+            let part = dispatches[0];
             assert_eq!(
                 (part.inputs.as_slice(), part.outputs.as_slice()),
                 (&[xq, xk, v, cos, sin][..], &[cache, cache, scratch[0]][..])
             );
+            assert_eq!((part.params.len(), &part.params[48..52]), (64, &20u32.to_le_bytes()[..]));
         } else {
             assert_eq!(labels(&l), ["rope.f32", "kv_cache_update.f32", "sdpa_prefill.f32"]);
-            let Some(Step::Dispatch(rope)) = l.steps.first() else { panic!("rotation first") };
+            let rope = dispatches[0];
             assert_eq!(rope.outputs, [q_rot, k_rot]);
+            assert_eq!(rope.params[24..28], 20u32.to_le_bytes());
         }
-        let bad = g.t(&[s, 4]);
-        let args = [xq, xk, v, cache, cache, start, one, null, zero, causal, null, bad, sin, outs];
-        assert!(matches!(
-            check(&g, "etwgpu.sdpa_rope_with_kv_cache.default", &args),
-            Err(crate::Error::Shape { arg_idx: 2, .. })
-        ));
+        // 24 rows do not hold rows 20 .. 20 + S.
+        let short = g.t(&[24, 8]);
+        let args = [xq, xk, v, cache, cache, start, one, null, zero, causal, null, short, sin, start, outs];
+        let got = check(&g, "etwgpu.sdpa_rope_with_kv_cache.default", &args);
+        assert_eq!(got.is_ok(), s == 1, "{s} rows from row 20 of 24");
+        if s > 1 {
+            assert!(matches!(got, Err(crate::Error::Shape { arg_idx: 2, .. })));
+        }
     }
 }
 

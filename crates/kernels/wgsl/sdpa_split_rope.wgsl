@@ -2,7 +2,8 @@
 //! on the decode route: the same split-KV partials, with the query and the
 //! call's new keys read un-rotated and rotated here as they are loaded
 //! (`et_vk.apply_rotary_emb`: pairs `(x[2i], x[2i+1])` of a row of token
-//! `t` of the call turned by `cos, sin [S, D/2]` at row `t`, each result
+//! `t` of the call turned by the tables `cos, sin [_, D/2]` at row
+//! `table_row + t`, each result
 //! rounded to the activations' dtype as `rope.wgsl` stores it), so RoPE
 //! costs no dispatch of its own; the rotated keys are what it writes into
 //! the key cache. Everything else is `sdpa_split.wgsl`'s (see there).
@@ -39,6 +40,13 @@ struct Params {
     split_min_keys: u32,
     split_tile: u32,
     split_max: u32,
+    _pad0: u32,
+    _pad1: u32,
+    /// The tables' row of the call's first token.
+    table_row: u32,
+    _pad2: u32,
+    _pad3: u32,
+    _pad4: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -56,7 +64,7 @@ struct Params {
 /// and `(z, w)` are pairs `2d` and `2d + 1` of the half head dim. Rounded
 /// to `Elem`, as the rotation's output tensor holds it.
 fn rope4(v: vec4<Elem>, t: u32, d: u32) -> vec4<f32> {
-    let i = t * (p.head_dim / 2u) + 2u * d;
+    let i = (p.table_row + t) * (p.head_dim / 2u) + 2u * d;
     let c = vec2<f32>(f32(cos_t[i]), f32(cos_t[i + 1u]));
     let sn = vec2<f32>(f32(sin_t[i]), f32(sin_t[i + 1u]));
     let x = vec4<f32>(v);

@@ -1,5 +1,8 @@
 //! Pass 6: `et_vk.apply_rotary_emb` whose rotated query and key only a
-//! `sdpa_with_kv_cache` reads, taken into that attention.
+//! `sdpa_with_kv_cache` reads, taken into that attention, with the slices
+//! of the rotation tables it reads (`aten.slice_copy` of rows `start..`,
+//! step 1: the fused op reads the whole tables from row `start`, and the
+//! slices, read by no op then, go as dead ops).
 
 use std::collections::BTreeMap;
 
@@ -46,7 +49,7 @@ impl Rewriter {
     /// The attention at op `c` whose query and key are the outputs of one
     /// rotation that nothing else reads. The fused op runs at the
     /// attention, so the rotation's inputs must not change in between.
-    pub(super) fn match_rope_attention(&self, u: &Uses, c: usize) -> Option<RopeAttention> {
+    pub(super) fn match_rope_attention(&mut self, u: &Uses, c: usize) -> Option<RopeAttention> {
         if self.op(c)? != OpId::SdpaWithKvCache {
             return None;
         }
@@ -74,7 +77,35 @@ impl Rewriter {
         }
         let mut fused = vec![xq, xk];
         fused.extend_from_slice(rest);
-        fused.extend([cos, sin]);
+        match (self.table_rows(u, cos), self.table_rows(u, sin)) {
+            (Some((cos_t, row)), Some((sin_t, row2))) if self.same_literal(row, row2) => {
+                fused.extend([cos_t, sin_t, row]);
+            }
+            _ => {
+                let zero = self.push(VkValue::Int(0));
+                fused.extend([cos, sin, zero]);
+            }
+        }
         Some(RopeAttention { rope: p, args: fused, outs: vec![q_rot, k_rot, out] })
+    }
+
+    /// `t = aten.slice_copy(table, 0, start, end, 1)`, of a 2-D table that
+    /// does not change: `(table, start)`. The end is not looked at: the
+    /// rotation reads `S` rows of its tables, so a graph that lowers had
+    /// `end - start = S`, and the fused op checks that the table has them.
+    fn table_rows(&self, u: &Uses, t: ValueId) -> Option<(ValueId, ValueId)> {
+        let p = u.producer[t.idx()]?;
+        if self.op(p)? != OpId::SliceCopy {
+            return None;
+        }
+        let &[table, dim, start, _end, step, out] = self.args(p) else { return None };
+        let ok = out == t
+            && matches!(self.g.value(dim), VkValue::Int(0))
+            && matches!(self.g.value(step), VkValue::Int(1))
+            && matches!(self.g.value(start), VkValue::Int(0..) | VkValue::SymInt(_))
+            && self.dims(table).is_some_and(|d| d.len() == 2)
+            && self.float(table) == self.float(t)
+            && self.movable_read(u, table);
+        ok.then_some((table, start))
     }
 }

@@ -15512,7 +15512,8 @@ pub const ROPE_F32: &str = r#"//! Rotary position embeddings on the query `xq [B
 //! key's.
 //!
 //! `et_vk.apply_rotary_emb`: pairs `(x[2i], x[2i+1])`, tables
-//! `cos, sin [S, D/2]` indexed by the token's row in the chunk:
+//! `cos, sin [S, D/2]` indexed by the token's row in the chunk (from row
+//! `row0` of longer tables):
 //! `r' = r*c - i*s`, `i' = r*s + i*c`.
 // variants: f32 f16
 
@@ -15534,7 +15535,9 @@ struct Params {
     half: u32,
     /// Tokens in the chunk.
     seq: u32,
-    _pad0: u32,
+    /// The tables' row of the chunk's first token (0 for tables of the
+    /// chunk's rows; a fused op may hand whole tables).
+    row0: u32,
     _pad1: u32,
 }
 
@@ -15550,7 +15553,7 @@ struct Params {
 /// (real, imaginary) parts rotated from `(re, im)`.
 fn rotate(pair: u32, heads: u32, re: f32, im: f32) -> vec2<f32> {
     let i = pair % p.half;
-    let s = (pair / p.half / heads) % p.seq;
+    let s = (pair / p.half / heads) % p.seq + p.row0;
     let c = f32(cos_t[s * p.half + i]);
     let sn = f32(sin_t[s * p.half + i]);
     return vec2<f32>(re * c - im * sn, re * sn + im * c);
@@ -15581,7 +15584,8 @@ pub const ROPE_F16: &str = r#"enable f16;
 //! key's.
 //!
 //! `et_vk.apply_rotary_emb`: pairs `(x[2i], x[2i+1])`, tables
-//! `cos, sin [S, D/2]` indexed by the token's row in the chunk:
+//! `cos, sin [S, D/2]` indexed by the token's row in the chunk (from row
+//! `row0` of longer tables):
 //! `r' = r*c - i*s`, `i' = r*s + i*c`.
 // variants: f32 f16
 
@@ -15603,7 +15607,9 @@ struct Params {
     half: u32,
     /// Tokens in the chunk.
     seq: u32,
-    _pad0: u32,
+    /// The tables' row of the chunk's first token (0 for tables of the
+    /// chunk's rows; a fused op may hand whole tables).
+    row0: u32,
     _pad1: u32,
 }
 
@@ -15619,7 +15625,7 @@ struct Params {
 /// (real, imaginary) parts rotated from `(re, im)`.
 fn rotate(pair: u32, heads: u32, re: f32, im: f32) -> vec2<f32> {
     let i = pair % p.half;
-    let s = (pair / p.half / heads) % p.seq;
+    let s = (pair / p.half / heads) % p.seq + p.row0;
     let c = f32(cos_t[s * p.half + i]);
     let sn = f32(sin_t[s * p.half + i]);
     return vec2<f32>(re * c - im * sn, re * sn + im * c);
@@ -18448,7 +18454,8 @@ pub const SDPA_SPLIT_ROPE_F32: &str = r#"//! The `_rope` form of `sdpa_split.wgs
 //! on the decode route: the same split-KV partials, with the query and the
 //! call's new keys read un-rotated and rotated here as they are loaded
 //! (`et_vk.apply_rotary_emb`: pairs `(x[2i], x[2i+1])` of a row of token
-//! `t` of the call turned by `cos, sin [S, D/2]` at row `t`, each result
+//! `t` of the call turned by the tables `cos, sin [_, D/2]` at row
+//! `table_row + t`, each result
 //! rounded to the activations' dtype as `rope.wgsl` stores it), so RoPE
 //! costs no dispatch of its own; the rotated keys are what it writes into
 //! the key cache. Everything else is `sdpa_split.wgsl`'s (see there).
@@ -18485,6 +18492,13 @@ struct Params {
     split_min_keys: u32,
     split_tile: u32,
     split_max: u32,
+    _pad0: u32,
+    _pad1: u32,
+    /// The tables' row of the call's first token.
+    table_row: u32,
+    _pad2: u32,
+    _pad3: u32,
+    _pad4: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -18512,7 +18526,7 @@ fn split_plan(ctx: u32) -> vec2<u32> {
 /// and `(z, w)` are pairs `2d` and `2d + 1` of the half head dim. Rounded
 /// to `Elem`, as the rotation's output tensor holds it.
 fn rope4(v: vec4<Elem>, t: u32, d: u32) -> vec4<f32> {
-    let i = t * (p.head_dim / 2u) + 2u * d;
+    let i = (p.table_row + t) * (p.head_dim / 2u) + 2u * d;
     let c = vec2<f32>(f32(cos_t[i]), f32(cos_t[i + 1u]));
     let sn = vec2<f32>(f32(sin_t[i]), f32(sin_t[i + 1u]));
     let x = vec4<f32>(v);
@@ -18742,7 +18756,8 @@ pub const SDPA_SPLIT_ROPE_F16: &str = r#"enable f16;
 //! on the decode route: the same split-KV partials, with the query and the
 //! call's new keys read un-rotated and rotated here as they are loaded
 //! (`et_vk.apply_rotary_emb`: pairs `(x[2i], x[2i+1])` of a row of token
-//! `t` of the call turned by `cos, sin [S, D/2]` at row `t`, each result
+//! `t` of the call turned by the tables `cos, sin [_, D/2]` at row
+//! `table_row + t`, each result
 //! rounded to the activations' dtype as `rope.wgsl` stores it), so RoPE
 //! costs no dispatch of its own; the rotated keys are what it writes into
 //! the key cache. Everything else is `sdpa_split.wgsl`'s (see there).
@@ -18779,6 +18794,13 @@ struct Params {
     split_min_keys: u32,
     split_tile: u32,
     split_max: u32,
+    _pad0: u32,
+    _pad1: u32,
+    /// The tables' row of the call's first token.
+    table_row: u32,
+    _pad2: u32,
+    _pad3: u32,
+    _pad4: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -18806,7 +18828,7 @@ fn split_plan(ctx: u32) -> vec2<u32> {
 /// and `(z, w)` are pairs `2d` and `2d + 1` of the half head dim. Rounded
 /// to `Elem`, as the rotation's output tensor holds it.
 fn rope4(v: vec4<Elem>, t: u32, d: u32) -> vec4<f32> {
-    let i = t * (p.head_dim / 2u) + 2u * d;
+    let i = (p.table_row + t) * (p.head_dim / 2u) + 2u * d;
     let c = vec2<f32>(f32(cos_t[i]), f32(cos_t[i + 1u]));
     let sn = vec2<f32>(f32(sin_t[i]), f32(sin_t[i + 1u]));
     let x = vec4<f32>(v);
@@ -19036,7 +19058,8 @@ pub const SDPA_SPLIT_ROPE_F32_KVF16: &str = r#"enable f16;
 //! on the decode route: the same split-KV partials, with the query and the
 //! call's new keys read un-rotated and rotated here as they are loaded
 //! (`et_vk.apply_rotary_emb`: pairs `(x[2i], x[2i+1])` of a row of token
-//! `t` of the call turned by `cos, sin [S, D/2]` at row `t`, each result
+//! `t` of the call turned by the tables `cos, sin [_, D/2]` at row
+//! `table_row + t`, each result
 //! rounded to the activations' dtype as `rope.wgsl` stores it), so RoPE
 //! costs no dispatch of its own; the rotated keys are what it writes into
 //! the key cache. Everything else is `sdpa_split.wgsl`'s (see there).
@@ -19073,6 +19096,13 @@ struct Params {
     split_min_keys: u32,
     split_tile: u32,
     split_max: u32,
+    _pad0: u32,
+    _pad1: u32,
+    /// The tables' row of the call's first token.
+    table_row: u32,
+    _pad2: u32,
+    _pad3: u32,
+    _pad4: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -19100,7 +19130,7 @@ fn split_plan(ctx: u32) -> vec2<u32> {
 /// and `(z, w)` are pairs `2d` and `2d + 1` of the half head dim. Rounded
 /// to `Elem`, as the rotation's output tensor holds it.
 fn rope4(v: vec4<Elem>, t: u32, d: u32) -> vec4<f32> {
-    let i = t * (p.head_dim / 2u) + 2u * d;
+    let i = (p.table_row + t) * (p.head_dim / 2u) + 2u * d;
     let c = vec2<f32>(f32(cos_t[i]), f32(cos_t[i + 1u]));
     let sn = vec2<f32>(f32(sin_t[i]), f32(sin_t[i + 1u]));
     let x = vec4<f32>(v);

@@ -124,13 +124,19 @@ pub fn apply_rotary_emb(c: &Ctx<'_>) -> Result<Lowered> {
     let [q_out, k_out] = outs[..] else {
         return Err(Error::ArgKind { arg_idx: 4, name: "out", expected: "ValueList of 2 tensors", found: "ValueList" });
     };
-    apply_rotary_emb_into(c, q_out, k_out)
+    apply_rotary_emb_into(c, q_out, k_out, None)
 }
 
 /// [`apply_rotary_emb`] into `q_out` and `k_out`, its inputs (arguments 0
 /// to 3) read from `c` (a fused op hands its rotation here,
-/// `etwgpu.sdpa_rope_with_kv_cache`).
-pub(crate) fn apply_rotary_emb_into(c: &Ctx<'_>, q_out: TensorInfo<'_>, k_out: TensorInfo<'_>) -> Result<Lowered> {
+/// `etwgpu.sdpa_rope_with_kv_cache`). With `table_row`, the tables may be
+/// longer and the chunk's rows start there; else they are `[S, D/2]`.
+pub(crate) fn apply_rotary_emb_into(
+    c: &Ctx<'_>,
+    q_out: TensorInfo<'_>,
+    k_out: TensorInfo<'_>,
+    table_row: Option<u64>,
+) -> Result<Lowered> {
     let xq = c.tensor(0, "xq")?;
     let xk = c.tensor(1, "xk")?;
     let cos = c.tensor(2, "freqs_cos")?;
@@ -146,8 +152,14 @@ pub(crate) fn apply_rotary_emb_into(c: &Ctx<'_>, q_out: TensorInfo<'_>, k_out: T
         }
         for (t, t_idx, t_name) in [(&cos, 2, "freqs_cos"), (&sin, 3, "freqs_sin")] {
             same_dtype(t, xq.dtype, t_idx, t_name)?;
-            if t.shape != [s, d / 2] {
-                return Err(shape_err(t_idx, t_name, format!("[{s}, {}]", d / 2), t));
+            let fits = match (table_row, t.shape) {
+                (None, _) => t.shape == [s, d / 2],
+                (Some(row), &[rows, half]) => half == d / 2 && row + s <= rows,
+                _ => false,
+            };
+            if !fits {
+                let rows = table_row.map_or(s.to_string(), |row| format!(">= {}", row + s));
+                return Err(shape_err(t_idx, t_name, format!("[{rows}, {}]", d / 2), t));
             }
         }
         Ok([x.numel() / 2, h, d / 2, s])
@@ -166,6 +178,7 @@ pub(crate) fn apply_rotary_emb_into(c: &Ctx<'_>, q_out: TensorInfo<'_>, k_out: T
             .u32(to_u32("key heads", heads_k)?)
             .u32(to_u32("head dim", half)?)
             .u32(to_u32("seq", seq)?)
+            .u32(to_u32("table row", table_row.unwrap_or(0))?)
             .finish();
         steps.push(Step::Dispatch(Dispatch {
             shader: shader.into(),

@@ -513,13 +513,16 @@ fn rms_norms_go_into_the_4bit_linears_after_them() {
     }
 }
 
-/// RoPE of the query and key that `sdpa_with_kv_cache` reads: one
-/// `etwgpu.sdpa_rope_with_kv_cache`, whose decode calls (1 and 3 rows, the
-/// split-KV route) rotate inside the attention's first kernel, which writes
-/// the rotated keys into the cache; a prompt of 5 rows runs the rotation
-/// first. The calls run in order on the caches of each method (the later
-/// ones attend over the keys the earlier stored), in float32 and float16
-/// (float32 at the method's edges), 4 query heads over 2 kv heads of 16.
+/// RoPE of the query and key that `sdpa_with_kv_cache` reads, its tables
+/// sliced at the position as the Llama export does (constant tables of the
+/// cache's rows, rows `start .. start + S`): one
+/// `etwgpu.sdpa_rope_with_kv_cache` reading the whole tables from `start`
+/// (the slices go), whose decode calls (1 and 3 rows, the split-KV route)
+/// rotate inside the attention's first kernel, which writes the rotated
+/// keys into the cache; a prompt of 5 rows runs the rotation first. The
+/// calls run in order on the caches of each method (the later ones attend
+/// over the keys the earlier stored), in float32 and float16 (float32 at
+/// the method's edges), 4 query heads over 2 kv heads of 16.
 #[test]
 fn rope_goes_into_the_attention_after_it() {
     for dtype in [DType::F32, DType::F16] {
@@ -528,42 +531,44 @@ fn rope_goes_into_the_attention_after_it() {
         let xq = g.tensor_staged(dtype, DType::F32, &[1, max_s, hq, d]);
         let xk = g.tensor_staged(dtype, DType::F32, &[1, max_s, hkv, d]);
         let v = g.tensor_staged(dtype, DType::F32, &[1, max_s, hkv, d]);
-        let cos = g.tensor_staged(dtype, DType::F32, &[max_s, d / 2]);
-        let sin = g.tensor_staged(dtype, DType::F32, &[max_s, d / 2]);
         let pos = g.tensor_staged(DType::I32, DType::I64, &[1]);
+        // Unit rotations of angle `t * (j + 1) / 8` at row `t`.
+        let table = |f: fn(f32) -> f32| -> Vec<f32> {
+            (0..cache).flat_map(|t| (0..d / 2).map(move |j| f((t * (j + 1)) as f32 / 8.0))).collect()
+        };
+        let cos_t = g.constant(dtype, &[cache, d / 2], &float_bytes(dtype, &table(f32::cos)));
+        let sin_t = g.constant(dtype, &[cache, d / 2], &float_bytes(dtype, &table(f32::sin)));
         let elem_bytes = if dtype == DType::F16 { 2 } else { 4 };
         let zeros = vec![0u8; (cache * hkv * d * elem_bytes) as usize];
         let k_cache = g.constant(dtype, &[1, cache, hkv, d], &zeros);
         let v_cache = g.constant(dtype, &[1, cache, hkv, d], &zeros);
         let (q_rot, k_rot) = (g.tensor(dtype, &[1, max_s, hq, d]), g.tensor(dtype, &[1, max_s, hkv, d]));
+        let (cos, sin) = (g.tensor(dtype, &[max_s, d / 2]), g.tensor(dtype, &[max_s, d / 2]));
         let rotated = g.value_list(&[q_rot, k_rot]);
         let (zero, one, causal, null) = (g.int(0), g.int(1), g.bool(true), g.null());
-        let start = g.sym_int();
+        let (start, seq, end) = (g.sym_int(), g.sym_int(), g.sym_int());
         let out = g.tensor_staged(dtype, DType::F32, &[1, max_s, hq, d]);
-        g.op("et_vk.apply_rotary_emb.default", &[xq, xk, cos, sin, rotated])
-            .op("et_vk.select_as_symint.default", &[pos, zero, zero, start])
+        g.op("et_vk.select_as_symint.default", &[pos, zero, zero, start])
+            .op("sym_size.int", &[xq, one, seq])
+            .op("add", &[start, seq, end])
+            .op("aten.slice_copy.Tensor", &[cos_t, zero, start, end, one, cos])
+            .op("aten.slice_copy.Tensor", &[sin_t, zero, start, end, one, sin])
+            .op("et_vk.apply_rotary_emb.default", &[xq, xk, cos, sin, rotated])
             .op(
                 "sdpa_with_kv_cache.default",
                 &[q_rot, k_rot, v, k_cache, v_cache, start, one, null, zero, causal, null, out],
             );
-        g.inputs(&[xq, xk, v, cos, sin, pos]).outputs(&[out]);
+        g.inputs(&[xq, xk, v, pos]).outputs(&[out]);
         let mut at = 0u64;
         let calls: Vec<Vec<Tensor>> = [5u64, 1, 3, 1]
             .iter()
             .enumerate()
             .map(|(i, &s)| {
                 let seed = 300 + 10 * i as u32;
-                // Unit rotations of angle `(at + t) * (j + 1) / 8`.
-                let angle = |t: u64, j: u64| ((at + t) * (j + 1)) as f32 / 8.0;
-                let table = |f: fn(f32) -> f32| -> Vec<f32> {
-                    (0..s).flat_map(|t| (0..d / 2).map(move |j| f(angle(t, j)))).collect()
-                };
                 let call = vec![
                     Tensor::from_f32(&[1, s, hq, d], &data((s * hq * d) as usize, seed)),
                     Tensor::from_f32(&[1, s, hkv, d], &data((s * hkv * d) as usize, seed + 1)),
                     Tensor::from_f32(&[1, s, hkv, d], &data((s * hkv * d) as usize, seed + 2)),
-                    Tensor::from_f32(&[s, d / 2], &table(f32::cos)),
-                    Tensor::from_f32(&[s, d / 2], &table(f32::sin)),
                     crate::llm::int_tensor(DType::I64, &[1], &[at as i64]),
                 ];
                 at += s;

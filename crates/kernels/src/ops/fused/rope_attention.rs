@@ -12,19 +12,22 @@
 use crate::error::{Error, Result};
 use crate::generated::shaders::{Family, ShaderId};
 use crate::ops::llm::{apply_rotary_emb_into, sdpa_with_kv_cache_into};
-use crate::plan::{Ctx, Lowered, Shader, Step, TensorInfo, Vid};
+use crate::plan::{Ctx, Lowered, Shader, Step, TensorInfo, Uniform, Vid, to_u32};
 
 /// `etwgpu.sdpa_rope_with_kv_cache.default(xq [1,S,Hq,D], xk [1,S,Hkv,D],
 /// value, key_cache, value_cache, start_pos, seq_len, attn_mask?,
-/// dropout_p, is_causal, scale?, freqs_cos [S, D/2], freqs_sin, →[xq_out,
-/// xk_out, out])`: `et_vk.apply_rotary_emb(xq, xk, freqs_cos, freqs_sin)`,
-/// then `sdpa_with_kv_cache` of the rotated query and key.
+/// dropout_p, is_causal, scale?, freqs_cos [R, D/2], freqs_sin, table_row,
+/// →[xq_out, xk_out, out])`: `et_vk.apply_rotary_emb(xq, xk, cos, sin)`
+/// with `cos`, `sin` rows `table_row .. table_row + S` of the tables (the
+/// graph's fusion takes the slices of the tables into the op), then
+/// `sdpa_with_kv_cache` of the rotated query and key.
 pub fn sdpa_rope_with_kv_cache(c: &Ctx<'_>) -> Result<Lowered> {
-    c.expect_args(14)?;
-    let outs = c.tensor_list(13, "out")?;
+    c.expect_args(15)?;
+    let table_row = crate::ops::index::non_negative(c, 13, "table_row")?;
+    let outs = c.tensor_list(14, "out")?;
     let [q_rot, k_rot, out] = outs[..] else {
         return Err(Error::ArgValue {
-            arg_idx: 13,
+            arg_idx: 14,
             name: "out",
             found: format!("{} tensors", outs.len()),
             reason: "expected the rotated query and key, then the attention's output",
@@ -32,7 +35,7 @@ pub fn sdpa_rope_with_kv_cache(c: &Ctx<'_>) -> Result<Lowered> {
     };
     let (xq, xk) = (c.tensor(0, "xq")?, c.tensor(1, "xk")?);
     let rope_args = [c.id(0), c.id(1), c.id(11), c.id(12)];
-    let rope = apply_rotary_emb_into(&c.with_args(&rope_args), q_rot, k_rot)?;
+    let rope = apply_rotary_emb_into(&c.with_args(&rope_args), q_rot, k_rot, Some(table_row))?;
     // The attention reads the rotated tensors at the inputs' live shapes.
     let (q, k) = (TensorInfo { shape: xq.shape, ..q_rot }, TensorInfo { shape: xk.shape, ..k_rot });
     let mut attn_args: Vec<Vid> = vec![q_rot.id, k_rot.id];
@@ -54,6 +57,7 @@ pub fn sdpa_rope_with_kv_cache(c: &Ctx<'_>) -> Result<Lowered> {
             // [query, new keys, new values] un-rotated, with the tables.
             debug_assert_eq!(d.inputs[..2], [q_rot.id, k_rot.id]);
             d.inputs = vec![xq.id, xk.id, d.inputs[2], c.id(11), c.id(12)];
+            d.params.extend(Uniform::new().u32(to_u32("table row", table_row)?).finish());
             steps
         }
         None => [rope.steps, attn.steps].concat(),
