@@ -75,7 +75,8 @@ pub const WEBGPU_LIMITS: Needs =
 
 /// Families the graph picks only when the device's limits allow them (the
 /// fusion pass checks `max_storage_buffers_per_shader_stage` before fusing
-/// three projections into one dispatch; the cooperative-matrix GEMMs run
+/// three projections into one dispatch, or an RMS norm into the QKV or
+/// SwiGLU GEMV; the cooperative-matrix GEMMs run
 /// only on devices that have cooperative matrices, which allow more
 /// workgroup memory), so they may need more than WebGPU guarantees; the
 /// runtime still checks their needs at load. Validation runs with every
@@ -88,6 +89,8 @@ pub const LIMIT_GATED: &[&str] = &[
     "q4_gemm_coop",
     "q4_gemm_coop_swiglu",
     "q4_gemv_qkv",
+    "q4_gemv_qkv_norm",
+    "q4_gemv_swiglu_norm",
 ];
 
 /// Invocations per workgroup WebGPU guarantees.

@@ -4,8 +4,9 @@
 //! `Rewriter` (`fuse/rewriter.rs`: the graph, value uses, edits and the
 //! questions they share): `fuse/cleanup.rs` (duplicate and dead ops),
 //! `fuse/linears.rs` (SwiGLU, QKV), `fuse/epilogues.rs` (bias and
-//! activation epilogues, residual add + RMS norm), `fuse/elementwise.rs`
-//! (elementwise chains).
+//! activation epilogues, residual add + RMS norm), `fuse/norm_linears.rs`
+//! (an RMS norm into the 4-bit linear after it), `fuse/rope_attention.rs`
+//! (RoPE into the attention), `fuse/elementwise.rs` (elementwise chains).
 //!
 //! [`fuse`] replaces groups of ops with the `etwgpu.*` ops of the kernel
 //! table (`etwgpu_kernels::ops::fused`), appending the values they need
@@ -35,10 +36,22 @@
 //!    `aten.add` (alpha 1) of two tensors of the same shape and dtype, with
 //!    a constant weight, becomes one `etwgpu.add_rms_norm` at the add,
 //!    which still writes the sum for its other readers (the next residual).
-//! 5. **Elementwise chains**: unary and broadcasting binary float ops whose
+//! 5. **RMS norm into a 4-bit linear**: an `etwgpu.add_rms_norm` or an
+//!    `et_vk.rms_norm` with a constant weight whose output only an
+//!    `et_vk.linear_q4gsw`, `etwgpu.linear_q4gsw_qkv` or
+//!    `etwgpu.linear_q4gsw_swiglu` reads, as its input, becomes one
+//!    `etwgpu.rms_norm_linear_q4gsw{,_qkv,_swiglu}` at the norm (still
+//!    writing the sum): one dispatch on the decode route, where each
+//!    workgroup of the GEMV normalizes the input itself.
+//! 6. **RoPE into the attention**: an `et_vk.apply_rotary_emb` whose
+//!    rotated query and key only one `sdpa_with_kv_cache` reads (as its
+//!    query and key) becomes, with it, one `etwgpu.sdpa_rope_with_kv_cache`
+//!    at the attention: on the decode route the split-KV kernel rotates the
+//!    query and the new keys as it loads them.
+//! 7. **Elementwise chains**: unary and broadcasting binary float ops whose
 //!    results feed only the next op become one `etwgpu.fused_elementwise`
 //!    whose kernel is generated from the expression at lowering.
-//! 6. **Dead ops**: ops none of whose results is read (the views that fused
+//! 8. **Dead ops**: ops none of whose results is read (the views that fused
 //!    inputs no longer need) are dropped.
 //!
 //! Matches are on graph structure only (op names, how values flow,
@@ -53,7 +66,9 @@ mod cleanup;
 mod elementwise;
 mod epilogues;
 mod linears;
+mod norm_linears;
 mod rewriter;
+mod rope_attention;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -100,6 +115,10 @@ pub enum FusionKind {
     Activation,
     /// A residual add and the RMS norm of its result.
     AddNorm,
+    /// An RMS norm and the 4-bit linear that reads it.
+    NormLinear,
+    /// RoPE and the attention that reads it.
+    RopeAttention,
     /// A chain of elementwise ops.
     Elementwise,
     /// An op whose results nothing reads.
@@ -116,6 +135,8 @@ impl FusionKind {
             FusionKind::Bias => "bias",
             FusionKind::Activation => "activation",
             FusionKind::AddNorm => "add norm",
+            FusionKind::NormLinear => "norm linear",
+            FusionKind::RopeAttention => "rope attention",
             FusionKind::Elementwise => "elementwise",
             FusionKind::DeadOp => "dead op",
         }
@@ -174,6 +195,8 @@ pub fn fuse(graph: &VkGraph, options: &FuseOptions) -> Fused {
     rw.qkv();
     rw.epilogues();
     rw.add_norms();
+    rw.norm_linears();
+    rw.rope_attention();
     rw.elementwise();
     rw.dead_ops();
     // A fused chain that does not lower where the exported one did would

@@ -35,6 +35,9 @@ fn fast_q4_weights(graph: &VkGraph, call: &etwgpu_format::OpCall) -> Vec<u32> {
         "et_vk.linear_q4gsw.default" => (3, &[1]),
         "etwgpu.linear_q4gsw_swiglu.default" => (1, &[2, 4]),
         "etwgpu.linear_q4gsw_qkv.default" => (1, &[2, 4, 6]),
+        "etwgpu.rms_norm_linear_q4gsw.default" => (6, &[4]),
+        "etwgpu.rms_norm_linear_q4gsw_qkv.default" => (4, &[5, 7, 9]),
+        "etwgpu.rms_norm_linear_q4gsw_swiglu.default" => (4, &[5, 7]),
         _ => return Vec::new(),
     };
     let (Some(x), Some(gs)) = (tensor(0), int(group)) else { return Vec::new() };

@@ -268,6 +268,10 @@ register_ops! {
     LinearQ4gswSwiglu => "etwgpu.linear_q4gsw_swiglu.default" => fused::linear_q4gsw_swiglu,
     LinearQkv => "etwgpu.linear_qkv.default" => fused::linear_qkv,
     LinearSwiglu => "etwgpu.linear_swiglu.default" => fused::linear_swiglu,
+    RmsNormLinearQ4gsw => "etwgpu.rms_norm_linear_q4gsw.default" => fused::rms_norm_linear_q4gsw,
+    RmsNormLinearQ4gswQkv => "etwgpu.rms_norm_linear_q4gsw_qkv.default" => fused::rms_norm_linear_q4gsw_qkv,
+    RmsNormLinearQ4gswSwiglu => "etwgpu.rms_norm_linear_q4gsw_swiglu.default" => fused::rms_norm_linear_q4gsw_swiglu,
+    SdpaRopeWithKvCache => "etwgpu.sdpa_rope_with_kv_cache.default" => fused::sdpa_rope_with_kv_cache,
     SymFloorDiv => "floordiv" => |c| symint::arith(c, SymIntOp::FloorDiv),
     SymMul => "mul" => |c| symint::arith(c, SymIntOp::Mul),
     DequantizePerTensor => "quantized_decomposed.dequantize_per_tensor.default" => q8::dequantize_per_tensor,
@@ -281,13 +285,13 @@ register_ops! {
 
 impl OpId {
     /// Arguments other than its outputs that the op writes in place (the
-    /// KV caches of `sdpa_with_kv_cache`, the cache of `update_cache`, the
+    /// KV caches of `sdpa_with_kv_cache` and its fused RoPE form, the cache of `update_cache`, the
     /// parameter and moments of `adamw_step`). Fusion never moves or merges
     /// reads of such values, so an op that updates an argument in place
     /// must list it here.
     pub const fn mutated_args(self) -> &'static [usize] {
         match self {
-            OpId::SdpaWithKvCache => &[3, 4],
+            OpId::SdpaWithKvCache | OpId::SdpaRopeWithKvCache => &[3, 4],
             OpId::UpdateCache => &[1],
             OpId::AdamwStep => &[0, 1, 2],
             _ => &[],
@@ -299,7 +303,7 @@ impl OpId {
     /// such op's cache kernels have the `f32_kvf16` variant.
     pub const fn kv_cache_args(self) -> &'static [usize] {
         match self {
-            OpId::SdpaWithKvCache => &[3, 4],
+            OpId::SdpaWithKvCache | OpId::SdpaRopeWithKvCache => &[3, 4],
             _ => &[],
         }
     }

@@ -537,6 +537,60 @@ fn sdpa_splits_the_context_with_scratch() {
     assert_eq!(crate::ops::llm::split_plan(1, 32, 8, 8192), (32, 256));
 }
 
+/// RoPE fused into the attention: with scratch and a decode row, the
+/// split partials' `_rope` form reads the un-rotated query and key and the
+/// tables, and no rotation runs before it; a prompt of 12 rows rotates
+/// first (writing the rotated query and key), then attends as the plain
+/// op does. Tables of 40 rows read from row 20 (the fused op takes the
+/// graph's slices): the row is the last uniform word of either kernel; a
+/// table without the rows is a typed error.
+#[test]
+fn sdpa_rope_rotates_inside_the_split_kernel() {
+    let mut g = TestGraph::default();
+    let (one, zero, causal, null) =
+        (g.push(Owned::Int(1)), g.push(Owned::Int(0)), g.push(Owned::Bool(true)), g.push(Owned::Null));
+    let cache = g.push(Owned::Tensor(ElemType::F32, vec![1, 64, 2, 16], true));
+    let scratch = [g.t(&[0]), g.t(&[0])];
+    let start = g.push(Owned::SymInt(20));
+    let (cos, sin) = (g.t(&[40, 8]), g.t(&[40, 8]));
+    let op = from_name("etwgpu.sdpa_rope_with_kv_cache.default").expect("registered");
+    let labels = |l: &Lowered| -> Vec<&str> {
+        l.steps.iter().filter_map(|s| if let Step::Dispatch(d) = s { Some(d.shader.label()) } else { None }).collect()
+    };
+    for s in [1u64, 12] {
+        let (xq, xk, v) = (g.t(&[1, s, 4, 16]), g.t(&[1, s, 2, 16]), g.t(&[1, s, 2, 16]));
+        let (q_rot, k_rot, out) = (g.t(&[1, s, 4, 16]), g.t(&[1, s, 2, 16]), g.t(&[1, s, 4, 16]));
+        let outs = g.push(Owned::List(vec![q_rot, k_rot, out]));
+        let args = [xq, xk, v, cache, cache, start, one, null, zero, causal, null, cos, sin, start, outs];
+        let l = op.lower(&crate::plan::Ctx::new(&g, &args).with_scratch(&scratch)).expect("lowers");
+        assert_eq!(l.shapes, vec![(q_rot, vec![1, s, 4, 16]), (k_rot, vec![1, s, 2, 16]), (out, vec![1, s, 4, 16])]);
+        let dispatches: Vec<_> =
+            l.steps.iter().filter_map(|s| if let Step::Dispatch(d) = s { Some(d) } else { None }).collect();
+        if s == 1 {
+            assert_eq!(labels(&l), ["sdpa_split_rope.f32", "sdpa_split_combine.f32"]);
+            let part = dispatches[0];
+            assert_eq!(
+                (part.inputs.as_slice(), part.outputs.as_slice()),
+                (&[xq, xk, v, cos, sin][..], &[cache, cache, scratch[0]][..])
+            );
+            assert_eq!((part.params.len(), &part.params[48..52]), (64, &20u32.to_le_bytes()[..]));
+        } else {
+            assert_eq!(labels(&l), ["rope.f32", "kv_cache_update.f32", "sdpa_prefill.f32"]);
+            let rope = dispatches[0];
+            assert_eq!(rope.outputs, [q_rot, k_rot]);
+            assert_eq!(rope.params[24..28], 20u32.to_le_bytes());
+        }
+        // 24 rows do not hold rows 20 .. 20 + S.
+        let short = g.t(&[24, 8]);
+        let args = [xq, xk, v, cache, cache, start, one, null, zero, causal, null, short, sin, start, outs];
+        let got = check(&g, "etwgpu.sdpa_rope_with_kv_cache.default", &args);
+        assert_eq!(got.is_ok(), s == 1, "{s} rows from row 20 of 24");
+        if s > 1 {
+            assert!(matches!(got, Err(crate::Error::Shape { arg_idx: 2, .. })));
+        }
+    }
+}
+
 #[test]
 fn sdpa_tiles_prompts_of_more_than_eight_rows() {
     // (S, head dim, kernel, workgroups): prompts go to the tiled kernel, one
@@ -919,6 +973,100 @@ fn q4gsw_qkv_and_swiglu_check_their_packed_weights() {
     assert!(matches!(
         check(&g, "etwgpu.linear_q4gsw_swiglu.default", &[x, gs, wk, sk, wq, sq, out]),
         Err(crate::Error::Shape { arg_idx: 4, .. })
+    ));
+}
+
+/// An RMS norm taken into the 4-bit linear after it: on the decode route
+/// (at most 4 rows, at most 3072 input elements) one `_norm` GEMV reading
+/// `a`, `b` and the norm weight in place of the normed input and writing
+/// the sum too, the norm's epsilon and the add flag after the GEMV's
+/// uniforms; past it the norm's dispatch, then the linear's; without `b`
+/// the plain norm; a wrong output list is a typed error.
+#[test]
+fn rms_norm_linears_are_one_gemv_on_the_decode_route() {
+    let mut g = TestGraph::default();
+    let gs = g.push(Owned::Int(32));
+    let null = g.push(Owned::Null);
+    let eps = g.push(Owned::Double(1e-5));
+    let nw = g.push(Owned::Tensor(ElemType::F32, vec![64], true));
+    let w = |g: &mut TestGraph, n: u64| {
+        let w = g.push(Owned::Tensor(ElemType::U8, vec![n, 32], true));
+        let s = g.push(Owned::Tensor(ElemType::F32, vec![2, n], true));
+        (w, s)
+    };
+    let (wq, sq) = w(&mut g, 64);
+    let (wk, sk) = w(&mut g, 32);
+    let labels = |l: &Lowered| -> Vec<_> {
+        l.steps
+            .iter()
+            .map(|s| match s {
+                Step::Dispatch(d) => (d.shader.label(), d.inputs.clone(), d.outputs.clone()),
+                other => panic!("a dispatch, found {other:?}"),
+            })
+            .collect()
+    };
+    let qkv = "etwgpu.rms_norm_linear_q4gsw_qkv.default";
+    for rows in [1u64, 3, 70] {
+        let (a, b) = (g.t(&[1, rows, 64]), g.t(&[1, rows, 64]));
+        let (sum, normed) = (g.t(&[1, rows, 64]), g.t(&[1, rows, 64]));
+        let (q, k, v) = (g.t(&[1, rows, 64]), g.t(&[1, rows, 32]), g.t(&[1, rows, 32]));
+        let outs = g.push(Owned::List(vec![sum, normed, q, k, v]));
+        let l = check(&g, qkv, &[a, b, nw, eps, gs, wq, sq, wk, sk, wk, sk, outs]).expect("qkv");
+        let shape = |n| vec![1, rows, n];
+        assert_eq!(
+            l.shapes,
+            vec![(sum, shape(64)), (normed, shape(64)), (q, shape(64)), (k, shape(32)), (v, shape(32))]
+        );
+        if rows <= 4 {
+            assert_eq!(
+                labels(&l),
+                [("q4_gemv_qkv_norm.f32", vec![a, b, nw, wq, sq, wk, sk, wk, sk], vec![q, k, v, sum])]
+            );
+            let [Step::Dispatch(d)] = &l.steps[..] else { panic!("one dispatch") };
+            // The GEMV's 64 bytes of uniforms, then eps and the add flag.
+            assert_eq!(d.params.len(), 80);
+            assert_eq!(d.params[64..72], [1e-5f32.to_le_bytes(), 1u32.to_le_bytes()].concat());
+        } else {
+            let l = labels(&l);
+            assert_eq!(l[0], ("add_rms_norm.f32", vec![a, b, nw], vec![sum, normed]));
+            assert_eq!(l.iter().skip(1).map(|d| (d.0, d.1[0])).collect::<Vec<_>>(), [("q4_gemm.f32", normed); 3]);
+        }
+    }
+    // The plain norm into one linear (a final norm and the output head).
+    let x = g.t(&[1, 64]);
+    let (normed, out) = (g.t(&[1, 64]), g.t(&[1, 64]));
+    let outs = g.push(Owned::List(vec![normed, out]));
+    let lin = "etwgpu.rms_norm_linear_q4gsw.default";
+    let l = check(&g, lin, &[x, null, nw, eps, wq, sq, gs, null, outs]).expect("linear");
+    assert_eq!(labels(&l), [("q4_gemv_norm.f32", vec![x, x, nw, wq, sq, sq], vec![out, normed])]);
+    let [Step::Dispatch(d)] = &l.steps[..] else { panic!("one dispatch") };
+    assert_eq!(d.params[32..40], [1e-5f32.to_le_bytes(), 0u32.to_le_bytes()].concat());
+    // SwiGLU; then K = 3104 > 3072 input elements: the norm, then the GEMV.
+    let (a, b, sum) = (g.t(&[1, 64]), g.t(&[1, 64]), g.t(&[1, 64]));
+    let sw = g.t(&[1, 32]);
+    let outs = g.push(Owned::List(vec![sum, normed, sw]));
+    let swiglu = "etwgpu.rms_norm_linear_q4gsw_swiglu.default";
+    let l = check(&g, swiglu, &[a, b, nw, eps, gs, wk, sk, wk, sk, outs]).expect("swiglu");
+    assert_eq!(labels(&l), [("q4_gemv_swiglu_norm.f32", vec![a, b, nw, wk, sk, wk, sk], vec![sw, sum])]);
+    let (big, big_b, big_sum, big_n) = (g.t(&[1, 3104]), g.t(&[1, 3104]), g.t(&[1, 3104]), g.t(&[1, 3104]));
+    let big_w = g.push(Owned::Tensor(ElemType::F32, vec![3104], true));
+    let wb = g.push(Owned::Tensor(ElemType::U8, vec![32, 1552], true));
+    let sb = g.push(Owned::Tensor(ElemType::F32, vec![97, 32], true));
+    let outs = g.push(Owned::List(vec![big_sum, big_n, sw]));
+    let l = check(&g, swiglu, &[big, big_b, big_w, eps, gs, wb, sb, wb, sb, outs]).expect("swiglu");
+    let got: Vec<_> = labels(&l).into_iter().map(|d| d.0).collect();
+    assert_eq!(got, ["add_rms_norm.f32", "q4_gemv_swiglu.f32"]);
+    // The output list must hold the sum (with b), the normed input and the
+    // linear's outputs; the norm weight has K elements.
+    let short = g.push(Owned::List(vec![normed, sw]));
+    assert!(matches!(
+        check(&g, swiglu, &[a, b, nw, eps, gs, wk, sk, wk, sk, short]),
+        Err(crate::Error::ArgValue { arg_idx: 9, name: "out", .. })
+    ));
+    let outs = g.push(Owned::List(vec![sum, normed, sw]));
+    assert!(matches!(
+        check(&g, swiglu, &[a, b, big_w, eps, gs, wk, sk, wk, sk, outs]),
+        Err(crate::Error::Shape { arg_idx: 2, name: "weight", .. })
     ));
 }
 

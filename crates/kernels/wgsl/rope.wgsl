@@ -4,7 +4,8 @@
 //! key's.
 //!
 //! `et_vk.apply_rotary_emb`: pairs `(x[2i], x[2i+1])`, tables
-//! `cos, sin [S, D/2]` indexed by the token's row in the chunk:
+//! `cos, sin [S, D/2]` indexed by the token's row in the chunk (from row
+//! `row0` of longer tables):
 //! `r' = r*c - i*s`, `i' = r*s + i*c`.
 // variants: f32 f16
 
@@ -26,7 +27,9 @@ struct Params {
     half: u32,
     /// Tokens in the chunk.
     seq: u32,
-    _pad0: u32,
+    /// The tables' row of the chunk's first token (0 for tables of the
+    /// chunk's rows; a fused op may hand whole tables).
+    row0: u32,
     _pad1: u32,
 }
 
@@ -42,7 +45,7 @@ struct Params {
 /// (real, imaginary) parts rotated from `(re, im)`.
 fn rotate(pair: u32, heads: u32, re: f32, im: f32) -> vec2<f32> {
     let i = pair % p.half;
-    let s = (pair / p.half / heads) % p.seq;
+    let s = (pair / p.half / heads) % p.seq + p.row0;
     let c = f32(cos_t[s * p.half + i]);
     let sn = f32(sin_t[s * p.half + i]);
     return vec2<f32>(re * c - im * sn, re * sn + im * c);

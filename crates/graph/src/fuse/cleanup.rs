@@ -1,4 +1,4 @@
-//! Passes 0 and 6: duplicate ops (an op that repeats an earlier one) and
+//! Passes 0 and 8: duplicate ops (an op that repeats an earlier one) and
 //! dead ops (none of whose results is read).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -107,7 +107,7 @@ impl Rewriter {
         inputs_same && inputs_stable && outputs_alike
     }
 
-    // 5. Dead ops.
+    // 8. Dead ops.
 
     pub(super) fn dead_ops(&mut self) {
         let u = Uses::new(&self.g);

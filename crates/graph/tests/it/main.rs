@@ -37,7 +37,8 @@ fn fuzz_regressions_do_not_panic() {
 /// Every fixture fuses deterministically into a chain that lowers and
 /// plans at its declared shapes, keeping the graph's inputs, outputs and
 /// value ids; SwiGLU and QKV fire on every Llama fixture with float or
-/// `linear_q4gsw` weights.
+/// `linear_q4gsw` weights, the norms go into the 4-bit linears and RoPE
+/// into the attention.
 #[test]
 fn fixtures_fuse_into_chains_that_lower_and_plan() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../test_data/fixtures");
@@ -70,6 +71,17 @@ fn fixtures_fuse_into_chains_that_lower_and_plan() {
             for kind in [etwgpu_graph::FusionKind::Swiglu, etwgpu_graph::FusionKind::Qkv] {
                 assert_eq!(kinds.iter().filter(|k| **k == kind).count(), 2, "{name}: {kind:?} per layer");
             }
+        }
+        // With 4-bit linears each norm goes into the linear after it: two
+        // a layer, and the final norm into the output head.
+        // RoPE goes into the attention in every layer.
+        if name.starts_with("llama_tiny") {
+            let n = kinds.iter().filter(|k| **k == etwgpu_graph::FusionKind::RopeAttention).count();
+            assert_eq!(n, 2, "{name}: RoPE into the attention");
+        }
+        if name.starts_with("llama_tiny_q4") {
+            let n = kinds.iter().filter(|k| **k == etwgpu_graph::FusionKind::NormLinear).count();
+            assert_eq!(n, 5, "{name}: norms into linears");
         }
     }
 }

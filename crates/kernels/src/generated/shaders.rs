@@ -96,10 +96,16 @@ pub enum Family {
     Q4GemmSwiglu,
     /// `q4_gemv.wgsl`.
     Q4Gemv,
+    /// `q4_gemv_norm.wgsl`.
+    Q4GemvNorm,
     /// `q4_gemv_qkv.wgsl`.
     Q4GemvQkv,
+    /// `q4_gemv_qkv_norm.wgsl`.
+    Q4GemvQkvNorm,
     /// `q4_gemv_swiglu.wgsl`.
     Q4GemvSwiglu,
+    /// `q4_gemv_swiglu_norm.wgsl`.
+    Q4GemvSwigluNorm,
     /// `q8_add.wgsl`.
     Q8Add,
     /// `q8_conv2d.wgsl`.
@@ -138,6 +144,8 @@ pub enum Family {
     SdpaSplit,
     /// `sdpa_split_combine.wgsl`.
     SdpaSplitCombine,
+    /// `sdpa_split_rope.wgsl`.
+    SdpaSplitRope,
     /// `softmax.wgsl`.
     Softmax,
     /// `softmax_rows.wgsl`.
@@ -388,14 +396,26 @@ pub enum ShaderId {
     Q4GemvF32,
     /// `q4_gemv.wgsl` with `Elem = f16`.
     Q4GemvF16,
+    /// `q4_gemv_norm.wgsl` with `Elem = f32`.
+    Q4GemvNormF32,
+    /// `q4_gemv_norm.wgsl` with `Elem = f16`.
+    Q4GemvNormF16,
     /// `q4_gemv_qkv.wgsl` with `Elem = f32`.
     Q4GemvQkvF32,
     /// `q4_gemv_qkv.wgsl` with `Elem = f16`.
     Q4GemvQkvF16,
+    /// `q4_gemv_qkv_norm.wgsl` with `Elem = f32`.
+    Q4GemvQkvNormF32,
+    /// `q4_gemv_qkv_norm.wgsl` with `Elem = f16`.
+    Q4GemvQkvNormF16,
     /// `q4_gemv_swiglu.wgsl` with `Elem = f32`.
     Q4GemvSwigluF32,
     /// `q4_gemv_swiglu.wgsl` with `Elem = f16`.
     Q4GemvSwigluF16,
+    /// `q4_gemv_swiglu_norm.wgsl` with `Elem = f32`.
+    Q4GemvSwigluNormF32,
+    /// `q4_gemv_swiglu_norm.wgsl` with `Elem = f16`.
+    Q4GemvSwigluNormF16,
     /// `q8_add.wgsl` with `Elem = f32`.
     Q8AddF32,
     /// `q8_conv2d.wgsl` with `Elem = f32`.
@@ -470,6 +490,12 @@ pub enum ShaderId {
     SdpaSplitCombineF32,
     /// `sdpa_split_combine.wgsl` with `Elem = f16`.
     SdpaSplitCombineF16,
+    /// `sdpa_split_rope.wgsl` with `Elem = f32`.
+    SdpaSplitRopeF32,
+    /// `sdpa_split_rope.wgsl` with `Elem = f16`.
+    SdpaSplitRopeF16,
+    /// `sdpa_split_rope.wgsl` with `Elem = f32`, `KvElem = f16`.
+    SdpaSplitRopeF32Kvf16,
     /// `softmax.wgsl` with `Elem = f32`.
     SoftmaxF32,
     /// `softmax.wgsl` with `Elem = f16`.
@@ -613,10 +639,16 @@ impl ShaderId {
         ShaderId::Q4GemmSwigluF16,
         ShaderId::Q4GemvF32,
         ShaderId::Q4GemvF16,
+        ShaderId::Q4GemvNormF32,
+        ShaderId::Q4GemvNormF16,
         ShaderId::Q4GemvQkvF32,
         ShaderId::Q4GemvQkvF16,
+        ShaderId::Q4GemvQkvNormF32,
+        ShaderId::Q4GemvQkvNormF16,
         ShaderId::Q4GemvSwigluF32,
         ShaderId::Q4GemvSwigluF16,
+        ShaderId::Q4GemvSwigluNormF32,
+        ShaderId::Q4GemvSwigluNormF16,
         ShaderId::Q8AddF32,
         ShaderId::Q8Conv2dF32,
         ShaderId::Q8DequantizeF32,
@@ -654,6 +686,9 @@ impl ShaderId {
         ShaderId::SdpaSplitF32Kvf16,
         ShaderId::SdpaSplitCombineF32,
         ShaderId::SdpaSplitCombineF16,
+        ShaderId::SdpaSplitRopeF32,
+        ShaderId::SdpaSplitRopeF16,
+        ShaderId::SdpaSplitRopeF32Kvf16,
         ShaderId::SoftmaxF32,
         ShaderId::SoftmaxF16,
         ShaderId::SoftmaxRowsF32,
@@ -776,10 +811,16 @@ impl ShaderId {
             ShaderId::Q4GemmSwigluF16 => Family::Q4GemmSwiglu,
             ShaderId::Q4GemvF32 => Family::Q4Gemv,
             ShaderId::Q4GemvF16 => Family::Q4Gemv,
+            ShaderId::Q4GemvNormF32 => Family::Q4GemvNorm,
+            ShaderId::Q4GemvNormF16 => Family::Q4GemvNorm,
             ShaderId::Q4GemvQkvF32 => Family::Q4GemvQkv,
             ShaderId::Q4GemvQkvF16 => Family::Q4GemvQkv,
+            ShaderId::Q4GemvQkvNormF32 => Family::Q4GemvQkvNorm,
+            ShaderId::Q4GemvQkvNormF16 => Family::Q4GemvQkvNorm,
             ShaderId::Q4GemvSwigluF32 => Family::Q4GemvSwiglu,
             ShaderId::Q4GemvSwigluF16 => Family::Q4GemvSwiglu,
+            ShaderId::Q4GemvSwigluNormF32 => Family::Q4GemvSwigluNorm,
+            ShaderId::Q4GemvSwigluNormF16 => Family::Q4GemvSwigluNorm,
             ShaderId::Q8AddF32 => Family::Q8Add,
             ShaderId::Q8Conv2dF32 => Family::Q8Conv2d,
             ShaderId::Q8DequantizeF32 => Family::Q8Dequantize,
@@ -817,6 +858,9 @@ impl ShaderId {
             ShaderId::SdpaSplitF32Kvf16 => Family::SdpaSplit,
             ShaderId::SdpaSplitCombineF32 => Family::SdpaSplitCombine,
             ShaderId::SdpaSplitCombineF16 => Family::SdpaSplitCombine,
+            ShaderId::SdpaSplitRopeF32 => Family::SdpaSplitRope,
+            ShaderId::SdpaSplitRopeF16 => Family::SdpaSplitRope,
+            ShaderId::SdpaSplitRopeF32Kvf16 => Family::SdpaSplitRope,
             ShaderId::SoftmaxF32 => Family::Softmax,
             ShaderId::SoftmaxF16 => Family::Softmax,
             ShaderId::SoftmaxRowsF32 => Family::SoftmaxRows,
@@ -940,10 +984,16 @@ impl ShaderId {
             ShaderId::Q4GemmSwigluF16 => Variant::F16,
             ShaderId::Q4GemvF32 => Variant::F32,
             ShaderId::Q4GemvF16 => Variant::F16,
+            ShaderId::Q4GemvNormF32 => Variant::F32,
+            ShaderId::Q4GemvNormF16 => Variant::F16,
             ShaderId::Q4GemvQkvF32 => Variant::F32,
             ShaderId::Q4GemvQkvF16 => Variant::F16,
+            ShaderId::Q4GemvQkvNormF32 => Variant::F32,
+            ShaderId::Q4GemvQkvNormF16 => Variant::F16,
             ShaderId::Q4GemvSwigluF32 => Variant::F32,
             ShaderId::Q4GemvSwigluF16 => Variant::F16,
+            ShaderId::Q4GemvSwigluNormF32 => Variant::F32,
+            ShaderId::Q4GemvSwigluNormF16 => Variant::F16,
             ShaderId::Q8AddF32 => Variant::F32,
             ShaderId::Q8Conv2dF32 => Variant::F32,
             ShaderId::Q8DequantizeF32 => Variant::F32,
@@ -981,6 +1031,9 @@ impl ShaderId {
             ShaderId::SdpaSplitF32Kvf16 => Variant::F32Kvf16,
             ShaderId::SdpaSplitCombineF32 => Variant::F32,
             ShaderId::SdpaSplitCombineF16 => Variant::F16,
+            ShaderId::SdpaSplitRopeF32 => Variant::F32,
+            ShaderId::SdpaSplitRopeF16 => Variant::F16,
+            ShaderId::SdpaSplitRopeF32Kvf16 => Variant::F32Kvf16,
             ShaderId::SoftmaxF32 => Variant::F32,
             ShaderId::SoftmaxF16 => Variant::F16,
             ShaderId::SoftmaxRowsF32 => Variant::F32,
@@ -1104,10 +1157,16 @@ impl ShaderId {
             ShaderId::Q4GemmSwigluF16 => "q4_gemm_swiglu.f16",
             ShaderId::Q4GemvF32 => "q4_gemv.f32",
             ShaderId::Q4GemvF16 => "q4_gemv.f16",
+            ShaderId::Q4GemvNormF32 => "q4_gemv_norm.f32",
+            ShaderId::Q4GemvNormF16 => "q4_gemv_norm.f16",
             ShaderId::Q4GemvQkvF32 => "q4_gemv_qkv.f32",
             ShaderId::Q4GemvQkvF16 => "q4_gemv_qkv.f16",
+            ShaderId::Q4GemvQkvNormF32 => "q4_gemv_qkv_norm.f32",
+            ShaderId::Q4GemvQkvNormF16 => "q4_gemv_qkv_norm.f16",
             ShaderId::Q4GemvSwigluF32 => "q4_gemv_swiglu.f32",
             ShaderId::Q4GemvSwigluF16 => "q4_gemv_swiglu.f16",
+            ShaderId::Q4GemvSwigluNormF32 => "q4_gemv_swiglu_norm.f32",
+            ShaderId::Q4GemvSwigluNormF16 => "q4_gemv_swiglu_norm.f16",
             ShaderId::Q8AddF32 => "q8_add.f32",
             ShaderId::Q8Conv2dF32 => "q8_conv2d.f32",
             ShaderId::Q8DequantizeF32 => "q8_dequantize.f32",
@@ -1145,6 +1204,9 @@ impl ShaderId {
             ShaderId::SdpaSplitF32Kvf16 => "sdpa_split.f32_kvf16",
             ShaderId::SdpaSplitCombineF32 => "sdpa_split_combine.f32",
             ShaderId::SdpaSplitCombineF16 => "sdpa_split_combine.f16",
+            ShaderId::SdpaSplitRopeF32 => "sdpa_split_rope.f32",
+            ShaderId::SdpaSplitRopeF16 => "sdpa_split_rope.f16",
+            ShaderId::SdpaSplitRopeF32Kvf16 => "sdpa_split_rope.f32_kvf16",
             ShaderId::SoftmaxF32 => "softmax.f32",
             ShaderId::SoftmaxF16 => "softmax.f16",
             ShaderId::SoftmaxRowsF32 => "softmax_rows.f32",
@@ -1268,10 +1330,16 @@ impl ShaderId {
             ShaderId::Q4GemmSwigluF16 => Q4_GEMM_SWIGLU_F16,
             ShaderId::Q4GemvF32 => Q4_GEMV_F32,
             ShaderId::Q4GemvF16 => Q4_GEMV_F16,
+            ShaderId::Q4GemvNormF32 => Q4_GEMV_NORM_F32,
+            ShaderId::Q4GemvNormF16 => Q4_GEMV_NORM_F16,
             ShaderId::Q4GemvQkvF32 => Q4_GEMV_QKV_F32,
             ShaderId::Q4GemvQkvF16 => Q4_GEMV_QKV_F16,
+            ShaderId::Q4GemvQkvNormF32 => Q4_GEMV_QKV_NORM_F32,
+            ShaderId::Q4GemvQkvNormF16 => Q4_GEMV_QKV_NORM_F16,
             ShaderId::Q4GemvSwigluF32 => Q4_GEMV_SWIGLU_F32,
             ShaderId::Q4GemvSwigluF16 => Q4_GEMV_SWIGLU_F16,
+            ShaderId::Q4GemvSwigluNormF32 => Q4_GEMV_SWIGLU_NORM_F32,
+            ShaderId::Q4GemvSwigluNormF16 => Q4_GEMV_SWIGLU_NORM_F16,
             ShaderId::Q8AddF32 => Q8_ADD_F32,
             ShaderId::Q8Conv2dF32 => Q8_CONV2D_F32,
             ShaderId::Q8DequantizeF32 => Q8_DEQUANTIZE_F32,
@@ -1309,6 +1377,9 @@ impl ShaderId {
             ShaderId::SdpaSplitF32Kvf16 => SDPA_SPLIT_F32_KVF16,
             ShaderId::SdpaSplitCombineF32 => SDPA_SPLIT_COMBINE_F32,
             ShaderId::SdpaSplitCombineF16 => SDPA_SPLIT_COMBINE_F16,
+            ShaderId::SdpaSplitRopeF32 => SDPA_SPLIT_ROPE_F32,
+            ShaderId::SdpaSplitRopeF16 => SDPA_SPLIT_ROPE_F16,
+            ShaderId::SdpaSplitRopeF32Kvf16 => SDPA_SPLIT_ROPE_F32_KVF16,
             ShaderId::SoftmaxF32 => SOFTMAX_F32,
             ShaderId::SoftmaxF16 => SOFTMAX_F16,
             ShaderId::SoftmaxRowsF32 => SOFTMAX_ROWS_F32,
@@ -1712,6 +1783,18 @@ impl ShaderId {
                 uniform_buffers: 1,
                 workgroup_bytes: 4096,
             },
+            ShaderId::Q4GemvNormF32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 8,
+                uniform_buffers: 1,
+                workgroup_bytes: 16384,
+            },
+            ShaderId::Q4GemvNormF16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 8,
+                uniform_buffers: 1,
+                workgroup_bytes: 16384,
+            },
             ShaderId::Q4GemvQkvF32 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 10,
@@ -1724,6 +1807,18 @@ impl ShaderId {
                 uniform_buffers: 1,
                 workgroup_bytes: 4096,
             },
+            ShaderId::Q4GemvQkvNormF32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 13,
+                uniform_buffers: 1,
+                workgroup_bytes: 16384,
+            },
+            ShaderId::Q4GemvQkvNormF16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 13,
+                uniform_buffers: 1,
+                workgroup_bytes: 16384,
+            },
             ShaderId::Q4GemvSwigluF32 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 6,
@@ -1735,6 +1830,18 @@ impl ShaderId {
                 storage_buffers: 6,
                 uniform_buffers: 1,
                 workgroup_bytes: 8192,
+            },
+            ShaderId::Q4GemvSwigluNormF32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 9,
+                uniform_buffers: 1,
+                workgroup_bytes: 16384,
+            },
+            ShaderId::Q4GemvSwigluNormF16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 9,
+                uniform_buffers: 1,
+                workgroup_bytes: 16384,
             },
             ShaderId::Q8AddF32 => {
                 ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
@@ -1885,6 +1992,24 @@ impl ShaderId {
                 storage_buffers: 2,
                 uniform_buffers: 1,
                 workgroup_bytes: 6144,
+            },
+            ShaderId::SdpaSplitRopeF32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 8,
+                uniform_buffers: 1,
+                workgroup_bytes: 13312,
+            },
+            ShaderId::SdpaSplitRopeF16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 8,
+                uniform_buffers: 1,
+                workgroup_bytes: 13312,
+            },
+            ShaderId::SdpaSplitRopeF32Kvf16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 8,
+                uniform_buffers: 1,
+                workgroup_bytes: 13312,
             },
             ShaderId::SoftmaxF32 => {
                 ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
@@ -2057,10 +2182,16 @@ impl ShaderId {
             (Family::Q4GemmSwiglu, Variant::F16) => Some(ShaderId::Q4GemmSwigluF16),
             (Family::Q4Gemv, Variant::F32) => Some(ShaderId::Q4GemvF32),
             (Family::Q4Gemv, Variant::F16) => Some(ShaderId::Q4GemvF16),
+            (Family::Q4GemvNorm, Variant::F32) => Some(ShaderId::Q4GemvNormF32),
+            (Family::Q4GemvNorm, Variant::F16) => Some(ShaderId::Q4GemvNormF16),
             (Family::Q4GemvQkv, Variant::F32) => Some(ShaderId::Q4GemvQkvF32),
             (Family::Q4GemvQkv, Variant::F16) => Some(ShaderId::Q4GemvQkvF16),
+            (Family::Q4GemvQkvNorm, Variant::F32) => Some(ShaderId::Q4GemvQkvNormF32),
+            (Family::Q4GemvQkvNorm, Variant::F16) => Some(ShaderId::Q4GemvQkvNormF16),
             (Family::Q4GemvSwiglu, Variant::F32) => Some(ShaderId::Q4GemvSwigluF32),
             (Family::Q4GemvSwiglu, Variant::F16) => Some(ShaderId::Q4GemvSwigluF16),
+            (Family::Q4GemvSwigluNorm, Variant::F32) => Some(ShaderId::Q4GemvSwigluNormF32),
+            (Family::Q4GemvSwigluNorm, Variant::F16) => Some(ShaderId::Q4GemvSwigluNormF16),
             (Family::Q8Add, Variant::F32) => Some(ShaderId::Q8AddF32),
             (Family::Q8Conv2d, Variant::F32) => Some(ShaderId::Q8Conv2dF32),
             (Family::Q8Dequantize, Variant::F32) => Some(ShaderId::Q8DequantizeF32),
@@ -2098,6 +2229,9 @@ impl ShaderId {
             (Family::SdpaSplit, Variant::F32Kvf16) => Some(ShaderId::SdpaSplitF32Kvf16),
             (Family::SdpaSplitCombine, Variant::F32) => Some(ShaderId::SdpaSplitCombineF32),
             (Family::SdpaSplitCombine, Variant::F16) => Some(ShaderId::SdpaSplitCombineF16),
+            (Family::SdpaSplitRope, Variant::F32) => Some(ShaderId::SdpaSplitRopeF32),
+            (Family::SdpaSplitRope, Variant::F16) => Some(ShaderId::SdpaSplitRopeF16),
+            (Family::SdpaSplitRope, Variant::F32Kvf16) => Some(ShaderId::SdpaSplitRopeF32Kvf16),
             (Family::Softmax, Variant::F32) => Some(ShaderId::SoftmaxF32),
             (Family::Softmax, Variant::F16) => Some(ShaderId::SoftmaxF16),
             (Family::SoftmaxRows, Variant::F32) => Some(ShaderId::SoftmaxRowsF32),
@@ -11948,6 +12082,408 @@ fn main(
 }
 "#;
 
+/// `q4_gemv_norm.wgsl` with `Elem = f32`.
+pub const Q4_GEMV_NORM_F32: &str = r#"//! Decode route of `etwgpu.rms_norm_linear_q4gsw` (at most `MAX_ROWS` rows
+//! of x): the RMS norm of `a + b` (or of `a`) and the 4-bit linear that
+//! reads it, one dispatch. Each workgroup computes the normed rows itself
+//! into workgroup memory (`rms_prologue.wgsl`: every workgroup reads the
+//! whole input anyway) and workgroup 0 stores the residual sum; then, as
+//! `q4_gemv.wgsl`,
+//! `out[m, n] = sum_k x[m, k] * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`,
+//! the same loop over the weights with x read from workgroup memory.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup.
+const WG: u32 = 256u;
+/// Most rows of x (the host routes larger M to two dispatches).
+const MAX_ROWS: u32 = 4u;
+/// vec4s of normed input held in workgroup memory: `m * k` at most
+/// `4 * XS` (the host checks).
+const XS: u32 = 768u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (a multiple of 32).
+    k: u32,
+    /// Row length of the scales (and bias): N padded.
+    n_pad: u32,
+    /// Inputs per scale group (a multiple of 32).
+    group_size: u32,
+    has_bias: u32,
+    /// Columns per workgroup: 8, 16 or 32.
+    cols: u32,
+    /// Bit 0: the weights are word-major (16-byte word `w` of row `n` at
+    /// word `w * N + n`; see `etwgpu_graph::layout`), else row-major.
+    w_layout: u32,
+    /// The norm's epsilon.
+    norm_eps: f32,
+    /// 1: normalize `a + b` and store it in `sum`; 0: normalize `a`.
+    norm_add: u32,
+    _pn0: u32,
+    _pn1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> a: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> b: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> norm_w: array<vec4<Elem>>;
+@group(0) @binding(4) var<storage, read> weights: array<vec4<u32>>;
+@group(0) @binding(5) var<storage, read> scales: array<Elem>;
+@group(0) @binding(6) var<storage, read> bias: array<Elem>;
+@group(0) @binding(7) var<storage, read_write> out: array<Elem>;
+@group(0) @binding(8) var<storage, read_write> sum: array<vec4<Elem>>;
+
+/// The normed rows of the input.
+var<workgroup> x: array<vec4<f32>, XS>;
+/// Per invocation, its slice's sums for the four rows.
+var<workgroup> partial: array<vec4<f32>, WG>;
+
+/// Where the 16-byte words of column `col` (of `n`, `words` per row) sit:
+/// word `w` at `base + w * stride`, `(base, stride)` returned; row-major
+/// `(col * words, 1)`, word-major (see `etwgpu_graph::layout`) `(col, n)`.
+fn column_words(col: u32, words: u32, n: u32, word_major: bool) -> vec2<u32> {
+    if word_major {
+        return vec2<u32>(col, n);
+    }
+    return vec2<u32>(col * words, 1u);
+}
+
+/// Nibbles `4i .. 4i + 4` of `word`, as signed weights. Without an
+/// integer-to-float conversion (a slow instruction on GPUs, 32 of them per
+/// 16-byte word): the nibble `q` goes into the mantissa of 2^23, which
+/// makes the float `2^23 + q` exactly, and `2^23 + 8` is subtracted.
+fn low4(word: u32) -> vec4<f32> {
+    let q = vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u);
+    return bitcast<vec4<f32>>(q | vec4<u32>(0x4B000000u)) - 8388616.0;
+}
+
+/// The 16-byte word `q` (32 nibbles, inputs `8b .. 8b + 32` of a row of x)
+/// dotted with x from vec4 `b`.
+fn dot32(q: vec4<u32>, b: u32) -> f32 {
+    var d = dot(vec4<f32>(x[b]), low4(q.x)) + dot(vec4<f32>(x[b + 1u]), low4(q.x >> 16u));
+    d += dot(vec4<f32>(x[b + 2u]), low4(q.y)) + dot(vec4<f32>(x[b + 3u]), low4(q.y >> 16u));
+    d += dot(vec4<f32>(x[b + 4u]), low4(q.z)) + dot(vec4<f32>(x[b + 5u]), low4(q.z >> 16u));
+    d += dot(vec4<f32>(x[b + 6u]), low4(q.w)) + dot(vec4<f32>(x[b + 7u]), low4(q.w >> 16u));
+    return d;
+}
+
+/// One word's contribution to the (up to four) rows of x, each `x_row`
+/// vec4s long: `acc[r] += dot32(q, r * x_row + b) * s` for `r < m`.
+fn rows4(acc: vec4<f32>, q: vec4<u32>, b: u32, x_row: u32, m: u32, s: f32) -> vec4<f32> {
+    var a = acc;
+    a.x += dot32(q, b) * s;
+    if m > 1u {
+        a.y += dot32(q, x_row + b) * s;
+    }
+    if m > 2u {
+        a.z += dot32(q, 2u * x_row + b) * s;
+    }
+    if m > 3u {
+        a.w += dot32(q, 3u * x_row + b) * s;
+    }
+    return a;
+}
+/// Fills `x` with the normed rows (row `r` from vec4 `r * k / 4`);
+/// workgroup `g` 0 also stores the sum `a + b` (with `norm_add`), the one
+/// copy later ops read. Ends with a barrier, so `x` is ready.
+fn rms_prologue(lid: u32, g: u32) {
+    let x_row = p.k / 4u;
+    let n = p.m * x_row;
+    let add = p.norm_add != 0u;
+    let store = add && g == 0u;
+    var sq = vec4<f32>();
+    for (var j = lid; j < n; j += WG) {
+        let r = j / x_row;
+        let v_in = vec4<f32>(a[j]);
+        let v = select(v_in, vec4<f32>(vec4<Elem>(v_in + vec4<f32>(b[j]))), add);
+        if store {
+            sum[j] = vec4<Elem>(v);
+        }
+        x[j] = v;
+        sq += select(vec4<f32>(), vec4<f32>(dot(v, v)), vec4<u32>(r) == vec4<u32>(0u, 1u, 2u, 3u));
+    }
+    partial[lid] = sq;
+    workgroupBarrier();
+    for (var st = WG / 2u; st > 0u; st /= 2u) {
+        if lid < st {
+            partial[lid] += partial[lid + st];
+        }
+        workgroupBarrier();
+    }
+    // Every invocation reads the sums before the barrier below; `partial`
+    // is written again only after it.
+    let rstd = inverseSqrt(partial[0] / f32(p.k) + p.norm_eps);
+    // Each invocation scales the elements it wrote.
+    for (var j = lid; j < n; j += WG) {
+        x[j] = vec4<f32>(vec4<Elem>(x[j] * rstd[j / x_row] * vec4<f32>(norm_w[j % x_row])));
+    }
+    workgroupBarrier();
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let g = wid.y * groups.x + wid.x;
+    rms_prologue(lid, g);
+    let cols = p.cols;
+    let c = lid % cols;
+    let slice = lid / cols;
+    let slices = WG / cols;
+    let target_col = g * cols + c;
+    // Columns past N compute the last column (control flow stays uniform)
+    // and store nothing.
+    let col = min(target_col, p.n - 1u);
+    let words = p.k / 32u;
+    let x_row = p.k / 4u;
+    // Word `w` of this column at `base + w * stride`.
+    let at = column_words(col, words, p.n, (p.w_layout & 1u) != 0u);
+    let base = at.x;
+    let stride = at.y;
+    var acc = vec4<f32>();
+    var w = slice;
+    for (; w + slices < words; w += 2u * slices) {
+        let q0 = weights[base + w * stride];
+        let q1 = weights[base + (w + slices) * stride];
+        let s0 = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
+        let s1 = f32(scales[((w + slices) * 32u / p.group_size) * p.n_pad + col]);
+        acc = rows4(acc, q0, w * 8u, x_row, p.m, s0);
+        acc = rows4(acc, q1, (w + slices) * 8u, x_row, p.m, s1);
+    }
+    if w < words {
+        let s = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
+        acc = rows4(acc, weights[base + w * stride], w * 8u, x_row, p.m, s);
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var stride = slices / 2u; stride > 0u; stride /= 2u) {
+        if slice < stride {
+            partial[lid] += partial[lid + stride * cols];
+        }
+        workgroupBarrier();
+    }
+    if slice == 0u && target_col < p.n {
+        let v = partial[lid];
+        var bv = 0.0;
+        if p.has_bias != 0u {
+            bv = f32(bias[col]);
+        }
+        for (var r = 0u; r < p.m; r++) {
+            out[r * p.n + col] = Elem(v[r] + bv);
+        }
+    }
+}
+"#;
+
+/// `q4_gemv_norm.wgsl` with `Elem = f16`.
+pub const Q4_GEMV_NORM_F16: &str = r#"enable f16;
+
+//! Decode route of `etwgpu.rms_norm_linear_q4gsw` (at most `MAX_ROWS` rows
+//! of x): the RMS norm of `a + b` (or of `a`) and the 4-bit linear that
+//! reads it, one dispatch. Each workgroup computes the normed rows itself
+//! into workgroup memory (`rms_prologue.wgsl`: every workgroup reads the
+//! whole input anyway) and workgroup 0 stores the residual sum; then, as
+//! `q4_gemv.wgsl`,
+//! `out[m, n] = sum_k x[m, k] * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`,
+//! the same loop over the weights with x read from workgroup memory.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup.
+const WG: u32 = 256u;
+/// Most rows of x (the host routes larger M to two dispatches).
+const MAX_ROWS: u32 = 4u;
+/// vec4s of normed input held in workgroup memory: `m * k` at most
+/// `4 * XS` (the host checks).
+const XS: u32 = 768u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (a multiple of 32).
+    k: u32,
+    /// Row length of the scales (and bias): N padded.
+    n_pad: u32,
+    /// Inputs per scale group (a multiple of 32).
+    group_size: u32,
+    has_bias: u32,
+    /// Columns per workgroup: 8, 16 or 32.
+    cols: u32,
+    /// Bit 0: the weights are word-major (16-byte word `w` of row `n` at
+    /// word `w * N + n`; see `etwgpu_graph::layout`), else row-major.
+    w_layout: u32,
+    /// The norm's epsilon.
+    norm_eps: f32,
+    /// 1: normalize `a + b` and store it in `sum`; 0: normalize `a`.
+    norm_add: u32,
+    _pn0: u32,
+    _pn1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> a: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> b: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> norm_w: array<vec4<Elem>>;
+@group(0) @binding(4) var<storage, read> weights: array<vec4<u32>>;
+@group(0) @binding(5) var<storage, read> scales: array<Elem>;
+@group(0) @binding(6) var<storage, read> bias: array<Elem>;
+@group(0) @binding(7) var<storage, read_write> out: array<Elem>;
+@group(0) @binding(8) var<storage, read_write> sum: array<vec4<Elem>>;
+
+/// The normed rows of the input.
+var<workgroup> x: array<vec4<f32>, XS>;
+/// Per invocation, its slice's sums for the four rows.
+var<workgroup> partial: array<vec4<f32>, WG>;
+
+/// Where the 16-byte words of column `col` (of `n`, `words` per row) sit:
+/// word `w` at `base + w * stride`, `(base, stride)` returned; row-major
+/// `(col * words, 1)`, word-major (see `etwgpu_graph::layout`) `(col, n)`.
+fn column_words(col: u32, words: u32, n: u32, word_major: bool) -> vec2<u32> {
+    if word_major {
+        return vec2<u32>(col, n);
+    }
+    return vec2<u32>(col * words, 1u);
+}
+
+/// Nibbles `4i .. 4i + 4` of `word`, as signed weights. Without an
+/// integer-to-float conversion (a slow instruction on GPUs, 32 of them per
+/// 16-byte word): the nibble `q` goes into the mantissa of 2^23, which
+/// makes the float `2^23 + q` exactly, and `2^23 + 8` is subtracted.
+fn low4(word: u32) -> vec4<f32> {
+    let q = vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u);
+    return bitcast<vec4<f32>>(q | vec4<u32>(0x4B000000u)) - 8388616.0;
+}
+
+/// The 16-byte word `q` (32 nibbles, inputs `8b .. 8b + 32` of a row of x)
+/// dotted with x from vec4 `b`.
+fn dot32(q: vec4<u32>, b: u32) -> f32 {
+    var d = dot(vec4<f32>(x[b]), low4(q.x)) + dot(vec4<f32>(x[b + 1u]), low4(q.x >> 16u));
+    d += dot(vec4<f32>(x[b + 2u]), low4(q.y)) + dot(vec4<f32>(x[b + 3u]), low4(q.y >> 16u));
+    d += dot(vec4<f32>(x[b + 4u]), low4(q.z)) + dot(vec4<f32>(x[b + 5u]), low4(q.z >> 16u));
+    d += dot(vec4<f32>(x[b + 6u]), low4(q.w)) + dot(vec4<f32>(x[b + 7u]), low4(q.w >> 16u));
+    return d;
+}
+
+/// One word's contribution to the (up to four) rows of x, each `x_row`
+/// vec4s long: `acc[r] += dot32(q, r * x_row + b) * s` for `r < m`.
+fn rows4(acc: vec4<f32>, q: vec4<u32>, b: u32, x_row: u32, m: u32, s: f32) -> vec4<f32> {
+    var a = acc;
+    a.x += dot32(q, b) * s;
+    if m > 1u {
+        a.y += dot32(q, x_row + b) * s;
+    }
+    if m > 2u {
+        a.z += dot32(q, 2u * x_row + b) * s;
+    }
+    if m > 3u {
+        a.w += dot32(q, 3u * x_row + b) * s;
+    }
+    return a;
+}
+/// Fills `x` with the normed rows (row `r` from vec4 `r * k / 4`);
+/// workgroup `g` 0 also stores the sum `a + b` (with `norm_add`), the one
+/// copy later ops read. Ends with a barrier, so `x` is ready.
+fn rms_prologue(lid: u32, g: u32) {
+    let x_row = p.k / 4u;
+    let n = p.m * x_row;
+    let add = p.norm_add != 0u;
+    let store = add && g == 0u;
+    var sq = vec4<f32>();
+    for (var j = lid; j < n; j += WG) {
+        let r = j / x_row;
+        let v_in = vec4<f32>(a[j]);
+        let v = select(v_in, vec4<f32>(vec4<Elem>(v_in + vec4<f32>(b[j]))), add);
+        if store {
+            sum[j] = vec4<Elem>(v);
+        }
+        x[j] = v;
+        sq += select(vec4<f32>(), vec4<f32>(dot(v, v)), vec4<u32>(r) == vec4<u32>(0u, 1u, 2u, 3u));
+    }
+    partial[lid] = sq;
+    workgroupBarrier();
+    for (var st = WG / 2u; st > 0u; st /= 2u) {
+        if lid < st {
+            partial[lid] += partial[lid + st];
+        }
+        workgroupBarrier();
+    }
+    // Every invocation reads the sums before the barrier below; `partial`
+    // is written again only after it.
+    let rstd = inverseSqrt(partial[0] / f32(p.k) + p.norm_eps);
+    // Each invocation scales the elements it wrote.
+    for (var j = lid; j < n; j += WG) {
+        x[j] = vec4<f32>(vec4<Elem>(x[j] * rstd[j / x_row] * vec4<f32>(norm_w[j % x_row])));
+    }
+    workgroupBarrier();
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let g = wid.y * groups.x + wid.x;
+    rms_prologue(lid, g);
+    let cols = p.cols;
+    let c = lid % cols;
+    let slice = lid / cols;
+    let slices = WG / cols;
+    let target_col = g * cols + c;
+    // Columns past N compute the last column (control flow stays uniform)
+    // and store nothing.
+    let col = min(target_col, p.n - 1u);
+    let words = p.k / 32u;
+    let x_row = p.k / 4u;
+    // Word `w` of this column at `base + w * stride`.
+    let at = column_words(col, words, p.n, (p.w_layout & 1u) != 0u);
+    let base = at.x;
+    let stride = at.y;
+    var acc = vec4<f32>();
+    var w = slice;
+    for (; w + slices < words; w += 2u * slices) {
+        let q0 = weights[base + w * stride];
+        let q1 = weights[base + (w + slices) * stride];
+        let s0 = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
+        let s1 = f32(scales[((w + slices) * 32u / p.group_size) * p.n_pad + col]);
+        acc = rows4(acc, q0, w * 8u, x_row, p.m, s0);
+        acc = rows4(acc, q1, (w + slices) * 8u, x_row, p.m, s1);
+    }
+    if w < words {
+        let s = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
+        acc = rows4(acc, weights[base + w * stride], w * 8u, x_row, p.m, s);
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var stride = slices / 2u; stride > 0u; stride /= 2u) {
+        if slice < stride {
+            partial[lid] += partial[lid + stride * cols];
+        }
+        workgroupBarrier();
+    }
+    if slice == 0u && target_col < p.n {
+        let v = partial[lid];
+        var bv = 0.0;
+        if p.has_bias != 0u {
+            bv = f32(bias[col]);
+        }
+        for (var r = 0u; r < p.m; r++) {
+            out[r * p.n + col] = Elem(v[r] + bv);
+        }
+    }
+}
+"#;
+
 /// `q4_gemv_qkv.wgsl` with `Elem = f32`.
 pub const Q4_GEMV_QKV_F32: &str = r#"//! Decode route of `etwgpu.linear_q4gsw_qkv` (at most `MAX_ROWS` rows of
 //! x): the three 4-bit projections Q, K and V of one input in one
@@ -12372,6 +12908,538 @@ fn main(
 }
 "#;
 
+/// `q4_gemv_qkv_norm.wgsl` with `Elem = f32`.
+pub const Q4_GEMV_QKV_NORM_F32: &str = r#"//! Decode route of `etwgpu.rms_norm_linear_q4gsw_qkv` (at most `MAX_ROWS`
+//! rows of x): the RMS norm of `a + b` (or of `a`) and the three 4-bit
+//! projections Q, K and V that read it, one dispatch. Each workgroup
+//! computes the normed rows itself into workgroup memory
+//! (`rms_prologue.wgsl`) and workgroup 0 stores the residual sum; then,
+//! as `q4_gemv_qkv.wgsl`,
+//! `out_j[m, n] = sum_k x[m, k] * (nibble_j(n, k) - 8) * scales_j[k / group, n]`.
+//!
+//! The workgroups are taken in order by Q's columns, then K's, then V's
+//! (`cols` adjacent columns each; the host gives every projection whole
+//! workgroups), so which projection a workgroup computes is uniform across
+//! it and the branches that pick its buffers do not diverge. Each weight
+//! is row-major or word-major (bit j of `w_layout`). One dispatch instead
+//! of three: on a GPU, a small dispatch costs a few microseconds whatever
+//! it computes.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup.
+const WG: u32 = 256u;
+/// Most rows of x (the host routes larger M to the norm and three GEMMs).
+const MAX_ROWS: u32 = 4u;
+/// vec4s of normed input held in workgroup memory: `m * k` at most
+/// `4 * XS` (the host checks).
+const XS: u32 = 768u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Input features (a multiple of 32).
+    k: u32,
+    /// Inputs per scale group (a multiple of 32).
+    group_size: u32,
+    /// Columns per workgroup: 8, 16 or 32.
+    cols: u32,
+    /// Output features of Q, K and V.
+    n_q: u32,
+    n_k: u32,
+    n_v: u32,
+    /// Bit j: weight j is word-major (16-byte word `w` of row `n` at word
+    /// `w * N + n`; see `etwgpu_graph::layout`), else row-major.
+    w_layout: u32,
+    /// Row lengths of the three scales: N padded.
+    pad_q: u32,
+    pad_k: u32,
+    pad_v: u32,
+    /// The first workgroup of K's columns, and of V's.
+    wg_k: u32,
+    wg_v: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+    /// The norm's epsilon.
+    norm_eps: f32,
+    /// 1: normalize `a + b` and store it in `sum`; 0: normalize `a`.
+    norm_add: u32,
+    _pn0: u32,
+    _pn1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> a: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> b: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> norm_w: array<vec4<Elem>>;
+@group(0) @binding(4) var<storage, read> w_q: array<vec4<u32>>;
+@group(0) @binding(5) var<storage, read> s_q: array<Elem>;
+@group(0) @binding(6) var<storage, read> w_k: array<vec4<u32>>;
+@group(0) @binding(7) var<storage, read> s_k: array<Elem>;
+@group(0) @binding(8) var<storage, read> w_v: array<vec4<u32>>;
+@group(0) @binding(9) var<storage, read> s_v: array<Elem>;
+@group(0) @binding(10) var<storage, read_write> out_q: array<Elem>;
+@group(0) @binding(11) var<storage, read_write> out_k: array<Elem>;
+@group(0) @binding(12) var<storage, read_write> out_v: array<Elem>;
+@group(0) @binding(13) var<storage, read_write> sum: array<vec4<Elem>>;
+
+/// The normed rows of the input.
+var<workgroup> x: array<vec4<f32>, XS>;
+/// Per invocation, its slice's sums for the four rows.
+var<workgroup> partial: array<vec4<f32>, WG>;
+
+/// Where the 16-byte words of column `col` (of `n`, `words` per row) sit:
+/// word `w` at `base + w * stride`, `(base, stride)` returned; row-major
+/// `(col * words, 1)`, word-major (see `etwgpu_graph::layout`) `(col, n)`.
+fn column_words(col: u32, words: u32, n: u32, word_major: bool) -> vec2<u32> {
+    if word_major {
+        return vec2<u32>(col, n);
+    }
+    return vec2<u32>(col * words, 1u);
+}
+
+/// Nibbles `4i .. 4i + 4` of `word`, as signed weights. Without an
+/// integer-to-float conversion (a slow instruction on GPUs, 32 of them per
+/// 16-byte word): the nibble `q` goes into the mantissa of 2^23, which
+/// makes the float `2^23 + q` exactly, and `2^23 + 8` is subtracted.
+fn low4(word: u32) -> vec4<f32> {
+    let q = vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u);
+    return bitcast<vec4<f32>>(q | vec4<u32>(0x4B000000u)) - 8388616.0;
+}
+
+/// The 16-byte word `q` (32 nibbles, inputs `8b .. 8b + 32` of a row of x)
+/// dotted with x from vec4 `b`.
+fn dot32(q: vec4<u32>, b: u32) -> f32 {
+    var d = dot(vec4<f32>(x[b]), low4(q.x)) + dot(vec4<f32>(x[b + 1u]), low4(q.x >> 16u));
+    d += dot(vec4<f32>(x[b + 2u]), low4(q.y)) + dot(vec4<f32>(x[b + 3u]), low4(q.y >> 16u));
+    d += dot(vec4<f32>(x[b + 4u]), low4(q.z)) + dot(vec4<f32>(x[b + 5u]), low4(q.z >> 16u));
+    d += dot(vec4<f32>(x[b + 6u]), low4(q.w)) + dot(vec4<f32>(x[b + 7u]), low4(q.w >> 16u));
+    return d;
+}
+
+/// One word's contribution to the (up to four) rows of x, each `x_row`
+/// vec4s long: `acc[r] += dot32(q, r * x_row + b) * s` for `r < m`.
+fn rows4(acc: vec4<f32>, q: vec4<u32>, b: u32, x_row: u32, m: u32, s: f32) -> vec4<f32> {
+    var a = acc;
+    a.x += dot32(q, b) * s;
+    if m > 1u {
+        a.y += dot32(q, x_row + b) * s;
+    }
+    if m > 2u {
+        a.z += dot32(q, 2u * x_row + b) * s;
+    }
+    if m > 3u {
+        a.w += dot32(q, 3u * x_row + b) * s;
+    }
+    return a;
+}
+/// Fills `x` with the normed rows (row `r` from vec4 `r * k / 4`);
+/// workgroup `g` 0 also stores the sum `a + b` (with `norm_add`), the one
+/// copy later ops read. Ends with a barrier, so `x` is ready.
+fn rms_prologue(lid: u32, g: u32) {
+    let x_row = p.k / 4u;
+    let n = p.m * x_row;
+    let add = p.norm_add != 0u;
+    let store = add && g == 0u;
+    var sq = vec4<f32>();
+    for (var j = lid; j < n; j += WG) {
+        let r = j / x_row;
+        let v_in = vec4<f32>(a[j]);
+        let v = select(v_in, vec4<f32>(vec4<Elem>(v_in + vec4<f32>(b[j]))), add);
+        if store {
+            sum[j] = vec4<Elem>(v);
+        }
+        x[j] = v;
+        sq += select(vec4<f32>(), vec4<f32>(dot(v, v)), vec4<u32>(r) == vec4<u32>(0u, 1u, 2u, 3u));
+    }
+    partial[lid] = sq;
+    workgroupBarrier();
+    for (var st = WG / 2u; st > 0u; st /= 2u) {
+        if lid < st {
+            partial[lid] += partial[lid + st];
+        }
+        workgroupBarrier();
+    }
+    // Every invocation reads the sums before the barrier below; `partial`
+    // is written again only after it.
+    let rstd = inverseSqrt(partial[0] / f32(p.k) + p.norm_eps);
+    // Each invocation scales the elements it wrote.
+    for (var j = lid; j < n; j += WG) {
+        x[j] = vec4<f32>(vec4<Elem>(x[j] * rstd[j / x_row] * vec4<f32>(norm_w[j % x_row])));
+    }
+    workgroupBarrier();
+}
+
+/// Word `i` of projection `j`'s weight.
+fn weight(j: u32, i: u32) -> vec4<u32> {
+    if j == 0u {
+        return w_q[i];
+    }
+    if j == 1u {
+        return w_k[i];
+    }
+    return w_v[i];
+}
+
+/// Scale `i` of projection `j`.
+fn scale(j: u32, i: u32) -> f32 {
+    if j == 0u {
+        return f32(s_q[i]);
+    }
+    if j == 1u {
+        return f32(s_k[i]);
+    }
+    return f32(s_v[i]);
+}
+
+fn store(j: u32, i: u32, v: f32) {
+    if j == 0u {
+        out_q[i] = Elem(v);
+    } else if j == 1u {
+        out_k[i] = Elem(v);
+    } else {
+        out_v[i] = Elem(v);
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let g = wid.y * groups.x + wid.x;
+    rms_prologue(lid, g);
+    // Which projection (uniform across the workgroup), and its sizes.
+    var j = 0u;
+    var first = 0u;
+    var n = p.n_q;
+    var n_pad = p.pad_q;
+    if g >= p.wg_v {
+        j = 2u;
+        first = p.wg_v;
+        n = p.n_v;
+        n_pad = p.pad_v;
+    } else if g >= p.wg_k {
+        j = 1u;
+        first = p.wg_k;
+        n = p.n_k;
+        n_pad = p.pad_k;
+    }
+    let cols = p.cols;
+    let c = lid % cols;
+    let slice = lid / cols;
+    let slices = WG / cols;
+    let target_col = (g - first) * cols + c;
+    // Columns past N compute the last column (control flow stays uniform)
+    // and store nothing.
+    let col = min(target_col, n - 1u);
+    let words = p.k / 32u;
+    let x_row = p.k / 4u;
+    // Word `w` of this column at `base + w * stride`.
+    let at = column_words(col, words, n, ((p.w_layout >> j) & 1u) != 0u);
+    let base = at.x;
+    let stride = at.y;
+    var acc = vec4<f32>();
+    var w = slice;
+    for (; w + slices < words; w += 2u * slices) {
+        let q0 = weight(j, base + w * stride);
+        let q1 = weight(j, base + (w + slices) * stride);
+        let s0 = scale(j, (w * 32u / p.group_size) * n_pad + col);
+        let s1 = scale(j, ((w + slices) * 32u / p.group_size) * n_pad + col);
+        acc = rows4(acc, q0, w * 8u, x_row, p.m, s0);
+        acc = rows4(acc, q1, (w + slices) * 8u, x_row, p.m, s1);
+    }
+    if w < words {
+        let s = scale(j, (w * 32u / p.group_size) * n_pad + col);
+        acc = rows4(acc, weight(j, base + w * stride), w * 8u, x_row, p.m, s);
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var st = slices / 2u; st > 0u; st /= 2u) {
+        if slice < st {
+            partial[lid] += partial[lid + st * cols];
+        }
+        workgroupBarrier();
+    }
+    if slice == 0u && target_col < n {
+        let v = partial[lid];
+        for (var r = 0u; r < p.m; r++) {
+            store(j, r * n + col, v[r]);
+        }
+    }
+}
+"#;
+
+/// `q4_gemv_qkv_norm.wgsl` with `Elem = f16`.
+pub const Q4_GEMV_QKV_NORM_F16: &str = r#"enable f16;
+
+//! Decode route of `etwgpu.rms_norm_linear_q4gsw_qkv` (at most `MAX_ROWS`
+//! rows of x): the RMS norm of `a + b` (or of `a`) and the three 4-bit
+//! projections Q, K and V that read it, one dispatch. Each workgroup
+//! computes the normed rows itself into workgroup memory
+//! (`rms_prologue.wgsl`) and workgroup 0 stores the residual sum; then,
+//! as `q4_gemv_qkv.wgsl`,
+//! `out_j[m, n] = sum_k x[m, k] * (nibble_j(n, k) - 8) * scales_j[k / group, n]`.
+//!
+//! The workgroups are taken in order by Q's columns, then K's, then V's
+//! (`cols` adjacent columns each; the host gives every projection whole
+//! workgroups), so which projection a workgroup computes is uniform across
+//! it and the branches that pick its buffers do not diverge. Each weight
+//! is row-major or word-major (bit j of `w_layout`). One dispatch instead
+//! of three: on a GPU, a small dispatch costs a few microseconds whatever
+//! it computes.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup.
+const WG: u32 = 256u;
+/// Most rows of x (the host routes larger M to the norm and three GEMMs).
+const MAX_ROWS: u32 = 4u;
+/// vec4s of normed input held in workgroup memory: `m * k` at most
+/// `4 * XS` (the host checks).
+const XS: u32 = 768u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Input features (a multiple of 32).
+    k: u32,
+    /// Inputs per scale group (a multiple of 32).
+    group_size: u32,
+    /// Columns per workgroup: 8, 16 or 32.
+    cols: u32,
+    /// Output features of Q, K and V.
+    n_q: u32,
+    n_k: u32,
+    n_v: u32,
+    /// Bit j: weight j is word-major (16-byte word `w` of row `n` at word
+    /// `w * N + n`; see `etwgpu_graph::layout`), else row-major.
+    w_layout: u32,
+    /// Row lengths of the three scales: N padded.
+    pad_q: u32,
+    pad_k: u32,
+    pad_v: u32,
+    /// The first workgroup of K's columns, and of V's.
+    wg_k: u32,
+    wg_v: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+    /// The norm's epsilon.
+    norm_eps: f32,
+    /// 1: normalize `a + b` and store it in `sum`; 0: normalize `a`.
+    norm_add: u32,
+    _pn0: u32,
+    _pn1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> a: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> b: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> norm_w: array<vec4<Elem>>;
+@group(0) @binding(4) var<storage, read> w_q: array<vec4<u32>>;
+@group(0) @binding(5) var<storage, read> s_q: array<Elem>;
+@group(0) @binding(6) var<storage, read> w_k: array<vec4<u32>>;
+@group(0) @binding(7) var<storage, read> s_k: array<Elem>;
+@group(0) @binding(8) var<storage, read> w_v: array<vec4<u32>>;
+@group(0) @binding(9) var<storage, read> s_v: array<Elem>;
+@group(0) @binding(10) var<storage, read_write> out_q: array<Elem>;
+@group(0) @binding(11) var<storage, read_write> out_k: array<Elem>;
+@group(0) @binding(12) var<storage, read_write> out_v: array<Elem>;
+@group(0) @binding(13) var<storage, read_write> sum: array<vec4<Elem>>;
+
+/// The normed rows of the input.
+var<workgroup> x: array<vec4<f32>, XS>;
+/// Per invocation, its slice's sums for the four rows.
+var<workgroup> partial: array<vec4<f32>, WG>;
+
+/// Where the 16-byte words of column `col` (of `n`, `words` per row) sit:
+/// word `w` at `base + w * stride`, `(base, stride)` returned; row-major
+/// `(col * words, 1)`, word-major (see `etwgpu_graph::layout`) `(col, n)`.
+fn column_words(col: u32, words: u32, n: u32, word_major: bool) -> vec2<u32> {
+    if word_major {
+        return vec2<u32>(col, n);
+    }
+    return vec2<u32>(col * words, 1u);
+}
+
+/// Nibbles `4i .. 4i + 4` of `word`, as signed weights. Without an
+/// integer-to-float conversion (a slow instruction on GPUs, 32 of them per
+/// 16-byte word): the nibble `q` goes into the mantissa of 2^23, which
+/// makes the float `2^23 + q` exactly, and `2^23 + 8` is subtracted.
+fn low4(word: u32) -> vec4<f32> {
+    let q = vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u);
+    return bitcast<vec4<f32>>(q | vec4<u32>(0x4B000000u)) - 8388616.0;
+}
+
+/// The 16-byte word `q` (32 nibbles, inputs `8b .. 8b + 32` of a row of x)
+/// dotted with x from vec4 `b`.
+fn dot32(q: vec4<u32>, b: u32) -> f32 {
+    var d = dot(vec4<f32>(x[b]), low4(q.x)) + dot(vec4<f32>(x[b + 1u]), low4(q.x >> 16u));
+    d += dot(vec4<f32>(x[b + 2u]), low4(q.y)) + dot(vec4<f32>(x[b + 3u]), low4(q.y >> 16u));
+    d += dot(vec4<f32>(x[b + 4u]), low4(q.z)) + dot(vec4<f32>(x[b + 5u]), low4(q.z >> 16u));
+    d += dot(vec4<f32>(x[b + 6u]), low4(q.w)) + dot(vec4<f32>(x[b + 7u]), low4(q.w >> 16u));
+    return d;
+}
+
+/// One word's contribution to the (up to four) rows of x, each `x_row`
+/// vec4s long: `acc[r] += dot32(q, r * x_row + b) * s` for `r < m`.
+fn rows4(acc: vec4<f32>, q: vec4<u32>, b: u32, x_row: u32, m: u32, s: f32) -> vec4<f32> {
+    var a = acc;
+    a.x += dot32(q, b) * s;
+    if m > 1u {
+        a.y += dot32(q, x_row + b) * s;
+    }
+    if m > 2u {
+        a.z += dot32(q, 2u * x_row + b) * s;
+    }
+    if m > 3u {
+        a.w += dot32(q, 3u * x_row + b) * s;
+    }
+    return a;
+}
+/// Fills `x` with the normed rows (row `r` from vec4 `r * k / 4`);
+/// workgroup `g` 0 also stores the sum `a + b` (with `norm_add`), the one
+/// copy later ops read. Ends with a barrier, so `x` is ready.
+fn rms_prologue(lid: u32, g: u32) {
+    let x_row = p.k / 4u;
+    let n = p.m * x_row;
+    let add = p.norm_add != 0u;
+    let store = add && g == 0u;
+    var sq = vec4<f32>();
+    for (var j = lid; j < n; j += WG) {
+        let r = j / x_row;
+        let v_in = vec4<f32>(a[j]);
+        let v = select(v_in, vec4<f32>(vec4<Elem>(v_in + vec4<f32>(b[j]))), add);
+        if store {
+            sum[j] = vec4<Elem>(v);
+        }
+        x[j] = v;
+        sq += select(vec4<f32>(), vec4<f32>(dot(v, v)), vec4<u32>(r) == vec4<u32>(0u, 1u, 2u, 3u));
+    }
+    partial[lid] = sq;
+    workgroupBarrier();
+    for (var st = WG / 2u; st > 0u; st /= 2u) {
+        if lid < st {
+            partial[lid] += partial[lid + st];
+        }
+        workgroupBarrier();
+    }
+    // Every invocation reads the sums before the barrier below; `partial`
+    // is written again only after it.
+    let rstd = inverseSqrt(partial[0] / f32(p.k) + p.norm_eps);
+    // Each invocation scales the elements it wrote.
+    for (var j = lid; j < n; j += WG) {
+        x[j] = vec4<f32>(vec4<Elem>(x[j] * rstd[j / x_row] * vec4<f32>(norm_w[j % x_row])));
+    }
+    workgroupBarrier();
+}
+
+/// Word `i` of projection `j`'s weight.
+fn weight(j: u32, i: u32) -> vec4<u32> {
+    if j == 0u {
+        return w_q[i];
+    }
+    if j == 1u {
+        return w_k[i];
+    }
+    return w_v[i];
+}
+
+/// Scale `i` of projection `j`.
+fn scale(j: u32, i: u32) -> f32 {
+    if j == 0u {
+        return f32(s_q[i]);
+    }
+    if j == 1u {
+        return f32(s_k[i]);
+    }
+    return f32(s_v[i]);
+}
+
+fn store(j: u32, i: u32, v: f32) {
+    if j == 0u {
+        out_q[i] = Elem(v);
+    } else if j == 1u {
+        out_k[i] = Elem(v);
+    } else {
+        out_v[i] = Elem(v);
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let g = wid.y * groups.x + wid.x;
+    rms_prologue(lid, g);
+    // Which projection (uniform across the workgroup), and its sizes.
+    var j = 0u;
+    var first = 0u;
+    var n = p.n_q;
+    var n_pad = p.pad_q;
+    if g >= p.wg_v {
+        j = 2u;
+        first = p.wg_v;
+        n = p.n_v;
+        n_pad = p.pad_v;
+    } else if g >= p.wg_k {
+        j = 1u;
+        first = p.wg_k;
+        n = p.n_k;
+        n_pad = p.pad_k;
+    }
+    let cols = p.cols;
+    let c = lid % cols;
+    let slice = lid / cols;
+    let slices = WG / cols;
+    let target_col = (g - first) * cols + c;
+    // Columns past N compute the last column (control flow stays uniform)
+    // and store nothing.
+    let col = min(target_col, n - 1u);
+    let words = p.k / 32u;
+    let x_row = p.k / 4u;
+    // Word `w` of this column at `base + w * stride`.
+    let at = column_words(col, words, n, ((p.w_layout >> j) & 1u) != 0u);
+    let base = at.x;
+    let stride = at.y;
+    var acc = vec4<f32>();
+    var w = slice;
+    for (; w + slices < words; w += 2u * slices) {
+        let q0 = weight(j, base + w * stride);
+        let q1 = weight(j, base + (w + slices) * stride);
+        let s0 = scale(j, (w * 32u / p.group_size) * n_pad + col);
+        let s1 = scale(j, ((w + slices) * 32u / p.group_size) * n_pad + col);
+        acc = rows4(acc, q0, w * 8u, x_row, p.m, s0);
+        acc = rows4(acc, q1, (w + slices) * 8u, x_row, p.m, s1);
+    }
+    if w < words {
+        let s = scale(j, (w * 32u / p.group_size) * n_pad + col);
+        acc = rows4(acc, weight(j, base + w * stride), w * 8u, x_row, p.m, s);
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var st = slices / 2u; st > 0u; st /= 2u) {
+        if slice < st {
+            partial[lid] += partial[lid + st * cols];
+        }
+        workgroupBarrier();
+    }
+    if slice == 0u && target_col < n {
+        let v = partial[lid];
+        for (var r = 0u; r < p.m; r++) {
+            store(j, r * n + col, v[r]);
+        }
+    }
+}
+"#;
+
 /// `q4_gemv_swiglu.wgsl` with `Elem = f32`.
 pub const Q4_GEMV_SWIGLU_F32: &str = r#"//! Decode route of the fused `etwgpu.linear_q4gsw_swiglu` (at most
 //! `MAX_ROWS` rows of x): with `g` and `u` the 4-bit linears of the gate
@@ -12661,6 +13729,406 @@ fn main(
         let u = partial_up[lid];
         for (var r = 0u; r < p.m; r++) {
             out[r * p.n + col] = Elem(g[r] / (1.0 + exp(-g[r])) * u[r]);
+        }
+    }
+}
+"#;
+
+/// `q4_gemv_swiglu_norm.wgsl` with `Elem = f32`.
+pub const Q4_GEMV_SWIGLU_NORM_F32: &str = r#"//! Decode route of `etwgpu.rms_norm_linear_q4gsw_swiglu` (at most
+//! `MAX_ROWS` rows of x): the RMS norm of `a + b` (or of `a`) and the
+//! SwiGLU pair that reads it, one dispatch. Each workgroup computes the
+//! normed rows itself into workgroup memory (`rms_prologue.wgsl`) and
+//! workgroup 0 stores the residual sum; then, as `q4_gemv_swiglu.wgsl`,
+//! `out[m, n] = g * sigmoid(g) * u` with `g` and `u` the 4-bit linears of
+//! the gate and up weights. The up sums meet in the workgroup memory of x
+//! once the loop is done with it (16 KiB of workgroup memory in all).
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup.
+const WG: u32 = 256u;
+/// Most rows of x (the host routes larger M to the norm and the GEMM).
+const MAX_ROWS: u32 = 4u;
+/// vec4s of normed input held in workgroup memory: `m * k` at most
+/// `4 * XS` (the host checks).
+const XS: u32 = 768u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (a multiple of 32).
+    k: u32,
+    /// Row length of the scales: N padded.
+    n_pad: u32,
+    /// Inputs per scale group (a multiple of 32).
+    group_size: u32,
+    /// Columns per workgroup: 8, 16 or 32.
+    cols: u32,
+    /// Bit 0: `w_gate` is word-major (16-byte word `w` of row `n` at word
+    /// `w * N + n`; see `etwgpu_graph::layout`), bit 1: `w_up`; else
+    /// row-major.
+    w_layout: u32,
+    _pad1: u32,
+    /// The norm's epsilon.
+    norm_eps: f32,
+    /// 1: normalize `a + b` and store it in `sum`; 0: normalize `a`.
+    norm_add: u32,
+    _pn0: u32,
+    _pn1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> a: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> b: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> norm_w: array<vec4<Elem>>;
+@group(0) @binding(4) var<storage, read> w_gate: array<vec4<u32>>;
+@group(0) @binding(5) var<storage, read> s_gate: array<Elem>;
+@group(0) @binding(6) var<storage, read> w_up: array<vec4<u32>>;
+@group(0) @binding(7) var<storage, read> s_up: array<Elem>;
+@group(0) @binding(8) var<storage, read_write> out: array<Elem>;
+@group(0) @binding(9) var<storage, read_write> sum: array<vec4<Elem>>;
+
+/// The normed rows of the input; after the loop, its first `WG` vec4s
+/// hold the up sums.
+var<workgroup> x: array<vec4<f32>, XS>;
+/// Per invocation, its slice's gate sums for the four rows.
+var<workgroup> partial: array<vec4<f32>, WG>;
+
+/// Where the 16-byte words of column `col` (of `n`, `words` per row) sit:
+/// word `w` at `base + w * stride`, `(base, stride)` returned; row-major
+/// `(col * words, 1)`, word-major (see `etwgpu_graph::layout`) `(col, n)`.
+fn column_words(col: u32, words: u32, n: u32, word_major: bool) -> vec2<u32> {
+    if word_major {
+        return vec2<u32>(col, n);
+    }
+    return vec2<u32>(col * words, 1u);
+}
+
+/// Nibbles `4i .. 4i + 4` of `word`, as signed weights. Without an
+/// integer-to-float conversion (a slow instruction on GPUs, 32 of them per
+/// 16-byte word): the nibble `q` goes into the mantissa of 2^23, which
+/// makes the float `2^23 + q` exactly, and `2^23 + 8` is subtracted.
+fn low4(word: u32) -> vec4<f32> {
+    let q = vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u);
+    return bitcast<vec4<f32>>(q | vec4<u32>(0x4B000000u)) - 8388616.0;
+}
+
+/// The 16-byte word `q` (32 nibbles, inputs `8b .. 8b + 32` of a row of x)
+/// dotted with x from vec4 `b`.
+fn dot32(q: vec4<u32>, b: u32) -> f32 {
+    var d = dot(vec4<f32>(x[b]), low4(q.x)) + dot(vec4<f32>(x[b + 1u]), low4(q.x >> 16u));
+    d += dot(vec4<f32>(x[b + 2u]), low4(q.y)) + dot(vec4<f32>(x[b + 3u]), low4(q.y >> 16u));
+    d += dot(vec4<f32>(x[b + 4u]), low4(q.z)) + dot(vec4<f32>(x[b + 5u]), low4(q.z >> 16u));
+    d += dot(vec4<f32>(x[b + 6u]), low4(q.w)) + dot(vec4<f32>(x[b + 7u]), low4(q.w >> 16u));
+    return d;
+}
+
+/// One word's contribution to the (up to four) rows of x, each `x_row`
+/// vec4s long: `acc[r] += dot32(q, r * x_row + b) * s` for `r < m`.
+fn rows4(acc: vec4<f32>, q: vec4<u32>, b: u32, x_row: u32, m: u32, s: f32) -> vec4<f32> {
+    var a = acc;
+    a.x += dot32(q, b) * s;
+    if m > 1u {
+        a.y += dot32(q, x_row + b) * s;
+    }
+    if m > 2u {
+        a.z += dot32(q, 2u * x_row + b) * s;
+    }
+    if m > 3u {
+        a.w += dot32(q, 3u * x_row + b) * s;
+    }
+    return a;
+}
+/// Fills `x` with the normed rows (row `r` from vec4 `r * k / 4`);
+/// workgroup `g` 0 also stores the sum `a + b` (with `norm_add`), the one
+/// copy later ops read. Ends with a barrier, so `x` is ready.
+fn rms_prologue(lid: u32, g: u32) {
+    let x_row = p.k / 4u;
+    let n = p.m * x_row;
+    let add = p.norm_add != 0u;
+    let store = add && g == 0u;
+    var sq = vec4<f32>();
+    for (var j = lid; j < n; j += WG) {
+        let r = j / x_row;
+        let v_in = vec4<f32>(a[j]);
+        let v = select(v_in, vec4<f32>(vec4<Elem>(v_in + vec4<f32>(b[j]))), add);
+        if store {
+            sum[j] = vec4<Elem>(v);
+        }
+        x[j] = v;
+        sq += select(vec4<f32>(), vec4<f32>(dot(v, v)), vec4<u32>(r) == vec4<u32>(0u, 1u, 2u, 3u));
+    }
+    partial[lid] = sq;
+    workgroupBarrier();
+    for (var st = WG / 2u; st > 0u; st /= 2u) {
+        if lid < st {
+            partial[lid] += partial[lid + st];
+        }
+        workgroupBarrier();
+    }
+    // Every invocation reads the sums before the barrier below; `partial`
+    // is written again only after it.
+    let rstd = inverseSqrt(partial[0] / f32(p.k) + p.norm_eps);
+    // Each invocation scales the elements it wrote.
+    for (var j = lid; j < n; j += WG) {
+        x[j] = vec4<f32>(vec4<Elem>(x[j] * rstd[j / x_row] * vec4<f32>(norm_w[j % x_row])));
+    }
+    workgroupBarrier();
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let g = wid.y * groups.x + wid.x;
+    rms_prologue(lid, g);
+    let cols = p.cols;
+    let c = lid % cols;
+    let slice = lid / cols;
+    let slices = WG / cols;
+    let target_col = g * cols + c;
+    // Columns past N compute the last column and store nothing.
+    let col = min(target_col, p.n - 1u);
+    let words = p.k / 32u;
+    let x_row = p.k / 4u;
+    // Word `w` of this column at `at.x + w * at.y` (gate, up).
+    let at_g = column_words(col, words, p.n, (p.w_layout & 1u) != 0u);
+    let at_u = column_words(col, words, p.n, (p.w_layout & 2u) != 0u);
+    var acc = vec4<f32>();
+    var acc_up = vec4<f32>();
+    for (var w = slice; w < words; w += slices) {
+        let qg = w_gate[at_g.x + w * at_g.y];
+        let qu = w_up[at_u.x + w * at_u.y];
+        let at = (w * 32u / p.group_size) * p.n_pad + col;
+        let sg = f32(s_gate[at]);
+        let su = f32(s_up[at]);
+        acc = rows4(acc, qg, w * 8u, x_row, p.m, sg);
+        acc_up = rows4(acc_up, qu, w * 8u, x_row, p.m, su);
+    }
+    // Every invocation is done reading x before it holds the up sums.
+    workgroupBarrier();
+    partial[lid] = acc;
+    x[lid] = acc_up;
+    workgroupBarrier();
+    for (var stride = slices / 2u; stride > 0u; stride /= 2u) {
+        if slice < stride {
+            partial[lid] += partial[lid + stride * cols];
+            x[lid] += x[lid + stride * cols];
+        }
+        workgroupBarrier();
+    }
+    if slice == 0u && target_col < p.n {
+        let gs = partial[lid];
+        let u = x[lid];
+        for (var r = 0u; r < p.m; r++) {
+            out[r * p.n + col] = Elem(gs[r] / (1.0 + exp(-gs[r])) * u[r]);
+        }
+    }
+}
+"#;
+
+/// `q4_gemv_swiglu_norm.wgsl` with `Elem = f16`.
+pub const Q4_GEMV_SWIGLU_NORM_F16: &str = r#"enable f16;
+
+//! Decode route of `etwgpu.rms_norm_linear_q4gsw_swiglu` (at most
+//! `MAX_ROWS` rows of x): the RMS norm of `a + b` (or of `a`) and the
+//! SwiGLU pair that reads it, one dispatch. Each workgroup computes the
+//! normed rows itself into workgroup memory (`rms_prologue.wgsl`) and
+//! workgroup 0 stores the residual sum; then, as `q4_gemv_swiglu.wgsl`,
+//! `out[m, n] = g * sigmoid(g) * u` with `g` and `u` the 4-bit linears of
+//! the gate and up weights. The up sums meet in the workgroup memory of x
+//! once the loop is done with it (16 KiB of workgroup memory in all).
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup.
+const WG: u32 = 256u;
+/// Most rows of x (the host routes larger M to the norm and the GEMM).
+const MAX_ROWS: u32 = 4u;
+/// vec4s of normed input held in workgroup memory: `m * k` at most
+/// `4 * XS` (the host checks).
+const XS: u32 = 768u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (a multiple of 32).
+    k: u32,
+    /// Row length of the scales: N padded.
+    n_pad: u32,
+    /// Inputs per scale group (a multiple of 32).
+    group_size: u32,
+    /// Columns per workgroup: 8, 16 or 32.
+    cols: u32,
+    /// Bit 0: `w_gate` is word-major (16-byte word `w` of row `n` at word
+    /// `w * N + n`; see `etwgpu_graph::layout`), bit 1: `w_up`; else
+    /// row-major.
+    w_layout: u32,
+    _pad1: u32,
+    /// The norm's epsilon.
+    norm_eps: f32,
+    /// 1: normalize `a + b` and store it in `sum`; 0: normalize `a`.
+    norm_add: u32,
+    _pn0: u32,
+    _pn1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> a: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> b: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> norm_w: array<vec4<Elem>>;
+@group(0) @binding(4) var<storage, read> w_gate: array<vec4<u32>>;
+@group(0) @binding(5) var<storage, read> s_gate: array<Elem>;
+@group(0) @binding(6) var<storage, read> w_up: array<vec4<u32>>;
+@group(0) @binding(7) var<storage, read> s_up: array<Elem>;
+@group(0) @binding(8) var<storage, read_write> out: array<Elem>;
+@group(0) @binding(9) var<storage, read_write> sum: array<vec4<Elem>>;
+
+/// The normed rows of the input; after the loop, its first `WG` vec4s
+/// hold the up sums.
+var<workgroup> x: array<vec4<f32>, XS>;
+/// Per invocation, its slice's gate sums for the four rows.
+var<workgroup> partial: array<vec4<f32>, WG>;
+
+/// Where the 16-byte words of column `col` (of `n`, `words` per row) sit:
+/// word `w` at `base + w * stride`, `(base, stride)` returned; row-major
+/// `(col * words, 1)`, word-major (see `etwgpu_graph::layout`) `(col, n)`.
+fn column_words(col: u32, words: u32, n: u32, word_major: bool) -> vec2<u32> {
+    if word_major {
+        return vec2<u32>(col, n);
+    }
+    return vec2<u32>(col * words, 1u);
+}
+
+/// Nibbles `4i .. 4i + 4` of `word`, as signed weights. Without an
+/// integer-to-float conversion (a slow instruction on GPUs, 32 of them per
+/// 16-byte word): the nibble `q` goes into the mantissa of 2^23, which
+/// makes the float `2^23 + q` exactly, and `2^23 + 8` is subtracted.
+fn low4(word: u32) -> vec4<f32> {
+    let q = vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u);
+    return bitcast<vec4<f32>>(q | vec4<u32>(0x4B000000u)) - 8388616.0;
+}
+
+/// The 16-byte word `q` (32 nibbles, inputs `8b .. 8b + 32` of a row of x)
+/// dotted with x from vec4 `b`.
+fn dot32(q: vec4<u32>, b: u32) -> f32 {
+    var d = dot(vec4<f32>(x[b]), low4(q.x)) + dot(vec4<f32>(x[b + 1u]), low4(q.x >> 16u));
+    d += dot(vec4<f32>(x[b + 2u]), low4(q.y)) + dot(vec4<f32>(x[b + 3u]), low4(q.y >> 16u));
+    d += dot(vec4<f32>(x[b + 4u]), low4(q.z)) + dot(vec4<f32>(x[b + 5u]), low4(q.z >> 16u));
+    d += dot(vec4<f32>(x[b + 6u]), low4(q.w)) + dot(vec4<f32>(x[b + 7u]), low4(q.w >> 16u));
+    return d;
+}
+
+/// One word's contribution to the (up to four) rows of x, each `x_row`
+/// vec4s long: `acc[r] += dot32(q, r * x_row + b) * s` for `r < m`.
+fn rows4(acc: vec4<f32>, q: vec4<u32>, b: u32, x_row: u32, m: u32, s: f32) -> vec4<f32> {
+    var a = acc;
+    a.x += dot32(q, b) * s;
+    if m > 1u {
+        a.y += dot32(q, x_row + b) * s;
+    }
+    if m > 2u {
+        a.z += dot32(q, 2u * x_row + b) * s;
+    }
+    if m > 3u {
+        a.w += dot32(q, 3u * x_row + b) * s;
+    }
+    return a;
+}
+/// Fills `x` with the normed rows (row `r` from vec4 `r * k / 4`);
+/// workgroup `g` 0 also stores the sum `a + b` (with `norm_add`), the one
+/// copy later ops read. Ends with a barrier, so `x` is ready.
+fn rms_prologue(lid: u32, g: u32) {
+    let x_row = p.k / 4u;
+    let n = p.m * x_row;
+    let add = p.norm_add != 0u;
+    let store = add && g == 0u;
+    var sq = vec4<f32>();
+    for (var j = lid; j < n; j += WG) {
+        let r = j / x_row;
+        let v_in = vec4<f32>(a[j]);
+        let v = select(v_in, vec4<f32>(vec4<Elem>(v_in + vec4<f32>(b[j]))), add);
+        if store {
+            sum[j] = vec4<Elem>(v);
+        }
+        x[j] = v;
+        sq += select(vec4<f32>(), vec4<f32>(dot(v, v)), vec4<u32>(r) == vec4<u32>(0u, 1u, 2u, 3u));
+    }
+    partial[lid] = sq;
+    workgroupBarrier();
+    for (var st = WG / 2u; st > 0u; st /= 2u) {
+        if lid < st {
+            partial[lid] += partial[lid + st];
+        }
+        workgroupBarrier();
+    }
+    // Every invocation reads the sums before the barrier below; `partial`
+    // is written again only after it.
+    let rstd = inverseSqrt(partial[0] / f32(p.k) + p.norm_eps);
+    // Each invocation scales the elements it wrote.
+    for (var j = lid; j < n; j += WG) {
+        x[j] = vec4<f32>(vec4<Elem>(x[j] * rstd[j / x_row] * vec4<f32>(norm_w[j % x_row])));
+    }
+    workgroupBarrier();
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let g = wid.y * groups.x + wid.x;
+    rms_prologue(lid, g);
+    let cols = p.cols;
+    let c = lid % cols;
+    let slice = lid / cols;
+    let slices = WG / cols;
+    let target_col = g * cols + c;
+    // Columns past N compute the last column and store nothing.
+    let col = min(target_col, p.n - 1u);
+    let words = p.k / 32u;
+    let x_row = p.k / 4u;
+    // Word `w` of this column at `at.x + w * at.y` (gate, up).
+    let at_g = column_words(col, words, p.n, (p.w_layout & 1u) != 0u);
+    let at_u = column_words(col, words, p.n, (p.w_layout & 2u) != 0u);
+    var acc = vec4<f32>();
+    var acc_up = vec4<f32>();
+    for (var w = slice; w < words; w += slices) {
+        let qg = w_gate[at_g.x + w * at_g.y];
+        let qu = w_up[at_u.x + w * at_u.y];
+        let at = (w * 32u / p.group_size) * p.n_pad + col;
+        let sg = f32(s_gate[at]);
+        let su = f32(s_up[at]);
+        acc = rows4(acc, qg, w * 8u, x_row, p.m, sg);
+        acc_up = rows4(acc_up, qu, w * 8u, x_row, p.m, su);
+    }
+    // Every invocation is done reading x before it holds the up sums.
+    workgroupBarrier();
+    partial[lid] = acc;
+    x[lid] = acc_up;
+    workgroupBarrier();
+    for (var stride = slices / 2u; stride > 0u; stride /= 2u) {
+        if slice < stride {
+            partial[lid] += partial[lid + stride * cols];
+            x[lid] += x[lid + stride * cols];
+        }
+        workgroupBarrier();
+    }
+    if slice == 0u && target_col < p.n {
+        let gs = partial[lid];
+        let u = x[lid];
+        for (var r = 0u; r < p.m; r++) {
+            out[r * p.n + col] = Elem(gs[r] / (1.0 + exp(-gs[r])) * u[r]);
         }
     }
 }
@@ -14044,7 +15512,8 @@ pub const ROPE_F32: &str = r#"//! Rotary position embeddings on the query `xq [B
 //! key's.
 //!
 //! `et_vk.apply_rotary_emb`: pairs `(x[2i], x[2i+1])`, tables
-//! `cos, sin [S, D/2]` indexed by the token's row in the chunk:
+//! `cos, sin [S, D/2]` indexed by the token's row in the chunk (from row
+//! `row0` of longer tables):
 //! `r' = r*c - i*s`, `i' = r*s + i*c`.
 // variants: f32 f16
 
@@ -14066,7 +15535,9 @@ struct Params {
     half: u32,
     /// Tokens in the chunk.
     seq: u32,
-    _pad0: u32,
+    /// The tables' row of the chunk's first token (0 for tables of the
+    /// chunk's rows; a fused op may hand whole tables).
+    row0: u32,
     _pad1: u32,
 }
 
@@ -14082,7 +15553,7 @@ struct Params {
 /// (real, imaginary) parts rotated from `(re, im)`.
 fn rotate(pair: u32, heads: u32, re: f32, im: f32) -> vec2<f32> {
     let i = pair % p.half;
-    let s = (pair / p.half / heads) % p.seq;
+    let s = (pair / p.half / heads) % p.seq + p.row0;
     let c = f32(cos_t[s * p.half + i]);
     let sn = f32(sin_t[s * p.half + i]);
     return vec2<f32>(re * c - im * sn, re * sn + im * c);
@@ -14113,7 +15584,8 @@ pub const ROPE_F16: &str = r#"enable f16;
 //! key's.
 //!
 //! `et_vk.apply_rotary_emb`: pairs `(x[2i], x[2i+1])`, tables
-//! `cos, sin [S, D/2]` indexed by the token's row in the chunk:
+//! `cos, sin [S, D/2]` indexed by the token's row in the chunk (from row
+//! `row0` of longer tables):
 //! `r' = r*c - i*s`, `i' = r*s + i*c`.
 // variants: f32 f16
 
@@ -14135,7 +15607,9 @@ struct Params {
     half: u32,
     /// Tokens in the chunk.
     seq: u32,
-    _pad0: u32,
+    /// The tables' row of the chunk's first token (0 for tables of the
+    /// chunk's rows; a fused op may hand whole tables).
+    row0: u32,
     _pad1: u32,
 }
 
@@ -14151,7 +15625,7 @@ struct Params {
 /// (real, imaginary) parts rotated from `(re, im)`.
 fn rotate(pair: u32, heads: u32, re: f32, im: f32) -> vec2<f32> {
     let i = pair % p.half;
-    let s = (pair / p.half / heads) % p.seq;
+    let s = (pair / p.half / heads) % p.seq + p.row0;
     let c = f32(cos_t[s * p.half + i]);
     let sn = f32(sin_t[s * p.half + i]);
     return vec2<f32>(re * c - im * sn, re * sn + im * c);
@@ -16971,6 +18445,910 @@ fn main(
             total += sums[g * d4 + lid];
         }
         out[idx * d4 + lid] = vec4<Elem>(total / l);
+    }
+}
+"#;
+
+/// `sdpa_split_rope.wgsl` with `Elem = f32`.
+pub const SDPA_SPLIT_ROPE_F32: &str = r#"//! The `_rope` form of `sdpa_split.wgsl`, for `etwgpu.sdpa_rope_with_kv_cache`
+//! on the decode route: the same split-KV partials, with the query and the
+//! call's new keys read un-rotated and rotated here as they are loaded
+//! (`et_vk.apply_rotary_emb`: pairs `(x[2i], x[2i+1])` of a row of token
+//! `t` of the call turned by the tables `cos, sin [_, D/2]` at row
+//! `table_row + t`, each result
+//! rounded to the activations' dtype as `rope.wgsl` stores it), so RoPE
+//! costs no dispatch of its own; the rotated keys are what it writes into
+//! the key cache. Everything else is `sdpa_split.wgsl`'s (see there).
+// variants: f32 f16 f32_kvf16
+
+alias Elem = f32;
+alias KvElem = Elem;
+
+const WG: u32 = 256u;
+/// Query vectors per workgroup.
+const MAXQ: u32 = 4u;
+/// Keys per tile (one per invocation when scoring).
+const TILE: u32 = 256u;
+/// Invocations per query vector in the reductions (`MAXQ * LANES = WG`).
+const LANES: u32 = 64u;
+/// Score of a masked key.
+const NEG: f32 = -3.402823e38;
+
+struct Params {
+    /// Query rows (`S`).
+    seq: u32,
+    /// Query heads.
+    n_heads: u32,
+    /// Key/value heads.
+    n_kv_heads: u32,
+    /// Head dim (a multiple of 4, at most 256).
+    head_dim: u32,
+    /// Position of the first new token.
+    start_pos: u32,
+    /// Softmax scale.
+    scale: f32,
+    /// Split plan constants (`common/split_plan.wgsl`).
+    split_target: u32,
+    split_min_keys: u32,
+    split_tile: u32,
+    split_max: u32,
+    _pad0: u32,
+    _pad1: u32,
+    /// The tables' row of the call's first token.
+    table_row: u32,
+    _pad2: u32,
+    _pad3: u32,
+    _pad4: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
+/// `split_min_keys` keys each, enough splits to reach `split_target`
+/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
+/// length but the last, none empty.
+fn split_plan(ctx: u32) -> vec2<u32> {
+    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
+    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
+    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
+    let chunk = max((ctx + bound - 1u) / bound, 1u);
+    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
+}
+@group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> k_new: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> v_new: array<vec4<Elem>>;
+@group(0) @binding(4) var<storage, read> cos_t: array<Elem>;
+@group(0) @binding(5) var<storage, read> sin_t: array<Elem>;
+@group(0) @binding(6) var<storage, read_write> k_cache: array<vec4<KvElem>>;
+@group(0) @binding(7) var<storage, read_write> v_cache: array<vec4<KvElem>>;
+@group(0) @binding(8) var<storage, read_write> part: array<vec4<f32>>;
+
+/// `vec4` `d` of a row of token `t` of the call rotated: its pairs `(x, y)`
+/// and `(z, w)` are pairs `2d` and `2d + 1` of the half head dim. Rounded
+/// to `Elem`, as the rotation's output tensor holds it.
+fn rope4(v: vec4<Elem>, t: u32, d: u32) -> vec4<f32> {
+    let i = (p.table_row + t) * (p.head_dim / 2u) + 2u * d;
+    let c = vec2<f32>(f32(cos_t[i]), f32(cos_t[i + 1u]));
+    let sn = vec2<f32>(f32(sin_t[i]), f32(sin_t[i + 1u]));
+    let x = vec4<f32>(v);
+    let re = x.xz * c - x.yw * sn;
+    let im = x.xz * sn + x.yw * c;
+    return vec4<f32>(vec4<Elem>(vec4<f32>(re.x, im.x, re.y, im.y)));
+}
+
+/// `vec4` `d` of key `key` of kv head `kvh` (`d4` per row), as the cache
+/// holds it: the new keys from `k_new` (rotated), the older ones from the
+/// cache.
+fn key_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
+    if key >= p.start_pos {
+        let t = key - p.start_pos;
+        return vec4<f32>(vec4<KvElem>(rope4(k_new[(t * p.n_kv_heads + kvh) * d4 + d], t, d)));
+    }
+    return vec4<f32>(k_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
+}
+
+/// The same for the values.
+fn value_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
+    if key >= p.start_pos {
+        return vec4<f32>(vec4<KvElem>(v_new[((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + d]));
+    }
+    return vec4<f32>(v_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
+}
+
+var<workgroup> qs: array<vec4<f32>, 256>;
+/// Per query vector and key of the tile: the score, then its probability.
+var<workgroup> sc: array<f32, 1024>;
+var<workgroup> red: array<f32, WG>;
+var<workgroup> sums: array<vec4<f32>, WG>;
+
+/// Tree reduction of `red` within each query vector's `LANES` invocations
+/// (max when `is_max`, else sum): the result of vector `j` lands in
+/// `red[j * LANES]`.
+fn reduce(lid: u32, v: f32, is_max: bool) {
+    red[lid] = v;
+    workgroupBarrier();
+    let lane = lid % LANES;
+    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            if is_max {
+                red[lid] = max(red[lid], red[lid + stride]);
+            } else {
+                red[lid] += red[lid + stride];
+            }
+        }
+        workgroupBarrier();
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let group = p.n_heads / p.n_kv_heads;
+    let n_qv = p.seq * group;
+    let n_blocks = (n_qv + MAXQ - 1u) / MAXQ;
+    let kvh = wid.x / n_blocks;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    let plan = split_plan(p.start_pos + p.seq);
+    let n_splits = plan.x;
+    let chunk = plan.y;
+    if kvh >= p.n_kv_heads || wid.y >= n_splits {
+        return;
+    }
+    let j0 = (wid.x % n_blocks) * MAXQ;
+    let nq = min(MAXQ, n_qv - j0);
+    let split = wid.y;
+    let d4 = p.head_dim / 4u;
+    let begin = split * chunk;
+    let end = min(p.start_pos + p.seq, begin + chunk);
+    // The new rows of this kv head in this split, stored once (by the
+    // first query block).
+    if j0 == 0u {
+        let first = max(begin, p.start_pos);
+        if first < end {
+            for (var e = lid; e < (end - first) * d4; e += WG) {
+                let key = first + e / d4;
+                let src = ((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + e % d4;
+                let dst = (key * p.n_kv_heads + kvh) * d4 + e % d4;
+                k_cache[dst] = vec4<KvElem>(rope4(k_new[src], key - p.start_pos, e % d4));
+                v_cache[dst] = vec4<KvElem>(v_new[src]);
+            }
+        }
+    }
+    for (var e = lid; e < nq * d4; e += WG) {
+        let j = j0 + e / d4;
+        let h = kvh * group + j % group;
+        qs[e] = rope4(q[((j / group) * p.n_heads + h) * d4 + e % d4], j / group, e % d4);
+    }
+    workgroupBarrier();
+    // Per query vector: the keys its row sees end at `lim`.
+    var lim: array<u32, MAXQ>;
+    for (var jj = 0u; jj < MAXQ; jj++) {
+        lim[jj] = p.start_pos + (j0 + jj) / group + 1u;
+    }
+    var m_run = array<f32, MAXQ>(NEG, NEG, NEG, NEG);
+    var l_run = array<f32, MAXQ>(0.0, 0.0, 0.0, 0.0);
+    var acc: array<vec4<f32>, MAXQ>;
+    let dim4 = lid % d4;
+    let kg = lid / d4;
+    let n_kg = WG / d4;
+    let rq = lid / LANES;
+    let lane = lid % LANES;
+    for (var c0 = begin; c0 < end; c0 += TILE) {
+        let n_here = min(TILE, end - c0);
+        let key = c0 + lid;
+        // Loops over the query vectors run to `MAXQ` (constant trip
+        // counts, so the per-vector arrays stay in registers); vectors past
+        // `nq` compute on zeros (workgroup memory starts zeroed) or on
+        // probabilities set to 0, and are never stored.
+        var dots: array<vec4<f32>, MAXQ>;
+        if lid < n_here {
+            // Four loads of the key in flight before any is used.
+            var d = 0u;
+            for (; d + 4u <= d4; d += 4u) {
+                let k0 = key_at(key, kvh, d, d4);
+                let k1 = key_at(key, kvh, d + 1u, d4);
+                let k2 = key_at(key, kvh, d + 2u, d4);
+                let k3 = key_at(key, kvh, d + 3u, d4);
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    let b = jj * d4 + d;
+                    dots[jj] += qs[b] * k0 + qs[b + 1u] * k1 + qs[b + 2u] * k2 + qs[b + 3u] * k3;
+                }
+            }
+            for (; d < d4; d++) {
+                let kv = key_at(key, kvh, d, d4);
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    dots[jj] += qs[jj * d4 + d] * kv;
+                }
+            }
+        }
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            var s = NEG;
+            if jj < nq && lid < n_here && key < lim[jj] {
+                s = (dots[jj].x + dots[jj].y + dots[jj].z + dots[jj].w) * p.scale;
+            }
+            sc[jj * TILE + lid] = s;
+        }
+        workgroupBarrier();
+        var part_max = NEG;
+        if rq < nq {
+            for (var r = lane; r < TILE; r += LANES) {
+                part_max = max(part_max, sc[rq * TILE + r]);
+            }
+        }
+        reduce(lid, part_max, true);
+        var m_new: array<f32, MAXQ>;
+        var alpha: array<f32, MAXQ>;
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            m_new[jj] = max(m_run[jj], red[jj * LANES]);
+            alpha[jj] = exp(m_run[jj] - m_new[jj]);
+        }
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            let s = sc[jj * TILE + lid];
+            var pr = 0.0;
+            if jj < nq && s > NEG {
+                pr = exp(s - m_new[jj]);
+            }
+            sc[jj * TILE + lid] = pr;
+        }
+        workgroupBarrier();
+        var part_sum = 0.0;
+        if rq < nq {
+            for (var r = lane; r < TILE; r += LANES) {
+                part_sum += sc[rq * TILE + r];
+            }
+        }
+        reduce(lid, part_sum, false);
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            l_run[jj] = l_run[jj] * alpha[jj] + red[jj * LANES];
+            acc[jj] *= alpha[jj];
+            m_run[jj] = m_new[jj];
+        }
+        if kg < n_kg {
+            // Four values in flight before any is used.
+            var j = kg;
+            for (; j + 3u * n_kg < n_here; j += 4u * n_kg) {
+                let v0 = value_at(c0 + j, kvh, dim4, d4);
+                let v1 = value_at(c0 + j + n_kg, kvh, dim4, d4);
+                let v2 = value_at(c0 + j + 2u * n_kg, kvh, dim4, d4);
+                let v3 = value_at(c0 + j + 3u * n_kg, kvh, dim4, d4);
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    let b = jj * TILE + j;
+                    acc[jj] += sc[b] * v0 + sc[b + n_kg] * v1 + sc[b + 2u * n_kg] * v2 + sc[b + 3u * n_kg] * v3;
+                }
+            }
+            for (; j < n_here; j += n_kg) {
+                let vv = value_at(c0 + j, kvh, dim4, d4);
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    acc[jj] += sc[jj * TILE + j] * vv;
+                }
+            }
+        }
+        workgroupBarrier();
+    }
+    // Sum the key groups of each dim and write the partials (a constant
+    // trip count here too, so `acc` stays indexed by constants).
+    for (var jj = 0u; jj < MAXQ; jj++) {
+        if jj >= nq {
+            break;
+        }
+        sums[lid] = acc[jj];
+        workgroupBarrier();
+        let j = j0 + jj;
+        let h = kvh * group + j % group;
+        let base = (((j / group) * p.n_heads + h) * n_splits + split) * (d4 + 1u);
+        if lid < d4 {
+            var total = vec4<f32>(0.0);
+            for (var g = 0u; g < n_kg; g++) {
+                total += sums[g * d4 + lid];
+            }
+            part[base + 1u + lid] = total;
+        }
+        if lid == 0u {
+            part[base] = vec4<f32>(m_run[jj], l_run[jj], 0.0, 0.0);
+        }
+        workgroupBarrier();
+    }
+}
+"#;
+
+/// `sdpa_split_rope.wgsl` with `Elem = f16`.
+pub const SDPA_SPLIT_ROPE_F16: &str = r#"enable f16;
+
+//! The `_rope` form of `sdpa_split.wgsl`, for `etwgpu.sdpa_rope_with_kv_cache`
+//! on the decode route: the same split-KV partials, with the query and the
+//! call's new keys read un-rotated and rotated here as they are loaded
+//! (`et_vk.apply_rotary_emb`: pairs `(x[2i], x[2i+1])` of a row of token
+//! `t` of the call turned by the tables `cos, sin [_, D/2]` at row
+//! `table_row + t`, each result
+//! rounded to the activations' dtype as `rope.wgsl` stores it), so RoPE
+//! costs no dispatch of its own; the rotated keys are what it writes into
+//! the key cache. Everything else is `sdpa_split.wgsl`'s (see there).
+// variants: f32 f16 f32_kvf16
+
+alias Elem = f16;
+alias KvElem = Elem;
+
+const WG: u32 = 256u;
+/// Query vectors per workgroup.
+const MAXQ: u32 = 4u;
+/// Keys per tile (one per invocation when scoring).
+const TILE: u32 = 256u;
+/// Invocations per query vector in the reductions (`MAXQ * LANES = WG`).
+const LANES: u32 = 64u;
+/// Score of a masked key.
+const NEG: f32 = -3.402823e38;
+
+struct Params {
+    /// Query rows (`S`).
+    seq: u32,
+    /// Query heads.
+    n_heads: u32,
+    /// Key/value heads.
+    n_kv_heads: u32,
+    /// Head dim (a multiple of 4, at most 256).
+    head_dim: u32,
+    /// Position of the first new token.
+    start_pos: u32,
+    /// Softmax scale.
+    scale: f32,
+    /// Split plan constants (`common/split_plan.wgsl`).
+    split_target: u32,
+    split_min_keys: u32,
+    split_tile: u32,
+    split_max: u32,
+    _pad0: u32,
+    _pad1: u32,
+    /// The tables' row of the call's first token.
+    table_row: u32,
+    _pad2: u32,
+    _pad3: u32,
+    _pad4: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
+/// `split_min_keys` keys each, enough splits to reach `split_target`
+/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
+/// length but the last, none empty.
+fn split_plan(ctx: u32) -> vec2<u32> {
+    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
+    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
+    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
+    let chunk = max((ctx + bound - 1u) / bound, 1u);
+    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
+}
+@group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> k_new: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> v_new: array<vec4<Elem>>;
+@group(0) @binding(4) var<storage, read> cos_t: array<Elem>;
+@group(0) @binding(5) var<storage, read> sin_t: array<Elem>;
+@group(0) @binding(6) var<storage, read_write> k_cache: array<vec4<KvElem>>;
+@group(0) @binding(7) var<storage, read_write> v_cache: array<vec4<KvElem>>;
+@group(0) @binding(8) var<storage, read_write> part: array<vec4<f32>>;
+
+/// `vec4` `d` of a row of token `t` of the call rotated: its pairs `(x, y)`
+/// and `(z, w)` are pairs `2d` and `2d + 1` of the half head dim. Rounded
+/// to `Elem`, as the rotation's output tensor holds it.
+fn rope4(v: vec4<Elem>, t: u32, d: u32) -> vec4<f32> {
+    let i = (p.table_row + t) * (p.head_dim / 2u) + 2u * d;
+    let c = vec2<f32>(f32(cos_t[i]), f32(cos_t[i + 1u]));
+    let sn = vec2<f32>(f32(sin_t[i]), f32(sin_t[i + 1u]));
+    let x = vec4<f32>(v);
+    let re = x.xz * c - x.yw * sn;
+    let im = x.xz * sn + x.yw * c;
+    return vec4<f32>(vec4<Elem>(vec4<f32>(re.x, im.x, re.y, im.y)));
+}
+
+/// `vec4` `d` of key `key` of kv head `kvh` (`d4` per row), as the cache
+/// holds it: the new keys from `k_new` (rotated), the older ones from the
+/// cache.
+fn key_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
+    if key >= p.start_pos {
+        let t = key - p.start_pos;
+        return vec4<f32>(vec4<KvElem>(rope4(k_new[(t * p.n_kv_heads + kvh) * d4 + d], t, d)));
+    }
+    return vec4<f32>(k_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
+}
+
+/// The same for the values.
+fn value_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
+    if key >= p.start_pos {
+        return vec4<f32>(vec4<KvElem>(v_new[((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + d]));
+    }
+    return vec4<f32>(v_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
+}
+
+var<workgroup> qs: array<vec4<f32>, 256>;
+/// Per query vector and key of the tile: the score, then its probability.
+var<workgroup> sc: array<f32, 1024>;
+var<workgroup> red: array<f32, WG>;
+var<workgroup> sums: array<vec4<f32>, WG>;
+
+/// Tree reduction of `red` within each query vector's `LANES` invocations
+/// (max when `is_max`, else sum): the result of vector `j` lands in
+/// `red[j * LANES]`.
+fn reduce(lid: u32, v: f32, is_max: bool) {
+    red[lid] = v;
+    workgroupBarrier();
+    let lane = lid % LANES;
+    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            if is_max {
+                red[lid] = max(red[lid], red[lid + stride]);
+            } else {
+                red[lid] += red[lid + stride];
+            }
+        }
+        workgroupBarrier();
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let group = p.n_heads / p.n_kv_heads;
+    let n_qv = p.seq * group;
+    let n_blocks = (n_qv + MAXQ - 1u) / MAXQ;
+    let kvh = wid.x / n_blocks;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    let plan = split_plan(p.start_pos + p.seq);
+    let n_splits = plan.x;
+    let chunk = plan.y;
+    if kvh >= p.n_kv_heads || wid.y >= n_splits {
+        return;
+    }
+    let j0 = (wid.x % n_blocks) * MAXQ;
+    let nq = min(MAXQ, n_qv - j0);
+    let split = wid.y;
+    let d4 = p.head_dim / 4u;
+    let begin = split * chunk;
+    let end = min(p.start_pos + p.seq, begin + chunk);
+    // The new rows of this kv head in this split, stored once (by the
+    // first query block).
+    if j0 == 0u {
+        let first = max(begin, p.start_pos);
+        if first < end {
+            for (var e = lid; e < (end - first) * d4; e += WG) {
+                let key = first + e / d4;
+                let src = ((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + e % d4;
+                let dst = (key * p.n_kv_heads + kvh) * d4 + e % d4;
+                k_cache[dst] = vec4<KvElem>(rope4(k_new[src], key - p.start_pos, e % d4));
+                v_cache[dst] = vec4<KvElem>(v_new[src]);
+            }
+        }
+    }
+    for (var e = lid; e < nq * d4; e += WG) {
+        let j = j0 + e / d4;
+        let h = kvh * group + j % group;
+        qs[e] = rope4(q[((j / group) * p.n_heads + h) * d4 + e % d4], j / group, e % d4);
+    }
+    workgroupBarrier();
+    // Per query vector: the keys its row sees end at `lim`.
+    var lim: array<u32, MAXQ>;
+    for (var jj = 0u; jj < MAXQ; jj++) {
+        lim[jj] = p.start_pos + (j0 + jj) / group + 1u;
+    }
+    var m_run = array<f32, MAXQ>(NEG, NEG, NEG, NEG);
+    var l_run = array<f32, MAXQ>(0.0, 0.0, 0.0, 0.0);
+    var acc: array<vec4<f32>, MAXQ>;
+    let dim4 = lid % d4;
+    let kg = lid / d4;
+    let n_kg = WG / d4;
+    let rq = lid / LANES;
+    let lane = lid % LANES;
+    for (var c0 = begin; c0 < end; c0 += TILE) {
+        let n_here = min(TILE, end - c0);
+        let key = c0 + lid;
+        // Loops over the query vectors run to `MAXQ` (constant trip
+        // counts, so the per-vector arrays stay in registers); vectors past
+        // `nq` compute on zeros (workgroup memory starts zeroed) or on
+        // probabilities set to 0, and are never stored.
+        var dots: array<vec4<f32>, MAXQ>;
+        if lid < n_here {
+            // Four loads of the key in flight before any is used.
+            var d = 0u;
+            for (; d + 4u <= d4; d += 4u) {
+                let k0 = key_at(key, kvh, d, d4);
+                let k1 = key_at(key, kvh, d + 1u, d4);
+                let k2 = key_at(key, kvh, d + 2u, d4);
+                let k3 = key_at(key, kvh, d + 3u, d4);
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    let b = jj * d4 + d;
+                    dots[jj] += qs[b] * k0 + qs[b + 1u] * k1 + qs[b + 2u] * k2 + qs[b + 3u] * k3;
+                }
+            }
+            for (; d < d4; d++) {
+                let kv = key_at(key, kvh, d, d4);
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    dots[jj] += qs[jj * d4 + d] * kv;
+                }
+            }
+        }
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            var s = NEG;
+            if jj < nq && lid < n_here && key < lim[jj] {
+                s = (dots[jj].x + dots[jj].y + dots[jj].z + dots[jj].w) * p.scale;
+            }
+            sc[jj * TILE + lid] = s;
+        }
+        workgroupBarrier();
+        var part_max = NEG;
+        if rq < nq {
+            for (var r = lane; r < TILE; r += LANES) {
+                part_max = max(part_max, sc[rq * TILE + r]);
+            }
+        }
+        reduce(lid, part_max, true);
+        var m_new: array<f32, MAXQ>;
+        var alpha: array<f32, MAXQ>;
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            m_new[jj] = max(m_run[jj], red[jj * LANES]);
+            alpha[jj] = exp(m_run[jj] - m_new[jj]);
+        }
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            let s = sc[jj * TILE + lid];
+            var pr = 0.0;
+            if jj < nq && s > NEG {
+                pr = exp(s - m_new[jj]);
+            }
+            sc[jj * TILE + lid] = pr;
+        }
+        workgroupBarrier();
+        var part_sum = 0.0;
+        if rq < nq {
+            for (var r = lane; r < TILE; r += LANES) {
+                part_sum += sc[rq * TILE + r];
+            }
+        }
+        reduce(lid, part_sum, false);
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            l_run[jj] = l_run[jj] * alpha[jj] + red[jj * LANES];
+            acc[jj] *= alpha[jj];
+            m_run[jj] = m_new[jj];
+        }
+        if kg < n_kg {
+            // Four values in flight before any is used.
+            var j = kg;
+            for (; j + 3u * n_kg < n_here; j += 4u * n_kg) {
+                let v0 = value_at(c0 + j, kvh, dim4, d4);
+                let v1 = value_at(c0 + j + n_kg, kvh, dim4, d4);
+                let v2 = value_at(c0 + j + 2u * n_kg, kvh, dim4, d4);
+                let v3 = value_at(c0 + j + 3u * n_kg, kvh, dim4, d4);
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    let b = jj * TILE + j;
+                    acc[jj] += sc[b] * v0 + sc[b + n_kg] * v1 + sc[b + 2u * n_kg] * v2 + sc[b + 3u * n_kg] * v3;
+                }
+            }
+            for (; j < n_here; j += n_kg) {
+                let vv = value_at(c0 + j, kvh, dim4, d4);
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    acc[jj] += sc[jj * TILE + j] * vv;
+                }
+            }
+        }
+        workgroupBarrier();
+    }
+    // Sum the key groups of each dim and write the partials (a constant
+    // trip count here too, so `acc` stays indexed by constants).
+    for (var jj = 0u; jj < MAXQ; jj++) {
+        if jj >= nq {
+            break;
+        }
+        sums[lid] = acc[jj];
+        workgroupBarrier();
+        let j = j0 + jj;
+        let h = kvh * group + j % group;
+        let base = (((j / group) * p.n_heads + h) * n_splits + split) * (d4 + 1u);
+        if lid < d4 {
+            var total = vec4<f32>(0.0);
+            for (var g = 0u; g < n_kg; g++) {
+                total += sums[g * d4 + lid];
+            }
+            part[base + 1u + lid] = total;
+        }
+        if lid == 0u {
+            part[base] = vec4<f32>(m_run[jj], l_run[jj], 0.0, 0.0);
+        }
+        workgroupBarrier();
+    }
+}
+"#;
+
+/// `sdpa_split_rope.wgsl` with `Elem = f32`, `KvElem = f16`.
+pub const SDPA_SPLIT_ROPE_F32_KVF16: &str = r#"enable f16;
+
+//! The `_rope` form of `sdpa_split.wgsl`, for `etwgpu.sdpa_rope_with_kv_cache`
+//! on the decode route: the same split-KV partials, with the query and the
+//! call's new keys read un-rotated and rotated here as they are loaded
+//! (`et_vk.apply_rotary_emb`: pairs `(x[2i], x[2i+1])` of a row of token
+//! `t` of the call turned by the tables `cos, sin [_, D/2]` at row
+//! `table_row + t`, each result
+//! rounded to the activations' dtype as `rope.wgsl` stores it), so RoPE
+//! costs no dispatch of its own; the rotated keys are what it writes into
+//! the key cache. Everything else is `sdpa_split.wgsl`'s (see there).
+// variants: f32 f16 f32_kvf16
+
+alias Elem = f32;
+alias KvElem = f16;
+
+const WG: u32 = 256u;
+/// Query vectors per workgroup.
+const MAXQ: u32 = 4u;
+/// Keys per tile (one per invocation when scoring).
+const TILE: u32 = 256u;
+/// Invocations per query vector in the reductions (`MAXQ * LANES = WG`).
+const LANES: u32 = 64u;
+/// Score of a masked key.
+const NEG: f32 = -3.402823e38;
+
+struct Params {
+    /// Query rows (`S`).
+    seq: u32,
+    /// Query heads.
+    n_heads: u32,
+    /// Key/value heads.
+    n_kv_heads: u32,
+    /// Head dim (a multiple of 4, at most 256).
+    head_dim: u32,
+    /// Position of the first new token.
+    start_pos: u32,
+    /// Softmax scale.
+    scale: f32,
+    /// Split plan constants (`common/split_plan.wgsl`).
+    split_target: u32,
+    split_min_keys: u32,
+    split_tile: u32,
+    split_max: u32,
+    _pad0: u32,
+    _pad1: u32,
+    /// The tables' row of the call's first token.
+    table_row: u32,
+    _pad2: u32,
+    _pad3: u32,
+    _pad4: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
+/// `split_min_keys` keys each, enough splits to reach `split_target`
+/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
+/// length but the last, none empty.
+fn split_plan(ctx: u32) -> vec2<u32> {
+    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
+    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
+    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
+    let chunk = max((ctx + bound - 1u) / bound, 1u);
+    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
+}
+@group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> k_new: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> v_new: array<vec4<Elem>>;
+@group(0) @binding(4) var<storage, read> cos_t: array<Elem>;
+@group(0) @binding(5) var<storage, read> sin_t: array<Elem>;
+@group(0) @binding(6) var<storage, read_write> k_cache: array<vec4<KvElem>>;
+@group(0) @binding(7) var<storage, read_write> v_cache: array<vec4<KvElem>>;
+@group(0) @binding(8) var<storage, read_write> part: array<vec4<f32>>;
+
+/// `vec4` `d` of a row of token `t` of the call rotated: its pairs `(x, y)`
+/// and `(z, w)` are pairs `2d` and `2d + 1` of the half head dim. Rounded
+/// to `Elem`, as the rotation's output tensor holds it.
+fn rope4(v: vec4<Elem>, t: u32, d: u32) -> vec4<f32> {
+    let i = (p.table_row + t) * (p.head_dim / 2u) + 2u * d;
+    let c = vec2<f32>(f32(cos_t[i]), f32(cos_t[i + 1u]));
+    let sn = vec2<f32>(f32(sin_t[i]), f32(sin_t[i + 1u]));
+    let x = vec4<f32>(v);
+    let re = x.xz * c - x.yw * sn;
+    let im = x.xz * sn + x.yw * c;
+    return vec4<f32>(vec4<Elem>(vec4<f32>(re.x, im.x, re.y, im.y)));
+}
+
+/// `vec4` `d` of key `key` of kv head `kvh` (`d4` per row), as the cache
+/// holds it: the new keys from `k_new` (rotated), the older ones from the
+/// cache.
+fn key_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
+    if key >= p.start_pos {
+        let t = key - p.start_pos;
+        return vec4<f32>(vec4<KvElem>(rope4(k_new[(t * p.n_kv_heads + kvh) * d4 + d], t, d)));
+    }
+    return vec4<f32>(k_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
+}
+
+/// The same for the values.
+fn value_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
+    if key >= p.start_pos {
+        return vec4<f32>(vec4<KvElem>(v_new[((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + d]));
+    }
+    return vec4<f32>(v_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
+}
+
+var<workgroup> qs: array<vec4<f32>, 256>;
+/// Per query vector and key of the tile: the score, then its probability.
+var<workgroup> sc: array<f32, 1024>;
+var<workgroup> red: array<f32, WG>;
+var<workgroup> sums: array<vec4<f32>, WG>;
+
+/// Tree reduction of `red` within each query vector's `LANES` invocations
+/// (max when `is_max`, else sum): the result of vector `j` lands in
+/// `red[j * LANES]`.
+fn reduce(lid: u32, v: f32, is_max: bool) {
+    red[lid] = v;
+    workgroupBarrier();
+    let lane = lid % LANES;
+    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            if is_max {
+                red[lid] = max(red[lid], red[lid + stride]);
+            } else {
+                red[lid] += red[lid + stride];
+            }
+        }
+        workgroupBarrier();
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let group = p.n_heads / p.n_kv_heads;
+    let n_qv = p.seq * group;
+    let n_blocks = (n_qv + MAXQ - 1u) / MAXQ;
+    let kvh = wid.x / n_blocks;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    let plan = split_plan(p.start_pos + p.seq);
+    let n_splits = plan.x;
+    let chunk = plan.y;
+    if kvh >= p.n_kv_heads || wid.y >= n_splits {
+        return;
+    }
+    let j0 = (wid.x % n_blocks) * MAXQ;
+    let nq = min(MAXQ, n_qv - j0);
+    let split = wid.y;
+    let d4 = p.head_dim / 4u;
+    let begin = split * chunk;
+    let end = min(p.start_pos + p.seq, begin + chunk);
+    // The new rows of this kv head in this split, stored once (by the
+    // first query block).
+    if j0 == 0u {
+        let first = max(begin, p.start_pos);
+        if first < end {
+            for (var e = lid; e < (end - first) * d4; e += WG) {
+                let key = first + e / d4;
+                let src = ((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + e % d4;
+                let dst = (key * p.n_kv_heads + kvh) * d4 + e % d4;
+                k_cache[dst] = vec4<KvElem>(rope4(k_new[src], key - p.start_pos, e % d4));
+                v_cache[dst] = vec4<KvElem>(v_new[src]);
+            }
+        }
+    }
+    for (var e = lid; e < nq * d4; e += WG) {
+        let j = j0 + e / d4;
+        let h = kvh * group + j % group;
+        qs[e] = rope4(q[((j / group) * p.n_heads + h) * d4 + e % d4], j / group, e % d4);
+    }
+    workgroupBarrier();
+    // Per query vector: the keys its row sees end at `lim`.
+    var lim: array<u32, MAXQ>;
+    for (var jj = 0u; jj < MAXQ; jj++) {
+        lim[jj] = p.start_pos + (j0 + jj) / group + 1u;
+    }
+    var m_run = array<f32, MAXQ>(NEG, NEG, NEG, NEG);
+    var l_run = array<f32, MAXQ>(0.0, 0.0, 0.0, 0.0);
+    var acc: array<vec4<f32>, MAXQ>;
+    let dim4 = lid % d4;
+    let kg = lid / d4;
+    let n_kg = WG / d4;
+    let rq = lid / LANES;
+    let lane = lid % LANES;
+    for (var c0 = begin; c0 < end; c0 += TILE) {
+        let n_here = min(TILE, end - c0);
+        let key = c0 + lid;
+        // Loops over the query vectors run to `MAXQ` (constant trip
+        // counts, so the per-vector arrays stay in registers); vectors past
+        // `nq` compute on zeros (workgroup memory starts zeroed) or on
+        // probabilities set to 0, and are never stored.
+        var dots: array<vec4<f32>, MAXQ>;
+        if lid < n_here {
+            // Four loads of the key in flight before any is used.
+            var d = 0u;
+            for (; d + 4u <= d4; d += 4u) {
+                let k0 = key_at(key, kvh, d, d4);
+                let k1 = key_at(key, kvh, d + 1u, d4);
+                let k2 = key_at(key, kvh, d + 2u, d4);
+                let k3 = key_at(key, kvh, d + 3u, d4);
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    let b = jj * d4 + d;
+                    dots[jj] += qs[b] * k0 + qs[b + 1u] * k1 + qs[b + 2u] * k2 + qs[b + 3u] * k3;
+                }
+            }
+            for (; d < d4; d++) {
+                let kv = key_at(key, kvh, d, d4);
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    dots[jj] += qs[jj * d4 + d] * kv;
+                }
+            }
+        }
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            var s = NEG;
+            if jj < nq && lid < n_here && key < lim[jj] {
+                s = (dots[jj].x + dots[jj].y + dots[jj].z + dots[jj].w) * p.scale;
+            }
+            sc[jj * TILE + lid] = s;
+        }
+        workgroupBarrier();
+        var part_max = NEG;
+        if rq < nq {
+            for (var r = lane; r < TILE; r += LANES) {
+                part_max = max(part_max, sc[rq * TILE + r]);
+            }
+        }
+        reduce(lid, part_max, true);
+        var m_new: array<f32, MAXQ>;
+        var alpha: array<f32, MAXQ>;
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            m_new[jj] = max(m_run[jj], red[jj * LANES]);
+            alpha[jj] = exp(m_run[jj] - m_new[jj]);
+        }
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            let s = sc[jj * TILE + lid];
+            var pr = 0.0;
+            if jj < nq && s > NEG {
+                pr = exp(s - m_new[jj]);
+            }
+            sc[jj * TILE + lid] = pr;
+        }
+        workgroupBarrier();
+        var part_sum = 0.0;
+        if rq < nq {
+            for (var r = lane; r < TILE; r += LANES) {
+                part_sum += sc[rq * TILE + r];
+            }
+        }
+        reduce(lid, part_sum, false);
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            l_run[jj] = l_run[jj] * alpha[jj] + red[jj * LANES];
+            acc[jj] *= alpha[jj];
+            m_run[jj] = m_new[jj];
+        }
+        if kg < n_kg {
+            // Four values in flight before any is used.
+            var j = kg;
+            for (; j + 3u * n_kg < n_here; j += 4u * n_kg) {
+                let v0 = value_at(c0 + j, kvh, dim4, d4);
+                let v1 = value_at(c0 + j + n_kg, kvh, dim4, d4);
+                let v2 = value_at(c0 + j + 2u * n_kg, kvh, dim4, d4);
+                let v3 = value_at(c0 + j + 3u * n_kg, kvh, dim4, d4);
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    let b = jj * TILE + j;
+                    acc[jj] += sc[b] * v0 + sc[b + n_kg] * v1 + sc[b + 2u * n_kg] * v2 + sc[b + 3u * n_kg] * v3;
+                }
+            }
+            for (; j < n_here; j += n_kg) {
+                let vv = value_at(c0 + j, kvh, dim4, d4);
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    acc[jj] += sc[jj * TILE + j] * vv;
+                }
+            }
+        }
+        workgroupBarrier();
+    }
+    // Sum the key groups of each dim and write the partials (a constant
+    // trip count here too, so `acc` stays indexed by constants).
+    for (var jj = 0u; jj < MAXQ; jj++) {
+        if jj >= nq {
+            break;
+        }
+        sums[lid] = acc[jj];
+        workgroupBarrier();
+        let j = j0 + jj;
+        let h = kvh * group + j % group;
+        let base = (((j / group) * p.n_heads + h) * n_splits + split) * (d4 + 1u);
+        if lid < d4 {
+            var total = vec4<f32>(0.0);
+            for (var g = 0u; g < n_kg; g++) {
+                total += sums[g * d4 + lid];
+            }
+            part[base + 1u + lid] = total;
+        }
+        if lid == 0u {
+            part[base] = vec4<f32>(m_run[jj], l_run[jj], 0.0, 0.0);
+        }
+        workgroupBarrier();
     }
 }
 "#;

@@ -2,10 +2,12 @@
 //! (`etwgpu_graph::fuse`) writes in place of groups of ExecuTorch ops. Their
 //! host rules infer shapes from the live inputs like any op's.
 //!
-//! One family of the op table (the README lists ops by this file), in two
+//! One family of the op table (the README lists ops by this file), in
 //! files by kernel kind: `fused/expr.rs` (the elementwise expression, its
-//! parser, WGSL writer and rule) and `fused/linears.rs` (the fused
-//! linears); the activation epilogue shared with the matmul and
+//! parser, WGSL writer and rule), `fused/linears.rs` (the fused linears)
+//! `fused/norm_linears.rs` (an RMS norm taken into the 4-bit linear
+//! after it) and `fused/rope_attention.rs` (RoPE taken into the
+//! attention); the activation epilogue shared with the matmul and
 //! convolution kernels stays here.
 //!
 //! - `etwgpu.fused_elementwise.default(expr, x0, .., xN-1, →out)`: a chain
@@ -25,12 +27,27 @@
 //!   w_v, s_v, →[q, k, v])` and `etwgpu.linear_q4gsw_swiglu.default(input,
 //!   group_size, w_gate, s_gate, w_up, s_up, →out)`: the same for
 //!   `et_vk.linear_q4gsw` weights, without bias.
+//! - `etwgpu.rms_norm_linear_q4gsw{,_qkv,_swiglu}.default(a, b?, norm_weight,
+//!   eps, <the linear's arguments after its input>, →[sum?, normed, <the
+//!   linear's outputs>])`: an RMS norm (of a residual add, or alone) and
+//!   the 4-bit linear that reads it, one dispatch on the decode route
+//!   (`fused/norm_linears.rs`).
+//! - `etwgpu.sdpa_rope_with_kv_cache.default(xq, xk, <sdpa_with_kv_cache's
+//!   arguments after the key>, freqs_cos, freqs_sin, →[xq_out, xk_out,
+//!   out])`: RoPE and the attention that reads it, the rotation inside the
+//!   split-KV partials kernel on the decode route (`fused/rope_attention.rs`).
 
 mod expr;
 mod linears;
+mod norm_linears;
+mod rope_attention;
 
 pub use expr::{Expr, FUSED_MAX_INPUTS, Inst, Operand, fused_elementwise};
 pub use linears::{linear_q4gsw_qkv, linear_q4gsw_swiglu, linear_qkv, linear_swiglu};
+pub use norm_linears::{
+    Q4_GEMV_NORM_MAX_ELEMS, rms_norm_linear_q4gsw, rms_norm_linear_q4gsw_qkv, rms_norm_linear_q4gsw_swiglu,
+};
+pub use rope_attention::sdpa_rope_with_kv_cache;
 
 use crate::error::{Error, Result};
 use crate::ops::elementwise::UnaryOp;

@@ -88,7 +88,7 @@ pub fn add_rms_norm(c: &Ctx<'_>) -> Result<Lowered> {
 /// The one dispatch of an RMS norm kernel over the rows of `x` (one
 /// workgroup per row of its last dim), after checking that `weight`
 /// (argument `w_idx`) has a row's elements; no dispatch for no rows.
-fn norm_rows(
+pub(crate) fn norm_rows(
     shader: ShaderId,
     x: &TensorInfo<'_>,
     (weight, w_idx): (&TensorInfo<'_>, usize),
@@ -120,14 +120,27 @@ fn norm_rows(
 /// freqs_cos [S,D/2], freqs_sin [S,D/2], →[xq_out, xk_out])`.
 pub fn apply_rotary_emb(c: &Ctx<'_>) -> Result<Lowered> {
     c.expect_args(5)?;
-    let xq = c.tensor(0, "xq")?;
-    let xk = c.tensor(1, "xk")?;
-    let cos = c.tensor(2, "freqs_cos")?;
-    let sin = c.tensor(3, "freqs_sin")?;
     let outs = c.tensor_list(4, "out")?;
     let [q_out, k_out] = outs[..] else {
         return Err(Error::ArgKind { arg_idx: 4, name: "out", expected: "ValueList of 2 tensors", found: "ValueList" });
     };
+    apply_rotary_emb_into(c, q_out, k_out, None)
+}
+
+/// [`apply_rotary_emb`] into `q_out` and `k_out`, its inputs (arguments 0
+/// to 3) read from `c` (a fused op hands its rotation here,
+/// `etwgpu.sdpa_rope_with_kv_cache`). With `table_row`, the tables may be
+/// longer and the chunk's rows start there; else they are `[S, D/2]`.
+pub(crate) fn apply_rotary_emb_into(
+    c: &Ctx<'_>,
+    q_out: TensorInfo<'_>,
+    k_out: TensorInfo<'_>,
+    table_row: Option<u64>,
+) -> Result<Lowered> {
+    let xq = c.tensor(0, "xq")?;
+    let xk = c.tensor(1, "xk")?;
+    let cos = c.tensor(2, "freqs_cos")?;
+    let sin = c.tensor(3, "freqs_sin")?;
     let shader = float_shader(Family::Rope, &xq, 0, "xq")?;
     // Per tensor: pairs, heads, half the head dim, tokens.
     let check = |x: &TensorInfo<'_>, out: &TensorInfo<'_>, idx: usize, name: &'static str| -> Result<[u64; 4]> {
@@ -139,8 +152,14 @@ pub fn apply_rotary_emb(c: &Ctx<'_>) -> Result<Lowered> {
         }
         for (t, t_idx, t_name) in [(&cos, 2, "freqs_cos"), (&sin, 3, "freqs_sin")] {
             same_dtype(t, xq.dtype, t_idx, t_name)?;
-            if t.shape != [s, d / 2] {
-                return Err(shape_err(t_idx, t_name, format!("[{s}, {}]", d / 2), t));
+            let fits = match (table_row, t.shape) {
+                (None, _) => t.shape == [s, d / 2],
+                (Some(row), &[rows, half]) => half == d / 2 && row + s <= rows,
+                _ => false,
+            };
+            if !fits {
+                let rows = table_row.map_or(s.to_string(), |row| format!(">= {}", row + s));
+                return Err(shape_err(t_idx, t_name, format!("[{rows}, {}]", d / 2), t));
             }
         }
         Ok([x.numel() / 2, h, d / 2, s])
@@ -159,6 +178,7 @@ pub fn apply_rotary_emb(c: &Ctx<'_>) -> Result<Lowered> {
             .u32(to_u32("key heads", heads_k)?)
             .u32(to_u32("head dim", half)?)
             .u32(to_u32("seq", seq)?)
+            .u32(to_u32("table row", table_row.unwrap_or(0))?)
             .finish();
         steps.push(Step::Dispatch(Dispatch {
             shader: shader.into(),
@@ -190,6 +210,19 @@ pub fn sdpa_with_kv_cache(c: &Ctx<'_>) -> Result<Lowered> {
     c.expect_args(12)?;
     let q = c.tensor(0, "query")?;
     let k = c.tensor(1, "key")?;
+    let out = c.tensor(11, "out")?;
+    sdpa_with_kv_cache_into(c, q, k, out)
+}
+
+/// [`sdpa_with_kv_cache`] of the query `q` and key `k` into `out`, its
+/// other arguments (2 to 10) read from `c` (a fused op hands its rotated
+/// query and key here, `etwgpu.sdpa_rope_with_kv_cache`).
+pub(crate) fn sdpa_with_kv_cache_into(
+    c: &Ctx<'_>,
+    q: TensorInfo<'_>,
+    k: TensorInfo<'_>,
+    out: TensorInfo<'_>,
+) -> Result<Lowered> {
     let v = c.tensor(2, "value")?;
     let k_cache = c.tensor(3, "key_cache")?;
     let v_cache = c.tensor(4, "value_cache")?;
@@ -199,7 +232,6 @@ pub fn sdpa_with_kv_cache(c: &Ctx<'_>) -> Result<Lowered> {
     let dropout = c.num(8, "dropout_p")?;
     let is_causal = c.bool(9, "is_causal")?;
     let scale = c.opt_num(10, "scale")?;
-    let out = c.tensor(11, "out")?;
     float_shader(Family::Sdpa, &q, 0, "query")?;
     for (t, idx, name) in [(&k, 1, "key"), (&v, 2, "value"), (&out, 11, "out")] {
         same_dtype(t, q.dtype, idx, name)?;

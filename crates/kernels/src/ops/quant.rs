@@ -86,11 +86,19 @@ pub(crate) fn check_q4_weight(
 pub fn linear_q4gsw(c: &Ctx<'_>) -> Result<Lowered> {
     c.expect_args(6)?;
     let x = c.tensor(0, "input")?;
+    let out = c.tensor(5, "out")?;
+    linear_q4gsw_into(c, &x, &out)
+}
+
+/// [`linear_q4gsw`] of the input `x` into `out`, its other arguments
+/// (weights, scales, group size, bias: 1 to 4) read from `c` (a fused op
+/// hands its normed input here, `etwgpu.rms_norm_linear_q4gsw`).
+pub(crate) fn linear_q4gsw_into(c: &Ctx<'_>, x: &TensorInfo<'_>, out: &TensorInfo<'_>) -> Result<Lowered> {
     let weights = c.tensor(1, "weights")?;
     let scales = c.tensor(2, "weight_scales")?;
     let group_size = c.int(3, "group_size")?;
     let bias = c.opt_tensor(4, "bias")?;
-    let out = c.tensor(5, "out")?;
+    let (x, out) = (*x, *out);
     let shader = float_shader(Family::LinearQ4gsw, &x, 0, "input")?;
     same_dtype(&scales, x.dtype, 2, "weight_scales")?;
     same_dtype(&out, x.dtype, 5, "out")?;

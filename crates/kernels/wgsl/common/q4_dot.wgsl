@@ -1,6 +1,8 @@
 //! Dequantize-and-dot helpers of the 4-bit GEMVs (`q4_gemv.wgsl`,
-//! `q4_gemv_swiglu.wgsl`); the kernel that includes this declares
-//! `x: array<vec4<Elem>>`.
+//! `q4_gemv_swiglu.wgsl`, `q4_gemv_qkv.wgsl` and their `_norm` forms); the
+//! kernel that includes this declares `x`, an array of vec4s: the input in
+//! storage (`array<vec4<Elem>>`) or the normed input in workgroup memory
+//! (`array<vec4<f32>, _>`).
 
 /// Where the 16-byte words of column `col` (of `n`, `words` per row) sit:
 /// word `w` at `base + w * stride`, `(base, stride)` returned; row-major

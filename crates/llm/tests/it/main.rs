@@ -271,6 +271,38 @@ fn float16_kv_cache_logits() {
     }
 }
 
+/// Fusion (the RMS norms taken into the 4-bit linears after them among
+/// them) changes no logit beyond float rounding: the 4-bit fixtures, float32
+/// and float16 activations, fused and unfused (`LoadOptions::fuse`), give
+/// the same logits within 1e-5 (float32) and 5e-3 (float16, where a norm's
+/// float16 rounding may move), at the prefill and the fixture's decode steps.
+#[test]
+fn fused_and_unfused_logits_agree() {
+    let Some(rt) = runtime() else { return };
+    for (name, tol) in [("llama_tiny_q4", 1e-5f32), ("llama_tiny_q4_fp16", 5e-3)] {
+        let dir = fixture(name);
+        let program = Program::open(dir.join("model.pte")).expect("open fixture");
+        let mut runs = Vec::new();
+        for fuse in [true, false] {
+            let options = etwgpu_runtime::LoadOptions { fuse, ..Generator::default_load_options() };
+            let mut generator = Generator::with_options(&rt, &program, &options, &mut |_| {}).expect("load");
+            let mut logits = vec![generator.prefill(&tokens(dir.join("call0.in0.npy"))).expect("prefill")];
+            for call in 1..4 {
+                logits.push(generator.decode_step(tokens(dir.join(format!("call{call}.in0.npy")))[0]).expect("decode"));
+            }
+            runs.push((logits, generator.n_dispatches()));
+        }
+        let ((fused, fused_dispatches), (plain, plain_dispatches)) = (&runs[0], &runs[1]);
+        assert!(fused_dispatches < plain_dispatches, "{name}: {fused_dispatches} vs {plain_dispatches} dispatches");
+        for (call, (f, p)) in fused.iter().zip(plain).enumerate() {
+            assert_eq!(f.len(), p.len(), "{name} call {call}");
+            for (i, (a, b)) in f.iter().zip(p).enumerate() {
+                assert!((a - b).abs() <= tol + tol * b.abs(), "{name} call {call} logit {i}: fused {a}, unfused {b}");
+            }
+        }
+    }
+}
+
 #[test]
 fn missing_metadata_is_a_clear_error() {
     let program = Program::open(fixture("mlp").join("model.pte")).expect("open fixture");

@@ -176,8 +176,17 @@ pub fn linear_swiglu(c: &Ctx<'_>) -> Result<Lowered> {
 pub fn linear_q4gsw_qkv(c: &Ctx<'_>) -> Result<Lowered> {
     c.expect_args(9)?;
     let x = c.tensor(0, "input")?;
-    let group_size = c.int(1, "group_size")?;
     let outs = qkv_outputs(c, 8, &x)?;
+    linear_q4gsw_qkv_into(c, &x, &outs)
+}
+
+/// [`linear_q4gsw_qkv`] of the input `x` into `outs` (q, k, v, checked by
+/// the caller), its other arguments (group size, weights and scales: 1 to
+/// 7) read from `c` (a fused op hands its normed input here,
+/// `etwgpu.rms_norm_linear_q4gsw_qkv`).
+pub(crate) fn linear_q4gsw_qkv_into(c: &Ctx<'_>, x: &TensorInfo<'_>, outs: &[TensorInfo<'_>]) -> Result<Lowered> {
+    let x = *x;
+    let group_size = c.int(1, "group_size")?;
     let shader = float_shader(Family::LinearQ4gswQkv, &x, 0, "input")?;
     let Some(&k) = x.shape.last() else { return Err(shape_err(0, "input", "[..., K]".into(), &x)) };
     let m = x.numel().checked_div(k).unwrap_or(0);
@@ -256,8 +265,17 @@ pub fn linear_q4gsw_qkv(c: &Ctx<'_>) -> Result<Lowered> {
 pub fn linear_q4gsw_swiglu(c: &Ctx<'_>) -> Result<Lowered> {
     c.expect_args(7)?;
     let x = c.tensor(0, "input")?;
-    let group_size = c.int(1, "group_size")?;
     let out = c.tensor(6, "out")?;
+    linear_q4gsw_swiglu_into(c, &x, &out)
+}
+
+/// [`linear_q4gsw_swiglu`] of the input `x` into `out`, its other
+/// arguments (group size, gate and up weights and scales: 1 to 5) read
+/// from `c` (a fused op hands its normed input here,
+/// `etwgpu.rms_norm_linear_q4gsw_swiglu`).
+pub(crate) fn linear_q4gsw_swiglu_into(c: &Ctx<'_>, x: &TensorInfo<'_>, out: &TensorInfo<'_>) -> Result<Lowered> {
+    let (x, out) = (*x, *out);
+    let group_size = c.int(1, "group_size")?;
     same_dtype(&out, x.dtype, 6, "out")?;
     let shader = float_shader(Family::LinearQ4gswSwiglu, &x, 0, "input")?;
     let Some(&k) = x.shape.last() else { return Err(shape_err(0, "input", "[..., K]".into(), &x)) };

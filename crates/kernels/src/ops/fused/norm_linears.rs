@@ -1,0 +1,156 @@
+//! The RMS norm, after a residual add or alone, fused into the 4-bit
+//! linear that reads it: `etwgpu.rms_norm_linear_q4gsw`,
+//! `etwgpu.rms_norm_linear_q4gsw_qkv` and
+//! `etwgpu.rms_norm_linear_q4gsw_swiglu`, each the norm's arguments then
+//! the linear's (its input left out), writing the sum (with an add), the
+//! normed input and the linear's outputs.
+//!
+//! On the decode route (the linear's GEMV, at most
+//! [`Q4_GEMV_MAX_ROWS`](crate::ops::quant::Q4_GEMV_MAX_ROWS) rows and
+//! [`Q4_GEMV_NORM_MAX_ELEMS`] input elements) it is one dispatch: the GEMV's
+//! `_norm` form (`q4_gemv_norm.wgsl`, `q4_gemv_qkv_norm.wgsl`,
+//! `q4_gemv_swiglu_norm.wgsl`), whose every workgroup normalizes the input
+//! rows itself (`rms_prologue.wgsl`) and whose workgroup 0 stores the sum;
+//! the normed input is not written. Elsewhere (prompts, other shapes) it
+//! is the norm's dispatch (`add_rms_norm.wgsl` or `rms_norm.wgsl`) writing
+//! the normed input, then the linear's own lowering of it.
+
+use crate::error::{Error, Result};
+use crate::generated::shaders::{Family, ShaderId};
+use crate::ops::fused::linears::{linear_q4gsw_qkv_into, linear_q4gsw_swiglu_into};
+use crate::ops::llm::norm_rows;
+use crate::ops::quant::linear_q4gsw_into;
+use crate::plan::{Ctx, Dispatch, Lowered, Shader, Step, TensorInfo, Uniform, Vid, float_shader, same_dtype};
+
+/// Most input elements (rows times K) of the normed decode kernels: their
+/// workgroup memory holds the normed rows (`XS` vec4s in the WGSL).
+pub const Q4_GEMV_NORM_MAX_ELEMS: u64 = 3072;
+
+/// `etwgpu.rms_norm_linear_q4gsw.default(a [..., K], b? [..., K],
+/// norm_weight [K], eps, weights u8 [N, K/2], weight_scales [G, N_pad],
+/// group_size, bias? [N_pad], →[sum?, normed, out [..., N]])`: `out =
+/// linear_q4gsw(rms_norm(a + b))` (`rms_norm(a)` without `b`, and no `sum`).
+pub fn rms_norm_linear_q4gsw(c: &Ctx<'_>) -> Result<Lowered> {
+    c.expect_args(9)?;
+    with_norm(c, 1, |lc, x, outs| linear_q4gsw_into(lc, x, &outs[0]))
+}
+
+/// `etwgpu.rms_norm_linear_q4gsw_qkv.default(a, b?, norm_weight, eps,
+/// group_size, w_q, s_q, w_k, s_k, w_v, s_v, →[sum?, normed, q, k, v])`:
+/// `etwgpu.linear_q4gsw_qkv` of the RMS norm.
+pub fn rms_norm_linear_q4gsw_qkv(c: &Ctx<'_>) -> Result<Lowered> {
+    c.expect_args(12)?;
+    with_norm(c, 3, linear_q4gsw_qkv_into)
+}
+
+/// `etwgpu.rms_norm_linear_q4gsw_swiglu.default(a, b?, norm_weight, eps,
+/// group_size, w_gate, s_gate, w_up, s_up, →[sum?, normed, out])`:
+/// `etwgpu.linear_q4gsw_swiglu` of the RMS norm.
+pub fn rms_norm_linear_q4gsw_swiglu(c: &Ctx<'_>) -> Result<Lowered> {
+    c.expect_args(10)?;
+    with_norm(c, 1, |lc, x, outs| linear_q4gsw_swiglu_into(lc, x, &outs[0]))
+}
+
+/// The shared rule: checks the norm's arguments, lowers the linear (its
+/// rule `linear` sees the arguments from 4 on, after the normed input, and
+/// the linear's `n_outs` outputs), then takes the norm into its GEMV where
+/// the linear lowered to one.
+fn with_norm(
+    c: &Ctx<'_>,
+    n_outs: usize,
+    linear: impl Fn(&Ctx<'_>, &TensorInfo<'_>, &[TensorInfo<'_>]) -> Result<Lowered>,
+) -> Result<Lowered> {
+    let last = c.n_args() - 1;
+    let a = c.tensor(0, "a")?;
+    let b = c.opt_tensor(1, "b")?;
+    let weight = c.tensor(2, "norm_weight")?;
+    let eps = c.num(3, "eps")?;
+    let outs = c.tensor_list(last, "out")?;
+    let n_norm = 1 + usize::from(b.is_some());
+    if outs.len() != n_norm + n_outs {
+        return Err(Error::ArgValue {
+            arg_idx: last,
+            name: "out",
+            found: format!("{} tensors", outs.len()),
+            reason: if b.is_some() {
+                "expected the sum, the normed input, then the linear's outputs"
+            } else {
+                "expected the normed input, then the linear's outputs"
+            },
+        });
+    }
+    let family = if b.is_some() { Family::AddRmsNorm } else { Family::RmsNorm };
+    let norm_shader = float_shader(family, &a, 0, "a")?;
+    if let Some(b) = &b {
+        same_dtype(b, a.dtype, 1, "b")?;
+        if b.shape != a.shape {
+            return Err(Error::Shape {
+                arg_idx: 1,
+                name: "b",
+                expected: format!("{:?}", a.shape),
+                found: b.shape.to_vec(),
+            });
+        }
+    }
+    same_dtype(&weight, a.dtype, 2, "norm_weight")?;
+    for o in &outs {
+        same_dtype(o, a.dtype, last, "out")?;
+    }
+    let normed = outs[n_norm - 1];
+    // The linear reads the normed input at a's live shape.
+    let x = TensorInfo { shape: a.shape, ..normed };
+    let mut linear_args: Vec<Vid> = vec![normed.id];
+    linear_args.extend((4..last).map(|i| c.id(i)));
+    let inner = linear(&c.with_args(&linear_args), &x, &outs[n_norm..])?;
+    // The norm's own dispatch (this checks the weight against K too).
+    let (inputs, outputs) = match &b {
+        Some(b) => (vec![a.id, b.id, weight.id], vec![outs[0].id, normed.id]),
+        None => (vec![a.id, weight.id], vec![normed.id]),
+    };
+    let norm_steps = norm_rows(norm_shader, &a, (&weight, 2), eps, inputs, outputs)?;
+    let mut shapes: Vec<(Vid, Vec<u64>)> = outs[..n_norm].iter().map(|o| (o.id, a.shape.to_vec())).collect();
+    shapes.extend(inner.shapes);
+    let k = a.shape.last().copied().unwrap_or(1);
+    let elems = a.numel();
+    let steps = match &inner.steps[..] {
+        [Step::Dispatch(d)] if elems <= Q4_GEMV_NORM_MAX_ELEMS && k.is_multiple_of(4) => {
+            match normed_gemv(d, &a, b.as_ref().map_or(a.id, |b| b.id), b.is_some(), &weight, eps, outs[0].id)? {
+                Some(d) => vec![Step::Dispatch(d)],
+                None => [norm_steps, inner.steps].concat(),
+            }
+        }
+        _ => [norm_steps, inner.steps].concat(),
+    };
+    Ok(Lowered { shapes, steps })
+}
+
+/// The `_norm` form of a 4-bit GEMV dispatch `d` (whose input 0 is the
+/// normed input): reads `a`, `b` (`a` again without an add) and the norm
+/// weight instead, writes `sum` too (the normed input, unwritten, without
+/// an add), with the norm's epsilon and whether to add after the GEMV's
+/// uniforms. `None` for a dispatch of another kernel.
+fn normed_gemv(
+    d: &Dispatch,
+    a: &TensorInfo<'_>,
+    b: Vid,
+    add: bool,
+    weight: &TensorInfo<'_>,
+    eps: f64,
+    sum: Vid,
+) -> Result<Option<Dispatch>> {
+    let Shader::Static(id) = &d.shader else { return Ok(None) };
+    let family = match id.family() {
+        Family::Q4Gemv => Family::Q4GemvNorm,
+        Family::Q4GemvQkv => Family::Q4GemvQkvNorm,
+        Family::Q4GemvSwiglu => Family::Q4GemvSwigluNorm,
+        _ => return Ok(None),
+    };
+    let shader: ShaderId = float_shader(family, a, 0, "a")?;
+    let mut inputs = vec![a.id, b, weight.id];
+    inputs.extend(&d.inputs[1..]);
+    let mut outputs = d.outputs.clone();
+    outputs.push(sum);
+    let mut params = d.params.clone();
+    params.extend(Uniform::new().f32(eps as f32).u32(u32::from(add)).finish());
+    Ok(Some(Dispatch { shader: shader.into(), entry: d.entry, inputs, outputs, params, workgroups: d.workgroups }))
+}

@@ -1,0 +1,118 @@
+//! Decode route of `etwgpu.rms_norm_linear_q4gsw` (at most `MAX_ROWS` rows
+//! of x): the RMS norm of `a + b` (or of `a`) and the 4-bit linear that
+//! reads it, one dispatch. Each workgroup computes the normed rows itself
+//! into workgroup memory (`rms_prologue.wgsl`: every workgroup reads the
+//! whole input anyway) and workgroup 0 stores the residual sum; then, as
+//! `q4_gemv.wgsl`,
+//! `out[m, n] = sum_k x[m, k] * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`,
+//! the same loop over the weights with x read from workgroup memory.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup.
+const WG: u32 = 256u;
+/// Most rows of x (the host routes larger M to two dispatches).
+const MAX_ROWS: u32 = 4u;
+/// vec4s of normed input held in workgroup memory: `m * k` at most
+/// `4 * XS` (the host checks).
+const XS: u32 = 768u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (a multiple of 32).
+    k: u32,
+    /// Row length of the scales (and bias): N padded.
+    n_pad: u32,
+    /// Inputs per scale group (a multiple of 32).
+    group_size: u32,
+    has_bias: u32,
+    /// Columns per workgroup: 8, 16 or 32.
+    cols: u32,
+    /// Bit 0: the weights are word-major (16-byte word `w` of row `n` at
+    /// word `w * N + n`; see `etwgpu_graph::layout`), else row-major.
+    w_layout: u32,
+    /// The norm's epsilon.
+    norm_eps: f32,
+    /// 1: normalize `a + b` and store it in `sum`; 0: normalize `a`.
+    norm_add: u32,
+    _pn0: u32,
+    _pn1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> a: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> b: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> norm_w: array<vec4<Elem>>;
+@group(0) @binding(4) var<storage, read> weights: array<vec4<u32>>;
+@group(0) @binding(5) var<storage, read> scales: array<Elem>;
+@group(0) @binding(6) var<storage, read> bias: array<Elem>;
+@group(0) @binding(7) var<storage, read_write> out: array<Elem>;
+@group(0) @binding(8) var<storage, read_write> sum: array<vec4<Elem>>;
+
+/// The normed rows of the input.
+var<workgroup> x: array<vec4<f32>, XS>;
+/// Per invocation, its slice's sums for the four rows.
+var<workgroup> partial: array<vec4<f32>, WG>;
+
+// include: q4_dot.wgsl
+// include: rms_prologue.wgsl
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let g = wid.y * groups.x + wid.x;
+    rms_prologue(lid, g);
+    let cols = p.cols;
+    let c = lid % cols;
+    let slice = lid / cols;
+    let slices = WG / cols;
+    let target_col = g * cols + c;
+    // Columns past N compute the last column (control flow stays uniform)
+    // and store nothing.
+    let col = min(target_col, p.n - 1u);
+    let words = p.k / 32u;
+    let x_row = p.k / 4u;
+    // Word `w` of this column at `base + w * stride`.
+    let at = column_words(col, words, p.n, (p.w_layout & 1u) != 0u);
+    let base = at.x;
+    let stride = at.y;
+    var acc = vec4<f32>();
+    var w = slice;
+    for (; w + slices < words; w += 2u * slices) {
+        let q0 = weights[base + w * stride];
+        let q1 = weights[base + (w + slices) * stride];
+        let s0 = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
+        let s1 = f32(scales[((w + slices) * 32u / p.group_size) * p.n_pad + col]);
+        acc = rows4(acc, q0, w * 8u, x_row, p.m, s0);
+        acc = rows4(acc, q1, (w + slices) * 8u, x_row, p.m, s1);
+    }
+    if w < words {
+        let s = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
+        acc = rows4(acc, weights[base + w * stride], w * 8u, x_row, p.m, s);
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var stride = slices / 2u; stride > 0u; stride /= 2u) {
+        if slice < stride {
+            partial[lid] += partial[lid + stride * cols];
+        }
+        workgroupBarrier();
+    }
+    if slice == 0u && target_col < p.n {
+        let v = partial[lid];
+        var bv = 0.0;
+        if p.has_bias != 0u {
+            bv = f32(bias[col]);
+        }
+        for (var r = 0u; r < p.m; r++) {
+            out[r * p.n + col] = Elem(v[r] + bv);
+        }
+    }
+}
