@@ -85,8 +85,11 @@ pub const LIMIT_GATED: &[&str] = &[
     "linear_qkv",
     "linear_q4gsw_qkv",
     "matmul_coop",
+    "matmul_coop_large",
     "q4_gemm_coop",
+    "q4_gemm_coop_large",
     "q4_gemm_coop_swiglu",
+    "q4_gemm_coop_swiglu_large",
     "q4_gemv_qkv",
 ];
 
