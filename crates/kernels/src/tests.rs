@@ -1189,12 +1189,51 @@ fn gemm_routes_follow_the_device_caps_and_precision() {
     let w16 = g.push(Owned::Tensor(ElemType::F16, vec![300, 64], true));
     let o16 = g.push(Owned::Tensor(ElemType::F16, vec![200, 300], false));
     let l = lower(&g, lin, &[a16, w16, null, o16], coop(Precision::F32));
-    assert_eq!(one_dispatch(&l), ("matmul_coop_direct.f16", [12, 1, 1]));
+    assert_eq!(one_dispatch(&l), ("matmul_coop.f16", [12, 1, 1]));
     assert_eq!(one_dispatch(&lower(&g, lin, &[a16, w16, null, o16], DeviceCaps::default())).0, "matmul.f16");
     // K not a multiple of 32: the tiled kernel.
     let a48 = g.t(&[200, 48]);
     let w48 = g.push(Owned::Tensor(ElemType::F32, vec![300, 48], true));
     assert_eq!(one_dispatch(&lower(&g, lin, &[a48, w48, null, od], coop(Precision::F16))).0, "matmul.f32");
+}
+
+#[test]
+fn coop_tiles_go_large_only_with_enough_workgroups() {
+    use crate::ops::gemm::{COOP_DENSE_LARGE, COOP_Q4_LARGE, COOP_SMALL, COOP_SWIGLU_LARGE, coop_tile};
+    // 512 x 2048: 64 workgroups of 128 x 128 (too few); 512 x 8192 and
+    // 2048 x 2048: 256.
+    assert_eq!(coop_tile(512, 2048, 2048, COOP_Q4_LARGE), COOP_SMALL);
+    assert_eq!(coop_tile(512, 8192, 2048, COOP_Q4_LARGE), COOP_Q4_LARGE);
+    assert_eq!(coop_tile(2048, 2048, 8192, COOP_Q4_LARGE), COOP_Q4_LARGE);
+    // Ragged M and N count their partial tiles; K not a multiple of 64
+    // stays on the small tile (K steps of 32).
+    assert_eq!(coop_tile(1100, 2048 + 16, 2048, COOP_Q4_LARGE), COOP_Q4_LARGE);
+    assert_eq!(coop_tile(2048, 2048, 96, COOP_Q4_LARGE), COOP_SMALL);
+    assert_eq!(coop_tile(2048, 2048, 96, COOP_SWIGLU_LARGE), COOP_SWIGLU_LARGE);
+    // Dense: 256 x 128 tiles.
+    assert_eq!(coop_tile(4096, 4096, 4096, COOP_DENSE_LARGE), COOP_DENSE_LARGE);
+    assert_eq!(coop_tile(512, 4096, 4096, COOP_DENSE_LARGE), COOP_SMALL);
+    // Through the host rules: the large kernels and their grids.
+    use crate::caps::{DeviceCaps, Precision};
+    let caps = DeviceCaps { coop_matrix_f16: true, precision: Precision::F16 };
+    let lower = |g: &TestGraph, op: &str, args: &[Vid]| {
+        from_name(op).expect("registered").lower(&crate::plan::Ctx::new(g, args).with_caps(caps)).expect("lowers")
+    };
+    let mut g = TestGraph::default();
+    let x = g.t(&[1, 2048, 64]);
+    let w = g.push(Owned::Tensor(ElemType::U8, vec![2048, 32], true));
+    let s = g.push(Owned::Tensor(ElemType::F32, vec![2, 2048], true));
+    let (gs, null) = (g.push(Owned::Int(32)), g.push(Owned::Null));
+    let out = g.t(&[1, 2048, 2048]);
+    let l = lower(&g, "et_vk.linear_q4gsw.default", &[x, w, s, gs, null, out]);
+    assert_eq!(one_dispatch(&l), ("q4_gemm_coop_large.f32", [256, 1, 1]));
+    let l = lower(&g, "etwgpu.linear_q4gsw_swiglu.default", &[x, gs, w, s, w, s, out]);
+    assert_eq!(one_dispatch(&l), ("q4_gemm_coop_swiglu_large.f32", [256, 1, 1]));
+    let a = g.t(&[4096, 64]);
+    let wd = g.push(Owned::Tensor(ElemType::F32, vec![4096, 64], true));
+    let od = g.t(&[4096, 4096]);
+    let l = lower(&g, "aten.linear.default", &[a, wd, null, od]);
+    assert_eq!(one_dispatch(&l), ("matmul_coop_large.f32", [512, 1, 1]));
 }
 
 /// The upstream list of delegable op names (`upstream_ops.txt`): `(name,

@@ -2,18 +2,25 @@
 //! cores): `out[m, n] = sum_k x[m, k] * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`
 //! with f16 operands and f32 accumulation.
 //!
-//! A workgroup of 256 invocations (8 subgroups of 32; the host routes here
-//! only on devices whose subgroups have 32 invocations) computes a
-//! `BM x BN` block of the output. K advances `TK` inputs at a time: the x
-//! tile (rounded to f16 as it is staged) and the dequantized weight tile
-//! (f16) go to workgroup memory, x row-major (`xs[row * LD + k]`) and the
-//! weights column-major (`ws[col * LD + k]`, the packed layout's own
-//! order). Each subgroup owns a 32 x 32 block: 2 x 2 fragments of 16 x 16,
-//! each a `coop_mat16x16<f32, C>` accumulator. At the end each fragment
-//! passes through the subgroup's 16 x 16 slot of `cs`, where its 32
-//! invocations add the bias, bounds-check and write it out as `Elem`.
-//! The host routes here only when `K % TK == 0` and `group % TK == 0`, so
-//! one scale covers a column's slice of a tile.
+//! The small tile: a workgroup of 8 subgroups of 32 computes a 64 x 128
+//! block (2 x 4 subgroups of 2 x 2 fragments), K advancing 32 inputs a
+//! step through two staged copies: the next step's loads are issued
+//! before this step's multiplies and stored after them, one barrier a
+//! step. It takes the calls too small to fill the GPU with the large tile
+//! (`q4_gemm_coop_large.wgsl`).
+//!
+//! Staged through workgroup memory as `vec4<f16>`: the x tile row-major,
+//! the (dequantized) weight tile column-major, rounded to f16 as they are
+//! staged. Each subgroup holds `FM x FN` accumulators of 16 x 16
+//! (`coop_mat16x16<f32, C>`, unrolled); at the end each fragment passes
+//! through the subgroup's 16 x 16 slot of `cs`, where its 32 invocations
+//! finish and bounds-check it and write it out as `Elem`. Rows past M and
+//! columns past N are staged as zeros and never written, so M and N are
+//! free; the host routes here only on devices whose subgroups have 32
+//! invocations, with `K % TK == 0`. The tilings are the winners of
+//! `coop_probe` (crates/runtime/examples) on an H200; it times this file
+//! as shipped. Which tile a call takes is `etwgpu_kernels::ops::gemm`'s
+//! `coop_tile`.
 // variants: f32 f16
 
 enable f16;
@@ -21,15 +28,28 @@ enable wgpu_cooperative_matrix;
 
 alias Elem = f32;
 
-/// Output rows per workgroup.
-const BM: u32 = 64u;
-/// Output columns per workgroup.
-const BN: u32 = 128u;
+/// 16 x 16 fragments per subgroup along M and N.
+const FM: u32 = 2u;
+const FN: u32 = 2u;
+/// Subgroups (of 32 invocations) per workgroup along M and N.
+const SGM: u32 = 2u;
+const SGN: u32 = 4u;
+const WG: u32 = SGM * SGN * 32u;
+/// Output rows and columns per workgroup.
+const BM: u32 = SGM * FM * 16u;
+const BN: u32 = SGN * FN * 16u;
 /// Inputs per step along K.
 const TK: u32 = 32u;
-/// Row stride of the staged tiles, in halves: TK plus 8 of padding (rows
-/// stay 16-byte aligned and start on different banks).
-const LD: u32 = 40u;
+/// Row stride of a staged tile, in `vec4<f16>`: TK plus 8 halves of
+/// padding (rows stay 16-byte aligned and start on different banks).
+const LDE: u32 = (TK + 8u) / 4u;
+/// Copies of each staged tile (2: the next step's loads in flight).
+const STAGES: u32 = 2u;
+/// Staging elements and halves per tile copy.
+const XS_LEN: u32 = BM * LDE;
+const WS_LEN: u32 = BN * LDE;
+const XS_HALVES: u32 = BM * (TK + 8u);
+const WS_HALVES: u32 = BN * (TK + 8u);
 
 struct Params {
     /// Rows of x.
@@ -40,7 +60,7 @@ struct Params {
     k: u32,
     /// Row length of the scales (and bias): N padded.
     n_pad: u32,
-    /// Inputs per scale group (a multiple of TK).
+    /// Inputs per scale group (a multiple of 32).
     group_size: u32,
     has_bias: u32,
     /// Workgroups along N.
@@ -57,15 +77,40 @@ struct Params {
 @group(0) @binding(4) var<storage, read> bias: array<Elem>;
 @group(0) @binding(5) var<storage, read_write> out: array<Elem>;
 
-/// x tile, row-major: `BM` rows of `LD` halves.
-var<workgroup> xs: array<f16, 2560>;
-/// Weight tile, column-major: `BN` columns of `LD` halves.
-var<workgroup> ws: array<f16, 5120>;
+/// Staged x tiles, row-major (`xs[row * LDE + k / 4]`), and weight tiles,
+/// column-major (`ws[col * LDE + k / 4]`), 4 halves an element.
+var<workgroup> xs: array<vec4<f16>, STAGES * XS_LEN>;
+var<workgroup> ws: array<vec4<f16>, STAGES * WS_LEN>;
 /// One 16 x 16 f32 slot per subgroup, row-major: fragments on their way
 /// out (and the zeros the accumulators start from).
-var<workgroup> cs: array<f32, 2048>;
+var<workgroup> cs: array<f32, SGM * SGN * 256u>;
 
+// include: coop_stage.wgsl
 // include: q4_word8.wgsl
+// include: coop_q4.wgsl
+
+/// 16 nibbles of one weight column (unit `i`, see `unit_k`) and their
+/// scale; zeros past N.
+fn load_w(n0: u32, k0: u32, i: u32) -> Nibbles {
+    let col = n0 + unit_col(i);
+    let k = k0 + unit_k(i);
+    if col >= p.n {
+        return Nibbles(vec2<u32>(0u), 0.0);
+    }
+    let word = weights[w8(col, p.k / 16u, k, (p.w_layout & 1u) != 0u)];
+    return Nibbles(word, f32(scales[(k / p.group_size) * p.n_pad + col]));
+}
+
+/// Stores the 16 weights of `v` at half `o` (a multiple of 8) of the
+/// weight tiles.
+fn store_w(o: u32, v: Nibbles) {
+    let lo = deq8(v.word.x, v.scale);
+    let hi = deq8(v.word.y, v.scale);
+    ws[o / 4u] = lo.lo;
+    ws[o / 4u + 1u] = lo.hi;
+    ws[o / 4u + 2u] = hi.lo;
+    ws[o / 4u + 3u] = hi.hi;
+}
 
 /// Writes the fragment the subgroup `sg` left in its `cs` slot to rows
 /// `row0 ..` and columns `col0 ..` of the output: invocation `lane` writes
@@ -88,7 +133,7 @@ fn emit(sg: u32, lane: u32, row0: u32, col0: u32) {
     }
 }
 
-@compute @workgroup_size(256)
+@compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
@@ -97,84 +142,79 @@ fn main(
     let tile = wid.y * groups.x + wid.x;
     let m0 = (tile / p.tiles_n) * BM;
     let n0 = (tile % p.tiles_n) * BN;
-    // This invocation's subgroup, and that subgroup's 32 x 32 block.
+    // This invocation's subgroup, and that subgroup's block of FM x FN
+    // fragments.
     let sg = lid / 32u;
     let lane = lid % 32u;
-    let wm = (sg / 4u) * 32u;
-    let wn = (sg % 4u) * 32u;
-    // Staging: x row `lid / 4`, inputs `(lid % 4) * 8 ..` (two vec4); weight
-    // column `lid / 2`, inputs `(lid % 2) * 16 ..` (one vec2 of words).
-    let xr = lid / 4u;
-    let xk = (lid % 4u) * 8u;
-    let wc = lid / 2u;
-    let wk = (lid % 2u) * 16u;
-    let words = p.k / 16u;
+    let wm = (sg / SGN) * (FM * 16u);
+    let wn = (sg % SGN) * (FN * 16u);
+    let nk = p.k / TK;
 
-    for (var i = 0u; i < 8u; i++) {
-        cs[lid * 8u + i] = 0.0;
+    for (var e = 0u; e < 8u; e++) {
+        cs[lid * 8u + e] = 0.0;
     }
     workgroupBarrier();
-    var c00 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
-    var c01 = c00;
-    var c10 = c00;
-    var c11 = c00;
-
-    for (var k0 = 0u; k0 < p.k; k0 += TK) {
-        var x0 = vec4<f32>(0.0);
-        var x1 = vec4<f32>(0.0);
-        if m0 + xr < p.m {
-            let at = ((m0 + xr) * p.k + k0 + xk) / 4u;
-            x0 = vec4<f32>(x[at]);
-            x1 = vec4<f32>(x[at + 1u]);
+    var c0_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c0_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c1_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c1_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    workgroupBarrier();
+    {
+        let k0 = 0u;
+        let gx0 = load_x(m0, k0, 0u * WG + lid);
+        let gw0 = load_w(n0, k0, 0u * WG + lid);
+        store_x(0u * XS_HALVES + x_at(0u * WG + lid), gx0);
+        store_w(0u * WS_HALVES + w_at(0u * WG + lid), gw0);
+    }
+    workgroupBarrier();
+    for (var t = 0u; t < nk; t++) {
+        let cur = t % 2u;
+        // The next step's tile (the last one again at the end: stored
+        // where nothing reads it any more).
+        let k0 = min(t + 1u, nk - 1u) * TK;
+        let gx0 = load_x(m0, k0, 0u * WG + lid);
+        let gw0 = load_w(n0, k0, 0u * WG + lid);
+        let xb = cur * XS_LEN;
+        let wb = cur * WS_LEN;
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 0u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 0u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 0u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 0u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
         }
-        let xo = xr * LD + xk;
-        for (var e = 0u; e < 4u; e++) {
-            xs[xo + e] = f16(x0[e]);
-            xs[xo + 4u + e] = f16(x1[e]);
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 4u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 4u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 4u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 4u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
         }
-        let col = n0 + wc;
-        let wo = wc * LD + wk;
-        if col < p.n {
-            // 16 nibbles: inputs k0 + wk .. k0 + wk + 16, low nibble first.
-            let word = weights[w8(col, words, k0 + wk, (p.w_layout & 1u) != 0u)];
-            let s = f32(scales[(k0 / p.group_size) * p.n_pad + col]);
-            for (var e = 0u; e < 8u; e++) {
-                ws[wo + e] = f16((f32((word.x >> (4u * e)) & 15u) - 8.0) * s);
-                ws[wo + 8u + e] = f16((f32((word.y >> (4u * e)) & 15u) - 8.0) * s);
-            }
-        } else {
-            for (var e = 0u; e < 16u; e++) {
-                ws[wo + e] = f16(0.0);
-            }
-        }
-        workgroupBarrier();
-        for (var kk = 0u; kk < TK; kk += 16u) {
-            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[wm * LD + kk], LD);
-            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[(wm + 16u) * LD + kk], LD);
-            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wn * LD + kk], LD);
-            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[(wn + 16u) * LD + kk], LD);
-            c00 = coopMultiplyAdd(a0, b0, c00);
-            c01 = coopMultiplyAdd(a0, b1, c01);
-            c10 = coopMultiplyAdd(a1, b0, c10);
-            c11 = coopMultiplyAdd(a1, b1, c11);
-        }
+        store_x((1u - cur) * XS_HALVES + x_at(0u * WG + lid), gx0);
+        store_w((1u - cur) * WS_HALVES + w_at(0u * WG + lid), gw0);
         workgroupBarrier();
     }
 
     let slot = sg * 256u;
-    coopStoreT(c00, &cs[slot], 16u);
+    coopStoreT(c0_0, &cs[slot], 16u);
     workgroupBarrier();
-    emit(sg, lane, m0 + wm, n0 + wn);
+    emit(sg, lane, m0 + wm + 0u, n0 + wn + 0u);
     workgroupBarrier();
-    coopStoreT(c01, &cs[slot], 16u);
+    coopStoreT(c0_1, &cs[slot], 16u);
     workgroupBarrier();
-    emit(sg, lane, m0 + wm, n0 + wn + 16u);
+    emit(sg, lane, m0 + wm + 0u, n0 + wn + 16u);
     workgroupBarrier();
-    coopStoreT(c10, &cs[slot], 16u);
+    coopStoreT(c1_0, &cs[slot], 16u);
     workgroupBarrier();
-    emit(sg, lane, m0 + wm + 16u, n0 + wn);
+    emit(sg, lane, m0 + wm + 16u, n0 + wn + 0u);
     workgroupBarrier();
-    coopStoreT(c11, &cs[slot], 16u);
+    coopStoreT(c1_1, &cs[slot], 16u);
     workgroupBarrier();
     emit(sg, lane, m0 + wm + 16u, n0 + wn + 16u);
 }

@@ -3,11 +3,25 @@
 //! and up weights, `out[m, n] = g * sigmoid(g) * u`, f16 operands and f32
 //! accumulation.
 //!
-//! As `q4_gemm_coop.wgsl`, with a second staged weight tile (the up
-//! weights), a second 2 x 2 set of accumulators per subgroup and a second
-//! `cs` slot per subgroup, so both fragments of an output block meet there.
-//! The host routes here only on devices whose subgroups have 32
-//! invocations, with `K % TK == 0` and `group % TK == 0`.
+//! The small tile: as `q4_gemm_coop.wgsl`'s (64 x 128, 2 x 4 subgroups
+//! of 2 x 2 fragments, K steps of 32), with a second staged weight tile
+//! (the up weights), a second set of accumulators per subgroup and a
+//! second `cs` slot per subgroup, so both fragments of an output block
+//! meet there; one staged copy (two would not fit in 48 KiB of workgroup
+//! memory with the second weight tile).
+//!
+//! Staged through workgroup memory as `vec4<f16>`: the x tile row-major,
+//! the (dequantized) weight tile column-major, rounded to f16 as they are
+//! staged. Each subgroup holds `FM x FN` accumulators of 16 x 16
+//! (`coop_mat16x16<f32, C>`, unrolled); at the end each fragment passes
+//! through the subgroup's 16 x 16 slot of `cs`, where its 32 invocations
+//! finish and bounds-check it and write it out as `Elem`. Rows past M and
+//! columns past N are staged as zeros and never written, so M and N are
+//! free; the host routes here only on devices whose subgroups have 32
+//! invocations, with `K % TK == 0`. The tilings are the winners of
+//! `coop_probe` (crates/runtime/examples) on an H200; it times this file
+//! as shipped. Which tile a call takes is `etwgpu_kernels::ops::gemm`'s
+//! `coop_tile`.
 // variants: f32 f16
 
 enable f16;
@@ -15,15 +29,28 @@ enable wgpu_cooperative_matrix;
 
 alias Elem = f32;
 
-/// Output rows per workgroup.
-const BM: u32 = 64u;
-/// Output columns per workgroup.
-const BN: u32 = 128u;
+/// 16 x 16 fragments per subgroup along M and N.
+const FM: u32 = 2u;
+const FN: u32 = 2u;
+/// Subgroups (of 32 invocations) per workgroup along M and N.
+const SGM: u32 = 2u;
+const SGN: u32 = 4u;
+const WG: u32 = SGM * SGN * 32u;
+/// Output rows and columns per workgroup.
+const BM: u32 = SGM * FM * 16u;
+const BN: u32 = SGN * FN * 16u;
 /// Inputs per step along K.
 const TK: u32 = 32u;
-/// Row stride of the staged tiles, in halves: TK plus 8 of padding (rows
-/// stay 16-byte aligned and start on different banks).
-const LD: u32 = 40u;
+/// Row stride of a staged tile, in `vec4<f16>`: TK plus 8 halves of
+/// padding (rows stay 16-byte aligned and start on different banks).
+const LDE: u32 = (TK + 8u) / 4u;
+/// Copies of each staged tile.
+const STAGES: u32 = 1u;
+/// Staging elements and halves per tile copy.
+const XS_LEN: u32 = BM * LDE;
+const WS_LEN: u32 = BN * LDE;
+const XS_HALVES: u32 = BM * (TK + 8u);
+const WS_HALVES: u32 = BN * (TK + 8u);
 
 struct Params {
     /// Rows of x.
@@ -34,7 +61,7 @@ struct Params {
     k: u32,
     /// Row length of the scales: N padded.
     n_pad: u32,
-    /// Inputs per scale group (a multiple of TK).
+    /// Inputs per scale group (a multiple of 32).
     group_size: u32,
     /// Workgroups along N.
     tiles_n: u32,
@@ -53,16 +80,52 @@ struct Params {
 @group(0) @binding(5) var<storage, read> s_up: array<Elem>;
 @group(0) @binding(6) var<storage, read_write> out: array<Elem>;
 
-/// x tile, row-major: `BM` rows of `LD` halves.
-var<workgroup> xs: array<f16, 2560>;
-/// Gate and up weight tiles, column-major: `BN` columns of `LD` halves.
-var<workgroup> ws: array<f16, 5120>;
-var<workgroup> ws_up: array<f16, 5120>;
-/// Two 16 x 16 f32 slots per subgroup (gate, up), row-major: fragments on
-/// their way out (and the zeros the accumulators start from).
-var<workgroup> cs: array<f32, 4096>;
+/// Staged x tiles, row-major (`xs[row * LDE + k / 4]`), and weight tiles,
+/// column-major (`ws[col * LDE + k / 4]`), 4 halves an element.
+var<workgroup> xs: array<vec4<f16>, STAGES * XS_LEN>;
+/// Gate weights in `ws`, up weights in `ws_up`.
+var<workgroup> ws: array<vec4<f16>, STAGES * WS_LEN>;
+var<workgroup> ws_up: array<vec4<f16>, STAGES * WS_LEN>;
+/// Two 16 x 16 f32 slots per subgroup (gate, up), row-major: fragments
+/// on their way out (and the zeros the accumulators start from).
+var<workgroup> cs: array<f32, SGM * SGN * 512u>;
 
+// include: coop_stage.wgsl
 // include: q4_word8.wgsl
+// include: coop_q4.wgsl
+
+/// The gate's and the up weights' 16 nibbles of one column (unit `i`,
+/// see `unit_k`) and their scales; zeros past N.
+fn load_w(n0: u32, k0: u32, i: u32) -> array<Nibbles, 2> {
+    let col = n0 + unit_col(i);
+    let k = k0 + unit_k(i);
+    if col >= p.n {
+        return array<Nibbles, 2>(Nibbles(vec2<u32>(0u), 0.0), Nibbles(vec2<u32>(0u), 0.0));
+    }
+    let words = p.k / 16u;
+    let si = (k / p.group_size) * p.n_pad + col;
+    return array<Nibbles, 2>(
+        Nibbles(w_gate[w8(col, words, k, (p.w_layout & 1u) != 0u)], f32(s_gate[si])),
+        Nibbles(w_up[w8(col, words, k, (p.w_layout & 2u) != 0u)], f32(s_up[si])),
+    );
+}
+
+/// Stores the 16 gate and 16 up weights of `v` at half `o` (a multiple
+/// of 8) of the weight tiles.
+fn store_w(o: u32, v: array<Nibbles, 2>) {
+    let g0 = deq8(v[0].word.x, v[0].scale);
+    let g1 = deq8(v[0].word.y, v[0].scale);
+    let u0 = deq8(v[1].word.x, v[1].scale);
+    let u1 = deq8(v[1].word.y, v[1].scale);
+    ws[o / 4u] = g0.lo;
+    ws[o / 4u + 1u] = g0.hi;
+    ws[o / 4u + 2u] = g1.lo;
+    ws[o / 4u + 3u] = g1.hi;
+    ws_up[o / 4u] = u0.lo;
+    ws_up[o / 4u + 1u] = u0.hi;
+    ws_up[o / 4u + 2u] = u1.lo;
+    ws_up[o / 4u + 3u] = u1.hi;
+}
 
 /// Writes `silu(gate) * up` of the fragments the subgroup `sg` left in its
 /// `cs` slots to rows `row0 ..` and columns `col0 ..` of the output:
@@ -84,17 +147,7 @@ fn emit(sg: u32, lane: u32, row0: u32, col0: u32) {
     }
 }
 
-/// The 16 weights of `word` (low nibble first, offset by 8) times `s`.
-fn dequant(word: vec2<u32>, s: f32) -> array<f16, 16> {
-    var v: array<f16, 16>;
-    for (var e = 0u; e < 8u; e++) {
-        v[e] = f16((f32((word.x >> (4u * e)) & 15u) - 8.0) * s);
-        v[8u + e] = f16((f32((word.y >> (4u * e)) & 15u) - 8.0) * s);
-    }
-    return v;
-}
-
-@compute @workgroup_size(256)
+@compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
@@ -103,96 +156,89 @@ fn main(
     let tile = wid.y * groups.x + wid.x;
     let m0 = (tile / p.tiles_n) * BM;
     let n0 = (tile % p.tiles_n) * BN;
-    // This invocation's subgroup, and that subgroup's 32 x 32 block.
+    // This invocation's subgroup, and that subgroup's block of FM x FN
+    // fragments.
     let sg = lid / 32u;
     let lane = lid % 32u;
-    let wm = (sg / 4u) * 32u;
-    let wn = (sg % 4u) * 32u;
-    // Staging: x row `lid / 4`, inputs `(lid % 4) * 8 ..` (two vec4); weight
-    // column `lid / 2`, inputs `(lid % 2) * 16 ..` (one vec2 of words each).
-    let xr = lid / 4u;
-    let xk = (lid % 4u) * 8u;
-    let wc = lid / 2u;
-    let wk = (lid % 2u) * 16u;
-    let words = p.k / 16u;
+    let wm = (sg / SGN) * (FM * 16u);
+    let wn = (sg % SGN) * (FN * 16u);
+    let nk = p.k / TK;
 
-    for (var i = 0u; i < 16u; i++) {
-        cs[lid * 16u + i] = 0.0;
+    for (var e = 0u; e < 8u; e++) {
+        cs[lid * 8u + e] = 0.0;
     }
     workgroupBarrier();
-    var g00 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
-    var g01 = g00;
-    var g10 = g00;
-    var g11 = g00;
-    var u00 = g00;
-    var u01 = g00;
-    var u10 = g00;
-    var u11 = g00;
-
-    for (var k0 = 0u; k0 < p.k; k0 += TK) {
-        var x0 = vec4<f32>(0.0);
-        var x1 = vec4<f32>(0.0);
-        if m0 + xr < p.m {
-            let at = ((m0 + xr) * p.k + k0 + xk) / 4u;
-            x0 = vec4<f32>(x[at]);
-            x1 = vec4<f32>(x[at + 1u]);
-        }
-        let xo = xr * LD + xk;
-        for (var e = 0u; e < 4u; e++) {
-            xs[xo + e] = f16(x0[e]);
-            xs[xo + 4u + e] = f16(x1[e]);
-        }
-        let col = n0 + wc;
-        let wo = wc * LD + wk;
-        var vg: array<f16, 16>;
-        var vu: array<f16, 16>;
-        if col < p.n {
-            let si = (k0 / p.group_size) * p.n_pad + col;
-            vg = dequant(w_gate[w8(col, words, k0 + wk, (p.w_layout & 1u) != 0u)], f32(s_gate[si]));
-            vu = dequant(w_up[w8(col, words, k0 + wk, (p.w_layout & 2u) != 0u)], f32(s_up[si]));
-        }
-        for (var e = 0u; e < 16u; e++) {
-            ws[wo + e] = vg[e];
-            ws_up[wo + e] = vu[e];
-        }
+    var c0_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var u0_0 = c0_0;
+    var c0_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var u0_1 = c0_1;
+    var c1_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var u1_0 = c1_0;
+    var c1_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var u1_1 = c1_1;
+    workgroupBarrier();
+    for (var t = 0u; t < nk; t++) {
+        let k0 = t * TK;
+        let gx0 = load_x(m0, k0, 0u * WG + lid);
+        let gw0 = load_w(n0, k0, 0u * WG + lid);
+        store_x(0u * XS_HALVES + x_at(0u * WG + lid), gx0);
+        store_w(0u * WS_HALVES + w_at(0u * WG + lid), gw0);
         workgroupBarrier();
-        for (var kk = 0u; kk < TK; kk += 16u) {
-            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[wm * LD + kk], LD);
-            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[(wm + 16u) * LD + kk], LD);
-            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wn * LD + kk], LD);
-            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[(wn + 16u) * LD + kk], LD);
-            g00 = coopMultiplyAdd(a0, b0, g00);
-            g01 = coopMultiplyAdd(a0, b1, g01);
-            g10 = coopMultiplyAdd(a1, b0, g10);
-            g11 = coopMultiplyAdd(a1, b1, g11);
-            let d0 = coopLoad<coop_mat16x16<f16, B>>(&ws_up[wn * LD + kk], LD);
-            let d1 = coopLoad<coop_mat16x16<f16, B>>(&ws_up[(wn + 16u) * LD + kk], LD);
-            u00 = coopMultiplyAdd(a0, d0, u00);
-            u01 = coopMultiplyAdd(a0, d1, u01);
-            u10 = coopMultiplyAdd(a1, d0, u10);
-            u11 = coopMultiplyAdd(a1, d1, u11);
+        let xb = 0u * XS_LEN;
+        let wb = 0u * WS_LEN;
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 0u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 0u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 0u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 0u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
+            let d0 = coopLoad<coop_mat16x16<f16, B>>(&ws_up[wb + (wn + 0u) * LDE + 0u], LDE);
+            let d1 = coopLoad<coop_mat16x16<f16, B>>(&ws_up[wb + (wn + 16u) * LDE + 0u], LDE);
+            u0_0 = coopMultiplyAdd(a0, d0, u0_0);
+            u0_1 = coopMultiplyAdd(a0, d1, u0_1);
+            u1_0 = coopMultiplyAdd(a1, d0, u1_0);
+            u1_1 = coopMultiplyAdd(a1, d1, u1_1);
+        }
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 4u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 4u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 4u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 4u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
+            let d0 = coopLoad<coop_mat16x16<f16, B>>(&ws_up[wb + (wn + 0u) * LDE + 4u], LDE);
+            let d1 = coopLoad<coop_mat16x16<f16, B>>(&ws_up[wb + (wn + 16u) * LDE + 4u], LDE);
+            u0_0 = coopMultiplyAdd(a0, d0, u0_0);
+            u0_1 = coopMultiplyAdd(a0, d1, u0_1);
+            u1_0 = coopMultiplyAdd(a1, d0, u1_0);
+            u1_1 = coopMultiplyAdd(a1, d1, u1_1);
         }
         workgroupBarrier();
     }
 
     let slot = sg * 512u;
-    coopStoreT(g00, &cs[slot], 16u);
-    coopStoreT(u00, &cs[slot + 256u], 16u);
+    coopStoreT(c0_0, &cs[slot], 16u);
+    coopStoreT(u0_0, &cs[slot + 256u], 16u);
     workgroupBarrier();
-    emit(sg, lane, m0 + wm, n0 + wn);
+    emit(sg, lane, m0 + wm + 0u, n0 + wn + 0u);
     workgroupBarrier();
-    coopStoreT(g01, &cs[slot], 16u);
-    coopStoreT(u01, &cs[slot + 256u], 16u);
+    coopStoreT(c0_1, &cs[slot], 16u);
+    coopStoreT(u0_1, &cs[slot + 256u], 16u);
     workgroupBarrier();
-    emit(sg, lane, m0 + wm, n0 + wn + 16u);
+    emit(sg, lane, m0 + wm + 0u, n0 + wn + 16u);
     workgroupBarrier();
-    coopStoreT(g10, &cs[slot], 16u);
-    coopStoreT(u10, &cs[slot + 256u], 16u);
+    coopStoreT(c1_0, &cs[slot], 16u);
+    coopStoreT(u1_0, &cs[slot + 256u], 16u);
     workgroupBarrier();
-    emit(sg, lane, m0 + wm + 16u, n0 + wn);
+    emit(sg, lane, m0 + wm + 16u, n0 + wn + 0u);
     workgroupBarrier();
-    coopStoreT(g11, &cs[slot], 16u);
-    coopStoreT(u11, &cs[slot + 256u], 16u);
+    coopStoreT(c1_1, &cs[slot], 16u);
+    coopStoreT(u1_1, &cs[slot + 256u], 16u);
     workgroupBarrier();
     emit(sg, lane, m0 + wm + 16u, n0 + wn + 16u);
 }

@@ -18,12 +18,20 @@
 //! sampled positions against an f64 reference from the same f16 (and
 //! dequantized 4-bit) operands: max abs error over the largest reference
 //! magnitude ≤ `TOLERANCE`, else FAIL, and a failing variant is never the
-//! best. Run: `cargo run --release -p etwgpu-runtime --example coop_probe
-//! [dense] [q4] [--spirv DIR]` (`--spirv`: write each module's SPIR-V as
-//! wgpu's Vulkan backend would, with op counts, and stop).
+//! best. Then the routed check (`coop_probe/routed.rs`): the shipped route
+//! end to end, programs loaded and run through the runtime at ragged
+//! shapes against a CPU reference, PASS or FAIL each (a FAIL exits 1).
+//! Run: `cargo run --release -p etwgpu-runtime --example coop_probe
+//! [dense] [q4] [routed] [quick] [--spirv DIR]` (no selector: everything;
+//! `dense`, `q4`: those shapes only; `routed`: the routed check, alone
+//! unless `dense` or `q4` is named too; `quick`: its small shapes only;
+//! `--spirv`: write each module's SPIR-V as wgpu's Vulkan backend would,
+//! with op counts, and stop).
 
 #[path = "coop_probe/kernels.rs"]
 mod kernels;
+#[path = "coop_probe/routed.rs"]
+mod routed;
 #[path = "common/timestamps.rs"]
 #[expect(dead_code, reason = "this probe reads every pass time (`pass_seconds`), not their median")]
 mod timestamps;
@@ -66,9 +74,15 @@ const SHAPES: &[Shape] = &[
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let spirv_dir = args.iter().position(|a| a == "--spirv").map(|i| args.get(i + 1).cloned().unwrap_or_default());
+    let routed_named = args.iter().any(|a| a == "routed");
+    let timing_named = args.iter().any(|a| a == "dense" || a == "q4");
+    // Every shape without a selector; with `routed` alone, none.
     let wanted = |w: Weights| {
         let named: Vec<&String> = args.iter().filter(|a| *a == "dense" || *a == "q4").collect();
-        named.is_empty() || named.iter().any(|a| (*a == "dense") == (w == Weights::Dense))
+        if named.is_empty() {
+            return !routed_named;
+        }
+        named.iter().any(|a| (*a == "dense") == (w == Weights::Dense))
     };
     let mut stdout = std::io::stdout().lock();
 
@@ -97,6 +111,25 @@ fn main() {
         return;
     }
 
+    let routed_wanted = routed_named || !timing_named;
+    let coop = if kernels.is_empty() { None } else { Some(time_kernels(&mut stdout, &kernels, &wanted)) };
+    if routed_wanted {
+        // Cooperative matrices required where the timing runtime had them
+        // (or, without timing, where the default runtime has them).
+        let coop =
+            coop.unwrap_or_else(|| etwgpu_runtime::Runtime::new().is_ok_and(|rt| rt.gemm_caps().coop_matrix_f16));
+        let failed = routed::run(&mut stdout, coop, args.iter().any(|a| a == "quick"));
+        if failed > 0 {
+            let _ = stdout.flush();
+            eprintln!("coop_probe: {failed} routed cases FAIL");
+            std::process::exit(1);
+        }
+    }
+}
+
+/// Times every kernel on the shapes `wanted` selects; returns whether the
+/// device has cooperative matrices.
+fn time_kernels(stdout: &mut impl Write, kernels: &[Kernel], wanted: &dyn Fn(Weights) -> bool) -> bool {
     let rt = timestamps::runtime_with_timestamps("coop_probe");
     let info = rt.adapter_info();
     if !rt.gemm_caps().coop_matrix_f16 {
@@ -106,7 +139,7 @@ fn main() {
              nothing to time",
             info.name, info.backend
         );
-        return;
+        return false;
     }
     let (device, queue) = (rt.device(), rt.queue());
     let limit = device.limits().max_compute_workgroup_storage_size;
@@ -119,7 +152,7 @@ fn main() {
     // Pipelines, made once and shared by the shapes.
     let started = Instant::now();
     let mut variants = Vec::new();
-    for &kernel in &kernels {
+    for &kernel in kernels {
         if kernel.workgroup_bytes() > limit {
             let _ =
                 writeln!(stdout, "  skipped {}: {} bytes of workgroup memory", kernel.name(), kernel.workgroup_bytes());
@@ -147,7 +180,7 @@ fn main() {
                     && (v.kernel.ragged() || (shape.m.is_multiple_of(bm) && shape.n.is_multiple_of(bn)))
             })
             .collect();
-        best.push((*shape, run_shape(&mut stdout, device, queue, shape, &here)));
+        best.push((*shape, run_shape(stdout, device, queue, shape, &here)));
     }
     let _ = writeln!(stdout, "\nbest passing variant per shape:");
     for (shape, pick) in best {
@@ -165,6 +198,7 @@ fn main() {
             }
         };
     }
+    true
 }
 
 /// A kernel made with one kind of checks.

@@ -76,8 +76,8 @@ pub enum Family {
     Matmul,
     /// `matmul_coop.wgsl`.
     MatmulCoop,
-    /// `matmul_coop_direct.wgsl`.
-    MatmulCoopDirect,
+    /// `matmul_coop_large.wgsl`.
+    MatmulCoopLarge,
     /// `max_pool2d.wgsl`.
     MaxPool2d,
     /// `max_pool2d_values.wgsl`.
@@ -90,8 +90,12 @@ pub enum Family {
     Q4Gemm,
     /// `q4_gemm_coop.wgsl`.
     Q4GemmCoop,
+    /// `q4_gemm_coop_large.wgsl`.
+    Q4GemmCoopLarge,
     /// `q4_gemm_coop_swiglu.wgsl`.
     Q4GemmCoopSwiglu,
+    /// `q4_gemm_coop_swiglu_large.wgsl`.
+    Q4GemmCoopSwigluLarge,
     /// `q4_gemm_swiglu.wgsl`.
     Q4GemmSwiglu,
     /// `q4_gemv.wgsl`.
@@ -354,8 +358,10 @@ pub enum ShaderId {
     MatmulCoopF32,
     /// `matmul_coop.wgsl` with `Elem = f16`.
     MatmulCoopF16,
-    /// `matmul_coop_direct.wgsl` with `Elem = f16`.
-    MatmulCoopDirectF16,
+    /// `matmul_coop_large.wgsl` with `Elem = f32`.
+    MatmulCoopLargeF32,
+    /// `matmul_coop_large.wgsl` with `Elem = f16`.
+    MatmulCoopLargeF16,
     /// `max_pool2d.wgsl` with `Elem = f32`.
     MaxPool2dF32,
     /// `max_pool2d.wgsl` with `Elem = f16`.
@@ -384,10 +390,18 @@ pub enum ShaderId {
     Q4GemmCoopF32,
     /// `q4_gemm_coop.wgsl` with `Elem = f16`.
     Q4GemmCoopF16,
+    /// `q4_gemm_coop_large.wgsl` with `Elem = f32`.
+    Q4GemmCoopLargeF32,
+    /// `q4_gemm_coop_large.wgsl` with `Elem = f16`.
+    Q4GemmCoopLargeF16,
     /// `q4_gemm_coop_swiglu.wgsl` with `Elem = f32`.
     Q4GemmCoopSwigluF32,
     /// `q4_gemm_coop_swiglu.wgsl` with `Elem = f16`.
     Q4GemmCoopSwigluF16,
+    /// `q4_gemm_coop_swiglu_large.wgsl` with `Elem = f32`.
+    Q4GemmCoopSwigluLargeF32,
+    /// `q4_gemm_coop_swiglu_large.wgsl` with `Elem = f16`.
+    Q4GemmCoopSwigluLargeF16,
     /// `q4_gemm_swiglu.wgsl` with `Elem = f32`.
     Q4GemmSwigluF32,
     /// `q4_gemm_swiglu.wgsl` with `Elem = f16`.
@@ -618,7 +632,8 @@ impl ShaderId {
         ShaderId::MatmulF16,
         ShaderId::MatmulCoopF32,
         ShaderId::MatmulCoopF16,
-        ShaderId::MatmulCoopDirectF16,
+        ShaderId::MatmulCoopLargeF32,
+        ShaderId::MatmulCoopLargeF16,
         ShaderId::MaxPool2dF32,
         ShaderId::MaxPool2dF16,
         ShaderId::MaxPool2dValuesF32,
@@ -633,8 +648,12 @@ impl ShaderId {
         ShaderId::Q4GemmF16,
         ShaderId::Q4GemmCoopF32,
         ShaderId::Q4GemmCoopF16,
+        ShaderId::Q4GemmCoopLargeF32,
+        ShaderId::Q4GemmCoopLargeF16,
         ShaderId::Q4GemmCoopSwigluF32,
         ShaderId::Q4GemmCoopSwigluF16,
+        ShaderId::Q4GemmCoopSwigluLargeF32,
+        ShaderId::Q4GemmCoopSwigluLargeF16,
         ShaderId::Q4GemmSwigluF32,
         ShaderId::Q4GemmSwigluF16,
         ShaderId::Q4GemvF32,
@@ -790,7 +809,8 @@ impl ShaderId {
             ShaderId::MatmulF16 => Family::Matmul,
             ShaderId::MatmulCoopF32 => Family::MatmulCoop,
             ShaderId::MatmulCoopF16 => Family::MatmulCoop,
-            ShaderId::MatmulCoopDirectF16 => Family::MatmulCoopDirect,
+            ShaderId::MatmulCoopLargeF32 => Family::MatmulCoopLarge,
+            ShaderId::MatmulCoopLargeF16 => Family::MatmulCoopLarge,
             ShaderId::MaxPool2dF32 => Family::MaxPool2d,
             ShaderId::MaxPool2dF16 => Family::MaxPool2d,
             ShaderId::MaxPool2dValuesF32 => Family::MaxPool2dValues,
@@ -805,8 +825,12 @@ impl ShaderId {
             ShaderId::Q4GemmF16 => Family::Q4Gemm,
             ShaderId::Q4GemmCoopF32 => Family::Q4GemmCoop,
             ShaderId::Q4GemmCoopF16 => Family::Q4GemmCoop,
+            ShaderId::Q4GemmCoopLargeF32 => Family::Q4GemmCoopLarge,
+            ShaderId::Q4GemmCoopLargeF16 => Family::Q4GemmCoopLarge,
             ShaderId::Q4GemmCoopSwigluF32 => Family::Q4GemmCoopSwiglu,
             ShaderId::Q4GemmCoopSwigluF16 => Family::Q4GemmCoopSwiglu,
+            ShaderId::Q4GemmCoopSwigluLargeF32 => Family::Q4GemmCoopSwigluLarge,
+            ShaderId::Q4GemmCoopSwigluLargeF16 => Family::Q4GemmCoopSwigluLarge,
             ShaderId::Q4GemmSwigluF32 => Family::Q4GemmSwiglu,
             ShaderId::Q4GemmSwigluF16 => Family::Q4GemmSwiglu,
             ShaderId::Q4GemvF32 => Family::Q4Gemv,
@@ -963,7 +987,8 @@ impl ShaderId {
             ShaderId::MatmulF16 => Variant::F16,
             ShaderId::MatmulCoopF32 => Variant::F32,
             ShaderId::MatmulCoopF16 => Variant::F16,
-            ShaderId::MatmulCoopDirectF16 => Variant::F16,
+            ShaderId::MatmulCoopLargeF32 => Variant::F32,
+            ShaderId::MatmulCoopLargeF16 => Variant::F16,
             ShaderId::MaxPool2dF32 => Variant::F32,
             ShaderId::MaxPool2dF16 => Variant::F16,
             ShaderId::MaxPool2dValuesF32 => Variant::F32,
@@ -978,8 +1003,12 @@ impl ShaderId {
             ShaderId::Q4GemmF16 => Variant::F16,
             ShaderId::Q4GemmCoopF32 => Variant::F32,
             ShaderId::Q4GemmCoopF16 => Variant::F16,
+            ShaderId::Q4GemmCoopLargeF32 => Variant::F32,
+            ShaderId::Q4GemmCoopLargeF16 => Variant::F16,
             ShaderId::Q4GemmCoopSwigluF32 => Variant::F32,
             ShaderId::Q4GemmCoopSwigluF16 => Variant::F16,
+            ShaderId::Q4GemmCoopSwigluLargeF32 => Variant::F32,
+            ShaderId::Q4GemmCoopSwigluLargeF16 => Variant::F16,
             ShaderId::Q4GemmSwigluF32 => Variant::F32,
             ShaderId::Q4GemmSwigluF16 => Variant::F16,
             ShaderId::Q4GemvF32 => Variant::F32,
@@ -1136,7 +1165,8 @@ impl ShaderId {
             ShaderId::MatmulF16 => "matmul.f16",
             ShaderId::MatmulCoopF32 => "matmul_coop.f32",
             ShaderId::MatmulCoopF16 => "matmul_coop.f16",
-            ShaderId::MatmulCoopDirectF16 => "matmul_coop_direct.f16",
+            ShaderId::MatmulCoopLargeF32 => "matmul_coop_large.f32",
+            ShaderId::MatmulCoopLargeF16 => "matmul_coop_large.f16",
             ShaderId::MaxPool2dF32 => "max_pool2d.f32",
             ShaderId::MaxPool2dF16 => "max_pool2d.f16",
             ShaderId::MaxPool2dValuesF32 => "max_pool2d_values.f32",
@@ -1151,8 +1181,12 @@ impl ShaderId {
             ShaderId::Q4GemmF16 => "q4_gemm.f16",
             ShaderId::Q4GemmCoopF32 => "q4_gemm_coop.f32",
             ShaderId::Q4GemmCoopF16 => "q4_gemm_coop.f16",
+            ShaderId::Q4GemmCoopLargeF32 => "q4_gemm_coop_large.f32",
+            ShaderId::Q4GemmCoopLargeF16 => "q4_gemm_coop_large.f16",
             ShaderId::Q4GemmCoopSwigluF32 => "q4_gemm_coop_swiglu.f32",
             ShaderId::Q4GemmCoopSwigluF16 => "q4_gemm_coop_swiglu.f16",
+            ShaderId::Q4GemmCoopSwigluLargeF32 => "q4_gemm_coop_swiglu_large.f32",
+            ShaderId::Q4GemmCoopSwigluLargeF16 => "q4_gemm_coop_swiglu_large.f16",
             ShaderId::Q4GemmSwigluF32 => "q4_gemm_swiglu.f32",
             ShaderId::Q4GemmSwigluF16 => "q4_gemm_swiglu.f16",
             ShaderId::Q4GemvF32 => "q4_gemv.f32",
@@ -1309,7 +1343,8 @@ impl ShaderId {
             ShaderId::MatmulF16 => MATMUL_F16,
             ShaderId::MatmulCoopF32 => MATMUL_COOP_F32,
             ShaderId::MatmulCoopF16 => MATMUL_COOP_F16,
-            ShaderId::MatmulCoopDirectF16 => MATMUL_COOP_DIRECT_F16,
+            ShaderId::MatmulCoopLargeF32 => MATMUL_COOP_LARGE_F32,
+            ShaderId::MatmulCoopLargeF16 => MATMUL_COOP_LARGE_F16,
             ShaderId::MaxPool2dF32 => MAX_POOL2D_F32,
             ShaderId::MaxPool2dF16 => MAX_POOL2D_F16,
             ShaderId::MaxPool2dValuesF32 => MAX_POOL2D_VALUES_F32,
@@ -1324,8 +1359,12 @@ impl ShaderId {
             ShaderId::Q4GemmF16 => Q4_GEMM_F16,
             ShaderId::Q4GemmCoopF32 => Q4_GEMM_COOP_F32,
             ShaderId::Q4GemmCoopF16 => Q4_GEMM_COOP_F16,
+            ShaderId::Q4GemmCoopLargeF32 => Q4_GEMM_COOP_LARGE_F32,
+            ShaderId::Q4GemmCoopLargeF16 => Q4_GEMM_COOP_LARGE_F16,
             ShaderId::Q4GemmCoopSwigluF32 => Q4_GEMM_COOP_SWIGLU_F32,
             ShaderId::Q4GemmCoopSwigluF16 => Q4_GEMM_COOP_SWIGLU_F16,
+            ShaderId::Q4GemmCoopSwigluLargeF32 => Q4_GEMM_COOP_SWIGLU_LARGE_F32,
+            ShaderId::Q4GemmCoopSwigluLargeF16 => Q4_GEMM_COOP_SWIGLU_LARGE_F16,
             ShaderId::Q4GemmSwigluF32 => Q4_GEMM_SWIGLU_F32,
             ShaderId::Q4GemmSwigluF16 => Q4_GEMM_SWIGLU_F16,
             ShaderId::Q4GemvF32 => Q4_GEMV_F32,
@@ -1679,19 +1718,25 @@ impl ShaderId {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 4,
                 uniform_buffers: 1,
-                workgroup_bytes: 23552,
+                workgroup_bytes: 38912,
             },
             ShaderId::MatmulCoopF16 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 4,
                 uniform_buffers: 1,
-                workgroup_bytes: 23552,
+                workgroup_bytes: 38912,
             },
-            ShaderId::MatmulCoopDirectF16 => ShaderNeeds {
+            ShaderId::MatmulCoopLargeF32 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 4,
                 uniform_buffers: 1,
-                workgroup_bytes: 8192,
+                workgroup_bytes: 38912,
+            },
+            ShaderId::MatmulCoopLargeF16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 4,
+                uniform_buffers: 1,
+                workgroup_bytes: 38912,
             },
             ShaderId::MaxPool2dF32 => {
                 ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
@@ -1739,13 +1784,25 @@ impl ShaderId {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 5,
                 uniform_buffers: 1,
-                workgroup_bytes: 23552,
+                workgroup_bytes: 38912,
             },
             ShaderId::Q4GemmCoopF16 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 5,
                 uniform_buffers: 1,
-                workgroup_bytes: 23552,
+                workgroup_bytes: 38912,
+            },
+            ShaderId::Q4GemmCoopLargeF32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 5,
+                uniform_buffers: 1,
+                workgroup_bytes: 45056,
+            },
+            ShaderId::Q4GemmCoopLargeF16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 5,
+                uniform_buffers: 1,
+                workgroup_bytes: 45056,
             },
             ShaderId::Q4GemmCoopSwigluF32 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
@@ -1758,6 +1815,18 @@ impl ShaderId {
                 storage_buffers: 6,
                 uniform_buffers: 1,
                 workgroup_bytes: 41984,
+            },
+            ShaderId::Q4GemmCoopSwigluLargeF32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 6,
+                uniform_buffers: 1,
+                workgroup_bytes: 47104,
+            },
+            ShaderId::Q4GemmCoopSwigluLargeF16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 6,
+                uniform_buffers: 1,
+                workgroup_bytes: 47104,
             },
             ShaderId::Q4GemmSwigluF32 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
@@ -2161,7 +2230,8 @@ impl ShaderId {
             (Family::Matmul, Variant::F16) => Some(ShaderId::MatmulF16),
             (Family::MatmulCoop, Variant::F32) => Some(ShaderId::MatmulCoopF32),
             (Family::MatmulCoop, Variant::F16) => Some(ShaderId::MatmulCoopF16),
-            (Family::MatmulCoopDirect, Variant::F16) => Some(ShaderId::MatmulCoopDirectF16),
+            (Family::MatmulCoopLarge, Variant::F32) => Some(ShaderId::MatmulCoopLargeF32),
+            (Family::MatmulCoopLarge, Variant::F16) => Some(ShaderId::MatmulCoopLargeF16),
             (Family::MaxPool2d, Variant::F32) => Some(ShaderId::MaxPool2dF32),
             (Family::MaxPool2d, Variant::F16) => Some(ShaderId::MaxPool2dF16),
             (Family::MaxPool2dValues, Variant::F32) => Some(ShaderId::MaxPool2dValuesF32),
@@ -2176,8 +2246,12 @@ impl ShaderId {
             (Family::Q4Gemm, Variant::F16) => Some(ShaderId::Q4GemmF16),
             (Family::Q4GemmCoop, Variant::F32) => Some(ShaderId::Q4GemmCoopF32),
             (Family::Q4GemmCoop, Variant::F16) => Some(ShaderId::Q4GemmCoopF16),
+            (Family::Q4GemmCoopLarge, Variant::F32) => Some(ShaderId::Q4GemmCoopLargeF32),
+            (Family::Q4GemmCoopLarge, Variant::F16) => Some(ShaderId::Q4GemmCoopLargeF16),
             (Family::Q4GemmCoopSwiglu, Variant::F32) => Some(ShaderId::Q4GemmCoopSwigluF32),
             (Family::Q4GemmCoopSwiglu, Variant::F16) => Some(ShaderId::Q4GemmCoopSwigluF16),
+            (Family::Q4GemmCoopSwigluLarge, Variant::F32) => Some(ShaderId::Q4GemmCoopSwigluLargeF32),
+            (Family::Q4GemmCoopSwigluLarge, Variant::F16) => Some(ShaderId::Q4GemmCoopSwigluLargeF16),
             (Family::Q4GemmSwiglu, Variant::F32) => Some(ShaderId::Q4GemmSwigluF32),
             (Family::Q4GemmSwiglu, Variant::F16) => Some(ShaderId::Q4GemmSwigluF16),
             (Family::Q4Gemv, Variant::F32) => Some(ShaderId::Q4GemvF32),
@@ -9243,13 +9317,24 @@ pub const MATMUL_COOP_F32: &str = r#"//! Dense linear on cooperative matrices (t
 //! row-major, f16 operands (an f32 `Elem` is rounded to f16 as it is
 //! staged) and f32 accumulation.
 //!
-//! The tiling is `q4_gemm_coop.wgsl`'s: a workgroup of 256 invocations (8
-//! subgroups of 32; the host routes here only on devices whose subgroups
-//! have 32 invocations) computes a `BM x BN` block; K advances `TK` inputs
-//! at a time through x (row-major) and w (column-major as B) tiles in
-//! workgroup memory; each subgroup accumulates 2 x 2 fragments of 16 x 16
-//! and writes them out through its `cs` slot. The host routes here only
-//! when `K % TK == 0`.
+//! The small tile: a workgroup of 8 subgroups of 32 computes a 64 x 128
+//! block (2 x 4 subgroups of 2 x 2 fragments), K advancing 32 inputs a
+//! step through two staged copies (the next step's loads in flight, one
+//! barrier a step). It takes the calls too small to fill the GPU with the
+//! large tile (`matmul_coop_large.wgsl`).
+//!
+//! Staged through workgroup memory as `vec4<f16>`: the x tile row-major,
+//! the (dequantized) weight tile column-major, rounded to f16 as they are
+//! staged. Each subgroup holds `FM x FN` accumulators of 16 x 16
+//! (`coop_mat16x16<f32, C>`, unrolled); at the end each fragment passes
+//! through the subgroup's 16 x 16 slot of `cs`, where its 32 invocations
+//! finish and bounds-check it and write it out as `Elem`. Rows past M and
+//! columns past N are staged as zeros and never written, so M and N are
+//! free; the host routes here only on devices whose subgroups have 32
+//! invocations, with `K % TK == 0`. The tilings are the winners of
+//! `coop_probe` (crates/runtime/examples) on an H200; it times this file
+//! as shipped. Which tile a call takes is `etwgpu_kernels::ops::gemm`'s
+//! `coop_tile`.
 // variants: f32 f16
 
 enable f16;
@@ -9257,15 +9342,28 @@ enable wgpu_cooperative_matrix;
 
 alias Elem = f32;
 
-/// Output rows per workgroup.
-const BM: u32 = 64u;
-/// Output columns per workgroup.
-const BN: u32 = 128u;
+/// 16 x 16 fragments per subgroup along M and N.
+const FM: u32 = 2u;
+const FN: u32 = 2u;
+/// Subgroups (of 32 invocations) per workgroup along M and N.
+const SGM: u32 = 2u;
+const SGN: u32 = 4u;
+const WG: u32 = SGM * SGN * 32u;
+/// Output rows and columns per workgroup.
+const BM: u32 = SGM * FM * 16u;
+const BN: u32 = SGN * FN * 16u;
 /// Inputs per step along K.
 const TK: u32 = 32u;
-/// Row stride of the staged tiles, in halves: TK plus 8 of padding (rows
-/// stay 16-byte aligned and start on different banks).
-const LD: u32 = 40u;
+/// Row stride of a staged tile, in `vec4<f16>`: TK plus 8 halves of
+/// padding (rows stay 16-byte aligned and start on different banks).
+const LDE: u32 = (TK + 8u) / 4u;
+/// Copies of each staged tile (2: the next step's loads in flight).
+const STAGES: u32 = 2u;
+/// Staging elements and halves per tile copy.
+const XS_LEN: u32 = BM * LDE;
+const WS_LEN: u32 = BN * LDE;
+const XS_HALVES: u32 = BM * (TK + 8u);
+const WS_HALVES: u32 = BN * (TK + 8u);
 
 struct Params {
     /// Rows of x.
@@ -9288,13 +9386,63 @@ struct Params {
 @group(0) @binding(3) var<storage, read> bias: array<Elem>;
 @group(0) @binding(4) var<storage, read_write> out: array<Elem>;
 
-/// x tile, row-major: `BM` rows of `LD` halves.
-var<workgroup> xs: array<f16, 2560>;
-/// Weight tile, column-major: `BN` columns of `LD` halves.
-var<workgroup> ws: array<f16, 5120>;
+/// Staged x tiles, row-major (`xs[row * LDE + k / 4]`), and weight tiles,
+/// column-major (`ws[col * LDE + k / 4]`), 4 halves an element.
+var<workgroup> xs: array<vec4<f16>, STAGES * XS_LEN>;
+var<workgroup> ws: array<vec4<f16>, STAGES * WS_LEN>;
 /// One 16 x 16 f32 slot per subgroup, row-major: fragments on their way
 /// out (and the zeros the accumulators start from).
-var<workgroup> cs: array<f32, 2048>;
+var<workgroup> cs: array<f32, SGM * SGN * 256u>;
+
+/// 8 consecutive halves (16 bytes).
+struct Eight {
+    lo: vec4<f16>,
+    hi: vec4<f16>,
+}
+
+/// 8 inputs of x: row `m0 + i / (TK / 8)`, inputs `k0 + (i % (TK / 8)) * 8
+/// ..` (zeros past M), rounded to f16.
+fn load_x(m0: u32, k0: u32, i: u32) -> Eight {
+    let row = m0 + i / (TK / 8u);
+    if row >= p.m {
+        return Eight(vec4<f16>(), vec4<f16>());
+    }
+    let at = (row * p.k + k0) / 4u + (i % (TK / 8u)) * 2u;
+    return Eight(vec4<f16>(x[at]), vec4<f16>(x[at + 1u]));
+}
+
+/// Where `load_x`'s unit `i` goes in a staged x tile, in halves.
+fn x_at(i: u32) -> u32 {
+    return (i / (TK / 8u)) * (TK + 8u) + (i % (TK / 8u)) * 8u;
+}
+
+/// Stores 8 halves at half `o` (a multiple of 8) of the x tiles.
+fn store_x(o: u32, v: Eight) {
+    xs[o / 4u] = v.lo;
+    xs[o / 4u + 1u] = v.hi;
+}
+
+/// 8 halves of w: column `n0 + i / (TK / 8)`, inputs `k0 + (i % (TK / 8)) *
+/// 8 ..` (zeros past N), rounded to f16.
+fn load_w(n0: u32, k0: u32, i: u32) -> Eight {
+    let col = n0 + i / (TK / 8u);
+    if col >= p.n {
+        return Eight(vec4<f16>(), vec4<f16>());
+    }
+    let at = (col * p.k + k0) / 4u + (i % (TK / 8u)) * 2u;
+    return Eight(vec4<f16>(w[at]), vec4<f16>(w[at + 1u]));
+}
+
+/// Stores 8 halves at half `o` (a multiple of 8) of the weight tiles.
+fn store_w(o: u32, v: Eight) {
+    ws[o / 4u] = v.lo;
+    ws[o / 4u + 1u] = v.hi;
+}
+
+/// Where `load_w`'s unit `i` goes in a staged weight tile, in halves.
+fn w_at(i: u32) -> u32 {
+    return (i / (TK / 8u)) * (TK + 8u) + (i % (TK / 8u)) * 8u;
+}
 
 /// Writes the fragment the subgroup `sg` left in its `cs` slot to rows
 /// `row0 ..` and columns `col0 ..` of the output: invocation `lane` writes
@@ -9317,7 +9465,7 @@ fn emit(sg: u32, lane: u32, row0: u32, col0: u32) {
     }
 }
 
-@compute @workgroup_size(256)
+@compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
@@ -9326,82 +9474,83 @@ fn main(
     let tile = wid.y * groups.x + wid.x;
     let m0 = (tile / p.tiles_n) * BM;
     let n0 = (tile % p.tiles_n) * BN;
-    // This invocation's subgroup, and that subgroup's 32 x 32 block.
+    // This invocation's subgroup, and that subgroup's block of FM x FN
+    // fragments.
     let sg = lid / 32u;
     let lane = lid % 32u;
-    let wm = (sg / 4u) * 32u;
-    let wn = (sg % 4u) * 32u;
-    // Staging: x row `lid / 4`, inputs `(lid % 4) * 8 ..` (two vec4); weight
-    // column `lid / 2`, inputs `(lid % 2) * 16 ..` (four vec4).
-    let xr = lid / 4u;
-    let xk = (lid % 4u) * 8u;
-    let wc = lid / 2u;
-    let wk = (lid % 2u) * 16u;
+    let wm = (sg / SGN) * (FM * 16u);
+    let wn = (sg % SGN) * (FN * 16u);
+    let nk = p.k / TK;
 
-    for (var i = 0u; i < 8u; i++) {
-        cs[lid * 8u + i] = 0.0;
+    for (var e = 0u; e < 8u; e++) {
+        cs[lid * 8u + e] = 0.0;
     }
     workgroupBarrier();
-    var c00 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
-    var c01 = c00;
-    var c10 = c00;
-    var c11 = c00;
-
-    for (var k0 = 0u; k0 < p.k; k0 += TK) {
-        var x0 = vec4<f32>(0.0);
-        var x1 = vec4<f32>(0.0);
-        if m0 + xr < p.m {
-            let at = ((m0 + xr) * p.k + k0 + xk) / 4u;
-            x0 = vec4<f32>(x[at]);
-            x1 = vec4<f32>(x[at + 1u]);
+    var c0_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c0_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c1_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c1_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    workgroupBarrier();
+    {
+        let k0 = 0u;
+        let gx0 = load_x(m0, k0, 0u * WG + lid);
+        let gw0 = load_w(n0, k0, 0u * WG + lid);
+        let gw1 = load_w(n0, k0, 1u * WG + lid);
+        store_x(0u * XS_HALVES + x_at(0u * WG + lid), gx0);
+        store_w(0u * WS_HALVES + w_at(0u * WG + lid), gw0);
+        store_w(0u * WS_HALVES + w_at(1u * WG + lid), gw1);
+    }
+    workgroupBarrier();
+    for (var t = 0u; t < nk; t++) {
+        let cur = t % 2u;
+        // The next step's tile (the last one again at the end: stored
+        // where nothing reads it any more).
+        let k0 = min(t + 1u, nk - 1u) * TK;
+        let gx0 = load_x(m0, k0, 0u * WG + lid);
+        let gw0 = load_w(n0, k0, 0u * WG + lid);
+        let gw1 = load_w(n0, k0, 1u * WG + lid);
+        let xb = cur * XS_LEN;
+        let wb = cur * WS_LEN;
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 0u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 0u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 0u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 0u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
         }
-        let xo = xr * LD + xk;
-        for (var e = 0u; e < 4u; e++) {
-            xs[xo + e] = f16(x0[e]);
-            xs[xo + 4u + e] = f16(x1[e]);
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 4u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 4u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 4u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 4u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
         }
-        let col = n0 + wc;
-        let wo = wc * LD + wk;
-        var wv: array<vec4<f32>, 4>;
-        if col < p.n {
-            let at = (col * p.k + k0 + wk) / 4u;
-            for (var q = 0u; q < 4u; q++) {
-                wv[q] = vec4<f32>(w[at + q]);
-            }
-        }
-        for (var q = 0u; q < 4u; q++) {
-            for (var e = 0u; e < 4u; e++) {
-                ws[wo + q * 4u + e] = f16(wv[q][e]);
-            }
-        }
-        workgroupBarrier();
-        for (var kk = 0u; kk < TK; kk += 16u) {
-            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[wm * LD + kk], LD);
-            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[(wm + 16u) * LD + kk], LD);
-            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wn * LD + kk], LD);
-            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[(wn + 16u) * LD + kk], LD);
-            c00 = coopMultiplyAdd(a0, b0, c00);
-            c01 = coopMultiplyAdd(a0, b1, c01);
-            c10 = coopMultiplyAdd(a1, b0, c10);
-            c11 = coopMultiplyAdd(a1, b1, c11);
-        }
+        store_x((1u - cur) * XS_HALVES + x_at(0u * WG + lid), gx0);
+        store_w((1u - cur) * WS_HALVES + w_at(0u * WG + lid), gw0);
+        store_w((1u - cur) * WS_HALVES + w_at(1u * WG + lid), gw1);
         workgroupBarrier();
     }
 
     let slot = sg * 256u;
-    coopStoreT(c00, &cs[slot], 16u);
+    coopStoreT(c0_0, &cs[slot], 16u);
     workgroupBarrier();
-    emit(sg, lane, m0 + wm, n0 + wn);
+    emit(sg, lane, m0 + wm + 0u, n0 + wn + 0u);
     workgroupBarrier();
-    coopStoreT(c01, &cs[slot], 16u);
+    coopStoreT(c0_1, &cs[slot], 16u);
     workgroupBarrier();
-    emit(sg, lane, m0 + wm, n0 + wn + 16u);
+    emit(sg, lane, m0 + wm + 0u, n0 + wn + 16u);
     workgroupBarrier();
-    coopStoreT(c10, &cs[slot], 16u);
+    coopStoreT(c1_0, &cs[slot], 16u);
     workgroupBarrier();
-    emit(sg, lane, m0 + wm + 16u, n0 + wn);
+    emit(sg, lane, m0 + wm + 16u, n0 + wn + 0u);
     workgroupBarrier();
-    coopStoreT(c11, &cs[slot], 16u);
+    coopStoreT(c1_1, &cs[slot], 16u);
     workgroupBarrier();
     emit(sg, lane, m0 + wm + 16u, n0 + wn + 16u);
 }
@@ -9415,13 +9564,24 @@ pub const MATMUL_COOP_F16: &str = r#"enable f16;
 //! row-major, f16 operands (an f32 `Elem` is rounded to f16 as it is
 //! staged) and f32 accumulation.
 //!
-//! The tiling is `q4_gemm_coop.wgsl`'s: a workgroup of 256 invocations (8
-//! subgroups of 32; the host routes here only on devices whose subgroups
-//! have 32 invocations) computes a `BM x BN` block; K advances `TK` inputs
-//! at a time through x (row-major) and w (column-major as B) tiles in
-//! workgroup memory; each subgroup accumulates 2 x 2 fragments of 16 x 16
-//! and writes them out through its `cs` slot. The host routes here only
-//! when `K % TK == 0`.
+//! The small tile: a workgroup of 8 subgroups of 32 computes a 64 x 128
+//! block (2 x 4 subgroups of 2 x 2 fragments), K advancing 32 inputs a
+//! step through two staged copies (the next step's loads in flight, one
+//! barrier a step). It takes the calls too small to fill the GPU with the
+//! large tile (`matmul_coop_large.wgsl`).
+//!
+//! Staged through workgroup memory as `vec4<f16>`: the x tile row-major,
+//! the (dequantized) weight tile column-major, rounded to f16 as they are
+//! staged. Each subgroup holds `FM x FN` accumulators of 16 x 16
+//! (`coop_mat16x16<f32, C>`, unrolled); at the end each fragment passes
+//! through the subgroup's 16 x 16 slot of `cs`, where its 32 invocations
+//! finish and bounds-check it and write it out as `Elem`. Rows past M and
+//! columns past N are staged as zeros and never written, so M and N are
+//! free; the host routes here only on devices whose subgroups have 32
+//! invocations, with `K % TK == 0`. The tilings are the winners of
+//! `coop_probe` (crates/runtime/examples) on an H200; it times this file
+//! as shipped. Which tile a call takes is `etwgpu_kernels::ops::gemm`'s
+//! `coop_tile`.
 // variants: f32 f16
 
 enable f16;
@@ -9429,15 +9589,28 @@ enable wgpu_cooperative_matrix;
 
 alias Elem = f16;
 
-/// Output rows per workgroup.
-const BM: u32 = 64u;
-/// Output columns per workgroup.
-const BN: u32 = 128u;
+/// 16 x 16 fragments per subgroup along M and N.
+const FM: u32 = 2u;
+const FN: u32 = 2u;
+/// Subgroups (of 32 invocations) per workgroup along M and N.
+const SGM: u32 = 2u;
+const SGN: u32 = 4u;
+const WG: u32 = SGM * SGN * 32u;
+/// Output rows and columns per workgroup.
+const BM: u32 = SGM * FM * 16u;
+const BN: u32 = SGN * FN * 16u;
 /// Inputs per step along K.
 const TK: u32 = 32u;
-/// Row stride of the staged tiles, in halves: TK plus 8 of padding (rows
-/// stay 16-byte aligned and start on different banks).
-const LD: u32 = 40u;
+/// Row stride of a staged tile, in `vec4<f16>`: TK plus 8 halves of
+/// padding (rows stay 16-byte aligned and start on different banks).
+const LDE: u32 = (TK + 8u) / 4u;
+/// Copies of each staged tile (2: the next step's loads in flight).
+const STAGES: u32 = 2u;
+/// Staging elements and halves per tile copy.
+const XS_LEN: u32 = BM * LDE;
+const WS_LEN: u32 = BN * LDE;
+const XS_HALVES: u32 = BM * (TK + 8u);
+const WS_HALVES: u32 = BN * (TK + 8u);
 
 struct Params {
     /// Rows of x.
@@ -9460,13 +9633,63 @@ struct Params {
 @group(0) @binding(3) var<storage, read> bias: array<Elem>;
 @group(0) @binding(4) var<storage, read_write> out: array<Elem>;
 
-/// x tile, row-major: `BM` rows of `LD` halves.
-var<workgroup> xs: array<f16, 2560>;
-/// Weight tile, column-major: `BN` columns of `LD` halves.
-var<workgroup> ws: array<f16, 5120>;
+/// Staged x tiles, row-major (`xs[row * LDE + k / 4]`), and weight tiles,
+/// column-major (`ws[col * LDE + k / 4]`), 4 halves an element.
+var<workgroup> xs: array<vec4<f16>, STAGES * XS_LEN>;
+var<workgroup> ws: array<vec4<f16>, STAGES * WS_LEN>;
 /// One 16 x 16 f32 slot per subgroup, row-major: fragments on their way
 /// out (and the zeros the accumulators start from).
-var<workgroup> cs: array<f32, 2048>;
+var<workgroup> cs: array<f32, SGM * SGN * 256u>;
+
+/// 8 consecutive halves (16 bytes).
+struct Eight {
+    lo: vec4<f16>,
+    hi: vec4<f16>,
+}
+
+/// 8 inputs of x: row `m0 + i / (TK / 8)`, inputs `k0 + (i % (TK / 8)) * 8
+/// ..` (zeros past M), rounded to f16.
+fn load_x(m0: u32, k0: u32, i: u32) -> Eight {
+    let row = m0 + i / (TK / 8u);
+    if row >= p.m {
+        return Eight(vec4<f16>(), vec4<f16>());
+    }
+    let at = (row * p.k + k0) / 4u + (i % (TK / 8u)) * 2u;
+    return Eight(vec4<f16>(x[at]), vec4<f16>(x[at + 1u]));
+}
+
+/// Where `load_x`'s unit `i` goes in a staged x tile, in halves.
+fn x_at(i: u32) -> u32 {
+    return (i / (TK / 8u)) * (TK + 8u) + (i % (TK / 8u)) * 8u;
+}
+
+/// Stores 8 halves at half `o` (a multiple of 8) of the x tiles.
+fn store_x(o: u32, v: Eight) {
+    xs[o / 4u] = v.lo;
+    xs[o / 4u + 1u] = v.hi;
+}
+
+/// 8 halves of w: column `n0 + i / (TK / 8)`, inputs `k0 + (i % (TK / 8)) *
+/// 8 ..` (zeros past N), rounded to f16.
+fn load_w(n0: u32, k0: u32, i: u32) -> Eight {
+    let col = n0 + i / (TK / 8u);
+    if col >= p.n {
+        return Eight(vec4<f16>(), vec4<f16>());
+    }
+    let at = (col * p.k + k0) / 4u + (i % (TK / 8u)) * 2u;
+    return Eight(vec4<f16>(w[at]), vec4<f16>(w[at + 1u]));
+}
+
+/// Stores 8 halves at half `o` (a multiple of 8) of the weight tiles.
+fn store_w(o: u32, v: Eight) {
+    ws[o / 4u] = v.lo;
+    ws[o / 4u + 1u] = v.hi;
+}
+
+/// Where `load_w`'s unit `i` goes in a staged weight tile, in halves.
+fn w_at(i: u32) -> u32 {
+    return (i / (TK / 8u)) * (TK + 8u) + (i % (TK / 8u)) * 8u;
+}
 
 /// Writes the fragment the subgroup `sg` left in its `cs` slot to rows
 /// `row0 ..` and columns `col0 ..` of the output: invocation `lane` writes
@@ -9489,7 +9712,7 @@ fn emit(sg: u32, lane: u32, row0: u32, col0: u32) {
     }
 }
 
-@compute @workgroup_size(256)
+@compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
@@ -9498,121 +9721,148 @@ fn main(
     let tile = wid.y * groups.x + wid.x;
     let m0 = (tile / p.tiles_n) * BM;
     let n0 = (tile % p.tiles_n) * BN;
-    // This invocation's subgroup, and that subgroup's 32 x 32 block.
+    // This invocation's subgroup, and that subgroup's block of FM x FN
+    // fragments.
     let sg = lid / 32u;
     let lane = lid % 32u;
-    let wm = (sg / 4u) * 32u;
-    let wn = (sg % 4u) * 32u;
-    // Staging: x row `lid / 4`, inputs `(lid % 4) * 8 ..` (two vec4); weight
-    // column `lid / 2`, inputs `(lid % 2) * 16 ..` (four vec4).
-    let xr = lid / 4u;
-    let xk = (lid % 4u) * 8u;
-    let wc = lid / 2u;
-    let wk = (lid % 2u) * 16u;
+    let wm = (sg / SGN) * (FM * 16u);
+    let wn = (sg % SGN) * (FN * 16u);
+    let nk = p.k / TK;
 
-    for (var i = 0u; i < 8u; i++) {
-        cs[lid * 8u + i] = 0.0;
+    for (var e = 0u; e < 8u; e++) {
+        cs[lid * 8u + e] = 0.0;
     }
     workgroupBarrier();
-    var c00 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
-    var c01 = c00;
-    var c10 = c00;
-    var c11 = c00;
-
-    for (var k0 = 0u; k0 < p.k; k0 += TK) {
-        var x0 = vec4<f32>(0.0);
-        var x1 = vec4<f32>(0.0);
-        if m0 + xr < p.m {
-            let at = ((m0 + xr) * p.k + k0 + xk) / 4u;
-            x0 = vec4<f32>(x[at]);
-            x1 = vec4<f32>(x[at + 1u]);
+    var c0_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c0_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c1_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c1_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    workgroupBarrier();
+    {
+        let k0 = 0u;
+        let gx0 = load_x(m0, k0, 0u * WG + lid);
+        let gw0 = load_w(n0, k0, 0u * WG + lid);
+        let gw1 = load_w(n0, k0, 1u * WG + lid);
+        store_x(0u * XS_HALVES + x_at(0u * WG + lid), gx0);
+        store_w(0u * WS_HALVES + w_at(0u * WG + lid), gw0);
+        store_w(0u * WS_HALVES + w_at(1u * WG + lid), gw1);
+    }
+    workgroupBarrier();
+    for (var t = 0u; t < nk; t++) {
+        let cur = t % 2u;
+        // The next step's tile (the last one again at the end: stored
+        // where nothing reads it any more).
+        let k0 = min(t + 1u, nk - 1u) * TK;
+        let gx0 = load_x(m0, k0, 0u * WG + lid);
+        let gw0 = load_w(n0, k0, 0u * WG + lid);
+        let gw1 = load_w(n0, k0, 1u * WG + lid);
+        let xb = cur * XS_LEN;
+        let wb = cur * WS_LEN;
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 0u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 0u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 0u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 0u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
         }
-        let xo = xr * LD + xk;
-        for (var e = 0u; e < 4u; e++) {
-            xs[xo + e] = f16(x0[e]);
-            xs[xo + 4u + e] = f16(x1[e]);
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 4u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 4u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 4u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 4u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
         }
-        let col = n0 + wc;
-        let wo = wc * LD + wk;
-        var wv: array<vec4<f32>, 4>;
-        if col < p.n {
-            let at = (col * p.k + k0 + wk) / 4u;
-            for (var q = 0u; q < 4u; q++) {
-                wv[q] = vec4<f32>(w[at + q]);
-            }
-        }
-        for (var q = 0u; q < 4u; q++) {
-            for (var e = 0u; e < 4u; e++) {
-                ws[wo + q * 4u + e] = f16(wv[q][e]);
-            }
-        }
-        workgroupBarrier();
-        for (var kk = 0u; kk < TK; kk += 16u) {
-            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[wm * LD + kk], LD);
-            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[(wm + 16u) * LD + kk], LD);
-            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wn * LD + kk], LD);
-            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[(wn + 16u) * LD + kk], LD);
-            c00 = coopMultiplyAdd(a0, b0, c00);
-            c01 = coopMultiplyAdd(a0, b1, c01);
-            c10 = coopMultiplyAdd(a1, b0, c10);
-            c11 = coopMultiplyAdd(a1, b1, c11);
-        }
+        store_x((1u - cur) * XS_HALVES + x_at(0u * WG + lid), gx0);
+        store_w((1u - cur) * WS_HALVES + w_at(0u * WG + lid), gw0);
+        store_w((1u - cur) * WS_HALVES + w_at(1u * WG + lid), gw1);
         workgroupBarrier();
     }
 
     let slot = sg * 256u;
-    coopStoreT(c00, &cs[slot], 16u);
+    coopStoreT(c0_0, &cs[slot], 16u);
     workgroupBarrier();
-    emit(sg, lane, m0 + wm, n0 + wn);
+    emit(sg, lane, m0 + wm + 0u, n0 + wn + 0u);
     workgroupBarrier();
-    coopStoreT(c01, &cs[slot], 16u);
+    coopStoreT(c0_1, &cs[slot], 16u);
     workgroupBarrier();
-    emit(sg, lane, m0 + wm, n0 + wn + 16u);
+    emit(sg, lane, m0 + wm + 0u, n0 + wn + 16u);
     workgroupBarrier();
-    coopStoreT(c10, &cs[slot], 16u);
+    coopStoreT(c1_0, &cs[slot], 16u);
     workgroupBarrier();
-    emit(sg, lane, m0 + wm + 16u, n0 + wn);
+    emit(sg, lane, m0 + wm + 16u, n0 + wn + 0u);
     workgroupBarrier();
-    coopStoreT(c11, &cs[slot], 16u);
+    coopStoreT(c1_1, &cs[slot], 16u);
     workgroupBarrier();
     emit(sg, lane, m0 + wm + 16u, n0 + wn + 16u);
 }
 "#;
 
-/// `matmul_coop_direct.wgsl` with `Elem = f16`.
-pub const MATMUL_COOP_DIRECT_F16: &str = r#"enable f16;
-
-//! Dense float16 linear on cooperative matrices, operands loaded straight
-//! from the storage buffers: `out[m, n] = sum_k x[m, k] * w[n, k] + bias[n]`
-//! with x `[M, K]` and w `[N, K]` row-major f16, f32 accumulation.
+/// `matmul_coop_large.wgsl` with `Elem = f32`.
+pub const MATMUL_COOP_LARGE_F32: &str = r#"//! Dense linear on cooperative matrices (tensor cores): `out[m, n] =
+//! sum_k x[m, k] * w[n, k] + bias[n]` with x `[M, K]` and w `[N, K]`
+//! row-major, f16 operands (an f32 `Elem` is rounded to f16 as it is
+//! staged) and f32 accumulation.
 //!
-//! The output tiling is `matmul_coop.wgsl`'s (a `BM x BN` block per
-//! workgroup of 8 subgroups of 32, 2 x 2 fragments of 16 x 16 per
-//! subgroup, written out through the subgroup's `cs` slot), but there is
-//! no workgroup-memory staging and no barrier in the K loop: each subgroup
-//! loads its x fragments row-major and its w fragments column-major (as B)
-//! from the buffers. Fragments that reach past M or N read rows the
-//! output never keeps (wgpu's bounds checks and Vulkan's robust buffer
-//! access keep those reads inside the buffers). The host routes here only
-//! float16 linears with `K % 32 == 0` on devices whose subgroups have 32
-//! invocations.
-// variants: f16
+//! The large tile: a workgroup of 8 subgroups of 32 computes a 256 x 128
+//! block (4 x 2 subgroups of 4 x 4 fragments), K advancing 32 inputs a
+//! step through one staged copy. The host routes here when the call has
+//! enough 256 x 128 tiles to fill the GPU; else `matmul_coop.wgsl`
+//! (64 x 128) runs.
+//!
+//! Staged through workgroup memory as `vec4<f16>`: the x tile row-major,
+//! the (dequantized) weight tile column-major, rounded to f16 as they are
+//! staged. Each subgroup holds `FM x FN` accumulators of 16 x 16
+//! (`coop_mat16x16<f32, C>`, unrolled); at the end each fragment passes
+//! through the subgroup's 16 x 16 slot of `cs`, where its 32 invocations
+//! finish and bounds-check it and write it out as `Elem`. Rows past M and
+//! columns past N are staged as zeros and never written, so M and N are
+//! free; the host routes here only on devices whose subgroups have 32
+//! invocations, with `K % TK == 0`. The tilings are the winners of
+//! `coop_probe` (crates/runtime/examples) on an H200; it times this file
+//! as shipped. Which tile a call takes is `etwgpu_kernels::ops::gemm`'s
+//! `coop_tile`.
+// variants: f32 f16
 
+enable f16;
 enable wgpu_cooperative_matrix;
 
-alias Elem = f16;
+alias Elem = f32;
 
-/// Output rows per workgroup.
-const BM: u32 = 64u;
-/// Output columns per workgroup.
-const BN: u32 = 128u;
+/// 16 x 16 fragments per subgroup along M and N.
+const FM: u32 = 4u;
+const FN: u32 = 4u;
+/// Subgroups (of 32 invocations) per workgroup along M and N.
+const SGM: u32 = 4u;
+const SGN: u32 = 2u;
+const WG: u32 = SGM * SGN * 32u;
+/// Output rows and columns per workgroup.
+const BM: u32 = SGM * FM * 16u;
+const BN: u32 = SGN * FN * 16u;
+/// Inputs per step along K.
+const TK: u32 = 32u;
+/// Row stride of a staged tile, in `vec4<f16>`: TK plus 8 halves of
+/// padding (rows stay 16-byte aligned and start on different banks).
+const LDE: u32 = (TK + 8u) / 4u;
+/// Copies of each staged tile.
+const STAGES: u32 = 1u;
+/// Staging elements and halves per tile copy.
+const XS_LEN: u32 = BM * LDE;
+const WS_LEN: u32 = BN * LDE;
+const XS_HALVES: u32 = BM * (TK + 8u);
+const WS_HALVES: u32 = BN * (TK + 8u);
 
 struct Params {
     /// Rows of x.
     m: u32,
     /// Output features.
     n: u32,
-    /// Input features (a multiple of 32).
+    /// Input features (a multiple of TK).
     k: u32,
     has_bias: u32,
     /// Workgroups along N.
@@ -9623,14 +9873,68 @@ struct Params {
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> x: array<Elem>;
-@group(0) @binding(2) var<storage, read> w: array<Elem>;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> w: array<vec4<Elem>>;
 @group(0) @binding(3) var<storage, read> bias: array<Elem>;
 @group(0) @binding(4) var<storage, read_write> out: array<Elem>;
 
+/// Staged x tiles, row-major (`xs[row * LDE + k / 4]`), and weight tiles,
+/// column-major (`ws[col * LDE + k / 4]`), 4 halves an element.
+var<workgroup> xs: array<vec4<f16>, STAGES * XS_LEN>;
+var<workgroup> ws: array<vec4<f16>, STAGES * WS_LEN>;
 /// One 16 x 16 f32 slot per subgroup, row-major: fragments on their way
 /// out (and the zeros the accumulators start from).
-var<workgroup> cs: array<f32, 2048>;
+var<workgroup> cs: array<f32, SGM * SGN * 256u>;
+
+/// 8 consecutive halves (16 bytes).
+struct Eight {
+    lo: vec4<f16>,
+    hi: vec4<f16>,
+}
+
+/// 8 inputs of x: row `m0 + i / (TK / 8)`, inputs `k0 + (i % (TK / 8)) * 8
+/// ..` (zeros past M), rounded to f16.
+fn load_x(m0: u32, k0: u32, i: u32) -> Eight {
+    let row = m0 + i / (TK / 8u);
+    if row >= p.m {
+        return Eight(vec4<f16>(), vec4<f16>());
+    }
+    let at = (row * p.k + k0) / 4u + (i % (TK / 8u)) * 2u;
+    return Eight(vec4<f16>(x[at]), vec4<f16>(x[at + 1u]));
+}
+
+/// Where `load_x`'s unit `i` goes in a staged x tile, in halves.
+fn x_at(i: u32) -> u32 {
+    return (i / (TK / 8u)) * (TK + 8u) + (i % (TK / 8u)) * 8u;
+}
+
+/// Stores 8 halves at half `o` (a multiple of 8) of the x tiles.
+fn store_x(o: u32, v: Eight) {
+    xs[o / 4u] = v.lo;
+    xs[o / 4u + 1u] = v.hi;
+}
+
+/// 8 halves of w: column `n0 + i / (TK / 8)`, inputs `k0 + (i % (TK / 8)) *
+/// 8 ..` (zeros past N), rounded to f16.
+fn load_w(n0: u32, k0: u32, i: u32) -> Eight {
+    let col = n0 + i / (TK / 8u);
+    if col >= p.n {
+        return Eight(vec4<f16>(), vec4<f16>());
+    }
+    let at = (col * p.k + k0) / 4u + (i % (TK / 8u)) * 2u;
+    return Eight(vec4<f16>(w[at]), vec4<f16>(w[at + 1u]));
+}
+
+/// Stores 8 halves at half `o` (a multiple of 8) of the weight tiles.
+fn store_w(o: u32, v: Eight) {
+    ws[o / 4u] = v.lo;
+    ws[o / 4u + 1u] = v.hi;
+}
+
+/// Where `load_w`'s unit `i` goes in a staged weight tile, in halves.
+fn w_at(i: u32) -> u32 {
+    return (i / (TK / 8u)) * (TK + 8u) + (i % (TK / 8u)) * 8u;
+}
 
 /// Writes the fragment the subgroup `sg` left in its `cs` slot to rows
 /// `row0 ..` and columns `col0 ..` of the output: invocation `lane` writes
@@ -9653,7 +9957,7 @@ fn emit(sg: u32, lane: u32, row0: u32, col0: u32) {
     }
 }
 
-@compute @workgroup_size(256)
+@compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
@@ -9662,52 +9966,504 @@ fn main(
     let tile = wid.y * groups.x + wid.x;
     let m0 = (tile / p.tiles_n) * BM;
     let n0 = (tile % p.tiles_n) * BN;
+    // This invocation's subgroup, and that subgroup's block of FM x FN
+    // fragments.
     let sg = lid / 32u;
     let lane = lid % 32u;
-    let wm = m0 + (sg / 4u) * 32u;
-    let wn = n0 + (sg % 4u) * 32u;
-    // Fragment rows past the end start at the last row: their results are
-    // dropped by `emit`.
-    let r0 = min(wm, p.m - 1u);
-    let r1 = min(wm + 16u, p.m - 1u);
-    let c0 = min(wn, p.n - 1u);
-    let c1 = min(wn + 16u, p.n - 1u);
+    let wm = (sg / SGN) * (FM * 16u);
+    let wn = (sg % SGN) * (FN * 16u);
+    let nk = p.k / TK;
 
-    for (var i = 0u; i < 8u; i++) {
-        cs[lid * 8u + i] = 0.0;
+    for (var e = 0u; e < 8u; e++) {
+        cs[lid * 8u + e] = 0.0;
     }
     workgroupBarrier();
-    var c00 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
-    var c01 = c00;
-    var c10 = c00;
-    var c11 = c00;
-    for (var k0 = 0u; k0 < p.k; k0 += 16u) {
-        let a0 = coopLoadT<coop_mat16x16<f16, A>>(&x[r0 * p.k + k0], p.k);
-        let a1 = coopLoadT<coop_mat16x16<f16, A>>(&x[r1 * p.k + k0], p.k);
-        let b0 = coopLoad<coop_mat16x16<f16, B>>(&w[c0 * p.k + k0], p.k);
-        let b1 = coopLoad<coop_mat16x16<f16, B>>(&w[c1 * p.k + k0], p.k);
-        c00 = coopMultiplyAdd(a0, b0, c00);
-        c01 = coopMultiplyAdd(a0, b1, c01);
-        c10 = coopMultiplyAdd(a1, b0, c10);
-        c11 = coopMultiplyAdd(a1, b1, c11);
+    var c0_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c0_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c0_2 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c0_3 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c1_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c1_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c1_2 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c1_3 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c2_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c2_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c2_2 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c2_3 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c3_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c3_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c3_2 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c3_3 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    workgroupBarrier();
+    for (var t = 0u; t < nk; t++) {
+        let k0 = t * TK;
+        let gx0 = load_x(m0, k0, 0u * WG + lid);
+        let gx1 = load_x(m0, k0, 1u * WG + lid);
+        let gx2 = load_x(m0, k0, 2u * WG + lid);
+        let gx3 = load_x(m0, k0, 3u * WG + lid);
+        let gw0 = load_w(n0, k0, 0u * WG + lid);
+        let gw1 = load_w(n0, k0, 1u * WG + lid);
+        store_x(0u * XS_HALVES + x_at(0u * WG + lid), gx0);
+        store_x(0u * XS_HALVES + x_at(1u * WG + lid), gx1);
+        store_x(0u * XS_HALVES + x_at(2u * WG + lid), gx2);
+        store_x(0u * XS_HALVES + x_at(3u * WG + lid), gx3);
+        store_w(0u * WS_HALVES + w_at(0u * WG + lid), gw0);
+        store_w(0u * WS_HALVES + w_at(1u * WG + lid), gw1);
+        workgroupBarrier();
+        let xb = 0u * XS_LEN;
+        let wb = 0u * WS_LEN;
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 0u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 0u], LDE);
+            let a2 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 32u) * LDE + 0u], LDE);
+            let a3 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 48u) * LDE + 0u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 0u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 0u], LDE);
+            let b2 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 32u) * LDE + 0u], LDE);
+            let b3 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 48u) * LDE + 0u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c0_2 = coopMultiplyAdd(a0, b2, c0_2);
+            c0_3 = coopMultiplyAdd(a0, b3, c0_3);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
+            c1_2 = coopMultiplyAdd(a1, b2, c1_2);
+            c1_3 = coopMultiplyAdd(a1, b3, c1_3);
+            c2_0 = coopMultiplyAdd(a2, b0, c2_0);
+            c2_1 = coopMultiplyAdd(a2, b1, c2_1);
+            c2_2 = coopMultiplyAdd(a2, b2, c2_2);
+            c2_3 = coopMultiplyAdd(a2, b3, c2_3);
+            c3_0 = coopMultiplyAdd(a3, b0, c3_0);
+            c3_1 = coopMultiplyAdd(a3, b1, c3_1);
+            c3_2 = coopMultiplyAdd(a3, b2, c3_2);
+            c3_3 = coopMultiplyAdd(a3, b3, c3_3);
+        }
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 4u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 4u], LDE);
+            let a2 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 32u) * LDE + 4u], LDE);
+            let a3 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 48u) * LDE + 4u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 4u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 4u], LDE);
+            let b2 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 32u) * LDE + 4u], LDE);
+            let b3 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 48u) * LDE + 4u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c0_2 = coopMultiplyAdd(a0, b2, c0_2);
+            c0_3 = coopMultiplyAdd(a0, b3, c0_3);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
+            c1_2 = coopMultiplyAdd(a1, b2, c1_2);
+            c1_3 = coopMultiplyAdd(a1, b3, c1_3);
+            c2_0 = coopMultiplyAdd(a2, b0, c2_0);
+            c2_1 = coopMultiplyAdd(a2, b1, c2_1);
+            c2_2 = coopMultiplyAdd(a2, b2, c2_2);
+            c2_3 = coopMultiplyAdd(a2, b3, c2_3);
+            c3_0 = coopMultiplyAdd(a3, b0, c3_0);
+            c3_1 = coopMultiplyAdd(a3, b1, c3_1);
+            c3_2 = coopMultiplyAdd(a3, b2, c3_2);
+            c3_3 = coopMultiplyAdd(a3, b3, c3_3);
+        }
+        workgroupBarrier();
     }
 
     let slot = sg * 256u;
-    coopStoreT(c00, &cs[slot], 16u);
+    coopStoreT(c0_0, &cs[slot], 16u);
     workgroupBarrier();
-    emit(sg, lane, wm, wn);
+    emit(sg, lane, m0 + wm + 0u, n0 + wn + 0u);
     workgroupBarrier();
-    coopStoreT(c01, &cs[slot], 16u);
+    coopStoreT(c0_1, &cs[slot], 16u);
     workgroupBarrier();
-    emit(sg, lane, wm, wn + 16u);
+    emit(sg, lane, m0 + wm + 0u, n0 + wn + 16u);
     workgroupBarrier();
-    coopStoreT(c10, &cs[slot], 16u);
+    coopStoreT(c0_2, &cs[slot], 16u);
     workgroupBarrier();
-    emit(sg, lane, wm + 16u, wn);
+    emit(sg, lane, m0 + wm + 0u, n0 + wn + 32u);
     workgroupBarrier();
-    coopStoreT(c11, &cs[slot], 16u);
+    coopStoreT(c0_3, &cs[slot], 16u);
     workgroupBarrier();
-    emit(sg, lane, wm + 16u, wn + 16u);
+    emit(sg, lane, m0 + wm + 0u, n0 + wn + 48u);
+    workgroupBarrier();
+    coopStoreT(c1_0, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 16u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c1_1, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 16u, n0 + wn + 16u);
+    workgroupBarrier();
+    coopStoreT(c1_2, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 16u, n0 + wn + 32u);
+    workgroupBarrier();
+    coopStoreT(c1_3, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 16u, n0 + wn + 48u);
+    workgroupBarrier();
+    coopStoreT(c2_0, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 32u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c2_1, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 32u, n0 + wn + 16u);
+    workgroupBarrier();
+    coopStoreT(c2_2, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 32u, n0 + wn + 32u);
+    workgroupBarrier();
+    coopStoreT(c2_3, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 32u, n0 + wn + 48u);
+    workgroupBarrier();
+    coopStoreT(c3_0, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 48u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c3_1, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 48u, n0 + wn + 16u);
+    workgroupBarrier();
+    coopStoreT(c3_2, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 48u, n0 + wn + 32u);
+    workgroupBarrier();
+    coopStoreT(c3_3, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 48u, n0 + wn + 48u);
+}
+"#;
+
+/// `matmul_coop_large.wgsl` with `Elem = f16`.
+pub const MATMUL_COOP_LARGE_F16: &str = r#"enable f16;
+
+//! Dense linear on cooperative matrices (tensor cores): `out[m, n] =
+//! sum_k x[m, k] * w[n, k] + bias[n]` with x `[M, K]` and w `[N, K]`
+//! row-major, f16 operands (an f32 `Elem` is rounded to f16 as it is
+//! staged) and f32 accumulation.
+//!
+//! The large tile: a workgroup of 8 subgroups of 32 computes a 256 x 128
+//! block (4 x 2 subgroups of 4 x 4 fragments), K advancing 32 inputs a
+//! step through one staged copy. The host routes here when the call has
+//! enough 256 x 128 tiles to fill the GPU; else `matmul_coop.wgsl`
+//! (64 x 128) runs.
+//!
+//! Staged through workgroup memory as `vec4<f16>`: the x tile row-major,
+//! the (dequantized) weight tile column-major, rounded to f16 as they are
+//! staged. Each subgroup holds `FM x FN` accumulators of 16 x 16
+//! (`coop_mat16x16<f32, C>`, unrolled); at the end each fragment passes
+//! through the subgroup's 16 x 16 slot of `cs`, where its 32 invocations
+//! finish and bounds-check it and write it out as `Elem`. Rows past M and
+//! columns past N are staged as zeros and never written, so M and N are
+//! free; the host routes here only on devices whose subgroups have 32
+//! invocations, with `K % TK == 0`. The tilings are the winners of
+//! `coop_probe` (crates/runtime/examples) on an H200; it times this file
+//! as shipped. Which tile a call takes is `etwgpu_kernels::ops::gemm`'s
+//! `coop_tile`.
+// variants: f32 f16
+
+enable f16;
+enable wgpu_cooperative_matrix;
+
+alias Elem = f16;
+
+/// 16 x 16 fragments per subgroup along M and N.
+const FM: u32 = 4u;
+const FN: u32 = 4u;
+/// Subgroups (of 32 invocations) per workgroup along M and N.
+const SGM: u32 = 4u;
+const SGN: u32 = 2u;
+const WG: u32 = SGM * SGN * 32u;
+/// Output rows and columns per workgroup.
+const BM: u32 = SGM * FM * 16u;
+const BN: u32 = SGN * FN * 16u;
+/// Inputs per step along K.
+const TK: u32 = 32u;
+/// Row stride of a staged tile, in `vec4<f16>`: TK plus 8 halves of
+/// padding (rows stay 16-byte aligned and start on different banks).
+const LDE: u32 = (TK + 8u) / 4u;
+/// Copies of each staged tile.
+const STAGES: u32 = 1u;
+/// Staging elements and halves per tile copy.
+const XS_LEN: u32 = BM * LDE;
+const WS_LEN: u32 = BN * LDE;
+const XS_HALVES: u32 = BM * (TK + 8u);
+const WS_HALVES: u32 = BN * (TK + 8u);
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (a multiple of TK).
+    k: u32,
+    has_bias: u32,
+    /// Workgroups along N.
+    tiles_n: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> w: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> bias: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+/// Staged x tiles, row-major (`xs[row * LDE + k / 4]`), and weight tiles,
+/// column-major (`ws[col * LDE + k / 4]`), 4 halves an element.
+var<workgroup> xs: array<vec4<f16>, STAGES * XS_LEN>;
+var<workgroup> ws: array<vec4<f16>, STAGES * WS_LEN>;
+/// One 16 x 16 f32 slot per subgroup, row-major: fragments on their way
+/// out (and the zeros the accumulators start from).
+var<workgroup> cs: array<f32, SGM * SGN * 256u>;
+
+/// 8 consecutive halves (16 bytes).
+struct Eight {
+    lo: vec4<f16>,
+    hi: vec4<f16>,
+}
+
+/// 8 inputs of x: row `m0 + i / (TK / 8)`, inputs `k0 + (i % (TK / 8)) * 8
+/// ..` (zeros past M), rounded to f16.
+fn load_x(m0: u32, k0: u32, i: u32) -> Eight {
+    let row = m0 + i / (TK / 8u);
+    if row >= p.m {
+        return Eight(vec4<f16>(), vec4<f16>());
+    }
+    let at = (row * p.k + k0) / 4u + (i % (TK / 8u)) * 2u;
+    return Eight(vec4<f16>(x[at]), vec4<f16>(x[at + 1u]));
+}
+
+/// Where `load_x`'s unit `i` goes in a staged x tile, in halves.
+fn x_at(i: u32) -> u32 {
+    return (i / (TK / 8u)) * (TK + 8u) + (i % (TK / 8u)) * 8u;
+}
+
+/// Stores 8 halves at half `o` (a multiple of 8) of the x tiles.
+fn store_x(o: u32, v: Eight) {
+    xs[o / 4u] = v.lo;
+    xs[o / 4u + 1u] = v.hi;
+}
+
+/// 8 halves of w: column `n0 + i / (TK / 8)`, inputs `k0 + (i % (TK / 8)) *
+/// 8 ..` (zeros past N), rounded to f16.
+fn load_w(n0: u32, k0: u32, i: u32) -> Eight {
+    let col = n0 + i / (TK / 8u);
+    if col >= p.n {
+        return Eight(vec4<f16>(), vec4<f16>());
+    }
+    let at = (col * p.k + k0) / 4u + (i % (TK / 8u)) * 2u;
+    return Eight(vec4<f16>(w[at]), vec4<f16>(w[at + 1u]));
+}
+
+/// Stores 8 halves at half `o` (a multiple of 8) of the weight tiles.
+fn store_w(o: u32, v: Eight) {
+    ws[o / 4u] = v.lo;
+    ws[o / 4u + 1u] = v.hi;
+}
+
+/// Where `load_w`'s unit `i` goes in a staged weight tile, in halves.
+fn w_at(i: u32) -> u32 {
+    return (i / (TK / 8u)) * (TK + 8u) + (i % (TK / 8u)) * 8u;
+}
+
+/// Writes the fragment the subgroup `sg` left in its `cs` slot to rows
+/// `row0 ..` and columns `col0 ..` of the output: invocation `lane` writes
+/// 8 consecutive columns of one row.
+fn emit(sg: u32, lane: u32, row0: u32, col0: u32) {
+    let row = row0 + lane / 2u;
+    if row >= p.m {
+        return;
+    }
+    for (var e = 0u; e < 8u; e++) {
+        let c = (lane % 2u) * 8u + e;
+        let col = col0 + c;
+        if col < p.n {
+            var v = cs[sg * 256u + (lane / 2u) * 16u + c];
+            if p.has_bias != 0u {
+                v += f32(bias[col]);
+            }
+            out[row * p.n + col] = Elem(v);
+        }
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let tile = wid.y * groups.x + wid.x;
+    let m0 = (tile / p.tiles_n) * BM;
+    let n0 = (tile % p.tiles_n) * BN;
+    // This invocation's subgroup, and that subgroup's block of FM x FN
+    // fragments.
+    let sg = lid / 32u;
+    let lane = lid % 32u;
+    let wm = (sg / SGN) * (FM * 16u);
+    let wn = (sg % SGN) * (FN * 16u);
+    let nk = p.k / TK;
+
+    for (var e = 0u; e < 8u; e++) {
+        cs[lid * 8u + e] = 0.0;
+    }
+    workgroupBarrier();
+    var c0_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c0_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c0_2 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c0_3 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c1_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c1_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c1_2 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c1_3 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c2_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c2_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c2_2 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c2_3 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c3_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c3_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c3_2 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c3_3 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    workgroupBarrier();
+    for (var t = 0u; t < nk; t++) {
+        let k0 = t * TK;
+        let gx0 = load_x(m0, k0, 0u * WG + lid);
+        let gx1 = load_x(m0, k0, 1u * WG + lid);
+        let gx2 = load_x(m0, k0, 2u * WG + lid);
+        let gx3 = load_x(m0, k0, 3u * WG + lid);
+        let gw0 = load_w(n0, k0, 0u * WG + lid);
+        let gw1 = load_w(n0, k0, 1u * WG + lid);
+        store_x(0u * XS_HALVES + x_at(0u * WG + lid), gx0);
+        store_x(0u * XS_HALVES + x_at(1u * WG + lid), gx1);
+        store_x(0u * XS_HALVES + x_at(2u * WG + lid), gx2);
+        store_x(0u * XS_HALVES + x_at(3u * WG + lid), gx3);
+        store_w(0u * WS_HALVES + w_at(0u * WG + lid), gw0);
+        store_w(0u * WS_HALVES + w_at(1u * WG + lid), gw1);
+        workgroupBarrier();
+        let xb = 0u * XS_LEN;
+        let wb = 0u * WS_LEN;
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 0u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 0u], LDE);
+            let a2 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 32u) * LDE + 0u], LDE);
+            let a3 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 48u) * LDE + 0u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 0u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 0u], LDE);
+            let b2 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 32u) * LDE + 0u], LDE);
+            let b3 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 48u) * LDE + 0u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c0_2 = coopMultiplyAdd(a0, b2, c0_2);
+            c0_3 = coopMultiplyAdd(a0, b3, c0_3);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
+            c1_2 = coopMultiplyAdd(a1, b2, c1_2);
+            c1_3 = coopMultiplyAdd(a1, b3, c1_3);
+            c2_0 = coopMultiplyAdd(a2, b0, c2_0);
+            c2_1 = coopMultiplyAdd(a2, b1, c2_1);
+            c2_2 = coopMultiplyAdd(a2, b2, c2_2);
+            c2_3 = coopMultiplyAdd(a2, b3, c2_3);
+            c3_0 = coopMultiplyAdd(a3, b0, c3_0);
+            c3_1 = coopMultiplyAdd(a3, b1, c3_1);
+            c3_2 = coopMultiplyAdd(a3, b2, c3_2);
+            c3_3 = coopMultiplyAdd(a3, b3, c3_3);
+        }
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 4u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 4u], LDE);
+            let a2 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 32u) * LDE + 4u], LDE);
+            let a3 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 48u) * LDE + 4u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 4u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 4u], LDE);
+            let b2 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 32u) * LDE + 4u], LDE);
+            let b3 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 48u) * LDE + 4u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c0_2 = coopMultiplyAdd(a0, b2, c0_2);
+            c0_3 = coopMultiplyAdd(a0, b3, c0_3);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
+            c1_2 = coopMultiplyAdd(a1, b2, c1_2);
+            c1_3 = coopMultiplyAdd(a1, b3, c1_3);
+            c2_0 = coopMultiplyAdd(a2, b0, c2_0);
+            c2_1 = coopMultiplyAdd(a2, b1, c2_1);
+            c2_2 = coopMultiplyAdd(a2, b2, c2_2);
+            c2_3 = coopMultiplyAdd(a2, b3, c2_3);
+            c3_0 = coopMultiplyAdd(a3, b0, c3_0);
+            c3_1 = coopMultiplyAdd(a3, b1, c3_1);
+            c3_2 = coopMultiplyAdd(a3, b2, c3_2);
+            c3_3 = coopMultiplyAdd(a3, b3, c3_3);
+        }
+        workgroupBarrier();
+    }
+
+    let slot = sg * 256u;
+    coopStoreT(c0_0, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 0u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c0_1, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 0u, n0 + wn + 16u);
+    workgroupBarrier();
+    coopStoreT(c0_2, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 0u, n0 + wn + 32u);
+    workgroupBarrier();
+    coopStoreT(c0_3, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 0u, n0 + wn + 48u);
+    workgroupBarrier();
+    coopStoreT(c1_0, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 16u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c1_1, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 16u, n0 + wn + 16u);
+    workgroupBarrier();
+    coopStoreT(c1_2, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 16u, n0 + wn + 32u);
+    workgroupBarrier();
+    coopStoreT(c1_3, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 16u, n0 + wn + 48u);
+    workgroupBarrier();
+    coopStoreT(c2_0, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 32u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c2_1, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 32u, n0 + wn + 16u);
+    workgroupBarrier();
+    coopStoreT(c2_2, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 32u, n0 + wn + 32u);
+    workgroupBarrier();
+    coopStoreT(c2_3, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 32u, n0 + wn + 48u);
+    workgroupBarrier();
+    coopStoreT(c3_0, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 48u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c3_1, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 48u, n0 + wn + 16u);
+    workgroupBarrier();
+    coopStoreT(c3_2, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 48u, n0 + wn + 32u);
+    workgroupBarrier();
+    coopStoreT(c3_3, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 48u, n0 + wn + 48u);
 }
 "#;
 
@@ -10665,18 +11421,25 @@ pub const Q4_GEMM_COOP_F32: &str = r#"//! Prefill route of `et_vk.linear_q4gsw` 
 //! cores): `out[m, n] = sum_k x[m, k] * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`
 //! with f16 operands and f32 accumulation.
 //!
-//! A workgroup of 256 invocations (8 subgroups of 32; the host routes here
-//! only on devices whose subgroups have 32 invocations) computes a
-//! `BM x BN` block of the output. K advances `TK` inputs at a time: the x
-//! tile (rounded to f16 as it is staged) and the dequantized weight tile
-//! (f16) go to workgroup memory, x row-major (`xs[row * LD + k]`) and the
-//! weights column-major (`ws[col * LD + k]`, the packed layout's own
-//! order). Each subgroup owns a 32 x 32 block: 2 x 2 fragments of 16 x 16,
-//! each a `coop_mat16x16<f32, C>` accumulator. At the end each fragment
-//! passes through the subgroup's 16 x 16 slot of `cs`, where its 32
-//! invocations add the bias, bounds-check and write it out as `Elem`.
-//! The host routes here only when `K % TK == 0` and `group % TK == 0`, so
-//! one scale covers a column's slice of a tile.
+//! The small tile: a workgroup of 8 subgroups of 32 computes a 64 x 128
+//! block (2 x 4 subgroups of 2 x 2 fragments), K advancing 32 inputs a
+//! step through two staged copies: the next step's loads are issued
+//! before this step's multiplies and stored after them, one barrier a
+//! step. It takes the calls too small to fill the GPU with the large tile
+//! (`q4_gemm_coop_large.wgsl`).
+//!
+//! Staged through workgroup memory as `vec4<f16>`: the x tile row-major,
+//! the (dequantized) weight tile column-major, rounded to f16 as they are
+//! staged. Each subgroup holds `FM x FN` accumulators of 16 x 16
+//! (`coop_mat16x16<f32, C>`, unrolled); at the end each fragment passes
+//! through the subgroup's 16 x 16 slot of `cs`, where its 32 invocations
+//! finish and bounds-check it and write it out as `Elem`. Rows past M and
+//! columns past N are staged as zeros and never written, so M and N are
+//! free; the host routes here only on devices whose subgroups have 32
+//! invocations, with `K % TK == 0`. The tilings are the winners of
+//! `coop_probe` (crates/runtime/examples) on an H200; it times this file
+//! as shipped. Which tile a call takes is `etwgpu_kernels::ops::gemm`'s
+//! `coop_tile`.
 // variants: f32 f16
 
 enable f16;
@@ -10684,15 +11447,28 @@ enable wgpu_cooperative_matrix;
 
 alias Elem = f32;
 
-/// Output rows per workgroup.
-const BM: u32 = 64u;
-/// Output columns per workgroup.
-const BN: u32 = 128u;
+/// 16 x 16 fragments per subgroup along M and N.
+const FM: u32 = 2u;
+const FN: u32 = 2u;
+/// Subgroups (of 32 invocations) per workgroup along M and N.
+const SGM: u32 = 2u;
+const SGN: u32 = 4u;
+const WG: u32 = SGM * SGN * 32u;
+/// Output rows and columns per workgroup.
+const BM: u32 = SGM * FM * 16u;
+const BN: u32 = SGN * FN * 16u;
 /// Inputs per step along K.
 const TK: u32 = 32u;
-/// Row stride of the staged tiles, in halves: TK plus 8 of padding (rows
-/// stay 16-byte aligned and start on different banks).
-const LD: u32 = 40u;
+/// Row stride of a staged tile, in `vec4<f16>`: TK plus 8 halves of
+/// padding (rows stay 16-byte aligned and start on different banks).
+const LDE: u32 = (TK + 8u) / 4u;
+/// Copies of each staged tile (2: the next step's loads in flight).
+const STAGES: u32 = 2u;
+/// Staging elements and halves per tile copy.
+const XS_LEN: u32 = BM * LDE;
+const WS_LEN: u32 = BN * LDE;
+const XS_HALVES: u32 = BM * (TK + 8u);
+const WS_HALVES: u32 = BN * (TK + 8u);
 
 struct Params {
     /// Rows of x.
@@ -10703,7 +11479,7 @@ struct Params {
     k: u32,
     /// Row length of the scales (and bias): N padded.
     n_pad: u32,
-    /// Inputs per scale group (a multiple of TK).
+    /// Inputs per scale group (a multiple of 32).
     group_size: u32,
     has_bias: u32,
     /// Workgroups along N.
@@ -10720,19 +11496,109 @@ struct Params {
 @group(0) @binding(4) var<storage, read> bias: array<Elem>;
 @group(0) @binding(5) var<storage, read_write> out: array<Elem>;
 
-/// x tile, row-major: `BM` rows of `LD` halves.
-var<workgroup> xs: array<f16, 2560>;
-/// Weight tile, column-major: `BN` columns of `LD` halves.
-var<workgroup> ws: array<f16, 5120>;
+/// Staged x tiles, row-major (`xs[row * LDE + k / 4]`), and weight tiles,
+/// column-major (`ws[col * LDE + k / 4]`), 4 halves an element.
+var<workgroup> xs: array<vec4<f16>, STAGES * XS_LEN>;
+var<workgroup> ws: array<vec4<f16>, STAGES * WS_LEN>;
 /// One 16 x 16 f32 slot per subgroup, row-major: fragments on their way
 /// out (and the zeros the accumulators start from).
-var<workgroup> cs: array<f32, 2048>;
+var<workgroup> cs: array<f32, SGM * SGN * 256u>;
 
+/// 8 consecutive halves (16 bytes).
+struct Eight {
+    lo: vec4<f16>,
+    hi: vec4<f16>,
+}
+
+/// 8 inputs of x: row `m0 + i / (TK / 8)`, inputs `k0 + (i % (TK / 8)) * 8
+/// ..` (zeros past M), rounded to f16.
+fn load_x(m0: u32, k0: u32, i: u32) -> Eight {
+    let row = m0 + i / (TK / 8u);
+    if row >= p.m {
+        return Eight(vec4<f16>(), vec4<f16>());
+    }
+    let at = (row * p.k + k0) / 4u + (i % (TK / 8u)) * 2u;
+    return Eight(vec4<f16>(x[at]), vec4<f16>(x[at + 1u]));
+}
+
+/// Where `load_x`'s unit `i` goes in a staged x tile, in halves.
+fn x_at(i: u32) -> u32 {
+    return (i / (TK / 8u)) * (TK + 8u) + (i % (TK / 8u)) * 8u;
+}
+
+/// Stores 8 halves at half `o` (a multiple of 8) of the x tiles.
+fn store_x(o: u32, v: Eight) {
+    xs[o / 4u] = v.lo;
+    xs[o / 4u + 1u] = v.hi;
+}
 fn w8(col: u32, words: u32, k: u32, word_major: bool) -> u32 {
     if word_major {
         return ((k / 32u) * p.n + col) * 2u + (k / 16u) % 2u;
     }
     return col * words + k / 16u;
+}
+/// 16 nibbles of one weight column (an 8-byte half of a 16-byte word) and
+/// their scale.
+struct Nibbles {
+    word: vec2<u32>,
+    scale: f32,
+}
+
+/// Input offset in the tile of unit `i` (16 inputs): adjacent units are
+/// the two halves of a column's word, then adjacent columns (adjacent in
+/// the word-major layout), then the tile's next word.
+fn unit_k(i: u32) -> u32 {
+    return (i / (2u * BN)) * 32u + (i % 2u) * 16u;
+}
+
+/// The column of unit `i` in the tile.
+fn unit_col(i: u32) -> u32 {
+    return (i / 2u) % BN;
+}
+
+/// Where unit `i` goes in a staged weight tile, in halves.
+fn w_at(i: u32) -> u32 {
+    return unit_col(i) * (TK + 8u) + unit_k(i);
+}
+
+/// The 8 nibbles of `word` as halves `(q - 8) * s`, in input order:
+/// `0x6400 | q` is the half `1024 + q`, so two nibbles become two exact
+/// values with one mask and one or; `(q - 8) * s` is computed in f32 and
+/// rounded once to f16. (naga 30 types a `bitcast` from u32 to
+/// `vec2<f16>` as `vec2<f32>`, so the halves go through f32.)
+fn deq8(word: u32, s: f32) -> Eight {
+    let s2 = vec2<f32>(s);
+    let mask = 0x000F000Fu;
+    let one = 0x64006400u;
+    // Inputs (0, 4), (1, 5), (2, 6), (3, 7).
+    let a = (unpack2x16float((word & mask) | one) - 1032.0) * s2;
+    let b = (unpack2x16float(((word >> 4u) & mask) | one) - 1032.0) * s2;
+    let c = (unpack2x16float(((word >> 8u) & mask) | one) - 1032.0) * s2;
+    let d = (unpack2x16float(((word >> 12u) & mask) | one) - 1032.0) * s2;
+    return Eight(vec4<f16>(vec4<f32>(a.x, b.x, c.x, d.x)), vec4<f16>(vec4<f32>(a.y, b.y, c.y, d.y)));
+}
+
+/// 16 nibbles of one weight column (unit `i`, see `unit_k`) and their
+/// scale; zeros past N.
+fn load_w(n0: u32, k0: u32, i: u32) -> Nibbles {
+    let col = n0 + unit_col(i);
+    let k = k0 + unit_k(i);
+    if col >= p.n {
+        return Nibbles(vec2<u32>(0u), 0.0);
+    }
+    let word = weights[w8(col, p.k / 16u, k, (p.w_layout & 1u) != 0u)];
+    return Nibbles(word, f32(scales[(k / p.group_size) * p.n_pad + col]));
+}
+
+/// Stores the 16 weights of `v` at half `o` (a multiple of 8) of the
+/// weight tiles.
+fn store_w(o: u32, v: Nibbles) {
+    let lo = deq8(v.word.x, v.scale);
+    let hi = deq8(v.word.y, v.scale);
+    ws[o / 4u] = lo.lo;
+    ws[o / 4u + 1u] = lo.hi;
+    ws[o / 4u + 2u] = hi.lo;
+    ws[o / 4u + 3u] = hi.hi;
 }
 
 /// Writes the fragment the subgroup `sg` left in its `cs` slot to rows
@@ -10756,7 +11622,7 @@ fn emit(sg: u32, lane: u32, row0: u32, col0: u32) {
     }
 }
 
-@compute @workgroup_size(256)
+@compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
@@ -10765,84 +11631,79 @@ fn main(
     let tile = wid.y * groups.x + wid.x;
     let m0 = (tile / p.tiles_n) * BM;
     let n0 = (tile % p.tiles_n) * BN;
-    // This invocation's subgroup, and that subgroup's 32 x 32 block.
+    // This invocation's subgroup, and that subgroup's block of FM x FN
+    // fragments.
     let sg = lid / 32u;
     let lane = lid % 32u;
-    let wm = (sg / 4u) * 32u;
-    let wn = (sg % 4u) * 32u;
-    // Staging: x row `lid / 4`, inputs `(lid % 4) * 8 ..` (two vec4); weight
-    // column `lid / 2`, inputs `(lid % 2) * 16 ..` (one vec2 of words).
-    let xr = lid / 4u;
-    let xk = (lid % 4u) * 8u;
-    let wc = lid / 2u;
-    let wk = (lid % 2u) * 16u;
-    let words = p.k / 16u;
+    let wm = (sg / SGN) * (FM * 16u);
+    let wn = (sg % SGN) * (FN * 16u);
+    let nk = p.k / TK;
 
-    for (var i = 0u; i < 8u; i++) {
-        cs[lid * 8u + i] = 0.0;
+    for (var e = 0u; e < 8u; e++) {
+        cs[lid * 8u + e] = 0.0;
     }
     workgroupBarrier();
-    var c00 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
-    var c01 = c00;
-    var c10 = c00;
-    var c11 = c00;
-
-    for (var k0 = 0u; k0 < p.k; k0 += TK) {
-        var x0 = vec4<f32>(0.0);
-        var x1 = vec4<f32>(0.0);
-        if m0 + xr < p.m {
-            let at = ((m0 + xr) * p.k + k0 + xk) / 4u;
-            x0 = vec4<f32>(x[at]);
-            x1 = vec4<f32>(x[at + 1u]);
+    var c0_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c0_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c1_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c1_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    workgroupBarrier();
+    {
+        let k0 = 0u;
+        let gx0 = load_x(m0, k0, 0u * WG + lid);
+        let gw0 = load_w(n0, k0, 0u * WG + lid);
+        store_x(0u * XS_HALVES + x_at(0u * WG + lid), gx0);
+        store_w(0u * WS_HALVES + w_at(0u * WG + lid), gw0);
+    }
+    workgroupBarrier();
+    for (var t = 0u; t < nk; t++) {
+        let cur = t % 2u;
+        // The next step's tile (the last one again at the end: stored
+        // where nothing reads it any more).
+        let k0 = min(t + 1u, nk - 1u) * TK;
+        let gx0 = load_x(m0, k0, 0u * WG + lid);
+        let gw0 = load_w(n0, k0, 0u * WG + lid);
+        let xb = cur * XS_LEN;
+        let wb = cur * WS_LEN;
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 0u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 0u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 0u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 0u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
         }
-        let xo = xr * LD + xk;
-        for (var e = 0u; e < 4u; e++) {
-            xs[xo + e] = f16(x0[e]);
-            xs[xo + 4u + e] = f16(x1[e]);
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 4u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 4u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 4u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 4u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
         }
-        let col = n0 + wc;
-        let wo = wc * LD + wk;
-        if col < p.n {
-            // 16 nibbles: inputs k0 + wk .. k0 + wk + 16, low nibble first.
-            let word = weights[w8(col, words, k0 + wk, (p.w_layout & 1u) != 0u)];
-            let s = f32(scales[(k0 / p.group_size) * p.n_pad + col]);
-            for (var e = 0u; e < 8u; e++) {
-                ws[wo + e] = f16((f32((word.x >> (4u * e)) & 15u) - 8.0) * s);
-                ws[wo + 8u + e] = f16((f32((word.y >> (4u * e)) & 15u) - 8.0) * s);
-            }
-        } else {
-            for (var e = 0u; e < 16u; e++) {
-                ws[wo + e] = f16(0.0);
-            }
-        }
-        workgroupBarrier();
-        for (var kk = 0u; kk < TK; kk += 16u) {
-            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[wm * LD + kk], LD);
-            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[(wm + 16u) * LD + kk], LD);
-            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wn * LD + kk], LD);
-            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[(wn + 16u) * LD + kk], LD);
-            c00 = coopMultiplyAdd(a0, b0, c00);
-            c01 = coopMultiplyAdd(a0, b1, c01);
-            c10 = coopMultiplyAdd(a1, b0, c10);
-            c11 = coopMultiplyAdd(a1, b1, c11);
-        }
+        store_x((1u - cur) * XS_HALVES + x_at(0u * WG + lid), gx0);
+        store_w((1u - cur) * WS_HALVES + w_at(0u * WG + lid), gw0);
         workgroupBarrier();
     }
 
     let slot = sg * 256u;
-    coopStoreT(c00, &cs[slot], 16u);
+    coopStoreT(c0_0, &cs[slot], 16u);
     workgroupBarrier();
-    emit(sg, lane, m0 + wm, n0 + wn);
+    emit(sg, lane, m0 + wm + 0u, n0 + wn + 0u);
     workgroupBarrier();
-    coopStoreT(c01, &cs[slot], 16u);
+    coopStoreT(c0_1, &cs[slot], 16u);
     workgroupBarrier();
-    emit(sg, lane, m0 + wm, n0 + wn + 16u);
+    emit(sg, lane, m0 + wm + 0u, n0 + wn + 16u);
     workgroupBarrier();
-    coopStoreT(c10, &cs[slot], 16u);
+    coopStoreT(c1_0, &cs[slot], 16u);
     workgroupBarrier();
-    emit(sg, lane, m0 + wm + 16u, n0 + wn);
+    emit(sg, lane, m0 + wm + 16u, n0 + wn + 0u);
     workgroupBarrier();
-    coopStoreT(c11, &cs[slot], 16u);
+    coopStoreT(c1_1, &cs[slot], 16u);
     workgroupBarrier();
     emit(sg, lane, m0 + wm + 16u, n0 + wn + 16u);
 }
@@ -10855,18 +11716,25 @@ pub const Q4_GEMM_COOP_F16: &str = r#"enable f16;
 //! cores): `out[m, n] = sum_k x[m, k] * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`
 //! with f16 operands and f32 accumulation.
 //!
-//! A workgroup of 256 invocations (8 subgroups of 32; the host routes here
-//! only on devices whose subgroups have 32 invocations) computes a
-//! `BM x BN` block of the output. K advances `TK` inputs at a time: the x
-//! tile (rounded to f16 as it is staged) and the dequantized weight tile
-//! (f16) go to workgroup memory, x row-major (`xs[row * LD + k]`) and the
-//! weights column-major (`ws[col * LD + k]`, the packed layout's own
-//! order). Each subgroup owns a 32 x 32 block: 2 x 2 fragments of 16 x 16,
-//! each a `coop_mat16x16<f32, C>` accumulator. At the end each fragment
-//! passes through the subgroup's 16 x 16 slot of `cs`, where its 32
-//! invocations add the bias, bounds-check and write it out as `Elem`.
-//! The host routes here only when `K % TK == 0` and `group % TK == 0`, so
-//! one scale covers a column's slice of a tile.
+//! The small tile: a workgroup of 8 subgroups of 32 computes a 64 x 128
+//! block (2 x 4 subgroups of 2 x 2 fragments), K advancing 32 inputs a
+//! step through two staged copies: the next step's loads are issued
+//! before this step's multiplies and stored after them, one barrier a
+//! step. It takes the calls too small to fill the GPU with the large tile
+//! (`q4_gemm_coop_large.wgsl`).
+//!
+//! Staged through workgroup memory as `vec4<f16>`: the x tile row-major,
+//! the (dequantized) weight tile column-major, rounded to f16 as they are
+//! staged. Each subgroup holds `FM x FN` accumulators of 16 x 16
+//! (`coop_mat16x16<f32, C>`, unrolled); at the end each fragment passes
+//! through the subgroup's 16 x 16 slot of `cs`, where its 32 invocations
+//! finish and bounds-check it and write it out as `Elem`. Rows past M and
+//! columns past N are staged as zeros and never written, so M and N are
+//! free; the host routes here only on devices whose subgroups have 32
+//! invocations, with `K % TK == 0`. The tilings are the winners of
+//! `coop_probe` (crates/runtime/examples) on an H200; it times this file
+//! as shipped. Which tile a call takes is `etwgpu_kernels::ops::gemm`'s
+//! `coop_tile`.
 // variants: f32 f16
 
 enable f16;
@@ -10874,15 +11742,28 @@ enable wgpu_cooperative_matrix;
 
 alias Elem = f16;
 
-/// Output rows per workgroup.
-const BM: u32 = 64u;
-/// Output columns per workgroup.
-const BN: u32 = 128u;
+/// 16 x 16 fragments per subgroup along M and N.
+const FM: u32 = 2u;
+const FN: u32 = 2u;
+/// Subgroups (of 32 invocations) per workgroup along M and N.
+const SGM: u32 = 2u;
+const SGN: u32 = 4u;
+const WG: u32 = SGM * SGN * 32u;
+/// Output rows and columns per workgroup.
+const BM: u32 = SGM * FM * 16u;
+const BN: u32 = SGN * FN * 16u;
 /// Inputs per step along K.
 const TK: u32 = 32u;
-/// Row stride of the staged tiles, in halves: TK plus 8 of padding (rows
-/// stay 16-byte aligned and start on different banks).
-const LD: u32 = 40u;
+/// Row stride of a staged tile, in `vec4<f16>`: TK plus 8 halves of
+/// padding (rows stay 16-byte aligned and start on different banks).
+const LDE: u32 = (TK + 8u) / 4u;
+/// Copies of each staged tile (2: the next step's loads in flight).
+const STAGES: u32 = 2u;
+/// Staging elements and halves per tile copy.
+const XS_LEN: u32 = BM * LDE;
+const WS_LEN: u32 = BN * LDE;
+const XS_HALVES: u32 = BM * (TK + 8u);
+const WS_HALVES: u32 = BN * (TK + 8u);
 
 struct Params {
     /// Rows of x.
@@ -10893,7 +11774,7 @@ struct Params {
     k: u32,
     /// Row length of the scales (and bias): N padded.
     n_pad: u32,
-    /// Inputs per scale group (a multiple of TK).
+    /// Inputs per scale group (a multiple of 32).
     group_size: u32,
     has_bias: u32,
     /// Workgroups along N.
@@ -10910,19 +11791,109 @@ struct Params {
 @group(0) @binding(4) var<storage, read> bias: array<Elem>;
 @group(0) @binding(5) var<storage, read_write> out: array<Elem>;
 
-/// x tile, row-major: `BM` rows of `LD` halves.
-var<workgroup> xs: array<f16, 2560>;
-/// Weight tile, column-major: `BN` columns of `LD` halves.
-var<workgroup> ws: array<f16, 5120>;
+/// Staged x tiles, row-major (`xs[row * LDE + k / 4]`), and weight tiles,
+/// column-major (`ws[col * LDE + k / 4]`), 4 halves an element.
+var<workgroup> xs: array<vec4<f16>, STAGES * XS_LEN>;
+var<workgroup> ws: array<vec4<f16>, STAGES * WS_LEN>;
 /// One 16 x 16 f32 slot per subgroup, row-major: fragments on their way
 /// out (and the zeros the accumulators start from).
-var<workgroup> cs: array<f32, 2048>;
+var<workgroup> cs: array<f32, SGM * SGN * 256u>;
 
+/// 8 consecutive halves (16 bytes).
+struct Eight {
+    lo: vec4<f16>,
+    hi: vec4<f16>,
+}
+
+/// 8 inputs of x: row `m0 + i / (TK / 8)`, inputs `k0 + (i % (TK / 8)) * 8
+/// ..` (zeros past M), rounded to f16.
+fn load_x(m0: u32, k0: u32, i: u32) -> Eight {
+    let row = m0 + i / (TK / 8u);
+    if row >= p.m {
+        return Eight(vec4<f16>(), vec4<f16>());
+    }
+    let at = (row * p.k + k0) / 4u + (i % (TK / 8u)) * 2u;
+    return Eight(vec4<f16>(x[at]), vec4<f16>(x[at + 1u]));
+}
+
+/// Where `load_x`'s unit `i` goes in a staged x tile, in halves.
+fn x_at(i: u32) -> u32 {
+    return (i / (TK / 8u)) * (TK + 8u) + (i % (TK / 8u)) * 8u;
+}
+
+/// Stores 8 halves at half `o` (a multiple of 8) of the x tiles.
+fn store_x(o: u32, v: Eight) {
+    xs[o / 4u] = v.lo;
+    xs[o / 4u + 1u] = v.hi;
+}
 fn w8(col: u32, words: u32, k: u32, word_major: bool) -> u32 {
     if word_major {
         return ((k / 32u) * p.n + col) * 2u + (k / 16u) % 2u;
     }
     return col * words + k / 16u;
+}
+/// 16 nibbles of one weight column (an 8-byte half of a 16-byte word) and
+/// their scale.
+struct Nibbles {
+    word: vec2<u32>,
+    scale: f32,
+}
+
+/// Input offset in the tile of unit `i` (16 inputs): adjacent units are
+/// the two halves of a column's word, then adjacent columns (adjacent in
+/// the word-major layout), then the tile's next word.
+fn unit_k(i: u32) -> u32 {
+    return (i / (2u * BN)) * 32u + (i % 2u) * 16u;
+}
+
+/// The column of unit `i` in the tile.
+fn unit_col(i: u32) -> u32 {
+    return (i / 2u) % BN;
+}
+
+/// Where unit `i` goes in a staged weight tile, in halves.
+fn w_at(i: u32) -> u32 {
+    return unit_col(i) * (TK + 8u) + unit_k(i);
+}
+
+/// The 8 nibbles of `word` as halves `(q - 8) * s`, in input order:
+/// `0x6400 | q` is the half `1024 + q`, so two nibbles become two exact
+/// values with one mask and one or; `(q - 8) * s` is computed in f32 and
+/// rounded once to f16. (naga 30 types a `bitcast` from u32 to
+/// `vec2<f16>` as `vec2<f32>`, so the halves go through f32.)
+fn deq8(word: u32, s: f32) -> Eight {
+    let s2 = vec2<f32>(s);
+    let mask = 0x000F000Fu;
+    let one = 0x64006400u;
+    // Inputs (0, 4), (1, 5), (2, 6), (3, 7).
+    let a = (unpack2x16float((word & mask) | one) - 1032.0) * s2;
+    let b = (unpack2x16float(((word >> 4u) & mask) | one) - 1032.0) * s2;
+    let c = (unpack2x16float(((word >> 8u) & mask) | one) - 1032.0) * s2;
+    let d = (unpack2x16float(((word >> 12u) & mask) | one) - 1032.0) * s2;
+    return Eight(vec4<f16>(vec4<f32>(a.x, b.x, c.x, d.x)), vec4<f16>(vec4<f32>(a.y, b.y, c.y, d.y)));
+}
+
+/// 16 nibbles of one weight column (unit `i`, see `unit_k`) and their
+/// scale; zeros past N.
+fn load_w(n0: u32, k0: u32, i: u32) -> Nibbles {
+    let col = n0 + unit_col(i);
+    let k = k0 + unit_k(i);
+    if col >= p.n {
+        return Nibbles(vec2<u32>(0u), 0.0);
+    }
+    let word = weights[w8(col, p.k / 16u, k, (p.w_layout & 1u) != 0u)];
+    return Nibbles(word, f32(scales[(k / p.group_size) * p.n_pad + col]));
+}
+
+/// Stores the 16 weights of `v` at half `o` (a multiple of 8) of the
+/// weight tiles.
+fn store_w(o: u32, v: Nibbles) {
+    let lo = deq8(v.word.x, v.scale);
+    let hi = deq8(v.word.y, v.scale);
+    ws[o / 4u] = lo.lo;
+    ws[o / 4u + 1u] = lo.hi;
+    ws[o / 4u + 2u] = hi.lo;
+    ws[o / 4u + 3u] = hi.hi;
 }
 
 /// Writes the fragment the subgroup `sg` left in its `cs` slot to rows
@@ -10946,7 +11917,7 @@ fn emit(sg: u32, lane: u32, row0: u32, col0: u32) {
     }
 }
 
-@compute @workgroup_size(256)
+@compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
@@ -10955,86 +11926,791 @@ fn main(
     let tile = wid.y * groups.x + wid.x;
     let m0 = (tile / p.tiles_n) * BM;
     let n0 = (tile % p.tiles_n) * BN;
-    // This invocation's subgroup, and that subgroup's 32 x 32 block.
+    // This invocation's subgroup, and that subgroup's block of FM x FN
+    // fragments.
     let sg = lid / 32u;
     let lane = lid % 32u;
-    let wm = (sg / 4u) * 32u;
-    let wn = (sg % 4u) * 32u;
-    // Staging: x row `lid / 4`, inputs `(lid % 4) * 8 ..` (two vec4); weight
-    // column `lid / 2`, inputs `(lid % 2) * 16 ..` (one vec2 of words).
-    let xr = lid / 4u;
-    let xk = (lid % 4u) * 8u;
-    let wc = lid / 2u;
-    let wk = (lid % 2u) * 16u;
-    let words = p.k / 16u;
+    let wm = (sg / SGN) * (FM * 16u);
+    let wn = (sg % SGN) * (FN * 16u);
+    let nk = p.k / TK;
 
-    for (var i = 0u; i < 8u; i++) {
-        cs[lid * 8u + i] = 0.0;
+    for (var e = 0u; e < 8u; e++) {
+        cs[lid * 8u + e] = 0.0;
     }
     workgroupBarrier();
-    var c00 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
-    var c01 = c00;
-    var c10 = c00;
-    var c11 = c00;
-
-    for (var k0 = 0u; k0 < p.k; k0 += TK) {
-        var x0 = vec4<f32>(0.0);
-        var x1 = vec4<f32>(0.0);
-        if m0 + xr < p.m {
-            let at = ((m0 + xr) * p.k + k0 + xk) / 4u;
-            x0 = vec4<f32>(x[at]);
-            x1 = vec4<f32>(x[at + 1u]);
+    var c0_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c0_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c1_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c1_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    workgroupBarrier();
+    {
+        let k0 = 0u;
+        let gx0 = load_x(m0, k0, 0u * WG + lid);
+        let gw0 = load_w(n0, k0, 0u * WG + lid);
+        store_x(0u * XS_HALVES + x_at(0u * WG + lid), gx0);
+        store_w(0u * WS_HALVES + w_at(0u * WG + lid), gw0);
+    }
+    workgroupBarrier();
+    for (var t = 0u; t < nk; t++) {
+        let cur = t % 2u;
+        // The next step's tile (the last one again at the end: stored
+        // where nothing reads it any more).
+        let k0 = min(t + 1u, nk - 1u) * TK;
+        let gx0 = load_x(m0, k0, 0u * WG + lid);
+        let gw0 = load_w(n0, k0, 0u * WG + lid);
+        let xb = cur * XS_LEN;
+        let wb = cur * WS_LEN;
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 0u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 0u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 0u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 0u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
         }
-        let xo = xr * LD + xk;
-        for (var e = 0u; e < 4u; e++) {
-            xs[xo + e] = f16(x0[e]);
-            xs[xo + 4u + e] = f16(x1[e]);
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 4u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 4u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 4u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 4u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
         }
-        let col = n0 + wc;
-        let wo = wc * LD + wk;
-        if col < p.n {
-            // 16 nibbles: inputs k0 + wk .. k0 + wk + 16, low nibble first.
-            let word = weights[w8(col, words, k0 + wk, (p.w_layout & 1u) != 0u)];
-            let s = f32(scales[(k0 / p.group_size) * p.n_pad + col]);
-            for (var e = 0u; e < 8u; e++) {
-                ws[wo + e] = f16((f32((word.x >> (4u * e)) & 15u) - 8.0) * s);
-                ws[wo + 8u + e] = f16((f32((word.y >> (4u * e)) & 15u) - 8.0) * s);
-            }
-        } else {
-            for (var e = 0u; e < 16u; e++) {
-                ws[wo + e] = f16(0.0);
-            }
-        }
+        store_x((1u - cur) * XS_HALVES + x_at(0u * WG + lid), gx0);
+        store_w((1u - cur) * WS_HALVES + w_at(0u * WG + lid), gw0);
         workgroupBarrier();
-        for (var kk = 0u; kk < TK; kk += 16u) {
-            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[wm * LD + kk], LD);
-            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[(wm + 16u) * LD + kk], LD);
-            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wn * LD + kk], LD);
-            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[(wn + 16u) * LD + kk], LD);
-            c00 = coopMultiplyAdd(a0, b0, c00);
-            c01 = coopMultiplyAdd(a0, b1, c01);
-            c10 = coopMultiplyAdd(a1, b0, c10);
-            c11 = coopMultiplyAdd(a1, b1, c11);
+    }
+
+    let slot = sg * 256u;
+    coopStoreT(c0_0, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 0u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c0_1, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 0u, n0 + wn + 16u);
+    workgroupBarrier();
+    coopStoreT(c1_0, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 16u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c1_1, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 16u, n0 + wn + 16u);
+}
+"#;
+
+/// `q4_gemm_coop_large.wgsl` with `Elem = f32`.
+pub const Q4_GEMM_COOP_LARGE_F32: &str = r#"//! Prefill route of `et_vk.linear_q4gsw` on cooperative matrices (tensor
+//! cores): `out[m, n] = sum_k x[m, k] * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`
+//! with f16 operands and f32 accumulation.
+//!
+//! The large tile: a workgroup of 8 subgroups of 32 computes a 128 x 128
+//! block (2 x 4 subgroups of 4 x 2 fragments), K advancing 64 inputs a
+//! step through one staged copy. The host routes here only when
+//! `K % 64 == 0` and the call has enough 128 x 128 tiles to fill the GPU;
+//! else `q4_gemm_coop.wgsl` (64 x 128) runs.
+//!
+//! Staged through workgroup memory as `vec4<f16>`: the x tile row-major,
+//! the (dequantized) weight tile column-major, rounded to f16 as they are
+//! staged. Each subgroup holds `FM x FN` accumulators of 16 x 16
+//! (`coop_mat16x16<f32, C>`, unrolled); at the end each fragment passes
+//! through the subgroup's 16 x 16 slot of `cs`, where its 32 invocations
+//! finish and bounds-check it and write it out as `Elem`. Rows past M and
+//! columns past N are staged as zeros and never written, so M and N are
+//! free; the host routes here only on devices whose subgroups have 32
+//! invocations, with `K % TK == 0`. The tilings are the winners of
+//! `coop_probe` (crates/runtime/examples) on an H200; it times this file
+//! as shipped. Which tile a call takes is `etwgpu_kernels::ops::gemm`'s
+//! `coop_tile`.
+// variants: f32 f16
+
+enable f16;
+enable wgpu_cooperative_matrix;
+
+alias Elem = f32;
+
+/// 16 x 16 fragments per subgroup along M and N.
+const FM: u32 = 4u;
+const FN: u32 = 2u;
+/// Subgroups (of 32 invocations) per workgroup along M and N.
+const SGM: u32 = 2u;
+const SGN: u32 = 4u;
+const WG: u32 = SGM * SGN * 32u;
+/// Output rows and columns per workgroup.
+const BM: u32 = SGM * FM * 16u;
+const BN: u32 = SGN * FN * 16u;
+/// Inputs per step along K.
+const TK: u32 = 64u;
+/// Row stride of a staged tile, in `vec4<f16>`: TK plus 8 halves of
+/// padding (rows stay 16-byte aligned and start on different banks).
+const LDE: u32 = (TK + 8u) / 4u;
+/// Copies of each staged tile.
+const STAGES: u32 = 1u;
+/// Staging elements and halves per tile copy.
+const XS_LEN: u32 = BM * LDE;
+const WS_LEN: u32 = BN * LDE;
+const XS_HALVES: u32 = BM * (TK + 8u);
+const WS_HALVES: u32 = BN * (TK + 8u);
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (a multiple of TK).
+    k: u32,
+    /// Row length of the scales (and bias): N padded.
+    n_pad: u32,
+    /// Inputs per scale group (a multiple of 32).
+    group_size: u32,
+    has_bias: u32,
+    /// Workgroups along N.
+    tiles_n: u32,
+    /// Bit 0: the weights are word-major (16-byte word `w` of row `n` at
+    /// word `w * N + n`; see `etwgpu_graph::layout`), else row-major.
+    w_layout: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> weights: array<vec2<u32>>;
+@group(0) @binding(3) var<storage, read> scales: array<Elem>;
+@group(0) @binding(4) var<storage, read> bias: array<Elem>;
+@group(0) @binding(5) var<storage, read_write> out: array<Elem>;
+
+/// Staged x tiles, row-major (`xs[row * LDE + k / 4]`), and weight tiles,
+/// column-major (`ws[col * LDE + k / 4]`), 4 halves an element.
+var<workgroup> xs: array<vec4<f16>, STAGES * XS_LEN>;
+var<workgroup> ws: array<vec4<f16>, STAGES * WS_LEN>;
+/// One 16 x 16 f32 slot per subgroup, row-major: fragments on their way
+/// out (and the zeros the accumulators start from).
+var<workgroup> cs: array<f32, SGM * SGN * 256u>;
+
+/// 8 consecutive halves (16 bytes).
+struct Eight {
+    lo: vec4<f16>,
+    hi: vec4<f16>,
+}
+
+/// 8 inputs of x: row `m0 + i / (TK / 8)`, inputs `k0 + (i % (TK / 8)) * 8
+/// ..` (zeros past M), rounded to f16.
+fn load_x(m0: u32, k0: u32, i: u32) -> Eight {
+    let row = m0 + i / (TK / 8u);
+    if row >= p.m {
+        return Eight(vec4<f16>(), vec4<f16>());
+    }
+    let at = (row * p.k + k0) / 4u + (i % (TK / 8u)) * 2u;
+    return Eight(vec4<f16>(x[at]), vec4<f16>(x[at + 1u]));
+}
+
+/// Where `load_x`'s unit `i` goes in a staged x tile, in halves.
+fn x_at(i: u32) -> u32 {
+    return (i / (TK / 8u)) * (TK + 8u) + (i % (TK / 8u)) * 8u;
+}
+
+/// Stores 8 halves at half `o` (a multiple of 8) of the x tiles.
+fn store_x(o: u32, v: Eight) {
+    xs[o / 4u] = v.lo;
+    xs[o / 4u + 1u] = v.hi;
+}
+fn w8(col: u32, words: u32, k: u32, word_major: bool) -> u32 {
+    if word_major {
+        return ((k / 32u) * p.n + col) * 2u + (k / 16u) % 2u;
+    }
+    return col * words + k / 16u;
+}
+/// 16 nibbles of one weight column (an 8-byte half of a 16-byte word) and
+/// their scale.
+struct Nibbles {
+    word: vec2<u32>,
+    scale: f32,
+}
+
+/// Input offset in the tile of unit `i` (16 inputs): adjacent units are
+/// the two halves of a column's word, then adjacent columns (adjacent in
+/// the word-major layout), then the tile's next word.
+fn unit_k(i: u32) -> u32 {
+    return (i / (2u * BN)) * 32u + (i % 2u) * 16u;
+}
+
+/// The column of unit `i` in the tile.
+fn unit_col(i: u32) -> u32 {
+    return (i / 2u) % BN;
+}
+
+/// Where unit `i` goes in a staged weight tile, in halves.
+fn w_at(i: u32) -> u32 {
+    return unit_col(i) * (TK + 8u) + unit_k(i);
+}
+
+/// The 8 nibbles of `word` as halves `(q - 8) * s`, in input order:
+/// `0x6400 | q` is the half `1024 + q`, so two nibbles become two exact
+/// values with one mask and one or; `(q - 8) * s` is computed in f32 and
+/// rounded once to f16. (naga 30 types a `bitcast` from u32 to
+/// `vec2<f16>` as `vec2<f32>`, so the halves go through f32.)
+fn deq8(word: u32, s: f32) -> Eight {
+    let s2 = vec2<f32>(s);
+    let mask = 0x000F000Fu;
+    let one = 0x64006400u;
+    // Inputs (0, 4), (1, 5), (2, 6), (3, 7).
+    let a = (unpack2x16float((word & mask) | one) - 1032.0) * s2;
+    let b = (unpack2x16float(((word >> 4u) & mask) | one) - 1032.0) * s2;
+    let c = (unpack2x16float(((word >> 8u) & mask) | one) - 1032.0) * s2;
+    let d = (unpack2x16float(((word >> 12u) & mask) | one) - 1032.0) * s2;
+    return Eight(vec4<f16>(vec4<f32>(a.x, b.x, c.x, d.x)), vec4<f16>(vec4<f32>(a.y, b.y, c.y, d.y)));
+}
+
+/// 16 nibbles of one weight column (unit `i`, see `unit_k`) and their
+/// scale; zeros past N.
+fn load_w(n0: u32, k0: u32, i: u32) -> Nibbles {
+    let col = n0 + unit_col(i);
+    let k = k0 + unit_k(i);
+    if col >= p.n {
+        return Nibbles(vec2<u32>(0u), 0.0);
+    }
+    let word = weights[w8(col, p.k / 16u, k, (p.w_layout & 1u) != 0u)];
+    return Nibbles(word, f32(scales[(k / p.group_size) * p.n_pad + col]));
+}
+
+/// Stores the 16 weights of `v` at half `o` (a multiple of 8) of the
+/// weight tiles.
+fn store_w(o: u32, v: Nibbles) {
+    let lo = deq8(v.word.x, v.scale);
+    let hi = deq8(v.word.y, v.scale);
+    ws[o / 4u] = lo.lo;
+    ws[o / 4u + 1u] = lo.hi;
+    ws[o / 4u + 2u] = hi.lo;
+    ws[o / 4u + 3u] = hi.hi;
+}
+
+/// Writes the fragment the subgroup `sg` left in its `cs` slot to rows
+/// `row0 ..` and columns `col0 ..` of the output: invocation `lane` writes
+/// 8 consecutive columns of one row.
+fn emit(sg: u32, lane: u32, row0: u32, col0: u32) {
+    let row = row0 + lane / 2u;
+    if row >= p.m {
+        return;
+    }
+    for (var e = 0u; e < 8u; e++) {
+        let c = (lane % 2u) * 8u + e;
+        let col = col0 + c;
+        if col < p.n {
+            var v = cs[sg * 256u + (lane / 2u) * 16u + c];
+            if p.has_bias != 0u {
+                v += f32(bias[col]);
+            }
+            out[row * p.n + col] = Elem(v);
+        }
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let tile = wid.y * groups.x + wid.x;
+    let m0 = (tile / p.tiles_n) * BM;
+    let n0 = (tile % p.tiles_n) * BN;
+    // This invocation's subgroup, and that subgroup's block of FM x FN
+    // fragments.
+    let sg = lid / 32u;
+    let lane = lid % 32u;
+    let wm = (sg / SGN) * (FM * 16u);
+    let wn = (sg % SGN) * (FN * 16u);
+    let nk = p.k / TK;
+
+    for (var e = 0u; e < 8u; e++) {
+        cs[lid * 8u + e] = 0.0;
+    }
+    workgroupBarrier();
+    var c0_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c0_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c1_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c1_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c2_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c2_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c3_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c3_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    workgroupBarrier();
+    for (var t = 0u; t < nk; t++) {
+        let k0 = t * TK;
+        let gx0 = load_x(m0, k0, 0u * WG + lid);
+        let gx1 = load_x(m0, k0, 1u * WG + lid);
+        let gx2 = load_x(m0, k0, 2u * WG + lid);
+        let gx3 = load_x(m0, k0, 3u * WG + lid);
+        let gw0 = load_w(n0, k0, 0u * WG + lid);
+        let gw1 = load_w(n0, k0, 1u * WG + lid);
+        store_x(0u * XS_HALVES + x_at(0u * WG + lid), gx0);
+        store_x(0u * XS_HALVES + x_at(1u * WG + lid), gx1);
+        store_x(0u * XS_HALVES + x_at(2u * WG + lid), gx2);
+        store_x(0u * XS_HALVES + x_at(3u * WG + lid), gx3);
+        store_w(0u * WS_HALVES + w_at(0u * WG + lid), gw0);
+        store_w(0u * WS_HALVES + w_at(1u * WG + lid), gw1);
+        workgroupBarrier();
+        let xb = 0u * XS_LEN;
+        let wb = 0u * WS_LEN;
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 0u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 0u], LDE);
+            let a2 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 32u) * LDE + 0u], LDE);
+            let a3 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 48u) * LDE + 0u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 0u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 0u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
+            c2_0 = coopMultiplyAdd(a2, b0, c2_0);
+            c2_1 = coopMultiplyAdd(a2, b1, c2_1);
+            c3_0 = coopMultiplyAdd(a3, b0, c3_0);
+            c3_1 = coopMultiplyAdd(a3, b1, c3_1);
+        }
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 4u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 4u], LDE);
+            let a2 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 32u) * LDE + 4u], LDE);
+            let a3 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 48u) * LDE + 4u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 4u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 4u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
+            c2_0 = coopMultiplyAdd(a2, b0, c2_0);
+            c2_1 = coopMultiplyAdd(a2, b1, c2_1);
+            c3_0 = coopMultiplyAdd(a3, b0, c3_0);
+            c3_1 = coopMultiplyAdd(a3, b1, c3_1);
+        }
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 8u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 8u], LDE);
+            let a2 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 32u) * LDE + 8u], LDE);
+            let a3 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 48u) * LDE + 8u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 8u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 8u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
+            c2_0 = coopMultiplyAdd(a2, b0, c2_0);
+            c2_1 = coopMultiplyAdd(a2, b1, c2_1);
+            c3_0 = coopMultiplyAdd(a3, b0, c3_0);
+            c3_1 = coopMultiplyAdd(a3, b1, c3_1);
+        }
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 12u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 12u], LDE);
+            let a2 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 32u) * LDE + 12u], LDE);
+            let a3 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 48u) * LDE + 12u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 12u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 12u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
+            c2_0 = coopMultiplyAdd(a2, b0, c2_0);
+            c2_1 = coopMultiplyAdd(a2, b1, c2_1);
+            c3_0 = coopMultiplyAdd(a3, b0, c3_0);
+            c3_1 = coopMultiplyAdd(a3, b1, c3_1);
         }
         workgroupBarrier();
     }
 
     let slot = sg * 256u;
-    coopStoreT(c00, &cs[slot], 16u);
+    coopStoreT(c0_0, &cs[slot], 16u);
     workgroupBarrier();
-    emit(sg, lane, m0 + wm, n0 + wn);
+    emit(sg, lane, m0 + wm + 0u, n0 + wn + 0u);
     workgroupBarrier();
-    coopStoreT(c01, &cs[slot], 16u);
+    coopStoreT(c0_1, &cs[slot], 16u);
     workgroupBarrier();
-    emit(sg, lane, m0 + wm, n0 + wn + 16u);
+    emit(sg, lane, m0 + wm + 0u, n0 + wn + 16u);
     workgroupBarrier();
-    coopStoreT(c10, &cs[slot], 16u);
+    coopStoreT(c1_0, &cs[slot], 16u);
     workgroupBarrier();
-    emit(sg, lane, m0 + wm + 16u, n0 + wn);
+    emit(sg, lane, m0 + wm + 16u, n0 + wn + 0u);
     workgroupBarrier();
-    coopStoreT(c11, &cs[slot], 16u);
+    coopStoreT(c1_1, &cs[slot], 16u);
     workgroupBarrier();
     emit(sg, lane, m0 + wm + 16u, n0 + wn + 16u);
+    workgroupBarrier();
+    coopStoreT(c2_0, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 32u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c2_1, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 32u, n0 + wn + 16u);
+    workgroupBarrier();
+    coopStoreT(c3_0, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 48u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c3_1, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 48u, n0 + wn + 16u);
+}
+"#;
+
+/// `q4_gemm_coop_large.wgsl` with `Elem = f16`.
+pub const Q4_GEMM_COOP_LARGE_F16: &str = r#"enable f16;
+
+//! Prefill route of `et_vk.linear_q4gsw` on cooperative matrices (tensor
+//! cores): `out[m, n] = sum_k x[m, k] * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`
+//! with f16 operands and f32 accumulation.
+//!
+//! The large tile: a workgroup of 8 subgroups of 32 computes a 128 x 128
+//! block (2 x 4 subgroups of 4 x 2 fragments), K advancing 64 inputs a
+//! step through one staged copy. The host routes here only when
+//! `K % 64 == 0` and the call has enough 128 x 128 tiles to fill the GPU;
+//! else `q4_gemm_coop.wgsl` (64 x 128) runs.
+//!
+//! Staged through workgroup memory as `vec4<f16>`: the x tile row-major,
+//! the (dequantized) weight tile column-major, rounded to f16 as they are
+//! staged. Each subgroup holds `FM x FN` accumulators of 16 x 16
+//! (`coop_mat16x16<f32, C>`, unrolled); at the end each fragment passes
+//! through the subgroup's 16 x 16 slot of `cs`, where its 32 invocations
+//! finish and bounds-check it and write it out as `Elem`. Rows past M and
+//! columns past N are staged as zeros and never written, so M and N are
+//! free; the host routes here only on devices whose subgroups have 32
+//! invocations, with `K % TK == 0`. The tilings are the winners of
+//! `coop_probe` (crates/runtime/examples) on an H200; it times this file
+//! as shipped. Which tile a call takes is `etwgpu_kernels::ops::gemm`'s
+//! `coop_tile`.
+// variants: f32 f16
+
+enable f16;
+enable wgpu_cooperative_matrix;
+
+alias Elem = f16;
+
+/// 16 x 16 fragments per subgroup along M and N.
+const FM: u32 = 4u;
+const FN: u32 = 2u;
+/// Subgroups (of 32 invocations) per workgroup along M and N.
+const SGM: u32 = 2u;
+const SGN: u32 = 4u;
+const WG: u32 = SGM * SGN * 32u;
+/// Output rows and columns per workgroup.
+const BM: u32 = SGM * FM * 16u;
+const BN: u32 = SGN * FN * 16u;
+/// Inputs per step along K.
+const TK: u32 = 64u;
+/// Row stride of a staged tile, in `vec4<f16>`: TK plus 8 halves of
+/// padding (rows stay 16-byte aligned and start on different banks).
+const LDE: u32 = (TK + 8u) / 4u;
+/// Copies of each staged tile.
+const STAGES: u32 = 1u;
+/// Staging elements and halves per tile copy.
+const XS_LEN: u32 = BM * LDE;
+const WS_LEN: u32 = BN * LDE;
+const XS_HALVES: u32 = BM * (TK + 8u);
+const WS_HALVES: u32 = BN * (TK + 8u);
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (a multiple of TK).
+    k: u32,
+    /// Row length of the scales (and bias): N padded.
+    n_pad: u32,
+    /// Inputs per scale group (a multiple of 32).
+    group_size: u32,
+    has_bias: u32,
+    /// Workgroups along N.
+    tiles_n: u32,
+    /// Bit 0: the weights are word-major (16-byte word `w` of row `n` at
+    /// word `w * N + n`; see `etwgpu_graph::layout`), else row-major.
+    w_layout: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> weights: array<vec2<u32>>;
+@group(0) @binding(3) var<storage, read> scales: array<Elem>;
+@group(0) @binding(4) var<storage, read> bias: array<Elem>;
+@group(0) @binding(5) var<storage, read_write> out: array<Elem>;
+
+/// Staged x tiles, row-major (`xs[row * LDE + k / 4]`), and weight tiles,
+/// column-major (`ws[col * LDE + k / 4]`), 4 halves an element.
+var<workgroup> xs: array<vec4<f16>, STAGES * XS_LEN>;
+var<workgroup> ws: array<vec4<f16>, STAGES * WS_LEN>;
+/// One 16 x 16 f32 slot per subgroup, row-major: fragments on their way
+/// out (and the zeros the accumulators start from).
+var<workgroup> cs: array<f32, SGM * SGN * 256u>;
+
+/// 8 consecutive halves (16 bytes).
+struct Eight {
+    lo: vec4<f16>,
+    hi: vec4<f16>,
+}
+
+/// 8 inputs of x: row `m0 + i / (TK / 8)`, inputs `k0 + (i % (TK / 8)) * 8
+/// ..` (zeros past M), rounded to f16.
+fn load_x(m0: u32, k0: u32, i: u32) -> Eight {
+    let row = m0 + i / (TK / 8u);
+    if row >= p.m {
+        return Eight(vec4<f16>(), vec4<f16>());
+    }
+    let at = (row * p.k + k0) / 4u + (i % (TK / 8u)) * 2u;
+    return Eight(vec4<f16>(x[at]), vec4<f16>(x[at + 1u]));
+}
+
+/// Where `load_x`'s unit `i` goes in a staged x tile, in halves.
+fn x_at(i: u32) -> u32 {
+    return (i / (TK / 8u)) * (TK + 8u) + (i % (TK / 8u)) * 8u;
+}
+
+/// Stores 8 halves at half `o` (a multiple of 8) of the x tiles.
+fn store_x(o: u32, v: Eight) {
+    xs[o / 4u] = v.lo;
+    xs[o / 4u + 1u] = v.hi;
+}
+fn w8(col: u32, words: u32, k: u32, word_major: bool) -> u32 {
+    if word_major {
+        return ((k / 32u) * p.n + col) * 2u + (k / 16u) % 2u;
+    }
+    return col * words + k / 16u;
+}
+/// 16 nibbles of one weight column (an 8-byte half of a 16-byte word) and
+/// their scale.
+struct Nibbles {
+    word: vec2<u32>,
+    scale: f32,
+}
+
+/// Input offset in the tile of unit `i` (16 inputs): adjacent units are
+/// the two halves of a column's word, then adjacent columns (adjacent in
+/// the word-major layout), then the tile's next word.
+fn unit_k(i: u32) -> u32 {
+    return (i / (2u * BN)) * 32u + (i % 2u) * 16u;
+}
+
+/// The column of unit `i` in the tile.
+fn unit_col(i: u32) -> u32 {
+    return (i / 2u) % BN;
+}
+
+/// Where unit `i` goes in a staged weight tile, in halves.
+fn w_at(i: u32) -> u32 {
+    return unit_col(i) * (TK + 8u) + unit_k(i);
+}
+
+/// The 8 nibbles of `word` as halves `(q - 8) * s`, in input order:
+/// `0x6400 | q` is the half `1024 + q`, so two nibbles become two exact
+/// values with one mask and one or; `(q - 8) * s` is computed in f32 and
+/// rounded once to f16. (naga 30 types a `bitcast` from u32 to
+/// `vec2<f16>` as `vec2<f32>`, so the halves go through f32.)
+fn deq8(word: u32, s: f32) -> Eight {
+    let s2 = vec2<f32>(s);
+    let mask = 0x000F000Fu;
+    let one = 0x64006400u;
+    // Inputs (0, 4), (1, 5), (2, 6), (3, 7).
+    let a = (unpack2x16float((word & mask) | one) - 1032.0) * s2;
+    let b = (unpack2x16float(((word >> 4u) & mask) | one) - 1032.0) * s2;
+    let c = (unpack2x16float(((word >> 8u) & mask) | one) - 1032.0) * s2;
+    let d = (unpack2x16float(((word >> 12u) & mask) | one) - 1032.0) * s2;
+    return Eight(vec4<f16>(vec4<f32>(a.x, b.x, c.x, d.x)), vec4<f16>(vec4<f32>(a.y, b.y, c.y, d.y)));
+}
+
+/// 16 nibbles of one weight column (unit `i`, see `unit_k`) and their
+/// scale; zeros past N.
+fn load_w(n0: u32, k0: u32, i: u32) -> Nibbles {
+    let col = n0 + unit_col(i);
+    let k = k0 + unit_k(i);
+    if col >= p.n {
+        return Nibbles(vec2<u32>(0u), 0.0);
+    }
+    let word = weights[w8(col, p.k / 16u, k, (p.w_layout & 1u) != 0u)];
+    return Nibbles(word, f32(scales[(k / p.group_size) * p.n_pad + col]));
+}
+
+/// Stores the 16 weights of `v` at half `o` (a multiple of 8) of the
+/// weight tiles.
+fn store_w(o: u32, v: Nibbles) {
+    let lo = deq8(v.word.x, v.scale);
+    let hi = deq8(v.word.y, v.scale);
+    ws[o / 4u] = lo.lo;
+    ws[o / 4u + 1u] = lo.hi;
+    ws[o / 4u + 2u] = hi.lo;
+    ws[o / 4u + 3u] = hi.hi;
+}
+
+/// Writes the fragment the subgroup `sg` left in its `cs` slot to rows
+/// `row0 ..` and columns `col0 ..` of the output: invocation `lane` writes
+/// 8 consecutive columns of one row.
+fn emit(sg: u32, lane: u32, row0: u32, col0: u32) {
+    let row = row0 + lane / 2u;
+    if row >= p.m {
+        return;
+    }
+    for (var e = 0u; e < 8u; e++) {
+        let c = (lane % 2u) * 8u + e;
+        let col = col0 + c;
+        if col < p.n {
+            var v = cs[sg * 256u + (lane / 2u) * 16u + c];
+            if p.has_bias != 0u {
+                v += f32(bias[col]);
+            }
+            out[row * p.n + col] = Elem(v);
+        }
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let tile = wid.y * groups.x + wid.x;
+    let m0 = (tile / p.tiles_n) * BM;
+    let n0 = (tile % p.tiles_n) * BN;
+    // This invocation's subgroup, and that subgroup's block of FM x FN
+    // fragments.
+    let sg = lid / 32u;
+    let lane = lid % 32u;
+    let wm = (sg / SGN) * (FM * 16u);
+    let wn = (sg % SGN) * (FN * 16u);
+    let nk = p.k / TK;
+
+    for (var e = 0u; e < 8u; e++) {
+        cs[lid * 8u + e] = 0.0;
+    }
+    workgroupBarrier();
+    var c0_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c0_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c1_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c1_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c2_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c2_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c3_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c3_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    workgroupBarrier();
+    for (var t = 0u; t < nk; t++) {
+        let k0 = t * TK;
+        let gx0 = load_x(m0, k0, 0u * WG + lid);
+        let gx1 = load_x(m0, k0, 1u * WG + lid);
+        let gx2 = load_x(m0, k0, 2u * WG + lid);
+        let gx3 = load_x(m0, k0, 3u * WG + lid);
+        let gw0 = load_w(n0, k0, 0u * WG + lid);
+        let gw1 = load_w(n0, k0, 1u * WG + lid);
+        store_x(0u * XS_HALVES + x_at(0u * WG + lid), gx0);
+        store_x(0u * XS_HALVES + x_at(1u * WG + lid), gx1);
+        store_x(0u * XS_HALVES + x_at(2u * WG + lid), gx2);
+        store_x(0u * XS_HALVES + x_at(3u * WG + lid), gx3);
+        store_w(0u * WS_HALVES + w_at(0u * WG + lid), gw0);
+        store_w(0u * WS_HALVES + w_at(1u * WG + lid), gw1);
+        workgroupBarrier();
+        let xb = 0u * XS_LEN;
+        let wb = 0u * WS_LEN;
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 0u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 0u], LDE);
+            let a2 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 32u) * LDE + 0u], LDE);
+            let a3 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 48u) * LDE + 0u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 0u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 0u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
+            c2_0 = coopMultiplyAdd(a2, b0, c2_0);
+            c2_1 = coopMultiplyAdd(a2, b1, c2_1);
+            c3_0 = coopMultiplyAdd(a3, b0, c3_0);
+            c3_1 = coopMultiplyAdd(a3, b1, c3_1);
+        }
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 4u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 4u], LDE);
+            let a2 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 32u) * LDE + 4u], LDE);
+            let a3 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 48u) * LDE + 4u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 4u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 4u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
+            c2_0 = coopMultiplyAdd(a2, b0, c2_0);
+            c2_1 = coopMultiplyAdd(a2, b1, c2_1);
+            c3_0 = coopMultiplyAdd(a3, b0, c3_0);
+            c3_1 = coopMultiplyAdd(a3, b1, c3_1);
+        }
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 8u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 8u], LDE);
+            let a2 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 32u) * LDE + 8u], LDE);
+            let a3 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 48u) * LDE + 8u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 8u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 8u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
+            c2_0 = coopMultiplyAdd(a2, b0, c2_0);
+            c2_1 = coopMultiplyAdd(a2, b1, c2_1);
+            c3_0 = coopMultiplyAdd(a3, b0, c3_0);
+            c3_1 = coopMultiplyAdd(a3, b1, c3_1);
+        }
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 12u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 12u], LDE);
+            let a2 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 32u) * LDE + 12u], LDE);
+            let a3 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 48u) * LDE + 12u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 12u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 12u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
+            c2_0 = coopMultiplyAdd(a2, b0, c2_0);
+            c2_1 = coopMultiplyAdd(a2, b1, c2_1);
+            c3_0 = coopMultiplyAdd(a3, b0, c3_0);
+            c3_1 = coopMultiplyAdd(a3, b1, c3_1);
+        }
+        workgroupBarrier();
+    }
+
+    let slot = sg * 256u;
+    coopStoreT(c0_0, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 0u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c0_1, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 0u, n0 + wn + 16u);
+    workgroupBarrier();
+    coopStoreT(c1_0, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 16u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c1_1, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 16u, n0 + wn + 16u);
+    workgroupBarrier();
+    coopStoreT(c2_0, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 32u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c2_1, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 32u, n0 + wn + 16u);
+    workgroupBarrier();
+    coopStoreT(c3_0, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 48u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c3_1, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 48u, n0 + wn + 16u);
 }
 "#;
 
@@ -11044,11 +12720,25 @@ pub const Q4_GEMM_COOP_SWIGLU_F32: &str = r#"//! Prefill route of the fused `etw
 //! and up weights, `out[m, n] = g * sigmoid(g) * u`, f16 operands and f32
 //! accumulation.
 //!
-//! As `q4_gemm_coop.wgsl`, with a second staged weight tile (the up
-//! weights), a second 2 x 2 set of accumulators per subgroup and a second
-//! `cs` slot per subgroup, so both fragments of an output block meet there.
-//! The host routes here only on devices whose subgroups have 32
-//! invocations, with `K % TK == 0` and `group % TK == 0`.
+//! The small tile: as `q4_gemm_coop.wgsl`'s (64 x 128, 2 x 4 subgroups
+//! of 2 x 2 fragments, K steps of 32), with a second staged weight tile
+//! (the up weights), a second set of accumulators per subgroup and a
+//! second `cs` slot per subgroup, so both fragments of an output block
+//! meet there; one staged copy (two would not fit in 48 KiB of workgroup
+//! memory with the second weight tile).
+//!
+//! Staged through workgroup memory as `vec4<f16>`: the x tile row-major,
+//! the (dequantized) weight tile column-major, rounded to f16 as they are
+//! staged. Each subgroup holds `FM x FN` accumulators of 16 x 16
+//! (`coop_mat16x16<f32, C>`, unrolled); at the end each fragment passes
+//! through the subgroup's 16 x 16 slot of `cs`, where its 32 invocations
+//! finish and bounds-check it and write it out as `Elem`. Rows past M and
+//! columns past N are staged as zeros and never written, so M and N are
+//! free; the host routes here only on devices whose subgroups have 32
+//! invocations, with `K % TK == 0`. The tilings are the winners of
+//! `coop_probe` (crates/runtime/examples) on an H200; it times this file
+//! as shipped. Which tile a call takes is `etwgpu_kernels::ops::gemm`'s
+//! `coop_tile`.
 // variants: f32 f16
 
 enable f16;
@@ -11056,15 +12746,28 @@ enable wgpu_cooperative_matrix;
 
 alias Elem = f32;
 
-/// Output rows per workgroup.
-const BM: u32 = 64u;
-/// Output columns per workgroup.
-const BN: u32 = 128u;
+/// 16 x 16 fragments per subgroup along M and N.
+const FM: u32 = 2u;
+const FN: u32 = 2u;
+/// Subgroups (of 32 invocations) per workgroup along M and N.
+const SGM: u32 = 2u;
+const SGN: u32 = 4u;
+const WG: u32 = SGM * SGN * 32u;
+/// Output rows and columns per workgroup.
+const BM: u32 = SGM * FM * 16u;
+const BN: u32 = SGN * FN * 16u;
 /// Inputs per step along K.
 const TK: u32 = 32u;
-/// Row stride of the staged tiles, in halves: TK plus 8 of padding (rows
-/// stay 16-byte aligned and start on different banks).
-const LD: u32 = 40u;
+/// Row stride of a staged tile, in `vec4<f16>`: TK plus 8 halves of
+/// padding (rows stay 16-byte aligned and start on different banks).
+const LDE: u32 = (TK + 8u) / 4u;
+/// Copies of each staged tile.
+const STAGES: u32 = 1u;
+/// Staging elements and halves per tile copy.
+const XS_LEN: u32 = BM * LDE;
+const WS_LEN: u32 = BN * LDE;
+const XS_HALVES: u32 = BM * (TK + 8u);
+const WS_HALVES: u32 = BN * (TK + 8u);
 
 struct Params {
     /// Rows of x.
@@ -11075,7 +12778,7 @@ struct Params {
     k: u32,
     /// Row length of the scales: N padded.
     n_pad: u32,
-    /// Inputs per scale group (a multiple of TK).
+    /// Inputs per scale group (a multiple of 32).
     group_size: u32,
     /// Workgroups along N.
     tiles_n: u32,
@@ -11094,20 +12797,121 @@ struct Params {
 @group(0) @binding(5) var<storage, read> s_up: array<Elem>;
 @group(0) @binding(6) var<storage, read_write> out: array<Elem>;
 
-/// x tile, row-major: `BM` rows of `LD` halves.
-var<workgroup> xs: array<f16, 2560>;
-/// Gate and up weight tiles, column-major: `BN` columns of `LD` halves.
-var<workgroup> ws: array<f16, 5120>;
-var<workgroup> ws_up: array<f16, 5120>;
-/// Two 16 x 16 f32 slots per subgroup (gate, up), row-major: fragments on
-/// their way out (and the zeros the accumulators start from).
-var<workgroup> cs: array<f32, 4096>;
+/// Staged x tiles, row-major (`xs[row * LDE + k / 4]`), and weight tiles,
+/// column-major (`ws[col * LDE + k / 4]`), 4 halves an element.
+var<workgroup> xs: array<vec4<f16>, STAGES * XS_LEN>;
+/// Gate weights in `ws`, up weights in `ws_up`.
+var<workgroup> ws: array<vec4<f16>, STAGES * WS_LEN>;
+var<workgroup> ws_up: array<vec4<f16>, STAGES * WS_LEN>;
+/// Two 16 x 16 f32 slots per subgroup (gate, up), row-major: fragments
+/// on their way out (and the zeros the accumulators start from).
+var<workgroup> cs: array<f32, SGM * SGN * 512u>;
 
+/// 8 consecutive halves (16 bytes).
+struct Eight {
+    lo: vec4<f16>,
+    hi: vec4<f16>,
+}
+
+/// 8 inputs of x: row `m0 + i / (TK / 8)`, inputs `k0 + (i % (TK / 8)) * 8
+/// ..` (zeros past M), rounded to f16.
+fn load_x(m0: u32, k0: u32, i: u32) -> Eight {
+    let row = m0 + i / (TK / 8u);
+    if row >= p.m {
+        return Eight(vec4<f16>(), vec4<f16>());
+    }
+    let at = (row * p.k + k0) / 4u + (i % (TK / 8u)) * 2u;
+    return Eight(vec4<f16>(x[at]), vec4<f16>(x[at + 1u]));
+}
+
+/// Where `load_x`'s unit `i` goes in a staged x tile, in halves.
+fn x_at(i: u32) -> u32 {
+    return (i / (TK / 8u)) * (TK + 8u) + (i % (TK / 8u)) * 8u;
+}
+
+/// Stores 8 halves at half `o` (a multiple of 8) of the x tiles.
+fn store_x(o: u32, v: Eight) {
+    xs[o / 4u] = v.lo;
+    xs[o / 4u + 1u] = v.hi;
+}
 fn w8(col: u32, words: u32, k: u32, word_major: bool) -> u32 {
     if word_major {
         return ((k / 32u) * p.n + col) * 2u + (k / 16u) % 2u;
     }
     return col * words + k / 16u;
+}
+/// 16 nibbles of one weight column (an 8-byte half of a 16-byte word) and
+/// their scale.
+struct Nibbles {
+    word: vec2<u32>,
+    scale: f32,
+}
+
+/// Input offset in the tile of unit `i` (16 inputs): adjacent units are
+/// the two halves of a column's word, then adjacent columns (adjacent in
+/// the word-major layout), then the tile's next word.
+fn unit_k(i: u32) -> u32 {
+    return (i / (2u * BN)) * 32u + (i % 2u) * 16u;
+}
+
+/// The column of unit `i` in the tile.
+fn unit_col(i: u32) -> u32 {
+    return (i / 2u) % BN;
+}
+
+/// Where unit `i` goes in a staged weight tile, in halves.
+fn w_at(i: u32) -> u32 {
+    return unit_col(i) * (TK + 8u) + unit_k(i);
+}
+
+/// The 8 nibbles of `word` as halves `(q - 8) * s`, in input order:
+/// `0x6400 | q` is the half `1024 + q`, so two nibbles become two exact
+/// values with one mask and one or; `(q - 8) * s` is computed in f32 and
+/// rounded once to f16. (naga 30 types a `bitcast` from u32 to
+/// `vec2<f16>` as `vec2<f32>`, so the halves go through f32.)
+fn deq8(word: u32, s: f32) -> Eight {
+    let s2 = vec2<f32>(s);
+    let mask = 0x000F000Fu;
+    let one = 0x64006400u;
+    // Inputs (0, 4), (1, 5), (2, 6), (3, 7).
+    let a = (unpack2x16float((word & mask) | one) - 1032.0) * s2;
+    let b = (unpack2x16float(((word >> 4u) & mask) | one) - 1032.0) * s2;
+    let c = (unpack2x16float(((word >> 8u) & mask) | one) - 1032.0) * s2;
+    let d = (unpack2x16float(((word >> 12u) & mask) | one) - 1032.0) * s2;
+    return Eight(vec4<f16>(vec4<f32>(a.x, b.x, c.x, d.x)), vec4<f16>(vec4<f32>(a.y, b.y, c.y, d.y)));
+}
+
+/// The gate's and the up weights' 16 nibbles of one column (unit `i`,
+/// see `unit_k`) and their scales; zeros past N.
+fn load_w(n0: u32, k0: u32, i: u32) -> array<Nibbles, 2> {
+    let col = n0 + unit_col(i);
+    let k = k0 + unit_k(i);
+    if col >= p.n {
+        return array<Nibbles, 2>(Nibbles(vec2<u32>(0u), 0.0), Nibbles(vec2<u32>(0u), 0.0));
+    }
+    let words = p.k / 16u;
+    let si = (k / p.group_size) * p.n_pad + col;
+    return array<Nibbles, 2>(
+        Nibbles(w_gate[w8(col, words, k, (p.w_layout & 1u) != 0u)], f32(s_gate[si])),
+        Nibbles(w_up[w8(col, words, k, (p.w_layout & 2u) != 0u)], f32(s_up[si])),
+    );
+}
+
+/// Stores the 16 gate and 16 up weights of `v` at half `o` (a multiple
+/// of 8) of the weight tiles.
+fn store_w(o: u32, v: array<Nibbles, 2>) {
+    let g0 = deq8(v[0].word.x, v[0].scale);
+    let g1 = deq8(v[0].word.y, v[0].scale);
+    let u0 = deq8(v[1].word.x, v[1].scale);
+    let u1 = deq8(v[1].word.y, v[1].scale);
+    ws[o / 4u] = g0.lo;
+    ws[o / 4u + 1u] = g0.hi;
+    ws[o / 4u + 2u] = g1.lo;
+    ws[o / 4u + 3u] = g1.hi;
+    ws_up[o / 4u] = u0.lo;
+    ws_up[o / 4u + 1u] = u0.hi;
+    ws_up[o / 4u + 2u] = u1.lo;
+    ws_up[o / 4u + 3u] = u1.hi;
 }
 
 /// Writes `silu(gate) * up` of the fragments the subgroup `sg` left in its
@@ -11130,17 +12934,7 @@ fn emit(sg: u32, lane: u32, row0: u32, col0: u32) {
     }
 }
 
-/// The 16 weights of `word` (low nibble first, offset by 8) times `s`.
-fn dequant(word: vec2<u32>, s: f32) -> array<f16, 16> {
-    var v: array<f16, 16>;
-    for (var e = 0u; e < 8u; e++) {
-        v[e] = f16((f32((word.x >> (4u * e)) & 15u) - 8.0) * s);
-        v[8u + e] = f16((f32((word.y >> (4u * e)) & 15u) - 8.0) * s);
-    }
-    return v;
-}
-
-@compute @workgroup_size(256)
+@compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
@@ -11149,96 +12943,89 @@ fn main(
     let tile = wid.y * groups.x + wid.x;
     let m0 = (tile / p.tiles_n) * BM;
     let n0 = (tile % p.tiles_n) * BN;
-    // This invocation's subgroup, and that subgroup's 32 x 32 block.
+    // This invocation's subgroup, and that subgroup's block of FM x FN
+    // fragments.
     let sg = lid / 32u;
     let lane = lid % 32u;
-    let wm = (sg / 4u) * 32u;
-    let wn = (sg % 4u) * 32u;
-    // Staging: x row `lid / 4`, inputs `(lid % 4) * 8 ..` (two vec4); weight
-    // column `lid / 2`, inputs `(lid % 2) * 16 ..` (one vec2 of words each).
-    let xr = lid / 4u;
-    let xk = (lid % 4u) * 8u;
-    let wc = lid / 2u;
-    let wk = (lid % 2u) * 16u;
-    let words = p.k / 16u;
+    let wm = (sg / SGN) * (FM * 16u);
+    let wn = (sg % SGN) * (FN * 16u);
+    let nk = p.k / TK;
 
-    for (var i = 0u; i < 16u; i++) {
-        cs[lid * 16u + i] = 0.0;
+    for (var e = 0u; e < 8u; e++) {
+        cs[lid * 8u + e] = 0.0;
     }
     workgroupBarrier();
-    var g00 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
-    var g01 = g00;
-    var g10 = g00;
-    var g11 = g00;
-    var u00 = g00;
-    var u01 = g00;
-    var u10 = g00;
-    var u11 = g00;
-
-    for (var k0 = 0u; k0 < p.k; k0 += TK) {
-        var x0 = vec4<f32>(0.0);
-        var x1 = vec4<f32>(0.0);
-        if m0 + xr < p.m {
-            let at = ((m0 + xr) * p.k + k0 + xk) / 4u;
-            x0 = vec4<f32>(x[at]);
-            x1 = vec4<f32>(x[at + 1u]);
-        }
-        let xo = xr * LD + xk;
-        for (var e = 0u; e < 4u; e++) {
-            xs[xo + e] = f16(x0[e]);
-            xs[xo + 4u + e] = f16(x1[e]);
-        }
-        let col = n0 + wc;
-        let wo = wc * LD + wk;
-        var vg: array<f16, 16>;
-        var vu: array<f16, 16>;
-        if col < p.n {
-            let si = (k0 / p.group_size) * p.n_pad + col;
-            vg = dequant(w_gate[w8(col, words, k0 + wk, (p.w_layout & 1u) != 0u)], f32(s_gate[si]));
-            vu = dequant(w_up[w8(col, words, k0 + wk, (p.w_layout & 2u) != 0u)], f32(s_up[si]));
-        }
-        for (var e = 0u; e < 16u; e++) {
-            ws[wo + e] = vg[e];
-            ws_up[wo + e] = vu[e];
-        }
+    var c0_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var u0_0 = c0_0;
+    var c0_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var u0_1 = c0_1;
+    var c1_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var u1_0 = c1_0;
+    var c1_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var u1_1 = c1_1;
+    workgroupBarrier();
+    for (var t = 0u; t < nk; t++) {
+        let k0 = t * TK;
+        let gx0 = load_x(m0, k0, 0u * WG + lid);
+        let gw0 = load_w(n0, k0, 0u * WG + lid);
+        store_x(0u * XS_HALVES + x_at(0u * WG + lid), gx0);
+        store_w(0u * WS_HALVES + w_at(0u * WG + lid), gw0);
         workgroupBarrier();
-        for (var kk = 0u; kk < TK; kk += 16u) {
-            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[wm * LD + kk], LD);
-            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[(wm + 16u) * LD + kk], LD);
-            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wn * LD + kk], LD);
-            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[(wn + 16u) * LD + kk], LD);
-            g00 = coopMultiplyAdd(a0, b0, g00);
-            g01 = coopMultiplyAdd(a0, b1, g01);
-            g10 = coopMultiplyAdd(a1, b0, g10);
-            g11 = coopMultiplyAdd(a1, b1, g11);
-            let d0 = coopLoad<coop_mat16x16<f16, B>>(&ws_up[wn * LD + kk], LD);
-            let d1 = coopLoad<coop_mat16x16<f16, B>>(&ws_up[(wn + 16u) * LD + kk], LD);
-            u00 = coopMultiplyAdd(a0, d0, u00);
-            u01 = coopMultiplyAdd(a0, d1, u01);
-            u10 = coopMultiplyAdd(a1, d0, u10);
-            u11 = coopMultiplyAdd(a1, d1, u11);
+        let xb = 0u * XS_LEN;
+        let wb = 0u * WS_LEN;
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 0u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 0u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 0u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 0u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
+            let d0 = coopLoad<coop_mat16x16<f16, B>>(&ws_up[wb + (wn + 0u) * LDE + 0u], LDE);
+            let d1 = coopLoad<coop_mat16x16<f16, B>>(&ws_up[wb + (wn + 16u) * LDE + 0u], LDE);
+            u0_0 = coopMultiplyAdd(a0, d0, u0_0);
+            u0_1 = coopMultiplyAdd(a0, d1, u0_1);
+            u1_0 = coopMultiplyAdd(a1, d0, u1_0);
+            u1_1 = coopMultiplyAdd(a1, d1, u1_1);
+        }
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 4u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 4u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 4u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 4u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
+            let d0 = coopLoad<coop_mat16x16<f16, B>>(&ws_up[wb + (wn + 0u) * LDE + 4u], LDE);
+            let d1 = coopLoad<coop_mat16x16<f16, B>>(&ws_up[wb + (wn + 16u) * LDE + 4u], LDE);
+            u0_0 = coopMultiplyAdd(a0, d0, u0_0);
+            u0_1 = coopMultiplyAdd(a0, d1, u0_1);
+            u1_0 = coopMultiplyAdd(a1, d0, u1_0);
+            u1_1 = coopMultiplyAdd(a1, d1, u1_1);
         }
         workgroupBarrier();
     }
 
     let slot = sg * 512u;
-    coopStoreT(g00, &cs[slot], 16u);
-    coopStoreT(u00, &cs[slot + 256u], 16u);
+    coopStoreT(c0_0, &cs[slot], 16u);
+    coopStoreT(u0_0, &cs[slot + 256u], 16u);
     workgroupBarrier();
-    emit(sg, lane, m0 + wm, n0 + wn);
+    emit(sg, lane, m0 + wm + 0u, n0 + wn + 0u);
     workgroupBarrier();
-    coopStoreT(g01, &cs[slot], 16u);
-    coopStoreT(u01, &cs[slot + 256u], 16u);
+    coopStoreT(c0_1, &cs[slot], 16u);
+    coopStoreT(u0_1, &cs[slot + 256u], 16u);
     workgroupBarrier();
-    emit(sg, lane, m0 + wm, n0 + wn + 16u);
+    emit(sg, lane, m0 + wm + 0u, n0 + wn + 16u);
     workgroupBarrier();
-    coopStoreT(g10, &cs[slot], 16u);
-    coopStoreT(u10, &cs[slot + 256u], 16u);
+    coopStoreT(c1_0, &cs[slot], 16u);
+    coopStoreT(u1_0, &cs[slot + 256u], 16u);
     workgroupBarrier();
-    emit(sg, lane, m0 + wm + 16u, n0 + wn);
+    emit(sg, lane, m0 + wm + 16u, n0 + wn + 0u);
     workgroupBarrier();
-    coopStoreT(g11, &cs[slot], 16u);
-    coopStoreT(u11, &cs[slot + 256u], 16u);
+    coopStoreT(c1_1, &cs[slot], 16u);
+    coopStoreT(u1_1, &cs[slot + 256u], 16u);
     workgroupBarrier();
     emit(sg, lane, m0 + wm + 16u, n0 + wn + 16u);
 }
@@ -11252,11 +13039,25 @@ pub const Q4_GEMM_COOP_SWIGLU_F16: &str = r#"enable f16;
 //! and up weights, `out[m, n] = g * sigmoid(g) * u`, f16 operands and f32
 //! accumulation.
 //!
-//! As `q4_gemm_coop.wgsl`, with a second staged weight tile (the up
-//! weights), a second 2 x 2 set of accumulators per subgroup and a second
-//! `cs` slot per subgroup, so both fragments of an output block meet there.
-//! The host routes here only on devices whose subgroups have 32
-//! invocations, with `K % TK == 0` and `group % TK == 0`.
+//! The small tile: as `q4_gemm_coop.wgsl`'s (64 x 128, 2 x 4 subgroups
+//! of 2 x 2 fragments, K steps of 32), with a second staged weight tile
+//! (the up weights), a second set of accumulators per subgroup and a
+//! second `cs` slot per subgroup, so both fragments of an output block
+//! meet there; one staged copy (two would not fit in 48 KiB of workgroup
+//! memory with the second weight tile).
+//!
+//! Staged through workgroup memory as `vec4<f16>`: the x tile row-major,
+//! the (dequantized) weight tile column-major, rounded to f16 as they are
+//! staged. Each subgroup holds `FM x FN` accumulators of 16 x 16
+//! (`coop_mat16x16<f32, C>`, unrolled); at the end each fragment passes
+//! through the subgroup's 16 x 16 slot of `cs`, where its 32 invocations
+//! finish and bounds-check it and write it out as `Elem`. Rows past M and
+//! columns past N are staged as zeros and never written, so M and N are
+//! free; the host routes here only on devices whose subgroups have 32
+//! invocations, with `K % TK == 0`. The tilings are the winners of
+//! `coop_probe` (crates/runtime/examples) on an H200; it times this file
+//! as shipped. Which tile a call takes is `etwgpu_kernels::ops::gemm`'s
+//! `coop_tile`.
 // variants: f32 f16
 
 enable f16;
@@ -11264,15 +13065,28 @@ enable wgpu_cooperative_matrix;
 
 alias Elem = f16;
 
-/// Output rows per workgroup.
-const BM: u32 = 64u;
-/// Output columns per workgroup.
-const BN: u32 = 128u;
+/// 16 x 16 fragments per subgroup along M and N.
+const FM: u32 = 2u;
+const FN: u32 = 2u;
+/// Subgroups (of 32 invocations) per workgroup along M and N.
+const SGM: u32 = 2u;
+const SGN: u32 = 4u;
+const WG: u32 = SGM * SGN * 32u;
+/// Output rows and columns per workgroup.
+const BM: u32 = SGM * FM * 16u;
+const BN: u32 = SGN * FN * 16u;
 /// Inputs per step along K.
 const TK: u32 = 32u;
-/// Row stride of the staged tiles, in halves: TK plus 8 of padding (rows
-/// stay 16-byte aligned and start on different banks).
-const LD: u32 = 40u;
+/// Row stride of a staged tile, in `vec4<f16>`: TK plus 8 halves of
+/// padding (rows stay 16-byte aligned and start on different banks).
+const LDE: u32 = (TK + 8u) / 4u;
+/// Copies of each staged tile.
+const STAGES: u32 = 1u;
+/// Staging elements and halves per tile copy.
+const XS_LEN: u32 = BM * LDE;
+const WS_LEN: u32 = BN * LDE;
+const XS_HALVES: u32 = BM * (TK + 8u);
+const WS_HALVES: u32 = BN * (TK + 8u);
 
 struct Params {
     /// Rows of x.
@@ -11283,7 +13097,7 @@ struct Params {
     k: u32,
     /// Row length of the scales: N padded.
     n_pad: u32,
-    /// Inputs per scale group (a multiple of TK).
+    /// Inputs per scale group (a multiple of 32).
     group_size: u32,
     /// Workgroups along N.
     tiles_n: u32,
@@ -11302,20 +13116,121 @@ struct Params {
 @group(0) @binding(5) var<storage, read> s_up: array<Elem>;
 @group(0) @binding(6) var<storage, read_write> out: array<Elem>;
 
-/// x tile, row-major: `BM` rows of `LD` halves.
-var<workgroup> xs: array<f16, 2560>;
-/// Gate and up weight tiles, column-major: `BN` columns of `LD` halves.
-var<workgroup> ws: array<f16, 5120>;
-var<workgroup> ws_up: array<f16, 5120>;
-/// Two 16 x 16 f32 slots per subgroup (gate, up), row-major: fragments on
-/// their way out (and the zeros the accumulators start from).
-var<workgroup> cs: array<f32, 4096>;
+/// Staged x tiles, row-major (`xs[row * LDE + k / 4]`), and weight tiles,
+/// column-major (`ws[col * LDE + k / 4]`), 4 halves an element.
+var<workgroup> xs: array<vec4<f16>, STAGES * XS_LEN>;
+/// Gate weights in `ws`, up weights in `ws_up`.
+var<workgroup> ws: array<vec4<f16>, STAGES * WS_LEN>;
+var<workgroup> ws_up: array<vec4<f16>, STAGES * WS_LEN>;
+/// Two 16 x 16 f32 slots per subgroup (gate, up), row-major: fragments
+/// on their way out (and the zeros the accumulators start from).
+var<workgroup> cs: array<f32, SGM * SGN * 512u>;
 
+/// 8 consecutive halves (16 bytes).
+struct Eight {
+    lo: vec4<f16>,
+    hi: vec4<f16>,
+}
+
+/// 8 inputs of x: row `m0 + i / (TK / 8)`, inputs `k0 + (i % (TK / 8)) * 8
+/// ..` (zeros past M), rounded to f16.
+fn load_x(m0: u32, k0: u32, i: u32) -> Eight {
+    let row = m0 + i / (TK / 8u);
+    if row >= p.m {
+        return Eight(vec4<f16>(), vec4<f16>());
+    }
+    let at = (row * p.k + k0) / 4u + (i % (TK / 8u)) * 2u;
+    return Eight(vec4<f16>(x[at]), vec4<f16>(x[at + 1u]));
+}
+
+/// Where `load_x`'s unit `i` goes in a staged x tile, in halves.
+fn x_at(i: u32) -> u32 {
+    return (i / (TK / 8u)) * (TK + 8u) + (i % (TK / 8u)) * 8u;
+}
+
+/// Stores 8 halves at half `o` (a multiple of 8) of the x tiles.
+fn store_x(o: u32, v: Eight) {
+    xs[o / 4u] = v.lo;
+    xs[o / 4u + 1u] = v.hi;
+}
 fn w8(col: u32, words: u32, k: u32, word_major: bool) -> u32 {
     if word_major {
         return ((k / 32u) * p.n + col) * 2u + (k / 16u) % 2u;
     }
     return col * words + k / 16u;
+}
+/// 16 nibbles of one weight column (an 8-byte half of a 16-byte word) and
+/// their scale.
+struct Nibbles {
+    word: vec2<u32>,
+    scale: f32,
+}
+
+/// Input offset in the tile of unit `i` (16 inputs): adjacent units are
+/// the two halves of a column's word, then adjacent columns (adjacent in
+/// the word-major layout), then the tile's next word.
+fn unit_k(i: u32) -> u32 {
+    return (i / (2u * BN)) * 32u + (i % 2u) * 16u;
+}
+
+/// The column of unit `i` in the tile.
+fn unit_col(i: u32) -> u32 {
+    return (i / 2u) % BN;
+}
+
+/// Where unit `i` goes in a staged weight tile, in halves.
+fn w_at(i: u32) -> u32 {
+    return unit_col(i) * (TK + 8u) + unit_k(i);
+}
+
+/// The 8 nibbles of `word` as halves `(q - 8) * s`, in input order:
+/// `0x6400 | q` is the half `1024 + q`, so two nibbles become two exact
+/// values with one mask and one or; `(q - 8) * s` is computed in f32 and
+/// rounded once to f16. (naga 30 types a `bitcast` from u32 to
+/// `vec2<f16>` as `vec2<f32>`, so the halves go through f32.)
+fn deq8(word: u32, s: f32) -> Eight {
+    let s2 = vec2<f32>(s);
+    let mask = 0x000F000Fu;
+    let one = 0x64006400u;
+    // Inputs (0, 4), (1, 5), (2, 6), (3, 7).
+    let a = (unpack2x16float((word & mask) | one) - 1032.0) * s2;
+    let b = (unpack2x16float(((word >> 4u) & mask) | one) - 1032.0) * s2;
+    let c = (unpack2x16float(((word >> 8u) & mask) | one) - 1032.0) * s2;
+    let d = (unpack2x16float(((word >> 12u) & mask) | one) - 1032.0) * s2;
+    return Eight(vec4<f16>(vec4<f32>(a.x, b.x, c.x, d.x)), vec4<f16>(vec4<f32>(a.y, b.y, c.y, d.y)));
+}
+
+/// The gate's and the up weights' 16 nibbles of one column (unit `i`,
+/// see `unit_k`) and their scales; zeros past N.
+fn load_w(n0: u32, k0: u32, i: u32) -> array<Nibbles, 2> {
+    let col = n0 + unit_col(i);
+    let k = k0 + unit_k(i);
+    if col >= p.n {
+        return array<Nibbles, 2>(Nibbles(vec2<u32>(0u), 0.0), Nibbles(vec2<u32>(0u), 0.0));
+    }
+    let words = p.k / 16u;
+    let si = (k / p.group_size) * p.n_pad + col;
+    return array<Nibbles, 2>(
+        Nibbles(w_gate[w8(col, words, k, (p.w_layout & 1u) != 0u)], f32(s_gate[si])),
+        Nibbles(w_up[w8(col, words, k, (p.w_layout & 2u) != 0u)], f32(s_up[si])),
+    );
+}
+
+/// Stores the 16 gate and 16 up weights of `v` at half `o` (a multiple
+/// of 8) of the weight tiles.
+fn store_w(o: u32, v: array<Nibbles, 2>) {
+    let g0 = deq8(v[0].word.x, v[0].scale);
+    let g1 = deq8(v[0].word.y, v[0].scale);
+    let u0 = deq8(v[1].word.x, v[1].scale);
+    let u1 = deq8(v[1].word.y, v[1].scale);
+    ws[o / 4u] = g0.lo;
+    ws[o / 4u + 1u] = g0.hi;
+    ws[o / 4u + 2u] = g1.lo;
+    ws[o / 4u + 3u] = g1.hi;
+    ws_up[o / 4u] = u0.lo;
+    ws_up[o / 4u + 1u] = u0.hi;
+    ws_up[o / 4u + 2u] = u1.lo;
+    ws_up[o / 4u + 3u] = u1.hi;
 }
 
 /// Writes `silu(gate) * up` of the fragments the subgroup `sg` left in its
@@ -11338,17 +13253,7 @@ fn emit(sg: u32, lane: u32, row0: u32, col0: u32) {
     }
 }
 
-/// The 16 weights of `word` (low nibble first, offset by 8) times `s`.
-fn dequant(word: vec2<u32>, s: f32) -> array<f16, 16> {
-    var v: array<f16, 16>;
-    for (var e = 0u; e < 8u; e++) {
-        v[e] = f16((f32((word.x >> (4u * e)) & 15u) - 8.0) * s);
-        v[8u + e] = f16((f32((word.y >> (4u * e)) & 15u) - 8.0) * s);
-    }
-    return v;
-}
-
-@compute @workgroup_size(256)
+@compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
@@ -11357,98 +13262,827 @@ fn main(
     let tile = wid.y * groups.x + wid.x;
     let m0 = (tile / p.tiles_n) * BM;
     let n0 = (tile % p.tiles_n) * BN;
-    // This invocation's subgroup, and that subgroup's 32 x 32 block.
+    // This invocation's subgroup, and that subgroup's block of FM x FN
+    // fragments.
     let sg = lid / 32u;
     let lane = lid % 32u;
-    let wm = (sg / 4u) * 32u;
-    let wn = (sg % 4u) * 32u;
-    // Staging: x row `lid / 4`, inputs `(lid % 4) * 8 ..` (two vec4); weight
-    // column `lid / 2`, inputs `(lid % 2) * 16 ..` (one vec2 of words each).
-    let xr = lid / 4u;
-    let xk = (lid % 4u) * 8u;
-    let wc = lid / 2u;
-    let wk = (lid % 2u) * 16u;
-    let words = p.k / 16u;
+    let wm = (sg / SGN) * (FM * 16u);
+    let wn = (sg % SGN) * (FN * 16u);
+    let nk = p.k / TK;
 
-    for (var i = 0u; i < 16u; i++) {
-        cs[lid * 16u + i] = 0.0;
+    for (var e = 0u; e < 8u; e++) {
+        cs[lid * 8u + e] = 0.0;
     }
     workgroupBarrier();
-    var g00 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
-    var g01 = g00;
-    var g10 = g00;
-    var g11 = g00;
-    var u00 = g00;
-    var u01 = g00;
-    var u10 = g00;
-    var u11 = g00;
-
-    for (var k0 = 0u; k0 < p.k; k0 += TK) {
-        var x0 = vec4<f32>(0.0);
-        var x1 = vec4<f32>(0.0);
-        if m0 + xr < p.m {
-            let at = ((m0 + xr) * p.k + k0 + xk) / 4u;
-            x0 = vec4<f32>(x[at]);
-            x1 = vec4<f32>(x[at + 1u]);
-        }
-        let xo = xr * LD + xk;
-        for (var e = 0u; e < 4u; e++) {
-            xs[xo + e] = f16(x0[e]);
-            xs[xo + 4u + e] = f16(x1[e]);
-        }
-        let col = n0 + wc;
-        let wo = wc * LD + wk;
-        var vg: array<f16, 16>;
-        var vu: array<f16, 16>;
-        if col < p.n {
-            let si = (k0 / p.group_size) * p.n_pad + col;
-            vg = dequant(w_gate[w8(col, words, k0 + wk, (p.w_layout & 1u) != 0u)], f32(s_gate[si]));
-            vu = dequant(w_up[w8(col, words, k0 + wk, (p.w_layout & 2u) != 0u)], f32(s_up[si]));
-        }
-        for (var e = 0u; e < 16u; e++) {
-            ws[wo + e] = vg[e];
-            ws_up[wo + e] = vu[e];
-        }
+    var c0_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var u0_0 = c0_0;
+    var c0_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var u0_1 = c0_1;
+    var c1_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var u1_0 = c1_0;
+    var c1_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var u1_1 = c1_1;
+    workgroupBarrier();
+    for (var t = 0u; t < nk; t++) {
+        let k0 = t * TK;
+        let gx0 = load_x(m0, k0, 0u * WG + lid);
+        let gw0 = load_w(n0, k0, 0u * WG + lid);
+        store_x(0u * XS_HALVES + x_at(0u * WG + lid), gx0);
+        store_w(0u * WS_HALVES + w_at(0u * WG + lid), gw0);
         workgroupBarrier();
-        for (var kk = 0u; kk < TK; kk += 16u) {
-            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[wm * LD + kk], LD);
-            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[(wm + 16u) * LD + kk], LD);
-            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wn * LD + kk], LD);
-            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[(wn + 16u) * LD + kk], LD);
-            g00 = coopMultiplyAdd(a0, b0, g00);
-            g01 = coopMultiplyAdd(a0, b1, g01);
-            g10 = coopMultiplyAdd(a1, b0, g10);
-            g11 = coopMultiplyAdd(a1, b1, g11);
-            let d0 = coopLoad<coop_mat16x16<f16, B>>(&ws_up[wn * LD + kk], LD);
-            let d1 = coopLoad<coop_mat16x16<f16, B>>(&ws_up[(wn + 16u) * LD + kk], LD);
-            u00 = coopMultiplyAdd(a0, d0, u00);
-            u01 = coopMultiplyAdd(a0, d1, u01);
-            u10 = coopMultiplyAdd(a1, d0, u10);
-            u11 = coopMultiplyAdd(a1, d1, u11);
+        let xb = 0u * XS_LEN;
+        let wb = 0u * WS_LEN;
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 0u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 0u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 0u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 0u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
+            let d0 = coopLoad<coop_mat16x16<f16, B>>(&ws_up[wb + (wn + 0u) * LDE + 0u], LDE);
+            let d1 = coopLoad<coop_mat16x16<f16, B>>(&ws_up[wb + (wn + 16u) * LDE + 0u], LDE);
+            u0_0 = coopMultiplyAdd(a0, d0, u0_0);
+            u0_1 = coopMultiplyAdd(a0, d1, u0_1);
+            u1_0 = coopMultiplyAdd(a1, d0, u1_0);
+            u1_1 = coopMultiplyAdd(a1, d1, u1_1);
+        }
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 4u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 4u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 4u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 4u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
+            let d0 = coopLoad<coop_mat16x16<f16, B>>(&ws_up[wb + (wn + 0u) * LDE + 4u], LDE);
+            let d1 = coopLoad<coop_mat16x16<f16, B>>(&ws_up[wb + (wn + 16u) * LDE + 4u], LDE);
+            u0_0 = coopMultiplyAdd(a0, d0, u0_0);
+            u0_1 = coopMultiplyAdd(a0, d1, u0_1);
+            u1_0 = coopMultiplyAdd(a1, d0, u1_0);
+            u1_1 = coopMultiplyAdd(a1, d1, u1_1);
         }
         workgroupBarrier();
     }
 
     let slot = sg * 512u;
-    coopStoreT(g00, &cs[slot], 16u);
-    coopStoreT(u00, &cs[slot + 256u], 16u);
+    coopStoreT(c0_0, &cs[slot], 16u);
+    coopStoreT(u0_0, &cs[slot + 256u], 16u);
     workgroupBarrier();
-    emit(sg, lane, m0 + wm, n0 + wn);
+    emit(sg, lane, m0 + wm + 0u, n0 + wn + 0u);
     workgroupBarrier();
-    coopStoreT(g01, &cs[slot], 16u);
-    coopStoreT(u01, &cs[slot + 256u], 16u);
+    coopStoreT(c0_1, &cs[slot], 16u);
+    coopStoreT(u0_1, &cs[slot + 256u], 16u);
     workgroupBarrier();
-    emit(sg, lane, m0 + wm, n0 + wn + 16u);
+    emit(sg, lane, m0 + wm + 0u, n0 + wn + 16u);
     workgroupBarrier();
-    coopStoreT(g10, &cs[slot], 16u);
-    coopStoreT(u10, &cs[slot + 256u], 16u);
+    coopStoreT(c1_0, &cs[slot], 16u);
+    coopStoreT(u1_0, &cs[slot + 256u], 16u);
     workgroupBarrier();
-    emit(sg, lane, m0 + wm + 16u, n0 + wn);
+    emit(sg, lane, m0 + wm + 16u, n0 + wn + 0u);
     workgroupBarrier();
-    coopStoreT(g11, &cs[slot], 16u);
-    coopStoreT(u11, &cs[slot + 256u], 16u);
+    coopStoreT(c1_1, &cs[slot], 16u);
+    coopStoreT(u1_1, &cs[slot + 256u], 16u);
     workgroupBarrier();
     emit(sg, lane, m0 + wm + 16u, n0 + wn + 16u);
+}
+"#;
+
+/// `q4_gemm_coop_swiglu_large.wgsl` with `Elem = f32`.
+pub const Q4_GEMM_COOP_SWIGLU_LARGE_F32: &str = r#"//! Prefill route of the fused `etwgpu.linear_q4gsw_swiglu` on cooperative
+//! matrices (tensor cores): with `g` and `u` the 4-bit linears of the gate
+//! and up weights, `out[m, n] = g * sigmoid(g) * u`, f16 operands and f32
+//! accumulation.
+//!
+//! The large tile: 128 x 128 (2 x 4 subgroups of 4 x 2 fragments of
+//! gate and 4 x 2 of up), K steps of 32 through one staged copy (the
+//! 64-input steps of `q4_gemm_coop_large.wgsl` would not fit in 48 KiB of
+//! workgroup memory with the second weight tile). The host routes here
+//! when the call has enough 128 x 128 tiles to fill the GPU; else
+//! `q4_gemm_coop_swiglu.wgsl` (64 x 128) runs.
+//!
+//! Staged through workgroup memory as `vec4<f16>`: the x tile row-major,
+//! the (dequantized) weight tile column-major, rounded to f16 as they are
+//! staged. Each subgroup holds `FM x FN` accumulators of 16 x 16
+//! (`coop_mat16x16<f32, C>`, unrolled); at the end each fragment passes
+//! through the subgroup's 16 x 16 slot of `cs`, where its 32 invocations
+//! finish and bounds-check it and write it out as `Elem`. Rows past M and
+//! columns past N are staged as zeros and never written, so M and N are
+//! free; the host routes here only on devices whose subgroups have 32
+//! invocations, with `K % TK == 0`. The tilings are the winners of
+//! `coop_probe` (crates/runtime/examples) on an H200; it times this file
+//! as shipped. Which tile a call takes is `etwgpu_kernels::ops::gemm`'s
+//! `coop_tile`.
+// variants: f32 f16
+
+enable f16;
+enable wgpu_cooperative_matrix;
+
+alias Elem = f32;
+
+/// 16 x 16 fragments per subgroup along M and N.
+const FM: u32 = 4u;
+const FN: u32 = 2u;
+/// Subgroups (of 32 invocations) per workgroup along M and N.
+const SGM: u32 = 2u;
+const SGN: u32 = 4u;
+const WG: u32 = SGM * SGN * 32u;
+/// Output rows and columns per workgroup.
+const BM: u32 = SGM * FM * 16u;
+const BN: u32 = SGN * FN * 16u;
+/// Inputs per step along K.
+const TK: u32 = 32u;
+/// Row stride of a staged tile, in `vec4<f16>`: TK plus 8 halves of
+/// padding (rows stay 16-byte aligned and start on different banks).
+const LDE: u32 = (TK + 8u) / 4u;
+/// Copies of each staged tile.
+const STAGES: u32 = 1u;
+/// Staging elements and halves per tile copy.
+const XS_LEN: u32 = BM * LDE;
+const WS_LEN: u32 = BN * LDE;
+const XS_HALVES: u32 = BM * (TK + 8u);
+const WS_HALVES: u32 = BN * (TK + 8u);
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (a multiple of TK).
+    k: u32,
+    /// Row length of the scales: N padded.
+    n_pad: u32,
+    /// Inputs per scale group (a multiple of 32).
+    group_size: u32,
+    /// Workgroups along N.
+    tiles_n: u32,
+    /// Bit 0: `w_gate` is word-major (16-byte word `w` of row `n` at word
+    /// `w * N + n`; see `etwgpu_graph::layout`), bit 1: `w_up`; else
+    /// row-major.
+    w_layout: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> w_gate: array<vec2<u32>>;
+@group(0) @binding(3) var<storage, read> s_gate: array<Elem>;
+@group(0) @binding(4) var<storage, read> w_up: array<vec2<u32>>;
+@group(0) @binding(5) var<storage, read> s_up: array<Elem>;
+@group(0) @binding(6) var<storage, read_write> out: array<Elem>;
+
+/// Staged x tiles, row-major (`xs[row * LDE + k / 4]`), and weight tiles,
+/// column-major (`ws[col * LDE + k / 4]`), 4 halves an element.
+var<workgroup> xs: array<vec4<f16>, STAGES * XS_LEN>;
+/// Gate weights in `ws`, up weights in `ws_up`.
+var<workgroup> ws: array<vec4<f16>, STAGES * WS_LEN>;
+var<workgroup> ws_up: array<vec4<f16>, STAGES * WS_LEN>;
+/// Two 16 x 16 f32 slots per subgroup (gate, up), row-major: fragments
+/// on their way out (and the zeros the accumulators start from).
+var<workgroup> cs: array<f32, SGM * SGN * 512u>;
+
+/// 8 consecutive halves (16 bytes).
+struct Eight {
+    lo: vec4<f16>,
+    hi: vec4<f16>,
+}
+
+/// 8 inputs of x: row `m0 + i / (TK / 8)`, inputs `k0 + (i % (TK / 8)) * 8
+/// ..` (zeros past M), rounded to f16.
+fn load_x(m0: u32, k0: u32, i: u32) -> Eight {
+    let row = m0 + i / (TK / 8u);
+    if row >= p.m {
+        return Eight(vec4<f16>(), vec4<f16>());
+    }
+    let at = (row * p.k + k0) / 4u + (i % (TK / 8u)) * 2u;
+    return Eight(vec4<f16>(x[at]), vec4<f16>(x[at + 1u]));
+}
+
+/// Where `load_x`'s unit `i` goes in a staged x tile, in halves.
+fn x_at(i: u32) -> u32 {
+    return (i / (TK / 8u)) * (TK + 8u) + (i % (TK / 8u)) * 8u;
+}
+
+/// Stores 8 halves at half `o` (a multiple of 8) of the x tiles.
+fn store_x(o: u32, v: Eight) {
+    xs[o / 4u] = v.lo;
+    xs[o / 4u + 1u] = v.hi;
+}
+fn w8(col: u32, words: u32, k: u32, word_major: bool) -> u32 {
+    if word_major {
+        return ((k / 32u) * p.n + col) * 2u + (k / 16u) % 2u;
+    }
+    return col * words + k / 16u;
+}
+/// 16 nibbles of one weight column (an 8-byte half of a 16-byte word) and
+/// their scale.
+struct Nibbles {
+    word: vec2<u32>,
+    scale: f32,
+}
+
+/// Input offset in the tile of unit `i` (16 inputs): adjacent units are
+/// the two halves of a column's word, then adjacent columns (adjacent in
+/// the word-major layout), then the tile's next word.
+fn unit_k(i: u32) -> u32 {
+    return (i / (2u * BN)) * 32u + (i % 2u) * 16u;
+}
+
+/// The column of unit `i` in the tile.
+fn unit_col(i: u32) -> u32 {
+    return (i / 2u) % BN;
+}
+
+/// Where unit `i` goes in a staged weight tile, in halves.
+fn w_at(i: u32) -> u32 {
+    return unit_col(i) * (TK + 8u) + unit_k(i);
+}
+
+/// The 8 nibbles of `word` as halves `(q - 8) * s`, in input order:
+/// `0x6400 | q` is the half `1024 + q`, so two nibbles become two exact
+/// values with one mask and one or; `(q - 8) * s` is computed in f32 and
+/// rounded once to f16. (naga 30 types a `bitcast` from u32 to
+/// `vec2<f16>` as `vec2<f32>`, so the halves go through f32.)
+fn deq8(word: u32, s: f32) -> Eight {
+    let s2 = vec2<f32>(s);
+    let mask = 0x000F000Fu;
+    let one = 0x64006400u;
+    // Inputs (0, 4), (1, 5), (2, 6), (3, 7).
+    let a = (unpack2x16float((word & mask) | one) - 1032.0) * s2;
+    let b = (unpack2x16float(((word >> 4u) & mask) | one) - 1032.0) * s2;
+    let c = (unpack2x16float(((word >> 8u) & mask) | one) - 1032.0) * s2;
+    let d = (unpack2x16float(((word >> 12u) & mask) | one) - 1032.0) * s2;
+    return Eight(vec4<f16>(vec4<f32>(a.x, b.x, c.x, d.x)), vec4<f16>(vec4<f32>(a.y, b.y, c.y, d.y)));
+}
+
+/// The gate's and the up weights' 16 nibbles of one column (unit `i`,
+/// see `unit_k`) and their scales; zeros past N.
+fn load_w(n0: u32, k0: u32, i: u32) -> array<Nibbles, 2> {
+    let col = n0 + unit_col(i);
+    let k = k0 + unit_k(i);
+    if col >= p.n {
+        return array<Nibbles, 2>(Nibbles(vec2<u32>(0u), 0.0), Nibbles(vec2<u32>(0u), 0.0));
+    }
+    let words = p.k / 16u;
+    let si = (k / p.group_size) * p.n_pad + col;
+    return array<Nibbles, 2>(
+        Nibbles(w_gate[w8(col, words, k, (p.w_layout & 1u) != 0u)], f32(s_gate[si])),
+        Nibbles(w_up[w8(col, words, k, (p.w_layout & 2u) != 0u)], f32(s_up[si])),
+    );
+}
+
+/// Stores the 16 gate and 16 up weights of `v` at half `o` (a multiple
+/// of 8) of the weight tiles.
+fn store_w(o: u32, v: array<Nibbles, 2>) {
+    let g0 = deq8(v[0].word.x, v[0].scale);
+    let g1 = deq8(v[0].word.y, v[0].scale);
+    let u0 = deq8(v[1].word.x, v[1].scale);
+    let u1 = deq8(v[1].word.y, v[1].scale);
+    ws[o / 4u] = g0.lo;
+    ws[o / 4u + 1u] = g0.hi;
+    ws[o / 4u + 2u] = g1.lo;
+    ws[o / 4u + 3u] = g1.hi;
+    ws_up[o / 4u] = u0.lo;
+    ws_up[o / 4u + 1u] = u0.hi;
+    ws_up[o / 4u + 2u] = u1.lo;
+    ws_up[o / 4u + 3u] = u1.hi;
+}
+
+/// Writes `silu(gate) * up` of the fragments the subgroup `sg` left in its
+/// `cs` slots to rows `row0 ..` and columns `col0 ..` of the output:
+/// invocation `lane` writes 8 consecutive columns of one row.
+fn emit(sg: u32, lane: u32, row0: u32, col0: u32) {
+    let row = row0 + lane / 2u;
+    if row >= p.m {
+        return;
+    }
+    for (var e = 0u; e < 8u; e++) {
+        let c = (lane % 2u) * 8u + e;
+        let col = col0 + c;
+        if col < p.n {
+            let at = sg * 512u + (lane / 2u) * 16u + c;
+            let g = cs[at];
+            let u = cs[at + 256u];
+            out[row * p.n + col] = Elem(g / (1.0 + exp(-g)) * u);
+        }
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let tile = wid.y * groups.x + wid.x;
+    let m0 = (tile / p.tiles_n) * BM;
+    let n0 = (tile % p.tiles_n) * BN;
+    // This invocation's subgroup, and that subgroup's block of FM x FN
+    // fragments.
+    let sg = lid / 32u;
+    let lane = lid % 32u;
+    let wm = (sg / SGN) * (FM * 16u);
+    let wn = (sg % SGN) * (FN * 16u);
+    let nk = p.k / TK;
+
+    for (var e = 0u; e < 8u; e++) {
+        cs[lid * 8u + e] = 0.0;
+    }
+    workgroupBarrier();
+    var c0_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var u0_0 = c0_0;
+    var c0_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var u0_1 = c0_1;
+    var c1_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var u1_0 = c1_0;
+    var c1_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var u1_1 = c1_1;
+    var c2_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var u2_0 = c2_0;
+    var c2_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var u2_1 = c2_1;
+    var c3_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var u3_0 = c3_0;
+    var c3_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var u3_1 = c3_1;
+    workgroupBarrier();
+    for (var t = 0u; t < nk; t++) {
+        let k0 = t * TK;
+        let gx0 = load_x(m0, k0, 0u * WG + lid);
+        let gx1 = load_x(m0, k0, 1u * WG + lid);
+        let gw0 = load_w(n0, k0, 0u * WG + lid);
+        store_x(0u * XS_HALVES + x_at(0u * WG + lid), gx0);
+        store_x(0u * XS_HALVES + x_at(1u * WG + lid), gx1);
+        store_w(0u * WS_HALVES + w_at(0u * WG + lid), gw0);
+        workgroupBarrier();
+        let xb = 0u * XS_LEN;
+        let wb = 0u * WS_LEN;
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 0u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 0u], LDE);
+            let a2 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 32u) * LDE + 0u], LDE);
+            let a3 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 48u) * LDE + 0u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 0u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 0u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
+            c2_0 = coopMultiplyAdd(a2, b0, c2_0);
+            c2_1 = coopMultiplyAdd(a2, b1, c2_1);
+            c3_0 = coopMultiplyAdd(a3, b0, c3_0);
+            c3_1 = coopMultiplyAdd(a3, b1, c3_1);
+            let d0 = coopLoad<coop_mat16x16<f16, B>>(&ws_up[wb + (wn + 0u) * LDE + 0u], LDE);
+            let d1 = coopLoad<coop_mat16x16<f16, B>>(&ws_up[wb + (wn + 16u) * LDE + 0u], LDE);
+            u0_0 = coopMultiplyAdd(a0, d0, u0_0);
+            u0_1 = coopMultiplyAdd(a0, d1, u0_1);
+            u1_0 = coopMultiplyAdd(a1, d0, u1_0);
+            u1_1 = coopMultiplyAdd(a1, d1, u1_1);
+            u2_0 = coopMultiplyAdd(a2, d0, u2_0);
+            u2_1 = coopMultiplyAdd(a2, d1, u2_1);
+            u3_0 = coopMultiplyAdd(a3, d0, u3_0);
+            u3_1 = coopMultiplyAdd(a3, d1, u3_1);
+        }
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 4u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 4u], LDE);
+            let a2 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 32u) * LDE + 4u], LDE);
+            let a3 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 48u) * LDE + 4u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 4u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 4u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
+            c2_0 = coopMultiplyAdd(a2, b0, c2_0);
+            c2_1 = coopMultiplyAdd(a2, b1, c2_1);
+            c3_0 = coopMultiplyAdd(a3, b0, c3_0);
+            c3_1 = coopMultiplyAdd(a3, b1, c3_1);
+            let d0 = coopLoad<coop_mat16x16<f16, B>>(&ws_up[wb + (wn + 0u) * LDE + 4u], LDE);
+            let d1 = coopLoad<coop_mat16x16<f16, B>>(&ws_up[wb + (wn + 16u) * LDE + 4u], LDE);
+            u0_0 = coopMultiplyAdd(a0, d0, u0_0);
+            u0_1 = coopMultiplyAdd(a0, d1, u0_1);
+            u1_0 = coopMultiplyAdd(a1, d0, u1_0);
+            u1_1 = coopMultiplyAdd(a1, d1, u1_1);
+            u2_0 = coopMultiplyAdd(a2, d0, u2_0);
+            u2_1 = coopMultiplyAdd(a2, d1, u2_1);
+            u3_0 = coopMultiplyAdd(a3, d0, u3_0);
+            u3_1 = coopMultiplyAdd(a3, d1, u3_1);
+        }
+        workgroupBarrier();
+    }
+
+    let slot = sg * 512u;
+    coopStoreT(c0_0, &cs[slot], 16u);
+    coopStoreT(u0_0, &cs[slot + 256u], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 0u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c0_1, &cs[slot], 16u);
+    coopStoreT(u0_1, &cs[slot + 256u], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 0u, n0 + wn + 16u);
+    workgroupBarrier();
+    coopStoreT(c1_0, &cs[slot], 16u);
+    coopStoreT(u1_0, &cs[slot + 256u], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 16u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c1_1, &cs[slot], 16u);
+    coopStoreT(u1_1, &cs[slot + 256u], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 16u, n0 + wn + 16u);
+    workgroupBarrier();
+    coopStoreT(c2_0, &cs[slot], 16u);
+    coopStoreT(u2_0, &cs[slot + 256u], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 32u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c2_1, &cs[slot], 16u);
+    coopStoreT(u2_1, &cs[slot + 256u], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 32u, n0 + wn + 16u);
+    workgroupBarrier();
+    coopStoreT(c3_0, &cs[slot], 16u);
+    coopStoreT(u3_0, &cs[slot + 256u], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 48u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c3_1, &cs[slot], 16u);
+    coopStoreT(u3_1, &cs[slot + 256u], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 48u, n0 + wn + 16u);
+}
+"#;
+
+/// `q4_gemm_coop_swiglu_large.wgsl` with `Elem = f16`.
+pub const Q4_GEMM_COOP_SWIGLU_LARGE_F16: &str = r#"enable f16;
+
+//! Prefill route of the fused `etwgpu.linear_q4gsw_swiglu` on cooperative
+//! matrices (tensor cores): with `g` and `u` the 4-bit linears of the gate
+//! and up weights, `out[m, n] = g * sigmoid(g) * u`, f16 operands and f32
+//! accumulation.
+//!
+//! The large tile: 128 x 128 (2 x 4 subgroups of 4 x 2 fragments of
+//! gate and 4 x 2 of up), K steps of 32 through one staged copy (the
+//! 64-input steps of `q4_gemm_coop_large.wgsl` would not fit in 48 KiB of
+//! workgroup memory with the second weight tile). The host routes here
+//! when the call has enough 128 x 128 tiles to fill the GPU; else
+//! `q4_gemm_coop_swiglu.wgsl` (64 x 128) runs.
+//!
+//! Staged through workgroup memory as `vec4<f16>`: the x tile row-major,
+//! the (dequantized) weight tile column-major, rounded to f16 as they are
+//! staged. Each subgroup holds `FM x FN` accumulators of 16 x 16
+//! (`coop_mat16x16<f32, C>`, unrolled); at the end each fragment passes
+//! through the subgroup's 16 x 16 slot of `cs`, where its 32 invocations
+//! finish and bounds-check it and write it out as `Elem`. Rows past M and
+//! columns past N are staged as zeros and never written, so M and N are
+//! free; the host routes here only on devices whose subgroups have 32
+//! invocations, with `K % TK == 0`. The tilings are the winners of
+//! `coop_probe` (crates/runtime/examples) on an H200; it times this file
+//! as shipped. Which tile a call takes is `etwgpu_kernels::ops::gemm`'s
+//! `coop_tile`.
+// variants: f32 f16
+
+enable f16;
+enable wgpu_cooperative_matrix;
+
+alias Elem = f16;
+
+/// 16 x 16 fragments per subgroup along M and N.
+const FM: u32 = 4u;
+const FN: u32 = 2u;
+/// Subgroups (of 32 invocations) per workgroup along M and N.
+const SGM: u32 = 2u;
+const SGN: u32 = 4u;
+const WG: u32 = SGM * SGN * 32u;
+/// Output rows and columns per workgroup.
+const BM: u32 = SGM * FM * 16u;
+const BN: u32 = SGN * FN * 16u;
+/// Inputs per step along K.
+const TK: u32 = 32u;
+/// Row stride of a staged tile, in `vec4<f16>`: TK plus 8 halves of
+/// padding (rows stay 16-byte aligned and start on different banks).
+const LDE: u32 = (TK + 8u) / 4u;
+/// Copies of each staged tile.
+const STAGES: u32 = 1u;
+/// Staging elements and halves per tile copy.
+const XS_LEN: u32 = BM * LDE;
+const WS_LEN: u32 = BN * LDE;
+const XS_HALVES: u32 = BM * (TK + 8u);
+const WS_HALVES: u32 = BN * (TK + 8u);
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (a multiple of TK).
+    k: u32,
+    /// Row length of the scales: N padded.
+    n_pad: u32,
+    /// Inputs per scale group (a multiple of 32).
+    group_size: u32,
+    /// Workgroups along N.
+    tiles_n: u32,
+    /// Bit 0: `w_gate` is word-major (16-byte word `w` of row `n` at word
+    /// `w * N + n`; see `etwgpu_graph::layout`), bit 1: `w_up`; else
+    /// row-major.
+    w_layout: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> w_gate: array<vec2<u32>>;
+@group(0) @binding(3) var<storage, read> s_gate: array<Elem>;
+@group(0) @binding(4) var<storage, read> w_up: array<vec2<u32>>;
+@group(0) @binding(5) var<storage, read> s_up: array<Elem>;
+@group(0) @binding(6) var<storage, read_write> out: array<Elem>;
+
+/// Staged x tiles, row-major (`xs[row * LDE + k / 4]`), and weight tiles,
+/// column-major (`ws[col * LDE + k / 4]`), 4 halves an element.
+var<workgroup> xs: array<vec4<f16>, STAGES * XS_LEN>;
+/// Gate weights in `ws`, up weights in `ws_up`.
+var<workgroup> ws: array<vec4<f16>, STAGES * WS_LEN>;
+var<workgroup> ws_up: array<vec4<f16>, STAGES * WS_LEN>;
+/// Two 16 x 16 f32 slots per subgroup (gate, up), row-major: fragments
+/// on their way out (and the zeros the accumulators start from).
+var<workgroup> cs: array<f32, SGM * SGN * 512u>;
+
+/// 8 consecutive halves (16 bytes).
+struct Eight {
+    lo: vec4<f16>,
+    hi: vec4<f16>,
+}
+
+/// 8 inputs of x: row `m0 + i / (TK / 8)`, inputs `k0 + (i % (TK / 8)) * 8
+/// ..` (zeros past M), rounded to f16.
+fn load_x(m0: u32, k0: u32, i: u32) -> Eight {
+    let row = m0 + i / (TK / 8u);
+    if row >= p.m {
+        return Eight(vec4<f16>(), vec4<f16>());
+    }
+    let at = (row * p.k + k0) / 4u + (i % (TK / 8u)) * 2u;
+    return Eight(vec4<f16>(x[at]), vec4<f16>(x[at + 1u]));
+}
+
+/// Where `load_x`'s unit `i` goes in a staged x tile, in halves.
+fn x_at(i: u32) -> u32 {
+    return (i / (TK / 8u)) * (TK + 8u) + (i % (TK / 8u)) * 8u;
+}
+
+/// Stores 8 halves at half `o` (a multiple of 8) of the x tiles.
+fn store_x(o: u32, v: Eight) {
+    xs[o / 4u] = v.lo;
+    xs[o / 4u + 1u] = v.hi;
+}
+fn w8(col: u32, words: u32, k: u32, word_major: bool) -> u32 {
+    if word_major {
+        return ((k / 32u) * p.n + col) * 2u + (k / 16u) % 2u;
+    }
+    return col * words + k / 16u;
+}
+/// 16 nibbles of one weight column (an 8-byte half of a 16-byte word) and
+/// their scale.
+struct Nibbles {
+    word: vec2<u32>,
+    scale: f32,
+}
+
+/// Input offset in the tile of unit `i` (16 inputs): adjacent units are
+/// the two halves of a column's word, then adjacent columns (adjacent in
+/// the word-major layout), then the tile's next word.
+fn unit_k(i: u32) -> u32 {
+    return (i / (2u * BN)) * 32u + (i % 2u) * 16u;
+}
+
+/// The column of unit `i` in the tile.
+fn unit_col(i: u32) -> u32 {
+    return (i / 2u) % BN;
+}
+
+/// Where unit `i` goes in a staged weight tile, in halves.
+fn w_at(i: u32) -> u32 {
+    return unit_col(i) * (TK + 8u) + unit_k(i);
+}
+
+/// The 8 nibbles of `word` as halves `(q - 8) * s`, in input order:
+/// `0x6400 | q` is the half `1024 + q`, so two nibbles become two exact
+/// values with one mask and one or; `(q - 8) * s` is computed in f32 and
+/// rounded once to f16. (naga 30 types a `bitcast` from u32 to
+/// `vec2<f16>` as `vec2<f32>`, so the halves go through f32.)
+fn deq8(word: u32, s: f32) -> Eight {
+    let s2 = vec2<f32>(s);
+    let mask = 0x000F000Fu;
+    let one = 0x64006400u;
+    // Inputs (0, 4), (1, 5), (2, 6), (3, 7).
+    let a = (unpack2x16float((word & mask) | one) - 1032.0) * s2;
+    let b = (unpack2x16float(((word >> 4u) & mask) | one) - 1032.0) * s2;
+    let c = (unpack2x16float(((word >> 8u) & mask) | one) - 1032.0) * s2;
+    let d = (unpack2x16float(((word >> 12u) & mask) | one) - 1032.0) * s2;
+    return Eight(vec4<f16>(vec4<f32>(a.x, b.x, c.x, d.x)), vec4<f16>(vec4<f32>(a.y, b.y, c.y, d.y)));
+}
+
+/// The gate's and the up weights' 16 nibbles of one column (unit `i`,
+/// see `unit_k`) and their scales; zeros past N.
+fn load_w(n0: u32, k0: u32, i: u32) -> array<Nibbles, 2> {
+    let col = n0 + unit_col(i);
+    let k = k0 + unit_k(i);
+    if col >= p.n {
+        return array<Nibbles, 2>(Nibbles(vec2<u32>(0u), 0.0), Nibbles(vec2<u32>(0u), 0.0));
+    }
+    let words = p.k / 16u;
+    let si = (k / p.group_size) * p.n_pad + col;
+    return array<Nibbles, 2>(
+        Nibbles(w_gate[w8(col, words, k, (p.w_layout & 1u) != 0u)], f32(s_gate[si])),
+        Nibbles(w_up[w8(col, words, k, (p.w_layout & 2u) != 0u)], f32(s_up[si])),
+    );
+}
+
+/// Stores the 16 gate and 16 up weights of `v` at half `o` (a multiple
+/// of 8) of the weight tiles.
+fn store_w(o: u32, v: array<Nibbles, 2>) {
+    let g0 = deq8(v[0].word.x, v[0].scale);
+    let g1 = deq8(v[0].word.y, v[0].scale);
+    let u0 = deq8(v[1].word.x, v[1].scale);
+    let u1 = deq8(v[1].word.y, v[1].scale);
+    ws[o / 4u] = g0.lo;
+    ws[o / 4u + 1u] = g0.hi;
+    ws[o / 4u + 2u] = g1.lo;
+    ws[o / 4u + 3u] = g1.hi;
+    ws_up[o / 4u] = u0.lo;
+    ws_up[o / 4u + 1u] = u0.hi;
+    ws_up[o / 4u + 2u] = u1.lo;
+    ws_up[o / 4u + 3u] = u1.hi;
+}
+
+/// Writes `silu(gate) * up` of the fragments the subgroup `sg` left in its
+/// `cs` slots to rows `row0 ..` and columns `col0 ..` of the output:
+/// invocation `lane` writes 8 consecutive columns of one row.
+fn emit(sg: u32, lane: u32, row0: u32, col0: u32) {
+    let row = row0 + lane / 2u;
+    if row >= p.m {
+        return;
+    }
+    for (var e = 0u; e < 8u; e++) {
+        let c = (lane % 2u) * 8u + e;
+        let col = col0 + c;
+        if col < p.n {
+            let at = sg * 512u + (lane / 2u) * 16u + c;
+            let g = cs[at];
+            let u = cs[at + 256u];
+            out[row * p.n + col] = Elem(g / (1.0 + exp(-g)) * u);
+        }
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let tile = wid.y * groups.x + wid.x;
+    let m0 = (tile / p.tiles_n) * BM;
+    let n0 = (tile % p.tiles_n) * BN;
+    // This invocation's subgroup, and that subgroup's block of FM x FN
+    // fragments.
+    let sg = lid / 32u;
+    let lane = lid % 32u;
+    let wm = (sg / SGN) * (FM * 16u);
+    let wn = (sg % SGN) * (FN * 16u);
+    let nk = p.k / TK;
+
+    for (var e = 0u; e < 8u; e++) {
+        cs[lid * 8u + e] = 0.0;
+    }
+    workgroupBarrier();
+    var c0_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var u0_0 = c0_0;
+    var c0_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var u0_1 = c0_1;
+    var c1_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var u1_0 = c1_0;
+    var c1_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var u1_1 = c1_1;
+    var c2_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var u2_0 = c2_0;
+    var c2_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var u2_1 = c2_1;
+    var c3_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var u3_0 = c3_0;
+    var c3_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var u3_1 = c3_1;
+    workgroupBarrier();
+    for (var t = 0u; t < nk; t++) {
+        let k0 = t * TK;
+        let gx0 = load_x(m0, k0, 0u * WG + lid);
+        let gx1 = load_x(m0, k0, 1u * WG + lid);
+        let gw0 = load_w(n0, k0, 0u * WG + lid);
+        store_x(0u * XS_HALVES + x_at(0u * WG + lid), gx0);
+        store_x(0u * XS_HALVES + x_at(1u * WG + lid), gx1);
+        store_w(0u * WS_HALVES + w_at(0u * WG + lid), gw0);
+        workgroupBarrier();
+        let xb = 0u * XS_LEN;
+        let wb = 0u * WS_LEN;
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 0u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 0u], LDE);
+            let a2 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 32u) * LDE + 0u], LDE);
+            let a3 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 48u) * LDE + 0u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 0u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 0u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
+            c2_0 = coopMultiplyAdd(a2, b0, c2_0);
+            c2_1 = coopMultiplyAdd(a2, b1, c2_1);
+            c3_0 = coopMultiplyAdd(a3, b0, c3_0);
+            c3_1 = coopMultiplyAdd(a3, b1, c3_1);
+            let d0 = coopLoad<coop_mat16x16<f16, B>>(&ws_up[wb + (wn + 0u) * LDE + 0u], LDE);
+            let d1 = coopLoad<coop_mat16x16<f16, B>>(&ws_up[wb + (wn + 16u) * LDE + 0u], LDE);
+            u0_0 = coopMultiplyAdd(a0, d0, u0_0);
+            u0_1 = coopMultiplyAdd(a0, d1, u0_1);
+            u1_0 = coopMultiplyAdd(a1, d0, u1_0);
+            u1_1 = coopMultiplyAdd(a1, d1, u1_1);
+            u2_0 = coopMultiplyAdd(a2, d0, u2_0);
+            u2_1 = coopMultiplyAdd(a2, d1, u2_1);
+            u3_0 = coopMultiplyAdd(a3, d0, u3_0);
+            u3_1 = coopMultiplyAdd(a3, d1, u3_1);
+        }
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 4u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 4u], LDE);
+            let a2 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 32u) * LDE + 4u], LDE);
+            let a3 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 48u) * LDE + 4u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 4u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 4u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
+            c2_0 = coopMultiplyAdd(a2, b0, c2_0);
+            c2_1 = coopMultiplyAdd(a2, b1, c2_1);
+            c3_0 = coopMultiplyAdd(a3, b0, c3_0);
+            c3_1 = coopMultiplyAdd(a3, b1, c3_1);
+            let d0 = coopLoad<coop_mat16x16<f16, B>>(&ws_up[wb + (wn + 0u) * LDE + 4u], LDE);
+            let d1 = coopLoad<coop_mat16x16<f16, B>>(&ws_up[wb + (wn + 16u) * LDE + 4u], LDE);
+            u0_0 = coopMultiplyAdd(a0, d0, u0_0);
+            u0_1 = coopMultiplyAdd(a0, d1, u0_1);
+            u1_0 = coopMultiplyAdd(a1, d0, u1_0);
+            u1_1 = coopMultiplyAdd(a1, d1, u1_1);
+            u2_0 = coopMultiplyAdd(a2, d0, u2_0);
+            u2_1 = coopMultiplyAdd(a2, d1, u2_1);
+            u3_0 = coopMultiplyAdd(a3, d0, u3_0);
+            u3_1 = coopMultiplyAdd(a3, d1, u3_1);
+        }
+        workgroupBarrier();
+    }
+
+    let slot = sg * 512u;
+    coopStoreT(c0_0, &cs[slot], 16u);
+    coopStoreT(u0_0, &cs[slot + 256u], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 0u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c0_1, &cs[slot], 16u);
+    coopStoreT(u0_1, &cs[slot + 256u], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 0u, n0 + wn + 16u);
+    workgroupBarrier();
+    coopStoreT(c1_0, &cs[slot], 16u);
+    coopStoreT(u1_0, &cs[slot + 256u], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 16u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c1_1, &cs[slot], 16u);
+    coopStoreT(u1_1, &cs[slot + 256u], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 16u, n0 + wn + 16u);
+    workgroupBarrier();
+    coopStoreT(c2_0, &cs[slot], 16u);
+    coopStoreT(u2_0, &cs[slot + 256u], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 32u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c2_1, &cs[slot], 16u);
+    coopStoreT(u2_1, &cs[slot + 256u], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 32u, n0 + wn + 16u);
+    workgroupBarrier();
+    coopStoreT(c3_0, &cs[slot], 16u);
+    coopStoreT(u3_0, &cs[slot + 256u], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 48u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c3_1, &cs[slot], 16u);
+    coopStoreT(u3_1, &cs[slot + 256u], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 48u, n0 + wn + 16u);
 }
 "#;
 

@@ -8,6 +8,7 @@
 use std::fmt::Write as _;
 
 use etwgpu_kernels::ShaderId;
+use etwgpu_kernels::ops::gemm::{COOP_DENSE_LARGE, COOP_Q4_LARGE, COOP_SMALL, COOP_SWIGLU_LARGE, CoopTile};
 use wgpu::naga;
 
 const TEMPLATE: &str = include_str!("../coop_probe.wgsl");
@@ -115,8 +116,8 @@ impl Kernel {
     /// Every kernel for `weights`: the shipped ones first.
     pub fn all(weights: Weights) -> Vec<Kernel> {
         let shipped: &[ShaderId] = match weights {
-            Weights::Dense => &[ShaderId::MatmulCoopF16, ShaderId::MatmulCoopDirectF16],
-            Weights::Q4 => &[ShaderId::Q4GemmCoopF16],
+            Weights::Dense => &[ShaderId::MatmulCoopF16, ShaderId::MatmulCoopLargeF16],
+            Weights::Q4 => &[ShaderId::Q4GemmCoopF16, ShaderId::Q4GemmCoopLargeF16],
         };
         let template = TILINGS.iter().filter(|t| weights == Weights::Dense || !t.direct);
         shipped.iter().map(|&id| Kernel::Shipped(id)).chain(template.map(|&t| Kernel::Template(weights, t))).collect()
@@ -125,7 +126,7 @@ impl Kernel {
     /// The weight format it reads.
     pub fn weights(&self) -> Weights {
         match self {
-            Kernel::Shipped(ShaderId::Q4GemmCoopF16) => Weights::Q4,
+            Kernel::Shipped(ShaderId::Q4GemmCoopF16 | ShaderId::Q4GemmCoopLargeF16) => Weights::Q4,
             Kernel::Shipped(_) => Weights::Dense,
             Kernel::Template(w, _) => *w,
         }
@@ -141,7 +142,10 @@ impl Kernel {
     /// Output rows and columns per workgroup.
     pub fn block(&self) -> (u32, u32) {
         match self {
-            Kernel::Shipped(_) => (64, 128),
+            Kernel::Shipped(id) => {
+                let t = shipped_tile(*id);
+                (t.m as u32, t.n as u32)
+            }
             Kernel::Template(_, t) => (t.bm(), t.bn()),
         }
     }
@@ -149,7 +153,7 @@ impl Kernel {
     /// Inputs per K step (K must be a multiple).
     pub fn k_step(&self) -> u32 {
         match self {
-            Kernel::Shipped(_) => 32,
+            Kernel::Shipped(id) => shipped_tile(*id).k as u32,
             Kernel::Template(_, t) => t.tk,
         }
     }
@@ -163,7 +167,7 @@ impl Kernel {
     pub fn bindings(&self) -> &'static [(u32, Binding)] {
         use Binding::*;
         match self {
-            Kernel::Shipped(ShaderId::Q4GemmCoopF16) => {
+            Kernel::Shipped(ShaderId::Q4GemmCoopF16 | ShaderId::Q4GemmCoopLargeF16) => {
                 &[(0, Params), (1, X), (2, W), (3, Scales), (4, Bias), (5, Out)]
             }
             Kernel::Shipped(_) => &[(0, Params), (1, X), (2, W), (3, Bias), (4, Out)],
@@ -175,9 +179,7 @@ impl Kernel {
     /// Workgroup memory it declares, in bytes.
     pub fn workgroup_bytes(&self) -> u32 {
         match self {
-            // 64 x 40 + 128 x 40 halves and 2048 floats.
-            Kernel::Shipped(ShaderId::MatmulCoopDirectF16) => 8192,
-            Kernel::Shipped(_) => 2 * (2560 + 5120) + 8192,
+            Kernel::Shipped(id) => id.needs().workgroup_bytes,
             Kernel::Template(_, t) => t.workgroup_bytes(),
         }
     }
@@ -187,7 +189,7 @@ impl Kernel {
     pub fn params(&self, m: u32, n: u32, k: u32) -> [u32; 8] {
         let tiles_n = n.div_ceil(self.block().1);
         match self {
-            Kernel::Shipped(ShaderId::Q4GemmCoopF16) => [m, n, k, n, 32, 0, tiles_n, 1],
+            Kernel::Shipped(ShaderId::Q4GemmCoopF16 | ShaderId::Q4GemmCoopLargeF16) => [m, n, k, n, 32, 0, tiles_n, 1],
             Kernel::Shipped(_) => [m, n, k, 0, tiles_n, 0, 0, 0],
             Kernel::Template(..) => [m, n, k, n, 32, tiles_n, 0, 0],
         }
@@ -198,6 +200,18 @@ impl Kernel {
             Kernel::Shipped(id) => id.source().to_string(),
             Kernel::Template(weights, t) => fill(*weights, t),
         }
+    }
+}
+
+/// The tile of a shipped kernel, as its host rule
+/// (`etwgpu_kernels::ops::gemm`) dispatches it.
+pub fn shipped_tile(id: ShaderId) -> CoopTile {
+    match id {
+        ShaderId::Q4GemmCoopF16 | ShaderId::Q4GemmCoopSwigluF16 | ShaderId::MatmulCoopF16 => COOP_SMALL,
+        ShaderId::Q4GemmCoopLargeF16 => COOP_Q4_LARGE,
+        ShaderId::Q4GemmCoopSwigluLargeF16 => COOP_SWIGLU_LARGE,
+        ShaderId::MatmulCoopLargeF16 => COOP_DENSE_LARGE,
+        _ => panic!("{} is not a cooperative-matrix GEMM", id.label()),
     }
 }
 

@@ -1,0 +1,302 @@
+//! Dense linear on cooperative matrices (tensor cores): `out[m, n] =
+//! sum_k x[m, k] * w[n, k] + bias[n]` with x `[M, K]` and w `[N, K]`
+//! row-major, f16 operands (an f32 `Elem` is rounded to f16 as it is
+//! staged) and f32 accumulation.
+//!
+//! The large tile: a workgroup of 8 subgroups of 32 computes a 256 x 128
+//! block (4 x 2 subgroups of 4 x 4 fragments), K advancing 32 inputs a
+//! step through one staged copy. The host routes here when the call has
+//! enough 256 x 128 tiles to fill the GPU; else `matmul_coop.wgsl`
+//! (64 x 128) runs.
+//!
+//! Staged through workgroup memory as `vec4<f16>`: the x tile row-major,
+//! the (dequantized) weight tile column-major, rounded to f16 as they are
+//! staged. Each subgroup holds `FM x FN` accumulators of 16 x 16
+//! (`coop_mat16x16<f32, C>`, unrolled); at the end each fragment passes
+//! through the subgroup's 16 x 16 slot of `cs`, where its 32 invocations
+//! finish and bounds-check it and write it out as `Elem`. Rows past M and
+//! columns past N are staged as zeros and never written, so M and N are
+//! free; the host routes here only on devices whose subgroups have 32
+//! invocations, with `K % TK == 0`. The tilings are the winners of
+//! `coop_probe` (crates/runtime/examples) on an H200; it times this file
+//! as shipped. Which tile a call takes is `etwgpu_kernels::ops::gemm`'s
+//! `coop_tile`.
+// variants: f32 f16
+
+enable f16;
+enable wgpu_cooperative_matrix;
+
+alias Elem = f32;
+
+/// 16 x 16 fragments per subgroup along M and N.
+const FM: u32 = 4u;
+const FN: u32 = 4u;
+/// Subgroups (of 32 invocations) per workgroup along M and N.
+const SGM: u32 = 4u;
+const SGN: u32 = 2u;
+const WG: u32 = SGM * SGN * 32u;
+/// Output rows and columns per workgroup.
+const BM: u32 = SGM * FM * 16u;
+const BN: u32 = SGN * FN * 16u;
+/// Inputs per step along K.
+const TK: u32 = 32u;
+/// Row stride of a staged tile, in `vec4<f16>`: TK plus 8 halves of
+/// padding (rows stay 16-byte aligned and start on different banks).
+const LDE: u32 = (TK + 8u) / 4u;
+/// Copies of each staged tile.
+const STAGES: u32 = 1u;
+/// Staging elements and halves per tile copy.
+const XS_LEN: u32 = BM * LDE;
+const WS_LEN: u32 = BN * LDE;
+const XS_HALVES: u32 = BM * (TK + 8u);
+const WS_HALVES: u32 = BN * (TK + 8u);
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (a multiple of TK).
+    k: u32,
+    has_bias: u32,
+    /// Workgroups along N.
+    tiles_n: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> w: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> bias: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+/// Staged x tiles, row-major (`xs[row * LDE + k / 4]`), and weight tiles,
+/// column-major (`ws[col * LDE + k / 4]`), 4 halves an element.
+var<workgroup> xs: array<vec4<f16>, STAGES * XS_LEN>;
+var<workgroup> ws: array<vec4<f16>, STAGES * WS_LEN>;
+/// One 16 x 16 f32 slot per subgroup, row-major: fragments on their way
+/// out (and the zeros the accumulators start from).
+var<workgroup> cs: array<f32, SGM * SGN * 256u>;
+
+// include: coop_stage.wgsl
+
+/// 8 halves of w: column `n0 + i / (TK / 8)`, inputs `k0 + (i % (TK / 8)) *
+/// 8 ..` (zeros past N), rounded to f16.
+fn load_w(n0: u32, k0: u32, i: u32) -> Eight {
+    let col = n0 + i / (TK / 8u);
+    if col >= p.n {
+        return Eight(vec4<f16>(), vec4<f16>());
+    }
+    let at = (col * p.k + k0) / 4u + (i % (TK / 8u)) * 2u;
+    return Eight(vec4<f16>(w[at]), vec4<f16>(w[at + 1u]));
+}
+
+/// Stores 8 halves at half `o` (a multiple of 8) of the weight tiles.
+fn store_w(o: u32, v: Eight) {
+    ws[o / 4u] = v.lo;
+    ws[o / 4u + 1u] = v.hi;
+}
+
+/// Where `load_w`'s unit `i` goes in a staged weight tile, in halves.
+fn w_at(i: u32) -> u32 {
+    return (i / (TK / 8u)) * (TK + 8u) + (i % (TK / 8u)) * 8u;
+}
+
+/// Writes the fragment the subgroup `sg` left in its `cs` slot to rows
+/// `row0 ..` and columns `col0 ..` of the output: invocation `lane` writes
+/// 8 consecutive columns of one row.
+fn emit(sg: u32, lane: u32, row0: u32, col0: u32) {
+    let row = row0 + lane / 2u;
+    if row >= p.m {
+        return;
+    }
+    for (var e = 0u; e < 8u; e++) {
+        let c = (lane % 2u) * 8u + e;
+        let col = col0 + c;
+        if col < p.n {
+            var v = cs[sg * 256u + (lane / 2u) * 16u + c];
+            if p.has_bias != 0u {
+                v += f32(bias[col]);
+            }
+            out[row * p.n + col] = Elem(v);
+        }
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let tile = wid.y * groups.x + wid.x;
+    let m0 = (tile / p.tiles_n) * BM;
+    let n0 = (tile % p.tiles_n) * BN;
+    // This invocation's subgroup, and that subgroup's block of FM x FN
+    // fragments.
+    let sg = lid / 32u;
+    let lane = lid % 32u;
+    let wm = (sg / SGN) * (FM * 16u);
+    let wn = (sg % SGN) * (FN * 16u);
+    let nk = p.k / TK;
+
+    for (var e = 0u; e < 8u; e++) {
+        cs[lid * 8u + e] = 0.0;
+    }
+    workgroupBarrier();
+    var c0_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c0_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c0_2 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c0_3 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c1_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c1_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c1_2 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c1_3 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c2_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c2_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c2_2 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c2_3 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c3_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c3_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c3_2 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c3_3 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    workgroupBarrier();
+    for (var t = 0u; t < nk; t++) {
+        let k0 = t * TK;
+        let gx0 = load_x(m0, k0, 0u * WG + lid);
+        let gx1 = load_x(m0, k0, 1u * WG + lid);
+        let gx2 = load_x(m0, k0, 2u * WG + lid);
+        let gx3 = load_x(m0, k0, 3u * WG + lid);
+        let gw0 = load_w(n0, k0, 0u * WG + lid);
+        let gw1 = load_w(n0, k0, 1u * WG + lid);
+        store_x(0u * XS_HALVES + x_at(0u * WG + lid), gx0);
+        store_x(0u * XS_HALVES + x_at(1u * WG + lid), gx1);
+        store_x(0u * XS_HALVES + x_at(2u * WG + lid), gx2);
+        store_x(0u * XS_HALVES + x_at(3u * WG + lid), gx3);
+        store_w(0u * WS_HALVES + w_at(0u * WG + lid), gw0);
+        store_w(0u * WS_HALVES + w_at(1u * WG + lid), gw1);
+        workgroupBarrier();
+        let xb = 0u * XS_LEN;
+        let wb = 0u * WS_LEN;
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 0u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 0u], LDE);
+            let a2 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 32u) * LDE + 0u], LDE);
+            let a3 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 48u) * LDE + 0u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 0u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 0u], LDE);
+            let b2 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 32u) * LDE + 0u], LDE);
+            let b3 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 48u) * LDE + 0u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c0_2 = coopMultiplyAdd(a0, b2, c0_2);
+            c0_3 = coopMultiplyAdd(a0, b3, c0_3);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
+            c1_2 = coopMultiplyAdd(a1, b2, c1_2);
+            c1_3 = coopMultiplyAdd(a1, b3, c1_3);
+            c2_0 = coopMultiplyAdd(a2, b0, c2_0);
+            c2_1 = coopMultiplyAdd(a2, b1, c2_1);
+            c2_2 = coopMultiplyAdd(a2, b2, c2_2);
+            c2_3 = coopMultiplyAdd(a2, b3, c2_3);
+            c3_0 = coopMultiplyAdd(a3, b0, c3_0);
+            c3_1 = coopMultiplyAdd(a3, b1, c3_1);
+            c3_2 = coopMultiplyAdd(a3, b2, c3_2);
+            c3_3 = coopMultiplyAdd(a3, b3, c3_3);
+        }
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 4u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 4u], LDE);
+            let a2 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 32u) * LDE + 4u], LDE);
+            let a3 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 48u) * LDE + 4u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 4u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 4u], LDE);
+            let b2 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 32u) * LDE + 4u], LDE);
+            let b3 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 48u) * LDE + 4u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c0_2 = coopMultiplyAdd(a0, b2, c0_2);
+            c0_3 = coopMultiplyAdd(a0, b3, c0_3);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
+            c1_2 = coopMultiplyAdd(a1, b2, c1_2);
+            c1_3 = coopMultiplyAdd(a1, b3, c1_3);
+            c2_0 = coopMultiplyAdd(a2, b0, c2_0);
+            c2_1 = coopMultiplyAdd(a2, b1, c2_1);
+            c2_2 = coopMultiplyAdd(a2, b2, c2_2);
+            c2_3 = coopMultiplyAdd(a2, b3, c2_3);
+            c3_0 = coopMultiplyAdd(a3, b0, c3_0);
+            c3_1 = coopMultiplyAdd(a3, b1, c3_1);
+            c3_2 = coopMultiplyAdd(a3, b2, c3_2);
+            c3_3 = coopMultiplyAdd(a3, b3, c3_3);
+        }
+        workgroupBarrier();
+    }
+
+    let slot = sg * 256u;
+    coopStoreT(c0_0, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 0u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c0_1, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 0u, n0 + wn + 16u);
+    workgroupBarrier();
+    coopStoreT(c0_2, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 0u, n0 + wn + 32u);
+    workgroupBarrier();
+    coopStoreT(c0_3, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 0u, n0 + wn + 48u);
+    workgroupBarrier();
+    coopStoreT(c1_0, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 16u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c1_1, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 16u, n0 + wn + 16u);
+    workgroupBarrier();
+    coopStoreT(c1_2, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 16u, n0 + wn + 32u);
+    workgroupBarrier();
+    coopStoreT(c1_3, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 16u, n0 + wn + 48u);
+    workgroupBarrier();
+    coopStoreT(c2_0, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 32u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c2_1, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 32u, n0 + wn + 16u);
+    workgroupBarrier();
+    coopStoreT(c2_2, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 32u, n0 + wn + 32u);
+    workgroupBarrier();
+    coopStoreT(c2_3, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 32u, n0 + wn + 48u);
+    workgroupBarrier();
+    coopStoreT(c3_0, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 48u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c3_1, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 48u, n0 + wn + 16u);
+    workgroupBarrier();
+    coopStoreT(c3_2, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 48u, n0 + wn + 32u);
+    workgroupBarrier();
+    coopStoreT(c3_3, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 48u, n0 + wn + 48u);
+}
