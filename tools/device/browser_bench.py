@@ -180,7 +180,9 @@ def main():
         sys.exit(1)
     a, load = result["adapter"], result["load"]
     print(f"\nload: {load['fileBytes'] / 2**20:.1f} MiB program, made or read in {load['buildOrReadMs']:.0f} ms, "
-          f"loaded in {load['loadMs']:.0f} ms; peak wasm memory {load['wasmMemoryBytes'] / 2**20:.1f} MiB")
+          f"loaded in {load['loadMs']:.0f} ms; wasm memory {load['wasmMemoryAtInitBytes'] / 2**20:.1f} MiB at init, "
+          f"{load['wasmMemoryAfterReadBytes'] / 2**20:.1f} MiB after reading, peak (after loading) "
+          f"{load['wasmMemoryBytes'] / 2**20:.1f} MiB")
     print(f"WebGPU adapter info: {result.get('gpuAdapterInfo')}")
     print(f"adapter: {a['name']} ({a['backend']}, {a['deviceType']}) {a['driver']}; features {', '.join(a['features'])}")
     print(f"| model | P | prefill tok/s | decode tok/s ({result['steps']} steps) |\n|---|---:|---:|---:|")

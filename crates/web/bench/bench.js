@@ -52,6 +52,7 @@ function tokens(n, vocab, seed) {
 
 async function bench() {
   await init();
+  const memoryAtInit = wasmMemoryBytes();
   if (!navigator.gpu) throw new Error("this browser has no WebGPU (navigator.gpu is missing)");
   const rt = await Runtime.create();
   // What the browser says of the adapter (vendor, architecture; device and
@@ -75,13 +76,16 @@ async function bench() {
     result.context = context;
   }
   const tLoad = performance.now();
+  const memoryAfterRead = wasmMemoryBytes();
   const llm = await rt.loadLlm(program);
+  // Wasm memory only grows: its size after the load is the peak so far.
   result.load = { fileBytes: program.sizeBytes, buildOrReadMs: tLoad - tBuild, loadMs: performance.now() - tLoad,
-    wasmMemoryBytes: wasmMemoryBytes() };
+    wasmMemoryBytes: wasmMemoryBytes(), wasmMemoryAtInitBytes: memoryAtInit, wasmMemoryAfterReadBytes: memoryAfterRead };
   program.free();
   const m = llm.metadata;
   log(`${result.model}: ${(result.load.fileBytes / 2 ** 20).toFixed(1)} MiB, made in ${result.load.buildOrReadMs.toFixed(0)} ms, ` +
-    `loaded in ${result.load.loadMs.toFixed(0)} ms; wasm memory ${(result.load.wasmMemoryBytes / 2 ** 20).toFixed(0)} MiB; ` +
+    `loaded in ${result.load.loadMs.toFixed(0)} ms; wasm memory ${(memoryAtInit / 2 ** 20).toFixed(0)} MiB at init, ` +
+    `${(memoryAfterRead / 2 ** 20).toFixed(0)} MiB after reading, ${(result.load.wasmMemoryBytes / 2 ** 20).toFixed(0)} MiB after loading; ` +
     `context ${m.maxContextLen}`);
   const vocab = m.vocabSize ?? 128;
   const options = { maxNewTokens: steps, stopAtEos: false };

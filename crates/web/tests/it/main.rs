@@ -6,6 +6,9 @@
 //! manifest, never loosened). Every test first checks that the adapter is
 //! the browser's WebGPU (`BrowserWebGpu`), so a WebGL fallback cannot pass.
 //!
+//! A table of 200 MiB and more, built in wasm memory, checks the browser
+//! at full size (`a_table_over_200_mib_runs_in_the_browser`).
+//!
 //! Run with `cargo xtask web-test` (what CI runs), which sets the runner
 //! up. On native targets only the check that [`embedded`] lists every
 //! fixture file runs.
@@ -16,6 +19,7 @@ mod embedded;
 mod browser {
     use std::cell::RefCell;
 
+    use etwgpu_format::writer::{GraphBuilder, ProgramBuilder};
     use etwgpu_format::{DType, Program};
     use etwgpu_llm::{GenerateOptions, Generator, Sampler, SamplerConfig};
     use etwgpu_runtime::{LoadOptions, Runtime, RuntimeOptions, Tensor};
@@ -156,6 +160,118 @@ mod browser {
                 Err(e) => panic!("{name} split at {split_bytes} bytes: {e}"),
             }
         }
+    }
+
+    /// Rows and columns of the table of
+    /// [`a_table_over_200_mib_runs_in_the_browser`]: a model dim of 2048
+    /// (Llama 3.2 1B's) and 200 MiB and 100 rows, 210 MB.
+    const TABLE_DIMS: [usize; 2] = [(200 << 20) / (2048 * 4) + 100, 2048];
+
+    /// WebGPU's default `maxStorageBufferBindingSize` (128 MiB): what a
+    /// device gets that asks for no more, and what many adapters report.
+    const WEBGPU_DEFAULT_BINDING_BYTES: u64 = 128 << 20;
+
+    /// A float32 table of 210 MB, read by an embedding and by a linear
+    /// (tied weights, as SmolLM2's are) and built here in wasm memory, runs
+    /// at the device's limits (Chromium's SwiftShader binds 1 GiB: one
+    /// buffer) and split by rows at WebGPU's default 128 MiB binding limit
+    /// (two chunks, as on an adapter with that limit), and matches a CPU
+    /// reference computed here from the same numbers: the looked-up rows
+    /// (in the first chunk, at the end and start of the second, the last
+    /// row) exactly, the logits (accumulated in f64) within rtol = atol =
+    /// 1e-4, the float32 row of `tools/export/tolerances.py`. Natively, past
+    /// lavapipe's own 128 MiB limit: `etwgpu-runtime`'s
+    /// `a_table_past_the_device_binding_limit_runs_split`.
+    #[wasm_bindgen_test]
+    async fn a_table_over_200_mib_runs_in_the_browser() {
+        let rt = runtime().await;
+        let limits = rt.device().limits();
+        web_sys_log(&format!(
+            "limits: maxStorageBufferBindingSize {} MiB, maxBufferSize {} MiB",
+            limits.max_storage_buffer_binding_size >> 20,
+            limits.max_buffer_size >> 20
+        ));
+        let t0 = js_sys::Date::now();
+        let [v, d] = TABLE_DIMS;
+        // The table's bytes (values in [-2, 2), xorshift), generated once;
+        // the references are read from them before they move into the
+        // program.
+        let mut table = vec![0u8; v * d * 4];
+        let mut s = 41u32.wrapping_mul(2_654_435_761).wrapping_add(1);
+        for x in table.chunks_exact_mut(4) {
+            s ^= s << 13;
+            s ^= s >> 17;
+            s ^= s << 5;
+            x.copy_from_slice(&((s % 4000) as f32 / 1000.0 - 2.0).to_le_bytes());
+        }
+        let t_gen = js_sys::Date::now();
+        let at = |i: usize| f32::from_le_bytes([table[4 * i], table[4 * i + 1], table[4 * i + 2], table[4 * i + 3]]);
+        let xv: Vec<f32> = (0..d).map(|j| ((j * 37 % 101) as f32 - 50.0) / 25.0).collect();
+        let second = (WEBGPU_DEFAULT_BINDING_BYTES / (d as u64 * 4)) as i64;
+        let ids = [3i64, second - 1, second, v as i64 - 1];
+        let want_rows: Vec<f32> = ids.iter().flat_map(|&t| (0..d).map(move |j| t as usize * d + j)).map(at).collect();
+        let want_logits: Vec<f64> =
+            (0..v).map(|r| (0..d).map(|j| f64::from(at(r * d + j)) * f64::from(xv[j])).sum()).collect();
+        let t_data = js_sys::Date::now();
+
+        let mut g = GraphBuilder::new();
+        let idx = g.tensor_staged(DType::I32, DType::I64, &[1, ids.len() as u64]);
+        let x = g.tensor(DType::F32, &[1, d as u64]);
+        let t = g.constant_keyed(DType::F32, &[v as u64, d as u64], "table".into(), table);
+        let pad = g.int(-1);
+        let no = g.bool(false);
+        let none = g.null();
+        let emb = g.tensor(DType::F32, &[1, ids.len() as u64, d as u64]);
+        let logits = g.tensor(DType::F32, &[1, v as u64]);
+        g.op("aten.embedding.default", &[t, idx, pad, no, no, emb]).op("aten.linear.default", &[x, t, none, logits]);
+        g.inputs(&[idx, x]).outputs(&[emb, logits]);
+        let program = Program::from_bytes(ProgramBuilder::single_delegate(g).into_bytes()).expect("parses");
+        let t_program = js_sys::Date::now();
+        let inputs = [
+            Tensor::new(DType::I64, vec![1, ids.len() as u64], ids.iter().flat_map(|i| i.to_le_bytes()).collect())
+                .expect("ids"),
+            Tensor::from_f32(&[1, d as u64], &xv),
+        ];
+        let mut report = format!(
+            "a {} MiB table [{v}, {d}]: data {:.1} s, reference {:.1} s, program {:.1} s",
+            (v * d * 4) >> 20,
+            (t_gen - t0) / 1e3,
+            (t_data - t_gen) / 1e3,
+            (t_program - t_data) / 1e3
+        );
+        for split_bytes in [None, Some(WEBGPU_DEFAULT_BINDING_BYTES)] {
+            let what = match split_bytes {
+                None => "at the device's limits".to_string(),
+                Some(b) => format!("split at {} MiB", b >> 20),
+            };
+            let t_start = js_sys::Date::now();
+            let options = LoadOptions { split_bytes, ..LoadOptions::default() };
+            let mut method = rt
+                .load_async(&program, "forward", &options, &mut |_| {})
+                .await
+                .unwrap_or_else(|e| panic!("{what}: load: {e}"));
+            let t_load = js_sys::Date::now();
+            let outs = method.run_async(&inputs).await.unwrap_or_else(|e| panic!("{what}: run: {e}"));
+            let t_run = js_sys::Date::now();
+            assert_eq!(outs[0].shape, [1, ids.len() as u64, d as u64], "{what}");
+            assert_eq!(outs[1].shape, [1, v as u64], "{what}");
+            for (i, (g, w)) in outs[0].to_f64_vec().iter().zip(&want_rows).enumerate() {
+                assert!(*g == f64::from(*w), "{what}: embedding element {i}: got {g}, want {w}");
+            }
+            let mut max_abs = 0f64;
+            for (i, (g, w)) in outs[1].to_f64_vec().iter().zip(&want_logits).enumerate() {
+                let err = (g - w).abs();
+                max_abs = max_abs.max(err);
+                assert!(err <= 1e-4 + 1e-4 * w.abs(), "{what}: logit {i}: got {g}, want {w}");
+            }
+            report.push_str(&format!(
+                "; {what}: {} dispatches, load {:.1} s, run {:.1} s, rows exact, logits max abs error {max_abs:.3e}",
+                method.n_dispatches(),
+                (t_load - t_start) / 1e3,
+                (t_run - t_load) / 1e3
+            ));
+        }
+        web_sys_log(&format!("{report}; wasm memory {} MiB", etwgpu_web::wasm_memory_bytes() as u64 >> 20));
     }
 
     /// Greedy generation gives the fixture's eager argmax tokens, as on
