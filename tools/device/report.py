@@ -158,7 +158,7 @@ def performance_section(run_dir, label=None):
     if not cells and meta.get("peers_from"):
         peer_dir = os.path.join(os.path.dirname(run_dir.rstrip("/")), meta["peers_from"])
         cells = results(peer_dir)[2]
-        peers_note = (f"measured on the same kind of GPU in an earlier session (run folder "
+        peers_note = (f"measured on the same kind of GPU in an earlier device call (run folder "
                       f"`{meta['peers_from']}`), not in this one. ")
     modes = sorted({m for (_, m, _) in cells})
     out = [
