@@ -372,13 +372,20 @@ impl Runtime {
     }
 }
 
+/// Workgroup memory the largest cooperative-matrix kernel stages
+/// (`q4_gemm_coop_swiglu_large.wgsl`: 47,104 bytes), rounded up to 48 KiB.
+const COOP_WORKGROUP_BYTES: u32 = 48 * 1024;
+
 /// Whether `adapter` has what the cooperative-matrix kernels need: the
 /// experimental feature, a 16 x 16 x 16 configuration of f16 operands with
-/// f32 accumulation, subgroups of exactly 32 invocations and SHADER_F16.
+/// f32 accumulation, subgroups of exactly 32 invocations, SHADER_F16, and
+/// the workgroup memory of the largest tiles ([`COOP_WORKGROUP_BYTES`];
+/// the route has no smaller fallback once chosen).
 fn coop_matrix_usable(adapter: &wgpu::Adapter) -> bool {
     use wgpu::CooperativeScalarType as T;
     let info = adapter.get_info();
     adapter.features().contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX | wgpu::Features::SHADER_F16)
+        && adapter.limits().max_compute_workgroup_storage_size >= COOP_WORKGROUP_BYTES
         && info.subgroup_min_size == 32
         && info.subgroup_max_size == 32
         && adapter
