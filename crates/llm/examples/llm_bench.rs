@@ -12,7 +12,7 @@
 //! call; context = largest context + steps), loads it, then prints and
 //! optionally writes as JSON: build, load and first-call times; prefill
 //! tokens/s per prompt (the median of `repeats` timed prefills from position
-//! 0, after one warm-up); decode tokens/s per context C (prefill C tokens in
+//! 0, after one warm-up, with the host time per stage of those calls); decode tokens/s per context C (prefill C tokens in
 //! calls of at most the largest prompt, then greedy `Generator::generate`
 //! of `steps` tokens as users run it: the argmax on the device, 4 bytes read
 //! back per token; with the host time per stage of each call); and the
@@ -204,12 +204,39 @@ fn main() {
 
     let mut prefill = Vec::new();
     for &p in &a.prompts {
-        let mut run = || time_prompt(&mut generator, p, 0).expect("prefill");
-        run();
-        let times: Vec<Duration> = (0..a.repeats).map(|_| run()).collect();
+        time_prompt(&mut generator, p, 0).expect("prefill");
+        // The host's share of the timed calls, per stage (means over the
+        // repeats): what the wall time holds beyond the GPU's work.
+        generator.reset_run_times();
+        let times: Vec<Duration> =
+            (0..a.repeats).map(|_| time_prompt(&mut generator, p, 0).expect("prefill")).collect();
+        let host = generator.run_times();
+        let per_call = |d: Duration| d.as_secs_f64() * 1e3 / host.runs.max(1) as f64;
         let m = median(times).as_secs_f64();
-        let _ = writeln!(out, "prefill {p:>6} tokens: {:>10.1} tok/s ({:.1} ms)", p as f64 / m, m * 1e3);
-        prefill.push(serde_json::json!({"prompt": p, "seconds": m, "tokens_per_s": p as f64 / m}));
+        let _ = writeln!(
+            out,
+            "prefill {p:>6} tokens: {:>10.1} tok/s ({:.1} ms); host ms per call: inputs {:.3}, lowering {:.3}, \
+             recording {:.3}, submit {:.3}, GPU wait {:.3}, read-back {:.3}; host rules run {}, plans built {}",
+            p as f64 / m,
+            m * 1e3,
+            per_call(host.inputs),
+            per_call(host.lowering),
+            per_call(host.recording),
+            per_call(host.submitting),
+            per_call(host.waiting),
+            per_call(host.reading),
+            host.op_lowerings,
+            host.plan_builds,
+        );
+        prefill.push(serde_json::json!({
+            "prompt": p, "seconds": m, "tokens_per_s": p as f64 / m,
+            "host_ms_per_call": {
+                "inputs": per_call(host.inputs), "lowering": per_call(host.lowering),
+                "recording": per_call(host.recording), "submit": per_call(host.submitting),
+                "gpu_wait": per_call(host.waiting), "read_back": per_call(host.reading),
+            },
+            "host_rules_run": host.op_lowerings, "plans_built": host.plan_builds,
+        }));
     }
 
     // Decode as `generate` does it: greedy, the argmax on the device (4
