@@ -35,6 +35,9 @@
 //! adapters; on one without cooperative matrices it checks the tiled
 //! route the same way).
 
+#[path = "attention_probe/emulated.rs"]
+mod emulated;
+
 use std::io::Write;
 
 use etwgpu_format::writer::{GraphBuilder, ProgramBuilder};
@@ -92,6 +95,15 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let quick = args.iter().any(|a| a == "quick");
     let mut stdout = std::io::stdout().lock();
+    if args.iter().any(|a| a == "emulate") {
+        let failed = run_emulated(&mut stdout);
+        if failed > 0 {
+            let _ = stdout.flush();
+            eprintln!("attention_probe: {failed} emulated cases FAIL");
+            std::process::exit(1);
+        }
+        return;
+    }
     let coop = Runtime::new().is_ok_and(|rt| rt.gemm_caps().coop_matrix_f16);
     let open = |coop_matrix| {
         Runtime::with_options(&RuntimeOptions { coop_matrix, precision: Precision::F16, ..RuntimeOptions::default() })
@@ -260,6 +272,69 @@ fn reference(c: Case, q: &[f32], caches: &(Vec<f32>, Vec<f32>), start: usize, i:
     (0..d)
         .map(|j| weights.iter().enumerate().map(|(key, w)| w * f64::from(caches.1[(key * hkv + kvh) * d + j])).sum::<f64>() / sum)
         .collect()
+}
+
+/// Emulated runs (`emulated.rs`): (S, start_pos) with uniform or spiky
+/// data, for each variant and (Hq, Hkv, D); returns the failures.
+fn run_emulated(stdout: &mut impl Write) -> usize {
+    let rt = match Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            let _ = writeln!(stdout, "emulate: FAIL no runtime ({e})");
+            return 1;
+        }
+    };
+    let _ = writeln!(stdout, "emulated sdpa_prefill_coop on {}, tolerance {TOLERANCE:.0e}", rt.adapter_info().name);
+    let _ = writeln!(stdout, "  workgroup memory: {} bytes", rt.device().limits().max_compute_workgroup_storage_size);
+    let mut pipelines = emulated::Pipelines::new();
+    let mut failed = 0;
+    let calls: [(u64, u64, bool); 6] =
+        [(9, 0, false), (64, 0, false), (150, 0, true), (100, 37, true), (17, 200, false), (70, 61, true)];
+    for (id, dtype) in [(etwgpu_kernels::ShaderId::SdpaPrefillCoopF32Kvf16, DType::F32), (etwgpu_kernels::ShaderId::SdpaPrefillCoopF16, DType::F16)] {
+        for (hq, hkv, d) in [(4u64, 1u64, 64u64), (2, 2, 128), (3, 1, 80)] {
+            for &(s, start, spiky) in &calls {
+                let c = Case { dtype, hq, hkv, d, rope: false, spiky };
+                let (su, st, hq_u, row) = (s as usize, start as usize, hq as usize, (hkv * d) as usize);
+                let seed = (s * 31 + start) as u32 + if spiky { 5 } else { 0 };
+                let held = |x: Vec<f32>| -> Vec<f32> {
+                    if dtype == DType::F16 { x.into_iter().map(to_f16).collect() } else { x }
+                };
+                let q = held(values(su * hq_u * d as usize, seed, if spiky { 0.0 } else { -1.0 }, 1.0));
+                let mut k: Vec<f32> = values((st + su) * row, seed + 1, -1.0, 1.0).into_iter().map(to_f16).collect();
+                let v: Vec<f32> = values((st + su) * row, seed + 2, -1.0, 1.0).into_iter().map(to_f16).collect();
+                if spiky {
+                    for &(at, height) in &SPIKES {
+                        if (at as usize) < st + su {
+                            k[at as usize * row..(at as usize + 1) * row].fill(height);
+                        }
+                    }
+                }
+                let got = emulated::run(&rt, &mut pipelines, &emulated::Dispatch { id, s, start, hq, hkv, d, q: &q, k: &k, v: &v });
+                let caches = (k, v);
+                let (mut err, mut scale) = (0f64, 0f64);
+                for i in 0..su {
+                    for h in 0..hq_u {
+                        let want = reference(c, &q, &caches, st, i, h);
+                        for (j, w) in want.iter().enumerate() {
+                            let g = f64::from(got[(i * hq_u + h) * d as usize + j]);
+                            err = err.max(if g.is_finite() { (g - w).abs() } else { f64::INFINITY });
+                            scale = scale.max(w.abs());
+                        }
+                    }
+                }
+                let err = err / scale.max(1e-30);
+                let pass = err <= TOLERANCE;
+                failed += usize::from(!pass);
+                let _ = writeln!(
+                    stdout,
+                    "  {} {} S {s:>3} at {start:>3}: err {err:.1e}",
+                    if pass { "PASS" } else { "FAIL" },
+                    c.name()
+                );
+            }
+        }
+    }
+    failed
 }
 
 /// Loads `case` and runs its calls; returns (calls, failures).

@@ -20123,7 +20123,8 @@ fn load_v(k0: u32, kvh: u32, n_keys: u32, ch: u32, i: u32) -> vec4<f16> {
     return vec4<f16>(v_cache[(key * p.n_kv_heads + kvh) * d4 + c]);
 }
 
-/// Stages chunk `ch` (64 dims) of the value tile at `k0`.
+/// Stages chunk `ch` (64 dims) of the value tile at `k0` (the second:
+/// the first is loaded ahead, in `main`).
 fn stage_v(k0: u32, kvh: u32, n_keys: u32, ch: u32, lid: u32) {
     let v0 = load_v(k0, kvh, n_keys, ch, lid + 0u * WG);
     let v1 = load_v(k0, kvh, n_keys, ch, lid + 1u * WG);
@@ -20265,6 +20266,16 @@ fn main(
     for (var k0 = 0u; k0 < n_keys; k0 += BK) {
         // The last tile's values, probabilities and scores are consumed.
         workgroupBarrier();
+        // The values' first 64 dims are loaded now and stored after the
+        // scores, so their latency hides behind the scores' multiplies.
+        let v0 = load_v(k0, kvh, n_keys, 0u, lid + 0u * WG);
+        let v1 = load_v(k0, kvh, n_keys, 0u, lid + 1u * WG);
+        let v2 = load_v(k0, kvh, n_keys, 0u, lid + 2u * WG);
+        let v3 = load_v(k0, kvh, n_keys, 0u, lid + 3u * WG);
+        let v4 = load_v(k0, kvh, n_keys, 0u, lid + 4u * WG);
+        let v5 = load_v(k0, kvh, n_keys, 0u, lid + 5u * WG);
+        let v6 = load_v(k0, kvh, n_keys, 0u, lid + 6u * WG);
+        let v7 = load_v(k0, kvh, n_keys, 0u, lid + 7u * WG);
         stage_k(k0, kvh, n_keys, 0u, lid);
         if wide {
             stage_k(k0, kvh, n_keys, 1u, lid);
@@ -20288,7 +20299,14 @@ fn main(
         }
         // The keys are consumed and the scores visible: values into their place.
         workgroupBarrier();
-        stage_v(k0, kvh, n_keys, 0u, lid);
+        kv[kv_at(0u, lid + 0u * WG)] = v0;
+        kv[kv_at(0u, lid + 1u * WG)] = v1;
+        kv[kv_at(0u, lid + 2u * WG)] = v2;
+        kv[kv_at(0u, lid + 3u * WG)] = v3;
+        kv[kv_at(0u, lid + 4u * WG)] = v4;
+        kv[kv_at(0u, lid + 5u * WG)] = v5;
+        kv[kv_at(0u, lid + 6u * WG)] = v6;
+        kv[kv_at(0u, lid + 7u * WG)] = v7;
         if wide {
             stage_v(k0, kvh, n_keys, 1u, lid);
         }
@@ -20538,7 +20556,8 @@ fn load_v(k0: u32, kvh: u32, n_keys: u32, ch: u32, i: u32) -> vec4<f16> {
     return vec4<f16>(v_cache[(key * p.n_kv_heads + kvh) * d4 + c]);
 }
 
-/// Stages chunk `ch` (64 dims) of the value tile at `k0`.
+/// Stages chunk `ch` (64 dims) of the value tile at `k0` (the second:
+/// the first is loaded ahead, in `main`).
 fn stage_v(k0: u32, kvh: u32, n_keys: u32, ch: u32, lid: u32) {
     let v0 = load_v(k0, kvh, n_keys, ch, lid + 0u * WG);
     let v1 = load_v(k0, kvh, n_keys, ch, lid + 1u * WG);
@@ -20680,6 +20699,16 @@ fn main(
     for (var k0 = 0u; k0 < n_keys; k0 += BK) {
         // The last tile's values, probabilities and scores are consumed.
         workgroupBarrier();
+        // The values' first 64 dims are loaded now and stored after the
+        // scores, so their latency hides behind the scores' multiplies.
+        let v0 = load_v(k0, kvh, n_keys, 0u, lid + 0u * WG);
+        let v1 = load_v(k0, kvh, n_keys, 0u, lid + 1u * WG);
+        let v2 = load_v(k0, kvh, n_keys, 0u, lid + 2u * WG);
+        let v3 = load_v(k0, kvh, n_keys, 0u, lid + 3u * WG);
+        let v4 = load_v(k0, kvh, n_keys, 0u, lid + 4u * WG);
+        let v5 = load_v(k0, kvh, n_keys, 0u, lid + 5u * WG);
+        let v6 = load_v(k0, kvh, n_keys, 0u, lid + 6u * WG);
+        let v7 = load_v(k0, kvh, n_keys, 0u, lid + 7u * WG);
         stage_k(k0, kvh, n_keys, 0u, lid);
         if wide {
             stage_k(k0, kvh, n_keys, 1u, lid);
@@ -20703,7 +20732,14 @@ fn main(
         }
         // The keys are consumed and the scores visible: values into their place.
         workgroupBarrier();
-        stage_v(k0, kvh, n_keys, 0u, lid);
+        kv[kv_at(0u, lid + 0u * WG)] = v0;
+        kv[kv_at(0u, lid + 1u * WG)] = v1;
+        kv[kv_at(0u, lid + 2u * WG)] = v2;
+        kv[kv_at(0u, lid + 3u * WG)] = v3;
+        kv[kv_at(0u, lid + 4u * WG)] = v4;
+        kv[kv_at(0u, lid + 5u * WG)] = v5;
+        kv[kv_at(0u, lid + 6u * WG)] = v6;
+        kv[kv_at(0u, lid + 7u * WG)] = v7;
         if wide {
             stage_v(k0, kvh, n_keys, 1u, lid);
         }
