@@ -51,8 +51,20 @@ const TOLERANCE: f64 = 2e-2;
 /// rows 63 and 64.
 const SAMPLED_ROWS: usize = 24;
 /// Calls in order on one load: (start_pos, rows).
-const CALLS: &[(u64, u64)] =
-    &[(0, 1), (0, 9), (0, 17), (0, 64), (0, 100), (0, 512), (0, 2048), (5, 9), (37, 100), (1000, 512), (2048, 64), (2100, 17)];
+const CALLS: &[(u64, u64)] = &[
+    (0, 1),
+    (0, 9),
+    (0, 17),
+    (0, 64),
+    (0, 100),
+    (0, 512),
+    (0, 2048),
+    (5, 9),
+    (37, 100),
+    (1000, 512),
+    (2048, 64),
+    (2100, 17),
+];
 /// Cache rows (the last call ends at 2117).
 const CACHE: u64 = 2176;
 /// `quick`: calls within this many rows, a smaller cache and 8 heads.
@@ -270,7 +282,10 @@ fn reference(c: Case, q: &[f32], caches: &(Vec<f32>, Vec<f32>), start: usize, i:
     let weights: Vec<f64> = scores.iter().map(|s| (s - m).exp()).collect();
     let sum: f64 = weights.iter().sum();
     (0..d)
-        .map(|j| weights.iter().enumerate().map(|(key, w)| w * f64::from(caches.1[(key * hkv + kvh) * d + j])).sum::<f64>() / sum)
+        .map(|j| {
+            weights.iter().enumerate().map(|(key, w)| w * f64::from(caches.1[(key * hkv + kvh) * d + j])).sum::<f64>()
+                / sum
+        })
         .collect()
 }
 
@@ -290,7 +305,10 @@ fn run_emulated(stdout: &mut impl Write) -> usize {
     let mut failed = 0;
     let calls: [(u64, u64, bool); 6] =
         [(9, 0, false), (64, 0, false), (150, 0, true), (100, 37, true), (17, 200, false), (70, 61, true)];
-    for (id, dtype) in [(etwgpu_kernels::ShaderId::SdpaPrefillCoopF32Kvf16, DType::F32), (etwgpu_kernels::ShaderId::SdpaPrefillCoopF16, DType::F16)] {
+    for (id, dtype) in [
+        (etwgpu_kernels::ShaderId::SdpaPrefillCoopF32Kvf16, DType::F32),
+        (etwgpu_kernels::ShaderId::SdpaPrefillCoopF16, DType::F16),
+    ] {
         for (hq, hkv, d) in [(4u64, 1u64, 64u64), (2, 2, 128), (3, 1, 80)] {
             for &(s, start, spiky) in &calls {
                 let c = Case { dtype, hq, hkv, d, rope: false, spiky };
@@ -309,7 +327,11 @@ fn run_emulated(stdout: &mut impl Write) -> usize {
                         }
                     }
                 }
-                let got = emulated::run(&rt, &mut pipelines, &emulated::Dispatch { id, s, start, hq, hkv, d, q: &q, k: &k, v: &v });
+                let got = emulated::run(
+                    &rt,
+                    &mut pipelines,
+                    &emulated::Dispatch { id, s, start, hq, hkv, d, q: &q, k: &k, v: &v },
+                );
                 let caches = (k, v);
                 let (mut err, mut scale) = (0f64, 0f64);
                 for i in 0..su {
@@ -356,11 +378,8 @@ fn run_case(
             return (1, 1);
         }
     };
-    let options = LoadOptions {
-        precision: Some(Precision::F16),
-        kv_cache_f16: c.dtype == DType::F32,
-        ..LoadOptions::default()
-    };
+    let options =
+        LoadOptions { precision: Some(Precision::F16), kv_cache_f16: c.dtype == DType::F32, ..LoadOptions::default() };
     let load = |rt: &Runtime| -> Result<LoadedMethod, String> {
         let mut m = rt.load_with(&program, "forward", &options).map_err(|e| format!("load: {e}"))?;
         if !m.kv_cache_f16() && c.dtype == DType::F32 {

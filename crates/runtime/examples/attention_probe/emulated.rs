@@ -260,7 +260,7 @@ pub fn run(rt: &etwgpu_runtime::Runtime, pipelines: &mut Pipelines, a: &Dispatch
     let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
     {
         let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes: None });
-        pass.set_pipeline(&pipeline);
+        pass.set_pipeline(pipeline);
         pass.set_bind_group(0, &bind_group, &[]);
         pass.dispatch_workgroups(groups as u32, 1, 1);
     }
