@@ -20008,7 +20008,9 @@ pub const SDPA_PREFILL_COOP_F16: &str = r#"enable f16;
 //!
 //! The block's queries are staged once and held as A fragments (`qa0..7`,
 //! 64 dims each half). Per key tile: K is staged (f16 rows, zeros past
-//! the keys and the head dim), each subgroup computes its 16 x 64 scores
+//! the keys and the head dim; its first 64 dims were loaded during the
+//! last tile's `P V`, the values' first 64 dims are loaded with it and
+//! stored after the scores), each subgroup computes its 16 x 64 scores
 //! `S = Q K^T` one 16 x 16 fragment at a time and stores them (f32) to
 //! its rows of `ss`; V is staged into K's place; each row's two
 //! invocations (`lane / 2`, interleaved columns) take the tile's max of
@@ -20144,7 +20146,8 @@ fn stage_v(k0: u32, kvh: u32, n_keys: u32, ch: u32, lid: u32) {
     kv[kv_at(ch, lid + 7u * WG)] = v7;
 }
 
-/// Stages chunk `ch` (64 dims) of the key tile at `k0`.
+/// Stages chunk `ch` (64 dims) of the key tile at `k0` (the second: the
+/// first is loaded a tile ahead, in `main`).
 fn stage_k(k0: u32, kvh: u32, n_keys: u32, ch: u32, lid: u32) {
     let kk0 = load_k(k0, kvh, n_keys, ch, lid + 0u * WG);
     let k1 = load_k(k0, kvh, n_keys, ch, lid + 1u * WG);
@@ -20261,6 +20264,16 @@ fn main(
     var o6 = zc;
     var o7 = zc;
 
+    // The first 64 dims of the next key tile, loaded a tile ahead (during
+    // the last tile's P V) and stored at the top of the loop.
+    var kn0 = load_k(0u, kvh, n_keys, 0u, lid + 0u * WG);
+    var kn1 = load_k(0u, kvh, n_keys, 0u, lid + 1u * WG);
+    var kn2 = load_k(0u, kvh, n_keys, 0u, lid + 2u * WG);
+    var kn3 = load_k(0u, kvh, n_keys, 0u, lid + 3u * WG);
+    var kn4 = load_k(0u, kvh, n_keys, 0u, lid + 4u * WG);
+    var kn5 = load_k(0u, kvh, n_keys, 0u, lid + 5u * WG);
+    var kn6 = load_k(0u, kvh, n_keys, 0u, lid + 6u * WG);
+    var kn7 = load_k(0u, kvh, n_keys, 0u, lid + 7u * WG);
     var m_ref = NEG;
     var l_part = 0.0;
     for (var k0 = 0u; k0 < n_keys; k0 += BK) {
@@ -20276,7 +20289,14 @@ fn main(
         let v5 = load_v(k0, kvh, n_keys, 0u, lid + 5u * WG);
         let v6 = load_v(k0, kvh, n_keys, 0u, lid + 6u * WG);
         let v7 = load_v(k0, kvh, n_keys, 0u, lid + 7u * WG);
-        stage_k(k0, kvh, n_keys, 0u, lid);
+        kv[kv_at(0u, lid + 0u * WG)] = kn0;
+        kv[kv_at(0u, lid + 1u * WG)] = kn1;
+        kv[kv_at(0u, lid + 2u * WG)] = kn2;
+        kv[kv_at(0u, lid + 3u * WG)] = kn3;
+        kv[kv_at(0u, lid + 4u * WG)] = kn4;
+        kv[kv_at(0u, lid + 5u * WG)] = kn5;
+        kv[kv_at(0u, lid + 6u * WG)] = kn6;
+        kv[kv_at(0u, lid + 7u * WG)] = kn7;
         if wide {
             stage_k(k0, kvh, n_keys, 1u, lid);
         }
@@ -20379,6 +20399,15 @@ fn main(
                 o7 = coopLoadT<coop_mat16x16<f32, C>>(&ss[srow + 48u], LDS);
             }
         }
+        // The next key tile's first 64 dims (zeros past the keys).
+        kn0 = load_k(k0 + BK, kvh, n_keys, 0u, lid + 0u * WG);
+        kn1 = load_k(k0 + BK, kvh, n_keys, 0u, lid + 1u * WG);
+        kn2 = load_k(k0 + BK, kvh, n_keys, 0u, lid + 2u * WG);
+        kn3 = load_k(k0 + BK, kvh, n_keys, 0u, lid + 3u * WG);
+        kn4 = load_k(k0 + BK, kvh, n_keys, 0u, lid + 4u * WG);
+        kn5 = load_k(k0 + BK, kvh, n_keys, 0u, lid + 5u * WG);
+        kn6 = load_k(k0 + BK, kvh, n_keys, 0u, lid + 6u * WG);
+        kn7 = load_k(k0 + BK, kvh, n_keys, 0u, lid + 7u * WG);
         // O += P V, 16 keys a step: B(key, d) = V[key, d], row-major.
         for (var kk = 0u; kk < 4u; kk++) {
             let pa = coopLoadT<coop_mat16x16<f16, A>>(&ps[prow + kk * 16u], LDP);
@@ -20441,7 +20470,9 @@ pub const SDPA_PREFILL_COOP_F32_KVF16: &str = r#"enable f16;
 //!
 //! The block's queries are staged once and held as A fragments (`qa0..7`,
 //! 64 dims each half). Per key tile: K is staged (f16 rows, zeros past
-//! the keys and the head dim), each subgroup computes its 16 x 64 scores
+//! the keys and the head dim; its first 64 dims were loaded during the
+//! last tile's `P V`, the values' first 64 dims are loaded with it and
+//! stored after the scores), each subgroup computes its 16 x 64 scores
 //! `S = Q K^T` one 16 x 16 fragment at a time and stores them (f32) to
 //! its rows of `ss`; V is staged into K's place; each row's two
 //! invocations (`lane / 2`, interleaved columns) take the tile's max of
@@ -20577,7 +20608,8 @@ fn stage_v(k0: u32, kvh: u32, n_keys: u32, ch: u32, lid: u32) {
     kv[kv_at(ch, lid + 7u * WG)] = v7;
 }
 
-/// Stages chunk `ch` (64 dims) of the key tile at `k0`.
+/// Stages chunk `ch` (64 dims) of the key tile at `k0` (the second: the
+/// first is loaded a tile ahead, in `main`).
 fn stage_k(k0: u32, kvh: u32, n_keys: u32, ch: u32, lid: u32) {
     let kk0 = load_k(k0, kvh, n_keys, ch, lid + 0u * WG);
     let k1 = load_k(k0, kvh, n_keys, ch, lid + 1u * WG);
@@ -20694,6 +20726,16 @@ fn main(
     var o6 = zc;
     var o7 = zc;
 
+    // The first 64 dims of the next key tile, loaded a tile ahead (during
+    // the last tile's P V) and stored at the top of the loop.
+    var kn0 = load_k(0u, kvh, n_keys, 0u, lid + 0u * WG);
+    var kn1 = load_k(0u, kvh, n_keys, 0u, lid + 1u * WG);
+    var kn2 = load_k(0u, kvh, n_keys, 0u, lid + 2u * WG);
+    var kn3 = load_k(0u, kvh, n_keys, 0u, lid + 3u * WG);
+    var kn4 = load_k(0u, kvh, n_keys, 0u, lid + 4u * WG);
+    var kn5 = load_k(0u, kvh, n_keys, 0u, lid + 5u * WG);
+    var kn6 = load_k(0u, kvh, n_keys, 0u, lid + 6u * WG);
+    var kn7 = load_k(0u, kvh, n_keys, 0u, lid + 7u * WG);
     var m_ref = NEG;
     var l_part = 0.0;
     for (var k0 = 0u; k0 < n_keys; k0 += BK) {
@@ -20709,7 +20751,14 @@ fn main(
         let v5 = load_v(k0, kvh, n_keys, 0u, lid + 5u * WG);
         let v6 = load_v(k0, kvh, n_keys, 0u, lid + 6u * WG);
         let v7 = load_v(k0, kvh, n_keys, 0u, lid + 7u * WG);
-        stage_k(k0, kvh, n_keys, 0u, lid);
+        kv[kv_at(0u, lid + 0u * WG)] = kn0;
+        kv[kv_at(0u, lid + 1u * WG)] = kn1;
+        kv[kv_at(0u, lid + 2u * WG)] = kn2;
+        kv[kv_at(0u, lid + 3u * WG)] = kn3;
+        kv[kv_at(0u, lid + 4u * WG)] = kn4;
+        kv[kv_at(0u, lid + 5u * WG)] = kn5;
+        kv[kv_at(0u, lid + 6u * WG)] = kn6;
+        kv[kv_at(0u, lid + 7u * WG)] = kn7;
         if wide {
             stage_k(k0, kvh, n_keys, 1u, lid);
         }
@@ -20812,6 +20861,15 @@ fn main(
                 o7 = coopLoadT<coop_mat16x16<f32, C>>(&ss[srow + 48u], LDS);
             }
         }
+        // The next key tile's first 64 dims (zeros past the keys).
+        kn0 = load_k(k0 + BK, kvh, n_keys, 0u, lid + 0u * WG);
+        kn1 = load_k(k0 + BK, kvh, n_keys, 0u, lid + 1u * WG);
+        kn2 = load_k(k0 + BK, kvh, n_keys, 0u, lid + 2u * WG);
+        kn3 = load_k(k0 + BK, kvh, n_keys, 0u, lid + 3u * WG);
+        kn4 = load_k(k0 + BK, kvh, n_keys, 0u, lid + 4u * WG);
+        kn5 = load_k(k0 + BK, kvh, n_keys, 0u, lid + 5u * WG);
+        kn6 = load_k(k0 + BK, kvh, n_keys, 0u, lid + 6u * WG);
+        kn7 = load_k(k0 + BK, kvh, n_keys, 0u, lid + 7u * WG);
         // O += P V, 16 keys a step: B(key, d) = V[key, d], row-major.
         for (var kk = 0u; kk < 4u; kk++) {
             let pa = coopLoadT<coop_mat16x16<f16, A>>(&ps[prow + kk * 16u], LDP);
