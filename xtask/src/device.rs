@@ -16,7 +16,8 @@ use crate::run;
 const DEBS: &[&str] = &["libvulkan1", "libglvnd0", "libegl1", "libgl1", "libglx0", "libopengl0", "libgles2"];
 
 /// Examples built in release: (package, example); each keeps its name in `.device/`.
-const EXAMPLES: &[(&str, &str)] = &[("etwgpu-llm", "llm_bench"), ("etwgpu-runtime", "coop_probe")];
+const EXAMPLES: &[(&str, &str)] =
+    &[("etwgpu-llm", "llm_bench"), ("etwgpu-runtime", "coop_probe"), ("etwgpu-runtime", "attention_probe")];
 
 /// Bench targets built in release: (package, bench target, name in `.device/`).
 const BENCHES: &[(&str, &str, &str)] =

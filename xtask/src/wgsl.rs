@@ -94,6 +94,7 @@ pub const LIMIT_GATED: &[&str] = &[
     "q4_gemv_qkv",
     "q4_gemv_qkv_norm",
     "q4_gemv_swiglu_norm",
+    "sdpa_prefill_coop",
 ];
 
 /// Invocations per workgroup WebGPU guarantees.

@@ -5,6 +5,7 @@
 //! pass writes them (`ops/fused.rs`), and its split of tables past the
 //! binding limit the `embedding_rows` ones.
 
+pub mod attention_coop;
 pub mod conv;
 pub mod creation;
 pub mod elementwise;

@@ -621,6 +621,84 @@ fn sdpa_tiles_prompts_of_more_than_eight_rows() {
     }
 }
 
+/// Prompt attention on the matrix units (`sdpa_prefill_coop`): with
+/// cooperative matrices and f16 operands allowed (float16 programs always,
+/// float32 ones at precision F16) over a float16 cache, one workgroup per
+/// 64 query rows and head; without them, at precision F32 for float32
+/// queries, over a float32 cache, or at head dims it does not hold, the
+/// tiled kernel. The RoPE-fused op lowers to the same attention kernel.
+#[test]
+fn sdpa_prompts_take_the_matrix_units_where_caps_allow() {
+    use crate::caps::{DeviceCaps, Precision};
+    use crate::ops::attention_coop::attention_coop;
+    let coop = |precision| DeviceCaps { coop_matrix_f16: true, precision };
+    // The gate alone.
+    assert!(attention_coop(coop(Precision::F16), ElemType::F32, true));
+    assert!(attention_coop(coop(Precision::F32), ElemType::F16, true));
+    assert!(!attention_coop(coop(Precision::F32), ElemType::F32, true), "float32 keeps float32 by default");
+    assert!(!attention_coop(coop(Precision::F16), ElemType::F32, false), "a float32 cache keeps the tiled kernel");
+    assert!(!attention_coop(DeviceCaps { precision: Precision::F16, ..DeviceCaps::default() }, ElemType::F16, true));
+    let labels = |l: &Lowered| -> Vec<(&str, [u32; 3])> {
+        l.steps
+            .iter()
+            .filter_map(|s| if let Step::Dispatch(d) = s { Some((d.shader.label(), d.workgroups)) } else { None })
+            .collect()
+    };
+    // (query dtype, cache dtype, head dim, caps, S, attention kernel, workgroups).
+    let f32_kvf16 = (ElemType::F32, ElemType::F16);
+    let f16 = (ElemType::F16, ElemType::F16);
+    let cases = [
+        (f32_kvf16, 64, coop(Precision::F16), 100, "sdpa_prefill_coop.f32_kvf16", 8),
+        (f32_kvf16, 128, coop(Precision::F16), 64, "sdpa_prefill_coop.f32_kvf16", 4),
+        (f16, 64, coop(Precision::F32), 9, "sdpa_prefill_coop.f16", 4),
+        (f16, 128, coop(Precision::F16), 2048, "sdpa_prefill_coop.f16", 128),
+        (f32_kvf16, 64, coop(Precision::F32), 100, "sdpa_prefill.f32_kvf16", 28),
+        (f32_kvf16, 64, DeviceCaps::default(), 100, "sdpa_prefill.f32_kvf16", 28),
+        (f16, 64, DeviceCaps::default(), 100, "sdpa_prefill.f16", 28),
+        ((ElemType::F32, ElemType::F32), 64, coop(Precision::F16), 100, "sdpa_prefill.f32", 28),
+        (f16, 20, coop(Precision::F16), 100, "sdpa_prefill.f16", 28),
+        // Too few rows for the tiled kernels: the per-row one.
+        (f16, 64, coop(Precision::F16), 8, "sdpa_online.f16", 32),
+    ];
+    for ((qt, ct), d, caps, s, kernel, groups) in cases {
+        let mut g = TestGraph::default();
+        let q = g.push(Owned::Tensor(qt, vec![1, s, 4, d], false));
+        let kv = g.push(Owned::Tensor(qt, vec![1, s, 2, d], false));
+        let cache = g.push(Owned::Tensor(ct, vec![1, 4096, 2, d], true));
+        let (one, zero, causal, null) =
+            (g.push(Owned::Int(1)), g.push(Owned::Int(0)), g.push(Owned::Bool(true)), g.push(Owned::Null));
+        let start = g.push(Owned::SymInt(7));
+        let out = g.push(Owned::Tensor(qt, vec![1, s, 4, d], false));
+        let a = [q, kv, kv, cache, cache, start, one, null, zero, causal, null, out];
+        let op = from_name("sdpa_with_kv_cache.default").expect("registered");
+        let l = op.lower(&crate::plan::Ctx::new(&g, &a).with_caps(caps)).expect("lowers");
+        let what = format!("{qt:?} over {ct:?}, S {s}, head dim {d}, {caps:?}");
+        let got = labels(&l);
+        assert_eq!(got.last(), Some(&(kernel, [groups, 1, 1])), "{what}: {got:?}");
+        if kernel.starts_with("sdpa_prefill_coop") {
+            let Some(Step::Dispatch(attend)) = l.steps.last() else { panic!("{what}: a dispatch last") };
+            assert_eq!((attend.inputs.as_slice(), attend.outputs.as_slice()), (&[q, cache, cache][..], &[out][..]));
+            // seq, heads, kv heads, head dim, start_pos, scale.
+            let words: Vec<u32> =
+                attend.params.chunks(4).map(|w| u32::from_le_bytes(w.try_into().expect("words"))).collect();
+            assert_eq!(words[..5], [s as u32, 4, 2, d as u32, 7], "{what}");
+            assert_eq!(f32::from_bits(words[5]), 1.0 / (d as f32).sqrt(), "{what}");
+            // The fused RoPE form: rotation, cache update, the same kernel.
+            let mut tensor = |shape: Vec<u64>| g.push(Owned::Tensor(qt, shape, false));
+            let (cos, sin) = (tensor(vec![4096, d / 2]), tensor(vec![4096, d / 2]));
+            let (q_rot, k_rot) = (tensor(vec![1, s, 4, d]), tensor(vec![1, s, 2, d]));
+            let outs = g.push(Owned::List(vec![q_rot, k_rot, out]));
+            let args = [q, kv, kv, cache, cache, start, one, null, zero, causal, null, cos, sin, start, outs];
+            let op = from_name("etwgpu.sdpa_rope_with_kv_cache.default").expect("registered");
+            let l = op.lower(&crate::plan::Ctx::new(&g, &args).with_caps(caps)).expect("lowers");
+            let rope = if qt == ElemType::F16 { "rope.f16" } else { "rope.f32" };
+            let update = if qt == ElemType::F16 { "kv_cache_update.f16" } else { "kv_cache_update.f32_kvf16" };
+            let names: Vec<&str> = labels(&l).into_iter().map(|(n, _)| n).collect();
+            assert_eq!(names, [rope, update, kernel], "{what}, fused with RoPE");
+        }
+    }
+}
+
 #[test]
 fn update_cache_writes_rows_in_place_for_int_and_symint_positions() {
     let mut g = TestGraph::default();

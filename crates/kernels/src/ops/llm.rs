@@ -5,7 +5,8 @@
 //! `sdpa_with_kv_cache` (for a few query rows with scratch the split-KV
 //! pair `sdpa_split.wgsl`, which also writes the new keys and values into
 //! the caches, and `sdpa_split_combine.wgsl`; else `kv_cache_update.wgsl`
-//! then `sdpa_prefill.wgsl` for prompts, `sdpa_online.wgsl` or `sdpa.wgsl`
+//! then `sdpa_prefill.wgsl` for prompts (`sdpa_prefill_coop.wgsl` on
+//! cooperative matrices, `attention_coop.rs`), `sdpa_online.wgsl` or `sdpa.wgsl`
 //! for the rest), the cache-less
 //! `et_vk.sdpa` (`attention.wgsl`) and `update_cache` (a `place.wgsl`
 //! store). The KV caches are constants the ops update in place; the
@@ -323,7 +324,11 @@ pub(crate) fn sdpa_with_kv_cache_into(
         let mut attend = (shader, grid_groups(rows)?);
         // Prompts: tiles of query rows share each K/V tile and stop at the diagonal.
         if s >= PREFILL_MIN_SEQ && d.is_multiple_of(4) && d <= PREFILL_MAX_HEAD_DIM {
-            attend = (kv_shader(Family::SdpaPrefill, variant), grid_groups(s.div_ceil(PREFILL_ROWS) * hq)?);
+            // On the matrix units where the device and the precision allow it.
+            attend = match crate::ops::attention_coop::prefill_coop(c.caps(), variant, s, hq, d)? {
+                Some(coop) => coop,
+                None => (kv_shader(Family::SdpaPrefill, variant), grid_groups(s.div_ceil(PREFILL_ROWS) * hq)?),
+            };
         }
         let (shader, workgroups) = attend;
         steps.push(Step::Dispatch(Dispatch {
