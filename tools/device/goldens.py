@@ -3,10 +3,21 @@
 Usage:
     python3 tools/device/goldens.py ETWGPU_BINARY FIXTURES_DIR OUT_DIR
     python3 tools/device/goldens.py ETWGPU_BINARY FIXTURES_DIR OUT_DIR --families [--repeat N] [--only A,B]
+    python3 tools/device/goldens.py ETWGPU_BINARY FIXTURES_DIR OUT_DIR --precision f32|mixed|f16
 
 Prints one line per fixture (max abs / rel error, pass/fail against the
 manifest's per-dtype tolerance, or why it did not run) and writes the same as
 JSON to OUT_DIR/goldens.json.
+
+`--precision P` runs every fixture with `etwgpu run --precision P` (without
+it, the binary's default: `ETWGPU_PRECISION`, else mixed). At `f16` (every
+float32 matrix product on f16 operands, f32 accumulation, where the GPU has
+matrix units) outputs are judged by the manifest's `tolerance_f16_operands`
+rows (tools/export/tolerances.py: 2e-3 relative and absolute for float32,
+never tighter than the float32 row); at `f32` and `mixed` (only 4-bit weight
+linears on f16 operands), and by default, by the `tolerance` rows. Set
+`ETWGPU_COOP_MATRIX=1` to require the matrix units (the route is taken only
+where the adapter has them; elsewhere every precision computes float32).
 
 `--families` prints one markdown table instead: per program, the delegates
 (from the manifest's `expected` block, which the exporter read from the file),
@@ -41,9 +52,22 @@ def last_line(p):
     return lines[-1]
 
 
-def check(binary, name, d, man, out):
+def precision_args(precision):
+    return ["--precision", precision] if precision else []
+
+
+def tolerance_rows(man, precision):
+    """The manifest's rows that judge a run at `precision`, or None."""
+    return man.get("tolerance_f16_operands") if precision == "f16" else man["tolerance"]
+
+
+def check(binary, name, d, man, out, precision=None):
     """Runs the calls once and compares every output with its golden."""
-    p = subprocess.run(run_args(binary, d, man, ["--output-dir", os.path.join(out, name)]),
+    rows = tolerance_rows(man, precision)
+    if rows is None:
+        return {"fixture": name, "status": "error",
+                "message": "the manifest has no tolerance_f16_operands rows (tools/export/tolerances.py --write-manifests)"}
+    p = subprocess.run(run_args(binary, d, man, ["--output-dir", os.path.join(out, name)] + precision_args(precision)),
                        capture_output=True, text=True)
     if p.returncode != 0:
         return {"fixture": name, "status": "error", "message": last_line(p)}
@@ -52,7 +76,7 @@ def check(binary, name, d, man, out):
         for i, f in enumerate(call["outputs"]):
             want = np.load(os.path.join(d, f))
             got = np.load(os.path.join(out, name, f"call{k}.out{i}.npy"))
-            tol = man["tolerance"].get(str(want.dtype), {"rtol": 0.0, "atol": 0.0})
+            tol = rows.get(str(want.dtype), {"rtol": 0.0, "atol": 0.0})
             if got.shape != want.shape or got.dtype != want.dtype:
                 ok = False
                 continue
@@ -74,9 +98,10 @@ def check(binary, name, d, man, out):
     return r
 
 
-def wall_times(binary, d, man, repeat):
+def wall_times(binary, d, man, repeat, precision=None):
     """Median wall time (ms) of each call over `repeat` runs, or an error line."""
-    p = subprocess.run(run_args(binary, d, man, ["--repeat", str(repeat + 1)]), capture_output=True, text=True)
+    p = subprocess.run(run_args(binary, d, man, ["--repeat", str(repeat + 1)] + precision_args(precision)),
+                       capture_output=True, text=True)
     if p.returncode != 0:
         return last_line(p)
     # `call K: ... (median X ms, min Y ms over N runs; ...)`.
@@ -113,6 +138,9 @@ def main():
     ap.add_argument("--families", action="store_true", help="print the per-program markdown table")
     ap.add_argument("--repeat", type=int, default=10, help="timed runs per call (with --families)")
     ap.add_argument("--only", default="", help="comma-separated fixture names (default: all)")
+    ap.add_argument("--precision", choices=["f32", "mixed", "f16"], default=None,
+                    help="pass `--precision P` to etwgpu run; f16 is judged by the manifests' "
+                         "tolerance_f16_operands rows (default: the binary's precision, the tolerance rows)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     only = [n for n in a.only.split(",") if n]
@@ -123,16 +151,21 @@ def main():
         if not os.path.exists(man_path) or (only and name not in only):
             continue
         man = json.load(open(man_path))
-        r = check(a.binary, name, d, man, a.out)
+        r = check(a.binary, name, d, man, a.out, a.precision)
         methods = man.get("expected", {}).get("methods", [])
         forward = next((m for m in methods if m.get("name") == man.get("method", "forward")), None)
         if forward is not None:
             r["delegates"] = len(forward.get("delegates", []))
         results.append(r)
         if a.families and r["status"] != "error":
-            times[name] = wall_times(a.binary, d, man, a.repeat)
-    json.dump({"results": results, "wall_ms": times} if a.families else results,
-              open(os.path.join(a.out, "goldens.json"), "w"), indent=1)
+            times[name] = wall_times(a.binary, d, man, a.repeat, a.precision)
+    if a.families:
+        doc = {"results": results, "wall_ms": times, "precision": a.precision}
+    elif a.precision:
+        doc = {"results": results, "precision": a.precision}
+    else:
+        doc = results
+    json.dump(doc, open(os.path.join(a.out, "goldens.json"), "w"), indent=1)
     if a.families:
         print(families_table(results, times))
         return

@@ -93,6 +93,7 @@ def write_fixture(result: FixtureResult, out_root: Path = FIXTURES_DIR,
         "stateful": result.stateful,
         "calls": calls_manifest,
         "tolerance": tolerances.manifest_tolerances(result.name, out_dtypes),
+        "tolerance_f16_operands": tolerances.manifest_tolerances_f16_operands(result.name, out_dtypes),
         "expected": expected,
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")

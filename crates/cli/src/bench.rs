@@ -63,40 +63,54 @@ pub struct BenchCli {
     /// Llama-family: the KV cache's storage.
     #[arg(long, value_name = "f16|f32", default_value = "f16")]
     kv_cache: crate::KvCache,
+    #[command(flatten)]
+    precision: crate::PrecisionFlag,
     /// MiB copied to measure the adapter's copy bandwidth (0 skips it).
     #[arg(long, value_name = "MIB", default_value_t = 256)]
     bandwidth_mib: u64,
 }
 
-/// The adapter line and copy bandwidth (or why not).
+/// The adapter line and copy bandwidth (or why not), with the GEMM route
+/// and the precision the loads take.
 struct Device {
     name: String,
     backend: String,
     bandwidth: Option<etwgpu_runtime::Bandwidth>,
+    /// `Runtime::gemm_route`.
+    gemm_route: &'static str,
+    /// `--precision`, else the runtime's.
+    precision: etwgpu_runtime::Precision,
 }
 
-fn device(rt: &Runtime, mib: u64) -> Result<Device, Failure> {
+fn device(rt: &Runtime, mib: u64, precision: Option<etwgpu_runtime::Precision>) -> Result<Device, Failure> {
     let info = rt.adapter_info();
     let bandwidth = if mib == 0 {
         None
     } else {
         Some(rt.copy_bandwidth(mib << 20, 10).map_err(|e| Failure::error(error_chain(&e)))?)
     };
-    Ok(Device { name: info.name.clone(), backend: format!("{:?}", info.backend), bandwidth })
+    Ok(Device {
+        name: info.name.clone(),
+        backend: format!("{:?}", info.backend),
+        bandwidth,
+        gemm_route: rt.gemm_route(),
+        precision: precision.unwrap_or(rt.gemm_caps().precision),
+    })
 }
 
 impl Device {
     fn line(&self) -> String {
+        let gemm = format!("GEMM route {}, precision {}", self.gemm_route, self.precision);
         match &self.bandwidth {
             Some(b) => format!(
-                "adapter: {} ({}); copy bandwidth {:.1} GB/s ({} MiB, {})",
+                "adapter: {} ({}); copy bandwidth {:.1} GB/s ({} MiB, {}); {gemm}",
                 self.name,
                 self.backend,
                 b.gb_per_s,
                 b.bytes >> 20,
                 if b.gpu_timestamps { "GPU timestamps" } else { "wall time" }
             ),
-            None => format!("adapter: {} ({})", self.name, self.backend),
+            None => format!("adapter: {} ({}); {gemm}", self.name, self.backend),
         }
     }
 
@@ -105,6 +119,7 @@ impl Device {
             "adapter": self.name, "backend": self.backend,
             "copy_gb_per_s": self.bandwidth.as_ref().map(|b| b.gb_per_s),
             "copy_bytes": self.bandwidth.as_ref().map(|b| b.bytes),
+            "gemm_route": self.gemm_route, "precision": self.precision.name(),
         })
     }
 }
@@ -116,7 +131,7 @@ pub fn run(a: BenchCli) -> Result<(), Failure> {
     }
     let program = Program::open(&a.model).map_err(|e| Failure::error(format!("{}: {e}", a.model.display())))?;
     let rt = Runtime::new().map_err(|e| Failure::error(error_chain(&e)))?;
-    let dev = device(&rt, a.bandwidth_mib)?;
+    let dev = device(&rt, a.bandwidth_mib, a.precision.precision)?;
     let out = match etwgpu_llm::Metadata::read(&program) {
         Ok(meta) if a.inputs.is_empty() && a.method.is_none() => {
             fits_context(&a, meta.max_context_len)?;
@@ -154,7 +169,7 @@ fn model_name(a: &BenchCli) -> String {
 
 /// The `llama-bench` grid.
 fn llm(a: &BenchCli, rt: &Runtime, program: &Program, dev: &Device) -> Result<String, Failure> {
-    let generator = crate::load_generator(rt, program, a.kv_cache == crate::KvCache::F16)?;
+    let generator = crate::load_generator(rt, program, a.kv_cache == crate::KvCache::F16, a.precision.precision)?;
     let mut generator = generator;
     let kv = if generator.kv_cache_f16() { "f16" } else { "f32" };
     let rows = llama_bench(&mut generator, &a.prompts, &a.gens, &a.depths, a.repeats as usize)
@@ -238,7 +253,8 @@ fn csv(s: &str) -> String {
 /// Latency percentiles and throughput of one method.
 fn method(a: &BenchCli, rt: &Runtime, program: &Program, dev: &Device) -> Result<String, Failure> {
     let name = a.method.clone().unwrap_or_else(|| "forward".to_string());
-    let mut m = rt.load_with(program, &name, &LoadOptions::default()).map_err(|e| Failure::error(error_chain(&e)))?;
+    let options = LoadOptions { precision: a.precision.precision, ..LoadOptions::default() };
+    let mut m = rt.load_with(program, &name, &options).map_err(|e| Failure::error(error_chain(&e)))?;
     let inputs: Vec<Tensor> = if a.inputs.is_empty() {
         m.input_specs()
             .iter()

@@ -4,14 +4,18 @@
 //! etwgpu inspect MODEL.pte [--ptd FILE]... [--json | --plan [--no-fuse]]
 //! etwgpu run MODEL.pte [--method NAME] [--ptd FILE]... (--call A.npy,B.npy | --input A.npy | --random-inputs)
 //!            [--output-dir DIR] [--repeat N] [--profile [--json] [--profile-by dispatch|kernel]] [--no-fuse]
+//!            [--precision f32|mixed|f16]
 //! etwgpu generate --model MODEL.pte (--tokenizer T.json --prompt TEXT [--chat] [--system TEXT] | --tokens ID,ID,...)
 //!                 [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S] [--kv-cache f16|f32]
+//!                 [--precision f32|mixed|f16]
 //! etwgpu chat --model MODEL.pte --tokenizer T.json [--system TEXT] [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S]
-//!             [--kv-cache f16|f32]
+//!             [--kv-cache f16|f32] [--precision f32|mixed|f16]
 //! etwgpu devices [--json] [--bandwidth]
 //! etwgpu bench MODEL.pte [-p 128,512] [-n 128] [-d 0,2048] [--repeats N] [-o md|csv|json] [--input IN.npy]...
+//!              [--precision f32|mixed|f16]
 //! etwgpu serve --model MODEL.pte --tokenizer T.json [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--queue N]
 //!              [--max-tokens N] [--model-name NAME] [--shutdown-grace S] [--kv-cache f16|f32]
+//!              [--precision f32|mixed|f16]
 //! etwgpu completions bash|zsh|fish
 //! ```
 //!
@@ -183,6 +187,7 @@ fn load_generator(
     rt: &etwgpu_runtime::Runtime,
     program: &etwgpu_format::Program,
     kv_cache_f16: bool,
+    precision: Option<etwgpu_runtime::Precision>,
 ) -> Result<etwgpu_llm::Generator, Failure> {
     use std::io::{IsTerminal as _, Write as _};
     let start = std::time::Instant::now();
@@ -201,12 +206,33 @@ fn load_generator(
             last = Some(line);
         }
     };
-    let options = etwgpu_runtime::LoadOptions { kv_cache_f16, ..etwgpu_llm::Generator::default_load_options() };
+    let options =
+        etwgpu_runtime::LoadOptions { kv_cache_f16, precision, ..etwgpu_llm::Generator::default_load_options() };
     let generator = etwgpu_llm::Generator::with_options(rt, program, &options, &mut draw).map_err(Failure::error)?;
     if tty {
         let _ = writeln!(std::io::stderr(), "\rloaded in {:.2} s{}", start.elapsed().as_secs_f64(), " ".repeat(40));
     }
     Ok(generator)
+}
+
+/// `--precision`'s values, as [`etwgpu_runtime::Precision::from_name`]
+/// takes them.
+fn parse_precision(v: &str) -> Result<etwgpu_runtime::Precision, String> {
+    etwgpu_runtime::Precision::from_name(v)
+        .ok_or_else(|| format!("takes {}, not {v:?}", etwgpu_runtime::Precision::ACCEPTED))
+}
+
+/// `--precision`, on every command that loads a program.
+#[derive(Debug, Clone, Copy, clap::Args)]
+struct PrecisionFlag {
+    /// Which float32 matrix products may round their operands to f16 (with
+    /// f32 accumulation) on the GPU's matrix units: `f32` none (float32
+    /// everywhere), `mixed` only the 4-bit weight linears (the default:
+    /// their weights are already 4-bit), `f16` all of them. Float16 programs
+    /// use the matrix units at every setting; GPUs without them compute
+    /// float32 at every setting. Default: `ETWGPU_PRECISION`, else mixed.
+    #[arg(long, value_name = "f32|mixed|f16", value_parser = parse_precision)]
+    precision: Option<etwgpu_runtime::Precision>,
 }
 
 fn mib(bytes: u64) -> String {
@@ -351,6 +377,8 @@ struct GenFlags {
     /// The KV cache's storage: f16 (where the device has SHADER_F16) or f32 (as exported).
     #[arg(long, value_name = "f16|f32", default_value = "f16")]
     kv_cache: KvCache,
+    #[command(flatten)]
+    precision: PrecisionFlag,
 }
 
 /// `--kv-cache`.
@@ -371,6 +399,8 @@ struct GenSettings {
     sampler: etwgpu_llm::SamplerConfig,
     /// `--kv-cache f16` (the default) or `f32`.
     kv_cache_f16: bool,
+    /// `--precision` (`None`: the runtime's).
+    precision: Option<etwgpu_runtime::Precision>,
 }
 
 impl GenFlags {
@@ -384,6 +414,7 @@ impl GenFlags {
                 seed: self.seed,
             },
             kv_cache_f16: self.kv_cache == KvCache::F16,
+            precision: self.precision.precision,
         }
     }
 }

@@ -26,8 +26,8 @@ pub struct RunArgs {
     profile_by: etwgpu_runtime::ProfileMode,
     /// Run the ops as exported, without fusion (for debugging).
     no_fuse: bool,
-    /// Whether float32 matrix products may use f16 operands on matrix
-    /// units (`None`: the runtime's default).
+    /// Which float32 matrix products may use f16 operands on matrix units
+    /// (`None`: the runtime's default).
     precision: Option<etwgpu_runtime::Precision>,
 }
 
@@ -78,11 +78,8 @@ pub struct RunCli {
     /// Run the ops as exported, without fusion (for debugging).
     #[arg(long)]
     no_fuse: bool,
-    /// Let float32 matrix products use f16 operands on the GPU's matrix
-    /// units (`f16`), or keep float32 numerics (`f32`); default: the
-    /// runtime's (`ETWGPU_PRECISION`, else f32).
-    #[arg(long, value_name = "f32|f16", value_parser = parse_precision)]
-    precision: Option<etwgpu_runtime::Precision>,
+    #[command(flatten)]
+    precision: crate::PrecisionFlag,
 }
 
 /// `--profile-by`'s values and the modes they name (also the `profile_by`
@@ -101,15 +98,6 @@ fn parse_profile_by(v: &str) -> Result<etwgpu_runtime::ProfileMode, String> {
 /// The `--profile-by` value of `mode`.
 fn profile_by_name(mode: etwgpu_runtime::ProfileMode) -> &'static str {
     PROFILE_BY.iter().find(|(_, m)| *m == mode).map_or("dispatch", |(name, _)| name)
-}
-
-/// `--precision`'s values.
-fn parse_precision(v: &str) -> Result<etwgpu_runtime::Precision, String> {
-    match v {
-        "f32" => Ok(etwgpu_runtime::Precision::F32),
-        "f16" => Ok(etwgpu_runtime::Precision::F16),
-        other => Err(format!("takes f32 or f16, not {other:?}")),
-    }
 }
 
 impl RunCli {
@@ -135,7 +123,7 @@ impl RunCli {
             json: self.json,
             profile_by: self.profile_by.unwrap_or_default(),
             no_fuse: self.no_fuse,
-            precision: self.precision,
+            precision: self.precision.precision,
         })
     }
 }
@@ -267,7 +255,7 @@ pub fn run(a: &RunArgs) -> Result<String, Failure> {
             let rows = method.profile();
             if !a.json {
                 let precision = a.precision.unwrap_or(rt.gemm_caps().precision);
-                let _ = writeln!(out, "  GEMM route: {} (float32 precision {precision:?})", rt.gemm_route());
+                let _ = writeln!(out, "  GEMM route: {} (precision {precision})", rt.gemm_route());
                 out.push_str(&profile_table(&rows, a.profile_by, method.profiled_total_nanos()));
                 if let Some(n) = unfused.get(k) {
                     let _ = writeln!(

@@ -3,19 +3,78 @@
 //! every host rule through [`crate::plan::Ctx::with_caps`]. Rules never see
 //! a GPU; without caps (the default) they take the portable routes.
 
-/// Whether float32 programs may use f16 operands (with f32 accumulation)
-/// on cooperative matrices. Float16 programs use them either way.
+/// Which float32 matrix products may round their operands to f16 on the
+/// cooperative matrices (accumulating in f32). Float16 programs use the
+/// matrix units at every setting; on a device without them (lavapipe, so
+/// CI) every setting computes the same.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum Precision {
-    /// Float32 programs keep float32 numerics (the default): their matrix
-    /// products, the 4-bit weight linears included, stay on the f32
-    /// kernels.
-    #[default]
+    /// Float32 everywhere: every float32 matrix product, the 4-bit weight
+    /// linears included, stays on the f32 kernels (`--precision f32`,
+    /// `ETWGPU_PRECISION=f32`).
     F32,
-    /// Float32 programs' matrix products (dense and 4-bit weight linears)
-    /// may round their operands to f16 on the matrix units (opt-in:
-    /// `--precision f16`, `ETWGPU_PRECISION=f16`).
+    /// The default: the 4-bit weight linears ([`Product::Q4Weight`]: plain,
+    /// the fused SwiGLU pair and the fused QKV projections) may take f16
+    /// operands, whose weights are already 4-bit; dense float32 products
+    /// ([`Product::Dense`]: `aten.linear`, matmul, convolution) stay
+    /// float32 (`--precision mixed`). Chosen as the default from run ab on
+    /// the H200: SmolLM2 4-bit top-1 agreement with eager 192/192 with its
+    /// prompts' linears on f16 operands (191/192 in f32), 1.4-1.7x faster
+    /// prefill.
+    #[default]
+    Mixed,
+    /// Every float32 matrix product (dense and 4-bit weight linears) may
+    /// round its operands to f16 (opt-in: `--precision f16`,
+    /// `ETWGPU_PRECISION=f16`; its own tolerance rows in the fixtures).
     F16,
+}
+
+impl Precision {
+    /// Every setting with its name, in the order the docs list them.
+    pub const ALL: [(&'static str, Precision); 3] =
+        [("f32", Precision::F32), ("mixed", Precision::Mixed), ("f16", Precision::F16)];
+
+    /// The names accepted by [`Precision::from_name`], for error messages.
+    pub const ACCEPTED: &'static str = "f32, mixed or f16";
+
+    /// The setting named `name` (`f32`, `mixed` or `f16`, as the CLI's
+    /// `--precision` and `ETWGPU_PRECISION` take them); `None` for any
+    /// other string.
+    pub fn from_name(name: &str) -> Option<Precision> {
+        Self::ALL.iter().find(|(n, _)| *n == name).map(|(_, p)| *p)
+    }
+
+    /// The name [`Precision::from_name`] takes for `self`.
+    pub fn name(self) -> &'static str {
+        Self::ALL.iter().find(|(_, p)| *p == self).map_or("mixed", |(n, _)| n)
+    }
+
+    /// Whether a float32 product of `kind` may take f16 operands.
+    fn allows_f16_operands(self, kind: Product) -> bool {
+        match self {
+            Precision::F32 => false,
+            Precision::Mixed => kind == Product::Q4Weight,
+            Precision::F16 => true,
+        }
+    }
+}
+
+impl std::fmt::Display for Precision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The kind of matrix product a route computes, as [`Precision`] tells
+/// them apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Product {
+    /// Activations times 4-bit group-quantized weights (`q4gsw` linears,
+    /// their fused SwiGLU and QKV forms).
+    Q4Weight,
+    /// Activations times dense weights or another activation (`aten.linear`,
+    /// matmul, convolution).
+    Dense,
 }
 
 /// What the device offers the GEMM routes.
@@ -25,15 +84,15 @@ pub struct DeviceCaps {
     /// f16 operands and f32 accumulation, and its subgroups have 32
     /// invocations (what the cooperative-matrix kernels assume).
     pub coop_matrix_f16: bool,
-    /// Whether float32 products may use f16 operands there.
+    /// Which float32 products may use f16 operands there.
     pub precision: Precision,
 }
 
 impl DeviceCaps {
-    /// Whether a matrix product over operands of `f16_input` (else
-    /// float32) may take the cooperative-matrix routes.
-    pub fn coop(&self, f16_input: bool) -> bool {
-        self.coop_matrix_f16 && (f16_input || self.precision == Precision::F16)
+    /// Whether a matrix product of `kind` over operands of `f16_input`
+    /// (else float32) may take the cooperative-matrix routes.
+    pub fn coop(&self, f16_input: bool, kind: Product) -> bool {
+        self.coop_matrix_f16 && (f16_input || self.precision.allows_f16_operands(kind))
     }
 }
 
@@ -42,12 +101,46 @@ mod tests {
     use super::*;
 
     #[test]
-    fn precision_decides_whether_float32_products_use_f16_operands() {
-        let on = |precision| DeviceCaps { coop_matrix_f16: true, precision };
-        assert!(!DeviceCaps::default().coop(true), "no matrix units: never");
-        assert!(!DeviceCaps { precision: Precision::F16, ..DeviceCaps::default() }.coop(false));
-        assert!(!on(Precision::F32).coop(false), "float32 keeps float32 by default");
-        assert!(on(Precision::F16).coop(false), "opt-in");
-        assert!(on(Precision::F32).coop(true) && on(Precision::F16).coop(true), "float16 programs always");
+    fn precision_and_kind_of_product_decide_the_route() {
+        use Precision::{F16, F32, Mixed};
+        use Product::{Dense, Q4Weight};
+        // (precision, f16 input, kind) -> cooperative-matrix route, on a
+        // device with matrix units.
+        let table = [
+            (F32, false, Q4Weight, false),
+            (F32, false, Dense, false),
+            (F32, true, Q4Weight, true),
+            (F32, true, Dense, true),
+            (Mixed, false, Q4Weight, true),
+            (Mixed, false, Dense, false),
+            (Mixed, true, Q4Weight, true),
+            (Mixed, true, Dense, true),
+            (F16, false, Q4Weight, true),
+            (F16, false, Dense, true),
+            (F16, true, Q4Weight, true),
+            (F16, true, Dense, true),
+        ];
+        for (precision, f16_input, kind, want) in table {
+            let on = DeviceCaps { coop_matrix_f16: true, precision };
+            assert_eq!(on.coop(f16_input, kind), want, "{precision} f16_input={f16_input} {kind:?}");
+            // Without matrix units (lavapipe, CI): never, at any setting.
+            let off = DeviceCaps { coop_matrix_f16: false, precision };
+            assert!(!off.coop(f16_input, kind), "{precision} f16_input={f16_input} {kind:?} without matrix units");
+        }
+    }
+
+    #[test]
+    fn the_default_is_mixed_and_names_round_trip() {
+        assert_eq!(Precision::default(), Precision::Mixed);
+        assert_eq!(DeviceCaps::default(), DeviceCaps { coop_matrix_f16: false, precision: Precision::Mixed });
+        for (name, p) in Precision::ALL {
+            assert_eq!(Precision::from_name(name), Some(p));
+            assert_eq!(p.name(), name);
+            assert_eq!(p.to_string(), name);
+            assert!(Precision::ACCEPTED.contains(name));
+        }
+        for bad in ["", "F32", "fp16", "bf16", "f16 ", "half"] {
+            assert_eq!(Precision::from_name(bad), None, "{bad:?}");
+        }
     }
 }

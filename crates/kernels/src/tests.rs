@@ -1275,6 +1275,67 @@ fn gemm_routes_follow_the_device_caps_and_precision() {
     assert_eq!(one_dispatch(&lower(&g, lin, &[a48, w48, null, od], coop(Precision::F16))).0, "matmul.f32");
 }
 
+/// Issue 15's default: on a device with matrix units and no precision
+/// set, a 4-bit linear past the GEMV rows (plain, SwiGLU pair, QKV
+/// projections) takes the cooperative-matrix kernel with f16 operands and
+/// a dense float32 `aten.linear` of the same shape stays on the f32
+/// kernel; at `Precision::F32` neither does. Without matrix units
+/// (lavapipe, CI) the default routes as `F32` does.
+#[test]
+fn the_default_precision_puts_only_4bit_linears_on_the_matrix_units() {
+    use crate::caps::{DeviceCaps, Precision};
+    let lower = |g: &TestGraph, op: &str, args: &[Vid], caps: DeviceCaps| {
+        from_name(op).expect("registered").lower(&crate::plan::Ctx::new(g, args).with_caps(caps)).expect("lowers")
+    };
+    let labels = |l: &Lowered| -> Vec<&'static str> {
+        l.steps
+            .iter()
+            .map(|s| match s {
+                Step::Dispatch(d) => d.shader.label(),
+                other => panic!("a dispatch, found {other:?}"),
+            })
+            .collect()
+    };
+    let all_coop = |l: &Lowered| labels(l).iter().all(|s| s.contains("_coop"));
+    let none_coop = |l: &Lowered| labels(l).iter().all(|s| !s.contains("_coop"));
+    let default = DeviceCaps { coop_matrix_f16: true, ..DeviceCaps::default() };
+    assert_eq!(default.precision, Precision::Mixed);
+    let f32_only = DeviceCaps { coop_matrix_f16: true, precision: Precision::F32 };
+    let lavapipe = DeviceCaps::default();
+
+    let mut g = TestGraph::default();
+    let m = crate::ops::quant::Q4_GEMV_MAX_ROWS + 1;
+    let x = g.t(&[1, m, 64]);
+    let w = g.push(Owned::Tensor(ElemType::U8, vec![128, 32], true));
+    let s = g.push(Owned::Tensor(ElemType::F32, vec![2, 128], true));
+    let (gs, null) = (g.push(Owned::Int(32)), g.push(Owned::Null));
+    let out = g.t(&[1, m, 128]);
+    let (q, k, v) = (g.t(&[1, m, 128]), g.t(&[1, m, 128]), g.t(&[1, m, 128]));
+    let outs = g.push(Owned::List(vec![q, k, v]));
+    let q4_calls: [(&str, Vec<Vid>); 3] = [
+        ("et_vk.linear_q4gsw.default", vec![x, w, s, gs, null, out]),
+        ("etwgpu.linear_q4gsw_swiglu.default", vec![x, gs, w, s, w, s, out]),
+        ("etwgpu.linear_q4gsw_qkv.default", vec![x, gs, w, s, w, s, w, s, outs]),
+    ];
+    for (op, args) in &q4_calls {
+        let l = lower(&g, op, args, default);
+        assert!(!l.steps.is_empty() && all_coop(&l), "{op} at the default: {:?}", labels(&l));
+        assert!(none_coop(&lower(&g, op, args, f32_only)), "{op} at F32");
+        assert!(none_coop(&lower(&g, op, args, lavapipe)), "{op} without matrix units");
+    }
+    // A dense float32 linear past the GEMV rows, K a multiple of 32: the
+    // coop route would take it at F16, the default keeps it float32.
+    let rows = crate::ops::matmul::GEMV_MAX_ROWS + 1;
+    let a = g.t(&[rows, 64]);
+    let wd = g.push(Owned::Tensor(ElemType::F32, vec![128, 64], true));
+    let od = g.t(&[rows, 128]);
+    let lin = "aten.linear.default";
+    let f16 = DeviceCaps { coop_matrix_f16: true, precision: Precision::F16 };
+    assert_eq!(labels(&lower(&g, lin, &[a, wd, null, od], f16)), ["matmul_coop.f32"]);
+    assert!(none_coop(&lower(&g, lin, &[a, wd, null, od], default)), "dense float32 at the default");
+    assert!(none_coop(&lower(&g, lin, &[a, wd, null, od], f32_only)), "dense float32 at F32");
+}
+
 #[test]
 fn coop_tiles_go_large_only_with_enough_workgroups() {
     use crate::ops::gemm::{COOP_DENSE_LARGE, COOP_Q4_LARGE, COOP_SMALL, COOP_SWIGLU_LARGE, coop_tile};

@@ -96,13 +96,27 @@ fn runtime_kind(e: &etwgpu_runtime::Error) -> fn(String) -> PyErr {
         | E::ArgmaxNotOnGpu { .. }
         | E::ArgmaxReadLater { .. }
         | E::NotOneGpuCall { .. } => InputError::new_err,
-        E::MethodNotFound { .. } => Error::new_err,
+        E::MethodNotFound { .. } | E::BadEnv { .. } => Error::new_err,
         // What is left is a problem of the program: an op's arguments, its
         // wiring, its constants (`Lower`, `DelegateArgs`, `NotADelegateArg`,
         // `ValueUnset`, `MissingConstant`, `ConstantSize`, ...) or a file
         // (`Npy`, `Io`).
         _ => FormatError::new_err,
     }
+}
+
+/// The precision named by a `precision=` argument (`None`: the runtime's);
+/// `ValueError` naming the accepted names for any other string.
+pub fn precision(name: Option<&str>) -> PyResult<Option<etwgpu_runtime::Precision>> {
+    name.map(|n| {
+        etwgpu_runtime::Precision::from_name(n).ok_or_else(|| {
+            pyo3::exceptions::PyValueError::new_err(format!(
+                "precision={n:?}: takes {} (or None for the runtime's default)",
+                etwgpu_runtime::Precision::ACCEPTED
+            ))
+        })
+    })
+    .transpose()
 }
 
 /// A runtime error as a Python exception.

@@ -219,10 +219,12 @@ impl PyProgram {
     }
 
     /// Loads method `name` on the device: uploads its constants and
-    /// compiles its pipelines (the GIL is released meanwhile).
-    #[pyo3(signature = (name, fuse=true))]
-    fn load_method(&self, py: Python<'_>, name: &str, fuse: bool) -> PyResult<PyMethod> {
-        let options = LoadOptions { fuse, ..LoadOptions::default() };
+    /// compiles its pipelines (the GIL is released meanwhile). `precision`
+    /// (`"f32"`, `"mixed"` or `"f16"`; `None`: the runtime's) says which
+    /// float32 matrix products may use f16 operands on matrix units.
+    #[pyo3(signature = (name, fuse=true, precision=None))]
+    fn load_method(&self, py: Python<'_>, name: &str, fuse: bool, precision: Option<&str>) -> PyResult<PyMethod> {
+        let options = LoadOptions { fuse, precision: errors::precision(precision)?, ..LoadOptions::default() };
         let method = py.detach(|| self.rt.load_with(&self.program, name, &options)).map_err(|e| errors::runtime(&e))?;
         Ok(PyMethod { method: Mutex::new(method), name: name.to_string(), last_run_ns: AtomicU64::new(0) })
     }

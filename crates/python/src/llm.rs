@@ -55,7 +55,7 @@ impl PyLlm {
     /// `runtime`; `tokenizer` is a `tokenizer.json`, needed for text
     /// prompts.
     #[new]
-    #[pyo3(signature = (runtime, path, tokenizer=None, data_files=Vec::new(), kv_cache_f16=true))]
+    #[pyo3(signature = (runtime, path, tokenizer=None, data_files=Vec::new(), kv_cache_f16=true, precision=None))]
     fn new(
         py: Python<'_>,
         runtime: &PyRuntime,
@@ -63,13 +63,15 @@ impl PyLlm {
         tokenizer: Option<PathBuf>,
         data_files: Vec<PathBuf>,
         kv_cache_f16: bool,
+        precision: Option<&str>,
     ) -> PyResult<Self> {
+        let precision = errors::precision(precision)?;
         let tokenizer = tokenizer
             .map(|t| py.detach(|| Tokenizer::from_file(&t)).map(Arc::new).map_err(|e| errors::llm(&e)))
             .transpose()?;
         let program =
             py.detach(|| Program::open_with_external(&path, &data_files)).map_err(|e| errors::format(&path, &e))?;
-        let options = etwgpu_runtime::LoadOptions { kv_cache_f16, ..Generator::default_load_options() };
+        let options = etwgpu_runtime::LoadOptions { kv_cache_f16, precision, ..Generator::default_load_options() };
         let generator = py
             .detach(|| Generator::with_options(&runtime.rt, &program, &options, &mut |_| {}))
             .map_err(|e| errors::llm(&e))?;

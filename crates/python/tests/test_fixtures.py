@@ -44,6 +44,25 @@ def test_golden_fixture(rt, name):
         check_outputs(name, k, gots, call_arrays(name, k, "outputs"), m["tolerance"])
 
 
+@pytest.mark.parametrize("name", ["q4_weight_only", "llama_tiny_q4", "mlp"])
+def test_each_precision_matches_the_goldens(rt, name):
+    # `precision=` takes "f32", "mixed" (the default: 4-bit linears on f16
+    # operands where the GPU has matrix units) and "f16" (every float32
+    # product; judged by the manifest's `tolerance_f16_operands` rows).
+    # Without matrix units (lavapipe, CI) all three compute float32.
+    m = manifest(name)
+    program = rt.load_program(FIXTURES / name / "model.pte")
+    for precision in ("f32", "mixed", "f16"):
+        method = program.load_method(m.get("method", "forward"), precision=precision)
+        rows = m["tolerance_f16_operands"] if precision == "f16" else m["tolerance"]
+        for k in range(len(m["calls"])):
+            gots = method.execute(call_arrays(name, k, "inputs"))
+            check_outputs(f"{name} at {precision}", k, gots, call_arrays(name, k, "outputs"), rows)
+    for bad in ("half", "F16", ""):
+        with pytest.raises(ValueError, match="takes f32, mixed or f16"):
+            program.load_method("forward", precision=bad)
+
+
 def test_fixture_list_is_complete():
     # The parametrized test covers every fixture directory with a manifest.
     dirs = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())

@@ -133,7 +133,10 @@ fn bench(c: &mut Criterion) {
     let runtimes: Vec<(&str, Runtime)> = [("coop", None), ("tiled", Some(false))]
         .into_iter()
         .filter_map(|(label, coop_matrix)| {
-            match Runtime::with_options(&RuntimeOptions { coop_matrix, ..RuntimeOptions::from_env() }) {
+            match Runtime::with_options(&RuntimeOptions {
+                coop_matrix,
+                ..RuntimeOptions::from_env().expect("ETWGPU_PRECISION names a precision")
+            }) {
                 Ok(rt) => Some((label, rt)),
                 Err(e) => {
                     eprintln!("no GPU for the {label} route, skipping: {e}");

@@ -31,8 +31,11 @@ pub const DISABLE_F16_ENV: &str = "ETWGPU_DISABLE_F16";
 pub const COOP_MATRIX_ENV: &str = "ETWGPU_COOP_MATRIX";
 
 /// Environment variable setting the default [`etwgpu_kernels::Precision`]
-/// of loads: `f16` lets float32 programs use f16 operands on cooperative
-/// matrices, `f32` (or unset) keeps float32 numerics.
+/// of loads: `f32` keeps float32 numerics in every float32 matrix product,
+/// `mixed` (or unset: the default) lets the 4-bit weight linears use f16
+/// operands on cooperative matrices, `f16` lets every float32 matrix
+/// product use them. Any other value is [`Error::BadEnv`]. Devices without
+/// cooperative matrices compute the same at every setting.
 pub const PRECISION_ENV: &str = "ETWGPU_PRECISION";
 
 /// How [`Runtime::with_options`] opens a device.
@@ -50,7 +53,8 @@ pub struct RuntimeOptions {
     /// 32), `Some(false)` never, `Some(true)` required
     /// ([`Error::RequestDevice`] without them).
     pub coop_matrix: Option<bool>,
-    /// The precision of loads whose `LoadOptions::precision` is `None`.
+    /// The precision of loads whose `LoadOptions::precision` is `None`
+    /// (default [`etwgpu_kernels::Precision::Mixed`]).
     pub precision: etwgpu_kernels::Precision,
 }
 
@@ -180,7 +184,7 @@ impl Runtime {
     /// [`RuntimeOptions::disable_f16`]).
     #[cfg(not(target_arch = "wasm32"))]
     pub fn new() -> Result<Self> {
-        Self::with_options(&RuntimeOptions::from_env())
+        Self::with_options(&RuntimeOptions::from_env()?)
     }
 
     /// Like [`Runtime::new`] with an explicit selector (index or name
@@ -395,10 +399,11 @@ fn coop_matrix_usable(adapter: &wgpu::Adapter) -> bool {
 }
 
 impl RuntimeOptions {
-    /// Options from `ETWGPU_ADAPTER` and `ETWGPU_DISABLE_F16` (both unset
-    /// on the web).
-    pub fn from_env() -> Self {
-        Self {
+    /// Options from `ETWGPU_ADAPTER`, `ETWGPU_DISABLE_F16`,
+    /// `ETWGPU_COOP_MATRIX` and `ETWGPU_PRECISION` (all unset on the web);
+    /// [`Error::BadEnv`] when `ETWGPU_PRECISION` names no precision.
+    pub fn from_env() -> Result<Self> {
+        Ok(Self {
             adapter: std::env::var(ADAPTER_ENV).ok(),
             disable_f16: std::env::var(DISABLE_F16_ENV).is_ok_and(|v| v == "1"),
             coop_matrix: match std::env::var(COOP_MATRIX_ENV).as_deref() {
@@ -406,12 +411,21 @@ impl RuntimeOptions {
                 Ok("1") => Some(true),
                 _ => None,
             },
-            precision: match std::env::var(PRECISION_ENV).as_deref() {
-                Ok("f16") => etwgpu_kernels::Precision::F16,
-                _ => etwgpu_kernels::Precision::F32,
-            },
-        }
+            precision: precision_from_env(std::env::var(PRECISION_ENV).ok().as_deref())?,
+        })
     }
+}
+
+/// The precision `ETWGPU_PRECISION` (`value`, `None` when unset) names:
+/// the default when unset, [`Error::BadEnv`] for a name
+/// [`etwgpu_kernels::Precision::from_name`] does not take.
+pub(crate) fn precision_from_env(value: Option<&str>) -> Result<etwgpu_kernels::Precision> {
+    let Some(v) = value else { return Ok(etwgpu_kernels::Precision::default()) };
+    etwgpu_kernels::Precision::from_name(v).ok_or_else(|| Error::BadEnv {
+        var: PRECISION_ENV,
+        value: v.to_string(),
+        accepted: etwgpu_kernels::Precision::ACCEPTED,
+    })
 }
 
 /// A value handed over once, from a wgpu callback to the task awaiting it.

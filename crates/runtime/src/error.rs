@@ -17,6 +17,17 @@ pub enum Error {
         /// Names of the adapters found.
         available: Vec<String>,
     },
+    /// An environment variable the runtime reads has a value it does not
+    /// take.
+    #[error("{var}={value:?} is not a value it takes (it takes {accepted})")]
+    BadEnv {
+        /// The variable.
+        var: &'static str,
+        /// Its value.
+        value: String,
+        /// The values it takes.
+        accepted: &'static str,
+    },
     /// The adapter refused to create a device.
     #[error("requesting a device from {adapter:?} failed: {reason}")]
     RequestDevice {

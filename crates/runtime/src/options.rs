@@ -16,10 +16,12 @@ pub struct LoadOptions {
     /// turns it on. Ignored on devices without SHADER_F16 and for caches
     /// any other op reads.
     pub kv_cache_f16: bool,
-    /// Whether float32 matrix products may use f16 operands on devices with
-    /// cooperative matrices (`etwgpu run --precision f16`); `None` (the
-    /// default) takes the runtime's ([`crate::device::RuntimeOptions::precision`],
-    /// float32 unless `ETWGPU_PRECISION=f16`).
+    /// Which float32 matrix products may use f16 operands on devices with
+    /// cooperative matrices (`etwgpu run --precision f32|mixed|f16`; see
+    /// [`etwgpu_kernels::Precision`]); `None` (the default) takes the
+    /// runtime's ([`crate::device::RuntimeOptions::precision`]:
+    /// `ETWGPU_PRECISION`, else `mixed`, which puts only the 4-bit weight
+    /// linears on f16 operands).
     pub precision: Option<etwgpu_kernels::Precision>,
     /// Threads that record each run's dispatches, one command buffer each
     /// (a plan splits only at 96 or more dispatches a thread); `None` (the

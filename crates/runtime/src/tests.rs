@@ -132,3 +132,19 @@ fn cpu_fallback_rejects_bad_args() {
     let err = cpu::run(CpuOp::Log, &[Arg::Int(1)], DType::F32).expect_err("not a tensor");
     assert_eq!(err.0, 0);
 }
+
+#[test]
+fn precision_env_takes_the_three_names_and_rejects_others() {
+    use crate::device::precision_from_env;
+    use etwgpu_kernels::Precision;
+    assert_eq!(precision_from_env(None).expect("unset"), Precision::Mixed, "the default");
+    for (name, p) in [("f32", Precision::F32), ("mixed", Precision::Mixed), ("f16", Precision::F16)] {
+        assert_eq!(precision_from_env(Some(name)).expect(name), p);
+    }
+    for bad in ["", "F16", "fp32", "half", "bf16"] {
+        let err = precision_from_env(Some(bad)).expect_err(bad);
+        assert!(matches!(&err, crate::Error::BadEnv { var: "ETWGPU_PRECISION", value, .. } if value == bad), "{err:?}");
+        let text = err.to_string();
+        assert!(text.contains("ETWGPU_PRECISION") && text.contains("f32, mixed or f16"), "{text}");
+    }
+}

@@ -265,6 +265,50 @@ fn usage_errors_exit_2() {
     assert_eq!(o.status.code(), Some(2), "--profile-by needs --profile");
 }
 
+/// `--precision f32|mixed|f16` on every command that loads a program: in
+/// its `--help`, an unknown value a usage error naming the accepted ones,
+/// and an unknown `ETWGPU_PRECISION` a one-line error naming them too.
+#[test]
+fn precision_flag_and_env() {
+    for cmd in ["run", "generate", "chat", "bench", "serve"] {
+        let help = stdout(&etwgpu(&[cmd, "--help"]));
+        assert!(help.contains("--precision <f32|mixed|f16>") && help.contains("ETWGPU_PRECISION"), "{cmd}: {help}");
+    }
+    let usage = [
+        vec!["run", "x.pte", "--random-inputs", "--precision", "half"],
+        vec!["generate", "--model", "x.pte", "--tokens", "1", "--precision", "half"],
+        vec!["bench", "x.pte", "--precision", "half"],
+    ];
+    for args in usage {
+        let o = etwgpu(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("takes f32, mixed or f16, not \"half\""), "{args:?}: {err}");
+    }
+    let model = fixtures_dir().join("worked_example/model.pte");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_etwgpu"));
+    if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
+        cmd.env("XDG_RUNTIME_DIR", std::env::temp_dir());
+    }
+    let o = cmd
+        .env("ETWGPU_PRECISION", "half")
+        .args(["run", model.to_str().unwrap(), "--random-inputs"])
+        .output()
+        .expect("the binary runs");
+    let err = one_line_error(&o, 1);
+    assert!(err.contains("ETWGPU_PRECISION=\"half\"") && err.contains("f32, mixed or f16"), "{err}");
+    if !gpu_available() {
+        return;
+    }
+    // The profile names the precision a load took; without matrix units
+    // (lavapipe) the route is the tiled one at every setting.
+    for p in ["f32", "mixed", "f16"] {
+        let o = etwgpu(&["run", model.to_str().unwrap(), "--random-inputs", "--profile", "--precision", p]);
+        let report = stdout(&o);
+        assert!(report.contains(&format!("(precision {p})")), "{p}: {report}");
+    }
+}
+
 /// `--help` on every command shows its flags and examples; `--version`
 /// names the revision; `completions` writes a script for each shell.
 #[test]

@@ -2,13 +2,14 @@
 //! device has them ([`crate::caps::DeviceCaps`]): the 4-bit weight linears
 //! (`q4_gemm_coop.wgsl`, `q4_gemm_coop_swiglu.wgsl`; also every projection
 //! of the fused QKV form) and dense `aten.linear` (`matmul_coop.wgsl`;
-//! float32 at precision F16, converted to f16 while staged), each in a
+//! float32 at precision F16 only, converted to f16 while staged), each in a
 //! small (64 x 128) and a large tile (`*_large.wgsl`), [`coop_tile`]
 //! choosing by the workgroups the large one would give.
 //! Operands are f16 on the matrix units (float32 activations are rounded
 //! as they are staged, as [`crate::caps::Precision`] allows), accumulation
 //! is f32. Elsewhere the routes of `quant.rs` and `matmul.rs` run.
 
+use crate::caps::Product;
 use crate::error::Result;
 use crate::generated::shaders::Family;
 use crate::ops::fused::Epilogue;
@@ -64,7 +65,7 @@ pub fn coop_tile(m: u64, n: u64, k: u64, large: CoopTile) -> CoopTile {
 /// K and the group are multiples of 32) runs on the cooperative-matrix
 /// route on a device with `c`'s capabilities.
 pub(crate) fn q4_coop(c: &Ctx<'_>, x: &TensorInfo<'_>, q: &Q4Linear) -> bool {
-    c.caps().coop(x.dtype == ElemType::F16)
+    c.caps().coop(x.dtype == ElemType::F16, Product::Q4Weight)
         && q.k > 0
         && q.k.is_multiple_of(COOP_SMALL.k)
         && q.group_size.is_multiple_of(32)
@@ -131,7 +132,7 @@ pub(crate) struct DenseLinear<'a> {
 /// [`COOP_SMALL`]'s step, no activation epilogue, a bias along N only); `None`
 /// sends the call to the other routes.
 pub(crate) fn linear_coop(c: &Ctx<'_>, l: &DenseLinear<'_>) -> Result<Option<Lowered>> {
-    let fits = c.caps().coop(l.x.dtype == ElemType::F16)
+    let fits = c.caps().coop(l.x.dtype == ElemType::F16, Product::Dense)
         && l.m > crate::ops::matmul::GEMV_MAX_ROWS
         && l.k > 0
         && l.k.is_multiple_of(COOP_SMALL.k)

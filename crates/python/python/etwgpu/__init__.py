@@ -29,7 +29,7 @@ import os
 import sys
 import threading
 from dataclasses import dataclass
-from typing import Any, Iterator, Optional, Sequence, Union
+from typing import Any, Iterator, Literal, Optional, Sequence, Union
 
 import numpy as np
 
@@ -44,6 +44,7 @@ __all__ = [
     "Llm",
     "Method",
     "MethodMetadata",
+    "Precision",
     "Program",
     "Runtime",
     "TensorInfo",
@@ -52,6 +53,10 @@ __all__ = [
 ]
 
 PathLike = Union[str, "os.PathLike[str]"]
+
+#: The ``precision=`` of :meth:`Program.load_method` and :class:`Llm`: which
+#: float32 matrix products may use f16 operands on the GPU's matrix units.
+Precision = Literal["f32", "mixed", "f16"]
 
 
 def _torch():
@@ -264,11 +269,19 @@ class Program:
             d["name"], tuple(_info(v) for v in d["inputs"]), tuple(_info(v) for v in d["outputs"])
         )
 
-    def load_method(self, name: str = "forward", *, fuse: bool = True) -> Method:
+    def load_method(
+        self, name: str = "forward", *, fuse: bool = True, precision: Optional[Precision] = None
+    ) -> Method:
         """Loads method ``name`` on the device (uploads constants, compiles
-        pipelines). ``fuse=False`` runs the ops as exported."""
+        pipelines). ``fuse=False`` runs the ops as exported. ``precision``
+        says which float32 matrix products may round their operands to f16
+        (accumulating in f32) on the GPU's matrix units: ``"f32"`` none,
+        ``"mixed"`` only the 4-bit weight linears, ``"f16"`` all; ``None``
+        takes the runtime's (``ETWGPU_PRECISION``, else ``"mixed"``). GPUs
+        without matrix units compute float32 at every setting. Any other
+        string raises ``ValueError``."""
         meta = self.metadata(name)
-        return Method(self._native.load_method(name, fuse), meta)
+        return Method(self._native.load_method(name, fuse, precision), meta)
 
     def __repr__(self) -> str:
         return f"<etwgpu.Program {self._path!r} methods={self.method_names}>"
@@ -330,15 +343,17 @@ class Llm:
         data_files: Sequence[PathLike] = (),
         runtime: Optional[Runtime] = None,
         kv_cache_f16: bool = True,
+        precision: Optional[Precision] = None,
     ):
         """Loads ``forward`` of ``path`` on ``runtime`` (default
         ``Runtime.get()``). ``tokenizer`` is a HuggingFace ``tokenizer.json``,
         needed for text prompts. ``kv_cache_f16`` keeps float32 KV caches as
-        float16 where the device has SHADER_F16 (the math stays float32)."""
+        float16 where the device has SHADER_F16 (the math stays float32).
+        ``precision`` is as in :meth:`Program.load_method`."""
         rt = runtime if runtime is not None else Runtime.get()
         tok = None if tokenizer is None else os.fspath(tokenizer)
         self._native = _etwgpu._Llm(
-            rt._native, os.fspath(path), tok, [os.fspath(p) for p in data_files], kv_cache_f16
+            rt._native, os.fspath(path), tok, [os.fspath(p) for p in data_files], kv_cache_f16, precision
         )
         self.last_stream: Optional[TokenStream] = None
 

@@ -6,7 +6,7 @@ buffer, a dtype name (torch's: ``float32``, ``int64``, ...) and a shape.
 """
 
 import sys
-from typing import Any, Optional, Sequence, Union, final
+from typing import Any, Literal, Optional, Sequence, Union, final
 
 __all__ = [
     "Bytes",
@@ -63,7 +63,9 @@ class _Program:
     @property
     def method_names(self) -> list[str]: ...
     def method_meta(self, name: str) -> dict[str, Any]: ...
-    def load_method(self, name: str, fuse: bool = True) -> _Method: ...
+    def load_method(
+        self, name: str, fuse: bool = True, precision: Optional[Literal["f32", "mixed", "f16"]] = None
+    ) -> _Method: ...
 
 @final
 class _Method:
@@ -97,6 +99,7 @@ class _Llm:
         tokenizer: Optional[str] = None,
         data_files: Sequence[str] = ...,
         kv_cache_f16: bool = True,
+        precision: Optional[Literal["f32", "mixed", "f16"]] = None,
     ) -> _Llm: ...
     @property
     def metadata(self) -> dict[str, Any]: ...

@@ -8,7 +8,9 @@
 //!
 //! Tolerances (absolute plus relative): float32 on the tiled route 1e-4
 //! (summation order only); f16 operands (the cooperative-matrix route, and
-//! float16 programs anywhere) 2e-2.
+//! float16 programs anywhere) 2e-2. Each product runs at the precisions
+//! that route it differently (`Precision`: f32, mixed the default, f16);
+//! on lavapipe, which has no matrix units, all take the tiled route.
 
 use etwgpu_format::DType;
 use etwgpu_format::Program;
@@ -113,21 +115,27 @@ fn q4_linear_and_swiglu_prefill_match_the_cpu() {
         .op("aten.mul.Tensor", &[a, ys[1], out]);
     g.inputs(&[x]).outputs(&[y, out]);
     let Some(rt) = crate::runtime() else { return };
-    // Float32 activations: the matrix units only with precision F16.
-    let coop = rt.gemm_caps().coop_matrix_f16;
-    let tol = if coop { 2e-2 } else { 1e-4 };
-    let options = LoadOptions { precision: Some(Precision::F16), ..LoadOptions::default() };
-    let mut method = rt.load_with(&program(g), "forward", &options).expect("loads");
-    method.set_profiling(true);
-    for rows in [m, 33] {
-        let xv = data((rows * k) as usize, 20 + rows as u32);
-        let outs = method.run(&[Tensor::from_f32(&[1, rows, k], &xv)]).expect("runs");
-        let k = k as usize;
-        assert_close(&f32s(&outs[0]), &linear_ref(&xv, &lin.dequant, Some(&bias), k), tol, "linear_q4gsw");
-        let (gv, uv) = (linear_ref(&xv, &gate.dequant, None, k), linear_ref(&xv, &up.dequant, None, k));
-        let want: Vec<f32> = gv.iter().zip(&uv).map(|(g, u)| g / (1.0 + (-g).exp()) * u).collect();
-        assert_close(&f32s(&outs[1]), &want, tol, "swiglu");
-        check_route(&rt, &method, coop, "4-bit prefill");
+    let program = program(g);
+    // Float32 activations: the matrix units at precision mixed (the
+    // default) and F16, not at F32; none without matrix units (lavapipe).
+    for precision in [None, Some(Precision::F32), Some(Precision::Mixed), Some(Precision::F16)] {
+        let coop = rt.gemm_caps().coop_matrix_f16 && precision.unwrap_or(Precision::Mixed) != Precision::F32;
+        let tol = if coop { 2e-2 } else { 1e-4 };
+        let options = LoadOptions { precision, ..LoadOptions::default() };
+        let mut method = rt.load_with(&program, "forward", &options).expect("loads");
+        method.set_profiling(true);
+        for rows in [m, 33] {
+            let xv = data((rows * k) as usize, 20 + rows as u32);
+            let outs = method.run(&[Tensor::from_f32(&[1, rows, k], &xv)]).expect("runs");
+            let k = k as usize;
+            let what = |op| format!("{op} at precision {precision:?}");
+            let want = linear_ref(&xv, &lin.dequant, Some(&bias), k);
+            assert_close(&f32s(&outs[0]), &want, tol, &what("linear_q4gsw"));
+            let (gv, uv) = (linear_ref(&xv, &gate.dequant, None, k), linear_ref(&xv, &up.dequant, None, k));
+            let want: Vec<f32> = gv.iter().zip(&uv).map(|(g, u)| g / (1.0 + (-g).exp()) * u).collect();
+            assert_close(&f32s(&outs[1]), &want, tol, &what("swiglu"));
+            check_route(&rt, &method, coop, &what("4-bit prefill"));
+        }
     }
 }
 
@@ -153,6 +161,8 @@ fn dense_linear(rt: &Runtime, dtype: DType, precision: Precision) -> bool {
     let xv = round(data((m * k) as usize, 33));
     let input = Tensor::new(dtype, vec![m, k], bytes(&xv)).expect("valid");
     let outs = method.run(&[input]).expect("runs");
+    // Dense float32 products take f16 operands only at F16 (not at the
+    // default, mixed); float16 programs at every precision.
     let coop = rt.gemm_caps().coop_matrix_f16 && (f16 || precision == Precision::F16);
     let tol = if coop || f16 { 2e-2 } else { 1e-4 };
     assert_close(&f32s(&outs[0]), &linear_ref(&xv, &wv, Some(&bv), k as usize), tol, "dense linear");
@@ -164,7 +174,8 @@ fn dense_linear(rt: &Runtime, dtype: DType, precision: Precision) -> bool {
 fn dense_linear_prefill_matches_the_cpu_at_each_precision() {
     let Some(rt) = crate::runtime() else { return };
     let has = rt.gemm_caps().coop_matrix_f16;
-    assert!(!dense_linear(&rt, DType::F32, Precision::F32), "float32 keeps float32 by default");
+    assert!(!dense_linear(&rt, DType::F32, Precision::F32), "float32 everywhere");
+    assert!(!dense_linear(&rt, DType::F32, Precision::Mixed), "the default keeps dense float32 in float32");
     assert_eq!(dense_linear(&rt, DType::F32, Precision::F16), has, "opt-in f16 operands");
     if rt.features().contains(&"shader-f16") {
         assert_eq!(dense_linear(&rt, DType::F16, Precision::F32), has, "float16 programs use the matrix units");
