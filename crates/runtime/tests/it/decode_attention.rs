@@ -32,7 +32,8 @@ struct Case {
 /// Cache rows: room for 3 rows at 1001.
 const CACHE: usize = 1004;
 /// The calls: (position, rows).
-const CALLS: [(usize, usize); 9] = [(0, 1), (1, 1), (31, 1), (32, 1), (33, 1), (255, 1), (256, 1), (1000, 1), (1001, 3)];
+const CALLS: [(usize, usize); 9] =
+    [(0, 1), (1, 1), (31, 1), (32, 1), (33, 1), (255, 1), (256, 1), (1000, 1), (1001, 3)];
 /// Longest call.
 const MAX_S: usize = 3;
 
@@ -94,7 +95,8 @@ fn rotate(x: &[f32], h: usize, d: usize, start: usize, round: fn(f32) -> f32) ->
     for (r, row) in out.chunks_mut(h * d).enumerate() {
         for head in row.chunks_mut(d) {
             for j in 0..d / 2 {
-                let (c, s) = (f64::from(round(cos[(start + r) * d / 2 + j])), f64::from(round(sin[(start + r) * d / 2 + j])));
+                let (c, s) =
+                    (f64::from(round(cos[(start + r) * d / 2 + j])), f64::from(round(sin[(start + r) * d / 2 + j])));
                 let (a, b) = (f64::from(head[2 * j]), f64::from(head[2 * j + 1]));
                 head[2 * j] = round((a * c - b * s) as f32);
                 head[2 * j + 1] = round((a * s + b * c) as f32);
@@ -107,7 +109,12 @@ fn rotate(x: &[f32], h: usize, d: usize, start: usize, round: fn(f32) -> f32) ->
 /// Causal attention of `q` (`[S, Hq, D]`, rows at `start ..`) over the
 /// caches (`[CACHE, Hkv, D]`) after `k`, `v` are stored at `start`
 /// (rounded to float16 where the cache holds float16), in f64.
-fn reference(c: Case, caches: &mut (Vec<f32>, Vec<f32>), start: usize, (q, k, v): (&[f32], &[f32], &[f32])) -> Vec<f32> {
+fn reference(
+    c: Case,
+    caches: &mut (Vec<f32>, Vec<f32>),
+    start: usize,
+    (q, k, v): (&[f32], &[f32], &[f32]),
+) -> Vec<f32> {
     let (hq, hkv, d) = (c.hq, c.hkv, c.d);
     let store = |x: f32| if c.kv_f16 || c.dtype == DType::F16 { half::f16::from_f32(x).to_f32() } else { x };
     let row = hkv * d;
@@ -158,16 +165,20 @@ fn check(c: Case, subgroups: bool) {
         DType::F16 => |x| half::f16::from_f32(x).to_f32(),
         _ => |x| x,
     };
-    let initial: (Vec<f32>, Vec<f32>) = (data(n, 201).iter().map(|&x| round(x)).collect(), data(n, 202).iter().map(|&x| round(x)).collect());
-    let program =
-        Program::from_bytes(ProgramBuilder::single_delegate(graph(c, (&initial.0, &initial.1))).to_bytes()).expect("parses");
+    let initial: (Vec<f32>, Vec<f32>) =
+        (data(n, 201).iter().map(|&x| round(x)).collect(), data(n, 202).iter().map(|&x| round(x)).collect());
+    let program = Program::from_bytes(ProgramBuilder::single_delegate(graph(c, (&initial.0, &initial.1))).to_bytes())
+        .expect("parses");
     let options = LoadOptions { kv_cache_f16: c.kv_f16, subgroups, ..LoadOptions::default() };
     let mut method = rt.load_with(&program, "forward", &options).expect("loads");
     assert_eq!(method.kv_cache_f16(), c.kv_f16);
     // The caches as the device holds them (float16 where stored so).
     let to_f16 = |x: &f32| half::f16::from_f32(*x).to_f32();
-    let mut caches =
-        if c.kv_f16 { (initial.0.iter().map(to_f16).collect(), initial.1.iter().map(to_f16).collect()) } else { initial };
+    let mut caches = if c.kv_f16 {
+        (initial.0.iter().map(to_f16).collect(), initial.1.iter().map(to_f16).collect())
+    } else {
+        initial
+    };
     // The kernels compute in f32 (rounding once to float16 at the end in
     // float16); the reference in f64.
     let tol = if c.dtype == DType::F16 { 2e-3 } else { 1e-4 };
@@ -184,8 +195,11 @@ fn check(c: Case, subgroups: bool) {
         let seed = 10 * k as u32;
         let (hq, hkv, d) = (c.hq, c.hkv, c.d);
         let (q, kk, v) = (data(s * hq * d, seed), data(s * hkv * d, seed + 1), data(s * hkv * d, seed + 2));
-        let (mut q_r, mut k_r, v_r): (Vec<f32>, Vec<f32>, Vec<f32>) =
-            (q.iter().map(|&x| round(x)).collect(), kk.iter().map(|&x| round(x)).collect(), v.iter().map(|&x| round(x)).collect());
+        let (mut q_r, mut k_r, v_r): (Vec<f32>, Vec<f32>, Vec<f32>) = (
+            q.iter().map(|&x| round(x)).collect(),
+            kk.iter().map(|&x| round(x)).collect(),
+            v.iter().map(|&x| round(x)).collect(),
+        );
         if c.rope {
             q_r = rotate(&q_r, hq, d, start, round);
             k_r = rotate(&k_r, hkv, d, start, round);
@@ -209,11 +223,12 @@ fn check(c: Case, subgroups: bool) {
 }
 
 /// Both routes of one case; on lavapipe (subgroups of 8) the subgroup one
-/// must be there to test.
+/// must be there to test, unless `ETWGPU_SUBGROUPS=0` took it away.
 fn both_routes(c: Case) {
     let Some(rt) = crate::runtime() else { return };
-    if rt.adapter_info().name.contains("llvmpipe") {
-        assert!(rt.subgroup_sizes().is_some(), "lavapipe has subgroups (unless ETWGPU_SUBGROUPS=0)");
+    let switched_off = std::env::var(etwgpu_runtime::SUBGROUPS_ENV).is_ok_and(|v| v == "0");
+    if rt.adapter_info().name.contains("llvmpipe") && !switched_off {
+        assert!(rt.subgroup_sizes().is_some(), "lavapipe has subgroups");
     }
     check(c, true);
     check(c, false);

@@ -50,9 +50,9 @@ pub fn sdpa_rope_with_kv_cache(c: &Ctx<'_>) -> Result<Lowered> {
         Family::SdpaSplitSg => Some(Family::SdpaSplitSgRope),
         _ => None,
     };
-    let split_at = attn.steps.iter().position(|s| {
-        matches!(s, Step::Dispatch(d) if matches!(&d.shader, Shader::Static(id) if rope_form(id).is_some()))
-    });
+    let split_at = attn.steps.iter().position(
+        |s| matches!(s, Step::Dispatch(d) if matches!(&d.shader, Shader::Static(id) if rope_form(id).is_some())),
+    );
     let steps = match split_at {
         Some(i) => {
             let mut steps = attn.steps;
