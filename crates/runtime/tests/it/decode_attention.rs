@@ -242,10 +242,13 @@ fn split_decode_gqa3_d64() {
     both_routes(Case { hq: 9, hkv: 3, d: 64, dtype: F32, kv_f16: false, rope: false });
 }
 
-/// GQA 4, head dim 128 (four lanes' worth of `vec4`s at subgroups of 8).
+/// GQA 4, head dim 128 (four `vec4`s of the values a lane at subgroups of
+/// 8); and head dim 16, whose 4 `vec4`s let a subgroup of 8 take two keys
+/// at once in the values (two key groups, as head dim 64 at NVIDIA's 32).
 #[test]
 fn split_decode_gqa4_d128() {
     both_routes(Case { hq: 8, hkv: 2, d: 128, dtype: F32, kv_f16: false, rope: false });
+    both_routes(Case { hq: 4, hkv: 1, d: 16, dtype: F32, kv_f16: false, rope: false });
 }
 
 /// Float16 caches under float32 activations, and float16 throughout.
