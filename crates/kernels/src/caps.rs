@@ -1,7 +1,9 @@
-//! What the device offers the GEMM routes, as plain data: the runtime fills
-//! a [`DeviceCaps`] from the adapter and the load options, and hands it to
-//! every host rule through [`crate::plan::Ctx::with_caps`]. Rules never see
-//! a GPU; without caps (the default) they take the portable routes.
+//! What the device offers the kernel routes (the GEMMs' cooperative
+//! matrices, the decode attention's subgroups), as plain data: the runtime
+//! fills a [`DeviceCaps`] from the adapter and the load options, and hands
+//! it to every host rule through [`crate::plan::Ctx::with_caps`]. Rules
+//! never see a GPU; without caps (the default) they take the portable
+//! routes.
 
 /// Which float32 matrix products may round their operands to f16 on the
 /// cooperative matrices (accumulating in f32). Float16 programs use the
@@ -15,7 +17,9 @@ pub enum Precision {
     F32,
     /// The default: the 4-bit weight linears ([`Product::Q4Weight`]: plain,
     /// the fused SwiGLU pair and the fused QKV projections) may take f16
-    /// operands, whose weights are already 4-bit; dense float32 products
+    /// operands, whose weights are already 4-bit, and so may prompt
+    /// attention over a float16 KV cache ([`Product::Attention`], whose keys
+    /// and values are f16 already); dense float32 products
     /// ([`Product::Dense`]: `aten.linear`, matmul, convolution) stay
     /// float32 (`--precision mixed`). Chosen as the default from run ab on
     /// the H200: SmolLM2 4-bit top-1 agreement with eager 192/192 with its
@@ -53,7 +57,7 @@ impl Precision {
     fn allows_f16_operands(self, kind: Product) -> bool {
         match self {
             Precision::F32 => false,
-            Precision::Mixed => kind == Product::Q4Weight,
+            Precision::Mixed => matches!(kind, Product::Q4Weight | Product::Attention),
             Precision::F16 => true,
         }
     }
@@ -75,9 +79,24 @@ pub enum Product {
     /// Activations times dense weights or another activation (`aten.linear`,
     /// matmul, convolution).
     Dense,
+    /// Prompt attention over a float16 KV cache (`sdpa_prefill_coop.wgsl`):
+    /// the keys and values are f16 already; the query and the softmax
+    /// probabilities are rounded to f16 on the matrix units, the scores
+    /// and the output accumulate in f32.
+    Attention,
 }
 
-/// What the device offers the GEMM routes.
+/// The subgroup sizes a device may run a shader with (Vulkan: every power
+/// of two from `min` to `max`; lavapipe 8, NVIDIA 32, AMD 32 or 64).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SubgroupSizes {
+    /// The smallest.
+    pub min: u32,
+    /// The largest.
+    pub max: u32,
+}
+
+/// What the device offers the kernel routes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct DeviceCaps {
     /// The device was opened with cooperative matrices of 16 x 16 x 16
@@ -86,6 +105,12 @@ pub struct DeviceCaps {
     pub coop_matrix_f16: bool,
     /// Which float32 products may use f16 operands there.
     pub precision: Precision,
+    /// The device was opened with subgroup operations (`wgpu`'s
+    /// `SUBGROUP`), of these sizes; `None` without them or with them
+    /// switched off (`ETWGPU_SUBGROUPS=0`, `LoadOptions::subgroups`). The
+    /// split-KV decode attention takes its subgroup form where this allows
+    /// (`ops::llm`'s `split_route`).
+    pub subgroups: Option<SubgroupSizes>,
 }
 
 impl DeviceCaps {
@@ -103,7 +128,7 @@ mod tests {
     #[test]
     fn precision_and_kind_of_product_decide_the_route() {
         use Precision::{F16, F32, Mixed};
-        use Product::{Dense, Q4Weight};
+        use Product::{Attention, Dense, Q4Weight};
         // (precision, f16 input, kind) -> cooperative-matrix route, on a
         // device with matrix units.
         let table = [
@@ -115,16 +140,19 @@ mod tests {
             (Mixed, false, Dense, false),
             (Mixed, true, Q4Weight, true),
             (Mixed, true, Dense, true),
+            (Mixed, false, Attention, true),
+            (F32, false, Attention, false),
+            (F16, false, Attention, true),
             (F16, false, Q4Weight, true),
             (F16, false, Dense, true),
             (F16, true, Q4Weight, true),
             (F16, true, Dense, true),
         ];
         for (precision, f16_input, kind, want) in table {
-            let on = DeviceCaps { coop_matrix_f16: true, precision };
+            let on = DeviceCaps { coop_matrix_f16: true, precision, ..DeviceCaps::default() };
             assert_eq!(on.coop(f16_input, kind), want, "{precision} f16_input={f16_input} {kind:?}");
             // Without matrix units (lavapipe, CI): never, at any setting.
-            let off = DeviceCaps { coop_matrix_f16: false, precision };
+            let off = DeviceCaps { coop_matrix_f16: false, precision, ..DeviceCaps::default() };
             assert!(!off.coop(f16_input, kind), "{precision} f16_input={f16_input} {kind:?} without matrix units");
         }
     }
@@ -132,7 +160,7 @@ mod tests {
     #[test]
     fn the_default_is_mixed_and_names_round_trip() {
         assert_eq!(Precision::default(), Precision::Mixed);
-        assert_eq!(DeviceCaps::default(), DeviceCaps { coop_matrix_f16: false, precision: Precision::Mixed });
+        assert_eq!(DeviceCaps::default(), DeviceCaps { coop_matrix_f16: false, precision: Precision::Mixed, subgroups: None });
         for (name, p) in Precision::ALL {
             assert_eq!(Precision::from_name(name), Some(p));
             assert_eq!(p.name(), name);

@@ -509,7 +509,7 @@ fn sdpa_splits_the_context_with_scratch() {
     let [Step::Scratch { slot: 0, bytes }, Step::Dispatch(part), Step::Dispatch(combine)] = &l.steps[..] else {
         panic!("expected scratch, partials and combine: {:?}", l.steps)
     };
-    assert_eq!(*bytes, crate::ops::llm::split_scratch_bytes(8, 2, 64, 1000));
+    assert_eq!(*bytes, crate::ops::llm::split_scratch_bytes(&crate::ops::llm::WORKGROUP_PLAN, 8, 2, 64, 1000));
     assert_eq!((part.inputs.as_slice(), part.outputs.as_slice()), (&[q, kv, kv][..], &[cache, cache, scratch[0]][..]));
     assert_eq!((combine.inputs.as_slice(), combine.outputs.as_slice()), (&[scratch[0]][..], &[out][..]));
     // The grid is sized for the cache's 1000 keys: 32 splits (at least 32
@@ -520,21 +520,30 @@ fn sdpa_splits_the_context_with_scratch() {
     let l = check(&g, "sdpa_with_kv_cache.default", &args).expect("lowers");
     assert_eq!(l.steps.iter().filter(|s| matches!(s, Step::Dispatch(_))).count(), 2);
 
-    for (hq, hkv, d, cmax) in
-        [(32, 8, 64, 8192), (8, 2, 128, 1000), (4, 4, 64, 1100), (6, 2, 16, 300), (1, 1, 8, 20_000)]
-    {
-        let declared = crate::ops::llm::split_scratch_bytes(hq, hkv, d, cmax);
-        for rows in 1..=4u64 {
-            for ctx in (rows..=cmax).step_by(7).chain([cmax]) {
-                let (n, chunk) = crate::ops::llm::split_plan(rows, hq, hkv, ctx);
-                assert!(n * chunk >= ctx && (n - 1) * chunk < ctx, "{hq}/{hkv} at {ctx}: {n} x {chunk}");
-                assert!(ctx > 32 || n == 1, "{ctx} keys in {n} splits");
-                assert!(rows * hq * n * (d / 4 + 1) * 16 <= declared, "{hq}/{hkv}/{d} at {ctx}: {n} splits");
+    // Either route's plan (the subgroup kernel's too).
+    for plan in [crate::ops::llm::WORKGROUP_PLAN, crate::ops::llm::SUBGROUP_PLAN] {
+        for (hq, hkv, d, cmax) in
+            [(32, 8, 64, 8192), (8, 2, 128, 1000), (4, 4, 64, 1100), (6, 2, 16, 300), (1, 1, 8, 20_000)]
+        {
+            let declared = crate::ops::llm::split_scratch_bytes(&plan, hq, hkv, d, cmax);
+            for rows in 1..=4u64 {
+                for ctx in (rows..=cmax).step_by(7).chain([cmax]) {
+                    let (n, chunk) = crate::ops::llm::split_plan(&plan, rows, hq, hkv, ctx);
+                    assert!(n * chunk >= ctx && (n - 1) * chunk < ctx, "{hq}/{hkv} at {ctx}: {n} x {chunk}");
+                    assert!(ctx > plan.min_keys || n == 1, "{ctx} keys in {n} splits");
+                    assert!(rows * hq * n * (d / 4 + 1) * 16 <= declared, "{hq}/{hkv}/{d} at {ctx}: {n} splits");
+                }
             }
         }
     }
-    // Llama-3.2-1B at 8192 keys: 8 kv heads x 32 splits of one tile each.
-    assert_eq!(crate::ops::llm::split_plan(1, 32, 8, 8192), (32, 256));
+    // Llama-3.2-1B at 8192 keys: 8 kv heads x 32 splits of one tile each;
+    // on the subgroup route 64 splits of one 128-key step each. SmolLM2
+    // (9 / 3 heads) at 257 keys: 9 splits of 29 keys, or 3 of 86.
+    let split_plan = crate::ops::llm::split_plan;
+    assert_eq!(split_plan(&crate::ops::llm::WORKGROUP_PLAN, 1, 32, 8, 8192), (32, 256));
+    assert_eq!(split_plan(&crate::ops::llm::SUBGROUP_PLAN, 1, 32, 8, 8192), (64, 128));
+    assert_eq!(split_plan(&crate::ops::llm::WORKGROUP_PLAN, 1, 9, 3, 257), (9, 29));
+    assert_eq!(split_plan(&crate::ops::llm::SUBGROUP_PLAN, 1, 9, 3, 257), (3, 86));
 }
 
 /// RoPE fused into the attention: with scratch and a decode row, the
@@ -591,6 +600,102 @@ fn sdpa_rope_rotates_inside_the_split_kernel() {
     }
 }
 
+/// The split-KV route (`ops::llm::split_route`): with caps that say
+/// subgroups whose sizes the subgroup kernel takes, decode attention (plain
+/// and with RoPE) runs `sdpa_split_sg` (`_rope`) with the subgroup plan
+/// (splits of at least 128 keys, one 128-key step each) and its merge word;
+/// without subgroups, with sizes it does not take, or for a head dim too
+/// wide for the smallest subgroups, today's `sdpa_split`. Prompts never
+/// split.
+#[test]
+fn sdpa_split_takes_the_subgroup_kernel_where_the_caps_allow() {
+    use crate::caps::{DeviceCaps, SubgroupSizes};
+    let sg = |min, max| DeviceCaps { subgroups: Some(SubgroupSizes { min, max }), ..DeviceCaps::default() };
+    let mut g = TestGraph::default();
+    let (one, zero, causal, null) =
+        (g.push(Owned::Int(1)), g.push(Owned::Int(0)), g.push(Owned::Bool(true)), g.push(Owned::Null));
+    let scratch = [g.t(&[0]), g.t(&[0])];
+    let start = g.push(Owned::SymInt(899));
+    let words = |d: &crate::plan::Dispatch| -> Vec<u32> {
+        d.params.chunks(4).map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]])).collect()
+    };
+    // (caps, head dim, partials kernel, merge queries per pass)
+    let cases = [
+        (DeviceCaps::default(), 64, "sdpa_split.f32", None),
+        (sg(32, 32), 64, "sdpa_split_sg.f32", Some(4)),
+        (sg(8, 8), 64, "sdpa_split_sg.f32", Some(2)),
+        (sg(8, 8), 128, "sdpa_split_sg.f32", Some(1)),
+        (sg(32, 64), 256, "sdpa_split_sg.f32", Some(2)),
+        (sg(4, 128), 64, "sdpa_split_sg.f32", Some(1)),
+        // Head dim 256 is 64 vec4s: more than 4 a lane at subgroups of 8.
+        (sg(8, 8), 256, "sdpa_split.f32", None),
+        // Sizes the kernel does not take: past its workgroup, under 4, not
+        // powers of two.
+        (sg(32, 256), 64, "sdpa_split.f32", None),
+        (sg(2, 32), 64, "sdpa_split.f32", None),
+        (sg(24, 24), 64, "sdpa_split.f32", None),
+    ];
+    for (caps, d, kernel, merge) in cases {
+        let q = g.t(&[1, 1, 8, d]);
+        let kv = g.t(&[1, 1, 2, d]);
+        let cache = g.push(Owned::Tensor(ElemType::F32, vec![1, 1000, 2, d], true));
+        let out = g.t(&[1, 1, 8, d]);
+        let args = [q, kv, kv, cache, cache, start, one, null, zero, causal, null, out];
+        let op = from_name("sdpa_with_kv_cache.default").expect("registered");
+        let ctx = crate::plan::Ctx::new(&g, &args).with_scratch(&scratch).with_caps(caps);
+        let l = op.lower(&ctx).expect("lowers");
+        let [Step::Scratch { bytes, .. }, Step::Dispatch(part), Step::Dispatch(combine)] = &l.steps[..] else {
+            panic!("expected scratch, partials and combine: {:?}", l.steps)
+        };
+        let what = format!("{caps:?}, head dim {d}");
+        assert_eq!(part.shader.label(), kernel, "{what}");
+        assert_eq!(combine.shader.label(), "sdpa_split_combine.f32", "{what}");
+        let plan = if merge.is_some() { crate::ops::llm::SUBGROUP_PLAN } else { crate::ops::llm::WORKGROUP_PLAN };
+        assert_eq!(*bytes, crate::ops::llm::split_scratch_bytes(&plan, 8, 2, d, 1000), "{what}");
+        // Both kernels read the same plan words (target, min keys, tile, max).
+        let (pw, cw) = (words(part), words(combine));
+        assert_eq!(pw[6..10], cw[4..8], "{what}");
+        assert_eq!(pw[7..10], [plan.min_keys as u32, plan.tile as u32, plan.max as u32], "{what}");
+        match merge {
+            // The subgroup plan at 1000 keys: 8 splits of 125.
+            Some(m) => {
+                assert_eq!((pw.len(), pw[10]), (12, m), "{what}");
+                assert_eq!(part.workgroups, [2, 8, 1], "{what}");
+                assert_eq!(crate::ops::llm::split_plan(&plan, 1, 8, 2, 1000), (8, 125));
+            }
+            None => assert_eq!((pw.len(), part.workgroups), (12, [2, 32, 1]), "{what}"),
+        }
+    }
+    // The `_rope` form on either route; its table row the last word.
+    let cache = g.push(Owned::Tensor(ElemType::F32, vec![1, 64, 2, 16], true));
+    let (cos, sin) = (g.t(&[40, 8]), g.t(&[40, 8]));
+    let row = g.push(Owned::SymInt(20));
+    let rope = from_name("etwgpu.sdpa_rope_with_kv_cache.default").expect("registered");
+    for (caps, kernel) in [(sg(8, 64), "sdpa_split_sg_rope.f32"), (DeviceCaps::default(), "sdpa_split_rope.f32")] {
+        let (xq, xk, v) = (g.t(&[1, 1, 4, 16]), g.t(&[1, 1, 2, 16]), g.t(&[1, 1, 2, 16]));
+        let outs = [g.t(&[1, 1, 4, 16]), g.t(&[1, 1, 2, 16]), g.t(&[1, 1, 4, 16])];
+        let outs = g.push(Owned::List(outs.to_vec()));
+        let args = [xq, xk, v, cache, cache, row, one, null, zero, causal, null, cos, sin, row, outs];
+        let l = rope.lower(&crate::plan::Ctx::new(&g, &args).with_scratch(&scratch).with_caps(caps)).expect("lowers");
+        let dispatches: Vec<_> =
+            l.steps.iter().filter_map(|s| if let Step::Dispatch(d) = s { Some(d) } else { None }).collect();
+        assert_eq!(dispatches.len(), 2);
+        assert_eq!(dispatches[0].shader.label(), kernel);
+        assert_eq!(dispatches[0].inputs, [xq, xk, v, cos, sin]);
+        let w = words(dispatches[0]);
+        assert_eq!((w.len(), w[12]), (16, 20), "{kernel}");
+    }
+    // A prompt of 12 rows never splits, subgroups or not.
+    let (q, kv) = (g.t(&[1, 12, 4, 16]), g.t(&[1, 12, 2, 16]));
+    let out = g.t(&[1, 12, 4, 16]);
+    let args = [q, kv, kv, cache, cache, row, one, null, zero, causal, null, out];
+    let op = from_name("sdpa_with_kv_cache.default").expect("registered");
+    let l = op.lower(&crate::plan::Ctx::new(&g, &args).with_scratch(&scratch).with_caps(sg(8, 8))).expect("lowers");
+    let labels: Vec<_> =
+        l.steps.iter().filter_map(|s| if let Step::Dispatch(d) = s { Some(d.shader.label()) } else { None }).collect();
+    assert_eq!(labels, ["kv_cache_update.f32", "sdpa_prefill.f32"]);
+}
+
 #[test]
 fn sdpa_tiles_prompts_of_more_than_eight_rows() {
     // (S, head dim, kernel, workgroups): prompts go to the tiled kernel, one
@@ -631,9 +736,11 @@ fn sdpa_tiles_prompts_of_more_than_eight_rows() {
 fn sdpa_prompts_take_the_matrix_units_where_caps_allow() {
     use crate::caps::{DeviceCaps, Precision};
     use crate::ops::attention_coop::attention_coop;
-    let coop = |precision| DeviceCaps { coop_matrix_f16: true, precision };
+    let coop = |precision| DeviceCaps { coop_matrix_f16: true, precision, ..DeviceCaps::default() };
     // The gate alone.
     assert!(attention_coop(coop(Precision::F16), ElemType::F32, true));
+    assert!(attention_coop(coop(Precision::Mixed), ElemType::F32, true), "the default: over a float16 cache");
+    assert!(!attention_coop(coop(Precision::Mixed), ElemType::F32, false), "the default: not over a float32 cache");
     assert!(attention_coop(coop(Precision::F32), ElemType::F16, true));
     assert!(!attention_coop(coop(Precision::F32), ElemType::F32, true), "float32 keeps float32 by default");
     assert!(!attention_coop(coop(Precision::F16), ElemType::F32, false), "a float32 cache keeps the tiled kernel");
@@ -1227,7 +1334,7 @@ fn gemm_routes_follow_the_device_caps_and_precision() {
     let lower = |g: &TestGraph, op: &str, args: &[Vid], caps: DeviceCaps| {
         from_name(op).expect("registered").lower(&crate::plan::Ctx::new(g, args).with_caps(caps)).expect("lowers")
     };
-    let coop = |precision| DeviceCaps { coop_matrix_f16: true, precision };
+    let coop = |precision| DeviceCaps { coop_matrix_f16: true, precision, ..DeviceCaps::default() };
     let mut g = TestGraph::default();
     // 4-bit linear: 200 rows, N = 300, K = 64 in groups of 32.
     let x = g.t(&[1, 200, 64]);
@@ -1300,7 +1407,7 @@ fn the_default_precision_puts_only_4bit_linears_on_the_matrix_units() {
     let none_coop = |l: &Lowered| labels(l).iter().all(|s| !s.contains("_coop"));
     let default = DeviceCaps { coop_matrix_f16: true, ..DeviceCaps::default() };
     assert_eq!(default.precision, Precision::Mixed);
-    let f32_only = DeviceCaps { coop_matrix_f16: true, precision: Precision::F32 };
+    let f32_only = DeviceCaps { coop_matrix_f16: true, precision: Precision::F32, ..DeviceCaps::default() };
     let lavapipe = DeviceCaps::default();
 
     let mut g = TestGraph::default();
@@ -1330,7 +1437,7 @@ fn the_default_precision_puts_only_4bit_linears_on_the_matrix_units() {
     let wd = g.push(Owned::Tensor(ElemType::F32, vec![128, 64], true));
     let od = g.t(&[rows, 128]);
     let lin = "aten.linear.default";
-    let f16 = DeviceCaps { coop_matrix_f16: true, precision: Precision::F16 };
+    let f16 = DeviceCaps { coop_matrix_f16: true, precision: Precision::F16, ..DeviceCaps::default() };
     assert_eq!(labels(&lower(&g, lin, &[a, wd, null, od], f16)), ["matmul_coop.f32"]);
     assert!(none_coop(&lower(&g, lin, &[a, wd, null, od], default)), "dense float32 at the default");
     assert!(none_coop(&lower(&g, lin, &[a, wd, null, od], f32_only)), "dense float32 at F32");
@@ -1354,7 +1461,7 @@ fn coop_tiles_go_large_only_with_enough_workgroups() {
     assert_eq!(coop_tile(512, 4096, 4096, COOP_DENSE_LARGE), COOP_SMALL);
     // Through the host rules: the large kernels and their grids.
     use crate::caps::{DeviceCaps, Precision};
-    let caps = DeviceCaps { coop_matrix_f16: true, precision: Precision::F16 };
+    let caps = DeviceCaps { coop_matrix_f16: true, precision: Precision::F16, ..DeviceCaps::default() };
     let lower = |g: &TestGraph, op: &str, args: &[Vid]| {
         from_name(op).expect("registered").lower(&crate::plan::Ctx::new(g, args).with_caps(caps)).expect("lowers")
     };

@@ -189,7 +189,11 @@ impl LoadedDelegate {
         }
         // Scratch tensors shared by the ops (split-KV attention partials),
         // sized at the maximum shapes and pinned by the memory plan.
-        let caps = etwgpu_kernels::DeviceCaps { precision: options.precision.unwrap_or(rt.caps.precision), ..rt.caps };
+        let caps = etwgpu_kernels::DeviceCaps {
+            precision: options.precision.unwrap_or(rt.caps.precision),
+            subgroups: rt.caps.subgroups.filter(|_| options.subgroups),
+            ..rt.caps
+        };
         let lowerer = Lowerer::with_scratch(&mut graph, PLACEHOLDER_SYMINT)?.with_caps(caps);
         let graph = &graph;
         let inputs = io_specs(m, graph, args, &args[..n_in], &graph.input_ids, 0..n_in)?;

@@ -38,6 +38,12 @@ pub const COOP_MATRIX_ENV: &str = "ETWGPU_COOP_MATRIX";
 /// cooperative matrices compute the same at every setting.
 pub const PRECISION_ENV: &str = "ETWGPU_PRECISION";
 
+/// Environment variable choosing the kernels' subgroup forms (today the
+/// split-KV decode attention's, `sdpa_split_sg.wgsl`): `0` leaves them off
+/// (the portable kernels run), `1` requires subgroups (a device without
+/// them is an error), unset or `auto` uses them where the adapter has them.
+pub const SUBGROUPS_ENV: &str = "ETWGPU_SUBGROUPS";
+
 /// How [`Runtime::with_options`] opens a device.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RuntimeOptions {
@@ -56,6 +62,10 @@ pub struct RuntimeOptions {
     /// The precision of loads whose `LoadOptions::precision` is `None`
     /// (default [`etwgpu_kernels::Precision::Mixed`]).
     pub precision: etwgpu_kernels::Precision,
+    /// The kernels' subgroup forms: `None` where the adapter has subgroups
+    /// (`SUBGROUP`, with the sizes it reports), `Some(false)` never,
+    /// `Some(true)` required ([`Error::RequestDevice`] without them).
+    pub subgroups: Option<bool>,
 }
 
 /// Features the kernels use when the adapter has them.
@@ -272,7 +282,21 @@ impl Runtime {
             )
         )]
         let pipelines = Arc::new(PipelineCache::new(device.clone(), info.name.clone()));
-        let caps = etwgpu_kernels::DeviceCaps { coop_matrix_f16: coop, precision: options.precision };
+        let subgroups = subgroup_sizes(&info, device.features());
+        if options.subgroups == Some(true) && subgroups.is_none() {
+            return Err(Error::RequestDevice {
+                adapter: info.name.clone(),
+                reason: format!(
+                    "{SUBGROUPS_ENV}=1 (subgroups required), but the adapter has no SUBGROUP feature with its \
+                     subgroup sizes"
+                ),
+            });
+        }
+        let caps = etwgpu_kernels::DeviceCaps {
+            coop_matrix_f16: coop,
+            precision: options.precision,
+            subgroups: subgroups.filter(|_| options.subgroups != Some(false)),
+        };
         Ok(Self { device, queue, info, pipelines, caps })
     }
 
@@ -281,6 +305,12 @@ impl Runtime {
     /// `LoadOptions::precision` may set another).
     pub fn gemm_caps(&self) -> etwgpu_kernels::DeviceCaps {
         self.caps
+    }
+
+    /// The subgroup sizes the kernels' subgroup forms may take here
+    /// (`None`: the device has none, or they are switched off).
+    pub fn subgroup_sizes(&self) -> Option<etwgpu_kernels::SubgroupSizes> {
+        self.caps.subgroups
     }
 
     /// The GEMM route the prefill linears take here: `"cooperative-matrix"`
@@ -398,10 +428,20 @@ fn coop_matrix_usable(adapter: &wgpu::Adapter) -> bool {
             .any(|p| (p.m_size, p.n_size, p.k_size) == (16, 16, 16) && p.ab_type == T::F16 && p.cr_type == T::F32)
 }
 
+/// The subgroup sizes of a device opened with `features`: those the
+/// adapter reports (`subgroup_min_size ..= subgroup_max_size`), when it
+/// has `SUBGROUP` and reports sizes (`None` otherwise).
+fn subgroup_sizes(info: &wgpu::AdapterInfo, features: wgpu::Features) -> Option<etwgpu_kernels::SubgroupSizes> {
+    let (min, max) = (info.subgroup_min_size, info.subgroup_max_size);
+    (features.contains(wgpu::Features::SUBGROUP) && min > 0 && min <= max)
+        .then_some(etwgpu_kernels::SubgroupSizes { min, max })
+}
+
 impl RuntimeOptions {
     /// Options from `ETWGPU_ADAPTER`, `ETWGPU_DISABLE_F16`,
-    /// `ETWGPU_COOP_MATRIX` and `ETWGPU_PRECISION` (all unset on the web);
-    /// [`Error::BadEnv`] when `ETWGPU_PRECISION` names no precision.
+    /// `ETWGPU_COOP_MATRIX`, `ETWGPU_PRECISION` and `ETWGPU_SUBGROUPS` (all
+    /// unset on the web); [`Error::BadEnv`] when `ETWGPU_PRECISION` names
+    /// no precision.
     pub fn from_env() -> Result<Self> {
         Ok(Self {
             adapter: std::env::var(ADAPTER_ENV).ok(),
@@ -412,6 +452,11 @@ impl RuntimeOptions {
                 _ => None,
             },
             precision: precision_from_env(std::env::var(PRECISION_ENV).ok().as_deref())?,
+            subgroups: match std::env::var(SUBGROUPS_ENV).as_deref() {
+                Ok("0") => Some(false),
+                Ok("1") => Some(true),
+                _ => None,
+            },
         })
     }
 }

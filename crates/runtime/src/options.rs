@@ -35,11 +35,23 @@ pub struct LoadOptions {
     /// those, unless `ETWGPU_SPLIT_BYTES` gives a number. A lower value
     /// exercises the split path on a small model.
     pub split_bytes: Option<u64>,
+    /// Let the kernels that have a subgroup form (the split-KV decode
+    /// attention) take it where the runtime has subgroups (the default;
+    /// `ETWGPU_SUBGROUPS=0` turns them off for the whole runtime); off
+    /// takes the portable kernels for this load (tests, A/B comparisons).
+    pub subgroups: bool,
 }
 
 impl Default for LoadOptions {
     fn default() -> Self {
-        Self { fuse: true, kv_cache_f16: false, precision: None, record_threads: None, split_bytes: None }
+        Self {
+            fuse: true,
+            kv_cache_f16: false,
+            precision: None,
+            record_threads: None,
+            split_bytes: None,
+            subgroups: true,
+        }
     }
 }
 

@@ -152,6 +152,10 @@ pub enum Family {
     SdpaSplitCombine,
     /// `sdpa_split_rope.wgsl`.
     SdpaSplitRope,
+    /// `sdpa_split_sg.wgsl`.
+    SdpaSplitSg,
+    /// `sdpa_split_sg_rope.wgsl`.
+    SdpaSplitSgRope,
     /// `softmax.wgsl`.
     Softmax,
     /// `softmax_rows.wgsl`.
@@ -516,6 +520,18 @@ pub enum ShaderId {
     SdpaSplitRopeF16,
     /// `sdpa_split_rope.wgsl` with `Elem = f32`, `KvElem = f16`.
     SdpaSplitRopeF32Kvf16,
+    /// `sdpa_split_sg.wgsl` with `Elem = f32`.
+    SdpaSplitSgF32,
+    /// `sdpa_split_sg.wgsl` with `Elem = f16`.
+    SdpaSplitSgF16,
+    /// `sdpa_split_sg.wgsl` with `Elem = f32`, `KvElem = f16`.
+    SdpaSplitSgF32Kvf16,
+    /// `sdpa_split_sg_rope.wgsl` with `Elem = f32`.
+    SdpaSplitSgRopeF32,
+    /// `sdpa_split_sg_rope.wgsl` with `Elem = f16`.
+    SdpaSplitSgRopeF16,
+    /// `sdpa_split_sg_rope.wgsl` with `Elem = f32`, `KvElem = f16`.
+    SdpaSplitSgRopeF32Kvf16,
     /// `softmax.wgsl` with `Elem = f32`.
     SoftmaxF32,
     /// `softmax.wgsl` with `Elem = f16`.
@@ -716,6 +732,12 @@ impl ShaderId {
         ShaderId::SdpaSplitRopeF32,
         ShaderId::SdpaSplitRopeF16,
         ShaderId::SdpaSplitRopeF32Kvf16,
+        ShaderId::SdpaSplitSgF32,
+        ShaderId::SdpaSplitSgF16,
+        ShaderId::SdpaSplitSgF32Kvf16,
+        ShaderId::SdpaSplitSgRopeF32,
+        ShaderId::SdpaSplitSgRopeF16,
+        ShaderId::SdpaSplitSgRopeF32Kvf16,
         ShaderId::SoftmaxF32,
         ShaderId::SoftmaxF16,
         ShaderId::SoftmaxRowsF32,
@@ -895,6 +917,12 @@ impl ShaderId {
             ShaderId::SdpaSplitRopeF32 => Family::SdpaSplitRope,
             ShaderId::SdpaSplitRopeF16 => Family::SdpaSplitRope,
             ShaderId::SdpaSplitRopeF32Kvf16 => Family::SdpaSplitRope,
+            ShaderId::SdpaSplitSgF32 => Family::SdpaSplitSg,
+            ShaderId::SdpaSplitSgF16 => Family::SdpaSplitSg,
+            ShaderId::SdpaSplitSgF32Kvf16 => Family::SdpaSplitSg,
+            ShaderId::SdpaSplitSgRopeF32 => Family::SdpaSplitSgRope,
+            ShaderId::SdpaSplitSgRopeF16 => Family::SdpaSplitSgRope,
+            ShaderId::SdpaSplitSgRopeF32Kvf16 => Family::SdpaSplitSgRope,
             ShaderId::SoftmaxF32 => Family::Softmax,
             ShaderId::SoftmaxF16 => Family::Softmax,
             ShaderId::SoftmaxRowsF32 => Family::SoftmaxRows,
@@ -1075,6 +1103,12 @@ impl ShaderId {
             ShaderId::SdpaSplitRopeF32 => Variant::F32,
             ShaderId::SdpaSplitRopeF16 => Variant::F16,
             ShaderId::SdpaSplitRopeF32Kvf16 => Variant::F32Kvf16,
+            ShaderId::SdpaSplitSgF32 => Variant::F32,
+            ShaderId::SdpaSplitSgF16 => Variant::F16,
+            ShaderId::SdpaSplitSgF32Kvf16 => Variant::F32Kvf16,
+            ShaderId::SdpaSplitSgRopeF32 => Variant::F32,
+            ShaderId::SdpaSplitSgRopeF16 => Variant::F16,
+            ShaderId::SdpaSplitSgRopeF32Kvf16 => Variant::F32Kvf16,
             ShaderId::SoftmaxF32 => Variant::F32,
             ShaderId::SoftmaxF16 => Variant::F16,
             ShaderId::SoftmaxRowsF32 => Variant::F32,
@@ -1255,6 +1289,12 @@ impl ShaderId {
             ShaderId::SdpaSplitRopeF32 => "sdpa_split_rope.f32",
             ShaderId::SdpaSplitRopeF16 => "sdpa_split_rope.f16",
             ShaderId::SdpaSplitRopeF32Kvf16 => "sdpa_split_rope.f32_kvf16",
+            ShaderId::SdpaSplitSgF32 => "sdpa_split_sg.f32",
+            ShaderId::SdpaSplitSgF16 => "sdpa_split_sg.f16",
+            ShaderId::SdpaSplitSgF32Kvf16 => "sdpa_split_sg.f32_kvf16",
+            ShaderId::SdpaSplitSgRopeF32 => "sdpa_split_sg_rope.f32",
+            ShaderId::SdpaSplitSgRopeF16 => "sdpa_split_sg_rope.f16",
+            ShaderId::SdpaSplitSgRopeF32Kvf16 => "sdpa_split_sg_rope.f32_kvf16",
             ShaderId::SoftmaxF32 => "softmax.f32",
             ShaderId::SoftmaxF16 => "softmax.f16",
             ShaderId::SoftmaxRowsF32 => "softmax_rows.f32",
@@ -1435,6 +1475,12 @@ impl ShaderId {
             ShaderId::SdpaSplitRopeF32 => SDPA_SPLIT_ROPE_F32,
             ShaderId::SdpaSplitRopeF16 => SDPA_SPLIT_ROPE_F16,
             ShaderId::SdpaSplitRopeF32Kvf16 => SDPA_SPLIT_ROPE_F32_KVF16,
+            ShaderId::SdpaSplitSgF32 => SDPA_SPLIT_SG_F32,
+            ShaderId::SdpaSplitSgF16 => SDPA_SPLIT_SG_F16,
+            ShaderId::SdpaSplitSgF32Kvf16 => SDPA_SPLIT_SG_F32_KVF16,
+            ShaderId::SdpaSplitSgRopeF32 => SDPA_SPLIT_SG_ROPE_F32,
+            ShaderId::SdpaSplitSgRopeF16 => SDPA_SPLIT_SG_ROPE_F16,
+            ShaderId::SdpaSplitSgRopeF32Kvf16 => SDPA_SPLIT_SG_ROPE_F32_KVF16,
             ShaderId::SoftmaxF32 => SOFTMAX_F32,
             ShaderId::SoftmaxF16 => SOFTMAX_F16,
             ShaderId::SoftmaxRowsF32 => SOFTMAX_ROWS_F32,
@@ -2108,6 +2154,42 @@ impl ShaderId {
                 uniform_buffers: 1,
                 workgroup_bytes: 13312,
             },
+            ShaderId::SdpaSplitSgF32 => ShaderNeeds {
+                workgroup_size: [128, 1, 1],
+                storage_buffers: 6,
+                uniform_buffers: 1,
+                workgroup_bytes: 13312,
+            },
+            ShaderId::SdpaSplitSgF16 => ShaderNeeds {
+                workgroup_size: [128, 1, 1],
+                storage_buffers: 6,
+                uniform_buffers: 1,
+                workgroup_bytes: 13312,
+            },
+            ShaderId::SdpaSplitSgF32Kvf16 => ShaderNeeds {
+                workgroup_size: [128, 1, 1],
+                storage_buffers: 6,
+                uniform_buffers: 1,
+                workgroup_bytes: 13312,
+            },
+            ShaderId::SdpaSplitSgRopeF32 => ShaderNeeds {
+                workgroup_size: [128, 1, 1],
+                storage_buffers: 8,
+                uniform_buffers: 1,
+                workgroup_bytes: 13312,
+            },
+            ShaderId::SdpaSplitSgRopeF16 => ShaderNeeds {
+                workgroup_size: [128, 1, 1],
+                storage_buffers: 8,
+                uniform_buffers: 1,
+                workgroup_bytes: 13312,
+            },
+            ShaderId::SdpaSplitSgRopeF32Kvf16 => ShaderNeeds {
+                workgroup_size: [128, 1, 1],
+                storage_buffers: 8,
+                uniform_buffers: 1,
+                workgroup_bytes: 13312,
+            },
             ShaderId::SoftmaxF32 => {
                 ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
             }
@@ -2336,6 +2418,12 @@ impl ShaderId {
             (Family::SdpaSplitRope, Variant::F32) => Some(ShaderId::SdpaSplitRopeF32),
             (Family::SdpaSplitRope, Variant::F16) => Some(ShaderId::SdpaSplitRopeF16),
             (Family::SdpaSplitRope, Variant::F32Kvf16) => Some(ShaderId::SdpaSplitRopeF32Kvf16),
+            (Family::SdpaSplitSg, Variant::F32) => Some(ShaderId::SdpaSplitSgF32),
+            (Family::SdpaSplitSg, Variant::F16) => Some(ShaderId::SdpaSplitSgF16),
+            (Family::SdpaSplitSg, Variant::F32Kvf16) => Some(ShaderId::SdpaSplitSgF32Kvf16),
+            (Family::SdpaSplitSgRope, Variant::F32) => Some(ShaderId::SdpaSplitSgRopeF32),
+            (Family::SdpaSplitSgRope, Variant::F16) => Some(ShaderId::SdpaSplitSgRopeF16),
+            (Family::SdpaSplitSgRope, Variant::F32Kvf16) => Some(ShaderId::SdpaSplitSgRopeF32Kvf16),
             (Family::Softmax, Variant::F32) => Some(ShaderId::SoftmaxF32),
             (Family::Softmax, Variant::F16) => Some(ShaderId::SoftmaxF16),
             (Family::SoftmaxRows, Variant::F32) => Some(ShaderId::SoftmaxRowsF32),
@@ -22935,6 +23023,1865 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         }
         if lid == 0u {
             part[base] = vec4<f32>(m_run[jj], l_run[jj], 0.0, 0.0);
+        }
+        workgroupBarrier();
+    }
+}
+"#;
+
+/// `sdpa_split_sg.wgsl` with `Elem = f32`.
+pub const SDPA_SPLIT_SG_F32: &str = r#"//! Split-KV decode attention's first pass (`sdpa_split.wgsl`'s partials)
+//! on devices with subgroups: the same grid, split plan, partials layout
+//! and cache writes (so `sdpa_split_combine.wgsl` merges either), without
+//! the per-tile workgroup barriers. Workgroups of 128 invocations; each
+//! subgroup takes its own runs of `subgroup_size` keys (a key per lane,
+//! scored against the workgroup's up to `MAXQ` query vectors held in
+//! workgroup memory) and keeps its own online softmax (max, sum, output)
+//! per query vector: the run's max and sum are `subgroupMax` and
+//! `subgroupAdd` over the lanes, and each key's probabilities reach the
+//! lanes that own the value dims by `subgroupShuffle`. The subgroups meet
+//! once, at the end (flash-decoding within the workgroup): their maxes and
+//! sums through workgroup memory, then their outputs rescaled to the
+//! workgroup's max and summed, `merge_queries` query vectors a pass. Any
+//! subgroup size from 4 to 128 works as long as `D / 4 <= 4 *
+//! subgroup_size` (the host routes here only then, for every size the
+//! device reports). The body is `common/sdpa_split_sg_body.wgsl`; the `_rope`
+//! form is `sdpa_split_sg_rope.wgsl`.
+// variants: f32 f16 f32_kvf16
+
+alias Elem = f32;
+alias KvElem = Elem;
+
+struct Params {
+    /// Query rows (`S`).
+    seq: u32,
+    /// Query heads.
+    n_heads: u32,
+    /// Key/value heads.
+    n_kv_heads: u32,
+    /// Head dim (a multiple of 4, at most 256).
+    head_dim: u32,
+    /// Position of the first new token.
+    start_pos: u32,
+    /// Softmax scale.
+    scale: f32,
+    /// Split plan constants (`common/split_plan.wgsl`).
+    split_target: u32,
+    split_min_keys: u32,
+    split_tile: u32,
+    split_max: u32,
+    /// Query vectors the final merge sums at once.
+    merge_queries: u32,
+    _pad0: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
+/// `split_min_keys` keys each, enough splits to reach `split_target`
+/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
+/// length but the last, none empty.
+fn split_plan(ctx: u32) -> vec2<u32> {
+    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
+    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
+    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
+    let chunk = max((ctx + bound - 1u) / bound, 1u);
+    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
+}
+@group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> k_new: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> v_new: array<vec4<Elem>>;
+@group(0) @binding(4) var<storage, read_write> k_cache: array<vec4<KvElem>>;
+@group(0) @binding(5) var<storage, read_write> v_cache: array<vec4<KvElem>>;
+@group(0) @binding(6) var<storage, read_write> part: array<vec4<f32>>;
+
+/// `vec4` `d` of query row `row`, head `h`.
+fn query_at(row: u32, h: u32, d: u32, d4: u32) -> vec4<f32> {
+    return vec4<f32>(q[(row * p.n_heads + h) * d4 + d]);
+}
+
+/// `vec4` `d` of the call's key `t` of kv head `kvh`, as the cache holds it.
+fn new_key(t: u32, kvh: u32, d: u32, d4: u32) -> vec4<KvElem> {
+    return vec4<KvElem>(k_new[(t * p.n_kv_heads + kvh) * d4 + d]);
+}
+
+const WG: u32 = 128u;
+/// Query vectors per workgroup.
+const MAXQ: u32 = 4u;
+/// `vec4`s of the head dim one invocation may own in the values
+/// (`D / 4 <= MAX_DPL * subgroup size`, which the host checks).
+const MAX_DPL: u32 = 4u;
+/// Most subgroups of a workgroup (subgroups of at least 4).
+const MAX_SG: u32 = 32u;
+/// `vec4`s of workgroup memory for the final merge of the subgroups.
+const SUMS: u32 = 512u;
+/// Keys (and values) loaded at once by one invocation.
+const KB: u32 = 8u;
+/// Score of a masked key.
+const NEG: f32 = -3.402823e38;
+
+/// `vec4` `d` of key `key` of kv head `kvh` (`d4` per row), as the cache
+/// holds it: the new keys through `new_key`, the older ones from the cache.
+fn key_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
+    if key >= p.start_pos {
+        return vec4<f32>(new_key(key - p.start_pos, kvh, d, d4));
+    }
+    return vec4<f32>(k_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
+}
+
+/// The same for the values.
+fn value_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
+    if key >= p.start_pos {
+        return vec4<f32>(vec4<KvElem>(v_new[((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + d]));
+    }
+    return vec4<f32>(v_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
+}
+
+/// The workgroup's query vectors, `d4` `vec4`s each.
+var<workgroup> qs: array<vec4<f32>, 256>;
+/// Per subgroup: its running max (`[sg]`) and sum (`[MAX_SG + sg]`), a
+/// lane per query vector.
+var<workgroup> sml: array<vec4<f32>, 64>;
+/// The subgroups' rescaled outputs on their way to one sum.
+var<workgroup> sums: array<vec4<f32>, SUMS>;
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(subgroup_size) sg_size: u32,
+    @builtin(subgroup_invocation_id) lane: u32,
+    @builtin(subgroup_id) sg_id: u32,
+    @builtin(num_subgroups) n_sg: u32,
+) {
+    let group = p.n_heads / p.n_kv_heads;
+    let n_qv = p.seq * group;
+    let n_blocks = (n_qv + MAXQ - 1u) / MAXQ;
+    let kvh = wid.x / n_blocks;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    let plan = split_plan(p.start_pos + p.seq);
+    let n_splits = plan.x;
+    let chunk = plan.y;
+    if kvh >= p.n_kv_heads || wid.y >= n_splits {
+        return;
+    }
+    let j0 = (wid.x % n_blocks) * MAXQ;
+    let nq = min(MAXQ, n_qv - j0);
+    let split = wid.y;
+    let d4 = p.head_dim / 4u;
+    let begin = split * chunk;
+    let end = min(p.start_pos + p.seq, begin + chunk);
+    // The new rows of this kv head in this split, stored once (by the
+    // first query block).
+    if j0 == 0u {
+        let first = max(begin, p.start_pos);
+        if first < end {
+            for (var e = lid; e < (end - first) * d4; e += WG) {
+                let key = first + e / d4;
+                let dst = (key * p.n_kv_heads + kvh) * d4 + e % d4;
+                k_cache[dst] = new_key(key - p.start_pos, kvh, e % d4, d4);
+                v_cache[dst] = vec4<KvElem>(v_new[((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + e % d4]);
+            }
+        }
+    }
+    for (var e = lid; e < nq * d4; e += WG) {
+        let j = j0 + e / d4;
+        qs[e] = query_at(j / group, kvh * group + j % group, e % d4, d4);
+    }
+    workgroupBarrier();
+    // Per query vector: the keys its row sees end at `lim`.
+    var lim: array<u32, MAXQ>;
+    for (var jj = 0u; jj < MAXQ; jj++) {
+        lim[jj] = p.start_pos + (j0 + jj) / group + 1u;
+    }
+    // The values: a subgroup's lanes form `kgs` key groups of `r` lanes;
+    // lane `dl` of a group owns `vec4`s `dl, dl + r, ...` of the head dim.
+    let n = sg_size;
+    let r = min(n, d4);
+    let kgs = n / r;
+    let kg = lane / r;
+    let dl = lane % r;
+    let owns = kg < kgs;
+    // Running max and sum of each query vector (a component each), and its
+    // output (`acc[jj * MAX_DPL + i]`: `vec4` `dl + i * r`). Loops over
+    // query vectors and dims run to constants, so these stay in registers.
+    var m_run = vec4<f32>(NEG);
+    var l_run = vec4<f32>(0.0);
+    var acc: array<vec4<f32>, 16>;
+    // Each subgroup walks its own runs of `n` keys, a key per lane: no
+    // workgroup barrier until the merge.
+    for (var c0 = begin + sg_id * n; c0 < end; c0 += n_sg * n) {
+        let key = c0 + lane;
+        var dots: array<vec4<f32>, MAXQ>;
+        if key < end {
+            // `KB` loads of the key in flight before any is used.
+            var d = 0u;
+            for (; d + KB <= d4; d += KB) {
+                var kk: array<vec4<f32>, KB>;
+                for (var u = 0u; u < KB; u++) {
+                    kk[u] = key_at(key, kvh, d + u, d4);
+                }
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    for (var u = 0u; u < KB; u++) {
+                        dots[jj] += qs[jj * d4 + d + u] * kk[u];
+                    }
+                }
+            }
+            for (; d < d4; d++) {
+                let kv = key_at(key, kvh, d, d4);
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    dots[jj] += qs[jj * d4 + d] * kv;
+                }
+            }
+        }
+        var s = vec4<f32>(NEG);
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            if jj < nq && key < end && key < lim[jj] {
+                s[jj] = (dots[jj].x + dots[jj].y + dots[jj].z + dots[jj].w) * p.scale;
+            }
+        }
+        let m_new = max(m_run, subgroupMax(s));
+        let alpha = exp(m_run - m_new);
+        let pr = select(vec4<f32>(0.0), exp(s - m_new), s > vec4<f32>(NEG));
+        l_run = l_run * alpha + subgroupAdd(pr);
+        m_run = m_new;
+        for (var e = 0u; e < MAXQ * MAX_DPL; e++) {
+            acc[e] *= alpha[e / MAX_DPL];
+        }
+        // Key group `kg` takes keys `kg, kg + kgs, ...` of the run, `KB` at
+        // a time; each key's probabilities come from the lane that scored
+        // it. (Subgroup-uniform trip counts: every lane shuffles.)
+        let n_keys = min(n, end - c0);
+        for (var t = kg; t < n + kg; t += kgs * KB) {
+            var pk: array<vec4<f32>, KB>;
+            for (var u = 0u; u < KB; u++) {
+                pk[u] = subgroupShuffle(pr, min(t + u * kgs, n - 1u));
+            }
+            for (var i = 0u; i < MAX_DPL; i++) {
+                let dim = dl + i * r;
+                if owns && dim < d4 {
+                    var vv: array<vec4<f32>, KB>;
+                    for (var u = 0u; u < KB; u++) {
+                        if t + u * kgs < n_keys {
+                            vv[u] = value_at(c0 + t + u * kgs, kvh, dim, d4);
+                        }
+                    }
+                    for (var jj = 0u; jj < MAXQ; jj++) {
+                        var a = acc[jj * MAX_DPL + i];
+                        for (var u = 0u; u < KB; u++) {
+                            a += pk[u][jj] * vv[u];
+                        }
+                        acc[jj * MAX_DPL + i] = a;
+                    }
+                }
+            }
+        }
+    }
+    // Merge the subgroups once: the workgroup's max and sum per query
+    // vector, then the outputs rescaled to that max and summed over the
+    // (subgroup, key group) rows, `p.merge_queries` query vectors a pass
+    // (as many as `sums` holds at the device's smallest subgroups).
+    if lane == 0u {
+        sml[sg_id] = m_run;
+        sml[MAX_SG + sg_id] = l_run;
+    }
+    workgroupBarrier();
+    var m_all = vec4<f32>(NEG);
+    for (var g = 0u; g < n_sg; g++) {
+        m_all = max(m_all, sml[g]);
+    }
+    var l_all = vec4<f32>(0.0);
+    for (var g = 0u; g < n_sg; g++) {
+        l_all += sml[MAX_SG + g] * exp(sml[g] - m_all);
+    }
+    let f = exp(m_run - m_all);
+    let rows = n_sg * kgs;
+    let row = sg_id * kgs + kg;
+    let qp = p.merge_queries;
+    for (var batch = 0u; batch * qp < nq; batch++) {
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            if jj / qp == batch && owns {
+                for (var i = 0u; i < MAX_DPL; i++) {
+                    let dim = dl + i * r;
+                    if dim < d4 {
+                        sums[((jj % qp) * rows + row) * d4 + dim] = acc[jj * MAX_DPL + i] * f[jj];
+                    }
+                }
+            }
+        }
+        workgroupBarrier();
+        let q_here = min(qp, nq - batch * qp);
+        for (var e = lid; e < q_here * d4; e += WG) {
+            let qq = e / d4;
+            let dim = e % d4;
+            var total = vec4<f32>(0.0);
+            for (var rr = 0u; rr < rows; rr++) {
+                total += sums[(qq * rows + rr) * d4 + dim];
+            }
+            let jj = batch * qp + qq;
+            let j = j0 + jj;
+            let h = kvh * group + j % group;
+            let base = (((j / group) * p.n_heads + h) * n_splits + split) * (d4 + 1u);
+            part[base + 1u + dim] = total;
+            if dim == 0u {
+                part[base] = vec4<f32>(m_all[jj], l_all[jj], 0.0, 0.0);
+            }
+        }
+        workgroupBarrier();
+    }
+}
+"#;
+
+/// `sdpa_split_sg.wgsl` with `Elem = f16`.
+pub const SDPA_SPLIT_SG_F16: &str = r#"enable f16;
+
+//! Split-KV decode attention's first pass (`sdpa_split.wgsl`'s partials)
+//! on devices with subgroups: the same grid, split plan, partials layout
+//! and cache writes (so `sdpa_split_combine.wgsl` merges either), without
+//! the per-tile workgroup barriers. Workgroups of 128 invocations; each
+//! subgroup takes its own runs of `subgroup_size` keys (a key per lane,
+//! scored against the workgroup's up to `MAXQ` query vectors held in
+//! workgroup memory) and keeps its own online softmax (max, sum, output)
+//! per query vector: the run's max and sum are `subgroupMax` and
+//! `subgroupAdd` over the lanes, and each key's probabilities reach the
+//! lanes that own the value dims by `subgroupShuffle`. The subgroups meet
+//! once, at the end (flash-decoding within the workgroup): their maxes and
+//! sums through workgroup memory, then their outputs rescaled to the
+//! workgroup's max and summed, `merge_queries` query vectors a pass. Any
+//! subgroup size from 4 to 128 works as long as `D / 4 <= 4 *
+//! subgroup_size` (the host routes here only then, for every size the
+//! device reports). The body is `common/sdpa_split_sg_body.wgsl`; the `_rope`
+//! form is `sdpa_split_sg_rope.wgsl`.
+// variants: f32 f16 f32_kvf16
+
+alias Elem = f16;
+alias KvElem = Elem;
+
+struct Params {
+    /// Query rows (`S`).
+    seq: u32,
+    /// Query heads.
+    n_heads: u32,
+    /// Key/value heads.
+    n_kv_heads: u32,
+    /// Head dim (a multiple of 4, at most 256).
+    head_dim: u32,
+    /// Position of the first new token.
+    start_pos: u32,
+    /// Softmax scale.
+    scale: f32,
+    /// Split plan constants (`common/split_plan.wgsl`).
+    split_target: u32,
+    split_min_keys: u32,
+    split_tile: u32,
+    split_max: u32,
+    /// Query vectors the final merge sums at once.
+    merge_queries: u32,
+    _pad0: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
+/// `split_min_keys` keys each, enough splits to reach `split_target`
+/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
+/// length but the last, none empty.
+fn split_plan(ctx: u32) -> vec2<u32> {
+    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
+    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
+    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
+    let chunk = max((ctx + bound - 1u) / bound, 1u);
+    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
+}
+@group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> k_new: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> v_new: array<vec4<Elem>>;
+@group(0) @binding(4) var<storage, read_write> k_cache: array<vec4<KvElem>>;
+@group(0) @binding(5) var<storage, read_write> v_cache: array<vec4<KvElem>>;
+@group(0) @binding(6) var<storage, read_write> part: array<vec4<f32>>;
+
+/// `vec4` `d` of query row `row`, head `h`.
+fn query_at(row: u32, h: u32, d: u32, d4: u32) -> vec4<f32> {
+    return vec4<f32>(q[(row * p.n_heads + h) * d4 + d]);
+}
+
+/// `vec4` `d` of the call's key `t` of kv head `kvh`, as the cache holds it.
+fn new_key(t: u32, kvh: u32, d: u32, d4: u32) -> vec4<KvElem> {
+    return vec4<KvElem>(k_new[(t * p.n_kv_heads + kvh) * d4 + d]);
+}
+
+const WG: u32 = 128u;
+/// Query vectors per workgroup.
+const MAXQ: u32 = 4u;
+/// `vec4`s of the head dim one invocation may own in the values
+/// (`D / 4 <= MAX_DPL * subgroup size`, which the host checks).
+const MAX_DPL: u32 = 4u;
+/// Most subgroups of a workgroup (subgroups of at least 4).
+const MAX_SG: u32 = 32u;
+/// `vec4`s of workgroup memory for the final merge of the subgroups.
+const SUMS: u32 = 512u;
+/// Keys (and values) loaded at once by one invocation.
+const KB: u32 = 8u;
+/// Score of a masked key.
+const NEG: f32 = -3.402823e38;
+
+/// `vec4` `d` of key `key` of kv head `kvh` (`d4` per row), as the cache
+/// holds it: the new keys through `new_key`, the older ones from the cache.
+fn key_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
+    if key >= p.start_pos {
+        return vec4<f32>(new_key(key - p.start_pos, kvh, d, d4));
+    }
+    return vec4<f32>(k_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
+}
+
+/// The same for the values.
+fn value_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
+    if key >= p.start_pos {
+        return vec4<f32>(vec4<KvElem>(v_new[((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + d]));
+    }
+    return vec4<f32>(v_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
+}
+
+/// The workgroup's query vectors, `d4` `vec4`s each.
+var<workgroup> qs: array<vec4<f32>, 256>;
+/// Per subgroup: its running max (`[sg]`) and sum (`[MAX_SG + sg]`), a
+/// lane per query vector.
+var<workgroup> sml: array<vec4<f32>, 64>;
+/// The subgroups' rescaled outputs on their way to one sum.
+var<workgroup> sums: array<vec4<f32>, SUMS>;
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(subgroup_size) sg_size: u32,
+    @builtin(subgroup_invocation_id) lane: u32,
+    @builtin(subgroup_id) sg_id: u32,
+    @builtin(num_subgroups) n_sg: u32,
+) {
+    let group = p.n_heads / p.n_kv_heads;
+    let n_qv = p.seq * group;
+    let n_blocks = (n_qv + MAXQ - 1u) / MAXQ;
+    let kvh = wid.x / n_blocks;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    let plan = split_plan(p.start_pos + p.seq);
+    let n_splits = plan.x;
+    let chunk = plan.y;
+    if kvh >= p.n_kv_heads || wid.y >= n_splits {
+        return;
+    }
+    let j0 = (wid.x % n_blocks) * MAXQ;
+    let nq = min(MAXQ, n_qv - j0);
+    let split = wid.y;
+    let d4 = p.head_dim / 4u;
+    let begin = split * chunk;
+    let end = min(p.start_pos + p.seq, begin + chunk);
+    // The new rows of this kv head in this split, stored once (by the
+    // first query block).
+    if j0 == 0u {
+        let first = max(begin, p.start_pos);
+        if first < end {
+            for (var e = lid; e < (end - first) * d4; e += WG) {
+                let key = first + e / d4;
+                let dst = (key * p.n_kv_heads + kvh) * d4 + e % d4;
+                k_cache[dst] = new_key(key - p.start_pos, kvh, e % d4, d4);
+                v_cache[dst] = vec4<KvElem>(v_new[((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + e % d4]);
+            }
+        }
+    }
+    for (var e = lid; e < nq * d4; e += WG) {
+        let j = j0 + e / d4;
+        qs[e] = query_at(j / group, kvh * group + j % group, e % d4, d4);
+    }
+    workgroupBarrier();
+    // Per query vector: the keys its row sees end at `lim`.
+    var lim: array<u32, MAXQ>;
+    for (var jj = 0u; jj < MAXQ; jj++) {
+        lim[jj] = p.start_pos + (j0 + jj) / group + 1u;
+    }
+    // The values: a subgroup's lanes form `kgs` key groups of `r` lanes;
+    // lane `dl` of a group owns `vec4`s `dl, dl + r, ...` of the head dim.
+    let n = sg_size;
+    let r = min(n, d4);
+    let kgs = n / r;
+    let kg = lane / r;
+    let dl = lane % r;
+    let owns = kg < kgs;
+    // Running max and sum of each query vector (a component each), and its
+    // output (`acc[jj * MAX_DPL + i]`: `vec4` `dl + i * r`). Loops over
+    // query vectors and dims run to constants, so these stay in registers.
+    var m_run = vec4<f32>(NEG);
+    var l_run = vec4<f32>(0.0);
+    var acc: array<vec4<f32>, 16>;
+    // Each subgroup walks its own runs of `n` keys, a key per lane: no
+    // workgroup barrier until the merge.
+    for (var c0 = begin + sg_id * n; c0 < end; c0 += n_sg * n) {
+        let key = c0 + lane;
+        var dots: array<vec4<f32>, MAXQ>;
+        if key < end {
+            // `KB` loads of the key in flight before any is used.
+            var d = 0u;
+            for (; d + KB <= d4; d += KB) {
+                var kk: array<vec4<f32>, KB>;
+                for (var u = 0u; u < KB; u++) {
+                    kk[u] = key_at(key, kvh, d + u, d4);
+                }
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    for (var u = 0u; u < KB; u++) {
+                        dots[jj] += qs[jj * d4 + d + u] * kk[u];
+                    }
+                }
+            }
+            for (; d < d4; d++) {
+                let kv = key_at(key, kvh, d, d4);
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    dots[jj] += qs[jj * d4 + d] * kv;
+                }
+            }
+        }
+        var s = vec4<f32>(NEG);
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            if jj < nq && key < end && key < lim[jj] {
+                s[jj] = (dots[jj].x + dots[jj].y + dots[jj].z + dots[jj].w) * p.scale;
+            }
+        }
+        let m_new = max(m_run, subgroupMax(s));
+        let alpha = exp(m_run - m_new);
+        let pr = select(vec4<f32>(0.0), exp(s - m_new), s > vec4<f32>(NEG));
+        l_run = l_run * alpha + subgroupAdd(pr);
+        m_run = m_new;
+        for (var e = 0u; e < MAXQ * MAX_DPL; e++) {
+            acc[e] *= alpha[e / MAX_DPL];
+        }
+        // Key group `kg` takes keys `kg, kg + kgs, ...` of the run, `KB` at
+        // a time; each key's probabilities come from the lane that scored
+        // it. (Subgroup-uniform trip counts: every lane shuffles.)
+        let n_keys = min(n, end - c0);
+        for (var t = kg; t < n + kg; t += kgs * KB) {
+            var pk: array<vec4<f32>, KB>;
+            for (var u = 0u; u < KB; u++) {
+                pk[u] = subgroupShuffle(pr, min(t + u * kgs, n - 1u));
+            }
+            for (var i = 0u; i < MAX_DPL; i++) {
+                let dim = dl + i * r;
+                if owns && dim < d4 {
+                    var vv: array<vec4<f32>, KB>;
+                    for (var u = 0u; u < KB; u++) {
+                        if t + u * kgs < n_keys {
+                            vv[u] = value_at(c0 + t + u * kgs, kvh, dim, d4);
+                        }
+                    }
+                    for (var jj = 0u; jj < MAXQ; jj++) {
+                        var a = acc[jj * MAX_DPL + i];
+                        for (var u = 0u; u < KB; u++) {
+                            a += pk[u][jj] * vv[u];
+                        }
+                        acc[jj * MAX_DPL + i] = a;
+                    }
+                }
+            }
+        }
+    }
+    // Merge the subgroups once: the workgroup's max and sum per query
+    // vector, then the outputs rescaled to that max and summed over the
+    // (subgroup, key group) rows, `p.merge_queries` query vectors a pass
+    // (as many as `sums` holds at the device's smallest subgroups).
+    if lane == 0u {
+        sml[sg_id] = m_run;
+        sml[MAX_SG + sg_id] = l_run;
+    }
+    workgroupBarrier();
+    var m_all = vec4<f32>(NEG);
+    for (var g = 0u; g < n_sg; g++) {
+        m_all = max(m_all, sml[g]);
+    }
+    var l_all = vec4<f32>(0.0);
+    for (var g = 0u; g < n_sg; g++) {
+        l_all += sml[MAX_SG + g] * exp(sml[g] - m_all);
+    }
+    let f = exp(m_run - m_all);
+    let rows = n_sg * kgs;
+    let row = sg_id * kgs + kg;
+    let qp = p.merge_queries;
+    for (var batch = 0u; batch * qp < nq; batch++) {
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            if jj / qp == batch && owns {
+                for (var i = 0u; i < MAX_DPL; i++) {
+                    let dim = dl + i * r;
+                    if dim < d4 {
+                        sums[((jj % qp) * rows + row) * d4 + dim] = acc[jj * MAX_DPL + i] * f[jj];
+                    }
+                }
+            }
+        }
+        workgroupBarrier();
+        let q_here = min(qp, nq - batch * qp);
+        for (var e = lid; e < q_here * d4; e += WG) {
+            let qq = e / d4;
+            let dim = e % d4;
+            var total = vec4<f32>(0.0);
+            for (var rr = 0u; rr < rows; rr++) {
+                total += sums[(qq * rows + rr) * d4 + dim];
+            }
+            let jj = batch * qp + qq;
+            let j = j0 + jj;
+            let h = kvh * group + j % group;
+            let base = (((j / group) * p.n_heads + h) * n_splits + split) * (d4 + 1u);
+            part[base + 1u + dim] = total;
+            if dim == 0u {
+                part[base] = vec4<f32>(m_all[jj], l_all[jj], 0.0, 0.0);
+            }
+        }
+        workgroupBarrier();
+    }
+}
+"#;
+
+/// `sdpa_split_sg.wgsl` with `Elem = f32`, `KvElem = f16`.
+pub const SDPA_SPLIT_SG_F32_KVF16: &str = r#"enable f16;
+
+//! Split-KV decode attention's first pass (`sdpa_split.wgsl`'s partials)
+//! on devices with subgroups: the same grid, split plan, partials layout
+//! and cache writes (so `sdpa_split_combine.wgsl` merges either), without
+//! the per-tile workgroup barriers. Workgroups of 128 invocations; each
+//! subgroup takes its own runs of `subgroup_size` keys (a key per lane,
+//! scored against the workgroup's up to `MAXQ` query vectors held in
+//! workgroup memory) and keeps its own online softmax (max, sum, output)
+//! per query vector: the run's max and sum are `subgroupMax` and
+//! `subgroupAdd` over the lanes, and each key's probabilities reach the
+//! lanes that own the value dims by `subgroupShuffle`. The subgroups meet
+//! once, at the end (flash-decoding within the workgroup): their maxes and
+//! sums through workgroup memory, then their outputs rescaled to the
+//! workgroup's max and summed, `merge_queries` query vectors a pass. Any
+//! subgroup size from 4 to 128 works as long as `D / 4 <= 4 *
+//! subgroup_size` (the host routes here only then, for every size the
+//! device reports). The body is `common/sdpa_split_sg_body.wgsl`; the `_rope`
+//! form is `sdpa_split_sg_rope.wgsl`.
+// variants: f32 f16 f32_kvf16
+
+alias Elem = f32;
+alias KvElem = f16;
+
+struct Params {
+    /// Query rows (`S`).
+    seq: u32,
+    /// Query heads.
+    n_heads: u32,
+    /// Key/value heads.
+    n_kv_heads: u32,
+    /// Head dim (a multiple of 4, at most 256).
+    head_dim: u32,
+    /// Position of the first new token.
+    start_pos: u32,
+    /// Softmax scale.
+    scale: f32,
+    /// Split plan constants (`common/split_plan.wgsl`).
+    split_target: u32,
+    split_min_keys: u32,
+    split_tile: u32,
+    split_max: u32,
+    /// Query vectors the final merge sums at once.
+    merge_queries: u32,
+    _pad0: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
+/// `split_min_keys` keys each, enough splits to reach `split_target`
+/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
+/// length but the last, none empty.
+fn split_plan(ctx: u32) -> vec2<u32> {
+    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
+    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
+    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
+    let chunk = max((ctx + bound - 1u) / bound, 1u);
+    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
+}
+@group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> k_new: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> v_new: array<vec4<Elem>>;
+@group(0) @binding(4) var<storage, read_write> k_cache: array<vec4<KvElem>>;
+@group(0) @binding(5) var<storage, read_write> v_cache: array<vec4<KvElem>>;
+@group(0) @binding(6) var<storage, read_write> part: array<vec4<f32>>;
+
+/// `vec4` `d` of query row `row`, head `h`.
+fn query_at(row: u32, h: u32, d: u32, d4: u32) -> vec4<f32> {
+    return vec4<f32>(q[(row * p.n_heads + h) * d4 + d]);
+}
+
+/// `vec4` `d` of the call's key `t` of kv head `kvh`, as the cache holds it.
+fn new_key(t: u32, kvh: u32, d: u32, d4: u32) -> vec4<KvElem> {
+    return vec4<KvElem>(k_new[(t * p.n_kv_heads + kvh) * d4 + d]);
+}
+
+const WG: u32 = 128u;
+/// Query vectors per workgroup.
+const MAXQ: u32 = 4u;
+/// `vec4`s of the head dim one invocation may own in the values
+/// (`D / 4 <= MAX_DPL * subgroup size`, which the host checks).
+const MAX_DPL: u32 = 4u;
+/// Most subgroups of a workgroup (subgroups of at least 4).
+const MAX_SG: u32 = 32u;
+/// `vec4`s of workgroup memory for the final merge of the subgroups.
+const SUMS: u32 = 512u;
+/// Keys (and values) loaded at once by one invocation.
+const KB: u32 = 8u;
+/// Score of a masked key.
+const NEG: f32 = -3.402823e38;
+
+/// `vec4` `d` of key `key` of kv head `kvh` (`d4` per row), as the cache
+/// holds it: the new keys through `new_key`, the older ones from the cache.
+fn key_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
+    if key >= p.start_pos {
+        return vec4<f32>(new_key(key - p.start_pos, kvh, d, d4));
+    }
+    return vec4<f32>(k_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
+}
+
+/// The same for the values.
+fn value_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
+    if key >= p.start_pos {
+        return vec4<f32>(vec4<KvElem>(v_new[((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + d]));
+    }
+    return vec4<f32>(v_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
+}
+
+/// The workgroup's query vectors, `d4` `vec4`s each.
+var<workgroup> qs: array<vec4<f32>, 256>;
+/// Per subgroup: its running max (`[sg]`) and sum (`[MAX_SG + sg]`), a
+/// lane per query vector.
+var<workgroup> sml: array<vec4<f32>, 64>;
+/// The subgroups' rescaled outputs on their way to one sum.
+var<workgroup> sums: array<vec4<f32>, SUMS>;
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(subgroup_size) sg_size: u32,
+    @builtin(subgroup_invocation_id) lane: u32,
+    @builtin(subgroup_id) sg_id: u32,
+    @builtin(num_subgroups) n_sg: u32,
+) {
+    let group = p.n_heads / p.n_kv_heads;
+    let n_qv = p.seq * group;
+    let n_blocks = (n_qv + MAXQ - 1u) / MAXQ;
+    let kvh = wid.x / n_blocks;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    let plan = split_plan(p.start_pos + p.seq);
+    let n_splits = plan.x;
+    let chunk = plan.y;
+    if kvh >= p.n_kv_heads || wid.y >= n_splits {
+        return;
+    }
+    let j0 = (wid.x % n_blocks) * MAXQ;
+    let nq = min(MAXQ, n_qv - j0);
+    let split = wid.y;
+    let d4 = p.head_dim / 4u;
+    let begin = split * chunk;
+    let end = min(p.start_pos + p.seq, begin + chunk);
+    // The new rows of this kv head in this split, stored once (by the
+    // first query block).
+    if j0 == 0u {
+        let first = max(begin, p.start_pos);
+        if first < end {
+            for (var e = lid; e < (end - first) * d4; e += WG) {
+                let key = first + e / d4;
+                let dst = (key * p.n_kv_heads + kvh) * d4 + e % d4;
+                k_cache[dst] = new_key(key - p.start_pos, kvh, e % d4, d4);
+                v_cache[dst] = vec4<KvElem>(v_new[((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + e % d4]);
+            }
+        }
+    }
+    for (var e = lid; e < nq * d4; e += WG) {
+        let j = j0 + e / d4;
+        qs[e] = query_at(j / group, kvh * group + j % group, e % d4, d4);
+    }
+    workgroupBarrier();
+    // Per query vector: the keys its row sees end at `lim`.
+    var lim: array<u32, MAXQ>;
+    for (var jj = 0u; jj < MAXQ; jj++) {
+        lim[jj] = p.start_pos + (j0 + jj) / group + 1u;
+    }
+    // The values: a subgroup's lanes form `kgs` key groups of `r` lanes;
+    // lane `dl` of a group owns `vec4`s `dl, dl + r, ...` of the head dim.
+    let n = sg_size;
+    let r = min(n, d4);
+    let kgs = n / r;
+    let kg = lane / r;
+    let dl = lane % r;
+    let owns = kg < kgs;
+    // Running max and sum of each query vector (a component each), and its
+    // output (`acc[jj * MAX_DPL + i]`: `vec4` `dl + i * r`). Loops over
+    // query vectors and dims run to constants, so these stay in registers.
+    var m_run = vec4<f32>(NEG);
+    var l_run = vec4<f32>(0.0);
+    var acc: array<vec4<f32>, 16>;
+    // Each subgroup walks its own runs of `n` keys, a key per lane: no
+    // workgroup barrier until the merge.
+    for (var c0 = begin + sg_id * n; c0 < end; c0 += n_sg * n) {
+        let key = c0 + lane;
+        var dots: array<vec4<f32>, MAXQ>;
+        if key < end {
+            // `KB` loads of the key in flight before any is used.
+            var d = 0u;
+            for (; d + KB <= d4; d += KB) {
+                var kk: array<vec4<f32>, KB>;
+                for (var u = 0u; u < KB; u++) {
+                    kk[u] = key_at(key, kvh, d + u, d4);
+                }
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    for (var u = 0u; u < KB; u++) {
+                        dots[jj] += qs[jj * d4 + d + u] * kk[u];
+                    }
+                }
+            }
+            for (; d < d4; d++) {
+                let kv = key_at(key, kvh, d, d4);
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    dots[jj] += qs[jj * d4 + d] * kv;
+                }
+            }
+        }
+        var s = vec4<f32>(NEG);
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            if jj < nq && key < end && key < lim[jj] {
+                s[jj] = (dots[jj].x + dots[jj].y + dots[jj].z + dots[jj].w) * p.scale;
+            }
+        }
+        let m_new = max(m_run, subgroupMax(s));
+        let alpha = exp(m_run - m_new);
+        let pr = select(vec4<f32>(0.0), exp(s - m_new), s > vec4<f32>(NEG));
+        l_run = l_run * alpha + subgroupAdd(pr);
+        m_run = m_new;
+        for (var e = 0u; e < MAXQ * MAX_DPL; e++) {
+            acc[e] *= alpha[e / MAX_DPL];
+        }
+        // Key group `kg` takes keys `kg, kg + kgs, ...` of the run, `KB` at
+        // a time; each key's probabilities come from the lane that scored
+        // it. (Subgroup-uniform trip counts: every lane shuffles.)
+        let n_keys = min(n, end - c0);
+        for (var t = kg; t < n + kg; t += kgs * KB) {
+            var pk: array<vec4<f32>, KB>;
+            for (var u = 0u; u < KB; u++) {
+                pk[u] = subgroupShuffle(pr, min(t + u * kgs, n - 1u));
+            }
+            for (var i = 0u; i < MAX_DPL; i++) {
+                let dim = dl + i * r;
+                if owns && dim < d4 {
+                    var vv: array<vec4<f32>, KB>;
+                    for (var u = 0u; u < KB; u++) {
+                        if t + u * kgs < n_keys {
+                            vv[u] = value_at(c0 + t + u * kgs, kvh, dim, d4);
+                        }
+                    }
+                    for (var jj = 0u; jj < MAXQ; jj++) {
+                        var a = acc[jj * MAX_DPL + i];
+                        for (var u = 0u; u < KB; u++) {
+                            a += pk[u][jj] * vv[u];
+                        }
+                        acc[jj * MAX_DPL + i] = a;
+                    }
+                }
+            }
+        }
+    }
+    // Merge the subgroups once: the workgroup's max and sum per query
+    // vector, then the outputs rescaled to that max and summed over the
+    // (subgroup, key group) rows, `p.merge_queries` query vectors a pass
+    // (as many as `sums` holds at the device's smallest subgroups).
+    if lane == 0u {
+        sml[sg_id] = m_run;
+        sml[MAX_SG + sg_id] = l_run;
+    }
+    workgroupBarrier();
+    var m_all = vec4<f32>(NEG);
+    for (var g = 0u; g < n_sg; g++) {
+        m_all = max(m_all, sml[g]);
+    }
+    var l_all = vec4<f32>(0.0);
+    for (var g = 0u; g < n_sg; g++) {
+        l_all += sml[MAX_SG + g] * exp(sml[g] - m_all);
+    }
+    let f = exp(m_run - m_all);
+    let rows = n_sg * kgs;
+    let row = sg_id * kgs + kg;
+    let qp = p.merge_queries;
+    for (var batch = 0u; batch * qp < nq; batch++) {
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            if jj / qp == batch && owns {
+                for (var i = 0u; i < MAX_DPL; i++) {
+                    let dim = dl + i * r;
+                    if dim < d4 {
+                        sums[((jj % qp) * rows + row) * d4 + dim] = acc[jj * MAX_DPL + i] * f[jj];
+                    }
+                }
+            }
+        }
+        workgroupBarrier();
+        let q_here = min(qp, nq - batch * qp);
+        for (var e = lid; e < q_here * d4; e += WG) {
+            let qq = e / d4;
+            let dim = e % d4;
+            var total = vec4<f32>(0.0);
+            for (var rr = 0u; rr < rows; rr++) {
+                total += sums[(qq * rows + rr) * d4 + dim];
+            }
+            let jj = batch * qp + qq;
+            let j = j0 + jj;
+            let h = kvh * group + j % group;
+            let base = (((j / group) * p.n_heads + h) * n_splits + split) * (d4 + 1u);
+            part[base + 1u + dim] = total;
+            if dim == 0u {
+                part[base] = vec4<f32>(m_all[jj], l_all[jj], 0.0, 0.0);
+            }
+        }
+        workgroupBarrier();
+    }
+}
+"#;
+
+/// `sdpa_split_sg_rope.wgsl` with `Elem = f32`.
+pub const SDPA_SPLIT_SG_ROPE_F32: &str = r#"//! The `_rope` form of `sdpa_split_sg.wgsl` (as `sdpa_split_rope.wgsl` is
+//! of `sdpa_split.wgsl`), for `etwgpu.sdpa_rope_with_kv_cache` on the
+//! decode route of devices with subgroups: the query and the call's new
+//! keys read un-rotated and rotated as they are loaded (pairs `(x[2i],
+//! x[2i+1])` of a row of token `t` of the call turned by the tables `cos,
+//! sin [_, D/2]` at row `table_row + t`, each result rounded to the
+//! activations' dtype as `rope.wgsl` stores it); the rotated keys are what
+//! it writes into the key cache. Everything else is
+//! `common/sdpa_split_sg_body.wgsl`'s.
+// variants: f32 f16 f32_kvf16
+
+alias Elem = f32;
+alias KvElem = Elem;
+
+struct Params {
+    /// Query rows (`S`).
+    seq: u32,
+    /// Query heads.
+    n_heads: u32,
+    /// Key/value heads.
+    n_kv_heads: u32,
+    /// Head dim (a multiple of 4, at most 256).
+    head_dim: u32,
+    /// Position of the first new token.
+    start_pos: u32,
+    /// Softmax scale.
+    scale: f32,
+    /// Split plan constants (`common/split_plan.wgsl`).
+    split_target: u32,
+    split_min_keys: u32,
+    split_tile: u32,
+    split_max: u32,
+    /// Query vectors the final merge sums at once.
+    merge_queries: u32,
+    _pad0: u32,
+    /// The tables' row of the call's first token.
+    table_row: u32,
+    _pad1: u32,
+    _pad2: u32,
+    _pad3: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
+/// `split_min_keys` keys each, enough splits to reach `split_target`
+/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
+/// length but the last, none empty.
+fn split_plan(ctx: u32) -> vec2<u32> {
+    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
+    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
+    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
+    let chunk = max((ctx + bound - 1u) / bound, 1u);
+    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
+}
+@group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> k_new: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> v_new: array<vec4<Elem>>;
+@group(0) @binding(4) var<storage, read> cos_t: array<Elem>;
+@group(0) @binding(5) var<storage, read> sin_t: array<Elem>;
+@group(0) @binding(6) var<storage, read_write> k_cache: array<vec4<KvElem>>;
+@group(0) @binding(7) var<storage, read_write> v_cache: array<vec4<KvElem>>;
+@group(0) @binding(8) var<storage, read_write> part: array<vec4<f32>>;
+
+/// `vec4` `d` of a row of token `t` of the call rotated: its pairs `(x, y)`
+/// and `(z, w)` are pairs `2d` and `2d + 1` of the half head dim. Rounded
+/// to `Elem`, as the rotation's output tensor holds it.
+fn rope4(v: vec4<Elem>, t: u32, d: u32) -> vec4<f32> {
+    let i = (p.table_row + t) * (p.head_dim / 2u) + 2u * d;
+    let c = vec2<f32>(f32(cos_t[i]), f32(cos_t[i + 1u]));
+    let sn = vec2<f32>(f32(sin_t[i]), f32(sin_t[i + 1u]));
+    let x = vec4<f32>(v);
+    let re = x.xz * c - x.yw * sn;
+    let im = x.xz * sn + x.yw * c;
+    return vec4<f32>(vec4<Elem>(vec4<f32>(re.x, im.x, re.y, im.y)));
+}
+
+/// `vec4` `d` of query row `row` (the call's token `row`), head `h`, rotated.
+fn query_at(row: u32, h: u32, d: u32, d4: u32) -> vec4<f32> {
+    return rope4(q[(row * p.n_heads + h) * d4 + d], row, d);
+}
+
+/// `vec4` `d` of the call's key `t` of kv head `kvh`, rotated, as the cache
+/// holds it.
+fn new_key(t: u32, kvh: u32, d: u32, d4: u32) -> vec4<KvElem> {
+    return vec4<KvElem>(rope4(k_new[(t * p.n_kv_heads + kvh) * d4 + d], t, d));
+}
+
+const WG: u32 = 128u;
+/// Query vectors per workgroup.
+const MAXQ: u32 = 4u;
+/// `vec4`s of the head dim one invocation may own in the values
+/// (`D / 4 <= MAX_DPL * subgroup size`, which the host checks).
+const MAX_DPL: u32 = 4u;
+/// Most subgroups of a workgroup (subgroups of at least 4).
+const MAX_SG: u32 = 32u;
+/// `vec4`s of workgroup memory for the final merge of the subgroups.
+const SUMS: u32 = 512u;
+/// Keys (and values) loaded at once by one invocation.
+const KB: u32 = 8u;
+/// Score of a masked key.
+const NEG: f32 = -3.402823e38;
+
+/// `vec4` `d` of key `key` of kv head `kvh` (`d4` per row), as the cache
+/// holds it: the new keys through `new_key`, the older ones from the cache.
+fn key_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
+    if key >= p.start_pos {
+        return vec4<f32>(new_key(key - p.start_pos, kvh, d, d4));
+    }
+    return vec4<f32>(k_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
+}
+
+/// The same for the values.
+fn value_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
+    if key >= p.start_pos {
+        return vec4<f32>(vec4<KvElem>(v_new[((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + d]));
+    }
+    return vec4<f32>(v_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
+}
+
+/// The workgroup's query vectors, `d4` `vec4`s each.
+var<workgroup> qs: array<vec4<f32>, 256>;
+/// Per subgroup: its running max (`[sg]`) and sum (`[MAX_SG + sg]`), a
+/// lane per query vector.
+var<workgroup> sml: array<vec4<f32>, 64>;
+/// The subgroups' rescaled outputs on their way to one sum.
+var<workgroup> sums: array<vec4<f32>, SUMS>;
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(subgroup_size) sg_size: u32,
+    @builtin(subgroup_invocation_id) lane: u32,
+    @builtin(subgroup_id) sg_id: u32,
+    @builtin(num_subgroups) n_sg: u32,
+) {
+    let group = p.n_heads / p.n_kv_heads;
+    let n_qv = p.seq * group;
+    let n_blocks = (n_qv + MAXQ - 1u) / MAXQ;
+    let kvh = wid.x / n_blocks;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    let plan = split_plan(p.start_pos + p.seq);
+    let n_splits = plan.x;
+    let chunk = plan.y;
+    if kvh >= p.n_kv_heads || wid.y >= n_splits {
+        return;
+    }
+    let j0 = (wid.x % n_blocks) * MAXQ;
+    let nq = min(MAXQ, n_qv - j0);
+    let split = wid.y;
+    let d4 = p.head_dim / 4u;
+    let begin = split * chunk;
+    let end = min(p.start_pos + p.seq, begin + chunk);
+    // The new rows of this kv head in this split, stored once (by the
+    // first query block).
+    if j0 == 0u {
+        let first = max(begin, p.start_pos);
+        if first < end {
+            for (var e = lid; e < (end - first) * d4; e += WG) {
+                let key = first + e / d4;
+                let dst = (key * p.n_kv_heads + kvh) * d4 + e % d4;
+                k_cache[dst] = new_key(key - p.start_pos, kvh, e % d4, d4);
+                v_cache[dst] = vec4<KvElem>(v_new[((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + e % d4]);
+            }
+        }
+    }
+    for (var e = lid; e < nq * d4; e += WG) {
+        let j = j0 + e / d4;
+        qs[e] = query_at(j / group, kvh * group + j % group, e % d4, d4);
+    }
+    workgroupBarrier();
+    // Per query vector: the keys its row sees end at `lim`.
+    var lim: array<u32, MAXQ>;
+    for (var jj = 0u; jj < MAXQ; jj++) {
+        lim[jj] = p.start_pos + (j0 + jj) / group + 1u;
+    }
+    // The values: a subgroup's lanes form `kgs` key groups of `r` lanes;
+    // lane `dl` of a group owns `vec4`s `dl, dl + r, ...` of the head dim.
+    let n = sg_size;
+    let r = min(n, d4);
+    let kgs = n / r;
+    let kg = lane / r;
+    let dl = lane % r;
+    let owns = kg < kgs;
+    // Running max and sum of each query vector (a component each), and its
+    // output (`acc[jj * MAX_DPL + i]`: `vec4` `dl + i * r`). Loops over
+    // query vectors and dims run to constants, so these stay in registers.
+    var m_run = vec4<f32>(NEG);
+    var l_run = vec4<f32>(0.0);
+    var acc: array<vec4<f32>, 16>;
+    // Each subgroup walks its own runs of `n` keys, a key per lane: no
+    // workgroup barrier until the merge.
+    for (var c0 = begin + sg_id * n; c0 < end; c0 += n_sg * n) {
+        let key = c0 + lane;
+        var dots: array<vec4<f32>, MAXQ>;
+        if key < end {
+            // `KB` loads of the key in flight before any is used.
+            var d = 0u;
+            for (; d + KB <= d4; d += KB) {
+                var kk: array<vec4<f32>, KB>;
+                for (var u = 0u; u < KB; u++) {
+                    kk[u] = key_at(key, kvh, d + u, d4);
+                }
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    for (var u = 0u; u < KB; u++) {
+                        dots[jj] += qs[jj * d4 + d + u] * kk[u];
+                    }
+                }
+            }
+            for (; d < d4; d++) {
+                let kv = key_at(key, kvh, d, d4);
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    dots[jj] += qs[jj * d4 + d] * kv;
+                }
+            }
+        }
+        var s = vec4<f32>(NEG);
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            if jj < nq && key < end && key < lim[jj] {
+                s[jj] = (dots[jj].x + dots[jj].y + dots[jj].z + dots[jj].w) * p.scale;
+            }
+        }
+        let m_new = max(m_run, subgroupMax(s));
+        let alpha = exp(m_run - m_new);
+        let pr = select(vec4<f32>(0.0), exp(s - m_new), s > vec4<f32>(NEG));
+        l_run = l_run * alpha + subgroupAdd(pr);
+        m_run = m_new;
+        for (var e = 0u; e < MAXQ * MAX_DPL; e++) {
+            acc[e] *= alpha[e / MAX_DPL];
+        }
+        // Key group `kg` takes keys `kg, kg + kgs, ...` of the run, `KB` at
+        // a time; each key's probabilities come from the lane that scored
+        // it. (Subgroup-uniform trip counts: every lane shuffles.)
+        let n_keys = min(n, end - c0);
+        for (var t = kg; t < n + kg; t += kgs * KB) {
+            var pk: array<vec4<f32>, KB>;
+            for (var u = 0u; u < KB; u++) {
+                pk[u] = subgroupShuffle(pr, min(t + u * kgs, n - 1u));
+            }
+            for (var i = 0u; i < MAX_DPL; i++) {
+                let dim = dl + i * r;
+                if owns && dim < d4 {
+                    var vv: array<vec4<f32>, KB>;
+                    for (var u = 0u; u < KB; u++) {
+                        if t + u * kgs < n_keys {
+                            vv[u] = value_at(c0 + t + u * kgs, kvh, dim, d4);
+                        }
+                    }
+                    for (var jj = 0u; jj < MAXQ; jj++) {
+                        var a = acc[jj * MAX_DPL + i];
+                        for (var u = 0u; u < KB; u++) {
+                            a += pk[u][jj] * vv[u];
+                        }
+                        acc[jj * MAX_DPL + i] = a;
+                    }
+                }
+            }
+        }
+    }
+    // Merge the subgroups once: the workgroup's max and sum per query
+    // vector, then the outputs rescaled to that max and summed over the
+    // (subgroup, key group) rows, `p.merge_queries` query vectors a pass
+    // (as many as `sums` holds at the device's smallest subgroups).
+    if lane == 0u {
+        sml[sg_id] = m_run;
+        sml[MAX_SG + sg_id] = l_run;
+    }
+    workgroupBarrier();
+    var m_all = vec4<f32>(NEG);
+    for (var g = 0u; g < n_sg; g++) {
+        m_all = max(m_all, sml[g]);
+    }
+    var l_all = vec4<f32>(0.0);
+    for (var g = 0u; g < n_sg; g++) {
+        l_all += sml[MAX_SG + g] * exp(sml[g] - m_all);
+    }
+    let f = exp(m_run - m_all);
+    let rows = n_sg * kgs;
+    let row = sg_id * kgs + kg;
+    let qp = p.merge_queries;
+    for (var batch = 0u; batch * qp < nq; batch++) {
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            if jj / qp == batch && owns {
+                for (var i = 0u; i < MAX_DPL; i++) {
+                    let dim = dl + i * r;
+                    if dim < d4 {
+                        sums[((jj % qp) * rows + row) * d4 + dim] = acc[jj * MAX_DPL + i] * f[jj];
+                    }
+                }
+            }
+        }
+        workgroupBarrier();
+        let q_here = min(qp, nq - batch * qp);
+        for (var e = lid; e < q_here * d4; e += WG) {
+            let qq = e / d4;
+            let dim = e % d4;
+            var total = vec4<f32>(0.0);
+            for (var rr = 0u; rr < rows; rr++) {
+                total += sums[(qq * rows + rr) * d4 + dim];
+            }
+            let jj = batch * qp + qq;
+            let j = j0 + jj;
+            let h = kvh * group + j % group;
+            let base = (((j / group) * p.n_heads + h) * n_splits + split) * (d4 + 1u);
+            part[base + 1u + dim] = total;
+            if dim == 0u {
+                part[base] = vec4<f32>(m_all[jj], l_all[jj], 0.0, 0.0);
+            }
+        }
+        workgroupBarrier();
+    }
+}
+"#;
+
+/// `sdpa_split_sg_rope.wgsl` with `Elem = f16`.
+pub const SDPA_SPLIT_SG_ROPE_F16: &str = r#"enable f16;
+
+//! The `_rope` form of `sdpa_split_sg.wgsl` (as `sdpa_split_rope.wgsl` is
+//! of `sdpa_split.wgsl`), for `etwgpu.sdpa_rope_with_kv_cache` on the
+//! decode route of devices with subgroups: the query and the call's new
+//! keys read un-rotated and rotated as they are loaded (pairs `(x[2i],
+//! x[2i+1])` of a row of token `t` of the call turned by the tables `cos,
+//! sin [_, D/2]` at row `table_row + t`, each result rounded to the
+//! activations' dtype as `rope.wgsl` stores it); the rotated keys are what
+//! it writes into the key cache. Everything else is
+//! `common/sdpa_split_sg_body.wgsl`'s.
+// variants: f32 f16 f32_kvf16
+
+alias Elem = f16;
+alias KvElem = Elem;
+
+struct Params {
+    /// Query rows (`S`).
+    seq: u32,
+    /// Query heads.
+    n_heads: u32,
+    /// Key/value heads.
+    n_kv_heads: u32,
+    /// Head dim (a multiple of 4, at most 256).
+    head_dim: u32,
+    /// Position of the first new token.
+    start_pos: u32,
+    /// Softmax scale.
+    scale: f32,
+    /// Split plan constants (`common/split_plan.wgsl`).
+    split_target: u32,
+    split_min_keys: u32,
+    split_tile: u32,
+    split_max: u32,
+    /// Query vectors the final merge sums at once.
+    merge_queries: u32,
+    _pad0: u32,
+    /// The tables' row of the call's first token.
+    table_row: u32,
+    _pad1: u32,
+    _pad2: u32,
+    _pad3: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
+/// `split_min_keys` keys each, enough splits to reach `split_target`
+/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
+/// length but the last, none empty.
+fn split_plan(ctx: u32) -> vec2<u32> {
+    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
+    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
+    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
+    let chunk = max((ctx + bound - 1u) / bound, 1u);
+    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
+}
+@group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> k_new: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> v_new: array<vec4<Elem>>;
+@group(0) @binding(4) var<storage, read> cos_t: array<Elem>;
+@group(0) @binding(5) var<storage, read> sin_t: array<Elem>;
+@group(0) @binding(6) var<storage, read_write> k_cache: array<vec4<KvElem>>;
+@group(0) @binding(7) var<storage, read_write> v_cache: array<vec4<KvElem>>;
+@group(0) @binding(8) var<storage, read_write> part: array<vec4<f32>>;
+
+/// `vec4` `d` of a row of token `t` of the call rotated: its pairs `(x, y)`
+/// and `(z, w)` are pairs `2d` and `2d + 1` of the half head dim. Rounded
+/// to `Elem`, as the rotation's output tensor holds it.
+fn rope4(v: vec4<Elem>, t: u32, d: u32) -> vec4<f32> {
+    let i = (p.table_row + t) * (p.head_dim / 2u) + 2u * d;
+    let c = vec2<f32>(f32(cos_t[i]), f32(cos_t[i + 1u]));
+    let sn = vec2<f32>(f32(sin_t[i]), f32(sin_t[i + 1u]));
+    let x = vec4<f32>(v);
+    let re = x.xz * c - x.yw * sn;
+    let im = x.xz * sn + x.yw * c;
+    return vec4<f32>(vec4<Elem>(vec4<f32>(re.x, im.x, re.y, im.y)));
+}
+
+/// `vec4` `d` of query row `row` (the call's token `row`), head `h`, rotated.
+fn query_at(row: u32, h: u32, d: u32, d4: u32) -> vec4<f32> {
+    return rope4(q[(row * p.n_heads + h) * d4 + d], row, d);
+}
+
+/// `vec4` `d` of the call's key `t` of kv head `kvh`, rotated, as the cache
+/// holds it.
+fn new_key(t: u32, kvh: u32, d: u32, d4: u32) -> vec4<KvElem> {
+    return vec4<KvElem>(rope4(k_new[(t * p.n_kv_heads + kvh) * d4 + d], t, d));
+}
+
+const WG: u32 = 128u;
+/// Query vectors per workgroup.
+const MAXQ: u32 = 4u;
+/// `vec4`s of the head dim one invocation may own in the values
+/// (`D / 4 <= MAX_DPL * subgroup size`, which the host checks).
+const MAX_DPL: u32 = 4u;
+/// Most subgroups of a workgroup (subgroups of at least 4).
+const MAX_SG: u32 = 32u;
+/// `vec4`s of workgroup memory for the final merge of the subgroups.
+const SUMS: u32 = 512u;
+/// Keys (and values) loaded at once by one invocation.
+const KB: u32 = 8u;
+/// Score of a masked key.
+const NEG: f32 = -3.402823e38;
+
+/// `vec4` `d` of key `key` of kv head `kvh` (`d4` per row), as the cache
+/// holds it: the new keys through `new_key`, the older ones from the cache.
+fn key_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
+    if key >= p.start_pos {
+        return vec4<f32>(new_key(key - p.start_pos, kvh, d, d4));
+    }
+    return vec4<f32>(k_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
+}
+
+/// The same for the values.
+fn value_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
+    if key >= p.start_pos {
+        return vec4<f32>(vec4<KvElem>(v_new[((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + d]));
+    }
+    return vec4<f32>(v_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
+}
+
+/// The workgroup's query vectors, `d4` `vec4`s each.
+var<workgroup> qs: array<vec4<f32>, 256>;
+/// Per subgroup: its running max (`[sg]`) and sum (`[MAX_SG + sg]`), a
+/// lane per query vector.
+var<workgroup> sml: array<vec4<f32>, 64>;
+/// The subgroups' rescaled outputs on their way to one sum.
+var<workgroup> sums: array<vec4<f32>, SUMS>;
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(subgroup_size) sg_size: u32,
+    @builtin(subgroup_invocation_id) lane: u32,
+    @builtin(subgroup_id) sg_id: u32,
+    @builtin(num_subgroups) n_sg: u32,
+) {
+    let group = p.n_heads / p.n_kv_heads;
+    let n_qv = p.seq * group;
+    let n_blocks = (n_qv + MAXQ - 1u) / MAXQ;
+    let kvh = wid.x / n_blocks;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    let plan = split_plan(p.start_pos + p.seq);
+    let n_splits = plan.x;
+    let chunk = plan.y;
+    if kvh >= p.n_kv_heads || wid.y >= n_splits {
+        return;
+    }
+    let j0 = (wid.x % n_blocks) * MAXQ;
+    let nq = min(MAXQ, n_qv - j0);
+    let split = wid.y;
+    let d4 = p.head_dim / 4u;
+    let begin = split * chunk;
+    let end = min(p.start_pos + p.seq, begin + chunk);
+    // The new rows of this kv head in this split, stored once (by the
+    // first query block).
+    if j0 == 0u {
+        let first = max(begin, p.start_pos);
+        if first < end {
+            for (var e = lid; e < (end - first) * d4; e += WG) {
+                let key = first + e / d4;
+                let dst = (key * p.n_kv_heads + kvh) * d4 + e % d4;
+                k_cache[dst] = new_key(key - p.start_pos, kvh, e % d4, d4);
+                v_cache[dst] = vec4<KvElem>(v_new[((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + e % d4]);
+            }
+        }
+    }
+    for (var e = lid; e < nq * d4; e += WG) {
+        let j = j0 + e / d4;
+        qs[e] = query_at(j / group, kvh * group + j % group, e % d4, d4);
+    }
+    workgroupBarrier();
+    // Per query vector: the keys its row sees end at `lim`.
+    var lim: array<u32, MAXQ>;
+    for (var jj = 0u; jj < MAXQ; jj++) {
+        lim[jj] = p.start_pos + (j0 + jj) / group + 1u;
+    }
+    // The values: a subgroup's lanes form `kgs` key groups of `r` lanes;
+    // lane `dl` of a group owns `vec4`s `dl, dl + r, ...` of the head dim.
+    let n = sg_size;
+    let r = min(n, d4);
+    let kgs = n / r;
+    let kg = lane / r;
+    let dl = lane % r;
+    let owns = kg < kgs;
+    // Running max and sum of each query vector (a component each), and its
+    // output (`acc[jj * MAX_DPL + i]`: `vec4` `dl + i * r`). Loops over
+    // query vectors and dims run to constants, so these stay in registers.
+    var m_run = vec4<f32>(NEG);
+    var l_run = vec4<f32>(0.0);
+    var acc: array<vec4<f32>, 16>;
+    // Each subgroup walks its own runs of `n` keys, a key per lane: no
+    // workgroup barrier until the merge.
+    for (var c0 = begin + sg_id * n; c0 < end; c0 += n_sg * n) {
+        let key = c0 + lane;
+        var dots: array<vec4<f32>, MAXQ>;
+        if key < end {
+            // `KB` loads of the key in flight before any is used.
+            var d = 0u;
+            for (; d + KB <= d4; d += KB) {
+                var kk: array<vec4<f32>, KB>;
+                for (var u = 0u; u < KB; u++) {
+                    kk[u] = key_at(key, kvh, d + u, d4);
+                }
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    for (var u = 0u; u < KB; u++) {
+                        dots[jj] += qs[jj * d4 + d + u] * kk[u];
+                    }
+                }
+            }
+            for (; d < d4; d++) {
+                let kv = key_at(key, kvh, d, d4);
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    dots[jj] += qs[jj * d4 + d] * kv;
+                }
+            }
+        }
+        var s = vec4<f32>(NEG);
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            if jj < nq && key < end && key < lim[jj] {
+                s[jj] = (dots[jj].x + dots[jj].y + dots[jj].z + dots[jj].w) * p.scale;
+            }
+        }
+        let m_new = max(m_run, subgroupMax(s));
+        let alpha = exp(m_run - m_new);
+        let pr = select(vec4<f32>(0.0), exp(s - m_new), s > vec4<f32>(NEG));
+        l_run = l_run * alpha + subgroupAdd(pr);
+        m_run = m_new;
+        for (var e = 0u; e < MAXQ * MAX_DPL; e++) {
+            acc[e] *= alpha[e / MAX_DPL];
+        }
+        // Key group `kg` takes keys `kg, kg + kgs, ...` of the run, `KB` at
+        // a time; each key's probabilities come from the lane that scored
+        // it. (Subgroup-uniform trip counts: every lane shuffles.)
+        let n_keys = min(n, end - c0);
+        for (var t = kg; t < n + kg; t += kgs * KB) {
+            var pk: array<vec4<f32>, KB>;
+            for (var u = 0u; u < KB; u++) {
+                pk[u] = subgroupShuffle(pr, min(t + u * kgs, n - 1u));
+            }
+            for (var i = 0u; i < MAX_DPL; i++) {
+                let dim = dl + i * r;
+                if owns && dim < d4 {
+                    var vv: array<vec4<f32>, KB>;
+                    for (var u = 0u; u < KB; u++) {
+                        if t + u * kgs < n_keys {
+                            vv[u] = value_at(c0 + t + u * kgs, kvh, dim, d4);
+                        }
+                    }
+                    for (var jj = 0u; jj < MAXQ; jj++) {
+                        var a = acc[jj * MAX_DPL + i];
+                        for (var u = 0u; u < KB; u++) {
+                            a += pk[u][jj] * vv[u];
+                        }
+                        acc[jj * MAX_DPL + i] = a;
+                    }
+                }
+            }
+        }
+    }
+    // Merge the subgroups once: the workgroup's max and sum per query
+    // vector, then the outputs rescaled to that max and summed over the
+    // (subgroup, key group) rows, `p.merge_queries` query vectors a pass
+    // (as many as `sums` holds at the device's smallest subgroups).
+    if lane == 0u {
+        sml[sg_id] = m_run;
+        sml[MAX_SG + sg_id] = l_run;
+    }
+    workgroupBarrier();
+    var m_all = vec4<f32>(NEG);
+    for (var g = 0u; g < n_sg; g++) {
+        m_all = max(m_all, sml[g]);
+    }
+    var l_all = vec4<f32>(0.0);
+    for (var g = 0u; g < n_sg; g++) {
+        l_all += sml[MAX_SG + g] * exp(sml[g] - m_all);
+    }
+    let f = exp(m_run - m_all);
+    let rows = n_sg * kgs;
+    let row = sg_id * kgs + kg;
+    let qp = p.merge_queries;
+    for (var batch = 0u; batch * qp < nq; batch++) {
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            if jj / qp == batch && owns {
+                for (var i = 0u; i < MAX_DPL; i++) {
+                    let dim = dl + i * r;
+                    if dim < d4 {
+                        sums[((jj % qp) * rows + row) * d4 + dim] = acc[jj * MAX_DPL + i] * f[jj];
+                    }
+                }
+            }
+        }
+        workgroupBarrier();
+        let q_here = min(qp, nq - batch * qp);
+        for (var e = lid; e < q_here * d4; e += WG) {
+            let qq = e / d4;
+            let dim = e % d4;
+            var total = vec4<f32>(0.0);
+            for (var rr = 0u; rr < rows; rr++) {
+                total += sums[(qq * rows + rr) * d4 + dim];
+            }
+            let jj = batch * qp + qq;
+            let j = j0 + jj;
+            let h = kvh * group + j % group;
+            let base = (((j / group) * p.n_heads + h) * n_splits + split) * (d4 + 1u);
+            part[base + 1u + dim] = total;
+            if dim == 0u {
+                part[base] = vec4<f32>(m_all[jj], l_all[jj], 0.0, 0.0);
+            }
+        }
+        workgroupBarrier();
+    }
+}
+"#;
+
+/// `sdpa_split_sg_rope.wgsl` with `Elem = f32`, `KvElem = f16`.
+pub const SDPA_SPLIT_SG_ROPE_F32_KVF16: &str = r#"enable f16;
+
+//! The `_rope` form of `sdpa_split_sg.wgsl` (as `sdpa_split_rope.wgsl` is
+//! of `sdpa_split.wgsl`), for `etwgpu.sdpa_rope_with_kv_cache` on the
+//! decode route of devices with subgroups: the query and the call's new
+//! keys read un-rotated and rotated as they are loaded (pairs `(x[2i],
+//! x[2i+1])` of a row of token `t` of the call turned by the tables `cos,
+//! sin [_, D/2]` at row `table_row + t`, each result rounded to the
+//! activations' dtype as `rope.wgsl` stores it); the rotated keys are what
+//! it writes into the key cache. Everything else is
+//! `common/sdpa_split_sg_body.wgsl`'s.
+// variants: f32 f16 f32_kvf16
+
+alias Elem = f32;
+alias KvElem = f16;
+
+struct Params {
+    /// Query rows (`S`).
+    seq: u32,
+    /// Query heads.
+    n_heads: u32,
+    /// Key/value heads.
+    n_kv_heads: u32,
+    /// Head dim (a multiple of 4, at most 256).
+    head_dim: u32,
+    /// Position of the first new token.
+    start_pos: u32,
+    /// Softmax scale.
+    scale: f32,
+    /// Split plan constants (`common/split_plan.wgsl`).
+    split_target: u32,
+    split_min_keys: u32,
+    split_tile: u32,
+    split_max: u32,
+    /// Query vectors the final merge sums at once.
+    merge_queries: u32,
+    _pad0: u32,
+    /// The tables' row of the call's first token.
+    table_row: u32,
+    _pad1: u32,
+    _pad2: u32,
+    _pad3: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
+/// `split_min_keys` keys each, enough splits to reach `split_target`
+/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
+/// length but the last, none empty.
+fn split_plan(ctx: u32) -> vec2<u32> {
+    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
+    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
+    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
+    let chunk = max((ctx + bound - 1u) / bound, 1u);
+    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
+}
+@group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> k_new: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> v_new: array<vec4<Elem>>;
+@group(0) @binding(4) var<storage, read> cos_t: array<Elem>;
+@group(0) @binding(5) var<storage, read> sin_t: array<Elem>;
+@group(0) @binding(6) var<storage, read_write> k_cache: array<vec4<KvElem>>;
+@group(0) @binding(7) var<storage, read_write> v_cache: array<vec4<KvElem>>;
+@group(0) @binding(8) var<storage, read_write> part: array<vec4<f32>>;
+
+/// `vec4` `d` of a row of token `t` of the call rotated: its pairs `(x, y)`
+/// and `(z, w)` are pairs `2d` and `2d + 1` of the half head dim. Rounded
+/// to `Elem`, as the rotation's output tensor holds it.
+fn rope4(v: vec4<Elem>, t: u32, d: u32) -> vec4<f32> {
+    let i = (p.table_row + t) * (p.head_dim / 2u) + 2u * d;
+    let c = vec2<f32>(f32(cos_t[i]), f32(cos_t[i + 1u]));
+    let sn = vec2<f32>(f32(sin_t[i]), f32(sin_t[i + 1u]));
+    let x = vec4<f32>(v);
+    let re = x.xz * c - x.yw * sn;
+    let im = x.xz * sn + x.yw * c;
+    return vec4<f32>(vec4<Elem>(vec4<f32>(re.x, im.x, re.y, im.y)));
+}
+
+/// `vec4` `d` of query row `row` (the call's token `row`), head `h`, rotated.
+fn query_at(row: u32, h: u32, d: u32, d4: u32) -> vec4<f32> {
+    return rope4(q[(row * p.n_heads + h) * d4 + d], row, d);
+}
+
+/// `vec4` `d` of the call's key `t` of kv head `kvh`, rotated, as the cache
+/// holds it.
+fn new_key(t: u32, kvh: u32, d: u32, d4: u32) -> vec4<KvElem> {
+    return vec4<KvElem>(rope4(k_new[(t * p.n_kv_heads + kvh) * d4 + d], t, d));
+}
+
+const WG: u32 = 128u;
+/// Query vectors per workgroup.
+const MAXQ: u32 = 4u;
+/// `vec4`s of the head dim one invocation may own in the values
+/// (`D / 4 <= MAX_DPL * subgroup size`, which the host checks).
+const MAX_DPL: u32 = 4u;
+/// Most subgroups of a workgroup (subgroups of at least 4).
+const MAX_SG: u32 = 32u;
+/// `vec4`s of workgroup memory for the final merge of the subgroups.
+const SUMS: u32 = 512u;
+/// Keys (and values) loaded at once by one invocation.
+const KB: u32 = 8u;
+/// Score of a masked key.
+const NEG: f32 = -3.402823e38;
+
+/// `vec4` `d` of key `key` of kv head `kvh` (`d4` per row), as the cache
+/// holds it: the new keys through `new_key`, the older ones from the cache.
+fn key_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
+    if key >= p.start_pos {
+        return vec4<f32>(new_key(key - p.start_pos, kvh, d, d4));
+    }
+    return vec4<f32>(k_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
+}
+
+/// The same for the values.
+fn value_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
+    if key >= p.start_pos {
+        return vec4<f32>(vec4<KvElem>(v_new[((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + d]));
+    }
+    return vec4<f32>(v_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
+}
+
+/// The workgroup's query vectors, `d4` `vec4`s each.
+var<workgroup> qs: array<vec4<f32>, 256>;
+/// Per subgroup: its running max (`[sg]`) and sum (`[MAX_SG + sg]`), a
+/// lane per query vector.
+var<workgroup> sml: array<vec4<f32>, 64>;
+/// The subgroups' rescaled outputs on their way to one sum.
+var<workgroup> sums: array<vec4<f32>, SUMS>;
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(subgroup_size) sg_size: u32,
+    @builtin(subgroup_invocation_id) lane: u32,
+    @builtin(subgroup_id) sg_id: u32,
+    @builtin(num_subgroups) n_sg: u32,
+) {
+    let group = p.n_heads / p.n_kv_heads;
+    let n_qv = p.seq * group;
+    let n_blocks = (n_qv + MAXQ - 1u) / MAXQ;
+    let kvh = wid.x / n_blocks;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    let plan = split_plan(p.start_pos + p.seq);
+    let n_splits = plan.x;
+    let chunk = plan.y;
+    if kvh >= p.n_kv_heads || wid.y >= n_splits {
+        return;
+    }
+    let j0 = (wid.x % n_blocks) * MAXQ;
+    let nq = min(MAXQ, n_qv - j0);
+    let split = wid.y;
+    let d4 = p.head_dim / 4u;
+    let begin = split * chunk;
+    let end = min(p.start_pos + p.seq, begin + chunk);
+    // The new rows of this kv head in this split, stored once (by the
+    // first query block).
+    if j0 == 0u {
+        let first = max(begin, p.start_pos);
+        if first < end {
+            for (var e = lid; e < (end - first) * d4; e += WG) {
+                let key = first + e / d4;
+                let dst = (key * p.n_kv_heads + kvh) * d4 + e % d4;
+                k_cache[dst] = new_key(key - p.start_pos, kvh, e % d4, d4);
+                v_cache[dst] = vec4<KvElem>(v_new[((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + e % d4]);
+            }
+        }
+    }
+    for (var e = lid; e < nq * d4; e += WG) {
+        let j = j0 + e / d4;
+        qs[e] = query_at(j / group, kvh * group + j % group, e % d4, d4);
+    }
+    workgroupBarrier();
+    // Per query vector: the keys its row sees end at `lim`.
+    var lim: array<u32, MAXQ>;
+    for (var jj = 0u; jj < MAXQ; jj++) {
+        lim[jj] = p.start_pos + (j0 + jj) / group + 1u;
+    }
+    // The values: a subgroup's lanes form `kgs` key groups of `r` lanes;
+    // lane `dl` of a group owns `vec4`s `dl, dl + r, ...` of the head dim.
+    let n = sg_size;
+    let r = min(n, d4);
+    let kgs = n / r;
+    let kg = lane / r;
+    let dl = lane % r;
+    let owns = kg < kgs;
+    // Running max and sum of each query vector (a component each), and its
+    // output (`acc[jj * MAX_DPL + i]`: `vec4` `dl + i * r`). Loops over
+    // query vectors and dims run to constants, so these stay in registers.
+    var m_run = vec4<f32>(NEG);
+    var l_run = vec4<f32>(0.0);
+    var acc: array<vec4<f32>, 16>;
+    // Each subgroup walks its own runs of `n` keys, a key per lane: no
+    // workgroup barrier until the merge.
+    for (var c0 = begin + sg_id * n; c0 < end; c0 += n_sg * n) {
+        let key = c0 + lane;
+        var dots: array<vec4<f32>, MAXQ>;
+        if key < end {
+            // `KB` loads of the key in flight before any is used.
+            var d = 0u;
+            for (; d + KB <= d4; d += KB) {
+                var kk: array<vec4<f32>, KB>;
+                for (var u = 0u; u < KB; u++) {
+                    kk[u] = key_at(key, kvh, d + u, d4);
+                }
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    for (var u = 0u; u < KB; u++) {
+                        dots[jj] += qs[jj * d4 + d + u] * kk[u];
+                    }
+                }
+            }
+            for (; d < d4; d++) {
+                let kv = key_at(key, kvh, d, d4);
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    dots[jj] += qs[jj * d4 + d] * kv;
+                }
+            }
+        }
+        var s = vec4<f32>(NEG);
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            if jj < nq && key < end && key < lim[jj] {
+                s[jj] = (dots[jj].x + dots[jj].y + dots[jj].z + dots[jj].w) * p.scale;
+            }
+        }
+        let m_new = max(m_run, subgroupMax(s));
+        let alpha = exp(m_run - m_new);
+        let pr = select(vec4<f32>(0.0), exp(s - m_new), s > vec4<f32>(NEG));
+        l_run = l_run * alpha + subgroupAdd(pr);
+        m_run = m_new;
+        for (var e = 0u; e < MAXQ * MAX_DPL; e++) {
+            acc[e] *= alpha[e / MAX_DPL];
+        }
+        // Key group `kg` takes keys `kg, kg + kgs, ...` of the run, `KB` at
+        // a time; each key's probabilities come from the lane that scored
+        // it. (Subgroup-uniform trip counts: every lane shuffles.)
+        let n_keys = min(n, end - c0);
+        for (var t = kg; t < n + kg; t += kgs * KB) {
+            var pk: array<vec4<f32>, KB>;
+            for (var u = 0u; u < KB; u++) {
+                pk[u] = subgroupShuffle(pr, min(t + u * kgs, n - 1u));
+            }
+            for (var i = 0u; i < MAX_DPL; i++) {
+                let dim = dl + i * r;
+                if owns && dim < d4 {
+                    var vv: array<vec4<f32>, KB>;
+                    for (var u = 0u; u < KB; u++) {
+                        if t + u * kgs < n_keys {
+                            vv[u] = value_at(c0 + t + u * kgs, kvh, dim, d4);
+                        }
+                    }
+                    for (var jj = 0u; jj < MAXQ; jj++) {
+                        var a = acc[jj * MAX_DPL + i];
+                        for (var u = 0u; u < KB; u++) {
+                            a += pk[u][jj] * vv[u];
+                        }
+                        acc[jj * MAX_DPL + i] = a;
+                    }
+                }
+            }
+        }
+    }
+    // Merge the subgroups once: the workgroup's max and sum per query
+    // vector, then the outputs rescaled to that max and summed over the
+    // (subgroup, key group) rows, `p.merge_queries` query vectors a pass
+    // (as many as `sums` holds at the device's smallest subgroups).
+    if lane == 0u {
+        sml[sg_id] = m_run;
+        sml[MAX_SG + sg_id] = l_run;
+    }
+    workgroupBarrier();
+    var m_all = vec4<f32>(NEG);
+    for (var g = 0u; g < n_sg; g++) {
+        m_all = max(m_all, sml[g]);
+    }
+    var l_all = vec4<f32>(0.0);
+    for (var g = 0u; g < n_sg; g++) {
+        l_all += sml[MAX_SG + g] * exp(sml[g] - m_all);
+    }
+    let f = exp(m_run - m_all);
+    let rows = n_sg * kgs;
+    let row = sg_id * kgs + kg;
+    let qp = p.merge_queries;
+    for (var batch = 0u; batch * qp < nq; batch++) {
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            if jj / qp == batch && owns {
+                for (var i = 0u; i < MAX_DPL; i++) {
+                    let dim = dl + i * r;
+                    if dim < d4 {
+                        sums[((jj % qp) * rows + row) * d4 + dim] = acc[jj * MAX_DPL + i] * f[jj];
+                    }
+                }
+            }
+        }
+        workgroupBarrier();
+        let q_here = min(qp, nq - batch * qp);
+        for (var e = lid; e < q_here * d4; e += WG) {
+            let qq = e / d4;
+            let dim = e % d4;
+            var total = vec4<f32>(0.0);
+            for (var rr = 0u; rr < rows; rr++) {
+                total += sums[(qq * rows + rr) * d4 + dim];
+            }
+            let jj = batch * qp + qq;
+            let j = j0 + jj;
+            let h = kvh * group + j % group;
+            let base = (((j / group) * p.n_heads + h) * n_splits + split) * (d4 + 1u);
+            part[base + 1u + dim] = total;
+            if dim == 0u {
+                part[base] = vec4<f32>(m_all[jj], l_all[jj], 0.0, 0.0);
+            }
         }
         workgroupBarrier();
     }

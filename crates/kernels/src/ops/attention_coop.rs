@@ -5,7 +5,7 @@
 //! caller swaps only the shader and the grid (one workgroup per 64 query
 //! rows and query head).
 
-use crate::caps::DeviceCaps;
+use crate::caps::{DeviceCaps, Product};
 use crate::error::Result;
 use crate::generated::shaders::{Family, ShaderId, Variant};
 use crate::plan::{ElemType, grid_groups};
@@ -18,11 +18,12 @@ pub const COOP_ATTENTION_MAX_HEAD_DIM: u64 = 128;
 /// Whether attention with queries of `query` dtype over a KV cache that
 /// holds float16 (`kv_f16`) may run on the matrix units: the device has
 /// them and the query may be rounded to f16 operands (float16 programs
-/// always, float32 ones where the load's precision allows f16 operands),
-/// and the keys and values are float16 already (a float32 cache keeps
+/// always, float32 ones where the load's precision allows it for
+/// [`Product::Attention`]: `mixed`, the default, and `f16`), and the keys
+/// and values are float16 already (a float32 cache keeps
 /// `sdpa_prefill.wgsl`). The one place this route's precision gate lives.
 pub fn attention_coop(caps: DeviceCaps, query: ElemType, kv_f16: bool) -> bool {
-    kv_f16 && caps.coop(query == ElemType::F16)
+    kv_f16 && caps.coop(query == ElemType::F16, Product::Attention)
 }
 
 /// The cooperative-matrix kernel and its workgroups for a prompt of `s`

@@ -3,10 +3,12 @@
 //! (`rope.wgsl`), `et_vk.apply_rotary_emb_hf` (`rope_hf.wgsl`),
 //! `et_vk.apply_rotary_emb_interleaved` (`rope_interleaved.wgsl`),
 //! `sdpa_with_kv_cache` (for a few query rows with scratch the split-KV
-//! pair `sdpa_split.wgsl`, which also writes the new keys and values into
-//! the caches, and `sdpa_split_combine.wgsl`; else `kv_cache_update.wgsl`
-//! then `sdpa_prefill.wgsl` for prompts (`sdpa_prefill_coop.wgsl` on
-//! cooperative matrices, `attention_coop.rs`), `sdpa_online.wgsl` or `sdpa.wgsl`
+//! pair `sdpa_split.wgsl` (`sdpa_split_sg.wgsl` on devices with
+//! subgroups; `llm/split_kv.rs`), which also writes the new keys and
+//! values into the caches, and `sdpa_split_combine.wgsl`; else
+//! `kv_cache_update.wgsl` then `sdpa_prefill.wgsl` for prompts
+//! (`sdpa_prefill_coop.wgsl` on cooperative matrices, `attention_coop.rs`),
+//! `sdpa_online.wgsl` or `sdpa.wgsl`
 //! for the rest), the cache-less
 //! `et_vk.sdpa` (`attention.wgsl`) and `update_cache` (a `place.wgsl`
 //! store). The KV caches are constants the ops update in place; the
@@ -16,9 +18,16 @@ use crate::ElemType;
 use crate::error::{Error, Result};
 use crate::generated::shaders::{Family, ShaderId, Variant};
 use crate::plan::{
-    Ctx, Dispatch, Lowered, MAX_GROUPS_PER_DIM, Step, TensorInfo, Uniform, Vid, WG_ELEMENTWISE, float_shader, grid_1d,
-    grid_groups, same_dtype, to_u32,
+    Ctx, Dispatch, Lowered, Step, TensorInfo, Uniform, Vid, WG_ELEMENTWISE, float_shader, grid_1d, grid_groups,
+    same_dtype, to_u32,
 };
+
+mod split_kv;
+
+use split_kv::{SPLIT_MAX_ROWS, SPLIT_SCRATCH, SplitAttn, split_kv_attention};
+#[cfg(test)]
+pub(crate) use split_kv::{SUBGROUP_PLAN, WORKGROUP_PLAN, split_plan};
+pub(crate) use split_kv::{split_route, split_scratch_bytes};
 
 fn shape_err(arg_idx: usize, name: &'static str, expected: String, t: &TensorInfo<'_>) -> Error {
     Error::Shape { arg_idx, name, expected, found: t.shape.to_vec() }
@@ -284,8 +293,9 @@ pub(crate) fn sdpa_with_kv_cache_into(
     // The split kernels need vec4 rows of at most 256 dims; their scratch
     // is declared whichever kernel runs.
     let splittable = d.is_multiple_of(4) && d > 0 && d <= 256;
+    let route = split_route(c.caps(), d);
     if splittable {
-        steps.push(Step::Scratch { slot: SPLIT_SCRATCH, bytes: split_scratch_bytes(hq, hkv, d, cmax) });
+        steps.push(Step::Scratch { slot: SPLIT_SCRATCH, bytes: split_scratch_bytes(&route.plan(), hq, hkv, d, cmax) });
     }
     let rows = s * hq;
     let split = c.scratch(SPLIT_SCRATCH).filter(|_| splittable && rows > 0 && s <= SPLIT_MAX_ROWS);
@@ -307,8 +317,8 @@ pub(crate) fn sdpa_with_kv_cache_into(
     }
     if let Some(scratch) = split {
         // The partials read the caches (maybe float16); the combine does not.
-        let shaders = [kv_shader(Family::SdpaSplit, variant), float_shader(Family::SdpaSplitCombine, &q, 0, "query")?];
-        let a = SplitAttn { s, hq, hkv, d, start, scale, shaders };
+        let combine = float_shader(Family::SdpaSplitCombine, &q, 0, "query")?;
+        let a = SplitAttn { s, hq, hkv, d, start, scale, route, variant, combine };
         steps.extend(split_kv_attention(&a, cmax, [q.id, k.id, v.id, k_cache.id, v_cache.id, out.id], scratch)?);
     } else if rows > 0 && d > 0 {
         let params = Uniform::new()
@@ -341,141 +351,6 @@ pub(crate) fn sdpa_with_kv_cache_into(
         }));
     }
     Ok(Lowered { shapes: vec![(out.id, q.shape.to_vec())], steps })
-}
-
-/// Split-KV decode attention (`sdpa_split.wgsl` then
-/// `sdpa_split_combine.wgsl`) takes calls of at most this many query rows.
-const SPLIT_MAX_ROWS: u64 = 4;
-/// The scratch slot of its partials.
-const SPLIT_SCRATCH: usize = 0;
-/// Query vectors (row, head) one `sdpa_split` workgroup takes (`MAXQ`).
-const SPLIT_QUERIES: u64 = 4;
-/// Fewest keys per split: short contexts get few splits (one up to 32).
-/// A split's workgroup walks its values in `keys / (WG / (D / 4))` steps
-/// (one per 16 keys at head dim 64), so at 128 keys four splits of 32
-/// take a quarter of the steps of one split of 128.
-const SPLIT_MIN_KEYS: u64 = 32;
-/// Workgroups the splits aim for (enough to fill a large GPU).
-const SPLIT_TARGET_GROUPS: u64 = 256;
-/// Keys one `sdpa_split` workgroup scores at once (`TILE`): past the
-/// target, more splits keep each within one tile.
-const SPLIT_TILE: u64 = 256;
-/// Most splits (bounds the scratch).
-const SPLIT_MAX: u64 = 64;
-
-/// Workgroups of one split of `sdpa_split`: per kv head, its `s * group`
-/// query vectors `SPLIT_QUERIES` at a time.
-fn split_groups(s: u64, hq: u64, hkv: u64) -> u64 {
-    hkv * (s * (hq / hkv)).div_ceil(SPLIT_QUERIES)
-}
-
-/// At most this many splits for a context of `ctx` keys and `s` query
-/// rows: at least [`SPLIT_MIN_KEYS`] keys each, enough to reach
-/// [`SPLIT_TARGET_GROUPS`] workgroups or one [`SPLIT_TILE`] each, at most
-/// [`SPLIT_MAX`].
-/// Non-decreasing in `ctx`, so its value at the cache length bounds every
-/// position.
-fn split_bound(s: u64, hq: u64, hkv: u64, ctx: u64) -> u64 {
-    let by_keys = ctx.div_ceil(SPLIT_MIN_KEYS);
-    let by_target = SPLIT_TARGET_GROUPS.div_ceil(split_groups(s, hq, hkv)).max(ctx.div_ceil(SPLIT_TILE));
-    by_keys.min(by_target).clamp(1, SPLIT_MAX)
-}
-
-/// Splits and keys per split of a context of `ctx >= 1` keys: at most
-/// [`split_bound`] splits of equal length but the last, none empty.
-#[cfg(test)]
-pub(crate) fn split_plan(s: u64, hq: u64, hkv: u64, ctx: u64) -> (u64, u64) {
-    let chunk = ctx.div_ceil(split_bound(s, hq, hkv, ctx)).max(1);
-    (ctx.div_ceil(chunk).max(1), chunk)
-}
-
-/// Bytes of one (row, head, split) partial: `vec4(m, l, 0, 0)` then the
-/// head dim.
-fn split_partial_bytes(d: u64) -> u64 {
-    (d / 4 + 1) * 16
-}
-
-/// Scratch the split kernels may use at any live shape of a cache of
-/// `cmax` rows: the most partials over every row count they take, at the
-/// longest context (the split count only grows with the context).
-pub(crate) fn split_scratch_bytes(hq: u64, hkv: u64, d: u64, cmax: u64) -> u64 {
-    (1..=SPLIT_MAX_ROWS).map(|s| s * hq * split_bound(s, hq, hkv, cmax)).max().unwrap_or(0) * split_partial_bytes(d)
-}
-
-/// One `sdpa_with_kv_cache` attention, as the split kernels see it.
-struct SplitAttn {
-    s: u64,
-    hq: u64,
-    hkv: u64,
-    d: u64,
-    start: u64,
-    scale: f64,
-    /// `sdpa_split` and `sdpa_split_combine` of the query's dtype.
-    shaders: [ShaderId; 2],
-}
-
-/// The two dispatches of split-KV attention of `[query, key_cache,
-/// value_cache, out]`, partials in `scratch`, for a cache of `cmax` rows;
-/// the same two at every position, and their uniforms affine in it (only
-/// `start_pos` changes): the kernels plan the splits of the live context
-/// themselves (`common/split_plan.wgsl`, the formula of [`split_plan`]),
-/// and the grid is sized for the longest context ([`split_bound`] is
-/// non-decreasing), its extra workgroups returning.
-fn split_kv_attention(
-    a: &SplitAttn,
-    cmax: u64,
-    [q, k, v, k_cache, v_cache, out]: [Vid; 6],
-    scratch: Vid,
-) -> Result<[Step; 2]> {
-    let max_splits = split_bound(a.s, a.hq, a.hkv, cmax);
-    let groups = split_groups(a.s, a.hq, a.hkv);
-    let target = SPLIT_TARGET_GROUPS.div_ceil(groups);
-    let groups = u32::try_from(groups)
-        .ok()
-        .filter(|&g| g <= MAX_GROUPS_PER_DIM)
-        .ok_or(Error::TooLarge { what: "workgroups of one attention split", found: groups })?;
-    let plan_words = |u: Uniform| -> Result<Uniform> {
-        Ok(u.u32(to_u32("split target", target)?)
-            .u32(SPLIT_MIN_KEYS as u32)
-            .u32(SPLIT_TILE as u32)
-            .u32(SPLIT_MAX as u32))
-    };
-    let partials = plan_words(
-        Uniform::new()
-            .u32(to_u32("seq", a.s)?)
-            .u32(to_u32("heads", a.hq)?)
-            .u32(to_u32("kv heads", a.hkv)?)
-            .u32(to_u32("head dim", a.d)?)
-            .u32(to_u32("start_pos", a.start)?)
-            .f32(a.scale as f32),
-    )?
-    .finish();
-    let combine = plan_words(
-        Uniform::new()
-            .u32(to_u32("seq", a.s)?)
-            .u32(to_u32("heads", a.hq)?)
-            .u32(to_u32("head dim", a.d)?)
-            .u32(to_u32("start_pos", a.start)?),
-    )?
-    .finish();
-    Ok([
-        Step::Dispatch(Dispatch {
-            shader: a.shaders[0].into(),
-            entry: "main",
-            inputs: vec![q, k, v],
-            outputs: vec![k_cache, v_cache, scratch],
-            params: partials,
-            workgroups: [groups, to_u32("splits", max_splits)?, 1],
-        }),
-        Step::Dispatch(Dispatch {
-            shader: a.shaders[1].into(),
-            entry: "main",
-            inputs: vec![scratch],
-            outputs: vec![out],
-            params: combine,
-            workgroups: grid_groups(a.s * a.hq)?,
-        }),
-    ])
 }
 
 /// `et_vk.apply_rotary_emb_hf.default(xq [B,S,Hq,D], xk [B,S,Hkv,D],

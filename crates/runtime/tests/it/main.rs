@@ -6,6 +6,7 @@
 //! `GPU_TESTS=require`, in which case a missing adapter fails them.
 
 mod crafted;
+mod decode_attention;
 mod device_loss;
 mod fixtures;
 mod fusion;

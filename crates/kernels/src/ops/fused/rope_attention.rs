@@ -3,7 +3,8 @@
 //!
 //! On the split-KV route (a few query rows: decode) the rotation costs no
 //! dispatch of its own: the partials kernel's `_rope` form
-//! (`sdpa_split_rope.wgsl`) reads the query and the new keys un-rotated
+//! (`sdpa_split_rope.wgsl`, or `sdpa_split_sg_rope.wgsl` on the subgroup
+//! route) reads the query and the new keys un-rotated
 //! with the tables and rotates them as it loads them, and stores the
 //! rotated keys into the cache; the rotated query and key are not written.
 //! Elsewhere it is the rotation's dispatch (`rope.wgsl`) then the
@@ -43,16 +44,23 @@ pub fn sdpa_rope_with_kv_cache(c: &Ctx<'_>) -> Result<Lowered> {
     let attn = sdpa_with_kv_cache_into(&c.with_args(&attn_args), q, k, out)?;
     let mut shapes = rope.shapes;
     shapes.extend(attn.shapes);
-    let split_at = attn.steps.iter().position(|s| {
-        matches!(s, Step::Dispatch(d) if matches!(&d.shader, Shader::Static(id) if id.family() == Family::SdpaSplit))
-    });
+    // The split partials kernel (either route) and its `_rope` form.
+    let rope_form = |id: &ShaderId| match id.family() {
+        Family::SdpaSplit => Some(Family::SdpaSplitRope),
+        Family::SdpaSplitSg => Some(Family::SdpaSplitSgRope),
+        _ => None,
+    };
+    let split_at = attn.steps.iter().position(
+        |s| matches!(s, Step::Dispatch(d) if matches!(&d.shader, Shader::Static(id) if rope_form(id).is_some())),
+    );
     let steps = match split_at {
         Some(i) => {
             let mut steps = attn.steps;
             let Step::Dispatch(d) = &mut steps[i] else { unreachable!("found a dispatch") };
             let Shader::Static(id) = d.shader else { unreachable!("found a static shader") };
-            let shader = ShaderId::find(Family::SdpaSplitRope, id.variant())
-                .expect("sdpa_split_rope has the variants of sdpa_split");
+            let family = rope_form(&id).expect("found a split partials kernel");
+            let shader =
+                ShaderId::find(family, id.variant()).expect("the `_rope` forms have the variants of the split kernels");
             d.shader = shader.into();
             // [query, new keys, new values] un-rotated, with the tables.
             debug_assert_eq!(d.inputs[..2], [q_rot.id, k_rot.id]);
