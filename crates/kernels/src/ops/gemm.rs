@@ -1,20 +1,24 @@
 //! GEMM routes on cooperative matrices (tensor cores), taken where the
 //! device has them ([`crate::caps::DeviceCaps`]): the 4-bit weight linears
-//! (`q4_gemm_coop.wgsl`, `q4_gemm_coop_swiglu.wgsl`; also every projection
-//! of the fused QKV form) and dense `aten.linear` (`matmul_coop.wgsl`;
+//! (`q4_gemm_coop.wgsl`, `q4_gemm_coop_swiglu.wgsl`, and the fused QKV
+//! form's three projections in one dispatch, `q4_gemm_coop_qkv.wgsl`) and dense `aten.linear` (`matmul_coop.wgsl`;
 //! float32 at precision F16, converted to f16 while staged), each in a
 //! small (64 x 128) and a large tile (`*_large.wgsl`), [`coop_tile`]
 //! choosing by the workgroups the large one would give.
 //! Operands are f16 on the matrix units (float32 activations are rounded
 //! as they are staged, as [`crate::caps::Precision`] allows), accumulation
 //! is f32. Elsewhere the routes of `quant.rs` and `matmul.rs` run.
+//! A 4-bit linear whose output tiles leave SMs idle splits K on either
+//! route ([`split_k`]: `q4_gemm_coop_splitk.wgsl`, `q4_gemm_splitk.wgsl`,
+//! their partial sums added by `gemm_splitk_combine.wgsl`).
 
 use crate::error::Result;
 use crate::generated::shaders::Family;
 use crate::ops::fused::Epilogue;
-use crate::ops::quant::{Q4Linear, Q4Route};
+use crate::ops::quant::{Q4Linear, Q4Qkv, Q4Route};
 use crate::plan::{
-    Ctx, Dispatch, ElemType, Lowered, Step, TensorInfo, Uniform, Vid, float_shader, grid_groups, to_u32,
+    Ctx, Dispatch, ElemType, Lowered, Step, TensorInfo, Uniform, Vid, WG_ELEMENTWISE, float_shader, grid_1d,
+    grid_groups, to_u32,
 };
 
 /// One tiling of the cooperative-matrix kernels.
@@ -60,14 +64,71 @@ pub fn coop_tile(m: u64, n: u64, k: u64, large: CoopTile) -> CoopTile {
     if k.is_multiple_of(large.k) && large.workgroups(m, n) >= COOP_LARGE_MIN_WORKGROUPS { large } else { COOP_SMALL }
 }
 
-/// Whether a 4-bit linear of `q` (already accepted by the fast routes, so
-/// K and the group are multiples of 32) runs on the cooperative-matrix
-/// route on a device with `c`'s capabilities.
-pub(crate) fn q4_coop(c: &Ctx<'_>, x: &TensorInfo<'_>, q: &Q4Linear) -> bool {
-    c.caps().coop(x.dtype == ElemType::F16)
-        && q.k > 0
-        && q.k.is_multiple_of(COOP_SMALL.k)
-        && q.group_size.is_multiple_of(32)
+/// A call whose output tiles give fewer workgroups than this splits K
+/// ([`split_k`]): one per SM of a 132-SM H200. There (run z) a 4-bit
+/// linear of 128 rows and 2048 outputs (32 workgroups of the small tile)
+/// took as long as one of 512 rows: each workgroup's time is its steps
+/// along K, each waiting on its loads, so splitting K divides it.
+pub const SPLIT_K_BELOW: u64 = 132;
+/// Workgroups (splits times output tiles) a split call aims for: two per
+/// SM of an H200, so each SM has a second workgroup's loads in flight.
+pub const SPLIT_K_TARGET: u64 = 264;
+/// Fewest inputs per split: shorter splits cost more in partial sums
+/// written and added than their steps save.
+pub const SPLIT_K_MIN_INPUTS: u64 = 512;
+/// Most splits (bounds the scratch: [`split_k_scratch_bytes`]).
+pub const SPLIT_K_MAX: u64 = 8;
+/// The scratch slot of the split-K partial sums.
+pub(crate) const SPLIT_K_SCRATCH: usize = 1;
+
+/// How a call splits K: `splits` slices of `k_chunk` inputs (the last
+/// possibly shorter, none empty).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SplitK {
+    /// Slices of K (1: no split).
+    pub splits: u64,
+    /// Inputs per slice, a multiple of the route's K step.
+    pub k_chunk: u64,
+}
+
+/// The split of a call with `workgroups` output tiles and `k` inputs in
+/// steps of `step` (K a multiple of it): none (one split) from
+/// [`SPLIT_K_BELOW`] workgroups, else enough splits for
+/// [`SPLIT_K_TARGET`] workgroups, at most [`SPLIT_K_MAX`], each at least
+/// [`SPLIT_K_MIN_INPUTS`] inputs, in whole steps.
+pub fn split_k(workgroups: u64, k: u64, step: u64) -> SplitK {
+    let none = SplitK { splits: 1, k_chunk: k };
+    if workgroups == 0 || workgroups >= SPLIT_K_BELOW || step == 0 {
+        return none;
+    }
+    let want = SPLIT_K_TARGET.div_ceil(workgroups).min(k / SPLIT_K_MIN_INPUTS).min(SPLIT_K_MAX);
+    if want <= 1 {
+        return none;
+    }
+    let steps = k / step;
+    let chunk = steps.div_ceil(want);
+    SplitK { splits: steps.div_ceil(chunk), k_chunk: chunk * step }
+}
+
+/// Scratch bytes the split-K partial sums of a 4-bit linear of `m x n`
+/// may use at `m` rows or fewer: `splits x M x N` f32, at most
+/// [`SPLIT_K_MAX`] splits, and (the splits times the tiles being under
+/// [`SPLIT_K_TARGET`] + [`SPLIT_K_BELOW`]) at most that many of the
+/// largest tile (64 x 128); 0 on the decode rows. Non-decreasing in `m`,
+/// so the lowering at the maximum shapes sizes it for every later one.
+pub fn split_k_scratch_bytes(m: u64, n: u64) -> u64 {
+    if m <= crate::ops::quant::Q4_GEMV_MAX_ROWS {
+        return 0;
+    }
+    4 * (SPLIT_K_MAX * m * n).min((SPLIT_K_TARGET + SPLIT_K_BELOW) * COOP_SMALL.m * COOP_SMALL.n)
+}
+
+/// Whether a 4-bit linear (or fused pair or triple) of `k` inputs and
+/// groups of `group_size` (already accepted by the fast routes, so both
+/// are multiples of 32) runs on the cooperative-matrix route on a device
+/// with `c`'s capabilities.
+pub(crate) fn q4_coop(c: &Ctx<'_>, x: &TensorInfo<'_>, k: u64, group_size: u64) -> bool {
+    c.caps().coop(x.dtype == ElemType::F16) && k > 0 && k.is_multiple_of(COOP_SMALL.k) && group_size.is_multiple_of(32)
 }
 
 /// The cooperative-matrix dispatch of a 4-bit linear (or its SwiGLU pair)
@@ -108,6 +169,104 @@ pub(crate) fn q4_coop_dispatch(
         outputs,
         params: params.u32(to_u32("tiles along N", tiles_n)?).u32(layout).finish(),
         workgroups: grid_groups(tile.workgroups(q.m, q.n))?,
+    })
+}
+
+/// The split-K steps of a bias-optional 4-bit linear past the decode rows
+/// (`q4_gemm_coop_splitk.wgsl` on the matrix units when [`q4_coop`]
+/// accepts it, else `q4_gemm_splitk.wgsl`, then
+/// `gemm_splitk_combine.wgsl`), or `None` when [`split_k`] does not split
+/// it, the large tile takes it or no scratch is given. `tile` is the
+/// route's output tile (rows, columns) and `tk` its K step; inputs `[x,
+/// weights, scales, bias or scales]`.
+#[expect(clippy::too_many_arguments, reason = "one linear's route, sizes and buffers")]
+pub(crate) fn q4_split_k_steps(
+    c: &Ctx<'_>,
+    x: &TensorInfo<'_>,
+    q: &Q4Linear,
+    coop: bool,
+    has_bias: bool,
+    layout: u32,
+    inputs: &[Vid],
+    out: Vid,
+) -> Result<Option<Vec<Step>>> {
+    let Some(scratch) = c.scratch(SPLIT_K_SCRATCH) else { return Ok(None) };
+    let (bm, bn, tk, family) = if coop {
+        if coop_tile(q.m, q.n, q.k, COOP_Q4_LARGE) != COOP_SMALL {
+            return Ok(None);
+        }
+        (COOP_SMALL.m, COOP_SMALL.n, COOP_SMALL.k, Family::Q4GemmCoopSplitk)
+    } else {
+        let t = crate::ops::quant::Q4_GEMM_TILE;
+        (t, t, crate::ops::quant::Q4_GEMM_TK, Family::Q4GemmSplitk)
+    };
+    let (tiles_n, tiles) = (q.n.div_ceil(bn), q.m.div_ceil(bm) * q.n.div_ceil(bn));
+    let split = split_k(tiles, q.k, tk);
+    if split.splits <= 1 || split.splits * q.m * q.n * 4 > split_k_scratch_bytes(q.m, q.n) {
+        return Ok(None);
+    }
+    let params = Uniform::new()
+        .u32(to_u32("M", q.m)?)
+        .u32(to_u32("N", q.n)?)
+        .u32(to_u32("K", q.k)?)
+        .u32(to_u32("padded N", q.n_pad)?)
+        .u32(to_u32("group_size", q.group_size)?)
+        .u32(to_u32("tiles along N", tiles_n)?)
+        .u32(layout)
+        .u32(to_u32("inputs per split", split.k_chunk)?)
+        .u32(to_u32("tiles", tiles)?)
+        .finish();
+    let partial = Dispatch {
+        shader: float_shader(family, x, 0, "input")?.into(),
+        entry: "main",
+        inputs: inputs[..3].to_vec(),
+        outputs: vec![scratch],
+        params,
+        workgroups: grid_groups(split.splits * tiles)?,
+    };
+    let numel = q.m * q.n;
+    let combine = Dispatch {
+        shader: float_shader(Family::GemmSplitkCombine, x, 0, "input")?.into(),
+        entry: "main",
+        inputs: vec![scratch, inputs[3]],
+        outputs: vec![out],
+        params: Uniform::new()
+            .u32(to_u32("output elements", numel)?)
+            .u32(to_u32("N", q.n)?)
+            .u32(to_u32("splits", split.splits)?)
+            .u32(u32::from(has_bias))
+            .finish(),
+        workgroups: grid_1d(numel, WG_ELEMENTWISE)?,
+    };
+    Ok(Some(vec![Step::Dispatch(partial), Step::Dispatch(combine)]))
+}
+
+/// The cooperative-matrix dispatch of a fused 4-bit Q/K/V that [`q4_coop`]
+/// accepted (`q4_gemm_coop_qkv.wgsl`, `q4_gemm_coop_qkv_large.wgsl`): the
+/// tiles along N are Q's, then K's, then V's, so the three projections
+/// run in one dispatch with no barrier between them. Both tiles are
+/// [`COOP_SMALL`]`.n` wide, so [`coop_tile`] chooses from the workgroups
+/// of the concatenated tiles. `layout` bit j: weight j is word-major;
+/// inputs `[x, w_q, s_q, w_k, s_k, w_v, s_v]`, outputs `[q, k, v]`.
+pub(crate) fn q4_coop_qkv_dispatch(
+    x: &TensorInfo<'_>,
+    q: &Q4Qkv,
+    layout: u32,
+    inputs: Vec<Vid>,
+    outputs: Vec<Vid>,
+) -> Result<Dispatch> {
+    let tiles = q.ns.map(|n| n.div_ceil(COOP_SMALL.n));
+    let tiles_n: u64 = tiles.iter().sum();
+    let tile = coop_tile(q.m, tiles_n * COOP_SMALL.n, q.k, COOP_Q4_LARGE);
+    debug_assert_eq!(tile.n, COOP_SMALL.n, "the QKV tiles along N are one width");
+    let family = if tile == COOP_SMALL { Family::Q4GemmCoopQkv } else { Family::Q4GemmCoopQkvLarge };
+    Ok(Dispatch {
+        shader: float_shader(family, x, 0, "input")?.into(),
+        entry: "main",
+        inputs,
+        outputs,
+        params: q.gemm_params(tiles, layout)?,
+        workgroups: grid_groups(q.m.div_ceil(tile.m) * tiles_n)?,
     })
 }
 
