@@ -1200,13 +1200,16 @@ fn gemm_routes_follow_the_device_caps_and_precision() {
 }
 
 #[test]
-fn coop_tiles_go_large_only_with_enough_workgroups() {
+fn coop_tiles_go_large_only_when_their_waves_take_less_time() {
     use crate::ops::gemm::{COOP_DENSE_LARGE, COOP_Q4_LARGE, COOP_SMALL, COOP_SWIGLU_LARGE, coop_tile};
-    // 512 x 2048: 64 workgroups of 128 x 128 (too few); 512 x 8192 and
-    // 2048 x 2048: 256.
+    // 512 x 2048: 64 workgroups of 128 x 128 against 128 of 64 x 128, one
+    // wave each; 512 x 8192 and 2048 x 2048: 256 (two waves) against 512
+    // (four); 512 x 3072: 96 (one wave) against 192 (two).
     assert_eq!(coop_tile(512, 2048, 2048, COOP_Q4_LARGE), COOP_SMALL);
     assert_eq!(coop_tile(512, 8192, 2048, COOP_Q4_LARGE), COOP_Q4_LARGE);
     assert_eq!(coop_tile(2048, 2048, 8192, COOP_Q4_LARGE), COOP_Q4_LARGE);
+    assert_eq!(coop_tile(512, 3072, 2048, COOP_Q4_LARGE), COOP_Q4_LARGE);
+    assert_eq!(coop_tile(256, 4096, 2048, COOP_Q4_LARGE), COOP_SMALL, "64 against 128, one wave each");
     // Ragged M and N count their partial tiles; K not a multiple of 64
     // stays on the small tile (K steps of 32).
     assert_eq!(coop_tile(1100, 2048 + 16, 2048, COOP_Q4_LARGE), COOP_Q4_LARGE);
@@ -1285,13 +1288,16 @@ fn q4_qkv_is_one_dispatch_on_the_prefill_routes() {
         let words: Vec<u32> = (0..13).map(|i| word(d, i)).collect();
         assert_eq!(words, [200, 64, 32, groups / 4, 300, 70, 130, 0, 300, 70, 130, firsts[0], firsts[1]]);
     }
-    // The 1B shape: at 512 rows 96 large tiles (too few for 132 SMs), the
-    // small tile's 8 x 24; at 2048 rows 16 x 24 large tiles.
+    // The 1B shape: at 128 rows the small tile (2 x 24, one wave); at 512
+    // rows 4 x 24 large tiles (one wave) against 8 x 24 small ones (two);
+    // at 2048 rows 16 x 24 large tiles.
     let (wq, sq) = w(&mut g, 2048);
     let (wk, sk) = w(&mut g, 512);
-    for (rows, kernel, groups) in
-        [(512u64, "q4_gemm_coop_qkv.f32", 8 * 24), (2048, "q4_gemm_coop_qkv_large.f32", 16 * 24)]
-    {
+    for (rows, kernel, groups) in [
+        (128u64, "q4_gemm_coop_qkv.f32", 2 * 24),
+        (512, "q4_gemm_coop_qkv_large.f32", 4 * 24),
+        (2048, "q4_gemm_coop_qkv_large.f32", 16 * 24),
+    ] {
         let x = g.t(&[1, rows, 64]);
         let (q, k, v) = (g.t(&[1, rows, 2048]), g.t(&[1, rows, 512]), g.t(&[1, rows, 512]));
         let outs = g.push(Owned::List(vec![q, k, v]));
@@ -1317,8 +1323,9 @@ fn q4_qkv_is_one_dispatch_on_the_prefill_routes() {
     assert_eq!(labels, [("add_rms_norm.f32", vec![sum, normed]), ("q4_gemm_coop_qkv.f32", vec![q, k, v])]);
 }
 
-/// Split-K: the rule (enough splits for two workgroups an SM, at least
-/// 512 inputs each, at most 8, whole steps), and through the 4-bit
+/// Split-K: the rule (the most splits that keep one workgroup an SM of
+/// 132, at least 512 inputs each, at most 8, whole steps), and through
+/// the 4-bit
 /// linear's rule: the scratch declared at every prefill lowering, the
 /// partial sums then their sum on both routes when the tiles leave SMs
 /// idle and scratch is given; the large tile and calls without scratch
@@ -1329,12 +1336,13 @@ fn small_calls_split_k() {
     use crate::ops::gemm::{SplitK, split_k, split_k_scratch_bytes};
     assert_eq!(split_k(32, 2048, 32), SplitK { splits: 4, k_chunk: 512 });
     assert_eq!(split_k(2, 8192, 32), SplitK { splits: 8, k_chunk: 1024 });
-    assert_eq!(split_k(50, 1600, 32), SplitK { splits: 3, k_chunk: 544 });
-    assert_eq!(split_k(132, 8192, 32).splits, 1, "enough workgroups");
+    assert_eq!(split_k(50, 1600, 32), SplitK { splits: 2, k_chunk: 800 });
+    assert_eq!(split_k(44, 4096, 32), SplitK { splits: 3, k_chunk: 1376 });
+    assert_eq!(split_k(67, 8192, 32).splits, 1, "two would not fit one an SM");
     assert_eq!(split_k(10, 1000, 16).splits, 1, "too short to split");
     assert_eq!(split_k_scratch_bytes(4, 2048), 0, "the decode rows never split");
-    assert_eq!(split_k_scratch_bytes(128, 2048), 4 * 8 * 128 * 2048);
-    assert_eq!(split_k_scratch_bytes(4096, 2048), 4 * 396 * 64 * 128, "bounded");
+    assert_eq!(split_k_scratch_bytes(64, 2048), 4 * 8 * 64 * 2048);
+    assert_eq!(split_k_scratch_bytes(4096, 2048), 4 * 132 * 64 * 128, "bounded");
     let coop = DeviceCaps { coop_matrix_f16: true, precision: Precision::F16 };
     let mut g = TestGraph::default();
     let scratch = [g.t(&[1]), g.t(&[1])];
@@ -1351,8 +1359,8 @@ fn small_calls_split_k() {
     // (rows, caps, split kernel and workgroups, splits, inputs per split).
     let cases = [
         (128u64, coop, "q4_gemm_coop_splitk.f32", 4 * 2 * 16, 4, 512),
-        (128, DeviceCaps::default(), "q4_gemm_splitk.f32", 4 * 2 * 32, 4, 512),
-        (512, coop, "q4_gemm_coop_splitk.f32", 3 * 8 * 16, 3, 704),
+        (128, DeviceCaps::default(), "q4_gemm_splitk.f32", 2 * 2 * 32, 2, 1024),
+        (64, coop, "q4_gemm_coop_splitk.f32", 4 * 16, 4, 512),
     ];
     for (rows, caps, kernel, groups, splits, k_chunk) in cases {
         let x = g.t(&[1, rows, 2048]);
@@ -1374,11 +1382,13 @@ fn small_calls_split_k() {
         let l = lower(&g, &[x, w, s, gs, null, out], caps, &[]);
         assert!(!one_dispatch(&l).0.contains("split"), "{:?}", l.steps);
     }
-    // Enough tiles: the large tile, unsplit; the decode rows: the GEMV, no
-    // scratch.
-    let (x, out) = (g.t(&[1, 2048, 2048]), g.t(&[1, 2048, 2048]));
-    let l = lower(&g, &[x, w, s, gs, null, out], coop, &scratch);
-    assert_eq!(one_dispatch(&l).0, "q4_gemm_coop_large.f32");
+    // Enough tiles: unsplit (the small tile at 512 rows, the large one at
+    // 2048); the decode rows: the GEMV, no scratch.
+    for (rows, kernel) in [(512, "q4_gemm_coop.f32"), (2048, "q4_gemm_coop_large.f32")] {
+        let (x, out) = (g.t(&[1, rows, 2048]), g.t(&[1, rows, 2048]));
+        let l = lower(&g, &[x, w, s, gs, null, out], coop, &scratch);
+        assert_eq!(one_dispatch(&l).0, kernel);
+    }
     let (x, out) = (g.t(&[1, 4, 2048]), g.t(&[1, 4, 2048]));
     let l = lower(&g, &[x, w, s, gs, null, out], coop, &scratch);
     assert!(matches!(&l.steps[..], [Step::Dispatch(d)] if d.shader.label() == "q4_gemv.f32"), "{:?}", l.steps);

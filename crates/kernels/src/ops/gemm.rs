@@ -4,7 +4,7 @@
 //! form's three projections in one dispatch, `q4_gemm_coop_qkv.wgsl`) and dense `aten.linear` (`matmul_coop.wgsl`;
 //! float32 at precision F16, converted to f16 while staged), each in a
 //! small (64 x 128) and a large tile (`*_large.wgsl`), [`coop_tile`]
-//! choosing by the workgroups the large one would give.
+//! choosing by the waves of workgroups each would take.
 //! Operands are f16 on the matrix units (float32 activations are rounded
 //! as they are staged, as [`crate::caps::Precision`] allows), accumulation
 //! is f32. Elsewhere the routes of `quant.rs` and `matmul.rs` run.
@@ -48,31 +48,37 @@ pub const COOP_Q4_LARGE: CoopTile = CoopTile { m: 128, n: 128, k: 64 };
 pub const COOP_SWIGLU_LARGE: CoopTile = CoopTile { m: 128, n: 128, k: 32 };
 /// The large tile of a dense linear (`matmul_coop_large.wgsl`).
 pub const COOP_DENSE_LARGE: CoopTile = CoopTile { m: 256, n: 128, k: 32 };
-/// Fewest workgroups of the large tile for a call to take it: one per SM
-/// of a 132-SM H200. There (`coop_probe`, run y) the 128 x 128 4-bit tile
-/// with 64 workgroups ran at 0.7x the small tile's speed, with 256 at
-/// 1.3x; between them nothing is measured.
-pub const COOP_LARGE_MIN_WORKGROUPS: u64 = 132;
+/// SMs of the GPU the tile rule models: a 132-SM H200. A call's
+/// workgroups run in waves of one an SM (a second workgroup on an SM runs
+/// no faster: run y, the small 4-bit tile at 2048 rows, four an SM,
+/// 75-78 TFLOP/s; at 512 rows, one an SM, 83-101).
+pub const COOP_SMS: u64 = 132;
+/// A large-tile workgroup's time over a small-tile workgroup's, per unit
+/// of tile area, in tenths: 7. Run y: the 4-bit 128 x 128 tile (twice the
+/// small tile's area) with 64 workgroups ran at 0.7x the small tile's
+/// speed with 128 (one wave each: 2 x 0.7 = 1.4 small workgroups' time);
+/// with 256 against 512 (two waves against four) at 1.3x.
+pub const COOP_LARGE_TIME_TENTHS: u64 = 7;
 
 /// The tile a cooperative-matrix call of `m x n x k` takes (K already a
 /// multiple of [`COOP_SMALL`]'s step): `large` when K is a multiple of its
-/// step and it gives at least [`COOP_LARGE_MIN_WORKGROUPS`] workgroups,
-/// else the small tile. Either tile bounds every index by M, N and K (rows
-/// past M and columns past N are staged as zeros and never written, K is a
-/// multiple of the step), so any M and N are in bounds.
+/// step and its waves of [`COOP_SMS`] workgroups, each
+/// [`COOP_LARGE_TIME_TENTHS`] tenths of a small one's time per unit of
+/// area, take less time than the small tile's waves; else the small tile.
+/// That fits both measured points (the small tile at 512 x 2048 x 2048,
+/// the large one at 512 x 8192 and 2048 x 2048), and takes the large tile
+/// for a call of 66 to 131 large workgroups (one wave) whose small tiles
+/// need two waves (the fused QKV at 512 rows: 96 against 192). Either
+/// tile bounds every index by M, N and K (rows past M and columns past N
+/// are staged as zeros and never written, K is a multiple of the step),
+/// so any M and N are in bounds.
 pub fn coop_tile(m: u64, n: u64, k: u64, large: CoopTile) -> CoopTile {
-    if k.is_multiple_of(large.k) && large.workgroups(m, n) >= COOP_LARGE_MIN_WORKGROUPS { large } else { COOP_SMALL }
+    let waves = |t: CoopTile| t.workgroups(m, n).div_ceil(COOP_SMS);
+    let large_time = waves(large) * (large.m * large.n) * COOP_LARGE_TIME_TENTHS;
+    let small_time = waves(COOP_SMALL) * (COOP_SMALL.m * COOP_SMALL.n) * 10;
+    if k.is_multiple_of(large.k) && large_time < small_time { large } else { COOP_SMALL }
 }
 
-/// A call whose output tiles give fewer workgroups than this splits K
-/// ([`split_k`]): one per SM of a 132-SM H200. There (run z) a 4-bit
-/// linear of 128 rows and 2048 outputs (32 workgroups of the small tile)
-/// took as long as one of 512 rows: each workgroup's time is its steps
-/// along K, each waiting on its loads, so splitting K divides it.
-pub const SPLIT_K_BELOW: u64 = 132;
-/// Workgroups (splits times output tiles) a split call aims for: two per
-/// SM of an H200, so each SM has a second workgroup's loads in flight.
-pub const SPLIT_K_TARGET: u64 = 264;
 /// Fewest inputs per split: shorter splits cost more in partial sums
 /// written and added than their steps save.
 pub const SPLIT_K_MIN_INPUTS: u64 = 512;
@@ -92,16 +98,19 @@ pub struct SplitK {
 }
 
 /// The split of a call with `workgroups` output tiles and `k` inputs in
-/// steps of `step` (K a multiple of it): none (one split) from
-/// [`SPLIT_K_BELOW`] workgroups, else enough splits for
-/// [`SPLIT_K_TARGET`] workgroups, at most [`SPLIT_K_MAX`], each at least
-/// [`SPLIT_K_MIN_INPUTS`] inputs, in whole steps.
+/// steps of `step` (K a multiple of it): the most splits that keep the
+/// workgroups within one wave of [`COOP_SMS`], at most [`SPLIT_K_MAX`],
+/// each at least [`SPLIT_K_MIN_INPUTS`] inputs, in whole steps; none (one
+/// split) past half of [`COOP_SMS`] workgroups. There (run z) a 4-bit
+/// linear of 128 rows and 2048 outputs (32 workgroups of the small tile)
+/// took as long as one of 512 rows (128 workgroups): a workgroup's time is
+/// its steps along K, so K split over idle SMs divides it.
 pub fn split_k(workgroups: u64, k: u64, step: u64) -> SplitK {
     let none = SplitK { splits: 1, k_chunk: k };
-    if workgroups == 0 || workgroups >= SPLIT_K_BELOW || step == 0 {
+    if workgroups == 0 || step == 0 {
         return none;
     }
-    let want = SPLIT_K_TARGET.div_ceil(workgroups).min(k / SPLIT_K_MIN_INPUTS).min(SPLIT_K_MAX);
+    let want = (COOP_SMS / workgroups).min(k / SPLIT_K_MIN_INPUTS).min(SPLIT_K_MAX);
     if want <= 1 {
         return none;
     }
@@ -112,15 +121,15 @@ pub fn split_k(workgroups: u64, k: u64, step: u64) -> SplitK {
 
 /// Scratch bytes the split-K partial sums of a 4-bit linear of `m x n`
 /// may use at `m` rows or fewer: `splits x M x N` f32, at most
-/// [`SPLIT_K_MAX`] splits, and (the splits times the tiles being under
-/// [`SPLIT_K_TARGET`] + [`SPLIT_K_BELOW`]) at most that many of the
-/// largest tile (64 x 128); 0 on the decode rows. Non-decreasing in `m`,
-/// so the lowering at the maximum shapes sizes it for every later one.
+/// [`SPLIT_K_MAX`] splits, and (the splits times the tiles being at most
+/// [`COOP_SMS`]) at most that many of the largest tile (64 x 128); 0 on
+/// the decode rows. Non-decreasing in `m`, so the lowering at the maximum
+/// shapes sizes it for every later one.
 pub fn split_k_scratch_bytes(m: u64, n: u64) -> u64 {
     if m <= crate::ops::quant::Q4_GEMV_MAX_ROWS {
         return 0;
     }
-    4 * (SPLIT_K_MAX * m * n).min((SPLIT_K_TARGET + SPLIT_K_BELOW) * COOP_SMALL.m * COOP_SMALL.n)
+    4 * (SPLIT_K_MAX * m * n).min(COOP_SMS * COOP_SMALL.m * COOP_SMALL.n)
 }
 
 /// Whether a 4-bit linear (or fused pair or triple) of `k` inputs and

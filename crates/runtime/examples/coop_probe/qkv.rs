@@ -2,8 +2,9 @@
 //! projections (dim 2048; N = 2048, 512, 512; 4-bit, groups of 32) as
 //! three bias-free `et_vk.linear_q4gsw` of one float32 input, loaded fused
 //! (`etwgpu.linear_q4gsw_qkv`: one dispatch for the three, issue 15) and
-//! unfused (three dispatches, a barrier between each: they write one
-//! arena), at precision F16 (the matrix units where the device has them),
+//! unfused (three linears in turn, a barrier between each: they write one
+//! arena; each as a plain 4-bit linear runs, split-K where its tiles leave
+//! SMs idle), at precision F16 (the matrix units where the device has them),
 //! at 128, 512 and 2048 rows. Per form and M: the median over runs of the
 //! GPU time of the projections' dispatches (profiled with a timestamp
 //! between dispatches, as `llm_bench`'s profiles), the kernels that ran,
