@@ -1123,7 +1123,7 @@ fn q4gsw_qkv_and_swiglu_check_their_packed_weights() {
     let l = check(&g, "etwgpu.linear_q4gsw_qkv.default", &[x, gs, wq, sq, wk, sk, wk, sk, outs]).expect("qkv");
     assert_eq!(l.shapes, vec![(q, vec![1, 3, 64]), (k, vec![1, 3, 32]), (v, vec![1, 3, 32])]);
     // K and the group are multiples of 32: at most 4 rows, one fast GEMV
-    // for the three projections; past them one fast GEMM per projection.
+    // for the three projections; past them one tiled GEMM for the three.
     let fast = |l: &Lowered| -> Vec<_> {
         l.steps
             .iter()
@@ -1138,7 +1138,7 @@ fn q4gsw_qkv_and_swiglu_check_their_packed_weights() {
     let (q70, k70, v70) = (g.t(&[1, 70, 64]), g.t(&[1, 70, 32]), g.t(&[1, 70, 32]));
     let outs70 = g.push(Owned::List(vec![q70, k70, v70]));
     let l = check(&g, "etwgpu.linear_q4gsw_qkv.default", &[x70, gs, wq, sq, wk, sk, wk, sk, outs70]).expect("qkv");
-    assert_eq!(fast(&l), [("q4_gemm.f32", vec![q70]), ("q4_gemm.f32", vec![k70]), ("q4_gemm.f32", vec![v70])]);
+    assert_eq!(fast(&l), [("q4_gemm_qkv.f32", vec![q70, k70, v70])]);
     // K = 48 with groups of 16: the one fused kernel.
     let x48 = g.t(&[1, 3, 48]);
     let gs16 = g.push(Owned::Int(16));
@@ -1214,7 +1214,7 @@ fn rms_norm_linears_are_one_gemv_on_the_decode_route() {
         } else {
             let l = labels(&l);
             assert_eq!(l[0], ("add_rms_norm.f32", vec![a, b, nw], vec![sum, normed]));
-            assert_eq!(l.iter().skip(1).map(|d| (d.0, d.1[0])).collect::<Vec<_>>(), [("q4_gemm.f32", normed); 3]);
+            assert_eq!(l[1..], [("q4_gemm_qkv.f32", vec![normed, wq, sq, wk, sk, wk, sk], vec![q, k, v])]);
         }
     }
     // The plain norm into one linear (a final norm and the output head).
@@ -1322,9 +1322,11 @@ fn unary_rows_lower_to_their_unary_op_and_no_other_row_does() {
     assert_eq!(OPS.iter().filter(|(id, _)| id.unary().is_some()).count(), 15);
 }
 
-/// The shader label and workgroups of a one-dispatch lowering.
+/// The shader label and workgroups of a one-dispatch lowering (besides
+/// the scratch it may declare).
 fn one_dispatch(l: &Lowered) -> (&'static str, [u32; 3]) {
-    let [Step::Dispatch(d)] = &l.steps[..] else { panic!("one dispatch, found {:?}", l.steps) };
+    let steps: Vec<&Step> = l.steps.iter().filter(|s| !matches!(s, Step::Scratch { .. })).collect();
+    let [Step::Dispatch(d)] = steps[..] else { panic!("one dispatch, found {:?}", l.steps) };
     (d.shader.label(), d.workgroups)
 }
 
@@ -1444,13 +1446,16 @@ fn the_default_precision_puts_only_4bit_linears_on_the_matrix_units() {
 }
 
 #[test]
-fn coop_tiles_go_large_only_with_enough_workgroups() {
+fn coop_tiles_go_large_only_when_their_waves_take_less_time() {
     use crate::ops::gemm::{COOP_DENSE_LARGE, COOP_Q4_LARGE, COOP_SMALL, COOP_SWIGLU_LARGE, coop_tile};
-    // 512 x 2048: 64 workgroups of 128 x 128 (too few); 512 x 8192 and
-    // 2048 x 2048: 256.
+    // 512 x 2048: 64 workgroups of 128 x 128 against 128 of 64 x 128, one
+    // wave each; 512 x 8192 and 2048 x 2048: 256 (two waves) against 512
+    // (four); 512 x 3072: 96 (one wave) against 192 (two).
     assert_eq!(coop_tile(512, 2048, 2048, COOP_Q4_LARGE), COOP_SMALL);
     assert_eq!(coop_tile(512, 8192, 2048, COOP_Q4_LARGE), COOP_Q4_LARGE);
     assert_eq!(coop_tile(2048, 2048, 8192, COOP_Q4_LARGE), COOP_Q4_LARGE);
+    assert_eq!(coop_tile(512, 3072, 2048, COOP_Q4_LARGE), COOP_Q4_LARGE);
+    assert_eq!(coop_tile(256, 4096, 2048, COOP_Q4_LARGE), COOP_SMALL, "64 against 128, one wave each");
     // Ragged M and N count their partial tiles; K not a multiple of 64
     // stays on the small tile (K steps of 32).
     assert_eq!(coop_tile(1100, 2048 + 16, 2048, COOP_Q4_LARGE), COOP_Q4_LARGE);
@@ -1480,6 +1485,159 @@ fn coop_tiles_go_large_only_with_enough_workgroups() {
     let od = g.t(&[4096, 4096]);
     let l = lower(&g, "aten.linear.default", &[a, wd, null, od]);
     assert_eq!(one_dispatch(&l), ("matmul_coop_large.f32", [512, 1, 1]));
+}
+
+/// The fused 4-bit Q/K/V past the decode rows is one dispatch on every
+/// route: the tiles along N are Q's, then K's, then V's (64 wide on the
+/// tiled route, 128 on the matrix units), the uniforms say where K's and
+/// V's start; the large tile only with enough workgroups; after an RMS
+/// norm, the norm's dispatch and that one.
+#[test]
+fn q4_qkv_is_one_dispatch_on_the_prefill_routes() {
+    use crate::caps::{DeviceCaps, Precision};
+    let lower = |g: &TestGraph, op: &str, args: &[Vid], caps: DeviceCaps| {
+        from_name(op).expect("registered").lower(&crate::plan::Ctx::new(g, args).with_caps(caps)).expect("lowers")
+    };
+    let coop = DeviceCaps { coop_matrix_f16: true, precision: Precision::F16, ..DeviceCaps::default() };
+    let word =
+        |d: &crate::plan::Dispatch, i: usize| u32::from_le_bytes(d.params[4 * i..4 * i + 4].try_into().expect("4"));
+    let mut g = TestGraph::default();
+    let gs = g.push(Owned::Int(32));
+    let w = |g: &mut TestGraph, n: u64| {
+        let w = g.push(Owned::Tensor(ElemType::U8, vec![n, 32], true));
+        let s = g.push(Owned::Tensor(ElemType::F32, vec![2, n], true));
+        (w, s)
+    };
+    let (wq, sq) = w(&mut g, 300);
+    let (wk, sk) = w(&mut g, 70);
+    let (wv, sv) = w(&mut g, 130);
+    let qkv = "etwgpu.linear_q4gsw_qkv.default";
+    let x = g.t(&[1, 200, 64]);
+    let (q, k, v) = (g.t(&[1, 200, 300]), g.t(&[1, 200, 70]), g.t(&[1, 200, 130]));
+    let outs = g.push(Owned::List(vec![q, k, v]));
+    let args = [x, gs, wq, sq, wk, sk, wv, sv, outs];
+    // (caps, kernel, workgroups: 200 rows in tiles of 64 times the tiles
+    // along N, and the first tiles of K and V).
+    let cases = [
+        (coop, "q4_gemm_coop_qkv.f32", 4 * (3 + 1 + 2), [3, 4]),
+        (DeviceCaps { precision: Precision::F32, ..coop }, "q4_gemm_qkv.f32", 4 * (5 + 2 + 3), [5, 7]),
+        (DeviceCaps::default(), "q4_gemm_qkv.f32", 4 * (5 + 2 + 3), [5, 7]),
+    ];
+    for (caps, kernel, groups, firsts) in cases {
+        let l = lower(&g, qkv, &args, caps);
+        assert_eq!(one_dispatch(&l), (kernel, [groups, 1, 1]));
+        let [Step::Dispatch(d)] = &l.steps[..] else { panic!("one dispatch") };
+        assert_eq!(d.inputs, [x, wq, sq, wk, sk, wv, sv]);
+        assert_eq!(d.outputs, [q, k, v]);
+        assert_eq!(d.params.len(), 64);
+        // M, K, group, tiles along N, the Ns, layout, the padded Ns, firsts.
+        let words: Vec<u32> = (0..13).map(|i| word(d, i)).collect();
+        assert_eq!(words, [200, 64, 32, groups / 4, 300, 70, 130, 0, 300, 70, 130, firsts[0], firsts[1]]);
+    }
+    // The 1B shape: at 128 rows the small tile (2 x 24, one wave); at 512
+    // rows 4 x 24 large tiles (one wave) against 8 x 24 small ones (two);
+    // at 2048 rows 16 x 24 large tiles.
+    let (wq, sq) = w(&mut g, 2048);
+    let (wk, sk) = w(&mut g, 512);
+    for (rows, kernel, groups) in [
+        (128u64, "q4_gemm_coop_qkv.f32", 2 * 24),
+        (512, "q4_gemm_coop_qkv_large.f32", 4 * 24),
+        (2048, "q4_gemm_coop_qkv_large.f32", 16 * 24),
+    ] {
+        let x = g.t(&[1, rows, 64]);
+        let (q, k, v) = (g.t(&[1, rows, 2048]), g.t(&[1, rows, 512]), g.t(&[1, rows, 512]));
+        let outs = g.push(Owned::List(vec![q, k, v]));
+        let l = lower(&g, qkv, &[x, gs, wq, sq, wk, sk, wk, sk, outs], coop);
+        assert_eq!(one_dispatch(&l), (kernel, [groups, 1, 1]));
+    }
+    // After an RMS norm: the norm, then the one GEMM.
+    let (eps, nw) = (g.push(Owned::Double(1e-5)), g.push(Owned::Tensor(ElemType::F32, vec![64], true)));
+    let (a, b, sum, normed) = (g.t(&[1, 200, 64]), g.t(&[1, 200, 64]), g.t(&[1, 200, 64]), g.t(&[1, 200, 64]));
+    let outs = g.push(Owned::List(vec![sum, normed, q, k, v]));
+    let (wq, sq) = (args[2], args[3]);
+    let (wk, sk) = (args[4], args[5]);
+    let l =
+        lower(&g, "etwgpu.rms_norm_linear_q4gsw_qkv.default", &[a, b, nw, eps, gs, wq, sq, wk, sk, wv, sv, outs], coop);
+    let labels: Vec<_> = l
+        .steps
+        .iter()
+        .map(|s| match s {
+            Step::Dispatch(d) => (d.shader.label(), d.outputs.clone()),
+            other => panic!("a dispatch, found {other:?}"),
+        })
+        .collect();
+    assert_eq!(labels, [("add_rms_norm.f32", vec![sum, normed]), ("q4_gemm_coop_qkv.f32", vec![q, k, v])]);
+}
+
+/// Split-K: the rule (the most splits that keep one workgroup an SM of
+/// 132, at least 512 inputs each, at most 8, whole steps), and through
+/// the 4-bit
+/// linear's rule: the scratch declared at every prefill lowering, the
+/// partial sums then their sum on both routes when the tiles leave SMs
+/// idle and scratch is given; the large tile and calls without scratch
+/// unsplit.
+#[test]
+fn small_calls_split_k() {
+    use crate::caps::{DeviceCaps, Precision};
+    use crate::ops::gemm::{SplitK, split_k, split_k_scratch_bytes};
+    assert_eq!(split_k(32, 2048, 32), SplitK { splits: 4, k_chunk: 512 });
+    assert_eq!(split_k(2, 8192, 32), SplitK { splits: 8, k_chunk: 1024 });
+    assert_eq!(split_k(50, 1600, 32), SplitK { splits: 2, k_chunk: 800 });
+    assert_eq!(split_k(44, 4096, 32), SplitK { splits: 3, k_chunk: 1376 });
+    assert_eq!(split_k(67, 8192, 32).splits, 1, "two would not fit one an SM");
+    assert_eq!(split_k(10, 1000, 16).splits, 1, "too short to split");
+    assert_eq!(split_k_scratch_bytes(4, 2048), 0, "the decode rows never split");
+    assert_eq!(split_k_scratch_bytes(64, 2048), 4 * 8 * 64 * 2048);
+    assert_eq!(split_k_scratch_bytes(4096, 2048), 4 * 132 * 64 * 128, "bounded");
+    let coop = DeviceCaps { coop_matrix_f16: true, precision: Precision::F16, ..DeviceCaps::default() };
+    let mut g = TestGraph::default();
+    let scratch = [g.t(&[1]), g.t(&[1])];
+    let lower = |g: &TestGraph, args: &[Vid], caps: DeviceCaps, scratch: &[Vid]| {
+        let c = crate::plan::Ctx::new(g, args).with_scratch(scratch).with_caps(caps);
+        from_name("et_vk.linear_q4gsw.default").expect("registered").lower(&c).expect("lowers")
+    };
+    let w = g.push(Owned::Tensor(ElemType::U8, vec![2048, 1024], true));
+    let s = g.push(Owned::Tensor(ElemType::F32, vec![64, 2048], true));
+    let (gs, null) = (g.push(Owned::Int(32)), g.push(Owned::Null));
+    let b = g.push(Owned::Tensor(ElemType::F32, vec![2048], true));
+    let word =
+        |d: &crate::plan::Dispatch, i: usize| u32::from_le_bytes(d.params[4 * i..4 * i + 4].try_into().expect("4"));
+    // (rows, caps, split kernel and workgroups, splits, inputs per split).
+    let cases = [
+        (128u64, coop, "q4_gemm_coop_splitk.f32", 4 * 2 * 16, 4, 512),
+        (128, DeviceCaps::default(), "q4_gemm_splitk.f32", 2 * 2 * 32, 2, 1024),
+        (64, coop, "q4_gemm_coop_splitk.f32", 4 * 16, 4, 512),
+    ];
+    for (rows, caps, kernel, groups, splits, k_chunk) in cases {
+        let x = g.t(&[1, rows, 2048]);
+        let out = g.t(&[1, rows, 2048]);
+        let l = lower(&g, &[x, w, s, gs, b, out], caps, &scratch);
+        let [Step::Scratch { slot: 1, bytes }, Step::Dispatch(part), Step::Dispatch(sum)] = &l.steps[..] else {
+            panic!("scratch, partial sums, their sum: {:?}", l.steps)
+        };
+        assert_eq!(*bytes, split_k_scratch_bytes(rows, 2048));
+        assert_eq!((part.shader.label(), part.workgroups), (kernel, [groups, 1, 1]));
+        assert_eq!((part.inputs.as_slice(), part.outputs.as_slice()), (&[x, w, s][..], &[scratch[1]][..]));
+        assert_eq!([word(part, 7), word(part, 8)], [k_chunk, groups / splits]);
+        assert_eq!(sum.shader.label(), "gemm_splitk_combine.f32");
+        assert_eq!((sum.inputs.as_slice(), sum.outputs.as_slice()), (&[scratch[1], b][..], &[out][..]));
+        let numel = rows as u32 * 2048;
+        assert_eq!([word(sum, 0), word(sum, 1), word(sum, 2), word(sum, 3)], [numel, 2048, splits, 1]);
+        assert_eq!(sum.workgroups, [numel / 256, 1, 1]);
+        // Without scratch: one GEMM.
+        let l = lower(&g, &[x, w, s, gs, null, out], caps, &[]);
+        assert!(!one_dispatch(&l).0.contains("split"), "{:?}", l.steps);
+    }
+    // Enough tiles: unsplit (the small tile at 512 rows, the large one at
+    // 2048); the decode rows: the GEMV, no scratch.
+    for (rows, kernel) in [(512, "q4_gemm_coop.f32"), (2048, "q4_gemm_coop_large.f32")] {
+        let (x, out) = (g.t(&[1, rows, 2048]), g.t(&[1, rows, 2048]));
+        let l = lower(&g, &[x, w, s, gs, null, out], coop, &scratch);
+        assert_eq!(one_dispatch(&l).0, kernel);
+    }
+    let (x, out) = (g.t(&[1, 4, 2048]), g.t(&[1, 4, 2048]));
+    let l = lower(&g, &[x, w, s, gs, null, out], coop, &scratch);
+    assert!(matches!(&l.steps[..], [Step::Dispatch(d)] if d.shader.label() == "q4_gemv.f32"), "{:?}", l.steps);
 }
 
 /// The upstream list of delegable op names (`upstream_ops.txt`): `(name,

@@ -21,15 +21,20 @@
 //! best. Then the routed check (`coop_probe/routed.rs`): the shipped route
 //! end to end, programs loaded and run through the runtime at ragged
 //! shapes against a CPU reference, PASS or FAIL each (a FAIL exits 1).
+//! With `qkv`, the QKV timing (`coop_probe/qkv.rs`): the 1B shape's fused
+//! Q/K/V projections (one dispatch) against the three dispatches unfused.
 //! Run: `cargo run --release -p etwgpu-runtime --example coop_probe
-//! [dense] [q4] [routed] [quick] [--spirv DIR]` (no selector: everything;
-//! `dense`, `q4`: those shapes only; `routed`: the routed check, alone
-//! unless `dense` or `q4` is named too; `quick`: its small shapes only;
+//! [dense] [q4] [routed] [qkv] [quick] [--spirv DIR]` (no selector:
+//! everything but `qkv`; `dense`, `q4`: those shapes only; `routed`: the
+//! routed check, `qkv`: the QKV timing, each alone unless `dense` or `q4`
+//! is named too; `quick`: the routed check's small shapes only;
 //! `--spirv`: write each module's SPIR-V as wgpu's Vulkan backend would,
 //! with op counts, and stop).
 
 #[path = "coop_probe/kernels.rs"]
 mod kernels;
+#[path = "coop_probe/qkv.rs"]
+mod qkv;
 #[path = "coop_probe/routed.rs"]
 mod routed;
 #[path = "common/timestamps.rs"]
@@ -75,12 +80,13 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let spirv_dir = args.iter().position(|a| a == "--spirv").map(|i| args.get(i + 1).cloned().unwrap_or_default());
     let routed_named = args.iter().any(|a| a == "routed");
+    let qkv_named = args.iter().any(|a| a == "qkv");
     let timing_named = args.iter().any(|a| a == "dense" || a == "q4");
-    // Every shape without a selector; with `routed` alone, none.
+    // Every shape without a selector; with `routed` or `qkv` alone, none.
     let wanted = |w: Weights| {
         let named: Vec<&String> = args.iter().filter(|a| *a == "dense" || *a == "q4").collect();
         if named.is_empty() {
-            return !routed_named;
+            return !routed_named && !qkv_named;
         }
         named.iter().any(|a| (*a == "dense") == (w == Weights::Dense))
     };
@@ -111,7 +117,7 @@ fn main() {
         return;
     }
 
-    let routed_wanted = routed_named || !timing_named;
+    let routed_wanted = routed_named || (!timing_named && !qkv_named);
     let coop = if kernels.is_empty() { None } else { Some(time_kernels(&mut stdout, &kernels, &wanted)) };
     if routed_wanted {
         // Cooperative matrices required where the timing runtime had them
@@ -122,6 +128,16 @@ fn main() {
         if failed > 0 {
             let _ = stdout.flush();
             eprintln!("coop_probe: {failed} routed cases FAIL");
+            std::process::exit(1);
+        }
+    }
+    if qkv_named {
+        let coop =
+            coop.unwrap_or_else(|| etwgpu_runtime::Runtime::new().is_ok_and(|rt| rt.gemm_caps().coop_matrix_f16));
+        let failed = qkv::run(&mut stdout, coop);
+        if failed > 0 {
+            let _ = stdout.flush();
+            eprintln!("coop_probe: {failed} QKV checks FAIL");
             std::process::exit(1);
         }
     }

@@ -42,6 +42,8 @@ pub enum Family {
     FusedElementwise,
     /// `gather.wgsl`.
     Gather,
+    /// `gemm_splitk_combine.wgsl`.
+    GemmSplitkCombine,
     /// `gemv.wgsl`.
     Gemv,
     /// `gemv_qkv.wgsl`.
@@ -92,10 +94,20 @@ pub enum Family {
     Q4GemmCoop,
     /// `q4_gemm_coop_large.wgsl`.
     Q4GemmCoopLarge,
+    /// `q4_gemm_coop_qkv.wgsl`.
+    Q4GemmCoopQkv,
+    /// `q4_gemm_coop_qkv_large.wgsl`.
+    Q4GemmCoopQkvLarge,
+    /// `q4_gemm_coop_splitk.wgsl`.
+    Q4GemmCoopSplitk,
     /// `q4_gemm_coop_swiglu.wgsl`.
     Q4GemmCoopSwiglu,
     /// `q4_gemm_coop_swiglu_large.wgsl`.
     Q4GemmCoopSwigluLarge,
+    /// `q4_gemm_qkv.wgsl`.
+    Q4GemmQkv,
+    /// `q4_gemm_splitk.wgsl`.
+    Q4GemmSplitk,
     /// `q4_gemm_swiglu.wgsl`.
     Q4GemmSwiglu,
     /// `q4_gemv.wgsl`.
@@ -294,6 +306,10 @@ pub enum ShaderId {
     GatherF16,
     /// `gather.wgsl` with `Elem = i32`.
     GatherI32,
+    /// `gemm_splitk_combine.wgsl` with `Elem = f32`.
+    GemmSplitkCombineF32,
+    /// `gemm_splitk_combine.wgsl` with `Elem = f16`.
+    GemmSplitkCombineF16,
     /// `gemv.wgsl` with `Elem = f32`.
     GemvF32,
     /// `gemv.wgsl` with `Elem = f16`.
@@ -400,6 +416,18 @@ pub enum ShaderId {
     Q4GemmCoopLargeF32,
     /// `q4_gemm_coop_large.wgsl` with `Elem = f16`.
     Q4GemmCoopLargeF16,
+    /// `q4_gemm_coop_qkv.wgsl` with `Elem = f32`.
+    Q4GemmCoopQkvF32,
+    /// `q4_gemm_coop_qkv.wgsl` with `Elem = f16`.
+    Q4GemmCoopQkvF16,
+    /// `q4_gemm_coop_qkv_large.wgsl` with `Elem = f32`.
+    Q4GemmCoopQkvLargeF32,
+    /// `q4_gemm_coop_qkv_large.wgsl` with `Elem = f16`.
+    Q4GemmCoopQkvLargeF16,
+    /// `q4_gemm_coop_splitk.wgsl` with `Elem = f32`.
+    Q4GemmCoopSplitkF32,
+    /// `q4_gemm_coop_splitk.wgsl` with `Elem = f16`.
+    Q4GemmCoopSplitkF16,
     /// `q4_gemm_coop_swiglu.wgsl` with `Elem = f32`.
     Q4GemmCoopSwigluF32,
     /// `q4_gemm_coop_swiglu.wgsl` with `Elem = f16`.
@@ -408,6 +436,14 @@ pub enum ShaderId {
     Q4GemmCoopSwigluLargeF32,
     /// `q4_gemm_coop_swiglu_large.wgsl` with `Elem = f16`.
     Q4GemmCoopSwigluLargeF16,
+    /// `q4_gemm_qkv.wgsl` with `Elem = f32`.
+    Q4GemmQkvF32,
+    /// `q4_gemm_qkv.wgsl` with `Elem = f16`.
+    Q4GemmQkvF16,
+    /// `q4_gemm_splitk.wgsl` with `Elem = f32`.
+    Q4GemmSplitkF32,
+    /// `q4_gemm_splitk.wgsl` with `Elem = f16`.
+    Q4GemmSplitkF16,
     /// `q4_gemm_swiglu.wgsl` with `Elem = f32`.
     Q4GemmSwigluF32,
     /// `q4_gemm_swiglu.wgsl` with `Elem = f16`.
@@ -619,6 +655,8 @@ impl ShaderId {
         ShaderId::GatherF32,
         ShaderId::GatherF16,
         ShaderId::GatherI32,
+        ShaderId::GemmSplitkCombineF32,
+        ShaderId::GemmSplitkCombineF16,
         ShaderId::GemvF32,
         ShaderId::GemvF16,
         ShaderId::GemvQkvF32,
@@ -672,10 +710,20 @@ impl ShaderId {
         ShaderId::Q4GemmCoopF16,
         ShaderId::Q4GemmCoopLargeF32,
         ShaderId::Q4GemmCoopLargeF16,
+        ShaderId::Q4GemmCoopQkvF32,
+        ShaderId::Q4GemmCoopQkvF16,
+        ShaderId::Q4GemmCoopQkvLargeF32,
+        ShaderId::Q4GemmCoopQkvLargeF16,
+        ShaderId::Q4GemmCoopSplitkF32,
+        ShaderId::Q4GemmCoopSplitkF16,
         ShaderId::Q4GemmCoopSwigluF32,
         ShaderId::Q4GemmCoopSwigluF16,
         ShaderId::Q4GemmCoopSwigluLargeF32,
         ShaderId::Q4GemmCoopSwigluLargeF16,
+        ShaderId::Q4GemmQkvF32,
+        ShaderId::Q4GemmQkvF16,
+        ShaderId::Q4GemmSplitkF32,
+        ShaderId::Q4GemmSplitkF16,
         ShaderId::Q4GemmSwigluF32,
         ShaderId::Q4GemmSwigluF16,
         ShaderId::Q4GemvF32,
@@ -804,6 +852,8 @@ impl ShaderId {
             ShaderId::GatherF32 => Family::Gather,
             ShaderId::GatherF16 => Family::Gather,
             ShaderId::GatherI32 => Family::Gather,
+            ShaderId::GemmSplitkCombineF32 => Family::GemmSplitkCombine,
+            ShaderId::GemmSplitkCombineF16 => Family::GemmSplitkCombine,
             ShaderId::GemvF32 => Family::Gemv,
             ShaderId::GemvF16 => Family::Gemv,
             ShaderId::GemvQkvF32 => Family::GemvQkv,
@@ -857,10 +907,20 @@ impl ShaderId {
             ShaderId::Q4GemmCoopF16 => Family::Q4GemmCoop,
             ShaderId::Q4GemmCoopLargeF32 => Family::Q4GemmCoopLarge,
             ShaderId::Q4GemmCoopLargeF16 => Family::Q4GemmCoopLarge,
+            ShaderId::Q4GemmCoopQkvF32 => Family::Q4GemmCoopQkv,
+            ShaderId::Q4GemmCoopQkvF16 => Family::Q4GemmCoopQkv,
+            ShaderId::Q4GemmCoopQkvLargeF32 => Family::Q4GemmCoopQkvLarge,
+            ShaderId::Q4GemmCoopQkvLargeF16 => Family::Q4GemmCoopQkvLarge,
+            ShaderId::Q4GemmCoopSplitkF32 => Family::Q4GemmCoopSplitk,
+            ShaderId::Q4GemmCoopSplitkF16 => Family::Q4GemmCoopSplitk,
             ShaderId::Q4GemmCoopSwigluF32 => Family::Q4GemmCoopSwiglu,
             ShaderId::Q4GemmCoopSwigluF16 => Family::Q4GemmCoopSwiglu,
             ShaderId::Q4GemmCoopSwigluLargeF32 => Family::Q4GemmCoopSwigluLarge,
             ShaderId::Q4GemmCoopSwigluLargeF16 => Family::Q4GemmCoopSwigluLarge,
+            ShaderId::Q4GemmQkvF32 => Family::Q4GemmQkv,
+            ShaderId::Q4GemmQkvF16 => Family::Q4GemmQkv,
+            ShaderId::Q4GemmSplitkF32 => Family::Q4GemmSplitk,
+            ShaderId::Q4GemmSplitkF16 => Family::Q4GemmSplitk,
             ShaderId::Q4GemmSwigluF32 => Family::Q4GemmSwiglu,
             ShaderId::Q4GemmSwigluF16 => Family::Q4GemmSwiglu,
             ShaderId::Q4GemvF32 => Family::Q4Gemv,
@@ -990,6 +1050,8 @@ impl ShaderId {
             ShaderId::GatherF32 => Variant::F32,
             ShaderId::GatherF16 => Variant::F16,
             ShaderId::GatherI32 => Variant::I32,
+            ShaderId::GemmSplitkCombineF32 => Variant::F32,
+            ShaderId::GemmSplitkCombineF16 => Variant::F16,
             ShaderId::GemvF32 => Variant::F32,
             ShaderId::GemvF16 => Variant::F16,
             ShaderId::GemvQkvF32 => Variant::F32,
@@ -1043,10 +1105,20 @@ impl ShaderId {
             ShaderId::Q4GemmCoopF16 => Variant::F16,
             ShaderId::Q4GemmCoopLargeF32 => Variant::F32,
             ShaderId::Q4GemmCoopLargeF16 => Variant::F16,
+            ShaderId::Q4GemmCoopQkvF32 => Variant::F32,
+            ShaderId::Q4GemmCoopQkvF16 => Variant::F16,
+            ShaderId::Q4GemmCoopQkvLargeF32 => Variant::F32,
+            ShaderId::Q4GemmCoopQkvLargeF16 => Variant::F16,
+            ShaderId::Q4GemmCoopSplitkF32 => Variant::F32,
+            ShaderId::Q4GemmCoopSplitkF16 => Variant::F16,
             ShaderId::Q4GemmCoopSwigluF32 => Variant::F32,
             ShaderId::Q4GemmCoopSwigluF16 => Variant::F16,
             ShaderId::Q4GemmCoopSwigluLargeF32 => Variant::F32,
             ShaderId::Q4GemmCoopSwigluLargeF16 => Variant::F16,
+            ShaderId::Q4GemmQkvF32 => Variant::F32,
+            ShaderId::Q4GemmQkvF16 => Variant::F16,
+            ShaderId::Q4GemmSplitkF32 => Variant::F32,
+            ShaderId::Q4GemmSplitkF16 => Variant::F16,
             ShaderId::Q4GemmSwigluF32 => Variant::F32,
             ShaderId::Q4GemmSwigluF16 => Variant::F16,
             ShaderId::Q4GemvF32 => Variant::F32,
@@ -1176,6 +1248,8 @@ impl ShaderId {
             ShaderId::GatherF32 => "gather.f32",
             ShaderId::GatherF16 => "gather.f16",
             ShaderId::GatherI32 => "gather.i32",
+            ShaderId::GemmSplitkCombineF32 => "gemm_splitk_combine.f32",
+            ShaderId::GemmSplitkCombineF16 => "gemm_splitk_combine.f16",
             ShaderId::GemvF32 => "gemv.f32",
             ShaderId::GemvF16 => "gemv.f16",
             ShaderId::GemvQkvF32 => "gemv_qkv.f32",
@@ -1229,10 +1303,20 @@ impl ShaderId {
             ShaderId::Q4GemmCoopF16 => "q4_gemm_coop.f16",
             ShaderId::Q4GemmCoopLargeF32 => "q4_gemm_coop_large.f32",
             ShaderId::Q4GemmCoopLargeF16 => "q4_gemm_coop_large.f16",
+            ShaderId::Q4GemmCoopQkvF32 => "q4_gemm_coop_qkv.f32",
+            ShaderId::Q4GemmCoopQkvF16 => "q4_gemm_coop_qkv.f16",
+            ShaderId::Q4GemmCoopQkvLargeF32 => "q4_gemm_coop_qkv_large.f32",
+            ShaderId::Q4GemmCoopQkvLargeF16 => "q4_gemm_coop_qkv_large.f16",
+            ShaderId::Q4GemmCoopSplitkF32 => "q4_gemm_coop_splitk.f32",
+            ShaderId::Q4GemmCoopSplitkF16 => "q4_gemm_coop_splitk.f16",
             ShaderId::Q4GemmCoopSwigluF32 => "q4_gemm_coop_swiglu.f32",
             ShaderId::Q4GemmCoopSwigluF16 => "q4_gemm_coop_swiglu.f16",
             ShaderId::Q4GemmCoopSwigluLargeF32 => "q4_gemm_coop_swiglu_large.f32",
             ShaderId::Q4GemmCoopSwigluLargeF16 => "q4_gemm_coop_swiglu_large.f16",
+            ShaderId::Q4GemmQkvF32 => "q4_gemm_qkv.f32",
+            ShaderId::Q4GemmQkvF16 => "q4_gemm_qkv.f16",
+            ShaderId::Q4GemmSplitkF32 => "q4_gemm_splitk.f32",
+            ShaderId::Q4GemmSplitkF16 => "q4_gemm_splitk.f16",
             ShaderId::Q4GemmSwigluF32 => "q4_gemm_swiglu.f32",
             ShaderId::Q4GemmSwigluF16 => "q4_gemm_swiglu.f16",
             ShaderId::Q4GemvF32 => "q4_gemv.f32",
@@ -1362,6 +1446,8 @@ impl ShaderId {
             ShaderId::GatherF32 => GATHER_F32,
             ShaderId::GatherF16 => GATHER_F16,
             ShaderId::GatherI32 => GATHER_I32,
+            ShaderId::GemmSplitkCombineF32 => GEMM_SPLITK_COMBINE_F32,
+            ShaderId::GemmSplitkCombineF16 => GEMM_SPLITK_COMBINE_F16,
             ShaderId::GemvF32 => GEMV_F32,
             ShaderId::GemvF16 => GEMV_F16,
             ShaderId::GemvQkvF32 => GEMV_QKV_F32,
@@ -1415,10 +1501,20 @@ impl ShaderId {
             ShaderId::Q4GemmCoopF16 => Q4_GEMM_COOP_F16,
             ShaderId::Q4GemmCoopLargeF32 => Q4_GEMM_COOP_LARGE_F32,
             ShaderId::Q4GemmCoopLargeF16 => Q4_GEMM_COOP_LARGE_F16,
+            ShaderId::Q4GemmCoopQkvF32 => Q4_GEMM_COOP_QKV_F32,
+            ShaderId::Q4GemmCoopQkvF16 => Q4_GEMM_COOP_QKV_F16,
+            ShaderId::Q4GemmCoopQkvLargeF32 => Q4_GEMM_COOP_QKV_LARGE_F32,
+            ShaderId::Q4GemmCoopQkvLargeF16 => Q4_GEMM_COOP_QKV_LARGE_F16,
+            ShaderId::Q4GemmCoopSplitkF32 => Q4_GEMM_COOP_SPLITK_F32,
+            ShaderId::Q4GemmCoopSplitkF16 => Q4_GEMM_COOP_SPLITK_F16,
             ShaderId::Q4GemmCoopSwigluF32 => Q4_GEMM_COOP_SWIGLU_F32,
             ShaderId::Q4GemmCoopSwigluF16 => Q4_GEMM_COOP_SWIGLU_F16,
             ShaderId::Q4GemmCoopSwigluLargeF32 => Q4_GEMM_COOP_SWIGLU_LARGE_F32,
             ShaderId::Q4GemmCoopSwigluLargeF16 => Q4_GEMM_COOP_SWIGLU_LARGE_F16,
+            ShaderId::Q4GemmQkvF32 => Q4_GEMM_QKV_F32,
+            ShaderId::Q4GemmQkvF16 => Q4_GEMM_QKV_F16,
+            ShaderId::Q4GemmSplitkF32 => Q4_GEMM_SPLITK_F32,
+            ShaderId::Q4GemmSplitkF16 => Q4_GEMM_SPLITK_F16,
             ShaderId::Q4GemmSwigluF32 => Q4_GEMM_SWIGLU_F32,
             ShaderId::Q4GemmSwigluF16 => Q4_GEMM_SWIGLU_F16,
             ShaderId::Q4GemvF32 => Q4_GEMV_F32,
@@ -1640,6 +1736,12 @@ impl ShaderId {
             }
             ShaderId::GatherI32 => {
                 ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::GemmSplitkCombineF32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::GemmSplitkCombineF16 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
             }
             ShaderId::GemvF32 => {
                 ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 256 }
@@ -1866,6 +1968,42 @@ impl ShaderId {
                 uniform_buffers: 1,
                 workgroup_bytes: 45056,
             },
+            ShaderId::Q4GemmCoopQkvF32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 10,
+                uniform_buffers: 1,
+                workgroup_bytes: 38912,
+            },
+            ShaderId::Q4GemmCoopQkvF16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 10,
+                uniform_buffers: 1,
+                workgroup_bytes: 38912,
+            },
+            ShaderId::Q4GemmCoopQkvLargeF32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 10,
+                uniform_buffers: 1,
+                workgroup_bytes: 45056,
+            },
+            ShaderId::Q4GemmCoopQkvLargeF16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 10,
+                uniform_buffers: 1,
+                workgroup_bytes: 45056,
+            },
+            ShaderId::Q4GemmCoopSplitkF32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 4,
+                uniform_buffers: 1,
+                workgroup_bytes: 38912,
+            },
+            ShaderId::Q4GemmCoopSplitkF16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 4,
+                uniform_buffers: 1,
+                workgroup_bytes: 38912,
+            },
             ShaderId::Q4GemmCoopSwigluF32 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 6,
@@ -1889,6 +2027,30 @@ impl ShaderId {
                 storage_buffers: 6,
                 uniform_buffers: 1,
                 workgroup_bytes: 47104,
+            },
+            ShaderId::Q4GemmQkvF32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 10,
+                uniform_buffers: 1,
+                workgroup_bytes: 8192,
+            },
+            ShaderId::Q4GemmQkvF16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 10,
+                uniform_buffers: 1,
+                workgroup_bytes: 8192,
+            },
+            ShaderId::Q4GemmSplitkF32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 4,
+                uniform_buffers: 1,
+                workgroup_bytes: 8192,
+            },
+            ShaderId::Q4GemmSplitkF16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 4,
+                uniform_buffers: 1,
+                workgroup_bytes: 8192,
             },
             ShaderId::Q4GemmSwigluF32 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
@@ -2305,6 +2467,8 @@ impl ShaderId {
             (Family::Gather, Variant::F32) => Some(ShaderId::GatherF32),
             (Family::Gather, Variant::F16) => Some(ShaderId::GatherF16),
             (Family::Gather, Variant::I32) => Some(ShaderId::GatherI32),
+            (Family::GemmSplitkCombine, Variant::F32) => Some(ShaderId::GemmSplitkCombineF32),
+            (Family::GemmSplitkCombine, Variant::F16) => Some(ShaderId::GemmSplitkCombineF16),
             (Family::Gemv, Variant::F32) => Some(ShaderId::GemvF32),
             (Family::Gemv, Variant::F16) => Some(ShaderId::GemvF16),
             (Family::GemvQkv, Variant::F32) => Some(ShaderId::GemvQkvF32),
@@ -2358,10 +2522,20 @@ impl ShaderId {
             (Family::Q4GemmCoop, Variant::F16) => Some(ShaderId::Q4GemmCoopF16),
             (Family::Q4GemmCoopLarge, Variant::F32) => Some(ShaderId::Q4GemmCoopLargeF32),
             (Family::Q4GemmCoopLarge, Variant::F16) => Some(ShaderId::Q4GemmCoopLargeF16),
+            (Family::Q4GemmCoopQkv, Variant::F32) => Some(ShaderId::Q4GemmCoopQkvF32),
+            (Family::Q4GemmCoopQkv, Variant::F16) => Some(ShaderId::Q4GemmCoopQkvF16),
+            (Family::Q4GemmCoopQkvLarge, Variant::F32) => Some(ShaderId::Q4GemmCoopQkvLargeF32),
+            (Family::Q4GemmCoopQkvLarge, Variant::F16) => Some(ShaderId::Q4GemmCoopQkvLargeF16),
+            (Family::Q4GemmCoopSplitk, Variant::F32) => Some(ShaderId::Q4GemmCoopSplitkF32),
+            (Family::Q4GemmCoopSplitk, Variant::F16) => Some(ShaderId::Q4GemmCoopSplitkF16),
             (Family::Q4GemmCoopSwiglu, Variant::F32) => Some(ShaderId::Q4GemmCoopSwigluF32),
             (Family::Q4GemmCoopSwiglu, Variant::F16) => Some(ShaderId::Q4GemmCoopSwigluF16),
             (Family::Q4GemmCoopSwigluLarge, Variant::F32) => Some(ShaderId::Q4GemmCoopSwigluLargeF32),
             (Family::Q4GemmCoopSwigluLarge, Variant::F16) => Some(ShaderId::Q4GemmCoopSwigluLargeF16),
+            (Family::Q4GemmQkv, Variant::F32) => Some(ShaderId::Q4GemmQkvF32),
+            (Family::Q4GemmQkv, Variant::F16) => Some(ShaderId::Q4GemmQkvF16),
+            (Family::Q4GemmSplitk, Variant::F32) => Some(ShaderId::Q4GemmSplitkF32),
+            (Family::Q4GemmSplitk, Variant::F16) => Some(ShaderId::Q4GemmSplitkF16),
             (Family::Q4GemmSwiglu, Variant::F32) => Some(ShaderId::Q4GemmSwigluF32),
             (Family::Q4GemmSwiglu, Variant::F16) => Some(ShaderId::Q4GemmSwigluF16),
             (Family::Q4Gemv, Variant::F32) => Some(ShaderId::Q4GemvF32),
@@ -6327,6 +6501,96 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         rem = rem / size;
     }
     out[i] = x[u32(src)];
+}
+"#;
+
+/// `gemm_splitk_combine.wgsl` with `Elem = f32`.
+pub const GEMM_SPLITK_COMBINE_F32: &str = r#"//! The second pass of a split-K GEMM (`q4_gemm_coop_splitk.wgsl`): the
+//! output is the sum of the splits' f32 partial sums, plus the bias:
+//! `out[m, n] = sum_s partial[s, m, n] + bias[n]`, summed in f32 in split
+//! order, one invocation an output element.
+// variants: f32 f16
+
+alias Elem = f32;
+
+const WG: u32 = 256u;
+
+struct Params {
+    /// Output elements (M x N).
+    numel: u32,
+    /// Output features.
+    n: u32,
+    /// Splits along K.
+    splits: u32,
+    has_bias: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+/// `[splits, M, N]`.
+@group(0) @binding(1) var<storage, read> partial: array<f32>;
+@group(0) @binding(2) var<storage, read> bias: array<Elem>;
+@group(0) @binding(3) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    var v = 0.0;
+    for (var s = 0u; s < p.splits; s++) {
+        v += partial[s * p.numel + i];
+    }
+    if p.has_bias != 0u {
+        v += f32(bias[i % p.n]);
+    }
+    out[i] = Elem(v);
+}
+"#;
+
+/// `gemm_splitk_combine.wgsl` with `Elem = f16`.
+pub const GEMM_SPLITK_COMBINE_F16: &str = r#"enable f16;
+
+//! The second pass of a split-K GEMM (`q4_gemm_coop_splitk.wgsl`): the
+//! output is the sum of the splits' f32 partial sums, plus the bias:
+//! `out[m, n] = sum_s partial[s, m, n] + bias[n]`, summed in f32 in split
+//! order, one invocation an output element.
+// variants: f32 f16
+
+alias Elem = f16;
+
+const WG: u32 = 256u;
+
+struct Params {
+    /// Output elements (M x N).
+    numel: u32,
+    /// Output features.
+    n: u32,
+    /// Splits along K.
+    splits: u32,
+    has_bias: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+/// `[splits, M, N]`.
+@group(0) @binding(1) var<storage, read> partial: array<f32>;
+@group(0) @binding(2) var<storage, read> bias: array<Elem>;
+@group(0) @binding(3) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    var v = 0.0;
+    for (var s = 0u; s < p.splits; s++) {
+        v += partial[s * p.numel + i];
+    }
+    if p.has_bias != 0u {
+        v += f32(bias[i % p.n]);
+    }
+    out[i] = Elem(v);
 }
 "#;
 
@@ -12832,6 +13096,2104 @@ fn main(
 }
 "#;
 
+/// `q4_gemm_coop_qkv.wgsl` with `Elem = f32`.
+pub const Q4_GEMM_COOP_QKV_F32: &str = r#"//! Prefill route of the fused `etwgpu.linear_q4gsw_qkv` on cooperative
+//! matrices (tensor cores): the three 4-bit projections Q, K and V of one
+//! input in one dispatch, each as `q4_gemm_coop.wgsl` computes one linear
+//! (no bias): `out_j[m, n] = sum_k x[m, k] * (nibble_j(n, k) - 8) *
+//! scales_j[k / group, n]`, f16 operands and f32 accumulation.
+//!
+//! The small tile (64 x 128, 2 x 4 subgroups of 2 x 2 fragments, K steps
+//! of 32 through two staged copies, as `q4_gemm_coop.wgsl`). The tiles
+//! along N are Q's, then K's, then V's (each projection whole tiles), so
+//! which projection a workgroup computes is uniform across it: the
+//! branches that pick its weights, scales and output do not diverge, and
+//! the three projections run side by side in one dispatch instead of
+//! three dispatches with a barrier between each (they write one arena).
+//! Each weight is row-major or word-major (bit j of `w_layout`).
+//!
+//! Staged through workgroup memory as `vec4<f16>`: the x tile row-major,
+//! the (dequantized) weight tile column-major, rounded to f16 as they are
+//! staged. Each subgroup holds `FM x FN` accumulators of 16 x 16
+//! (`coop_mat16x16<f32, C>`, unrolled); at the end each fragment passes
+//! through the subgroup's 16 x 16 slot of `cs`, where its 32 invocations
+//! finish and bounds-check it and write it out as `Elem`. Rows past M and
+//! columns past N are staged as zeros and never written, so M and N are
+//! free; the host routes here only on devices whose subgroups have 32
+//! invocations, with `K % TK == 0`. Which tile a call takes is
+//! `etwgpu_kernels::ops::gemm`'s `coop_tile`.
+// variants: f32 f16
+
+enable f16;
+enable wgpu_cooperative_matrix;
+
+alias Elem = f32;
+
+/// 16 x 16 fragments per subgroup along M and N.
+const FM: u32 = 2u;
+const FN: u32 = 2u;
+/// Subgroups (of 32 invocations) per workgroup along M and N.
+const SGM: u32 = 2u;
+const SGN: u32 = 4u;
+const WG: u32 = SGM * SGN * 32u;
+/// Output rows and columns per workgroup.
+const BM: u32 = SGM * FM * 16u;
+const BN: u32 = SGN * FN * 16u;
+/// Inputs per step along K.
+const TK: u32 = 32u;
+/// Row stride of a staged tile, in `vec4<f16>`: TK plus 8 halves of
+/// padding (rows stay 16-byte aligned and start on different banks).
+const LDE: u32 = (TK + 8u) / 4u;
+/// Copies of each staged tile (2: the next step's loads in flight).
+const STAGES: u32 = 2u;
+/// Staging elements and halves per tile copy.
+const XS_LEN: u32 = BM * LDE;
+const WS_LEN: u32 = BN * LDE;
+const XS_HALVES: u32 = BM * (TK + 8u);
+const WS_HALVES: u32 = BN * (TK + 8u);
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Input features (a multiple of TK).
+    k: u32,
+    /// Inputs per scale group (a multiple of 32).
+    group_size: u32,
+    /// Workgroups along N: Q's tiles, then K's, then V's.
+    tiles_n: u32,
+    /// Output features of Q, K and V.
+    n_q: u32,
+    n_k: u32,
+    n_v: u32,
+    /// Bit j: weight j is word-major (16-byte word `w` of row `n` at word
+    /// `w * N + n`; see `etwgpu_graph::layout`), else row-major.
+    w_layout: u32,
+    /// Row lengths of the three scales: N padded.
+    pad_q: u32,
+    pad_k: u32,
+    pad_v: u32,
+    /// The first tile along N of K's columns, and of V's.
+    first_k: u32,
+    first_v: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> w_q: array<vec2<u32>>;
+@group(0) @binding(3) var<storage, read> s_q: array<Elem>;
+@group(0) @binding(4) var<storage, read> w_k: array<vec2<u32>>;
+@group(0) @binding(5) var<storage, read> s_k: array<Elem>;
+@group(0) @binding(6) var<storage, read> w_v: array<vec2<u32>>;
+@group(0) @binding(7) var<storage, read> s_v: array<Elem>;
+@group(0) @binding(8) var<storage, read_write> out_q: array<Elem>;
+@group(0) @binding(9) var<storage, read_write> out_k: array<Elem>;
+@group(0) @binding(10) var<storage, read_write> out_v: array<Elem>;
+
+/// Staged x tiles, row-major (`xs[row * LDE + k / 4]`), and weight tiles,
+/// column-major (`ws[col * LDE + k / 4]`), 4 halves an element.
+var<workgroup> xs: array<vec4<f16>, STAGES * XS_LEN>;
+var<workgroup> ws: array<vec4<f16>, STAGES * WS_LEN>;
+/// One 16 x 16 f32 slot per subgroup, row-major: fragments on their way
+/// out (and the zeros the accumulators start from).
+var<workgroup> cs: array<f32, SGM * SGN * 256u>;
+
+/// 8 consecutive halves (16 bytes).
+struct Eight {
+    lo: vec4<f16>,
+    hi: vec4<f16>,
+}
+
+/// 8 inputs of x: row `m0 + i / (TK / 8)`, inputs `k0 + (i % (TK / 8)) * 8
+/// ..` (zeros past M), rounded to f16.
+fn load_x(m0: u32, k0: u32, i: u32) -> Eight {
+    let row = m0 + i / (TK / 8u);
+    if row >= p.m {
+        return Eight(vec4<f16>(), vec4<f16>());
+    }
+    let at = (row * p.k + k0) / 4u + (i % (TK / 8u)) * 2u;
+    return Eight(vec4<f16>(x[at]), vec4<f16>(x[at + 1u]));
+}
+
+/// Where `load_x`'s unit `i` goes in a staged x tile, in halves.
+fn x_at(i: u32) -> u32 {
+    return (i / (TK / 8u)) * (TK + 8u) + (i % (TK / 8u)) * 8u;
+}
+
+/// Stores 8 halves at half `o` (a multiple of 8) of the x tiles.
+fn store_x(o: u32, v: Eight) {
+    xs[o / 4u] = v.lo;
+    xs[o / 4u + 1u] = v.hi;
+}
+/// 16 nibbles of one weight column (an 8-byte half of a 16-byte word) and
+/// their scale.
+struct Nibbles {
+    word: vec2<u32>,
+    scale: f32,
+}
+
+/// Input offset in the tile of unit `i` (16 inputs): adjacent units are
+/// the two halves of a column's word, then adjacent columns (adjacent in
+/// the word-major layout), then the tile's next word.
+fn unit_k(i: u32) -> u32 {
+    return (i / (2u * BN)) * 32u + (i % 2u) * 16u;
+}
+
+/// The column of unit `i` in the tile.
+fn unit_col(i: u32) -> u32 {
+    return (i / 2u) % BN;
+}
+
+/// Where unit `i` goes in a staged weight tile, in halves.
+fn w_at(i: u32) -> u32 {
+    return unit_col(i) * (TK + 8u) + unit_k(i);
+}
+
+/// The 8 nibbles of `word` as halves `(q - 8) * s`, in input order:
+/// `0x6400 | q` is the half `1024 + q`, so two nibbles become two exact
+/// values with one mask and one or; `(q - 8) * s` is computed in f32 and
+/// rounded once to f16. (naga 30 types a `bitcast` from u32 to
+/// `vec2<f16>` as `vec2<f32>`, so the halves go through f32.)
+fn deq8(word: u32, s: f32) -> Eight {
+    let s2 = vec2<f32>(s);
+    let mask = 0x000F000Fu;
+    let one = 0x64006400u;
+    // Inputs (0, 4), (1, 5), (2, 6), (3, 7).
+    let a = (unpack2x16float((word & mask) | one) - 1032.0) * s2;
+    let b = (unpack2x16float(((word >> 4u) & mask) | one) - 1032.0) * s2;
+    let c = (unpack2x16float(((word >> 8u) & mask) | one) - 1032.0) * s2;
+    let d = (unpack2x16float(((word >> 12u) & mask) | one) - 1032.0) * s2;
+    return Eight(vec4<f16>(vec4<f32>(a.x, b.x, c.x, d.x)), vec4<f16>(vec4<f32>(a.y, b.y, c.y, d.y)));
+}
+
+/// The projection a workgroup computes (uniform across it): `j` (0 Q,
+/// 1 K, 2 V), its first column, output features, scale row length and
+/// weight layout.
+struct Proj {
+    j: u32,
+    n0: u32,
+    n: u32,
+    n_pad: u32,
+    word_major: bool,
+}
+
+/// The projection of tile `tn` along N.
+fn proj(tn: u32) -> Proj {
+    if tn >= p.first_v {
+        return Proj(2u, (tn - p.first_v) * BN, p.n_v, p.pad_v, (p.w_layout & 4u) != 0u);
+    }
+    if tn >= p.first_k {
+        return Proj(1u, (tn - p.first_k) * BN, p.n_k, p.pad_k, (p.w_layout & 2u) != 0u);
+    }
+    return Proj(0u, tn * BN, p.n_q, p.pad_q, (p.w_layout & 1u) != 0u);
+}
+
+/// Where the 8-byte word of column `col` (of `n`) at input `k` (a
+/// multiple of 16) is, as `q4_word8.wgsl`'s `w8` for a projection's N.
+fn w8_of(col: u32, n: u32, k: u32, word_major: bool) -> u32 {
+    if word_major {
+        return ((k / 32u) * n + col) * 2u + (k / 16u) % 2u;
+    }
+    return col * (p.k / 16u) + k / 16u;
+}
+
+/// 16 nibbles of one weight column of projection `pr` (unit `i`, see
+/// `unit_k`) and their scale; zeros past its N.
+fn load_w(pr: Proj, k0: u32, i: u32) -> Nibbles {
+    let col = pr.n0 + unit_col(i);
+    let k = k0 + unit_k(i);
+    if col >= pr.n {
+        return Nibbles(vec2<u32>(0u), 0.0);
+    }
+    let at = w8_of(col, pr.n, k, pr.word_major);
+    let s = (k / p.group_size) * pr.n_pad + col;
+    if pr.j == 0u {
+        return Nibbles(w_q[at], f32(s_q[s]));
+    }
+    if pr.j == 1u {
+        return Nibbles(w_k[at], f32(s_k[s]));
+    }
+    return Nibbles(w_v[at], f32(s_v[s]));
+}
+
+/// Stores the 16 weights of `v` at half `o` (a multiple of 8) of the
+/// weight tiles.
+fn store_w(o: u32, v: Nibbles) {
+    let lo = deq8(v.word.x, v.scale);
+    let hi = deq8(v.word.y, v.scale);
+    ws[o / 4u] = lo.lo;
+    ws[o / 4u + 1u] = lo.hi;
+    ws[o / 4u + 2u] = hi.lo;
+    ws[o / 4u + 3u] = hi.hi;
+}
+
+/// Writes the fragment the subgroup `sg` left in its `cs` slot to rows
+/// `row0 ..` and columns `col0 ..` of projection `pr`'s output: invocation
+/// `lane` writes 8 consecutive columns of one row.
+fn emit(pr: Proj, sg: u32, lane: u32, row0: u32, col0: u32) {
+    let row = row0 + lane / 2u;
+    if row >= p.m {
+        return;
+    }
+    for (var e = 0u; e < 8u; e++) {
+        let c = (lane % 2u) * 8u + e;
+        let col = col0 + c;
+        if col < pr.n {
+            let v = Elem(cs[sg * 256u + (lane / 2u) * 16u + c]);
+            let at = row * pr.n + col;
+            if pr.j == 0u {
+                out_q[at] = v;
+            } else if pr.j == 1u {
+                out_k[at] = v;
+            } else {
+                out_v[at] = v;
+            }
+        }
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let tile = wid.y * groups.x + wid.x;
+    let m0 = (tile / p.tiles_n) * BM;
+    let pr = proj(tile % p.tiles_n);
+    let n0 = pr.n0;
+    // This invocation's subgroup, and that subgroup's block of FM x FN
+    // fragments.
+    let sg = lid / 32u;
+    let lane = lid % 32u;
+    let wm = (sg / SGN) * (FM * 16u);
+    let wn = (sg % SGN) * (FN * 16u);
+    let nk = p.k / TK;
+
+    for (var e = 0u; e < 8u; e++) {
+        cs[lid * 8u + e] = 0.0;
+    }
+    workgroupBarrier();
+    var c0_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c0_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c1_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c1_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    workgroupBarrier();
+    {
+        let k0 = 0u;
+        let gx0 = load_x(m0, k0, 0u * WG + lid);
+        let gw0 = load_w(pr, k0, 0u * WG + lid);
+        store_x(0u * XS_HALVES + x_at(0u * WG + lid), gx0);
+        store_w(0u * WS_HALVES + w_at(0u * WG + lid), gw0);
+    }
+    workgroupBarrier();
+    for (var t = 0u; t < nk; t++) {
+        let cur = t % 2u;
+        // The next step's tile (the last one again at the end: stored
+        // where nothing reads it any more).
+        let k0 = min(t + 1u, nk - 1u) * TK;
+        let gx0 = load_x(m0, k0, 0u * WG + lid);
+        let gw0 = load_w(pr, k0, 0u * WG + lid);
+        let xb = cur * XS_LEN;
+        let wb = cur * WS_LEN;
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 0u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 0u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 0u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 0u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
+        }
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 4u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 4u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 4u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 4u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
+        }
+        store_x((1u - cur) * XS_HALVES + x_at(0u * WG + lid), gx0);
+        store_w((1u - cur) * WS_HALVES + w_at(0u * WG + lid), gw0);
+        workgroupBarrier();
+    }
+
+    let slot = sg * 256u;
+    coopStoreT(c0_0, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(pr, sg, lane, m0 + wm + 0u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c0_1, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(pr, sg, lane, m0 + wm + 0u, n0 + wn + 16u);
+    workgroupBarrier();
+    coopStoreT(c1_0, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(pr, sg, lane, m0 + wm + 16u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c1_1, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(pr, sg, lane, m0 + wm + 16u, n0 + wn + 16u);
+}
+"#;
+
+/// `q4_gemm_coop_qkv.wgsl` with `Elem = f16`.
+pub const Q4_GEMM_COOP_QKV_F16: &str = r#"enable f16;
+
+//! Prefill route of the fused `etwgpu.linear_q4gsw_qkv` on cooperative
+//! matrices (tensor cores): the three 4-bit projections Q, K and V of one
+//! input in one dispatch, each as `q4_gemm_coop.wgsl` computes one linear
+//! (no bias): `out_j[m, n] = sum_k x[m, k] * (nibble_j(n, k) - 8) *
+//! scales_j[k / group, n]`, f16 operands and f32 accumulation.
+//!
+//! The small tile (64 x 128, 2 x 4 subgroups of 2 x 2 fragments, K steps
+//! of 32 through two staged copies, as `q4_gemm_coop.wgsl`). The tiles
+//! along N are Q's, then K's, then V's (each projection whole tiles), so
+//! which projection a workgroup computes is uniform across it: the
+//! branches that pick its weights, scales and output do not diverge, and
+//! the three projections run side by side in one dispatch instead of
+//! three dispatches with a barrier between each (they write one arena).
+//! Each weight is row-major or word-major (bit j of `w_layout`).
+//!
+//! Staged through workgroup memory as `vec4<f16>`: the x tile row-major,
+//! the (dequantized) weight tile column-major, rounded to f16 as they are
+//! staged. Each subgroup holds `FM x FN` accumulators of 16 x 16
+//! (`coop_mat16x16<f32, C>`, unrolled); at the end each fragment passes
+//! through the subgroup's 16 x 16 slot of `cs`, where its 32 invocations
+//! finish and bounds-check it and write it out as `Elem`. Rows past M and
+//! columns past N are staged as zeros and never written, so M and N are
+//! free; the host routes here only on devices whose subgroups have 32
+//! invocations, with `K % TK == 0`. Which tile a call takes is
+//! `etwgpu_kernels::ops::gemm`'s `coop_tile`.
+// variants: f32 f16
+
+enable f16;
+enable wgpu_cooperative_matrix;
+
+alias Elem = f16;
+
+/// 16 x 16 fragments per subgroup along M and N.
+const FM: u32 = 2u;
+const FN: u32 = 2u;
+/// Subgroups (of 32 invocations) per workgroup along M and N.
+const SGM: u32 = 2u;
+const SGN: u32 = 4u;
+const WG: u32 = SGM * SGN * 32u;
+/// Output rows and columns per workgroup.
+const BM: u32 = SGM * FM * 16u;
+const BN: u32 = SGN * FN * 16u;
+/// Inputs per step along K.
+const TK: u32 = 32u;
+/// Row stride of a staged tile, in `vec4<f16>`: TK plus 8 halves of
+/// padding (rows stay 16-byte aligned and start on different banks).
+const LDE: u32 = (TK + 8u) / 4u;
+/// Copies of each staged tile (2: the next step's loads in flight).
+const STAGES: u32 = 2u;
+/// Staging elements and halves per tile copy.
+const XS_LEN: u32 = BM * LDE;
+const WS_LEN: u32 = BN * LDE;
+const XS_HALVES: u32 = BM * (TK + 8u);
+const WS_HALVES: u32 = BN * (TK + 8u);
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Input features (a multiple of TK).
+    k: u32,
+    /// Inputs per scale group (a multiple of 32).
+    group_size: u32,
+    /// Workgroups along N: Q's tiles, then K's, then V's.
+    tiles_n: u32,
+    /// Output features of Q, K and V.
+    n_q: u32,
+    n_k: u32,
+    n_v: u32,
+    /// Bit j: weight j is word-major (16-byte word `w` of row `n` at word
+    /// `w * N + n`; see `etwgpu_graph::layout`), else row-major.
+    w_layout: u32,
+    /// Row lengths of the three scales: N padded.
+    pad_q: u32,
+    pad_k: u32,
+    pad_v: u32,
+    /// The first tile along N of K's columns, and of V's.
+    first_k: u32,
+    first_v: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> w_q: array<vec2<u32>>;
+@group(0) @binding(3) var<storage, read> s_q: array<Elem>;
+@group(0) @binding(4) var<storage, read> w_k: array<vec2<u32>>;
+@group(0) @binding(5) var<storage, read> s_k: array<Elem>;
+@group(0) @binding(6) var<storage, read> w_v: array<vec2<u32>>;
+@group(0) @binding(7) var<storage, read> s_v: array<Elem>;
+@group(0) @binding(8) var<storage, read_write> out_q: array<Elem>;
+@group(0) @binding(9) var<storage, read_write> out_k: array<Elem>;
+@group(0) @binding(10) var<storage, read_write> out_v: array<Elem>;
+
+/// Staged x tiles, row-major (`xs[row * LDE + k / 4]`), and weight tiles,
+/// column-major (`ws[col * LDE + k / 4]`), 4 halves an element.
+var<workgroup> xs: array<vec4<f16>, STAGES * XS_LEN>;
+var<workgroup> ws: array<vec4<f16>, STAGES * WS_LEN>;
+/// One 16 x 16 f32 slot per subgroup, row-major: fragments on their way
+/// out (and the zeros the accumulators start from).
+var<workgroup> cs: array<f32, SGM * SGN * 256u>;
+
+/// 8 consecutive halves (16 bytes).
+struct Eight {
+    lo: vec4<f16>,
+    hi: vec4<f16>,
+}
+
+/// 8 inputs of x: row `m0 + i / (TK / 8)`, inputs `k0 + (i % (TK / 8)) * 8
+/// ..` (zeros past M), rounded to f16.
+fn load_x(m0: u32, k0: u32, i: u32) -> Eight {
+    let row = m0 + i / (TK / 8u);
+    if row >= p.m {
+        return Eight(vec4<f16>(), vec4<f16>());
+    }
+    let at = (row * p.k + k0) / 4u + (i % (TK / 8u)) * 2u;
+    return Eight(vec4<f16>(x[at]), vec4<f16>(x[at + 1u]));
+}
+
+/// Where `load_x`'s unit `i` goes in a staged x tile, in halves.
+fn x_at(i: u32) -> u32 {
+    return (i / (TK / 8u)) * (TK + 8u) + (i % (TK / 8u)) * 8u;
+}
+
+/// Stores 8 halves at half `o` (a multiple of 8) of the x tiles.
+fn store_x(o: u32, v: Eight) {
+    xs[o / 4u] = v.lo;
+    xs[o / 4u + 1u] = v.hi;
+}
+/// 16 nibbles of one weight column (an 8-byte half of a 16-byte word) and
+/// their scale.
+struct Nibbles {
+    word: vec2<u32>,
+    scale: f32,
+}
+
+/// Input offset in the tile of unit `i` (16 inputs): adjacent units are
+/// the two halves of a column's word, then adjacent columns (adjacent in
+/// the word-major layout), then the tile's next word.
+fn unit_k(i: u32) -> u32 {
+    return (i / (2u * BN)) * 32u + (i % 2u) * 16u;
+}
+
+/// The column of unit `i` in the tile.
+fn unit_col(i: u32) -> u32 {
+    return (i / 2u) % BN;
+}
+
+/// Where unit `i` goes in a staged weight tile, in halves.
+fn w_at(i: u32) -> u32 {
+    return unit_col(i) * (TK + 8u) + unit_k(i);
+}
+
+/// The 8 nibbles of `word` as halves `(q - 8) * s`, in input order:
+/// `0x6400 | q` is the half `1024 + q`, so two nibbles become two exact
+/// values with one mask and one or; `(q - 8) * s` is computed in f32 and
+/// rounded once to f16. (naga 30 types a `bitcast` from u32 to
+/// `vec2<f16>` as `vec2<f32>`, so the halves go through f32.)
+fn deq8(word: u32, s: f32) -> Eight {
+    let s2 = vec2<f32>(s);
+    let mask = 0x000F000Fu;
+    let one = 0x64006400u;
+    // Inputs (0, 4), (1, 5), (2, 6), (3, 7).
+    let a = (unpack2x16float((word & mask) | one) - 1032.0) * s2;
+    let b = (unpack2x16float(((word >> 4u) & mask) | one) - 1032.0) * s2;
+    let c = (unpack2x16float(((word >> 8u) & mask) | one) - 1032.0) * s2;
+    let d = (unpack2x16float(((word >> 12u) & mask) | one) - 1032.0) * s2;
+    return Eight(vec4<f16>(vec4<f32>(a.x, b.x, c.x, d.x)), vec4<f16>(vec4<f32>(a.y, b.y, c.y, d.y)));
+}
+
+/// The projection a workgroup computes (uniform across it): `j` (0 Q,
+/// 1 K, 2 V), its first column, output features, scale row length and
+/// weight layout.
+struct Proj {
+    j: u32,
+    n0: u32,
+    n: u32,
+    n_pad: u32,
+    word_major: bool,
+}
+
+/// The projection of tile `tn` along N.
+fn proj(tn: u32) -> Proj {
+    if tn >= p.first_v {
+        return Proj(2u, (tn - p.first_v) * BN, p.n_v, p.pad_v, (p.w_layout & 4u) != 0u);
+    }
+    if tn >= p.first_k {
+        return Proj(1u, (tn - p.first_k) * BN, p.n_k, p.pad_k, (p.w_layout & 2u) != 0u);
+    }
+    return Proj(0u, tn * BN, p.n_q, p.pad_q, (p.w_layout & 1u) != 0u);
+}
+
+/// Where the 8-byte word of column `col` (of `n`) at input `k` (a
+/// multiple of 16) is, as `q4_word8.wgsl`'s `w8` for a projection's N.
+fn w8_of(col: u32, n: u32, k: u32, word_major: bool) -> u32 {
+    if word_major {
+        return ((k / 32u) * n + col) * 2u + (k / 16u) % 2u;
+    }
+    return col * (p.k / 16u) + k / 16u;
+}
+
+/// 16 nibbles of one weight column of projection `pr` (unit `i`, see
+/// `unit_k`) and their scale; zeros past its N.
+fn load_w(pr: Proj, k0: u32, i: u32) -> Nibbles {
+    let col = pr.n0 + unit_col(i);
+    let k = k0 + unit_k(i);
+    if col >= pr.n {
+        return Nibbles(vec2<u32>(0u), 0.0);
+    }
+    let at = w8_of(col, pr.n, k, pr.word_major);
+    let s = (k / p.group_size) * pr.n_pad + col;
+    if pr.j == 0u {
+        return Nibbles(w_q[at], f32(s_q[s]));
+    }
+    if pr.j == 1u {
+        return Nibbles(w_k[at], f32(s_k[s]));
+    }
+    return Nibbles(w_v[at], f32(s_v[s]));
+}
+
+/// Stores the 16 weights of `v` at half `o` (a multiple of 8) of the
+/// weight tiles.
+fn store_w(o: u32, v: Nibbles) {
+    let lo = deq8(v.word.x, v.scale);
+    let hi = deq8(v.word.y, v.scale);
+    ws[o / 4u] = lo.lo;
+    ws[o / 4u + 1u] = lo.hi;
+    ws[o / 4u + 2u] = hi.lo;
+    ws[o / 4u + 3u] = hi.hi;
+}
+
+/// Writes the fragment the subgroup `sg` left in its `cs` slot to rows
+/// `row0 ..` and columns `col0 ..` of projection `pr`'s output: invocation
+/// `lane` writes 8 consecutive columns of one row.
+fn emit(pr: Proj, sg: u32, lane: u32, row0: u32, col0: u32) {
+    let row = row0 + lane / 2u;
+    if row >= p.m {
+        return;
+    }
+    for (var e = 0u; e < 8u; e++) {
+        let c = (lane % 2u) * 8u + e;
+        let col = col0 + c;
+        if col < pr.n {
+            let v = Elem(cs[sg * 256u + (lane / 2u) * 16u + c]);
+            let at = row * pr.n + col;
+            if pr.j == 0u {
+                out_q[at] = v;
+            } else if pr.j == 1u {
+                out_k[at] = v;
+            } else {
+                out_v[at] = v;
+            }
+        }
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let tile = wid.y * groups.x + wid.x;
+    let m0 = (tile / p.tiles_n) * BM;
+    let pr = proj(tile % p.tiles_n);
+    let n0 = pr.n0;
+    // This invocation's subgroup, and that subgroup's block of FM x FN
+    // fragments.
+    let sg = lid / 32u;
+    let lane = lid % 32u;
+    let wm = (sg / SGN) * (FM * 16u);
+    let wn = (sg % SGN) * (FN * 16u);
+    let nk = p.k / TK;
+
+    for (var e = 0u; e < 8u; e++) {
+        cs[lid * 8u + e] = 0.0;
+    }
+    workgroupBarrier();
+    var c0_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c0_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c1_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c1_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    workgroupBarrier();
+    {
+        let k0 = 0u;
+        let gx0 = load_x(m0, k0, 0u * WG + lid);
+        let gw0 = load_w(pr, k0, 0u * WG + lid);
+        store_x(0u * XS_HALVES + x_at(0u * WG + lid), gx0);
+        store_w(0u * WS_HALVES + w_at(0u * WG + lid), gw0);
+    }
+    workgroupBarrier();
+    for (var t = 0u; t < nk; t++) {
+        let cur = t % 2u;
+        // The next step's tile (the last one again at the end: stored
+        // where nothing reads it any more).
+        let k0 = min(t + 1u, nk - 1u) * TK;
+        let gx0 = load_x(m0, k0, 0u * WG + lid);
+        let gw0 = load_w(pr, k0, 0u * WG + lid);
+        let xb = cur * XS_LEN;
+        let wb = cur * WS_LEN;
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 0u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 0u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 0u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 0u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
+        }
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 4u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 4u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 4u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 4u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
+        }
+        store_x((1u - cur) * XS_HALVES + x_at(0u * WG + lid), gx0);
+        store_w((1u - cur) * WS_HALVES + w_at(0u * WG + lid), gw0);
+        workgroupBarrier();
+    }
+
+    let slot = sg * 256u;
+    coopStoreT(c0_0, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(pr, sg, lane, m0 + wm + 0u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c0_1, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(pr, sg, lane, m0 + wm + 0u, n0 + wn + 16u);
+    workgroupBarrier();
+    coopStoreT(c1_0, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(pr, sg, lane, m0 + wm + 16u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c1_1, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(pr, sg, lane, m0 + wm + 16u, n0 + wn + 16u);
+}
+"#;
+
+/// `q4_gemm_coop_qkv_large.wgsl` with `Elem = f32`.
+pub const Q4_GEMM_COOP_QKV_LARGE_F32: &str = r#"//! Prefill route of the fused `etwgpu.linear_q4gsw_qkv` on cooperative
+//! matrices (tensor cores), the large tile: the three 4-bit projections
+//! Q, K and V of one input in one dispatch, as `q4_gemm_coop_qkv.wgsl`
+//! (Q's tiles along N, then K's, then V's; the projection uniform across
+//! a workgroup), each tile as `q4_gemm_coop_large.wgsl` computes it: a
+//! 128 x 128 block (2 x 4 subgroups of 4 x 2 fragments), K advancing 64
+//! inputs a step through one staged copy. The host routes here only when
+//! `K % 64 == 0` and the call has enough 128 x 128 tiles to fill the GPU;
+//! else `q4_gemm_coop_qkv.wgsl` (64 x 128) runs.
+//!
+//! Staged through workgroup memory as `vec4<f16>`: the x tile row-major,
+//! the (dequantized) weight tile column-major, rounded to f16 as they are
+//! staged. Each subgroup holds `FM x FN` accumulators of 16 x 16
+//! (`coop_mat16x16<f32, C>`, unrolled); at the end each fragment passes
+//! through the subgroup's 16 x 16 slot of `cs`, where its 32 invocations
+//! finish and bounds-check it and write it out as `Elem`. Rows past M and
+//! columns past N are staged as zeros and never written, so M and N are
+//! free; the host routes here only on devices whose subgroups have 32
+//! invocations, with `K % TK == 0`. Which tile a call takes is
+//! `etwgpu_kernels::ops::gemm`'s `coop_tile`.
+// variants: f32 f16
+
+enable f16;
+enable wgpu_cooperative_matrix;
+
+alias Elem = f32;
+
+/// 16 x 16 fragments per subgroup along M and N.
+const FM: u32 = 4u;
+const FN: u32 = 2u;
+/// Subgroups (of 32 invocations) per workgroup along M and N.
+const SGM: u32 = 2u;
+const SGN: u32 = 4u;
+const WG: u32 = SGM * SGN * 32u;
+/// Output rows and columns per workgroup.
+const BM: u32 = SGM * FM * 16u;
+const BN: u32 = SGN * FN * 16u;
+/// Inputs per step along K.
+const TK: u32 = 64u;
+/// Row stride of a staged tile, in `vec4<f16>`: TK plus 8 halves of
+/// padding (rows stay 16-byte aligned and start on different banks).
+const LDE: u32 = (TK + 8u) / 4u;
+/// Copies of each staged tile.
+const STAGES: u32 = 1u;
+/// Staging elements and halves per tile copy.
+const XS_LEN: u32 = BM * LDE;
+const WS_LEN: u32 = BN * LDE;
+const XS_HALVES: u32 = BM * (TK + 8u);
+const WS_HALVES: u32 = BN * (TK + 8u);
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Input features (a multiple of TK).
+    k: u32,
+    /// Inputs per scale group (a multiple of 32).
+    group_size: u32,
+    /// Workgroups along N: Q's tiles, then K's, then V's.
+    tiles_n: u32,
+    /// Output features of Q, K and V.
+    n_q: u32,
+    n_k: u32,
+    n_v: u32,
+    /// Bit j: weight j is word-major (16-byte word `w` of row `n` at word
+    /// `w * N + n`; see `etwgpu_graph::layout`), else row-major.
+    w_layout: u32,
+    /// Row lengths of the three scales: N padded.
+    pad_q: u32,
+    pad_k: u32,
+    pad_v: u32,
+    /// The first tile along N of K's columns, and of V's.
+    first_k: u32,
+    first_v: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> w_q: array<vec2<u32>>;
+@group(0) @binding(3) var<storage, read> s_q: array<Elem>;
+@group(0) @binding(4) var<storage, read> w_k: array<vec2<u32>>;
+@group(0) @binding(5) var<storage, read> s_k: array<Elem>;
+@group(0) @binding(6) var<storage, read> w_v: array<vec2<u32>>;
+@group(0) @binding(7) var<storage, read> s_v: array<Elem>;
+@group(0) @binding(8) var<storage, read_write> out_q: array<Elem>;
+@group(0) @binding(9) var<storage, read_write> out_k: array<Elem>;
+@group(0) @binding(10) var<storage, read_write> out_v: array<Elem>;
+
+/// Staged x tiles, row-major (`xs[row * LDE + k / 4]`), and weight tiles,
+/// column-major (`ws[col * LDE + k / 4]`), 4 halves an element.
+var<workgroup> xs: array<vec4<f16>, STAGES * XS_LEN>;
+var<workgroup> ws: array<vec4<f16>, STAGES * WS_LEN>;
+/// One 16 x 16 f32 slot per subgroup, row-major: fragments on their way
+/// out (and the zeros the accumulators start from).
+var<workgroup> cs: array<f32, SGM * SGN * 256u>;
+
+/// 8 consecutive halves (16 bytes).
+struct Eight {
+    lo: vec4<f16>,
+    hi: vec4<f16>,
+}
+
+/// 8 inputs of x: row `m0 + i / (TK / 8)`, inputs `k0 + (i % (TK / 8)) * 8
+/// ..` (zeros past M), rounded to f16.
+fn load_x(m0: u32, k0: u32, i: u32) -> Eight {
+    let row = m0 + i / (TK / 8u);
+    if row >= p.m {
+        return Eight(vec4<f16>(), vec4<f16>());
+    }
+    let at = (row * p.k + k0) / 4u + (i % (TK / 8u)) * 2u;
+    return Eight(vec4<f16>(x[at]), vec4<f16>(x[at + 1u]));
+}
+
+/// Where `load_x`'s unit `i` goes in a staged x tile, in halves.
+fn x_at(i: u32) -> u32 {
+    return (i / (TK / 8u)) * (TK + 8u) + (i % (TK / 8u)) * 8u;
+}
+
+/// Stores 8 halves at half `o` (a multiple of 8) of the x tiles.
+fn store_x(o: u32, v: Eight) {
+    xs[o / 4u] = v.lo;
+    xs[o / 4u + 1u] = v.hi;
+}
+/// 16 nibbles of one weight column (an 8-byte half of a 16-byte word) and
+/// their scale.
+struct Nibbles {
+    word: vec2<u32>,
+    scale: f32,
+}
+
+/// Input offset in the tile of unit `i` (16 inputs): adjacent units are
+/// the two halves of a column's word, then adjacent columns (adjacent in
+/// the word-major layout), then the tile's next word.
+fn unit_k(i: u32) -> u32 {
+    return (i / (2u * BN)) * 32u + (i % 2u) * 16u;
+}
+
+/// The column of unit `i` in the tile.
+fn unit_col(i: u32) -> u32 {
+    return (i / 2u) % BN;
+}
+
+/// Where unit `i` goes in a staged weight tile, in halves.
+fn w_at(i: u32) -> u32 {
+    return unit_col(i) * (TK + 8u) + unit_k(i);
+}
+
+/// The 8 nibbles of `word` as halves `(q - 8) * s`, in input order:
+/// `0x6400 | q` is the half `1024 + q`, so two nibbles become two exact
+/// values with one mask and one or; `(q - 8) * s` is computed in f32 and
+/// rounded once to f16. (naga 30 types a `bitcast` from u32 to
+/// `vec2<f16>` as `vec2<f32>`, so the halves go through f32.)
+fn deq8(word: u32, s: f32) -> Eight {
+    let s2 = vec2<f32>(s);
+    let mask = 0x000F000Fu;
+    let one = 0x64006400u;
+    // Inputs (0, 4), (1, 5), (2, 6), (3, 7).
+    let a = (unpack2x16float((word & mask) | one) - 1032.0) * s2;
+    let b = (unpack2x16float(((word >> 4u) & mask) | one) - 1032.0) * s2;
+    let c = (unpack2x16float(((word >> 8u) & mask) | one) - 1032.0) * s2;
+    let d = (unpack2x16float(((word >> 12u) & mask) | one) - 1032.0) * s2;
+    return Eight(vec4<f16>(vec4<f32>(a.x, b.x, c.x, d.x)), vec4<f16>(vec4<f32>(a.y, b.y, c.y, d.y)));
+}
+
+/// The projection a workgroup computes (uniform across it): `j` (0 Q,
+/// 1 K, 2 V), its first column, output features, scale row length and
+/// weight layout.
+struct Proj {
+    j: u32,
+    n0: u32,
+    n: u32,
+    n_pad: u32,
+    word_major: bool,
+}
+
+/// The projection of tile `tn` along N.
+fn proj(tn: u32) -> Proj {
+    if tn >= p.first_v {
+        return Proj(2u, (tn - p.first_v) * BN, p.n_v, p.pad_v, (p.w_layout & 4u) != 0u);
+    }
+    if tn >= p.first_k {
+        return Proj(1u, (tn - p.first_k) * BN, p.n_k, p.pad_k, (p.w_layout & 2u) != 0u);
+    }
+    return Proj(0u, tn * BN, p.n_q, p.pad_q, (p.w_layout & 1u) != 0u);
+}
+
+/// Where the 8-byte word of column `col` (of `n`) at input `k` (a
+/// multiple of 16) is, as `q4_word8.wgsl`'s `w8` for a projection's N.
+fn w8_of(col: u32, n: u32, k: u32, word_major: bool) -> u32 {
+    if word_major {
+        return ((k / 32u) * n + col) * 2u + (k / 16u) % 2u;
+    }
+    return col * (p.k / 16u) + k / 16u;
+}
+
+/// 16 nibbles of one weight column of projection `pr` (unit `i`, see
+/// `unit_k`) and their scale; zeros past its N.
+fn load_w(pr: Proj, k0: u32, i: u32) -> Nibbles {
+    let col = pr.n0 + unit_col(i);
+    let k = k0 + unit_k(i);
+    if col >= pr.n {
+        return Nibbles(vec2<u32>(0u), 0.0);
+    }
+    let at = w8_of(col, pr.n, k, pr.word_major);
+    let s = (k / p.group_size) * pr.n_pad + col;
+    if pr.j == 0u {
+        return Nibbles(w_q[at], f32(s_q[s]));
+    }
+    if pr.j == 1u {
+        return Nibbles(w_k[at], f32(s_k[s]));
+    }
+    return Nibbles(w_v[at], f32(s_v[s]));
+}
+
+/// Stores the 16 weights of `v` at half `o` (a multiple of 8) of the
+/// weight tiles.
+fn store_w(o: u32, v: Nibbles) {
+    let lo = deq8(v.word.x, v.scale);
+    let hi = deq8(v.word.y, v.scale);
+    ws[o / 4u] = lo.lo;
+    ws[o / 4u + 1u] = lo.hi;
+    ws[o / 4u + 2u] = hi.lo;
+    ws[o / 4u + 3u] = hi.hi;
+}
+
+/// Writes the fragment the subgroup `sg` left in its `cs` slot to rows
+/// `row0 ..` and columns `col0 ..` of projection `pr`'s output: invocation
+/// `lane` writes 8 consecutive columns of one row.
+fn emit(pr: Proj, sg: u32, lane: u32, row0: u32, col0: u32) {
+    let row = row0 + lane / 2u;
+    if row >= p.m {
+        return;
+    }
+    for (var e = 0u; e < 8u; e++) {
+        let c = (lane % 2u) * 8u + e;
+        let col = col0 + c;
+        if col < pr.n {
+            let v = Elem(cs[sg * 256u + (lane / 2u) * 16u + c]);
+            let at = row * pr.n + col;
+            if pr.j == 0u {
+                out_q[at] = v;
+            } else if pr.j == 1u {
+                out_k[at] = v;
+            } else {
+                out_v[at] = v;
+            }
+        }
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let tile = wid.y * groups.x + wid.x;
+    let m0 = (tile / p.tiles_n) * BM;
+    let pr = proj(tile % p.tiles_n);
+    let n0 = pr.n0;
+    // This invocation's subgroup, and that subgroup's block of FM x FN
+    // fragments.
+    let sg = lid / 32u;
+    let lane = lid % 32u;
+    let wm = (sg / SGN) * (FM * 16u);
+    let wn = (sg % SGN) * (FN * 16u);
+    let nk = p.k / TK;
+
+    for (var e = 0u; e < 8u; e++) {
+        cs[lid * 8u + e] = 0.0;
+    }
+    workgroupBarrier();
+    var c0_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c0_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c1_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c1_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c2_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c2_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c3_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c3_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    workgroupBarrier();
+    for (var t = 0u; t < nk; t++) {
+        let k0 = t * TK;
+        let gx0 = load_x(m0, k0, 0u * WG + lid);
+        let gx1 = load_x(m0, k0, 1u * WG + lid);
+        let gx2 = load_x(m0, k0, 2u * WG + lid);
+        let gx3 = load_x(m0, k0, 3u * WG + lid);
+        let gw0 = load_w(pr, k0, 0u * WG + lid);
+        let gw1 = load_w(pr, k0, 1u * WG + lid);
+        store_x(0u * XS_HALVES + x_at(0u * WG + lid), gx0);
+        store_x(0u * XS_HALVES + x_at(1u * WG + lid), gx1);
+        store_x(0u * XS_HALVES + x_at(2u * WG + lid), gx2);
+        store_x(0u * XS_HALVES + x_at(3u * WG + lid), gx3);
+        store_w(0u * WS_HALVES + w_at(0u * WG + lid), gw0);
+        store_w(0u * WS_HALVES + w_at(1u * WG + lid), gw1);
+        workgroupBarrier();
+        let xb = 0u * XS_LEN;
+        let wb = 0u * WS_LEN;
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 0u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 0u], LDE);
+            let a2 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 32u) * LDE + 0u], LDE);
+            let a3 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 48u) * LDE + 0u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 0u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 0u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
+            c2_0 = coopMultiplyAdd(a2, b0, c2_0);
+            c2_1 = coopMultiplyAdd(a2, b1, c2_1);
+            c3_0 = coopMultiplyAdd(a3, b0, c3_0);
+            c3_1 = coopMultiplyAdd(a3, b1, c3_1);
+        }
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 4u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 4u], LDE);
+            let a2 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 32u) * LDE + 4u], LDE);
+            let a3 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 48u) * LDE + 4u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 4u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 4u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
+            c2_0 = coopMultiplyAdd(a2, b0, c2_0);
+            c2_1 = coopMultiplyAdd(a2, b1, c2_1);
+            c3_0 = coopMultiplyAdd(a3, b0, c3_0);
+            c3_1 = coopMultiplyAdd(a3, b1, c3_1);
+        }
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 8u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 8u], LDE);
+            let a2 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 32u) * LDE + 8u], LDE);
+            let a3 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 48u) * LDE + 8u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 8u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 8u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
+            c2_0 = coopMultiplyAdd(a2, b0, c2_0);
+            c2_1 = coopMultiplyAdd(a2, b1, c2_1);
+            c3_0 = coopMultiplyAdd(a3, b0, c3_0);
+            c3_1 = coopMultiplyAdd(a3, b1, c3_1);
+        }
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 12u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 12u], LDE);
+            let a2 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 32u) * LDE + 12u], LDE);
+            let a3 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 48u) * LDE + 12u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 12u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 12u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
+            c2_0 = coopMultiplyAdd(a2, b0, c2_0);
+            c2_1 = coopMultiplyAdd(a2, b1, c2_1);
+            c3_0 = coopMultiplyAdd(a3, b0, c3_0);
+            c3_1 = coopMultiplyAdd(a3, b1, c3_1);
+        }
+        workgroupBarrier();
+    }
+
+    let slot = sg * 256u;
+    coopStoreT(c0_0, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(pr, sg, lane, m0 + wm + 0u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c0_1, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(pr, sg, lane, m0 + wm + 0u, n0 + wn + 16u);
+    workgroupBarrier();
+    coopStoreT(c1_0, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(pr, sg, lane, m0 + wm + 16u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c1_1, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(pr, sg, lane, m0 + wm + 16u, n0 + wn + 16u);
+    workgroupBarrier();
+    coopStoreT(c2_0, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(pr, sg, lane, m0 + wm + 32u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c2_1, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(pr, sg, lane, m0 + wm + 32u, n0 + wn + 16u);
+    workgroupBarrier();
+    coopStoreT(c3_0, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(pr, sg, lane, m0 + wm + 48u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c3_1, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(pr, sg, lane, m0 + wm + 48u, n0 + wn + 16u);
+}
+"#;
+
+/// `q4_gemm_coop_qkv_large.wgsl` with `Elem = f16`.
+pub const Q4_GEMM_COOP_QKV_LARGE_F16: &str = r#"enable f16;
+
+//! Prefill route of the fused `etwgpu.linear_q4gsw_qkv` on cooperative
+//! matrices (tensor cores), the large tile: the three 4-bit projections
+//! Q, K and V of one input in one dispatch, as `q4_gemm_coop_qkv.wgsl`
+//! (Q's tiles along N, then K's, then V's; the projection uniform across
+//! a workgroup), each tile as `q4_gemm_coop_large.wgsl` computes it: a
+//! 128 x 128 block (2 x 4 subgroups of 4 x 2 fragments), K advancing 64
+//! inputs a step through one staged copy. The host routes here only when
+//! `K % 64 == 0` and the call has enough 128 x 128 tiles to fill the GPU;
+//! else `q4_gemm_coop_qkv.wgsl` (64 x 128) runs.
+//!
+//! Staged through workgroup memory as `vec4<f16>`: the x tile row-major,
+//! the (dequantized) weight tile column-major, rounded to f16 as they are
+//! staged. Each subgroup holds `FM x FN` accumulators of 16 x 16
+//! (`coop_mat16x16<f32, C>`, unrolled); at the end each fragment passes
+//! through the subgroup's 16 x 16 slot of `cs`, where its 32 invocations
+//! finish and bounds-check it and write it out as `Elem`. Rows past M and
+//! columns past N are staged as zeros and never written, so M and N are
+//! free; the host routes here only on devices whose subgroups have 32
+//! invocations, with `K % TK == 0`. Which tile a call takes is
+//! `etwgpu_kernels::ops::gemm`'s `coop_tile`.
+// variants: f32 f16
+
+enable f16;
+enable wgpu_cooperative_matrix;
+
+alias Elem = f16;
+
+/// 16 x 16 fragments per subgroup along M and N.
+const FM: u32 = 4u;
+const FN: u32 = 2u;
+/// Subgroups (of 32 invocations) per workgroup along M and N.
+const SGM: u32 = 2u;
+const SGN: u32 = 4u;
+const WG: u32 = SGM * SGN * 32u;
+/// Output rows and columns per workgroup.
+const BM: u32 = SGM * FM * 16u;
+const BN: u32 = SGN * FN * 16u;
+/// Inputs per step along K.
+const TK: u32 = 64u;
+/// Row stride of a staged tile, in `vec4<f16>`: TK plus 8 halves of
+/// padding (rows stay 16-byte aligned and start on different banks).
+const LDE: u32 = (TK + 8u) / 4u;
+/// Copies of each staged tile.
+const STAGES: u32 = 1u;
+/// Staging elements and halves per tile copy.
+const XS_LEN: u32 = BM * LDE;
+const WS_LEN: u32 = BN * LDE;
+const XS_HALVES: u32 = BM * (TK + 8u);
+const WS_HALVES: u32 = BN * (TK + 8u);
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Input features (a multiple of TK).
+    k: u32,
+    /// Inputs per scale group (a multiple of 32).
+    group_size: u32,
+    /// Workgroups along N: Q's tiles, then K's, then V's.
+    tiles_n: u32,
+    /// Output features of Q, K and V.
+    n_q: u32,
+    n_k: u32,
+    n_v: u32,
+    /// Bit j: weight j is word-major (16-byte word `w` of row `n` at word
+    /// `w * N + n`; see `etwgpu_graph::layout`), else row-major.
+    w_layout: u32,
+    /// Row lengths of the three scales: N padded.
+    pad_q: u32,
+    pad_k: u32,
+    pad_v: u32,
+    /// The first tile along N of K's columns, and of V's.
+    first_k: u32,
+    first_v: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> w_q: array<vec2<u32>>;
+@group(0) @binding(3) var<storage, read> s_q: array<Elem>;
+@group(0) @binding(4) var<storage, read> w_k: array<vec2<u32>>;
+@group(0) @binding(5) var<storage, read> s_k: array<Elem>;
+@group(0) @binding(6) var<storage, read> w_v: array<vec2<u32>>;
+@group(0) @binding(7) var<storage, read> s_v: array<Elem>;
+@group(0) @binding(8) var<storage, read_write> out_q: array<Elem>;
+@group(0) @binding(9) var<storage, read_write> out_k: array<Elem>;
+@group(0) @binding(10) var<storage, read_write> out_v: array<Elem>;
+
+/// Staged x tiles, row-major (`xs[row * LDE + k / 4]`), and weight tiles,
+/// column-major (`ws[col * LDE + k / 4]`), 4 halves an element.
+var<workgroup> xs: array<vec4<f16>, STAGES * XS_LEN>;
+var<workgroup> ws: array<vec4<f16>, STAGES * WS_LEN>;
+/// One 16 x 16 f32 slot per subgroup, row-major: fragments on their way
+/// out (and the zeros the accumulators start from).
+var<workgroup> cs: array<f32, SGM * SGN * 256u>;
+
+/// 8 consecutive halves (16 bytes).
+struct Eight {
+    lo: vec4<f16>,
+    hi: vec4<f16>,
+}
+
+/// 8 inputs of x: row `m0 + i / (TK / 8)`, inputs `k0 + (i % (TK / 8)) * 8
+/// ..` (zeros past M), rounded to f16.
+fn load_x(m0: u32, k0: u32, i: u32) -> Eight {
+    let row = m0 + i / (TK / 8u);
+    if row >= p.m {
+        return Eight(vec4<f16>(), vec4<f16>());
+    }
+    let at = (row * p.k + k0) / 4u + (i % (TK / 8u)) * 2u;
+    return Eight(vec4<f16>(x[at]), vec4<f16>(x[at + 1u]));
+}
+
+/// Where `load_x`'s unit `i` goes in a staged x tile, in halves.
+fn x_at(i: u32) -> u32 {
+    return (i / (TK / 8u)) * (TK + 8u) + (i % (TK / 8u)) * 8u;
+}
+
+/// Stores 8 halves at half `o` (a multiple of 8) of the x tiles.
+fn store_x(o: u32, v: Eight) {
+    xs[o / 4u] = v.lo;
+    xs[o / 4u + 1u] = v.hi;
+}
+/// 16 nibbles of one weight column (an 8-byte half of a 16-byte word) and
+/// their scale.
+struct Nibbles {
+    word: vec2<u32>,
+    scale: f32,
+}
+
+/// Input offset in the tile of unit `i` (16 inputs): adjacent units are
+/// the two halves of a column's word, then adjacent columns (adjacent in
+/// the word-major layout), then the tile's next word.
+fn unit_k(i: u32) -> u32 {
+    return (i / (2u * BN)) * 32u + (i % 2u) * 16u;
+}
+
+/// The column of unit `i` in the tile.
+fn unit_col(i: u32) -> u32 {
+    return (i / 2u) % BN;
+}
+
+/// Where unit `i` goes in a staged weight tile, in halves.
+fn w_at(i: u32) -> u32 {
+    return unit_col(i) * (TK + 8u) + unit_k(i);
+}
+
+/// The 8 nibbles of `word` as halves `(q - 8) * s`, in input order:
+/// `0x6400 | q` is the half `1024 + q`, so two nibbles become two exact
+/// values with one mask and one or; `(q - 8) * s` is computed in f32 and
+/// rounded once to f16. (naga 30 types a `bitcast` from u32 to
+/// `vec2<f16>` as `vec2<f32>`, so the halves go through f32.)
+fn deq8(word: u32, s: f32) -> Eight {
+    let s2 = vec2<f32>(s);
+    let mask = 0x000F000Fu;
+    let one = 0x64006400u;
+    // Inputs (0, 4), (1, 5), (2, 6), (3, 7).
+    let a = (unpack2x16float((word & mask) | one) - 1032.0) * s2;
+    let b = (unpack2x16float(((word >> 4u) & mask) | one) - 1032.0) * s2;
+    let c = (unpack2x16float(((word >> 8u) & mask) | one) - 1032.0) * s2;
+    let d = (unpack2x16float(((word >> 12u) & mask) | one) - 1032.0) * s2;
+    return Eight(vec4<f16>(vec4<f32>(a.x, b.x, c.x, d.x)), vec4<f16>(vec4<f32>(a.y, b.y, c.y, d.y)));
+}
+
+/// The projection a workgroup computes (uniform across it): `j` (0 Q,
+/// 1 K, 2 V), its first column, output features, scale row length and
+/// weight layout.
+struct Proj {
+    j: u32,
+    n0: u32,
+    n: u32,
+    n_pad: u32,
+    word_major: bool,
+}
+
+/// The projection of tile `tn` along N.
+fn proj(tn: u32) -> Proj {
+    if tn >= p.first_v {
+        return Proj(2u, (tn - p.first_v) * BN, p.n_v, p.pad_v, (p.w_layout & 4u) != 0u);
+    }
+    if tn >= p.first_k {
+        return Proj(1u, (tn - p.first_k) * BN, p.n_k, p.pad_k, (p.w_layout & 2u) != 0u);
+    }
+    return Proj(0u, tn * BN, p.n_q, p.pad_q, (p.w_layout & 1u) != 0u);
+}
+
+/// Where the 8-byte word of column `col` (of `n`) at input `k` (a
+/// multiple of 16) is, as `q4_word8.wgsl`'s `w8` for a projection's N.
+fn w8_of(col: u32, n: u32, k: u32, word_major: bool) -> u32 {
+    if word_major {
+        return ((k / 32u) * n + col) * 2u + (k / 16u) % 2u;
+    }
+    return col * (p.k / 16u) + k / 16u;
+}
+
+/// 16 nibbles of one weight column of projection `pr` (unit `i`, see
+/// `unit_k`) and their scale; zeros past its N.
+fn load_w(pr: Proj, k0: u32, i: u32) -> Nibbles {
+    let col = pr.n0 + unit_col(i);
+    let k = k0 + unit_k(i);
+    if col >= pr.n {
+        return Nibbles(vec2<u32>(0u), 0.0);
+    }
+    let at = w8_of(col, pr.n, k, pr.word_major);
+    let s = (k / p.group_size) * pr.n_pad + col;
+    if pr.j == 0u {
+        return Nibbles(w_q[at], f32(s_q[s]));
+    }
+    if pr.j == 1u {
+        return Nibbles(w_k[at], f32(s_k[s]));
+    }
+    return Nibbles(w_v[at], f32(s_v[s]));
+}
+
+/// Stores the 16 weights of `v` at half `o` (a multiple of 8) of the
+/// weight tiles.
+fn store_w(o: u32, v: Nibbles) {
+    let lo = deq8(v.word.x, v.scale);
+    let hi = deq8(v.word.y, v.scale);
+    ws[o / 4u] = lo.lo;
+    ws[o / 4u + 1u] = lo.hi;
+    ws[o / 4u + 2u] = hi.lo;
+    ws[o / 4u + 3u] = hi.hi;
+}
+
+/// Writes the fragment the subgroup `sg` left in its `cs` slot to rows
+/// `row0 ..` and columns `col0 ..` of projection `pr`'s output: invocation
+/// `lane` writes 8 consecutive columns of one row.
+fn emit(pr: Proj, sg: u32, lane: u32, row0: u32, col0: u32) {
+    let row = row0 + lane / 2u;
+    if row >= p.m {
+        return;
+    }
+    for (var e = 0u; e < 8u; e++) {
+        let c = (lane % 2u) * 8u + e;
+        let col = col0 + c;
+        if col < pr.n {
+            let v = Elem(cs[sg * 256u + (lane / 2u) * 16u + c]);
+            let at = row * pr.n + col;
+            if pr.j == 0u {
+                out_q[at] = v;
+            } else if pr.j == 1u {
+                out_k[at] = v;
+            } else {
+                out_v[at] = v;
+            }
+        }
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let tile = wid.y * groups.x + wid.x;
+    let m0 = (tile / p.tiles_n) * BM;
+    let pr = proj(tile % p.tiles_n);
+    let n0 = pr.n0;
+    // This invocation's subgroup, and that subgroup's block of FM x FN
+    // fragments.
+    let sg = lid / 32u;
+    let lane = lid % 32u;
+    let wm = (sg / SGN) * (FM * 16u);
+    let wn = (sg % SGN) * (FN * 16u);
+    let nk = p.k / TK;
+
+    for (var e = 0u; e < 8u; e++) {
+        cs[lid * 8u + e] = 0.0;
+    }
+    workgroupBarrier();
+    var c0_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c0_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c1_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c1_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c2_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c2_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c3_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c3_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    workgroupBarrier();
+    for (var t = 0u; t < nk; t++) {
+        let k0 = t * TK;
+        let gx0 = load_x(m0, k0, 0u * WG + lid);
+        let gx1 = load_x(m0, k0, 1u * WG + lid);
+        let gx2 = load_x(m0, k0, 2u * WG + lid);
+        let gx3 = load_x(m0, k0, 3u * WG + lid);
+        let gw0 = load_w(pr, k0, 0u * WG + lid);
+        let gw1 = load_w(pr, k0, 1u * WG + lid);
+        store_x(0u * XS_HALVES + x_at(0u * WG + lid), gx0);
+        store_x(0u * XS_HALVES + x_at(1u * WG + lid), gx1);
+        store_x(0u * XS_HALVES + x_at(2u * WG + lid), gx2);
+        store_x(0u * XS_HALVES + x_at(3u * WG + lid), gx3);
+        store_w(0u * WS_HALVES + w_at(0u * WG + lid), gw0);
+        store_w(0u * WS_HALVES + w_at(1u * WG + lid), gw1);
+        workgroupBarrier();
+        let xb = 0u * XS_LEN;
+        let wb = 0u * WS_LEN;
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 0u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 0u], LDE);
+            let a2 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 32u) * LDE + 0u], LDE);
+            let a3 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 48u) * LDE + 0u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 0u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 0u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
+            c2_0 = coopMultiplyAdd(a2, b0, c2_0);
+            c2_1 = coopMultiplyAdd(a2, b1, c2_1);
+            c3_0 = coopMultiplyAdd(a3, b0, c3_0);
+            c3_1 = coopMultiplyAdd(a3, b1, c3_1);
+        }
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 4u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 4u], LDE);
+            let a2 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 32u) * LDE + 4u], LDE);
+            let a3 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 48u) * LDE + 4u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 4u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 4u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
+            c2_0 = coopMultiplyAdd(a2, b0, c2_0);
+            c2_1 = coopMultiplyAdd(a2, b1, c2_1);
+            c3_0 = coopMultiplyAdd(a3, b0, c3_0);
+            c3_1 = coopMultiplyAdd(a3, b1, c3_1);
+        }
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 8u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 8u], LDE);
+            let a2 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 32u) * LDE + 8u], LDE);
+            let a3 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 48u) * LDE + 8u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 8u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 8u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
+            c2_0 = coopMultiplyAdd(a2, b0, c2_0);
+            c2_1 = coopMultiplyAdd(a2, b1, c2_1);
+            c3_0 = coopMultiplyAdd(a3, b0, c3_0);
+            c3_1 = coopMultiplyAdd(a3, b1, c3_1);
+        }
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 12u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 12u], LDE);
+            let a2 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 32u) * LDE + 12u], LDE);
+            let a3 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 48u) * LDE + 12u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 12u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 12u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
+            c2_0 = coopMultiplyAdd(a2, b0, c2_0);
+            c2_1 = coopMultiplyAdd(a2, b1, c2_1);
+            c3_0 = coopMultiplyAdd(a3, b0, c3_0);
+            c3_1 = coopMultiplyAdd(a3, b1, c3_1);
+        }
+        workgroupBarrier();
+    }
+
+    let slot = sg * 256u;
+    coopStoreT(c0_0, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(pr, sg, lane, m0 + wm + 0u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c0_1, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(pr, sg, lane, m0 + wm + 0u, n0 + wn + 16u);
+    workgroupBarrier();
+    coopStoreT(c1_0, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(pr, sg, lane, m0 + wm + 16u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c1_1, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(pr, sg, lane, m0 + wm + 16u, n0 + wn + 16u);
+    workgroupBarrier();
+    coopStoreT(c2_0, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(pr, sg, lane, m0 + wm + 32u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c2_1, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(pr, sg, lane, m0 + wm + 32u, n0 + wn + 16u);
+    workgroupBarrier();
+    coopStoreT(c3_0, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(pr, sg, lane, m0 + wm + 48u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c3_1, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(pr, sg, lane, m0 + wm + 48u, n0 + wn + 16u);
+}
+"#;
+
+/// `q4_gemm_coop_splitk.wgsl` with `Elem = f32`.
+pub const Q4_GEMM_COOP_SPLITK_F32: &str = r#"//! Prefill route of `et_vk.linear_q4gsw` on cooperative matrices (tensor
+//! cores) for calls with too few output tiles to fill the GPU: split-K.
+//! Split `s` of a workgroup computes its 64 x 128 tile (as
+//! `q4_gemm_coop.wgsl`: 2 x 4 subgroups of 2 x 2 fragments, K steps of 32
+//! through two staged copies) over inputs `s * k_chunk ..` only, and
+//! writes the f32 partial sums `partial[s, m, n] = sum_k x[m, k] *
+//! (nibble(n, k) - 8) * scales[k / group, n]` to the scratch;
+//! `gemm_splitk_combine.wgsl` then adds the splits (and the bias) into
+//! the output. A workgroup's steps along K are what bound a small call's
+//! time (each waits on its loads), so S splits of a call that leaves SMs
+//! idle take about 1/S of its time.
+//!
+//! Staged through workgroup memory as `vec4<f16>`: the x tile row-major,
+//! the (dequantized) weight tile column-major, rounded to f16 as they are
+//! staged. Rows past M and columns past N are staged as zeros and never
+//! written, so M and N are free; the host routes here only on devices
+//! whose subgroups have 32 invocations, with `K % TK == 0`,
+//! `k_chunk % TK == 0` and every split non-empty. Which calls split, and
+//! into how many, is `etwgpu_kernels::ops::gemm`'s `coop_split_k`.
+// variants: f32 f16
+
+enable f16;
+enable wgpu_cooperative_matrix;
+
+alias Elem = f32;
+
+/// 16 x 16 fragments per subgroup along M and N.
+const FM: u32 = 2u;
+const FN: u32 = 2u;
+/// Subgroups (of 32 invocations) per workgroup along M and N.
+const SGM: u32 = 2u;
+const SGN: u32 = 4u;
+const WG: u32 = SGM * SGN * 32u;
+/// Output rows and columns per workgroup.
+const BM: u32 = SGM * FM * 16u;
+const BN: u32 = SGN * FN * 16u;
+/// Inputs per step along K.
+const TK: u32 = 32u;
+/// Row stride of a staged tile, in `vec4<f16>`: TK plus 8 halves of
+/// padding (rows stay 16-byte aligned and start on different banks).
+const LDE: u32 = (TK + 8u) / 4u;
+/// Copies of each staged tile (2: the next step's loads in flight).
+const STAGES: u32 = 2u;
+/// Staging elements and halves per tile copy.
+const XS_LEN: u32 = BM * LDE;
+const WS_LEN: u32 = BN * LDE;
+const XS_HALVES: u32 = BM * (TK + 8u);
+const WS_HALVES: u32 = BN * (TK + 8u);
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (a multiple of TK).
+    k: u32,
+    /// Row length of the scales (and bias): N padded.
+    n_pad: u32,
+    /// Inputs per scale group (a multiple of 32).
+    group_size: u32,
+    /// Workgroups along N.
+    tiles_n: u32,
+    /// Bit 0: the weights are word-major (16-byte word `w` of row `n` at
+    /// word `w * N + n`; see `etwgpu_graph::layout`), else row-major.
+    w_layout: u32,
+    /// Inputs per split (a multiple of TK).
+    k_chunk: u32,
+    /// Output tiles (workgroups per split).
+    tiles: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> weights: array<vec2<u32>>;
+@group(0) @binding(3) var<storage, read> scales: array<Elem>;
+/// `[splits, M, N]` f32 partial sums (the scratch).
+@group(0) @binding(4) var<storage, read_write> partial: array<f32>;
+
+/// Staged x tiles, row-major (`xs[row * LDE + k / 4]`), and weight tiles,
+/// column-major (`ws[col * LDE + k / 4]`), 4 halves an element.
+var<workgroup> xs: array<vec4<f16>, STAGES * XS_LEN>;
+var<workgroup> ws: array<vec4<f16>, STAGES * WS_LEN>;
+/// One 16 x 16 f32 slot per subgroup, row-major: fragments on their way
+/// out (and the zeros the accumulators start from).
+var<workgroup> cs: array<f32, SGM * SGN * 256u>;
+
+/// 8 consecutive halves (16 bytes).
+struct Eight {
+    lo: vec4<f16>,
+    hi: vec4<f16>,
+}
+
+/// 8 inputs of x: row `m0 + i / (TK / 8)`, inputs `k0 + (i % (TK / 8)) * 8
+/// ..` (zeros past M), rounded to f16.
+fn load_x(m0: u32, k0: u32, i: u32) -> Eight {
+    let row = m0 + i / (TK / 8u);
+    if row >= p.m {
+        return Eight(vec4<f16>(), vec4<f16>());
+    }
+    let at = (row * p.k + k0) / 4u + (i % (TK / 8u)) * 2u;
+    return Eight(vec4<f16>(x[at]), vec4<f16>(x[at + 1u]));
+}
+
+/// Where `load_x`'s unit `i` goes in a staged x tile, in halves.
+fn x_at(i: u32) -> u32 {
+    return (i / (TK / 8u)) * (TK + 8u) + (i % (TK / 8u)) * 8u;
+}
+
+/// Stores 8 halves at half `o` (a multiple of 8) of the x tiles.
+fn store_x(o: u32, v: Eight) {
+    xs[o / 4u] = v.lo;
+    xs[o / 4u + 1u] = v.hi;
+}
+fn w8(col: u32, words: u32, k: u32, word_major: bool) -> u32 {
+    if word_major {
+        return ((k / 32u) * p.n + col) * 2u + (k / 16u) % 2u;
+    }
+    return col * words + k / 16u;
+}
+/// 16 nibbles of one weight column (an 8-byte half of a 16-byte word) and
+/// their scale.
+struct Nibbles {
+    word: vec2<u32>,
+    scale: f32,
+}
+
+/// Input offset in the tile of unit `i` (16 inputs): adjacent units are
+/// the two halves of a column's word, then adjacent columns (adjacent in
+/// the word-major layout), then the tile's next word.
+fn unit_k(i: u32) -> u32 {
+    return (i / (2u * BN)) * 32u + (i % 2u) * 16u;
+}
+
+/// The column of unit `i` in the tile.
+fn unit_col(i: u32) -> u32 {
+    return (i / 2u) % BN;
+}
+
+/// Where unit `i` goes in a staged weight tile, in halves.
+fn w_at(i: u32) -> u32 {
+    return unit_col(i) * (TK + 8u) + unit_k(i);
+}
+
+/// The 8 nibbles of `word` as halves `(q - 8) * s`, in input order:
+/// `0x6400 | q` is the half `1024 + q`, so two nibbles become two exact
+/// values with one mask and one or; `(q - 8) * s` is computed in f32 and
+/// rounded once to f16. (naga 30 types a `bitcast` from u32 to
+/// `vec2<f16>` as `vec2<f32>`, so the halves go through f32.)
+fn deq8(word: u32, s: f32) -> Eight {
+    let s2 = vec2<f32>(s);
+    let mask = 0x000F000Fu;
+    let one = 0x64006400u;
+    // Inputs (0, 4), (1, 5), (2, 6), (3, 7).
+    let a = (unpack2x16float((word & mask) | one) - 1032.0) * s2;
+    let b = (unpack2x16float(((word >> 4u) & mask) | one) - 1032.0) * s2;
+    let c = (unpack2x16float(((word >> 8u) & mask) | one) - 1032.0) * s2;
+    let d = (unpack2x16float(((word >> 12u) & mask) | one) - 1032.0) * s2;
+    return Eight(vec4<f16>(vec4<f32>(a.x, b.x, c.x, d.x)), vec4<f16>(vec4<f32>(a.y, b.y, c.y, d.y)));
+}
+
+/// 16 nibbles of one weight column (unit `i`, see `unit_k`) and their
+/// scale; zeros past N.
+fn load_w(n0: u32, k0: u32, i: u32) -> Nibbles {
+    let col = n0 + unit_col(i);
+    let k = k0 + unit_k(i);
+    if col >= p.n {
+        return Nibbles(vec2<u32>(0u), 0.0);
+    }
+    let word = weights[w8(col, p.k / 16u, k, (p.w_layout & 1u) != 0u)];
+    return Nibbles(word, f32(scales[(k / p.group_size) * p.n_pad + col]));
+}
+
+/// Stores the 16 weights of `v` at half `o` (a multiple of 8) of the
+/// weight tiles.
+fn store_w(o: u32, v: Nibbles) {
+    let lo = deq8(v.word.x, v.scale);
+    let hi = deq8(v.word.y, v.scale);
+    ws[o / 4u] = lo.lo;
+    ws[o / 4u + 1u] = lo.hi;
+    ws[o / 4u + 2u] = hi.lo;
+    ws[o / 4u + 3u] = hi.hi;
+}
+
+/// Writes the fragment the subgroup `sg` left in its `cs` slot to rows
+/// `row0 ..` and columns `col0 ..` of the partial sums at `base`:
+/// invocation `lane` writes 8 consecutive columns of one row.
+fn emit(base: u32, sg: u32, lane: u32, row0: u32, col0: u32) {
+    let row = row0 + lane / 2u;
+    if row >= p.m {
+        return;
+    }
+    for (var e = 0u; e < 8u; e++) {
+        let c = (lane % 2u) * 8u + e;
+        let col = col0 + c;
+        if col < p.n {
+            partial[base + row * p.n + col] = cs[sg * 256u + (lane / 2u) * 16u + c];
+        }
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let g = wid.y * groups.x + wid.x;
+    // This workgroup's split and output tile.
+    let split = g / p.tiles;
+    let tile = g % p.tiles;
+    let m0 = (tile / p.tiles_n) * BM;
+    let n0 = (tile % p.tiles_n) * BN;
+    let k_begin = split * p.k_chunk;
+    let base = split * p.m * p.n;
+    // Past the last split (a grid rounded up): nothing to do.
+    if k_begin >= p.k {
+        return;
+    }
+    // This invocation's subgroup, and that subgroup's block of FM x FN
+    // fragments.
+    let sg = lid / 32u;
+    let lane = lid % 32u;
+    let wm = (sg / SGN) * (FM * 16u);
+    let wn = (sg % SGN) * (FN * 16u);
+    let nk = (min(k_begin + p.k_chunk, p.k) - k_begin) / TK;
+
+    for (var e = 0u; e < 8u; e++) {
+        cs[lid * 8u + e] = 0.0;
+    }
+    workgroupBarrier();
+    var c0_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c0_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c1_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c1_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    workgroupBarrier();
+    {
+        let k0 = k_begin;
+        let gx0 = load_x(m0, k0, 0u * WG + lid);
+        let gw0 = load_w(n0, k0, 0u * WG + lid);
+        store_x(0u * XS_HALVES + x_at(0u * WG + lid), gx0);
+        store_w(0u * WS_HALVES + w_at(0u * WG + lid), gw0);
+    }
+    workgroupBarrier();
+    for (var t = 0u; t < nk; t++) {
+        let cur = t % 2u;
+        // The next step's tile (the last one again at the end: stored
+        // where nothing reads it any more).
+        let k0 = k_begin + min(t + 1u, nk - 1u) * TK;
+        let gx0 = load_x(m0, k0, 0u * WG + lid);
+        let gw0 = load_w(n0, k0, 0u * WG + lid);
+        let xb = cur * XS_LEN;
+        let wb = cur * WS_LEN;
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 0u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 0u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 0u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 0u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
+        }
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 4u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 4u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 4u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 4u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
+        }
+        store_x((1u - cur) * XS_HALVES + x_at(0u * WG + lid), gx0);
+        store_w((1u - cur) * WS_HALVES + w_at(0u * WG + lid), gw0);
+        workgroupBarrier();
+    }
+
+    let slot = sg * 256u;
+    coopStoreT(c0_0, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(base, sg, lane, m0 + wm + 0u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c0_1, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(base, sg, lane, m0 + wm + 0u, n0 + wn + 16u);
+    workgroupBarrier();
+    coopStoreT(c1_0, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(base, sg, lane, m0 + wm + 16u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c1_1, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(base, sg, lane, m0 + wm + 16u, n0 + wn + 16u);
+}
+"#;
+
+/// `q4_gemm_coop_splitk.wgsl` with `Elem = f16`.
+pub const Q4_GEMM_COOP_SPLITK_F16: &str = r#"enable f16;
+
+//! Prefill route of `et_vk.linear_q4gsw` on cooperative matrices (tensor
+//! cores) for calls with too few output tiles to fill the GPU: split-K.
+//! Split `s` of a workgroup computes its 64 x 128 tile (as
+//! `q4_gemm_coop.wgsl`: 2 x 4 subgroups of 2 x 2 fragments, K steps of 32
+//! through two staged copies) over inputs `s * k_chunk ..` only, and
+//! writes the f32 partial sums `partial[s, m, n] = sum_k x[m, k] *
+//! (nibble(n, k) - 8) * scales[k / group, n]` to the scratch;
+//! `gemm_splitk_combine.wgsl` then adds the splits (and the bias) into
+//! the output. A workgroup's steps along K are what bound a small call's
+//! time (each waits on its loads), so S splits of a call that leaves SMs
+//! idle take about 1/S of its time.
+//!
+//! Staged through workgroup memory as `vec4<f16>`: the x tile row-major,
+//! the (dequantized) weight tile column-major, rounded to f16 as they are
+//! staged. Rows past M and columns past N are staged as zeros and never
+//! written, so M and N are free; the host routes here only on devices
+//! whose subgroups have 32 invocations, with `K % TK == 0`,
+//! `k_chunk % TK == 0` and every split non-empty. Which calls split, and
+//! into how many, is `etwgpu_kernels::ops::gemm`'s `coop_split_k`.
+// variants: f32 f16
+
+enable f16;
+enable wgpu_cooperative_matrix;
+
+alias Elem = f16;
+
+/// 16 x 16 fragments per subgroup along M and N.
+const FM: u32 = 2u;
+const FN: u32 = 2u;
+/// Subgroups (of 32 invocations) per workgroup along M and N.
+const SGM: u32 = 2u;
+const SGN: u32 = 4u;
+const WG: u32 = SGM * SGN * 32u;
+/// Output rows and columns per workgroup.
+const BM: u32 = SGM * FM * 16u;
+const BN: u32 = SGN * FN * 16u;
+/// Inputs per step along K.
+const TK: u32 = 32u;
+/// Row stride of a staged tile, in `vec4<f16>`: TK plus 8 halves of
+/// padding (rows stay 16-byte aligned and start on different banks).
+const LDE: u32 = (TK + 8u) / 4u;
+/// Copies of each staged tile (2: the next step's loads in flight).
+const STAGES: u32 = 2u;
+/// Staging elements and halves per tile copy.
+const XS_LEN: u32 = BM * LDE;
+const WS_LEN: u32 = BN * LDE;
+const XS_HALVES: u32 = BM * (TK + 8u);
+const WS_HALVES: u32 = BN * (TK + 8u);
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (a multiple of TK).
+    k: u32,
+    /// Row length of the scales (and bias): N padded.
+    n_pad: u32,
+    /// Inputs per scale group (a multiple of 32).
+    group_size: u32,
+    /// Workgroups along N.
+    tiles_n: u32,
+    /// Bit 0: the weights are word-major (16-byte word `w` of row `n` at
+    /// word `w * N + n`; see `etwgpu_graph::layout`), else row-major.
+    w_layout: u32,
+    /// Inputs per split (a multiple of TK).
+    k_chunk: u32,
+    /// Output tiles (workgroups per split).
+    tiles: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> weights: array<vec2<u32>>;
+@group(0) @binding(3) var<storage, read> scales: array<Elem>;
+/// `[splits, M, N]` f32 partial sums (the scratch).
+@group(0) @binding(4) var<storage, read_write> partial: array<f32>;
+
+/// Staged x tiles, row-major (`xs[row * LDE + k / 4]`), and weight tiles,
+/// column-major (`ws[col * LDE + k / 4]`), 4 halves an element.
+var<workgroup> xs: array<vec4<f16>, STAGES * XS_LEN>;
+var<workgroup> ws: array<vec4<f16>, STAGES * WS_LEN>;
+/// One 16 x 16 f32 slot per subgroup, row-major: fragments on their way
+/// out (and the zeros the accumulators start from).
+var<workgroup> cs: array<f32, SGM * SGN * 256u>;
+
+/// 8 consecutive halves (16 bytes).
+struct Eight {
+    lo: vec4<f16>,
+    hi: vec4<f16>,
+}
+
+/// 8 inputs of x: row `m0 + i / (TK / 8)`, inputs `k0 + (i % (TK / 8)) * 8
+/// ..` (zeros past M), rounded to f16.
+fn load_x(m0: u32, k0: u32, i: u32) -> Eight {
+    let row = m0 + i / (TK / 8u);
+    if row >= p.m {
+        return Eight(vec4<f16>(), vec4<f16>());
+    }
+    let at = (row * p.k + k0) / 4u + (i % (TK / 8u)) * 2u;
+    return Eight(vec4<f16>(x[at]), vec4<f16>(x[at + 1u]));
+}
+
+/// Where `load_x`'s unit `i` goes in a staged x tile, in halves.
+fn x_at(i: u32) -> u32 {
+    return (i / (TK / 8u)) * (TK + 8u) + (i % (TK / 8u)) * 8u;
+}
+
+/// Stores 8 halves at half `o` (a multiple of 8) of the x tiles.
+fn store_x(o: u32, v: Eight) {
+    xs[o / 4u] = v.lo;
+    xs[o / 4u + 1u] = v.hi;
+}
+fn w8(col: u32, words: u32, k: u32, word_major: bool) -> u32 {
+    if word_major {
+        return ((k / 32u) * p.n + col) * 2u + (k / 16u) % 2u;
+    }
+    return col * words + k / 16u;
+}
+/// 16 nibbles of one weight column (an 8-byte half of a 16-byte word) and
+/// their scale.
+struct Nibbles {
+    word: vec2<u32>,
+    scale: f32,
+}
+
+/// Input offset in the tile of unit `i` (16 inputs): adjacent units are
+/// the two halves of a column's word, then adjacent columns (adjacent in
+/// the word-major layout), then the tile's next word.
+fn unit_k(i: u32) -> u32 {
+    return (i / (2u * BN)) * 32u + (i % 2u) * 16u;
+}
+
+/// The column of unit `i` in the tile.
+fn unit_col(i: u32) -> u32 {
+    return (i / 2u) % BN;
+}
+
+/// Where unit `i` goes in a staged weight tile, in halves.
+fn w_at(i: u32) -> u32 {
+    return unit_col(i) * (TK + 8u) + unit_k(i);
+}
+
+/// The 8 nibbles of `word` as halves `(q - 8) * s`, in input order:
+/// `0x6400 | q` is the half `1024 + q`, so two nibbles become two exact
+/// values with one mask and one or; `(q - 8) * s` is computed in f32 and
+/// rounded once to f16. (naga 30 types a `bitcast` from u32 to
+/// `vec2<f16>` as `vec2<f32>`, so the halves go through f32.)
+fn deq8(word: u32, s: f32) -> Eight {
+    let s2 = vec2<f32>(s);
+    let mask = 0x000F000Fu;
+    let one = 0x64006400u;
+    // Inputs (0, 4), (1, 5), (2, 6), (3, 7).
+    let a = (unpack2x16float((word & mask) | one) - 1032.0) * s2;
+    let b = (unpack2x16float(((word >> 4u) & mask) | one) - 1032.0) * s2;
+    let c = (unpack2x16float(((word >> 8u) & mask) | one) - 1032.0) * s2;
+    let d = (unpack2x16float(((word >> 12u) & mask) | one) - 1032.0) * s2;
+    return Eight(vec4<f16>(vec4<f32>(a.x, b.x, c.x, d.x)), vec4<f16>(vec4<f32>(a.y, b.y, c.y, d.y)));
+}
+
+/// 16 nibbles of one weight column (unit `i`, see `unit_k`) and their
+/// scale; zeros past N.
+fn load_w(n0: u32, k0: u32, i: u32) -> Nibbles {
+    let col = n0 + unit_col(i);
+    let k = k0 + unit_k(i);
+    if col >= p.n {
+        return Nibbles(vec2<u32>(0u), 0.0);
+    }
+    let word = weights[w8(col, p.k / 16u, k, (p.w_layout & 1u) != 0u)];
+    return Nibbles(word, f32(scales[(k / p.group_size) * p.n_pad + col]));
+}
+
+/// Stores the 16 weights of `v` at half `o` (a multiple of 8) of the
+/// weight tiles.
+fn store_w(o: u32, v: Nibbles) {
+    let lo = deq8(v.word.x, v.scale);
+    let hi = deq8(v.word.y, v.scale);
+    ws[o / 4u] = lo.lo;
+    ws[o / 4u + 1u] = lo.hi;
+    ws[o / 4u + 2u] = hi.lo;
+    ws[o / 4u + 3u] = hi.hi;
+}
+
+/// Writes the fragment the subgroup `sg` left in its `cs` slot to rows
+/// `row0 ..` and columns `col0 ..` of the partial sums at `base`:
+/// invocation `lane` writes 8 consecutive columns of one row.
+fn emit(base: u32, sg: u32, lane: u32, row0: u32, col0: u32) {
+    let row = row0 + lane / 2u;
+    if row >= p.m {
+        return;
+    }
+    for (var e = 0u; e < 8u; e++) {
+        let c = (lane % 2u) * 8u + e;
+        let col = col0 + c;
+        if col < p.n {
+            partial[base + row * p.n + col] = cs[sg * 256u + (lane / 2u) * 16u + c];
+        }
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let g = wid.y * groups.x + wid.x;
+    // This workgroup's split and output tile.
+    let split = g / p.tiles;
+    let tile = g % p.tiles;
+    let m0 = (tile / p.tiles_n) * BM;
+    let n0 = (tile % p.tiles_n) * BN;
+    let k_begin = split * p.k_chunk;
+    let base = split * p.m * p.n;
+    // Past the last split (a grid rounded up): nothing to do.
+    if k_begin >= p.k {
+        return;
+    }
+    // This invocation's subgroup, and that subgroup's block of FM x FN
+    // fragments.
+    let sg = lid / 32u;
+    let lane = lid % 32u;
+    let wm = (sg / SGN) * (FM * 16u);
+    let wn = (sg % SGN) * (FN * 16u);
+    let nk = (min(k_begin + p.k_chunk, p.k) - k_begin) / TK;
+
+    for (var e = 0u; e < 8u; e++) {
+        cs[lid * 8u + e] = 0.0;
+    }
+    workgroupBarrier();
+    var c0_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c0_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c1_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c1_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    workgroupBarrier();
+    {
+        let k0 = k_begin;
+        let gx0 = load_x(m0, k0, 0u * WG + lid);
+        let gw0 = load_w(n0, k0, 0u * WG + lid);
+        store_x(0u * XS_HALVES + x_at(0u * WG + lid), gx0);
+        store_w(0u * WS_HALVES + w_at(0u * WG + lid), gw0);
+    }
+    workgroupBarrier();
+    for (var t = 0u; t < nk; t++) {
+        let cur = t % 2u;
+        // The next step's tile (the last one again at the end: stored
+        // where nothing reads it any more).
+        let k0 = k_begin + min(t + 1u, nk - 1u) * TK;
+        let gx0 = load_x(m0, k0, 0u * WG + lid);
+        let gw0 = load_w(n0, k0, 0u * WG + lid);
+        let xb = cur * XS_LEN;
+        let wb = cur * WS_LEN;
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 0u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 0u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 0u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 0u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
+        }
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 4u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 4u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 4u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 4u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
+        }
+        store_x((1u - cur) * XS_HALVES + x_at(0u * WG + lid), gx0);
+        store_w((1u - cur) * WS_HALVES + w_at(0u * WG + lid), gw0);
+        workgroupBarrier();
+    }
+
+    let slot = sg * 256u;
+    coopStoreT(c0_0, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(base, sg, lane, m0 + wm + 0u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c0_1, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(base, sg, lane, m0 + wm + 0u, n0 + wn + 16u);
+    workgroupBarrier();
+    coopStoreT(c1_0, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(base, sg, lane, m0 + wm + 16u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c1_1, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(base, sg, lane, m0 + wm + 16u, n0 + wn + 16u);
+}
+"#;
+
 /// `q4_gemm_coop_swiglu.wgsl` with `Elem = f32`.
 pub const Q4_GEMM_COOP_SWIGLU_F32: &str = r#"//! Prefill route of the fused `etwgpu.linear_q4gsw_swiglu` on cooperative
 //! matrices (tensor cores): with `g` and `u` the 4-bit linears of the gate
@@ -14201,6 +16563,696 @@ fn main(
     coopStoreT(u3_1, &cs[slot + 256u], 16u);
     workgroupBarrier();
     emit(sg, lane, m0 + wm + 48u, n0 + wn + 16u);
+}
+"#;
+
+/// `q4_gemm_qkv.wgsl` with `Elem = f32`.
+pub const Q4_GEMM_QKV_F32: &str = r#"//! Prefill route of the fused `etwgpu.linear_q4gsw_qkv` (many rows of x):
+//! the three 4-bit projections Q, K and V of one input in one dispatch,
+//! each tile as `q4_gemm.wgsl` computes one linear (no bias):
+//! `out_j[m, n] = sum_k x[m, k] * (nibble_j(n, k) - 8) * scales_j[k / group, n]`.
+//!
+//! The tiles along N are Q's, then K's, then V's (each projection whole
+//! tiles), so which projection a workgroup computes is uniform across it
+//! and the branches that pick its weights, scales and output do not
+//! diverge; the three projections run side by side instead of as three
+//! dispatches with a barrier between each. Each weight is row-major or
+//! word-major (bit j of `w_layout`). A workgroup computes a `TILE x TILE`
+//! block of one projection's output; each of its 256 invocations owns a
+//! 4 x 4 sub-block in registers. K advances `TK` inputs at a time through
+//! shared memory (both tiles k-major). The host routes here only when
+//! `group % TK == 0` and `K % TK == 0`. Accumulation is f32.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Output tile edge (rows and columns per workgroup).
+const TILE: u32 = 64u;
+/// Inputs per step along K.
+const TK: u32 = 16u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Input features (a multiple of TK).
+    k: u32,
+    /// Inputs per scale group (a multiple of TK).
+    group_size: u32,
+    /// Workgroups along N: Q's tiles, then K's, then V's.
+    tiles_n: u32,
+    /// Output features of Q, K and V.
+    n_q: u32,
+    n_k: u32,
+    n_v: u32,
+    /// Bit j: weight j is word-major (16-byte word `w` of row `n` at word
+    /// `w * N + n`; see `etwgpu_graph::layout`), else row-major.
+    w_layout: u32,
+    /// Row lengths of the three scales: N padded.
+    pad_q: u32,
+    pad_k: u32,
+    pad_v: u32,
+    /// The first tile along N of K's columns, and of V's.
+    first_k: u32,
+    first_v: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> w_q: array<vec2<u32>>;
+@group(0) @binding(3) var<storage, read> s_q: array<Elem>;
+@group(0) @binding(4) var<storage, read> w_k: array<vec2<u32>>;
+@group(0) @binding(5) var<storage, read> s_k: array<Elem>;
+@group(0) @binding(6) var<storage, read> w_v: array<vec2<u32>>;
+@group(0) @binding(7) var<storage, read> s_v: array<Elem>;
+@group(0) @binding(8) var<storage, read_write> out_q: array<Elem>;
+@group(0) @binding(9) var<storage, read_write> out_k: array<Elem>;
+@group(0) @binding(10) var<storage, read_write> out_v: array<Elem>;
+
+/// x tile, k-major: `xs[k * 16 + i]` holds rows `4i .. 4i + 4` at input k.
+var<workgroup> xs: array<vec4<f32>, 256>;
+/// Weight tile, k-major: `ws[k * 16 + j]` holds columns `4j .. 4j + 4`.
+var<workgroup> ws: array<vec4<f32>, 256>;
+
+/// The projection a workgroup computes (uniform across it): `j` (0 Q,
+/// 1 K, 2 V), its first column, output features, scale row length and
+/// weight layout.
+struct Proj {
+    j: u32,
+    n0: u32,
+    n: u32,
+    n_pad: u32,
+    word_major: bool,
+}
+
+/// The projection of tile `tn` along N.
+fn proj(tn: u32) -> Proj {
+    if tn >= p.first_v {
+        return Proj(2u, (tn - p.first_v) * TILE, p.n_v, p.pad_v, (p.w_layout & 4u) != 0u);
+    }
+    if tn >= p.first_k {
+        return Proj(1u, (tn - p.first_k) * TILE, p.n_k, p.pad_k, (p.w_layout & 2u) != 0u);
+    }
+    return Proj(0u, tn * TILE, p.n_q, p.pad_q, (p.w_layout & 1u) != 0u);
+}
+
+/// 16 nibbles (an 8-byte word) and their scale.
+struct Nibbles {
+    word: vec2<u32>,
+    scale: f32,
+}
+
+/// The 8-byte word of projection `pr`'s column `col` at input `k` (a
+/// multiple of 16), as `q4_word8.wgsl`'s `w8` for a projection's N, and
+/// the scale of its group.
+fn word_scale(pr: Proj, col: u32, k: u32) -> Nibbles {
+    var at = col * (p.k / 16u) + k / 16u;
+    if pr.word_major {
+        at = ((k / 32u) * pr.n + col) * 2u + (k / 16u) % 2u;
+    }
+    let s = (k / p.group_size) * pr.n_pad + col;
+    if pr.j == 0u {
+        return Nibbles(w_q[at], f32(s_q[s]));
+    }
+    if pr.j == 1u {
+        return Nibbles(w_k[at], f32(s_k[s]));
+    }
+    return Nibbles(w_v[at], f32(s_v[s]));
+}
+
+/// Stores `v` at element `at` of projection `pr`'s output.
+fn store(pr: Proj, at: u32, v: f32) {
+    if pr.j == 0u {
+        out_q[at] = Elem(v);
+    } else if pr.j == 1u {
+        out_k[at] = Elem(v);
+    } else {
+        out_v[at] = Elem(v);
+    }
+}
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let tile = wid.y * groups.x + wid.x;
+    let m0 = (tile / p.tiles_n) * TILE;
+    let pr = proj(tile % p.tiles_n);
+    let n0 = pr.n0;
+    // This invocation's 4 x 4 sub-block.
+    let ti = lid / 16u;
+    let tj = lid % 16u;
+    // Loading: x rows `m0 + lid / 4`, inputs `(lid % 4) * 4 ..`; weight
+    // columns `n0 + lid / 2`, inputs `(lid % 2) * 8 ..` (lid < 128).
+    let xr = lid / 4u;
+    let xk = (lid % 4u) * 4u;
+    let wc = lid / 2u;
+    let wk = (lid % 2u) * 8u;
+    var acc: array<vec4<f32>, 4>;
+    for (var k0 = 0u; k0 < p.k; k0 += TK) {
+        var xv = vec4<f32>(0.0);
+        if m0 + xr < p.m {
+            xv = vec4<f32>(x[((m0 + xr) * p.k + k0 + xk) / 4u]);
+        }
+        for (var e = 0u; e < 4u; e++) {
+            xs[(xk + e) * 16u + xr / 4u][xr % 4u] = xv[e];
+        }
+        if lid < 128u {
+            let col = n0 + wc;
+            var lo = vec4<f32>(0.0);
+            var hi = vec4<f32>(0.0);
+            if col < pr.n {
+                // 8 nibbles: inputs k0 + wk .. k0 + wk + 8.
+                let ws8 = word_scale(pr, col, k0);
+                let word = ws8.word[lid % 2u];
+                let s = ws8.scale;
+                lo = (vec4<f32>(vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u)) - 8.0) * s;
+                let w2 = word >> 16u;
+                hi = (vec4<f32>(vec4<u32>(w2, w2 >> 4u, w2 >> 8u, w2 >> 12u) & vec4<u32>(15u)) - 8.0) * s;
+            }
+            for (var e = 0u; e < 4u; e++) {
+                ws[(wk + e) * 16u + wc / 4u][wc % 4u] = lo[e];
+                ws[(wk + 4u + e) * 16u + wc / 4u][wc % 4u] = hi[e];
+            }
+        }
+        workgroupBarrier();
+        for (var kk = 0u; kk < TK; kk++) {
+            let a = xs[kk * 16u + ti];
+            let b = ws[kk * 16u + tj];
+            acc[0] += a.x * b;
+            acc[1] += a.y * b;
+            acc[2] += a.z * b;
+            acc[3] += a.w * b;
+        }
+        workgroupBarrier();
+    }
+    for (var i = 0u; i < 4u; i++) {
+        let row = m0 + ti * 4u + i;
+        if row >= p.m {
+            continue;
+        }
+        for (var j = 0u; j < 4u; j++) {
+            let col = n0 + tj * 4u + j;
+            if col < pr.n {
+                store(pr, row * pr.n + col, acc[i][j]);
+            }
+        }
+    }
+}
+"#;
+
+/// `q4_gemm_qkv.wgsl` with `Elem = f16`.
+pub const Q4_GEMM_QKV_F16: &str = r#"enable f16;
+
+//! Prefill route of the fused `etwgpu.linear_q4gsw_qkv` (many rows of x):
+//! the three 4-bit projections Q, K and V of one input in one dispatch,
+//! each tile as `q4_gemm.wgsl` computes one linear (no bias):
+//! `out_j[m, n] = sum_k x[m, k] * (nibble_j(n, k) - 8) * scales_j[k / group, n]`.
+//!
+//! The tiles along N are Q's, then K's, then V's (each projection whole
+//! tiles), so which projection a workgroup computes is uniform across it
+//! and the branches that pick its weights, scales and output do not
+//! diverge; the three projections run side by side instead of as three
+//! dispatches with a barrier between each. Each weight is row-major or
+//! word-major (bit j of `w_layout`). A workgroup computes a `TILE x TILE`
+//! block of one projection's output; each of its 256 invocations owns a
+//! 4 x 4 sub-block in registers. K advances `TK` inputs at a time through
+//! shared memory (both tiles k-major). The host routes here only when
+//! `group % TK == 0` and `K % TK == 0`. Accumulation is f32.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Output tile edge (rows and columns per workgroup).
+const TILE: u32 = 64u;
+/// Inputs per step along K.
+const TK: u32 = 16u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Input features (a multiple of TK).
+    k: u32,
+    /// Inputs per scale group (a multiple of TK).
+    group_size: u32,
+    /// Workgroups along N: Q's tiles, then K's, then V's.
+    tiles_n: u32,
+    /// Output features of Q, K and V.
+    n_q: u32,
+    n_k: u32,
+    n_v: u32,
+    /// Bit j: weight j is word-major (16-byte word `w` of row `n` at word
+    /// `w * N + n`; see `etwgpu_graph::layout`), else row-major.
+    w_layout: u32,
+    /// Row lengths of the three scales: N padded.
+    pad_q: u32,
+    pad_k: u32,
+    pad_v: u32,
+    /// The first tile along N of K's columns, and of V's.
+    first_k: u32,
+    first_v: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> w_q: array<vec2<u32>>;
+@group(0) @binding(3) var<storage, read> s_q: array<Elem>;
+@group(0) @binding(4) var<storage, read> w_k: array<vec2<u32>>;
+@group(0) @binding(5) var<storage, read> s_k: array<Elem>;
+@group(0) @binding(6) var<storage, read> w_v: array<vec2<u32>>;
+@group(0) @binding(7) var<storage, read> s_v: array<Elem>;
+@group(0) @binding(8) var<storage, read_write> out_q: array<Elem>;
+@group(0) @binding(9) var<storage, read_write> out_k: array<Elem>;
+@group(0) @binding(10) var<storage, read_write> out_v: array<Elem>;
+
+/// x tile, k-major: `xs[k * 16 + i]` holds rows `4i .. 4i + 4` at input k.
+var<workgroup> xs: array<vec4<f32>, 256>;
+/// Weight tile, k-major: `ws[k * 16 + j]` holds columns `4j .. 4j + 4`.
+var<workgroup> ws: array<vec4<f32>, 256>;
+
+/// The projection a workgroup computes (uniform across it): `j` (0 Q,
+/// 1 K, 2 V), its first column, output features, scale row length and
+/// weight layout.
+struct Proj {
+    j: u32,
+    n0: u32,
+    n: u32,
+    n_pad: u32,
+    word_major: bool,
+}
+
+/// The projection of tile `tn` along N.
+fn proj(tn: u32) -> Proj {
+    if tn >= p.first_v {
+        return Proj(2u, (tn - p.first_v) * TILE, p.n_v, p.pad_v, (p.w_layout & 4u) != 0u);
+    }
+    if tn >= p.first_k {
+        return Proj(1u, (tn - p.first_k) * TILE, p.n_k, p.pad_k, (p.w_layout & 2u) != 0u);
+    }
+    return Proj(0u, tn * TILE, p.n_q, p.pad_q, (p.w_layout & 1u) != 0u);
+}
+
+/// 16 nibbles (an 8-byte word) and their scale.
+struct Nibbles {
+    word: vec2<u32>,
+    scale: f32,
+}
+
+/// The 8-byte word of projection `pr`'s column `col` at input `k` (a
+/// multiple of 16), as `q4_word8.wgsl`'s `w8` for a projection's N, and
+/// the scale of its group.
+fn word_scale(pr: Proj, col: u32, k: u32) -> Nibbles {
+    var at = col * (p.k / 16u) + k / 16u;
+    if pr.word_major {
+        at = ((k / 32u) * pr.n + col) * 2u + (k / 16u) % 2u;
+    }
+    let s = (k / p.group_size) * pr.n_pad + col;
+    if pr.j == 0u {
+        return Nibbles(w_q[at], f32(s_q[s]));
+    }
+    if pr.j == 1u {
+        return Nibbles(w_k[at], f32(s_k[s]));
+    }
+    return Nibbles(w_v[at], f32(s_v[s]));
+}
+
+/// Stores `v` at element `at` of projection `pr`'s output.
+fn store(pr: Proj, at: u32, v: f32) {
+    if pr.j == 0u {
+        out_q[at] = Elem(v);
+    } else if pr.j == 1u {
+        out_k[at] = Elem(v);
+    } else {
+        out_v[at] = Elem(v);
+    }
+}
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let tile = wid.y * groups.x + wid.x;
+    let m0 = (tile / p.tiles_n) * TILE;
+    let pr = proj(tile % p.tiles_n);
+    let n0 = pr.n0;
+    // This invocation's 4 x 4 sub-block.
+    let ti = lid / 16u;
+    let tj = lid % 16u;
+    // Loading: x rows `m0 + lid / 4`, inputs `(lid % 4) * 4 ..`; weight
+    // columns `n0 + lid / 2`, inputs `(lid % 2) * 8 ..` (lid < 128).
+    let xr = lid / 4u;
+    let xk = (lid % 4u) * 4u;
+    let wc = lid / 2u;
+    let wk = (lid % 2u) * 8u;
+    var acc: array<vec4<f32>, 4>;
+    for (var k0 = 0u; k0 < p.k; k0 += TK) {
+        var xv = vec4<f32>(0.0);
+        if m0 + xr < p.m {
+            xv = vec4<f32>(x[((m0 + xr) * p.k + k0 + xk) / 4u]);
+        }
+        for (var e = 0u; e < 4u; e++) {
+            xs[(xk + e) * 16u + xr / 4u][xr % 4u] = xv[e];
+        }
+        if lid < 128u {
+            let col = n0 + wc;
+            var lo = vec4<f32>(0.0);
+            var hi = vec4<f32>(0.0);
+            if col < pr.n {
+                // 8 nibbles: inputs k0 + wk .. k0 + wk + 8.
+                let ws8 = word_scale(pr, col, k0);
+                let word = ws8.word[lid % 2u];
+                let s = ws8.scale;
+                lo = (vec4<f32>(vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u)) - 8.0) * s;
+                let w2 = word >> 16u;
+                hi = (vec4<f32>(vec4<u32>(w2, w2 >> 4u, w2 >> 8u, w2 >> 12u) & vec4<u32>(15u)) - 8.0) * s;
+            }
+            for (var e = 0u; e < 4u; e++) {
+                ws[(wk + e) * 16u + wc / 4u][wc % 4u] = lo[e];
+                ws[(wk + 4u + e) * 16u + wc / 4u][wc % 4u] = hi[e];
+            }
+        }
+        workgroupBarrier();
+        for (var kk = 0u; kk < TK; kk++) {
+            let a = xs[kk * 16u + ti];
+            let b = ws[kk * 16u + tj];
+            acc[0] += a.x * b;
+            acc[1] += a.y * b;
+            acc[2] += a.z * b;
+            acc[3] += a.w * b;
+        }
+        workgroupBarrier();
+    }
+    for (var i = 0u; i < 4u; i++) {
+        let row = m0 + ti * 4u + i;
+        if row >= p.m {
+            continue;
+        }
+        for (var j = 0u; j < 4u; j++) {
+            let col = n0 + tj * 4u + j;
+            if col < pr.n {
+                store(pr, row * pr.n + col, acc[i][j]);
+            }
+        }
+    }
+}
+"#;
+
+/// `q4_gemm_splitk.wgsl` with `Elem = f32`.
+pub const Q4_GEMM_SPLITK_F32: &str = r#"//! Prefill route of `et_vk.linear_q4gsw` (many rows of x) for calls with
+//! too few output tiles to fill the GPU: split-K of the tiled GEMM
+//! (`q4_gemm.wgsl`). Split `s` of a workgroup computes its `TILE x TILE`
+//! block over inputs `s * k_chunk ..` only and writes the f32 partial
+//! sums `partial[s, m, n] = sum_k x[m, k] * (nibble(n, k) - 8) *
+//! scales[k / group, n]` to the scratch; `gemm_splitk_combine.wgsl` then
+//! adds the splits (and the bias) into the output.
+//!
+//! Each of the 256 invocations owns a 4 x 4 sub-block in registers; K
+//! advances `TK` inputs at a time through shared memory (both tiles
+//! k-major). The host routes here only when `group % TK == 0`,
+//! `K % TK == 0` and `k_chunk % TK == 0`; which calls split, and into how
+//! many, is `etwgpu_kernels::ops::gemm`'s `split_k`. Accumulation is f32.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Output tile edge (rows and columns per workgroup).
+const TILE: u32 = 64u;
+/// Inputs per step along K.
+const TK: u32 = 16u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (a multiple of TK).
+    k: u32,
+    /// Row length of the scales (and bias): N padded.
+    n_pad: u32,
+    /// Inputs per scale group (a multiple of TK).
+    group_size: u32,
+    /// Workgroups along N.
+    tiles_n: u32,
+    /// Bit 0: the weights are word-major (16-byte word `w` of row `n` at
+    /// word `w * N + n`; see `etwgpu_graph::layout`), else row-major.
+    w_layout: u32,
+    /// Inputs per split (a multiple of TK).
+    k_chunk: u32,
+    /// Output tiles (workgroups per split).
+    tiles: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> weights: array<vec2<u32>>;
+@group(0) @binding(3) var<storage, read> scales: array<Elem>;
+/// `[splits, M, N]` f32 partial sums (the scratch).
+@group(0) @binding(4) var<storage, read_write> partial: array<f32>;
+
+/// x tile, k-major: `xs[k * 16 + i]` holds rows `4i .. 4i + 4` at input k.
+var<workgroup> xs: array<vec4<f32>, 256>;
+/// Weight tile, k-major: `ws[k * 16 + j]` holds columns `4j .. 4j + 4`.
+var<workgroup> ws: array<vec4<f32>, 256>;
+
+fn w8(col: u32, words: u32, k: u32, word_major: bool) -> u32 {
+    if word_major {
+        return ((k / 32u) * p.n + col) * 2u + (k / 16u) % 2u;
+    }
+    return col * words + k / 16u;
+}
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let g = wid.y * groups.x + wid.x;
+    // This workgroup's split and output tile.
+    let split = g / p.tiles;
+    let tile = g % p.tiles;
+    let k_begin = split * p.k_chunk;
+    let k_end = min(k_begin + p.k_chunk, p.k);
+    // Past the last split (a grid rounded up): nothing to do.
+    if k_begin >= p.k {
+        return;
+    }
+    let m0 = (tile / p.tiles_n) * TILE;
+    let n0 = (tile % p.tiles_n) * TILE;
+    // This invocation's 4 x 4 sub-block.
+    let ti = lid / 16u;
+    let tj = lid % 16u;
+    // Loading: x rows `m0 + lid / 4`, inputs `(lid % 4) * 4 ..`; weight
+    // columns `n0 + lid / 2`, inputs `(lid % 2) * 8 ..` (lid < 128).
+    let xr = lid / 4u;
+    let xk = (lid % 4u) * 4u;
+    let wc = lid / 2u;
+    let wk = (lid % 2u) * 8u;
+    let words = p.k / 16u;
+    var acc: array<vec4<f32>, 4>;
+    for (var k0 = k_begin; k0 < k_end; k0 += TK) {
+        var xv = vec4<f32>(0.0);
+        if m0 + xr < p.m {
+            xv = vec4<f32>(x[((m0 + xr) * p.k + k0 + xk) / 4u]);
+        }
+        for (var e = 0u; e < 4u; e++) {
+            xs[(xk + e) * 16u + xr / 4u][xr % 4u] = xv[e];
+        }
+        if lid < 128u {
+            let col = n0 + wc;
+            var lo = vec4<f32>(0.0);
+            var hi = vec4<f32>(0.0);
+            if col < p.n {
+                // 8 nibbles: inputs k0 + wk .. k0 + wk + 8.
+                let word = weights[w8(col, words, k0, (p.w_layout & 1u) != 0u)][lid % 2u];
+                let s = f32(scales[(k0 / p.group_size) * p.n_pad + col]);
+                lo = (vec4<f32>(vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u)) - 8.0) * s;
+                let w2 = word >> 16u;
+                hi = (vec4<f32>(vec4<u32>(w2, w2 >> 4u, w2 >> 8u, w2 >> 12u) & vec4<u32>(15u)) - 8.0) * s;
+            }
+            for (var e = 0u; e < 4u; e++) {
+                ws[(wk + e) * 16u + wc / 4u][wc % 4u] = lo[e];
+                ws[(wk + 4u + e) * 16u + wc / 4u][wc % 4u] = hi[e];
+            }
+        }
+        workgroupBarrier();
+        for (var kk = 0u; kk < TK; kk++) {
+            let a = xs[kk * 16u + ti];
+            let b = ws[kk * 16u + tj];
+            acc[0] += a.x * b;
+            acc[1] += a.y * b;
+            acc[2] += a.z * b;
+            acc[3] += a.w * b;
+        }
+        workgroupBarrier();
+    }
+    for (var i = 0u; i < 4u; i++) {
+        let row = m0 + ti * 4u + i;
+        if row >= p.m {
+            continue;
+        }
+        for (var j = 0u; j < 4u; j++) {
+            let col = n0 + tj * 4u + j;
+            if col < p.n {
+                partial[(split * p.m + row) * p.n + col] = acc[i][j];
+            }
+        }
+    }
+}
+"#;
+
+/// `q4_gemm_splitk.wgsl` with `Elem = f16`.
+pub const Q4_GEMM_SPLITK_F16: &str = r#"enable f16;
+
+//! Prefill route of `et_vk.linear_q4gsw` (many rows of x) for calls with
+//! too few output tiles to fill the GPU: split-K of the tiled GEMM
+//! (`q4_gemm.wgsl`). Split `s` of a workgroup computes its `TILE x TILE`
+//! block over inputs `s * k_chunk ..` only and writes the f32 partial
+//! sums `partial[s, m, n] = sum_k x[m, k] * (nibble(n, k) - 8) *
+//! scales[k / group, n]` to the scratch; `gemm_splitk_combine.wgsl` then
+//! adds the splits (and the bias) into the output.
+//!
+//! Each of the 256 invocations owns a 4 x 4 sub-block in registers; K
+//! advances `TK` inputs at a time through shared memory (both tiles
+//! k-major). The host routes here only when `group % TK == 0`,
+//! `K % TK == 0` and `k_chunk % TK == 0`; which calls split, and into how
+//! many, is `etwgpu_kernels::ops::gemm`'s `split_k`. Accumulation is f32.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Output tile edge (rows and columns per workgroup).
+const TILE: u32 = 64u;
+/// Inputs per step along K.
+const TK: u32 = 16u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (a multiple of TK).
+    k: u32,
+    /// Row length of the scales (and bias): N padded.
+    n_pad: u32,
+    /// Inputs per scale group (a multiple of TK).
+    group_size: u32,
+    /// Workgroups along N.
+    tiles_n: u32,
+    /// Bit 0: the weights are word-major (16-byte word `w` of row `n` at
+    /// word `w * N + n`; see `etwgpu_graph::layout`), else row-major.
+    w_layout: u32,
+    /// Inputs per split (a multiple of TK).
+    k_chunk: u32,
+    /// Output tiles (workgroups per split).
+    tiles: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> weights: array<vec2<u32>>;
+@group(0) @binding(3) var<storage, read> scales: array<Elem>;
+/// `[splits, M, N]` f32 partial sums (the scratch).
+@group(0) @binding(4) var<storage, read_write> partial: array<f32>;
+
+/// x tile, k-major: `xs[k * 16 + i]` holds rows `4i .. 4i + 4` at input k.
+var<workgroup> xs: array<vec4<f32>, 256>;
+/// Weight tile, k-major: `ws[k * 16 + j]` holds columns `4j .. 4j + 4`.
+var<workgroup> ws: array<vec4<f32>, 256>;
+
+fn w8(col: u32, words: u32, k: u32, word_major: bool) -> u32 {
+    if word_major {
+        return ((k / 32u) * p.n + col) * 2u + (k / 16u) % 2u;
+    }
+    return col * words + k / 16u;
+}
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let g = wid.y * groups.x + wid.x;
+    // This workgroup's split and output tile.
+    let split = g / p.tiles;
+    let tile = g % p.tiles;
+    let k_begin = split * p.k_chunk;
+    let k_end = min(k_begin + p.k_chunk, p.k);
+    // Past the last split (a grid rounded up): nothing to do.
+    if k_begin >= p.k {
+        return;
+    }
+    let m0 = (tile / p.tiles_n) * TILE;
+    let n0 = (tile % p.tiles_n) * TILE;
+    // This invocation's 4 x 4 sub-block.
+    let ti = lid / 16u;
+    let tj = lid % 16u;
+    // Loading: x rows `m0 + lid / 4`, inputs `(lid % 4) * 4 ..`; weight
+    // columns `n0 + lid / 2`, inputs `(lid % 2) * 8 ..` (lid < 128).
+    let xr = lid / 4u;
+    let xk = (lid % 4u) * 4u;
+    let wc = lid / 2u;
+    let wk = (lid % 2u) * 8u;
+    let words = p.k / 16u;
+    var acc: array<vec4<f32>, 4>;
+    for (var k0 = k_begin; k0 < k_end; k0 += TK) {
+        var xv = vec4<f32>(0.0);
+        if m0 + xr < p.m {
+            xv = vec4<f32>(x[((m0 + xr) * p.k + k0 + xk) / 4u]);
+        }
+        for (var e = 0u; e < 4u; e++) {
+            xs[(xk + e) * 16u + xr / 4u][xr % 4u] = xv[e];
+        }
+        if lid < 128u {
+            let col = n0 + wc;
+            var lo = vec4<f32>(0.0);
+            var hi = vec4<f32>(0.0);
+            if col < p.n {
+                // 8 nibbles: inputs k0 + wk .. k0 + wk + 8.
+                let word = weights[w8(col, words, k0, (p.w_layout & 1u) != 0u)][lid % 2u];
+                let s = f32(scales[(k0 / p.group_size) * p.n_pad + col]);
+                lo = (vec4<f32>(vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u)) - 8.0) * s;
+                let w2 = word >> 16u;
+                hi = (vec4<f32>(vec4<u32>(w2, w2 >> 4u, w2 >> 8u, w2 >> 12u) & vec4<u32>(15u)) - 8.0) * s;
+            }
+            for (var e = 0u; e < 4u; e++) {
+                ws[(wk + e) * 16u + wc / 4u][wc % 4u] = lo[e];
+                ws[(wk + 4u + e) * 16u + wc / 4u][wc % 4u] = hi[e];
+            }
+        }
+        workgroupBarrier();
+        for (var kk = 0u; kk < TK; kk++) {
+            let a = xs[kk * 16u + ti];
+            let b = ws[kk * 16u + tj];
+            acc[0] += a.x * b;
+            acc[1] += a.y * b;
+            acc[2] += a.z * b;
+            acc[3] += a.w * b;
+        }
+        workgroupBarrier();
+    }
+    for (var i = 0u; i < 4u; i++) {
+        let row = m0 + ti * 4u + i;
+        if row >= p.m {
+            continue;
+        }
+        for (var j = 0u; j < 4u; j++) {
+            let col = n0 + tj * 4u + j;
+            if col < p.n {
+                partial[(split * p.m + row) * p.n + col] = acc[i][j];
+            }
+        }
+    }
 }
 "#;
 

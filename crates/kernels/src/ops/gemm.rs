@@ -1,21 +1,25 @@
 //! GEMM routes on cooperative matrices (tensor cores), taken where the
 //! device has them ([`crate::caps::DeviceCaps`]): the 4-bit weight linears
-//! (`q4_gemm_coop.wgsl`, `q4_gemm_coop_swiglu.wgsl`; also every projection
-//! of the fused QKV form) and dense `aten.linear` (`matmul_coop.wgsl`;
+//! (`q4_gemm_coop.wgsl`, `q4_gemm_coop_swiglu.wgsl`, and the fused QKV
+//! form's three projections in one dispatch, `q4_gemm_coop_qkv.wgsl`) and dense `aten.linear` (`matmul_coop.wgsl`;
 //! float32 at precision F16 only, converted to f16 while staged), each in a
 //! small (64 x 128) and a large tile (`*_large.wgsl`), [`coop_tile`]
-//! choosing by the workgroups the large one would give.
+//! choosing by the waves of workgroups each would take.
 //! Operands are f16 on the matrix units (float32 activations are rounded
 //! as they are staged, as [`crate::caps::Precision`] allows), accumulation
 //! is f32. Elsewhere the routes of `quant.rs` and `matmul.rs` run.
+//! A 4-bit linear whose output tiles leave SMs idle splits K on either
+//! route ([`split_k`]: `q4_gemm_coop_splitk.wgsl`, `q4_gemm_splitk.wgsl`,
+//! their partial sums added by `gemm_splitk_combine.wgsl`).
 
 use crate::caps::Product;
 use crate::error::Result;
 use crate::generated::shaders::Family;
 use crate::ops::fused::Epilogue;
-use crate::ops::quant::{Q4Linear, Q4Route};
+use crate::ops::quant::{Q4Linear, Q4Qkv, Q4Route};
 use crate::plan::{
-    Ctx, Dispatch, ElemType, Lowered, Step, TensorInfo, Uniform, Vid, float_shader, grid_groups, to_u32,
+    Ctx, Dispatch, ElemType, Lowered, Step, TensorInfo, Uniform, Vid, WG_ELEMENTWISE, float_shader, grid_1d,
+    grid_groups, to_u32,
 };
 
 /// One tiling of the cooperative-matrix kernels.
@@ -45,30 +49,97 @@ pub const COOP_Q4_LARGE: CoopTile = CoopTile { m: 128, n: 128, k: 64 };
 pub const COOP_SWIGLU_LARGE: CoopTile = CoopTile { m: 128, n: 128, k: 32 };
 /// The large tile of a dense linear (`matmul_coop_large.wgsl`).
 pub const COOP_DENSE_LARGE: CoopTile = CoopTile { m: 256, n: 128, k: 32 };
-/// Fewest workgroups of the large tile for a call to take it: one per SM
-/// of a 132-SM H200. There (`coop_probe`, run y) the 128 x 128 4-bit tile
-/// with 64 workgroups ran at 0.7x the small tile's speed, with 256 at
-/// 1.3x; between them nothing is measured.
-pub const COOP_LARGE_MIN_WORKGROUPS: u64 = 132;
+/// SMs of the GPU the tile rule models: a 132-SM H200. A call's
+/// workgroups run in waves of one an SM (a second workgroup on an SM runs
+/// no faster: run y, the small 4-bit tile at 2048 rows, four an SM,
+/// 75-78 TFLOP/s; at 512 rows, one an SM, 83-101).
+pub const COOP_SMS: u64 = 132;
+/// A large-tile workgroup's time over a small-tile workgroup's, per unit
+/// of tile area, in tenths: 7. Run y: the 4-bit 128 x 128 tile (twice the
+/// small tile's area) with 64 workgroups ran at 0.7x the small tile's
+/// speed with 128 (one wave each: 2 x 0.7 = 1.4 small workgroups' time);
+/// with 256 against 512 (two waves against four) at 1.3x.
+pub const COOP_LARGE_TIME_TENTHS: u64 = 7;
 
 /// The tile a cooperative-matrix call of `m x n x k` takes (K already a
 /// multiple of [`COOP_SMALL`]'s step): `large` when K is a multiple of its
-/// step and it gives at least [`COOP_LARGE_MIN_WORKGROUPS`] workgroups,
-/// else the small tile. Either tile bounds every index by M, N and K (rows
-/// past M and columns past N are staged as zeros and never written, K is a
-/// multiple of the step), so any M and N are in bounds.
+/// step and its waves of [`COOP_SMS`] workgroups, each
+/// [`COOP_LARGE_TIME_TENTHS`] tenths of a small one's time per unit of
+/// area, take less time than the small tile's waves; else the small tile.
+/// That fits both measured points (the small tile at 512 x 2048 x 2048,
+/// the large one at 512 x 8192 and 2048 x 2048), and takes the large tile
+/// for a call of 66 to 131 large workgroups (one wave) whose small tiles
+/// need two waves (the fused QKV at 512 rows: 96 against 192). Either
+/// tile bounds every index by M, N and K (rows past M and columns past N
+/// are staged as zeros and never written, K is a multiple of the step),
+/// so any M and N are in bounds.
 pub fn coop_tile(m: u64, n: u64, k: u64, large: CoopTile) -> CoopTile {
-    if k.is_multiple_of(large.k) && large.workgroups(m, n) >= COOP_LARGE_MIN_WORKGROUPS { large } else { COOP_SMALL }
+    let waves = |t: CoopTile| t.workgroups(m, n).div_ceil(COOP_SMS);
+    let large_time = waves(large) * (large.m * large.n) * COOP_LARGE_TIME_TENTHS;
+    let small_time = waves(COOP_SMALL) * (COOP_SMALL.m * COOP_SMALL.n) * 10;
+    if k.is_multiple_of(large.k) && large_time < small_time { large } else { COOP_SMALL }
 }
 
-/// Whether a 4-bit linear of `q` (already accepted by the fast routes, so
-/// K and the group are multiples of 32) runs on the cooperative-matrix
-/// route on a device with `c`'s capabilities.
-pub(crate) fn q4_coop(c: &Ctx<'_>, x: &TensorInfo<'_>, q: &Q4Linear) -> bool {
+/// Fewest inputs per split: shorter splits cost more in partial sums
+/// written and added than their steps save.
+pub const SPLIT_K_MIN_INPUTS: u64 = 512;
+/// Most splits (bounds the scratch: [`split_k_scratch_bytes`]).
+pub const SPLIT_K_MAX: u64 = 8;
+/// The scratch slot of the split-K partial sums.
+pub(crate) const SPLIT_K_SCRATCH: usize = 1;
+
+/// How a call splits K: `splits` slices of `k_chunk` inputs (the last
+/// possibly shorter, none empty).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SplitK {
+    /// Slices of K (1: no split).
+    pub splits: u64,
+    /// Inputs per slice, a multiple of the route's K step.
+    pub k_chunk: u64,
+}
+
+/// The split of a call with `workgroups` output tiles and `k` inputs in
+/// steps of `step` (K a multiple of it): the most splits that keep the
+/// workgroups within one wave of [`COOP_SMS`], at most [`SPLIT_K_MAX`],
+/// each at least [`SPLIT_K_MIN_INPUTS`] inputs, in whole steps; none (one
+/// split) past half of [`COOP_SMS`] workgroups. There (run z) a 4-bit
+/// linear of 128 rows and 2048 outputs (32 workgroups of the small tile)
+/// took as long as one of 512 rows (128 workgroups): a workgroup's time is
+/// its steps along K, so K split over idle SMs divides it.
+pub fn split_k(workgroups: u64, k: u64, step: u64) -> SplitK {
+    let none = SplitK { splits: 1, k_chunk: k };
+    if workgroups == 0 || step == 0 {
+        return none;
+    }
+    let want = (COOP_SMS / workgroups).min(k / SPLIT_K_MIN_INPUTS).min(SPLIT_K_MAX);
+    if want <= 1 {
+        return none;
+    }
+    let steps = k / step;
+    let chunk = steps.div_ceil(want);
+    SplitK { splits: steps.div_ceil(chunk), k_chunk: chunk * step }
+}
+
+/// Scratch bytes the split-K partial sums of a 4-bit linear of `m x n`
+/// may use at `m` rows or fewer: `splits x M x N` f32, at most
+/// [`SPLIT_K_MAX`] splits, and (the splits times the tiles being at most
+/// [`COOP_SMS`]) at most that many of the largest tile (64 x 128); 0 on
+/// the decode rows. Non-decreasing in `m`, so the lowering at the maximum
+/// shapes sizes it for every later one.
+pub fn split_k_scratch_bytes(m: u64, n: u64) -> u64 {
+    if m <= crate::ops::quant::Q4_GEMV_MAX_ROWS {
+        return 0;
+    }
+    4 * (SPLIT_K_MAX * m * n).min(COOP_SMS * COOP_SMALL.m * COOP_SMALL.n)
+}
+
+/// Whether a 4-bit linear (or fused pair or triple) of `k` inputs and
+/// groups of `group_size` (already accepted by the fast routes, so both
+/// are multiples of 32) runs on the cooperative-matrix route on a device
+/// with `c`'s capabilities.
+pub(crate) fn q4_coop(c: &Ctx<'_>, x: &TensorInfo<'_>, k: u64, group_size: u64) -> bool {
     c.caps().coop(x.dtype == ElemType::F16, Product::Q4Weight)
-        && q.k > 0
-        && q.k.is_multiple_of(COOP_SMALL.k)
-        && q.group_size.is_multiple_of(32)
+        && k > 0 && k.is_multiple_of(COOP_SMALL.k) && group_size.is_multiple_of(32)
 }
 
 /// The cooperative-matrix dispatch of a 4-bit linear (or its SwiGLU pair)
@@ -109,6 +180,104 @@ pub(crate) fn q4_coop_dispatch(
         outputs,
         params: params.u32(to_u32("tiles along N", tiles_n)?).u32(layout).finish(),
         workgroups: grid_groups(tile.workgroups(q.m, q.n))?,
+    })
+}
+
+/// The split-K steps of a bias-optional 4-bit linear past the decode rows
+/// (`q4_gemm_coop_splitk.wgsl` on the matrix units when [`q4_coop`]
+/// accepts it, else `q4_gemm_splitk.wgsl`, then
+/// `gemm_splitk_combine.wgsl`), or `None` when [`split_k`] does not split
+/// it, the large tile takes it or no scratch is given. `tile` is the
+/// route's output tile (rows, columns) and `tk` its K step; inputs `[x,
+/// weights, scales, bias or scales]`.
+#[expect(clippy::too_many_arguments, reason = "one linear's route, sizes and buffers")]
+pub(crate) fn q4_split_k_steps(
+    c: &Ctx<'_>,
+    x: &TensorInfo<'_>,
+    q: &Q4Linear,
+    coop: bool,
+    has_bias: bool,
+    layout: u32,
+    inputs: &[Vid],
+    out: Vid,
+) -> Result<Option<Vec<Step>>> {
+    let Some(scratch) = c.scratch(SPLIT_K_SCRATCH) else { return Ok(None) };
+    let (bm, bn, tk, family) = if coop {
+        if coop_tile(q.m, q.n, q.k, COOP_Q4_LARGE) != COOP_SMALL {
+            return Ok(None);
+        }
+        (COOP_SMALL.m, COOP_SMALL.n, COOP_SMALL.k, Family::Q4GemmCoopSplitk)
+    } else {
+        let t = crate::ops::quant::Q4_GEMM_TILE;
+        (t, t, crate::ops::quant::Q4_GEMM_TK, Family::Q4GemmSplitk)
+    };
+    let (tiles_n, tiles) = (q.n.div_ceil(bn), q.m.div_ceil(bm) * q.n.div_ceil(bn));
+    let split = split_k(tiles, q.k, tk);
+    if split.splits <= 1 || split.splits * q.m * q.n * 4 > split_k_scratch_bytes(q.m, q.n) {
+        return Ok(None);
+    }
+    let params = Uniform::new()
+        .u32(to_u32("M", q.m)?)
+        .u32(to_u32("N", q.n)?)
+        .u32(to_u32("K", q.k)?)
+        .u32(to_u32("padded N", q.n_pad)?)
+        .u32(to_u32("group_size", q.group_size)?)
+        .u32(to_u32("tiles along N", tiles_n)?)
+        .u32(layout)
+        .u32(to_u32("inputs per split", split.k_chunk)?)
+        .u32(to_u32("tiles", tiles)?)
+        .finish();
+    let partial = Dispatch {
+        shader: float_shader(family, x, 0, "input")?.into(),
+        entry: "main",
+        inputs: inputs[..3].to_vec(),
+        outputs: vec![scratch],
+        params,
+        workgroups: grid_groups(split.splits * tiles)?,
+    };
+    let numel = q.m * q.n;
+    let combine = Dispatch {
+        shader: float_shader(Family::GemmSplitkCombine, x, 0, "input")?.into(),
+        entry: "main",
+        inputs: vec![scratch, inputs[3]],
+        outputs: vec![out],
+        params: Uniform::new()
+            .u32(to_u32("output elements", numel)?)
+            .u32(to_u32("N", q.n)?)
+            .u32(to_u32("splits", split.splits)?)
+            .u32(u32::from(has_bias))
+            .finish(),
+        workgroups: grid_1d(numel, WG_ELEMENTWISE)?,
+    };
+    Ok(Some(vec![Step::Dispatch(partial), Step::Dispatch(combine)]))
+}
+
+/// The cooperative-matrix dispatch of a fused 4-bit Q/K/V that [`q4_coop`]
+/// accepted (`q4_gemm_coop_qkv.wgsl`, `q4_gemm_coop_qkv_large.wgsl`): the
+/// tiles along N are Q's, then K's, then V's, so the three projections
+/// run in one dispatch with no barrier between them. Both tiles are
+/// [`COOP_SMALL`]`.n` wide, so [`coop_tile`] chooses from the workgroups
+/// of the concatenated tiles. `layout` bit j: weight j is word-major;
+/// inputs `[x, w_q, s_q, w_k, s_k, w_v, s_v]`, outputs `[q, k, v]`.
+pub(crate) fn q4_coop_qkv_dispatch(
+    x: &TensorInfo<'_>,
+    q: &Q4Qkv,
+    layout: u32,
+    inputs: Vec<Vid>,
+    outputs: Vec<Vid>,
+) -> Result<Dispatch> {
+    let tiles = q.ns.map(|n| n.div_ceil(COOP_SMALL.n));
+    let tiles_n: u64 = tiles.iter().sum();
+    let tile = coop_tile(q.m, tiles_n * COOP_SMALL.n, q.k, COOP_Q4_LARGE);
+    debug_assert_eq!(tile.n, COOP_SMALL.n, "the QKV tiles along N are one width");
+    let family = if tile == COOP_SMALL { Family::Q4GemmCoopQkv } else { Family::Q4GemmCoopQkvLarge };
+    Ok(Dispatch {
+        shader: float_shader(family, x, 0, "input")?.into(),
+        entry: "main",
+        inputs,
+        outputs,
+        params: q.gemm_params(tiles, layout)?,
+        workgroups: grid_groups(q.m.div_ceil(tile.m) * tiles_n)?,
     })
 }
 

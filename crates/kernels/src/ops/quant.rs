@@ -42,8 +42,10 @@ fn q4_gemv_cols(n: u64) -> u64 {
     }
 }
 
-/// Output tile edge of `q4_gemm.wgsl`.
-const Q4_GEMM_TILE: u64 = 64;
+/// Output tile edge of `q4_gemm.wgsl` (and its split-K and QKV forms).
+pub(crate) const Q4_GEMM_TILE: u64 = 64;
+/// Inputs per step along K of `q4_gemm.wgsl` (and its forms).
+pub(crate) const Q4_GEMM_TK: u64 = 16;
 
 /// The packed 4-bit weight `[N, K_packed]` and its `[G, N_pad]` scales of
 /// a linear with `k` inputs, checked: returns `(n, n_pad)`.
@@ -117,7 +119,21 @@ pub(crate) fn linear_q4gsw_into(c: &Ctx<'_>, x: &TensorInfo<'_>, out: &TensorInf
     let inputs = vec![x.id, weights.id, scales.id, bias.map_or(scales.id, |b| b.id)];
     let gs = group_size as u64;
     let q = Q4Linear { m, n, k, n_pad, group_size: gs };
-    if m * n > 0 && q4_fast(k, weights.shape[1], gs) {
+    let fast = m * n > 0 && q4_fast(k, weights.shape[1], gs);
+    let split = if fast && m > Q4_GEMV_MAX_ROWS {
+        // Declared at every prefill lowering (sized by the one at the
+        // maximum shapes); used where the output tiles leave SMs idle.
+        use crate::ops::gemm::{SPLIT_K_SCRATCH, q4_coop, q4_split_k_steps, split_k_scratch_bytes};
+        steps.push(Step::Scratch { slot: SPLIT_K_SCRATCH, bytes: split_k_scratch_bytes(m, n) });
+        let layout = u32::from(c.q4_word_major(weights.id));
+        let coop = q4_coop(c, &x, k, gs);
+        q4_split_k_steps(c, &x, &q, coop, bias.is_some(), layout, &inputs, out.id)?
+    } else {
+        None
+    };
+    if let Some(split) = split {
+        steps.extend(split);
+    } else if fast {
         steps.push(Step::Dispatch(q4_fast_dispatch(
             c,
             &x,
@@ -191,7 +207,7 @@ pub(crate) fn q4_fast_dispatch(
         Q4Route::Linear { .. } => u32::from(word_major(1)),
         Q4Route::Swiglu => u32::from(word_major(1)) | (u32::from(word_major(3)) << 1),
     };
-    if !gemv && crate::ops::gemm::q4_coop(c, x, q) {
+    if !gemv && crate::ops::gemm::q4_coop(c, x, q.k, q.group_size) {
         return crate::ops::gemm::q4_coop_dispatch(x, q, route, layout, inputs, outputs);
     }
     let family = match (&route, gemv) {
@@ -231,48 +247,89 @@ pub(crate) fn q4_fast_dispatch(
     })
 }
 
-/// The one-dispatch decode route of a fused 4-bit Q/K/V
-/// (`q4_gemv_qkv.wgsl`), or `None` past [`Q4_GEMV_MAX_ROWS`] rows (three
-/// fast-route dispatches then). `ns` and `n_pads` are the projections'
-/// output features and scale row lengths; inputs `[x, w_q, s_q, w_k, s_k,
-/// w_v, s_v]`, outputs `[q, k, v]`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn q4_gemv_qkv_dispatch(
+/// The sizes of a fused 4-bit Q/K/V on the fast routes: `ns` and
+/// `n_pads` are the projections' output features and scale row lengths.
+pub(crate) struct Q4Qkv {
+    pub m: u64,
+    pub k: u64,
+    pub group_size: u64,
+    pub ns: [u64; 3],
+    pub n_pads: [u64; 3],
+}
+
+impl Q4Qkv {
+    /// The uniforms of the one-dispatch kernels (`q4_gemv_qkv.wgsl`,
+    /// `q4_gemm_qkv.wgsl`, `q4_gemm_coop_qkv*.wgsl`): M, K, the group,
+    /// then `fourth` (the GEMV's columns per workgroup, the GEMMs' tiles
+    /// along N), the Ns, the layout bits, the padded Ns, and where K's and
+    /// V's workgroups (GEMV) or tiles along N (GEMMs) start, from `units`,
+    /// each projection's count of them.
+    fn params(&self, fourth: u64, units: [u64; 3], layout: u32) -> Result<Vec<u8>> {
+        let mut params = Uniform::new()
+            .u32(to_u32("M", self.m)?)
+            .u32(to_u32("K", self.k)?)
+            .u32(to_u32("group_size", self.group_size)?)
+            .u32(to_u32("workgroups or tiles", fourth)?);
+        for n in self.ns {
+            params = params.u32(to_u32("N", n)?);
+        }
+        params = params.u32(layout);
+        for n_pad in self.n_pads {
+            params = params.u32(to_u32("padded N", n_pad)?);
+        }
+        Ok(params
+            .u32(to_u32("workgroups or tiles", units[0])?)
+            .u32(to_u32("workgroups or tiles", units[0] + units[1])?)
+            .u32(0)
+            .u32(0)
+            .u32(0)
+            .finish())
+    }
+
+    /// [`Self::params`] of the GEMMs, whose projections have `tiles`
+    /// tiles along N.
+    pub(crate) fn gemm_params(&self, tiles: [u64; 3], layout: u32) -> Result<Vec<u8>> {
+        self.params(tiles.iter().sum(), tiles, layout)
+    }
+}
+
+/// The one-dispatch route of a fused 4-bit Q/K/V: the GEMV
+/// (`q4_gemv_qkv.wgsl`) for at most [`Q4_GEMV_MAX_ROWS`] rows, past them
+/// the cooperative-matrix GEMM where `c`'s device has it
+/// ([`crate::ops::gemm::q4_coop_qkv_dispatch`]), else the tiled GEMM
+/// (`q4_gemm_qkv.wgsl`); the three projections side by side, with no
+/// barrier between them. `None` where a projection has no outputs (three
+/// fast-route dispatches then). Inputs `[x, w_q, s_q, w_k, s_k, w_v, s_v]`,
+/// outputs `[q, k, v]`.
+pub(crate) fn q4_qkv_dispatch(
     c: &Ctx<'_>,
     x: &TensorInfo<'_>,
-    m: u64,
-    k: u64,
-    group_size: u64,
-    ns: [u64; 3],
-    n_pads: [u64; 3],
+    q: &Q4Qkv,
     inputs: Vec<Vid>,
     outputs: Vec<Vid>,
 ) -> Result<Option<Dispatch>> {
-    if m > Q4_GEMV_MAX_ROWS || ns.contains(&0) {
+    if q.ns.contains(&0) || q.m == 0 {
         return Ok(None);
     }
-    let cols = q4_gemv_cols(ns.iter().sum());
-    let groups = ns.map(|n| n.div_ceil(cols));
+    // Bit j: weight j is word-major.
     let layout = (0..3).fold(0u32, |bits, j| bits | (u32::from(c.q4_word_major(inputs[1 + 2 * j])) << j));
-    let mut params = Uniform::new()
-        .u32(to_u32("M", m)?)
-        .u32(to_u32("K", k)?)
-        .u32(to_u32("group_size", group_size)?)
-        .u32(to_u32("columns per workgroup", cols)?);
-    for n in ns {
-        params = params.u32(to_u32("N", n)?);
+    if q.m > Q4_GEMV_MAX_ROWS {
+        if crate::ops::gemm::q4_coop(c, x, q.k, q.group_size) {
+            return crate::ops::gemm::q4_coop_qkv_dispatch(x, q, layout, inputs, outputs).map(Some);
+        }
+        let tiles = q.ns.map(|n| n.div_ceil(Q4_GEMM_TILE));
+        return Ok(Some(Dispatch {
+            shader: float_shader(Family::Q4GemmQkv, x, 0, "input")?.into(),
+            entry: "main",
+            inputs,
+            outputs,
+            params: q.gemm_params(tiles, layout)?,
+            workgroups: grid_groups(q.m.div_ceil(Q4_GEMM_TILE) * tiles.iter().sum::<u64>())?,
+        }));
     }
-    params = params.u32(layout);
-    for n_pad in n_pads {
-        params = params.u32(to_u32("padded N", n_pad)?);
-    }
-    let params = params
-        .u32(to_u32("workgroups", groups[0])?)
-        .u32(to_u32("workgroups", groups[0] + groups[1])?)
-        .u32(0)
-        .u32(0)
-        .u32(0)
-        .finish();
+    let cols = q4_gemv_cols(q.ns.iter().sum());
+    let groups = q.ns.map(|n| n.div_ceil(cols));
+    let params = q.params(cols, groups, layout)?;
     Ok(Some(Dispatch {
         shader: float_shader(Family::Q4GemvQkv, x, 0, "input")?.into(),
         entry: "main",

@@ -1,23 +1,29 @@
 //! `coop_probe`'s routed check: the shipped GEMM route end to end. Small
 //! programs built with the format crate's writer (`et_vk.linear_q4gsw`
 //! with a bias, the SwiGLU pair of two bias-free 4-bit linears that the
-//! graph fuses into `etwgpu.linear_q4gsw_swiglu`, a dense `aten.linear`
-//! with a bias), float32 and float16, loaded at precision F16 on a device
-//! opened with cooperative matrices required where the adapter has them
-//! (as `ETWGPU_COOP_MATRIX=1`), run at ragged shapes (M and N not
-//! multiples of any tile, K a multiple of 32 but not always of 64) and
-//! compared with an f64 CPU reference from the operands the program holds.
-//! Each case prints the kernel that ran (the profile) and PASS or FAIL:
-//! max abs error over the largest reference magnitude at the checked
+//! graph fuses into `etwgpu.linear_q4gsw_swiglu`, three bias-free 4-bit
+//! linears of one input of widths N, N/4 + 8 and N/4 + 24 that it fuses
+//! into `etwgpu.linear_q4gsw_qkv` (one dispatch for the three; each of
+//! the three outputs checked), a dense `aten.linear` with a bias), float32
+//! and float16, loaded at precision F16 on a device opened with
+//! cooperative matrices required where the adapter has them (as
+//! `ETWGPU_COOP_MATRIX=1`), run at ragged shapes (M and N not multiples
+//! of any tile, K a multiple of 32 but not always of 64) and compared
+//! with an f64 CPU reference from the operands the program holds. Each
+//! case prints the kernels that ran (the profile) and PASS or FAIL: max
+//! abs error over the largest reference magnitude at the checked
 //! positions ≤ `TOLERANCE` (f16 operands), and, on a device with
-//! cooperative matrices, the kernel is the one `coop_tile` picks.
+//! cooperative matrices, the kernel is the one `coop_tile` (and, for a
+//! 4-bit linear on the small tile, `split_k`) picks.
 
 use std::io::Write;
 
 use etwgpu_format::writer::{GraphBuilder, ProgramBuilder};
 use etwgpu_format::{DType, Program};
 use etwgpu_kernels::Precision;
-use etwgpu_kernels::ops::gemm::{COOP_DENSE_LARGE, COOP_Q4_LARGE, COOP_SMALL, COOP_SWIGLU_LARGE, CoopTile, coop_tile};
+use etwgpu_kernels::ops::gemm::{
+    COOP_DENSE_LARGE, COOP_Q4_LARGE, COOP_SMALL, COOP_SWIGLU_LARGE, CoopTile, coop_tile, split_k,
+};
 use etwgpu_runtime::{LoadOptions, Runtime, RuntimeOptions, Tensor};
 
 /// Largest accepted max abs error over the largest reference magnitude.
@@ -36,6 +42,7 @@ const SAMPLES: usize = 2048;
 enum Op {
     Q4,
     Swiglu,
+    Qkv,
     Dense,
 }
 
@@ -44,7 +51,16 @@ impl Op {
         match self {
             Op::Q4 => "linear_q4gsw+bias",
             Op::Swiglu => "linear_q4gsw_swiglu",
+            Op::Qkv => "linear_q4gsw_qkv",
             Op::Dense => "aten.linear+bias",
+        }
+    }
+
+    /// The output widths of a program of width `n`.
+    fn widths(self, n: u64) -> Vec<u64> {
+        match self {
+            Op::Qkv => vec![n, n / 4 + 8, n / 4 + 24],
+            _ => vec![n],
         }
     }
 
@@ -54,10 +70,22 @@ impl Op {
         let (base, large) = match self {
             Op::Q4 => ("q4_gemm_coop", COOP_Q4_LARGE),
             Op::Swiglu => ("q4_gemm_coop_swiglu", COOP_SWIGLU_LARGE),
+            Op::Qkv => ("q4_gemm_coop_qkv", COOP_Q4_LARGE),
             Op::Dense => ("matmul_coop", COOP_DENSE_LARGE),
         };
+        // The QKV tiles along N: each projection's, COOP_SMALL.n wide.
+        let n = match self {
+            Op::Qkv => self.widths(n).iter().map(|w| w.div_ceil(COOP_SMALL.n)).sum::<u64>() * COOP_SMALL.n,
+            _ => n,
+        };
         let tile: CoopTile = coop_tile(m, n, k, large);
-        if tile == COOP_SMALL { format!("{base}.") } else { format!("{base}_large.") }
+        // A 4-bit linear on the small tile with too few tiles splits K.
+        let split = self == Op::Q4 && split_k(COOP_SMALL.workgroups(m, n), k, COOP_SMALL.k).splits > 1;
+        match (tile == COOP_SMALL, split) {
+            (true, true) => format!("{base}_splitk."),
+            (true, false) => format!("{base}."),
+            (false, _) => format!("{base}_large."),
+        }
     }
 }
 
@@ -90,7 +118,7 @@ pub fn run(stdout: &mut impl Write, coop_expected: bool, quick: bool) -> usize {
     let f16 = rt.features().contains(&"shader-f16");
     let mut failed = 0;
     let mut cases = 0;
-    for op in [Op::Q4, Op::Swiglu, Op::Dense] {
+    for op in [Op::Q4, Op::Swiglu, Op::Qkv, Op::Dense] {
         for dtype in [DType::F32, DType::F16] {
             if dtype == DType::F16 && !f16 {
                 continue;
@@ -156,24 +184,26 @@ fn q4(dtype: DType, n: usize, k: usize, seed: u32) -> Q4 {
     Q4 { packed, scales, dequant }
 }
 
-/// What a program's reference needs: the weights `[n, k]` (one, or gate
-/// and up) and the bias.
+/// What a program's reference needs: the weights `[n_j, k]` (one, gate
+/// and up, or q, k and v) and the bias.
 struct Reference {
+    op: Op,
     w: Vec<Vec<f32>>,
     bias: Option<Vec<f32>>,
 }
 
 impl Reference {
-    fn at(&self, x: &[f32], k: usize, row: usize, col: usize) -> f64 {
+    /// Element (`row`, `col`) of output `out`.
+    fn at(&self, x: &[f32], k: usize, out: usize, row: usize, col: usize) -> f64 {
         let dot =
             |w: &[f32]| -> f64 { (0..k).map(|j| f64::from(x[row * k + j]) * f64::from(w[col * k + j])).sum::<f64>() };
-        match self.w.as_slice() {
-            [g, u] => {
-                let (g, u) = (dot(g), dot(u));
+        match self.op {
+            Op::Swiglu => {
+                let (g, u) = (dot(&self.w[0]), dot(&self.w[1]));
                 g / (1.0 + (-g).exp()) * u
             }
-            [w] => dot(w) + self.bias.as_ref().map_or(0.0, |b| f64::from(b[col])),
-            _ => unreachable!("one or two weights"),
+            Op::Qkv => dot(&self.w[out]),
+            Op::Q4 | Op::Dense => dot(&self.w[0]) + self.bias.as_ref().map_or(0.0, |b| f64::from(b[col])),
         }
     }
 }
@@ -197,11 +227,14 @@ fn run_program(
     let seed = (n * 7 + k) as u32;
     let mut g = GraphBuilder::new();
     let x = g.tensor(dtype, &[m_max, k]);
-    let y = g.tensor(dtype, &[m_max, n]);
+    let widths = op.widths(n);
+    let ys: Vec<_> = widths.iter().map(|&w| g.tensor(dtype, &[m_max, w])).collect();
+    let y = ys[0];
     let reference = match op {
-        Op::Q4 | Op::Swiglu => {
+        Op::Q4 | Op::Swiglu | Op::Qkv => {
             let gs = g.int(GROUP as i64);
             let add_q4 = |g: &mut GraphBuilder, q: &Q4, bias: Option<&[f32]>, out| {
+                let n = q.scales.len() as u64 / (k / GROUP);
                 let w = g.constant(DType::U8, &[n, k / 2], &q.packed);
                 let s = g.constant(dtype, &[k / GROUP, n], &bytes(dtype, &q.scales));
                 let b = match bias {
@@ -214,7 +247,15 @@ fn run_program(
                 let q = q4(dtype, nu, ku, seed);
                 let bias = held(dtype, values(nu, seed + 2, -1.0, 1.0));
                 add_q4(&mut g, &q, Some(&bias), y);
-                Reference { w: vec![q.dequant], bias: Some(bias) }
+                Reference { op, w: vec![q.dequant], bias: Some(bias) }
+            } else if op == Op::Qkv {
+                let mut w = Vec::new();
+                for (j, (&width, &out)) in widths.iter().zip(&ys).enumerate() {
+                    let q = q4(dtype, width as usize, ku, seed + 11 + 2 * j as u32);
+                    add_q4(&mut g, &q, None, out);
+                    w.push(q.dequant);
+                }
+                Reference { op, w, bias: None }
             } else {
                 let (gate, up) = (q4(dtype, nu, ku, seed + 3), q4(dtype, nu, ku, seed + 5));
                 let (tg, tu) = (g.tensor(dtype, &[m_max, n]), g.tensor(dtype, &[m_max, n]));
@@ -224,7 +265,7 @@ fn run_program(
                 g.op("aten.sigmoid.default", &[tg, sg])
                     .op("aten.mul.Tensor", &[tg, sg, a])
                     .op("aten.mul.Tensor", &[a, tu, y]);
-                Reference { w: vec![gate.dequant, up.dequant], bias: None }
+                Reference { op, w: vec![gate.dequant, up.dequant], bias: None }
             }
         }
         Op::Dense => {
@@ -233,10 +274,10 @@ fn run_program(
             let w = g.constant(dtype, &[n, k], &bytes(dtype, &wv));
             let b = g.constant(dtype, &[n], &bytes(dtype, &bv));
             g.op("aten.linear.default", &[x, w, b, y]);
-            Reference { w: vec![wv], bias: Some(bv) }
+            Reference { op, w: vec![wv], bias: Some(bv) }
         }
     };
-    g.inputs(&[x]).outputs(&[y]);
+    g.inputs(&[x]).outputs(&ys);
     let what = format!("{} {dtype:?} N {n} K {k}", op.name());
     let program = match Program::from_bytes(ProgramBuilder::single_delegate(g).to_bytes()) {
         Ok(p) => p,
@@ -268,44 +309,55 @@ fn run_program(
                 continue;
             }
         };
-        let got = outs[0].to_f64_vec();
-        if got.len() != mu * nu {
-            let _ = writeln!(stdout, "  FAIL {label}: {} outputs, want {}", got.len(), mu * nu);
+        if outs.len() != widths.len() {
+            let _ = writeln!(stdout, "  FAIL {label}: {} outputs, want {}", outs.len(), widths.len());
             failed += 1;
             continue;
         }
-        // The last row and column, then random positions.
-        let mut rng = seed ^ (m as u32).wrapping_mul(0x9E37_79B9) | 1;
-        let mut next = move |below: usize| {
-            rng ^= rng << 13;
-            rng ^= rng >> 17;
-            rng ^= rng << 5;
-            rng as usize % below
-        };
-        let positions: Vec<(usize, usize)> = (0..nu)
-            .map(|c| (mu - 1, c))
-            .chain((0..mu).map(|r| (r, nu - 1)))
-            .chain((0..SAMPLES).map(|_| (next(mu), next(nu))))
-            .collect();
-        let want: Vec<f64> = positions.iter().map(|&(r, c)| reference.at(&xv, ku, r, c)).collect();
-        let scale = want.iter().fold(0.0f64, |a, v| a.max(v.abs())).max(1e-30);
-        let err = positions
-            .iter()
-            .zip(&want)
-            .map(|(&(r, c), w)| {
-                let g = got[r * nu + c];
-                if g.is_finite() { (g - w).abs() / scale } else { f64::INFINITY }
-            })
-            .fold(0.0f64, f64::max);
-        let kernels: Vec<String> = method
-            .profile()
-            .into_iter()
-            .flat_map(|p| p.kernels)
-            .filter(|k| k.contains("gem") || k.contains("matmul"))
-            .collect();
+        // Each output: its last row and column, then random positions;
+        // the error is the largest over the outputs, each over its own
+        // scale.
+        let mut err = 0.0f64;
+        for (j, (out, &width)) in outs.iter().zip(&widths).enumerate() {
+            let nu = width as usize;
+            let got = out.to_f64_vec();
+            if got.len() != mu * nu {
+                err = f64::INFINITY;
+                let _ = writeln!(stdout, "  output {j}: {} elements, want {}", got.len(), mu * nu);
+                continue;
+            }
+            let mut rng = seed ^ (m as u32).wrapping_mul(0x9E37_79B9) ^ (j as u32) << 24 | 1;
+            let mut next = move |below: usize| {
+                rng ^= rng << 13;
+                rng ^= rng >> 17;
+                rng ^= rng << 5;
+                rng as usize % below
+            };
+            let positions: Vec<(usize, usize)> = (0..nu)
+                .map(|c| (mu - 1, c))
+                .chain((0..mu).map(|r| (r, nu - 1)))
+                .chain((0..SAMPLES).map(|_| (next(mu), next(nu))))
+                .collect();
+            let want: Vec<f64> = positions.iter().map(|&(r, c)| reference.at(&xv, ku, j, r, c)).collect();
+            let scale = want.iter().fold(0.0f64, |a, v| a.max(v.abs())).max(1e-30);
+            err = positions
+                .iter()
+                .zip(&want)
+                .map(|(&(r, c), w)| {
+                    let g = got[r * nu + c];
+                    if g.is_finite() { (g - w).abs() / scale } else { f64::INFINITY }
+                })
+                .fold(err, f64::max);
+        }
+        let gemm = |k: &String| k.contains("gem") || k.contains("matmul");
+        let profile = method.profile();
+        let dispatches: usize = profile.iter().filter(|p| p.kernels.iter().any(gemm)).map(|p| p.dispatches).sum();
+        let kernels: Vec<String> = profile.into_iter().flat_map(|p| p.kernels).filter(gemm).collect();
         let ran = kernels.join(" ");
         let want_kernel = (coop && m > etwgpu_kernels::ops::quant::Q4_GEMV_MAX_ROWS).then(|| op.coop_kernel(m, n, k));
-        let route_ok = want_kernel.as_ref().is_none_or(|w| kernels.iter().any(|k| k.starts_with(w.as_str())));
+        // The fused QKV is one dispatch for its three projections.
+        let route_ok = want_kernel.as_ref().is_none_or(|w| kernels.iter().any(|k| k.starts_with(w.as_str())))
+            && (op != Op::Qkv || dispatches == 1);
         let pass = err <= TOLERANCE && route_ok;
         failed += usize::from(!pass);
         let _ = writeln!(
@@ -313,7 +365,7 @@ fn run_program(
             "  {} {label:<44} err {err:.1e}  {ran}{}",
             if pass { "PASS" } else { "FAIL" },
             match (&want_kernel, route_ok) {
-                (Some(w), false) => format!("  (want {w}*)"),
+                (Some(w), false) => format!("  (want one {w}*, {dispatches} dispatches)"),
                 _ => String::new(),
             }
         );

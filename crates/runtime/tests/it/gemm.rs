@@ -181,3 +181,112 @@ fn dense_linear_prefill_matches_the_cpu_at_each_precision() {
         assert_eq!(dense_linear(&rt, DType::F16, Precision::F32), has, "float16 programs use the matrix units");
     }
 }
+
+/// The fused 4-bit Q/K/V past the decode rows: one dispatch for the three
+/// projections (`q4_gemm_qkv.wgsl` on the tiled route,
+/// `q4_gemm_coop_qkv*.wgsl` on the matrix units) on ragged shapes:
+/// projections of different widths off any tile edge, rows off the tile
+/// edge and just past the GEMV's 4, groups of 32 and 64, the K weight fed
+/// as a graph input (row-major) next to constant ones (word-major).
+#[test]
+fn q4_qkv_prefill_is_one_dispatch_and_matches_the_cpu() {
+    let Some(rt) = crate::runtime() else { return };
+    let coop = rt.gemm_caps().coop_matrix_f16;
+    let tol = if coop { 2e-2 } else { 1e-4 };
+    let cases = [(96u64, 32u64, [160u64, 48, 70], [70u64, 5, 33]), (128, 64, [64, 200, 8], [130, 9, 64])];
+    for (k, group, ns, rows) in cases {
+        let m_max = *rows.iter().max().expect("rows");
+        let mut g = GraphBuilder::new();
+        let x = g.tensor(DType::F32, &[1, m_max, k]);
+        let gs = g.int(group as i64);
+        let (mut args, mut outs, mut dequant, mut fed) = (vec![x, gs], Vec::new(), Vec::new(), None);
+        for (j, &n) in ns.iter().enumerate() {
+            let q = q4(n as usize, k as usize, group as usize, 41 + 2 * j as u32);
+            let w_dims = [n, k / 2];
+            let w = if j == 1 {
+                fed = Some(Tensor::new(DType::U8, w_dims.to_vec(), q.packed.clone()).expect("sizes match"));
+                g.tensor(DType::U8, &w_dims)
+            } else {
+                g.constant(DType::U8, &w_dims, &q.packed)
+            };
+            args.push(w);
+            args.push(g.constant(DType::F32, &[k / group, n], &f32_bytes(&q.scales)));
+            outs.push(g.tensor(DType::F32, &[1, m_max, n]));
+            dequant.push(q.dequant);
+        }
+        let list = g.value_list(&outs);
+        args.push(list);
+        let w_k = args[4];
+        g.op("etwgpu.linear_q4gsw_qkv.default", &args).inputs(&[x, w_k]).outputs(&outs);
+        let options = LoadOptions { precision: Some(Precision::F16), ..LoadOptions::default() };
+        let mut method = rt.load_with(&program(g), "forward", &options).expect("loads");
+        method.set_profiling(true);
+        for m in rows {
+            let xv = data((m * k) as usize, 50 + m as u32);
+            let mut inputs = vec![Tensor::from_f32(&[1, m, k], &xv)];
+            inputs.extend(fed.clone());
+            let got = method.run(&inputs).expect("runs");
+            for j in 0..3 {
+                let what = format!("qkv K {k} M {m} projection {j}");
+                assert_eq!(got[j].shape, [1, m, ns[j]], "{what}");
+                assert_close(&f32s(&got[j]), &linear_ref(&xv, &dequant[j], None, k as usize), tol, &what);
+            }
+            let profile = method.profile();
+            let dispatches: usize = profile.iter().map(|p| p.dispatches).sum();
+            let kernels: Vec<String> = profile.into_iter().flat_map(|p| p.kernels).collect();
+            let want = if coop { "q4_gemm_coop_qkv" } else { "q4_gemm_qkv." };
+            assert!(
+                dispatches == 1 && kernels.len() == 1 && kernels[0].starts_with(want),
+                "K {k} M {m}: one {want}* dispatch, ran {dispatches}: {kernels:?}"
+            );
+        }
+    }
+}
+
+/// A 4-bit linear whose output tiles leave most of a GPU idle (70 rows,
+/// 96 or 40 outputs) with K = 2048 splits K (`split_k`: 4 slices of 512
+/// inputs): the partial sums in the scratch, then their sum and the bias
+/// (`gemm_splitk_combine.wgsl`); with and without a bias, at rows off the
+/// tile edge and just past the GEMV's 4.
+#[test]
+fn q4_linear_split_k_matches_the_cpu() {
+    let Some(rt) = crate::runtime() else { return };
+    let coop = rt.gemm_caps().coop_matrix_f16;
+    let tol = if coop { 2e-2 } else { 1e-4 };
+    let (m, k, group) = (70u64, 2048u64, 32u64);
+    let mut g = GraphBuilder::new();
+    let x = g.tensor(DType::F32, &[1, m, k]);
+    let gs = g.int(group as i64);
+    let (mut outs, mut refs) = (Vec::new(), Vec::new());
+    for (n, with_bias) in [(96u64, true), (40, false)] {
+        let q = q4(n as usize, k as usize, group as usize, 70 + n as u32);
+        let w = g.constant(DType::U8, &[n, k / 2], &q.packed);
+        let s = g.constant(DType::F32, &[k / group, n], &f32_bytes(&q.scales));
+        let bias = with_bias.then(|| data(n as usize, 71));
+        let b = match &bias {
+            Some(b) => g.constant(DType::F32, &[n], &f32_bytes(b)),
+            None => g.null(),
+        };
+        let y = g.tensor(DType::F32, &[1, m, n]);
+        g.op("et_vk.linear_q4gsw.default", &[x, w, s, gs, b, y]);
+        outs.push(y);
+        refs.push((q.dequant, bias));
+    }
+    g.inputs(&[x]).outputs(&outs);
+    let options = LoadOptions { precision: Some(Precision::F16), ..LoadOptions::default() };
+    let mut method = rt.load_with(&program(g), "forward", &options).expect("loads");
+    method.set_profiling(true);
+    for rows in [m, 5, 33] {
+        let xv = data((rows * k) as usize, 80 + rows as u32);
+        let got = method.run(&[Tensor::from_f32(&[1, rows, k], &xv)]).expect("runs");
+        for (j, (w, bias)) in refs.iter().enumerate() {
+            let what = format!("split-K linear {j} M {rows}");
+            assert_close(&f32s(&got[j]), &linear_ref(&xv, w, bias.as_deref(), k as usize), tol, &what);
+        }
+        let kernels: Vec<String> = method.profile().into_iter().flat_map(|p| p.kernels).collect();
+        let split = if coop { "q4_gemm_coop_splitk." } else { "q4_gemm_splitk." };
+        for want in [split, "gemm_splitk_combine."] {
+            assert!(kernels.iter().any(|k| k.starts_with(want)), "M {rows}: {want}* ran? {kernels:?}");
+        }
+    }
+}

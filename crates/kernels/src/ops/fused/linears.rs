@@ -5,7 +5,7 @@
 use crate::error::{Error, Result};
 use crate::generated::shaders::Family;
 use crate::ops::matmul::GEMV_MAX_ROWS;
-use crate::ops::quant::{Q4Linear, Q4Route, check_q4_weight, q4_fast, q4_fast_dispatch};
+use crate::ops::quant::{Q4Linear, Q4Qkv, Q4Route, check_q4_weight, q4_fast, q4_fast_dispatch, q4_qkv_dispatch};
 use crate::plan::{
     Ctx, Dispatch, Lowered, MATMUL_TILE, Step, TensorInfo, Uniform, Vid, float_shader, grid_groups, same_dtype, to_u32,
 };
@@ -216,16 +216,17 @@ pub(crate) fn linear_q4gsw_qkv_into(c: &Ctx<'_>, x: &TensorInfo<'_>, outs: &[Ten
     let gs = group_size as u64;
     let fast = total > 0 && (0..3).all(|j| q4_fast(k, k_packed[j], gs));
     let out_ids: Vec<Vid> = outs.iter().map(|o| o.id).collect();
-    let gemv = if fast {
-        crate::ops::quant::q4_gemv_qkv_dispatch(c, &x, m, k, gs, ns, n_pads, inputs.clone(), out_ids)?
+    let one = if fast {
+        let q = Q4Qkv { m, k, group_size: gs, ns, n_pads };
+        q4_qkv_dispatch(c, &x, &q, inputs.clone(), out_ids)?
     } else {
         None
     };
-    if let Some(d) = gemv {
+    if let Some(d) = one {
         steps.push(Step::Dispatch(d));
     } else if fast {
-        // The fast 4-bit routes beat one slow kernel for all three: one
-        // fast dispatch per projection.
+        // A projection without outputs: the fast 4-bit routes beat one
+        // slow kernel for all three, one fast dispatch per projection.
         for j in 0..3 {
             let q = Q4Linear { m, n: ns[j], k, n_pad: n_pads[j], group_size: gs };
             let (w, sc) = (inputs[1 + 2 * j], inputs[2 + 2 * j]);
