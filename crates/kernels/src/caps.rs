@@ -160,7 +160,10 @@ mod tests {
     #[test]
     fn the_default_is_mixed_and_names_round_trip() {
         assert_eq!(Precision::default(), Precision::Mixed);
-        assert_eq!(DeviceCaps::default(), DeviceCaps { coop_matrix_f16: false, precision: Precision::Mixed, subgroups: None });
+        assert_eq!(
+            DeviceCaps::default(),
+            DeviceCaps { coop_matrix_f16: false, precision: Precision::Mixed, subgroups: None }
+        );
         for (name, p) in Precision::ALL {
             assert_eq!(Precision::from_name(name), Some(p));
             assert_eq!(p.name(), name);

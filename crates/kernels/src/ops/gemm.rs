@@ -139,7 +139,9 @@ pub fn split_k_scratch_bytes(m: u64, n: u64) -> u64 {
 /// with `c`'s capabilities.
 pub(crate) fn q4_coop(c: &Ctx<'_>, x: &TensorInfo<'_>, k: u64, group_size: u64) -> bool {
     c.caps().coop(x.dtype == ElemType::F16, Product::Q4Weight)
-        && k > 0 && k.is_multiple_of(COOP_SMALL.k) && group_size.is_multiple_of(32)
+        && k > 0
+        && k.is_multiple_of(COOP_SMALL.k)
+        && group_size.is_multiple_of(32)
 }
 
 /// The cooperative-matrix dispatch of a 4-bit linear (or its SwiGLU pair)
