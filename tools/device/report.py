@@ -5,6 +5,7 @@ Reads the raw files run.sh writes under OUT:
   adapters, then one of the copy bandwidth);
 - etwgpu_*.json: `llm_bench --json` (synthetic Llama-family models);
 - peers_*.json: `peers.py --json` (the same shapes in PyTorch);
+- vision_*: the vision networks' files (`vision_report.py`, its table last);
 and prints Markdown: decode and prefill tokens/s per length, each also as a
 ratio to the best peer and (decode) to the bandwidth ceiling (the copy
 bandwidth over the bytes of weights one decoded token reads), then the
@@ -118,6 +119,16 @@ def main(out):
             print()
 
 
+def vision(out):
+    """The vision table (`vision_report.py`) when the run has vision files."""
+    if glob.glob(os.path.join(out, "vision_*")):
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import vision_report
+
+        print("## Vision networks: images/s (fp32; f16/bf16 second rows)\n")
+        print(vision_report.table([out]) + "\n")
+
+
 def results(out):
     """The raw files of one run folder: (copy bandwidth, ours, peer cells)."""
     bw = None
@@ -219,3 +230,4 @@ if __name__ == "__main__":
         readme(sys.argv[2], "--check" in sys.argv[3:])
     else:
         main(sys.argv[1] if len(sys.argv) > 1 else os.environ.get("OUT", "."))
+        vision(sys.argv[1] if len(sys.argv) > 1 else os.environ.get("OUT", "."))

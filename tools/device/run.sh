@@ -27,6 +27,20 @@
 #            command `mkdir -p /tmp/int8 && cp .xfer/int8-*/*.pte /tmp/int8/`,
 #            then .xfer/int8-2 with .gl and .device/etwgpu and `run.sh int8`
 #            (calls less than 30 s apart, so /tmp/int8 stays)
+#   vision   a ResNet-18-class CNN and ViT-Tiny/16 (tools/export/vision.py:
+#            fp32, 224x224, one program per network with methods `forward`
+#            (batch 1) and `forward_b8`): each method's logits against the
+#            eager goldens, then `etwgpu bench` (images/s), both with float32
+#            and with f16 matrix operands (ETWGPU_PRECISION=f16). Laid out by
+#            `vision.py --xfer .xfer` as .xfer/vision-K/ (pieces of at most
+#            45 MiB): carry each piece but the last alone with the command
+#            `mkdir -p /tmp/vision && cp .xfer/vision-*/* /tmp/vision/`, then
+#            the last with .gl and .device/etwgpu and `run.sh vision` (calls
+#            less than 30 s apart, so /tmp/vision stays)
+#   vision-peers  the same networks in PyTorch (vision_peers.py), eager and
+#            torch.compile, fp32 and bf16; its own call (compilations take
+#            minutes). The table includes the `vision` part's numbers when
+#            that call left them in /tmp/vision/results (the machine is warm)
 #   browser  the browser LLM bench (crates/web/bench) in headless Chromium
 #            with WebGPU on the NVIDIA Vulkan driver, for the synthetic
 #            Llama-3.2-1B and SmolLM2-135M shapes (4-bit) next to the native
@@ -110,6 +124,44 @@ for part in $parts; do
       echo "## $name"
       timeout 150 .device/etwgpu bench "$pte" --repeats 50 --bandwidth-mib 0 2>&1 | tee "$OUT/int8_$name.md"
     done
+    ;;
+  vision)
+    log "vision: ResNet-18-class CNN and ViT-Tiny/16, batch 1 and 8 (tools/export/vision.py programs)"
+    v=/tmp/vision
+    mkdir -p "$v/results"
+    cp .xfer/vision-*/* "$v"/ 2>/dev/null || true
+    for f in "$v"/*.part00; do
+      [ -e "$f" ] && cat "${f%.part00}".part[0-9][0-9] > "${f%.part00}"
+    done
+    (cd "$v" && sha256sum --quiet -c vision.sha256) ||
+      { ls -l "$v"; echo "vision: pieces missing or damaged (carry every .xfer/vision-K, see README.md)"; continue; }
+    : > "$OUT/vision_etwgpu.jsonl"; : > "$OUT/vision_check.jsonl"
+    for net in resnet18 vit_tiny; do
+      python3 -c "import numpy as n; n.save('$v/$net.b1.in0.npy', n.load('$v/$net.b8.in0.npy')[:1])"
+      for b in 1 8; do
+        method=forward; [ "$b" = 1 ] || method=forward_b$b
+        repeats=$(( b == 1 ? 1000 : 300 ))
+        for prec in f32 f16; do
+          echo "## $net batch $b ($method), precision $prec"
+          rm -rf "$v/out"
+          ETWGPU_PRECISION=$prec timeout 120 .device/etwgpu run "$v/$net.pte" --method $method \
+            --input "$v/$net.b$b.in0.npy" --output-dir "$v/out" > /dev/null &&
+            python3 tools/device/vision_report.py check --got "$v/out/call0.out0.npy" \
+              --want "$v/$net.b$b.out0.npy" --model $net --method $method --precision $prec |
+            tee -a "$OUT/vision_check.jsonl"
+          ETWGPU_PRECISION=$prec timeout 150 .device/etwgpu bench "$v/$net.pte" --method $method \
+            --input "$v/$net.b$b.in0.npy" --repeats $repeats --bandwidth-mib 0 -o json |
+            python3 tools/device/vision_report.py tag --model $net --batch $b --precision $prec \
+            >> "$OUT/vision_etwgpu.jsonl"
+        done
+      done
+    done
+    cp "$OUT"/vision_*.jsonl "$v/results/"
+    ;;
+  vision-peers)
+    log "vision: PyTorch peers (eager, torch.compile; fp32, bf16)"
+    timeout 570 python3 tools/device/vision_peers.py --budget-s 480 --json "$OUT/vision_peers.json" 2>&1 | tail -30
+    cp /tmp/vision/results/vision_*.jsonl "$OUT"/ 2>/dev/null || true
     ;;
   browser)
     log "browser: Chromium with WebGPU on the NVIDIA Vulkan driver"
