@@ -107,7 +107,7 @@ fn runtime_kind(e: &etwgpu_runtime::Error) -> fn(String) -> PyErr {
 
 /// The precision named by a `precision=` argument (`None`: the runtime's);
 /// `ValueError` naming the accepted names for any other string.
-pub fn precision(name: Option<&str>) -> PyResult<Option<etwgpu_runtime::Precision>> {
+pub fn precision(name: Option<&str>) -> pyo3::PyResult<Option<etwgpu_runtime::Precision>> {
     name.map(|n| {
         etwgpu_runtime::Precision::from_name(n).ok_or_else(|| {
             pyo3::exceptions::PyValueError::new_err(format!(
