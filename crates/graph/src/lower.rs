@@ -240,6 +240,19 @@ impl Lowerer {
     /// lowerer that hands them to every op. A graph whose ops declare none
     /// is left as it is, and its ops get no scratch.
     pub fn with_scratch(graph: &mut VkGraph, symint: i64) -> Result<Self, LowerError> {
+        Self::with_scratch_for(graph, symint, etwgpu_kernels::DeviceCaps::default())
+    }
+
+    /// [`Lowerer::with_scratch`] for a device with `caps`, which the
+    /// returned lowerer keeps: the scratch is sized by the routes the ops
+    /// will take there (the split-KV attention's subgroup route plans more
+    /// splits than the workgroup one, the cooperative-matrix GEMMs may
+    /// split K), not by the default caps' routes.
+    pub fn with_scratch_for(
+        graph: &mut VkGraph,
+        symint: i64,
+        caps: etwgpu_kernels::DeviceCaps,
+    ) -> Result<Self, LowerError> {
         let n_values = graph.values.len();
         let scratch_tensor = |numel: u64| {
             VkValue::Tensor(VkTensor {
@@ -253,7 +266,7 @@ impl Lowerer {
             })
         };
         graph.values.extend((0..N_SCRATCH).map(|_| scratch_tensor(0)));
-        let mut me = Self::new(graph)?;
+        let mut me = Self::new(graph)?.with_caps(caps);
         me.scratch = (n_values..n_values + N_SCRATCH).map(|i| Vid(i as u32)).collect();
         let declared = me.lower_at_max(graph, symint).map(|l| l.scratch_bytes);
         let declared = match declared {
@@ -261,7 +274,7 @@ impl Lowerer {
             other => {
                 graph.values.truncate(n_values);
                 other?;
-                return Self::new(graph);
+                return Ok(Self::new(graph)?.with_caps(caps));
             }
         };
         for (k, &bytes) in declared.iter().enumerate() {

@@ -212,21 +212,26 @@ fn no_dispatch_reads_and_writes_one_arena() {
 /// `q + q -> sdpa_with_kv_cache -> (+ itself) twice`, queries of up to `s_max`
 /// rows, caches of 1000 rows, 8 query and 2 kv heads of 64 dims.
 fn sdpa_chain(s_max: u64) -> etwgpu_format::VkGraph {
+    sdpa_chain_heads(s_max, 8, 2, 1000)
+}
+
+/// [`sdpa_chain`] with `hq` query and `hkv` kv heads and caches of `rows`.
+fn sdpa_chain_heads(s_max: u64, hq: u64, hkv: u64, rows: u64) -> etwgpu_format::VkGraph {
     use etwgpu_format::DType;
     use etwgpu_format::writer::{GraphBuilder, ProgramBuilder};
     let mut g = GraphBuilder::new();
-    let q = g.tensor(DType::F32, &[1, s_max, 8, 64]);
-    let q2 = g.tensor(DType::F32, &[1, s_max, 8, 64]);
-    let k = g.tensor(DType::F32, &[1, s_max, 2, 64]);
-    let v = g.tensor(DType::F32, &[1, s_max, 2, 64]);
-    let zeros = vec![0u8; 1000 * 2 * 64 * 4];
-    let k_cache = g.constant(DType::F32, &[1, 1000, 2, 64], &zeros);
-    let v_cache = g.constant(DType::F32, &[1, 1000, 2, 64], &zeros);
+    let q = g.tensor(DType::F32, &[1, s_max, hq, 64]);
+    let q2 = g.tensor(DType::F32, &[1, s_max, hq, 64]);
+    let k = g.tensor(DType::F32, &[1, s_max, hkv, 64]);
+    let v = g.tensor(DType::F32, &[1, s_max, hkv, 64]);
+    let zeros = vec![0u8; (rows * hkv * 64 * 4) as usize];
+    let k_cache = g.constant(DType::F32, &[1, rows, hkv, 64], &zeros);
+    let v_cache = g.constant(DType::F32, &[1, rows, hkv, 64], &zeros);
     let (zero, one, causal, null) = (g.int(0), g.int(1), g.bool(true), g.null());
     let pos = g.sym_int();
-    let attn = g.tensor(DType::F32, &[1, s_max, 8, 64]);
-    let twice = g.tensor(DType::F32, &[1, s_max, 8, 64]);
-    let out = g.tensor(DType::F32, &[1, s_max, 8, 64]);
+    let attn = g.tensor(DType::F32, &[1, s_max, hq, 64]);
+    let twice = g.tensor(DType::F32, &[1, s_max, hq, 64]);
+    let out = g.tensor(DType::F32, &[1, s_max, hq, 64]);
     g.op("aten.add.Tensor", &[q, q, one, q2])
         .op("sdpa_with_kv_cache.default", &[q2, k, v, k_cache, v_cache, pos, one, null, zero, causal, null, attn])
         .op("aten.add.Tensor", &[attn, attn, one, twice])
@@ -238,13 +243,27 @@ fn sdpa_chain(s_max: u64) -> etwgpu_format::VkGraph {
 
 /// Scratch: appended and sized at the maximum shapes, pinned by the plan,
 /// and every decode position (split-KV attention into the scratch) fits
-/// the plan made at the maximum shapes.
+/// the plan made at the maximum shapes, with the device's caps: the
+/// subgroup route plans more splits than the workgroup one (on the H200,
+/// run ad, a scratch sized with the default caps was too small for it).
 #[test]
 fn scratch_is_sized_at_load_and_every_decode_position_fits() {
+    use etwgpu_kernels::{DeviceCaps, SubgroupSizes};
+    let subgroups = |n| DeviceCaps { subgroups: Some(SubgroupSizes { min: n, max: n }), ..DeviceCaps::default() };
+    // 8/2 heads, 1000 rows: the workgroup plan's scratch is the larger;
+    // 32/8 heads (the Llama-3.2-1B's), 4096 rows: the subgroup plan's.
+    for (hq, hkv, rows) in [(8, 2, 1000), (32, 8, 4096)] {
+        for caps in [DeviceCaps::default(), subgroups(32), subgroups(8)] {
+            scratch_fits_every_decode_position(caps, hq, hkv, rows);
+        }
+    }
+}
+
+fn scratch_fits_every_decode_position(caps: etwgpu_kernels::DeviceCaps, hq: u64, hkv: u64, rows: u64) {
     use crate::lower::{InputRef, Lowerer, plan_graph};
-    let mut graph = sdpa_chain(8);
+    let mut graph = sdpa_chain_heads(8, hq, hkv, rows);
     let n_values = graph.values.len();
-    let lowerer = Lowerer::with_scratch(&mut graph, 0).expect("lowers");
+    let lowerer = Lowerer::with_scratch_for(&mut graph, 0, caps).expect("lowers");
     assert_eq!(graph.values.len(), n_values + etwgpu_kernels::plan::N_SCRATCH);
     let scratch = lowerer.scratch();
     assert_eq!(scratch, [Vid(n_values as u32)]);
@@ -255,21 +274,24 @@ fn scratch_is_sized_at_load_and_every_decode_position_fits() {
     let touches_scratch =
         |steps: &[Step]| steps.iter().any(|s| matches!(s, Step::Dispatch(d) if d.outputs.contains(&scratch[0])));
     assert!(!touches_scratch(&max.steps), "8 rows run the one-pass kernel");
-    for (rows, pos) in [(1, 0), (1, 127), (1, 500), (4, 700), (1, 999)] {
-        let q = [1, rows, 8, 64];
-        let kv = [1, rows, 2, 64];
+    for (n, pos) in [(1, 0), (1, 127), (1, 500), (4, 700), (1, rows - 1), (4, rows - 4)] {
+        let q = [1, n, hq, 64];
+        let kv = [1, n, hkv, 64];
         let inputs = [
             InputRef { value: graph.input_ids[0], shape: Some(&q) },
             InputRef { value: graph.input_ids[1], shape: Some(&kv) },
             InputRef { value: graph.input_ids[2], shape: Some(&kv) },
             InputRef { value: graph.input_ids[3], shape: None },
         ];
-        let l = lowerer.lower(&graph, &inputs, |_, _| pos).expect("lowers");
-        assert!(touches_scratch(&l.steps), "{rows} rows at {pos}: split-KV attention");
-        assert!(plan.fits(&l.steps), "{rows} rows at {pos}: fits the plan at the maximum shapes");
+        let l = lowerer.lower(&graph, &inputs, |_, _| pos as i64).expect("lowers");
+        assert!(touches_scratch(&l.steps), "{n} rows at {pos}: split-KV attention");
+        let subgroup_route =
+            l.steps.iter().any(|s| matches!(s, Step::Dispatch(d) if d.shader.label().starts_with("sdpa_split_sg")));
+        assert_eq!(subgroup_route, caps.subgroups.is_some(), "{n} rows at {pos}: the route of the lowerer's caps");
+        assert!(plan.fits(&l.steps), "{n} rows at {pos}: fits the plan at the maximum shapes");
     }
     // No op declares scratch: the graph is left as it is.
-    let mut plain = sdpa_chain(8);
+    let mut plain = sdpa_chain_heads(8, hq, hkv, rows);
     plain.chain.remove(1);
     let lowerer = Lowerer::with_scratch(&mut plain, 0).expect("lowers");
     assert_eq!((plain.values.len(), lowerer.scratch()), (n_values, Vec::new()));

@@ -191,10 +191,10 @@ impl LoadedDelegate {
         // sized at the maximum shapes and pinned by the memory plan.
         let caps = etwgpu_kernels::DeviceCaps {
             precision: options.precision.unwrap_or(rt.caps.precision),
-            subgroups: rt.caps.subgroups.filter(|_| options.subgroups),
+            subgroups: rt.caps.subgroups.filter(|_| options.subgroups.unwrap_or(rt.subgroups_by_default)),
             ..rt.caps
         };
-        let lowerer = Lowerer::with_scratch(&mut graph, PLACEHOLDER_SYMINT)?.with_caps(caps);
+        let lowerer = Lowerer::with_scratch_for(&mut graph, PLACEHOLDER_SYMINT, caps)?;
         let graph = &graph;
         let inputs = io_specs(m, graph, args, &args[..n_in], &graph.input_ids, 0..n_in)?;
         let outputs = io_specs(m, graph, args, &args[n_in..], &graph.output_ids, n_in..args.len())?;

@@ -39,9 +39,11 @@ pub const COOP_MATRIX_ENV: &str = "ETWGPU_COOP_MATRIX";
 pub const PRECISION_ENV: &str = "ETWGPU_PRECISION";
 
 /// Environment variable choosing the kernels' subgroup forms (today the
-/// split-KV decode attention's, `sdpa_split_sg.wgsl`): `0` leaves them off
-/// (the portable kernels run), `1` requires subgroups (a device without
-/// them is an error), unset or `auto` uses them where the adapter has them.
+/// split-KV decode attention's, `sdpa_split_sg.wgsl`): `1` requires
+/// subgroups (a device without them is an error) and makes the subgroup
+/// forms the loads' default; `0` leaves them off even for loads that ask
+/// (`LoadOptions::subgroups`); unset, loads use them only when they ask
+/// (the workgroup kernel measured faster on the H200, run ad).
 pub const SUBGROUPS_ENV: &str = "ETWGPU_SUBGROUPS";
 
 /// How [`Runtime::with_options`] opens a device.
@@ -62,9 +64,10 @@ pub struct RuntimeOptions {
     /// The precision of loads whose `LoadOptions::precision` is `None`
     /// (default [`etwgpu_kernels::Precision::Mixed`]).
     pub precision: etwgpu_kernels::Precision,
-    /// The kernels' subgroup forms: `None` where the adapter has subgroups
-    /// (`SUBGROUP`, with the sizes it reports), `Some(false)` never,
-    /// `Some(true)` required ([`Error::RequestDevice`] without them).
+    /// The kernels' subgroup forms: `None` available where the adapter has
+    /// subgroups (`SUBGROUP`, with the sizes it reports) to loads that ask
+    /// for them, `Some(false)` never, `Some(true)` required
+    /// ([`Error::RequestDevice`] without them) and every load's default.
     pub subgroups: Option<bool>,
 }
 
@@ -82,6 +85,9 @@ pub struct Runtime {
     pub(crate) info: wgpu::AdapterInfo,
     pub(crate) pipelines: Arc<PipelineCache>,
     pub(crate) caps: etwgpu_kernels::DeviceCaps,
+    /// Whether loads that don't say (`LoadOptions::subgroups` `None`) take
+    /// the subgroup forms (`ETWGPU_SUBGROUPS=1`).
+    pub(crate) subgroups_by_default: bool,
 }
 
 fn type_rank(t: wgpu::DeviceType) -> u8 {
@@ -297,7 +303,7 @@ impl Runtime {
             precision: options.precision,
             subgroups: subgroups.filter(|_| options.subgroups != Some(false)),
         };
-        Ok(Self { device, queue, info, pipelines, caps })
+        Ok(Self { device, queue, info, pipelines, caps, subgroups_by_default: options.subgroups == Some(true) })
     }
 
     /// What the GEMM routes may use on this device, at the default

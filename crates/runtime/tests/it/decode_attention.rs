@@ -169,7 +169,7 @@ fn check(c: Case, subgroups: bool) {
         (data(n, 201).iter().map(|&x| round(x)).collect(), data(n, 202).iter().map(|&x| round(x)).collect());
     let program = Program::from_bytes(ProgramBuilder::single_delegate(graph(c, (&initial.0, &initial.1))).to_bytes())
         .expect("parses");
-    let options = LoadOptions { kv_cache_f16: c.kv_f16, subgroups, ..LoadOptions::default() };
+    let options = LoadOptions { kv_cache_f16: c.kv_f16, subgroups: Some(subgroups), ..LoadOptions::default() };
     let mut method = rt.load_with(&program, "forward", &options).expect("loads");
     assert_eq!(method.kv_cache_f16(), c.kv_f16);
     // The caches as the device holds them (float16 where stored so).
