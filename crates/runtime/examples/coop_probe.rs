@@ -27,7 +27,8 @@
 //! [dense] [q4] [routed] [qkv] [quick] [--spirv DIR]` (no selector:
 //! everything but `qkv`; `dense`, `q4`: those shapes only; `routed`: the
 //! routed check, `qkv`: the QKV timing, each alone unless `dense` or `q4`
-//! is named too; `quick`: the routed check's small shapes only;
+//! is named too; `quick`: the routed check's small shapes only, the QKV
+//! timing's 128 rows only;
 //! `--spirv`: write each module's SPIR-V as wgpu's Vulkan backend would,
 //! with op counts, and stop).
 
@@ -134,7 +135,7 @@ fn main() {
     if qkv_named {
         let coop =
             coop.unwrap_or_else(|| etwgpu_runtime::Runtime::new().is_ok_and(|rt| rt.gemm_caps().coop_matrix_f16));
-        let failed = qkv::run(&mut stdout, coop);
+        let failed = qkv::run(&mut stdout, coop, args.iter().any(|a| a == "quick"));
         if failed > 0 {
             let _ = stdout.flush();
             eprintln!("coop_probe: {failed} QKV checks FAIL");

@@ -10,6 +10,7 @@
 //! between dispatches, as `llm_bench`'s profiles), the kernels that ran,
 //! and whether the fused outputs equal the unfused ones within 2e-2 of
 //! their scale (the same f16 operands; the order of the sums may differ).
+//! With `quick` (for CPU adapters), 128 rows only and fewer runs.
 
 use std::io::Write;
 
@@ -22,8 +23,9 @@ const K: u64 = 2048;
 const NS: [u64; 3] = [2048, 512, 512];
 const GROUP: u64 = 32;
 const MS: [u64; 3] = [128, 512, 2048];
-/// Timed runs per form and M (after 3 untimed ones).
+/// Timed runs per form and M (after 3 untimed ones); with `quick`, 3.
 const RUNS: usize = 15;
+const QUICK_RUNS: usize = 3;
 /// Largest accepted max abs difference over the largest magnitude.
 const TOLERANCE: f64 = 2e-2;
 
@@ -63,13 +65,13 @@ fn program() -> Program {
 }
 
 /// One form's runs at `m` rows: (median GPU microseconds, kernels, outputs).
-fn time(method: &mut LoadedMethod, m: u64) -> Result<(f64, String, Vec<Vec<f64>>), String> {
+fn time(method: &mut LoadedMethod, m: u64, runs: usize) -> Result<(f64, String, Vec<Vec<f64>>), String> {
     let xv = values((m * K) as usize, 3 + m as u32, -1.0, 1.0);
     let input = Tensor::from_f32(&[m, K], &xv);
     let mut micros = Vec::new();
     let mut kernels = String::new();
     let mut outs = Vec::new();
-    for run in 0..3 + RUNS {
+    for run in 0..3 + runs {
         let got = method.run(std::slice::from_ref(&input)).map_err(|e| e.to_string())?;
         let profile = method.profile();
         let gemm: Vec<_> = profile.iter().filter(|p| p.kernels.iter().any(|k| k.contains("gem"))).collect();
@@ -86,7 +88,8 @@ fn time(method: &mut LoadedMethod, m: u64) -> Result<(f64, String, Vec<Vec<f64>>
 }
 
 /// Times the fused and unfused forms; returns how many checks failed.
-pub fn run(stdout: &mut impl Write, coop_expected: bool) -> usize {
+pub fn run(stdout: &mut impl Write, coop_expected: bool, quick: bool) -> usize {
+    let (ms, runs) = if quick { (&MS[..1], QUICK_RUNS) } else { (&MS[..], RUNS) };
     let options =
         RuntimeOptions { coop_matrix: coop_expected.then_some(true), precision: Precision::F16, ..Default::default() };
     let rt = match Runtime::with_options(&options) {
@@ -99,7 +102,7 @@ pub fn run(stdout: &mut impl Write, coop_expected: bool) -> usize {
     let _ = writeln!(
         stdout,
         "\nQKV timing: route {}, 1B shape (K {K}, N {NS:?}, groups of {GROUP}), float32 input at precision F16; \
-         median of {RUNS} runs, GPU time of the projections' dispatches",
+         median of {runs} runs, GPU time of the projections' dispatches",
         rt.gemm_route()
     );
     let program = program();
@@ -118,10 +121,10 @@ pub fn run(stdout: &mut impl Write, coop_expected: bool) -> usize {
         }
     }
     let mut failed = 0;
-    for m in MS {
+    for &m in ms {
         let mut results = Vec::new();
         for (method, form) in methods.iter_mut().zip(["one dispatch", "three dispatches"]) {
-            match time(method, m) {
+            match time(method, m, runs) {
                 Ok((us, kernels, outs)) => {
                     let flop = 2.0 * (m * K * NS.iter().sum::<u64>()) as f64;
                     let _ = writeln!(
