@@ -228,8 +228,10 @@ impl Lowerer {
     }
 
     /// The same lowerer for a device with these capabilities (which GEMM
-    /// routes it has). The routes they pick use no scratch, so the sizes
-    /// [`Lowerer::with_scratch`] found stay valid.
+    /// and attention routes it has). The routes they pick may declare other
+    /// scratch sizes (split-K, the subgroup split plan): a lowerer with
+    /// scratch is made for its caps by [`Lowerer::with_scratch_for`], not
+    /// given them afterwards.
     pub fn with_caps(self, caps: etwgpu_kernels::DeviceCaps) -> Self {
         Self { caps, ..self }
     }
