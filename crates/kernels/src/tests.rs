@@ -739,8 +739,8 @@ fn sdpa_prompts_take_the_matrix_units_where_caps_allow() {
     let coop = |precision| DeviceCaps { coop_matrix_f16: true, precision, ..DeviceCaps::default() };
     // The gate alone.
     assert!(attention_coop(coop(Precision::F16), ElemType::F32, true));
-    assert!(attention_coop(coop(Precision::Mixed), ElemType::F32, true), "the default: over a float16 cache");
-    assert!(!attention_coop(coop(Precision::Mixed), ElemType::F32, false), "the default: not over a float32 cache");
+    assert!(!attention_coop(coop(Precision::Mixed), ElemType::F32, true), "the default keeps f32 attention");
+    assert!(attention_coop(coop(Precision::Mixed), ElemType::F16, true), "float16 programs at the default");
     assert!(attention_coop(coop(Precision::F32), ElemType::F16, true));
     assert!(!attention_coop(coop(Precision::F32), ElemType::F32, true), "float32 keeps float32 by default");
     assert!(!attention_coop(coop(Precision::F16), ElemType::F32, false), "a float32 cache keeps the tiled kernel");
