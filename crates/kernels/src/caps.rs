@@ -112,6 +112,13 @@ pub struct DeviceCaps {
     /// split-KV decode attention takes its subgroup form where this allows
     /// (`ops::llm`'s `split_route`).
     pub subgroups: Option<SubgroupSizes>,
+    /// Prompt attention on the cooperative matrices
+    /// (`sdpa_prefill_coop.wgsl`) is allowed. Experimental and off: on the
+    /// H200 it failed its check against an f64 reference (run ad,
+    /// `attention_probe`: 88 of 96 calls wrong) though its emulation on
+    /// lavapipe passes; the runtime sets it only with
+    /// `ETWGPU_COOP_ATTENTION=1`, for working on it with `attention_probe`.
+    pub coop_attention: bool,
 }
 
 impl DeviceCaps {
@@ -163,7 +170,7 @@ mod tests {
         assert_eq!(Precision::default(), Precision::Mixed);
         assert_eq!(
             DeviceCaps::default(),
-            DeviceCaps { coop_matrix_f16: false, precision: Precision::Mixed, subgroups: None }
+            DeviceCaps { coop_matrix_f16: false, precision: Precision::Mixed, subgroups: None, coop_attention: false }
         );
         for (name, p) in Precision::ALL {
             assert_eq!(Precision::from_name(name), Some(p));

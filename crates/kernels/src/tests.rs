@@ -736,7 +736,13 @@ fn sdpa_tiles_prompts_of_more_than_eight_rows() {
 fn sdpa_prompts_take_the_matrix_units_where_caps_allow() {
     use crate::caps::{DeviceCaps, Precision};
     use crate::ops::attention_coop::attention_coop;
-    let coop = |precision| DeviceCaps { coop_matrix_f16: true, precision, ..DeviceCaps::default() };
+    let coop =
+        |precision| DeviceCaps { coop_matrix_f16: true, precision, coop_attention: true, ..DeviceCaps::default() };
+    // The experimental route is off unless switched on, at any precision.
+    for precision in [Precision::F32, Precision::Mixed, Precision::F16] {
+        let off = DeviceCaps { coop_attention: false, ..coop(precision) };
+        assert!(!attention_coop(off, ElemType::F16, true) && !attention_coop(off, ElemType::F32, true));
+    }
     // The gate alone.
     assert!(attention_coop(coop(Precision::F16), ElemType::F32, true));
     assert!(!attention_coop(coop(Precision::Mixed), ElemType::F32, true), "the default keeps f32 attention");

@@ -118,7 +118,12 @@ fn main() {
     }
     let coop = Runtime::new().is_ok_and(|rt| rt.gemm_caps().coop_matrix_f16);
     let open = |coop_matrix| {
-        Runtime::with_options(&RuntimeOptions { coop_matrix, precision: Precision::F16, ..RuntimeOptions::default() })
+        Runtime::with_options(&RuntimeOptions {
+            coop_matrix,
+            precision: Precision::F16,
+            coop_attention: true,
+            ..RuntimeOptions::default()
+        })
     };
     let rt = match open(coop.then_some(true)) {
         Ok(rt) => rt,

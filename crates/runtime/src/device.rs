@@ -30,6 +30,10 @@ pub const DISABLE_F16_ENV: &str = "ETWGPU_DISABLE_F16";
 /// adapter has them.
 pub const COOP_MATRIX_ENV: &str = "ETWGPU_COOP_MATRIX";
 
+/// Environment variable switching on the experimental prompt attention on
+/// cooperative matrices (`1`; [`RuntimeOptions::coop_attention`]).
+pub const COOP_ATTENTION_ENV: &str = "ETWGPU_COOP_ATTENTION";
+
 /// Environment variable setting the default [`etwgpu_kernels::Precision`]
 /// of loads: `f32` keeps float32 numerics in every float32 matrix product,
 /// `mixed` (or unset: the default) lets the 4-bit weight linears use f16
@@ -69,6 +73,10 @@ pub struct RuntimeOptions {
     /// for them, `Some(false)` never, `Some(true)` required
     /// ([`Error::RequestDevice`] without them) and every load's default.
     pub subgroups: Option<bool>,
+    /// The experimental prompt attention on cooperative matrices
+    /// ([`etwgpu_kernels::DeviceCaps::coop_attention`]; wrong on the H200
+    /// in run ad): only with `ETWGPU_COOP_ATTENTION=1`, for `attention_probe`.
+    pub coop_attention: bool,
 }
 
 /// Features the kernels use when the adapter has them.
@@ -302,6 +310,7 @@ impl Runtime {
             coop_matrix_f16: coop,
             precision: options.precision,
             subgroups: subgroups.filter(|_| options.subgroups != Some(false)),
+            coop_attention: coop && options.coop_attention,
         };
         Ok(Self { device, queue, info, pipelines, caps, subgroups_by_default: options.subgroups == Some(true) })
     }
@@ -463,6 +472,7 @@ impl RuntimeOptions {
                 Ok("1") => Some(true),
                 _ => None,
             },
+            coop_attention: std::env::var(COOP_ATTENTION_ENV).is_ok_and(|v| v == "1"),
         })
     }
 }

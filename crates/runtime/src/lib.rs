@@ -44,7 +44,8 @@ pub use delegate::{LoadedDelegate, Q4_LAYOUT_ENV, SPLIT_BYTES_ENV};
 #[cfg(not(target_arch = "wasm32"))]
 pub use device::adapters;
 pub use device::{
-    AdapterSummary, COOP_MATRIX_ENV, PRECISION_ENV, Runtime, RuntimeOptions, SUBGROUPS_ENV, adapters_async,
+    AdapterSummary, COOP_ATTENTION_ENV, COOP_MATRIX_ENV, PRECISION_ENV, Runtime, RuntimeOptions, SUBGROUPS_ENV,
+    adapters_async,
 };
 pub use error::{Error, Result};
 pub use etwgpu_graph::LowerError;
