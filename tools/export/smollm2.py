@@ -573,6 +573,34 @@ def write_reference_fp32(out: Path, gguf_path: Path) -> None:
                     f"{doc['mapping_proof']['positions']} positions; wrote {path.name}")
 
 
+def _flat_tensors(t) -> list:
+    """A tensor's plain tensors: itself, or a tensor subclass's inner ones."""
+    if hasattr(t, "__tensor_flatten__") and type(t).__name__ != "Tensor":
+        names, _ = t.__tensor_flatten__()
+        return [x for n in names for x in _flat_tensors(getattr(t, n))]
+    return [t]
+
+
+def weights_mismatch(a, b) -> str:
+    """Names the first parameter or buffer (KV caches aside) that differs
+    between two modules, bit for bit; "" when none does."""
+    import torch
+
+    sa, sb = a.state_dict(), b.state_dict()
+    if sa.keys() != sb.keys():
+        return f"state keys differ: {sorted(set(sa) ^ set(sb))[:5]}"
+    for name in sa:
+        if name.endswith(("k_cache", "v_cache")):
+            continue
+        xs, ys = _flat_tensors(sa[name]), _flat_tensors(sb[name])
+        if len(xs) != len(ys):
+            return f"{name}: {len(xs)} inner tensors against {len(ys)}"
+        for x, y in zip(xs, ys):
+            if x.dtype != y.dtype or x.shape != y.shape or not torch.equal(x, y):
+                return f"{name} differs"
+    return ""
+
+
 def write_reference_q4(out: Path) -> None:
     path = out / "reference_q4.json"
     if path.exists():
@@ -604,18 +632,17 @@ def write_reference_q4(out: Path) -> None:
                       f"{time.time() - start:.1f}s: {p['greedy']['text']!r}")
 
     # Quantization must be deterministic, or the exported program (quantized in
-    # its own process) could hold other weights than this eager module.
-    first = prompts[0]["prompt_ids"]
-    reset_kv_cache(model)
-    a = call(model, first, 0)
-    del model
-    b = call(eager_module("q4", out), first, 0)
-    if not torch.equal(a, b):
-        raise AssertionError(f"q4 module not deterministic: max |diff| "
-                             f"{float((a - b).abs().max())}")
+    # its own process) could hold other weights than this eager module: a
+    # second, independently quantized module must hold bit-equal weights.
+    # (Its logits are not compared: two modules with equal weights differed
+    # by ~3e-5 in their prefill logits here, from the packed int4 kernels'
+    # own state, which a .pte does not carry.)
+    mismatch = weights_mismatch(model, eager_module("q4", out))
+    if mismatch:
+        raise AssertionError(f"q4 module not deterministic: {mismatch}")
     doc = {**_header("q4"),
-           "determinism": "a second, independently quantized module gives bit-equal "
-                          "prefill logits on the first prompt",
+           "determinism": "a second, independently quantized module holds bit-equal "
+                          "weights (every parameter and buffer but the KV caches)",
            "prompts": prompts}
     write_atomic(path, to_json(doc))
     log("ref-q4", f"wrote {path.name}")

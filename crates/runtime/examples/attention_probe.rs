@@ -30,13 +30,19 @@
 //! to the tiled kernel (`sdpa_prefill.wgsl`, the same load on a runtime
 //! without cooperative matrices).
 //!
+//! On a device with cooperative matrices it first checks each
+//! cooperative-matrix form the kernels use on one 16 x 16 x 16 product
+//! (`attention_probe/primitives.rs`).
+//!
 //! Run: `cargo run --release -p etwgpu-runtime --example attention_probe
-//! [quick]` (`quick`: prompts up to 100 rows and 8 query heads, for CPU
-//! adapters; on one without cooperative matrices it checks the tiled
-//! route the same way).
+//! [quick] [primitives]` (`quick`: prompts up to 100 rows and 8 query
+//! heads, for CPU adapters; on one without cooperative matrices it checks
+//! the tiled route the same way; `primitives`: the forms only).
 
 #[path = "attention_probe/emulated.rs"]
 mod emulated;
+#[path = "attention_probe/primitives.rs"]
+mod primitives;
 
 use std::io::Write;
 
@@ -144,6 +150,18 @@ fn main() {
         if coop { "on (required)" } else { "off: the tiled route only" },
         if quick { ", quick" } else { "" }
     );
+    let mut forms_failed = 0;
+    if coop {
+        let _ = writeln!(stdout, "\ncooperative-matrix forms, one 16 x 16 x 16 product each:");
+        forms_failed = primitives::run(&rt, &mut stdout);
+    }
+    if args.iter().any(|a| a == "primitives") {
+        if !coop {
+            eprintln!("attention_probe: the device has no cooperative matrices: no forms to check");
+        }
+        let _ = stdout.flush();
+        std::process::exit(i32::from(!coop || forms_failed > 0));
+    }
     let f16 = rt.features().contains(&"shader-f16");
     if !f16 {
         eprintln!("attention_probe: the device has no shader-f16, so no float16 caches: nothing to check");
@@ -165,7 +183,10 @@ fn main() {
         failed += f;
     }
     let _ = writeln!(stdout, "attention_probe: {} of {total} calls PASS", total - failed);
-    if failed > 0 {
+    if forms_failed > 0 {
+        let _ = writeln!(stdout, "attention_probe: {forms_failed} cooperative-matrix forms FAIL");
+    }
+    if failed > 0 || forms_failed > 0 {
         let _ = stdout.flush();
         eprintln!("attention_probe: {failed} calls FAIL");
         std::process::exit(1);

@@ -2260,13 +2260,13 @@ impl ShaderId {
                 workgroup_size: [128, 1, 1],
                 storage_buffers: 4,
                 uniform_buffers: 1,
-                workgroup_bytes: 44548,
+                workgroup_bytes: 45572,
             },
             ShaderId::SdpaPrefillCoopF32Kvf16 => ShaderNeeds {
                 workgroup_size: [128, 1, 1],
                 storage_buffers: 4,
                 uniform_buffers: 1,
-                workgroup_bytes: 44548,
+                workgroup_bytes: 45572,
             },
             ShaderId::SdpaSplitF32 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
@@ -23152,12 +23152,21 @@ pub const SDPA_PREFILL_COOP_F16: &str = r#"enable f16;
 //! last tile's `P V`, the values' first 64 dims are loaded with it and
 //! stored after the scores), each subgroup computes its 16 x 64 scores
 //! `S = Q K^T` one 16 x 16 fragment at a time and stores them (f32) to
-//! its rows of `ss`; V is staged into K's place; each row's two
-//! invocations (`lane / 2`, interleaved columns) take the tile's max of
-//! the scaled scores (log2 units), then write `P = exp2(s - m_ref)` as
-//! f16 to `ps` and add it to the row's sum; then `O += P V` on the matrix
-//! units, into accumulators `o0..7` (16 x 16 f32 each, 64 dims each
-//! half) that stay in registers across the tiles.
+//! its rows of `ss`; V is staged transposed (`V^T`, a row of keys per
+//! dim) into K's place; each row's two invocations (`lane / 2`,
+//! interleaved columns) take the tile's max of the scaled scores (log2
+//! units), then write `P = exp2(s - m_ref)` as `vec4<f16>` to `ps` and
+//! add it to the row's sum; then `O += P V` on the matrix units, into
+//! accumulators `o0..7` (16 x 16 f32 each, 64 dims each half) that stay
+//! in registers across the tiles.
+//!
+//! Every fragment moves as in `q4_gemm_coop.wgsl`, the forms measured
+//! right on the H200: A operands row-major (`coopLoadT`) and B operands
+//! column-major (`coopLoad`) from `vec4<f16>` arrays, accumulators through
+//! `f32` arrays (`coopStoreT` / `coopLoadT`). (The first version staged V
+//! row-major for `coopLoadT` as B and P in an `f16` array; on the H200
+//! it gave wrong results that a plain-WGSL emulation of the same layouts
+//! did not, run ad.)
 //!
 //! Fragments are opaque, so the online-softmax rescale of `O` is lazy: a
 //! row keeps its reference max `m_ref` until a tile's max passes it by
@@ -23169,7 +23178,7 @@ pub const SDPA_PREFILL_COOP_F16: &str = r#"enable f16;
 //! the end each accumulator passes through `ss` once more, is divided by
 //! the row's sum and written out as `Elem`.
 //!
-//! Workgroup memory: 44,548 bytes (the route needs 48 KiB, as every
+//! Workgroup memory: 45,572 bytes (the route needs 48 KiB, as every
 //! cooperative-matrix kernel). Assumes subgroups of 32 invocations.
 // variants: f16 f32_kvf16
 
@@ -23190,8 +23199,14 @@ const BK: u32 = 64u;
 const KVS4: u32 = 34u;
 /// Row stride of the score rows (f32): BK plus 4 (rows 16-byte aligned).
 const LDS: u32 = BK + 4u;
-/// Row stride of the probability rows (f16): BK plus 8.
-const LDP: u32 = BK + 8u;
+/// Row stride of the probability rows, in `vec4<f16>`: BK plus 8 halves.
+const LDP4: u32 = (BK + 8u) / 4u;
+/// Row stride of a staged `V^T` row (one dim, its BK keys), in
+/// `vec4<f16>`: BK plus 8 halves.
+const LDV4: u32 = (BK + 8u) / 4u;
+/// `vec4<f16>`s of `kv`: the larger of a query / key block (`BQ` rows of
+/// `KVS4`) and a `V^T` tile (128 dims of `LDV4`).
+const KV_LEN: u32 = max(BQ * KVS4, 128u * LDV4);
 /// How far (log2 units) a tile's max may pass a row's reference max
 /// before the accumulators are rescaled: probabilities stay <= 2^TAU.
 const TAU: f32 = 8.0;
@@ -23223,14 +23238,15 @@ struct Params {
 @group(0) @binding(3) var<storage, read> v_cache: array<vec4<KvElem>>;
 @group(0) @binding(4) var<storage, read_write> out: array<vec4<Elem>>;
 
-/// The staged query block (at the start), then each key tile, then the
-/// same tile's values: row-major, `KVS4` per row.
-var<workgroup> kv: array<vec4<f16>, BQ * KVS4>;
+/// The staged query block (at the start), then each key tile (row-major,
+/// `KVS4` per row), then the same tile's values transposed (`LDV4` per
+/// dim).
+var<workgroup> kv: array<vec4<f16>, KV_LEN>;
 /// Scores `[BQ, LDS]` (each subgroup its 16 rows); also the accumulators
 /// on their way to a rescale or out.
 var<workgroup> ss: array<f32, BQ * LDS>;
-/// Probabilities `[BQ, LDP]`, f16.
-var<workgroup> ps: array<f16, BQ * LDP>;
+/// Probabilities `[BQ, LDP4]`, row-major.
+var<workgroup> ps: array<vec4<f16>, BQ * LDP4>;
 /// Per-invocation partial (row max, then row sum), read by its partner.
 var<workgroup> red: array<f32, WG>;
 /// Set when some row needs a rescale this tile.
@@ -23254,10 +23270,27 @@ fn load_k(k0: u32, kvh: u32, n_keys: u32, ch: u32, i: u32) -> vec4<f16> {
     return vec4<f16>(k_cache[(key * p.n_kv_heads + kvh) * d4 + c]);
 }
 
-/// [`load_k`] of the values.
-fn load_v(k0: u32, kvh: u32, n_keys: u32, ch: u32, i: u32) -> vec4<f16> {
-    let key = k0 + i / 16u;
-    let c = ch * 16u + i % 16u;
+/// Four keys of the values: unit `u` (0..256) of chunk `ch` is dims
+/// `4 (u % 16) ..` (of the chunk's 64) of keys `k0 + 4 (u / 16) ..`.
+struct V4 {
+    k0: vec4<f16>,
+    k1: vec4<f16>,
+    k2: vec4<f16>,
+    k3: vec4<f16>,
+}
+
+/// Unit `u` of chunk `ch` of the value tile at `k0` of kv head `kvh`:
+/// zeros past `n_keys` and past the head dim.
+fn load_v(k0: u32, kvh: u32, n_keys: u32, ch: u32, u: u32) -> V4 {
+    let key = k0 + 4u * (u / 16u);
+    let c = ch * 16u + u % 16u;
+    return V4(v_at(key, kvh, n_keys, c), v_at(key + 1u, kvh, n_keys, c), v_at(key + 2u, kvh, n_keys, c),
+        v_at(key + 3u, kvh, n_keys, c));
+}
+
+/// `vec4` column `c` of value row `key` of kv head `kvh`: zeros past
+/// `n_keys` and past the head dim.
+fn v_at(key: u32, kvh: u32, n_keys: u32, c: u32) -> vec4<f16> {
     let d4 = p.head_dim / 4u;
     if key >= n_keys || c >= d4 {
         return vec4<f16>();
@@ -23265,25 +23298,23 @@ fn load_v(k0: u32, kvh: u32, n_keys: u32, ch: u32, i: u32) -> vec4<f16> {
     return vec4<f16>(v_cache[(key * p.n_kv_heads + kvh) * d4 + c]);
 }
 
+/// Stores unit `u` of chunk `ch` transposed: dim `64 ch + 4 (u % 16) + i`
+/// is row `.. + i` of `V^T`, its four keys at `vec4` column `u / 16`.
+fn store_vt(ch: u32, u: u32, v: V4) {
+    let at = (ch * 64u + 4u * (u % 16u)) * LDV4 + u / 16u;
+    kv[at] = vec4<f16>(v.k0.x, v.k1.x, v.k2.x, v.k3.x);
+    kv[at + LDV4] = vec4<f16>(v.k0.y, v.k1.y, v.k2.y, v.k3.y);
+    kv[at + 2u * LDV4] = vec4<f16>(v.k0.z, v.k1.z, v.k2.z, v.k3.z);
+    kv[at + 3u * LDV4] = vec4<f16>(v.k0.w, v.k1.w, v.k2.w, v.k3.w);
+}
+
 /// Stages chunk `ch` (64 dims) of the value tile at `k0` (the second:
 /// the first is loaded ahead, in `main`).
 fn stage_v(k0: u32, kvh: u32, n_keys: u32, ch: u32, lid: u32) {
-    let v0 = load_v(k0, kvh, n_keys, ch, lid + 0u * WG);
-    let v1 = load_v(k0, kvh, n_keys, ch, lid + 1u * WG);
-    let v2 = load_v(k0, kvh, n_keys, ch, lid + 2u * WG);
-    let v3 = load_v(k0, kvh, n_keys, ch, lid + 3u * WG);
-    let v4 = load_v(k0, kvh, n_keys, ch, lid + 4u * WG);
-    let v5 = load_v(k0, kvh, n_keys, ch, lid + 5u * WG);
-    let v6 = load_v(k0, kvh, n_keys, ch, lid + 6u * WG);
-    let v7 = load_v(k0, kvh, n_keys, ch, lid + 7u * WG);
-    kv[kv_at(ch, lid + 0u * WG)] = v0;
-    kv[kv_at(ch, lid + 1u * WG)] = v1;
-    kv[kv_at(ch, lid + 2u * WG)] = v2;
-    kv[kv_at(ch, lid + 3u * WG)] = v3;
-    kv[kv_at(ch, lid + 4u * WG)] = v4;
-    kv[kv_at(ch, lid + 5u * WG)] = v5;
-    kv[kv_at(ch, lid + 6u * WG)] = v6;
-    kv[kv_at(ch, lid + 7u * WG)] = v7;
+    let a = load_v(k0, kvh, n_keys, ch, lid);
+    let b = load_v(k0, kvh, n_keys, ch, lid + WG);
+    store_vt(ch, lid, a);
+    store_vt(ch, lid + WG, b);
 }
 
 /// Stages chunk `ch` (64 dims) of the key tile at `k0` (the second: the
@@ -23367,7 +23398,7 @@ fn main(
     // The subgroup's rows in `kv`, `ss` and `ps`; this row in `ss`.
     let qrow = sg * 16u * KVS4;
     let srow = sg * 16u * LDS;
-    let prow = sg * 16u * LDP;
+    let prow = sg * 16u * LDP4;
     let at = r * LDS;
     let cs = p.scale * LOG2E;
 
@@ -23421,14 +23452,8 @@ fn main(
         workgroupBarrier();
         // The values' first 64 dims are loaded now and stored after the
         // scores, so their latency hides behind the scores' multiplies.
-        let v0 = load_v(k0, kvh, n_keys, 0u, lid + 0u * WG);
-        let v1 = load_v(k0, kvh, n_keys, 0u, lid + 1u * WG);
-        let v2 = load_v(k0, kvh, n_keys, 0u, lid + 2u * WG);
-        let v3 = load_v(k0, kvh, n_keys, 0u, lid + 3u * WG);
-        let v4 = load_v(k0, kvh, n_keys, 0u, lid + 4u * WG);
-        let v5 = load_v(k0, kvh, n_keys, 0u, lid + 5u * WG);
-        let v6 = load_v(k0, kvh, n_keys, 0u, lid + 6u * WG);
-        let v7 = load_v(k0, kvh, n_keys, 0u, lid + 7u * WG);
+        let va = load_v(k0, kvh, n_keys, 0u, lid);
+        let vb = load_v(k0, kvh, n_keys, 0u, lid + WG);
         kv[kv_at(0u, lid + 0u * WG)] = kn0;
         kv[kv_at(0u, lid + 1u * WG)] = kn1;
         kv[kv_at(0u, lid + 2u * WG)] = kn2;
@@ -23459,14 +23484,8 @@ fn main(
         }
         // The keys are consumed and the scores visible: values into their place.
         workgroupBarrier();
-        kv[kv_at(0u, lid + 0u * WG)] = v0;
-        kv[kv_at(0u, lid + 1u * WG)] = v1;
-        kv[kv_at(0u, lid + 2u * WG)] = v2;
-        kv[kv_at(0u, lid + 3u * WG)] = v3;
-        kv[kv_at(0u, lid + 4u * WG)] = v4;
-        kv[kv_at(0u, lid + 5u * WG)] = v5;
-        kv[kv_at(0u, lid + 6u * WG)] = v6;
-        kv[kv_at(0u, lid + 7u * WG)] = v7;
+        store_vt(0u, lid, va);
+        store_vt(0u, lid + WG, vb);
         if wide {
             stage_v(k0, kvh, n_keys, 1u, lid);
         }
@@ -23492,16 +23511,20 @@ fn main(
             m_ref = m_new;
             l_part *= alpha;
         }
-        // P = exp2(s - m_ref), rounded to f16 as the matrix units take it.
+        // P = exp2(s - m_ref), rounded to f16 as the matrix units take it;
+        // this invocation's `vec4` columns `2 j + hf`.
         var l_tile = 0.0;
-        for (var j = 0u; j < 32u; j++) {
-            let col = 2u * j + hf;
-            var pr = f16(0.0);
-            if k0 + col <= row_last {
-                pr = f16(exp2(ss[at + col] * cs - m_ref));
+        for (var j = 0u; j < 8u; j++) {
+            let g = 2u * j + hf;
+            var pr = vec4<f16>();
+            for (var t = 0u; t < 4u; t++) {
+                let col = 4u * g + t;
+                if k0 + col <= row_last {
+                    pr[t] = f16(exp2(ss[at + col] * cs - m_ref));
+                }
             }
-            l_tile += f32(pr);
-            ps[r * LDP + col] = pr;
+            l_tile += f32(pr.x) + f32(pr.y) + f32(pr.z) + f32(pr.w);
+            ps[r * LDP4 + g] = pr;
         }
         l_part += l_tile;
         // Probabilities and values visible; every score and the flag read.
@@ -23548,19 +23571,19 @@ fn main(
         kn5 = load_k(k0 + BK, kvh, n_keys, 0u, lid + 5u * WG);
         kn6 = load_k(k0 + BK, kvh, n_keys, 0u, lid + 6u * WG);
         kn7 = load_k(k0 + BK, kvh, n_keys, 0u, lid + 7u * WG);
-        // O += P V, 16 keys a step: B(key, d) = V[key, d], row-major.
+        // O += P V, 16 keys a step: B(key, d) = V^T[d, key], column-major.
         for (var kk = 0u; kk < 4u; kk++) {
-            let pa = coopLoadT<coop_mat16x16<f16, A>>(&ps[prow + kk * 16u], LDP);
-            let vb = kk * 16u * KVS4;
-            o0 = coopMultiplyAdd(pa, coopLoadT<coop_mat16x16<f16, B>>(&kv[vb + 0u], KVS4), o0);
-            o1 = coopMultiplyAdd(pa, coopLoadT<coop_mat16x16<f16, B>>(&kv[vb + 4u], KVS4), o1);
-            o2 = coopMultiplyAdd(pa, coopLoadT<coop_mat16x16<f16, B>>(&kv[vb + 8u], KVS4), o2);
-            o3 = coopMultiplyAdd(pa, coopLoadT<coop_mat16x16<f16, B>>(&kv[vb + 12u], KVS4), o3);
+            let pa = coopLoadT<coop_mat16x16<f16, A>>(&ps[prow + kk * 4u], LDP4);
+            let vb = kk * 4u;
+            o0 = coopMultiplyAdd(pa, coopLoad<coop_mat16x16<f16, B>>(&kv[vb + 0u * LDV4], LDV4), o0);
+            o1 = coopMultiplyAdd(pa, coopLoad<coop_mat16x16<f16, B>>(&kv[vb + 16u * LDV4], LDV4), o1);
+            o2 = coopMultiplyAdd(pa, coopLoad<coop_mat16x16<f16, B>>(&kv[vb + 32u * LDV4], LDV4), o2);
+            o3 = coopMultiplyAdd(pa, coopLoad<coop_mat16x16<f16, B>>(&kv[vb + 48u * LDV4], LDV4), o3);
             if wide {
-                o4 = coopMultiplyAdd(pa, coopLoadT<coop_mat16x16<f16, B>>(&kv[vb + 16u], KVS4), o4);
-                o5 = coopMultiplyAdd(pa, coopLoadT<coop_mat16x16<f16, B>>(&kv[vb + 20u], KVS4), o5);
-                o6 = coopMultiplyAdd(pa, coopLoadT<coop_mat16x16<f16, B>>(&kv[vb + 24u], KVS4), o6);
-                o7 = coopMultiplyAdd(pa, coopLoadT<coop_mat16x16<f16, B>>(&kv[vb + 28u], KVS4), o7);
+                o4 = coopMultiplyAdd(pa, coopLoad<coop_mat16x16<f16, B>>(&kv[vb + 64u * LDV4], LDV4), o4);
+                o5 = coopMultiplyAdd(pa, coopLoad<coop_mat16x16<f16, B>>(&kv[vb + 80u * LDV4], LDV4), o5);
+                o6 = coopMultiplyAdd(pa, coopLoad<coop_mat16x16<f16, B>>(&kv[vb + 96u * LDV4], LDV4), o6);
+                o7 = coopMultiplyAdd(pa, coopLoad<coop_mat16x16<f16, B>>(&kv[vb + 112u * LDV4], LDV4), o7);
             }
         }
     }
@@ -23614,12 +23637,21 @@ pub const SDPA_PREFILL_COOP_F32_KVF16: &str = r#"enable f16;
 //! last tile's `P V`, the values' first 64 dims are loaded with it and
 //! stored after the scores), each subgroup computes its 16 x 64 scores
 //! `S = Q K^T` one 16 x 16 fragment at a time and stores them (f32) to
-//! its rows of `ss`; V is staged into K's place; each row's two
-//! invocations (`lane / 2`, interleaved columns) take the tile's max of
-//! the scaled scores (log2 units), then write `P = exp2(s - m_ref)` as
-//! f16 to `ps` and add it to the row's sum; then `O += P V` on the matrix
-//! units, into accumulators `o0..7` (16 x 16 f32 each, 64 dims each
-//! half) that stay in registers across the tiles.
+//! its rows of `ss`; V is staged transposed (`V^T`, a row of keys per
+//! dim) into K's place; each row's two invocations (`lane / 2`,
+//! interleaved columns) take the tile's max of the scaled scores (log2
+//! units), then write `P = exp2(s - m_ref)` as `vec4<f16>` to `ps` and
+//! add it to the row's sum; then `O += P V` on the matrix units, into
+//! accumulators `o0..7` (16 x 16 f32 each, 64 dims each half) that stay
+//! in registers across the tiles.
+//!
+//! Every fragment moves as in `q4_gemm_coop.wgsl`, the forms measured
+//! right on the H200: A operands row-major (`coopLoadT`) and B operands
+//! column-major (`coopLoad`) from `vec4<f16>` arrays, accumulators through
+//! `f32` arrays (`coopStoreT` / `coopLoadT`). (The first version staged V
+//! row-major for `coopLoadT` as B and P in an `f16` array; on the H200
+//! it gave wrong results that a plain-WGSL emulation of the same layouts
+//! did not, run ad.)
 //!
 //! Fragments are opaque, so the online-softmax rescale of `O` is lazy: a
 //! row keeps its reference max `m_ref` until a tile's max passes it by
@@ -23631,7 +23663,7 @@ pub const SDPA_PREFILL_COOP_F32_KVF16: &str = r#"enable f16;
 //! the end each accumulator passes through `ss` once more, is divided by
 //! the row's sum and written out as `Elem`.
 //!
-//! Workgroup memory: 44,548 bytes (the route needs 48 KiB, as every
+//! Workgroup memory: 45,572 bytes (the route needs 48 KiB, as every
 //! cooperative-matrix kernel). Assumes subgroups of 32 invocations.
 // variants: f16 f32_kvf16
 
@@ -23652,8 +23684,14 @@ const BK: u32 = 64u;
 const KVS4: u32 = 34u;
 /// Row stride of the score rows (f32): BK plus 4 (rows 16-byte aligned).
 const LDS: u32 = BK + 4u;
-/// Row stride of the probability rows (f16): BK plus 8.
-const LDP: u32 = BK + 8u;
+/// Row stride of the probability rows, in `vec4<f16>`: BK plus 8 halves.
+const LDP4: u32 = (BK + 8u) / 4u;
+/// Row stride of a staged `V^T` row (one dim, its BK keys), in
+/// `vec4<f16>`: BK plus 8 halves.
+const LDV4: u32 = (BK + 8u) / 4u;
+/// `vec4<f16>`s of `kv`: the larger of a query / key block (`BQ` rows of
+/// `KVS4`) and a `V^T` tile (128 dims of `LDV4`).
+const KV_LEN: u32 = max(BQ * KVS4, 128u * LDV4);
 /// How far (log2 units) a tile's max may pass a row's reference max
 /// before the accumulators are rescaled: probabilities stay <= 2^TAU.
 const TAU: f32 = 8.0;
@@ -23685,14 +23723,15 @@ struct Params {
 @group(0) @binding(3) var<storage, read> v_cache: array<vec4<KvElem>>;
 @group(0) @binding(4) var<storage, read_write> out: array<vec4<Elem>>;
 
-/// The staged query block (at the start), then each key tile, then the
-/// same tile's values: row-major, `KVS4` per row.
-var<workgroup> kv: array<vec4<f16>, BQ * KVS4>;
+/// The staged query block (at the start), then each key tile (row-major,
+/// `KVS4` per row), then the same tile's values transposed (`LDV4` per
+/// dim).
+var<workgroup> kv: array<vec4<f16>, KV_LEN>;
 /// Scores `[BQ, LDS]` (each subgroup its 16 rows); also the accumulators
 /// on their way to a rescale or out.
 var<workgroup> ss: array<f32, BQ * LDS>;
-/// Probabilities `[BQ, LDP]`, f16.
-var<workgroup> ps: array<f16, BQ * LDP>;
+/// Probabilities `[BQ, LDP4]`, row-major.
+var<workgroup> ps: array<vec4<f16>, BQ * LDP4>;
 /// Per-invocation partial (row max, then row sum), read by its partner.
 var<workgroup> red: array<f32, WG>;
 /// Set when some row needs a rescale this tile.
@@ -23716,10 +23755,27 @@ fn load_k(k0: u32, kvh: u32, n_keys: u32, ch: u32, i: u32) -> vec4<f16> {
     return vec4<f16>(k_cache[(key * p.n_kv_heads + kvh) * d4 + c]);
 }
 
-/// [`load_k`] of the values.
-fn load_v(k0: u32, kvh: u32, n_keys: u32, ch: u32, i: u32) -> vec4<f16> {
-    let key = k0 + i / 16u;
-    let c = ch * 16u + i % 16u;
+/// Four keys of the values: unit `u` (0..256) of chunk `ch` is dims
+/// `4 (u % 16) ..` (of the chunk's 64) of keys `k0 + 4 (u / 16) ..`.
+struct V4 {
+    k0: vec4<f16>,
+    k1: vec4<f16>,
+    k2: vec4<f16>,
+    k3: vec4<f16>,
+}
+
+/// Unit `u` of chunk `ch` of the value tile at `k0` of kv head `kvh`:
+/// zeros past `n_keys` and past the head dim.
+fn load_v(k0: u32, kvh: u32, n_keys: u32, ch: u32, u: u32) -> V4 {
+    let key = k0 + 4u * (u / 16u);
+    let c = ch * 16u + u % 16u;
+    return V4(v_at(key, kvh, n_keys, c), v_at(key + 1u, kvh, n_keys, c), v_at(key + 2u, kvh, n_keys, c),
+        v_at(key + 3u, kvh, n_keys, c));
+}
+
+/// `vec4` column `c` of value row `key` of kv head `kvh`: zeros past
+/// `n_keys` and past the head dim.
+fn v_at(key: u32, kvh: u32, n_keys: u32, c: u32) -> vec4<f16> {
     let d4 = p.head_dim / 4u;
     if key >= n_keys || c >= d4 {
         return vec4<f16>();
@@ -23727,25 +23783,23 @@ fn load_v(k0: u32, kvh: u32, n_keys: u32, ch: u32, i: u32) -> vec4<f16> {
     return vec4<f16>(v_cache[(key * p.n_kv_heads + kvh) * d4 + c]);
 }
 
+/// Stores unit `u` of chunk `ch` transposed: dim `64 ch + 4 (u % 16) + i`
+/// is row `.. + i` of `V^T`, its four keys at `vec4` column `u / 16`.
+fn store_vt(ch: u32, u: u32, v: V4) {
+    let at = (ch * 64u + 4u * (u % 16u)) * LDV4 + u / 16u;
+    kv[at] = vec4<f16>(v.k0.x, v.k1.x, v.k2.x, v.k3.x);
+    kv[at + LDV4] = vec4<f16>(v.k0.y, v.k1.y, v.k2.y, v.k3.y);
+    kv[at + 2u * LDV4] = vec4<f16>(v.k0.z, v.k1.z, v.k2.z, v.k3.z);
+    kv[at + 3u * LDV4] = vec4<f16>(v.k0.w, v.k1.w, v.k2.w, v.k3.w);
+}
+
 /// Stages chunk `ch` (64 dims) of the value tile at `k0` (the second:
 /// the first is loaded ahead, in `main`).
 fn stage_v(k0: u32, kvh: u32, n_keys: u32, ch: u32, lid: u32) {
-    let v0 = load_v(k0, kvh, n_keys, ch, lid + 0u * WG);
-    let v1 = load_v(k0, kvh, n_keys, ch, lid + 1u * WG);
-    let v2 = load_v(k0, kvh, n_keys, ch, lid + 2u * WG);
-    let v3 = load_v(k0, kvh, n_keys, ch, lid + 3u * WG);
-    let v4 = load_v(k0, kvh, n_keys, ch, lid + 4u * WG);
-    let v5 = load_v(k0, kvh, n_keys, ch, lid + 5u * WG);
-    let v6 = load_v(k0, kvh, n_keys, ch, lid + 6u * WG);
-    let v7 = load_v(k0, kvh, n_keys, ch, lid + 7u * WG);
-    kv[kv_at(ch, lid + 0u * WG)] = v0;
-    kv[kv_at(ch, lid + 1u * WG)] = v1;
-    kv[kv_at(ch, lid + 2u * WG)] = v2;
-    kv[kv_at(ch, lid + 3u * WG)] = v3;
-    kv[kv_at(ch, lid + 4u * WG)] = v4;
-    kv[kv_at(ch, lid + 5u * WG)] = v5;
-    kv[kv_at(ch, lid + 6u * WG)] = v6;
-    kv[kv_at(ch, lid + 7u * WG)] = v7;
+    let a = load_v(k0, kvh, n_keys, ch, lid);
+    let b = load_v(k0, kvh, n_keys, ch, lid + WG);
+    store_vt(ch, lid, a);
+    store_vt(ch, lid + WG, b);
 }
 
 /// Stages chunk `ch` (64 dims) of the key tile at `k0` (the second: the
@@ -23829,7 +23883,7 @@ fn main(
     // The subgroup's rows in `kv`, `ss` and `ps`; this row in `ss`.
     let qrow = sg * 16u * KVS4;
     let srow = sg * 16u * LDS;
-    let prow = sg * 16u * LDP;
+    let prow = sg * 16u * LDP4;
     let at = r * LDS;
     let cs = p.scale * LOG2E;
 
@@ -23883,14 +23937,8 @@ fn main(
         workgroupBarrier();
         // The values' first 64 dims are loaded now and stored after the
         // scores, so their latency hides behind the scores' multiplies.
-        let v0 = load_v(k0, kvh, n_keys, 0u, lid + 0u * WG);
-        let v1 = load_v(k0, kvh, n_keys, 0u, lid + 1u * WG);
-        let v2 = load_v(k0, kvh, n_keys, 0u, lid + 2u * WG);
-        let v3 = load_v(k0, kvh, n_keys, 0u, lid + 3u * WG);
-        let v4 = load_v(k0, kvh, n_keys, 0u, lid + 4u * WG);
-        let v5 = load_v(k0, kvh, n_keys, 0u, lid + 5u * WG);
-        let v6 = load_v(k0, kvh, n_keys, 0u, lid + 6u * WG);
-        let v7 = load_v(k0, kvh, n_keys, 0u, lid + 7u * WG);
+        let va = load_v(k0, kvh, n_keys, 0u, lid);
+        let vb = load_v(k0, kvh, n_keys, 0u, lid + WG);
         kv[kv_at(0u, lid + 0u * WG)] = kn0;
         kv[kv_at(0u, lid + 1u * WG)] = kn1;
         kv[kv_at(0u, lid + 2u * WG)] = kn2;
@@ -23921,14 +23969,8 @@ fn main(
         }
         // The keys are consumed and the scores visible: values into their place.
         workgroupBarrier();
-        kv[kv_at(0u, lid + 0u * WG)] = v0;
-        kv[kv_at(0u, lid + 1u * WG)] = v1;
-        kv[kv_at(0u, lid + 2u * WG)] = v2;
-        kv[kv_at(0u, lid + 3u * WG)] = v3;
-        kv[kv_at(0u, lid + 4u * WG)] = v4;
-        kv[kv_at(0u, lid + 5u * WG)] = v5;
-        kv[kv_at(0u, lid + 6u * WG)] = v6;
-        kv[kv_at(0u, lid + 7u * WG)] = v7;
+        store_vt(0u, lid, va);
+        store_vt(0u, lid + WG, vb);
         if wide {
             stage_v(k0, kvh, n_keys, 1u, lid);
         }
@@ -23954,16 +23996,20 @@ fn main(
             m_ref = m_new;
             l_part *= alpha;
         }
-        // P = exp2(s - m_ref), rounded to f16 as the matrix units take it.
+        // P = exp2(s - m_ref), rounded to f16 as the matrix units take it;
+        // this invocation's `vec4` columns `2 j + hf`.
         var l_tile = 0.0;
-        for (var j = 0u; j < 32u; j++) {
-            let col = 2u * j + hf;
-            var pr = f16(0.0);
-            if k0 + col <= row_last {
-                pr = f16(exp2(ss[at + col] * cs - m_ref));
+        for (var j = 0u; j < 8u; j++) {
+            let g = 2u * j + hf;
+            var pr = vec4<f16>();
+            for (var t = 0u; t < 4u; t++) {
+                let col = 4u * g + t;
+                if k0 + col <= row_last {
+                    pr[t] = f16(exp2(ss[at + col] * cs - m_ref));
+                }
             }
-            l_tile += f32(pr);
-            ps[r * LDP + col] = pr;
+            l_tile += f32(pr.x) + f32(pr.y) + f32(pr.z) + f32(pr.w);
+            ps[r * LDP4 + g] = pr;
         }
         l_part += l_tile;
         // Probabilities and values visible; every score and the flag read.
@@ -24010,19 +24056,19 @@ fn main(
         kn5 = load_k(k0 + BK, kvh, n_keys, 0u, lid + 5u * WG);
         kn6 = load_k(k0 + BK, kvh, n_keys, 0u, lid + 6u * WG);
         kn7 = load_k(k0 + BK, kvh, n_keys, 0u, lid + 7u * WG);
-        // O += P V, 16 keys a step: B(key, d) = V[key, d], row-major.
+        // O += P V, 16 keys a step: B(key, d) = V^T[d, key], column-major.
         for (var kk = 0u; kk < 4u; kk++) {
-            let pa = coopLoadT<coop_mat16x16<f16, A>>(&ps[prow + kk * 16u], LDP);
-            let vb = kk * 16u * KVS4;
-            o0 = coopMultiplyAdd(pa, coopLoadT<coop_mat16x16<f16, B>>(&kv[vb + 0u], KVS4), o0);
-            o1 = coopMultiplyAdd(pa, coopLoadT<coop_mat16x16<f16, B>>(&kv[vb + 4u], KVS4), o1);
-            o2 = coopMultiplyAdd(pa, coopLoadT<coop_mat16x16<f16, B>>(&kv[vb + 8u], KVS4), o2);
-            o3 = coopMultiplyAdd(pa, coopLoadT<coop_mat16x16<f16, B>>(&kv[vb + 12u], KVS4), o3);
+            let pa = coopLoadT<coop_mat16x16<f16, A>>(&ps[prow + kk * 4u], LDP4);
+            let vb = kk * 4u;
+            o0 = coopMultiplyAdd(pa, coopLoad<coop_mat16x16<f16, B>>(&kv[vb + 0u * LDV4], LDV4), o0);
+            o1 = coopMultiplyAdd(pa, coopLoad<coop_mat16x16<f16, B>>(&kv[vb + 16u * LDV4], LDV4), o1);
+            o2 = coopMultiplyAdd(pa, coopLoad<coop_mat16x16<f16, B>>(&kv[vb + 32u * LDV4], LDV4), o2);
+            o3 = coopMultiplyAdd(pa, coopLoad<coop_mat16x16<f16, B>>(&kv[vb + 48u * LDV4], LDV4), o3);
             if wide {
-                o4 = coopMultiplyAdd(pa, coopLoadT<coop_mat16x16<f16, B>>(&kv[vb + 16u], KVS4), o4);
-                o5 = coopMultiplyAdd(pa, coopLoadT<coop_mat16x16<f16, B>>(&kv[vb + 20u], KVS4), o5);
-                o6 = coopMultiplyAdd(pa, coopLoadT<coop_mat16x16<f16, B>>(&kv[vb + 24u], KVS4), o6);
-                o7 = coopMultiplyAdd(pa, coopLoadT<coop_mat16x16<f16, B>>(&kv[vb + 28u], KVS4), o7);
+                o4 = coopMultiplyAdd(pa, coopLoad<coop_mat16x16<f16, B>>(&kv[vb + 64u * LDV4], LDV4), o4);
+                o5 = coopMultiplyAdd(pa, coopLoad<coop_mat16x16<f16, B>>(&kv[vb + 80u * LDV4], LDV4), o5);
+                o6 = coopMultiplyAdd(pa, coopLoad<coop_mat16x16<f16, B>>(&kv[vb + 96u * LDV4], LDV4), o6);
+                o7 = coopMultiplyAdd(pa, coopLoad<coop_mat16x16<f16, B>>(&kv[vb + 112u * LDV4], LDV4), o7);
             }
         }
     }

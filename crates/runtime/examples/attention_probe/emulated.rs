@@ -80,7 +80,8 @@ fn emu_load_ps_row(base: u32, stride: u32) -> Frag {
     var f: Frag;
     for (var e = 0u; e < 8u; e++) {
         let rc = emu_rc(e);
-        f.v[e] = f32(ps[base + rc.x * stride + rc.y]);
+        let h = base * 4u + rc.x * stride * 4u + rc.y;
+        f.v[e] = f32(ps[h / 4u][h % 4u]);
     }
     return f;
 }

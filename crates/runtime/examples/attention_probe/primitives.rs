@@ -1,0 +1,267 @@
+//! `attention_probe primitives`: one 16 x 16 x 16 product `D = A B + C`
+//! per cooperative-matrix form the kernels use (where the operands live,
+//! their layout, their stride), each in a workgroup of one subgroup of 32,
+//! against the same product on the CPU. The operands are small multiples
+//! of 1/8, exact in f16, so every sum is exact in f32: any difference is
+//! the form, not rounding. On the H200 this tells which form a wrong
+//! kernel used (run ad: `sdpa_prefill_coop.wgsl` gave wrong results while
+//! a plain-WGSL emulation of its layouts did not).
+
+use std::io::Write;
+
+/// The forms, each an entry point of [`SOURCE`]: (name, what it checks).
+const FORMS: [(&str, &str); 7] = [
+    ("gemm", "A row-major, B column-major from vec4<f16> (stride 6), C f32 (stride 16): q4_gemm_coop's forms"),
+    ("a_f16", "A row-major from an f16 array (stride 72 halves, at half 32)"),
+    ("a_kvs", "A row-major from vec4<f16> (stride 34, at vec4 4)"),
+    ("b_row", "B row-major (coopLoadT) from vec4<f16> (stride 34)"),
+    ("b_col", "B column-major from vec4<f16> (stride 34, at vec4 4)"),
+    ("b_col18", "B column-major from vec4<f16> (stride 18, at vec4 4)"),
+    ("c_wide", "C in and out of an f32 array with stride 68, at element 16"),
+];
+
+const SOURCE: &str = r"
+enable f16;
+enable wgpu_cooperative_matrix;
+
+@group(0) @binding(0) var<storage, read> src: array<f32>;
+@group(0) @binding(1) var<storage, read_write> dst: array<f32>;
+
+var<workgroup> a4: array<vec4<f16>, 16u * 34u + 8u>;
+var<workgroup> a1: array<f16, 16u * 72u + 32u>;
+var<workgroup> b4: array<vec4<f16>, 16u * 34u + 8u>;
+var<workgroup> c1: array<f32, 16u * 68u + 16u>;
+
+fn a_(r: u32, c: u32) -> f16 { return f16(src[r * 16u + c]); }
+fn b_(r: u32, c: u32) -> f16 { return f16(src[256u + r * 16u + c]); }
+fn c_(r: u32, c: u32) -> f32 { return src[512u + r * 16u + c]; }
+
+/// A row-major into `a4` (vec4 stride `s`, from vec4 `o`).
+fn stage_a4(lane: u32, s: u32, o: u32) {
+    for (var e = lane; e < 256u; e += 32u) {
+        let r = e / 16u;
+        let c = e % 16u;
+        a4[o + r * s + c / 4u][c % 4u] = a_(r, c);
+    }
+}
+/// B row-major (`rm`) or column-major into `b4` (vec4 stride `s`, from `o`).
+fn stage_b4(lane: u32, s: u32, o: u32, rm: bool) {
+    for (var e = lane; e < 256u; e += 32u) {
+        let r = e / 16u;
+        let c = e % 16u;
+        if rm {
+            b4[o + r * s + c / 4u][c % 4u] = b_(r, c);
+        } else {
+            b4[o + c * s + r / 4u][r % 4u] = b_(r, c);
+        }
+    }
+}
+/// C row-major into `c1` (stride `s`, from `o`).
+fn stage_c(lane: u32, s: u32, o: u32) {
+    for (var e = lane; e < 256u; e += 32u) {
+        c1[o + (e / 16u) * s + e % 16u] = c_(e / 16u, e % 16u);
+    }
+}
+/// `c1` (stride `s`, from `o`) to test `t`'s slot of `dst`.
+fn out_c(lane: u32, s: u32, o: u32, t: u32) {
+    for (var e = lane; e < 256u; e += 32u) {
+        dst[t * 256u + e] = c1[o + (e / 16u) * s + e % 16u];
+    }
+}
+
+@compute @workgroup_size(32)
+fn gemm(@builtin(local_invocation_index) lane: u32) {
+    stage_a4(lane, 6u, 0u);
+    stage_b4(lane, 6u, 0u, false);
+    stage_c(lane, 16u, 0u);
+    workgroupBarrier();
+    let a = coopLoadT<coop_mat16x16<f16, A>>(&a4[0], 6u);
+    let b = coopLoad<coop_mat16x16<f16, B>>(&b4[0], 6u);
+    let c = coopLoadT<coop_mat16x16<f32, C>>(&c1[0], 16u);
+    let d = coopMultiplyAdd(a, b, c);
+    workgroupBarrier();
+    coopStoreT(d, &c1[0], 16u);
+    workgroupBarrier();
+    out_c(lane, 16u, 0u, 0u);
+}
+
+@compute @workgroup_size(32)
+fn a_f16(@builtin(local_invocation_index) lane: u32) {
+    for (var e = lane; e < 256u; e += 32u) {
+        a1[32u + (e / 16u) * 72u + e % 16u] = a_(e / 16u, e % 16u);
+    }
+    stage_b4(lane, 6u, 0u, false);
+    stage_c(lane, 16u, 0u);
+    workgroupBarrier();
+    let a = coopLoadT<coop_mat16x16<f16, A>>(&a1[32], 72u);
+    let b = coopLoad<coop_mat16x16<f16, B>>(&b4[0], 6u);
+    let c = coopLoadT<coop_mat16x16<f32, C>>(&c1[0], 16u);
+    let d = coopMultiplyAdd(a, b, c);
+    workgroupBarrier();
+    coopStoreT(d, &c1[0], 16u);
+    workgroupBarrier();
+    out_c(lane, 16u, 0u, 1u);
+}
+
+@compute @workgroup_size(32)
+fn a_kvs(@builtin(local_invocation_index) lane: u32) {
+    stage_a4(lane, 34u, 4u);
+    stage_b4(lane, 6u, 0u, false);
+    stage_c(lane, 16u, 0u);
+    workgroupBarrier();
+    let a = coopLoadT<coop_mat16x16<f16, A>>(&a4[4], 34u);
+    let b = coopLoad<coop_mat16x16<f16, B>>(&b4[0], 6u);
+    let c = coopLoadT<coop_mat16x16<f32, C>>(&c1[0], 16u);
+    let d = coopMultiplyAdd(a, b, c);
+    workgroupBarrier();
+    coopStoreT(d, &c1[0], 16u);
+    workgroupBarrier();
+    out_c(lane, 16u, 0u, 2u);
+}
+
+@compute @workgroup_size(32)
+fn b_row(@builtin(local_invocation_index) lane: u32) {
+    stage_a4(lane, 6u, 0u);
+    stage_b4(lane, 34u, 0u, true);
+    stage_c(lane, 16u, 0u);
+    workgroupBarrier();
+    let a = coopLoadT<coop_mat16x16<f16, A>>(&a4[0], 6u);
+    let b = coopLoadT<coop_mat16x16<f16, B>>(&b4[0], 34u);
+    let c = coopLoadT<coop_mat16x16<f32, C>>(&c1[0], 16u);
+    let d = coopMultiplyAdd(a, b, c);
+    workgroupBarrier();
+    coopStoreT(d, &c1[0], 16u);
+    workgroupBarrier();
+    out_c(lane, 16u, 0u, 3u);
+}
+
+@compute @workgroup_size(32)
+fn b_col(@builtin(local_invocation_index) lane: u32) {
+    stage_a4(lane, 6u, 0u);
+    stage_b4(lane, 34u, 4u, false);
+    stage_c(lane, 16u, 0u);
+    workgroupBarrier();
+    let a = coopLoadT<coop_mat16x16<f16, A>>(&a4[0], 6u);
+    let b = coopLoad<coop_mat16x16<f16, B>>(&b4[4], 34u);
+    let c = coopLoadT<coop_mat16x16<f32, C>>(&c1[0], 16u);
+    let d = coopMultiplyAdd(a, b, c);
+    workgroupBarrier();
+    coopStoreT(d, &c1[0], 16u);
+    workgroupBarrier();
+    out_c(lane, 16u, 0u, 4u);
+}
+
+@compute @workgroup_size(32)
+fn b_col18(@builtin(local_invocation_index) lane: u32) {
+    stage_a4(lane, 6u, 0u);
+    stage_b4(lane, 18u, 4u, false);
+    stage_c(lane, 16u, 0u);
+    workgroupBarrier();
+    let a = coopLoadT<coop_mat16x16<f16, A>>(&a4[0], 6u);
+    let b = coopLoad<coop_mat16x16<f16, B>>(&b4[4], 18u);
+    let c = coopLoadT<coop_mat16x16<f32, C>>(&c1[0], 16u);
+    let d = coopMultiplyAdd(a, b, c);
+    workgroupBarrier();
+    coopStoreT(d, &c1[0], 16u);
+    workgroupBarrier();
+    out_c(lane, 16u, 0u, 5u);
+}
+
+@compute @workgroup_size(32)
+fn c_wide(@builtin(local_invocation_index) lane: u32) {
+    stage_a4(lane, 6u, 0u);
+    stage_b4(lane, 6u, 0u, false);
+    stage_c(lane, 68u, 16u);
+    workgroupBarrier();
+    let a = coopLoadT<coop_mat16x16<f16, A>>(&a4[0], 6u);
+    let b = coopLoad<coop_mat16x16<f16, B>>(&b4[0], 6u);
+    let c = coopLoadT<coop_mat16x16<f32, C>>(&c1[16], 68u);
+    let d = coopMultiplyAdd(a, b, c);
+    workgroupBarrier();
+    coopStoreT(d, &c1[16], 68u);
+    workgroupBarrier();
+    out_c(lane, 68u, 16u, 6u);
+}
+";
+
+/// Runs every form on `rt`'s device; prints PASS / FAIL each and returns
+/// how many failed.
+pub fn run(rt: &etwgpu_runtime::Runtime, stdout: &mut impl Write) -> usize {
+    let (device, queue) = (rt.device(), rt.queue());
+    // A, B, C: multiples of 1/8 in [-2, 2), exact in f16; the pattern
+    // differs by row and column so a transposed or shifted operand shows.
+    let val = |t: usize, r: usize, c: usize| ((r * 7 + c * 3 + t * 5) % 32) as f32 / 8.0 - 2.0;
+    let src: Vec<f32> = (0..3).flat_map(|t| (0..256).map(move |i| val(t, i / 16, i % 16))).collect();
+    let expect: Vec<f32> = (0..256)
+        .map(|i| {
+            let (r, n) = (i / 16, i % 16);
+            (0..16).map(|k| src[r * 16 + k] * src[256 + k * 16 + n]).sum::<f32>() + src[512 + i]
+        })
+        .collect();
+    let src_buf = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("primitives src"),
+        size: (src.len() * 4) as u64,
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    queue.write_buffer(&src_buf, 0, &src.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>());
+    let size = (FORMS.len() * 256 * 4) as u64;
+    let dst = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("primitives dst"),
+        size,
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: false,
+    });
+    let read = device.create_buffer(&wgpu::BufferDescriptor {
+        label: None,
+        size,
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: Some("coop primitives"),
+        source: wgpu::ShaderSource::Wgsl(SOURCE.into()),
+    });
+    let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+    for (entry, _) in FORMS {
+        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some(entry),
+            layout: None,
+            module: &module,
+            entry_point: Some(entry),
+            compilation_options: wgpu::PipelineCompilationOptions::default(),
+            cache: None,
+        });
+        let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: None,
+            layout: &pipeline.get_bind_group_layout(0),
+            entries: &[
+                wgpu::BindGroupEntry { binding: 0, resource: src_buf.as_entire_binding() },
+                wgpu::BindGroupEntry { binding: 1, resource: dst.as_entire_binding() },
+            ],
+        });
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes: None });
+        pass.set_pipeline(&pipeline);
+        pass.set_bind_group(0, &bind_group, &[]);
+        pass.dispatch_workgroups(1, 1, 1);
+    }
+    encoder.copy_buffer_to_buffer(&dst, 0, &read, 0, size);
+    queue.submit([encoder.finish()]);
+    read.slice(..).map_async(wgpu::MapMode::Read, |_| {});
+    let _ = device.poll(wgpu::PollType::wait_indefinitely());
+    let view = read.slice(..).get_mapped_range().expect("mapped");
+    let got: Vec<f32> = view.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes"))).collect();
+    let mut failed = 0;
+    for (t, (entry, what)) in FORMS.iter().enumerate() {
+        let out = &got[t * 256..(t + 1) * 256];
+        let bad = out.iter().zip(&expect).filter(|(g, e)| (*g - *e).abs() > 1e-3).count();
+        let first = out.iter().zip(&expect).position(|(g, e)| (g - e).abs() > 1e-3);
+        let verdict = if bad == 0 { "PASS" } else { "FAIL" };
+        failed += usize::from(bad > 0);
+        let detail = first.map_or(String::new(), |i| {
+            format!(" ({bad} of 256 wrong; first at row {} col {}: {} not {})", i / 16, i % 16, out[i], expect[i])
+        });
+        let _ = writeln!(stdout, "  {verdict} {entry:8} {what}{detail}");
+    }
+    failed
+}
