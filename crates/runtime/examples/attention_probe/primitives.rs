@@ -10,7 +10,7 @@
 use std::io::Write;
 
 /// The forms, each an entry point of [`SOURCE`]: (name, what it checks).
-const FORMS: [(&str, &str); 7] = [
+const FORMS: [(&str, &str); 10] = [
     ("gemm", "A row-major, B column-major from vec4<f16> (stride 6), C f32 (stride 16): q4_gemm_coop's forms"),
     ("a_f16", "A row-major from an f16 array (stride 72 halves, at half 32)"),
     ("a_kvs", "A row-major from vec4<f16> (stride 34, at vec4 4)"),
@@ -18,6 +18,9 @@ const FORMS: [(&str, &str); 7] = [
     ("b_col", "B column-major from vec4<f16> (stride 34, at vec4 4)"),
     ("b_col18", "B column-major from vec4<f16> (stride 18, at vec4 4)"),
     ("c_wide", "C in and out of an f32 array with stride 68, at element 16"),
+    ("a_held", "A loaded, then its array overwritten (barriers around), then used"),
+    ("c_held", "C (the accumulator) loaded, then its array overwritten, then used"),
+    ("held_loop", "A and C held over 4 loop steps that overwrite their arrays"),
 ];
 
 const SOURCE: &str = r"
@@ -181,6 +184,83 @@ fn c_wide(@builtin(local_invocation_index) lane: u32) {
     coopStoreT(d, &c1[16], 68u);
     workgroupBarrier();
     out_c(lane, 68u, 16u, 6u);
+}
+
+@compute @workgroup_size(32)
+fn a_held(@builtin(local_invocation_index) lane: u32) {
+    stage_a4(lane, 6u, 0u);
+    stage_b4(lane, 6u, 0u, false);
+    stage_c(lane, 16u, 0u);
+    workgroupBarrier();
+    let a = coopLoadT<coop_mat16x16<f16, A>>(&a4[0], 6u);
+    workgroupBarrier();
+    for (var e = lane; e < 16u * 34u; e += 32u) {
+        a4[e] = vec4<f16>(f16(3.0));
+    }
+    workgroupBarrier();
+    let b = coopLoad<coop_mat16x16<f16, B>>(&b4[0], 6u);
+    let c = coopLoadT<coop_mat16x16<f32, C>>(&c1[0], 16u);
+    let d = coopMultiplyAdd(a, b, c);
+    workgroupBarrier();
+    coopStoreT(d, &c1[0], 16u);
+    workgroupBarrier();
+    out_c(lane, 16u, 0u, 7u);
+}
+
+@compute @workgroup_size(32)
+fn c_held(@builtin(local_invocation_index) lane: u32) {
+    stage_a4(lane, 6u, 0u);
+    stage_b4(lane, 6u, 0u, false);
+    stage_c(lane, 16u, 0u);
+    workgroupBarrier();
+    let c = coopLoadT<coop_mat16x16<f32, C>>(&c1[0], 16u);
+    workgroupBarrier();
+    for (var e = lane; e < 256u; e += 32u) {
+        c1[e] = 5.0;
+    }
+    workgroupBarrier();
+    let a = coopLoadT<coop_mat16x16<f16, A>>(&a4[0], 6u);
+    let b = coopLoad<coop_mat16x16<f16, B>>(&b4[0], 6u);
+    let d = coopMultiplyAdd(a, b, c);
+    workgroupBarrier();
+    coopStoreT(d, &c1[0], 16u);
+    workgroupBarrier();
+    out_c(lane, 16u, 0u, 8u);
+}
+
+/// As the attention kernel holds its query fragments and zero accumulator:
+/// loaded once, used at every step of a loop whose steps overwrite the
+/// arrays they came from (the product is added once, at the last step; the
+/// other steps add zero products from a B of zeros).
+@compute @workgroup_size(32)
+fn held_loop(@builtin(local_invocation_index) lane: u32) {
+    stage_a4(lane, 6u, 0u);
+    stage_c(lane, 16u, 0u);
+    workgroupBarrier();
+    let a = coopLoadT<coop_mat16x16<f16, A>>(&a4[0], 6u);
+    let c = coopLoadT<coop_mat16x16<f32, C>>(&c1[0], 16u);
+    var acc = c;
+    for (var step = 0u; step < 4u; step++) {
+        workgroupBarrier();
+        for (var e = lane; e < 16u * 34u; e += 32u) {
+            a4[e] = vec4<f16>(f16(f32(step) + 1.0));
+            b4[e] = vec4<f16>();
+        }
+        for (var e = lane; e < 256u; e += 32u) {
+            c1[e] = f32(step) + 7.0;
+        }
+        workgroupBarrier();
+        if step == 3u {
+            stage_b4(lane, 6u, 0u, false);
+        }
+        workgroupBarrier();
+        let b = coopLoad<coop_mat16x16<f16, B>>(&b4[0], 6u);
+        acc = coopMultiplyAdd(a, b, acc);
+    }
+    workgroupBarrier();
+    coopStoreT(acc, &c1[0], 16u);
+    workgroupBarrier();
+    out_c(lane, 16u, 0u, 9u);
 }
 ";
 
