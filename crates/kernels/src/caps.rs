@@ -1,5 +1,6 @@
 //! What the device offers the kernel routes (the GEMMs' cooperative
-//! matrices, the decode attention's subgroups), as plain data: the runtime
+//! matrices, the decode attention's subgroups) and which routes the user
+//! forces (the convolutions' kernel), as plain data: the runtime
 //! fills a [`DeviceCaps`] from the adapter and the load options, and hands
 //! it to every host rule through [`crate::plan::Ctx::with_caps`]. Rules
 //! never see a GPU; without caps (the default) they take the portable
@@ -87,6 +88,38 @@ pub enum Product {
     Attention,
 }
 
+/// Which kernel 2-D convolutions take ([`crate::ops::conv_routes::conv_route`]): the implicit GEMM (`conv_gemm.wgsl`) or the direct kernel
+/// (`conv.wgsl`, one invocation an output element). Grouped, depthwise
+/// and transposed convolutions take the direct kernel at every setting.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum ConvKernels {
+    /// The default: the implicit GEMM for convolutions with enough output
+    /// channels and inputs per output to fill its tiles, the direct kernel
+    /// for the rest (`ETWGPU_CONV=auto` or unset).
+    #[default]
+    Auto,
+    /// The direct kernel for every convolution, as before the implicit
+    /// GEMM (`ETWGPU_CONV=direct`): the A/B baseline.
+    Direct,
+    /// The implicit GEMM for every convolution it can compute, whatever
+    /// its size (`ETWGPU_CONV=gemm`): tests run it on small shapes.
+    Gemm,
+}
+
+impl ConvKernels {
+    /// Every setting with its name.
+    pub const ALL: [(&'static str, ConvKernels); 3] =
+        [("auto", ConvKernels::Auto), ("direct", ConvKernels::Direct), ("gemm", ConvKernels::Gemm)];
+
+    /// The names accepted by [`ConvKernels::from_name`], for error messages.
+    pub const ACCEPTED: &'static str = "auto, direct or gemm";
+
+    /// The setting named `name`; `None` for any other string.
+    pub fn from_name(name: &str) -> Option<ConvKernels> {
+        Self::ALL.iter().find(|(n, _)| *n == name).map(|(_, k)| *k)
+    }
+}
+
 /// The subgroup sizes a device may run a shader with (Vulkan: every power
 /// of two from `min` to `max`; lavapipe 8, NVIDIA 32, AMD 32 or 64).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -119,6 +152,8 @@ pub struct DeviceCaps {
     /// lavapipe passes; the runtime sets it only with
     /// `ETWGPU_COOP_ATTENTION=1`, for working on it with `attention_probe`.
     pub coop_attention: bool,
+    /// Which kernel 2-D convolutions take.
+    pub conv: ConvKernels,
 }
 
 impl DeviceCaps {
@@ -170,8 +205,19 @@ mod tests {
         assert_eq!(Precision::default(), Precision::Mixed);
         assert_eq!(
             DeviceCaps::default(),
-            DeviceCaps { coop_matrix_f16: false, precision: Precision::Mixed, subgroups: None, coop_attention: false }
+            DeviceCaps {
+                coop_matrix_f16: false,
+                precision: Precision::Mixed,
+                subgroups: None,
+                coop_attention: false,
+                conv: ConvKernels::Auto,
+            }
         );
+        for (name, k) in ConvKernels::ALL {
+            assert_eq!(ConvKernels::from_name(name), Some(k));
+            assert!(ConvKernels::ACCEPTED.contains(name));
+        }
+        assert_eq!(ConvKernels::from_name("Direct"), None);
         for (name, p) in Precision::ALL {
             assert_eq!(Precision::from_name(name), Some(p));
             assert_eq!(p.name(), name);

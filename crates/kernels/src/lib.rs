@@ -61,7 +61,7 @@ pub mod plan;
 #[cfg(test)]
 mod tests;
 
-pub use caps::{DeviceCaps, Precision, Product, SubgroupSizes};
+pub use caps::{ConvKernels, DeviceCaps, Precision, Product, SubgroupSizes};
 pub use error::{Error, Result};
 pub use generated::shaders::{Family, ShaderId, ShaderNeeds, Variant};
 pub use ops::quant::q4_fast;

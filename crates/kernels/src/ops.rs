@@ -7,6 +7,7 @@
 
 pub mod attention_coop;
 pub mod conv;
+pub mod conv_routes;
 pub mod creation;
 pub mod elementwise;
 pub mod fused;

@@ -449,6 +449,94 @@ fn transposed_conv_shape_and_output_padding_bound() {
     assert!(matches!(check(&g, "aten.convolution.default", &bad), Err(crate::Error::ArgValue { arg_idx: 7, .. })));
 }
 
+/// `conv_route` is the one place a convolution's kernel is chosen: the
+/// implicit GEMM for ungrouped, untransposed convolutions that fill its
+/// tiles (at `auto`), all of them (at `gemm`), none (at `direct`); the
+/// lowering dispatches what it chose, over one workgroup a 64 x 64 tile.
+#[test]
+fn convolutions_route_to_the_implicit_gemm_by_size_and_setting() {
+    use crate::caps::{ConvKernels, DeviceCaps};
+    use crate::ops::conv_routes::{ConvGeom, ConvRoute, conv_route};
+    let resnet = ConvGeom {
+        n: 1,
+        c_in: 64,
+        h: 56,
+        w: 56,
+        c_out: 64,
+        oh: 56,
+        ow: 56,
+        kh: 3,
+        kw: 3,
+        stride: [1, 1],
+        padding: [1, 1],
+        dilation: [1, 1],
+        groups: 1,
+        transposed: false,
+    };
+    let head = ConvGeom { c_out: 3, ..resnet };
+    let pointwise_rgb = ConvGeom { c_in: 3, kh: 1, kw: 1, padding: [0, 0], ..resnet };
+    let depthwise = ConvGeom { groups: 64, ..resnet };
+    let transposed = ConvGeom { transposed: true, ..resnet };
+    let caps = |conv| DeviceCaps { conv, ..DeviceCaps::default() };
+    use ConvKernels::{Auto, Direct, Gemm};
+    use ConvRoute::{Direct as D, Gemm as G};
+    for (geom, want) in
+        [(resnet, [G, D, G]), (head, [D, D, G]), (pointwise_rgb, [D, D, G]), (depthwise, [D; 3]), (transposed, [D; 3])]
+    {
+        let got = [Auto, Direct, Gemm].map(|k| conv_route(&caps(k), &geom));
+        assert_eq!(got, want, "{geom:?}");
+    }
+    assert_eq!(DeviceCaps::default().conv, Auto, "the implicit GEMM by size is the default");
+    // The lowering: [2, 64, 9, 9] * [70, 64, 3, 3], padding 1: 162 pixels
+    // (3 row tiles) by 70 channels (2 column tiles).
+    let mut g = TestGraph::default();
+    let x = g.t(&[2, 64, 9, 9]);
+    let w = g.push(Owned::Tensor(ElemType::F32, vec![70, 64, 3, 3], true));
+    let null = g.push(Owned::Null);
+    let (ones, zeros) = (g.push(Owned::IntList(vec![1, 1])), g.push(Owned::IntList(vec![0, 0])));
+    let (f, one) = (g.push(Owned::Bool(false)), g.push(Owned::Int(1)));
+    let out = g.t(&[2, 70, 9, 9]);
+    let args = [x, w, null, ones, ones, ones, f, zeros, one, out];
+    let dispatches = |l: &Lowered| -> Vec<(&'static str, [u32; 3], Vec<Vid>)> {
+        l.steps
+            .iter()
+            .filter_map(|s| {
+                if let Step::Dispatch(d) = s { Some((d.shader.label(), d.workgroups, d.outputs.clone())) } else { None }
+            })
+            .collect()
+    };
+    let scratch = [g.t(&[1]), g.t(&[1])];
+    for (conv, label, groups) in [(Auto, "conv_gemm.f32", [6, 1, 1]), (Direct, "conv.f32", [178, 1, 1])] {
+        let ctx = crate::plan::Ctx::new(&g, &args).with_caps(caps(conv)).with_scratch(&scratch);
+        let l = from_name("aten.convolution.default").expect("registered").lower(&ctx).expect("lowers");
+        assert_eq!(out_shape(&l), [2, 70, 9, 9]);
+        // 6 tiles of K = 576: too short to split (512 inputs a split at least).
+        assert_eq!(dispatches(&l), [(label, groups, vec![out])], "{conv:?}");
+    }
+    // ResNet-18's last 3x3 layer at batch 1: 49 pixels by 512 channels is
+    // 8 tiles; K = 4608 splits 8 ways (576 inputs each) into the scratch,
+    // then the combine writes the output. Without scratch, one dispatch.
+    let x = g.t(&[1, 512, 7, 7]);
+    let w = g.push(Owned::Tensor(ElemType::F32, vec![512, 512, 3, 3], true));
+    let out = g.t(&[1, 512, 7, 7]);
+    let args = [x, w, null, ones, ones, ones, f, zeros, one, out];
+    let lower = |scratch: &[Vid]| {
+        let ctx = crate::plan::Ctx::new(&g, &args).with_caps(caps(Auto)).with_scratch(scratch);
+        from_name("aten.convolution.default").expect("registered").lower(&ctx).expect("lowers")
+    };
+    let split = lower(&scratch);
+    let declared = split
+        .steps
+        .iter()
+        .find_map(|s| if let Step::Scratch { slot, bytes } = s { Some((*slot, *bytes)) } else { None });
+    assert_eq!(declared, Some((1, 4 * 8 * 512 * 49)), "8 splits of the whole output");
+    assert_eq!(
+        dispatches(&split),
+        [("conv_gemm.f32", [64, 1, 1], vec![scratch[1]]), ("conv_gemm_combine.f32", [98, 1, 1], vec![out])]
+    );
+    assert_eq!(dispatches(&lower(&[])), [("conv_gemm.f32", [8, 1, 1], vec![out])]);
+}
+
 #[test]
 fn sdpa_takes_seq_from_the_query_and_checks_its_arguments() {
     let mut g = TestGraph::default();
@@ -1307,7 +1395,7 @@ fn act_op_codes_are_the_unary_op_discriminants() {
     }
     callers.dedup();
     use crate::Family as F;
-    assert_eq!(callers, [F::Conv, F::FusedElementwise, F::Gemv, F::Matmul, F::Unary]);
+    assert_eq!(callers, [F::Conv, F::ConvGemm, F::ConvGemmCombine, F::FusedElementwise, F::Gemv, F::Matmul, F::Unary]);
 }
 
 #[test]

@@ -15,6 +15,12 @@
 //! operations per op (SwiGLU: both products), so criterion's elem/s is
 //! FLOP/s. A one-line TFLOP/s summary per case follows criterion's output.
 //!
+//! Convolutions as implicit GEMMs (`conv ...` cases): the 3x3 layers of a
+//! ResNet-18 at 224x224 (64 channels at 56x56 to 512 at 7x7, stride 1,
+//! padding 1, with bias) and its 7x7 stride-2 stem, at batch 1 and 8, each
+//! on the direct kernel (`direct`, `conv.wgsl`) and the implicit GEMM
+//! (`gemm`, `conv_gemm.wgsl`), float32; throughput 2·N·OH·OW·OC·C·KH·KW.
+//!
 //! Without `ETWGPU_BENCH_LARGE=1` only small shapes run (lavapipe);
 //! without an adapter nothing is measured.
 
@@ -23,7 +29,7 @@ use std::time::Duration;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use etwgpu_format::writer::{GraphBuilder, ProgramBuilder};
 use etwgpu_format::{DType, Program};
-use etwgpu_runtime::{LoadOptions, LoadedMethod, Precision, Runtime, RuntimeOptions, Tensor};
+use etwgpu_runtime::{ConvKernels, LoadOptions, LoadedMethod, Precision, Runtime, RuntimeOptions, Tensor};
 
 /// Copies of the op per run.
 const REPEATS: usize = 8;
@@ -104,6 +110,46 @@ fn q4(m: u64, n: u64, k: u64, swiglu: bool) -> Case {
     }
 }
 
+/// `REPEATS` convolutions `[n, c, hw, hw] * [oc, c, k, k]` with bias,
+/// stride `stride`, padding `k / 2`.
+fn conv(n: u64, c: u64, oc: u64, hw: u64, k: u64, stride: u64) -> Case {
+    let o = (hw + 2 * (k / 2) - k) / stride + 1;
+    Case {
+        name: format!("conv {k}x{k}/{stride} {c}->{oc} {hw}x{hw} batch {n}"),
+        flops: 2 * n * o * o * oc * c * k * k,
+        build: Box::new(move || {
+            let mut g = GraphBuilder::new();
+            let x = g.tensor(DType::F32, &[n, c, hw, hw]);
+            let (s, p, d) = (g.int_list(&[stride as i64; 2]), g.int_list(&[(k / 2) as i64; 2]), g.int_list(&[1, 1]));
+            let (f, op, groups) = (g.bool(false), g.int_list(&[0, 0]), g.int(1));
+            let mut last = x;
+            for r in 0..REPEATS {
+                let w = g.constant(DType::F32, &[oc, c, k, k], &bytes_f32(oc * c * k * k, 0.01 + r as f32 * 1e-3));
+                let b = g.constant(DType::F32, &[oc], &bytes_f32(oc, 0.1));
+                last = g.tensor(DType::F32, &[n, oc, o, o]);
+                g.op("aten.convolution.default", &[x, w, b, s, p, d, f, op, groups, last]);
+            }
+            g.inputs(&[x]).outputs(&[last]);
+            let input = Tensor::new(DType::F32, vec![n, c, hw, hw], bytes_f32(n * c * hw * hw, 0.05)).expect("valid");
+            (g, vec![input])
+        }),
+    }
+}
+
+fn conv_cases() -> Vec<Case> {
+    if std::env::var("ETWGPU_BENCH_LARGE").as_deref() != Ok("1") {
+        return vec![conv(1, 16, 32, 16, 3, 1)];
+    }
+    let mut out = Vec::new();
+    for n in [1, 8] {
+        out.push(conv(n, 3, 64, 224, 7, 2));
+        for (c, hw) in [(64, 56), (128, 28), (256, 14), (512, 7)] {
+            out.push(conv(n, c, c, hw, 3, 1));
+        }
+    }
+    out
+}
+
 fn cases() -> Vec<Case> {
     if std::env::var("ETWGPU_BENCH_LARGE").as_deref() != Ok("1") {
         return vec![dense(DType::F16, 128, 128, 128), q4(64, 128, 128, false), q4(64, 128, 128, true)];
@@ -129,6 +175,33 @@ fn load(rt: &Runtime, g: GraphBuilder, precision: Precision) -> LoadedMethod {
     method
 }
 
+/// Times `case` (loaded as `method`) on the GPU; its summary line.
+fn time_case(c: &mut Criterion, method: &mut LoadedMethod, inputs: &[Tensor], case: &Case, label: &str) -> String {
+    method.run(inputs).expect("warm-up run");
+    let mut group = c.benchmark_group("gemm");
+    group.sample_size(10).warm_up_time(Duration::from_millis(200)).measurement_time(Duration::from_secs(1));
+    group.throughput(Throughput::Elements(case.flops * REPEATS as u64));
+    let mut best = f64::INFINITY;
+    group.bench_function(format!("{} {label}", case.name), |b| {
+        b.iter_custom(|iters| {
+            let mut total = 0.0;
+            for _ in 0..iters {
+                method.run(inputs).expect("runs");
+                let t = gpu_nanos(method);
+                best = best.min(t);
+                total += t;
+            }
+            Duration::from_nanos(total as u64)
+        })
+    });
+    group.finish();
+    let tflops = (case.flops * REPEATS as u64) as f64 / best / 1e3;
+    let us = best / REPEATS as f64 / 1e3;
+    let line = format!("{:<40} {label:<6} {tflops:9.3} TFLOP/s {us:9.1} us an op (best run)", case.name);
+    eprintln!("{line}");
+    line
+}
+
 fn bench(c: &mut Criterion) {
     let runtimes: Vec<(&str, Runtime)> = [("coop", None), ("tiled", Some(false))]
         .into_iter()
@@ -146,6 +219,19 @@ fn bench(c: &mut Criterion) {
         })
         .collect();
     let mut summary = Vec::new();
+    if let Some((_, rt)) = runtimes.last() {
+        for case in conv_cases() {
+            for (label, kernels) in [("direct", ConvKernels::Direct), ("gemm", ConvKernels::Gemm)] {
+                let (g, inputs) = (case.build)();
+                let program =
+                    Program::from_bytes(ProgramBuilder::single_delegate(g).to_bytes()).expect("crafted program parses");
+                let options = LoadOptions { fuse: false, conv: Some(kernels), ..LoadOptions::default() };
+                let mut method = rt.load_with(&program, "forward", &options).expect("loads");
+                method.set_profiling(true);
+                summary.push(time_case(c, &mut method, &inputs, &case, label));
+            }
+        }
+    }
     for case in cases() {
         for (label, rt) in &runtimes {
             if *label == "coop" && !rt.gemm_caps().coop_matrix_f16 {
@@ -156,28 +242,7 @@ fn bench(c: &mut Criterion) {
             // tiled one keeps them float32.
             let precision = if *label == "coop" { Precision::F16 } else { Precision::F32 };
             let mut method = load(rt, g, precision);
-            method.run(&inputs).expect("warm-up run");
-            let mut group = c.benchmark_group("gemm");
-            group.sample_size(10).warm_up_time(Duration::from_millis(200)).measurement_time(Duration::from_secs(1));
-            group.throughput(Throughput::Elements(case.flops * REPEATS as u64));
-            let mut best = f64::INFINITY;
-            group.bench_function(format!("{} {label}", case.name), |b| {
-                b.iter_custom(|iters| {
-                    let mut total = 0.0;
-                    for _ in 0..iters {
-                        method.run(&inputs).expect("runs");
-                        let t = gpu_nanos(&method);
-                        best = best.min(t);
-                        total += t;
-                    }
-                    Duration::from_nanos(total as u64)
-                })
-            });
-            group.finish();
-            let tflops = (case.flops * REPEATS as u64) as f64 / best / 1e3;
-            let line = format!("{:<34} {label:<6} {tflops:9.3} TFLOP/s (best run)", case.name);
-            eprintln!("{line}");
-            summary.push(line);
+            summary.push(time_case(c, &mut method, &inputs, &case, label));
         }
     }
     eprintln!(

@@ -192,6 +192,7 @@ impl LoadedDelegate {
         let caps = etwgpu_kernels::DeviceCaps {
             precision: options.precision.unwrap_or(rt.caps.precision),
             subgroups: rt.caps.subgroups.filter(|_| options.subgroups.unwrap_or(rt.subgroups_by_default)),
+            conv: options.conv.unwrap_or(rt.caps.conv),
             ..rt.caps
         };
         let lowerer = Lowerer::with_scratch_for(&mut graph, PLACEHOLDER_SYMINT, caps)?;

@@ -50,6 +50,15 @@ pub const PRECISION_ENV: &str = "ETWGPU_PRECISION";
 /// (the workgroup kernel measured faster on the H200, run ad).
 pub const SUBGROUPS_ENV: &str = "ETWGPU_SUBGROUPS";
 
+/// Environment variable choosing the convolutions' kernel
+/// ([`etwgpu_kernels::ConvKernels`]): `auto` (or unset: the default) the
+/// implicit GEMM (`conv_gemm.wgsl`) for convolutions large enough to fill
+/// its tiles and the direct kernel (`conv.wgsl`) for the rest, `direct` the
+/// direct kernel for all (the A/B baseline), `gemm` the implicit GEMM for
+/// every ungrouped, untransposed convolution. Any other value is
+/// [`Error::BadEnv`].
+pub const CONV_ENV: &str = "ETWGPU_CONV";
+
 /// How [`Runtime::with_options`] opens a device.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RuntimeOptions {
@@ -77,6 +86,9 @@ pub struct RuntimeOptions {
     /// ([`etwgpu_kernels::DeviceCaps::coop_attention`]; wrong on the H200
     /// in run ad): only with `ETWGPU_COOP_ATTENTION=1`, for `attention_probe`.
     pub coop_attention: bool,
+    /// The convolutions' kernel for loads whose `LoadOptions::conv` is
+    /// `None` ([`CONV_ENV`]; default [`etwgpu_kernels::ConvKernels::Auto`]).
+    pub conv: etwgpu_kernels::ConvKernels,
 }
 
 /// Features the kernels use when the adapter has them.
@@ -311,6 +323,7 @@ impl Runtime {
             precision: options.precision,
             subgroups: subgroups.filter(|_| options.subgroups != Some(false)),
             coop_attention: coop && options.coop_attention,
+            conv: options.conv,
         };
         Ok(Self { device, queue, info, pipelines, caps, subgroups_by_default: options.subgroups == Some(true) })
     }
@@ -454,9 +467,9 @@ fn subgroup_sizes(info: &wgpu::AdapterInfo, features: wgpu::Features) -> Option<
 
 impl RuntimeOptions {
     /// Options from `ETWGPU_ADAPTER`, `ETWGPU_DISABLE_F16`,
-    /// `ETWGPU_COOP_MATRIX`, `ETWGPU_PRECISION` and `ETWGPU_SUBGROUPS` (all
-    /// unset on the web); [`Error::BadEnv`] when `ETWGPU_PRECISION` names
-    /// no precision.
+    /// `ETWGPU_COOP_MATRIX`, `ETWGPU_PRECISION`, `ETWGPU_SUBGROUPS` and
+    /// `ETWGPU_CONV` (all unset on the web); [`Error::BadEnv`] when
+    /// `ETWGPU_PRECISION` names no precision or `ETWGPU_CONV` no setting.
     pub fn from_env() -> Result<Self> {
         Ok(Self {
             adapter: std::env::var(ADAPTER_ENV).ok(),
@@ -473,8 +486,21 @@ impl RuntimeOptions {
                 _ => None,
             },
             coop_attention: std::env::var(COOP_ATTENTION_ENV).is_ok_and(|v| v == "1"),
+            conv: conv_from_env(std::env::var(CONV_ENV).ok().as_deref())?,
         })
     }
+}
+
+/// The convolutions' kernel `ETWGPU_CONV` (`value`, `None` when unset)
+/// names: the default when unset, [`Error::BadEnv`] for a name
+/// [`etwgpu_kernels::ConvKernels::from_name`] does not take.
+pub(crate) fn conv_from_env(value: Option<&str>) -> Result<etwgpu_kernels::ConvKernels> {
+    let Some(v) = value else { return Ok(etwgpu_kernels::ConvKernels::default()) };
+    etwgpu_kernels::ConvKernels::from_name(v).ok_or_else(|| Error::BadEnv {
+        var: CONV_ENV,
+        value: v.to_string(),
+        accepted: etwgpu_kernels::ConvKernels::ACCEPTED,
+    })
 }
 
 /// The precision `ETWGPU_PRECISION` (`value`, `None` when unset) names:

@@ -44,13 +44,13 @@ pub use delegate::{LoadedDelegate, Q4_LAYOUT_ENV, SPLIT_BYTES_ENV};
 #[cfg(not(target_arch = "wasm32"))]
 pub use device::adapters;
 pub use device::{
-    AdapterSummary, COOP_ATTENTION_ENV, COOP_MATRIX_ENV, PRECISION_ENV, Runtime, RuntimeOptions, SUBGROUPS_ENV,
-    adapters_async,
+    AdapterSummary, CONV_ENV, COOP_ATTENTION_ENV, COOP_MATRIX_ENV, PRECISION_ENV, Runtime, RuntimeOptions,
+    SUBGROUPS_ENV, adapters_async,
 };
 pub use error::{Error, Result};
 pub use etwgpu_graph::LowerError;
 pub use etwgpu_graph::route::{Route, kernel_route};
-pub use etwgpu_kernels::{DeviceCaps, Precision};
+pub use etwgpu_kernels::{ConvKernels, DeviceCaps, Precision};
 pub use method::LoadedMethod;
 pub use options::{LoadOptions, LoadProgress, LoadStage, RunTimes};
 pub use plan::RECORD_THREADS_ENV;

@@ -44,6 +44,12 @@ pub struct LoadOptions {
     /// ms of attention a SmolLM2 token at position 0, 0.52 against 0.41 at
     /// 256).
     pub subgroups: Option<bool>,
+    /// Which kernel 2-D convolutions take ([`etwgpu_kernels::ConvKernels`]:
+    /// the implicit GEMM where it fills its tiles, the direct kernel
+    /// everywhere, or the implicit GEMM everywhere it can run); `None` (the
+    /// default) takes the runtime's ([`crate::device::RuntimeOptions::conv`]:
+    /// `ETWGPU_CONV`, else `auto`).
+    pub conv: Option<etwgpu_kernels::ConvKernels>,
 }
 
 impl Default for LoadOptions {
@@ -55,6 +61,7 @@ impl Default for LoadOptions {
             record_threads: None,
             split_bytes: None,
             subgroups: None,
+            conv: None,
         }
     }
 }

@@ -134,6 +134,21 @@ fn cpu_fallback_rejects_bad_args() {
 }
 
 #[test]
+fn conv_env_takes_the_three_names_and_rejects_others() {
+    use crate::device::conv_from_env;
+    use etwgpu_kernels::ConvKernels;
+    assert_eq!(conv_from_env(None).expect("unset"), ConvKernels::Auto, "the default");
+    for (name, k) in [("auto", ConvKernels::Auto), ("direct", ConvKernels::Direct), ("gemm", ConvKernels::Gemm)] {
+        assert_eq!(conv_from_env(Some(name)).expect(name), k);
+    }
+    for bad in ["", "Direct", "im2col", "0"] {
+        let err = conv_from_env(Some(bad)).expect_err(bad);
+        assert!(matches!(&err, crate::Error::BadEnv { var: "ETWGPU_CONV", value, .. } if value == bad), "{err:?}");
+        assert!(err.to_string().contains("auto, direct or gemm"), "{err}");
+    }
+}
+
+#[test]
 fn precision_env_takes_the_three_names_and_rejects_others() {
     use crate::device::precision_from_env;
     use etwgpu_kernels::Precision;

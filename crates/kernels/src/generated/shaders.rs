@@ -32,6 +32,10 @@ pub enum Family {
     Compare,
     /// `conv.wgsl`.
     Conv,
+    /// `conv_gemm.wgsl`.
+    ConvGemm,
+    /// `conv_gemm_combine.wgsl`.
+    ConvGemmCombine,
     /// `copy.wgsl`.
     Copy,
     /// `embedding_q4gsw.wgsl`.
@@ -284,6 +288,12 @@ pub enum ShaderId {
     ConvF32,
     /// `conv.wgsl` with `Elem = f16`.
     ConvF16,
+    /// `conv_gemm.wgsl` with `Elem = f32`.
+    ConvGemmF32,
+    /// `conv_gemm.wgsl` with `Elem = f16`.
+    ConvGemmF16,
+    /// `conv_gemm_combine.wgsl` with `Elem = f32`.
+    ConvGemmCombineF32,
     /// `copy.wgsl` with `Elem = f32`.
     CopyF32,
     /// `embedding_q4gsw.wgsl` with `Elem = f32`.
@@ -644,6 +654,9 @@ impl ShaderId {
         ShaderId::CompareU32,
         ShaderId::ConvF32,
         ShaderId::ConvF16,
+        ShaderId::ConvGemmF32,
+        ShaderId::ConvGemmF16,
+        ShaderId::ConvGemmCombineF32,
         ShaderId::CopyF32,
         ShaderId::EmbeddingQ4gswF32,
         ShaderId::EmbeddingQ4gswF16,
@@ -841,6 +854,9 @@ impl ShaderId {
             ShaderId::CompareU32 => Family::Compare,
             ShaderId::ConvF32 => Family::Conv,
             ShaderId::ConvF16 => Family::Conv,
+            ShaderId::ConvGemmF32 => Family::ConvGemm,
+            ShaderId::ConvGemmF16 => Family::ConvGemm,
+            ShaderId::ConvGemmCombineF32 => Family::ConvGemmCombine,
             ShaderId::CopyF32 => Family::Copy,
             ShaderId::EmbeddingQ4gswF32 => Family::EmbeddingQ4gsw,
             ShaderId::EmbeddingQ4gswF16 => Family::EmbeddingQ4gsw,
@@ -1039,6 +1055,9 @@ impl ShaderId {
             ShaderId::CompareU32 => Variant::U32,
             ShaderId::ConvF32 => Variant::F32,
             ShaderId::ConvF16 => Variant::F16,
+            ShaderId::ConvGemmF32 => Variant::F32,
+            ShaderId::ConvGemmF16 => Variant::F16,
+            ShaderId::ConvGemmCombineF32 => Variant::F32,
             ShaderId::CopyF32 => Variant::F32,
             ShaderId::EmbeddingQ4gswF32 => Variant::F32,
             ShaderId::EmbeddingQ4gswF16 => Variant::F16,
@@ -1237,6 +1256,9 @@ impl ShaderId {
             ShaderId::CompareU32 => "compare.u32",
             ShaderId::ConvF32 => "conv.f32",
             ShaderId::ConvF16 => "conv.f16",
+            ShaderId::ConvGemmF32 => "conv_gemm.f32",
+            ShaderId::ConvGemmF16 => "conv_gemm.f16",
+            ShaderId::ConvGemmCombineF32 => "conv_gemm_combine.f32",
             ShaderId::CopyF32 => "copy.f32",
             ShaderId::EmbeddingQ4gswF32 => "embedding_q4gsw.f32",
             ShaderId::EmbeddingQ4gswF16 => "embedding_q4gsw.f16",
@@ -1435,6 +1457,9 @@ impl ShaderId {
             ShaderId::CompareU32 => COMPARE_U32,
             ShaderId::ConvF32 => CONV_F32,
             ShaderId::ConvF16 => CONV_F16,
+            ShaderId::ConvGemmF32 => CONV_GEMM_F32,
+            ShaderId::ConvGemmF16 => CONV_GEMM_F16,
+            ShaderId::ConvGemmCombineF32 => CONV_GEMM_COMBINE_F32,
             ShaderId::CopyF32 => COPY_F32,
             ShaderId::EmbeddingQ4gswF32 => EMBEDDING_Q4GSW_F32,
             ShaderId::EmbeddingQ4gswF16 => EMBEDDING_Q4GSW_F16,
@@ -1703,6 +1728,21 @@ impl ShaderId {
             }
             ShaderId::ConvF16 => {
                 ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::ConvGemmF32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 4,
+                uniform_buffers: 1,
+                workgroup_bytes: 8704,
+            },
+            ShaderId::ConvGemmF16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 4,
+                uniform_buffers: 1,
+                workgroup_bytes: 8704,
+            },
+            ShaderId::ConvGemmCombineF32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
             }
             ShaderId::CopyF32 => {
                 ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
@@ -2456,6 +2496,9 @@ impl ShaderId {
             (Family::Compare, Variant::U32) => Some(ShaderId::CompareU32),
             (Family::Conv, Variant::F32) => Some(ShaderId::ConvF32),
             (Family::Conv, Variant::F16) => Some(ShaderId::ConvF16),
+            (Family::ConvGemm, Variant::F32) => Some(ShaderId::ConvGemmF32),
+            (Family::ConvGemm, Variant::F16) => Some(ShaderId::ConvGemmF16),
+            (Family::ConvGemmCombine, Variant::F32) => Some(ShaderId::ConvGemmCombineF32),
             (Family::Copy, Variant::F32) => Some(ShaderId::CopyF32),
             (Family::EmbeddingQ4gsw, Variant::F32) => Some(ShaderId::EmbeddingQ4gswF32),
             (Family::EmbeddingQ4gsw, Variant::F16) => Some(ShaderId::EmbeddingQ4gswF16),
@@ -5586,6 +5629,858 @@ fn transposed_sum(n: u32, oc: u32, oh: u32, ow: u32) -> f32 {
         }
     }
     return acc;
+}
+
+/// Op codes of `act`: the discriminants of the kernels crate's `UnaryOp`
+/// (a kernels test checks that they agree, name by name).
+const ACT_COPY: u32 = 0u;
+const ACT_RELU: u32 = 1u;
+const ACT_GELU: u32 = 2u;
+const ACT_GELU_TANH: u32 = 3u;
+const ACT_EXP: u32 = 4u;
+const ACT_SIGMOID: u32 = 5u;
+const ACT_TANH: u32 = 6u;
+const ACT_NEG: u32 = 7u;
+const ACT_ABS: u32 = 8u;
+const ACT_SQRT: u32 = 9u;
+const ACT_RSQRT: u32 = 10u;
+const ACT_SIN: u32 = 11u;
+const ACT_COS: u32 = 12u;
+const ACT_LOG: u32 = 13u;
+const ACT_CLAMP: u32 = 14u;
+const ACT_LEAKY_RELU: u32 = 15u;
+const ACT_HARDSWISH: u32 = 16u;
+const ACT_ROUND: u32 = 17u;
+const ACT_POW_SCALAR: u32 = 18u;
+const ACT_HARDSIGMOID: u32 = 19u;
+const ACT_SILU: u32 = 20u;
+const ACT_HARDSHRINK: u32 = 21u;
+const ACT_LOG10: u32 = 22u;
+
+/// erf, Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7).
+fn erf_approx(v: f32) -> f32 {
+    let s = sign(v);
+    let a = abs(v);
+    let t = 1.0 / (1.0 + 0.3275911 * a);
+    let poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
+    return s * (1.0 - poly * exp(-a * a));
+}
+
+fn tanh_safe(v: f32) -> f32 {
+    return tanh(clamp(v, -15.0, 15.0));
+}
+
+/// `b ** e` with PyTorch's results for negative bases.
+fn pow_scalar(b: f32, e: f32) -> f32 {
+    if e == 0.0 {
+        return 1.0;
+    }
+    if b >= 0.0 {
+        return pow(b, e);
+    }
+    if e != floor(e) {
+        return bitcast<f32>(nan_bits);
+    }
+    let r = pow(-b, e);
+    if fract(e * 0.5) != 0.0 {
+        return -r;
+    }
+    return r;
+}
+
+/// The activation `op` (an `ACT_*` code; `ACT_COPY` is none) with its
+/// scalar parameters.
+fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
+    switch op {
+        case ACT_COPY: { return v; }
+        case ACT_RELU: { return max(v, 0.0); }
+        case ACT_GELU: { return 0.5 * v * (1.0 + erf_approx(v * 0.70710678118654752)); }
+        case ACT_GELU_TANH: { return 0.5 * v * (1.0 + tanh_safe(0.79788456080286536 * (v + 0.044715 * v * v * v))); }
+        case ACT_EXP: { return exp(v); }
+        case ACT_SIGMOID: { return 1.0 / (1.0 + exp(-v)); }
+        case ACT_TANH: { return tanh_safe(v); }
+        case ACT_NEG: { return -v; }
+        case ACT_ABS: { return abs(v); }
+        case ACT_SQRT: { return sqrt(v); }
+        case ACT_RSQRT: { return inverseSqrt(v); }
+        case ACT_SIN: { return sin(v); }
+        case ACT_COS: { return cos(v); }
+        case ACT_LOG: { return log(v); }
+        case ACT_CLAMP: { return min(max(v, p0), p1); }
+        case ACT_LEAKY_RELU: { return select(v * p0, v, v >= 0.0); }
+        case ACT_HARDSWISH: { return v * clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case ACT_ROUND: { return round(v); }
+        case ACT_POW_SCALAR: { return pow_scalar(v, p0); }
+        case ACT_HARDSIGMOID: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case ACT_SILU: { return v * (1.0 / (1.0 + exp(-v))); }
+        case ACT_HARDSHRINK: { return select(0.0, v, abs(v) > p0); }
+        case ACT_LOG10: { return log(v) * 0.43429448190325182; }
+        default: { return bitcast<f32>(nan_bits); }
+    }
+}
+"#;
+
+/// `conv_gemm.wgsl` with `Elem = f32`.
+pub const CONV_GEMM_F32: &str = r#"//! 2-D convolution (1-D as H = 1), NCHW, `groups = 1`, not transposed, as
+//! an implicit GEMM: `out[m, oc] = sum_k patch[m, k] * w[oc, k]` with the
+//! output pixels `m = (n, oh, ow)` as rows (`M = N * OH * OW`), the output
+//! channels as columns and `k = (c, ky, kx)` (`K = C * KH * KW`) along the
+//! weight's rows (`[OC, C, KH, KW]` is `[OC, K]` row-major). The patch
+//! matrix is never built: its tile is gathered from x as it is staged
+//! (zeros in the padding). Any stride, padding and dilation.
+//!
+//! A workgroup of 256 computes a 64 x 64 block of the output; each
+//! invocation a 4 x 4 sub-block in registers. K advances `TK` inputs a
+//! step; the patch tile and the weight tile are staged in workgroup memory
+//! k-major (`vec4` of 4 rows, or 4 columns, per k), as in `q4_gemm.wgsl`,
+//! and the next step's values are loaded into registers while the current
+//! step is multiplied. Each invocation stages one k of 4 patch rows
+//! (16 apart, so a subgroup reads 16 consecutive pixels of one input
+//! row), walking its `(c, ky, kx)` forward by `TK` with the host's
+//! precomputed carries instead of dividing; and 4 weights of one k.
+//! Accumulation is f32. Epilogue as `conv.wgsl`: bias, the optional clamp
+//! (`et_vk.conv_with_clamp`) and the activation (`act` of
+//! `common/act.wgsl`, `ACT_COPY` for none). Rows past M and columns past N
+//! are staged as zeros and never written, so any shape is in bounds.
+//!
+//! Split K (`partial`, float32 programs only: the partial sums go to an f32
+//! scratch bound as `out`): the workgroups are `splits` copies of the
+//! output tiles, copy `s` summing inputs `s * k_chunk ..` and writing its
+//! sums, without epilogue, NCHW at `s * M * N ..`; `conv_gemm_combine.wgsl`
+//! adds them and applies the epilogue.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Output rows (pixels) and columns (channels) per workgroup.
+const TILE: u32 = 64u;
+/// Inputs per step along K.
+const TK: u32 = 16u;
+/// Row stride of a staged tile, in `vec4`: 16 plus one of padding, so the
+/// 16 k of one column land on different banks as they are stored.
+const LDS: u32 = 17u;
+
+struct Params {
+    /// Output pixels `N * OH * OW`.
+    m: u32,
+    /// Output channels.
+    n: u32,
+    /// Inputs per output `C * KH * KW`.
+    k: u32,
+    /// Workgroups along N.
+    tiles_n: u32,
+    c_in: u32,
+    h: u32,
+    w: u32,
+    oh: u32,
+    ow: u32,
+    kh: u32,
+    kw: u32,
+    stride_h: u32,
+    stride_w: u32,
+    pad_h: u32,
+    pad_w: u32,
+    dil_h: u32,
+    dil_w: u32,
+    /// `TK` as a step of `(c, ky, kx)`: `TK / (KH * KW)` channels, then
+    /// `(TK % (KH * KW)) / KW` rows and `(TK % (KH * KW)) % KW` columns.
+    step_c: u32,
+    step_ky: u32,
+    step_kx: u32,
+    has_bias: u32,
+    has_min: u32,
+    has_max: u32,
+    act: u32,
+    out_min: f32,
+    out_max: f32,
+    act_p0: f32,
+    act_p1: f32,
+    /// Output tiles (workgroups of one split).
+    tiles: u32,
+    /// Inputs per split (a multiple of TK; K without a split).
+    k_chunk: u32,
+    /// Write raw partial sums (split K) instead of the epilogue's output.
+    partial: u32,
+    _pad0: u32,
+}
+
+// Non-finite values come from bit patterns read at run time: WGSL makes a
+// constant expression that evaluates to NaN or infinity an error (Chrome's
+// Tint rejects `bitcast<f32>(0x7fc00000u)`).
+var<private> nan_bits: u32 = 0x7fc00000u;
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> weight: array<Elem>;
+@group(0) @binding(3) var<storage, read> bias: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+/// Patch tile, k-major: `xs[k * LDS + i]` holds rows `4i .. 4i + 4` at k.
+var<workgroup> xs: array<vec4<f32>, TK * LDS>;
+/// Weight tile, k-major: `ws[k * LDS + j]` holds columns `4j .. 4j + 4`.
+var<workgroup> ws: array<vec4<f32>, TK * LDS>;
+
+/// Where an invocation's patch inputs are along K: input `k` is channel
+/// `c`, kernel row `ky` and column `kx`.
+struct KPos {
+    k: u32,
+    c: u32,
+    ky: u32,
+    kx: u32,
+}
+
+/// `pos` moved `TK` inputs forward (each carry at most one).
+fn advance(pos: KPos) -> KPos {
+    var q = pos;
+    q.k += TK;
+    q.kx += p.step_kx;
+    if q.kx >= p.kw {
+        q.kx -= p.kw;
+        q.ky += 1u;
+    }
+    q.ky += p.step_ky;
+    if q.ky >= p.kh {
+        q.ky -= p.kh;
+        q.c += 1u;
+    }
+    q.c += p.step_c;
+    return q;
+}
+
+/// One output row's window: its image's first input, and the input row
+/// and column its window starts at (before padding: may be negative).
+struct Row {
+    base: u32,
+    ih0: i32,
+    iw0: i32,
+    ok: bool,
+}
+
+fn row_of(m: u32) -> Row {
+    let ohw = p.oh * p.ow;
+    let img = m / ohw;
+    let pix = m % ohw;
+    let oh = pix / p.ow;
+    let ow = pix % p.ow;
+    return Row(
+        img * p.c_in * p.h * p.w,
+        i32(oh * p.stride_h) - i32(p.pad_h),
+        i32(ow * p.stride_w) - i32(p.pad_w),
+        m < p.m,
+    );
+}
+
+/// The patch value of row `r` at `pos` (zero in the padding, past M or
+/// past `k_end`, the end of this workgroup's inputs).
+fn patch_at(r: Row, pos: KPos, k_end: u32) -> f32 {
+    let ih = r.ih0 + i32(pos.ky * p.dil_h);
+    let iw = r.iw0 + i32(pos.kx * p.dil_w);
+    if !r.ok || pos.k >= k_end || ih < 0 || iw < 0 || u32(ih) >= p.h || u32(iw) >= p.w {
+        return 0.0;
+    }
+    return f32(x[r.base + (pos.c * p.h + u32(ih)) * p.w + u32(iw)]);
+}
+
+/// The weight of output channel `col` at input `k` (zero past N or
+/// `k_end`).
+fn weight_at(col: u32, k: u32, k_end: u32) -> f32 {
+    if col >= p.n || k >= k_end {
+        return 0.0;
+    }
+    return f32(weight[col * p.k + k]);
+}
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let flat = wid.y * groups.x + wid.x;
+    let split = flat / p.tiles;
+    let tile = flat % p.tiles;
+    let k_begin = split * p.k_chunk;
+    let k_end = min(k_begin + p.k_chunk, p.k);
+    let m0 = (tile / p.tiles_n) * TILE;
+    let n0 = (tile % p.tiles_n) * TILE;
+    // This invocation's 4 x 4 sub-block: rows `4 ti ..`, columns `4 tj ..`.
+    let ti = lid % 16u;
+    let tj = lid / 16u;
+    // Staging: patch rows `lid % 16 + 16 e` at input `lid / 16` of the
+    // step; weight column `lid / 16 + 16 e` at input `lid % 16`.
+    let sk = lid / 16u;
+    let sr = lid % 16u;
+    var rows: array<Row, 4>;
+    for (var e = 0u; e < 4u; e++) {
+        rows[e] = row_of(m0 + sr + 16u * e);
+    }
+    let khw = p.kh * p.kw;
+    let k_first = k_begin + sk;
+    var pos = KPos(k_first, k_first / khw, (k_first % khw) / p.kw, (k_first % khw) % p.kw);
+    let wk = sr;
+    var gx: vec4<f32>;
+    var gw: vec4<f32>;
+    for (var e = 0u; e < 4u; e++) {
+        gx[e] = patch_at(rows[e], pos, k_end);
+        gw[e] = weight_at(n0 + sk + 16u * e, k_begin + wk, k_end);
+    }
+    var acc: array<vec4<f32>, 4>;
+    for (var k0 = k_begin; k0 < k_end; k0 += TK) {
+        for (var e = 0u; e < 4u; e++) {
+            xs[sk * LDS + (sr / 4u) + 4u * e][sr % 4u] = gx[e];
+            ws[wk * LDS + (sk / 4u) + 4u * e][sk % 4u] = gw[e];
+        }
+        workgroupBarrier();
+        // The next step's values, in flight while this one is multiplied.
+        pos = advance(pos);
+        let kn = k0 + TK + wk;
+        for (var e = 0u; e < 4u; e++) {
+            gx[e] = patch_at(rows[e], pos, k_end);
+            gw[e] = weight_at(n0 + sk + 16u * e, kn, k_end);
+        }
+        for (var kk = 0u; kk < TK; kk++) {
+            let a = xs[kk * LDS + ti];
+            let b = ws[kk * LDS + tj];
+            acc[0] += a.x * b;
+            acc[1] += a.y * b;
+            acc[2] += a.z * b;
+            acc[3] += a.w * b;
+        }
+        workgroupBarrier();
+    }
+    let ohw = p.oh * p.ow;
+    let part = split * p.m * p.n;
+    for (var i = 0u; i < 4u; i++) {
+        let m = m0 + ti * 4u + i;
+        if m >= p.m {
+            continue;
+        }
+        let img = m / ohw;
+        let pix = m % ohw;
+        for (var j = 0u; j < 4u; j++) {
+            let oc = n0 + tj * 4u + j;
+            let at = (img * p.n + oc) * ohw + pix;
+            if oc < p.n && p.partial != 0u {
+                out[part + at] = Elem(acc[i][j]);
+            } else if oc < p.n {
+                var v = acc[i][j];
+                if p.has_bias != 0u {
+                    v += f32(bias[oc]);
+                }
+                if p.has_min != 0u {
+                    v = max(v, p.out_min);
+                }
+                if p.has_max != 0u {
+                    v = min(v, p.out_max);
+                }
+                out[at] = Elem(act(p.act, v, p.act_p0, p.act_p1));
+            }
+        }
+    }
+}
+
+/// Op codes of `act`: the discriminants of the kernels crate's `UnaryOp`
+/// (a kernels test checks that they agree, name by name).
+const ACT_COPY: u32 = 0u;
+const ACT_RELU: u32 = 1u;
+const ACT_GELU: u32 = 2u;
+const ACT_GELU_TANH: u32 = 3u;
+const ACT_EXP: u32 = 4u;
+const ACT_SIGMOID: u32 = 5u;
+const ACT_TANH: u32 = 6u;
+const ACT_NEG: u32 = 7u;
+const ACT_ABS: u32 = 8u;
+const ACT_SQRT: u32 = 9u;
+const ACT_RSQRT: u32 = 10u;
+const ACT_SIN: u32 = 11u;
+const ACT_COS: u32 = 12u;
+const ACT_LOG: u32 = 13u;
+const ACT_CLAMP: u32 = 14u;
+const ACT_LEAKY_RELU: u32 = 15u;
+const ACT_HARDSWISH: u32 = 16u;
+const ACT_ROUND: u32 = 17u;
+const ACT_POW_SCALAR: u32 = 18u;
+const ACT_HARDSIGMOID: u32 = 19u;
+const ACT_SILU: u32 = 20u;
+const ACT_HARDSHRINK: u32 = 21u;
+const ACT_LOG10: u32 = 22u;
+
+/// erf, Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7).
+fn erf_approx(v: f32) -> f32 {
+    let s = sign(v);
+    let a = abs(v);
+    let t = 1.0 / (1.0 + 0.3275911 * a);
+    let poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
+    return s * (1.0 - poly * exp(-a * a));
+}
+
+fn tanh_safe(v: f32) -> f32 {
+    return tanh(clamp(v, -15.0, 15.0));
+}
+
+/// `b ** e` with PyTorch's results for negative bases.
+fn pow_scalar(b: f32, e: f32) -> f32 {
+    if e == 0.0 {
+        return 1.0;
+    }
+    if b >= 0.0 {
+        return pow(b, e);
+    }
+    if e != floor(e) {
+        return bitcast<f32>(nan_bits);
+    }
+    let r = pow(-b, e);
+    if fract(e * 0.5) != 0.0 {
+        return -r;
+    }
+    return r;
+}
+
+/// The activation `op` (an `ACT_*` code; `ACT_COPY` is none) with its
+/// scalar parameters.
+fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
+    switch op {
+        case ACT_COPY: { return v; }
+        case ACT_RELU: { return max(v, 0.0); }
+        case ACT_GELU: { return 0.5 * v * (1.0 + erf_approx(v * 0.70710678118654752)); }
+        case ACT_GELU_TANH: { return 0.5 * v * (1.0 + tanh_safe(0.79788456080286536 * (v + 0.044715 * v * v * v))); }
+        case ACT_EXP: { return exp(v); }
+        case ACT_SIGMOID: { return 1.0 / (1.0 + exp(-v)); }
+        case ACT_TANH: { return tanh_safe(v); }
+        case ACT_NEG: { return -v; }
+        case ACT_ABS: { return abs(v); }
+        case ACT_SQRT: { return sqrt(v); }
+        case ACT_RSQRT: { return inverseSqrt(v); }
+        case ACT_SIN: { return sin(v); }
+        case ACT_COS: { return cos(v); }
+        case ACT_LOG: { return log(v); }
+        case ACT_CLAMP: { return min(max(v, p0), p1); }
+        case ACT_LEAKY_RELU: { return select(v * p0, v, v >= 0.0); }
+        case ACT_HARDSWISH: { return v * clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case ACT_ROUND: { return round(v); }
+        case ACT_POW_SCALAR: { return pow_scalar(v, p0); }
+        case ACT_HARDSIGMOID: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case ACT_SILU: { return v * (1.0 / (1.0 + exp(-v))); }
+        case ACT_HARDSHRINK: { return select(0.0, v, abs(v) > p0); }
+        case ACT_LOG10: { return log(v) * 0.43429448190325182; }
+        default: { return bitcast<f32>(nan_bits); }
+    }
+}
+"#;
+
+/// `conv_gemm.wgsl` with `Elem = f16`.
+pub const CONV_GEMM_F16: &str = r#"enable f16;
+
+//! 2-D convolution (1-D as H = 1), NCHW, `groups = 1`, not transposed, as
+//! an implicit GEMM: `out[m, oc] = sum_k patch[m, k] * w[oc, k]` with the
+//! output pixels `m = (n, oh, ow)` as rows (`M = N * OH * OW`), the output
+//! channels as columns and `k = (c, ky, kx)` (`K = C * KH * KW`) along the
+//! weight's rows (`[OC, C, KH, KW]` is `[OC, K]` row-major). The patch
+//! matrix is never built: its tile is gathered from x as it is staged
+//! (zeros in the padding). Any stride, padding and dilation.
+//!
+//! A workgroup of 256 computes a 64 x 64 block of the output; each
+//! invocation a 4 x 4 sub-block in registers. K advances `TK` inputs a
+//! step; the patch tile and the weight tile are staged in workgroup memory
+//! k-major (`vec4` of 4 rows, or 4 columns, per k), as in `q4_gemm.wgsl`,
+//! and the next step's values are loaded into registers while the current
+//! step is multiplied. Each invocation stages one k of 4 patch rows
+//! (16 apart, so a subgroup reads 16 consecutive pixels of one input
+//! row), walking its `(c, ky, kx)` forward by `TK` with the host's
+//! precomputed carries instead of dividing; and 4 weights of one k.
+//! Accumulation is f32. Epilogue as `conv.wgsl`: bias, the optional clamp
+//! (`et_vk.conv_with_clamp`) and the activation (`act` of
+//! `common/act.wgsl`, `ACT_COPY` for none). Rows past M and columns past N
+//! are staged as zeros and never written, so any shape is in bounds.
+//!
+//! Split K (`partial`, float32 programs only: the partial sums go to an f32
+//! scratch bound as `out`): the workgroups are `splits` copies of the
+//! output tiles, copy `s` summing inputs `s * k_chunk ..` and writing its
+//! sums, without epilogue, NCHW at `s * M * N ..`; `conv_gemm_combine.wgsl`
+//! adds them and applies the epilogue.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Output rows (pixels) and columns (channels) per workgroup.
+const TILE: u32 = 64u;
+/// Inputs per step along K.
+const TK: u32 = 16u;
+/// Row stride of a staged tile, in `vec4`: 16 plus one of padding, so the
+/// 16 k of one column land on different banks as they are stored.
+const LDS: u32 = 17u;
+
+struct Params {
+    /// Output pixels `N * OH * OW`.
+    m: u32,
+    /// Output channels.
+    n: u32,
+    /// Inputs per output `C * KH * KW`.
+    k: u32,
+    /// Workgroups along N.
+    tiles_n: u32,
+    c_in: u32,
+    h: u32,
+    w: u32,
+    oh: u32,
+    ow: u32,
+    kh: u32,
+    kw: u32,
+    stride_h: u32,
+    stride_w: u32,
+    pad_h: u32,
+    pad_w: u32,
+    dil_h: u32,
+    dil_w: u32,
+    /// `TK` as a step of `(c, ky, kx)`: `TK / (KH * KW)` channels, then
+    /// `(TK % (KH * KW)) / KW` rows and `(TK % (KH * KW)) % KW` columns.
+    step_c: u32,
+    step_ky: u32,
+    step_kx: u32,
+    has_bias: u32,
+    has_min: u32,
+    has_max: u32,
+    act: u32,
+    out_min: f32,
+    out_max: f32,
+    act_p0: f32,
+    act_p1: f32,
+    /// Output tiles (workgroups of one split).
+    tiles: u32,
+    /// Inputs per split (a multiple of TK; K without a split).
+    k_chunk: u32,
+    /// Write raw partial sums (split K) instead of the epilogue's output.
+    partial: u32,
+    _pad0: u32,
+}
+
+// Non-finite values come from bit patterns read at run time: WGSL makes a
+// constant expression that evaluates to NaN or infinity an error (Chrome's
+// Tint rejects `bitcast<f32>(0x7fc00000u)`).
+var<private> nan_bits: u32 = 0x7fc00000u;
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> weight: array<Elem>;
+@group(0) @binding(3) var<storage, read> bias: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+/// Patch tile, k-major: `xs[k * LDS + i]` holds rows `4i .. 4i + 4` at k.
+var<workgroup> xs: array<vec4<f32>, TK * LDS>;
+/// Weight tile, k-major: `ws[k * LDS + j]` holds columns `4j .. 4j + 4`.
+var<workgroup> ws: array<vec4<f32>, TK * LDS>;
+
+/// Where an invocation's patch inputs are along K: input `k` is channel
+/// `c`, kernel row `ky` and column `kx`.
+struct KPos {
+    k: u32,
+    c: u32,
+    ky: u32,
+    kx: u32,
+}
+
+/// `pos` moved `TK` inputs forward (each carry at most one).
+fn advance(pos: KPos) -> KPos {
+    var q = pos;
+    q.k += TK;
+    q.kx += p.step_kx;
+    if q.kx >= p.kw {
+        q.kx -= p.kw;
+        q.ky += 1u;
+    }
+    q.ky += p.step_ky;
+    if q.ky >= p.kh {
+        q.ky -= p.kh;
+        q.c += 1u;
+    }
+    q.c += p.step_c;
+    return q;
+}
+
+/// One output row's window: its image's first input, and the input row
+/// and column its window starts at (before padding: may be negative).
+struct Row {
+    base: u32,
+    ih0: i32,
+    iw0: i32,
+    ok: bool,
+}
+
+fn row_of(m: u32) -> Row {
+    let ohw = p.oh * p.ow;
+    let img = m / ohw;
+    let pix = m % ohw;
+    let oh = pix / p.ow;
+    let ow = pix % p.ow;
+    return Row(
+        img * p.c_in * p.h * p.w,
+        i32(oh * p.stride_h) - i32(p.pad_h),
+        i32(ow * p.stride_w) - i32(p.pad_w),
+        m < p.m,
+    );
+}
+
+/// The patch value of row `r` at `pos` (zero in the padding, past M or
+/// past `k_end`, the end of this workgroup's inputs).
+fn patch_at(r: Row, pos: KPos, k_end: u32) -> f32 {
+    let ih = r.ih0 + i32(pos.ky * p.dil_h);
+    let iw = r.iw0 + i32(pos.kx * p.dil_w);
+    if !r.ok || pos.k >= k_end || ih < 0 || iw < 0 || u32(ih) >= p.h || u32(iw) >= p.w {
+        return 0.0;
+    }
+    return f32(x[r.base + (pos.c * p.h + u32(ih)) * p.w + u32(iw)]);
+}
+
+/// The weight of output channel `col` at input `k` (zero past N or
+/// `k_end`).
+fn weight_at(col: u32, k: u32, k_end: u32) -> f32 {
+    if col >= p.n || k >= k_end {
+        return 0.0;
+    }
+    return f32(weight[col * p.k + k]);
+}
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let flat = wid.y * groups.x + wid.x;
+    let split = flat / p.tiles;
+    let tile = flat % p.tiles;
+    let k_begin = split * p.k_chunk;
+    let k_end = min(k_begin + p.k_chunk, p.k);
+    let m0 = (tile / p.tiles_n) * TILE;
+    let n0 = (tile % p.tiles_n) * TILE;
+    // This invocation's 4 x 4 sub-block: rows `4 ti ..`, columns `4 tj ..`.
+    let ti = lid % 16u;
+    let tj = lid / 16u;
+    // Staging: patch rows `lid % 16 + 16 e` at input `lid / 16` of the
+    // step; weight column `lid / 16 + 16 e` at input `lid % 16`.
+    let sk = lid / 16u;
+    let sr = lid % 16u;
+    var rows: array<Row, 4>;
+    for (var e = 0u; e < 4u; e++) {
+        rows[e] = row_of(m0 + sr + 16u * e);
+    }
+    let khw = p.kh * p.kw;
+    let k_first = k_begin + sk;
+    var pos = KPos(k_first, k_first / khw, (k_first % khw) / p.kw, (k_first % khw) % p.kw);
+    let wk = sr;
+    var gx: vec4<f32>;
+    var gw: vec4<f32>;
+    for (var e = 0u; e < 4u; e++) {
+        gx[e] = patch_at(rows[e], pos, k_end);
+        gw[e] = weight_at(n0 + sk + 16u * e, k_begin + wk, k_end);
+    }
+    var acc: array<vec4<f32>, 4>;
+    for (var k0 = k_begin; k0 < k_end; k0 += TK) {
+        for (var e = 0u; e < 4u; e++) {
+            xs[sk * LDS + (sr / 4u) + 4u * e][sr % 4u] = gx[e];
+            ws[wk * LDS + (sk / 4u) + 4u * e][sk % 4u] = gw[e];
+        }
+        workgroupBarrier();
+        // The next step's values, in flight while this one is multiplied.
+        pos = advance(pos);
+        let kn = k0 + TK + wk;
+        for (var e = 0u; e < 4u; e++) {
+            gx[e] = patch_at(rows[e], pos, k_end);
+            gw[e] = weight_at(n0 + sk + 16u * e, kn, k_end);
+        }
+        for (var kk = 0u; kk < TK; kk++) {
+            let a = xs[kk * LDS + ti];
+            let b = ws[kk * LDS + tj];
+            acc[0] += a.x * b;
+            acc[1] += a.y * b;
+            acc[2] += a.z * b;
+            acc[3] += a.w * b;
+        }
+        workgroupBarrier();
+    }
+    let ohw = p.oh * p.ow;
+    let part = split * p.m * p.n;
+    for (var i = 0u; i < 4u; i++) {
+        let m = m0 + ti * 4u + i;
+        if m >= p.m {
+            continue;
+        }
+        let img = m / ohw;
+        let pix = m % ohw;
+        for (var j = 0u; j < 4u; j++) {
+            let oc = n0 + tj * 4u + j;
+            let at = (img * p.n + oc) * ohw + pix;
+            if oc < p.n && p.partial != 0u {
+                out[part + at] = Elem(acc[i][j]);
+            } else if oc < p.n {
+                var v = acc[i][j];
+                if p.has_bias != 0u {
+                    v += f32(bias[oc]);
+                }
+                if p.has_min != 0u {
+                    v = max(v, p.out_min);
+                }
+                if p.has_max != 0u {
+                    v = min(v, p.out_max);
+                }
+                out[at] = Elem(act(p.act, v, p.act_p0, p.act_p1));
+            }
+        }
+    }
+}
+
+/// Op codes of `act`: the discriminants of the kernels crate's `UnaryOp`
+/// (a kernels test checks that they agree, name by name).
+const ACT_COPY: u32 = 0u;
+const ACT_RELU: u32 = 1u;
+const ACT_GELU: u32 = 2u;
+const ACT_GELU_TANH: u32 = 3u;
+const ACT_EXP: u32 = 4u;
+const ACT_SIGMOID: u32 = 5u;
+const ACT_TANH: u32 = 6u;
+const ACT_NEG: u32 = 7u;
+const ACT_ABS: u32 = 8u;
+const ACT_SQRT: u32 = 9u;
+const ACT_RSQRT: u32 = 10u;
+const ACT_SIN: u32 = 11u;
+const ACT_COS: u32 = 12u;
+const ACT_LOG: u32 = 13u;
+const ACT_CLAMP: u32 = 14u;
+const ACT_LEAKY_RELU: u32 = 15u;
+const ACT_HARDSWISH: u32 = 16u;
+const ACT_ROUND: u32 = 17u;
+const ACT_POW_SCALAR: u32 = 18u;
+const ACT_HARDSIGMOID: u32 = 19u;
+const ACT_SILU: u32 = 20u;
+const ACT_HARDSHRINK: u32 = 21u;
+const ACT_LOG10: u32 = 22u;
+
+/// erf, Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7).
+fn erf_approx(v: f32) -> f32 {
+    let s = sign(v);
+    let a = abs(v);
+    let t = 1.0 / (1.0 + 0.3275911 * a);
+    let poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
+    return s * (1.0 - poly * exp(-a * a));
+}
+
+fn tanh_safe(v: f32) -> f32 {
+    return tanh(clamp(v, -15.0, 15.0));
+}
+
+/// `b ** e` with PyTorch's results for negative bases.
+fn pow_scalar(b: f32, e: f32) -> f32 {
+    if e == 0.0 {
+        return 1.0;
+    }
+    if b >= 0.0 {
+        return pow(b, e);
+    }
+    if e != floor(e) {
+        return bitcast<f32>(nan_bits);
+    }
+    let r = pow(-b, e);
+    if fract(e * 0.5) != 0.0 {
+        return -r;
+    }
+    return r;
+}
+
+/// The activation `op` (an `ACT_*` code; `ACT_COPY` is none) with its
+/// scalar parameters.
+fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
+    switch op {
+        case ACT_COPY: { return v; }
+        case ACT_RELU: { return max(v, 0.0); }
+        case ACT_GELU: { return 0.5 * v * (1.0 + erf_approx(v * 0.70710678118654752)); }
+        case ACT_GELU_TANH: { return 0.5 * v * (1.0 + tanh_safe(0.79788456080286536 * (v + 0.044715 * v * v * v))); }
+        case ACT_EXP: { return exp(v); }
+        case ACT_SIGMOID: { return 1.0 / (1.0 + exp(-v)); }
+        case ACT_TANH: { return tanh_safe(v); }
+        case ACT_NEG: { return -v; }
+        case ACT_ABS: { return abs(v); }
+        case ACT_SQRT: { return sqrt(v); }
+        case ACT_RSQRT: { return inverseSqrt(v); }
+        case ACT_SIN: { return sin(v); }
+        case ACT_COS: { return cos(v); }
+        case ACT_LOG: { return log(v); }
+        case ACT_CLAMP: { return min(max(v, p0), p1); }
+        case ACT_LEAKY_RELU: { return select(v * p0, v, v >= 0.0); }
+        case ACT_HARDSWISH: { return v * clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case ACT_ROUND: { return round(v); }
+        case ACT_POW_SCALAR: { return pow_scalar(v, p0); }
+        case ACT_HARDSIGMOID: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case ACT_SILU: { return v * (1.0 / (1.0 + exp(-v))); }
+        case ACT_HARDSHRINK: { return select(0.0, v, abs(v) > p0); }
+        case ACT_LOG10: { return log(v) * 0.43429448190325182; }
+        default: { return bitcast<f32>(nan_bits); }
+    }
+}
+"#;
+
+/// `conv_gemm_combine.wgsl` with `Elem = f32`.
+pub const CONV_GEMM_COMBINE_F32: &str = r#"//! The second pass of a split-K implicit-GEMM convolution
+//! (`conv_gemm.wgsl` with `partial`): the output, NCHW, is the sum of the
+//! splits' f32 partial sums in split order, then the convolution's
+//! epilogue: bias, the optional clamp and the activation (`act` of
+//! `common/act.wgsl`). One invocation an output element. Float32 programs
+//! only (float16 ones never split).
+// variants: f32
+
+alias Elem = f32;
+
+const WG: u32 = 256u;
+
+struct Params {
+    /// Output elements `N * OC * OH * OW`.
+    numel: u32,
+    /// Output pixels a channel plane `OH * OW`.
+    ohw: u32,
+    /// Output channels.
+    n: u32,
+    /// Splits along K.
+    splits: u32,
+    has_bias: u32,
+    has_min: u32,
+    has_max: u32,
+    act: u32,
+    out_min: f32,
+    out_max: f32,
+    act_p0: f32,
+    act_p1: f32,
+}
+
+// Non-finite values come from bit patterns read at run time: WGSL makes a
+// constant expression that evaluates to NaN or infinity an error (Chrome's
+// Tint rejects `bitcast<f32>(0x7fc00000u)`).
+var<private> nan_bits: u32 = 0x7fc00000u;
+
+@group(0) @binding(0) var<uniform> p: Params;
+/// `[splits, N, OC, OH, OW]`.
+@group(0) @binding(1) var<storage, read> partial: array<f32>;
+@group(0) @binding(2) var<storage, read> bias: array<Elem>;
+@group(0) @binding(3) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WG;
+    if i >= p.numel {
+        return;
+    }
+    var v = 0.0;
+    for (var s = 0u; s < p.splits; s++) {
+        v += partial[s * p.numel + i];
+    }
+    if p.has_bias != 0u {
+        v += f32(bias[(i / p.ohw) % p.n]);
+    }
+    if p.has_min != 0u {
+        v = max(v, p.out_min);
+    }
+    if p.has_max != 0u {
+        v = min(v, p.out_max);
+    }
+    out[i] = Elem(act(p.act, v, p.act_p0, p.act_p1));
 }
 
 /// Op codes of `act`: the discriminants of the kernels crate's `UnaryOp`

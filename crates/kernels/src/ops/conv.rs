@@ -5,10 +5,12 @@
 //! `aten.upsample_nearest2d.vec` / `aten.upsample_bilinear2d.vec`
 //! (`upsample.wgsl`) and `aten.grid_sampler_2d` (`grid_sampler.wgsl`).
 //! 1-D convolutions (rank-3 input) run as 2-D ones with
-//! `H = 1`.
+//! `H = 1`. Ungrouped convolutions may take the implicit GEMM instead
+//! (`conv_routes.rs` holds both kernels' dispatches and chooses).
 
 use crate::error::{Error, Result};
 use crate::generated::shaders::Family;
+use crate::ops::conv_routes::{ConvEpilogue, ConvGeom, ConvRoute, conv_route, direct_dispatch, gemm_steps};
 use crate::ops::fused::Epilogue;
 use crate::plan::{
     Ctx, Dispatch, Lowered, Step, TensorInfo, Uniform, WG_ROWS, float_shader, grid_1d, same_dtype, to_u32,
@@ -90,7 +92,7 @@ pub fn convolution_with(c: &Ctx<'_>, clamp: bool, epilogue: Epilogue) -> Result<
     let bias = c.opt_tensor(2, "bias")?;
     let out_idx = n_args - 1;
     let out = c.tensor(out_idx, "out")?;
-    let shader = float_shader(Family::Conv, &x, 0, "input")?;
+    float_shader(Family::Conv, &x, 0, "input")?;
     same_dtype(&w, x.dtype, 1, "weight")?;
     same_dtype(&out, x.dtype, out_idx, "out")?;
     let transposed = c.bool(6, "transposed")?;
@@ -181,45 +183,32 @@ pub fn convolution_with(c: &Ctx<'_>, clamp: bool, epilogue: Epilogue) -> Result<
     let shape = if one_d { vec![n, c_out, ow] } else { vec![n, c_out, oh, ow] };
     let numel = crate::plan::checked_numel(&shape)?;
     let mut steps = Vec::new();
+    // Bounds beyond f32 (e.g. 1.797e308 for "no max") saturate.
+    let bound = |v: Option<f64>| v.map(|v| v.clamp(f64::from(f32::MIN), f64::from(f32::MAX)) as f32);
+    let geom = ConvGeom {
+        n,
+        c_in,
+        h,
+        w: wd,
+        c_out,
+        oh,
+        ow,
+        kh,
+        kw,
+        stride: [stride[0], stride[1]],
+        padding: [padding[0], padding[1]],
+        dilation: [dilation[0], dilation[1]],
+        groups,
+        transposed,
+    };
+    let ep = ConvEpilogue { has_bias: bias.is_some(), out_min: bound(out_min), out_max: bound(out_max), act: epilogue };
+    let inputs = vec![x.id, w.id, bias.map_or(w.id, |b| b.id)];
     if numel > 0 && h * wd > 0 {
-        let u = to_u32;
-        // Bounds beyond f32 (e.g. 1.797e308 for "no max") saturate.
-        let bound = |v: Option<f64>| v.map_or(0.0, |v| v.clamp(f64::from(f32::MIN), f64::from(f32::MAX)) as f32);
-        let params = Uniform::new()
-            .u32(u("output elements", numel)?)
-            .u32(u("channels", c_in)?)
-            .u32(u("height", h)?)
-            .u32(u("width", wd)?)
-            .u32(u("output channels", c_out)?)
-            .u32(u("output height", oh)?)
-            .u32(u("output width", ow)?)
-            .u32(u("groups", groups)?)
-            .u32(u("kernel height", kh)?)
-            .u32(u("kernel width", kw)?)
-            .u32(u("stride", stride[0])?)
-            .u32(u("stride", stride[1])?)
-            .u32(u("padding", padding[0])?)
-            .u32(u("padding", padding[1])?)
-            .u32(u("dilation", dilation[0])?)
-            .u32(u("dilation", dilation[1])?)
-            .u32(u32::from(bias.is_some()))
-            .u32(u32::from(out_min.is_some()))
-            .u32(u32::from(out_max.is_some()))
-            .u32(u32::from(transposed))
-            .f32(bound(out_min))
-            .f32(bound(out_max))
-            .f32(epilogue.p0)
-            .f32(epilogue.p1)
-            .u32(epilogue.op as u32)
-            .finish();
-        steps.push(Step::Dispatch(Dispatch {
-            shader: shader.into(),
-            entry: "main",
-            inputs: vec![x.id, w.id, bias.map_or(w.id, |b| b.id)],
-            outputs: vec![out.id],
-            params,
-            workgroups: grid_1d(numel, WG_ROWS)?,
-        }));
+        to_u32("output elements", numel)?;
+        match conv_route(&c.caps(), &geom) {
+            ConvRoute::Gemm => steps.extend(gemm_steps(c, &x, &geom, &ep, inputs, out.id)?),
+            ConvRoute::Direct => steps.push(Step::Dispatch(direct_dispatch(&x, &geom, &ep, inputs, out.id, numel)?)),
+        }
     }
     Ok(Lowered { shapes: vec![(out.id, shape)], steps })
 }

@@ -5,6 +5,7 @@
 //! GPU tests skip, with a printed note, when no adapter exists, unless
 //! `GPU_TESTS=require`, in which case a missing adapter fails them.
 
+mod conv;
 mod crafted;
 mod decode_attention;
 mod device_loss;

@@ -1,0 +1,287 @@
+//! The kernels of a 2-D convolution (decoded by `conv.rs`) and the one
+//! place that chooses between them ([`conv_route`], from the call's shape
+//! and [`DeviceCaps::conv`]): the implicit GEMM (`conv_gemm.wgsl`: the
+//! output pixels `N * OH * OW` as the rows of a product with the weight
+//! `[OC, C * KH * KW]`, the input patches gathered as they are staged) and
+//! the direct kernel (`conv.wgsl`: one invocation an output element; also
+//! grouped, depthwise and transposed convolutions).
+
+use crate::caps::{ConvKernels, DeviceCaps};
+use crate::error::Result;
+use crate::generated::shaders::Family;
+use crate::ops::fused::Epilogue;
+use crate::ops::gemm::{COOP_SMS, SPLIT_K_MAX, SPLIT_K_SCRATCH, split_k};
+use crate::plan::{
+    Ctx, Dispatch, ElemType, Step, TensorInfo, Uniform, Vid, WG_ELEMENTWISE, WG_ROWS, float_shader, grid_1d,
+    grid_groups, to_u32,
+};
+
+/// Output rows (pixels) and columns (channels) per workgroup of
+/// `conv_gemm.wgsl`.
+pub const CONV_GEMM_TILE: u64 = 64;
+/// Inputs per step along K of `conv_gemm.wgsl`.
+pub const CONV_GEMM_TK: u64 = 16;
+
+/// Fewest output channels the [`ConvKernels::Auto`] setting sends to the
+/// implicit GEMM: its tiles are 64 channels wide, and at 16 a quarter of
+/// their columns is useful work. Its inner loop does a multiply-add per
+/// ~1.25 instructions (two `vec4` loads from workgroup memory feed 16),
+/// the direct kernel one per ~8 (two loads from global memory, bounds
+/// checks and index arithmetic per input), so below a quarter of a tile
+/// (an image head of 3 channels: 3 / 64) the direct kernel does less.
+pub const CONV_GEMM_MIN_CHANNELS: u64 = 16;
+/// Fewest inputs per output (`C * KH * KW`) the [`ConvKernels::Auto`]
+/// setting sends to the implicit GEMM: one full step along K (fewer pad
+/// the step with zeros, e.g. a 1x1 convolution of 3 channels, whose
+/// direct kernel reads 3 inputs an output).
+pub const CONV_GEMM_MIN_INPUTS: u64 = CONV_GEMM_TK;
+
+/// A 2-D convolution's geometry (1-D as `h = 1`), as `conv.rs` decoded it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConvGeom {
+    /// Batch.
+    pub n: u64,
+    /// Input channels.
+    pub c_in: u64,
+    /// Input height.
+    pub h: u64,
+    /// Input width.
+    pub w: u64,
+    /// Output channels.
+    pub c_out: u64,
+    /// Output height.
+    pub oh: u64,
+    /// Output width.
+    pub ow: u64,
+    /// Kernel height.
+    pub kh: u64,
+    /// Kernel width.
+    pub kw: u64,
+    /// Stride (height, width).
+    pub stride: [u64; 2],
+    /// Padding (height, width).
+    pub padding: [u64; 2],
+    /// Dilation (height, width).
+    pub dilation: [u64; 2],
+    /// Groups (1: every output channel reads every input channel).
+    pub groups: u64,
+    /// A transposed convolution (weight `[C, OC / groups, KH, KW]`).
+    pub transposed: bool,
+}
+
+impl ConvGeom {
+    /// Rows of the implicit product: output pixels.
+    pub fn m(&self) -> u64 {
+        self.n * self.oh * self.ow
+    }
+
+    /// Inputs per output: the product's K.
+    pub fn k(&self) -> u64 {
+        self.c_in / self.groups.max(1) * self.kh * self.kw
+    }
+}
+
+/// The kernel a convolution takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConvRoute {
+    /// `conv.wgsl`: one invocation an output element.
+    Direct,
+    /// `conv_gemm.wgsl`: the implicit GEMM.
+    Gemm,
+}
+
+/// The one place a convolution's kernel is chosen: the implicit GEMM for
+/// ungrouped, untransposed convolutions ([`ConvKernels::Gemm`]: all of
+/// them; [`ConvKernels::Auto`]: those with at least
+/// [`CONV_GEMM_MIN_CHANNELS`] output channels and
+/// [`CONV_GEMM_MIN_INPUTS`] inputs an output), else the direct kernel.
+pub fn conv_route(caps: &DeviceCaps, g: &ConvGeom) -> ConvRoute {
+    let gemm_can = g.groups == 1 && !g.transposed;
+    let worth = g.c_out >= CONV_GEMM_MIN_CHANNELS && g.k() >= CONV_GEMM_MIN_INPUTS;
+    match caps.conv {
+        ConvKernels::Direct => ConvRoute::Direct,
+        ConvKernels::Gemm if gemm_can => ConvRoute::Gemm,
+        ConvKernels::Auto if gemm_can && worth => ConvRoute::Gemm,
+        _ => ConvRoute::Direct,
+    }
+}
+
+/// The epilogue of a convolution: bias, clamp bounds (`conv_with_clamp`)
+/// and activation.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ConvEpilogue {
+    /// A bias of one value an output channel is added.
+    pub has_bias: bool,
+    /// Lower clamp bound.
+    pub out_min: Option<f32>,
+    /// Upper clamp bound.
+    pub out_max: Option<f32>,
+    /// The activation after the clamp.
+    pub act: Epilogue,
+}
+
+/// Scratch bytes the split-K partial sums of a float32 convolution of
+/// `numel` output elements may use: `splits x numel` f32, at most
+/// [`SPLIT_K_MAX`] splits, and (the splits times the output tiles being
+/// at most [`COOP_SMS`]) at most that many 64 x 64 tiles. Non-decreasing
+/// in `numel`, so the lowering at the maximum shapes sizes it.
+pub fn split_scratch_bytes(numel: u64) -> u64 {
+    4 * (SPLIT_K_MAX * numel).min(COOP_SMS * CONV_GEMM_TILE * CONV_GEMM_TILE)
+}
+
+/// The implicit-GEMM steps of a convolution [`conv_route`] sent here
+/// (non-empty output; inputs `[x, weight, bias or weight]`): one dispatch
+/// of `conv_gemm.wgsl`, or, for a float32 program whose output tiles leave
+/// SMs idle (`gemm.rs`'s [`split_k`] rule, as the 4-bit linears split:
+/// ResNet-18's 7x7 and 14x14 layers at batch 1, 8 and 16 tiles) and a
+/// scratch given, its split-K form and `conv_gemm_combine.wgsl`. Float32
+/// programs declare the scratch at every lowering.
+pub fn gemm_steps(
+    c: &Ctx<'_>,
+    x: &TensorInfo<'_>,
+    g: &ConvGeom,
+    e: &ConvEpilogue,
+    inputs: Vec<Vid>,
+    out: Vid,
+) -> Result<Vec<Step>> {
+    let u = to_u32;
+    let (m, k) = (g.m(), g.k());
+    let numel = m * g.c_out;
+    let khw = g.kh * g.kw;
+    let tiles_n = g.c_out.div_ceil(CONV_GEMM_TILE);
+    let tiles = m.div_ceil(CONV_GEMM_TILE) * tiles_n;
+    let rem = CONV_GEMM_TK % khw;
+    // The whole input and weight must be addressable in 32 bits, as the
+    // kernel does.
+    u("input elements", g.n * g.c_in * g.h * g.w)?;
+    u("weight elements", g.c_out * k)?;
+    let f32_program = x.dtype == ElemType::F32;
+    let mut steps = Vec::new();
+    if f32_program {
+        steps.push(Step::Scratch { slot: SPLIT_K_SCRATCH, bytes: split_scratch_bytes(numel) });
+    }
+    let split = split_k(tiles, k.next_multiple_of(CONV_GEMM_TK), CONV_GEMM_TK);
+    let scratch = c
+        .scratch(SPLIT_K_SCRATCH)
+        .filter(|_| f32_program && split.splits > 1 && 4 * split.splits * numel <= split_scratch_bytes(numel));
+    let splits = if scratch.is_some() { split.splits } else { 1 };
+    let params = Uniform::new()
+        .u32(u("output pixels", m)?)
+        .u32(u("output channels", g.c_out)?)
+        .u32(u("inputs per output", k)?)
+        .u32(u("tiles along N", tiles_n)?)
+        .u32(u("channels", g.c_in)?)
+        .u32(u("height", g.h)?)
+        .u32(u("width", g.w)?)
+        .u32(u("output height", g.oh)?)
+        .u32(u("output width", g.ow)?)
+        .u32(u("kernel height", g.kh)?)
+        .u32(u("kernel width", g.kw)?)
+        .u32(u("stride", g.stride[0])?)
+        .u32(u("stride", g.stride[1])?)
+        .u32(u("padding", g.padding[0])?)
+        .u32(u("padding", g.padding[1])?)
+        .u32(u("dilation", g.dilation[0])?)
+        .u32(u("dilation", g.dilation[1])?)
+        .u32(u("channel step", CONV_GEMM_TK / khw)?)
+        .u32(u("kernel row step", rem / g.kw)?)
+        .u32(u("kernel column step", rem % g.kw)?)
+        .u32(u32::from(e.has_bias))
+        .u32(u32::from(e.out_min.is_some()))
+        .u32(u32::from(e.out_max.is_some()))
+        .u32(e.act.op as u32)
+        .f32(e.out_min.unwrap_or(0.0))
+        .f32(e.out_max.unwrap_or(0.0))
+        .f32(e.act.p0)
+        .f32(e.act.p1)
+        .u32(u("tiles", tiles)?)
+        .u32(u("inputs per split", if splits > 1 { split.k_chunk } else { k })?)
+        .u32(u32::from(splits > 1))
+        .finish();
+    let gemm = |outputs| -> Result<Step> {
+        Ok(Step::Dispatch(Dispatch {
+            shader: float_shader(Family::ConvGemm, x, 0, "input")?.into(),
+            entry: "main",
+            inputs: inputs.clone(),
+            outputs,
+            params: params.clone(),
+            workgroups: grid_groups(splits * tiles)?,
+        }))
+    };
+    let Some(scratch) = scratch else {
+        steps.push(gemm(vec![out])?);
+        return Ok(steps);
+    };
+    steps.push(gemm(vec![scratch])?);
+    let combine = Uniform::new()
+        .u32(u("output elements", numel)?)
+        .u32(u("output pixels a plane", g.oh * g.ow)?)
+        .u32(u("output channels", g.c_out)?)
+        .u32(u("splits", splits)?)
+        .u32(u32::from(e.has_bias))
+        .u32(u32::from(e.out_min.is_some()))
+        .u32(u32::from(e.out_max.is_some()))
+        .u32(e.act.op as u32)
+        .f32(e.out_min.unwrap_or(0.0))
+        .f32(e.out_max.unwrap_or(0.0))
+        .f32(e.act.p0)
+        .f32(e.act.p1)
+        .finish();
+    steps.push(Step::Dispatch(Dispatch {
+        shader: float_shader(Family::ConvGemmCombine, x, 0, "input")?.into(),
+        entry: "main",
+        inputs: vec![scratch, inputs[2]],
+        outputs: vec![out],
+        params: combine,
+        workgroups: grid_1d(numel, WG_ELEMENTWISE)?,
+    }));
+    Ok(steps)
+}
+
+/// The direct dispatch (`conv.wgsl`) of a convolution of `numel` output
+/// elements; inputs `[x, weight, bias or weight]`.
+pub fn direct_dispatch(
+    x: &TensorInfo<'_>,
+    g: &ConvGeom,
+    e: &ConvEpilogue,
+    inputs: Vec<Vid>,
+    out: Vid,
+    numel: u64,
+) -> Result<Dispatch> {
+    let u = to_u32;
+    let params = Uniform::new()
+        .u32(u("output elements", numel)?)
+        .u32(u("channels", g.c_in)?)
+        .u32(u("height", g.h)?)
+        .u32(u("width", g.w)?)
+        .u32(u("output channels", g.c_out)?)
+        .u32(u("output height", g.oh)?)
+        .u32(u("output width", g.ow)?)
+        .u32(u("groups", g.groups)?)
+        .u32(u("kernel height", g.kh)?)
+        .u32(u("kernel width", g.kw)?)
+        .u32(u("stride", g.stride[0])?)
+        .u32(u("stride", g.stride[1])?)
+        .u32(u("padding", g.padding[0])?)
+        .u32(u("padding", g.padding[1])?)
+        .u32(u("dilation", g.dilation[0])?)
+        .u32(u("dilation", g.dilation[1])?)
+        .u32(u32::from(e.has_bias))
+        .u32(u32::from(e.out_min.is_some()))
+        .u32(u32::from(e.out_max.is_some()))
+        .u32(u32::from(g.transposed))
+        .f32(e.out_min.unwrap_or(0.0))
+        .f32(e.out_max.unwrap_or(0.0))
+        .f32(e.act.p0)
+        .f32(e.act.p1)
+        .u32(e.act.op as u32)
+        .finish();
+    Ok(Dispatch {
+        shader: float_shader(Family::Conv, x, 0, "input")?.into(),
+        entry: "main",
+        inputs,
+        outputs: vec![out],
+        params,
+        workgroups: grid_1d(numel, WG_ROWS)?,
+    })
+}

@@ -1,0 +1,259 @@
+//! 2-D convolution (1-D as H = 1), NCHW, `groups = 1`, not transposed, as
+//! an implicit GEMM: `out[m, oc] = sum_k patch[m, k] * w[oc, k]` with the
+//! output pixels `m = (n, oh, ow)` as rows (`M = N * OH * OW`), the output
+//! channels as columns and `k = (c, ky, kx)` (`K = C * KH * KW`) along the
+//! weight's rows (`[OC, C, KH, KW]` is `[OC, K]` row-major). The patch
+//! matrix is never built: its tile is gathered from x as it is staged
+//! (zeros in the padding). Any stride, padding and dilation.
+//!
+//! A workgroup of 256 computes a 64 x 64 block of the output; each
+//! invocation a 4 x 4 sub-block in registers. K advances `TK` inputs a
+//! step; the patch tile and the weight tile are staged in workgroup memory
+//! k-major (`vec4` of 4 rows, or 4 columns, per k), as in `q4_gemm.wgsl`,
+//! and the next step's values are loaded into registers while the current
+//! step is multiplied. Each invocation stages one k of 4 patch rows
+//! (16 apart, so a subgroup reads 16 consecutive pixels of one input
+//! row), walking its `(c, ky, kx)` forward by `TK` with the host's
+//! precomputed carries instead of dividing; and 4 weights of one k.
+//! Accumulation is f32. Epilogue as `conv.wgsl`: bias, the optional clamp
+//! (`et_vk.conv_with_clamp`) and the activation (`act` of
+//! `common/act.wgsl`, `ACT_COPY` for none). Rows past M and columns past N
+//! are staged as zeros and never written, so any shape is in bounds.
+//!
+//! Split K (`partial`, float32 programs only: the partial sums go to an f32
+//! scratch bound as `out`): the workgroups are `splits` copies of the
+//! output tiles, copy `s` summing inputs `s * k_chunk ..` and writing its
+//! sums, without epilogue, NCHW at `s * M * N ..`; `conv_gemm_combine.wgsl`
+//! adds them and applies the epilogue.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Output rows (pixels) and columns (channels) per workgroup.
+const TILE: u32 = 64u;
+/// Inputs per step along K.
+const TK: u32 = 16u;
+/// Row stride of a staged tile, in `vec4`: 16 plus one of padding, so the
+/// 16 k of one column land on different banks as they are stored.
+const LDS: u32 = 17u;
+
+struct Params {
+    /// Output pixels `N * OH * OW`.
+    m: u32,
+    /// Output channels.
+    n: u32,
+    /// Inputs per output `C * KH * KW`.
+    k: u32,
+    /// Workgroups along N.
+    tiles_n: u32,
+    c_in: u32,
+    h: u32,
+    w: u32,
+    oh: u32,
+    ow: u32,
+    kh: u32,
+    kw: u32,
+    stride_h: u32,
+    stride_w: u32,
+    pad_h: u32,
+    pad_w: u32,
+    dil_h: u32,
+    dil_w: u32,
+    /// `TK` as a step of `(c, ky, kx)`: `TK / (KH * KW)` channels, then
+    /// `(TK % (KH * KW)) / KW` rows and `(TK % (KH * KW)) % KW` columns.
+    step_c: u32,
+    step_ky: u32,
+    step_kx: u32,
+    has_bias: u32,
+    has_min: u32,
+    has_max: u32,
+    act: u32,
+    out_min: f32,
+    out_max: f32,
+    act_p0: f32,
+    act_p1: f32,
+    /// Output tiles (workgroups of one split).
+    tiles: u32,
+    /// Inputs per split (a multiple of TK; K without a split).
+    k_chunk: u32,
+    /// Write raw partial sums (split K) instead of the epilogue's output.
+    partial: u32,
+    _pad0: u32,
+}
+
+// Non-finite values come from bit patterns read at run time: WGSL makes a
+// constant expression that evaluates to NaN or infinity an error (Chrome's
+// Tint rejects `bitcast<f32>(0x7fc00000u)`).
+var<private> nan_bits: u32 = 0x7fc00000u;
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> weight: array<Elem>;
+@group(0) @binding(3) var<storage, read> bias: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+/// Patch tile, k-major: `xs[k * LDS + i]` holds rows `4i .. 4i + 4` at k.
+var<workgroup> xs: array<vec4<f32>, TK * LDS>;
+/// Weight tile, k-major: `ws[k * LDS + j]` holds columns `4j .. 4j + 4`.
+var<workgroup> ws: array<vec4<f32>, TK * LDS>;
+
+/// Where an invocation's patch inputs are along K: input `k` is channel
+/// `c`, kernel row `ky` and column `kx`.
+struct KPos {
+    k: u32,
+    c: u32,
+    ky: u32,
+    kx: u32,
+}
+
+/// `pos` moved `TK` inputs forward (each carry at most one).
+fn advance(pos: KPos) -> KPos {
+    var q = pos;
+    q.k += TK;
+    q.kx += p.step_kx;
+    if q.kx >= p.kw {
+        q.kx -= p.kw;
+        q.ky += 1u;
+    }
+    q.ky += p.step_ky;
+    if q.ky >= p.kh {
+        q.ky -= p.kh;
+        q.c += 1u;
+    }
+    q.c += p.step_c;
+    return q;
+}
+
+/// One output row's window: its image's first input, and the input row
+/// and column its window starts at (before padding: may be negative).
+struct Row {
+    base: u32,
+    ih0: i32,
+    iw0: i32,
+    ok: bool,
+}
+
+fn row_of(m: u32) -> Row {
+    let ohw = p.oh * p.ow;
+    let img = m / ohw;
+    let pix = m % ohw;
+    let oh = pix / p.ow;
+    let ow = pix % p.ow;
+    return Row(
+        img * p.c_in * p.h * p.w,
+        i32(oh * p.stride_h) - i32(p.pad_h),
+        i32(ow * p.stride_w) - i32(p.pad_w),
+        m < p.m,
+    );
+}
+
+/// The patch value of row `r` at `pos` (zero in the padding, past M or
+/// past `k_end`, the end of this workgroup's inputs).
+fn patch_at(r: Row, pos: KPos, k_end: u32) -> f32 {
+    let ih = r.ih0 + i32(pos.ky * p.dil_h);
+    let iw = r.iw0 + i32(pos.kx * p.dil_w);
+    if !r.ok || pos.k >= k_end || ih < 0 || iw < 0 || u32(ih) >= p.h || u32(iw) >= p.w {
+        return 0.0;
+    }
+    return f32(x[r.base + (pos.c * p.h + u32(ih)) * p.w + u32(iw)]);
+}
+
+/// The weight of output channel `col` at input `k` (zero past N or
+/// `k_end`).
+fn weight_at(col: u32, k: u32, k_end: u32) -> f32 {
+    if col >= p.n || k >= k_end {
+        return 0.0;
+    }
+    return f32(weight[col * p.k + k]);
+}
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let flat = wid.y * groups.x + wid.x;
+    let split = flat / p.tiles;
+    let tile = flat % p.tiles;
+    let k_begin = split * p.k_chunk;
+    let k_end = min(k_begin + p.k_chunk, p.k);
+    let m0 = (tile / p.tiles_n) * TILE;
+    let n0 = (tile % p.tiles_n) * TILE;
+    // This invocation's 4 x 4 sub-block: rows `4 ti ..`, columns `4 tj ..`.
+    let ti = lid % 16u;
+    let tj = lid / 16u;
+    // Staging: patch rows `lid % 16 + 16 e` at input `lid / 16` of the
+    // step; weight column `lid / 16 + 16 e` at input `lid % 16`.
+    let sk = lid / 16u;
+    let sr = lid % 16u;
+    var rows: array<Row, 4>;
+    for (var e = 0u; e < 4u; e++) {
+        rows[e] = row_of(m0 + sr + 16u * e);
+    }
+    let khw = p.kh * p.kw;
+    let k_first = k_begin + sk;
+    var pos = KPos(k_first, k_first / khw, (k_first % khw) / p.kw, (k_first % khw) % p.kw);
+    let wk = sr;
+    var gx: vec4<f32>;
+    var gw: vec4<f32>;
+    for (var e = 0u; e < 4u; e++) {
+        gx[e] = patch_at(rows[e], pos, k_end);
+        gw[e] = weight_at(n0 + sk + 16u * e, k_begin + wk, k_end);
+    }
+    var acc: array<vec4<f32>, 4>;
+    for (var k0 = k_begin; k0 < k_end; k0 += TK) {
+        for (var e = 0u; e < 4u; e++) {
+            xs[sk * LDS + (sr / 4u) + 4u * e][sr % 4u] = gx[e];
+            ws[wk * LDS + (sk / 4u) + 4u * e][sk % 4u] = gw[e];
+        }
+        workgroupBarrier();
+        // The next step's values, in flight while this one is multiplied.
+        pos = advance(pos);
+        let kn = k0 + TK + wk;
+        for (var e = 0u; e < 4u; e++) {
+            gx[e] = patch_at(rows[e], pos, k_end);
+            gw[e] = weight_at(n0 + sk + 16u * e, kn, k_end);
+        }
+        for (var kk = 0u; kk < TK; kk++) {
+            let a = xs[kk * LDS + ti];
+            let b = ws[kk * LDS + tj];
+            acc[0] += a.x * b;
+            acc[1] += a.y * b;
+            acc[2] += a.z * b;
+            acc[3] += a.w * b;
+        }
+        workgroupBarrier();
+    }
+    let ohw = p.oh * p.ow;
+    let part = split * p.m * p.n;
+    for (var i = 0u; i < 4u; i++) {
+        let m = m0 + ti * 4u + i;
+        if m >= p.m {
+            continue;
+        }
+        let img = m / ohw;
+        let pix = m % ohw;
+        for (var j = 0u; j < 4u; j++) {
+            let oc = n0 + tj * 4u + j;
+            let at = (img * p.n + oc) * ohw + pix;
+            if oc < p.n && p.partial != 0u {
+                out[part + at] = Elem(acc[i][j]);
+            } else if oc < p.n {
+                var v = acc[i][j];
+                if p.has_bias != 0u {
+                    v += f32(bias[oc]);
+                }
+                if p.has_min != 0u {
+                    v = max(v, p.out_min);
+                }
+                if p.has_max != 0u {
+                    v = min(v, p.out_max);
+                }
+                out[at] = Elem(act(p.act, v, p.act_p0, p.act_p1));
+            }
+        }
+    }
+}
+
+// include: act.wgsl
