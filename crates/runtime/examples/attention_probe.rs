@@ -37,7 +37,9 @@
 //! Run: `cargo run --release -p etwgpu-runtime --example attention_probe
 //! [quick] [primitives]` (`quick`: prompts up to 100 rows and 8 query
 //! heads, for CPU adapters; on one without cooperative matrices it checks
-//! the tiled route the same way; `primitives`: the forms only).
+//! the tiled route the same way; `primitives`: the forms only; `raw
+//! FILE...`: float32-query variants of the kernel's source, from files,
+//! run as written: for trying a change on the H200 without a build).
 
 #[path = "attention_probe/emulated.rs"]
 mod emulated;
@@ -113,6 +115,15 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let quick = args.iter().any(|a| a == "quick");
     let mut stdout = std::io::stdout().lock();
+    if args.first().is_some_and(|a| a == "raw") {
+        let failed = run_raw(&mut stdout, &args[1..]);
+        if failed > 0 {
+            let _ = stdout.flush();
+            eprintln!("attention_probe: {failed} raw calls FAIL");
+            std::process::exit(1);
+        }
+        return;
+    }
     if args.iter().any(|a| a == "emulate") {
         let failed = run_emulated(&mut stdout);
         if failed > 0 {
@@ -329,57 +340,105 @@ fn run_emulated(stdout: &mut impl Write) -> usize {
     let _ = writeln!(stdout, "  workgroup memory: {} bytes", rt.device().limits().max_compute_workgroup_storage_size);
     let mut pipelines = emulated::Pipelines::new();
     let mut failed = 0;
-    let calls: [(u64, u64, bool); 6] =
-        [(9, 0, false), (64, 0, false), (150, 0, true), (100, 37, true), (17, 200, false), (70, 61, true)];
     for (id, dtype) in [
         (etwgpu_kernels::ShaderId::SdpaPrefillCoopF32Kvf16, DType::F32),
         (etwgpu_kernels::ShaderId::SdpaPrefillCoopF16, DType::F16),
     ] {
-        for (hq, hkv, d) in [(4u64, 1u64, 64u64), (2, 2, 128), (3, 1, 80)] {
-            for &(s, start, spiky) in &calls {
-                let c = Case { dtype, hq, hkv, d, rope: false, spiky };
-                let (su, st, hq_u, row) = (s as usize, start as usize, hq as usize, (hkv * d) as usize);
-                let seed = (s * 31 + start) as u32 + if spiky { 5 } else { 0 };
-                let held = |x: Vec<f32>| -> Vec<f32> {
-                    if dtype == DType::F16 { x.into_iter().map(to_f16).collect() } else { x }
-                };
-                let q = held(values(su * hq_u * d as usize, seed, if spiky { 0.0 } else { -1.0 }, 1.0));
-                let mut k: Vec<f32> = values((st + su) * row, seed + 1, -1.0, 1.0).into_iter().map(to_f16).collect();
-                let v: Vec<f32> = values((st + su) * row, seed + 2, -1.0, 1.0).into_iter().map(to_f16).collect();
-                if spiky {
-                    for &(at, height) in &SPIKES {
-                        if (at as usize) < st + su {
-                            k[at as usize * row..(at as usize + 1) * row].fill(height);
-                        }
-                    }
-                }
-                let got = emulated::run(
-                    &rt,
-                    &mut pipelines,
-                    &emulated::Dispatch { id, s, start, hq, hkv, d, q: &q, k: &k, v: &v },
-                );
-                let caches = (k, v);
-                let (mut err, mut scale) = (0f64, 0f64);
-                for i in 0..su {
-                    for h in 0..hq_u {
-                        let want = reference(c, &q, &caches, st, i, h);
-                        for (j, w) in want.iter().enumerate() {
-                            let g = f64::from(got[(i * hq_u + h) * d as usize + j]);
-                            err = err.max(if g.is_finite() { (g - w).abs() } else { f64::INFINITY });
-                            scale = scale.max(w.abs());
-                        }
-                    }
-                }
-                let err = err / scale.max(1e-30);
-                let pass = err <= TOLERANCE;
-                failed += usize::from(!pass);
-                let _ = writeln!(
-                    stdout,
-                    "  {} {} S {s:>3} at {start:>3}: err {err:.1e}",
-                    if pass { "PASS" } else { "FAIL" },
-                    c.name()
-                );
+        let shapes = [(4u64, 1u64, 64u64), (2, 2, 128), (3, 1, 80)];
+        failed += check_kernel(stdout, &rt, &mut pipelines, &|| emulated::Kernel::Emulated(id), dtype, &shapes);
+    }
+    failed
+}
+
+/// `attention_probe raw FILE...`: each file a whole float32-query
+/// variant of `sdpa_prefill_coop.wgsl` (as `ShaderId::source` gives it:
+/// `Elem = f32`, `KvElem = f16`), run as written on a device with
+/// cooperative matrices (emulated on one without), checked as the
+/// emulation is. For trying a change to the kernel on the H200 without a
+/// build.
+fn run_raw(stdout: &mut impl Write, files: &[String]) -> usize {
+    let rt = match Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            let _ = writeln!(stdout, "raw: FAIL no runtime ({e})");
+            return 1;
+        }
+    };
+    // Without cooperative matrices (lavapipe) the files run emulated.
+    let emulate = !rt.gemm_caps().coop_matrix_f16;
+    let mut pipelines = emulated::Pipelines::new();
+    let mut failed = 0;
+    for file in files {
+        let source = match std::fs::read_to_string(file) {
+            Ok(s) => s,
+            Err(e) => {
+                let _ = writeln!(stdout, "raw: FAIL {file}: {e}");
+                failed += 1;
+                continue;
             }
+        };
+        let how = if emulate { "emulated" } else { "as written" };
+        let _ = writeln!(stdout, "raw {file} on {}, {how}:", rt.adapter_info().name);
+        let kernel = || emulated::Kernel::Raw { name: file, source: &source, emulate };
+        failed += check_kernel(stdout, &rt, &mut pipelines, &kernel, DType::F32, &[(4, 1, 64), (2, 2, 128)]);
+    }
+    failed
+}
+
+/// Runs `kernel` on the emulation's calls at each (query heads, kv heads,
+/// head dim) of `shapes` against the f64 reference; returns the failures.
+fn check_kernel<'a>(
+    stdout: &mut impl Write,
+    rt: &Runtime,
+    pipelines: &mut emulated::Pipelines,
+    kernel: &dyn Fn() -> emulated::Kernel<'a>,
+    dtype: DType,
+    shapes: &[(u64, u64, u64)],
+) -> usize {
+    let calls: [(u64, u64, bool); 6] =
+        [(9, 0, false), (64, 0, false), (150, 0, true), (100, 37, true), (17, 200, false), (70, 61, true)];
+    let mut failed = 0;
+    for &(hq, hkv, d) in shapes {
+        for &(s, start, spiky) in &calls {
+            let c = Case { dtype, hq, hkv, d, rope: false, spiky };
+            let (su, st, hq_u, row) = (s as usize, start as usize, hq as usize, (hkv * d) as usize);
+            let seed = (s * 31 + start) as u32 + if spiky { 5 } else { 0 };
+            let held =
+                |x: Vec<f32>| -> Vec<f32> { if dtype == DType::F16 { x.into_iter().map(to_f16).collect() } else { x } };
+            let q = held(values(su * hq_u * d as usize, seed, if spiky { 0.0 } else { -1.0 }, 1.0));
+            let mut k: Vec<f32> = values((st + su) * row, seed + 1, -1.0, 1.0).into_iter().map(to_f16).collect();
+            let v: Vec<f32> = values((st + su) * row, seed + 2, -1.0, 1.0).into_iter().map(to_f16).collect();
+            if spiky {
+                for &(at, height) in &SPIKES {
+                    if (at as usize) < st + su {
+                        k[at as usize * row..(at as usize + 1) * row].fill(height);
+                    }
+                }
+            }
+            let f16_q = dtype == DType::F16;
+            let dispatch = emulated::Dispatch { kernel: kernel(), f16_q, s, start, hq, hkv, d, q: &q, k: &k, v: &v };
+            let got = emulated::run(rt, pipelines, &dispatch);
+            let caches = (k, v);
+            let (mut err, mut scale) = (0f64, 0f64);
+            for i in 0..su {
+                for h in 0..hq_u {
+                    let want = reference(c, &q, &caches, st, i, h);
+                    for (j, w) in want.iter().enumerate() {
+                        let g = f64::from(got[(i * hq_u + h) * d as usize + j]);
+                        err = err.max(if g.is_finite() { (g - w).abs() } else { f64::INFINITY });
+                        scale = scale.max(w.abs());
+                    }
+                }
+            }
+            let err = err / scale.max(1e-30);
+            let pass = err <= TOLERANCE;
+            failed += usize::from(!pass);
+            let _ = writeln!(
+                stdout,
+                "  {} {} S {s:>3} at {start:>3}: err {err:.1e}",
+                if pass { "PASS" } else { "FAIL" },
+                c.name()
+            );
         }
     }
     failed

@@ -168,10 +168,20 @@ pub fn source(id: ShaderId) -> String {
     emulate(id.source())
 }
 
+/// What a dispatch runs: the shipped kernel variant emulated (its scores
+/// in a storage buffer), or a kernel's full source (`raw`), named, as
+/// given (its own cooperative-matrix operations, scores in workgroup
+/// memory) or emulated.
+pub enum Kernel<'a> {
+    Emulated(ShaderId),
+    Raw { name: &'a str, source: &'a str, emulate: bool },
+}
+
 /// One emulated dispatch's shape and data.
 pub struct Dispatch<'a> {
-    /// `f16` (queries and output float16) or `f32_kvf16`.
-    pub id: ShaderId,
+    pub kernel: Kernel<'a>,
+    /// Queries and output float16 (else float32 queries over f16 caches).
+    pub f16_q: bool,
     pub s: u64,
     pub start: u64,
     pub hq: u64,
@@ -188,13 +198,13 @@ fn f16_bytes(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|&x| half::f16::from_f32(x).to_le_bytes()).collect()
 }
 
-/// Pipelines of the emulated variants, made once each.
-pub type Pipelines = Vec<(ShaderId, wgpu::ComputePipeline)>;
+/// Pipelines of the kernels run, made once each, by name.
+pub type Pipelines = Vec<(String, wgpu::ComputePipeline)>;
 
 /// Runs the emulated kernel once on `rt`'s device; the output `[s, hq, d]`.
 pub fn run(rt: &etwgpu_runtime::Runtime, pipelines: &mut Pipelines, a: &Dispatch<'_>) -> Vec<f32> {
     let (device, queue) = (rt.device(), rt.queue());
-    let f16_q = a.id == ShaderId::SdpaPrefillCoopF16;
+    let f16_q = a.f16_q;
     let storage = |label: &str, bytes: &[u8], extra: wgpu::BufferUsages| {
         let buffer = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some(label),
@@ -227,10 +237,16 @@ pub fn run(rt: &etwgpu_runtime::Runtime, pipelines: &mut Pipelines, a: &Dispatch
     let out = storage("out", &out_bytes, wgpu::BufferUsages::COPY_SRC);
     let groups = a.s.div_ceil(64) * a.hq;
     let ss = storage("scores", &vec![0u8; (groups * 64 * 68 * 4) as usize], wgpu::BufferUsages::empty());
-    if !pipelines.iter().any(|(id, _)| *id == a.id) {
+    let (name, text) = match a.kernel {
+        Kernel::Emulated(id) => (id.label().to_string(), source(id)),
+        Kernel::Raw { name, source, emulate: true } => (name.to_string(), emulate(source)),
+        Kernel::Raw { name, source, emulate: false } => (name.to_string(), source.to_string()),
+    };
+    let raw = matches!(a.kernel, Kernel::Raw { emulate: false, .. });
+    if !pipelines.iter().any(|(n, _)| *n == name) {
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("sdpa_prefill_coop emulated"),
-            source: wgpu::ShaderSource::Wgsl(source(a.id).into()),
+            source: wgpu::ShaderSource::Wgsl(text.into()),
         });
         let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
             label: Some("sdpa_prefill_coop emulated"),
@@ -240,13 +256,15 @@ pub fn run(rt: &etwgpu_runtime::Runtime, pipelines: &mut Pipelines, a: &Dispatch
             compilation_options: wgpu::PipelineCompilationOptions::default(),
             cache: None,
         });
-        pipelines.push((a.id, pipeline));
+        pipelines.push((name.clone(), pipeline));
     }
-    let pipeline = &pipelines.iter().find(|(id, _)| *id == a.id).expect("made above").1;
+    let pipeline = &pipelines.iter().find(|(n, _)| *n == name).expect("made above").1;
+    let buffers: &[&wgpu::Buffer] =
+        if raw { &[&uniform, &q, &k, &v, &out] } else { &[&uniform, &q, &k, &v, &out, &ss] };
     let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
         label: None,
         layout: &pipeline.get_bind_group_layout(0),
-        entries: &[&uniform, &q, &k, &v, &out, &ss]
+        entries: &buffers
             .iter()
             .enumerate()
             .map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() })
