@@ -833,8 +833,8 @@ fn sdpa_prompts_take_the_matrix_units_where_caps_allow() {
     }
     // The gate alone.
     assert!(attention_coop(coop(Precision::F16), ElemType::F32, true));
-    assert!(!attention_coop(coop(Precision::Mixed), ElemType::F32, true), "the default keeps f32 attention");
-    assert!(attention_coop(coop(Precision::Mixed), ElemType::F16, true), "float16 programs at the default");
+    assert!(!attention_coop(coop(Precision::Mixed), ElemType::F32, true), "mixed keeps f32 attention");
+    assert!(attention_coop(coop(Precision::Mixed), ElemType::F16, true), "float16 programs at mixed");
     assert!(attention_coop(coop(Precision::F32), ElemType::F16, true));
     assert!(!attention_coop(coop(Precision::F32), ElemType::F32, true), "float32 keeps float32 by default");
     assert!(!attention_coop(coop(Precision::F16), ElemType::F32, false), "a float32 cache keeps the tiled kernel");
@@ -1496,8 +1496,9 @@ fn the_default_precision_puts_only_4bit_linears_on_the_matrix_units() {
     };
     let all_coop = |l: &Lowered| labels(l).iter().all(|s| s.contains("_coop"));
     let none_coop = |l: &Lowered| labels(l).iter().all(|s| !s.contains("_coop"));
+    let mixed = DeviceCaps { coop_matrix_f16: true, precision: Precision::Mixed, ..DeviceCaps::default() };
     let default = DeviceCaps { coop_matrix_f16: true, ..DeviceCaps::default() };
-    assert_eq!(default.precision, Precision::Mixed);
+    assert_eq!(default.precision, Precision::F32);
     let f32_only = DeviceCaps { coop_matrix_f16: true, precision: Precision::F32, ..DeviceCaps::default() };
     let lavapipe = DeviceCaps::default();
 
@@ -1516,13 +1517,14 @@ fn the_default_precision_puts_only_4bit_linears_on_the_matrix_units() {
         ("etwgpu.linear_q4gsw_qkv.default", vec![x, gs, w, s, w, s, w, s, outs]),
     ];
     for (op, args) in &q4_calls {
-        let l = lower(&g, op, args, default);
-        assert!(!l.steps.is_empty() && all_coop(&l), "{op} at the default: {:?}", labels(&l));
+        let l = lower(&g, op, args, mixed);
+        assert!(!l.steps.is_empty() && all_coop(&l), "{op} at mixed: {:?}", labels(&l));
+        assert!(none_coop(&lower(&g, op, args, default)), "{op} at the default (F32)");
         assert!(none_coop(&lower(&g, op, args, f32_only)), "{op} at F32");
         assert!(none_coop(&lower(&g, op, args, lavapipe)), "{op} without matrix units");
     }
     // A dense float32 linear past the GEMV rows, K a multiple of 32: the
-    // coop route would take it at F16, the default keeps it float32.
+    // coop route would take it at F16; mixed and the default keep it float32.
     let rows = crate::ops::matmul::GEMV_MAX_ROWS + 1;
     let a = g.t(&[rows, 64]);
     let wd = g.push(Owned::Tensor(ElemType::F32, vec![128, 64], true));
@@ -1531,6 +1533,7 @@ fn the_default_precision_puts_only_4bit_linears_on_the_matrix_units() {
     let f16 = DeviceCaps { coop_matrix_f16: true, precision: Precision::F16, ..DeviceCaps::default() };
     assert_eq!(labels(&lower(&g, lin, &[a, wd, null, od], f16)), ["matmul_coop.f32"]);
     assert!(none_coop(&lower(&g, lin, &[a, wd, null, od], default)), "dense float32 at the default");
+    assert!(none_coop(&lower(&g, lin, &[a, wd, null, od], mixed)), "dense float32 at mixed");
     assert!(none_coop(&lower(&g, lin, &[a, wd, null, od], f32_only)), "dense float32 at F32");
 }
 

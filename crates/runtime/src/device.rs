@@ -75,7 +75,7 @@ pub struct RuntimeOptions {
     /// ([`Error::RequestDevice`] without them).
     pub coop_matrix: Option<bool>,
     /// The precision of loads whose `LoadOptions::precision` is `None`
-    /// (default [`etwgpu_kernels::Precision::Mixed`]).
+    /// (default [`etwgpu_kernels::Precision::F32`]).
     pub precision: etwgpu_kernels::Precision,
     /// The kernels' subgroup forms: `None` available where the adapter has
     /// subgroups (`SUBGROUP`, with the sizes it reports) to loads that ask

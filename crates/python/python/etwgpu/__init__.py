@@ -277,7 +277,7 @@ class Program:
         says which float32 matrix products may round their operands to f16
         (accumulating in f32) on the GPU's matrix units: ``"f32"`` none,
         ``"mixed"`` only the 4-bit weight linears, ``"f16"`` all; ``None``
-        takes the runtime's (``ETWGPU_PRECISION``, else ``"mixed"``). GPUs
+        takes the runtime's (``ETWGPU_PRECISION``, else ``"f32"``). GPUs
         without matrix units compute float32 at every setting. Any other
         string raises ``ValueError``."""
         meta = self.metadata(name)

@@ -116,10 +116,10 @@ fn q4_linear_and_swiglu_prefill_match_the_cpu() {
     g.inputs(&[x]).outputs(&[y, out]);
     let Some(rt) = crate::runtime() else { return };
     let program = program(g);
-    // Float32 activations: the matrix units at precision mixed (the
-    // default) and F16, not at F32; none without matrix units (lavapipe).
+    // Float32 activations: the matrix units at precision mixed and F16,
+    // not at F32 (the default); none without matrix units (lavapipe).
     for precision in [None, Some(Precision::F32), Some(Precision::Mixed), Some(Precision::F16)] {
-        let coop = rt.gemm_caps().coop_matrix_f16 && precision.unwrap_or(Precision::Mixed) != Precision::F32;
+        let coop = rt.gemm_caps().coop_matrix_f16 && precision.unwrap_or(Precision::F32) != Precision::F32;
         let tol = if coop { 2e-2 } else { 1e-4 };
         let options = LoadOptions { precision, ..LoadOptions::default() };
         let mut method = rt.load_with(&program, "forward", &options).expect("loads");
@@ -175,7 +175,7 @@ fn dense_linear_prefill_matches_the_cpu_at_each_precision() {
     let Some(rt) = crate::runtime() else { return };
     let has = rt.gemm_caps().coop_matrix_f16;
     assert!(!dense_linear(&rt, DType::F32, Precision::F32), "float32 everywhere");
-    assert!(!dense_linear(&rt, DType::F32, Precision::Mixed), "the default keeps dense float32 in float32");
+    assert!(!dense_linear(&rt, DType::F32, Precision::Mixed), "mixed keeps dense float32 in float32");
     assert_eq!(dense_linear(&rt, DType::F32, Precision::F16), has, "opt-in f16 operands");
     if rt.features().contains(&"shader-f16") {
         assert_eq!(dense_linear(&rt, DType::F16, Precision::F32), has, "float16 programs use the matrix units");
