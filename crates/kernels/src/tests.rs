@@ -451,7 +451,8 @@ fn transposed_conv_shape_and_output_padding_bound() {
 
 /// `conv_route` is the one place a convolution's kernel is chosen: the
 /// implicit GEMM for ungrouped, untransposed convolutions that fill its
-/// tiles (at `auto`), all of them (at `gemm`), none (at `direct`); the
+/// tiles and have few output pixels (at `auto`), all of them (at `gemm`),
+/// none (at `direct`); the
 /// lowering dispatches what it chose, over one workgroup a 64 x 64 tile.
 #[test]
 fn convolutions_route_to_the_implicit_gemm_by_size_and_setting() {
@@ -473,16 +474,24 @@ fn convolutions_route_to_the_implicit_gemm_by_size_and_setting() {
         groups: 1,
         transposed: false,
     };
-    let head = ConvGeom { c_out: 3, ..resnet };
-    let pointwise_rgb = ConvGeom { c_in: 3, kh: 1, kw: 1, padding: [0, 0], ..resnet };
+    let late = ConvGeom { c_in: 512, c_out: 512, h: 7, w: 7, oh: 7, ow: 7, ..resnet };
+    let late_b8 = ConvGeom { n: 8, ..late };
+    let head = ConvGeom { c_out: 3, ..late };
+    let pointwise_rgb = ConvGeom { c_in: 3, kh: 1, kw: 1, padding: [0, 0], ..late };
     let depthwise = ConvGeom { groups: 64, ..resnet };
     let transposed = ConvGeom { transposed: true, ..resnet };
     let caps = |conv| DeviceCaps { conv, ..DeviceCaps::default() };
     use ConvKernels::{Auto, Direct, Gemm};
     use ConvRoute::{Direct as D, Gemm as G};
-    for (geom, want) in
-        [(resnet, [G, D, G]), (head, [D, D, G]), (pointwise_rgb, [D, D, G]), (depthwise, [D; 3]), (transposed, [D; 3])]
-    {
+    for (geom, want) in [
+        (late, [G, D, G]),
+        (resnet, [D, D, G]),
+        (late_b8, [D, D, G]),
+        (head, [D, D, G]),
+        (pointwise_rgb, [D, D, G]),
+        (depthwise, [D; 3]),
+        (transposed, [D; 3]),
+    ] {
         let got = [Auto, Direct, Gemm].map(|k| conv_route(&caps(k), &geom));
         assert_eq!(got, want, "{geom:?}");
     }

@@ -35,6 +35,14 @@ pub const CONV_GEMM_MIN_CHANNELS: u64 = 16;
 /// the step with zeros, e.g. a 1x1 convolution of 3 channels, whose
 /// direct kernel reads 3 inputs an output).
 pub const CONV_GEMM_MIN_INPUTS: u64 = CONV_GEMM_TK;
+/// Most output pixels (`N * OH * OW`, the product's M) the
+/// [`ConvKernels::Auto`] setting sends to the implicit GEMM. Measured on
+/// the H200 (run ag, the gemm bench's ResNet-18 layers, µs per op direct /
+/// GEMM): it wins only where the direct kernel has too few outputs to fill
+/// the GPU, batch 1 at 14x14 (277 / 238) and 7x7 (578 / 236), and loses
+/// from 392 pixels up (batch 8 at 7x7: 1,066 / 1,432; 56x56 at batch 1:
+/// 155 / 206).
+pub const CONV_GEMM_MAX_PIXELS: u64 = 256;
 
 /// A 2-D convolution's geometry (1-D as `h = 1`), as `conv.rs` decoded it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,10 +102,11 @@ pub enum ConvRoute {
 /// ungrouped, untransposed convolutions ([`ConvKernels::Gemm`]: all of
 /// them; [`ConvKernels::Auto`]: those with at least
 /// [`CONV_GEMM_MIN_CHANNELS`] output channels and
-/// [`CONV_GEMM_MIN_INPUTS`] inputs an output), else the direct kernel.
+/// [`CONV_GEMM_MIN_INPUTS`] inputs an output, and at most
+/// [`CONV_GEMM_MAX_PIXELS`] output pixels), else the direct kernel.
 pub fn conv_route(caps: &DeviceCaps, g: &ConvGeom) -> ConvRoute {
     let gemm_can = g.groups == 1 && !g.transposed;
-    let worth = g.c_out >= CONV_GEMM_MIN_CHANNELS && g.k() >= CONV_GEMM_MIN_INPUTS;
+    let worth = g.c_out >= CONV_GEMM_MIN_CHANNELS && g.k() >= CONV_GEMM_MIN_INPUTS && g.m() <= CONV_GEMM_MAX_PIXELS;
     match caps.conv {
         ConvKernels::Direct => ConvRoute::Direct,
         ConvKernels::Gemm if gemm_can => ConvRoute::Gemm,

@@ -262,9 +262,10 @@ fn float16_convolutions_match_the_reference_on_both_kernels() {
     }
 }
 
-/// The default (`auto`) sends convolutions that fill the GEMM's tiles to
-/// it and small ones (few output channels, few inputs an output) and
-/// grouped ones to the direct kernel.
+/// The default (`auto`) sends convolutions that fill the GEMM's tiles and
+/// have few output pixels to it, and small ones (few output channels, few
+/// inputs an output), ones with many pixels and grouped ones to the
+/// direct kernel.
 #[test]
 fn auto_routes_convolutions_by_size() {
     let Some(rt) = crate::runtime() else { return };
@@ -280,6 +281,8 @@ fn auto_routes_convolutions_by_size() {
     let big = Case { pad: [1, 1], ..case(1, 16, Some(8), 8, 32, [3, 3]) };
     assert!(routed(&big, false), "32 channels, 144 inputs an output: the implicit GEMM");
     assert!(!routed(&Case { oc: 8, ..big }, false), "8 output channels: direct");
+    let wide = Case { pad: [1, 1], ..case(1, 16, Some(24), 24, 32, [3, 3]) };
+    assert!(!routed(&wide, false), "576 output pixels: direct");
     assert!(!routed(&case(1, 3, Some(8), 8, 32, [1, 1]), false), "3 inputs an output: direct");
     assert!(!routed(&Case { c: 32, ..big }, true), "depthwise: direct");
 }
