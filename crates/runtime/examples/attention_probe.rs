@@ -39,7 +39,9 @@
 //! heads, for CPU adapters; on one without cooperative matrices it checks
 //! the tiled route the same way; `primitives`: the forms only; `raw
 //! FILE...`: float32-query variants of the kernel's source, from files,
-//! run as written: for trying a change on the H200 without a build).
+//! run as written: for trying a change on the H200 without a build;
+//! `dump FILE...`: one call of each, its output buffer written raw, for
+//! kernels edited to write a stage of their work there).
 
 #[path = "attention_probe/emulated.rs"]
 mod emulated;
@@ -115,6 +117,10 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let quick = args.iter().any(|a| a == "quick");
     let mut stdout = std::io::stdout().lock();
+    if args.first().is_some_and(|a| a == "dump") {
+        let failed = run_dump(&mut stdout, &args[1..]);
+        std::process::exit(i32::from(failed > 0));
+    }
     if args.first().is_some_and(|a| a == "raw") {
         let failed = run_raw(&mut stdout, &args[1..]);
         if failed > 0 {
@@ -381,6 +387,63 @@ fn run_raw(stdout: &mut impl Write, files: &[String]) -> usize {
         let _ = writeln!(stdout, "raw {file} on {}, {how}:", rt.adapter_info().name);
         let kernel = || emulated::Kernel::Raw { name: file, source: &source, emulate };
         failed += check_kernel(stdout, &rt, &mut pipelines, &kernel, DType::F32, &[(4, 1, 64), (2, 2, 128)]);
+    }
+    failed
+}
+
+/// `attention_probe dump FILE...`: one call (64 query rows at position 0,
+/// 4 query heads over 1 kv head, head dim 64, the emulation's data) of each
+/// file's kernel (float32 queries over f16 caches; run as written, or
+/// emulated without cooperative matrices), its output buffer written raw
+/// (f32, little-endian) to `$OUT/<file name>.out.bin`, and the call's
+/// queries, keys and values to `$OUT/dump.{q,k,v}.bin`. For kernels edited
+/// to write a stage (scores, probabilities, ...) into their output, to be
+/// compared with numpy.
+fn run_dump(stdout: &mut impl Write, files: &[String]) -> usize {
+    let rt = match Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            let _ = writeln!(stdout, "dump: FAIL no runtime ({e})");
+            return 1;
+        }
+    };
+    let emulate = !rt.gemm_caps().coop_matrix_f16;
+    let dir = std::path::PathBuf::from(std::env::var_os("OUT").unwrap_or_else(|| ".".into()));
+    let (s, start, hq, hkv, d) = (64u64, 0u64, 4u64, 1u64, 64u64);
+    let seed = (s * 31 + start) as u32;
+    let row = (hkv * d) as usize;
+    let q = values((s * hq * d) as usize, seed, -1.0, 1.0);
+    let k: Vec<f32> = values(s as usize * row, seed + 1, -1.0, 1.0).into_iter().map(to_f16).collect();
+    let v: Vec<f32> = values(s as usize * row, seed + 2, -1.0, 1.0).into_iter().map(to_f16).collect();
+    let raw = |x: &[f32]| -> Vec<u8> { x.iter().flat_map(|f| f.to_le_bytes()).collect() };
+    let write = |name: String, data: &[f32], stdout: &mut dyn Write| -> usize {
+        let path = dir.join(name);
+        match std::fs::write(&path, raw(data)) {
+            Ok(()) => {
+                let _ = writeln!(stdout, "dump: wrote {}", path.display());
+                0
+            }
+            Err(e) => {
+                let _ = writeln!(stdout, "dump: FAIL {}: {e}", path.display());
+                1
+            }
+        }
+    };
+    let mut failed = write("dump.q.bin".into(), &q, stdout);
+    failed += write("dump.k.bin".into(), &k, stdout);
+    failed += write("dump.v.bin".into(), &v, stdout);
+    let mut pipelines = emulated::Pipelines::new();
+    for file in files {
+        let Ok(source) = std::fs::read_to_string(file) else {
+            let _ = writeln!(stdout, "dump: FAIL cannot read {file}");
+            failed += 1;
+            continue;
+        };
+        let kernel = emulated::Kernel::Raw { name: file, source: &source, emulate };
+        let dispatch = emulated::Dispatch { kernel, f16_q: false, s, start, hq, hkv, d, q: &q, k: &k, v: &v };
+        let got = emulated::run(&rt, &mut pipelines, &dispatch);
+        let name = std::path::Path::new(file).file_name().map_or("kernel".into(), |n| n.to_string_lossy().to_string());
+        failed += write(format!("{name}.out.bin"), &got, stdout);
     }
     failed
 }
