@@ -9,7 +9,8 @@
 //! global max, the rescaled sum and each split's weight `exp(m - max)`;
 //! then each invocation sums a `vec4` of the head dim over the splits (four
 //! loads in flight) and divides by the sum, rounded to `Elem` as the
-//! combine stores it. Then, as `q4_gemv.wgsl`,
+//! combine stores it. The invocation's first two weight words are loaded
+//! before the merge (they do not depend on it). Then, as `q4_gemv.wgsl`,
 //! `out[m, n] = sum_k x[m, k] * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`
 //! with x read from workgroup memory. The host routes here only when the
 //! rows fit `XS` and the (row, head, split) pairs of the longest context
@@ -135,7 +136,6 @@ fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
-    merge_prologue(lid);
     let cols = p.cols;
     let c = lid % cols;
     let slice = lid / cols;
@@ -150,8 +150,23 @@ fn main(
     let at = column_words(col, words, p.n, (p.w_layout & 1u) != 0u);
     let base = at.x;
     let stride = at.y;
+    // This invocation's first two words and their scales do not depend on
+    // x: loaded (at clamped indices) before the merge, in flight through it.
+    let wa = min(slice, words - 1u);
+    let wb = min(slice + slices, words - 1u);
+    let qa = weights[base + wa * stride];
+    let qb = weights[base + wb * stride];
+    let sa = scales[(wa * 32u / p.group_size) * p.n_pad + col];
+    let sb = scales[(wb * 32u / p.group_size) * p.n_pad + col];
+    merge_prologue(lid);
     var acc = vec4<f32>();
-    var w = slice;
+    if slice < words {
+        acc = rows4(acc, qa, slice * 8u, x_row, p.m, f32(sa));
+    }
+    if slice + slices < words {
+        acc = rows4(acc, qb, (slice + slices) * 8u, x_row, p.m, f32(sb));
+    }
+    var w = slice + 2u * slices;
     for (; w + slices < words; w += 2u * slices) {
         let q0 = weights[base + w * stride];
         let q1 = weights[base + (w + slices) * stride];

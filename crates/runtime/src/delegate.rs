@@ -146,8 +146,8 @@ impl LoadedDelegate {
         let graph = if options.fuse {
             let max_storage_buffers = rt.device.limits().max_storage_buffers_per_shader_stage;
             let attention_linear = std::env::var(FOLD_ATTENTION_ENV).map_or(true, |v| v != "0");
-            fused = etwgpu_graph::fuse(graph, &etwgpu_graph::FuseOptions { max_storage_buffers, attention_linear })
-                .graph;
+            fused =
+                etwgpu_graph::fuse(graph, &etwgpu_graph::FuseOptions { max_storage_buffers, attention_linear }).graph;
             &fused
         } else {
             graph

@@ -2300,19 +2300,19 @@ impl ShaderId {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 6,
                 uniform_buffers: 1,
-                workgroup_bytes: 13312,
+                workgroup_bytes: 14336,
             },
             ShaderId::SdpaSplitF16 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 6,
                 uniform_buffers: 1,
-                workgroup_bytes: 13312,
+                workgroup_bytes: 14336,
             },
             ShaderId::SdpaSplitF32Kvf16 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 6,
                 uniform_buffers: 1,
-                workgroup_bytes: 13312,
+                workgroup_bytes: 14336,
             },
             ShaderId::SdpaSplitCombineF32 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
@@ -2330,19 +2330,19 @@ impl ShaderId {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 8,
                 uniform_buffers: 1,
-                workgroup_bytes: 13312,
+                workgroup_bytes: 14336,
             },
             ShaderId::SdpaSplitRopeF16 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 8,
                 uniform_buffers: 1,
-                workgroup_bytes: 13312,
+                workgroup_bytes: 14336,
             },
             ShaderId::SdpaSplitRopeF32Kvf16 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 8,
                 uniform_buffers: 1,
-                workgroup_bytes: 13312,
+                workgroup_bytes: 14336,
             },
             ShaderId::SdpaSplitSgF32 => ShaderNeeds {
                 workgroup_size: [128, 1, 1],
@@ -17928,7 +17928,8 @@ pub const Q4_GEMV_ATTN_F32: &str = r#"//! Decode route of `etwgpu.sdpa_rope_line
 //! global max, the rescaled sum and each split's weight `exp(m - max)`;
 //! then each invocation sums a `vec4` of the head dim over the splits (four
 //! loads in flight) and divides by the sum, rounded to `Elem` as the
-//! combine stores it. Then, as `q4_gemv.wgsl`,
+//! combine stores it. The invocation's first two weight words are loaded
+//! before the merge (they do not depend on it). Then, as `q4_gemv.wgsl`,
 //! `out[m, n] = sum_k x[m, k] * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`
 //! with x read from workgroup memory. The host routes here only when the
 //! rows fit `XS` and the (row, head, split) pairs of the longest context
@@ -18108,7 +18109,6 @@ fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
-    merge_prologue(lid);
     let cols = p.cols;
     let c = lid % cols;
     let slice = lid / cols;
@@ -18123,8 +18123,23 @@ fn main(
     let at = column_words(col, words, p.n, (p.w_layout & 1u) != 0u);
     let base = at.x;
     let stride = at.y;
+    // This invocation's first two words and their scales do not depend on
+    // x: loaded (at clamped indices) before the merge, in flight through it.
+    let wa = min(slice, words - 1u);
+    let wb = min(slice + slices, words - 1u);
+    let qa = weights[base + wa * stride];
+    let qb = weights[base + wb * stride];
+    let sa = scales[(wa * 32u / p.group_size) * p.n_pad + col];
+    let sb = scales[(wb * 32u / p.group_size) * p.n_pad + col];
+    merge_prologue(lid);
     var acc = vec4<f32>();
-    var w = slice;
+    if slice < words {
+        acc = rows4(acc, qa, slice * 8u, x_row, p.m, f32(sa));
+    }
+    if slice + slices < words {
+        acc = rows4(acc, qb, (slice + slices) * 8u, x_row, p.m, f32(sb));
+    }
+    var w = slice + 2u * slices;
     for (; w + slices < words; w += 2u * slices) {
         let q0 = weights[base + w * stride];
         let q1 = weights[base + (w + slices) * stride];
@@ -18172,7 +18187,8 @@ pub const Q4_GEMV_ATTN_F16: &str = r#"enable f16;
 //! global max, the rescaled sum and each split's weight `exp(m - max)`;
 //! then each invocation sums a `vec4` of the head dim over the splits (four
 //! loads in flight) and divides by the sum, rounded to `Elem` as the
-//! combine stores it. Then, as `q4_gemv.wgsl`,
+//! combine stores it. The invocation's first two weight words are loaded
+//! before the merge (they do not depend on it). Then, as `q4_gemv.wgsl`,
 //! `out[m, n] = sum_k x[m, k] * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`
 //! with x read from workgroup memory. The host routes here only when the
 //! rows fit `XS` and the (row, head, split) pairs of the longest context
@@ -18352,7 +18368,6 @@ fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
-    merge_prologue(lid);
     let cols = p.cols;
     let c = lid % cols;
     let slice = lid / cols;
@@ -18367,8 +18382,23 @@ fn main(
     let at = column_words(col, words, p.n, (p.w_layout & 1u) != 0u);
     let base = at.x;
     let stride = at.y;
+    // This invocation's first two words and their scales do not depend on
+    // x: loaded (at clamped indices) before the merge, in flight through it.
+    let wa = min(slice, words - 1u);
+    let wb = min(slice + slices, words - 1u);
+    let qa = weights[base + wa * stride];
+    let qb = weights[base + wb * stride];
+    let sa = scales[(wa * 32u / p.group_size) * p.n_pad + col];
+    let sb = scales[(wb * 32u / p.group_size) * p.n_pad + col];
+    merge_prologue(lid);
     var acc = vec4<f32>();
-    var w = slice;
+    if slice < words {
+        acc = rows4(acc, qa, slice * 8u, x_row, p.m, f32(sa));
+    }
+    if slice + slices < words {
+        acc = rows4(acc, qb, (slice + slices) * 8u, x_row, p.m, f32(sb));
+    }
+    var w = slice + 2u * slices;
     for (; w + slices < words; w += 2u * slices) {
         let q0 = weights[base + w * stride];
         let q1 = weights[base + (w + slices) * stride];
@@ -24582,8 +24612,9 @@ pub const SDPA_SPLIT_F32: &str = r#"//! Split-KV ("FlashDecoding") attention ove
 //! key and value is read once for all of them. Row `i` sees keys
 //! `0..=start_pos + i`. Keys go `TILE` at a time: each invocation scores one
 //! key against every query vector (`vec4` dot products, the queries in
-//! workgroup memory), each vector's max and sum meet in `LANES`-wide tree
-//! reductions (all vectors at once), and the running output is rescaled by
+//! workgroup memory), each vector's max and sum meet in one `LANES`-wide
+//! tree of `(max, sum)` pairs (all vectors at once), and the running
+//! output is rescaled by
 //! `exp(m_old - m_new)`. For the values, invocation `t` owns `vec4` `t %
 //! (D / 4)` of every `WG / (D / 4)`-th key of the tile, so neighbouring
 //! invocations read neighbouring dims; the key groups are summed at the
@@ -24591,30 +24622,21 @@ pub const SDPA_SPLIT_F32: &str = r#"//! Split-KV ("FlashDecoding") attention ove
 //! 0, 0)` (running max, sum of `exp(s - m)`) then the unnormalized output,
 //! `D / 4` `vec4`s, at partial `(row * heads + head) * n_splits + split`.
 //! f32 math; the caches are read through `KvElem` (float16 under f32
-//! activations in `f32_kvf16`). Keys and values are loaded four at a time
-//! before any is used, and the loops over query vectors have a constant
-//! trip count, so the per-vector sums stay in registers.
+//! activations in `f32_kvf16`). Keys are loaded eight `vec4`s at a time and
+//! values four before any is used, and the loops over query vectors have
+//! a constant trip count, so the per-vector sums stay in registers.
 //!
 //! The call's new keys and values (`k_new`, `v_new`, rows `start_pos..
 //! start_pos + seq`) are written into the caches here, not by a dispatch
-//! before: the first query block of each (kv head, split) stores the new
-//! rows its split covers, and every workgroup reads keys and values at
-//! those rows from `k_new`/`v_new`, rounded to `KvElem` as the cache holds
-//! them, so no workgroup reads a cache row this dispatch writes.
+//! before: each workgroup stores the new rows its split covers (rounded to
+//! `KvElem`) and reads them back from the caches after a storage barrier,
+//! like every other row (no workgroup reads a row another split writes).
+//! Everything but the parameters, the bindings and how the query and the
+//! new keys are read is `common/sdpa_split_body.wgsl`'s.
 // variants: f32 f16 f32_kvf16
 
 alias Elem = f32;
 alias KvElem = Elem;
-
-const WG: u32 = 256u;
-/// Query vectors per workgroup.
-const MAXQ: u32 = 4u;
-/// Keys per tile (one per invocation when scoring).
-const TILE: u32 = 256u;
-/// Invocations per query vector in the reductions (`MAXQ * LANES = WG`).
-const LANES: u32 = 64u;
-/// Score of a masked key.
-const NEG: f32 = -3.402823e38;
 
 struct Params {
     /// Query rows (`S`).
@@ -24655,43 +24677,58 @@ fn split_plan(ctx: u32) -> vec2<u32> {
 @group(0) @binding(5) var<storage, read_write> v_cache: array<vec4<KvElem>>;
 @group(0) @binding(6) var<storage, read_write> part: array<vec4<f32>>;
 
-/// `vec4` `d` of key `key` of kv head `kvh` (`d4` per row), as the cache
-/// holds it: the new keys from `k_new`, the older ones from the cache.
+/// `vec4` `d` of query row `row` (the call's token `row`), head `h`.
+fn query_at(row: u32, h: u32, d: u32, d4: u32) -> vec4<f32> {
+    return vec4<f32>(q[(row * p.n_heads + h) * d4 + d]);
+}
+
+/// `vec4` `d` of the call's key `t` of kv head `kvh`, as the cache holds it.
+fn new_key(t: u32, kvh: u32, d: u32, d4: u32) -> vec4<KvElem> {
+    return vec4<KvElem>(k_new[(t * p.n_kv_heads + kvh) * d4 + d]);
+}
+
+const WG: u32 = 256u;
+/// Query vectors per workgroup.
+const MAXQ: u32 = 4u;
+/// Keys per tile (one per invocation when scoring).
+const TILE: u32 = 256u;
+/// Invocations per query vector in the reductions (`MAXQ * LANES = WG`).
+const LANES: u32 = 64u;
+/// Score of a masked key.
+const NEG: f32 = -3.402823e38;
+
+/// `vec4` `d` of key `key` of kv head `kvh` (`d4` per row), from the cache.
 fn key_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
-    if key >= p.start_pos {
-        return vec4<f32>(vec4<KvElem>(k_new[((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + d]));
-    }
     return vec4<f32>(k_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
 }
 
 /// The same for the values.
 fn value_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
-    if key >= p.start_pos {
-        return vec4<f32>(vec4<KvElem>(v_new[((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + d]));
-    }
     return vec4<f32>(v_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
 }
 
 var<workgroup> qs: array<vec4<f32>, 256>;
 /// Per query vector and key of the tile: the score, then its probability.
 var<workgroup> sc: array<f32, 1024>;
-var<workgroup> red: array<f32, WG>;
+/// The reduction's `(max, sum of exp(s - max))` pairs.
+var<workgroup> red: array<vec2<f32>, WG>;
 var<workgroup> sums: array<vec4<f32>, WG>;
 
-/// Tree reduction of `red` within each query vector's `LANES` invocations
-/// (max when `is_max`, else sum): the result of vector `j` lands in
-/// `red[j * LANES]`.
-fn reduce(lid: u32, v: f32, is_max: bool) {
+/// Two `(max, sum of exp(s - max))` pairs as one.
+fn merge_ml(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
+    let m = max(a.x, b.x);
+    return vec2<f32>(m, a.y * exp(a.x - m) + b.y * exp(b.x - m));
+}
+
+/// Tree reduction of the pairs in `red` within each query vector's `LANES`
+/// invocations: the result of vector `j` lands in `red[j * LANES]`.
+fn reduce(lid: u32, v: vec2<f32>) {
     red[lid] = v;
     workgroupBarrier();
     let lane = lid % LANES;
     for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
         if lane < stride {
-            if is_max {
-                red[lid] = max(red[lid], red[lid + stride]);
-            } else {
-                red[lid] += red[lid + stride];
-            }
+            red[lid] = merge_ml(red[lid], red[lid + stride]);
         }
         workgroupBarrier();
     }
@@ -24716,25 +24753,32 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let d4 = p.head_dim / 4u;
     let begin = split * chunk;
     let end = min(p.start_pos + p.seq, begin + chunk);
-    // The new rows of this kv head in this split, stored once (by the
-    // first query block).
-    if j0 == 0u {
-        let first = max(begin, p.start_pos);
-        if first < end {
-            for (var e = lid; e < (end - first) * d4; e += WG) {
-                let key = first + e / d4;
-                let src = ((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + e % d4;
-                let dst = (key * p.n_kv_heads + kvh) * d4 + e % d4;
-                k_cache[dst] = vec4<KvElem>(k_new[src]);
-                v_cache[dst] = vec4<KvElem>(v_new[src]);
-            }
-        }
+    // The call's new rows of this kv head that the split covers (at most
+    // `seq * d4 <= WG` `vec4`s) and the workgroup's query vectors (at most
+    // `MAXQ * d4 <= WG`): an element of each per invocation, loaded at
+    // clamped (valid) indices with no branch in between, stored below.
+    let first = max(begin, p.start_pos);
+    let n_new = select(0u, (end - first) * d4, first < end);
+    let ew = min(lid, max(n_new, 1u) - 1u);
+    let new_row = first + ew / d4;
+    let t = new_row - p.start_pos;
+    let kw = new_key(t, kvh, ew % d4, d4);
+    let vw = vec4<KvElem>(v_new[(t * p.n_kv_heads + kvh) * d4 + ew % d4]);
+    let eq = min(lid, nq * d4 - 1u);
+    let jq = j0 + eq / d4;
+    let qv = query_at(jq / group, kvh * group + jq % group, eq % d4, d4);
+    // Each workgroup of the split stores its new rows (when a kv head's
+    // query vectors take several workgroups, each stores the same values)
+    // and reads them back from the caches below.
+    if lid < n_new {
+        let dst = (new_row * p.n_kv_heads + kvh) * d4 + ew % d4;
+        k_cache[dst] = kw;
+        v_cache[dst] = vw;
     }
-    for (var e = lid; e < nq * d4; e += WG) {
-        let j = j0 + e / d4;
-        let h = kvh * group + j % group;
-        qs[e] = vec4<f32>(q[((j / group) * p.n_heads + h) * d4 + e % d4]);
+    if lid < nq * d4 {
+        qs[lid] = qv;
     }
+    storageBarrier();
     workgroupBarrier();
     // Per query vector: the keys its row sees end at `lim`.
     var lim: array<u32, MAXQ>;
@@ -24758,16 +24802,21 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         // probabilities set to 0, and are never stored.
         var dots: array<vec4<f32>, MAXQ>;
         if lid < n_here {
-            // Four loads of the key in flight before any is used.
+            // Eight loads of the key in flight before any is used.
             var d = 0u;
-            for (; d + 4u <= d4; d += 4u) {
+            for (; d + 8u <= d4; d += 8u) {
                 let k0 = key_at(key, kvh, d, d4);
                 let k1 = key_at(key, kvh, d + 1u, d4);
                 let k2 = key_at(key, kvh, d + 2u, d4);
                 let k3 = key_at(key, kvh, d + 3u, d4);
+                let k4 = key_at(key, kvh, d + 4u, d4);
+                let k5 = key_at(key, kvh, d + 5u, d4);
+                let k6 = key_at(key, kvh, d + 6u, d4);
+                let k7 = key_at(key, kvh, d + 7u, d4);
                 for (var jj = 0u; jj < MAXQ; jj++) {
                     let b = jj * d4 + d;
                     dots[jj] += qs[b] * k0 + qs[b + 1u] * k1 + qs[b + 2u] * k2 + qs[b + 3u] * k3;
+                    dots[jj] += qs[b + 4u] * k4 + qs[b + 5u] * k5 + qs[b + 6u] * k6 + qs[b + 7u] * k7;
                 }
             }
             for (; d < d4; d++) {
@@ -24784,19 +24833,39 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             }
             sc[jj * TILE + lid] = s;
         }
+        // The first four values of this invocation's key group, in flight
+        // through the reduction (at indices clamped into the tile; their
+        // probabilities are 0 past it).
+        let last = n_here - 1u;
+        let v0 = value_at(c0 + min(kg, last), kvh, dim4, d4);
+        let v1 = value_at(c0 + min(kg + n_kg, last), kvh, dim4, d4);
+        let v2 = value_at(c0 + min(kg + 2u * n_kg, last), kvh, dim4, d4);
+        let v3 = value_at(c0 + min(kg + 3u * n_kg, last), kvh, dim4, d4);
         workgroupBarrier();
-        var part_max = NEG;
+        // Each lane's `(max, sum)` over its keys of the tile, then the tree.
+        var mx = NEG;
+        var l = 0.0;
         if rq < nq {
-            for (var r = lane; r < TILE; r += LANES) {
-                part_max = max(part_max, sc[rq * TILE + r]);
+            for (var r = lane; r < n_here; r += LANES) {
+                mx = max(mx, sc[rq * TILE + r]);
+            }
+            for (var r = lane; r < n_here; r += LANES) {
+                let s = sc[rq * TILE + r];
+                if s > NEG {
+                    l += exp(s - mx);
+                }
             }
         }
-        reduce(lid, part_max, true);
+        reduce(lid, vec2<f32>(mx, l));
         var m_new: array<f32, MAXQ>;
         var alpha: array<f32, MAXQ>;
         for (var jj = 0u; jj < MAXQ; jj++) {
-            m_new[jj] = max(m_run[jj], red[jj * LANES]);
+            let tile = red[jj * LANES];
+            m_new[jj] = max(m_run[jj], tile.x);
             alpha[jj] = exp(m_run[jj] - m_new[jj]);
+            l_run[jj] = l_run[jj] * alpha[jj] + tile.y * exp(tile.x - m_new[jj]);
+            m_run[jj] = m_new[jj];
+            acc[jj] *= alpha[jj];
         }
         for (var jj = 0u; jj < MAXQ; jj++) {
             let s = sc[jj * TILE + lid];
@@ -24807,29 +24876,25 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             sc[jj * TILE + lid] = pr;
         }
         workgroupBarrier();
-        var part_sum = 0.0;
-        if rq < nq {
-            for (var r = lane; r < TILE; r += LANES) {
-                part_sum += sc[rq * TILE + r];
-            }
-        }
-        reduce(lid, part_sum, false);
-        for (var jj = 0u; jj < MAXQ; jj++) {
-            l_run[jj] = l_run[jj] * alpha[jj] + red[jj * LANES];
-            acc[jj] *= alpha[jj];
-            m_run[jj] = m_new[jj];
-        }
         if kg < n_kg {
+            for (var jj = 0u; jj < MAXQ; jj++) {
+                let b = jj * TILE;
+                let p0 = select(0.0, sc[b + min(kg, TILE - 1u)], kg < n_here);
+                let p1 = select(0.0, sc[b + min(kg + n_kg, TILE - 1u)], kg + n_kg < n_here);
+                let p2 = select(0.0, sc[b + min(kg + 2u * n_kg, TILE - 1u)], kg + 2u * n_kg < n_here);
+                let p3 = select(0.0, sc[b + min(kg + 3u * n_kg, TILE - 1u)], kg + 3u * n_kg < n_here);
+                acc[jj] += p0 * v0 + p1 * v1 + p2 * v2 + p3 * v3;
+            }
             // Four values in flight before any is used.
-            var j = kg;
+            var j = kg + 4u * n_kg;
             for (; j + 3u * n_kg < n_here; j += 4u * n_kg) {
-                let v0 = value_at(c0 + j, kvh, dim4, d4);
-                let v1 = value_at(c0 + j + n_kg, kvh, dim4, d4);
-                let v2 = value_at(c0 + j + 2u * n_kg, kvh, dim4, d4);
-                let v3 = value_at(c0 + j + 3u * n_kg, kvh, dim4, d4);
+                let u0 = value_at(c0 + j, kvh, dim4, d4);
+                let u1 = value_at(c0 + j + n_kg, kvh, dim4, d4);
+                let u2 = value_at(c0 + j + 2u * n_kg, kvh, dim4, d4);
+                let u3 = value_at(c0 + j + 3u * n_kg, kvh, dim4, d4);
                 for (var jj = 0u; jj < MAXQ; jj++) {
                     let b = jj * TILE + j;
-                    acc[jj] += sc[b] * v0 + sc[b + n_kg] * v1 + sc[b + 2u * n_kg] * v2 + sc[b + 3u * n_kg] * v3;
+                    acc[jj] += sc[b] * u0 + sc[b + n_kg] * u1 + sc[b + 2u * n_kg] * u2 + sc[b + 3u * n_kg] * u3;
                 }
             }
             for (; j < n_here; j += n_kg) {
@@ -24886,8 +24951,9 @@ pub const SDPA_SPLIT_F16: &str = r#"enable f16;
 //! key and value is read once for all of them. Row `i` sees keys
 //! `0..=start_pos + i`. Keys go `TILE` at a time: each invocation scores one
 //! key against every query vector (`vec4` dot products, the queries in
-//! workgroup memory), each vector's max and sum meet in `LANES`-wide tree
-//! reductions (all vectors at once), and the running output is rescaled by
+//! workgroup memory), each vector's max and sum meet in one `LANES`-wide
+//! tree of `(max, sum)` pairs (all vectors at once), and the running
+//! output is rescaled by
 //! `exp(m_old - m_new)`. For the values, invocation `t` owns `vec4` `t %
 //! (D / 4)` of every `WG / (D / 4)`-th key of the tile, so neighbouring
 //! invocations read neighbouring dims; the key groups are summed at the
@@ -24895,30 +24961,21 @@ pub const SDPA_SPLIT_F16: &str = r#"enable f16;
 //! 0, 0)` (running max, sum of `exp(s - m)`) then the unnormalized output,
 //! `D / 4` `vec4`s, at partial `(row * heads + head) * n_splits + split`.
 //! f32 math; the caches are read through `KvElem` (float16 under f32
-//! activations in `f32_kvf16`). Keys and values are loaded four at a time
-//! before any is used, and the loops over query vectors have a constant
-//! trip count, so the per-vector sums stay in registers.
+//! activations in `f32_kvf16`). Keys are loaded eight `vec4`s at a time and
+//! values four before any is used, and the loops over query vectors have
+//! a constant trip count, so the per-vector sums stay in registers.
 //!
 //! The call's new keys and values (`k_new`, `v_new`, rows `start_pos..
 //! start_pos + seq`) are written into the caches here, not by a dispatch
-//! before: the first query block of each (kv head, split) stores the new
-//! rows its split covers, and every workgroup reads keys and values at
-//! those rows from `k_new`/`v_new`, rounded to `KvElem` as the cache holds
-//! them, so no workgroup reads a cache row this dispatch writes.
+//! before: each workgroup stores the new rows its split covers (rounded to
+//! `KvElem`) and reads them back from the caches after a storage barrier,
+//! like every other row (no workgroup reads a row another split writes).
+//! Everything but the parameters, the bindings and how the query and the
+//! new keys are read is `common/sdpa_split_body.wgsl`'s.
 // variants: f32 f16 f32_kvf16
 
 alias Elem = f16;
 alias KvElem = Elem;
-
-const WG: u32 = 256u;
-/// Query vectors per workgroup.
-const MAXQ: u32 = 4u;
-/// Keys per tile (one per invocation when scoring).
-const TILE: u32 = 256u;
-/// Invocations per query vector in the reductions (`MAXQ * LANES = WG`).
-const LANES: u32 = 64u;
-/// Score of a masked key.
-const NEG: f32 = -3.402823e38;
 
 struct Params {
     /// Query rows (`S`).
@@ -24959,43 +25016,58 @@ fn split_plan(ctx: u32) -> vec2<u32> {
 @group(0) @binding(5) var<storage, read_write> v_cache: array<vec4<KvElem>>;
 @group(0) @binding(6) var<storage, read_write> part: array<vec4<f32>>;
 
-/// `vec4` `d` of key `key` of kv head `kvh` (`d4` per row), as the cache
-/// holds it: the new keys from `k_new`, the older ones from the cache.
+/// `vec4` `d` of query row `row` (the call's token `row`), head `h`.
+fn query_at(row: u32, h: u32, d: u32, d4: u32) -> vec4<f32> {
+    return vec4<f32>(q[(row * p.n_heads + h) * d4 + d]);
+}
+
+/// `vec4` `d` of the call's key `t` of kv head `kvh`, as the cache holds it.
+fn new_key(t: u32, kvh: u32, d: u32, d4: u32) -> vec4<KvElem> {
+    return vec4<KvElem>(k_new[(t * p.n_kv_heads + kvh) * d4 + d]);
+}
+
+const WG: u32 = 256u;
+/// Query vectors per workgroup.
+const MAXQ: u32 = 4u;
+/// Keys per tile (one per invocation when scoring).
+const TILE: u32 = 256u;
+/// Invocations per query vector in the reductions (`MAXQ * LANES = WG`).
+const LANES: u32 = 64u;
+/// Score of a masked key.
+const NEG: f32 = -3.402823e38;
+
+/// `vec4` `d` of key `key` of kv head `kvh` (`d4` per row), from the cache.
 fn key_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
-    if key >= p.start_pos {
-        return vec4<f32>(vec4<KvElem>(k_new[((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + d]));
-    }
     return vec4<f32>(k_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
 }
 
 /// The same for the values.
 fn value_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
-    if key >= p.start_pos {
-        return vec4<f32>(vec4<KvElem>(v_new[((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + d]));
-    }
     return vec4<f32>(v_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
 }
 
 var<workgroup> qs: array<vec4<f32>, 256>;
 /// Per query vector and key of the tile: the score, then its probability.
 var<workgroup> sc: array<f32, 1024>;
-var<workgroup> red: array<f32, WG>;
+/// The reduction's `(max, sum of exp(s - max))` pairs.
+var<workgroup> red: array<vec2<f32>, WG>;
 var<workgroup> sums: array<vec4<f32>, WG>;
 
-/// Tree reduction of `red` within each query vector's `LANES` invocations
-/// (max when `is_max`, else sum): the result of vector `j` lands in
-/// `red[j * LANES]`.
-fn reduce(lid: u32, v: f32, is_max: bool) {
+/// Two `(max, sum of exp(s - max))` pairs as one.
+fn merge_ml(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
+    let m = max(a.x, b.x);
+    return vec2<f32>(m, a.y * exp(a.x - m) + b.y * exp(b.x - m));
+}
+
+/// Tree reduction of the pairs in `red` within each query vector's `LANES`
+/// invocations: the result of vector `j` lands in `red[j * LANES]`.
+fn reduce(lid: u32, v: vec2<f32>) {
     red[lid] = v;
     workgroupBarrier();
     let lane = lid % LANES;
     for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
         if lane < stride {
-            if is_max {
-                red[lid] = max(red[lid], red[lid + stride]);
-            } else {
-                red[lid] += red[lid + stride];
-            }
+            red[lid] = merge_ml(red[lid], red[lid + stride]);
         }
         workgroupBarrier();
     }
@@ -25020,25 +25092,32 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let d4 = p.head_dim / 4u;
     let begin = split * chunk;
     let end = min(p.start_pos + p.seq, begin + chunk);
-    // The new rows of this kv head in this split, stored once (by the
-    // first query block).
-    if j0 == 0u {
-        let first = max(begin, p.start_pos);
-        if first < end {
-            for (var e = lid; e < (end - first) * d4; e += WG) {
-                let key = first + e / d4;
-                let src = ((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + e % d4;
-                let dst = (key * p.n_kv_heads + kvh) * d4 + e % d4;
-                k_cache[dst] = vec4<KvElem>(k_new[src]);
-                v_cache[dst] = vec4<KvElem>(v_new[src]);
-            }
-        }
+    // The call's new rows of this kv head that the split covers (at most
+    // `seq * d4 <= WG` `vec4`s) and the workgroup's query vectors (at most
+    // `MAXQ * d4 <= WG`): an element of each per invocation, loaded at
+    // clamped (valid) indices with no branch in between, stored below.
+    let first = max(begin, p.start_pos);
+    let n_new = select(0u, (end - first) * d4, first < end);
+    let ew = min(lid, max(n_new, 1u) - 1u);
+    let new_row = first + ew / d4;
+    let t = new_row - p.start_pos;
+    let kw = new_key(t, kvh, ew % d4, d4);
+    let vw = vec4<KvElem>(v_new[(t * p.n_kv_heads + kvh) * d4 + ew % d4]);
+    let eq = min(lid, nq * d4 - 1u);
+    let jq = j0 + eq / d4;
+    let qv = query_at(jq / group, kvh * group + jq % group, eq % d4, d4);
+    // Each workgroup of the split stores its new rows (when a kv head's
+    // query vectors take several workgroups, each stores the same values)
+    // and reads them back from the caches below.
+    if lid < n_new {
+        let dst = (new_row * p.n_kv_heads + kvh) * d4 + ew % d4;
+        k_cache[dst] = kw;
+        v_cache[dst] = vw;
     }
-    for (var e = lid; e < nq * d4; e += WG) {
-        let j = j0 + e / d4;
-        let h = kvh * group + j % group;
-        qs[e] = vec4<f32>(q[((j / group) * p.n_heads + h) * d4 + e % d4]);
+    if lid < nq * d4 {
+        qs[lid] = qv;
     }
+    storageBarrier();
     workgroupBarrier();
     // Per query vector: the keys its row sees end at `lim`.
     var lim: array<u32, MAXQ>;
@@ -25062,16 +25141,21 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         // probabilities set to 0, and are never stored.
         var dots: array<vec4<f32>, MAXQ>;
         if lid < n_here {
-            // Four loads of the key in flight before any is used.
+            // Eight loads of the key in flight before any is used.
             var d = 0u;
-            for (; d + 4u <= d4; d += 4u) {
+            for (; d + 8u <= d4; d += 8u) {
                 let k0 = key_at(key, kvh, d, d4);
                 let k1 = key_at(key, kvh, d + 1u, d4);
                 let k2 = key_at(key, kvh, d + 2u, d4);
                 let k3 = key_at(key, kvh, d + 3u, d4);
+                let k4 = key_at(key, kvh, d + 4u, d4);
+                let k5 = key_at(key, kvh, d + 5u, d4);
+                let k6 = key_at(key, kvh, d + 6u, d4);
+                let k7 = key_at(key, kvh, d + 7u, d4);
                 for (var jj = 0u; jj < MAXQ; jj++) {
                     let b = jj * d4 + d;
                     dots[jj] += qs[b] * k0 + qs[b + 1u] * k1 + qs[b + 2u] * k2 + qs[b + 3u] * k3;
+                    dots[jj] += qs[b + 4u] * k4 + qs[b + 5u] * k5 + qs[b + 6u] * k6 + qs[b + 7u] * k7;
                 }
             }
             for (; d < d4; d++) {
@@ -25088,19 +25172,39 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             }
             sc[jj * TILE + lid] = s;
         }
+        // The first four values of this invocation's key group, in flight
+        // through the reduction (at indices clamped into the tile; their
+        // probabilities are 0 past it).
+        let last = n_here - 1u;
+        let v0 = value_at(c0 + min(kg, last), kvh, dim4, d4);
+        let v1 = value_at(c0 + min(kg + n_kg, last), kvh, dim4, d4);
+        let v2 = value_at(c0 + min(kg + 2u * n_kg, last), kvh, dim4, d4);
+        let v3 = value_at(c0 + min(kg + 3u * n_kg, last), kvh, dim4, d4);
         workgroupBarrier();
-        var part_max = NEG;
+        // Each lane's `(max, sum)` over its keys of the tile, then the tree.
+        var mx = NEG;
+        var l = 0.0;
         if rq < nq {
-            for (var r = lane; r < TILE; r += LANES) {
-                part_max = max(part_max, sc[rq * TILE + r]);
+            for (var r = lane; r < n_here; r += LANES) {
+                mx = max(mx, sc[rq * TILE + r]);
+            }
+            for (var r = lane; r < n_here; r += LANES) {
+                let s = sc[rq * TILE + r];
+                if s > NEG {
+                    l += exp(s - mx);
+                }
             }
         }
-        reduce(lid, part_max, true);
+        reduce(lid, vec2<f32>(mx, l));
         var m_new: array<f32, MAXQ>;
         var alpha: array<f32, MAXQ>;
         for (var jj = 0u; jj < MAXQ; jj++) {
-            m_new[jj] = max(m_run[jj], red[jj * LANES]);
+            let tile = red[jj * LANES];
+            m_new[jj] = max(m_run[jj], tile.x);
             alpha[jj] = exp(m_run[jj] - m_new[jj]);
+            l_run[jj] = l_run[jj] * alpha[jj] + tile.y * exp(tile.x - m_new[jj]);
+            m_run[jj] = m_new[jj];
+            acc[jj] *= alpha[jj];
         }
         for (var jj = 0u; jj < MAXQ; jj++) {
             let s = sc[jj * TILE + lid];
@@ -25111,29 +25215,25 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             sc[jj * TILE + lid] = pr;
         }
         workgroupBarrier();
-        var part_sum = 0.0;
-        if rq < nq {
-            for (var r = lane; r < TILE; r += LANES) {
-                part_sum += sc[rq * TILE + r];
-            }
-        }
-        reduce(lid, part_sum, false);
-        for (var jj = 0u; jj < MAXQ; jj++) {
-            l_run[jj] = l_run[jj] * alpha[jj] + red[jj * LANES];
-            acc[jj] *= alpha[jj];
-            m_run[jj] = m_new[jj];
-        }
         if kg < n_kg {
+            for (var jj = 0u; jj < MAXQ; jj++) {
+                let b = jj * TILE;
+                let p0 = select(0.0, sc[b + min(kg, TILE - 1u)], kg < n_here);
+                let p1 = select(0.0, sc[b + min(kg + n_kg, TILE - 1u)], kg + n_kg < n_here);
+                let p2 = select(0.0, sc[b + min(kg + 2u * n_kg, TILE - 1u)], kg + 2u * n_kg < n_here);
+                let p3 = select(0.0, sc[b + min(kg + 3u * n_kg, TILE - 1u)], kg + 3u * n_kg < n_here);
+                acc[jj] += p0 * v0 + p1 * v1 + p2 * v2 + p3 * v3;
+            }
             // Four values in flight before any is used.
-            var j = kg;
+            var j = kg + 4u * n_kg;
             for (; j + 3u * n_kg < n_here; j += 4u * n_kg) {
-                let v0 = value_at(c0 + j, kvh, dim4, d4);
-                let v1 = value_at(c0 + j + n_kg, kvh, dim4, d4);
-                let v2 = value_at(c0 + j + 2u * n_kg, kvh, dim4, d4);
-                let v3 = value_at(c0 + j + 3u * n_kg, kvh, dim4, d4);
+                let u0 = value_at(c0 + j, kvh, dim4, d4);
+                let u1 = value_at(c0 + j + n_kg, kvh, dim4, d4);
+                let u2 = value_at(c0 + j + 2u * n_kg, kvh, dim4, d4);
+                let u3 = value_at(c0 + j + 3u * n_kg, kvh, dim4, d4);
                 for (var jj = 0u; jj < MAXQ; jj++) {
                     let b = jj * TILE + j;
-                    acc[jj] += sc[b] * v0 + sc[b + n_kg] * v1 + sc[b + 2u * n_kg] * v2 + sc[b + 3u * n_kg] * v3;
+                    acc[jj] += sc[b] * u0 + sc[b + n_kg] * u1 + sc[b + 2u * n_kg] * u2 + sc[b + 3u * n_kg] * u3;
                 }
             }
             for (; j < n_here; j += n_kg) {
@@ -25190,8 +25290,9 @@ pub const SDPA_SPLIT_F32_KVF16: &str = r#"enable f16;
 //! key and value is read once for all of them. Row `i` sees keys
 //! `0..=start_pos + i`. Keys go `TILE` at a time: each invocation scores one
 //! key against every query vector (`vec4` dot products, the queries in
-//! workgroup memory), each vector's max and sum meet in `LANES`-wide tree
-//! reductions (all vectors at once), and the running output is rescaled by
+//! workgroup memory), each vector's max and sum meet in one `LANES`-wide
+//! tree of `(max, sum)` pairs (all vectors at once), and the running
+//! output is rescaled by
 //! `exp(m_old - m_new)`. For the values, invocation `t` owns `vec4` `t %
 //! (D / 4)` of every `WG / (D / 4)`-th key of the tile, so neighbouring
 //! invocations read neighbouring dims; the key groups are summed at the
@@ -25199,30 +25300,21 @@ pub const SDPA_SPLIT_F32_KVF16: &str = r#"enable f16;
 //! 0, 0)` (running max, sum of `exp(s - m)`) then the unnormalized output,
 //! `D / 4` `vec4`s, at partial `(row * heads + head) * n_splits + split`.
 //! f32 math; the caches are read through `KvElem` (float16 under f32
-//! activations in `f32_kvf16`). Keys and values are loaded four at a time
-//! before any is used, and the loops over query vectors have a constant
-//! trip count, so the per-vector sums stay in registers.
+//! activations in `f32_kvf16`). Keys are loaded eight `vec4`s at a time and
+//! values four before any is used, and the loops over query vectors have
+//! a constant trip count, so the per-vector sums stay in registers.
 //!
 //! The call's new keys and values (`k_new`, `v_new`, rows `start_pos..
 //! start_pos + seq`) are written into the caches here, not by a dispatch
-//! before: the first query block of each (kv head, split) stores the new
-//! rows its split covers, and every workgroup reads keys and values at
-//! those rows from `k_new`/`v_new`, rounded to `KvElem` as the cache holds
-//! them, so no workgroup reads a cache row this dispatch writes.
+//! before: each workgroup stores the new rows its split covers (rounded to
+//! `KvElem`) and reads them back from the caches after a storage barrier,
+//! like every other row (no workgroup reads a row another split writes).
+//! Everything but the parameters, the bindings and how the query and the
+//! new keys are read is `common/sdpa_split_body.wgsl`'s.
 // variants: f32 f16 f32_kvf16
 
 alias Elem = f32;
 alias KvElem = f16;
-
-const WG: u32 = 256u;
-/// Query vectors per workgroup.
-const MAXQ: u32 = 4u;
-/// Keys per tile (one per invocation when scoring).
-const TILE: u32 = 256u;
-/// Invocations per query vector in the reductions (`MAXQ * LANES = WG`).
-const LANES: u32 = 64u;
-/// Score of a masked key.
-const NEG: f32 = -3.402823e38;
 
 struct Params {
     /// Query rows (`S`).
@@ -25263,43 +25355,58 @@ fn split_plan(ctx: u32) -> vec2<u32> {
 @group(0) @binding(5) var<storage, read_write> v_cache: array<vec4<KvElem>>;
 @group(0) @binding(6) var<storage, read_write> part: array<vec4<f32>>;
 
-/// `vec4` `d` of key `key` of kv head `kvh` (`d4` per row), as the cache
-/// holds it: the new keys from `k_new`, the older ones from the cache.
+/// `vec4` `d` of query row `row` (the call's token `row`), head `h`.
+fn query_at(row: u32, h: u32, d: u32, d4: u32) -> vec4<f32> {
+    return vec4<f32>(q[(row * p.n_heads + h) * d4 + d]);
+}
+
+/// `vec4` `d` of the call's key `t` of kv head `kvh`, as the cache holds it.
+fn new_key(t: u32, kvh: u32, d: u32, d4: u32) -> vec4<KvElem> {
+    return vec4<KvElem>(k_new[(t * p.n_kv_heads + kvh) * d4 + d]);
+}
+
+const WG: u32 = 256u;
+/// Query vectors per workgroup.
+const MAXQ: u32 = 4u;
+/// Keys per tile (one per invocation when scoring).
+const TILE: u32 = 256u;
+/// Invocations per query vector in the reductions (`MAXQ * LANES = WG`).
+const LANES: u32 = 64u;
+/// Score of a masked key.
+const NEG: f32 = -3.402823e38;
+
+/// `vec4` `d` of key `key` of kv head `kvh` (`d4` per row), from the cache.
 fn key_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
-    if key >= p.start_pos {
-        return vec4<f32>(vec4<KvElem>(k_new[((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + d]));
-    }
     return vec4<f32>(k_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
 }
 
 /// The same for the values.
 fn value_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
-    if key >= p.start_pos {
-        return vec4<f32>(vec4<KvElem>(v_new[((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + d]));
-    }
     return vec4<f32>(v_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
 }
 
 var<workgroup> qs: array<vec4<f32>, 256>;
 /// Per query vector and key of the tile: the score, then its probability.
 var<workgroup> sc: array<f32, 1024>;
-var<workgroup> red: array<f32, WG>;
+/// The reduction's `(max, sum of exp(s - max))` pairs.
+var<workgroup> red: array<vec2<f32>, WG>;
 var<workgroup> sums: array<vec4<f32>, WG>;
 
-/// Tree reduction of `red` within each query vector's `LANES` invocations
-/// (max when `is_max`, else sum): the result of vector `j` lands in
-/// `red[j * LANES]`.
-fn reduce(lid: u32, v: f32, is_max: bool) {
+/// Two `(max, sum of exp(s - max))` pairs as one.
+fn merge_ml(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
+    let m = max(a.x, b.x);
+    return vec2<f32>(m, a.y * exp(a.x - m) + b.y * exp(b.x - m));
+}
+
+/// Tree reduction of the pairs in `red` within each query vector's `LANES`
+/// invocations: the result of vector `j` lands in `red[j * LANES]`.
+fn reduce(lid: u32, v: vec2<f32>) {
     red[lid] = v;
     workgroupBarrier();
     let lane = lid % LANES;
     for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
         if lane < stride {
-            if is_max {
-                red[lid] = max(red[lid], red[lid + stride]);
-            } else {
-                red[lid] += red[lid + stride];
-            }
+            red[lid] = merge_ml(red[lid], red[lid + stride]);
         }
         workgroupBarrier();
     }
@@ -25324,25 +25431,32 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let d4 = p.head_dim / 4u;
     let begin = split * chunk;
     let end = min(p.start_pos + p.seq, begin + chunk);
-    // The new rows of this kv head in this split, stored once (by the
-    // first query block).
-    if j0 == 0u {
-        let first = max(begin, p.start_pos);
-        if first < end {
-            for (var e = lid; e < (end - first) * d4; e += WG) {
-                let key = first + e / d4;
-                let src = ((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + e % d4;
-                let dst = (key * p.n_kv_heads + kvh) * d4 + e % d4;
-                k_cache[dst] = vec4<KvElem>(k_new[src]);
-                v_cache[dst] = vec4<KvElem>(v_new[src]);
-            }
-        }
+    // The call's new rows of this kv head that the split covers (at most
+    // `seq * d4 <= WG` `vec4`s) and the workgroup's query vectors (at most
+    // `MAXQ * d4 <= WG`): an element of each per invocation, loaded at
+    // clamped (valid) indices with no branch in between, stored below.
+    let first = max(begin, p.start_pos);
+    let n_new = select(0u, (end - first) * d4, first < end);
+    let ew = min(lid, max(n_new, 1u) - 1u);
+    let new_row = first + ew / d4;
+    let t = new_row - p.start_pos;
+    let kw = new_key(t, kvh, ew % d4, d4);
+    let vw = vec4<KvElem>(v_new[(t * p.n_kv_heads + kvh) * d4 + ew % d4]);
+    let eq = min(lid, nq * d4 - 1u);
+    let jq = j0 + eq / d4;
+    let qv = query_at(jq / group, kvh * group + jq % group, eq % d4, d4);
+    // Each workgroup of the split stores its new rows (when a kv head's
+    // query vectors take several workgroups, each stores the same values)
+    // and reads them back from the caches below.
+    if lid < n_new {
+        let dst = (new_row * p.n_kv_heads + kvh) * d4 + ew % d4;
+        k_cache[dst] = kw;
+        v_cache[dst] = vw;
     }
-    for (var e = lid; e < nq * d4; e += WG) {
-        let j = j0 + e / d4;
-        let h = kvh * group + j % group;
-        qs[e] = vec4<f32>(q[((j / group) * p.n_heads + h) * d4 + e % d4]);
+    if lid < nq * d4 {
+        qs[lid] = qv;
     }
+    storageBarrier();
     workgroupBarrier();
     // Per query vector: the keys its row sees end at `lim`.
     var lim: array<u32, MAXQ>;
@@ -25366,16 +25480,21 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         // probabilities set to 0, and are never stored.
         var dots: array<vec4<f32>, MAXQ>;
         if lid < n_here {
-            // Four loads of the key in flight before any is used.
+            // Eight loads of the key in flight before any is used.
             var d = 0u;
-            for (; d + 4u <= d4; d += 4u) {
+            for (; d + 8u <= d4; d += 8u) {
                 let k0 = key_at(key, kvh, d, d4);
                 let k1 = key_at(key, kvh, d + 1u, d4);
                 let k2 = key_at(key, kvh, d + 2u, d4);
                 let k3 = key_at(key, kvh, d + 3u, d4);
+                let k4 = key_at(key, kvh, d + 4u, d4);
+                let k5 = key_at(key, kvh, d + 5u, d4);
+                let k6 = key_at(key, kvh, d + 6u, d4);
+                let k7 = key_at(key, kvh, d + 7u, d4);
                 for (var jj = 0u; jj < MAXQ; jj++) {
                     let b = jj * d4 + d;
                     dots[jj] += qs[b] * k0 + qs[b + 1u] * k1 + qs[b + 2u] * k2 + qs[b + 3u] * k3;
+                    dots[jj] += qs[b + 4u] * k4 + qs[b + 5u] * k5 + qs[b + 6u] * k6 + qs[b + 7u] * k7;
                 }
             }
             for (; d < d4; d++) {
@@ -25392,19 +25511,39 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             }
             sc[jj * TILE + lid] = s;
         }
+        // The first four values of this invocation's key group, in flight
+        // through the reduction (at indices clamped into the tile; their
+        // probabilities are 0 past it).
+        let last = n_here - 1u;
+        let v0 = value_at(c0 + min(kg, last), kvh, dim4, d4);
+        let v1 = value_at(c0 + min(kg + n_kg, last), kvh, dim4, d4);
+        let v2 = value_at(c0 + min(kg + 2u * n_kg, last), kvh, dim4, d4);
+        let v3 = value_at(c0 + min(kg + 3u * n_kg, last), kvh, dim4, d4);
         workgroupBarrier();
-        var part_max = NEG;
+        // Each lane's `(max, sum)` over its keys of the tile, then the tree.
+        var mx = NEG;
+        var l = 0.0;
         if rq < nq {
-            for (var r = lane; r < TILE; r += LANES) {
-                part_max = max(part_max, sc[rq * TILE + r]);
+            for (var r = lane; r < n_here; r += LANES) {
+                mx = max(mx, sc[rq * TILE + r]);
+            }
+            for (var r = lane; r < n_here; r += LANES) {
+                let s = sc[rq * TILE + r];
+                if s > NEG {
+                    l += exp(s - mx);
+                }
             }
         }
-        reduce(lid, part_max, true);
+        reduce(lid, vec2<f32>(mx, l));
         var m_new: array<f32, MAXQ>;
         var alpha: array<f32, MAXQ>;
         for (var jj = 0u; jj < MAXQ; jj++) {
-            m_new[jj] = max(m_run[jj], red[jj * LANES]);
+            let tile = red[jj * LANES];
+            m_new[jj] = max(m_run[jj], tile.x);
             alpha[jj] = exp(m_run[jj] - m_new[jj]);
+            l_run[jj] = l_run[jj] * alpha[jj] + tile.y * exp(tile.x - m_new[jj]);
+            m_run[jj] = m_new[jj];
+            acc[jj] *= alpha[jj];
         }
         for (var jj = 0u; jj < MAXQ; jj++) {
             let s = sc[jj * TILE + lid];
@@ -25415,29 +25554,25 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             sc[jj * TILE + lid] = pr;
         }
         workgroupBarrier();
-        var part_sum = 0.0;
-        if rq < nq {
-            for (var r = lane; r < TILE; r += LANES) {
-                part_sum += sc[rq * TILE + r];
-            }
-        }
-        reduce(lid, part_sum, false);
-        for (var jj = 0u; jj < MAXQ; jj++) {
-            l_run[jj] = l_run[jj] * alpha[jj] + red[jj * LANES];
-            acc[jj] *= alpha[jj];
-            m_run[jj] = m_new[jj];
-        }
         if kg < n_kg {
+            for (var jj = 0u; jj < MAXQ; jj++) {
+                let b = jj * TILE;
+                let p0 = select(0.0, sc[b + min(kg, TILE - 1u)], kg < n_here);
+                let p1 = select(0.0, sc[b + min(kg + n_kg, TILE - 1u)], kg + n_kg < n_here);
+                let p2 = select(0.0, sc[b + min(kg + 2u * n_kg, TILE - 1u)], kg + 2u * n_kg < n_here);
+                let p3 = select(0.0, sc[b + min(kg + 3u * n_kg, TILE - 1u)], kg + 3u * n_kg < n_here);
+                acc[jj] += p0 * v0 + p1 * v1 + p2 * v2 + p3 * v3;
+            }
             // Four values in flight before any is used.
-            var j = kg;
+            var j = kg + 4u * n_kg;
             for (; j + 3u * n_kg < n_here; j += 4u * n_kg) {
-                let v0 = value_at(c0 + j, kvh, dim4, d4);
-                let v1 = value_at(c0 + j + n_kg, kvh, dim4, d4);
-                let v2 = value_at(c0 + j + 2u * n_kg, kvh, dim4, d4);
-                let v3 = value_at(c0 + j + 3u * n_kg, kvh, dim4, d4);
+                let u0 = value_at(c0 + j, kvh, dim4, d4);
+                let u1 = value_at(c0 + j + n_kg, kvh, dim4, d4);
+                let u2 = value_at(c0 + j + 2u * n_kg, kvh, dim4, d4);
+                let u3 = value_at(c0 + j + 3u * n_kg, kvh, dim4, d4);
                 for (var jj = 0u; jj < MAXQ; jj++) {
                     let b = jj * TILE + j;
-                    acc[jj] += sc[b] * v0 + sc[b + n_kg] * v1 + sc[b + 2u * n_kg] * v2 + sc[b + 3u * n_kg] * v3;
+                    acc[jj] += sc[b] * u0 + sc[b + n_kg] * u1 + sc[b + 2u * n_kg] * u2 + sc[b + 3u * n_kg] * u3;
                 }
             }
             for (; j < n_here; j += n_kg) {
@@ -25702,21 +25837,12 @@ pub const SDPA_SPLIT_ROPE_F32: &str = r#"//! The `_rope` form of `sdpa_split.wgs
 //! `table_row + t`, each result
 //! rounded to the activations' dtype as `rope.wgsl` stores it), so RoPE
 //! costs no dispatch of its own; the rotated keys are what it writes into
-//! the key cache. Everything else is `sdpa_split.wgsl`'s (see there).
+//! the key cache. Everything else is `sdpa_split.wgsl`'s (see there):
+//! `common/sdpa_split_body.wgsl`.
 // variants: f32 f16 f32_kvf16
 
 alias Elem = f32;
 alias KvElem = Elem;
-
-const WG: u32 = 256u;
-/// Query vectors per workgroup.
-const MAXQ: u32 = 4u;
-/// Keys per tile (one per invocation when scoring).
-const TILE: u32 = 256u;
-/// Invocations per query vector in the reductions (`MAXQ * LANES = WG`).
-const LANES: u32 = 64u;
-/// Score of a masked key.
-const NEG: f32 = -3.402823e38;
 
 struct Params {
     /// Query rows (`S`).
@@ -25779,45 +25905,59 @@ fn rope4(v: vec4<Elem>, t: u32, d: u32) -> vec4<f32> {
     return vec4<f32>(vec4<Elem>(vec4<f32>(re.x, im.x, re.y, im.y)));
 }
 
-/// `vec4` `d` of key `key` of kv head `kvh` (`d4` per row), as the cache
-/// holds it: the new keys from `k_new` (rotated), the older ones from the
-/// cache.
+/// `vec4` `d` of query row `row` (the call's token `row`), head `h`, rotated.
+fn query_at(row: u32, h: u32, d: u32, d4: u32) -> vec4<f32> {
+    return rope4(q[(row * p.n_heads + h) * d4 + d], row, d);
+}
+
+/// `vec4` `d` of the call's key `t` of kv head `kvh`, rotated, as the cache
+/// holds it.
+fn new_key(t: u32, kvh: u32, d: u32, d4: u32) -> vec4<KvElem> {
+    return vec4<KvElem>(rope4(k_new[(t * p.n_kv_heads + kvh) * d4 + d], t, d));
+}
+
+const WG: u32 = 256u;
+/// Query vectors per workgroup.
+const MAXQ: u32 = 4u;
+/// Keys per tile (one per invocation when scoring).
+const TILE: u32 = 256u;
+/// Invocations per query vector in the reductions (`MAXQ * LANES = WG`).
+const LANES: u32 = 64u;
+/// Score of a masked key.
+const NEG: f32 = -3.402823e38;
+
+/// `vec4` `d` of key `key` of kv head `kvh` (`d4` per row), from the cache.
 fn key_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
-    if key >= p.start_pos {
-        let t = key - p.start_pos;
-        return vec4<f32>(vec4<KvElem>(rope4(k_new[(t * p.n_kv_heads + kvh) * d4 + d], t, d)));
-    }
     return vec4<f32>(k_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
 }
 
 /// The same for the values.
 fn value_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
-    if key >= p.start_pos {
-        return vec4<f32>(vec4<KvElem>(v_new[((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + d]));
-    }
     return vec4<f32>(v_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
 }
 
 var<workgroup> qs: array<vec4<f32>, 256>;
 /// Per query vector and key of the tile: the score, then its probability.
 var<workgroup> sc: array<f32, 1024>;
-var<workgroup> red: array<f32, WG>;
+/// The reduction's `(max, sum of exp(s - max))` pairs.
+var<workgroup> red: array<vec2<f32>, WG>;
 var<workgroup> sums: array<vec4<f32>, WG>;
 
-/// Tree reduction of `red` within each query vector's `LANES` invocations
-/// (max when `is_max`, else sum): the result of vector `j` lands in
-/// `red[j * LANES]`.
-fn reduce(lid: u32, v: f32, is_max: bool) {
+/// Two `(max, sum of exp(s - max))` pairs as one.
+fn merge_ml(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
+    let m = max(a.x, b.x);
+    return vec2<f32>(m, a.y * exp(a.x - m) + b.y * exp(b.x - m));
+}
+
+/// Tree reduction of the pairs in `red` within each query vector's `LANES`
+/// invocations: the result of vector `j` lands in `red[j * LANES]`.
+fn reduce(lid: u32, v: vec2<f32>) {
     red[lid] = v;
     workgroupBarrier();
     let lane = lid % LANES;
     for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
         if lane < stride {
-            if is_max {
-                red[lid] = max(red[lid], red[lid + stride]);
-            } else {
-                red[lid] += red[lid + stride];
-            }
+            red[lid] = merge_ml(red[lid], red[lid + stride]);
         }
         workgroupBarrier();
     }
@@ -25842,25 +25982,32 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let d4 = p.head_dim / 4u;
     let begin = split * chunk;
     let end = min(p.start_pos + p.seq, begin + chunk);
-    // The new rows of this kv head in this split, stored once (by the
-    // first query block).
-    if j0 == 0u {
-        let first = max(begin, p.start_pos);
-        if first < end {
-            for (var e = lid; e < (end - first) * d4; e += WG) {
-                let key = first + e / d4;
-                let src = ((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + e % d4;
-                let dst = (key * p.n_kv_heads + kvh) * d4 + e % d4;
-                k_cache[dst] = vec4<KvElem>(rope4(k_new[src], key - p.start_pos, e % d4));
-                v_cache[dst] = vec4<KvElem>(v_new[src]);
-            }
-        }
+    // The call's new rows of this kv head that the split covers (at most
+    // `seq * d4 <= WG` `vec4`s) and the workgroup's query vectors (at most
+    // `MAXQ * d4 <= WG`): an element of each per invocation, loaded at
+    // clamped (valid) indices with no branch in between, stored below.
+    let first = max(begin, p.start_pos);
+    let n_new = select(0u, (end - first) * d4, first < end);
+    let ew = min(lid, max(n_new, 1u) - 1u);
+    let new_row = first + ew / d4;
+    let t = new_row - p.start_pos;
+    let kw = new_key(t, kvh, ew % d4, d4);
+    let vw = vec4<KvElem>(v_new[(t * p.n_kv_heads + kvh) * d4 + ew % d4]);
+    let eq = min(lid, nq * d4 - 1u);
+    let jq = j0 + eq / d4;
+    let qv = query_at(jq / group, kvh * group + jq % group, eq % d4, d4);
+    // Each workgroup of the split stores its new rows (when a kv head's
+    // query vectors take several workgroups, each stores the same values)
+    // and reads them back from the caches below.
+    if lid < n_new {
+        let dst = (new_row * p.n_kv_heads + kvh) * d4 + ew % d4;
+        k_cache[dst] = kw;
+        v_cache[dst] = vw;
     }
-    for (var e = lid; e < nq * d4; e += WG) {
-        let j = j0 + e / d4;
-        let h = kvh * group + j % group;
-        qs[e] = rope4(q[((j / group) * p.n_heads + h) * d4 + e % d4], j / group, e % d4);
+    if lid < nq * d4 {
+        qs[lid] = qv;
     }
+    storageBarrier();
     workgroupBarrier();
     // Per query vector: the keys its row sees end at `lim`.
     var lim: array<u32, MAXQ>;
@@ -25884,16 +26031,21 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         // probabilities set to 0, and are never stored.
         var dots: array<vec4<f32>, MAXQ>;
         if lid < n_here {
-            // Four loads of the key in flight before any is used.
+            // Eight loads of the key in flight before any is used.
             var d = 0u;
-            for (; d + 4u <= d4; d += 4u) {
+            for (; d + 8u <= d4; d += 8u) {
                 let k0 = key_at(key, kvh, d, d4);
                 let k1 = key_at(key, kvh, d + 1u, d4);
                 let k2 = key_at(key, kvh, d + 2u, d4);
                 let k3 = key_at(key, kvh, d + 3u, d4);
+                let k4 = key_at(key, kvh, d + 4u, d4);
+                let k5 = key_at(key, kvh, d + 5u, d4);
+                let k6 = key_at(key, kvh, d + 6u, d4);
+                let k7 = key_at(key, kvh, d + 7u, d4);
                 for (var jj = 0u; jj < MAXQ; jj++) {
                     let b = jj * d4 + d;
                     dots[jj] += qs[b] * k0 + qs[b + 1u] * k1 + qs[b + 2u] * k2 + qs[b + 3u] * k3;
+                    dots[jj] += qs[b + 4u] * k4 + qs[b + 5u] * k5 + qs[b + 6u] * k6 + qs[b + 7u] * k7;
                 }
             }
             for (; d < d4; d++) {
@@ -25910,19 +26062,39 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             }
             sc[jj * TILE + lid] = s;
         }
+        // The first four values of this invocation's key group, in flight
+        // through the reduction (at indices clamped into the tile; their
+        // probabilities are 0 past it).
+        let last = n_here - 1u;
+        let v0 = value_at(c0 + min(kg, last), kvh, dim4, d4);
+        let v1 = value_at(c0 + min(kg + n_kg, last), kvh, dim4, d4);
+        let v2 = value_at(c0 + min(kg + 2u * n_kg, last), kvh, dim4, d4);
+        let v3 = value_at(c0 + min(kg + 3u * n_kg, last), kvh, dim4, d4);
         workgroupBarrier();
-        var part_max = NEG;
+        // Each lane's `(max, sum)` over its keys of the tile, then the tree.
+        var mx = NEG;
+        var l = 0.0;
         if rq < nq {
-            for (var r = lane; r < TILE; r += LANES) {
-                part_max = max(part_max, sc[rq * TILE + r]);
+            for (var r = lane; r < n_here; r += LANES) {
+                mx = max(mx, sc[rq * TILE + r]);
+            }
+            for (var r = lane; r < n_here; r += LANES) {
+                let s = sc[rq * TILE + r];
+                if s > NEG {
+                    l += exp(s - mx);
+                }
             }
         }
-        reduce(lid, part_max, true);
+        reduce(lid, vec2<f32>(mx, l));
         var m_new: array<f32, MAXQ>;
         var alpha: array<f32, MAXQ>;
         for (var jj = 0u; jj < MAXQ; jj++) {
-            m_new[jj] = max(m_run[jj], red[jj * LANES]);
+            let tile = red[jj * LANES];
+            m_new[jj] = max(m_run[jj], tile.x);
             alpha[jj] = exp(m_run[jj] - m_new[jj]);
+            l_run[jj] = l_run[jj] * alpha[jj] + tile.y * exp(tile.x - m_new[jj]);
+            m_run[jj] = m_new[jj];
+            acc[jj] *= alpha[jj];
         }
         for (var jj = 0u; jj < MAXQ; jj++) {
             let s = sc[jj * TILE + lid];
@@ -25933,29 +26105,25 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             sc[jj * TILE + lid] = pr;
         }
         workgroupBarrier();
-        var part_sum = 0.0;
-        if rq < nq {
-            for (var r = lane; r < TILE; r += LANES) {
-                part_sum += sc[rq * TILE + r];
-            }
-        }
-        reduce(lid, part_sum, false);
-        for (var jj = 0u; jj < MAXQ; jj++) {
-            l_run[jj] = l_run[jj] * alpha[jj] + red[jj * LANES];
-            acc[jj] *= alpha[jj];
-            m_run[jj] = m_new[jj];
-        }
         if kg < n_kg {
+            for (var jj = 0u; jj < MAXQ; jj++) {
+                let b = jj * TILE;
+                let p0 = select(0.0, sc[b + min(kg, TILE - 1u)], kg < n_here);
+                let p1 = select(0.0, sc[b + min(kg + n_kg, TILE - 1u)], kg + n_kg < n_here);
+                let p2 = select(0.0, sc[b + min(kg + 2u * n_kg, TILE - 1u)], kg + 2u * n_kg < n_here);
+                let p3 = select(0.0, sc[b + min(kg + 3u * n_kg, TILE - 1u)], kg + 3u * n_kg < n_here);
+                acc[jj] += p0 * v0 + p1 * v1 + p2 * v2 + p3 * v3;
+            }
             // Four values in flight before any is used.
-            var j = kg;
+            var j = kg + 4u * n_kg;
             for (; j + 3u * n_kg < n_here; j += 4u * n_kg) {
-                let v0 = value_at(c0 + j, kvh, dim4, d4);
-                let v1 = value_at(c0 + j + n_kg, kvh, dim4, d4);
-                let v2 = value_at(c0 + j + 2u * n_kg, kvh, dim4, d4);
-                let v3 = value_at(c0 + j + 3u * n_kg, kvh, dim4, d4);
+                let u0 = value_at(c0 + j, kvh, dim4, d4);
+                let u1 = value_at(c0 + j + n_kg, kvh, dim4, d4);
+                let u2 = value_at(c0 + j + 2u * n_kg, kvh, dim4, d4);
+                let u3 = value_at(c0 + j + 3u * n_kg, kvh, dim4, d4);
                 for (var jj = 0u; jj < MAXQ; jj++) {
                     let b = jj * TILE + j;
-                    acc[jj] += sc[b] * v0 + sc[b + n_kg] * v1 + sc[b + 2u * n_kg] * v2 + sc[b + 3u * n_kg] * v3;
+                    acc[jj] += sc[b] * u0 + sc[b + n_kg] * u1 + sc[b + 2u * n_kg] * u2 + sc[b + 3u * n_kg] * u3;
                 }
             }
             for (; j < n_here; j += n_kg) {
@@ -26004,21 +26172,12 @@ pub const SDPA_SPLIT_ROPE_F16: &str = r#"enable f16;
 //! `table_row + t`, each result
 //! rounded to the activations' dtype as `rope.wgsl` stores it), so RoPE
 //! costs no dispatch of its own; the rotated keys are what it writes into
-//! the key cache. Everything else is `sdpa_split.wgsl`'s (see there).
+//! the key cache. Everything else is `sdpa_split.wgsl`'s (see there):
+//! `common/sdpa_split_body.wgsl`.
 // variants: f32 f16 f32_kvf16
 
 alias Elem = f16;
 alias KvElem = Elem;
-
-const WG: u32 = 256u;
-/// Query vectors per workgroup.
-const MAXQ: u32 = 4u;
-/// Keys per tile (one per invocation when scoring).
-const TILE: u32 = 256u;
-/// Invocations per query vector in the reductions (`MAXQ * LANES = WG`).
-const LANES: u32 = 64u;
-/// Score of a masked key.
-const NEG: f32 = -3.402823e38;
 
 struct Params {
     /// Query rows (`S`).
@@ -26081,45 +26240,59 @@ fn rope4(v: vec4<Elem>, t: u32, d: u32) -> vec4<f32> {
     return vec4<f32>(vec4<Elem>(vec4<f32>(re.x, im.x, re.y, im.y)));
 }
 
-/// `vec4` `d` of key `key` of kv head `kvh` (`d4` per row), as the cache
-/// holds it: the new keys from `k_new` (rotated), the older ones from the
-/// cache.
+/// `vec4` `d` of query row `row` (the call's token `row`), head `h`, rotated.
+fn query_at(row: u32, h: u32, d: u32, d4: u32) -> vec4<f32> {
+    return rope4(q[(row * p.n_heads + h) * d4 + d], row, d);
+}
+
+/// `vec4` `d` of the call's key `t` of kv head `kvh`, rotated, as the cache
+/// holds it.
+fn new_key(t: u32, kvh: u32, d: u32, d4: u32) -> vec4<KvElem> {
+    return vec4<KvElem>(rope4(k_new[(t * p.n_kv_heads + kvh) * d4 + d], t, d));
+}
+
+const WG: u32 = 256u;
+/// Query vectors per workgroup.
+const MAXQ: u32 = 4u;
+/// Keys per tile (one per invocation when scoring).
+const TILE: u32 = 256u;
+/// Invocations per query vector in the reductions (`MAXQ * LANES = WG`).
+const LANES: u32 = 64u;
+/// Score of a masked key.
+const NEG: f32 = -3.402823e38;
+
+/// `vec4` `d` of key `key` of kv head `kvh` (`d4` per row), from the cache.
 fn key_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
-    if key >= p.start_pos {
-        let t = key - p.start_pos;
-        return vec4<f32>(vec4<KvElem>(rope4(k_new[(t * p.n_kv_heads + kvh) * d4 + d], t, d)));
-    }
     return vec4<f32>(k_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
 }
 
 /// The same for the values.
 fn value_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
-    if key >= p.start_pos {
-        return vec4<f32>(vec4<KvElem>(v_new[((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + d]));
-    }
     return vec4<f32>(v_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
 }
 
 var<workgroup> qs: array<vec4<f32>, 256>;
 /// Per query vector and key of the tile: the score, then its probability.
 var<workgroup> sc: array<f32, 1024>;
-var<workgroup> red: array<f32, WG>;
+/// The reduction's `(max, sum of exp(s - max))` pairs.
+var<workgroup> red: array<vec2<f32>, WG>;
 var<workgroup> sums: array<vec4<f32>, WG>;
 
-/// Tree reduction of `red` within each query vector's `LANES` invocations
-/// (max when `is_max`, else sum): the result of vector `j` lands in
-/// `red[j * LANES]`.
-fn reduce(lid: u32, v: f32, is_max: bool) {
+/// Two `(max, sum of exp(s - max))` pairs as one.
+fn merge_ml(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
+    let m = max(a.x, b.x);
+    return vec2<f32>(m, a.y * exp(a.x - m) + b.y * exp(b.x - m));
+}
+
+/// Tree reduction of the pairs in `red` within each query vector's `LANES`
+/// invocations: the result of vector `j` lands in `red[j * LANES]`.
+fn reduce(lid: u32, v: vec2<f32>) {
     red[lid] = v;
     workgroupBarrier();
     let lane = lid % LANES;
     for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
         if lane < stride {
-            if is_max {
-                red[lid] = max(red[lid], red[lid + stride]);
-            } else {
-                red[lid] += red[lid + stride];
-            }
+            red[lid] = merge_ml(red[lid], red[lid + stride]);
         }
         workgroupBarrier();
     }
@@ -26144,25 +26317,32 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let d4 = p.head_dim / 4u;
     let begin = split * chunk;
     let end = min(p.start_pos + p.seq, begin + chunk);
-    // The new rows of this kv head in this split, stored once (by the
-    // first query block).
-    if j0 == 0u {
-        let first = max(begin, p.start_pos);
-        if first < end {
-            for (var e = lid; e < (end - first) * d4; e += WG) {
-                let key = first + e / d4;
-                let src = ((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + e % d4;
-                let dst = (key * p.n_kv_heads + kvh) * d4 + e % d4;
-                k_cache[dst] = vec4<KvElem>(rope4(k_new[src], key - p.start_pos, e % d4));
-                v_cache[dst] = vec4<KvElem>(v_new[src]);
-            }
-        }
+    // The call's new rows of this kv head that the split covers (at most
+    // `seq * d4 <= WG` `vec4`s) and the workgroup's query vectors (at most
+    // `MAXQ * d4 <= WG`): an element of each per invocation, loaded at
+    // clamped (valid) indices with no branch in between, stored below.
+    let first = max(begin, p.start_pos);
+    let n_new = select(0u, (end - first) * d4, first < end);
+    let ew = min(lid, max(n_new, 1u) - 1u);
+    let new_row = first + ew / d4;
+    let t = new_row - p.start_pos;
+    let kw = new_key(t, kvh, ew % d4, d4);
+    let vw = vec4<KvElem>(v_new[(t * p.n_kv_heads + kvh) * d4 + ew % d4]);
+    let eq = min(lid, nq * d4 - 1u);
+    let jq = j0 + eq / d4;
+    let qv = query_at(jq / group, kvh * group + jq % group, eq % d4, d4);
+    // Each workgroup of the split stores its new rows (when a kv head's
+    // query vectors take several workgroups, each stores the same values)
+    // and reads them back from the caches below.
+    if lid < n_new {
+        let dst = (new_row * p.n_kv_heads + kvh) * d4 + ew % d4;
+        k_cache[dst] = kw;
+        v_cache[dst] = vw;
     }
-    for (var e = lid; e < nq * d4; e += WG) {
-        let j = j0 + e / d4;
-        let h = kvh * group + j % group;
-        qs[e] = rope4(q[((j / group) * p.n_heads + h) * d4 + e % d4], j / group, e % d4);
+    if lid < nq * d4 {
+        qs[lid] = qv;
     }
+    storageBarrier();
     workgroupBarrier();
     // Per query vector: the keys its row sees end at `lim`.
     var lim: array<u32, MAXQ>;
@@ -26186,16 +26366,21 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         // probabilities set to 0, and are never stored.
         var dots: array<vec4<f32>, MAXQ>;
         if lid < n_here {
-            // Four loads of the key in flight before any is used.
+            // Eight loads of the key in flight before any is used.
             var d = 0u;
-            for (; d + 4u <= d4; d += 4u) {
+            for (; d + 8u <= d4; d += 8u) {
                 let k0 = key_at(key, kvh, d, d4);
                 let k1 = key_at(key, kvh, d + 1u, d4);
                 let k2 = key_at(key, kvh, d + 2u, d4);
                 let k3 = key_at(key, kvh, d + 3u, d4);
+                let k4 = key_at(key, kvh, d + 4u, d4);
+                let k5 = key_at(key, kvh, d + 5u, d4);
+                let k6 = key_at(key, kvh, d + 6u, d4);
+                let k7 = key_at(key, kvh, d + 7u, d4);
                 for (var jj = 0u; jj < MAXQ; jj++) {
                     let b = jj * d4 + d;
                     dots[jj] += qs[b] * k0 + qs[b + 1u] * k1 + qs[b + 2u] * k2 + qs[b + 3u] * k3;
+                    dots[jj] += qs[b + 4u] * k4 + qs[b + 5u] * k5 + qs[b + 6u] * k6 + qs[b + 7u] * k7;
                 }
             }
             for (; d < d4; d++) {
@@ -26212,19 +26397,39 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             }
             sc[jj * TILE + lid] = s;
         }
+        // The first four values of this invocation's key group, in flight
+        // through the reduction (at indices clamped into the tile; their
+        // probabilities are 0 past it).
+        let last = n_here - 1u;
+        let v0 = value_at(c0 + min(kg, last), kvh, dim4, d4);
+        let v1 = value_at(c0 + min(kg + n_kg, last), kvh, dim4, d4);
+        let v2 = value_at(c0 + min(kg + 2u * n_kg, last), kvh, dim4, d4);
+        let v3 = value_at(c0 + min(kg + 3u * n_kg, last), kvh, dim4, d4);
         workgroupBarrier();
-        var part_max = NEG;
+        // Each lane's `(max, sum)` over its keys of the tile, then the tree.
+        var mx = NEG;
+        var l = 0.0;
         if rq < nq {
-            for (var r = lane; r < TILE; r += LANES) {
-                part_max = max(part_max, sc[rq * TILE + r]);
+            for (var r = lane; r < n_here; r += LANES) {
+                mx = max(mx, sc[rq * TILE + r]);
+            }
+            for (var r = lane; r < n_here; r += LANES) {
+                let s = sc[rq * TILE + r];
+                if s > NEG {
+                    l += exp(s - mx);
+                }
             }
         }
-        reduce(lid, part_max, true);
+        reduce(lid, vec2<f32>(mx, l));
         var m_new: array<f32, MAXQ>;
         var alpha: array<f32, MAXQ>;
         for (var jj = 0u; jj < MAXQ; jj++) {
-            m_new[jj] = max(m_run[jj], red[jj * LANES]);
+            let tile = red[jj * LANES];
+            m_new[jj] = max(m_run[jj], tile.x);
             alpha[jj] = exp(m_run[jj] - m_new[jj]);
+            l_run[jj] = l_run[jj] * alpha[jj] + tile.y * exp(tile.x - m_new[jj]);
+            m_run[jj] = m_new[jj];
+            acc[jj] *= alpha[jj];
         }
         for (var jj = 0u; jj < MAXQ; jj++) {
             let s = sc[jj * TILE + lid];
@@ -26235,29 +26440,25 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             sc[jj * TILE + lid] = pr;
         }
         workgroupBarrier();
-        var part_sum = 0.0;
-        if rq < nq {
-            for (var r = lane; r < TILE; r += LANES) {
-                part_sum += sc[rq * TILE + r];
-            }
-        }
-        reduce(lid, part_sum, false);
-        for (var jj = 0u; jj < MAXQ; jj++) {
-            l_run[jj] = l_run[jj] * alpha[jj] + red[jj * LANES];
-            acc[jj] *= alpha[jj];
-            m_run[jj] = m_new[jj];
-        }
         if kg < n_kg {
+            for (var jj = 0u; jj < MAXQ; jj++) {
+                let b = jj * TILE;
+                let p0 = select(0.0, sc[b + min(kg, TILE - 1u)], kg < n_here);
+                let p1 = select(0.0, sc[b + min(kg + n_kg, TILE - 1u)], kg + n_kg < n_here);
+                let p2 = select(0.0, sc[b + min(kg + 2u * n_kg, TILE - 1u)], kg + 2u * n_kg < n_here);
+                let p3 = select(0.0, sc[b + min(kg + 3u * n_kg, TILE - 1u)], kg + 3u * n_kg < n_here);
+                acc[jj] += p0 * v0 + p1 * v1 + p2 * v2 + p3 * v3;
+            }
             // Four values in flight before any is used.
-            var j = kg;
+            var j = kg + 4u * n_kg;
             for (; j + 3u * n_kg < n_here; j += 4u * n_kg) {
-                let v0 = value_at(c0 + j, kvh, dim4, d4);
-                let v1 = value_at(c0 + j + n_kg, kvh, dim4, d4);
-                let v2 = value_at(c0 + j + 2u * n_kg, kvh, dim4, d4);
-                let v3 = value_at(c0 + j + 3u * n_kg, kvh, dim4, d4);
+                let u0 = value_at(c0 + j, kvh, dim4, d4);
+                let u1 = value_at(c0 + j + n_kg, kvh, dim4, d4);
+                let u2 = value_at(c0 + j + 2u * n_kg, kvh, dim4, d4);
+                let u3 = value_at(c0 + j + 3u * n_kg, kvh, dim4, d4);
                 for (var jj = 0u; jj < MAXQ; jj++) {
                     let b = jj * TILE + j;
-                    acc[jj] += sc[b] * v0 + sc[b + n_kg] * v1 + sc[b + 2u * n_kg] * v2 + sc[b + 3u * n_kg] * v3;
+                    acc[jj] += sc[b] * u0 + sc[b + n_kg] * u1 + sc[b + 2u * n_kg] * u2 + sc[b + 3u * n_kg] * u3;
                 }
             }
             for (; j < n_here; j += n_kg) {
@@ -26306,21 +26507,12 @@ pub const SDPA_SPLIT_ROPE_F32_KVF16: &str = r#"enable f16;
 //! `table_row + t`, each result
 //! rounded to the activations' dtype as `rope.wgsl` stores it), so RoPE
 //! costs no dispatch of its own; the rotated keys are what it writes into
-//! the key cache. Everything else is `sdpa_split.wgsl`'s (see there).
+//! the key cache. Everything else is `sdpa_split.wgsl`'s (see there):
+//! `common/sdpa_split_body.wgsl`.
 // variants: f32 f16 f32_kvf16
 
 alias Elem = f32;
 alias KvElem = f16;
-
-const WG: u32 = 256u;
-/// Query vectors per workgroup.
-const MAXQ: u32 = 4u;
-/// Keys per tile (one per invocation when scoring).
-const TILE: u32 = 256u;
-/// Invocations per query vector in the reductions (`MAXQ * LANES = WG`).
-const LANES: u32 = 64u;
-/// Score of a masked key.
-const NEG: f32 = -3.402823e38;
 
 struct Params {
     /// Query rows (`S`).
@@ -26383,45 +26575,59 @@ fn rope4(v: vec4<Elem>, t: u32, d: u32) -> vec4<f32> {
     return vec4<f32>(vec4<Elem>(vec4<f32>(re.x, im.x, re.y, im.y)));
 }
 
-/// `vec4` `d` of key `key` of kv head `kvh` (`d4` per row), as the cache
-/// holds it: the new keys from `k_new` (rotated), the older ones from the
-/// cache.
+/// `vec4` `d` of query row `row` (the call's token `row`), head `h`, rotated.
+fn query_at(row: u32, h: u32, d: u32, d4: u32) -> vec4<f32> {
+    return rope4(q[(row * p.n_heads + h) * d4 + d], row, d);
+}
+
+/// `vec4` `d` of the call's key `t` of kv head `kvh`, rotated, as the cache
+/// holds it.
+fn new_key(t: u32, kvh: u32, d: u32, d4: u32) -> vec4<KvElem> {
+    return vec4<KvElem>(rope4(k_new[(t * p.n_kv_heads + kvh) * d4 + d], t, d));
+}
+
+const WG: u32 = 256u;
+/// Query vectors per workgroup.
+const MAXQ: u32 = 4u;
+/// Keys per tile (one per invocation when scoring).
+const TILE: u32 = 256u;
+/// Invocations per query vector in the reductions (`MAXQ * LANES = WG`).
+const LANES: u32 = 64u;
+/// Score of a masked key.
+const NEG: f32 = -3.402823e38;
+
+/// `vec4` `d` of key `key` of kv head `kvh` (`d4` per row), from the cache.
 fn key_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
-    if key >= p.start_pos {
-        let t = key - p.start_pos;
-        return vec4<f32>(vec4<KvElem>(rope4(k_new[(t * p.n_kv_heads + kvh) * d4 + d], t, d)));
-    }
     return vec4<f32>(k_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
 }
 
 /// The same for the values.
 fn value_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
-    if key >= p.start_pos {
-        return vec4<f32>(vec4<KvElem>(v_new[((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + d]));
-    }
     return vec4<f32>(v_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
 }
 
 var<workgroup> qs: array<vec4<f32>, 256>;
 /// Per query vector and key of the tile: the score, then its probability.
 var<workgroup> sc: array<f32, 1024>;
-var<workgroup> red: array<f32, WG>;
+/// The reduction's `(max, sum of exp(s - max))` pairs.
+var<workgroup> red: array<vec2<f32>, WG>;
 var<workgroup> sums: array<vec4<f32>, WG>;
 
-/// Tree reduction of `red` within each query vector's `LANES` invocations
-/// (max when `is_max`, else sum): the result of vector `j` lands in
-/// `red[j * LANES]`.
-fn reduce(lid: u32, v: f32, is_max: bool) {
+/// Two `(max, sum of exp(s - max))` pairs as one.
+fn merge_ml(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
+    let m = max(a.x, b.x);
+    return vec2<f32>(m, a.y * exp(a.x - m) + b.y * exp(b.x - m));
+}
+
+/// Tree reduction of the pairs in `red` within each query vector's `LANES`
+/// invocations: the result of vector `j` lands in `red[j * LANES]`.
+fn reduce(lid: u32, v: vec2<f32>) {
     red[lid] = v;
     workgroupBarrier();
     let lane = lid % LANES;
     for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
         if lane < stride {
-            if is_max {
-                red[lid] = max(red[lid], red[lid + stride]);
-            } else {
-                red[lid] += red[lid + stride];
-            }
+            red[lid] = merge_ml(red[lid], red[lid + stride]);
         }
         workgroupBarrier();
     }
@@ -26446,25 +26652,32 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let d4 = p.head_dim / 4u;
     let begin = split * chunk;
     let end = min(p.start_pos + p.seq, begin + chunk);
-    // The new rows of this kv head in this split, stored once (by the
-    // first query block).
-    if j0 == 0u {
-        let first = max(begin, p.start_pos);
-        if first < end {
-            for (var e = lid; e < (end - first) * d4; e += WG) {
-                let key = first + e / d4;
-                let src = ((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + e % d4;
-                let dst = (key * p.n_kv_heads + kvh) * d4 + e % d4;
-                k_cache[dst] = vec4<KvElem>(rope4(k_new[src], key - p.start_pos, e % d4));
-                v_cache[dst] = vec4<KvElem>(v_new[src]);
-            }
-        }
+    // The call's new rows of this kv head that the split covers (at most
+    // `seq * d4 <= WG` `vec4`s) and the workgroup's query vectors (at most
+    // `MAXQ * d4 <= WG`): an element of each per invocation, loaded at
+    // clamped (valid) indices with no branch in between, stored below.
+    let first = max(begin, p.start_pos);
+    let n_new = select(0u, (end - first) * d4, first < end);
+    let ew = min(lid, max(n_new, 1u) - 1u);
+    let new_row = first + ew / d4;
+    let t = new_row - p.start_pos;
+    let kw = new_key(t, kvh, ew % d4, d4);
+    let vw = vec4<KvElem>(v_new[(t * p.n_kv_heads + kvh) * d4 + ew % d4]);
+    let eq = min(lid, nq * d4 - 1u);
+    let jq = j0 + eq / d4;
+    let qv = query_at(jq / group, kvh * group + jq % group, eq % d4, d4);
+    // Each workgroup of the split stores its new rows (when a kv head's
+    // query vectors take several workgroups, each stores the same values)
+    // and reads them back from the caches below.
+    if lid < n_new {
+        let dst = (new_row * p.n_kv_heads + kvh) * d4 + ew % d4;
+        k_cache[dst] = kw;
+        v_cache[dst] = vw;
     }
-    for (var e = lid; e < nq * d4; e += WG) {
-        let j = j0 + e / d4;
-        let h = kvh * group + j % group;
-        qs[e] = rope4(q[((j / group) * p.n_heads + h) * d4 + e % d4], j / group, e % d4);
+    if lid < nq * d4 {
+        qs[lid] = qv;
     }
+    storageBarrier();
     workgroupBarrier();
     // Per query vector: the keys its row sees end at `lim`.
     var lim: array<u32, MAXQ>;
@@ -26488,16 +26701,21 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         // probabilities set to 0, and are never stored.
         var dots: array<vec4<f32>, MAXQ>;
         if lid < n_here {
-            // Four loads of the key in flight before any is used.
+            // Eight loads of the key in flight before any is used.
             var d = 0u;
-            for (; d + 4u <= d4; d += 4u) {
+            for (; d + 8u <= d4; d += 8u) {
                 let k0 = key_at(key, kvh, d, d4);
                 let k1 = key_at(key, kvh, d + 1u, d4);
                 let k2 = key_at(key, kvh, d + 2u, d4);
                 let k3 = key_at(key, kvh, d + 3u, d4);
+                let k4 = key_at(key, kvh, d + 4u, d4);
+                let k5 = key_at(key, kvh, d + 5u, d4);
+                let k6 = key_at(key, kvh, d + 6u, d4);
+                let k7 = key_at(key, kvh, d + 7u, d4);
                 for (var jj = 0u; jj < MAXQ; jj++) {
                     let b = jj * d4 + d;
                     dots[jj] += qs[b] * k0 + qs[b + 1u] * k1 + qs[b + 2u] * k2 + qs[b + 3u] * k3;
+                    dots[jj] += qs[b + 4u] * k4 + qs[b + 5u] * k5 + qs[b + 6u] * k6 + qs[b + 7u] * k7;
                 }
             }
             for (; d < d4; d++) {
@@ -26514,19 +26732,39 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             }
             sc[jj * TILE + lid] = s;
         }
+        // The first four values of this invocation's key group, in flight
+        // through the reduction (at indices clamped into the tile; their
+        // probabilities are 0 past it).
+        let last = n_here - 1u;
+        let v0 = value_at(c0 + min(kg, last), kvh, dim4, d4);
+        let v1 = value_at(c0 + min(kg + n_kg, last), kvh, dim4, d4);
+        let v2 = value_at(c0 + min(kg + 2u * n_kg, last), kvh, dim4, d4);
+        let v3 = value_at(c0 + min(kg + 3u * n_kg, last), kvh, dim4, d4);
         workgroupBarrier();
-        var part_max = NEG;
+        // Each lane's `(max, sum)` over its keys of the tile, then the tree.
+        var mx = NEG;
+        var l = 0.0;
         if rq < nq {
-            for (var r = lane; r < TILE; r += LANES) {
-                part_max = max(part_max, sc[rq * TILE + r]);
+            for (var r = lane; r < n_here; r += LANES) {
+                mx = max(mx, sc[rq * TILE + r]);
+            }
+            for (var r = lane; r < n_here; r += LANES) {
+                let s = sc[rq * TILE + r];
+                if s > NEG {
+                    l += exp(s - mx);
+                }
             }
         }
-        reduce(lid, part_max, true);
+        reduce(lid, vec2<f32>(mx, l));
         var m_new: array<f32, MAXQ>;
         var alpha: array<f32, MAXQ>;
         for (var jj = 0u; jj < MAXQ; jj++) {
-            m_new[jj] = max(m_run[jj], red[jj * LANES]);
+            let tile = red[jj * LANES];
+            m_new[jj] = max(m_run[jj], tile.x);
             alpha[jj] = exp(m_run[jj] - m_new[jj]);
+            l_run[jj] = l_run[jj] * alpha[jj] + tile.y * exp(tile.x - m_new[jj]);
+            m_run[jj] = m_new[jj];
+            acc[jj] *= alpha[jj];
         }
         for (var jj = 0u; jj < MAXQ; jj++) {
             let s = sc[jj * TILE + lid];
@@ -26537,29 +26775,25 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             sc[jj * TILE + lid] = pr;
         }
         workgroupBarrier();
-        var part_sum = 0.0;
-        if rq < nq {
-            for (var r = lane; r < TILE; r += LANES) {
-                part_sum += sc[rq * TILE + r];
-            }
-        }
-        reduce(lid, part_sum, false);
-        for (var jj = 0u; jj < MAXQ; jj++) {
-            l_run[jj] = l_run[jj] * alpha[jj] + red[jj * LANES];
-            acc[jj] *= alpha[jj];
-            m_run[jj] = m_new[jj];
-        }
         if kg < n_kg {
+            for (var jj = 0u; jj < MAXQ; jj++) {
+                let b = jj * TILE;
+                let p0 = select(0.0, sc[b + min(kg, TILE - 1u)], kg < n_here);
+                let p1 = select(0.0, sc[b + min(kg + n_kg, TILE - 1u)], kg + n_kg < n_here);
+                let p2 = select(0.0, sc[b + min(kg + 2u * n_kg, TILE - 1u)], kg + 2u * n_kg < n_here);
+                let p3 = select(0.0, sc[b + min(kg + 3u * n_kg, TILE - 1u)], kg + 3u * n_kg < n_here);
+                acc[jj] += p0 * v0 + p1 * v1 + p2 * v2 + p3 * v3;
+            }
             // Four values in flight before any is used.
-            var j = kg;
+            var j = kg + 4u * n_kg;
             for (; j + 3u * n_kg < n_here; j += 4u * n_kg) {
-                let v0 = value_at(c0 + j, kvh, dim4, d4);
-                let v1 = value_at(c0 + j + n_kg, kvh, dim4, d4);
-                let v2 = value_at(c0 + j + 2u * n_kg, kvh, dim4, d4);
-                let v3 = value_at(c0 + j + 3u * n_kg, kvh, dim4, d4);
+                let u0 = value_at(c0 + j, kvh, dim4, d4);
+                let u1 = value_at(c0 + j + n_kg, kvh, dim4, d4);
+                let u2 = value_at(c0 + j + 2u * n_kg, kvh, dim4, d4);
+                let u3 = value_at(c0 + j + 3u * n_kg, kvh, dim4, d4);
                 for (var jj = 0u; jj < MAXQ; jj++) {
                     let b = jj * TILE + j;
-                    acc[jj] += sc[b] * v0 + sc[b + n_kg] * v1 + sc[b + 2u * n_kg] * v2 + sc[b + 3u * n_kg] * v3;
+                    acc[jj] += sc[b] * u0 + sc[b + n_kg] * u1 + sc[b + 2u * n_kg] * u2 + sc[b + 3u * n_kg] * u3;
                 }
             }
             for (; j < n_here; j += n_kg) {

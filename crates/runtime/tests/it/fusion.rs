@@ -658,14 +658,9 @@ fn attention_goes_into_the_4bit_linear_after_it() {
             DType::F32 => ("attention_linear", 1e-5),
             _ => ("attention_linear_f16", 1e-2),
         };
-        check_saving(
-            name,
-            g.clone(),
-            &[FusionKind::RopeAttention, FusionKind::AttentionLinear],
-            &calls,
-            tol,
-            |k| k > 0,
-        );
+        check_saving(name, g.clone(), &[FusionKind::RopeAttention, FusionKind::AttentionLinear], &calls, tol, |k| {
+            k > 0
+        });
         // The decode calls: the partials and the merging GEMV only.
         let Some(rt) = crate::runtime() else { return };
         let p = program(g);

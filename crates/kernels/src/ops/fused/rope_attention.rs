@@ -66,7 +66,12 @@ pub fn sdpa_rope_linear_q4gsw(c: &Ctx<'_>) -> Result<Lowered> {
     let xq = c.tensor(0, "xq")?;
     let k_cache = c.tensor(3, "key_cache")?;
     let (&[_, s, hq, d], &[_, cmax, hkv, _]) = (xq.shape, k_cache.shape) else {
-        return Err(Error::Shape { arg_idx: 0, name: "xq", expected: "[1, S, Hq, D]".into(), found: xq.shape.to_vec() });
+        return Err(Error::Shape {
+            arg_idx: 0,
+            name: "xq",
+            expected: "[1, S, Hq, D]".into(),
+            found: xq.shape.to_vec(),
+        });
     };
     // The linear reads the attention's output at `[1, S, Hq * D]`.
     let x_shape = [1, s, hq * d];

@@ -264,10 +264,7 @@ const FOLD_X_VEC4S: u64 = 512;
 /// static dims only, so every position of a decode plan takes one route.
 pub(crate) fn combine_folds(route: SplitRoute, s: u64, hq: u64, hkv: u64, d: u64, cmax: u64) -> bool {
     let splits = split_bound(&route.plan(), s, hq, hkv, cmax);
-    s <= SPLIT_MAX_ROWS
-        && splits <= FOLD_MAX_SPLITS
-        && s * hq * splits <= FOLD_PAIRS
-        && s * hq * d / 4 <= FOLD_X_VEC4S
+    s <= SPLIT_MAX_ROWS && splits <= FOLD_MAX_SPLITS && s * hq * splits <= FOLD_PAIRS && s * hq * d / 4 <= FOLD_X_VEC4S
 }
 
 /// The combine dispatch `combine` (of [`split_kv_attention`]) and the 4-bit
