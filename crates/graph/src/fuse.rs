@@ -6,7 +6,9 @@
 //! `fuse/linears.rs` (SwiGLU, QKV), `fuse/epilogues.rs` (bias and
 //! activation epilogues, residual add + RMS norm), `fuse/norm_linears.rs`
 //! (an RMS norm into the 4-bit linear after it), `fuse/rope_attention.rs`
-//! (RoPE into the attention), `fuse/elementwise.rs` (elementwise chains).
+//! (RoPE into the attention), `fuse/attention_linear.rs` (the attention
+//! into the 4-bit linear after it), `fuse/elementwise.rs` (elementwise
+//! chains).
 //!
 //! [`fuse`] replaces groups of ops with the `etwgpu.*` ops of the kernel
 //! table (`etwgpu_kernels::ops::fused`), appending the values they need
@@ -48,10 +50,17 @@
 //!    query and key) becomes, with it, one `etwgpu.sdpa_rope_with_kv_cache`
 //!    at the attention: on the decode route the split-KV kernel rotates the
 //!    query and the new keys as it loads them.
-//! 7. **Elementwise chains**: unary and broadcasting binary float ops whose
+//! 7. **Attention into the O projection**: an
+//!    `etwgpu.sdpa_rope_with_kv_cache` whose output only a view to
+//!    `[1, S, Hq * D]` reads, read only by an `et_vk.linear_q4gsw` as its
+//!    input (with constant weights), becomes one
+//!    `etwgpu.sdpa_rope_linear_q4gsw` at the attention: on the decode
+//!    route, the split-KV combine runs inside the linear's GEMV (one
+//!    dispatch fewer a layer). Off with [`FuseOptions::attention_linear`].
+//! 8. **Elementwise chains**: unary and broadcasting binary float ops whose
 //!    results feed only the next op become one `etwgpu.fused_elementwise`
 //!    whose kernel is generated from the expression at lowering.
-//! 8. **Dead ops**: ops none of whose results is read (the views that fused
+//! 9. **Dead ops**: ops none of whose results is read (the views that fused
 //!    inputs no longer need) are dropped.
 //!
 //! Matches are on graph structure only (op names, how values flow,
@@ -62,6 +71,7 @@
 //! safe. Fused ops infer their shapes from live inputs like any op, so
 //! dynamic shapes work unchanged.
 
+mod attention_linear;
 mod cleanup;
 mod elementwise;
 mod epilogues;
@@ -92,11 +102,15 @@ pub struct FuseOptions {
     /// `max_storage_buffers_per_shader_stage`); fusions that need more are
     /// skipped.
     pub max_storage_buffers: u32,
+    /// Fuse the decode attention into the 4-bit linear after it (pass 7),
+    /// whose GEMV then merges the split partials itself; on by default
+    /// (the runtime turns it off with `ETWGPU_FOLD_ATTENTION=0`).
+    pub attention_linear: bool,
 }
 
 impl Default for FuseOptions {
     fn default() -> Self {
-        Self { max_storage_buffers: DEFAULT_MAX_STORAGE_BUFFERS }
+        Self { max_storage_buffers: DEFAULT_MAX_STORAGE_BUFFERS, attention_linear: true }
     }
 }
 
@@ -119,6 +133,8 @@ pub enum FusionKind {
     NormLinear,
     /// RoPE and the attention that reads it.
     RopeAttention,
+    /// The attention and the 4-bit linear that reads its output.
+    AttentionLinear,
     /// A chain of elementwise ops.
     Elementwise,
     /// An op whose results nothing reads.
@@ -137,6 +153,7 @@ impl FusionKind {
             FusionKind::AddNorm => "add norm",
             FusionKind::NormLinear => "norm linear",
             FusionKind::RopeAttention => "rope attention",
+            FusionKind::AttentionLinear => "attention linear",
             FusionKind::Elementwise => "elementwise",
             FusionKind::DeadOp => "dead op",
         }
@@ -197,6 +214,7 @@ pub fn fuse(graph: &VkGraph, options: &FuseOptions) -> Fused {
     rw.add_norms();
     rw.norm_linears();
     rw.rope_attention();
+    rw.attention_linears();
     rw.elementwise();
     rw.dead_ops();
     // A fused chain that does not lower where the exported one did would

@@ -643,6 +643,32 @@ fn sdpa_splits_the_context_with_scratch() {
     assert_eq!(split_plan(&crate::ops::llm::SUBGROUP_PLAN, 1, 9, 3, 257), (3, 86));
 }
 
+/// Where the split combine folds into the O projection's GEMV
+/// (`q4_gemv_attn.wgsl`): at most 16 splits at the cache length, the
+/// merge's pairs and rows within its workgroup memory. `llm_bench`'s
+/// SmolLM2 load (a cache of 512: 16 splits) and a 1B cache of 512 fold
+/// their decode step; the 1B loads of 2,114 and 8,258 rows (32 and 33
+/// splits) and SmolLM2 at 8192 (64) keep the combine; 4 rows of SmolLM2
+/// (576 pairs) and 2 of the 1B (1,024 `vec4`s of rows) do not fit.
+#[test]
+fn the_combine_folds_at_few_splits() {
+    use crate::ops::llm::{SplitRoute, combine_folds};
+    let wg = SplitRoute::Workgroup;
+    for (s, hq, hkv, d, cmax, folds) in [
+        (1, 9, 3, 64, 512, true),
+        (1, 9, 3, 64, 32, true),
+        (1, 32, 8, 64, 512, true),
+        (1, 32, 8, 64, 2114, false),
+        (1, 32, 8, 64, 8258, false),
+        (1, 9, 3, 64, 8192, false),
+        (4, 9, 3, 64, 512, false),
+        (2, 32, 8, 64, 64, false),
+        (5, 4, 2, 16, 32, false),
+    ] {
+        assert_eq!(combine_folds(wg, s, hq, hkv, d, cmax), folds, "{s} rows, {hq}/{hkv} heads of {d}, cache {cmax}");
+    }
+}
+
 /// RoPE fused into the attention: with scratch and a decode row, the
 /// split partials' `_rope` form reads the un-rotated query and key and the
 /// tables, and no rotation runs before it; a prompt of 12 rows rotates

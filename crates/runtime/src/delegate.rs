@@ -43,6 +43,11 @@ use crate::tensor::{Tensor, convert, from_device_layout, to_device_layout};
 /// layout instead of word-major (`etwgpu_graph::layout`), for comparisons.
 pub const Q4_LAYOUT_ENV: &str = "ETWGPU_Q4_LAYOUT";
 
+/// `ETWGPU_FOLD_ATTENTION=0`: leave the decode attention and the 4-bit
+/// linear after it apart (`etwgpu_graph::FuseOptions::attention_linear`),
+/// so the split-KV combine runs as its own dispatch, for comparisons.
+pub const FOLD_ATTENTION_ENV: &str = "ETWGPU_FOLD_ATTENTION";
+
 /// Environment variable: split constants larger than this many bytes where
 /// [`LoadOptions::split_bytes`] is not set (see there).
 pub const SPLIT_BYTES_ENV: &str = "ETWGPU_SPLIT_BYTES";
@@ -140,7 +145,9 @@ impl LoadedDelegate {
         let fused;
         let graph = if options.fuse {
             let max_storage_buffers = rt.device.limits().max_storage_buffers_per_shader_stage;
-            fused = etwgpu_graph::fuse(graph, &etwgpu_graph::FuseOptions { max_storage_buffers }).graph;
+            let attention_linear = std::env::var(FOLD_ATTENTION_ENV).map_or(true, |v| v != "0");
+            fused =
+                etwgpu_graph::fuse(graph, &etwgpu_graph::FuseOptions { max_storage_buffers, attention_linear }).graph;
             &fused
         } else {
             graph

@@ -116,6 +116,8 @@ pub enum Family {
     Q4GemmSwiglu,
     /// `q4_gemv.wgsl`.
     Q4Gemv,
+    /// `q4_gemv_attn.wgsl`.
+    Q4GemvAttn,
     /// `q4_gemv_norm.wgsl`.
     Q4GemvNorm,
     /// `q4_gemv_qkv.wgsl`.
@@ -462,6 +464,10 @@ pub enum ShaderId {
     Q4GemvF32,
     /// `q4_gemv.wgsl` with `Elem = f16`.
     Q4GemvF16,
+    /// `q4_gemv_attn.wgsl` with `Elem = f32`.
+    Q4GemvAttnF32,
+    /// `q4_gemv_attn.wgsl` with `Elem = f16`.
+    Q4GemvAttnF16,
     /// `q4_gemv_norm.wgsl` with `Elem = f32`.
     Q4GemvNormF32,
     /// `q4_gemv_norm.wgsl` with `Elem = f16`.
@@ -741,6 +747,8 @@ impl ShaderId {
         ShaderId::Q4GemmSwigluF16,
         ShaderId::Q4GemvF32,
         ShaderId::Q4GemvF16,
+        ShaderId::Q4GemvAttnF32,
+        ShaderId::Q4GemvAttnF16,
         ShaderId::Q4GemvNormF32,
         ShaderId::Q4GemvNormF16,
         ShaderId::Q4GemvQkvF32,
@@ -941,6 +949,8 @@ impl ShaderId {
             ShaderId::Q4GemmSwigluF16 => Family::Q4GemmSwiglu,
             ShaderId::Q4GemvF32 => Family::Q4Gemv,
             ShaderId::Q4GemvF16 => Family::Q4Gemv,
+            ShaderId::Q4GemvAttnF32 => Family::Q4GemvAttn,
+            ShaderId::Q4GemvAttnF16 => Family::Q4GemvAttn,
             ShaderId::Q4GemvNormF32 => Family::Q4GemvNorm,
             ShaderId::Q4GemvNormF16 => Family::Q4GemvNorm,
             ShaderId::Q4GemvQkvF32 => Family::Q4GemvQkv,
@@ -1142,6 +1152,8 @@ impl ShaderId {
             ShaderId::Q4GemmSwigluF16 => Variant::F16,
             ShaderId::Q4GemvF32 => Variant::F32,
             ShaderId::Q4GemvF16 => Variant::F16,
+            ShaderId::Q4GemvAttnF32 => Variant::F32,
+            ShaderId::Q4GemvAttnF16 => Variant::F16,
             ShaderId::Q4GemvNormF32 => Variant::F32,
             ShaderId::Q4GemvNormF16 => Variant::F16,
             ShaderId::Q4GemvQkvF32 => Variant::F32,
@@ -1343,6 +1355,8 @@ impl ShaderId {
             ShaderId::Q4GemmSwigluF16 => "q4_gemm_swiglu.f16",
             ShaderId::Q4GemvF32 => "q4_gemv.f32",
             ShaderId::Q4GemvF16 => "q4_gemv.f16",
+            ShaderId::Q4GemvAttnF32 => "q4_gemv_attn.f32",
+            ShaderId::Q4GemvAttnF16 => "q4_gemv_attn.f16",
             ShaderId::Q4GemvNormF32 => "q4_gemv_norm.f32",
             ShaderId::Q4GemvNormF16 => "q4_gemv_norm.f16",
             ShaderId::Q4GemvQkvF32 => "q4_gemv_qkv.f32",
@@ -1544,6 +1558,8 @@ impl ShaderId {
             ShaderId::Q4GemmSwigluF16 => Q4_GEMM_SWIGLU_F16,
             ShaderId::Q4GemvF32 => Q4_GEMV_F32,
             ShaderId::Q4GemvF16 => Q4_GEMV_F16,
+            ShaderId::Q4GemvAttnF32 => Q4_GEMV_ATTN_F32,
+            ShaderId::Q4GemvAttnF16 => Q4_GEMV_ATTN_F16,
             ShaderId::Q4GemvNormF32 => Q4_GEMV_NORM_F32,
             ShaderId::Q4GemvNormF16 => Q4_GEMV_NORM_F16,
             ShaderId::Q4GemvQkvF32 => Q4_GEMV_QKV_F32,
@@ -2116,6 +2132,18 @@ impl ShaderId {
                 uniform_buffers: 1,
                 workgroup_bytes: 4096,
             },
+            ShaderId::Q4GemvAttnF32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 5,
+                uniform_buffers: 1,
+                workgroup_bytes: 16384,
+            },
+            ShaderId::Q4GemvAttnF16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 5,
+                uniform_buffers: 1,
+                workgroup_bytes: 16384,
+            },
             ShaderId::Q4GemvNormF32 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 8,
@@ -2312,19 +2340,19 @@ impl ShaderId {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 6,
                 uniform_buffers: 1,
-                workgroup_bytes: 13312,
+                workgroup_bytes: 14336,
             },
             ShaderId::SdpaSplitF16 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 6,
                 uniform_buffers: 1,
-                workgroup_bytes: 13312,
+                workgroup_bytes: 14336,
             },
             ShaderId::SdpaSplitF32Kvf16 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 6,
                 uniform_buffers: 1,
-                workgroup_bytes: 13312,
+                workgroup_bytes: 14336,
             },
             ShaderId::SdpaSplitCombineF32 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
@@ -2342,19 +2370,19 @@ impl ShaderId {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 8,
                 uniform_buffers: 1,
-                workgroup_bytes: 13312,
+                workgroup_bytes: 14336,
             },
             ShaderId::SdpaSplitRopeF16 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 8,
                 uniform_buffers: 1,
-                workgroup_bytes: 13312,
+                workgroup_bytes: 14336,
             },
             ShaderId::SdpaSplitRopeF32Kvf16 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 8,
                 uniform_buffers: 1,
-                workgroup_bytes: 13312,
+                workgroup_bytes: 14336,
             },
             ShaderId::SdpaSplitSgF32 => ShaderNeeds {
                 workgroup_size: [128, 1, 1],
@@ -2583,6 +2611,8 @@ impl ShaderId {
             (Family::Q4GemmSwiglu, Variant::F16) => Some(ShaderId::Q4GemmSwigluF16),
             (Family::Q4Gemv, Variant::F32) => Some(ShaderId::Q4GemvF32),
             (Family::Q4Gemv, Variant::F16) => Some(ShaderId::Q4GemvF16),
+            (Family::Q4GemvAttn, Variant::F32) => Some(ShaderId::Q4GemvAttnF32),
+            (Family::Q4GemvAttn, Variant::F16) => Some(ShaderId::Q4GemvAttnF16),
             (Family::Q4GemvNorm, Variant::F32) => Some(ShaderId::Q4GemvNormF32),
             (Family::Q4GemvNorm, Variant::F16) => Some(ShaderId::Q4GemvNormF16),
             (Family::Q4GemvQkv, Variant::F32) => Some(ShaderId::Q4GemvQkvF32),
@@ -18781,6 +18811,522 @@ fn main(
 }
 "#;
 
+/// `q4_gemv_attn.wgsl` with `Elem = f32`.
+pub const Q4_GEMV_ATTN_F32: &str = r#"//! Decode route of `etwgpu.sdpa_rope_linear_q4gsw`: the second pass of
+//! split-KV attention (`sdpa_split_combine.wgsl`) folded into the 4-bit
+//! GEMV that reads the attention's output (the O projection), one
+//! dispatch. Each workgroup merges the partials of every split
+//! (`sdpa_split.wgsl`'s `(m, l)` and unnormalized output per query row,
+//! head and split) into the attention's output rows in workgroup memory
+//! (every workgroup reads the whole input anyway): the splits' `(max,
+//! sum)` pairs loaded at once, an invocation each; per (row, head) the
+//! global max, the rescaled sum and each split's weight `exp(m - max)`;
+//! then each invocation sums a `vec4` of the head dim over the splits (four
+//! loads in flight) and divides by the sum, rounded to `Elem` as the
+//! combine stores it. The invocation's first two weight words are loaded
+//! before the merge (they do not depend on it). Then, as `q4_gemv.wgsl`,
+//! `out[m, n] = sum_k x[m, k] * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`
+//! with x read from workgroup memory. The host routes here only when the
+//! rows fit `XS` and the (row, head, split) pairs of the longest context
+//! fit `ML`, with few splits (the merge walks them serially).
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup.
+const WG: u32 = 256u;
+/// Most rows of x (the attention's query rows).
+const MAX_ROWS: u32 = 4u;
+/// vec4s of merged attention output held in workgroup memory: `m * k / 4`
+/// at most (the host checks).
+const XS: u32 = 512u;
+/// (row, head, split) entries of the merge: `seq * n_heads * splits` at
+/// most (the host checks at the longest context).
+const ML: u32 = 512u;
+/// Score of a masked key (`sdpa_split.wgsl`'s).
+const NEG: f32 = -3.402823e38;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (`n_heads * head_dim`, a multiple of 32).
+    k: u32,
+    /// Row length of the scales (and bias): N padded.
+    n_pad: u32,
+    /// Inputs per scale group (a multiple of 32).
+    group_size: u32,
+    has_bias: u32,
+    /// Columns per workgroup: 8, 16 or 32.
+    cols: u32,
+    /// Bit 0: the weights are word-major (16-byte word `w` of row `n` at
+    /// word `w * N + n`; see `etwgpu_graph::layout`), else row-major.
+    w_layout: u32,
+    /// The combine's: query rows (`S`, the same as `m`).
+    seq: u32,
+    /// Query heads.
+    n_heads: u32,
+    /// Head dim (a multiple of 4, at most 256).
+    head_dim: u32,
+    /// Position of the first query row (the context is `start_pos + seq`).
+    start_pos: u32,
+    /// Split plan constants (`common/split_plan.wgsl`).
+    split_target: u32,
+    split_min_keys: u32,
+    split_tile: u32,
+    split_max: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
+/// `split_min_keys` keys each, enough splits to reach `split_target`
+/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
+/// length but the last, none empty.
+fn split_plan(ctx: u32) -> vec2<u32> {
+    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
+    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
+    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
+    let chunk = max((ctx + bound - 1u) / bound, 1u);
+    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
+}
+@group(0) @binding(1) var<storage, read> part: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> weights: array<vec4<u32>>;
+@group(0) @binding(3) var<storage, read> scales: array<Elem>;
+@group(0) @binding(4) var<storage, read> bias: array<Elem>;
+@group(0) @binding(5) var<storage, read_write> out: array<Elem>;
+
+/// The merged attention output: row `r` of x from vec4 `r * k / 4`.
+var<workgroup> x: array<vec4<f32>, XS>;
+/// Per invocation, its slice's sums for the four rows.
+var<workgroup> partial: array<vec4<f32>, WG>;
+/// Per (row, head) and split: its `(max, sum)`, then `.x` its weight;
+/// the first split's `.y` then holds the (row, head)'s sum.
+var<workgroup> ml: array<vec2<f32>, ML>;
+
+/// Where the 16-byte words of column `col` (of `n`, `words` per row) sit:
+/// word `w` at `base + w * stride`, `(base, stride)` returned; row-major
+/// `(col * words, 1)`, word-major (see `etwgpu_graph::layout`) `(col, n)`.
+fn column_words(col: u32, words: u32, n: u32, word_major: bool) -> vec2<u32> {
+    if word_major {
+        return vec2<u32>(col, n);
+    }
+    return vec2<u32>(col * words, 1u);
+}
+
+/// Nibbles `4i .. 4i + 4` of `word`, as signed weights. Without an
+/// integer-to-float conversion (a slow instruction on GPUs, 32 of them per
+/// 16-byte word): the nibble `q` goes into the mantissa of 2^23, which
+/// makes the float `2^23 + q` exactly, and `2^23 + 8` is subtracted.
+fn low4(word: u32) -> vec4<f32> {
+    let q = vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u);
+    return bitcast<vec4<f32>>(q | vec4<u32>(0x4B000000u)) - 8388616.0;
+}
+
+/// The 16-byte word `q` (32 nibbles, inputs `8b .. 8b + 32` of a row of x)
+/// dotted with x from vec4 `b`.
+fn dot32(q: vec4<u32>, b: u32) -> f32 {
+    var d = dot(vec4<f32>(x[b]), low4(q.x)) + dot(vec4<f32>(x[b + 1u]), low4(q.x >> 16u));
+    d += dot(vec4<f32>(x[b + 2u]), low4(q.y)) + dot(vec4<f32>(x[b + 3u]), low4(q.y >> 16u));
+    d += dot(vec4<f32>(x[b + 4u]), low4(q.z)) + dot(vec4<f32>(x[b + 5u]), low4(q.z >> 16u));
+    d += dot(vec4<f32>(x[b + 6u]), low4(q.w)) + dot(vec4<f32>(x[b + 7u]), low4(q.w >> 16u));
+    return d;
+}
+
+/// One word's contribution to the (up to four) rows of x, each `x_row`
+/// vec4s long: `acc[r] += dot32(q, r * x_row + b) * s` for `r < m`.
+fn rows4(acc: vec4<f32>, q: vec4<u32>, b: u32, x_row: u32, m: u32, s: f32) -> vec4<f32> {
+    var a = acc;
+    a.x += dot32(q, b) * s;
+    if m > 1u {
+        a.y += dot32(q, x_row + b) * s;
+    }
+    if m > 2u {
+        a.z += dot32(q, 2u * x_row + b) * s;
+    }
+    if m > 3u {
+        a.w += dot32(q, 3u * x_row + b) * s;
+    }
+    return a;
+}
+
+/// Fills `x` with the attention's output rows merged from the partials.
+/// Ends with a barrier, so `x` is ready.
+fn merge_prologue(lid: u32) {
+    let d4 = p.head_dim / 4u;
+    let rows = p.seq * p.n_heads;
+    let n_splits = split_plan(p.start_pos + p.seq).x;
+    let stride = d4 + 1u;
+    // Partial `e = (row, head) * n_splits + split` starts at `e * stride`.
+    for (var e = lid; e < rows * n_splits; e += WG) {
+        ml[e] = part[e * stride].xy;
+    }
+    workgroupBarrier();
+    for (var r = lid; r < rows; r += WG) {
+        let b = r * n_splits;
+        var mx = NEG;
+        for (var s = 0u; s < n_splits; s++) {
+            mx = max(mx, ml[b + s].x);
+        }
+        var l = 0.0;
+        for (var s = 0u; s < n_splits; s++) {
+            let w = exp(ml[b + s].x - mx);
+            l += ml[b + s].y * w;
+            ml[b + s].x = w;
+        }
+        ml[b].y = l;
+    }
+    workgroupBarrier();
+    for (var j = lid; j < rows * d4; j += WG) {
+        let r = j / d4;
+        let b = r * n_splits;
+        let at = b * stride + 1u + j % d4;
+        var acc = vec4<f32>();
+        var s = 0u;
+        for (; s + 4u <= n_splits; s += 4u) {
+            let o0 = part[at + s * stride];
+            let o1 = part[at + (s + 1u) * stride];
+            let o2 = part[at + (s + 2u) * stride];
+            let o3 = part[at + (s + 3u) * stride];
+            acc += o0 * ml[b + s].x + o1 * ml[b + s + 1u].x + o2 * ml[b + s + 2u].x + o3 * ml[b + s + 3u].x;
+        }
+        for (; s < n_splits; s++) {
+            acc += part[at + s * stride] * ml[b + s].x;
+        }
+        x[j] = vec4<f32>(vec4<Elem>(acc / ml[b].y));
+    }
+    workgroupBarrier();
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let cols = p.cols;
+    let c = lid % cols;
+    let slice = lid / cols;
+    let slices = WG / cols;
+    let target_col = (wid.y * groups.x + wid.x) * cols + c;
+    // Columns past N compute the last column (control flow stays uniform)
+    // and store nothing.
+    let col = min(target_col, p.n - 1u);
+    let words = p.k / 32u;
+    let x_row = p.k / 4u;
+    // Word `w` of this column at `base + w * stride`.
+    let at = column_words(col, words, p.n, (p.w_layout & 1u) != 0u);
+    let base = at.x;
+    let stride = at.y;
+    // This invocation's first two words and their scales do not depend on
+    // x: loaded (at clamped indices) before the merge, in flight through it.
+    let wa = min(slice, words - 1u);
+    let wb = min(slice + slices, words - 1u);
+    let qa = weights[base + wa * stride];
+    let qb = weights[base + wb * stride];
+    let sa = scales[(wa * 32u / p.group_size) * p.n_pad + col];
+    let sb = scales[(wb * 32u / p.group_size) * p.n_pad + col];
+    merge_prologue(lid);
+    var acc = vec4<f32>();
+    if slice < words {
+        acc = rows4(acc, qa, slice * 8u, x_row, p.m, f32(sa));
+    }
+    if slice + slices < words {
+        acc = rows4(acc, qb, (slice + slices) * 8u, x_row, p.m, f32(sb));
+    }
+    var w = slice + 2u * slices;
+    for (; w + slices < words; w += 2u * slices) {
+        let q0 = weights[base + w * stride];
+        let q1 = weights[base + (w + slices) * stride];
+        let s0 = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
+        let s1 = f32(scales[((w + slices) * 32u / p.group_size) * p.n_pad + col]);
+        acc = rows4(acc, q0, w * 8u, x_row, p.m, s0);
+        acc = rows4(acc, q1, (w + slices) * 8u, x_row, p.m, s1);
+    }
+    if w < words {
+        let s = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
+        acc = rows4(acc, weights[base + w * stride], w * 8u, x_row, p.m, s);
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var stride = slices / 2u; stride > 0u; stride /= 2u) {
+        if slice < stride {
+            partial[lid] += partial[lid + stride * cols];
+        }
+        workgroupBarrier();
+    }
+    if slice == 0u && target_col < p.n {
+        let v = partial[lid];
+        var bv = 0.0;
+        if p.has_bias != 0u {
+            bv = f32(bias[col]);
+        }
+        for (var r = 0u; r < p.m; r++) {
+            out[r * p.n + col] = Elem(v[r] + bv);
+        }
+    }
+}
+"#;
+
+/// `q4_gemv_attn.wgsl` with `Elem = f16`.
+pub const Q4_GEMV_ATTN_F16: &str = r#"enable f16;
+
+//! Decode route of `etwgpu.sdpa_rope_linear_q4gsw`: the second pass of
+//! split-KV attention (`sdpa_split_combine.wgsl`) folded into the 4-bit
+//! GEMV that reads the attention's output (the O projection), one
+//! dispatch. Each workgroup merges the partials of every split
+//! (`sdpa_split.wgsl`'s `(m, l)` and unnormalized output per query row,
+//! head and split) into the attention's output rows in workgroup memory
+//! (every workgroup reads the whole input anyway): the splits' `(max,
+//! sum)` pairs loaded at once, an invocation each; per (row, head) the
+//! global max, the rescaled sum and each split's weight `exp(m - max)`;
+//! then each invocation sums a `vec4` of the head dim over the splits (four
+//! loads in flight) and divides by the sum, rounded to `Elem` as the
+//! combine stores it. The invocation's first two weight words are loaded
+//! before the merge (they do not depend on it). Then, as `q4_gemv.wgsl`,
+//! `out[m, n] = sum_k x[m, k] * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`
+//! with x read from workgroup memory. The host routes here only when the
+//! rows fit `XS` and the (row, head, split) pairs of the longest context
+//! fit `ML`, with few splits (the merge walks them serially).
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup.
+const WG: u32 = 256u;
+/// Most rows of x (the attention's query rows).
+const MAX_ROWS: u32 = 4u;
+/// vec4s of merged attention output held in workgroup memory: `m * k / 4`
+/// at most (the host checks).
+const XS: u32 = 512u;
+/// (row, head, split) entries of the merge: `seq * n_heads * splits` at
+/// most (the host checks at the longest context).
+const ML: u32 = 512u;
+/// Score of a masked key (`sdpa_split.wgsl`'s).
+const NEG: f32 = -3.402823e38;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (`n_heads * head_dim`, a multiple of 32).
+    k: u32,
+    /// Row length of the scales (and bias): N padded.
+    n_pad: u32,
+    /// Inputs per scale group (a multiple of 32).
+    group_size: u32,
+    has_bias: u32,
+    /// Columns per workgroup: 8, 16 or 32.
+    cols: u32,
+    /// Bit 0: the weights are word-major (16-byte word `w` of row `n` at
+    /// word `w * N + n`; see `etwgpu_graph::layout`), else row-major.
+    w_layout: u32,
+    /// The combine's: query rows (`S`, the same as `m`).
+    seq: u32,
+    /// Query heads.
+    n_heads: u32,
+    /// Head dim (a multiple of 4, at most 256).
+    head_dim: u32,
+    /// Position of the first query row (the context is `start_pos + seq`).
+    start_pos: u32,
+    /// Split plan constants (`common/split_plan.wgsl`).
+    split_target: u32,
+    split_min_keys: u32,
+    split_tile: u32,
+    split_max: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
+/// `split_min_keys` keys each, enough splits to reach `split_target`
+/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
+/// length but the last, none empty.
+fn split_plan(ctx: u32) -> vec2<u32> {
+    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
+    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
+    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
+    let chunk = max((ctx + bound - 1u) / bound, 1u);
+    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
+}
+@group(0) @binding(1) var<storage, read> part: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> weights: array<vec4<u32>>;
+@group(0) @binding(3) var<storage, read> scales: array<Elem>;
+@group(0) @binding(4) var<storage, read> bias: array<Elem>;
+@group(0) @binding(5) var<storage, read_write> out: array<Elem>;
+
+/// The merged attention output: row `r` of x from vec4 `r * k / 4`.
+var<workgroup> x: array<vec4<f32>, XS>;
+/// Per invocation, its slice's sums for the four rows.
+var<workgroup> partial: array<vec4<f32>, WG>;
+/// Per (row, head) and split: its `(max, sum)`, then `.x` its weight;
+/// the first split's `.y` then holds the (row, head)'s sum.
+var<workgroup> ml: array<vec2<f32>, ML>;
+
+/// Where the 16-byte words of column `col` (of `n`, `words` per row) sit:
+/// word `w` at `base + w * stride`, `(base, stride)` returned; row-major
+/// `(col * words, 1)`, word-major (see `etwgpu_graph::layout`) `(col, n)`.
+fn column_words(col: u32, words: u32, n: u32, word_major: bool) -> vec2<u32> {
+    if word_major {
+        return vec2<u32>(col, n);
+    }
+    return vec2<u32>(col * words, 1u);
+}
+
+/// Nibbles `4i .. 4i + 4` of `word`, as signed weights. Without an
+/// integer-to-float conversion (a slow instruction on GPUs, 32 of them per
+/// 16-byte word): the nibble `q` goes into the mantissa of 2^23, which
+/// makes the float `2^23 + q` exactly, and `2^23 + 8` is subtracted.
+fn low4(word: u32) -> vec4<f32> {
+    let q = vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u);
+    return bitcast<vec4<f32>>(q | vec4<u32>(0x4B000000u)) - 8388616.0;
+}
+
+/// The 16-byte word `q` (32 nibbles, inputs `8b .. 8b + 32` of a row of x)
+/// dotted with x from vec4 `b`.
+fn dot32(q: vec4<u32>, b: u32) -> f32 {
+    var d = dot(vec4<f32>(x[b]), low4(q.x)) + dot(vec4<f32>(x[b + 1u]), low4(q.x >> 16u));
+    d += dot(vec4<f32>(x[b + 2u]), low4(q.y)) + dot(vec4<f32>(x[b + 3u]), low4(q.y >> 16u));
+    d += dot(vec4<f32>(x[b + 4u]), low4(q.z)) + dot(vec4<f32>(x[b + 5u]), low4(q.z >> 16u));
+    d += dot(vec4<f32>(x[b + 6u]), low4(q.w)) + dot(vec4<f32>(x[b + 7u]), low4(q.w >> 16u));
+    return d;
+}
+
+/// One word's contribution to the (up to four) rows of x, each `x_row`
+/// vec4s long: `acc[r] += dot32(q, r * x_row + b) * s` for `r < m`.
+fn rows4(acc: vec4<f32>, q: vec4<u32>, b: u32, x_row: u32, m: u32, s: f32) -> vec4<f32> {
+    var a = acc;
+    a.x += dot32(q, b) * s;
+    if m > 1u {
+        a.y += dot32(q, x_row + b) * s;
+    }
+    if m > 2u {
+        a.z += dot32(q, 2u * x_row + b) * s;
+    }
+    if m > 3u {
+        a.w += dot32(q, 3u * x_row + b) * s;
+    }
+    return a;
+}
+
+/// Fills `x` with the attention's output rows merged from the partials.
+/// Ends with a barrier, so `x` is ready.
+fn merge_prologue(lid: u32) {
+    let d4 = p.head_dim / 4u;
+    let rows = p.seq * p.n_heads;
+    let n_splits = split_plan(p.start_pos + p.seq).x;
+    let stride = d4 + 1u;
+    // Partial `e = (row, head) * n_splits + split` starts at `e * stride`.
+    for (var e = lid; e < rows * n_splits; e += WG) {
+        ml[e] = part[e * stride].xy;
+    }
+    workgroupBarrier();
+    for (var r = lid; r < rows; r += WG) {
+        let b = r * n_splits;
+        var mx = NEG;
+        for (var s = 0u; s < n_splits; s++) {
+            mx = max(mx, ml[b + s].x);
+        }
+        var l = 0.0;
+        for (var s = 0u; s < n_splits; s++) {
+            let w = exp(ml[b + s].x - mx);
+            l += ml[b + s].y * w;
+            ml[b + s].x = w;
+        }
+        ml[b].y = l;
+    }
+    workgroupBarrier();
+    for (var j = lid; j < rows * d4; j += WG) {
+        let r = j / d4;
+        let b = r * n_splits;
+        let at = b * stride + 1u + j % d4;
+        var acc = vec4<f32>();
+        var s = 0u;
+        for (; s + 4u <= n_splits; s += 4u) {
+            let o0 = part[at + s * stride];
+            let o1 = part[at + (s + 1u) * stride];
+            let o2 = part[at + (s + 2u) * stride];
+            let o3 = part[at + (s + 3u) * stride];
+            acc += o0 * ml[b + s].x + o1 * ml[b + s + 1u].x + o2 * ml[b + s + 2u].x + o3 * ml[b + s + 3u].x;
+        }
+        for (; s < n_splits; s++) {
+            acc += part[at + s * stride] * ml[b + s].x;
+        }
+        x[j] = vec4<f32>(vec4<Elem>(acc / ml[b].y));
+    }
+    workgroupBarrier();
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let cols = p.cols;
+    let c = lid % cols;
+    let slice = lid / cols;
+    let slices = WG / cols;
+    let target_col = (wid.y * groups.x + wid.x) * cols + c;
+    // Columns past N compute the last column (control flow stays uniform)
+    // and store nothing.
+    let col = min(target_col, p.n - 1u);
+    let words = p.k / 32u;
+    let x_row = p.k / 4u;
+    // Word `w` of this column at `base + w * stride`.
+    let at = column_words(col, words, p.n, (p.w_layout & 1u) != 0u);
+    let base = at.x;
+    let stride = at.y;
+    // This invocation's first two words and their scales do not depend on
+    // x: loaded (at clamped indices) before the merge, in flight through it.
+    let wa = min(slice, words - 1u);
+    let wb = min(slice + slices, words - 1u);
+    let qa = weights[base + wa * stride];
+    let qb = weights[base + wb * stride];
+    let sa = scales[(wa * 32u / p.group_size) * p.n_pad + col];
+    let sb = scales[(wb * 32u / p.group_size) * p.n_pad + col];
+    merge_prologue(lid);
+    var acc = vec4<f32>();
+    if slice < words {
+        acc = rows4(acc, qa, slice * 8u, x_row, p.m, f32(sa));
+    }
+    if slice + slices < words {
+        acc = rows4(acc, qb, (slice + slices) * 8u, x_row, p.m, f32(sb));
+    }
+    var w = slice + 2u * slices;
+    for (; w + slices < words; w += 2u * slices) {
+        let q0 = weights[base + w * stride];
+        let q1 = weights[base + (w + slices) * stride];
+        let s0 = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
+        let s1 = f32(scales[((w + slices) * 32u / p.group_size) * p.n_pad + col]);
+        acc = rows4(acc, q0, w * 8u, x_row, p.m, s0);
+        acc = rows4(acc, q1, (w + slices) * 8u, x_row, p.m, s1);
+    }
+    if w < words {
+        let s = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
+        acc = rows4(acc, weights[base + w * stride], w * 8u, x_row, p.m, s);
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var stride = slices / 2u; stride > 0u; stride /= 2u) {
+        if slice < stride {
+            partial[lid] += partial[lid + stride * cols];
+        }
+        workgroupBarrier();
+    }
+    if slice == 0u && target_col < p.n {
+        let v = partial[lid];
+        var bv = 0.0;
+        if p.has_bias != 0u {
+            bv = f32(bias[col]);
+        }
+        for (var r = 0u; r < p.m; r++) {
+            out[r * p.n + col] = Elem(v[r] + bv);
+        }
+    }
+}
+"#;
+
 /// `q4_gemv_norm.wgsl` with `Elem = f32`.
 pub const Q4_GEMV_NORM_F32: &str = r#"//! Decode route of `etwgpu.rms_norm_linear_q4gsw` (at most `MAX_ROWS` rows
 //! of x): the RMS norm of `a + b` (or of `a`) and the 4-bit linear that
@@ -25007,8 +25553,9 @@ pub const SDPA_SPLIT_F32: &str = r#"//! Split-KV ("FlashDecoding") attention ove
 //! key and value is read once for all of them. Row `i` sees keys
 //! `0..=start_pos + i`. Keys go `TILE` at a time: each invocation scores one
 //! key against every query vector (`vec4` dot products, the queries in
-//! workgroup memory), each vector's max and sum meet in `LANES`-wide tree
-//! reductions (all vectors at once), and the running output is rescaled by
+//! workgroup memory), each vector's max and sum meet in one `LANES`-wide
+//! tree of `(max, sum)` pairs (all vectors at once), and the running
+//! output is rescaled by
 //! `exp(m_old - m_new)`. For the values, invocation `t` owns `vec4` `t %
 //! (D / 4)` of every `WG / (D / 4)`-th key of the tile, so neighbouring
 //! invocations read neighbouring dims; the key groups are summed at the
@@ -25016,30 +25563,21 @@ pub const SDPA_SPLIT_F32: &str = r#"//! Split-KV ("FlashDecoding") attention ove
 //! 0, 0)` (running max, sum of `exp(s - m)`) then the unnormalized output,
 //! `D / 4` `vec4`s, at partial `(row * heads + head) * n_splits + split`.
 //! f32 math; the caches are read through `KvElem` (float16 under f32
-//! activations in `f32_kvf16`). Keys and values are loaded four at a time
-//! before any is used, and the loops over query vectors have a constant
-//! trip count, so the per-vector sums stay in registers.
+//! activations in `f32_kvf16`). Keys are loaded eight `vec4`s at a time and
+//! values four before any is used, and the loops over query vectors have
+//! a constant trip count, so the per-vector sums stay in registers.
 //!
 //! The call's new keys and values (`k_new`, `v_new`, rows `start_pos..
 //! start_pos + seq`) are written into the caches here, not by a dispatch
-//! before: the first query block of each (kv head, split) stores the new
-//! rows its split covers, and every workgroup reads keys and values at
-//! those rows from `k_new`/`v_new`, rounded to `KvElem` as the cache holds
-//! them, so no workgroup reads a cache row this dispatch writes.
+//! before: each workgroup stores the new rows its split covers (rounded to
+//! `KvElem`) and reads them back from the caches after a storage barrier,
+//! like every other row (no workgroup reads a row another split writes).
+//! Everything but the parameters, the bindings and how the query and the
+//! new keys are read is `common/sdpa_split_body.wgsl`'s.
 // variants: f32 f16 f32_kvf16
 
 alias Elem = f32;
 alias KvElem = Elem;
-
-const WG: u32 = 256u;
-/// Query vectors per workgroup.
-const MAXQ: u32 = 4u;
-/// Keys per tile (one per invocation when scoring).
-const TILE: u32 = 256u;
-/// Invocations per query vector in the reductions (`MAXQ * LANES = WG`).
-const LANES: u32 = 64u;
-/// Score of a masked key.
-const NEG: f32 = -3.402823e38;
 
 struct Params {
     /// Query rows (`S`).
@@ -25080,43 +25618,58 @@ fn split_plan(ctx: u32) -> vec2<u32> {
 @group(0) @binding(5) var<storage, read_write> v_cache: array<vec4<KvElem>>;
 @group(0) @binding(6) var<storage, read_write> part: array<vec4<f32>>;
 
-/// `vec4` `d` of key `key` of kv head `kvh` (`d4` per row), as the cache
-/// holds it: the new keys from `k_new`, the older ones from the cache.
+/// `vec4` `d` of query row `row` (the call's token `row`), head `h`.
+fn query_at(row: u32, h: u32, d: u32, d4: u32) -> vec4<f32> {
+    return vec4<f32>(q[(row * p.n_heads + h) * d4 + d]);
+}
+
+/// `vec4` `d` of the call's key `t` of kv head `kvh`, as the cache holds it.
+fn new_key(t: u32, kvh: u32, d: u32, d4: u32) -> vec4<KvElem> {
+    return vec4<KvElem>(k_new[(t * p.n_kv_heads + kvh) * d4 + d]);
+}
+
+const WG: u32 = 256u;
+/// Query vectors per workgroup.
+const MAXQ: u32 = 4u;
+/// Keys per tile (one per invocation when scoring).
+const TILE: u32 = 256u;
+/// Invocations per query vector in the reductions (`MAXQ * LANES = WG`).
+const LANES: u32 = 64u;
+/// Score of a masked key.
+const NEG: f32 = -3.402823e38;
+
+/// `vec4` `d` of key `key` of kv head `kvh` (`d4` per row), from the cache.
 fn key_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
-    if key >= p.start_pos {
-        return vec4<f32>(vec4<KvElem>(k_new[((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + d]));
-    }
     return vec4<f32>(k_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
 }
 
 /// The same for the values.
 fn value_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
-    if key >= p.start_pos {
-        return vec4<f32>(vec4<KvElem>(v_new[((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + d]));
-    }
     return vec4<f32>(v_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
 }
 
 var<workgroup> qs: array<vec4<f32>, 256>;
 /// Per query vector and key of the tile: the score, then its probability.
 var<workgroup> sc: array<f32, 1024>;
-var<workgroup> red: array<f32, WG>;
+/// The reduction's `(max, sum of exp(s - max))` pairs.
+var<workgroup> red: array<vec2<f32>, WG>;
 var<workgroup> sums: array<vec4<f32>, WG>;
 
-/// Tree reduction of `red` within each query vector's `LANES` invocations
-/// (max when `is_max`, else sum): the result of vector `j` lands in
-/// `red[j * LANES]`.
-fn reduce(lid: u32, v: f32, is_max: bool) {
+/// Two `(max, sum of exp(s - max))` pairs as one.
+fn merge_ml(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
+    let m = max(a.x, b.x);
+    return vec2<f32>(m, a.y * exp(a.x - m) + b.y * exp(b.x - m));
+}
+
+/// Tree reduction of the pairs in `red` within each query vector's `LANES`
+/// invocations: the result of vector `j` lands in `red[j * LANES]`.
+fn reduce(lid: u32, v: vec2<f32>) {
     red[lid] = v;
     workgroupBarrier();
     let lane = lid % LANES;
     for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
         if lane < stride {
-            if is_max {
-                red[lid] = max(red[lid], red[lid + stride]);
-            } else {
-                red[lid] += red[lid + stride];
-            }
+            red[lid] = merge_ml(red[lid], red[lid + stride]);
         }
         workgroupBarrier();
     }
@@ -25141,25 +25694,32 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let d4 = p.head_dim / 4u;
     let begin = split * chunk;
     let end = min(p.start_pos + p.seq, begin + chunk);
-    // The new rows of this kv head in this split, stored once (by the
-    // first query block).
-    if j0 == 0u {
-        let first = max(begin, p.start_pos);
-        if first < end {
-            for (var e = lid; e < (end - first) * d4; e += WG) {
-                let key = first + e / d4;
-                let src = ((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + e % d4;
-                let dst = (key * p.n_kv_heads + kvh) * d4 + e % d4;
-                k_cache[dst] = vec4<KvElem>(k_new[src]);
-                v_cache[dst] = vec4<KvElem>(v_new[src]);
-            }
-        }
+    // The call's new rows of this kv head that the split covers (at most
+    // `seq * d4 <= WG` `vec4`s) and the workgroup's query vectors (at most
+    // `MAXQ * d4 <= WG`): an element of each per invocation, loaded at
+    // clamped (valid) indices with no branch in between, stored below.
+    let first = max(begin, p.start_pos);
+    let n_new = select(0u, (end - first) * d4, first < end);
+    let ew = min(lid, max(n_new, 1u) - 1u);
+    let new_row = first + ew / d4;
+    let t = new_row - p.start_pos;
+    let kw = new_key(t, kvh, ew % d4, d4);
+    let vw = vec4<KvElem>(v_new[(t * p.n_kv_heads + kvh) * d4 + ew % d4]);
+    let eq = min(lid, nq * d4 - 1u);
+    let jq = j0 + eq / d4;
+    let qv = query_at(jq / group, kvh * group + jq % group, eq % d4, d4);
+    // Each workgroup of the split stores its new rows (when a kv head's
+    // query vectors take several workgroups, each stores the same values)
+    // and reads them back from the caches below.
+    if lid < n_new {
+        let dst = (new_row * p.n_kv_heads + kvh) * d4 + ew % d4;
+        k_cache[dst] = kw;
+        v_cache[dst] = vw;
     }
-    for (var e = lid; e < nq * d4; e += WG) {
-        let j = j0 + e / d4;
-        let h = kvh * group + j % group;
-        qs[e] = vec4<f32>(q[((j / group) * p.n_heads + h) * d4 + e % d4]);
+    if lid < nq * d4 {
+        qs[lid] = qv;
     }
+    storageBarrier();
     workgroupBarrier();
     // Per query vector: the keys its row sees end at `lim`.
     var lim: array<u32, MAXQ>;
@@ -25183,16 +25743,21 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         // probabilities set to 0, and are never stored.
         var dots: array<vec4<f32>, MAXQ>;
         if lid < n_here {
-            // Four loads of the key in flight before any is used.
+            // Eight loads of the key in flight before any is used.
             var d = 0u;
-            for (; d + 4u <= d4; d += 4u) {
+            for (; d + 8u <= d4; d += 8u) {
                 let k0 = key_at(key, kvh, d, d4);
                 let k1 = key_at(key, kvh, d + 1u, d4);
                 let k2 = key_at(key, kvh, d + 2u, d4);
                 let k3 = key_at(key, kvh, d + 3u, d4);
+                let k4 = key_at(key, kvh, d + 4u, d4);
+                let k5 = key_at(key, kvh, d + 5u, d4);
+                let k6 = key_at(key, kvh, d + 6u, d4);
+                let k7 = key_at(key, kvh, d + 7u, d4);
                 for (var jj = 0u; jj < MAXQ; jj++) {
                     let b = jj * d4 + d;
                     dots[jj] += qs[b] * k0 + qs[b + 1u] * k1 + qs[b + 2u] * k2 + qs[b + 3u] * k3;
+                    dots[jj] += qs[b + 4u] * k4 + qs[b + 5u] * k5 + qs[b + 6u] * k6 + qs[b + 7u] * k7;
                 }
             }
             for (; d < d4; d++) {
@@ -25209,19 +25774,39 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             }
             sc[jj * TILE + lid] = s;
         }
+        // The first four values of this invocation's key group, in flight
+        // through the reduction (at indices clamped into the tile; their
+        // probabilities are 0 past it).
+        let last = n_here - 1u;
+        let v0 = value_at(c0 + min(kg, last), kvh, dim4, d4);
+        let v1 = value_at(c0 + min(kg + n_kg, last), kvh, dim4, d4);
+        let v2 = value_at(c0 + min(kg + 2u * n_kg, last), kvh, dim4, d4);
+        let v3 = value_at(c0 + min(kg + 3u * n_kg, last), kvh, dim4, d4);
         workgroupBarrier();
-        var part_max = NEG;
+        // Each lane's `(max, sum)` over its keys of the tile, then the tree.
+        var mx = NEG;
+        var l = 0.0;
         if rq < nq {
-            for (var r = lane; r < TILE; r += LANES) {
-                part_max = max(part_max, sc[rq * TILE + r]);
+            for (var r = lane; r < n_here; r += LANES) {
+                mx = max(mx, sc[rq * TILE + r]);
+            }
+            for (var r = lane; r < n_here; r += LANES) {
+                let s = sc[rq * TILE + r];
+                if s > NEG {
+                    l += exp(s - mx);
+                }
             }
         }
-        reduce(lid, part_max, true);
+        reduce(lid, vec2<f32>(mx, l));
         var m_new: array<f32, MAXQ>;
         var alpha: array<f32, MAXQ>;
         for (var jj = 0u; jj < MAXQ; jj++) {
-            m_new[jj] = max(m_run[jj], red[jj * LANES]);
+            let tile = red[jj * LANES];
+            m_new[jj] = max(m_run[jj], tile.x);
             alpha[jj] = exp(m_run[jj] - m_new[jj]);
+            l_run[jj] = l_run[jj] * alpha[jj] + tile.y * exp(tile.x - m_new[jj]);
+            m_run[jj] = m_new[jj];
+            acc[jj] *= alpha[jj];
         }
         for (var jj = 0u; jj < MAXQ; jj++) {
             let s = sc[jj * TILE + lid];
@@ -25232,29 +25817,25 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             sc[jj * TILE + lid] = pr;
         }
         workgroupBarrier();
-        var part_sum = 0.0;
-        if rq < nq {
-            for (var r = lane; r < TILE; r += LANES) {
-                part_sum += sc[rq * TILE + r];
-            }
-        }
-        reduce(lid, part_sum, false);
-        for (var jj = 0u; jj < MAXQ; jj++) {
-            l_run[jj] = l_run[jj] * alpha[jj] + red[jj * LANES];
-            acc[jj] *= alpha[jj];
-            m_run[jj] = m_new[jj];
-        }
         if kg < n_kg {
+            for (var jj = 0u; jj < MAXQ; jj++) {
+                let b = jj * TILE;
+                let p0 = select(0.0, sc[b + min(kg, TILE - 1u)], kg < n_here);
+                let p1 = select(0.0, sc[b + min(kg + n_kg, TILE - 1u)], kg + n_kg < n_here);
+                let p2 = select(0.0, sc[b + min(kg + 2u * n_kg, TILE - 1u)], kg + 2u * n_kg < n_here);
+                let p3 = select(0.0, sc[b + min(kg + 3u * n_kg, TILE - 1u)], kg + 3u * n_kg < n_here);
+                acc[jj] += p0 * v0 + p1 * v1 + p2 * v2 + p3 * v3;
+            }
             // Four values in flight before any is used.
-            var j = kg;
+            var j = kg + 4u * n_kg;
             for (; j + 3u * n_kg < n_here; j += 4u * n_kg) {
-                let v0 = value_at(c0 + j, kvh, dim4, d4);
-                let v1 = value_at(c0 + j + n_kg, kvh, dim4, d4);
-                let v2 = value_at(c0 + j + 2u * n_kg, kvh, dim4, d4);
-                let v3 = value_at(c0 + j + 3u * n_kg, kvh, dim4, d4);
+                let u0 = value_at(c0 + j, kvh, dim4, d4);
+                let u1 = value_at(c0 + j + n_kg, kvh, dim4, d4);
+                let u2 = value_at(c0 + j + 2u * n_kg, kvh, dim4, d4);
+                let u3 = value_at(c0 + j + 3u * n_kg, kvh, dim4, d4);
                 for (var jj = 0u; jj < MAXQ; jj++) {
                     let b = jj * TILE + j;
-                    acc[jj] += sc[b] * v0 + sc[b + n_kg] * v1 + sc[b + 2u * n_kg] * v2 + sc[b + 3u * n_kg] * v3;
+                    acc[jj] += sc[b] * u0 + sc[b + n_kg] * u1 + sc[b + 2u * n_kg] * u2 + sc[b + 3u * n_kg] * u3;
                 }
             }
             for (; j < n_here; j += n_kg) {
@@ -25311,8 +25892,9 @@ pub const SDPA_SPLIT_F16: &str = r#"enable f16;
 //! key and value is read once for all of them. Row `i` sees keys
 //! `0..=start_pos + i`. Keys go `TILE` at a time: each invocation scores one
 //! key against every query vector (`vec4` dot products, the queries in
-//! workgroup memory), each vector's max and sum meet in `LANES`-wide tree
-//! reductions (all vectors at once), and the running output is rescaled by
+//! workgroup memory), each vector's max and sum meet in one `LANES`-wide
+//! tree of `(max, sum)` pairs (all vectors at once), and the running
+//! output is rescaled by
 //! `exp(m_old - m_new)`. For the values, invocation `t` owns `vec4` `t %
 //! (D / 4)` of every `WG / (D / 4)`-th key of the tile, so neighbouring
 //! invocations read neighbouring dims; the key groups are summed at the
@@ -25320,30 +25902,21 @@ pub const SDPA_SPLIT_F16: &str = r#"enable f16;
 //! 0, 0)` (running max, sum of `exp(s - m)`) then the unnormalized output,
 //! `D / 4` `vec4`s, at partial `(row * heads + head) * n_splits + split`.
 //! f32 math; the caches are read through `KvElem` (float16 under f32
-//! activations in `f32_kvf16`). Keys and values are loaded four at a time
-//! before any is used, and the loops over query vectors have a constant
-//! trip count, so the per-vector sums stay in registers.
+//! activations in `f32_kvf16`). Keys are loaded eight `vec4`s at a time and
+//! values four before any is used, and the loops over query vectors have
+//! a constant trip count, so the per-vector sums stay in registers.
 //!
 //! The call's new keys and values (`k_new`, `v_new`, rows `start_pos..
 //! start_pos + seq`) are written into the caches here, not by a dispatch
-//! before: the first query block of each (kv head, split) stores the new
-//! rows its split covers, and every workgroup reads keys and values at
-//! those rows from `k_new`/`v_new`, rounded to `KvElem` as the cache holds
-//! them, so no workgroup reads a cache row this dispatch writes.
+//! before: each workgroup stores the new rows its split covers (rounded to
+//! `KvElem`) and reads them back from the caches after a storage barrier,
+//! like every other row (no workgroup reads a row another split writes).
+//! Everything but the parameters, the bindings and how the query and the
+//! new keys are read is `common/sdpa_split_body.wgsl`'s.
 // variants: f32 f16 f32_kvf16
 
 alias Elem = f16;
 alias KvElem = Elem;
-
-const WG: u32 = 256u;
-/// Query vectors per workgroup.
-const MAXQ: u32 = 4u;
-/// Keys per tile (one per invocation when scoring).
-const TILE: u32 = 256u;
-/// Invocations per query vector in the reductions (`MAXQ * LANES = WG`).
-const LANES: u32 = 64u;
-/// Score of a masked key.
-const NEG: f32 = -3.402823e38;
 
 struct Params {
     /// Query rows (`S`).
@@ -25384,43 +25957,58 @@ fn split_plan(ctx: u32) -> vec2<u32> {
 @group(0) @binding(5) var<storage, read_write> v_cache: array<vec4<KvElem>>;
 @group(0) @binding(6) var<storage, read_write> part: array<vec4<f32>>;
 
-/// `vec4` `d` of key `key` of kv head `kvh` (`d4` per row), as the cache
-/// holds it: the new keys from `k_new`, the older ones from the cache.
+/// `vec4` `d` of query row `row` (the call's token `row`), head `h`.
+fn query_at(row: u32, h: u32, d: u32, d4: u32) -> vec4<f32> {
+    return vec4<f32>(q[(row * p.n_heads + h) * d4 + d]);
+}
+
+/// `vec4` `d` of the call's key `t` of kv head `kvh`, as the cache holds it.
+fn new_key(t: u32, kvh: u32, d: u32, d4: u32) -> vec4<KvElem> {
+    return vec4<KvElem>(k_new[(t * p.n_kv_heads + kvh) * d4 + d]);
+}
+
+const WG: u32 = 256u;
+/// Query vectors per workgroup.
+const MAXQ: u32 = 4u;
+/// Keys per tile (one per invocation when scoring).
+const TILE: u32 = 256u;
+/// Invocations per query vector in the reductions (`MAXQ * LANES = WG`).
+const LANES: u32 = 64u;
+/// Score of a masked key.
+const NEG: f32 = -3.402823e38;
+
+/// `vec4` `d` of key `key` of kv head `kvh` (`d4` per row), from the cache.
 fn key_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
-    if key >= p.start_pos {
-        return vec4<f32>(vec4<KvElem>(k_new[((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + d]));
-    }
     return vec4<f32>(k_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
 }
 
 /// The same for the values.
 fn value_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
-    if key >= p.start_pos {
-        return vec4<f32>(vec4<KvElem>(v_new[((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + d]));
-    }
     return vec4<f32>(v_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
 }
 
 var<workgroup> qs: array<vec4<f32>, 256>;
 /// Per query vector and key of the tile: the score, then its probability.
 var<workgroup> sc: array<f32, 1024>;
-var<workgroup> red: array<f32, WG>;
+/// The reduction's `(max, sum of exp(s - max))` pairs.
+var<workgroup> red: array<vec2<f32>, WG>;
 var<workgroup> sums: array<vec4<f32>, WG>;
 
-/// Tree reduction of `red` within each query vector's `LANES` invocations
-/// (max when `is_max`, else sum): the result of vector `j` lands in
-/// `red[j * LANES]`.
-fn reduce(lid: u32, v: f32, is_max: bool) {
+/// Two `(max, sum of exp(s - max))` pairs as one.
+fn merge_ml(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
+    let m = max(a.x, b.x);
+    return vec2<f32>(m, a.y * exp(a.x - m) + b.y * exp(b.x - m));
+}
+
+/// Tree reduction of the pairs in `red` within each query vector's `LANES`
+/// invocations: the result of vector `j` lands in `red[j * LANES]`.
+fn reduce(lid: u32, v: vec2<f32>) {
     red[lid] = v;
     workgroupBarrier();
     let lane = lid % LANES;
     for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
         if lane < stride {
-            if is_max {
-                red[lid] = max(red[lid], red[lid + stride]);
-            } else {
-                red[lid] += red[lid + stride];
-            }
+            red[lid] = merge_ml(red[lid], red[lid + stride]);
         }
         workgroupBarrier();
     }
@@ -25445,25 +26033,32 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let d4 = p.head_dim / 4u;
     let begin = split * chunk;
     let end = min(p.start_pos + p.seq, begin + chunk);
-    // The new rows of this kv head in this split, stored once (by the
-    // first query block).
-    if j0 == 0u {
-        let first = max(begin, p.start_pos);
-        if first < end {
-            for (var e = lid; e < (end - first) * d4; e += WG) {
-                let key = first + e / d4;
-                let src = ((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + e % d4;
-                let dst = (key * p.n_kv_heads + kvh) * d4 + e % d4;
-                k_cache[dst] = vec4<KvElem>(k_new[src]);
-                v_cache[dst] = vec4<KvElem>(v_new[src]);
-            }
-        }
+    // The call's new rows of this kv head that the split covers (at most
+    // `seq * d4 <= WG` `vec4`s) and the workgroup's query vectors (at most
+    // `MAXQ * d4 <= WG`): an element of each per invocation, loaded at
+    // clamped (valid) indices with no branch in between, stored below.
+    let first = max(begin, p.start_pos);
+    let n_new = select(0u, (end - first) * d4, first < end);
+    let ew = min(lid, max(n_new, 1u) - 1u);
+    let new_row = first + ew / d4;
+    let t = new_row - p.start_pos;
+    let kw = new_key(t, kvh, ew % d4, d4);
+    let vw = vec4<KvElem>(v_new[(t * p.n_kv_heads + kvh) * d4 + ew % d4]);
+    let eq = min(lid, nq * d4 - 1u);
+    let jq = j0 + eq / d4;
+    let qv = query_at(jq / group, kvh * group + jq % group, eq % d4, d4);
+    // Each workgroup of the split stores its new rows (when a kv head's
+    // query vectors take several workgroups, each stores the same values)
+    // and reads them back from the caches below.
+    if lid < n_new {
+        let dst = (new_row * p.n_kv_heads + kvh) * d4 + ew % d4;
+        k_cache[dst] = kw;
+        v_cache[dst] = vw;
     }
-    for (var e = lid; e < nq * d4; e += WG) {
-        let j = j0 + e / d4;
-        let h = kvh * group + j % group;
-        qs[e] = vec4<f32>(q[((j / group) * p.n_heads + h) * d4 + e % d4]);
+    if lid < nq * d4 {
+        qs[lid] = qv;
     }
+    storageBarrier();
     workgroupBarrier();
     // Per query vector: the keys its row sees end at `lim`.
     var lim: array<u32, MAXQ>;
@@ -25487,16 +26082,21 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         // probabilities set to 0, and are never stored.
         var dots: array<vec4<f32>, MAXQ>;
         if lid < n_here {
-            // Four loads of the key in flight before any is used.
+            // Eight loads of the key in flight before any is used.
             var d = 0u;
-            for (; d + 4u <= d4; d += 4u) {
+            for (; d + 8u <= d4; d += 8u) {
                 let k0 = key_at(key, kvh, d, d4);
                 let k1 = key_at(key, kvh, d + 1u, d4);
                 let k2 = key_at(key, kvh, d + 2u, d4);
                 let k3 = key_at(key, kvh, d + 3u, d4);
+                let k4 = key_at(key, kvh, d + 4u, d4);
+                let k5 = key_at(key, kvh, d + 5u, d4);
+                let k6 = key_at(key, kvh, d + 6u, d4);
+                let k7 = key_at(key, kvh, d + 7u, d4);
                 for (var jj = 0u; jj < MAXQ; jj++) {
                     let b = jj * d4 + d;
                     dots[jj] += qs[b] * k0 + qs[b + 1u] * k1 + qs[b + 2u] * k2 + qs[b + 3u] * k3;
+                    dots[jj] += qs[b + 4u] * k4 + qs[b + 5u] * k5 + qs[b + 6u] * k6 + qs[b + 7u] * k7;
                 }
             }
             for (; d < d4; d++) {
@@ -25513,19 +26113,39 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             }
             sc[jj * TILE + lid] = s;
         }
+        // The first four values of this invocation's key group, in flight
+        // through the reduction (at indices clamped into the tile; their
+        // probabilities are 0 past it).
+        let last = n_here - 1u;
+        let v0 = value_at(c0 + min(kg, last), kvh, dim4, d4);
+        let v1 = value_at(c0 + min(kg + n_kg, last), kvh, dim4, d4);
+        let v2 = value_at(c0 + min(kg + 2u * n_kg, last), kvh, dim4, d4);
+        let v3 = value_at(c0 + min(kg + 3u * n_kg, last), kvh, dim4, d4);
         workgroupBarrier();
-        var part_max = NEG;
+        // Each lane's `(max, sum)` over its keys of the tile, then the tree.
+        var mx = NEG;
+        var l = 0.0;
         if rq < nq {
-            for (var r = lane; r < TILE; r += LANES) {
-                part_max = max(part_max, sc[rq * TILE + r]);
+            for (var r = lane; r < n_here; r += LANES) {
+                mx = max(mx, sc[rq * TILE + r]);
+            }
+            for (var r = lane; r < n_here; r += LANES) {
+                let s = sc[rq * TILE + r];
+                if s > NEG {
+                    l += exp(s - mx);
+                }
             }
         }
-        reduce(lid, part_max, true);
+        reduce(lid, vec2<f32>(mx, l));
         var m_new: array<f32, MAXQ>;
         var alpha: array<f32, MAXQ>;
         for (var jj = 0u; jj < MAXQ; jj++) {
-            m_new[jj] = max(m_run[jj], red[jj * LANES]);
+            let tile = red[jj * LANES];
+            m_new[jj] = max(m_run[jj], tile.x);
             alpha[jj] = exp(m_run[jj] - m_new[jj]);
+            l_run[jj] = l_run[jj] * alpha[jj] + tile.y * exp(tile.x - m_new[jj]);
+            m_run[jj] = m_new[jj];
+            acc[jj] *= alpha[jj];
         }
         for (var jj = 0u; jj < MAXQ; jj++) {
             let s = sc[jj * TILE + lid];
@@ -25536,29 +26156,25 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             sc[jj * TILE + lid] = pr;
         }
         workgroupBarrier();
-        var part_sum = 0.0;
-        if rq < nq {
-            for (var r = lane; r < TILE; r += LANES) {
-                part_sum += sc[rq * TILE + r];
-            }
-        }
-        reduce(lid, part_sum, false);
-        for (var jj = 0u; jj < MAXQ; jj++) {
-            l_run[jj] = l_run[jj] * alpha[jj] + red[jj * LANES];
-            acc[jj] *= alpha[jj];
-            m_run[jj] = m_new[jj];
-        }
         if kg < n_kg {
+            for (var jj = 0u; jj < MAXQ; jj++) {
+                let b = jj * TILE;
+                let p0 = select(0.0, sc[b + min(kg, TILE - 1u)], kg < n_here);
+                let p1 = select(0.0, sc[b + min(kg + n_kg, TILE - 1u)], kg + n_kg < n_here);
+                let p2 = select(0.0, sc[b + min(kg + 2u * n_kg, TILE - 1u)], kg + 2u * n_kg < n_here);
+                let p3 = select(0.0, sc[b + min(kg + 3u * n_kg, TILE - 1u)], kg + 3u * n_kg < n_here);
+                acc[jj] += p0 * v0 + p1 * v1 + p2 * v2 + p3 * v3;
+            }
             // Four values in flight before any is used.
-            var j = kg;
+            var j = kg + 4u * n_kg;
             for (; j + 3u * n_kg < n_here; j += 4u * n_kg) {
-                let v0 = value_at(c0 + j, kvh, dim4, d4);
-                let v1 = value_at(c0 + j + n_kg, kvh, dim4, d4);
-                let v2 = value_at(c0 + j + 2u * n_kg, kvh, dim4, d4);
-                let v3 = value_at(c0 + j + 3u * n_kg, kvh, dim4, d4);
+                let u0 = value_at(c0 + j, kvh, dim4, d4);
+                let u1 = value_at(c0 + j + n_kg, kvh, dim4, d4);
+                let u2 = value_at(c0 + j + 2u * n_kg, kvh, dim4, d4);
+                let u3 = value_at(c0 + j + 3u * n_kg, kvh, dim4, d4);
                 for (var jj = 0u; jj < MAXQ; jj++) {
                     let b = jj * TILE + j;
-                    acc[jj] += sc[b] * v0 + sc[b + n_kg] * v1 + sc[b + 2u * n_kg] * v2 + sc[b + 3u * n_kg] * v3;
+                    acc[jj] += sc[b] * u0 + sc[b + n_kg] * u1 + sc[b + 2u * n_kg] * u2 + sc[b + 3u * n_kg] * u3;
                 }
             }
             for (; j < n_here; j += n_kg) {
@@ -25615,8 +26231,9 @@ pub const SDPA_SPLIT_F32_KVF16: &str = r#"enable f16;
 //! key and value is read once for all of them. Row `i` sees keys
 //! `0..=start_pos + i`. Keys go `TILE` at a time: each invocation scores one
 //! key against every query vector (`vec4` dot products, the queries in
-//! workgroup memory), each vector's max and sum meet in `LANES`-wide tree
-//! reductions (all vectors at once), and the running output is rescaled by
+//! workgroup memory), each vector's max and sum meet in one `LANES`-wide
+//! tree of `(max, sum)` pairs (all vectors at once), and the running
+//! output is rescaled by
 //! `exp(m_old - m_new)`. For the values, invocation `t` owns `vec4` `t %
 //! (D / 4)` of every `WG / (D / 4)`-th key of the tile, so neighbouring
 //! invocations read neighbouring dims; the key groups are summed at the
@@ -25624,30 +26241,21 @@ pub const SDPA_SPLIT_F32_KVF16: &str = r#"enable f16;
 //! 0, 0)` (running max, sum of `exp(s - m)`) then the unnormalized output,
 //! `D / 4` `vec4`s, at partial `(row * heads + head) * n_splits + split`.
 //! f32 math; the caches are read through `KvElem` (float16 under f32
-//! activations in `f32_kvf16`). Keys and values are loaded four at a time
-//! before any is used, and the loops over query vectors have a constant
-//! trip count, so the per-vector sums stay in registers.
+//! activations in `f32_kvf16`). Keys are loaded eight `vec4`s at a time and
+//! values four before any is used, and the loops over query vectors have
+//! a constant trip count, so the per-vector sums stay in registers.
 //!
 //! The call's new keys and values (`k_new`, `v_new`, rows `start_pos..
 //! start_pos + seq`) are written into the caches here, not by a dispatch
-//! before: the first query block of each (kv head, split) stores the new
-//! rows its split covers, and every workgroup reads keys and values at
-//! those rows from `k_new`/`v_new`, rounded to `KvElem` as the cache holds
-//! them, so no workgroup reads a cache row this dispatch writes.
+//! before: each workgroup stores the new rows its split covers (rounded to
+//! `KvElem`) and reads them back from the caches after a storage barrier,
+//! like every other row (no workgroup reads a row another split writes).
+//! Everything but the parameters, the bindings and how the query and the
+//! new keys are read is `common/sdpa_split_body.wgsl`'s.
 // variants: f32 f16 f32_kvf16
 
 alias Elem = f32;
 alias KvElem = f16;
-
-const WG: u32 = 256u;
-/// Query vectors per workgroup.
-const MAXQ: u32 = 4u;
-/// Keys per tile (one per invocation when scoring).
-const TILE: u32 = 256u;
-/// Invocations per query vector in the reductions (`MAXQ * LANES = WG`).
-const LANES: u32 = 64u;
-/// Score of a masked key.
-const NEG: f32 = -3.402823e38;
 
 struct Params {
     /// Query rows (`S`).
@@ -25688,43 +26296,58 @@ fn split_plan(ctx: u32) -> vec2<u32> {
 @group(0) @binding(5) var<storage, read_write> v_cache: array<vec4<KvElem>>;
 @group(0) @binding(6) var<storage, read_write> part: array<vec4<f32>>;
 
-/// `vec4` `d` of key `key` of kv head `kvh` (`d4` per row), as the cache
-/// holds it: the new keys from `k_new`, the older ones from the cache.
+/// `vec4` `d` of query row `row` (the call's token `row`), head `h`.
+fn query_at(row: u32, h: u32, d: u32, d4: u32) -> vec4<f32> {
+    return vec4<f32>(q[(row * p.n_heads + h) * d4 + d]);
+}
+
+/// `vec4` `d` of the call's key `t` of kv head `kvh`, as the cache holds it.
+fn new_key(t: u32, kvh: u32, d: u32, d4: u32) -> vec4<KvElem> {
+    return vec4<KvElem>(k_new[(t * p.n_kv_heads + kvh) * d4 + d]);
+}
+
+const WG: u32 = 256u;
+/// Query vectors per workgroup.
+const MAXQ: u32 = 4u;
+/// Keys per tile (one per invocation when scoring).
+const TILE: u32 = 256u;
+/// Invocations per query vector in the reductions (`MAXQ * LANES = WG`).
+const LANES: u32 = 64u;
+/// Score of a masked key.
+const NEG: f32 = -3.402823e38;
+
+/// `vec4` `d` of key `key` of kv head `kvh` (`d4` per row), from the cache.
 fn key_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
-    if key >= p.start_pos {
-        return vec4<f32>(vec4<KvElem>(k_new[((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + d]));
-    }
     return vec4<f32>(k_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
 }
 
 /// The same for the values.
 fn value_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
-    if key >= p.start_pos {
-        return vec4<f32>(vec4<KvElem>(v_new[((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + d]));
-    }
     return vec4<f32>(v_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
 }
 
 var<workgroup> qs: array<vec4<f32>, 256>;
 /// Per query vector and key of the tile: the score, then its probability.
 var<workgroup> sc: array<f32, 1024>;
-var<workgroup> red: array<f32, WG>;
+/// The reduction's `(max, sum of exp(s - max))` pairs.
+var<workgroup> red: array<vec2<f32>, WG>;
 var<workgroup> sums: array<vec4<f32>, WG>;
 
-/// Tree reduction of `red` within each query vector's `LANES` invocations
-/// (max when `is_max`, else sum): the result of vector `j` lands in
-/// `red[j * LANES]`.
-fn reduce(lid: u32, v: f32, is_max: bool) {
+/// Two `(max, sum of exp(s - max))` pairs as one.
+fn merge_ml(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
+    let m = max(a.x, b.x);
+    return vec2<f32>(m, a.y * exp(a.x - m) + b.y * exp(b.x - m));
+}
+
+/// Tree reduction of the pairs in `red` within each query vector's `LANES`
+/// invocations: the result of vector `j` lands in `red[j * LANES]`.
+fn reduce(lid: u32, v: vec2<f32>) {
     red[lid] = v;
     workgroupBarrier();
     let lane = lid % LANES;
     for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
         if lane < stride {
-            if is_max {
-                red[lid] = max(red[lid], red[lid + stride]);
-            } else {
-                red[lid] += red[lid + stride];
-            }
+            red[lid] = merge_ml(red[lid], red[lid + stride]);
         }
         workgroupBarrier();
     }
@@ -25749,25 +26372,32 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let d4 = p.head_dim / 4u;
     let begin = split * chunk;
     let end = min(p.start_pos + p.seq, begin + chunk);
-    // The new rows of this kv head in this split, stored once (by the
-    // first query block).
-    if j0 == 0u {
-        let first = max(begin, p.start_pos);
-        if first < end {
-            for (var e = lid; e < (end - first) * d4; e += WG) {
-                let key = first + e / d4;
-                let src = ((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + e % d4;
-                let dst = (key * p.n_kv_heads + kvh) * d4 + e % d4;
-                k_cache[dst] = vec4<KvElem>(k_new[src]);
-                v_cache[dst] = vec4<KvElem>(v_new[src]);
-            }
-        }
+    // The call's new rows of this kv head that the split covers (at most
+    // `seq * d4 <= WG` `vec4`s) and the workgroup's query vectors (at most
+    // `MAXQ * d4 <= WG`): an element of each per invocation, loaded at
+    // clamped (valid) indices with no branch in between, stored below.
+    let first = max(begin, p.start_pos);
+    let n_new = select(0u, (end - first) * d4, first < end);
+    let ew = min(lid, max(n_new, 1u) - 1u);
+    let new_row = first + ew / d4;
+    let t = new_row - p.start_pos;
+    let kw = new_key(t, kvh, ew % d4, d4);
+    let vw = vec4<KvElem>(v_new[(t * p.n_kv_heads + kvh) * d4 + ew % d4]);
+    let eq = min(lid, nq * d4 - 1u);
+    let jq = j0 + eq / d4;
+    let qv = query_at(jq / group, kvh * group + jq % group, eq % d4, d4);
+    // Each workgroup of the split stores its new rows (when a kv head's
+    // query vectors take several workgroups, each stores the same values)
+    // and reads them back from the caches below.
+    if lid < n_new {
+        let dst = (new_row * p.n_kv_heads + kvh) * d4 + ew % d4;
+        k_cache[dst] = kw;
+        v_cache[dst] = vw;
     }
-    for (var e = lid; e < nq * d4; e += WG) {
-        let j = j0 + e / d4;
-        let h = kvh * group + j % group;
-        qs[e] = vec4<f32>(q[((j / group) * p.n_heads + h) * d4 + e % d4]);
+    if lid < nq * d4 {
+        qs[lid] = qv;
     }
+    storageBarrier();
     workgroupBarrier();
     // Per query vector: the keys its row sees end at `lim`.
     var lim: array<u32, MAXQ>;
@@ -25791,16 +26421,21 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         // probabilities set to 0, and are never stored.
         var dots: array<vec4<f32>, MAXQ>;
         if lid < n_here {
-            // Four loads of the key in flight before any is used.
+            // Eight loads of the key in flight before any is used.
             var d = 0u;
-            for (; d + 4u <= d4; d += 4u) {
+            for (; d + 8u <= d4; d += 8u) {
                 let k0 = key_at(key, kvh, d, d4);
                 let k1 = key_at(key, kvh, d + 1u, d4);
                 let k2 = key_at(key, kvh, d + 2u, d4);
                 let k3 = key_at(key, kvh, d + 3u, d4);
+                let k4 = key_at(key, kvh, d + 4u, d4);
+                let k5 = key_at(key, kvh, d + 5u, d4);
+                let k6 = key_at(key, kvh, d + 6u, d4);
+                let k7 = key_at(key, kvh, d + 7u, d4);
                 for (var jj = 0u; jj < MAXQ; jj++) {
                     let b = jj * d4 + d;
                     dots[jj] += qs[b] * k0 + qs[b + 1u] * k1 + qs[b + 2u] * k2 + qs[b + 3u] * k3;
+                    dots[jj] += qs[b + 4u] * k4 + qs[b + 5u] * k5 + qs[b + 6u] * k6 + qs[b + 7u] * k7;
                 }
             }
             for (; d < d4; d++) {
@@ -25817,19 +26452,39 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             }
             sc[jj * TILE + lid] = s;
         }
+        // The first four values of this invocation's key group, in flight
+        // through the reduction (at indices clamped into the tile; their
+        // probabilities are 0 past it).
+        let last = n_here - 1u;
+        let v0 = value_at(c0 + min(kg, last), kvh, dim4, d4);
+        let v1 = value_at(c0 + min(kg + n_kg, last), kvh, dim4, d4);
+        let v2 = value_at(c0 + min(kg + 2u * n_kg, last), kvh, dim4, d4);
+        let v3 = value_at(c0 + min(kg + 3u * n_kg, last), kvh, dim4, d4);
         workgroupBarrier();
-        var part_max = NEG;
+        // Each lane's `(max, sum)` over its keys of the tile, then the tree.
+        var mx = NEG;
+        var l = 0.0;
         if rq < nq {
-            for (var r = lane; r < TILE; r += LANES) {
-                part_max = max(part_max, sc[rq * TILE + r]);
+            for (var r = lane; r < n_here; r += LANES) {
+                mx = max(mx, sc[rq * TILE + r]);
+            }
+            for (var r = lane; r < n_here; r += LANES) {
+                let s = sc[rq * TILE + r];
+                if s > NEG {
+                    l += exp(s - mx);
+                }
             }
         }
-        reduce(lid, part_max, true);
+        reduce(lid, vec2<f32>(mx, l));
         var m_new: array<f32, MAXQ>;
         var alpha: array<f32, MAXQ>;
         for (var jj = 0u; jj < MAXQ; jj++) {
-            m_new[jj] = max(m_run[jj], red[jj * LANES]);
+            let tile = red[jj * LANES];
+            m_new[jj] = max(m_run[jj], tile.x);
             alpha[jj] = exp(m_run[jj] - m_new[jj]);
+            l_run[jj] = l_run[jj] * alpha[jj] + tile.y * exp(tile.x - m_new[jj]);
+            m_run[jj] = m_new[jj];
+            acc[jj] *= alpha[jj];
         }
         for (var jj = 0u; jj < MAXQ; jj++) {
             let s = sc[jj * TILE + lid];
@@ -25840,29 +26495,25 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             sc[jj * TILE + lid] = pr;
         }
         workgroupBarrier();
-        var part_sum = 0.0;
-        if rq < nq {
-            for (var r = lane; r < TILE; r += LANES) {
-                part_sum += sc[rq * TILE + r];
-            }
-        }
-        reduce(lid, part_sum, false);
-        for (var jj = 0u; jj < MAXQ; jj++) {
-            l_run[jj] = l_run[jj] * alpha[jj] + red[jj * LANES];
-            acc[jj] *= alpha[jj];
-            m_run[jj] = m_new[jj];
-        }
         if kg < n_kg {
+            for (var jj = 0u; jj < MAXQ; jj++) {
+                let b = jj * TILE;
+                let p0 = select(0.0, sc[b + min(kg, TILE - 1u)], kg < n_here);
+                let p1 = select(0.0, sc[b + min(kg + n_kg, TILE - 1u)], kg + n_kg < n_here);
+                let p2 = select(0.0, sc[b + min(kg + 2u * n_kg, TILE - 1u)], kg + 2u * n_kg < n_here);
+                let p3 = select(0.0, sc[b + min(kg + 3u * n_kg, TILE - 1u)], kg + 3u * n_kg < n_here);
+                acc[jj] += p0 * v0 + p1 * v1 + p2 * v2 + p3 * v3;
+            }
             // Four values in flight before any is used.
-            var j = kg;
+            var j = kg + 4u * n_kg;
             for (; j + 3u * n_kg < n_here; j += 4u * n_kg) {
-                let v0 = value_at(c0 + j, kvh, dim4, d4);
-                let v1 = value_at(c0 + j + n_kg, kvh, dim4, d4);
-                let v2 = value_at(c0 + j + 2u * n_kg, kvh, dim4, d4);
-                let v3 = value_at(c0 + j + 3u * n_kg, kvh, dim4, d4);
+                let u0 = value_at(c0 + j, kvh, dim4, d4);
+                let u1 = value_at(c0 + j + n_kg, kvh, dim4, d4);
+                let u2 = value_at(c0 + j + 2u * n_kg, kvh, dim4, d4);
+                let u3 = value_at(c0 + j + 3u * n_kg, kvh, dim4, d4);
                 for (var jj = 0u; jj < MAXQ; jj++) {
                     let b = jj * TILE + j;
-                    acc[jj] += sc[b] * v0 + sc[b + n_kg] * v1 + sc[b + 2u * n_kg] * v2 + sc[b + 3u * n_kg] * v3;
+                    acc[jj] += sc[b] * u0 + sc[b + n_kg] * u1 + sc[b + 2u * n_kg] * u2 + sc[b + 3u * n_kg] * u3;
                 }
             }
             for (; j < n_here; j += n_kg) {
@@ -26127,21 +26778,12 @@ pub const SDPA_SPLIT_ROPE_F32: &str = r#"//! The `_rope` form of `sdpa_split.wgs
 //! `table_row + t`, each result
 //! rounded to the activations' dtype as `rope.wgsl` stores it), so RoPE
 //! costs no dispatch of its own; the rotated keys are what it writes into
-//! the key cache. Everything else is `sdpa_split.wgsl`'s (see there).
+//! the key cache. Everything else is `sdpa_split.wgsl`'s (see there):
+//! `common/sdpa_split_body.wgsl`.
 // variants: f32 f16 f32_kvf16
 
 alias Elem = f32;
 alias KvElem = Elem;
-
-const WG: u32 = 256u;
-/// Query vectors per workgroup.
-const MAXQ: u32 = 4u;
-/// Keys per tile (one per invocation when scoring).
-const TILE: u32 = 256u;
-/// Invocations per query vector in the reductions (`MAXQ * LANES = WG`).
-const LANES: u32 = 64u;
-/// Score of a masked key.
-const NEG: f32 = -3.402823e38;
 
 struct Params {
     /// Query rows (`S`).
@@ -26204,45 +26846,59 @@ fn rope4(v: vec4<Elem>, t: u32, d: u32) -> vec4<f32> {
     return vec4<f32>(vec4<Elem>(vec4<f32>(re.x, im.x, re.y, im.y)));
 }
 
-/// `vec4` `d` of key `key` of kv head `kvh` (`d4` per row), as the cache
-/// holds it: the new keys from `k_new` (rotated), the older ones from the
-/// cache.
+/// `vec4` `d` of query row `row` (the call's token `row`), head `h`, rotated.
+fn query_at(row: u32, h: u32, d: u32, d4: u32) -> vec4<f32> {
+    return rope4(q[(row * p.n_heads + h) * d4 + d], row, d);
+}
+
+/// `vec4` `d` of the call's key `t` of kv head `kvh`, rotated, as the cache
+/// holds it.
+fn new_key(t: u32, kvh: u32, d: u32, d4: u32) -> vec4<KvElem> {
+    return vec4<KvElem>(rope4(k_new[(t * p.n_kv_heads + kvh) * d4 + d], t, d));
+}
+
+const WG: u32 = 256u;
+/// Query vectors per workgroup.
+const MAXQ: u32 = 4u;
+/// Keys per tile (one per invocation when scoring).
+const TILE: u32 = 256u;
+/// Invocations per query vector in the reductions (`MAXQ * LANES = WG`).
+const LANES: u32 = 64u;
+/// Score of a masked key.
+const NEG: f32 = -3.402823e38;
+
+/// `vec4` `d` of key `key` of kv head `kvh` (`d4` per row), from the cache.
 fn key_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
-    if key >= p.start_pos {
-        let t = key - p.start_pos;
-        return vec4<f32>(vec4<KvElem>(rope4(k_new[(t * p.n_kv_heads + kvh) * d4 + d], t, d)));
-    }
     return vec4<f32>(k_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
 }
 
 /// The same for the values.
 fn value_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
-    if key >= p.start_pos {
-        return vec4<f32>(vec4<KvElem>(v_new[((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + d]));
-    }
     return vec4<f32>(v_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
 }
 
 var<workgroup> qs: array<vec4<f32>, 256>;
 /// Per query vector and key of the tile: the score, then its probability.
 var<workgroup> sc: array<f32, 1024>;
-var<workgroup> red: array<f32, WG>;
+/// The reduction's `(max, sum of exp(s - max))` pairs.
+var<workgroup> red: array<vec2<f32>, WG>;
 var<workgroup> sums: array<vec4<f32>, WG>;
 
-/// Tree reduction of `red` within each query vector's `LANES` invocations
-/// (max when `is_max`, else sum): the result of vector `j` lands in
-/// `red[j * LANES]`.
-fn reduce(lid: u32, v: f32, is_max: bool) {
+/// Two `(max, sum of exp(s - max))` pairs as one.
+fn merge_ml(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
+    let m = max(a.x, b.x);
+    return vec2<f32>(m, a.y * exp(a.x - m) + b.y * exp(b.x - m));
+}
+
+/// Tree reduction of the pairs in `red` within each query vector's `LANES`
+/// invocations: the result of vector `j` lands in `red[j * LANES]`.
+fn reduce(lid: u32, v: vec2<f32>) {
     red[lid] = v;
     workgroupBarrier();
     let lane = lid % LANES;
     for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
         if lane < stride {
-            if is_max {
-                red[lid] = max(red[lid], red[lid + stride]);
-            } else {
-                red[lid] += red[lid + stride];
-            }
+            red[lid] = merge_ml(red[lid], red[lid + stride]);
         }
         workgroupBarrier();
     }
@@ -26267,25 +26923,32 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let d4 = p.head_dim / 4u;
     let begin = split * chunk;
     let end = min(p.start_pos + p.seq, begin + chunk);
-    // The new rows of this kv head in this split, stored once (by the
-    // first query block).
-    if j0 == 0u {
-        let first = max(begin, p.start_pos);
-        if first < end {
-            for (var e = lid; e < (end - first) * d4; e += WG) {
-                let key = first + e / d4;
-                let src = ((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + e % d4;
-                let dst = (key * p.n_kv_heads + kvh) * d4 + e % d4;
-                k_cache[dst] = vec4<KvElem>(rope4(k_new[src], key - p.start_pos, e % d4));
-                v_cache[dst] = vec4<KvElem>(v_new[src]);
-            }
-        }
+    // The call's new rows of this kv head that the split covers (at most
+    // `seq * d4 <= WG` `vec4`s) and the workgroup's query vectors (at most
+    // `MAXQ * d4 <= WG`): an element of each per invocation, loaded at
+    // clamped (valid) indices with no branch in between, stored below.
+    let first = max(begin, p.start_pos);
+    let n_new = select(0u, (end - first) * d4, first < end);
+    let ew = min(lid, max(n_new, 1u) - 1u);
+    let new_row = first + ew / d4;
+    let t = new_row - p.start_pos;
+    let kw = new_key(t, kvh, ew % d4, d4);
+    let vw = vec4<KvElem>(v_new[(t * p.n_kv_heads + kvh) * d4 + ew % d4]);
+    let eq = min(lid, nq * d4 - 1u);
+    let jq = j0 + eq / d4;
+    let qv = query_at(jq / group, kvh * group + jq % group, eq % d4, d4);
+    // Each workgroup of the split stores its new rows (when a kv head's
+    // query vectors take several workgroups, each stores the same values)
+    // and reads them back from the caches below.
+    if lid < n_new {
+        let dst = (new_row * p.n_kv_heads + kvh) * d4 + ew % d4;
+        k_cache[dst] = kw;
+        v_cache[dst] = vw;
     }
-    for (var e = lid; e < nq * d4; e += WG) {
-        let j = j0 + e / d4;
-        let h = kvh * group + j % group;
-        qs[e] = rope4(q[((j / group) * p.n_heads + h) * d4 + e % d4], j / group, e % d4);
+    if lid < nq * d4 {
+        qs[lid] = qv;
     }
+    storageBarrier();
     workgroupBarrier();
     // Per query vector: the keys its row sees end at `lim`.
     var lim: array<u32, MAXQ>;
@@ -26309,16 +26972,21 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         // probabilities set to 0, and are never stored.
         var dots: array<vec4<f32>, MAXQ>;
         if lid < n_here {
-            // Four loads of the key in flight before any is used.
+            // Eight loads of the key in flight before any is used.
             var d = 0u;
-            for (; d + 4u <= d4; d += 4u) {
+            for (; d + 8u <= d4; d += 8u) {
                 let k0 = key_at(key, kvh, d, d4);
                 let k1 = key_at(key, kvh, d + 1u, d4);
                 let k2 = key_at(key, kvh, d + 2u, d4);
                 let k3 = key_at(key, kvh, d + 3u, d4);
+                let k4 = key_at(key, kvh, d + 4u, d4);
+                let k5 = key_at(key, kvh, d + 5u, d4);
+                let k6 = key_at(key, kvh, d + 6u, d4);
+                let k7 = key_at(key, kvh, d + 7u, d4);
                 for (var jj = 0u; jj < MAXQ; jj++) {
                     let b = jj * d4 + d;
                     dots[jj] += qs[b] * k0 + qs[b + 1u] * k1 + qs[b + 2u] * k2 + qs[b + 3u] * k3;
+                    dots[jj] += qs[b + 4u] * k4 + qs[b + 5u] * k5 + qs[b + 6u] * k6 + qs[b + 7u] * k7;
                 }
             }
             for (; d < d4; d++) {
@@ -26335,19 +27003,39 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             }
             sc[jj * TILE + lid] = s;
         }
+        // The first four values of this invocation's key group, in flight
+        // through the reduction (at indices clamped into the tile; their
+        // probabilities are 0 past it).
+        let last = n_here - 1u;
+        let v0 = value_at(c0 + min(kg, last), kvh, dim4, d4);
+        let v1 = value_at(c0 + min(kg + n_kg, last), kvh, dim4, d4);
+        let v2 = value_at(c0 + min(kg + 2u * n_kg, last), kvh, dim4, d4);
+        let v3 = value_at(c0 + min(kg + 3u * n_kg, last), kvh, dim4, d4);
         workgroupBarrier();
-        var part_max = NEG;
+        // Each lane's `(max, sum)` over its keys of the tile, then the tree.
+        var mx = NEG;
+        var l = 0.0;
         if rq < nq {
-            for (var r = lane; r < TILE; r += LANES) {
-                part_max = max(part_max, sc[rq * TILE + r]);
+            for (var r = lane; r < n_here; r += LANES) {
+                mx = max(mx, sc[rq * TILE + r]);
+            }
+            for (var r = lane; r < n_here; r += LANES) {
+                let s = sc[rq * TILE + r];
+                if s > NEG {
+                    l += exp(s - mx);
+                }
             }
         }
-        reduce(lid, part_max, true);
+        reduce(lid, vec2<f32>(mx, l));
         var m_new: array<f32, MAXQ>;
         var alpha: array<f32, MAXQ>;
         for (var jj = 0u; jj < MAXQ; jj++) {
-            m_new[jj] = max(m_run[jj], red[jj * LANES]);
+            let tile = red[jj * LANES];
+            m_new[jj] = max(m_run[jj], tile.x);
             alpha[jj] = exp(m_run[jj] - m_new[jj]);
+            l_run[jj] = l_run[jj] * alpha[jj] + tile.y * exp(tile.x - m_new[jj]);
+            m_run[jj] = m_new[jj];
+            acc[jj] *= alpha[jj];
         }
         for (var jj = 0u; jj < MAXQ; jj++) {
             let s = sc[jj * TILE + lid];
@@ -26358,29 +27046,25 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             sc[jj * TILE + lid] = pr;
         }
         workgroupBarrier();
-        var part_sum = 0.0;
-        if rq < nq {
-            for (var r = lane; r < TILE; r += LANES) {
-                part_sum += sc[rq * TILE + r];
-            }
-        }
-        reduce(lid, part_sum, false);
-        for (var jj = 0u; jj < MAXQ; jj++) {
-            l_run[jj] = l_run[jj] * alpha[jj] + red[jj * LANES];
-            acc[jj] *= alpha[jj];
-            m_run[jj] = m_new[jj];
-        }
         if kg < n_kg {
+            for (var jj = 0u; jj < MAXQ; jj++) {
+                let b = jj * TILE;
+                let p0 = select(0.0, sc[b + min(kg, TILE - 1u)], kg < n_here);
+                let p1 = select(0.0, sc[b + min(kg + n_kg, TILE - 1u)], kg + n_kg < n_here);
+                let p2 = select(0.0, sc[b + min(kg + 2u * n_kg, TILE - 1u)], kg + 2u * n_kg < n_here);
+                let p3 = select(0.0, sc[b + min(kg + 3u * n_kg, TILE - 1u)], kg + 3u * n_kg < n_here);
+                acc[jj] += p0 * v0 + p1 * v1 + p2 * v2 + p3 * v3;
+            }
             // Four values in flight before any is used.
-            var j = kg;
+            var j = kg + 4u * n_kg;
             for (; j + 3u * n_kg < n_here; j += 4u * n_kg) {
-                let v0 = value_at(c0 + j, kvh, dim4, d4);
-                let v1 = value_at(c0 + j + n_kg, kvh, dim4, d4);
-                let v2 = value_at(c0 + j + 2u * n_kg, kvh, dim4, d4);
-                let v3 = value_at(c0 + j + 3u * n_kg, kvh, dim4, d4);
+                let u0 = value_at(c0 + j, kvh, dim4, d4);
+                let u1 = value_at(c0 + j + n_kg, kvh, dim4, d4);
+                let u2 = value_at(c0 + j + 2u * n_kg, kvh, dim4, d4);
+                let u3 = value_at(c0 + j + 3u * n_kg, kvh, dim4, d4);
                 for (var jj = 0u; jj < MAXQ; jj++) {
                     let b = jj * TILE + j;
-                    acc[jj] += sc[b] * v0 + sc[b + n_kg] * v1 + sc[b + 2u * n_kg] * v2 + sc[b + 3u * n_kg] * v3;
+                    acc[jj] += sc[b] * u0 + sc[b + n_kg] * u1 + sc[b + 2u * n_kg] * u2 + sc[b + 3u * n_kg] * u3;
                 }
             }
             for (; j < n_here; j += n_kg) {
@@ -26429,21 +27113,12 @@ pub const SDPA_SPLIT_ROPE_F16: &str = r#"enable f16;
 //! `table_row + t`, each result
 //! rounded to the activations' dtype as `rope.wgsl` stores it), so RoPE
 //! costs no dispatch of its own; the rotated keys are what it writes into
-//! the key cache. Everything else is `sdpa_split.wgsl`'s (see there).
+//! the key cache. Everything else is `sdpa_split.wgsl`'s (see there):
+//! `common/sdpa_split_body.wgsl`.
 // variants: f32 f16 f32_kvf16
 
 alias Elem = f16;
 alias KvElem = Elem;
-
-const WG: u32 = 256u;
-/// Query vectors per workgroup.
-const MAXQ: u32 = 4u;
-/// Keys per tile (one per invocation when scoring).
-const TILE: u32 = 256u;
-/// Invocations per query vector in the reductions (`MAXQ * LANES = WG`).
-const LANES: u32 = 64u;
-/// Score of a masked key.
-const NEG: f32 = -3.402823e38;
 
 struct Params {
     /// Query rows (`S`).
@@ -26506,45 +27181,59 @@ fn rope4(v: vec4<Elem>, t: u32, d: u32) -> vec4<f32> {
     return vec4<f32>(vec4<Elem>(vec4<f32>(re.x, im.x, re.y, im.y)));
 }
 
-/// `vec4` `d` of key `key` of kv head `kvh` (`d4` per row), as the cache
-/// holds it: the new keys from `k_new` (rotated), the older ones from the
-/// cache.
+/// `vec4` `d` of query row `row` (the call's token `row`), head `h`, rotated.
+fn query_at(row: u32, h: u32, d: u32, d4: u32) -> vec4<f32> {
+    return rope4(q[(row * p.n_heads + h) * d4 + d], row, d);
+}
+
+/// `vec4` `d` of the call's key `t` of kv head `kvh`, rotated, as the cache
+/// holds it.
+fn new_key(t: u32, kvh: u32, d: u32, d4: u32) -> vec4<KvElem> {
+    return vec4<KvElem>(rope4(k_new[(t * p.n_kv_heads + kvh) * d4 + d], t, d));
+}
+
+const WG: u32 = 256u;
+/// Query vectors per workgroup.
+const MAXQ: u32 = 4u;
+/// Keys per tile (one per invocation when scoring).
+const TILE: u32 = 256u;
+/// Invocations per query vector in the reductions (`MAXQ * LANES = WG`).
+const LANES: u32 = 64u;
+/// Score of a masked key.
+const NEG: f32 = -3.402823e38;
+
+/// `vec4` `d` of key `key` of kv head `kvh` (`d4` per row), from the cache.
 fn key_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
-    if key >= p.start_pos {
-        let t = key - p.start_pos;
-        return vec4<f32>(vec4<KvElem>(rope4(k_new[(t * p.n_kv_heads + kvh) * d4 + d], t, d)));
-    }
     return vec4<f32>(k_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
 }
 
 /// The same for the values.
 fn value_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
-    if key >= p.start_pos {
-        return vec4<f32>(vec4<KvElem>(v_new[((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + d]));
-    }
     return vec4<f32>(v_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
 }
 
 var<workgroup> qs: array<vec4<f32>, 256>;
 /// Per query vector and key of the tile: the score, then its probability.
 var<workgroup> sc: array<f32, 1024>;
-var<workgroup> red: array<f32, WG>;
+/// The reduction's `(max, sum of exp(s - max))` pairs.
+var<workgroup> red: array<vec2<f32>, WG>;
 var<workgroup> sums: array<vec4<f32>, WG>;
 
-/// Tree reduction of `red` within each query vector's `LANES` invocations
-/// (max when `is_max`, else sum): the result of vector `j` lands in
-/// `red[j * LANES]`.
-fn reduce(lid: u32, v: f32, is_max: bool) {
+/// Two `(max, sum of exp(s - max))` pairs as one.
+fn merge_ml(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
+    let m = max(a.x, b.x);
+    return vec2<f32>(m, a.y * exp(a.x - m) + b.y * exp(b.x - m));
+}
+
+/// Tree reduction of the pairs in `red` within each query vector's `LANES`
+/// invocations: the result of vector `j` lands in `red[j * LANES]`.
+fn reduce(lid: u32, v: vec2<f32>) {
     red[lid] = v;
     workgroupBarrier();
     let lane = lid % LANES;
     for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
         if lane < stride {
-            if is_max {
-                red[lid] = max(red[lid], red[lid + stride]);
-            } else {
-                red[lid] += red[lid + stride];
-            }
+            red[lid] = merge_ml(red[lid], red[lid + stride]);
         }
         workgroupBarrier();
     }
@@ -26569,25 +27258,32 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let d4 = p.head_dim / 4u;
     let begin = split * chunk;
     let end = min(p.start_pos + p.seq, begin + chunk);
-    // The new rows of this kv head in this split, stored once (by the
-    // first query block).
-    if j0 == 0u {
-        let first = max(begin, p.start_pos);
-        if first < end {
-            for (var e = lid; e < (end - first) * d4; e += WG) {
-                let key = first + e / d4;
-                let src = ((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + e % d4;
-                let dst = (key * p.n_kv_heads + kvh) * d4 + e % d4;
-                k_cache[dst] = vec4<KvElem>(rope4(k_new[src], key - p.start_pos, e % d4));
-                v_cache[dst] = vec4<KvElem>(v_new[src]);
-            }
-        }
+    // The call's new rows of this kv head that the split covers (at most
+    // `seq * d4 <= WG` `vec4`s) and the workgroup's query vectors (at most
+    // `MAXQ * d4 <= WG`): an element of each per invocation, loaded at
+    // clamped (valid) indices with no branch in between, stored below.
+    let first = max(begin, p.start_pos);
+    let n_new = select(0u, (end - first) * d4, first < end);
+    let ew = min(lid, max(n_new, 1u) - 1u);
+    let new_row = first + ew / d4;
+    let t = new_row - p.start_pos;
+    let kw = new_key(t, kvh, ew % d4, d4);
+    let vw = vec4<KvElem>(v_new[(t * p.n_kv_heads + kvh) * d4 + ew % d4]);
+    let eq = min(lid, nq * d4 - 1u);
+    let jq = j0 + eq / d4;
+    let qv = query_at(jq / group, kvh * group + jq % group, eq % d4, d4);
+    // Each workgroup of the split stores its new rows (when a kv head's
+    // query vectors take several workgroups, each stores the same values)
+    // and reads them back from the caches below.
+    if lid < n_new {
+        let dst = (new_row * p.n_kv_heads + kvh) * d4 + ew % d4;
+        k_cache[dst] = kw;
+        v_cache[dst] = vw;
     }
-    for (var e = lid; e < nq * d4; e += WG) {
-        let j = j0 + e / d4;
-        let h = kvh * group + j % group;
-        qs[e] = rope4(q[((j / group) * p.n_heads + h) * d4 + e % d4], j / group, e % d4);
+    if lid < nq * d4 {
+        qs[lid] = qv;
     }
+    storageBarrier();
     workgroupBarrier();
     // Per query vector: the keys its row sees end at `lim`.
     var lim: array<u32, MAXQ>;
@@ -26611,16 +27307,21 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         // probabilities set to 0, and are never stored.
         var dots: array<vec4<f32>, MAXQ>;
         if lid < n_here {
-            // Four loads of the key in flight before any is used.
+            // Eight loads of the key in flight before any is used.
             var d = 0u;
-            for (; d + 4u <= d4; d += 4u) {
+            for (; d + 8u <= d4; d += 8u) {
                 let k0 = key_at(key, kvh, d, d4);
                 let k1 = key_at(key, kvh, d + 1u, d4);
                 let k2 = key_at(key, kvh, d + 2u, d4);
                 let k3 = key_at(key, kvh, d + 3u, d4);
+                let k4 = key_at(key, kvh, d + 4u, d4);
+                let k5 = key_at(key, kvh, d + 5u, d4);
+                let k6 = key_at(key, kvh, d + 6u, d4);
+                let k7 = key_at(key, kvh, d + 7u, d4);
                 for (var jj = 0u; jj < MAXQ; jj++) {
                     let b = jj * d4 + d;
                     dots[jj] += qs[b] * k0 + qs[b + 1u] * k1 + qs[b + 2u] * k2 + qs[b + 3u] * k3;
+                    dots[jj] += qs[b + 4u] * k4 + qs[b + 5u] * k5 + qs[b + 6u] * k6 + qs[b + 7u] * k7;
                 }
             }
             for (; d < d4; d++) {
@@ -26637,19 +27338,39 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             }
             sc[jj * TILE + lid] = s;
         }
+        // The first four values of this invocation's key group, in flight
+        // through the reduction (at indices clamped into the tile; their
+        // probabilities are 0 past it).
+        let last = n_here - 1u;
+        let v0 = value_at(c0 + min(kg, last), kvh, dim4, d4);
+        let v1 = value_at(c0 + min(kg + n_kg, last), kvh, dim4, d4);
+        let v2 = value_at(c0 + min(kg + 2u * n_kg, last), kvh, dim4, d4);
+        let v3 = value_at(c0 + min(kg + 3u * n_kg, last), kvh, dim4, d4);
         workgroupBarrier();
-        var part_max = NEG;
+        // Each lane's `(max, sum)` over its keys of the tile, then the tree.
+        var mx = NEG;
+        var l = 0.0;
         if rq < nq {
-            for (var r = lane; r < TILE; r += LANES) {
-                part_max = max(part_max, sc[rq * TILE + r]);
+            for (var r = lane; r < n_here; r += LANES) {
+                mx = max(mx, sc[rq * TILE + r]);
+            }
+            for (var r = lane; r < n_here; r += LANES) {
+                let s = sc[rq * TILE + r];
+                if s > NEG {
+                    l += exp(s - mx);
+                }
             }
         }
-        reduce(lid, part_max, true);
+        reduce(lid, vec2<f32>(mx, l));
         var m_new: array<f32, MAXQ>;
         var alpha: array<f32, MAXQ>;
         for (var jj = 0u; jj < MAXQ; jj++) {
-            m_new[jj] = max(m_run[jj], red[jj * LANES]);
+            let tile = red[jj * LANES];
+            m_new[jj] = max(m_run[jj], tile.x);
             alpha[jj] = exp(m_run[jj] - m_new[jj]);
+            l_run[jj] = l_run[jj] * alpha[jj] + tile.y * exp(tile.x - m_new[jj]);
+            m_run[jj] = m_new[jj];
+            acc[jj] *= alpha[jj];
         }
         for (var jj = 0u; jj < MAXQ; jj++) {
             let s = sc[jj * TILE + lid];
@@ -26660,29 +27381,25 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             sc[jj * TILE + lid] = pr;
         }
         workgroupBarrier();
-        var part_sum = 0.0;
-        if rq < nq {
-            for (var r = lane; r < TILE; r += LANES) {
-                part_sum += sc[rq * TILE + r];
-            }
-        }
-        reduce(lid, part_sum, false);
-        for (var jj = 0u; jj < MAXQ; jj++) {
-            l_run[jj] = l_run[jj] * alpha[jj] + red[jj * LANES];
-            acc[jj] *= alpha[jj];
-            m_run[jj] = m_new[jj];
-        }
         if kg < n_kg {
+            for (var jj = 0u; jj < MAXQ; jj++) {
+                let b = jj * TILE;
+                let p0 = select(0.0, sc[b + min(kg, TILE - 1u)], kg < n_here);
+                let p1 = select(0.0, sc[b + min(kg + n_kg, TILE - 1u)], kg + n_kg < n_here);
+                let p2 = select(0.0, sc[b + min(kg + 2u * n_kg, TILE - 1u)], kg + 2u * n_kg < n_here);
+                let p3 = select(0.0, sc[b + min(kg + 3u * n_kg, TILE - 1u)], kg + 3u * n_kg < n_here);
+                acc[jj] += p0 * v0 + p1 * v1 + p2 * v2 + p3 * v3;
+            }
             // Four values in flight before any is used.
-            var j = kg;
+            var j = kg + 4u * n_kg;
             for (; j + 3u * n_kg < n_here; j += 4u * n_kg) {
-                let v0 = value_at(c0 + j, kvh, dim4, d4);
-                let v1 = value_at(c0 + j + n_kg, kvh, dim4, d4);
-                let v2 = value_at(c0 + j + 2u * n_kg, kvh, dim4, d4);
-                let v3 = value_at(c0 + j + 3u * n_kg, kvh, dim4, d4);
+                let u0 = value_at(c0 + j, kvh, dim4, d4);
+                let u1 = value_at(c0 + j + n_kg, kvh, dim4, d4);
+                let u2 = value_at(c0 + j + 2u * n_kg, kvh, dim4, d4);
+                let u3 = value_at(c0 + j + 3u * n_kg, kvh, dim4, d4);
                 for (var jj = 0u; jj < MAXQ; jj++) {
                     let b = jj * TILE + j;
-                    acc[jj] += sc[b] * v0 + sc[b + n_kg] * v1 + sc[b + 2u * n_kg] * v2 + sc[b + 3u * n_kg] * v3;
+                    acc[jj] += sc[b] * u0 + sc[b + n_kg] * u1 + sc[b + 2u * n_kg] * u2 + sc[b + 3u * n_kg] * u3;
                 }
             }
             for (; j < n_here; j += n_kg) {
@@ -26731,21 +27448,12 @@ pub const SDPA_SPLIT_ROPE_F32_KVF16: &str = r#"enable f16;
 //! `table_row + t`, each result
 //! rounded to the activations' dtype as `rope.wgsl` stores it), so RoPE
 //! costs no dispatch of its own; the rotated keys are what it writes into
-//! the key cache. Everything else is `sdpa_split.wgsl`'s (see there).
+//! the key cache. Everything else is `sdpa_split.wgsl`'s (see there):
+//! `common/sdpa_split_body.wgsl`.
 // variants: f32 f16 f32_kvf16
 
 alias Elem = f32;
 alias KvElem = f16;
-
-const WG: u32 = 256u;
-/// Query vectors per workgroup.
-const MAXQ: u32 = 4u;
-/// Keys per tile (one per invocation when scoring).
-const TILE: u32 = 256u;
-/// Invocations per query vector in the reductions (`MAXQ * LANES = WG`).
-const LANES: u32 = 64u;
-/// Score of a masked key.
-const NEG: f32 = -3.402823e38;
 
 struct Params {
     /// Query rows (`S`).
@@ -26808,45 +27516,59 @@ fn rope4(v: vec4<Elem>, t: u32, d: u32) -> vec4<f32> {
     return vec4<f32>(vec4<Elem>(vec4<f32>(re.x, im.x, re.y, im.y)));
 }
 
-/// `vec4` `d` of key `key` of kv head `kvh` (`d4` per row), as the cache
-/// holds it: the new keys from `k_new` (rotated), the older ones from the
-/// cache.
+/// `vec4` `d` of query row `row` (the call's token `row`), head `h`, rotated.
+fn query_at(row: u32, h: u32, d: u32, d4: u32) -> vec4<f32> {
+    return rope4(q[(row * p.n_heads + h) * d4 + d], row, d);
+}
+
+/// `vec4` `d` of the call's key `t` of kv head `kvh`, rotated, as the cache
+/// holds it.
+fn new_key(t: u32, kvh: u32, d: u32, d4: u32) -> vec4<KvElem> {
+    return vec4<KvElem>(rope4(k_new[(t * p.n_kv_heads + kvh) * d4 + d], t, d));
+}
+
+const WG: u32 = 256u;
+/// Query vectors per workgroup.
+const MAXQ: u32 = 4u;
+/// Keys per tile (one per invocation when scoring).
+const TILE: u32 = 256u;
+/// Invocations per query vector in the reductions (`MAXQ * LANES = WG`).
+const LANES: u32 = 64u;
+/// Score of a masked key.
+const NEG: f32 = -3.402823e38;
+
+/// `vec4` `d` of key `key` of kv head `kvh` (`d4` per row), from the cache.
 fn key_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
-    if key >= p.start_pos {
-        let t = key - p.start_pos;
-        return vec4<f32>(vec4<KvElem>(rope4(k_new[(t * p.n_kv_heads + kvh) * d4 + d], t, d)));
-    }
     return vec4<f32>(k_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
 }
 
 /// The same for the values.
 fn value_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
-    if key >= p.start_pos {
-        return vec4<f32>(vec4<KvElem>(v_new[((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + d]));
-    }
     return vec4<f32>(v_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
 }
 
 var<workgroup> qs: array<vec4<f32>, 256>;
 /// Per query vector and key of the tile: the score, then its probability.
 var<workgroup> sc: array<f32, 1024>;
-var<workgroup> red: array<f32, WG>;
+/// The reduction's `(max, sum of exp(s - max))` pairs.
+var<workgroup> red: array<vec2<f32>, WG>;
 var<workgroup> sums: array<vec4<f32>, WG>;
 
-/// Tree reduction of `red` within each query vector's `LANES` invocations
-/// (max when `is_max`, else sum): the result of vector `j` lands in
-/// `red[j * LANES]`.
-fn reduce(lid: u32, v: f32, is_max: bool) {
+/// Two `(max, sum of exp(s - max))` pairs as one.
+fn merge_ml(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
+    let m = max(a.x, b.x);
+    return vec2<f32>(m, a.y * exp(a.x - m) + b.y * exp(b.x - m));
+}
+
+/// Tree reduction of the pairs in `red` within each query vector's `LANES`
+/// invocations: the result of vector `j` lands in `red[j * LANES]`.
+fn reduce(lid: u32, v: vec2<f32>) {
     red[lid] = v;
     workgroupBarrier();
     let lane = lid % LANES;
     for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
         if lane < stride {
-            if is_max {
-                red[lid] = max(red[lid], red[lid + stride]);
-            } else {
-                red[lid] += red[lid + stride];
-            }
+            red[lid] = merge_ml(red[lid], red[lid + stride]);
         }
         workgroupBarrier();
     }
@@ -26871,25 +27593,32 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let d4 = p.head_dim / 4u;
     let begin = split * chunk;
     let end = min(p.start_pos + p.seq, begin + chunk);
-    // The new rows of this kv head in this split, stored once (by the
-    // first query block).
-    if j0 == 0u {
-        let first = max(begin, p.start_pos);
-        if first < end {
-            for (var e = lid; e < (end - first) * d4; e += WG) {
-                let key = first + e / d4;
-                let src = ((key - p.start_pos) * p.n_kv_heads + kvh) * d4 + e % d4;
-                let dst = (key * p.n_kv_heads + kvh) * d4 + e % d4;
-                k_cache[dst] = vec4<KvElem>(rope4(k_new[src], key - p.start_pos, e % d4));
-                v_cache[dst] = vec4<KvElem>(v_new[src]);
-            }
-        }
+    // The call's new rows of this kv head that the split covers (at most
+    // `seq * d4 <= WG` `vec4`s) and the workgroup's query vectors (at most
+    // `MAXQ * d4 <= WG`): an element of each per invocation, loaded at
+    // clamped (valid) indices with no branch in between, stored below.
+    let first = max(begin, p.start_pos);
+    let n_new = select(0u, (end - first) * d4, first < end);
+    let ew = min(lid, max(n_new, 1u) - 1u);
+    let new_row = first + ew / d4;
+    let t = new_row - p.start_pos;
+    let kw = new_key(t, kvh, ew % d4, d4);
+    let vw = vec4<KvElem>(v_new[(t * p.n_kv_heads + kvh) * d4 + ew % d4]);
+    let eq = min(lid, nq * d4 - 1u);
+    let jq = j0 + eq / d4;
+    let qv = query_at(jq / group, kvh * group + jq % group, eq % d4, d4);
+    // Each workgroup of the split stores its new rows (when a kv head's
+    // query vectors take several workgroups, each stores the same values)
+    // and reads them back from the caches below.
+    if lid < n_new {
+        let dst = (new_row * p.n_kv_heads + kvh) * d4 + ew % d4;
+        k_cache[dst] = kw;
+        v_cache[dst] = vw;
     }
-    for (var e = lid; e < nq * d4; e += WG) {
-        let j = j0 + e / d4;
-        let h = kvh * group + j % group;
-        qs[e] = rope4(q[((j / group) * p.n_heads + h) * d4 + e % d4], j / group, e % d4);
+    if lid < nq * d4 {
+        qs[lid] = qv;
     }
+    storageBarrier();
     workgroupBarrier();
     // Per query vector: the keys its row sees end at `lim`.
     var lim: array<u32, MAXQ>;
@@ -26913,16 +27642,21 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         // probabilities set to 0, and are never stored.
         var dots: array<vec4<f32>, MAXQ>;
         if lid < n_here {
-            // Four loads of the key in flight before any is used.
+            // Eight loads of the key in flight before any is used.
             var d = 0u;
-            for (; d + 4u <= d4; d += 4u) {
+            for (; d + 8u <= d4; d += 8u) {
                 let k0 = key_at(key, kvh, d, d4);
                 let k1 = key_at(key, kvh, d + 1u, d4);
                 let k2 = key_at(key, kvh, d + 2u, d4);
                 let k3 = key_at(key, kvh, d + 3u, d4);
+                let k4 = key_at(key, kvh, d + 4u, d4);
+                let k5 = key_at(key, kvh, d + 5u, d4);
+                let k6 = key_at(key, kvh, d + 6u, d4);
+                let k7 = key_at(key, kvh, d + 7u, d4);
                 for (var jj = 0u; jj < MAXQ; jj++) {
                     let b = jj * d4 + d;
                     dots[jj] += qs[b] * k0 + qs[b + 1u] * k1 + qs[b + 2u] * k2 + qs[b + 3u] * k3;
+                    dots[jj] += qs[b + 4u] * k4 + qs[b + 5u] * k5 + qs[b + 6u] * k6 + qs[b + 7u] * k7;
                 }
             }
             for (; d < d4; d++) {
@@ -26939,19 +27673,39 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             }
             sc[jj * TILE + lid] = s;
         }
+        // The first four values of this invocation's key group, in flight
+        // through the reduction (at indices clamped into the tile; their
+        // probabilities are 0 past it).
+        let last = n_here - 1u;
+        let v0 = value_at(c0 + min(kg, last), kvh, dim4, d4);
+        let v1 = value_at(c0 + min(kg + n_kg, last), kvh, dim4, d4);
+        let v2 = value_at(c0 + min(kg + 2u * n_kg, last), kvh, dim4, d4);
+        let v3 = value_at(c0 + min(kg + 3u * n_kg, last), kvh, dim4, d4);
         workgroupBarrier();
-        var part_max = NEG;
+        // Each lane's `(max, sum)` over its keys of the tile, then the tree.
+        var mx = NEG;
+        var l = 0.0;
         if rq < nq {
-            for (var r = lane; r < TILE; r += LANES) {
-                part_max = max(part_max, sc[rq * TILE + r]);
+            for (var r = lane; r < n_here; r += LANES) {
+                mx = max(mx, sc[rq * TILE + r]);
+            }
+            for (var r = lane; r < n_here; r += LANES) {
+                let s = sc[rq * TILE + r];
+                if s > NEG {
+                    l += exp(s - mx);
+                }
             }
         }
-        reduce(lid, part_max, true);
+        reduce(lid, vec2<f32>(mx, l));
         var m_new: array<f32, MAXQ>;
         var alpha: array<f32, MAXQ>;
         for (var jj = 0u; jj < MAXQ; jj++) {
-            m_new[jj] = max(m_run[jj], red[jj * LANES]);
+            let tile = red[jj * LANES];
+            m_new[jj] = max(m_run[jj], tile.x);
             alpha[jj] = exp(m_run[jj] - m_new[jj]);
+            l_run[jj] = l_run[jj] * alpha[jj] + tile.y * exp(tile.x - m_new[jj]);
+            m_run[jj] = m_new[jj];
+            acc[jj] *= alpha[jj];
         }
         for (var jj = 0u; jj < MAXQ; jj++) {
             let s = sc[jj * TILE + lid];
@@ -26962,29 +27716,25 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             sc[jj * TILE + lid] = pr;
         }
         workgroupBarrier();
-        var part_sum = 0.0;
-        if rq < nq {
-            for (var r = lane; r < TILE; r += LANES) {
-                part_sum += sc[rq * TILE + r];
-            }
-        }
-        reduce(lid, part_sum, false);
-        for (var jj = 0u; jj < MAXQ; jj++) {
-            l_run[jj] = l_run[jj] * alpha[jj] + red[jj * LANES];
-            acc[jj] *= alpha[jj];
-            m_run[jj] = m_new[jj];
-        }
         if kg < n_kg {
+            for (var jj = 0u; jj < MAXQ; jj++) {
+                let b = jj * TILE;
+                let p0 = select(0.0, sc[b + min(kg, TILE - 1u)], kg < n_here);
+                let p1 = select(0.0, sc[b + min(kg + n_kg, TILE - 1u)], kg + n_kg < n_here);
+                let p2 = select(0.0, sc[b + min(kg + 2u * n_kg, TILE - 1u)], kg + 2u * n_kg < n_here);
+                let p3 = select(0.0, sc[b + min(kg + 3u * n_kg, TILE - 1u)], kg + 3u * n_kg < n_here);
+                acc[jj] += p0 * v0 + p1 * v1 + p2 * v2 + p3 * v3;
+            }
             // Four values in flight before any is used.
-            var j = kg;
+            var j = kg + 4u * n_kg;
             for (; j + 3u * n_kg < n_here; j += 4u * n_kg) {
-                let v0 = value_at(c0 + j, kvh, dim4, d4);
-                let v1 = value_at(c0 + j + n_kg, kvh, dim4, d4);
-                let v2 = value_at(c0 + j + 2u * n_kg, kvh, dim4, d4);
-                let v3 = value_at(c0 + j + 3u * n_kg, kvh, dim4, d4);
+                let u0 = value_at(c0 + j, kvh, dim4, d4);
+                let u1 = value_at(c0 + j + n_kg, kvh, dim4, d4);
+                let u2 = value_at(c0 + j + 2u * n_kg, kvh, dim4, d4);
+                let u3 = value_at(c0 + j + 3u * n_kg, kvh, dim4, d4);
                 for (var jj = 0u; jj < MAXQ; jj++) {
                     let b = jj * TILE + j;
-                    acc[jj] += sc[b] * v0 + sc[b + n_kg] * v1 + sc[b + 2u * n_kg] * v2 + sc[b + 3u * n_kg] * v3;
+                    acc[jj] += sc[b] * u0 + sc[b + n_kg] * u1 + sc[b + 2u * n_kg] * u2 + sc[b + 3u * n_kg] * u3;
                 }
             }
             for (; j < n_here; j += n_kg) {

@@ -36,6 +36,11 @@
 //!   arguments after the key>, freqs_cos, freqs_sin, →[xq_out, xk_out,
 //!   out])`: RoPE and the attention that reads it, the rotation inside the
 //!   split-KV partials kernel on the decode route (`fused/rope_attention.rs`).
+//! - `etwgpu.sdpa_rope_linear_q4gsw.default(<that op's arguments but its
+//!   output list>, weights, weight_scales, group_size, bias?, →[xq_out,
+//!   xk_out, attn, out])`: that op and the 4-bit linear reading its output
+//!   (through a view to `[1, S, Hq * D]`), the split-KV combine inside the
+//!   linear's GEMV on the decode route (`fused/rope_attention.rs`).
 
 mod expr;
 mod linears;
@@ -47,7 +52,7 @@ pub use linears::{linear_q4gsw_qkv, linear_q4gsw_swiglu, linear_qkv, linear_swig
 pub use norm_linears::{
     Q4_GEMV_NORM_MAX_ELEMS, rms_norm_linear_q4gsw, rms_norm_linear_q4gsw_qkv, rms_norm_linear_q4gsw_swiglu,
 };
-pub use rope_attention::sdpa_rope_with_kv_cache;
+pub use rope_attention::{sdpa_rope_linear_q4gsw, sdpa_rope_with_kv_cache};
 
 use crate::error::{Error, Result};
 use crate::ops::elementwise::UnaryOp;

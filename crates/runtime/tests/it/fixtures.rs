@@ -164,8 +164,10 @@ fn intermediates_share_arenas() {
 #[test]
 fn decode_steps_do_not_lower_the_chain() {
     let Some(rt) = crate::runtime() else { return };
-    let options =
-        etwgpu_graph::FuseOptions { max_storage_buffers: rt.device().limits().max_storage_buffers_per_shader_stage };
+    let options = etwgpu_graph::FuseOptions {
+        max_storage_buffers: rt.device().limits().max_storage_buffers_per_shader_stage,
+        ..Default::default()
+    };
     for name in ["llama_tiny_fp32", "llama_tiny_q4", "llama_tiny_8da4w", "llama_tiny_static"] {
         let dir = fixtures_dir().join(name);
         let program = Program::open(dir.join("model.pte")).expect("model");
@@ -225,8 +227,10 @@ fn profiled_runs_match_plain_runs() {
     assert_eq!(plain, profiled);
     let rows = method.profile();
     // One row per op of the chains that ran: the fused ones.
-    let options =
-        etwgpu_graph::FuseOptions { max_storage_buffers: rt.device().limits().max_storage_buffers_per_shader_stage };
+    let options = etwgpu_graph::FuseOptions {
+        max_storage_buffers: rt.device().limits().max_storage_buffers_per_shader_stage,
+        ..Default::default()
+    };
     let n_ops: usize = program.methods[0]
         .delegates
         .iter()

@@ -584,6 +584,96 @@ fn rope_goes_into_the_attention_after_it() {
     }
 }
 
+/// The attention of [`rope_goes_into_the_attention_after_it`] viewed to
+/// `[1, S, Hq * D]` and read by a 4-bit linear (the O projection, N = 40,
+/// K = 64 in groups of 32): one `etwgpu.sdpa_rope_linear_q4gsw`, whose
+/// decode calls (1 and 3 rows) run the split partials then the GEMV that
+/// merges them (`q4_gemv_attn.wgsl`): two dispatches where the unfused
+/// chain runs four (RoPE, partials, combine, GEMV). A prompt of 130 rows
+/// first, so that the decode calls merge several splits (5 at 131 keys in
+/// a cache of 160: a batch of four and one more); the prompt runs the
+/// attention's steps then the linear's.
+#[test]
+fn attention_goes_into_the_4bit_linear_after_it() {
+    for dtype in [DType::F32, DType::F16] {
+        let (hq, hkv, d, cache, max_s, n) = (4u64, 2u64, 16u64, 160u64, 132u64, 40u64);
+        let k = hq * d;
+        let mut g = GraphBuilder::new();
+        let xq = g.tensor_staged(dtype, DType::F32, &[1, max_s, hq, d]);
+        let xk = g.tensor_staged(dtype, DType::F32, &[1, max_s, hkv, d]);
+        let v = g.tensor_staged(dtype, DType::F32, &[1, max_s, hkv, d]);
+        let pos = g.tensor_staged(DType::I32, DType::I64, &[1]);
+        let table = |f: fn(f32) -> f32| -> Vec<f32> {
+            (0..cache).flat_map(|t| (0..d / 2).map(move |j| f((t * (j + 1)) as f32 / 8.0))).collect()
+        };
+        let cos_t = g.constant(dtype, &[cache, d / 2], &float_bytes(dtype, &table(f32::cos)));
+        let sin_t = g.constant(dtype, &[cache, d / 2], &float_bytes(dtype, &table(f32::sin)));
+        let elem_bytes = if dtype == DType::F16 { 2 } else { 4 };
+        let zeros = vec![0u8; (cache * hkv * d * elem_bytes) as usize];
+        let k_cache = g.constant(dtype, &[1, cache, hkv, d], &zeros);
+        let v_cache = g.constant(dtype, &[1, cache, hkv, d], &zeros);
+        let bytes: Vec<u8> = data((n * k / 2) as usize, 401).iter().map(|v| ((v + 2.0) * 63.0) as u8).collect();
+        let scales: Vec<f32> = data((k / 32 * n) as usize, 402).iter().map(|v| v * 0.05).collect();
+        let w = g.constant(DType::U8, &[n, k / 2], &bytes);
+        let s = g.constant(dtype, &[k / 32, n], &float_bytes(dtype, &scales));
+        let (q_rot, k_rot) = (g.tensor(dtype, &[1, max_s, hq, d]), g.tensor(dtype, &[1, max_s, hkv, d]));
+        let (cos, sin) = (g.tensor(dtype, &[max_s, d / 2]), g.tensor(dtype, &[max_s, d / 2]));
+        let rotated = g.value_list(&[q_rot, k_rot]);
+        let (zero, one, causal, null, gs) = (g.int(0), g.int(1), g.bool(true), g.null(), g.int(32));
+        let (start, seq, end) = (g.sym_int(), g.sym_int(), g.sym_int());
+        let attn = g.tensor(dtype, &[1, max_s, hq, d]);
+        let k_int = g.int(k as i64);
+        let (flat, x) = (g.value_list(&[one, seq, k_int]), g.tensor(dtype, &[1, max_s, k]));
+        let out = g.tensor_staged(dtype, DType::F32, &[1, max_s, n]);
+        g.op("et_vk.select_as_symint.default", &[pos, zero, zero, start])
+            .op("sym_size.int", &[xq, one, seq])
+            .op("add", &[start, seq, end])
+            .op("aten.slice_copy.Tensor", &[cos_t, zero, start, end, one, cos])
+            .op("aten.slice_copy.Tensor", &[sin_t, zero, start, end, one, sin])
+            .op("et_vk.apply_rotary_emb.default", &[xq, xk, cos, sin, rotated])
+            .op(
+                "sdpa_with_kv_cache.default",
+                &[q_rot, k_rot, v, k_cache, v_cache, start, one, null, zero, causal, null, attn],
+            )
+            .op("aten.view_copy.default", &[attn, flat, x])
+            .op("et_vk.linear_q4gsw.default", &[x, w, s, gs, null, out]);
+        g.inputs(&[xq, xk, v, pos]).outputs(&[out]);
+        let mut at = 0u64;
+        let calls: Vec<Vec<Tensor>> = [130u64, 1, 3, 1]
+            .iter()
+            .enumerate()
+            .map(|(i, &s)| {
+                let seed = 410 + 10 * i as u32;
+                let call = vec![
+                    Tensor::from_f32(&[1, s, hq, d], &data((s * hq * d) as usize, seed)),
+                    Tensor::from_f32(&[1, s, hkv, d], &data((s * hkv * d) as usize, seed + 1)),
+                    Tensor::from_f32(&[1, s, hkv, d], &data((s * hkv * d) as usize, seed + 2)),
+                    crate::llm::int_tensor(DType::I64, &[1], &[at as i64]),
+                ];
+                at += s;
+                call
+            })
+            .collect();
+        let (name, tol) = match dtype {
+            DType::F32 => ("attention_linear", 1e-5),
+            _ => ("attention_linear_f16", 1e-2),
+        };
+        check_saving(name, g.clone(), &[FusionKind::RopeAttention, FusionKind::AttentionLinear], &calls, tol, |k| {
+            k > 0
+        });
+        // The decode calls: the partials and the merging GEMV only.
+        let Some(rt) = crate::runtime() else { return };
+        let p = program(g);
+        let mut m = rt.load_with(&p, "forward", &LoadOptions::default()).expect("loads");
+        for (k, inputs) in calls.iter().enumerate() {
+            m.run(inputs).expect("runs");
+            if k > 0 {
+                assert_eq!(m.n_dispatches(), 2, "{name} call {k}: dispatches");
+            }
+        }
+    }
+}
+
 /// `exp(x) + exp(x)`: the second `exp` repeats the first and goes; the
 /// sum then reads one value twice and fuses with it.
 #[test]

@@ -9,11 +9,19 @@
 //! rotated keys into the cache; the rotated query and key are not written.
 //! Elsewhere it is the rotation's dispatch (`rope.wgsl`) then the
 //! attention's own lowering.
+//!
+//! `etwgpu.sdpa_rope_linear_q4gsw` is that op and the 4-bit linear (the O
+//! projection) that reads its output: on the decode route, where the
+//! split plan allows ([`combine_folds`]), the split attention's combine
+//! and the linear's GEMV are one dispatch (`q4_gemv_attn.wgsl`, whose
+//! workgroups merge the partials themselves), and the attention's output
+//! is not written; elsewhere the attention's steps then the linear's.
 
 use crate::error::{Error, Result};
 use crate::generated::shaders::{Family, ShaderId};
-use crate::ops::llm::{apply_rotary_emb_into, sdpa_with_kv_cache_into};
-use crate::plan::{Ctx, Lowered, Shader, Step, TensorInfo, Uniform, Vid, to_u32};
+use crate::ops::llm::{apply_rotary_emb_into, combine_folds, fold_combine, sdpa_with_kv_cache_into, split_route};
+use crate::ops::quant::linear_q4gsw_into;
+use crate::plan::{Ctx, Lowered, Shader, Step, TensorInfo, Uniform, Vid, float_shader, to_u32};
 
 /// `etwgpu.sdpa_rope_with_kv_cache.default(xq [1,S,Hq,D], xk [1,S,Hkv,D],
 /// value, key_cache, value_cache, start_pos, seq_len, attn_mask?,
@@ -24,7 +32,6 @@ use crate::plan::{Ctx, Lowered, Shader, Step, TensorInfo, Uniform, Vid, to_u32};
 /// `sdpa_with_kv_cache` of the rotated query and key.
 pub fn sdpa_rope_with_kv_cache(c: &Ctx<'_>) -> Result<Lowered> {
     c.expect_args(15)?;
-    let table_row = crate::ops::index::non_negative(c, 13, "table_row")?;
     let outs = c.tensor_list(14, "out")?;
     let [q_rot, k_rot, out] = outs[..] else {
         return Err(Error::ArgValue {
@@ -34,6 +41,66 @@ pub fn sdpa_rope_with_kv_cache(c: &Ctx<'_>) -> Result<Lowered> {
             reason: "expected the rotated query and key, then the attention's output",
         });
     };
+    sdpa_rope_into(c, q_rot, k_rot, out)
+}
+
+/// `etwgpu.sdpa_rope_linear_q4gsw.default(<sdpa_rope_with_kv_cache's
+/// arguments but its output list>, weights u8 [N, Hq * D / 2],
+/// weight_scales, group_size, bias?, →[xq_out, xk_out, attn [1, S, Hq, D],
+/// out [1, S, N]])`: `et_vk.linear_q4gsw` of the attention's output
+/// viewed as `[1, S, Hq * D]`.
+pub fn sdpa_rope_linear_q4gsw(c: &Ctx<'_>) -> Result<Lowered> {
+    c.expect_args(19)?;
+    let outs = c.tensor_list(18, "out")?;
+    let [q_rot, k_rot, attn, out] = outs[..] else {
+        return Err(Error::ArgValue {
+            arg_idx: 18,
+            name: "out",
+            found: format!("{} tensors", outs.len()),
+            reason: "expected the rotated query and key, the attention's output, then the linear's",
+        });
+    };
+    let attention = sdpa_rope_into(c, q_rot, k_rot, attn)?;
+    // Checked by the attention's rule: `[1, S, Hq, D]`, and the caches
+    // `[1, Cmax, Hkv, D]`.
+    let xq = c.tensor(0, "xq")?;
+    let k_cache = c.tensor(3, "key_cache")?;
+    let (&[_, s, hq, d], &[_, cmax, hkv, _]) = (xq.shape, k_cache.shape) else {
+        return Err(Error::Shape {
+            arg_idx: 0,
+            name: "xq",
+            expected: "[1, S, Hq, D]".into(),
+            found: xq.shape.to_vec(),
+        });
+    };
+    // The linear reads the attention's output at `[1, S, Hq * D]`.
+    let x_shape = [1, s, hq * d];
+    let x = TensorInfo { shape: &x_shape, ..attn };
+    let linear_args = [attn.id, c.id(14), c.id(15), c.id(16), c.id(17)];
+    let linear = linear_q4gsw_into(&c.with_args(&linear_args), &x, &out)?;
+    let mut shapes = attention.shapes;
+    shapes.extend(linear.shapes);
+    let folded = match (&attention.steps[..], &linear.steps[..]) {
+        ([.., combine], [gemv]) if combine_folds(split_route(c.caps(), d), s, hq, hkv, d, cmax) => {
+            fold_combine(combine, gemv, float_shader(Family::Q4GemvAttn, &x, 0, "xq")?)
+        }
+        _ => None,
+    };
+    let steps = match folded {
+        Some(d) => {
+            let mut steps = attention.steps;
+            *steps.last_mut().expect("matched a last step") = Step::Dispatch(d);
+            steps
+        }
+        None => [attention.steps, linear.steps].concat(),
+    };
+    Ok(Lowered { shapes, steps })
+}
+
+/// [`sdpa_rope_with_kv_cache`] with its outputs given: `c`'s arguments 0
+/// to 13 are the op's.
+fn sdpa_rope_into(c: &Ctx<'_>, q_rot: TensorInfo<'_>, k_rot: TensorInfo<'_>, out: TensorInfo<'_>) -> Result<Lowered> {
+    let table_row = crate::ops::index::non_negative(c, 13, "table_row")?;
     let (xq, xk) = (c.tensor(0, "xq")?, c.tensor(1, "xk")?);
     let rope_args = [c.id(0), c.id(1), c.id(11), c.id(12)];
     let rope = apply_rotary_emb_into(&c.with_args(&rope_args), q_rot, k_rot, Some(table_row))?;

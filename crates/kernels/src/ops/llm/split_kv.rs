@@ -3,12 +3,14 @@
 //! subgroups `sdpa_split_sg.wgsl`) and the combine
 //! (`sdpa_split_combine.wgsl`): which partials kernel runs
 //! ([`split_route`], the one place that decides), the split plan of each
-//! route, the scratch the partials need, and the two dispatches.
+//! route, the scratch the partials need, and the two dispatches; and the
+//! combine folded into the 4-bit GEMV that reads the attention's output
+//! ([`combine_folds`], [`fold_combine`]: `q4_gemv_attn.wgsl`).
 
 use crate::caps::DeviceCaps;
 use crate::error::{Error, Result};
 use crate::generated::shaders::{Family, ShaderId, Variant};
-use crate::plan::{Dispatch, MAX_GROUPS_PER_DIM, Step, Uniform, Vid, grid_groups, to_u32};
+use crate::plan::{Dispatch, MAX_GROUPS_PER_DIM, Shader, Step, Uniform, Vid, grid_groups, to_u32};
 
 /// Split-KV decode attention takes calls of at most this many query rows.
 pub(super) const SPLIT_MAX_ROWS: u64 = 4;
@@ -240,4 +242,58 @@ pub(super) fn split_kv_attention(
             workgroups: grid_groups(a.s * a.hq)?,
         }),
     ])
+}
+
+/// Most splits (at the longest context) for which the combine folds into
+/// the GEMV after it: `q4_gemv_attn.wgsl`'s merge walks a (row, head)'s
+/// splits serially (four loads in flight), where the combine spreads them
+/// over its workgroup, so past a few batches of four the separate combine
+/// is the faster; and its workgroups each read every partial (at 16
+/// splits, SmolLM2's 9 heads: 39 KB per workgroup).
+pub(crate) const FOLD_MAX_SPLITS: u64 = 16;
+/// (row, head, split) entries `q4_gemv_attn.wgsl` merges at most (`ML`).
+const FOLD_PAIRS: u64 = 512;
+/// `vec4`s of merged rows it holds at most (`XS`).
+const FOLD_X_VEC4S: u64 = 512;
+
+/// Whether split-KV attention of `s` query rows (`hq` heads over `hkv`,
+/// head dim `d`, a cache of `cmax` rows) on `route` may fold its combine
+/// into a 4-bit GEMV reading its output ([`fold_combine`]): the plan's
+/// splits at the longest context at most [`FOLD_MAX_SPLITS`], and the
+/// merge's pairs and rows within the kernel's workgroup memory. Depends on
+/// static dims only, so every position of a decode plan takes one route.
+pub(crate) fn combine_folds(route: SplitRoute, s: u64, hq: u64, hkv: u64, d: u64, cmax: u64) -> bool {
+    let splits = split_bound(&route.plan(), s, hq, hkv, cmax);
+    s <= SPLIT_MAX_ROWS && splits <= FOLD_MAX_SPLITS && s * hq * splits <= FOLD_PAIRS && s * hq * d / 4 <= FOLD_X_VEC4S
+}
+
+/// The combine dispatch `combine` (of [`split_kv_attention`]) and the 4-bit
+/// GEMV dispatch `gemv` (`q4_gemv.wgsl`, reading the combine's output as
+/// its `[S, Hq * D]` input) as one dispatch of `shader`
+/// (`q4_gemv_attn.wgsl`): the GEMV's inputs with the partials in place of
+/// x, its outputs and workgroups, its uniforms then the combine's. `None`
+/// where `combine` or `gemv` is another kernel's, or `gemv` reads another
+/// tensor than the combine writes.
+pub(crate) fn fold_combine(combine: &Step, gemv: &Step, shader: ShaderId) -> Option<Dispatch> {
+    let (Step::Dispatch(c), Step::Dispatch(g)) = (combine, gemv) else { return None };
+    let (Shader::Static(cid), Shader::Static(gid)) = (&c.shader, &g.shader) else { return None };
+    let ok = cid.family() == Family::SdpaSplitCombine
+        && gid.family() == Family::Q4Gemv
+        && c.outputs.len() == 1
+        && g.inputs.first() == c.outputs.first();
+    if !ok {
+        return None;
+    }
+    let mut inputs = c.inputs.clone();
+    inputs.extend(&g.inputs[1..]);
+    let mut params = g.params.clone();
+    params.extend(&c.params);
+    Some(Dispatch {
+        shader: shader.into(),
+        entry: "main",
+        inputs,
+        outputs: g.outputs.clone(),
+        params,
+        workgroups: g.workgroups,
+    })
 }

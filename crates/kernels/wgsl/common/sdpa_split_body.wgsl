@@ -1,0 +1,260 @@
+//! The body of the split-KV partials (`sdpa_split.wgsl`,
+//! `sdpa_split_rope.wgsl`): everything but the parameters, the bindings
+//! and how the query and the call's new keys are read. The including
+//! family declares `Params`, the bindings `q`, `k_new`, `v_new`,
+//! `k_cache`, `v_cache`, `part`, and `fn query_at(row, h, d, d4) ->
+//! vec4<f32>` (`vec4` `d` of query row `row`, head `h`) and `fn new_key(t,
+//! kvh, d, d4) -> vec4<KvElem>` (`vec4` `d` of the call's key `t` of kv
+//! head `kvh`, as the cache stores it).
+//!
+//! The serial chain of a workgroup is kept short for decode's few keys
+//! per split: the query and the new rows are loaded with no branch in
+//! between (both in flight at once); the new rows are stored into the
+//! caches first and read back from there like every other key (no branch
+//! per load); each invocation loads its key eight `vec4`s at a time, and
+//! its first four values before the softmax's reduction, which takes the
+//! tile's max and sum in one tree of `(max, sum)` pairs.
+
+const WG: u32 = 256u;
+/// Query vectors per workgroup.
+const MAXQ: u32 = 4u;
+/// Keys per tile (one per invocation when scoring).
+const TILE: u32 = 256u;
+/// Invocations per query vector in the reductions (`MAXQ * LANES = WG`).
+const LANES: u32 = 64u;
+/// Score of a masked key.
+const NEG: f32 = -3.402823e38;
+
+/// `vec4` `d` of key `key` of kv head `kvh` (`d4` per row), from the cache.
+fn key_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
+    return vec4<f32>(k_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
+}
+
+/// The same for the values.
+fn value_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
+    return vec4<f32>(v_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
+}
+
+var<workgroup> qs: array<vec4<f32>, 256>;
+/// Per query vector and key of the tile: the score, then its probability.
+var<workgroup> sc: array<f32, 1024>;
+/// The reduction's `(max, sum of exp(s - max))` pairs.
+var<workgroup> red: array<vec2<f32>, WG>;
+var<workgroup> sums: array<vec4<f32>, WG>;
+
+/// Two `(max, sum of exp(s - max))` pairs as one.
+fn merge_ml(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
+    let m = max(a.x, b.x);
+    return vec2<f32>(m, a.y * exp(a.x - m) + b.y * exp(b.x - m));
+}
+
+/// Tree reduction of the pairs in `red` within each query vector's `LANES`
+/// invocations: the result of vector `j` lands in `red[j * LANES]`.
+fn reduce(lid: u32, v: vec2<f32>) {
+    red[lid] = v;
+    workgroupBarrier();
+    let lane = lid % LANES;
+    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            red[lid] = merge_ml(red[lid], red[lid + stride]);
+        }
+        workgroupBarrier();
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let group = p.n_heads / p.n_kv_heads;
+    let n_qv = p.seq * group;
+    let n_blocks = (n_qv + MAXQ - 1u) / MAXQ;
+    let kvh = wid.x / n_blocks;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    let plan = split_plan(p.start_pos + p.seq);
+    let n_splits = plan.x;
+    let chunk = plan.y;
+    if kvh >= p.n_kv_heads || wid.y >= n_splits {
+        return;
+    }
+    let j0 = (wid.x % n_blocks) * MAXQ;
+    let nq = min(MAXQ, n_qv - j0);
+    let split = wid.y;
+    let d4 = p.head_dim / 4u;
+    let begin = split * chunk;
+    let end = min(p.start_pos + p.seq, begin + chunk);
+    // The call's new rows of this kv head that the split covers (at most
+    // `seq * d4 <= WG` `vec4`s) and the workgroup's query vectors (at most
+    // `MAXQ * d4 <= WG`): an element of each per invocation, loaded at
+    // clamped (valid) indices with no branch in between, stored below.
+    let first = max(begin, p.start_pos);
+    let n_new = select(0u, (end - first) * d4, first < end);
+    let ew = min(lid, max(n_new, 1u) - 1u);
+    let new_row = first + ew / d4;
+    let t = new_row - p.start_pos;
+    let kw = new_key(t, kvh, ew % d4, d4);
+    let vw = vec4<KvElem>(v_new[(t * p.n_kv_heads + kvh) * d4 + ew % d4]);
+    let eq = min(lid, nq * d4 - 1u);
+    let jq = j0 + eq / d4;
+    let qv = query_at(jq / group, kvh * group + jq % group, eq % d4, d4);
+    // Each workgroup of the split stores its new rows (when a kv head's
+    // query vectors take several workgroups, each stores the same values)
+    // and reads them back from the caches below.
+    if lid < n_new {
+        let dst = (new_row * p.n_kv_heads + kvh) * d4 + ew % d4;
+        k_cache[dst] = kw;
+        v_cache[dst] = vw;
+    }
+    if lid < nq * d4 {
+        qs[lid] = qv;
+    }
+    storageBarrier();
+    workgroupBarrier();
+    // Per query vector: the keys its row sees end at `lim`.
+    var lim: array<u32, MAXQ>;
+    for (var jj = 0u; jj < MAXQ; jj++) {
+        lim[jj] = p.start_pos + (j0 + jj) / group + 1u;
+    }
+    var m_run = array<f32, MAXQ>(NEG, NEG, NEG, NEG);
+    var l_run = array<f32, MAXQ>(0.0, 0.0, 0.0, 0.0);
+    var acc: array<vec4<f32>, MAXQ>;
+    let dim4 = lid % d4;
+    let kg = lid / d4;
+    let n_kg = WG / d4;
+    let rq = lid / LANES;
+    let lane = lid % LANES;
+    for (var c0 = begin; c0 < end; c0 += TILE) {
+        let n_here = min(TILE, end - c0);
+        let key = c0 + lid;
+        // Loops over the query vectors run to `MAXQ` (constant trip
+        // counts, so the per-vector arrays stay in registers); vectors past
+        // `nq` compute on zeros (workgroup memory starts zeroed) or on
+        // probabilities set to 0, and are never stored.
+        var dots: array<vec4<f32>, MAXQ>;
+        if lid < n_here {
+            // Eight loads of the key in flight before any is used.
+            var d = 0u;
+            for (; d + 8u <= d4; d += 8u) {
+                let k0 = key_at(key, kvh, d, d4);
+                let k1 = key_at(key, kvh, d + 1u, d4);
+                let k2 = key_at(key, kvh, d + 2u, d4);
+                let k3 = key_at(key, kvh, d + 3u, d4);
+                let k4 = key_at(key, kvh, d + 4u, d4);
+                let k5 = key_at(key, kvh, d + 5u, d4);
+                let k6 = key_at(key, kvh, d + 6u, d4);
+                let k7 = key_at(key, kvh, d + 7u, d4);
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    let b = jj * d4 + d;
+                    dots[jj] += qs[b] * k0 + qs[b + 1u] * k1 + qs[b + 2u] * k2 + qs[b + 3u] * k3;
+                    dots[jj] += qs[b + 4u] * k4 + qs[b + 5u] * k5 + qs[b + 6u] * k6 + qs[b + 7u] * k7;
+                }
+            }
+            for (; d < d4; d++) {
+                let kv = key_at(key, kvh, d, d4);
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    dots[jj] += qs[jj * d4 + d] * kv;
+                }
+            }
+        }
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            var s = NEG;
+            if jj < nq && lid < n_here && key < lim[jj] {
+                s = (dots[jj].x + dots[jj].y + dots[jj].z + dots[jj].w) * p.scale;
+            }
+            sc[jj * TILE + lid] = s;
+        }
+        // The first four values of this invocation's key group, in flight
+        // through the reduction (at indices clamped into the tile; their
+        // probabilities are 0 past it).
+        let last = n_here - 1u;
+        let v0 = value_at(c0 + min(kg, last), kvh, dim4, d4);
+        let v1 = value_at(c0 + min(kg + n_kg, last), kvh, dim4, d4);
+        let v2 = value_at(c0 + min(kg + 2u * n_kg, last), kvh, dim4, d4);
+        let v3 = value_at(c0 + min(kg + 3u * n_kg, last), kvh, dim4, d4);
+        workgroupBarrier();
+        // Each lane's `(max, sum)` over its keys of the tile, then the tree.
+        var mx = NEG;
+        var l = 0.0;
+        if rq < nq {
+            for (var r = lane; r < n_here; r += LANES) {
+                mx = max(mx, sc[rq * TILE + r]);
+            }
+            for (var r = lane; r < n_here; r += LANES) {
+                let s = sc[rq * TILE + r];
+                if s > NEG {
+                    l += exp(s - mx);
+                }
+            }
+        }
+        reduce(lid, vec2<f32>(mx, l));
+        var m_new: array<f32, MAXQ>;
+        var alpha: array<f32, MAXQ>;
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            let tile = red[jj * LANES];
+            m_new[jj] = max(m_run[jj], tile.x);
+            alpha[jj] = exp(m_run[jj] - m_new[jj]);
+            l_run[jj] = l_run[jj] * alpha[jj] + tile.y * exp(tile.x - m_new[jj]);
+            m_run[jj] = m_new[jj];
+            acc[jj] *= alpha[jj];
+        }
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            let s = sc[jj * TILE + lid];
+            var pr = 0.0;
+            if jj < nq && s > NEG {
+                pr = exp(s - m_new[jj]);
+            }
+            sc[jj * TILE + lid] = pr;
+        }
+        workgroupBarrier();
+        if kg < n_kg {
+            for (var jj = 0u; jj < MAXQ; jj++) {
+                let b = jj * TILE;
+                let p0 = select(0.0, sc[b + min(kg, TILE - 1u)], kg < n_here);
+                let p1 = select(0.0, sc[b + min(kg + n_kg, TILE - 1u)], kg + n_kg < n_here);
+                let p2 = select(0.0, sc[b + min(kg + 2u * n_kg, TILE - 1u)], kg + 2u * n_kg < n_here);
+                let p3 = select(0.0, sc[b + min(kg + 3u * n_kg, TILE - 1u)], kg + 3u * n_kg < n_here);
+                acc[jj] += p0 * v0 + p1 * v1 + p2 * v2 + p3 * v3;
+            }
+            // Four values in flight before any is used.
+            var j = kg + 4u * n_kg;
+            for (; j + 3u * n_kg < n_here; j += 4u * n_kg) {
+                let u0 = value_at(c0 + j, kvh, dim4, d4);
+                let u1 = value_at(c0 + j + n_kg, kvh, dim4, d4);
+                let u2 = value_at(c0 + j + 2u * n_kg, kvh, dim4, d4);
+                let u3 = value_at(c0 + j + 3u * n_kg, kvh, dim4, d4);
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    let b = jj * TILE + j;
+                    acc[jj] += sc[b] * u0 + sc[b + n_kg] * u1 + sc[b + 2u * n_kg] * u2 + sc[b + 3u * n_kg] * u3;
+                }
+            }
+            for (; j < n_here; j += n_kg) {
+                let vv = value_at(c0 + j, kvh, dim4, d4);
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    acc[jj] += sc[jj * TILE + j] * vv;
+                }
+            }
+        }
+        workgroupBarrier();
+    }
+    // Sum the key groups of each dim and write the partials (a constant
+    // trip count here too, so `acc` stays indexed by constants).
+    for (var jj = 0u; jj < MAXQ; jj++) {
+        if jj >= nq {
+            break;
+        }
+        sums[lid] = acc[jj];
+        workgroupBarrier();
+        let j = j0 + jj;
+        let h = kvh * group + j % group;
+        let base = (((j / group) * p.n_heads + h) * n_splits + split) * (d4 + 1u);
+        if lid < d4 {
+            var total = vec4<f32>(0.0);
+            for (var g = 0u; g < n_kg; g++) {
+                total += sums[g * d4 + lid];
+            }
+            part[base + 1u + lid] = total;
+        }
+        if lid == 0u {
+            part[base] = vec4<f32>(m_run[jj], l_run[jj], 0.0, 0.0);
+        }
+        workgroupBarrier();
+    }
+}

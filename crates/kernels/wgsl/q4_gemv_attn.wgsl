@@ -1,0 +1,200 @@
+//! Decode route of `etwgpu.sdpa_rope_linear_q4gsw`: the second pass of
+//! split-KV attention (`sdpa_split_combine.wgsl`) folded into the 4-bit
+//! GEMV that reads the attention's output (the O projection), one
+//! dispatch. Each workgroup merges the partials of every split
+//! (`sdpa_split.wgsl`'s `(m, l)` and unnormalized output per query row,
+//! head and split) into the attention's output rows in workgroup memory
+//! (every workgroup reads the whole input anyway): the splits' `(max,
+//! sum)` pairs loaded at once, an invocation each; per (row, head) the
+//! global max, the rescaled sum and each split's weight `exp(m - max)`;
+//! then each invocation sums a `vec4` of the head dim over the splits (four
+//! loads in flight) and divides by the sum, rounded to `Elem` as the
+//! combine stores it. The invocation's first two weight words are loaded
+//! before the merge (they do not depend on it). Then, as `q4_gemv.wgsl`,
+//! `out[m, n] = sum_k x[m, k] * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`
+//! with x read from workgroup memory. The host routes here only when the
+//! rows fit `XS` and the (row, head, split) pairs of the longest context
+//! fit `ML`, with few splits (the merge walks them serially).
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup.
+const WG: u32 = 256u;
+/// Most rows of x (the attention's query rows).
+const MAX_ROWS: u32 = 4u;
+/// vec4s of merged attention output held in workgroup memory: `m * k / 4`
+/// at most (the host checks).
+const XS: u32 = 512u;
+/// (row, head, split) entries of the merge: `seq * n_heads * splits` at
+/// most (the host checks at the longest context).
+const ML: u32 = 512u;
+/// Score of a masked key (`sdpa_split.wgsl`'s).
+const NEG: f32 = -3.402823e38;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (`n_heads * head_dim`, a multiple of 32).
+    k: u32,
+    /// Row length of the scales (and bias): N padded.
+    n_pad: u32,
+    /// Inputs per scale group (a multiple of 32).
+    group_size: u32,
+    has_bias: u32,
+    /// Columns per workgroup: 8, 16 or 32.
+    cols: u32,
+    /// Bit 0: the weights are word-major (16-byte word `w` of row `n` at
+    /// word `w * N + n`; see `etwgpu_graph::layout`), else row-major.
+    w_layout: u32,
+    /// The combine's: query rows (`S`, the same as `m`).
+    seq: u32,
+    /// Query heads.
+    n_heads: u32,
+    /// Head dim (a multiple of 4, at most 256).
+    head_dim: u32,
+    /// Position of the first query row (the context is `start_pos + seq`).
+    start_pos: u32,
+    /// Split plan constants (`common/split_plan.wgsl`).
+    split_target: u32,
+    split_min_keys: u32,
+    split_tile: u32,
+    split_max: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+// include: split_plan.wgsl
+@group(0) @binding(1) var<storage, read> part: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> weights: array<vec4<u32>>;
+@group(0) @binding(3) var<storage, read> scales: array<Elem>;
+@group(0) @binding(4) var<storage, read> bias: array<Elem>;
+@group(0) @binding(5) var<storage, read_write> out: array<Elem>;
+
+/// The merged attention output: row `r` of x from vec4 `r * k / 4`.
+var<workgroup> x: array<vec4<f32>, XS>;
+/// Per invocation, its slice's sums for the four rows.
+var<workgroup> partial: array<vec4<f32>, WG>;
+/// Per (row, head) and split: its `(max, sum)`, then `.x` its weight;
+/// the first split's `.y` then holds the (row, head)'s sum.
+var<workgroup> ml: array<vec2<f32>, ML>;
+
+// include: q4_dot.wgsl
+
+/// Fills `x` with the attention's output rows merged from the partials.
+/// Ends with a barrier, so `x` is ready.
+fn merge_prologue(lid: u32) {
+    let d4 = p.head_dim / 4u;
+    let rows = p.seq * p.n_heads;
+    let n_splits = split_plan(p.start_pos + p.seq).x;
+    let stride = d4 + 1u;
+    // Partial `e = (row, head) * n_splits + split` starts at `e * stride`.
+    for (var e = lid; e < rows * n_splits; e += WG) {
+        ml[e] = part[e * stride].xy;
+    }
+    workgroupBarrier();
+    for (var r = lid; r < rows; r += WG) {
+        let b = r * n_splits;
+        var mx = NEG;
+        for (var s = 0u; s < n_splits; s++) {
+            mx = max(mx, ml[b + s].x);
+        }
+        var l = 0.0;
+        for (var s = 0u; s < n_splits; s++) {
+            let w = exp(ml[b + s].x - mx);
+            l += ml[b + s].y * w;
+            ml[b + s].x = w;
+        }
+        ml[b].y = l;
+    }
+    workgroupBarrier();
+    for (var j = lid; j < rows * d4; j += WG) {
+        let r = j / d4;
+        let b = r * n_splits;
+        let at = b * stride + 1u + j % d4;
+        var acc = vec4<f32>();
+        var s = 0u;
+        for (; s + 4u <= n_splits; s += 4u) {
+            let o0 = part[at + s * stride];
+            let o1 = part[at + (s + 1u) * stride];
+            let o2 = part[at + (s + 2u) * stride];
+            let o3 = part[at + (s + 3u) * stride];
+            acc += o0 * ml[b + s].x + o1 * ml[b + s + 1u].x + o2 * ml[b + s + 2u].x + o3 * ml[b + s + 3u].x;
+        }
+        for (; s < n_splits; s++) {
+            acc += part[at + s * stride] * ml[b + s].x;
+        }
+        x[j] = vec4<f32>(vec4<Elem>(acc / ml[b].y));
+    }
+    workgroupBarrier();
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let cols = p.cols;
+    let c = lid % cols;
+    let slice = lid / cols;
+    let slices = WG / cols;
+    let target_col = (wid.y * groups.x + wid.x) * cols + c;
+    // Columns past N compute the last column (control flow stays uniform)
+    // and store nothing.
+    let col = min(target_col, p.n - 1u);
+    let words = p.k / 32u;
+    let x_row = p.k / 4u;
+    // Word `w` of this column at `base + w * stride`.
+    let at = column_words(col, words, p.n, (p.w_layout & 1u) != 0u);
+    let base = at.x;
+    let stride = at.y;
+    // This invocation's first two words and their scales do not depend on
+    // x: loaded (at clamped indices) before the merge, in flight through it.
+    let wa = min(slice, words - 1u);
+    let wb = min(slice + slices, words - 1u);
+    let qa = weights[base + wa * stride];
+    let qb = weights[base + wb * stride];
+    let sa = scales[(wa * 32u / p.group_size) * p.n_pad + col];
+    let sb = scales[(wb * 32u / p.group_size) * p.n_pad + col];
+    merge_prologue(lid);
+    var acc = vec4<f32>();
+    if slice < words {
+        acc = rows4(acc, qa, slice * 8u, x_row, p.m, f32(sa));
+    }
+    if slice + slices < words {
+        acc = rows4(acc, qb, (slice + slices) * 8u, x_row, p.m, f32(sb));
+    }
+    var w = slice + 2u * slices;
+    for (; w + slices < words; w += 2u * slices) {
+        let q0 = weights[base + w * stride];
+        let q1 = weights[base + (w + slices) * stride];
+        let s0 = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
+        let s1 = f32(scales[((w + slices) * 32u / p.group_size) * p.n_pad + col]);
+        acc = rows4(acc, q0, w * 8u, x_row, p.m, s0);
+        acc = rows4(acc, q1, (w + slices) * 8u, x_row, p.m, s1);
+    }
+    if w < words {
+        let s = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
+        acc = rows4(acc, weights[base + w * stride], w * 8u, x_row, p.m, s);
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var stride = slices / 2u; stride > 0u; stride /= 2u) {
+        if slice < stride {
+            partial[lid] += partial[lid + stride * cols];
+        }
+        workgroupBarrier();
+    }
+    if slice == 0u && target_col < p.n {
+        let v = partial[lid];
+        var bv = 0.0;
+        if p.has_bias != 0u {
+            bv = f32(bias[col]);
+        }
+        for (var r = 0u; r < p.m; r++) {
+            out[r * p.n + col] = Elem(v[r] + bv);
+        }
+    }
+}
