@@ -67,8 +67,8 @@
 //! declared dtypes and matching ranks), never on a model's sizes. A value
 //! that disappears must have no reader outside its group and not be a
 //! graph input or output; no fused op reads a value written by two ops or
-//! in place ([`OpId::mutated_args`]), so moving reads within the chain is
-//! safe. Fused ops infer their shapes from live inputs like any op, so
+//! in place ([`etwgpu_kernels::OpId::mutated_args`]), so moving reads
+//! within the chain is safe. Fused ops infer their shapes from live inputs like any op, so
 //! dynamic shapes work unchanged.
 
 mod attention_linear;

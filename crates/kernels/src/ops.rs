@@ -1,5 +1,5 @@
 //! The operator table: one row per supported ExecuTorch operator, sorted by
-//! name. [`register_ops!`] turns the rows into [`OpId`], [`OPS`] and
+//! name. `register_ops!` turns the rows into [`OpId`], [`OPS`] and
 //! [`from_name`], and wires each row to its host rule in `ops/<family>.rs`.
 //! Rows named `etwgpu.*` are not ExecuTorch operators: the graph's fusion
 //! pass writes them (`ops/fused.rs`), and its split of tables past the

@@ -457,10 +457,10 @@ pub fn apply_rotary_emb_interleaved(c: &Ctx<'_>) -> Result<Lowered> {
     Ok(Lowered { shapes: vec![(out.id, x.shape.to_vec())], steps })
 }
 
-/// `et_vk.sdpa.default(q [B,Hq,Sq,D], k [B,Hkv,Skv,D], v [B,Hkv,Skv,D]
-/// with Hkv 1 (broadcast) or Hq,
-/// attn_mask? (additive, `[Sq,Skv]` or `B*Hq` of them), scale?, →out
-/// [B,Hq,Sq,D])`: non-causal attention without a cache.
+/// `et_vk.sdpa.default(q, k, v, attn_mask?, scale?, out)`: non-causal
+/// attention without a cache; q `[B, Hq, Sq, D]`, k and v `[B, Hkv, Skv,
+/// D]` with Hkv 1 (broadcast) or Hq, the mask additive, `[Sq, Skv]` or
+/// `B * Hq` of them, out `[B, Hq, Sq, D]`.
 pub fn sdpa(c: &Ctx<'_>) -> Result<Lowered> {
     c.expect_args(6)?;
     let q = c.tensor(0, "q")?;
