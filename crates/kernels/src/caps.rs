@@ -35,6 +35,12 @@ pub enum Precision {
     F16,
 }
 
+/// The setting of `all` named `name`; `None` for any other string (the
+/// lookup of [`Precision::from_name`] and [`ConvKernels::from_name`]).
+fn named<T: Copy>(all: &[(&'static str, T)], name: &str) -> Option<T> {
+    all.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
+}
+
 impl Precision {
     /// Every setting with its name, in the order the docs list them.
     pub const ALL: [(&'static str, Precision); 3] =
@@ -47,7 +53,7 @@ impl Precision {
     /// `--precision` and `ETWGPU_PRECISION` take them); `None` for any
     /// other string.
     pub fn from_name(name: &str) -> Option<Precision> {
-        Self::ALL.iter().find(|(n, _)| *n == name).map(|(_, p)| *p)
+        named(&Self::ALL, name)
     }
 
     /// The name [`Precision::from_name`] takes for `self`.
@@ -118,7 +124,7 @@ impl ConvKernels {
 
     /// The setting named `name`; `None` for any other string.
     pub fn from_name(name: &str) -> Option<ConvKernels> {
-        Self::ALL.iter().find(|(n, _)| *n == name).map(|(_, k)| *k)
+        named(&Self::ALL, name)
     }
 }
 

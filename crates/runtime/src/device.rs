@@ -495,24 +495,29 @@ impl RuntimeOptions {
 /// names: the default when unset, [`Error::BadEnv`] for a name
 /// [`etwgpu_kernels::ConvKernels::from_name`] does not take.
 pub(crate) fn conv_from_env(value: Option<&str>) -> Result<etwgpu_kernels::ConvKernels> {
-    let Some(v) = value else { return Ok(etwgpu_kernels::ConvKernels::default()) };
-    etwgpu_kernels::ConvKernels::from_name(v).ok_or_else(|| Error::BadEnv {
-        var: CONV_ENV,
-        value: v.to_string(),
-        accepted: etwgpu_kernels::ConvKernels::ACCEPTED,
-    })
+    use etwgpu_kernels::ConvKernels;
+    setting_from_env(CONV_ENV, value, ConvKernels::from_name, ConvKernels::ACCEPTED)
 }
 
 /// The precision `ETWGPU_PRECISION` (`value`, `None` when unset) names:
 /// the default when unset, [`Error::BadEnv`] for a name
 /// [`etwgpu_kernels::Precision::from_name`] does not take.
 pub(crate) fn precision_from_env(value: Option<&str>) -> Result<etwgpu_kernels::Precision> {
-    let Some(v) = value else { return Ok(etwgpu_kernels::Precision::default()) };
-    etwgpu_kernels::Precision::from_name(v).ok_or_else(|| Error::BadEnv {
-        var: PRECISION_ENV,
-        value: v.to_string(),
-        accepted: etwgpu_kernels::Precision::ACCEPTED,
-    })
+    use etwgpu_kernels::Precision;
+    setting_from_env(PRECISION_ENV, value, Precision::from_name, Precision::ACCEPTED)
+}
+
+/// The setting environment variable `var` (`value`, `None` when unset)
+/// names: the default when unset, [`Error::BadEnv`] (listing `accepted`)
+/// for a name `from_name` does not take.
+fn setting_from_env<T: Default>(
+    var: &'static str,
+    value: Option<&str>,
+    from_name: fn(&str) -> Option<T>,
+    accepted: &'static str,
+) -> Result<T> {
+    let Some(v) = value else { return Ok(T::default()) };
+    from_name(v).ok_or_else(|| Error::BadEnv { var, value: v.to_string(), accepted })
 }
 
 /// A value handed over once, from a wgpu callback to the task awaiting it.
