@@ -91,19 +91,22 @@ pub enum Product {
     /// the keys and values are f16 already; the query and the softmax
     /// probabilities are rounded to f16 on the matrix units, the scores
     /// and the output accumulate in f32. Only at [`Precision::F16`] for
-    /// float32 programs: the mixed default would need the SmolLM2 top-1
+    /// float32 programs: [`Precision::Mixed`] would need the SmolLM2 top-1
     /// check against eager with it, not yet run.
     Attention,
 }
 
-/// Which kernel 2-D convolutions take ([`crate::ops::conv_routes::conv_route`]): the implicit GEMM (`conv_gemm.wgsl`) or the direct kernel
-/// (`conv.wgsl`, one invocation an output element). Grouped, depthwise
+/// Which kernel 2-D convolutions take
+/// ([`crate::ops::conv_routes::conv_route`]): the implicit GEMM
+/// (`conv_gemm.wgsl`) or the direct kernel (`conv.wgsl`, one invocation an
+/// output element). Grouped, depthwise
 /// and transposed convolutions take the direct kernel at every setting.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum ConvKernels {
     /// The default: the implicit GEMM for convolutions with enough output
-    /// channels and inputs per output to fill its tiles, the direct kernel
-    /// for the rest (`ETWGPU_CONV=auto` or unset).
+    /// channels and inputs per output to fill its tiles and at most
+    /// `CONV_GEMM_MAX_PIXELS` output pixels (where the H200 measured it
+    /// ahead), the direct kernel for the rest (`ETWGPU_CONV=auto` or unset).
     #[default]
     Auto,
     /// The direct kernel for every convolution, as before the implicit

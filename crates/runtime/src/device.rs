@@ -52,10 +52,10 @@ pub const SUBGROUPS_ENV: &str = "ETWGPU_SUBGROUPS";
 
 /// Environment variable choosing the convolutions' kernel
 /// ([`etwgpu_kernels::ConvKernels`]): `auto` (or unset: the default) the
-/// implicit GEMM (`conv_gemm.wgsl`) for convolutions large enough to fill
-/// its tiles and the direct kernel (`conv.wgsl`) for the rest, `direct` the
-/// direct kernel for all (the A/B baseline), `gemm` the implicit GEMM for
-/// every ungrouped, untransposed convolution. Any other value is
+/// implicit GEMM (`conv_gemm.wgsl`) for convolutions that fill its tiles
+/// and have few output pixels, the direct kernel (`conv.wgsl`) for the
+/// rest; `direct` the direct kernel for all (the A/B baseline); `gemm` the
+/// implicit GEMM for every ungrouped, untransposed convolution. Any other value is
 /// [`Error::BadEnv`].
 pub const CONV_ENV: &str = "ETWGPU_CONV";
 

@@ -718,9 +718,10 @@ fn device_argmax_rejects_what_it_cannot_reduce() {
 /// multiple of the tile or of the GEMV's columns per workgroup, M past one
 /// 64-row tile), groups of 32 and 64, with and without bias; one loaded
 /// method runs every row count (dynamic M). Loaded at `Precision::F32`:
-/// the float32 tolerance is for the f32 kernels; the mixed default would
-/// put the rows past the GEMV on the matrix units with f16 operands where
-/// the device has them (the H200 failed this test so, run af), which
+/// the float32 tolerance is for the f32 kernels (the default again since
+/// run ag); `mixed` puts the rows past the GEMV on the matrix units with
+/// f16 operands where the device has them (the H200 failed this test so
+/// when `mixed` was the default, run af), which
 /// `gemm.rs`'s tests and `coop_probe` check at their own tolerance.
 #[test]
 fn q4_linear_fast_routes_match_the_reference() {
