@@ -356,6 +356,22 @@ fn run_emulated(stdout: &mut impl Write) -> usize {
     failed
 }
 
+/// The runtime kernels from files run on, and whether they run emulated
+/// there (without cooperative matrices, as on lavapipe); `None` (said on
+/// `stdout` for `mode`) without a runtime.
+fn file_runtime(stdout: &mut impl Write, mode: &str) -> Option<(Runtime, bool)> {
+    match Runtime::new() {
+        Ok(rt) => {
+            let emulate = !rt.gemm_caps().coop_matrix_f16;
+            Some((rt, emulate))
+        }
+        Err(e) => {
+            let _ = writeln!(stdout, "{mode}: FAIL no runtime ({e})");
+            None
+        }
+    }
+}
+
 /// `attention_probe raw FILE...`: each file a whole float32-query
 /// variant of `sdpa_prefill_coop.wgsl` (as `ShaderId::source` gives it:
 /// `Elem = f32`, `KvElem = f16`), run as written on a device with
@@ -363,15 +379,7 @@ fn run_emulated(stdout: &mut impl Write) -> usize {
 /// emulation is. For trying a change to the kernel on the H200 without a
 /// build.
 fn run_raw(stdout: &mut impl Write, files: &[String]) -> usize {
-    let rt = match Runtime::new() {
-        Ok(rt) => rt,
-        Err(e) => {
-            let _ = writeln!(stdout, "raw: FAIL no runtime ({e})");
-            return 1;
-        }
-    };
-    // Without cooperative matrices (lavapipe) the files run emulated.
-    let emulate = !rt.gemm_caps().coop_matrix_f16;
+    let Some((rt, emulate)) = file_runtime(stdout, "raw") else { return 1 };
     let mut pipelines = emulated::Pipelines::new();
     let mut failed = 0;
     for file in files {
@@ -400,21 +408,10 @@ fn run_raw(stdout: &mut impl Write, files: &[String]) -> usize {
 /// to write a stage (scores, probabilities, ...) into their output, to be
 /// compared with numpy.
 fn run_dump(stdout: &mut impl Write, files: &[String]) -> usize {
-    let rt = match Runtime::new() {
-        Ok(rt) => rt,
-        Err(e) => {
-            let _ = writeln!(stdout, "dump: FAIL no runtime ({e})");
-            return 1;
-        }
-    };
-    let emulate = !rt.gemm_caps().coop_matrix_f16;
+    let Some((rt, emulate)) = file_runtime(stdout, "dump") else { return 1 };
     let dir = std::path::PathBuf::from(std::env::var_os("OUT").unwrap_or_else(|| ".".into()));
     let (s, start, hq, hkv, d) = (64u64, 0u64, 4u64, 1u64, 64u64);
-    let seed = (s * 31 + start) as u32;
-    let row = (hkv * d) as usize;
-    let q = values((s * hq * d) as usize, seed, -1.0, 1.0);
-    let k: Vec<f32> = values(s as usize * row, seed + 1, -1.0, 1.0).into_iter().map(to_f16).collect();
-    let v: Vec<f32> = values(s as usize * row, seed + 2, -1.0, 1.0).into_iter().map(to_f16).collect();
+    let (q, k, v) = call_data(Case { dtype: DType::F32, hq, hkv, d, rope: false, spiky: false }, s, start);
     let raw = |x: &[f32]| -> Vec<u8> { x.iter().flat_map(|f| f.to_le_bytes()).collect() };
     let write = |name: String, data: &[f32], stdout: &mut dyn Write| -> usize {
         let path = dir.join(name);
@@ -448,6 +445,29 @@ fn run_dump(stdout: &mut impl Write, files: &[String]) -> usize {
     failed
 }
 
+/// The queries, keys and values of a call of `s` rows at `start` on
+/// `c`'s shape (keys and values as the f16 cache holds them, queries as
+/// `c`'s dtype does; spiky keys where `c` asks), the same for every kernel
+/// run on that call.
+fn call_data(c: Case, s: u64, start: u64) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+    let (su, st, row) = (s as usize, start as usize, (c.hkv * c.d) as usize);
+    let seed = (s * 31 + start) as u32 + if c.spiky { 5 } else { 0 };
+    let mut q = values(su * (c.hq * c.d) as usize, seed, if c.spiky { 0.0 } else { -1.0 }, 1.0);
+    if c.dtype == DType::F16 {
+        q = q.into_iter().map(to_f16).collect();
+    }
+    let mut k: Vec<f32> = values((st + su) * row, seed + 1, -1.0, 1.0).into_iter().map(to_f16).collect();
+    let v: Vec<f32> = values((st + su) * row, seed + 2, -1.0, 1.0).into_iter().map(to_f16).collect();
+    if c.spiky {
+        for &(at, height) in &SPIKES {
+            if (at as usize) < st + su {
+                k[at as usize * row..(at as usize + 1) * row].fill(height);
+            }
+        }
+    }
+    (q, k, v)
+}
+
 /// Runs `kernel` on the emulation's calls at each (query heads, kv heads,
 /// head dim) of `shapes` against the f64 reference; returns the failures.
 fn check_kernel<'a>(
@@ -464,20 +484,8 @@ fn check_kernel<'a>(
     for &(hq, hkv, d) in shapes {
         for &(s, start, spiky) in &calls {
             let c = Case { dtype, hq, hkv, d, rope: false, spiky };
-            let (su, st, hq_u, row) = (s as usize, start as usize, hq as usize, (hkv * d) as usize);
-            let seed = (s * 31 + start) as u32 + if spiky { 5 } else { 0 };
-            let held =
-                |x: Vec<f32>| -> Vec<f32> { if dtype == DType::F16 { x.into_iter().map(to_f16).collect() } else { x } };
-            let q = held(values(su * hq_u * d as usize, seed, if spiky { 0.0 } else { -1.0 }, 1.0));
-            let mut k: Vec<f32> = values((st + su) * row, seed + 1, -1.0, 1.0).into_iter().map(to_f16).collect();
-            let v: Vec<f32> = values((st + su) * row, seed + 2, -1.0, 1.0).into_iter().map(to_f16).collect();
-            if spiky {
-                for &(at, height) in &SPIKES {
-                    if (at as usize) < st + su {
-                        k[at as usize * row..(at as usize + 1) * row].fill(height);
-                    }
-                }
-            }
+            let (su, st, hq_u) = (s as usize, start as usize, hq as usize);
+            let (q, k, v) = call_data(c, s, start);
             let f16_q = dtype == DType::F16;
             let dispatch = emulated::Dispatch { kernel: kernel(), f16_q, s, start, hq, hkv, d, q: &q, k: &k, v: &v };
             let got = emulated::run(rt, pipelines, &dispatch);
