@@ -9,21 +9,87 @@
 
 use std::io::Write;
 
-/// The forms, each an entry point of [`SOURCE`]: (name, what it checks).
-const FORMS: [(&str, &str); 10] = [
-    ("gemm", "A row-major, B column-major from vec4<f16> (stride 6), C f32 (stride 16): q4_gemm_coop's forms"),
-    ("a_f16", "A row-major from an f16 array (stride 72 halves, at half 32)"),
-    ("a_kvs", "A row-major from vec4<f16> (stride 34, at vec4 4)"),
-    ("b_row", "B row-major (coopLoadT) from vec4<f16> (stride 34)"),
-    ("b_col", "B column-major from vec4<f16> (stride 34, at vec4 4)"),
-    ("b_col18", "B column-major from vec4<f16> (stride 18, at vec4 4)"),
-    ("c_wide", "C in and out of an f32 array with stride 68, at element 16"),
+/// One product's form: how its entry point stages A and B (WGSL
+/// statements, run by every invocation), the loads of its A and B
+/// fragments, and C's stride and offset in `c1` (in and out).
+struct Form {
+    name: &'static str,
+    what: &'static str,
+    stage: &'static str,
+    a: &'static str,
+    b: &'static str,
+    c: (u32, u32),
+}
+
+/// The forms whose entry points [`source`] writes from [`ENTRY`]; their
+/// results sit in `dst` in this order, then those of [`HELD_FORMS`].
+const FORMS: [Form; 7] = [
+    Form {
+        name: "gemm",
+        what: "A row-major, B column-major from vec4<f16> (stride 6), C f32 (stride 16): q4_gemm_coop's forms",
+        stage: "stage_a4(lane, 6u, 0u);\nstage_b4(lane, 6u, 0u, false);",
+        a: "coopLoadT<coop_mat16x16<f16, A>>(&a4[0], 6u)",
+        b: "coopLoad<coop_mat16x16<f16, B>>(&b4[0], 6u)",
+        c: (16, 0),
+    },
+    Form {
+        name: "a_f16",
+        what: "A row-major from an f16 array (stride 72 halves, at half 32)",
+        stage: "for (var e = lane; e < 256u; e += 32u) {\n    a1[32u + (e / 16u) * 72u + e % 16u] = a_(e / 16u, e % 16u);\n}\nstage_b4(lane, 6u, 0u, false);",
+        a: "coopLoadT<coop_mat16x16<f16, A>>(&a1[32], 72u)",
+        b: "coopLoad<coop_mat16x16<f16, B>>(&b4[0], 6u)",
+        c: (16, 0),
+    },
+    Form {
+        name: "a_kvs",
+        what: "A row-major from vec4<f16> (stride 34, at vec4 4)",
+        stage: "stage_a4(lane, 34u, 4u);\nstage_b4(lane, 6u, 0u, false);",
+        a: "coopLoadT<coop_mat16x16<f16, A>>(&a4[4], 34u)",
+        b: "coopLoad<coop_mat16x16<f16, B>>(&b4[0], 6u)",
+        c: (16, 0),
+    },
+    Form {
+        name: "b_row",
+        what: "B row-major (coopLoadT) from vec4<f16> (stride 34)",
+        stage: "stage_a4(lane, 6u, 0u);\nstage_b4(lane, 34u, 0u, true);",
+        a: "coopLoadT<coop_mat16x16<f16, A>>(&a4[0], 6u)",
+        b: "coopLoadT<coop_mat16x16<f16, B>>(&b4[0], 34u)",
+        c: (16, 0),
+    },
+    Form {
+        name: "b_col",
+        what: "B column-major from vec4<f16> (stride 34, at vec4 4)",
+        stage: "stage_a4(lane, 6u, 0u);\nstage_b4(lane, 34u, 4u, false);",
+        a: "coopLoadT<coop_mat16x16<f16, A>>(&a4[0], 6u)",
+        b: "coopLoad<coop_mat16x16<f16, B>>(&b4[4], 34u)",
+        c: (16, 0),
+    },
+    Form {
+        name: "b_col18",
+        what: "B column-major from vec4<f16> (stride 18, at vec4 4)",
+        stage: "stage_a4(lane, 6u, 0u);\nstage_b4(lane, 18u, 4u, false);",
+        a: "coopLoadT<coop_mat16x16<f16, A>>(&a4[0], 6u)",
+        b: "coopLoad<coop_mat16x16<f16, B>>(&b4[4], 18u)",
+        c: (16, 0),
+    },
+    Form {
+        name: "c_wide",
+        what: "C in and out of an f32 array with stride 68, at element 16",
+        stage: "stage_a4(lane, 6u, 0u);\nstage_b4(lane, 6u, 0u, false);",
+        a: "coopLoadT<coop_mat16x16<f16, A>>(&a4[0], 6u)",
+        b: "coopLoad<coop_mat16x16<f16, B>>(&b4[0], 6u)",
+        c: (68, 16),
+    },
+];
+/// The forms of [`HELD`]'s entry points (name, what it checks).
+const HELD_FORMS: [(&str, &str); 3] = [
     ("a_held", "A loaded, then its array overwritten (barriers around), then used"),
     ("c_held", "C (the accumulator) loaded, then its array overwritten, then used"),
     ("held_loop", "A and C held over 4 loop steps that overwrite their arrays"),
 ];
 
-const SOURCE: &str = r"
+/// Bindings, workgroup arrays and staging helpers of every entry point.
+const PRELUDE: &str = r"
 enable f16;
 enable wgpu_cooperative_matrix;
 
@@ -71,122 +137,29 @@ fn out_c(lane: u32, s: u32, o: u32, t: u32) {
         dst[t * 256u + e] = c1[o + (e / 16u) * s + e % 16u];
     }
 }
+";
 
+/// The entry point of a [`Form`]: `NAME`, `STAGE`, `A`, `B`, `CS`, `CA`
+/// and `T` (its slot of `dst`) replaced.
+const ENTRY: &str = r"
 @compute @workgroup_size(32)
-fn gemm(@builtin(local_invocation_index) lane: u32) {
-    stage_a4(lane, 6u, 0u);
-    stage_b4(lane, 6u, 0u, false);
-    stage_c(lane, 16u, 0u);
+fn NAME(@builtin(local_invocation_index) lane: u32) {
+STAGE
+    stage_c(lane, CSu, CAu);
     workgroupBarrier();
-    let a = coopLoadT<coop_mat16x16<f16, A>>(&a4[0], 6u);
-    let b = coopLoad<coop_mat16x16<f16, B>>(&b4[0], 6u);
-    let c = coopLoadT<coop_mat16x16<f32, C>>(&c1[0], 16u);
+    let a = A;
+    let b = B;
+    let c = coopLoadT<coop_mat16x16<f32, C>>(&c1[CA], CSu);
     let d = coopMultiplyAdd(a, b, c);
     workgroupBarrier();
-    coopStoreT(d, &c1[0], 16u);
+    coopStoreT(d, &c1[CA], CSu);
     workgroupBarrier();
-    out_c(lane, 16u, 0u, 0u);
+    out_c(lane, CSu, CAu, Tu);
 }
+";
 
-@compute @workgroup_size(32)
-fn a_f16(@builtin(local_invocation_index) lane: u32) {
-    for (var e = lane; e < 256u; e += 32u) {
-        a1[32u + (e / 16u) * 72u + e % 16u] = a_(e / 16u, e % 16u);
-    }
-    stage_b4(lane, 6u, 0u, false);
-    stage_c(lane, 16u, 0u);
-    workgroupBarrier();
-    let a = coopLoadT<coop_mat16x16<f16, A>>(&a1[32], 72u);
-    let b = coopLoad<coop_mat16x16<f16, B>>(&b4[0], 6u);
-    let c = coopLoadT<coop_mat16x16<f32, C>>(&c1[0], 16u);
-    let d = coopMultiplyAdd(a, b, c);
-    workgroupBarrier();
-    coopStoreT(d, &c1[0], 16u);
-    workgroupBarrier();
-    out_c(lane, 16u, 0u, 1u);
-}
-
-@compute @workgroup_size(32)
-fn a_kvs(@builtin(local_invocation_index) lane: u32) {
-    stage_a4(lane, 34u, 4u);
-    stage_b4(lane, 6u, 0u, false);
-    stage_c(lane, 16u, 0u);
-    workgroupBarrier();
-    let a = coopLoadT<coop_mat16x16<f16, A>>(&a4[4], 34u);
-    let b = coopLoad<coop_mat16x16<f16, B>>(&b4[0], 6u);
-    let c = coopLoadT<coop_mat16x16<f32, C>>(&c1[0], 16u);
-    let d = coopMultiplyAdd(a, b, c);
-    workgroupBarrier();
-    coopStoreT(d, &c1[0], 16u);
-    workgroupBarrier();
-    out_c(lane, 16u, 0u, 2u);
-}
-
-@compute @workgroup_size(32)
-fn b_row(@builtin(local_invocation_index) lane: u32) {
-    stage_a4(lane, 6u, 0u);
-    stage_b4(lane, 34u, 0u, true);
-    stage_c(lane, 16u, 0u);
-    workgroupBarrier();
-    let a = coopLoadT<coop_mat16x16<f16, A>>(&a4[0], 6u);
-    let b = coopLoadT<coop_mat16x16<f16, B>>(&b4[0], 34u);
-    let c = coopLoadT<coop_mat16x16<f32, C>>(&c1[0], 16u);
-    let d = coopMultiplyAdd(a, b, c);
-    workgroupBarrier();
-    coopStoreT(d, &c1[0], 16u);
-    workgroupBarrier();
-    out_c(lane, 16u, 0u, 3u);
-}
-
-@compute @workgroup_size(32)
-fn b_col(@builtin(local_invocation_index) lane: u32) {
-    stage_a4(lane, 6u, 0u);
-    stage_b4(lane, 34u, 4u, false);
-    stage_c(lane, 16u, 0u);
-    workgroupBarrier();
-    let a = coopLoadT<coop_mat16x16<f16, A>>(&a4[0], 6u);
-    let b = coopLoad<coop_mat16x16<f16, B>>(&b4[4], 34u);
-    let c = coopLoadT<coop_mat16x16<f32, C>>(&c1[0], 16u);
-    let d = coopMultiplyAdd(a, b, c);
-    workgroupBarrier();
-    coopStoreT(d, &c1[0], 16u);
-    workgroupBarrier();
-    out_c(lane, 16u, 0u, 4u);
-}
-
-@compute @workgroup_size(32)
-fn b_col18(@builtin(local_invocation_index) lane: u32) {
-    stage_a4(lane, 6u, 0u);
-    stage_b4(lane, 18u, 4u, false);
-    stage_c(lane, 16u, 0u);
-    workgroupBarrier();
-    let a = coopLoadT<coop_mat16x16<f16, A>>(&a4[0], 6u);
-    let b = coopLoad<coop_mat16x16<f16, B>>(&b4[4], 18u);
-    let c = coopLoadT<coop_mat16x16<f32, C>>(&c1[0], 16u);
-    let d = coopMultiplyAdd(a, b, c);
-    workgroupBarrier();
-    coopStoreT(d, &c1[0], 16u);
-    workgroupBarrier();
-    out_c(lane, 16u, 0u, 5u);
-}
-
-@compute @workgroup_size(32)
-fn c_wide(@builtin(local_invocation_index) lane: u32) {
-    stage_a4(lane, 6u, 0u);
-    stage_b4(lane, 6u, 0u, false);
-    stage_c(lane, 68u, 16u);
-    workgroupBarrier();
-    let a = coopLoadT<coop_mat16x16<f16, A>>(&a4[0], 6u);
-    let b = coopLoad<coop_mat16x16<f16, B>>(&b4[0], 6u);
-    let c = coopLoadT<coop_mat16x16<f32, C>>(&c1[16], 68u);
-    let d = coopMultiplyAdd(a, b, c);
-    workgroupBarrier();
-    coopStoreT(d, &c1[16], 68u);
-    workgroupBarrier();
-    out_c(lane, 68u, 16u, 6u);
-}
-
-@compute @workgroup_size(32)
+/// The entry points that hold fragments while their arrays change.
+const HELD: &str = r"@compute @workgroup_size(32)
 fn a_held(@builtin(local_invocation_index) lane: u32) {
     stage_a4(lane, 6u, 0u);
     stage_b4(lane, 6u, 0u, false);
@@ -264,10 +237,29 @@ fn held_loop(@builtin(local_invocation_index) lane: u32) {
 }
 ";
 
+/// The module: [`PRELUDE`], an entry point per [`FORMS`], then [`HELD`].
+fn source() -> String {
+    let mut out = PRELUDE.to_string();
+    for (t, f) in FORMS.iter().enumerate() {
+        let stage: String = f.stage.lines().map(|l| format!("    {l}\n")).collect();
+        out += &ENTRY
+            .replace("NAME", f.name)
+            .replace("STAGE\n", &stage)
+            .replace("CSu", &format!("{}u", f.c.0))
+            .replace("CAu", &format!("{}u", f.c.1))
+            .replace("CA]", &format!("{}]", f.c.1))
+            .replace("Tu", &format!("{t}u"))
+            .replace("= A;", &format!("= {};", f.a))
+            .replace("= B;", &format!("= {};", f.b));
+    }
+    out + HELD
+}
+
 /// Runs every form on `rt`'s device; prints PASS / FAIL each and returns
 /// how many failed.
 pub fn run(rt: &etwgpu_runtime::Runtime, stdout: &mut impl Write) -> usize {
     let (device, queue) = (rt.device(), rt.queue());
+    let forms: Vec<(&str, &str)> = FORMS.iter().map(|f| (f.name, f.what)).chain(HELD_FORMS).collect();
     // A, B, C: multiples of 1/8 in [-2, 2), exact in f16; the pattern
     // differs by row and column so a transposed or shifted operand shows.
     let val = |t: usize, r: usize, c: usize| ((r * 7 + c * 3 + t * 5) % 32) as f32 / 8.0 - 2.0;
@@ -285,7 +277,7 @@ pub fn run(rt: &etwgpu_runtime::Runtime, stdout: &mut impl Write) -> usize {
         mapped_at_creation: false,
     });
     queue.write_buffer(&src_buf, 0, &src.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>());
-    let size = (FORMS.len() * 256 * 4) as u64;
+    let size = (forms.len() * 256 * 4) as u64;
     let dst = device.create_buffer(&wgpu::BufferDescriptor {
         label: Some("primitives dst"),
         size,
@@ -300,10 +292,10 @@ pub fn run(rt: &etwgpu_runtime::Runtime, stdout: &mut impl Write) -> usize {
     });
     let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
         label: Some("coop primitives"),
-        source: wgpu::ShaderSource::Wgsl(SOURCE.into()),
+        source: wgpu::ShaderSource::Wgsl(source().into()),
     });
     let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
-    for (entry, _) in FORMS {
+    for &(entry, _) in &forms {
         let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
             label: Some(entry),
             layout: None,
@@ -332,7 +324,7 @@ pub fn run(rt: &etwgpu_runtime::Runtime, stdout: &mut impl Write) -> usize {
     let view = read.slice(..).get_mapped_range().expect("mapped");
     let got: Vec<f32> = view.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes"))).collect();
     let mut failed = 0;
-    for (t, (entry, what)) in FORMS.iter().enumerate() {
+    for (t, (entry, what)) in forms.iter().enumerate() {
         let out = &got[t * 256..(t + 1) * 256];
         let bad = out.iter().zip(&expect).filter(|(g, e)| (*g - *e).abs() > 1e-3).count();
         let first = out.iter().zip(&expect).position(|(g, e)| (g - e).abs() > 1e-3);
