@@ -559,22 +559,7 @@ fn rope_goes_into_the_attention_after_it() {
                 &[q_rot, k_rot, v, k_cache, v_cache, start, one, null, zero, causal, null, out],
             );
         g.inputs(&[xq, xk, v, pos]).outputs(&[out]);
-        let mut at = 0u64;
-        let calls: Vec<Vec<Tensor>> = [5u64, 1, 3, 1]
-            .iter()
-            .enumerate()
-            .map(|(i, &s)| {
-                let seed = 300 + 10 * i as u32;
-                let call = vec![
-                    Tensor::from_f32(&[1, s, hq, d], &data((s * hq * d) as usize, seed)),
-                    Tensor::from_f32(&[1, s, hkv, d], &data((s * hkv * d) as usize, seed + 1)),
-                    Tensor::from_f32(&[1, s, hkv, d], &data((s * hkv * d) as usize, seed + 2)),
-                    crate::llm::int_tensor(DType::I64, &[1], &[at as i64]),
-                ];
-                at += s;
-                call
-            })
-            .collect();
+        let calls = rope_attention_calls(&[5, 1, 3, 1], 300, hq, hkv, d);
         let (name, tol) = match dtype {
             DType::F32 => ("rope_attention", 1e-5),
             _ => ("rope_attention_f16", 1e-2),
@@ -582,6 +567,28 @@ fn rope_goes_into_the_attention_after_it() {
         // The prompt (call 0) rotates in a dispatch of its own.
         check_saving(name, g, &[FusionKind::RopeAttention], &calls, tol, |k| k > 0);
     }
+}
+
+/// The calls of the RoPE-then-attention graphs: for each row count in
+/// `rows`, queries `[1, S, hq, d]`, keys and values `[1, S, hkv, d]` (data
+/// seeded from `seed`, 10 apart a call) and the position, each call
+/// starting where the last ended.
+fn rope_attention_calls(rows: &[u64], seed: u32, hq: u64, hkv: u64, d: u64) -> Vec<Vec<Tensor>> {
+    let mut at = 0u64;
+    rows.iter()
+        .enumerate()
+        .map(|(i, &s)| {
+            let seed = seed + 10 * i as u32;
+            let call = vec![
+                Tensor::from_f32(&[1, s, hq, d], &data((s * hq * d) as usize, seed)),
+                Tensor::from_f32(&[1, s, hkv, d], &data((s * hkv * d) as usize, seed + 1)),
+                Tensor::from_f32(&[1, s, hkv, d], &data((s * hkv * d) as usize, seed + 2)),
+                crate::llm::int_tensor(DType::I64, &[1], &[at as i64]),
+            ];
+            at += s;
+            call
+        })
+        .collect()
 }
 
 /// The attention of [`rope_goes_into_the_attention_after_it`] viewed to
@@ -638,22 +645,7 @@ fn attention_goes_into_the_4bit_linear_after_it() {
             .op("aten.view_copy.default", &[attn, flat, x])
             .op("et_vk.linear_q4gsw.default", &[x, w, s, gs, null, out]);
         g.inputs(&[xq, xk, v, pos]).outputs(&[out]);
-        let mut at = 0u64;
-        let calls: Vec<Vec<Tensor>> = [130u64, 1, 3, 1]
-            .iter()
-            .enumerate()
-            .map(|(i, &s)| {
-                let seed = 410 + 10 * i as u32;
-                let call = vec![
-                    Tensor::from_f32(&[1, s, hq, d], &data((s * hq * d) as usize, seed)),
-                    Tensor::from_f32(&[1, s, hkv, d], &data((s * hkv * d) as usize, seed + 1)),
-                    Tensor::from_f32(&[1, s, hkv, d], &data((s * hkv * d) as usize, seed + 2)),
-                    crate::llm::int_tensor(DType::I64, &[1], &[at as i64]),
-                ];
-                at += s;
-                call
-            })
-            .collect();
+        let calls = rope_attention_calls(&[130, 1, 3, 1], 410, hq, hkv, d);
         let (name, tol) = match dtype {
             DType::F32 => ("attention_linear", 1e-5),
             _ => ("attention_linear_f16", 1e-2),
