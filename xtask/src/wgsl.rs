@@ -76,7 +76,9 @@ pub const WEBGPU_LIMITS: Needs =
 /// Families the graph picks only when the device's limits allow them (the
 /// fusion pass checks `max_storage_buffers_per_shader_stage` before fusing
 /// three projections into one dispatch, or an RMS norm into the QKV or
-/// SwiGLU GEMV; the cooperative-matrix GEMMs run
+/// SwiGLU GEMV; the decode attention computed in the O projection's GEMV
+/// runs only where `DeviceCaps::gemv_attention` says the device allows
+/// its buffers; the cooperative-matrix GEMMs run
 /// only on devices that have cooperative matrices, which allow more
 /// workgroup memory), so they may need more than WebGPU guarantees; the
 /// runtime still checks their needs at load. Validation runs with every
@@ -97,6 +99,7 @@ pub const LIMIT_GATED: &[&str] = &[
     "q4_gemm_qkv",
     "q4_gemv_qkv",
     "q4_gemv_qkv_norm",
+    "q4_gemv_sdpa",
     "q4_gemv_swiglu_norm",
     "sdpa_prefill_coop",
 ];

@@ -165,6 +165,12 @@ pub struct DeviceCaps {
     pub coop_attention: bool,
     /// Which kernel 2-D convolutions take.
     pub conv: ConvKernels,
+    /// The decode O projection's 4-bit GEMV may compute a short cache's
+    /// whole attention itself (`q4_gemv_sdpa.wgsl`, one dispatch for the
+    /// attention and the projection): the device allows the 11 storage
+    /// buffers per shader stage that kernel binds. The runtime sets it from
+    /// the adapter's limits; `ETWGPU_GEMV_ATTENTION=0` turns it off per load.
+    pub gemv_attention: bool,
 }
 
 impl DeviceCaps {
@@ -222,6 +228,7 @@ mod tests {
                 subgroups: None,
                 coop_attention: false,
                 conv: ConvKernels::Auto,
+                gemv_attention: false,
             }
         );
         for (name, k) in ConvKernels::ALL {

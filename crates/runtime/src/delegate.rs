@@ -48,6 +48,12 @@ pub const Q4_LAYOUT_ENV: &str = "ETWGPU_Q4_LAYOUT";
 /// so the split-KV combine runs as its own dispatch, for comparisons.
 pub const FOLD_ATTENTION_ENV: &str = "ETWGPU_FOLD_ATTENTION";
 
+/// `ETWGPU_GEMV_ATTENTION=0`: keep the split-KV route for decode
+/// attention at short caches instead of computing it inside the O
+/// projection's 4-bit GEMV (`etwgpu_kernels::DeviceCaps::gemv_attention`),
+/// for comparisons.
+pub const GEMV_ATTENTION_ENV: &str = "ETWGPU_GEMV_ATTENTION";
+
 /// Environment variable: split constants larger than this many bytes where
 /// [`LoadOptions::split_bytes`] is not set (see there).
 pub const SPLIT_BYTES_ENV: &str = "ETWGPU_SPLIT_BYTES";
@@ -200,6 +206,10 @@ impl LoadedDelegate {
             precision: options.precision.unwrap_or(rt.caps.precision),
             subgroups: rt.caps.subgroups.filter(|_| options.subgroups.unwrap_or(rt.subgroups_by_default)),
             conv: options.conv.unwrap_or(rt.caps.conv),
+            gemv_attention: rt.caps.gemv_attention
+                && options
+                    .gemv_attention
+                    .unwrap_or_else(|| std::env::var(GEMV_ATTENTION_ENV).map_or(true, |v| v != "0")),
             ..rt.caps
         };
         let lowerer = Lowerer::with_scratch_for(&mut graph, PLACEHOLDER_SYMINT, caps)?;

@@ -318,12 +318,22 @@ impl Runtime {
                 ),
             });
         }
+        // The decode attention inside the O projection's GEMV binds more
+        // storage buffers than WebGPU guarantees; take it where the device
+        // has them and the workgroup memory.
+        let gemv_attention = {
+            let needs = etwgpu_kernels::ShaderId::Q4GemvSdpaF32.needs();
+            let limits = device.limits();
+            limits.max_storage_buffers_per_shader_stage >= needs.storage_buffers
+                && limits.max_compute_workgroup_storage_size >= needs.workgroup_bytes
+        };
         let caps = etwgpu_kernels::DeviceCaps {
             coop_matrix_f16: coop,
             precision: options.precision,
             subgroups: subgroups.filter(|_| options.subgroups != Some(false)),
             coop_attention: coop && options.coop_attention,
             conv: options.conv,
+            gemv_attention,
         };
         Ok(Self { device, queue, info, pipelines, caps, subgroups_by_default: options.subgroups == Some(true) })
     }

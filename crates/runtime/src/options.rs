@@ -20,8 +20,7 @@ pub struct LoadOptions {
     /// cooperative matrices (`etwgpu run --precision f32|mixed|f16`; see
     /// [`etwgpu_kernels::Precision`]); `None` (the default) takes the
     /// runtime's ([`crate::device::RuntimeOptions::precision`]:
-    /// `ETWGPU_PRECISION`, else `mixed`, which puts only the 4-bit weight
-    /// linears on f16 operands).
+    /// `ETWGPU_PRECISION`, else `f32`).
     pub precision: Option<etwgpu_kernels::Precision>,
     /// Threads that record each run's dispatches, one command buffer each
     /// (a plan splits only at 96 or more dispatches a thread); `None` (the
@@ -50,6 +49,13 @@ pub struct LoadOptions {
     /// default) takes the runtime's ([`crate::device::RuntimeOptions::conv`]:
     /// `ETWGPU_CONV`, else `auto`).
     pub conv: Option<etwgpu_kernels::ConvKernels>,
+    /// Let a decode step's attention over a short cache run inside the O
+    /// projection's 4-bit GEMV (`q4_gemv_sdpa.wgsl`, one dispatch instead
+    /// of the split partials and the merging GEMV) where the device allows
+    /// its 11 storage buffers: `Some(false)` keeps the split route (tests,
+    /// A/B comparisons), `Some(true)` or `None` (the default) take it where
+    /// the device allows, unless `ETWGPU_GEMV_ATTENTION=0`.
+    pub gemv_attention: Option<bool>,
 }
 
 impl Default for LoadOptions {
@@ -62,6 +68,7 @@ impl Default for LoadOptions {
             split_bytes: None,
             subgroups: None,
             conv: None,
+            gemv_attention: None,
         }
     }
 }

@@ -27,7 +27,9 @@ mod split_kv;
 use split_kv::{SPLIT_MAX_ROWS, SPLIT_SCRATCH, SplitAttn, split_kv_attention};
 #[cfg(test)]
 pub(crate) use split_kv::{SUBGROUP_PLAN, SplitRoute, WORKGROUP_PLAN, split_plan};
-pub(crate) use split_kv::{combine_folds, fold_combine, split_route, split_scratch_bytes};
+pub(crate) use split_kv::{
+    attend_in_gemv, combine_folds, fold_combine, gemv_attends, split_route, split_scratch_bytes,
+};
 
 fn shape_err(arg_idx: usize, name: &'static str, expected: String, t: &TensorInfo<'_>) -> Error {
     Error::Shape { arg_idx, name, expected, found: t.shape.to_vec() }

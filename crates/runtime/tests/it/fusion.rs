@@ -596,55 +596,66 @@ fn rope_attention_calls(rows: &[u64], seed: u32, hq: u64, hkv: u64, d: u64) -> V
 /// K = 64 in groups of 32): one `etwgpu.sdpa_rope_linear_q4gsw`, whose
 /// decode calls (1 and 3 rows) run the split partials then the GEMV that
 /// merges them (`q4_gemv_attn.wgsl`): two dispatches where the unfused
-/// chain runs four (RoPE, partials, combine, GEMV). A prompt of 130 rows
+/// chain runs four (RoPE, partials, combine, GEMV); or, for one row where
+/// the device allows it, the whole attention inside the GEMV
+/// (`q4_gemv_sdpa.wgsl`): one. A prompt of 130 rows
 /// first, so that the decode calls merge several splits (5 at 131 keys in
 /// a cache of 160: a batch of four and one more); the prompt runs the
 /// attention's steps then the linear's.
+/// The graph of [`attention_goes_into_the_4bit_linear_after_it`]: RoPE,
+/// `sdpa_with_kv_cache` over a cache of `cache` rows, the view and a 4-bit
+/// linear of `n` outputs (K = `hq * d` in groups of 32), for calls of up
+/// to `max_s` rows; inputs `[xq, xk, v, pos]`, output the linear's.
+fn attention_linear_graph(dtype: DType, (hq, hkv, d): (u64, u64, u64), cache: u64, max_s: u64, n: u64) -> GraphBuilder {
+    let k = hq * d;
+    let mut g = GraphBuilder::new();
+    let xq = g.tensor_staged(dtype, DType::F32, &[1, max_s, hq, d]);
+    let xk = g.tensor_staged(dtype, DType::F32, &[1, max_s, hkv, d]);
+    let v = g.tensor_staged(dtype, DType::F32, &[1, max_s, hkv, d]);
+    let pos = g.tensor_staged(DType::I32, DType::I64, &[1]);
+    let table = |f: fn(f32) -> f32| -> Vec<f32> {
+        (0..cache).flat_map(|t| (0..d / 2).map(move |j| f((t * (j + 1)) as f32 / 8.0))).collect()
+    };
+    let cos_t = g.constant(dtype, &[cache, d / 2], &float_bytes(dtype, &table(f32::cos)));
+    let sin_t = g.constant(dtype, &[cache, d / 2], &float_bytes(dtype, &table(f32::sin)));
+    let elem_bytes = if dtype == DType::F16 { 2 } else { 4 };
+    let zeros = vec![0u8; (cache * hkv * d * elem_bytes) as usize];
+    let k_cache = g.constant(dtype, &[1, cache, hkv, d], &zeros);
+    let v_cache = g.constant(dtype, &[1, cache, hkv, d], &zeros);
+    let bytes: Vec<u8> = data((n * k / 2) as usize, 401).iter().map(|v| ((v + 2.0) * 63.0) as u8).collect();
+    let scales: Vec<f32> = data((k / 32 * n) as usize, 402).iter().map(|v| v * 0.05).collect();
+    let w = g.constant(DType::U8, &[n, k / 2], &bytes);
+    let s = g.constant(dtype, &[k / 32, n], &float_bytes(dtype, &scales));
+    let (q_rot, k_rot) = (g.tensor(dtype, &[1, max_s, hq, d]), g.tensor(dtype, &[1, max_s, hkv, d]));
+    let (cos, sin) = (g.tensor(dtype, &[max_s, d / 2]), g.tensor(dtype, &[max_s, d / 2]));
+    let rotated = g.value_list(&[q_rot, k_rot]);
+    let (zero, one, causal, null, gs) = (g.int(0), g.int(1), g.bool(true), g.null(), g.int(32));
+    let (start, seq, end) = (g.sym_int(), g.sym_int(), g.sym_int());
+    let attn = g.tensor(dtype, &[1, max_s, hq, d]);
+    let k_int = g.int(k as i64);
+    let (flat, x) = (g.value_list(&[one, seq, k_int]), g.tensor(dtype, &[1, max_s, k]));
+    let out = g.tensor_staged(dtype, DType::F32, &[1, max_s, n]);
+    g.op("et_vk.select_as_symint.default", &[pos, zero, zero, start])
+        .op("sym_size.int", &[xq, one, seq])
+        .op("add", &[start, seq, end])
+        .op("aten.slice_copy.Tensor", &[cos_t, zero, start, end, one, cos])
+        .op("aten.slice_copy.Tensor", &[sin_t, zero, start, end, one, sin])
+        .op("et_vk.apply_rotary_emb.default", &[xq, xk, cos, sin, rotated])
+        .op(
+            "sdpa_with_kv_cache.default",
+            &[q_rot, k_rot, v, k_cache, v_cache, start, one, null, zero, causal, null, attn],
+        )
+        .op("aten.view_copy.default", &[attn, flat, x])
+        .op("et_vk.linear_q4gsw.default", &[x, w, s, gs, null, out]);
+    g.inputs(&[xq, xk, v, pos]).outputs(&[out]);
+    g
+}
+
 #[test]
 fn attention_goes_into_the_4bit_linear_after_it() {
     for dtype in [DType::F32, DType::F16] {
-        let (hq, hkv, d, cache, max_s, n) = (4u64, 2u64, 16u64, 160u64, 132u64, 40u64);
-        let k = hq * d;
-        let mut g = GraphBuilder::new();
-        let xq = g.tensor_staged(dtype, DType::F32, &[1, max_s, hq, d]);
-        let xk = g.tensor_staged(dtype, DType::F32, &[1, max_s, hkv, d]);
-        let v = g.tensor_staged(dtype, DType::F32, &[1, max_s, hkv, d]);
-        let pos = g.tensor_staged(DType::I32, DType::I64, &[1]);
-        let table = |f: fn(f32) -> f32| -> Vec<f32> {
-            (0..cache).flat_map(|t| (0..d / 2).map(move |j| f((t * (j + 1)) as f32 / 8.0))).collect()
-        };
-        let cos_t = g.constant(dtype, &[cache, d / 2], &float_bytes(dtype, &table(f32::cos)));
-        let sin_t = g.constant(dtype, &[cache, d / 2], &float_bytes(dtype, &table(f32::sin)));
-        let elem_bytes = if dtype == DType::F16 { 2 } else { 4 };
-        let zeros = vec![0u8; (cache * hkv * d * elem_bytes) as usize];
-        let k_cache = g.constant(dtype, &[1, cache, hkv, d], &zeros);
-        let v_cache = g.constant(dtype, &[1, cache, hkv, d], &zeros);
-        let bytes: Vec<u8> = data((n * k / 2) as usize, 401).iter().map(|v| ((v + 2.0) * 63.0) as u8).collect();
-        let scales: Vec<f32> = data((k / 32 * n) as usize, 402).iter().map(|v| v * 0.05).collect();
-        let w = g.constant(DType::U8, &[n, k / 2], &bytes);
-        let s = g.constant(dtype, &[k / 32, n], &float_bytes(dtype, &scales));
-        let (q_rot, k_rot) = (g.tensor(dtype, &[1, max_s, hq, d]), g.tensor(dtype, &[1, max_s, hkv, d]));
-        let (cos, sin) = (g.tensor(dtype, &[max_s, d / 2]), g.tensor(dtype, &[max_s, d / 2]));
-        let rotated = g.value_list(&[q_rot, k_rot]);
-        let (zero, one, causal, null, gs) = (g.int(0), g.int(1), g.bool(true), g.null(), g.int(32));
-        let (start, seq, end) = (g.sym_int(), g.sym_int(), g.sym_int());
-        let attn = g.tensor(dtype, &[1, max_s, hq, d]);
-        let k_int = g.int(k as i64);
-        let (flat, x) = (g.value_list(&[one, seq, k_int]), g.tensor(dtype, &[1, max_s, k]));
-        let out = g.tensor_staged(dtype, DType::F32, &[1, max_s, n]);
-        g.op("et_vk.select_as_symint.default", &[pos, zero, zero, start])
-            .op("sym_size.int", &[xq, one, seq])
-            .op("add", &[start, seq, end])
-            .op("aten.slice_copy.Tensor", &[cos_t, zero, start, end, one, cos])
-            .op("aten.slice_copy.Tensor", &[sin_t, zero, start, end, one, sin])
-            .op("et_vk.apply_rotary_emb.default", &[xq, xk, cos, sin, rotated])
-            .op(
-                "sdpa_with_kv_cache.default",
-                &[q_rot, k_rot, v, k_cache, v_cache, start, one, null, zero, causal, null, attn],
-            )
-            .op("aten.view_copy.default", &[attn, flat, x])
-            .op("et_vk.linear_q4gsw.default", &[x, w, s, gs, null, out]);
-        g.inputs(&[xq, xk, v, pos]).outputs(&[out]);
+        let (hq, hkv, d) = (4u64, 2u64, 16u64);
+        let g = attention_linear_graph(dtype, (hq, hkv, d), 160, 132, 40);
         let calls = rope_attention_calls(&[130, 1, 3, 1], 410, hq, hkv, d);
         let (name, tol) = match dtype {
             DType::F32 => ("attention_linear", 1e-5),
@@ -653,14 +664,64 @@ fn attention_goes_into_the_4bit_linear_after_it() {
         check_saving(name, g.clone(), &[FusionKind::RopeAttention, FusionKind::AttentionLinear], &calls, tol, |k| {
             k > 0
         });
-        // The decode calls: the partials and the merging GEMV only.
+        // The decode calls. On the split route: the partials and the
+        // merging GEMV only. With the attention in the GEMV (where the
+        // device allows `q4_gemv_sdpa.wgsl`'s buffers): one dispatch for
+        // one row, the split route's two for three; the two routes agree.
         let Some(rt) = crate::runtime() else { return };
         let p = program(g);
-        let mut m = rt.load_with(&p, "forward", &LoadOptions::default()).expect("loads");
+        let in_gemv = rt.gemm_caps().gemv_attention;
+        let load = |on| {
+            let options = LoadOptions { gemv_attention: Some(on), ..LoadOptions::default() };
+            rt.load_with(&p, "forward", &options).expect("loads")
+        };
+        let (mut split, mut attends) = (load(false), load(true));
         for (k, inputs) in calls.iter().enumerate() {
-            m.run(inputs).expect("runs");
+            let (a, b) = (split.run(inputs).expect("runs"), attends.run(inputs).expect("runs"));
             if k > 0 {
-                assert_eq!(m.n_dispatches(), 2, "{name} call {k}: dispatches");
+                assert_eq!(split.n_dispatches(), 2, "{name} call {k}: dispatches on the split route");
+                let want = if in_gemv && inputs[0].shape[1] == 1 { 1 } else { 2 };
+                assert_eq!(attends.n_dispatches(), want, "{name} call {k}: dispatches, attention in the GEMV");
+            }
+            for (u, v) in a[0].to_f64_vec().iter().zip(b[0].to_f64_vec()) {
+                assert!((u - v).abs() <= tol + tol * v.abs(), "{name} call {k}: split {u}, in the GEMV {v}");
+            }
+        }
+    }
+}
+
+/// The attention inside the 4-bit GEMV (`q4_gemv_sdpa.wgsl`) at SmolLM2's
+/// geometry (9 query heads over 3 kv heads of 64 dims) past one tile of
+/// keys: after a prompt of 250 rows, decode calls at 251 to 253 keys walk
+/// three tiles of 113 (the last short), with the online softmax carried
+/// between them. Float32 over a float32 and a float16 cache, and float16:
+/// the outputs agree with the split route's (the fusion test above checks
+/// that route against the unfused ops).
+#[test]
+fn attention_in_the_gemv_walks_several_key_tiles() {
+    let Some(rt) = crate::runtime() else { return };
+    if !rt.gemm_caps().gemv_attention {
+        return;
+    }
+    let (hq, hkv, d) = (9u64, 3u64, 64u64);
+    for (dtype, kv_f16, tol) in [(DType::F32, false, 1e-5), (DType::F32, true, 1e-5), (DType::F16, false, 1e-2)] {
+        let p = program(attention_linear_graph(dtype, (hq, hkv, d), 322, 250, 64));
+        let calls = rope_attention_calls(&[250, 1, 1, 1], 520, hq, hkv, d);
+        let load = |on| {
+            let options = LoadOptions { gemv_attention: Some(on), kv_cache_f16: kv_f16, ..LoadOptions::default() };
+            rt.load_with(&p, "forward", &options).expect("loads")
+        };
+        let (mut split, mut attends) = (load(false), load(true));
+        for (k, inputs) in calls.iter().enumerate() {
+            let (a, b) = (split.run(inputs).expect("runs"), attends.run(inputs).expect("runs"));
+            if k > 0 {
+                assert_eq!(attends.n_dispatches(), 1, "{dtype:?} call {k}: one dispatch");
+            }
+            for (u, v) in a[0].to_f64_vec().iter().zip(b[0].to_f64_vec()) {
+                assert!(
+                    (u - v).abs() <= tol + tol * v.abs(),
+                    "{dtype:?} kv f16 {kv_f16} call {k}: split {u}, in the GEMV {v}"
+                );
             }
         }
     }

@@ -19,9 +19,12 @@
 
 use crate::error::{Error, Result};
 use crate::generated::shaders::{Family, ShaderId};
-use crate::ops::llm::{apply_rotary_emb_into, combine_folds, fold_combine, sdpa_with_kv_cache_into, split_route};
+use crate::ops::llm::{
+    apply_rotary_emb_into, attend_in_gemv, combine_folds, fold_combine, gemv_attends, sdpa_with_kv_cache_into,
+    split_route,
+};
 use crate::ops::quant::linear_q4gsw_into;
-use crate::plan::{Ctx, Lowered, Shader, Step, TensorInfo, Uniform, Vid, float_shader, to_u32};
+use crate::plan::{Ctx, Dispatch, Lowered, Shader, Step, TensorInfo, Uniform, Vid, float_shader, to_u32};
 
 /// `etwgpu.sdpa_rope_with_kv_cache.default(xq [1,S,Hq,D], xk [1,S,Hkv,D],
 /// value, key_cache, value_cache, start_pos, seq_len, attn_mask?,
@@ -80,6 +83,27 @@ pub fn sdpa_rope_linear_q4gsw(c: &Ctx<'_>) -> Result<Lowered> {
     let linear = linear_q4gsw_into(&c.with_args(&linear_args), &x, &out)?;
     let mut shapes = attention.shapes;
     shapes.extend(linear.shapes);
+    // Short caches: the whole attention in the GEMV (the partials and the
+    // combine replaced); else the combine folded into it where the split
+    // plan allows; else the steps one after the other.
+    let in_gemv = match (&attention.steps[..], &linear.steps[..]) {
+        ([.., partials, _combine], [gemv]) if gemv_attends(c.caps(), s, hq, hkv, d, cmax) => {
+            let variant = match &partials {
+                Step::Dispatch(Dispatch { shader: Shader::Static(id), .. }) => Some(id.variant()),
+                _ => None,
+            };
+            variant
+                .and_then(|v| ShaderId::find(Family::Q4GemvSdpa, v))
+                .and_then(|shader| attend_in_gemv(partials, gemv, shader))
+        }
+        _ => None,
+    };
+    if let Some(d) = in_gemv {
+        let mut steps = attention.steps;
+        steps.truncate(steps.len() - 2);
+        steps.push(Step::Dispatch(d));
+        return Ok(Lowered { shapes, steps });
+    }
     let folded = match (&attention.steps[..], &linear.steps[..]) {
         ([.., combine], [gemv]) if combine_folds(split_route(c.caps(), d), s, hq, hkv, d, cmax) => {
             fold_combine(combine, gemv, float_shader(Family::Q4GemvAttn, &x, 0, "xq")?)

@@ -297,3 +297,76 @@ pub(crate) fn fold_combine(combine: &Step, gemv: &Step, shader: ShaderId) -> Opt
         workgroups: g.workgroups,
     })
 }
+
+/// Most elements of one cache (keys or values: `Cmax * Hkv * D`) for which
+/// the attention of one query row runs inside the 4-bit GEMV after it
+/// ([`gemv_attends`]): every workgroup of that GEMV reads the whole live
+/// context, so the route is for short caches (SmolLM2-135M's 512-row cache
+/// is 98,304; the 1B shape's 8,320 rows 4.3 million).
+pub(crate) const GEMV_ATTN_MAX_CACHE: u64 = 1 << 17;
+/// `q4_gemv_sdpa.wgsl`'s bounds: most query heads per kv head (`MAXG`),
+/// most query heads (`MAX_HEADS`), `vec4`s of the query (`XS`) and of
+/// the new key (`NS`).
+const GEMV_ATTN_MAX_GROUP: u64 = 4;
+const GEMV_ATTN_MAX_HEADS: u64 = 16;
+const GEMV_ATTN_QUERY_VEC4S: u64 = 256;
+const GEMV_ATTN_KEY_VEC4S: u64 = 64;
+
+/// Whether the attention of `s` query rows (`hq` heads over `hkv`, head
+/// dim `d`, a cache of `cmax` rows) on a device with `caps` may run
+/// inside the 4-bit GEMV that reads its output ([`attend_in_gemv`]): one
+/// row (decode), the kernel's head and dim bounds, a cache of at most
+/// [`GEMV_ATTN_MAX_CACHE`] elements, and the device's leave
+/// (`DeviceCaps::gemv_attention`). Depends on static dims only, so every
+/// position of a decode plan takes one route.
+pub(crate) fn gemv_attends(caps: DeviceCaps, s: u64, hq: u64, hkv: u64, d: u64, cmax: u64) -> bool {
+    caps.gemv_attention
+        && s == 1
+        && hkv > 0
+        && hq.is_multiple_of(hkv)
+        && hq / hkv <= GEMV_ATTN_MAX_GROUP
+        && hq <= GEMV_ATTN_MAX_HEADS
+        && d > 0
+        && d.is_multiple_of(4)
+        && hq * d / 4 <= GEMV_ATTN_QUERY_VEC4S
+        && hkv * d / 4 <= GEMV_ATTN_KEY_VEC4S
+        && cmax * hkv * d <= GEMV_ATTN_MAX_CACHE
+}
+
+/// The split partials dispatch `partials` (the `_rope` form of
+/// [`split_kv_attention`]'s first, reading `[query, new keys, new values,
+/// cos, sin]` and writing `[key cache, value cache, partials]`) and the
+/// 4-bit GEMV dispatch `gemv` (`q4_gemv.wgsl`, reading the attention's
+/// output as its input) as one dispatch of `shader` (`q4_gemv_sdpa.wgsl`):
+/// the partials' inputs then the GEMV's weights, scales and bias; the
+/// caches then the GEMV's output; the GEMV's workgroups; its uniforms then
+/// the partials'. The combine between them is dropped and the partials
+/// are not written. `None` where either is another kernel's.
+pub(crate) fn attend_in_gemv(partials: &Step, gemv: &Step, shader: ShaderId) -> Option<Dispatch> {
+    let (Step::Dispatch(a), Step::Dispatch(g)) = (partials, gemv) else { return None };
+    let (Shader::Static(aid), Shader::Static(gid)) = (&a.shader, &g.shader) else { return None };
+    let ok = matches!(aid.family(), Family::SdpaSplitRope | Family::SdpaSplitSgRope)
+        && gid.family() == Family::Q4Gemv
+        && a.inputs.len() == 5
+        && a.outputs.len() == 3
+        && g.inputs.len() == 4
+        && g.outputs.len() == 1
+        // The kernel's `Params`: the GEMV's 8 words, then the partials' 16.
+        && g.params.len() == 32
+        && a.params.len() == 64;
+    if !ok {
+        return None;
+    }
+    let mut inputs = a.inputs.clone();
+    inputs.extend(&g.inputs[1..]);
+    let mut params = g.params.clone();
+    params.extend(&a.params);
+    Some(Dispatch {
+        shader: shader.into(),
+        entry: "main",
+        inputs,
+        outputs: vec![a.outputs[0], a.outputs[1], g.outputs[0]],
+        params,
+        workgroups: g.workgroups,
+    })
+}

@@ -1,0 +1,370 @@
+//! Decode route of `etwgpu.sdpa_rope_linear_q4gsw` at short caches: the
+//! whole attention of the one query row computed inside the 4-bit GEMV
+//! that reads its output (the O projection), one dispatch where the split
+//! route takes two (`sdpa_split_rope.wgsl`, then `q4_gemv_attn.wgsl`).
+//! Every workgroup needs the whole attention output (each output column
+//! dots all of it), so every workgroup computes it: at the short caches
+//! the host routes here, the keys and values it reads (at most
+//! `ATTN_MAX_ELEMS` elements over the whole cache) come from L2, and
+//! recomputing costs less than the dispatch and the partials' round trip
+//! it saves.
+//!
+//! The attention: the query and the call's new key rotated as they are
+//! loaded (`et_vk.apply_rotary_emb`, as `sdpa_split_rope.wgsl` rotates
+//! them, each result rounded to `Elem`, the key then to the cache's type);
+//! workgroup `(0, 0)` stores the new key and value into the caches at
+//! `start_pos`; no workgroup reads that row from the caches (it takes the
+//! new rows from workgroup memory), so the stores race with nothing. Then
+//! the keys `0 ..= start_pos` in tiles of `SC / n_heads`, online softmax
+//! per head: each invocation scores one (kv head, key) pair against the
+//! (at most `MAXG`) query heads that share that kv head; sixteen
+//! invocations per head take the tile's max and sum in a tree; each
+//! invocation accumulates one `vec4` of one kv head's values for its query
+//! heads over one key group of the tile. At the end the key groups are
+//! summed, divided by the softmax sum and rounded to `Elem` (as the split
+//! combine stores the output) into `x`, which held the rotated query
+//! until then. Then, as `q4_gemv.wgsl` with one row,
+//! `out[n] = sum_k x[k] * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`.
+//!
+//! The host routes here only for one query row, at most `MAXG` query heads
+//! per kv head, at most `MAX_HEADS` heads, `n_heads * head_dim / 4 <= XS`,
+//! `n_kv_heads * head_dim / 4 <= NS`, and with the device's storage-buffer
+//! limit (11) allowing it; see `ops::llm::split_kv::gemv_attends`.
+// variants: f32 f16 f32_kvf16
+
+alias Elem = f32;
+alias KvElem = Elem;
+
+/// Invocations per workgroup.
+const WG: u32 = 256u;
+/// `vec4`s of the query (then the attention output): `n_heads * head_dim / 4` at most.
+const XS: u32 = 256u;
+/// `vec4`s of the new key (and of the new value): `n_kv_heads * head_dim / 4` at most.
+const NS: u32 = 64u;
+/// Scores held per tile, all heads: a tile has `SC / n_heads` keys.
+const SC: u32 = 1024u;
+/// Most query heads per kv head.
+const MAXG: u32 = 4u;
+/// Most query heads (`WG / LANES`).
+const MAX_HEADS: u32 = 16u;
+/// Invocations per head in the softmax's reductions.
+const LANES: u32 = 16u;
+
+struct Params {
+    /// The GEMV's (`q4_gemv.wgsl`): rows of x (1 here).
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (`n_heads * head_dim`, a multiple of 32).
+    k: u32,
+    /// Row length of the scales (and bias): N padded.
+    n_pad: u32,
+    /// Inputs per scale group (a multiple of 32).
+    group_size: u32,
+    has_bias: u32,
+    /// Columns per workgroup: 8, 16 or 32.
+    cols: u32,
+    /// Bit 0: the weights are word-major, else row-major.
+    w_layout: u32,
+    /// The attention's, laid out as `sdpa_split_rope.wgsl`'s uniforms (the
+    /// host appends that dispatch's words): query rows (1 here).
+    seq: u32,
+    /// Query heads.
+    n_heads: u32,
+    /// Key/value heads.
+    n_kv_heads: u32,
+    /// Head dim (a multiple of 4).
+    head_dim: u32,
+    /// Position of the query row (its key is the cache's row `start_pos`).
+    start_pos: u32,
+    /// Softmax scale.
+    scale: f32,
+    /// The split plan's words and padding (unused here).
+    _split0: u32,
+    _split1: u32,
+    _split2: u32,
+    _split3: u32,
+    _pad0: u32,
+    _pad1: u32,
+    /// The tables' row of the query's token.
+    table_row: u32,
+    _pad2: u32,
+    _pad3: u32,
+    _pad4: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> k_new: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> v_new: array<vec4<Elem>>;
+@group(0) @binding(4) var<storage, read> cos_t: array<Elem>;
+@group(0) @binding(5) var<storage, read> sin_t: array<Elem>;
+@group(0) @binding(6) var<storage, read> weights: array<vec4<u32>>;
+@group(0) @binding(7) var<storage, read> scales: array<Elem>;
+@group(0) @binding(8) var<storage, read> bias: array<Elem>;
+@group(0) @binding(9) var<storage, read_write> k_cache: array<vec4<KvElem>>;
+@group(0) @binding(10) var<storage, read_write> v_cache: array<vec4<KvElem>>;
+@group(0) @binding(11) var<storage, read_write> out: array<Elem>;
+
+/// The rotated query (head `h`, `vec4` `j` at `h * d4 + j`), then the
+/// attention's output in the same places: the GEMV's x.
+var<workgroup> x: array<vec4<f32>, XS>;
+/// The new key and value as the caches hold them (kv head `g` at `g * d4`).
+var<workgroup> kn: array<vec4<f32>, NS>;
+var<workgroup> vn: array<vec4<f32>, NS>;
+/// The tile's scores (head `h`, key `t` at `h * tile + t`), then their
+/// probabilities.
+var<workgroup> sc: array<f32, SC>;
+/// Per head: the running max and sum, and the last tile's rescale.
+var<workgroup> m_run: array<f32, MAX_HEADS>;
+var<workgroup> l_run: array<f32, MAX_HEADS>;
+var<workgroup> alpha: array<f32, MAX_HEADS>;
+/// The reductions' scratch: `(max, sum)` pairs in `.xy` during the tiles,
+/// the key groups' sums at the end, then the GEMV slices' sums.
+var<workgroup> partial: array<vec4<f32>, WG>;
+
+// include: q4_dot.wgsl
+
+/// `vec4` `d` of a row rotated (pairs `(x, y)` and `(z, w)` are pairs `2d`
+/// and `2d + 1` of the half head dim), rounded to `Elem` as the rotation's
+/// output holds it.
+fn rope4(v: vec4<Elem>, d: u32) -> vec4<f32> {
+    let i = p.table_row * (p.head_dim / 2u) + 2u * d;
+    let c = vec2<f32>(f32(cos_t[i]), f32(cos_t[i + 1u]));
+    let sn = vec2<f32>(f32(sin_t[i]), f32(sin_t[i + 1u]));
+    let v32 = vec4<f32>(v);
+    let re = v32.xz * c - v32.yw * sn;
+    let im = v32.xz * sn + v32.yw * c;
+    return vec4<f32>(vec4<Elem>(vec4<f32>(re.x, im.x, re.y, im.y)));
+}
+
+/// Two `(max, sum of exp(s - max))` pairs as one.
+fn merge_ml(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
+    let m = max(a.x, b.x);
+    return vec2<f32>(m, a.y * exp(a.x - m) + b.y * exp(b.x - m));
+}
+
+/// `vec4` `j` of key `key` of kv head `g`: the new row from workgroup
+/// memory, earlier rows from the cache.
+fn key_vec(key: u32, g: u32, j: u32, d4: u32) -> vec4<f32> {
+    if key == p.start_pos {
+        return kn[g * d4 + j];
+    }
+    return vec4<f32>(k_cache[(key * p.n_kv_heads + g) * d4 + j]);
+}
+
+/// The same for the values.
+fn value_vec(key: u32, g: u32, j: u32, d4: u32) -> vec4<f32> {
+    if key == p.start_pos {
+        return vn[g * d4 + j];
+    }
+    return vec4<f32>(v_cache[(key * p.n_kv_heads + g) * d4 + j]);
+}
+
+/// Fills `x` with the attention's output. Ends with a barrier, so `x` is
+/// ready.
+fn attend(lid: u32, first_group: bool) {
+    let d4 = p.head_dim / 4u;
+    let hq = p.n_heads;
+    let hkv = p.n_kv_heads;
+    let group = hq / hkv;
+    let pos = p.start_pos;
+    for (var e = lid; e < hq * d4; e += WG) {
+        x[e] = rope4(q[e], e % d4);
+    }
+    for (var e = lid; e < hkv * d4; e += WG) {
+        let kw = vec4<KvElem>(rope4(k_new[e], e % d4));
+        let vw = vec4<KvElem>(v_new[e]);
+        kn[e] = vec4<f32>(kw);
+        vn[e] = vec4<f32>(vw);
+        if first_group {
+            k_cache[pos * hkv * d4 + e] = kw;
+            v_cache[pos * hkv * d4 + e] = vw;
+        }
+    }
+    if lid < hq {
+        m_run[lid] = -3.402823e38;
+        l_run[lid] = 0.0;
+    }
+    workgroupBarrier();
+    let tile = SC / hq;
+    let ctx = pos + 1u;
+    // The values' owners: (kv head, vec4) pairs, `kgs` key groups of them.
+    let pairs = hkv * d4;
+    let kgs = WG / pairs;
+    let pair = lid % pairs;
+    let kg = lid / pairs;
+    let g = pair / d4;
+    let j = pair % d4;
+    // The query heads of kv head `g`, clamped (those past `group` compute
+    // on a real head and are never stored).
+    var hh: array<u32, MAXG>;
+    for (var jj = 0u; jj < MAXG; jj++) {
+        hh[jj] = g * group + min(jj, group - 1u);
+    }
+    var acc: array<vec4<f32>, MAXG>;
+    let h_red = lid / LANES;
+    let lane = lid % LANES;
+    for (var c0 = 0u; c0 < ctx; c0 += tile) {
+        let nt = min(tile, ctx - c0);
+        // Scores: one (kv head, key) pair per invocation at a time.
+        for (var i = lid; i < hkv * nt; i += WG) {
+            let gi = i / nt;
+            let t = i % nt;
+            var dots: array<vec4<f32>, MAXG>;
+            for (var jd = 0u; jd < d4; jd++) {
+                let kv = key_vec(c0 + t, gi, jd, d4);
+                for (var jj = 0u; jj < MAXG; jj++) {
+                    dots[jj] += x[(gi * group + min(jj, group - 1u)) * d4 + jd] * kv;
+                }
+            }
+            for (var jj = 0u; jj < MAXG; jj++) {
+                if jj < group {
+                    let dv = dots[jj];
+                    sc[(gi * group + jj) * tile + t] = (dv.x + dv.y + dv.z + dv.w) * p.scale;
+                }
+            }
+        }
+        workgroupBarrier();
+        // Each head's tile max and sum: `LANES` invocations, then a tree.
+        var ml = vec2<f32>(-3.402823e38, 0.0);
+        if h_red < hq {
+            for (var t = lane; t < nt; t += LANES) {
+                ml.x = max(ml.x, sc[h_red * tile + t]);
+            }
+            for (var t = lane; t < nt; t += LANES) {
+                ml.y += exp(sc[h_red * tile + t] - ml.x);
+            }
+        }
+        partial[lid] = vec4<f32>(ml, 0.0, 0.0);
+        workgroupBarrier();
+        for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+            if lane < stride {
+                partial[lid] = vec4<f32>(merge_ml(partial[lid].xy, partial[lid + stride].xy), 0.0, 0.0);
+            }
+            workgroupBarrier();
+        }
+        if lid < hq {
+            let tl = partial[lid * LANES].xy;
+            let m_new = max(m_run[lid], tl.x);
+            let a = exp(m_run[lid] - m_new);
+            l_run[lid] = l_run[lid] * a + tl.y * exp(tl.x - m_new);
+            m_run[lid] = m_new;
+            alpha[lid] = a;
+        }
+        workgroupBarrier();
+        for (var i = lid; i < hq * nt; i += WG) {
+            sc[(i / nt) * tile + i % nt] = exp(sc[(i / nt) * tile + i % nt] - m_run[i / nt]);
+        }
+        workgroupBarrier();
+        // Values: this invocation's (kv head, vec4) over its key group,
+        // four loads in flight.
+        if kg < kgs {
+            for (var jj = 0u; jj < MAXG; jj++) {
+                acc[jj] *= alpha[hh[jj]];
+            }
+            var t = kg;
+            for (; t + 3u * kgs < nt; t += 4u * kgs) {
+                let u0 = value_vec(c0 + t, g, j, d4);
+                let u1 = value_vec(c0 + t + kgs, g, j, d4);
+                let u2 = value_vec(c0 + t + 2u * kgs, g, j, d4);
+                let u3 = value_vec(c0 + t + 3u * kgs, g, j, d4);
+                for (var jj = 0u; jj < MAXG; jj++) {
+                    let b = hh[jj] * tile + t;
+                    acc[jj] += sc[b] * u0 + sc[b + kgs] * u1 + sc[b + 2u * kgs] * u2 + sc[b + 3u * kgs] * u3;
+                }
+            }
+            for (; t < nt; t += kgs) {
+                let u = value_vec(c0 + t, g, j, d4);
+                for (var jj = 0u; jj < MAXG; jj++) {
+                    acc[jj] += sc[hh[jj] * tile + t] * u;
+                }
+            }
+        }
+        workgroupBarrier();
+    }
+    // Sum the key groups per query head of the group (a constant trip
+    // count, so `acc` stays indexed by constants) into `x`.
+    for (var jj = 0u; jj < MAXG; jj++) {
+        if jj >= group {
+            break;
+        }
+        partial[lid] = acc[jj];
+        workgroupBarrier();
+        if lid < pairs {
+            var total = vec4<f32>(0.0);
+            for (var s = 0u; s < kgs; s++) {
+                total += partial[s * pairs + lid];
+            }
+            let h = g * group + jj;
+            x[h * d4 + j] = vec4<f32>(vec4<Elem>(total / l_run[h]));
+        }
+        workgroupBarrier();
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let cols = p.cols;
+    let c = lid % cols;
+    let slice = lid / cols;
+    let slices = WG / cols;
+    let target_col = (wid.y * groups.x + wid.x) * cols + c;
+    // Columns past N compute the last column (control flow stays uniform)
+    // and store nothing.
+    let col = min(target_col, p.n - 1u);
+    let words = p.k / 32u;
+    let x_row = p.k / 4u;
+    let at = column_words(col, words, p.n, (p.w_layout & 1u) != 0u);
+    let base = at.x;
+    let stride = at.y;
+    // This invocation's first two words and their scales do not depend on
+    // x: loaded (at clamped indices) before the attention, in flight
+    // through it.
+    let wa = min(slice, words - 1u);
+    let wb = min(slice + slices, words - 1u);
+    let qa = weights[base + wa * stride];
+    let qb = weights[base + wb * stride];
+    let sa = scales[(wa * 32u / p.group_size) * p.n_pad + col];
+    let sb = scales[(wb * 32u / p.group_size) * p.n_pad + col];
+    attend(lid, wid.x == 0u && wid.y == 0u);
+    var acc = vec4<f32>();
+    if slice < words {
+        acc = rows4(acc, qa, slice * 8u, x_row, 1u, f32(sa));
+    }
+    if slice + slices < words {
+        acc = rows4(acc, qb, (slice + slices) * 8u, x_row, 1u, f32(sb));
+    }
+    var w = slice + 2u * slices;
+    for (; w + slices < words; w += 2u * slices) {
+        let q0 = weights[base + w * stride];
+        let q1 = weights[base + (w + slices) * stride];
+        let s0 = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
+        let s1 = f32(scales[((w + slices) * 32u / p.group_size) * p.n_pad + col]);
+        acc = rows4(acc, q0, w * 8u, x_row, 1u, s0);
+        acc = rows4(acc, q1, (w + slices) * 8u, x_row, 1u, s1);
+    }
+    if w < words {
+        let s = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
+        acc = rows4(acc, weights[base + w * stride], w * 8u, x_row, 1u, s);
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var st = slices / 2u; st > 0u; st /= 2u) {
+        if slice < st {
+            partial[lid] += partial[lid + st * cols];
+        }
+        workgroupBarrier();
+    }
+    if slice == 0u && target_col < p.n {
+        var bv = 0.0;
+        if p.has_bias != 0u {
+            bv = f32(bias[col]);
+        }
+        out[col] = Elem(partial[lid].x + bv);
+    }
+}
