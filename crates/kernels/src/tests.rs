@@ -669,6 +669,36 @@ fn the_combine_folds_at_few_splits() {
     }
 }
 
+/// Where decode attention runs inside the O projection's GEMV
+/// (`q4_gemv_sdpa.wgsl`): one row, at most 4 query heads per kv head and
+/// 16 heads, a cache of at most 2^17 elements, and only where the device
+/// allows the kernel (`DeviceCaps::gemv_attention`). SmolLM2's decode at
+/// its 512-row cache (98,304) takes it; the 1B shape's 8 kv heads at 512
+/// rows (262,144), its 32 heads, 2 rows, or a device without the leave do
+/// not.
+#[test]
+fn decode_attention_goes_into_the_gemv_at_short_caches() {
+    use crate::caps::DeviceCaps;
+    use crate::ops::llm::gemv_attends;
+    let on = DeviceCaps { gemv_attention: true, ..DeviceCaps::default() };
+    for (s, hq, hkv, d, cmax, attends) in [
+        (1, 9, 3, 64, 512, true),
+        (1, 9, 3, 64, 322, true),
+        (1, 9, 3, 64, 683, false),
+        (1, 32, 8, 64, 512, false),
+        (1, 16, 4, 64, 512, true),
+        (1, 16, 2, 64, 64, false),
+        (2, 9, 3, 64, 512, false),
+        (1, 4, 2, 16, 160, true),
+        (1, 4, 2, 18, 160, false),
+        (1, 4, 1, 512, 16, false),
+    ] {
+        let what = format!("{s} rows, {hq}/{hkv} heads of {d}, cache {cmax}");
+        assert_eq!(gemv_attends(on, s, hq, hkv, d, cmax), attends, "{what}");
+        assert!(!gemv_attends(DeviceCaps::default(), s, hq, hkv, d, cmax), "{what} without the leave");
+    }
+}
+
 /// RoPE fused into the attention: with scratch and a decode row, the
 /// split partials' `_rope` form reads the un-rotated query and key and the
 /// tables, and no rotation runs before it; a prompt of 12 rows rotates

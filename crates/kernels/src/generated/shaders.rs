@@ -2207,19 +2207,19 @@ impl ShaderId {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 11,
                 uniform_buffers: 1,
-                workgroup_bytes: 14528,
+                workgroup_bytes: 18624,
             },
             ShaderId::Q4GemvSdpaF16 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 11,
                 uniform_buffers: 1,
-                workgroup_bytes: 14528,
+                workgroup_bytes: 18624,
             },
             ShaderId::Q4GemvSdpaF32Kvf16 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 11,
                 uniform_buffers: 1,
-                workgroup_bytes: 14528,
+                workgroup_bytes: 18624,
             },
             ShaderId::Q4GemvSwigluF32 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
@@ -20736,10 +20736,9 @@ pub const Q4_GEMV_SDPA_F32: &str = r#"//! Decode route of `etwgpu.sdpa_rope_line
 //! route takes two (`sdpa_split_rope.wgsl`, then `q4_gemv_attn.wgsl`).
 //! Every workgroup needs the whole attention output (each output column
 //! dots all of it), so every workgroup computes it: at the short caches
-//! the host routes here, the keys and values it reads (at most
-//! `ATTN_MAX_ELEMS` elements over the whole cache) come from L2, and
-//! recomputing costs less than the dispatch and the partials' round trip
-//! it saves.
+//! the host routes here (`GEMV_ATTN_MAX_CACHE` elements a cache at most),
+//! the keys and values come from L2, and recomputing costs less than the
+//! dispatch and the partials' round trip it saves.
 //!
 //! The attention: the query and the call's new key rotated as they are
 //! loaded (`et_vk.apply_rotary_emb`, as `sdpa_split_rope.wgsl` rotates
@@ -20748,20 +20747,25 @@ pub const Q4_GEMV_SDPA_F32: &str = r#"//! Decode route of `etwgpu.sdpa_rope_line
 //! `start_pos`; no workgroup reads that row from the caches (it takes the
 //! new rows from workgroup memory), so the stores race with nothing. Then
 //! the keys `0 ..= start_pos` in tiles of `SC / n_heads`, online softmax
-//! per head: each invocation scores one (kv head, key) pair against the
-//! (at most `MAXG`) query heads that share that kv head; sixteen
-//! invocations per head take the tile's max and sum in a tree; each
-//! invocation accumulates one `vec4` of one kv head's values for its query
-//! heads over one key group of the tile. At the end the key groups are
-//! summed, divided by the softmax sum and rounded to `Elem` (as the split
-//! combine stores the output) into `x`, which held the rotated query
-//! until then. Then, as `q4_gemv.wgsl` with one row,
+//! per head:
+//! - each invocation scores one (kv head, key) pair against the (at most
+//!   `MAXG`) query heads that share that kv head, eight loads of the key
+//!   in flight;
+//! - sixteen invocations per head take the tile's max and sum in a tree;
+//! - each invocation accumulates one `vec4` of one kv head's values for
+//!   its query heads over one key group of the tile, eight loads in
+//!   flight.
+//! At the end the key groups are summed, divided by the softmax sum and
+//! rounded to `Elem` (as the split combine stores the output) into `x`,
+//! which held the rotated query until then. Then, as `q4_gemv.wgsl` with
+//! one row,
 //! `out[n] = sum_k x[k] * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`.
 //!
 //! The host routes here only for one query row, at most `MAXG` query heads
 //! per kv head, at most `MAX_HEADS` heads, `n_heads * head_dim / 4 <= XS`,
-//! `n_kv_heads * head_dim / 4 <= NS`, and with the device's storage-buffer
-//! limit (11) allowing it; see `ops::llm::split_kv::gemv_attends`.
+//! `n_kv_heads * head_dim / 4 <= NS`, on devices that allow its 11 storage
+//! buffers and its workgroup memory (`DeviceCaps::gemv_attention`); see
+//! `gemv_attends` in `ops/llm/split_kv.rs`.
 // variants: f32 f16 f32_kvf16
 
 alias Elem = f32;
@@ -20774,7 +20778,7 @@ const XS: u32 = 256u;
 /// `vec4`s of the new key (and of the new value): `n_kv_heads * head_dim / 4` at most.
 const NS: u32 = 64u;
 /// Scores held per tile, all heads: a tile has `SC / n_heads` keys.
-const SC: u32 = 1024u;
+const SC: u32 = 2048u;
 /// Most query heads per kv head.
 const MAXG: u32 = 4u;
 /// Most query heads (`WG / LANES`).
@@ -20988,7 +20992,21 @@ fn attend(lid: u32, first_group: bool) {
             let gi = i / nt;
             let t = i % nt;
             var dots: array<vec4<f32>, MAXG>;
-            for (var jd = 0u; jd < d4; jd++) {
+            // Eight loads of the key in flight before any is used.
+            var jd = 0u;
+            for (; jd + 8u <= d4; jd += 8u) {
+                var kv: array<vec4<f32>, 8>;
+                for (var u = 0u; u < 8u; u++) {
+                    kv[u] = key_vec(c0 + t, gi, jd + u, d4);
+                }
+                for (var jj = 0u; jj < MAXG; jj++) {
+                    let b = (gi * group + min(jj, group - 1u)) * d4 + jd;
+                    for (var u = 0u; u < 8u; u++) {
+                        dots[jj] += x[b + u] * kv[u];
+                    }
+                }
+            }
+            for (; jd < d4; jd++) {
                 let kv = key_vec(c0 + t, gi, jd, d4);
                 for (var jj = 0u; jj < MAXG; jj++) {
                     dots[jj] += x[(gi * group + min(jj, group - 1u)) * d4 + jd] * kv;
@@ -21034,20 +21052,22 @@ fn attend(lid: u32, first_group: bool) {
         }
         workgroupBarrier();
         // Values: this invocation's (kv head, vec4) over its key group,
-        // four loads in flight.
+        // eight loads in flight.
         if kg < kgs {
             for (var jj = 0u; jj < MAXG; jj++) {
                 acc[jj] *= alpha[hh[jj]];
             }
             var t = kg;
-            for (; t + 3u * kgs < nt; t += 4u * kgs) {
-                let u0 = value_vec(c0 + t, g, j, d4);
-                let u1 = value_vec(c0 + t + kgs, g, j, d4);
-                let u2 = value_vec(c0 + t + 2u * kgs, g, j, d4);
-                let u3 = value_vec(c0 + t + 3u * kgs, g, j, d4);
+            for (; t + 7u * kgs < nt; t += 8u * kgs) {
+                var u: array<vec4<f32>, 8>;
+                for (var e = 0u; e < 8u; e++) {
+                    u[e] = value_vec(c0 + t + e * kgs, g, j, d4);
+                }
                 for (var jj = 0u; jj < MAXG; jj++) {
                     let b = hh[jj] * tile + t;
-                    acc[jj] += sc[b] * u0 + sc[b + kgs] * u1 + sc[b + 2u * kgs] * u2 + sc[b + 3u * kgs] * u3;
+                    for (var e = 0u; e < 8u; e++) {
+                        acc[jj] += sc[b + e * kgs] * u[e];
+                    }
                 }
             }
             for (; t < nt; t += kgs) {
@@ -21155,10 +21175,9 @@ pub const Q4_GEMV_SDPA_F16: &str = r#"enable f16;
 //! route takes two (`sdpa_split_rope.wgsl`, then `q4_gemv_attn.wgsl`).
 //! Every workgroup needs the whole attention output (each output column
 //! dots all of it), so every workgroup computes it: at the short caches
-//! the host routes here, the keys and values it reads (at most
-//! `ATTN_MAX_ELEMS` elements over the whole cache) come from L2, and
-//! recomputing costs less than the dispatch and the partials' round trip
-//! it saves.
+//! the host routes here (`GEMV_ATTN_MAX_CACHE` elements a cache at most),
+//! the keys and values come from L2, and recomputing costs less than the
+//! dispatch and the partials' round trip it saves.
 //!
 //! The attention: the query and the call's new key rotated as they are
 //! loaded (`et_vk.apply_rotary_emb`, as `sdpa_split_rope.wgsl` rotates
@@ -21167,20 +21186,25 @@ pub const Q4_GEMV_SDPA_F16: &str = r#"enable f16;
 //! `start_pos`; no workgroup reads that row from the caches (it takes the
 //! new rows from workgroup memory), so the stores race with nothing. Then
 //! the keys `0 ..= start_pos` in tiles of `SC / n_heads`, online softmax
-//! per head: each invocation scores one (kv head, key) pair against the
-//! (at most `MAXG`) query heads that share that kv head; sixteen
-//! invocations per head take the tile's max and sum in a tree; each
-//! invocation accumulates one `vec4` of one kv head's values for its query
-//! heads over one key group of the tile. At the end the key groups are
-//! summed, divided by the softmax sum and rounded to `Elem` (as the split
-//! combine stores the output) into `x`, which held the rotated query
-//! until then. Then, as `q4_gemv.wgsl` with one row,
+//! per head:
+//! - each invocation scores one (kv head, key) pair against the (at most
+//!   `MAXG`) query heads that share that kv head, eight loads of the key
+//!   in flight;
+//! - sixteen invocations per head take the tile's max and sum in a tree;
+//! - each invocation accumulates one `vec4` of one kv head's values for
+//!   its query heads over one key group of the tile, eight loads in
+//!   flight.
+//! At the end the key groups are summed, divided by the softmax sum and
+//! rounded to `Elem` (as the split combine stores the output) into `x`,
+//! which held the rotated query until then. Then, as `q4_gemv.wgsl` with
+//! one row,
 //! `out[n] = sum_k x[k] * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`.
 //!
 //! The host routes here only for one query row, at most `MAXG` query heads
 //! per kv head, at most `MAX_HEADS` heads, `n_heads * head_dim / 4 <= XS`,
-//! `n_kv_heads * head_dim / 4 <= NS`, and with the device's storage-buffer
-//! limit (11) allowing it; see `ops::llm::split_kv::gemv_attends`.
+//! `n_kv_heads * head_dim / 4 <= NS`, on devices that allow its 11 storage
+//! buffers and its workgroup memory (`DeviceCaps::gemv_attention`); see
+//! `gemv_attends` in `ops/llm/split_kv.rs`.
 // variants: f32 f16 f32_kvf16
 
 alias Elem = f16;
@@ -21193,7 +21217,7 @@ const XS: u32 = 256u;
 /// `vec4`s of the new key (and of the new value): `n_kv_heads * head_dim / 4` at most.
 const NS: u32 = 64u;
 /// Scores held per tile, all heads: a tile has `SC / n_heads` keys.
-const SC: u32 = 1024u;
+const SC: u32 = 2048u;
 /// Most query heads per kv head.
 const MAXG: u32 = 4u;
 /// Most query heads (`WG / LANES`).
@@ -21407,7 +21431,21 @@ fn attend(lid: u32, first_group: bool) {
             let gi = i / nt;
             let t = i % nt;
             var dots: array<vec4<f32>, MAXG>;
-            for (var jd = 0u; jd < d4; jd++) {
+            // Eight loads of the key in flight before any is used.
+            var jd = 0u;
+            for (; jd + 8u <= d4; jd += 8u) {
+                var kv: array<vec4<f32>, 8>;
+                for (var u = 0u; u < 8u; u++) {
+                    kv[u] = key_vec(c0 + t, gi, jd + u, d4);
+                }
+                for (var jj = 0u; jj < MAXG; jj++) {
+                    let b = (gi * group + min(jj, group - 1u)) * d4 + jd;
+                    for (var u = 0u; u < 8u; u++) {
+                        dots[jj] += x[b + u] * kv[u];
+                    }
+                }
+            }
+            for (; jd < d4; jd++) {
                 let kv = key_vec(c0 + t, gi, jd, d4);
                 for (var jj = 0u; jj < MAXG; jj++) {
                     dots[jj] += x[(gi * group + min(jj, group - 1u)) * d4 + jd] * kv;
@@ -21453,20 +21491,22 @@ fn attend(lid: u32, first_group: bool) {
         }
         workgroupBarrier();
         // Values: this invocation's (kv head, vec4) over its key group,
-        // four loads in flight.
+        // eight loads in flight.
         if kg < kgs {
             for (var jj = 0u; jj < MAXG; jj++) {
                 acc[jj] *= alpha[hh[jj]];
             }
             var t = kg;
-            for (; t + 3u * kgs < nt; t += 4u * kgs) {
-                let u0 = value_vec(c0 + t, g, j, d4);
-                let u1 = value_vec(c0 + t + kgs, g, j, d4);
-                let u2 = value_vec(c0 + t + 2u * kgs, g, j, d4);
-                let u3 = value_vec(c0 + t + 3u * kgs, g, j, d4);
+            for (; t + 7u * kgs < nt; t += 8u * kgs) {
+                var u: array<vec4<f32>, 8>;
+                for (var e = 0u; e < 8u; e++) {
+                    u[e] = value_vec(c0 + t + e * kgs, g, j, d4);
+                }
                 for (var jj = 0u; jj < MAXG; jj++) {
                     let b = hh[jj] * tile + t;
-                    acc[jj] += sc[b] * u0 + sc[b + kgs] * u1 + sc[b + 2u * kgs] * u2 + sc[b + 3u * kgs] * u3;
+                    for (var e = 0u; e < 8u; e++) {
+                        acc[jj] += sc[b + e * kgs] * u[e];
+                    }
                 }
             }
             for (; t < nt; t += kgs) {
@@ -21574,10 +21614,9 @@ pub const Q4_GEMV_SDPA_F32_KVF16: &str = r#"enable f16;
 //! route takes two (`sdpa_split_rope.wgsl`, then `q4_gemv_attn.wgsl`).
 //! Every workgroup needs the whole attention output (each output column
 //! dots all of it), so every workgroup computes it: at the short caches
-//! the host routes here, the keys and values it reads (at most
-//! `ATTN_MAX_ELEMS` elements over the whole cache) come from L2, and
-//! recomputing costs less than the dispatch and the partials' round trip
-//! it saves.
+//! the host routes here (`GEMV_ATTN_MAX_CACHE` elements a cache at most),
+//! the keys and values come from L2, and recomputing costs less than the
+//! dispatch and the partials' round trip it saves.
 //!
 //! The attention: the query and the call's new key rotated as they are
 //! loaded (`et_vk.apply_rotary_emb`, as `sdpa_split_rope.wgsl` rotates
@@ -21586,20 +21625,25 @@ pub const Q4_GEMV_SDPA_F32_KVF16: &str = r#"enable f16;
 //! `start_pos`; no workgroup reads that row from the caches (it takes the
 //! new rows from workgroup memory), so the stores race with nothing. Then
 //! the keys `0 ..= start_pos` in tiles of `SC / n_heads`, online softmax
-//! per head: each invocation scores one (kv head, key) pair against the
-//! (at most `MAXG`) query heads that share that kv head; sixteen
-//! invocations per head take the tile's max and sum in a tree; each
-//! invocation accumulates one `vec4` of one kv head's values for its query
-//! heads over one key group of the tile. At the end the key groups are
-//! summed, divided by the softmax sum and rounded to `Elem` (as the split
-//! combine stores the output) into `x`, which held the rotated query
-//! until then. Then, as `q4_gemv.wgsl` with one row,
+//! per head:
+//! - each invocation scores one (kv head, key) pair against the (at most
+//!   `MAXG`) query heads that share that kv head, eight loads of the key
+//!   in flight;
+//! - sixteen invocations per head take the tile's max and sum in a tree;
+//! - each invocation accumulates one `vec4` of one kv head's values for
+//!   its query heads over one key group of the tile, eight loads in
+//!   flight.
+//! At the end the key groups are summed, divided by the softmax sum and
+//! rounded to `Elem` (as the split combine stores the output) into `x`,
+//! which held the rotated query until then. Then, as `q4_gemv.wgsl` with
+//! one row,
 //! `out[n] = sum_k x[k] * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`.
 //!
 //! The host routes here only for one query row, at most `MAXG` query heads
 //! per kv head, at most `MAX_HEADS` heads, `n_heads * head_dim / 4 <= XS`,
-//! `n_kv_heads * head_dim / 4 <= NS`, and with the device's storage-buffer
-//! limit (11) allowing it; see `ops::llm::split_kv::gemv_attends`.
+//! `n_kv_heads * head_dim / 4 <= NS`, on devices that allow its 11 storage
+//! buffers and its workgroup memory (`DeviceCaps::gemv_attention`); see
+//! `gemv_attends` in `ops/llm/split_kv.rs`.
 // variants: f32 f16 f32_kvf16
 
 alias Elem = f32;
@@ -21612,7 +21656,7 @@ const XS: u32 = 256u;
 /// `vec4`s of the new key (and of the new value): `n_kv_heads * head_dim / 4` at most.
 const NS: u32 = 64u;
 /// Scores held per tile, all heads: a tile has `SC / n_heads` keys.
-const SC: u32 = 1024u;
+const SC: u32 = 2048u;
 /// Most query heads per kv head.
 const MAXG: u32 = 4u;
 /// Most query heads (`WG / LANES`).
@@ -21826,7 +21870,21 @@ fn attend(lid: u32, first_group: bool) {
             let gi = i / nt;
             let t = i % nt;
             var dots: array<vec4<f32>, MAXG>;
-            for (var jd = 0u; jd < d4; jd++) {
+            // Eight loads of the key in flight before any is used.
+            var jd = 0u;
+            for (; jd + 8u <= d4; jd += 8u) {
+                var kv: array<vec4<f32>, 8>;
+                for (var u = 0u; u < 8u; u++) {
+                    kv[u] = key_vec(c0 + t, gi, jd + u, d4);
+                }
+                for (var jj = 0u; jj < MAXG; jj++) {
+                    let b = (gi * group + min(jj, group - 1u)) * d4 + jd;
+                    for (var u = 0u; u < 8u; u++) {
+                        dots[jj] += x[b + u] * kv[u];
+                    }
+                }
+            }
+            for (; jd < d4; jd++) {
                 let kv = key_vec(c0 + t, gi, jd, d4);
                 for (var jj = 0u; jj < MAXG; jj++) {
                     dots[jj] += x[(gi * group + min(jj, group - 1u)) * d4 + jd] * kv;
@@ -21872,20 +21930,22 @@ fn attend(lid: u32, first_group: bool) {
         }
         workgroupBarrier();
         // Values: this invocation's (kv head, vec4) over its key group,
-        // four loads in flight.
+        // eight loads in flight.
         if kg < kgs {
             for (var jj = 0u; jj < MAXG; jj++) {
                 acc[jj] *= alpha[hh[jj]];
             }
             var t = kg;
-            for (; t + 3u * kgs < nt; t += 4u * kgs) {
-                let u0 = value_vec(c0 + t, g, j, d4);
-                let u1 = value_vec(c0 + t + kgs, g, j, d4);
-                let u2 = value_vec(c0 + t + 2u * kgs, g, j, d4);
-                let u3 = value_vec(c0 + t + 3u * kgs, g, j, d4);
+            for (; t + 7u * kgs < nt; t += 8u * kgs) {
+                var u: array<vec4<f32>, 8>;
+                for (var e = 0u; e < 8u; e++) {
+                    u[e] = value_vec(c0 + t + e * kgs, g, j, d4);
+                }
                 for (var jj = 0u; jj < MAXG; jj++) {
                     let b = hh[jj] * tile + t;
-                    acc[jj] += sc[b] * u0 + sc[b + kgs] * u1 + sc[b + 2u * kgs] * u2 + sc[b + 3u * kgs] * u3;
+                    for (var e = 0u; e < 8u; e++) {
+                        acc[jj] += sc[b + e * kgs] * u[e];
+                    }
                 }
             }
             for (; t < nt; t += kgs) {

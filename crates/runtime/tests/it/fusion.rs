@@ -693,7 +693,7 @@ fn attention_goes_into_the_4bit_linear_after_it() {
 /// The attention inside the 4-bit GEMV (`q4_gemv_sdpa.wgsl`) at SmolLM2's
 /// geometry (9 query heads over 3 kv heads of 64 dims) past one tile of
 /// keys: after a prompt of 250 rows, decode calls at 251 to 253 keys walk
-/// three tiles of 113 (the last short), with the online softmax carried
+/// two tiles (227 keys, then the rest), with the online softmax carried
 /// between them. Float32 over a float32 and a float16 cache, and float16:
 /// the outputs agree with the split route's (the fusion test above checks
 /// that route against the unfused ops).
