@@ -2207,19 +2207,19 @@ impl ShaderId {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 11,
                 uniform_buffers: 1,
-                workgroup_bytes: 18624,
+                workgroup_bytes: 24768,
             },
             ShaderId::Q4GemvSdpaF16 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 11,
                 uniform_buffers: 1,
-                workgroup_bytes: 18624,
+                workgroup_bytes: 24768,
             },
             ShaderId::Q4GemvSdpaF32Kvf16 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 11,
                 uniform_buffers: 1,
-                workgroup_bytes: 18624,
+                workgroup_bytes: 24768,
             },
             ShaderId::Q4GemvSwigluF32 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
@@ -20743,18 +20743,18 @@ pub const Q4_GEMV_SDPA_F32: &str = r#"//! Decode route of `etwgpu.sdpa_rope_line
 //! The attention: the query and the call's new key rotated as they are
 //! loaded (`et_vk.apply_rotary_emb`, as `sdpa_split_rope.wgsl` rotates
 //! them, each result rounded to `Elem`, the key then to the cache's type);
-//! workgroup `(0, 0)` stores the new key and value into the caches at
-//! `start_pos`; no workgroup reads that row from the caches (it takes the
-//! new rows from workgroup memory), so the stores race with nothing. Then
+//! every workgroup stores the new key and value into the caches at
+//! `start_pos` (the same values: which store lands last does not matter)
+//! and reads them back from there like every other key. Then
 //! the keys `0 ..= start_pos` in tiles of `SC / n_heads`, online softmax
 //! per head:
 //! - each invocation scores one (kv head, key) pair against the (at most
-//!   `MAXG`) query heads that share that kv head, eight loads of the key
+//!   `MAXG`) query heads that share that kv head, sixteen loads of the key
 //!   in flight;
 //! - sixteen invocations per head take the tile's max and sum in a tree;
 //! - each invocation accumulates one `vec4` of one kv head's values for
 //!   its query heads over one key group of the tile, eight loads in
-//!   flight.
+//!   flight at keys clamped into the tile (no remainder loop).
 //! At the end the key groups are summed, divided by the softmax sum and
 //! rounded to `Elem` (as the split combine stores the output) into `x`,
 //! which held the rotated query until then. Then, as `q4_gemv.wgsl` with
@@ -20775,10 +20775,11 @@ alias KvElem = Elem;
 const WG: u32 = 256u;
 /// `vec4`s of the query (then the attention output): `n_heads * head_dim / 4` at most.
 const XS: u32 = 256u;
-/// `vec4`s of the new key (and of the new value): `n_kv_heads * head_dim / 4` at most.
+/// Most (kv head, `vec4`) pairs of the values (`n_kv_heads * head_dim /
+/// 4`): at least four key groups of them in a workgroup.
 const NS: u32 = 64u;
 /// Scores held per tile, all heads: a tile has `SC / n_heads` keys.
-const SC: u32 = 2048u;
+const SC: u32 = 4096u;
 /// Most query heads per kv head.
 const MAXG: u32 = 4u;
 /// Most query heads (`WG / LANES`).
@@ -20845,9 +20846,6 @@ struct Params {
 /// The rotated query (head `h`, `vec4` `j` at `h * d4 + j`), then the
 /// attention's output in the same places: the GEMV's x.
 var<workgroup> x: array<vec4<f32>, XS>;
-/// The new key and value as the caches hold them (kv head `g` at `g * d4`).
-var<workgroup> kn: array<vec4<f32>, NS>;
-var<workgroup> vn: array<vec4<f32>, NS>;
 /// The tile's scores (head `h`, key `t` at `h * tile + t`), then their
 /// probabilities.
 var<workgroup> sc: array<f32, SC>;
@@ -20924,26 +20922,25 @@ fn merge_ml(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
     return vec2<f32>(m, a.y * exp(a.x - m) + b.y * exp(b.x - m));
 }
 
-/// `vec4` `j` of key `key` of kv head `g`: the new row from workgroup
-/// memory, earlier rows from the cache.
+/// `vec4` `j` of key `key` of kv head `g`, from the cache.
 fn key_vec(key: u32, g: u32, j: u32, d4: u32) -> vec4<f32> {
-    if key == p.start_pos {
-        return kn[g * d4 + j];
-    }
     return vec4<f32>(k_cache[(key * p.n_kv_heads + g) * d4 + j]);
 }
 
 /// The same for the values.
 fn value_vec(key: u32, g: u32, j: u32, d4: u32) -> vec4<f32> {
-    if key == p.start_pos {
-        return vn[g * d4 + j];
-    }
     return vec4<f32>(v_cache[(key * p.n_kv_heads + g) * d4 + j]);
+}
+
+/// The probability of key `t` of the tile from `b` (of `nt` keys): 0 past
+/// the tile.
+fn pw(b: u32, t: u32, nt: u32) -> f32 {
+    return select(0.0, sc[b + min(t, nt - 1u)], t < nt);
 }
 
 /// Fills `x` with the attention's output. Ends with a barrier, so `x` is
 /// ready.
-fn attend(lid: u32, first_group: bool) {
+fn attend(lid: u32) {
     let d4 = p.head_dim / 4u;
     let hq = p.n_heads;
     let hkv = p.n_kv_heads;
@@ -20952,20 +20949,17 @@ fn attend(lid: u32, first_group: bool) {
     for (var e = lid; e < hq * d4; e += WG) {
         x[e] = rope4(q[e], e % d4);
     }
+    // Every workgroup stores the new rows (the same values) and reads them
+    // back from the caches like every other key, so no load branches.
     for (var e = lid; e < hkv * d4; e += WG) {
-        let kw = vec4<KvElem>(rope4(k_new[e], e % d4));
-        let vw = vec4<KvElem>(v_new[e]);
-        kn[e] = vec4<f32>(kw);
-        vn[e] = vec4<f32>(vw);
-        if first_group {
-            k_cache[pos * hkv * d4 + e] = kw;
-            v_cache[pos * hkv * d4 + e] = vw;
-        }
+        k_cache[pos * hkv * d4 + e] = vec4<KvElem>(rope4(k_new[e], e % d4));
+        v_cache[pos * hkv * d4 + e] = vec4<KvElem>(v_new[e]);
     }
     if lid < hq {
         m_run[lid] = -3.402823e38;
         l_run[lid] = 0.0;
     }
+    storageBarrier();
     workgroupBarrier();
     let tile = SC / hq;
     let ctx = pos + 1u;
@@ -20987,23 +20981,36 @@ fn attend(lid: u32, first_group: bool) {
     let lane = lid % LANES;
     for (var c0 = 0u; c0 < ctx; c0 += tile) {
         let nt = min(tile, ctx - c0);
-        // Scores: one (kv head, key) pair per invocation at a time.
+        // Scores: one (kv head, key) pair per invocation at a time, sixteen
+        // loads of the key in flight.
         for (var i = lid; i < hkv * nt; i += WG) {
             let gi = i / nt;
             let t = i % nt;
             var dots: array<vec4<f32>, MAXG>;
-            // Eight loads of the key in flight before any is used.
             var jd = 0u;
-            for (; jd + 8u <= d4; jd += 8u) {
-                var kv: array<vec4<f32>, 8>;
-                for (var u = 0u; u < 8u; u++) {
-                    kv[u] = key_vec(c0 + t, gi, jd + u, d4);
-                }
+            for (; jd + 16u <= d4; jd += 16u) {
+                let k0 = key_vec(c0 + t, gi, jd + 0u, d4);
+                let k1 = key_vec(c0 + t, gi, jd + 1u, d4);
+                let k2 = key_vec(c0 + t, gi, jd + 2u, d4);
+                let k3 = key_vec(c0 + t, gi, jd + 3u, d4);
+                let k4 = key_vec(c0 + t, gi, jd + 4u, d4);
+                let k5 = key_vec(c0 + t, gi, jd + 5u, d4);
+                let k6 = key_vec(c0 + t, gi, jd + 6u, d4);
+                let k7 = key_vec(c0 + t, gi, jd + 7u, d4);
+                let k8 = key_vec(c0 + t, gi, jd + 8u, d4);
+                let k9 = key_vec(c0 + t, gi, jd + 9u, d4);
+                let k10 = key_vec(c0 + t, gi, jd + 10u, d4);
+                let k11 = key_vec(c0 + t, gi, jd + 11u, d4);
+                let k12 = key_vec(c0 + t, gi, jd + 12u, d4);
+                let k13 = key_vec(c0 + t, gi, jd + 13u, d4);
+                let k14 = key_vec(c0 + t, gi, jd + 14u, d4);
+                let k15 = key_vec(c0 + t, gi, jd + 15u, d4);
                 for (var jj = 0u; jj < MAXG; jj++) {
                     let b = (gi * group + min(jj, group - 1u)) * d4 + jd;
-                    for (var u = 0u; u < 8u; u++) {
-                        dots[jj] += x[b + u] * kv[u];
-                    }
+                    dots[jj] += x[b + 0u] * k0 + x[b + 1u] * k1 + x[b + 2u] * k2 + x[b + 3u] * k3;
+                    dots[jj] += x[b + 4u] * k4 + x[b + 5u] * k5 + x[b + 6u] * k6 + x[b + 7u] * k7;
+                    dots[jj] += x[b + 8u] * k8 + x[b + 9u] * k9 + x[b + 10u] * k10 + x[b + 11u] * k11;
+                    dots[jj] += x[b + 12u] * k12 + x[b + 13u] * k13 + x[b + 14u] * k14 + x[b + 15u] * k15;
                 }
             }
             for (; jd < d4; jd++) {
@@ -21048,32 +21055,33 @@ fn attend(lid: u32, first_group: bool) {
         }
         workgroupBarrier();
         for (var i = lid; i < hq * nt; i += WG) {
-            sc[(i / nt) * tile + i % nt] = exp(sc[(i / nt) * tile + i % nt] - m_run[i / nt]);
+            let at = (i / nt) * tile + i % nt;
+            sc[at] = exp(sc[at] - m_run[i / nt]);
         }
         workgroupBarrier();
         // Values: this invocation's (kv head, vec4) over its key group,
-        // eight loads in flight.
+        // eight loads in flight (at keys clamped into the tile; their
+        // probabilities are 0 past it).
         if kg < kgs {
             for (var jj = 0u; jj < MAXG; jj++) {
                 acc[jj] *= alpha[hh[jj]];
             }
-            var t = kg;
-            for (; t + 7u * kgs < nt; t += 8u * kgs) {
-                var u: array<vec4<f32>, 8>;
-                for (var e = 0u; e < 8u; e++) {
-                    u[e] = value_vec(c0 + t + e * kgs, g, j, d4);
-                }
+            let per = (nt + kgs - 1u) / kgs;
+            let last = nt - 1u;
+            for (var e0 = 0u; e0 < per; e0 += 8u) {
+                let t0 = kg + e0 * kgs;
+                let u0 = value_vec(c0 + min(t0 + 0u * kgs, last), g, j, d4);
+                let u1 = value_vec(c0 + min(t0 + 1u * kgs, last), g, j, d4);
+                let u2 = value_vec(c0 + min(t0 + 2u * kgs, last), g, j, d4);
+                let u3 = value_vec(c0 + min(t0 + 3u * kgs, last), g, j, d4);
+                let u4 = value_vec(c0 + min(t0 + 4u * kgs, last), g, j, d4);
+                let u5 = value_vec(c0 + min(t0 + 5u * kgs, last), g, j, d4);
+                let u6 = value_vec(c0 + min(t0 + 6u * kgs, last), g, j, d4);
+                let u7 = value_vec(c0 + min(t0 + 7u * kgs, last), g, j, d4);
                 for (var jj = 0u; jj < MAXG; jj++) {
-                    let b = hh[jj] * tile + t;
-                    for (var e = 0u; e < 8u; e++) {
-                        acc[jj] += sc[b + e * kgs] * u[e];
-                    }
-                }
-            }
-            for (; t < nt; t += kgs) {
-                let u = value_vec(c0 + t, g, j, d4);
-                for (var jj = 0u; jj < MAXG; jj++) {
-                    acc[jj] += sc[hh[jj] * tile + t] * u;
+                    let b = hh[jj] * tile;
+                    acc[jj] += pw(b, t0 + 0u * kgs, nt) * u0 + pw(b, t0 + 1u * kgs, nt) * u1 + pw(b, t0 + 2u * kgs, nt) * u2 + pw(b, t0 + 3u * kgs, nt) * u3;
+                    acc[jj] += pw(b, t0 + 4u * kgs, nt) * u4 + pw(b, t0 + 5u * kgs, nt) * u5 + pw(b, t0 + 6u * kgs, nt) * u6 + pw(b, t0 + 7u * kgs, nt) * u7;
                 }
             }
         }
@@ -21127,7 +21135,7 @@ fn main(
     let qb = weights[base + wb * stride];
     let sa = scales[(wa * 32u / p.group_size) * p.n_pad + col];
     let sb = scales[(wb * 32u / p.group_size) * p.n_pad + col];
-    attend(lid, wid.x == 0u && wid.y == 0u);
+    attend(lid);
     var acc = vec4<f32>();
     if slice < words {
         acc = rows4(acc, qa, slice * 8u, x_row, 1u, f32(sa));
@@ -21182,18 +21190,18 @@ pub const Q4_GEMV_SDPA_F16: &str = r#"enable f16;
 //! The attention: the query and the call's new key rotated as they are
 //! loaded (`et_vk.apply_rotary_emb`, as `sdpa_split_rope.wgsl` rotates
 //! them, each result rounded to `Elem`, the key then to the cache's type);
-//! workgroup `(0, 0)` stores the new key and value into the caches at
-//! `start_pos`; no workgroup reads that row from the caches (it takes the
-//! new rows from workgroup memory), so the stores race with nothing. Then
+//! every workgroup stores the new key and value into the caches at
+//! `start_pos` (the same values: which store lands last does not matter)
+//! and reads them back from there like every other key. Then
 //! the keys `0 ..= start_pos` in tiles of `SC / n_heads`, online softmax
 //! per head:
 //! - each invocation scores one (kv head, key) pair against the (at most
-//!   `MAXG`) query heads that share that kv head, eight loads of the key
+//!   `MAXG`) query heads that share that kv head, sixteen loads of the key
 //!   in flight;
 //! - sixteen invocations per head take the tile's max and sum in a tree;
 //! - each invocation accumulates one `vec4` of one kv head's values for
 //!   its query heads over one key group of the tile, eight loads in
-//!   flight.
+//!   flight at keys clamped into the tile (no remainder loop).
 //! At the end the key groups are summed, divided by the softmax sum and
 //! rounded to `Elem` (as the split combine stores the output) into `x`,
 //! which held the rotated query until then. Then, as `q4_gemv.wgsl` with
@@ -21214,10 +21222,11 @@ alias KvElem = Elem;
 const WG: u32 = 256u;
 /// `vec4`s of the query (then the attention output): `n_heads * head_dim / 4` at most.
 const XS: u32 = 256u;
-/// `vec4`s of the new key (and of the new value): `n_kv_heads * head_dim / 4` at most.
+/// Most (kv head, `vec4`) pairs of the values (`n_kv_heads * head_dim /
+/// 4`): at least four key groups of them in a workgroup.
 const NS: u32 = 64u;
 /// Scores held per tile, all heads: a tile has `SC / n_heads` keys.
-const SC: u32 = 2048u;
+const SC: u32 = 4096u;
 /// Most query heads per kv head.
 const MAXG: u32 = 4u;
 /// Most query heads (`WG / LANES`).
@@ -21284,9 +21293,6 @@ struct Params {
 /// The rotated query (head `h`, `vec4` `j` at `h * d4 + j`), then the
 /// attention's output in the same places: the GEMV's x.
 var<workgroup> x: array<vec4<f32>, XS>;
-/// The new key and value as the caches hold them (kv head `g` at `g * d4`).
-var<workgroup> kn: array<vec4<f32>, NS>;
-var<workgroup> vn: array<vec4<f32>, NS>;
 /// The tile's scores (head `h`, key `t` at `h * tile + t`), then their
 /// probabilities.
 var<workgroup> sc: array<f32, SC>;
@@ -21363,26 +21369,25 @@ fn merge_ml(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
     return vec2<f32>(m, a.y * exp(a.x - m) + b.y * exp(b.x - m));
 }
 
-/// `vec4` `j` of key `key` of kv head `g`: the new row from workgroup
-/// memory, earlier rows from the cache.
+/// `vec4` `j` of key `key` of kv head `g`, from the cache.
 fn key_vec(key: u32, g: u32, j: u32, d4: u32) -> vec4<f32> {
-    if key == p.start_pos {
-        return kn[g * d4 + j];
-    }
     return vec4<f32>(k_cache[(key * p.n_kv_heads + g) * d4 + j]);
 }
 
 /// The same for the values.
 fn value_vec(key: u32, g: u32, j: u32, d4: u32) -> vec4<f32> {
-    if key == p.start_pos {
-        return vn[g * d4 + j];
-    }
     return vec4<f32>(v_cache[(key * p.n_kv_heads + g) * d4 + j]);
+}
+
+/// The probability of key `t` of the tile from `b` (of `nt` keys): 0 past
+/// the tile.
+fn pw(b: u32, t: u32, nt: u32) -> f32 {
+    return select(0.0, sc[b + min(t, nt - 1u)], t < nt);
 }
 
 /// Fills `x` with the attention's output. Ends with a barrier, so `x` is
 /// ready.
-fn attend(lid: u32, first_group: bool) {
+fn attend(lid: u32) {
     let d4 = p.head_dim / 4u;
     let hq = p.n_heads;
     let hkv = p.n_kv_heads;
@@ -21391,20 +21396,17 @@ fn attend(lid: u32, first_group: bool) {
     for (var e = lid; e < hq * d4; e += WG) {
         x[e] = rope4(q[e], e % d4);
     }
+    // Every workgroup stores the new rows (the same values) and reads them
+    // back from the caches like every other key, so no load branches.
     for (var e = lid; e < hkv * d4; e += WG) {
-        let kw = vec4<KvElem>(rope4(k_new[e], e % d4));
-        let vw = vec4<KvElem>(v_new[e]);
-        kn[e] = vec4<f32>(kw);
-        vn[e] = vec4<f32>(vw);
-        if first_group {
-            k_cache[pos * hkv * d4 + e] = kw;
-            v_cache[pos * hkv * d4 + e] = vw;
-        }
+        k_cache[pos * hkv * d4 + e] = vec4<KvElem>(rope4(k_new[e], e % d4));
+        v_cache[pos * hkv * d4 + e] = vec4<KvElem>(v_new[e]);
     }
     if lid < hq {
         m_run[lid] = -3.402823e38;
         l_run[lid] = 0.0;
     }
+    storageBarrier();
     workgroupBarrier();
     let tile = SC / hq;
     let ctx = pos + 1u;
@@ -21426,23 +21428,36 @@ fn attend(lid: u32, first_group: bool) {
     let lane = lid % LANES;
     for (var c0 = 0u; c0 < ctx; c0 += tile) {
         let nt = min(tile, ctx - c0);
-        // Scores: one (kv head, key) pair per invocation at a time.
+        // Scores: one (kv head, key) pair per invocation at a time, sixteen
+        // loads of the key in flight.
         for (var i = lid; i < hkv * nt; i += WG) {
             let gi = i / nt;
             let t = i % nt;
             var dots: array<vec4<f32>, MAXG>;
-            // Eight loads of the key in flight before any is used.
             var jd = 0u;
-            for (; jd + 8u <= d4; jd += 8u) {
-                var kv: array<vec4<f32>, 8>;
-                for (var u = 0u; u < 8u; u++) {
-                    kv[u] = key_vec(c0 + t, gi, jd + u, d4);
-                }
+            for (; jd + 16u <= d4; jd += 16u) {
+                let k0 = key_vec(c0 + t, gi, jd + 0u, d4);
+                let k1 = key_vec(c0 + t, gi, jd + 1u, d4);
+                let k2 = key_vec(c0 + t, gi, jd + 2u, d4);
+                let k3 = key_vec(c0 + t, gi, jd + 3u, d4);
+                let k4 = key_vec(c0 + t, gi, jd + 4u, d4);
+                let k5 = key_vec(c0 + t, gi, jd + 5u, d4);
+                let k6 = key_vec(c0 + t, gi, jd + 6u, d4);
+                let k7 = key_vec(c0 + t, gi, jd + 7u, d4);
+                let k8 = key_vec(c0 + t, gi, jd + 8u, d4);
+                let k9 = key_vec(c0 + t, gi, jd + 9u, d4);
+                let k10 = key_vec(c0 + t, gi, jd + 10u, d4);
+                let k11 = key_vec(c0 + t, gi, jd + 11u, d4);
+                let k12 = key_vec(c0 + t, gi, jd + 12u, d4);
+                let k13 = key_vec(c0 + t, gi, jd + 13u, d4);
+                let k14 = key_vec(c0 + t, gi, jd + 14u, d4);
+                let k15 = key_vec(c0 + t, gi, jd + 15u, d4);
                 for (var jj = 0u; jj < MAXG; jj++) {
                     let b = (gi * group + min(jj, group - 1u)) * d4 + jd;
-                    for (var u = 0u; u < 8u; u++) {
-                        dots[jj] += x[b + u] * kv[u];
-                    }
+                    dots[jj] += x[b + 0u] * k0 + x[b + 1u] * k1 + x[b + 2u] * k2 + x[b + 3u] * k3;
+                    dots[jj] += x[b + 4u] * k4 + x[b + 5u] * k5 + x[b + 6u] * k6 + x[b + 7u] * k7;
+                    dots[jj] += x[b + 8u] * k8 + x[b + 9u] * k9 + x[b + 10u] * k10 + x[b + 11u] * k11;
+                    dots[jj] += x[b + 12u] * k12 + x[b + 13u] * k13 + x[b + 14u] * k14 + x[b + 15u] * k15;
                 }
             }
             for (; jd < d4; jd++) {
@@ -21487,32 +21502,33 @@ fn attend(lid: u32, first_group: bool) {
         }
         workgroupBarrier();
         for (var i = lid; i < hq * nt; i += WG) {
-            sc[(i / nt) * tile + i % nt] = exp(sc[(i / nt) * tile + i % nt] - m_run[i / nt]);
+            let at = (i / nt) * tile + i % nt;
+            sc[at] = exp(sc[at] - m_run[i / nt]);
         }
         workgroupBarrier();
         // Values: this invocation's (kv head, vec4) over its key group,
-        // eight loads in flight.
+        // eight loads in flight (at keys clamped into the tile; their
+        // probabilities are 0 past it).
         if kg < kgs {
             for (var jj = 0u; jj < MAXG; jj++) {
                 acc[jj] *= alpha[hh[jj]];
             }
-            var t = kg;
-            for (; t + 7u * kgs < nt; t += 8u * kgs) {
-                var u: array<vec4<f32>, 8>;
-                for (var e = 0u; e < 8u; e++) {
-                    u[e] = value_vec(c0 + t + e * kgs, g, j, d4);
-                }
+            let per = (nt + kgs - 1u) / kgs;
+            let last = nt - 1u;
+            for (var e0 = 0u; e0 < per; e0 += 8u) {
+                let t0 = kg + e0 * kgs;
+                let u0 = value_vec(c0 + min(t0 + 0u * kgs, last), g, j, d4);
+                let u1 = value_vec(c0 + min(t0 + 1u * kgs, last), g, j, d4);
+                let u2 = value_vec(c0 + min(t0 + 2u * kgs, last), g, j, d4);
+                let u3 = value_vec(c0 + min(t0 + 3u * kgs, last), g, j, d4);
+                let u4 = value_vec(c0 + min(t0 + 4u * kgs, last), g, j, d4);
+                let u5 = value_vec(c0 + min(t0 + 5u * kgs, last), g, j, d4);
+                let u6 = value_vec(c0 + min(t0 + 6u * kgs, last), g, j, d4);
+                let u7 = value_vec(c0 + min(t0 + 7u * kgs, last), g, j, d4);
                 for (var jj = 0u; jj < MAXG; jj++) {
-                    let b = hh[jj] * tile + t;
-                    for (var e = 0u; e < 8u; e++) {
-                        acc[jj] += sc[b + e * kgs] * u[e];
-                    }
-                }
-            }
-            for (; t < nt; t += kgs) {
-                let u = value_vec(c0 + t, g, j, d4);
-                for (var jj = 0u; jj < MAXG; jj++) {
-                    acc[jj] += sc[hh[jj] * tile + t] * u;
+                    let b = hh[jj] * tile;
+                    acc[jj] += pw(b, t0 + 0u * kgs, nt) * u0 + pw(b, t0 + 1u * kgs, nt) * u1 + pw(b, t0 + 2u * kgs, nt) * u2 + pw(b, t0 + 3u * kgs, nt) * u3;
+                    acc[jj] += pw(b, t0 + 4u * kgs, nt) * u4 + pw(b, t0 + 5u * kgs, nt) * u5 + pw(b, t0 + 6u * kgs, nt) * u6 + pw(b, t0 + 7u * kgs, nt) * u7;
                 }
             }
         }
@@ -21566,7 +21582,7 @@ fn main(
     let qb = weights[base + wb * stride];
     let sa = scales[(wa * 32u / p.group_size) * p.n_pad + col];
     let sb = scales[(wb * 32u / p.group_size) * p.n_pad + col];
-    attend(lid, wid.x == 0u && wid.y == 0u);
+    attend(lid);
     var acc = vec4<f32>();
     if slice < words {
         acc = rows4(acc, qa, slice * 8u, x_row, 1u, f32(sa));
@@ -21621,18 +21637,18 @@ pub const Q4_GEMV_SDPA_F32_KVF16: &str = r#"enable f16;
 //! The attention: the query and the call's new key rotated as they are
 //! loaded (`et_vk.apply_rotary_emb`, as `sdpa_split_rope.wgsl` rotates
 //! them, each result rounded to `Elem`, the key then to the cache's type);
-//! workgroup `(0, 0)` stores the new key and value into the caches at
-//! `start_pos`; no workgroup reads that row from the caches (it takes the
-//! new rows from workgroup memory), so the stores race with nothing. Then
+//! every workgroup stores the new key and value into the caches at
+//! `start_pos` (the same values: which store lands last does not matter)
+//! and reads them back from there like every other key. Then
 //! the keys `0 ..= start_pos` in tiles of `SC / n_heads`, online softmax
 //! per head:
 //! - each invocation scores one (kv head, key) pair against the (at most
-//!   `MAXG`) query heads that share that kv head, eight loads of the key
+//!   `MAXG`) query heads that share that kv head, sixteen loads of the key
 //!   in flight;
 //! - sixteen invocations per head take the tile's max and sum in a tree;
 //! - each invocation accumulates one `vec4` of one kv head's values for
 //!   its query heads over one key group of the tile, eight loads in
-//!   flight.
+//!   flight at keys clamped into the tile (no remainder loop).
 //! At the end the key groups are summed, divided by the softmax sum and
 //! rounded to `Elem` (as the split combine stores the output) into `x`,
 //! which held the rotated query until then. Then, as `q4_gemv.wgsl` with
@@ -21653,10 +21669,11 @@ alias KvElem = f16;
 const WG: u32 = 256u;
 /// `vec4`s of the query (then the attention output): `n_heads * head_dim / 4` at most.
 const XS: u32 = 256u;
-/// `vec4`s of the new key (and of the new value): `n_kv_heads * head_dim / 4` at most.
+/// Most (kv head, `vec4`) pairs of the values (`n_kv_heads * head_dim /
+/// 4`): at least four key groups of them in a workgroup.
 const NS: u32 = 64u;
 /// Scores held per tile, all heads: a tile has `SC / n_heads` keys.
-const SC: u32 = 2048u;
+const SC: u32 = 4096u;
 /// Most query heads per kv head.
 const MAXG: u32 = 4u;
 /// Most query heads (`WG / LANES`).
@@ -21723,9 +21740,6 @@ struct Params {
 /// The rotated query (head `h`, `vec4` `j` at `h * d4 + j`), then the
 /// attention's output in the same places: the GEMV's x.
 var<workgroup> x: array<vec4<f32>, XS>;
-/// The new key and value as the caches hold them (kv head `g` at `g * d4`).
-var<workgroup> kn: array<vec4<f32>, NS>;
-var<workgroup> vn: array<vec4<f32>, NS>;
 /// The tile's scores (head `h`, key `t` at `h * tile + t`), then their
 /// probabilities.
 var<workgroup> sc: array<f32, SC>;
@@ -21802,26 +21816,25 @@ fn merge_ml(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
     return vec2<f32>(m, a.y * exp(a.x - m) + b.y * exp(b.x - m));
 }
 
-/// `vec4` `j` of key `key` of kv head `g`: the new row from workgroup
-/// memory, earlier rows from the cache.
+/// `vec4` `j` of key `key` of kv head `g`, from the cache.
 fn key_vec(key: u32, g: u32, j: u32, d4: u32) -> vec4<f32> {
-    if key == p.start_pos {
-        return kn[g * d4 + j];
-    }
     return vec4<f32>(k_cache[(key * p.n_kv_heads + g) * d4 + j]);
 }
 
 /// The same for the values.
 fn value_vec(key: u32, g: u32, j: u32, d4: u32) -> vec4<f32> {
-    if key == p.start_pos {
-        return vn[g * d4 + j];
-    }
     return vec4<f32>(v_cache[(key * p.n_kv_heads + g) * d4 + j]);
+}
+
+/// The probability of key `t` of the tile from `b` (of `nt` keys): 0 past
+/// the tile.
+fn pw(b: u32, t: u32, nt: u32) -> f32 {
+    return select(0.0, sc[b + min(t, nt - 1u)], t < nt);
 }
 
 /// Fills `x` with the attention's output. Ends with a barrier, so `x` is
 /// ready.
-fn attend(lid: u32, first_group: bool) {
+fn attend(lid: u32) {
     let d4 = p.head_dim / 4u;
     let hq = p.n_heads;
     let hkv = p.n_kv_heads;
@@ -21830,20 +21843,17 @@ fn attend(lid: u32, first_group: bool) {
     for (var e = lid; e < hq * d4; e += WG) {
         x[e] = rope4(q[e], e % d4);
     }
+    // Every workgroup stores the new rows (the same values) and reads them
+    // back from the caches like every other key, so no load branches.
     for (var e = lid; e < hkv * d4; e += WG) {
-        let kw = vec4<KvElem>(rope4(k_new[e], e % d4));
-        let vw = vec4<KvElem>(v_new[e]);
-        kn[e] = vec4<f32>(kw);
-        vn[e] = vec4<f32>(vw);
-        if first_group {
-            k_cache[pos * hkv * d4 + e] = kw;
-            v_cache[pos * hkv * d4 + e] = vw;
-        }
+        k_cache[pos * hkv * d4 + e] = vec4<KvElem>(rope4(k_new[e], e % d4));
+        v_cache[pos * hkv * d4 + e] = vec4<KvElem>(v_new[e]);
     }
     if lid < hq {
         m_run[lid] = -3.402823e38;
         l_run[lid] = 0.0;
     }
+    storageBarrier();
     workgroupBarrier();
     let tile = SC / hq;
     let ctx = pos + 1u;
@@ -21865,23 +21875,36 @@ fn attend(lid: u32, first_group: bool) {
     let lane = lid % LANES;
     for (var c0 = 0u; c0 < ctx; c0 += tile) {
         let nt = min(tile, ctx - c0);
-        // Scores: one (kv head, key) pair per invocation at a time.
+        // Scores: one (kv head, key) pair per invocation at a time, sixteen
+        // loads of the key in flight.
         for (var i = lid; i < hkv * nt; i += WG) {
             let gi = i / nt;
             let t = i % nt;
             var dots: array<vec4<f32>, MAXG>;
-            // Eight loads of the key in flight before any is used.
             var jd = 0u;
-            for (; jd + 8u <= d4; jd += 8u) {
-                var kv: array<vec4<f32>, 8>;
-                for (var u = 0u; u < 8u; u++) {
-                    kv[u] = key_vec(c0 + t, gi, jd + u, d4);
-                }
+            for (; jd + 16u <= d4; jd += 16u) {
+                let k0 = key_vec(c0 + t, gi, jd + 0u, d4);
+                let k1 = key_vec(c0 + t, gi, jd + 1u, d4);
+                let k2 = key_vec(c0 + t, gi, jd + 2u, d4);
+                let k3 = key_vec(c0 + t, gi, jd + 3u, d4);
+                let k4 = key_vec(c0 + t, gi, jd + 4u, d4);
+                let k5 = key_vec(c0 + t, gi, jd + 5u, d4);
+                let k6 = key_vec(c0 + t, gi, jd + 6u, d4);
+                let k7 = key_vec(c0 + t, gi, jd + 7u, d4);
+                let k8 = key_vec(c0 + t, gi, jd + 8u, d4);
+                let k9 = key_vec(c0 + t, gi, jd + 9u, d4);
+                let k10 = key_vec(c0 + t, gi, jd + 10u, d4);
+                let k11 = key_vec(c0 + t, gi, jd + 11u, d4);
+                let k12 = key_vec(c0 + t, gi, jd + 12u, d4);
+                let k13 = key_vec(c0 + t, gi, jd + 13u, d4);
+                let k14 = key_vec(c0 + t, gi, jd + 14u, d4);
+                let k15 = key_vec(c0 + t, gi, jd + 15u, d4);
                 for (var jj = 0u; jj < MAXG; jj++) {
                     let b = (gi * group + min(jj, group - 1u)) * d4 + jd;
-                    for (var u = 0u; u < 8u; u++) {
-                        dots[jj] += x[b + u] * kv[u];
-                    }
+                    dots[jj] += x[b + 0u] * k0 + x[b + 1u] * k1 + x[b + 2u] * k2 + x[b + 3u] * k3;
+                    dots[jj] += x[b + 4u] * k4 + x[b + 5u] * k5 + x[b + 6u] * k6 + x[b + 7u] * k7;
+                    dots[jj] += x[b + 8u] * k8 + x[b + 9u] * k9 + x[b + 10u] * k10 + x[b + 11u] * k11;
+                    dots[jj] += x[b + 12u] * k12 + x[b + 13u] * k13 + x[b + 14u] * k14 + x[b + 15u] * k15;
                 }
             }
             for (; jd < d4; jd++) {
@@ -21926,32 +21949,33 @@ fn attend(lid: u32, first_group: bool) {
         }
         workgroupBarrier();
         for (var i = lid; i < hq * nt; i += WG) {
-            sc[(i / nt) * tile + i % nt] = exp(sc[(i / nt) * tile + i % nt] - m_run[i / nt]);
+            let at = (i / nt) * tile + i % nt;
+            sc[at] = exp(sc[at] - m_run[i / nt]);
         }
         workgroupBarrier();
         // Values: this invocation's (kv head, vec4) over its key group,
-        // eight loads in flight.
+        // eight loads in flight (at keys clamped into the tile; their
+        // probabilities are 0 past it).
         if kg < kgs {
             for (var jj = 0u; jj < MAXG; jj++) {
                 acc[jj] *= alpha[hh[jj]];
             }
-            var t = kg;
-            for (; t + 7u * kgs < nt; t += 8u * kgs) {
-                var u: array<vec4<f32>, 8>;
-                for (var e = 0u; e < 8u; e++) {
-                    u[e] = value_vec(c0 + t + e * kgs, g, j, d4);
-                }
+            let per = (nt + kgs - 1u) / kgs;
+            let last = nt - 1u;
+            for (var e0 = 0u; e0 < per; e0 += 8u) {
+                let t0 = kg + e0 * kgs;
+                let u0 = value_vec(c0 + min(t0 + 0u * kgs, last), g, j, d4);
+                let u1 = value_vec(c0 + min(t0 + 1u * kgs, last), g, j, d4);
+                let u2 = value_vec(c0 + min(t0 + 2u * kgs, last), g, j, d4);
+                let u3 = value_vec(c0 + min(t0 + 3u * kgs, last), g, j, d4);
+                let u4 = value_vec(c0 + min(t0 + 4u * kgs, last), g, j, d4);
+                let u5 = value_vec(c0 + min(t0 + 5u * kgs, last), g, j, d4);
+                let u6 = value_vec(c0 + min(t0 + 6u * kgs, last), g, j, d4);
+                let u7 = value_vec(c0 + min(t0 + 7u * kgs, last), g, j, d4);
                 for (var jj = 0u; jj < MAXG; jj++) {
-                    let b = hh[jj] * tile + t;
-                    for (var e = 0u; e < 8u; e++) {
-                        acc[jj] += sc[b + e * kgs] * u[e];
-                    }
-                }
-            }
-            for (; t < nt; t += kgs) {
-                let u = value_vec(c0 + t, g, j, d4);
-                for (var jj = 0u; jj < MAXG; jj++) {
-                    acc[jj] += sc[hh[jj] * tile + t] * u;
+                    let b = hh[jj] * tile;
+                    acc[jj] += pw(b, t0 + 0u * kgs, nt) * u0 + pw(b, t0 + 1u * kgs, nt) * u1 + pw(b, t0 + 2u * kgs, nt) * u2 + pw(b, t0 + 3u * kgs, nt) * u3;
+                    acc[jj] += pw(b, t0 + 4u * kgs, nt) * u4 + pw(b, t0 + 5u * kgs, nt) * u5 + pw(b, t0 + 6u * kgs, nt) * u6 + pw(b, t0 + 7u * kgs, nt) * u7;
                 }
             }
         }
@@ -22005,7 +22029,7 @@ fn main(
     let qb = weights[base + wb * stride];
     let sa = scales[(wa * 32u / p.group_size) * p.n_pad + col];
     let sb = scales[(wb * 32u / p.group_size) * p.n_pad + col];
-    attend(lid, wid.x == 0u && wid.y == 0u);
+    attend(lid);
     var acc = vec4<f32>();
     if slice < words {
         acc = rows4(acc, qa, slice * 8u, x_row, 1u, f32(sa));

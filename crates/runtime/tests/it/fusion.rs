@@ -692,8 +692,8 @@ fn attention_goes_into_the_4bit_linear_after_it() {
 
 /// The attention inside the 4-bit GEMV (`q4_gemv_sdpa.wgsl`) at SmolLM2's
 /// geometry (9 query heads over 3 kv heads of 64 dims) past one tile of
-/// keys: after a prompt of 250 rows, decode calls at 251 to 253 keys walk
-/// two tiles (227 keys, then the rest), with the online softmax carried
+/// keys: after a prompt of 460 rows, decode calls at 461 to 463 keys walk
+/// two tiles (455 keys, then the rest), with the online softmax carried
 /// between them. Float32 over a float32 and a float16 cache, and float16:
 /// the outputs agree with the split route's (the fusion test above checks
 /// that route against the unfused ops).
@@ -705,8 +705,12 @@ fn attention_in_the_gemv_walks_several_key_tiles() {
     }
     let (hq, hkv, d) = (9u64, 3u64, 64u64);
     for (dtype, kv_f16, tol) in [(DType::F32, false, 1e-5), (DType::F32, true, 1e-5), (DType::F16, false, 1e-2)] {
-        let p = program(attention_linear_graph(dtype, (hq, hkv, d), 322, 250, 64));
-        let calls = rope_attention_calls(&[250, 1, 1, 1], 520, hq, hkv, d);
+        let p = program(attention_linear_graph(dtype, (hq, hkv, d), 600, 460, 64));
+        let mut calls = rope_attention_calls(&[460, 1, 1, 1], 520, hq, hkv, d);
+        // The prompt's keys small, so the decode rows' keys in the second
+        // tile hold the heads' maxima: the first tile's sums are rescaled.
+        let small: Vec<f32> = data((460 * hkv * d) as usize, 521).iter().map(|v| v * 0.05).collect();
+        calls[0][1] = Tensor::from_f32(&[1, 460, hkv, d], &small);
         let load = |on| {
             let options = LoadOptions { gemv_attention: Some(on), kv_cache_f16: kv_f16, ..LoadOptions::default() };
             rt.load_with(&p, "forward", &options).expect("loads")
