@@ -694,7 +694,8 @@ fn attention_goes_into_the_4bit_linear_after_it() {
 /// geometry (9 query heads over 3 kv heads of 64 dims) past one tile of
 /// keys: after a prompt of 460 rows, decode calls at 461 to 463 keys walk
 /// two tiles (455 keys, then the rest), with the online softmax carried
-/// between them. Float32 over a float32 and a float16 cache, and float16:
+/// between them; 200 outputs, so four workgroups, each walking the keys
+/// from its own place. Float32 over a float32 and a float16 cache, and float16:
 /// the outputs agree with the split route's (the fusion test above checks
 /// that route against the unfused ops).
 #[test]
@@ -705,7 +706,7 @@ fn attention_in_the_gemv_walks_several_key_tiles() {
     }
     let (hq, hkv, d) = (9u64, 3u64, 64u64);
     for (dtype, kv_f16, tol) in [(DType::F32, false, 1e-5), (DType::F32, true, 1e-5), (DType::F16, false, 1e-2)] {
-        let p = program(attention_linear_graph(dtype, (hq, hkv, d), 600, 460, 64));
+        let p = program(attention_linear_graph(dtype, (hq, hkv, d), 600, 460, 200));
         let mut calls = rope_attention_calls(&[460, 1, 1, 1], 520, hq, hkv, d);
         // The prompt's keys small, so the decode rows' keys in the second
         // tile hold the heads' maxima: the first tile's sums are rescaled.
