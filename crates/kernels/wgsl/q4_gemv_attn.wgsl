@@ -81,6 +81,7 @@ var<workgroup> partial: array<vec4<f32>, WG>;
 var<workgroup> ml: array<vec2<f32>, ML>;
 
 // include: q4_dot.wgsl
+// include: q4_gemv_columns.wgsl
 
 /// Fills `x` with the attention's output rows merged from the partials.
 /// Ends with a barrier, so `x` is ready.
@@ -136,65 +137,8 @@ fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
-    let cols = p.cols;
-    let c = lid % cols;
-    let slice = lid / cols;
-    let slices = WG / cols;
-    let target_col = (wid.y * groups.x + wid.x) * cols + c;
-    // Columns past N compute the last column (control flow stays uniform)
-    // and store nothing.
-    let col = min(target_col, p.n - 1u);
-    let words = p.k / 32u;
-    let x_row = p.k / 4u;
-    // Word `w` of this column at `base + w * stride`.
-    let at = column_words(col, words, p.n, (p.w_layout & 1u) != 0u);
-    let base = at.x;
-    let stride = at.y;
-    // This invocation's first two words and their scales do not depend on
-    // x: loaded (at clamped indices) before the merge, in flight through it.
-    let wa = min(slice, words - 1u);
-    let wb = min(slice + slices, words - 1u);
-    let qa = weights[base + wa * stride];
-    let qb = weights[base + wb * stride];
-    let sa = scales[(wa * 32u / p.group_size) * p.n_pad + col];
-    let sb = scales[(wb * 32u / p.group_size) * p.n_pad + col];
+    // The first two words and their scales, in flight through the prologue.
+    let c = column_start(lid, wid, groups);
     merge_prologue(lid);
-    var acc = vec4<f32>();
-    if slice < words {
-        acc = rows4(acc, qa, slice * 8u, x_row, p.m, f32(sa));
-    }
-    if slice + slices < words {
-        acc = rows4(acc, qb, (slice + slices) * 8u, x_row, p.m, f32(sb));
-    }
-    var w = slice + 2u * slices;
-    for (; w + slices < words; w += 2u * slices) {
-        let q0 = weights[base + w * stride];
-        let q1 = weights[base + (w + slices) * stride];
-        let s0 = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
-        let s1 = f32(scales[((w + slices) * 32u / p.group_size) * p.n_pad + col]);
-        acc = rows4(acc, q0, w * 8u, x_row, p.m, s0);
-        acc = rows4(acc, q1, (w + slices) * 8u, x_row, p.m, s1);
-    }
-    if w < words {
-        let s = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
-        acc = rows4(acc, weights[base + w * stride], w * 8u, x_row, p.m, s);
-    }
-    partial[lid] = acc;
-    workgroupBarrier();
-    for (var stride = slices / 2u; stride > 0u; stride /= 2u) {
-        if slice < stride {
-            partial[lid] += partial[lid + stride * cols];
-        }
-        workgroupBarrier();
-    }
-    if slice == 0u && target_col < p.n {
-        let v = partial[lid];
-        var bv = 0.0;
-        if p.has_bias != 0u {
-            bv = f32(bias[col]);
-        }
-        for (var r = 0u; r < p.m; r++) {
-            out[r * p.n + col] = Elem(v[r] + bv);
-        }
-    }
+    column_finish(lid, c, p.m);
 }

@@ -130,19 +130,9 @@ var<workgroup> alpha: array<f32, MAX_HEADS>;
 var<workgroup> partial: array<vec4<f32>, WG>;
 
 // include: q4_dot.wgsl
+// include: q4_gemv_columns.wgsl
 
-/// `vec4` `d` of a row rotated (pairs `(x, y)` and `(z, w)` are pairs `2d`
-/// and `2d + 1` of the half head dim), rounded to `Elem` as the rotation's
-/// output holds it.
-fn rope4(v: vec4<Elem>, d: u32) -> vec4<f32> {
-    let i = p.table_row * (p.head_dim / 2u) + 2u * d;
-    let c = vec2<f32>(f32(cos_t[i]), f32(cos_t[i + 1u]));
-    let sn = vec2<f32>(f32(sin_t[i]), f32(sin_t[i + 1u]));
-    let v32 = vec4<f32>(v);
-    let re = v32.xz * c - v32.yw * sn;
-    let im = v32.xz * sn + v32.yw * c;
-    return vec4<f32>(vec4<Elem>(vec4<f32>(re.x, im.x, re.y, im.y)));
-}
+// include: rope4.wgsl
 
 /// Two `(max, sum of exp(s - max))` pairs as one.
 fn merge_ml(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
@@ -181,12 +171,12 @@ fn attend(lid: u32, rot: u32) {
     let group = hq / hkv;
     let pos = p.start_pos;
     for (var e = lid; e < hq * d4; e += WG) {
-        x[e] = rope4(q[e], e % d4);
+        x[e] = rope4(q[e], 0u, e % d4);
     }
     // Every workgroup stores the new rows (the same values) and reads them
     // back from the caches like every other key, so no load branches.
     for (var e = lid; e < hkv * d4; e += WG) {
-        k_cache[pos * hkv * d4 + e] = vec4<KvElem>(rope4(k_new[e], e % d4));
+        k_cache[pos * hkv * d4 + e] = vec4<KvElem>(rope4(k_new[e], 0u, e % d4));
         v_cache[pos * hkv * d4 + e] = vec4<KvElem>(v_new[e]);
     }
     if lid < hq {
@@ -346,64 +336,10 @@ fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
-    let cols = p.cols;
-    let c = lid % cols;
-    let slice = lid / cols;
-    let slices = WG / cols;
-    let target_col = (wid.y * groups.x + wid.x) * cols + c;
-    // Columns past N compute the last column (control flow stays uniform)
-    // and store nothing.
-    let col = min(target_col, p.n - 1u);
-    let words = p.k / 32u;
-    let x_row = p.k / 4u;
-    let at = column_words(col, words, p.n, (p.w_layout & 1u) != 0u);
-    let base = at.x;
-    let stride = at.y;
-    // This invocation's first two words and their scales do not depend on
-    // x: loaded (at clamped indices) before the attention, in flight
-    // through it.
-    let wa = min(slice, words - 1u);
-    let wb = min(slice + slices, words - 1u);
-    let qa = weights[base + wa * stride];
-    let qb = weights[base + wb * stride];
-    let sa = scales[(wa * 32u / p.group_size) * p.n_pad + col];
-    let sb = scales[(wb * 32u / p.group_size) * p.n_pad + col];
+    // The first two words and their scales, in flight through the prologue.
+    let c = column_start(lid, wid, groups);
     // Workgroups walk the keys from different places (all read the same
     // keys: started together they would ask L2 for the same lines at once).
     attend(lid, wid.x * 61u);
-    var acc = vec4<f32>();
-    if slice < words {
-        acc = rows4(acc, qa, slice * 8u, x_row, 1u, f32(sa));
-    }
-    if slice + slices < words {
-        acc = rows4(acc, qb, (slice + slices) * 8u, x_row, 1u, f32(sb));
-    }
-    var w = slice + 2u * slices;
-    for (; w + slices < words; w += 2u * slices) {
-        let q0 = weights[base + w * stride];
-        let q1 = weights[base + (w + slices) * stride];
-        let s0 = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
-        let s1 = f32(scales[((w + slices) * 32u / p.group_size) * p.n_pad + col]);
-        acc = rows4(acc, q0, w * 8u, x_row, 1u, s0);
-        acc = rows4(acc, q1, (w + slices) * 8u, x_row, 1u, s1);
-    }
-    if w < words {
-        let s = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
-        acc = rows4(acc, weights[base + w * stride], w * 8u, x_row, 1u, s);
-    }
-    partial[lid] = acc;
-    workgroupBarrier();
-    for (var st = slices / 2u; st > 0u; st /= 2u) {
-        if slice < st {
-            partial[lid] += partial[lid + st * cols];
-        }
-        workgroupBarrier();
-    }
-    if slice == 0u && target_col < p.n {
-        var bv = 0.0;
-        if p.has_bias != 0u {
-            bv = f32(bias[col]);
-        }
-        out[col] = Elem(partial[lid].x + bv);
-    }
+    column_finish(lid, c, p.m);
 }

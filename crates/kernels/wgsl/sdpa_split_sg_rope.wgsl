@@ -51,18 +51,7 @@ struct Params {
 @group(0) @binding(7) var<storage, read_write> v_cache: array<vec4<KvElem>>;
 @group(0) @binding(8) var<storage, read_write> part: array<vec4<f32>>;
 
-/// `vec4` `d` of a row of token `t` of the call rotated: its pairs `(x, y)`
-/// and `(z, w)` are pairs `2d` and `2d + 1` of the half head dim. Rounded
-/// to `Elem`, as the rotation's output tensor holds it.
-fn rope4(v: vec4<Elem>, t: u32, d: u32) -> vec4<f32> {
-    let i = (p.table_row + t) * (p.head_dim / 2u) + 2u * d;
-    let c = vec2<f32>(f32(cos_t[i]), f32(cos_t[i + 1u]));
-    let sn = vec2<f32>(f32(sin_t[i]), f32(sin_t[i + 1u]));
-    let x = vec4<f32>(v);
-    let re = x.xz * c - x.yw * sn;
-    let im = x.xz * sn + x.yw * c;
-    return vec4<f32>(vec4<Elem>(vec4<f32>(re.x, im.x, re.y, im.y)));
-}
+// include: rope4.wgsl
 
 /// `vec4` `d` of query row `row` (the call's token `row`), head `h`, rotated.
 fn query_at(row: u32, h: u32, d: u32, d4: u32) -> vec4<f32> {

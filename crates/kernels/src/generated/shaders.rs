@@ -18993,6 +18993,97 @@ fn rows4(acc: vec4<f32>, q: vec4<u32>, b: u32, x_row: u32, m: u32, s: f32) -> ve
     }
     return a;
 }
+/// An invocation's place in the GEMV and its first two words.
+struct Column {
+    /// The column it stores (past N: it computes the last one and stores
+    /// nothing, so control flow stays uniform).
+    target_col: u32,
+    col: u32,
+    /// Its K slice and how many there are.
+    slice: u32,
+    slices: u32,
+    /// Word `w` of the column at `base + w * stride`; `words` of them.
+    base: u32,
+    stride: u32,
+    words: u32,
+    /// Words `slice` and `slice + slices` (at clamped indices) and their
+    /// scales.
+    qa: vec4<u32>,
+    qb: vec4<u32>,
+    sa: f32,
+    sb: f32,
+}
+
+fn column_start(lid: u32, wid: vec3<u32>, groups: vec3<u32>) -> Column {
+    var c: Column;
+    let cols = p.cols;
+    c.slice = lid / cols;
+    c.slices = WG / cols;
+    c.target_col = (wid.y * groups.x + wid.x) * cols + lid % cols;
+    c.col = min(c.target_col, p.n - 1u);
+    c.words = p.k / 32u;
+    let at = column_words(c.col, c.words, p.n, (p.w_layout & 1u) != 0u);
+    c.base = at.x;
+    c.stride = at.y;
+    let wa = min(c.slice, c.words - 1u);
+    let wb = min(c.slice + c.slices, c.words - 1u);
+    c.qa = weights[c.base + wa * c.stride];
+    c.qb = weights[c.base + wb * c.stride];
+    c.sa = f32(scales[(wa * 32u / p.group_size) * p.n_pad + c.col]);
+    c.sb = f32(scales[(wb * 32u / p.group_size) * p.n_pad + c.col]);
+    return c;
+}
+
+/// The column's sums over x's `m` rows (x ready), two words loaded before
+/// either is used; the slices meet in a workgroup-memory tree; slice 0
+/// stores.
+fn column_finish(lid: u32, c: Column, m: u32) {
+    let x_row = p.k / 4u;
+    let slice = c.slice;
+    let slices = c.slices;
+    let base = c.base;
+    let stride = c.stride;
+    let words = c.words;
+    let col = c.col;
+    var acc = vec4<f32>();
+    if slice < words {
+        acc = rows4(acc, c.qa, slice * 8u, x_row, m, c.sa);
+    }
+    if slice + slices < words {
+        acc = rows4(acc, c.qb, (slice + slices) * 8u, x_row, m, c.sb);
+    }
+    var w = slice + 2u * slices;
+    for (; w + slices < words; w += 2u * slices) {
+        let q0 = weights[base + w * stride];
+        let q1 = weights[base + (w + slices) * stride];
+        let s0 = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
+        let s1 = f32(scales[((w + slices) * 32u / p.group_size) * p.n_pad + col]);
+        acc = rows4(acc, q0, w * 8u, x_row, m, s0);
+        acc = rows4(acc, q1, (w + slices) * 8u, x_row, m, s1);
+    }
+    if w < words {
+        let s = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
+        acc = rows4(acc, weights[base + w * stride], w * 8u, x_row, m, s);
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var st = slices / 2u; st > 0u; st /= 2u) {
+        if slice < st {
+            partial[lid] += partial[lid + st * p.cols];
+        }
+        workgroupBarrier();
+    }
+    if slice == 0u && c.target_col < p.n {
+        let v = partial[lid];
+        var bv = 0.0;
+        if p.has_bias != 0u {
+            bv = f32(bias[col]);
+        }
+        for (var r = 0u; r < m; r++) {
+            out[r * p.n + col] = Elem(v[r] + bv);
+        }
+    }
+}
 
 /// Fills `x` with the attention's output rows merged from the partials.
 /// Ends with a barrier, so `x` is ready.
@@ -19048,67 +19139,10 @@ fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
-    let cols = p.cols;
-    let c = lid % cols;
-    let slice = lid / cols;
-    let slices = WG / cols;
-    let target_col = (wid.y * groups.x + wid.x) * cols + c;
-    // Columns past N compute the last column (control flow stays uniform)
-    // and store nothing.
-    let col = min(target_col, p.n - 1u);
-    let words = p.k / 32u;
-    let x_row = p.k / 4u;
-    // Word `w` of this column at `base + w * stride`.
-    let at = column_words(col, words, p.n, (p.w_layout & 1u) != 0u);
-    let base = at.x;
-    let stride = at.y;
-    // This invocation's first two words and their scales do not depend on
-    // x: loaded (at clamped indices) before the merge, in flight through it.
-    let wa = min(slice, words - 1u);
-    let wb = min(slice + slices, words - 1u);
-    let qa = weights[base + wa * stride];
-    let qb = weights[base + wb * stride];
-    let sa = scales[(wa * 32u / p.group_size) * p.n_pad + col];
-    let sb = scales[(wb * 32u / p.group_size) * p.n_pad + col];
+    // The first two words and their scales, in flight through the prologue.
+    let c = column_start(lid, wid, groups);
     merge_prologue(lid);
-    var acc = vec4<f32>();
-    if slice < words {
-        acc = rows4(acc, qa, slice * 8u, x_row, p.m, f32(sa));
-    }
-    if slice + slices < words {
-        acc = rows4(acc, qb, (slice + slices) * 8u, x_row, p.m, f32(sb));
-    }
-    var w = slice + 2u * slices;
-    for (; w + slices < words; w += 2u * slices) {
-        let q0 = weights[base + w * stride];
-        let q1 = weights[base + (w + slices) * stride];
-        let s0 = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
-        let s1 = f32(scales[((w + slices) * 32u / p.group_size) * p.n_pad + col]);
-        acc = rows4(acc, q0, w * 8u, x_row, p.m, s0);
-        acc = rows4(acc, q1, (w + slices) * 8u, x_row, p.m, s1);
-    }
-    if w < words {
-        let s = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
-        acc = rows4(acc, weights[base + w * stride], w * 8u, x_row, p.m, s);
-    }
-    partial[lid] = acc;
-    workgroupBarrier();
-    for (var stride = slices / 2u; stride > 0u; stride /= 2u) {
-        if slice < stride {
-            partial[lid] += partial[lid + stride * cols];
-        }
-        workgroupBarrier();
-    }
-    if slice == 0u && target_col < p.n {
-        let v = partial[lid];
-        var bv = 0.0;
-        if p.has_bias != 0u {
-            bv = f32(bias[col]);
-        }
-        for (var r = 0u; r < p.m; r++) {
-            out[r * p.n + col] = Elem(v[r] + bv);
-        }
-    }
+    column_finish(lid, c, p.m);
 }
 "#;
 
@@ -19252,6 +19286,97 @@ fn rows4(acc: vec4<f32>, q: vec4<u32>, b: u32, x_row: u32, m: u32, s: f32) -> ve
     }
     return a;
 }
+/// An invocation's place in the GEMV and its first two words.
+struct Column {
+    /// The column it stores (past N: it computes the last one and stores
+    /// nothing, so control flow stays uniform).
+    target_col: u32,
+    col: u32,
+    /// Its K slice and how many there are.
+    slice: u32,
+    slices: u32,
+    /// Word `w` of the column at `base + w * stride`; `words` of them.
+    base: u32,
+    stride: u32,
+    words: u32,
+    /// Words `slice` and `slice + slices` (at clamped indices) and their
+    /// scales.
+    qa: vec4<u32>,
+    qb: vec4<u32>,
+    sa: f32,
+    sb: f32,
+}
+
+fn column_start(lid: u32, wid: vec3<u32>, groups: vec3<u32>) -> Column {
+    var c: Column;
+    let cols = p.cols;
+    c.slice = lid / cols;
+    c.slices = WG / cols;
+    c.target_col = (wid.y * groups.x + wid.x) * cols + lid % cols;
+    c.col = min(c.target_col, p.n - 1u);
+    c.words = p.k / 32u;
+    let at = column_words(c.col, c.words, p.n, (p.w_layout & 1u) != 0u);
+    c.base = at.x;
+    c.stride = at.y;
+    let wa = min(c.slice, c.words - 1u);
+    let wb = min(c.slice + c.slices, c.words - 1u);
+    c.qa = weights[c.base + wa * c.stride];
+    c.qb = weights[c.base + wb * c.stride];
+    c.sa = f32(scales[(wa * 32u / p.group_size) * p.n_pad + c.col]);
+    c.sb = f32(scales[(wb * 32u / p.group_size) * p.n_pad + c.col]);
+    return c;
+}
+
+/// The column's sums over x's `m` rows (x ready), two words loaded before
+/// either is used; the slices meet in a workgroup-memory tree; slice 0
+/// stores.
+fn column_finish(lid: u32, c: Column, m: u32) {
+    let x_row = p.k / 4u;
+    let slice = c.slice;
+    let slices = c.slices;
+    let base = c.base;
+    let stride = c.stride;
+    let words = c.words;
+    let col = c.col;
+    var acc = vec4<f32>();
+    if slice < words {
+        acc = rows4(acc, c.qa, slice * 8u, x_row, m, c.sa);
+    }
+    if slice + slices < words {
+        acc = rows4(acc, c.qb, (slice + slices) * 8u, x_row, m, c.sb);
+    }
+    var w = slice + 2u * slices;
+    for (; w + slices < words; w += 2u * slices) {
+        let q0 = weights[base + w * stride];
+        let q1 = weights[base + (w + slices) * stride];
+        let s0 = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
+        let s1 = f32(scales[((w + slices) * 32u / p.group_size) * p.n_pad + col]);
+        acc = rows4(acc, q0, w * 8u, x_row, m, s0);
+        acc = rows4(acc, q1, (w + slices) * 8u, x_row, m, s1);
+    }
+    if w < words {
+        let s = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
+        acc = rows4(acc, weights[base + w * stride], w * 8u, x_row, m, s);
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var st = slices / 2u; st > 0u; st /= 2u) {
+        if slice < st {
+            partial[lid] += partial[lid + st * p.cols];
+        }
+        workgroupBarrier();
+    }
+    if slice == 0u && c.target_col < p.n {
+        let v = partial[lid];
+        var bv = 0.0;
+        if p.has_bias != 0u {
+            bv = f32(bias[col]);
+        }
+        for (var r = 0u; r < m; r++) {
+            out[r * p.n + col] = Elem(v[r] + bv);
+        }
+    }
+}
 
 /// Fills `x` with the attention's output rows merged from the partials.
 /// Ends with a barrier, so `x` is ready.
@@ -19307,67 +19432,10 @@ fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
-    let cols = p.cols;
-    let c = lid % cols;
-    let slice = lid / cols;
-    let slices = WG / cols;
-    let target_col = (wid.y * groups.x + wid.x) * cols + c;
-    // Columns past N compute the last column (control flow stays uniform)
-    // and store nothing.
-    let col = min(target_col, p.n - 1u);
-    let words = p.k / 32u;
-    let x_row = p.k / 4u;
-    // Word `w` of this column at `base + w * stride`.
-    let at = column_words(col, words, p.n, (p.w_layout & 1u) != 0u);
-    let base = at.x;
-    let stride = at.y;
-    // This invocation's first two words and their scales do not depend on
-    // x: loaded (at clamped indices) before the merge, in flight through it.
-    let wa = min(slice, words - 1u);
-    let wb = min(slice + slices, words - 1u);
-    let qa = weights[base + wa * stride];
-    let qb = weights[base + wb * stride];
-    let sa = scales[(wa * 32u / p.group_size) * p.n_pad + col];
-    let sb = scales[(wb * 32u / p.group_size) * p.n_pad + col];
+    // The first two words and their scales, in flight through the prologue.
+    let c = column_start(lid, wid, groups);
     merge_prologue(lid);
-    var acc = vec4<f32>();
-    if slice < words {
-        acc = rows4(acc, qa, slice * 8u, x_row, p.m, f32(sa));
-    }
-    if slice + slices < words {
-        acc = rows4(acc, qb, (slice + slices) * 8u, x_row, p.m, f32(sb));
-    }
-    var w = slice + 2u * slices;
-    for (; w + slices < words; w += 2u * slices) {
-        let q0 = weights[base + w * stride];
-        let q1 = weights[base + (w + slices) * stride];
-        let s0 = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
-        let s1 = f32(scales[((w + slices) * 32u / p.group_size) * p.n_pad + col]);
-        acc = rows4(acc, q0, w * 8u, x_row, p.m, s0);
-        acc = rows4(acc, q1, (w + slices) * 8u, x_row, p.m, s1);
-    }
-    if w < words {
-        let s = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
-        acc = rows4(acc, weights[base + w * stride], w * 8u, x_row, p.m, s);
-    }
-    partial[lid] = acc;
-    workgroupBarrier();
-    for (var stride = slices / 2u; stride > 0u; stride /= 2u) {
-        if slice < stride {
-            partial[lid] += partial[lid + stride * cols];
-        }
-        workgroupBarrier();
-    }
-    if slice == 0u && target_col < p.n {
-        let v = partial[lid];
-        var bv = 0.0;
-        if p.has_bias != 0u {
-            bv = f32(bias[col]);
-        }
-        for (var r = 0u; r < p.m; r++) {
-            out[r * p.n + col] = Elem(v[r] + bv);
-        }
-    }
+    column_finish(lid, c, p.m);
 }
 "#;
 
@@ -20906,17 +20974,108 @@ fn rows4(acc: vec4<f32>, q: vec4<u32>, b: u32, x_row: u32, m: u32, s: f32) -> ve
     }
     return a;
 }
+/// An invocation's place in the GEMV and its first two words.
+struct Column {
+    /// The column it stores (past N: it computes the last one and stores
+    /// nothing, so control flow stays uniform).
+    target_col: u32,
+    col: u32,
+    /// Its K slice and how many there are.
+    slice: u32,
+    slices: u32,
+    /// Word `w` of the column at `base + w * stride`; `words` of them.
+    base: u32,
+    stride: u32,
+    words: u32,
+    /// Words `slice` and `slice + slices` (at clamped indices) and their
+    /// scales.
+    qa: vec4<u32>,
+    qb: vec4<u32>,
+    sa: f32,
+    sb: f32,
+}
 
-/// `vec4` `d` of a row rotated (pairs `(x, y)` and `(z, w)` are pairs `2d`
-/// and `2d + 1` of the half head dim), rounded to `Elem` as the rotation's
-/// output holds it.
-fn rope4(v: vec4<Elem>, d: u32) -> vec4<f32> {
-    let i = p.table_row * (p.head_dim / 2u) + 2u * d;
+fn column_start(lid: u32, wid: vec3<u32>, groups: vec3<u32>) -> Column {
+    var c: Column;
+    let cols = p.cols;
+    c.slice = lid / cols;
+    c.slices = WG / cols;
+    c.target_col = (wid.y * groups.x + wid.x) * cols + lid % cols;
+    c.col = min(c.target_col, p.n - 1u);
+    c.words = p.k / 32u;
+    let at = column_words(c.col, c.words, p.n, (p.w_layout & 1u) != 0u);
+    c.base = at.x;
+    c.stride = at.y;
+    let wa = min(c.slice, c.words - 1u);
+    let wb = min(c.slice + c.slices, c.words - 1u);
+    c.qa = weights[c.base + wa * c.stride];
+    c.qb = weights[c.base + wb * c.stride];
+    c.sa = f32(scales[(wa * 32u / p.group_size) * p.n_pad + c.col]);
+    c.sb = f32(scales[(wb * 32u / p.group_size) * p.n_pad + c.col]);
+    return c;
+}
+
+/// The column's sums over x's `m` rows (x ready), two words loaded before
+/// either is used; the slices meet in a workgroup-memory tree; slice 0
+/// stores.
+fn column_finish(lid: u32, c: Column, m: u32) {
+    let x_row = p.k / 4u;
+    let slice = c.slice;
+    let slices = c.slices;
+    let base = c.base;
+    let stride = c.stride;
+    let words = c.words;
+    let col = c.col;
+    var acc = vec4<f32>();
+    if slice < words {
+        acc = rows4(acc, c.qa, slice * 8u, x_row, m, c.sa);
+    }
+    if slice + slices < words {
+        acc = rows4(acc, c.qb, (slice + slices) * 8u, x_row, m, c.sb);
+    }
+    var w = slice + 2u * slices;
+    for (; w + slices < words; w += 2u * slices) {
+        let q0 = weights[base + w * stride];
+        let q1 = weights[base + (w + slices) * stride];
+        let s0 = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
+        let s1 = f32(scales[((w + slices) * 32u / p.group_size) * p.n_pad + col]);
+        acc = rows4(acc, q0, w * 8u, x_row, m, s0);
+        acc = rows4(acc, q1, (w + slices) * 8u, x_row, m, s1);
+    }
+    if w < words {
+        let s = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
+        acc = rows4(acc, weights[base + w * stride], w * 8u, x_row, m, s);
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var st = slices / 2u; st > 0u; st /= 2u) {
+        if slice < st {
+            partial[lid] += partial[lid + st * p.cols];
+        }
+        workgroupBarrier();
+    }
+    if slice == 0u && c.target_col < p.n {
+        let v = partial[lid];
+        var bv = 0.0;
+        if p.has_bias != 0u {
+            bv = f32(bias[col]);
+        }
+        for (var r = 0u; r < m; r++) {
+            out[r * p.n + col] = Elem(v[r] + bv);
+        }
+    }
+}
+
+/// `vec4` `d` of a row of token `t` of the call rotated: its pairs `(x, y)`
+/// and `(z, w)` are pairs `2d` and `2d + 1` of the half head dim. Rounded
+/// to `Elem`, as the rotation's output tensor holds it.
+fn rope4(v: vec4<Elem>, t: u32, d: u32) -> vec4<f32> {
+    let i = (p.table_row + t) * (p.head_dim / 2u) + 2u * d;
     let c = vec2<f32>(f32(cos_t[i]), f32(cos_t[i + 1u]));
     let sn = vec2<f32>(f32(sin_t[i]), f32(sin_t[i + 1u]));
-    let v32 = vec4<f32>(v);
-    let re = v32.xz * c - v32.yw * sn;
-    let im = v32.xz * sn + v32.yw * c;
+    let x = vec4<f32>(v);
+    let re = x.xz * c - x.yw * sn;
+    let im = x.xz * sn + x.yw * c;
     return vec4<f32>(vec4<Elem>(vec4<f32>(re.x, im.x, re.y, im.y)));
 }
 
@@ -20957,12 +21116,12 @@ fn attend(lid: u32, rot: u32) {
     let group = hq / hkv;
     let pos = p.start_pos;
     for (var e = lid; e < hq * d4; e += WG) {
-        x[e] = rope4(q[e], e % d4);
+        x[e] = rope4(q[e], 0u, e % d4);
     }
     // Every workgroup stores the new rows (the same values) and reads them
     // back from the caches like every other key, so no load branches.
     for (var e = lid; e < hkv * d4; e += WG) {
-        k_cache[pos * hkv * d4 + e] = vec4<KvElem>(rope4(k_new[e], e % d4));
+        k_cache[pos * hkv * d4 + e] = vec4<KvElem>(rope4(k_new[e], 0u, e % d4));
         v_cache[pos * hkv * d4 + e] = vec4<KvElem>(v_new[e]);
     }
     if lid < hq {
@@ -21122,66 +21281,12 @@ fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
-    let cols = p.cols;
-    let c = lid % cols;
-    let slice = lid / cols;
-    let slices = WG / cols;
-    let target_col = (wid.y * groups.x + wid.x) * cols + c;
-    // Columns past N compute the last column (control flow stays uniform)
-    // and store nothing.
-    let col = min(target_col, p.n - 1u);
-    let words = p.k / 32u;
-    let x_row = p.k / 4u;
-    let at = column_words(col, words, p.n, (p.w_layout & 1u) != 0u);
-    let base = at.x;
-    let stride = at.y;
-    // This invocation's first two words and their scales do not depend on
-    // x: loaded (at clamped indices) before the attention, in flight
-    // through it.
-    let wa = min(slice, words - 1u);
-    let wb = min(slice + slices, words - 1u);
-    let qa = weights[base + wa * stride];
-    let qb = weights[base + wb * stride];
-    let sa = scales[(wa * 32u / p.group_size) * p.n_pad + col];
-    let sb = scales[(wb * 32u / p.group_size) * p.n_pad + col];
+    // The first two words and their scales, in flight through the prologue.
+    let c = column_start(lid, wid, groups);
     // Workgroups walk the keys from different places (all read the same
     // keys: started together they would ask L2 for the same lines at once).
     attend(lid, wid.x * 61u);
-    var acc = vec4<f32>();
-    if slice < words {
-        acc = rows4(acc, qa, slice * 8u, x_row, 1u, f32(sa));
-    }
-    if slice + slices < words {
-        acc = rows4(acc, qb, (slice + slices) * 8u, x_row, 1u, f32(sb));
-    }
-    var w = slice + 2u * slices;
-    for (; w + slices < words; w += 2u * slices) {
-        let q0 = weights[base + w * stride];
-        let q1 = weights[base + (w + slices) * stride];
-        let s0 = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
-        let s1 = f32(scales[((w + slices) * 32u / p.group_size) * p.n_pad + col]);
-        acc = rows4(acc, q0, w * 8u, x_row, 1u, s0);
-        acc = rows4(acc, q1, (w + slices) * 8u, x_row, 1u, s1);
-    }
-    if w < words {
-        let s = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
-        acc = rows4(acc, weights[base + w * stride], w * 8u, x_row, 1u, s);
-    }
-    partial[lid] = acc;
-    workgroupBarrier();
-    for (var st = slices / 2u; st > 0u; st /= 2u) {
-        if slice < st {
-            partial[lid] += partial[lid + st * cols];
-        }
-        workgroupBarrier();
-    }
-    if slice == 0u && target_col < p.n {
-        var bv = 0.0;
-        if p.has_bias != 0u {
-            bv = f32(bias[col]);
-        }
-        out[col] = Elem(partial[lid].x + bv);
-    }
+    column_finish(lid, c, p.m);
 }
 "#;
 
@@ -21364,17 +21469,108 @@ fn rows4(acc: vec4<f32>, q: vec4<u32>, b: u32, x_row: u32, m: u32, s: f32) -> ve
     }
     return a;
 }
+/// An invocation's place in the GEMV and its first two words.
+struct Column {
+    /// The column it stores (past N: it computes the last one and stores
+    /// nothing, so control flow stays uniform).
+    target_col: u32,
+    col: u32,
+    /// Its K slice and how many there are.
+    slice: u32,
+    slices: u32,
+    /// Word `w` of the column at `base + w * stride`; `words` of them.
+    base: u32,
+    stride: u32,
+    words: u32,
+    /// Words `slice` and `slice + slices` (at clamped indices) and their
+    /// scales.
+    qa: vec4<u32>,
+    qb: vec4<u32>,
+    sa: f32,
+    sb: f32,
+}
 
-/// `vec4` `d` of a row rotated (pairs `(x, y)` and `(z, w)` are pairs `2d`
-/// and `2d + 1` of the half head dim), rounded to `Elem` as the rotation's
-/// output holds it.
-fn rope4(v: vec4<Elem>, d: u32) -> vec4<f32> {
-    let i = p.table_row * (p.head_dim / 2u) + 2u * d;
+fn column_start(lid: u32, wid: vec3<u32>, groups: vec3<u32>) -> Column {
+    var c: Column;
+    let cols = p.cols;
+    c.slice = lid / cols;
+    c.slices = WG / cols;
+    c.target_col = (wid.y * groups.x + wid.x) * cols + lid % cols;
+    c.col = min(c.target_col, p.n - 1u);
+    c.words = p.k / 32u;
+    let at = column_words(c.col, c.words, p.n, (p.w_layout & 1u) != 0u);
+    c.base = at.x;
+    c.stride = at.y;
+    let wa = min(c.slice, c.words - 1u);
+    let wb = min(c.slice + c.slices, c.words - 1u);
+    c.qa = weights[c.base + wa * c.stride];
+    c.qb = weights[c.base + wb * c.stride];
+    c.sa = f32(scales[(wa * 32u / p.group_size) * p.n_pad + c.col]);
+    c.sb = f32(scales[(wb * 32u / p.group_size) * p.n_pad + c.col]);
+    return c;
+}
+
+/// The column's sums over x's `m` rows (x ready), two words loaded before
+/// either is used; the slices meet in a workgroup-memory tree; slice 0
+/// stores.
+fn column_finish(lid: u32, c: Column, m: u32) {
+    let x_row = p.k / 4u;
+    let slice = c.slice;
+    let slices = c.slices;
+    let base = c.base;
+    let stride = c.stride;
+    let words = c.words;
+    let col = c.col;
+    var acc = vec4<f32>();
+    if slice < words {
+        acc = rows4(acc, c.qa, slice * 8u, x_row, m, c.sa);
+    }
+    if slice + slices < words {
+        acc = rows4(acc, c.qb, (slice + slices) * 8u, x_row, m, c.sb);
+    }
+    var w = slice + 2u * slices;
+    for (; w + slices < words; w += 2u * slices) {
+        let q0 = weights[base + w * stride];
+        let q1 = weights[base + (w + slices) * stride];
+        let s0 = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
+        let s1 = f32(scales[((w + slices) * 32u / p.group_size) * p.n_pad + col]);
+        acc = rows4(acc, q0, w * 8u, x_row, m, s0);
+        acc = rows4(acc, q1, (w + slices) * 8u, x_row, m, s1);
+    }
+    if w < words {
+        let s = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
+        acc = rows4(acc, weights[base + w * stride], w * 8u, x_row, m, s);
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var st = slices / 2u; st > 0u; st /= 2u) {
+        if slice < st {
+            partial[lid] += partial[lid + st * p.cols];
+        }
+        workgroupBarrier();
+    }
+    if slice == 0u && c.target_col < p.n {
+        let v = partial[lid];
+        var bv = 0.0;
+        if p.has_bias != 0u {
+            bv = f32(bias[col]);
+        }
+        for (var r = 0u; r < m; r++) {
+            out[r * p.n + col] = Elem(v[r] + bv);
+        }
+    }
+}
+
+/// `vec4` `d` of a row of token `t` of the call rotated: its pairs `(x, y)`
+/// and `(z, w)` are pairs `2d` and `2d + 1` of the half head dim. Rounded
+/// to `Elem`, as the rotation's output tensor holds it.
+fn rope4(v: vec4<Elem>, t: u32, d: u32) -> vec4<f32> {
+    let i = (p.table_row + t) * (p.head_dim / 2u) + 2u * d;
     let c = vec2<f32>(f32(cos_t[i]), f32(cos_t[i + 1u]));
     let sn = vec2<f32>(f32(sin_t[i]), f32(sin_t[i + 1u]));
-    let v32 = vec4<f32>(v);
-    let re = v32.xz * c - v32.yw * sn;
-    let im = v32.xz * sn + v32.yw * c;
+    let x = vec4<f32>(v);
+    let re = x.xz * c - x.yw * sn;
+    let im = x.xz * sn + x.yw * c;
     return vec4<f32>(vec4<Elem>(vec4<f32>(re.x, im.x, re.y, im.y)));
 }
 
@@ -21415,12 +21611,12 @@ fn attend(lid: u32, rot: u32) {
     let group = hq / hkv;
     let pos = p.start_pos;
     for (var e = lid; e < hq * d4; e += WG) {
-        x[e] = rope4(q[e], e % d4);
+        x[e] = rope4(q[e], 0u, e % d4);
     }
     // Every workgroup stores the new rows (the same values) and reads them
     // back from the caches like every other key, so no load branches.
     for (var e = lid; e < hkv * d4; e += WG) {
-        k_cache[pos * hkv * d4 + e] = vec4<KvElem>(rope4(k_new[e], e % d4));
+        k_cache[pos * hkv * d4 + e] = vec4<KvElem>(rope4(k_new[e], 0u, e % d4));
         v_cache[pos * hkv * d4 + e] = vec4<KvElem>(v_new[e]);
     }
     if lid < hq {
@@ -21580,66 +21776,12 @@ fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
-    let cols = p.cols;
-    let c = lid % cols;
-    let slice = lid / cols;
-    let slices = WG / cols;
-    let target_col = (wid.y * groups.x + wid.x) * cols + c;
-    // Columns past N compute the last column (control flow stays uniform)
-    // and store nothing.
-    let col = min(target_col, p.n - 1u);
-    let words = p.k / 32u;
-    let x_row = p.k / 4u;
-    let at = column_words(col, words, p.n, (p.w_layout & 1u) != 0u);
-    let base = at.x;
-    let stride = at.y;
-    // This invocation's first two words and their scales do not depend on
-    // x: loaded (at clamped indices) before the attention, in flight
-    // through it.
-    let wa = min(slice, words - 1u);
-    let wb = min(slice + slices, words - 1u);
-    let qa = weights[base + wa * stride];
-    let qb = weights[base + wb * stride];
-    let sa = scales[(wa * 32u / p.group_size) * p.n_pad + col];
-    let sb = scales[(wb * 32u / p.group_size) * p.n_pad + col];
+    // The first two words and their scales, in flight through the prologue.
+    let c = column_start(lid, wid, groups);
     // Workgroups walk the keys from different places (all read the same
     // keys: started together they would ask L2 for the same lines at once).
     attend(lid, wid.x * 61u);
-    var acc = vec4<f32>();
-    if slice < words {
-        acc = rows4(acc, qa, slice * 8u, x_row, 1u, f32(sa));
-    }
-    if slice + slices < words {
-        acc = rows4(acc, qb, (slice + slices) * 8u, x_row, 1u, f32(sb));
-    }
-    var w = slice + 2u * slices;
-    for (; w + slices < words; w += 2u * slices) {
-        let q0 = weights[base + w * stride];
-        let q1 = weights[base + (w + slices) * stride];
-        let s0 = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
-        let s1 = f32(scales[((w + slices) * 32u / p.group_size) * p.n_pad + col]);
-        acc = rows4(acc, q0, w * 8u, x_row, 1u, s0);
-        acc = rows4(acc, q1, (w + slices) * 8u, x_row, 1u, s1);
-    }
-    if w < words {
-        let s = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
-        acc = rows4(acc, weights[base + w * stride], w * 8u, x_row, 1u, s);
-    }
-    partial[lid] = acc;
-    workgroupBarrier();
-    for (var st = slices / 2u; st > 0u; st /= 2u) {
-        if slice < st {
-            partial[lid] += partial[lid + st * cols];
-        }
-        workgroupBarrier();
-    }
-    if slice == 0u && target_col < p.n {
-        var bv = 0.0;
-        if p.has_bias != 0u {
-            bv = f32(bias[col]);
-        }
-        out[col] = Elem(partial[lid].x + bv);
-    }
+    column_finish(lid, c, p.m);
 }
 "#;
 
@@ -21822,17 +21964,108 @@ fn rows4(acc: vec4<f32>, q: vec4<u32>, b: u32, x_row: u32, m: u32, s: f32) -> ve
     }
     return a;
 }
+/// An invocation's place in the GEMV and its first two words.
+struct Column {
+    /// The column it stores (past N: it computes the last one and stores
+    /// nothing, so control flow stays uniform).
+    target_col: u32,
+    col: u32,
+    /// Its K slice and how many there are.
+    slice: u32,
+    slices: u32,
+    /// Word `w` of the column at `base + w * stride`; `words` of them.
+    base: u32,
+    stride: u32,
+    words: u32,
+    /// Words `slice` and `slice + slices` (at clamped indices) and their
+    /// scales.
+    qa: vec4<u32>,
+    qb: vec4<u32>,
+    sa: f32,
+    sb: f32,
+}
 
-/// `vec4` `d` of a row rotated (pairs `(x, y)` and `(z, w)` are pairs `2d`
-/// and `2d + 1` of the half head dim), rounded to `Elem` as the rotation's
-/// output holds it.
-fn rope4(v: vec4<Elem>, d: u32) -> vec4<f32> {
-    let i = p.table_row * (p.head_dim / 2u) + 2u * d;
+fn column_start(lid: u32, wid: vec3<u32>, groups: vec3<u32>) -> Column {
+    var c: Column;
+    let cols = p.cols;
+    c.slice = lid / cols;
+    c.slices = WG / cols;
+    c.target_col = (wid.y * groups.x + wid.x) * cols + lid % cols;
+    c.col = min(c.target_col, p.n - 1u);
+    c.words = p.k / 32u;
+    let at = column_words(c.col, c.words, p.n, (p.w_layout & 1u) != 0u);
+    c.base = at.x;
+    c.stride = at.y;
+    let wa = min(c.slice, c.words - 1u);
+    let wb = min(c.slice + c.slices, c.words - 1u);
+    c.qa = weights[c.base + wa * c.stride];
+    c.qb = weights[c.base + wb * c.stride];
+    c.sa = f32(scales[(wa * 32u / p.group_size) * p.n_pad + c.col]);
+    c.sb = f32(scales[(wb * 32u / p.group_size) * p.n_pad + c.col]);
+    return c;
+}
+
+/// The column's sums over x's `m` rows (x ready), two words loaded before
+/// either is used; the slices meet in a workgroup-memory tree; slice 0
+/// stores.
+fn column_finish(lid: u32, c: Column, m: u32) {
+    let x_row = p.k / 4u;
+    let slice = c.slice;
+    let slices = c.slices;
+    let base = c.base;
+    let stride = c.stride;
+    let words = c.words;
+    let col = c.col;
+    var acc = vec4<f32>();
+    if slice < words {
+        acc = rows4(acc, c.qa, slice * 8u, x_row, m, c.sa);
+    }
+    if slice + slices < words {
+        acc = rows4(acc, c.qb, (slice + slices) * 8u, x_row, m, c.sb);
+    }
+    var w = slice + 2u * slices;
+    for (; w + slices < words; w += 2u * slices) {
+        let q0 = weights[base + w * stride];
+        let q1 = weights[base + (w + slices) * stride];
+        let s0 = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
+        let s1 = f32(scales[((w + slices) * 32u / p.group_size) * p.n_pad + col]);
+        acc = rows4(acc, q0, w * 8u, x_row, m, s0);
+        acc = rows4(acc, q1, (w + slices) * 8u, x_row, m, s1);
+    }
+    if w < words {
+        let s = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
+        acc = rows4(acc, weights[base + w * stride], w * 8u, x_row, m, s);
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var st = slices / 2u; st > 0u; st /= 2u) {
+        if slice < st {
+            partial[lid] += partial[lid + st * p.cols];
+        }
+        workgroupBarrier();
+    }
+    if slice == 0u && c.target_col < p.n {
+        let v = partial[lid];
+        var bv = 0.0;
+        if p.has_bias != 0u {
+            bv = f32(bias[col]);
+        }
+        for (var r = 0u; r < m; r++) {
+            out[r * p.n + col] = Elem(v[r] + bv);
+        }
+    }
+}
+
+/// `vec4` `d` of a row of token `t` of the call rotated: its pairs `(x, y)`
+/// and `(z, w)` are pairs `2d` and `2d + 1` of the half head dim. Rounded
+/// to `Elem`, as the rotation's output tensor holds it.
+fn rope4(v: vec4<Elem>, t: u32, d: u32) -> vec4<f32> {
+    let i = (p.table_row + t) * (p.head_dim / 2u) + 2u * d;
     let c = vec2<f32>(f32(cos_t[i]), f32(cos_t[i + 1u]));
     let sn = vec2<f32>(f32(sin_t[i]), f32(sin_t[i + 1u]));
-    let v32 = vec4<f32>(v);
-    let re = v32.xz * c - v32.yw * sn;
-    let im = v32.xz * sn + v32.yw * c;
+    let x = vec4<f32>(v);
+    let re = x.xz * c - x.yw * sn;
+    let im = x.xz * sn + x.yw * c;
     return vec4<f32>(vec4<Elem>(vec4<f32>(re.x, im.x, re.y, im.y)));
 }
 
@@ -21873,12 +22106,12 @@ fn attend(lid: u32, rot: u32) {
     let group = hq / hkv;
     let pos = p.start_pos;
     for (var e = lid; e < hq * d4; e += WG) {
-        x[e] = rope4(q[e], e % d4);
+        x[e] = rope4(q[e], 0u, e % d4);
     }
     // Every workgroup stores the new rows (the same values) and reads them
     // back from the caches like every other key, so no load branches.
     for (var e = lid; e < hkv * d4; e += WG) {
-        k_cache[pos * hkv * d4 + e] = vec4<KvElem>(rope4(k_new[e], e % d4));
+        k_cache[pos * hkv * d4 + e] = vec4<KvElem>(rope4(k_new[e], 0u, e % d4));
         v_cache[pos * hkv * d4 + e] = vec4<KvElem>(v_new[e]);
     }
     if lid < hq {
@@ -22038,66 +22271,12 @@ fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
-    let cols = p.cols;
-    let c = lid % cols;
-    let slice = lid / cols;
-    let slices = WG / cols;
-    let target_col = (wid.y * groups.x + wid.x) * cols + c;
-    // Columns past N compute the last column (control flow stays uniform)
-    // and store nothing.
-    let col = min(target_col, p.n - 1u);
-    let words = p.k / 32u;
-    let x_row = p.k / 4u;
-    let at = column_words(col, words, p.n, (p.w_layout & 1u) != 0u);
-    let base = at.x;
-    let stride = at.y;
-    // This invocation's first two words and their scales do not depend on
-    // x: loaded (at clamped indices) before the attention, in flight
-    // through it.
-    let wa = min(slice, words - 1u);
-    let wb = min(slice + slices, words - 1u);
-    let qa = weights[base + wa * stride];
-    let qb = weights[base + wb * stride];
-    let sa = scales[(wa * 32u / p.group_size) * p.n_pad + col];
-    let sb = scales[(wb * 32u / p.group_size) * p.n_pad + col];
+    // The first two words and their scales, in flight through the prologue.
+    let c = column_start(lid, wid, groups);
     // Workgroups walk the keys from different places (all read the same
     // keys: started together they would ask L2 for the same lines at once).
     attend(lid, wid.x * 61u);
-    var acc = vec4<f32>();
-    if slice < words {
-        acc = rows4(acc, qa, slice * 8u, x_row, 1u, f32(sa));
-    }
-    if slice + slices < words {
-        acc = rows4(acc, qb, (slice + slices) * 8u, x_row, 1u, f32(sb));
-    }
-    var w = slice + 2u * slices;
-    for (; w + slices < words; w += 2u * slices) {
-        let q0 = weights[base + w * stride];
-        let q1 = weights[base + (w + slices) * stride];
-        let s0 = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
-        let s1 = f32(scales[((w + slices) * 32u / p.group_size) * p.n_pad + col]);
-        acc = rows4(acc, q0, w * 8u, x_row, 1u, s0);
-        acc = rows4(acc, q1, (w + slices) * 8u, x_row, 1u, s1);
-    }
-    if w < words {
-        let s = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
-        acc = rows4(acc, weights[base + w * stride], w * 8u, x_row, 1u, s);
-    }
-    partial[lid] = acc;
-    workgroupBarrier();
-    for (var st = slices / 2u; st > 0u; st /= 2u) {
-        if slice < st {
-            partial[lid] += partial[lid + st * cols];
-        }
-        workgroupBarrier();
-    }
-    if slice == 0u && target_col < p.n {
-        var bv = 0.0;
-        if p.has_bias != 0u {
-            bv = f32(bias[col]);
-        }
-        out[col] = Elem(partial[lid].x + bv);
-    }
+    column_finish(lid, c, p.m);
 }
 "#;
 
