@@ -168,8 +168,9 @@ pub struct DeviceCaps {
     /// The decode O projection's 4-bit GEMV may compute a short cache's
     /// whole attention itself (`q4_gemv_sdpa.wgsl`, one dispatch for the
     /// attention and the projection): the device allows the 11 storage
-    /// buffers per shader stage that kernel binds. The runtime sets it from
-    /// the adapter's limits; `ETWGPU_GEMV_ATTENTION=0` turns it off per load.
+    /// buffers per shader stage that kernel binds (the runtime's caps) and
+    /// the load asks for it (a load's caps; off by default, see the
+    /// runtime's `LoadOptions::gemv_attention`).
     pub gemv_attention: bool,
 }
 

@@ -6,10 +6,7 @@
 //! dots all of it), so every workgroup computes it: at the short caches
 //! the host routes here (`GEMV_ATTN_MAX_CACHE` elements a cache at most),
 //! the keys and values come from L2, and recomputing costs less than the
-//! dispatch and the partials' round trip it saves. The host gives each
-//! workgroup 64 columns, so few workgroups repeat the work, and each
-//! walks the keys from its own place (run aj on the H200: 72 workgroups
-//! reading the same lines at once cost ~110 ns a key).
+//! dispatch and the partials' round trip it saves.
 //!
 //! The attention: the query and the call's new key rotated as they are
 //! loaded (`et_vk.apply_rotary_emb`, as `sdpa_split_rope.wgsl` rotates
@@ -70,8 +67,7 @@ struct Params {
     /// Inputs per scale group (a multiple of 32).
     group_size: u32,
     has_bias: u32,
-    /// Columns per workgroup (a power of two up to `WG`; the host sets 64,
-    /// so few workgroups repeat the attention).
+    /// Columns per workgroup: 8, 16 or 32.
     cols: u32,
     /// Bit 0: the weights are word-major, else row-major.
     w_layout: u32,
@@ -150,21 +146,15 @@ fn value_vec(key: u32, g: u32, j: u32, d4: u32) -> vec4<f32> {
     return vec4<f32>(v_cache[(key * p.n_kv_heads + g) * d4 + j]);
 }
 
-/// Key `t` of a tile of `nt` keys in this workgroup's order (rotated by
-/// `rot`), clamped into the tile.
-fn rotated(t: u32, nt: u32, rot: u32) -> u32 {
-    return (min(t, nt - 1u) + rot) % nt;
-}
-
-/// The probability of key `t` (in this workgroup's order) of the tile
-/// from `b` (of `nt` keys): 0 past the tile.
-fn pw(b: u32, t: u32, nt: u32, rot: u32) -> f32 {
-    return select(0.0, sc[b + rotated(t, nt, rot)], t < nt);
+/// The probability of key `t` of the tile from `b` (of `nt` keys): 0 past
+/// the tile.
+fn pw(b: u32, t: u32, nt: u32) -> f32 {
+    return select(0.0, sc[b + min(t, nt - 1u)], t < nt);
 }
 
 /// Fills `x` with the attention's output. Ends with a barrier, so `x` is
 /// ready.
-fn attend(lid: u32, rot: u32) {
+fn attend(lid: u32) {
     let d4 = p.head_dim / 4u;
     let hq = p.n_heads;
     let hkv = p.n_kv_heads;
@@ -209,7 +199,7 @@ fn attend(lid: u32, rot: u32) {
         // loads of the key in flight.
         for (var i = lid; i < hkv * nt; i += WG) {
             let gi = i / nt;
-            let t = (i % nt + rot) % nt;
+            let t = i % nt;
             var dots: array<vec4<f32>, MAXG>;
             var jd = 0u;
             for (; jd + 16u <= d4; jd += 16u) {
@@ -293,18 +283,18 @@ fn attend(lid: u32, rot: u32) {
             let per = (nt + kgs - 1u) / kgs;
             for (var e0 = 0u; e0 < per; e0 += 8u) {
                 let t0 = kg + e0 * kgs;
-                let u0 = value_vec(c0 + rotated(t0 + 0u * kgs, nt, rot), g, j, d4);
-                let u1 = value_vec(c0 + rotated(t0 + 1u * kgs, nt, rot), g, j, d4);
-                let u2 = value_vec(c0 + rotated(t0 + 2u * kgs, nt, rot), g, j, d4);
-                let u3 = value_vec(c0 + rotated(t0 + 3u * kgs, nt, rot), g, j, d4);
-                let u4 = value_vec(c0 + rotated(t0 + 4u * kgs, nt, rot), g, j, d4);
-                let u5 = value_vec(c0 + rotated(t0 + 5u * kgs, nt, rot), g, j, d4);
-                let u6 = value_vec(c0 + rotated(t0 + 6u * kgs, nt, rot), g, j, d4);
-                let u7 = value_vec(c0 + rotated(t0 + 7u * kgs, nt, rot), g, j, d4);
+                let u0 = value_vec(c0 + min(t0 + 0u * kgs, nt - 1u), g, j, d4);
+                let u1 = value_vec(c0 + min(t0 + 1u * kgs, nt - 1u), g, j, d4);
+                let u2 = value_vec(c0 + min(t0 + 2u * kgs, nt - 1u), g, j, d4);
+                let u3 = value_vec(c0 + min(t0 + 3u * kgs, nt - 1u), g, j, d4);
+                let u4 = value_vec(c0 + min(t0 + 4u * kgs, nt - 1u), g, j, d4);
+                let u5 = value_vec(c0 + min(t0 + 5u * kgs, nt - 1u), g, j, d4);
+                let u6 = value_vec(c0 + min(t0 + 6u * kgs, nt - 1u), g, j, d4);
+                let u7 = value_vec(c0 + min(t0 + 7u * kgs, nt - 1u), g, j, d4);
                 for (var jj = 0u; jj < MAXG; jj++) {
                     let b = hh[jj] * tile;
-                    acc[jj] += pw(b, t0 + 0u * kgs, nt, rot) * u0 + pw(b, t0 + 1u * kgs, nt, rot) * u1 + pw(b, t0 + 2u * kgs, nt, rot) * u2 + pw(b, t0 + 3u * kgs, nt, rot) * u3;
-                    acc[jj] += pw(b, t0 + 4u * kgs, nt, rot) * u4 + pw(b, t0 + 5u * kgs, nt, rot) * u5 + pw(b, t0 + 6u * kgs, nt, rot) * u6 + pw(b, t0 + 7u * kgs, nt, rot) * u7;
+                    acc[jj] += pw(b, t0 + 0u * kgs, nt) * u0 + pw(b, t0 + 1u * kgs, nt) * u1 + pw(b, t0 + 2u * kgs, nt) * u2 + pw(b, t0 + 3u * kgs, nt) * u3;
+                    acc[jj] += pw(b, t0 + 4u * kgs, nt) * u4 + pw(b, t0 + 5u * kgs, nt) * u5 + pw(b, t0 + 6u * kgs, nt) * u6 + pw(b, t0 + 7u * kgs, nt) * u7;
                 }
             }
         }
@@ -338,8 +328,6 @@ fn main(
 ) {
     // The first two words and their scales, in flight through the prologue.
     let c = column_start(lid, wid, groups);
-    // Workgroups walk the keys from different places (all read the same
-    // keys: started together they would ask L2 for the same lines at once).
-    attend(lid, wid.x * 61u);
+    attend(lid);
     column_finish(lid, c, p.m);
 }

@@ -48,10 +48,11 @@ pub const Q4_LAYOUT_ENV: &str = "ETWGPU_Q4_LAYOUT";
 /// so the split-KV combine runs as its own dispatch, for comparisons.
 pub const FOLD_ATTENTION_ENV: &str = "ETWGPU_FOLD_ATTENTION";
 
-/// `ETWGPU_GEMV_ATTENTION=0`: keep the split-KV route for decode
-/// attention at short caches instead of computing it inside the O
-/// projection's 4-bit GEMV (`etwgpu_kernels::DeviceCaps::gemv_attention`),
-/// for comparisons.
+/// `ETWGPU_GEMV_ATTENTION=1`: compute decode attention over a short cache
+/// inside the O projection's 4-bit GEMV where the device allows it
+/// (`etwgpu_kernels::DeviceCaps::gemv_attention`) when
+/// [`LoadOptions::gemv_attention`] is not set. Off by default: on the H200
+/// it is faster only below ~100 keys (`tools/device/NOTES.md`, run aj).
 pub const GEMV_ATTENTION_ENV: &str = "ETWGPU_GEMV_ATTENTION";
 
 /// Environment variable: split constants larger than this many bytes where
@@ -207,9 +208,7 @@ impl LoadedDelegate {
             subgroups: rt.caps.subgroups.filter(|_| options.subgroups.unwrap_or(rt.subgroups_by_default)),
             conv: options.conv.unwrap_or(rt.caps.conv),
             gemv_attention: rt.caps.gemv_attention
-                && options
-                    .gemv_attention
-                    .unwrap_or_else(|| std::env::var(GEMV_ATTENTION_ENV).map_or(true, |v| v != "0")),
+                && options.gemv_attention.unwrap_or_else(|| std::env::var(GEMV_ATTENTION_ENV).is_ok_and(|v| v == "1")),
             ..rt.caps
         };
         let lowerer = Lowerer::with_scratch_for(&mut graph, PLACEHOLDER_SYMINT, caps)?;

@@ -319,8 +319,9 @@ impl Runtime {
             });
         }
         // The decode attention inside the O projection's GEMV binds more
-        // storage buffers than WebGPU guarantees; take it where the device
-        // has them and the workgroup memory.
+        // storage buffers than WebGPU guarantees: loads may opt in
+        // (`LoadOptions::gemv_attention`) where the device has them and the
+        // workgroup memory.
         let gemv_attention = {
             let needs = etwgpu_kernels::ShaderId::Q4GemvSdpaF32.needs();
             let limits = device.limits();

@@ -146,13 +146,8 @@ fn threaded_recording_gives_the_same_logits() {
     let prompt: Vec<u32> = (0..6).map(|i| i * 11 % 128).collect();
     let mut runs = Vec::new();
     for threads in [1, 3] {
-        // The split attention route (5 dispatches a layer), so the plan has
-        // the 96 a thread that threaded recording needs.
-        let options = etwgpu_runtime::LoadOptions {
-            record_threads: Some(threads),
-            gemv_attention: Some(false),
-            ..Generator::default_load_options()
-        };
+        let options =
+            etwgpu_runtime::LoadOptions { record_threads: Some(threads), ..Generator::default_load_options() };
         let mut generator = Generator::with_options(&rt, &program, &options, &mut |_| {}).expect("loads");
         assert!(generator.n_dispatches() >= 3 * 96, "{} dispatches", generator.n_dispatches());
         let mut logits = vec![generator.prefill(&prompt).expect("prefill")];
@@ -179,9 +174,7 @@ fn threaded_recording_gives_the_same_logits() {
 /// rotation tables at the position, so they are not sliced): 84 and 154
 /// (6 a layer with the combine apart: 100 and 184; 9 a layer and 7 before
 /// the norms went into the GEMVs and RoPE into the attention: 151 and
-/// 277). Where the device allows the attention inside the O projection's
-/// GEMV (`q4_gemv_sdpa.wgsl`, lavapipe does), the partials go too: 4 a
-/// layer, 68 and 124.
+/// 277).
 /// Fused and unfused runs give the same logits within 1e-4.
 #[test]
 fn decode_dispatches_per_token() {
@@ -200,8 +193,7 @@ fn decode_dispatches_per_token() {
             }
             runs.push((logits, generator.n_dispatches()));
         }
-        let per_layer = if rt.gemm_caps().gemv_attention { 4 } else { 5 };
-        assert_eq!(runs[0].1, per_layer * n_layers + 4, "{n_layers} layers: fused dispatches per decode step");
+        assert_eq!(runs[0].1, 5 * n_layers + 4, "{n_layers} layers: fused dispatches per decode step");
         assert!(runs[1].1 > runs[0].1, "{n_layers} layers: unfused {} dispatches", runs[1].1);
         for (call, (f, p)) in runs[0].0.iter().zip(&runs[1].0).enumerate() {
             for (i, (a, b)) in f.iter().zip(p).enumerate() {

@@ -304,11 +304,6 @@ pub(crate) fn fold_combine(combine: &Step, gemv: &Step, shader: ShaderId) -> Opt
 /// context, so the route is for short caches (SmolLM2-135M's 512-row cache
 /// is 98,304; the 1B shape's 8,320 rows 4.3 million).
 pub(crate) const GEMV_ATTN_MAX_CACHE: u64 = 1 << 17;
-/// Output columns a workgroup of `q4_gemv_sdpa.wgsl` takes: every
-/// workgroup computes the whole attention, and on the H200 72 of them (8
-/// columns each, SmolLM2's 576) reading the same keys at once cost ~110 ns
-/// a key (run aj); 9 of 64.
-const GEMV_ATTN_COLS: u32 = 64;
 /// `q4_gemv_sdpa.wgsl`'s bounds: most query heads per kv head (`MAXG`),
 /// most query heads (`MAX_HEADS`), `vec4`s of the query (`XS`) and of
 /// the new key (`NS`).
@@ -344,8 +339,8 @@ pub(crate) fn gemv_attends(caps: DeviceCaps, s: u64, hq: u64, hkv: u64, d: u64, 
 /// 4-bit GEMV dispatch `gemv` (`q4_gemv.wgsl`, reading the attention's
 /// output as its input) as one dispatch of `shader` (`q4_gemv_sdpa.wgsl`):
 /// the partials' inputs then the GEMV's weights, scales and bias; the
-/// caches then the GEMV's output; the GEMV's uniforms (at
-/// [`GEMV_ATTN_COLS`] columns a workgroup) then the partials'. The combine between them is dropped and the partials
+/// caches then the GEMV's output; the GEMV's workgroups; its uniforms then
+/// the partials'. The combine between them is dropped and the partials
 /// are not written. `None` where either is another kernel's.
 pub(crate) fn attend_in_gemv(partials: &Step, gemv: &Step, shader: ShaderId) -> Option<Dispatch> {
     let (Step::Dispatch(a), Step::Dispatch(g)) = (partials, gemv) else { return None };
@@ -364,16 +359,7 @@ pub(crate) fn attend_in_gemv(partials: &Step, gemv: &Step, shader: ShaderId) -> 
     }
     let mut inputs = a.inputs.clone();
     inputs.extend(&g.inputs[1..]);
-    // Every workgroup repeats the attention: [`GEMV_ATTN_COLS`] columns a
-    // workgroup keeps them few (`q4_gemv.wgsl`'s uniforms: N at word 1,
-    // the columns a workgroup at word 6).
     let mut params = g.params.clone();
-    let n = u32::from_le_bytes(params[4..8].try_into().ok()?);
-    params[24..28].copy_from_slice(&GEMV_ATTN_COLS.to_le_bytes());
-    let groups = n.div_ceil(GEMV_ATTN_COLS);
-    if groups == 0 || groups > MAX_GROUPS_PER_DIM {
-        return None;
-    }
     params.extend(&a.params);
     Some(Dispatch {
         shader: shader.into(),
@@ -381,6 +367,6 @@ pub(crate) fn attend_in_gemv(partials: &Step, gemv: &Step, shader: ShaderId) -> 
         inputs,
         outputs: vec![a.outputs[0], a.outputs[1], g.outputs[0]],
         params,
-        workgroups: [groups, 1, 1],
+        workgroups: g.workgroups,
     })
 }
