@@ -16,9 +16,8 @@ struct Column {
     /// nothing, so control flow stays uniform).
     target_col: u32,
     col: u32,
-    /// Its K slice and how many there are.
+    /// Its K slice.
     slice: u32,
-    slices: u32,
     /// Word `w` of the column at `base + w * stride`; `words` of them.
     base: u32,
     stride: u32,
@@ -35,7 +34,7 @@ fn column_start(lid: u32, wid: vec3<u32>, groups: vec3<u32>) -> Column {
     var c: Column;
     let cols = p.cols;
     c.slice = lid / cols;
-    c.slices = WG / cols;
+    let slices = WG / cols;
     c.target_col = (wid.y * groups.x + wid.x) * cols + lid % cols;
     c.col = min(c.target_col, p.n - 1u);
     c.words = p.k / 32u;
@@ -43,7 +42,7 @@ fn column_start(lid: u32, wid: vec3<u32>, groups: vec3<u32>) -> Column {
     c.base = at.x;
     c.stride = at.y;
     let wa = min(c.slice, c.words - 1u);
-    let wb = min(c.slice + c.slices, c.words - 1u);
+    let wb = min(c.slice + slices, c.words - 1u);
     c.qa = weights[c.base + wa * c.stride];
     c.qb = weights[c.base + wb * c.stride];
     c.sa = f32(scales[(wa * 32u / p.group_size) * p.n_pad + c.col]);
@@ -57,7 +56,11 @@ fn column_start(lid: u32, wid: vec3<u32>, groups: vec3<u32>) -> Column {
 fn column_finish(lid: u32, c: Column, m: u32) {
     let x_row = p.k / 4u;
     let slice = c.slice;
-    let slices = c.slices;
+    // From the uniforms, not from `c` (whose fields depend on the
+    // invocation): the tree's barriers must stand in uniform control flow
+    // as WGSL compilers prove it (Chrome's rejects a loop bound read from
+    // a struct that holds non-uniform fields).
+    let slices = WG / p.cols;
     let base = c.base;
     let stride = c.stride;
     let words = c.words;
