@@ -6,7 +6,7 @@
 //! intermediate has another reader or is a graph output are left alone.
 
 use etwgpu_format::writer::{GraphBuilder, ProgramBuilder};
-use etwgpu_format::{DType, Program, VkGraph};
+use etwgpu_format::{DType, Program, ValueId, VkGraph};
 use etwgpu_graph::{FuseOptions, Fused, FusionKind};
 use etwgpu_runtime::{LoadOptions, Tensor};
 
@@ -513,6 +513,61 @@ fn rms_norms_go_into_the_4bit_linears_after_them() {
     }
 }
 
+/// What [`rope_attention`] made: the inputs `[xq, xk, v, pos]`, the
+/// attention's output, and values a graph built on it reuses.
+struct RopeAttention {
+    inputs: [ValueId; 4],
+    attn: ValueId,
+    one: ValueId,
+    seq: ValueId,
+    null: ValueId,
+}
+
+/// Appends to `g` RoPE of the query and key (tables of unit rotations of
+/// angle `t * (j + 1) / 8` at row `t`, `cache` rows, sliced at the
+/// position as the Llama export does) and `sdpa_with_kv_cache` over zeroed
+/// caches of `cache` rows, for calls of up to `max_s` rows of `hq` query
+/// heads over `hkv` kv heads of `d`; `attn` makes the attention's output.
+fn rope_attention(
+    g: &mut GraphBuilder,
+    dtype: DType,
+    (hq, hkv, d): (u64, u64, u64),
+    cache: u64,
+    max_s: u64,
+    attn: impl FnOnce(&mut GraphBuilder) -> ValueId,
+) -> RopeAttention {
+    let xq = g.tensor_staged(dtype, DType::F32, &[1, max_s, hq, d]);
+    let xk = g.tensor_staged(dtype, DType::F32, &[1, max_s, hkv, d]);
+    let v = g.tensor_staged(dtype, DType::F32, &[1, max_s, hkv, d]);
+    let pos = g.tensor_staged(DType::I32, DType::I64, &[1]);
+    let table = |f: fn(f32) -> f32| -> Vec<f32> {
+        (0..cache).flat_map(|t| (0..d / 2).map(move |j| f((t * (j + 1)) as f32 / 8.0))).collect()
+    };
+    let cos_t = g.constant(dtype, &[cache, d / 2], &float_bytes(dtype, &table(f32::cos)));
+    let sin_t = g.constant(dtype, &[cache, d / 2], &float_bytes(dtype, &table(f32::sin)));
+    let elem_bytes = if dtype == DType::F16 { 2 } else { 4 };
+    let zeros = vec![0u8; (cache * hkv * d * elem_bytes) as usize];
+    let k_cache = g.constant(dtype, &[1, cache, hkv, d], &zeros);
+    let v_cache = g.constant(dtype, &[1, cache, hkv, d], &zeros);
+    let (q_rot, k_rot) = (g.tensor(dtype, &[1, max_s, hq, d]), g.tensor(dtype, &[1, max_s, hkv, d]));
+    let (cos, sin) = (g.tensor(dtype, &[max_s, d / 2]), g.tensor(dtype, &[max_s, d / 2]));
+    let rotated = g.value_list(&[q_rot, k_rot]);
+    let (zero, one, causal, null) = (g.int(0), g.int(1), g.bool(true), g.null());
+    let (start, seq, end) = (g.sym_int(), g.sym_int(), g.sym_int());
+    let out = attn(g);
+    g.op("et_vk.select_as_symint.default", &[pos, zero, zero, start])
+        .op("sym_size.int", &[xq, one, seq])
+        .op("add", &[start, seq, end])
+        .op("aten.slice_copy.Tensor", &[cos_t, zero, start, end, one, cos])
+        .op("aten.slice_copy.Tensor", &[sin_t, zero, start, end, one, sin])
+        .op("et_vk.apply_rotary_emb.default", &[xq, xk, cos, sin, rotated])
+        .op(
+            "sdpa_with_kv_cache.default",
+            &[q_rot, k_rot, v, k_cache, v_cache, start, one, null, zero, causal, null, out],
+        );
+    RopeAttention { inputs: [xq, xk, v, pos], attn: out, one, seq, null }
+}
+
 /// RoPE of the query and key that `sdpa_with_kv_cache` reads, its tables
 /// sliced at the position as the Llama export does (constant tables of the
 /// cache's rows, rows `start .. start + S`): one
@@ -526,39 +581,11 @@ fn rms_norms_go_into_the_4bit_linears_after_them() {
 #[test]
 fn rope_goes_into_the_attention_after_it() {
     for dtype in [DType::F32, DType::F16] {
-        let (hq, hkv, d, cache, max_s) = (4u64, 2u64, 16u64, 32u64, 6u64);
+        let (hq, hkv, d) = (4u64, 2u64, 16u64);
         let mut g = GraphBuilder::new();
-        let xq = g.tensor_staged(dtype, DType::F32, &[1, max_s, hq, d]);
-        let xk = g.tensor_staged(dtype, DType::F32, &[1, max_s, hkv, d]);
-        let v = g.tensor_staged(dtype, DType::F32, &[1, max_s, hkv, d]);
-        let pos = g.tensor_staged(DType::I32, DType::I64, &[1]);
-        // Unit rotations of angle `t * (j + 1) / 8` at row `t`.
-        let table = |f: fn(f32) -> f32| -> Vec<f32> {
-            (0..cache).flat_map(|t| (0..d / 2).map(move |j| f((t * (j + 1)) as f32 / 8.0))).collect()
-        };
-        let cos_t = g.constant(dtype, &[cache, d / 2], &float_bytes(dtype, &table(f32::cos)));
-        let sin_t = g.constant(dtype, &[cache, d / 2], &float_bytes(dtype, &table(f32::sin)));
-        let elem_bytes = if dtype == DType::F16 { 2 } else { 4 };
-        let zeros = vec![0u8; (cache * hkv * d * elem_bytes) as usize];
-        let k_cache = g.constant(dtype, &[1, cache, hkv, d], &zeros);
-        let v_cache = g.constant(dtype, &[1, cache, hkv, d], &zeros);
-        let (q_rot, k_rot) = (g.tensor(dtype, &[1, max_s, hq, d]), g.tensor(dtype, &[1, max_s, hkv, d]));
-        let (cos, sin) = (g.tensor(dtype, &[max_s, d / 2]), g.tensor(dtype, &[max_s, d / 2]));
-        let rotated = g.value_list(&[q_rot, k_rot]);
-        let (zero, one, causal, null) = (g.int(0), g.int(1), g.bool(true), g.null());
-        let (start, seq, end) = (g.sym_int(), g.sym_int(), g.sym_int());
-        let out = g.tensor_staged(dtype, DType::F32, &[1, max_s, hq, d]);
-        g.op("et_vk.select_as_symint.default", &[pos, zero, zero, start])
-            .op("sym_size.int", &[xq, one, seq])
-            .op("add", &[start, seq, end])
-            .op("aten.slice_copy.Tensor", &[cos_t, zero, start, end, one, cos])
-            .op("aten.slice_copy.Tensor", &[sin_t, zero, start, end, one, sin])
-            .op("et_vk.apply_rotary_emb.default", &[xq, xk, cos, sin, rotated])
-            .op(
-                "sdpa_with_kv_cache.default",
-                &[q_rot, k_rot, v, k_cache, v_cache, start, one, null, zero, causal, null, out],
-            );
-        g.inputs(&[xq, xk, v, pos]).outputs(&[out]);
+        let r =
+            rope_attention(&mut g, dtype, (hq, hkv, d), 32, 6, |g| g.tensor_staged(dtype, DType::F32, &[1, 6, hq, d]));
+        g.inputs(&r.inputs).outputs(&[r.attn]);
         let calls = rope_attention_calls(&[5, 1, 3, 1], 300, hq, hkv, d);
         let (name, tol) = match dtype {
             DType::F32 => ("rope_attention", 1e-5),
@@ -609,45 +636,16 @@ fn rope_attention_calls(rows: &[u64], seed: u32, hq: u64, hkv: u64, d: u64) -> V
 fn attention_linear_graph(dtype: DType, (hq, hkv, d): (u64, u64, u64), cache: u64, max_s: u64, n: u64) -> GraphBuilder {
     let k = hq * d;
     let mut g = GraphBuilder::new();
-    let xq = g.tensor_staged(dtype, DType::F32, &[1, max_s, hq, d]);
-    let xk = g.tensor_staged(dtype, DType::F32, &[1, max_s, hkv, d]);
-    let v = g.tensor_staged(dtype, DType::F32, &[1, max_s, hkv, d]);
-    let pos = g.tensor_staged(DType::I32, DType::I64, &[1]);
-    let table = |f: fn(f32) -> f32| -> Vec<f32> {
-        (0..cache).flat_map(|t| (0..d / 2).map(move |j| f((t * (j + 1)) as f32 / 8.0))).collect()
-    };
-    let cos_t = g.constant(dtype, &[cache, d / 2], &float_bytes(dtype, &table(f32::cos)));
-    let sin_t = g.constant(dtype, &[cache, d / 2], &float_bytes(dtype, &table(f32::sin)));
-    let elem_bytes = if dtype == DType::F16 { 2 } else { 4 };
-    let zeros = vec![0u8; (cache * hkv * d * elem_bytes) as usize];
-    let k_cache = g.constant(dtype, &[1, cache, hkv, d], &zeros);
-    let v_cache = g.constant(dtype, &[1, cache, hkv, d], &zeros);
+    let r = rope_attention(&mut g, dtype, (hq, hkv, d), cache, max_s, |g| g.tensor(dtype, &[1, max_s, hq, d]));
     let bytes: Vec<u8> = data((n * k / 2) as usize, 401).iter().map(|v| ((v + 2.0) * 63.0) as u8).collect();
     let scales: Vec<f32> = data((k / 32 * n) as usize, 402).iter().map(|v| v * 0.05).collect();
     let w = g.constant(DType::U8, &[n, k / 2], &bytes);
     let s = g.constant(dtype, &[k / 32, n], &float_bytes(dtype, &scales));
-    let (q_rot, k_rot) = (g.tensor(dtype, &[1, max_s, hq, d]), g.tensor(dtype, &[1, max_s, hkv, d]));
-    let (cos, sin) = (g.tensor(dtype, &[max_s, d / 2]), g.tensor(dtype, &[max_s, d / 2]));
-    let rotated = g.value_list(&[q_rot, k_rot]);
-    let (zero, one, causal, null, gs) = (g.int(0), g.int(1), g.bool(true), g.null(), g.int(32));
-    let (start, seq, end) = (g.sym_int(), g.sym_int(), g.sym_int());
-    let attn = g.tensor(dtype, &[1, max_s, hq, d]);
-    let k_int = g.int(k as i64);
-    let (flat, x) = (g.value_list(&[one, seq, k_int]), g.tensor(dtype, &[1, max_s, k]));
+    let (gs, k_int) = (g.int(32), g.int(k as i64));
+    let (flat, x) = (g.value_list(&[r.one, r.seq, k_int]), g.tensor(dtype, &[1, max_s, k]));
     let out = g.tensor_staged(dtype, DType::F32, &[1, max_s, n]);
-    g.op("et_vk.select_as_symint.default", &[pos, zero, zero, start])
-        .op("sym_size.int", &[xq, one, seq])
-        .op("add", &[start, seq, end])
-        .op("aten.slice_copy.Tensor", &[cos_t, zero, start, end, one, cos])
-        .op("aten.slice_copy.Tensor", &[sin_t, zero, start, end, one, sin])
-        .op("et_vk.apply_rotary_emb.default", &[xq, xk, cos, sin, rotated])
-        .op(
-            "sdpa_with_kv_cache.default",
-            &[q_rot, k_rot, v, k_cache, v_cache, start, one, null, zero, causal, null, attn],
-        )
-        .op("aten.view_copy.default", &[attn, flat, x])
-        .op("et_vk.linear_q4gsw.default", &[x, w, s, gs, null, out]);
-    g.inputs(&[xq, xk, v, pos]).outputs(&[out]);
+    g.op("aten.view_copy.default", &[r.attn, flat, x]).op("et_vk.linear_q4gsw.default", &[x, w, s, gs, r.null, out]);
+    g.inputs(&r.inputs).outputs(&[out]);
     g
 }
 
