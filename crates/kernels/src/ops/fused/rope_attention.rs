@@ -24,7 +24,7 @@ use crate::ops::llm::{
     split_route,
 };
 use crate::ops::quant::linear_q4gsw_into;
-use crate::plan::{Ctx, Dispatch, Lowered, Shader, Step, TensorInfo, Uniform, Vid, float_shader, to_u32};
+use crate::plan::{Ctx, Lowered, Shader, Step, TensorInfo, Uniform, Vid, float_shader, to_u32};
 
 /// `etwgpu.sdpa_rope_with_kv_cache.default(xq [1,S,Hq,D], xk [1,S,Hkv,D],
 /// value, key_cache, value_cache, start_pos, seq_len, attn_mask?,
@@ -88,13 +88,7 @@ pub fn sdpa_rope_linear_q4gsw(c: &Ctx<'_>) -> Result<Lowered> {
     // plan allows; else the steps one after the other.
     let in_gemv = match (&attention.steps[..], &linear.steps[..]) {
         ([.., partials, _combine], [gemv]) if gemv_attends(c.caps(), s, hq, hkv, d, cmax) => {
-            let variant = match &partials {
-                Step::Dispatch(Dispatch { shader: Shader::Static(id), .. }) => Some(id.variant()),
-                _ => None,
-            };
-            variant
-                .and_then(|v| ShaderId::find(Family::Q4GemvSdpa, v))
-                .and_then(|shader| attend_in_gemv(partials, gemv, shader))
+            attend_in_gemv(partials, gemv)
         }
         _ => None,
     };

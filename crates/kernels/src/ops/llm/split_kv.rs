@@ -337,12 +337,13 @@ pub(crate) fn gemv_attends(caps: DeviceCaps, s: u64, hq: u64, hkv: u64, d: u64, 
 /// [`split_kv_attention`]'s first, reading `[query, new keys, new values,
 /// cos, sin]` and writing `[key cache, value cache, partials]`) and the
 /// 4-bit GEMV dispatch `gemv` (`q4_gemv.wgsl`, reading the attention's
-/// output as its input) as one dispatch of `shader` (`q4_gemv_sdpa.wgsl`):
+/// output as its input) as one dispatch of `q4_gemv_sdpa.wgsl` at the
+/// partials' variant:
 /// the partials' inputs then the GEMV's weights, scales and bias; the
 /// caches then the GEMV's output; the GEMV's workgroups; its uniforms then
 /// the partials'. The combine between them is dropped and the partials
 /// are not written. `None` where either is another kernel's.
-pub(crate) fn attend_in_gemv(partials: &Step, gemv: &Step, shader: ShaderId) -> Option<Dispatch> {
+pub(crate) fn attend_in_gemv(partials: &Step, gemv: &Step) -> Option<Dispatch> {
     let (Step::Dispatch(a), Step::Dispatch(g)) = (partials, gemv) else { return None };
     let (Shader::Static(aid), Shader::Static(gid)) = (&a.shader, &g.shader) else { return None };
     let ok = matches!(aid.family(), Family::SdpaSplitRope | Family::SdpaSplitSgRope)
@@ -357,6 +358,8 @@ pub(crate) fn attend_in_gemv(partials: &Step, gemv: &Step, shader: ShaderId) -> 
     if !ok {
         return None;
     }
+    // The partials kernel's variant (activations and cache types).
+    let shader = ShaderId::find(Family::Q4GemvSdpa, aid.variant())?;
     let mut inputs = a.inputs.clone();
     inputs.extend(&g.inputs[1..]);
     let mut params = g.params.clone();
