@@ -281,9 +281,6 @@ impl Runtime {
             & if options.disable_f16 { !wgpu::Features::SHADER_F16 } else { wgpu::Features::all() };
         if coop {
             required_features |= wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
-            // Cooperative-matrix shaders are compiled by `coop_spirv` and
-            // created through the passthrough path where it exists.
-            required_features |= adapter.features() & wgpu::Features::PASSTHROUGH_SHADERS;
         }
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {

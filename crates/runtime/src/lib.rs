@@ -23,8 +23,6 @@
 mod argmax;
 pub mod bandwidth;
 mod buffers;
-#[cfg(not(target_arch = "wasm32"))]
-pub mod coop_spirv;
 mod cpu;
 pub mod delegate;
 pub mod device;

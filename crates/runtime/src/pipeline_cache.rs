@@ -81,10 +81,6 @@ impl PipelineCache {
         if let Shader::Static(id) = shader {
             self.check_limits(*id)?;
         }
-        #[cfg(not(target_arch = "wasm32"))]
-        if self.coop_passthrough() && crate::coop_spirv::uses_coop_matrices(shader.source()) {
-            return self.create_coop(shader).await;
-        }
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let descriptor = wgpu::ShaderModuleDescriptor {
             label: Some(shader.label()),
@@ -111,68 +107,6 @@ impl PipelineCache {
         if let Some(e) = scope.pop().await {
             return Err(Error::Gpu {
                 during: "creating a compute pipeline",
-                reason: format!("{}: {e}", shader.label()),
-            });
-        }
-        Ok(pipeline)
-    }
-
-    /// Whether cooperative-matrix shaders go through
-    /// [`crate::coop_spirv`]: with `ETWGPU_COOP_SPIRV=fixed`, on Vulkan
-    /// devices opened with cooperative matrices and passthrough shaders.
-    #[cfg(not(target_arch = "wasm32"))]
-    fn coop_passthrough(&self) -> bool {
-        let needed = wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX | wgpu::Features::PASSTHROUGH_SHADERS;
-        self.device.features().contains(needed)
-            && self.device.adapter_info().backend == wgpu::Backend::Vulkan
-            && crate::coop_spirv::fix_on()
-    }
-
-    /// A cooperative-matrix shader's pipeline from the SPIR-V
-    /// [`crate::coop_spirv::compile`] writes, with the bind group layout
-    /// derived from its bindings.
-    #[cfg(not(target_arch = "wasm32"))]
-    async fn create_coop(&self, shader: &Shader) -> Result<wgpu::ComputePipeline> {
-        let compiled =
-            crate::coop_spirv::compile(shader.source(), !loop_checks_off()).map_err(|reason| Error::Gpu {
-                during: "compiling a cooperative-matrix shader",
-                reason: format!("{}: {reason}", shader.label()),
-            })?;
-        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let entry = [wgpu::PassthroughShaderEntryPoint { name: "main".into(), workgroup_size: (0, 0, 0) }];
-        // SAFETY: the words are naga's, written from a module naga
-        // validated, with buffer and index accesses clamped into bounds
-        // (as wgpu writes them on a device without robust buffer access)
-        // and workgroup memory zeroed; `fix_memory_model` only adds
-        // memory-model operands to its accesses and barriers.
-        let module = unsafe {
-            self.device.create_shader_module_passthrough(wgpu::ShaderModuleDescriptorPassthrough {
-                label: Some(shader.label()),
-                entry_points: entry.as_slice().into(),
-                spirv: Some(compiled.words.as_slice().into()),
-                ..Default::default()
-            })
-        };
-        let bgl = self.device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some(shader.label()),
-            entries: &compiled.bindings,
-        });
-        let layout = self.device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label: Some(shader.label()),
-            bind_group_layouts: &[Some(&bgl)],
-            immediate_size: 0,
-        });
-        let pipeline = self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some(shader.label()),
-            layout: Some(&layout),
-            module: &module,
-            entry_point: Some("main"),
-            compilation_options: wgpu::PipelineCompilationOptions::default(),
-            cache: None,
-        });
-        if let Some(e) = scope.pop().await {
-            return Err(Error::Gpu {
-                during: "creating a cooperative-matrix compute pipeline",
                 reason: format!("{}: {e}", shader.label()),
             });
         }
