@@ -97,3 +97,30 @@ scores = """        for (var j = 0u; j < 32u; j++) {
 """
 t = t[:i] + scores + t[j:]
 open(".attn/v11_scalar.wgsl", "w").write(t)
+
+# v12_restage: v10 (scores on the matrix units, `P V` plain) with the query
+# block staged again from the `q` buffer at the top of every key tile and
+# its fragments loaded there, so no fragment is held while `kv` is
+# overwritten: if it passes where v10 fails, holding `qa0..7` across the
+# loop is the fault.
+u = open(".attn/v10_scalar_pv.wgsl").read()
+stage = u[u.index("    for (var e = lid; e < BQ * 32u; e += WG) {"):u.index("    for (var e = lane; e < 256u; e += 32u) {")]
+loads = u[u.index("    let qa0 = coopLoadT"):u.index("    let zc = coopLoadT")]
+indent = lambda b: "".join("    " + l if l.strip() else l for l in b.splitlines(True))
+top = "        // The last tile's values, probabilities and scores are consumed.\n        workgroupBarrier();\n"
+u = rep(u, top, top + indent(stage) + "        workgroupBarrier();\n" + indent(loads) + "        workgroupBarrier();\n")
+open(".attn/v12_restage.wgsl", "w").write(u)
+
+# v13_coop_pv: the shipped kernel with only the scores in plain WGSL (v11's
+# score code), `P V` and its accumulators (rescale and end through `ss`)
+# on the matrix units as shipped: whether `P V` alone is at fault.
+w = base
+w = rep(w, "    let qa0 = coopLoadT", """    var qr: array<vec4<f32>, 32>;
+    for (var c = 0u; c < 32u; c++) {
+        qr[c] = vec4<f32>(kv[r * KVS4 + c]);
+    }
+    let qa0 = coopLoadT""")
+i = w.index("        // S = Q K^T, 16 keys at a time")
+j = w.index("        // The keys are consumed and the scores visible")
+w = w[:i] + scores + w[j:]
+open(".attn/v13_coop_pv.wgsl", "w").write(w)
