@@ -5,7 +5,8 @@
 //! cargo build --release -p etwgpu-llm --example llm_bench
 //! llm_bench [--model tiny|small|smollm2|1b] [--weights q4|fp32]
 //!           [--prompts 128,512,1024,2048] [--contexts 128,512,2048,8192]
-//!           [--steps 32] [--repeats 3] [--kv-cache f16|f32] [--json PATH] [--save PATH] [--build-only]
+//!           [--steps 32] [--repeats 3] [--kv-cache f16|f32] [--timeline] [--json PATH] [--save PATH]
+//!           [--build-only]
 //! ```
 //!
 //! Builds the model (max_seq_len = largest prompt + 1, so each prompt is one
@@ -24,7 +25,12 @@
 //! generator's default, where the device has SHADER_F16). Prefill times are the wall time of
 //! `Generator::prefill`, which waits for the GPU and reads the logits back. `--model` defaults to `small`, or
 //! `1b` when `ETWGPU_BENCH_LARGE=1`. `--save` writes the `.pte`;
-//! `--build-only` stops after building (and saving) it. The measuring is
+//! `--build-only` stops after building (and saving) it. `--timeline` runs
+//! each decode cell once more with the step timeline on
+//! (`Generator::set_step_timeline`: GPU timestamps around each step's chain
+//! and device argmax as the steps run ahead) and prints the medians of a
+//! step's period, its chain, the gap from chain to argmax, the argmax and
+//! the gap to the next step's chain (copies, submission boundary). The measuring is
 //! `etwgpu_llm::bench` (`time_prompt`, `time_decode`, `call_profile`), the
 //! same code `etwgpu bench` runs.
 
@@ -47,13 +53,14 @@ struct Args {
     save: Option<String>,
     build_only: bool,
     kv_cache_f16: bool,
+    timeline: bool,
 }
 
 fn usage(problem: &str) -> ! {
     eprintln!(
         "llm_bench: {problem}\nusage: llm_bench [--model tiny|small|smollm2|1b] [--weights q4|fp32] \
-         [--prompts N,N,...] [--contexts N,N,...] [--steps N] [--repeats N] [--kv-cache f16|f32] [--json PATH] [--save PATH] \
-         [--build-only]"
+         [--prompts N,N,...] [--contexts N,N,...] [--steps N] [--repeats N] [--kv-cache f16|f32] [--timeline] [--json PATH] \
+         [--save PATH] [--build-only]"
     );
     std::process::exit(2)
 }
@@ -75,6 +82,7 @@ fn parse_args() -> Args {
         save: None,
         build_only: false,
         kv_cache_f16: true,
+        timeline: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -95,6 +103,7 @@ fn parse_args() -> Args {
             "--json" => a.json = Some(value()),
             "--save" => a.save = Some(value()),
             "--build-only" => a.build_only = true,
+            "--timeline" => a.timeline = true,
             "--kv-cache" => {
                 a.kv_cache_f16 = match value().as_str() {
                     "f16" => true,
@@ -281,6 +290,43 @@ fn main() {
             "host_rules_run": times.op_lowerings, "plans_built": times.plan_builds,
         }));
     }
+    // The step timeline of each decode cell, when asked.
+    let mut timelines = Vec::new();
+    if a.timeline {
+        for &ctx in &a.contexts {
+            // Room for `time_decode`'s warm-up and fill calls before the
+            // timed steps (the fill's calls are at most `ctx`).
+            let runs = u32::try_from(a.steps + 16 + ctx).unwrap_or(u32::MAX);
+            generator.set_step_timeline(Some(runs)).expect("a device with timestamps");
+            time_decode(&mut generator, a.steps, ctx).expect("decode");
+            let steps = generator.take_step_timeline().expect("timeline");
+            generator.set_step_timeline(None).expect("timeline off");
+            // The timed generation's steps are the last runs: its feed and
+            // first step (the pipeline filling) are left out.
+            let s = &steps[steps.len().saturating_sub(a.steps.saturating_sub(1))..];
+            let us = |f: &dyn Fn(usize) -> f64| {
+                let mut v: Vec<f64> = (0..s.len().saturating_sub(1)).map(f).collect();
+                v.sort_by(f64::total_cmp);
+                v.get(v.len() / 2).map_or(f64::NAN, |x| x / 1e3)
+            };
+            let period = us(&|i| s[i + 1].chain_begin - s[i].chain_begin);
+            let chain = us(&|i| s[i].chain_end - s[i].chain_begin);
+            let to_argmax = us(&|i| s[i].argmax_begin - s[i].chain_end);
+            let argmax = us(&|i| s[i].argmax_end - s[i].argmax_begin);
+            let between = us(&|i| s[i + 1].chain_begin - s[i].argmax_end);
+            let _ = writeln!(
+                out,
+                "timeline at {ctx:>5}: period {period:.1} us = chain {chain:.1} + to argmax {to_argmax:.1} + argmax \
+                 {argmax:.1} + to the next step {between:.1} (medians of {} steps)",
+                s.len().saturating_sub(1)
+            );
+            timelines.push(serde_json::json!({
+                "context": ctx, "steps": s.len().saturating_sub(1), "period_us": period, "chain_us": chain,
+                "chain_to_argmax_us": to_argmax, "argmax_us": argmax, "to_next_step_us": between,
+            }));
+        }
+    }
+
     drop(generator);
     let mut profiles = Vec::new();
     let mut dispatches = 0;
@@ -343,6 +389,7 @@ fn main() {
             "dispatches_per_decode_step": dispatches,
             "call_profiles": profiles,
             "kernel_profiles": kernel_profiles,
+            "decode_timeline": timelines,
         });
         let text = serde_json::to_string_pretty(&report).expect("serializable");
         std::fs::write(path, text + "\n").unwrap_or_else(|e| {

@@ -276,6 +276,23 @@ impl Generator {
         self.forward.reset_run_times();
     }
 
+    /// Turns the step timeline of `forward` on for its next `runs` runs (or
+    /// off with `None`): GPU timestamps around each decode step's chain and
+    /// device argmax as the steps run ahead
+    /// ([`etwgpu_runtime::LoadedMethod::set_step_timeline`]).
+    pub fn set_step_timeline(&mut self, runs: Option<u32>) -> Result<()> {
+        self.forward
+            .set_step_timeline(runs)
+            .map_err(|source| Error::Runtime { during: "setting the step timeline", source })
+    }
+
+    /// The steps the timeline holds, oldest first (it stays on, emptied).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn take_step_timeline(&mut self) -> Result<Vec<etwgpu_runtime::StepTimes>> {
+        pollster::block_on(self.forward.take_step_timeline_async())
+            .map_err(|source| Error::Runtime { during: "reading the step timeline", source })
+    }
+
     /// Dispatches one `forward` run records at the current shapes.
     pub fn n_dispatches(&self) -> usize {
         self.forward.n_dispatches()

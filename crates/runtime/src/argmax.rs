@@ -129,6 +129,7 @@ impl ArgmaxPost {
         encoder: &mut wgpu::CommandEncoder,
         shape: &[u64],
         flip: usize,
+        timestamp_writes: Option<wgpu::ComputePassTimestampWrites<'_>>,
     ) -> Result<(wgpu::Buffer, Vec<u64>, u64)> {
         let d = argmax_dispatch(self.x, shape)?;
         if d != self.written {
@@ -141,7 +142,7 @@ impl ArgmaxPost {
         {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some(&format!("{name} output {} argmax", self.x.output)),
-                timestamp_writes: None,
+                timestamp_writes,
             });
             for (dispatch, _) in &self.stages {
                 dispatch.record(&mut pass);

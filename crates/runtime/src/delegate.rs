@@ -22,7 +22,12 @@
 //! plan moves every intermediate to its own buffer. All dispatches go into
 //! one compute pass and one submit (with the device argmax of an output,
 //! `argmax.rs`, after them), and outputs are read back at their live
-//! shapes.
+//! shapes. While the step timeline is on (`timeline.rs`), each run's chain
+//! and argmax passes carry GPU timestamps.
+//!
+//! The file is past 700 lines because load, run and read-back share
+//! [`LoadedDelegate`]'s fields; what stands alone (the argmax, the plan,
+//! the buffers, profiles, the timeline) lives in modules of its own.
 
 use etwgpu_format::{DType, Program, ValueId, VkGraph};
 use etwgpu_graph::lower::elem_type;
@@ -109,6 +114,8 @@ pub struct LoadedDelegate {
     pending: std::collections::VecDeque<PendingRun>,
     /// Which of its two read-back buffers the next argmax reads into.
     argmax_flip: usize,
+    /// GPU timestamps of consecutive runs, while on (`timeline.rs`).
+    timeline: Option<crate::timeline::Timeline>,
 }
 
 /// Runs a [`LoadedDelegate`] may have in flight at once.
@@ -264,6 +271,7 @@ impl LoadedDelegate {
             times,
             pending: std::collections::VecDeque::new(),
             argmax_flip: 0,
+            timeline: None,
         })
     }
 
@@ -583,16 +591,20 @@ impl LoadedDelegate {
         // Command buffers submitted before `encoder`'s: the inputs, then
         // the dispatches when several threads record them.
         let mut before = Vec::new();
+        // The step timeline's writes for this run (its chain on one pass).
+        let writes = self.timeline.as_ref().and_then(crate::timeline::Timeline::next_writes);
+        let timed = writes.is_some();
+        let (chain_writes, mut argmax_writes) = writes.map_or((None, None), |(c, a)| (Some(c), Some(a)));
         if self.profiling.on {
             encoder = self.profiling.record(&self.rt, &self.name, &self.plan, encoder).await?;
-        } else if let Some(parts) = self.record_threaded() {
+        } else if let Some(parts) = if timed { None } else { self.record_threaded() } {
             before
                 .push(std::mem::replace(&mut encoder, rt.device.create_command_encoder(&Default::default())).finish());
             before.extend(parts);
         } else {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some(&format!("{} pass", self.name)),
-                timestamp_writes: None,
+                timestamp_writes: chain_writes,
             });
             self.plan.record(&mut pass);
         }
@@ -605,7 +617,7 @@ impl LoadedDelegate {
             let shape = self.live.shapes()[spec.value.idx()].clone();
             if let Some(post) = &mut self.argmax[i] {
                 let (readback, rows, n_bytes) =
-                    post.record(&self.rt, &self.name, &mut encoder, &shape, self.argmax_flip)?;
+                    post.record(&self.rt, &self.name, &mut encoder, &shape, self.argmax_flip, argmax_writes.take())?;
                 out_sizes.push((readback, rows, n_bytes, DType::I32, DType::I64));
                 continue;
             }
@@ -619,6 +631,9 @@ impl LoadedDelegate {
         }
         let rt = &self.rt;
         before.push(encoder.finish());
+        if timed && let Some(t) = &mut self.timeline {
+            t.runs += 1;
+        }
         self.times.recording += clock.lap();
         self.times.command_buffers += before.len() as u64;
         let submission = rt.queue.submit(before);
@@ -673,6 +688,28 @@ impl LoadedDelegate {
         self.times.reading += clock.lap();
         self.times.runs += 1;
         Ok(results)
+    }
+
+    /// Turns the step timeline on for the next `runs` runs (`None`: off);
+    /// see [`crate::StepTimes`]. Not while runs are in flight.
+    pub(crate) fn set_timeline(&mut self, runs: Option<u32>) -> Result<()> {
+        if !self.pending.is_empty() {
+            return Err(self.in_flight_error("finish the runs in flight before turning the timeline on or off"));
+        }
+        self.timeline = runs.map(|n| crate::timeline::Timeline::new(&self.rt, n)).transpose()?;
+        Ok(())
+    }
+
+    /// The step timeline's runs so far (the timeline stays on, emptied).
+    pub(crate) async fn take_timeline(&mut self) -> Result<Vec<crate::StepTimes>> {
+        if !self.pending.is_empty() {
+            return Err(self.in_flight_error("finish the runs in flight before reading the timeline"));
+        }
+        let Some(t) = &mut self.timeline else { return Ok(Vec::new()) };
+        let with_argmax = self.argmax.iter().any(Option::is_some);
+        let times = t.read(&self.rt, with_argmax).await?;
+        t.runs = 0;
+        Ok(times)
     }
 
     /// Host time per stage of the runs since load or the last reset.

@@ -35,6 +35,7 @@ pub mod pipeline_cache;
 mod plan;
 pub mod profile;
 pub mod tensor;
+mod timeline;
 
 #[cfg(test)]
 mod tests;
@@ -56,3 +57,4 @@ pub use options::{LoadOptions, LoadProgress, LoadStage, RunTimes};
 pub use plan::RECORD_THREADS_ENV;
 pub use profile::{KERNEL_REPS, NodeProfile, ProfileMode};
 pub use tensor::Tensor;
+pub use timeline::StepTimes;

@@ -433,6 +433,28 @@ impl LoadedMethod {
         call.submit(&ins, fed).await
     }
 
+    /// Turns the step timeline of the method's one GPU call on for its next
+    /// `runs` runs (at most 1,024), or off with `None`: GPU timestamps
+    /// around each run's chain and its device argmax, as the runs are
+    /// submitted, so the GPU time between runs shows ([`StepTimes`]).
+    /// While on, the chain is recorded on one thread. Needs a device with
+    /// timestamps and no runs in flight.
+    ///
+    /// [`StepTimes`]: crate::StepTimes
+    pub fn set_step_timeline(&mut self, runs: Option<u32>) -> Result<()> {
+        let at = self.single_gpu_call()?;
+        let Exec::Gpu { call, .. } = &mut self.steps[at] else { unreachable!("a GPU call") };
+        call.set_timeline(runs)
+    }
+
+    /// The runs the step timeline holds (empty when off), oldest first;
+    /// it stays on, emptied. Needs no runs in flight.
+    pub async fn take_step_timeline_async(&mut self) -> Result<Vec<crate::StepTimes>> {
+        let at = self.single_gpu_call()?;
+        let Exec::Gpu { call, .. } = &mut self.steps[at] else { unreachable!("a GPU call") };
+        call.take_timeline().await
+    }
+
     /// Waits for the oldest run [submitted](Self::submit) and returns its
     /// outputs.
     #[cfg(not(target_arch = "wasm32"))]

@@ -837,3 +837,44 @@ fn runs_submitted_ahead_take_the_previous_argmax() {
     assert!(m.finish().is_err(), "nothing left to finish");
     assert_eq!(m.run(&[tok(1), pos(0)]).expect("a plain run again")[0].shape, [1, 128]);
 }
+
+/// The step timeline on the tiny Llama decoding ahead: one entry per run
+/// submitted while it is on (the rest once it is full), each run's chain
+/// before its argmax and after the previous run's; its limits are typed
+/// errors, and off it records nothing.
+#[test]
+fn the_step_timeline_times_each_run_submitted_ahead() {
+    let Some(rt) = crate::runtime() else { return };
+    let dir = crate::fixtures_dir().join("llama_tiny_fp32");
+    let program = Program::open(dir.join("model.pte")).expect("fixture");
+    let mut m = rt.load(&program, "forward").expect("loads");
+    let tok = |t: i64| int_tensor(DType::I64, &[1, 1], &[t]);
+    let pos = |p: i64| int_tensor(DType::I64, &[1], &[p]);
+    m.set_output_argmax(0, true).expect("argmax");
+    if let Err(e) = m.set_step_timeline(Some(4)) {
+        assert!(matches!(e, Error::MissingFeature { feature: "TIMESTAMP_QUERY", .. }), "{e}");
+        return;
+    }
+    m.submit(&[tok(1), pos(0)], None).expect("first");
+    let err = m.set_step_timeline(None).expect_err("runs in flight");
+    assert!(matches!(err, Error::RunsInFlight { .. }), "{err}");
+    for i in 1..6 {
+        m.submit(&[tok(0), pos(i)], Some(0)).expect("fed");
+        m.finish().expect("oldest");
+    }
+    let err = pollster::block_on(m.take_step_timeline_async()).expect_err("a run in flight");
+    assert!(matches!(err, Error::RunsInFlight { .. }), "{err}");
+    m.finish().expect("last");
+    let steps = pollster::block_on(m.take_step_timeline_async()).expect("timeline");
+    assert_eq!(steps.len(), 4, "the first four of six runs");
+    for (i, s) in steps.iter().enumerate() {
+        assert!(s.chain_begin < s.chain_end && s.chain_end <= s.argmax_begin && s.argmax_begin < s.argmax_end, "{s:?}");
+        if i > 0 {
+            assert!(s.chain_begin >= steps[i - 1].argmax_end, "run {i} before run {}: {steps:?}", i - 1);
+        }
+    }
+    assert!(pollster::block_on(m.take_step_timeline_async()).expect("emptied").is_empty());
+    m.set_step_timeline(None).expect("off");
+    m.run(&[tok(1), pos(0)]).expect("a run");
+    assert!(pollster::block_on(m.take_step_timeline_async()).expect("off").is_empty());
+}
