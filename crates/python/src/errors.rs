@@ -67,6 +67,7 @@ fn runtime_kind(e: &etwgpu_runtime::Error) -> fn(String) -> PyErr {
         | E::AdapterNotFound { .. }
         | E::RequestDevice { .. }
         | E::MissingFeature { .. }
+        | E::NoTimestamps { .. }
         | E::ShaderOverLimit { .. }
         | E::Gpu { .. }
         | E::OutOfMemory { .. }

@@ -591,8 +591,13 @@ impl LoadedDelegate {
         // Command buffers submitted before `encoder`'s: the inputs, then
         // the dispatches when several threads record them.
         let mut before = Vec::new();
-        // The step timeline's writes for this run (its chain on one pass).
-        let writes = self.timeline.as_ref().and_then(crate::timeline::Timeline::next_writes);
+        // The step timeline's writes for this run (its chain on one pass;
+        // none while profiling, which records the chain its own way).
+        let writes = if self.profiling.on {
+            None
+        } else {
+            self.timeline.as_ref().and_then(crate::timeline::Timeline::next_writes)
+        };
         let timed = writes.is_some();
         let (chain_writes, mut argmax_writes) = writes.map_or((None, None), |(c, a)| (Some(c), Some(a)));
         if self.profiling.on {

@@ -46,6 +46,13 @@ pub enum Error {
         /// Adapter name.
         adapter: String,
     },
+    /// The step timeline (`LoadedMethod::set_step_timeline`) needs
+    /// timestamp queries, which the device lacks.
+    #[error("the step timeline needs timestamp queries, which {adapter:?} lacks")]
+    NoTimestamps {
+        /// Adapter name.
+        adapter: String,
+    },
     /// A shader needs more of a limit than the device has (checked before
     /// the pipeline is created).
     #[error("shader {shader} needs {limit_name} >= {needed}, but {adapter:?} has {limit}")]

@@ -43,11 +43,7 @@ impl Timeline {
     /// has no timestamps.
     pub(crate) fn new(rt: &Runtime, runs: u32) -> Result<Self> {
         if !rt.device.features().contains(wgpu::Features::TIMESTAMP_QUERY) {
-            return Err(Error::MissingFeature {
-                shader: "step timeline",
-                feature: "TIMESTAMP_QUERY",
-                adapter: rt.info.name.clone(),
-            });
+            return Err(Error::NoTimestamps { adapter: rt.info.name.clone() });
         }
         let capacity = runs.clamp(1, 1024);
         let queries = rt.device.create_query_set(&wgpu::QuerySetDescriptor {
