@@ -249,7 +249,7 @@ impl Profiling {
 
 /// Resolves the `count` timestamps `encoder` wrote into `queries`, submits
 /// it, waits, and reads them back (ticks).
-async fn read_ticks(
+pub(crate) async fn read_ticks(
     rt: &Runtime,
     name: &str,
     mut encoder: wgpu::CommandEncoder,

@@ -84,30 +84,8 @@ impl Timeline {
         if n == 0 {
             return Ok(Vec::new());
         }
-        let bytes = u64::from(n) * 8;
-        let resolve = rt.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("step timeline resolve"),
-            size: bytes,
-            usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
-            mapped_at_creation: false,
-        });
-        let readback = rt.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("step timeline read-back"),
-            size: bytes,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        let mut encoder = rt.device.create_command_encoder(&Default::default());
-        encoder.resolve_query_set(&self.queries, 0..n, &resolve, 0);
-        encoder.copy_buffer_to_buffer(&resolve, 0, &readback, 0, bytes);
-        let submission = rt.queue.submit([encoder.finish()]);
-        let slice = readback.slice(..);
-        rt.map_read_after(&[slice], Some(submission)).await?;
-        let ticks: Vec<u64> = {
-            let view = slice.get_mapped_range().map_err(|e| Error::Map { reason: e.to_string() })?;
-            view.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect()
-        };
-        readback.unmap();
+        let encoder = rt.device.create_command_encoder(&Default::default());
+        let ticks = crate::profile::read_ticks(rt, "step timeline", encoder, &self.queries, n).await?;
         let period = f64::from(rt.queue.get_timestamp_period());
         let t0 = ticks[0];
         let ns = |t: u64| t.saturating_sub(t0) as f64 * period;
