@@ -33,6 +33,16 @@ pub(crate) fn int_tensor(dtype: DType, shape: &[u64], values: &[i64]) -> Tensor 
     Tensor::new(dtype, shape.to_vec(), bytes).expect("valid")
 }
 
+/// The tiny Llama fixture's `forward` inputs for one decode step: token
+/// `t` (`int64 [1, 1]`) and position `p` (`int64 [1]`).
+fn tok(t: i64) -> Tensor {
+    int_tensor(DType::I64, &[1, 1], &[t])
+}
+
+fn pos(p: i64) -> Tensor {
+    int_tensor(DType::I64, &[1], &[p])
+}
+
 pub(crate) fn f32_bytes(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
@@ -795,8 +805,6 @@ fn runs_submitted_ahead_take_the_previous_argmax() {
     let mut m = rt.load(&program, "forward").expect("loads");
     let prompt = Tensor::read_npy(dir.join("call0.in0.npy")).expect("prompt");
     let n_prompt = prompt.numel() as i64;
-    let tok = |t: i64| int_tensor(DType::I64, &[1, 1], &[t]);
-    let pos = |p: i64| int_tensor(DType::I64, &[1], &[p]);
     let id = |outs: Vec<Tensor>| -> i64 {
         assert_eq!((outs.len(), outs[0].dtype), (1, DType::I64), "one argmax output");
         outs[0].to_f64_vec()[0] as i64
@@ -848,8 +856,6 @@ fn the_step_timeline_times_each_run_submitted_ahead() {
     let dir = crate::fixtures_dir().join("llama_tiny_fp32");
     let program = Program::open(dir.join("model.pte")).expect("fixture");
     let mut m = rt.load(&program, "forward").expect("loads");
-    let tok = |t: i64| int_tensor(DType::I64, &[1, 1], &[t]);
-    let pos = |p: i64| int_tensor(DType::I64, &[1], &[p]);
     m.set_output_argmax(0, true).expect("argmax");
     if let Err(e) = m.set_step_timeline(Some(4)) {
         assert!(matches!(e, Error::NoTimestamps { .. }), "{e}");
