@@ -76,15 +76,19 @@ open(".attn/v10_scalar_pv.wgsl", "w").write(s)
 # cooperative-matrix operation is left: if it passes on the H200, the ~7e-2
 # fault is the matrix units' `S = Q K^T` (or its store into `ss`); if it
 # fails, plain code of this kernel behaves differently there.
-t = s
-t = rep(t, "    let qa0 = coopLoadT", """    var qr: array<vec4<f32>, 32>;
+
+
+def plain_scores(src):
+    """`src` with its scores `S = Q K^T` in plain WGSL: each invocation its
+    row's query in registers, its 32 columns `2 j + hf` of the tile."""
+    x = rep(src, "    let qa0 = coopLoadT", """    var qr: array<vec4<f32>, 32>;
     for (var c = 0u; c < 32u; c++) {
         qr[c] = vec4<f32>(kv[r * KVS4 + c]);
     }
     let qa0 = coopLoadT""")
-i = t.index("        // S = Q K^T, 16 keys at a time")
-j = t.index("        // The keys are consumed and the scores visible")
-scores = """        for (var j = 0u; j < 32u; j++) {
+    i = x.index("        // S = Q K^T, 16 keys at a time")
+    j = x.index("        // The keys are consumed and the scores visible")
+    return x[:i] + """        for (var j = 0u; j < 32u; j++) {
             let col = 2u * j + hf;
             var dot = vec4<f32>();
             for (var c = 0u; c < 32u; c++) {
@@ -94,8 +98,10 @@ scores = """        for (var j = 0u; j < 32u; j++) {
             }
             ss[at + col] = dot.x + dot.y + dot.z + dot.w;
         }
-"""
-t = t[:i] + scores + t[j:]
+""" + x[j:]
+
+
+t = plain_scores(s)
 open(".attn/v11_scalar.wgsl", "w").write(t)
 
 # v12_restage: v10 (scores on the matrix units, `P V` plain) with the query
@@ -114,13 +120,5 @@ open(".attn/v12_restage.wgsl", "w").write(u)
 # v13_coop_pv: the shipped kernel with only the scores in plain WGSL (v11's
 # score code), `P V` and its accumulators (rescale and end through `ss`)
 # on the matrix units as shipped: whether `P V` alone is at fault.
-w = base
-w = rep(w, "    let qa0 = coopLoadT", """    var qr: array<vec4<f32>, 32>;
-    for (var c = 0u; c < 32u; c++) {
-        qr[c] = vec4<f32>(kv[r * KVS4 + c]);
-    }
-    let qa0 = coopLoadT""")
-i = w.index("        // S = Q K^T, 16 keys at a time")
-j = w.index("        // The keys are consumed and the scores visible")
-w = w[:i] + scores + w[j:]
+w = plain_scores(base)
 open(".attn/v13_coop_pv.wgsl", "w").write(w)

@@ -53,10 +53,12 @@ def compact_zero(s):
     return s
 
 
-# vB: accumulators through compact slots.
-b = compact_zero(v13)
-b = re.sub(r"&ss\[srow \+ (\d+)u\], LDS\)", lambda m: f"&ss[srow + {int(m.group(1)) * 16}u], 16u)", b)
-b = rep(b, "fn scale_row(at: u32, hf: u32, alpha: f32) {", cidx + """
+def compact_acc(s):
+    """The accumulators' trips through `ss` (zero, rescale, end) in compact
+    16-wide slots: `coopStoreT` / `coopLoadT` with stride 16, each
+    subgroup's four at `srow + 256 i`, scaled and emitted through `cidx`."""
+    s = re.sub(r"&ss\[srow \+ (\d+)u\], LDS\)", lambda m: f"&ss[srow + {int(m.group(1)) * 16}u], 16u)", s)
+    s = rep(s, "fn scale_row(at: u32, hf: u32, alpha: f32) {", cidx + """
 fn scale_c(base: u32, rr: u32, hf: u32, alpha: f32) {
     for (var j = 0u; j < 32u; j++) {
         let i = cidx(base, rr, 2u * j + hf);
@@ -65,47 +67,33 @@ fn scale_c(base: u32, rr: u32, hf: u32, alpha: f32) {
 }
 
 fn scale_row(at: u32, hf: u32, alpha: f32) {""")
-b = rep(b, "scale_row(at, hf, alpha);", "scale_c(srow, lane / 2u, hf, alpha);", count=2)
-b = rep(b, "fn emit(at: u32, i0: u32, r: u32, rows: u32, h: u32, d0: u32, hf: u32, inv: f32) {",
-        "fn emit(sbase: u32, i0: u32, r: u32, rows: u32, h: u32, d0: u32, hf: u32, inv: f32) {\n    let rr = r % 16u;")
-b = rep(b, "let v = vec4<f32>(ss[at + c], ss[at + c + 1u], ss[at + c + 2u], ss[at + c + 3u]);",
-        "let v = vec4<f32>(ss[cidx(sbase, rr, c)], ss[cidx(sbase, rr, c + 1u)], ss[cidx(sbase, rr, c + 2u)], ss[cidx(sbase, rr, c + 3u)]);")
-b = rep(b, "emit(at, i0, r, rows, h, 0u, hf, inv);", "emit(srow, i0, r, rows, h, 0u, hf, inv);")
-b = rep(b, "emit(at, i0, r, rows, h, 64u, hf, inv);", "emit(srow, i0, r, rows, h, 64u, hf, inv);")
-open(".attn/vB_compact_acc.wgsl", "w").write(b)
+    s = rep(s, "scale_row(at, hf, alpha);", "scale_c(srow, lane / 2u, hf, alpha);", count=2)
+    s = rep(s, "fn emit(at: u32, i0: u32, r: u32, rows: u32, h: u32, d0: u32, hf: u32, inv: f32) {",
+            "fn emit(sbase: u32, i0: u32, r: u32, rows: u32, h: u32, d0: u32, hf: u32, inv: f32) {\n    let rr = r % 16u;")
+    s = rep(s, "let v = vec4<f32>(ss[at + c], ss[at + c + 1u], ss[at + c + 2u], ss[at + c + 3u]);",
+            "let v = vec4<f32>(ss[cidx(sbase, rr, c)], ss[cidx(sbase, rr, c + 1u)], ss[cidx(sbase, rr, c + 2u)], ss[cidx(sbase, rr, c + 3u)]);")
+    s = rep(s, "emit(at, i0, r, rows, h, 0u, hf, inv);", "emit(srow, i0, r, rows, h, 0u, hf, inv);")
+    return rep(s, "emit(at, i0, r, rows, h, 64u, hf, inv);", "emit(srow, i0, r, rows, h, 64u, hf, inv);")
 
-# vC: scores through compact slots.
-c = compact_zero(v10)
-c = rep(c, "coopStoreT(s, &ss[srow + j * 16u], LDS);", "coopStoreT(s, &ss[srow + j * 256u], 16u);")
-c = rep(c, "fn scale_row(at: u32, hf: u32, alpha: f32) {", cidx + "\nfn scale_row(at: u32, hf: u32, alpha: f32) {")
-c = rep(c, "pm = max(pm, ss[at + col] * cs);", "pm = max(pm, ss[cidx(srow, lane / 2u, col)] * cs);")
-c = rep(c, "pr[t] = f16(exp2(ss[at + col] * cs - m_ref));", "pr[t] = f16(exp2(ss[cidx(srow, lane / 2u, col)] * cs - m_ref));")
-open(".attn/vC_compact_s.wgsl", "w").write(c)
 
-# vD: the shipped kernel with both: scores and accumulators through
-# compact slots (vB's and vC's changes together).
-d = compact_zero(open(".attn/v0.wgsl").read())
-d = rep(d, "coopStoreT(s, &ss[srow + j * 16u], LDS);", "coopStoreT(s, &ss[srow + j * 256u], 16u);")
-d = re.sub(r"&ss\[srow \+ (\d+)u\], LDS\)", lambda m: f"&ss[srow + {int(m.group(1)) * 16}u], 16u)", d)
-d = rep(d, "fn scale_row(at: u32, hf: u32, alpha: f32) {", cidx + """
-fn scale_c(base: u32, rr: u32, hf: u32, alpha: f32) {
-    for (var j = 0u; j < 32u; j++) {
-        let i = cidx(base, rr, 2u * j + hf);
-        ss[i] *= alpha;
-    }
-}
+def compact_scores(s, add_cidx):
+    """Each 16 x 16 block of scores stored to a compact slot (stride 16) and
+    read from there by the plain code; `add_cidx` where `compact_acc` has
+    not declared `cidx` already."""
+    s = rep(s, "coopStoreT(s, &ss[srow + j * 16u], LDS);", "coopStoreT(s, &ss[srow + j * 256u], 16u);")
+    if add_cidx:
+        s = rep(s, "fn scale_row(at: u32, hf: u32, alpha: f32) {", cidx + "\nfn scale_row(at: u32, hf: u32, alpha: f32) {")
+    s = rep(s, "pm = max(pm, ss[at + col] * cs);", "pm = max(pm, ss[cidx(srow, lane / 2u, col)] * cs);")
+    return rep(s, "pr[t] = f16(exp2(ss[at + col] * cs - m_ref));",
+               "pr[t] = f16(exp2(ss[cidx(srow, lane / 2u, col)] * cs - m_ref));")
 
-fn scale_row(at: u32, hf: u32, alpha: f32) {""")
-d = rep(d, "scale_row(at, hf, alpha);", "scale_c(srow, lane / 2u, hf, alpha);", count=2)
-d = rep(d, "fn emit(at: u32, i0: u32, r: u32, rows: u32, h: u32, d0: u32, hf: u32, inv: f32) {",
-        "fn emit(sbase: u32, i0: u32, r: u32, rows: u32, h: u32, d0: u32, hf: u32, inv: f32) {\n    let rr = r % 16u;")
-d = rep(d, "let v = vec4<f32>(ss[at + c], ss[at + c + 1u], ss[at + c + 2u], ss[at + c + 3u]);",
-        "let v = vec4<f32>(ss[cidx(sbase, rr, c)], ss[cidx(sbase, rr, c + 1u)], ss[cidx(sbase, rr, c + 2u)], ss[cidx(sbase, rr, c + 3u)]);")
-d = rep(d, "emit(at, i0, r, rows, h, 0u, hf, inv);", "emit(srow, i0, r, rows, h, 0u, hf, inv);")
-d = rep(d, "emit(at, i0, r, rows, h, 64u, hf, inv);", "emit(srow, i0, r, rows, h, 64u, hf, inv);")
-d = rep(d, "pm = max(pm, ss[at + col] * cs);", "pm = max(pm, ss[cidx(srow, lane / 2u, col)] * cs);")
-d = rep(d, "pr[t] = f16(exp2(ss[at + col] * cs - m_ref));", "pr[t] = f16(exp2(ss[cidx(srow, lane / 2u, col)] * cs - m_ref));")
-open(".attn/vD_compact.wgsl", "w").write(d)
+
+# vB: accumulators through compact slots; vC: scores through compact
+# slots; vD: the shipped kernel with both.
+open(".attn/vB_compact_acc.wgsl", "w").write(compact_acc(compact_zero(v13)))
+open(".attn/vC_compact_s.wgsl", "w").write(compact_scores(compact_zero(v10), add_cidx=True))
+open(".attn/vD_compact.wgsl", "w").write(
+    compact_scores(compact_acc(compact_zero(open(".attn/v0.wgsl").read())), add_cidx=False))
 
 # Cross-subgroup rows: every plain statement about row `r` (its max,
 # probabilities, sums, rescale and output) runs on the next subgroup,
