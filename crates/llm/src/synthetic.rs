@@ -5,10 +5,12 @@
 //! shapes (SmolLM2 135M, Llama 3.2 1B) without a checkpoint or Python.
 //!
 //! Over the house limit of about 600 lines: it is one builder that writes
-//! the exporter's value table and op chain in the exporter's order (the
-//! `it` tests compare them value by value with the exported fixtures); the
-//! layer, the weights and the value ids it hands between them would have to
-//! cross files in lock step.
+//! the exporter's value table and op chain op by op in the order
+//! `export_llama` emits them (embedding, each layer's norm, QKV, RoPE, SDPA
+//! with the cache, output and feed-forward projections, the head), so it
+//! can be read against the exported fixtures line by line (the `it` tests
+//! compare them value by value); the layer, the weights and the value ids
+//! it hands between them would have to cross files in lock step.
 //!
 //! The program has what the exported fixtures `llama_tiny_fp32` and
 //! `llama_tiny_q4` have, and the `it` tests check it op by op against them
@@ -35,12 +37,6 @@
 //! share one named blob; the exporter's memory-planning hint `mem_obj_id` is
 //! not reproduced (etwgpu plans memory itself); RoPE is the plain
 //! (unscaled) Meta-Llama layout whatever the preset.
-//!
-//! Over the house limit of about 600 lines: one writer for the whole
-//! program, op by op in the order `export_llama` emits them (embedding,
-//! each layer's norm, QKV, RoPE, SDPA with the cache, output and feed-forward
-//! projections, the head), so that it can be read against the exported
-//! fixtures line by line.
 
 use etwgpu_format::generated::program::tensor_shape_dynamism::{DYNAMIC_BOUND, STATIC};
 use etwgpu_format::generated::vk_graph::{vk_memory_layout as layout, vk_storage_type as storage};
