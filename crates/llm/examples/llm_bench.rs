@@ -152,9 +152,10 @@ fn config(a: &Args) -> LlamaConfig {
     }
 }
 
-fn median(mut xs: Vec<Duration>) -> Duration {
-    xs.sort();
-    xs[xs.len() / 2]
+/// The median of `xs` (the upper one of an even count); NaN when empty.
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    xs.get(xs.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
 fn main() {
@@ -221,11 +222,11 @@ fn main() {
         // The host's share of the timed calls, per stage (means over the
         // repeats): what the wall time holds beyond the GPU's work.
         generator.reset_run_times();
-        let times: Vec<Duration> =
-            (0..a.repeats).map(|_| time_prompt(&mut generator, p, 0).expect("prefill")).collect();
+        let times: Vec<f64> =
+            (0..a.repeats).map(|_| time_prompt(&mut generator, p, 0).expect("prefill").as_secs_f64()).collect();
         let host = generator.run_times();
         let per_call = |d: Duration| d.as_secs_f64() * 1e3 / host.runs.max(1) as f64;
-        let m = median(times).as_secs_f64();
+        let m = median(times);
         let _ = writeln!(
             out,
             "prefill {p:>6} tokens: {:>10.1} tok/s ({:.1} ms); host ms per call: inputs {:.3}, lowering {:.3}, \
@@ -304,11 +305,7 @@ fn main() {
             // The timed generation's steps are the last runs: its feed and
             // first step (the pipeline filling) are left out.
             let s = &steps[steps.len().saturating_sub(a.steps.saturating_sub(1))..];
-            let us = |f: &dyn Fn(usize) -> f64| {
-                let mut v: Vec<f64> = (0..s.len().saturating_sub(1)).map(f).collect();
-                v.sort_by(f64::total_cmp);
-                v.get(v.len() / 2).map_or(f64::NAN, |x| x / 1e3)
-            };
+            let us = |f: &dyn Fn(usize) -> f64| median((0..s.len().saturating_sub(1)).map(f).collect()) / 1e3;
             let period = us(&|i| s[i + 1].chain_begin - s[i].chain_begin);
             let chain = us(&|i| s[i].chain_end - s[i].chain_begin);
             let to_argmax = us(&|i| s[i].argmax_begin - s[i].chain_end);
