@@ -434,83 +434,91 @@ fn float_bytes(dtype: DType, values: &[f32]) -> Vec<u8> {
 #[test]
 fn rms_norms_go_into_the_4bit_linears_after_them() {
     for dtype in [DType::F32, DType::F16] {
-        let (k, f, head) = (64u64, 96u64, 40u64);
-        let mut g = GraphBuilder::new();
-        let t = |g: &mut GraphBuilder, n: u64| g.tensor(dtype, &[1, 7, n]);
-        let (h, r) = (t(&mut g, k), t(&mut g, k));
-        let (gs, none, one, eps) = (g.int(32), g.null(), g.int(1), g.double(1e-5));
-        let mut seed = 200;
-        let mut q4 = |g: &mut GraphBuilder, n: u64, kk: u64| {
-            seed += 2;
-            let bytes: Vec<u8> = data((n * kk / 2) as usize, seed).iter().map(|v| ((v + 2.0) * 63.0) as u8).collect();
-            let scales: Vec<f32> = data((kk / 32 * n) as usize, seed + 1).iter().map(|v| v * 0.05).collect();
-            (
-                g.constant(DType::U8, &[n, kk / 2], &bytes),
-                g.constant(dtype, &[kk / 32, n], &float_bytes(dtype, &scales)),
-            )
-        };
-        let norm_w = |g: &mut GraphBuilder, n: u64, seed: u32| {
-            let w: Vec<f32> = data(n as usize, seed).iter().map(|v| 1.0 + 0.25 * v).collect();
-            g.constant(dtype, &[n], &float_bytes(dtype, &w))
-        };
-        let (z, y) = (t(&mut g, k), t(&mut g, k));
-        let w1 = norm_w(&mut g, k, 210);
-        g.op("aten.add.Tensor", &[h, r, one, z]).op("et_vk.rms_norm.default", &[z, w1, eps, y]);
-        let mut qkv = Vec::new();
-        for n in [k, 32, 32] {
-            let (w, s) = q4(&mut g, n, k);
-            let out = t(&mut g, n);
-            g.op("et_vk.linear_q4gsw.default", &[y, w, s, gs, none, out]);
-            qkv.push(out);
-        }
-        let (sum2, y2) = (t(&mut g, k), t(&mut g, k));
-        let w2 = norm_w(&mut g, k, 211);
-        g.op("aten.add.Tensor", &[z, qkv[0], one, sum2]).op("et_vk.rms_norm.default", &[sum2, w2, eps, y2]);
-        let mut gate_up = Vec::new();
-        for _ in 0..2 {
-            let (w, s) = q4(&mut g, f, k);
-            let out = t(&mut g, f);
-            g.op("et_vk.linear_q4gsw.default", &[y2, w, s, gs, none, out]);
-            gate_up.push(out);
-        }
-        let (sig, silu, sw) = (t(&mut g, f), t(&mut g, f), t(&mut g, f));
-        g.op("aten.sigmoid.default", &[gate_up[0], sig])
-            .op("aten.mul.Tensor", &[gate_up[0], sig, silu])
-            .op("aten.mul.Tensor", &[silu, gate_up[1], sw]);
-        let (y3, logits) = (t(&mut g, f), t(&mut g, head));
-        let w3 = norm_w(&mut g, f, 212);
-        let (wh, sh) = q4(&mut g, head, f);
-        g.op("et_vk.rms_norm.default", &[sw, w3, eps, y3])
-            .op("et_vk.linear_q4gsw.default", &[y3, wh, sh, gs, none, logits]);
-        g.inputs(&[h, r]).outputs(&[sum2, qkv[1], qkv[2], logits]);
-        let calls: Vec<Vec<Tensor>> = [1u64, 3, 7]
-            .iter()
-            .map(|&s| {
-                let len = (s * k) as usize;
-                let (a, b) = (data(len, 221), data(len, 222));
-                match dtype {
-                    DType::F16 => vec![f16_tensor(&[1, s, k], &a), f16_tensor(&[1, s, k], &b)],
-                    _ => vec![Tensor::from_f32(&[1, s, k], &a), Tensor::from_f32(&[1, s, k], &b)],
-                }
-            })
-            .collect();
-        let kinds = [
-            FusionKind::Swiglu,
-            FusionKind::Qkv,
-            FusionKind::AddNorm,
-            FusionKind::AddNorm,
-            FusionKind::NormLinear,
-            FusionKind::NormLinear,
-            FusionKind::NormLinear,
-        ];
-        let (name, tol) = match dtype {
-            // The fused kernels sum the squares in another order.
-            DType::F32 => ("norm_linears", 1e-5),
-            // ... which may move a float16 rounding of the normed input.
-            _ => ("norm_linears_f16", 1e-2),
-        };
-        check(name, g, &kinds, &calls, tol);
+        let name = if dtype == DType::F32 { "norm_linears" } else { "norm_linears_f16" };
+        norm_linears(name, dtype, (64, 96, 40), &[1, 3, 7]);
     }
+    // Rows of 1,600 (50 words a column: the QKV kernel's slices end at
+    // different words) and a SwiGLU of 8,192 (32 columns a workgroup, 8
+    // slices: its loop over the word pairs), on the GEMV routes those
+    // loops are in (1 and 3 rows).
+    norm_linears("norm_linears_wide", DType::F32, (1600, 8192, 40), &[1, 3]);
+}
+
+/// [`rms_norms_go_into_the_4bit_linears_after_them`] at rows of `k`, a
+/// SwiGLU of `f` and a head of `head` outputs, called with `seqs` rows.
+fn norm_linears(name: &str, dtype: DType, (k, f, head): (u64, u64, u64), seqs: &[u64]) {
+    let mut g = GraphBuilder::new();
+    let t = |g: &mut GraphBuilder, n: u64| g.tensor(dtype, &[1, 7, n]);
+    let (h, r) = (t(&mut g, k), t(&mut g, k));
+    let (gs, none, one, eps) = (g.int(32), g.null(), g.int(1), g.double(1e-5));
+    let mut seed = 200;
+    let mut q4 = |g: &mut GraphBuilder, n: u64, kk: u64| {
+        seed += 2;
+        let bytes: Vec<u8> = data((n * kk / 2) as usize, seed).iter().map(|v| ((v + 2.0) * 63.0) as u8).collect();
+        let scales: Vec<f32> = data((kk / 32 * n) as usize, seed + 1).iter().map(|v| v * 0.05).collect();
+        (g.constant(DType::U8, &[n, kk / 2], &bytes), g.constant(dtype, &[kk / 32, n], &float_bytes(dtype, &scales)))
+    };
+    let norm_w = |g: &mut GraphBuilder, n: u64, seed: u32| {
+        let w: Vec<f32> = data(n as usize, seed).iter().map(|v| 1.0 + 0.25 * v).collect();
+        g.constant(dtype, &[n], &float_bytes(dtype, &w))
+    };
+    let (z, y) = (t(&mut g, k), t(&mut g, k));
+    let w1 = norm_w(&mut g, k, 210);
+    g.op("aten.add.Tensor", &[h, r, one, z]).op("et_vk.rms_norm.default", &[z, w1, eps, y]);
+    let mut qkv = Vec::new();
+    for n in [k, 32, 32] {
+        let (w, s) = q4(&mut g, n, k);
+        let out = t(&mut g, n);
+        g.op("et_vk.linear_q4gsw.default", &[y, w, s, gs, none, out]);
+        qkv.push(out);
+    }
+    let (sum2, y2) = (t(&mut g, k), t(&mut g, k));
+    let w2 = norm_w(&mut g, k, 211);
+    g.op("aten.add.Tensor", &[z, qkv[0], one, sum2]).op("et_vk.rms_norm.default", &[sum2, w2, eps, y2]);
+    let mut gate_up = Vec::new();
+    for _ in 0..2 {
+        let (w, s) = q4(&mut g, f, k);
+        let out = t(&mut g, f);
+        g.op("et_vk.linear_q4gsw.default", &[y2, w, s, gs, none, out]);
+        gate_up.push(out);
+    }
+    let (sig, silu, sw) = (t(&mut g, f), t(&mut g, f), t(&mut g, f));
+    g.op("aten.sigmoid.default", &[gate_up[0], sig])
+        .op("aten.mul.Tensor", &[gate_up[0], sig, silu])
+        .op("aten.mul.Tensor", &[silu, gate_up[1], sw]);
+    let (y3, logits) = (t(&mut g, f), t(&mut g, head));
+    let w3 = norm_w(&mut g, f, 212);
+    let (wh, sh) = q4(&mut g, head, f);
+    g.op("et_vk.rms_norm.default", &[sw, w3, eps, y3])
+        .op("et_vk.linear_q4gsw.default", &[y3, wh, sh, gs, none, logits]);
+    g.inputs(&[h, r]).outputs(&[sum2, qkv[1], qkv[2], logits]);
+    let calls: Vec<Vec<Tensor>> = seqs
+        .iter()
+        .map(|&s| {
+            let len = (s * k) as usize;
+            let (a, b) = (data(len, 221), data(len, 222));
+            match dtype {
+                DType::F16 => vec![f16_tensor(&[1, s, k], &a), f16_tensor(&[1, s, k], &b)],
+                _ => vec![Tensor::from_f32(&[1, s, k], &a), Tensor::from_f32(&[1, s, k], &b)],
+            }
+        })
+        .collect();
+    let kinds = [
+        FusionKind::Swiglu,
+        FusionKind::Qkv,
+        FusionKind::AddNorm,
+        FusionKind::AddNorm,
+        FusionKind::NormLinear,
+        FusionKind::NormLinear,
+        FusionKind::NormLinear,
+    ];
+    let tol = match dtype {
+        // The fused kernels sum the squares in another order.
+        DType::F32 => 1e-5,
+        // ... which may move a float16 rounding of the normed input.
+        _ => 1e-2,
+    };
+    check(name, g, &kinds, &calls, tol);
 }
 
 /// What [`rope_attention`] made: the inputs `[xq, xk, v, pos]`, the
