@@ -729,7 +729,7 @@ fn sdpa_rope_rotates_inside_the_split_kernel() {
         let dispatches: Vec<_> =
             l.steps.iter().filter_map(|s| if let Step::Dispatch(d) = s { Some(d) } else { None }).collect();
         if s == 1 {
-            assert_eq!(labels(&l), ["sdpa_split_rope.f32", "sdpa_split_combine.f32"]);
+            assert_eq!(labels(&l), ["sdpa_split_short_rope.f32", "sdpa_split_combine.f32"]);
             let part = dispatches[0];
             assert_eq!(
                 (part.inputs.as_slice(), part.outputs.as_slice()),
@@ -774,19 +774,19 @@ fn sdpa_split_takes_the_subgroup_kernel_where_the_caps_allow() {
     };
     // (caps, head dim, partials kernel, merge queries per pass)
     let cases = [
-        (DeviceCaps::default(), 64, "sdpa_split.f32", None),
+        (DeviceCaps::default(), 64, "sdpa_split_short.f32", None),
         (sg(32, 32), 64, "sdpa_split_sg.f32", Some(4)),
         (sg(8, 8), 64, "sdpa_split_sg.f32", Some(2)),
         (sg(8, 8), 128, "sdpa_split_sg.f32", Some(1)),
         (sg(32, 64), 256, "sdpa_split_sg.f32", Some(2)),
         (sg(4, 128), 64, "sdpa_split_sg.f32", Some(1)),
         // Head dim 256 is 64 vec4s: more than 4 a lane at subgroups of 8.
-        (sg(8, 8), 256, "sdpa_split.f32", None),
+        (sg(8, 8), 256, "sdpa_split_short.f32", None),
         // Sizes the kernel does not take: past its workgroup, under 4, not
         // powers of two.
-        (sg(32, 256), 64, "sdpa_split.f32", None),
-        (sg(2, 32), 64, "sdpa_split.f32", None),
-        (sg(24, 24), 64, "sdpa_split.f32", None),
+        (sg(32, 256), 64, "sdpa_split_short.f32", None),
+        (sg(2, 32), 64, "sdpa_split_short.f32", None),
+        (sg(24, 24), 64, "sdpa_split_short.f32", None),
     ];
     for (caps, d, kernel, merge) in cases {
         let q = g.t(&[1, 1, 8, d]);
@@ -824,7 +824,8 @@ fn sdpa_split_takes_the_subgroup_kernel_where_the_caps_allow() {
     let (cos, sin) = (g.t(&[40, 8]), g.t(&[40, 8]));
     let row = g.push(Owned::SymInt(20));
     let rope = from_name("etwgpu.sdpa_rope_with_kv_cache.default").expect("registered");
-    for (caps, kernel) in [(sg(8, 64), "sdpa_split_sg_rope.f32"), (DeviceCaps::default(), "sdpa_split_rope.f32")] {
+    for (caps, kernel) in [(sg(8, 64), "sdpa_split_sg_rope.f32"), (DeviceCaps::default(), "sdpa_split_short_rope.f32")]
+    {
         let (xq, xk, v) = (g.t(&[1, 1, 4, 16]), g.t(&[1, 1, 2, 16]), g.t(&[1, 1, 2, 16]));
         let outs = [g.t(&[1, 1, 4, 16]), g.t(&[1, 1, 2, 16]), g.t(&[1, 1, 4, 16])];
         let outs = g.push(Owned::List(outs.to_vec()));
@@ -847,6 +848,34 @@ fn sdpa_split_takes_the_subgroup_kernel_where_the_caps_allow() {
     let labels: Vec<_> =
         l.steps.iter().filter_map(|s| if let Step::Dispatch(d) = s { Some(d.shader.label()) } else { None }).collect();
     assert_eq!(labels, ["kv_cache_update.f32", "sdpa_prefill.f32"]);
+}
+
+/// The workgroup route's partials kernel by the cache: the 64-wide
+/// `sdpa_split_short` while every split of the longest context fits its
+/// 64-key tile (up to 4,096 keys: 64 splits of 64), the 256-wide
+/// `sdpa_split` past that (8,192 keys: 64 splits of 128); the two read
+/// the same uniforms.
+#[test]
+fn sdpa_split_takes_the_short_kernel_while_splits_fit_one_tile() {
+    let mut g = TestGraph::default();
+    let (one, zero, causal, null) =
+        (g.push(Owned::Int(1)), g.push(Owned::Int(0)), g.push(Owned::Bool(true)), g.push(Owned::Null));
+    let scratch = [g.t(&[0]), g.t(&[0])];
+    let start = g.push(Owned::SymInt(100));
+    let mut params = Vec::new();
+    for (rows, kernel) in [(4096, "sdpa_split_short.f32"), (4097, "sdpa_split.f32"), (8192, "sdpa_split.f32")] {
+        let (q, kv, out) = (g.t(&[1, 1, 8, 64]), g.t(&[1, 1, 2, 64]), g.t(&[1, 1, 8, 64]));
+        let cache = g.push(Owned::Tensor(ElemType::F32, vec![1, rows, 2, 64], true));
+        let args = [q, kv, kv, cache, cache, start, one, null, zero, causal, null, out];
+        let op = from_name("sdpa_with_kv_cache.default").expect("registered");
+        let l = op.lower(&crate::plan::Ctx::new(&g, &args).with_scratch(&scratch)).expect("lowers");
+        let Some(Step::Dispatch(part)) = l.steps.iter().find(|s| matches!(s, Step::Dispatch(_))) else {
+            panic!("expected the partials: {:?}", l.steps)
+        };
+        assert_eq!(part.shader.label(), kernel, "a cache of {rows} rows");
+        params.push(part.params.clone());
+    }
+    assert!(params.windows(2).all(|w| w[0] == w[1]), "the same uniforms at every cache length");
 }
 
 #[test]

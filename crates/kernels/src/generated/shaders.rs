@@ -176,6 +176,10 @@ pub enum Family {
     SdpaSplitSg,
     /// `sdpa_split_sg_rope.wgsl`.
     SdpaSplitSgRope,
+    /// `sdpa_split_short.wgsl`.
+    SdpaSplitShort,
+    /// `sdpa_split_short_rope.wgsl`.
+    SdpaSplitShortRope,
     /// `softmax.wgsl`.
     Softmax,
     /// `softmax_rows.wgsl`.
@@ -592,6 +596,18 @@ pub enum ShaderId {
     SdpaSplitSgRopeF16,
     /// `sdpa_split_sg_rope.wgsl` with `Elem = f32`, `KvElem = f16`.
     SdpaSplitSgRopeF32Kvf16,
+    /// `sdpa_split_short.wgsl` with `Elem = f32`.
+    SdpaSplitShortF32,
+    /// `sdpa_split_short.wgsl` with `Elem = f16`.
+    SdpaSplitShortF16,
+    /// `sdpa_split_short.wgsl` with `Elem = f32`, `KvElem = f16`.
+    SdpaSplitShortF32Kvf16,
+    /// `sdpa_split_short_rope.wgsl` with `Elem = f32`.
+    SdpaSplitShortRopeF32,
+    /// `sdpa_split_short_rope.wgsl` with `Elem = f16`.
+    SdpaSplitShortRopeF16,
+    /// `sdpa_split_short_rope.wgsl` with `Elem = f32`, `KvElem = f16`.
+    SdpaSplitShortRopeF32Kvf16,
     /// `softmax.wgsl` with `Elem = f32`.
     SoftmaxF32,
     /// `softmax.wgsl` with `Elem = f16`.
@@ -818,6 +834,12 @@ impl ShaderId {
         ShaderId::SdpaSplitSgRopeF32,
         ShaderId::SdpaSplitSgRopeF16,
         ShaderId::SdpaSplitSgRopeF32Kvf16,
+        ShaderId::SdpaSplitShortF32,
+        ShaderId::SdpaSplitShortF16,
+        ShaderId::SdpaSplitShortF32Kvf16,
+        ShaderId::SdpaSplitShortRopeF32,
+        ShaderId::SdpaSplitShortRopeF16,
+        ShaderId::SdpaSplitShortRopeF32Kvf16,
         ShaderId::SoftmaxF32,
         ShaderId::SoftmaxF16,
         ShaderId::SoftmaxRowsF32,
@@ -1023,6 +1045,12 @@ impl ShaderId {
             ShaderId::SdpaSplitSgRopeF32 => Family::SdpaSplitSgRope,
             ShaderId::SdpaSplitSgRopeF16 => Family::SdpaSplitSgRope,
             ShaderId::SdpaSplitSgRopeF32Kvf16 => Family::SdpaSplitSgRope,
+            ShaderId::SdpaSplitShortF32 => Family::SdpaSplitShort,
+            ShaderId::SdpaSplitShortF16 => Family::SdpaSplitShort,
+            ShaderId::SdpaSplitShortF32Kvf16 => Family::SdpaSplitShort,
+            ShaderId::SdpaSplitShortRopeF32 => Family::SdpaSplitShortRope,
+            ShaderId::SdpaSplitShortRopeF16 => Family::SdpaSplitShortRope,
+            ShaderId::SdpaSplitShortRopeF32Kvf16 => Family::SdpaSplitShortRope,
             ShaderId::SoftmaxF32 => Family::Softmax,
             ShaderId::SoftmaxF16 => Family::Softmax,
             ShaderId::SoftmaxRowsF32 => Family::SoftmaxRows,
@@ -1229,6 +1257,12 @@ impl ShaderId {
             ShaderId::SdpaSplitSgRopeF32 => Variant::F32,
             ShaderId::SdpaSplitSgRopeF16 => Variant::F16,
             ShaderId::SdpaSplitSgRopeF32Kvf16 => Variant::F32Kvf16,
+            ShaderId::SdpaSplitShortF32 => Variant::F32,
+            ShaderId::SdpaSplitShortF16 => Variant::F16,
+            ShaderId::SdpaSplitShortF32Kvf16 => Variant::F32Kvf16,
+            ShaderId::SdpaSplitShortRopeF32 => Variant::F32,
+            ShaderId::SdpaSplitShortRopeF16 => Variant::F16,
+            ShaderId::SdpaSplitShortRopeF32Kvf16 => Variant::F32Kvf16,
             ShaderId::SoftmaxF32 => Variant::F32,
             ShaderId::SoftmaxF16 => Variant::F16,
             ShaderId::SoftmaxRowsF32 => Variant::F32,
@@ -1435,6 +1469,12 @@ impl ShaderId {
             ShaderId::SdpaSplitSgRopeF32 => "sdpa_split_sg_rope.f32",
             ShaderId::SdpaSplitSgRopeF16 => "sdpa_split_sg_rope.f16",
             ShaderId::SdpaSplitSgRopeF32Kvf16 => "sdpa_split_sg_rope.f32_kvf16",
+            ShaderId::SdpaSplitShortF32 => "sdpa_split_short.f32",
+            ShaderId::SdpaSplitShortF16 => "sdpa_split_short.f16",
+            ShaderId::SdpaSplitShortF32Kvf16 => "sdpa_split_short.f32_kvf16",
+            ShaderId::SdpaSplitShortRopeF32 => "sdpa_split_short_rope.f32",
+            ShaderId::SdpaSplitShortRopeF16 => "sdpa_split_short_rope.f16",
+            ShaderId::SdpaSplitShortRopeF32Kvf16 => "sdpa_split_short_rope.f32_kvf16",
             ShaderId::SoftmaxF32 => "softmax.f32",
             ShaderId::SoftmaxF16 => "softmax.f16",
             ShaderId::SoftmaxRowsF32 => "softmax_rows.f32",
@@ -1641,6 +1681,12 @@ impl ShaderId {
             ShaderId::SdpaSplitSgRopeF32 => SDPA_SPLIT_SG_ROPE_F32,
             ShaderId::SdpaSplitSgRopeF16 => SDPA_SPLIT_SG_ROPE_F16,
             ShaderId::SdpaSplitSgRopeF32Kvf16 => SDPA_SPLIT_SG_ROPE_F32_KVF16,
+            ShaderId::SdpaSplitShortF32 => SDPA_SPLIT_SHORT_F32,
+            ShaderId::SdpaSplitShortF16 => SDPA_SPLIT_SHORT_F16,
+            ShaderId::SdpaSplitShortF32Kvf16 => SDPA_SPLIT_SHORT_F32_KVF16,
+            ShaderId::SdpaSplitShortRopeF32 => SDPA_SPLIT_SHORT_ROPE_F32,
+            ShaderId::SdpaSplitShortRopeF16 => SDPA_SPLIT_SHORT_ROPE_F16,
+            ShaderId::SdpaSplitShortRopeF32Kvf16 => SDPA_SPLIT_SHORT_ROPE_F32_KVF16,
             ShaderId::SoftmaxF32 => SOFTMAX_F32,
             ShaderId::SoftmaxF16 => SOFTMAX_F16,
             ShaderId::SoftmaxRowsF32 => SOFTMAX_ROWS_F32,
@@ -2461,6 +2507,42 @@ impl ShaderId {
                 uniform_buffers: 1,
                 workgroup_bytes: 13312,
             },
+            ShaderId::SdpaSplitShortF32 => ShaderNeeds {
+                workgroup_size: [64, 1, 1],
+                storage_buffers: 6,
+                uniform_buffers: 1,
+                workgroup_bytes: 6656,
+            },
+            ShaderId::SdpaSplitShortF16 => ShaderNeeds {
+                workgroup_size: [64, 1, 1],
+                storage_buffers: 6,
+                uniform_buffers: 1,
+                workgroup_bytes: 6656,
+            },
+            ShaderId::SdpaSplitShortF32Kvf16 => ShaderNeeds {
+                workgroup_size: [64, 1, 1],
+                storage_buffers: 6,
+                uniform_buffers: 1,
+                workgroup_bytes: 6656,
+            },
+            ShaderId::SdpaSplitShortRopeF32 => ShaderNeeds {
+                workgroup_size: [64, 1, 1],
+                storage_buffers: 8,
+                uniform_buffers: 1,
+                workgroup_bytes: 6656,
+            },
+            ShaderId::SdpaSplitShortRopeF16 => ShaderNeeds {
+                workgroup_size: [64, 1, 1],
+                storage_buffers: 8,
+                uniform_buffers: 1,
+                workgroup_bytes: 6656,
+            },
+            ShaderId::SdpaSplitShortRopeF32Kvf16 => ShaderNeeds {
+                workgroup_size: [64, 1, 1],
+                storage_buffers: 8,
+                uniform_buffers: 1,
+                workgroup_bytes: 6656,
+            },
             ShaderId::SoftmaxF32 => {
                 ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
             }
@@ -2715,6 +2797,12 @@ impl ShaderId {
             (Family::SdpaSplitSgRope, Variant::F32) => Some(ShaderId::SdpaSplitSgRopeF32),
             (Family::SdpaSplitSgRope, Variant::F16) => Some(ShaderId::SdpaSplitSgRopeF16),
             (Family::SdpaSplitSgRope, Variant::F32Kvf16) => Some(ShaderId::SdpaSplitSgRopeF32Kvf16),
+            (Family::SdpaSplitShort, Variant::F32) => Some(ShaderId::SdpaSplitShortF32),
+            (Family::SdpaSplitShort, Variant::F16) => Some(ShaderId::SdpaSplitShortF16),
+            (Family::SdpaSplitShort, Variant::F32Kvf16) => Some(ShaderId::SdpaSplitShortF32Kvf16),
+            (Family::SdpaSplitShortRope, Variant::F32) => Some(ShaderId::SdpaSplitShortRopeF32),
+            (Family::SdpaSplitShortRope, Variant::F16) => Some(ShaderId::SdpaSplitShortRopeF16),
+            (Family::SdpaSplitShortRope, Variant::F32Kvf16) => Some(ShaderId::SdpaSplitShortRopeF32Kvf16),
             (Family::Softmax, Variant::F32) => Some(ShaderId::SoftmaxF32),
             (Family::Softmax, Variant::F16) => Some(ShaderId::SoftmaxF16),
             (Family::SoftmaxRows, Variant::F32) => Some(ShaderId::SoftmaxRowsF32),
@@ -27153,6 +27241,20 @@ pub const SDPA_SPLIT_F32: &str = r#"//! Split-KV ("FlashDecoding") attention ove
 alias Elem = f32;
 alias KvElem = Elem;
 
+/// Invocations per workgroup (`common/sdpa_split_body.wgsl`).
+const WG: u32 = 256u;
+
+/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
+/// `split_min_keys` keys each, enough splits to reach `split_target`
+/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
+/// length but the last, none empty.
+fn split_plan(ctx: u32) -> vec2<u32> {
+    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
+    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
+    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
+    let chunk = max((ctx + bound - 1u) / bound, 1u);
+    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
+}
 struct Params {
     /// Query rows (`S`).
     seq: u32,
@@ -27174,17 +27276,6 @@ struct Params {
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
-/// `split_min_keys` keys each, enough splits to reach `split_target`
-/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
-/// length but the last, none empty.
-fn split_plan(ctx: u32) -> vec2<u32> {
-    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
-    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
-    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
-    let chunk = max((ctx + bound - 1u) / bound, 1u);
-    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
-}
 @group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
 @group(0) @binding(2) var<storage, read> k_new: array<vec4<Elem>>;
 @group(0) @binding(3) var<storage, read> v_new: array<vec4<Elem>>;
@@ -27201,14 +27292,12 @@ fn query_at(row: u32, h: u32, d: u32, d4: u32) -> vec4<f32> {
 fn new_key(t: u32, kvh: u32, d: u32, d4: u32) -> vec4<KvElem> {
     return vec4<KvElem>(k_new[(t * p.n_kv_heads + kvh) * d4 + d]);
 }
-
-const WG: u32 = 256u;
 /// Query vectors per workgroup.
 const MAXQ: u32 = 4u;
 /// Keys per tile (one per invocation when scoring).
-const TILE: u32 = 256u;
+const TILE: u32 = WG;
 /// Invocations per query vector in the reductions (`MAXQ * LANES = WG`).
-const LANES: u32 = 64u;
+const LANES: u32 = WG / MAXQ;
 /// Score of a masked key.
 const NEG: f32 = -3.402823e38;
 
@@ -27224,7 +27313,7 @@ fn value_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
 
 var<workgroup> qs: array<vec4<f32>, 256>;
 /// Per query vector and key of the tile: the score, then its probability.
-var<workgroup> sc: array<f32, 1024>;
+var<workgroup> sc: array<f32, MAXQ * TILE>;
 /// The reduction's `(max, sum of exp(s - max))` pairs.
 var<workgroup> red: array<vec2<f32>, WG>;
 var<workgroup> sums: array<vec4<f32>, WG>;
@@ -27268,30 +27357,35 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let d4 = p.head_dim / 4u;
     let begin = split * chunk;
     let end = min(p.start_pos + p.seq, begin + chunk);
-    // The call's new rows of this kv head that the split covers (at most
-    // `seq * d4 <= WG` `vec4`s) and the workgroup's query vectors (at most
-    // `MAXQ * d4 <= WG`): an element of each per invocation, loaded at
-    // clamped (valid) indices with no branch in between, stored below.
+    // The call's new rows of this kv head that the split covers (`seq *
+    // d4` `vec4`s at most) and the workgroup's query vectors (`MAXQ * d4`
+    // at most): an element of each per invocation and pass (one pass at
+    // head dims up to 64), loaded at clamped (valid) indices with no
+    // branch in between, then stored.
     let first = max(begin, p.start_pos);
     let n_new = select(0u, (end - first) * d4, first < end);
-    let ew = min(lid, max(n_new, 1u) - 1u);
-    let new_row = first + ew / d4;
-    let t = new_row - p.start_pos;
-    let kw = new_key(t, kvh, ew % d4, d4);
-    let vw = vec4<KvElem>(v_new[(t * p.n_kv_heads + kvh) * d4 + ew % d4]);
-    let eq = min(lid, nq * d4 - 1u);
-    let jq = j0 + eq / d4;
-    let qv = query_at(jq / group, kvh * group + jq % group, eq % d4, d4);
-    // Each workgroup of the split stores its new rows (when a kv head's
-    // query vectors take several workgroups, each stores the same values)
-    // and reads them back from the caches below.
-    if lid < n_new {
-        let dst = (new_row * p.n_kv_heads + kvh) * d4 + ew % d4;
-        k_cache[dst] = kw;
-        v_cache[dst] = vw;
-    }
-    if lid < nq * d4 {
-        qs[lid] = qv;
+    let n_q = nq * d4;
+    for (var e0 = 0u; e0 < max(n_new, n_q); e0 += WG) {
+        let e = e0 + lid;
+        let ew = min(e, max(n_new, 1u) - 1u);
+        let new_row = first + ew / d4;
+        let t = new_row - p.start_pos;
+        let kw = new_key(t, kvh, ew % d4, d4);
+        let vw = vec4<KvElem>(v_new[(t * p.n_kv_heads + kvh) * d4 + ew % d4]);
+        let eq = min(e, n_q - 1u);
+        let jq = j0 + eq / d4;
+        let qv = query_at(jq / group, kvh * group + jq % group, eq % d4, d4);
+        // Each workgroup of the split stores its new rows (when a kv head's
+        // query vectors take several workgroups, each stores the same
+        // values) and reads them back from the caches below.
+        if e < n_new {
+            let dst = (new_row * p.n_kv_heads + kvh) * d4 + ew % d4;
+            k_cache[dst] = kw;
+            v_cache[dst] = vw;
+        }
+        if e < n_q {
+            qs[e] = qv;
+        }
     }
     storageBarrier();
     workgroupBarrier();
@@ -27492,6 +27586,20 @@ pub const SDPA_SPLIT_F16: &str = r#"enable f16;
 alias Elem = f16;
 alias KvElem = Elem;
 
+/// Invocations per workgroup (`common/sdpa_split_body.wgsl`).
+const WG: u32 = 256u;
+
+/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
+/// `split_min_keys` keys each, enough splits to reach `split_target`
+/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
+/// length but the last, none empty.
+fn split_plan(ctx: u32) -> vec2<u32> {
+    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
+    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
+    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
+    let chunk = max((ctx + bound - 1u) / bound, 1u);
+    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
+}
 struct Params {
     /// Query rows (`S`).
     seq: u32,
@@ -27513,17 +27621,6 @@ struct Params {
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
-/// `split_min_keys` keys each, enough splits to reach `split_target`
-/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
-/// length but the last, none empty.
-fn split_plan(ctx: u32) -> vec2<u32> {
-    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
-    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
-    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
-    let chunk = max((ctx + bound - 1u) / bound, 1u);
-    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
-}
 @group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
 @group(0) @binding(2) var<storage, read> k_new: array<vec4<Elem>>;
 @group(0) @binding(3) var<storage, read> v_new: array<vec4<Elem>>;
@@ -27540,14 +27637,12 @@ fn query_at(row: u32, h: u32, d: u32, d4: u32) -> vec4<f32> {
 fn new_key(t: u32, kvh: u32, d: u32, d4: u32) -> vec4<KvElem> {
     return vec4<KvElem>(k_new[(t * p.n_kv_heads + kvh) * d4 + d]);
 }
-
-const WG: u32 = 256u;
 /// Query vectors per workgroup.
 const MAXQ: u32 = 4u;
 /// Keys per tile (one per invocation when scoring).
-const TILE: u32 = 256u;
+const TILE: u32 = WG;
 /// Invocations per query vector in the reductions (`MAXQ * LANES = WG`).
-const LANES: u32 = 64u;
+const LANES: u32 = WG / MAXQ;
 /// Score of a masked key.
 const NEG: f32 = -3.402823e38;
 
@@ -27563,7 +27658,7 @@ fn value_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
 
 var<workgroup> qs: array<vec4<f32>, 256>;
 /// Per query vector and key of the tile: the score, then its probability.
-var<workgroup> sc: array<f32, 1024>;
+var<workgroup> sc: array<f32, MAXQ * TILE>;
 /// The reduction's `(max, sum of exp(s - max))` pairs.
 var<workgroup> red: array<vec2<f32>, WG>;
 var<workgroup> sums: array<vec4<f32>, WG>;
@@ -27607,30 +27702,35 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let d4 = p.head_dim / 4u;
     let begin = split * chunk;
     let end = min(p.start_pos + p.seq, begin + chunk);
-    // The call's new rows of this kv head that the split covers (at most
-    // `seq * d4 <= WG` `vec4`s) and the workgroup's query vectors (at most
-    // `MAXQ * d4 <= WG`): an element of each per invocation, loaded at
-    // clamped (valid) indices with no branch in between, stored below.
+    // The call's new rows of this kv head that the split covers (`seq *
+    // d4` `vec4`s at most) and the workgroup's query vectors (`MAXQ * d4`
+    // at most): an element of each per invocation and pass (one pass at
+    // head dims up to 64), loaded at clamped (valid) indices with no
+    // branch in between, then stored.
     let first = max(begin, p.start_pos);
     let n_new = select(0u, (end - first) * d4, first < end);
-    let ew = min(lid, max(n_new, 1u) - 1u);
-    let new_row = first + ew / d4;
-    let t = new_row - p.start_pos;
-    let kw = new_key(t, kvh, ew % d4, d4);
-    let vw = vec4<KvElem>(v_new[(t * p.n_kv_heads + kvh) * d4 + ew % d4]);
-    let eq = min(lid, nq * d4 - 1u);
-    let jq = j0 + eq / d4;
-    let qv = query_at(jq / group, kvh * group + jq % group, eq % d4, d4);
-    // Each workgroup of the split stores its new rows (when a kv head's
-    // query vectors take several workgroups, each stores the same values)
-    // and reads them back from the caches below.
-    if lid < n_new {
-        let dst = (new_row * p.n_kv_heads + kvh) * d4 + ew % d4;
-        k_cache[dst] = kw;
-        v_cache[dst] = vw;
-    }
-    if lid < nq * d4 {
-        qs[lid] = qv;
+    let n_q = nq * d4;
+    for (var e0 = 0u; e0 < max(n_new, n_q); e0 += WG) {
+        let e = e0 + lid;
+        let ew = min(e, max(n_new, 1u) - 1u);
+        let new_row = first + ew / d4;
+        let t = new_row - p.start_pos;
+        let kw = new_key(t, kvh, ew % d4, d4);
+        let vw = vec4<KvElem>(v_new[(t * p.n_kv_heads + kvh) * d4 + ew % d4]);
+        let eq = min(e, n_q - 1u);
+        let jq = j0 + eq / d4;
+        let qv = query_at(jq / group, kvh * group + jq % group, eq % d4, d4);
+        // Each workgroup of the split stores its new rows (when a kv head's
+        // query vectors take several workgroups, each stores the same
+        // values) and reads them back from the caches below.
+        if e < n_new {
+            let dst = (new_row * p.n_kv_heads + kvh) * d4 + ew % d4;
+            k_cache[dst] = kw;
+            v_cache[dst] = vw;
+        }
+        if e < n_q {
+            qs[e] = qv;
+        }
     }
     storageBarrier();
     workgroupBarrier();
@@ -27831,6 +27931,20 @@ pub const SDPA_SPLIT_F32_KVF16: &str = r#"enable f16;
 alias Elem = f32;
 alias KvElem = f16;
 
+/// Invocations per workgroup (`common/sdpa_split_body.wgsl`).
+const WG: u32 = 256u;
+
+/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
+/// `split_min_keys` keys each, enough splits to reach `split_target`
+/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
+/// length but the last, none empty.
+fn split_plan(ctx: u32) -> vec2<u32> {
+    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
+    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
+    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
+    let chunk = max((ctx + bound - 1u) / bound, 1u);
+    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
+}
 struct Params {
     /// Query rows (`S`).
     seq: u32,
@@ -27852,17 +27966,6 @@ struct Params {
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
-/// `split_min_keys` keys each, enough splits to reach `split_target`
-/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
-/// length but the last, none empty.
-fn split_plan(ctx: u32) -> vec2<u32> {
-    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
-    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
-    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
-    let chunk = max((ctx + bound - 1u) / bound, 1u);
-    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
-}
 @group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
 @group(0) @binding(2) var<storage, read> k_new: array<vec4<Elem>>;
 @group(0) @binding(3) var<storage, read> v_new: array<vec4<Elem>>;
@@ -27879,14 +27982,12 @@ fn query_at(row: u32, h: u32, d: u32, d4: u32) -> vec4<f32> {
 fn new_key(t: u32, kvh: u32, d: u32, d4: u32) -> vec4<KvElem> {
     return vec4<KvElem>(k_new[(t * p.n_kv_heads + kvh) * d4 + d]);
 }
-
-const WG: u32 = 256u;
 /// Query vectors per workgroup.
 const MAXQ: u32 = 4u;
 /// Keys per tile (one per invocation when scoring).
-const TILE: u32 = 256u;
+const TILE: u32 = WG;
 /// Invocations per query vector in the reductions (`MAXQ * LANES = WG`).
-const LANES: u32 = 64u;
+const LANES: u32 = WG / MAXQ;
 /// Score of a masked key.
 const NEG: f32 = -3.402823e38;
 
@@ -27902,7 +28003,7 @@ fn value_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
 
 var<workgroup> qs: array<vec4<f32>, 256>;
 /// Per query vector and key of the tile: the score, then its probability.
-var<workgroup> sc: array<f32, 1024>;
+var<workgroup> sc: array<f32, MAXQ * TILE>;
 /// The reduction's `(max, sum of exp(s - max))` pairs.
 var<workgroup> red: array<vec2<f32>, WG>;
 var<workgroup> sums: array<vec4<f32>, WG>;
@@ -27946,30 +28047,35 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let d4 = p.head_dim / 4u;
     let begin = split * chunk;
     let end = min(p.start_pos + p.seq, begin + chunk);
-    // The call's new rows of this kv head that the split covers (at most
-    // `seq * d4 <= WG` `vec4`s) and the workgroup's query vectors (at most
-    // `MAXQ * d4 <= WG`): an element of each per invocation, loaded at
-    // clamped (valid) indices with no branch in between, stored below.
+    // The call's new rows of this kv head that the split covers (`seq *
+    // d4` `vec4`s at most) and the workgroup's query vectors (`MAXQ * d4`
+    // at most): an element of each per invocation and pass (one pass at
+    // head dims up to 64), loaded at clamped (valid) indices with no
+    // branch in between, then stored.
     let first = max(begin, p.start_pos);
     let n_new = select(0u, (end - first) * d4, first < end);
-    let ew = min(lid, max(n_new, 1u) - 1u);
-    let new_row = first + ew / d4;
-    let t = new_row - p.start_pos;
-    let kw = new_key(t, kvh, ew % d4, d4);
-    let vw = vec4<KvElem>(v_new[(t * p.n_kv_heads + kvh) * d4 + ew % d4]);
-    let eq = min(lid, nq * d4 - 1u);
-    let jq = j0 + eq / d4;
-    let qv = query_at(jq / group, kvh * group + jq % group, eq % d4, d4);
-    // Each workgroup of the split stores its new rows (when a kv head's
-    // query vectors take several workgroups, each stores the same values)
-    // and reads them back from the caches below.
-    if lid < n_new {
-        let dst = (new_row * p.n_kv_heads + kvh) * d4 + ew % d4;
-        k_cache[dst] = kw;
-        v_cache[dst] = vw;
-    }
-    if lid < nq * d4 {
-        qs[lid] = qv;
+    let n_q = nq * d4;
+    for (var e0 = 0u; e0 < max(n_new, n_q); e0 += WG) {
+        let e = e0 + lid;
+        let ew = min(e, max(n_new, 1u) - 1u);
+        let new_row = first + ew / d4;
+        let t = new_row - p.start_pos;
+        let kw = new_key(t, kvh, ew % d4, d4);
+        let vw = vec4<KvElem>(v_new[(t * p.n_kv_heads + kvh) * d4 + ew % d4]);
+        let eq = min(e, n_q - 1u);
+        let jq = j0 + eq / d4;
+        let qv = query_at(jq / group, kvh * group + jq % group, eq % d4, d4);
+        // Each workgroup of the split stores its new rows (when a kv head's
+        // query vectors take several workgroups, each stores the same
+        // values) and reads them back from the caches below.
+        if e < n_new {
+            let dst = (new_row * p.n_kv_heads + kvh) * d4 + ew % d4;
+            k_cache[dst] = kw;
+            v_cache[dst] = vw;
+        }
+        if e < n_q {
+            qs[e] = qv;
+        }
     }
     storageBarrier();
     workgroupBarrier();
@@ -28359,6 +28465,32 @@ pub const SDPA_SPLIT_ROPE_F32: &str = r#"//! The `_rope` form of `sdpa_split.wgs
 alias Elem = f32;
 alias KvElem = Elem;
 
+/// Invocations per workgroup (`common/sdpa_split_body.wgsl`).
+const WG: u32 = 256u;
+
+/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
+/// `split_min_keys` keys each, enough splits to reach `split_target`
+/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
+/// length but the last, none empty.
+fn split_plan(ctx: u32) -> vec2<u32> {
+    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
+    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
+    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
+    let chunk = max((ctx + bound - 1u) / bound, 1u);
+    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
+}
+/// `vec4` `d` of a row of token `t` of the call rotated: its pairs `(x, y)`
+/// and `(z, w)` are pairs `2d` and `2d + 1` of the half head dim. Rounded
+/// to `Elem`, as the rotation's output tensor holds it.
+fn rope4(v: vec4<Elem>, t: u32, d: u32) -> vec4<f32> {
+    let i = (p.table_row + t) * (p.head_dim / 2u) + 2u * d;
+    let c = vec2<f32>(f32(cos_t[i]), f32(cos_t[i + 1u]));
+    let sn = vec2<f32>(f32(sin_t[i]), f32(sin_t[i + 1u]));
+    let x = vec4<f32>(v);
+    let re = x.xz * c - x.yw * sn;
+    let im = x.xz * sn + x.yw * c;
+    return vec4<f32>(vec4<Elem>(vec4<f32>(re.x, im.x, re.y, im.y)));
+}
 struct Params {
     /// Query rows (`S`).
     seq: u32,
@@ -28387,17 +28519,6 @@ struct Params {
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
-/// `split_min_keys` keys each, enough splits to reach `split_target`
-/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
-/// length but the last, none empty.
-fn split_plan(ctx: u32) -> vec2<u32> {
-    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
-    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
-    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
-    let chunk = max((ctx + bound - 1u) / bound, 1u);
-    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
-}
 @group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
 @group(0) @binding(2) var<storage, read> k_new: array<vec4<Elem>>;
 @group(0) @binding(3) var<storage, read> v_new: array<vec4<Elem>>;
@@ -28406,19 +28527,6 @@ fn split_plan(ctx: u32) -> vec2<u32> {
 @group(0) @binding(6) var<storage, read_write> k_cache: array<vec4<KvElem>>;
 @group(0) @binding(7) var<storage, read_write> v_cache: array<vec4<KvElem>>;
 @group(0) @binding(8) var<storage, read_write> part: array<vec4<f32>>;
-
-/// `vec4` `d` of a row of token `t` of the call rotated: its pairs `(x, y)`
-/// and `(z, w)` are pairs `2d` and `2d + 1` of the half head dim. Rounded
-/// to `Elem`, as the rotation's output tensor holds it.
-fn rope4(v: vec4<Elem>, t: u32, d: u32) -> vec4<f32> {
-    let i = (p.table_row + t) * (p.head_dim / 2u) + 2u * d;
-    let c = vec2<f32>(f32(cos_t[i]), f32(cos_t[i + 1u]));
-    let sn = vec2<f32>(f32(sin_t[i]), f32(sin_t[i + 1u]));
-    let x = vec4<f32>(v);
-    let re = x.xz * c - x.yw * sn;
-    let im = x.xz * sn + x.yw * c;
-    return vec4<f32>(vec4<Elem>(vec4<f32>(re.x, im.x, re.y, im.y)));
-}
 
 /// `vec4` `d` of query row `row` (the call's token `row`), head `h`, rotated.
 fn query_at(row: u32, h: u32, d: u32, d4: u32) -> vec4<f32> {
@@ -28430,14 +28538,12 @@ fn query_at(row: u32, h: u32, d: u32, d4: u32) -> vec4<f32> {
 fn new_key(t: u32, kvh: u32, d: u32, d4: u32) -> vec4<KvElem> {
     return vec4<KvElem>(rope4(k_new[(t * p.n_kv_heads + kvh) * d4 + d], t, d));
 }
-
-const WG: u32 = 256u;
 /// Query vectors per workgroup.
 const MAXQ: u32 = 4u;
 /// Keys per tile (one per invocation when scoring).
-const TILE: u32 = 256u;
+const TILE: u32 = WG;
 /// Invocations per query vector in the reductions (`MAXQ * LANES = WG`).
-const LANES: u32 = 64u;
+const LANES: u32 = WG / MAXQ;
 /// Score of a masked key.
 const NEG: f32 = -3.402823e38;
 
@@ -28453,7 +28559,7 @@ fn value_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
 
 var<workgroup> qs: array<vec4<f32>, 256>;
 /// Per query vector and key of the tile: the score, then its probability.
-var<workgroup> sc: array<f32, 1024>;
+var<workgroup> sc: array<f32, MAXQ * TILE>;
 /// The reduction's `(max, sum of exp(s - max))` pairs.
 var<workgroup> red: array<vec2<f32>, WG>;
 var<workgroup> sums: array<vec4<f32>, WG>;
@@ -28497,30 +28603,35 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let d4 = p.head_dim / 4u;
     let begin = split * chunk;
     let end = min(p.start_pos + p.seq, begin + chunk);
-    // The call's new rows of this kv head that the split covers (at most
-    // `seq * d4 <= WG` `vec4`s) and the workgroup's query vectors (at most
-    // `MAXQ * d4 <= WG`): an element of each per invocation, loaded at
-    // clamped (valid) indices with no branch in between, stored below.
+    // The call's new rows of this kv head that the split covers (`seq *
+    // d4` `vec4`s at most) and the workgroup's query vectors (`MAXQ * d4`
+    // at most): an element of each per invocation and pass (one pass at
+    // head dims up to 64), loaded at clamped (valid) indices with no
+    // branch in between, then stored.
     let first = max(begin, p.start_pos);
     let n_new = select(0u, (end - first) * d4, first < end);
-    let ew = min(lid, max(n_new, 1u) - 1u);
-    let new_row = first + ew / d4;
-    let t = new_row - p.start_pos;
-    let kw = new_key(t, kvh, ew % d4, d4);
-    let vw = vec4<KvElem>(v_new[(t * p.n_kv_heads + kvh) * d4 + ew % d4]);
-    let eq = min(lid, nq * d4 - 1u);
-    let jq = j0 + eq / d4;
-    let qv = query_at(jq / group, kvh * group + jq % group, eq % d4, d4);
-    // Each workgroup of the split stores its new rows (when a kv head's
-    // query vectors take several workgroups, each stores the same values)
-    // and reads them back from the caches below.
-    if lid < n_new {
-        let dst = (new_row * p.n_kv_heads + kvh) * d4 + ew % d4;
-        k_cache[dst] = kw;
-        v_cache[dst] = vw;
-    }
-    if lid < nq * d4 {
-        qs[lid] = qv;
+    let n_q = nq * d4;
+    for (var e0 = 0u; e0 < max(n_new, n_q); e0 += WG) {
+        let e = e0 + lid;
+        let ew = min(e, max(n_new, 1u) - 1u);
+        let new_row = first + ew / d4;
+        let t = new_row - p.start_pos;
+        let kw = new_key(t, kvh, ew % d4, d4);
+        let vw = vec4<KvElem>(v_new[(t * p.n_kv_heads + kvh) * d4 + ew % d4]);
+        let eq = min(e, n_q - 1u);
+        let jq = j0 + eq / d4;
+        let qv = query_at(jq / group, kvh * group + jq % group, eq % d4, d4);
+        // Each workgroup of the split stores its new rows (when a kv head's
+        // query vectors take several workgroups, each stores the same
+        // values) and reads them back from the caches below.
+        if e < n_new {
+            let dst = (new_row * p.n_kv_heads + kvh) * d4 + ew % d4;
+            k_cache[dst] = kw;
+            v_cache[dst] = vw;
+        }
+        if e < n_q {
+            qs[e] = qv;
+        }
     }
     storageBarrier();
     workgroupBarrier();
@@ -28694,6 +28805,32 @@ pub const SDPA_SPLIT_ROPE_F16: &str = r#"enable f16;
 alias Elem = f16;
 alias KvElem = Elem;
 
+/// Invocations per workgroup (`common/sdpa_split_body.wgsl`).
+const WG: u32 = 256u;
+
+/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
+/// `split_min_keys` keys each, enough splits to reach `split_target`
+/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
+/// length but the last, none empty.
+fn split_plan(ctx: u32) -> vec2<u32> {
+    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
+    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
+    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
+    let chunk = max((ctx + bound - 1u) / bound, 1u);
+    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
+}
+/// `vec4` `d` of a row of token `t` of the call rotated: its pairs `(x, y)`
+/// and `(z, w)` are pairs `2d` and `2d + 1` of the half head dim. Rounded
+/// to `Elem`, as the rotation's output tensor holds it.
+fn rope4(v: vec4<Elem>, t: u32, d: u32) -> vec4<f32> {
+    let i = (p.table_row + t) * (p.head_dim / 2u) + 2u * d;
+    let c = vec2<f32>(f32(cos_t[i]), f32(cos_t[i + 1u]));
+    let sn = vec2<f32>(f32(sin_t[i]), f32(sin_t[i + 1u]));
+    let x = vec4<f32>(v);
+    let re = x.xz * c - x.yw * sn;
+    let im = x.xz * sn + x.yw * c;
+    return vec4<f32>(vec4<Elem>(vec4<f32>(re.x, im.x, re.y, im.y)));
+}
 struct Params {
     /// Query rows (`S`).
     seq: u32,
@@ -28722,17 +28859,6 @@ struct Params {
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
-/// `split_min_keys` keys each, enough splits to reach `split_target`
-/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
-/// length but the last, none empty.
-fn split_plan(ctx: u32) -> vec2<u32> {
-    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
-    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
-    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
-    let chunk = max((ctx + bound - 1u) / bound, 1u);
-    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
-}
 @group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
 @group(0) @binding(2) var<storage, read> k_new: array<vec4<Elem>>;
 @group(0) @binding(3) var<storage, read> v_new: array<vec4<Elem>>;
@@ -28741,19 +28867,6 @@ fn split_plan(ctx: u32) -> vec2<u32> {
 @group(0) @binding(6) var<storage, read_write> k_cache: array<vec4<KvElem>>;
 @group(0) @binding(7) var<storage, read_write> v_cache: array<vec4<KvElem>>;
 @group(0) @binding(8) var<storage, read_write> part: array<vec4<f32>>;
-
-/// `vec4` `d` of a row of token `t` of the call rotated: its pairs `(x, y)`
-/// and `(z, w)` are pairs `2d` and `2d + 1` of the half head dim. Rounded
-/// to `Elem`, as the rotation's output tensor holds it.
-fn rope4(v: vec4<Elem>, t: u32, d: u32) -> vec4<f32> {
-    let i = (p.table_row + t) * (p.head_dim / 2u) + 2u * d;
-    let c = vec2<f32>(f32(cos_t[i]), f32(cos_t[i + 1u]));
-    let sn = vec2<f32>(f32(sin_t[i]), f32(sin_t[i + 1u]));
-    let x = vec4<f32>(v);
-    let re = x.xz * c - x.yw * sn;
-    let im = x.xz * sn + x.yw * c;
-    return vec4<f32>(vec4<Elem>(vec4<f32>(re.x, im.x, re.y, im.y)));
-}
 
 /// `vec4` `d` of query row `row` (the call's token `row`), head `h`, rotated.
 fn query_at(row: u32, h: u32, d: u32, d4: u32) -> vec4<f32> {
@@ -28765,14 +28878,12 @@ fn query_at(row: u32, h: u32, d: u32, d4: u32) -> vec4<f32> {
 fn new_key(t: u32, kvh: u32, d: u32, d4: u32) -> vec4<KvElem> {
     return vec4<KvElem>(rope4(k_new[(t * p.n_kv_heads + kvh) * d4 + d], t, d));
 }
-
-const WG: u32 = 256u;
 /// Query vectors per workgroup.
 const MAXQ: u32 = 4u;
 /// Keys per tile (one per invocation when scoring).
-const TILE: u32 = 256u;
+const TILE: u32 = WG;
 /// Invocations per query vector in the reductions (`MAXQ * LANES = WG`).
-const LANES: u32 = 64u;
+const LANES: u32 = WG / MAXQ;
 /// Score of a masked key.
 const NEG: f32 = -3.402823e38;
 
@@ -28788,7 +28899,7 @@ fn value_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
 
 var<workgroup> qs: array<vec4<f32>, 256>;
 /// Per query vector and key of the tile: the score, then its probability.
-var<workgroup> sc: array<f32, 1024>;
+var<workgroup> sc: array<f32, MAXQ * TILE>;
 /// The reduction's `(max, sum of exp(s - max))` pairs.
 var<workgroup> red: array<vec2<f32>, WG>;
 var<workgroup> sums: array<vec4<f32>, WG>;
@@ -28832,30 +28943,35 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let d4 = p.head_dim / 4u;
     let begin = split * chunk;
     let end = min(p.start_pos + p.seq, begin + chunk);
-    // The call's new rows of this kv head that the split covers (at most
-    // `seq * d4 <= WG` `vec4`s) and the workgroup's query vectors (at most
-    // `MAXQ * d4 <= WG`): an element of each per invocation, loaded at
-    // clamped (valid) indices with no branch in between, stored below.
+    // The call's new rows of this kv head that the split covers (`seq *
+    // d4` `vec4`s at most) and the workgroup's query vectors (`MAXQ * d4`
+    // at most): an element of each per invocation and pass (one pass at
+    // head dims up to 64), loaded at clamped (valid) indices with no
+    // branch in between, then stored.
     let first = max(begin, p.start_pos);
     let n_new = select(0u, (end - first) * d4, first < end);
-    let ew = min(lid, max(n_new, 1u) - 1u);
-    let new_row = first + ew / d4;
-    let t = new_row - p.start_pos;
-    let kw = new_key(t, kvh, ew % d4, d4);
-    let vw = vec4<KvElem>(v_new[(t * p.n_kv_heads + kvh) * d4 + ew % d4]);
-    let eq = min(lid, nq * d4 - 1u);
-    let jq = j0 + eq / d4;
-    let qv = query_at(jq / group, kvh * group + jq % group, eq % d4, d4);
-    // Each workgroup of the split stores its new rows (when a kv head's
-    // query vectors take several workgroups, each stores the same values)
-    // and reads them back from the caches below.
-    if lid < n_new {
-        let dst = (new_row * p.n_kv_heads + kvh) * d4 + ew % d4;
-        k_cache[dst] = kw;
-        v_cache[dst] = vw;
-    }
-    if lid < nq * d4 {
-        qs[lid] = qv;
+    let n_q = nq * d4;
+    for (var e0 = 0u; e0 < max(n_new, n_q); e0 += WG) {
+        let e = e0 + lid;
+        let ew = min(e, max(n_new, 1u) - 1u);
+        let new_row = first + ew / d4;
+        let t = new_row - p.start_pos;
+        let kw = new_key(t, kvh, ew % d4, d4);
+        let vw = vec4<KvElem>(v_new[(t * p.n_kv_heads + kvh) * d4 + ew % d4]);
+        let eq = min(e, n_q - 1u);
+        let jq = j0 + eq / d4;
+        let qv = query_at(jq / group, kvh * group + jq % group, eq % d4, d4);
+        // Each workgroup of the split stores its new rows (when a kv head's
+        // query vectors take several workgroups, each stores the same
+        // values) and reads them back from the caches below.
+        if e < n_new {
+            let dst = (new_row * p.n_kv_heads + kvh) * d4 + ew % d4;
+            k_cache[dst] = kw;
+            v_cache[dst] = vw;
+        }
+        if e < n_q {
+            qs[e] = qv;
+        }
     }
     storageBarrier();
     workgroupBarrier();
@@ -29029,6 +29145,32 @@ pub const SDPA_SPLIT_ROPE_F32_KVF16: &str = r#"enable f16;
 alias Elem = f32;
 alias KvElem = f16;
 
+/// Invocations per workgroup (`common/sdpa_split_body.wgsl`).
+const WG: u32 = 256u;
+
+/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
+/// `split_min_keys` keys each, enough splits to reach `split_target`
+/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
+/// length but the last, none empty.
+fn split_plan(ctx: u32) -> vec2<u32> {
+    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
+    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
+    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
+    let chunk = max((ctx + bound - 1u) / bound, 1u);
+    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
+}
+/// `vec4` `d` of a row of token `t` of the call rotated: its pairs `(x, y)`
+/// and `(z, w)` are pairs `2d` and `2d + 1` of the half head dim. Rounded
+/// to `Elem`, as the rotation's output tensor holds it.
+fn rope4(v: vec4<Elem>, t: u32, d: u32) -> vec4<f32> {
+    let i = (p.table_row + t) * (p.head_dim / 2u) + 2u * d;
+    let c = vec2<f32>(f32(cos_t[i]), f32(cos_t[i + 1u]));
+    let sn = vec2<f32>(f32(sin_t[i]), f32(sin_t[i + 1u]));
+    let x = vec4<f32>(v);
+    let re = x.xz * c - x.yw * sn;
+    let im = x.xz * sn + x.yw * c;
+    return vec4<f32>(vec4<Elem>(vec4<f32>(re.x, im.x, re.y, im.y)));
+}
 struct Params {
     /// Query rows (`S`).
     seq: u32,
@@ -29057,17 +29199,6 @@ struct Params {
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
-/// `split_min_keys` keys each, enough splits to reach `split_target`
-/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
-/// length but the last, none empty.
-fn split_plan(ctx: u32) -> vec2<u32> {
-    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
-    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
-    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
-    let chunk = max((ctx + bound - 1u) / bound, 1u);
-    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
-}
 @group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
 @group(0) @binding(2) var<storage, read> k_new: array<vec4<Elem>>;
 @group(0) @binding(3) var<storage, read> v_new: array<vec4<Elem>>;
@@ -29076,19 +29207,6 @@ fn split_plan(ctx: u32) -> vec2<u32> {
 @group(0) @binding(6) var<storage, read_write> k_cache: array<vec4<KvElem>>;
 @group(0) @binding(7) var<storage, read_write> v_cache: array<vec4<KvElem>>;
 @group(0) @binding(8) var<storage, read_write> part: array<vec4<f32>>;
-
-/// `vec4` `d` of a row of token `t` of the call rotated: its pairs `(x, y)`
-/// and `(z, w)` are pairs `2d` and `2d + 1` of the half head dim. Rounded
-/// to `Elem`, as the rotation's output tensor holds it.
-fn rope4(v: vec4<Elem>, t: u32, d: u32) -> vec4<f32> {
-    let i = (p.table_row + t) * (p.head_dim / 2u) + 2u * d;
-    let c = vec2<f32>(f32(cos_t[i]), f32(cos_t[i + 1u]));
-    let sn = vec2<f32>(f32(sin_t[i]), f32(sin_t[i + 1u]));
-    let x = vec4<f32>(v);
-    let re = x.xz * c - x.yw * sn;
-    let im = x.xz * sn + x.yw * c;
-    return vec4<f32>(vec4<Elem>(vec4<f32>(re.x, im.x, re.y, im.y)));
-}
 
 /// `vec4` `d` of query row `row` (the call's token `row`), head `h`, rotated.
 fn query_at(row: u32, h: u32, d: u32, d4: u32) -> vec4<f32> {
@@ -29100,14 +29218,12 @@ fn query_at(row: u32, h: u32, d: u32, d4: u32) -> vec4<f32> {
 fn new_key(t: u32, kvh: u32, d: u32, d4: u32) -> vec4<KvElem> {
     return vec4<KvElem>(rope4(k_new[(t * p.n_kv_heads + kvh) * d4 + d], t, d));
 }
-
-const WG: u32 = 256u;
 /// Query vectors per workgroup.
 const MAXQ: u32 = 4u;
 /// Keys per tile (one per invocation when scoring).
-const TILE: u32 = 256u;
+const TILE: u32 = WG;
 /// Invocations per query vector in the reductions (`MAXQ * LANES = WG`).
-const LANES: u32 = 64u;
+const LANES: u32 = WG / MAXQ;
 /// Score of a masked key.
 const NEG: f32 = -3.402823e38;
 
@@ -29123,7 +29239,7 @@ fn value_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
 
 var<workgroup> qs: array<vec4<f32>, 256>;
 /// Per query vector and key of the tile: the score, then its probability.
-var<workgroup> sc: array<f32, 1024>;
+var<workgroup> sc: array<f32, MAXQ * TILE>;
 /// The reduction's `(max, sum of exp(s - max))` pairs.
 var<workgroup> red: array<vec2<f32>, WG>;
 var<workgroup> sums: array<vec4<f32>, WG>;
@@ -29167,30 +29283,35 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let d4 = p.head_dim / 4u;
     let begin = split * chunk;
     let end = min(p.start_pos + p.seq, begin + chunk);
-    // The call's new rows of this kv head that the split covers (at most
-    // `seq * d4 <= WG` `vec4`s) and the workgroup's query vectors (at most
-    // `MAXQ * d4 <= WG`): an element of each per invocation, loaded at
-    // clamped (valid) indices with no branch in between, stored below.
+    // The call's new rows of this kv head that the split covers (`seq *
+    // d4` `vec4`s at most) and the workgroup's query vectors (`MAXQ * d4`
+    // at most): an element of each per invocation and pass (one pass at
+    // head dims up to 64), loaded at clamped (valid) indices with no
+    // branch in between, then stored.
     let first = max(begin, p.start_pos);
     let n_new = select(0u, (end - first) * d4, first < end);
-    let ew = min(lid, max(n_new, 1u) - 1u);
-    let new_row = first + ew / d4;
-    let t = new_row - p.start_pos;
-    let kw = new_key(t, kvh, ew % d4, d4);
-    let vw = vec4<KvElem>(v_new[(t * p.n_kv_heads + kvh) * d4 + ew % d4]);
-    let eq = min(lid, nq * d4 - 1u);
-    let jq = j0 + eq / d4;
-    let qv = query_at(jq / group, kvh * group + jq % group, eq % d4, d4);
-    // Each workgroup of the split stores its new rows (when a kv head's
-    // query vectors take several workgroups, each stores the same values)
-    // and reads them back from the caches below.
-    if lid < n_new {
-        let dst = (new_row * p.n_kv_heads + kvh) * d4 + ew % d4;
-        k_cache[dst] = kw;
-        v_cache[dst] = vw;
-    }
-    if lid < nq * d4 {
-        qs[lid] = qv;
+    let n_q = nq * d4;
+    for (var e0 = 0u; e0 < max(n_new, n_q); e0 += WG) {
+        let e = e0 + lid;
+        let ew = min(e, max(n_new, 1u) - 1u);
+        let new_row = first + ew / d4;
+        let t = new_row - p.start_pos;
+        let kw = new_key(t, kvh, ew % d4, d4);
+        let vw = vec4<KvElem>(v_new[(t * p.n_kv_heads + kvh) * d4 + ew % d4]);
+        let eq = min(e, n_q - 1u);
+        let jq = j0 + eq / d4;
+        let qv = query_at(jq / group, kvh * group + jq % group, eq % d4, d4);
+        // Each workgroup of the split stores its new rows (when a kv head's
+        // query vectors take several workgroups, each stores the same
+        // values) and reads them back from the caches below.
+        if e < n_new {
+            let dst = (new_row * p.n_kv_heads + kvh) * d4 + ew % d4;
+            k_cache[dst] = kw;
+            v_cache[dst] = vw;
+        }
+        if e < n_q {
+            qs[e] = qv;
+        }
     }
     storageBarrier();
     workgroupBarrier();
@@ -31199,6 +31320,1964 @@ fn main(
             if dim == 0u {
                 part[base] = vec4<f32>(m_all[jj], l_all[jj], 0.0, 0.0);
             }
+        }
+        workgroupBarrier();
+    }
+}
+"#;
+
+/// `sdpa_split_short.wgsl` with `Elem = f32`.
+pub const SDPA_SPLIT_SHORT_F32: &str = r#"//! `sdpa_split.wgsl` in workgroups of 64 invocations (tiles of 64 keys),
+//! for caches whose splits hold 64 keys at most at their longest context
+//! (every split plan up to 4,096 keys; decode splits hold 32 keys up to
+//! 2,048): there, most of the 256 invocations would idle and each tree would take
+//! two more levels (H200, run al: ~1 us a layer off the SmolLM2 shape's
+//! decode step; on longer splits the 256-wide form is the faster, four
+//! tiles a split costing ~7% of the 1B decode at 8,192). Everything but
+//! `WG` is `sdpa_split.wgsl`'s.
+// variants: f32 f16 f32_kvf16
+
+alias Elem = f32;
+alias KvElem = Elem;
+
+/// Invocations per workgroup (`common/sdpa_split_body.wgsl`).
+const WG: u32 = 64u;
+
+/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
+/// `split_min_keys` keys each, enough splits to reach `split_target`
+/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
+/// length but the last, none empty.
+fn split_plan(ctx: u32) -> vec2<u32> {
+    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
+    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
+    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
+    let chunk = max((ctx + bound - 1u) / bound, 1u);
+    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
+}
+struct Params {
+    /// Query rows (`S`).
+    seq: u32,
+    /// Query heads.
+    n_heads: u32,
+    /// Key/value heads.
+    n_kv_heads: u32,
+    /// Head dim (a multiple of 4, at most 256).
+    head_dim: u32,
+    /// Position of the first new token.
+    start_pos: u32,
+    /// Softmax scale.
+    scale: f32,
+    /// Split plan constants (`common/split_plan.wgsl`).
+    split_target: u32,
+    split_min_keys: u32,
+    split_tile: u32,
+    split_max: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> k_new: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> v_new: array<vec4<Elem>>;
+@group(0) @binding(4) var<storage, read_write> k_cache: array<vec4<KvElem>>;
+@group(0) @binding(5) var<storage, read_write> v_cache: array<vec4<KvElem>>;
+@group(0) @binding(6) var<storage, read_write> part: array<vec4<f32>>;
+
+/// `vec4` `d` of query row `row` (the call's token `row`), head `h`.
+fn query_at(row: u32, h: u32, d: u32, d4: u32) -> vec4<f32> {
+    return vec4<f32>(q[(row * p.n_heads + h) * d4 + d]);
+}
+
+/// `vec4` `d` of the call's key `t` of kv head `kvh`, as the cache holds it.
+fn new_key(t: u32, kvh: u32, d: u32, d4: u32) -> vec4<KvElem> {
+    return vec4<KvElem>(k_new[(t * p.n_kv_heads + kvh) * d4 + d]);
+}
+/// Query vectors per workgroup.
+const MAXQ: u32 = 4u;
+/// Keys per tile (one per invocation when scoring).
+const TILE: u32 = WG;
+/// Invocations per query vector in the reductions (`MAXQ * LANES = WG`).
+const LANES: u32 = WG / MAXQ;
+/// Score of a masked key.
+const NEG: f32 = -3.402823e38;
+
+/// `vec4` `d` of key `key` of kv head `kvh` (`d4` per row), from the cache.
+fn key_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
+    return vec4<f32>(k_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
+}
+
+/// The same for the values.
+fn value_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
+    return vec4<f32>(v_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
+}
+
+var<workgroup> qs: array<vec4<f32>, 256>;
+/// Per query vector and key of the tile: the score, then its probability.
+var<workgroup> sc: array<f32, MAXQ * TILE>;
+/// The reduction's `(max, sum of exp(s - max))` pairs.
+var<workgroup> red: array<vec2<f32>, WG>;
+var<workgroup> sums: array<vec4<f32>, WG>;
+
+/// Two `(max, sum of exp(s - max))` pairs as one.
+fn merge_ml(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
+    let m = max(a.x, b.x);
+    return vec2<f32>(m, a.y * exp(a.x - m) + b.y * exp(b.x - m));
+}
+
+/// Tree reduction of the pairs in `red` within each query vector's `LANES`
+/// invocations: the result of vector `j` lands in `red[j * LANES]`.
+fn reduce(lid: u32, v: vec2<f32>) {
+    red[lid] = v;
+    workgroupBarrier();
+    let lane = lid % LANES;
+    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            red[lid] = merge_ml(red[lid], red[lid + stride]);
+        }
+        workgroupBarrier();
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let group = p.n_heads / p.n_kv_heads;
+    let n_qv = p.seq * group;
+    let n_blocks = (n_qv + MAXQ - 1u) / MAXQ;
+    let kvh = wid.x / n_blocks;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    let plan = split_plan(p.start_pos + p.seq);
+    let n_splits = plan.x;
+    let chunk = plan.y;
+    if kvh >= p.n_kv_heads || wid.y >= n_splits {
+        return;
+    }
+    let j0 = (wid.x % n_blocks) * MAXQ;
+    let nq = min(MAXQ, n_qv - j0);
+    let split = wid.y;
+    let d4 = p.head_dim / 4u;
+    let begin = split * chunk;
+    let end = min(p.start_pos + p.seq, begin + chunk);
+    // The call's new rows of this kv head that the split covers (`seq *
+    // d4` `vec4`s at most) and the workgroup's query vectors (`MAXQ * d4`
+    // at most): an element of each per invocation and pass (one pass at
+    // head dims up to 64), loaded at clamped (valid) indices with no
+    // branch in between, then stored.
+    let first = max(begin, p.start_pos);
+    let n_new = select(0u, (end - first) * d4, first < end);
+    let n_q = nq * d4;
+    for (var e0 = 0u; e0 < max(n_new, n_q); e0 += WG) {
+        let e = e0 + lid;
+        let ew = min(e, max(n_new, 1u) - 1u);
+        let new_row = first + ew / d4;
+        let t = new_row - p.start_pos;
+        let kw = new_key(t, kvh, ew % d4, d4);
+        let vw = vec4<KvElem>(v_new[(t * p.n_kv_heads + kvh) * d4 + ew % d4]);
+        let eq = min(e, n_q - 1u);
+        let jq = j0 + eq / d4;
+        let qv = query_at(jq / group, kvh * group + jq % group, eq % d4, d4);
+        // Each workgroup of the split stores its new rows (when a kv head's
+        // query vectors take several workgroups, each stores the same
+        // values) and reads them back from the caches below.
+        if e < n_new {
+            let dst = (new_row * p.n_kv_heads + kvh) * d4 + ew % d4;
+            k_cache[dst] = kw;
+            v_cache[dst] = vw;
+        }
+        if e < n_q {
+            qs[e] = qv;
+        }
+    }
+    storageBarrier();
+    workgroupBarrier();
+    // Per query vector: the keys its row sees end at `lim`.
+    var lim: array<u32, MAXQ>;
+    for (var jj = 0u; jj < MAXQ; jj++) {
+        lim[jj] = p.start_pos + (j0 + jj) / group + 1u;
+    }
+    var m_run = array<f32, MAXQ>(NEG, NEG, NEG, NEG);
+    var l_run = array<f32, MAXQ>(0.0, 0.0, 0.0, 0.0);
+    var acc: array<vec4<f32>, MAXQ>;
+    let dim4 = lid % d4;
+    let kg = lid / d4;
+    let n_kg = WG / d4;
+    let rq = lid / LANES;
+    let lane = lid % LANES;
+    for (var c0 = begin; c0 < end; c0 += TILE) {
+        let n_here = min(TILE, end - c0);
+        let key = c0 + lid;
+        // Loops over the query vectors run to `MAXQ` (constant trip
+        // counts, so the per-vector arrays stay in registers); vectors past
+        // `nq` compute on zeros (workgroup memory starts zeroed) or on
+        // probabilities set to 0, and are never stored.
+        var dots: array<vec4<f32>, MAXQ>;
+        if lid < n_here {
+            // Eight loads of the key in flight before any is used.
+            var d = 0u;
+            for (; d + 8u <= d4; d += 8u) {
+                let k0 = key_at(key, kvh, d, d4);
+                let k1 = key_at(key, kvh, d + 1u, d4);
+                let k2 = key_at(key, kvh, d + 2u, d4);
+                let k3 = key_at(key, kvh, d + 3u, d4);
+                let k4 = key_at(key, kvh, d + 4u, d4);
+                let k5 = key_at(key, kvh, d + 5u, d4);
+                let k6 = key_at(key, kvh, d + 6u, d4);
+                let k7 = key_at(key, kvh, d + 7u, d4);
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    let b = jj * d4 + d;
+                    dots[jj] += qs[b] * k0 + qs[b + 1u] * k1 + qs[b + 2u] * k2 + qs[b + 3u] * k3;
+                    dots[jj] += qs[b + 4u] * k4 + qs[b + 5u] * k5 + qs[b + 6u] * k6 + qs[b + 7u] * k7;
+                }
+            }
+            for (; d < d4; d++) {
+                let kv = key_at(key, kvh, d, d4);
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    dots[jj] += qs[jj * d4 + d] * kv;
+                }
+            }
+        }
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            var s = NEG;
+            if jj < nq && lid < n_here && key < lim[jj] {
+                s = (dots[jj].x + dots[jj].y + dots[jj].z + dots[jj].w) * p.scale;
+            }
+            sc[jj * TILE + lid] = s;
+        }
+        // The first four values of this invocation's key group, in flight
+        // through the reduction (at indices clamped into the tile; their
+        // probabilities are 0 past it).
+        let last = n_here - 1u;
+        let v0 = value_at(c0 + min(kg, last), kvh, dim4, d4);
+        let v1 = value_at(c0 + min(kg + n_kg, last), kvh, dim4, d4);
+        let v2 = value_at(c0 + min(kg + 2u * n_kg, last), kvh, dim4, d4);
+        let v3 = value_at(c0 + min(kg + 3u * n_kg, last), kvh, dim4, d4);
+        workgroupBarrier();
+        // Each lane's `(max, sum)` over its keys of the tile, then the tree.
+        var mx = NEG;
+        var l = 0.0;
+        if rq < nq {
+            for (var r = lane; r < n_here; r += LANES) {
+                mx = max(mx, sc[rq * TILE + r]);
+            }
+            for (var r = lane; r < n_here; r += LANES) {
+                let s = sc[rq * TILE + r];
+                if s > NEG {
+                    l += exp(s - mx);
+                }
+            }
+        }
+        reduce(lid, vec2<f32>(mx, l));
+        var m_new: array<f32, MAXQ>;
+        var alpha: array<f32, MAXQ>;
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            let tile = red[jj * LANES];
+            m_new[jj] = max(m_run[jj], tile.x);
+            alpha[jj] = exp(m_run[jj] - m_new[jj]);
+            l_run[jj] = l_run[jj] * alpha[jj] + tile.y * exp(tile.x - m_new[jj]);
+            m_run[jj] = m_new[jj];
+            acc[jj] *= alpha[jj];
+        }
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            let s = sc[jj * TILE + lid];
+            var pr = 0.0;
+            if jj < nq && s > NEG {
+                pr = exp(s - m_new[jj]);
+            }
+            sc[jj * TILE + lid] = pr;
+        }
+        workgroupBarrier();
+        if kg < n_kg {
+            for (var jj = 0u; jj < MAXQ; jj++) {
+                let b = jj * TILE;
+                let p0 = select(0.0, sc[b + min(kg, TILE - 1u)], kg < n_here);
+                let p1 = select(0.0, sc[b + min(kg + n_kg, TILE - 1u)], kg + n_kg < n_here);
+                let p2 = select(0.0, sc[b + min(kg + 2u * n_kg, TILE - 1u)], kg + 2u * n_kg < n_here);
+                let p3 = select(0.0, sc[b + min(kg + 3u * n_kg, TILE - 1u)], kg + 3u * n_kg < n_here);
+                acc[jj] += p0 * v0 + p1 * v1 + p2 * v2 + p3 * v3;
+            }
+            // Four values in flight before any is used.
+            var j = kg + 4u * n_kg;
+            for (; j + 3u * n_kg < n_here; j += 4u * n_kg) {
+                let u0 = value_at(c0 + j, kvh, dim4, d4);
+                let u1 = value_at(c0 + j + n_kg, kvh, dim4, d4);
+                let u2 = value_at(c0 + j + 2u * n_kg, kvh, dim4, d4);
+                let u3 = value_at(c0 + j + 3u * n_kg, kvh, dim4, d4);
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    let b = jj * TILE + j;
+                    acc[jj] += sc[b] * u0 + sc[b + n_kg] * u1 + sc[b + 2u * n_kg] * u2 + sc[b + 3u * n_kg] * u3;
+                }
+            }
+            for (; j < n_here; j += n_kg) {
+                let vv = value_at(c0 + j, kvh, dim4, d4);
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    acc[jj] += sc[jj * TILE + j] * vv;
+                }
+            }
+        }
+        workgroupBarrier();
+    }
+    // Sum the key groups of each dim and write the partials (a constant
+    // trip count here too, so `acc` stays indexed by constants).
+    for (var jj = 0u; jj < MAXQ; jj++) {
+        if jj >= nq {
+            break;
+        }
+        sums[lid] = acc[jj];
+        workgroupBarrier();
+        let j = j0 + jj;
+        let h = kvh * group + j % group;
+        let base = (((j / group) * p.n_heads + h) * n_splits + split) * (d4 + 1u);
+        if lid < d4 {
+            var total = vec4<f32>(0.0);
+            for (var g = 0u; g < n_kg; g++) {
+                total += sums[g * d4 + lid];
+            }
+            part[base + 1u + lid] = total;
+        }
+        if lid == 0u {
+            part[base] = vec4<f32>(m_run[jj], l_run[jj], 0.0, 0.0);
+        }
+        workgroupBarrier();
+    }
+}
+"#;
+
+/// `sdpa_split_short.wgsl` with `Elem = f16`.
+pub const SDPA_SPLIT_SHORT_F16: &str = r#"enable f16;
+
+//! `sdpa_split.wgsl` in workgroups of 64 invocations (tiles of 64 keys),
+//! for caches whose splits hold 64 keys at most at their longest context
+//! (every split plan up to 4,096 keys; decode splits hold 32 keys up to
+//! 2,048): there, most of the 256 invocations would idle and each tree would take
+//! two more levels (H200, run al: ~1 us a layer off the SmolLM2 shape's
+//! decode step; on longer splits the 256-wide form is the faster, four
+//! tiles a split costing ~7% of the 1B decode at 8,192). Everything but
+//! `WG` is `sdpa_split.wgsl`'s.
+// variants: f32 f16 f32_kvf16
+
+alias Elem = f16;
+alias KvElem = Elem;
+
+/// Invocations per workgroup (`common/sdpa_split_body.wgsl`).
+const WG: u32 = 64u;
+
+/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
+/// `split_min_keys` keys each, enough splits to reach `split_target`
+/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
+/// length but the last, none empty.
+fn split_plan(ctx: u32) -> vec2<u32> {
+    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
+    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
+    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
+    let chunk = max((ctx + bound - 1u) / bound, 1u);
+    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
+}
+struct Params {
+    /// Query rows (`S`).
+    seq: u32,
+    /// Query heads.
+    n_heads: u32,
+    /// Key/value heads.
+    n_kv_heads: u32,
+    /// Head dim (a multiple of 4, at most 256).
+    head_dim: u32,
+    /// Position of the first new token.
+    start_pos: u32,
+    /// Softmax scale.
+    scale: f32,
+    /// Split plan constants (`common/split_plan.wgsl`).
+    split_target: u32,
+    split_min_keys: u32,
+    split_tile: u32,
+    split_max: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> k_new: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> v_new: array<vec4<Elem>>;
+@group(0) @binding(4) var<storage, read_write> k_cache: array<vec4<KvElem>>;
+@group(0) @binding(5) var<storage, read_write> v_cache: array<vec4<KvElem>>;
+@group(0) @binding(6) var<storage, read_write> part: array<vec4<f32>>;
+
+/// `vec4` `d` of query row `row` (the call's token `row`), head `h`.
+fn query_at(row: u32, h: u32, d: u32, d4: u32) -> vec4<f32> {
+    return vec4<f32>(q[(row * p.n_heads + h) * d4 + d]);
+}
+
+/// `vec4` `d` of the call's key `t` of kv head `kvh`, as the cache holds it.
+fn new_key(t: u32, kvh: u32, d: u32, d4: u32) -> vec4<KvElem> {
+    return vec4<KvElem>(k_new[(t * p.n_kv_heads + kvh) * d4 + d]);
+}
+/// Query vectors per workgroup.
+const MAXQ: u32 = 4u;
+/// Keys per tile (one per invocation when scoring).
+const TILE: u32 = WG;
+/// Invocations per query vector in the reductions (`MAXQ * LANES = WG`).
+const LANES: u32 = WG / MAXQ;
+/// Score of a masked key.
+const NEG: f32 = -3.402823e38;
+
+/// `vec4` `d` of key `key` of kv head `kvh` (`d4` per row), from the cache.
+fn key_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
+    return vec4<f32>(k_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
+}
+
+/// The same for the values.
+fn value_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
+    return vec4<f32>(v_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
+}
+
+var<workgroup> qs: array<vec4<f32>, 256>;
+/// Per query vector and key of the tile: the score, then its probability.
+var<workgroup> sc: array<f32, MAXQ * TILE>;
+/// The reduction's `(max, sum of exp(s - max))` pairs.
+var<workgroup> red: array<vec2<f32>, WG>;
+var<workgroup> sums: array<vec4<f32>, WG>;
+
+/// Two `(max, sum of exp(s - max))` pairs as one.
+fn merge_ml(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
+    let m = max(a.x, b.x);
+    return vec2<f32>(m, a.y * exp(a.x - m) + b.y * exp(b.x - m));
+}
+
+/// Tree reduction of the pairs in `red` within each query vector's `LANES`
+/// invocations: the result of vector `j` lands in `red[j * LANES]`.
+fn reduce(lid: u32, v: vec2<f32>) {
+    red[lid] = v;
+    workgroupBarrier();
+    let lane = lid % LANES;
+    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            red[lid] = merge_ml(red[lid], red[lid + stride]);
+        }
+        workgroupBarrier();
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let group = p.n_heads / p.n_kv_heads;
+    let n_qv = p.seq * group;
+    let n_blocks = (n_qv + MAXQ - 1u) / MAXQ;
+    let kvh = wid.x / n_blocks;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    let plan = split_plan(p.start_pos + p.seq);
+    let n_splits = plan.x;
+    let chunk = plan.y;
+    if kvh >= p.n_kv_heads || wid.y >= n_splits {
+        return;
+    }
+    let j0 = (wid.x % n_blocks) * MAXQ;
+    let nq = min(MAXQ, n_qv - j0);
+    let split = wid.y;
+    let d4 = p.head_dim / 4u;
+    let begin = split * chunk;
+    let end = min(p.start_pos + p.seq, begin + chunk);
+    // The call's new rows of this kv head that the split covers (`seq *
+    // d4` `vec4`s at most) and the workgroup's query vectors (`MAXQ * d4`
+    // at most): an element of each per invocation and pass (one pass at
+    // head dims up to 64), loaded at clamped (valid) indices with no
+    // branch in between, then stored.
+    let first = max(begin, p.start_pos);
+    let n_new = select(0u, (end - first) * d4, first < end);
+    let n_q = nq * d4;
+    for (var e0 = 0u; e0 < max(n_new, n_q); e0 += WG) {
+        let e = e0 + lid;
+        let ew = min(e, max(n_new, 1u) - 1u);
+        let new_row = first + ew / d4;
+        let t = new_row - p.start_pos;
+        let kw = new_key(t, kvh, ew % d4, d4);
+        let vw = vec4<KvElem>(v_new[(t * p.n_kv_heads + kvh) * d4 + ew % d4]);
+        let eq = min(e, n_q - 1u);
+        let jq = j0 + eq / d4;
+        let qv = query_at(jq / group, kvh * group + jq % group, eq % d4, d4);
+        // Each workgroup of the split stores its new rows (when a kv head's
+        // query vectors take several workgroups, each stores the same
+        // values) and reads them back from the caches below.
+        if e < n_new {
+            let dst = (new_row * p.n_kv_heads + kvh) * d4 + ew % d4;
+            k_cache[dst] = kw;
+            v_cache[dst] = vw;
+        }
+        if e < n_q {
+            qs[e] = qv;
+        }
+    }
+    storageBarrier();
+    workgroupBarrier();
+    // Per query vector: the keys its row sees end at `lim`.
+    var lim: array<u32, MAXQ>;
+    for (var jj = 0u; jj < MAXQ; jj++) {
+        lim[jj] = p.start_pos + (j0 + jj) / group + 1u;
+    }
+    var m_run = array<f32, MAXQ>(NEG, NEG, NEG, NEG);
+    var l_run = array<f32, MAXQ>(0.0, 0.0, 0.0, 0.0);
+    var acc: array<vec4<f32>, MAXQ>;
+    let dim4 = lid % d4;
+    let kg = lid / d4;
+    let n_kg = WG / d4;
+    let rq = lid / LANES;
+    let lane = lid % LANES;
+    for (var c0 = begin; c0 < end; c0 += TILE) {
+        let n_here = min(TILE, end - c0);
+        let key = c0 + lid;
+        // Loops over the query vectors run to `MAXQ` (constant trip
+        // counts, so the per-vector arrays stay in registers); vectors past
+        // `nq` compute on zeros (workgroup memory starts zeroed) or on
+        // probabilities set to 0, and are never stored.
+        var dots: array<vec4<f32>, MAXQ>;
+        if lid < n_here {
+            // Eight loads of the key in flight before any is used.
+            var d = 0u;
+            for (; d + 8u <= d4; d += 8u) {
+                let k0 = key_at(key, kvh, d, d4);
+                let k1 = key_at(key, kvh, d + 1u, d4);
+                let k2 = key_at(key, kvh, d + 2u, d4);
+                let k3 = key_at(key, kvh, d + 3u, d4);
+                let k4 = key_at(key, kvh, d + 4u, d4);
+                let k5 = key_at(key, kvh, d + 5u, d4);
+                let k6 = key_at(key, kvh, d + 6u, d4);
+                let k7 = key_at(key, kvh, d + 7u, d4);
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    let b = jj * d4 + d;
+                    dots[jj] += qs[b] * k0 + qs[b + 1u] * k1 + qs[b + 2u] * k2 + qs[b + 3u] * k3;
+                    dots[jj] += qs[b + 4u] * k4 + qs[b + 5u] * k5 + qs[b + 6u] * k6 + qs[b + 7u] * k7;
+                }
+            }
+            for (; d < d4; d++) {
+                let kv = key_at(key, kvh, d, d4);
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    dots[jj] += qs[jj * d4 + d] * kv;
+                }
+            }
+        }
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            var s = NEG;
+            if jj < nq && lid < n_here && key < lim[jj] {
+                s = (dots[jj].x + dots[jj].y + dots[jj].z + dots[jj].w) * p.scale;
+            }
+            sc[jj * TILE + lid] = s;
+        }
+        // The first four values of this invocation's key group, in flight
+        // through the reduction (at indices clamped into the tile; their
+        // probabilities are 0 past it).
+        let last = n_here - 1u;
+        let v0 = value_at(c0 + min(kg, last), kvh, dim4, d4);
+        let v1 = value_at(c0 + min(kg + n_kg, last), kvh, dim4, d4);
+        let v2 = value_at(c0 + min(kg + 2u * n_kg, last), kvh, dim4, d4);
+        let v3 = value_at(c0 + min(kg + 3u * n_kg, last), kvh, dim4, d4);
+        workgroupBarrier();
+        // Each lane's `(max, sum)` over its keys of the tile, then the tree.
+        var mx = NEG;
+        var l = 0.0;
+        if rq < nq {
+            for (var r = lane; r < n_here; r += LANES) {
+                mx = max(mx, sc[rq * TILE + r]);
+            }
+            for (var r = lane; r < n_here; r += LANES) {
+                let s = sc[rq * TILE + r];
+                if s > NEG {
+                    l += exp(s - mx);
+                }
+            }
+        }
+        reduce(lid, vec2<f32>(mx, l));
+        var m_new: array<f32, MAXQ>;
+        var alpha: array<f32, MAXQ>;
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            let tile = red[jj * LANES];
+            m_new[jj] = max(m_run[jj], tile.x);
+            alpha[jj] = exp(m_run[jj] - m_new[jj]);
+            l_run[jj] = l_run[jj] * alpha[jj] + tile.y * exp(tile.x - m_new[jj]);
+            m_run[jj] = m_new[jj];
+            acc[jj] *= alpha[jj];
+        }
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            let s = sc[jj * TILE + lid];
+            var pr = 0.0;
+            if jj < nq && s > NEG {
+                pr = exp(s - m_new[jj]);
+            }
+            sc[jj * TILE + lid] = pr;
+        }
+        workgroupBarrier();
+        if kg < n_kg {
+            for (var jj = 0u; jj < MAXQ; jj++) {
+                let b = jj * TILE;
+                let p0 = select(0.0, sc[b + min(kg, TILE - 1u)], kg < n_here);
+                let p1 = select(0.0, sc[b + min(kg + n_kg, TILE - 1u)], kg + n_kg < n_here);
+                let p2 = select(0.0, sc[b + min(kg + 2u * n_kg, TILE - 1u)], kg + 2u * n_kg < n_here);
+                let p3 = select(0.0, sc[b + min(kg + 3u * n_kg, TILE - 1u)], kg + 3u * n_kg < n_here);
+                acc[jj] += p0 * v0 + p1 * v1 + p2 * v2 + p3 * v3;
+            }
+            // Four values in flight before any is used.
+            var j = kg + 4u * n_kg;
+            for (; j + 3u * n_kg < n_here; j += 4u * n_kg) {
+                let u0 = value_at(c0 + j, kvh, dim4, d4);
+                let u1 = value_at(c0 + j + n_kg, kvh, dim4, d4);
+                let u2 = value_at(c0 + j + 2u * n_kg, kvh, dim4, d4);
+                let u3 = value_at(c0 + j + 3u * n_kg, kvh, dim4, d4);
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    let b = jj * TILE + j;
+                    acc[jj] += sc[b] * u0 + sc[b + n_kg] * u1 + sc[b + 2u * n_kg] * u2 + sc[b + 3u * n_kg] * u3;
+                }
+            }
+            for (; j < n_here; j += n_kg) {
+                let vv = value_at(c0 + j, kvh, dim4, d4);
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    acc[jj] += sc[jj * TILE + j] * vv;
+                }
+            }
+        }
+        workgroupBarrier();
+    }
+    // Sum the key groups of each dim and write the partials (a constant
+    // trip count here too, so `acc` stays indexed by constants).
+    for (var jj = 0u; jj < MAXQ; jj++) {
+        if jj >= nq {
+            break;
+        }
+        sums[lid] = acc[jj];
+        workgroupBarrier();
+        let j = j0 + jj;
+        let h = kvh * group + j % group;
+        let base = (((j / group) * p.n_heads + h) * n_splits + split) * (d4 + 1u);
+        if lid < d4 {
+            var total = vec4<f32>(0.0);
+            for (var g = 0u; g < n_kg; g++) {
+                total += sums[g * d4 + lid];
+            }
+            part[base + 1u + lid] = total;
+        }
+        if lid == 0u {
+            part[base] = vec4<f32>(m_run[jj], l_run[jj], 0.0, 0.0);
+        }
+        workgroupBarrier();
+    }
+}
+"#;
+
+/// `sdpa_split_short.wgsl` with `Elem = f32`, `KvElem = f16`.
+pub const SDPA_SPLIT_SHORT_F32_KVF16: &str = r#"enable f16;
+
+//! `sdpa_split.wgsl` in workgroups of 64 invocations (tiles of 64 keys),
+//! for caches whose splits hold 64 keys at most at their longest context
+//! (every split plan up to 4,096 keys; decode splits hold 32 keys up to
+//! 2,048): there, most of the 256 invocations would idle and each tree would take
+//! two more levels (H200, run al: ~1 us a layer off the SmolLM2 shape's
+//! decode step; on longer splits the 256-wide form is the faster, four
+//! tiles a split costing ~7% of the 1B decode at 8,192). Everything but
+//! `WG` is `sdpa_split.wgsl`'s.
+// variants: f32 f16 f32_kvf16
+
+alias Elem = f32;
+alias KvElem = f16;
+
+/// Invocations per workgroup (`common/sdpa_split_body.wgsl`).
+const WG: u32 = 64u;
+
+/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
+/// `split_min_keys` keys each, enough splits to reach `split_target`
+/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
+/// length but the last, none empty.
+fn split_plan(ctx: u32) -> vec2<u32> {
+    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
+    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
+    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
+    let chunk = max((ctx + bound - 1u) / bound, 1u);
+    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
+}
+struct Params {
+    /// Query rows (`S`).
+    seq: u32,
+    /// Query heads.
+    n_heads: u32,
+    /// Key/value heads.
+    n_kv_heads: u32,
+    /// Head dim (a multiple of 4, at most 256).
+    head_dim: u32,
+    /// Position of the first new token.
+    start_pos: u32,
+    /// Softmax scale.
+    scale: f32,
+    /// Split plan constants (`common/split_plan.wgsl`).
+    split_target: u32,
+    split_min_keys: u32,
+    split_tile: u32,
+    split_max: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> k_new: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> v_new: array<vec4<Elem>>;
+@group(0) @binding(4) var<storage, read_write> k_cache: array<vec4<KvElem>>;
+@group(0) @binding(5) var<storage, read_write> v_cache: array<vec4<KvElem>>;
+@group(0) @binding(6) var<storage, read_write> part: array<vec4<f32>>;
+
+/// `vec4` `d` of query row `row` (the call's token `row`), head `h`.
+fn query_at(row: u32, h: u32, d: u32, d4: u32) -> vec4<f32> {
+    return vec4<f32>(q[(row * p.n_heads + h) * d4 + d]);
+}
+
+/// `vec4` `d` of the call's key `t` of kv head `kvh`, as the cache holds it.
+fn new_key(t: u32, kvh: u32, d: u32, d4: u32) -> vec4<KvElem> {
+    return vec4<KvElem>(k_new[(t * p.n_kv_heads + kvh) * d4 + d]);
+}
+/// Query vectors per workgroup.
+const MAXQ: u32 = 4u;
+/// Keys per tile (one per invocation when scoring).
+const TILE: u32 = WG;
+/// Invocations per query vector in the reductions (`MAXQ * LANES = WG`).
+const LANES: u32 = WG / MAXQ;
+/// Score of a masked key.
+const NEG: f32 = -3.402823e38;
+
+/// `vec4` `d` of key `key` of kv head `kvh` (`d4` per row), from the cache.
+fn key_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
+    return vec4<f32>(k_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
+}
+
+/// The same for the values.
+fn value_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
+    return vec4<f32>(v_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
+}
+
+var<workgroup> qs: array<vec4<f32>, 256>;
+/// Per query vector and key of the tile: the score, then its probability.
+var<workgroup> sc: array<f32, MAXQ * TILE>;
+/// The reduction's `(max, sum of exp(s - max))` pairs.
+var<workgroup> red: array<vec2<f32>, WG>;
+var<workgroup> sums: array<vec4<f32>, WG>;
+
+/// Two `(max, sum of exp(s - max))` pairs as one.
+fn merge_ml(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
+    let m = max(a.x, b.x);
+    return vec2<f32>(m, a.y * exp(a.x - m) + b.y * exp(b.x - m));
+}
+
+/// Tree reduction of the pairs in `red` within each query vector's `LANES`
+/// invocations: the result of vector `j` lands in `red[j * LANES]`.
+fn reduce(lid: u32, v: vec2<f32>) {
+    red[lid] = v;
+    workgroupBarrier();
+    let lane = lid % LANES;
+    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            red[lid] = merge_ml(red[lid], red[lid + stride]);
+        }
+        workgroupBarrier();
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let group = p.n_heads / p.n_kv_heads;
+    let n_qv = p.seq * group;
+    let n_blocks = (n_qv + MAXQ - 1u) / MAXQ;
+    let kvh = wid.x / n_blocks;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    let plan = split_plan(p.start_pos + p.seq);
+    let n_splits = plan.x;
+    let chunk = plan.y;
+    if kvh >= p.n_kv_heads || wid.y >= n_splits {
+        return;
+    }
+    let j0 = (wid.x % n_blocks) * MAXQ;
+    let nq = min(MAXQ, n_qv - j0);
+    let split = wid.y;
+    let d4 = p.head_dim / 4u;
+    let begin = split * chunk;
+    let end = min(p.start_pos + p.seq, begin + chunk);
+    // The call's new rows of this kv head that the split covers (`seq *
+    // d4` `vec4`s at most) and the workgroup's query vectors (`MAXQ * d4`
+    // at most): an element of each per invocation and pass (one pass at
+    // head dims up to 64), loaded at clamped (valid) indices with no
+    // branch in between, then stored.
+    let first = max(begin, p.start_pos);
+    let n_new = select(0u, (end - first) * d4, first < end);
+    let n_q = nq * d4;
+    for (var e0 = 0u; e0 < max(n_new, n_q); e0 += WG) {
+        let e = e0 + lid;
+        let ew = min(e, max(n_new, 1u) - 1u);
+        let new_row = first + ew / d4;
+        let t = new_row - p.start_pos;
+        let kw = new_key(t, kvh, ew % d4, d4);
+        let vw = vec4<KvElem>(v_new[(t * p.n_kv_heads + kvh) * d4 + ew % d4]);
+        let eq = min(e, n_q - 1u);
+        let jq = j0 + eq / d4;
+        let qv = query_at(jq / group, kvh * group + jq % group, eq % d4, d4);
+        // Each workgroup of the split stores its new rows (when a kv head's
+        // query vectors take several workgroups, each stores the same
+        // values) and reads them back from the caches below.
+        if e < n_new {
+            let dst = (new_row * p.n_kv_heads + kvh) * d4 + ew % d4;
+            k_cache[dst] = kw;
+            v_cache[dst] = vw;
+        }
+        if e < n_q {
+            qs[e] = qv;
+        }
+    }
+    storageBarrier();
+    workgroupBarrier();
+    // Per query vector: the keys its row sees end at `lim`.
+    var lim: array<u32, MAXQ>;
+    for (var jj = 0u; jj < MAXQ; jj++) {
+        lim[jj] = p.start_pos + (j0 + jj) / group + 1u;
+    }
+    var m_run = array<f32, MAXQ>(NEG, NEG, NEG, NEG);
+    var l_run = array<f32, MAXQ>(0.0, 0.0, 0.0, 0.0);
+    var acc: array<vec4<f32>, MAXQ>;
+    let dim4 = lid % d4;
+    let kg = lid / d4;
+    let n_kg = WG / d4;
+    let rq = lid / LANES;
+    let lane = lid % LANES;
+    for (var c0 = begin; c0 < end; c0 += TILE) {
+        let n_here = min(TILE, end - c0);
+        let key = c0 + lid;
+        // Loops over the query vectors run to `MAXQ` (constant trip
+        // counts, so the per-vector arrays stay in registers); vectors past
+        // `nq` compute on zeros (workgroup memory starts zeroed) or on
+        // probabilities set to 0, and are never stored.
+        var dots: array<vec4<f32>, MAXQ>;
+        if lid < n_here {
+            // Eight loads of the key in flight before any is used.
+            var d = 0u;
+            for (; d + 8u <= d4; d += 8u) {
+                let k0 = key_at(key, kvh, d, d4);
+                let k1 = key_at(key, kvh, d + 1u, d4);
+                let k2 = key_at(key, kvh, d + 2u, d4);
+                let k3 = key_at(key, kvh, d + 3u, d4);
+                let k4 = key_at(key, kvh, d + 4u, d4);
+                let k5 = key_at(key, kvh, d + 5u, d4);
+                let k6 = key_at(key, kvh, d + 6u, d4);
+                let k7 = key_at(key, kvh, d + 7u, d4);
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    let b = jj * d4 + d;
+                    dots[jj] += qs[b] * k0 + qs[b + 1u] * k1 + qs[b + 2u] * k2 + qs[b + 3u] * k3;
+                    dots[jj] += qs[b + 4u] * k4 + qs[b + 5u] * k5 + qs[b + 6u] * k6 + qs[b + 7u] * k7;
+                }
+            }
+            for (; d < d4; d++) {
+                let kv = key_at(key, kvh, d, d4);
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    dots[jj] += qs[jj * d4 + d] * kv;
+                }
+            }
+        }
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            var s = NEG;
+            if jj < nq && lid < n_here && key < lim[jj] {
+                s = (dots[jj].x + dots[jj].y + dots[jj].z + dots[jj].w) * p.scale;
+            }
+            sc[jj * TILE + lid] = s;
+        }
+        // The first four values of this invocation's key group, in flight
+        // through the reduction (at indices clamped into the tile; their
+        // probabilities are 0 past it).
+        let last = n_here - 1u;
+        let v0 = value_at(c0 + min(kg, last), kvh, dim4, d4);
+        let v1 = value_at(c0 + min(kg + n_kg, last), kvh, dim4, d4);
+        let v2 = value_at(c0 + min(kg + 2u * n_kg, last), kvh, dim4, d4);
+        let v3 = value_at(c0 + min(kg + 3u * n_kg, last), kvh, dim4, d4);
+        workgroupBarrier();
+        // Each lane's `(max, sum)` over its keys of the tile, then the tree.
+        var mx = NEG;
+        var l = 0.0;
+        if rq < nq {
+            for (var r = lane; r < n_here; r += LANES) {
+                mx = max(mx, sc[rq * TILE + r]);
+            }
+            for (var r = lane; r < n_here; r += LANES) {
+                let s = sc[rq * TILE + r];
+                if s > NEG {
+                    l += exp(s - mx);
+                }
+            }
+        }
+        reduce(lid, vec2<f32>(mx, l));
+        var m_new: array<f32, MAXQ>;
+        var alpha: array<f32, MAXQ>;
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            let tile = red[jj * LANES];
+            m_new[jj] = max(m_run[jj], tile.x);
+            alpha[jj] = exp(m_run[jj] - m_new[jj]);
+            l_run[jj] = l_run[jj] * alpha[jj] + tile.y * exp(tile.x - m_new[jj]);
+            m_run[jj] = m_new[jj];
+            acc[jj] *= alpha[jj];
+        }
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            let s = sc[jj * TILE + lid];
+            var pr = 0.0;
+            if jj < nq && s > NEG {
+                pr = exp(s - m_new[jj]);
+            }
+            sc[jj * TILE + lid] = pr;
+        }
+        workgroupBarrier();
+        if kg < n_kg {
+            for (var jj = 0u; jj < MAXQ; jj++) {
+                let b = jj * TILE;
+                let p0 = select(0.0, sc[b + min(kg, TILE - 1u)], kg < n_here);
+                let p1 = select(0.0, sc[b + min(kg + n_kg, TILE - 1u)], kg + n_kg < n_here);
+                let p2 = select(0.0, sc[b + min(kg + 2u * n_kg, TILE - 1u)], kg + 2u * n_kg < n_here);
+                let p3 = select(0.0, sc[b + min(kg + 3u * n_kg, TILE - 1u)], kg + 3u * n_kg < n_here);
+                acc[jj] += p0 * v0 + p1 * v1 + p2 * v2 + p3 * v3;
+            }
+            // Four values in flight before any is used.
+            var j = kg + 4u * n_kg;
+            for (; j + 3u * n_kg < n_here; j += 4u * n_kg) {
+                let u0 = value_at(c0 + j, kvh, dim4, d4);
+                let u1 = value_at(c0 + j + n_kg, kvh, dim4, d4);
+                let u2 = value_at(c0 + j + 2u * n_kg, kvh, dim4, d4);
+                let u3 = value_at(c0 + j + 3u * n_kg, kvh, dim4, d4);
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    let b = jj * TILE + j;
+                    acc[jj] += sc[b] * u0 + sc[b + n_kg] * u1 + sc[b + 2u * n_kg] * u2 + sc[b + 3u * n_kg] * u3;
+                }
+            }
+            for (; j < n_here; j += n_kg) {
+                let vv = value_at(c0 + j, kvh, dim4, d4);
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    acc[jj] += sc[jj * TILE + j] * vv;
+                }
+            }
+        }
+        workgroupBarrier();
+    }
+    // Sum the key groups of each dim and write the partials (a constant
+    // trip count here too, so `acc` stays indexed by constants).
+    for (var jj = 0u; jj < MAXQ; jj++) {
+        if jj >= nq {
+            break;
+        }
+        sums[lid] = acc[jj];
+        workgroupBarrier();
+        let j = j0 + jj;
+        let h = kvh * group + j % group;
+        let base = (((j / group) * p.n_heads + h) * n_splits + split) * (d4 + 1u);
+        if lid < d4 {
+            var total = vec4<f32>(0.0);
+            for (var g = 0u; g < n_kg; g++) {
+                total += sums[g * d4 + lid];
+            }
+            part[base + 1u + lid] = total;
+        }
+        if lid == 0u {
+            part[base] = vec4<f32>(m_run[jj], l_run[jj], 0.0, 0.0);
+        }
+        workgroupBarrier();
+    }
+}
+"#;
+
+/// `sdpa_split_short_rope.wgsl` with `Elem = f32`.
+pub const SDPA_SPLIT_SHORT_ROPE_F32: &str = r#"//! The `_rope` form of `sdpa_split_short.wgsl`: `sdpa_split_rope.wgsl` in workgroups of 64 invocations (tiles of 64 keys),
+//! for caches whose splits hold 64 keys at most at their longest context
+//! (every split plan up to 4,096 keys; decode splits hold 32 keys up to
+//! 2,048): there, most of the 256 invocations would idle and each tree would take
+//! two more levels (H200, run al: ~1 us a layer off the SmolLM2 shape's
+//! decode step; on longer splits the 256-wide form is the faster, four
+//! tiles a split costing ~7% of the 1B decode at 8,192). Everything but
+//! `WG` is `sdpa_split_rope.wgsl`'s.
+// variants: f32 f16 f32_kvf16
+
+alias Elem = f32;
+alias KvElem = Elem;
+
+/// Invocations per workgroup (`common/sdpa_split_body.wgsl`).
+const WG: u32 = 64u;
+
+/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
+/// `split_min_keys` keys each, enough splits to reach `split_target`
+/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
+/// length but the last, none empty.
+fn split_plan(ctx: u32) -> vec2<u32> {
+    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
+    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
+    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
+    let chunk = max((ctx + bound - 1u) / bound, 1u);
+    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
+}
+/// `vec4` `d` of a row of token `t` of the call rotated: its pairs `(x, y)`
+/// and `(z, w)` are pairs `2d` and `2d + 1` of the half head dim. Rounded
+/// to `Elem`, as the rotation's output tensor holds it.
+fn rope4(v: vec4<Elem>, t: u32, d: u32) -> vec4<f32> {
+    let i = (p.table_row + t) * (p.head_dim / 2u) + 2u * d;
+    let c = vec2<f32>(f32(cos_t[i]), f32(cos_t[i + 1u]));
+    let sn = vec2<f32>(f32(sin_t[i]), f32(sin_t[i + 1u]));
+    let x = vec4<f32>(v);
+    let re = x.xz * c - x.yw * sn;
+    let im = x.xz * sn + x.yw * c;
+    return vec4<f32>(vec4<Elem>(vec4<f32>(re.x, im.x, re.y, im.y)));
+}
+struct Params {
+    /// Query rows (`S`).
+    seq: u32,
+    /// Query heads.
+    n_heads: u32,
+    /// Key/value heads.
+    n_kv_heads: u32,
+    /// Head dim (a multiple of 4, at most 256).
+    head_dim: u32,
+    /// Position of the first new token.
+    start_pos: u32,
+    /// Softmax scale.
+    scale: f32,
+    /// Split plan constants (`common/split_plan.wgsl`).
+    split_target: u32,
+    split_min_keys: u32,
+    split_tile: u32,
+    split_max: u32,
+    _pad0: u32,
+    _pad1: u32,
+    /// The tables' row of the call's first token.
+    table_row: u32,
+    _pad2: u32,
+    _pad3: u32,
+    _pad4: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> k_new: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> v_new: array<vec4<Elem>>;
+@group(0) @binding(4) var<storage, read> cos_t: array<Elem>;
+@group(0) @binding(5) var<storage, read> sin_t: array<Elem>;
+@group(0) @binding(6) var<storage, read_write> k_cache: array<vec4<KvElem>>;
+@group(0) @binding(7) var<storage, read_write> v_cache: array<vec4<KvElem>>;
+@group(0) @binding(8) var<storage, read_write> part: array<vec4<f32>>;
+
+/// `vec4` `d` of query row `row` (the call's token `row`), head `h`, rotated.
+fn query_at(row: u32, h: u32, d: u32, d4: u32) -> vec4<f32> {
+    return rope4(q[(row * p.n_heads + h) * d4 + d], row, d);
+}
+
+/// `vec4` `d` of the call's key `t` of kv head `kvh`, rotated, as the cache
+/// holds it.
+fn new_key(t: u32, kvh: u32, d: u32, d4: u32) -> vec4<KvElem> {
+    return vec4<KvElem>(rope4(k_new[(t * p.n_kv_heads + kvh) * d4 + d], t, d));
+}
+/// Query vectors per workgroup.
+const MAXQ: u32 = 4u;
+/// Keys per tile (one per invocation when scoring).
+const TILE: u32 = WG;
+/// Invocations per query vector in the reductions (`MAXQ * LANES = WG`).
+const LANES: u32 = WG / MAXQ;
+/// Score of a masked key.
+const NEG: f32 = -3.402823e38;
+
+/// `vec4` `d` of key `key` of kv head `kvh` (`d4` per row), from the cache.
+fn key_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
+    return vec4<f32>(k_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
+}
+
+/// The same for the values.
+fn value_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
+    return vec4<f32>(v_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
+}
+
+var<workgroup> qs: array<vec4<f32>, 256>;
+/// Per query vector and key of the tile: the score, then its probability.
+var<workgroup> sc: array<f32, MAXQ * TILE>;
+/// The reduction's `(max, sum of exp(s - max))` pairs.
+var<workgroup> red: array<vec2<f32>, WG>;
+var<workgroup> sums: array<vec4<f32>, WG>;
+
+/// Two `(max, sum of exp(s - max))` pairs as one.
+fn merge_ml(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
+    let m = max(a.x, b.x);
+    return vec2<f32>(m, a.y * exp(a.x - m) + b.y * exp(b.x - m));
+}
+
+/// Tree reduction of the pairs in `red` within each query vector's `LANES`
+/// invocations: the result of vector `j` lands in `red[j * LANES]`.
+fn reduce(lid: u32, v: vec2<f32>) {
+    red[lid] = v;
+    workgroupBarrier();
+    let lane = lid % LANES;
+    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            red[lid] = merge_ml(red[lid], red[lid + stride]);
+        }
+        workgroupBarrier();
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let group = p.n_heads / p.n_kv_heads;
+    let n_qv = p.seq * group;
+    let n_blocks = (n_qv + MAXQ - 1u) / MAXQ;
+    let kvh = wid.x / n_blocks;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    let plan = split_plan(p.start_pos + p.seq);
+    let n_splits = plan.x;
+    let chunk = plan.y;
+    if kvh >= p.n_kv_heads || wid.y >= n_splits {
+        return;
+    }
+    let j0 = (wid.x % n_blocks) * MAXQ;
+    let nq = min(MAXQ, n_qv - j0);
+    let split = wid.y;
+    let d4 = p.head_dim / 4u;
+    let begin = split * chunk;
+    let end = min(p.start_pos + p.seq, begin + chunk);
+    // The call's new rows of this kv head that the split covers (`seq *
+    // d4` `vec4`s at most) and the workgroup's query vectors (`MAXQ * d4`
+    // at most): an element of each per invocation and pass (one pass at
+    // head dims up to 64), loaded at clamped (valid) indices with no
+    // branch in between, then stored.
+    let first = max(begin, p.start_pos);
+    let n_new = select(0u, (end - first) * d4, first < end);
+    let n_q = nq * d4;
+    for (var e0 = 0u; e0 < max(n_new, n_q); e0 += WG) {
+        let e = e0 + lid;
+        let ew = min(e, max(n_new, 1u) - 1u);
+        let new_row = first + ew / d4;
+        let t = new_row - p.start_pos;
+        let kw = new_key(t, kvh, ew % d4, d4);
+        let vw = vec4<KvElem>(v_new[(t * p.n_kv_heads + kvh) * d4 + ew % d4]);
+        let eq = min(e, n_q - 1u);
+        let jq = j0 + eq / d4;
+        let qv = query_at(jq / group, kvh * group + jq % group, eq % d4, d4);
+        // Each workgroup of the split stores its new rows (when a kv head's
+        // query vectors take several workgroups, each stores the same
+        // values) and reads them back from the caches below.
+        if e < n_new {
+            let dst = (new_row * p.n_kv_heads + kvh) * d4 + ew % d4;
+            k_cache[dst] = kw;
+            v_cache[dst] = vw;
+        }
+        if e < n_q {
+            qs[e] = qv;
+        }
+    }
+    storageBarrier();
+    workgroupBarrier();
+    // Per query vector: the keys its row sees end at `lim`.
+    var lim: array<u32, MAXQ>;
+    for (var jj = 0u; jj < MAXQ; jj++) {
+        lim[jj] = p.start_pos + (j0 + jj) / group + 1u;
+    }
+    var m_run = array<f32, MAXQ>(NEG, NEG, NEG, NEG);
+    var l_run = array<f32, MAXQ>(0.0, 0.0, 0.0, 0.0);
+    var acc: array<vec4<f32>, MAXQ>;
+    let dim4 = lid % d4;
+    let kg = lid / d4;
+    let n_kg = WG / d4;
+    let rq = lid / LANES;
+    let lane = lid % LANES;
+    for (var c0 = begin; c0 < end; c0 += TILE) {
+        let n_here = min(TILE, end - c0);
+        let key = c0 + lid;
+        // Loops over the query vectors run to `MAXQ` (constant trip
+        // counts, so the per-vector arrays stay in registers); vectors past
+        // `nq` compute on zeros (workgroup memory starts zeroed) or on
+        // probabilities set to 0, and are never stored.
+        var dots: array<vec4<f32>, MAXQ>;
+        if lid < n_here {
+            // Eight loads of the key in flight before any is used.
+            var d = 0u;
+            for (; d + 8u <= d4; d += 8u) {
+                let k0 = key_at(key, kvh, d, d4);
+                let k1 = key_at(key, kvh, d + 1u, d4);
+                let k2 = key_at(key, kvh, d + 2u, d4);
+                let k3 = key_at(key, kvh, d + 3u, d4);
+                let k4 = key_at(key, kvh, d + 4u, d4);
+                let k5 = key_at(key, kvh, d + 5u, d4);
+                let k6 = key_at(key, kvh, d + 6u, d4);
+                let k7 = key_at(key, kvh, d + 7u, d4);
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    let b = jj * d4 + d;
+                    dots[jj] += qs[b] * k0 + qs[b + 1u] * k1 + qs[b + 2u] * k2 + qs[b + 3u] * k3;
+                    dots[jj] += qs[b + 4u] * k4 + qs[b + 5u] * k5 + qs[b + 6u] * k6 + qs[b + 7u] * k7;
+                }
+            }
+            for (; d < d4; d++) {
+                let kv = key_at(key, kvh, d, d4);
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    dots[jj] += qs[jj * d4 + d] * kv;
+                }
+            }
+        }
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            var s = NEG;
+            if jj < nq && lid < n_here && key < lim[jj] {
+                s = (dots[jj].x + dots[jj].y + dots[jj].z + dots[jj].w) * p.scale;
+            }
+            sc[jj * TILE + lid] = s;
+        }
+        // The first four values of this invocation's key group, in flight
+        // through the reduction (at indices clamped into the tile; their
+        // probabilities are 0 past it).
+        let last = n_here - 1u;
+        let v0 = value_at(c0 + min(kg, last), kvh, dim4, d4);
+        let v1 = value_at(c0 + min(kg + n_kg, last), kvh, dim4, d4);
+        let v2 = value_at(c0 + min(kg + 2u * n_kg, last), kvh, dim4, d4);
+        let v3 = value_at(c0 + min(kg + 3u * n_kg, last), kvh, dim4, d4);
+        workgroupBarrier();
+        // Each lane's `(max, sum)` over its keys of the tile, then the tree.
+        var mx = NEG;
+        var l = 0.0;
+        if rq < nq {
+            for (var r = lane; r < n_here; r += LANES) {
+                mx = max(mx, sc[rq * TILE + r]);
+            }
+            for (var r = lane; r < n_here; r += LANES) {
+                let s = sc[rq * TILE + r];
+                if s > NEG {
+                    l += exp(s - mx);
+                }
+            }
+        }
+        reduce(lid, vec2<f32>(mx, l));
+        var m_new: array<f32, MAXQ>;
+        var alpha: array<f32, MAXQ>;
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            let tile = red[jj * LANES];
+            m_new[jj] = max(m_run[jj], tile.x);
+            alpha[jj] = exp(m_run[jj] - m_new[jj]);
+            l_run[jj] = l_run[jj] * alpha[jj] + tile.y * exp(tile.x - m_new[jj]);
+            m_run[jj] = m_new[jj];
+            acc[jj] *= alpha[jj];
+        }
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            let s = sc[jj * TILE + lid];
+            var pr = 0.0;
+            if jj < nq && s > NEG {
+                pr = exp(s - m_new[jj]);
+            }
+            sc[jj * TILE + lid] = pr;
+        }
+        workgroupBarrier();
+        if kg < n_kg {
+            for (var jj = 0u; jj < MAXQ; jj++) {
+                let b = jj * TILE;
+                let p0 = select(0.0, sc[b + min(kg, TILE - 1u)], kg < n_here);
+                let p1 = select(0.0, sc[b + min(kg + n_kg, TILE - 1u)], kg + n_kg < n_here);
+                let p2 = select(0.0, sc[b + min(kg + 2u * n_kg, TILE - 1u)], kg + 2u * n_kg < n_here);
+                let p3 = select(0.0, sc[b + min(kg + 3u * n_kg, TILE - 1u)], kg + 3u * n_kg < n_here);
+                acc[jj] += p0 * v0 + p1 * v1 + p2 * v2 + p3 * v3;
+            }
+            // Four values in flight before any is used.
+            var j = kg + 4u * n_kg;
+            for (; j + 3u * n_kg < n_here; j += 4u * n_kg) {
+                let u0 = value_at(c0 + j, kvh, dim4, d4);
+                let u1 = value_at(c0 + j + n_kg, kvh, dim4, d4);
+                let u2 = value_at(c0 + j + 2u * n_kg, kvh, dim4, d4);
+                let u3 = value_at(c0 + j + 3u * n_kg, kvh, dim4, d4);
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    let b = jj * TILE + j;
+                    acc[jj] += sc[b] * u0 + sc[b + n_kg] * u1 + sc[b + 2u * n_kg] * u2 + sc[b + 3u * n_kg] * u3;
+                }
+            }
+            for (; j < n_here; j += n_kg) {
+                let vv = value_at(c0 + j, kvh, dim4, d4);
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    acc[jj] += sc[jj * TILE + j] * vv;
+                }
+            }
+        }
+        workgroupBarrier();
+    }
+    // Sum the key groups of each dim and write the partials (a constant
+    // trip count here too, so `acc` stays indexed by constants).
+    for (var jj = 0u; jj < MAXQ; jj++) {
+        if jj >= nq {
+            break;
+        }
+        sums[lid] = acc[jj];
+        workgroupBarrier();
+        let j = j0 + jj;
+        let h = kvh * group + j % group;
+        let base = (((j / group) * p.n_heads + h) * n_splits + split) * (d4 + 1u);
+        if lid < d4 {
+            var total = vec4<f32>(0.0);
+            for (var g = 0u; g < n_kg; g++) {
+                total += sums[g * d4 + lid];
+            }
+            part[base + 1u + lid] = total;
+        }
+        if lid == 0u {
+            part[base] = vec4<f32>(m_run[jj], l_run[jj], 0.0, 0.0);
+        }
+        workgroupBarrier();
+    }
+}
+"#;
+
+/// `sdpa_split_short_rope.wgsl` with `Elem = f16`.
+pub const SDPA_SPLIT_SHORT_ROPE_F16: &str = r#"enable f16;
+
+//! The `_rope` form of `sdpa_split_short.wgsl`: `sdpa_split_rope.wgsl` in workgroups of 64 invocations (tiles of 64 keys),
+//! for caches whose splits hold 64 keys at most at their longest context
+//! (every split plan up to 4,096 keys; decode splits hold 32 keys up to
+//! 2,048): there, most of the 256 invocations would idle and each tree would take
+//! two more levels (H200, run al: ~1 us a layer off the SmolLM2 shape's
+//! decode step; on longer splits the 256-wide form is the faster, four
+//! tiles a split costing ~7% of the 1B decode at 8,192). Everything but
+//! `WG` is `sdpa_split_rope.wgsl`'s.
+// variants: f32 f16 f32_kvf16
+
+alias Elem = f16;
+alias KvElem = Elem;
+
+/// Invocations per workgroup (`common/sdpa_split_body.wgsl`).
+const WG: u32 = 64u;
+
+/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
+/// `split_min_keys` keys each, enough splits to reach `split_target`
+/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
+/// length but the last, none empty.
+fn split_plan(ctx: u32) -> vec2<u32> {
+    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
+    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
+    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
+    let chunk = max((ctx + bound - 1u) / bound, 1u);
+    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
+}
+/// `vec4` `d` of a row of token `t` of the call rotated: its pairs `(x, y)`
+/// and `(z, w)` are pairs `2d` and `2d + 1` of the half head dim. Rounded
+/// to `Elem`, as the rotation's output tensor holds it.
+fn rope4(v: vec4<Elem>, t: u32, d: u32) -> vec4<f32> {
+    let i = (p.table_row + t) * (p.head_dim / 2u) + 2u * d;
+    let c = vec2<f32>(f32(cos_t[i]), f32(cos_t[i + 1u]));
+    let sn = vec2<f32>(f32(sin_t[i]), f32(sin_t[i + 1u]));
+    let x = vec4<f32>(v);
+    let re = x.xz * c - x.yw * sn;
+    let im = x.xz * sn + x.yw * c;
+    return vec4<f32>(vec4<Elem>(vec4<f32>(re.x, im.x, re.y, im.y)));
+}
+struct Params {
+    /// Query rows (`S`).
+    seq: u32,
+    /// Query heads.
+    n_heads: u32,
+    /// Key/value heads.
+    n_kv_heads: u32,
+    /// Head dim (a multiple of 4, at most 256).
+    head_dim: u32,
+    /// Position of the first new token.
+    start_pos: u32,
+    /// Softmax scale.
+    scale: f32,
+    /// Split plan constants (`common/split_plan.wgsl`).
+    split_target: u32,
+    split_min_keys: u32,
+    split_tile: u32,
+    split_max: u32,
+    _pad0: u32,
+    _pad1: u32,
+    /// The tables' row of the call's first token.
+    table_row: u32,
+    _pad2: u32,
+    _pad3: u32,
+    _pad4: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> k_new: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> v_new: array<vec4<Elem>>;
+@group(0) @binding(4) var<storage, read> cos_t: array<Elem>;
+@group(0) @binding(5) var<storage, read> sin_t: array<Elem>;
+@group(0) @binding(6) var<storage, read_write> k_cache: array<vec4<KvElem>>;
+@group(0) @binding(7) var<storage, read_write> v_cache: array<vec4<KvElem>>;
+@group(0) @binding(8) var<storage, read_write> part: array<vec4<f32>>;
+
+/// `vec4` `d` of query row `row` (the call's token `row`), head `h`, rotated.
+fn query_at(row: u32, h: u32, d: u32, d4: u32) -> vec4<f32> {
+    return rope4(q[(row * p.n_heads + h) * d4 + d], row, d);
+}
+
+/// `vec4` `d` of the call's key `t` of kv head `kvh`, rotated, as the cache
+/// holds it.
+fn new_key(t: u32, kvh: u32, d: u32, d4: u32) -> vec4<KvElem> {
+    return vec4<KvElem>(rope4(k_new[(t * p.n_kv_heads + kvh) * d4 + d], t, d));
+}
+/// Query vectors per workgroup.
+const MAXQ: u32 = 4u;
+/// Keys per tile (one per invocation when scoring).
+const TILE: u32 = WG;
+/// Invocations per query vector in the reductions (`MAXQ * LANES = WG`).
+const LANES: u32 = WG / MAXQ;
+/// Score of a masked key.
+const NEG: f32 = -3.402823e38;
+
+/// `vec4` `d` of key `key` of kv head `kvh` (`d4` per row), from the cache.
+fn key_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
+    return vec4<f32>(k_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
+}
+
+/// The same for the values.
+fn value_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
+    return vec4<f32>(v_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
+}
+
+var<workgroup> qs: array<vec4<f32>, 256>;
+/// Per query vector and key of the tile: the score, then its probability.
+var<workgroup> sc: array<f32, MAXQ * TILE>;
+/// The reduction's `(max, sum of exp(s - max))` pairs.
+var<workgroup> red: array<vec2<f32>, WG>;
+var<workgroup> sums: array<vec4<f32>, WG>;
+
+/// Two `(max, sum of exp(s - max))` pairs as one.
+fn merge_ml(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
+    let m = max(a.x, b.x);
+    return vec2<f32>(m, a.y * exp(a.x - m) + b.y * exp(b.x - m));
+}
+
+/// Tree reduction of the pairs in `red` within each query vector's `LANES`
+/// invocations: the result of vector `j` lands in `red[j * LANES]`.
+fn reduce(lid: u32, v: vec2<f32>) {
+    red[lid] = v;
+    workgroupBarrier();
+    let lane = lid % LANES;
+    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            red[lid] = merge_ml(red[lid], red[lid + stride]);
+        }
+        workgroupBarrier();
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let group = p.n_heads / p.n_kv_heads;
+    let n_qv = p.seq * group;
+    let n_blocks = (n_qv + MAXQ - 1u) / MAXQ;
+    let kvh = wid.x / n_blocks;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    let plan = split_plan(p.start_pos + p.seq);
+    let n_splits = plan.x;
+    let chunk = plan.y;
+    if kvh >= p.n_kv_heads || wid.y >= n_splits {
+        return;
+    }
+    let j0 = (wid.x % n_blocks) * MAXQ;
+    let nq = min(MAXQ, n_qv - j0);
+    let split = wid.y;
+    let d4 = p.head_dim / 4u;
+    let begin = split * chunk;
+    let end = min(p.start_pos + p.seq, begin + chunk);
+    // The call's new rows of this kv head that the split covers (`seq *
+    // d4` `vec4`s at most) and the workgroup's query vectors (`MAXQ * d4`
+    // at most): an element of each per invocation and pass (one pass at
+    // head dims up to 64), loaded at clamped (valid) indices with no
+    // branch in between, then stored.
+    let first = max(begin, p.start_pos);
+    let n_new = select(0u, (end - first) * d4, first < end);
+    let n_q = nq * d4;
+    for (var e0 = 0u; e0 < max(n_new, n_q); e0 += WG) {
+        let e = e0 + lid;
+        let ew = min(e, max(n_new, 1u) - 1u);
+        let new_row = first + ew / d4;
+        let t = new_row - p.start_pos;
+        let kw = new_key(t, kvh, ew % d4, d4);
+        let vw = vec4<KvElem>(v_new[(t * p.n_kv_heads + kvh) * d4 + ew % d4]);
+        let eq = min(e, n_q - 1u);
+        let jq = j0 + eq / d4;
+        let qv = query_at(jq / group, kvh * group + jq % group, eq % d4, d4);
+        // Each workgroup of the split stores its new rows (when a kv head's
+        // query vectors take several workgroups, each stores the same
+        // values) and reads them back from the caches below.
+        if e < n_new {
+            let dst = (new_row * p.n_kv_heads + kvh) * d4 + ew % d4;
+            k_cache[dst] = kw;
+            v_cache[dst] = vw;
+        }
+        if e < n_q {
+            qs[e] = qv;
+        }
+    }
+    storageBarrier();
+    workgroupBarrier();
+    // Per query vector: the keys its row sees end at `lim`.
+    var lim: array<u32, MAXQ>;
+    for (var jj = 0u; jj < MAXQ; jj++) {
+        lim[jj] = p.start_pos + (j0 + jj) / group + 1u;
+    }
+    var m_run = array<f32, MAXQ>(NEG, NEG, NEG, NEG);
+    var l_run = array<f32, MAXQ>(0.0, 0.0, 0.0, 0.0);
+    var acc: array<vec4<f32>, MAXQ>;
+    let dim4 = lid % d4;
+    let kg = lid / d4;
+    let n_kg = WG / d4;
+    let rq = lid / LANES;
+    let lane = lid % LANES;
+    for (var c0 = begin; c0 < end; c0 += TILE) {
+        let n_here = min(TILE, end - c0);
+        let key = c0 + lid;
+        // Loops over the query vectors run to `MAXQ` (constant trip
+        // counts, so the per-vector arrays stay in registers); vectors past
+        // `nq` compute on zeros (workgroup memory starts zeroed) or on
+        // probabilities set to 0, and are never stored.
+        var dots: array<vec4<f32>, MAXQ>;
+        if lid < n_here {
+            // Eight loads of the key in flight before any is used.
+            var d = 0u;
+            for (; d + 8u <= d4; d += 8u) {
+                let k0 = key_at(key, kvh, d, d4);
+                let k1 = key_at(key, kvh, d + 1u, d4);
+                let k2 = key_at(key, kvh, d + 2u, d4);
+                let k3 = key_at(key, kvh, d + 3u, d4);
+                let k4 = key_at(key, kvh, d + 4u, d4);
+                let k5 = key_at(key, kvh, d + 5u, d4);
+                let k6 = key_at(key, kvh, d + 6u, d4);
+                let k7 = key_at(key, kvh, d + 7u, d4);
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    let b = jj * d4 + d;
+                    dots[jj] += qs[b] * k0 + qs[b + 1u] * k1 + qs[b + 2u] * k2 + qs[b + 3u] * k3;
+                    dots[jj] += qs[b + 4u] * k4 + qs[b + 5u] * k5 + qs[b + 6u] * k6 + qs[b + 7u] * k7;
+                }
+            }
+            for (; d < d4; d++) {
+                let kv = key_at(key, kvh, d, d4);
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    dots[jj] += qs[jj * d4 + d] * kv;
+                }
+            }
+        }
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            var s = NEG;
+            if jj < nq && lid < n_here && key < lim[jj] {
+                s = (dots[jj].x + dots[jj].y + dots[jj].z + dots[jj].w) * p.scale;
+            }
+            sc[jj * TILE + lid] = s;
+        }
+        // The first four values of this invocation's key group, in flight
+        // through the reduction (at indices clamped into the tile; their
+        // probabilities are 0 past it).
+        let last = n_here - 1u;
+        let v0 = value_at(c0 + min(kg, last), kvh, dim4, d4);
+        let v1 = value_at(c0 + min(kg + n_kg, last), kvh, dim4, d4);
+        let v2 = value_at(c0 + min(kg + 2u * n_kg, last), kvh, dim4, d4);
+        let v3 = value_at(c0 + min(kg + 3u * n_kg, last), kvh, dim4, d4);
+        workgroupBarrier();
+        // Each lane's `(max, sum)` over its keys of the tile, then the tree.
+        var mx = NEG;
+        var l = 0.0;
+        if rq < nq {
+            for (var r = lane; r < n_here; r += LANES) {
+                mx = max(mx, sc[rq * TILE + r]);
+            }
+            for (var r = lane; r < n_here; r += LANES) {
+                let s = sc[rq * TILE + r];
+                if s > NEG {
+                    l += exp(s - mx);
+                }
+            }
+        }
+        reduce(lid, vec2<f32>(mx, l));
+        var m_new: array<f32, MAXQ>;
+        var alpha: array<f32, MAXQ>;
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            let tile = red[jj * LANES];
+            m_new[jj] = max(m_run[jj], tile.x);
+            alpha[jj] = exp(m_run[jj] - m_new[jj]);
+            l_run[jj] = l_run[jj] * alpha[jj] + tile.y * exp(tile.x - m_new[jj]);
+            m_run[jj] = m_new[jj];
+            acc[jj] *= alpha[jj];
+        }
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            let s = sc[jj * TILE + lid];
+            var pr = 0.0;
+            if jj < nq && s > NEG {
+                pr = exp(s - m_new[jj]);
+            }
+            sc[jj * TILE + lid] = pr;
+        }
+        workgroupBarrier();
+        if kg < n_kg {
+            for (var jj = 0u; jj < MAXQ; jj++) {
+                let b = jj * TILE;
+                let p0 = select(0.0, sc[b + min(kg, TILE - 1u)], kg < n_here);
+                let p1 = select(0.0, sc[b + min(kg + n_kg, TILE - 1u)], kg + n_kg < n_here);
+                let p2 = select(0.0, sc[b + min(kg + 2u * n_kg, TILE - 1u)], kg + 2u * n_kg < n_here);
+                let p3 = select(0.0, sc[b + min(kg + 3u * n_kg, TILE - 1u)], kg + 3u * n_kg < n_here);
+                acc[jj] += p0 * v0 + p1 * v1 + p2 * v2 + p3 * v3;
+            }
+            // Four values in flight before any is used.
+            var j = kg + 4u * n_kg;
+            for (; j + 3u * n_kg < n_here; j += 4u * n_kg) {
+                let u0 = value_at(c0 + j, kvh, dim4, d4);
+                let u1 = value_at(c0 + j + n_kg, kvh, dim4, d4);
+                let u2 = value_at(c0 + j + 2u * n_kg, kvh, dim4, d4);
+                let u3 = value_at(c0 + j + 3u * n_kg, kvh, dim4, d4);
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    let b = jj * TILE + j;
+                    acc[jj] += sc[b] * u0 + sc[b + n_kg] * u1 + sc[b + 2u * n_kg] * u2 + sc[b + 3u * n_kg] * u3;
+                }
+            }
+            for (; j < n_here; j += n_kg) {
+                let vv = value_at(c0 + j, kvh, dim4, d4);
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    acc[jj] += sc[jj * TILE + j] * vv;
+                }
+            }
+        }
+        workgroupBarrier();
+    }
+    // Sum the key groups of each dim and write the partials (a constant
+    // trip count here too, so `acc` stays indexed by constants).
+    for (var jj = 0u; jj < MAXQ; jj++) {
+        if jj >= nq {
+            break;
+        }
+        sums[lid] = acc[jj];
+        workgroupBarrier();
+        let j = j0 + jj;
+        let h = kvh * group + j % group;
+        let base = (((j / group) * p.n_heads + h) * n_splits + split) * (d4 + 1u);
+        if lid < d4 {
+            var total = vec4<f32>(0.0);
+            for (var g = 0u; g < n_kg; g++) {
+                total += sums[g * d4 + lid];
+            }
+            part[base + 1u + lid] = total;
+        }
+        if lid == 0u {
+            part[base] = vec4<f32>(m_run[jj], l_run[jj], 0.0, 0.0);
+        }
+        workgroupBarrier();
+    }
+}
+"#;
+
+/// `sdpa_split_short_rope.wgsl` with `Elem = f32`, `KvElem = f16`.
+pub const SDPA_SPLIT_SHORT_ROPE_F32_KVF16: &str = r#"enable f16;
+
+//! The `_rope` form of `sdpa_split_short.wgsl`: `sdpa_split_rope.wgsl` in workgroups of 64 invocations (tiles of 64 keys),
+//! for caches whose splits hold 64 keys at most at their longest context
+//! (every split plan up to 4,096 keys; decode splits hold 32 keys up to
+//! 2,048): there, most of the 256 invocations would idle and each tree would take
+//! two more levels (H200, run al: ~1 us a layer off the SmolLM2 shape's
+//! decode step; on longer splits the 256-wide form is the faster, four
+//! tiles a split costing ~7% of the 1B decode at 8,192). Everything but
+//! `WG` is `sdpa_split_rope.wgsl`'s.
+// variants: f32 f16 f32_kvf16
+
+alias Elem = f32;
+alias KvElem = f16;
+
+/// Invocations per workgroup (`common/sdpa_split_body.wgsl`).
+const WG: u32 = 64u;
+
+/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
+/// `split_min_keys` keys each, enough splits to reach `split_target`
+/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
+/// length but the last, none empty.
+fn split_plan(ctx: u32) -> vec2<u32> {
+    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
+    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
+    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
+    let chunk = max((ctx + bound - 1u) / bound, 1u);
+    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
+}
+/// `vec4` `d` of a row of token `t` of the call rotated: its pairs `(x, y)`
+/// and `(z, w)` are pairs `2d` and `2d + 1` of the half head dim. Rounded
+/// to `Elem`, as the rotation's output tensor holds it.
+fn rope4(v: vec4<Elem>, t: u32, d: u32) -> vec4<f32> {
+    let i = (p.table_row + t) * (p.head_dim / 2u) + 2u * d;
+    let c = vec2<f32>(f32(cos_t[i]), f32(cos_t[i + 1u]));
+    let sn = vec2<f32>(f32(sin_t[i]), f32(sin_t[i + 1u]));
+    let x = vec4<f32>(v);
+    let re = x.xz * c - x.yw * sn;
+    let im = x.xz * sn + x.yw * c;
+    return vec4<f32>(vec4<Elem>(vec4<f32>(re.x, im.x, re.y, im.y)));
+}
+struct Params {
+    /// Query rows (`S`).
+    seq: u32,
+    /// Query heads.
+    n_heads: u32,
+    /// Key/value heads.
+    n_kv_heads: u32,
+    /// Head dim (a multiple of 4, at most 256).
+    head_dim: u32,
+    /// Position of the first new token.
+    start_pos: u32,
+    /// Softmax scale.
+    scale: f32,
+    /// Split plan constants (`common/split_plan.wgsl`).
+    split_target: u32,
+    split_min_keys: u32,
+    split_tile: u32,
+    split_max: u32,
+    _pad0: u32,
+    _pad1: u32,
+    /// The tables' row of the call's first token.
+    table_row: u32,
+    _pad2: u32,
+    _pad3: u32,
+    _pad4: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> k_new: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> v_new: array<vec4<Elem>>;
+@group(0) @binding(4) var<storage, read> cos_t: array<Elem>;
+@group(0) @binding(5) var<storage, read> sin_t: array<Elem>;
+@group(0) @binding(6) var<storage, read_write> k_cache: array<vec4<KvElem>>;
+@group(0) @binding(7) var<storage, read_write> v_cache: array<vec4<KvElem>>;
+@group(0) @binding(8) var<storage, read_write> part: array<vec4<f32>>;
+
+/// `vec4` `d` of query row `row` (the call's token `row`), head `h`, rotated.
+fn query_at(row: u32, h: u32, d: u32, d4: u32) -> vec4<f32> {
+    return rope4(q[(row * p.n_heads + h) * d4 + d], row, d);
+}
+
+/// `vec4` `d` of the call's key `t` of kv head `kvh`, rotated, as the cache
+/// holds it.
+fn new_key(t: u32, kvh: u32, d: u32, d4: u32) -> vec4<KvElem> {
+    return vec4<KvElem>(rope4(k_new[(t * p.n_kv_heads + kvh) * d4 + d], t, d));
+}
+/// Query vectors per workgroup.
+const MAXQ: u32 = 4u;
+/// Keys per tile (one per invocation when scoring).
+const TILE: u32 = WG;
+/// Invocations per query vector in the reductions (`MAXQ * LANES = WG`).
+const LANES: u32 = WG / MAXQ;
+/// Score of a masked key.
+const NEG: f32 = -3.402823e38;
+
+/// `vec4` `d` of key `key` of kv head `kvh` (`d4` per row), from the cache.
+fn key_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
+    return vec4<f32>(k_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
+}
+
+/// The same for the values.
+fn value_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
+    return vec4<f32>(v_cache[(key * p.n_kv_heads + kvh) * d4 + d]);
+}
+
+var<workgroup> qs: array<vec4<f32>, 256>;
+/// Per query vector and key of the tile: the score, then its probability.
+var<workgroup> sc: array<f32, MAXQ * TILE>;
+/// The reduction's `(max, sum of exp(s - max))` pairs.
+var<workgroup> red: array<vec2<f32>, WG>;
+var<workgroup> sums: array<vec4<f32>, WG>;
+
+/// Two `(max, sum of exp(s - max))` pairs as one.
+fn merge_ml(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
+    let m = max(a.x, b.x);
+    return vec2<f32>(m, a.y * exp(a.x - m) + b.y * exp(b.x - m));
+}
+
+/// Tree reduction of the pairs in `red` within each query vector's `LANES`
+/// invocations: the result of vector `j` lands in `red[j * LANES]`.
+fn reduce(lid: u32, v: vec2<f32>) {
+    red[lid] = v;
+    workgroupBarrier();
+    let lane = lid % LANES;
+    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            red[lid] = merge_ml(red[lid], red[lid + stride]);
+        }
+        workgroupBarrier();
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let group = p.n_heads / p.n_kv_heads;
+    let n_qv = p.seq * group;
+    let n_blocks = (n_qv + MAXQ - 1u) / MAXQ;
+    let kvh = wid.x / n_blocks;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    let plan = split_plan(p.start_pos + p.seq);
+    let n_splits = plan.x;
+    let chunk = plan.y;
+    if kvh >= p.n_kv_heads || wid.y >= n_splits {
+        return;
+    }
+    let j0 = (wid.x % n_blocks) * MAXQ;
+    let nq = min(MAXQ, n_qv - j0);
+    let split = wid.y;
+    let d4 = p.head_dim / 4u;
+    let begin = split * chunk;
+    let end = min(p.start_pos + p.seq, begin + chunk);
+    // The call's new rows of this kv head that the split covers (`seq *
+    // d4` `vec4`s at most) and the workgroup's query vectors (`MAXQ * d4`
+    // at most): an element of each per invocation and pass (one pass at
+    // head dims up to 64), loaded at clamped (valid) indices with no
+    // branch in between, then stored.
+    let first = max(begin, p.start_pos);
+    let n_new = select(0u, (end - first) * d4, first < end);
+    let n_q = nq * d4;
+    for (var e0 = 0u; e0 < max(n_new, n_q); e0 += WG) {
+        let e = e0 + lid;
+        let ew = min(e, max(n_new, 1u) - 1u);
+        let new_row = first + ew / d4;
+        let t = new_row - p.start_pos;
+        let kw = new_key(t, kvh, ew % d4, d4);
+        let vw = vec4<KvElem>(v_new[(t * p.n_kv_heads + kvh) * d4 + ew % d4]);
+        let eq = min(e, n_q - 1u);
+        let jq = j0 + eq / d4;
+        let qv = query_at(jq / group, kvh * group + jq % group, eq % d4, d4);
+        // Each workgroup of the split stores its new rows (when a kv head's
+        // query vectors take several workgroups, each stores the same
+        // values) and reads them back from the caches below.
+        if e < n_new {
+            let dst = (new_row * p.n_kv_heads + kvh) * d4 + ew % d4;
+            k_cache[dst] = kw;
+            v_cache[dst] = vw;
+        }
+        if e < n_q {
+            qs[e] = qv;
+        }
+    }
+    storageBarrier();
+    workgroupBarrier();
+    // Per query vector: the keys its row sees end at `lim`.
+    var lim: array<u32, MAXQ>;
+    for (var jj = 0u; jj < MAXQ; jj++) {
+        lim[jj] = p.start_pos + (j0 + jj) / group + 1u;
+    }
+    var m_run = array<f32, MAXQ>(NEG, NEG, NEG, NEG);
+    var l_run = array<f32, MAXQ>(0.0, 0.0, 0.0, 0.0);
+    var acc: array<vec4<f32>, MAXQ>;
+    let dim4 = lid % d4;
+    let kg = lid / d4;
+    let n_kg = WG / d4;
+    let rq = lid / LANES;
+    let lane = lid % LANES;
+    for (var c0 = begin; c0 < end; c0 += TILE) {
+        let n_here = min(TILE, end - c0);
+        let key = c0 + lid;
+        // Loops over the query vectors run to `MAXQ` (constant trip
+        // counts, so the per-vector arrays stay in registers); vectors past
+        // `nq` compute on zeros (workgroup memory starts zeroed) or on
+        // probabilities set to 0, and are never stored.
+        var dots: array<vec4<f32>, MAXQ>;
+        if lid < n_here {
+            // Eight loads of the key in flight before any is used.
+            var d = 0u;
+            for (; d + 8u <= d4; d += 8u) {
+                let k0 = key_at(key, kvh, d, d4);
+                let k1 = key_at(key, kvh, d + 1u, d4);
+                let k2 = key_at(key, kvh, d + 2u, d4);
+                let k3 = key_at(key, kvh, d + 3u, d4);
+                let k4 = key_at(key, kvh, d + 4u, d4);
+                let k5 = key_at(key, kvh, d + 5u, d4);
+                let k6 = key_at(key, kvh, d + 6u, d4);
+                let k7 = key_at(key, kvh, d + 7u, d4);
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    let b = jj * d4 + d;
+                    dots[jj] += qs[b] * k0 + qs[b + 1u] * k1 + qs[b + 2u] * k2 + qs[b + 3u] * k3;
+                    dots[jj] += qs[b + 4u] * k4 + qs[b + 5u] * k5 + qs[b + 6u] * k6 + qs[b + 7u] * k7;
+                }
+            }
+            for (; d < d4; d++) {
+                let kv = key_at(key, kvh, d, d4);
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    dots[jj] += qs[jj * d4 + d] * kv;
+                }
+            }
+        }
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            var s = NEG;
+            if jj < nq && lid < n_here && key < lim[jj] {
+                s = (dots[jj].x + dots[jj].y + dots[jj].z + dots[jj].w) * p.scale;
+            }
+            sc[jj * TILE + lid] = s;
+        }
+        // The first four values of this invocation's key group, in flight
+        // through the reduction (at indices clamped into the tile; their
+        // probabilities are 0 past it).
+        let last = n_here - 1u;
+        let v0 = value_at(c0 + min(kg, last), kvh, dim4, d4);
+        let v1 = value_at(c0 + min(kg + n_kg, last), kvh, dim4, d4);
+        let v2 = value_at(c0 + min(kg + 2u * n_kg, last), kvh, dim4, d4);
+        let v3 = value_at(c0 + min(kg + 3u * n_kg, last), kvh, dim4, d4);
+        workgroupBarrier();
+        // Each lane's `(max, sum)` over its keys of the tile, then the tree.
+        var mx = NEG;
+        var l = 0.0;
+        if rq < nq {
+            for (var r = lane; r < n_here; r += LANES) {
+                mx = max(mx, sc[rq * TILE + r]);
+            }
+            for (var r = lane; r < n_here; r += LANES) {
+                let s = sc[rq * TILE + r];
+                if s > NEG {
+                    l += exp(s - mx);
+                }
+            }
+        }
+        reduce(lid, vec2<f32>(mx, l));
+        var m_new: array<f32, MAXQ>;
+        var alpha: array<f32, MAXQ>;
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            let tile = red[jj * LANES];
+            m_new[jj] = max(m_run[jj], tile.x);
+            alpha[jj] = exp(m_run[jj] - m_new[jj]);
+            l_run[jj] = l_run[jj] * alpha[jj] + tile.y * exp(tile.x - m_new[jj]);
+            m_run[jj] = m_new[jj];
+            acc[jj] *= alpha[jj];
+        }
+        for (var jj = 0u; jj < MAXQ; jj++) {
+            let s = sc[jj * TILE + lid];
+            var pr = 0.0;
+            if jj < nq && s > NEG {
+                pr = exp(s - m_new[jj]);
+            }
+            sc[jj * TILE + lid] = pr;
+        }
+        workgroupBarrier();
+        if kg < n_kg {
+            for (var jj = 0u; jj < MAXQ; jj++) {
+                let b = jj * TILE;
+                let p0 = select(0.0, sc[b + min(kg, TILE - 1u)], kg < n_here);
+                let p1 = select(0.0, sc[b + min(kg + n_kg, TILE - 1u)], kg + n_kg < n_here);
+                let p2 = select(0.0, sc[b + min(kg + 2u * n_kg, TILE - 1u)], kg + 2u * n_kg < n_here);
+                let p3 = select(0.0, sc[b + min(kg + 3u * n_kg, TILE - 1u)], kg + 3u * n_kg < n_here);
+                acc[jj] += p0 * v0 + p1 * v1 + p2 * v2 + p3 * v3;
+            }
+            // Four values in flight before any is used.
+            var j = kg + 4u * n_kg;
+            for (; j + 3u * n_kg < n_here; j += 4u * n_kg) {
+                let u0 = value_at(c0 + j, kvh, dim4, d4);
+                let u1 = value_at(c0 + j + n_kg, kvh, dim4, d4);
+                let u2 = value_at(c0 + j + 2u * n_kg, kvh, dim4, d4);
+                let u3 = value_at(c0 + j + 3u * n_kg, kvh, dim4, d4);
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    let b = jj * TILE + j;
+                    acc[jj] += sc[b] * u0 + sc[b + n_kg] * u1 + sc[b + 2u * n_kg] * u2 + sc[b + 3u * n_kg] * u3;
+                }
+            }
+            for (; j < n_here; j += n_kg) {
+                let vv = value_at(c0 + j, kvh, dim4, d4);
+                for (var jj = 0u; jj < MAXQ; jj++) {
+                    acc[jj] += sc[jj * TILE + j] * vv;
+                }
+            }
+        }
+        workgroupBarrier();
+    }
+    // Sum the key groups of each dim and write the partials (a constant
+    // trip count here too, so `acc` stays indexed by constants).
+    for (var jj = 0u; jj < MAXQ; jj++) {
+        if jj >= nq {
+            break;
+        }
+        sums[lid] = acc[jj];
+        workgroupBarrier();
+        let j = j0 + jj;
+        let h = kvh * group + j % group;
+        let base = (((j / group) * p.n_heads + h) * n_splits + split) * (d4 + 1u);
+        if lid < d4 {
+            var total = vec4<f32>(0.0);
+            for (var g = 0u; g < n_kg; g++) {
+                total += sums[g * d4 + lid];
+            }
+            part[base + 1u + lid] = total;
+        }
+        if lid == 0u {
+            part[base] = vec4<f32>(m_run[jj], l_run[jj], 0.0, 0.0);
         }
         workgroupBarrier();
     }

@@ -1,7 +1,9 @@
 //! The body of the split-KV partials (`sdpa_split.wgsl`,
-//! `sdpa_split_rope.wgsl`): everything but the parameters, the bindings
+//! `sdpa_split_rope.wgsl` and their `_short` forms): everything but the parameters, the bindings
 //! and how the query and the call's new keys are read. The including
-//! family declares `Params`, the bindings `q`, `k_new`, `v_new`,
+//! family declares `WG` (invocations per workgroup: 256, or 64 in the
+//! `_short` forms; 64 at least, a multiple of 4), `Params`, the bindings
+//! `q`, `k_new`, `v_new`,
 //! `k_cache`, `v_cache`, `part`, and `fn query_at(row, h, d, d4) ->
 //! vec4<f32>` (`vec4` `d` of query row `row`, head `h`) and `fn new_key(t,
 //! kvh, d, d4) -> vec4<KvElem>` (`vec4` `d` of the call's key `t` of kv
@@ -15,13 +17,12 @@
 //! its first four values before the softmax's reduction, which takes the
 //! tile's max and sum in one tree of `(max, sum)` pairs.
 
-const WG: u32 = 256u;
 /// Query vectors per workgroup.
 const MAXQ: u32 = 4u;
 /// Keys per tile (one per invocation when scoring).
-const TILE: u32 = 256u;
+const TILE: u32 = WG;
 /// Invocations per query vector in the reductions (`MAXQ * LANES = WG`).
-const LANES: u32 = 64u;
+const LANES: u32 = WG / MAXQ;
 /// Score of a masked key.
 const NEG: f32 = -3.402823e38;
 
@@ -37,7 +38,7 @@ fn value_at(key: u32, kvh: u32, d: u32, d4: u32) -> vec4<f32> {
 
 var<workgroup> qs: array<vec4<f32>, 256>;
 /// Per query vector and key of the tile: the score, then its probability.
-var<workgroup> sc: array<f32, 1024>;
+var<workgroup> sc: array<f32, MAXQ * TILE>;
 /// The reduction's `(max, sum of exp(s - max))` pairs.
 var<workgroup> red: array<vec2<f32>, WG>;
 var<workgroup> sums: array<vec4<f32>, WG>;
@@ -81,30 +82,35 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let d4 = p.head_dim / 4u;
     let begin = split * chunk;
     let end = min(p.start_pos + p.seq, begin + chunk);
-    // The call's new rows of this kv head that the split covers (at most
-    // `seq * d4 <= WG` `vec4`s) and the workgroup's query vectors (at most
-    // `MAXQ * d4 <= WG`): an element of each per invocation, loaded at
-    // clamped (valid) indices with no branch in between, stored below.
+    // The call's new rows of this kv head that the split covers (`seq *
+    // d4` `vec4`s at most) and the workgroup's query vectors (`MAXQ * d4`
+    // at most): an element of each per invocation and pass (one pass at
+    // head dims up to 64), loaded at clamped (valid) indices with no
+    // branch in between, then stored.
     let first = max(begin, p.start_pos);
     let n_new = select(0u, (end - first) * d4, first < end);
-    let ew = min(lid, max(n_new, 1u) - 1u);
-    let new_row = first + ew / d4;
-    let t = new_row - p.start_pos;
-    let kw = new_key(t, kvh, ew % d4, d4);
-    let vw = vec4<KvElem>(v_new[(t * p.n_kv_heads + kvh) * d4 + ew % d4]);
-    let eq = min(lid, nq * d4 - 1u);
-    let jq = j0 + eq / d4;
-    let qv = query_at(jq / group, kvh * group + jq % group, eq % d4, d4);
-    // Each workgroup of the split stores its new rows (when a kv head's
-    // query vectors take several workgroups, each stores the same values)
-    // and reads them back from the caches below.
-    if lid < n_new {
-        let dst = (new_row * p.n_kv_heads + kvh) * d4 + ew % d4;
-        k_cache[dst] = kw;
-        v_cache[dst] = vw;
-    }
-    if lid < nq * d4 {
-        qs[lid] = qv;
+    let n_q = nq * d4;
+    for (var e0 = 0u; e0 < max(n_new, n_q); e0 += WG) {
+        let e = e0 + lid;
+        let ew = min(e, max(n_new, 1u) - 1u);
+        let new_row = first + ew / d4;
+        let t = new_row - p.start_pos;
+        let kw = new_key(t, kvh, ew % d4, d4);
+        let vw = vec4<KvElem>(v_new[(t * p.n_kv_heads + kvh) * d4 + ew % d4]);
+        let eq = min(e, n_q - 1u);
+        let jq = j0 + eq / d4;
+        let qv = query_at(jq / group, kvh * group + jq % group, eq % d4, d4);
+        // Each workgroup of the split stores its new rows (when a kv head's
+        // query vectors take several workgroups, each stores the same
+        // values) and reads them back from the caches below.
+        if e < n_new {
+            let dst = (new_row * p.n_kv_heads + kvh) * d4 + ew % d4;
+            k_cache[dst] = kw;
+            v_cache[dst] = vw;
+        }
+        if e < n_q {
+            qs[e] = qv;
+        }
     }
     storageBarrier();
     workgroupBarrier();

@@ -1,7 +1,8 @@
 //! Split-KV decode attention on both of its routes: the subgroup kernel
 //! (`sdpa_split_sg.wgsl` and its `_rope` form, taken where the device has
 //! subgroups: lavapipe's are 8 wide) and the workgroup kernel
-//! (`sdpa_split.wgsl`, `LoadOptions::subgroups` off), each checked
+//! (`sdpa_split_short.wgsl`, and `sdpa_split.wgsl` for a cache of 4,200
+//! rows; `LoadOptions::subgroups` off), each checked
 //! against an f64 CPU reference at positions that give one split and
 //! several, whole and ragged subgroup runs and tiles (0, 1, 31, 32, 33,
 //! 255, 256, 1000, then 3 rows at 1001), GQA groups 3 and 4, head dims 64
@@ -27,6 +28,22 @@ struct Case {
     kv_f16: bool,
     /// RoPE of the query and key before the attention (fused into it).
     rope: bool,
+    /// A cache past 4,096 rows, whose splits hold more than one tile of
+    /// `sdpa_split_short.wgsl`: the workgroup route takes the 256-wide
+    /// `sdpa_split.wgsl` there.
+    long: bool,
+}
+
+impl Case {
+    /// Cache rows.
+    fn rows(self) -> usize {
+        if self.long { LONG_CACHE } else { CACHE }
+    }
+
+    /// The calls: (position, rows).
+    fn calls(self) -> &'static [(usize, usize)] {
+        if self.long { &LONG_CALLS } else { &CALLS }
+    }
 }
 
 /// Cache rows: room for 3 rows at 1001.
@@ -34,6 +51,11 @@ const CACHE: usize = 1004;
 /// The calls: (position, rows).
 const CALLS: [(usize, usize); 9] =
     [(0, 1), (1, 1), (31, 1), (32, 1), (33, 1), (255, 1), (256, 1), (1000, 1), (1001, 3)];
+/// A long cache's rows: room for 3 rows at 4,196.
+const LONG_CACHE: usize = 4200;
+/// Its calls: one split, several, a split of several 64-key tiles, and
+/// three rows at the end.
+const LONG_CALLS: [(usize, usize); 4] = [(0, 1), (33, 1), (4096, 1), (4196, 3)];
 /// Longest call.
 const MAX_S: usize = 3;
 
@@ -45,8 +67,8 @@ fn float_bytes(dtype: DType, v: &[f32]) -> Vec<u8> {
 }
 
 /// Rotation table `f(t * (j + 1) / 64)` at row `t`, pair `j`.
-fn table(d: usize, f: fn(f64) -> f64) -> Vec<f32> {
-    (0..CACHE).flat_map(|t| (0..d / 2).map(move |j| f((t * (j + 1)) as f64 / 64.0) as f32)).collect()
+fn table(n: usize, d: usize, f: fn(f64) -> f64) -> Vec<f32> {
+    (0..n).flat_map(|t| (0..d / 2).map(move |j| f((t * (j + 1)) as f64 / 64.0) as f32)).collect()
 }
 
 /// `sdpa_with_kv_cache(q, k, v, k_cache, v_cache, pos[0], ...)` over
@@ -54,7 +76,7 @@ fn table(d: usize, f: fn(f64) -> f64) -> Vec<f32> {
 /// and k first, its tables sliced at the position (the Llama export's
 /// graph, which fusion turns into `etwgpu.sdpa_rope_with_kv_cache`).
 fn graph(c: Case, caches: (&[f32], &[f32])) -> GraphBuilder {
-    let (hq, hkv, d, n, s) = (c.hq as u64, c.hkv as u64, c.d as u64, CACHE as u64, MAX_S as u64);
+    let (hq, hkv, d, n, s) = (c.hq as u64, c.hkv as u64, c.d as u64, c.rows() as u64, MAX_S as u64);
     let mut g = GraphBuilder::new();
     let q = g.tensor_staged(c.dtype, DType::F32, &[1, s, hq, d]);
     let k = g.tensor_staged(c.dtype, DType::F32, &[1, s, hkv, d]);
@@ -67,8 +89,8 @@ fn graph(c: Case, caches: (&[f32], &[f32])) -> GraphBuilder {
     let out = g.tensor_staged(c.dtype, DType::F32, &[1, s, hq, d]);
     g.op("et_vk.select_as_symint.default", &[pos, zero, zero, start]);
     let (q_in, k_in) = if c.rope {
-        let cos_t = g.constant(c.dtype, &[n, d / 2], &float_bytes(c.dtype, &table(c.d, f64::cos)));
-        let sin_t = g.constant(c.dtype, &[n, d / 2], &float_bytes(c.dtype, &table(c.d, f64::sin)));
+        let cos_t = g.constant(c.dtype, &[n, d / 2], &float_bytes(c.dtype, &table(c.rows(), c.d, f64::cos)));
+        let sin_t = g.constant(c.dtype, &[n, d / 2], &float_bytes(c.dtype, &table(c.rows(), c.d, f64::sin)));
         let (q_rot, k_rot) = (g.tensor(c.dtype, &[1, s, hq, d]), g.tensor(c.dtype, &[1, s, hkv, d]));
         let (cos, sin) = (g.tensor(c.dtype, &[s, d / 2]), g.tensor(c.dtype, &[s, d / 2]));
         let rotated = g.value_list(&[q_rot, k_rot]);
@@ -90,7 +112,8 @@ fn graph(c: Case, caches: (&[f32], &[f32])) -> GraphBuilder {
 /// Rows `[S, H, D]` of tokens `start ..` rotated as `et_vk.apply_rotary_emb`
 /// does with [`table`], each result rounded by `round`.
 fn rotate(x: &[f32], h: usize, d: usize, start: usize, round: fn(f32) -> f32) -> Vec<f32> {
-    let (cos, sin) = (table(d, f64::cos), table(d, f64::sin));
+    let rows = start + x.len() / (h * d);
+    let (cos, sin) = (table(rows, d, f64::cos), table(rows, d, f64::sin));
     let mut out = x.to_vec();
     for (r, row) in out.chunks_mut(h * d).enumerate() {
         for head in row.chunks_mut(d) {
@@ -160,7 +183,7 @@ fn attention_kernels(method: &LoadedMethod) -> Vec<String> {
 /// call against [`reference`]; checks which partials kernel ran.
 fn check(c: Case, subgroups: bool) {
     let Some(rt) = crate::runtime() else { return };
-    let n = CACHE * c.hkv * c.d;
+    let n = c.rows() * c.hkv * c.d;
     let round: fn(f32) -> f32 = match c.dtype {
         DType::F16 => |x| half::f16::from_f32(x).to_f32(),
         _ => |x| x,
@@ -189,9 +212,10 @@ fn check(c: Case, subgroups: bool) {
     };
     let form = if c.rope { "_rope" } else { "" };
     let sg = subgroups && rt.subgroup_sizes().is_some();
-    let partials = format!("sdpa_split{}{form}.{variant}", if sg { "_sg" } else { "" });
+    let width = if sg { "_sg" } else if c.long { "" } else { "_short" };
+    let partials = format!("sdpa_split{width}{form}.{variant}");
     let combine = format!("sdpa_split_combine.{}", if c.dtype == DType::F16 { "f16" } else { "f32" });
-    for (k, &(start, s)) in CALLS.iter().enumerate() {
+    for (k, &(start, s)) in c.calls().iter().enumerate() {
         let seed = 10 * k as u32;
         let (hq, hkv, d) = (c.hq, c.hkv, c.d);
         let (q, kk, v) = (data(s * hq * d, seed), data(s * hkv * d, seed + 1), data(s * hkv * d, seed + 2));
@@ -239,7 +263,7 @@ const F32: DType = DType::F32;
 /// SmolLM2's shape: 9 query heads over 3 kv heads of 64.
 #[test]
 fn split_decode_gqa3_d64() {
-    both_routes(Case { hq: 9, hkv: 3, d: 64, dtype: F32, kv_f16: false, rope: false });
+    both_routes(Case { hq: 9, hkv: 3, d: 64, dtype: F32, kv_f16: false, rope: false, long: false });
 }
 
 /// GQA 4, head dim 128 (four `vec4`s of the values a lane at subgroups of
@@ -247,21 +271,30 @@ fn split_decode_gqa3_d64() {
 /// at once in the values (two key groups, as head dim 64 at NVIDIA's 32).
 #[test]
 fn split_decode_gqa4_d128() {
-    both_routes(Case { hq: 8, hkv: 2, d: 128, dtype: F32, kv_f16: false, rope: false });
-    both_routes(Case { hq: 4, hkv: 1, d: 16, dtype: F32, kv_f16: false, rope: false });
+    both_routes(Case { hq: 8, hkv: 2, d: 128, dtype: F32, kv_f16: false, rope: false, long: false });
+    both_routes(Case { hq: 4, hkv: 1, d: 16, dtype: F32, kv_f16: false, rope: false, long: false });
 }
 
 /// Float16 caches under float32 activations, and float16 throughout.
 #[test]
 fn split_decode_float16() {
-    both_routes(Case { hq: 8, hkv: 2, d: 64, dtype: F32, kv_f16: true, rope: false });
-    both_routes(Case { hq: 6, hkv: 2, d: 128, dtype: DType::F16, kv_f16: false, rope: false });
+    both_routes(Case { hq: 8, hkv: 2, d: 64, dtype: F32, kv_f16: true, rope: false, long: false });
+    both_routes(Case { hq: 6, hkv: 2, d: 128, dtype: DType::F16, kv_f16: false, rope: false, long: false });
+}
+
+/// A cache of 4,200 rows (splits of 66 keys and more: the 256-wide
+/// `sdpa_split.wgsl` on the workgroup route): SmolLM2's shape with RoPE,
+/// and GQA 4 of 128 over float16 caches.
+#[test]
+fn split_decode_long_cache() {
+    both_routes(Case { hq: 9, hkv: 3, d: 64, dtype: F32, kv_f16: false, rope: true, long: true });
+    both_routes(Case { hq: 8, hkv: 2, d: 128, dtype: F32, kv_f16: true, rope: false, long: true });
 }
 
 /// RoPE fused into the attention (the `_rope` forms): SmolLM2's shape, and
 /// GQA 4 of 128 over float16 caches.
 #[test]
 fn split_decode_with_rope() {
-    both_routes(Case { hq: 9, hkv: 3, d: 64, dtype: F32, kv_f16: false, rope: true });
-    both_routes(Case { hq: 8, hkv: 2, d: 128, dtype: F32, kv_f16: true, rope: true });
+    both_routes(Case { hq: 9, hkv: 3, d: 64, dtype: F32, kv_f16: false, rope: true, long: false });
+    both_routes(Case { hq: 8, hkv: 2, d: 128, dtype: F32, kv_f16: true, rope: true, long: false });
 }

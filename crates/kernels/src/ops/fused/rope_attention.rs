@@ -132,6 +132,7 @@ fn sdpa_rope_into(c: &Ctx<'_>, q_rot: TensorInfo<'_>, k_rot: TensorInfo<'_>, out
     // The split partials kernel (either route) and its `_rope` form.
     let rope_form = |id: &ShaderId| match id.family() {
         Family::SdpaSplit => Some(Family::SdpaSplitRope),
+        Family::SdpaSplitShort => Some(Family::SdpaSplitShortRope),
         Family::SdpaSplitSg => Some(Family::SdpaSplitSgRope),
         _ => None,
     };

@@ -37,10 +37,11 @@ pub(crate) struct SplitPlan {
     pub max: u64,
 }
 
-/// `sdpa_split.wgsl`'s plan. A split's workgroup walks its values in
-/// `keys / (256 / (D / 4))` steps (one per 16 keys at head dim 64), so at
-/// 128 keys four splits of 32 take a quarter of the steps of one split of
-/// 128; past the target, splits of one 256-key tile.
+/// `sdpa_split.wgsl`'s plan. A split's workgroup (`WG` invocations) walks
+/// its values in `keys / (WG / (D / 4))` steps (at head dim 64 one per 16
+/// keys, or per 4 in the 64-wide `sdpa_split_short.wgsl`), so at 128 keys
+/// four splits of 32 take a quarter of the steps of one split of 128;
+/// past the target, splits of one 256-key tile.
 pub(crate) const WORKGROUP_PLAN: SplitPlan = SplitPlan { min_keys: 32, target: 256, tile: 256, max: 64 };
 
 /// Invocations of an `sdpa_split_sg.wgsl` workgroup (`WG`): a key each at
@@ -61,10 +62,16 @@ const SG_MIN_SIZE: u32 = 4;
 /// 8,192 keys.
 pub(crate) const SUBGROUP_PLAN: SplitPlan = SplitPlan { min_keys: 128, target: 256, tile: 128, max: 64 };
 
+/// Keys a tile of `sdpa_split_short.wgsl` (its workgroup of 64): the
+/// workgroup route takes it where every split of the longest context fits
+/// one tile.
+const SHORT_TILE: u64 = 64;
+
 /// Which kernel computes the split partials.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum SplitRoute {
-    /// `sdpa_split.wgsl`: workgroups of 256, the softmax's max and sum of
+    /// `sdpa_split.wgsl` (workgroups of 256; `sdpa_split_short.wgsl`'s of
+    /// 64 where every split fits one 64-key tile), the softmax's max and sum of
     /// every key tile in workgroup-memory tree reductions (any device).
     Workgroup,
     /// `sdpa_split_sg.wgsl`: each subgroup keeps its own online softmax,
@@ -222,8 +229,14 @@ pub(super) fn split_kv_attention(
             .u32(to_u32("start_pos", a.start)?),
     )?
     .finish();
-    let shader = ShaderId::find(a.route.family(), a.variant)
-        .expect("the split partials kernels have the f32, f16 and f32_kvf16 variants");
+    // Splits of one short tile at the longest context (all of them up to
+    // 2,048 keys): the 64-wide workgroups.
+    let family = match a.route {
+        SplitRoute::Workgroup if cmax.div_ceil(max_splits) <= SHORT_TILE => Family::SdpaSplitShort,
+        route => route.family(),
+    };
+    let shader =
+        ShaderId::find(family, a.variant).expect("the split partials kernels have the f32, f16 and f32_kvf16 variants");
     Ok([
         Step::Dispatch(Dispatch {
             shader: shader.into(),
@@ -346,7 +359,7 @@ pub(crate) fn gemv_attends(caps: DeviceCaps, s: u64, hq: u64, hkv: u64, d: u64, 
 pub(crate) fn attend_in_gemv(partials: &Step, gemv: &Step) -> Option<Dispatch> {
     let (Step::Dispatch(a), Step::Dispatch(g)) = (partials, gemv) else { return None };
     let (Shader::Static(aid), Shader::Static(gid)) = (&a.shader, &g.shader) else { return None };
-    let ok = matches!(aid.family(), Family::SdpaSplitRope | Family::SdpaSplitSgRope)
+    let ok = matches!(aid.family(), Family::SdpaSplitRope | Family::SdpaSplitShortRope | Family::SdpaSplitSgRope)
         && gid.family() == Family::Q4Gemv
         && a.inputs.len() == 5
         && a.outputs.len() == 3
