@@ -212,7 +212,13 @@ fn check(c: Case, subgroups: bool) {
     };
     let form = if c.rope { "_rope" } else { "" };
     let sg = subgroups && rt.subgroup_sizes().is_some();
-    let width = if sg { "_sg" } else if c.long { "" } else { "_short" };
+    let width = if sg {
+        "_sg"
+    } else if c.long {
+        ""
+    } else {
+        "_short"
+    };
     let partials = format!("sdpa_split{width}{form}.{variant}");
     let combine = format!("sdpa_split_combine.{}", if c.dtype == DType::F16 { "f16" } else { "f32" });
     for (k, &(start, s)) in c.calls().iter().enumerate() {
