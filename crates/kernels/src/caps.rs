@@ -23,11 +23,11 @@ pub enum Precision {
     F32,
     /// The 4-bit weight linears ([`Product::Q4Weight`]: plain, the fused
     /// SwiGLU pair and the fused QKV projections) may take f16 operands,
-    /// whose weights are already 4-bit; prompt attention
-    /// ([`Product::Attention`]) and dense float32 products
+    /// whose weights are already 4-bit, and so may prompt attention over a
+    /// float16 KV cache ([`Product::Attention`]); dense float32 products
     /// ([`Product::Dense`]: `aten.linear`, matmul, convolution) stay
-    /// float32 (opt-in: `--precision mixed`): 1.4-2.4x faster prefill of
-    /// 4-bit LLMs on the H200.
+    /// float32 (opt-in: `--precision mixed`): the fast prefill of 4-bit
+    /// LLMs on the H200.
     Mixed,
     /// Every float32 matrix product (dense and 4-bit weight linears) may
     /// round its operands to f16 (opt-in: `--precision f16`,
@@ -65,7 +65,7 @@ impl Precision {
     fn allows_f16_operands(self, kind: Product) -> bool {
         match self {
             Precision::F32 => false,
-            Precision::Mixed => kind == Product::Q4Weight,
+            Precision::Mixed => matches!(kind, Product::Q4Weight | Product::Attention),
             Precision::F16 => true,
         }
     }
@@ -90,9 +90,8 @@ pub enum Product {
     /// Prompt attention over a float16 KV cache (`sdpa_prefill_coop.wgsl`):
     /// the keys and values are f16 already; the query and the softmax
     /// probabilities are rounded to f16 on the matrix units, the scores
-    /// and the output accumulate in f32. Only at [`Precision::F16`] for
-    /// float32 programs: [`Precision::Mixed`] would need the SmolLM2 top-1
-    /// check against eager with it, not yet run.
+    /// and the output accumulate in f32. At [`Precision::Mixed`] and
+    /// [`Precision::F16`] for float32 programs (both opt-in).
     Attention,
 }
 
@@ -157,11 +156,12 @@ pub struct DeviceCaps {
     /// (`ops::llm`'s `split_route`).
     pub subgroups: Option<SubgroupSizes>,
     /// Prompt attention on the cooperative matrices
-    /// (`sdpa_prefill_coop.wgsl`) is allowed. Experimental and off: on the
-    /// H200 it failed its check against an f64 reference (run ad,
-    /// `attention_probe`: 88 of 96 calls wrong) though its emulation on
-    /// lavapipe passes; the runtime sets it only with
-    /// `ETWGPU_COOP_ATTENTION=1`, for working on it with `attention_probe`.
+    /// (`sdpa_prefill_coop.wgsl`) is allowed where the precision lets the
+    /// query take f16 operands ([`Product::Attention`]). The runtime sets it
+    /// on devices with matrix units unless `ETWGPU_COOP_ATTENTION=0`
+    /// (`RuntimeOptions::coop_attention_off`). It was off until run al
+    /// found why the kernel was wrong on the H200 (a 4-byte workgroup
+    /// variable; see the kernel's `flag`).
     pub coop_attention: bool,
     /// Which kernel 2-D convolutions take.
     pub conv: ConvKernels,
@@ -201,7 +201,7 @@ mod tests {
             (Mixed, false, Dense, false),
             (Mixed, true, Q4Weight, true),
             (Mixed, true, Dense, true),
-            (Mixed, false, Attention, false),
+            (Mixed, false, Attention, true),
             (F32, false, Attention, false),
             (F16, false, Attention, true),
             (F16, false, Q4Weight, true),

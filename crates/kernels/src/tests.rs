@@ -195,6 +195,34 @@ fn every_generated_shader_validates_with_naga() {
     }
 }
 
+/// Every workgroup variable of a cooperative-matrix kernel is a multiple
+/// of 16 bytes, so wherever the driver places it the arrays stay 16-byte
+/// aligned for the matrix units' row moves: a 4-byte flag in
+/// `sdpa_prefill_coop.wgsl` made all its results wrong on the H200 (runs
+/// ad to ak; run al in `tools/device/NOTES.md`). Checked against naga's
+/// layout of each generated shader.
+#[test]
+fn coop_workgroup_variables_are_16_byte_multiples() {
+    let mut coop = 0;
+    for id in crate::ShaderId::ALL {
+        if !id.source().contains("enable wgpu_cooperative_matrix;") {
+            continue;
+        }
+        coop += 1;
+        let module = naga::front::wgsl::parse_str(id.source()).expect("parses");
+        let mut layouter = naga::proc::Layouter::default();
+        layouter.update(module.to_ctx()).expect("lays out");
+        for (_, var) in module.global_variables.iter() {
+            if var.space == naga::AddressSpace::WorkGroup {
+                let size = layouter[var.ty].size;
+                let name = var.name.as_deref().unwrap_or("?");
+                assert_eq!(size % 16, 0, "{}: workgroup variable `{name}` is {size} bytes", id.label());
+            }
+        }
+    }
+    assert!(coop >= 10, "found {coop} cooperative-matrix shaders");
+}
+
 /// The `mode` field (bytes 12..16) of a `compare.wgsl` dispatch.
 fn compare_mode(l: &Lowered) -> u32 {
     let Step::Dispatch(d) = &l.steps[0] else { panic!("expected a dispatch") };
@@ -910,7 +938,7 @@ fn sdpa_tiles_prompts_of_more_than_eight_rows() {
 
 /// Prompt attention on the matrix units (`sdpa_prefill_coop`): with
 /// cooperative matrices and f16 operands allowed (float16 programs always,
-/// float32 ones at precision F16) over a float16 cache, one workgroup per
+/// float32 ones at precision mixed or F16) over a float16 cache, one workgroup per
 /// 64 query rows and head; without them, at precision F32 for float32
 /// queries, over a float32 cache, or at head dims it does not hold, the
 /// tiled kernel. The RoPE-fused op lowers to the same attention kernel.
@@ -920,14 +948,14 @@ fn sdpa_prompts_take_the_matrix_units_where_caps_allow() {
     use crate::ops::attention_coop::attention_coop;
     let coop =
         |precision| DeviceCaps { coop_matrix_f16: true, precision, coop_attention: true, ..DeviceCaps::default() };
-    // The experimental route is off unless switched on, at any precision.
+    // Switched off (`ETWGPU_COOP_ATTENTION=0`): the tiled kernel at any precision.
     for precision in [Precision::F32, Precision::Mixed, Precision::F16] {
         let off = DeviceCaps { coop_attention: false, ..coop(precision) };
         assert!(!attention_coop(off, ElemType::F16, true) && !attention_coop(off, ElemType::F32, true));
     }
     // The gate alone.
     assert!(attention_coop(coop(Precision::F16), ElemType::F32, true));
-    assert!(!attention_coop(coop(Precision::Mixed), ElemType::F32, true), "mixed keeps f32 attention");
+    assert!(attention_coop(coop(Precision::Mixed), ElemType::F32, true), "mixed takes f16 attention operands");
     assert!(attention_coop(coop(Precision::Mixed), ElemType::F16, true), "float16 programs at mixed");
     assert!(attention_coop(coop(Precision::F32), ElemType::F16, true));
     assert!(!attention_coop(coop(Precision::F32), ElemType::F32, true), "float32 keeps float32 by default");

@@ -119,8 +119,15 @@ var<workgroup> ss: array<f32, BQ * LDS>;
 var<workgroup> ps: array<vec4<f16>, BQ * LDP4>;
 /// Per-invocation partial (row max, then row sum), read by its partner.
 var<workgroup> red: array<f32, WG>;
-/// Set when some row needs a rescale this tile.
-var<workgroup> flag: u32;
+/// `.x` is set when some row needs a rescale this tile. A `vec4`, not a
+/// `u32`: every workgroup variable of a cooperative-matrix kernel must be
+/// a multiple of 16 bytes. The H200's driver does not place them in the
+/// order declared, and a 4-byte variable put before the arrays left
+/// them 8-byte aligned, where the matrix units move rows 16 bytes at a
+/// time: every result was wrong there (runs ad to ak) while the plain
+/// emulation passed (run al found it; `tests::coop_workgroup_variables_are_16_byte_multiples`
+/// keeps it so).
+var<workgroup> flag: vec4<u32>;
 
 /// Where unit `i` (0..1024: row `i / 16`, `vec4` column `i % 16`) of the
 /// 64-dim chunk `ch` of a staged row block goes in `kv`.
@@ -371,9 +378,9 @@ fn main(
         workgroupBarrier();
         let mt = max(pm, red[lid ^ 1u]);
         if mt > m_ref + TAU {
-            flag = 1u;
+            flag.x = 1u;
         }
-        let rescale = workgroupUniformLoad(&flag) != 0u;
+        let rescale = workgroupUniformLoad(&flag).x != 0u;
         var alpha = 1.0;
         if rescale {
             let m_new = max(m_ref, mt);
@@ -400,7 +407,7 @@ fn main(
         // Probabilities and values visible; every score and the flag read.
         workgroupBarrier();
         if lid == 0u {
-            flag = 0u;
+            flag.x = 0u;
         }
         // (At the first tile too, where the accumulators are still zero:
         // naga's uniformity analysis takes the loop's counter for

@@ -144,7 +144,7 @@ fn main() {
         Runtime::with_options(&RuntimeOptions {
             coop_matrix,
             precision: Precision::F16,
-            coop_attention: true,
+            coop_attention_off: false,
             ..RuntimeOptions::default()
         })
     };

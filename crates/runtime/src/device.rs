@@ -30,8 +30,8 @@ pub const DISABLE_F16_ENV: &str = "ETWGPU_DISABLE_F16";
 /// adapter has them.
 pub const COOP_MATRIX_ENV: &str = "ETWGPU_COOP_MATRIX";
 
-/// Environment variable switching on the experimental prompt attention on
-/// cooperative matrices (`1`; [`RuntimeOptions::coop_attention`]).
+/// Environment variable switching off the prompt attention on cooperative
+/// matrices (`0`; [`RuntimeOptions::coop_attention_off`]), for A/B runs.
 pub const COOP_ATTENTION_ENV: &str = "ETWGPU_COOP_ATTENTION";
 
 /// Environment variable setting the default [`etwgpu_kernels::Precision`]
@@ -82,10 +82,10 @@ pub struct RuntimeOptions {
     /// for them, `Some(false)` never, `Some(true)` required
     /// ([`Error::RequestDevice`] without them) and every load's default.
     pub subgroups: Option<bool>,
-    /// The experimental prompt attention on cooperative matrices
-    /// ([`etwgpu_kernels::DeviceCaps::coop_attention`]; wrong on the H200
-    /// in run ad): only with `ETWGPU_COOP_ATTENTION=1`, for `attention_probe`.
-    pub coop_attention: bool,
+    /// Keeps prompt attention off the cooperative matrices (the tiled
+    /// `sdpa_prefill.wgsl` for every prompt) where it would take them
+    /// ([`etwgpu_kernels::DeviceCaps::coop_attention`]; `ETWGPU_COOP_ATTENTION=0`).
+    pub coop_attention_off: bool,
     /// The convolutions' kernel for loads whose `LoadOptions::conv` is
     /// `None` ([`CONV_ENV`]; default [`etwgpu_kernels::ConvKernels::Auto`]).
     pub conv: etwgpu_kernels::ConvKernels,
@@ -332,7 +332,7 @@ impl Runtime {
             coop_matrix_f16: coop,
             precision: options.precision,
             subgroups: subgroups.filter(|_| options.subgroups != Some(false)),
-            coop_attention: coop && options.coop_attention,
+            coop_attention: coop && !options.coop_attention_off,
             conv: options.conv,
             gemv_attention,
         };
@@ -496,7 +496,7 @@ impl RuntimeOptions {
                 Ok("1") => Some(true),
                 _ => None,
             },
-            coop_attention: std::env::var(COOP_ATTENTION_ENV).is_ok_and(|v| v == "1"),
+            coop_attention_off: std::env::var(COOP_ATTENTION_ENV).is_ok_and(|v| v == "0"),
             conv: conv_from_env(std::env::var(CONV_ENV).ok().as_deref())?,
         })
     }

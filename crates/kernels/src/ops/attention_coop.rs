@@ -21,8 +21,8 @@ pub const COOP_ATTENTION_MAX_HEAD_DIM: u64 = 128;
 /// always, float32 ones where the load's precision allows it for
 /// [`Product::Attention`]: `f16`), and the keys
 /// and values are float16 already (a float32 cache keeps
-/// `sdpa_prefill.wgsl`), and the experimental route is switched on
-/// ([`DeviceCaps::coop_attention`]: it gave wrong results on the H200).
+/// `sdpa_prefill.wgsl`), and the route is not switched off
+/// ([`DeviceCaps::coop_attention`]).
 /// The one place this route's gate lives.
 pub fn attention_coop(caps: DeviceCaps, query: ElemType, kv_f16: bool) -> bool {
     caps.coop_attention && kv_f16 && caps.coop(query == ElemType::F16, Product::Attention)
