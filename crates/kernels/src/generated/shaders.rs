@@ -27287,6 +27287,10 @@ struct Params {
     split_min_keys: u32,
     split_tile: u32,
     split_max: u32,
+    /// Query vectors the subgroup body's final merge sums at once (the
+    /// workgroup body does not read it).
+    merge_queries: u32,
+    _pad0: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -27632,6 +27636,10 @@ struct Params {
     split_min_keys: u32,
     split_tile: u32,
     split_max: u32,
+    /// Query vectors the subgroup body's final merge sums at once (the
+    /// workgroup body does not read it).
+    merge_queries: u32,
+    _pad0: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -27977,6 +27985,10 @@ struct Params {
     split_min_keys: u32,
     split_tile: u32,
     split_max: u32,
+    /// Query vectors the subgroup body's final merge sums at once (the
+    /// workgroup body does not read it).
+    merge_queries: u32,
+    _pad0: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -28523,7 +28535,9 @@ struct Params {
     split_min_keys: u32,
     split_tile: u32,
     split_max: u32,
-    _pad0: u32,
+    /// Query vectors the subgroup body's final merge sums at once (the
+    /// workgroup body does not read it).
+    merge_queries: u32,
     _pad1: u32,
     /// The tables' row of the call's first token.
     table_row: u32,
@@ -28863,7 +28877,9 @@ struct Params {
     split_min_keys: u32,
     split_tile: u32,
     split_max: u32,
-    _pad0: u32,
+    /// Query vectors the subgroup body's final merge sums at once (the
+    /// workgroup body does not read it).
+    merge_queries: u32,
     _pad1: u32,
     /// The tables' row of the call's first token.
     table_row: u32,
@@ -29203,7 +29219,9 @@ struct Params {
     split_min_keys: u32,
     split_tile: u32,
     split_max: u32,
-    _pad0: u32,
+    /// Query vectors the subgroup body's final merge sums at once (the
+    /// workgroup body does not read it).
+    merge_queries: u32,
     _pad1: u32,
     /// The tables' row of the call's first token.
     table_row: u32,
@@ -29504,6 +29522,17 @@ pub const SDPA_SPLIT_SG_F32: &str = r#"//! Split-KV decode attention's first pas
 alias Elem = f32;
 alias KvElem = Elem;
 
+/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
+/// `split_min_keys` keys each, enough splits to reach `split_target`
+/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
+/// length but the last, none empty.
+fn split_plan(ctx: u32) -> vec2<u32> {
+    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
+    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
+    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
+    let chunk = max((ctx + bound - 1u) / bound, 1u);
+    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
+}
 struct Params {
     /// Query rows (`S`).
     seq: u32,
@@ -29522,23 +29551,13 @@ struct Params {
     split_min_keys: u32,
     split_tile: u32,
     split_max: u32,
-    /// Query vectors the final merge sums at once.
+    /// Query vectors the subgroup body's final merge sums at once (the
+    /// workgroup body does not read it).
     merge_queries: u32,
     _pad0: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
-/// `split_min_keys` keys each, enough splits to reach `split_target`
-/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
-/// length but the last, none empty.
-fn split_plan(ctx: u32) -> vec2<u32> {
-    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
-    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
-    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
-    let chunk = max((ctx + bound - 1u) / bound, 1u);
-    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
-}
 @group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
 @group(0) @binding(2) var<storage, read> k_new: array<vec4<Elem>>;
 @group(0) @binding(3) var<storage, read> v_new: array<vec4<Elem>>;
@@ -29546,7 +29565,7 @@ fn split_plan(ctx: u32) -> vec2<u32> {
 @group(0) @binding(5) var<storage, read_write> v_cache: array<vec4<KvElem>>;
 @group(0) @binding(6) var<storage, read_write> part: array<vec4<f32>>;
 
-/// `vec4` `d` of query row `row`, head `h`.
+/// `vec4` `d` of query row `row` (the call's token `row`), head `h`.
 fn query_at(row: u32, h: u32, d: u32, d4: u32) -> vec4<f32> {
     return vec4<f32>(q[(row * p.n_heads + h) * d4 + d]);
 }
@@ -29555,7 +29574,6 @@ fn query_at(row: u32, h: u32, d: u32, d4: u32) -> vec4<f32> {
 fn new_key(t: u32, kvh: u32, d: u32, d4: u32) -> vec4<KvElem> {
     return vec4<KvElem>(k_new[(t * p.n_kv_heads + kvh) * d4 + d]);
 }
-
 const WG: u32 = 128u;
 /// Query vectors per workgroup.
 const MAXQ: u32 = 4u;
@@ -29808,6 +29826,17 @@ pub const SDPA_SPLIT_SG_F16: &str = r#"enable f16;
 alias Elem = f16;
 alias KvElem = Elem;
 
+/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
+/// `split_min_keys` keys each, enough splits to reach `split_target`
+/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
+/// length but the last, none empty.
+fn split_plan(ctx: u32) -> vec2<u32> {
+    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
+    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
+    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
+    let chunk = max((ctx + bound - 1u) / bound, 1u);
+    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
+}
 struct Params {
     /// Query rows (`S`).
     seq: u32,
@@ -29826,23 +29855,13 @@ struct Params {
     split_min_keys: u32,
     split_tile: u32,
     split_max: u32,
-    /// Query vectors the final merge sums at once.
+    /// Query vectors the subgroup body's final merge sums at once (the
+    /// workgroup body does not read it).
     merge_queries: u32,
     _pad0: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
-/// `split_min_keys` keys each, enough splits to reach `split_target`
-/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
-/// length but the last, none empty.
-fn split_plan(ctx: u32) -> vec2<u32> {
-    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
-    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
-    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
-    let chunk = max((ctx + bound - 1u) / bound, 1u);
-    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
-}
 @group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
 @group(0) @binding(2) var<storage, read> k_new: array<vec4<Elem>>;
 @group(0) @binding(3) var<storage, read> v_new: array<vec4<Elem>>;
@@ -29850,7 +29869,7 @@ fn split_plan(ctx: u32) -> vec2<u32> {
 @group(0) @binding(5) var<storage, read_write> v_cache: array<vec4<KvElem>>;
 @group(0) @binding(6) var<storage, read_write> part: array<vec4<f32>>;
 
-/// `vec4` `d` of query row `row`, head `h`.
+/// `vec4` `d` of query row `row` (the call's token `row`), head `h`.
 fn query_at(row: u32, h: u32, d: u32, d4: u32) -> vec4<f32> {
     return vec4<f32>(q[(row * p.n_heads + h) * d4 + d]);
 }
@@ -29859,7 +29878,6 @@ fn query_at(row: u32, h: u32, d: u32, d4: u32) -> vec4<f32> {
 fn new_key(t: u32, kvh: u32, d: u32, d4: u32) -> vec4<KvElem> {
     return vec4<KvElem>(k_new[(t * p.n_kv_heads + kvh) * d4 + d]);
 }
-
 const WG: u32 = 128u;
 /// Query vectors per workgroup.
 const MAXQ: u32 = 4u;
@@ -30112,6 +30130,17 @@ pub const SDPA_SPLIT_SG_F32_KVF16: &str = r#"enable f16;
 alias Elem = f32;
 alias KvElem = f16;
 
+/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
+/// `split_min_keys` keys each, enough splits to reach `split_target`
+/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
+/// length but the last, none empty.
+fn split_plan(ctx: u32) -> vec2<u32> {
+    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
+    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
+    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
+    let chunk = max((ctx + bound - 1u) / bound, 1u);
+    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
+}
 struct Params {
     /// Query rows (`S`).
     seq: u32,
@@ -30130,23 +30159,13 @@ struct Params {
     split_min_keys: u32,
     split_tile: u32,
     split_max: u32,
-    /// Query vectors the final merge sums at once.
+    /// Query vectors the subgroup body's final merge sums at once (the
+    /// workgroup body does not read it).
     merge_queries: u32,
     _pad0: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
-/// `split_min_keys` keys each, enough splits to reach `split_target`
-/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
-/// length but the last, none empty.
-fn split_plan(ctx: u32) -> vec2<u32> {
-    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
-    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
-    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
-    let chunk = max((ctx + bound - 1u) / bound, 1u);
-    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
-}
 @group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
 @group(0) @binding(2) var<storage, read> k_new: array<vec4<Elem>>;
 @group(0) @binding(3) var<storage, read> v_new: array<vec4<Elem>>;
@@ -30154,7 +30173,7 @@ fn split_plan(ctx: u32) -> vec2<u32> {
 @group(0) @binding(5) var<storage, read_write> v_cache: array<vec4<KvElem>>;
 @group(0) @binding(6) var<storage, read_write> part: array<vec4<f32>>;
 
-/// `vec4` `d` of query row `row`, head `h`.
+/// `vec4` `d` of query row `row` (the call's token `row`), head `h`.
 fn query_at(row: u32, h: u32, d: u32, d4: u32) -> vec4<f32> {
     return vec4<f32>(q[(row * p.n_heads + h) * d4 + d]);
 }
@@ -30163,7 +30182,6 @@ fn query_at(row: u32, h: u32, d: u32, d4: u32) -> vec4<f32> {
 fn new_key(t: u32, kvh: u32, d: u32, d4: u32) -> vec4<KvElem> {
     return vec4<KvElem>(k_new[(t * p.n_kv_heads + kvh) * d4 + d]);
 }
-
 const WG: u32 = 128u;
 /// Query vectors per workgroup.
 const MAXQ: u32 = 4u;
@@ -30406,6 +30424,29 @@ pub const SDPA_SPLIT_SG_ROPE_F32: &str = r#"//! The `_rope` form of `sdpa_split_
 alias Elem = f32;
 alias KvElem = Elem;
 
+/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
+/// `split_min_keys` keys each, enough splits to reach `split_target`
+/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
+/// length but the last, none empty.
+fn split_plan(ctx: u32) -> vec2<u32> {
+    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
+    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
+    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
+    let chunk = max((ctx + bound - 1u) / bound, 1u);
+    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
+}
+/// `vec4` `d` of a row of token `t` of the call rotated: its pairs `(x, y)`
+/// and `(z, w)` are pairs `2d` and `2d + 1` of the half head dim. Rounded
+/// to `Elem`, as the rotation's output tensor holds it.
+fn rope4(v: vec4<Elem>, t: u32, d: u32) -> vec4<f32> {
+    let i = (p.table_row + t) * (p.head_dim / 2u) + 2u * d;
+    let c = vec2<f32>(f32(cos_t[i]), f32(cos_t[i + 1u]));
+    let sn = vec2<f32>(f32(sin_t[i]), f32(sin_t[i + 1u]));
+    let x = vec4<f32>(v);
+    let re = x.xz * c - x.yw * sn;
+    let im = x.xz * sn + x.yw * c;
+    return vec4<f32>(vec4<Elem>(vec4<f32>(re.x, im.x, re.y, im.y)));
+}
 struct Params {
     /// Query rows (`S`).
     seq: u32,
@@ -30424,28 +30465,18 @@ struct Params {
     split_min_keys: u32,
     split_tile: u32,
     split_max: u32,
-    /// Query vectors the final merge sums at once.
+    /// Query vectors the subgroup body's final merge sums at once (the
+    /// workgroup body does not read it).
     merge_queries: u32,
-    _pad0: u32,
+    _pad1: u32,
     /// The tables' row of the call's first token.
     table_row: u32,
-    _pad1: u32,
     _pad2: u32,
     _pad3: u32,
+    _pad4: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
-/// `split_min_keys` keys each, enough splits to reach `split_target`
-/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
-/// length but the last, none empty.
-fn split_plan(ctx: u32) -> vec2<u32> {
-    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
-    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
-    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
-    let chunk = max((ctx + bound - 1u) / bound, 1u);
-    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
-}
 @group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
 @group(0) @binding(2) var<storage, read> k_new: array<vec4<Elem>>;
 @group(0) @binding(3) var<storage, read> v_new: array<vec4<Elem>>;
@@ -30454,19 +30485,6 @@ fn split_plan(ctx: u32) -> vec2<u32> {
 @group(0) @binding(6) var<storage, read_write> k_cache: array<vec4<KvElem>>;
 @group(0) @binding(7) var<storage, read_write> v_cache: array<vec4<KvElem>>;
 @group(0) @binding(8) var<storage, read_write> part: array<vec4<f32>>;
-
-/// `vec4` `d` of a row of token `t` of the call rotated: its pairs `(x, y)`
-/// and `(z, w)` are pairs `2d` and `2d + 1` of the half head dim. Rounded
-/// to `Elem`, as the rotation's output tensor holds it.
-fn rope4(v: vec4<Elem>, t: u32, d: u32) -> vec4<f32> {
-    let i = (p.table_row + t) * (p.head_dim / 2u) + 2u * d;
-    let c = vec2<f32>(f32(cos_t[i]), f32(cos_t[i + 1u]));
-    let sn = vec2<f32>(f32(sin_t[i]), f32(sin_t[i + 1u]));
-    let x = vec4<f32>(v);
-    let re = x.xz * c - x.yw * sn;
-    let im = x.xz * sn + x.yw * c;
-    return vec4<f32>(vec4<Elem>(vec4<f32>(re.x, im.x, re.y, im.y)));
-}
 
 /// `vec4` `d` of query row `row` (the call's token `row`), head `h`, rotated.
 fn query_at(row: u32, h: u32, d: u32, d4: u32) -> vec4<f32> {
@@ -30478,7 +30496,6 @@ fn query_at(row: u32, h: u32, d: u32, d4: u32) -> vec4<f32> {
 fn new_key(t: u32, kvh: u32, d: u32, d4: u32) -> vec4<KvElem> {
     return vec4<KvElem>(rope4(k_new[(t * p.n_kv_heads + kvh) * d4 + d], t, d));
 }
-
 const WG: u32 = 128u;
 /// Query vectors per workgroup.
 const MAXQ: u32 = 4u;
@@ -30723,6 +30740,29 @@ pub const SDPA_SPLIT_SG_ROPE_F16: &str = r#"enable f16;
 alias Elem = f16;
 alias KvElem = Elem;
 
+/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
+/// `split_min_keys` keys each, enough splits to reach `split_target`
+/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
+/// length but the last, none empty.
+fn split_plan(ctx: u32) -> vec2<u32> {
+    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
+    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
+    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
+    let chunk = max((ctx + bound - 1u) / bound, 1u);
+    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
+}
+/// `vec4` `d` of a row of token `t` of the call rotated: its pairs `(x, y)`
+/// and `(z, w)` are pairs `2d` and `2d + 1` of the half head dim. Rounded
+/// to `Elem`, as the rotation's output tensor holds it.
+fn rope4(v: vec4<Elem>, t: u32, d: u32) -> vec4<f32> {
+    let i = (p.table_row + t) * (p.head_dim / 2u) + 2u * d;
+    let c = vec2<f32>(f32(cos_t[i]), f32(cos_t[i + 1u]));
+    let sn = vec2<f32>(f32(sin_t[i]), f32(sin_t[i + 1u]));
+    let x = vec4<f32>(v);
+    let re = x.xz * c - x.yw * sn;
+    let im = x.xz * sn + x.yw * c;
+    return vec4<f32>(vec4<Elem>(vec4<f32>(re.x, im.x, re.y, im.y)));
+}
 struct Params {
     /// Query rows (`S`).
     seq: u32,
@@ -30741,28 +30781,18 @@ struct Params {
     split_min_keys: u32,
     split_tile: u32,
     split_max: u32,
-    /// Query vectors the final merge sums at once.
+    /// Query vectors the subgroup body's final merge sums at once (the
+    /// workgroup body does not read it).
     merge_queries: u32,
-    _pad0: u32,
+    _pad1: u32,
     /// The tables' row of the call's first token.
     table_row: u32,
-    _pad1: u32,
     _pad2: u32,
     _pad3: u32,
+    _pad4: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
-/// `split_min_keys` keys each, enough splits to reach `split_target`
-/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
-/// length but the last, none empty.
-fn split_plan(ctx: u32) -> vec2<u32> {
-    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
-    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
-    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
-    let chunk = max((ctx + bound - 1u) / bound, 1u);
-    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
-}
 @group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
 @group(0) @binding(2) var<storage, read> k_new: array<vec4<Elem>>;
 @group(0) @binding(3) var<storage, read> v_new: array<vec4<Elem>>;
@@ -30771,19 +30801,6 @@ fn split_plan(ctx: u32) -> vec2<u32> {
 @group(0) @binding(6) var<storage, read_write> k_cache: array<vec4<KvElem>>;
 @group(0) @binding(7) var<storage, read_write> v_cache: array<vec4<KvElem>>;
 @group(0) @binding(8) var<storage, read_write> part: array<vec4<f32>>;
-
-/// `vec4` `d` of a row of token `t` of the call rotated: its pairs `(x, y)`
-/// and `(z, w)` are pairs `2d` and `2d + 1` of the half head dim. Rounded
-/// to `Elem`, as the rotation's output tensor holds it.
-fn rope4(v: vec4<Elem>, t: u32, d: u32) -> vec4<f32> {
-    let i = (p.table_row + t) * (p.head_dim / 2u) + 2u * d;
-    let c = vec2<f32>(f32(cos_t[i]), f32(cos_t[i + 1u]));
-    let sn = vec2<f32>(f32(sin_t[i]), f32(sin_t[i + 1u]));
-    let x = vec4<f32>(v);
-    let re = x.xz * c - x.yw * sn;
-    let im = x.xz * sn + x.yw * c;
-    return vec4<f32>(vec4<Elem>(vec4<f32>(re.x, im.x, re.y, im.y)));
-}
 
 /// `vec4` `d` of query row `row` (the call's token `row`), head `h`, rotated.
 fn query_at(row: u32, h: u32, d: u32, d4: u32) -> vec4<f32> {
@@ -30795,7 +30812,6 @@ fn query_at(row: u32, h: u32, d: u32, d4: u32) -> vec4<f32> {
 fn new_key(t: u32, kvh: u32, d: u32, d4: u32) -> vec4<KvElem> {
     return vec4<KvElem>(rope4(k_new[(t * p.n_kv_heads + kvh) * d4 + d], t, d));
 }
-
 const WG: u32 = 128u;
 /// Query vectors per workgroup.
 const MAXQ: u32 = 4u;
@@ -31040,6 +31056,29 @@ pub const SDPA_SPLIT_SG_ROPE_F32_KVF16: &str = r#"enable f16;
 alias Elem = f32;
 alias KvElem = f16;
 
+/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
+/// `split_min_keys` keys each, enough splits to reach `split_target`
+/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
+/// length but the last, none empty.
+fn split_plan(ctx: u32) -> vec2<u32> {
+    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
+    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
+    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
+    let chunk = max((ctx + bound - 1u) / bound, 1u);
+    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
+}
+/// `vec4` `d` of a row of token `t` of the call rotated: its pairs `(x, y)`
+/// and `(z, w)` are pairs `2d` and `2d + 1` of the half head dim. Rounded
+/// to `Elem`, as the rotation's output tensor holds it.
+fn rope4(v: vec4<Elem>, t: u32, d: u32) -> vec4<f32> {
+    let i = (p.table_row + t) * (p.head_dim / 2u) + 2u * d;
+    let c = vec2<f32>(f32(cos_t[i]), f32(cos_t[i + 1u]));
+    let sn = vec2<f32>(f32(sin_t[i]), f32(sin_t[i + 1u]));
+    let x = vec4<f32>(v);
+    let re = x.xz * c - x.yw * sn;
+    let im = x.xz * sn + x.yw * c;
+    return vec4<f32>(vec4<Elem>(vec4<f32>(re.x, im.x, re.y, im.y)));
+}
 struct Params {
     /// Query rows (`S`).
     seq: u32,
@@ -31058,28 +31097,18 @@ struct Params {
     split_min_keys: u32,
     split_tile: u32,
     split_max: u32,
-    /// Query vectors the final merge sums at once.
+    /// Query vectors the subgroup body's final merge sums at once (the
+    /// workgroup body does not read it).
     merge_queries: u32,
-    _pad0: u32,
+    _pad1: u32,
     /// The tables' row of the call's first token.
     table_row: u32,
-    _pad1: u32,
     _pad2: u32,
     _pad3: u32,
+    _pad4: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
-/// `split_min_keys` keys each, enough splits to reach `split_target`
-/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
-/// length but the last, none empty.
-fn split_plan(ctx: u32) -> vec2<u32> {
-    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
-    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
-    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
-    let chunk = max((ctx + bound - 1u) / bound, 1u);
-    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
-}
 @group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
 @group(0) @binding(2) var<storage, read> k_new: array<vec4<Elem>>;
 @group(0) @binding(3) var<storage, read> v_new: array<vec4<Elem>>;
@@ -31088,19 +31117,6 @@ fn split_plan(ctx: u32) -> vec2<u32> {
 @group(0) @binding(6) var<storage, read_write> k_cache: array<vec4<KvElem>>;
 @group(0) @binding(7) var<storage, read_write> v_cache: array<vec4<KvElem>>;
 @group(0) @binding(8) var<storage, read_write> part: array<vec4<f32>>;
-
-/// `vec4` `d` of a row of token `t` of the call rotated: its pairs `(x, y)`
-/// and `(z, w)` are pairs `2d` and `2d + 1` of the half head dim. Rounded
-/// to `Elem`, as the rotation's output tensor holds it.
-fn rope4(v: vec4<Elem>, t: u32, d: u32) -> vec4<f32> {
-    let i = (p.table_row + t) * (p.head_dim / 2u) + 2u * d;
-    let c = vec2<f32>(f32(cos_t[i]), f32(cos_t[i + 1u]));
-    let sn = vec2<f32>(f32(sin_t[i]), f32(sin_t[i + 1u]));
-    let x = vec4<f32>(v);
-    let re = x.xz * c - x.yw * sn;
-    let im = x.xz * sn + x.yw * c;
-    return vec4<f32>(vec4<Elem>(vec4<f32>(re.x, im.x, re.y, im.y)));
-}
 
 /// `vec4` `d` of query row `row` (the call's token `row`), head `h`, rotated.
 fn query_at(row: u32, h: u32, d: u32, d4: u32) -> vec4<f32> {
@@ -31112,7 +31128,6 @@ fn query_at(row: u32, h: u32, d: u32, d4: u32) -> vec4<f32> {
 fn new_key(t: u32, kvh: u32, d: u32, d4: u32) -> vec4<KvElem> {
     return vec4<KvElem>(rope4(k_new[(t * p.n_kv_heads + kvh) * d4 + d], t, d));
 }
-
 const WG: u32 = 128u;
 /// Query vectors per workgroup.
 const MAXQ: u32 = 4u;
@@ -31386,6 +31401,10 @@ struct Params {
     split_min_keys: u32,
     split_tile: u32,
     split_max: u32,
+    /// Query vectors the subgroup body's final merge sums at once (the
+    /// workgroup body does not read it).
+    merge_queries: u32,
+    _pad0: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -31702,6 +31721,10 @@ struct Params {
     split_min_keys: u32,
     split_tile: u32,
     split_max: u32,
+    /// Query vectors the subgroup body's final merge sums at once (the
+    /// workgroup body does not read it).
+    merge_queries: u32,
+    _pad0: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -32018,6 +32041,10 @@ struct Params {
     split_min_keys: u32,
     split_tile: u32,
     split_max: u32,
+    /// Query vectors the subgroup body's final merge sums at once (the
+    /// workgroup body does not read it).
+    merge_queries: u32,
+    _pad0: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -32344,7 +32371,9 @@ struct Params {
     split_min_keys: u32,
     split_tile: u32,
     split_max: u32,
-    _pad0: u32,
+    /// Query vectors the subgroup body's final merge sums at once (the
+    /// workgroup body does not read it).
+    merge_queries: u32,
     _pad1: u32,
     /// The tables' row of the call's first token.
     table_row: u32,
@@ -32682,7 +32711,9 @@ struct Params {
     split_min_keys: u32,
     split_tile: u32,
     split_max: u32,
-    _pad0: u32,
+    /// Query vectors the subgroup body's final merge sums at once (the
+    /// workgroup body does not read it).
+    merge_queries: u32,
     _pad1: u32,
     /// The tables' row of the call's first token.
     table_row: u32,
@@ -33020,7 +33051,9 @@ struct Params {
     split_min_keys: u32,
     split_tile: u32,
     split_max: u32,
-    _pad0: u32,
+    /// Query vectors the subgroup body's final merge sums at once (the
+    /// workgroup body does not read it).
+    merge_queries: u32,
     _pad1: u32,
     /// The tables' row of the call's first token.
     table_row: u32,

@@ -1,8 +1,9 @@
 //! The parameters, bindings and reads of the plain split-KV partials
-//! (`sdpa_split.wgsl`, `sdpa_split_short.wgsl`): the query and the call's
-//! new keys read as they are. The including family declares `Elem`,
-//! `KvElem` and `WG`, and includes `split_plan.wgsl` and
-//! `sdpa_split_body.wgsl`.
+//! (`sdpa_split.wgsl`, `sdpa_split_short.wgsl`, `sdpa_split_sg.wgsl`): the
+//! query and the call's new keys read as they are. The including family
+//! declares `Elem` and `KvElem` (and `WG` for the workgroup body), and
+//! includes `split_plan.wgsl` and its body (`sdpa_split_body.wgsl` or
+//! `sdpa_split_sg_body.wgsl`).
 
 struct Params {
     /// Query rows (`S`).
@@ -22,6 +23,10 @@ struct Params {
     split_min_keys: u32,
     split_tile: u32,
     split_max: u32,
+    /// Query vectors the subgroup body's final merge sums at once (the
+    /// workgroup body does not read it).
+    merge_queries: u32,
+    _pad0: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;

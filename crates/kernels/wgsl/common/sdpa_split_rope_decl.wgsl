@@ -1,8 +1,10 @@
 //! The parameters, bindings and reads of the `_rope` split-KV partials
-//! (`sdpa_split_rope.wgsl`, `sdpa_split_short_rope.wgsl`): the query and
-//! the call's new keys rotated as they are read. The including family
-//! declares `Elem`, `KvElem` and `WG`, and includes `split_plan.wgsl`,
-//! `rope4.wgsl` and `sdpa_split_body.wgsl`.
+//! (`sdpa_split_rope.wgsl`, `sdpa_split_short_rope.wgsl`,
+//! `sdpa_split_sg_rope.wgsl`): the query and the call's new keys rotated
+//! as they are read. The including family declares `Elem` and `KvElem`
+//! (and `WG` for the workgroup body), and includes `split_plan.wgsl`,
+//! `rope4.wgsl` and its body (`sdpa_split_body.wgsl` or
+//! `sdpa_split_sg_body.wgsl`).
 
 struct Params {
     /// Query rows (`S`).
@@ -22,7 +24,9 @@ struct Params {
     split_min_keys: u32,
     split_tile: u32,
     split_max: u32,
-    _pad0: u32,
+    /// Query vectors the subgroup body's final merge sums at once (the
+    /// workgroup body does not read it).
+    merge_queries: u32,
     _pad1: u32,
     /// The tables' row of the call's first token.
     table_row: u32,
