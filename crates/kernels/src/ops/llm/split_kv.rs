@@ -229,8 +229,8 @@ pub(super) fn split_kv_attention(
             .u32(to_u32("start_pos", a.start)?),
     )?
     .finish();
-    // Splits of one short tile at the longest context (all of them up to
-    // 2,048 keys): the 64-wide workgroups.
+    // Splits of one short tile at the longest context (caches up to 4,096
+    // rows): the 64-wide workgroups.
     let family = match a.route {
         SplitRoute::Workgroup if cmax.div_ceil(max_splits) <= SHORT_TILE => Family::SdpaSplitShort,
         route => route.family(),
