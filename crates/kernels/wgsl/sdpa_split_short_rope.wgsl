@@ -1,11 +1,6 @@
-//! The `_rope` form of `sdpa_split_short.wgsl`: `sdpa_split_rope.wgsl` in workgroups of 64 invocations (tiles of 64 keys),
-//! for caches whose splits hold 64 keys at most at their longest context
-//! (every split plan up to 4,096 keys; decode splits hold 32 keys up to
-//! 2,048): there, most of the 256 invocations would idle and each tree would take
-//! two more levels (H200, run al: ~1 us a layer off the SmolLM2 shape's
-//! decode step; on longer splits the 256-wide form is the faster, four
-//! tiles a split costing ~7% of the 1B decode at 8,192). Everything but
-//! `WG` is `sdpa_split_rope.wgsl`'s.
+//! The `_rope` form of `sdpa_split_short.wgsl` (see there for where it
+//! runs and why): `sdpa_split_rope.wgsl` in workgroups of 64 invocations.
+//! Everything but `WG` is `sdpa_split_rope.wgsl`'s.
 // variants: f32 f16 f32_kvf16
 
 alias Elem = f32;

@@ -31359,11 +31359,11 @@ fn main(
 pub const SDPA_SPLIT_SHORT_F32: &str = r#"//! `sdpa_split.wgsl` in workgroups of 64 invocations (tiles of 64 keys),
 //! for caches whose splits hold 64 keys at most at their longest context
 //! (every split plan up to 4,096 keys; decode splits hold 32 keys up to
-//! 2,048): there, most of the 256 invocations would idle and each tree would take
-//! two more levels (H200, run al: ~1 us a layer off the SmolLM2 shape's
-//! decode step; on longer splits the 256-wide form is the faster, four
-//! tiles a split costing ~7% of the 1B decode at 8,192). Everything but
-//! `WG` is `sdpa_split.wgsl`'s.
+//! 2,048): there, most of the 256 invocations would idle and each tree
+//! would take two more levels (H200, run al: ~1 us a layer off the
+//! SmolLM2 shape's decode step; on longer splits the 256-wide form is the
+//! faster, four tiles a split costing ~7% of the 1B decode at 8,192).
+//! Everything but `WG` is `sdpa_split.wgsl`'s.
 // variants: f32 f16 f32_kvf16
 
 alias Elem = f32;
@@ -31679,11 +31679,11 @@ pub const SDPA_SPLIT_SHORT_F16: &str = r#"enable f16;
 //! `sdpa_split.wgsl` in workgroups of 64 invocations (tiles of 64 keys),
 //! for caches whose splits hold 64 keys at most at their longest context
 //! (every split plan up to 4,096 keys; decode splits hold 32 keys up to
-//! 2,048): there, most of the 256 invocations would idle and each tree would take
-//! two more levels (H200, run al: ~1 us a layer off the SmolLM2 shape's
-//! decode step; on longer splits the 256-wide form is the faster, four
-//! tiles a split costing ~7% of the 1B decode at 8,192). Everything but
-//! `WG` is `sdpa_split.wgsl`'s.
+//! 2,048): there, most of the 256 invocations would idle and each tree
+//! would take two more levels (H200, run al: ~1 us a layer off the
+//! SmolLM2 shape's decode step; on longer splits the 256-wide form is the
+//! faster, four tiles a split costing ~7% of the 1B decode at 8,192).
+//! Everything but `WG` is `sdpa_split.wgsl`'s.
 // variants: f32 f16 f32_kvf16
 
 alias Elem = f16;
@@ -31999,11 +31999,11 @@ pub const SDPA_SPLIT_SHORT_F32_KVF16: &str = r#"enable f16;
 //! `sdpa_split.wgsl` in workgroups of 64 invocations (tiles of 64 keys),
 //! for caches whose splits hold 64 keys at most at their longest context
 //! (every split plan up to 4,096 keys; decode splits hold 32 keys up to
-//! 2,048): there, most of the 256 invocations would idle and each tree would take
-//! two more levels (H200, run al: ~1 us a layer off the SmolLM2 shape's
-//! decode step; on longer splits the 256-wide form is the faster, four
-//! tiles a split costing ~7% of the 1B decode at 8,192). Everything but
-//! `WG` is `sdpa_split.wgsl`'s.
+//! 2,048): there, most of the 256 invocations would idle and each tree
+//! would take two more levels (H200, run al: ~1 us a layer off the
+//! SmolLM2 shape's decode step; on longer splits the 256-wide form is the
+//! faster, four tiles a split costing ~7% of the 1B decode at 8,192).
+//! Everything but `WG` is `sdpa_split.wgsl`'s.
 // variants: f32 f16 f32_kvf16
 
 alias Elem = f32;
@@ -32314,14 +32314,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 "#;
 
 /// `sdpa_split_short_rope.wgsl` with `Elem = f32`.
-pub const SDPA_SPLIT_SHORT_ROPE_F32: &str = r#"//! The `_rope` form of `sdpa_split_short.wgsl`: `sdpa_split_rope.wgsl` in workgroups of 64 invocations (tiles of 64 keys),
-//! for caches whose splits hold 64 keys at most at their longest context
-//! (every split plan up to 4,096 keys; decode splits hold 32 keys up to
-//! 2,048): there, most of the 256 invocations would idle and each tree would take
-//! two more levels (H200, run al: ~1 us a layer off the SmolLM2 shape's
-//! decode step; on longer splits the 256-wide form is the faster, four
-//! tiles a split costing ~7% of the 1B decode at 8,192). Everything but
-//! `WG` is `sdpa_split_rope.wgsl`'s.
+pub const SDPA_SPLIT_SHORT_ROPE_F32: &str = r#"//! The `_rope` form of `sdpa_split_short.wgsl` (see there for where it
+//! runs and why): `sdpa_split_rope.wgsl` in workgroups of 64 invocations.
+//! Everything but `WG` is `sdpa_split_rope.wgsl`'s.
 // variants: f32 f16 f32_kvf16
 
 alias Elem = f32;
@@ -32654,14 +32649,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 /// `sdpa_split_short_rope.wgsl` with `Elem = f16`.
 pub const SDPA_SPLIT_SHORT_ROPE_F16: &str = r#"enable f16;
 
-//! The `_rope` form of `sdpa_split_short.wgsl`: `sdpa_split_rope.wgsl` in workgroups of 64 invocations (tiles of 64 keys),
-//! for caches whose splits hold 64 keys at most at their longest context
-//! (every split plan up to 4,096 keys; decode splits hold 32 keys up to
-//! 2,048): there, most of the 256 invocations would idle and each tree would take
-//! two more levels (H200, run al: ~1 us a layer off the SmolLM2 shape's
-//! decode step; on longer splits the 256-wide form is the faster, four
-//! tiles a split costing ~7% of the 1B decode at 8,192). Everything but
-//! `WG` is `sdpa_split_rope.wgsl`'s.
+//! The `_rope` form of `sdpa_split_short.wgsl` (see there for where it
+//! runs and why): `sdpa_split_rope.wgsl` in workgroups of 64 invocations.
+//! Everything but `WG` is `sdpa_split_rope.wgsl`'s.
 // variants: f32 f16 f32_kvf16
 
 alias Elem = f16;
@@ -32994,14 +32984,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 /// `sdpa_split_short_rope.wgsl` with `Elem = f32`, `KvElem = f16`.
 pub const SDPA_SPLIT_SHORT_ROPE_F32_KVF16: &str = r#"enable f16;
 
-//! The `_rope` form of `sdpa_split_short.wgsl`: `sdpa_split_rope.wgsl` in workgroups of 64 invocations (tiles of 64 keys),
-//! for caches whose splits hold 64 keys at most at their longest context
-//! (every split plan up to 4,096 keys; decode splits hold 32 keys up to
-//! 2,048): there, most of the 256 invocations would idle and each tree would take
-//! two more levels (H200, run al: ~1 us a layer off the SmolLM2 shape's
-//! decode step; on longer splits the 256-wide form is the faster, four
-//! tiles a split costing ~7% of the 1B decode at 8,192). Everything but
-//! `WG` is `sdpa_split_rope.wgsl`'s.
+//! The `_rope` form of `sdpa_split_short.wgsl` (see there for where it
+//! runs and why): `sdpa_split_rope.wgsl` in workgroups of 64 invocations.
+//! Everything but `WG` is `sdpa_split_rope.wgsl`'s.
 // variants: f32 f16 f32_kvf16
 
 alias Elem = f32;

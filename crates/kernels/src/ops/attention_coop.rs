@@ -19,7 +19,7 @@ pub const COOP_ATTENTION_MAX_HEAD_DIM: u64 = 128;
 /// holds float16 (`kv_f16`) may run on the matrix units: the device has
 /// them and the query may be rounded to f16 operands (float16 programs
 /// always, float32 ones where the load's precision allows it for
-/// [`Product::Attention`]: `f16`), and the keys
+/// [`Product::Attention`]: `mixed` or `f16`), and the keys
 /// and values are float16 already (a float32 cache keeps
 /// `sdpa_prefill.wgsl`), and the route is not switched off
 /// ([`DeviceCaps::coop_attention`]).
