@@ -305,7 +305,9 @@ fn main() {
             // The timed generation's steps are the last runs: its feed and
             // first step (the pipeline filling) are left out.
             let s = &steps[steps.len().saturating_sub(a.steps.saturating_sub(1))..];
-            let us = |f: &dyn Fn(usize) -> f64| median((0..s.len().saturating_sub(1)).map(f).collect()) / 1e3;
+            // Step pairs (each gap reads a step and the next).
+            let n = s.len().saturating_sub(1);
+            let us = |f: &dyn Fn(usize) -> f64| median((0..n).map(f).collect()) / 1e3;
             let period = us(&|i| s[i + 1].chain_begin - s[i].chain_begin);
             let chain = us(&|i| s[i].chain_end - s[i].chain_begin);
             let to_argmax = us(&|i| s[i].argmax_begin - s[i].chain_end);
@@ -314,11 +316,10 @@ fn main() {
             let _ = writeln!(
                 out,
                 "timeline at {ctx:>5}: period {period:.1} us = chain {chain:.1} + to argmax {to_argmax:.1} + argmax \
-                 {argmax:.1} + to the next step {between:.1} (medians of {} steps)",
-                s.len().saturating_sub(1)
+                 {argmax:.1} + to the next step {between:.1} (medians of {n} steps)"
             );
             timelines.push(serde_json::json!({
-                "context": ctx, "steps": s.len().saturating_sub(1), "period_us": period, "chain_us": chain,
+                "context": ctx, "steps": n, "period_us": period, "chain_us": chain,
                 "chain_to_argmax_us": to_argmax, "argmax_us": argmax, "to_next_step_us": between,
             }));
         }
