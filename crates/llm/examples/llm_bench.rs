@@ -338,7 +338,7 @@ fn main() {
     for (n, pos) in calls {
         for mode in [ProfileMode::PerDispatch, ProfileMode::ByKernel] {
             let p = call_profile(&rt, &program, &options, n, pos, mode).expect("the profiled calls run");
-            let (d, profile) = (p.dispatches, p.by_op);
+            let (d, profile, kernels) = (p.dispatches, p.by_op, p.by_kernel);
             if n == 1 && pos == 0 {
                 dispatches = d;
             }
@@ -352,12 +352,20 @@ fn main() {
             for (op, nodes, nanos) in profile.iter().take(8) {
                 let _ = writeln!(out, "  {:>10.3} ms  {nodes:>4} x {op}", nanos / 1e6);
             }
+            let _ = writeln!(out, "  by shader:");
+            for (kernel, nodes, nanos) in kernels.iter().take(8) {
+                let _ = writeln!(out, "  {:>10.3} ms  {nodes:>4} x {kernel}", nanos / 1e6);
+            }
             let by_op: Vec<_> = profile
                 .iter()
                 .map(|(op, nodes, nanos)| serde_json::json!({"op": op, "nodes": nodes, "ms": nanos / 1e6}))
                 .collect();
+            let by_kernel: Vec<_> = kernels
+                .iter()
+                .map(|(kernel, nodes, nanos)| serde_json::json!({"kernel": kernel, "nodes": nodes, "ms": nanos / 1e6}))
+                .collect();
             let row = serde_json::json!({
-                "tokens": n, "position": pos, "dispatches": d, "by_op": by_op,
+                "tokens": n, "position": pos, "dispatches": d, "by_op": by_op, "by_kernel": by_kernel,
                 "total_ms": p.total_nanos.map(|t| t / 1e6),
             });
             match mode {

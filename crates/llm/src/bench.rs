@@ -228,6 +228,10 @@ pub struct CallProfile {
     /// Per op name (with its kernels): nodes and total nanoseconds, slowest
     /// first.
     pub by_op: Vec<(String, usize, f64)>,
+    /// Per shader label: the nodes that run it and its total nanoseconds, slowest first
+    /// (in [`ProfileMode::ByKernel`] a shader's pass time spread evenly
+    /// over its dispatches, whichever ops they serve).
+    pub by_kernel: Vec<(String, usize, f64)>,
     /// GPU nanoseconds of the whole call in one pass ([`ProfileMode::ByKernel`]
     /// only).
     pub total_nanos: Option<f64>,
@@ -272,7 +276,17 @@ pub fn call_profile(
     forward.set_profile_mode(mode);
     forward.run(&inputs()?).map_err(runtime("running forward"))?;
     let mut by_op: Vec<(String, usize, f64)> = Vec::new();
+    let mut by_kernel: Vec<(String, usize, f64)> = Vec::new();
     for node in forward.profile() {
+        for (kernel, &nanos) in node.kernels.iter().zip(&node.kernel_nanos) {
+            match by_kernel.iter_mut().find(|(k, _, _)| k == kernel) {
+                Some(entry) => {
+                    entry.1 += 1;
+                    entry.2 += nanos;
+                }
+                None => by_kernel.push((kernel.clone(), 1, nanos)),
+            }
+        }
         let key = if node.kernels.is_empty() { node.op } else { format!("{} [{}]", node.op, node.kernels.join(", ")) };
         match by_op.iter_mut().find(|(k, _, _)| *k == key) {
             Some(entry) => {
@@ -283,7 +297,8 @@ pub fn call_profile(
         }
     }
     by_op.sort_by(|a, b| b.2.total_cmp(&a.2));
-    Ok(CallProfile { dispatches, by_op, total_nanos: forward.profiled_total_nanos() })
+    by_kernel.sort_by(|a, b| b.2.total_cmp(&a.2));
+    Ok(CallProfile { dispatches, by_op, by_kernel, total_nanos: forward.profiled_total_nanos() })
 }
 
 #[cfg(test)]

@@ -32,6 +32,8 @@ pub struct NodeProfile {
     pub node_id: u32,
     /// Shader labels of its dispatches, first use order.
     pub kernels: Vec<String>,
+    /// Time of each of `kernels`' dispatches, nanoseconds (the same order).
+    pub kernel_nanos: Vec<f64>,
     /// Dispatches it recorded (0 for views and host-only ops).
     pub dispatches: usize,
     /// Time of its dispatches, nanoseconds.
@@ -86,6 +88,7 @@ impl Profiling {
                 op: c.name.clone(),
                 node_id: c.node_id,
                 kernels: Vec::new(),
+                kernel_nanos: Vec::new(),
                 dispatches: 0,
                 nanos: 0.0,
                 gpu_timestamps: self.gpu_timestamps,
@@ -94,10 +97,15 @@ impl Profiling {
         for (i, &CompiledDispatch { node, label, .. }) in plan.dispatches.iter().enumerate() {
             let row = &mut rows[node];
             row.dispatches += 1;
-            if !row.kernels.iter().any(|k| k == label) {
-                row.kernels.push(label.to_string());
+            let nanos = self.times.get(i).copied().unwrap_or(0.0);
+            match row.kernels.iter().position(|k| k == label) {
+                Some(k) => row.kernel_nanos[k] += nanos,
+                None => {
+                    row.kernels.push(label.to_string());
+                    row.kernel_nanos.push(nanos);
+                }
             }
-            row.nanos += self.times.get(i).copied().unwrap_or(0.0);
+            row.nanos += nanos;
         }
         rows
     }

@@ -201,8 +201,19 @@ fn f16_bytes(v: &[f32]) -> Vec<u8> {
 /// Pipelines of the kernels run, made once each, by name.
 pub type Pipelines = Vec<(String, wgpu::ComputePipeline)>;
 
-/// Runs the emulated kernel once on `rt`'s device; the output `[s, hq, d]`.
-pub fn run(rt: &etwgpu_runtime::Runtime, pipelines: &mut Pipelines, a: &Dispatch<'_>) -> Vec<f32> {
+/// A dispatch's device objects, made by [`prepare`].
+pub struct Prepared {
+    pipeline: wgpu::ComputePipeline,
+    bind_group: wgpu::BindGroup,
+    out: wgpu::Buffer,
+    groups: u32,
+    out_len: usize,
+    f16_q: bool,
+}
+
+/// Makes `a`'s buffers (its data uploaded), pipeline (once per kernel name,
+/// kept in `pipelines`) and bind group on `rt`'s device.
+pub fn prepare(rt: &etwgpu_runtime::Runtime, pipelines: &mut Pipelines, a: &Dispatch<'_>) -> Prepared {
     let (device, queue) = (rt.device(), rt.queue());
     let f16_q = a.f16_q;
     let storage = |label: &str, bytes: &[u8], extra: wgpu::BufferUsages| {
@@ -236,13 +247,15 @@ pub fn run(rt: &etwgpu_runtime::Runtime, pipelines: &mut Pipelines, a: &Dispatch
     let v = storage("v", &f16_bytes(a.v), wgpu::BufferUsages::empty());
     let out = storage("out", &out_bytes, wgpu::BufferUsages::COPY_SRC);
     let groups = a.s.div_ceil(64) * a.hq;
-    let ss = storage("scores", &vec![0u8; (groups * 64 * 68 * 4) as usize], wgpu::BufferUsages::empty());
+    let raw = matches!(a.kernel, Kernel::Raw { emulate: false, .. });
+    // The emulation's scores live in a storage buffer; a raw kernel has none.
+    let ss =
+        (!raw).then(|| storage("scores", &vec![0u8; (groups * 64 * 68 * 4) as usize], wgpu::BufferUsages::empty()));
     let (name, text) = match a.kernel {
         Kernel::Emulated(id) => (id.label().to_string(), source(id)),
         Kernel::Raw { name, source, emulate: true } => (name.to_string(), emulate(source)),
         Kernel::Raw { name, source, emulate: false } => (name.to_string(), source.to_string()),
     };
-    let raw = matches!(a.kernel, Kernel::Raw { emulate: false, .. });
     if !pipelines.iter().any(|(n, _)| *n == name) {
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("sdpa_prefill_coop emulated"),
@@ -258,9 +271,9 @@ pub fn run(rt: &etwgpu_runtime::Runtime, pipelines: &mut Pipelines, a: &Dispatch
         });
         pipelines.push((name.clone(), pipeline));
     }
-    let pipeline = &pipelines.iter().find(|(n, _)| *n == name).expect("made above").1;
-    let buffers: &[&wgpu::Buffer] =
-        if raw { &[&uniform, &q, &k, &v, &out] } else { &[&uniform, &q, &k, &v, &out, &ss] };
+    let pipeline = pipelines.iter().find(|(n, _)| *n == name).expect("made above").1.clone();
+    let mut buffers: Vec<&wgpu::Buffer> = vec![&uniform, &q, &k, &v, &out];
+    buffers.extend(ss.as_ref());
     let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
         label: None,
         layout: &pipeline.get_bind_group_layout(0),
@@ -270,27 +283,51 @@ pub fn run(rt: &etwgpu_runtime::Runtime, pipelines: &mut Pipelines, a: &Dispatch
             .map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() })
             .collect::<Vec<_>>(),
     });
-    let read = device.create_buffer(&wgpu::BufferDescriptor {
-        label: None,
-        size: out.size(),
-        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-        mapped_at_creation: false,
-    });
-    let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
-    {
-        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes: None });
-        pass.set_pipeline(pipeline);
-        pass.set_bind_group(0, &bind_group, &[]);
-        pass.dispatch_workgroups(groups as u32, 1, 1);
+    Prepared { pipeline, bind_group, out, groups: groups as u32, out_len, f16_q }
+}
+
+impl Prepared {
+    /// Records `reps` dispatches of the kernel into one pass of `encoder`.
+    pub fn record(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        reps: u32,
+        ts: Option<wgpu::ComputePassTimestampWrites<'_>>,
+    ) {
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes: ts });
+        pass.set_pipeline(&self.pipeline);
+        pass.set_bind_group(0, &self.bind_group, &[]);
+        for _ in 0..reps {
+            pass.dispatch_workgroups(self.groups, 1, 1);
+        }
     }
-    encoder.copy_buffer_to_buffer(&out, 0, &read, 0, out.size());
-    queue.submit([encoder.finish()]);
-    read.slice(..).map_async(wgpu::MapMode::Read, |_| {});
-    let _ = device.poll(wgpu::PollType::wait_indefinitely());
-    let view = read.slice(..).get_mapped_range().expect("mapped");
-    if f16_q {
-        view.chunks_exact(2).take(out_len).map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32()).collect()
-    } else {
-        view.chunks_exact(4).take(out_len).map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes"))).collect()
+
+    /// Runs the kernel once; the output `[s, hq, d]`.
+    pub fn run(&self, rt: &etwgpu_runtime::Runtime) -> Vec<f32> {
+        let (device, queue) = (rt.device(), rt.queue());
+        let read = device.create_buffer(&wgpu::BufferDescriptor {
+            label: None,
+            size: self.out.size(),
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+        self.record(&mut encoder, 1, None);
+        encoder.copy_buffer_to_buffer(&self.out, 0, &read, 0, self.out.size());
+        queue.submit([encoder.finish()]);
+        read.slice(..).map_async(wgpu::MapMode::Read, |_| {});
+        let _ = device.poll(wgpu::PollType::wait_indefinitely());
+        let view = read.slice(..).get_mapped_range().expect("mapped");
+        let n = self.out_len;
+        if self.f16_q {
+            view.chunks_exact(2).take(n).map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32()).collect()
+        } else {
+            view.chunks_exact(4).take(n).map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes"))).collect()
+        }
     }
+}
+
+/// Runs the emulated kernel once on `rt`'s device; the output `[s, hq, d]`.
+pub fn run(rt: &etwgpu_runtime::Runtime, pipelines: &mut Pipelines, a: &Dispatch<'_>) -> Vec<f32> {
+    prepare(rt, pipelines, a).run(rt)
 }
