@@ -82,21 +82,23 @@ var<workgroup> cs: array<f32, SGM * SGN * 256u>;
 
 // include: coop_stage.wgsl
 
-/// 8 halves of w: column `n0 + i / (TK / 8)`, inputs `k0 + (i % (TK / 8)) *
-/// 8 ..` (zeros past N), rounded to f16.
-fn load_w(n0: u32, k0: u32, i: u32) -> Eight {
+/// 8 elements of w: column `n0 + i / (TK / 8)`, inputs `k0 + (i % (TK /
+/// 8)) * 8 ..` (zeros past N), as loaded: rounded to f16 only as they are
+/// staged (`store_w`; see `load_raw_x`).
+fn load_w(n0: u32, k0: u32, i: u32) -> RawEight {
     let col = n0 + i / (TK / 8u);
     if col >= p.n {
-        return Eight(vec4<f16>(), vec4<f16>());
+        return RawEight(vec4<Elem>(), vec4<Elem>());
     }
     let at = (col * p.k + k0) / 4u + (i % (TK / 8u)) * 2u;
-    return Eight(vec4<f16>(w[at]), vec4<f16>(w[at + 1u]));
+    return RawEight(w[at], w[at + 1u]);
 }
 
-/// Stores 8 halves at half `o` (a multiple of 8) of the weight tiles.
-fn store_w(o: u32, v: Eight) {
-    ws[o / 4u] = v.lo;
-    ws[o / 4u + 1u] = v.hi;
+/// Stores 8 elements, rounded to f16, at half `o` (a multiple of 8) of
+/// the weight tiles.
+fn store_w(o: u32, v: RawEight) {
+    ws[o / 4u] = vec4<f16>(v.lo);
+    ws[o / 4u + 1u] = vec4<f16>(v.hi);
 }
 
 /// Where `load_w`'s unit `i` goes in a staged weight tile, in halves.
@@ -153,10 +155,10 @@ fn main(
     workgroupBarrier();
     {
         let k0 = 0u;
-        let gx0 = load_x(m0, k0, 0u * WG + lid);
+        let gx0 = load_raw_x(m0, k0, 0u * WG + lid);
         let gw0 = load_w(n0, k0, 0u * WG + lid);
         let gw1 = load_w(n0, k0, 1u * WG + lid);
-        store_x(0u * XS_HALVES + x_at(0u * WG + lid), gx0);
+        store_raw_x(0u * XS_HALVES + x_at(0u * WG + lid), gx0);
         store_w(0u * WS_HALVES + w_at(0u * WG + lid), gw0);
         store_w(0u * WS_HALVES + w_at(1u * WG + lid), gw1);
     }
@@ -166,7 +168,7 @@ fn main(
         // The next step's tile (the last one again at the end: stored
         // where nothing reads it any more).
         let k0 = min(t + 1u, nk - 1u) * TK;
-        let gx0 = load_x(m0, k0, 0u * WG + lid);
+        let gx0 = load_raw_x(m0, k0, 0u * WG + lid);
         let gw0 = load_w(n0, k0, 0u * WG + lid);
         let gw1 = load_w(n0, k0, 1u * WG + lid);
         let xb = cur * XS_LEN;
@@ -191,7 +193,7 @@ fn main(
             c1_0 = coopMultiplyAdd(a1, b0, c1_0);
             c1_1 = coopMultiplyAdd(a1, b1, c1_1);
         }
-        store_x((1u - cur) * XS_HALVES + x_at(0u * WG + lid), gx0);
+        store_raw_x((1u - cur) * XS_HALVES + x_at(0u * WG + lid), gx0);
         store_w((1u - cur) * WS_HALVES + w_at(0u * WG + lid), gw0);
         store_w((1u - cur) * WS_HALVES + w_at(1u * WG + lid), gw1);
         workgroupBarrier();

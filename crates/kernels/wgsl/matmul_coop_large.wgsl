@@ -5,7 +5,8 @@
 //!
 //! The large tile: a workgroup of 8 subgroups of 32 computes a 256 x 128
 //! block (4 x 2 subgroups of 4 x 4 fragments), K advancing 32 inputs a
-//! step through one staged copy. The host routes here when the call has
+//! step through one staged copy, the next step's loads in flight during
+//! the products (held raw in registers). The host routes here when the call has
 //! enough 256 x 128 tiles to fill the GPU; else `matmul_coop.wgsl`
 //! (64 x 128) runs.
 //!
@@ -82,21 +83,23 @@ var<workgroup> cs: array<f32, SGM * SGN * 256u>;
 
 // include: coop_stage.wgsl
 
-/// 8 halves of w: column `n0 + i / (TK / 8)`, inputs `k0 + (i % (TK / 8)) *
-/// 8 ..` (zeros past N), rounded to f16.
-fn load_w(n0: u32, k0: u32, i: u32) -> Eight {
+/// 8 elements of w: column `n0 + i / (TK / 8)`, inputs `k0 + (i % (TK /
+/// 8)) * 8 ..` (zeros past N), as loaded: rounded to f16 only as they are
+/// staged (`store_w`; see `load_raw_x`).
+fn load_w(n0: u32, k0: u32, i: u32) -> RawEight {
     let col = n0 + i / (TK / 8u);
     if col >= p.n {
-        return Eight(vec4<f16>(), vec4<f16>());
+        return RawEight(vec4<Elem>(), vec4<Elem>());
     }
     let at = (col * p.k + k0) / 4u + (i % (TK / 8u)) * 2u;
-    return Eight(vec4<f16>(w[at]), vec4<f16>(w[at + 1u]));
+    return RawEight(w[at], w[at + 1u]);
 }
 
-/// Stores 8 halves at half `o` (a multiple of 8) of the weight tiles.
-fn store_w(o: u32, v: Eight) {
-    ws[o / 4u] = v.lo;
-    ws[o / 4u + 1u] = v.hi;
+/// Stores 8 elements, rounded to f16, at half `o` (a multiple of 8) of
+/// the weight tiles.
+fn store_w(o: u32, v: RawEight) {
+    ws[o / 4u] = vec4<f16>(v.lo);
+    ws[o / 4u + 1u] = vec4<f16>(v.hi);
 }
 
 /// Where `load_w`'s unit `i` goes in a staged weight tile, in halves.
@@ -163,21 +166,30 @@ fn main(
     var c3_2 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
     var c3_3 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
     workgroupBarrier();
+    // The first step's loads; each step then issues the next step's
+    // loads right after staging its own, so they arrive during its
+    // products (the last step loads its own tile again, in bounds).
+    var gx0 = load_raw_x(m0, 0u, 0u * WG + lid);
+    var gx1 = load_raw_x(m0, 0u, 1u * WG + lid);
+    var gx2 = load_raw_x(m0, 0u, 2u * WG + lid);
+    var gx3 = load_raw_x(m0, 0u, 3u * WG + lid);
+    var gw0 = load_w(n0, 0u, 0u * WG + lid);
+    var gw1 = load_w(n0, 0u, 1u * WG + lid);
     for (var t = 0u; t < nk; t++) {
-        let k0 = t * TK;
-        let gx0 = load_x(m0, k0, 0u * WG + lid);
-        let gx1 = load_x(m0, k0, 1u * WG + lid);
-        let gx2 = load_x(m0, k0, 2u * WG + lid);
-        let gx3 = load_x(m0, k0, 3u * WG + lid);
-        let gw0 = load_w(n0, k0, 0u * WG + lid);
-        let gw1 = load_w(n0, k0, 1u * WG + lid);
-        store_x(0u * XS_HALVES + x_at(0u * WG + lid), gx0);
-        store_x(0u * XS_HALVES + x_at(1u * WG + lid), gx1);
-        store_x(0u * XS_HALVES + x_at(2u * WG + lid), gx2);
-        store_x(0u * XS_HALVES + x_at(3u * WG + lid), gx3);
+        store_raw_x(0u * XS_HALVES + x_at(0u * WG + lid), gx0);
+        store_raw_x(0u * XS_HALVES + x_at(1u * WG + lid), gx1);
+        store_raw_x(0u * XS_HALVES + x_at(2u * WG + lid), gx2);
+        store_raw_x(0u * XS_HALVES + x_at(3u * WG + lid), gx3);
         store_w(0u * WS_HALVES + w_at(0u * WG + lid), gw0);
         store_w(0u * WS_HALVES + w_at(1u * WG + lid), gw1);
         workgroupBarrier();
+        let kn = min(t + 1u, nk - 1u) * TK;
+        gx0 = load_raw_x(m0, kn, 0u * WG + lid);
+        gx1 = load_raw_x(m0, kn, 1u * WG + lid);
+        gx2 = load_raw_x(m0, kn, 2u * WG + lid);
+        gx3 = load_raw_x(m0, kn, 3u * WG + lid);
+        gw0 = load_w(n0, kn, 0u * WG + lid);
+        gw1 = load_w(n0, kn, 1u * WG + lid);
         let xb = 0u * XS_LEN;
         let wb = 0u * WS_LEN;
         {

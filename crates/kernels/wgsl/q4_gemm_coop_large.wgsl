@@ -4,7 +4,8 @@
 //!
 //! The large tile: a workgroup of 8 subgroups of 32 computes a 128 x 128
 //! block (2 x 4 subgroups of 4 x 2 fragments), K advancing 64 inputs a
-//! step through one staged copy. The host routes here only when
+//! step through one staged copy, the next step's loads in flight during
+//! the products (held raw in registers: `load_raw_x`). The host routes here only when
 //! `K % 64 == 0` and the call has enough 128 x 128 tiles to fill the GPU;
 //! else `q4_gemm_coop.wgsl` (64 x 128) runs.
 //!
@@ -162,21 +163,30 @@ fn main(
     var c3_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
     var c3_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
     workgroupBarrier();
+    // The first step's loads; each step then issues the next step's
+    // loads right after staging its own, so they arrive during its
+    // products (the last step loads its own tile again, in bounds).
+    var gx0 = load_raw_x(m0, 0u, 0u * WG + lid);
+    var gx1 = load_raw_x(m0, 0u, 1u * WG + lid);
+    var gx2 = load_raw_x(m0, 0u, 2u * WG + lid);
+    var gx3 = load_raw_x(m0, 0u, 3u * WG + lid);
+    var gw0 = load_w(n0, 0u, 0u * WG + lid);
+    var gw1 = load_w(n0, 0u, 1u * WG + lid);
     for (var t = 0u; t < nk; t++) {
-        let k0 = t * TK;
-        let gx0 = load_x(m0, k0, 0u * WG + lid);
-        let gx1 = load_x(m0, k0, 1u * WG + lid);
-        let gx2 = load_x(m0, k0, 2u * WG + lid);
-        let gx3 = load_x(m0, k0, 3u * WG + lid);
-        let gw0 = load_w(n0, k0, 0u * WG + lid);
-        let gw1 = load_w(n0, k0, 1u * WG + lid);
-        store_x(0u * XS_HALVES + x_at(0u * WG + lid), gx0);
-        store_x(0u * XS_HALVES + x_at(1u * WG + lid), gx1);
-        store_x(0u * XS_HALVES + x_at(2u * WG + lid), gx2);
-        store_x(0u * XS_HALVES + x_at(3u * WG + lid), gx3);
+        store_raw_x(0u * XS_HALVES + x_at(0u * WG + lid), gx0);
+        store_raw_x(0u * XS_HALVES + x_at(1u * WG + lid), gx1);
+        store_raw_x(0u * XS_HALVES + x_at(2u * WG + lid), gx2);
+        store_raw_x(0u * XS_HALVES + x_at(3u * WG + lid), gx3);
         store_w(0u * WS_HALVES + w_at(0u * WG + lid), gw0);
         store_w(0u * WS_HALVES + w_at(1u * WG + lid), gw1);
         workgroupBarrier();
+        let kn = min(t + 1u, nk - 1u) * TK;
+        gx0 = load_raw_x(m0, kn, 0u * WG + lid);
+        gx1 = load_raw_x(m0, kn, 1u * WG + lid);
+        gx2 = load_raw_x(m0, kn, 2u * WG + lid);
+        gx3 = load_raw_x(m0, kn, 3u * WG + lid);
+        gw0 = load_w(n0, kn, 0u * WG + lid);
+        gw1 = load_w(n0, kn, 1u * WG + lid);
         let xb = 0u * XS_LEN;
         let wb = 0u * WS_LEN;
         {

@@ -219,9 +219,9 @@ fn main(
     workgroupBarrier();
     {
         let k0 = 0u;
-        let gx0 = load_x(m0, k0, 0u * WG + lid);
+        let gx0 = load_raw_x(m0, k0, 0u * WG + lid);
         let gw0 = load_w(pr, k0, 0u * WG + lid);
-        store_x(0u * XS_HALVES + x_at(0u * WG + lid), gx0);
+        store_raw_x(0u * XS_HALVES + x_at(0u * WG + lid), gx0);
         store_w(0u * WS_HALVES + w_at(0u * WG + lid), gw0);
     }
     workgroupBarrier();
@@ -230,7 +230,7 @@ fn main(
         // The next step's tile (the last one again at the end: stored
         // where nothing reads it any more).
         let k0 = min(t + 1u, nk - 1u) * TK;
-        let gx0 = load_x(m0, k0, 0u * WG + lid);
+        let gx0 = load_raw_x(m0, k0, 0u * WG + lid);
         let gw0 = load_w(pr, k0, 0u * WG + lid);
         let xb = cur * XS_LEN;
         let wb = cur * WS_LEN;
@@ -254,7 +254,7 @@ fn main(
             c1_0 = coopMultiplyAdd(a1, b0, c1_0);
             c1_1 = coopMultiplyAdd(a1, b1, c1_1);
         }
-        store_x((1u - cur) * XS_HALVES + x_at(0u * WG + lid), gx0);
+        store_raw_x((1u - cur) * XS_HALVES + x_at(0u * WG + lid), gx0);
         store_w((1u - cur) * WS_HALVES + w_at(0u * WG + lid), gw0);
         workgroupBarrier();
     }

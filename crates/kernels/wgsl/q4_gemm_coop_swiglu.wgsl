@@ -8,7 +8,8 @@
 //! (the up weights), a second set of accumulators per subgroup and a
 //! second `cs` slot per subgroup, so both fragments of an output block
 //! meet there; one staged copy (two would not fit in 48 KiB of workgroup
-//! memory with the second weight tile).
+//! memory with the second weight tile), the next step's loads in flight
+//! during the products.
 //!
 //! Staged through workgroup memory as `vec4<f16>`: the x tile row-major,
 //! the (dequantized) weight tile column-major, rounded to f16 as they are
@@ -177,13 +178,18 @@ fn main(
     var c1_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
     var u1_1 = c1_1;
     workgroupBarrier();
+    // The first step's loads; each step then issues the next step's
+    // loads right after staging its own, so they arrive during its
+    // products (the last step loads its own tile again, in bounds).
+    var gx0 = load_raw_x(m0, 0u, 0u * WG + lid);
+    var gw0 = load_w(n0, 0u, 0u * WG + lid);
     for (var t = 0u; t < nk; t++) {
-        let k0 = t * TK;
-        let gx0 = load_x(m0, k0, 0u * WG + lid);
-        let gw0 = load_w(n0, k0, 0u * WG + lid);
-        store_x(0u * XS_HALVES + x_at(0u * WG + lid), gx0);
+        store_raw_x(0u * XS_HALVES + x_at(0u * WG + lid), gx0);
         store_w(0u * WS_HALVES + w_at(0u * WG + lid), gw0);
         workgroupBarrier();
+        let kn = min(t + 1u, nk - 1u) * TK;
+        gx0 = load_raw_x(m0, kn, 0u * WG + lid);
+        gw0 = load_w(n0, kn, 0u * WG + lid);
         let xb = 0u * XS_LEN;
         let wb = 0u * WS_LEN;
         {

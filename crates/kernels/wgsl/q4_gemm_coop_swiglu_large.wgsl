@@ -4,7 +4,8 @@
 //! accumulation.
 //!
 //! The large tile: 128 x 128 (2 x 4 subgroups of 4 x 2 fragments of
-//! gate and 4 x 2 of up), K steps of 32 through one staged copy (the
+//! gate and 4 x 2 of up), K steps of 32 through one staged copy, the next
+//! step's loads in flight during the products (the
 //! 64-input steps of `q4_gemm_coop_large.wgsl` would not fit in 48 KiB of
 //! workgroup memory with the second weight tile). The host routes here
 //! when the call has enough 128 x 128 tiles to fill the GPU; else
@@ -185,15 +186,21 @@ fn main(
     var c3_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
     var u3_1 = c3_1;
     workgroupBarrier();
+    // The first step's loads; each step then issues the next step's
+    // loads right after staging its own, so they arrive during its
+    // products (the last step loads its own tile again, in bounds).
+    var gx0 = load_raw_x(m0, 0u, 0u * WG + lid);
+    var gx1 = load_raw_x(m0, 0u, 1u * WG + lid);
+    var gw0 = load_w(n0, 0u, 0u * WG + lid);
     for (var t = 0u; t < nk; t++) {
-        let k0 = t * TK;
-        let gx0 = load_x(m0, k0, 0u * WG + lid);
-        let gx1 = load_x(m0, k0, 1u * WG + lid);
-        let gw0 = load_w(n0, k0, 0u * WG + lid);
-        store_x(0u * XS_HALVES + x_at(0u * WG + lid), gx0);
-        store_x(0u * XS_HALVES + x_at(1u * WG + lid), gx1);
+        store_raw_x(0u * XS_HALVES + x_at(0u * WG + lid), gx0);
+        store_raw_x(0u * XS_HALVES + x_at(1u * WG + lid), gx1);
         store_w(0u * WS_HALVES + w_at(0u * WG + lid), gw0);
         workgroupBarrier();
+        let kn = min(t + 1u, nk - 1u) * TK;
+        gx0 = load_raw_x(m0, kn, 0u * WG + lid);
+        gx1 = load_raw_x(m0, kn, 1u * WG + lid);
+        gw0 = load_w(n0, kn, 0u * WG + lid);
         let xb = 0u * XS_LEN;
         let wb = 0u * WS_LEN;
         {
