@@ -7,50 +7,59 @@
 //! f16 on the matrix units (float32 queries are rounded as they are
 //! staged, the probabilities as they are stored), accumulation f32.
 //!
-//! One workgroup of 4 subgroups of 32 per (block of `BQ` = 64 query rows,
-//! query head), heaviest blocks first; subgroup `sg` owns rows `16 sg ..
-//! 16 sg + 15` of the block. Query row `i` attends to cache rows
-//! `0..=start_pos + i` of kv head `h / group`, so the block walks key
-//! tiles of `BK` = 64 only up to the last key its last row needs: tiles
-//! above the diagonal are never loaded; the per-key mask (`key <= the
-//! row's last`) covers the diagonal tiles and the end of the keys. Rows
-//! past the end of the prompt read zero queries and are not written.
+//! One workgroup of 8 subgroups of 32 per (block of `BQ` = 64 query rows,
+//! query head), heaviest blocks first; subgroup `sg` takes row group
+//! `g = sg % 4` (rows `16 g .. 16 g + 15` of the block) and half
+//! `hs = sg / 4` (score columns and output dims `32 hs .. 32 hs + 31` of
+//! each 64). Query row `i` attends to cache rows `0..=start_pos + i` of
+//! kv head `h / group`, so the block walks key tiles of `BK` = 64 only up
+//! to the last key its last row needs: tiles above the diagonal are never
+//! loaded; the per-key mask (`key <= the row's last`) covers the diagonal
+//! tiles and the end of the keys. Rows past the end of the prompt read
+//! zero queries and are not written.
 //!
 //! The block's queries are staged once and held as A fragments (`qa0..7`,
-//! 64 dims each half). Per key tile: K is staged (f16 rows, zeros past
-//! the keys and the head dim; its first 64 dims were loaded during the
-//! last tile's `P V`, the values' first 64 dims are loaded with it and
-//! stored after the scores), each subgroup computes its 16 x 64 scores
-//! `S = Q K^T` one 16 x 16 fragment at a time and stores them (f32) to
-//! its rows of `ss`; V is staged transposed (`V^T`, a row of keys per
-//! dim) into K's place; each row's two invocations (`lane / 2`, `vec4`
-//! columns interleaved) read their 32 scores once, as eight 16-byte runs,
-//! right after the barrier that makes them visible, take the tile's max
-//! of the scaled scores (log2 units) from those registers, then write
-//! `P = exp2(s - m_ref)` as `vec4<f16>` to `ps` and add it to the row's
-//! sum; then `O += P V` on the matrix units, into
-//! accumulators `o0..7` (16 x 16 f32 each, 64 dims each half) that stay
-//! in registers across the tiles.
+//! 64 dims each half; both subgroups of a row group hold its rows). Per
+//! key tile: K is staged (f16 rows, zeros past the keys and the head dim;
+//! its first 64 dims were loaded during the last tile's `P V`, the
+//! values' first 64 dims are loaded with it and stored after the scores),
+//! each subgroup computes its 16 x 32 scores `S = Q K^T` (keys `32 hs ..`)
+//! one 16 x 16 fragment at a time and stores them (f32) to its part of
+//! `ss`; V is staged transposed (`V^T`, a row of keys per dim) into K's
+//! place; each row's four invocations (`lid / 4`, quarter `qt = lid % 4`,
+//! interleaved `vec4` columns `16 j + 4 qt`) read their 16 scores once,
+//! as 16-byte runs, into registers, take the tile's max of the scaled
+//! scores (log2 units, combined through `red`), then write
+//! `P = exp2(s - m_ref)` as `vec4<f16>` to `ps` and add it to their part
+//! of the row's sum; then `O += P V` on the matrix units (all 64 keys of
+//! the subgroup's rows), into accumulators `o0..1` (dims `32 hs ..`) and
+//! `o2..3` (dims `64 + 32 hs ..`, head dims past 64), 16 x 16 f32 each,
+//! that stay in registers across the tiles.
 //!
 //! Every fragment moves as in `q4_gemm_coop.wgsl`, the forms measured
 //! right on the H200: A operands row-major (`coopLoadT`) and B operands
 //! column-major (`coopLoad`) from `vec4<f16>` arrays, accumulators through
-//! `f32` arrays (`coopStoreT` / `coopLoadT`). (The first version staged V
-//! row-major for `coopLoadT` as B and P in an `f16` array; on the H200
-//! it gave wrong results that a plain-WGSL emulation of the same layouts
-//! did not, run ad.)
+//! `f32` arrays (`coopStoreT` / `coopLoadT`).
 //!
 //! Fragments are opaque, so the online-softmax rescale of `O` is lazy: a
 //! row keeps its reference max `m_ref` until a tile's max passes it by
 //! more than `TAU` (so every `P <= 2^TAU`, well inside f16); only then
 //! (decided for the whole workgroup, `workgroupUniformLoad`) do the
-//! accumulators pass through `ss` to be scaled by `exp2(m_old - m_new)`
-//! per row and reloaded. That happens at the first tiles and where a later
-//! key scores far above the earlier ones; the sums are scaled alike. At
-//! the end each accumulator passes through `ss` once more, is divided by
-//! the row's sum and written out as `Elem`.
+//! accumulators pass through `ss` (each subgroup its rows and 32 columns)
+//! to be scaled by `exp2(m_old - m_new)` per row and reloaded. That
+//! happens at the first tiles and where a later key scores far above the
+//! earlier ones; the sums are scaled alike. At the end each accumulator
+//! passes through `ss` once more, is divided by the row's sum (its four
+//! parts) and written out as `Elem`.
 //!
-//! Workgroup memory: 45,572 bytes (the route needs 48 KiB, as every
+//! Measured on the H200 at the Llama-3.2-1B shape (32 query heads over 8,
+//! D 64, 2,048 rows; `attention_probe time`, run am): 1.26 ms a dispatch
+//! when each invocation read its scores from `ss` in two strided scalar
+//! passes, 0.57 ms with them read once into registers, 0.43 ms with 8
+//! subgroups a workgroup instead of 4 (the kernel waits on latency:
+//! leaving out either product saved only ~12%).
+//!
+//! Workgroup memory: 46,096 bytes (the route needs 48 KiB, as every
 //! cooperative-matrix kernel). Assumes subgroups of 32 invocations.
 // variants: f16 f32_kvf16
 
@@ -60,9 +69,9 @@ enable wgpu_cooperative_matrix;
 alias Elem = f32;
 alias KvElem = Elem;
 
-/// Invocations per workgroup: 4 subgroups of 32.
-const WG: u32 = 128u;
-/// Query rows per block (16 per subgroup).
+/// Invocations per workgroup: 8 subgroups of 32.
+const WG: u32 = 256u;
+/// Query rows per block (16 per row group of two subgroups).
 const BQ: u32 = 64u;
 /// Keys per tile.
 const BK: u32 = 64u;
@@ -114,12 +123,12 @@ struct Params {
 /// `KVS4` per row), then the same tile's values transposed (`LDV4` per
 /// dim).
 var<workgroup> kv: array<vec4<f16>, KV_LEN>;
-/// Scores `[BQ, LDS]` (each subgroup its 16 rows); also the accumulators
-/// on their way to a rescale or out.
+/// Scores `[BQ, LDS]` (each subgroup its 16 rows, 32 columns); also the
+/// accumulators on their way to a rescale or out.
 var<workgroup> ss: array<f32, BQ * LDS>;
 /// Probabilities `[BQ, LDP4]`, row-major.
 var<workgroup> ps: array<vec4<f16>, BQ * LDP4>;
-/// Per-invocation partial (row max, then row sum), read by its partner.
+/// Per-invocation partial (row max, then row sum), read by the row's four.
 var<workgroup> red: array<f32, WG>;
 /// `.x` is set when some row needs a rescale this tile. A `vec4`, not a
 /// `u32`: every workgroup variable of a cooperative-matrix kernel must be
@@ -195,10 +204,7 @@ fn store_vt(ch: u32, u: u32, v: V4) {
 /// Stages chunk `ch` (64 dims) of the value tile at `k0` (the second:
 /// the first is loaded ahead, in `main`).
 fn stage_v(k0: u32, kvh: u32, n_keys: u32, ch: u32, lid: u32) {
-    let a = load_v(k0, kvh, n_keys, ch, lid);
-    let b = load_v(k0, kvh, n_keys, ch, lid + WG);
-    store_vt(ch, lid, a);
-    store_vt(ch, lid + WG, b);
+    store_vt(ch, lid, load_v(k0, kvh, n_keys, ch, lid));
 }
 
 /// Stages chunk `ch` (64 dims) of the key tile at `k0` (the second: the
@@ -208,39 +214,31 @@ fn stage_k(k0: u32, kvh: u32, n_keys: u32, ch: u32, lid: u32) {
     let k1 = load_k(k0, kvh, n_keys, ch, lid + 1u * WG);
     let k2 = load_k(k0, kvh, n_keys, ch, lid + 2u * WG);
     let k3 = load_k(k0, kvh, n_keys, ch, lid + 3u * WG);
-    let k4 = load_k(k0, kvh, n_keys, ch, lid + 4u * WG);
-    let k5 = load_k(k0, kvh, n_keys, ch, lid + 5u * WG);
-    let k6 = load_k(k0, kvh, n_keys, ch, lid + 6u * WG);
-    let k7 = load_k(k0, kvh, n_keys, ch, lid + 7u * WG);
     kv[kv_at(ch, lid + 0u * WG)] = kk0;
     kv[kv_at(ch, lid + 1u * WG)] = k1;
     kv[kv_at(ch, lid + 2u * WG)] = k2;
     kv[kv_at(ch, lid + 3u * WG)] = k3;
-    kv[kv_at(ch, lid + 4u * WG)] = k4;
-    kv[kv_at(ch, lid + 5u * WG)] = k5;
-    kv[kv_at(ch, lid + 6u * WG)] = k6;
-    kv[kv_at(ch, lid + 7u * WG)] = k7;
 }
 
-/// Scales the 64 columns of this invocation's half of its row in `ss`
-/// (row `at`, columns `2 j + hf`) by `alpha`.
-fn scale_row(at: u32, hf: u32, alpha: f32) {
-    for (var j = 0u; j < 32u; j++) {
-        ss[at + 2u * j + hf] *= alpha;
+/// Scales this invocation's quarter of the 64 columns of its row in `ss`
+/// (row `at`, columns `4 j + qt`) by `alpha`.
+fn scale_row(at: u32, qt: u32, alpha: f32) {
+    for (var j = 0u; j < 16u; j++) {
+        ss[at + 4u * j + qt] *= alpha;
     }
 }
 
-/// Writes 32 dims (`vec4` columns `c4_0 .. c4_0 + 8`, of the 64 held in
-/// `ss` from dim `d0`) of output row `i0 + r`, divided by its sum; rows
-/// past the prompt and dims past the head dim are not written.
-fn emit(at: u32, i0: u32, r: u32, rows: u32, h: u32, d0: u32, hf: u32, inv: f32) {
+/// Writes 16 dims (`vec4` columns `4 j + qt` of the 64 held in `ss` from
+/// dim `d0`) of output row `i0 + r`, divided by its sum; rows past the
+/// prompt and dims past the head dim are not written.
+fn emit(at: u32, i0: u32, r: u32, rows: u32, h: u32, d0: u32, qt: u32, inv: f32) {
     let d4 = p.head_dim / 4u;
     if r >= rows {
         return;
     }
     let base = ((i0 + r) * p.n_heads + h) * d4;
-    for (var j = 0u; j < 8u; j++) {
-        let c = hf * 32u + j * 4u;
+    for (var j = 0u; j < 4u; j++) {
+        let c = j * 16u + qt * 4u;
         let c4 = (d0 + c) / 4u;
         if c4 < d4 {
             let v = vec4<f32>(ss[at + c], ss[at + c + 1u], ss[at + c + 2u], ss[at + c + 3u]);
@@ -293,15 +291,23 @@ fn main(
 
     let sg = lid / 32u;
     let lane = lid % 32u;
-    // This invocation's row of the block and its half of the row's
-    // columns (interleaved: `2 j + hf`).
-    let r = sg * 16u + lane / 2u;
-    let hf = lane % 2u;
+    // The subgroup's row group (rows `16 g ..`) and half (score columns
+    // and output dims `32 hs ..` of each 64).
+    let g = sg % 4u;
+    let hs = sg / 4u;
+    // This invocation's row of the block, its quarter of the row's
+    // columns (interleaved: `vec4` runs at `16 j + 4 qt`) and the row's
+    // first invocation (its entry in `red`).
+    let r = lid / 4u;
+    let qt = lid % 4u;
+    let rq = 4u * r;
     let row_last = select(n_keys - 1u, p.start_pos + i0 + r, r < rows);
-    // The subgroup's rows in `kv`, `ss` and `ps`; this row in `ss`.
-    let qrow = sg * 16u * KVS4;
-    let srow = sg * 16u * LDS;
-    let prow = sg * 16u * LDP4;
+    // The row group's rows in `kv`, `ss` and `ps`; the subgroup's first
+    // column of them in `ss`; this row in `ss`.
+    let qrow = g * 16u * KVS4;
+    let srow = g * 16u * LDS;
+    let prow = g * 16u * LDP4;
+    let scol = srow + 32u * hs;
     let at = r * LDS;
     let cs = p.scale * LOG2E;
 
@@ -317,7 +323,7 @@ fn main(
         kv[row * KVS4 + c] = x;
     }
     for (var e = lane; e < 256u; e += 32u) {
-        ss[srow + (e / 16u) * LDS + e % 16u] = 0.0;
+        ss[scol + (e / 16u) * LDS + e % 16u] = 0.0;
     }
     workgroupBarrier();
     let qa0 = coopLoadT<coop_mat16x16<f16, A>>(&kv[qrow + 0u], KVS4);
@@ -328,15 +334,11 @@ fn main(
     let qa5 = coopLoadT<coop_mat16x16<f16, A>>(&kv[qrow + 20u], KVS4);
     let qa6 = coopLoadT<coop_mat16x16<f16, A>>(&kv[qrow + 24u], KVS4);
     let qa7 = coopLoadT<coop_mat16x16<f16, A>>(&kv[qrow + 28u], KVS4);
-    let zc = coopLoadT<coop_mat16x16<f32, C>>(&ss[srow], LDS);
+    let zc = coopLoadT<coop_mat16x16<f32, C>>(&ss[scol], LDS);
     var o0 = zc;
     var o1 = zc;
     var o2 = zc;
     var o3 = zc;
-    var o4 = zc;
-    var o5 = zc;
-    var o6 = zc;
-    var o7 = zc;
 
     // The first 64 dims of the next key tile, loaded a tile ahead (during
     // the last tile's P V) and stored at the top of the loop.
@@ -344,10 +346,6 @@ fn main(
     var kn1 = load_k(0u, kvh, n_keys, 0u, lid + 1u * WG);
     var kn2 = load_k(0u, kvh, n_keys, 0u, lid + 2u * WG);
     var kn3 = load_k(0u, kvh, n_keys, 0u, lid + 3u * WG);
-    var kn4 = load_k(0u, kvh, n_keys, 0u, lid + 4u * WG);
-    var kn5 = load_k(0u, kvh, n_keys, 0u, lid + 5u * WG);
-    var kn6 = load_k(0u, kvh, n_keys, 0u, lid + 6u * WG);
-    var kn7 = load_k(0u, kvh, n_keys, 0u, lid + 7u * WG);
     var m_ref = NEG;
     var l_part = 0.0;
     for (var k0 = 0u; k0 < n_keys; k0 += BK) {
@@ -356,21 +354,18 @@ fn main(
         // The values' first 64 dims are loaded now and stored after the
         // scores, so their latency hides behind the scores' multiplies.
         let va = load_v(k0, kvh, n_keys, 0u, lid);
-        let vb = load_v(k0, kvh, n_keys, 0u, lid + WG);
         kv[kv_at(0u, lid + 0u * WG)] = kn0;
         kv[kv_at(0u, lid + 1u * WG)] = kn1;
         kv[kv_at(0u, lid + 2u * WG)] = kn2;
         kv[kv_at(0u, lid + 3u * WG)] = kn3;
-        kv[kv_at(0u, lid + 4u * WG)] = kn4;
-        kv[kv_at(0u, lid + 5u * WG)] = kn5;
-        kv[kv_at(0u, lid + 6u * WG)] = kn6;
-        kv[kv_at(0u, lid + 7u * WG)] = kn7;
         if wide {
             stage_k(k0, kvh, n_keys, 1u, lid);
         }
         workgroupBarrier();
-        // S = Q K^T, 16 keys at a time: B(d, key) = K[key, d], column-major.
-        for (var j = 0u; j < 4u; j++) {
+        // S = Q K^T for the subgroup's keys `32 hs ..`, 16 at a time:
+        // B(d, key) = K[key, d], column-major.
+        for (var jj = 0u; jj < 2u; jj++) {
+            let j = 2u * hs + jj;
             let kb = j * 16u * KVS4;
             var s = zc;
             s = coopMultiplyAdd(qa0, coopLoad<coop_mat16x16<f16, B>>(&kv[kb + 0u], KVS4), s);
@@ -387,37 +382,28 @@ fn main(
         }
         // The keys are consumed and the scores visible: values into their place.
         workgroupBarrier();
-        // This invocation's 32 scores (its `vec4` columns `2 j + hf`), read
-        // once, right after their barrier: two scalar passes over `ss` (64
-        // strided reads a tile) took more than half the kernel's time on
-        // the H200 (run am: 1.26 -> 0.57 ms at the 1B's 2,048 rows).
-        let sb = at + 4u * hf;
+        // This invocation's 16 scores (`vec4` runs at columns `16 j +
+        // 4 qt`), read once, right after their barrier.
+        let sb = at + 4u * qt;
         let sv0 = vec4<f32>(ss[sb + 0u], ss[sb + 1u], ss[sb + 2u], ss[sb + 3u]);
-        let sv1 = vec4<f32>(ss[sb + 8u], ss[sb + 9u], ss[sb + 10u], ss[sb + 11u]);
-        let sv2 = vec4<f32>(ss[sb + 16u], ss[sb + 17u], ss[sb + 18u], ss[sb + 19u]);
-        let sv3 = vec4<f32>(ss[sb + 24u], ss[sb + 25u], ss[sb + 26u], ss[sb + 27u]);
-        let sv4 = vec4<f32>(ss[sb + 32u], ss[sb + 33u], ss[sb + 34u], ss[sb + 35u]);
-        let sv5 = vec4<f32>(ss[sb + 40u], ss[sb + 41u], ss[sb + 42u], ss[sb + 43u]);
-        let sv6 = vec4<f32>(ss[sb + 48u], ss[sb + 49u], ss[sb + 50u], ss[sb + 51u]);
-        let sv7 = vec4<f32>(ss[sb + 56u], ss[sb + 57u], ss[sb + 58u], ss[sb + 59u]);
+        let sv1 = vec4<f32>(ss[sb + 16u], ss[sb + 17u], ss[sb + 18u], ss[sb + 19u]);
+        let sv2 = vec4<f32>(ss[sb + 32u], ss[sb + 33u], ss[sb + 34u], ss[sb + 35u]);
+        let sv3 = vec4<f32>(ss[sb + 48u], ss[sb + 49u], ss[sb + 50u], ss[sb + 51u]);
         store_vt(0u, lid, va);
-        store_vt(0u, lid + WG, vb);
         if wide {
             stage_v(k0, kvh, n_keys, 1u, lid);
         }
-        // The tile's max of the row (log2 units), over its unmasked keys.
+        // The tile's max of the row (log2 units), over its unmasked keys:
+        // this quarter's, then the row's four through `red`.
         var pm = NEG;
-        pm = masked_max(pm, sv0, k0 + 0u + 4u * hf, row_last, cs);
-        pm = masked_max(pm, sv1, k0 + 8u + 4u * hf, row_last, cs);
-        pm = masked_max(pm, sv2, k0 + 16u + 4u * hf, row_last, cs);
-        pm = masked_max(pm, sv3, k0 + 24u + 4u * hf, row_last, cs);
-        pm = masked_max(pm, sv4, k0 + 32u + 4u * hf, row_last, cs);
-        pm = masked_max(pm, sv5, k0 + 40u + 4u * hf, row_last, cs);
-        pm = masked_max(pm, sv6, k0 + 48u + 4u * hf, row_last, cs);
-        pm = masked_max(pm, sv7, k0 + 56u + 4u * hf, row_last, cs);
+        pm = masked_max(pm, sv0, k0 + 0u + 4u * qt, row_last, cs);
+        pm = masked_max(pm, sv1, k0 + 16u + 4u * qt, row_last, cs);
+        pm = masked_max(pm, sv2, k0 + 32u + 4u * qt, row_last, cs);
+        pm = masked_max(pm, sv3, k0 + 48u + 4u * qt, row_last, cs);
         red[lid] = pm;
         workgroupBarrier();
-        let mt = max(pm, red[lid ^ 1u]);
+        // The same order in all four: they agree on `mt` exactly.
+        let mt = max(max(red[rq], red[rq + 1u]), max(red[rq + 2u], red[rq + 3u]));
         if mt > m_ref + TAU {
             flag.x = 1u;
         }
@@ -430,32 +416,20 @@ fn main(
             l_part *= alpha;
         }
         // P = exp2(s - m_ref), rounded to f16 as the matrix units take it;
-        // this invocation's `vec4` columns `2 j + hf`.
+        // this invocation's `vec4` columns `4 j + qt`.
         var l_tile = 0.0;
-        let p0 = masked_p(sv0, k0 + 0u + 4u * hf, row_last, cs, m_ref);
+        let p0 = masked_p(sv0, k0 + 0u + 4u * qt, row_last, cs, m_ref);
         l_tile += f32(p0.x) + f32(p0.y) + f32(p0.z) + f32(p0.w);
-        ps[r * LDP4 + 0u + hf] = p0;
-        let p1 = masked_p(sv1, k0 + 8u + 4u * hf, row_last, cs, m_ref);
+        ps[r * LDP4 + 0u + qt] = p0;
+        let p1 = masked_p(sv1, k0 + 16u + 4u * qt, row_last, cs, m_ref);
         l_tile += f32(p1.x) + f32(p1.y) + f32(p1.z) + f32(p1.w);
-        ps[r * LDP4 + 2u + hf] = p1;
-        let p2 = masked_p(sv2, k0 + 16u + 4u * hf, row_last, cs, m_ref);
+        ps[r * LDP4 + 4u + qt] = p1;
+        let p2 = masked_p(sv2, k0 + 32u + 4u * qt, row_last, cs, m_ref);
         l_tile += f32(p2.x) + f32(p2.y) + f32(p2.z) + f32(p2.w);
-        ps[r * LDP4 + 4u + hf] = p2;
-        let p3 = masked_p(sv3, k0 + 24u + 4u * hf, row_last, cs, m_ref);
+        ps[r * LDP4 + 8u + qt] = p2;
+        let p3 = masked_p(sv3, k0 + 48u + 4u * qt, row_last, cs, m_ref);
         l_tile += f32(p3.x) + f32(p3.y) + f32(p3.z) + f32(p3.w);
-        ps[r * LDP4 + 6u + hf] = p3;
-        let p4 = masked_p(sv4, k0 + 32u + 4u * hf, row_last, cs, m_ref);
-        l_tile += f32(p4.x) + f32(p4.y) + f32(p4.z) + f32(p4.w);
-        ps[r * LDP4 + 8u + hf] = p4;
-        let p5 = masked_p(sv5, k0 + 40u + 4u * hf, row_last, cs, m_ref);
-        l_tile += f32(p5.x) + f32(p5.y) + f32(p5.z) + f32(p5.w);
-        ps[r * LDP4 + 10u + hf] = p5;
-        let p6 = masked_p(sv6, k0 + 48u + 4u * hf, row_last, cs, m_ref);
-        l_tile += f32(p6.x) + f32(p6.y) + f32(p6.z) + f32(p6.w);
-        ps[r * LDP4 + 12u + hf] = p6;
-        let p7 = masked_p(sv7, k0 + 56u + 4u * hf, row_last, cs, m_ref);
-        l_tile += f32(p7.x) + f32(p7.y) + f32(p7.z) + f32(p7.w);
-        ps[r * LDP4 + 14u + hf] = p7;
+        ps[r * LDP4 + 12u + qt] = p3;
         l_part += l_tile;
         // Probabilities and values visible; every score and the flag read.
         workgroupBarrier();
@@ -464,32 +438,26 @@ fn main(
         }
         // (At the first tile too, where the accumulators are still zero:
         // naga's uniformity analysis takes the loop's counter for
-        // non-uniform, so the condition cannot name it.)
+        // non-uniform, so the condition cannot name it.) Each subgroup
+        // its rows and 32 columns of `ss`; each row's four invocations
+        // scale its 64.
         if rescale {
-            coopStoreT(o0, &ss[srow + 0u], LDS);
-            coopStoreT(o1, &ss[srow + 16u], LDS);
-            coopStoreT(o2, &ss[srow + 32u], LDS);
-            coopStoreT(o3, &ss[srow + 48u], LDS);
+            coopStoreT(o0, &ss[scol + 0u], LDS);
+            coopStoreT(o1, &ss[scol + 16u], LDS);
             workgroupBarrier();
-            scale_row(at, hf, alpha);
+            scale_row(at, qt, alpha);
             workgroupBarrier();
-            o0 = coopLoadT<coop_mat16x16<f32, C>>(&ss[srow + 0u], LDS);
-            o1 = coopLoadT<coop_mat16x16<f32, C>>(&ss[srow + 16u], LDS);
-            o2 = coopLoadT<coop_mat16x16<f32, C>>(&ss[srow + 32u], LDS);
-            o3 = coopLoadT<coop_mat16x16<f32, C>>(&ss[srow + 48u], LDS);
+            o0 = coopLoadT<coop_mat16x16<f32, C>>(&ss[scol + 0u], LDS);
+            o1 = coopLoadT<coop_mat16x16<f32, C>>(&ss[scol + 16u], LDS);
             if wide {
                 workgroupBarrier();
-                coopStoreT(o4, &ss[srow + 0u], LDS);
-                coopStoreT(o5, &ss[srow + 16u], LDS);
-                coopStoreT(o6, &ss[srow + 32u], LDS);
-                coopStoreT(o7, &ss[srow + 48u], LDS);
+                coopStoreT(o2, &ss[scol + 0u], LDS);
+                coopStoreT(o3, &ss[scol + 16u], LDS);
                 workgroupBarrier();
-                scale_row(at, hf, alpha);
+                scale_row(at, qt, alpha);
                 workgroupBarrier();
-                o4 = coopLoadT<coop_mat16x16<f32, C>>(&ss[srow + 0u], LDS);
-                o5 = coopLoadT<coop_mat16x16<f32, C>>(&ss[srow + 16u], LDS);
-                o6 = coopLoadT<coop_mat16x16<f32, C>>(&ss[srow + 32u], LDS);
-                o7 = coopLoadT<coop_mat16x16<f32, C>>(&ss[srow + 48u], LDS);
+                o2 = coopLoadT<coop_mat16x16<f32, C>>(&ss[scol + 0u], LDS);
+                o3 = coopLoadT<coop_mat16x16<f32, C>>(&ss[scol + 16u], LDS);
             }
         }
         // The next key tile's first 64 dims (zeros past the keys).
@@ -497,44 +465,33 @@ fn main(
         kn1 = load_k(k0 + BK, kvh, n_keys, 0u, lid + 1u * WG);
         kn2 = load_k(k0 + BK, kvh, n_keys, 0u, lid + 2u * WG);
         kn3 = load_k(k0 + BK, kvh, n_keys, 0u, lid + 3u * WG);
-        kn4 = load_k(k0 + BK, kvh, n_keys, 0u, lid + 4u * WG);
-        kn5 = load_k(k0 + BK, kvh, n_keys, 0u, lid + 5u * WG);
-        kn6 = load_k(k0 + BK, kvh, n_keys, 0u, lid + 6u * WG);
-        kn7 = load_k(k0 + BK, kvh, n_keys, 0u, lid + 7u * WG);
-        // O += P V, 16 keys a step: B(key, d) = V^T[d, key], column-major.
+        // O += P V for the subgroup's dims, 16 keys a step:
+        // B(key, d) = V^T[d, key], column-major.
         for (var kk = 0u; kk < 4u; kk++) {
             let pa = coopLoadT<coop_mat16x16<f16, A>>(&ps[prow + kk * 4u], LDP4);
-            let vb = kk * 4u;
+            let vb = 32u * hs * LDV4 + kk * 4u;
             o0 = coopMultiplyAdd(pa, coopLoad<coop_mat16x16<f16, B>>(&kv[vb + 0u * LDV4], LDV4), o0);
             o1 = coopMultiplyAdd(pa, coopLoad<coop_mat16x16<f16, B>>(&kv[vb + 16u * LDV4], LDV4), o1);
-            o2 = coopMultiplyAdd(pa, coopLoad<coop_mat16x16<f16, B>>(&kv[vb + 32u * LDV4], LDV4), o2);
-            o3 = coopMultiplyAdd(pa, coopLoad<coop_mat16x16<f16, B>>(&kv[vb + 48u * LDV4], LDV4), o3);
             if wide {
-                o4 = coopMultiplyAdd(pa, coopLoad<coop_mat16x16<f16, B>>(&kv[vb + 64u * LDV4], LDV4), o4);
-                o5 = coopMultiplyAdd(pa, coopLoad<coop_mat16x16<f16, B>>(&kv[vb + 80u * LDV4], LDV4), o5);
-                o6 = coopMultiplyAdd(pa, coopLoad<coop_mat16x16<f16, B>>(&kv[vb + 96u * LDV4], LDV4), o6);
-                o7 = coopMultiplyAdd(pa, coopLoad<coop_mat16x16<f16, B>>(&kv[vb + 112u * LDV4], LDV4), o7);
+                o2 = coopMultiplyAdd(pa, coopLoad<coop_mat16x16<f16, B>>(&kv[vb + 64u * LDV4], LDV4), o2);
+                o3 = coopMultiplyAdd(pa, coopLoad<coop_mat16x16<f16, B>>(&kv[vb + 80u * LDV4], LDV4), o3);
             }
         }
     }
 
-    // The row's sum from its two halves; then O / sum, 64 dims at a time.
+    // The row's sum from its four parts; then O / sum, 64 dims at a time.
     workgroupBarrier();
     red[lid] = l_part;
-    coopStoreT(o0, &ss[srow + 0u], LDS);
-    coopStoreT(o1, &ss[srow + 16u], LDS);
-    coopStoreT(o2, &ss[srow + 32u], LDS);
-    coopStoreT(o3, &ss[srow + 48u], LDS);
+    coopStoreT(o0, &ss[scol + 0u], LDS);
+    coopStoreT(o1, &ss[scol + 16u], LDS);
     workgroupBarrier();
-    let inv = 1.0 / (l_part + red[lid ^ 1u]);
-    emit(at, i0, r, rows, h, 0u, hf, inv);
+    let inv = 1.0 / ((red[rq] + red[rq + 1u]) + (red[rq + 2u] + red[rq + 3u]));
+    emit(at, i0, r, rows, h, 0u, qt, inv);
     if wide {
         workgroupBarrier();
-        coopStoreT(o4, &ss[srow + 0u], LDS);
-        coopStoreT(o5, &ss[srow + 16u], LDS);
-        coopStoreT(o6, &ss[srow + 32u], LDS);
-        coopStoreT(o7, &ss[srow + 48u], LDS);
+        coopStoreT(o2, &ss[scol + 0u], LDS);
+        coopStoreT(o3, &ss[scol + 16u], LDS);
         workgroupBarrier();
-        emit(at, i0, r, rows, h, 64u, hf, inv);
+        emit(at, i0, r, rows, h, 64u, qt, inv);
     }
 }

@@ -4,7 +4,8 @@
 //! f32; multiply-adds sum 16 products of f16 operands in f32), so the
 //! kernel's tiling, staging, masks, rescales and output run on any
 //! adapter with `shader-f16` and 32 KiB of workgroup memory (lavapipe
-//! too: the scores move to a storage buffer). It checks the algorithm against the f64 reference, not the
+//! too: the scores and the multiply-adds' operands move to storage
+//! buffers). It checks the algorithm against the f64 reference, not the
 //! matrix units: the layouts the emulation gives `coopLoad` (column-major)
 //! and `coopLoadT` / `coopStoreT` (row-major, strides in elements of the
 //! pointed-to type) are those of `VK_KHR_cooperative_matrix` as naga
@@ -17,34 +18,36 @@ use etwgpu_kernels::ShaderId;
 /// invocations as on the hardware: invocation `lane` holds elements
 /// `8 lane .. 8 lane + 7` in row-major order, so loads and stores touch
 /// only the invocation's own elements; a multiply-add passes the operands
-/// through the subgroup's slot of `emu_ab` (f16: the operands are f16
-/// values) between two workgroup barriers (the kernel calls every
-/// operation in uniform control flow, so every invocation reaches them).
+/// (rounded to f16) through the subgroup's slot of `emu_ab`, a storage
+/// buffer with a region of [`AB_SLOTS`] per workgroup (up to 8 subgroups),
+/// between two storage barriers (the kernel calls every operation in
+/// uniform control flow, so every invocation reaches them).
 const EMULATION: &str = r"
 struct Frag { v: array<f32, 8> }
 
 var<private> emu_lid: u32;
-var<workgroup> emu_ab: array<f16, 2048>;
+@group(0) @binding(6) var<storage, read_write> emu_ab: array<f32>;
+var<private> emu_abs: u32;
 
 fn emu_mma(a: Frag, b: Frag, c: Frag) -> Frag {
-    let slot = (emu_lid / 32u) * 512u;
+    let slot = emu_abs + (emu_lid / 32u) * 512u;
     let lane = emu_lid % 32u;
     for (var e = 0u; e < 8u; e++) {
-        emu_ab[slot + lane * 8u + e] = f16(a.v[e]);
-        emu_ab[slot + 256u + lane * 8u + e] = f16(b.v[e]);
+        emu_ab[slot + lane * 8u + e] = f32(f16(a.v[e]));
+        emu_ab[slot + 256u + lane * 8u + e] = f32(f16(b.v[e]));
     }
-    workgroupBarrier();
+    storageBarrier();
     var o = c;
     for (var e = 0u; e < 8u; e++) {
         let r = (lane * 8u + e) / 16u;
         let n = (lane * 8u + e) % 16u;
         var acc = 0.0;
         for (var k = 0u; k < 16u; k++) {
-            acc += f32(emu_ab[slot + r * 16u + k]) * f32(emu_ab[slot + 256u + k * 16u + n]);
+            acc += emu_ab[slot + r * 16u + k] * emu_ab[slot + 256u + k * 16u + n];
         }
         o.v[e] += acc;
     }
-    workgroupBarrier();
+    storageBarrier();
     return o;
 }
 
@@ -103,6 +106,10 @@ fn emu_store_ss_row(f: Frag, base: u32, stride: u32) {
 }
 ";
 
+/// `emu_ab`'s elements per workgroup: 8 subgroups' slots of 512 (the
+/// operands of one multiply-add, 2 x 16 x 16).
+const AB_SLOTS: u64 = 8 * 512;
+
 /// `source` with every cooperative-matrix operation replaced by its
 /// stand-in: `coopLoad[T]<..>(&ARR[EXPR], STRIDE)` ->
 /// `emu_load_ARR_{col,row}(EXPR, STRIDE)`, `coopStoreT(X, &ARR[EXPR],
@@ -143,7 +150,8 @@ pub fn emulate(source: &str) -> String {
     out.push_str(&rest);
     out.push_str(EMULATION);
     // The scores live in a storage buffer, a region per workgroup (the
-    // kernel's 44.5 KiB of workgroup memory is more than lavapipe's 32).
+    // kernel's 45 KiB of workgroup memory is more than lavapipe's 32),
+    // as the multiply-adds' operands do (`emu_ab`, [`AB_SLOTS`] a workgroup).
     let ss_decl = "var<workgroup> ss: array<f32, BQ * LDS>;";
     assert!(out.contains(ss_decl), "the kernel declares its scores as {ss_decl}");
     let mut out = out
@@ -152,7 +160,11 @@ pub fn emulate(source: &str) -> String {
     // Every invocation knows its index and its region before anything else runs.
     let main = out.find("fn main(").expect("the kernel's entry point");
     let body = main + out[main..].find(") {\n").expect("main's body") + 4;
-    out.insert_str(body, "    emu_lid = lid;\n    emu_ss = (wid.y * groups.x + wid.x) * BQ * LDS;\n");
+    let group = "(wid.y * groups.x + wid.x)";
+    out.insert_str(
+        body,
+        &format!("    emu_lid = lid;\n    emu_ss = {group} * BQ * LDS;\n    emu_abs = {group} * {AB_SLOTS}u;\n"),
+    );
     out
 }
 
@@ -248,9 +260,12 @@ pub fn prepare(rt: &etwgpu_runtime::Runtime, pipelines: &mut Pipelines, a: &Disp
     let out = storage("out", &out_bytes, wgpu::BufferUsages::COPY_SRC);
     let groups = a.s.div_ceil(64) * a.hq;
     let raw = matches!(a.kernel, Kernel::Raw { emulate: false, .. });
-    // The emulation's scores live in a storage buffer; a raw kernel has none.
+    // The emulation's scores and operand slots live in storage buffers; a
+    // raw kernel has none.
     let ss =
         (!raw).then(|| storage("scores", &vec![0u8; (groups * 64 * 68 * 4) as usize], wgpu::BufferUsages::empty()));
+    let ab =
+        (!raw).then(|| storage("operands", &vec![0u8; (groups * AB_SLOTS * 4) as usize], wgpu::BufferUsages::empty()));
     let (name, text) = match a.kernel {
         Kernel::Emulated(id) => (id.label().to_string(), source(id)),
         Kernel::Raw { name, source, emulate: true } => (name.to_string(), emulate(source)),
@@ -274,6 +289,7 @@ pub fn prepare(rt: &etwgpu_runtime::Runtime, pipelines: &mut Pipelines, a: &Disp
     let pipeline = pipelines.iter().find(|(n, _)| *n == name).expect("made above").1.clone();
     let mut buffers: Vec<&wgpu::Buffer> = vec![&uniform, &q, &k, &v, &out];
     buffers.extend(ss.as_ref());
+    buffers.extend(ab.as_ref());
     let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
         label: None,
         layout: &pipeline.get_bind_group_layout(0),
