@@ -99,6 +99,9 @@ pub struct LoadedDelegate {
     /// Threads that record a run's dispatches ([`crate::RECORD_THREADS_ENV`]).
     #[cfg_attr(target_arch = "wasm32", expect(dead_code, reason = "the browser records on one thread"))]
     record_threads: usize,
+    /// Whether a run with nothing in flight submits its first dispatches
+    /// before recording the rest ([`crate::EARLY_SUBMIT_ENV`]).
+    early_submit: bool,
     /// Per input: a buffer holding it on the device, copied in instead of
     /// uploading the caller's bytes (the caller's tensor gives the shape).
     pub(crate) device_inputs: Vec<Option<wgpu::Buffer>>,
@@ -268,6 +271,7 @@ impl LoadedDelegate {
             plan,
             parked: Parked::default(),
             record_threads: options.record_threads.map_or_else(record_threads, |n| n.max(1)),
+            early_submit: options.early_submit.unwrap_or_else(crate::plan::early_submit),
             times,
             pending: std::collections::VecDeque::new(),
             argmax_flip: 0,
@@ -607,11 +611,29 @@ impl LoadedDelegate {
                 .push(std::mem::replace(&mut encoder, rt.device.create_command_encoder(&Default::default())).finish());
             before.extend(parts);
         } else {
+            // With nothing in flight (a prompt, a plain run), the GPU would
+            // wait for the whole chain's recording: its first dispatches go
+            // ahead with the inputs (one pass, submitted now), the rest
+            // follow. Not on the step timeline, which times the chain as
+            // one pass.
+            let early = self.plan.early_dispatches(self.early_submit && self.pending.is_empty() && !timed);
+            if early > 0 {
+                {
+                    let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                        label: Some(&format!("{} pass (first dispatches)", self.name)),
+                        timestamp_writes: None,
+                    });
+                    self.plan.record_range(&mut pass, 0..early);
+                }
+                let head = std::mem::replace(&mut encoder, rt.device.create_command_encoder(&Default::default()));
+                rt.queue.submit([head.finish()]);
+                self.times.command_buffers += 1;
+            }
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some(&format!("{} pass", self.name)),
                 timestamp_writes: chain_writes,
             });
-            self.plan.record(&mut pass);
+            self.plan.record_range(&mut pass, early..self.plan.dispatches.len());
         }
         // Per output: the buffer read back, the shape and bytes read, and
         // the device and host dtypes.

@@ -27,6 +27,11 @@ pub struct LoadOptions {
     /// default) takes `ETWGPU_RECORD_THREADS`, else 2 (1 on hosts of fewer
     /// than 4 cores). One on the web.
     pub record_threads: Option<usize>,
+    /// Whether a run with nothing in flight submits its first dispatches
+    /// before recording the rest, so the GPU starts while the host records
+    /// (plans of 48 dispatches or more); `None` (the default) takes
+    /// `ETWGPU_EARLY_SUBMIT` (`0`: off), else on.
+    pub early_submit: Option<bool>,
     /// Constants larger than this many bytes (on the device) are split by
     /// rows where they can be ([`etwgpu_graph::split`]: linear weights and
     /// embedding tables, one op per chunk), as those past the device's
@@ -67,6 +72,7 @@ impl Default for LoadOptions {
             kv_cache_f16: false,
             precision: None,
             record_threads: None,
+            early_submit: None,
             split_bytes: None,
             subgroups: None,
             conv: None,

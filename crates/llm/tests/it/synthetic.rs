@@ -146,8 +146,11 @@ fn threaded_recording_gives_the_same_logits() {
     let prompt: Vec<u32> = (0..6).map(|i| i * 11 % 128).collect();
     let mut runs = Vec::new();
     for threads in [1, 3] {
-        let options =
-            etwgpu_runtime::LoadOptions { record_threads: Some(threads), ..Generator::default_load_options() };
+        let options = etwgpu_runtime::LoadOptions {
+            record_threads: Some(threads),
+            early_submit: Some(false),
+            ..Generator::default_load_options()
+        };
         let mut generator = Generator::with_options(&rt, &program, &options, &mut |_| {}).expect("loads");
         assert!(generator.n_dispatches() >= 3 * 96, "{} dispatches", generator.n_dispatches());
         let mut logits = vec![generator.prefill(&prompt).expect("prefill")];
@@ -160,6 +163,35 @@ fn threaded_recording_gives_the_same_logits() {
         runs.push(logits);
     }
     assert_eq!(runs[0], runs[1], "logits with 3 recording threads differ from 1");
+}
+
+/// A run with nothing in flight submits its first dispatches before it
+/// records the rest (two command buffers where it took one): the same
+/// logits bit for bit as one submission, in prefill and in decode.
+#[test]
+fn early_submission_gives_the_same_logits() {
+    let Some(rt) = runtime() else { return };
+    let config = LlamaConfig { n_layers: 12, seed: 5, ..LlamaConfig::tiny() };
+    let program = Program::from_bytes(config.build()).expect("parses");
+    let prompt: Vec<u32> = (0..7).map(|i| i * 17 % 128).collect();
+    let mut runs = Vec::new();
+    for early in [false, true] {
+        let options = etwgpu_runtime::LoadOptions {
+            record_threads: Some(1),
+            early_submit: Some(early),
+            ..Generator::default_load_options()
+        };
+        let mut generator = Generator::with_options(&rt, &program, &options, &mut |_| {}).expect("loads");
+        assert!(generator.n_dispatches() >= 48, "{} dispatches", generator.n_dispatches());
+        let mut logits = vec![generator.prefill(&prompt).expect("prefill")];
+        for token in [3, 8, 100] {
+            logits.push(generator.decode_step(token).expect("decode"));
+        }
+        let times = generator.run_times();
+        assert_eq!(times.command_buffers, times.runs * if early { 2 } else { 1 }, "early submission {early}");
+        runs.push(logits);
+    }
+    assert_eq!(runs[0], runs[1], "logits with the first dispatches submitted early differ");
 }
 
 /// Dispatches per decode step of synthetic 4-bit Llamas with the layer
