@@ -4,6 +4,9 @@ Reads the raw files run.sh writes under OUT:
 - bandwidth.json: `etwgpu devices --json --bandwidth` (a JSON line of
   adapters, then one of the copy bandwidth);
 - etwgpu_*.json: `llm_bench --json` (synthetic Llama-family models);
+- mixed_*.json: the same at `ETWGPU_PRECISION=mixed` (its prefill rows are
+  shown as well, labelled so: the 4-bit linears and the prompt attention
+  on the cooperative-matrix kernels with f16 operands);
 - peers_*.json: `peers.py --json` (the same shapes in PyTorch);
 - vision_*: the vision networks' files (`vision_report.py`, its table last);
 and prints Markdown: decode and prefill tokens/s per length, each also as a
@@ -92,9 +95,10 @@ def main(out):
         head = "| prefill prompt | etwgpu tok/s | " + ("".join(f"torch {m} | " for m in modes) + "x best peer |" if is_1b else "")
         print(head)
         print("|" + "---|" * (head.count("|") - 1))
-        for p in r["prefill"]:
+        for p in r["prefill"] + r.get("prefill_mixed", []):
             t = p["tokens_per_s"]
-            row = f"| {p['prompt']} | {fmt(t)} |"
+            label = f"{p['prompt']}, mixed" if p.get("mixed") else f"{p['prompt']}"
+            row = f"| {label} | {fmt(t)} |"
             if is_1b:
                 vals = [ppre.get((m, p["prompt"])) for m in modes]
                 known = [v for v in vals if v]
@@ -146,6 +150,11 @@ def results(out):
             ours[name]["decode"] += r["decode"]
         else:
             ours[name] = r
+    for p in sorted(glob.glob(os.path.join(out, "mixed_*.json"))):
+        r = load(p)
+        name = f"{r['model']}_{'q4' if r['weights'].startswith('Q4') else 'fp32'}"
+        if name in ours:
+            ours[name].setdefault("prefill_mixed", []).extend(dict(c, mixed=True) for c in r["prefill"])
     cells = {}
     for p in sorted(glob.glob(os.path.join(out, "peers_*.json"))):
         for c in load(p).get("cells", []):
@@ -198,8 +207,9 @@ def performance_section(run_dir, label=None):
             row = f"| decode | context {d['context']} | {fmt(d['tokens_per_s'], 0)} | "
             row += "".join(f"{fmt(cells.get(('decode', m, d['context'])), 0)} | " for m in peer_cols)
             out.append(row)
-        for p in r["prefill"]:
-            row = f"| prefill | prompt {p['prompt']} | {fmt(p['tokens_per_s'], 0)} | "
+        for p in r["prefill"] + r.get("prefill_mixed", []):
+            what = "prefill, `--precision mixed`" if p.get("mixed") else "prefill"
+            row = f"| {what} | prompt {p['prompt']} | {fmt(p['tokens_per_s'], 0)} | "
             row += "".join(f"{fmt(cells.get(('prefill', m, p['prompt'])), 0)} | " for m in peer_cols)
             out.append(row)
         out.append("")
