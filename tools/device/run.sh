@@ -9,6 +9,11 @@
 #            dispatches per token, load time)
 #   extra    the 1B shape's decode with the KV cache as exported (float32)
 #            and the SmolLM2-135M-shaped models, 4-bit and fp32
+#   mixed    every fixture's goldens at `--precision mixed` and `f16` with
+#            the cooperative-matrix route required (ETWGPU_COOP_MATRIX=1),
+#            then the 4-bit prefill at `mixed` (the 1B shape 128..8192, the
+#            SmolLM2 shape 128 and 511: mixed_*.json, rows of their own in
+#            report.py's table)
 #   peers    the same Llama shapes in PyTorch, eager and torch.compile
 #            (or set PEERS_FROM=tools/device/results/RUN to reuse a run's
 #            peers_1b.json in the table instead of measuring again)
@@ -84,6 +89,19 @@ for part in $parts; do
       --steps 64 --repeats 3 --json "$OUT/etwgpu_smollm2_q4.json" 2>&1 | tail -12
     timeout 60 .device/llm_bench --model smollm2 --weights fp32 --prompts 128,511 --contexts 128,256 \
       --steps 64 --repeats 3 --json "$OUT/etwgpu_smollm2_fp32.json" 2>&1 | tail -12
+    ;;
+  mixed)
+    log "fixture goldens at mixed and f16, the cooperative-matrix route required"
+    for prec in mixed f16; do
+      ETWGPU_COOP_MATRIX=1 timeout 90 python3 tools/device/goldens.py .device/etwgpu \
+        test_data/fixtures /tmp/gold-$prec --precision $prec > "$OUT/goldens_$prec.txt" 2>&1
+      tail -1 "$OUT/goldens_$prec.txt"
+    done
+    log "4-bit prefill at --precision mixed"
+    ETWGPU_PRECISION=mixed timeout 150 .device/llm_bench --model 1b --weights q4 \
+      --prompts 128,512,1024,2048,4096,8192 --repeats 3 --json "$OUT/mixed_1b_q4.json" 2>&1 | grep -E "^prefill"
+    ETWGPU_PRECISION=mixed timeout 60 .device/llm_bench --model smollm2 --weights q4 --prompts 128,511 \
+      --repeats 3 --json "$OUT/mixed_smollm2_q4.json" 2>&1 | grep -E "^prefill"
     ;;
   peers)
     log "PyTorch peers"
