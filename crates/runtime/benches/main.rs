@@ -1,6 +1,6 @@
-//! GPU benchmarks of `etwgpu-runtime`: GEMM, GEMV, softmax, layer norm
-//! and decode attention over a KV cache at a few shapes, and whole fixture
-//! runs.
+//! GPU benchmarks of `etwgpu-runtime`: GEMM, GEMV, the 8da4w linear,
+//! softmax, layer norm and decode attention over a KV cache at a few
+//! shapes, and whole fixture runs.
 //!
 //! Timing uses `iter_custom`: each sample is the wall time of `run`, which
 //! uploads the inputs, submits once and waits for the queue (read-back
@@ -86,6 +86,32 @@ fn matmul(c: &mut Criterion, rt: &Runtime, m: u64, k: u64, n: u64) {
     };
     g.inputs(&[a]).outputs(&[out]);
     bench_graph(c, rt, &format!("{kind} {m}x{k}x{n}"), 2 * m * k * n, g, vec![ones(&[m, k])]);
+}
+
+/// A torchao 8da4w linear as exported: `choose_qparams_affine` of the
+/// input rows (int8, asymmetric), then `et_vk.linear_dq8ca_q4gsw` with
+/// 4-bit weights in groups of 32 (random nibbles, f32 scales).
+fn dq8_linear(c: &mut Criterion, rt: &Runtime, m: u64, k: u64, n: u64) {
+    let mut g = GraphBuilder::new();
+    let x = g.tensor(DType::F32, &[m, k]);
+    let mapping = g.string("ASYMMETRIC");
+    let block = g.int_list(&[1, k as i64]);
+    let null = g.null();
+    let (qmin, qmax, f) = (g.int(-128), g.int(127), g.bool(false));
+    let scale = g.tensor(DType::F32, &[m]);
+    let zp = g.tensor(DType::I8, &[m]);
+    let qparams = g.value_list(&[scale, zp]);
+    let w = g.constant(DType::U8, &[n, k / 2], &noise_bytes((n * k / 2) as usize, 5));
+    let sums = g.constant(DType::I32, &[k / 32, n], &vec![0u8; (k / 32 * n * 4) as usize]);
+    let scales: Vec<u8> = (0..k / 32 * n).flat_map(|i| (0.01 + (i % 5) as f32 * 0.002).to_le_bytes()).collect();
+    let s = g.constant(DType::F32, &[k / 32, n], &scales);
+    let gs = g.int(32);
+    let out = g.tensor(DType::F32, &[m, n]);
+    g.op("torchao.choose_qparams_affine.default", &[x, mapping, block, null, qmin, qmax, null, null, null, f, qparams])
+        .op("et_vk.linear_dq8ca_q4gsw.default", &[x, scale, zp, w, sums, s, gs, null, out]);
+    g.inputs(&[x]).outputs(&[out]);
+    let input = Tensor::from_f32(&[m, k], &(0..m * k).map(|i| ((i % 13) as f32 - 6.0) * 0.1).collect::<Vec<_>>());
+    bench_graph(c, rt, &format!("8da4w linear {m}x{k}x{n}"), 2 * m * k * n, g, vec![input]);
 }
 
 fn softmax(c: &mut Criterion, rt: &Runtime, rows: u64, n: u64) {
@@ -377,6 +403,13 @@ fn benches(c: &mut Criterion) {
     }
     for (m, k, n) in gemms {
         matmul(c, &rt, m, k, n);
+    }
+    let mut dq8 = vec![(1, 1024, 1024), (16, 1024, 1024)];
+    if large {
+        dq8.extend([(1, 2048, 2048), (1, 2048, 8192), (512, 2048, 2048)]);
+    }
+    for (m, k, n) in dq8 {
+        dq8_linear(c, &rt, m, k, n);
     }
     softmax(c, &rt, 256, 1024);
     layer_norm(c, &rt, 256, 1024);

@@ -38,6 +38,8 @@ pub enum Family {
     ConvGemmCombine,
     /// `copy.wgsl`.
     Copy,
+    /// `dq8_rows.wgsl`.
+    Dq8Rows,
     /// `embedding_q4gsw.wgsl`.
     EmbeddingQ4gsw,
     /// `fill.wgsl`.
@@ -304,6 +306,10 @@ pub enum ShaderId {
     ConvGemmCombineF32,
     /// `copy.wgsl` with `Elem = f32`.
     CopyF32,
+    /// `dq8_rows.wgsl` with `Elem = f32`.
+    Dq8RowsF32,
+    /// `dq8_rows.wgsl` with `Elem = f16`.
+    Dq8RowsF16,
     /// `embedding_q4gsw.wgsl` with `Elem = f32`.
     EmbeddingQ4gswF32,
     /// `embedding_q4gsw.wgsl` with `Elem = f16`.
@@ -688,6 +694,8 @@ impl ShaderId {
         ShaderId::ConvGemmF16,
         ShaderId::ConvGemmCombineF32,
         ShaderId::CopyF32,
+        ShaderId::Dq8RowsF32,
+        ShaderId::Dq8RowsF16,
         ShaderId::EmbeddingQ4gswF32,
         ShaderId::EmbeddingQ4gswF16,
         ShaderId::FillF32,
@@ -899,6 +907,8 @@ impl ShaderId {
             ShaderId::ConvGemmF16 => Family::ConvGemm,
             ShaderId::ConvGemmCombineF32 => Family::ConvGemmCombine,
             ShaderId::CopyF32 => Family::Copy,
+            ShaderId::Dq8RowsF32 => Family::Dq8Rows,
+            ShaderId::Dq8RowsF16 => Family::Dq8Rows,
             ShaderId::EmbeddingQ4gswF32 => Family::EmbeddingQ4gsw,
             ShaderId::EmbeddingQ4gswF16 => Family::EmbeddingQ4gsw,
             ShaderId::FillF32 => Family::Fill,
@@ -1111,6 +1121,8 @@ impl ShaderId {
             ShaderId::ConvGemmF16 => Variant::F16,
             ShaderId::ConvGemmCombineF32 => Variant::F32,
             ShaderId::CopyF32 => Variant::F32,
+            ShaderId::Dq8RowsF32 => Variant::F32,
+            ShaderId::Dq8RowsF16 => Variant::F16,
             ShaderId::EmbeddingQ4gswF32 => Variant::F32,
             ShaderId::EmbeddingQ4gswF16 => Variant::F16,
             ShaderId::FillF32 => Variant::F32,
@@ -1323,6 +1335,8 @@ impl ShaderId {
             ShaderId::ConvGemmF16 => "conv_gemm.f16",
             ShaderId::ConvGemmCombineF32 => "conv_gemm_combine.f32",
             ShaderId::CopyF32 => "copy.f32",
+            ShaderId::Dq8RowsF32 => "dq8_rows.f32",
+            ShaderId::Dq8RowsF16 => "dq8_rows.f16",
             ShaderId::EmbeddingQ4gswF32 => "embedding_q4gsw.f32",
             ShaderId::EmbeddingQ4gswF16 => "embedding_q4gsw.f16",
             ShaderId::FillF32 => "fill.f32",
@@ -1535,6 +1549,8 @@ impl ShaderId {
             ShaderId::ConvGemmF16 => CONV_GEMM_F16,
             ShaderId::ConvGemmCombineF32 => CONV_GEMM_COMBINE_F32,
             ShaderId::CopyF32 => COPY_F32,
+            ShaderId::Dq8RowsF32 => DQ8_ROWS_F32,
+            ShaderId::Dq8RowsF16 => DQ8_ROWS_F16,
             ShaderId::EmbeddingQ4gswF32 => EMBEDDING_Q4GSW_F32,
             ShaderId::EmbeddingQ4gswF16 => EMBEDDING_Q4GSW_F16,
             ShaderId::FillF32 => FILL_F32,
@@ -1831,6 +1847,12 @@ impl ShaderId {
             }
             ShaderId::CopyF32 => {
                 ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::Dq8RowsF32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::Dq8RowsF16 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 0 }
             }
             ShaderId::EmbeddingQ4gswF32 => {
                 ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 0 }
@@ -2651,6 +2673,8 @@ impl ShaderId {
             (Family::ConvGemm, Variant::F16) => Some(ShaderId::ConvGemmF16),
             (Family::ConvGemmCombine, Variant::F32) => Some(ShaderId::ConvGemmCombineF32),
             (Family::Copy, Variant::F32) => Some(ShaderId::CopyF32),
+            (Family::Dq8Rows, Variant::F32) => Some(ShaderId::Dq8RowsF32),
+            (Family::Dq8Rows, Variant::F16) => Some(ShaderId::Dq8RowsF16),
             (Family::EmbeddingQ4gsw, Variant::F32) => Some(ShaderId::EmbeddingQ4gswF32),
             (Family::EmbeddingQ4gsw, Variant::F16) => Some(ShaderId::EmbeddingQ4gswF16),
             (Family::Fill, Variant::F32) => Some(ShaderId::FillF32),
@@ -6766,6 +6790,102 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 }
 "#;
 
+/// `dq8_rows.wgsl` with `Elem = f32`.
+pub const DQ8_ROWS_F32: &str = r#"//! The activation side of `et_vk.linear_dq8ca_q4gsw` (torchao 8da4w) on the
+//! fast 4-bit routes: every row of x quantized to int8 with its scale and
+//! zero point and back,
+//! `x'[m, k] = (clamp(round(x[m, k] * (1 / s_m)) + zp_m, -128, 127) - zp_m) * s_m`,
+//! so that the 4-bit linear's kernels (the GEMVs of `q4_gemv.wgsl`, the
+//! cooperative-matrix and tiled GEMMs) compute the op as `linear_q4gsw` of
+//! x'. The rounding is `linear_dq8ca_q4gsw.wgsl`'s; zero points are int8,
+//! four to a `u32` word. One invocation an element; the grid is folded
+//! into x and y.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup.
+const WG: u32 = 256u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Row length.
+    k: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> input_scale: array<Elem>;
+@group(0) @binding(3) var<storage, read> input_zp: array<u32>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = gid.y * groups.x * WG + gid.x;
+    if i >= p.m * p.k {
+        return;
+    }
+    let row = i / p.k;
+    let s = f32(input_scale[row]);
+    let zp_byte = (input_zp[row / 4u] >> ((row % 4u) * 8u)) & 0xffu;
+    let zp = f32(i32(zp_byte << 24u) >> 24u);
+    let q = clamp(round(f32(x[i]) * (1.0 / s)) + zp, -128.0, 127.0);
+    out[i] = Elem((q - zp) * s);
+}
+"#;
+
+/// `dq8_rows.wgsl` with `Elem = f16`.
+pub const DQ8_ROWS_F16: &str = r#"enable f16;
+
+//! The activation side of `et_vk.linear_dq8ca_q4gsw` (torchao 8da4w) on the
+//! fast 4-bit routes: every row of x quantized to int8 with its scale and
+//! zero point and back,
+//! `x'[m, k] = (clamp(round(x[m, k] * (1 / s_m)) + zp_m, -128, 127) - zp_m) * s_m`,
+//! so that the 4-bit linear's kernels (the GEMVs of `q4_gemv.wgsl`, the
+//! cooperative-matrix and tiled GEMMs) compute the op as `linear_q4gsw` of
+//! x'. The rounding is `linear_dq8ca_q4gsw.wgsl`'s; zero points are int8,
+//! four to a `u32` word. One invocation an element; the grid is folded
+//! into x and y.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup.
+const WG: u32 = 256u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Row length.
+    k: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> input_scale: array<Elem>;
+@group(0) @binding(3) var<storage, read> input_zp: array<u32>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = gid.y * groups.x * WG + gid.x;
+    if i >= p.m * p.k {
+        return;
+    }
+    let row = i / p.k;
+    let s = f32(input_scale[row]);
+    let zp_byte = (input_zp[row / 4u] >> ((row % 4u) * 8u)) & 0xffu;
+    let zp = f32(i32(zp_byte << 24u) >> 24u);
+    let q = clamp(round(f32(x[i]) * (1.0 / s)) + zp, -128.0, 127.0);
+    out[i] = Elem((q - zp) * s);
+}
+"#;
+
 /// `embedding_q4gsw.wgsl` with `Elem = f32`.
 pub const EMBEDDING_Q4GSW_F32: &str = r#"//! 4-bit group-wise embedding (`et_vk.embedding_q4gsw`, linear packing):
 //! `out[i, d] = (nibble(indices[i], d) - 8) * scales[indices[i], d / group]`.
@@ -9042,8 +9162,11 @@ pub const LINEAR_DQ8CA_Q4GSW_F32: &str = r#"//! Dynamically quantized int8 activ
 //! `q = clamp(round(x * (1 / s_m)) + zp_m, -128, 127)`, then
 //! `out[m, n] = s_m * sum_k (q[m, k] - zp_m) * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`.
 //!
-//! Weights and scales are packed as for `linear_q4gsw.wgsl`; zero points
-//! are int8, four to a `u32` word. One workgroup per output element; its
+//! Weights and scales are packed as for `linear_q4gsw.wgsl` (the weights
+//! row-major or word-major); zero points are int8, four to a `u32` word.
+//! The fast 4-bit routes take the op where its sizes allow
+//! (`dq8_rows.wgsl`, then the 4-bit linear's kernels); this kernel is the
+//! rest. One workgroup per output element; its
 //! invocations split K and reduce in shared memory, in f32. The grid is
 //! folded into x and y.
 // variants: f32 f16
@@ -9067,7 +9190,9 @@ struct Params {
     /// Inputs per scale group.
     group_size: u32,
     has_bias: u32,
-    _pad0: u32,
+    /// Bit 0: the weights are word-major (16-byte word `w` of row `n` at
+    /// word `w * N + n`; see `etwgpu_graph::layout`), else row-major.
+    w_layout: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -9083,7 +9208,10 @@ var<workgroup> partial: array<f32, WG>;
 
 /// The signed 4-bit weight of row `n`, input `k`.
 fn weight(n: u32, k: u32) -> f32 {
-    let byte_idx = n * p.k_packed + k / 2u;
+    var byte_idx = n * p.k_packed + k / 2u;
+    if (p.w_layout & 1u) != 0u {
+        byte_idx = ((k / 32u) * p.n + n) * 16u + (k % 32u) / 2u;
+    }
     let byte = (weights[byte_idx / 4u] >> ((byte_idx % 4u) * 8u)) & 0xffu;
     let nibble = (byte >> ((k % 2u) * 4u)) & 0xfu;
     return f32(i32(nibble) - 8);
@@ -9138,8 +9266,11 @@ pub const LINEAR_DQ8CA_Q4GSW_F16: &str = r#"enable f16;
 //! `q = clamp(round(x * (1 / s_m)) + zp_m, -128, 127)`, then
 //! `out[m, n] = s_m * sum_k (q[m, k] - zp_m) * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`.
 //!
-//! Weights and scales are packed as for `linear_q4gsw.wgsl`; zero points
-//! are int8, four to a `u32` word. One workgroup per output element; its
+//! Weights and scales are packed as for `linear_q4gsw.wgsl` (the weights
+//! row-major or word-major); zero points are int8, four to a `u32` word.
+//! The fast 4-bit routes take the op where its sizes allow
+//! (`dq8_rows.wgsl`, then the 4-bit linear's kernels); this kernel is the
+//! rest. One workgroup per output element; its
 //! invocations split K and reduce in shared memory, in f32. The grid is
 //! folded into x and y.
 // variants: f32 f16
@@ -9163,7 +9294,9 @@ struct Params {
     /// Inputs per scale group.
     group_size: u32,
     has_bias: u32,
-    _pad0: u32,
+    /// Bit 0: the weights are word-major (16-byte word `w` of row `n` at
+    /// word `w * N + n`; see `etwgpu_graph::layout`), else row-major.
+    w_layout: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -9179,7 +9312,10 @@ var<workgroup> partial: array<f32, WG>;
 
 /// The signed 4-bit weight of row `n`, input `k`.
 fn weight(n: u32, k: u32) -> f32 {
-    let byte_idx = n * p.k_packed + k / 2u;
+    var byte_idx = n * p.k_packed + k / 2u;
+    if (p.w_layout & 1u) != 0u {
+        byte_idx = ((k / 32u) * p.n + n) * 16u + (k % 32u) / 2u;
+    }
     let byte = (weights[byte_idx / 4u] >> ((byte_idx % 4u) * 8u)) & 0xffu;
     let nibble = (byte >> ((k % 2u) * 4u)) & 0xfu;
     return f32(i32(nibble) - 8);

@@ -571,12 +571,24 @@ fn q4_linear_with_bias_and_q4_embedding() {
 #[test]
 fn dynamic_int8_activations_times_q4_weights() {
     // 5 rows (not a multiple of the 4 zero points per word), one of them
-    // all positive and one all zero.
-    let (m, gs) = (5usize, 8usize);
-    let w = q4_linear(6, 24, gs, 31);
+    // all positive and one all zero. K = 24 in groups of 8: the one
+    // workgroup an output kernel (`linear_dq8ca_q4gsw.wgsl`).
+    dynamic_int8_times_q4(5, 6, 24, 8);
+    // K = 64 in groups of 32: the fast 4-bit routes (`dq8_rows.wgsl`, then
+    // the 4-bit GEMV at one row, the GEMM at five), the weights word-major.
+    dynamic_int8_times_q4(1, 40, 64, 32);
+    dynamic_int8_times_q4(5, 40, 64, 32);
+}
+
+/// [`dynamic_int8_activations_times_q4_weights`] at `m` rows of `k`
+/// inputs, `n` outputs, groups of `gs`.
+fn dynamic_int8_times_q4(m: usize, n: usize, k: usize, gs: usize) {
+    let w = q4_linear(n, k, gs, 31);
     let mut xv = data(m * w.k, 32);
-    xv[w.k..2 * w.k].iter_mut().for_each(|v| *v = v.abs() + 0.1);
-    xv[3 * w.k..4 * w.k].iter_mut().for_each(|v| *v = 0.0);
+    if m > 3 {
+        xv[w.k..2 * w.k].iter_mut().for_each(|v| *v = v.abs() + 0.1);
+        xv[3 * w.k..4 * w.k].iter_mut().for_each(|v| *v = 0.0);
+    }
     let mut g = GraphBuilder::new();
     let x = g.tensor(DType::F32, &[1, m as u64, w.k as u64]);
     let mapping = g.string("ASYMMETRIC");
