@@ -2,7 +2,8 @@
 //!
 //! The passes live one family a file, each an `impl` of the one
 //! `Rewriter` (`fuse/rewriter.rs`: the graph, value uses, edits and the
-//! questions they share): `fuse/cleanup.rs` (duplicate and dead ops),
+//! questions they share): `fuse/dq8.rs` (8da4w linears split),
+//! `fuse/cleanup.rs` (duplicate and dead ops),
 //! `fuse/linears.rs` (SwiGLU, QKV), `fuse/epilogues.rs` (bias and
 //! activation epilogues, residual add + RMS norm), `fuse/norm_linears.rs`
 //! (an RMS norm into the 4-bit linear after it), `fuse/rope_attention.rs`
@@ -18,10 +19,14 @@
 //! fusion removes are touched by no step, so the memory planner never
 //! allocates them. The passes, in order:
 //!
-//! 0. **Duplicate ops**: an op that repeats an earlier one (same name, same
-//!    inputs, same argument literals; `choose_qparams_affine` of one
-//!    activation before each 8da4w linear) is dropped and its results'
-//!    readers read the earlier op's.
+//! 0. **8da4w linears and duplicate ops**: first each
+//!    `et_vk.linear_dq8ca_q4gsw` becomes `etwgpu.dq8_rows` (its input rows
+//!    rounded to their int8 grids) and an `et_vk.linear_q4gsw` of the
+//!    rounded rows, which the passes below treat as any 4-bit linear
+//!    (`fuse/dq8.rs`); then an op that repeats an earlier one (same name,
+//!    same inputs, same argument literals; `choose_qparams_affine` of one
+//!    activation before each 8da4w linear, then their roundings) is
+//!    dropped and its results' readers read the earlier op's.
 //! 1. **SwiGLU**: `mul(mul(g, sigmoid(g)), u)` where `g` and `u` are
 //!    linears (`aten.linear` or `et_vk.linear_q4gsw`, optionally through a
 //!    view) of one input: `etwgpu.linear_swiglu` / `_q4gsw_swiglu`.
@@ -73,6 +78,7 @@
 
 mod attention_linear;
 mod cleanup;
+mod dq8;
 mod elementwise;
 mod epilogues;
 mod linears;
@@ -117,6 +123,9 @@ impl Default for FuseOptions {
 /// What one fusion matched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum FusionKind {
+    /// An 8da4w linear split into its input's int8 rounding and a 4-bit
+    /// linear.
+    Dq8Split,
     /// An op computing what an earlier one did.
     Duplicate,
     /// Gate and up linears with SiLU and the product.
@@ -145,6 +154,7 @@ impl FusionKind {
     /// Short name, for reports.
     pub const fn name(self) -> &'static str {
         match self {
+            FusionKind::Dq8Split => "8da4w split",
             FusionKind::Duplicate => "duplicate op",
             FusionKind::Swiglu => "swiglu",
             FusionKind::Qkv => "qkv",
@@ -207,6 +217,7 @@ pub fn fuse(graph: &VkGraph, options: &FuseOptions) -> Fused {
         return Fused { graph: graph.clone(), fusions: Vec::new() };
     }
     let mut rw = Rewriter { g: graph.clone(), options: *options, fusions: Vec::new() };
+    rw.dq8_linears();
     rw.duplicates();
     rw.swiglu();
     rw.qkv();

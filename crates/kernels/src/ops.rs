@@ -262,6 +262,7 @@ register_ops! {
     AddmmAct => "etwgpu.addmm_act.default" => |c| fused::with_act(c, matmul::addmm_with),
     ConvWithClampAct => "etwgpu.conv_with_clamp_act.default" => |c| fused::with_act(c, |c, e| conv::convolution_with(c, true, e)),
     ConvolutionAct => "etwgpu.convolution_act.default" => |c| fused::with_act(c, |c, e| conv::convolution_with(c, false, e)),
+    Dq8Rows => "etwgpu.dq8_rows.default" => quant::dq8_rows,
     EmbeddingQ4gswRows => "etwgpu.embedding_q4gsw_rows.default" => quant::embedding_q4gsw_rows,
     EmbeddingRows => "etwgpu.embedding_rows.default" => index::embedding_rows,
     FusedElementwise => "etwgpu.fused_elementwise.default" => fused::fused_elementwise,

@@ -511,6 +511,60 @@ pub fn choose_qparams_affine(c: &Ctx<'_>) -> Result<Lowered> {
     Ok(Lowered { shapes: vec![(scale.id, out_shape.clone()), (zero_point.id, out_shape)], steps })
 }
 
+/// The checked activation arguments of the 8da4w ops: the input
+/// `[..., K]`, its per-row `input_scale [M]` (the input's dtype) and int8
+/// `input_zp [M]` (arguments 0 to 2); returns `(m, k)`.
+fn check_dq8_rows(x: &TensorInfo<'_>, in_scale: &TensorInfo<'_>, in_zp: &TensorInfo<'_>) -> Result<(u64, u64)> {
+    let Some(&k) = x.shape.last() else { return Err(shape_err(0, "input", "[..., K]".into(), x)) };
+    let m = x.numel().checked_div(k).unwrap_or(0);
+    same_dtype(in_scale, x.dtype, 1, "input_scale")?;
+    if in_zp.dtype != ElemType::I8 {
+        return Err(dtype_err(2, "input_zp", "int8", in_zp));
+    }
+    for (t, idx, name) in [(in_scale, 1, "input_scale"), (in_zp, 2, "input_zp")] {
+        if t.numel() != m {
+            return Err(shape_err(idx, name, format!("{m} elements (one per row of input)"), t));
+        }
+    }
+    Ok((m, k))
+}
+
+/// The `dq8_rows.wgsl` dispatch rounding the `m` rows of `x` (`k` each)
+/// to their int8 grids into `out`.
+fn dq8_rows_dispatch(x: &TensorInfo<'_>, in_scale: Vid, in_zp: Vid, out: Vid, (m, k): (u64, u64)) -> Result<Dispatch> {
+    let params = Uniform::new().u32(to_u32("M", m)?).u32(to_u32("K", k)?).u32(0).u32(0).finish();
+    Ok(Dispatch {
+        shader: float_shader(Family::Dq8Rows, x, 0, "input")?.into(),
+        entry: "main",
+        inputs: vec![x.id, in_scale, in_zp],
+        outputs: vec![out],
+        params,
+        workgroups: grid_1d(m * k, 256)?,
+    })
+}
+
+/// `etwgpu.dq8_rows.default(input [..., K], input_scale [M], input_zp [M]
+/// int8, →out [..., K])`: the activation half of
+/// `et_vk.linear_dq8ca_q4gsw`, each row rounded to its int8 grid and back
+/// (`dq8_rows.wgsl`). Fusion splits each 8da4w linear into this and an
+/// `et_vk.linear_q4gsw` of its output, so that the linears of one input
+/// share one rounding and fuse as the 4-bit linears do.
+pub fn dq8_rows(c: &Ctx<'_>) -> Result<Lowered> {
+    c.expect_args(4)?;
+    let x = c.tensor(0, "input")?;
+    let in_scale = c.tensor(1, "input_scale")?;
+    let in_zp = c.tensor(2, "input_zp")?;
+    let out = c.tensor(3, "out")?;
+    same_dtype(&out, x.dtype, 3, "out")?;
+    let (m, k) = check_dq8_rows(&x, &in_scale, &in_zp)?;
+    let steps = if m * k > 0 {
+        vec![Step::Dispatch(dq8_rows_dispatch(&x, in_scale.id, in_zp.id, out.id, (m, k))?)]
+    } else {
+        vec![]
+    };
+    Ok(Lowered { shapes: vec![(out.id, x.shape.to_vec())], steps })
+}
+
 /// Scratch slot of the int8-rounded activations of
 /// [`linear_dq8ca_q4gsw`] on the fast 4-bit routes.
 pub(crate) const DQ8_SCRATCH: usize = 2;
@@ -538,17 +592,7 @@ pub fn linear_dq8ca_q4gsw(c: &Ctx<'_>) -> Result<Lowered> {
     let out = c.tensor(8, "out")?;
     let shader = float_shader(Family::LinearDq8caQ4gsw, &x, 0, "input")?;
     same_dtype(&out, x.dtype, 8, "out")?;
-    let Some(&k) = x.shape.last() else { return Err(shape_err(0, "input", "[..., K]".into(), &x)) };
-    let m = x.numel().checked_div(k).unwrap_or(0);
-    same_dtype(&in_scale, x.dtype, 1, "input_scale")?;
-    if in_zp.dtype != ElemType::I8 {
-        return Err(dtype_err(2, "input_zp", "int8", &in_zp));
-    }
-    for (t, idx, name) in [(&in_scale, 1, "input_scale"), (&in_zp, 2, "input_zp")] {
-        if t.numel() != m {
-            return Err(shape_err(idx, name, format!("{m} elements (one per row of input)"), t));
-        }
-    }
+    let (m, k) = check_dq8_rows(&x, &in_scale, &in_zp)?;
     same_dtype(&scales, x.dtype, 5, "weight_scales")?;
     let (n, n_pad) = check_q4_weight(k, &weights, 3, &scales, 5, group_size, 6)?;
     if let Some(b) = &bias {
@@ -563,15 +607,7 @@ pub fn linear_dq8ca_q4gsw(c: &Ctx<'_>) -> Result<Lowered> {
         // shapes): the rounded input, at most four bytes an element.
         let mut steps = vec![Step::Scratch { slot: DQ8_SCRATCH, bytes: m * k * 4 }];
         if m * k > 0 {
-            let params = Uniform::new().u32(to_u32("M", m)?).u32(to_u32("K", k)?).u32(0).u32(0).finish();
-            steps.push(Step::Dispatch(Dispatch {
-                shader: float_shader(Family::Dq8Rows, &x, 0, "input")?.into(),
-                entry: "main",
-                inputs: vec![x.id, in_scale.id, in_zp.id],
-                outputs: vec![scratch],
-                params,
-                workgroups: grid_1d(m * k, 256)?,
-            }));
+            steps.push(Step::Dispatch(dq8_rows_dispatch(&x, in_scale.id, in_zp.id, scratch, (m, k))?));
         }
         let rounded = TensorInfo { id: scratch, is_constant: false, q4_word_major: false, ..x };
         let args = [scratch, weights.id, scales.id, c.id(6), c.id(7)];

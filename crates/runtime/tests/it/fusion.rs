@@ -811,3 +811,45 @@ fn fused_fixtures_plan_without_the_removed_intermediates() {
     }
     assert!(plan.planned_bytes() < etwgpu_graph::plan_graph(g, &plain.steps, &[]).expect("plans").planned_bytes());
 }
+
+/// Three torchao 8da4w linears of one input, as exported: one
+/// `choose_qparams_affine`, then `et_vk.linear_dq8ca_q4gsw` each. Each is
+/// split into the rounding of the input (`etwgpu.dq8_rows`) and a 4-bit
+/// linear; two roundings repeat the first and go, and the three linears
+/// become one QKV op. K = 64 in groups of 32 (the fast 4-bit routes), at
+/// 5 rows (GEMM) and 1 (GEMV).
+#[test]
+fn dq8_linears_share_one_rounding_and_fuse() {
+    let k = 64u64;
+    let mut g = GraphBuilder::new();
+    let x = g.tensor(DType::F32, &[1, 5, k]);
+    let mapping = g.string("ASYMMETRIC");
+    let block = g.int_list(&[1, 1, k as i64]);
+    let null = g.null();
+    let (qmin, qmax, f) = (g.int(-128), g.int(127), g.bool(false));
+    let scale = g.tensor(DType::F32, &[1, 5]);
+    let zp = g.tensor(DType::I8, &[1, 5]);
+    let qparams = g.value_list(&[scale, zp]);
+    let gs = g.int(32);
+    g.op("torchao.choose_qparams_affine.default", &[x, mapping, block, null, qmin, qmax, null, null, null, f, qparams]);
+    let mut outs = Vec::new();
+    for (j, n) in [64u64, 32, 32].into_iter().enumerate() {
+        let (w, s) = q4_weight(&mut g, n, k, 32, 70 + 2 * j as u32);
+        let sums = g.constant(DType::I32, &[k / 32, n], &vec![0u8; (k / 32 * n * 4) as usize]);
+        let y = g.tensor(DType::F32, &[1, 5, n]);
+        g.op("et_vk.linear_dq8ca_q4gsw.default", &[x, scale, zp, w, sums, s, gs, null, y]);
+        outs.push(y);
+    }
+    g.inputs(&[x]).outputs(&outs);
+    let calls: Vec<Vec<Tensor>> =
+        [5u64, 1].iter().map(|&s| vec![Tensor::from_f32(&[1, s, k], &data((s * k) as usize, 80))]).collect();
+    let kinds = [
+        FusionKind::Dq8Split,
+        FusionKind::Dq8Split,
+        FusionKind::Dq8Split,
+        FusionKind::Duplicate,
+        FusionKind::Duplicate,
+        FusionKind::Qkv,
+    ];
+    check("dq8_qkv", g, &kinds, &calls, 1e-5);
+}
