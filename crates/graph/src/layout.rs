@@ -33,7 +33,6 @@ fn fast_q4_weights(graph: &VkGraph, call: &etwgpu_format::OpCall) -> Vec<u32> {
     // (input, group size, weights) argument positions.
     let (group, weights): (usize, &[usize]) = match call.name.as_str() {
         "et_vk.linear_q4gsw.default" => (3, &[1]),
-        "et_vk.linear_dq8ca_q4gsw.default" => (6, &[3]),
         "etwgpu.linear_q4gsw_swiglu.default" => (1, &[2, 4]),
         "etwgpu.linear_q4gsw_qkv.default" => (1, &[2, 4, 6]),
         "etwgpu.rms_norm_linear_q4gsw.default" => (6, &[4]),

@@ -21,7 +21,7 @@ pub const MATMUL_TILE: u32 = 16;
 /// Most workgroups along one grid dimension (WebGPU's default limit).
 pub const MAX_GROUPS_PER_DIM: u32 = 65_535;
 /// Scratch tensors the caller may provide to every op ([`Ctx::scratch`]).
-pub const N_SCRATCH: usize = 3;
+pub const N_SCRATCH: usize = 2;
 
 /// A value id of the graph (an index into its value table).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

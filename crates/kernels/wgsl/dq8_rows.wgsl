@@ -1,6 +1,6 @@
-//! The activation side of `et_vk.linear_dq8ca_q4gsw` (torchao 8da4w) on the
-//! fast 4-bit routes: every row of x quantized to int8 with its scale and
-//! zero point and back,
+//! `etwgpu.dq8_rows`, the activation side of `et_vk.linear_dq8ca_q4gsw`
+//! (torchao 8da4w) once fusion has split it: every row of x quantized to
+//! int8 with its scale and zero point and back,
 //! `x'[m, k] = (clamp(round(x[m, k] * (1 / s_m)) + zp_m, -128, 127) - zp_m) * s_m`,
 //! so that the 4-bit linear's kernels (the GEMVs of `q4_gemv.wgsl`, the
 //! cooperative-matrix and tiled GEMMs) compute the op as `linear_q4gsw` of

@@ -3,11 +3,8 @@
 //! `q = clamp(round(x * (1 / s_m)) + zp_m, -128, 127)`, then
 //! `out[m, n] = s_m * sum_k (q[m, k] - zp_m) * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`.
 //!
-//! Weights and scales are packed as for `linear_q4gsw.wgsl` (the weights
-//! row-major or word-major); zero points are int8, four to a `u32` word.
-//! The fast 4-bit routes take the op where its sizes allow
-//! (`dq8_rows.wgsl`, then the 4-bit linear's kernels); this kernel is the
-//! rest. One workgroup per output element; its
+//! Weights and scales are packed as for `linear_q4gsw.wgsl`; zero points
+//! are int8, four to a `u32` word. One workgroup per output element; its
 //! invocations split K and reduce in shared memory, in f32. The grid is
 //! folded into x and y.
 // variants: f32 f16
@@ -31,9 +28,7 @@ struct Params {
     /// Inputs per scale group.
     group_size: u32,
     has_bias: u32,
-    /// Bit 0: the weights are word-major (16-byte word `w` of row `n` at
-    /// word `w * N + n`; see `etwgpu_graph::layout`), else row-major.
-    w_layout: u32,
+    _pad0: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -49,10 +44,7 @@ var<workgroup> partial: array<f32, WG>;
 
 /// The signed 4-bit weight of row `n`, input `k`.
 fn weight(n: u32, k: u32) -> f32 {
-    var byte_idx = n * p.k_packed + k / 2u;
-    if (p.w_layout & 1u) != 0u {
-        byte_idx = ((k / 32u) * p.n + n) * 16u + (k % 32u) / 2u;
-    }
+    let byte_idx = n * p.k_packed + k / 2u;
     let byte = (weights[byte_idx / 4u] >> ((byte_idx % 4u) * 8u)) & 0xffu;
     let nibble = (byte >> ((k % 2u) * 4u)) & 0xfu;
     return f32(i32(nibble) - 8);

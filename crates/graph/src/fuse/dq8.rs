@@ -1,4 +1,4 @@
-//! Pass 0a: each torchao 8da4w linear (`et_vk.linear_dq8ca_q4gsw`) split
+//! The first half of pass 0: each torchao 8da4w linear (`et_vk.linear_dq8ca_q4gsw`) split
 //! into the rounding of its input rows to their int8 grids
 //! (`etwgpu.dq8_rows`) and an `et_vk.linear_q4gsw` of the rounded rows.
 //! The duplicate-op pass then leaves one rounding per input (the linears
@@ -28,8 +28,7 @@ impl Rewriter {
             let Some(t) = self.tensor(x) else { continue };
             // The rounded rows: the input's dtype and (maximum) shape, no
             // constant, no exporter memory object.
-            let rounded =
-                VkTensor { dtype: t.dtype, dims: t.dims.clone(), constant: None, mem_obj_id: None, ..t.clone() };
+            let rounded = VkTensor { constant: None, mem_obj_id: None, ..t.clone() };
             let rounded = self.push(VkValue::Tensor(rounded));
             let calls = vec![
                 self.call(i, OpId::Dq8Rows.name(), vec![x, scale, zp, rounded]),

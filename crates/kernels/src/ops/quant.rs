@@ -529,20 +529,6 @@ fn check_dq8_rows(x: &TensorInfo<'_>, in_scale: &TensorInfo<'_>, in_zp: &TensorI
     Ok((m, k))
 }
 
-/// The `dq8_rows.wgsl` dispatch rounding the `m` rows of `x` (`k` each)
-/// to their int8 grids into `out`.
-fn dq8_rows_dispatch(x: &TensorInfo<'_>, in_scale: Vid, in_zp: Vid, out: Vid, (m, k): (u64, u64)) -> Result<Dispatch> {
-    let params = Uniform::new().u32(to_u32("M", m)?).u32(to_u32("K", k)?).u32(0).u32(0).finish();
-    Ok(Dispatch {
-        shader: float_shader(Family::Dq8Rows, x, 0, "input")?.into(),
-        entry: "main",
-        inputs: vec![x.id, in_scale, in_zp],
-        outputs: vec![out],
-        params,
-        workgroups: grid_1d(m * k, 256)?,
-    })
-}
-
 /// `etwgpu.dq8_rows.default(input [..., K], input_scale [M], input_zp [M]
 /// int8, →out [..., K])`: the activation half of
 /// `et_vk.linear_dq8ca_q4gsw`, each row rounded to its int8 grid and back
@@ -557,28 +543,29 @@ pub fn dq8_rows(c: &Ctx<'_>) -> Result<Lowered> {
     let out = c.tensor(3, "out")?;
     same_dtype(&out, x.dtype, 3, "out")?;
     let (m, k) = check_dq8_rows(&x, &in_scale, &in_zp)?;
-    let steps = if m * k > 0 {
-        vec![Step::Dispatch(dq8_rows_dispatch(&x, in_scale.id, in_zp.id, out.id, (m, k))?)]
-    } else {
-        vec![]
-    };
+    let mut steps = Vec::new();
+    if m * k > 0 {
+        let params = Uniform::new().u32(to_u32("M", m)?).u32(to_u32("K", k)?).u32(0).u32(0).finish();
+        steps.push(Step::Dispatch(Dispatch {
+            shader: float_shader(Family::Dq8Rows, &x, 0, "input")?.into(),
+            entry: "main",
+            inputs: vec![x.id, in_scale.id, in_zp.id],
+            outputs: vec![out.id],
+            params,
+            workgroups: grid_1d(m * k, 256)?,
+        }));
+    }
     Ok(Lowered { shapes: vec![(out.id, x.shape.to_vec())], steps })
 }
-
-/// Scratch slot of the int8-rounded activations of
-/// [`linear_dq8ca_q4gsw`] on the fast 4-bit routes.
-pub(crate) const DQ8_SCRATCH: usize = 2;
 
 /// `et_vk.linear_dq8ca_q4gsw.default(input [..., K], input_scale [M],
 /// input_zp [M] int8, weights u8 [N, K/2], weight_sums int32 [G, N],
 /// weight_scales [G, N_pad], group_size, bias?, →out [..., N])`. The
-/// weight sums are not needed: the kernels subtract the zero point before
-/// multiplying. Where the sizes allow the fast 4-bit routes ([`q4_fast`])
-/// and the caller gives scratch, two steps: `dq8_rows.wgsl` rounds each
-/// row of the input to its int8 grid into the scratch (`x'`), then
-/// [`linear_q4gsw`]'s own lowering of `x'` (the GEMVs at decode, the
-/// cooperative-matrix or tiled GEMMs past them); elsewhere one dispatch of
-/// `linear_dq8ca_q4gsw.wgsl`, a workgroup an output element.
+/// weight sums are not needed: the kernel subtracts the zero point before
+/// multiplying. One dispatch of `linear_dq8ca_q4gsw.wgsl`, a workgroup an
+/// output element: the op as exported (`--no-fuse`). Fusion splits it
+/// into [`dq8_rows`] and a `linear_q4gsw`, which take the fast 4-bit
+/// routes.
 pub fn linear_dq8ca_q4gsw(c: &Ctx<'_>) -> Result<Lowered> {
     c.expect_args(9)?;
     let x = c.tensor(0, "input")?;
@@ -601,20 +588,6 @@ pub fn linear_dq8ca_q4gsw(c: &Ctx<'_>) -> Result<Lowered> {
             return Err(shape_err(7, "bias", format!("at least {n} elements"), b));
         }
     }
-    let fast_scratch = c.scratch(DQ8_SCRATCH).filter(|_| q4_fast(k, weights.shape[1], group_size as u64));
-    if let Some(scratch) = fast_scratch {
-        // Declared at every lowering (sized by the one at the maximum
-        // shapes): the rounded input, at most four bytes an element.
-        let mut steps = vec![Step::Scratch { slot: DQ8_SCRATCH, bytes: m * k * 4 }];
-        if m * k > 0 {
-            steps.push(Step::Dispatch(dq8_rows_dispatch(&x, in_scale.id, in_zp.id, scratch, (m, k))?));
-        }
-        let rounded = TensorInfo { id: scratch, is_constant: false, q4_word_major: false, ..x };
-        let args = [scratch, weights.id, scales.id, c.id(6), c.id(7)];
-        let linear = linear_q4gsw_into(&c.with_args(&args), &rounded, &out)?;
-        steps.extend(linear.steps);
-        return Ok(Lowered { shapes: linear.shapes, steps });
-    }
     let mut out_shape = x.shape.to_vec();
     *out_shape.last_mut().expect("rank >= 1") = n;
     let mut steps = Vec::new();
@@ -627,7 +600,6 @@ pub fn linear_dq8ca_q4gsw(c: &Ctx<'_>) -> Result<Lowered> {
             .u32(to_u32("padded N", n_pad)?)
             .u32(to_u32("group_size", group_size as u64)?)
             .u32(u32::from(bias.is_some()))
-            .u32(u32::from(c.q4_word_major(weights.id)))
             .finish();
         steps.push(Step::Dispatch(Dispatch {
             shader: shader.into(),

@@ -570,19 +570,24 @@ fn q4_linear_with_bias_and_q4_embedding() {
 
 #[test]
 fn dynamic_int8_activations_times_q4_weights() {
-    // 5 rows (not a multiple of the 4 zero points per word), one of them
-    // all positive and one all zero. K = 24 in groups of 8: the one
-    // workgroup an output kernel (`linear_dq8ca_q4gsw.wgsl`).
-    dynamic_int8_times_q4(5, 6, 24, 8);
-    // K = 64 in groups of 32: the fast 4-bit routes (`dq8_rows.wgsl`, then
-    // the 4-bit GEMV at one row, the GEMM at five), the weights word-major.
-    dynamic_int8_times_q4(1, 40, 64, 32);
-    dynamic_int8_times_q4(5, 40, 64, 32);
+    // Unfused, the one workgroup an output kernel
+    // (`linear_dq8ca_q4gsw.wgsl`); fused, the input's rounding
+    // (`dq8_rows.wgsl`) and the 4-bit linear's kernels.
+    for fuse in [false, true] {
+        // 5 rows (not a multiple of the 4 zero points per word), one of
+        // them all positive and one all zero; K = 24 in groups of 8 (the
+        // general 4-bit kernel when fused).
+        dynamic_int8_times_q4(5, 6, 24, 8, fuse);
+        // K = 64 in groups of 32: fused, the fast 4-bit routes (the GEMV
+        // at one row, the GEMM at five), the weights word-major.
+        dynamic_int8_times_q4(1, 40, 64, 32, fuse);
+        dynamic_int8_times_q4(5, 40, 64, 32, fuse);
+    }
 }
 
 /// [`dynamic_int8_activations_times_q4_weights`] at `m` rows of `k`
-/// inputs, `n` outputs, groups of `gs`.
-fn dynamic_int8_times_q4(m: usize, n: usize, k: usize, gs: usize) {
+/// inputs, `n` outputs, groups of `gs`, loaded with or without fusion.
+fn dynamic_int8_times_q4(m: usize, n: usize, k: usize, gs: usize, fuse: bool) {
     let w = q4_linear(n, k, gs, 31);
     let mut xv = data(m * w.k, 32);
     if m > 3 {
@@ -607,7 +612,7 @@ fn dynamic_int8_times_q4(m: usize, n: usize, k: usize, gs: usize) {
     g.op("torchao.choose_qparams_affine.default", &[x, mapping, block, null, qmin, qmax, null, null, null, f, qparams])
         .op("et_vk.linear_dq8ca_q4gsw.default", &[x, scale, zp, wt, sums, st, gs_v, null, out]);
     g.inputs(&[x]).outputs(&[out, scale, zp]);
-    let Some(mut method) = load(g) else { return };
+    let Some(mut method) = load_with(g, &LoadOptions { fuse, ..LoadOptions::default() }) else { return };
     let outs = method.run(&[Tensor::from_f32(&[1, m as u64, w.k as u64], &xv)]).expect("runs");
     let mut want_scale = Vec::new();
     let mut want_zp = Vec::new();
