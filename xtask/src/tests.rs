@@ -152,6 +152,26 @@ fn wgsl_conventions_are_enforced() {
     assert!(crate::wgsl::parse_family("x", "//! d\n#define A\n// variants: f32\nalias Elem = f32;\n".into()).is_err());
 }
 
+/// `// bounds: host-checked` is read into the family, needs its `//!
+/// Bounds:` reason, takes that one value, appears once, and never in a
+/// snippet.
+#[test]
+fn wgsl_bounds_marker_needs_its_reason() {
+    let parse = |src: &str| crate::wgsl::parse_family("x", src.to_string());
+    let plain = parse("//! d\n// variants: f32\nalias Elem = f32;\n").expect("valid");
+    assert!(!plain.bounds_host_checked);
+    let marked = "//! d\n//! Bounds: `t` by `lid`.\n// variants: f32\n// bounds: host-checked\nalias Elem = f32;\n";
+    assert!(parse(marked).expect("valid").bounds_host_checked);
+    let no_reason =
+        parse("//! d\n// variants: f32\n// bounds: host-checked\nalias Elem = f32;\n").expect_err("no reason");
+    assert!(no_reason.contains("Bounds:"), "{no_reason}");
+    assert!(parse(&marked.replace("host-checked", "trust me")).is_err());
+    assert!(parse(&format!("{marked}// bounds: host-checked\n")).is_err());
+    assert!(crate::wgsl::parse_snippet("s.wgsl", "//! d\n// bounds: host-checked\n").is_err());
+    let code = crate::wgsl::emit(&[plain, parse(marked).expect("valid")], &|_| crate::wgsl::WEBGPU_LIMITS);
+    assert!(code.contains("matches!(self, Family::X)"), "{code}");
+}
+
 #[test]
 fn shader_needs_are_read_and_checked_against_webgpu_limits() {
     let storage: String =

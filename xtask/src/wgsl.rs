@@ -22,8 +22,17 @@
 //! leading `//!` lines dropped) before anything else reads the source:
 //! naga validation, the generated constants and so the drift check all see
 //! the expanded text. Snippets include nothing themselves and carry no
-//! `variants:` or `Elem` line; a snippet no family includes is an error.
-//! There is no other preprocessing.
+//! `variants:`, `bounds:` or `Elem` line; a snippet no family includes is
+//! an error. There is no other preprocessing.
+//!
+//! A family may also carry one `// bounds: host-checked` line: the claim
+//! that every index into its fixed-size arrays (workgroup memory, private
+//! arrays, vectors, matrices) stays in bounds, bounded by a constant or by
+//! a uniform its host rule checks, so the runtime may create it without
+//! naga's index clamps for programs the user trusts
+//! (`LoadOptions::trusted_shaders`). Such a family must justify it in a
+//! `//! Bounds:` paragraph of its docs; the generated
+//! `Family::bounds_host_checked` carries the claim.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -41,6 +50,13 @@ const INCLUDE_PREFIX: &str = "// include:";
 const ELEM_LINE: &str = "alias Elem = f32;";
 /// The optional KV-cache element-type line (see the module docs).
 const KV_ELEM_LINE: &str = "alias KvElem = Elem;";
+/// The optional line marking a family's fixed-size array indices as proven
+/// in bounds by its host rule (see the module docs).
+const BOUNDS_PREFIX: &str = "// bounds:";
+/// The one value [`BOUNDS_PREFIX`] takes.
+const BOUNDS_HOST_CHECKED: &str = "host-checked";
+/// The doc paragraph a family with a [`BOUNDS_PREFIX`] line must have.
+const BOUNDS_DOC: &str = "//! Bounds:";
 /// Element types a variant may name.
 const KNOWN_VARIANTS: &[&str] = &["f32", "f16", "i32", "u32"];
 /// Element types a variant's KV cache may have.
@@ -177,6 +193,8 @@ pub struct Family {
     pub source: String,
     /// Variant names in the order of the `variants:` line.
     pub variants: Vec<String>,
+    /// Whether it carries `// bounds: host-checked`.
+    pub bounds_host_checked: bool,
 }
 
 /// The `.wgsl` files directly in `dir`, sorted.
@@ -215,9 +233,15 @@ pub fn parse_snippet(file: &str, text: &str) -> Result<String, String> {
     }
     for line in text.lines() {
         let t = line.trim();
-        if t.starts_with(INCLUDE_PREFIX) || t.starts_with("// variants:") || t == ELEM_LINE || t == KV_ELEM_LINE {
+        if t.starts_with(INCLUDE_PREFIX)
+            || t.starts_with("// variants:")
+            || t.starts_with(BOUNDS_PREFIX)
+            || t == ELEM_LINE
+            || t == KV_ELEM_LINE
+        {
             return Err(format!(
-                "{SNIPPET_DIR}/{file}: a snippet has no `{INCLUDE_PREFIX}`, `// variants:`, `Elem` or `KvElem` line: `{t}`"
+                "{SNIPPET_DIR}/{file}: a snippet has no `{INCLUDE_PREFIX}`, `// variants:`, `{BOUNDS_PREFIX}`, `Elem` or \
+                 `KvElem` line: `{t}`"
             ));
         }
     }
@@ -317,7 +341,24 @@ pub fn parse_family(name: &str, source: String) -> Result<Family, String> {
             }
         }
     }
-    Ok(Family { name: name.to_string(), source, variants })
+    let bounds_host_checked = parse_bounds(name, &source)?;
+    Ok(Family { name: name.to_string(), source, variants, bounds_host_checked })
+}
+
+/// Reads a family's optional `// bounds: host-checked` line: at most one,
+/// with that value, and only beside a `//! Bounds:` paragraph saying why.
+fn parse_bounds(name: &str, source: &str) -> Result<bool, String> {
+    let lines: Vec<&str> = source.lines().filter_map(|l| l.trim().strip_prefix(BOUNDS_PREFIX)).map(str::trim).collect();
+    match lines[..] {
+        [] => Ok(false),
+        [BOUNDS_HOST_CHECKED] if source.lines().any(|l| l.starts_with(BOUNDS_DOC)) => Ok(true),
+        [BOUNDS_HOST_CHECKED] => Err(format!(
+            "{name}.wgsl: `{BOUNDS_PREFIX} {BOUNDS_HOST_CHECKED}` needs a `{BOUNDS_DOC}` doc paragraph saying which \
+             constant or host-checked uniform bounds each fixed-size array index"
+        )),
+        [other] => Err(format!("{name}.wgsl: `{BOUNDS_PREFIX}` takes `{BOUNDS_HOST_CHECKED}`, not `{other}`")),
+        _ => Err(format!("{name}.wgsl: expected at most one `{BOUNDS_PREFIX}` line, found {}", lines.len())),
+    }
 }
 
 /// The source of one variant: the `Elem` line substituted (and the
@@ -389,6 +430,22 @@ pub fn emit(families: &[Family], needs: &dyn Fn(&str) -> Needs) -> String {
         s.push_str(&format!("    /// `{}.wgsl`.\n    {},\n", f.name, camel(&f.name)));
     }
     s.push_str("}\n\n");
+    s.push_str(
+        "impl Family {\n    \
+         /// Whether its source carries `// bounds: host-checked`: every index\n    \
+         /// into its fixed-size arrays (workgroup memory, private arrays,\n    \
+         /// vectors) is bounded by a constant or by a uniform its host rule\n    \
+         /// checks (the source's `Bounds:` docs say which), so a trusted load\n    \
+         /// may create it without the index clamps.\n    \
+         pub const fn bounds_host_checked(self) -> bool {\n",
+    );
+    let marked: Vec<String> =
+        families.iter().filter(|f| f.bounds_host_checked).map(|f| format!("Family::{}", camel(&f.name))).collect();
+    if marked.is_empty() {
+        s.push_str("        let _ = self;\n        false\n    }\n}\n\n");
+    } else {
+        s.push_str(&format!("        matches!(self, {})\n    }}\n}}\n\n", marked.join(" | ")));
+    }
     s.push_str("/// The element type a variant was generated for (`alias Elem = ...;`).\n");
     s.push_str("#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]\npub enum Variant {\n");
     for v in &all_variants {
@@ -422,6 +479,11 @@ pub fn emit(families: &[Family], needs: &dyn Fn(&str) -> Needs) -> String {
         s.push_str(&format!("            ShaderId::{id} => Family::{},\n", camel(&f.name)));
     }
     s.push_str("        }\n    }\n\n");
+    s.push_str(
+        "    /// Whether its family's fixed-size array indices are proven in bounds by\n    \
+         /// the host rule ([`Family::bounds_host_checked`]).\n    \
+         pub const fn bounds_host_checked(self) -> bool {\n        self.family().bounds_host_checked()\n    }\n\n",
+    );
     s.push_str("    /// Its variant.\n    pub const fn variant(self) -> Variant {\n        match self {\n");
     for (_, v, id) in &ids {
         s.push_str(&format!("            ShaderId::{id} => Variant::{},\n", camel(v)));

@@ -64,7 +64,7 @@ pub struct BenchCli {
     #[arg(long, value_name = "f16|f32", default_value = "f16")]
     kv_cache: crate::KvCache,
     #[command(flatten)]
-    precision: crate::PrecisionFlag,
+    load: crate::LoadFlags,
     /// MiB copied to measure the adapter's copy bandwidth (0 skips it).
     #[arg(long, value_name = "MIB", default_value_t = 256)]
     bandwidth_mib: u64,
@@ -80,9 +80,12 @@ struct Device {
     gemm_route: &'static str,
     /// `--precision`, else the runtime's.
     precision: etwgpu_runtime::Precision,
+    /// Whether the loads take the trusted path (`--trusted-shaders` or
+    /// `ETWGPU_TRUSTED_SHADERS=1`, on Vulkan).
+    trusted_shaders: bool,
 }
 
-fn device(rt: &Runtime, mib: u64, precision: Option<etwgpu_runtime::Precision>) -> Result<Device, Failure> {
+fn device(rt: &Runtime, mib: u64, load: crate::LoadFlags) -> Result<Device, Failure> {
     let info = rt.adapter_info();
     let bandwidth = if mib == 0 {
         None
@@ -94,13 +97,16 @@ fn device(rt: &Runtime, mib: u64, precision: Option<etwgpu_runtime::Precision>) 
         backend: format!("{:?}", info.backend),
         bandwidth,
         gemm_route: rt.gemm_route(),
-        precision: precision.unwrap_or(rt.gemm_caps().precision),
+        precision: load.precision.unwrap_or(rt.gemm_caps().precision),
+        trusted_shaders: rt.trusted_shaders_available()
+            && (load.trusted_shaders || std::env::var(etwgpu_runtime::TRUSTED_SHADERS_ENV).is_ok_and(|v| v == "1")),
     })
 }
 
 impl Device {
     fn line(&self) -> String {
-        let gemm = format!("GEMM route {}, precision {}", self.gemm_route, self.precision);
+        let trusted = if self.trusted_shaders { ", trusted shaders" } else { "" };
+        let gemm = format!("GEMM route {}, precision {}{trusted}", self.gemm_route, self.precision);
         match &self.bandwidth {
             Some(b) => format!(
                 "adapter: {} ({}); copy bandwidth {:.1} GB/s ({} MiB, {}); {gemm}",
@@ -120,6 +126,7 @@ impl Device {
             "copy_gb_per_s": self.bandwidth.as_ref().map(|b| b.gb_per_s),
             "copy_bytes": self.bandwidth.as_ref().map(|b| b.bytes),
             "gemm_route": self.gemm_route, "precision": self.precision.name(),
+            "trusted_shaders": self.trusted_shaders,
         })
     }
 }
@@ -131,7 +138,7 @@ pub fn run(a: BenchCli) -> Result<(), Failure> {
     }
     let program = Program::open(&a.model).map_err(|e| Failure::error(format!("{}: {e}", a.model.display())))?;
     let rt = Runtime::new().map_err(|e| Failure::error(error_chain(&e)))?;
-    let dev = device(&rt, a.bandwidth_mib, a.precision.precision)?;
+    let dev = device(&rt, a.bandwidth_mib, a.load)?;
     let out = match etwgpu_llm::Metadata::read(&program) {
         Ok(meta) if a.inputs.is_empty() && a.method.is_none() => {
             fits_context(&a, meta.max_context_len)?;
@@ -169,7 +176,7 @@ fn model_name(a: &BenchCli) -> String {
 
 /// The `llama-bench` grid.
 fn llm(a: &BenchCli, rt: &Runtime, program: &Program, dev: &Device) -> Result<String, Failure> {
-    let generator = crate::load_generator(rt, program, a.kv_cache == crate::KvCache::F16, a.precision.precision)?;
+    let generator = crate::load_generator(rt, program, a.kv_cache == crate::KvCache::F16, a.load)?;
     let mut generator = generator;
     let kv = if generator.kv_cache_f16() { "f16" } else { "f32" };
     let rows = llama_bench(&mut generator, &a.prompts, &a.gens, &a.depths, a.repeats as usize)
@@ -253,7 +260,7 @@ fn csv(s: &str) -> String {
 /// Latency percentiles and throughput of one method.
 fn method(a: &BenchCli, rt: &Runtime, program: &Program, dev: &Device) -> Result<String, Failure> {
     let name = a.method.clone().unwrap_or_else(|| "forward".to_string());
-    let options = LoadOptions { precision: a.precision.precision, ..LoadOptions::default() };
+    let options = a.load.options(LoadOptions::default());
     let mut m = rt.load_with(program, &name, &options).map_err(|e| Failure::error(error_chain(&e)))?;
     let inputs: Vec<Tensor> = if a.inputs.is_empty() {
         m.input_specs()

@@ -186,7 +186,7 @@ pub fn run(a: &ChatArgs) -> Result<(), Failure> {
     })?;
     let sampler = Sampler::new(a.flags.sampler.clone()).map_err(Failure::error)?;
     let rt = Runtime::new().map_err(Failure::error)?;
-    let generator = crate::load_generator(&rt, &program, a.flags.kv_cache_f16, a.flags.precision)?;
+    let generator = crate::load_generator(&rt, &program, a.flags.kv_cache_f16, a.flags.load)?;
     let mut chat = Conversation {
         generator,
         tok,

@@ -101,7 +101,7 @@ pub fn run(a: &GenerateArgs) -> Result<(), Failure> {
     };
     let mut sampler = Sampler::new(a.flags.sampler.clone()).map_err(Failure::error)?;
     let rt = Runtime::new().map_err(Failure::error)?;
-    let mut generator = crate::load_generator(&rt, &program, a.flags.kv_cache_f16, a.flags.precision)?;
+    let mut generator = crate::load_generator(&rt, &program, a.flags.kv_cache_f16, a.flags.load)?;
     let options = GenerateOptions { max_new_tokens: a.flags.max_tokens, stop_tokens, stop_at_eos: true };
     // Text output leaves out the token that ends generation.
     let stops: Vec<u32> = options.stop_tokens.iter().chain(&generator.metadata().eos_ids).copied().collect();

@@ -4,18 +4,18 @@
 //! etwgpu inspect MODEL.pte [--ptd FILE]... [--json | --plan [--no-fuse]]
 //! etwgpu run MODEL.pte [--method NAME] [--ptd FILE]... (--call A.npy,B.npy | --input A.npy | --random-inputs)
 //!            [--output-dir DIR] [--repeat N] [--profile [--json] [--profile-by dispatch|kernel]] [--no-fuse]
-//!            [--precision f32|mixed|f16]
+//!            [--precision f32|mixed|f16] [--trusted-shaders]
 //! etwgpu generate --model MODEL.pte (--tokenizer T.json --prompt TEXT [--chat] [--system TEXT] | --tokens ID,ID,...)
 //!                 [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S] [--kv-cache f16|f32]
-//!                 [--precision f32|mixed|f16]
+//!                 [--precision f32|mixed|f16] [--trusted-shaders]
 //! etwgpu chat --model MODEL.pte --tokenizer T.json [--system TEXT] [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S]
-//!             [--kv-cache f16|f32] [--precision f32|mixed|f16]
+//!             [--kv-cache f16|f32] [--precision f32|mixed|f16] [--trusted-shaders]
 //! etwgpu devices [--json] [--bandwidth]
 //! etwgpu bench MODEL.pte [-p 128,512] [-n 128] [-d 0,2048] [--repeats N] [-o md|csv|json] [--input IN.npy]...
-//!              [--precision f32|mixed|f16]
+//!              [--precision f32|mixed|f16] [--trusted-shaders]
 //! etwgpu serve --model MODEL.pte --tokenizer T.json [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--queue N]
 //!              [--max-tokens N] [--model-name NAME] [--shutdown-grace S] [--kv-cache f16|f32]
-//!              [--precision f32|mixed|f16]
+//!              [--precision f32|mixed|f16] [--trusted-shaders]
 //! etwgpu completions bash|zsh|fish
 //! ```
 //!
@@ -187,7 +187,7 @@ fn load_generator(
     rt: &etwgpu_runtime::Runtime,
     program: &etwgpu_format::Program,
     kv_cache_f16: bool,
-    precision: Option<etwgpu_runtime::Precision>,
+    load: LoadFlags,
 ) -> Result<etwgpu_llm::Generator, Failure> {
     use std::io::{IsTerminal as _, Write as _};
     let start = std::time::Instant::now();
@@ -207,7 +207,7 @@ fn load_generator(
         }
     };
     let options =
-        etwgpu_runtime::LoadOptions { kv_cache_f16, precision, ..etwgpu_llm::Generator::default_load_options() };
+        load.options(etwgpu_runtime::LoadOptions { kv_cache_f16, ..etwgpu_llm::Generator::default_load_options() });
     let generator = etwgpu_llm::Generator::with_options(rt, program, &options, &mut draw).map_err(Failure::error)?;
     if tty {
         let _ = writeln!(std::io::stderr(), "\rloaded in {:.2} s{}", start.elapsed().as_secs_f64(), " ".repeat(40));
@@ -222,9 +222,10 @@ fn parse_precision(v: &str) -> Result<etwgpu_runtime::Precision, String> {
         .ok_or_else(|| format!("takes {}, not {v:?}", etwgpu_runtime::Precision::ACCEPTED))
 }
 
-/// `--precision`, on every command that loads a program.
+/// `--precision` and `--trusted-shaders`, on every command that loads a
+/// program.
 #[derive(Debug, Clone, Copy, clap::Args)]
-struct PrecisionFlag {
+struct LoadFlags {
     /// Which float32 matrix products may round their operands to f16 (with
     /// f32 accumulation) on the GPU's matrix units: `f32` none (float32
     /// everywhere, the default), `mixed` only the 4-bit weight linears
@@ -233,6 +234,29 @@ struct PrecisionFlag {
     /// float32 at every setting. Default: `ETWGPU_PRECISION`, else f32.
     #[arg(long, value_name = "f32|mixed|f16", value_parser = parse_precision)]
     precision: Option<etwgpu_runtime::Precision>,
+    /// For programs you trust only: create the kernels whose every index
+    /// is proven in bounds by the checks on the program's shapes (the
+    /// 4-bit GEMV and GEMM, matmul and decode attention kernels) without
+    /// the shader's index clamps (wgpu's unchecked path). This drops a
+    /// guard against hostile programs reading outside their buffers
+    /// (storage buffers stay bounded by the driver's robust buffer
+    /// access). Vulkan only, ignored elsewhere. Default:
+    /// ETWGPU_TRUSTED_SHADERS=1, else off.
+    #[arg(long)]
+    trusted_shaders: bool,
+}
+
+impl LoadFlags {
+    /// `base` with the flags' choices: `--precision` where given (`None`
+    /// takes the runtime's), and the trusted path where asked (absent, the
+    /// load follows `ETWGPU_TRUSTED_SHADERS`).
+    fn options(self, base: etwgpu_runtime::LoadOptions) -> etwgpu_runtime::LoadOptions {
+        etwgpu_runtime::LoadOptions {
+            precision: self.precision.or(base.precision),
+            trusted_shaders: self.trusted_shaders.then_some(true).or(base.trusted_shaders),
+            ..base
+        }
+    }
 }
 
 fn mib(bytes: u64) -> String {
@@ -378,7 +402,7 @@ struct GenFlags {
     #[arg(long, value_name = "f16|f32", default_value = "f16")]
     kv_cache: KvCache,
     #[command(flatten)]
-    precision: PrecisionFlag,
+    load: LoadFlags,
 }
 
 /// `--kv-cache`.
@@ -399,8 +423,8 @@ struct GenSettings {
     sampler: etwgpu_llm::SamplerConfig,
     /// `--kv-cache f16` (the default) or `f32`.
     kv_cache_f16: bool,
-    /// `--precision` (`None`: the runtime's).
-    precision: Option<etwgpu_runtime::Precision>,
+    /// `--precision` (`None`: the runtime's) and `--trusted-shaders`.
+    load: LoadFlags,
 }
 
 impl GenFlags {
@@ -414,7 +438,7 @@ impl GenFlags {
                 seed: self.seed,
             },
             kv_cache_f16: self.kv_cache == KvCache::F16,
-            precision: self.precision.precision,
+            load: self.load,
         }
     }
 }

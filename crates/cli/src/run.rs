@@ -26,9 +26,10 @@ pub struct RunArgs {
     profile_by: etwgpu_runtime::ProfileMode,
     /// Run the ops as exported, without fusion (for debugging).
     no_fuse: bool,
-    /// Which float32 matrix products may use f16 operands on matrix units
-    /// (`None`: the runtime's default).
-    precision: Option<etwgpu_runtime::Precision>,
+    /// `--precision` (which float32 matrix products may use f16 operands
+    /// on matrix units; `None`: the runtime's default) and
+    /// `--trusted-shaders`.
+    load: crate::LoadFlags,
 }
 
 /// The flags of `run`, as clap reads them.
@@ -79,7 +80,7 @@ pub struct RunCli {
     #[arg(long)]
     no_fuse: bool,
     #[command(flatten)]
-    precision: crate::PrecisionFlag,
+    load: crate::LoadFlags,
 }
 
 /// `--profile-by`'s values and the modes they name (also the `profile_by`
@@ -123,7 +124,7 @@ impl RunCli {
             json: self.json,
             profile_by: self.profile_by.unwrap_or_default(),
             no_fuse: self.no_fuse,
-            precision: self.precision.precision,
+            load: self.load,
         })
     }
 }
@@ -175,7 +176,7 @@ pub fn run(a: &RunArgs) -> Result<String, Failure> {
     let method_name = a.method.clone().unwrap_or_else(|| "forward".to_string());
     let rt = Runtime::new().map_err(|e| Failure::error(error_chain(&e)))?;
     let t0 = Instant::now();
-    let options = LoadOptions { fuse: !a.no_fuse, precision: a.precision, ..LoadOptions::default() };
+    let options = a.load.options(LoadOptions { fuse: !a.no_fuse, ..LoadOptions::default() });
     let mut method = rt.load_with(&program, &method_name, &options).map_err(|e| Failure::error(error_chain(&e)))?;
     let load = t0.elapsed();
     let mut out = String::new();
@@ -190,6 +191,16 @@ pub fn run(a: &RunArgs) -> Result<String, Failure> {
         method.n_gpu_calls(),
         method.n_cpu_calls()
     );
+    if method.trusted_shaders() {
+        let _ = writeln!(
+            out,
+            "trusted shaders: {} of the {} pipelines made at load have no index clamps",
+            rt.pipeline_cache().unchecked_len(),
+            rt.pipeline_cache().len()
+        );
+    } else if a.load.trusted_shaders {
+        let _ = writeln!(out, "trusted shaders: not taken (Vulkan only); every pipeline is checked");
+    }
     let calls: Vec<Vec<Tensor>> = if a.random_inputs {
         let specs = method.input_specs();
         let inputs = specs
@@ -254,7 +265,7 @@ pub fn run(a: &RunArgs) -> Result<String, Failure> {
         if a.profile {
             let rows = method.profile();
             if !a.json {
-                let precision = a.precision.unwrap_or(rt.gemm_caps().precision);
+                let precision = a.load.precision.unwrap_or(rt.gemm_caps().precision);
                 let _ = writeln!(out, "  GEMM route: {} (precision {precision})", rt.gemm_route());
                 out.push_str(&profile_table(&rows, a.profile_by, method.profiled_total_nanos()));
                 if let Some(n) = unfused.get(k) {

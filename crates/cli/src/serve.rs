@@ -73,7 +73,7 @@ pub struct ServeCli {
     #[arg(long, value_name = "f16|f32", default_value = "f16")]
     kv_cache: crate::KvCache,
     #[command(flatten)]
-    precision: crate::PrecisionFlag,
+    load: crate::LoadFlags,
 }
 
 /// What every handler shares.
@@ -143,13 +143,13 @@ pub fn run(a: ServeCli) -> Result<(), Failure> {
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
     let worker = {
         let (tok, load, kv) = (tok.clone(), load.clone(), a.kv_cache == crate::KvCache::F16);
-        let precision = a.precision.precision;
+        let load_flags = a.load;
         std::thread::Builder::new()
             .name("etwgpu-gpu".into())
             .spawn(move || {
                 let loaded = etwgpu_runtime::Runtime::new()
                     .map_err(|e| Failure::error(error_chain(&e)))
-                    .and_then(|rt| crate::load_generator(&rt, &program, kv, precision).map(|g| (rt, g)));
+                    .and_then(|rt| crate::load_generator(&rt, &program, kv, load_flags).map(|g| (rt, g)));
                 match loaded {
                     Ok((_rt, generator)) => {
                         let meta = generator.metadata();

@@ -299,6 +299,17 @@ impl Shader {
             Shader::Generated(g) => &g.source,
         }
     }
+
+    /// Whether every index into its fixed-size arrays is proven in bounds
+    /// by its host rule ([`ShaderId::bounds_host_checked`]), so a trusted
+    /// load may create it without the index clamps. Never for shaders
+    /// written at lowering time.
+    pub fn bounds_host_checked(&self) -> bool {
+        match self {
+            Shader::Static(id) => id.bounds_host_checked(),
+            Shader::Generated(_) => false,
+        }
+    }
 }
 
 impl From<ShaderId> for Shader {

@@ -184,6 +184,53 @@ fn every_shader_source_is_nonempty_and_labelled() {
     }
 }
 
+/// The decode and prefill hot kernels carry `// bounds: host-checked`
+/// (so a trusted load creates them without index clamps): a marker
+/// dropped by accident fails here. Shaders written at lowering time never
+/// carry it.
+#[test]
+fn hot_kernels_are_marked_bounds_host_checked() {
+    use crate::Family as F;
+    let hot = [
+        F::Q4Gemv,
+        F::Q4GemvSwiglu,
+        F::Q4GemvQkv,
+        F::Q4GemvAttn,
+        F::Q4Gemm,
+        F::Q4GemmSwiglu,
+        F::Q4GemmQkv,
+        F::Q4GemmSplitk,
+        F::Q4GemmCoop,
+        F::Q4GemmCoopLarge,
+        F::Q4GemmCoopQkv,
+        F::Q4GemmCoopQkvLarge,
+        F::Q4GemmCoopSplitk,
+        F::Q4GemmCoopSwiglu,
+        F::Q4GemmCoopSwigluLarge,
+        F::Matmul,
+        F::MatmulCoop,
+        F::MatmulCoopLarge,
+        F::SdpaSplit,
+        F::SdpaSplitRope,
+        F::SdpaSplitShort,
+        F::SdpaSplitShortRope,
+        F::SdpaSplitSg,
+        F::SdpaSplitSgRope,
+        F::SdpaSplitCombine,
+    ];
+    for f in hot {
+        assert!(f.bounds_host_checked(), "{f:?} lost its `// bounds: host-checked` line");
+    }
+    for id in crate::ShaderId::ALL {
+        assert_eq!(id.bounds_host_checked(), id.family().bounds_host_checked(), "{}", id.label());
+        assert_eq!(Shader::Static(*id).bounds_host_checked(), id.bounds_host_checked(), "{}", id.label());
+        let marked = id.source().lines().any(|l| l.trim() == "// bounds: host-checked");
+        assert_eq!(marked, id.bounds_host_checked(), "{}: the marker travels with the source", id.label());
+    }
+    let fused = crate::GeneratedShader::intern("fused_elementwise.f32", crate::Variant::F32, "//! t\n".into());
+    assert!(!Shader::Generated(fused).bounds_host_checked());
+}
+
 #[test]
 fn every_generated_shader_validates_with_naga() {
     for id in crate::ShaderId::ALL {

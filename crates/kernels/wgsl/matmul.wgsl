@@ -7,7 +7,11 @@
 //! tiling, accumulating in f32. An optional activation epilogue (`act`
 //! of `common/act.wgsl`, `ACT_COPY` for none) applies to the result: the
 //! fused `etwgpu.linear_act` and `etwgpu.addmm_act`.
+//!
+//! Bounds: `tile_a` and `tile_b` are indexed by `lid.x, lid.y < TILE` and
+//! `kk < TILE`; no uniform reaches them.
 // variants: f32 f16
+// bounds: host-checked
 
 alias Elem = f32;
 

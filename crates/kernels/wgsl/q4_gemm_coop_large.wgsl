@@ -21,7 +21,14 @@
 //! `coop_probe` (crates/runtime/examples) on an H200; it times this file
 //! as shipped. Which tile a call takes is `etwgpu_kernels::ops::gemm`'s
 //! `coop_tile`.
+//!
+//! Bounds: every index into `xs`, `ws`, `cs` is a function of `lid < WG`,
+//! the stage (below `STAGES`) and constants: the staging units `u * WG +
+//! lid` cover the tiles exactly (`BM * TK / 8` units of x, `BN * TK / 16`
+//! of the weights), the fragments' offsets stay below `BM`, `BN` and `TK /
+//! 4`, and `cs` holds `WG * 8` floats; no uniform reaches them.
 // variants: f32 f16
+// bounds: host-checked
 
 enable f16;
 enable wgpu_cooperative_matrix;

@@ -17,7 +17,14 @@
 //! whose subgroups have 32 invocations, with `K % TK == 0`,
 //! `k_chunk % TK == 0` and every split non-empty. Which calls split, and
 //! into how many, is `etwgpu_kernels::ops::gemm`'s `coop_split_k`.
+//!
+//! Bounds: every index into `xs`, `ws`, `cs` is a function of `lid < WG`,
+//! the stage (below `STAGES`) and constants: the staging units `u * WG +
+//! lid` cover the tiles exactly (`BM * TK / 8` units of x, `BN * TK / 16`
+//! of the weights), the fragments' offsets stay below `BM`, `BN` and `TK /
+//! 4`, and `cs` holds `WG * 8` floats; no uniform reaches them.
 // variants: f32 f16
+// bounds: host-checked
 
 enable f16;
 enable wgpu_cooperative_matrix;

@@ -11,7 +11,12 @@
 //! k-major). The host routes here only when `group % TK == 0`,
 //! `K % TK == 0` and `k_chunk % TK == 0`; which calls split, and into how
 //! many, is `etwgpu_kernels::ops::gemm`'s `split_k`. Accumulation is f32.
+//!
+//! Bounds: every index into `xs`, `ws`, the accumulators and the vectors
+//! is a function of `lid < 256` and of constant loop counters (`e < 4`,
+//! `kk < TK`, `i, j < 4`); no uniform reaches them.
 // variants: f32 f16
+// bounds: host-checked
 
 alias Elem = f32;
 

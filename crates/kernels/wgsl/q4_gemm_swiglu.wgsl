@@ -12,7 +12,12 @@
 //! rows and one of columns per k). The host routes here only when
 //! `group % TK == 0` and `K % TK == 0`, so one scale covers a column's
 //! slice of a tile. Accumulation is f32.
+//!
+//! Bounds: every index into `xs`, `ws`, the accumulators and the vectors
+//! is a function of `lid < 256` and of constant loop counters (`e < 4`,
+//! `kk < TK`, `i, j < 4`); no uniform reaches them.
 // variants: f32 f16
+// bounds: host-checked
 
 alias Elem = f32;
 

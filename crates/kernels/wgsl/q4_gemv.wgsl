@@ -15,7 +15,13 @@
 //! column read adjacent words of its row. Two words are loaded before
 //! either is used. The slices meet in a workgroup-memory tree (no
 //! subgroup operations: it runs in the browser too). Accumulation is f32.
+//!
+//! Bounds: `partial` is indexed by `lid` and by `lid + stride * cols`
+//! with `slice < stride <= slices / 2`, below `WG` as `cols` divides `WG`
+//! (8, 16 or 32: `q4_gemv_cols` in `ops/quant.rs`); the vector of row sums
+//! by `r < m <= MAX_ROWS` (`q4_fast_dispatch` routes only `M <= 4` here).
 // variants: f32 f16
+// bounds: host-checked
 
 alias Elem = f32;
 

@@ -15,7 +15,17 @@
 //! with x read from workgroup memory. The host routes here only when the
 //! rows fit `XS` and the (row, head, split) pairs of the longest context
 //! fit `ML`, with few splits (the merge walks them serially).
+//!
+//! Bounds: `partial` and the vector of row sums as in `q4_gemv.wgsl`
+//! (`cols` from `q4_gemv_cols`, `m = S <= MAX_ROWS`); `ml` by `e < seq *
+//! n_heads * n_splits`, and `x` by `j < seq * n_heads * head_dim / 4 = m *
+//! k / 4` (as are the GEMV's reads of it): `combine_folds`
+//! (`ops/llm/split_kv.rs`) routes here only when `S * Hq * splits <= ML`
+//! at the longest context, which bounds the live plan's splits
+//! (`sdpa_with_kv_cache_into` checks `start_pos + S <= Cmax`, and
+//! `split_bound` is non-decreasing), and `S * Hq * D / 4 <= XS`.
 // variants: f32 f16
+// bounds: host-checked
 
 alias Elem = f32;
 

@@ -97,6 +97,8 @@ fn main(
         let s = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
         acc = rows4(acc, weights[base + w * stride], w * 8u, x_row, p.m, s);
     }
+    // The norm's scale of each row, on its sums.
+    acc *= rms_scale(lid);
     partial[lid] = acc;
     workgroupBarrier();
     for (var stride = slices / 2u; stride > 0u; stride /= 2u) {

@@ -10,7 +10,13 @@
 //! is row-major or word-major (bit j of `w_layout`). One dispatch instead
 //! of three: on a GPU, a small dispatch costs a few microseconds whatever
 //! it computes.
+//!
+//! Bounds: `partial` is indexed by `lid` and by `lid + st * cols` with
+//! `slice < st <= slices / 2`, below `WG` as `cols` divides `WG` (8, 16 or
+//! 32: `q4_gemv_cols` in `ops/quant.rs`); the vector of row sums by `r < m
+//! <= MAX_ROWS` (`q4_qkv_dispatch` routes only `0 < M <= 4` here).
 // variants: f32 f16
+// bounds: host-checked
 
 alias Elem = f32;
 

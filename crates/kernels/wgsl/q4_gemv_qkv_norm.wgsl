@@ -166,6 +166,8 @@ fn main(
         let s = scale(j, (w * 32u / p.group_size) * n_pad + col);
         acc = rows4(acc, weight(j, base + w * stride), w * 8u, x_row, p.m, s);
     }
+    // The norm's scale of each row, on its sums.
+    acc *= rms_scale(lid);
     partial[lid] = acc;
     workgroupBarrier();
     for (var st = slices / 2u; st > 0u; st /= 2u) {

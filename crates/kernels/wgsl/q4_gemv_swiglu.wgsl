@@ -7,7 +7,14 @@
 //! slices interleaved by 16-byte words, x read once per `cols` columns),
 //! with the gate and up words of a column read by the same invocation;
 //! each weight byte is read once. Accumulation is f32.
+//!
+//! Bounds: `partial` and `partial_up` are indexed by `lid` and by `lid +
+//! stride * cols` with `slice < stride <= slices / 2`, below `WG` as `cols`
+//! divides `WG` (8, 16 or 32: `q4_gemv_cols` in `ops/quant.rs`); the
+//! vectors of row sums by `r < m <= MAX_ROWS` (`q4_fast_dispatch` routes
+//! only `M <= 4` here).
 // variants: f32 f16
+// bounds: host-checked
 
 alias Elem = f32;
 

@@ -95,8 +95,12 @@ fn main(
         acc = rows4(acc, qg, w * 8u, x_row, p.m, sg);
         acc_up = rows4(acc_up, qu, w * 8u, x_row, p.m, su);
     }
-    // Every invocation is done reading x before it holds the up sums.
-    workgroupBarrier();
+    // The norm's scale of each row, on both sums; its closing barrier
+    // also means every invocation is done reading x before it holds the up
+    // sums.
+    let rstd = rms_scale(lid);
+    acc *= rstd;
+    acc_up *= rstd;
     partial[lid] = acc;
     x[lid] = acc_up;
     workgroupBarrier();

@@ -35,7 +35,15 @@
 //! like every other row (no workgroup reads a row another split writes).
 //! Everything but the parameters, the bindings and how the query and the
 //! new keys are read is `common/sdpa_split_body.wgsl`'s.
+//!
+//! Bounds: (`common/sdpa_split_body.wgsl`) `qs` by `e < nq * D / 4` and
+//! `jj * D / 4 + d`, below `MAXQ * D / 4 <= 256` as the head dim is at most
+//! 256 (`sdpa_with_kv_cache_into` in `ops/llm.rs` takes the split kernels
+//! only then); `sc` by `jj * TILE` plus an index below `TILE`; `red` by
+//! `lid` and `lid + stride` within a `LANES` block; `sums` by `g * D / 4 +
+//! lid < WG`; the per-vector arrays by `jj < MAXQ`.
 // variants: f32 f16 f32_kvf16
+// bounds: host-checked
 
 alias Elem = f32;
 alias KvElem = Elem;

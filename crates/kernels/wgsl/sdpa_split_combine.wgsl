@@ -9,7 +9,12 @@
 //! invocation walks all the splits through global memory (64 of them past
 //! 8192 keys). The split count comes from the live context
 //! (`common/split_plan.wgsl`). f32 math.
+//!
+//! Bounds: `heads` by `s < n_splits`, which the kernel clamps to
+//! `MAX_SPLITS`; `sums` by `lid` and by `g * D / 4 + lid < WG`; no uniform
+//! reaches them unclamped.
 // variants: f32 f16
+// bounds: host-checked
 
 alias Elem = f32;
 

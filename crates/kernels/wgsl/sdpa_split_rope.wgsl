@@ -8,7 +8,15 @@
 //! costs no dispatch of its own; the rotated keys are what it writes into
 //! the key cache. Everything else is `sdpa_split.wgsl`'s (see there):
 //! `common/sdpa_split_body.wgsl`.
+//!
+//! Bounds: (`common/sdpa_split_body.wgsl`) `qs` by `e < nq * D / 4` and
+//! `jj * D / 4 + d`, below `MAXQ * D / 4 <= 256` as the head dim is at most
+//! 256 (`sdpa_with_kv_cache_into` in `ops/llm.rs` takes the split kernels
+//! only then); `sc` by `jj * TILE` plus an index below `TILE`; `red` by
+//! `lid` and `lid + stride` within a `LANES` block; `sums` by `g * D / 4 +
+//! lid < WG`; the per-vector arrays by `jj < MAXQ`.
 // variants: f32 f16 f32_kvf16
+// bounds: host-checked
 
 alias Elem = f32;
 alias KvElem = Elem;

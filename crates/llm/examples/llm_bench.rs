@@ -22,7 +22,8 @@
 //! at position 0 and at the largest context, and of a call of the largest
 //! prompt (each twice: timestamps between dispatches, and by kernel, each
 //! shader's dispatches alone in a pass; see `etwgpu_runtime::ProfileMode`). `--kv-cache` picks the KV cache's storage (default `f16`, the
-//! generator's default, where the device has SHADER_F16). Prefill times are the wall time of
+//! generator's default, where the device has SHADER_F16); `ETWGPU_TRUSTED_SHADERS=1` times the
+//! trusted path (`LoadOptions::trusted_shaders`, reported as `trusted shaders: on`). Prefill times are the wall time of
 //! `Generator::prefill`, which waits for the GPU and reads the logits back. `--model` defaults to `small`, or
 //! `1b` when `ETWGPU_BENCH_LARGE=1`. `--save` writes the `.pte`;
 //! `--build-only` stops after building (and saving) it. `--timeline` runs
@@ -207,6 +208,9 @@ fn main() {
     let mut generator = Generator::with_options(&rt, &program, &options, &mut |_| {}).expect("forward loads");
     let kv_cache_f16 = generator.kv_cache_f16();
     let _ = writeln!(out, "KV cache: {}", if kv_cache_f16 { "float16" } else { "float32" });
+    // `ETWGPU_TRUSTED_SHADERS=1` times the trusted path (issue 14).
+    let trusted_shaders = generator.trusted_shaders();
+    let _ = writeln!(out, "trusted shaders: {}", if trusted_shaders { "on" } else { "off" });
     let load_s = t.elapsed().as_secs_f64();
     let t = Instant::now();
     generator.prefill(&tokens(1, c.vocab)).expect("first call");
@@ -386,6 +390,7 @@ fn main() {
             },
             "device": device,
             "kv_cache_f16": kv_cache_f16,
+            "trusted_shaders": trusted_shaders,
             "file_bytes": file_bytes,
             "build_s": build_s,
             "load_s": load_s,

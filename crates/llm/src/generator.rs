@@ -249,6 +249,14 @@ impl Generator {
         Ok(Self { forward, meta, pos: 0, argmax: false })
     }
 
+    /// Whether `forward` was loaded on the trusted path
+    /// (`LoadOptions::trusted_shaders`, or `ETWGPU_TRUSTED_SHADERS=1` with
+    /// the default options, on Vulkan): its host-checked kernels run without
+    /// index clamps.
+    pub fn trusted_shaders(&self) -> bool {
+        self.forward.trusted_shaders()
+    }
+
     /// Whether the KV caches are stored as float16 (see
     /// [`Generator::default_load_options`]).
     pub fn kv_cache_f16(&self) -> bool {

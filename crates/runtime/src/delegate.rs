@@ -21,7 +21,8 @@
 //! sizes); a re-lowered chain that no longer fits the load-time memory
 //! plan moves every intermediate to its own buffer. All dispatches go into
 //! one compute pass and one submit (with the device argmax of an output,
-//! `argmax.rs`, after them), and outputs are read back at their live
+//! `argmax.rs`, at the end of that pass, or in a pass of its own where the
+//! chain is recorded on several threads or timed), and outputs are read back at their live
 //! shapes. While the step timeline is on (`timeline.rs`), each run's chain
 //! and argmax passes carry GPU timestamps.
 //!
@@ -604,6 +605,8 @@ impl LoadedDelegate {
         };
         let timed = writes.is_some();
         let (chain_writes, mut argmax_writes) = writes.map_or((None, None), |(c, a)| (Some(c), Some(a)));
+        // Whether the argmax dispatches went into the chain's pass.
+        let mut argmax_recorded = false;
         if self.profiling.on {
             encoder = self.profiling.record(&self.rt, &self.name, &self.plan, encoder).await?;
         } else if let Some(parts) = if timed { None } else { self.record_threaded() } {
@@ -634,6 +637,16 @@ impl LoadedDelegate {
                 timestamp_writes: chain_writes,
             });
             self.plan.record_range(&mut pass, early..self.plan.dispatches.len());
+            // The argmax in the same pass, except on the step timeline
+            // (which times it as a pass of its own).
+            if !timed {
+                for (spec, post) in self.outputs.iter().zip(&mut self.argmax) {
+                    if let Some(post) = post {
+                        post.record_dispatches(&self.rt, &self.live.shapes()[spec.value.idx()], &mut pass)?;
+                        argmax_recorded = true;
+                    }
+                }
+            }
         }
         // Per output: the buffer read back, the shape and bytes read, and
         // the device and host dtypes.
@@ -643,8 +656,11 @@ impl LoadedDelegate {
         {
             let shape = self.live.shapes()[spec.value.idx()].clone();
             if let Some(post) = &mut self.argmax[i] {
-                let (readback, rows, n_bytes) =
-                    post.record(&self.rt, &self.name, &mut encoder, &shape, self.argmax_flip, argmax_writes.take())?;
+                let (readback, rows, n_bytes) = if argmax_recorded {
+                    post.copy_out(&mut encoder, &shape, self.argmax_flip)
+                } else {
+                    post.record(&self.rt, &self.name, &mut encoder, &shape, self.argmax_flip, argmax_writes.take())?
+                };
                 out_sizes.push((readback, rows, n_bytes, DType::I32, DType::I64));
                 continue;
             }

@@ -384,6 +384,22 @@ impl Runtime {
         &self.pipelines
     }
 
+    /// Whether loads here may take the trusted path
+    /// (`LoadOptions::trusted_shaders`; native Vulkan only).
+    pub fn trusted_shaders_available(&self) -> bool {
+        crate::pipeline_cache::trusted_path(self.info.backend)
+    }
+
+    /// This runtime with its pipeline cache's trusted view
+    /// ([`PipelineCache::trusted`]), for the load of a program the user
+    /// trusts (`LoadOptions::trusted_shaders`); `None` where that path is
+    /// not taken (backends other than Vulkan).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub(crate) fn trusting(&self) -> Option<Runtime> {
+        let view = self.pipelines.trusted(self.info.backend)?;
+        Some(Runtime { pipelines: Arc::new(view), ..self.clone() })
+    }
+
     /// Blocks until the queue is idle.
     #[cfg(not(target_arch = "wasm32"))]
     pub fn wait_idle(&self) -> Result<()> {

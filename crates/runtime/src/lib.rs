@@ -54,6 +54,7 @@ pub use etwgpu_graph::route::{Route, kernel_route};
 pub use etwgpu_kernels::{ConvKernels, DeviceCaps, Precision};
 pub use method::LoadedMethod;
 pub use options::{LoadOptions, LoadProgress, LoadStage, RunTimes};
+pub use pipeline_cache::TRUSTED_SHADERS_ENV;
 pub use plan::{EARLY_SUBMIT_ENV, RECORD_THREADS_ENV};
 pub use profile::{KERNEL_REPS, NodeProfile, ProfileMode};
 pub use tensor::Tensor;

@@ -101,6 +101,8 @@ pub struct LoadedMethod {
     initial: Vec<Option<Tensor>>,
     steps: Vec<Exec>,
     host_round_trips: usize,
+    /// Whether its pipelines came from the trusted view of the cache.
+    trusted_shaders: bool,
 }
 
 impl LoadedMethod {
@@ -116,6 +118,18 @@ impl LoadedMethod {
             available: program.methods.iter().map(|m| m.name.clone()).collect(),
         })?;
         let cannot = |found: String| Error::NotFullyDelegated { method: method.to_string(), found };
+        // A trusted load's delegates keep the runtime with the cache's
+        // trusted view: every pipeline they create, at load or at a later
+        // re-lowering, goes through it.
+        #[cfg(not(target_arch = "wasm32"))]
+        let trusting = options
+            .trusted_shaders
+            .unwrap_or_else(crate::pipeline_cache::trusted_shaders_env)
+            .then(|| rt.trusting())
+            .flatten();
+        #[cfg(target_arch = "wasm32")]
+        let trusting: Option<Runtime> = None;
+        let rt = trusting.as_ref().unwrap_or(rt);
         let plan = plan_method(m);
         let mut steps = Vec::with_capacity(plan.steps.len());
         let mut n_delegates = 0;
@@ -201,6 +215,7 @@ impl LoadedMethod {
             initial,
             steps,
             host_round_trips: 0,
+            trusted_shaders: trusting.is_some(),
         })
     }
 
@@ -267,6 +282,14 @@ impl LoadedMethod {
     /// program declares them float32 ([`LoadOptions::kv_cache_f16`]).
     pub fn kv_cache_f16(&self) -> bool {
         self.steps.iter().any(|s| matches!(s, Exec::Gpu { call, .. } if call.kv_cache_f16()))
+    }
+
+    /// Whether it was loaded on the trusted path
+    /// ([`LoadOptions::trusted_shaders`] asked for it, on Vulkan): its
+    /// kernels of families marked `// bounds: host-checked` run without
+    /// index clamps.
+    pub fn trusted_shaders(&self) -> bool {
+        self.trusted_shaders
     }
 
     /// Bytes of the arenas the intermediates of every GPU call share.

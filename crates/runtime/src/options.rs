@@ -63,6 +63,23 @@ pub struct LoadOptions {
     /// its workgroups walks every key itself (~56 ns a key a layer), so
     /// past ~100 keys the split route is faster (run aj).
     pub gemv_attention: Option<bool>,
+    /// Trust the program: create the kernels whose host rules prove every
+    /// index into their fixed-size arrays (workgroup memory, private
+    /// arrays, vectors) in bounds from the validated shapes (families
+    /// marked `// bounds: host-checked`) through wgpu's unchecked path,
+    /// without naga's index clamps
+    /// ([`crate::pipeline_cache::UNCHECKED`]); every other kernel as
+    /// always. Unsafe in spirit: a hostile program must not read outside
+    /// its buffers, and this leaves that to the host rules' checks and to
+    /// the driver's robust buffer access, so use it only for programs you
+    /// trust (`etwgpu run --trusted-shaders`). Native Vulkan only: ignored
+    /// on other backends (where wgpu's unchecked path would drop the
+    /// storage buffers' bounds checks too) and on the web (where the
+    /// browser checks every shader); `LoadedMethod::trusted_shaders` tells
+    /// whether it was taken. `Some(true)` on, `Some(false)` off, `None`
+    /// (the default) off unless `ETWGPU_TRUSTED_SHADERS=1`
+    /// ([`crate::pipeline_cache::TRUSTED_SHADERS_ENV`]).
+    pub trusted_shaders: Option<bool>,
 }
 
 impl Default for LoadOptions {
@@ -77,6 +94,7 @@ impl Default for LoadOptions {
             subgroups: None,
             conv: None,
             gemv_attention: None,
+            trusted_shaders: None,
         }
     }
 }

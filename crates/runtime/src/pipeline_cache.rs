@@ -13,9 +13,16 @@
 //! fused.) Creation awaits each new pipeline's validation asynchronously
 //! ([`PipelineCache::get_async`]); on native targets [`PipelineCache::get`]
 //! blocks on it.
+//!
+//! Loads of programs the user trusts (`LoadOptions::trusted_shaders`) go
+//! through a trusted view of the cache ([`PipelineCache::trusted`]), which
+//! creates the kernels whose families carry `// bounds: host-checked`
+//! ([`Shader::bounds_host_checked`]) with wgpu's unchecked path, see
+//! [`UNCHECKED`]; checked and unchecked pipelines are keyed apart, so a
+//! load without the option never gets an unchecked one.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use etwgpu_kernels::{Shader, ShaderId, ShaderKey};
 
@@ -23,7 +30,8 @@ use crate::error::{Error, Result};
 
 /// Shaders are compiled without the loop guard wgpu adds to every loop (a
 /// 64-bit counter per iteration, there so that a driver may not assume a
-/// runaway loop ends); buffer bounds checks stay. On the H200 the guard
+/// runaway loop ends); buffer bounds checks stay (but in a trusted load's
+/// host-checked kernels, see [`UNCHECKED`]). On the H200 the guard
 /// cost a 1B Llama's 512-token prefill 3.8x (2,864 -> 10,968 tokens/s
 /// without it, `tools/device/NOTES.md`, run g). `ETWGPU_SHADER_CHECKS=full`
 /// keeps the guard. On the web, wgpu ignores the choice.
@@ -33,19 +41,112 @@ fn loop_checks_off() -> bool {
     std::env::var(SHADER_CHECKS_ENV).map_or(true, |v| v != "full")
 }
 
+/// `ETWGPU_TRUSTED_SHADERS=1`: loads whose `LoadOptions::trusted_shaders`
+/// is `None` take the trusted path (see [`UNCHECKED`]); unset or anything
+/// else, they don't. For timing a program both ways without a rebuild
+/// (`llm_bench`, `etwgpu bench`); only for programs the user trusts.
+pub const TRUSTED_SHADERS_ENV: &str = "ETWGPU_TRUSTED_SHADERS";
+
+/// Whether [`TRUSTED_SHADERS_ENV`] asks loads to trust their programs.
+#[cfg(not(target_arch = "wasm32"))]
+pub(crate) fn trusted_shaders_env() -> bool {
+    std::env::var(TRUSTED_SHADERS_ENV).is_ok_and(|v| v == "1")
+}
+
+/// The checks a trusted load's host-checked kernels are created with:
+/// [`wgpu::ShaderRuntimeChecks::unchecked`], but for the integer division
+/// guard. In wgpu 30 / naga 30, `bounds_checks: false` turns every naga
+/// bounds-check policy to `Unchecked`. On Vulkan, with `bounds_checks` on,
+/// indices into fixed-size arrays (workgroup memory, private arrays,
+/// vectors, matrices) are clamped (`Restrict`) and storage buffers are left
+/// to the driver's `robustBufferAccess2` where the device has it (wgpu
+/// enables it), else clamped too; off drops the clamps, so fixed-size
+/// arrays are then as safe as the host rules' checks ([`Shader::bounds_host_checked`]
+/// says which families have them) and storage buffers as safe as the
+/// driver's robust buffer access (`robustBufferAccess2`, else
+/// `robustBufferAccess`, which wgpu enables and the Vulkan specification
+/// requires of every device but portability ones such as MoltenVK:
+/// accesses stay within the bound buffer). On Metal and DX12 it would drop
+/// the buffer checks as well, which nothing here proves, so the trusted
+/// path is Vulkan only ([`PipelineCache::trusted`]); on the web wgpu
+/// ignores the choice and the browser checks everything. The integer
+/// division guard (`int_div_checks`, naga's `naga_div`/`naga_mod` wrappers
+/// that turn a zero divisor into one) stays on: the markers prove indices,
+/// not divisors. The loop guard follows [`SHADER_CHECKS_ENV`] as for every
+/// other kernel (off unless `full`).
+pub const UNCHECKED: wgpu::ShaderRuntimeChecks = {
+    let mut c = wgpu::ShaderRuntimeChecks::unchecked();
+    c.int_div_checks = true;
+    c
+};
+
+/// Whether loads on `backend` may take the trusted path
+/// ([`PipelineCache::trusted`]): native Vulkan only.
+pub fn trusted_path(backend: wgpu::Backend) -> bool {
+    !cfg!(target_arch = "wasm32") && backend == wgpu::Backend::Vulkan
+}
+
+/// How a pipeline's shader module was created; part of its cache key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Checks {
+    /// Bounds checks on ([`wgpu::ShaderRuntimeChecks::checked`], loop
+    /// guard per [`SHADER_CHECKS_ENV`]).
+    Checked,
+    /// [`UNCHECKED`]: a trusted load's host-checked kernel.
+    Unchecked,
+}
+
+/// The pipelines of a cache and its views, by key and checks.
+type Pipelines = Mutex<BTreeMap<(ShaderKey, Checks), wgpu::ComputePipeline>>;
+
 /// Compute pipelines keyed by a shader's small key ([`Shader::key`]: the
-/// variant, or an interned generated shader's id), never by its source.
+/// variant, or an interned generated shader's id), never by its source,
+/// and by the checks its module was created with. A [`trusted`](Self::trusted)
+/// view shares the pipelines of the cache it was made from.
 #[derive(Debug)]
 pub struct PipelineCache {
     device: wgpu::Device,
     adapter_name: String,
-    pipelines: Mutex<BTreeMap<ShaderKey, wgpu::ComputePipeline>>,
+    pipelines: Arc<Pipelines>,
+    /// Whether this view creates host-checked kernels unchecked.
+    trusted: bool,
 }
 
 impl PipelineCache {
     /// An empty cache for `device`.
     pub fn new(device: wgpu::Device, adapter_name: String) -> Self {
-        Self { device, adapter_name, pipelines: Mutex::new(BTreeMap::new()) }
+        Self { device, adapter_name, pipelines: Arc::new(Mutex::new(BTreeMap::new())), trusted: false }
+    }
+
+    /// A view of this cache, sharing its pipelines, for the loads of
+    /// programs the user trusts: it creates the kernels whose host rules
+    /// prove their fixed-size array indices in bounds
+    /// ([`Shader::bounds_host_checked`]) with [`UNCHECKED`], the rest as
+    /// this cache does. `None` where that path is not taken: on the web,
+    /// and on backends other than Vulkan (where dropping the bounds checks
+    /// would drop the storage buffers' too).
+    pub fn trusted(&self, backend: wgpu::Backend) -> Option<Self> {
+        trusted_path(backend).then(|| Self {
+            device: self.device.clone(),
+            adapter_name: self.adapter_name.clone(),
+            pipelines: self.pipelines.clone(),
+            trusted: true,
+        })
+    }
+
+    /// Whether this is a trusted view ([`PipelineCache::trusted`]).
+    pub fn is_trusted(&self) -> bool {
+        self.trusted
+    }
+
+    /// The checks this view creates `shader` with.
+    fn checks_of(&self, shader: &Shader) -> Checks {
+        if self.trusted && shader.bounds_host_checked() { Checks::Unchecked } else { Checks::Checked }
+    }
+
+    /// Whether this view creates `shader`'s pipeline unchecked.
+    pub fn is_unchecked(&self, shader: &Shader) -> bool {
+        self.checks_of(shader) == Checks::Unchecked
     }
 
     /// The pipeline of `shader`, created (with its shader module) on first
@@ -55,9 +156,14 @@ impl PipelineCache {
         pollster::block_on(self.get_async(shader))
     }
 
-    /// The pipeline of `shader` if it was created already.
+    /// The pipeline of `shader` if it was created already (with the checks
+    /// this view takes).
     pub fn cached(&self, shader: &Shader) -> Option<wgpu::ComputePipeline> {
-        self.pipelines.lock().unwrap_or_else(|e| e.into_inner()).get(&shader.key()).cloned()
+        self.lock().get(&(shader.key(), self.checks_of(shader))).cloned()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<(ShaderKey, Checks), wgpu::ComputePipeline>> {
+        self.pipelines.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Like [`PipelineCache::get`], awaiting the pipeline's validation
@@ -66,11 +172,12 @@ impl PipelineCache {
         if let Some(p) = self.cached(shader) {
             return Ok(p);
         }
-        let pipeline = self.create(shader).await?;
-        Ok(self.pipelines.lock().unwrap_or_else(|e| e.into_inner()).entry(shader.key()).or_insert(pipeline).clone())
+        let checks = self.checks_of(shader);
+        let pipeline = self.create(shader, checks).await?;
+        Ok(self.lock().entry((shader.key(), checks)).or_insert(pipeline).clone())
     }
 
-    async fn create(&self, shader: &Shader) -> Result<wgpu::ComputePipeline> {
+    async fn create(&self, shader: &Shader, checks: Checks) -> Result<wgpu::ComputePipeline> {
         if shader.variant().needs_shader_f16() && !self.device.features().contains(wgpu::Features::SHADER_F16) {
             return Err(Error::MissingFeature {
                 shader: shader.label(),
@@ -86,16 +193,25 @@ impl PipelineCache {
             label: Some(shader.label()),
             source: wgpu::ShaderSource::Wgsl(shader.source().into()),
         };
-        let mut checks = wgpu::ShaderRuntimeChecks::checked();
-        checks.force_loop_bounding = !loop_checks_off();
-        // SAFETY: buffer bounds checks stay on (done by the driver where it
-        // has robustBufferAccess2, else injected by naga), so no access
-        // leaves its binding. Only the loop guard may be dropped: every loop
-        // of every kernel is bounded by a uniform that its host rule
-        // validated (sizes, strides, counts), so none is infinite
+        let mut runtime_checks = match checks {
+            Checks::Checked => wgpu::ShaderRuntimeChecks::checked(),
+            Checks::Unchecked => UNCHECKED,
+        };
+        runtime_checks.force_loop_bounding = !loop_checks_off();
+        // SAFETY: checked, buffer bounds checks stay on (done by the driver
+        // where it has robustBufferAccess2, else injected by naga), so no
+        // access leaves its binding. Only the loop guard may be dropped:
+        // every loop of every kernel is bounded by a uniform that its host
+        // rule validated (sizes, strides, counts), so none is infinite
         // (`SHADER_CHECKS_ENV` turns the guard back on). With the guard on
-        // this is `create_shader_module`.
-        let module = unsafe { self.device.create_shader_module_trusted(descriptor, checks) };
+        // this is `create_shader_module`. Unchecked (a trusted view, on
+        // Vulkan only): the kernel's family carries `// bounds:
+        // host-checked`, whose `Bounds:` docs show every index into its
+        // fixed-size arrays bounded by a constant or by a uniform its host
+        // rule checked; its storage-buffer accesses stay within their
+        // bindings by the driver's robust buffer access (see `UNCHECKED`);
+        // integer divisions keep their guard.
+        let module = unsafe { self.device.create_shader_module_trusted(descriptor, runtime_checks) };
         let pipeline = self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
             label: Some(shader.label()),
             layout: None,
@@ -139,9 +255,15 @@ impl PipelineCache {
         }
     }
 
-    /// Number of pipelines created so far.
+    /// Number of pipelines created so far (by this cache and its views).
     pub fn len(&self) -> usize {
-        self.pipelines.lock().unwrap_or_else(|e| e.into_inner()).len()
+        self.lock().len()
+    }
+
+    /// Number of those created unchecked, by trusted views
+    /// ([`PipelineCache::trusted`]).
+    pub fn unchecked_len(&self) -> usize {
+        self.lock().keys().filter(|(_, c)| *c == Checks::Unchecked).count()
     }
 
     /// Whether no pipeline was created yet.

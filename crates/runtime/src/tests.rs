@@ -1,5 +1,5 @@
 //! Unit tests of host-side pieces that need no GPU: `.npy` I/O, dtype
-//! conversion and the CPU fallback ops.
+//! conversion, the CPU fallback ops and the trusted path's checks.
 
 use etwgpu_format::DType;
 
@@ -161,5 +161,18 @@ fn precision_env_takes_the_three_names_and_rejects_others() {
         assert!(matches!(&err, crate::Error::BadEnv { var: "ETWGPU_PRECISION", value, .. } if value == bad), "{err:?}");
         let text = err.to_string();
         assert!(text.contains("ETWGPU_PRECISION") && text.contains("f32, mixed or f16"), "{text}");
+    }
+}
+
+/// The trusted path drops the bounds checks (and the loop guard) but keeps
+/// the integer division guard, and only native Vulkan takes it.
+#[test]
+fn trusted_path_checks_and_backends() {
+    use crate::pipeline_cache::{UNCHECKED, trusted_path};
+    const { assert!(!UNCHECKED.bounds_checks && !UNCHECKED.force_loop_bounding) };
+    const { assert!(UNCHECKED.int_div_checks, "the markers prove indices, not divisors") };
+    assert!(trusted_path(wgpu::Backend::Vulkan));
+    for other in [wgpu::Backend::Metal, wgpu::Backend::Dx12, wgpu::Backend::Gl, wgpu::Backend::BrowserWebGpu] {
+        assert!(!trusted_path(other), "{other:?}");
     }
 }

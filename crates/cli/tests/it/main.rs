@@ -8,6 +8,7 @@ use std::process::{Command, Output};
 use serde_json::Value;
 
 mod serve;
+mod trusted;
 
 pub(crate) fn fixtures_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../test_data/fixtures")

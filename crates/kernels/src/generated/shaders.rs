@@ -208,6 +208,44 @@ pub enum Family {
     Where,
 }
 
+impl Family {
+    /// Whether its source carries `// bounds: host-checked`: every index
+    /// into its fixed-size arrays (workgroup memory, private arrays,
+    /// vectors) is bounded by a constant or by a uniform its host rule
+    /// checks (the source's `Bounds:` docs say which), so a trusted load
+    /// may create it without the index clamps.
+    pub const fn bounds_host_checked(self) -> bool {
+        matches!(
+            self,
+            Family::Matmul
+                | Family::MatmulCoop
+                | Family::MatmulCoopLarge
+                | Family::Q4Gemm
+                | Family::Q4GemmCoop
+                | Family::Q4GemmCoopLarge
+                | Family::Q4GemmCoopQkv
+                | Family::Q4GemmCoopQkvLarge
+                | Family::Q4GemmCoopSplitk
+                | Family::Q4GemmCoopSwiglu
+                | Family::Q4GemmCoopSwigluLarge
+                | Family::Q4GemmQkv
+                | Family::Q4GemmSplitk
+                | Family::Q4GemmSwiglu
+                | Family::Q4Gemv
+                | Family::Q4GemvAttn
+                | Family::Q4GemvQkv
+                | Family::Q4GemvSwiglu
+                | Family::SdpaSplit
+                | Family::SdpaSplitCombine
+                | Family::SdpaSplitRope
+                | Family::SdpaSplitSg
+                | Family::SdpaSplitSgRope
+                | Family::SdpaSplitShort
+                | Family::SdpaSplitShortRope
+        )
+    }
+}
+
 /// The element type a variant was generated for (`alias Elem = ...;`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Variant {
@@ -1083,6 +1121,12 @@ impl ShaderId {
             ShaderId::WhereI32 => Family::Where,
             ShaderId::WhereU32 => Family::Where,
         }
+    }
+
+    /// Whether its family's fixed-size array indices are proven in bounds by
+    /// the host rule ([`Family::bounds_host_checked`]).
+    pub const fn bounds_host_checked(self) -> bool {
+        self.family().bounds_host_checked()
     }
 
     /// Its variant.
@@ -10520,7 +10564,11 @@ pub const MATMUL_F32: &str = r#"//! Batched matrix product with an optional broa
 //! tiling, accumulating in f32. An optional activation epilogue (`act`
 //! of `common/act.wgsl`, `ACT_COPY` for none) applies to the result: the
 //! fused `etwgpu.linear_act` and `etwgpu.addmm_act`.
+//!
+//! Bounds: `tile_a` and `tile_b` are indexed by `lid.x, lid.y < TILE` and
+//! `kk < TILE`; no uniform reaches them.
 // variants: f32 f16
+// bounds: host-checked
 
 alias Elem = f32;
 
@@ -10701,7 +10749,11 @@ pub const MATMUL_F16: &str = r#"enable f16;
 //! tiling, accumulating in f32. An optional activation epilogue (`act`
 //! of `common/act.wgsl`, `ACT_COPY` for none) applies to the result: the
 //! fused `etwgpu.linear_act` and `etwgpu.addmm_act`.
+//!
+//! Bounds: `tile_a` and `tile_b` are indexed by `lid.x, lid.y < TILE` and
+//! `kk < TILE`; no uniform reaches them.
 // variants: f32 f16
+// bounds: host-checked
 
 alias Elem = f16;
 
@@ -10894,7 +10946,14 @@ pub const MATMUL_COOP_F32: &str = r#"//! Dense linear on cooperative matrices (t
 //! `coop_probe` (crates/runtime/examples) on an H200; it times this file
 //! as shipped. Which tile a call takes is `etwgpu_kernels::ops::gemm`'s
 //! `coop_tile`.
+//!
+//! Bounds: every index into `xs`, `ws`, `cs` is a function of `lid < WG`,
+//! the stage (below `STAGES`) and constants: the staging units `u * WG +
+//! lid` cover the tiles exactly (`BM * TK / 8` units of x, `BN * TK / 8`
+//! of the weights), the fragments' offsets stay below `BM`, `BN` and `TK /
+//! 4`, and `cs` holds `WG * 8` floats; no uniform reaches them.
 // variants: f32 f16
+// bounds: host-checked
 
 enable f16;
 enable wgpu_cooperative_matrix;
@@ -11168,7 +11227,14 @@ pub const MATMUL_COOP_F16: &str = r#"enable f16;
 //! `coop_probe` (crates/runtime/examples) on an H200; it times this file
 //! as shipped. Which tile a call takes is `etwgpu_kernels::ops::gemm`'s
 //! `coop_tile`.
+//!
+//! Bounds: every index into `xs`, `ws`, `cs` is a function of `lid < WG`,
+//! the stage (below `STAGES`) and constants: the staging units `u * WG +
+//! lid` cover the tiles exactly (`BM * TK / 8` units of x, `BN * TK / 8`
+//! of the weights), the fragments' offsets stay below `BM`, `BN` and `TK /
+//! 4`, and `cs` holds `WG * 8` floats; no uniform reaches them.
 // variants: f32 f16
+// bounds: host-checked
 
 enable f16;
 enable wgpu_cooperative_matrix;
@@ -11441,7 +11507,14 @@ pub const MATMUL_COOP_LARGE_F32: &str = r#"//! Dense linear on cooperative matri
 //! `coop_probe` (crates/runtime/examples) on an H200; it times this file
 //! as shipped. Which tile a call takes is `etwgpu_kernels::ops::gemm`'s
 //! `coop_tile`.
+//!
+//! Bounds: every index into `xs`, `ws`, `cs` is a function of `lid < WG`,
+//! the stage (below `STAGES`) and constants: the staging units `u * WG +
+//! lid` cover the tiles exactly (`BM * TK / 8` units of x, `BN * TK / 8`
+//! of the weights), the fragments' offsets stay below `BM`, `BN` and `TK /
+//! 4`, and `cs` holds `WG * 8` floats; no uniform reaches them.
 // variants: f32 f16
+// bounds: host-checked
 
 enable f16;
 enable wgpu_cooperative_matrix;
@@ -11811,7 +11884,14 @@ pub const MATMUL_COOP_LARGE_F16: &str = r#"enable f16;
 //! `coop_probe` (crates/runtime/examples) on an H200; it times this file
 //! as shipped. Which tile a call takes is `etwgpu_kernels::ops::gemm`'s
 //! `coop_tile`.
+//!
+//! Bounds: every index into `xs`, `ws`, `cs` is a function of `lid < WG`,
+//! the stage (below `STAGES`) and constants: the staging units `u * WG +
+//! lid` cover the tiles exactly (`BM * TK / 8` units of x, `BN * TK / 8`
+//! of the weights), the fragments' offsets stay below `BM`, `BN` and `TK /
+//! 4`, and `cs` holds `WG * 8` floats; no uniform reaches them.
 // variants: f32 f16
+// bounds: host-checked
 
 enable f16;
 enable wgpu_cooperative_matrix;
@@ -12846,7 +12926,12 @@ pub const Q4_GEMM_F32: &str = r#"//! Prefill route of `et_vk.linear_q4gsw` (many
 //! rows and one of columns per k). The host routes here only when
 //! `group % TK == 0` and `K % TK == 0`, so one scale covers a column's
 //! slice of a tile. Accumulation is f32.
+//!
+//! Bounds: every index into `xs`, `ws`, the accumulators and the vectors
+//! is a function of `lid < 256` and of constant loop counters (`e < 4`,
+//! `kk < TK`, `i, j < 4`); no uniform reaches them.
 // variants: f32 f16
+// bounds: host-checked
 
 alias Elem = f32;
 
@@ -12981,7 +13066,12 @@ pub const Q4_GEMM_F16: &str = r#"enable f16;
 //! rows and one of columns per k). The host routes here only when
 //! `group % TK == 0` and `K % TK == 0`, so one scale covers a column's
 //! slice of a tile. Accumulation is f32.
+//!
+//! Bounds: every index into `xs`, `ws`, the accumulators and the vectors
+//! is a function of `lid < 256` and of constant loop counters (`e < 4`,
+//! `kk < TK`, `i, j < 4`); no uniform reaches them.
 // variants: f32 f16
+// bounds: host-checked
 
 alias Elem = f16;
 
@@ -13127,7 +13217,14 @@ pub const Q4_GEMM_COOP_F32: &str = r#"//! Prefill route of `et_vk.linear_q4gsw` 
 //! `coop_probe` (crates/runtime/examples) on an H200; it times this file
 //! as shipped. Which tile a call takes is `etwgpu_kernels::ops::gemm`'s
 //! `coop_tile`.
+//!
+//! Bounds: every index into `xs`, `ws`, `cs` is a function of `lid < WG`,
+//! the stage (below `STAGES`) and constants: the staging units `u * WG +
+//! lid` cover the tiles exactly (`BM * TK / 8` units of x, `BN * TK / 16`
+//! of the weights), the fragments' offsets stay below `BM`, `BN` and `TK /
+//! 4`, and `cs` holds `WG * 8` floats; no uniform reaches them.
 // variants: f32 f16
+// bounds: host-checked
 
 enable f16;
 enable wgpu_cooperative_matrix;
@@ -13447,7 +13544,14 @@ pub const Q4_GEMM_COOP_F16: &str = r#"enable f16;
 //! `coop_probe` (crates/runtime/examples) on an H200; it times this file
 //! as shipped. Which tile a call takes is `etwgpu_kernels::ops::gemm`'s
 //! `coop_tile`.
+//!
+//! Bounds: every index into `xs`, `ws`, `cs` is a function of `lid < WG`,
+//! the stage (below `STAGES`) and constants: the staging units `u * WG +
+//! lid` cover the tiles exactly (`BM * TK / 8` units of x, `BN * TK / 16`
+//! of the weights), the fragments' offsets stay below `BM`, `BN` and `TK /
+//! 4`, and `cs` holds `WG * 8` floats; no uniform reaches them.
 // variants: f32 f16
+// bounds: host-checked
 
 enable f16;
 enable wgpu_cooperative_matrix;
@@ -13765,7 +13869,14 @@ pub const Q4_GEMM_COOP_LARGE_F32: &str = r#"//! Prefill route of `et_vk.linear_q
 //! `coop_probe` (crates/runtime/examples) on an H200; it times this file
 //! as shipped. Which tile a call takes is `etwgpu_kernels::ops::gemm`'s
 //! `coop_tile`.
+//!
+//! Bounds: every index into `xs`, `ws`, `cs` is a function of `lid < WG`,
+//! the stage (below `STAGES`) and constants: the staging units `u * WG +
+//! lid` cover the tiles exactly (`BM * TK / 8` units of x, `BN * TK / 16`
+//! of the weights), the fragments' offsets stay below `BM`, `BN` and `TK /
+//! 4`, and `cs` holds `WG * 8` floats; no uniform reaches them.
 // variants: f32 f16
+// bounds: host-checked
 
 enable f16;
 enable wgpu_cooperative_matrix;
@@ -14156,7 +14267,14 @@ pub const Q4_GEMM_COOP_LARGE_F16: &str = r#"enable f16;
 //! `coop_probe` (crates/runtime/examples) on an H200; it times this file
 //! as shipped. Which tile a call takes is `etwgpu_kernels::ops::gemm`'s
 //! `coop_tile`.
+//!
+//! Bounds: every index into `xs`, `ws`, `cs` is a function of `lid < WG`,
+//! the stage (below `STAGES`) and constants: the staging units `u * WG +
+//! lid` cover the tiles exactly (`BM * TK / 8` units of x, `BN * TK / 16`
+//! of the weights), the fragments' offsets stay below `BM`, `BN` and `TK /
+//! 4`, and `cs` holds `WG * 8` floats; no uniform reaches them.
 // variants: f32 f16
+// bounds: host-checked
 
 enable f16;
 enable wgpu_cooperative_matrix;
@@ -14547,7 +14665,14 @@ pub const Q4_GEMM_COOP_QKV_F32: &str = r#"//! Prefill route of the fused `etwgpu
 //! free; the host routes here only on devices whose subgroups have 32
 //! invocations, with `K % TK == 0`. Which tile a call takes is
 //! `etwgpu_kernels::ops::gemm`'s `coop_tile`.
+//!
+//! Bounds: every index into `xs`, `ws`, `cs` is a function of `lid < WG`,
+//! the stage (below `STAGES`) and constants: the staging units `u * WG +
+//! lid` cover the tiles exactly (`BM * TK / 8` units of x, `BN * TK / 16`
+//! of the weights), the fragments' offsets stay below `BM`, `BN` and `TK /
+//! 4`, and `cs` holds `WG * 8` floats; no uniform reaches them.
 // variants: f32 f16
+// bounds: host-checked
 
 enable f16;
 enable wgpu_cooperative_matrix;
@@ -14920,7 +15045,14 @@ pub const Q4_GEMM_COOP_QKV_F16: &str = r#"enable f16;
 //! free; the host routes here only on devices whose subgroups have 32
 //! invocations, with `K % TK == 0`. Which tile a call takes is
 //! `etwgpu_kernels::ops::gemm`'s `coop_tile`.
+//!
+//! Bounds: every index into `xs`, `ws`, `cs` is a function of `lid < WG`,
+//! the stage (below `STAGES`) and constants: the staging units `u * WG +
+//! lid` cover the tiles exactly (`BM * TK / 8` units of x, `BN * TK / 16`
+//! of the weights), the fragments' offsets stay below `BM`, `BN` and `TK /
+//! 4`, and `cs` holds `WG * 8` floats; no uniform reaches them.
 // variants: f32 f16
+// bounds: host-checked
 
 enable f16;
 enable wgpu_cooperative_matrix;
@@ -15287,7 +15419,14 @@ pub const Q4_GEMM_COOP_QKV_LARGE_F32: &str = r#"//! Prefill route of the fused `
 //! free; the host routes here only on devices whose subgroups have 32
 //! invocations, with `K % TK == 0`. Which tile a call takes is
 //! `etwgpu_kernels::ops::gemm`'s `coop_tile`.
+//!
+//! Bounds: every index into `xs`, `ws`, `cs` is a function of `lid < WG`,
+//! the stage (below `STAGES`) and constants: the staging units `u * WG +
+//! lid` cover the tiles exactly (`BM * TK / 8` units of x, `BN * TK / 16`
+//! of the weights), the fragments' offsets stay below `BM`, `BN` and `TK /
+//! 4`, and `cs` holds `WG * 8` floats; no uniform reaches them.
 // variants: f32 f16
+// bounds: host-checked
 
 enable f16;
 enable wgpu_cooperative_matrix;
@@ -15727,7 +15866,14 @@ pub const Q4_GEMM_COOP_QKV_LARGE_F16: &str = r#"enable f16;
 //! free; the host routes here only on devices whose subgroups have 32
 //! invocations, with `K % TK == 0`. Which tile a call takes is
 //! `etwgpu_kernels::ops::gemm`'s `coop_tile`.
+//!
+//! Bounds: every index into `xs`, `ws`, `cs` is a function of `lid < WG`,
+//! the stage (below `STAGES`) and constants: the staging units `u * WG +
+//! lid` cover the tiles exactly (`BM * TK / 8` units of x, `BN * TK / 16`
+//! of the weights), the fragments' offsets stay below `BM`, `BN` and `TK /
+//! 4`, and `cs` holds `WG * 8` floats; no uniform reaches them.
 // variants: f32 f16
+// bounds: host-checked
 
 enable f16;
 enable wgpu_cooperative_matrix;
@@ -16163,7 +16309,14 @@ pub const Q4_GEMM_COOP_SPLITK_F32: &str = r#"//! Prefill route of `et_vk.linear_
 //! whose subgroups have 32 invocations, with `K % TK == 0`,
 //! `k_chunk % TK == 0` and every split non-empty. Which calls split, and
 //! into how many, is `etwgpu_kernels::ops::gemm`'s `coop_split_k`.
+//!
+//! Bounds: every index into `xs`, `ws`, `cs` is a function of `lid < WG`,
+//! the stage (below `STAGES`) and constants: the staging units `u * WG +
+//! lid` cover the tiles exactly (`BM * TK / 8` units of x, `BN * TK / 16`
+//! of the weights), the fragments' offsets stay below `BM`, `BN` and `TK /
+//! 4`, and `cs` holds `WG * 8` floats; no uniform reaches them.
 // variants: f32 f16
+// bounds: host-checked
 
 enable f16;
 enable wgpu_cooperative_matrix;
@@ -16487,7 +16640,14 @@ pub const Q4_GEMM_COOP_SPLITK_F16: &str = r#"enable f16;
 //! whose subgroups have 32 invocations, with `K % TK == 0`,
 //! `k_chunk % TK == 0` and every split non-empty. Which calls split, and
 //! into how many, is `etwgpu_kernels::ops::gemm`'s `coop_split_k`.
+//!
+//! Bounds: every index into `xs`, `ws`, `cs` is a function of `lid < WG`,
+//! the stage (below `STAGES`) and constants: the staging units `u * WG +
+//! lid` cover the tiles exactly (`BM * TK / 8` units of x, `BN * TK / 16`
+//! of the weights), the fragments' offsets stay below `BM`, `BN` and `TK /
+//! 4`, and `cs` holds `WG * 8` floats; no uniform reaches them.
 // variants: f32 f16
+// bounds: host-checked
 
 enable f16;
 enable wgpu_cooperative_matrix;
@@ -16815,7 +16975,15 @@ pub const Q4_GEMM_COOP_SWIGLU_F32: &str = r#"//! Prefill route of the fused `etw
 //! `coop_probe` (crates/runtime/examples) on an H200; it times this file
 //! as shipped. Which tile a call takes is `etwgpu_kernels::ops::gemm`'s
 //! `coop_tile`.
+//!
+//! Bounds: every index into `xs`, `ws`, `ws_up`, `cs` is a function of
+//! `lid < WG`, the stage (below `STAGES`) and constants: the staging units
+//! `u * WG + lid` cover the tiles exactly (`BM * TK / 8` units of x, `BN *
+//! TK / 16` of each weight), the fragments' offsets stay below `BM`, `BN`
+//! and `TK / 4`, and `cs` holds two 256-float slots a subgroup; no uniform
+//! reaches them.
 // variants: f32 f16
+// bounds: host-checked
 
 enable f16;
 enable wgpu_cooperative_matrix;
@@ -17165,7 +17333,15 @@ pub const Q4_GEMM_COOP_SWIGLU_F16: &str = r#"enable f16;
 //! `coop_probe` (crates/runtime/examples) on an H200; it times this file
 //! as shipped. Which tile a call takes is `etwgpu_kernels::ops::gemm`'s
 //! `coop_tile`.
+//!
+//! Bounds: every index into `xs`, `ws`, `ws_up`, `cs` is a function of
+//! `lid < WG`, the stage (below `STAGES`) and constants: the staging units
+//! `u * WG + lid` cover the tiles exactly (`BM * TK / 8` units of x, `BN *
+//! TK / 16` of each weight), the fragments' offsets stay below `BM`, `BN`
+//! and `TK / 4`, and `cs` holds two 256-float slots a subgroup; no uniform
+//! reaches them.
 // variants: f32 f16
+// bounds: host-checked
 
 enable f16;
 enable wgpu_cooperative_matrix;
@@ -17513,7 +17689,15 @@ pub const Q4_GEMM_COOP_SWIGLU_LARGE_F32: &str = r#"//! Prefill route of the fuse
 //! `coop_probe` (crates/runtime/examples) on an H200; it times this file
 //! as shipped. Which tile a call takes is `etwgpu_kernels::ops::gemm`'s
 //! `coop_tile`.
+//!
+//! Bounds: every index into `xs`, `ws`, `ws_up`, `cs` is a function of
+//! `lid < WG`, the stage (below `STAGES`) and constants: the staging units
+//! `u * WG + lid` cover the tiles exactly (`BM * TK / 8` units of x, `BN *
+//! TK / 16` of each weight), the fragments' offsets stay below `BM`, `BN`
+//! and `TK / 4`, and `cs` holds two 256-float slots a subgroup; no uniform
+//! reaches them.
 // variants: f32 f16
+// bounds: host-checked
 
 enable f16;
 enable wgpu_cooperative_matrix;
@@ -17914,7 +18098,15 @@ pub const Q4_GEMM_COOP_SWIGLU_LARGE_F16: &str = r#"enable f16;
 //! `coop_probe` (crates/runtime/examples) on an H200; it times this file
 //! as shipped. Which tile a call takes is `etwgpu_kernels::ops::gemm`'s
 //! `coop_tile`.
+//!
+//! Bounds: every index into `xs`, `ws`, `ws_up`, `cs` is a function of
+//! `lid < WG`, the stage (below `STAGES`) and constants: the staging units
+//! `u * WG + lid` cover the tiles exactly (`BM * TK / 8` units of x, `BN *
+//! TK / 16` of each weight), the fragments' offsets stay below `BM`, `BN`
+//! and `TK / 4`, and `cs` holds two 256-float slots a subgroup; no uniform
+//! reaches them.
 // variants: f32 f16
+// bounds: host-checked
 
 enable f16;
 enable wgpu_cooperative_matrix;
@@ -18303,7 +18495,12 @@ pub const Q4_GEMM_QKV_F32: &str = r#"//! Prefill route of the fused `etwgpu.line
 //! 4 x 4 sub-block in registers. K advances `TK` inputs at a time through
 //! shared memory (both tiles k-major). The host routes here only when
 //! `group % TK == 0` and `K % TK == 0`. Accumulation is f32.
+//!
+//! Bounds: every index into `xs`, `ws`, the accumulators and the vectors
+//! is a function of `lid < 256` and of constant loop counters (`e < 4`,
+//! `kk < TK`, `i, j < 4`); no uniform reaches them.
 // variants: f32 f16
+// bounds: host-checked
 
 alias Elem = f32;
 
@@ -18504,7 +18701,12 @@ pub const Q4_GEMM_QKV_F16: &str = r#"enable f16;
 //! 4 x 4 sub-block in registers. K advances `TK` inputs at a time through
 //! shared memory (both tiles k-major). The host routes here only when
 //! `group % TK == 0` and `K % TK == 0`. Accumulation is f32.
+//!
+//! Bounds: every index into `xs`, `ws`, the accumulators and the vectors
+//! is a function of `lid < 256` and of constant loop counters (`e < 4`,
+//! `kk < TK`, `i, j < 4`); no uniform reaches them.
 // variants: f32 f16
+// bounds: host-checked
 
 alias Elem = f16;
 
@@ -18701,7 +18903,12 @@ pub const Q4_GEMM_SPLITK_F32: &str = r#"//! Prefill route of `et_vk.linear_q4gsw
 //! k-major). The host routes here only when `group % TK == 0`,
 //! `K % TK == 0` and `k_chunk % TK == 0`; which calls split, and into how
 //! many, is `etwgpu_kernels::ops::gemm`'s `split_k`. Accumulation is f32.
+//!
+//! Bounds: every index into `xs`, `ws`, the accumulators and the vectors
+//! is a function of `lid < 256` and of constant loop counters (`e < 4`,
+//! `kk < TK`, `i, j < 4`); no uniform reaches them.
 // variants: f32 f16
+// bounds: host-checked
 
 alias Elem = f32;
 
@@ -18847,7 +19054,12 @@ pub const Q4_GEMM_SPLITK_F16: &str = r#"enable f16;
 //! k-major). The host routes here only when `group % TK == 0`,
 //! `K % TK == 0` and `k_chunk % TK == 0`; which calls split, and into how
 //! many, is `etwgpu_kernels::ops::gemm`'s `split_k`. Accumulation is f32.
+//!
+//! Bounds: every index into `xs`, `ws`, the accumulators and the vectors
+//! is a function of `lid < 256` and of constant loop counters (`e < 4`,
+//! `kk < TK`, `i, j < 4`); no uniform reaches them.
 // variants: f32 f16
+// bounds: host-checked
 
 alias Elem = f16;
 
@@ -18992,7 +19204,12 @@ pub const Q4_GEMM_SWIGLU_F32: &str = r#"//! Prefill route of the fused `etwgpu.l
 //! rows and one of columns per k). The host routes here only when
 //! `group % TK == 0` and `K % TK == 0`, so one scale covers a column's
 //! slice of a tile. Accumulation is f32.
+//!
+//! Bounds: every index into `xs`, `ws`, the accumulators and the vectors
+//! is a function of `lid < 256` and of constant loop counters (`e < 4`,
+//! `kk < TK`, `i, j < 4`); no uniform reaches them.
 // variants: f32 f16
+// bounds: host-checked
 
 alias Elem = f32;
 
@@ -19150,7 +19367,12 @@ pub const Q4_GEMM_SWIGLU_F16: &str = r#"enable f16;
 //! rows and one of columns per k). The host routes here only when
 //! `group % TK == 0` and `K % TK == 0`, so one scale covers a column's
 //! slice of a tile. Accumulation is f32.
+//!
+//! Bounds: every index into `xs`, `ws`, the accumulators and the vectors
+//! is a function of `lid < 256` and of constant loop counters (`e < 4`,
+//! `kk < TK`, `i, j < 4`); no uniform reaches them.
 // variants: f32 f16
+// bounds: host-checked
 
 alias Elem = f16;
 
@@ -19309,7 +19531,13 @@ pub const Q4_GEMV_F32: &str = r#"//! Decode route of `et_vk.linear_q4gsw` (at mo
 //! column read adjacent words of its row. Two words are loaded before
 //! either is used. The slices meet in a workgroup-memory tree (no
 //! subgroup operations: it runs in the browser too). Accumulation is f32.
+//!
+//! Bounds: `partial` is indexed by `lid` and by `lid + stride * cols`
+//! with `slice < stride <= slices / 2`, below `WG` as `cols` divides `WG`
+//! (8, 16 or 32: `q4_gemv_cols` in `ops/quant.rs`); the vector of row sums
+//! by `r < m <= MAX_ROWS` (`q4_fast_dispatch` routes only `M <= 4` here).
 // variants: f32 f16
+// bounds: host-checked
 
 alias Elem = f32;
 
@@ -19468,7 +19696,13 @@ pub const Q4_GEMV_F16: &str = r#"enable f16;
 //! column read adjacent words of its row. Two words are loaded before
 //! either is used. The slices meet in a workgroup-memory tree (no
 //! subgroup operations: it runs in the browser too). Accumulation is f32.
+//!
+//! Bounds: `partial` is indexed by `lid` and by `lid + stride * cols`
+//! with `slice < stride <= slices / 2`, below `WG` as `cols` divides `WG`
+//! (8, 16 or 32: `q4_gemv_cols` in `ops/quant.rs`); the vector of row sums
+//! by `r < m <= MAX_ROWS` (`q4_fast_dispatch` routes only `M <= 4` here).
 // variants: f32 f16
+// bounds: host-checked
 
 alias Elem = f16;
 
@@ -19625,7 +19859,17 @@ pub const Q4_GEMV_ATTN_F32: &str = r#"//! Decode route of `etwgpu.sdpa_rope_line
 //! with x read from workgroup memory. The host routes here only when the
 //! rows fit `XS` and the (row, head, split) pairs of the longest context
 //! fit `ML`, with few splits (the merge walks them serially).
+//!
+//! Bounds: `partial` and the vector of row sums as in `q4_gemv.wgsl`
+//! (`cols` from `q4_gemv_cols`, `m = S <= MAX_ROWS`); `ml` by `e < seq *
+//! n_heads * n_splits`, and `x` by `j < seq * n_heads * head_dim / 4 = m *
+//! k / 4` (as are the GEMV's reads of it): `combine_folds`
+//! (`ops/llm/split_kv.rs`) routes here only when `S * Hq * splits <= ML`
+//! at the longest context, which bounds the live plan's splits
+//! (`sdpa_with_kv_cache_into` checks `start_pos + S <= Cmax`, and
+//! `split_bound` is non-decreasing), and `S * Hq * D / 4 <= XS`.
 // variants: f32 f16
+// bounds: host-checked
 
 alias Elem = f32;
 
@@ -19921,7 +20165,17 @@ pub const Q4_GEMV_ATTN_F16: &str = r#"enable f16;
 //! with x read from workgroup memory. The host routes here only when the
 //! rows fit `XS` and the (row, head, split) pairs of the longest context
 //! fit `ML`, with few splits (the merge walks them serially).
+//!
+//! Bounds: `partial` and the vector of row sums as in `q4_gemv.wgsl`
+//! (`cols` from `q4_gemv_cols`, `m = S <= MAX_ROWS`); `ml` by `e < seq *
+//! n_heads * n_splits`, and `x` by `j < seq * n_heads * head_dim / 4 = m *
+//! k / 4` (as are the GEMV's reads of it): `combine_folds`
+//! (`ops/llm/split_kv.rs`) routes here only when `S * Hq * splits <= ML`
+//! at the longest context, which bounds the live plan's splits
+//! (`sdpa_with_kv_cache_into` checks `start_pos + S <= Cmax`, and
+//! `split_bound` is non-decreasing), and `S * Hq * D / 4 <= XS`.
 // variants: f32 f16
+// bounds: host-checked
 
 alias Elem = f16;
 
@@ -20303,9 +20557,10 @@ fn rows4(acc: vec4<f32>, q: vec4<u32>, b: u32, x_row: u32, m: u32, s: f32) -> ve
     }
     return a;
 }
-/// Fills `x` with the normed rows (row `r` from vec4 `r * k / 4`);
-/// workgroup `g` 0 also stores the sum `a + b` (with `norm_add`), the one
-/// copy later ops read. Ends with a barrier, so `x` is ready.
+/// Fills `x` with the rows times the norm weight (row `r` from vec4
+/// `r * k / 4`) and `partial` with each invocation's sums of squares (row
+/// `r` in component `r`); workgroup `g` 0 also stores the sum `a + b`, the
+/// one copy later ops read. Ends with a barrier, so `x` is ready.
 fn rms_prologue(lid: u32, g: u32) {
     let x_row = p.k / 4u;
     let n = p.m * x_row;
@@ -20319,25 +20574,27 @@ fn rms_prologue(lid: u32, g: u32) {
         if store {
             sum[j] = vec4<Elem>(v);
         }
-        x[j] = v;
+        x[j] = v * vec4<f32>(norm_w[j % x_row]);
         sq += select(vec4<f32>(), vec4<f32>(dot(v, v)), vec4<u32>(r) == vec4<u32>(0u, 1u, 2u, 3u));
     }
     partial[lid] = sq;
     workgroupBarrier();
+}
+
+/// Each row's `rstd` (row `r` in component `r`), from the sums of squares
+/// [`rms_prologue`] left in `partial`. Every invocation calls it, in
+/// uniform control flow, after its last read of `x`; it ends with a
+/// barrier, after which `partial` (and `x`) may be written again.
+fn rms_scale(lid: u32) -> vec4<f32> {
     for (var st = WG / 2u; st > 0u; st /= 2u) {
         if lid < st {
             partial[lid] += partial[lid + st];
         }
         workgroupBarrier();
     }
-    // Every invocation reads the sums before the barrier below; `partial`
-    // is written again only after it.
     let rstd = inverseSqrt(partial[0] / f32(p.k) + p.norm_eps);
-    // Each invocation scales the elements it wrote.
-    for (var j = lid; j < n; j += WG) {
-        x[j] = vec4<f32>(vec4<Elem>(x[j] * rstd[j / x_row] * vec4<f32>(norm_w[j % x_row])));
-    }
     workgroupBarrier();
+    return rstd;
 }
 
 @compute @workgroup_size(WG)
@@ -20376,6 +20633,8 @@ fn main(
         let s = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
         acc = rows4(acc, weights[base + w * stride], w * 8u, x_row, p.m, s);
     }
+    // The norm's scale of each row, on its sums.
+    acc *= rms_scale(lid);
     partial[lid] = acc;
     workgroupBarrier();
     for (var stride = slices / 2u; stride > 0u; stride /= 2u) {
@@ -20505,9 +20764,10 @@ fn rows4(acc: vec4<f32>, q: vec4<u32>, b: u32, x_row: u32, m: u32, s: f32) -> ve
     }
     return a;
 }
-/// Fills `x` with the normed rows (row `r` from vec4 `r * k / 4`);
-/// workgroup `g` 0 also stores the sum `a + b` (with `norm_add`), the one
-/// copy later ops read. Ends with a barrier, so `x` is ready.
+/// Fills `x` with the rows times the norm weight (row `r` from vec4
+/// `r * k / 4`) and `partial` with each invocation's sums of squares (row
+/// `r` in component `r`); workgroup `g` 0 also stores the sum `a + b`, the
+/// one copy later ops read. Ends with a barrier, so `x` is ready.
 fn rms_prologue(lid: u32, g: u32) {
     let x_row = p.k / 4u;
     let n = p.m * x_row;
@@ -20521,25 +20781,27 @@ fn rms_prologue(lid: u32, g: u32) {
         if store {
             sum[j] = vec4<Elem>(v);
         }
-        x[j] = v;
+        x[j] = v * vec4<f32>(norm_w[j % x_row]);
         sq += select(vec4<f32>(), vec4<f32>(dot(v, v)), vec4<u32>(r) == vec4<u32>(0u, 1u, 2u, 3u));
     }
     partial[lid] = sq;
     workgroupBarrier();
+}
+
+/// Each row's `rstd` (row `r` in component `r`), from the sums of squares
+/// [`rms_prologue`] left in `partial`. Every invocation calls it, in
+/// uniform control flow, after its last read of `x`; it ends with a
+/// barrier, after which `partial` (and `x`) may be written again.
+fn rms_scale(lid: u32) -> vec4<f32> {
     for (var st = WG / 2u; st > 0u; st /= 2u) {
         if lid < st {
             partial[lid] += partial[lid + st];
         }
         workgroupBarrier();
     }
-    // Every invocation reads the sums before the barrier below; `partial`
-    // is written again only after it.
     let rstd = inverseSqrt(partial[0] / f32(p.k) + p.norm_eps);
-    // Each invocation scales the elements it wrote.
-    for (var j = lid; j < n; j += WG) {
-        x[j] = vec4<f32>(vec4<Elem>(x[j] * rstd[j / x_row] * vec4<f32>(norm_w[j % x_row])));
-    }
     workgroupBarrier();
+    return rstd;
 }
 
 @compute @workgroup_size(WG)
@@ -20578,6 +20840,8 @@ fn main(
         let s = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
         acc = rows4(acc, weights[base + w * stride], w * 8u, x_row, p.m, s);
     }
+    // The norm's scale of each row, on its sums.
+    acc *= rms_scale(lid);
     partial[lid] = acc;
     workgroupBarrier();
     for (var stride = slices / 2u; stride > 0u; stride /= 2u) {
@@ -20612,7 +20876,13 @@ pub const Q4_GEMV_QKV_F32: &str = r#"//! Decode route of `etwgpu.linear_q4gsw_qk
 //! is row-major or word-major (bit j of `w_layout`). One dispatch instead
 //! of three: on a GPU, a small dispatch costs a few microseconds whatever
 //! it computes.
+//!
+//! Bounds: `partial` is indexed by `lid` and by `lid + st * cols` with
+//! `slice < st <= slices / 2`, below `WG` as `cols` divides `WG` (8, 16 or
+//! 32: `q4_gemv_cols` in `ops/quant.rs`); the vector of row sums by `r < m
+//! <= MAX_ROWS` (`q4_qkv_dispatch` routes only `0 < M <= 4` here).
 // variants: f32 f16
+// bounds: host-checked
 
 alias Elem = f32;
 
@@ -20825,7 +21095,13 @@ pub const Q4_GEMV_QKV_F16: &str = r#"enable f16;
 //! is row-major or word-major (bit j of `w_layout`). One dispatch instead
 //! of three: on a GPU, a small dispatch costs a few microseconds whatever
 //! it computes.
+//!
+//! Bounds: `partial` is indexed by `lid` and by `lid + st * cols` with
+//! `slice < st <= slices / 2`, below `WG` as `cols` divides `WG` (8, 16 or
+//! 32: `q4_gemv_cols` in `ops/quant.rs`); the vector of row sums by `r < m
+//! <= MAX_ROWS` (`q4_qkv_dispatch` routes only `0 < M <= 4` here).
 // variants: f32 f16
+// bounds: host-checked
 
 alias Elem = f16;
 
@@ -21150,9 +21426,10 @@ fn rows4(acc: vec4<f32>, q: vec4<u32>, b: u32, x_row: u32, m: u32, s: f32) -> ve
     }
     return a;
 }
-/// Fills `x` with the normed rows (row `r` from vec4 `r * k / 4`);
-/// workgroup `g` 0 also stores the sum `a + b` (with `norm_add`), the one
-/// copy later ops read. Ends with a barrier, so `x` is ready.
+/// Fills `x` with the rows times the norm weight (row `r` from vec4
+/// `r * k / 4`) and `partial` with each invocation's sums of squares (row
+/// `r` in component `r`); workgroup `g` 0 also stores the sum `a + b`, the
+/// one copy later ops read. Ends with a barrier, so `x` is ready.
 fn rms_prologue(lid: u32, g: u32) {
     let x_row = p.k / 4u;
     let n = p.m * x_row;
@@ -21166,25 +21443,27 @@ fn rms_prologue(lid: u32, g: u32) {
         if store {
             sum[j] = vec4<Elem>(v);
         }
-        x[j] = v;
+        x[j] = v * vec4<f32>(norm_w[j % x_row]);
         sq += select(vec4<f32>(), vec4<f32>(dot(v, v)), vec4<u32>(r) == vec4<u32>(0u, 1u, 2u, 3u));
     }
     partial[lid] = sq;
     workgroupBarrier();
+}
+
+/// Each row's `rstd` (row `r` in component `r`), from the sums of squares
+/// [`rms_prologue`] left in `partial`. Every invocation calls it, in
+/// uniform control flow, after its last read of `x`; it ends with a
+/// barrier, after which `partial` (and `x`) may be written again.
+fn rms_scale(lid: u32) -> vec4<f32> {
     for (var st = WG / 2u; st > 0u; st /= 2u) {
         if lid < st {
             partial[lid] += partial[lid + st];
         }
         workgroupBarrier();
     }
-    // Every invocation reads the sums before the barrier below; `partial`
-    // is written again only after it.
     let rstd = inverseSqrt(partial[0] / f32(p.k) + p.norm_eps);
-    // Each invocation scales the elements it wrote.
-    for (var j = lid; j < n; j += WG) {
-        x[j] = vec4<f32>(vec4<Elem>(x[j] * rstd[j / x_row] * vec4<f32>(norm_w[j % x_row])));
-    }
     workgroupBarrier();
+    return rstd;
 }
 
 /// Word `i` of projection `j`'s weight.
@@ -21271,6 +21550,8 @@ fn main(
         let s = scale(j, (w * 32u / p.group_size) * n_pad + col);
         acc = rows4(acc, weight(j, base + w * stride), w * 8u, x_row, p.m, s);
     }
+    // The norm's scale of each row, on its sums.
+    acc *= rms_scale(lid);
     partial[lid] = acc;
     workgroupBarrier();
     for (var st = slices / 2u; st > 0u; st /= 2u) {
@@ -21417,9 +21698,10 @@ fn rows4(acc: vec4<f32>, q: vec4<u32>, b: u32, x_row: u32, m: u32, s: f32) -> ve
     }
     return a;
 }
-/// Fills `x` with the normed rows (row `r` from vec4 `r * k / 4`);
-/// workgroup `g` 0 also stores the sum `a + b` (with `norm_add`), the one
-/// copy later ops read. Ends with a barrier, so `x` is ready.
+/// Fills `x` with the rows times the norm weight (row `r` from vec4
+/// `r * k / 4`) and `partial` with each invocation's sums of squares (row
+/// `r` in component `r`); workgroup `g` 0 also stores the sum `a + b`, the
+/// one copy later ops read. Ends with a barrier, so `x` is ready.
 fn rms_prologue(lid: u32, g: u32) {
     let x_row = p.k / 4u;
     let n = p.m * x_row;
@@ -21433,25 +21715,27 @@ fn rms_prologue(lid: u32, g: u32) {
         if store {
             sum[j] = vec4<Elem>(v);
         }
-        x[j] = v;
+        x[j] = v * vec4<f32>(norm_w[j % x_row]);
         sq += select(vec4<f32>(), vec4<f32>(dot(v, v)), vec4<u32>(r) == vec4<u32>(0u, 1u, 2u, 3u));
     }
     partial[lid] = sq;
     workgroupBarrier();
+}
+
+/// Each row's `rstd` (row `r` in component `r`), from the sums of squares
+/// [`rms_prologue`] left in `partial`. Every invocation calls it, in
+/// uniform control flow, after its last read of `x`; it ends with a
+/// barrier, after which `partial` (and `x`) may be written again.
+fn rms_scale(lid: u32) -> vec4<f32> {
     for (var st = WG / 2u; st > 0u; st /= 2u) {
         if lid < st {
             partial[lid] += partial[lid + st];
         }
         workgroupBarrier();
     }
-    // Every invocation reads the sums before the barrier below; `partial`
-    // is written again only after it.
     let rstd = inverseSqrt(partial[0] / f32(p.k) + p.norm_eps);
-    // Each invocation scales the elements it wrote.
-    for (var j = lid; j < n; j += WG) {
-        x[j] = vec4<f32>(vec4<Elem>(x[j] * rstd[j / x_row] * vec4<f32>(norm_w[j % x_row])));
-    }
     workgroupBarrier();
+    return rstd;
 }
 
 /// Word `i` of projection `j`'s weight.
@@ -21538,6 +21822,8 @@ fn main(
         let s = scale(j, (w * 32u / p.group_size) * n_pad + col);
         acc = rows4(acc, weight(j, base + w * stride), w * 8u, x_row, p.m, s);
     }
+    // The norm's scale of each row, on its sums.
+    acc *= rms_scale(lid);
     partial[lid] = acc;
     workgroupBarrier();
     for (var st = slices / 2u; st > 0u; st /= 2u) {
@@ -23021,7 +23307,14 @@ pub const Q4_GEMV_SWIGLU_F32: &str = r#"//! Decode route of the fused `etwgpu.li
 //! slices interleaved by 16-byte words, x read once per `cols` columns),
 //! with the gate and up words of a column read by the same invocation;
 //! each weight byte is read once. Accumulation is f32.
+//!
+//! Bounds: `partial` and `partial_up` are indexed by `lid` and by `lid +
+//! stride * cols` with `slice < stride <= slices / 2`, below `WG` as `cols`
+//! divides `WG` (8, 16 or 32: `q4_gemv_cols` in `ops/quant.rs`); the
+//! vectors of row sums by `r < m <= MAX_ROWS` (`q4_fast_dispatch` routes
+//! only `M <= 4` here).
 // variants: f32 f16
+// bounds: host-checked
 
 alias Elem = f32;
 
@@ -23169,7 +23462,14 @@ pub const Q4_GEMV_SWIGLU_F16: &str = r#"enable f16;
 //! slices interleaved by 16-byte words, x read once per `cols` columns),
 //! with the gate and up words of a column read by the same invocation;
 //! each weight byte is read once. Accumulation is f32.
+//!
+//! Bounds: `partial` and `partial_up` are indexed by `lid` and by `lid +
+//! stride * cols` with `slice < stride <= slices / 2`, below `WG` as `cols`
+//! divides `WG` (8, 16 or 32: `q4_gemv_cols` in `ops/quant.rs`); the
+//! vectors of row sums by `r < m <= MAX_ROWS` (`q4_fast_dispatch` routes
+//! only `M <= 4` here).
 // variants: f32 f16
+// bounds: host-checked
 
 alias Elem = f16;
 
@@ -23414,9 +23714,10 @@ fn rows4(acc: vec4<f32>, q: vec4<u32>, b: u32, x_row: u32, m: u32, s: f32) -> ve
     }
     return a;
 }
-/// Fills `x` with the normed rows (row `r` from vec4 `r * k / 4`);
-/// workgroup `g` 0 also stores the sum `a + b` (with `norm_add`), the one
-/// copy later ops read. Ends with a barrier, so `x` is ready.
+/// Fills `x` with the rows times the norm weight (row `r` from vec4
+/// `r * k / 4`) and `partial` with each invocation's sums of squares (row
+/// `r` in component `r`); workgroup `g` 0 also stores the sum `a + b`, the
+/// one copy later ops read. Ends with a barrier, so `x` is ready.
 fn rms_prologue(lid: u32, g: u32) {
     let x_row = p.k / 4u;
     let n = p.m * x_row;
@@ -23430,25 +23731,27 @@ fn rms_prologue(lid: u32, g: u32) {
         if store {
             sum[j] = vec4<Elem>(v);
         }
-        x[j] = v;
+        x[j] = v * vec4<f32>(norm_w[j % x_row]);
         sq += select(vec4<f32>(), vec4<f32>(dot(v, v)), vec4<u32>(r) == vec4<u32>(0u, 1u, 2u, 3u));
     }
     partial[lid] = sq;
     workgroupBarrier();
+}
+
+/// Each row's `rstd` (row `r` in component `r`), from the sums of squares
+/// [`rms_prologue`] left in `partial`. Every invocation calls it, in
+/// uniform control flow, after its last read of `x`; it ends with a
+/// barrier, after which `partial` (and `x`) may be written again.
+fn rms_scale(lid: u32) -> vec4<f32> {
     for (var st = WG / 2u; st > 0u; st /= 2u) {
         if lid < st {
             partial[lid] += partial[lid + st];
         }
         workgroupBarrier();
     }
-    // Every invocation reads the sums before the barrier below; `partial`
-    // is written again only after it.
     let rstd = inverseSqrt(partial[0] / f32(p.k) + p.norm_eps);
-    // Each invocation scales the elements it wrote.
-    for (var j = lid; j < n; j += WG) {
-        x[j] = vec4<f32>(vec4<Elem>(x[j] * rstd[j / x_row] * vec4<f32>(norm_w[j % x_row])));
-    }
     workgroupBarrier();
+    return rstd;
 }
 
 @compute @workgroup_size(WG)
@@ -23482,8 +23785,12 @@ fn main(
         acc = rows4(acc, qg, w * 8u, x_row, p.m, sg);
         acc_up = rows4(acc_up, qu, w * 8u, x_row, p.m, su);
     }
-    // Every invocation is done reading x before it holds the up sums.
-    workgroupBarrier();
+    // The norm's scale of each row, on both sums; its closing barrier
+    // also means every invocation is done reading x before it holds the up
+    // sums.
+    let rstd = rms_scale(lid);
+    acc *= rstd;
+    acc_up *= rstd;
     partial[lid] = acc;
     x[lid] = acc_up;
     workgroupBarrier();
@@ -23615,9 +23922,10 @@ fn rows4(acc: vec4<f32>, q: vec4<u32>, b: u32, x_row: u32, m: u32, s: f32) -> ve
     }
     return a;
 }
-/// Fills `x` with the normed rows (row `r` from vec4 `r * k / 4`);
-/// workgroup `g` 0 also stores the sum `a + b` (with `norm_add`), the one
-/// copy later ops read. Ends with a barrier, so `x` is ready.
+/// Fills `x` with the rows times the norm weight (row `r` from vec4
+/// `r * k / 4`) and `partial` with each invocation's sums of squares (row
+/// `r` in component `r`); workgroup `g` 0 also stores the sum `a + b`, the
+/// one copy later ops read. Ends with a barrier, so `x` is ready.
 fn rms_prologue(lid: u32, g: u32) {
     let x_row = p.k / 4u;
     let n = p.m * x_row;
@@ -23631,25 +23939,27 @@ fn rms_prologue(lid: u32, g: u32) {
         if store {
             sum[j] = vec4<Elem>(v);
         }
-        x[j] = v;
+        x[j] = v * vec4<f32>(norm_w[j % x_row]);
         sq += select(vec4<f32>(), vec4<f32>(dot(v, v)), vec4<u32>(r) == vec4<u32>(0u, 1u, 2u, 3u));
     }
     partial[lid] = sq;
     workgroupBarrier();
+}
+
+/// Each row's `rstd` (row `r` in component `r`), from the sums of squares
+/// [`rms_prologue`] left in `partial`. Every invocation calls it, in
+/// uniform control flow, after its last read of `x`; it ends with a
+/// barrier, after which `partial` (and `x`) may be written again.
+fn rms_scale(lid: u32) -> vec4<f32> {
     for (var st = WG / 2u; st > 0u; st /= 2u) {
         if lid < st {
             partial[lid] += partial[lid + st];
         }
         workgroupBarrier();
     }
-    // Every invocation reads the sums before the barrier below; `partial`
-    // is written again only after it.
     let rstd = inverseSqrt(partial[0] / f32(p.k) + p.norm_eps);
-    // Each invocation scales the elements it wrote.
-    for (var j = lid; j < n; j += WG) {
-        x[j] = vec4<f32>(vec4<Elem>(x[j] * rstd[j / x_row] * vec4<f32>(norm_w[j % x_row])));
-    }
     workgroupBarrier();
+    return rstd;
 }
 
 @compute @workgroup_size(WG)
@@ -23683,8 +23993,12 @@ fn main(
         acc = rows4(acc, qg, w * 8u, x_row, p.m, sg);
         acc_up = rows4(acc_up, qu, w * 8u, x_row, p.m, su);
     }
-    // Every invocation is done reading x before it holds the up sums.
-    workgroupBarrier();
+    // The norm's scale of each row, on both sums; its closing barrier
+    // also means every invocation is done reading x before it holds the up
+    // sums.
+    let rstd = rms_scale(lid);
+    acc *= rstd;
+    acc_up *= rstd;
     partial[lid] = acc;
     x[lid] = acc_up;
     workgroupBarrier();
@@ -27934,7 +28248,15 @@ pub const SDPA_SPLIT_F32: &str = r#"//! Split-KV ("FlashDecoding") attention ove
 //! like every other row (no workgroup reads a row another split writes).
 //! Everything but the parameters, the bindings and how the query and the
 //! new keys are read is `common/sdpa_split_body.wgsl`'s.
+//!
+//! Bounds: (`common/sdpa_split_body.wgsl`) `qs` by `e < nq * D / 4` and
+//! `jj * D / 4 + d`, below `MAXQ * D / 4 <= 256` as the head dim is at most
+//! 256 (`sdpa_with_kv_cache_into` in `ops/llm.rs` takes the split kernels
+//! only then); `sc` by `jj * TILE` plus an index below `TILE`; `red` by
+//! `lid` and `lid + stride` within a `LANES` block; `sums` by `g * D / 4 +
+//! lid < WG`; the per-vector arrays by `jj < MAXQ`.
 // variants: f32 f16 f32_kvf16
+// bounds: host-checked
 
 alias Elem = f32;
 alias KvElem = Elem;
@@ -28283,7 +28605,15 @@ pub const SDPA_SPLIT_F16: &str = r#"enable f16;
 //! like every other row (no workgroup reads a row another split writes).
 //! Everything but the parameters, the bindings and how the query and the
 //! new keys are read is `common/sdpa_split_body.wgsl`'s.
+//!
+//! Bounds: (`common/sdpa_split_body.wgsl`) `qs` by `e < nq * D / 4` and
+//! `jj * D / 4 + d`, below `MAXQ * D / 4 <= 256` as the head dim is at most
+//! 256 (`sdpa_with_kv_cache_into` in `ops/llm.rs` takes the split kernels
+//! only then); `sc` by `jj * TILE` plus an index below `TILE`; `red` by
+//! `lid` and `lid + stride` within a `LANES` block; `sums` by `g * D / 4 +
+//! lid < WG`; the per-vector arrays by `jj < MAXQ`.
 // variants: f32 f16 f32_kvf16
+// bounds: host-checked
 
 alias Elem = f16;
 alias KvElem = Elem;
@@ -28632,7 +28962,15 @@ pub const SDPA_SPLIT_F32_KVF16: &str = r#"enable f16;
 //! like every other row (no workgroup reads a row another split writes).
 //! Everything but the parameters, the bindings and how the query and the
 //! new keys are read is `common/sdpa_split_body.wgsl`'s.
+//!
+//! Bounds: (`common/sdpa_split_body.wgsl`) `qs` by `e < nq * D / 4` and
+//! `jj * D / 4 + d`, below `MAXQ * D / 4 <= 256` as the head dim is at most
+//! 256 (`sdpa_with_kv_cache_into` in `ops/llm.rs` takes the split kernels
+//! only then); `sc` by `jj * TILE` plus an index below `TILE`; `red` by
+//! `lid` and `lid + stride` within a `LANES` block; `sums` by `g * D / 4 +
+//! lid < WG`; the per-vector arrays by `jj < MAXQ`.
 // variants: f32 f16 f32_kvf16
+// bounds: host-checked
 
 alias Elem = f32;
 alias KvElem = f16;
@@ -28953,7 +29291,12 @@ pub const SDPA_SPLIT_COMBINE_F32: &str = r#"//! Split-KV attention, second pass:
 //! invocation walks all the splits through global memory (64 of them past
 //! 8192 keys). The split count comes from the live context
 //! (`common/split_plan.wgsl`). f32 math.
+//!
+//! Bounds: `heads` by `s < n_splits`, which the kernel clamps to
+//! `MAX_SPLITS`; `sums` by `lid` and by `g * D / 4 + lid < WG`; no uniform
+//! reaches them unclamped.
 // variants: f32 f16
+// bounds: host-checked
 
 alias Elem = f32;
 
@@ -29063,7 +29406,12 @@ pub const SDPA_SPLIT_COMBINE_F16: &str = r#"enable f16;
 //! invocation walks all the splits through global memory (64 of them past
 //! 8192 keys). The split count comes from the live context
 //! (`common/split_plan.wgsl`). f32 math.
+//!
+//! Bounds: `heads` by `s < n_splits`, which the kernel clamps to
+//! `MAX_SPLITS`; `sums` by `lid` and by `g * D / 4 + lid < WG`; no uniform
+//! reaches them unclamped.
 // variants: f32 f16
+// bounds: host-checked
 
 alias Elem = f16;
 
@@ -29170,7 +29518,15 @@ pub const SDPA_SPLIT_ROPE_F32: &str = r#"//! The `_rope` form of `sdpa_split.wgs
 //! costs no dispatch of its own; the rotated keys are what it writes into
 //! the key cache. Everything else is `sdpa_split.wgsl`'s (see there):
 //! `common/sdpa_split_body.wgsl`.
+//!
+//! Bounds: (`common/sdpa_split_body.wgsl`) `qs` by `e < nq * D / 4` and
+//! `jj * D / 4 + d`, below `MAXQ * D / 4 <= 256` as the head dim is at most
+//! 256 (`sdpa_with_kv_cache_into` in `ops/llm.rs` takes the split kernels
+//! only then); `sc` by `jj * TILE` plus an index below `TILE`; `red` by
+//! `lid` and `lid + stride` within a `LANES` block; `sums` by `g * D / 4 +
+//! lid < WG`; the per-vector arrays by `jj < MAXQ`.
 // variants: f32 f16 f32_kvf16
+// bounds: host-checked
 
 alias Elem = f32;
 alias KvElem = Elem;
@@ -29512,7 +29868,15 @@ pub const SDPA_SPLIT_ROPE_F16: &str = r#"enable f16;
 //! costs no dispatch of its own; the rotated keys are what it writes into
 //! the key cache. Everything else is `sdpa_split.wgsl`'s (see there):
 //! `common/sdpa_split_body.wgsl`.
+//!
+//! Bounds: (`common/sdpa_split_body.wgsl`) `qs` by `e < nq * D / 4` and
+//! `jj * D / 4 + d`, below `MAXQ * D / 4 <= 256` as the head dim is at most
+//! 256 (`sdpa_with_kv_cache_into` in `ops/llm.rs` takes the split kernels
+//! only then); `sc` by `jj * TILE` plus an index below `TILE`; `red` by
+//! `lid` and `lid + stride` within a `LANES` block; `sums` by `g * D / 4 +
+//! lid < WG`; the per-vector arrays by `jj < MAXQ`.
 // variants: f32 f16 f32_kvf16
+// bounds: host-checked
 
 alias Elem = f16;
 alias KvElem = Elem;
@@ -29854,7 +30218,15 @@ pub const SDPA_SPLIT_ROPE_F32_KVF16: &str = r#"enable f16;
 //! costs no dispatch of its own; the rotated keys are what it writes into
 //! the key cache. Everything else is `sdpa_split.wgsl`'s (see there):
 //! `common/sdpa_split_body.wgsl`.
+//!
+//! Bounds: (`common/sdpa_split_body.wgsl`) `qs` by `e < nq * D / 4` and
+//! `jj * D / 4 + d`, below `MAXQ * D / 4 <= 256` as the head dim is at most
+//! 256 (`sdpa_with_kv_cache_into` in `ops/llm.rs` takes the split kernels
+//! only then); `sc` by `jj * TILE` plus an index below `TILE`; `red` by
+//! `lid` and `lid + stride` within a `LANES` block; `sums` by `g * D / 4 +
+//! lid < WG`; the per-vector arrays by `jj < MAXQ`.
 // variants: f32 f16 f32_kvf16
+// bounds: host-checked
 
 alias Elem = f32;
 alias KvElem = f16;
@@ -30201,7 +30573,19 @@ pub const SDPA_SPLIT_SG_F32: &str = r#"//! Split-KV decode attention's first pas
 //! subgroup_size` (the host routes here only then, for every size the
 //! device reports). The body is `common/sdpa_split_sg_body.wgsl`; the `_rope`
 //! form is `sdpa_split_sg_rope.wgsl`.
+//!
+//! Bounds: (`common/sdpa_split_sg_body.wgsl`) `qs` by `e < nq * D / 4` and
+//! `jj * D / 4 + d + u`, below `MAXQ * D / 4 <= 256` as the head dim is at
+//! most 256 (`sdpa_with_kv_cache_into` in `ops/llm.rs`); `sml` by `sg_id <
+//! WG / 4 = MAX_SG`, subgroups being at least 4 wide; `sums` by `(qq *
+//! rows + row) * D / 4 + dim < merge_queries * rows * D / 4`, which
+//! `split_route` (`ops/llm/split_kv.rs`) keeps within `SUMS` (it takes
+//! this kernel only for subgroup sizes that are powers of two from 4 to
+//! 128 with `D / 4 <= MAX_DPL * size`, and sizes `merge_queries` at the
+//! smallest); `acc`, `kk`, `pk`, `vv`, `dots`, `lim` and the vectors by
+//! constant loop counters.
 // variants: f32 f16 f32_kvf16
+// bounds: host-checked
 
 alias Elem = f32;
 alias KvElem = Elem;
@@ -30505,7 +30889,19 @@ pub const SDPA_SPLIT_SG_F16: &str = r#"enable f16;
 //! subgroup_size` (the host routes here only then, for every size the
 //! device reports). The body is `common/sdpa_split_sg_body.wgsl`; the `_rope`
 //! form is `sdpa_split_sg_rope.wgsl`.
+//!
+//! Bounds: (`common/sdpa_split_sg_body.wgsl`) `qs` by `e < nq * D / 4` and
+//! `jj * D / 4 + d + u`, below `MAXQ * D / 4 <= 256` as the head dim is at
+//! most 256 (`sdpa_with_kv_cache_into` in `ops/llm.rs`); `sml` by `sg_id <
+//! WG / 4 = MAX_SG`, subgroups being at least 4 wide; `sums` by `(qq *
+//! rows + row) * D / 4 + dim < merge_queries * rows * D / 4`, which
+//! `split_route` (`ops/llm/split_kv.rs`) keeps within `SUMS` (it takes
+//! this kernel only for subgroup sizes that are powers of two from 4 to
+//! 128 with `D / 4 <= MAX_DPL * size`, and sizes `merge_queries` at the
+//! smallest); `acc`, `kk`, `pk`, `vv`, `dots`, `lim` and the vectors by
+//! constant loop counters.
 // variants: f32 f16 f32_kvf16
+// bounds: host-checked
 
 alias Elem = f16;
 alias KvElem = Elem;
@@ -30809,7 +31205,19 @@ pub const SDPA_SPLIT_SG_F32_KVF16: &str = r#"enable f16;
 //! subgroup_size` (the host routes here only then, for every size the
 //! device reports). The body is `common/sdpa_split_sg_body.wgsl`; the `_rope`
 //! form is `sdpa_split_sg_rope.wgsl`.
+//!
+//! Bounds: (`common/sdpa_split_sg_body.wgsl`) `qs` by `e < nq * D / 4` and
+//! `jj * D / 4 + d + u`, below `MAXQ * D / 4 <= 256` as the head dim is at
+//! most 256 (`sdpa_with_kv_cache_into` in `ops/llm.rs`); `sml` by `sg_id <
+//! WG / 4 = MAX_SG`, subgroups being at least 4 wide; `sums` by `(qq *
+//! rows + row) * D / 4 + dim < merge_queries * rows * D / 4`, which
+//! `split_route` (`ops/llm/split_kv.rs`) keeps within `SUMS` (it takes
+//! this kernel only for subgroup sizes that are powers of two from 4 to
+//! 128 with `D / 4 <= MAX_DPL * size`, and sizes `merge_queries` at the
+//! smallest); `acc`, `kk`, `pk`, `vv`, `dots`, `lim` and the vectors by
+//! constant loop counters.
 // variants: f32 f16 f32_kvf16
+// bounds: host-checked
 
 alias Elem = f32;
 alias KvElem = f16;
@@ -31103,7 +31511,19 @@ pub const SDPA_SPLIT_SG_ROPE_F32: &str = r#"//! The `_rope` form of `sdpa_split_
 //! activations' dtype as `rope.wgsl` stores it); the rotated keys are what
 //! it writes into the key cache. Everything else is
 //! `common/sdpa_split_sg_body.wgsl`'s.
+//!
+//! Bounds: (`common/sdpa_split_sg_body.wgsl`) `qs` by `e < nq * D / 4` and
+//! `jj * D / 4 + d + u`, below `MAXQ * D / 4 <= 256` as the head dim is at
+//! most 256 (`sdpa_with_kv_cache_into` in `ops/llm.rs`); `sml` by `sg_id <
+//! WG / 4 = MAX_SG`, subgroups being at least 4 wide; `sums` by `(qq *
+//! rows + row) * D / 4 + dim < merge_queries * rows * D / 4`, which
+//! `split_route` (`ops/llm/split_kv.rs`) keeps within `SUMS` (it takes
+//! this kernel only for subgroup sizes that are powers of two from 4 to
+//! 128 with `D / 4 <= MAX_DPL * size`, and sizes `merge_queries` at the
+//! smallest); `acc`, `kk`, `pk`, `vv`, `dots`, `lim` and the vectors by
+//! constant loop counters.
 // variants: f32 f16 f32_kvf16
+// bounds: host-checked
 
 alias Elem = f32;
 alias KvElem = Elem;
@@ -31419,7 +31839,19 @@ pub const SDPA_SPLIT_SG_ROPE_F16: &str = r#"enable f16;
 //! activations' dtype as `rope.wgsl` stores it); the rotated keys are what
 //! it writes into the key cache. Everything else is
 //! `common/sdpa_split_sg_body.wgsl`'s.
+//!
+//! Bounds: (`common/sdpa_split_sg_body.wgsl`) `qs` by `e < nq * D / 4` and
+//! `jj * D / 4 + d + u`, below `MAXQ * D / 4 <= 256` as the head dim is at
+//! most 256 (`sdpa_with_kv_cache_into` in `ops/llm.rs`); `sml` by `sg_id <
+//! WG / 4 = MAX_SG`, subgroups being at least 4 wide; `sums` by `(qq *
+//! rows + row) * D / 4 + dim < merge_queries * rows * D / 4`, which
+//! `split_route` (`ops/llm/split_kv.rs`) keeps within `SUMS` (it takes
+//! this kernel only for subgroup sizes that are powers of two from 4 to
+//! 128 with `D / 4 <= MAX_DPL * size`, and sizes `merge_queries` at the
+//! smallest); `acc`, `kk`, `pk`, `vv`, `dots`, `lim` and the vectors by
+//! constant loop counters.
 // variants: f32 f16 f32_kvf16
+// bounds: host-checked
 
 alias Elem = f16;
 alias KvElem = Elem;
@@ -31735,7 +32167,19 @@ pub const SDPA_SPLIT_SG_ROPE_F32_KVF16: &str = r#"enable f16;
 //! activations' dtype as `rope.wgsl` stores it); the rotated keys are what
 //! it writes into the key cache. Everything else is
 //! `common/sdpa_split_sg_body.wgsl`'s.
+//!
+//! Bounds: (`common/sdpa_split_sg_body.wgsl`) `qs` by `e < nq * D / 4` and
+//! `jj * D / 4 + d + u`, below `MAXQ * D / 4 <= 256` as the head dim is at
+//! most 256 (`sdpa_with_kv_cache_into` in `ops/llm.rs`); `sml` by `sg_id <
+//! WG / 4 = MAX_SG`, subgroups being at least 4 wide; `sums` by `(qq *
+//! rows + row) * D / 4 + dim < merge_queries * rows * D / 4`, which
+//! `split_route` (`ops/llm/split_kv.rs`) keeps within `SUMS` (it takes
+//! this kernel only for subgroup sizes that are powers of two from 4 to
+//! 128 with `D / 4 <= MAX_DPL * size`, and sizes `merge_queries` at the
+//! smallest); `acc`, `kk`, `pk`, `vv`, `dots`, `lim` and the vectors by
+//! constant loop counters.
 // variants: f32 f16 f32_kvf16
+// bounds: host-checked
 
 alias Elem = f32;
 alias KvElem = f16;
@@ -32048,7 +32492,15 @@ pub const SDPA_SPLIT_SHORT_F32: &str = r#"//! `sdpa_split.wgsl` in workgroups of
 //! SmolLM2 shape's decode step; on longer splits the 256-wide form is the
 //! faster, four tiles a split costing ~7% of the 1B decode at 8,192).
 //! Everything but `WG` is `sdpa_split.wgsl`'s.
+//!
+//! Bounds: (`common/sdpa_split_body.wgsl`) `qs` by `e < nq * D / 4` and
+//! `jj * D / 4 + d`, below `MAXQ * D / 4 <= 256` as the head dim is at most
+//! 256 (`sdpa_with_kv_cache_into` in `ops/llm.rs` takes the split kernels
+//! only then); `sc` by `jj * TILE` plus an index below `TILE`; `red` by
+//! `lid` and `lid + stride` within a `LANES` block; `sums` by `g * D / 4 +
+//! lid < WG`; the per-vector arrays by `jj < MAXQ`.
 // variants: f32 f16 f32_kvf16
+// bounds: host-checked
 
 alias Elem = f32;
 alias KvElem = Elem;
@@ -32368,7 +32820,15 @@ pub const SDPA_SPLIT_SHORT_F16: &str = r#"enable f16;
 //! SmolLM2 shape's decode step; on longer splits the 256-wide form is the
 //! faster, four tiles a split costing ~7% of the 1B decode at 8,192).
 //! Everything but `WG` is `sdpa_split.wgsl`'s.
+//!
+//! Bounds: (`common/sdpa_split_body.wgsl`) `qs` by `e < nq * D / 4` and
+//! `jj * D / 4 + d`, below `MAXQ * D / 4 <= 256` as the head dim is at most
+//! 256 (`sdpa_with_kv_cache_into` in `ops/llm.rs` takes the split kernels
+//! only then); `sc` by `jj * TILE` plus an index below `TILE`; `red` by
+//! `lid` and `lid + stride` within a `LANES` block; `sums` by `g * D / 4 +
+//! lid < WG`; the per-vector arrays by `jj < MAXQ`.
 // variants: f32 f16 f32_kvf16
+// bounds: host-checked
 
 alias Elem = f16;
 alias KvElem = Elem;
@@ -32688,7 +33148,15 @@ pub const SDPA_SPLIT_SHORT_F32_KVF16: &str = r#"enable f16;
 //! SmolLM2 shape's decode step; on longer splits the 256-wide form is the
 //! faster, four tiles a split costing ~7% of the 1B decode at 8,192).
 //! Everything but `WG` is `sdpa_split.wgsl`'s.
+//!
+//! Bounds: (`common/sdpa_split_body.wgsl`) `qs` by `e < nq * D / 4` and
+//! `jj * D / 4 + d`, below `MAXQ * D / 4 <= 256` as the head dim is at most
+//! 256 (`sdpa_with_kv_cache_into` in `ops/llm.rs` takes the split kernels
+//! only then); `sc` by `jj * TILE` plus an index below `TILE`; `red` by
+//! `lid` and `lid + stride` within a `LANES` block; `sums` by `g * D / 4 +
+//! lid < WG`; the per-vector arrays by `jj < MAXQ`.
 // variants: f32 f16 f32_kvf16
+// bounds: host-checked
 
 alias Elem = f32;
 alias KvElem = f16;
@@ -33001,7 +33469,15 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 pub const SDPA_SPLIT_SHORT_ROPE_F32: &str = r#"//! The `_rope` form of `sdpa_split_short.wgsl` (see there for where it
 //! runs and why): `sdpa_split_rope.wgsl` in workgroups of 64 invocations.
 //! Everything but `WG` is `sdpa_split_rope.wgsl`'s.
+//!
+//! Bounds: (`common/sdpa_split_body.wgsl`) `qs` by `e < nq * D / 4` and
+//! `jj * D / 4 + d`, below `MAXQ * D / 4 <= 256` as the head dim is at most
+//! 256 (`sdpa_with_kv_cache_into` in `ops/llm.rs` takes the split kernels
+//! only then); `sc` by `jj * TILE` plus an index below `TILE`; `red` by
+//! `lid` and `lid + stride` within a `LANES` block; `sums` by `g * D / 4 +
+//! lid < WG`; the per-vector arrays by `jj < MAXQ`.
 // variants: f32 f16 f32_kvf16
+// bounds: host-checked
 
 alias Elem = f32;
 alias KvElem = Elem;
@@ -33336,7 +33812,15 @@ pub const SDPA_SPLIT_SHORT_ROPE_F16: &str = r#"enable f16;
 //! The `_rope` form of `sdpa_split_short.wgsl` (see there for where it
 //! runs and why): `sdpa_split_rope.wgsl` in workgroups of 64 invocations.
 //! Everything but `WG` is `sdpa_split_rope.wgsl`'s.
+//!
+//! Bounds: (`common/sdpa_split_body.wgsl`) `qs` by `e < nq * D / 4` and
+//! `jj * D / 4 + d`, below `MAXQ * D / 4 <= 256` as the head dim is at most
+//! 256 (`sdpa_with_kv_cache_into` in `ops/llm.rs` takes the split kernels
+//! only then); `sc` by `jj * TILE` plus an index below `TILE`; `red` by
+//! `lid` and `lid + stride` within a `LANES` block; `sums` by `g * D / 4 +
+//! lid < WG`; the per-vector arrays by `jj < MAXQ`.
 // variants: f32 f16 f32_kvf16
+// bounds: host-checked
 
 alias Elem = f16;
 alias KvElem = Elem;
@@ -33671,7 +34155,15 @@ pub const SDPA_SPLIT_SHORT_ROPE_F32_KVF16: &str = r#"enable f16;
 //! The `_rope` form of `sdpa_split_short.wgsl` (see there for where it
 //! runs and why): `sdpa_split_rope.wgsl` in workgroups of 64 invocations.
 //! Everything but `WG` is `sdpa_split_rope.wgsl`'s.
+//!
+//! Bounds: (`common/sdpa_split_body.wgsl`) `qs` by `e < nq * D / 4` and
+//! `jj * D / 4 + d`, below `MAXQ * D / 4 <= 256` as the head dim is at most
+//! 256 (`sdpa_with_kv_cache_into` in `ops/llm.rs` takes the split kernels
+//! only then); `sc` by `jj * TILE` plus an index below `TILE`; `red` by
+//! `lid` and `lid + stride` within a `LANES` block; `sums` by `g * D / 4 +
+//! lid < WG`; the per-vector arrays by `jj < MAXQ`.
 // variants: f32 f16 f32_kvf16
+// bounds: host-checked
 
 alias Elem = f32;
 alias KvElem = f16;

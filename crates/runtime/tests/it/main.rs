@@ -1,6 +1,7 @@
 //! Integration tests of `etwgpu-runtime`: the golden fixtures in
 //! `test_data/fixtures/` (see [`fixtures`]) and crafted graphs (see
-//! [`crafted`], [`llm`] for the LLM ops and [`fusion`] for fused ops).
+//! [`crafted`], [`llm`] for the LLM ops and [`fusion`] for fused ops), and
+//! the trusted path (see [`trusted`]).
 //!
 //! GPU tests skip, with a printed note, when no adapter exists, unless
 //! `GPU_TESTS=require`, in which case a missing adapter fails them.
@@ -20,6 +21,7 @@ mod q8_cnn;
 mod split;
 mod threads;
 mod train;
+mod trusted;
 
 use std::path::{Path, PathBuf};
 
