@@ -1,5 +1,9 @@
 //! Unit tests of the operator table and the host rules, on a small
 //! in-memory graph.
+//!
+//! The file is past 700 lines because the house style keeps a crate's unit
+//! tests in its one `tests.rs`, and every op family's host rules are
+//! tested here on the same graph helpers.
 
 use crate::ops::{OPS, OpId, from_name};
 use crate::plan::{ElemType, Graph, Lowered, Step, TensorInfo, Value, Vid};

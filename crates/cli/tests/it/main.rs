@@ -1,6 +1,10 @@
 //! End-to-end tests of the `etwgpu` binary: `inspect` on every exported
 //! fixture (checked against what the exporter recorded, and snapshotted),
 //! and one-line errors on bad input.
+//!
+//! The file is past 700 lines because `inspect`'s fixture checks and the
+//! bad-input cases share its helpers; `serve` and the trusted-shaders flag
+//! have files of their own.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
