@@ -81,7 +81,7 @@ struct Device {
     /// `--precision`, else the runtime's.
     precision: etwgpu_runtime::Precision,
     /// Whether the loads take the trusted path (`--trusted-shaders` or
-    /// `ETWGPU_TRUSTED_SHADERS=1`, on Vulkan).
+    /// `ETWGPU_TRUSTED_SHADERS=1`, on Vulkan: [`Runtime::trusts`]).
     trusted_shaders: bool,
 }
 
@@ -98,8 +98,7 @@ fn device(rt: &Runtime, mib: u64, load: crate::LoadFlags) -> Result<Device, Fail
         bandwidth,
         gemm_route: rt.gemm_route(),
         precision: load.precision.unwrap_or(rt.gemm_caps().precision),
-        trusted_shaders: rt.trusted_shaders_available()
-            && (load.trusted_shaders || std::env::var(etwgpu_runtime::TRUSTED_SHADERS_ENV).is_ok_and(|v| v == "1")),
+        trusted_shaders: rt.trusts(&load.options(LoadOptions::default())),
     })
 }
 

@@ -21,9 +21,9 @@
 //! sizes); a re-lowered chain that no longer fits the load-time memory
 //! plan moves every intermediate to its own buffer. All dispatches go into
 //! one compute pass and one submit (with the device argmax of an output,
-//! `argmax.rs`, at the end of that pass, or in a pass of its own where the
-//! chain is recorded on several threads or timed), and outputs are read back at their live
-//! shapes. While the step timeline is on (`timeline.rs`), each run's chain
+//! `argmax.rs`, at the end of that pass, or in a pass of its own where
+//! the chain is recorded on several threads or timed), and outputs are
+//! read back at their live shapes. While the step timeline is on (`timeline.rs`), each run's chain
 //! and argmax passes carry GPU timestamps.
 //!
 //! The file is past 700 lines because load, run and read-back share

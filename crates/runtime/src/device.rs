@@ -384,10 +384,12 @@ impl Runtime {
         &self.pipelines
     }
 
-    /// Whether loads here may take the trusted path
-    /// (`LoadOptions::trusted_shaders`; native Vulkan only).
-    pub fn trusted_shaders_available(&self) -> bool {
+    /// Whether a load with `options` takes the trusted path: it asks
+    /// (`LoadOptions::trusted_shaders`, or `ETWGPU_TRUSTED_SHADERS=1` where
+    /// that is `None`) and the runtime is on native Vulkan.
+    pub fn trusts(&self, options: &crate::LoadOptions) -> bool {
         crate::pipeline_cache::trusted_path(self.info.backend)
+            && options.trusted_shaders.unwrap_or_else(crate::pipeline_cache::trusted_shaders_env)
     }
 
     /// This runtime with its pipeline cache's trusted view

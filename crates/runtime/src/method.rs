@@ -122,11 +122,7 @@ impl LoadedMethod {
         // trusted view: every pipeline they create, at load or at a later
         // re-lowering, goes through it.
         #[cfg(not(target_arch = "wasm32"))]
-        let trusting = options
-            .trusted_shaders
-            .unwrap_or_else(crate::pipeline_cache::trusted_shaders_env)
-            .then(|| rt.trusting())
-            .flatten();
+        let trusting = if rt.trusts(options) { rt.trusting() } else { None };
         #[cfg(target_arch = "wasm32")]
         let trusting: Option<Runtime> = None;
         let rt = trusting.as_ref().unwrap_or(rt);

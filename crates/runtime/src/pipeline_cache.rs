@@ -48,7 +48,6 @@ fn loop_checks_off() -> bool {
 pub const TRUSTED_SHADERS_ENV: &str = "ETWGPU_TRUSTED_SHADERS";
 
 /// Whether [`TRUSTED_SHADERS_ENV`] asks loads to trust their programs.
-#[cfg(not(target_arch = "wasm32"))]
 pub(crate) fn trusted_shaders_env() -> bool {
     std::env::var(TRUSTED_SHADERS_ENV).is_ok_and(|v| v == "1")
 }

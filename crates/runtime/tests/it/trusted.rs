@@ -9,8 +9,6 @@
 //! Each test opens a runtime of its own, so that its pipeline cache counts
 //! only its own loads.
 
-use std::path::Path;
-
 use etwgpu_format::Program;
 use etwgpu_runtime::{LoadOptions, LoadedMethod, Runtime, Tensor};
 
@@ -29,27 +27,9 @@ fn own_runtime() -> Option<Runtime> {
     Some(Runtime::new().expect("a second runtime on the adapter that opened the first"))
 }
 
-/// Every call's inputs of a fixture, in order.
-fn calls(dir: &Path) -> Vec<Vec<Tensor>> {
-    let manifest: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).expect("manifest")).expect("json");
-    manifest["calls"]
-        .as_array()
-        .expect("calls")
-        .iter()
-        .map(|call| {
-            call["inputs"]
-                .as_array()
-                .expect("inputs")
-                .iter()
-                .map(|n| Tensor::read_npy(dir.join(n.as_str().expect("a file name"))).expect("input"))
-                .collect()
-        })
-        .collect()
-}
-
-/// Loads fixture `name` with `options` and runs all its calls; returns the
-/// loaded method and every call's outputs.
+/// Loads fixture `name` with `options` and runs all its calls (the inputs
+/// its manifest lists); returns the loaded method and every call's
+/// outputs.
 fn run_all(rt: &Runtime, name: &str, options: &LoadOptions) -> (LoadedMethod, Vec<Vec<Tensor>>) {
     let dir = fixtures_dir().join(name);
     let manifest: serde_json::Value =
@@ -57,10 +37,16 @@ fn run_all(rt: &Runtime, name: &str, options: &LoadOptions) -> (LoadedMethod, Ve
     let method_name = manifest["method"].as_str().unwrap_or("forward");
     let program = Program::open(dir.join("model.pte")).expect("model");
     let mut method = rt.load_with(&program, method_name, options).unwrap_or_else(|e| panic!("{name}: load: {e}"));
-    let outs = calls(&dir)
+    let read = |n: &serde_json::Value| Tensor::read_npy(dir.join(n.as_str().expect("a file name"))).expect("input");
+    let outs = manifest["calls"]
+        .as_array()
+        .expect("calls")
         .iter()
         .enumerate()
-        .map(|(k, inputs)| method.run(inputs).unwrap_or_else(|e| panic!("{name}: call {k}: {e}")))
+        .map(|(k, call)| {
+            let inputs: Vec<Tensor> = call["inputs"].as_array().expect("inputs").iter().map(read).collect();
+            method.run(&inputs).unwrap_or_else(|e| panic!("{name}: call {k}: {e}"))
+        })
         .collect();
     (method, outs)
 }
