@@ -2,7 +2,8 @@
 //! 128256 x 2048 output head of Llama-3.2-1B, 164 MB of weights and
 //! scales, more than the GPU's caches) to see what limits it: the whole
 //! kernel, x from workgroup memory, no dequantization, the weights alone,
-//! more words in flight, a cheaper dequantization, each with wgpu's shader
+//! more words in flight, a cheaper dequantization, x rounded to int8 with
+//! integer dot products (`dot4I8Packed`), each with wgpu's shader
 //! bounds checks on and off, at 8, 16 and 32 columns per workgroup.
 //! Each timing is a pass of `CHAIN` dispatches that all write one output
 //! (so each waits for the one before, as a decode step's ops do), GPU
@@ -15,7 +16,7 @@ mod timestamps;
 use std::io::Write;
 
 const SOURCE: &str = include_str!("gemv_probe.wgsl");
-const MODES: [(u32, &str); 9] = [
+const MODES: [(u32, &str); 11] = [
     (0, "whole kernel"),
     (1, "x in workgroup memory"),
     (2, "no dequantization"),
@@ -25,6 +26,8 @@ const MODES: [(u32, &str); 9] = [
     (6, "2 columns an invocation"),
     (7, "4 columns an invocation"),
     (9, "q4_gemv.wgsl as shipped"),
+    (10, "x int8, dot4I8Packed"),
+    (11, "x int8 from storage"),
 ];
 /// Dependent dispatches per timed pass.
 const CHAIN: u32 = 16;
@@ -60,6 +63,9 @@ fn main() {
     let scales = storage("scales", s_bytes, 3);
     let out = storage("out", n * 4, 4);
     let bias = storage("bias", n * 4, 5);
+    // Mode 11's x, already rounded: any bytes, and each block's (scale, sum).
+    let xq = storage("xq", k, 6);
+    let xd = storage("xd", k / 32 * 8, 7);
     let uniform = |words: &[u32]| {
         let buffer = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("params"),
@@ -125,7 +131,7 @@ fn main() {
             shipped_uniforms = uniform(&[1, n as u32, k as u32, n as u32, group as u32, 0, cols as u32, 1]);
             vec![&shipped_uniforms, &x, &weights, &scales, &bias, &out]
         } else {
-            vec![&uniforms, &x, &weights, &scales, &out]
+            vec![&uniforms, &x, &weights, &scales, &out, &xq, &xd]
         };
         let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: None,

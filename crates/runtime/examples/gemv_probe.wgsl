@@ -12,7 +12,14 @@
 //! bias. 6 and 7: the whole kernel, each invocation taking 2 or 4 columns
 //! (`R`) `COLS` apart, so each vec4 of x loaded serves `R` columns (the
 //! workgroup covers `R * COLS` columns). `COLS` (column lanes per
-//! workgroup) is set by the host.
+//! workgroup) is set by the host. 10: x rounded to int8 per 32-input block
+//! in a prologue (each invocation one block: scale `max|x| / 127`, the
+//! block's sum of rounded values), held packed in workgroup memory, and the
+//! dot of each 16-byte word taken in integers by `dot4I8Packed` (eight per
+//! word, the nibbles masked out of each u32 two bytes at a time), less 8
+//! times the block's sum; one float multiply-add per word. 11: mode 10
+//! without the prologue (the packed x read from storage, as if another
+//! dispatch had rounded it).
 
 const MODE: u32 = 0u;
 const R: u32 = 1u;
@@ -32,9 +39,72 @@ struct Params {
 @group(0) @binding(2) var<storage, read> weights: array<vec4<u32>>;
 @group(0) @binding(3) var<storage, read> scales: array<f32>;
 @group(0) @binding(4) var<storage, read_write> out: array<f32>;
+/// Mode 11: x already rounded (`xq`'s layout) and its blocks' `(scale, sum)`.
+@group(0) @binding(5) var<storage, read> xq_g: array<vec4<u32>>;
+@group(0) @binding(6) var<storage, read> xd_g: array<vec2<f32>>;
+
+/// Bytes `i`, `i + 2`, `i + 4`, `i + 6` of the rounded block `v`.
+fn pack_every_other(v: array<i32, 32>, i: u32) -> u32 {
+    return pack4xI8(vec4<i32>(v[i], v[i + 2u], v[i + 4u], v[i + 6u]));
+}
+
+/// Mode 10's prologue: invocation `b` rounds block `b` of x.
+fn round_x(lid: u32) {
+    let blocks = p.k / 32u;
+    for (var blk = lid; blk < blocks; blk += WG) {
+        var v: array<f32, 32>;
+        var amax = 0.0;
+        for (var i = 0u; i < 8u; i++) {
+            let f = x[blk * 8u + i];
+            v[4u * i] = f.x;
+            v[4u * i + 1u] = f.y;
+            v[4u * i + 2u] = f.z;
+            v[4u * i + 3u] = f.w;
+            amax = max(amax, max(max(abs(f.x), abs(f.y)), max(abs(f.z), abs(f.w))));
+        }
+        let inv = select(0.0, 127.0 / amax, amax > 0.0);
+        var r: array<i32, 32>;
+        var total = 0;
+        for (var i = 0u; i < 32u; i++) {
+            r[i] = i32(round(v[i] * inv));
+            total += r[i];
+        }
+        xq[2u * blk] = vec4<u32>(pack_every_other(r, 0u), pack_every_other(r, 1u), pack_every_other(r, 8u), pack_every_other(r, 9u));
+        xq[2u * blk + 1u] = vec4<u32>(pack_every_other(r, 16u), pack_every_other(r, 17u), pack_every_other(r, 24u), pack_every_other(r, 25u));
+        xd[blk] = vec2<f32>(amax / 127.0, f32(total));
+    }
+}
+
+/// One word's dot with rounded block `w` of x, in integers, scaled.
+fn word_i8(q: vec4<u32>, w: u32, s: f32) -> f32 {
+    var a: vec4<u32>;
+    var b: vec4<u32>;
+    var d: vec2<f32>;
+    if MODE == 11u {
+        a = xq_g[2u * w];
+        b = xq_g[2u * w + 1u];
+        d = xd_g[w];
+    } else {
+        a = xq[2u * w];
+        b = xq[2u * w + 1u];
+        d = xd[w];
+    }
+    let m = 0x0F0F0F0Fu;
+    var i = dot4I8Packed(q.x & m, a.x) + dot4I8Packed((q.x >> 4u) & m, a.y);
+    i += dot4I8Packed(q.y & m, a.z) + dot4I8Packed((q.y >> 4u) & m, a.w);
+    i += dot4I8Packed(q.z & m, b.x) + dot4I8Packed((q.z >> 4u) & m, b.y);
+    i += dot4I8Packed(q.w & m, b.z) + dot4I8Packed((q.w >> 4u) & m, b.w);
+    return (f32(i) - 8.0 * d.y) * (d.x * s);
+}
 
 var<workgroup> partial: array<f32, WG>;
 var<workgroup> xs: array<vec4<f32>, 512>;
+/// Mode 10: x rounded, two `vec4<u32>` a 32-input block (`[even0, odd0,
+/// even1, odd1]`, `[even2, odd2, even3, odd3]`: bytes of the inputs that
+/// the low and the high nibbles of weight u32 `j` multiply), each block's
+/// scale and sum of its rounded inputs.
+var<workgroup> xq: array<vec4<u32>, 512>;
+var<workgroup> xd: array<vec2<f32>, 256>;
 
 fn low4(word: u32) -> vec4<f32> {
     let q = vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u);
@@ -90,6 +160,9 @@ fn word(q: vec4<u32>, b: u32, s: f32) -> f32 {
     }
     if MODE == 5u {
         return dot32_unit(q, b) * s;
+    }
+    if MODE == 10u || MODE == 11u {
+        return word_i8(q, b / 8u, s);
     }
     return dot32(q, b) * s;
 }
@@ -147,6 +220,11 @@ fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
+    // Never true (the host writes 0): keeps mode 11's bindings in every
+    // mode's layout.
+    if p._pad == 0xFFFFFFFFu {
+        out[0] = f32(xq_g[0].x) + xd_g[0].x;
+    }
     if MODE == 6u || MODE == 7u {
         multi(lid, wid.y * groups.x + wid.x);
         return;
@@ -155,6 +233,10 @@ fn main(
         for (var i = lid; i < p.k / 4u; i += WG) {
             xs[i] = x[i];
         }
+        workgroupBarrier();
+    }
+    if MODE == 10u {
+        round_x(lid);
         workgroupBarrier();
     }
     let c = lid % COLS;
