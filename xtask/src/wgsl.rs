@@ -117,6 +117,7 @@ pub const LIMIT_GATED: &[&str] = &[
     "q4_gemv_qkv_norm",
     "q4_gemv_sdpa",
     "q4_gemv_swiglu_norm",
+    "q4_gemv_swiglu_norm_i8",
     "sdpa_prefill_coop",
 ];
 

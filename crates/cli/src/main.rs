@@ -4,18 +4,18 @@
 //! etwgpu inspect MODEL.pte [--ptd FILE]... [--json | --plan [--no-fuse]]
 //! etwgpu run MODEL.pte [--method NAME] [--ptd FILE]... (--call A.npy,B.npy | --input A.npy | --random-inputs)
 //!            [--output-dir DIR] [--repeat N] [--profile [--json] [--profile-by dispatch|kernel]] [--no-fuse]
-//!            [--precision f32|mixed|f16] [--trusted-shaders]
+//!            [--precision f32|mixed|f16] [--trusted-shaders] [--int8-activations]
 //! etwgpu generate --model MODEL.pte (--tokenizer T.json --prompt TEXT [--chat] [--system TEXT] | --tokens ID,ID,...)
 //!                 [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S] [--kv-cache f16|f32]
-//!                 [--precision f32|mixed|f16] [--trusted-shaders]
+//!                 [--precision f32|mixed|f16] [--trusted-shaders] [--int8-activations]
 //! etwgpu chat --model MODEL.pte --tokenizer T.json [--system TEXT] [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S]
-//!             [--kv-cache f16|f32] [--precision f32|mixed|f16] [--trusted-shaders]
+//!             [--kv-cache f16|f32] [--precision f32|mixed|f16] [--trusted-shaders] [--int8-activations]
 //! etwgpu devices [--json] [--bandwidth]
 //! etwgpu bench MODEL.pte [-p 128,512] [-n 128] [-d 0,2048] [--repeats N] [-o md|csv|json] [--input IN.npy]...
-//!              [--precision f32|mixed|f16] [--trusted-shaders]
+//!              [--precision f32|mixed|f16] [--trusted-shaders] [--int8-activations]
 //! etwgpu serve --model MODEL.pte --tokenizer T.json [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--queue N]
 //!              [--max-tokens N] [--model-name NAME] [--shutdown-grace S] [--kv-cache f16|f32]
-//!              [--precision f32|mixed|f16] [--trusted-shaders]
+//!              [--precision f32|mixed|f16] [--trusted-shaders] [--int8-activations]
 //! etwgpu completions bash|zsh|fish
 //! ```
 //!
@@ -222,8 +222,8 @@ fn parse_precision(v: &str) -> Result<etwgpu_runtime::Precision, String> {
         .ok_or_else(|| format!("takes {}, not {v:?}", etwgpu_runtime::Precision::ACCEPTED))
 }
 
-/// `--precision` and `--trusted-shaders`, on every command that loads a
-/// program.
+/// `--precision`, `--trusted-shaders` and `--int8-activations`, on every
+/// command that loads a program.
 #[derive(Debug, Clone, Copy, clap::Args)]
 struct LoadFlags {
     /// Which float32 matrix products may round their operands to f16 (with
@@ -244,16 +244,26 @@ struct LoadFlags {
     /// ETWGPU_TRUSTED_SHADERS=1, else off.
     #[arg(long)]
     trusted_shaders: bool,
+    /// Round the input row of one-row 4-bit linears (decode's plain
+    /// linears, output head and SwiGLU pair) to int8 per 32 inputs and
+    /// take their dot products in integers: faster decode GEMVs, at the
+    /// cost of that rounding (as llama.cpp's q8_1 activations; within
+    /// 1.5% of the largest output in the tests). Default:
+    /// ETWGPU_INT8_ACTIVATIONS=1, else off.
+    #[arg(long)]
+    int8_activations: bool,
 }
 
 impl LoadFlags {
     /// `base` with the flags' choices: `--precision` where given (`None`
-    /// takes the runtime's), and the trusted path where asked (absent, the
-    /// load follows `ETWGPU_TRUSTED_SHADERS`).
+    /// takes the runtime's), the trusted path and int8 activations where
+    /// asked (absent, the load follows `ETWGPU_TRUSTED_SHADERS` and
+    /// `ETWGPU_INT8_ACTIVATIONS`).
     fn options(self, base: etwgpu_runtime::LoadOptions) -> etwgpu_runtime::LoadOptions {
         etwgpu_runtime::LoadOptions {
             precision: self.precision.or(base.precision),
             trusted_shaders: self.trusted_shaders.then_some(true).or(base.trusted_shaders),
+            int8_activations: self.int8_activations.then_some(true).or(base.int8_activations),
             ..base
         }
     }

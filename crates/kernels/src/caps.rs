@@ -172,6 +172,13 @@ pub struct DeviceCaps {
     /// the load asks for it (a load's caps; off by default, see the
     /// runtime's `LoadOptions::gemv_attention`).
     pub gemv_attention: bool,
+    /// One-row 4-bit GEMVs may round their input row to int8 per 32-input
+    /// block and take each weight word's dot in integers
+    /// (`q4_gemv_i8.wgsl`, `q4_gemv_swiglu_norm_i8.wgsl`; opt-in: the
+    /// runtime's `LoadOptions::int8_activations`). It changes the numbers
+    /// (x's rounding to 8 bits a block, as llama.cpp's `q8_1`
+    /// activations), so it is off by default for every program.
+    pub int8_activations: bool,
 }
 
 impl DeviceCaps {
@@ -230,6 +237,7 @@ mod tests {
                 coop_attention: false,
                 conv: ConvKernels::Auto,
                 gemv_attention: false,
+                int8_activations: false,
             }
         );
         for (name, k) in ConvKernels::ALL {

@@ -391,6 +391,7 @@ fn main() {
             "device": device,
             "kv_cache_f16": kv_cache_f16,
             "trusted_shaders": trusted_shaders,
+            "int8_activations": std::env::var(etwgpu_runtime::INT8_ACTIVATIONS_ENV).is_ok_and(|v| v == "1"),
             "file_bytes": file_bytes,
             "build_s": build_s,
             "load_s": load_s,

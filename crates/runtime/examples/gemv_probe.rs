@@ -3,7 +3,8 @@
 //! scales, more than the GPU's caches) to see what limits it: the whole
 //! kernel, x from workgroup memory, no dequantization, the weights alone,
 //! more words in flight, a cheaper dequantization, x rounded to int8 with
-//! integer dot products (`dot4I8Packed`), each with wgpu's shader
+//! integer dot products (`dot4I8Packed`), the shipped float and int8
+//! kernels (`q4_gemv.wgsl`, `q4_gemv_i8.wgsl`), each with wgpu's shader
 //! bounds checks on and off, at 8, 16 and 32 columns per workgroup.
 //! Each timing is a pass of `CHAIN` dispatches that all write one output
 //! (so each waits for the one before, as a decode step's ops do), GPU
@@ -16,7 +17,7 @@ mod timestamps;
 use std::io::Write;
 
 const SOURCE: &str = include_str!("gemv_probe.wgsl");
-const MODES: [(u32, &str); 11] = [
+const MODES: [(u32, &str); 12] = [
     (0, "whole kernel"),
     (1, "x in workgroup memory"),
     (2, "no dequantization"),
@@ -28,6 +29,7 @@ const MODES: [(u32, &str); 11] = [
     (9, "q4_gemv.wgsl as shipped"),
     (10, "x int8, dot4I8Packed"),
     (11, "x int8 from storage"),
+    (12, "q4_gemv_i8.wgsl as shipped"),
 ];
 /// Dependent dispatches per timed pass.
 const CHAIN: u32 = 16;
@@ -97,9 +99,12 @@ fn main() {
         };
         let wgs = n.div_ceil(cols * per_invocation) as u32;
         let grid = [wgs.min(65_535), wgs.div_ceil(65_535), 1];
-        // Mode 9: the kernel the runtime dispatches.
-        let shipped = mode == 9;
-        let source = if shipped {
+        // Modes 9 and 12: the kernels the runtime dispatches (float, int8
+        // activations).
+        let shipped = mode == 9 || mode == 12;
+        let source = if mode == 12 {
+            etwgpu_kernels::ShaderId::Q4GemvI8F32.source().to_string()
+        } else if shipped {
             etwgpu_kernels::ShaderId::Q4GemvF32.source().to_string()
         } else {
             SOURCE

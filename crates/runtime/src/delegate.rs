@@ -61,6 +61,11 @@ pub const FOLD_ATTENTION_ENV: &str = "ETWGPU_FOLD_ATTENTION";
 /// it is faster only below ~100 keys (`tools/device/NOTES.md`, run aj).
 pub const GEMV_ATTENTION_ENV: &str = "ETWGPU_GEMV_ATTENTION";
 
+/// `ETWGPU_INT8_ACTIVATIONS=1`: one-row 4-bit GEMVs round their input to
+/// int8 (`etwgpu_kernels::DeviceCaps::int8_activations`) when
+/// [`LoadOptions::int8_activations`] is not set. Off by default.
+pub const INT8_ACTIVATIONS_ENV: &str = "ETWGPU_INT8_ACTIVATIONS";
+
 /// Environment variable: split constants larger than this many bytes where
 /// [`LoadOptions::split_bytes`] is not set (see there).
 pub const SPLIT_BYTES_ENV: &str = "ETWGPU_SPLIT_BYTES";
@@ -220,6 +225,10 @@ impl LoadedDelegate {
             conv: options.conv.unwrap_or(rt.caps.conv),
             gemv_attention: rt.caps.gemv_attention
                 && options.gemv_attention.unwrap_or_else(|| std::env::var(GEMV_ATTENTION_ENV).is_ok_and(|v| v == "1")),
+            int8_activations: rt.caps.int8_activations
+                && options
+                    .int8_activations
+                    .unwrap_or_else(|| std::env::var(INT8_ACTIVATIONS_ENV).is_ok_and(|v| v == "1")),
             ..rt.caps
         };
         let lowerer = Lowerer::with_scratch_for(&mut graph, PLACEHOLDER_SYMINT, caps)?;

@@ -328,6 +328,11 @@ impl Runtime {
             limits.max_storage_buffers_per_shader_stage >= needs.storage_buffers
                 && limits.max_compute_workgroup_storage_size >= needs.workgroup_bytes
         };
+        // The int8-activation GEMVs hold the rounded row in workgroup
+        // memory (the SwiGLU form more than WebGPU guarantees): loads may
+        // opt in where the device has it.
+        let int8_activations = etwgpu_kernels::ShaderId::Q4GemvSwigluNormI8F32.needs().workgroup_bytes
+            <= device.limits().max_compute_workgroup_storage_size;
         let caps = etwgpu_kernels::DeviceCaps {
             coop_matrix_f16: coop,
             precision: options.precision,
@@ -335,6 +340,7 @@ impl Runtime {
             coop_attention: coop && !options.coop_attention_off,
             conv: options.conv,
             gemv_attention,
+            int8_activations,
         };
         Ok(Self { device, queue, info, pipelines, caps, subgroups_by_default: options.subgroups == Some(true) })
     }

@@ -41,7 +41,9 @@ mod timeline;
 mod tests;
 
 pub use bandwidth::Bandwidth;
-pub use delegate::{FOLD_ATTENTION_ENV, GEMV_ATTENTION_ENV, LoadedDelegate, Q4_LAYOUT_ENV, SPLIT_BYTES_ENV};
+pub use delegate::{
+    FOLD_ATTENTION_ENV, GEMV_ATTENTION_ENV, INT8_ACTIVATIONS_ENV, LoadedDelegate, Q4_LAYOUT_ENV, SPLIT_BYTES_ENV,
+};
 #[cfg(not(target_arch = "wasm32"))]
 pub use device::adapters;
 pub use device::{

@@ -80,6 +80,20 @@ pub struct LoadOptions {
     /// (the default) off unless `ETWGPU_TRUSTED_SHADERS=1`
     /// ([`crate::pipeline_cache::TRUSTED_SHADERS_ENV`]).
     pub trusted_shaders: Option<bool>,
+    /// Round the input row of one-row 4-bit GEMVs (decode's linears: the
+    /// plain ones, the output head, the SwiGLU pair after its RMS norm) to
+    /// int8 per 32-input block and take each weight word's dot in
+    /// integers (`dot4I8Packed`): fewer instructions a weight byte than
+    /// the float dequantization, which bounds the float GEMV at the head's
+    /// size. It changes the numbers: x is rounded to 8 bits a block, as
+    /// llama.cpp's `q8_1` activations; the tests bound the error at 1.5% of
+    /// the output's largest magnitude against the float path, exact
+    /// against a reference that rounds x the same way. Other linears and
+    /// prompts keep float activations. `Some(true)` on, `Some(false)` off,
+    /// `None` (the default) off unless `ETWGPU_INT8_ACTIVATIONS=1`
+    /// ([`crate::INT8_ACTIVATIONS_ENV`]); `etwgpu run|bench|generate|chat
+    /// --int8-activations`.
+    pub int8_activations: Option<bool>,
 }
 
 impl Default for LoadOptions {
@@ -95,6 +109,7 @@ impl Default for LoadOptions {
             conv: None,
             gemv_attention: None,
             trusted_shaders: None,
+            int8_activations: None,
         }
     }
 }

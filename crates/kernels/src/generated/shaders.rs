@@ -120,6 +120,8 @@ pub enum Family {
     Q4Gemv,
     /// `q4_gemv_attn.wgsl`.
     Q4GemvAttn,
+    /// `q4_gemv_i8.wgsl`.
+    Q4GemvI8,
     /// `q4_gemv_norm.wgsl`.
     Q4GemvNorm,
     /// `q4_gemv_qkv.wgsl`.
@@ -132,6 +134,8 @@ pub enum Family {
     Q4GemvSwiglu,
     /// `q4_gemv_swiglu_norm.wgsl`.
     Q4GemvSwigluNorm,
+    /// `q4_gemv_swiglu_norm_i8.wgsl`.
+    Q4GemvSwigluNormI8,
     /// `q8_add.wgsl`.
     Q8Add,
     /// `q8_conv2d.wgsl`.
@@ -233,8 +237,10 @@ impl Family {
                 | Family::Q4GemmSwiglu
                 | Family::Q4Gemv
                 | Family::Q4GemvAttn
+                | Family::Q4GemvI8
                 | Family::Q4GemvQkv
                 | Family::Q4GemvSwiglu
+                | Family::Q4GemvSwigluNormI8
                 | Family::SdpaSplit
                 | Family::SdpaSplitCombine
                 | Family::SdpaSplitRope
@@ -518,6 +524,10 @@ pub enum ShaderId {
     Q4GemvAttnF32,
     /// `q4_gemv_attn.wgsl` with `Elem = f16`.
     Q4GemvAttnF16,
+    /// `q4_gemv_i8.wgsl` with `Elem = f32`.
+    Q4GemvI8F32,
+    /// `q4_gemv_i8.wgsl` with `Elem = f16`.
+    Q4GemvI8F16,
     /// `q4_gemv_norm.wgsl` with `Elem = f32`.
     Q4GemvNormF32,
     /// `q4_gemv_norm.wgsl` with `Elem = f16`.
@@ -544,6 +554,10 @@ pub enum ShaderId {
     Q4GemvSwigluNormF32,
     /// `q4_gemv_swiglu_norm.wgsl` with `Elem = f16`.
     Q4GemvSwigluNormF16,
+    /// `q4_gemv_swiglu_norm_i8.wgsl` with `Elem = f32`.
+    Q4GemvSwigluNormI8F32,
+    /// `q4_gemv_swiglu_norm_i8.wgsl` with `Elem = f16`.
+    Q4GemvSwigluNormI8F16,
     /// `q8_add.wgsl` with `Elem = f32`.
     Q8AddF32,
     /// `q8_conv2d.wgsl` with `Elem = f32`.
@@ -819,6 +833,8 @@ impl ShaderId {
         ShaderId::Q4GemvF16,
         ShaderId::Q4GemvAttnF32,
         ShaderId::Q4GemvAttnF16,
+        ShaderId::Q4GemvI8F32,
+        ShaderId::Q4GemvI8F16,
         ShaderId::Q4GemvNormF32,
         ShaderId::Q4GemvNormF16,
         ShaderId::Q4GemvQkvF32,
@@ -832,6 +848,8 @@ impl ShaderId {
         ShaderId::Q4GemvSwigluF16,
         ShaderId::Q4GemvSwigluNormF32,
         ShaderId::Q4GemvSwigluNormF16,
+        ShaderId::Q4GemvSwigluNormI8F32,
+        ShaderId::Q4GemvSwigluNormI8F16,
         ShaderId::Q8AddF32,
         ShaderId::Q8Conv2dF32,
         ShaderId::Q8DequantizeF32,
@@ -1032,6 +1050,8 @@ impl ShaderId {
             ShaderId::Q4GemvF16 => Family::Q4Gemv,
             ShaderId::Q4GemvAttnF32 => Family::Q4GemvAttn,
             ShaderId::Q4GemvAttnF16 => Family::Q4GemvAttn,
+            ShaderId::Q4GemvI8F32 => Family::Q4GemvI8,
+            ShaderId::Q4GemvI8F16 => Family::Q4GemvI8,
             ShaderId::Q4GemvNormF32 => Family::Q4GemvNorm,
             ShaderId::Q4GemvNormF16 => Family::Q4GemvNorm,
             ShaderId::Q4GemvQkvF32 => Family::Q4GemvQkv,
@@ -1045,6 +1065,8 @@ impl ShaderId {
             ShaderId::Q4GemvSwigluF16 => Family::Q4GemvSwiglu,
             ShaderId::Q4GemvSwigluNormF32 => Family::Q4GemvSwigluNorm,
             ShaderId::Q4GemvSwigluNormF16 => Family::Q4GemvSwigluNorm,
+            ShaderId::Q4GemvSwigluNormI8F32 => Family::Q4GemvSwigluNormI8,
+            ShaderId::Q4GemvSwigluNormI8F16 => Family::Q4GemvSwigluNormI8,
             ShaderId::Q8AddF32 => Family::Q8Add,
             ShaderId::Q8Conv2dF32 => Family::Q8Conv2d,
             ShaderId::Q8DequantizeF32 => Family::Q8Dequantize,
@@ -1252,6 +1274,8 @@ impl ShaderId {
             ShaderId::Q4GemvF16 => Variant::F16,
             ShaderId::Q4GemvAttnF32 => Variant::F32,
             ShaderId::Q4GemvAttnF16 => Variant::F16,
+            ShaderId::Q4GemvI8F32 => Variant::F32,
+            ShaderId::Q4GemvI8F16 => Variant::F16,
             ShaderId::Q4GemvNormF32 => Variant::F32,
             ShaderId::Q4GemvNormF16 => Variant::F16,
             ShaderId::Q4GemvQkvF32 => Variant::F32,
@@ -1265,6 +1289,8 @@ impl ShaderId {
             ShaderId::Q4GemvSwigluF16 => Variant::F16,
             ShaderId::Q4GemvSwigluNormF32 => Variant::F32,
             ShaderId::Q4GemvSwigluNormF16 => Variant::F16,
+            ShaderId::Q4GemvSwigluNormI8F32 => Variant::F32,
+            ShaderId::Q4GemvSwigluNormI8F16 => Variant::F16,
             ShaderId::Q8AddF32 => Variant::F32,
             ShaderId::Q8Conv2dF32 => Variant::F32,
             ShaderId::Q8DequantizeF32 => Variant::F32,
@@ -1466,6 +1492,8 @@ impl ShaderId {
             ShaderId::Q4GemvF16 => "q4_gemv.f16",
             ShaderId::Q4GemvAttnF32 => "q4_gemv_attn.f32",
             ShaderId::Q4GemvAttnF16 => "q4_gemv_attn.f16",
+            ShaderId::Q4GemvI8F32 => "q4_gemv_i8.f32",
+            ShaderId::Q4GemvI8F16 => "q4_gemv_i8.f16",
             ShaderId::Q4GemvNormF32 => "q4_gemv_norm.f32",
             ShaderId::Q4GemvNormF16 => "q4_gemv_norm.f16",
             ShaderId::Q4GemvQkvF32 => "q4_gemv_qkv.f32",
@@ -1479,6 +1507,8 @@ impl ShaderId {
             ShaderId::Q4GemvSwigluF16 => "q4_gemv_swiglu.f16",
             ShaderId::Q4GemvSwigluNormF32 => "q4_gemv_swiglu_norm.f32",
             ShaderId::Q4GemvSwigluNormF16 => "q4_gemv_swiglu_norm.f16",
+            ShaderId::Q4GemvSwigluNormI8F32 => "q4_gemv_swiglu_norm_i8.f32",
+            ShaderId::Q4GemvSwigluNormI8F16 => "q4_gemv_swiglu_norm_i8.f16",
             ShaderId::Q8AddF32 => "q8_add.f32",
             ShaderId::Q8Conv2dF32 => "q8_conv2d.f32",
             ShaderId::Q8DequantizeF32 => "q8_dequantize.f32",
@@ -1680,6 +1710,8 @@ impl ShaderId {
             ShaderId::Q4GemvF16 => Q4_GEMV_F16,
             ShaderId::Q4GemvAttnF32 => Q4_GEMV_ATTN_F32,
             ShaderId::Q4GemvAttnF16 => Q4_GEMV_ATTN_F16,
+            ShaderId::Q4GemvI8F32 => Q4_GEMV_I8_F32,
+            ShaderId::Q4GemvI8F16 => Q4_GEMV_I8_F16,
             ShaderId::Q4GemvNormF32 => Q4_GEMV_NORM_F32,
             ShaderId::Q4GemvNormF16 => Q4_GEMV_NORM_F16,
             ShaderId::Q4GemvQkvF32 => Q4_GEMV_QKV_F32,
@@ -1693,6 +1725,8 @@ impl ShaderId {
             ShaderId::Q4GemvSwigluF16 => Q4_GEMV_SWIGLU_F16,
             ShaderId::Q4GemvSwigluNormF32 => Q4_GEMV_SWIGLU_NORM_F32,
             ShaderId::Q4GemvSwigluNormF16 => Q4_GEMV_SWIGLU_NORM_F16,
+            ShaderId::Q4GemvSwigluNormI8F32 => Q4_GEMV_SWIGLU_NORM_I8_F32,
+            ShaderId::Q4GemvSwigluNormI8F16 => Q4_GEMV_SWIGLU_NORM_I8_F16,
             ShaderId::Q8AddF32 => Q8_ADD_F32,
             ShaderId::Q8Conv2dF32 => Q8_CONV2D_F32,
             ShaderId::Q8DequantizeF32 => Q8_DEQUANTIZE_F32,
@@ -2279,6 +2313,18 @@ impl ShaderId {
                 uniform_buffers: 1,
                 workgroup_bytes: 16384,
             },
+            ShaderId::Q4GemvI8F32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 5,
+                uniform_buffers: 1,
+                workgroup_bytes: 15360,
+            },
+            ShaderId::Q4GemvI8F16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 5,
+                uniform_buffers: 1,
+                workgroup_bytes: 15360,
+            },
             ShaderId::Q4GemvNormF32 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 8,
@@ -2356,6 +2402,18 @@ impl ShaderId {
                 storage_buffers: 9,
                 uniform_buffers: 1,
                 workgroup_bytes: 16384,
+            },
+            ShaderId::Q4GemvSwigluNormI8F32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 9,
+                uniform_buffers: 1,
+                workgroup_bytes: 21760,
+            },
+            ShaderId::Q4GemvSwigluNormI8F16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 9,
+                uniform_buffers: 1,
+                workgroup_bytes: 21760,
             },
             ShaderId::Q8AddF32 => {
                 ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
@@ -2804,6 +2862,8 @@ impl ShaderId {
             (Family::Q4Gemv, Variant::F16) => Some(ShaderId::Q4GemvF16),
             (Family::Q4GemvAttn, Variant::F32) => Some(ShaderId::Q4GemvAttnF32),
             (Family::Q4GemvAttn, Variant::F16) => Some(ShaderId::Q4GemvAttnF16),
+            (Family::Q4GemvI8, Variant::F32) => Some(ShaderId::Q4GemvI8F32),
+            (Family::Q4GemvI8, Variant::F16) => Some(ShaderId::Q4GemvI8F16),
             (Family::Q4GemvNorm, Variant::F32) => Some(ShaderId::Q4GemvNormF32),
             (Family::Q4GemvNorm, Variant::F16) => Some(ShaderId::Q4GemvNormF16),
             (Family::Q4GemvQkv, Variant::F32) => Some(ShaderId::Q4GemvQkvF32),
@@ -2817,6 +2877,8 @@ impl ShaderId {
             (Family::Q4GemvSwiglu, Variant::F16) => Some(ShaderId::Q4GemvSwigluF16),
             (Family::Q4GemvSwigluNorm, Variant::F32) => Some(ShaderId::Q4GemvSwigluNormF32),
             (Family::Q4GemvSwigluNorm, Variant::F16) => Some(ShaderId::Q4GemvSwigluNormF16),
+            (Family::Q4GemvSwigluNormI8, Variant::F32) => Some(ShaderId::Q4GemvSwigluNormI8F32),
+            (Family::Q4GemvSwigluNormI8, Variant::F16) => Some(ShaderId::Q4GemvSwigluNormI8F16),
             (Family::Q8Add, Variant::F32) => Some(ShaderId::Q8AddF32),
             (Family::Q8Conv2d, Variant::F32) => Some(ShaderId::Q8Conv2dF32),
             (Family::Q8Dequantize, Variant::F32) => Some(ShaderId::Q8DequantizeF32),
@@ -20451,6 +20513,452 @@ fn main(
 }
 "#;
 
+/// `q4_gemv_i8.wgsl` with `Elem = f32`.
+pub const Q4_GEMV_I8_F32: &str = r#"//! Decode route of `et_vk.linear_q4gsw` with int8 activations (opt-in:
+//! `DeviceCaps::int8_activations`), one row of x:
+//! `out[n] = sum_k x~[k] * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`
+//! with `x~` the row rounded to int8 per 32-input block (`q8_x.wgsl`).
+//!
+//! `q4_gemv.wgsl`'s grid, layout and tree (a workgroup owns `cols`
+//! adjacent output columns, invocation `i` column `i % cols` over the K
+//! slice `i / cols`, word-major weights read in 512-byte runs); each
+//! workgroup rounds x into workgroup memory first, while its first two
+//! words and scales are in flight, and each 16-byte word's dot is eight
+//! `dot4I8Packed` instead of 32 nibble-to-float conversions and
+//! multiply-adds (the float kernel is issue-bound on those at the head's
+//! size: run j). What it costs in accuracy is x's rounding to 8 bits a
+//! block, as llama.cpp's `q8_1` activations; accumulation is exact in
+//! int32 within a word and f32 across words.
+//!
+//! Bounds: `partial` by `lid` and `lid + stride * cols` with `slice <
+//! stride <= slices / 2`, below `WG` as `cols` divides `WG` (8, 16 or 32:
+//! `q4_gemv_cols` in `ops/quant.rs`); `xq` and `omax` by octets below `K /
+//! 8 <= XQ`, `xscale` and `xsum` by blocks below `K / 32 <= XQ / 4`
+//! (`Q4_GEMV_I8_MAX_K` in `ops/quant.rs` routes only `K <= 8 * XQ` here).
+// variants: f32 f16
+// bounds: host-checked
+
+alias Elem = f32;
+
+/// Invocations per workgroup.
+const WG: u32 = 256u;
+/// Octets of x held rounded: K at most `8 * XQ` = 8192.
+const XQ: u32 = 1024u;
+
+/// `q4_gemv.wgsl`'s uniforms (`m` is 1 here).
+struct Params {
+    m: u32,
+    n: u32,
+    k: u32,
+    n_pad: u32,
+    group_size: u32,
+    has_bias: u32,
+    cols: u32,
+    w_layout: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> weights: array<vec4<u32>>;
+@group(0) @binding(3) var<storage, read> scales: array<Elem>;
+@group(0) @binding(4) var<storage, read> bias: array<Elem>;
+@group(0) @binding(5) var<storage, read_write> out: array<Elem>;
+
+/// Per invocation, its slice's sum.
+var<workgroup> partial: array<f32, WG>;
+
+/// vec4 `i` of the row (`q8_x.wgsl`).
+fn x_at(i: u32) -> vec4<f32> {
+    return vec4<f32>(x[i]);
+}
+
+/// Where the 16-byte words of column `col` (of `n`, `words` per row) sit:
+/// word `w` at `base + w * stride`, `(base, stride)` returned; row-major
+/// `(col * words, 1)`, word-major (see `etwgpu_graph::layout`) `(col, n)`.
+fn column_words(col: u32, words: u32, n: u32, word_major: bool) -> vec2<u32> {
+    if word_major {
+        return vec2<u32>(col, n);
+    }
+    return vec2<u32>(col * words, 1u);
+}
+
+/// Nibbles `4i .. 4i + 4` of `word`, as signed weights. Without an
+/// integer-to-float conversion (a slow instruction on GPUs, 32 of them per
+/// 16-byte word): the nibble `q` goes into the mantissa of 2^23, which
+/// makes the float `2^23 + q` exactly, and `2^23 + 8` is subtracted.
+fn low4(word: u32) -> vec4<f32> {
+    let q = vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u);
+    return bitcast<vec4<f32>>(q | vec4<u32>(0x4B000000u)) - 8388616.0;
+}
+
+/// The 16-byte word `q` (32 nibbles, inputs `8b .. 8b + 32` of a row of x)
+/// dotted with x from vec4 `b`.
+fn dot32(q: vec4<u32>, b: u32) -> f32 {
+    var d = dot(vec4<f32>(x[b]), low4(q.x)) + dot(vec4<f32>(x[b + 1u]), low4(q.x >> 16u));
+    d += dot(vec4<f32>(x[b + 2u]), low4(q.y)) + dot(vec4<f32>(x[b + 3u]), low4(q.y >> 16u));
+    d += dot(vec4<f32>(x[b + 4u]), low4(q.z)) + dot(vec4<f32>(x[b + 5u]), low4(q.z >> 16u));
+    d += dot(vec4<f32>(x[b + 6u]), low4(q.w)) + dot(vec4<f32>(x[b + 7u]), low4(q.w >> 16u));
+    return d;
+}
+
+/// One word's contribution to the (up to four) rows of x, each `x_row`
+/// vec4s long: `acc[r] += dot32(q, r * x_row + b) * s` for `r < m`.
+fn rows4(acc: vec4<f32>, q: vec4<u32>, b: u32, x_row: u32, m: u32, s: f32) -> vec4<f32> {
+    var a = acc;
+    a.x += dot32(q, b) * s;
+    if m > 1u {
+        a.y += dot32(q, x_row + b) * s;
+    }
+    if m > 2u {
+        a.z += dot32(q, 2u * x_row + b) * s;
+    }
+    if m > 3u {
+        a.w += dot32(q, 3u * x_row + b) * s;
+    }
+    return a;
+}
+/// Per octet: the packed rounded inputs `(even, odd)`.
+var<workgroup> xq: array<vec2<u32>, XQ>;
+/// Per octet: its max |x| (the first pass).
+var<workgroup> omax: array<f32, XQ>;
+/// Per block: its scale.
+var<workgroup> xscale: array<f32, XQ / 4u>;
+/// Per block: the sum of its rounded inputs.
+var<workgroup> xsum: array<atomic<i32>, XQ / 4u>;
+
+/// Rounds the row of `k` inputs (a multiple of 32) into `xq`, `xscale`
+/// and `xsum`. Every invocation calls it in uniform control flow; it ends
+/// with a barrier.
+fn round_x(lid: u32, k: u32) {
+    let octets = k / 8u;
+    for (var o = lid; o < octets; o += WG) {
+        let m4 = max(abs(x_at(2u * o)), abs(x_at(2u * o + 1u)));
+        omax[o] = max(max(m4.x, m4.y), max(m4.z, m4.w));
+    }
+    workgroupBarrier();
+    for (var o = lid; o < octets; o += WG) {
+        let blk = o / 4u;
+        let b0 = 4u * blk;
+        let amax = max(max(omax[b0], omax[b0 + 1u]), max(omax[b0 + 2u], omax[b0 + 3u]));
+        let inv = select(0.0, 127.0 / amax, amax > 0.0);
+        let r0 = vec4<i32>(round(x_at(2u * o) * inv));
+        let r1 = vec4<i32>(round(x_at(2u * o + 1u) * inv));
+        xq[o] = vec2<u32>(
+            pack4xI8(vec4<i32>(r0.x, r0.z, r1.x, r1.z)),
+            pack4xI8(vec4<i32>(r0.y, r0.w, r1.y, r1.w)),
+        );
+        let s = r0 + r1;
+        atomicAdd(&xsum[blk], s.x + s.y + s.z + s.w);
+        if o == b0 {
+            xscale[blk] = amax / 127.0;
+        }
+    }
+    workgroupBarrier();
+}
+
+/// The 16-byte word `q` (32 nibbles, block `w` of the row) dotted with the
+/// rounded block `w`, in x's units (the weights' scale not applied).
+fn dot_i8(q: vec4<u32>, w: u32) -> f32 {
+    let m = 0x0F0F0F0Fu;
+    let o = 4u * w;
+    let a = xq[o];
+    let b = xq[o + 1u];
+    let c = xq[o + 2u];
+    let d = xq[o + 3u];
+    var i = dot4I8Packed(q.x & m, a.x) + dot4I8Packed((q.x >> 4u) & m, a.y);
+    i += dot4I8Packed(q.y & m, b.x) + dot4I8Packed((q.y >> 4u) & m, b.y);
+    i += dot4I8Packed(q.z & m, c.x) + dot4I8Packed((q.z >> 4u) & m, c.y);
+    i += dot4I8Packed(q.w & m, d.x) + dot4I8Packed((q.w >> 4u) & m, d.y);
+    return f32(i - 8 * atomicLoad(&xsum[w])) * xscale[w];
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let cols = p.cols;
+    let c = lid % cols;
+    let slice = lid / cols;
+    let slices = WG / cols;
+    let target_col = (wid.y * groups.x + wid.x) * cols + c;
+    // Columns past N compute the last column (control flow stays uniform)
+    // and store nothing.
+    let col = min(target_col, p.n - 1u);
+    let words = p.k / 32u;
+    let at = column_words(col, words, p.n, (p.w_layout & 1u) != 0u);
+    let base = at.x;
+    let stride = at.y;
+    // The first two words and their scales (clamped), in flight through
+    // the rounding of x.
+    let wa = min(slice, words - 1u);
+    let wb = min(slice + slices, words - 1u);
+    let qa = weights[base + wa * stride];
+    let qb = weights[base + wb * stride];
+    let sa = f32(scales[(wa * 32u / p.group_size) * p.n_pad + col]);
+    let sb = f32(scales[(wb * 32u / p.group_size) * p.n_pad + col]);
+    round_x(lid, p.k);
+    var acc = 0.0;
+    if slice < words {
+        acc += dot_i8(qa, slice) * sa;
+    }
+    if slice + slices < words {
+        acc += dot_i8(qb, slice + slices) * sb;
+    }
+    var w = slice + 2u * slices;
+    for (; w + slices < words; w += 2u * slices) {
+        let q0 = weights[base + w * stride];
+        let q1 = weights[base + (w + slices) * stride];
+        let s0 = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
+        let s1 = f32(scales[((w + slices) * 32u / p.group_size) * p.n_pad + col]);
+        acc += dot_i8(q0, w) * s0 + dot_i8(q1, w + slices) * s1;
+    }
+    if w < words {
+        acc += dot_i8(weights[base + w * stride], w) * f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var st = slices / 2u; st > 0u; st /= 2u) {
+        if slice < st {
+            partial[lid] += partial[lid + st * cols];
+        }
+        workgroupBarrier();
+    }
+    if slice == 0u && target_col < p.n {
+        var b = 0.0;
+        if p.has_bias != 0u {
+            b = f32(bias[col]);
+        }
+        out[col] = Elem(partial[lid] + b);
+    }
+}
+"#;
+
+/// `q4_gemv_i8.wgsl` with `Elem = f16`.
+pub const Q4_GEMV_I8_F16: &str = r#"enable f16;
+
+//! Decode route of `et_vk.linear_q4gsw` with int8 activations (opt-in:
+//! `DeviceCaps::int8_activations`), one row of x:
+//! `out[n] = sum_k x~[k] * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`
+//! with `x~` the row rounded to int8 per 32-input block (`q8_x.wgsl`).
+//!
+//! `q4_gemv.wgsl`'s grid, layout and tree (a workgroup owns `cols`
+//! adjacent output columns, invocation `i` column `i % cols` over the K
+//! slice `i / cols`, word-major weights read in 512-byte runs); each
+//! workgroup rounds x into workgroup memory first, while its first two
+//! words and scales are in flight, and each 16-byte word's dot is eight
+//! `dot4I8Packed` instead of 32 nibble-to-float conversions and
+//! multiply-adds (the float kernel is issue-bound on those at the head's
+//! size: run j). What it costs in accuracy is x's rounding to 8 bits a
+//! block, as llama.cpp's `q8_1` activations; accumulation is exact in
+//! int32 within a word and f32 across words.
+//!
+//! Bounds: `partial` by `lid` and `lid + stride * cols` with `slice <
+//! stride <= slices / 2`, below `WG` as `cols` divides `WG` (8, 16 or 32:
+//! `q4_gemv_cols` in `ops/quant.rs`); `xq` and `omax` by octets below `K /
+//! 8 <= XQ`, `xscale` and `xsum` by blocks below `K / 32 <= XQ / 4`
+//! (`Q4_GEMV_I8_MAX_K` in `ops/quant.rs` routes only `K <= 8 * XQ` here).
+// variants: f32 f16
+// bounds: host-checked
+
+alias Elem = f16;
+
+/// Invocations per workgroup.
+const WG: u32 = 256u;
+/// Octets of x held rounded: K at most `8 * XQ` = 8192.
+const XQ: u32 = 1024u;
+
+/// `q4_gemv.wgsl`'s uniforms (`m` is 1 here).
+struct Params {
+    m: u32,
+    n: u32,
+    k: u32,
+    n_pad: u32,
+    group_size: u32,
+    has_bias: u32,
+    cols: u32,
+    w_layout: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> weights: array<vec4<u32>>;
+@group(0) @binding(3) var<storage, read> scales: array<Elem>;
+@group(0) @binding(4) var<storage, read> bias: array<Elem>;
+@group(0) @binding(5) var<storage, read_write> out: array<Elem>;
+
+/// Per invocation, its slice's sum.
+var<workgroup> partial: array<f32, WG>;
+
+/// vec4 `i` of the row (`q8_x.wgsl`).
+fn x_at(i: u32) -> vec4<f32> {
+    return vec4<f32>(x[i]);
+}
+
+/// Where the 16-byte words of column `col` (of `n`, `words` per row) sit:
+/// word `w` at `base + w * stride`, `(base, stride)` returned; row-major
+/// `(col * words, 1)`, word-major (see `etwgpu_graph::layout`) `(col, n)`.
+fn column_words(col: u32, words: u32, n: u32, word_major: bool) -> vec2<u32> {
+    if word_major {
+        return vec2<u32>(col, n);
+    }
+    return vec2<u32>(col * words, 1u);
+}
+
+/// Nibbles `4i .. 4i + 4` of `word`, as signed weights. Without an
+/// integer-to-float conversion (a slow instruction on GPUs, 32 of them per
+/// 16-byte word): the nibble `q` goes into the mantissa of 2^23, which
+/// makes the float `2^23 + q` exactly, and `2^23 + 8` is subtracted.
+fn low4(word: u32) -> vec4<f32> {
+    let q = vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u);
+    return bitcast<vec4<f32>>(q | vec4<u32>(0x4B000000u)) - 8388616.0;
+}
+
+/// The 16-byte word `q` (32 nibbles, inputs `8b .. 8b + 32` of a row of x)
+/// dotted with x from vec4 `b`.
+fn dot32(q: vec4<u32>, b: u32) -> f32 {
+    var d = dot(vec4<f32>(x[b]), low4(q.x)) + dot(vec4<f32>(x[b + 1u]), low4(q.x >> 16u));
+    d += dot(vec4<f32>(x[b + 2u]), low4(q.y)) + dot(vec4<f32>(x[b + 3u]), low4(q.y >> 16u));
+    d += dot(vec4<f32>(x[b + 4u]), low4(q.z)) + dot(vec4<f32>(x[b + 5u]), low4(q.z >> 16u));
+    d += dot(vec4<f32>(x[b + 6u]), low4(q.w)) + dot(vec4<f32>(x[b + 7u]), low4(q.w >> 16u));
+    return d;
+}
+
+/// One word's contribution to the (up to four) rows of x, each `x_row`
+/// vec4s long: `acc[r] += dot32(q, r * x_row + b) * s` for `r < m`.
+fn rows4(acc: vec4<f32>, q: vec4<u32>, b: u32, x_row: u32, m: u32, s: f32) -> vec4<f32> {
+    var a = acc;
+    a.x += dot32(q, b) * s;
+    if m > 1u {
+        a.y += dot32(q, x_row + b) * s;
+    }
+    if m > 2u {
+        a.z += dot32(q, 2u * x_row + b) * s;
+    }
+    if m > 3u {
+        a.w += dot32(q, 3u * x_row + b) * s;
+    }
+    return a;
+}
+/// Per octet: the packed rounded inputs `(even, odd)`.
+var<workgroup> xq: array<vec2<u32>, XQ>;
+/// Per octet: its max |x| (the first pass).
+var<workgroup> omax: array<f32, XQ>;
+/// Per block: its scale.
+var<workgroup> xscale: array<f32, XQ / 4u>;
+/// Per block: the sum of its rounded inputs.
+var<workgroup> xsum: array<atomic<i32>, XQ / 4u>;
+
+/// Rounds the row of `k` inputs (a multiple of 32) into `xq`, `xscale`
+/// and `xsum`. Every invocation calls it in uniform control flow; it ends
+/// with a barrier.
+fn round_x(lid: u32, k: u32) {
+    let octets = k / 8u;
+    for (var o = lid; o < octets; o += WG) {
+        let m4 = max(abs(x_at(2u * o)), abs(x_at(2u * o + 1u)));
+        omax[o] = max(max(m4.x, m4.y), max(m4.z, m4.w));
+    }
+    workgroupBarrier();
+    for (var o = lid; o < octets; o += WG) {
+        let blk = o / 4u;
+        let b0 = 4u * blk;
+        let amax = max(max(omax[b0], omax[b0 + 1u]), max(omax[b0 + 2u], omax[b0 + 3u]));
+        let inv = select(0.0, 127.0 / amax, amax > 0.0);
+        let r0 = vec4<i32>(round(x_at(2u * o) * inv));
+        let r1 = vec4<i32>(round(x_at(2u * o + 1u) * inv));
+        xq[o] = vec2<u32>(
+            pack4xI8(vec4<i32>(r0.x, r0.z, r1.x, r1.z)),
+            pack4xI8(vec4<i32>(r0.y, r0.w, r1.y, r1.w)),
+        );
+        let s = r0 + r1;
+        atomicAdd(&xsum[blk], s.x + s.y + s.z + s.w);
+        if o == b0 {
+            xscale[blk] = amax / 127.0;
+        }
+    }
+    workgroupBarrier();
+}
+
+/// The 16-byte word `q` (32 nibbles, block `w` of the row) dotted with the
+/// rounded block `w`, in x's units (the weights' scale not applied).
+fn dot_i8(q: vec4<u32>, w: u32) -> f32 {
+    let m = 0x0F0F0F0Fu;
+    let o = 4u * w;
+    let a = xq[o];
+    let b = xq[o + 1u];
+    let c = xq[o + 2u];
+    let d = xq[o + 3u];
+    var i = dot4I8Packed(q.x & m, a.x) + dot4I8Packed((q.x >> 4u) & m, a.y);
+    i += dot4I8Packed(q.y & m, b.x) + dot4I8Packed((q.y >> 4u) & m, b.y);
+    i += dot4I8Packed(q.z & m, c.x) + dot4I8Packed((q.z >> 4u) & m, c.y);
+    i += dot4I8Packed(q.w & m, d.x) + dot4I8Packed((q.w >> 4u) & m, d.y);
+    return f32(i - 8 * atomicLoad(&xsum[w])) * xscale[w];
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let cols = p.cols;
+    let c = lid % cols;
+    let slice = lid / cols;
+    let slices = WG / cols;
+    let target_col = (wid.y * groups.x + wid.x) * cols + c;
+    // Columns past N compute the last column (control flow stays uniform)
+    // and store nothing.
+    let col = min(target_col, p.n - 1u);
+    let words = p.k / 32u;
+    let at = column_words(col, words, p.n, (p.w_layout & 1u) != 0u);
+    let base = at.x;
+    let stride = at.y;
+    // The first two words and their scales (clamped), in flight through
+    // the rounding of x.
+    let wa = min(slice, words - 1u);
+    let wb = min(slice + slices, words - 1u);
+    let qa = weights[base + wa * stride];
+    let qb = weights[base + wb * stride];
+    let sa = f32(scales[(wa * 32u / p.group_size) * p.n_pad + col]);
+    let sb = f32(scales[(wb * 32u / p.group_size) * p.n_pad + col]);
+    round_x(lid, p.k);
+    var acc = 0.0;
+    if slice < words {
+        acc += dot_i8(qa, slice) * sa;
+    }
+    if slice + slices < words {
+        acc += dot_i8(qb, slice + slices) * sb;
+    }
+    var w = slice + 2u * slices;
+    for (; w + slices < words; w += 2u * slices) {
+        let q0 = weights[base + w * stride];
+        let q1 = weights[base + (w + slices) * stride];
+        let s0 = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
+        let s1 = f32(scales[((w + slices) * 32u / p.group_size) * p.n_pad + col]);
+        acc += dot_i8(q0, w) * s0 + dot_i8(q1, w + slices) * s1;
+    }
+    if w < words {
+        acc += dot_i8(weights[base + w * stride], w) * f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var st = slices / 2u; st > 0u; st /= 2u) {
+        if slice < st {
+            partial[lid] += partial[lid + st * cols];
+        }
+        workgroupBarrier();
+    }
+    if slice == 0u && target_col < p.n {
+        var b = 0.0;
+        if p.has_bias != 0u {
+            b = f32(bias[col]);
+        }
+        out[col] = Elem(partial[lid] + b);
+    }
+}
+"#;
+
 /// `q4_gemv_norm.wgsl` with `Elem = f32`.
 pub const Q4_GEMV_NORM_F32: &str = r#"//! Decode route of `etwgpu.rms_norm_linear_q4gsw` (at most `MAX_ROWS` rows
 //! of x): the RMS norm of `a + b` (or of `a`) and the 4-bit linear that
@@ -24015,6 +24523,554 @@ fn main(
         for (var r = 0u; r < p.m; r++) {
             out[r * p.n + col] = Elem(gs[r] / (1.0 + exp(-gs[r])) * u[r]);
         }
+    }
+}
+"#;
+
+/// `q4_gemv_swiglu_norm_i8.wgsl` with `Elem = f32`.
+pub const Q4_GEMV_SWIGLU_NORM_I8_F32: &str = r#"//! Decode route of `etwgpu.rms_norm_linear_q4gsw_swiglu` with int8
+//! activations (opt-in: `DeviceCaps::int8_activations`), one row of x:
+//! `q4_gemv_swiglu_norm.wgsl` (the RMS norm of `a + b` or of `a` built in
+//! each workgroup's memory, its row scale applied after the dots; the
+//! gate and up linears; `g * sigmoid(g) * u`), with the normed row rounded
+//! to int8 per 32-input block after the prologue (`q8_x.wgsl`) and each
+//! 16-byte word's dot taken by `dot4I8Packed` (see `q4_gemv_i8.wgsl`).
+//! The rounding sees the row before the norm's scale, which is one number
+//! a row, so it rounds the same inputs as the normed row would give.
+//!
+//! Bounds: `x` by `j < m * k / 4 <= XS` (`Q4_GEMV_NORM_MAX_ELEMS` in
+//! `ops/fused/norm_linears.rs`) and by `lid < WG`; `partial` by `lid` and
+//! `lid + stride * cols` below `WG` (`cols` divides `WG`); `xq` and `omax`
+//! by octets below `K / 8 <= XQ`, `xscale` and `xsum` by blocks below
+//! `XQ / 4` (the same bound: `8 * XQ = 4 * XS`).
+// variants: f32 f16
+// bounds: host-checked
+
+alias Elem = f32;
+
+/// Invocations per workgroup.
+const WG: u32 = 256u;
+/// Most rows of x (the host routes larger M to the norm and the GEMM).
+const MAX_ROWS: u32 = 4u;
+/// vec4s of normed input held in workgroup memory: `m * k` at most
+/// `4 * XS` (the host checks).
+const XS: u32 = 768u;
+/// Octets of the row held rounded (`K / 8` at most: `4 * XS / 8`).
+const XQ: u32 = 384u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (a multiple of 32).
+    k: u32,
+    /// Row length of the scales: N padded.
+    n_pad: u32,
+    /// Inputs per scale group (a multiple of 32).
+    group_size: u32,
+    /// Columns per workgroup: 8, 16 or 32.
+    cols: u32,
+    /// Bit 0: `w_gate` is word-major (16-byte word `w` of row `n` at word
+    /// `w * N + n`; see `etwgpu_graph::layout`), bit 1: `w_up`; else
+    /// row-major.
+    w_layout: u32,
+    _pad1: u32,
+    /// The norm's epsilon.
+    norm_eps: f32,
+    /// 1: normalize `a + b` and store it in `sum`; 0: normalize `a`.
+    norm_add: u32,
+    _pn0: u32,
+    _pn1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> a: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> b: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> norm_w: array<vec4<Elem>>;
+@group(0) @binding(4) var<storage, read> w_gate: array<vec4<u32>>;
+@group(0) @binding(5) var<storage, read> s_gate: array<Elem>;
+@group(0) @binding(6) var<storage, read> w_up: array<vec4<u32>>;
+@group(0) @binding(7) var<storage, read> s_up: array<Elem>;
+@group(0) @binding(8) var<storage, read_write> out: array<Elem>;
+@group(0) @binding(9) var<storage, read_write> sum: array<vec4<Elem>>;
+
+/// The normed rows of the input; after the loop, its first `WG` vec4s
+/// hold the up sums.
+var<workgroup> x: array<vec4<f32>, XS>;
+/// Per invocation, its slice's gate sums for the four rows.
+var<workgroup> partial: array<vec4<f32>, WG>;
+
+/// vec4 `i` of the row as the prologue left it (`q8_x.wgsl`).
+fn x_at(i: u32) -> vec4<f32> {
+    return x[i];
+}
+
+/// Where the 16-byte words of column `col` (of `n`, `words` per row) sit:
+/// word `w` at `base + w * stride`, `(base, stride)` returned; row-major
+/// `(col * words, 1)`, word-major (see `etwgpu_graph::layout`) `(col, n)`.
+fn column_words(col: u32, words: u32, n: u32, word_major: bool) -> vec2<u32> {
+    if word_major {
+        return vec2<u32>(col, n);
+    }
+    return vec2<u32>(col * words, 1u);
+}
+
+/// Nibbles `4i .. 4i + 4` of `word`, as signed weights. Without an
+/// integer-to-float conversion (a slow instruction on GPUs, 32 of them per
+/// 16-byte word): the nibble `q` goes into the mantissa of 2^23, which
+/// makes the float `2^23 + q` exactly, and `2^23 + 8` is subtracted.
+fn low4(word: u32) -> vec4<f32> {
+    let q = vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u);
+    return bitcast<vec4<f32>>(q | vec4<u32>(0x4B000000u)) - 8388616.0;
+}
+
+/// The 16-byte word `q` (32 nibbles, inputs `8b .. 8b + 32` of a row of x)
+/// dotted with x from vec4 `b`.
+fn dot32(q: vec4<u32>, b: u32) -> f32 {
+    var d = dot(vec4<f32>(x[b]), low4(q.x)) + dot(vec4<f32>(x[b + 1u]), low4(q.x >> 16u));
+    d += dot(vec4<f32>(x[b + 2u]), low4(q.y)) + dot(vec4<f32>(x[b + 3u]), low4(q.y >> 16u));
+    d += dot(vec4<f32>(x[b + 4u]), low4(q.z)) + dot(vec4<f32>(x[b + 5u]), low4(q.z >> 16u));
+    d += dot(vec4<f32>(x[b + 6u]), low4(q.w)) + dot(vec4<f32>(x[b + 7u]), low4(q.w >> 16u));
+    return d;
+}
+
+/// One word's contribution to the (up to four) rows of x, each `x_row`
+/// vec4s long: `acc[r] += dot32(q, r * x_row + b) * s` for `r < m`.
+fn rows4(acc: vec4<f32>, q: vec4<u32>, b: u32, x_row: u32, m: u32, s: f32) -> vec4<f32> {
+    var a = acc;
+    a.x += dot32(q, b) * s;
+    if m > 1u {
+        a.y += dot32(q, x_row + b) * s;
+    }
+    if m > 2u {
+        a.z += dot32(q, 2u * x_row + b) * s;
+    }
+    if m > 3u {
+        a.w += dot32(q, 3u * x_row + b) * s;
+    }
+    return a;
+}
+/// Fills `x` with the rows times the norm weight (row `r` from vec4
+/// `r * k / 4`) and `partial` with each invocation's sums of squares (row
+/// `r` in component `r`); workgroup `g` 0 also stores the sum `a + b`, the
+/// one copy later ops read. Ends with a barrier, so `x` is ready.
+fn rms_prologue(lid: u32, g: u32) {
+    let x_row = p.k / 4u;
+    let n = p.m * x_row;
+    let add = p.norm_add != 0u;
+    let store = add && g == 0u;
+    var sq = vec4<f32>();
+    for (var j = lid; j < n; j += WG) {
+        let r = j / x_row;
+        let v_in = vec4<f32>(a[j]);
+        let v = select(v_in, vec4<f32>(vec4<Elem>(v_in + vec4<f32>(b[j]))), add);
+        if store {
+            sum[j] = vec4<Elem>(v);
+        }
+        x[j] = v * vec4<f32>(norm_w[j % x_row]);
+        sq += select(vec4<f32>(), vec4<f32>(dot(v, v)), vec4<u32>(r) == vec4<u32>(0u, 1u, 2u, 3u));
+    }
+    partial[lid] = sq;
+    workgroupBarrier();
+}
+
+/// Each row's `rstd` (row `r` in component `r`), from the sums of squares
+/// [`rms_prologue`] left in `partial`. Every invocation calls it, in
+/// uniform control flow, after its last read of `x`; it ends with a
+/// barrier, after which `partial` (and `x`) may be written again.
+fn rms_scale(lid: u32) -> vec4<f32> {
+    for (var st = WG / 2u; st > 0u; st /= 2u) {
+        if lid < st {
+            partial[lid] += partial[lid + st];
+        }
+        workgroupBarrier();
+    }
+    let rstd = inverseSqrt(partial[0] / f32(p.k) + p.norm_eps);
+    workgroupBarrier();
+    return rstd;
+}
+/// Per octet: the packed rounded inputs `(even, odd)`.
+var<workgroup> xq: array<vec2<u32>, XQ>;
+/// Per octet: its max |x| (the first pass).
+var<workgroup> omax: array<f32, XQ>;
+/// Per block: its scale.
+var<workgroup> xscale: array<f32, XQ / 4u>;
+/// Per block: the sum of its rounded inputs.
+var<workgroup> xsum: array<atomic<i32>, XQ / 4u>;
+
+/// Rounds the row of `k` inputs (a multiple of 32) into `xq`, `xscale`
+/// and `xsum`. Every invocation calls it in uniform control flow; it ends
+/// with a barrier.
+fn round_x(lid: u32, k: u32) {
+    let octets = k / 8u;
+    for (var o = lid; o < octets; o += WG) {
+        let m4 = max(abs(x_at(2u * o)), abs(x_at(2u * o + 1u)));
+        omax[o] = max(max(m4.x, m4.y), max(m4.z, m4.w));
+    }
+    workgroupBarrier();
+    for (var o = lid; o < octets; o += WG) {
+        let blk = o / 4u;
+        let b0 = 4u * blk;
+        let amax = max(max(omax[b0], omax[b0 + 1u]), max(omax[b0 + 2u], omax[b0 + 3u]));
+        let inv = select(0.0, 127.0 / amax, amax > 0.0);
+        let r0 = vec4<i32>(round(x_at(2u * o) * inv));
+        let r1 = vec4<i32>(round(x_at(2u * o + 1u) * inv));
+        xq[o] = vec2<u32>(
+            pack4xI8(vec4<i32>(r0.x, r0.z, r1.x, r1.z)),
+            pack4xI8(vec4<i32>(r0.y, r0.w, r1.y, r1.w)),
+        );
+        let s = r0 + r1;
+        atomicAdd(&xsum[blk], s.x + s.y + s.z + s.w);
+        if o == b0 {
+            xscale[blk] = amax / 127.0;
+        }
+    }
+    workgroupBarrier();
+}
+
+/// The 16-byte word `q` (32 nibbles, block `w` of the row) dotted with the
+/// rounded block `w`, in x's units (the weights' scale not applied).
+fn dot_i8(q: vec4<u32>, w: u32) -> f32 {
+    let m = 0x0F0F0F0Fu;
+    let o = 4u * w;
+    let a = xq[o];
+    let b = xq[o + 1u];
+    let c = xq[o + 2u];
+    let d = xq[o + 3u];
+    var i = dot4I8Packed(q.x & m, a.x) + dot4I8Packed((q.x >> 4u) & m, a.y);
+    i += dot4I8Packed(q.y & m, b.x) + dot4I8Packed((q.y >> 4u) & m, b.y);
+    i += dot4I8Packed(q.z & m, c.x) + dot4I8Packed((q.z >> 4u) & m, c.y);
+    i += dot4I8Packed(q.w & m, d.x) + dot4I8Packed((q.w >> 4u) & m, d.y);
+    return f32(i - 8 * atomicLoad(&xsum[w])) * xscale[w];
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let g = wid.y * groups.x + wid.x;
+    rms_prologue(lid, g);
+    let cols = p.cols;
+    let c = lid % cols;
+    let slice = lid / cols;
+    let slices = WG / cols;
+    let target_col = g * cols + c;
+    // Columns past N compute the last column and store nothing.
+    let col = min(target_col, p.n - 1u);
+    let words = p.k / 32u;
+    // Word `w` of this column at `at.x + w * at.y` (gate, up).
+    let at_g = column_words(col, words, p.n, (p.w_layout & 1u) != 0u);
+    let at_u = column_words(col, words, p.n, (p.w_layout & 2u) != 0u);
+    round_x(lid, p.k);
+    var acc = vec4<f32>();
+    var acc_up = vec4<f32>();
+    for (var w = slice; w < words; w += slices) {
+        let qg = w_gate[at_g.x + w * at_g.y];
+        let qu = w_up[at_u.x + w * at_u.y];
+        let at = (w * 32u / p.group_size) * p.n_pad + col;
+        let sg = f32(s_gate[at]);
+        let su = f32(s_up[at]);
+        acc.x += dot_i8(qg, w) * sg;
+        acc_up.x += dot_i8(qu, w) * su;
+    }
+    // The norm's scale of each row, on both sums; its closing barrier
+    // also means every invocation is done reading x before it holds the up
+    // sums.
+    let rstd = rms_scale(lid);
+    acc *= rstd;
+    acc_up *= rstd;
+    partial[lid] = acc;
+    x[lid] = acc_up;
+    workgroupBarrier();
+    for (var stride = slices / 2u; stride > 0u; stride /= 2u) {
+        if slice < stride {
+            partial[lid] += partial[lid + stride * cols];
+            x[lid] += x[lid + stride * cols];
+        }
+        workgroupBarrier();
+    }
+    if slice == 0u && target_col < p.n {
+        let gs = partial[lid];
+        let u = x[lid];
+        out[col] = Elem(gs.x / (1.0 + exp(-gs.x)) * u.x);
+    }
+}
+"#;
+
+/// `q4_gemv_swiglu_norm_i8.wgsl` with `Elem = f16`.
+pub const Q4_GEMV_SWIGLU_NORM_I8_F16: &str = r#"enable f16;
+
+//! Decode route of `etwgpu.rms_norm_linear_q4gsw_swiglu` with int8
+//! activations (opt-in: `DeviceCaps::int8_activations`), one row of x:
+//! `q4_gemv_swiglu_norm.wgsl` (the RMS norm of `a + b` or of `a` built in
+//! each workgroup's memory, its row scale applied after the dots; the
+//! gate and up linears; `g * sigmoid(g) * u`), with the normed row rounded
+//! to int8 per 32-input block after the prologue (`q8_x.wgsl`) and each
+//! 16-byte word's dot taken by `dot4I8Packed` (see `q4_gemv_i8.wgsl`).
+//! The rounding sees the row before the norm's scale, which is one number
+//! a row, so it rounds the same inputs as the normed row would give.
+//!
+//! Bounds: `x` by `j < m * k / 4 <= XS` (`Q4_GEMV_NORM_MAX_ELEMS` in
+//! `ops/fused/norm_linears.rs`) and by `lid < WG`; `partial` by `lid` and
+//! `lid + stride * cols` below `WG` (`cols` divides `WG`); `xq` and `omax`
+//! by octets below `K / 8 <= XQ`, `xscale` and `xsum` by blocks below
+//! `XQ / 4` (the same bound: `8 * XQ = 4 * XS`).
+// variants: f32 f16
+// bounds: host-checked
+
+alias Elem = f16;
+
+/// Invocations per workgroup.
+const WG: u32 = 256u;
+/// Most rows of x (the host routes larger M to the norm and the GEMM).
+const MAX_ROWS: u32 = 4u;
+/// vec4s of normed input held in workgroup memory: `m * k` at most
+/// `4 * XS` (the host checks).
+const XS: u32 = 768u;
+/// Octets of the row held rounded (`K / 8` at most: `4 * XS / 8`).
+const XQ: u32 = 384u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (a multiple of 32).
+    k: u32,
+    /// Row length of the scales: N padded.
+    n_pad: u32,
+    /// Inputs per scale group (a multiple of 32).
+    group_size: u32,
+    /// Columns per workgroup: 8, 16 or 32.
+    cols: u32,
+    /// Bit 0: `w_gate` is word-major (16-byte word `w` of row `n` at word
+    /// `w * N + n`; see `etwgpu_graph::layout`), bit 1: `w_up`; else
+    /// row-major.
+    w_layout: u32,
+    _pad1: u32,
+    /// The norm's epsilon.
+    norm_eps: f32,
+    /// 1: normalize `a + b` and store it in `sum`; 0: normalize `a`.
+    norm_add: u32,
+    _pn0: u32,
+    _pn1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> a: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> b: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> norm_w: array<vec4<Elem>>;
+@group(0) @binding(4) var<storage, read> w_gate: array<vec4<u32>>;
+@group(0) @binding(5) var<storage, read> s_gate: array<Elem>;
+@group(0) @binding(6) var<storage, read> w_up: array<vec4<u32>>;
+@group(0) @binding(7) var<storage, read> s_up: array<Elem>;
+@group(0) @binding(8) var<storage, read_write> out: array<Elem>;
+@group(0) @binding(9) var<storage, read_write> sum: array<vec4<Elem>>;
+
+/// The normed rows of the input; after the loop, its first `WG` vec4s
+/// hold the up sums.
+var<workgroup> x: array<vec4<f32>, XS>;
+/// Per invocation, its slice's gate sums for the four rows.
+var<workgroup> partial: array<vec4<f32>, WG>;
+
+/// vec4 `i` of the row as the prologue left it (`q8_x.wgsl`).
+fn x_at(i: u32) -> vec4<f32> {
+    return x[i];
+}
+
+/// Where the 16-byte words of column `col` (of `n`, `words` per row) sit:
+/// word `w` at `base + w * stride`, `(base, stride)` returned; row-major
+/// `(col * words, 1)`, word-major (see `etwgpu_graph::layout`) `(col, n)`.
+fn column_words(col: u32, words: u32, n: u32, word_major: bool) -> vec2<u32> {
+    if word_major {
+        return vec2<u32>(col, n);
+    }
+    return vec2<u32>(col * words, 1u);
+}
+
+/// Nibbles `4i .. 4i + 4` of `word`, as signed weights. Without an
+/// integer-to-float conversion (a slow instruction on GPUs, 32 of them per
+/// 16-byte word): the nibble `q` goes into the mantissa of 2^23, which
+/// makes the float `2^23 + q` exactly, and `2^23 + 8` is subtracted.
+fn low4(word: u32) -> vec4<f32> {
+    let q = vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u);
+    return bitcast<vec4<f32>>(q | vec4<u32>(0x4B000000u)) - 8388616.0;
+}
+
+/// The 16-byte word `q` (32 nibbles, inputs `8b .. 8b + 32` of a row of x)
+/// dotted with x from vec4 `b`.
+fn dot32(q: vec4<u32>, b: u32) -> f32 {
+    var d = dot(vec4<f32>(x[b]), low4(q.x)) + dot(vec4<f32>(x[b + 1u]), low4(q.x >> 16u));
+    d += dot(vec4<f32>(x[b + 2u]), low4(q.y)) + dot(vec4<f32>(x[b + 3u]), low4(q.y >> 16u));
+    d += dot(vec4<f32>(x[b + 4u]), low4(q.z)) + dot(vec4<f32>(x[b + 5u]), low4(q.z >> 16u));
+    d += dot(vec4<f32>(x[b + 6u]), low4(q.w)) + dot(vec4<f32>(x[b + 7u]), low4(q.w >> 16u));
+    return d;
+}
+
+/// One word's contribution to the (up to four) rows of x, each `x_row`
+/// vec4s long: `acc[r] += dot32(q, r * x_row + b) * s` for `r < m`.
+fn rows4(acc: vec4<f32>, q: vec4<u32>, b: u32, x_row: u32, m: u32, s: f32) -> vec4<f32> {
+    var a = acc;
+    a.x += dot32(q, b) * s;
+    if m > 1u {
+        a.y += dot32(q, x_row + b) * s;
+    }
+    if m > 2u {
+        a.z += dot32(q, 2u * x_row + b) * s;
+    }
+    if m > 3u {
+        a.w += dot32(q, 3u * x_row + b) * s;
+    }
+    return a;
+}
+/// Fills `x` with the rows times the norm weight (row `r` from vec4
+/// `r * k / 4`) and `partial` with each invocation's sums of squares (row
+/// `r` in component `r`); workgroup `g` 0 also stores the sum `a + b`, the
+/// one copy later ops read. Ends with a barrier, so `x` is ready.
+fn rms_prologue(lid: u32, g: u32) {
+    let x_row = p.k / 4u;
+    let n = p.m * x_row;
+    let add = p.norm_add != 0u;
+    let store = add && g == 0u;
+    var sq = vec4<f32>();
+    for (var j = lid; j < n; j += WG) {
+        let r = j / x_row;
+        let v_in = vec4<f32>(a[j]);
+        let v = select(v_in, vec4<f32>(vec4<Elem>(v_in + vec4<f32>(b[j]))), add);
+        if store {
+            sum[j] = vec4<Elem>(v);
+        }
+        x[j] = v * vec4<f32>(norm_w[j % x_row]);
+        sq += select(vec4<f32>(), vec4<f32>(dot(v, v)), vec4<u32>(r) == vec4<u32>(0u, 1u, 2u, 3u));
+    }
+    partial[lid] = sq;
+    workgroupBarrier();
+}
+
+/// Each row's `rstd` (row `r` in component `r`), from the sums of squares
+/// [`rms_prologue`] left in `partial`. Every invocation calls it, in
+/// uniform control flow, after its last read of `x`; it ends with a
+/// barrier, after which `partial` (and `x`) may be written again.
+fn rms_scale(lid: u32) -> vec4<f32> {
+    for (var st = WG / 2u; st > 0u; st /= 2u) {
+        if lid < st {
+            partial[lid] += partial[lid + st];
+        }
+        workgroupBarrier();
+    }
+    let rstd = inverseSqrt(partial[0] / f32(p.k) + p.norm_eps);
+    workgroupBarrier();
+    return rstd;
+}
+/// Per octet: the packed rounded inputs `(even, odd)`.
+var<workgroup> xq: array<vec2<u32>, XQ>;
+/// Per octet: its max |x| (the first pass).
+var<workgroup> omax: array<f32, XQ>;
+/// Per block: its scale.
+var<workgroup> xscale: array<f32, XQ / 4u>;
+/// Per block: the sum of its rounded inputs.
+var<workgroup> xsum: array<atomic<i32>, XQ / 4u>;
+
+/// Rounds the row of `k` inputs (a multiple of 32) into `xq`, `xscale`
+/// and `xsum`. Every invocation calls it in uniform control flow; it ends
+/// with a barrier.
+fn round_x(lid: u32, k: u32) {
+    let octets = k / 8u;
+    for (var o = lid; o < octets; o += WG) {
+        let m4 = max(abs(x_at(2u * o)), abs(x_at(2u * o + 1u)));
+        omax[o] = max(max(m4.x, m4.y), max(m4.z, m4.w));
+    }
+    workgroupBarrier();
+    for (var o = lid; o < octets; o += WG) {
+        let blk = o / 4u;
+        let b0 = 4u * blk;
+        let amax = max(max(omax[b0], omax[b0 + 1u]), max(omax[b0 + 2u], omax[b0 + 3u]));
+        let inv = select(0.0, 127.0 / amax, amax > 0.0);
+        let r0 = vec4<i32>(round(x_at(2u * o) * inv));
+        let r1 = vec4<i32>(round(x_at(2u * o + 1u) * inv));
+        xq[o] = vec2<u32>(
+            pack4xI8(vec4<i32>(r0.x, r0.z, r1.x, r1.z)),
+            pack4xI8(vec4<i32>(r0.y, r0.w, r1.y, r1.w)),
+        );
+        let s = r0 + r1;
+        atomicAdd(&xsum[blk], s.x + s.y + s.z + s.w);
+        if o == b0 {
+            xscale[blk] = amax / 127.0;
+        }
+    }
+    workgroupBarrier();
+}
+
+/// The 16-byte word `q` (32 nibbles, block `w` of the row) dotted with the
+/// rounded block `w`, in x's units (the weights' scale not applied).
+fn dot_i8(q: vec4<u32>, w: u32) -> f32 {
+    let m = 0x0F0F0F0Fu;
+    let o = 4u * w;
+    let a = xq[o];
+    let b = xq[o + 1u];
+    let c = xq[o + 2u];
+    let d = xq[o + 3u];
+    var i = dot4I8Packed(q.x & m, a.x) + dot4I8Packed((q.x >> 4u) & m, a.y);
+    i += dot4I8Packed(q.y & m, b.x) + dot4I8Packed((q.y >> 4u) & m, b.y);
+    i += dot4I8Packed(q.z & m, c.x) + dot4I8Packed((q.z >> 4u) & m, c.y);
+    i += dot4I8Packed(q.w & m, d.x) + dot4I8Packed((q.w >> 4u) & m, d.y);
+    return f32(i - 8 * atomicLoad(&xsum[w])) * xscale[w];
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let g = wid.y * groups.x + wid.x;
+    rms_prologue(lid, g);
+    let cols = p.cols;
+    let c = lid % cols;
+    let slice = lid / cols;
+    let slices = WG / cols;
+    let target_col = g * cols + c;
+    // Columns past N compute the last column and store nothing.
+    let col = min(target_col, p.n - 1u);
+    let words = p.k / 32u;
+    // Word `w` of this column at `at.x + w * at.y` (gate, up).
+    let at_g = column_words(col, words, p.n, (p.w_layout & 1u) != 0u);
+    let at_u = column_words(col, words, p.n, (p.w_layout & 2u) != 0u);
+    round_x(lid, p.k);
+    var acc = vec4<f32>();
+    var acc_up = vec4<f32>();
+    for (var w = slice; w < words; w += slices) {
+        let qg = w_gate[at_g.x + w * at_g.y];
+        let qu = w_up[at_u.x + w * at_u.y];
+        let at = (w * 32u / p.group_size) * p.n_pad + col;
+        let sg = f32(s_gate[at]);
+        let su = f32(s_up[at]);
+        acc.x += dot_i8(qg, w) * sg;
+        acc_up.x += dot_i8(qu, w) * su;
+    }
+    // The norm's scale of each row, on both sums; its closing barrier
+    // also means every invocation is done reading x before it holds the up
+    // sums.
+    let rstd = rms_scale(lid);
+    acc *= rstd;
+    acc_up *= rstd;
+    partial[lid] = acc;
+    x[lid] = acc_up;
+    workgroupBarrier();
+    for (var stride = slices / 2u; stride > 0u; stride /= 2u) {
+        if slice < stride {
+            partial[lid] += partial[lid + stride * cols];
+            x[lid] += x[lid + stride * cols];
+        }
+        workgroupBarrier();
+    }
+    if slice == 0u && target_col < p.n {
+        let gs = partial[lid];
+        let u = x[lid];
+        out[col] = Elem(gs.x / (1.0 + exp(-gs.x)) * u.x);
     }
 }
 "#;

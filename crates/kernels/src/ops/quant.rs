@@ -42,6 +42,17 @@ fn q4_gemv_cols(n: u64) -> u64 {
     }
 }
 
+/// Most inputs (K) of the int8-activation GEMV (`q4_gemv_i8.wgsl`: `8 *
+/// XQ` octets of the rounded row in workgroup memory).
+pub const Q4_GEMV_I8_MAX_K: u64 = 8192;
+
+/// Whether a one-row 4-bit GEMV of `k` inputs takes its int8-activation
+/// form on a device with `caps` (the load asked for it; one row; its
+/// workgroup memory holds the row).
+pub(crate) fn q4_gemv_i8(caps: crate::caps::DeviceCaps, m: u64, k: u64) -> bool {
+    caps.int8_activations && m == 1 && k <= Q4_GEMV_I8_MAX_K
+}
+
 /// Output tile edge of `q4_gemm.wgsl` (and its split-K and QKV forms).
 pub(crate) const Q4_GEMM_TILE: u64 = 64;
 /// Inputs per step along K of `q4_gemm.wgsl` (and its forms).
@@ -211,6 +222,7 @@ pub(crate) fn q4_fast_dispatch(
         return crate::ops::gemm::q4_coop_dispatch(x, q, route, layout, inputs, outputs);
     }
     let family = match (&route, gemv) {
+        (Q4Route::Linear { .. }, true) if q4_gemv_i8(c.caps(), q.m, q.k) => Family::Q4GemvI8,
         (Q4Route::Linear { .. }, true) => Family::Q4Gemv,
         (Q4Route::Linear { .. }, false) => Family::Q4Gemm,
         (Q4Route::Swiglu, true) => Family::Q4GemvSwiglu,

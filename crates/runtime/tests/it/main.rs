@@ -14,6 +14,7 @@ mod fixtures;
 mod fusion;
 mod gemm;
 mod hostile;
+mod int8;
 mod limits;
 mod llm;
 mod long_run;

@@ -30,7 +30,7 @@ fn own_runtime() -> Option<Runtime> {
 /// Loads fixture `name` with `options` and runs all its calls (the inputs
 /// its manifest lists); returns the loaded method and every call's
 /// outputs.
-fn run_all(rt: &Runtime, name: &str, options: &LoadOptions) -> (LoadedMethod, Vec<Vec<Tensor>>) {
+pub(crate) fn run_all(rt: &Runtime, name: &str, options: &LoadOptions) -> (LoadedMethod, Vec<Vec<Tensor>>) {
     let dir = fixtures_dir().join(name);
     let manifest: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).expect("manifest")).expect("json");

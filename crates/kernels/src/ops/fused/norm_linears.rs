@@ -114,7 +114,8 @@ fn with_norm(
     let elems = a.numel();
     let steps = match &inner.steps[..] {
         [Step::Dispatch(d)] if elems <= Q4_GEMV_NORM_MAX_ELEMS && k.is_multiple_of(4) => {
-            match normed_gemv(d, &a, b.as_ref().map_or(a.id, |b| b.id), b.is_some(), &weight, eps, outs[0].id)? {
+            let i8 = crate::ops::quant::q4_gemv_i8(c.caps(), elems / k.max(1), k);
+            match normed_gemv(d, &a, (b.as_ref().map_or(a.id, |b| b.id), b.is_some()), &weight, eps, outs[0].id, i8)? {
                 Some(d) => vec![Step::Dispatch(d)],
                 None => [norm_steps, inner.steps].concat(),
             }
@@ -128,21 +129,26 @@ fn with_norm(
 /// normed input): reads `a`, `b` (`a` again without an add) and the norm
 /// weight instead, writes `sum` too (the normed input, unwritten, without
 /// an add), with the norm's epsilon and whether to add after the GEMV's
-/// uniforms. `None` for a dispatch of another kernel.
+/// uniforms; the SwiGLU's int8-activation form where `i8` (the load asked
+/// for it, one row: `q4_gemv_swiglu_norm_i8.wgsl`). `None` for a dispatch
+/// of another kernel.
 fn normed_gemv(
     d: &Dispatch,
     a: &TensorInfo<'_>,
-    b: Vid,
-    add: bool,
+    (b, add): (Vid, bool),
     weight: &TensorInfo<'_>,
     eps: f64,
     sum: Vid,
+    i8: bool,
 ) -> Result<Option<Dispatch>> {
     let Shader::Static(id) = &d.shader else { return Ok(None) };
     let family = match id.family() {
         Family::Q4Gemv => Family::Q4GemvNorm,
         Family::Q4GemvQkv => Family::Q4GemvQkvNorm,
+        Family::Q4GemvSwiglu if i8 => Family::Q4GemvSwigluNormI8,
         Family::Q4GemvSwiglu => Family::Q4GemvSwigluNorm,
+        // `q4_gemv_i8.wgsl` has no `_norm` form: the norm's own dispatch,
+        // then it.
         _ => return Ok(None),
     };
     let shader: ShaderId = float_shader(family, a, 0, "a")?;

@@ -291,7 +291,9 @@ pub(crate) fn fold_combine(combine: &Step, gemv: &Step, shader: ShaderId) -> Opt
     let (Step::Dispatch(c), Step::Dispatch(g)) = (combine, gemv) else { return None };
     let (Shader::Static(cid), Shader::Static(gid)) = (&c.shader, &g.shader) else { return None };
     let ok = cid.family() == Family::SdpaSplitCombine
-        && gid.family() == Family::Q4Gemv
+        // The int8-activation GEMV folds as the float one: the merged
+        // attention is built in workgroup memory (`q4_gemv_attn.wgsl`).
+        && matches!(gid.family(), Family::Q4Gemv | Family::Q4GemvI8)
         && c.outputs.len() == 1
         && g.inputs.first() == c.outputs.first();
     if !ok {
@@ -360,7 +362,7 @@ pub(crate) fn attend_in_gemv(partials: &Step, gemv: &Step) -> Option<Dispatch> {
     let (Step::Dispatch(a), Step::Dispatch(g)) = (partials, gemv) else { return None };
     let (Shader::Static(aid), Shader::Static(gid)) = (&a.shader, &g.shader) else { return None };
     let ok = matches!(aid.family(), Family::SdpaSplitRope | Family::SdpaSplitShortRope | Family::SdpaSplitSgRope)
-        && gid.family() == Family::Q4Gemv
+        && matches!(gid.family(), Family::Q4Gemv | Family::Q4GemvI8)
         && a.inputs.len() == 5
         && a.outputs.len() == 3
         && g.inputs.len() == 4
