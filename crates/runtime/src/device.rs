@@ -331,8 +331,12 @@ impl Runtime {
         // The int8-activation GEMVs hold the rounded row in workgroup
         // memory (the SwiGLU form more than WebGPU guarantees): loads may
         // opt in where the device has it.
-        let int8_activations = etwgpu_kernels::ShaderId::Q4GemvSwigluNormI8F32.needs().workgroup_bytes
-            <= device.limits().max_compute_workgroup_storage_size;
+        let int8_activations = {
+            use etwgpu_kernels::ShaderId as S;
+            [S::Q4GemvI8F32, S::Q4GemvSwigluNormI8F32, S::Q4GemvQkvNormI8F32, S::Q4GemvAttnI8F32]
+                .iter()
+                .all(|s| s.needs().workgroup_bytes <= device.limits().max_compute_workgroup_storage_size)
+        };
         let caps = etwgpu_kernels::DeviceCaps {
             coop_matrix_f16: coop,
             precision: options.precision,

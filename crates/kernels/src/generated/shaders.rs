@@ -120,6 +120,8 @@ pub enum Family {
     Q4Gemv,
     /// `q4_gemv_attn.wgsl`.
     Q4GemvAttn,
+    /// `q4_gemv_attn_i8.wgsl`.
+    Q4GemvAttnI8,
     /// `q4_gemv_i8.wgsl`.
     Q4GemvI8,
     /// `q4_gemv_norm.wgsl`.
@@ -128,6 +130,8 @@ pub enum Family {
     Q4GemvQkv,
     /// `q4_gemv_qkv_norm.wgsl`.
     Q4GemvQkvNorm,
+    /// `q4_gemv_qkv_norm_i8.wgsl`.
+    Q4GemvQkvNormI8,
     /// `q4_gemv_sdpa.wgsl`.
     Q4GemvSdpa,
     /// `q4_gemv_swiglu.wgsl`.
@@ -237,8 +241,10 @@ impl Family {
                 | Family::Q4GemmSwiglu
                 | Family::Q4Gemv
                 | Family::Q4GemvAttn
+                | Family::Q4GemvAttnI8
                 | Family::Q4GemvI8
                 | Family::Q4GemvQkv
+                | Family::Q4GemvQkvNormI8
                 | Family::Q4GemvSwiglu
                 | Family::Q4GemvSwigluNormI8
                 | Family::SdpaSplit
@@ -524,6 +530,10 @@ pub enum ShaderId {
     Q4GemvAttnF32,
     /// `q4_gemv_attn.wgsl` with `Elem = f16`.
     Q4GemvAttnF16,
+    /// `q4_gemv_attn_i8.wgsl` with `Elem = f32`.
+    Q4GemvAttnI8F32,
+    /// `q4_gemv_attn_i8.wgsl` with `Elem = f16`.
+    Q4GemvAttnI8F16,
     /// `q4_gemv_i8.wgsl` with `Elem = f32`.
     Q4GemvI8F32,
     /// `q4_gemv_i8.wgsl` with `Elem = f16`.
@@ -540,6 +550,10 @@ pub enum ShaderId {
     Q4GemvQkvNormF32,
     /// `q4_gemv_qkv_norm.wgsl` with `Elem = f16`.
     Q4GemvQkvNormF16,
+    /// `q4_gemv_qkv_norm_i8.wgsl` with `Elem = f32`.
+    Q4GemvQkvNormI8F32,
+    /// `q4_gemv_qkv_norm_i8.wgsl` with `Elem = f16`.
+    Q4GemvQkvNormI8F16,
     /// `q4_gemv_sdpa.wgsl` with `Elem = f32`.
     Q4GemvSdpaF32,
     /// `q4_gemv_sdpa.wgsl` with `Elem = f16`.
@@ -833,6 +847,8 @@ impl ShaderId {
         ShaderId::Q4GemvF16,
         ShaderId::Q4GemvAttnF32,
         ShaderId::Q4GemvAttnF16,
+        ShaderId::Q4GemvAttnI8F32,
+        ShaderId::Q4GemvAttnI8F16,
         ShaderId::Q4GemvI8F32,
         ShaderId::Q4GemvI8F16,
         ShaderId::Q4GemvNormF32,
@@ -841,6 +857,8 @@ impl ShaderId {
         ShaderId::Q4GemvQkvF16,
         ShaderId::Q4GemvQkvNormF32,
         ShaderId::Q4GemvQkvNormF16,
+        ShaderId::Q4GemvQkvNormI8F32,
+        ShaderId::Q4GemvQkvNormI8F16,
         ShaderId::Q4GemvSdpaF32,
         ShaderId::Q4GemvSdpaF16,
         ShaderId::Q4GemvSdpaF32Kvf16,
@@ -1050,6 +1068,8 @@ impl ShaderId {
             ShaderId::Q4GemvF16 => Family::Q4Gemv,
             ShaderId::Q4GemvAttnF32 => Family::Q4GemvAttn,
             ShaderId::Q4GemvAttnF16 => Family::Q4GemvAttn,
+            ShaderId::Q4GemvAttnI8F32 => Family::Q4GemvAttnI8,
+            ShaderId::Q4GemvAttnI8F16 => Family::Q4GemvAttnI8,
             ShaderId::Q4GemvI8F32 => Family::Q4GemvI8,
             ShaderId::Q4GemvI8F16 => Family::Q4GemvI8,
             ShaderId::Q4GemvNormF32 => Family::Q4GemvNorm,
@@ -1058,6 +1078,8 @@ impl ShaderId {
             ShaderId::Q4GemvQkvF16 => Family::Q4GemvQkv,
             ShaderId::Q4GemvQkvNormF32 => Family::Q4GemvQkvNorm,
             ShaderId::Q4GemvQkvNormF16 => Family::Q4GemvQkvNorm,
+            ShaderId::Q4GemvQkvNormI8F32 => Family::Q4GemvQkvNormI8,
+            ShaderId::Q4GemvQkvNormI8F16 => Family::Q4GemvQkvNormI8,
             ShaderId::Q4GemvSdpaF32 => Family::Q4GemvSdpa,
             ShaderId::Q4GemvSdpaF16 => Family::Q4GemvSdpa,
             ShaderId::Q4GemvSdpaF32Kvf16 => Family::Q4GemvSdpa,
@@ -1274,6 +1296,8 @@ impl ShaderId {
             ShaderId::Q4GemvF16 => Variant::F16,
             ShaderId::Q4GemvAttnF32 => Variant::F32,
             ShaderId::Q4GemvAttnF16 => Variant::F16,
+            ShaderId::Q4GemvAttnI8F32 => Variant::F32,
+            ShaderId::Q4GemvAttnI8F16 => Variant::F16,
             ShaderId::Q4GemvI8F32 => Variant::F32,
             ShaderId::Q4GemvI8F16 => Variant::F16,
             ShaderId::Q4GemvNormF32 => Variant::F32,
@@ -1282,6 +1306,8 @@ impl ShaderId {
             ShaderId::Q4GemvQkvF16 => Variant::F16,
             ShaderId::Q4GemvQkvNormF32 => Variant::F32,
             ShaderId::Q4GemvQkvNormF16 => Variant::F16,
+            ShaderId::Q4GemvQkvNormI8F32 => Variant::F32,
+            ShaderId::Q4GemvQkvNormI8F16 => Variant::F16,
             ShaderId::Q4GemvSdpaF32 => Variant::F32,
             ShaderId::Q4GemvSdpaF16 => Variant::F16,
             ShaderId::Q4GemvSdpaF32Kvf16 => Variant::F32Kvf16,
@@ -1492,6 +1518,8 @@ impl ShaderId {
             ShaderId::Q4GemvF16 => "q4_gemv.f16",
             ShaderId::Q4GemvAttnF32 => "q4_gemv_attn.f32",
             ShaderId::Q4GemvAttnF16 => "q4_gemv_attn.f16",
+            ShaderId::Q4GemvAttnI8F32 => "q4_gemv_attn_i8.f32",
+            ShaderId::Q4GemvAttnI8F16 => "q4_gemv_attn_i8.f16",
             ShaderId::Q4GemvI8F32 => "q4_gemv_i8.f32",
             ShaderId::Q4GemvI8F16 => "q4_gemv_i8.f16",
             ShaderId::Q4GemvNormF32 => "q4_gemv_norm.f32",
@@ -1500,6 +1528,8 @@ impl ShaderId {
             ShaderId::Q4GemvQkvF16 => "q4_gemv_qkv.f16",
             ShaderId::Q4GemvQkvNormF32 => "q4_gemv_qkv_norm.f32",
             ShaderId::Q4GemvQkvNormF16 => "q4_gemv_qkv_norm.f16",
+            ShaderId::Q4GemvQkvNormI8F32 => "q4_gemv_qkv_norm_i8.f32",
+            ShaderId::Q4GemvQkvNormI8F16 => "q4_gemv_qkv_norm_i8.f16",
             ShaderId::Q4GemvSdpaF32 => "q4_gemv_sdpa.f32",
             ShaderId::Q4GemvSdpaF16 => "q4_gemv_sdpa.f16",
             ShaderId::Q4GemvSdpaF32Kvf16 => "q4_gemv_sdpa.f32_kvf16",
@@ -1710,6 +1740,8 @@ impl ShaderId {
             ShaderId::Q4GemvF16 => Q4_GEMV_F16,
             ShaderId::Q4GemvAttnF32 => Q4_GEMV_ATTN_F32,
             ShaderId::Q4GemvAttnF16 => Q4_GEMV_ATTN_F16,
+            ShaderId::Q4GemvAttnI8F32 => Q4_GEMV_ATTN_I8_F32,
+            ShaderId::Q4GemvAttnI8F16 => Q4_GEMV_ATTN_I8_F16,
             ShaderId::Q4GemvI8F32 => Q4_GEMV_I8_F32,
             ShaderId::Q4GemvI8F16 => Q4_GEMV_I8_F16,
             ShaderId::Q4GemvNormF32 => Q4_GEMV_NORM_F32,
@@ -1718,6 +1750,8 @@ impl ShaderId {
             ShaderId::Q4GemvQkvF16 => Q4_GEMV_QKV_F16,
             ShaderId::Q4GemvQkvNormF32 => Q4_GEMV_QKV_NORM_F32,
             ShaderId::Q4GemvQkvNormF16 => Q4_GEMV_QKV_NORM_F16,
+            ShaderId::Q4GemvQkvNormI8F32 => Q4_GEMV_QKV_NORM_I8_F32,
+            ShaderId::Q4GemvQkvNormI8F16 => Q4_GEMV_QKV_NORM_I8_F16,
             ShaderId::Q4GemvSdpaF32 => Q4_GEMV_SDPA_F32,
             ShaderId::Q4GemvSdpaF16 => Q4_GEMV_SDPA_F16,
             ShaderId::Q4GemvSdpaF32Kvf16 => Q4_GEMV_SDPA_F32_KVF16,
@@ -2313,6 +2347,18 @@ impl ShaderId {
                 uniform_buffers: 1,
                 workgroup_bytes: 16384,
             },
+            ShaderId::Q4GemvAttnI8F32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 5,
+                uniform_buffers: 1,
+                workgroup_bytes: 19968,
+            },
+            ShaderId::Q4GemvAttnI8F16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 5,
+                uniform_buffers: 1,
+                workgroup_bytes: 19968,
+            },
             ShaderId::Q4GemvI8F32 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 5,
@@ -2360,6 +2406,18 @@ impl ShaderId {
                 storage_buffers: 13,
                 uniform_buffers: 1,
                 workgroup_bytes: 16384,
+            },
+            ShaderId::Q4GemvQkvNormI8F32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 13,
+                uniform_buffers: 1,
+                workgroup_bytes: 21760,
+            },
+            ShaderId::Q4GemvQkvNormI8F16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 13,
+                uniform_buffers: 1,
+                workgroup_bytes: 21760,
             },
             ShaderId::Q4GemvSdpaF32 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
@@ -2862,6 +2920,8 @@ impl ShaderId {
             (Family::Q4Gemv, Variant::F16) => Some(ShaderId::Q4GemvF16),
             (Family::Q4GemvAttn, Variant::F32) => Some(ShaderId::Q4GemvAttnF32),
             (Family::Q4GemvAttn, Variant::F16) => Some(ShaderId::Q4GemvAttnF16),
+            (Family::Q4GemvAttnI8, Variant::F32) => Some(ShaderId::Q4GemvAttnI8F32),
+            (Family::Q4GemvAttnI8, Variant::F16) => Some(ShaderId::Q4GemvAttnI8F16),
             (Family::Q4GemvI8, Variant::F32) => Some(ShaderId::Q4GemvI8F32),
             (Family::Q4GemvI8, Variant::F16) => Some(ShaderId::Q4GemvI8F16),
             (Family::Q4GemvNorm, Variant::F32) => Some(ShaderId::Q4GemvNormF32),
@@ -2870,6 +2930,8 @@ impl ShaderId {
             (Family::Q4GemvQkv, Variant::F16) => Some(ShaderId::Q4GemvQkvF16),
             (Family::Q4GemvQkvNorm, Variant::F32) => Some(ShaderId::Q4GemvQkvNormF32),
             (Family::Q4GemvQkvNorm, Variant::F16) => Some(ShaderId::Q4GemvQkvNormF16),
+            (Family::Q4GemvQkvNormI8, Variant::F32) => Some(ShaderId::Q4GemvQkvNormI8F32),
+            (Family::Q4GemvQkvNormI8, Variant::F16) => Some(ShaderId::Q4GemvQkvNormI8F16),
             (Family::Q4GemvSdpa, Variant::F32) => Some(ShaderId::Q4GemvSdpaF32),
             (Family::Q4GemvSdpa, Variant::F16) => Some(ShaderId::Q4GemvSdpaF16),
             (Family::Q4GemvSdpa, Variant::F32Kvf16) => Some(ShaderId::Q4GemvSdpaF32Kvf16),
@@ -20513,6 +20575,796 @@ fn main(
 }
 "#;
 
+/// `q4_gemv_attn_i8.wgsl` with `Elem = f32`.
+pub const Q4_GEMV_ATTN_I8_F32: &str = r#"//! Decode route of `etwgpu.sdpa_rope_linear_q4gsw` with int8 activations
+//! (opt-in: `DeviceCaps::int8_activations`), one query row:
+//! `q4_gemv_attn.wgsl` (the split-KV partials merged into the attention's
+//! output row in each workgroup's memory, then the O projection's 4-bit
+//! GEMV), with the merged row rounded to int8 per 32-input block
+//! (`q8_x.wgsl`) and each 16-byte word's dot taken by `dot4I8Packed` (see
+//! `q4_gemv_i8.wgsl`).
+//!
+//! Bounds: as `q4_gemv_attn.wgsl` (`x` by `m * k / 4 <= XS`, `ml` by the
+//! pairs of the longest context, `partial` below `WG`); `xq` and `omax`
+//! by octets below `K / 8 <= XQ`, `xscale` and `xsum` by blocks below `XQ
+//! / 4` (`8 * XQ = 4 * XS`).
+// variants: f32 f16
+// bounds: host-checked
+
+alias Elem = f32;
+
+/// Invocations per workgroup.
+const WG: u32 = 256u;
+/// Most rows of x (the attention's query rows).
+const MAX_ROWS: u32 = 4u;
+/// vec4s of merged attention output held in workgroup memory: `m * k / 4`
+/// at most (the host checks).
+const XS: u32 = 512u;
+/// Octets of the row held rounded (`K / 8` at most: `4 * XS / 8`).
+const XQ: u32 = 256u;
+/// (row, head, split) entries of the merge: `seq * n_heads * splits` at
+/// most (the host checks at the longest context).
+const ML: u32 = 512u;
+/// Score of a masked key (`sdpa_split.wgsl`'s).
+const NEG: f32 = -3.402823e38;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (`n_heads * head_dim`, a multiple of 32).
+    k: u32,
+    /// Row length of the scales (and bias): N padded.
+    n_pad: u32,
+    /// Inputs per scale group (a multiple of 32).
+    group_size: u32,
+    has_bias: u32,
+    /// Columns per workgroup: 8, 16 or 32.
+    cols: u32,
+    /// Bit 0: the weights are word-major (16-byte word `w` of row `n` at
+    /// word `w * N + n`; see `etwgpu_graph::layout`), else row-major.
+    w_layout: u32,
+    /// The combine's: query rows (`S`, the same as `m`).
+    seq: u32,
+    /// Query heads.
+    n_heads: u32,
+    /// Head dim (a multiple of 4, at most 256).
+    head_dim: u32,
+    /// Position of the first query row (the context is `start_pos + seq`).
+    start_pos: u32,
+    /// Split plan constants (`common/split_plan.wgsl`).
+    split_target: u32,
+    split_min_keys: u32,
+    split_tile: u32,
+    split_max: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
+/// `split_min_keys` keys each, enough splits to reach `split_target`
+/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
+/// length but the last, none empty.
+fn split_plan(ctx: u32) -> vec2<u32> {
+    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
+    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
+    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
+    let chunk = max((ctx + bound - 1u) / bound, 1u);
+    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
+}
+@group(0) @binding(1) var<storage, read> part: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> weights: array<vec4<u32>>;
+@group(0) @binding(3) var<storage, read> scales: array<Elem>;
+@group(0) @binding(4) var<storage, read> bias: array<Elem>;
+@group(0) @binding(5) var<storage, read_write> out: array<Elem>;
+
+/// The merged attention output: row `r` of x from vec4 `r * k / 4`.
+var<workgroup> x: array<vec4<f32>, XS>;
+/// Per invocation, its slice's sums for the four rows.
+var<workgroup> partial: array<vec4<f32>, WG>;
+/// Per (row, head) and split: its `(max, sum)`, then `.x` its weight;
+/// the first split's `.y` then holds the (row, head)'s sum.
+var<workgroup> ml: array<vec2<f32>, ML>;
+
+/// vec4 `i` of the merged row (`q8_x.wgsl`).
+fn x_at(i: u32) -> vec4<f32> {
+    return x[i];
+}
+
+/// Where the 16-byte words of column `col` (of `n`, `words` per row) sit:
+/// word `w` at `base + w * stride`, `(base, stride)` returned; row-major
+/// `(col * words, 1)`, word-major (see `etwgpu_graph::layout`) `(col, n)`.
+fn column_words(col: u32, words: u32, n: u32, word_major: bool) -> vec2<u32> {
+    if word_major {
+        return vec2<u32>(col, n);
+    }
+    return vec2<u32>(col * words, 1u);
+}
+
+/// Nibbles `4i .. 4i + 4` of `word`, as signed weights. Without an
+/// integer-to-float conversion (a slow instruction on GPUs, 32 of them per
+/// 16-byte word): the nibble `q` goes into the mantissa of 2^23, which
+/// makes the float `2^23 + q` exactly, and `2^23 + 8` is subtracted.
+fn low4(word: u32) -> vec4<f32> {
+    let q = vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u);
+    return bitcast<vec4<f32>>(q | vec4<u32>(0x4B000000u)) - 8388616.0;
+}
+
+/// The 16-byte word `q` (32 nibbles, inputs `8b .. 8b + 32` of a row of x)
+/// dotted with x from vec4 `b`.
+fn dot32(q: vec4<u32>, b: u32) -> f32 {
+    var d = dot(vec4<f32>(x[b]), low4(q.x)) + dot(vec4<f32>(x[b + 1u]), low4(q.x >> 16u));
+    d += dot(vec4<f32>(x[b + 2u]), low4(q.y)) + dot(vec4<f32>(x[b + 3u]), low4(q.y >> 16u));
+    d += dot(vec4<f32>(x[b + 4u]), low4(q.z)) + dot(vec4<f32>(x[b + 5u]), low4(q.z >> 16u));
+    d += dot(vec4<f32>(x[b + 6u]), low4(q.w)) + dot(vec4<f32>(x[b + 7u]), low4(q.w >> 16u));
+    return d;
+}
+
+/// One word's contribution to the (up to four) rows of x, each `x_row`
+/// vec4s long: `acc[r] += dot32(q, r * x_row + b) * s` for `r < m`.
+fn rows4(acc: vec4<f32>, q: vec4<u32>, b: u32, x_row: u32, m: u32, s: f32) -> vec4<f32> {
+    var a = acc;
+    a.x += dot32(q, b) * s;
+    if m > 1u {
+        a.y += dot32(q, x_row + b) * s;
+    }
+    if m > 2u {
+        a.z += dot32(q, 2u * x_row + b) * s;
+    }
+    if m > 3u {
+        a.w += dot32(q, 3u * x_row + b) * s;
+    }
+    return a;
+}
+/// An invocation's place in the GEMV and its first two words.
+struct Column {
+    /// The column it stores (past N: it computes the last one and stores
+    /// nothing, so control flow stays uniform).
+    target_col: u32,
+    col: u32,
+    /// Its K slice.
+    slice: u32,
+    /// Word `w` of the column at `base + w * stride`; `words` of them.
+    base: u32,
+    stride: u32,
+    words: u32,
+    /// Words `slice` and `slice + slices` (at clamped indices) and their
+    /// scales.
+    qa: vec4<u32>,
+    qb: vec4<u32>,
+    sa: f32,
+    sb: f32,
+}
+
+fn column_start(lid: u32, wid: vec3<u32>, groups: vec3<u32>) -> Column {
+    var c: Column;
+    let cols = p.cols;
+    c.slice = lid / cols;
+    let slices = WG / cols;
+    c.target_col = (wid.y * groups.x + wid.x) * cols + lid % cols;
+    c.col = min(c.target_col, p.n - 1u);
+    c.words = p.k / 32u;
+    let at = column_words(c.col, c.words, p.n, (p.w_layout & 1u) != 0u);
+    c.base = at.x;
+    c.stride = at.y;
+    let wa = min(c.slice, c.words - 1u);
+    let wb = min(c.slice + slices, c.words - 1u);
+    c.qa = weights[c.base + wa * c.stride];
+    c.qb = weights[c.base + wb * c.stride];
+    c.sa = f32(scales[(wa * 32u / p.group_size) * p.n_pad + c.col]);
+    c.sb = f32(scales[(wb * 32u / p.group_size) * p.n_pad + c.col]);
+    return c;
+}
+
+/// The column's sums over x's `m` rows (x ready), two words loaded before
+/// either is used; the slices meet in a workgroup-memory tree; slice 0
+/// stores.
+fn column_finish(lid: u32, c: Column, m: u32) {
+    let x_row = p.k / 4u;
+    let slice = c.slice;
+    // From the uniforms, not from `c` (whose fields depend on the
+    // invocation): the tree's barriers must stand in uniform control flow
+    // as WGSL compilers prove it (Chrome's rejects a loop bound read from
+    // a struct that holds non-uniform fields).
+    let slices = WG / p.cols;
+    let base = c.base;
+    let stride = c.stride;
+    let words = c.words;
+    let col = c.col;
+    var acc = vec4<f32>();
+    if slice < words {
+        acc = rows4(acc, c.qa, slice * 8u, x_row, m, c.sa);
+    }
+    if slice + slices < words {
+        acc = rows4(acc, c.qb, (slice + slices) * 8u, x_row, m, c.sb);
+    }
+    var w = slice + 2u * slices;
+    for (; w + slices < words; w += 2u * slices) {
+        let q0 = weights[base + w * stride];
+        let q1 = weights[base + (w + slices) * stride];
+        let s0 = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
+        let s1 = f32(scales[((w + slices) * 32u / p.group_size) * p.n_pad + col]);
+        acc = rows4(acc, q0, w * 8u, x_row, m, s0);
+        acc = rows4(acc, q1, (w + slices) * 8u, x_row, m, s1);
+    }
+    if w < words {
+        let s = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
+        acc = rows4(acc, weights[base + w * stride], w * 8u, x_row, m, s);
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var st = slices / 2u; st > 0u; st /= 2u) {
+        if slice < st {
+            partial[lid] += partial[lid + st * p.cols];
+        }
+        workgroupBarrier();
+    }
+    if slice == 0u && c.target_col < p.n {
+        let v = partial[lid];
+        var bv = 0.0;
+        if p.has_bias != 0u {
+            bv = f32(bias[col]);
+        }
+        for (var r = 0u; r < m; r++) {
+            out[r * p.n + col] = Elem(v[r] + bv);
+        }
+    }
+}
+/// Per octet: the packed rounded inputs `(even, odd)`.
+var<workgroup> xq: array<vec2<u32>, XQ>;
+/// Per octet: its max |x| (the first pass).
+var<workgroup> omax: array<f32, XQ>;
+/// Per block: its scale.
+var<workgroup> xscale: array<f32, XQ / 4u>;
+/// Per block: the sum of its rounded inputs.
+var<workgroup> xsum: array<atomic<i32>, XQ / 4u>;
+
+/// Rounds the row of `k` inputs (a multiple of 32) into `xq`, `xscale`
+/// and `xsum`. Every invocation calls it in uniform control flow; it ends
+/// with a barrier.
+fn round_x(lid: u32, k: u32) {
+    let octets = k / 8u;
+    for (var o = lid; o < octets; o += WG) {
+        let m4 = max(abs(x_at(2u * o)), abs(x_at(2u * o + 1u)));
+        omax[o] = max(max(m4.x, m4.y), max(m4.z, m4.w));
+    }
+    workgroupBarrier();
+    for (var o = lid; o < octets; o += WG) {
+        let blk = o / 4u;
+        let b0 = 4u * blk;
+        let amax = max(max(omax[b0], omax[b0 + 1u]), max(omax[b0 + 2u], omax[b0 + 3u]));
+        let inv = select(0.0, 127.0 / amax, amax > 0.0);
+        let r0 = vec4<i32>(round(x_at(2u * o) * inv));
+        let r1 = vec4<i32>(round(x_at(2u * o + 1u) * inv));
+        xq[o] = vec2<u32>(
+            pack4xI8(vec4<i32>(r0.x, r0.z, r1.x, r1.z)),
+            pack4xI8(vec4<i32>(r0.y, r0.w, r1.y, r1.w)),
+        );
+        let s = r0 + r1;
+        atomicAdd(&xsum[blk], s.x + s.y + s.z + s.w);
+        if o == b0 {
+            xscale[blk] = amax / 127.0;
+        }
+    }
+    workgroupBarrier();
+}
+
+/// The 16-byte word `q` (32 nibbles, block `w` of the row) dotted with the
+/// rounded block `w`, in x's units (the weights' scale not applied).
+fn dot_i8(q: vec4<u32>, w: u32) -> f32 {
+    let m = 0x0F0F0F0Fu;
+    let o = 4u * w;
+    let a = xq[o];
+    let b = xq[o + 1u];
+    let c = xq[o + 2u];
+    let d = xq[o + 3u];
+    var i = dot4I8Packed(q.x & m, a.x) + dot4I8Packed((q.x >> 4u) & m, a.y);
+    i += dot4I8Packed(q.y & m, b.x) + dot4I8Packed((q.y >> 4u) & m, b.y);
+    i += dot4I8Packed(q.z & m, c.x) + dot4I8Packed((q.z >> 4u) & m, c.y);
+    i += dot4I8Packed(q.w & m, d.x) + dot4I8Packed((q.w >> 4u) & m, d.y);
+    return f32(i - 8 * atomicLoad(&xsum[w])) * xscale[w];
+}
+/// The column's sum over the rounded row (the first two words from
+/// [`column_start`], then two at a time); the slices meet in a
+/// workgroup-memory tree; slice 0 stores.
+fn column_finish_i8(lid: u32, c: Column) {
+    // From the uniforms (see `column_finish`): the tree's barriers stand
+    // in uniform control flow.
+    let slices = WG / p.cols;
+    let slice = c.slice;
+    var acc = 0.0;
+    if slice < c.words {
+        acc += dot_i8(c.qa, slice) * c.sa;
+    }
+    if slice + slices < c.words {
+        acc += dot_i8(c.qb, slice + slices) * c.sb;
+    }
+    var w = slice + 2u * slices;
+    for (; w + slices < c.words; w += 2u * slices) {
+        let q0 = weights[c.base + w * c.stride];
+        let q1 = weights[c.base + (w + slices) * c.stride];
+        let s0 = f32(scales[(w * 32u / p.group_size) * p.n_pad + c.col]);
+        let s1 = f32(scales[((w + slices) * 32u / p.group_size) * p.n_pad + c.col]);
+        acc += dot_i8(q0, w) * s0 + dot_i8(q1, w + slices) * s1;
+    }
+    if w < c.words {
+        acc += dot_i8(weights[c.base + w * c.stride], w) * f32(scales[(w * 32u / p.group_size) * p.n_pad + c.col]);
+    }
+    partial[lid] = vec4<f32>(acc, 0.0, 0.0, 0.0);
+    workgroupBarrier();
+    for (var st = slices / 2u; st > 0u; st /= 2u) {
+        if slice < st {
+            partial[lid] += partial[lid + st * p.cols];
+        }
+        workgroupBarrier();
+    }
+    if slice == 0u && c.target_col < p.n {
+        var bv = 0.0;
+        if p.has_bias != 0u {
+            bv = f32(bias[c.col]);
+        }
+        out[c.col] = Elem(partial[lid].x + bv);
+    }
+}
+
+/// Fills `x` with the attention's output rows merged from the partials.
+/// Ends with a barrier, so `x` is ready.
+fn merge_prologue(lid: u32) {
+    let d4 = p.head_dim / 4u;
+    let rows = p.seq * p.n_heads;
+    let n_splits = split_plan(p.start_pos + p.seq).x;
+    let stride = d4 + 1u;
+    // Partial `e = (row, head) * n_splits + split` starts at `e * stride`.
+    for (var e = lid; e < rows * n_splits; e += WG) {
+        ml[e] = part[e * stride].xy;
+    }
+    workgroupBarrier();
+    for (var r = lid; r < rows; r += WG) {
+        let b = r * n_splits;
+        var mx = NEG;
+        for (var s = 0u; s < n_splits; s++) {
+            mx = max(mx, ml[b + s].x);
+        }
+        var l = 0.0;
+        for (var s = 0u; s < n_splits; s++) {
+            let w = exp(ml[b + s].x - mx);
+            l += ml[b + s].y * w;
+            ml[b + s].x = w;
+        }
+        ml[b].y = l;
+    }
+    workgroupBarrier();
+    for (var j = lid; j < rows * d4; j += WG) {
+        let r = j / d4;
+        let b = r * n_splits;
+        let at = b * stride + 1u + j % d4;
+        var acc = vec4<f32>();
+        var s = 0u;
+        for (; s + 4u <= n_splits; s += 4u) {
+            let o0 = part[at + s * stride];
+            let o1 = part[at + (s + 1u) * stride];
+            let o2 = part[at + (s + 2u) * stride];
+            let o3 = part[at + (s + 3u) * stride];
+            acc += o0 * ml[b + s].x + o1 * ml[b + s + 1u].x + o2 * ml[b + s + 2u].x + o3 * ml[b + s + 3u].x;
+        }
+        for (; s < n_splits; s++) {
+            acc += part[at + s * stride] * ml[b + s].x;
+        }
+        x[j] = vec4<f32>(vec4<Elem>(acc / ml[b].y));
+    }
+    workgroupBarrier();
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    // The first two words and their scales, in flight through the prologue.
+    let c = column_start(lid, wid, groups);
+    merge_prologue(lid);
+    round_x(lid, p.k);
+    column_finish_i8(lid, c);
+}
+"#;
+
+/// `q4_gemv_attn_i8.wgsl` with `Elem = f16`.
+pub const Q4_GEMV_ATTN_I8_F16: &str = r#"enable f16;
+
+//! Decode route of `etwgpu.sdpa_rope_linear_q4gsw` with int8 activations
+//! (opt-in: `DeviceCaps::int8_activations`), one query row:
+//! `q4_gemv_attn.wgsl` (the split-KV partials merged into the attention's
+//! output row in each workgroup's memory, then the O projection's 4-bit
+//! GEMV), with the merged row rounded to int8 per 32-input block
+//! (`q8_x.wgsl`) and each 16-byte word's dot taken by `dot4I8Packed` (see
+//! `q4_gemv_i8.wgsl`).
+//!
+//! Bounds: as `q4_gemv_attn.wgsl` (`x` by `m * k / 4 <= XS`, `ml` by the
+//! pairs of the longest context, `partial` below `WG`); `xq` and `omax`
+//! by octets below `K / 8 <= XQ`, `xscale` and `xsum` by blocks below `XQ
+//! / 4` (`8 * XQ = 4 * XS`).
+// variants: f32 f16
+// bounds: host-checked
+
+alias Elem = f16;
+
+/// Invocations per workgroup.
+const WG: u32 = 256u;
+/// Most rows of x (the attention's query rows).
+const MAX_ROWS: u32 = 4u;
+/// vec4s of merged attention output held in workgroup memory: `m * k / 4`
+/// at most (the host checks).
+const XS: u32 = 512u;
+/// Octets of the row held rounded (`K / 8` at most: `4 * XS / 8`).
+const XQ: u32 = 256u;
+/// (row, head, split) entries of the merge: `seq * n_heads * splits` at
+/// most (the host checks at the longest context).
+const ML: u32 = 512u;
+/// Score of a masked key (`sdpa_split.wgsl`'s).
+const NEG: f32 = -3.402823e38;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (`n_heads * head_dim`, a multiple of 32).
+    k: u32,
+    /// Row length of the scales (and bias): N padded.
+    n_pad: u32,
+    /// Inputs per scale group (a multiple of 32).
+    group_size: u32,
+    has_bias: u32,
+    /// Columns per workgroup: 8, 16 or 32.
+    cols: u32,
+    /// Bit 0: the weights are word-major (16-byte word `w` of row `n` at
+    /// word `w * N + n`; see `etwgpu_graph::layout`), else row-major.
+    w_layout: u32,
+    /// The combine's: query rows (`S`, the same as `m`).
+    seq: u32,
+    /// Query heads.
+    n_heads: u32,
+    /// Head dim (a multiple of 4, at most 256).
+    head_dim: u32,
+    /// Position of the first query row (the context is `start_pos + seq`).
+    start_pos: u32,
+    /// Split plan constants (`common/split_plan.wgsl`).
+    split_target: u32,
+    split_min_keys: u32,
+    split_tile: u32,
+    split_max: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
+/// `split_min_keys` keys each, enough splits to reach `split_target`
+/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
+/// length but the last, none empty.
+fn split_plan(ctx: u32) -> vec2<u32> {
+    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
+    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
+    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
+    let chunk = max((ctx + bound - 1u) / bound, 1u);
+    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
+}
+@group(0) @binding(1) var<storage, read> part: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> weights: array<vec4<u32>>;
+@group(0) @binding(3) var<storage, read> scales: array<Elem>;
+@group(0) @binding(4) var<storage, read> bias: array<Elem>;
+@group(0) @binding(5) var<storage, read_write> out: array<Elem>;
+
+/// The merged attention output: row `r` of x from vec4 `r * k / 4`.
+var<workgroup> x: array<vec4<f32>, XS>;
+/// Per invocation, its slice's sums for the four rows.
+var<workgroup> partial: array<vec4<f32>, WG>;
+/// Per (row, head) and split: its `(max, sum)`, then `.x` its weight;
+/// the first split's `.y` then holds the (row, head)'s sum.
+var<workgroup> ml: array<vec2<f32>, ML>;
+
+/// vec4 `i` of the merged row (`q8_x.wgsl`).
+fn x_at(i: u32) -> vec4<f32> {
+    return x[i];
+}
+
+/// Where the 16-byte words of column `col` (of `n`, `words` per row) sit:
+/// word `w` at `base + w * stride`, `(base, stride)` returned; row-major
+/// `(col * words, 1)`, word-major (see `etwgpu_graph::layout`) `(col, n)`.
+fn column_words(col: u32, words: u32, n: u32, word_major: bool) -> vec2<u32> {
+    if word_major {
+        return vec2<u32>(col, n);
+    }
+    return vec2<u32>(col * words, 1u);
+}
+
+/// Nibbles `4i .. 4i + 4` of `word`, as signed weights. Without an
+/// integer-to-float conversion (a slow instruction on GPUs, 32 of them per
+/// 16-byte word): the nibble `q` goes into the mantissa of 2^23, which
+/// makes the float `2^23 + q` exactly, and `2^23 + 8` is subtracted.
+fn low4(word: u32) -> vec4<f32> {
+    let q = vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u);
+    return bitcast<vec4<f32>>(q | vec4<u32>(0x4B000000u)) - 8388616.0;
+}
+
+/// The 16-byte word `q` (32 nibbles, inputs `8b .. 8b + 32` of a row of x)
+/// dotted with x from vec4 `b`.
+fn dot32(q: vec4<u32>, b: u32) -> f32 {
+    var d = dot(vec4<f32>(x[b]), low4(q.x)) + dot(vec4<f32>(x[b + 1u]), low4(q.x >> 16u));
+    d += dot(vec4<f32>(x[b + 2u]), low4(q.y)) + dot(vec4<f32>(x[b + 3u]), low4(q.y >> 16u));
+    d += dot(vec4<f32>(x[b + 4u]), low4(q.z)) + dot(vec4<f32>(x[b + 5u]), low4(q.z >> 16u));
+    d += dot(vec4<f32>(x[b + 6u]), low4(q.w)) + dot(vec4<f32>(x[b + 7u]), low4(q.w >> 16u));
+    return d;
+}
+
+/// One word's contribution to the (up to four) rows of x, each `x_row`
+/// vec4s long: `acc[r] += dot32(q, r * x_row + b) * s` for `r < m`.
+fn rows4(acc: vec4<f32>, q: vec4<u32>, b: u32, x_row: u32, m: u32, s: f32) -> vec4<f32> {
+    var a = acc;
+    a.x += dot32(q, b) * s;
+    if m > 1u {
+        a.y += dot32(q, x_row + b) * s;
+    }
+    if m > 2u {
+        a.z += dot32(q, 2u * x_row + b) * s;
+    }
+    if m > 3u {
+        a.w += dot32(q, 3u * x_row + b) * s;
+    }
+    return a;
+}
+/// An invocation's place in the GEMV and its first two words.
+struct Column {
+    /// The column it stores (past N: it computes the last one and stores
+    /// nothing, so control flow stays uniform).
+    target_col: u32,
+    col: u32,
+    /// Its K slice.
+    slice: u32,
+    /// Word `w` of the column at `base + w * stride`; `words` of them.
+    base: u32,
+    stride: u32,
+    words: u32,
+    /// Words `slice` and `slice + slices` (at clamped indices) and their
+    /// scales.
+    qa: vec4<u32>,
+    qb: vec4<u32>,
+    sa: f32,
+    sb: f32,
+}
+
+fn column_start(lid: u32, wid: vec3<u32>, groups: vec3<u32>) -> Column {
+    var c: Column;
+    let cols = p.cols;
+    c.slice = lid / cols;
+    let slices = WG / cols;
+    c.target_col = (wid.y * groups.x + wid.x) * cols + lid % cols;
+    c.col = min(c.target_col, p.n - 1u);
+    c.words = p.k / 32u;
+    let at = column_words(c.col, c.words, p.n, (p.w_layout & 1u) != 0u);
+    c.base = at.x;
+    c.stride = at.y;
+    let wa = min(c.slice, c.words - 1u);
+    let wb = min(c.slice + slices, c.words - 1u);
+    c.qa = weights[c.base + wa * c.stride];
+    c.qb = weights[c.base + wb * c.stride];
+    c.sa = f32(scales[(wa * 32u / p.group_size) * p.n_pad + c.col]);
+    c.sb = f32(scales[(wb * 32u / p.group_size) * p.n_pad + c.col]);
+    return c;
+}
+
+/// The column's sums over x's `m` rows (x ready), two words loaded before
+/// either is used; the slices meet in a workgroup-memory tree; slice 0
+/// stores.
+fn column_finish(lid: u32, c: Column, m: u32) {
+    let x_row = p.k / 4u;
+    let slice = c.slice;
+    // From the uniforms, not from `c` (whose fields depend on the
+    // invocation): the tree's barriers must stand in uniform control flow
+    // as WGSL compilers prove it (Chrome's rejects a loop bound read from
+    // a struct that holds non-uniform fields).
+    let slices = WG / p.cols;
+    let base = c.base;
+    let stride = c.stride;
+    let words = c.words;
+    let col = c.col;
+    var acc = vec4<f32>();
+    if slice < words {
+        acc = rows4(acc, c.qa, slice * 8u, x_row, m, c.sa);
+    }
+    if slice + slices < words {
+        acc = rows4(acc, c.qb, (slice + slices) * 8u, x_row, m, c.sb);
+    }
+    var w = slice + 2u * slices;
+    for (; w + slices < words; w += 2u * slices) {
+        let q0 = weights[base + w * stride];
+        let q1 = weights[base + (w + slices) * stride];
+        let s0 = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
+        let s1 = f32(scales[((w + slices) * 32u / p.group_size) * p.n_pad + col]);
+        acc = rows4(acc, q0, w * 8u, x_row, m, s0);
+        acc = rows4(acc, q1, (w + slices) * 8u, x_row, m, s1);
+    }
+    if w < words {
+        let s = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
+        acc = rows4(acc, weights[base + w * stride], w * 8u, x_row, m, s);
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var st = slices / 2u; st > 0u; st /= 2u) {
+        if slice < st {
+            partial[lid] += partial[lid + st * p.cols];
+        }
+        workgroupBarrier();
+    }
+    if slice == 0u && c.target_col < p.n {
+        let v = partial[lid];
+        var bv = 0.0;
+        if p.has_bias != 0u {
+            bv = f32(bias[col]);
+        }
+        for (var r = 0u; r < m; r++) {
+            out[r * p.n + col] = Elem(v[r] + bv);
+        }
+    }
+}
+/// Per octet: the packed rounded inputs `(even, odd)`.
+var<workgroup> xq: array<vec2<u32>, XQ>;
+/// Per octet: its max |x| (the first pass).
+var<workgroup> omax: array<f32, XQ>;
+/// Per block: its scale.
+var<workgroup> xscale: array<f32, XQ / 4u>;
+/// Per block: the sum of its rounded inputs.
+var<workgroup> xsum: array<atomic<i32>, XQ / 4u>;
+
+/// Rounds the row of `k` inputs (a multiple of 32) into `xq`, `xscale`
+/// and `xsum`. Every invocation calls it in uniform control flow; it ends
+/// with a barrier.
+fn round_x(lid: u32, k: u32) {
+    let octets = k / 8u;
+    for (var o = lid; o < octets; o += WG) {
+        let m4 = max(abs(x_at(2u * o)), abs(x_at(2u * o + 1u)));
+        omax[o] = max(max(m4.x, m4.y), max(m4.z, m4.w));
+    }
+    workgroupBarrier();
+    for (var o = lid; o < octets; o += WG) {
+        let blk = o / 4u;
+        let b0 = 4u * blk;
+        let amax = max(max(omax[b0], omax[b0 + 1u]), max(omax[b0 + 2u], omax[b0 + 3u]));
+        let inv = select(0.0, 127.0 / amax, amax > 0.0);
+        let r0 = vec4<i32>(round(x_at(2u * o) * inv));
+        let r1 = vec4<i32>(round(x_at(2u * o + 1u) * inv));
+        xq[o] = vec2<u32>(
+            pack4xI8(vec4<i32>(r0.x, r0.z, r1.x, r1.z)),
+            pack4xI8(vec4<i32>(r0.y, r0.w, r1.y, r1.w)),
+        );
+        let s = r0 + r1;
+        atomicAdd(&xsum[blk], s.x + s.y + s.z + s.w);
+        if o == b0 {
+            xscale[blk] = amax / 127.0;
+        }
+    }
+    workgroupBarrier();
+}
+
+/// The 16-byte word `q` (32 nibbles, block `w` of the row) dotted with the
+/// rounded block `w`, in x's units (the weights' scale not applied).
+fn dot_i8(q: vec4<u32>, w: u32) -> f32 {
+    let m = 0x0F0F0F0Fu;
+    let o = 4u * w;
+    let a = xq[o];
+    let b = xq[o + 1u];
+    let c = xq[o + 2u];
+    let d = xq[o + 3u];
+    var i = dot4I8Packed(q.x & m, a.x) + dot4I8Packed((q.x >> 4u) & m, a.y);
+    i += dot4I8Packed(q.y & m, b.x) + dot4I8Packed((q.y >> 4u) & m, b.y);
+    i += dot4I8Packed(q.z & m, c.x) + dot4I8Packed((q.z >> 4u) & m, c.y);
+    i += dot4I8Packed(q.w & m, d.x) + dot4I8Packed((q.w >> 4u) & m, d.y);
+    return f32(i - 8 * atomicLoad(&xsum[w])) * xscale[w];
+}
+/// The column's sum over the rounded row (the first two words from
+/// [`column_start`], then two at a time); the slices meet in a
+/// workgroup-memory tree; slice 0 stores.
+fn column_finish_i8(lid: u32, c: Column) {
+    // From the uniforms (see `column_finish`): the tree's barriers stand
+    // in uniform control flow.
+    let slices = WG / p.cols;
+    let slice = c.slice;
+    var acc = 0.0;
+    if slice < c.words {
+        acc += dot_i8(c.qa, slice) * c.sa;
+    }
+    if slice + slices < c.words {
+        acc += dot_i8(c.qb, slice + slices) * c.sb;
+    }
+    var w = slice + 2u * slices;
+    for (; w + slices < c.words; w += 2u * slices) {
+        let q0 = weights[c.base + w * c.stride];
+        let q1 = weights[c.base + (w + slices) * c.stride];
+        let s0 = f32(scales[(w * 32u / p.group_size) * p.n_pad + c.col]);
+        let s1 = f32(scales[((w + slices) * 32u / p.group_size) * p.n_pad + c.col]);
+        acc += dot_i8(q0, w) * s0 + dot_i8(q1, w + slices) * s1;
+    }
+    if w < c.words {
+        acc += dot_i8(weights[c.base + w * c.stride], w) * f32(scales[(w * 32u / p.group_size) * p.n_pad + c.col]);
+    }
+    partial[lid] = vec4<f32>(acc, 0.0, 0.0, 0.0);
+    workgroupBarrier();
+    for (var st = slices / 2u; st > 0u; st /= 2u) {
+        if slice < st {
+            partial[lid] += partial[lid + st * p.cols];
+        }
+        workgroupBarrier();
+    }
+    if slice == 0u && c.target_col < p.n {
+        var bv = 0.0;
+        if p.has_bias != 0u {
+            bv = f32(bias[c.col]);
+        }
+        out[c.col] = Elem(partial[lid].x + bv);
+    }
+}
+
+/// Fills `x` with the attention's output rows merged from the partials.
+/// Ends with a barrier, so `x` is ready.
+fn merge_prologue(lid: u32) {
+    let d4 = p.head_dim / 4u;
+    let rows = p.seq * p.n_heads;
+    let n_splits = split_plan(p.start_pos + p.seq).x;
+    let stride = d4 + 1u;
+    // Partial `e = (row, head) * n_splits + split` starts at `e * stride`.
+    for (var e = lid; e < rows * n_splits; e += WG) {
+        ml[e] = part[e * stride].xy;
+    }
+    workgroupBarrier();
+    for (var r = lid; r < rows; r += WG) {
+        let b = r * n_splits;
+        var mx = NEG;
+        for (var s = 0u; s < n_splits; s++) {
+            mx = max(mx, ml[b + s].x);
+        }
+        var l = 0.0;
+        for (var s = 0u; s < n_splits; s++) {
+            let w = exp(ml[b + s].x - mx);
+            l += ml[b + s].y * w;
+            ml[b + s].x = w;
+        }
+        ml[b].y = l;
+    }
+    workgroupBarrier();
+    for (var j = lid; j < rows * d4; j += WG) {
+        let r = j / d4;
+        let b = r * n_splits;
+        let at = b * stride + 1u + j % d4;
+        var acc = vec4<f32>();
+        var s = 0u;
+        for (; s + 4u <= n_splits; s += 4u) {
+            let o0 = part[at + s * stride];
+            let o1 = part[at + (s + 1u) * stride];
+            let o2 = part[at + (s + 2u) * stride];
+            let o3 = part[at + (s + 3u) * stride];
+            acc += o0 * ml[b + s].x + o1 * ml[b + s + 1u].x + o2 * ml[b + s + 2u].x + o3 * ml[b + s + 3u].x;
+        }
+        for (; s < n_splits; s++) {
+            acc += part[at + s * stride] * ml[b + s].x;
+        }
+        x[j] = vec4<f32>(vec4<Elem>(acc / ml[b].y));
+    }
+    workgroupBarrier();
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    // The first two words and their scales, in flight through the prologue.
+    let c = column_start(lid, wid, groups);
+    merge_prologue(lid);
+    round_x(lid, p.k);
+    column_finish_i8(lid, c);
+}
+"#;
+
 /// `q4_gemv_i8.wgsl` with `Elem = f32`.
 pub const Q4_GEMV_I8_F32: &str = r#"//! Decode route of `et_vk.linear_q4gsw` with int8 activations (opt-in:
 //! `DeviceCaps::int8_activations`), one row of x:
@@ -22345,6 +23197,660 @@ fn main(
         for (var r = 0u; r < p.m; r++) {
             store(j, r * n + col, v[r]);
         }
+    }
+}
+"#;
+
+/// `q4_gemv_qkv_norm_i8.wgsl` with `Elem = f32`.
+pub const Q4_GEMV_QKV_NORM_I8_F32: &str = r#"//! Decode route of `etwgpu.rms_norm_linear_q4gsw_qkv` with int8
+//! activations (opt-in: `DeviceCaps::int8_activations`), one row of x:
+//! `q4_gemv_qkv_norm.wgsl` (the RMS norm of `a + b` or of `a` built in
+//! each workgroup's memory, its row scale applied after the dots; the
+//! Q, K and V projections side by side), with the normed row rounded to
+//! int8 per 32-input block after the prologue (`q8_x.wgsl`) and each
+//! 16-byte word's dot taken by `dot4I8Packed` (see `q4_gemv_i8.wgsl`).
+//!
+//! Bounds: `x` by `j < m * k / 4 <= XS` (`Q4_GEMV_NORM_MAX_ELEMS` in
+//! `ops/fused/norm_linears.rs`); `partial` by `lid` and `lid + st * cols`
+//! below `WG` (`cols` divides `WG`); `xq` and `omax` by octets below `K /
+//! 8 <= XQ`, `xscale` and `xsum` by blocks below `XQ / 4` (`8 * XQ = 4 *
+//! XS`).
+// variants: f32 f16
+// bounds: host-checked
+
+alias Elem = f32;
+
+/// Invocations per workgroup.
+const WG: u32 = 256u;
+/// Most rows of x (the host routes larger M to the norm and three GEMMs).
+const MAX_ROWS: u32 = 4u;
+/// vec4s of normed input held in workgroup memory: `m * k` at most
+/// `4 * XS` (the host checks).
+const XS: u32 = 768u;
+/// Octets of the row held rounded (`K / 8` at most: `4 * XS / 8`).
+const XQ: u32 = 384u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Input features (a multiple of 32).
+    k: u32,
+    /// Inputs per scale group (a multiple of 32).
+    group_size: u32,
+    /// Columns per workgroup: 8, 16 or 32.
+    cols: u32,
+    /// Output features of Q, K and V.
+    n_q: u32,
+    n_k: u32,
+    n_v: u32,
+    /// Bit j: weight j is word-major (16-byte word `w` of row `n` at word
+    /// `w * N + n`; see `etwgpu_graph::layout`), else row-major.
+    w_layout: u32,
+    /// Row lengths of the three scales: N padded.
+    pad_q: u32,
+    pad_k: u32,
+    pad_v: u32,
+    /// The first workgroup of K's columns, and of V's.
+    wg_k: u32,
+    wg_v: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+    /// The norm's epsilon.
+    norm_eps: f32,
+    /// 1: normalize `a + b` and store it in `sum`; 0: normalize `a`.
+    norm_add: u32,
+    _pn0: u32,
+    _pn1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> a: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> b: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> norm_w: array<vec4<Elem>>;
+@group(0) @binding(4) var<storage, read> w_q: array<vec4<u32>>;
+@group(0) @binding(5) var<storage, read> s_q: array<Elem>;
+@group(0) @binding(6) var<storage, read> w_k: array<vec4<u32>>;
+@group(0) @binding(7) var<storage, read> s_k: array<Elem>;
+@group(0) @binding(8) var<storage, read> w_v: array<vec4<u32>>;
+@group(0) @binding(9) var<storage, read> s_v: array<Elem>;
+@group(0) @binding(10) var<storage, read_write> out_q: array<Elem>;
+@group(0) @binding(11) var<storage, read_write> out_k: array<Elem>;
+@group(0) @binding(12) var<storage, read_write> out_v: array<Elem>;
+@group(0) @binding(13) var<storage, read_write> sum: array<vec4<Elem>>;
+
+/// The normed rows of the input.
+var<workgroup> x: array<vec4<f32>, XS>;
+/// Per invocation, its slice's sums for the four rows.
+var<workgroup> partial: array<vec4<f32>, WG>;
+
+/// vec4 `i` of the row as the prologue left it (`q8_x.wgsl`).
+fn x_at(i: u32) -> vec4<f32> {
+    return x[i];
+}
+
+/// Where the 16-byte words of column `col` (of `n`, `words` per row) sit:
+/// word `w` at `base + w * stride`, `(base, stride)` returned; row-major
+/// `(col * words, 1)`, word-major (see `etwgpu_graph::layout`) `(col, n)`.
+fn column_words(col: u32, words: u32, n: u32, word_major: bool) -> vec2<u32> {
+    if word_major {
+        return vec2<u32>(col, n);
+    }
+    return vec2<u32>(col * words, 1u);
+}
+
+/// Nibbles `4i .. 4i + 4` of `word`, as signed weights. Without an
+/// integer-to-float conversion (a slow instruction on GPUs, 32 of them per
+/// 16-byte word): the nibble `q` goes into the mantissa of 2^23, which
+/// makes the float `2^23 + q` exactly, and `2^23 + 8` is subtracted.
+fn low4(word: u32) -> vec4<f32> {
+    let q = vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u);
+    return bitcast<vec4<f32>>(q | vec4<u32>(0x4B000000u)) - 8388616.0;
+}
+
+/// The 16-byte word `q` (32 nibbles, inputs `8b .. 8b + 32` of a row of x)
+/// dotted with x from vec4 `b`.
+fn dot32(q: vec4<u32>, b: u32) -> f32 {
+    var d = dot(vec4<f32>(x[b]), low4(q.x)) + dot(vec4<f32>(x[b + 1u]), low4(q.x >> 16u));
+    d += dot(vec4<f32>(x[b + 2u]), low4(q.y)) + dot(vec4<f32>(x[b + 3u]), low4(q.y >> 16u));
+    d += dot(vec4<f32>(x[b + 4u]), low4(q.z)) + dot(vec4<f32>(x[b + 5u]), low4(q.z >> 16u));
+    d += dot(vec4<f32>(x[b + 6u]), low4(q.w)) + dot(vec4<f32>(x[b + 7u]), low4(q.w >> 16u));
+    return d;
+}
+
+/// One word's contribution to the (up to four) rows of x, each `x_row`
+/// vec4s long: `acc[r] += dot32(q, r * x_row + b) * s` for `r < m`.
+fn rows4(acc: vec4<f32>, q: vec4<u32>, b: u32, x_row: u32, m: u32, s: f32) -> vec4<f32> {
+    var a = acc;
+    a.x += dot32(q, b) * s;
+    if m > 1u {
+        a.y += dot32(q, x_row + b) * s;
+    }
+    if m > 2u {
+        a.z += dot32(q, 2u * x_row + b) * s;
+    }
+    if m > 3u {
+        a.w += dot32(q, 3u * x_row + b) * s;
+    }
+    return a;
+}
+/// Fills `x` with the rows times the norm weight (row `r` from vec4
+/// `r * k / 4`) and `partial` with each invocation's sums of squares (row
+/// `r` in component `r`); workgroup `g` 0 also stores the sum `a + b`, the
+/// one copy later ops read. Ends with a barrier, so `x` is ready.
+fn rms_prologue(lid: u32, g: u32) {
+    let x_row = p.k / 4u;
+    let n = p.m * x_row;
+    let add = p.norm_add != 0u;
+    let store = add && g == 0u;
+    var sq = vec4<f32>();
+    for (var j = lid; j < n; j += WG) {
+        let r = j / x_row;
+        let v_in = vec4<f32>(a[j]);
+        let v = select(v_in, vec4<f32>(vec4<Elem>(v_in + vec4<f32>(b[j]))), add);
+        if store {
+            sum[j] = vec4<Elem>(v);
+        }
+        x[j] = v * vec4<f32>(norm_w[j % x_row]);
+        sq += select(vec4<f32>(), vec4<f32>(dot(v, v)), vec4<u32>(r) == vec4<u32>(0u, 1u, 2u, 3u));
+    }
+    partial[lid] = sq;
+    workgroupBarrier();
+}
+
+/// Each row's `rstd` (row `r` in component `r`), from the sums of squares
+/// [`rms_prologue`] left in `partial`. Every invocation calls it, in
+/// uniform control flow, after its last read of `x`; it ends with a
+/// barrier, after which `partial` (and `x`) may be written again.
+fn rms_scale(lid: u32) -> vec4<f32> {
+    for (var st = WG / 2u; st > 0u; st /= 2u) {
+        if lid < st {
+            partial[lid] += partial[lid + st];
+        }
+        workgroupBarrier();
+    }
+    let rstd = inverseSqrt(partial[0] / f32(p.k) + p.norm_eps);
+    workgroupBarrier();
+    return rstd;
+}
+/// Per octet: the packed rounded inputs `(even, odd)`.
+var<workgroup> xq: array<vec2<u32>, XQ>;
+/// Per octet: its max |x| (the first pass).
+var<workgroup> omax: array<f32, XQ>;
+/// Per block: its scale.
+var<workgroup> xscale: array<f32, XQ / 4u>;
+/// Per block: the sum of its rounded inputs.
+var<workgroup> xsum: array<atomic<i32>, XQ / 4u>;
+
+/// Rounds the row of `k` inputs (a multiple of 32) into `xq`, `xscale`
+/// and `xsum`. Every invocation calls it in uniform control flow; it ends
+/// with a barrier.
+fn round_x(lid: u32, k: u32) {
+    let octets = k / 8u;
+    for (var o = lid; o < octets; o += WG) {
+        let m4 = max(abs(x_at(2u * o)), abs(x_at(2u * o + 1u)));
+        omax[o] = max(max(m4.x, m4.y), max(m4.z, m4.w));
+    }
+    workgroupBarrier();
+    for (var o = lid; o < octets; o += WG) {
+        let blk = o / 4u;
+        let b0 = 4u * blk;
+        let amax = max(max(omax[b0], omax[b0 + 1u]), max(omax[b0 + 2u], omax[b0 + 3u]));
+        let inv = select(0.0, 127.0 / amax, amax > 0.0);
+        let r0 = vec4<i32>(round(x_at(2u * o) * inv));
+        let r1 = vec4<i32>(round(x_at(2u * o + 1u) * inv));
+        xq[o] = vec2<u32>(
+            pack4xI8(vec4<i32>(r0.x, r0.z, r1.x, r1.z)),
+            pack4xI8(vec4<i32>(r0.y, r0.w, r1.y, r1.w)),
+        );
+        let s = r0 + r1;
+        atomicAdd(&xsum[blk], s.x + s.y + s.z + s.w);
+        if o == b0 {
+            xscale[blk] = amax / 127.0;
+        }
+    }
+    workgroupBarrier();
+}
+
+/// The 16-byte word `q` (32 nibbles, block `w` of the row) dotted with the
+/// rounded block `w`, in x's units (the weights' scale not applied).
+fn dot_i8(q: vec4<u32>, w: u32) -> f32 {
+    let m = 0x0F0F0F0Fu;
+    let o = 4u * w;
+    let a = xq[o];
+    let b = xq[o + 1u];
+    let c = xq[o + 2u];
+    let d = xq[o + 3u];
+    var i = dot4I8Packed(q.x & m, a.x) + dot4I8Packed((q.x >> 4u) & m, a.y);
+    i += dot4I8Packed(q.y & m, b.x) + dot4I8Packed((q.y >> 4u) & m, b.y);
+    i += dot4I8Packed(q.z & m, c.x) + dot4I8Packed((q.z >> 4u) & m, c.y);
+    i += dot4I8Packed(q.w & m, d.x) + dot4I8Packed((q.w >> 4u) & m, d.y);
+    return f32(i - 8 * atomicLoad(&xsum[w])) * xscale[w];
+}
+
+/// Word `i` of projection `j`'s weight.
+fn weight(j: u32, i: u32) -> vec4<u32> {
+    if j == 0u {
+        return w_q[i];
+    }
+    if j == 1u {
+        return w_k[i];
+    }
+    return w_v[i];
+}
+
+/// Scale `i` of projection `j`.
+fn scale(j: u32, i: u32) -> f32 {
+    if j == 0u {
+        return f32(s_q[i]);
+    }
+    if j == 1u {
+        return f32(s_k[i]);
+    }
+    return f32(s_v[i]);
+}
+
+fn store(j: u32, i: u32, v: f32) {
+    if j == 0u {
+        out_q[i] = Elem(v);
+    } else if j == 1u {
+        out_k[i] = Elem(v);
+    } else {
+        out_v[i] = Elem(v);
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let g = wid.y * groups.x + wid.x;
+    rms_prologue(lid, g);
+    round_x(lid, p.k);
+    // Which projection (uniform across the workgroup), and its sizes.
+    var j = 0u;
+    var first = 0u;
+    var n = p.n_q;
+    var n_pad = p.pad_q;
+    if g >= p.wg_v {
+        j = 2u;
+        first = p.wg_v;
+        n = p.n_v;
+        n_pad = p.pad_v;
+    } else if g >= p.wg_k {
+        j = 1u;
+        first = p.wg_k;
+        n = p.n_k;
+        n_pad = p.pad_k;
+    }
+    let cols = p.cols;
+    let c = lid % cols;
+    let slice = lid / cols;
+    let slices = WG / cols;
+    let target_col = (g - first) * cols + c;
+    // Columns past N compute the last column (control flow stays uniform)
+    // and store nothing.
+    let col = min(target_col, n - 1u);
+    let words = p.k / 32u;
+    // Word `w` of this column at `base + w * stride`.
+    let at = column_words(col, words, n, ((p.w_layout >> j) & 1u) != 0u);
+    let base = at.x;
+    let stride = at.y;
+    var acc = vec4<f32>();
+    var w = slice;
+    for (; w + slices < words; w += 2u * slices) {
+        let q0 = weight(j, base + w * stride);
+        let q1 = weight(j, base + (w + slices) * stride);
+        let s0 = scale(j, (w * 32u / p.group_size) * n_pad + col);
+        let s1 = scale(j, ((w + slices) * 32u / p.group_size) * n_pad + col);
+        acc.x += dot_i8(q0, w) * s0 + dot_i8(q1, w + slices) * s1;
+    }
+    if w < words {
+        let s = scale(j, (w * 32u / p.group_size) * n_pad + col);
+        acc.x += dot_i8(weight(j, base + w * stride), w) * s;
+    }
+    // The norm's scale of each row, on its sums.
+    acc *= rms_scale(lid);
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var st = slices / 2u; st > 0u; st /= 2u) {
+        if slice < st {
+            partial[lid] += partial[lid + st * cols];
+        }
+        workgroupBarrier();
+    }
+    if slice == 0u && target_col < n {
+        store(j, col, partial[lid].x);
+    }
+}
+"#;
+
+/// `q4_gemv_qkv_norm_i8.wgsl` with `Elem = f16`.
+pub const Q4_GEMV_QKV_NORM_I8_F16: &str = r#"enable f16;
+
+//! Decode route of `etwgpu.rms_norm_linear_q4gsw_qkv` with int8
+//! activations (opt-in: `DeviceCaps::int8_activations`), one row of x:
+//! `q4_gemv_qkv_norm.wgsl` (the RMS norm of `a + b` or of `a` built in
+//! each workgroup's memory, its row scale applied after the dots; the
+//! Q, K and V projections side by side), with the normed row rounded to
+//! int8 per 32-input block after the prologue (`q8_x.wgsl`) and each
+//! 16-byte word's dot taken by `dot4I8Packed` (see `q4_gemv_i8.wgsl`).
+//!
+//! Bounds: `x` by `j < m * k / 4 <= XS` (`Q4_GEMV_NORM_MAX_ELEMS` in
+//! `ops/fused/norm_linears.rs`); `partial` by `lid` and `lid + st * cols`
+//! below `WG` (`cols` divides `WG`); `xq` and `omax` by octets below `K /
+//! 8 <= XQ`, `xscale` and `xsum` by blocks below `XQ / 4` (`8 * XQ = 4 *
+//! XS`).
+// variants: f32 f16
+// bounds: host-checked
+
+alias Elem = f16;
+
+/// Invocations per workgroup.
+const WG: u32 = 256u;
+/// Most rows of x (the host routes larger M to the norm and three GEMMs).
+const MAX_ROWS: u32 = 4u;
+/// vec4s of normed input held in workgroup memory: `m * k` at most
+/// `4 * XS` (the host checks).
+const XS: u32 = 768u;
+/// Octets of the row held rounded (`K / 8` at most: `4 * XS / 8`).
+const XQ: u32 = 384u;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Input features (a multiple of 32).
+    k: u32,
+    /// Inputs per scale group (a multiple of 32).
+    group_size: u32,
+    /// Columns per workgroup: 8, 16 or 32.
+    cols: u32,
+    /// Output features of Q, K and V.
+    n_q: u32,
+    n_k: u32,
+    n_v: u32,
+    /// Bit j: weight j is word-major (16-byte word `w` of row `n` at word
+    /// `w * N + n`; see `etwgpu_graph::layout`), else row-major.
+    w_layout: u32,
+    /// Row lengths of the three scales: N padded.
+    pad_q: u32,
+    pad_k: u32,
+    pad_v: u32,
+    /// The first workgroup of K's columns, and of V's.
+    wg_k: u32,
+    wg_v: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+    /// The norm's epsilon.
+    norm_eps: f32,
+    /// 1: normalize `a + b` and store it in `sum`; 0: normalize `a`.
+    norm_add: u32,
+    _pn0: u32,
+    _pn1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> a: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> b: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> norm_w: array<vec4<Elem>>;
+@group(0) @binding(4) var<storage, read> w_q: array<vec4<u32>>;
+@group(0) @binding(5) var<storage, read> s_q: array<Elem>;
+@group(0) @binding(6) var<storage, read> w_k: array<vec4<u32>>;
+@group(0) @binding(7) var<storage, read> s_k: array<Elem>;
+@group(0) @binding(8) var<storage, read> w_v: array<vec4<u32>>;
+@group(0) @binding(9) var<storage, read> s_v: array<Elem>;
+@group(0) @binding(10) var<storage, read_write> out_q: array<Elem>;
+@group(0) @binding(11) var<storage, read_write> out_k: array<Elem>;
+@group(0) @binding(12) var<storage, read_write> out_v: array<Elem>;
+@group(0) @binding(13) var<storage, read_write> sum: array<vec4<Elem>>;
+
+/// The normed rows of the input.
+var<workgroup> x: array<vec4<f32>, XS>;
+/// Per invocation, its slice's sums for the four rows.
+var<workgroup> partial: array<vec4<f32>, WG>;
+
+/// vec4 `i` of the row as the prologue left it (`q8_x.wgsl`).
+fn x_at(i: u32) -> vec4<f32> {
+    return x[i];
+}
+
+/// Where the 16-byte words of column `col` (of `n`, `words` per row) sit:
+/// word `w` at `base + w * stride`, `(base, stride)` returned; row-major
+/// `(col * words, 1)`, word-major (see `etwgpu_graph::layout`) `(col, n)`.
+fn column_words(col: u32, words: u32, n: u32, word_major: bool) -> vec2<u32> {
+    if word_major {
+        return vec2<u32>(col, n);
+    }
+    return vec2<u32>(col * words, 1u);
+}
+
+/// Nibbles `4i .. 4i + 4` of `word`, as signed weights. Without an
+/// integer-to-float conversion (a slow instruction on GPUs, 32 of them per
+/// 16-byte word): the nibble `q` goes into the mantissa of 2^23, which
+/// makes the float `2^23 + q` exactly, and `2^23 + 8` is subtracted.
+fn low4(word: u32) -> vec4<f32> {
+    let q = vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u);
+    return bitcast<vec4<f32>>(q | vec4<u32>(0x4B000000u)) - 8388616.0;
+}
+
+/// The 16-byte word `q` (32 nibbles, inputs `8b .. 8b + 32` of a row of x)
+/// dotted with x from vec4 `b`.
+fn dot32(q: vec4<u32>, b: u32) -> f32 {
+    var d = dot(vec4<f32>(x[b]), low4(q.x)) + dot(vec4<f32>(x[b + 1u]), low4(q.x >> 16u));
+    d += dot(vec4<f32>(x[b + 2u]), low4(q.y)) + dot(vec4<f32>(x[b + 3u]), low4(q.y >> 16u));
+    d += dot(vec4<f32>(x[b + 4u]), low4(q.z)) + dot(vec4<f32>(x[b + 5u]), low4(q.z >> 16u));
+    d += dot(vec4<f32>(x[b + 6u]), low4(q.w)) + dot(vec4<f32>(x[b + 7u]), low4(q.w >> 16u));
+    return d;
+}
+
+/// One word's contribution to the (up to four) rows of x, each `x_row`
+/// vec4s long: `acc[r] += dot32(q, r * x_row + b) * s` for `r < m`.
+fn rows4(acc: vec4<f32>, q: vec4<u32>, b: u32, x_row: u32, m: u32, s: f32) -> vec4<f32> {
+    var a = acc;
+    a.x += dot32(q, b) * s;
+    if m > 1u {
+        a.y += dot32(q, x_row + b) * s;
+    }
+    if m > 2u {
+        a.z += dot32(q, 2u * x_row + b) * s;
+    }
+    if m > 3u {
+        a.w += dot32(q, 3u * x_row + b) * s;
+    }
+    return a;
+}
+/// Fills `x` with the rows times the norm weight (row `r` from vec4
+/// `r * k / 4`) and `partial` with each invocation's sums of squares (row
+/// `r` in component `r`); workgroup `g` 0 also stores the sum `a + b`, the
+/// one copy later ops read. Ends with a barrier, so `x` is ready.
+fn rms_prologue(lid: u32, g: u32) {
+    let x_row = p.k / 4u;
+    let n = p.m * x_row;
+    let add = p.norm_add != 0u;
+    let store = add && g == 0u;
+    var sq = vec4<f32>();
+    for (var j = lid; j < n; j += WG) {
+        let r = j / x_row;
+        let v_in = vec4<f32>(a[j]);
+        let v = select(v_in, vec4<f32>(vec4<Elem>(v_in + vec4<f32>(b[j]))), add);
+        if store {
+            sum[j] = vec4<Elem>(v);
+        }
+        x[j] = v * vec4<f32>(norm_w[j % x_row]);
+        sq += select(vec4<f32>(), vec4<f32>(dot(v, v)), vec4<u32>(r) == vec4<u32>(0u, 1u, 2u, 3u));
+    }
+    partial[lid] = sq;
+    workgroupBarrier();
+}
+
+/// Each row's `rstd` (row `r` in component `r`), from the sums of squares
+/// [`rms_prologue`] left in `partial`. Every invocation calls it, in
+/// uniform control flow, after its last read of `x`; it ends with a
+/// barrier, after which `partial` (and `x`) may be written again.
+fn rms_scale(lid: u32) -> vec4<f32> {
+    for (var st = WG / 2u; st > 0u; st /= 2u) {
+        if lid < st {
+            partial[lid] += partial[lid + st];
+        }
+        workgroupBarrier();
+    }
+    let rstd = inverseSqrt(partial[0] / f32(p.k) + p.norm_eps);
+    workgroupBarrier();
+    return rstd;
+}
+/// Per octet: the packed rounded inputs `(even, odd)`.
+var<workgroup> xq: array<vec2<u32>, XQ>;
+/// Per octet: its max |x| (the first pass).
+var<workgroup> omax: array<f32, XQ>;
+/// Per block: its scale.
+var<workgroup> xscale: array<f32, XQ / 4u>;
+/// Per block: the sum of its rounded inputs.
+var<workgroup> xsum: array<atomic<i32>, XQ / 4u>;
+
+/// Rounds the row of `k` inputs (a multiple of 32) into `xq`, `xscale`
+/// and `xsum`. Every invocation calls it in uniform control flow; it ends
+/// with a barrier.
+fn round_x(lid: u32, k: u32) {
+    let octets = k / 8u;
+    for (var o = lid; o < octets; o += WG) {
+        let m4 = max(abs(x_at(2u * o)), abs(x_at(2u * o + 1u)));
+        omax[o] = max(max(m4.x, m4.y), max(m4.z, m4.w));
+    }
+    workgroupBarrier();
+    for (var o = lid; o < octets; o += WG) {
+        let blk = o / 4u;
+        let b0 = 4u * blk;
+        let amax = max(max(omax[b0], omax[b0 + 1u]), max(omax[b0 + 2u], omax[b0 + 3u]));
+        let inv = select(0.0, 127.0 / amax, amax > 0.0);
+        let r0 = vec4<i32>(round(x_at(2u * o) * inv));
+        let r1 = vec4<i32>(round(x_at(2u * o + 1u) * inv));
+        xq[o] = vec2<u32>(
+            pack4xI8(vec4<i32>(r0.x, r0.z, r1.x, r1.z)),
+            pack4xI8(vec4<i32>(r0.y, r0.w, r1.y, r1.w)),
+        );
+        let s = r0 + r1;
+        atomicAdd(&xsum[blk], s.x + s.y + s.z + s.w);
+        if o == b0 {
+            xscale[blk] = amax / 127.0;
+        }
+    }
+    workgroupBarrier();
+}
+
+/// The 16-byte word `q` (32 nibbles, block `w` of the row) dotted with the
+/// rounded block `w`, in x's units (the weights' scale not applied).
+fn dot_i8(q: vec4<u32>, w: u32) -> f32 {
+    let m = 0x0F0F0F0Fu;
+    let o = 4u * w;
+    let a = xq[o];
+    let b = xq[o + 1u];
+    let c = xq[o + 2u];
+    let d = xq[o + 3u];
+    var i = dot4I8Packed(q.x & m, a.x) + dot4I8Packed((q.x >> 4u) & m, a.y);
+    i += dot4I8Packed(q.y & m, b.x) + dot4I8Packed((q.y >> 4u) & m, b.y);
+    i += dot4I8Packed(q.z & m, c.x) + dot4I8Packed((q.z >> 4u) & m, c.y);
+    i += dot4I8Packed(q.w & m, d.x) + dot4I8Packed((q.w >> 4u) & m, d.y);
+    return f32(i - 8 * atomicLoad(&xsum[w])) * xscale[w];
+}
+
+/// Word `i` of projection `j`'s weight.
+fn weight(j: u32, i: u32) -> vec4<u32> {
+    if j == 0u {
+        return w_q[i];
+    }
+    if j == 1u {
+        return w_k[i];
+    }
+    return w_v[i];
+}
+
+/// Scale `i` of projection `j`.
+fn scale(j: u32, i: u32) -> f32 {
+    if j == 0u {
+        return f32(s_q[i]);
+    }
+    if j == 1u {
+        return f32(s_k[i]);
+    }
+    return f32(s_v[i]);
+}
+
+fn store(j: u32, i: u32, v: f32) {
+    if j == 0u {
+        out_q[i] = Elem(v);
+    } else if j == 1u {
+        out_k[i] = Elem(v);
+    } else {
+        out_v[i] = Elem(v);
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let g = wid.y * groups.x + wid.x;
+    rms_prologue(lid, g);
+    round_x(lid, p.k);
+    // Which projection (uniform across the workgroup), and its sizes.
+    var j = 0u;
+    var first = 0u;
+    var n = p.n_q;
+    var n_pad = p.pad_q;
+    if g >= p.wg_v {
+        j = 2u;
+        first = p.wg_v;
+        n = p.n_v;
+        n_pad = p.pad_v;
+    } else if g >= p.wg_k {
+        j = 1u;
+        first = p.wg_k;
+        n = p.n_k;
+        n_pad = p.pad_k;
+    }
+    let cols = p.cols;
+    let c = lid % cols;
+    let slice = lid / cols;
+    let slices = WG / cols;
+    let target_col = (g - first) * cols + c;
+    // Columns past N compute the last column (control flow stays uniform)
+    // and store nothing.
+    let col = min(target_col, n - 1u);
+    let words = p.k / 32u;
+    // Word `w` of this column at `base + w * stride`.
+    let at = column_words(col, words, n, ((p.w_layout >> j) & 1u) != 0u);
+    let base = at.x;
+    let stride = at.y;
+    var acc = vec4<f32>();
+    var w = slice;
+    for (; w + slices < words; w += 2u * slices) {
+        let q0 = weight(j, base + w * stride);
+        let q1 = weight(j, base + (w + slices) * stride);
+        let s0 = scale(j, (w * 32u / p.group_size) * n_pad + col);
+        let s1 = scale(j, ((w + slices) * 32u / p.group_size) * n_pad + col);
+        acc.x += dot_i8(q0, w) * s0 + dot_i8(q1, w + slices) * s1;
+    }
+    if w < words {
+        let s = scale(j, (w * 32u / p.group_size) * n_pad + col);
+        acc.x += dot_i8(weight(j, base + w * stride), w) * s;
+    }
+    // The norm's scale of each row, on its sums.
+    acc *= rms_scale(lid);
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var st = slices / 2u; st > 0u; st /= 2u) {
+        if slice < st {
+            partial[lid] += partial[lid + st * cols];
+        }
+        workgroupBarrier();
+    }
+    if slice == 0u && target_col < n {
+        store(j, col, partial[lid].x);
     }
 }
 "#;

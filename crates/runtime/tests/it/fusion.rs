@@ -608,7 +608,7 @@ fn rope_goes_into_the_attention_after_it() {
 /// `rows`, queries `[1, S, hq, d]`, keys and values `[1, S, hkv, d]` (data
 /// seeded from `seed`, 10 apart a call) and the position, each call
 /// starting where the last ended.
-fn rope_attention_calls(rows: &[u64], seed: u32, hq: u64, hkv: u64, d: u64) -> Vec<Vec<Tensor>> {
+pub(crate) fn rope_attention_calls(rows: &[u64], seed: u32, hq: u64, hkv: u64, d: u64) -> Vec<Vec<Tensor>> {
     let mut at = 0u64;
     rows.iter()
         .enumerate()
@@ -641,7 +641,13 @@ fn rope_attention_calls(rows: &[u64], seed: u32, hq: u64, hkv: u64, d: u64) -> V
 /// `sdpa_with_kv_cache` over a cache of `cache` rows, the view and a 4-bit
 /// linear of `n` outputs (K = `hq * d` in groups of 32), for calls of up
 /// to `max_s` rows; inputs `[xq, xk, v, pos]`, output the linear's.
-fn attention_linear_graph(dtype: DType, (hq, hkv, d): (u64, u64, u64), cache: u64, max_s: u64, n: u64) -> GraphBuilder {
+pub(crate) fn attention_linear_graph(
+    dtype: DType,
+    (hq, hkv, d): (u64, u64, u64),
+    cache: u64,
+    max_s: u64,
+    n: u64,
+) -> GraphBuilder {
     let k = hq * d;
     let mut g = GraphBuilder::new();
     let r = rope_attention(&mut g, dtype, (hq, hkv, d), cache, max_s, |g| g.tensor(dtype, &[1, max_s, hq, d]));

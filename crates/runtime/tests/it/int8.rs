@@ -1,6 +1,7 @@
 //! Int8 activations in the one-row 4-bit GEMVs
-//! (`LoadOptions::int8_activations`, `q4_gemv_i8.wgsl`,
-//! `q4_gemv_swiglu_norm_i8.wgsl`): the kernels against a CPU reference
+//! (`LoadOptions::int8_activations`, `q4_gemv_i8.wgsl` and the `_i8`
+//! forms of the normed QKV and SwiGLU and of the attention's O
+//! projection, all through `common/q8_x.wgsl`): the kernels against a CPU reference
 //! that rounds x to int8 per 32-input block as they do, against the float
 //! path on rows the rounding leaves exact, and the size of what the
 //! rounding changes on rows it does not; the route taken only where it
@@ -224,7 +225,9 @@ fn swiglu_after_the_norm_rounds_x_per_block() {
 }
 
 /// The tiny Llama 4-bit exports (float32 and float16 activations) with
-/// int8 activations: the decode calls take the int8 GEMVs, and every call's
+/// int8 activations: the decode calls take the int8 GEMVs (plain, after
+/// the norms into the QKV and SwiGLU, after the attention's merge into the
+/// O projection), and every call's
 /// logits keep the eager goldens' top-1 token within 2.5% of the largest
 /// logit (the float path meets 5e-4; the rounding of x to 8 bits a block
 /// costs about 1% here).
@@ -243,7 +246,9 @@ fn tiny_llamas_keep_their_top1_with_int8_activations() {
         method.run(&decode).expect("a profiled decode call");
         let used = kernels(&method);
         assert!(used.iter().any(|s| s.starts_with("q4_gemv_i8")), "{name}: {used:?}");
-        assert!(used.iter().any(|s| s.starts_with("q4_gemv_swiglu_norm_i8")), "{name}: {used:?}");
+        for family in ["q4_gemv_swiglu_norm_i8", "q4_gemv_qkv_norm_i8", "q4_gemv_attn_i8"] {
+            assert!(used.iter().any(|s| s.starts_with(family)), "{name}: {family} not in {used:?}");
+        }
         for (k, out) in outs.iter().enumerate() {
             let golden = f32s(&Tensor::read_npy(dir.join(format!("call{k}.out0.npy"))).expect("golden"));
             let got = f32s(&out[0]);
@@ -252,6 +257,94 @@ fn tiny_llamas_keep_their_top1_with_int8_activations() {
             let scale = golden.iter().fold(0f32, |m, v| m.max(v.abs()));
             let err = got.iter().zip(&golden).fold(0f32, |m, (a, b)| m.max((a - b).abs()));
             assert!(err <= 0.025 * scale, "{name} call {k}: {err} of {scale}");
+        }
+    }
+}
+
+/// An RMS norm (after a residual add) into the Q, K and V 4-bit linears,
+/// one row of K = 3,072 (the most the normed kernels hold; 96 words a
+/// column, so each slice's loop runs past its first two words): the fused
+/// `_norm` GEMV's int8 form against the rounding reference and the float
+/// path, each projection.
+#[test]
+fn qkv_after_the_norm_rounds_x_per_block() {
+    let Some(rt) = crate::runtime() else { return };
+    let k = 3072u64;
+    let ns = [64u64, 32, 32];
+    let mut g = GraphBuilder::new();
+    let t = |g: &mut GraphBuilder, n: u64| g.tensor(DType::F32, &[1, 1, n]);
+    let (h, r, z, y) = (t(&mut g, k), t(&mut g, k), t(&mut g, k), t(&mut g, k));
+    let (gs, none, one, eps) = (g.int(32), g.null(), g.int(1), g.double(1e-5));
+    let norm_w: Vec<f32> = data(k as usize, 41).iter().map(|v| 1.0 + 0.25 * v).collect();
+    let wn = g.constant(DType::F32, &[k], &f32_bytes(&norm_w));
+    g.op("aten.add.Tensor", &[h, r, one, z]).op("et_vk.rms_norm.default", &[z, wn, eps, y]);
+    let mut weights = Vec::new();
+    let mut outs = Vec::new();
+    for (i, &n) in ns.iter().enumerate() {
+        let (w, s, q, scales) = q4(&mut g, n, k, 500 + 10 * i as u32);
+        let out = t(&mut g, n);
+        g.op("et_vk.linear_q4gsw.default", &[y, w, s, gs, none, out]);
+        weights.push((q, scales));
+        outs.push(out);
+    }
+    g.inputs(&[h, r]).outputs(&outs);
+    let mut int8 = load(&rt, g.clone(), true);
+    let mut float = load(&rt, g, false);
+    let (hv, rv) = (data(k as usize, 51), data(k as usize, 52));
+    let inputs = [Tensor::from_f32(&[1, 1, k], &hv), Tensor::from_f32(&[1, 1, k], &rv)];
+    int8.set_profiling(true);
+    let a = int8.run(&inputs).expect("runs");
+    let used = kernels(&int8);
+    assert!(used.iter().any(|s| s.starts_with("q4_gemv_qkv_norm_i8")), "{used:?}");
+    let b = float.run(&inputs).expect("runs");
+    let v: Vec<f32> = hv.iter().zip(&rv).map(|(a, b)| a + b).collect();
+    let rstd = 1.0 / (v.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>() / k as f64 + 1e-5).sqrt();
+    let vw: Vec<f32> = v.iter().zip(&norm_w).map(|(a, b)| a * b).collect();
+    let xr = rounded(&vw);
+    for (j, &n) in ns.iter().enumerate() {
+        let (q, scales) = &weights[j];
+        let reference: Vec<f64> = linear(&xr, q, scales, n as usize).iter().map(|v| v * rstd).collect();
+        let exact: Vec<f64> = linear(&vw, q, scales, n as usize).iter().map(|v| v * rstd).collect();
+        let scale = max_abs(&exact);
+        let (got, flt) = (f32s(&a[j]), f32s(&b[j]));
+        let to_reference = max_diff(&got, &reference);
+        let to_exact = max_diff(&got, &exact);
+        assert!(
+            to_reference <= 1e-3 * scale,
+            "projection {j}: int8 vs the rounded reference: {to_reference} of {scale}"
+        );
+        assert!(to_exact <= 0.015 * scale, "projection {j}: int8 vs exact: {to_exact} of {scale}");
+        assert!(max_diff(&flt, &exact) <= 1e-4 * scale, "projection {j}: the float path vs exact");
+        assert!(to_exact > 5.0 * to_reference.max(1e-6 * scale), "projection {j}: the rounding shows");
+    }
+}
+
+/// The split-KV attention's merge into the O projection (16 query heads
+/// over 4 kv heads of 128 dims: K = 2,048, the most the kernel holds, and
+/// 4,096 outputs, so each slice's loop runs past its first two words):
+/// the decode calls take `q4_gemv_attn_i8.wgsl`, within 1.5% of the float
+/// path's largest output and not equal to it; the prompt keeps floats.
+#[test]
+fn attention_merge_into_the_o_projection_rounds_x() {
+    let Some(rt) = crate::runtime() else { return };
+    let (hq, hkv, d) = (16u64, 4u64, 128u64);
+    let g = crate::fusion::attention_linear_graph(DType::F32, (hq, hkv, d), 96, 40, 4096);
+    let calls = crate::fusion::rope_attention_calls(&[40, 1, 1], 610, hq, hkv, d);
+    let mut int8 = load(&rt, g.clone(), true);
+    let mut float = load(&rt, g, false);
+    for (i, inputs) in calls.iter().enumerate() {
+        int8.set_profiling(true);
+        let a = f32s(&int8.run(inputs).expect("runs")[0]);
+        let used = kernels(&int8);
+        let b: Vec<f64> = float.run(inputs).expect("runs")[0].to_f64_vec();
+        let diff = max_diff(&a, &b);
+        let scale = max_abs(&b);
+        if i == 0 {
+            assert!(!used.iter().any(|s| s.contains("_i8")), "the prompt: {used:?}");
+            assert!(diff <= 1e-5 * scale, "the prompt: {diff} of {scale}");
+        } else {
+            assert!(used.iter().any(|s| s.starts_with("q4_gemv_attn_i8")), "call {i}: {used:?}");
+            assert!(diff <= 0.015 * scale && diff > 1e-4 * scale, "call {i}: int8 vs float {diff} of {scale}");
         }
     }
 }

@@ -129,8 +129,9 @@ fn with_norm(
 /// normed input): reads `a`, `b` (`a` again without an add) and the norm
 /// weight instead, writes `sum` too (the normed input, unwritten, without
 /// an add), with the norm's epsilon and whether to add after the GEMV's
-/// uniforms; the SwiGLU's int8-activation form where `i8` (the load asked
-/// for it, one row: `q4_gemv_swiglu_norm_i8.wgsl`). `None` for a dispatch
+/// uniforms; the SwiGLU's and the QKV's int8-activation forms where `i8`
+/// (the load asked for it, one row: `q4_gemv_swiglu_norm_i8.wgsl`,
+/// `q4_gemv_qkv_norm_i8.wgsl`). `None` for a dispatch
 /// of another kernel.
 fn normed_gemv(
     d: &Dispatch,
@@ -144,6 +145,7 @@ fn normed_gemv(
     let Shader::Static(id) = &d.shader else { return Ok(None) };
     let family = match id.family() {
         Family::Q4Gemv => Family::Q4GemvNorm,
+        Family::Q4GemvQkv if i8 => Family::Q4GemvQkvNormI8,
         Family::Q4GemvQkv => Family::Q4GemvQkvNorm,
         Family::Q4GemvSwiglu if i8 => Family::Q4GemvSwigluNormI8,
         Family::Q4GemvSwiglu => Family::Q4GemvSwigluNorm,

@@ -100,7 +100,10 @@ pub fn sdpa_rope_linear_q4gsw(c: &Ctx<'_>) -> Result<Lowered> {
     }
     let folded = match (&attention.steps[..], &linear.steps[..]) {
         ([.., combine], [gemv]) if combine_folds(split_route(c.caps(), d), s, hq, hkv, d, cmax) => {
-            fold_combine(combine, gemv, float_shader(Family::Q4GemvAttn, &x, 0, "xq")?)
+            // The GEMV's int8-activation form folds into its own.
+            let i8 = matches!(gemv, Step::Dispatch(g) if matches!(&g.shader, Shader::Static(id) if id.family() == Family::Q4GemvI8));
+            let family = if i8 { Family::Q4GemvAttnI8 } else { Family::Q4GemvAttn };
+            fold_combine(combine, gemv, float_shader(family, &x, 0, "xq")?)
         }
         _ => None,
     };
