@@ -5,11 +5,12 @@
 //! questions they share): `fuse/dq8.rs` (8da4w linears split),
 //! `fuse/cleanup.rs` (duplicate and dead ops),
 //! `fuse/linears.rs` (SwiGLU, QKV), `fuse/epilogues.rs` (bias and
-//! activation epilogues, residual add + RMS norm), `fuse/norm_linears.rs`
-//! (an RMS norm into the 4-bit linear after it), `fuse/rope_attention.rs`
-//! (RoPE into the attention), `fuse/attention_linear.rs` (the attention
-//! into the 4-bit linear after it), `fuse/elementwise.rs` (elementwise
-//! chains).
+//! activation epilogues, residual add + RMS norm), `fuse/last_row_norm.rs`
+//! (a decoder's last residual add, last row and final norm),
+//! `fuse/norm_linears.rs` (an RMS norm into the 4-bit linear after it),
+//! `fuse/rope_attention.rs` (RoPE into the attention),
+//! `fuse/attention_linear.rs` (the attention into the 4-bit linear after
+//! it), `fuse/elementwise.rs` (elementwise chains).
 //!
 //! [`fuse`] replaces groups of ops with the `etwgpu.*` ops of the kernel
 //! table (`etwgpu_kernels::ops::fused`), appending the values they need
@@ -43,30 +44,38 @@
 //!    `aten.add` (alpha 1) of two tensors of the same shape and dtype, with
 //!    a constant weight, becomes one `etwgpu.add_rms_norm` at the add,
 //!    which still writes the sum for its other readers (the next residual).
-//! 5. **RMS norm into a 4-bit linear**: an `etwgpu.add_rms_norm` or an
+//! 5. **The last row's residual add and RMS norm**: `et_vk.rms_norm` of
+//!    `aten.select_copy.int(sum, 1, -1)` (or index `S - 1`), the last row
+//!    along the sequence dim of a `[1, S, D]` `sum = aten.add(a, b)`
+//!    (alpha 1, same shapes and dtype), where nothing else reads the sum or
+//!    the row (a decoder's tail), becomes one `etwgpu.add_select_rms_norm`
+//!    at the norm: one dispatch reading only the last rows of `a` and `b`
+//!    and writing only the normed row, so the output head after it stays a
+//!    plain linear (pass 6 does not take this norm).
+//! 6. **RMS norm into a 4-bit linear**: an `etwgpu.add_rms_norm` or an
 //!    `et_vk.rms_norm` with a constant weight whose output only an
 //!    `et_vk.linear_q4gsw`, `etwgpu.linear_q4gsw_qkv` or
 //!    `etwgpu.linear_q4gsw_swiglu` reads, as its input, becomes one
 //!    `etwgpu.rms_norm_linear_q4gsw{,_qkv,_swiglu}` at the norm (still
 //!    writing the sum): one dispatch on the decode route, where each
 //!    workgroup of the GEMV normalizes the input itself.
-//! 6. **RoPE into the attention**: an `et_vk.apply_rotary_emb` whose
+//! 7. **RoPE into the attention**: an `et_vk.apply_rotary_emb` whose
 //!    rotated query and key only one `sdpa_with_kv_cache` reads (as its
 //!    query and key) becomes, with it, one `etwgpu.sdpa_rope_with_kv_cache`
 //!    at the attention: on the decode route the split-KV kernel rotates the
 //!    query and the new keys as it loads them.
-//! 7. **Attention into the O projection**: an
+//! 8. **Attention into the O projection**: an
 //!    `etwgpu.sdpa_rope_with_kv_cache` whose output only a view to
 //!    `[1, S, Hq * D]` reads, read only by an `et_vk.linear_q4gsw` as its
 //!    input (with constant weights), becomes one
 //!    `etwgpu.sdpa_rope_linear_q4gsw` at the attention: on the decode
 //!    route, the split-KV combine runs inside the linear's GEMV (one
 //!    dispatch fewer a layer). Off with [`FuseOptions::attention_linear`].
-//! 8. **Elementwise chains**: unary and broadcasting binary float ops whose
+//! 9. **Elementwise chains**: unary and broadcasting binary float ops whose
 //!    results feed only the next op become one `etwgpu.fused_elementwise`
 //!    whose kernel is generated from the expression at lowering.
-//! 9. **Dead ops**: ops none of whose results is read (the views that fused
-//!    inputs no longer need) are dropped.
+//! 10. **Dead ops**: ops none of whose results is read (the views that
+//!     fused inputs no longer need) are dropped.
 //!
 //! Matches are on graph structure only (op names, how values flow,
 //! declared dtypes and matching ranks), never on a model's sizes. A value
@@ -81,6 +90,7 @@ mod cleanup;
 mod dq8;
 mod elementwise;
 mod epilogues;
+mod last_row_norm;
 mod linears;
 mod norm_linears;
 mod rewriter;
@@ -108,7 +118,7 @@ pub struct FuseOptions {
     /// `max_storage_buffers_per_shader_stage`); fusions that need more are
     /// skipped.
     pub max_storage_buffers: u32,
-    /// Fuse the decode attention into the 4-bit linear after it (pass 7),
+    /// Fuse the decode attention into the 4-bit linear after it (pass 8),
     /// whose GEMV then merges the split partials itself; on by default
     /// (the runtime turns it off with `ETWGPU_FOLD_ATTENTION=0`).
     pub attention_linear: bool,
@@ -138,6 +148,8 @@ pub enum FusionKind {
     Activation,
     /// A residual add and the RMS norm of its result.
     AddNorm,
+    /// A residual add, the last row of its result and that row's RMS norm.
+    LastRowNorm,
     /// An RMS norm and the 4-bit linear that reads it.
     NormLinear,
     /// RoPE and the attention that reads it.
@@ -161,6 +173,7 @@ impl FusionKind {
             FusionKind::Bias => "bias",
             FusionKind::Activation => "activation",
             FusionKind::AddNorm => "add norm",
+            FusionKind::LastRowNorm => "last row norm",
             FusionKind::NormLinear => "norm linear",
             FusionKind::RopeAttention => "rope attention",
             FusionKind::AttentionLinear => "attention linear",
@@ -223,6 +236,7 @@ pub fn fuse(graph: &VkGraph, options: &FuseOptions) -> Fused {
     rw.qkv();
     rw.epilogues();
     rw.add_norms();
+    rw.last_row_norms();
     rw.norm_linears();
     rw.rope_attention();
     rw.attention_linears();

@@ -259,6 +259,7 @@ register_ops! {
     EtVkSdpa => "et_vk.sdpa.default" => llm::sdpa,
     SelectAsSymInt => "et_vk.select_as_symint.default" => symint::select_as_symint,
     AddRmsNorm => "etwgpu.add_rms_norm.default" => llm::add_rms_norm,
+    AddSelectRmsNorm => "etwgpu.add_select_rms_norm.default" => llm::add_select_rms_norm,
     AddmmAct => "etwgpu.addmm_act.default" => |c| fused::with_act(c, matmul::addmm_with),
     ConvWithClampAct => "etwgpu.conv_with_clamp_act.default" => |c| fused::with_act(c, |c, e| conv::convolution_with(c, true, e)),
     ConvolutionAct => "etwgpu.convolution_act.default" => |c| fused::with_act(c, |c, e| conv::convolution_with(c, false, e)),

@@ -1522,6 +1522,58 @@ fn rms_norm_linears_are_one_gemv_on_the_decode_route() {
     ));
 }
 
+/// A decoder's tail as one op: the rows of one index along a dim of `a + b`
+/// normalized, one workgroup per output row, its first source row in the
+/// uniforms' last word (the index resolved against the live size, as
+/// `select_copy` does); arguments it cannot run are typed errors.
+#[test]
+fn add_select_rms_norm_reads_only_the_selected_rows() {
+    let op = "etwgpu.add_select_rms_norm.default";
+    let mut g = TestGraph::default();
+    let (eps, w) = (g.push(Owned::Double(1e-5)), g.push(Owned::Tensor(ElemType::F32, vec![64], true)));
+    let (one, last) = (g.push(Owned::Int(1)), g.push(Owned::Int(-1)));
+    let params = |l: &Lowered| {
+        let [Step::Dispatch(d)] = &l.steps[..] else { panic!("one dispatch, found {:?}", l.steps) };
+        assert_eq!((d.shader.label(), d.workgroups), ("add_select_rms_norm.f32", [1, 1, 1]));
+        let words: Vec<u32> = d.params.chunks(4).map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes"))).collect();
+        (d.inputs.clone(), d.outputs.clone(), words[0], words[1], f32::from_bits(words[2]), words[3])
+    };
+    for (s, index, row0) in [(5u64, -1i64, 4u32), (5, 4, 4), (5, 2, 2), (1, -1, 0), (1, 0, 0)] {
+        let (a, b, out) = (g.t(&[1, s, 64]), g.t(&[1, s, 64]), g.t(&[1, 64]));
+        let i = g.push(Owned::Int(index));
+        let l = check(&g, op, &[a, b, one, i, w, eps, out]).expect("lowers");
+        assert_eq!(l.shapes, vec![(out, vec![1, 64])]);
+        assert_eq!(params(&l), (vec![a, b, w], vec![out], 1, 64, 1e-5, row0), "S = {s}, index {index}");
+    }
+    // A SymInt index, as the rule reads any int.
+    let (a, b, out) = (g.t(&[1, 7, 64]), g.t(&[1, 7, 64]), g.t(&[1, 64]));
+    let sym = g.push(Owned::SymInt(3));
+    assert_eq!(params(&check(&g, op, &[a, b, one, sym, w, eps, out]).expect("lowers")).5, 3);
+    // Index and dim out of range, or a slice not in one piece.
+    for (index, dim, bad) in [(7, 1, 3), (-8, 1, 3), (-1, 2, 2), (-1, -1, 2), (0, 3, 2)] {
+        let (i, d) = (g.push(Owned::Int(index)), g.push(Owned::Int(dim)));
+        let err = check(&g, op, &[a, b, d, i, w, eps, out]).expect_err("bad index or dim");
+        assert!(matches!(err, crate::Error::ArgValue { arg_idx, .. } if arg_idx == bad), "{index}, {dim}: {err:?}");
+    }
+    let (wide_a, wide_b) = (g.t(&[2, 7, 64]), g.t(&[2, 7, 64]));
+    let err = check(&g, op, &[wide_a, wide_b, one, last, w, eps, out]).expect_err("rows not in one piece");
+    assert!(matches!(err, crate::Error::ArgValue { arg_idx: 2, name: "dim", .. }), "{err:?}");
+    // Shapes and dtypes that do not match, and a wrong argument count.
+    let short_b = g.t(&[1, 6, 64]);
+    let err = check(&g, op, &[a, short_b, one, last, w, eps, out]).expect_err("b's shape");
+    assert!(matches!(err, crate::Error::Shape { arg_idx: 1, name: "b", .. }), "{err:?}");
+    let w63 = g.push(Owned::Tensor(ElemType::F32, vec![63], true));
+    let err = check(&g, op, &[a, b, one, last, w63, eps, out]).expect_err("weight's size");
+    assert!(matches!(err, crate::Error::Shape { arg_idx: 4, name: "weight", .. }), "{err:?}");
+    let out16 = g.push(Owned::Tensor(ElemType::F16, vec![1, 64], false));
+    let err = check(&g, op, &[a, b, one, last, w, eps, out16]).expect_err("out's dtype");
+    assert!(matches!(err, crate::Error::DType { arg_idx: 6, .. }), "{err:?}");
+    let err = check(&g, op, &[a, b, one, last, w, out]).expect_err("six arguments");
+    assert!(matches!(err, crate::Error::ArgCount { expected: 7, found: 6 }), "{err:?}");
+    let err = check(&g, op, &[a, b, one, eps, w, eps, out]).expect_err("a double index");
+    assert!(matches!(err, crate::Error::ArgKind { arg_idx: 3, .. }), "{err:?}");
+}
+
 // One definition per unary op: the table's `@unary` rows, `UnaryOp` and
 // the WGSL `act` of `wgsl/common/act.wgsl` must agree.
 

@@ -1,4 +1,4 @@
-//! Pass 7: an `etwgpu.sdpa_rope_with_kv_cache` whose output only a view to
+//! Pass 8: an `etwgpu.sdpa_rope_with_kv_cache` whose output only a view to
 //! `[1, S, Hq * D]` reads, and that view only an `et_vk.linear_q4gsw` (the
 //! O projection), as its input: one `etwgpu.sdpa_rope_linear_q4gsw` at the
 //! attention, the view gone. On the decode route the split attention's
@@ -23,7 +23,7 @@ pub(super) struct AttentionLinear {
 }
 
 impl Rewriter {
-    // 7. The attention into the linear after it.
+    // 8. The attention into the linear after it.
 
     pub(super) fn attention_linears(&mut self) {
         if !self.options.attention_linear {

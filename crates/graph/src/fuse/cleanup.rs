@@ -107,7 +107,7 @@ impl Rewriter {
         inputs_same && inputs_stable && outputs_alike
     }
 
-    // 8. Dead ops.
+    // 10. Dead ops.
 
     pub(super) fn dead_ops(&mut self) {
         let u = Uses::new(&self.g);

@@ -1,4 +1,4 @@
-//! Pass 7: chains of unary and broadcasting binary float ops become one
+//! Pass 9: chains of unary and broadcasting binary float ops become one
 //! `etwgpu.fused_elementwise`, whose kernel is generated from the
 //! expression at lowering.
 
@@ -14,7 +14,7 @@ use super::MAX_FUSED_OPS;
 use super::rewriter::{Edit, Rewriter, Uses};
 
 impl Rewriter {
-    // 7. Elementwise chains.
+    // 9. Elementwise chains.
 
     /// The op at `i` as one fused-expression instruction over its tensor
     /// operands (`Input(k)` for the `k`-th), with its output; only float

@@ -1,4 +1,4 @@
-//! Pass 5: an RMS norm (`etwgpu.add_rms_norm` or `et_vk.rms_norm`) whose
+//! Pass 6: an RMS norm (`etwgpu.add_rms_norm` or `et_vk.rms_norm`) whose
 //! output only a 4-bit linear reads, taken into that linear.
 
 use std::collections::BTreeMap;
@@ -10,7 +10,7 @@ use super::rewriter::{Edit, Rewriter, Uses};
 use super::{FusionKind, outputs_of};
 
 impl Rewriter {
-    // 5. RMS norm into a 4-bit linear.
+    // 6. RMS norm into a 4-bit linear.
 
     pub(super) fn norm_linears(&mut self) {
         let u = Uses::new(&self.g);

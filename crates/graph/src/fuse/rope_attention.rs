@@ -1,4 +1,4 @@
-//! Pass 6: `et_vk.apply_rotary_emb` whose rotated query and key only a
+//! Pass 7: `et_vk.apply_rotary_emb` whose rotated query and key only a
 //! `sdpa_with_kv_cache` reads, taken into that attention, with the slices
 //! of the rotation tables it reads (`aten.slice_copy` of rows `start..`,
 //! step 1: the fused op reads the whole tables from row `start`, and the
@@ -23,7 +23,7 @@ pub(super) struct RopeAttention {
 }
 
 impl Rewriter {
-    // 6. RoPE into the attention.
+    // 7. RoPE into the attention.
 
     pub(super) fn rope_attention(&mut self) {
         let u = Uses::new(&self.g);

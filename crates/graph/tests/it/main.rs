@@ -37,7 +37,8 @@ fn fuzz_regressions_do_not_panic() {
 /// Every fixture fuses deterministically into a chain that lowers and
 /// plans at its declared shapes, keeping the graph's inputs, outputs and
 /// value ids; SwiGLU and QKV fire on every Llama fixture with float or
-/// `linear_q4gsw` weights, the norms go into the 4-bit linears and RoPE
+/// `linear_q4gsw` weights, the layers' norms go into the 4-bit linears,
+/// the final one with the last residual add and row into one op, and RoPE
 /// into the attention.
 #[test]
 fn fixtures_fuse_into_chains_that_lower_and_plan() {
@@ -72,16 +73,19 @@ fn fixtures_fuse_into_chains_that_lower_and_plan() {
                 assert_eq!(kinds.iter().filter(|k| **k == kind).count(), 2, "{name}: {kind:?} per layer");
             }
         }
-        // With 4-bit linears each norm goes into the linear after it: two
-        // a layer, and the final norm into the output head.
+        // With 4-bit linears each norm of a layer goes into the linear
+        // after it (two a layer); the final norm goes with the last residual
+        // add and the last token's row into one op, before the output head.
         // RoPE goes into the attention in every layer.
         if name.starts_with("llama_tiny") {
             let n = kinds.iter().filter(|k| **k == etwgpu_graph::FusionKind::RopeAttention).count();
             assert_eq!(n, 2, "{name}: RoPE into the attention");
+            let n = kinds.iter().filter(|k| **k == etwgpu_graph::FusionKind::LastRowNorm).count();
+            assert_eq!(n, 1, "{name}: the last row's add and norm");
         }
         if name.starts_with("llama_tiny_q4") {
             let n = kinds.iter().filter(|k| **k == etwgpu_graph::FusionKind::NormLinear).count();
-            assert_eq!(n, 5, "{name}: norms into linears");
+            assert_eq!(n, 4, "{name}: norms into linears");
         }
     }
 }

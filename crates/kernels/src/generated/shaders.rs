@@ -8,6 +8,8 @@
 pub enum Family {
     /// `add_rms_norm.wgsl`.
     AddRmsNorm,
+    /// `add_select_rms_norm.wgsl`.
+    AddSelectRmsNorm,
     /// `arg_reduce.wgsl`.
     ArgReduce,
     /// `argmax_rows.wgsl`.
@@ -294,6 +296,10 @@ pub enum ShaderId {
     AddRmsNormF32,
     /// `add_rms_norm.wgsl` with `Elem = f16`.
     AddRmsNormF16,
+    /// `add_select_rms_norm.wgsl` with `Elem = f32`.
+    AddSelectRmsNormF32,
+    /// `add_select_rms_norm.wgsl` with `Elem = f16`.
+    AddSelectRmsNormF16,
     /// `arg_reduce.wgsl` with `Elem = f32`.
     ArgReduceF32,
     /// `arg_reduce.wgsl` with `Elem = f16`.
@@ -729,6 +735,8 @@ impl ShaderId {
     pub const ALL: &[ShaderId] = &[
         ShaderId::AddRmsNormF32,
         ShaderId::AddRmsNormF16,
+        ShaderId::AddSelectRmsNormF32,
+        ShaderId::AddSelectRmsNormF16,
         ShaderId::ArgReduceF32,
         ShaderId::ArgReduceF16,
         ShaderId::ArgmaxRowsF32,
@@ -950,6 +958,8 @@ impl ShaderId {
         match self {
             ShaderId::AddRmsNormF32 => Family::AddRmsNorm,
             ShaderId::AddRmsNormF16 => Family::AddRmsNorm,
+            ShaderId::AddSelectRmsNormF32 => Family::AddSelectRmsNorm,
+            ShaderId::AddSelectRmsNormF16 => Family::AddSelectRmsNorm,
             ShaderId::ArgReduceF32 => Family::ArgReduce,
             ShaderId::ArgReduceF16 => Family::ArgReduce,
             ShaderId::ArgmaxRowsF32 => Family::ArgmaxRows,
@@ -1178,6 +1188,8 @@ impl ShaderId {
         match self {
             ShaderId::AddRmsNormF32 => Variant::F32,
             ShaderId::AddRmsNormF16 => Variant::F16,
+            ShaderId::AddSelectRmsNormF32 => Variant::F32,
+            ShaderId::AddSelectRmsNormF16 => Variant::F16,
             ShaderId::ArgReduceF32 => Variant::F32,
             ShaderId::ArgReduceF16 => Variant::F16,
             ShaderId::ArgmaxRowsF32 => Variant::F32,
@@ -1400,6 +1412,8 @@ impl ShaderId {
         match self {
             ShaderId::AddRmsNormF32 => "add_rms_norm.f32",
             ShaderId::AddRmsNormF16 => "add_rms_norm.f16",
+            ShaderId::AddSelectRmsNormF32 => "add_select_rms_norm.f32",
+            ShaderId::AddSelectRmsNormF16 => "add_select_rms_norm.f16",
             ShaderId::ArgReduceF32 => "arg_reduce.f32",
             ShaderId::ArgReduceF16 => "arg_reduce.f16",
             ShaderId::ArgmaxRowsF32 => "argmax_rows.f32",
@@ -1622,6 +1636,8 @@ impl ShaderId {
         match self {
             ShaderId::AddRmsNormF32 => ADD_RMS_NORM_F32,
             ShaderId::AddRmsNormF16 => ADD_RMS_NORM_F16,
+            ShaderId::AddSelectRmsNormF32 => ADD_SELECT_RMS_NORM_F32,
+            ShaderId::AddSelectRmsNormF16 => ADD_SELECT_RMS_NORM_F16,
             ShaderId::ArgReduceF32 => ARG_REDUCE_F32,
             ShaderId::ArgReduceF16 => ARG_REDUCE_F16,
             ShaderId::ArgmaxRowsF32 => ARGMAX_ROWS_F32,
@@ -1852,6 +1868,18 @@ impl ShaderId {
             ShaderId::AddRmsNormF16 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 5,
+                uniform_buffers: 1,
+                workgroup_bytes: 1024,
+            },
+            ShaderId::AddSelectRmsNormF32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 4,
+                uniform_buffers: 1,
+                workgroup_bytes: 1024,
+            },
+            ShaderId::AddSelectRmsNormF16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 4,
                 uniform_buffers: 1,
                 workgroup_bytes: 1024,
             },
@@ -2802,6 +2830,8 @@ impl ShaderId {
         match (family, variant) {
             (Family::AddRmsNorm, Variant::F32) => Some(ShaderId::AddRmsNormF32),
             (Family::AddRmsNorm, Variant::F16) => Some(ShaderId::AddRmsNormF16),
+            (Family::AddSelectRmsNorm, Variant::F32) => Some(ShaderId::AddSelectRmsNormF32),
+            (Family::AddSelectRmsNorm, Variant::F16) => Some(ShaderId::AddSelectRmsNormF16),
             (Family::ArgReduce, Variant::F32) => Some(ShaderId::ArgReduceF32),
             (Family::ArgReduce, Variant::F16) => Some(ShaderId::ArgReduceF16),
             (Family::ArgmaxRows, Variant::F32) => Some(ShaderId::ArgmaxRowsF32),
@@ -3239,6 +3269,224 @@ fn main(
     // Each invocation reads back only the elements it wrote.
     for (var j = lid; j < p.n; j += WG) {
         out[base + j] = Elem(f32(sum[base + j]) * rstd * f32(weight[j]));
+    }
+}
+"#;
+
+/// `add_select_rms_norm.wgsl` with `Elem = f32`.
+pub const ADD_SELECT_RMS_NORM_F32: &str = r#"//! `etwgpu.add_select_rms_norm`, a residual add, the rows of one index
+//! along a dim of its sum and their RMS norm (fused by the graph's fusion
+//! pass: a decoder's last residual add, its last token and the final norm):
+//! per output row `r` of `n`, with source row `s = row0 + r`,
+//! `v = a[s] + b[s]` (rounded to the dtype, as the add's output is), then
+//! `out[r] = v / sqrt(mean(v^2) + eps) * weight`. Only the selected rows of
+//! `a` and `b` are read and only the normed rows written: the sum and the
+//! selected rows are never stored. One workgroup per output row, as
+//! `add_rms_norm.wgsl`; f32 math.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup; the reduction assumes a power of two.
+const WG: u32 = 256u;
+
+struct Params {
+    /// Output rows.
+    rows: u32,
+    /// Elements a row.
+    n: u32,
+    eps: f32,
+    /// The source row (of `a` and `b`) of output row 0.
+    row0: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> a: array<Elem>;
+@group(0) @binding(2) var<storage, read> b: array<Elem>;
+@group(0) @binding(3) var<storage, read> weight: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> partial: array<f32, WG>;
+
+/// `v` summed over the workgroup's `WG` invocations (`lid` is the caller's
+/// local index); every invocation gets the sum. Call in uniform control
+/// flow.
+fn workgroup_sum(v: f32, lid: u32) -> f32 {
+    partial[lid] = v;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            partial[lid] += partial[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    return partial[0];
+}
+
+/// `a + b` at element `j` of the row at `base`, rounded to the dtype, 0
+/// past the row (the loads are clamped into it, so they are issued
+/// unconditionally).
+fn add_at(base: u32, j: u32) -> f32 {
+    let i = base + min(j, p.n - 1u);
+    return select(0.0, f32(Elem(f32(a[i]) + f32(b[i]))), j < p.n);
+}
+
+/// Weight `j`, 0 past the row.
+fn wt(j: u32) -> f32 {
+    return select(0.0, f32(weight[min(j, p.n - 1u)]), j < p.n);
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let r = wid.y * groups.x + wid.x;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if r >= p.rows {
+        return;
+    }
+    let src = (p.row0 + r) * p.n;
+    let dst = r * p.n;
+    if p.n <= 8u * WG {
+        // Rows of up to 8 * WG elements: every load this invocation makes is
+        // issued before any is used and the row stays in registers.
+        let v0 = vec4<f32>(add_at(src, lid), add_at(src, lid + WG), add_at(src, lid + 2u * WG), add_at(src, lid + 3u * WG));
+        let v1 = vec4<f32>(
+            add_at(src, lid + 4u * WG), add_at(src, lid + 5u * WG), add_at(src, lid + 6u * WG), add_at(src, lid + 7u * WG));
+        let w0 = vec4<f32>(wt(lid), wt(lid + WG), wt(lid + 2u * WG), wt(lid + 3u * WG));
+        let w1 = vec4<f32>(wt(lid + 4u * WG), wt(lid + 5u * WG), wt(lid + 6u * WG), wt(lid + 7u * WG));
+        let rstd = inverseSqrt(workgroup_sum(dot(v0, v0) + dot(v1, v1), lid) / f32(p.n) + p.eps);
+        let o0 = v0 * rstd * w0;
+        let o1 = v1 * rstd * w1;
+        for (var t = 0u; t < 8u; t++) {
+            let j = lid + t * WG;
+            if j < p.n {
+                out[dst + j] = Elem(select(o1[t % 4u], o0[t % 4u], t < 4u));
+            }
+        }
+        return;
+    }
+    var sq = 0.0;
+    for (var j = lid; j < p.n; j += WG) {
+        let v = add_at(src, j);
+        sq += v * v;
+    }
+    let rstd = inverseSqrt(workgroup_sum(sq, lid) / f32(p.n) + p.eps);
+    // The sum is not stored: each invocation adds its elements again.
+    for (var j = lid; j < p.n; j += WG) {
+        out[dst + j] = Elem(add_at(src, j) * rstd * f32(weight[j]));
+    }
+}
+"#;
+
+/// `add_select_rms_norm.wgsl` with `Elem = f16`.
+pub const ADD_SELECT_RMS_NORM_F16: &str = r#"enable f16;
+
+//! `etwgpu.add_select_rms_norm`, a residual add, the rows of one index
+//! along a dim of its sum and their RMS norm (fused by the graph's fusion
+//! pass: a decoder's last residual add, its last token and the final norm):
+//! per output row `r` of `n`, with source row `s = row0 + r`,
+//! `v = a[s] + b[s]` (rounded to the dtype, as the add's output is), then
+//! `out[r] = v / sqrt(mean(v^2) + eps) * weight`. Only the selected rows of
+//! `a` and `b` are read and only the normed rows written: the sum and the
+//! selected rows are never stored. One workgroup per output row, as
+//! `add_rms_norm.wgsl`; f32 math.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup; the reduction assumes a power of two.
+const WG: u32 = 256u;
+
+struct Params {
+    /// Output rows.
+    rows: u32,
+    /// Elements a row.
+    n: u32,
+    eps: f32,
+    /// The source row (of `a` and `b`) of output row 0.
+    row0: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> a: array<Elem>;
+@group(0) @binding(2) var<storage, read> b: array<Elem>;
+@group(0) @binding(3) var<storage, read> weight: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+var<workgroup> partial: array<f32, WG>;
+
+/// `v` summed over the workgroup's `WG` invocations (`lid` is the caller's
+/// local index); every invocation gets the sum. Call in uniform control
+/// flow.
+fn workgroup_sum(v: f32, lid: u32) -> f32 {
+    partial[lid] = v;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if lid < stride {
+            partial[lid] += partial[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    return partial[0];
+}
+
+/// `a + b` at element `j` of the row at `base`, rounded to the dtype, 0
+/// past the row (the loads are clamped into it, so they are issued
+/// unconditionally).
+fn add_at(base: u32, j: u32) -> f32 {
+    let i = base + min(j, p.n - 1u);
+    return select(0.0, f32(Elem(f32(a[i]) + f32(b[i]))), j < p.n);
+}
+
+/// Weight `j`, 0 past the row.
+fn wt(j: u32) -> f32 {
+    return select(0.0, f32(weight[min(j, p.n - 1u)]), j < p.n);
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let r = wid.y * groups.x + wid.x;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if r >= p.rows {
+        return;
+    }
+    let src = (p.row0 + r) * p.n;
+    let dst = r * p.n;
+    if p.n <= 8u * WG {
+        // Rows of up to 8 * WG elements: every load this invocation makes is
+        // issued before any is used and the row stays in registers.
+        let v0 = vec4<f32>(add_at(src, lid), add_at(src, lid + WG), add_at(src, lid + 2u * WG), add_at(src, lid + 3u * WG));
+        let v1 = vec4<f32>(
+            add_at(src, lid + 4u * WG), add_at(src, lid + 5u * WG), add_at(src, lid + 6u * WG), add_at(src, lid + 7u * WG));
+        let w0 = vec4<f32>(wt(lid), wt(lid + WG), wt(lid + 2u * WG), wt(lid + 3u * WG));
+        let w1 = vec4<f32>(wt(lid + 4u * WG), wt(lid + 5u * WG), wt(lid + 6u * WG), wt(lid + 7u * WG));
+        let rstd = inverseSqrt(workgroup_sum(dot(v0, v0) + dot(v1, v1), lid) / f32(p.n) + p.eps);
+        let o0 = v0 * rstd * w0;
+        let o1 = v1 * rstd * w1;
+        for (var t = 0u; t < 8u; t++) {
+            let j = lid + t * WG;
+            if j < p.n {
+                out[dst + j] = Elem(select(o1[t % 4u], o0[t % 4u], t < 4u));
+            }
+        }
+        return;
+    }
+    var sq = 0.0;
+    for (var j = lid; j < p.n; j += WG) {
+        let v = add_at(src, j);
+        sq += v * v;
+    }
+    let rstd = inverseSqrt(workgroup_sum(sq, lid) / f32(p.n) + p.eps);
+    // The sum is not stored: each invocation adds its elements again.
+    for (var j = lid; j < p.n; j += WG) {
+        out[dst + j] = Elem(add_at(src, j) * rstd * f32(weight[j]));
     }
 }
 "#;

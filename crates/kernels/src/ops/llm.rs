@@ -1,7 +1,9 @@
 //! LLM ops: `et_vk.rms_norm` (`rms_norm.wgsl`), the fused
-//! `etwgpu.add_rms_norm` (`add_rms_norm.wgsl`), `et_vk.apply_rotary_emb`
-//! (`rope.wgsl`), `et_vk.apply_rotary_emb_hf` (`rope_hf.wgsl`),
-//! `et_vk.apply_rotary_emb_interleaved` (`rope_interleaved.wgsl`),
+//! `etwgpu.add_rms_norm` (`add_rms_norm.wgsl`) and
+//! `etwgpu.add_select_rms_norm` (`add_select_rms_norm.wgsl`),
+//! `et_vk.apply_rotary_emb` (`rope.wgsl`), `et_vk.apply_rotary_emb_hf`
+//! (`rope_hf.wgsl`), `et_vk.apply_rotary_emb_interleaved`
+//! (`rope_interleaved.wgsl`),
 //! `sdpa_with_kv_cache` (for a few query rows with scratch the split-KV
 //! pair `sdpa_split.wgsl` (`sdpa_split_sg.wgsl` on devices with
 //! subgroups; `llm/split_kv.rs`), which also writes the new keys and
@@ -18,8 +20,8 @@ use crate::ElemType;
 use crate::error::{Error, Result};
 use crate::generated::shaders::{Family, ShaderId, Variant};
 use crate::plan::{
-    Ctx, Dispatch, Lowered, Step, TensorInfo, Uniform, Vid, WG_ELEMENTWISE, float_shader, grid_1d, grid_groups,
-    same_dtype, to_u32,
+    Ctx, Dispatch, Lowered, Step, TensorInfo, Uniform, Vid, WG_ELEMENTWISE, checked_numel, float_shader, grid_1d,
+    grid_groups, norm_dim, same_dtype, to_u32,
 };
 
 mod split_kv;
@@ -97,26 +99,96 @@ pub fn add_rms_norm(c: &Ctx<'_>) -> Result<Lowered> {
     Ok(Lowered { shapes: vec![(sum.id, a.shape.to_vec()), (out.id, a.shape.to_vec())], steps })
 }
 
+/// `etwgpu.add_select_rms_norm.default(a, b, dim, index, weight, eps,
+/// →out)`: `et_vk.rms_norm(select_copy(a + b, dim, index), weight, eps)`
+/// (`a` and `b` of one shape, no broadcasting) in one dispatch
+/// (`add_select_rms_norm.wgsl`) that reads only the selected rows of `a`
+/// and `b` and writes only the normed ones. The graph's fusion writes it for
+/// a decoder's last residual add, its last token and the final norm (`dim`
+/// 1, `index` -1 of `[1, S, D]`). `index` is resolved against the live
+/// size of `dim`, as `select_copy` does; the selected slice must be whole
+/// rows of the last dim in one piece: `dim` is not the last dim and every
+/// dim before it has size 1.
+pub fn add_select_rms_norm(c: &Ctx<'_>) -> Result<Lowered> {
+    c.expect_args(7)?;
+    let a = c.tensor(0, "a")?;
+    let b = c.tensor(1, "b")?;
+    let dim = c.int(2, "dim")?;
+    let index = c.int(3, "index")?;
+    let weight = c.tensor(4, "weight")?;
+    let eps = c.num(5, "eps")?;
+    let out = c.tensor(6, "out")?;
+    let shader = float_shader(Family::AddSelectRmsNorm, &a, 0, "a")?;
+    for (t, idx, name) in [(&b, 1, "b"), (&weight, 4, "weight"), (&out, 6, "out")] {
+        same_dtype(t, a.dtype, idx, name)?;
+    }
+    if b.shape != a.shape {
+        return Err(shape_err(1, "b", format!("{:?} (the shape of a)", a.shape), &b));
+    }
+    let rank = a.shape.len();
+    let d = norm_dim(dim, rank).filter(|&d| d + 1 < rank && a.shape[..d].iter().all(|&s| s == 1)).ok_or_else(|| {
+        Error::ArgValue {
+            arg_idx: 2,
+            name: "dim",
+            found: dim.to_string(),
+            reason: "a dim before the last, after only dims of size 1",
+        }
+    })?;
+    let size = a.shape[d] as i64;
+    let i = if index < 0 { index + size } else { index };
+    if !(0..size).contains(&i) {
+        return Err(Error::ArgValue { arg_idx: 3, name: "index", found: index.to_string(), reason: "index in range" });
+    }
+    let mut shape = a.shape.to_vec();
+    shape.remove(d);
+    // The slice is `rows` whole rows of the last dim, from row `i * rows`.
+    let n = a.shape[rank - 1];
+    let rows = checked_numel(&shape)?.checked_div(n).unwrap_or(0);
+    let inputs = vec![a.id, b.id, weight.id];
+    let steps = norm_dispatch(shader, (n, rows, i as u64 * rows), (&weight, 4), eps, inputs, vec![out.id])?;
+    Ok(Lowered { shapes: vec![(out.id, shape)], steps })
+}
+
 /// The one dispatch of an RMS norm kernel over the rows of `x` (one
 /// workgroup per row of its last dim), after checking that `weight`
 /// (argument `w_idx`) has a row's elements; no dispatch for no rows.
 pub(crate) fn norm_rows(
     shader: ShaderId,
     x: &TensorInfo<'_>,
-    (weight, w_idx): (&TensorInfo<'_>, usize),
+    weight: (&TensorInfo<'_>, usize),
     eps: f64,
     inputs: Vec<Vid>,
     outputs: Vec<Vid>,
 ) -> Result<Vec<Step>> {
     let n = x.shape.last().copied().unwrap_or(1);
+    let rows = x.numel().checked_div(n).unwrap_or(0);
+    norm_dispatch(shader, (n, rows, 0), weight, eps, inputs, outputs)
+}
+
+/// The one dispatch of an RMS norm kernel over `rows` rows of `n` (one
+/// workgroup per row), its input's rows starting at row `row0` (the
+/// uniforms' last word), after checking that `weight` (argument `w_idx`)
+/// has `n` elements; no dispatch for no rows.
+fn norm_dispatch(
+    shader: ShaderId,
+    (n, rows, row0): (u64, u64, u64),
+    (weight, w_idx): (&TensorInfo<'_>, usize),
+    eps: f64,
+    inputs: Vec<Vid>,
+    outputs: Vec<Vid>,
+) -> Result<Vec<Step>> {
     if weight.numel() != n {
         return Err(shape_err(w_idx, "weight", format!("{n} elements (the last dim of input)"), weight));
     }
-    let rows = x.numel().checked_div(n).unwrap_or(0);
     if rows == 0 {
         return Ok(Vec::new());
     }
-    let params = Uniform::new().u32(to_u32("rows", rows)?).u32(to_u32("row size", n)?).f32(eps as f32).finish();
+    let params = Uniform::new()
+        .u32(to_u32("rows", rows)?)
+        .u32(to_u32("row size", n)?)
+        .f32(eps as f32)
+        .u32(to_u32("first row", row0)?)
+        .finish();
     Ok(vec![Step::Dispatch(Dispatch {
         shader: shader.into(),
         entry: "main",

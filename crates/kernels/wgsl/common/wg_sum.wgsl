@@ -1,6 +1,7 @@
 //! A sum over a workgroup's invocations, shared by the row-wise norms
-//! (`rms_norm.wgsl`, `add_rms_norm.wgsl`): a tree in workgroup memory. The
-//! kernel that includes this declares `const WG: u32`, a power of two.
+//! (`rms_norm.wgsl`, `add_rms_norm.wgsl`, `add_select_rms_norm.wgsl`): a
+//! tree in workgroup memory. The kernel that includes this declares
+//! `const WG: u32`, a power of two.
 
 var<workgroup> partial: array<f32, WG>;
 
