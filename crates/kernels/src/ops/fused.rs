@@ -50,7 +50,8 @@ mod rope_attention;
 pub use expr::{Expr, FUSED_MAX_INPUTS, Inst, Operand, fused_elementwise};
 pub use linears::{linear_q4gsw_qkv, linear_q4gsw_swiglu, linear_qkv, linear_swiglu};
 pub use norm_linears::{
-    Q4_GEMV_NORM_MAX_ELEMS, rms_norm_linear_q4gsw, rms_norm_linear_q4gsw_qkv, rms_norm_linear_q4gsw_swiglu,
+    Q4_GEMV_NORM_MAX_ELEMS, Q4_GEMV_QKV_I8_MAX_K, rms_norm_linear_q4gsw, rms_norm_linear_q4gsw_qkv,
+    rms_norm_linear_q4gsw_swiglu,
 };
 pub use rope_attention::{sdpa_rope_linear_q4gsw, sdpa_rope_with_kv_cache};
 

@@ -262,15 +262,38 @@ fn tiny_llamas_keep_their_top1_with_int8_activations() {
 }
 
 /// An RMS norm (after a residual add) into the Q, K and V 4-bit linears,
-/// one row of K = 3,072 (the most the normed kernels hold; 96 words a
-/// column, so each slice's loop runs past its first two words): the fused
-/// `_norm` GEMV's int8 form against the rounding reference and the float
-/// path, each projection.
+/// one row of K = 1,024 (the most the QKV's int8 form takes), 8,192
+/// outputs in all (32 columns a workgroup: 8 slices of 32 words, so each
+/// slice's loop runs past its first two words): the fused `_norm` GEMV's
+/// int8 form against the rounding reference and the float path, each
+/// projection; at K = 2,048 the float form.
 #[test]
 fn qkv_after_the_norm_rounds_x_per_block() {
     let Some(rt) = crate::runtime() else { return };
-    let k = 3072u64;
-    let ns = [64u64, 32, 32];
+    let k = etwgpu_kernels::ops::fused::Q4_GEMV_QKV_I8_MAX_K;
+    let ns = [8128u64, 32, 32];
+    // At twice the K the QKV keeps its float form (the SwiGLU and plain
+    // forms are not bounded so).
+    {
+        let wide = 2 * k;
+        let mut g = GraphBuilder::new();
+        let t = |g: &mut GraphBuilder, n: u64| g.tensor(DType::F32, &[1, 1, n]);
+        let (x, y) = (t(&mut g, wide), t(&mut g, wide));
+        let (gs, none, eps) = (g.int(32), g.null(), g.double(1e-5));
+        let wn = g.constant(DType::F32, &[wide], &f32_bytes(&vec![1.0; wide as usize]));
+        g.op("et_vk.rms_norm.default", &[x, wn, eps, y]);
+        let mut outs = Vec::new();
+        for (i, &n) in [64u64, 32, 32].iter().enumerate() {
+            let (w, s, _, _) = q4(&mut g, n, wide, 560 + 10 * i as u32);
+            let out = t(&mut g, n);
+            g.op("et_vk.linear_q4gsw.default", &[y, w, s, gs, none, out]);
+            outs.push(out);
+        }
+        g.inputs(&[x]).outputs(&outs);
+        let mut m = load(&rt, g, true);
+        let (_, used) = run(&mut m, &[Tensor::from_f32(&[1, 1, wide], &data(wide as usize, 57))]);
+        assert!(used.iter().any(|s| s.starts_with("q4_gemv_qkv_norm.")), "K {wide}: {used:?}");
+    }
     let mut g = GraphBuilder::new();
     let t = |g: &mut GraphBuilder, n: u64| g.tensor(DType::F32, &[1, 1, n]);
     let (h, r, z, y) = (t(&mut g, k), t(&mut g, k), t(&mut g, k), t(&mut g, k));

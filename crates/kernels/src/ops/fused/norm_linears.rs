@@ -26,6 +26,14 @@ use crate::plan::{Ctx, Dispatch, Lowered, Shader, Step, TensorInfo, Uniform, Vid
 /// workgroup memory holds the normed rows (`XS` vec4s in the WGSL).
 pub const Q4_GEMV_NORM_MAX_ELEMS: u64 = 3072;
 
+/// Most inputs (K) for which the normed QKV GEMV takes its int8 form
+/// with int8 activations on. Past it the rounding in front of the loop
+/// costs more than the integer dots save: on the 1B shape (K = 2,048, two
+/// words an invocation) the QKV's int8 form cost 1-3% of a decode step in
+/// three paired runs on an H100, while at SmolLM2's K = 576 it gained
+/// ~0.6% (`tools/device/NOTES.md`, run ap, third and fourth calls).
+pub const Q4_GEMV_QKV_I8_MAX_K: u64 = 1024;
+
 /// `etwgpu.rms_norm_linear_q4gsw.default(a [..., K], b? [..., K],
 /// norm_weight [K], eps, weights u8 [N, K/2], weight_scales [G, N_pad],
 /// group_size, bias? [N_pad], →[sum?, normed, out [..., N]])`: `out =
@@ -130,8 +138,8 @@ fn with_norm(
 /// weight instead, writes `sum` too (the normed input, unwritten, without
 /// an add), with the norm's epsilon and whether to add after the GEMV's
 /// uniforms; the SwiGLU's and the QKV's int8-activation forms where `i8`
-/// (the load asked for it, one row: `q4_gemv_swiglu_norm_i8.wgsl`,
-/// `q4_gemv_qkv_norm_i8.wgsl`). `None` for a dispatch
+/// (the load asked for it, one row: `q4_gemv_swiglu_norm_i8.wgsl`, and
+/// `q4_gemv_qkv_norm_i8.wgsl` up to [`Q4_GEMV_QKV_I8_MAX_K`] inputs). `None` for a dispatch
 /// of another kernel.
 fn normed_gemv(
     d: &Dispatch,
@@ -145,7 +153,9 @@ fn normed_gemv(
     let Shader::Static(id) = &d.shader else { return Ok(None) };
     let family = match id.family() {
         Family::Q4Gemv => Family::Q4GemvNorm,
-        Family::Q4GemvQkv if i8 => Family::Q4GemvQkvNormI8,
+        Family::Q4GemvQkv if i8 && a.shape.last().is_some_and(|&k| k <= Q4_GEMV_QKV_I8_MAX_K) => {
+            Family::Q4GemvQkvNormI8
+        }
         Family::Q4GemvQkv => Family::Q4GemvQkvNorm,
         Family::Q4GemvSwiglu if i8 => Family::Q4GemvSwigluNormI8,
         Family::Q4GemvSwiglu => Family::Q4GemvSwigluNorm,
