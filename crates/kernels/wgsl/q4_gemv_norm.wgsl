@@ -6,7 +6,16 @@
 //! `q4_gemv.wgsl`,
 //! `out[m, n] = sum_k x[m, k] * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`,
 //! the same loop over the weights with x read from workgroup memory.
+//!
+//! Bounds: `x` by `j < m * k / 4 <= XS` in the prologue and by `r * k / 4
+//! + 8w + i < m * k / 4` in the dots (`w < k / 32`, `i < 8`, `r < m`), the
+//! host taking this route only for `m * k <= Q4_GEMV_NORM_MAX_ELEMS = 4 *
+//! XS` (`ops/fused/norm_linears.rs`) and `m <= MAX_ROWS`
+//! (`Q4_GEMV_MAX_ROWS`); `partial` by `lid` and `lid + stride * cols`
+//! below `WG` (`cols` divides `WG`: 8, 16 or 32, `q4_gemv_cols` in
+//! `ops/quant.rs`); the vectors of row sums by `r < m <= 4`.
 // variants: f32 f16
+// bounds: host-checked
 
 alias Elem = f32;
 

@@ -13,7 +13,16 @@
 //! is row-major or word-major (bit j of `w_layout`). One dispatch instead
 //! of three: on a GPU, a small dispatch costs a few microseconds whatever
 //! it computes.
+//!
+//! Bounds: `x` by `j < m * k / 4 <= XS` in the prologue and by `r * k / 4
+//! + 8w + i < m * k / 4` in the dots (`w < k / 32`, `i < 8`, `r < m`), the
+//! host taking this route only for `m * k <= Q4_GEMV_NORM_MAX_ELEMS = 4 *
+//! XS` (`ops/fused/norm_linears.rs`) and `m <= MAX_ROWS`
+//! (`Q4_GEMV_MAX_ROWS`); `partial` by `lid` and `lid + stride * cols`
+//! below `WG` (`cols` divides `WG`: 8, 16 or 32, `q4_gemv_cols` in
+//! `ops/quant.rs`); the vectors of row sums by `r < m <= 4`.
 // variants: f32 f16
+// bounds: host-checked
 
 alias Elem = f32;
 

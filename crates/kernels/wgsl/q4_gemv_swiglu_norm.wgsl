@@ -6,7 +6,17 @@
 //! `out[m, n] = g * sigmoid(g) * u` with `g` and `u` the 4-bit linears of
 //! the gate and up weights. The up sums meet in the workgroup memory of x
 //! once the loop is done with it (16 KiB of workgroup memory in all).
+//!
+//! Bounds: `x` by `j < m * k / 4 <= XS` in the prologue and by `r * k / 4
+//! + 8w + i < m * k / 4` in the dots (`w < k / 32`, `i < 8`, `r < m`), the
+//! host taking this route only for `m * k <= Q4_GEMV_NORM_MAX_ELEMS = 4 *
+//! XS` (`ops/fused/norm_linears.rs`) and `m <= MAX_ROWS`
+//! (`Q4_GEMV_MAX_ROWS`); `partial` by `lid` and `lid + stride * cols`
+//! below `WG` (`cols` divides `WG`: 8, 16 or 32, `q4_gemv_cols` in
+//! `ops/quant.rs`); the vectors of row sums by `r < m <= 4`. The up
+//! sums reuse `x` at `lid` and `lid + stride * cols`, below `WG <= XS`.
 // variants: f32 f16
+// bounds: host-checked
 
 alias Elem = f32;
 

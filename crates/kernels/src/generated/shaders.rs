@@ -245,9 +245,12 @@ impl Family {
                 | Family::Q4GemvAttn
                 | Family::Q4GemvAttnI8
                 | Family::Q4GemvI8
+                | Family::Q4GemvNorm
                 | Family::Q4GemvQkv
+                | Family::Q4GemvQkvNorm
                 | Family::Q4GemvQkvNormI8
                 | Family::Q4GemvSwiglu
+                | Family::Q4GemvSwigluNorm
                 | Family::Q4GemvSwigluNormI8
                 | Family::SdpaSplit
                 | Family::SdpaSplitCombine
@@ -22068,7 +22071,16 @@ pub const Q4_GEMV_NORM_F32: &str = r#"//! Decode route of `etwgpu.rms_norm_linea
 //! `q4_gemv.wgsl`,
 //! `out[m, n] = sum_k x[m, k] * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`,
 //! the same loop over the weights with x read from workgroup memory.
+//!
+//! Bounds: `x` by `j < m * k / 4 <= XS` in the prologue and by `r * k / 4
+//! + 8w + i < m * k / 4` in the dots (`w < k / 32`, `i < 8`, `r < m`), the
+//! host taking this route only for `m * k <= Q4_GEMV_NORM_MAX_ELEMS = 4 *
+//! XS` (`ops/fused/norm_linears.rs`) and `m <= MAX_ROWS`
+//! (`Q4_GEMV_MAX_ROWS`); `partial` by `lid` and `lid + stride * cols`
+//! below `WG` (`cols` divides `WG`: 8, 16 or 32, `q4_gemv_cols` in
+//! `ops/quant.rs`); the vectors of row sums by `r < m <= 4`.
 // variants: f32 f16
+// bounds: host-checked
 
 alias Elem = f32;
 
@@ -22275,7 +22287,16 @@ pub const Q4_GEMV_NORM_F16: &str = r#"enable f16;
 //! `q4_gemv.wgsl`,
 //! `out[m, n] = sum_k x[m, k] * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`,
 //! the same loop over the weights with x read from workgroup memory.
+//!
+//! Bounds: `x` by `j < m * k / 4 <= XS` in the prologue and by `r * k / 4
+//! + 8w + i < m * k / 4` in the dots (`w < k / 32`, `i < 8`, `r < m`), the
+//! host taking this route only for `m * k <= Q4_GEMV_NORM_MAX_ELEMS = 4 *
+//! XS` (`ops/fused/norm_linears.rs`) and `m <= MAX_ROWS`
+//! (`Q4_GEMV_MAX_ROWS`); `partial` by `lid` and `lid + stride * cols`
+//! below `WG` (`cols` divides `WG`: 8, 16 or 32, `q4_gemv_cols` in
+//! `ops/quant.rs`); the vectors of row sums by `r < m <= 4`.
 // variants: f32 f16
+// bounds: host-checked
 
 alias Elem = f16;
 
@@ -22923,7 +22944,16 @@ pub const Q4_GEMV_QKV_NORM_F32: &str = r#"//! Decode route of `etwgpu.rms_norm_l
 //! is row-major or word-major (bit j of `w_layout`). One dispatch instead
 //! of three: on a GPU, a small dispatch costs a few microseconds whatever
 //! it computes.
+//!
+//! Bounds: `x` by `j < m * k / 4 <= XS` in the prologue and by `r * k / 4
+//! + 8w + i < m * k / 4` in the dots (`w < k / 32`, `i < 8`, `r < m`), the
+//! host taking this route only for `m * k <= Q4_GEMV_NORM_MAX_ELEMS = 4 *
+//! XS` (`ops/fused/norm_linears.rs`) and `m <= MAX_ROWS`
+//! (`Q4_GEMV_MAX_ROWS`); `partial` by `lid` and `lid + stride * cols`
+//! below `WG` (`cols` divides `WG`: 8, 16 or 32, `q4_gemv_cols` in
+//! `ops/quant.rs`); the vectors of row sums by `r < m <= 4`.
 // variants: f32 f16
+// bounds: host-checked
 
 alias Elem = f32;
 
@@ -23195,7 +23225,16 @@ pub const Q4_GEMV_QKV_NORM_F16: &str = r#"enable f16;
 //! is row-major or word-major (bit j of `w_layout`). One dispatch instead
 //! of three: on a GPU, a small dispatch costs a few microseconds whatever
 //! it computes.
+//!
+//! Bounds: `x` by `j < m * k / 4 <= XS` in the prologue and by `r * k / 4
+//! + 8w + i < m * k / 4` in the dots (`w < k / 32`, `i < 8`, `r < m`), the
+//! host taking this route only for `m * k <= Q4_GEMV_NORM_MAX_ELEMS = 4 *
+//! XS` (`ops/fused/norm_linears.rs`) and `m <= MAX_ROWS`
+//! (`Q4_GEMV_MAX_ROWS`); `partial` by `lid` and `lid + stride * cols`
+//! below `WG` (`cols` divides `WG`: 8, 16 or 32, `q4_gemv_cols` in
+//! `ops/quant.rs`); the vectors of row sums by `r < m <= 4`.
 // variants: f32 f16
+// bounds: host-checked
 
 alias Elem = f16;
 
@@ -25876,7 +25915,17 @@ pub const Q4_GEMV_SWIGLU_NORM_F32: &str = r#"//! Decode route of `etwgpu.rms_nor
 //! `out[m, n] = g * sigmoid(g) * u` with `g` and `u` the 4-bit linears of
 //! the gate and up weights. The up sums meet in the workgroup memory of x
 //! once the loop is done with it (16 KiB of workgroup memory in all).
+//!
+//! Bounds: `x` by `j < m * k / 4 <= XS` in the prologue and by `r * k / 4
+//! + 8w + i < m * k / 4` in the dots (`w < k / 32`, `i < 8`, `r < m`), the
+//! host taking this route only for `m * k <= Q4_GEMV_NORM_MAX_ELEMS = 4 *
+//! XS` (`ops/fused/norm_linears.rs`) and `m <= MAX_ROWS`
+//! (`Q4_GEMV_MAX_ROWS`); `partial` by `lid` and `lid + stride * cols`
+//! below `WG` (`cols` divides `WG`: 8, 16 or 32, `q4_gemv_cols` in
+//! `ops/quant.rs`); the vectors of row sums by `r < m <= 4`. The up
+//! sums reuse `x` at `lid` and `lid + stride * cols`, below `WG <= XS`.
 // variants: f32 f16
+// bounds: host-checked
 
 alias Elem = f32;
 
@@ -26084,7 +26133,17 @@ pub const Q4_GEMV_SWIGLU_NORM_F16: &str = r#"enable f16;
 //! `out[m, n] = g * sigmoid(g) * u` with `g` and `u` the 4-bit linears of
 //! the gate and up weights. The up sums meet in the workgroup memory of x
 //! once the loop is done with it (16 KiB of workgroup memory in all).
+//!
+//! Bounds: `x` by `j < m * k / 4 <= XS` in the prologue and by `r * k / 4
+//! + 8w + i < m * k / 4` in the dots (`w < k / 32`, `i < 8`, `r < m`), the
+//! host taking this route only for `m * k <= Q4_GEMV_NORM_MAX_ELEMS = 4 *
+//! XS` (`ops/fused/norm_linears.rs`) and `m <= MAX_ROWS`
+//! (`Q4_GEMV_MAX_ROWS`); `partial` by `lid` and `lid + stride * cols`
+//! below `WG` (`cols` divides `WG`: 8, 16 or 32, `q4_gemv_cols` in
+//! `ops/quant.rs`); the vectors of row sums by `r < m <= 4`. The up
+//! sums reuse `x` at `lid` and `lid + stride * cols`, below `WG <= XS`.
 // variants: f32 f16
+// bounds: host-checked
 
 alias Elem = f16;
 
