@@ -29,24 +29,7 @@ const WG: u32 = 256u;
 /// Octets of x held rounded: K at most `8 * XQ` = 8192.
 const XQ: u32 = 1024u;
 
-/// `q4_gemv.wgsl`'s uniforms (`m` is 1 here).
-struct Params {
-    m: u32,
-    n: u32,
-    k: u32,
-    n_pad: u32,
-    group_size: u32,
-    has_bias: u32,
-    cols: u32,
-    w_layout: u32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
-@group(0) @binding(2) var<storage, read> weights: array<vec4<u32>>;
-@group(0) @binding(3) var<storage, read> scales: array<Elem>;
-@group(0) @binding(4) var<storage, read> bias: array<Elem>;
-@group(0) @binding(5) var<storage, read_write> out: array<Elem>;
+// include: q4_gemv_decl.wgsl
 
 /// Per invocation, its slice's sum.
 var<workgroup> partial: array<f32, WG>;

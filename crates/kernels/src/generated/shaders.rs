@@ -20261,6 +20261,17 @@ const ML: u32 = 512u;
 /// Score of a masked key (`sdpa_split.wgsl`'s).
 const NEG: f32 = -3.402823e38;
 
+/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
+/// `split_min_keys` keys each, enough splits to reach `split_target`
+/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
+/// length but the last, none empty.
+fn split_plan(ctx: u32) -> vec2<u32> {
+    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
+    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
+    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
+    let chunk = max((ctx + bound - 1u) / bound, 1u);
+    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
+}
 struct Params {
     /// Rows of x.
     m: u32,
@@ -20294,17 +20305,6 @@ struct Params {
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
-/// `split_min_keys` keys each, enough splits to reach `split_target`
-/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
-/// length but the last, none empty.
-fn split_plan(ctx: u32) -> vec2<u32> {
-    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
-    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
-    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
-    let chunk = max((ctx + bound - 1u) / bound, 1u);
-    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
-}
 @group(0) @binding(1) var<storage, read> part: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> weights: array<vec4<u32>>;
 @group(0) @binding(3) var<storage, read> scales: array<Elem>;
@@ -20319,6 +20319,53 @@ var<workgroup> partial: array<vec4<f32>, WG>;
 /// the first split's `.y` then holds the (row, head)'s sum.
 var<workgroup> ml: array<vec2<f32>, ML>;
 
+/// Fills `x` with the attention's output rows merged from the partials.
+/// Ends with a barrier, so `x` is ready.
+fn merge_prologue(lid: u32) {
+    let d4 = p.head_dim / 4u;
+    let rows = p.seq * p.n_heads;
+    let n_splits = split_plan(p.start_pos + p.seq).x;
+    let stride = d4 + 1u;
+    // Partial `e = (row, head) * n_splits + split` starts at `e * stride`.
+    for (var e = lid; e < rows * n_splits; e += WG) {
+        ml[e] = part[e * stride].xy;
+    }
+    workgroupBarrier();
+    for (var r = lid; r < rows; r += WG) {
+        let b = r * n_splits;
+        var mx = NEG;
+        for (var s = 0u; s < n_splits; s++) {
+            mx = max(mx, ml[b + s].x);
+        }
+        var l = 0.0;
+        for (var s = 0u; s < n_splits; s++) {
+            let w = exp(ml[b + s].x - mx);
+            l += ml[b + s].y * w;
+            ml[b + s].x = w;
+        }
+        ml[b].y = l;
+    }
+    workgroupBarrier();
+    for (var j = lid; j < rows * d4; j += WG) {
+        let r = j / d4;
+        let b = r * n_splits;
+        let at = b * stride + 1u + j % d4;
+        var acc = vec4<f32>();
+        var s = 0u;
+        for (; s + 4u <= n_splits; s += 4u) {
+            let o0 = part[at + s * stride];
+            let o1 = part[at + (s + 1u) * stride];
+            let o2 = part[at + (s + 2u) * stride];
+            let o3 = part[at + (s + 3u) * stride];
+            acc += o0 * ml[b + s].x + o1 * ml[b + s + 1u].x + o2 * ml[b + s + 2u].x + o3 * ml[b + s + 3u].x;
+        }
+        for (; s < n_splits; s++) {
+            acc += part[at + s * stride] * ml[b + s].x;
+        }
+        x[j] = vec4<f32>(vec4<Elem>(acc / ml[b].y));
+    }
+    workgroupBarrier();
+}
 /// Where the 16-byte words of column `col` (of `n`, `words` per row) sit:
 /// word `w` at `base + w * stride`, `(base, stride)` returned; row-major
 /// `(col * words, 1)`, word-major (see `etwgpu_graph::layout`) `(col, n)`.
@@ -20457,54 +20504,6 @@ fn column_finish(lid: u32, c: Column, m: u32) {
             out[r * p.n + col] = Elem(v[r] + bv);
         }
     }
-}
-
-/// Fills `x` with the attention's output rows merged from the partials.
-/// Ends with a barrier, so `x` is ready.
-fn merge_prologue(lid: u32) {
-    let d4 = p.head_dim / 4u;
-    let rows = p.seq * p.n_heads;
-    let n_splits = split_plan(p.start_pos + p.seq).x;
-    let stride = d4 + 1u;
-    // Partial `e = (row, head) * n_splits + split` starts at `e * stride`.
-    for (var e = lid; e < rows * n_splits; e += WG) {
-        ml[e] = part[e * stride].xy;
-    }
-    workgroupBarrier();
-    for (var r = lid; r < rows; r += WG) {
-        let b = r * n_splits;
-        var mx = NEG;
-        for (var s = 0u; s < n_splits; s++) {
-            mx = max(mx, ml[b + s].x);
-        }
-        var l = 0.0;
-        for (var s = 0u; s < n_splits; s++) {
-            let w = exp(ml[b + s].x - mx);
-            l += ml[b + s].y * w;
-            ml[b + s].x = w;
-        }
-        ml[b].y = l;
-    }
-    workgroupBarrier();
-    for (var j = lid; j < rows * d4; j += WG) {
-        let r = j / d4;
-        let b = r * n_splits;
-        let at = b * stride + 1u + j % d4;
-        var acc = vec4<f32>();
-        var s = 0u;
-        for (; s + 4u <= n_splits; s += 4u) {
-            let o0 = part[at + s * stride];
-            let o1 = part[at + (s + 1u) * stride];
-            let o2 = part[at + (s + 2u) * stride];
-            let o3 = part[at + (s + 3u) * stride];
-            acc += o0 * ml[b + s].x + o1 * ml[b + s + 1u].x + o2 * ml[b + s + 2u].x + o3 * ml[b + s + 3u].x;
-        }
-        for (; s < n_splits; s++) {
-            acc += part[at + s * stride] * ml[b + s].x;
-        }
-        x[j] = vec4<f32>(vec4<Elem>(acc / ml[b].y));
-    }
-    workgroupBarrier();
 }
 
 @compute @workgroup_size(WG)
@@ -20567,6 +20566,17 @@ const ML: u32 = 512u;
 /// Score of a masked key (`sdpa_split.wgsl`'s).
 const NEG: f32 = -3.402823e38;
 
+/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
+/// `split_min_keys` keys each, enough splits to reach `split_target`
+/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
+/// length but the last, none empty.
+fn split_plan(ctx: u32) -> vec2<u32> {
+    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
+    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
+    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
+    let chunk = max((ctx + bound - 1u) / bound, 1u);
+    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
+}
 struct Params {
     /// Rows of x.
     m: u32,
@@ -20600,17 +20610,6 @@ struct Params {
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
-/// `split_min_keys` keys each, enough splits to reach `split_target`
-/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
-/// length but the last, none empty.
-fn split_plan(ctx: u32) -> vec2<u32> {
-    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
-    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
-    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
-    let chunk = max((ctx + bound - 1u) / bound, 1u);
-    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
-}
 @group(0) @binding(1) var<storage, read> part: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> weights: array<vec4<u32>>;
 @group(0) @binding(3) var<storage, read> scales: array<Elem>;
@@ -20625,6 +20624,53 @@ var<workgroup> partial: array<vec4<f32>, WG>;
 /// the first split's `.y` then holds the (row, head)'s sum.
 var<workgroup> ml: array<vec2<f32>, ML>;
 
+/// Fills `x` with the attention's output rows merged from the partials.
+/// Ends with a barrier, so `x` is ready.
+fn merge_prologue(lid: u32) {
+    let d4 = p.head_dim / 4u;
+    let rows = p.seq * p.n_heads;
+    let n_splits = split_plan(p.start_pos + p.seq).x;
+    let stride = d4 + 1u;
+    // Partial `e = (row, head) * n_splits + split` starts at `e * stride`.
+    for (var e = lid; e < rows * n_splits; e += WG) {
+        ml[e] = part[e * stride].xy;
+    }
+    workgroupBarrier();
+    for (var r = lid; r < rows; r += WG) {
+        let b = r * n_splits;
+        var mx = NEG;
+        for (var s = 0u; s < n_splits; s++) {
+            mx = max(mx, ml[b + s].x);
+        }
+        var l = 0.0;
+        for (var s = 0u; s < n_splits; s++) {
+            let w = exp(ml[b + s].x - mx);
+            l += ml[b + s].y * w;
+            ml[b + s].x = w;
+        }
+        ml[b].y = l;
+    }
+    workgroupBarrier();
+    for (var j = lid; j < rows * d4; j += WG) {
+        let r = j / d4;
+        let b = r * n_splits;
+        let at = b * stride + 1u + j % d4;
+        var acc = vec4<f32>();
+        var s = 0u;
+        for (; s + 4u <= n_splits; s += 4u) {
+            let o0 = part[at + s * stride];
+            let o1 = part[at + (s + 1u) * stride];
+            let o2 = part[at + (s + 2u) * stride];
+            let o3 = part[at + (s + 3u) * stride];
+            acc += o0 * ml[b + s].x + o1 * ml[b + s + 1u].x + o2 * ml[b + s + 2u].x + o3 * ml[b + s + 3u].x;
+        }
+        for (; s < n_splits; s++) {
+            acc += part[at + s * stride] * ml[b + s].x;
+        }
+        x[j] = vec4<f32>(vec4<Elem>(acc / ml[b].y));
+    }
+    workgroupBarrier();
+}
 /// Where the 16-byte words of column `col` (of `n`, `words` per row) sit:
 /// word `w` at `base + w * stride`, `(base, stride)` returned; row-major
 /// `(col * words, 1)`, word-major (see `etwgpu_graph::layout`) `(col, n)`.
@@ -20765,6 +20811,110 @@ fn column_finish(lid: u32, c: Column, m: u32) {
     }
 }
 
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    // The first two words and their scales, in flight through the prologue.
+    let c = column_start(lid, wid, groups);
+    merge_prologue(lid);
+    column_finish(lid, c, p.m);
+}
+"#;
+
+/// `q4_gemv_attn_i8.wgsl` with `Elem = f32`.
+pub const Q4_GEMV_ATTN_I8_F32: &str = r#"//! Decode route of `etwgpu.sdpa_rope_linear_q4gsw` with int8 activations
+//! (opt-in: `DeviceCaps::int8_activations`), one query row:
+//! `q4_gemv_attn.wgsl` (the split-KV partials merged into the attention's
+//! output row in each workgroup's memory, then the O projection's 4-bit
+//! GEMV), with the merged row rounded to int8 per 32-input block
+//! (`q8_x.wgsl`) and each 16-byte word's dot taken by `dot4I8Packed` (see
+//! `q4_gemv_i8.wgsl`).
+//!
+//! Bounds: as `q4_gemv_attn.wgsl` (`x` by `m * k / 4 <= XS`, `ml` by the
+//! pairs of the longest context, `partial` below `WG`); `xq` and `omax`
+//! by octets below `K / 8 <= XQ`, `xscale` and `xsum` by blocks below `XQ
+//! / 4` (`8 * XQ = 4 * XS`).
+// variants: f32 f16
+// bounds: host-checked
+
+alias Elem = f32;
+
+/// Invocations per workgroup.
+const WG: u32 = 256u;
+/// Most rows of x (the attention's query rows).
+const MAX_ROWS: u32 = 4u;
+/// vec4s of merged attention output held in workgroup memory: `m * k / 4`
+/// at most (the host checks).
+const XS: u32 = 512u;
+/// Octets of the row held rounded (`K / 8` at most: `4 * XS / 8`).
+const XQ: u32 = 256u;
+/// (row, head, split) entries of the merge: `seq * n_heads * splits` at
+/// most (the host checks at the longest context).
+const ML: u32 = 512u;
+/// Score of a masked key (`sdpa_split.wgsl`'s).
+const NEG: f32 = -3.402823e38;
+
+/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
+/// `split_min_keys` keys each, enough splits to reach `split_target`
+/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
+/// length but the last, none empty.
+fn split_plan(ctx: u32) -> vec2<u32> {
+    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
+    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
+    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
+    let chunk = max((ctx + bound - 1u) / bound, 1u);
+    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
+}
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (`n_heads * head_dim`, a multiple of 32).
+    k: u32,
+    /// Row length of the scales (and bias): N padded.
+    n_pad: u32,
+    /// Inputs per scale group (a multiple of 32).
+    group_size: u32,
+    has_bias: u32,
+    /// Columns per workgroup: 8, 16 or 32.
+    cols: u32,
+    /// Bit 0: the weights are word-major (16-byte word `w` of row `n` at
+    /// word `w * N + n`; see `etwgpu_graph::layout`), else row-major.
+    w_layout: u32,
+    /// The combine's: query rows (`S`, the same as `m`).
+    seq: u32,
+    /// Query heads.
+    n_heads: u32,
+    /// Head dim (a multiple of 4, at most 256).
+    head_dim: u32,
+    /// Position of the first query row (the context is `start_pos + seq`).
+    start_pos: u32,
+    /// Split plan constants (`common/split_plan.wgsl`).
+    split_target: u32,
+    split_min_keys: u32,
+    split_tile: u32,
+    split_max: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> part: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> weights: array<vec4<u32>>;
+@group(0) @binding(3) var<storage, read> scales: array<Elem>;
+@group(0) @binding(4) var<storage, read> bias: array<Elem>;
+@group(0) @binding(5) var<storage, read_write> out: array<Elem>;
+
+/// The merged attention output: row `r` of x from vec4 `r * k / 4`.
+var<workgroup> x: array<vec4<f32>, XS>;
+/// Per invocation, its slice's sums for the four rows.
+var<workgroup> partial: array<vec4<f32>, WG>;
+/// Per (row, head) and split: its `(max, sum)`, then `.x` its weight;
+/// the first split's `.y` then holds the (row, head)'s sum.
+var<workgroup> ml: array<vec2<f32>, ML>;
+
 /// Fills `x` with the attention's output rows merged from the partials.
 /// Ends with a barrier, so `x` is ready.
 fn merge_prologue(lid: u32) {
@@ -20812,110 +20962,6 @@ fn merge_prologue(lid: u32) {
     }
     workgroupBarrier();
 }
-
-@compute @workgroup_size(WG)
-fn main(
-    @builtin(local_invocation_index) lid: u32,
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-) {
-    // The first two words and their scales, in flight through the prologue.
-    let c = column_start(lid, wid, groups);
-    merge_prologue(lid);
-    column_finish(lid, c, p.m);
-}
-"#;
-
-/// `q4_gemv_attn_i8.wgsl` with `Elem = f32`.
-pub const Q4_GEMV_ATTN_I8_F32: &str = r#"//! Decode route of `etwgpu.sdpa_rope_linear_q4gsw` with int8 activations
-//! (opt-in: `DeviceCaps::int8_activations`), one query row:
-//! `q4_gemv_attn.wgsl` (the split-KV partials merged into the attention's
-//! output row in each workgroup's memory, then the O projection's 4-bit
-//! GEMV), with the merged row rounded to int8 per 32-input block
-//! (`q8_x.wgsl`) and each 16-byte word's dot taken by `dot4I8Packed` (see
-//! `q4_gemv_i8.wgsl`).
-//!
-//! Bounds: as `q4_gemv_attn.wgsl` (`x` by `m * k / 4 <= XS`, `ml` by the
-//! pairs of the longest context, `partial` below `WG`); `xq` and `omax`
-//! by octets below `K / 8 <= XQ`, `xscale` and `xsum` by blocks below `XQ
-//! / 4` (`8 * XQ = 4 * XS`).
-// variants: f32 f16
-// bounds: host-checked
-
-alias Elem = f32;
-
-/// Invocations per workgroup.
-const WG: u32 = 256u;
-/// Most rows of x (the attention's query rows).
-const MAX_ROWS: u32 = 4u;
-/// vec4s of merged attention output held in workgroup memory: `m * k / 4`
-/// at most (the host checks).
-const XS: u32 = 512u;
-/// Octets of the row held rounded (`K / 8` at most: `4 * XS / 8`).
-const XQ: u32 = 256u;
-/// (row, head, split) entries of the merge: `seq * n_heads * splits` at
-/// most (the host checks at the longest context).
-const ML: u32 = 512u;
-/// Score of a masked key (`sdpa_split.wgsl`'s).
-const NEG: f32 = -3.402823e38;
-
-struct Params {
-    /// Rows of x.
-    m: u32,
-    /// Output features.
-    n: u32,
-    /// Input features (`n_heads * head_dim`, a multiple of 32).
-    k: u32,
-    /// Row length of the scales (and bias): N padded.
-    n_pad: u32,
-    /// Inputs per scale group (a multiple of 32).
-    group_size: u32,
-    has_bias: u32,
-    /// Columns per workgroup: 8, 16 or 32.
-    cols: u32,
-    /// Bit 0: the weights are word-major (16-byte word `w` of row `n` at
-    /// word `w * N + n`; see `etwgpu_graph::layout`), else row-major.
-    w_layout: u32,
-    /// The combine's: query rows (`S`, the same as `m`).
-    seq: u32,
-    /// Query heads.
-    n_heads: u32,
-    /// Head dim (a multiple of 4, at most 256).
-    head_dim: u32,
-    /// Position of the first query row (the context is `start_pos + seq`).
-    start_pos: u32,
-    /// Split plan constants (`common/split_plan.wgsl`).
-    split_target: u32,
-    split_min_keys: u32,
-    split_tile: u32,
-    split_max: u32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
-/// `split_min_keys` keys each, enough splits to reach `split_target`
-/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
-/// length but the last, none empty.
-fn split_plan(ctx: u32) -> vec2<u32> {
-    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
-    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
-    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
-    let chunk = max((ctx + bound - 1u) / bound, 1u);
-    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
-}
-@group(0) @binding(1) var<storage, read> part: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read> weights: array<vec4<u32>>;
-@group(0) @binding(3) var<storage, read> scales: array<Elem>;
-@group(0) @binding(4) var<storage, read> bias: array<Elem>;
-@group(0) @binding(5) var<storage, read_write> out: array<Elem>;
-
-/// The merged attention output: row `r` of x from vec4 `r * k / 4`.
-var<workgroup> x: array<vec4<f32>, XS>;
-/// Per invocation, its slice's sums for the four rows.
-var<workgroup> partial: array<vec4<f32>, WG>;
-/// Per (row, head) and split: its `(max, sum)`, then `.x` its weight;
-/// the first split's `.y` then holds the (row, head)'s sum.
-var<workgroup> ml: array<vec2<f32>, ML>;
 
 /// vec4 `i` of the merged row (`q8_x.wgsl`).
 fn x_at(i: u32) -> vec4<f32> {
@@ -21156,54 +21202,6 @@ fn column_finish_i8(lid: u32, c: Column) {
         }
         out[c.col] = Elem(partial[lid].x + bv);
     }
-}
-
-/// Fills `x` with the attention's output rows merged from the partials.
-/// Ends with a barrier, so `x` is ready.
-fn merge_prologue(lid: u32) {
-    let d4 = p.head_dim / 4u;
-    let rows = p.seq * p.n_heads;
-    let n_splits = split_plan(p.start_pos + p.seq).x;
-    let stride = d4 + 1u;
-    // Partial `e = (row, head) * n_splits + split` starts at `e * stride`.
-    for (var e = lid; e < rows * n_splits; e += WG) {
-        ml[e] = part[e * stride].xy;
-    }
-    workgroupBarrier();
-    for (var r = lid; r < rows; r += WG) {
-        let b = r * n_splits;
-        var mx = NEG;
-        for (var s = 0u; s < n_splits; s++) {
-            mx = max(mx, ml[b + s].x);
-        }
-        var l = 0.0;
-        for (var s = 0u; s < n_splits; s++) {
-            let w = exp(ml[b + s].x - mx);
-            l += ml[b + s].y * w;
-            ml[b + s].x = w;
-        }
-        ml[b].y = l;
-    }
-    workgroupBarrier();
-    for (var j = lid; j < rows * d4; j += WG) {
-        let r = j / d4;
-        let b = r * n_splits;
-        let at = b * stride + 1u + j % d4;
-        var acc = vec4<f32>();
-        var s = 0u;
-        for (; s + 4u <= n_splits; s += 4u) {
-            let o0 = part[at + s * stride];
-            let o1 = part[at + (s + 1u) * stride];
-            let o2 = part[at + (s + 2u) * stride];
-            let o3 = part[at + (s + 3u) * stride];
-            acc += o0 * ml[b + s].x + o1 * ml[b + s + 1u].x + o2 * ml[b + s + 2u].x + o3 * ml[b + s + 3u].x;
-        }
-        for (; s < n_splits; s++) {
-            acc += part[at + s * stride] * ml[b + s].x;
-        }
-        x[j] = vec4<f32>(vec4<Elem>(acc / ml[b].y));
-    }
-    workgroupBarrier();
 }
 
 @compute @workgroup_size(WG)
@@ -21255,6 +21253,17 @@ const ML: u32 = 512u;
 /// Score of a masked key (`sdpa_split.wgsl`'s).
 const NEG: f32 = -3.402823e38;
 
+/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
+/// `split_min_keys` keys each, enough splits to reach `split_target`
+/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
+/// length but the last, none empty.
+fn split_plan(ctx: u32) -> vec2<u32> {
+    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
+    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
+    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
+    let chunk = max((ctx + bound - 1u) / bound, 1u);
+    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
+}
 struct Params {
     /// Rows of x.
     m: u32,
@@ -21288,17 +21297,6 @@ struct Params {
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
-/// `split_min_keys` keys each, enough splits to reach `split_target`
-/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
-/// length but the last, none empty.
-fn split_plan(ctx: u32) -> vec2<u32> {
-    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
-    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
-    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
-    let chunk = max((ctx + bound - 1u) / bound, 1u);
-    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
-}
 @group(0) @binding(1) var<storage, read> part: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> weights: array<vec4<u32>>;
 @group(0) @binding(3) var<storage, read> scales: array<Elem>;
@@ -21312,6 +21310,54 @@ var<workgroup> partial: array<vec4<f32>, WG>;
 /// Per (row, head) and split: its `(max, sum)`, then `.x` its weight;
 /// the first split's `.y` then holds the (row, head)'s sum.
 var<workgroup> ml: array<vec2<f32>, ML>;
+
+/// Fills `x` with the attention's output rows merged from the partials.
+/// Ends with a barrier, so `x` is ready.
+fn merge_prologue(lid: u32) {
+    let d4 = p.head_dim / 4u;
+    let rows = p.seq * p.n_heads;
+    let n_splits = split_plan(p.start_pos + p.seq).x;
+    let stride = d4 + 1u;
+    // Partial `e = (row, head) * n_splits + split` starts at `e * stride`.
+    for (var e = lid; e < rows * n_splits; e += WG) {
+        ml[e] = part[e * stride].xy;
+    }
+    workgroupBarrier();
+    for (var r = lid; r < rows; r += WG) {
+        let b = r * n_splits;
+        var mx = NEG;
+        for (var s = 0u; s < n_splits; s++) {
+            mx = max(mx, ml[b + s].x);
+        }
+        var l = 0.0;
+        for (var s = 0u; s < n_splits; s++) {
+            let w = exp(ml[b + s].x - mx);
+            l += ml[b + s].y * w;
+            ml[b + s].x = w;
+        }
+        ml[b].y = l;
+    }
+    workgroupBarrier();
+    for (var j = lid; j < rows * d4; j += WG) {
+        let r = j / d4;
+        let b = r * n_splits;
+        let at = b * stride + 1u + j % d4;
+        var acc = vec4<f32>();
+        var s = 0u;
+        for (; s + 4u <= n_splits; s += 4u) {
+            let o0 = part[at + s * stride];
+            let o1 = part[at + (s + 1u) * stride];
+            let o2 = part[at + (s + 2u) * stride];
+            let o3 = part[at + (s + 3u) * stride];
+            acc += o0 * ml[b + s].x + o1 * ml[b + s + 1u].x + o2 * ml[b + s + 2u].x + o3 * ml[b + s + 3u].x;
+        }
+        for (; s < n_splits; s++) {
+            acc += part[at + s * stride] * ml[b + s].x;
+        }
+        x[j] = vec4<f32>(vec4<Elem>(acc / ml[b].y));
+    }
+    workgroupBarrier();
+}
 
 /// vec4 `i` of the merged row (`q8_x.wgsl`).
 fn x_at(i: u32) -> vec4<f32> {
@@ -21554,54 +21600,6 @@ fn column_finish_i8(lid: u32, c: Column) {
     }
 }
 
-/// Fills `x` with the attention's output rows merged from the partials.
-/// Ends with a barrier, so `x` is ready.
-fn merge_prologue(lid: u32) {
-    let d4 = p.head_dim / 4u;
-    let rows = p.seq * p.n_heads;
-    let n_splits = split_plan(p.start_pos + p.seq).x;
-    let stride = d4 + 1u;
-    // Partial `e = (row, head) * n_splits + split` starts at `e * stride`.
-    for (var e = lid; e < rows * n_splits; e += WG) {
-        ml[e] = part[e * stride].xy;
-    }
-    workgroupBarrier();
-    for (var r = lid; r < rows; r += WG) {
-        let b = r * n_splits;
-        var mx = NEG;
-        for (var s = 0u; s < n_splits; s++) {
-            mx = max(mx, ml[b + s].x);
-        }
-        var l = 0.0;
-        for (var s = 0u; s < n_splits; s++) {
-            let w = exp(ml[b + s].x - mx);
-            l += ml[b + s].y * w;
-            ml[b + s].x = w;
-        }
-        ml[b].y = l;
-    }
-    workgroupBarrier();
-    for (var j = lid; j < rows * d4; j += WG) {
-        let r = j / d4;
-        let b = r * n_splits;
-        let at = b * stride + 1u + j % d4;
-        var acc = vec4<f32>();
-        var s = 0u;
-        for (; s + 4u <= n_splits; s += 4u) {
-            let o0 = part[at + s * stride];
-            let o1 = part[at + (s + 1u) * stride];
-            let o2 = part[at + (s + 2u) * stride];
-            let o3 = part[at + (s + 3u) * stride];
-            acc += o0 * ml[b + s].x + o1 * ml[b + s + 1u].x + o2 * ml[b + s + 2u].x + o3 * ml[b + s + 3u].x;
-        }
-        for (; s < n_splits; s++) {
-            acc += part[at + s * stride] * ml[b + s].x;
-        }
-        x[j] = vec4<f32>(vec4<Elem>(acc / ml[b].y));
-    }
-    workgroupBarrier();
-}
-
 @compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
@@ -21648,15 +21646,22 @@ const WG: u32 = 256u;
 /// Octets of x held rounded: K at most `8 * XQ` = 8192.
 const XQ: u32 = 1024u;
 
-/// `q4_gemv.wgsl`'s uniforms (`m` is 1 here).
 struct Params {
+    /// Rows of x.
     m: u32,
+    /// Output features.
     n: u32,
+    /// Input features (a multiple of 32).
     k: u32,
+    /// Row length of the scales (and bias): N padded.
     n_pad: u32,
+    /// Inputs per scale group (a multiple of 32).
     group_size: u32,
     has_bias: u32,
+    /// Columns per workgroup: 8, 16 or 32.
     cols: u32,
+    /// Bit 0: the weights are word-major (16-byte word `w` of row `n` at
+    /// word `w * N + n`; see `etwgpu_graph::layout`), else row-major.
     w_layout: u32,
 }
 
@@ -21872,15 +21877,22 @@ const WG: u32 = 256u;
 /// Octets of x held rounded: K at most `8 * XQ` = 8192.
 const XQ: u32 = 1024u;
 
-/// `q4_gemv.wgsl`'s uniforms (`m` is 1 here).
 struct Params {
+    /// Rows of x.
     m: u32,
+    /// Output features.
     n: u32,
+    /// Input features (a multiple of 32).
     k: u32,
+    /// Row length of the scales (and bias): N padded.
     n_pad: u32,
+    /// Inputs per scale group (a multiple of 32).
     group_size: u32,
     has_bias: u32,
+    /// Columns per workgroup: 8, 16 or 32.
     cols: u32,
+    /// Bit 0: the weights are word-major (16-byte word `w` of row `n` at
+    /// word `w * N + n`; see `etwgpu_graph::layout`), else row-major.
     w_layout: u32,
 }
 
@@ -23019,6 +23031,50 @@ var<workgroup> x: array<vec4<f32>, XS>;
 /// Per invocation, its slice's sums for the four rows.
 var<workgroup> partial: array<vec4<f32>, WG>;
 
+/// Word `i` of projection `j`'s weight.
+fn weight(j: u32, i: u32) -> vec4<u32> {
+    if j == 0u {
+        return w_q[i];
+    }
+    if j == 1u {
+        return w_k[i];
+    }
+    return w_v[i];
+}
+
+/// Scale `i` of projection `j`.
+fn scale(j: u32, i: u32) -> f32 {
+    if j == 0u {
+        return f32(s_q[i]);
+    }
+    if j == 1u {
+        return f32(s_k[i]);
+    }
+    return f32(s_v[i]);
+}
+
+fn store(j: u32, i: u32, v: f32) {
+    if j == 0u {
+        out_q[i] = Elem(v);
+    } else if j == 1u {
+        out_k[i] = Elem(v);
+    } else {
+        out_v[i] = Elem(v);
+    }
+}
+
+/// Which projection workgroup `g` computes, from the uniforms (so uniform
+/// across the workgroup): `(j, its first workgroup, N, padded N)`, the
+/// workgroups taken by Q's columns, then K's, then V's.
+fn projection(g: u32) -> vec4<u32> {
+    if g >= p.wg_v {
+        return vec4<u32>(2u, p.wg_v, p.n_v, p.pad_v);
+    }
+    if g >= p.wg_k {
+        return vec4<u32>(1u, p.wg_k, p.n_k, p.pad_k);
+    }
+    return vec4<u32>(0u, 0u, p.n_q, p.pad_q);
+}
 /// Where the 16-byte words of column `col` (of `n`, `words` per row) sit:
 /// word `w` at `base + w * stride`, `(base, stride)` returned; row-major
 /// `(col * words, 1)`, word-major (see `etwgpu_graph::layout`) `(col, n)`.
@@ -23104,38 +23160,6 @@ fn rms_scale(lid: u32) -> vec4<f32> {
     return rstd;
 }
 
-/// Word `i` of projection `j`'s weight.
-fn weight(j: u32, i: u32) -> vec4<u32> {
-    if j == 0u {
-        return w_q[i];
-    }
-    if j == 1u {
-        return w_k[i];
-    }
-    return w_v[i];
-}
-
-/// Scale `i` of projection `j`.
-fn scale(j: u32, i: u32) -> f32 {
-    if j == 0u {
-        return f32(s_q[i]);
-    }
-    if j == 1u {
-        return f32(s_k[i]);
-    }
-    return f32(s_v[i]);
-}
-
-fn store(j: u32, i: u32, v: f32) {
-    if j == 0u {
-        out_q[i] = Elem(v);
-    } else if j == 1u {
-        out_k[i] = Elem(v);
-    } else {
-        out_v[i] = Elem(v);
-    }
-}
-
 @compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
@@ -23145,21 +23169,11 @@ fn main(
     let g = wid.y * groups.x + wid.x;
     rms_prologue(lid, g);
     // Which projection (uniform across the workgroup), and its sizes.
-    var j = 0u;
-    var first = 0u;
-    var n = p.n_q;
-    var n_pad = p.pad_q;
-    if g >= p.wg_v {
-        j = 2u;
-        first = p.wg_v;
-        n = p.n_v;
-        n_pad = p.pad_v;
-    } else if g >= p.wg_k {
-        j = 1u;
-        first = p.wg_k;
-        n = p.n_k;
-        n_pad = p.pad_k;
-    }
+    let which = projection(g);
+    let j = which.x;
+    let first = which.y;
+    let n = which.z;
+    let n_pad = which.w;
     let cols = p.cols;
     let c = lid % cols;
     let slice = lid / cols;
@@ -23300,6 +23314,50 @@ var<workgroup> x: array<vec4<f32>, XS>;
 /// Per invocation, its slice's sums for the four rows.
 var<workgroup> partial: array<vec4<f32>, WG>;
 
+/// Word `i` of projection `j`'s weight.
+fn weight(j: u32, i: u32) -> vec4<u32> {
+    if j == 0u {
+        return w_q[i];
+    }
+    if j == 1u {
+        return w_k[i];
+    }
+    return w_v[i];
+}
+
+/// Scale `i` of projection `j`.
+fn scale(j: u32, i: u32) -> f32 {
+    if j == 0u {
+        return f32(s_q[i]);
+    }
+    if j == 1u {
+        return f32(s_k[i]);
+    }
+    return f32(s_v[i]);
+}
+
+fn store(j: u32, i: u32, v: f32) {
+    if j == 0u {
+        out_q[i] = Elem(v);
+    } else if j == 1u {
+        out_k[i] = Elem(v);
+    } else {
+        out_v[i] = Elem(v);
+    }
+}
+
+/// Which projection workgroup `g` computes, from the uniforms (so uniform
+/// across the workgroup): `(j, its first workgroup, N, padded N)`, the
+/// workgroups taken by Q's columns, then K's, then V's.
+fn projection(g: u32) -> vec4<u32> {
+    if g >= p.wg_v {
+        return vec4<u32>(2u, p.wg_v, p.n_v, p.pad_v);
+    }
+    if g >= p.wg_k {
+        return vec4<u32>(1u, p.wg_k, p.n_k, p.pad_k);
+    }
+    return vec4<u32>(0u, 0u, p.n_q, p.pad_q);
+}
 /// Where the 16-byte words of column `col` (of `n`, `words` per row) sit:
 /// word `w` at `base + w * stride`, `(base, stride)` returned; row-major
 /// `(col * words, 1)`, word-major (see `etwgpu_graph::layout`) `(col, n)`.
@@ -23385,38 +23443,6 @@ fn rms_scale(lid: u32) -> vec4<f32> {
     return rstd;
 }
 
-/// Word `i` of projection `j`'s weight.
-fn weight(j: u32, i: u32) -> vec4<u32> {
-    if j == 0u {
-        return w_q[i];
-    }
-    if j == 1u {
-        return w_k[i];
-    }
-    return w_v[i];
-}
-
-/// Scale `i` of projection `j`.
-fn scale(j: u32, i: u32) -> f32 {
-    if j == 0u {
-        return f32(s_q[i]);
-    }
-    if j == 1u {
-        return f32(s_k[i]);
-    }
-    return f32(s_v[i]);
-}
-
-fn store(j: u32, i: u32, v: f32) {
-    if j == 0u {
-        out_q[i] = Elem(v);
-    } else if j == 1u {
-        out_k[i] = Elem(v);
-    } else {
-        out_v[i] = Elem(v);
-    }
-}
-
 @compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
@@ -23426,21 +23452,11 @@ fn main(
     let g = wid.y * groups.x + wid.x;
     rms_prologue(lid, g);
     // Which projection (uniform across the workgroup), and its sizes.
-    var j = 0u;
-    var first = 0u;
-    var n = p.n_q;
-    var n_pad = p.pad_q;
-    if g >= p.wg_v {
-        j = 2u;
-        first = p.wg_v;
-        n = p.n_v;
-        n_pad = p.pad_v;
-    } else if g >= p.wg_k {
-        j = 1u;
-        first = p.wg_k;
-        n = p.n_k;
-        n_pad = p.pad_k;
-    }
+    let which = projection(g);
+    let j = which.x;
+    let first = which.y;
+    let n = which.z;
+    let n_pad = which.w;
     let cols = p.cols;
     let c = lid % cols;
     let slice = lid / cols;
@@ -23571,6 +23587,51 @@ var<workgroup> x: array<vec4<f32>, XS>;
 /// Per invocation, its slice's sums for the four rows.
 var<workgroup> partial: array<vec4<f32>, WG>;
 
+/// Word `i` of projection `j`'s weight.
+fn weight(j: u32, i: u32) -> vec4<u32> {
+    if j == 0u {
+        return w_q[i];
+    }
+    if j == 1u {
+        return w_k[i];
+    }
+    return w_v[i];
+}
+
+/// Scale `i` of projection `j`.
+fn scale(j: u32, i: u32) -> f32 {
+    if j == 0u {
+        return f32(s_q[i]);
+    }
+    if j == 1u {
+        return f32(s_k[i]);
+    }
+    return f32(s_v[i]);
+}
+
+fn store(j: u32, i: u32, v: f32) {
+    if j == 0u {
+        out_q[i] = Elem(v);
+    } else if j == 1u {
+        out_k[i] = Elem(v);
+    } else {
+        out_v[i] = Elem(v);
+    }
+}
+
+/// Which projection workgroup `g` computes, from the uniforms (so uniform
+/// across the workgroup): `(j, its first workgroup, N, padded N)`, the
+/// workgroups taken by Q's columns, then K's, then V's.
+fn projection(g: u32) -> vec4<u32> {
+    if g >= p.wg_v {
+        return vec4<u32>(2u, p.wg_v, p.n_v, p.pad_v);
+    }
+    if g >= p.wg_k {
+        return vec4<u32>(1u, p.wg_k, p.n_k, p.pad_k);
+    }
+    return vec4<u32>(0u, 0u, p.n_q, p.pad_q);
+}
+
 /// vec4 `i` of the row as the prologue left it (`q8_x.wgsl`).
 fn x_at(i: u32) -> vec4<f32> {
     return x[i];
@@ -23715,38 +23776,6 @@ fn dot_i8(q: vec4<u32>, w: u32) -> f32 {
     return f32(i - 8 * atomicLoad(&xsum[w])) * xscale[w];
 }
 
-/// Word `i` of projection `j`'s weight.
-fn weight(j: u32, i: u32) -> vec4<u32> {
-    if j == 0u {
-        return w_q[i];
-    }
-    if j == 1u {
-        return w_k[i];
-    }
-    return w_v[i];
-}
-
-/// Scale `i` of projection `j`.
-fn scale(j: u32, i: u32) -> f32 {
-    if j == 0u {
-        return f32(s_q[i]);
-    }
-    if j == 1u {
-        return f32(s_k[i]);
-    }
-    return f32(s_v[i]);
-}
-
-fn store(j: u32, i: u32, v: f32) {
-    if j == 0u {
-        out_q[i] = Elem(v);
-    } else if j == 1u {
-        out_k[i] = Elem(v);
-    } else {
-        out_v[i] = Elem(v);
-    }
-}
-
 @compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
@@ -23757,21 +23786,11 @@ fn main(
     rms_prologue(lid, g);
     round_x(lid, p.k);
     // Which projection (uniform across the workgroup), and its sizes.
-    var j = 0u;
-    var first = 0u;
-    var n = p.n_q;
-    var n_pad = p.pad_q;
-    if g >= p.wg_v {
-        j = 2u;
-        first = p.wg_v;
-        n = p.n_v;
-        n_pad = p.pad_v;
-    } else if g >= p.wg_k {
-        j = 1u;
-        first = p.wg_k;
-        n = p.n_k;
-        n_pad = p.pad_k;
-    }
+    let which = projection(g);
+    let j = which.x;
+    let first = which.y;
+    let n = which.z;
+    let n_pad = which.w;
     let cols = p.cols;
     let c = lid % cols;
     let slice = lid / cols;
@@ -23899,6 +23918,51 @@ var<workgroup> x: array<vec4<f32>, XS>;
 /// Per invocation, its slice's sums for the four rows.
 var<workgroup> partial: array<vec4<f32>, WG>;
 
+/// Word `i` of projection `j`'s weight.
+fn weight(j: u32, i: u32) -> vec4<u32> {
+    if j == 0u {
+        return w_q[i];
+    }
+    if j == 1u {
+        return w_k[i];
+    }
+    return w_v[i];
+}
+
+/// Scale `i` of projection `j`.
+fn scale(j: u32, i: u32) -> f32 {
+    if j == 0u {
+        return f32(s_q[i]);
+    }
+    if j == 1u {
+        return f32(s_k[i]);
+    }
+    return f32(s_v[i]);
+}
+
+fn store(j: u32, i: u32, v: f32) {
+    if j == 0u {
+        out_q[i] = Elem(v);
+    } else if j == 1u {
+        out_k[i] = Elem(v);
+    } else {
+        out_v[i] = Elem(v);
+    }
+}
+
+/// Which projection workgroup `g` computes, from the uniforms (so uniform
+/// across the workgroup): `(j, its first workgroup, N, padded N)`, the
+/// workgroups taken by Q's columns, then K's, then V's.
+fn projection(g: u32) -> vec4<u32> {
+    if g >= p.wg_v {
+        return vec4<u32>(2u, p.wg_v, p.n_v, p.pad_v);
+    }
+    if g >= p.wg_k {
+        return vec4<u32>(1u, p.wg_k, p.n_k, p.pad_k);
+    }
+    return vec4<u32>(0u, 0u, p.n_q, p.pad_q);
+}
+
 /// vec4 `i` of the row as the prologue left it (`q8_x.wgsl`).
 fn x_at(i: u32) -> vec4<f32> {
     return x[i];
@@ -24043,38 +24107,6 @@ fn dot_i8(q: vec4<u32>, w: u32) -> f32 {
     return f32(i - 8 * atomicLoad(&xsum[w])) * xscale[w];
 }
 
-/// Word `i` of projection `j`'s weight.
-fn weight(j: u32, i: u32) -> vec4<u32> {
-    if j == 0u {
-        return w_q[i];
-    }
-    if j == 1u {
-        return w_k[i];
-    }
-    return w_v[i];
-}
-
-/// Scale `i` of projection `j`.
-fn scale(j: u32, i: u32) -> f32 {
-    if j == 0u {
-        return f32(s_q[i]);
-    }
-    if j == 1u {
-        return f32(s_k[i]);
-    }
-    return f32(s_v[i]);
-}
-
-fn store(j: u32, i: u32, v: f32) {
-    if j == 0u {
-        out_q[i] = Elem(v);
-    } else if j == 1u {
-        out_k[i] = Elem(v);
-    } else {
-        out_v[i] = Elem(v);
-    }
-}
-
 @compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
@@ -24085,21 +24117,11 @@ fn main(
     rms_prologue(lid, g);
     round_x(lid, p.k);
     // Which projection (uniform across the workgroup), and its sizes.
-    var j = 0u;
-    var first = 0u;
-    var n = p.n_q;
-    var n_pad = p.pad_q;
-    if g >= p.wg_v {
-        j = 2u;
-        first = p.wg_v;
-        n = p.n_v;
-        n_pad = p.pad_v;
-    } else if g >= p.wg_k {
-        j = 1u;
-        first = p.wg_k;
-        n = p.n_k;
-        n_pad = p.pad_k;
-    }
+    let which = projection(g);
+    let j = which.x;
+    let first = which.y;
+    let n = which.z;
+    let n_pad = which.w;
     let cols = p.cols;
     let c = lid % cols;
     let slice = lid / cols;
@@ -25979,7 +26001,6 @@ struct Params {
 var<workgroup> x: array<vec4<f32>, XS>;
 /// Per invocation, its slice's gate sums for the four rows.
 var<workgroup> partial: array<vec4<f32>, WG>;
-
 /// Where the 16-byte words of column `col` (of `n`, `words` per row) sit:
 /// word `w` at `base + w * stride`, `(base, stride)` returned; row-major
 /// `(col * words, 1)`, word-major (see `etwgpu_graph::layout`) `(col, n)`.
@@ -26197,7 +26218,6 @@ struct Params {
 var<workgroup> x: array<vec4<f32>, XS>;
 /// Per invocation, its slice's gate sums for the four rows.
 var<workgroup> partial: array<vec4<f32>, WG>;
-
 /// Where the 16-byte words of column `col` (of `n`, `words` per row) sit:
 /// word `w` at `base + w * stride`, `(base, stride)` returned; row-major
 /// `(col * words, 1)`, word-major (see `etwgpu_graph::layout`) `(col, n)`.

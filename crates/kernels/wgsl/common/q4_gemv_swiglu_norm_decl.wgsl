@@ -1,0 +1,47 @@
+//! The parameters, bindings and workgroup memory of the normed SwiGLU
+//! GEMV (`q4_gemv_swiglu_norm.wgsl`) and its int8 form
+//! (`q4_gemv_swiglu_norm_i8.wgsl`). The including family declares `Elem`,
+//! `WG` and `XS`.
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (a multiple of 32).
+    k: u32,
+    /// Row length of the scales: N padded.
+    n_pad: u32,
+    /// Inputs per scale group (a multiple of 32).
+    group_size: u32,
+    /// Columns per workgroup: 8, 16 or 32.
+    cols: u32,
+    /// Bit 0: `w_gate` is word-major (16-byte word `w` of row `n` at word
+    /// `w * N + n`; see `etwgpu_graph::layout`), bit 1: `w_up`; else
+    /// row-major.
+    w_layout: u32,
+    _pad1: u32,
+    /// The norm's epsilon.
+    norm_eps: f32,
+    /// 1: normalize `a + b` and store it in `sum`; 0: normalize `a`.
+    norm_add: u32,
+    _pn0: u32,
+    _pn1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> a: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> b: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> norm_w: array<vec4<Elem>>;
+@group(0) @binding(4) var<storage, read> w_gate: array<vec4<u32>>;
+@group(0) @binding(5) var<storage, read> s_gate: array<Elem>;
+@group(0) @binding(6) var<storage, read> w_up: array<vec4<u32>>;
+@group(0) @binding(7) var<storage, read> s_up: array<Elem>;
+@group(0) @binding(8) var<storage, read_write> out: array<Elem>;
+@group(0) @binding(9) var<storage, read_write> sum: array<vec4<Elem>>;
+
+/// The normed rows of the input; after the loop, its first `WG` vec4s
+/// hold the up sums.
+var<workgroup> x: array<vec4<f32>, XS>;
+/// Per invocation, its slice's gate sums for the four rows.
+var<workgroup> partial: array<vec4<f32>, WG>;
