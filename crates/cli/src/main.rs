@@ -248,7 +248,8 @@ struct LoadFlags {
     /// linears, output head and SwiGLU pair) to int8 per 32 inputs and
     /// take their dot products in integers: faster decode GEMVs, at the
     /// cost of that rounding (as llama.cpp's q8_1 activations; within
-    /// 1.5% of the largest output in the tests). Default:
+    /// 1.5% of the largest output in the tests; SmolLM2-135M 4-bit keeps
+    /// PyTorch's top-1 token at 93% of positions, 100% without). Default:
     /// ETWGPU_INT8_ACTIVATIONS=1, else off.
     #[arg(long)]
     int8_activations: bool,
