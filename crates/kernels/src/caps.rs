@@ -174,7 +174,8 @@ pub struct DeviceCaps {
     pub gemv_attention: bool,
     /// One-row 4-bit GEMVs may round their input row to int8 per 32-input
     /// block and take each weight word's dot in integers
-    /// (`q4_gemv_i8.wgsl`, `q4_gemv_swiglu_norm_i8.wgsl`; opt-in: the
+    /// (`q4_gemv_i8.wgsl`, the `_i8` forms of the normed SwiGLU and QKV
+    /// GEMVs and of the combine folded into the O projection; opt-in: the
     /// runtime's `LoadOptions::int8_activations`). It changes the numbers
     /// (x's rounding to 8 bits a block, as llama.cpp's `q8_1`
     /// activations), so it is off by default for every program.
