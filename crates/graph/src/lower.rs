@@ -236,6 +236,11 @@ impl Lowerer {
         Self { caps, ..self }
     }
 
+    /// The capabilities its rules see.
+    pub fn caps(&self) -> etwgpu_kernels::DeviceCaps {
+        self.caps
+    }
+
     /// Appends [`N_SCRATCH`] f32 1-D scratch tensors to `graph`, each sized
     /// to the most bytes its ops declare ([`Step::Scratch`], lowered at the
     /// maximum shapes, host-read SymInts taken as `symint`), and returns a

@@ -210,7 +210,10 @@ fn main() {
     let _ = writeln!(out, "KV cache: {}", if kv_cache_f16 { "float16" } else { "float32" });
     // `ETWGPU_TRUSTED_SHADERS=1` times the trusted path (issue 14).
     let trusted_shaders = generator.trusted_shaders();
+    let int8_activations = generator.int8_activations();
     let _ = writeln!(out, "trusted shaders: {}", if trusted_shaders { "on" } else { "off" });
+    // `ETWGPU_INT8_ACTIVATIONS=1` times the int8 decode GEMVs.
+    let _ = writeln!(out, "int8 activations: {}", if int8_activations { "on" } else { "off" });
     let load_s = t.elapsed().as_secs_f64();
     let t = Instant::now();
     generator.prefill(&tokens(1, c.vocab)).expect("first call");
@@ -391,7 +394,7 @@ fn main() {
             "device": device,
             "kv_cache_f16": kv_cache_f16,
             "trusted_shaders": trusted_shaders,
-            "int8_activations": std::env::var(etwgpu_runtime::INT8_ACTIVATIONS_ENV).is_ok_and(|v| v == "1"),
+            "int8_activations": int8_activations,
             "file_bytes": file_bytes,
             "build_s": build_s,
             "load_s": load_s,

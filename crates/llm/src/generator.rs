@@ -257,6 +257,13 @@ impl Generator {
         self.forward.trusted_shaders()
     }
 
+    /// Whether `forward`'s one-row 4-bit GEMVs take int8 activations
+    /// (`LoadOptions::int8_activations`, or `ETWGPU_INT8_ACTIVATIONS=1`
+    /// with the default options).
+    pub fn int8_activations(&self) -> bool {
+        self.forward.int8_activations()
+    }
+
     /// Whether the KV caches are stored as float16 (see
     /// [`Generator::default_load_options`]).
     pub fn kv_cache_f16(&self) -> bool {

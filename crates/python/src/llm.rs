@@ -55,7 +55,9 @@ impl PyLlm {
     /// `runtime`; `tokenizer` is a `tokenizer.json`, needed for text
     /// prompts.
     #[new]
-    #[pyo3(signature = (runtime, path, tokenizer=None, data_files=Vec::new(), kv_cache_f16=true, precision=None))]
+    #[pyo3(signature = (runtime, path, tokenizer=None, data_files=Vec::new(), kv_cache_f16=true, precision=None, int8_activations=None))]
+    // One argument per Python keyword argument of `etwgpu.Llm(...)`.
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         runtime: &PyRuntime,
@@ -64,6 +66,7 @@ impl PyLlm {
         data_files: Vec<PathBuf>,
         kv_cache_f16: bool,
         precision: Option<&str>,
+        int8_activations: Option<bool>,
     ) -> PyResult<Self> {
         let precision = errors::precision(precision)?;
         let tokenizer = tokenizer
@@ -71,7 +74,12 @@ impl PyLlm {
             .transpose()?;
         let program =
             py.detach(|| Program::open_with_external(&path, &data_files)).map_err(|e| errors::format(&path, &e))?;
-        let options = etwgpu_runtime::LoadOptions { kv_cache_f16, precision, ..Generator::default_load_options() };
+        let options = etwgpu_runtime::LoadOptions {
+            kv_cache_f16,
+            precision,
+            int8_activations,
+            ..Generator::default_load_options()
+        };
         let generator = py
             .detach(|| Generator::with_options(&runtime.rt, &program, &options, &mut |_| {}))
             .map_err(|e| errors::llm(&e))?;
@@ -79,11 +87,15 @@ impl PyLlm {
     }
 
     /// The model's metadata: `max_seq_len`, `max_context_len`,
-    /// `vocab_size`, `bos_id`, `eos_ids`, and `kv_cache_f16`.
+    /// `vocab_size`, `bos_id`, `eos_ids`, `kv_cache_f16` and
+    /// `int8_activations`.
     #[getter]
     fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let (meta, f16) = py.detach(|| {
-            self.generator.lock().map(|g| (g.metadata().clone(), g.kv_cache_f16())).map_err(|_| poisoned())
+        let (meta, f16, int8) = py.detach(|| {
+            self.generator
+                .lock()
+                .map(|g| (g.metadata().clone(), g.kv_cache_f16(), g.int8_activations()))
+                .map_err(|_| poisoned())
         })?;
         let d = PyDict::new(py);
         d.set_item("max_seq_len", meta.max_seq_len)?;
@@ -92,6 +104,7 @@ impl PyLlm {
         d.set_item("bos_id", meta.bos_id)?;
         d.set_item("eos_ids", meta.eos_ids)?;
         d.set_item("kv_cache_f16", f16)?;
+        d.set_item("int8_activations", int8)?;
         Ok(d)
     }
 

@@ -34,6 +34,15 @@ def test_greedy_tokens_match_eager(rt, name):
     assert list(llm.generate(prompt, max_new_tokens=3, stop_at_eos=False)) == greedy
 
 
+def test_int8_activations_keep_the_tiny_q4_greedy_tokens(rt):
+    prompt, greedy = recorded("llama_tiny_q4")
+    plain = etwgpu.Llm(FIXTURES / "llama_tiny_q4" / "model.pte", runtime=rt, int8_activations=False)
+    assert plain.metadata["int8_activations"] is False
+    llm = etwgpu.Llm(FIXTURES / "llama_tiny_q4" / "model.pte", runtime=rt, int8_activations=True)
+    assert llm.metadata["int8_activations"] is True
+    assert list(llm.generate(prompt, max_new_tokens=3, stop_at_eos=False)) == greedy
+
+
 @pytest.fixture(scope="module")
 def tiny(rt):
     return etwgpu.Llm(

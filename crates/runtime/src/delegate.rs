@@ -435,6 +435,12 @@ impl LoadedDelegate {
         self.file_dtype.contains(&Some(DType::F32))
     }
 
+    /// Whether its one-row 4-bit GEMVs take int8 activations
+    /// ([`LoadOptions::int8_activations`], where the device allows them).
+    pub fn int8_activations(&self) -> bool {
+        self.lowerer.caps().int8_activations
+    }
+
     /// Bytes of the arenas intermediates share (0 when each has its own
     /// buffer).
     pub fn arena_bytes(&self) -> u64 {

@@ -280,6 +280,12 @@ impl LoadedMethod {
         self.steps.iter().any(|s| matches!(s, Exec::Gpu { call, .. } if call.kv_cache_f16()))
     }
 
+    /// Whether any GPU call's one-row 4-bit GEMVs take int8 activations
+    /// ([`LoadOptions::int8_activations`]).
+    pub fn int8_activations(&self) -> bool {
+        self.steps.iter().any(|s| matches!(s, Exec::Gpu { call, .. } if call.int8_activations()))
+    }
+
     /// Whether it was loaded on the trusted path
     /// ([`LoadOptions::trusted_shaders`] asked for it, on Vulkan): its
     /// kernels of families marked `// bounds: host-checked` run without

@@ -100,6 +100,7 @@ class _Llm:
         data_files: Sequence[str] = ...,
         kv_cache_f16: bool = True,
         precision: Optional[Literal["f32", "mixed", "f16"]] = None,
+        int8_activations: Optional[bool] = None,
     ) -> _Llm: ...
     @property
     def metadata(self) -> dict[str, Any]: ...
