@@ -69,38 +69,7 @@ struct Params {
 var<workgroup> partial: array<vec4<f32>, WG>;
 
 // include: q4_dot.wgsl
-
-/// Word `i` of projection `j`'s weight.
-fn weight(j: u32, i: u32) -> vec4<u32> {
-    if j == 0u {
-        return w_q[i];
-    }
-    if j == 1u {
-        return w_k[i];
-    }
-    return w_v[i];
-}
-
-/// Scale `i` of projection `j`.
-fn scale(j: u32, i: u32) -> f32 {
-    if j == 0u {
-        return f32(s_q[i]);
-    }
-    if j == 1u {
-        return f32(s_k[i]);
-    }
-    return f32(s_v[i]);
-}
-
-fn store(j: u32, i: u32, v: f32) {
-    if j == 0u {
-        out_q[i] = Elem(v);
-    } else if j == 1u {
-        out_k[i] = Elem(v);
-    } else {
-        out_v[i] = Elem(v);
-    }
-}
+// include: q4_gemv_qkv_pick.wgsl
 
 @compute @workgroup_size(WG)
 fn main(
@@ -110,21 +79,11 @@ fn main(
 ) {
     let g = wid.y * groups.x + wid.x;
     // Which projection (uniform across the workgroup), and its sizes.
-    var j = 0u;
-    var first = 0u;
-    var n = p.n_q;
-    var n_pad = p.pad_q;
-    if g >= p.wg_v {
-        j = 2u;
-        first = p.wg_v;
-        n = p.n_v;
-        n_pad = p.pad_v;
-    } else if g >= p.wg_k {
-        j = 1u;
-        first = p.wg_k;
-        n = p.n_k;
-        n_pad = p.pad_k;
-    }
+    let which = projection(g);
+    let j = which.x;
+    let first = which.y;
+    let n = which.z;
+    let n_pad = which.w;
     let cols = p.cols;
     let c = lid % cols;
     let slice = lid / cols;

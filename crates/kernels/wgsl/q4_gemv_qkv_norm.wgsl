@@ -35,6 +35,7 @@ const MAX_ROWS: u32 = 4u;
 const XS: u32 = 768u;
 
 // include: q4_gemv_qkv_norm_decl.wgsl
+// include: q4_gemv_qkv_pick.wgsl
 // include: q4_dot.wgsl
 // include: rms_prologue.wgsl
 

@@ -27,6 +27,7 @@ const XS: u32 = 768u;
 const XQ: u32 = 384u;
 
 // include: q4_gemv_qkv_norm_decl.wgsl
+// include: q4_gemv_qkv_pick.wgsl
 
 /// vec4 `i` of the row as the prologue left it (`q8_x.wgsl`).
 fn x_at(i: u32) -> vec4<f32> {

@@ -22620,7 +22620,6 @@ fn rows4(acc: vec4<f32>, q: vec4<u32>, b: u32, x_row: u32, m: u32, s: f32) -> ve
     }
     return a;
 }
-
 /// Word `i` of projection `j`'s weight.
 fn weight(j: u32, i: u32) -> vec4<u32> {
     if j == 0u {
@@ -22653,6 +22652,19 @@ fn store(j: u32, i: u32, v: f32) {
     }
 }
 
+/// Which projection workgroup `g` computes, from the uniforms (so uniform
+/// across the workgroup): `(j, its first workgroup, N, padded N)`, the
+/// workgroups taken by Q's columns, then K's, then V's.
+fn projection(g: u32) -> vec4<u32> {
+    if g >= p.wg_v {
+        return vec4<u32>(2u, p.wg_v, p.n_v, p.pad_v);
+    }
+    if g >= p.wg_k {
+        return vec4<u32>(1u, p.wg_k, p.n_k, p.pad_k);
+    }
+    return vec4<u32>(0u, 0u, p.n_q, p.pad_q);
+}
+
 @compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
@@ -22661,21 +22673,11 @@ fn main(
 ) {
     let g = wid.y * groups.x + wid.x;
     // Which projection (uniform across the workgroup), and its sizes.
-    var j = 0u;
-    var first = 0u;
-    var n = p.n_q;
-    var n_pad = p.pad_q;
-    if g >= p.wg_v {
-        j = 2u;
-        first = p.wg_v;
-        n = p.n_v;
-        n_pad = p.pad_v;
-    } else if g >= p.wg_k {
-        j = 1u;
-        first = p.wg_k;
-        n = p.n_k;
-        n_pad = p.pad_k;
-    }
+    let which = projection(g);
+    let j = which.x;
+    let first = which.y;
+    let n = which.z;
+    let n_pad = which.w;
     let cols = p.cols;
     let c = lid % cols;
     let slice = lid / cols;
@@ -22839,7 +22841,6 @@ fn rows4(acc: vec4<f32>, q: vec4<u32>, b: u32, x_row: u32, m: u32, s: f32) -> ve
     }
     return a;
 }
-
 /// Word `i` of projection `j`'s weight.
 fn weight(j: u32, i: u32) -> vec4<u32> {
     if j == 0u {
@@ -22872,6 +22873,19 @@ fn store(j: u32, i: u32, v: f32) {
     }
 }
 
+/// Which projection workgroup `g` computes, from the uniforms (so uniform
+/// across the workgroup): `(j, its first workgroup, N, padded N)`, the
+/// workgroups taken by Q's columns, then K's, then V's.
+fn projection(g: u32) -> vec4<u32> {
+    if g >= p.wg_v {
+        return vec4<u32>(2u, p.wg_v, p.n_v, p.pad_v);
+    }
+    if g >= p.wg_k {
+        return vec4<u32>(1u, p.wg_k, p.n_k, p.pad_k);
+    }
+    return vec4<u32>(0u, 0u, p.n_q, p.pad_q);
+}
+
 @compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
@@ -22880,21 +22894,11 @@ fn main(
 ) {
     let g = wid.y * groups.x + wid.x;
     // Which projection (uniform across the workgroup), and its sizes.
-    var j = 0u;
-    var first = 0u;
-    var n = p.n_q;
-    var n_pad = p.pad_q;
-    if g >= p.wg_v {
-        j = 2u;
-        first = p.wg_v;
-        n = p.n_v;
-        n_pad = p.pad_v;
-    } else if g >= p.wg_k {
-        j = 1u;
-        first = p.wg_k;
-        n = p.n_k;
-        n_pad = p.pad_k;
-    }
+    let which = projection(g);
+    let j = which.x;
+    let first = which.y;
+    let n = which.z;
+    let n_pad = which.w;
     let cols = p.cols;
     let c = lid % cols;
     let slice = lid / cols;
@@ -23030,7 +23034,6 @@ struct Params {
 var<workgroup> x: array<vec4<f32>, XS>;
 /// Per invocation, its slice's sums for the four rows.
 var<workgroup> partial: array<vec4<f32>, WG>;
-
 /// Word `i` of projection `j`'s weight.
 fn weight(j: u32, i: u32) -> vec4<u32> {
     if j == 0u {
@@ -23313,7 +23316,6 @@ struct Params {
 var<workgroup> x: array<vec4<f32>, XS>;
 /// Per invocation, its slice's sums for the four rows.
 var<workgroup> partial: array<vec4<f32>, WG>;
-
 /// Word `i` of projection `j`'s weight.
 fn weight(j: u32, i: u32) -> vec4<u32> {
     if j == 0u {
@@ -23586,7 +23588,6 @@ struct Params {
 var<workgroup> x: array<vec4<f32>, XS>;
 /// Per invocation, its slice's sums for the four rows.
 var<workgroup> partial: array<vec4<f32>, WG>;
-
 /// Word `i` of projection `j`'s weight.
 fn weight(j: u32, i: u32) -> vec4<u32> {
     if j == 0u {
@@ -23917,7 +23918,6 @@ struct Params {
 var<workgroup> x: array<vec4<f32>, XS>;
 /// Per invocation, its slice's sums for the four rows.
 var<workgroup> partial: array<vec4<f32>, WG>;
-
 /// Word `i` of projection `j`'s weight.
 fn weight(j: u32, i: u32) -> vec4<u32> {
     if j == 0u {

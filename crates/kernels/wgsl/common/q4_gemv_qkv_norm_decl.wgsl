@@ -1,6 +1,5 @@
-//! The parameters, bindings, workgroup memory and per-projection reads and
-//! stores of the normed QKV GEMV (`q4_gemv_qkv_norm.wgsl`) and its int8
-//! form (`q4_gemv_qkv_norm_i8.wgsl`). The including family declares
+//! The parameters, bindings and workgroup memory of the normed QKV GEMV
+//! (`q4_gemv_qkv_norm.wgsl`) and its int8 form (`q4_gemv_qkv_norm_i8.wgsl`). The including family declares
 //! `Elem`, `WG` and `XS`.
 
 struct Params {
@@ -56,48 +55,3 @@ struct Params {
 var<workgroup> x: array<vec4<f32>, XS>;
 /// Per invocation, its slice's sums for the four rows.
 var<workgroup> partial: array<vec4<f32>, WG>;
-
-/// Word `i` of projection `j`'s weight.
-fn weight(j: u32, i: u32) -> vec4<u32> {
-    if j == 0u {
-        return w_q[i];
-    }
-    if j == 1u {
-        return w_k[i];
-    }
-    return w_v[i];
-}
-
-/// Scale `i` of projection `j`.
-fn scale(j: u32, i: u32) -> f32 {
-    if j == 0u {
-        return f32(s_q[i]);
-    }
-    if j == 1u {
-        return f32(s_k[i]);
-    }
-    return f32(s_v[i]);
-}
-
-fn store(j: u32, i: u32, v: f32) {
-    if j == 0u {
-        out_q[i] = Elem(v);
-    } else if j == 1u {
-        out_k[i] = Elem(v);
-    } else {
-        out_v[i] = Elem(v);
-    }
-}
-
-/// Which projection workgroup `g` computes, from the uniforms (so uniform
-/// across the workgroup): `(j, its first workgroup, N, padded N)`, the
-/// workgroups taken by Q's columns, then K's, then V's.
-fn projection(g: u32) -> vec4<u32> {
-    if g >= p.wg_v {
-        return vec4<u32>(2u, p.wg_v, p.n_v, p.pad_v);
-    }
-    if g >= p.wg_k {
-        return vec4<u32>(1u, p.wg_k, p.n_k, p.pad_k);
-    }
-    return vec4<u32>(0u, 0u, p.n_q, p.pad_q);
-}
