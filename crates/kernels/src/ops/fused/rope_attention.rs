@@ -24,7 +24,7 @@ use crate::ops::llm::{
     split_route,
 };
 use crate::ops::quant::linear_q4gsw_into;
-use crate::plan::{Ctx, Lowered, Shader, Step, TensorInfo, Uniform, Vid, float_shader, to_u32};
+use crate::plan::{Ctx, Lowered, Shader, Step, TensorInfo, Uniform, Vid, to_u32};
 
 /// `etwgpu.sdpa_rope_with_kv_cache.default(xq [1,S,Hq,D], xk [1,S,Hkv,D],
 /// value, key_cache, value_cache, start_pos, seq_len, attn_mask?,
@@ -100,10 +100,7 @@ pub fn sdpa_rope_linear_q4gsw(c: &Ctx<'_>) -> Result<Lowered> {
     }
     let folded = match (&attention.steps[..], &linear.steps[..]) {
         ([.., combine], [gemv]) if combine_folds(split_route(c.caps(), d), s, hq, hkv, d, cmax) => {
-            // The GEMV's int8-activation form folds into its own.
-            let i8 = matches!(gemv, Step::Dispatch(g) if matches!(&g.shader, Shader::Static(id) if id.family() == Family::Q4GemvI8));
-            let family = if i8 { Family::Q4GemvAttnI8 } else { Family::Q4GemvAttn };
-            fold_combine(combine, gemv, float_shader(family, &x, 0, "xq")?)
+            fold_combine(combine, gemv)
         }
         _ => None,
     };

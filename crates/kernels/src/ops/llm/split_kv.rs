@@ -281,24 +281,26 @@ pub(crate) fn combine_folds(route: SplitRoute, s: u64, hq: u64, hkv: u64, d: u64
 }
 
 /// The combine dispatch `combine` (of [`split_kv_attention`]) and the 4-bit
-/// GEMV dispatch `gemv` (`q4_gemv.wgsl`, reading the combine's output as
-/// its `[S, Hq * D]` input) as one dispatch of `shader`
-/// (`q4_gemv_attn.wgsl`): the GEMV's inputs with the partials in place of
-/// x, its outputs and workgroups, its uniforms then the combine's. `None`
-/// where `combine` or `gemv` is another kernel's, or `gemv` reads another
-/// tensor than the combine writes.
-pub(crate) fn fold_combine(combine: &Step, gemv: &Step, shader: ShaderId) -> Option<Dispatch> {
+/// GEMV dispatch `gemv` (`q4_gemv.wgsl` or its int8 form `q4_gemv_i8.wgsl`,
+/// reading the combine's output as its `[S, Hq * D]` input) as one
+/// dispatch of `q4_gemv_attn.wgsl` (or `q4_gemv_attn_i8.wgsl`) at the
+/// GEMV's variant: the GEMV's inputs with the partials in place of x, its
+/// outputs and workgroups, its uniforms then the combine's. `None` where
+/// `combine` or `gemv` is another kernel's, or `gemv` reads another tensor
+/// than the combine writes.
+pub(crate) fn fold_combine(combine: &Step, gemv: &Step) -> Option<Dispatch> {
     let (Step::Dispatch(c), Step::Dispatch(g)) = (combine, gemv) else { return None };
     let (Shader::Static(cid), Shader::Static(gid)) = (&c.shader, &g.shader) else { return None };
-    let ok = cid.family() == Family::SdpaSplitCombine
-        // The int8-activation GEMV folds as the float one: the merged
-        // attention is built in workgroup memory (`q4_gemv_attn.wgsl`).
-        && matches!(gid.family(), Family::Q4Gemv | Family::Q4GemvI8)
-        && c.outputs.len() == 1
-        && g.inputs.first() == c.outputs.first();
+    let family = match gid.family() {
+        Family::Q4Gemv => Family::Q4GemvAttn,
+        Family::Q4GemvI8 => Family::Q4GemvAttnI8,
+        _ => return None,
+    };
+    let ok = cid.family() == Family::SdpaSplitCombine && c.outputs.len() == 1 && g.inputs.first() == c.outputs.first();
     if !ok {
         return None;
     }
+    let shader = ShaderId::find(family, gid.variant())?;
     let mut inputs = c.inputs.clone();
     inputs.extend(&g.inputs[1..]);
     let mut params = g.params.clone();
