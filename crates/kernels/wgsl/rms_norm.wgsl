@@ -22,16 +22,11 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> out: array<Elem>;
 
 // include: wg_sum.wgsl
+// include: rms_norm_row.wgsl
 
-/// Element `j` of the row at `base`, 0 past the row (the load is clamped
-/// into it, so it is issued unconditionally).
-fn at(base: u32, j: u32) -> f32 {
+/// Element `j` of the row at `base`, 0 past the row (`rms_norm_row.wgsl`).
+fn row_at(base: u32, j: u32) -> f32 {
     return select(0.0, f32(x[base + min(j, p.n - 1u)]), j < p.n);
-}
-
-/// Weight `j`, 0 past the row.
-fn wt(j: u32) -> f32 {
-    return select(0.0, f32(weight[min(j, p.n - 1u)]), j < p.n);
 }
 
 @compute @workgroup_size(WG)
@@ -45,34 +40,5 @@ fn main(
     if r >= p.rows {
         return;
     }
-    let base = r * p.n;
-    if p.n <= 8u * WG {
-        // Rows of up to 8 * WG elements: every load this invocation makes is
-        // issued before any is used (one memory latency, not one per
-        // element; a small norm is latency-bound) and the row stays in
-        // registers.
-        let v0 = vec4<f32>(at(base, lid), at(base, lid + WG), at(base, lid + 2u * WG), at(base, lid + 3u * WG));
-        let v1 = vec4<f32>(at(base, lid + 4u * WG), at(base, lid + 5u * WG), at(base, lid + 6u * WG), at(base, lid + 7u * WG));
-        let w0 = vec4<f32>(wt(lid), wt(lid + WG), wt(lid + 2u * WG), wt(lid + 3u * WG));
-        let w1 = vec4<f32>(wt(lid + 4u * WG), wt(lid + 5u * WG), wt(lid + 6u * WG), wt(lid + 7u * WG));
-        let rstd = inverseSqrt(workgroup_sum(dot(v0, v0) + dot(v1, v1), lid) / f32(p.n) + p.eps);
-        let o0 = v0 * rstd * w0;
-        let o1 = v1 * rstd * w1;
-        for (var t = 0u; t < 8u; t++) {
-            let j = lid + t * WG;
-            if j < p.n {
-                out[base + j] = Elem(select(o1[t % 4u], o0[t % 4u], t < 4u));
-            }
-        }
-        return;
-    }
-    var sq = 0.0;
-    for (var j = lid; j < p.n; j += WG) {
-        let v = f32(x[base + j]);
-        sq += v * v;
-    }
-    let rstd = inverseSqrt(workgroup_sum(sq, lid) / f32(p.n) + p.eps);
-    for (var j = lid; j < p.n; j += WG) {
-        out[base + j] = Elem(f32(x[base + j]) * rstd * f32(weight[j]));
-    }
+    norm_row(lid, r * p.n, r * p.n);
 }

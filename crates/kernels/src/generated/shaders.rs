@@ -3325,39 +3325,22 @@ fn workgroup_sum(v: f32, lid: u32) -> f32 {
     }
     return partial[0];
 }
-
-/// `a + b` at element `j` of the row at `base`, rounded to the dtype, 0
-/// past the row (the loads are clamped into it, so they are issued
-/// unconditionally).
-fn add_at(base: u32, j: u32) -> f32 {
-    let i = base + min(j, p.n - 1u);
-    return select(0.0, f32(Elem(f32(a[i]) + f32(b[i]))), j < p.n);
-}
-
 /// Weight `j`, 0 past the row.
 fn wt(j: u32) -> f32 {
     return select(0.0, f32(weight[min(j, p.n - 1u)]), j < p.n);
 }
 
-@compute @workgroup_size(WG)
-fn main(
-    @builtin(local_invocation_index) lid: u32,
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-) {
-    let r = wid.y * groups.x + wid.x;
-    // Workgroup-uniform: either every invocation of a group returns or none.
-    if r >= p.rows {
-        return;
-    }
-    let src = (p.row0 + r) * p.n;
-    let dst = r * p.n;
+/// The normed row from `src` written at `dst`. Every invocation calls it
+/// in uniform control flow.
+fn norm_row(lid: u32, src: u32, dst: u32) {
     if p.n <= 8u * WG {
         // Rows of up to 8 * WG elements: every load this invocation makes is
-        // issued before any is used and the row stays in registers.
-        let v0 = vec4<f32>(add_at(src, lid), add_at(src, lid + WG), add_at(src, lid + 2u * WG), add_at(src, lid + 3u * WG));
+        // issued before any is used (one memory latency, not one per
+        // element; a small norm is latency-bound) and the row stays in
+        // registers.
+        let v0 = vec4<f32>(row_at(src, lid), row_at(src, lid + WG), row_at(src, lid + 2u * WG), row_at(src, lid + 3u * WG));
         let v1 = vec4<f32>(
-            add_at(src, lid + 4u * WG), add_at(src, lid + 5u * WG), add_at(src, lid + 6u * WG), add_at(src, lid + 7u * WG));
+            row_at(src, lid + 4u * WG), row_at(src, lid + 5u * WG), row_at(src, lid + 6u * WG), row_at(src, lid + 7u * WG));
         let w0 = vec4<f32>(wt(lid), wt(lid + WG), wt(lid + 2u * WG), wt(lid + 3u * WG));
         let w1 = vec4<f32>(wt(lid + 4u * WG), wt(lid + 5u * WG), wt(lid + 6u * WG), wt(lid + 7u * WG));
         let rstd = inverseSqrt(workgroup_sum(dot(v0, v0) + dot(v1, v1), lid) / f32(p.n) + p.eps);
@@ -3373,14 +3356,36 @@ fn main(
     }
     var sq = 0.0;
     for (var j = lid; j < p.n; j += WG) {
-        let v = add_at(src, j);
+        let v = row_at(src, j);
         sq += v * v;
     }
     let rstd = inverseSqrt(workgroup_sum(sq, lid) / f32(p.n) + p.eps);
-    // The sum is not stored: each invocation adds its elements again.
+    // The row is read again rather than held: it may be long.
     for (var j = lid; j < p.n; j += WG) {
-        out[dst + j] = Elem(add_at(src, j) * rstd * f32(weight[j]));
+        out[dst + j] = Elem(row_at(src, j) * rstd * f32(weight[j]));
     }
+}
+
+/// `a + b` at element `j` of the row at `base`, rounded to the dtype, 0
+/// past the row (`rms_norm_row.wgsl`; the sum is not stored, so a long row
+/// adds its elements again when it scales them).
+fn row_at(base: u32, j: u32) -> f32 {
+    let i = base + min(j, p.n - 1u);
+    return select(0.0, f32(Elem(f32(a[i]) + f32(b[i]))), j < p.n);
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let r = wid.y * groups.x + wid.x;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if r >= p.rows {
+        return;
+    }
+    norm_row(lid, (p.row0 + r) * p.n, r * p.n);
 }
 "#;
 
@@ -3435,39 +3440,22 @@ fn workgroup_sum(v: f32, lid: u32) -> f32 {
     }
     return partial[0];
 }
-
-/// `a + b` at element `j` of the row at `base`, rounded to the dtype, 0
-/// past the row (the loads are clamped into it, so they are issued
-/// unconditionally).
-fn add_at(base: u32, j: u32) -> f32 {
-    let i = base + min(j, p.n - 1u);
-    return select(0.0, f32(Elem(f32(a[i]) + f32(b[i]))), j < p.n);
-}
-
 /// Weight `j`, 0 past the row.
 fn wt(j: u32) -> f32 {
     return select(0.0, f32(weight[min(j, p.n - 1u)]), j < p.n);
 }
 
-@compute @workgroup_size(WG)
-fn main(
-    @builtin(local_invocation_index) lid: u32,
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-) {
-    let r = wid.y * groups.x + wid.x;
-    // Workgroup-uniform: either every invocation of a group returns or none.
-    if r >= p.rows {
-        return;
-    }
-    let src = (p.row0 + r) * p.n;
-    let dst = r * p.n;
+/// The normed row from `src` written at `dst`. Every invocation calls it
+/// in uniform control flow.
+fn norm_row(lid: u32, src: u32, dst: u32) {
     if p.n <= 8u * WG {
         // Rows of up to 8 * WG elements: every load this invocation makes is
-        // issued before any is used and the row stays in registers.
-        let v0 = vec4<f32>(add_at(src, lid), add_at(src, lid + WG), add_at(src, lid + 2u * WG), add_at(src, lid + 3u * WG));
+        // issued before any is used (one memory latency, not one per
+        // element; a small norm is latency-bound) and the row stays in
+        // registers.
+        let v0 = vec4<f32>(row_at(src, lid), row_at(src, lid + WG), row_at(src, lid + 2u * WG), row_at(src, lid + 3u * WG));
         let v1 = vec4<f32>(
-            add_at(src, lid + 4u * WG), add_at(src, lid + 5u * WG), add_at(src, lid + 6u * WG), add_at(src, lid + 7u * WG));
+            row_at(src, lid + 4u * WG), row_at(src, lid + 5u * WG), row_at(src, lid + 6u * WG), row_at(src, lid + 7u * WG));
         let w0 = vec4<f32>(wt(lid), wt(lid + WG), wt(lid + 2u * WG), wt(lid + 3u * WG));
         let w1 = vec4<f32>(wt(lid + 4u * WG), wt(lid + 5u * WG), wt(lid + 6u * WG), wt(lid + 7u * WG));
         let rstd = inverseSqrt(workgroup_sum(dot(v0, v0) + dot(v1, v1), lid) / f32(p.n) + p.eps);
@@ -3483,14 +3471,36 @@ fn main(
     }
     var sq = 0.0;
     for (var j = lid; j < p.n; j += WG) {
-        let v = add_at(src, j);
+        let v = row_at(src, j);
         sq += v * v;
     }
     let rstd = inverseSqrt(workgroup_sum(sq, lid) / f32(p.n) + p.eps);
-    // The sum is not stored: each invocation adds its elements again.
+    // The row is read again rather than held: it may be long.
     for (var j = lid; j < p.n; j += WG) {
-        out[dst + j] = Elem(add_at(src, j) * rstd * f32(weight[j]));
+        out[dst + j] = Elem(row_at(src, j) * rstd * f32(weight[j]));
     }
+}
+
+/// `a + b` at element `j` of the row at `base`, rounded to the dtype, 0
+/// past the row (`rms_norm_row.wgsl`; the sum is not stored, so a long row
+/// adds its elements again when it scales them).
+fn row_at(base: u32, j: u32) -> f32 {
+    let i = base + min(j, p.n - 1u);
+    return select(0.0, f32(Elem(f32(a[i]) + f32(b[i]))), j < p.n);
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let r = wid.y * groups.x + wid.x;
+    // Workgroup-uniform: either every invocation of a group returns or none.
+    if r >= p.rows {
+        return;
+    }
+    norm_row(lid, (p.row0 + r) * p.n, r * p.n);
 }
 "#;
 
@@ -28125,16 +28135,50 @@ fn workgroup_sum(v: f32, lid: u32) -> f32 {
     }
     return partial[0];
 }
-
-/// Element `j` of the row at `base`, 0 past the row (the load is clamped
-/// into it, so it is issued unconditionally).
-fn at(base: u32, j: u32) -> f32 {
-    return select(0.0, f32(x[base + min(j, p.n - 1u)]), j < p.n);
-}
-
 /// Weight `j`, 0 past the row.
 fn wt(j: u32) -> f32 {
     return select(0.0, f32(weight[min(j, p.n - 1u)]), j < p.n);
+}
+
+/// The normed row from `src` written at `dst`. Every invocation calls it
+/// in uniform control flow.
+fn norm_row(lid: u32, src: u32, dst: u32) {
+    if p.n <= 8u * WG {
+        // Rows of up to 8 * WG elements: every load this invocation makes is
+        // issued before any is used (one memory latency, not one per
+        // element; a small norm is latency-bound) and the row stays in
+        // registers.
+        let v0 = vec4<f32>(row_at(src, lid), row_at(src, lid + WG), row_at(src, lid + 2u * WG), row_at(src, lid + 3u * WG));
+        let v1 = vec4<f32>(
+            row_at(src, lid + 4u * WG), row_at(src, lid + 5u * WG), row_at(src, lid + 6u * WG), row_at(src, lid + 7u * WG));
+        let w0 = vec4<f32>(wt(lid), wt(lid + WG), wt(lid + 2u * WG), wt(lid + 3u * WG));
+        let w1 = vec4<f32>(wt(lid + 4u * WG), wt(lid + 5u * WG), wt(lid + 6u * WG), wt(lid + 7u * WG));
+        let rstd = inverseSqrt(workgroup_sum(dot(v0, v0) + dot(v1, v1), lid) / f32(p.n) + p.eps);
+        let o0 = v0 * rstd * w0;
+        let o1 = v1 * rstd * w1;
+        for (var t = 0u; t < 8u; t++) {
+            let j = lid + t * WG;
+            if j < p.n {
+                out[dst + j] = Elem(select(o1[t % 4u], o0[t % 4u], t < 4u));
+            }
+        }
+        return;
+    }
+    var sq = 0.0;
+    for (var j = lid; j < p.n; j += WG) {
+        let v = row_at(src, j);
+        sq += v * v;
+    }
+    let rstd = inverseSqrt(workgroup_sum(sq, lid) / f32(p.n) + p.eps);
+    // The row is read again rather than held: it may be long.
+    for (var j = lid; j < p.n; j += WG) {
+        out[dst + j] = Elem(row_at(src, j) * rstd * f32(weight[j]));
+    }
+}
+
+/// Element `j` of the row at `base`, 0 past the row (`rms_norm_row.wgsl`).
+fn row_at(base: u32, j: u32) -> f32 {
+    return select(0.0, f32(x[base + min(j, p.n - 1u)]), j < p.n);
 }
 
 @compute @workgroup_size(WG)
@@ -28148,36 +28192,7 @@ fn main(
     if r >= p.rows {
         return;
     }
-    let base = r * p.n;
-    if p.n <= 8u * WG {
-        // Rows of up to 8 * WG elements: every load this invocation makes is
-        // issued before any is used (one memory latency, not one per
-        // element; a small norm is latency-bound) and the row stays in
-        // registers.
-        let v0 = vec4<f32>(at(base, lid), at(base, lid + WG), at(base, lid + 2u * WG), at(base, lid + 3u * WG));
-        let v1 = vec4<f32>(at(base, lid + 4u * WG), at(base, lid + 5u * WG), at(base, lid + 6u * WG), at(base, lid + 7u * WG));
-        let w0 = vec4<f32>(wt(lid), wt(lid + WG), wt(lid + 2u * WG), wt(lid + 3u * WG));
-        let w1 = vec4<f32>(wt(lid + 4u * WG), wt(lid + 5u * WG), wt(lid + 6u * WG), wt(lid + 7u * WG));
-        let rstd = inverseSqrt(workgroup_sum(dot(v0, v0) + dot(v1, v1), lid) / f32(p.n) + p.eps);
-        let o0 = v0 * rstd * w0;
-        let o1 = v1 * rstd * w1;
-        for (var t = 0u; t < 8u; t++) {
-            let j = lid + t * WG;
-            if j < p.n {
-                out[base + j] = Elem(select(o1[t % 4u], o0[t % 4u], t < 4u));
-            }
-        }
-        return;
-    }
-    var sq = 0.0;
-    for (var j = lid; j < p.n; j += WG) {
-        let v = f32(x[base + j]);
-        sq += v * v;
-    }
-    let rstd = inverseSqrt(workgroup_sum(sq, lid) / f32(p.n) + p.eps);
-    for (var j = lid; j < p.n; j += WG) {
-        out[base + j] = Elem(f32(x[base + j]) * rstd * f32(weight[j]));
-    }
+    norm_row(lid, r * p.n, r * p.n);
 }
 "#;
 
@@ -28223,16 +28238,50 @@ fn workgroup_sum(v: f32, lid: u32) -> f32 {
     }
     return partial[0];
 }
-
-/// Element `j` of the row at `base`, 0 past the row (the load is clamped
-/// into it, so it is issued unconditionally).
-fn at(base: u32, j: u32) -> f32 {
-    return select(0.0, f32(x[base + min(j, p.n - 1u)]), j < p.n);
-}
-
 /// Weight `j`, 0 past the row.
 fn wt(j: u32) -> f32 {
     return select(0.0, f32(weight[min(j, p.n - 1u)]), j < p.n);
+}
+
+/// The normed row from `src` written at `dst`. Every invocation calls it
+/// in uniform control flow.
+fn norm_row(lid: u32, src: u32, dst: u32) {
+    if p.n <= 8u * WG {
+        // Rows of up to 8 * WG elements: every load this invocation makes is
+        // issued before any is used (one memory latency, not one per
+        // element; a small norm is latency-bound) and the row stays in
+        // registers.
+        let v0 = vec4<f32>(row_at(src, lid), row_at(src, lid + WG), row_at(src, lid + 2u * WG), row_at(src, lid + 3u * WG));
+        let v1 = vec4<f32>(
+            row_at(src, lid + 4u * WG), row_at(src, lid + 5u * WG), row_at(src, lid + 6u * WG), row_at(src, lid + 7u * WG));
+        let w0 = vec4<f32>(wt(lid), wt(lid + WG), wt(lid + 2u * WG), wt(lid + 3u * WG));
+        let w1 = vec4<f32>(wt(lid + 4u * WG), wt(lid + 5u * WG), wt(lid + 6u * WG), wt(lid + 7u * WG));
+        let rstd = inverseSqrt(workgroup_sum(dot(v0, v0) + dot(v1, v1), lid) / f32(p.n) + p.eps);
+        let o0 = v0 * rstd * w0;
+        let o1 = v1 * rstd * w1;
+        for (var t = 0u; t < 8u; t++) {
+            let j = lid + t * WG;
+            if j < p.n {
+                out[dst + j] = Elem(select(o1[t % 4u], o0[t % 4u], t < 4u));
+            }
+        }
+        return;
+    }
+    var sq = 0.0;
+    for (var j = lid; j < p.n; j += WG) {
+        let v = row_at(src, j);
+        sq += v * v;
+    }
+    let rstd = inverseSqrt(workgroup_sum(sq, lid) / f32(p.n) + p.eps);
+    // The row is read again rather than held: it may be long.
+    for (var j = lid; j < p.n; j += WG) {
+        out[dst + j] = Elem(row_at(src, j) * rstd * f32(weight[j]));
+    }
+}
+
+/// Element `j` of the row at `base`, 0 past the row (`rms_norm_row.wgsl`).
+fn row_at(base: u32, j: u32) -> f32 {
+    return select(0.0, f32(x[base + min(j, p.n - 1u)]), j < p.n);
 }
 
 @compute @workgroup_size(WG)
@@ -28246,36 +28295,7 @@ fn main(
     if r >= p.rows {
         return;
     }
-    let base = r * p.n;
-    if p.n <= 8u * WG {
-        // Rows of up to 8 * WG elements: every load this invocation makes is
-        // issued before any is used (one memory latency, not one per
-        // element; a small norm is latency-bound) and the row stays in
-        // registers.
-        let v0 = vec4<f32>(at(base, lid), at(base, lid + WG), at(base, lid + 2u * WG), at(base, lid + 3u * WG));
-        let v1 = vec4<f32>(at(base, lid + 4u * WG), at(base, lid + 5u * WG), at(base, lid + 6u * WG), at(base, lid + 7u * WG));
-        let w0 = vec4<f32>(wt(lid), wt(lid + WG), wt(lid + 2u * WG), wt(lid + 3u * WG));
-        let w1 = vec4<f32>(wt(lid + 4u * WG), wt(lid + 5u * WG), wt(lid + 6u * WG), wt(lid + 7u * WG));
-        let rstd = inverseSqrt(workgroup_sum(dot(v0, v0) + dot(v1, v1), lid) / f32(p.n) + p.eps);
-        let o0 = v0 * rstd * w0;
-        let o1 = v1 * rstd * w1;
-        for (var t = 0u; t < 8u; t++) {
-            let j = lid + t * WG;
-            if j < p.n {
-                out[base + j] = Elem(select(o1[t % 4u], o0[t % 4u], t < 4u));
-            }
-        }
-        return;
-    }
-    var sq = 0.0;
-    for (var j = lid; j < p.n; j += WG) {
-        let v = f32(x[base + j]);
-        sq += v * v;
-    }
-    let rstd = inverseSqrt(workgroup_sum(sq, lid) / f32(p.n) + p.eps);
-    for (var j = lid; j < p.n; j += WG) {
-        out[base + j] = Elem(f32(x[base + j]) * rstd * f32(weight[j]));
-    }
+    norm_row(lid, r * p.n, r * p.n);
 }
 "#;
 
