@@ -57,8 +57,9 @@ pub const FOLD_ATTENTION_ENV: &str = "ETWGPU_FOLD_ATTENTION";
 /// `ETWGPU_GEMV_ATTENTION=1`: compute decode attention over a short cache
 /// inside the O projection's 4-bit GEMV where the device allows it
 /// (`etwgpu_kernels::DeviceCaps::gemv_attention`) when
-/// [`LoadOptions::gemv_attention`] is not set. Off by default: on the H200
-/// it is faster only below ~100 keys (`tools/device/NOTES.md`, run aj).
+/// [`LoadOptions::gemv_attention`] is not set. Off by default: it is
+/// faster only below ~100 keys on the H200 and ~90 on an H100
+/// (`tools/device/NOTES.md`, runs aj and aq).
 pub const GEMV_ATTENTION_ENV: &str = "ETWGPU_GEMV_ATTENTION";
 
 /// `ETWGPU_INT8_ACTIVATIONS=1`: one-row 4-bit GEMVs round their input to
