@@ -404,6 +404,33 @@ impl Lowerer {
         Ok(out)
     }
 
+    /// Whether `live`'s affine model brings it to these inputs with no host
+    /// rule ([`Lowerer::relower`] would only patch words): they differ
+    /// from what it holds only in the model's driver, at a value the model
+    /// covers. A caller holding several chains of the same shapes (a decode
+    /// plan whose structure changes with the position) picks the one that
+    /// does.
+    pub fn covers(live: &LiveChain, inputs: &[InputRef<'_>], mut read: impl FnMut(usize, u64) -> i64) -> bool {
+        live.affine.as_ref().is_some_and(|model| Self::model_covers(live, model, inputs, &mut read))
+    }
+
+    /// [`Lowerer::covers`] with this model.
+    fn model_covers(
+        live: &LiveChain,
+        model: &Affine,
+        inputs: &[InputRef<'_>],
+        read: &mut impl FnMut(usize, u64) -> i64,
+    ) -> bool {
+        let same = inputs.iter().enumerate().all(|(index, input)| {
+            let v = input.value.idx();
+            match input.shape {
+                None => (index, 0) == model.driver || read(index, 0) == live.symints[v],
+                Some(shape) => live.shapes[v] == shape,
+            }
+        });
+        same && model.others_hold(live, read) && model.covers(read(model.driver.0, model.driver.1))
+    }
+
     /// The value `live` holds for a driver.
     fn driver_value(live: &LiveChain, inputs: &[InputRef<'_>], (input, elem): Driver) -> Option<i64> {
         if inputs[input].shape.is_none() {
@@ -425,23 +452,10 @@ impl Lowerer {
         inputs: &[InputRef<'_>],
         read: &mut impl FnMut(usize, u64) -> i64,
     ) -> Option<Relowered> {
-        for (index, input) in inputs.iter().enumerate() {
-            let v = input.value.idx();
-            let same = match input.shape {
-                None => (index, 0) == model.driver || read(index, 0) == live.symints[v],
-                Some(shape) => live.shapes[v] == shape,
-            };
-            if !same {
-                return None;
-            }
-        }
-        if !model.others_hold(live, read) {
+        if !Self::model_covers(live, model, inputs, read) {
             return None;
         }
         let x = read(model.driver.0, model.driver.1);
-        if !model.covers(x) {
-            return None;
-        }
         model.apply(live, x);
         Some(Relowered { nodes: model.nodes.clone(), structure_kept: true })
     }
@@ -640,6 +654,21 @@ pub struct Relowered {
 }
 
 impl LiveChain {
+    /// Whether `other` lowered every op to the same kernels, bindings and
+    /// grid dimensions (uniform values and counts aside): two chains of
+    /// one method at the same input shapes differ there only where a host
+    /// rule chose its route by a value (the decode attention by the
+    /// position).
+    pub fn same_structure(&self, other: &LiveChain) -> bool {
+        self.nodes.len() == other.nodes.len()
+            && self.nodes.iter().zip(&other.nodes).all(|(a, b)| same_structure(&a.steps, &b.steps))
+    }
+
+    /// Whether it holds an affine model of its driver (`affine.rs`).
+    pub fn has_affine(&self) -> bool {
+        self.affine.is_some()
+    }
+
     /// Per value: its live shape (declared shape for untouched tensors).
     pub fn shapes(&self) -> &[Vec<u64>] {
         &self.shapes

@@ -167,11 +167,17 @@ pub struct DeviceCaps {
     pub conv: ConvKernels,
     /// The decode O projection's 4-bit GEMV may compute a short cache's
     /// whole attention itself (`q4_gemv_sdpa.wgsl`, one dispatch for the
-    /// attention and the projection): the device allows the 11 storage
-    /// buffers per shader stage that kernel binds (the runtime's caps) and
-    /// the load asks for it (a load's caps; off by default, see the
+    /// attention and the projection) at every position: the device allows
+    /// the 11 storage buffers per shader stage that kernel binds (the
+    /// runtime's caps) and the load asks for it (a load's caps; see the
     /// runtime's `LoadOptions::gemv_attention`).
     pub gemv_attention: bool,
+    /// The same route while the live context (the keys a decode row
+    /// attends to) is at most this many keys, the split route past it; 0:
+    /// never. The runtime sets
+    /// [`GEMV_ATTN_AUTO_KEYS`](crate::GEMV_ATTN_AUTO_KEYS) where the device
+    /// allows the kernel and the load does not say otherwise.
+    pub gemv_attention_keys: u32,
     /// One-row 4-bit GEMVs may round their input row to int8 per 32-input
     /// block and take each weight word's dot in integers
     /// (`q4_gemv_i8.wgsl`, the `_i8` forms of the normed SwiGLU and QKV
@@ -238,6 +244,7 @@ mod tests {
                 coop_attention: false,
                 conv: ConvKernels::Auto,
                 gemv_attention: false,
+                gemv_attention_keys: 0,
                 int8_activations: false,
             }
         );

@@ -64,6 +64,7 @@ mod tests;
 pub use caps::{ConvKernels, DeviceCaps, Precision, Product, SubgroupSizes};
 pub use error::{Error, Result};
 pub use generated::shaders::{Family, ShaderId, ShaderNeeds, Variant};
+pub use ops::llm::GEMV_ATTN_AUTO_KEYS;
 pub use ops::quant::q4_fast;
 pub use ops::{OPS, OpId, from_name};
 pub use plan::{Dispatch, ElemType, GeneratedShader, Graph, Lowered, Shader, ShaderKey, Step, TensorInfo, Value, Vid};

@@ -758,7 +758,9 @@ fn the_combine_folds_at_few_splits() {
 /// Where decode attention runs inside the O projection's GEMV
 /// (`q4_gemv_sdpa.wgsl`): one row, at most 4 query heads per kv head and
 /// 16 heads, a cache of at most 2^17 elements, and only where the device
-/// allows the kernel (`DeviceCaps::gemv_attention`). SmolLM2's decode at
+/// allows the kernel at every position (`DeviceCaps::gemv_attention`) or
+/// while the live context is short (`gemv_attention_keys`, here 64 keys:
+/// at 64, not at 65). SmolLM2's decode at
 /// its 512-row cache (98,304) takes it; the 1B shape's 8 kv heads at 512
 /// rows (262,144), its 32 heads, 2 rows, or a device without the leave do
 /// not.
@@ -780,8 +782,12 @@ fn decode_attention_goes_into_the_gemv_at_short_caches() {
         (1, 4, 1, 512, 16, false),
     ] {
         let what = format!("{s} rows, {hq}/{hkv} heads of {d}, cache {cmax}");
-        assert_eq!(gemv_attends(on, s, hq, hkv, d, cmax), attends, "{what}");
-        assert!(!gemv_attends(DeviceCaps::default(), s, hq, hkv, d, cmax), "{what} without the leave");
+        assert_eq!(gemv_attends(on, s, hq, hkv, d, cmax, 300), attends, "{what}");
+        assert!(!gemv_attends(DeviceCaps::default(), s, hq, hkv, d, cmax, 1), "{what} without the leave");
+        // By the live context: up to the bound, not past it.
+        let short = DeviceCaps { gemv_attention_keys: 64, ..DeviceCaps::default() };
+        assert_eq!(gemv_attends(short, s, hq, hkv, d, cmax, 64), attends, "{what} at 64 keys");
+        assert!(!gemv_attends(short, s, hq, hkv, d, cmax, 65), "{what} at 65 keys");
     }
 }
 

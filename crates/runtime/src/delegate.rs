@@ -55,10 +55,11 @@ pub const Q4_LAYOUT_ENV: &str = "ETWGPU_Q4_LAYOUT";
 pub const FOLD_ATTENTION_ENV: &str = "ETWGPU_FOLD_ATTENTION";
 
 /// `ETWGPU_GEMV_ATTENTION=1`: compute decode attention over a short cache
-/// inside the O projection's 4-bit GEMV where the device allows it
-/// (`etwgpu_kernels::DeviceCaps::gemv_attention`) when
-/// [`LoadOptions::gemv_attention`] is not set. Off by default: it is
-/// faster only below ~100 keys on the H200 and ~90 on an H100
+/// inside the O projection's 4-bit GEMV at every position where the device
+/// allows it (`etwgpu_kernels::DeviceCaps::gemv_attention`), `=0` never,
+/// when [`LoadOptions::gemv_attention`] is not set. By default only while
+/// the live context is at most [`etwgpu_kernels::GEMV_ATTN_AUTO_KEYS`]
+/// keys: it is faster only below ~100 keys on the H200 and ~90 on an H100
 /// (`tools/device/NOTES.md`, runs aj and aq).
 pub const GEMV_ATTENTION_ENV: &str = "ETWGPU_GEMV_ATTENTION";
 
@@ -220,12 +221,20 @@ impl LoadedDelegate {
         }
         // Scratch tensors shared by the ops (split-KV attention partials),
         // sized at the maximum shapes and pinned by the memory plan.
+        // The attention inside the O projection's GEMV: at every position
+        // (`Some(true)`), never (`Some(false)`), or while the context is
+        // short (`None`, the device's default).
+        let gemv_attention = options.gemv_attention.or_else(|| match std::env::var(GEMV_ATTENTION_ENV).as_deref() {
+            Ok("1") => Some(true),
+            Ok("0") => Some(false),
+            _ => None,
+        });
         let caps = etwgpu_kernels::DeviceCaps {
             precision: options.precision.unwrap_or(rt.caps.precision),
             subgroups: rt.caps.subgroups.filter(|_| options.subgroups.unwrap_or(rt.subgroups_by_default)),
             conv: options.conv.unwrap_or(rt.caps.conv),
-            gemv_attention: rt.caps.gemv_attention
-                && options.gemv_attention.unwrap_or_else(|| std::env::var(GEMV_ATTENTION_ENV).is_ok_and(|v| v == "1")),
+            gemv_attention: rt.caps.gemv_attention && gemv_attention == Some(true),
+            gemv_attention_keys: if gemv_attention.is_none() { rt.caps.gemv_attention_keys } else { 0 },
             int8_activations: rt.caps.int8_activations
                 && options
                     .int8_activations
@@ -301,11 +310,27 @@ impl LoadedDelegate {
         let read = |input: usize, elem| int_at(&inputs[input], elem).unwrap_or(PLACEHOLDER_SYMINT);
         // New shapes that no parked chain holds: the chain of the old ones
         // is kept (with its plan, if the new shapes need a new one).
-        let leaving = if self.stale || self.unpark(&shapes) {
+        let mut leaving = if self.stale || self.unpark(&shapes) {
             None
         } else {
             Some((self.live_input_shapes(&self.live), self.live.clone()))
         };
+        // The live chain at these shapes, at a position its affine model
+        // does not reach (a decode plan whose attention route follows the
+        // position, past the route's bound): a parked chain of these shapes
+        // whose model does reach it takes over; else the live one is kept
+        // too if lowering changes its structure, for the next time.
+        if !self.stale && leaving.is_none() && self.live.has_affine() && !Lowerer::covers(&self.live, &refs, read) {
+            let current = self.live_input_shapes(&self.live);
+            match self.parked.take(|s, l| *s == current && Lowerer::covers(l, &refs, read)) {
+                Some((live, plan)) => {
+                    let live = std::mem::replace(&mut self.live, live);
+                    let plan = std::mem::replace(&mut self.plan, plan);
+                    self.parked.park(current, live, plan);
+                }
+                None => leaving = Some((current, self.live.clone())),
+            }
+        }
         let rebuild = if self.stale {
             self.live = self.lowerer.lower_live(&self.graph, &refs, read)?;
             self.times.chain_lowerings += 1;
@@ -379,7 +404,7 @@ impl LoadedDelegate {
         }
         let wanted: InputShapes =
             self.inputs.iter().zip(shapes).map(|(s, shape)| (!s.symint).then(|| shape.clone())).collect();
-        let Some((live, plan)) = self.parked.take(|s| *s == wanted) else {
+        let Some((live, plan)) = self.parked.take(|s, _| *s == wanted) else {
             return false;
         };
         let current = self.live_input_shapes(&self.live);

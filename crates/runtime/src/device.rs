@@ -344,6 +344,7 @@ impl Runtime {
             coop_attention: coop && !options.coop_attention_off,
             conv: options.conv,
             gemv_attention,
+            gemv_attention_keys: if gemv_attention { etwgpu_kernels::GEMV_ATTN_AUTO_KEYS } else { 0 },
             int8_activations,
         };
         Ok(Self { device, queue, info, pipelines, caps, subgroups_by_default: options.subgroups == Some(true) })

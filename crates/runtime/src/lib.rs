@@ -53,7 +53,7 @@ pub use device::{
 pub use error::{Error, Result};
 pub use etwgpu_graph::LowerError;
 pub use etwgpu_graph::route::{Route, kernel_route};
-pub use etwgpu_kernels::{ConvKernels, DeviceCaps, Precision};
+pub use etwgpu_kernels::{ConvKernels, DeviceCaps, GEMV_ATTN_AUTO_KEYS, Precision};
 pub use method::LoadedMethod;
 pub use options::{LoadOptions, LoadProgress, LoadStage, RunTimes};
 pub use pipeline_cache::TRUSTED_SHADERS_ENV;

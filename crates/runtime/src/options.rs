@@ -57,16 +57,18 @@ pub struct LoadOptions {
     /// Let a decode step's attention over a short cache run inside the O
     /// projection's 4-bit GEMV (`q4_gemv_sdpa.wgsl`, one dispatch instead
     /// of the split partials and the merging GEMV) where the device allows
-    /// its 11 storage buffers: `Some(true)` on, `Some(false)` off, `None`
-    /// (the default) off unless `ETWGPU_GEMV_ATTENTION=1`. On the H200 it
+    /// its 11 storage buffers: `Some(true)` at every position, `Some(false)`
+    /// never, `None` (the default; `ETWGPU_GEMV_ATTENTION=1` or `=0` set
+    /// the others) while the live context is at most
+    /// [`etwgpu_kernels::GEMV_ATTN_AUTO_KEYS`] keys. On the H200 it
     /// saves ~0.15 ms a SmolLM2 token at the first positions, but each of
     /// its workgroups walks every key itself (~56 ns a key a layer), so
     /// past ~100 keys the split route is faster (run aj). On an H100 (run
     /// aq) the SmolLM2 shape decodes 1,057 tokens/s with it at 16 keys
     /// (942 without), 1,026 at 32 (953), 981 at 65-80 keys (935), 916 at
-    /// 97-112 (932) and 869 at 129-144 (916). It stays opt-in because a
-    /// route chosen by the live context would lower the plan again where
-    /// a generation crosses (~4 ms, what the route saves over ~60 tokens).
+    /// 97-112 (932) and 869 at 129-144 (916). Where a generation crosses
+    /// the bound, the plan lowers again once (~4 ms); the method keeps the
+    /// chain of each side, so later generations swap between them.
     pub gemv_attention: Option<bool>,
     /// Trust the program: create the kernels whose host rules prove every
     /// index into their fixed-size arrays (workgroup memory, private

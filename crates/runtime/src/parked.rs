@@ -7,9 +7,10 @@ use etwgpu_graph::LiveChain;
 
 use crate::plan::Plan;
 
-/// Chains a delegate keeps besides the live one: the decode shape, and a
-/// few prompt lengths.
-const PARKED_SHAPES: usize = 4;
+/// Chains a delegate keeps besides the live one: the decode shape (a
+/// chain for each route where the decode attention's route follows the
+/// position), and a few prompt lengths.
+const PARKED_SHAPES: usize = 6;
 
 /// Per input: its shape (`None` for a SymInt input).
 pub(crate) type InputShapes = Vec<Option<Vec<u64>>>;
@@ -24,16 +25,18 @@ pub(crate) struct Parked {
 }
 
 impl Parked {
-    /// Keeps the chain of inputs `shapes` as the most recently used.
+    /// Keeps the chain of inputs `shapes` as the most recently used, in
+    /// place of one of those shapes and the same structure.
     pub(crate) fn park(&mut self, shapes: InputShapes, live: LiveChain, plan: Plan) {
-        self.chains.retain(|(s, _, _)| *s != shapes);
+        self.chains.retain(|(s, l, _)| *s != shapes || !l.same_structure(&live));
         self.chains.insert(0, (shapes, live, plan));
         self.chains.truncate(PARKED_SHAPES);
     }
 
-    /// Takes out the chain of inputs whose shapes `is_wanted` accepts.
-    pub(crate) fn take(&mut self, is_wanted: impl Fn(&InputShapes) -> bool) -> Option<(LiveChain, Plan)> {
-        let i = self.chains.iter().position(|(s, _, _)| is_wanted(s))?;
+    /// Takes out the most recently used chain that `is_wanted` accepts
+    /// (by its inputs' shapes and the chain).
+    pub(crate) fn take(&mut self, is_wanted: impl Fn(&InputShapes, &LiveChain) -> bool) -> Option<(LiveChain, Plan)> {
+        let i = self.chains.iter().position(|(s, l, _)| is_wanted(s, l))?;
         let (_, live, plan) = self.chains.remove(i);
         Some((live, plan))
     }

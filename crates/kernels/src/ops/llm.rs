@@ -26,6 +26,7 @@ use crate::plan::{
 
 mod split_kv;
 
+pub use split_kv::GEMV_ATTN_AUTO_KEYS;
 use split_kv::{SPLIT_MAX_ROWS, SPLIT_SCRATCH, SplitAttn, split_kv_attention};
 #[cfg(test)]
 pub(crate) use split_kv::{SUBGROUP_PLAN, SplitRoute, WORKGROUP_PLAN, split_plan};

@@ -134,14 +134,15 @@ fn synthetic_tiny_generates() {
 
 /// A plan of many dispatches recorded on several threads (one command
 /// buffer each, submitted in order) runs as the one pass of one thread
-/// does: a 60-layer tiny model (304 dispatches a decode step, over the 288
-/// that three threads of at least 96 take) gives the
+/// does: a 72-layer tiny model (292 dispatches a decode step, the
+/// attention inside the O projection's GEMV at its short context; over
+/// the 288 that three threads of at least 96 take) gives the
 /// same logits bit for bit with 1 and 3 recording threads, in prefill and
 /// in decode.
 #[test]
 fn threaded_recording_gives_the_same_logits() {
     let Some(rt) = runtime() else { return };
-    let config = LlamaConfig { n_layers: 60, seed: 3, ..LlamaConfig::tiny() };
+    let config = LlamaConfig { n_layers: 72, seed: 3, ..LlamaConfig::tiny() };
     let program = Program::from_bytes(config.build()).expect("parses");
     let prompt: Vec<u32> = (0..6).map(|i| i * 11 % 128).collect();
     let mut runs = Vec::new();
@@ -207,8 +208,12 @@ fn early_submission_gives_the_same_logits() {
 /// sliced): 83 and 153 (6 a layer with the combine apart: 99 and 183; 4
 /// outside the layers, the add and the row apart and the final norm in
 /// the head's GEMV: 84 and 154; 9 a layer and 7 before the norms went into
-/// the GEMVs and RoPE into the attention: 151 and 277).
-/// Fused and unfused runs give the same logits within 1e-4.
+/// the GEMVs and RoPE into the attention: 151 and 277). These are the
+/// split route's counts (`LoadOptions::gemv_attention` off); by default, at
+/// these short contexts, the attention runs inside the O projection's GEMV
+/// instead of the partials and merge: 4 a layer, 67 and 123.
+/// Fused and unfused runs, and the default, give the same logits within
+/// 1e-4.
 #[test]
 fn decode_dispatches_per_token() {
     let Some(rt) = runtime() else { return };
@@ -217,8 +222,8 @@ fn decode_dispatches_per_token() {
         let program = Program::from_bytes(config.build()).expect("parses");
         let prompt: Vec<u32> = (0..5).map(|i| i * 13 % 128).collect();
         let mut runs = Vec::new();
-        for fuse in [true, false] {
-            let options = etwgpu_runtime::LoadOptions { fuse, ..Generator::default_load_options() };
+        for (fuse, gemv_attention) in [(true, Some(false)), (false, Some(false)), (true, None)] {
+            let options = etwgpu_runtime::LoadOptions { fuse, gemv_attention, ..Generator::default_load_options() };
             let mut generator = Generator::with_options(&rt, &program, &options, &mut |_| {}).expect("loads");
             let mut logits = vec![generator.prefill(&prompt).expect("prefill")];
             for token in [3, 50, 99] {
@@ -228,10 +233,70 @@ fn decode_dispatches_per_token() {
         }
         assert_eq!(runs[0].1, 5 * n_layers + 3, "{n_layers} layers: fused dispatches per decode step");
         assert!(runs[1].1 > runs[0].1, "{n_layers} layers: unfused {} dispatches", runs[1].1);
-        for (call, (f, p)) in runs[0].0.iter().zip(&runs[1].0).enumerate() {
+        if rt.gemm_caps().gemv_attention {
+            assert_eq!(runs[2].1, 4 * n_layers + 3, "{n_layers} layers: dispatches by default");
+        }
+        for (call, (f, p)) in runs[0].0.iter().zip(&runs[1].0).chain(runs[2].0.iter().zip(&runs[0].0)).enumerate() {
             for (i, (a, b)) in f.iter().zip(p).enumerate() {
                 assert!((a - b).abs() <= 1e-4 + 1e-4 * b.abs(), "{n_layers} layers call {call} logit {i}: {a} vs {b}");
             }
         }
     }
+}
+
+/// The default decode route follows the live context: the attention
+/// inside the O projection's GEMV while a step attends to at most
+/// [`etwgpu_runtime::GEMV_ATTN_AUTO_KEYS`] (80) keys (4 dispatches a
+/// layer), the split partials and the merging GEMV past them (5). After a
+/// prompt of 74 tokens, eight decode steps attend to 75 to 82 keys: six on
+/// one side, two on the other; each step's logits equal the split route's
+/// (`LoadOptions::gemv_attention` off) within 1e-4. The first generation
+/// lowers the plan again where it crosses; the method keeps the chain of
+/// each side, so a second generation over the same positions runs its
+/// decode steps with no host rule and no new plan.
+#[test]
+fn decode_route_follows_the_live_context() {
+    let Some(rt) = runtime() else { return };
+    if !rt.gemm_caps().gemv_attention {
+        return;
+    }
+    let config = LlamaConfig { max_seq_len: 80, max_context: 128, seed: 5, ..LlamaConfig::tiny() };
+    let program = Program::from_bytes(config.build()).expect("parses");
+    let prompt: Vec<u32> = (0..74).map(|i| i * 7 % 128).collect();
+    let bound = etwgpu_runtime::GEMV_ATTN_AUTO_KEYS as usize;
+    assert_eq!(bound, 80, "the steps below straddle 80 keys");
+    let mut runs = Vec::new();
+    for gemv_attention in [None, Some(false)] {
+        let options = etwgpu_runtime::LoadOptions { gemv_attention, ..Generator::default_load_options() };
+        let mut generator = Generator::with_options(&rt, &program, &options, &mut |_| {}).expect("loads");
+        let mut generations = Vec::new();
+        for _ in 0..2 {
+            generator.reset();
+            generator.prefill(&prompt).expect("prefill");
+            generator.reset_run_times();
+            let mut steps = Vec::new();
+            for k in 0..8 {
+                let logits = generator.decode_step((k * 13 % 128) as u32).expect("decode");
+                steps.push((logits, generator.n_dispatches()));
+            }
+            let times = generator.run_times();
+            generations.push((steps, times.op_lowerings, times.plan_builds));
+        }
+        runs.push(generations);
+    }
+    let n = config.n_layers;
+    let (second, lowerings, plans) = &runs[0][1];
+    assert_eq!((*lowerings, *plans), (0, 0), "the second generation's host rules and plans, by default");
+    for (generation, (auto, split)) in runs[0].iter().zip(&runs[1]).enumerate() {
+        for (k, ((a, a_n), (b, b_n))) in auto.0.iter().zip(&split.0).enumerate() {
+            let keys = prompt.len() + k + 1;
+            let want = if keys <= bound { 4 * n + 3 } else { 5 * n + 3 };
+            assert_eq!(*a_n, want, "generation {generation}, step at {keys} keys: dispatches by default");
+            assert_eq!(*b_n, 5 * n + 3, "generation {generation}, step at {keys} keys: split route");
+            for (i, (x, y)) in a.iter().zip(b).enumerate() {
+                assert!((x - y).abs() <= 1e-4 + 1e-4 * y.abs(), "generation {generation}, {keys} keys, logit {i}");
+            }
+        }
+    }
+    assert_eq!(second.len(), 8);
 }

@@ -234,7 +234,9 @@ fn swiglu_after_the_norm_rounds_x_per_block() {
 #[test]
 fn tiny_llamas_keep_their_top1_with_int8_activations() {
     let Some(rt) = crate::runtime() else { return };
-    let options = LoadOptions { int8_activations: Some(true), ..LoadOptions::default() };
+    // The split route: at the fixtures' short contexts the default runs the
+    // attention inside the O projection's GEMV, which has no int8 form.
+    let options = LoadOptions { int8_activations: Some(true), gemv_attention: Some(false), ..LoadOptions::default() };
     for name in ["llama_tiny_q4", "llama_tiny_q4_fp16"] {
         let (mut method, outs) = crate::trusted::run_all(&rt, name, &options);
         method.set_profiling(true);

@@ -83,11 +83,13 @@ pub fn sdpa_rope_linear_q4gsw(c: &Ctx<'_>) -> Result<Lowered> {
     let linear = linear_q4gsw_into(&c.with_args(&linear_args), &x, &out)?;
     let mut shapes = attention.shapes;
     shapes.extend(linear.shapes);
+    // The live context (checked by the attention's rule).
+    let live = u64::try_from(c.int(5, "start_pos")?).unwrap_or(0) + s;
     // Short caches: the whole attention in the GEMV (the partials and the
-    // combine replaced); else the combine folded into it where the split
+    // combine replaced; by default only while the context is short); else the combine folded into it where the split
     // plan allows; else the steps one after the other.
     let in_gemv = match (&attention.steps[..], &linear.steps[..]) {
-        ([.., partials, _combine], [gemv]) if gemv_attends(c.caps(), s, hq, hkv, d, cmax) => {
+        ([.., partials, _combine], [gemv]) if gemv_attends(c.caps(), s, hq, hkv, d, cmax, live) => {
             attend_in_gemv(partials, gemv)
         }
         _ => None,

@@ -329,15 +329,27 @@ const GEMV_ATTN_MAX_HEADS: u64 = 16;
 const GEMV_ATTN_QUERY_VEC4S: u64 = 256;
 const GEMV_ATTN_KEY_VEC4S: u64 = 64;
 
+/// Live context (keys) up to which a decode row's attention runs inside
+/// the O projection's GEMV by default, where the device allows the kernel
+/// (`DeviceCaps::gemv_attention_keys`): every workgroup of that GEMV walks
+/// the keys itself, which costs less than the split route's partials
+/// dispatch at a few dozen keys and more past them. On an H100 the
+/// SmolLM2 shape decoded 12% faster with it at 17-32 keys, 5% at 65-80,
+/// 2% slower at 97-112 (`tools/device/NOTES.md`, run aq, fifth call).
+pub const GEMV_ATTN_AUTO_KEYS: u32 = 80;
+
 /// Whether the attention of `s` query rows (`hq` heads over `hkv`, head
-/// dim `d`, a cache of `cmax` rows) on a device with `caps` may run
-/// inside the 4-bit GEMV that reads its output ([`attend_in_gemv`]): one
-/// row (decode), the kernel's head and dim bounds, a cache of at most
-/// [`GEMV_ATTN_MAX_CACHE`] elements, and the device's leave
-/// (`DeviceCaps::gemv_attention`). Depends on static dims only, so every
-/// position of a decode plan takes one route.
-pub(crate) fn gemv_attends(caps: DeviceCaps, s: u64, hq: u64, hkv: u64, d: u64, cmax: u64) -> bool {
-    caps.gemv_attention
+/// dim `d`, a cache of `cmax` rows) over a live context of `live` keys on
+/// a device with `caps` runs inside the 4-bit GEMV that reads its output
+/// ([`attend_in_gemv`]): one row (decode), the kernel's head and dim
+/// bounds, a cache of at most [`GEMV_ATTN_MAX_CACHE`] elements, and the
+/// device's leave at every position (`DeviceCaps::gemv_attention`) or up
+/// to its live context (`DeviceCaps::gemv_attention_keys`). A decode plan
+/// changes route once, where the context passes that bound (the affine
+/// model of its steps ends there; the runtime keeps the chain of each
+/// side, so later generations swap chains instead of lowering again).
+pub(crate) fn gemv_attends(caps: DeviceCaps, s: u64, hq: u64, hkv: u64, d: u64, cmax: u64, live: u64) -> bool {
+    (caps.gemv_attention || live <= u64::from(caps.gemv_attention_keys))
         && s == 1
         && hkv > 0
         && hq.is_multiple_of(hkv)
