@@ -219,8 +219,6 @@ impl LoadedDelegate {
         if std::env::var(Q4_LAYOUT_ENV).map_or(true, |v| v != "rows") {
             etwgpu_graph::layout::q4_word_major(&mut graph);
         }
-        // Scratch tensors shared by the ops (split-KV attention partials),
-        // sized at the maximum shapes and pinned by the memory plan.
         // The attention inside the O projection's GEMV: at every position
         // (`Some(true)`), never (`Some(false)`), or while the context is
         // short (`None`, the device's default).
@@ -241,6 +239,8 @@ impl LoadedDelegate {
                     .unwrap_or_else(|| std::env::var(INT8_ACTIVATIONS_ENV).is_ok_and(|v| v == "1")),
             ..rt.caps
         };
+        // Scratch tensors shared by the ops (split-KV attention partials),
+        // sized at the maximum shapes and pinned by the memory plan.
         let lowerer = Lowerer::with_scratch_for(&mut graph, PLACEHOLDER_SYMINT, caps)?;
         let graph = &graph;
         let inputs = io_specs(m, graph, args, &args[..n_in], &graph.input_ids, 0..n_in)?;
