@@ -182,7 +182,10 @@ fn inspect(a: InspectCli) -> Result<(), Failure> {
 }
 
 /// Loads a [`etwgpu_llm::Generator`], drawing a progress bar on stderr
-/// while weights upload and pipelines compile (when stderr is a terminal).
+/// while weights upload and pipelines compile (when stderr is a terminal),
+/// then warms its decode path up ([`etwgpu_llm::Generator::warm_up_decode`]:
+/// the decode chain's lowering and plan at load, not inside the first
+/// reply).
 fn load_generator(
     rt: &etwgpu_runtime::Runtime,
     program: &etwgpu_format::Program,
@@ -208,7 +211,9 @@ fn load_generator(
     };
     let options =
         load.options(etwgpu_runtime::LoadOptions { kv_cache_f16, ..etwgpu_llm::Generator::default_load_options() });
-    let generator = etwgpu_llm::Generator::with_options(rt, program, &options, &mut draw).map_err(Failure::error)?;
+    let mut generator =
+        etwgpu_llm::Generator::with_options(rt, program, &options, &mut draw).map_err(Failure::error)?;
+    generator.warm_up_decode().map_err(Failure::error)?;
     if tty {
         let _ = writeln!(std::io::stderr(), "\rloaded in {:.2} s{}", start.elapsed().as_secs_f64(), " ".repeat(40));
     }

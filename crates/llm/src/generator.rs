@@ -318,6 +318,30 @@ impl Generator {
         self.pos = 0;
     }
 
+    /// Runs the decode path once, as [`Generator::generate`] does (a
+    /// one-token call and two greedy decode steps, their tokens dropped),
+    /// then starts a new sequence and clears [`Generator::run_times`]. A
+    /// load's first decode steps lower the decode chain, build its plan and
+    /// model its position (tens of milliseconds on a 30-layer model); a
+    /// caller that streams replies (`etwgpu generate`, `chat`, `serve`)
+    /// pays that here, at load, instead of between a reply's first tokens,
+    /// as llama.cpp's warm-up run does. The KV cache rows it writes are
+    /// overwritten by the next sequence. A program whose context holds
+    /// fewer than the four positions this takes is left as it is.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn warm_up_decode(&mut self) -> Result<()> {
+        if self.meta.max_context_len < 4 {
+            return Ok(());
+        }
+        self.reset();
+        let mut greedy = Sampler::new(crate::sampler::SamplerConfig::default())?;
+        let options = GenerateOptions { max_new_tokens: 3, stop_tokens: Vec::new(), stop_at_eos: false };
+        self.generate(&[0], &options, &mut greedy, |_| {})?;
+        self.reset();
+        self.reset_run_times();
+        Ok(())
+    }
+
     fn check_tokens(&self, tokens: &[u32]) -> Result<()> {
         if let Some(vocab) = self.meta.vocab_size
             && let Some(&token) = tokens.iter().find(|&&t| t as usize >= vocab)

@@ -300,3 +300,34 @@ fn decode_route_follows_the_live_context() {
     }
     assert_eq!(second.len(), 8);
 }
+
+/// [`Generator::warm_up_decode`] moves the decode chain's lowering, plan
+/// and affine model to load: after it, a reply's decode steps (after its
+/// prompt) run no host rule and build no plan; without it, the first of
+/// them lowers the chain and builds its plan. The warm-up leaves a new
+/// sequence: the reply's logits are the same with and without it.
+#[test]
+fn decode_warm_up_at_load() {
+    let Some(rt) = runtime() else { return };
+    let config = LlamaConfig { seed: 9, ..LlamaConfig::tiny() };
+    let program = Program::from_bytes(config.build()).expect("parses");
+    let prompt: Vec<u32> = (0..7).map(|i| i * 5 % 128).collect();
+    let mut runs = Vec::new();
+    for warm in [true, false] {
+        let mut generator = Generator::new(&rt, &program).expect("loads");
+        if warm {
+            generator.warm_up_decode().expect("warm-up");
+            assert_eq!(generator.position(), 0, "a new sequence after the warm-up");
+        }
+        let mut logits = vec![generator.prefill(&prompt).expect("prefill")];
+        generator.reset_run_times();
+        for token in [4, 40, 90] {
+            logits.push(generator.decode_step(token).expect("decode"));
+        }
+        let times = generator.run_times();
+        runs.push((logits, times.op_lowerings, times.plan_builds));
+    }
+    assert_eq!((runs[0].1, runs[0].2), (0, 0), "decode steps after the warm-up: host rules, plans");
+    assert!(runs[1].2 > 0, "without the warm-up the first decode step builds a plan");
+    assert_eq!(runs[0].0, runs[1].0, "logits with and without the warm-up");
+}
