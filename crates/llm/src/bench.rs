@@ -132,9 +132,8 @@ pub fn time_decode(generator: &mut Generator, n_gen: usize, depth: usize) -> Res
     // Warm-up, untimed: the first decode steps of a load build the
     // position's affine model once (see `etwgpu_graph::affine`); the rows
     // they write are filled again below.
-    generator.reset();
+    generator.warm_up_decode()?;
     let warm = GenerateOptions { max_new_tokens: 3, stop_tokens: Vec::new(), stop_at_eos: false };
-    generator.generate(&[1], &warm, &mut greedy, |_| {})?;
     // The decode attention takes another route past
     // `GEMV_ATTN_AUTO_KEYS` keys of context, so a method lowers its decode
     // chain once more (and models it) the first time a step crosses there:

@@ -322,13 +322,9 @@ impl LoadedDelegate {
         // too if lowering changes its structure, for the next time.
         if !self.stale && leaving.is_none() && self.live.has_affine() && !Lowerer::covers(&self.live, &refs, read) {
             let current = self.live_input_shapes(&self.live);
-            match self.parked.take(|s, l| *s == current && Lowerer::covers(l, &refs, read)) {
-                Some((live, plan)) => {
-                    let live = std::mem::replace(&mut self.live, live);
-                    let plan = std::mem::replace(&mut self.plan, plan);
-                    self.parked.park(current, live, plan);
-                }
-                None => leaving = Some((current, self.live.clone())),
+            let covering = |s: &InputShapes, l: &LiveChain| *s == current && Lowerer::covers(l, &refs, read);
+            if !self.parked.swap_in(current.clone(), &mut self.live, &mut self.plan, covering) {
+                leaving = Some((current, self.live.clone()));
             }
         }
         let rebuild = if self.stale {
@@ -404,14 +400,8 @@ impl LoadedDelegate {
         }
         let wanted: InputShapes =
             self.inputs.iter().zip(shapes).map(|(s, shape)| (!s.symint).then(|| shape.clone())).collect();
-        let Some((live, plan)) = self.parked.take(|s, _| *s == wanted) else {
-            return false;
-        };
         let current = self.live_input_shapes(&self.live);
-        let live = std::mem::replace(&mut self.live, live);
-        let plan = std::mem::replace(&mut self.plan, plan);
-        self.parked.park(current, live, plan);
-        true
+        self.parked.swap_in(current, &mut self.live, &mut self.plan, |s, _| *s == wanted)
     }
 
     /// Turns the device argmax of output `output` on or off: while on,

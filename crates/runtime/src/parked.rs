@@ -33,12 +33,23 @@ impl Parked {
         self.chains.truncate(PARKED_SHAPES);
     }
 
-    /// Takes out the most recently used chain that `is_wanted` accepts
-    /// (by its inputs' shapes and the chain).
-    pub(crate) fn take(&mut self, is_wanted: impl Fn(&InputShapes, &LiveChain) -> bool) -> Option<(LiveChain, Plan)> {
-        let i = self.chains.iter().position(|(s, l, _)| is_wanted(s, l))?;
-        let (_, live, plan) = self.chains.remove(i);
-        Some((live, plan))
+    /// Swaps the most recently used chain that `is_wanted` accepts (by its
+    /// inputs' shapes and the chain) in for `live` and its `plan`, which are
+    /// kept as the chain of inputs `current`; `false`, and nothing changed,
+    /// when none is.
+    pub(crate) fn swap_in(
+        &mut self,
+        current: InputShapes,
+        live: &mut LiveChain,
+        plan: &mut Plan,
+        is_wanted: impl Fn(&InputShapes, &LiveChain) -> bool,
+    ) -> bool {
+        let Some(i) = self.chains.iter().position(|(s, l, _)| is_wanted(s, l)) else { return false };
+        let (_, parked_live, parked_plan) = self.chains.remove(i);
+        let old_live = std::mem::replace(live, parked_live);
+        let old_plan = std::mem::replace(plan, parked_plan);
+        self.park(current, old_live, old_plan);
+        true
     }
 
     /// Drops every parked chain.
