@@ -38,58 +38,14 @@ fn x_at(i: u32) -> vec4<f32> {
 // include: rms_prologue.wgsl
 // include: q8_x.wgsl
 
-@compute @workgroup_size(WG)
-fn main(
-    @builtin(local_invocation_index) lid: u32,
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-) {
-    let g = wid.y * groups.x + wid.x;
-    rms_prologue(lid, g);
+/// The row rounded to int8 per 32-input block (`q8_x.wgsl`).
+fn prepare_x(lid: u32) {
     round_x(lid, p.k);
-    // Which projection (uniform across the workgroup), and its sizes.
-    let which = projection(g);
-    let j = which.x;
-    let first = which.y;
-    let n = which.z;
-    let n_pad = which.w;
-    let cols = p.cols;
-    let c = lid % cols;
-    let slice = lid / cols;
-    let slices = WG / cols;
-    let target_col = (g - first) * cols + c;
-    // Columns past N compute the last column (control flow stays uniform)
-    // and store nothing.
-    let col = min(target_col, n - 1u);
-    let words = p.k / 32u;
-    // Word `w` of this column at `base + w * stride`.
-    let at = column_words(col, words, n, ((p.w_layout >> j) & 1u) != 0u);
-    let base = at.x;
-    let stride = at.y;
-    var acc = vec4<f32>();
-    var w = slice;
-    for (; w + slices < words; w += 2u * slices) {
-        let q0 = weight(j, base + w * stride);
-        let q1 = weight(j, base + (w + slices) * stride);
-        let s0 = scale(j, (w * 32u / p.group_size) * n_pad + col);
-        let s1 = scale(j, ((w + slices) * 32u / p.group_size) * n_pad + col);
-        acc.x += dot_i8(q0, w) * s0 + dot_i8(q1, w + slices) * s1;
-    }
-    if w < words {
-        let s = scale(j, (w * 32u / p.group_size) * n_pad + col);
-        acc.x += dot_i8(weight(j, base + w * stride), w) * s;
-    }
-    // The norm's scale of each row, on its sums.
-    acc *= rms_scale(lid);
-    partial[lid] = acc;
-    workgroupBarrier();
-    for (var st = slices / 2u; st > 0u; st /= 2u) {
-        if slice < st {
-            partial[lid] += partial[lid + st * cols];
-        }
-        workgroupBarrier();
-    }
-    if slice == 0u && target_col < n {
-        store(j, col, partial[lid].x);
-    }
 }
+
+/// Word `w`'s contribution to the one row's sum, in integers.
+fn word_dot(acc: vec4<f32>, q: vec4<u32>, w: u32, s: f32) -> vec4<f32> {
+    return acc + vec4<f32>(dot_i8(q, w) * s, 0.0, 0.0, 0.0);
+}
+
+// include: q4_gemv_qkv_norm_body.wgsl

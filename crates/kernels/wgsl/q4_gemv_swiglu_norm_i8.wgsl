@@ -39,56 +39,14 @@ fn x_at(i: u32) -> vec4<f32> {
 // include: rms_prologue.wgsl
 // include: q8_x.wgsl
 
-@compute @workgroup_size(WG)
-fn main(
-    @builtin(local_invocation_index) lid: u32,
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-) {
-    let g = wid.y * groups.x + wid.x;
-    rms_prologue(lid, g);
-    let cols = p.cols;
-    let c = lid % cols;
-    let slice = lid / cols;
-    let slices = WG / cols;
-    let target_col = g * cols + c;
-    // Columns past N compute the last column and store nothing.
-    let col = min(target_col, p.n - 1u);
-    let words = p.k / 32u;
-    // Word `w` of this column at `at.x + w * at.y` (gate, up).
-    let at_g = column_words(col, words, p.n, (p.w_layout & 1u) != 0u);
-    let at_u = column_words(col, words, p.n, (p.w_layout & 2u) != 0u);
+/// The row rounded to int8 per 32-input block (`q8_x.wgsl`).
+fn prepare_x(lid: u32) {
     round_x(lid, p.k);
-    var acc = vec4<f32>();
-    var acc_up = vec4<f32>();
-    for (var w = slice; w < words; w += slices) {
-        let qg = w_gate[at_g.x + w * at_g.y];
-        let qu = w_up[at_u.x + w * at_u.y];
-        let at = (w * 32u / p.group_size) * p.n_pad + col;
-        let sg = f32(s_gate[at]);
-        let su = f32(s_up[at]);
-        acc.x += dot_i8(qg, w) * sg;
-        acc_up.x += dot_i8(qu, w) * su;
-    }
-    // The norm's scale of each row, on both sums; its closing barrier
-    // also means every invocation is done reading x before it holds the up
-    // sums.
-    let rstd = rms_scale(lid);
-    acc *= rstd;
-    acc_up *= rstd;
-    partial[lid] = acc;
-    x[lid] = acc_up;
-    workgroupBarrier();
-    for (var stride = slices / 2u; stride > 0u; stride /= 2u) {
-        if slice < stride {
-            partial[lid] += partial[lid + stride * cols];
-            x[lid] += x[lid + stride * cols];
-        }
-        workgroupBarrier();
-    }
-    if slice == 0u && target_col < p.n {
-        let gs = partial[lid];
-        let u = x[lid];
-        out[col] = Elem(gs.x / (1.0 + exp(-gs.x)) * u.x);
-    }
 }
+
+/// Word `w`'s contribution to the one row's sum, in integers.
+fn word_dot(acc: vec4<f32>, q: vec4<u32>, w: u32, s: f32) -> vec4<f32> {
+    return acc + vec4<f32>(dot_i8(q, w) * s, 0.0, 0.0, 0.0);
+}
+
+// include: q4_gemv_swiglu_norm_body.wgsl

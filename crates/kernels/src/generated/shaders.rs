@@ -23173,6 +23173,14 @@ fn rms_scale(lid: u32) -> vec4<f32> {
     return rstd;
 }
 
+/// The float form: nothing to prepare.
+fn prepare_x(lid: u32) {}
+
+/// Word `w`'s contribution to the (up to four) rows' sums.
+fn word_dot(acc: vec4<f32>, q: vec4<u32>, w: u32, s: f32) -> vec4<f32> {
+    return rows4(acc, q, w * 8u, p.k / 4u, p.m, s);
+}
+
 @compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
@@ -23181,6 +23189,7 @@ fn main(
 ) {
     let g = wid.y * groups.x + wid.x;
     rms_prologue(lid, g);
+    prepare_x(lid);
     // Which projection (uniform across the workgroup), and its sizes.
     let which = projection(g);
     let j = which.x;
@@ -23196,7 +23205,6 @@ fn main(
     // and store nothing.
     let col = min(target_col, n - 1u);
     let words = p.k / 32u;
-    let x_row = p.k / 4u;
     // Word `w` of this column at `base + w * stride`.
     let at = column_words(col, words, n, ((p.w_layout >> j) & 1u) != 0u);
     let base = at.x;
@@ -23208,12 +23216,12 @@ fn main(
         let q1 = weight(j, base + (w + slices) * stride);
         let s0 = scale(j, (w * 32u / p.group_size) * n_pad + col);
         let s1 = scale(j, ((w + slices) * 32u / p.group_size) * n_pad + col);
-        acc = rows4(acc, q0, w * 8u, x_row, p.m, s0);
-        acc = rows4(acc, q1, (w + slices) * 8u, x_row, p.m, s1);
+        acc = word_dot(acc, q0, w, s0);
+        acc = word_dot(acc, q1, w + slices, s1);
     }
     if w < words {
         let s = scale(j, (w * 32u / p.group_size) * n_pad + col);
-        acc = rows4(acc, weight(j, base + w * stride), w * 8u, x_row, p.m, s);
+        acc = word_dot(acc, weight(j, base + w * stride), w, s);
     }
     // The norm's scale of each row, on its sums.
     acc *= rms_scale(lid);
@@ -23455,6 +23463,14 @@ fn rms_scale(lid: u32) -> vec4<f32> {
     return rstd;
 }
 
+/// The float form: nothing to prepare.
+fn prepare_x(lid: u32) {}
+
+/// Word `w`'s contribution to the (up to four) rows' sums.
+fn word_dot(acc: vec4<f32>, q: vec4<u32>, w: u32, s: f32) -> vec4<f32> {
+    return rows4(acc, q, w * 8u, p.k / 4u, p.m, s);
+}
+
 @compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
@@ -23463,6 +23479,7 @@ fn main(
 ) {
     let g = wid.y * groups.x + wid.x;
     rms_prologue(lid, g);
+    prepare_x(lid);
     // Which projection (uniform across the workgroup), and its sizes.
     let which = projection(g);
     let j = which.x;
@@ -23478,7 +23495,6 @@ fn main(
     // and store nothing.
     let col = min(target_col, n - 1u);
     let words = p.k / 32u;
-    let x_row = p.k / 4u;
     // Word `w` of this column at `base + w * stride`.
     let at = column_words(col, words, n, ((p.w_layout >> j) & 1u) != 0u);
     let base = at.x;
@@ -23490,12 +23506,12 @@ fn main(
         let q1 = weight(j, base + (w + slices) * stride);
         let s0 = scale(j, (w * 32u / p.group_size) * n_pad + col);
         let s1 = scale(j, ((w + slices) * 32u / p.group_size) * n_pad + col);
-        acc = rows4(acc, q0, w * 8u, x_row, p.m, s0);
-        acc = rows4(acc, q1, (w + slices) * 8u, x_row, p.m, s1);
+        acc = word_dot(acc, q0, w, s0);
+        acc = word_dot(acc, q1, w + slices, s1);
     }
     if w < words {
         let s = scale(j, (w * 32u / p.group_size) * n_pad + col);
-        acc = rows4(acc, weight(j, base + w * stride), w * 8u, x_row, p.m, s);
+        acc = word_dot(acc, weight(j, base + w * stride), w, s);
     }
     // The norm's scale of each row, on its sums.
     acc *= rms_scale(lid);
@@ -23787,6 +23803,16 @@ fn dot_i8(q: vec4<u32>, w: u32) -> f32 {
     return f32(i - 8 * atomicLoad(&xsum[w])) * xscale[w];
 }
 
+/// The row rounded to int8 per 32-input block (`q8_x.wgsl`).
+fn prepare_x(lid: u32) {
+    round_x(lid, p.k);
+}
+
+/// Word `w`'s contribution to the one row's sum, in integers.
+fn word_dot(acc: vec4<f32>, q: vec4<u32>, w: u32, s: f32) -> vec4<f32> {
+    return acc + vec4<f32>(dot_i8(q, w) * s, 0.0, 0.0, 0.0);
+}
+
 @compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
@@ -23795,7 +23821,7 @@ fn main(
 ) {
     let g = wid.y * groups.x + wid.x;
     rms_prologue(lid, g);
-    round_x(lid, p.k);
+    prepare_x(lid);
     // Which projection (uniform across the workgroup), and its sizes.
     let which = projection(g);
     let j = which.x;
@@ -23822,11 +23848,12 @@ fn main(
         let q1 = weight(j, base + (w + slices) * stride);
         let s0 = scale(j, (w * 32u / p.group_size) * n_pad + col);
         let s1 = scale(j, ((w + slices) * 32u / p.group_size) * n_pad + col);
-        acc.x += dot_i8(q0, w) * s0 + dot_i8(q1, w + slices) * s1;
+        acc = word_dot(acc, q0, w, s0);
+        acc = word_dot(acc, q1, w + slices, s1);
     }
     if w < words {
         let s = scale(j, (w * 32u / p.group_size) * n_pad + col);
-        acc.x += dot_i8(weight(j, base + w * stride), w) * s;
+        acc = word_dot(acc, weight(j, base + w * stride), w, s);
     }
     // The norm's scale of each row, on its sums.
     acc *= rms_scale(lid);
@@ -23839,7 +23866,10 @@ fn main(
         workgroupBarrier();
     }
     if slice == 0u && target_col < n {
-        store(j, col, partial[lid].x);
+        let v = partial[lid];
+        for (var r = 0u; r < p.m; r++) {
+            store(j, r * n + col, v[r]);
+        }
     }
 }
 "#;
@@ -24117,6 +24147,16 @@ fn dot_i8(q: vec4<u32>, w: u32) -> f32 {
     return f32(i - 8 * atomicLoad(&xsum[w])) * xscale[w];
 }
 
+/// The row rounded to int8 per 32-input block (`q8_x.wgsl`).
+fn prepare_x(lid: u32) {
+    round_x(lid, p.k);
+}
+
+/// Word `w`'s contribution to the one row's sum, in integers.
+fn word_dot(acc: vec4<f32>, q: vec4<u32>, w: u32, s: f32) -> vec4<f32> {
+    return acc + vec4<f32>(dot_i8(q, w) * s, 0.0, 0.0, 0.0);
+}
+
 @compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
@@ -24125,7 +24165,7 @@ fn main(
 ) {
     let g = wid.y * groups.x + wid.x;
     rms_prologue(lid, g);
-    round_x(lid, p.k);
+    prepare_x(lid);
     // Which projection (uniform across the workgroup), and its sizes.
     let which = projection(g);
     let j = which.x;
@@ -24152,11 +24192,12 @@ fn main(
         let q1 = weight(j, base + (w + slices) * stride);
         let s0 = scale(j, (w * 32u / p.group_size) * n_pad + col);
         let s1 = scale(j, ((w + slices) * 32u / p.group_size) * n_pad + col);
-        acc.x += dot_i8(q0, w) * s0 + dot_i8(q1, w + slices) * s1;
+        acc = word_dot(acc, q0, w, s0);
+        acc = word_dot(acc, q1, w + slices, s1);
     }
     if w < words {
         let s = scale(j, (w * 32u / p.group_size) * n_pad + col);
-        acc.x += dot_i8(weight(j, base + w * stride), w) * s;
+        acc = word_dot(acc, weight(j, base + w * stride), w, s);
     }
     // The norm's scale of each row, on its sums.
     acc *= rms_scale(lid);
@@ -24169,7 +24210,10 @@ fn main(
         workgroupBarrier();
     }
     if slice == 0u && target_col < n {
-        store(j, col, partial[lid].x);
+        let v = partial[lid];
+        for (var r = 0u; r < p.m; r++) {
+            store(j, r * n + col, v[r]);
+        }
     }
 }
 "#;
@@ -26096,6 +26140,14 @@ fn rms_scale(lid: u32) -> vec4<f32> {
     return rstd;
 }
 
+/// The float form: nothing to prepare.
+fn prepare_x(lid: u32) {}
+
+/// Word `w`'s contribution to the (up to four) rows' sums.
+fn word_dot(acc: vec4<f32>, q: vec4<u32>, w: u32, s: f32) -> vec4<f32> {
+    return rows4(acc, q, w * 8u, p.k / 4u, p.m, s);
+}
+
 @compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
@@ -26104,6 +26156,7 @@ fn main(
 ) {
     let g = wid.y * groups.x + wid.x;
     rms_prologue(lid, g);
+    prepare_x(lid);
     let cols = p.cols;
     let c = lid % cols;
     let slice = lid / cols;
@@ -26112,7 +26165,6 @@ fn main(
     // Columns past N compute the last column and store nothing.
     let col = min(target_col, p.n - 1u);
     let words = p.k / 32u;
-    let x_row = p.k / 4u;
     // Word `w` of this column at `at.x + w * at.y` (gate, up).
     let at_g = column_words(col, words, p.n, (p.w_layout & 1u) != 0u);
     let at_u = column_words(col, words, p.n, (p.w_layout & 2u) != 0u);
@@ -26124,8 +26176,8 @@ fn main(
         let at = (w * 32u / p.group_size) * p.n_pad + col;
         let sg = f32(s_gate[at]);
         let su = f32(s_up[at]);
-        acc = rows4(acc, qg, w * 8u, x_row, p.m, sg);
-        acc_up = rows4(acc_up, qu, w * 8u, x_row, p.m, su);
+        acc = word_dot(acc, qg, w, sg);
+        acc_up = word_dot(acc_up, qu, w, su);
     }
     // The norm's scale of each row, on both sums; its closing barrier
     // also means every invocation is done reading x before it holds the up
@@ -26313,6 +26365,14 @@ fn rms_scale(lid: u32) -> vec4<f32> {
     return rstd;
 }
 
+/// The float form: nothing to prepare.
+fn prepare_x(lid: u32) {}
+
+/// Word `w`'s contribution to the (up to four) rows' sums.
+fn word_dot(acc: vec4<f32>, q: vec4<u32>, w: u32, s: f32) -> vec4<f32> {
+    return rows4(acc, q, w * 8u, p.k / 4u, p.m, s);
+}
+
 @compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
@@ -26321,6 +26381,7 @@ fn main(
 ) {
     let g = wid.y * groups.x + wid.x;
     rms_prologue(lid, g);
+    prepare_x(lid);
     let cols = p.cols;
     let c = lid % cols;
     let slice = lid / cols;
@@ -26329,7 +26390,6 @@ fn main(
     // Columns past N compute the last column and store nothing.
     let col = min(target_col, p.n - 1u);
     let words = p.k / 32u;
-    let x_row = p.k / 4u;
     // Word `w` of this column at `at.x + w * at.y` (gate, up).
     let at_g = column_words(col, words, p.n, (p.w_layout & 1u) != 0u);
     let at_u = column_words(col, words, p.n, (p.w_layout & 2u) != 0u);
@@ -26341,8 +26401,8 @@ fn main(
         let at = (w * 32u / p.group_size) * p.n_pad + col;
         let sg = f32(s_gate[at]);
         let su = f32(s_up[at]);
-        acc = rows4(acc, qg, w * 8u, x_row, p.m, sg);
-        acc_up = rows4(acc_up, qu, w * 8u, x_row, p.m, su);
+        acc = word_dot(acc, qg, w, sg);
+        acc_up = word_dot(acc_up, qu, w, su);
     }
     // The norm's scale of each row, on both sums; its closing barrier
     // also means every invocation is done reading x before it holds the up
@@ -26588,6 +26648,16 @@ fn dot_i8(q: vec4<u32>, w: u32) -> f32 {
     return f32(i - 8 * atomicLoad(&xsum[w])) * xscale[w];
 }
 
+/// The row rounded to int8 per 32-input block (`q8_x.wgsl`).
+fn prepare_x(lid: u32) {
+    round_x(lid, p.k);
+}
+
+/// Word `w`'s contribution to the one row's sum, in integers.
+fn word_dot(acc: vec4<f32>, q: vec4<u32>, w: u32, s: f32) -> vec4<f32> {
+    return acc + vec4<f32>(dot_i8(q, w) * s, 0.0, 0.0, 0.0);
+}
+
 @compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
@@ -26596,6 +26666,7 @@ fn main(
 ) {
     let g = wid.y * groups.x + wid.x;
     rms_prologue(lid, g);
+    prepare_x(lid);
     let cols = p.cols;
     let c = lid % cols;
     let slice = lid / cols;
@@ -26607,7 +26678,6 @@ fn main(
     // Word `w` of this column at `at.x + w * at.y` (gate, up).
     let at_g = column_words(col, words, p.n, (p.w_layout & 1u) != 0u);
     let at_u = column_words(col, words, p.n, (p.w_layout & 2u) != 0u);
-    round_x(lid, p.k);
     var acc = vec4<f32>();
     var acc_up = vec4<f32>();
     for (var w = slice; w < words; w += slices) {
@@ -26616,8 +26686,8 @@ fn main(
         let at = (w * 32u / p.group_size) * p.n_pad + col;
         let sg = f32(s_gate[at]);
         let su = f32(s_up[at]);
-        acc.x += dot_i8(qg, w) * sg;
-        acc_up.x += dot_i8(qu, w) * su;
+        acc = word_dot(acc, qg, w, sg);
+        acc_up = word_dot(acc_up, qu, w, su);
     }
     // The norm's scale of each row, on both sums; its closing barrier
     // also means every invocation is done reading x before it holds the up
@@ -26638,7 +26708,9 @@ fn main(
     if slice == 0u && target_col < p.n {
         let gs = partial[lid];
         let u = x[lid];
-        out[col] = Elem(gs.x / (1.0 + exp(-gs.x)) * u.x);
+        for (var r = 0u; r < p.m; r++) {
+            out[r * p.n + col] = Elem(gs[r] / (1.0 + exp(-gs[r])) * u[r]);
+        }
     }
 }
 "#;
@@ -26863,6 +26935,16 @@ fn dot_i8(q: vec4<u32>, w: u32) -> f32 {
     return f32(i - 8 * atomicLoad(&xsum[w])) * xscale[w];
 }
 
+/// The row rounded to int8 per 32-input block (`q8_x.wgsl`).
+fn prepare_x(lid: u32) {
+    round_x(lid, p.k);
+}
+
+/// Word `w`'s contribution to the one row's sum, in integers.
+fn word_dot(acc: vec4<f32>, q: vec4<u32>, w: u32, s: f32) -> vec4<f32> {
+    return acc + vec4<f32>(dot_i8(q, w) * s, 0.0, 0.0, 0.0);
+}
+
 @compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
@@ -26871,6 +26953,7 @@ fn main(
 ) {
     let g = wid.y * groups.x + wid.x;
     rms_prologue(lid, g);
+    prepare_x(lid);
     let cols = p.cols;
     let c = lid % cols;
     let slice = lid / cols;
@@ -26882,7 +26965,6 @@ fn main(
     // Word `w` of this column at `at.x + w * at.y` (gate, up).
     let at_g = column_words(col, words, p.n, (p.w_layout & 1u) != 0u);
     let at_u = column_words(col, words, p.n, (p.w_layout & 2u) != 0u);
-    round_x(lid, p.k);
     var acc = vec4<f32>();
     var acc_up = vec4<f32>();
     for (var w = slice; w < words; w += slices) {
@@ -26891,8 +26973,8 @@ fn main(
         let at = (w * 32u / p.group_size) * p.n_pad + col;
         let sg = f32(s_gate[at]);
         let su = f32(s_up[at]);
-        acc.x += dot_i8(qg, w) * sg;
-        acc_up.x += dot_i8(qu, w) * su;
+        acc = word_dot(acc, qg, w, sg);
+        acc_up = word_dot(acc_up, qu, w, su);
     }
     // The norm's scale of each row, on both sums; its closing barrier
     // also means every invocation is done reading x before it holds the up
@@ -26913,7 +26995,9 @@ fn main(
     if slice == 0u && target_col < p.n {
         let gs = partial[lid];
         let u = x[lid];
-        out[col] = Elem(gs.x / (1.0 + exp(-gs.x)) * u.x);
+        for (var r = 0u; r < p.m; r++) {
+            out[r * p.n + col] = Elem(gs[r] / (1.0 + exp(-gs[r])) * u[r]);
+        }
     }
 }
 "#;
