@@ -188,10 +188,15 @@ impl PipelineCache {
             self.check_limits(*id)?;
         }
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let descriptor = wgpu::ShaderModuleDescriptor {
-            label: Some(shader.label()),
-            source: wgpu::ShaderSource::Wgsl(shader.source().into()),
+        #[cfg(feature = "shader-override")]
+        let source: std::borrow::Cow<'_, str> = match overridden_source(shader.label()) {
+            Some(text) => text.into(),
+            None => shader.source().into(),
         };
+        #[cfg(not(feature = "shader-override"))]
+        let source: std::borrow::Cow<'_, str> = shader.source().into();
+        let descriptor =
+            wgpu::ShaderModuleDescriptor { label: Some(shader.label()), source: wgpu::ShaderSource::Wgsl(source) };
         let mut runtime_checks = match checks {
             Checks::Checked => wgpu::ShaderRuntimeChecks::checked(),
             Checks::Unchecked => UNCHECKED,
@@ -269,4 +274,16 @@ impl PipelineCache {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+}
+
+/// The development feature `shader-override`: the text of
+/// `$ETWGPU_SHADER_OVERRIDE/<label>.wgsl` where that file exists (see the
+/// feature's note in `Cargo.toml`), announced once per label on stderr.
+#[cfg(feature = "shader-override")]
+fn overridden_source(label: &str) -> Option<String> {
+    let dir = std::env::var_os("ETWGPU_SHADER_OVERRIDE")?;
+    let path = std::path::Path::new(&dir).join(format!("{label}.wgsl"));
+    let text = std::fs::read_to_string(&path).ok()?;
+    eprintln!("etwgpu: shader {label} from {}", path.display());
+    Some(text)
 }
