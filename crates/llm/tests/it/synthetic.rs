@@ -331,3 +331,34 @@ fn decode_warm_up_at_load() {
     assert!(runs[1].2 > 0, "without the warm-up the first decode step builds a plan");
     assert_eq!(runs[0].0, runs[1].0, "logits with and without the warm-up");
 }
+
+/// With int8 activations (`LoadOptions::int8_activations`), the O
+/// projection rounds its input to int8 as the other decode GEMVs do, so
+/// the decode attention keeps the split route even where the default
+/// takes it inside the O projection's GEMV (whose attention output is
+/// float): 5 dispatches a layer at a short context, as with
+/// `gemv_attention` off.
+#[test]
+fn int8_activations_keep_the_split_route() {
+    let Some(rt) = runtime() else { return };
+    if !rt.gemm_caps().gemv_attention || !rt.gemm_caps().int8_activations {
+        return;
+    }
+    let config = LlamaConfig { seed: 12, ..LlamaConfig::tiny() };
+    let program = Program::from_bytes(config.build()).expect("parses");
+    let mut counts = Vec::new();
+    for gemv_attention in [None, Some(false)] {
+        let options = etwgpu_runtime::LoadOptions {
+            int8_activations: Some(true),
+            gemv_attention,
+            ..Generator::default_load_options()
+        };
+        let mut generator = Generator::with_options(&rt, &program, &options, &mut |_| {}).expect("loads");
+        generator.prefill(&[5, 6, 7]).expect("prefill");
+        let logits = generator.decode_step(8).expect("decode");
+        counts.push((generator.n_dispatches(), logits));
+    }
+    let n = config.n_layers;
+    assert_eq!(counts[0].0, 5 * n + 3, "int8 activations, default route: dispatches a decode step");
+    assert_eq!(counts[0], counts[1], "int8 activations: the default and the split route");
+}
