@@ -129,20 +129,11 @@ pub fn warm_up(generator: &mut Generator, n_prompt: usize, min: Duration) -> Res
 /// `Generator::generate` runs them for users.
 pub fn time_decode(generator: &mut Generator, n_gen: usize, depth: usize) -> Result<DecodeRun> {
     let mut greedy = Sampler::new(SamplerConfig::default())?;
-    // Warm-up, untimed: the first decode steps of a load build the
-    // position's affine model once (see `etwgpu_graph::affine`); the rows
-    // they write are filled again below.
+    // Warm-up, untimed: the first decode steps of a load lower the chain
+    // of each attention route, build their plans and model the position
+    // (see `etwgpu_graph::affine`); the rows they write are filled again
+    // below.
     generator.warm_up_decode()?;
-    let warm = GenerateOptions { max_new_tokens: 3, stop_tokens: Vec::new(), stop_at_eos: false };
-    // The decode attention takes another route past
-    // `GEMV_ATTN_AUTO_KEYS` keys of context, so a method lowers its decode
-    // chain once more (and models it) the first time a step crosses there:
-    // when the timed steps reach past it, that side is warmed up too.
-    let bound = etwgpu_runtime::GEMV_ATTN_AUTO_KEYS as usize;
-    if depth + n_gen + 1 > bound && bound + warm.max_new_tokens < generator.metadata().max_context_len {
-        fill(generator, bound)?;
-        generator.generate(&[1], &warm, &mut greedy, |_| {})?;
-    }
     let fill_s = fill(generator, depth)?.as_secs_f64();
     let options = GenerateOptions { max_new_tokens: n_gen + 1, stop_tokens: Vec::new(), stop_at_eos: false };
     generator.reset_run_times();

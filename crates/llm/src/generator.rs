@@ -321,22 +321,36 @@ impl Generator {
     /// Runs the decode path once, as [`Generator::generate`] does (a
     /// one-token call and two greedy decode steps, their tokens dropped),
     /// then starts a new sequence and clears [`Generator::run_times`]. A
-    /// load's first decode steps lower the decode chain, build its plan and
-    /// model its position (tens of milliseconds on a 30-layer model); a
-    /// caller that streams replies (`etwgpu generate`, `chat`, `serve`)
-    /// pays that here, at load, instead of between a reply's first tokens,
-    /// as llama.cpp's warm-up run does. The KV cache rows it writes are
-    /// overwritten by the next sequence. A program whose context holds
-    /// fewer than the four positions this takes is left as it is.
+    /// load's first decode steps lower the decode chain, build its plan,
+    /// model its position and create its pipelines (tens of milliseconds
+    /// on a 30-layer model; the first time a machine creates them, its
+    /// driver compiles them: hundreds); a caller that streams replies
+    /// (`etwgpu generate`, `chat`, `serve`) pays that here, at load,
+    /// instead of between a reply's first tokens, as llama.cpp's warm-up
+    /// run does. The decode attention changes kernels past
+    /// [`etwgpu_runtime::GEMV_ATTN_AUTO_KEYS`] keys of context (on devices
+    /// that take the route below it), so where the context reaches past
+    /// that, the same three steps run again from that position: a reply's
+    /// first crossing then swaps chains instead of lowering the other one
+    /// (run ar's sixth call: the real SmolLM2 export's first 256-token reply
+    /// on a fresh machine decoded at 351 tokens/s, the second at 899). The
+    /// KV cache rows it writes are overwritten by the next sequence (the
+    /// steps past the bound attend to whatever rows the cache holds). A
+    /// program whose context holds fewer than the four positions this
+    /// takes is left as it is.
     #[cfg(not(target_arch = "wasm32"))]
     pub fn warm_up_decode(&mut self) -> Result<()> {
         if self.meta.max_context_len < 4 {
             return Ok(());
         }
-        self.reset();
         let mut greedy = Sampler::new(crate::sampler::SamplerConfig::default())?;
         let options = GenerateOptions { max_new_tokens: 3, stop_tokens: Vec::new(), stop_at_eos: false };
-        self.generate(&[0], &options, &mut greedy, |_| {})?;
+        let bound = etwgpu_runtime::GEMV_ATTN_AUTO_KEYS as usize;
+        let starts: &[usize] = if bound + 4 <= self.meta.max_context_len { &[0, bound] } else { &[0] };
+        for &start in starts {
+            self.pos = start;
+            self.generate(&[0], &options, &mut greedy, |_| {})?;
+        }
         self.reset();
         self.reset_run_times();
         Ok(())

@@ -362,3 +362,47 @@ fn int8_activations_keep_the_split_route() {
     assert_eq!(counts[0].0, 5 * n + 3, "int8 activations, default route: dispatches a decode step");
     assert_eq!(counts[0], counts[1], "int8 activations: the default and the split route");
 }
+
+/// [`Generator::warm_up_decode`] also runs the decode steps past
+/// [`etwgpu_runtime::GEMV_ATTN_AUTO_KEYS`] where the context reaches there
+/// (on devices that take the GEMV route below it), so a reply's first
+/// crossing swaps to a chain lowered, planned and modelled at load: after
+/// a prompt of 74 tokens, eight decode steps at 75 to 82 keys change route
+/// (4, then 5 dispatches a layer) with no host rule and no new plan; without
+/// the warm-up the crossing builds a plan. The logits are the same.
+#[test]
+fn decode_warm_up_covers_both_routes() {
+    let Some(rt) = runtime() else { return };
+    if !rt.gemm_caps().gemv_attention {
+        return;
+    }
+    let config = LlamaConfig { max_seq_len: 80, max_context: 128, seed: 6, ..LlamaConfig::tiny() };
+    let program = Program::from_bytes(config.build()).expect("parses");
+    let prompt: Vec<u32> = (0..74).map(|i| i * 11 % 128).collect();
+    let n = config.n_layers;
+    let mut runs = Vec::new();
+    for warm in [true, false] {
+        let mut generator = Generator::new(&rt, &program).expect("loads");
+        if warm {
+            generator.warm_up_decode().expect("warm-up");
+            assert_eq!(generator.position(), 0, "a new sequence after the warm-up");
+        }
+        generator.prefill(&prompt).expect("prefill");
+        generator.reset_run_times();
+        let mut steps = Vec::new();
+        for k in 0..8u32 {
+            steps.push((generator.decode_step(k * 17 % 128).expect("decode"), generator.n_dispatches()));
+        }
+        let times = generator.run_times();
+        runs.push((steps, times.op_lowerings, times.plan_builds));
+    }
+    let (warm, cold) = (&runs[0], &runs[1]);
+    assert_eq!((warm.1, warm.2), (0, 0), "the crossing after the warm-up: host rules, plans");
+    assert!(cold.2 > 0, "without the warm-up the crossing builds a plan");
+    for (k, ((a, a_n), (b, b_n))) in warm.0.iter().zip(&cold.0).enumerate() {
+        let keys = prompt.len() + k + 1;
+        let want = if keys <= 80 { 4 * n + 3 } else { 5 * n + 3 };
+        assert_eq!((*a_n, *b_n), (want, want), "step at {keys} keys: dispatches with and without the warm-up");
+        assert_eq!(a, b, "step at {keys} keys: logits with and without the warm-up");
+    }
+}
