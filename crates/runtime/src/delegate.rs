@@ -301,20 +301,28 @@ impl LoadedDelegate {
 
     /// Brings the plan to these (checked) inputs: re-runs the host rules
     /// of the ops whose inputs changed ([`Lowerer::relower`]); when their
-    /// shaders and bindings stay, patches the uniforms (one queue write)
-    /// and workgroup counts, else makes the bind groups anew (and leaves
-    /// the arenas when the new steps no longer fit their plan).
+    /// shaders and bindings stay at the same input shapes, patches the
+    /// uniforms (one queue write) and workgroup counts, else makes the bind
+    /// groups anew (and leaves the arenas when the new steps no longer fit
+    /// their plan), parking the chain of the old shapes with its plan.
     async fn update_plan(&mut self, inputs: &[Tensor]) -> Result<()> {
         let shapes: Vec<Vec<u64>> = inputs.iter().map(|t| t.shape.clone()).collect();
         let refs = input_refs(&self.inputs, &shapes);
         let read = |input: usize, elem| int_at(&inputs[input], elem).unwrap_or(PLACEHOLDER_SYMINT);
         // New shapes that no parked chain holds: the chain of the old ones
-        // is kept (with its plan, if the new shapes need a new one).
+        // is kept, with its plan.
         let mut leaving = if self.stale || self.unpark(&shapes) {
             None
         } else {
             Some((self.live_input_shapes(&self.live), self.live.clone()))
         };
+        // The old shapes' chain keeps a plan of its own even where the new
+        // shapes keep its structure (a prompt of a few rows and the decode
+        // steps take the same kernels on the split route): built anew here
+        // instead of patched, so the next call at those shapes swaps the
+        // chain back, with its plan and its affine model, instead of
+        // running every host rule again (run ar, fourth call).
+        let shapes_changed = leaving.is_some();
         // The live chain at these shapes, at a position its affine model
         // does not reach (a decode plan whose attention route follows the
         // position, past the route's bound): a parked chain of these shapes
@@ -338,10 +346,10 @@ impl LoadedDelegate {
             self.stale = true;
             let r = self.lowerer.relower(&self.graph, &mut self.live, &refs, read)?;
             self.times.op_lowerings += self.live.rule_calls() - before;
-            if r.structure_kept {
+            if r.structure_kept && !shapes_changed {
                 self.plan.patch(&self.rt.queue, &self.live, &r.nodes);
             }
-            !r.structure_kept
+            !r.structure_kept || shapes_changed
         };
         self.stale = true;
         if rebuild {

@@ -406,3 +406,35 @@ fn decode_warm_up_covers_both_routes() {
         assert_eq!(a, b, "step at {keys} keys: logits with and without the warm-up");
     }
 }
+
+/// A prompt of a few rows and the decode steps take the same kernels on
+/// the split route (`LoadOptions::gemv_attention` off), so their chains
+/// have one structure; each keeps its own plan all the same, so a second
+/// generation (a 4-token prompt, then decode steps) swaps both chains back
+/// and runs no host rule and builds no plan, with the first generation's
+/// logits.
+#[test]
+fn chains_of_one_structure_keep_their_plans() {
+    let Some(rt) = runtime() else { return };
+    let config = LlamaConfig { seed: 8, ..LlamaConfig::tiny() };
+    let program = Program::from_bytes(config.build()).expect("parses");
+    let options = etwgpu_runtime::LoadOptions { gemv_attention: Some(false), ..Generator::default_load_options() };
+    let mut generator = Generator::with_options(&rt, &program, &options, &mut |_| {}).expect("loads");
+    let mut runs = Vec::new();
+    for _ in 0..2 {
+        generator.reset();
+        generator.reset_run_times();
+        let mut logits = vec![generator.prefill(&[3, 30, 60, 90]).expect("prefill")];
+        let prompt_dispatches = generator.n_dispatches();
+        for token in [4, 40, 90] {
+            logits.push(generator.decode_step(token).expect("decode"));
+        }
+        let times = generator.run_times();
+        runs.push((logits, prompt_dispatches, generator.n_dispatches(), times.op_lowerings, times.plan_builds));
+    }
+    let (first, second) = (&runs[0], &runs[1]);
+    assert_eq!(first.1, first.2, "the prompt and the decode steps: dispatches (one structure)");
+    assert!(first.3 > 0 && first.4 > 0, "the first generation lowers and plans");
+    assert_eq!((second.3, second.4), (0, 0), "the second generation: host rules, plans");
+    assert_eq!(first.0, second.0, "the logits of both generations");
+}
