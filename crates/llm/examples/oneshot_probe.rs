@@ -106,6 +106,10 @@ fn main() {
         if gaps.is_empty() {
             continue;
         }
+        let mut by_size: Vec<(usize, f64)> = gaps.iter().copied().enumerate().collect();
+        by_size.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let top: Vec<String> = by_size.iter().take(5).map(|(i, g)| format!("{g:.0} us after token {i}")).collect();
+        let _ = writeln!(out, "  longest gaps: {}", top.join(", "));
         let mut sorted = gaps.clone();
         sorted.sort_by(f64::total_cmp);
         let show = |s: &[f64]| s.iter().map(|g| format!("{g:.0}")).collect::<Vec<_>>().join(" ");
