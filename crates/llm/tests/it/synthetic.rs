@@ -244,6 +244,21 @@ fn decode_dispatches_per_token() {
     }
 }
 
+/// The runtime, a tiny Llama (seed `seed`, a 128-row cache) and a prompt
+/// of 74 tokens (`i * stride % 128`) after which decode steps straddle the
+/// GEMV route's 80-key bound; `None` without a GPU or where the device
+/// does not take that route.
+fn crossing(seed: u64, stride: u32) -> Option<(etwgpu_runtime::Runtime, LlamaConfig, Program, Vec<u32>)> {
+    let rt = runtime()?;
+    if !rt.gemm_caps().gemv_attention {
+        return None;
+    }
+    let config = LlamaConfig { max_seq_len: 80, max_context: 128, seed, ..LlamaConfig::tiny() };
+    let program = Program::from_bytes(config.build()).expect("parses");
+    let prompt = (0..74).map(|i| i * stride % 128).collect();
+    Some((rt, config, program, prompt))
+}
+
 /// The default decode route follows the live context: the attention
 /// inside the O projection's GEMV while a step attends to at most
 /// [`etwgpu_runtime::GEMV_ATTN_AUTO_KEYS`] (80) keys (4 dispatches a
@@ -256,13 +271,7 @@ fn decode_dispatches_per_token() {
 /// decode steps with no host rule and no new plan.
 #[test]
 fn decode_route_follows_the_live_context() {
-    let Some(rt) = runtime() else { return };
-    if !rt.gemm_caps().gemv_attention {
-        return;
-    }
-    let config = LlamaConfig { max_seq_len: 80, max_context: 128, seed: 5, ..LlamaConfig::tiny() };
-    let program = Program::from_bytes(config.build()).expect("parses");
-    let prompt: Vec<u32> = (0..74).map(|i| i * 7 % 128).collect();
+    let Some((rt, config, program, prompt)) = crossing(5, 7) else { return };
     let bound = etwgpu_runtime::GEMV_ATTN_AUTO_KEYS as usize;
     assert_eq!(bound, 80, "the steps below straddle 80 keys");
     let mut runs = Vec::new();
@@ -372,13 +381,7 @@ fn int8_activations_keep_the_split_route() {
 /// the warm-up the crossing builds a plan. The logits are the same.
 #[test]
 fn decode_warm_up_covers_both_routes() {
-    let Some(rt) = runtime() else { return };
-    if !rt.gemm_caps().gemv_attention {
-        return;
-    }
-    let config = LlamaConfig { max_seq_len: 80, max_context: 128, seed: 6, ..LlamaConfig::tiny() };
-    let program = Program::from_bytes(config.build()).expect("parses");
-    let prompt: Vec<u32> = (0..74).map(|i| i * 11 % 128).collect();
+    let Some((rt, config, program, prompt)) = crossing(6, 11) else { return };
     let n = config.n_layers;
     let mut runs = Vec::new();
     for warm in [true, false] {
