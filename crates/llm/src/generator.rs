@@ -323,21 +323,19 @@ impl Generator {
     /// then starts a new sequence and clears [`Generator::run_times`]. A
     /// load's first decode steps lower the decode chain, build its plan,
     /// model its position and create its pipelines (tens of milliseconds
-    /// on a 30-layer model; the first time a machine creates them, its
-    /// driver compiles them: hundreds); a caller that streams replies
-    /// (`etwgpu generate`, `chat`, `serve`) pays that here, at load,
-    /// instead of between a reply's first tokens, as llama.cpp's warm-up
-    /// run does. The decode attention changes kernels past
+    /// on a 30-layer model); a caller that streams replies (`etwgpu
+    /// generate`, `chat`, `serve`) pays that here, at load, instead of
+    /// between a reply's first tokens, as llama.cpp's warm-up run does.
+    /// The decode attention changes kernels past
     /// [`etwgpu_runtime::GEMV_ATTN_AUTO_KEYS`] keys of context (on devices
     /// that take the route below it), so where the context reaches past
     /// that, the same three steps run again from that position: a reply's
-    /// first crossing then swaps chains instead of lowering the other one
-    /// (run ar's sixth call: the real SmolLM2 export's first 256-token reply
-    /// on a fresh machine decoded at 351 tokens/s, the second at 899). The
-    /// KV cache rows it writes are overwritten by the next sequence (the
-    /// steps past the bound attend to whatever rows the cache holds). A
-    /// program whose context holds fewer than the four positions this
-    /// takes is left as it is.
+    /// first crossing then swaps to a chain lowered, planned and modelled
+    /// here instead of lowering it (~11 ms on SmolLM2-135M). The KV cache
+    /// rows it writes are overwritten by the next sequence (the steps past
+    /// the bound attend to whatever rows the cache holds). A program whose
+    /// context holds fewer than the four positions this takes is left as
+    /// it is.
     #[cfg(not(target_arch = "wasm32"))]
     pub fn warm_up_decode(&mut self) -> Result<()> {
         if self.meta.max_context_len < 4 {
