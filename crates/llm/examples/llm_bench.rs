@@ -25,7 +25,11 @@
 //! generator's default, where the device has SHADER_F16); `ETWGPU_TRUSTED_SHADERS=1` times the
 //! trusted path (`LoadOptions::trusted_shaders`, reported as `trusted shaders: on`). Prefill times are the wall time of
 //! `Generator::prefill`, which waits for the GPU and reads the logits back. `--model` defaults to `small`, or
-//! `1b` when `ETWGPU_BENCH_LARGE=1`. `--save` writes the `.pte`;
+//! `1b` when `ETWGPU_BENCH_LARGE=1`. `--save` writes the `.pte`, sized as
+//! the cells size it: calls of up to the largest `--prompts` + 1 rows, a
+//! cache of the largest `--contexts` + `--steps` + 2 rows (so the defaults
+//! save an 8,194-row cache, which decodes on other kernels than a cell at
+//! `--contexts 256`: pass the cells' flags to save the model they time);
 //! `--build-only` stops after building (and saving) it. `--timeline` runs
 //! each decode cell once more with the step timeline on
 //! (`Generator::set_step_timeline`: GPU timestamps around each step's chain
