@@ -71,59 +71,17 @@ var<workgroup> partial: array<vec4<f32>, WG>;
 // include: q4_dot.wgsl
 // include: q4_gemv_qkv_pick.wgsl
 
-@compute @workgroup_size(WG)
-fn main(
-    @builtin(local_invocation_index) lid: u32,
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-) {
-    let g = wid.y * groups.x + wid.x;
-    // Which projection (uniform across the workgroup), and its sizes.
-    let which = projection(g);
-    let j = which.x;
-    let first = which.y;
-    let n = which.z;
-    let n_pad = which.w;
-    let cols = p.cols;
-    let c = lid % cols;
-    let slice = lid / cols;
-    let slices = WG / cols;
-    let target_col = (g - first) * cols + c;
-    // Columns past N compute the last column (control flow stays uniform)
-    // and store nothing.
-    let col = min(target_col, n - 1u);
-    let words = p.k / 32u;
-    let x_row = p.k / 4u;
-    // Word `w` of this column at `base + w * stride`.
-    let at = column_words(col, words, n, ((p.w_layout >> j) & 1u) != 0u);
-    let base = at.x;
-    let stride = at.y;
-    var acc = vec4<f32>();
-    var w = slice;
-    for (; w + slices < words; w += 2u * slices) {
-        let q0 = weight(j, base + w * stride);
-        let q1 = weight(j, base + (w + slices) * stride);
-        let s0 = scale(j, (w * 32u / p.group_size) * n_pad + col);
-        let s1 = scale(j, ((w + slices) * 32u / p.group_size) * n_pad + col);
-        acc = rows4(acc, q0, w * 8u, x_row, p.m, s0);
-        acc = rows4(acc, q1, (w + slices) * 8u, x_row, p.m, s1);
-    }
-    if w < words {
-        let s = scale(j, (w * 32u / p.group_size) * n_pad + col);
-        acc = rows4(acc, weight(j, base + w * stride), w * 8u, x_row, p.m, s);
-    }
-    partial[lid] = acc;
-    workgroupBarrier();
-    for (var st = slices / 2u; st > 0u; st /= 2u) {
-        if slice < st {
-            partial[lid] += partial[lid + st * cols];
-        }
-        workgroupBarrier();
-    }
-    if slice == 0u && target_col < n {
-        let v = partial[lid];
-        for (var r = 0u; r < p.m; r++) {
-            store(j, r * n + col, v[r]);
-        }
-    }
+/// `x` is read from storage: nothing to prepare.
+fn prologue(lid: u32, g: u32) {}
+
+/// Word `w`'s contribution to the (up to four) rows' sums.
+fn word_dot(acc: vec4<f32>, q: vec4<u32>, w: u32, s: f32) -> vec4<f32> {
+    return rows4(acc, q, w * 8u, p.k / 4u, p.m, s);
 }
+
+/// No norm: the sums as they are.
+fn row_scale(lid: u32) -> vec4<f32> {
+    return vec4<f32>(1.0);
+}
+
+// include: q4_gemv_qkv_body.wgsl

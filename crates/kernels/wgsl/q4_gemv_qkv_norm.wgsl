@@ -39,12 +39,19 @@ const XS: u32 = 768u;
 // include: q4_dot.wgsl
 // include: rms_prologue.wgsl
 
-/// The float form: nothing to prepare.
-fn prepare_x(lid: u32) {}
+/// The normed rows into `x` (`rms_prologue.wgsl`).
+fn prologue(lid: u32, g: u32) {
+    rms_prologue(lid, g);
+}
+
+/// The norm's scale of each row.
+fn row_scale(lid: u32) -> vec4<f32> {
+    return rms_scale(lid);
+}
 
 /// Word `w`'s contribution to the (up to four) rows' sums.
 fn word_dot(acc: vec4<f32>, q: vec4<u32>, w: u32, s: f32) -> vec4<f32> {
     return rows4(acc, q, w * 8u, p.k / 4u, p.m, s);
 }
 
-// include: q4_gemv_qkv_norm_body.wgsl
+// include: q4_gemv_qkv_body.wgsl

@@ -38,9 +38,16 @@ fn x_at(i: u32) -> vec4<f32> {
 // include: rms_prologue.wgsl
 // include: q8_x.wgsl
 
-/// The row rounded to int8 per 32-input block (`q8_x.wgsl`).
-fn prepare_x(lid: u32) {
+/// The normed row into `x` (`rms_prologue.wgsl`), then rounded to int8
+/// per 32-input block (`q8_x.wgsl`).
+fn prologue(lid: u32, g: u32) {
+    rms_prologue(lid, g);
     round_x(lid, p.k);
+}
+
+/// The norm's scale of the row.
+fn row_scale(lid: u32) -> vec4<f32> {
+    return rms_scale(lid);
 }
 
 /// Word `w`'s contribution to the one row's sum, in integers.
@@ -48,4 +55,4 @@ fn word_dot(acc: vec4<f32>, q: vec4<u32>, w: u32, s: f32) -> vec4<f32> {
     return acc + vec4<f32>(dot_i8(q, w) * s, 0.0, 0.0, 0.0);
 }
 
-// include: q4_gemv_qkv_norm_body.wgsl
+// include: q4_gemv_qkv_body.wgsl

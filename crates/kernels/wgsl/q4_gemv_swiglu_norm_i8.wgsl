@@ -39,8 +39,10 @@ fn x_at(i: u32) -> vec4<f32> {
 // include: rms_prologue.wgsl
 // include: q8_x.wgsl
 
-/// The row rounded to int8 per 32-input block (`q8_x.wgsl`).
-fn prepare_x(lid: u32) {
+/// The normed row into `x` (`rms_prologue.wgsl`), then rounded to int8
+/// per 32-input block (`q8_x.wgsl`).
+fn prologue(lid: u32, g: u32) {
+    rms_prologue(lid, g);
     round_x(lid, p.k);
 }
 

@@ -22675,6 +22675,19 @@ fn projection(g: u32) -> vec4<u32> {
     return vec4<u32>(0u, 0u, p.n_q, p.pad_q);
 }
 
+/// `x` is read from storage: nothing to prepare.
+fn prologue(lid: u32, g: u32) {}
+
+/// Word `w`'s contribution to the (up to four) rows' sums.
+fn word_dot(acc: vec4<f32>, q: vec4<u32>, w: u32, s: f32) -> vec4<f32> {
+    return rows4(acc, q, w * 8u, p.k / 4u, p.m, s);
+}
+
+/// No norm: the sums as they are.
+fn row_scale(lid: u32) -> vec4<f32> {
+    return vec4<f32>(1.0);
+}
+
 @compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
@@ -22682,6 +22695,7 @@ fn main(
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
     let g = wid.y * groups.x + wid.x;
+    prologue(lid, g);
     // Which projection (uniform across the workgroup), and its sizes.
     let which = projection(g);
     let j = which.x;
@@ -22697,7 +22711,6 @@ fn main(
     // and store nothing.
     let col = min(target_col, n - 1u);
     let words = p.k / 32u;
-    let x_row = p.k / 4u;
     // Word `w` of this column at `base + w * stride`.
     let at = column_words(col, words, n, ((p.w_layout >> j) & 1u) != 0u);
     let base = at.x;
@@ -22709,13 +22722,15 @@ fn main(
         let q1 = weight(j, base + (w + slices) * stride);
         let s0 = scale(j, (w * 32u / p.group_size) * n_pad + col);
         let s1 = scale(j, ((w + slices) * 32u / p.group_size) * n_pad + col);
-        acc = rows4(acc, q0, w * 8u, x_row, p.m, s0);
-        acc = rows4(acc, q1, (w + slices) * 8u, x_row, p.m, s1);
+        acc = word_dot(acc, q0, w, s0);
+        acc = word_dot(acc, q1, w + slices, s1);
     }
     if w < words {
         let s = scale(j, (w * 32u / p.group_size) * n_pad + col);
-        acc = rows4(acc, weight(j, base + w * stride), w * 8u, x_row, p.m, s);
+        acc = word_dot(acc, weight(j, base + w * stride), w, s);
     }
+    // The rows' scale (the norm's), on their sums.
+    acc *= row_scale(lid);
     partial[lid] = acc;
     workgroupBarrier();
     for (var st = slices / 2u; st > 0u; st /= 2u) {
@@ -22896,6 +22911,19 @@ fn projection(g: u32) -> vec4<u32> {
     return vec4<u32>(0u, 0u, p.n_q, p.pad_q);
 }
 
+/// `x` is read from storage: nothing to prepare.
+fn prologue(lid: u32, g: u32) {}
+
+/// Word `w`'s contribution to the (up to four) rows' sums.
+fn word_dot(acc: vec4<f32>, q: vec4<u32>, w: u32, s: f32) -> vec4<f32> {
+    return rows4(acc, q, w * 8u, p.k / 4u, p.m, s);
+}
+
+/// No norm: the sums as they are.
+fn row_scale(lid: u32) -> vec4<f32> {
+    return vec4<f32>(1.0);
+}
+
 @compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
@@ -22903,6 +22931,7 @@ fn main(
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
     let g = wid.y * groups.x + wid.x;
+    prologue(lid, g);
     // Which projection (uniform across the workgroup), and its sizes.
     let which = projection(g);
     let j = which.x;
@@ -22918,7 +22947,6 @@ fn main(
     // and store nothing.
     let col = min(target_col, n - 1u);
     let words = p.k / 32u;
-    let x_row = p.k / 4u;
     // Word `w` of this column at `base + w * stride`.
     let at = column_words(col, words, n, ((p.w_layout >> j) & 1u) != 0u);
     let base = at.x;
@@ -22930,13 +22958,15 @@ fn main(
         let q1 = weight(j, base + (w + slices) * stride);
         let s0 = scale(j, (w * 32u / p.group_size) * n_pad + col);
         let s1 = scale(j, ((w + slices) * 32u / p.group_size) * n_pad + col);
-        acc = rows4(acc, q0, w * 8u, x_row, p.m, s0);
-        acc = rows4(acc, q1, (w + slices) * 8u, x_row, p.m, s1);
+        acc = word_dot(acc, q0, w, s0);
+        acc = word_dot(acc, q1, w + slices, s1);
     }
     if w < words {
         let s = scale(j, (w * 32u / p.group_size) * n_pad + col);
-        acc = rows4(acc, weight(j, base + w * stride), w * 8u, x_row, p.m, s);
+        acc = word_dot(acc, weight(j, base + w * stride), w, s);
     }
+    // The rows' scale (the norm's), on their sums.
+    acc *= row_scale(lid);
     partial[lid] = acc;
     workgroupBarrier();
     for (var st = slices / 2u; st > 0u; st /= 2u) {
@@ -23173,8 +23203,15 @@ fn rms_scale(lid: u32) -> vec4<f32> {
     return rstd;
 }
 
-/// The float form: nothing to prepare.
-fn prepare_x(lid: u32) {}
+/// The normed rows into `x` (`rms_prologue.wgsl`).
+fn prologue(lid: u32, g: u32) {
+    rms_prologue(lid, g);
+}
+
+/// The norm's scale of each row.
+fn row_scale(lid: u32) -> vec4<f32> {
+    return rms_scale(lid);
+}
 
 /// Word `w`'s contribution to the (up to four) rows' sums.
 fn word_dot(acc: vec4<f32>, q: vec4<u32>, w: u32, s: f32) -> vec4<f32> {
@@ -23188,8 +23225,7 @@ fn main(
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
     let g = wid.y * groups.x + wid.x;
-    rms_prologue(lid, g);
-    prepare_x(lid);
+    prologue(lid, g);
     // Which projection (uniform across the workgroup), and its sizes.
     let which = projection(g);
     let j = which.x;
@@ -23223,8 +23259,8 @@ fn main(
         let s = scale(j, (w * 32u / p.group_size) * n_pad + col);
         acc = word_dot(acc, weight(j, base + w * stride), w, s);
     }
-    // The norm's scale of each row, on its sums.
-    acc *= rms_scale(lid);
+    // The rows' scale (the norm's), on their sums.
+    acc *= row_scale(lid);
     partial[lid] = acc;
     workgroupBarrier();
     for (var st = slices / 2u; st > 0u; st /= 2u) {
@@ -23463,8 +23499,15 @@ fn rms_scale(lid: u32) -> vec4<f32> {
     return rstd;
 }
 
-/// The float form: nothing to prepare.
-fn prepare_x(lid: u32) {}
+/// The normed rows into `x` (`rms_prologue.wgsl`).
+fn prologue(lid: u32, g: u32) {
+    rms_prologue(lid, g);
+}
+
+/// The norm's scale of each row.
+fn row_scale(lid: u32) -> vec4<f32> {
+    return rms_scale(lid);
+}
 
 /// Word `w`'s contribution to the (up to four) rows' sums.
 fn word_dot(acc: vec4<f32>, q: vec4<u32>, w: u32, s: f32) -> vec4<f32> {
@@ -23478,8 +23521,7 @@ fn main(
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
     let g = wid.y * groups.x + wid.x;
-    rms_prologue(lid, g);
-    prepare_x(lid);
+    prologue(lid, g);
     // Which projection (uniform across the workgroup), and its sizes.
     let which = projection(g);
     let j = which.x;
@@ -23513,8 +23555,8 @@ fn main(
         let s = scale(j, (w * 32u / p.group_size) * n_pad + col);
         acc = word_dot(acc, weight(j, base + w * stride), w, s);
     }
-    // The norm's scale of each row, on its sums.
-    acc *= rms_scale(lid);
+    // The rows' scale (the norm's), on their sums.
+    acc *= row_scale(lid);
     partial[lid] = acc;
     workgroupBarrier();
     for (var st = slices / 2u; st > 0u; st /= 2u) {
@@ -23803,9 +23845,16 @@ fn dot_i8(q: vec4<u32>, w: u32) -> f32 {
     return f32(i - 8 * atomicLoad(&xsum[w])) * xscale[w];
 }
 
-/// The row rounded to int8 per 32-input block (`q8_x.wgsl`).
-fn prepare_x(lid: u32) {
+/// The normed row into `x` (`rms_prologue.wgsl`), then rounded to int8
+/// per 32-input block (`q8_x.wgsl`).
+fn prologue(lid: u32, g: u32) {
+    rms_prologue(lid, g);
     round_x(lid, p.k);
+}
+
+/// The norm's scale of the row.
+fn row_scale(lid: u32) -> vec4<f32> {
+    return rms_scale(lid);
 }
 
 /// Word `w`'s contribution to the one row's sum, in integers.
@@ -23820,8 +23869,7 @@ fn main(
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
     let g = wid.y * groups.x + wid.x;
-    rms_prologue(lid, g);
-    prepare_x(lid);
+    prologue(lid, g);
     // Which projection (uniform across the workgroup), and its sizes.
     let which = projection(g);
     let j = which.x;
@@ -23855,8 +23903,8 @@ fn main(
         let s = scale(j, (w * 32u / p.group_size) * n_pad + col);
         acc = word_dot(acc, weight(j, base + w * stride), w, s);
     }
-    // The norm's scale of each row, on its sums.
-    acc *= rms_scale(lid);
+    // The rows' scale (the norm's), on their sums.
+    acc *= row_scale(lid);
     partial[lid] = acc;
     workgroupBarrier();
     for (var st = slices / 2u; st > 0u; st /= 2u) {
@@ -24147,9 +24195,16 @@ fn dot_i8(q: vec4<u32>, w: u32) -> f32 {
     return f32(i - 8 * atomicLoad(&xsum[w])) * xscale[w];
 }
 
-/// The row rounded to int8 per 32-input block (`q8_x.wgsl`).
-fn prepare_x(lid: u32) {
+/// The normed row into `x` (`rms_prologue.wgsl`), then rounded to int8
+/// per 32-input block (`q8_x.wgsl`).
+fn prologue(lid: u32, g: u32) {
+    rms_prologue(lid, g);
     round_x(lid, p.k);
+}
+
+/// The norm's scale of the row.
+fn row_scale(lid: u32) -> vec4<f32> {
+    return rms_scale(lid);
 }
 
 /// Word `w`'s contribution to the one row's sum, in integers.
@@ -24164,8 +24219,7 @@ fn main(
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
     let g = wid.y * groups.x + wid.x;
-    rms_prologue(lid, g);
-    prepare_x(lid);
+    prologue(lid, g);
     // Which projection (uniform across the workgroup), and its sizes.
     let which = projection(g);
     let j = which.x;
@@ -24199,8 +24253,8 @@ fn main(
         let s = scale(j, (w * 32u / p.group_size) * n_pad + col);
         acc = word_dot(acc, weight(j, base + w * stride), w, s);
     }
-    // The norm's scale of each row, on its sums.
-    acc *= rms_scale(lid);
+    // The rows' scale (the norm's), on their sums.
+    acc *= row_scale(lid);
     partial[lid] = acc;
     workgroupBarrier();
     for (var st = slices / 2u; st > 0u; st /= 2u) {
@@ -26140,8 +26194,10 @@ fn rms_scale(lid: u32) -> vec4<f32> {
     return rstd;
 }
 
-/// The float form: nothing to prepare.
-fn prepare_x(lid: u32) {}
+/// The normed rows into `x` (`rms_prologue.wgsl`).
+fn prologue(lid: u32, g: u32) {
+    rms_prologue(lid, g);
+}
 
 /// Word `w`'s contribution to the (up to four) rows' sums.
 fn word_dot(acc: vec4<f32>, q: vec4<u32>, w: u32, s: f32) -> vec4<f32> {
@@ -26155,8 +26211,7 @@ fn main(
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
     let g = wid.y * groups.x + wid.x;
-    rms_prologue(lid, g);
-    prepare_x(lid);
+    prologue(lid, g);
     let cols = p.cols;
     let c = lid % cols;
     let slice = lid / cols;
@@ -26365,8 +26420,10 @@ fn rms_scale(lid: u32) -> vec4<f32> {
     return rstd;
 }
 
-/// The float form: nothing to prepare.
-fn prepare_x(lid: u32) {}
+/// The normed rows into `x` (`rms_prologue.wgsl`).
+fn prologue(lid: u32, g: u32) {
+    rms_prologue(lid, g);
+}
 
 /// Word `w`'s contribution to the (up to four) rows' sums.
 fn word_dot(acc: vec4<f32>, q: vec4<u32>, w: u32, s: f32) -> vec4<f32> {
@@ -26380,8 +26437,7 @@ fn main(
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
     let g = wid.y * groups.x + wid.x;
-    rms_prologue(lid, g);
-    prepare_x(lid);
+    prologue(lid, g);
     let cols = p.cols;
     let c = lid % cols;
     let slice = lid / cols;
@@ -26648,8 +26704,10 @@ fn dot_i8(q: vec4<u32>, w: u32) -> f32 {
     return f32(i - 8 * atomicLoad(&xsum[w])) * xscale[w];
 }
 
-/// The row rounded to int8 per 32-input block (`q8_x.wgsl`).
-fn prepare_x(lid: u32) {
+/// The normed row into `x` (`rms_prologue.wgsl`), then rounded to int8
+/// per 32-input block (`q8_x.wgsl`).
+fn prologue(lid: u32, g: u32) {
+    rms_prologue(lid, g);
     round_x(lid, p.k);
 }
 
@@ -26665,8 +26723,7 @@ fn main(
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
     let g = wid.y * groups.x + wid.x;
-    rms_prologue(lid, g);
-    prepare_x(lid);
+    prologue(lid, g);
     let cols = p.cols;
     let c = lid % cols;
     let slice = lid / cols;
@@ -26935,8 +26992,10 @@ fn dot_i8(q: vec4<u32>, w: u32) -> f32 {
     return f32(i - 8 * atomicLoad(&xsum[w])) * xscale[w];
 }
 
-/// The row rounded to int8 per 32-input block (`q8_x.wgsl`).
-fn prepare_x(lid: u32) {
+/// The normed row into `x` (`rms_prologue.wgsl`), then rounded to int8
+/// per 32-input block (`q8_x.wgsl`).
+fn prologue(lid: u32, g: u32) {
+    rms_prologue(lid, g);
     round_x(lid, p.k);
 }
 
@@ -26952,8 +27011,7 @@ fn main(
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
     let g = wid.y * groups.x + wid.x;
-    rms_prologue(lid, g);
-    prepare_x(lid);
+    prologue(lid, g);
     let cols = p.cols;
     let c = lid % cols;
     let slice = lid / cols;

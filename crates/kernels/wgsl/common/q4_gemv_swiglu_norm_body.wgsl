@@ -1,14 +1,15 @@
 //! The body of the normed SwiGLU GEMV (`q4_gemv_swiglu_norm.wgsl`) and its
-//! int8 form (`q4_gemv_swiglu_norm_i8.wgsl`): the prologue, the column
-//! each invocation takes, the gate and up word loop, the norm's scale, the
-//! slices' tree (the up sums in `x`, free by then) and
+//! int8 form (`q4_gemv_swiglu_norm_i8.wgsl`): the prologue's call, the
+//! column each invocation takes, the gate and up word loop, the norm's
+//! scale, the slices' tree (the up sums in `x`, free by then) and
 //! `g * sigmoid(g) * u`. The including family declares, besides what
 //! `q4_gemv_swiglu_norm_decl.wgsl`, `q4_dot.wgsl` and `rms_prologue.wgsl`
-//! give, `fn prepare_x(lid: u32)` (called by every invocation in uniform
-//! control flow once the normed row is in `x`: the int8 form rounds it
-//! there) and `fn word_dot(acc: vec4<f32>, q: vec4<u32>, w: u32, s: f32)
-//! -> vec4<f32>` (`acc` plus 16-byte word `w`'s dot with the rows, times
-//! its scale `s`).
+//! give, `fn prologue(lid: u32, g: u32)` (called by every invocation of
+//! workgroup `g` in uniform control flow: the normed row into `x`, which
+//! the int8 form also rounds) and `fn word_dot(acc: vec4<f32>, q:
+//! vec4<u32>, w: u32, s: f32) -> vec4<f32>` (`acc` plus 16-byte word `w`'s
+//! dot with the rows, times its scale `s`), as the QKV GEMVs' body
+//! (`q4_gemv_qkv_body.wgsl`) names them.
 
 @compute @workgroup_size(WG)
 fn main(
@@ -17,8 +18,7 @@ fn main(
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
     let g = wid.y * groups.x + wid.x;
-    rms_prologue(lid, g);
-    prepare_x(lid);
+    prologue(lid, g);
     let cols = p.cols;
     let c = lid % cols;
     let slice = lid / cols;

@@ -1,14 +1,19 @@
-//! The body of the normed one-dispatch QKV GEMV (`q4_gemv_qkv_norm.wgsl`)
-//! and its int8 form (`q4_gemv_qkv_norm_i8.wgsl`): the prologue, which
+//! The body of the one-dispatch QKV GEMVs: `q4_gemv_qkv.wgsl`, its normed
+//! form `q4_gemv_qkv_norm.wgsl` and that one's int8 form
+//! `q4_gemv_qkv_norm_i8.wgsl`. It holds the prologue's call, which
 //! projection and column each invocation takes, the word loop (two words
-//! in flight), the norm's scale, the slices' tree and the stores. The
-//! including family declares, besides what `q4_gemv_qkv_norm_decl.wgsl`,
-//! `q4_gemv_qkv_pick.wgsl`, `q4_dot.wgsl` and `rms_prologue.wgsl` give,
-//! `fn prepare_x(lid: u32)` (called by every invocation in uniform control
-//! flow once the normed row is in `x`: the int8 form rounds it there) and
-//! `fn word_dot(acc: vec4<f32>, q: vec4<u32>, w: u32, s: f32) ->
-//! vec4<f32>` (`acc` plus 16-byte word `w`'s dot with the rows, times its
-//! scale `s`).
+//! in flight), the rows' scale, the slices' tree and the stores. The
+//! including family declares, besides `p`, `WG`, `partial` and what
+//! `q4_gemv_qkv_pick.wgsl` and `q4_dot.wgsl` give:
+//! - `fn prologue(lid: u32, g: u32)`, called by every invocation of
+//!   workgroup `g` in uniform control flow before any word is read (the
+//!   normed forms build the normed row in `x` there, the int8 form rounds
+//!   it too; the plain form reads `x` from storage and does nothing);
+//! - `fn word_dot(acc: vec4<f32>, q: vec4<u32>, w: u32, s: f32) ->
+//!   vec4<f32>`: `acc` plus 16-byte word `w`'s dot with the rows, times
+//!   its scale `s`;
+//! - `fn row_scale(lid: u32) -> vec4<f32>`: what each row's sums are
+//!   multiplied by before the tree (the norm's scale; ones without a norm).
 
 @compute @workgroup_size(WG)
 fn main(
@@ -17,8 +22,7 @@ fn main(
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
     let g = wid.y * groups.x + wid.x;
-    rms_prologue(lid, g);
-    prepare_x(lid);
+    prologue(lid, g);
     // Which projection (uniform across the workgroup), and its sizes.
     let which = projection(g);
     let j = which.x;
@@ -52,8 +56,8 @@ fn main(
         let s = scale(j, (w * 32u / p.group_size) * n_pad + col);
         acc = word_dot(acc, weight(j, base + w * stride), w, s);
     }
-    // The norm's scale of each row, on its sums.
-    acc *= rms_scale(lid);
+    // The rows' scale (the norm's), on their sums.
+    acc *= row_scale(lid);
     partial[lid] = acc;
     workgroupBarrier();
     for (var st = slices / 2u; st > 0u; st /= 2u) {
