@@ -66,9 +66,11 @@ pub struct LoadOptions {
     /// past ~100 keys the split route is faster (run aj). On an H100 (run
     /// aq) the SmolLM2 shape decodes 1,057 tokens/s with it at 16 keys
     /// (942 without), 1,026 at 32 (953), 981 at 65-80 keys (935), 916 at
-    /// 97-112 (932) and 869 at 129-144 (916). Where a generation crosses
-    /// the bound, the plan lowers again once (~4 ms); the method keeps the
-    /// chain of each side, so later generations swap between them.
+    /// 97-112 (932) and 869 at 129-144 (916). The first step past the
+    /// bound lowers and models the other route's chain (~11 ms on that
+    /// shape); the method keeps the chain of each side, so later crossings
+    /// swap between them (`etwgpu_llm`'s decode warm-up takes that first
+    /// step at load).
     pub gemv_attention: Option<bool>,
     /// Trust the program: create the kernels whose host rules prove every
     /// index into their fixed-size arrays (workgroup memory, private

@@ -86,8 +86,9 @@ pub fn sdpa_rope_linear_q4gsw(c: &Ctx<'_>) -> Result<Lowered> {
     // The live context (checked by the attention's rule).
     let live = u64::try_from(c.int(5, "start_pos")?).unwrap_or(0) + s;
     // Short caches: the whole attention in the GEMV (the partials and the
-    // combine replaced; by default only while the context is short); else the combine folded into it where the split
-    // plan allows; else the steps one after the other.
+    // combine replaced; by default only while the context is short); else
+    // the combine folded into it where the split plan allows; else the
+    // steps one after the other.
     let in_gemv = match (&attention.steps[..], &linear.steps[..]) {
         ([.., partials, _combine], [gemv]) if gemv_attends(c.caps(), s, hq, hkv, d, cmax, live) => {
             attend_in_gemv(partials, gemv)
