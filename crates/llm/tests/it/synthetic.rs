@@ -321,24 +321,36 @@ fn decode_warm_up_at_load() {
     let config = LlamaConfig { seed: 9, ..LlamaConfig::tiny() };
     let program = Program::from_bytes(config.build()).expect("parses");
     let prompt: Vec<u32> = (0..7).map(|i| i * 5 % 128).collect();
-    let mut runs = Vec::new();
-    for warm in [true, false] {
-        let mut generator = Generator::new(&rt, &program).expect("loads");
-        if warm {
-            generator.warm_up_decode().expect("warm-up");
-            assert_eq!(generator.position(), 0, "a new sequence after the warm-up");
-        }
-        let mut logits = vec![generator.prefill(&prompt).expect("prefill")];
-        generator.reset_run_times();
-        for token in [4, 40, 90] {
-            logits.push(generator.decode_step(token).expect("decode"));
-        }
-        let times = generator.run_times();
-        runs.push((logits, times.op_lowerings, times.plan_builds));
+    let (warm, cold) =
+        (reply(&rt, &program, &prompt, &[4, 40, 90], true), reply(&rt, &program, &prompt, &[4, 40, 90], false));
+    assert_eq!((warm.rules, warm.plans), (0, 0), "decode steps after the warm-up: host rules, plans");
+    assert!(cold.plans > 0, "without the warm-up the first decode step builds a plan");
+    assert_eq!(warm.prompt_logits, cold.prompt_logits, "the prompt's logits with and without the warm-up");
+    assert_eq!(warm.steps, cold.steps, "the steps' logits with and without the warm-up");
+}
+
+/// One reply of a fresh load of `program`, warmed up first
+/// ([`Generator::warm_up_decode`]) or not: `prompt`'s logits, then per
+/// decode step of `tokens` its logits and dispatches, and the host rules
+/// and plans of the reply's runs after its prompt.
+struct Reply {
+    prompt_logits: Vec<f32>,
+    steps: Vec<(Vec<f32>, usize)>,
+    rules: u64,
+    plans: u64,
+}
+
+fn reply(rt: &etwgpu_runtime::Runtime, program: &Program, prompt: &[u32], tokens: &[u32], warm: bool) -> Reply {
+    let mut generator = Generator::new(rt, program).expect("loads");
+    if warm {
+        generator.warm_up_decode().expect("warm-up");
+        assert_eq!(generator.position(), 0, "a new sequence after the warm-up");
     }
-    assert_eq!((runs[0].1, runs[0].2), (0, 0), "decode steps after the warm-up: host rules, plans");
-    assert!(runs[1].2 > 0, "without the warm-up the first decode step builds a plan");
-    assert_eq!(runs[0].0, runs[1].0, "logits with and without the warm-up");
+    let prompt_logits = generator.prefill(prompt).expect("prefill");
+    generator.reset_run_times();
+    let steps = tokens.iter().map(|&t| (generator.decode_step(t).expect("decode"), generator.n_dispatches())).collect();
+    let times = generator.run_times();
+    Reply { prompt_logits, steps, rules: times.op_lowerings, plans: times.plan_builds }
 }
 
 /// With int8 activations (`LoadOptions::int8_activations`), the O
@@ -383,26 +395,11 @@ fn int8_activations_keep_the_split_route() {
 fn decode_warm_up_covers_both_routes() {
     let Some((rt, config, program, prompt)) = crossing(6, 11) else { return };
     let n = config.n_layers;
-    let mut runs = Vec::new();
-    for warm in [true, false] {
-        let mut generator = Generator::new(&rt, &program).expect("loads");
-        if warm {
-            generator.warm_up_decode().expect("warm-up");
-            assert_eq!(generator.position(), 0, "a new sequence after the warm-up");
-        }
-        generator.prefill(&prompt).expect("prefill");
-        generator.reset_run_times();
-        let mut steps = Vec::new();
-        for k in 0..8u32 {
-            steps.push((generator.decode_step(k * 17 % 128).expect("decode"), generator.n_dispatches()));
-        }
-        let times = generator.run_times();
-        runs.push((steps, times.op_lowerings, times.plan_builds));
-    }
-    let (warm, cold) = (&runs[0], &runs[1]);
-    assert_eq!((warm.1, warm.2), (0, 0), "the crossing after the warm-up: host rules, plans");
-    assert!(cold.2 > 0, "without the warm-up the crossing builds a plan");
-    for (k, ((a, a_n), (b, b_n))) in warm.0.iter().zip(&cold.0).enumerate() {
+    let tokens: Vec<u32> = (0..8).map(|k| k * 17 % 128).collect();
+    let (warm, cold) = (reply(&rt, &program, &prompt, &tokens, true), reply(&rt, &program, &prompt, &tokens, false));
+    assert_eq!((warm.rules, warm.plans), (0, 0), "the crossing after the warm-up: host rules, plans");
+    assert!(cold.plans > 0, "without the warm-up the crossing builds a plan");
+    for (k, ((a, a_n), (b, b_n))) in warm.steps.iter().zip(&cold.steps).enumerate() {
         let keys = prompt.len() + k + 1;
         let want = if keys <= 80 { 4 * n + 3 } else { 5 * n + 3 };
         assert_eq!((*a_n, *b_n), (want, want), "step at {keys} keys: dispatches with and without the warm-up");
