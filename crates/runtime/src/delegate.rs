@@ -59,8 +59,9 @@ pub const FOLD_ATTENTION_ENV: &str = "ETWGPU_FOLD_ATTENTION";
 /// allows it (`etwgpu_kernels::DeviceCaps::gemv_attention`), `=0` never,
 /// when [`LoadOptions::gemv_attention`] is not set. By default only while
 /// the live context is at most [`etwgpu_kernels::GEMV_ATTN_AUTO_KEYS`]
-/// keys: it is faster only below ~100 keys on the H200 and ~90 on an H100
-/// (`tools/device/NOTES.md`, runs aj and aq).
+/// keys: it is faster only below ~100 keys on the H200 and, with the
+/// kernel of run as, ~120 on an H100 (`tools/device/NOTES.md`, runs aj,
+/// aq and as).
 pub const GEMV_ATTENTION_ENV: &str = "ETWGPU_GEMV_ATTENTION";
 
 /// `ETWGPU_INT8_ACTIVATIONS=1`: one-row 4-bit GEMVs round their input to

@@ -245,26 +245,28 @@ fn decode_dispatches_per_token() {
 }
 
 /// The runtime, a tiny Llama (seed `seed`, a 128-row cache) and a prompt
-/// of 74 tokens (`i * stride % 128`) after which decode steps straddle the
-/// GEMV route's 80-key bound; `None` without a GPU or where the device
-/// does not take that route.
+/// of [`etwgpu_runtime::GEMV_ATTN_AUTO_KEYS`] - 6 tokens (`i * stride %
+/// 128`) after which eight decode steps straddle the GEMV route's bound;
+/// `None` without a GPU or where the device does not take that route.
 fn crossing(seed: u64, stride: u32) -> Option<(etwgpu_runtime::Runtime, LlamaConfig, Program, Vec<u32>)> {
     let rt = runtime()?;
     if !rt.gemm_caps().gemv_attention {
         return None;
     }
-    let config = LlamaConfig { max_seq_len: 80, max_context: 128, seed, ..LlamaConfig::tiny() };
+    let bound = etwgpu_runtime::GEMV_ATTN_AUTO_KEYS;
+    let config = LlamaConfig { max_seq_len: bound as usize, max_context: 128, seed, ..LlamaConfig::tiny() };
     let program = Program::from_bytes(config.build()).expect("parses");
-    let prompt = (0..74).map(|i| i * stride % 128).collect();
+    let prompt = (0..bound - 6).map(|i| i * stride % 128).collect();
     Some((rt, config, program, prompt))
 }
 
 /// The default decode route follows the live context: the attention
 /// inside the O projection's GEMV while a step attends to at most
-/// [`etwgpu_runtime::GEMV_ATTN_AUTO_KEYS`] (80) keys (4 dispatches a
-/// layer), the split partials and the merging GEMV past them (5). After a
-/// prompt of 74 tokens, eight decode steps attend to 75 to 82 keys: six on
-/// one side, two on the other; each step's logits equal the split route's
+/// [`etwgpu_runtime::GEMV_ATTN_AUTO_KEYS`] keys (4 dispatches a layer),
+/// the split partials and the merging GEMV past them (5). After
+/// [`crossing`]'s prompt (the bound less 6 tokens), eight decode steps
+/// attend to the bound less 5 to the bound plus 2 keys: six on one side,
+/// two on the other; each step's logits equal the split route's
 /// (`LoadOptions::gemv_attention` off) within 1e-4. The first generation
 /// lowers the plan again where it crosses; the method keeps the chain of
 /// each side, so a second generation over the same positions runs its
@@ -273,7 +275,6 @@ fn crossing(seed: u64, stride: u32) -> Option<(etwgpu_runtime::Runtime, LlamaCon
 fn decode_route_follows_the_live_context() {
     let Some((rt, config, program, prompt)) = crossing(5, 7) else { return };
     let bound = etwgpu_runtime::GEMV_ATTN_AUTO_KEYS as usize;
-    assert_eq!(bound, 80, "the steps below straddle 80 keys");
     let mut runs = Vec::new();
     for gemv_attention in [None, Some(false)] {
         let options = etwgpu_runtime::LoadOptions { gemv_attention, ..Generator::default_load_options() };
@@ -388,7 +389,7 @@ fn int8_activations_keep_the_split_route() {
 /// [`etwgpu_runtime::GEMV_ATTN_AUTO_KEYS`] where the context reaches there
 /// (on devices that take the GEMV route below it), so a reply's first
 /// crossing swaps to a chain lowered, planned and modelled at load: after
-/// a prompt of 74 tokens, eight decode steps at 75 to 82 keys change route
+/// a prompt of [`crossing`]'s, eight decode steps across the bound change route
 /// (4, then 5 dispatches a layer) with no host rule and no new plan; without
 /// the warm-up the crossing builds a plan. The logits are the same.
 #[test]
@@ -401,7 +402,7 @@ fn decode_warm_up_covers_both_routes() {
     assert!(cold.plans > 0, "without the warm-up the crossing builds a plan");
     for (k, ((a, a_n), (b, b_n))) in warm.steps.iter().zip(&cold.steps).enumerate() {
         let keys = prompt.len() + k + 1;
-        let want = if keys <= 80 { 4 * n + 3 } else { 5 * n + 3 };
+        let want = if keys <= etwgpu_runtime::GEMV_ATTN_AUTO_KEYS as usize { 4 * n + 3 } else { 5 * n + 3 };
         assert_eq!((*a_n, *b_n), (want, want), "step at {keys} keys: dispatches with and without the warm-up");
         assert_eq!(a, b, "step at {keys} keys: logits with and without the warm-up");
     }

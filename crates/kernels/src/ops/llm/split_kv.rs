@@ -334,9 +334,10 @@ const GEMV_ATTN_KEY_VEC4S: u64 = 64;
 /// (`DeviceCaps::gemv_attention_keys`): every workgroup of that GEMV walks
 /// the keys itself, which costs less than the split route's partials
 /// dispatch at a few dozen keys and more past them. On an H100 the
-/// SmolLM2 shape decoded 12% faster with it at 17-32 keys, 5% at 65-80,
-/// 2% slower at 97-112 (`tools/device/NOTES.md`, run aq, fifth call).
-pub const GEMV_ATTN_AUTO_KEYS: u32 = 80;
+/// SmolLM2 shape decoded faster with it by 10% at 64 keys, 6% at 80, 3%
+/// at 96 and 1% at 112, and even at 128 (`tools/device/NOTES.md`, run as,
+/// fourth call; with the kernel before that run, the bound was 80).
+pub const GEMV_ATTN_AUTO_KEYS: u32 = 112;
 
 /// Whether the attention of `s` query rows (`hq` heads over `hkv`, head
 /// dim `d`, a cache of `cmax` rows) over a live context of `live` keys on
