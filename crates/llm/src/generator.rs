@@ -328,8 +328,9 @@ impl Generator {
     /// between a reply's first tokens, as llama.cpp's warm-up run does.
     /// The decode attention changes kernels past
     /// [`etwgpu_runtime::GEMV_ATTN_AUTO_KEYS`] keys of context (on devices
-    /// that take the route below it), so where the context reaches past
-    /// that, the same three steps run again from that position: a reply's
+    /// that take the route below it, with the default route options:
+    /// `LoadedMethod::gemv_attention_keys`), so where the context reaches
+    /// past that, the same three steps run again from that position: a reply's
     /// first crossing then swaps to a chain lowered, planned and modelled
     /// here instead of lowering it (~11 ms on SmolLM2-135M). The KV cache
     /// rows it writes are overwritten by the next sequence (the steps past
@@ -343,8 +344,10 @@ impl Generator {
         }
         let mut greedy = Sampler::new(crate::sampler::SamplerConfig::default())?;
         let options = GenerateOptions { max_new_tokens: 3, stop_tokens: Vec::new(), stop_at_eos: false };
-        let bound = etwgpu_runtime::GEMV_ATTN_AUTO_KEYS as usize;
-        let starts: &[usize] = if bound + 4 <= self.meta.max_context_len { &[0, bound] } else { &[0] };
+        // Where the load's decode attention changes route by the live
+        // context (0: it does not), the steps past that bound too.
+        let bound = self.forward.gemv_attention_keys() as usize;
+        let starts: &[usize] = if bound > 0 && bound + 4 <= self.meta.max_context_len { &[0, bound] } else { &[0] };
         for &start in starts {
             self.pos = start;
             self.generate(&[0], &options, &mut greedy, |_| {})?;

@@ -466,6 +466,15 @@ impl LoadedDelegate {
         self.lowerer.caps().int8_activations
     }
 
+    /// The live context (keys) up to which its decode attention runs
+    /// inside the O projection's GEMV by default, then the split route
+    /// (`etwgpu_kernels::DeviceCaps::gemv_attention_keys`; 0 where the
+    /// route does not follow the live context: the device lacks the
+    /// kernel, or the load asked for one route at every position).
+    pub fn gemv_attention_keys(&self) -> u32 {
+        self.lowerer.caps().gemv_attention_keys
+    }
+
     /// Bytes of the arenas intermediates share (0 when each has its own
     /// buffer).
     pub fn arena_bytes(&self) -> u64 {

@@ -286,6 +286,17 @@ impl LoadedMethod {
         self.steps.iter().any(|s| matches!(s, Exec::Gpu { call, .. } if call.int8_activations()))
     }
 
+    /// The largest live context up to which a GPU call's decode attention
+    /// runs inside the O projection's GEMV by default (0: no call changes
+    /// route by the live context; see `LoadedDelegate::gemv_attention_keys`).
+    pub fn gemv_attention_keys(&self) -> u32 {
+        let bounds = self.steps.iter().filter_map(|s| match s {
+            Exec::Gpu { call, .. } => Some(call.gemv_attention_keys()),
+            _ => None,
+        });
+        bounds.max().unwrap_or(0)
+    }
+
     /// Whether it was loaded on the trusted path
     /// ([`LoadOptions::trusted_shaders`] asked for it, on Vulkan): its
     /// kernels of families marked `// bounds: host-checked` run without

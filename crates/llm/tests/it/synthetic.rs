@@ -267,7 +267,9 @@ fn crossing(seed: u64, stride: u32) -> Option<(etwgpu_runtime::Runtime, LlamaCon
 /// [`crossing`]'s prompt (the bound less 6 tokens), eight decode steps
 /// attend to the bound less 5 to the bound plus 2 keys: six on one side,
 /// two on the other; each step's logits equal the split route's
-/// (`LoadOptions::gemv_attention` off) within 1e-4. The first generation
+/// (`LoadOptions::gemv_attention` off) within 1e-4; the method reports the
+/// bound (`LoadedMethod::gemv_attention_keys`) only with the default route
+/// options. The first generation
 /// lowers the plan again where it crosses; the method keeps the chain of
 /// each side, so a second generation over the same positions runs its
 /// decode steps with no host rule and no new plan.
@@ -275,6 +277,13 @@ fn crossing(seed: u64, stride: u32) -> Option<(etwgpu_runtime::Runtime, LlamaCon
 fn decode_route_follows_the_live_context() {
     let Some((rt, config, program, prompt)) = crossing(5, 7) else { return };
     let bound = etwgpu_runtime::GEMV_ATTN_AUTO_KEYS as usize;
+    // The bound the method reports (the decode warm-up's): only where the
+    // route follows the live context.
+    for (gemv_attention, want) in [(None, bound), (Some(false), 0), (Some(true), 0)] {
+        let options = etwgpu_runtime::LoadOptions { gemv_attention, ..Generator::default_load_options() };
+        let forward = rt.load_with(&program, "forward", &options).expect("loads");
+        assert_eq!(forward.gemv_attention_keys() as usize, want, "gemv_attention {gemv_attention:?}: the bound");
+    }
     let mut runs = Vec::new();
     for gemv_attention in [None, Some(false)] {
         let options = etwgpu_runtime::LoadOptions { gemv_attention, ..Generator::default_load_options() };
