@@ -12,7 +12,7 @@
 //! 256 (`sdpa_with_kv_cache_into` in `ops/llm.rs` takes the split kernels
 //! only then); `sc` by `jj * TILE` plus an index below `TILE`; `red` by
 //! `lid` and `lid + stride` within a `LANES` block; `sums` by `g * D / 4 +
-//! lid < WG`; the per-vector arrays by `jj < MAXQ`.
+//! lid < WG`; the per-vector state is named values (no arrays).
 // variants: f32 f16 f32_kvf16
 // bounds: host-checked
 

@@ -31383,7 +31383,7 @@ pub const SDPA_SPLIT_F32: &str = r#"//! Split-KV ("FlashDecoding") attention ove
 //! 256 (`sdpa_with_kv_cache_into` in `ops/llm.rs` takes the split kernels
 //! only then); `sc` by `jj * TILE` plus an index below `TILE`; `red` by
 //! `lid` and `lid + stride` within a `LANES` block; `sums` by `g * D / 4 +
-//! lid < WG`; the per-vector arrays by `jj < MAXQ`.
+//! lid < WG`; the per-vector state is named values (no arrays).
 // variants: f32 f16 f32_kvf16
 // bounds: host-checked
 
@@ -31491,6 +31491,33 @@ fn reduce(lid: u32, v: vec2<f32>) {
     }
 }
 
+/// Eight key `vec4`s dotted with the query's from `qs[b]` on.
+fn dot8(b: u32, k0: vec4<f32>, k1: vec4<f32>, k2: vec4<f32>, k3: vec4<f32>, k4: vec4<f32>, k5: vec4<f32>, k6: vec4<f32>, k7: vec4<f32>) -> vec4<f32> {
+    return qs[b] * k0 + qs[b + 1u] * k1 + qs[b + 2u] * k2 + qs[b + 3u] * k3 + qs[b + 4u] * k4 + qs[b + 5u] * k5 + qs[b + 6u] * k6 + qs[b + 7u] * k7;
+}
+
+/// A score's probability against the running max `m` (0 for a masked key
+/// or a vector past `nq`).
+fn prob(s: f32, m: f32, used: bool) -> f32 {
+    return select(0.0, exp(s - m), used && s > NEG);
+}
+
+/// The first four values of a key group (`kg`, `kg + n_kg`, ...) weighted
+/// by their probabilities from `sc[b]` on (0 past the tile's `n_here`).
+fn first4(b: u32, kg: u32, n_kg: u32, n_here: u32, v0: vec4<f32>, v1: vec4<f32>, v2: vec4<f32>, v3: vec4<f32>) -> vec4<f32> {
+    let p0 = select(0.0, sc[b + min(kg, TILE - 1u)], kg < n_here);
+    let p1 = select(0.0, sc[b + min(kg + n_kg, TILE - 1u)], kg + n_kg < n_here);
+    let p2 = select(0.0, sc[b + min(kg + 2u * n_kg, TILE - 1u)], kg + 2u * n_kg < n_here);
+    let p3 = select(0.0, sc[b + min(kg + 3u * n_kg, TILE - 1u)], kg + 3u * n_kg < n_here);
+    return p0 * v0 + p1 * v1 + p2 * v2 + p3 * v3;
+}
+
+/// Four values `n_kg` keys apart weighted by their probabilities from
+/// `sc[b]` on.
+fn next4(b: u32, n_kg: u32, u0: vec4<f32>, u1: vec4<f32>, u2: vec4<f32>, u3: vec4<f32>) -> vec4<f32> {
+    return sc[b] * u0 + sc[b + n_kg] * u1 + sc[b + 2u * n_kg] * u2 + sc[b + 3u * n_kg] * u3;
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let group = p.n_heads / p.n_kv_heads;
@@ -31542,14 +31569,28 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
     storageBarrier();
     workgroupBarrier();
-    // Per query vector: the keys its row sees end at `lim`.
-    var lim: array<u32, MAXQ>;
-    for (var jj = 0u; jj < MAXQ; jj++) {
-        lim[jj] = p.start_pos + (j0 + jj) / group + 1u;
-    }
-    var m_run = array<f32, MAXQ>(NEG, NEG, NEG, NEG);
-    var l_run = array<f32, MAXQ>(0.0, 0.0, 0.0, 0.0);
-    var acc: array<vec4<f32>, MAXQ>;
+    // Per query vector (`MAXQ` = 4 of them, named rather than arrays
+    // indexed in loops: run as measured that form faster in
+    // `q4_gemv_sdpa.wgsl`): the keys its row sees end at `lim0 .. lim3`;
+    // its running max `m0 ..`, sum `l0 ..` and value sums `a0 ..`. Vectors
+    // past `nq` compute on zeros (workgroup memory starts zeroed) or on
+    // probabilities set to 0, and are never stored.
+    let lim0 = p.start_pos + j0 / group + 1u;
+    let lim1 = p.start_pos + (j0 + 1u) / group + 1u;
+    let lim2 = p.start_pos + (j0 + 2u) / group + 1u;
+    let lim3 = p.start_pos + (j0 + 3u) / group + 1u;
+    var m0 = NEG;
+    var m1 = NEG;
+    var m2 = NEG;
+    var m3 = NEG;
+    var l0 = 0.0;
+    var l1 = 0.0;
+    var l2 = 0.0;
+    var l3 = 0.0;
+    var a0 = vec4<f32>();
+    var a1 = vec4<f32>();
+    var a2 = vec4<f32>();
+    var a3 = vec4<f32>();
     let dim4 = lid % d4;
     let kg = lid / d4;
     let n_kg = WG / d4;
@@ -31558,11 +31599,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     for (var c0 = begin; c0 < end; c0 += TILE) {
         let n_here = min(TILE, end - c0);
         let key = c0 + lid;
-        // Loops over the query vectors run to `MAXQ` (constant trip
-        // counts, so the per-vector arrays stay in registers); vectors past
-        // `nq` compute on zeros (workgroup memory starts zeroed) or on
-        // probabilities set to 0, and are never stored.
-        var dots: array<vec4<f32>, MAXQ>;
+        var d0 = vec4<f32>();
+        var d1 = vec4<f32>();
+        var d2 = vec4<f32>();
+        var d3 = vec4<f32>();
         if lid < n_here {
             // Eight loads of the key in flight before any is used.
             var d = 0u;
@@ -31575,26 +31615,24 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 let k5 = key_at(key, kvh, d + 5u, d4);
                 let k6 = key_at(key, kvh, d + 6u, d4);
                 let k7 = key_at(key, kvh, d + 7u, d4);
-                for (var jj = 0u; jj < MAXQ; jj++) {
-                    let b = jj * d4 + d;
-                    dots[jj] += qs[b] * k0 + qs[b + 1u] * k1 + qs[b + 2u] * k2 + qs[b + 3u] * k3;
-                    dots[jj] += qs[b + 4u] * k4 + qs[b + 5u] * k5 + qs[b + 6u] * k6 + qs[b + 7u] * k7;
-                }
+                d0 += dot8(d, k0, k1, k2, k3, k4, k5, k6, k7);
+                d1 += dot8(d4 + d, k0, k1, k2, k3, k4, k5, k6, k7);
+                d2 += dot8(2u * d4 + d, k0, k1, k2, k3, k4, k5, k6, k7);
+                d3 += dot8(3u * d4 + d, k0, k1, k2, k3, k4, k5, k6, k7);
             }
             for (; d < d4; d++) {
                 let kv = key_at(key, kvh, d, d4);
-                for (var jj = 0u; jj < MAXQ; jj++) {
-                    dots[jj] += qs[jj * d4 + d] * kv;
-                }
+                d0 += qs[d] * kv;
+                d1 += qs[d4 + d] * kv;
+                d2 += qs[2u * d4 + d] * kv;
+                d3 += qs[3u * d4 + d] * kv;
             }
         }
-        for (var jj = 0u; jj < MAXQ; jj++) {
-            var s = NEG;
-            if jj < nq && lid < n_here && key < lim[jj] {
-                s = (dots[jj].x + dots[jj].y + dots[jj].z + dots[jj].w) * p.scale;
-            }
-            sc[jj * TILE + lid] = s;
-        }
+        let live = lid < n_here;
+        sc[lid] = select(NEG, (d0.x + d0.y + d0.z + d0.w) * p.scale, 0u < nq && live && key < lim0);
+        sc[TILE + lid] = select(NEG, (d1.x + d1.y + d1.z + d1.w) * p.scale, 1u < nq && live && key < lim1);
+        sc[2u * TILE + lid] = select(NEG, (d2.x + d2.y + d2.z + d2.w) * p.scale, 2u < nq && live && key < lim2);
+        sc[3u * TILE + lid] = select(NEG, (d3.x + d3.y + d3.z + d3.w) * p.scale, 3u < nq && live && key < lim3);
         // The first four values of this invocation's key group, in flight
         // through the reduction (at indices clamped into the tile; their
         // probabilities are 0 past it).
@@ -31619,34 +31657,40 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             }
         }
         reduce(lid, vec2<f32>(mx, l));
-        var m_new: array<f32, MAXQ>;
-        var alpha: array<f32, MAXQ>;
-        for (var jj = 0u; jj < MAXQ; jj++) {
-            let tile = red[jj * LANES];
-            m_new[jj] = max(m_run[jj], tile.x);
-            alpha[jj] = exp(m_run[jj] - m_new[jj]);
-            l_run[jj] = l_run[jj] * alpha[jj] + tile.y * exp(tile.x - m_new[jj]);
-            m_run[jj] = m_new[jj];
-            acc[jj] *= alpha[jj];
-        }
-        for (var jj = 0u; jj < MAXQ; jj++) {
-            let s = sc[jj * TILE + lid];
-            var pr = 0.0;
-            if jj < nq && s > NEG {
-                pr = exp(s - m_new[jj]);
-            }
-            sc[jj * TILE + lid] = pr;
-        }
+        let t0 = red[0u];
+        let t1 = red[LANES];
+        let t2 = red[2u * LANES];
+        let t3 = red[3u * LANES];
+        let n0 = max(m0, t0.x);
+        let n1 = max(m1, t1.x);
+        let n2 = max(m2, t2.x);
+        let n3 = max(m3, t3.x);
+        let al0 = exp(m0 - n0);
+        let al1 = exp(m1 - n1);
+        let al2 = exp(m2 - n2);
+        let al3 = exp(m3 - n3);
+        l0 = l0 * al0 + t0.y * exp(t0.x - n0);
+        l1 = l1 * al1 + t1.y * exp(t1.x - n1);
+        l2 = l2 * al2 + t2.y * exp(t2.x - n2);
+        l3 = l3 * al3 + t3.y * exp(t3.x - n3);
+        m0 = n0;
+        m1 = n1;
+        m2 = n2;
+        m3 = n3;
+        a0 *= al0;
+        a1 *= al1;
+        a2 *= al2;
+        a3 *= al3;
+        sc[lid] = prob(sc[lid], n0, 0u < nq);
+        sc[TILE + lid] = prob(sc[TILE + lid], n1, 1u < nq);
+        sc[2u * TILE + lid] = prob(sc[2u * TILE + lid], n2, 2u < nq);
+        sc[3u * TILE + lid] = prob(sc[3u * TILE + lid], n3, 3u < nq);
         workgroupBarrier();
         if kg < n_kg {
-            for (var jj = 0u; jj < MAXQ; jj++) {
-                let b = jj * TILE;
-                let p0 = select(0.0, sc[b + min(kg, TILE - 1u)], kg < n_here);
-                let p1 = select(0.0, sc[b + min(kg + n_kg, TILE - 1u)], kg + n_kg < n_here);
-                let p2 = select(0.0, sc[b + min(kg + 2u * n_kg, TILE - 1u)], kg + 2u * n_kg < n_here);
-                let p3 = select(0.0, sc[b + min(kg + 3u * n_kg, TILE - 1u)], kg + 3u * n_kg < n_here);
-                acc[jj] += p0 * v0 + p1 * v1 + p2 * v2 + p3 * v3;
-            }
+            a0 += first4(0u, kg, n_kg, n_here, v0, v1, v2, v3);
+            a1 += first4(TILE, kg, n_kg, n_here, v0, v1, v2, v3);
+            a2 += first4(2u * TILE, kg, n_kg, n_here, v0, v1, v2, v3);
+            a3 += first4(3u * TILE, kg, n_kg, n_here, v0, v1, v2, v3);
             // Four values in flight before any is used.
             var j = kg + 4u * n_kg;
             for (; j + 3u * n_kg < n_here; j += 4u * n_kg) {
@@ -31654,27 +31698,24 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 let u1 = value_at(c0 + j + n_kg, kvh, dim4, d4);
                 let u2 = value_at(c0 + j + 2u * n_kg, kvh, dim4, d4);
                 let u3 = value_at(c0 + j + 3u * n_kg, kvh, dim4, d4);
-                for (var jj = 0u; jj < MAXQ; jj++) {
-                    let b = jj * TILE + j;
-                    acc[jj] += sc[b] * u0 + sc[b + n_kg] * u1 + sc[b + 2u * n_kg] * u2 + sc[b + 3u * n_kg] * u3;
-                }
+                a0 += next4(j, n_kg, u0, u1, u2, u3);
+                a1 += next4(TILE + j, n_kg, u0, u1, u2, u3);
+                a2 += next4(2u * TILE + j, n_kg, u0, u1, u2, u3);
+                a3 += next4(3u * TILE + j, n_kg, u0, u1, u2, u3);
             }
             for (; j < n_here; j += n_kg) {
                 let vv = value_at(c0 + j, kvh, dim4, d4);
-                for (var jj = 0u; jj < MAXQ; jj++) {
-                    acc[jj] += sc[jj * TILE + j] * vv;
-                }
+                a0 += sc[j] * vv;
+                a1 += sc[TILE + j] * vv;
+                a2 += sc[2u * TILE + j] * vv;
+                a3 += sc[3u * TILE + j] * vv;
             }
         }
         workgroupBarrier();
     }
-    // Sum the key groups of each dim and write the partials (a constant
-    // trip count here too, so `acc` stays indexed by constants).
-    for (var jj = 0u; jj < MAXQ; jj++) {
-        if jj >= nq {
-            break;
-        }
-        sums[lid] = acc[jj];
+    // Sum the key groups of each dim and write the partials.
+    for (var jj = 0u; jj < nq; jj++) {
+        sums[lid] = select(select(select(a0, a1, jj == 1u), a2, jj == 2u), a3, jj == 3u);
         workgroupBarrier();
         let j = j0 + jj;
         let h = kvh * group + j % group;
@@ -31687,7 +31728,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             part[base + 1u + lid] = total;
         }
         if lid == 0u {
-            part[base] = vec4<f32>(m_run[jj], l_run[jj], 0.0, 0.0);
+            let m = select(select(select(m0, m1, jj == 1u), m2, jj == 2u), m3, jj == 3u);
+            let l = select(select(select(l0, l1, jj == 1u), l2, jj == 2u), l3, jj == 3u);
+            part[base] = vec4<f32>(m, l, 0.0, 0.0);
         }
         workgroupBarrier();
     }
@@ -31740,7 +31783,7 @@ pub const SDPA_SPLIT_F16: &str = r#"enable f16;
 //! 256 (`sdpa_with_kv_cache_into` in `ops/llm.rs` takes the split kernels
 //! only then); `sc` by `jj * TILE` plus an index below `TILE`; `red` by
 //! `lid` and `lid + stride` within a `LANES` block; `sums` by `g * D / 4 +
-//! lid < WG`; the per-vector arrays by `jj < MAXQ`.
+//! lid < WG`; the per-vector state is named values (no arrays).
 // variants: f32 f16 f32_kvf16
 // bounds: host-checked
 
@@ -31848,6 +31891,33 @@ fn reduce(lid: u32, v: vec2<f32>) {
     }
 }
 
+/// Eight key `vec4`s dotted with the query's from `qs[b]` on.
+fn dot8(b: u32, k0: vec4<f32>, k1: vec4<f32>, k2: vec4<f32>, k3: vec4<f32>, k4: vec4<f32>, k5: vec4<f32>, k6: vec4<f32>, k7: vec4<f32>) -> vec4<f32> {
+    return qs[b] * k0 + qs[b + 1u] * k1 + qs[b + 2u] * k2 + qs[b + 3u] * k3 + qs[b + 4u] * k4 + qs[b + 5u] * k5 + qs[b + 6u] * k6 + qs[b + 7u] * k7;
+}
+
+/// A score's probability against the running max `m` (0 for a masked key
+/// or a vector past `nq`).
+fn prob(s: f32, m: f32, used: bool) -> f32 {
+    return select(0.0, exp(s - m), used && s > NEG);
+}
+
+/// The first four values of a key group (`kg`, `kg + n_kg`, ...) weighted
+/// by their probabilities from `sc[b]` on (0 past the tile's `n_here`).
+fn first4(b: u32, kg: u32, n_kg: u32, n_here: u32, v0: vec4<f32>, v1: vec4<f32>, v2: vec4<f32>, v3: vec4<f32>) -> vec4<f32> {
+    let p0 = select(0.0, sc[b + min(kg, TILE - 1u)], kg < n_here);
+    let p1 = select(0.0, sc[b + min(kg + n_kg, TILE - 1u)], kg + n_kg < n_here);
+    let p2 = select(0.0, sc[b + min(kg + 2u * n_kg, TILE - 1u)], kg + 2u * n_kg < n_here);
+    let p3 = select(0.0, sc[b + min(kg + 3u * n_kg, TILE - 1u)], kg + 3u * n_kg < n_here);
+    return p0 * v0 + p1 * v1 + p2 * v2 + p3 * v3;
+}
+
+/// Four values `n_kg` keys apart weighted by their probabilities from
+/// `sc[b]` on.
+fn next4(b: u32, n_kg: u32, u0: vec4<f32>, u1: vec4<f32>, u2: vec4<f32>, u3: vec4<f32>) -> vec4<f32> {
+    return sc[b] * u0 + sc[b + n_kg] * u1 + sc[b + 2u * n_kg] * u2 + sc[b + 3u * n_kg] * u3;
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let group = p.n_heads / p.n_kv_heads;
@@ -31899,14 +31969,28 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
     storageBarrier();
     workgroupBarrier();
-    // Per query vector: the keys its row sees end at `lim`.
-    var lim: array<u32, MAXQ>;
-    for (var jj = 0u; jj < MAXQ; jj++) {
-        lim[jj] = p.start_pos + (j0 + jj) / group + 1u;
-    }
-    var m_run = array<f32, MAXQ>(NEG, NEG, NEG, NEG);
-    var l_run = array<f32, MAXQ>(0.0, 0.0, 0.0, 0.0);
-    var acc: array<vec4<f32>, MAXQ>;
+    // Per query vector (`MAXQ` = 4 of them, named rather than arrays
+    // indexed in loops: run as measured that form faster in
+    // `q4_gemv_sdpa.wgsl`): the keys its row sees end at `lim0 .. lim3`;
+    // its running max `m0 ..`, sum `l0 ..` and value sums `a0 ..`. Vectors
+    // past `nq` compute on zeros (workgroup memory starts zeroed) or on
+    // probabilities set to 0, and are never stored.
+    let lim0 = p.start_pos + j0 / group + 1u;
+    let lim1 = p.start_pos + (j0 + 1u) / group + 1u;
+    let lim2 = p.start_pos + (j0 + 2u) / group + 1u;
+    let lim3 = p.start_pos + (j0 + 3u) / group + 1u;
+    var m0 = NEG;
+    var m1 = NEG;
+    var m2 = NEG;
+    var m3 = NEG;
+    var l0 = 0.0;
+    var l1 = 0.0;
+    var l2 = 0.0;
+    var l3 = 0.0;
+    var a0 = vec4<f32>();
+    var a1 = vec4<f32>();
+    var a2 = vec4<f32>();
+    var a3 = vec4<f32>();
     let dim4 = lid % d4;
     let kg = lid / d4;
     let n_kg = WG / d4;
@@ -31915,11 +31999,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     for (var c0 = begin; c0 < end; c0 += TILE) {
         let n_here = min(TILE, end - c0);
         let key = c0 + lid;
-        // Loops over the query vectors run to `MAXQ` (constant trip
-        // counts, so the per-vector arrays stay in registers); vectors past
-        // `nq` compute on zeros (workgroup memory starts zeroed) or on
-        // probabilities set to 0, and are never stored.
-        var dots: array<vec4<f32>, MAXQ>;
+        var d0 = vec4<f32>();
+        var d1 = vec4<f32>();
+        var d2 = vec4<f32>();
+        var d3 = vec4<f32>();
         if lid < n_here {
             // Eight loads of the key in flight before any is used.
             var d = 0u;
@@ -31932,26 +32015,24 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 let k5 = key_at(key, kvh, d + 5u, d4);
                 let k6 = key_at(key, kvh, d + 6u, d4);
                 let k7 = key_at(key, kvh, d + 7u, d4);
-                for (var jj = 0u; jj < MAXQ; jj++) {
-                    let b = jj * d4 + d;
-                    dots[jj] += qs[b] * k0 + qs[b + 1u] * k1 + qs[b + 2u] * k2 + qs[b + 3u] * k3;
-                    dots[jj] += qs[b + 4u] * k4 + qs[b + 5u] * k5 + qs[b + 6u] * k6 + qs[b + 7u] * k7;
-                }
+                d0 += dot8(d, k0, k1, k2, k3, k4, k5, k6, k7);
+                d1 += dot8(d4 + d, k0, k1, k2, k3, k4, k5, k6, k7);
+                d2 += dot8(2u * d4 + d, k0, k1, k2, k3, k4, k5, k6, k7);
+                d3 += dot8(3u * d4 + d, k0, k1, k2, k3, k4, k5, k6, k7);
             }
             for (; d < d4; d++) {
                 let kv = key_at(key, kvh, d, d4);
-                for (var jj = 0u; jj < MAXQ; jj++) {
-                    dots[jj] += qs[jj * d4 + d] * kv;
-                }
+                d0 += qs[d] * kv;
+                d1 += qs[d4 + d] * kv;
+                d2 += qs[2u * d4 + d] * kv;
+                d3 += qs[3u * d4 + d] * kv;
             }
         }
-        for (var jj = 0u; jj < MAXQ; jj++) {
-            var s = NEG;
-            if jj < nq && lid < n_here && key < lim[jj] {
-                s = (dots[jj].x + dots[jj].y + dots[jj].z + dots[jj].w) * p.scale;
-            }
-            sc[jj * TILE + lid] = s;
-        }
+        let live = lid < n_here;
+        sc[lid] = select(NEG, (d0.x + d0.y + d0.z + d0.w) * p.scale, 0u < nq && live && key < lim0);
+        sc[TILE + lid] = select(NEG, (d1.x + d1.y + d1.z + d1.w) * p.scale, 1u < nq && live && key < lim1);
+        sc[2u * TILE + lid] = select(NEG, (d2.x + d2.y + d2.z + d2.w) * p.scale, 2u < nq && live && key < lim2);
+        sc[3u * TILE + lid] = select(NEG, (d3.x + d3.y + d3.z + d3.w) * p.scale, 3u < nq && live && key < lim3);
         // The first four values of this invocation's key group, in flight
         // through the reduction (at indices clamped into the tile; their
         // probabilities are 0 past it).
@@ -31976,34 +32057,40 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             }
         }
         reduce(lid, vec2<f32>(mx, l));
-        var m_new: array<f32, MAXQ>;
-        var alpha: array<f32, MAXQ>;
-        for (var jj = 0u; jj < MAXQ; jj++) {
-            let tile = red[jj * LANES];
-            m_new[jj] = max(m_run[jj], tile.x);
-            alpha[jj] = exp(m_run[jj] - m_new[jj]);
-            l_run[jj] = l_run[jj] * alpha[jj] + tile.y * exp(tile.x - m_new[jj]);
-            m_run[jj] = m_new[jj];
-            acc[jj] *= alpha[jj];
-        }
-        for (var jj = 0u; jj < MAXQ; jj++) {
-            let s = sc[jj * TILE + lid];
-            var pr = 0.0;
-            if jj < nq && s > NEG {
-                pr = exp(s - m_new[jj]);
-            }
-            sc[jj * TILE + lid] = pr;
-        }
+        let t0 = red[0u];
+        let t1 = red[LANES];
+        let t2 = red[2u * LANES];
+        let t3 = red[3u * LANES];
+        let n0 = max(m0, t0.x);
+        let n1 = max(m1, t1.x);
+        let n2 = max(m2, t2.x);
+        let n3 = max(m3, t3.x);
+        let al0 = exp(m0 - n0);
+        let al1 = exp(m1 - n1);
+        let al2 = exp(m2 - n2);
+        let al3 = exp(m3 - n3);
+        l0 = l0 * al0 + t0.y * exp(t0.x - n0);
+        l1 = l1 * al1 + t1.y * exp(t1.x - n1);
+        l2 = l2 * al2 + t2.y * exp(t2.x - n2);
+        l3 = l3 * al3 + t3.y * exp(t3.x - n3);
+        m0 = n0;
+        m1 = n1;
+        m2 = n2;
+        m3 = n3;
+        a0 *= al0;
+        a1 *= al1;
+        a2 *= al2;
+        a3 *= al3;
+        sc[lid] = prob(sc[lid], n0, 0u < nq);
+        sc[TILE + lid] = prob(sc[TILE + lid], n1, 1u < nq);
+        sc[2u * TILE + lid] = prob(sc[2u * TILE + lid], n2, 2u < nq);
+        sc[3u * TILE + lid] = prob(sc[3u * TILE + lid], n3, 3u < nq);
         workgroupBarrier();
         if kg < n_kg {
-            for (var jj = 0u; jj < MAXQ; jj++) {
-                let b = jj * TILE;
-                let p0 = select(0.0, sc[b + min(kg, TILE - 1u)], kg < n_here);
-                let p1 = select(0.0, sc[b + min(kg + n_kg, TILE - 1u)], kg + n_kg < n_here);
-                let p2 = select(0.0, sc[b + min(kg + 2u * n_kg, TILE - 1u)], kg + 2u * n_kg < n_here);
-                let p3 = select(0.0, sc[b + min(kg + 3u * n_kg, TILE - 1u)], kg + 3u * n_kg < n_here);
-                acc[jj] += p0 * v0 + p1 * v1 + p2 * v2 + p3 * v3;
-            }
+            a0 += first4(0u, kg, n_kg, n_here, v0, v1, v2, v3);
+            a1 += first4(TILE, kg, n_kg, n_here, v0, v1, v2, v3);
+            a2 += first4(2u * TILE, kg, n_kg, n_here, v0, v1, v2, v3);
+            a3 += first4(3u * TILE, kg, n_kg, n_here, v0, v1, v2, v3);
             // Four values in flight before any is used.
             var j = kg + 4u * n_kg;
             for (; j + 3u * n_kg < n_here; j += 4u * n_kg) {
@@ -32011,27 +32098,24 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 let u1 = value_at(c0 + j + n_kg, kvh, dim4, d4);
                 let u2 = value_at(c0 + j + 2u * n_kg, kvh, dim4, d4);
                 let u3 = value_at(c0 + j + 3u * n_kg, kvh, dim4, d4);
-                for (var jj = 0u; jj < MAXQ; jj++) {
-                    let b = jj * TILE + j;
-                    acc[jj] += sc[b] * u0 + sc[b + n_kg] * u1 + sc[b + 2u * n_kg] * u2 + sc[b + 3u * n_kg] * u3;
-                }
+                a0 += next4(j, n_kg, u0, u1, u2, u3);
+                a1 += next4(TILE + j, n_kg, u0, u1, u2, u3);
+                a2 += next4(2u * TILE + j, n_kg, u0, u1, u2, u3);
+                a3 += next4(3u * TILE + j, n_kg, u0, u1, u2, u3);
             }
             for (; j < n_here; j += n_kg) {
                 let vv = value_at(c0 + j, kvh, dim4, d4);
-                for (var jj = 0u; jj < MAXQ; jj++) {
-                    acc[jj] += sc[jj * TILE + j] * vv;
-                }
+                a0 += sc[j] * vv;
+                a1 += sc[TILE + j] * vv;
+                a2 += sc[2u * TILE + j] * vv;
+                a3 += sc[3u * TILE + j] * vv;
             }
         }
         workgroupBarrier();
     }
-    // Sum the key groups of each dim and write the partials (a constant
-    // trip count here too, so `acc` stays indexed by constants).
-    for (var jj = 0u; jj < MAXQ; jj++) {
-        if jj >= nq {
-            break;
-        }
-        sums[lid] = acc[jj];
+    // Sum the key groups of each dim and write the partials.
+    for (var jj = 0u; jj < nq; jj++) {
+        sums[lid] = select(select(select(a0, a1, jj == 1u), a2, jj == 2u), a3, jj == 3u);
         workgroupBarrier();
         let j = j0 + jj;
         let h = kvh * group + j % group;
@@ -32044,7 +32128,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             part[base + 1u + lid] = total;
         }
         if lid == 0u {
-            part[base] = vec4<f32>(m_run[jj], l_run[jj], 0.0, 0.0);
+            let m = select(select(select(m0, m1, jj == 1u), m2, jj == 2u), m3, jj == 3u);
+            let l = select(select(select(l0, l1, jj == 1u), l2, jj == 2u), l3, jj == 3u);
+            part[base] = vec4<f32>(m, l, 0.0, 0.0);
         }
         workgroupBarrier();
     }
@@ -32097,7 +32183,7 @@ pub const SDPA_SPLIT_F32_KVF16: &str = r#"enable f16;
 //! 256 (`sdpa_with_kv_cache_into` in `ops/llm.rs` takes the split kernels
 //! only then); `sc` by `jj * TILE` plus an index below `TILE`; `red` by
 //! `lid` and `lid + stride` within a `LANES` block; `sums` by `g * D / 4 +
-//! lid < WG`; the per-vector arrays by `jj < MAXQ`.
+//! lid < WG`; the per-vector state is named values (no arrays).
 // variants: f32 f16 f32_kvf16
 // bounds: host-checked
 
@@ -32205,6 +32291,33 @@ fn reduce(lid: u32, v: vec2<f32>) {
     }
 }
 
+/// Eight key `vec4`s dotted with the query's from `qs[b]` on.
+fn dot8(b: u32, k0: vec4<f32>, k1: vec4<f32>, k2: vec4<f32>, k3: vec4<f32>, k4: vec4<f32>, k5: vec4<f32>, k6: vec4<f32>, k7: vec4<f32>) -> vec4<f32> {
+    return qs[b] * k0 + qs[b + 1u] * k1 + qs[b + 2u] * k2 + qs[b + 3u] * k3 + qs[b + 4u] * k4 + qs[b + 5u] * k5 + qs[b + 6u] * k6 + qs[b + 7u] * k7;
+}
+
+/// A score's probability against the running max `m` (0 for a masked key
+/// or a vector past `nq`).
+fn prob(s: f32, m: f32, used: bool) -> f32 {
+    return select(0.0, exp(s - m), used && s > NEG);
+}
+
+/// The first four values of a key group (`kg`, `kg + n_kg`, ...) weighted
+/// by their probabilities from `sc[b]` on (0 past the tile's `n_here`).
+fn first4(b: u32, kg: u32, n_kg: u32, n_here: u32, v0: vec4<f32>, v1: vec4<f32>, v2: vec4<f32>, v3: vec4<f32>) -> vec4<f32> {
+    let p0 = select(0.0, sc[b + min(kg, TILE - 1u)], kg < n_here);
+    let p1 = select(0.0, sc[b + min(kg + n_kg, TILE - 1u)], kg + n_kg < n_here);
+    let p2 = select(0.0, sc[b + min(kg + 2u * n_kg, TILE - 1u)], kg + 2u * n_kg < n_here);
+    let p3 = select(0.0, sc[b + min(kg + 3u * n_kg, TILE - 1u)], kg + 3u * n_kg < n_here);
+    return p0 * v0 + p1 * v1 + p2 * v2 + p3 * v3;
+}
+
+/// Four values `n_kg` keys apart weighted by their probabilities from
+/// `sc[b]` on.
+fn next4(b: u32, n_kg: u32, u0: vec4<f32>, u1: vec4<f32>, u2: vec4<f32>, u3: vec4<f32>) -> vec4<f32> {
+    return sc[b] * u0 + sc[b + n_kg] * u1 + sc[b + 2u * n_kg] * u2 + sc[b + 3u * n_kg] * u3;
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let group = p.n_heads / p.n_kv_heads;
@@ -32256,14 +32369,28 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
     storageBarrier();
     workgroupBarrier();
-    // Per query vector: the keys its row sees end at `lim`.
-    var lim: array<u32, MAXQ>;
-    for (var jj = 0u; jj < MAXQ; jj++) {
-        lim[jj] = p.start_pos + (j0 + jj) / group + 1u;
-    }
-    var m_run = array<f32, MAXQ>(NEG, NEG, NEG, NEG);
-    var l_run = array<f32, MAXQ>(0.0, 0.0, 0.0, 0.0);
-    var acc: array<vec4<f32>, MAXQ>;
+    // Per query vector (`MAXQ` = 4 of them, named rather than arrays
+    // indexed in loops: run as measured that form faster in
+    // `q4_gemv_sdpa.wgsl`): the keys its row sees end at `lim0 .. lim3`;
+    // its running max `m0 ..`, sum `l0 ..` and value sums `a0 ..`. Vectors
+    // past `nq` compute on zeros (workgroup memory starts zeroed) or on
+    // probabilities set to 0, and are never stored.
+    let lim0 = p.start_pos + j0 / group + 1u;
+    let lim1 = p.start_pos + (j0 + 1u) / group + 1u;
+    let lim2 = p.start_pos + (j0 + 2u) / group + 1u;
+    let lim3 = p.start_pos + (j0 + 3u) / group + 1u;
+    var m0 = NEG;
+    var m1 = NEG;
+    var m2 = NEG;
+    var m3 = NEG;
+    var l0 = 0.0;
+    var l1 = 0.0;
+    var l2 = 0.0;
+    var l3 = 0.0;
+    var a0 = vec4<f32>();
+    var a1 = vec4<f32>();
+    var a2 = vec4<f32>();
+    var a3 = vec4<f32>();
     let dim4 = lid % d4;
     let kg = lid / d4;
     let n_kg = WG / d4;
@@ -32272,11 +32399,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     for (var c0 = begin; c0 < end; c0 += TILE) {
         let n_here = min(TILE, end - c0);
         let key = c0 + lid;
-        // Loops over the query vectors run to `MAXQ` (constant trip
-        // counts, so the per-vector arrays stay in registers); vectors past
-        // `nq` compute on zeros (workgroup memory starts zeroed) or on
-        // probabilities set to 0, and are never stored.
-        var dots: array<vec4<f32>, MAXQ>;
+        var d0 = vec4<f32>();
+        var d1 = vec4<f32>();
+        var d2 = vec4<f32>();
+        var d3 = vec4<f32>();
         if lid < n_here {
             // Eight loads of the key in flight before any is used.
             var d = 0u;
@@ -32289,26 +32415,24 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 let k5 = key_at(key, kvh, d + 5u, d4);
                 let k6 = key_at(key, kvh, d + 6u, d4);
                 let k7 = key_at(key, kvh, d + 7u, d4);
-                for (var jj = 0u; jj < MAXQ; jj++) {
-                    let b = jj * d4 + d;
-                    dots[jj] += qs[b] * k0 + qs[b + 1u] * k1 + qs[b + 2u] * k2 + qs[b + 3u] * k3;
-                    dots[jj] += qs[b + 4u] * k4 + qs[b + 5u] * k5 + qs[b + 6u] * k6 + qs[b + 7u] * k7;
-                }
+                d0 += dot8(d, k0, k1, k2, k3, k4, k5, k6, k7);
+                d1 += dot8(d4 + d, k0, k1, k2, k3, k4, k5, k6, k7);
+                d2 += dot8(2u * d4 + d, k0, k1, k2, k3, k4, k5, k6, k7);
+                d3 += dot8(3u * d4 + d, k0, k1, k2, k3, k4, k5, k6, k7);
             }
             for (; d < d4; d++) {
                 let kv = key_at(key, kvh, d, d4);
-                for (var jj = 0u; jj < MAXQ; jj++) {
-                    dots[jj] += qs[jj * d4 + d] * kv;
-                }
+                d0 += qs[d] * kv;
+                d1 += qs[d4 + d] * kv;
+                d2 += qs[2u * d4 + d] * kv;
+                d3 += qs[3u * d4 + d] * kv;
             }
         }
-        for (var jj = 0u; jj < MAXQ; jj++) {
-            var s = NEG;
-            if jj < nq && lid < n_here && key < lim[jj] {
-                s = (dots[jj].x + dots[jj].y + dots[jj].z + dots[jj].w) * p.scale;
-            }
-            sc[jj * TILE + lid] = s;
-        }
+        let live = lid < n_here;
+        sc[lid] = select(NEG, (d0.x + d0.y + d0.z + d0.w) * p.scale, 0u < nq && live && key < lim0);
+        sc[TILE + lid] = select(NEG, (d1.x + d1.y + d1.z + d1.w) * p.scale, 1u < nq && live && key < lim1);
+        sc[2u * TILE + lid] = select(NEG, (d2.x + d2.y + d2.z + d2.w) * p.scale, 2u < nq && live && key < lim2);
+        sc[3u * TILE + lid] = select(NEG, (d3.x + d3.y + d3.z + d3.w) * p.scale, 3u < nq && live && key < lim3);
         // The first four values of this invocation's key group, in flight
         // through the reduction (at indices clamped into the tile; their
         // probabilities are 0 past it).
@@ -32333,34 +32457,40 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             }
         }
         reduce(lid, vec2<f32>(mx, l));
-        var m_new: array<f32, MAXQ>;
-        var alpha: array<f32, MAXQ>;
-        for (var jj = 0u; jj < MAXQ; jj++) {
-            let tile = red[jj * LANES];
-            m_new[jj] = max(m_run[jj], tile.x);
-            alpha[jj] = exp(m_run[jj] - m_new[jj]);
-            l_run[jj] = l_run[jj] * alpha[jj] + tile.y * exp(tile.x - m_new[jj]);
-            m_run[jj] = m_new[jj];
-            acc[jj] *= alpha[jj];
-        }
-        for (var jj = 0u; jj < MAXQ; jj++) {
-            let s = sc[jj * TILE + lid];
-            var pr = 0.0;
-            if jj < nq && s > NEG {
-                pr = exp(s - m_new[jj]);
-            }
-            sc[jj * TILE + lid] = pr;
-        }
+        let t0 = red[0u];
+        let t1 = red[LANES];
+        let t2 = red[2u * LANES];
+        let t3 = red[3u * LANES];
+        let n0 = max(m0, t0.x);
+        let n1 = max(m1, t1.x);
+        let n2 = max(m2, t2.x);
+        let n3 = max(m3, t3.x);
+        let al0 = exp(m0 - n0);
+        let al1 = exp(m1 - n1);
+        let al2 = exp(m2 - n2);
+        let al3 = exp(m3 - n3);
+        l0 = l0 * al0 + t0.y * exp(t0.x - n0);
+        l1 = l1 * al1 + t1.y * exp(t1.x - n1);
+        l2 = l2 * al2 + t2.y * exp(t2.x - n2);
+        l3 = l3 * al3 + t3.y * exp(t3.x - n3);
+        m0 = n0;
+        m1 = n1;
+        m2 = n2;
+        m3 = n3;
+        a0 *= al0;
+        a1 *= al1;
+        a2 *= al2;
+        a3 *= al3;
+        sc[lid] = prob(sc[lid], n0, 0u < nq);
+        sc[TILE + lid] = prob(sc[TILE + lid], n1, 1u < nq);
+        sc[2u * TILE + lid] = prob(sc[2u * TILE + lid], n2, 2u < nq);
+        sc[3u * TILE + lid] = prob(sc[3u * TILE + lid], n3, 3u < nq);
         workgroupBarrier();
         if kg < n_kg {
-            for (var jj = 0u; jj < MAXQ; jj++) {
-                let b = jj * TILE;
-                let p0 = select(0.0, sc[b + min(kg, TILE - 1u)], kg < n_here);
-                let p1 = select(0.0, sc[b + min(kg + n_kg, TILE - 1u)], kg + n_kg < n_here);
-                let p2 = select(0.0, sc[b + min(kg + 2u * n_kg, TILE - 1u)], kg + 2u * n_kg < n_here);
-                let p3 = select(0.0, sc[b + min(kg + 3u * n_kg, TILE - 1u)], kg + 3u * n_kg < n_here);
-                acc[jj] += p0 * v0 + p1 * v1 + p2 * v2 + p3 * v3;
-            }
+            a0 += first4(0u, kg, n_kg, n_here, v0, v1, v2, v3);
+            a1 += first4(TILE, kg, n_kg, n_here, v0, v1, v2, v3);
+            a2 += first4(2u * TILE, kg, n_kg, n_here, v0, v1, v2, v3);
+            a3 += first4(3u * TILE, kg, n_kg, n_here, v0, v1, v2, v3);
             // Four values in flight before any is used.
             var j = kg + 4u * n_kg;
             for (; j + 3u * n_kg < n_here; j += 4u * n_kg) {
@@ -32368,27 +32498,24 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 let u1 = value_at(c0 + j + n_kg, kvh, dim4, d4);
                 let u2 = value_at(c0 + j + 2u * n_kg, kvh, dim4, d4);
                 let u3 = value_at(c0 + j + 3u * n_kg, kvh, dim4, d4);
-                for (var jj = 0u; jj < MAXQ; jj++) {
-                    let b = jj * TILE + j;
-                    acc[jj] += sc[b] * u0 + sc[b + n_kg] * u1 + sc[b + 2u * n_kg] * u2 + sc[b + 3u * n_kg] * u3;
-                }
+                a0 += next4(j, n_kg, u0, u1, u2, u3);
+                a1 += next4(TILE + j, n_kg, u0, u1, u2, u3);
+                a2 += next4(2u * TILE + j, n_kg, u0, u1, u2, u3);
+                a3 += next4(3u * TILE + j, n_kg, u0, u1, u2, u3);
             }
             for (; j < n_here; j += n_kg) {
                 let vv = value_at(c0 + j, kvh, dim4, d4);
-                for (var jj = 0u; jj < MAXQ; jj++) {
-                    acc[jj] += sc[jj * TILE + j] * vv;
-                }
+                a0 += sc[j] * vv;
+                a1 += sc[TILE + j] * vv;
+                a2 += sc[2u * TILE + j] * vv;
+                a3 += sc[3u * TILE + j] * vv;
             }
         }
         workgroupBarrier();
     }
-    // Sum the key groups of each dim and write the partials (a constant
-    // trip count here too, so `acc` stays indexed by constants).
-    for (var jj = 0u; jj < MAXQ; jj++) {
-        if jj >= nq {
-            break;
-        }
-        sums[lid] = acc[jj];
+    // Sum the key groups of each dim and write the partials.
+    for (var jj = 0u; jj < nq; jj++) {
+        sums[lid] = select(select(select(a0, a1, jj == 1u), a2, jj == 2u), a3, jj == 3u);
         workgroupBarrier();
         let j = j0 + jj;
         let h = kvh * group + j % group;
@@ -32401,7 +32528,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             part[base + 1u + lid] = total;
         }
         if lid == 0u {
-            part[base] = vec4<f32>(m_run[jj], l_run[jj], 0.0, 0.0);
+            let m = select(select(select(m0, m1, jj == 1u), m2, jj == 2u), m3, jj == 3u);
+            let l = select(select(select(l0, l1, jj == 1u), l2, jj == 2u), l3, jj == 3u);
+            part[base] = vec4<f32>(m, l, 0.0, 0.0);
         }
         workgroupBarrier();
     }
@@ -32653,7 +32782,7 @@ pub const SDPA_SPLIT_ROPE_F32: &str = r#"//! The `_rope` form of `sdpa_split.wgs
 //! 256 (`sdpa_with_kv_cache_into` in `ops/llm.rs` takes the split kernels
 //! only then); `sc` by `jj * TILE` plus an index below `TILE`; `red` by
 //! `lid` and `lid + stride` within a `LANES` block; `sums` by `g * D / 4 +
-//! lid < WG`; the per-vector arrays by `jj < MAXQ`.
+//! lid < WG`; the per-vector state is named values (no arrays).
 // variants: f32 f16 f32_kvf16
 // bounds: host-checked
 
@@ -32781,6 +32910,33 @@ fn reduce(lid: u32, v: vec2<f32>) {
     }
 }
 
+/// Eight key `vec4`s dotted with the query's from `qs[b]` on.
+fn dot8(b: u32, k0: vec4<f32>, k1: vec4<f32>, k2: vec4<f32>, k3: vec4<f32>, k4: vec4<f32>, k5: vec4<f32>, k6: vec4<f32>, k7: vec4<f32>) -> vec4<f32> {
+    return qs[b] * k0 + qs[b + 1u] * k1 + qs[b + 2u] * k2 + qs[b + 3u] * k3 + qs[b + 4u] * k4 + qs[b + 5u] * k5 + qs[b + 6u] * k6 + qs[b + 7u] * k7;
+}
+
+/// A score's probability against the running max `m` (0 for a masked key
+/// or a vector past `nq`).
+fn prob(s: f32, m: f32, used: bool) -> f32 {
+    return select(0.0, exp(s - m), used && s > NEG);
+}
+
+/// The first four values of a key group (`kg`, `kg + n_kg`, ...) weighted
+/// by their probabilities from `sc[b]` on (0 past the tile's `n_here`).
+fn first4(b: u32, kg: u32, n_kg: u32, n_here: u32, v0: vec4<f32>, v1: vec4<f32>, v2: vec4<f32>, v3: vec4<f32>) -> vec4<f32> {
+    let p0 = select(0.0, sc[b + min(kg, TILE - 1u)], kg < n_here);
+    let p1 = select(0.0, sc[b + min(kg + n_kg, TILE - 1u)], kg + n_kg < n_here);
+    let p2 = select(0.0, sc[b + min(kg + 2u * n_kg, TILE - 1u)], kg + 2u * n_kg < n_here);
+    let p3 = select(0.0, sc[b + min(kg + 3u * n_kg, TILE - 1u)], kg + 3u * n_kg < n_here);
+    return p0 * v0 + p1 * v1 + p2 * v2 + p3 * v3;
+}
+
+/// Four values `n_kg` keys apart weighted by their probabilities from
+/// `sc[b]` on.
+fn next4(b: u32, n_kg: u32, u0: vec4<f32>, u1: vec4<f32>, u2: vec4<f32>, u3: vec4<f32>) -> vec4<f32> {
+    return sc[b] * u0 + sc[b + n_kg] * u1 + sc[b + 2u * n_kg] * u2 + sc[b + 3u * n_kg] * u3;
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let group = p.n_heads / p.n_kv_heads;
@@ -32832,14 +32988,28 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
     storageBarrier();
     workgroupBarrier();
-    // Per query vector: the keys its row sees end at `lim`.
-    var lim: array<u32, MAXQ>;
-    for (var jj = 0u; jj < MAXQ; jj++) {
-        lim[jj] = p.start_pos + (j0 + jj) / group + 1u;
-    }
-    var m_run = array<f32, MAXQ>(NEG, NEG, NEG, NEG);
-    var l_run = array<f32, MAXQ>(0.0, 0.0, 0.0, 0.0);
-    var acc: array<vec4<f32>, MAXQ>;
+    // Per query vector (`MAXQ` = 4 of them, named rather than arrays
+    // indexed in loops: run as measured that form faster in
+    // `q4_gemv_sdpa.wgsl`): the keys its row sees end at `lim0 .. lim3`;
+    // its running max `m0 ..`, sum `l0 ..` and value sums `a0 ..`. Vectors
+    // past `nq` compute on zeros (workgroup memory starts zeroed) or on
+    // probabilities set to 0, and are never stored.
+    let lim0 = p.start_pos + j0 / group + 1u;
+    let lim1 = p.start_pos + (j0 + 1u) / group + 1u;
+    let lim2 = p.start_pos + (j0 + 2u) / group + 1u;
+    let lim3 = p.start_pos + (j0 + 3u) / group + 1u;
+    var m0 = NEG;
+    var m1 = NEG;
+    var m2 = NEG;
+    var m3 = NEG;
+    var l0 = 0.0;
+    var l1 = 0.0;
+    var l2 = 0.0;
+    var l3 = 0.0;
+    var a0 = vec4<f32>();
+    var a1 = vec4<f32>();
+    var a2 = vec4<f32>();
+    var a3 = vec4<f32>();
     let dim4 = lid % d4;
     let kg = lid / d4;
     let n_kg = WG / d4;
@@ -32848,11 +33018,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     for (var c0 = begin; c0 < end; c0 += TILE) {
         let n_here = min(TILE, end - c0);
         let key = c0 + lid;
-        // Loops over the query vectors run to `MAXQ` (constant trip
-        // counts, so the per-vector arrays stay in registers); vectors past
-        // `nq` compute on zeros (workgroup memory starts zeroed) or on
-        // probabilities set to 0, and are never stored.
-        var dots: array<vec4<f32>, MAXQ>;
+        var d0 = vec4<f32>();
+        var d1 = vec4<f32>();
+        var d2 = vec4<f32>();
+        var d3 = vec4<f32>();
         if lid < n_here {
             // Eight loads of the key in flight before any is used.
             var d = 0u;
@@ -32865,26 +33034,24 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 let k5 = key_at(key, kvh, d + 5u, d4);
                 let k6 = key_at(key, kvh, d + 6u, d4);
                 let k7 = key_at(key, kvh, d + 7u, d4);
-                for (var jj = 0u; jj < MAXQ; jj++) {
-                    let b = jj * d4 + d;
-                    dots[jj] += qs[b] * k0 + qs[b + 1u] * k1 + qs[b + 2u] * k2 + qs[b + 3u] * k3;
-                    dots[jj] += qs[b + 4u] * k4 + qs[b + 5u] * k5 + qs[b + 6u] * k6 + qs[b + 7u] * k7;
-                }
+                d0 += dot8(d, k0, k1, k2, k3, k4, k5, k6, k7);
+                d1 += dot8(d4 + d, k0, k1, k2, k3, k4, k5, k6, k7);
+                d2 += dot8(2u * d4 + d, k0, k1, k2, k3, k4, k5, k6, k7);
+                d3 += dot8(3u * d4 + d, k0, k1, k2, k3, k4, k5, k6, k7);
             }
             for (; d < d4; d++) {
                 let kv = key_at(key, kvh, d, d4);
-                for (var jj = 0u; jj < MAXQ; jj++) {
-                    dots[jj] += qs[jj * d4 + d] * kv;
-                }
+                d0 += qs[d] * kv;
+                d1 += qs[d4 + d] * kv;
+                d2 += qs[2u * d4 + d] * kv;
+                d3 += qs[3u * d4 + d] * kv;
             }
         }
-        for (var jj = 0u; jj < MAXQ; jj++) {
-            var s = NEG;
-            if jj < nq && lid < n_here && key < lim[jj] {
-                s = (dots[jj].x + dots[jj].y + dots[jj].z + dots[jj].w) * p.scale;
-            }
-            sc[jj * TILE + lid] = s;
-        }
+        let live = lid < n_here;
+        sc[lid] = select(NEG, (d0.x + d0.y + d0.z + d0.w) * p.scale, 0u < nq && live && key < lim0);
+        sc[TILE + lid] = select(NEG, (d1.x + d1.y + d1.z + d1.w) * p.scale, 1u < nq && live && key < lim1);
+        sc[2u * TILE + lid] = select(NEG, (d2.x + d2.y + d2.z + d2.w) * p.scale, 2u < nq && live && key < lim2);
+        sc[3u * TILE + lid] = select(NEG, (d3.x + d3.y + d3.z + d3.w) * p.scale, 3u < nq && live && key < lim3);
         // The first four values of this invocation's key group, in flight
         // through the reduction (at indices clamped into the tile; their
         // probabilities are 0 past it).
@@ -32909,34 +33076,40 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             }
         }
         reduce(lid, vec2<f32>(mx, l));
-        var m_new: array<f32, MAXQ>;
-        var alpha: array<f32, MAXQ>;
-        for (var jj = 0u; jj < MAXQ; jj++) {
-            let tile = red[jj * LANES];
-            m_new[jj] = max(m_run[jj], tile.x);
-            alpha[jj] = exp(m_run[jj] - m_new[jj]);
-            l_run[jj] = l_run[jj] * alpha[jj] + tile.y * exp(tile.x - m_new[jj]);
-            m_run[jj] = m_new[jj];
-            acc[jj] *= alpha[jj];
-        }
-        for (var jj = 0u; jj < MAXQ; jj++) {
-            let s = sc[jj * TILE + lid];
-            var pr = 0.0;
-            if jj < nq && s > NEG {
-                pr = exp(s - m_new[jj]);
-            }
-            sc[jj * TILE + lid] = pr;
-        }
+        let t0 = red[0u];
+        let t1 = red[LANES];
+        let t2 = red[2u * LANES];
+        let t3 = red[3u * LANES];
+        let n0 = max(m0, t0.x);
+        let n1 = max(m1, t1.x);
+        let n2 = max(m2, t2.x);
+        let n3 = max(m3, t3.x);
+        let al0 = exp(m0 - n0);
+        let al1 = exp(m1 - n1);
+        let al2 = exp(m2 - n2);
+        let al3 = exp(m3 - n3);
+        l0 = l0 * al0 + t0.y * exp(t0.x - n0);
+        l1 = l1 * al1 + t1.y * exp(t1.x - n1);
+        l2 = l2 * al2 + t2.y * exp(t2.x - n2);
+        l3 = l3 * al3 + t3.y * exp(t3.x - n3);
+        m0 = n0;
+        m1 = n1;
+        m2 = n2;
+        m3 = n3;
+        a0 *= al0;
+        a1 *= al1;
+        a2 *= al2;
+        a3 *= al3;
+        sc[lid] = prob(sc[lid], n0, 0u < nq);
+        sc[TILE + lid] = prob(sc[TILE + lid], n1, 1u < nq);
+        sc[2u * TILE + lid] = prob(sc[2u * TILE + lid], n2, 2u < nq);
+        sc[3u * TILE + lid] = prob(sc[3u * TILE + lid], n3, 3u < nq);
         workgroupBarrier();
         if kg < n_kg {
-            for (var jj = 0u; jj < MAXQ; jj++) {
-                let b = jj * TILE;
-                let p0 = select(0.0, sc[b + min(kg, TILE - 1u)], kg < n_here);
-                let p1 = select(0.0, sc[b + min(kg + n_kg, TILE - 1u)], kg + n_kg < n_here);
-                let p2 = select(0.0, sc[b + min(kg + 2u * n_kg, TILE - 1u)], kg + 2u * n_kg < n_here);
-                let p3 = select(0.0, sc[b + min(kg + 3u * n_kg, TILE - 1u)], kg + 3u * n_kg < n_here);
-                acc[jj] += p0 * v0 + p1 * v1 + p2 * v2 + p3 * v3;
-            }
+            a0 += first4(0u, kg, n_kg, n_here, v0, v1, v2, v3);
+            a1 += first4(TILE, kg, n_kg, n_here, v0, v1, v2, v3);
+            a2 += first4(2u * TILE, kg, n_kg, n_here, v0, v1, v2, v3);
+            a3 += first4(3u * TILE, kg, n_kg, n_here, v0, v1, v2, v3);
             // Four values in flight before any is used.
             var j = kg + 4u * n_kg;
             for (; j + 3u * n_kg < n_here; j += 4u * n_kg) {
@@ -32944,27 +33117,24 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 let u1 = value_at(c0 + j + n_kg, kvh, dim4, d4);
                 let u2 = value_at(c0 + j + 2u * n_kg, kvh, dim4, d4);
                 let u3 = value_at(c0 + j + 3u * n_kg, kvh, dim4, d4);
-                for (var jj = 0u; jj < MAXQ; jj++) {
-                    let b = jj * TILE + j;
-                    acc[jj] += sc[b] * u0 + sc[b + n_kg] * u1 + sc[b + 2u * n_kg] * u2 + sc[b + 3u * n_kg] * u3;
-                }
+                a0 += next4(j, n_kg, u0, u1, u2, u3);
+                a1 += next4(TILE + j, n_kg, u0, u1, u2, u3);
+                a2 += next4(2u * TILE + j, n_kg, u0, u1, u2, u3);
+                a3 += next4(3u * TILE + j, n_kg, u0, u1, u2, u3);
             }
             for (; j < n_here; j += n_kg) {
                 let vv = value_at(c0 + j, kvh, dim4, d4);
-                for (var jj = 0u; jj < MAXQ; jj++) {
-                    acc[jj] += sc[jj * TILE + j] * vv;
-                }
+                a0 += sc[j] * vv;
+                a1 += sc[TILE + j] * vv;
+                a2 += sc[2u * TILE + j] * vv;
+                a3 += sc[3u * TILE + j] * vv;
             }
         }
         workgroupBarrier();
     }
-    // Sum the key groups of each dim and write the partials (a constant
-    // trip count here too, so `acc` stays indexed by constants).
-    for (var jj = 0u; jj < MAXQ; jj++) {
-        if jj >= nq {
-            break;
-        }
-        sums[lid] = acc[jj];
+    // Sum the key groups of each dim and write the partials.
+    for (var jj = 0u; jj < nq; jj++) {
+        sums[lid] = select(select(select(a0, a1, jj == 1u), a2, jj == 2u), a3, jj == 3u);
         workgroupBarrier();
         let j = j0 + jj;
         let h = kvh * group + j % group;
@@ -32977,7 +33147,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             part[base + 1u + lid] = total;
         }
         if lid == 0u {
-            part[base] = vec4<f32>(m_run[jj], l_run[jj], 0.0, 0.0);
+            let m = select(select(select(m0, m1, jj == 1u), m2, jj == 2u), m3, jj == 3u);
+            let l = select(select(select(l0, l1, jj == 1u), l2, jj == 2u), l3, jj == 3u);
+            part[base] = vec4<f32>(m, l, 0.0, 0.0);
         }
         workgroupBarrier();
     }
@@ -33003,7 +33175,7 @@ pub const SDPA_SPLIT_ROPE_F16: &str = r#"enable f16;
 //! 256 (`sdpa_with_kv_cache_into` in `ops/llm.rs` takes the split kernels
 //! only then); `sc` by `jj * TILE` plus an index below `TILE`; `red` by
 //! `lid` and `lid + stride` within a `LANES` block; `sums` by `g * D / 4 +
-//! lid < WG`; the per-vector arrays by `jj < MAXQ`.
+//! lid < WG`; the per-vector state is named values (no arrays).
 // variants: f32 f16 f32_kvf16
 // bounds: host-checked
 
@@ -33131,6 +33303,33 @@ fn reduce(lid: u32, v: vec2<f32>) {
     }
 }
 
+/// Eight key `vec4`s dotted with the query's from `qs[b]` on.
+fn dot8(b: u32, k0: vec4<f32>, k1: vec4<f32>, k2: vec4<f32>, k3: vec4<f32>, k4: vec4<f32>, k5: vec4<f32>, k6: vec4<f32>, k7: vec4<f32>) -> vec4<f32> {
+    return qs[b] * k0 + qs[b + 1u] * k1 + qs[b + 2u] * k2 + qs[b + 3u] * k3 + qs[b + 4u] * k4 + qs[b + 5u] * k5 + qs[b + 6u] * k6 + qs[b + 7u] * k7;
+}
+
+/// A score's probability against the running max `m` (0 for a masked key
+/// or a vector past `nq`).
+fn prob(s: f32, m: f32, used: bool) -> f32 {
+    return select(0.0, exp(s - m), used && s > NEG);
+}
+
+/// The first four values of a key group (`kg`, `kg + n_kg`, ...) weighted
+/// by their probabilities from `sc[b]` on (0 past the tile's `n_here`).
+fn first4(b: u32, kg: u32, n_kg: u32, n_here: u32, v0: vec4<f32>, v1: vec4<f32>, v2: vec4<f32>, v3: vec4<f32>) -> vec4<f32> {
+    let p0 = select(0.0, sc[b + min(kg, TILE - 1u)], kg < n_here);
+    let p1 = select(0.0, sc[b + min(kg + n_kg, TILE - 1u)], kg + n_kg < n_here);
+    let p2 = select(0.0, sc[b + min(kg + 2u * n_kg, TILE - 1u)], kg + 2u * n_kg < n_here);
+    let p3 = select(0.0, sc[b + min(kg + 3u * n_kg, TILE - 1u)], kg + 3u * n_kg < n_here);
+    return p0 * v0 + p1 * v1 + p2 * v2 + p3 * v3;
+}
+
+/// Four values `n_kg` keys apart weighted by their probabilities from
+/// `sc[b]` on.
+fn next4(b: u32, n_kg: u32, u0: vec4<f32>, u1: vec4<f32>, u2: vec4<f32>, u3: vec4<f32>) -> vec4<f32> {
+    return sc[b] * u0 + sc[b + n_kg] * u1 + sc[b + 2u * n_kg] * u2 + sc[b + 3u * n_kg] * u3;
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let group = p.n_heads / p.n_kv_heads;
@@ -33182,14 +33381,28 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
     storageBarrier();
     workgroupBarrier();
-    // Per query vector: the keys its row sees end at `lim`.
-    var lim: array<u32, MAXQ>;
-    for (var jj = 0u; jj < MAXQ; jj++) {
-        lim[jj] = p.start_pos + (j0 + jj) / group + 1u;
-    }
-    var m_run = array<f32, MAXQ>(NEG, NEG, NEG, NEG);
-    var l_run = array<f32, MAXQ>(0.0, 0.0, 0.0, 0.0);
-    var acc: array<vec4<f32>, MAXQ>;
+    // Per query vector (`MAXQ` = 4 of them, named rather than arrays
+    // indexed in loops: run as measured that form faster in
+    // `q4_gemv_sdpa.wgsl`): the keys its row sees end at `lim0 .. lim3`;
+    // its running max `m0 ..`, sum `l0 ..` and value sums `a0 ..`. Vectors
+    // past `nq` compute on zeros (workgroup memory starts zeroed) or on
+    // probabilities set to 0, and are never stored.
+    let lim0 = p.start_pos + j0 / group + 1u;
+    let lim1 = p.start_pos + (j0 + 1u) / group + 1u;
+    let lim2 = p.start_pos + (j0 + 2u) / group + 1u;
+    let lim3 = p.start_pos + (j0 + 3u) / group + 1u;
+    var m0 = NEG;
+    var m1 = NEG;
+    var m2 = NEG;
+    var m3 = NEG;
+    var l0 = 0.0;
+    var l1 = 0.0;
+    var l2 = 0.0;
+    var l3 = 0.0;
+    var a0 = vec4<f32>();
+    var a1 = vec4<f32>();
+    var a2 = vec4<f32>();
+    var a3 = vec4<f32>();
     let dim4 = lid % d4;
     let kg = lid / d4;
     let n_kg = WG / d4;
@@ -33198,11 +33411,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     for (var c0 = begin; c0 < end; c0 += TILE) {
         let n_here = min(TILE, end - c0);
         let key = c0 + lid;
-        // Loops over the query vectors run to `MAXQ` (constant trip
-        // counts, so the per-vector arrays stay in registers); vectors past
-        // `nq` compute on zeros (workgroup memory starts zeroed) or on
-        // probabilities set to 0, and are never stored.
-        var dots: array<vec4<f32>, MAXQ>;
+        var d0 = vec4<f32>();
+        var d1 = vec4<f32>();
+        var d2 = vec4<f32>();
+        var d3 = vec4<f32>();
         if lid < n_here {
             // Eight loads of the key in flight before any is used.
             var d = 0u;
@@ -33215,26 +33427,24 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 let k5 = key_at(key, kvh, d + 5u, d4);
                 let k6 = key_at(key, kvh, d + 6u, d4);
                 let k7 = key_at(key, kvh, d + 7u, d4);
-                for (var jj = 0u; jj < MAXQ; jj++) {
-                    let b = jj * d4 + d;
-                    dots[jj] += qs[b] * k0 + qs[b + 1u] * k1 + qs[b + 2u] * k2 + qs[b + 3u] * k3;
-                    dots[jj] += qs[b + 4u] * k4 + qs[b + 5u] * k5 + qs[b + 6u] * k6 + qs[b + 7u] * k7;
-                }
+                d0 += dot8(d, k0, k1, k2, k3, k4, k5, k6, k7);
+                d1 += dot8(d4 + d, k0, k1, k2, k3, k4, k5, k6, k7);
+                d2 += dot8(2u * d4 + d, k0, k1, k2, k3, k4, k5, k6, k7);
+                d3 += dot8(3u * d4 + d, k0, k1, k2, k3, k4, k5, k6, k7);
             }
             for (; d < d4; d++) {
                 let kv = key_at(key, kvh, d, d4);
-                for (var jj = 0u; jj < MAXQ; jj++) {
-                    dots[jj] += qs[jj * d4 + d] * kv;
-                }
+                d0 += qs[d] * kv;
+                d1 += qs[d4 + d] * kv;
+                d2 += qs[2u * d4 + d] * kv;
+                d3 += qs[3u * d4 + d] * kv;
             }
         }
-        for (var jj = 0u; jj < MAXQ; jj++) {
-            var s = NEG;
-            if jj < nq && lid < n_here && key < lim[jj] {
-                s = (dots[jj].x + dots[jj].y + dots[jj].z + dots[jj].w) * p.scale;
-            }
-            sc[jj * TILE + lid] = s;
-        }
+        let live = lid < n_here;
+        sc[lid] = select(NEG, (d0.x + d0.y + d0.z + d0.w) * p.scale, 0u < nq && live && key < lim0);
+        sc[TILE + lid] = select(NEG, (d1.x + d1.y + d1.z + d1.w) * p.scale, 1u < nq && live && key < lim1);
+        sc[2u * TILE + lid] = select(NEG, (d2.x + d2.y + d2.z + d2.w) * p.scale, 2u < nq && live && key < lim2);
+        sc[3u * TILE + lid] = select(NEG, (d3.x + d3.y + d3.z + d3.w) * p.scale, 3u < nq && live && key < lim3);
         // The first four values of this invocation's key group, in flight
         // through the reduction (at indices clamped into the tile; their
         // probabilities are 0 past it).
@@ -33259,34 +33469,40 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             }
         }
         reduce(lid, vec2<f32>(mx, l));
-        var m_new: array<f32, MAXQ>;
-        var alpha: array<f32, MAXQ>;
-        for (var jj = 0u; jj < MAXQ; jj++) {
-            let tile = red[jj * LANES];
-            m_new[jj] = max(m_run[jj], tile.x);
-            alpha[jj] = exp(m_run[jj] - m_new[jj]);
-            l_run[jj] = l_run[jj] * alpha[jj] + tile.y * exp(tile.x - m_new[jj]);
-            m_run[jj] = m_new[jj];
-            acc[jj] *= alpha[jj];
-        }
-        for (var jj = 0u; jj < MAXQ; jj++) {
-            let s = sc[jj * TILE + lid];
-            var pr = 0.0;
-            if jj < nq && s > NEG {
-                pr = exp(s - m_new[jj]);
-            }
-            sc[jj * TILE + lid] = pr;
-        }
+        let t0 = red[0u];
+        let t1 = red[LANES];
+        let t2 = red[2u * LANES];
+        let t3 = red[3u * LANES];
+        let n0 = max(m0, t0.x);
+        let n1 = max(m1, t1.x);
+        let n2 = max(m2, t2.x);
+        let n3 = max(m3, t3.x);
+        let al0 = exp(m0 - n0);
+        let al1 = exp(m1 - n1);
+        let al2 = exp(m2 - n2);
+        let al3 = exp(m3 - n3);
+        l0 = l0 * al0 + t0.y * exp(t0.x - n0);
+        l1 = l1 * al1 + t1.y * exp(t1.x - n1);
+        l2 = l2 * al2 + t2.y * exp(t2.x - n2);
+        l3 = l3 * al3 + t3.y * exp(t3.x - n3);
+        m0 = n0;
+        m1 = n1;
+        m2 = n2;
+        m3 = n3;
+        a0 *= al0;
+        a1 *= al1;
+        a2 *= al2;
+        a3 *= al3;
+        sc[lid] = prob(sc[lid], n0, 0u < nq);
+        sc[TILE + lid] = prob(sc[TILE + lid], n1, 1u < nq);
+        sc[2u * TILE + lid] = prob(sc[2u * TILE + lid], n2, 2u < nq);
+        sc[3u * TILE + lid] = prob(sc[3u * TILE + lid], n3, 3u < nq);
         workgroupBarrier();
         if kg < n_kg {
-            for (var jj = 0u; jj < MAXQ; jj++) {
-                let b = jj * TILE;
-                let p0 = select(0.0, sc[b + min(kg, TILE - 1u)], kg < n_here);
-                let p1 = select(0.0, sc[b + min(kg + n_kg, TILE - 1u)], kg + n_kg < n_here);
-                let p2 = select(0.0, sc[b + min(kg + 2u * n_kg, TILE - 1u)], kg + 2u * n_kg < n_here);
-                let p3 = select(0.0, sc[b + min(kg + 3u * n_kg, TILE - 1u)], kg + 3u * n_kg < n_here);
-                acc[jj] += p0 * v0 + p1 * v1 + p2 * v2 + p3 * v3;
-            }
+            a0 += first4(0u, kg, n_kg, n_here, v0, v1, v2, v3);
+            a1 += first4(TILE, kg, n_kg, n_here, v0, v1, v2, v3);
+            a2 += first4(2u * TILE, kg, n_kg, n_here, v0, v1, v2, v3);
+            a3 += first4(3u * TILE, kg, n_kg, n_here, v0, v1, v2, v3);
             // Four values in flight before any is used.
             var j = kg + 4u * n_kg;
             for (; j + 3u * n_kg < n_here; j += 4u * n_kg) {
@@ -33294,27 +33510,24 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 let u1 = value_at(c0 + j + n_kg, kvh, dim4, d4);
                 let u2 = value_at(c0 + j + 2u * n_kg, kvh, dim4, d4);
                 let u3 = value_at(c0 + j + 3u * n_kg, kvh, dim4, d4);
-                for (var jj = 0u; jj < MAXQ; jj++) {
-                    let b = jj * TILE + j;
-                    acc[jj] += sc[b] * u0 + sc[b + n_kg] * u1 + sc[b + 2u * n_kg] * u2 + sc[b + 3u * n_kg] * u3;
-                }
+                a0 += next4(j, n_kg, u0, u1, u2, u3);
+                a1 += next4(TILE + j, n_kg, u0, u1, u2, u3);
+                a2 += next4(2u * TILE + j, n_kg, u0, u1, u2, u3);
+                a3 += next4(3u * TILE + j, n_kg, u0, u1, u2, u3);
             }
             for (; j < n_here; j += n_kg) {
                 let vv = value_at(c0 + j, kvh, dim4, d4);
-                for (var jj = 0u; jj < MAXQ; jj++) {
-                    acc[jj] += sc[jj * TILE + j] * vv;
-                }
+                a0 += sc[j] * vv;
+                a1 += sc[TILE + j] * vv;
+                a2 += sc[2u * TILE + j] * vv;
+                a3 += sc[3u * TILE + j] * vv;
             }
         }
         workgroupBarrier();
     }
-    // Sum the key groups of each dim and write the partials (a constant
-    // trip count here too, so `acc` stays indexed by constants).
-    for (var jj = 0u; jj < MAXQ; jj++) {
-        if jj >= nq {
-            break;
-        }
-        sums[lid] = acc[jj];
+    // Sum the key groups of each dim and write the partials.
+    for (var jj = 0u; jj < nq; jj++) {
+        sums[lid] = select(select(select(a0, a1, jj == 1u), a2, jj == 2u), a3, jj == 3u);
         workgroupBarrier();
         let j = j0 + jj;
         let h = kvh * group + j % group;
@@ -33327,7 +33540,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             part[base + 1u + lid] = total;
         }
         if lid == 0u {
-            part[base] = vec4<f32>(m_run[jj], l_run[jj], 0.0, 0.0);
+            let m = select(select(select(m0, m1, jj == 1u), m2, jj == 2u), m3, jj == 3u);
+            let l = select(select(select(l0, l1, jj == 1u), l2, jj == 2u), l3, jj == 3u);
+            part[base] = vec4<f32>(m, l, 0.0, 0.0);
         }
         workgroupBarrier();
     }
@@ -33353,7 +33568,7 @@ pub const SDPA_SPLIT_ROPE_F32_KVF16: &str = r#"enable f16;
 //! 256 (`sdpa_with_kv_cache_into` in `ops/llm.rs` takes the split kernels
 //! only then); `sc` by `jj * TILE` plus an index below `TILE`; `red` by
 //! `lid` and `lid + stride` within a `LANES` block; `sums` by `g * D / 4 +
-//! lid < WG`; the per-vector arrays by `jj < MAXQ`.
+//! lid < WG`; the per-vector state is named values (no arrays).
 // variants: f32 f16 f32_kvf16
 // bounds: host-checked
 
@@ -33481,6 +33696,33 @@ fn reduce(lid: u32, v: vec2<f32>) {
     }
 }
 
+/// Eight key `vec4`s dotted with the query's from `qs[b]` on.
+fn dot8(b: u32, k0: vec4<f32>, k1: vec4<f32>, k2: vec4<f32>, k3: vec4<f32>, k4: vec4<f32>, k5: vec4<f32>, k6: vec4<f32>, k7: vec4<f32>) -> vec4<f32> {
+    return qs[b] * k0 + qs[b + 1u] * k1 + qs[b + 2u] * k2 + qs[b + 3u] * k3 + qs[b + 4u] * k4 + qs[b + 5u] * k5 + qs[b + 6u] * k6 + qs[b + 7u] * k7;
+}
+
+/// A score's probability against the running max `m` (0 for a masked key
+/// or a vector past `nq`).
+fn prob(s: f32, m: f32, used: bool) -> f32 {
+    return select(0.0, exp(s - m), used && s > NEG);
+}
+
+/// The first four values of a key group (`kg`, `kg + n_kg`, ...) weighted
+/// by their probabilities from `sc[b]` on (0 past the tile's `n_here`).
+fn first4(b: u32, kg: u32, n_kg: u32, n_here: u32, v0: vec4<f32>, v1: vec4<f32>, v2: vec4<f32>, v3: vec4<f32>) -> vec4<f32> {
+    let p0 = select(0.0, sc[b + min(kg, TILE - 1u)], kg < n_here);
+    let p1 = select(0.0, sc[b + min(kg + n_kg, TILE - 1u)], kg + n_kg < n_here);
+    let p2 = select(0.0, sc[b + min(kg + 2u * n_kg, TILE - 1u)], kg + 2u * n_kg < n_here);
+    let p3 = select(0.0, sc[b + min(kg + 3u * n_kg, TILE - 1u)], kg + 3u * n_kg < n_here);
+    return p0 * v0 + p1 * v1 + p2 * v2 + p3 * v3;
+}
+
+/// Four values `n_kg` keys apart weighted by their probabilities from
+/// `sc[b]` on.
+fn next4(b: u32, n_kg: u32, u0: vec4<f32>, u1: vec4<f32>, u2: vec4<f32>, u3: vec4<f32>) -> vec4<f32> {
+    return sc[b] * u0 + sc[b + n_kg] * u1 + sc[b + 2u * n_kg] * u2 + sc[b + 3u * n_kg] * u3;
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let group = p.n_heads / p.n_kv_heads;
@@ -33532,14 +33774,28 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
     storageBarrier();
     workgroupBarrier();
-    // Per query vector: the keys its row sees end at `lim`.
-    var lim: array<u32, MAXQ>;
-    for (var jj = 0u; jj < MAXQ; jj++) {
-        lim[jj] = p.start_pos + (j0 + jj) / group + 1u;
-    }
-    var m_run = array<f32, MAXQ>(NEG, NEG, NEG, NEG);
-    var l_run = array<f32, MAXQ>(0.0, 0.0, 0.0, 0.0);
-    var acc: array<vec4<f32>, MAXQ>;
+    // Per query vector (`MAXQ` = 4 of them, named rather than arrays
+    // indexed in loops: run as measured that form faster in
+    // `q4_gemv_sdpa.wgsl`): the keys its row sees end at `lim0 .. lim3`;
+    // its running max `m0 ..`, sum `l0 ..` and value sums `a0 ..`. Vectors
+    // past `nq` compute on zeros (workgroup memory starts zeroed) or on
+    // probabilities set to 0, and are never stored.
+    let lim0 = p.start_pos + j0 / group + 1u;
+    let lim1 = p.start_pos + (j0 + 1u) / group + 1u;
+    let lim2 = p.start_pos + (j0 + 2u) / group + 1u;
+    let lim3 = p.start_pos + (j0 + 3u) / group + 1u;
+    var m0 = NEG;
+    var m1 = NEG;
+    var m2 = NEG;
+    var m3 = NEG;
+    var l0 = 0.0;
+    var l1 = 0.0;
+    var l2 = 0.0;
+    var l3 = 0.0;
+    var a0 = vec4<f32>();
+    var a1 = vec4<f32>();
+    var a2 = vec4<f32>();
+    var a3 = vec4<f32>();
     let dim4 = lid % d4;
     let kg = lid / d4;
     let n_kg = WG / d4;
@@ -33548,11 +33804,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     for (var c0 = begin; c0 < end; c0 += TILE) {
         let n_here = min(TILE, end - c0);
         let key = c0 + lid;
-        // Loops over the query vectors run to `MAXQ` (constant trip
-        // counts, so the per-vector arrays stay in registers); vectors past
-        // `nq` compute on zeros (workgroup memory starts zeroed) or on
-        // probabilities set to 0, and are never stored.
-        var dots: array<vec4<f32>, MAXQ>;
+        var d0 = vec4<f32>();
+        var d1 = vec4<f32>();
+        var d2 = vec4<f32>();
+        var d3 = vec4<f32>();
         if lid < n_here {
             // Eight loads of the key in flight before any is used.
             var d = 0u;
@@ -33565,26 +33820,24 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 let k5 = key_at(key, kvh, d + 5u, d4);
                 let k6 = key_at(key, kvh, d + 6u, d4);
                 let k7 = key_at(key, kvh, d + 7u, d4);
-                for (var jj = 0u; jj < MAXQ; jj++) {
-                    let b = jj * d4 + d;
-                    dots[jj] += qs[b] * k0 + qs[b + 1u] * k1 + qs[b + 2u] * k2 + qs[b + 3u] * k3;
-                    dots[jj] += qs[b + 4u] * k4 + qs[b + 5u] * k5 + qs[b + 6u] * k6 + qs[b + 7u] * k7;
-                }
+                d0 += dot8(d, k0, k1, k2, k3, k4, k5, k6, k7);
+                d1 += dot8(d4 + d, k0, k1, k2, k3, k4, k5, k6, k7);
+                d2 += dot8(2u * d4 + d, k0, k1, k2, k3, k4, k5, k6, k7);
+                d3 += dot8(3u * d4 + d, k0, k1, k2, k3, k4, k5, k6, k7);
             }
             for (; d < d4; d++) {
                 let kv = key_at(key, kvh, d, d4);
-                for (var jj = 0u; jj < MAXQ; jj++) {
-                    dots[jj] += qs[jj * d4 + d] * kv;
-                }
+                d0 += qs[d] * kv;
+                d1 += qs[d4 + d] * kv;
+                d2 += qs[2u * d4 + d] * kv;
+                d3 += qs[3u * d4 + d] * kv;
             }
         }
-        for (var jj = 0u; jj < MAXQ; jj++) {
-            var s = NEG;
-            if jj < nq && lid < n_here && key < lim[jj] {
-                s = (dots[jj].x + dots[jj].y + dots[jj].z + dots[jj].w) * p.scale;
-            }
-            sc[jj * TILE + lid] = s;
-        }
+        let live = lid < n_here;
+        sc[lid] = select(NEG, (d0.x + d0.y + d0.z + d0.w) * p.scale, 0u < nq && live && key < lim0);
+        sc[TILE + lid] = select(NEG, (d1.x + d1.y + d1.z + d1.w) * p.scale, 1u < nq && live && key < lim1);
+        sc[2u * TILE + lid] = select(NEG, (d2.x + d2.y + d2.z + d2.w) * p.scale, 2u < nq && live && key < lim2);
+        sc[3u * TILE + lid] = select(NEG, (d3.x + d3.y + d3.z + d3.w) * p.scale, 3u < nq && live && key < lim3);
         // The first four values of this invocation's key group, in flight
         // through the reduction (at indices clamped into the tile; their
         // probabilities are 0 past it).
@@ -33609,34 +33862,40 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             }
         }
         reduce(lid, vec2<f32>(mx, l));
-        var m_new: array<f32, MAXQ>;
-        var alpha: array<f32, MAXQ>;
-        for (var jj = 0u; jj < MAXQ; jj++) {
-            let tile = red[jj * LANES];
-            m_new[jj] = max(m_run[jj], tile.x);
-            alpha[jj] = exp(m_run[jj] - m_new[jj]);
-            l_run[jj] = l_run[jj] * alpha[jj] + tile.y * exp(tile.x - m_new[jj]);
-            m_run[jj] = m_new[jj];
-            acc[jj] *= alpha[jj];
-        }
-        for (var jj = 0u; jj < MAXQ; jj++) {
-            let s = sc[jj * TILE + lid];
-            var pr = 0.0;
-            if jj < nq && s > NEG {
-                pr = exp(s - m_new[jj]);
-            }
-            sc[jj * TILE + lid] = pr;
-        }
+        let t0 = red[0u];
+        let t1 = red[LANES];
+        let t2 = red[2u * LANES];
+        let t3 = red[3u * LANES];
+        let n0 = max(m0, t0.x);
+        let n1 = max(m1, t1.x);
+        let n2 = max(m2, t2.x);
+        let n3 = max(m3, t3.x);
+        let al0 = exp(m0 - n0);
+        let al1 = exp(m1 - n1);
+        let al2 = exp(m2 - n2);
+        let al3 = exp(m3 - n3);
+        l0 = l0 * al0 + t0.y * exp(t0.x - n0);
+        l1 = l1 * al1 + t1.y * exp(t1.x - n1);
+        l2 = l2 * al2 + t2.y * exp(t2.x - n2);
+        l3 = l3 * al3 + t3.y * exp(t3.x - n3);
+        m0 = n0;
+        m1 = n1;
+        m2 = n2;
+        m3 = n3;
+        a0 *= al0;
+        a1 *= al1;
+        a2 *= al2;
+        a3 *= al3;
+        sc[lid] = prob(sc[lid], n0, 0u < nq);
+        sc[TILE + lid] = prob(sc[TILE + lid], n1, 1u < nq);
+        sc[2u * TILE + lid] = prob(sc[2u * TILE + lid], n2, 2u < nq);
+        sc[3u * TILE + lid] = prob(sc[3u * TILE + lid], n3, 3u < nq);
         workgroupBarrier();
         if kg < n_kg {
-            for (var jj = 0u; jj < MAXQ; jj++) {
-                let b = jj * TILE;
-                let p0 = select(0.0, sc[b + min(kg, TILE - 1u)], kg < n_here);
-                let p1 = select(0.0, sc[b + min(kg + n_kg, TILE - 1u)], kg + n_kg < n_here);
-                let p2 = select(0.0, sc[b + min(kg + 2u * n_kg, TILE - 1u)], kg + 2u * n_kg < n_here);
-                let p3 = select(0.0, sc[b + min(kg + 3u * n_kg, TILE - 1u)], kg + 3u * n_kg < n_here);
-                acc[jj] += p0 * v0 + p1 * v1 + p2 * v2 + p3 * v3;
-            }
+            a0 += first4(0u, kg, n_kg, n_here, v0, v1, v2, v3);
+            a1 += first4(TILE, kg, n_kg, n_here, v0, v1, v2, v3);
+            a2 += first4(2u * TILE, kg, n_kg, n_here, v0, v1, v2, v3);
+            a3 += first4(3u * TILE, kg, n_kg, n_here, v0, v1, v2, v3);
             // Four values in flight before any is used.
             var j = kg + 4u * n_kg;
             for (; j + 3u * n_kg < n_here; j += 4u * n_kg) {
@@ -33644,27 +33903,24 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 let u1 = value_at(c0 + j + n_kg, kvh, dim4, d4);
                 let u2 = value_at(c0 + j + 2u * n_kg, kvh, dim4, d4);
                 let u3 = value_at(c0 + j + 3u * n_kg, kvh, dim4, d4);
-                for (var jj = 0u; jj < MAXQ; jj++) {
-                    let b = jj * TILE + j;
-                    acc[jj] += sc[b] * u0 + sc[b + n_kg] * u1 + sc[b + 2u * n_kg] * u2 + sc[b + 3u * n_kg] * u3;
-                }
+                a0 += next4(j, n_kg, u0, u1, u2, u3);
+                a1 += next4(TILE + j, n_kg, u0, u1, u2, u3);
+                a2 += next4(2u * TILE + j, n_kg, u0, u1, u2, u3);
+                a3 += next4(3u * TILE + j, n_kg, u0, u1, u2, u3);
             }
             for (; j < n_here; j += n_kg) {
                 let vv = value_at(c0 + j, kvh, dim4, d4);
-                for (var jj = 0u; jj < MAXQ; jj++) {
-                    acc[jj] += sc[jj * TILE + j] * vv;
-                }
+                a0 += sc[j] * vv;
+                a1 += sc[TILE + j] * vv;
+                a2 += sc[2u * TILE + j] * vv;
+                a3 += sc[3u * TILE + j] * vv;
             }
         }
         workgroupBarrier();
     }
-    // Sum the key groups of each dim and write the partials (a constant
-    // trip count here too, so `acc` stays indexed by constants).
-    for (var jj = 0u; jj < MAXQ; jj++) {
-        if jj >= nq {
-            break;
-        }
-        sums[lid] = acc[jj];
+    // Sum the key groups of each dim and write the partials.
+    for (var jj = 0u; jj < nq; jj++) {
+        sums[lid] = select(select(select(a0, a1, jj == 1u), a2, jj == 2u), a3, jj == 3u);
         workgroupBarrier();
         let j = j0 + jj;
         let h = kvh * group + j % group;
@@ -33677,7 +33933,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             part[base + 1u + lid] = total;
         }
         if lid == 0u {
-            part[base] = vec4<f32>(m_run[jj], l_run[jj], 0.0, 0.0);
+            let m = select(select(select(m0, m1, jj == 1u), m2, jj == 2u), m3, jj == 3u);
+            let l = select(select(select(l0, l1, jj == 1u), l2, jj == 2u), l3, jj == 3u);
+            part[base] = vec4<f32>(m, l, 0.0, 0.0);
         }
         workgroupBarrier();
     }
@@ -35627,7 +35885,7 @@ pub const SDPA_SPLIT_SHORT_F32: &str = r#"//! `sdpa_split.wgsl` in workgroups of
 //! 256 (`sdpa_with_kv_cache_into` in `ops/llm.rs` takes the split kernels
 //! only then); `sc` by `jj * TILE` plus an index below `TILE`; `red` by
 //! `lid` and `lid + stride` within a `LANES` block; `sums` by `g * D / 4 +
-//! lid < WG`; the per-vector arrays by `jj < MAXQ`.
+//! lid < WG`; the per-vector state is named values (no arrays).
 // variants: f32 f16 f32_kvf16
 // bounds: host-checked
 
@@ -35735,6 +35993,33 @@ fn reduce(lid: u32, v: vec2<f32>) {
     }
 }
 
+/// Eight key `vec4`s dotted with the query's from `qs[b]` on.
+fn dot8(b: u32, k0: vec4<f32>, k1: vec4<f32>, k2: vec4<f32>, k3: vec4<f32>, k4: vec4<f32>, k5: vec4<f32>, k6: vec4<f32>, k7: vec4<f32>) -> vec4<f32> {
+    return qs[b] * k0 + qs[b + 1u] * k1 + qs[b + 2u] * k2 + qs[b + 3u] * k3 + qs[b + 4u] * k4 + qs[b + 5u] * k5 + qs[b + 6u] * k6 + qs[b + 7u] * k7;
+}
+
+/// A score's probability against the running max `m` (0 for a masked key
+/// or a vector past `nq`).
+fn prob(s: f32, m: f32, used: bool) -> f32 {
+    return select(0.0, exp(s - m), used && s > NEG);
+}
+
+/// The first four values of a key group (`kg`, `kg + n_kg`, ...) weighted
+/// by their probabilities from `sc[b]` on (0 past the tile's `n_here`).
+fn first4(b: u32, kg: u32, n_kg: u32, n_here: u32, v0: vec4<f32>, v1: vec4<f32>, v2: vec4<f32>, v3: vec4<f32>) -> vec4<f32> {
+    let p0 = select(0.0, sc[b + min(kg, TILE - 1u)], kg < n_here);
+    let p1 = select(0.0, sc[b + min(kg + n_kg, TILE - 1u)], kg + n_kg < n_here);
+    let p2 = select(0.0, sc[b + min(kg + 2u * n_kg, TILE - 1u)], kg + 2u * n_kg < n_here);
+    let p3 = select(0.0, sc[b + min(kg + 3u * n_kg, TILE - 1u)], kg + 3u * n_kg < n_here);
+    return p0 * v0 + p1 * v1 + p2 * v2 + p3 * v3;
+}
+
+/// Four values `n_kg` keys apart weighted by their probabilities from
+/// `sc[b]` on.
+fn next4(b: u32, n_kg: u32, u0: vec4<f32>, u1: vec4<f32>, u2: vec4<f32>, u3: vec4<f32>) -> vec4<f32> {
+    return sc[b] * u0 + sc[b + n_kg] * u1 + sc[b + 2u * n_kg] * u2 + sc[b + 3u * n_kg] * u3;
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let group = p.n_heads / p.n_kv_heads;
@@ -35786,14 +36071,28 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
     storageBarrier();
     workgroupBarrier();
-    // Per query vector: the keys its row sees end at `lim`.
-    var lim: array<u32, MAXQ>;
-    for (var jj = 0u; jj < MAXQ; jj++) {
-        lim[jj] = p.start_pos + (j0 + jj) / group + 1u;
-    }
-    var m_run = array<f32, MAXQ>(NEG, NEG, NEG, NEG);
-    var l_run = array<f32, MAXQ>(0.0, 0.0, 0.0, 0.0);
-    var acc: array<vec4<f32>, MAXQ>;
+    // Per query vector (`MAXQ` = 4 of them, named rather than arrays
+    // indexed in loops: run as measured that form faster in
+    // `q4_gemv_sdpa.wgsl`): the keys its row sees end at `lim0 .. lim3`;
+    // its running max `m0 ..`, sum `l0 ..` and value sums `a0 ..`. Vectors
+    // past `nq` compute on zeros (workgroup memory starts zeroed) or on
+    // probabilities set to 0, and are never stored.
+    let lim0 = p.start_pos + j0 / group + 1u;
+    let lim1 = p.start_pos + (j0 + 1u) / group + 1u;
+    let lim2 = p.start_pos + (j0 + 2u) / group + 1u;
+    let lim3 = p.start_pos + (j0 + 3u) / group + 1u;
+    var m0 = NEG;
+    var m1 = NEG;
+    var m2 = NEG;
+    var m3 = NEG;
+    var l0 = 0.0;
+    var l1 = 0.0;
+    var l2 = 0.0;
+    var l3 = 0.0;
+    var a0 = vec4<f32>();
+    var a1 = vec4<f32>();
+    var a2 = vec4<f32>();
+    var a3 = vec4<f32>();
     let dim4 = lid % d4;
     let kg = lid / d4;
     let n_kg = WG / d4;
@@ -35802,11 +36101,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     for (var c0 = begin; c0 < end; c0 += TILE) {
         let n_here = min(TILE, end - c0);
         let key = c0 + lid;
-        // Loops over the query vectors run to `MAXQ` (constant trip
-        // counts, so the per-vector arrays stay in registers); vectors past
-        // `nq` compute on zeros (workgroup memory starts zeroed) or on
-        // probabilities set to 0, and are never stored.
-        var dots: array<vec4<f32>, MAXQ>;
+        var d0 = vec4<f32>();
+        var d1 = vec4<f32>();
+        var d2 = vec4<f32>();
+        var d3 = vec4<f32>();
         if lid < n_here {
             // Eight loads of the key in flight before any is used.
             var d = 0u;
@@ -35819,26 +36117,24 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 let k5 = key_at(key, kvh, d + 5u, d4);
                 let k6 = key_at(key, kvh, d + 6u, d4);
                 let k7 = key_at(key, kvh, d + 7u, d4);
-                for (var jj = 0u; jj < MAXQ; jj++) {
-                    let b = jj * d4 + d;
-                    dots[jj] += qs[b] * k0 + qs[b + 1u] * k1 + qs[b + 2u] * k2 + qs[b + 3u] * k3;
-                    dots[jj] += qs[b + 4u] * k4 + qs[b + 5u] * k5 + qs[b + 6u] * k6 + qs[b + 7u] * k7;
-                }
+                d0 += dot8(d, k0, k1, k2, k3, k4, k5, k6, k7);
+                d1 += dot8(d4 + d, k0, k1, k2, k3, k4, k5, k6, k7);
+                d2 += dot8(2u * d4 + d, k0, k1, k2, k3, k4, k5, k6, k7);
+                d3 += dot8(3u * d4 + d, k0, k1, k2, k3, k4, k5, k6, k7);
             }
             for (; d < d4; d++) {
                 let kv = key_at(key, kvh, d, d4);
-                for (var jj = 0u; jj < MAXQ; jj++) {
-                    dots[jj] += qs[jj * d4 + d] * kv;
-                }
+                d0 += qs[d] * kv;
+                d1 += qs[d4 + d] * kv;
+                d2 += qs[2u * d4 + d] * kv;
+                d3 += qs[3u * d4 + d] * kv;
             }
         }
-        for (var jj = 0u; jj < MAXQ; jj++) {
-            var s = NEG;
-            if jj < nq && lid < n_here && key < lim[jj] {
-                s = (dots[jj].x + dots[jj].y + dots[jj].z + dots[jj].w) * p.scale;
-            }
-            sc[jj * TILE + lid] = s;
-        }
+        let live = lid < n_here;
+        sc[lid] = select(NEG, (d0.x + d0.y + d0.z + d0.w) * p.scale, 0u < nq && live && key < lim0);
+        sc[TILE + lid] = select(NEG, (d1.x + d1.y + d1.z + d1.w) * p.scale, 1u < nq && live && key < lim1);
+        sc[2u * TILE + lid] = select(NEG, (d2.x + d2.y + d2.z + d2.w) * p.scale, 2u < nq && live && key < lim2);
+        sc[3u * TILE + lid] = select(NEG, (d3.x + d3.y + d3.z + d3.w) * p.scale, 3u < nq && live && key < lim3);
         // The first four values of this invocation's key group, in flight
         // through the reduction (at indices clamped into the tile; their
         // probabilities are 0 past it).
@@ -35863,34 +36159,40 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             }
         }
         reduce(lid, vec2<f32>(mx, l));
-        var m_new: array<f32, MAXQ>;
-        var alpha: array<f32, MAXQ>;
-        for (var jj = 0u; jj < MAXQ; jj++) {
-            let tile = red[jj * LANES];
-            m_new[jj] = max(m_run[jj], tile.x);
-            alpha[jj] = exp(m_run[jj] - m_new[jj]);
-            l_run[jj] = l_run[jj] * alpha[jj] + tile.y * exp(tile.x - m_new[jj]);
-            m_run[jj] = m_new[jj];
-            acc[jj] *= alpha[jj];
-        }
-        for (var jj = 0u; jj < MAXQ; jj++) {
-            let s = sc[jj * TILE + lid];
-            var pr = 0.0;
-            if jj < nq && s > NEG {
-                pr = exp(s - m_new[jj]);
-            }
-            sc[jj * TILE + lid] = pr;
-        }
+        let t0 = red[0u];
+        let t1 = red[LANES];
+        let t2 = red[2u * LANES];
+        let t3 = red[3u * LANES];
+        let n0 = max(m0, t0.x);
+        let n1 = max(m1, t1.x);
+        let n2 = max(m2, t2.x);
+        let n3 = max(m3, t3.x);
+        let al0 = exp(m0 - n0);
+        let al1 = exp(m1 - n1);
+        let al2 = exp(m2 - n2);
+        let al3 = exp(m3 - n3);
+        l0 = l0 * al0 + t0.y * exp(t0.x - n0);
+        l1 = l1 * al1 + t1.y * exp(t1.x - n1);
+        l2 = l2 * al2 + t2.y * exp(t2.x - n2);
+        l3 = l3 * al3 + t3.y * exp(t3.x - n3);
+        m0 = n0;
+        m1 = n1;
+        m2 = n2;
+        m3 = n3;
+        a0 *= al0;
+        a1 *= al1;
+        a2 *= al2;
+        a3 *= al3;
+        sc[lid] = prob(sc[lid], n0, 0u < nq);
+        sc[TILE + lid] = prob(sc[TILE + lid], n1, 1u < nq);
+        sc[2u * TILE + lid] = prob(sc[2u * TILE + lid], n2, 2u < nq);
+        sc[3u * TILE + lid] = prob(sc[3u * TILE + lid], n3, 3u < nq);
         workgroupBarrier();
         if kg < n_kg {
-            for (var jj = 0u; jj < MAXQ; jj++) {
-                let b = jj * TILE;
-                let p0 = select(0.0, sc[b + min(kg, TILE - 1u)], kg < n_here);
-                let p1 = select(0.0, sc[b + min(kg + n_kg, TILE - 1u)], kg + n_kg < n_here);
-                let p2 = select(0.0, sc[b + min(kg + 2u * n_kg, TILE - 1u)], kg + 2u * n_kg < n_here);
-                let p3 = select(0.0, sc[b + min(kg + 3u * n_kg, TILE - 1u)], kg + 3u * n_kg < n_here);
-                acc[jj] += p0 * v0 + p1 * v1 + p2 * v2 + p3 * v3;
-            }
+            a0 += first4(0u, kg, n_kg, n_here, v0, v1, v2, v3);
+            a1 += first4(TILE, kg, n_kg, n_here, v0, v1, v2, v3);
+            a2 += first4(2u * TILE, kg, n_kg, n_here, v0, v1, v2, v3);
+            a3 += first4(3u * TILE, kg, n_kg, n_here, v0, v1, v2, v3);
             // Four values in flight before any is used.
             var j = kg + 4u * n_kg;
             for (; j + 3u * n_kg < n_here; j += 4u * n_kg) {
@@ -35898,27 +36200,24 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 let u1 = value_at(c0 + j + n_kg, kvh, dim4, d4);
                 let u2 = value_at(c0 + j + 2u * n_kg, kvh, dim4, d4);
                 let u3 = value_at(c0 + j + 3u * n_kg, kvh, dim4, d4);
-                for (var jj = 0u; jj < MAXQ; jj++) {
-                    let b = jj * TILE + j;
-                    acc[jj] += sc[b] * u0 + sc[b + n_kg] * u1 + sc[b + 2u * n_kg] * u2 + sc[b + 3u * n_kg] * u3;
-                }
+                a0 += next4(j, n_kg, u0, u1, u2, u3);
+                a1 += next4(TILE + j, n_kg, u0, u1, u2, u3);
+                a2 += next4(2u * TILE + j, n_kg, u0, u1, u2, u3);
+                a3 += next4(3u * TILE + j, n_kg, u0, u1, u2, u3);
             }
             for (; j < n_here; j += n_kg) {
                 let vv = value_at(c0 + j, kvh, dim4, d4);
-                for (var jj = 0u; jj < MAXQ; jj++) {
-                    acc[jj] += sc[jj * TILE + j] * vv;
-                }
+                a0 += sc[j] * vv;
+                a1 += sc[TILE + j] * vv;
+                a2 += sc[2u * TILE + j] * vv;
+                a3 += sc[3u * TILE + j] * vv;
             }
         }
         workgroupBarrier();
     }
-    // Sum the key groups of each dim and write the partials (a constant
-    // trip count here too, so `acc` stays indexed by constants).
-    for (var jj = 0u; jj < MAXQ; jj++) {
-        if jj >= nq {
-            break;
-        }
-        sums[lid] = acc[jj];
+    // Sum the key groups of each dim and write the partials.
+    for (var jj = 0u; jj < nq; jj++) {
+        sums[lid] = select(select(select(a0, a1, jj == 1u), a2, jj == 2u), a3, jj == 3u);
         workgroupBarrier();
         let j = j0 + jj;
         let h = kvh * group + j % group;
@@ -35931,7 +36230,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             part[base + 1u + lid] = total;
         }
         if lid == 0u {
-            part[base] = vec4<f32>(m_run[jj], l_run[jj], 0.0, 0.0);
+            let m = select(select(select(m0, m1, jj == 1u), m2, jj == 2u), m3, jj == 3u);
+            let l = select(select(select(l0, l1, jj == 1u), l2, jj == 2u), l3, jj == 3u);
+            part[base] = vec4<f32>(m, l, 0.0, 0.0);
         }
         workgroupBarrier();
     }
@@ -35955,7 +36256,7 @@ pub const SDPA_SPLIT_SHORT_F16: &str = r#"enable f16;
 //! 256 (`sdpa_with_kv_cache_into` in `ops/llm.rs` takes the split kernels
 //! only then); `sc` by `jj * TILE` plus an index below `TILE`; `red` by
 //! `lid` and `lid + stride` within a `LANES` block; `sums` by `g * D / 4 +
-//! lid < WG`; the per-vector arrays by `jj < MAXQ`.
+//! lid < WG`; the per-vector state is named values (no arrays).
 // variants: f32 f16 f32_kvf16
 // bounds: host-checked
 
@@ -36063,6 +36364,33 @@ fn reduce(lid: u32, v: vec2<f32>) {
     }
 }
 
+/// Eight key `vec4`s dotted with the query's from `qs[b]` on.
+fn dot8(b: u32, k0: vec4<f32>, k1: vec4<f32>, k2: vec4<f32>, k3: vec4<f32>, k4: vec4<f32>, k5: vec4<f32>, k6: vec4<f32>, k7: vec4<f32>) -> vec4<f32> {
+    return qs[b] * k0 + qs[b + 1u] * k1 + qs[b + 2u] * k2 + qs[b + 3u] * k3 + qs[b + 4u] * k4 + qs[b + 5u] * k5 + qs[b + 6u] * k6 + qs[b + 7u] * k7;
+}
+
+/// A score's probability against the running max `m` (0 for a masked key
+/// or a vector past `nq`).
+fn prob(s: f32, m: f32, used: bool) -> f32 {
+    return select(0.0, exp(s - m), used && s > NEG);
+}
+
+/// The first four values of a key group (`kg`, `kg + n_kg`, ...) weighted
+/// by their probabilities from `sc[b]` on (0 past the tile's `n_here`).
+fn first4(b: u32, kg: u32, n_kg: u32, n_here: u32, v0: vec4<f32>, v1: vec4<f32>, v2: vec4<f32>, v3: vec4<f32>) -> vec4<f32> {
+    let p0 = select(0.0, sc[b + min(kg, TILE - 1u)], kg < n_here);
+    let p1 = select(0.0, sc[b + min(kg + n_kg, TILE - 1u)], kg + n_kg < n_here);
+    let p2 = select(0.0, sc[b + min(kg + 2u * n_kg, TILE - 1u)], kg + 2u * n_kg < n_here);
+    let p3 = select(0.0, sc[b + min(kg + 3u * n_kg, TILE - 1u)], kg + 3u * n_kg < n_here);
+    return p0 * v0 + p1 * v1 + p2 * v2 + p3 * v3;
+}
+
+/// Four values `n_kg` keys apart weighted by their probabilities from
+/// `sc[b]` on.
+fn next4(b: u32, n_kg: u32, u0: vec4<f32>, u1: vec4<f32>, u2: vec4<f32>, u3: vec4<f32>) -> vec4<f32> {
+    return sc[b] * u0 + sc[b + n_kg] * u1 + sc[b + 2u * n_kg] * u2 + sc[b + 3u * n_kg] * u3;
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let group = p.n_heads / p.n_kv_heads;
@@ -36114,14 +36442,28 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
     storageBarrier();
     workgroupBarrier();
-    // Per query vector: the keys its row sees end at `lim`.
-    var lim: array<u32, MAXQ>;
-    for (var jj = 0u; jj < MAXQ; jj++) {
-        lim[jj] = p.start_pos + (j0 + jj) / group + 1u;
-    }
-    var m_run = array<f32, MAXQ>(NEG, NEG, NEG, NEG);
-    var l_run = array<f32, MAXQ>(0.0, 0.0, 0.0, 0.0);
-    var acc: array<vec4<f32>, MAXQ>;
+    // Per query vector (`MAXQ` = 4 of them, named rather than arrays
+    // indexed in loops: run as measured that form faster in
+    // `q4_gemv_sdpa.wgsl`): the keys its row sees end at `lim0 .. lim3`;
+    // its running max `m0 ..`, sum `l0 ..` and value sums `a0 ..`. Vectors
+    // past `nq` compute on zeros (workgroup memory starts zeroed) or on
+    // probabilities set to 0, and are never stored.
+    let lim0 = p.start_pos + j0 / group + 1u;
+    let lim1 = p.start_pos + (j0 + 1u) / group + 1u;
+    let lim2 = p.start_pos + (j0 + 2u) / group + 1u;
+    let lim3 = p.start_pos + (j0 + 3u) / group + 1u;
+    var m0 = NEG;
+    var m1 = NEG;
+    var m2 = NEG;
+    var m3 = NEG;
+    var l0 = 0.0;
+    var l1 = 0.0;
+    var l2 = 0.0;
+    var l3 = 0.0;
+    var a0 = vec4<f32>();
+    var a1 = vec4<f32>();
+    var a2 = vec4<f32>();
+    var a3 = vec4<f32>();
     let dim4 = lid % d4;
     let kg = lid / d4;
     let n_kg = WG / d4;
@@ -36130,11 +36472,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     for (var c0 = begin; c0 < end; c0 += TILE) {
         let n_here = min(TILE, end - c0);
         let key = c0 + lid;
-        // Loops over the query vectors run to `MAXQ` (constant trip
-        // counts, so the per-vector arrays stay in registers); vectors past
-        // `nq` compute on zeros (workgroup memory starts zeroed) or on
-        // probabilities set to 0, and are never stored.
-        var dots: array<vec4<f32>, MAXQ>;
+        var d0 = vec4<f32>();
+        var d1 = vec4<f32>();
+        var d2 = vec4<f32>();
+        var d3 = vec4<f32>();
         if lid < n_here {
             // Eight loads of the key in flight before any is used.
             var d = 0u;
@@ -36147,26 +36488,24 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 let k5 = key_at(key, kvh, d + 5u, d4);
                 let k6 = key_at(key, kvh, d + 6u, d4);
                 let k7 = key_at(key, kvh, d + 7u, d4);
-                for (var jj = 0u; jj < MAXQ; jj++) {
-                    let b = jj * d4 + d;
-                    dots[jj] += qs[b] * k0 + qs[b + 1u] * k1 + qs[b + 2u] * k2 + qs[b + 3u] * k3;
-                    dots[jj] += qs[b + 4u] * k4 + qs[b + 5u] * k5 + qs[b + 6u] * k6 + qs[b + 7u] * k7;
-                }
+                d0 += dot8(d, k0, k1, k2, k3, k4, k5, k6, k7);
+                d1 += dot8(d4 + d, k0, k1, k2, k3, k4, k5, k6, k7);
+                d2 += dot8(2u * d4 + d, k0, k1, k2, k3, k4, k5, k6, k7);
+                d3 += dot8(3u * d4 + d, k0, k1, k2, k3, k4, k5, k6, k7);
             }
             for (; d < d4; d++) {
                 let kv = key_at(key, kvh, d, d4);
-                for (var jj = 0u; jj < MAXQ; jj++) {
-                    dots[jj] += qs[jj * d4 + d] * kv;
-                }
+                d0 += qs[d] * kv;
+                d1 += qs[d4 + d] * kv;
+                d2 += qs[2u * d4 + d] * kv;
+                d3 += qs[3u * d4 + d] * kv;
             }
         }
-        for (var jj = 0u; jj < MAXQ; jj++) {
-            var s = NEG;
-            if jj < nq && lid < n_here && key < lim[jj] {
-                s = (dots[jj].x + dots[jj].y + dots[jj].z + dots[jj].w) * p.scale;
-            }
-            sc[jj * TILE + lid] = s;
-        }
+        let live = lid < n_here;
+        sc[lid] = select(NEG, (d0.x + d0.y + d0.z + d0.w) * p.scale, 0u < nq && live && key < lim0);
+        sc[TILE + lid] = select(NEG, (d1.x + d1.y + d1.z + d1.w) * p.scale, 1u < nq && live && key < lim1);
+        sc[2u * TILE + lid] = select(NEG, (d2.x + d2.y + d2.z + d2.w) * p.scale, 2u < nq && live && key < lim2);
+        sc[3u * TILE + lid] = select(NEG, (d3.x + d3.y + d3.z + d3.w) * p.scale, 3u < nq && live && key < lim3);
         // The first four values of this invocation's key group, in flight
         // through the reduction (at indices clamped into the tile; their
         // probabilities are 0 past it).
@@ -36191,34 +36530,40 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             }
         }
         reduce(lid, vec2<f32>(mx, l));
-        var m_new: array<f32, MAXQ>;
-        var alpha: array<f32, MAXQ>;
-        for (var jj = 0u; jj < MAXQ; jj++) {
-            let tile = red[jj * LANES];
-            m_new[jj] = max(m_run[jj], tile.x);
-            alpha[jj] = exp(m_run[jj] - m_new[jj]);
-            l_run[jj] = l_run[jj] * alpha[jj] + tile.y * exp(tile.x - m_new[jj]);
-            m_run[jj] = m_new[jj];
-            acc[jj] *= alpha[jj];
-        }
-        for (var jj = 0u; jj < MAXQ; jj++) {
-            let s = sc[jj * TILE + lid];
-            var pr = 0.0;
-            if jj < nq && s > NEG {
-                pr = exp(s - m_new[jj]);
-            }
-            sc[jj * TILE + lid] = pr;
-        }
+        let t0 = red[0u];
+        let t1 = red[LANES];
+        let t2 = red[2u * LANES];
+        let t3 = red[3u * LANES];
+        let n0 = max(m0, t0.x);
+        let n1 = max(m1, t1.x);
+        let n2 = max(m2, t2.x);
+        let n3 = max(m3, t3.x);
+        let al0 = exp(m0 - n0);
+        let al1 = exp(m1 - n1);
+        let al2 = exp(m2 - n2);
+        let al3 = exp(m3 - n3);
+        l0 = l0 * al0 + t0.y * exp(t0.x - n0);
+        l1 = l1 * al1 + t1.y * exp(t1.x - n1);
+        l2 = l2 * al2 + t2.y * exp(t2.x - n2);
+        l3 = l3 * al3 + t3.y * exp(t3.x - n3);
+        m0 = n0;
+        m1 = n1;
+        m2 = n2;
+        m3 = n3;
+        a0 *= al0;
+        a1 *= al1;
+        a2 *= al2;
+        a3 *= al3;
+        sc[lid] = prob(sc[lid], n0, 0u < nq);
+        sc[TILE + lid] = prob(sc[TILE + lid], n1, 1u < nq);
+        sc[2u * TILE + lid] = prob(sc[2u * TILE + lid], n2, 2u < nq);
+        sc[3u * TILE + lid] = prob(sc[3u * TILE + lid], n3, 3u < nq);
         workgroupBarrier();
         if kg < n_kg {
-            for (var jj = 0u; jj < MAXQ; jj++) {
-                let b = jj * TILE;
-                let p0 = select(0.0, sc[b + min(kg, TILE - 1u)], kg < n_here);
-                let p1 = select(0.0, sc[b + min(kg + n_kg, TILE - 1u)], kg + n_kg < n_here);
-                let p2 = select(0.0, sc[b + min(kg + 2u * n_kg, TILE - 1u)], kg + 2u * n_kg < n_here);
-                let p3 = select(0.0, sc[b + min(kg + 3u * n_kg, TILE - 1u)], kg + 3u * n_kg < n_here);
-                acc[jj] += p0 * v0 + p1 * v1 + p2 * v2 + p3 * v3;
-            }
+            a0 += first4(0u, kg, n_kg, n_here, v0, v1, v2, v3);
+            a1 += first4(TILE, kg, n_kg, n_here, v0, v1, v2, v3);
+            a2 += first4(2u * TILE, kg, n_kg, n_here, v0, v1, v2, v3);
+            a3 += first4(3u * TILE, kg, n_kg, n_here, v0, v1, v2, v3);
             // Four values in flight before any is used.
             var j = kg + 4u * n_kg;
             for (; j + 3u * n_kg < n_here; j += 4u * n_kg) {
@@ -36226,27 +36571,24 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 let u1 = value_at(c0 + j + n_kg, kvh, dim4, d4);
                 let u2 = value_at(c0 + j + 2u * n_kg, kvh, dim4, d4);
                 let u3 = value_at(c0 + j + 3u * n_kg, kvh, dim4, d4);
-                for (var jj = 0u; jj < MAXQ; jj++) {
-                    let b = jj * TILE + j;
-                    acc[jj] += sc[b] * u0 + sc[b + n_kg] * u1 + sc[b + 2u * n_kg] * u2 + sc[b + 3u * n_kg] * u3;
-                }
+                a0 += next4(j, n_kg, u0, u1, u2, u3);
+                a1 += next4(TILE + j, n_kg, u0, u1, u2, u3);
+                a2 += next4(2u * TILE + j, n_kg, u0, u1, u2, u3);
+                a3 += next4(3u * TILE + j, n_kg, u0, u1, u2, u3);
             }
             for (; j < n_here; j += n_kg) {
                 let vv = value_at(c0 + j, kvh, dim4, d4);
-                for (var jj = 0u; jj < MAXQ; jj++) {
-                    acc[jj] += sc[jj * TILE + j] * vv;
-                }
+                a0 += sc[j] * vv;
+                a1 += sc[TILE + j] * vv;
+                a2 += sc[2u * TILE + j] * vv;
+                a3 += sc[3u * TILE + j] * vv;
             }
         }
         workgroupBarrier();
     }
-    // Sum the key groups of each dim and write the partials (a constant
-    // trip count here too, so `acc` stays indexed by constants).
-    for (var jj = 0u; jj < MAXQ; jj++) {
-        if jj >= nq {
-            break;
-        }
-        sums[lid] = acc[jj];
+    // Sum the key groups of each dim and write the partials.
+    for (var jj = 0u; jj < nq; jj++) {
+        sums[lid] = select(select(select(a0, a1, jj == 1u), a2, jj == 2u), a3, jj == 3u);
         workgroupBarrier();
         let j = j0 + jj;
         let h = kvh * group + j % group;
@@ -36259,7 +36601,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             part[base + 1u + lid] = total;
         }
         if lid == 0u {
-            part[base] = vec4<f32>(m_run[jj], l_run[jj], 0.0, 0.0);
+            let m = select(select(select(m0, m1, jj == 1u), m2, jj == 2u), m3, jj == 3u);
+            let l = select(select(select(l0, l1, jj == 1u), l2, jj == 2u), l3, jj == 3u);
+            part[base] = vec4<f32>(m, l, 0.0, 0.0);
         }
         workgroupBarrier();
     }
@@ -36283,7 +36627,7 @@ pub const SDPA_SPLIT_SHORT_F32_KVF16: &str = r#"enable f16;
 //! 256 (`sdpa_with_kv_cache_into` in `ops/llm.rs` takes the split kernels
 //! only then); `sc` by `jj * TILE` plus an index below `TILE`; `red` by
 //! `lid` and `lid + stride` within a `LANES` block; `sums` by `g * D / 4 +
-//! lid < WG`; the per-vector arrays by `jj < MAXQ`.
+//! lid < WG`; the per-vector state is named values (no arrays).
 // variants: f32 f16 f32_kvf16
 // bounds: host-checked
 
@@ -36391,6 +36735,33 @@ fn reduce(lid: u32, v: vec2<f32>) {
     }
 }
 
+/// Eight key `vec4`s dotted with the query's from `qs[b]` on.
+fn dot8(b: u32, k0: vec4<f32>, k1: vec4<f32>, k2: vec4<f32>, k3: vec4<f32>, k4: vec4<f32>, k5: vec4<f32>, k6: vec4<f32>, k7: vec4<f32>) -> vec4<f32> {
+    return qs[b] * k0 + qs[b + 1u] * k1 + qs[b + 2u] * k2 + qs[b + 3u] * k3 + qs[b + 4u] * k4 + qs[b + 5u] * k5 + qs[b + 6u] * k6 + qs[b + 7u] * k7;
+}
+
+/// A score's probability against the running max `m` (0 for a masked key
+/// or a vector past `nq`).
+fn prob(s: f32, m: f32, used: bool) -> f32 {
+    return select(0.0, exp(s - m), used && s > NEG);
+}
+
+/// The first four values of a key group (`kg`, `kg + n_kg`, ...) weighted
+/// by their probabilities from `sc[b]` on (0 past the tile's `n_here`).
+fn first4(b: u32, kg: u32, n_kg: u32, n_here: u32, v0: vec4<f32>, v1: vec4<f32>, v2: vec4<f32>, v3: vec4<f32>) -> vec4<f32> {
+    let p0 = select(0.0, sc[b + min(kg, TILE - 1u)], kg < n_here);
+    let p1 = select(0.0, sc[b + min(kg + n_kg, TILE - 1u)], kg + n_kg < n_here);
+    let p2 = select(0.0, sc[b + min(kg + 2u * n_kg, TILE - 1u)], kg + 2u * n_kg < n_here);
+    let p3 = select(0.0, sc[b + min(kg + 3u * n_kg, TILE - 1u)], kg + 3u * n_kg < n_here);
+    return p0 * v0 + p1 * v1 + p2 * v2 + p3 * v3;
+}
+
+/// Four values `n_kg` keys apart weighted by their probabilities from
+/// `sc[b]` on.
+fn next4(b: u32, n_kg: u32, u0: vec4<f32>, u1: vec4<f32>, u2: vec4<f32>, u3: vec4<f32>) -> vec4<f32> {
+    return sc[b] * u0 + sc[b + n_kg] * u1 + sc[b + 2u * n_kg] * u2 + sc[b + 3u * n_kg] * u3;
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let group = p.n_heads / p.n_kv_heads;
@@ -36442,14 +36813,28 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
     storageBarrier();
     workgroupBarrier();
-    // Per query vector: the keys its row sees end at `lim`.
-    var lim: array<u32, MAXQ>;
-    for (var jj = 0u; jj < MAXQ; jj++) {
-        lim[jj] = p.start_pos + (j0 + jj) / group + 1u;
-    }
-    var m_run = array<f32, MAXQ>(NEG, NEG, NEG, NEG);
-    var l_run = array<f32, MAXQ>(0.0, 0.0, 0.0, 0.0);
-    var acc: array<vec4<f32>, MAXQ>;
+    // Per query vector (`MAXQ` = 4 of them, named rather than arrays
+    // indexed in loops: run as measured that form faster in
+    // `q4_gemv_sdpa.wgsl`): the keys its row sees end at `lim0 .. lim3`;
+    // its running max `m0 ..`, sum `l0 ..` and value sums `a0 ..`. Vectors
+    // past `nq` compute on zeros (workgroup memory starts zeroed) or on
+    // probabilities set to 0, and are never stored.
+    let lim0 = p.start_pos + j0 / group + 1u;
+    let lim1 = p.start_pos + (j0 + 1u) / group + 1u;
+    let lim2 = p.start_pos + (j0 + 2u) / group + 1u;
+    let lim3 = p.start_pos + (j0 + 3u) / group + 1u;
+    var m0 = NEG;
+    var m1 = NEG;
+    var m2 = NEG;
+    var m3 = NEG;
+    var l0 = 0.0;
+    var l1 = 0.0;
+    var l2 = 0.0;
+    var l3 = 0.0;
+    var a0 = vec4<f32>();
+    var a1 = vec4<f32>();
+    var a2 = vec4<f32>();
+    var a3 = vec4<f32>();
     let dim4 = lid % d4;
     let kg = lid / d4;
     let n_kg = WG / d4;
@@ -36458,11 +36843,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     for (var c0 = begin; c0 < end; c0 += TILE) {
         let n_here = min(TILE, end - c0);
         let key = c0 + lid;
-        // Loops over the query vectors run to `MAXQ` (constant trip
-        // counts, so the per-vector arrays stay in registers); vectors past
-        // `nq` compute on zeros (workgroup memory starts zeroed) or on
-        // probabilities set to 0, and are never stored.
-        var dots: array<vec4<f32>, MAXQ>;
+        var d0 = vec4<f32>();
+        var d1 = vec4<f32>();
+        var d2 = vec4<f32>();
+        var d3 = vec4<f32>();
         if lid < n_here {
             // Eight loads of the key in flight before any is used.
             var d = 0u;
@@ -36475,26 +36859,24 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 let k5 = key_at(key, kvh, d + 5u, d4);
                 let k6 = key_at(key, kvh, d + 6u, d4);
                 let k7 = key_at(key, kvh, d + 7u, d4);
-                for (var jj = 0u; jj < MAXQ; jj++) {
-                    let b = jj * d4 + d;
-                    dots[jj] += qs[b] * k0 + qs[b + 1u] * k1 + qs[b + 2u] * k2 + qs[b + 3u] * k3;
-                    dots[jj] += qs[b + 4u] * k4 + qs[b + 5u] * k5 + qs[b + 6u] * k6 + qs[b + 7u] * k7;
-                }
+                d0 += dot8(d, k0, k1, k2, k3, k4, k5, k6, k7);
+                d1 += dot8(d4 + d, k0, k1, k2, k3, k4, k5, k6, k7);
+                d2 += dot8(2u * d4 + d, k0, k1, k2, k3, k4, k5, k6, k7);
+                d3 += dot8(3u * d4 + d, k0, k1, k2, k3, k4, k5, k6, k7);
             }
             for (; d < d4; d++) {
                 let kv = key_at(key, kvh, d, d4);
-                for (var jj = 0u; jj < MAXQ; jj++) {
-                    dots[jj] += qs[jj * d4 + d] * kv;
-                }
+                d0 += qs[d] * kv;
+                d1 += qs[d4 + d] * kv;
+                d2 += qs[2u * d4 + d] * kv;
+                d3 += qs[3u * d4 + d] * kv;
             }
         }
-        for (var jj = 0u; jj < MAXQ; jj++) {
-            var s = NEG;
-            if jj < nq && lid < n_here && key < lim[jj] {
-                s = (dots[jj].x + dots[jj].y + dots[jj].z + dots[jj].w) * p.scale;
-            }
-            sc[jj * TILE + lid] = s;
-        }
+        let live = lid < n_here;
+        sc[lid] = select(NEG, (d0.x + d0.y + d0.z + d0.w) * p.scale, 0u < nq && live && key < lim0);
+        sc[TILE + lid] = select(NEG, (d1.x + d1.y + d1.z + d1.w) * p.scale, 1u < nq && live && key < lim1);
+        sc[2u * TILE + lid] = select(NEG, (d2.x + d2.y + d2.z + d2.w) * p.scale, 2u < nq && live && key < lim2);
+        sc[3u * TILE + lid] = select(NEG, (d3.x + d3.y + d3.z + d3.w) * p.scale, 3u < nq && live && key < lim3);
         // The first four values of this invocation's key group, in flight
         // through the reduction (at indices clamped into the tile; their
         // probabilities are 0 past it).
@@ -36519,34 +36901,40 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             }
         }
         reduce(lid, vec2<f32>(mx, l));
-        var m_new: array<f32, MAXQ>;
-        var alpha: array<f32, MAXQ>;
-        for (var jj = 0u; jj < MAXQ; jj++) {
-            let tile = red[jj * LANES];
-            m_new[jj] = max(m_run[jj], tile.x);
-            alpha[jj] = exp(m_run[jj] - m_new[jj]);
-            l_run[jj] = l_run[jj] * alpha[jj] + tile.y * exp(tile.x - m_new[jj]);
-            m_run[jj] = m_new[jj];
-            acc[jj] *= alpha[jj];
-        }
-        for (var jj = 0u; jj < MAXQ; jj++) {
-            let s = sc[jj * TILE + lid];
-            var pr = 0.0;
-            if jj < nq && s > NEG {
-                pr = exp(s - m_new[jj]);
-            }
-            sc[jj * TILE + lid] = pr;
-        }
+        let t0 = red[0u];
+        let t1 = red[LANES];
+        let t2 = red[2u * LANES];
+        let t3 = red[3u * LANES];
+        let n0 = max(m0, t0.x);
+        let n1 = max(m1, t1.x);
+        let n2 = max(m2, t2.x);
+        let n3 = max(m3, t3.x);
+        let al0 = exp(m0 - n0);
+        let al1 = exp(m1 - n1);
+        let al2 = exp(m2 - n2);
+        let al3 = exp(m3 - n3);
+        l0 = l0 * al0 + t0.y * exp(t0.x - n0);
+        l1 = l1 * al1 + t1.y * exp(t1.x - n1);
+        l2 = l2 * al2 + t2.y * exp(t2.x - n2);
+        l3 = l3 * al3 + t3.y * exp(t3.x - n3);
+        m0 = n0;
+        m1 = n1;
+        m2 = n2;
+        m3 = n3;
+        a0 *= al0;
+        a1 *= al1;
+        a2 *= al2;
+        a3 *= al3;
+        sc[lid] = prob(sc[lid], n0, 0u < nq);
+        sc[TILE + lid] = prob(sc[TILE + lid], n1, 1u < nq);
+        sc[2u * TILE + lid] = prob(sc[2u * TILE + lid], n2, 2u < nq);
+        sc[3u * TILE + lid] = prob(sc[3u * TILE + lid], n3, 3u < nq);
         workgroupBarrier();
         if kg < n_kg {
-            for (var jj = 0u; jj < MAXQ; jj++) {
-                let b = jj * TILE;
-                let p0 = select(0.0, sc[b + min(kg, TILE - 1u)], kg < n_here);
-                let p1 = select(0.0, sc[b + min(kg + n_kg, TILE - 1u)], kg + n_kg < n_here);
-                let p2 = select(0.0, sc[b + min(kg + 2u * n_kg, TILE - 1u)], kg + 2u * n_kg < n_here);
-                let p3 = select(0.0, sc[b + min(kg + 3u * n_kg, TILE - 1u)], kg + 3u * n_kg < n_here);
-                acc[jj] += p0 * v0 + p1 * v1 + p2 * v2 + p3 * v3;
-            }
+            a0 += first4(0u, kg, n_kg, n_here, v0, v1, v2, v3);
+            a1 += first4(TILE, kg, n_kg, n_here, v0, v1, v2, v3);
+            a2 += first4(2u * TILE, kg, n_kg, n_here, v0, v1, v2, v3);
+            a3 += first4(3u * TILE, kg, n_kg, n_here, v0, v1, v2, v3);
             // Four values in flight before any is used.
             var j = kg + 4u * n_kg;
             for (; j + 3u * n_kg < n_here; j += 4u * n_kg) {
@@ -36554,27 +36942,24 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 let u1 = value_at(c0 + j + n_kg, kvh, dim4, d4);
                 let u2 = value_at(c0 + j + 2u * n_kg, kvh, dim4, d4);
                 let u3 = value_at(c0 + j + 3u * n_kg, kvh, dim4, d4);
-                for (var jj = 0u; jj < MAXQ; jj++) {
-                    let b = jj * TILE + j;
-                    acc[jj] += sc[b] * u0 + sc[b + n_kg] * u1 + sc[b + 2u * n_kg] * u2 + sc[b + 3u * n_kg] * u3;
-                }
+                a0 += next4(j, n_kg, u0, u1, u2, u3);
+                a1 += next4(TILE + j, n_kg, u0, u1, u2, u3);
+                a2 += next4(2u * TILE + j, n_kg, u0, u1, u2, u3);
+                a3 += next4(3u * TILE + j, n_kg, u0, u1, u2, u3);
             }
             for (; j < n_here; j += n_kg) {
                 let vv = value_at(c0 + j, kvh, dim4, d4);
-                for (var jj = 0u; jj < MAXQ; jj++) {
-                    acc[jj] += sc[jj * TILE + j] * vv;
-                }
+                a0 += sc[j] * vv;
+                a1 += sc[TILE + j] * vv;
+                a2 += sc[2u * TILE + j] * vv;
+                a3 += sc[3u * TILE + j] * vv;
             }
         }
         workgroupBarrier();
     }
-    // Sum the key groups of each dim and write the partials (a constant
-    // trip count here too, so `acc` stays indexed by constants).
-    for (var jj = 0u; jj < MAXQ; jj++) {
-        if jj >= nq {
-            break;
-        }
-        sums[lid] = acc[jj];
+    // Sum the key groups of each dim and write the partials.
+    for (var jj = 0u; jj < nq; jj++) {
+        sums[lid] = select(select(select(a0, a1, jj == 1u), a2, jj == 2u), a3, jj == 3u);
         workgroupBarrier();
         let j = j0 + jj;
         let h = kvh * group + j % group;
@@ -36587,7 +36972,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             part[base + 1u + lid] = total;
         }
         if lid == 0u {
-            part[base] = vec4<f32>(m_run[jj], l_run[jj], 0.0, 0.0);
+            let m = select(select(select(m0, m1, jj == 1u), m2, jj == 2u), m3, jj == 3u);
+            let l = select(select(select(l0, l1, jj == 1u), l2, jj == 2u), l3, jj == 3u);
+            part[base] = vec4<f32>(m, l, 0.0, 0.0);
         }
         workgroupBarrier();
     }
@@ -36604,7 +36991,7 @@ pub const SDPA_SPLIT_SHORT_ROPE_F32: &str = r#"//! The `_rope` form of `sdpa_spl
 //! 256 (`sdpa_with_kv_cache_into` in `ops/llm.rs` takes the split kernels
 //! only then); `sc` by `jj * TILE` plus an index below `TILE`; `red` by
 //! `lid` and `lid + stride` within a `LANES` block; `sums` by `g * D / 4 +
-//! lid < WG`; the per-vector arrays by `jj < MAXQ`.
+//! lid < WG`; the per-vector state is named values (no arrays).
 // variants: f32 f16 f32_kvf16
 // bounds: host-checked
 
@@ -36732,6 +37119,33 @@ fn reduce(lid: u32, v: vec2<f32>) {
     }
 }
 
+/// Eight key `vec4`s dotted with the query's from `qs[b]` on.
+fn dot8(b: u32, k0: vec4<f32>, k1: vec4<f32>, k2: vec4<f32>, k3: vec4<f32>, k4: vec4<f32>, k5: vec4<f32>, k6: vec4<f32>, k7: vec4<f32>) -> vec4<f32> {
+    return qs[b] * k0 + qs[b + 1u] * k1 + qs[b + 2u] * k2 + qs[b + 3u] * k3 + qs[b + 4u] * k4 + qs[b + 5u] * k5 + qs[b + 6u] * k6 + qs[b + 7u] * k7;
+}
+
+/// A score's probability against the running max `m` (0 for a masked key
+/// or a vector past `nq`).
+fn prob(s: f32, m: f32, used: bool) -> f32 {
+    return select(0.0, exp(s - m), used && s > NEG);
+}
+
+/// The first four values of a key group (`kg`, `kg + n_kg`, ...) weighted
+/// by their probabilities from `sc[b]` on (0 past the tile's `n_here`).
+fn first4(b: u32, kg: u32, n_kg: u32, n_here: u32, v0: vec4<f32>, v1: vec4<f32>, v2: vec4<f32>, v3: vec4<f32>) -> vec4<f32> {
+    let p0 = select(0.0, sc[b + min(kg, TILE - 1u)], kg < n_here);
+    let p1 = select(0.0, sc[b + min(kg + n_kg, TILE - 1u)], kg + n_kg < n_here);
+    let p2 = select(0.0, sc[b + min(kg + 2u * n_kg, TILE - 1u)], kg + 2u * n_kg < n_here);
+    let p3 = select(0.0, sc[b + min(kg + 3u * n_kg, TILE - 1u)], kg + 3u * n_kg < n_here);
+    return p0 * v0 + p1 * v1 + p2 * v2 + p3 * v3;
+}
+
+/// Four values `n_kg` keys apart weighted by their probabilities from
+/// `sc[b]` on.
+fn next4(b: u32, n_kg: u32, u0: vec4<f32>, u1: vec4<f32>, u2: vec4<f32>, u3: vec4<f32>) -> vec4<f32> {
+    return sc[b] * u0 + sc[b + n_kg] * u1 + sc[b + 2u * n_kg] * u2 + sc[b + 3u * n_kg] * u3;
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let group = p.n_heads / p.n_kv_heads;
@@ -36783,14 +37197,28 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
     storageBarrier();
     workgroupBarrier();
-    // Per query vector: the keys its row sees end at `lim`.
-    var lim: array<u32, MAXQ>;
-    for (var jj = 0u; jj < MAXQ; jj++) {
-        lim[jj] = p.start_pos + (j0 + jj) / group + 1u;
-    }
-    var m_run = array<f32, MAXQ>(NEG, NEG, NEG, NEG);
-    var l_run = array<f32, MAXQ>(0.0, 0.0, 0.0, 0.0);
-    var acc: array<vec4<f32>, MAXQ>;
+    // Per query vector (`MAXQ` = 4 of them, named rather than arrays
+    // indexed in loops: run as measured that form faster in
+    // `q4_gemv_sdpa.wgsl`): the keys its row sees end at `lim0 .. lim3`;
+    // its running max `m0 ..`, sum `l0 ..` and value sums `a0 ..`. Vectors
+    // past `nq` compute on zeros (workgroup memory starts zeroed) or on
+    // probabilities set to 0, and are never stored.
+    let lim0 = p.start_pos + j0 / group + 1u;
+    let lim1 = p.start_pos + (j0 + 1u) / group + 1u;
+    let lim2 = p.start_pos + (j0 + 2u) / group + 1u;
+    let lim3 = p.start_pos + (j0 + 3u) / group + 1u;
+    var m0 = NEG;
+    var m1 = NEG;
+    var m2 = NEG;
+    var m3 = NEG;
+    var l0 = 0.0;
+    var l1 = 0.0;
+    var l2 = 0.0;
+    var l3 = 0.0;
+    var a0 = vec4<f32>();
+    var a1 = vec4<f32>();
+    var a2 = vec4<f32>();
+    var a3 = vec4<f32>();
     let dim4 = lid % d4;
     let kg = lid / d4;
     let n_kg = WG / d4;
@@ -36799,11 +37227,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     for (var c0 = begin; c0 < end; c0 += TILE) {
         let n_here = min(TILE, end - c0);
         let key = c0 + lid;
-        // Loops over the query vectors run to `MAXQ` (constant trip
-        // counts, so the per-vector arrays stay in registers); vectors past
-        // `nq` compute on zeros (workgroup memory starts zeroed) or on
-        // probabilities set to 0, and are never stored.
-        var dots: array<vec4<f32>, MAXQ>;
+        var d0 = vec4<f32>();
+        var d1 = vec4<f32>();
+        var d2 = vec4<f32>();
+        var d3 = vec4<f32>();
         if lid < n_here {
             // Eight loads of the key in flight before any is used.
             var d = 0u;
@@ -36816,26 +37243,24 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 let k5 = key_at(key, kvh, d + 5u, d4);
                 let k6 = key_at(key, kvh, d + 6u, d4);
                 let k7 = key_at(key, kvh, d + 7u, d4);
-                for (var jj = 0u; jj < MAXQ; jj++) {
-                    let b = jj * d4 + d;
-                    dots[jj] += qs[b] * k0 + qs[b + 1u] * k1 + qs[b + 2u] * k2 + qs[b + 3u] * k3;
-                    dots[jj] += qs[b + 4u] * k4 + qs[b + 5u] * k5 + qs[b + 6u] * k6 + qs[b + 7u] * k7;
-                }
+                d0 += dot8(d, k0, k1, k2, k3, k4, k5, k6, k7);
+                d1 += dot8(d4 + d, k0, k1, k2, k3, k4, k5, k6, k7);
+                d2 += dot8(2u * d4 + d, k0, k1, k2, k3, k4, k5, k6, k7);
+                d3 += dot8(3u * d4 + d, k0, k1, k2, k3, k4, k5, k6, k7);
             }
             for (; d < d4; d++) {
                 let kv = key_at(key, kvh, d, d4);
-                for (var jj = 0u; jj < MAXQ; jj++) {
-                    dots[jj] += qs[jj * d4 + d] * kv;
-                }
+                d0 += qs[d] * kv;
+                d1 += qs[d4 + d] * kv;
+                d2 += qs[2u * d4 + d] * kv;
+                d3 += qs[3u * d4 + d] * kv;
             }
         }
-        for (var jj = 0u; jj < MAXQ; jj++) {
-            var s = NEG;
-            if jj < nq && lid < n_here && key < lim[jj] {
-                s = (dots[jj].x + dots[jj].y + dots[jj].z + dots[jj].w) * p.scale;
-            }
-            sc[jj * TILE + lid] = s;
-        }
+        let live = lid < n_here;
+        sc[lid] = select(NEG, (d0.x + d0.y + d0.z + d0.w) * p.scale, 0u < nq && live && key < lim0);
+        sc[TILE + lid] = select(NEG, (d1.x + d1.y + d1.z + d1.w) * p.scale, 1u < nq && live && key < lim1);
+        sc[2u * TILE + lid] = select(NEG, (d2.x + d2.y + d2.z + d2.w) * p.scale, 2u < nq && live && key < lim2);
+        sc[3u * TILE + lid] = select(NEG, (d3.x + d3.y + d3.z + d3.w) * p.scale, 3u < nq && live && key < lim3);
         // The first four values of this invocation's key group, in flight
         // through the reduction (at indices clamped into the tile; their
         // probabilities are 0 past it).
@@ -36860,34 +37285,40 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             }
         }
         reduce(lid, vec2<f32>(mx, l));
-        var m_new: array<f32, MAXQ>;
-        var alpha: array<f32, MAXQ>;
-        for (var jj = 0u; jj < MAXQ; jj++) {
-            let tile = red[jj * LANES];
-            m_new[jj] = max(m_run[jj], tile.x);
-            alpha[jj] = exp(m_run[jj] - m_new[jj]);
-            l_run[jj] = l_run[jj] * alpha[jj] + tile.y * exp(tile.x - m_new[jj]);
-            m_run[jj] = m_new[jj];
-            acc[jj] *= alpha[jj];
-        }
-        for (var jj = 0u; jj < MAXQ; jj++) {
-            let s = sc[jj * TILE + lid];
-            var pr = 0.0;
-            if jj < nq && s > NEG {
-                pr = exp(s - m_new[jj]);
-            }
-            sc[jj * TILE + lid] = pr;
-        }
+        let t0 = red[0u];
+        let t1 = red[LANES];
+        let t2 = red[2u * LANES];
+        let t3 = red[3u * LANES];
+        let n0 = max(m0, t0.x);
+        let n1 = max(m1, t1.x);
+        let n2 = max(m2, t2.x);
+        let n3 = max(m3, t3.x);
+        let al0 = exp(m0 - n0);
+        let al1 = exp(m1 - n1);
+        let al2 = exp(m2 - n2);
+        let al3 = exp(m3 - n3);
+        l0 = l0 * al0 + t0.y * exp(t0.x - n0);
+        l1 = l1 * al1 + t1.y * exp(t1.x - n1);
+        l2 = l2 * al2 + t2.y * exp(t2.x - n2);
+        l3 = l3 * al3 + t3.y * exp(t3.x - n3);
+        m0 = n0;
+        m1 = n1;
+        m2 = n2;
+        m3 = n3;
+        a0 *= al0;
+        a1 *= al1;
+        a2 *= al2;
+        a3 *= al3;
+        sc[lid] = prob(sc[lid], n0, 0u < nq);
+        sc[TILE + lid] = prob(sc[TILE + lid], n1, 1u < nq);
+        sc[2u * TILE + lid] = prob(sc[2u * TILE + lid], n2, 2u < nq);
+        sc[3u * TILE + lid] = prob(sc[3u * TILE + lid], n3, 3u < nq);
         workgroupBarrier();
         if kg < n_kg {
-            for (var jj = 0u; jj < MAXQ; jj++) {
-                let b = jj * TILE;
-                let p0 = select(0.0, sc[b + min(kg, TILE - 1u)], kg < n_here);
-                let p1 = select(0.0, sc[b + min(kg + n_kg, TILE - 1u)], kg + n_kg < n_here);
-                let p2 = select(0.0, sc[b + min(kg + 2u * n_kg, TILE - 1u)], kg + 2u * n_kg < n_here);
-                let p3 = select(0.0, sc[b + min(kg + 3u * n_kg, TILE - 1u)], kg + 3u * n_kg < n_here);
-                acc[jj] += p0 * v0 + p1 * v1 + p2 * v2 + p3 * v3;
-            }
+            a0 += first4(0u, kg, n_kg, n_here, v0, v1, v2, v3);
+            a1 += first4(TILE, kg, n_kg, n_here, v0, v1, v2, v3);
+            a2 += first4(2u * TILE, kg, n_kg, n_here, v0, v1, v2, v3);
+            a3 += first4(3u * TILE, kg, n_kg, n_here, v0, v1, v2, v3);
             // Four values in flight before any is used.
             var j = kg + 4u * n_kg;
             for (; j + 3u * n_kg < n_here; j += 4u * n_kg) {
@@ -36895,27 +37326,24 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 let u1 = value_at(c0 + j + n_kg, kvh, dim4, d4);
                 let u2 = value_at(c0 + j + 2u * n_kg, kvh, dim4, d4);
                 let u3 = value_at(c0 + j + 3u * n_kg, kvh, dim4, d4);
-                for (var jj = 0u; jj < MAXQ; jj++) {
-                    let b = jj * TILE + j;
-                    acc[jj] += sc[b] * u0 + sc[b + n_kg] * u1 + sc[b + 2u * n_kg] * u2 + sc[b + 3u * n_kg] * u3;
-                }
+                a0 += next4(j, n_kg, u0, u1, u2, u3);
+                a1 += next4(TILE + j, n_kg, u0, u1, u2, u3);
+                a2 += next4(2u * TILE + j, n_kg, u0, u1, u2, u3);
+                a3 += next4(3u * TILE + j, n_kg, u0, u1, u2, u3);
             }
             for (; j < n_here; j += n_kg) {
                 let vv = value_at(c0 + j, kvh, dim4, d4);
-                for (var jj = 0u; jj < MAXQ; jj++) {
-                    acc[jj] += sc[jj * TILE + j] * vv;
-                }
+                a0 += sc[j] * vv;
+                a1 += sc[TILE + j] * vv;
+                a2 += sc[2u * TILE + j] * vv;
+                a3 += sc[3u * TILE + j] * vv;
             }
         }
         workgroupBarrier();
     }
-    // Sum the key groups of each dim and write the partials (a constant
-    // trip count here too, so `acc` stays indexed by constants).
-    for (var jj = 0u; jj < MAXQ; jj++) {
-        if jj >= nq {
-            break;
-        }
-        sums[lid] = acc[jj];
+    // Sum the key groups of each dim and write the partials.
+    for (var jj = 0u; jj < nq; jj++) {
+        sums[lid] = select(select(select(a0, a1, jj == 1u), a2, jj == 2u), a3, jj == 3u);
         workgroupBarrier();
         let j = j0 + jj;
         let h = kvh * group + j % group;
@@ -36928,7 +37356,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             part[base + 1u + lid] = total;
         }
         if lid == 0u {
-            part[base] = vec4<f32>(m_run[jj], l_run[jj], 0.0, 0.0);
+            let m = select(select(select(m0, m1, jj == 1u), m2, jj == 2u), m3, jj == 3u);
+            let l = select(select(select(l0, l1, jj == 1u), l2, jj == 2u), l3, jj == 3u);
+            part[base] = vec4<f32>(m, l, 0.0, 0.0);
         }
         workgroupBarrier();
     }
@@ -36947,7 +37377,7 @@ pub const SDPA_SPLIT_SHORT_ROPE_F16: &str = r#"enable f16;
 //! 256 (`sdpa_with_kv_cache_into` in `ops/llm.rs` takes the split kernels
 //! only then); `sc` by `jj * TILE` plus an index below `TILE`; `red` by
 //! `lid` and `lid + stride` within a `LANES` block; `sums` by `g * D / 4 +
-//! lid < WG`; the per-vector arrays by `jj < MAXQ`.
+//! lid < WG`; the per-vector state is named values (no arrays).
 // variants: f32 f16 f32_kvf16
 // bounds: host-checked
 
@@ -37075,6 +37505,33 @@ fn reduce(lid: u32, v: vec2<f32>) {
     }
 }
 
+/// Eight key `vec4`s dotted with the query's from `qs[b]` on.
+fn dot8(b: u32, k0: vec4<f32>, k1: vec4<f32>, k2: vec4<f32>, k3: vec4<f32>, k4: vec4<f32>, k5: vec4<f32>, k6: vec4<f32>, k7: vec4<f32>) -> vec4<f32> {
+    return qs[b] * k0 + qs[b + 1u] * k1 + qs[b + 2u] * k2 + qs[b + 3u] * k3 + qs[b + 4u] * k4 + qs[b + 5u] * k5 + qs[b + 6u] * k6 + qs[b + 7u] * k7;
+}
+
+/// A score's probability against the running max `m` (0 for a masked key
+/// or a vector past `nq`).
+fn prob(s: f32, m: f32, used: bool) -> f32 {
+    return select(0.0, exp(s - m), used && s > NEG);
+}
+
+/// The first four values of a key group (`kg`, `kg + n_kg`, ...) weighted
+/// by their probabilities from `sc[b]` on (0 past the tile's `n_here`).
+fn first4(b: u32, kg: u32, n_kg: u32, n_here: u32, v0: vec4<f32>, v1: vec4<f32>, v2: vec4<f32>, v3: vec4<f32>) -> vec4<f32> {
+    let p0 = select(0.0, sc[b + min(kg, TILE - 1u)], kg < n_here);
+    let p1 = select(0.0, sc[b + min(kg + n_kg, TILE - 1u)], kg + n_kg < n_here);
+    let p2 = select(0.0, sc[b + min(kg + 2u * n_kg, TILE - 1u)], kg + 2u * n_kg < n_here);
+    let p3 = select(0.0, sc[b + min(kg + 3u * n_kg, TILE - 1u)], kg + 3u * n_kg < n_here);
+    return p0 * v0 + p1 * v1 + p2 * v2 + p3 * v3;
+}
+
+/// Four values `n_kg` keys apart weighted by their probabilities from
+/// `sc[b]` on.
+fn next4(b: u32, n_kg: u32, u0: vec4<f32>, u1: vec4<f32>, u2: vec4<f32>, u3: vec4<f32>) -> vec4<f32> {
+    return sc[b] * u0 + sc[b + n_kg] * u1 + sc[b + 2u * n_kg] * u2 + sc[b + 3u * n_kg] * u3;
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let group = p.n_heads / p.n_kv_heads;
@@ -37126,14 +37583,28 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
     storageBarrier();
     workgroupBarrier();
-    // Per query vector: the keys its row sees end at `lim`.
-    var lim: array<u32, MAXQ>;
-    for (var jj = 0u; jj < MAXQ; jj++) {
-        lim[jj] = p.start_pos + (j0 + jj) / group + 1u;
-    }
-    var m_run = array<f32, MAXQ>(NEG, NEG, NEG, NEG);
-    var l_run = array<f32, MAXQ>(0.0, 0.0, 0.0, 0.0);
-    var acc: array<vec4<f32>, MAXQ>;
+    // Per query vector (`MAXQ` = 4 of them, named rather than arrays
+    // indexed in loops: run as measured that form faster in
+    // `q4_gemv_sdpa.wgsl`): the keys its row sees end at `lim0 .. lim3`;
+    // its running max `m0 ..`, sum `l0 ..` and value sums `a0 ..`. Vectors
+    // past `nq` compute on zeros (workgroup memory starts zeroed) or on
+    // probabilities set to 0, and are never stored.
+    let lim0 = p.start_pos + j0 / group + 1u;
+    let lim1 = p.start_pos + (j0 + 1u) / group + 1u;
+    let lim2 = p.start_pos + (j0 + 2u) / group + 1u;
+    let lim3 = p.start_pos + (j0 + 3u) / group + 1u;
+    var m0 = NEG;
+    var m1 = NEG;
+    var m2 = NEG;
+    var m3 = NEG;
+    var l0 = 0.0;
+    var l1 = 0.0;
+    var l2 = 0.0;
+    var l3 = 0.0;
+    var a0 = vec4<f32>();
+    var a1 = vec4<f32>();
+    var a2 = vec4<f32>();
+    var a3 = vec4<f32>();
     let dim4 = lid % d4;
     let kg = lid / d4;
     let n_kg = WG / d4;
@@ -37142,11 +37613,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     for (var c0 = begin; c0 < end; c0 += TILE) {
         let n_here = min(TILE, end - c0);
         let key = c0 + lid;
-        // Loops over the query vectors run to `MAXQ` (constant trip
-        // counts, so the per-vector arrays stay in registers); vectors past
-        // `nq` compute on zeros (workgroup memory starts zeroed) or on
-        // probabilities set to 0, and are never stored.
-        var dots: array<vec4<f32>, MAXQ>;
+        var d0 = vec4<f32>();
+        var d1 = vec4<f32>();
+        var d2 = vec4<f32>();
+        var d3 = vec4<f32>();
         if lid < n_here {
             // Eight loads of the key in flight before any is used.
             var d = 0u;
@@ -37159,26 +37629,24 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 let k5 = key_at(key, kvh, d + 5u, d4);
                 let k6 = key_at(key, kvh, d + 6u, d4);
                 let k7 = key_at(key, kvh, d + 7u, d4);
-                for (var jj = 0u; jj < MAXQ; jj++) {
-                    let b = jj * d4 + d;
-                    dots[jj] += qs[b] * k0 + qs[b + 1u] * k1 + qs[b + 2u] * k2 + qs[b + 3u] * k3;
-                    dots[jj] += qs[b + 4u] * k4 + qs[b + 5u] * k5 + qs[b + 6u] * k6 + qs[b + 7u] * k7;
-                }
+                d0 += dot8(d, k0, k1, k2, k3, k4, k5, k6, k7);
+                d1 += dot8(d4 + d, k0, k1, k2, k3, k4, k5, k6, k7);
+                d2 += dot8(2u * d4 + d, k0, k1, k2, k3, k4, k5, k6, k7);
+                d3 += dot8(3u * d4 + d, k0, k1, k2, k3, k4, k5, k6, k7);
             }
             for (; d < d4; d++) {
                 let kv = key_at(key, kvh, d, d4);
-                for (var jj = 0u; jj < MAXQ; jj++) {
-                    dots[jj] += qs[jj * d4 + d] * kv;
-                }
+                d0 += qs[d] * kv;
+                d1 += qs[d4 + d] * kv;
+                d2 += qs[2u * d4 + d] * kv;
+                d3 += qs[3u * d4 + d] * kv;
             }
         }
-        for (var jj = 0u; jj < MAXQ; jj++) {
-            var s = NEG;
-            if jj < nq && lid < n_here && key < lim[jj] {
-                s = (dots[jj].x + dots[jj].y + dots[jj].z + dots[jj].w) * p.scale;
-            }
-            sc[jj * TILE + lid] = s;
-        }
+        let live = lid < n_here;
+        sc[lid] = select(NEG, (d0.x + d0.y + d0.z + d0.w) * p.scale, 0u < nq && live && key < lim0);
+        sc[TILE + lid] = select(NEG, (d1.x + d1.y + d1.z + d1.w) * p.scale, 1u < nq && live && key < lim1);
+        sc[2u * TILE + lid] = select(NEG, (d2.x + d2.y + d2.z + d2.w) * p.scale, 2u < nq && live && key < lim2);
+        sc[3u * TILE + lid] = select(NEG, (d3.x + d3.y + d3.z + d3.w) * p.scale, 3u < nq && live && key < lim3);
         // The first four values of this invocation's key group, in flight
         // through the reduction (at indices clamped into the tile; their
         // probabilities are 0 past it).
@@ -37203,34 +37671,40 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             }
         }
         reduce(lid, vec2<f32>(mx, l));
-        var m_new: array<f32, MAXQ>;
-        var alpha: array<f32, MAXQ>;
-        for (var jj = 0u; jj < MAXQ; jj++) {
-            let tile = red[jj * LANES];
-            m_new[jj] = max(m_run[jj], tile.x);
-            alpha[jj] = exp(m_run[jj] - m_new[jj]);
-            l_run[jj] = l_run[jj] * alpha[jj] + tile.y * exp(tile.x - m_new[jj]);
-            m_run[jj] = m_new[jj];
-            acc[jj] *= alpha[jj];
-        }
-        for (var jj = 0u; jj < MAXQ; jj++) {
-            let s = sc[jj * TILE + lid];
-            var pr = 0.0;
-            if jj < nq && s > NEG {
-                pr = exp(s - m_new[jj]);
-            }
-            sc[jj * TILE + lid] = pr;
-        }
+        let t0 = red[0u];
+        let t1 = red[LANES];
+        let t2 = red[2u * LANES];
+        let t3 = red[3u * LANES];
+        let n0 = max(m0, t0.x);
+        let n1 = max(m1, t1.x);
+        let n2 = max(m2, t2.x);
+        let n3 = max(m3, t3.x);
+        let al0 = exp(m0 - n0);
+        let al1 = exp(m1 - n1);
+        let al2 = exp(m2 - n2);
+        let al3 = exp(m3 - n3);
+        l0 = l0 * al0 + t0.y * exp(t0.x - n0);
+        l1 = l1 * al1 + t1.y * exp(t1.x - n1);
+        l2 = l2 * al2 + t2.y * exp(t2.x - n2);
+        l3 = l3 * al3 + t3.y * exp(t3.x - n3);
+        m0 = n0;
+        m1 = n1;
+        m2 = n2;
+        m3 = n3;
+        a0 *= al0;
+        a1 *= al1;
+        a2 *= al2;
+        a3 *= al3;
+        sc[lid] = prob(sc[lid], n0, 0u < nq);
+        sc[TILE + lid] = prob(sc[TILE + lid], n1, 1u < nq);
+        sc[2u * TILE + lid] = prob(sc[2u * TILE + lid], n2, 2u < nq);
+        sc[3u * TILE + lid] = prob(sc[3u * TILE + lid], n3, 3u < nq);
         workgroupBarrier();
         if kg < n_kg {
-            for (var jj = 0u; jj < MAXQ; jj++) {
-                let b = jj * TILE;
-                let p0 = select(0.0, sc[b + min(kg, TILE - 1u)], kg < n_here);
-                let p1 = select(0.0, sc[b + min(kg + n_kg, TILE - 1u)], kg + n_kg < n_here);
-                let p2 = select(0.0, sc[b + min(kg + 2u * n_kg, TILE - 1u)], kg + 2u * n_kg < n_here);
-                let p3 = select(0.0, sc[b + min(kg + 3u * n_kg, TILE - 1u)], kg + 3u * n_kg < n_here);
-                acc[jj] += p0 * v0 + p1 * v1 + p2 * v2 + p3 * v3;
-            }
+            a0 += first4(0u, kg, n_kg, n_here, v0, v1, v2, v3);
+            a1 += first4(TILE, kg, n_kg, n_here, v0, v1, v2, v3);
+            a2 += first4(2u * TILE, kg, n_kg, n_here, v0, v1, v2, v3);
+            a3 += first4(3u * TILE, kg, n_kg, n_here, v0, v1, v2, v3);
             // Four values in flight before any is used.
             var j = kg + 4u * n_kg;
             for (; j + 3u * n_kg < n_here; j += 4u * n_kg) {
@@ -37238,27 +37712,24 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 let u1 = value_at(c0 + j + n_kg, kvh, dim4, d4);
                 let u2 = value_at(c0 + j + 2u * n_kg, kvh, dim4, d4);
                 let u3 = value_at(c0 + j + 3u * n_kg, kvh, dim4, d4);
-                for (var jj = 0u; jj < MAXQ; jj++) {
-                    let b = jj * TILE + j;
-                    acc[jj] += sc[b] * u0 + sc[b + n_kg] * u1 + sc[b + 2u * n_kg] * u2 + sc[b + 3u * n_kg] * u3;
-                }
+                a0 += next4(j, n_kg, u0, u1, u2, u3);
+                a1 += next4(TILE + j, n_kg, u0, u1, u2, u3);
+                a2 += next4(2u * TILE + j, n_kg, u0, u1, u2, u3);
+                a3 += next4(3u * TILE + j, n_kg, u0, u1, u2, u3);
             }
             for (; j < n_here; j += n_kg) {
                 let vv = value_at(c0 + j, kvh, dim4, d4);
-                for (var jj = 0u; jj < MAXQ; jj++) {
-                    acc[jj] += sc[jj * TILE + j] * vv;
-                }
+                a0 += sc[j] * vv;
+                a1 += sc[TILE + j] * vv;
+                a2 += sc[2u * TILE + j] * vv;
+                a3 += sc[3u * TILE + j] * vv;
             }
         }
         workgroupBarrier();
     }
-    // Sum the key groups of each dim and write the partials (a constant
-    // trip count here too, so `acc` stays indexed by constants).
-    for (var jj = 0u; jj < MAXQ; jj++) {
-        if jj >= nq {
-            break;
-        }
-        sums[lid] = acc[jj];
+    // Sum the key groups of each dim and write the partials.
+    for (var jj = 0u; jj < nq; jj++) {
+        sums[lid] = select(select(select(a0, a1, jj == 1u), a2, jj == 2u), a3, jj == 3u);
         workgroupBarrier();
         let j = j0 + jj;
         let h = kvh * group + j % group;
@@ -37271,7 +37742,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             part[base + 1u + lid] = total;
         }
         if lid == 0u {
-            part[base] = vec4<f32>(m_run[jj], l_run[jj], 0.0, 0.0);
+            let m = select(select(select(m0, m1, jj == 1u), m2, jj == 2u), m3, jj == 3u);
+            let l = select(select(select(l0, l1, jj == 1u), l2, jj == 2u), l3, jj == 3u);
+            part[base] = vec4<f32>(m, l, 0.0, 0.0);
         }
         workgroupBarrier();
     }
@@ -37290,7 +37763,7 @@ pub const SDPA_SPLIT_SHORT_ROPE_F32_KVF16: &str = r#"enable f16;
 //! 256 (`sdpa_with_kv_cache_into` in `ops/llm.rs` takes the split kernels
 //! only then); `sc` by `jj * TILE` plus an index below `TILE`; `red` by
 //! `lid` and `lid + stride` within a `LANES` block; `sums` by `g * D / 4 +
-//! lid < WG`; the per-vector arrays by `jj < MAXQ`.
+//! lid < WG`; the per-vector state is named values (no arrays).
 // variants: f32 f16 f32_kvf16
 // bounds: host-checked
 
@@ -37418,6 +37891,33 @@ fn reduce(lid: u32, v: vec2<f32>) {
     }
 }
 
+/// Eight key `vec4`s dotted with the query's from `qs[b]` on.
+fn dot8(b: u32, k0: vec4<f32>, k1: vec4<f32>, k2: vec4<f32>, k3: vec4<f32>, k4: vec4<f32>, k5: vec4<f32>, k6: vec4<f32>, k7: vec4<f32>) -> vec4<f32> {
+    return qs[b] * k0 + qs[b + 1u] * k1 + qs[b + 2u] * k2 + qs[b + 3u] * k3 + qs[b + 4u] * k4 + qs[b + 5u] * k5 + qs[b + 6u] * k6 + qs[b + 7u] * k7;
+}
+
+/// A score's probability against the running max `m` (0 for a masked key
+/// or a vector past `nq`).
+fn prob(s: f32, m: f32, used: bool) -> f32 {
+    return select(0.0, exp(s - m), used && s > NEG);
+}
+
+/// The first four values of a key group (`kg`, `kg + n_kg`, ...) weighted
+/// by their probabilities from `sc[b]` on (0 past the tile's `n_here`).
+fn first4(b: u32, kg: u32, n_kg: u32, n_here: u32, v0: vec4<f32>, v1: vec4<f32>, v2: vec4<f32>, v3: vec4<f32>) -> vec4<f32> {
+    let p0 = select(0.0, sc[b + min(kg, TILE - 1u)], kg < n_here);
+    let p1 = select(0.0, sc[b + min(kg + n_kg, TILE - 1u)], kg + n_kg < n_here);
+    let p2 = select(0.0, sc[b + min(kg + 2u * n_kg, TILE - 1u)], kg + 2u * n_kg < n_here);
+    let p3 = select(0.0, sc[b + min(kg + 3u * n_kg, TILE - 1u)], kg + 3u * n_kg < n_here);
+    return p0 * v0 + p1 * v1 + p2 * v2 + p3 * v3;
+}
+
+/// Four values `n_kg` keys apart weighted by their probabilities from
+/// `sc[b]` on.
+fn next4(b: u32, n_kg: u32, u0: vec4<f32>, u1: vec4<f32>, u2: vec4<f32>, u3: vec4<f32>) -> vec4<f32> {
+    return sc[b] * u0 + sc[b + n_kg] * u1 + sc[b + 2u * n_kg] * u2 + sc[b + 3u * n_kg] * u3;
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let group = p.n_heads / p.n_kv_heads;
@@ -37469,14 +37969,28 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
     storageBarrier();
     workgroupBarrier();
-    // Per query vector: the keys its row sees end at `lim`.
-    var lim: array<u32, MAXQ>;
-    for (var jj = 0u; jj < MAXQ; jj++) {
-        lim[jj] = p.start_pos + (j0 + jj) / group + 1u;
-    }
-    var m_run = array<f32, MAXQ>(NEG, NEG, NEG, NEG);
-    var l_run = array<f32, MAXQ>(0.0, 0.0, 0.0, 0.0);
-    var acc: array<vec4<f32>, MAXQ>;
+    // Per query vector (`MAXQ` = 4 of them, named rather than arrays
+    // indexed in loops: run as measured that form faster in
+    // `q4_gemv_sdpa.wgsl`): the keys its row sees end at `lim0 .. lim3`;
+    // its running max `m0 ..`, sum `l0 ..` and value sums `a0 ..`. Vectors
+    // past `nq` compute on zeros (workgroup memory starts zeroed) or on
+    // probabilities set to 0, and are never stored.
+    let lim0 = p.start_pos + j0 / group + 1u;
+    let lim1 = p.start_pos + (j0 + 1u) / group + 1u;
+    let lim2 = p.start_pos + (j0 + 2u) / group + 1u;
+    let lim3 = p.start_pos + (j0 + 3u) / group + 1u;
+    var m0 = NEG;
+    var m1 = NEG;
+    var m2 = NEG;
+    var m3 = NEG;
+    var l0 = 0.0;
+    var l1 = 0.0;
+    var l2 = 0.0;
+    var l3 = 0.0;
+    var a0 = vec4<f32>();
+    var a1 = vec4<f32>();
+    var a2 = vec4<f32>();
+    var a3 = vec4<f32>();
     let dim4 = lid % d4;
     let kg = lid / d4;
     let n_kg = WG / d4;
@@ -37485,11 +37999,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     for (var c0 = begin; c0 < end; c0 += TILE) {
         let n_here = min(TILE, end - c0);
         let key = c0 + lid;
-        // Loops over the query vectors run to `MAXQ` (constant trip
-        // counts, so the per-vector arrays stay in registers); vectors past
-        // `nq` compute on zeros (workgroup memory starts zeroed) or on
-        // probabilities set to 0, and are never stored.
-        var dots: array<vec4<f32>, MAXQ>;
+        var d0 = vec4<f32>();
+        var d1 = vec4<f32>();
+        var d2 = vec4<f32>();
+        var d3 = vec4<f32>();
         if lid < n_here {
             // Eight loads of the key in flight before any is used.
             var d = 0u;
@@ -37502,26 +38015,24 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 let k5 = key_at(key, kvh, d + 5u, d4);
                 let k6 = key_at(key, kvh, d + 6u, d4);
                 let k7 = key_at(key, kvh, d + 7u, d4);
-                for (var jj = 0u; jj < MAXQ; jj++) {
-                    let b = jj * d4 + d;
-                    dots[jj] += qs[b] * k0 + qs[b + 1u] * k1 + qs[b + 2u] * k2 + qs[b + 3u] * k3;
-                    dots[jj] += qs[b + 4u] * k4 + qs[b + 5u] * k5 + qs[b + 6u] * k6 + qs[b + 7u] * k7;
-                }
+                d0 += dot8(d, k0, k1, k2, k3, k4, k5, k6, k7);
+                d1 += dot8(d4 + d, k0, k1, k2, k3, k4, k5, k6, k7);
+                d2 += dot8(2u * d4 + d, k0, k1, k2, k3, k4, k5, k6, k7);
+                d3 += dot8(3u * d4 + d, k0, k1, k2, k3, k4, k5, k6, k7);
             }
             for (; d < d4; d++) {
                 let kv = key_at(key, kvh, d, d4);
-                for (var jj = 0u; jj < MAXQ; jj++) {
-                    dots[jj] += qs[jj * d4 + d] * kv;
-                }
+                d0 += qs[d] * kv;
+                d1 += qs[d4 + d] * kv;
+                d2 += qs[2u * d4 + d] * kv;
+                d3 += qs[3u * d4 + d] * kv;
             }
         }
-        for (var jj = 0u; jj < MAXQ; jj++) {
-            var s = NEG;
-            if jj < nq && lid < n_here && key < lim[jj] {
-                s = (dots[jj].x + dots[jj].y + dots[jj].z + dots[jj].w) * p.scale;
-            }
-            sc[jj * TILE + lid] = s;
-        }
+        let live = lid < n_here;
+        sc[lid] = select(NEG, (d0.x + d0.y + d0.z + d0.w) * p.scale, 0u < nq && live && key < lim0);
+        sc[TILE + lid] = select(NEG, (d1.x + d1.y + d1.z + d1.w) * p.scale, 1u < nq && live && key < lim1);
+        sc[2u * TILE + lid] = select(NEG, (d2.x + d2.y + d2.z + d2.w) * p.scale, 2u < nq && live && key < lim2);
+        sc[3u * TILE + lid] = select(NEG, (d3.x + d3.y + d3.z + d3.w) * p.scale, 3u < nq && live && key < lim3);
         // The first four values of this invocation's key group, in flight
         // through the reduction (at indices clamped into the tile; their
         // probabilities are 0 past it).
@@ -37546,34 +38057,40 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             }
         }
         reduce(lid, vec2<f32>(mx, l));
-        var m_new: array<f32, MAXQ>;
-        var alpha: array<f32, MAXQ>;
-        for (var jj = 0u; jj < MAXQ; jj++) {
-            let tile = red[jj * LANES];
-            m_new[jj] = max(m_run[jj], tile.x);
-            alpha[jj] = exp(m_run[jj] - m_new[jj]);
-            l_run[jj] = l_run[jj] * alpha[jj] + tile.y * exp(tile.x - m_new[jj]);
-            m_run[jj] = m_new[jj];
-            acc[jj] *= alpha[jj];
-        }
-        for (var jj = 0u; jj < MAXQ; jj++) {
-            let s = sc[jj * TILE + lid];
-            var pr = 0.0;
-            if jj < nq && s > NEG {
-                pr = exp(s - m_new[jj]);
-            }
-            sc[jj * TILE + lid] = pr;
-        }
+        let t0 = red[0u];
+        let t1 = red[LANES];
+        let t2 = red[2u * LANES];
+        let t3 = red[3u * LANES];
+        let n0 = max(m0, t0.x);
+        let n1 = max(m1, t1.x);
+        let n2 = max(m2, t2.x);
+        let n3 = max(m3, t3.x);
+        let al0 = exp(m0 - n0);
+        let al1 = exp(m1 - n1);
+        let al2 = exp(m2 - n2);
+        let al3 = exp(m3 - n3);
+        l0 = l0 * al0 + t0.y * exp(t0.x - n0);
+        l1 = l1 * al1 + t1.y * exp(t1.x - n1);
+        l2 = l2 * al2 + t2.y * exp(t2.x - n2);
+        l3 = l3 * al3 + t3.y * exp(t3.x - n3);
+        m0 = n0;
+        m1 = n1;
+        m2 = n2;
+        m3 = n3;
+        a0 *= al0;
+        a1 *= al1;
+        a2 *= al2;
+        a3 *= al3;
+        sc[lid] = prob(sc[lid], n0, 0u < nq);
+        sc[TILE + lid] = prob(sc[TILE + lid], n1, 1u < nq);
+        sc[2u * TILE + lid] = prob(sc[2u * TILE + lid], n2, 2u < nq);
+        sc[3u * TILE + lid] = prob(sc[3u * TILE + lid], n3, 3u < nq);
         workgroupBarrier();
         if kg < n_kg {
-            for (var jj = 0u; jj < MAXQ; jj++) {
-                let b = jj * TILE;
-                let p0 = select(0.0, sc[b + min(kg, TILE - 1u)], kg < n_here);
-                let p1 = select(0.0, sc[b + min(kg + n_kg, TILE - 1u)], kg + n_kg < n_here);
-                let p2 = select(0.0, sc[b + min(kg + 2u * n_kg, TILE - 1u)], kg + 2u * n_kg < n_here);
-                let p3 = select(0.0, sc[b + min(kg + 3u * n_kg, TILE - 1u)], kg + 3u * n_kg < n_here);
-                acc[jj] += p0 * v0 + p1 * v1 + p2 * v2 + p3 * v3;
-            }
+            a0 += first4(0u, kg, n_kg, n_here, v0, v1, v2, v3);
+            a1 += first4(TILE, kg, n_kg, n_here, v0, v1, v2, v3);
+            a2 += first4(2u * TILE, kg, n_kg, n_here, v0, v1, v2, v3);
+            a3 += first4(3u * TILE, kg, n_kg, n_here, v0, v1, v2, v3);
             // Four values in flight before any is used.
             var j = kg + 4u * n_kg;
             for (; j + 3u * n_kg < n_here; j += 4u * n_kg) {
@@ -37581,27 +38098,24 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 let u1 = value_at(c0 + j + n_kg, kvh, dim4, d4);
                 let u2 = value_at(c0 + j + 2u * n_kg, kvh, dim4, d4);
                 let u3 = value_at(c0 + j + 3u * n_kg, kvh, dim4, d4);
-                for (var jj = 0u; jj < MAXQ; jj++) {
-                    let b = jj * TILE + j;
-                    acc[jj] += sc[b] * u0 + sc[b + n_kg] * u1 + sc[b + 2u * n_kg] * u2 + sc[b + 3u * n_kg] * u3;
-                }
+                a0 += next4(j, n_kg, u0, u1, u2, u3);
+                a1 += next4(TILE + j, n_kg, u0, u1, u2, u3);
+                a2 += next4(2u * TILE + j, n_kg, u0, u1, u2, u3);
+                a3 += next4(3u * TILE + j, n_kg, u0, u1, u2, u3);
             }
             for (; j < n_here; j += n_kg) {
                 let vv = value_at(c0 + j, kvh, dim4, d4);
-                for (var jj = 0u; jj < MAXQ; jj++) {
-                    acc[jj] += sc[jj * TILE + j] * vv;
-                }
+                a0 += sc[j] * vv;
+                a1 += sc[TILE + j] * vv;
+                a2 += sc[2u * TILE + j] * vv;
+                a3 += sc[3u * TILE + j] * vv;
             }
         }
         workgroupBarrier();
     }
-    // Sum the key groups of each dim and write the partials (a constant
-    // trip count here too, so `acc` stays indexed by constants).
-    for (var jj = 0u; jj < MAXQ; jj++) {
-        if jj >= nq {
-            break;
-        }
-        sums[lid] = acc[jj];
+    // Sum the key groups of each dim and write the partials.
+    for (var jj = 0u; jj < nq; jj++) {
+        sums[lid] = select(select(select(a0, a1, jj == 1u), a2, jj == 2u), a3, jj == 3u);
         workgroupBarrier();
         let j = j0 + jj;
         let h = kvh * group + j % group;
@@ -37614,7 +38128,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             part[base + 1u + lid] = total;
         }
         if lid == 0u {
-            part[base] = vec4<f32>(m_run[jj], l_run[jj], 0.0, 0.0);
+            let m = select(select(select(m0, m1, jj == 1u), m2, jj == 2u), m3, jj == 3u);
+            let l = select(select(select(l0, l1, jj == 1u), l2, jj == 2u), l3, jj == 3u);
+            part[base] = vec4<f32>(m, l, 0.0, 0.0);
         }
         workgroupBarrier();
     }
