@@ -1,0 +1,526 @@
+enable f16;
+
+//! Decode route of `etwgpu.sdpa_rope_linear_q4gsw` at short caches: the
+//! whole attention of the one query row computed inside the 4-bit GEMV
+//! that reads its output (the O projection), one dispatch where the split
+//! route takes two (`sdpa_split_rope.wgsl`, then `q4_gemv_attn.wgsl`).
+//! Every workgroup needs the whole attention output (each output column
+//! dots all of it), so every workgroup computes it: at the short caches
+//! the host routes here (`GEMV_ATTN_MAX_CACHE` elements a cache at most),
+//! the keys and values come from L2, and recomputing costs less than the
+//! dispatch and the partials' round trip it saves.
+//!
+//! The attention: the query and the call's new key rotated as they are
+//! loaded (`et_vk.apply_rotary_emb`, as `sdpa_split_rope.wgsl` rotates
+//! them, each result rounded to `Elem`, the key then to the cache's type);
+//! every workgroup stores the new key and value into the caches at
+//! `start_pos` (the same values: which store lands last does not matter)
+//! and reads them back from there like every other key. Then
+//! the keys `0 ..= start_pos` in tiles of `SC / n_heads`, online softmax
+//! per head:
+//! - each invocation scores one (kv head, key) pair against the (at most
+//!   `MAXG`) query heads that share that kv head, eight loads of the key
+//!   in flight;
+//! - sixteen invocations per head take the tile's max and sum in a tree;
+//! - each invocation accumulates one `vec4` of one kv head's values for
+//!   its query heads over one key group of the tile, eight loads in
+//!   flight at keys clamped into the tile (no remainder loop).
+//! At the end the key groups are summed, divided by the softmax sum and
+//! rounded to `Elem` (as the split combine stores the output) into `x`,
+//! which held the rotated query until then. Then, as `q4_gemv.wgsl` with
+//! one row,
+//! `out[n] = sum_k x[k] * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`.
+//!
+//! The host routes here only for one query row, at most `MAXG` query heads
+//! per kv head, at most `MAX_HEADS` heads, `n_heads * head_dim / 4 <= XS`,
+//! `n_kv_heads * head_dim / 4 <= NS`, on devices that allow its 11 storage
+//! buffers and its workgroup memory (`DeviceCaps::gemv_attention`); see
+//! `gemv_attends` in `ops/llm/split_kv.rs`.
+// variants: f32 f16 f32_kvf16
+
+alias Elem = f32;
+alias KvElem = f16;
+
+/// Invocations per workgroup.
+const WG: u32 = 256u;
+/// `vec4`s of the query (then the attention output): `n_heads * head_dim / 4` at most.
+const XS: u32 = 256u;
+/// Most (kv head, `vec4`) pairs of the values (`n_kv_heads * head_dim /
+/// 4`): at least four key groups of them in a workgroup.
+const NS: u32 = 64u;
+/// Scores held per tile, all heads: a tile has `SC / n_heads` keys.
+const SC: u32 = 4096u;
+/// Most query heads per kv head.
+const MAXG: u32 = 4u;
+/// Most query heads (`WG / LANES`).
+const MAX_HEADS: u32 = 16u;
+/// Invocations per head in the softmax's reductions.
+const LANES: u32 = 16u;
+
+struct Params {
+    /// The GEMV's (`q4_gemv.wgsl`): rows of x (1 here).
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (`n_heads * head_dim`, a multiple of 32).
+    k: u32,
+    /// Row length of the scales (and bias): N padded.
+    n_pad: u32,
+    /// Inputs per scale group (a multiple of 32).
+    group_size: u32,
+    has_bias: u32,
+    /// Columns per workgroup: 8, 16 or 32.
+    cols: u32,
+    /// Bit 0: the weights are word-major, else row-major.
+    w_layout: u32,
+    /// The attention's, laid out as `sdpa_split_rope.wgsl`'s uniforms (the
+    /// host appends that dispatch's words): query rows (1 here).
+    seq: u32,
+    /// Query heads.
+    n_heads: u32,
+    /// Key/value heads.
+    n_kv_heads: u32,
+    /// Head dim (a multiple of 4).
+    head_dim: u32,
+    /// Position of the query row (its key is the cache's row `start_pos`).
+    start_pos: u32,
+    /// Softmax scale.
+    scale: f32,
+    /// The split plan's words and padding (unused here).
+    _split0: u32,
+    _split1: u32,
+    _split2: u32,
+    _split3: u32,
+    _pad0: u32,
+    _pad1: u32,
+    /// The tables' row of the query's token.
+    table_row: u32,
+    _pad2: u32,
+    _pad3: u32,
+    _pad4: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> k_new: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> v_new: array<vec4<Elem>>;
+@group(0) @binding(4) var<storage, read> cos_t: array<Elem>;
+@group(0) @binding(5) var<storage, read> sin_t: array<Elem>;
+@group(0) @binding(6) var<storage, read> weights: array<vec4<u32>>;
+@group(0) @binding(7) var<storage, read> scales: array<Elem>;
+@group(0) @binding(8) var<storage, read> bias: array<Elem>;
+@group(0) @binding(9) var<storage, read_write> k_cache: array<vec4<u32>>;
+@group(0) @binding(10) var<storage, read_write> v_cache: array<vec4<KvElem>>;
+@group(0) @binding(11) var<storage, read_write> out: array<Elem>;
+
+/// The rotated query (head `h`, `vec4` `j` at `h * d4 + j`), then the
+/// attention's output in the same places: the GEMV's x.
+var<workgroup> x: array<vec4<f32>, XS>;
+/// The tile's scores (head `h`, key `t` at `h * tile + t`), then their
+/// probabilities.
+var<workgroup> sc: array<f32, SC>;
+/// Per head: the running max and sum, and the last tile's rescale.
+var<workgroup> m_run: array<f32, MAX_HEADS>;
+var<workgroup> l_run: array<f32, MAX_HEADS>;
+var<workgroup> alpha: array<f32, MAX_HEADS>;
+/// The reductions' scratch: `(max, sum)` pairs in `.xy` during the tiles,
+/// the key groups' sums at the end, then the GEMV slices' sums.
+var<workgroup> partial: array<vec4<f32>, WG>;
+
+/// Where the 16-byte words of column `col` (of `n`, `words` per row) sit:
+/// word `w` at `base + w * stride`, `(base, stride)` returned; row-major
+/// `(col * words, 1)`, word-major (see `etwgpu_graph::layout`) `(col, n)`.
+fn column_words(col: u32, words: u32, n: u32, word_major: bool) -> vec2<u32> {
+    if word_major {
+        return vec2<u32>(col, n);
+    }
+    return vec2<u32>(col * words, 1u);
+}
+
+/// Nibbles `4i .. 4i + 4` of `word`, as signed weights. Without an
+/// integer-to-float conversion (a slow instruction on GPUs, 32 of them per
+/// 16-byte word): the nibble `q` goes into the mantissa of 2^23, which
+/// makes the float `2^23 + q` exactly, and `2^23 + 8` is subtracted.
+fn low4(word: u32) -> vec4<f32> {
+    let q = vec4<u32>(word, word >> 4u, word >> 8u, word >> 12u) & vec4<u32>(15u);
+    return bitcast<vec4<f32>>(q | vec4<u32>(0x4B000000u)) - 8388616.0;
+}
+
+/// The 16-byte word `q` (32 nibbles, inputs `8b .. 8b + 32` of a row of x)
+/// dotted with x from vec4 `b`.
+fn dot32(q: vec4<u32>, b: u32) -> f32 {
+    var d = dot(vec4<f32>(x[b]), low4(q.x)) + dot(vec4<f32>(x[b + 1u]), low4(q.x >> 16u));
+    d += dot(vec4<f32>(x[b + 2u]), low4(q.y)) + dot(vec4<f32>(x[b + 3u]), low4(q.y >> 16u));
+    d += dot(vec4<f32>(x[b + 4u]), low4(q.z)) + dot(vec4<f32>(x[b + 5u]), low4(q.z >> 16u));
+    d += dot(vec4<f32>(x[b + 6u]), low4(q.w)) + dot(vec4<f32>(x[b + 7u]), low4(q.w >> 16u));
+    return d;
+}
+
+/// One word's contribution to the (up to four) rows of x, each `x_row`
+/// vec4s long: `acc[r] += dot32(q, r * x_row + b) * s` for `r < m`.
+fn rows4(acc: vec4<f32>, q: vec4<u32>, b: u32, x_row: u32, m: u32, s: f32) -> vec4<f32> {
+    var a = acc;
+    a.x += dot32(q, b) * s;
+    if m > 1u {
+        a.y += dot32(q, x_row + b) * s;
+    }
+    if m > 2u {
+        a.z += dot32(q, 2u * x_row + b) * s;
+    }
+    if m > 3u {
+        a.w += dot32(q, 3u * x_row + b) * s;
+    }
+    return a;
+}
+/// An invocation's place in the GEMV and its first two words.
+struct Column {
+    /// The column it stores (past N: it computes the last one and stores
+    /// nothing, so control flow stays uniform).
+    target_col: u32,
+    col: u32,
+    /// Its K slice.
+    slice: u32,
+    /// Word `w` of the column at `base + w * stride`; `words` of them.
+    base: u32,
+    stride: u32,
+    words: u32,
+    /// Words `slice` and `slice + slices` (at clamped indices) and their
+    /// scales.
+    qa: vec4<u32>,
+    qb: vec4<u32>,
+    sa: f32,
+    sb: f32,
+}
+
+fn column_start(lid: u32, wid: vec3<u32>, groups: vec3<u32>) -> Column {
+    var c: Column;
+    let cols = p.cols;
+    c.slice = lid / cols;
+    let slices = WG / cols;
+    c.target_col = (wid.y * groups.x + wid.x) * cols + lid % cols;
+    c.col = min(c.target_col, p.n - 1u);
+    c.words = p.k / 32u;
+    let at = column_words(c.col, c.words, p.n, (p.w_layout & 1u) != 0u);
+    c.base = at.x;
+    c.stride = at.y;
+    let wa = min(c.slice, c.words - 1u);
+    let wb = min(c.slice + slices, c.words - 1u);
+    c.qa = weights[c.base + wa * c.stride];
+    c.qb = weights[c.base + wb * c.stride];
+    c.sa = f32(scales[(wa * 32u / p.group_size) * p.n_pad + c.col]);
+    c.sb = f32(scales[(wb * 32u / p.group_size) * p.n_pad + c.col]);
+    return c;
+}
+
+/// The column's sums over x's `m` rows (x ready), two words loaded before
+/// either is used; the slices meet in a workgroup-memory tree; slice 0
+/// stores.
+fn column_finish(lid: u32, c: Column, m: u32) {
+    let x_row = p.k / 4u;
+    let slice = c.slice;
+    // From the uniforms, not from `c` (whose fields depend on the
+    // invocation): the tree's barriers must stand in uniform control flow
+    // as WGSL compilers prove it (Chrome's rejects a loop bound read from
+    // a struct that holds non-uniform fields).
+    let slices = WG / p.cols;
+    let base = c.base;
+    let stride = c.stride;
+    let words = c.words;
+    let col = c.col;
+    var acc = vec4<f32>();
+    if slice < words {
+        acc = rows4(acc, c.qa, slice * 8u, x_row, m, c.sa);
+    }
+    if slice + slices < words {
+        acc = rows4(acc, c.qb, (slice + slices) * 8u, x_row, m, c.sb);
+    }
+    var w = slice + 2u * slices;
+    for (; w + slices < words; w += 2u * slices) {
+        let q0 = weights[base + w * stride];
+        let q1 = weights[base + (w + slices) * stride];
+        let s0 = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
+        let s1 = f32(scales[((w + slices) * 32u / p.group_size) * p.n_pad + col]);
+        acc = rows4(acc, q0, w * 8u, x_row, m, s0);
+        acc = rows4(acc, q1, (w + slices) * 8u, x_row, m, s1);
+    }
+    if w < words {
+        let s = f32(scales[(w * 32u / p.group_size) * p.n_pad + col]);
+        acc = rows4(acc, weights[base + w * stride], w * 8u, x_row, m, s);
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var st = slices / 2u; st > 0u; st /= 2u) {
+        if slice < st {
+            partial[lid] += partial[lid + st * p.cols];
+        }
+        workgroupBarrier();
+    }
+    if slice == 0u && c.target_col < p.n {
+        let v = partial[lid];
+        var bv = 0.0;
+        if p.has_bias != 0u {
+            bv = f32(bias[col]);
+        }
+        for (var r = 0u; r < m; r++) {
+            out[r * p.n + col] = Elem(v[r] + bv);
+        }
+    }
+}
+
+/// `vec4` `d` of a row of token `t` of the call rotated: its pairs `(x, y)`
+/// and `(z, w)` are pairs `2d` and `2d + 1` of the half head dim. Rounded
+/// to `Elem`, as the rotation's output tensor holds it.
+fn rope4(v: vec4<Elem>, t: u32, d: u32) -> vec4<f32> {
+    let i = (p.table_row + t) * (p.head_dim / 2u) + 2u * d;
+    let c = vec2<f32>(f32(cos_t[i]), f32(cos_t[i + 1u]));
+    let sn = vec2<f32>(f32(sin_t[i]), f32(sin_t[i + 1u]));
+    let x = vec4<f32>(v);
+    let re = x.xz * c - x.yw * sn;
+    let im = x.xz * sn + x.yw * c;
+    return vec4<f32>(vec4<Elem>(vec4<f32>(re.x, im.x, re.y, im.y)));
+}
+
+/// Two `(max, sum of exp(s - max))` pairs as one.
+fn merge_ml(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
+    let m = max(a.x, b.x);
+    return vec2<f32>(m, a.y * exp(a.x - m) + b.y * exp(b.x - m));
+}
+
+/// `vec4` `j` of key `key` of kv head `g`, from the cache.
+fn key_vec(key: u32, g: u32, j: u32, d4: u32) -> vec4<f32> {
+    let i = (key * p.n_kv_heads + g) * d4 + j;
+    let w = k_cache[i / 2u];
+    let h = select(w.xy, w.zw, (i % 2u) == 1u);
+    return vec4<f32>(unpack2x16float(h.x), unpack2x16float(h.y));
+}
+
+/// `vec4`s `j` and `j + 1` (`j` even) of key `key` of kv head `g`: one
+/// 16-byte load.
+fn key_vec2(key: u32, g: u32, j: u32, d4: u32) -> array<vec4<f32>, 2> {
+    let w = k_cache[((key * p.n_kv_heads + g) * d4 + j) / 2u];
+    return array<vec4<f32>, 2>(vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y)), vec4<f32>(unpack2x16float(w.z), unpack2x16float(w.w)));
+}
+
+/// The same for the values.
+fn value_vec(key: u32, g: u32, j: u32, d4: u32) -> vec4<f32> {
+    return vec4<f32>(v_cache[(key * p.n_kv_heads + g) * d4 + j]);
+}
+
+/// The probability of key `t` of the tile from `b` (of `nt` keys): 0 past
+/// the tile.
+fn pw(b: u32, t: u32, nt: u32) -> f32 {
+    return select(0.0, sc[b + min(t, nt - 1u)], t < nt);
+}
+
+/// Fills `x` with the attention's output. Ends with a barrier, so `x` is
+/// ready.
+fn attend(lid: u32) {
+    let d4 = p.head_dim / 4u;
+    let hq = p.n_heads;
+    let hkv = p.n_kv_heads;
+    let group = hq / hkv;
+    let pos = p.start_pos;
+    for (var e = lid; e < hq * d4; e += WG) {
+        x[e] = rope4(q[e], 0u, e % d4);
+    }
+    // Every workgroup stores the new rows (the same values) and reads them
+    // back from the caches like every other key, so no load branches.
+    for (var e = lid; e < hkv * d4; e += WG) {
+        let kr = vec4<f32>(vec4<KvElem>(rope4(k_new[e], 0u, e % d4)));
+        let ki = pos * hkv * d4 + e;
+        k_cache[ki / 2u][(ki % 2u) * 2u] = pack2x16float(kr.xy);
+        k_cache[ki / 2u][(ki % 2u) * 2u + 1u] = pack2x16float(kr.zw);
+        v_cache[pos * hkv * d4 + e] = vec4<KvElem>(v_new[e]);
+    }
+    if lid < hq {
+        m_run[lid] = -3.402823e38;
+        l_run[lid] = 0.0;
+    }
+    storageBarrier();
+    workgroupBarrier();
+    let tile = SC / hq;
+    let ctx = pos + 1u;
+    // The values' owners: (kv head, vec4) pairs, `kgs` key groups of them.
+    let pairs = hkv * d4;
+    let kgs = WG / pairs;
+    let pair = lid % pairs;
+    let kg = lid / pairs;
+    let g = pair / d4;
+    let j = pair % d4;
+    // The query heads of kv head `g`, clamped (those past `group` compute
+    // on a real head and are never stored), and their value sums: named
+    // values, not arrays indexed in a loop over `MAXG` (run as, third
+    // call: 2.6% more decode tokens/s at 32 keys on an H100).
+    let h0 = g * group;
+    let h1 = g * group + min(1u, group - 1u);
+    let h2 = g * group + min(2u, group - 1u);
+    let h3 = g * group + min(3u, group - 1u);
+    var a0 = vec4<f32>(0.0);
+    var a1 = vec4<f32>(0.0);
+    var a2 = vec4<f32>(0.0);
+    var a3 = vec4<f32>(0.0);
+    let h_red = lid / LANES;
+    let lane = lid % LANES;
+    for (var c0 = 0u; c0 < ctx; c0 += tile) {
+        let nt = min(tile, ctx - c0);
+        // Scores: one (kv head, key) pair per invocation at a time, eight
+        // loads of the key in flight, a sum per query head of the group.
+        for (var i = lid; i < hkv * nt; i += WG) {
+            let gi = i / nt;
+            let t = i % nt;
+            let q0 = (gi * group) * d4;
+            let q1 = (gi * group + min(1u, group - 1u)) * d4;
+            let q2 = (gi * group + min(2u, group - 1u)) * d4;
+            let q3 = (gi * group + min(3u, group - 1u)) * d4;
+            var d0 = vec4<f32>(0.0);
+            var d1 = vec4<f32>(0.0);
+            var d2 = vec4<f32>(0.0);
+            var d3 = vec4<f32>(0.0);
+            var jd = 0u;
+            for (; jd + 8u <= d4; jd += 8u) {
+                let kp0 = key_vec2(c0 + t, gi, jd + 0u, d4);
+                let kp1 = key_vec2(c0 + t, gi, jd + 2u, d4);
+                let kp2 = key_vec2(c0 + t, gi, jd + 4u, d4);
+                let kp3 = key_vec2(c0 + t, gi, jd + 6u, d4);
+                let k0 = kp0[0];
+                let k1 = kp0[1];
+                let k2 = kp1[0];
+                let k3 = kp1[1];
+                let k4 = kp2[0];
+                let k5 = kp2[1];
+                let k6 = kp3[0];
+                let k7 = kp3[1];
+                d0 += x[q0 + jd] * k0 + x[q0 + jd + 1u] * k1 + x[q0 + jd + 2u] * k2 + x[q0 + jd + 3u] * k3;
+                d1 += x[q1 + jd] * k0 + x[q1 + jd + 1u] * k1 + x[q1 + jd + 2u] * k2 + x[q1 + jd + 3u] * k3;
+                d2 += x[q2 + jd] * k0 + x[q2 + jd + 1u] * k1 + x[q2 + jd + 2u] * k2 + x[q2 + jd + 3u] * k3;
+                d3 += x[q3 + jd] * k0 + x[q3 + jd + 1u] * k1 + x[q3 + jd + 2u] * k2 + x[q3 + jd + 3u] * k3;
+                d0 += x[q0 + jd + 4u] * k4 + x[q0 + jd + 5u] * k5 + x[q0 + jd + 6u] * k6 + x[q0 + jd + 7u] * k7;
+                d1 += x[q1 + jd + 4u] * k4 + x[q1 + jd + 5u] * k5 + x[q1 + jd + 6u] * k6 + x[q1 + jd + 7u] * k7;
+                d2 += x[q2 + jd + 4u] * k4 + x[q2 + jd + 5u] * k5 + x[q2 + jd + 6u] * k6 + x[q2 + jd + 7u] * k7;
+                d3 += x[q3 + jd + 4u] * k4 + x[q3 + jd + 5u] * k5 + x[q3 + jd + 6u] * k6 + x[q3 + jd + 7u] * k7;
+            }
+            for (; jd < d4; jd++) {
+                let kv = key_vec(c0 + t, gi, jd, d4);
+                d0 += x[q0 + jd] * kv;
+                d1 += x[q1 + jd] * kv;
+                d2 += x[q2 + jd] * kv;
+                d3 += x[q3 + jd] * kv;
+            }
+            let base = (gi * group) * tile + t;
+            sc[base] = (d0.x + d0.y + d0.z + d0.w) * p.scale;
+            if group > 1u {
+                sc[base + tile] = (d1.x + d1.y + d1.z + d1.w) * p.scale;
+            }
+            if group > 2u {
+                sc[base + 2u * tile] = (d2.x + d2.y + d2.z + d2.w) * p.scale;
+            }
+            if group > 3u {
+                sc[base + 3u * tile] = (d3.x + d3.y + d3.z + d3.w) * p.scale;
+            }
+        }
+        workgroupBarrier();
+        // Each head's tile max and sum: `LANES` invocations, then a tree.
+        var ml = vec2<f32>(-3.402823e38, 0.0);
+        if h_red < hq {
+            for (var t = lane; t < nt; t += LANES) {
+                ml.x = max(ml.x, sc[h_red * tile + t]);
+            }
+            for (var t = lane; t < nt; t += LANES) {
+                ml.y += exp(sc[h_red * tile + t] - ml.x);
+            }
+        }
+        partial[lid] = vec4<f32>(ml, 0.0, 0.0);
+        workgroupBarrier();
+        for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+            if lane < stride {
+                partial[lid] = vec4<f32>(merge_ml(partial[lid].xy, partial[lid + stride].xy), 0.0, 0.0);
+            }
+            workgroupBarrier();
+        }
+        if lid < hq {
+            let tl = partial[lid * LANES].xy;
+            let m_new = max(m_run[lid], tl.x);
+            let a = exp(m_run[lid] - m_new);
+            l_run[lid] = l_run[lid] * a + tl.y * exp(tl.x - m_new);
+            m_run[lid] = m_new;
+            alpha[lid] = a;
+        }
+        workgroupBarrier();
+        for (var i = lid; i < hq * nt; i += WG) {
+            let at = (i / nt) * tile + i % nt;
+            sc[at] = exp(sc[at] - m_run[i / nt]);
+        }
+        workgroupBarrier();
+        // Values: this invocation's (kv head, vec4) over its key group,
+        // eight loads in flight (at keys clamped into the tile; their
+        // probabilities are 0 past it).
+        if kg < kgs {
+            a0 *= alpha[h0];
+            a1 *= alpha[h1];
+            a2 *= alpha[h2];
+            a3 *= alpha[h3];
+            let per = (nt + kgs - 1u) / kgs;
+            let b0 = h0 * tile;
+            let b1 = h1 * tile;
+            let b2 = h2 * tile;
+            let b3 = h3 * tile;
+            for (var e0 = 0u; e0 < per; e0 += 8u) {
+                let t0 = kg + e0 * kgs;
+                let ta = t0;
+                let tb = t0 + kgs;
+                let tc = t0 + 2u * kgs;
+                let td = t0 + 3u * kgs;
+                let te = t0 + 4u * kgs;
+                let tf = t0 + 5u * kgs;
+                let tg = t0 + 6u * kgs;
+                let th = t0 + 7u * kgs;
+                let u0 = value_vec(c0 + min(ta, nt - 1u), g, j, d4);
+                let u1 = value_vec(c0 + min(tb, nt - 1u), g, j, d4);
+                let u2 = value_vec(c0 + min(tc, nt - 1u), g, j, d4);
+                let u3 = value_vec(c0 + min(td, nt - 1u), g, j, d4);
+                let u4 = value_vec(c0 + min(te, nt - 1u), g, j, d4);
+                let u5 = value_vec(c0 + min(tf, nt - 1u), g, j, d4);
+                let u6 = value_vec(c0 + min(tg, nt - 1u), g, j, d4);
+                let u7 = value_vec(c0 + min(th, nt - 1u), g, j, d4);
+                a0 += pw(b0, ta, nt) * u0 + pw(b0, tb, nt) * u1 + pw(b0, tc, nt) * u2 + pw(b0, td, nt) * u3;
+                a1 += pw(b1, ta, nt) * u0 + pw(b1, tb, nt) * u1 + pw(b1, tc, nt) * u2 + pw(b1, td, nt) * u3;
+                a2 += pw(b2, ta, nt) * u0 + pw(b2, tb, nt) * u1 + pw(b2, tc, nt) * u2 + pw(b2, td, nt) * u3;
+                a3 += pw(b3, ta, nt) * u0 + pw(b3, tb, nt) * u1 + pw(b3, tc, nt) * u2 + pw(b3, td, nt) * u3;
+                a0 += pw(b0, te, nt) * u4 + pw(b0, tf, nt) * u5 + pw(b0, tg, nt) * u6 + pw(b0, th, nt) * u7;
+                a1 += pw(b1, te, nt) * u4 + pw(b1, tf, nt) * u5 + pw(b1, tg, nt) * u6 + pw(b1, th, nt) * u7;
+                a2 += pw(b2, te, nt) * u4 + pw(b2, tf, nt) * u5 + pw(b2, tg, nt) * u6 + pw(b2, th, nt) * u7;
+                a3 += pw(b3, te, nt) * u4 + pw(b3, tf, nt) * u5 + pw(b3, tg, nt) * u6 + pw(b3, th, nt) * u7;
+            }
+        }
+        workgroupBarrier();
+    }
+    // Sum the key groups per query head of the group into `x`.
+    for (var jj = 0u; jj < MAXG; jj++) {
+        if jj >= group {
+            break;
+        }
+        partial[lid] = select(select(select(a0, a1, jj == 1u), a2, jj == 2u), a3, jj == 3u);
+        workgroupBarrier();
+        if lid < pairs {
+            var total = vec4<f32>(0.0);
+            for (var s = 0u; s < kgs; s++) {
+                total += partial[s * pairs + lid];
+            }
+            let h = g * group + jj;
+            x[h * d4 + j] = vec4<f32>(vec4<Elem>(total / l_run[h]));
+        }
+        workgroupBarrier();
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    // The first two words and their scales, in flight through the prologue.
+    let c = column_start(lid, wid, groups);
+    attend(lid);
+    column_finish(lid, c, p.m);
+}

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Run at, fifth call: q4_gemv_sdpa.wgsl's key loads 16 bytes wide (kw: the
+# float16 key cache bound as vec4<u32>, eight halves a load, unpacked;
+# the new key stored packed), so the scores issue half the key loads; v0
+# as shipped; alternated, the route forced on. The override file is
+# tools/device/probes/s24-call5-kw/ (the expanded f32_kvf16 text of HEAD
+# 3819971 edited); .xfer/s24e/bins.tgz is the shader-override build of
+# llm_bench and oneshot_probe at 3819971, stripped.
+set -u
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+B=/tmp/bins
+X=.xfer/s24e
+mkdir -p $B && tar xzf $X/bins.tgz -C $B
+nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv > "$OUT/gpu.txt" 2>&1
+timeout 60 $B/llm_bench --model smollm2 --weights q4 --prompts 16 --contexts 128 --steps 32 --repeats 1 > /dev/null 2>&1
+for r in 1 2; do
+  for v in v0 kw; do
+    if [ $v = v0 ]; then e="ETWGPU_GEMV_ATTENTION=1"; else e="ETWGPU_GEMV_ATTENTION=1 ETWGPU_SHADER_OVERRIDE=tools/device/probes/s24-call5-kw"; fi
+    echo "== $v $r"
+    env $e timeout 60 $B/llm_bench --model smollm2 --weights q4 --prompts 16 --contexts 32,128,256,448 --steps 16 \
+      --repeats 2 --json "$OUT/sm_${v}_$r.json" 2>&1 | grep -E "^decode|rror|shader .* from" | cut -c1-60
+  done
+done
+cd "$OUT" && tar czf /tmp/s24c5.tgz . && rm -rf "$OUT"/* && mv /tmp/s24c5.tgz "$OUT/"
