@@ -2,10 +2,13 @@
 # Run at, fifth call: q4_gemv_sdpa.wgsl's key loads 16 bytes wide (kw: the
 # float16 key cache bound as vec4<u32>, eight halves a load, unpacked;
 # the new key stored packed), so the scores issue half the key loads; v0
-# as shipped; alternated, the route forced on. The override file is
-# tools/device/probes/s24-call5-kw/ (the expanded f32_kvf16 text of HEAD
-# 3819971 edited); .xfer/s24e/bins.tgz is the shader-override build of
-# llm_bench and oneshot_probe at 3819971, stripped.
+# as shipped; alternated, the route forced on. Before the call, here:
+# .xfer/s24e/bins.tgz, the shader-override build of llm_bench and
+# oneshot_probe, stripped; and the override, the expanded f32_kvf16 text
+# (as at 3819971) with s24-call5-kw.patch applied:
+#   mkdir -p .xfer/s24e/kw && f=.xfer/s24e/kw/q4_gemv_sdpa.f32_kvf16.wgsl &&
+#   python3 tools/device/probes/shader_text.py Q4_GEMV_SDPA_F32_KVF16 > $f &&
+#   patch $f < tools/device/probes/s24-call5-kw.patch
 set -u
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
@@ -16,7 +19,7 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv > "$OUT/gpu.txt
 timeout 60 $B/llm_bench --model smollm2 --weights q4 --prompts 16 --contexts 128 --steps 32 --repeats 1 > /dev/null 2>&1
 for r in 1 2; do
   for v in v0 kw; do
-    if [ $v = v0 ]; then e="ETWGPU_GEMV_ATTENTION=1"; else e="ETWGPU_GEMV_ATTENTION=1 ETWGPU_SHADER_OVERRIDE=tools/device/probes/s24-call5-kw"; fi
+    if [ $v = v0 ]; then e="ETWGPU_GEMV_ATTENTION=1"; else e="ETWGPU_GEMV_ATTENTION=1 ETWGPU_SHADER_OVERRIDE=$X/$v"; fi
     echo "== $v $r"
     env $e timeout 60 $B/llm_bench --model smollm2 --weights q4 --prompts 16 --contexts 32,128,256,448 --steps 16 \
       --repeats 2 --json "$OUT/sm_${v}_$r.json" 2>&1 | grep -E "^decode|rror|shader .* from" | cut -c1-60
