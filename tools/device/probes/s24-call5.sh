@@ -10,13 +10,9 @@
 #   python3 tools/device/probes/shader_text.py Q4_GEMV_SDPA_F32_KVF16 > $f &&
 #   patch $f < tools/device/probes/s24-call5-kw.patch
 set -u
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-B=/tmp/bins
+. tools/device/probes/lib.sh
 X=.xfer/s24e
-mkdir -p $B && tar xzf $X/bins.tgz -C $B
-nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv > "$OUT/gpu.txt" 2>&1
-timeout 60 $B/llm_bench --model smollm2 --weights q4 --prompts 16 --contexts 128 --steps 32 --repeats 1 > /dev/null 2>&1
+probe_init $X
 for r in 1 2; do
   for v in v0 kw; do
     if [ $v = v0 ]; then e="ETWGPU_GEMV_ATTENTION=1"; else e="ETWGPU_GEMV_ATTENTION=1 ETWGPU_SHADER_OVERRIDE=$X/$v"; fi
@@ -25,4 +21,4 @@ for r in 1 2; do
       --repeats 2 --json "$OUT/sm_${v}_$r.json" 2>&1 | grep -E "^decode|rror|shader .* from" | cut -c1-60
   done
 done
-cd "$OUT" && tar czf /tmp/s24c5.tgz . && rm -rf "$OUT"/* && mv /tmp/s24c5.tgz "$OUT/"
+probe_pack s24c5
