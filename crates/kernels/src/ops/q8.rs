@@ -19,8 +19,8 @@
 //! -128, 127)`, `round` half-to-even.
 
 use crate::error::{Error, Result};
-use crate::generated::shaders::Family;
-use crate::plan::{Ctx, Dispatch, ElemType, Lowered, Step, TensorInfo, Uniform, float_shader, grid_1d, to_u32};
+use crate::generated::shaders::{Family, ShaderId};
+use crate::plan::{Ctx, Dispatch, ElemType, Lowered, Step, TensorInfo, Uniform, Vid, float_shader, grid_1d, to_u32};
 
 /// Invocations per workgroup of the elementwise int8 kernels.
 const WG_Q8: u32 = 256;
@@ -249,6 +249,26 @@ struct Requant {
     out_zp: i32,
 }
 
+impl Requant {
+    /// The dispatch of an int8 kernel over `numel` outputs (four an
+    /// invocation) that ends its uniforms with the requantization: `params`
+    /// so far, then the zero points and the input and inverse output
+    /// scales; `inputs` are `[x, weights, weight scales, bias or the
+    /// weight scales]`.
+    fn dispatch(&self, shader: ShaderId, params: Uniform, inputs: [Vid; 4], out: Vid, numel: u64) -> Result<Dispatch> {
+        let params =
+            params.i32(self.in_zp).i32(self.out_zp).f32(self.in_scale as f32).f32(inv(self.out_scale)).finish();
+        Ok(Dispatch {
+            shader: shader.into(),
+            entry: "main",
+            inputs: inputs.to_vec(),
+            outputs: vec![out],
+            params,
+            workgroups: grid_1d(numel.div_ceil(4), WG_Q8_DOT)?,
+        })
+    }
+}
+
 fn requant_args(c: &Ctx<'_>) -> Result<Requant> {
     Ok(Requant {
         in_scale: scale(c, 1, "input_scale")?,
@@ -300,20 +320,8 @@ pub fn q8ta_linear(c: &Ctx<'_>) -> Result<Lowered> {
             .u32(to_u32("N", n)?)
             .u32(to_u32("K / 4", k / 4)?)
             .u32(u32::from(bias.is_some()))
-            .u32(u32::from(relu))
-            .i32(q.in_zp)
-            .i32(q.out_zp)
-            .f32(q.in_scale as f32)
-            .f32(inv(q.out_scale))
-            .finish();
-        Ok(Dispatch {
-            shader: shader.into(),
-            entry: "main",
-            inputs: vec![x.id, w.id, w_scales.id, bias.map_or(w_scales.id, |b| b.id)],
-            outputs: vec![out.id],
-            params,
-            workgroups: grid_1d(numel.div_ceil(4), WG_Q8_DOT)?,
-        })
+            .u32(u32::from(relu));
+        q.dispatch(shader, params, [x.id, w.id, w_scales.id, bias.map_or(w_scales.id, |b| b.id)], out.id, numel)
     })?;
     Ok(Lowered { shapes: vec![(out.id, out_shape)], steps })
 }
@@ -617,20 +625,8 @@ pub fn q8ta_conv2d(c: &Ctx<'_>, kind: ConvKind) -> Result<Lowered> {
                 ConvKind::Transposed => 2,
             })
             .u32(u32::from(bias.is_some()))
-            .u32(u32::from(relu))
-            .i32(q.in_zp)
-            .i32(q.out_zp)
-            .f32(q.in_scale as f32)
-            .f32(inv(q.out_scale))
-            .finish();
-        Ok(Dispatch {
-            shader: shader.into(),
-            entry: "main",
-            inputs: vec![x.id, w.id, w_scales.id, bias.map_or(w_scales.id, |b| b.id)],
-            outputs: vec![out.id],
-            params,
-            workgroups: grid_1d(numel.div_ceil(4), WG_Q8_DOT)?,
-        })
+            .u32(u32::from(relu));
+        q.dispatch(shader, params, [x.id, w.id, w_scales.id, bias.map_or(w_scales.id, |b| b.id)], out.id, numel)
     })?;
     Ok(Lowered { shapes: vec![(out.id, out_shape)], steps })
 }
