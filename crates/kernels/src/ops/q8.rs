@@ -92,6 +92,19 @@ fn per_channel(t: &TensorInfo<'_>, n: u64, arg_idx: usize, name: &'static str) -
     Ok(())
 }
 
+/// A dispatch of `shader` (entry `main`) over `threads` invocations in
+/// workgroups of `wg`, reading `inputs` and writing `out`.
+fn dispatch(shader: ShaderId, inputs: Vec<Vid>, out: Vid, params: Vec<u8>, threads: u64, wg: u32) -> Result<Dispatch> {
+    Ok(Dispatch {
+        shader: shader.into(),
+        entry: "main",
+        inputs,
+        outputs: vec![out],
+        params,
+        workgroups: grid_1d(threads, wg)?,
+    })
+}
+
 fn one_dispatch(numel: u64, dispatch: impl FnOnce() -> Result<Dispatch>) -> Result<Vec<Step>> {
     if numel == 0 { Ok(Vec::new()) } else { Ok(vec![Step::Dispatch(dispatch()?)]) }
 }
@@ -119,14 +132,7 @@ pub fn quantize_per_tensor(c: &Ctx<'_>) -> Result<Lowered> {
     let numel = x.numel();
     let steps = one_dispatch(numel, || {
         let params = Uniform::new().u32(to_u32("elements", numel)?).f32(inv(s)).i32(zp).i32(qmin).i32(qmax).finish();
-        Ok(Dispatch {
-            shader: shader.into(),
-            entry: "main",
-            inputs: vec![x.id],
-            outputs: vec![out.id],
-            params,
-            workgroups: grid_1d(numel.div_ceil(4), WG_Q8)?,
-        })
+        dispatch(shader, vec![x.id], out.id, params, numel.div_ceil(4), WG_Q8)
     })?;
     Ok(Lowered { shapes: vec![(out.id, x.shape.to_vec())], steps })
 }
@@ -145,14 +151,7 @@ pub fn dequantize_per_tensor(c: &Ctx<'_>) -> Result<Lowered> {
     let numel = q.numel();
     let steps = one_dispatch(numel, || {
         let params = Uniform::new().u32(to_u32("elements", numel)?).f32(s as f32).i32(zp).finish();
-        Ok(Dispatch {
-            shader: shader.into(),
-            entry: "main",
-            inputs: vec![q.id],
-            outputs: vec![out.id],
-            params,
-            workgroups: grid_1d(numel, WG_Q8)?,
-        })
+        dispatch(shader, vec![q.id], out.id, params, numel, WG_Q8)
     })?;
     Ok(Lowered { shapes: vec![(out.id, q.shape.to_vec())], steps })
 }
@@ -192,14 +191,7 @@ pub fn q8ta_add(c: &Ctx<'_>) -> Result<Lowered> {
             .i32(out_zp)
             .f32(alpha as f32)
             .finish();
-        Ok(Dispatch {
-            shader: shader.into(),
-            entry: "main",
-            inputs: vec![a.id, b.id],
-            outputs: vec![out.id],
-            params,
-            workgroups: grid_1d(numel.div_ceil(4), WG_Q8)?,
-        })
+        dispatch(shader, vec![a.id, b.id], out.id, params, numel.div_ceil(4), WG_Q8)
     })?;
     Ok(Lowered { shapes: vec![(out.id, a.shape.to_vec())], steps })
 }
@@ -227,14 +219,7 @@ pub fn q8ta_relu(c: &Ctx<'_>) -> Result<Lowered> {
             .f32(inv(out_scale))
             .i32(out_zp)
             .finish();
-        Ok(Dispatch {
-            shader: shader.into(),
-            entry: "main",
-            inputs: vec![x.id],
-            outputs: vec![out.id],
-            params,
-            workgroups: grid_1d(numel.div_ceil(4), WG_Q8)?,
-        })
+        dispatch(shader, vec![x.id], out.id, params, numel.div_ceil(4), WG_Q8)
     })?;
     Ok(Lowered { shapes: vec![(out.id, x.shape.to_vec())], steps })
 }
@@ -258,14 +243,7 @@ impl Requant {
     fn dispatch(&self, shader: ShaderId, params: Uniform, inputs: [Vid; 4], out: Vid, numel: u64) -> Result<Dispatch> {
         let params =
             params.i32(self.in_zp).i32(self.out_zp).f32(self.in_scale as f32).f32(inv(self.out_scale)).finish();
-        Ok(Dispatch {
-            shader: shader.into(),
-            entry: "main",
-            inputs: inputs.to_vec(),
-            outputs: vec![out],
-            params,
-            workgroups: grid_1d(numel.div_ceil(4), WG_Q8_DOT)?,
-        })
+        dispatch(shader, inputs.to_vec(), out, params, numel.div_ceil(4), WG_Q8_DOT)
     }
 }
 
@@ -382,14 +360,14 @@ pub fn linear_q8ta_q8csw(c: &Ctx<'_>) -> Result<Lowered> {
             .i32(in_zp)
             .f32(in_scale as f32)
             .finish();
-        Ok(Dispatch {
-            shader: shader.into(),
-            entry: "main",
-            inputs: vec![x.id, w.id, w_scales.id, bias.map_or(w_scales.id, |b| b.id)],
-            outputs: vec![out.id],
+        dispatch(
+            shader,
+            vec![x.id, w.id, w_scales.id, bias.map_or(w_scales.id, |b| b.id)],
+            out.id,
             params,
-            workgroups: grid_1d(numel, WG_Q8_DOT)?,
-        })
+            numel,
+            WG_Q8_DOT,
+        )
     })?;
     Ok(Lowered { shapes: vec![(out.id, out_shape)], steps })
 }
@@ -447,14 +425,7 @@ pub fn q8ta_pixel_shuffle(c: &Ctx<'_>) -> Result<Lowered> {
             .f32(out_inv_scale as f32)
             .i32(out_zp)
             .finish();
-        Ok(Dispatch {
-            shader: shader.into(),
-            entry: "main",
-            inputs: vec![x.id],
-            outputs: vec![out.id],
-            params,
-            workgroups: grid_1d(numel.div_ceil(4), WG_Q8)?,
-        })
+        dispatch(shader, vec![x.id], out.id, params, numel.div_ceil(4), WG_Q8)
     })?;
     Ok(Lowered { shapes: vec![(out.id, out_shape)], steps })
 }
@@ -671,14 +642,7 @@ pub fn weight_only_linear(c: &Ctx<'_>, bits: u32) -> Result<Lowered> {
             .u32(to_u32("weight row bytes", row_bytes)?)
             .u32(bits)
             .finish();
-        Ok(Dispatch {
-            shader: shader.into(),
-            entry: "main",
-            inputs: vec![x.id, w.id, scales.id],
-            outputs: vec![out.id],
-            params,
-            workgroups: grid_1d(numel, WG_Q8_DOT)?,
-        })
+        dispatch(shader, vec![x.id, w.id, scales.id], out.id, params, numel, WG_Q8_DOT)
     })?;
     Ok(Lowered { shapes: vec![(out.id, out_shape)], steps })
 }
