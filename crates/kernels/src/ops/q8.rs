@@ -105,8 +105,8 @@ fn dispatch(shader: ShaderId, inputs: Vec<Vid>, out: Vid, params: Vec<u8>, threa
     })
 }
 
-fn one_dispatch(numel: u64, dispatch: impl FnOnce() -> Result<Dispatch>) -> Result<Vec<Step>> {
-    if numel == 0 { Ok(Vec::new()) } else { Ok(vec![Step::Dispatch(dispatch()?)]) }
+fn one_dispatch(numel: u64, make: impl FnOnce() -> Result<Dispatch>) -> Result<Vec<Step>> {
+    if numel == 0 { Ok(Vec::new()) } else { Ok(vec![Step::Dispatch(make()?)]) }
 }
 
 /// `quantized_decomposed.quantize_per_tensor.default(input, scale,
