@@ -17,8 +17,10 @@
 //! the keys `0 ..= start_pos` in tiles of `SC / n_heads`, online softmax
 //! per head:
 //! - each invocation scores one (kv head, key) pair against the (at most
-//!   `MAXG`) query heads that share that kv head, eight loads of the key
-//!   in flight;
+//!   `MAXG`) query heads that share that kv head, eight `vec4`s of the key
+//!   in flight; the key cache is bound as 16-byte words, so a float16
+//!   cache gives two `vec4`s a load (where `head_dim / 4` is even; one
+//!   otherwise);
 //! - sixteen invocations per head take the tile's max and sum in a tree;
 //! - each invocation accumulates one `vec4` of one kv head's values for
 //!   its query heads over one key group of the tile, eight loads in
@@ -54,6 +56,12 @@ const MAXG: u32 = 4u;
 const MAX_HEADS: u32 = 16u;
 /// Invocations per head in the softmax's reductions.
 const LANES: u32 = 16u;
+/// Whether `KvElem` is `f16`: `KvElem(2049.0)` rounds to 2048 only there.
+/// The key cache is bound as `vec4<u32>` words, each two `vec4`s of a
+/// float16 cache or one of a float32 cache, so a float16 row takes half
+/// the load instructions (run au, first call: the scores' key loads cost
+/// by the instruction, 0.0465 -> 0.037 us a key a layer on an H100).
+const KV_HALF: bool = KvElem(2049.0) == KvElem(2048.0);
 
 struct Params {
     /// The GEMV's (`q4_gemv.wgsl`): rows of x (1 here).
@@ -107,7 +115,7 @@ struct Params {
 @group(0) @binding(6) var<storage, read> weights: array<vec4<u32>>;
 @group(0) @binding(7) var<storage, read> scales: array<Elem>;
 @group(0) @binding(8) var<storage, read> bias: array<Elem>;
-@group(0) @binding(9) var<storage, read_write> k_cache: array<vec4<KvElem>>;
+@group(0) @binding(9) var<storage, read_write> k_cache: array<vec4<u32>>;
 @group(0) @binding(10) var<storage, read_write> v_cache: array<vec4<KvElem>>;
 @group(0) @binding(11) var<storage, read_write> out: array<Elem>;
 
@@ -136,9 +144,55 @@ fn merge_ml(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
     return vec2<f32>(m, a.y * exp(a.x - m) + b.y * exp(b.x - m));
 }
 
-/// `vec4` `j` of key `key` of kv head `g`, from the cache.
-fn key_vec(key: u32, g: u32, j: u32, d4: u32) -> vec4<f32> {
-    return vec4<f32>(k_cache[(key * p.n_kv_heads + g) * d4 + j]);
+/// The key cache's `vec4` at `i` (in `vec4`s of `KvElem`).
+fn key_at(i: u32) -> vec4<f32> {
+    if KV_HALF {
+        let w = k_cache[i / 2u];
+        let h = select(w.xy, w.zw, (i % 2u) == 1u);
+        return vec4<f32>(unpack2x16float(h.x), unpack2x16float(h.y));
+    }
+    return bitcast<vec4<f32>>(k_cache[i]);
+}
+
+/// The key cache's `vec4`s at `i` and `i + 1`, `i` even: one load of a
+/// float16 cache.
+fn key_pair(i: u32) -> array<vec4<f32>, 2> {
+    if KV_HALF {
+        let w = k_cache[i / 2u];
+        return array<vec4<f32>, 2>(
+            vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y)),
+            vec4<f32>(unpack2x16float(w.z), unpack2x16float(w.w)),
+        );
+    }
+    return array<vec4<f32>, 2>(bitcast<vec4<f32>>(k_cache[i]), bitcast<vec4<f32>>(k_cache[i + 1u]));
+}
+
+/// Stores `v` (already rounded to `KvElem`) as the key cache's `vec4` at `i`.
+fn store_key(i: u32, v: vec4<f32>) {
+    if KV_HALF {
+        let lo = (i % 2u) * 2u;
+        k_cache[i / 2u][lo] = pack2x16float(v.xy);
+        k_cache[i / 2u][lo + 1u] = pack2x16float(v.zw);
+    } else {
+        k_cache[i] = bitcast<vec4<u32>>(v);
+    }
+}
+
+/// `vec4`s `jd .. jd + 8` of key row `row` (`d4` `vec4`s a row): paired
+/// loads where every pair lies in one word (`d4` even), else one a `vec4`.
+fn keys8(row: u32, jd: u32, d4: u32) -> array<vec4<f32>, 8> {
+    let i = row * d4 + jd;
+    if d4 % 2u == 0u {
+        let a = key_pair(i);
+        let b = key_pair(i + 2u);
+        let c = key_pair(i + 4u);
+        let e = key_pair(i + 6u);
+        return array<vec4<f32>, 8>(a[0], a[1], b[0], b[1], c[0], c[1], e[0], e[1]);
+    }
+    return array<vec4<f32>, 8>(
+        key_at(i), key_at(i + 1u), key_at(i + 2u), key_at(i + 3u),
+        key_at(i + 4u), key_at(i + 5u), key_at(i + 6u), key_at(i + 7u),
+    );
 }
 
 /// The same for the values.
@@ -166,7 +220,7 @@ fn attend(lid: u32) {
     // Every workgroup stores the new rows (the same values) and reads them
     // back from the caches like every other key, so no load branches.
     for (var e = lid; e < hkv * d4; e += WG) {
-        k_cache[pos * hkv * d4 + e] = vec4<KvElem>(rope4(k_new[e], 0u, e % d4));
+        store_key(pos * hkv * d4 + e, vec4<f32>(vec4<KvElem>(rope4(k_new[e], 0u, e % d4))));
         v_cache[pos * hkv * d4 + e] = vec4<KvElem>(v_new[e]);
     }
     if lid < hq {
@@ -214,15 +268,17 @@ fn attend(lid: u32) {
             var d2 = vec4<f32>(0.0);
             var d3 = vec4<f32>(0.0);
             var jd = 0u;
+            let row = (c0 + t) * hkv + gi;
             for (; jd + 8u <= d4; jd += 8u) {
-                let k0 = key_vec(c0 + t, gi, jd + 0u, d4);
-                let k1 = key_vec(c0 + t, gi, jd + 1u, d4);
-                let k2 = key_vec(c0 + t, gi, jd + 2u, d4);
-                let k3 = key_vec(c0 + t, gi, jd + 3u, d4);
-                let k4 = key_vec(c0 + t, gi, jd + 4u, d4);
-                let k5 = key_vec(c0 + t, gi, jd + 5u, d4);
-                let k6 = key_vec(c0 + t, gi, jd + 6u, d4);
-                let k7 = key_vec(c0 + t, gi, jd + 7u, d4);
+                let ks = keys8(row, jd, d4);
+                let k0 = ks[0];
+                let k1 = ks[1];
+                let k2 = ks[2];
+                let k3 = ks[3];
+                let k4 = ks[4];
+                let k5 = ks[5];
+                let k6 = ks[6];
+                let k7 = ks[7];
                 d0 += x[q0 + jd] * k0 + x[q0 + jd + 1u] * k1 + x[q0 + jd + 2u] * k2 + x[q0 + jd + 3u] * k3;
                 d1 += x[q1 + jd] * k0 + x[q1 + jd + 1u] * k1 + x[q1 + jd + 2u] * k2 + x[q1 + jd + 3u] * k3;
                 d2 += x[q2 + jd] * k0 + x[q2 + jd + 1u] * k1 + x[q2 + jd + 2u] * k2 + x[q2 + jd + 3u] * k3;
@@ -233,7 +289,7 @@ fn attend(lid: u32) {
                 d3 += x[q3 + jd + 4u] * k4 + x[q3 + jd + 5u] * k5 + x[q3 + jd + 6u] * k6 + x[q3 + jd + 7u] * k7;
             }
             for (; jd < d4; jd++) {
-                let kv = key_vec(c0 + t, gi, jd, d4);
+                let kv = key_at(row * d4 + jd);
                 d0 += x[q0 + jd] * kv;
                 d1 += x[q1 + jd] * kv;
                 d2 += x[q2 + jd] * kv;

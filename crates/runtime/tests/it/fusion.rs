@@ -780,9 +780,12 @@ pub(crate) fn attention_linear_graph(
 fn attention_goes_into_the_4bit_linear_after_it() {
     // Groups of two query heads a kv head at head dim 16, then of four
     // (`q4_gemv_sdpa.wgsl`'s most, where its fourth head's scores and
-    // values count) at head dim 32 (where its unrolled key loop runs).
+    // values count) at head dim 32 (where its unrolled key loop runs, a
+    // float16 key cache's `vec4`s read in pairs) and 36 (an odd count of
+    // `vec4`s a row: the unrolled loop reads them one by one, then the
+    // remainder loop runs).
     for ((hq, hkv, d), dtype) in
-        [(4u64, 2u64, 16u64), (8, 2, 32)].into_iter().flat_map(|g| [(g, DType::F32), (g, DType::F16)])
+        [(4u64, 2u64, 16u64), (8, 2, 32), (8, 2, 36)].into_iter().flat_map(|g| [(g, DType::F32), (g, DType::F16)])
     {
         let g = attention_linear_graph(dtype, (hq, hkv, d), 160, 132, 40);
         let calls = rope_attention_calls(&[130, 1, 3, 1], 410, hq, hkv, d);
