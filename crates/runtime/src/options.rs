@@ -68,7 +68,9 @@ pub struct LoadOptions {
     /// (942 without), 1,026 at 32 (953), 981 at 65-80 keys (935), 916 at
     /// 97-112 (932) and 869 at 129-144 (916); with the kernel's per-head
     /// sums named (run as), 1,003 at 64 keys (912), 941 at 96 (915), 918
-    /// at 112 (907) and 901 at 128 (903). The first step past the
+    /// at 112 (907) and 901 at 128 (903); with its key loads 16 bytes
+    /// wide (run au), 930-942 at 96 (912-923), 909-918 at 128 (905-914)
+    /// and 863-866 at 160 (905-907). The first step past the
     /// bound lowers and models the other route's chain (~11 ms on that
     /// shape); the method keeps the chain of each side, so later crossings
     /// swap between them (`etwgpu_llm`'s decode warm-up takes that first

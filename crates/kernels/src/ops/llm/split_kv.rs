@@ -336,8 +336,10 @@ const GEMV_ATTN_KEY_VEC4S: u64 = 64;
 /// dispatch at a few dozen keys and more past them. On an H100 the
 /// SmolLM2 shape decoded faster with it by 10% at 64 keys, 6% at 80, 3%
 /// at 96 and 1% at 112, and even at 128 (`tools/device/NOTES.md`, run as,
-/// fourth call; with the kernel before that run, the bound was 80).
-pub const GEMV_ATTN_AUTO_KEYS: u32 = 112;
+/// fourth call; with the kernel before that run, the bound was 80); with
+/// its key loads 16 bytes wide (run au, second call) by 1-3% at 96 keys
+/// and 0.5% at 128, and 5% slower at 160.
+pub const GEMV_ATTN_AUTO_KEYS: u32 = 128;
 
 /// Whether the attention of `s` query rows (`hq` heads over `hkv`, head
 /// dim `d`, a cache of `cmax` rows) over a live context of `live` keys on
