@@ -9,7 +9,9 @@
 # k products: the register tile's arithmetic and workgroup reads mostly
 # gone). Wrong outputs in gnx / gnm, timing only. Before the call, here:
 # .xfer/s25c/bins.tgz (llm_bench at the landing commit; the gemm bench
-# built with the shader-override feature), .xfer/s25c/{gnx,gnm}/.
+# built with the shader-override feature), .xfer/s25c/{g2,gnx,gnm}/. g2:
+# the shipped work with its private arrays and vectors as named values
+# (passes the conv tests through the override on lavapipe).
 set -u
 . tools/device/probes/lib.sh
 X=.xfer/s25c
@@ -22,7 +24,7 @@ done
 echo "== conv g0"
 ETWGPU_BENCH_LARGE=1 timeout 200 $B/gemm --bench 'conv' > "$OUT/conv_g0.txt" 2>&1
 grep "an op" "$OUT/conv_g0.txt" | grep conv | tail -20
-for v in gnx gnm; do
+for v in g2 gnx gnm; do
   echo "== conv $v"
   ETWGPU_BENCH_LARGE=1 ETWGPU_SHADER_OVERRIDE=$X/$v timeout 150 $B/gemm --bench 'conv.*gemm$' > "$OUT/conv_$v.txt" 2>&1
   grep "an op" "$OUT/conv_$v.txt" | grep "conv.*gemm " | tail -10
