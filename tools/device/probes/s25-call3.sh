@@ -11,7 +11,10 @@
 # .xfer/s25c/bins.tgz (llm_bench at the landing commit; the gemm bench
 # built with the shader-override feature), .xfer/s25c/{g2,gnx,gnm}/. g2:
 # the shipped work with its private arrays and vectors as named values
-# (passes the conv tests through the override on lavapipe).
+# (passes the conv tests through the override on lavapipe). skw: the
+# split route's partials (`sdpa_split_short_rope.f32_kvf16`) with the key
+# cache read 16 bytes a load as the GEMV route's now is, against sp (the
+# split route as shipped), route forced, 128-448 keys.
 set -u
 . tools/device/probes/lib.sh
 X=.xfer/s25c
@@ -20,6 +23,15 @@ for r in 1 2; do
   echo "== auto $r"
   timeout 60 $B/llm_bench --model smollm2 --weights q4 --prompts 16 --contexts 32,128,256 --steps 32 \
     --repeats 2 --json "$OUT/sm_auto_$r.json" 2>&1 | grep -E "^decode|rror" | cut -c1-60
+done
+for r in 1 2; do
+  for v in sp skw; do
+    e="ETWGPU_GEMV_ATTENTION=0"
+    [ $v = skw ] && e="$e ETWGPU_SHADER_OVERRIDE=$X/skw"
+    echo "== $v $r"
+    env $e timeout 60 $B/llm_bench --model smollm2 --weights q4 --prompts 16 --contexts 128,256,448 --steps 32 \
+      --repeats 2 --json "$OUT/sm_${v}_$r.json" 2>&1 | grep -E "^decode|rror|shader .* from" | cut -c1-60
+  done
 done
 echo "== conv g0"
 ETWGPU_BENCH_LARGE=1 timeout 200 $B/gemm --bench 'conv' > "$OUT/conv_g0.txt" 2>&1
