@@ -244,7 +244,8 @@ fn decode_dispatches_per_token() {
     }
 }
 
-/// The runtime, a tiny Llama (seed `seed`, a 128-row cache) and a prompt
+/// The runtime, a tiny Llama (seed `seed`, a cache of the bound plus 16
+/// rows, so the steps past the bound fit) and a prompt
 /// of [`etwgpu_runtime::GEMV_ATTN_AUTO_KEYS`] - 6 tokens (`i * stride %
 /// 128`) after which eight decode steps straddle the GEMV route's bound;
 /// `None` without a GPU or where the device does not take that route.
@@ -254,7 +255,7 @@ fn crossing(seed: u64, stride: u32) -> Option<(etwgpu_runtime::Runtime, LlamaCon
         return None;
     }
     let bound = etwgpu_runtime::GEMV_ATTN_AUTO_KEYS;
-    let config = LlamaConfig { max_seq_len: bound as usize, max_context: 128, seed, ..LlamaConfig::tiny() };
+    let config = LlamaConfig { max_seq_len: bound as usize, max_context: bound as usize + 16, seed, ..LlamaConfig::tiny() };
     let program = Program::from_bytes(config.build()).expect("parses");
     let prompt = (0..bound - 6).map(|i| i * stride % 128).collect();
     Some((rt, config, program, prompt))
