@@ -255,7 +255,8 @@ fn crossing(seed: u64, stride: u32) -> Option<(etwgpu_runtime::Runtime, LlamaCon
         return None;
     }
     let bound = etwgpu_runtime::GEMV_ATTN_AUTO_KEYS;
-    let config = LlamaConfig { max_seq_len: bound as usize, max_context: bound as usize + 16, seed, ..LlamaConfig::tiny() };
+    let config =
+        LlamaConfig { max_seq_len: bound as usize, max_context: bound as usize + 16, seed, ..LlamaConfig::tiny() };
     let program = Program::from_bytes(config.build()).expect("parses");
     let prompt = (0..bound - 6).map(|i| i * stride % 128).collect();
     Some((rt, config, program, prompt))
