@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Run av, one call (the session's device budget is one). (1) The SmolLM2
+# Run av, one call (the session's device budget is one). Last, the SmolLM2
 # shape's decode on the default route (GEMV_ATTN_AUTO_KEYS = 128, landed
-# in run au) at 32 / 128 / 256 keys. (2) Where the implicit-GEMM
+# in run au) at 32 / 128 / 256 keys. First, where the implicit-GEMM
 # convolution's time goes (`conv_gemm.wgsl`, float32; run ag on an H200:
 # 0.9-1.8 TFLOP/s, slower than the direct kernel): the gemm bench's conv
 # cells (ETWGPU_BENCH_LARGE=1) with the shipped kernel (g0), then, through
@@ -19,16 +19,16 @@ set -u
 . tools/device/probes/lib.sh
 X=.xfer/s26
 probe_init $X
-echo "== auto"
-timeout 60 $B/llm_bench --model smollm2 --weights q4 --prompts 16 --contexts 32,128,256 --steps 32 \
-  --repeats 2 --json "$OUT/sm_auto.json" 2>&1 | grep -E "^decode|rror" | cut -c1-60
 echo "== conv g0"
 ETWGPU_BENCH_LARGE=1 timeout 150 $B/gemm --bench 'conv' > "$OUT/conv_g0.txt" 2>&1
 grep "an op" "$OUT/conv_g0.txt" | grep conv | tail -20
-for v in g2 gsel gnx g2nx gnm; do
+for v in g2 gsel gnm gnx g2nx; do
   echo "== conv $v"
   ETWGPU_BENCH_LARGE=1 ETWGPU_SHADER_OVERRIDE=$PWD/$X/$v timeout 100 $B/gemm --bench 'conv.*gemm$' > "$OUT/conv_$v.txt" 2>&1
   grep -E "etwgpu: shader" "$OUT/conv_$v.txt" | head -1
   grep "an op" "$OUT/conv_$v.txt" | grep "conv.*gemm " | tail -10
 done
+echo "== auto"
+timeout 60 $B/llm_bench --model smollm2 --weights q4 --prompts 16 --contexts 32,128,256 --steps 32 \
+  --repeats 2 --json "$OUT/sm_auto.json" 2>&1 | grep -E "^decode|rror" | cut -c1-60
 probe_pack s26c1
