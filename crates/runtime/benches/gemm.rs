@@ -22,7 +22,11 @@
 //! (`gemm`, `conv_gemm.wgsl`), float32; throughput 2·N·OH·OW·OC·C·KH·KW.
 //!
 //! Without `ETWGPU_BENCH_LARGE=1` only small shapes run (lavapipe);
-//! without an adapter nothing is measured.
+//! without an adapter nothing is measured. `ETWGPU_BENCH_ONLY=TEXT` keeps
+//! the cells whose name (`conv 3x3/1 64->64 56x56 batch 1 gemm`) contains
+//! TEXT: unlike criterion's filter, which only skips the timing, the other
+//! cells are then not loaded or run at all (on lavapipe the large linears'
+//! warm-up runs alone take minutes).
 
 use std::time::Duration;
 
@@ -161,6 +165,11 @@ fn cases() -> Vec<Case> {
     out
 }
 
+/// Whether the cell `name` (case and label) is kept by `ETWGPU_BENCH_ONLY`.
+fn wanted(name: &str) -> bool {
+    std::env::var("ETWGPU_BENCH_ONLY").map_or(true, |only| name.contains(&only))
+}
+
 /// GPU nanoseconds of the last run's dispatches.
 fn gpu_nanos(method: &LoadedMethod) -> f64 {
     method.profile().iter().map(|p| p.nanos).sum()
@@ -222,6 +231,9 @@ fn bench(c: &mut Criterion) {
     if let Some((_, rt)) = runtimes.last() {
         for case in conv_cases() {
             for (label, kernels) in [("direct", ConvKernels::Direct), ("gemm", ConvKernels::Gemm)] {
+                if !wanted(&format!("{} {label}", case.name)) {
+                    continue;
+                }
                 let (g, inputs) = (case.build)();
                 let program =
                     Program::from_bytes(ProgramBuilder::single_delegate(g).to_bytes()).expect("crafted program parses");
@@ -234,7 +246,7 @@ fn bench(c: &mut Criterion) {
     }
     for case in cases() {
         for (label, rt) in &runtimes {
-            if *label == "coop" && !rt.gemm_caps().coop_matrix_f16 {
+            if (*label == "coop" && !rt.gemm_caps().coop_matrix_f16) || !wanted(&format!("{} {label}", case.name)) {
                 continue;
             }
             let (g, inputs) = (case.build)();
