@@ -19,8 +19,8 @@
 //! vector indexed in a loop, and the gather is branch-free: on lavapipe
 //! (LLVM, 2 cores) that took the gemm bench's 3x3 64->64 56x56 batch-1
 //! cell from 69.6-69.9 to 53.3-53.9 ms an op (the named values alone:
-//! 55.2-56.2). Accumulation is f32. Epilogue as `conv.wgsl`: bias, the optional clamp
-//! (`et_vk.conv_with_clamp`) and the activation (`act` of
+//! 55.2-56.2). Accumulation is f32. Epilogue as `conv.wgsl`: bias, the
+//! optional clamp (`et_vk.conv_with_clamp`) and the activation (`act` of
 //! `common/act.wgsl`, `ACT_COPY` for none). Rows past M and columns past N
 //! are staged as zeros and never written, so any shape is in bounds.
 //!
