@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """SmolLM2-135M-Instruct as ExecuTorch Vulkan programs, plus eager reference data.
 
-    python3 tools/export/smollm2.py [--out DIR] [--skip-export]
+    python3 tools/export/smollm2.py [--out DIR] [--skip-export] [--variants fp32,q4]
 
 DIR defaults to `<repo root>/artifacts/smollm2` (git-ignored). Every step skips
 when its output already exists; delete a file to redo its step. Steps, in order:
@@ -18,6 +18,11 @@ when its output already exists; delete a file to redo its step. Steps, in order:
    the mapping proof: the same positions' logits from `transformers` loading
    the GGUF on its own (HF RoPE, its own name mapping); fails above 1e-3.
 5. `reference_q4.json`: the same for the module quantized like `-qmode 4w -G 32`.
+   `reference_q4_wide.json`: the 4-bit module's own greedy continuations of
+   WIDE_PROMPTS (24 more prompts, 5 to 436 tokens long), written as
+   teacher-forced positions (the fed ids are the module's own choices, so its
+   top-1 at each is the next id): 768 more positions for the top-1 agreement,
+   which 192 positions measure only to one flip in 0.52%.
 6. `smollm2_fp32.pte`, `smollm2_q4.pte`: `python -m
    executorch.examples.models.llama.export_llama ... --vulkan` (skipped with
    --skip-export).
@@ -160,6 +165,65 @@ CHAT_PROMPTS = [
 ]
 PROMPTS = ([(name, "text", text) for name, text in TEXT_PROMPTS]
            + [(name, "chat", chat(user, system)) for name, user, system in CHAT_PROMPTS])
+
+# reference_q4_wide.json only: more text of every length the prompt path
+# takes, the long ones being where f16 operands in the prompt's products
+# (`--precision mixed`) move the most values into the KV cache.
+_RIVER = (
+    "The river that runs through the old town was once the only road to the coast. "
+    "Barges carried grain downstream in the autumn and returned with salt, cloth and "
+    "news. Mills stood along both banks, and every mill had its own wheel, its own "
+    "family and its own quarrel with the mill above it about how much water it let "
+    "through. When the railway arrived the barges stopped within ten years, the mills "
+    "turned into workshops and then into flats, and the river became something people "
+    "walked beside on Sundays rather than something they lived from. ")
+_LAB = (
+    "Our laboratory measures how quickly small molecules diffuse through gels of "
+    "different stiffness. Each sample is prepared in the morning, left to settle for "
+    "two hours at a fixed temperature, and then imaged every thirty seconds for an "
+    "hour. The images are converted to concentration profiles, and a diffusion "
+    "coefficient is fitted to each profile. Samples that drift out of focus or show "
+    "bubbles are discarded before fitting, and every discarded sample is written in "
+    "the log with the reason. ")
+_CODE = (
+    "import json\nfrom pathlib import Path\n\n\n"
+    "def load_config(path):\n    \"\"\"Read a JSON config file and fill in defaults.\"\"\"\n"
+    "    data = json.loads(Path(path).read_text())\n"
+    "    data.setdefault(\"batch_size\", 32)\n    data.setdefault(\"epochs\", 10)\n"
+    "    data.setdefault(\"learning_rate\", 3e-4)\n    return data\n\n\n"
+    "def save_config(config, path):\n    Path(path).write_text(json.dumps(config, indent=2))\n\n\n")
+WIDE_TEXT = [
+    ("w_short_1", "The best way to learn a new language is"),
+    ("w_short_2", "In 1969, the first humans"),
+    ("w_short_3", "A healthy breakfast usually includes"),
+    ("w_list", "Ingredients for a simple tomato soup:\n1."),
+    ("w_math", "Question: What is 17 multiplied by 3?\nAnswer:"),
+    ("w_river_1", _RIVER + "Today the town"),
+    ("w_lab_1", _LAB + "Last week, however,"),
+    ("w_code_1", _CODE + "def merge_configs("),
+    ("w_river_3", _RIVER * 3 + "Looking back, the historians"),
+    ("w_lab_3", _LAB * 3 + "The results of the first month showed"),
+    ("w_mixed", _RIVER + _LAB + _CODE + "# Summary of the notes above\n"),
+    ("w_river_4", _RIVER * 4 + "In the end,"),
+]
+WIDE_CHAT = [
+    ("w_chat_recipe", "How do I make bread without yeast?", None),
+    ("w_chat_python", "Write a Python function that reverses a string.", None),
+    ("w_chat_explain", "Explain what a black hole is to a ten-year-old.", DEFAULT_SYSTEM),
+    ("w_chat_email", "Write a short email asking my manager for a day off next Friday.", None),
+    ("w_chat_compare", "What is the difference between weather and climate?", None),
+    ("w_chat_travel", "Suggest a three-day itinerary for a trip to Rome.", DEFAULT_SYSTEM),
+    ("w_chat_summary", "Summarize this text in two sentences:\n\n" + _RIVER * 2, None),
+    ("w_chat_lab", "What could go wrong in this procedure?\n\n" + _LAB * 2, DEFAULT_SYSTEM),
+    ("w_chat_review", "Review this code and suggest one improvement:\n\n" + _CODE, None),
+    ("w_chat_long", "Answer the question at the end.\n\n" + _RIVER * 2 + _LAB * 2
+     + "\nQuestion: what replaced the barges?", None),
+    ("w_chat_poem", "Write a four-line poem about autumn.", None),
+    ("w_chat_math", "If a train travels 120 km in 1.5 hours, what is its average speed?",
+     DEFAULT_SYSTEM),
+]
+WIDE_PROMPTS = ([(name, "text", text) for name, text in WIDE_TEXT]
+                + [(name, "chat", chat(user, system)) for name, user, system in WIDE_CHAT])
 
 
 # GGUF tensor name (without ".weight") -> ExecuTorch Llama state-dict name.
@@ -648,6 +712,38 @@ def write_reference_q4(out: Path) -> None:
     log("ref-q4", f"wrote {path.name}")
 
 
+def write_reference_q4_wide(out: Path) -> None:
+    """The 4-bit module's greedy continuations of WIDE_PROMPTS as teacher-forced positions."""
+    path = out / "reference_q4_wide.json"
+    if path.exists():
+        log("ref-q4-wide", "reference_q4_wide.json exists, skipping")
+        return
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(out / "tokenizer.json"))
+    model = eager_module("q4", out)
+    prompts = []
+    for name, kind, text in WIDE_PROMPTS:
+        start = time.time()
+        ids = tok.encode(text, add_special_tokens=True).ids
+        if tok.decode(ids, skip_special_tokens=False) != text:
+            raise AssertionError(f"{name}: tokenizer.json does not round-trip")
+        if len(ids) + N_GENERATE > MAX_LEN:
+            raise AssertionError(f"{name}: {len(ids)} prompt tokens leave no room for "
+                                 f"{N_GENERATE} in {MAX_LEN}")
+        gen = greedy(model, ids)
+        prompts.append({"name": name, "kind": kind, "text": text, "prompt_ids": ids,
+                        "teacher_forced": {"fed_ids": gen.top1[:-1], **gen.as_json("top1")},
+                        "greedy_text": tok.decode(gen.top1, skip_special_tokens=False)})
+        log("ref-q4-wide", f"{name}: {len(ids)} prompt tokens, min gap {min(gen.gap):.3g}, "
+                           f"{time.time() - start:.1f}s: {prompts[-1]['greedy_text']!r}")
+    doc = {**_header("q4"),
+           "teacher_forced_from": "the module's own greedy ids (top1[i] is fed at i + 1)",
+           "prompts": prompts}
+    write_atomic(path, to_json(doc))
+    log("ref-q4-wide", f"wrote {path.name}: {len(prompts) * N_GENERATE} positions")
+
+
 # -------------------------------------------------------------- 6. export
 
 def export(variant: str, out: Path) -> None:
@@ -746,7 +842,14 @@ def main() -> int:
                         help="output folder (default: <repo root>/artifacts/smollm2)")
     parser.add_argument("--skip-export", action="store_true",
                         help="stop before the two export_llama runs")
+    parser.add_argument("--variants", default=",".join(VARIANTS),
+                        help="which programs to export, comma-separated (default: "
+                             f"{','.join(VARIANTS)})")
     args = parser.parse_args()
+    variants = [v for v in args.variants.split(",") if v]
+    unknown = sorted(set(variants) - set(VARIANTS))
+    if unknown:
+        parser.error(f"unknown variant(s) {unknown}; known: {sorted(VARIANTS)}")
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     import torch
@@ -761,8 +864,9 @@ def main() -> int:
     write_tokenizer(gguf_path, out)
     write_reference_fp32(out, gguf_path)
     write_reference_q4(out)
+    write_reference_q4_wide(out)
     if not args.skip_export:
-        for variant in VARIANTS:
+        for variant in variants:
             export(variant, out)
     for variant in VARIANTS:
         pte = out / f"smollm2_{variant}.pte"

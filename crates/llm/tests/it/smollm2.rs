@@ -131,13 +131,24 @@ fn smollm2_fp32_matches_eager() {
 /// The 4-bit export against eager PyTorch running the same quantized
 /// module: top-1 agreement on the teacher-forced positions, with the
 /// generator's defaults (what `etwgpu chat` runs: a float16 KV cache where
-/// the device allows it).
+/// the device allows it). The positions are `reference_q4.json`'s 192 and,
+/// where the export wrote it, `reference_q4_wide.json`'s 768 (24 more
+/// prompts of 5 to 436 tokens, continued by the module itself), judged
+/// together: at 192 positions one token is 0.52%.
 #[test]
 fn smollm2_q4_agrees_with_eager() {
-    let Some((agree, total)) = q4_top1_agreement(&Generator::default_load_options()) else { return };
-    let share = agree as f64 / total as f64;
-    eprintln!("smollm2 q4: top-1 agreement {agree}/{total} = {share:.4}");
-    assert!(share >= Q4_TOP1_AGREEMENT, "top-1 agreement {agree}/{total}");
+    let options = Generator::default_load_options();
+    let Some((agree, total)) = q4_top1_agreement("reference_q4.json", &options) else { return };
+    eprintln!("smollm2 q4: top-1 agreement {agree}/{total} (reference_q4.json)");
+    let (mut agree_all, mut total_all) = (agree, total);
+    if let Some((agree, total)) = q4_top1_agreement("reference_q4_wide.json", &options) {
+        eprintln!("smollm2 q4: top-1 agreement {agree}/{total} (reference_q4_wide.json)");
+        agree_all += agree;
+        total_all += total;
+    }
+    let share = agree_all as f64 / total_all as f64;
+    eprintln!("smollm2 q4: top-1 agreement {agree_all}/{total_all} = {share:.4}");
+    assert!(share >= Q4_TOP1_AGREEMENT, "top-1 agreement {agree_all}/{total_all}");
 }
 
 /// The same with int8 activations in the decode GEMVs
@@ -146,16 +157,17 @@ fn smollm2_q4_agrees_with_eager() {
 #[test]
 fn smollm2_q4_agrees_with_eager_at_int8_activations() {
     let options = etwgpu_runtime::LoadOptions { int8_activations: Some(true), ..Generator::default_load_options() };
-    let Some((agree, total)) = q4_top1_agreement(&options) else { return };
+    let Some((agree, total)) = q4_top1_agreement("reference_q4.json", &options) else { return };
     let share = agree as f64 / total as f64;
     eprintln!("smollm2 q4, int8 activations: top-1 agreement {agree}/{total} = {share:.4}");
     assert!(share >= Q4_INT8_TOP1_AGREEMENT, "top-1 agreement {agree}/{total}");
 }
 
-/// `(agreeing, all)` teacher-forced positions of the 4-bit export loaded
-/// with `options` against eager's top-1, or `None` without the artifacts.
-fn q4_top1_agreement(options: &etwgpu_runtime::LoadOptions) -> Option<(usize, usize)> {
-    let (dir, r) = reference("reference_q4.json")?;
+/// `(agreeing, all)` teacher-forced positions of `file` for the 4-bit
+/// export loaded with `options` against eager's top-1, or `None` without
+/// the artifacts.
+fn q4_top1_agreement(file: &str, options: &etwgpu_runtime::LoadOptions) -> Option<(usize, usize)> {
+    let (dir, r) = reference(file)?;
     let rt = runtime()?;
     let program = Program::open(dir.join(r["program"].as_str().expect("program"))).expect("program");
     let mut generator = Generator::with_options(&rt, &program, options, &mut |_| {}).expect("load");
@@ -170,7 +182,12 @@ fn q4_top1_agreement(options: &etwgpu_runtime::LoadOptions) -> Option<(usize, us
         for &t in &forced[..want.len() - 1] {
             got.push(argmax(&generator.decode_step(t).expect("decode")));
         }
-        agree += got.iter().zip(&want).filter(|(a, b)| a == b).count();
+        let here = got.iter().zip(&want).filter(|(a, b)| a == b).count();
+        if here < want.len() {
+            let misses: Vec<usize> = (0..want.len()).filter(|&i| got[i] != want[i]).collect();
+            eprintln!("  {}: {} prompt tokens, {here}/{} (misses at {misses:?})", p["name"], prompt.len(), want.len());
+        }
+        agree += here;
         total += want.len();
     }
     Some((agree, total))
