@@ -35,10 +35,10 @@ pub const COOP_MATRIX_ENV: &str = "ETWGPU_COOP_MATRIX";
 pub const COOP_ATTENTION_ENV: &str = "ETWGPU_COOP_ATTENTION";
 
 /// Environment variable setting the default [`etwgpu_kernels::Precision`]
-/// of loads: `f32` keeps float32 numerics in every float32 matrix product,
-/// `mixed` (or unset: the default) lets the 4-bit weight linears use f16
-/// operands on cooperative matrices, `f16` lets every float32 matrix
-/// product use them. Any other value is [`Error::BadEnv`]. Devices without
+/// of loads: `f32` (or unset: the default) keeps float32 numerics in every
+/// float32 matrix product, `mixed` lets the 4-bit weight linears and
+/// prompt attention over a float16 KV cache use f16 operands on
+/// cooperative matrices, `f16` lets every float32 matrix product use them. Any other value is [`Error::BadEnv`]. Devices without
 /// cooperative matrices compute the same at every setting.
 pub const PRECISION_ENV: &str = "ETWGPU_PRECISION";
 

@@ -185,7 +185,8 @@ fn q4_top1_agreement(file: &str, options: &etwgpu_runtime::LoadOptions) -> Optio
         let here = got.iter().zip(&want).filter(|(a, b)| a == b).count();
         if here < want.len() {
             let misses: Vec<usize> = (0..want.len()).filter(|&i| got[i] != want[i]).collect();
-            eprintln!("  {}: {} prompt tokens, {here}/{} (misses at {misses:?})", p["name"], prompt.len(), want.len());
+            let name = p["name"].as_str().unwrap_or("?");
+            eprintln!("  {name}: {} prompt tokens, {here}/{} (misses at {misses:?})", prompt.len(), want.len());
         }
         agree += here;
         total += want.len();
