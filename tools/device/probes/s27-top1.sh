@@ -5,7 +5,9 @@
 # (768 more, new this session), at `f32`, `mixed` and `f16` with the
 # cooperative-matrix route required. Earlier calls of the same warm
 # machine copied the first pieces: `mkdir -p /tmp/sm && cp .xfer/smK/* /tmp/sm/`
-# (the export gzipped, split into 45 MB `q4part.N`); this call carries the
+# (the export gzipped, split into 30 MB `q4part.N`: calls carrying .gl and
+# one 45 MB piece beside the ~7.5 MB working tree were refused as over the
+# 64 MiB a call carries, this session); this call carries the
 # last piece with the binary, the tokenizer and the two references.
 set -u
 for f in .gl/*.deb; do dpkg -x "$f" /; done
