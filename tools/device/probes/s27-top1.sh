@@ -20,7 +20,7 @@ cp .xfer/"$1"/* /tmp/sm/
 nvidia-smi --query-gpu=name --format=csv,noheader >> "$OUT/sha.txt"
 for p in f32 mixed f16; do
   echo "== $p"
-  ETWGPU_PRECISION=$p timeout 150 /tmp/sm/it --exact smollm2::smollm2_q4_agrees_with_eager \
+  ETWGPU_PRECISION=$p timeout 60 /tmp/sm/it --exact smollm2::smollm2_q4_agrees_with_eager \
     --nocapture > "$OUT/top1_$p.txt" 2>&1
   grep -E "agreement|misses|test result|panicked" "$OUT/top1_$p.txt"
 done
