@@ -84,6 +84,10 @@ JSON schema (both files; `ids` are token ids, `logits` float32 as JSON numbers):
       # reference_q4.json only:
       "determinism": str              # the q4 module rebuilt twice gives equal logits
     }
+
+reference_q4_wide.json has the header, "teacher_forced_from", and per prompt
+"name", "kind", "text", "prompt_ids", "greedy_text" and a "teacher_forced"
+whose "fed_ids" are the module's own greedy ids (no "agrees_with_fp32").
 """
 
 from __future__ import annotations

@@ -38,8 +38,9 @@ pub const COOP_ATTENTION_ENV: &str = "ETWGPU_COOP_ATTENTION";
 /// of loads: `f32` (or unset: the default) keeps float32 numerics in every
 /// float32 matrix product, `mixed` lets the 4-bit weight linears and
 /// prompt attention over a float16 KV cache use f16 operands on
-/// cooperative matrices, `f16` lets every float32 matrix product use them. Any other value is [`Error::BadEnv`]. Devices without
-/// cooperative matrices compute the same at every setting.
+/// cooperative matrices, `f16` lets every float32 matrix product use them.
+/// Any other value is [`Error::BadEnv`]. Devices without cooperative
+/// matrices compute the same at every setting.
 pub const PRECISION_ENV: &str = "ETWGPU_PRECISION";
 
 /// Environment variable choosing the kernels' subgroup forms (today the
