@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The top-1 agreement `--precision mixed` would cost the SmolLM2 4-bit model, emulated on the CPU.
 
-    python3 tools/export/top1_emulation.py [--dir DIR] [--off] [--limit N]
+    python3 tools/export/top1_emulation.py [--dir DIR] [--off] [--limit N] [--kv16]
 
 Needs what `smollm2.py` writes in DIR (default `<repo root>/artifacts/smollm2`):
 `ckpt.pth`, `params.json`, `reference_q4.json` and `reference_q4_wide.json`.
@@ -15,10 +15,11 @@ linears in each prompt's first call, teacher-forces the references' ids, and
 counts the positions whose top-1 still equals the reference's, per file.
 
 What it leaves out, so it is an estimate and not the GPU's figure: the prompt
-attention's f16 query and probabilities at `mixed`, the float16 KV cache that
-etwgpu's default keeps at every precision, and the GPU's summation order. With
-the change switched off (`--off`) every position must agree: that checks the
-harness.
+attention's f16 query and probabilities at `mixed`, and the GPU's summation
+order; the float16 KV cache that etwgpu's default keeps at every precision only
+with `--kv16`, and then as rounding after each call (a call's own new rows
+unrounded). With the change switched off (`--off`) every position must agree:
+that checks the harness.
 """
 
 from __future__ import annotations
@@ -44,6 +45,9 @@ def main() -> int:
     parser.add_argument("--dir", type=Path, default=S.REPO_ROOT / "artifacts" / "smollm2")
     parser.add_argument("--off", action="store_true", help="no rounding (the harness check)")
     parser.add_argument("--limit", type=int, default=0, help="only the first N prompts of each file")
+    parser.add_argument("--kv16", action="store_true",
+                        help="also round the KV cache to f16 after every call (etwgpu's default "
+                             "float16 cache, at every precision)")
     args = parser.parse_args()
     import torch
     import torch.nn.functional as F
@@ -66,7 +70,18 @@ def main() -> int:
 
         module.forward = forward
         rounded += 1
-    S.log("emulate", f"{rounded} linears, {'off' if args.off else 'f16 operands in the prompt pass'}")
+    caches = [b for name, b in model.named_buffers() if name.endswith(("k_cache", "v_cache"))]
+    S.log("emulate", f"{rounded} linears, {'off' if args.off else 'f16 operands in the prompt pass'}"
+                     + (f", {len(caches)} caches rounded to f16 after each call" if args.kv16 else ""))
+
+    def call(tokens, pos):
+        logits = S.call(model, tokens, pos)
+        if args.kv16:
+            with torch.no_grad():
+                for c in caches:
+                    c.copy_(c.half().float())
+        return logits
+
 
     total_agree = total = 0
     for file in ("reference_q4.json", "reference_q4_wide.json"):
@@ -78,11 +93,11 @@ def main() -> int:
             want = tf["top1"]
             S.reset_kv_cache(model)
             state["prompt"] = True
-            got = [int(S.call(model, p["prompt_ids"], 0).argmax())]
+            got = [int(call(p["prompt_ids"], 0).argmax())]
             state["prompt"] = False
             pos = len(p["prompt_ids"])
             for i, token in enumerate(tf["fed_ids"][: len(want) - 1]):
-                got.append(int(S.call(model, [token], pos + i).argmax()))
+                got.append(int(call([token], pos + i).argmax()))
             here = sum(a == b for a, b in zip(got, want))
             if here < len(want):
                 misses = [i for i in range(len(want)) if got[i] != want[i]]
