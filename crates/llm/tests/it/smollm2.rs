@@ -137,12 +137,11 @@ fn smollm2_fp32_matches_eager() {
 /// together: at 192 positions one token is 0.52%.
 #[test]
 fn smollm2_q4_agrees_with_eager() {
-    let options = Generator::default_load_options();
-    let Some((agree, total)) = q4_top1_agreement("reference_q4.json", &options) else { return };
-    eprintln!("smollm2 q4: top-1 agreement {agree}/{total} (reference_q4.json)");
-    let (mut agree_all, mut total_all) = (agree, total);
-    if let Some((agree, total)) = q4_top1_agreement("reference_q4_wide.json", &options) {
-        eprintln!("smollm2 q4: top-1 agreement {agree}/{total} (reference_q4_wide.json)");
+    let files = ["reference_q4.json", "reference_q4_wide.json"];
+    let Some(counts) = q4_top1_agreement(&files, &Generator::default_load_options()) else { return };
+    let (mut agree_all, mut total_all) = (0, 0);
+    for (file, agree, total) in counts {
+        eprintln!("smollm2 q4: top-1 agreement {agree}/{total} ({file})");
         agree_all += agree;
         total_all += total;
     }
@@ -157,39 +156,52 @@ fn smollm2_q4_agrees_with_eager() {
 #[test]
 fn smollm2_q4_agrees_with_eager_at_int8_activations() {
     let options = etwgpu_runtime::LoadOptions { int8_activations: Some(true), ..Generator::default_load_options() };
-    let Some((agree, total)) = q4_top1_agreement("reference_q4.json", &options) else { return };
+    let Some(counts) = q4_top1_agreement(&["reference_q4.json"], &options) else { return };
+    let (_, agree, total) = counts[0];
     let share = agree as f64 / total as f64;
     eprintln!("smollm2 q4, int8 activations: top-1 agreement {agree}/{total} = {share:.4}");
     assert!(share >= Q4_INT8_TOP1_AGREEMENT, "top-1 agreement {agree}/{total}");
 }
 
-/// `(agreeing, all)` teacher-forced positions of `file` for the 4-bit
-/// export loaded with `options` against eager's top-1, or `None` without
-/// the artifacts.
-fn q4_top1_agreement(file: &str, options: &etwgpu_runtime::LoadOptions) -> Option<(usize, usize)> {
-    let (dir, r) = reference(file)?;
+/// `(file, agreeing, all)` teacher-forced positions of each reference file
+/// for the 4-bit export, loaded once with `options`, against eager's top-1;
+/// `None` without the artifacts or the first file. Later files the export
+/// did not write are left out (with a note).
+fn q4_top1_agreement<'a>(
+    files: &[&'a str],
+    options: &etwgpu_runtime::LoadOptions,
+) -> Option<Vec<(&'a str, usize, usize)>> {
+    let (dir, first) = reference(files[0])?;
+    let program_name = first["program"].as_str().expect("program").to_owned();
+    let mut refs = vec![(files[0], first)];
+    refs.extend(files[1..].iter().filter_map(|&f| reference(f).map(|(_, r)| (f, r))));
     let rt = runtime()?;
-    let program = Program::open(dir.join(r["program"].as_str().expect("program"))).expect("program");
+    let program = Program::open(dir.join(&program_name)).expect("program");
     let mut generator = Generator::with_options(&rt, &program, options, &mut |_| {}).expect("load");
-    let (mut agree, mut total) = (0usize, 0usize);
-    for p in r["prompts"].as_array().expect("prompts") {
-        let prompt = ids(&p["prompt_ids"]);
-        let forced = ids(&p["teacher_forced"]["fed_ids"]);
-        let want = ids(&p["teacher_forced"]["top1"]);
-        generator.reset();
-        let argmax = |l: &[f32]| etwgpu_llm::sampler::argmax(l) as u32;
-        let mut got = vec![argmax(&generator.prefill(&prompt).expect("prefill"))];
-        for &t in &forced[..want.len() - 1] {
-            got.push(argmax(&generator.decode_step(t).expect("decode")));
+    let mut counts = Vec::new();
+    for (file, r) in refs {
+        assert_eq!(r["program"].as_str(), Some(program_name.as_str()), "{file}: another program");
+        let (mut agree, mut total) = (0usize, 0usize);
+        for p in r["prompts"].as_array().expect("prompts") {
+            let prompt = ids(&p["prompt_ids"]);
+            let forced = ids(&p["teacher_forced"]["fed_ids"]);
+            let want = ids(&p["teacher_forced"]["top1"]);
+            generator.reset();
+            let argmax = |l: &[f32]| etwgpu_llm::sampler::argmax(l) as u32;
+            let mut got = vec![argmax(&generator.prefill(&prompt).expect("prefill"))];
+            for &t in &forced[..want.len() - 1] {
+                got.push(argmax(&generator.decode_step(t).expect("decode")));
+            }
+            let here = got.iter().zip(&want).filter(|(a, b)| a == b).count();
+            if here < want.len() {
+                let misses: Vec<usize> = (0..want.len()).filter(|&i| got[i] != want[i]).collect();
+                let name = p["name"].as_str().unwrap_or("?");
+                eprintln!("  {name}: {} prompt tokens, {here}/{} (misses at {misses:?})", prompt.len(), want.len());
+            }
+            agree += here;
+            total += want.len();
         }
-        let here = got.iter().zip(&want).filter(|(a, b)| a == b).count();
-        if here < want.len() {
-            let misses: Vec<usize> = (0..want.len()).filter(|&i| got[i] != want[i]).collect();
-            let name = p["name"].as_str().unwrap_or("?");
-            eprintln!("  {name}: {} prompt tokens, {here}/{} (misses at {misses:?})", prompt.len(), want.len());
-        }
-        agree += here;
-        total += want.len();
+        counts.push((file, agree, total));
     }
-    Some((agree, total))
+    Some(counts)
 }
