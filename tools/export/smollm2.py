@@ -463,18 +463,21 @@ def eager_module(variant: str, out: Path):
     return _prepare_for_llama_export(config).model.eval()
 
 
+def kv_caches(model) -> list:
+    """The module's KV cache buffers (a key and a value cache a layer)."""
+    caches = [buf for name, buf in model.named_buffers() if name.endswith(("k_cache", "v_cache"))]
+    if len(caches) != 2 * PARAMS["n_layers"]:
+        raise AssertionError(f"found {len(caches)} KV cache buffers, expected {2 * PARAMS['n_layers']}")
+    return caches
+
+
 def reset_kv_cache(model) -> None:
     """Zeroes the caches, as a freshly loaded .pte has them."""
     import torch
 
-    n = 0
     with torch.no_grad():
-        for name, buf in model.named_buffers():
-            if name.endswith(("k_cache", "v_cache")):
-                buf.zero_()
-                n += 1
-    if n != 2 * PARAMS["n_layers"]:
-        raise AssertionError(f"found {n} KV cache buffers, expected {2 * PARAMS['n_layers']}")
+        for buf in kv_caches(model):
+            buf.zero_()
 
 
 @contextlib.contextmanager

@@ -54,34 +54,32 @@ def main() -> int:
 
     torch.set_num_threads(1)
     model = S.eager_module("q4", args.dir)
-    state = {"prompt": False, "rounded_calls": 0}
-    rounded = 0
-    for module in model.modules():
-        if not isinstance(module, torch.nn.Linear):
-            continue
+    rounded_calls = 0
+    linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    for module in linears:
         w16 = module.weight.dequantize().to(torch.float32).half().float()
         plain = module.forward
 
+        # Only a prompt has more rows than the GEMV route takes (a decode
+        # step is one), so the row count alone tells the prompt pass.
         def forward(x, plain=plain, w16=w16, bias=module.bias):
-            if state["prompt"] and not args.off and x.numel() // x.shape[-1] > GEMV_MAX_ROWS:
-                state["rounded_calls"] += 1
+            nonlocal rounded_calls
+            if not args.off and x.numel() // x.shape[-1] > GEMV_MAX_ROWS:
+                rounded_calls += 1
                 return F.linear(x.half().float(), w16, bias)
             return plain(x)
 
         module.forward = forward
-        rounded += 1
-    caches = [b for name, b in model.named_buffers() if name.endswith(("k_cache", "v_cache"))]
-    S.log("emulate", f"{rounded} linears, {'off' if args.off else 'f16 operands in the prompt pass'}"
-                     + (f", {len(caches)} caches rounded to f16 after each call" if args.kv16 else ""))
-
-    def call(tokens, pos):
-        logits = S.call(model, tokens, pos)
-        if args.kv16:
+    caches = S.kv_caches(model)
+    if args.kv16:
+        def round_caches(*_):
             with torch.no_grad():
                 for c in caches:
                     c.copy_(c.half().float())
-        return logits
 
+        model.register_forward_hook(round_caches)
+    S.log("emulate", f"{len(linears)} linears, {'off' if args.off else 'f16 operands in the prompt pass'}"
+                     + (f", {len(caches)} caches rounded to f16 after each call" if args.kv16 else ""))
 
     total_agree = total = 0
     for file in ("reference_q4.json", "reference_q4_wide.json"):
@@ -91,13 +89,7 @@ def main() -> int:
         for p in ref["prompts"][: args.limit or None]:
             tf = p["teacher_forced"]
             want = tf["top1"]
-            S.reset_kv_cache(model)
-            state["prompt"] = True
-            got = [int(call(p["prompt_ids"], 0).argmax())]
-            state["prompt"] = False
-            pos = len(p["prompt_ids"])
-            for i, token in enumerate(tf["fed_ids"][: len(want) - 1]):
-                got.append(int(call([token], pos + i).argmax()))
+            got = S.teacher_forced(model, p["prompt_ids"], tf["fed_ids"][: len(want) - 1]).top1
             here = sum(a == b for a, b in zip(got, want))
             if here < len(want):
                 misses = [i for i in range(len(want)) if got[i] != want[i]]
@@ -110,7 +102,7 @@ def main() -> int:
         total_agree += agree
         total += positions
     S.log("emulate", f"all: {total_agree}/{total} = {total_agree / total:.4f} "
-                     f"({state['rounded_calls']} linear calls on f16 operands)")
+                     f"({rounded_calls} linear calls on f16 operands)")
     return 0
 
 
