@@ -100,6 +100,7 @@ pub const WEBGPU_LIMITS: Needs =
 /// runtime still checks their needs at load. Validation runs with every
 /// naga capability on, cooperative matrices included.
 pub const LIMIT_GATED: &[&str] = &[
+    "conv_gemm_coop",
     "gemv_qkv",
     "linear_qkv",
     "linear_q4gsw_qkv",

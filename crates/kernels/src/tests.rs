@@ -538,7 +538,8 @@ fn transposed_conv_shape_and_output_padding_bound() {
 /// `conv_route` is the one place a convolution's kernel is chosen: the
 /// implicit GEMM for ungrouped, untransposed convolutions that fill its
 /// tiles and have few output pixels (at `auto`), all of them (at `gemm`),
-/// none (at `direct`); the
+/// none (at `direct`); on cooperative matrices where the device has them
+/// and the operands may be f16; the
 /// lowering dispatches what it chose, over one workgroup a 64 x 64 tile.
 #[test]
 fn convolutions_route_to_the_implicit_gemm_by_size_and_setting() {
@@ -578,8 +579,29 @@ fn convolutions_route_to_the_implicit_gemm_by_size_and_setting() {
         (depthwise, [D; 3]),
         (transposed, [D; 3]),
     ] {
-        let got = [Auto, Direct, Gemm].map(|k| conv_route(&caps(k), &geom));
+        let got = [Auto, Direct, Gemm].map(|k| conv_route(&caps(k), &geom, false));
         assert_eq!(got, want, "{geom:?}");
+    }
+    // With cooperative matrices: float16 programs, and float32 ones whose
+    // precision lets dense products take f16 operands, take the matrix
+    // units for every convolution the implicit GEMM computes and fills
+    // (no pixel bound: the late layer at batch 8 too); `mixed` keeps
+    // convolutions in float32.
+    use crate::caps::Precision;
+    use ConvRoute::Coop as C;
+    let coop = |conv, precision| DeviceCaps { conv, coop_matrix_f16: true, precision, ..DeviceCaps::default() };
+    for (geom, f16_input, precision, want) in [
+        (late_b8, false, Precision::F16, [C, D, C]),
+        (resnet, true, Precision::F32, [C, D, C]),
+        (late, false, Precision::Mixed, [G, D, G]),
+        (resnet, false, Precision::Mixed, [D, D, G]),
+        (head, true, Precision::F32, [D, D, C]),
+        (pointwise_rgb, false, Precision::F16, [D, D, C]),
+        (depthwise, true, Precision::F16, [D; 3]),
+        (transposed, true, Precision::F16, [D; 3]),
+    ] {
+        let got = [Auto, Direct, Gemm].map(|k| conv_route(&coop(k, precision), &geom, f16_input));
+        assert_eq!(got, want, "{geom:?} f16 input {f16_input} {precision:?}");
     }
     assert_eq!(DeviceCaps::default().conv, Auto, "the implicit GEMM by size is the default");
     // The lowering: [2, 64, 9, 9] * [70, 64, 3, 3], padding 1: 162 pixels
@@ -608,6 +630,11 @@ fn convolutions_route_to_the_implicit_gemm_by_size_and_setting() {
         // 6 tiles of K = 576: too short to split (512 inputs a split at least).
         assert_eq!(dispatches(&l), [(label, groups, vec![out])], "{conv:?}");
     }
+    // On the matrix units (precision f16): 2 pixel tiles of 128 by 2
+    // channel tiles of 64, one dispatch (no split K, scratch or not).
+    let ctx = crate::plan::Ctx::new(&g, &args).with_caps(coop(Auto, Precision::F16)).with_scratch(&scratch);
+    let l = from_name("aten.convolution.default").expect("registered").lower(&ctx).expect("lowers");
+    assert_eq!(dispatches(&l), [("conv_gemm_coop.f32", [4, 1, 1], vec![out])]);
     // ResNet-18's last 3x3 layer at batch 1: 49 pixels by 512 channels is
     // 8 tiles; K = 4608 splits 8 ways (576 inputs each) into the scratch,
     // then the combine writes the output. Without scratch, one dispatch.

@@ -19,7 +19,10 @@
 //! ResNet-18 at 224x224 (64 channels at 56x56 to 512 at 7x7, stride 1,
 //! padding 1, with bias) and its 7x7 stride-2 stem, at batch 1 and 8, each
 //! on the direct kernel (`direct`, `conv.wgsl`) and the implicit GEMM
-//! (`gemm`, `conv_gemm.wgsl`), float32; throughput 2·N·OH·OW·OC·C·KH·KW.
+//! (`gemm`, `conv_gemm.wgsl`), float32, and where the adapter has
+//! cooperative matrices the implicit GEMM on them (`coop`,
+//! `conv_gemm_coop.wgsl`, f16 operands: `Precision::F16`); throughput
+//! 2·N·OH·OW·OC·C·KH·KW.
 //!
 //! Without `ETWGPU_BENCH_LARGE=1` only small shapes run (lavapipe);
 //! without an adapter nothing is measured. `ETWGPU_BENCH_ONLY=TEXT` keeps
@@ -228,20 +231,26 @@ fn bench(c: &mut Criterion) {
         })
         .collect();
     let mut summary = Vec::new();
-    if let Some((_, rt)) = runtimes.last() {
-        for case in conv_cases() {
-            for (label, kernels) in [("direct", ConvKernels::Direct), ("gemm", ConvKernels::Gemm)] {
-                if !wanted(&format!("{} {label}", case.name)) {
-                    continue;
-                }
-                let (g, inputs) = (case.build)();
-                let program =
-                    Program::from_bytes(ProgramBuilder::single_delegate(g).to_bytes()).expect("crafted program parses");
-                let options = LoadOptions { fuse: false, conv: Some(kernels), ..LoadOptions::default() };
-                let mut method = rt.load_with(&program, "forward", &options).expect("loads");
-                method.set_profiling(true);
-                summary.push(time_case(c, &mut method, &inputs, &case, label));
-            }
+    // The float32 convolution kernels on the device without the matrix
+    // units, and the implicit GEMM on them (f16 operands) where there are.
+    let tiled = runtimes.last().map(|(_, rt)| rt);
+    let coop = runtimes.iter().find(|(label, rt)| *label == "coop" && rt.gemm_caps().coop_matrix_f16).map(|(_, rt)| rt);
+    let conv_routes = [
+        ("direct", ConvKernels::Direct, Precision::F32, tiled),
+        ("gemm", ConvKernels::Gemm, Precision::F32, tiled),
+        ("coop", ConvKernels::Gemm, Precision::F16, coop),
+    ];
+    for case in conv_cases() {
+        for (label, kernels, precision, rt) in conv_routes {
+            let Some(rt) = rt.filter(|_| wanted(&format!("{} {label}", case.name))) else { continue };
+            let (g, inputs) = (case.build)();
+            let program =
+                Program::from_bytes(ProgramBuilder::single_delegate(g).to_bytes()).expect("crafted program parses");
+            let options =
+                LoadOptions { fuse: false, conv: Some(kernels), precision: Some(precision), ..LoadOptions::default() };
+            let mut method = rt.load_with(&program, "forward", &options).expect("loads");
+            method.set_profiling(true);
+            summary.push(time_case(c, &mut method, &inputs, &case, label));
         }
     }
     for case in cases() {

@@ -38,6 +38,8 @@ pub enum Family {
     ConvGemm,
     /// `conv_gemm_combine.wgsl`.
     ConvGemmCombine,
+    /// `conv_gemm_coop.wgsl`.
+    ConvGemmCoop,
     /// `copy.wgsl`.
     Copy,
     /// `dq8_rows.wgsl`.
@@ -227,7 +229,8 @@ impl Family {
     pub const fn bounds_host_checked(self) -> bool {
         matches!(
             self,
-            Family::Matmul
+            Family::ConvGemmCoop
+                | Family::Matmul
                 | Family::MatmulCoop
                 | Family::MatmulCoopLarge
                 | Family::Q4Gemm
@@ -363,6 +366,10 @@ pub enum ShaderId {
     ConvGemmF16,
     /// `conv_gemm_combine.wgsl` with `Elem = f32`.
     ConvGemmCombineF32,
+    /// `conv_gemm_coop.wgsl` with `Elem = f32`.
+    ConvGemmCoopF32,
+    /// `conv_gemm_coop.wgsl` with `Elem = f16`.
+    ConvGemmCoopF16,
     /// `copy.wgsl` with `Elem = f32`.
     CopyF32,
     /// `dq8_rows.wgsl` with `Elem = f32`.
@@ -770,6 +777,8 @@ impl ShaderId {
         ShaderId::ConvGemmF32,
         ShaderId::ConvGemmF16,
         ShaderId::ConvGemmCombineF32,
+        ShaderId::ConvGemmCoopF32,
+        ShaderId::ConvGemmCoopF16,
         ShaderId::CopyF32,
         ShaderId::Dq8RowsF32,
         ShaderId::Dq8RowsF16,
@@ -993,6 +1002,8 @@ impl ShaderId {
             ShaderId::ConvGemmF32 => Family::ConvGemm,
             ShaderId::ConvGemmF16 => Family::ConvGemm,
             ShaderId::ConvGemmCombineF32 => Family::ConvGemmCombine,
+            ShaderId::ConvGemmCoopF32 => Family::ConvGemmCoop,
+            ShaderId::ConvGemmCoopF16 => Family::ConvGemmCoop,
             ShaderId::CopyF32 => Family::Copy,
             ShaderId::Dq8RowsF32 => Family::Dq8Rows,
             ShaderId::Dq8RowsF16 => Family::Dq8Rows,
@@ -1223,6 +1234,8 @@ impl ShaderId {
             ShaderId::ConvGemmF32 => Variant::F32,
             ShaderId::ConvGemmF16 => Variant::F16,
             ShaderId::ConvGemmCombineF32 => Variant::F32,
+            ShaderId::ConvGemmCoopF32 => Variant::F32,
+            ShaderId::ConvGemmCoopF16 => Variant::F16,
             ShaderId::CopyF32 => Variant::F32,
             ShaderId::Dq8RowsF32 => Variant::F32,
             ShaderId::Dq8RowsF16 => Variant::F16,
@@ -1447,6 +1460,8 @@ impl ShaderId {
             ShaderId::ConvGemmF32 => "conv_gemm.f32",
             ShaderId::ConvGemmF16 => "conv_gemm.f16",
             ShaderId::ConvGemmCombineF32 => "conv_gemm_combine.f32",
+            ShaderId::ConvGemmCoopF32 => "conv_gemm_coop.f32",
+            ShaderId::ConvGemmCoopF16 => "conv_gemm_coop.f16",
             ShaderId::CopyF32 => "copy.f32",
             ShaderId::Dq8RowsF32 => "dq8_rows.f32",
             ShaderId::Dq8RowsF16 => "dq8_rows.f16",
@@ -1671,6 +1686,8 @@ impl ShaderId {
             ShaderId::ConvGemmF32 => CONV_GEMM_F32,
             ShaderId::ConvGemmF16 => CONV_GEMM_F16,
             ShaderId::ConvGemmCombineF32 => CONV_GEMM_COMBINE_F32,
+            ShaderId::ConvGemmCoopF32 => CONV_GEMM_COOP_F32,
+            ShaderId::ConvGemmCoopF16 => CONV_GEMM_COOP_F16,
             ShaderId::CopyF32 => COPY_F32,
             ShaderId::Dq8RowsF32 => DQ8_ROWS_F32,
             ShaderId::Dq8RowsF16 => DQ8_ROWS_F16,
@@ -1988,6 +2005,18 @@ impl ShaderId {
             ShaderId::ConvGemmCombineF32 => {
                 ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
             }
+            ShaderId::ConvGemmCoopF32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 4,
+                uniform_buffers: 1,
+                workgroup_bytes: 38912,
+            },
+            ShaderId::ConvGemmCoopF16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 4,
+                uniform_buffers: 1,
+                workgroup_bytes: 38912,
+            },
             ShaderId::CopyF32 => {
                 ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 2, uniform_buffers: 1, workgroup_bytes: 0 }
             }
@@ -2865,6 +2894,8 @@ impl ShaderId {
             (Family::ConvGemm, Variant::F32) => Some(ShaderId::ConvGemmF32),
             (Family::ConvGemm, Variant::F16) => Some(ShaderId::ConvGemmF16),
             (Family::ConvGemmCombine, Variant::F32) => Some(ShaderId::ConvGemmCombineF32),
+            (Family::ConvGemmCoop, Variant::F32) => Some(ShaderId::ConvGemmCoopF32),
+            (Family::ConvGemmCoop, Variant::F16) => Some(ShaderId::ConvGemmCoopF16),
             (Family::Copy, Variant::F32) => Some(ShaderId::CopyF32),
             (Family::Dq8Rows, Variant::F32) => Some(ShaderId::Dq8RowsF32),
             (Family::Dq8Rows, Variant::F16) => Some(ShaderId::Dq8RowsF16),
@@ -7154,6 +7185,972 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         v = min(v, p.out_max);
     }
     out[i] = Elem(act(p.act, v, p.act_p0, p.act_p1));
+}
+
+/// Op codes of `act`: the discriminants of the kernels crate's `UnaryOp`
+/// (a kernels test checks that they agree, name by name).
+const ACT_COPY: u32 = 0u;
+const ACT_RELU: u32 = 1u;
+const ACT_GELU: u32 = 2u;
+const ACT_GELU_TANH: u32 = 3u;
+const ACT_EXP: u32 = 4u;
+const ACT_SIGMOID: u32 = 5u;
+const ACT_TANH: u32 = 6u;
+const ACT_NEG: u32 = 7u;
+const ACT_ABS: u32 = 8u;
+const ACT_SQRT: u32 = 9u;
+const ACT_RSQRT: u32 = 10u;
+const ACT_SIN: u32 = 11u;
+const ACT_COS: u32 = 12u;
+const ACT_LOG: u32 = 13u;
+const ACT_CLAMP: u32 = 14u;
+const ACT_LEAKY_RELU: u32 = 15u;
+const ACT_HARDSWISH: u32 = 16u;
+const ACT_ROUND: u32 = 17u;
+const ACT_POW_SCALAR: u32 = 18u;
+const ACT_HARDSIGMOID: u32 = 19u;
+const ACT_SILU: u32 = 20u;
+const ACT_HARDSHRINK: u32 = 21u;
+const ACT_LOG10: u32 = 22u;
+
+/// erf, Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7).
+fn erf_approx(v: f32) -> f32 {
+    let s = sign(v);
+    let a = abs(v);
+    let t = 1.0 / (1.0 + 0.3275911 * a);
+    let poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
+    return s * (1.0 - poly * exp(-a * a));
+}
+
+fn tanh_safe(v: f32) -> f32 {
+    return tanh(clamp(v, -15.0, 15.0));
+}
+
+/// `b ** e` with PyTorch's results for negative bases.
+fn pow_scalar(b: f32, e: f32) -> f32 {
+    if e == 0.0 {
+        return 1.0;
+    }
+    if b >= 0.0 {
+        return pow(b, e);
+    }
+    if e != floor(e) {
+        return bitcast<f32>(nan_bits);
+    }
+    let r = pow(-b, e);
+    if fract(e * 0.5) != 0.0 {
+        return -r;
+    }
+    return r;
+}
+
+/// The activation `op` (an `ACT_*` code; `ACT_COPY` is none) with its
+/// scalar parameters.
+fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
+    switch op {
+        case ACT_COPY: { return v; }
+        case ACT_RELU: { return max(v, 0.0); }
+        case ACT_GELU: { return 0.5 * v * (1.0 + erf_approx(v * 0.70710678118654752)); }
+        case ACT_GELU_TANH: { return 0.5 * v * (1.0 + tanh_safe(0.79788456080286536 * (v + 0.044715 * v * v * v))); }
+        case ACT_EXP: { return exp(v); }
+        case ACT_SIGMOID: { return 1.0 / (1.0 + exp(-v)); }
+        case ACT_TANH: { return tanh_safe(v); }
+        case ACT_NEG: { return -v; }
+        case ACT_ABS: { return abs(v); }
+        case ACT_SQRT: { return sqrt(v); }
+        case ACT_RSQRT: { return inverseSqrt(v); }
+        case ACT_SIN: { return sin(v); }
+        case ACT_COS: { return cos(v); }
+        case ACT_LOG: { return log(v); }
+        case ACT_CLAMP: { return min(max(v, p0), p1); }
+        case ACT_LEAKY_RELU: { return select(v * p0, v, v >= 0.0); }
+        case ACT_HARDSWISH: { return v * clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case ACT_ROUND: { return round(v); }
+        case ACT_POW_SCALAR: { return pow_scalar(v, p0); }
+        case ACT_HARDSIGMOID: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case ACT_SILU: { return v * (1.0 / (1.0 + exp(-v))); }
+        case ACT_HARDSHRINK: { return select(0.0, v, abs(v) > p0); }
+        case ACT_LOG10: { return log(v) * 0.43429448190325182; }
+        default: { return bitcast<f32>(nan_bits); }
+    }
+}
+"#;
+
+/// `conv_gemm_coop.wgsl` with `Elem = f32`.
+pub const CONV_GEMM_COOP_F32: &str = r#"//! 2-D convolution (1-D as H = 1), NCHW, `groups = 1`, not transposed, as
+//! an implicit GEMM on cooperative matrices (tensor cores): `out[m, oc] =
+//! sum_k patch[m, k] * w[oc, k]` with the output pixels `m = (n, oh, ow)`
+//! as rows, the output channels as columns and `k = (c, ky, kx)` along the
+//! weight's rows (`[OC, C, KH, KW]` is `[OC, K]` row-major), as
+//! `conv_gemm.wgsl` computes it in float32. f16 operands (a float32
+//! program's inputs and weights are rounded as they are staged, where
+//! the load's precision allows f16 operands for dense products), f32
+//! accumulation, output as `Elem`.
+//!
+//! The tiling is `matmul_coop.wgsl`'s with rows and columns in the other
+//! proportion: a workgroup of 8 subgroups of 32 computes 128 pixels x 64
+//! channels (4 x 2 subgroups of 2 x 2 fragments of 16 x 16), K advancing
+//! 32 inputs a step through two staged copies (the next step's values
+//! loaded while the current step is multiplied, one barrier a step). The
+//! patch tile is gathered from x as it is staged (zeros in the padding,
+//! past M and past K, so K need not be a multiple of the step): each
+//! invocation stages 8 consecutive inputs of two pixels 64 apart (a
+//! subgroup covers 8 consecutive pixels at 4 groups of 8 inputs) and 8 of
+//! one output channel's weights, walking `(c, ky, kx)` forward with the
+//! host's precomputed carries instead of dividing. At the end each
+//! fragment passes through its subgroup's 16 x 16 slot of `cs`, from which
+//! 16 invocations write 16 consecutive pixels of one channel plane at a
+//! time, with `conv.wgsl`'s epilogue: bias, the optional clamp
+//! (`et_vk.conv_with_clamp`) and the activation (`act` of
+//! `common/act.wgsl`, `ACT_COPY` for none).
+//!
+//! Bounds: every index into `xs`, `ws`, `cs` is a function of `lid < WG`,
+//! the stage (below `STAGES`) and constants: the staging units `u * WG +
+//! lid` cover the tiles exactly (`BM * TK / 8` units of the patch tile,
+//! `BN * TK / 8` of the weights), the fragments' offsets stay below `BM`,
+//! `BN` and `TK / 4`, and `cs` holds `WG * 8` floats; no uniform reaches
+//! them. Loads from x and the weight read element 0 where the value is a
+//! padding zero and `select` discards it.
+// variants: f32 f16
+// bounds: host-checked
+
+enable f16;
+enable wgpu_cooperative_matrix;
+
+alias Elem = f32;
+
+/// 16 x 16 fragments per subgroup along M and N.
+const FM: u32 = 2u;
+const FN: u32 = 2u;
+/// Subgroups (of 32 invocations) per workgroup along M and N.
+const SGM: u32 = 4u;
+const SGN: u32 = 2u;
+const WG: u32 = SGM * SGN * 32u;
+/// Output pixels and channels per workgroup.
+const BM: u32 = SGM * FM * 16u;
+const BN: u32 = SGN * FN * 16u;
+/// Inputs per step along K.
+const TK: u32 = 32u;
+/// Row stride of a staged tile, in `vec4<f16>`: TK plus 8 halves of
+/// padding (rows stay 16-byte aligned and start on different banks).
+const LDE: u32 = (TK + 8u) / 4u;
+/// Copies of each staged tile (2: the next step's loads in flight).
+const STAGES: u32 = 2u;
+/// Staging elements and halves per tile copy.
+const XS_LEN: u32 = BM * LDE;
+const WS_LEN: u32 = BN * LDE;
+const XS_HALVES: u32 = BM * (TK + 8u);
+const WS_HALVES: u32 = BN * (TK + 8u);
+
+struct Params {
+    /// Output pixels `N * OH * OW`.
+    m: u32,
+    /// Output channels.
+    n: u32,
+    /// Inputs per output `C * KH * KW`.
+    k: u32,
+    /// Workgroups along N.
+    tiles_n: u32,
+    c_in: u32,
+    h: u32,
+    w: u32,
+    oh: u32,
+    ow: u32,
+    kh: u32,
+    kw: u32,
+    stride_h: u32,
+    stride_w: u32,
+    pad_h: u32,
+    pad_w: u32,
+    dil_h: u32,
+    dil_w: u32,
+    /// `TK` as a step of `(c, ky, kx)`: `TK / (KH * KW)` channels, then
+    /// `(TK % (KH * KW)) / KW` rows and `(TK % (KH * KW)) % KW` columns.
+    step_c: u32,
+    step_ky: u32,
+    step_kx: u32,
+    has_bias: u32,
+    has_min: u32,
+    has_max: u32,
+    act: u32,
+    out_min: f32,
+    out_max: f32,
+    act_p0: f32,
+    act_p1: f32,
+}
+
+// Non-finite values come from bit patterns read at run time: WGSL makes a
+// constant expression that evaluates to NaN or infinity an error (Chrome's
+// Tint rejects `bitcast<f32>(0x7fc00000u)`).
+var<private> nan_bits: u32 = 0x7fc00000u;
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> weight: array<Elem>;
+@group(0) @binding(3) var<storage, read> bias: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+/// Staged patch tiles, row-major (`xs[pixel * LDE + k / 4]`), and weight
+/// tiles, column-major (`ws[channel * LDE + k / 4]`), 4 halves an element.
+var<workgroup> xs: array<vec4<f16>, STAGES * XS_LEN>;
+var<workgroup> ws: array<vec4<f16>, STAGES * WS_LEN>;
+/// One 16 x 16 f32 slot per subgroup, row-major (pixel, channel):
+/// fragments on their way out (and the zeros the accumulators start from).
+var<workgroup> cs: array<f32, SGM * SGN * 256u>;
+
+/// 8 consecutive inputs as loaded, rounded to f16 only as they are staged.
+struct RawEight {
+    lo: vec4<Elem>,
+    hi: vec4<Elem>,
+}
+
+/// Where a staging unit's first input is along K: input `k` is channel
+/// `c`, kernel row `ky` and column `kx`.
+struct KPos {
+    k: u32,
+    c: u32,
+    ky: u32,
+    kx: u32,
+}
+
+/// `pos` one input forward.
+fn next_k(pos: KPos) -> KPos {
+    var q = pos;
+    q.k += 1u;
+    q.kx += 1u;
+    if q.kx >= p.kw {
+        q.kx = 0u;
+        q.ky += 1u;
+    }
+    if q.ky >= p.kh {
+        q.ky = 0u;
+        q.c += 1u;
+    }
+    return q;
+}
+
+/// `pos` moved `TK` inputs forward (each carry at most one).
+fn next_step(pos: KPos) -> KPos {
+    var q = pos;
+    q.k += TK;
+    q.kx += p.step_kx;
+    if q.kx >= p.kw {
+        q.kx -= p.kw;
+        q.ky += 1u;
+    }
+    q.ky += p.step_ky;
+    if q.ky >= p.kh {
+        q.ky -= p.kh;
+        q.c += 1u;
+    }
+    q.c += p.step_c;
+    return q;
+}
+
+/// One output pixel's window: its image's first input, and the input row
+/// and column its window starts at (before padding: may be negative).
+struct Row {
+    base: u32,
+    ih0: i32,
+    iw0: i32,
+    ok: bool,
+}
+
+fn row_of(m: u32) -> Row {
+    let ohw = p.oh * p.ow;
+    let img = m / ohw;
+    let pix = m % ohw;
+    let oh = pix / p.ow;
+    let ow = pix % p.ow;
+    return Row(
+        img * p.c_in * p.h * p.w,
+        i32(oh * p.stride_h) - i32(p.pad_h),
+        i32(ow * p.stride_w) - i32(p.pad_w),
+        m < p.m,
+    );
+}
+
+/// The patch value of pixel `r` at `pos` (zero in the padding, past M or
+/// past K).
+fn patch_at(r: Row, pos: KPos) -> Elem {
+    // A window row or column before the image (negative) wraps past h or
+    // w as u32, so one comparison a side bounds it.
+    let ih = u32(r.ih0 + i32(pos.ky * p.dil_h));
+    let iw = u32(r.iw0 + i32(pos.kx * p.dil_w));
+    let inside = r.ok && pos.k < p.k && ih < p.h && iw < p.w;
+    let v = x[select(0u, r.base + (pos.c * p.h + ih) * p.w + iw, inside)];
+    return select(Elem(0.0), v, inside);
+}
+
+/// The weight of output channel `col` at input `k` (zero past N or K).
+fn weight_at(col: u32, k: u32) -> Elem {
+    let inside = col < p.n && k < p.k;
+    let v = weight[select(0u, col * p.k + k, inside)];
+    return select(Elem(0.0), v, inside);
+}
+
+/// The 8 inputs from `pos` of pixels `ra` and `rb`, as two staging units.
+struct Patches {
+    a: RawEight,
+    b: RawEight,
+}
+
+fn patches(ra: Row, rb: Row, q0: KPos) -> Patches {
+    let q1 = next_k(q0);
+    let q2 = next_k(q1);
+    let q3 = next_k(q2);
+    let q4 = next_k(q3);
+    let q5 = next_k(q4);
+    let q6 = next_k(q5);
+    let q7 = next_k(q6);
+    return Patches(
+        RawEight(
+            vec4<Elem>(patch_at(ra, q0), patch_at(ra, q1), patch_at(ra, q2), patch_at(ra, q3)),
+            vec4<Elem>(patch_at(ra, q4), patch_at(ra, q5), patch_at(ra, q6), patch_at(ra, q7)),
+        ),
+        RawEight(
+            vec4<Elem>(patch_at(rb, q0), patch_at(rb, q1), patch_at(rb, q2), patch_at(rb, q3)),
+            vec4<Elem>(patch_at(rb, q4), patch_at(rb, q5), patch_at(rb, q6), patch_at(rb, q7)),
+        ),
+    );
+}
+
+/// Weights `k ..` (8) of output channel `col`.
+fn weights(col: u32, k: u32) -> RawEight {
+    return RawEight(
+        vec4<Elem>(weight_at(col, k), weight_at(col, k + 1u), weight_at(col, k + 2u), weight_at(col, k + 3u)),
+        vec4<Elem>(weight_at(col, k + 4u), weight_at(col, k + 5u), weight_at(col, k + 6u), weight_at(col, k + 7u)),
+    );
+}
+
+/// Where staging unit `i` (row `i / (TK / 8)`, inputs `(i % (TK / 8)) *
+/// 8 ..`) goes in a staged tile, in halves.
+fn unit_at(i: u32) -> u32 {
+    return (i / (TK / 8u)) * (TK + 8u) + (i % (TK / 8u)) * 8u;
+}
+
+/// Stores 8 inputs, rounded to f16, at half `o` (a multiple of 8) of the
+/// patch tiles.
+fn store_x(o: u32, v: RawEight) {
+    xs[o / 4u] = vec4<f16>(v.lo);
+    xs[o / 4u + 1u] = vec4<f16>(v.hi);
+}
+
+/// The same for the weight tiles.
+fn store_w(o: u32, v: RawEight) {
+    ws[o / 4u] = vec4<f16>(v.lo);
+    ws[o / 4u + 1u] = vec4<f16>(v.hi);
+}
+
+/// Writes the fragment the subgroup `sg` left in its `cs` slot to pixels
+/// `row0 ..` and channels `col0 ..` of the output: invocation `lane`
+/// writes pixel `lane % 16` of 8 channels, so 16 invocations write 16
+/// consecutive pixels of a channel plane at a time.
+fn emit(sg: u32, lane: u32, row0: u32, col0: u32) {
+    let r = lane % 16u;
+    let m = row0 + r;
+    if m >= p.m {
+        return;
+    }
+    let ohw = p.oh * p.ow;
+    let img = m / ohw;
+    let pix = m % ohw;
+    for (var e = 0u; e < 8u; e++) {
+        let c = (lane / 16u) * 8u + e;
+        let oc = col0 + c;
+        if oc < p.n {
+            var v = cs[sg * 256u + r * 16u + c];
+            if p.has_bias != 0u {
+                v += f32(bias[oc]);
+            }
+            if p.has_min != 0u {
+                v = max(v, p.out_min);
+            }
+            if p.has_max != 0u {
+                v = min(v, p.out_max);
+            }
+            out[(img * p.n + oc) * ohw + pix] = Elem(act(p.act, v, p.act_p0, p.act_p1));
+        }
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let tile = wid.y * groups.x + wid.x;
+    let m0 = (tile / p.tiles_n) * BM;
+    let n0 = (tile % p.tiles_n) * BN;
+    // This invocation's subgroup, and that subgroup's block of FM x FN
+    // fragments.
+    let sg = lid / 32u;
+    let lane = lid % 32u;
+    let wm = (sg / SGN) * (FM * 16u);
+    let wn = (sg % SGN) * (FN * 16u);
+    let nk = (p.k + TK - 1u) / TK;
+    // Staging: units `lid` and `WG + lid` of the patch tile (pixels
+    // `lid / 4` and 64 after it), unit `lid` of the weight tile (channel
+    // `lid / 4`), all at inputs `(lid % 4) * 8 ..` of the step.
+    let ra = row_of(m0 + lid / (TK / 8u));
+    let rb = row_of(m0 + (WG + lid) / (TK / 8u));
+    let col = n0 + lid / (TK / 8u);
+    let k_first = (lid % (TK / 8u)) * 8u;
+    let khw = p.kh * p.kw;
+    var pos = KPos(k_first, k_first / khw, (k_first % khw) / p.kw, (k_first % khw) % p.kw);
+
+    for (var e = 0u; e < 8u; e++) {
+        cs[lid * 8u + e] = 0.0;
+    }
+    workgroupBarrier();
+    var c0_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c0_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c1_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c1_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    workgroupBarrier();
+    {
+        let g = patches(ra, rb, pos);
+        store_x(unit_at(lid), g.a);
+        store_x(unit_at(WG + lid), g.b);
+        store_w(unit_at(lid), weights(col, pos.k));
+    }
+    workgroupBarrier();
+    for (var t = 0u; t < nk; t++) {
+        let cur = t % 2u;
+        // The next step's values (past K at the end: zeros, stored where
+        // nothing reads them any more).
+        pos = next_step(pos);
+        let g = patches(ra, rb, pos);
+        let gw = weights(col, pos.k);
+        let xb = cur * XS_LEN;
+        let wb = cur * WS_LEN;
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 0u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 0u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 0u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 0u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
+        }
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 4u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 4u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 4u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 4u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
+        }
+        store_x((1u - cur) * XS_HALVES + unit_at(lid), g.a);
+        store_x((1u - cur) * XS_HALVES + unit_at(WG + lid), g.b);
+        store_w((1u - cur) * WS_HALVES + unit_at(lid), gw);
+        workgroupBarrier();
+    }
+
+    let slot = sg * 256u;
+    coopStoreT(c0_0, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 0u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c0_1, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 0u, n0 + wn + 16u);
+    workgroupBarrier();
+    coopStoreT(c1_0, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 16u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c1_1, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 16u, n0 + wn + 16u);
+}
+
+/// Op codes of `act`: the discriminants of the kernels crate's `UnaryOp`
+/// (a kernels test checks that they agree, name by name).
+const ACT_COPY: u32 = 0u;
+const ACT_RELU: u32 = 1u;
+const ACT_GELU: u32 = 2u;
+const ACT_GELU_TANH: u32 = 3u;
+const ACT_EXP: u32 = 4u;
+const ACT_SIGMOID: u32 = 5u;
+const ACT_TANH: u32 = 6u;
+const ACT_NEG: u32 = 7u;
+const ACT_ABS: u32 = 8u;
+const ACT_SQRT: u32 = 9u;
+const ACT_RSQRT: u32 = 10u;
+const ACT_SIN: u32 = 11u;
+const ACT_COS: u32 = 12u;
+const ACT_LOG: u32 = 13u;
+const ACT_CLAMP: u32 = 14u;
+const ACT_LEAKY_RELU: u32 = 15u;
+const ACT_HARDSWISH: u32 = 16u;
+const ACT_ROUND: u32 = 17u;
+const ACT_POW_SCALAR: u32 = 18u;
+const ACT_HARDSIGMOID: u32 = 19u;
+const ACT_SILU: u32 = 20u;
+const ACT_HARDSHRINK: u32 = 21u;
+const ACT_LOG10: u32 = 22u;
+
+/// erf, Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7).
+fn erf_approx(v: f32) -> f32 {
+    let s = sign(v);
+    let a = abs(v);
+    let t = 1.0 / (1.0 + 0.3275911 * a);
+    let poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
+    return s * (1.0 - poly * exp(-a * a));
+}
+
+fn tanh_safe(v: f32) -> f32 {
+    return tanh(clamp(v, -15.0, 15.0));
+}
+
+/// `b ** e` with PyTorch's results for negative bases.
+fn pow_scalar(b: f32, e: f32) -> f32 {
+    if e == 0.0 {
+        return 1.0;
+    }
+    if b >= 0.0 {
+        return pow(b, e);
+    }
+    if e != floor(e) {
+        return bitcast<f32>(nan_bits);
+    }
+    let r = pow(-b, e);
+    if fract(e * 0.5) != 0.0 {
+        return -r;
+    }
+    return r;
+}
+
+/// The activation `op` (an `ACT_*` code; `ACT_COPY` is none) with its
+/// scalar parameters.
+fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
+    switch op {
+        case ACT_COPY: { return v; }
+        case ACT_RELU: { return max(v, 0.0); }
+        case ACT_GELU: { return 0.5 * v * (1.0 + erf_approx(v * 0.70710678118654752)); }
+        case ACT_GELU_TANH: { return 0.5 * v * (1.0 + tanh_safe(0.79788456080286536 * (v + 0.044715 * v * v * v))); }
+        case ACT_EXP: { return exp(v); }
+        case ACT_SIGMOID: { return 1.0 / (1.0 + exp(-v)); }
+        case ACT_TANH: { return tanh_safe(v); }
+        case ACT_NEG: { return -v; }
+        case ACT_ABS: { return abs(v); }
+        case ACT_SQRT: { return sqrt(v); }
+        case ACT_RSQRT: { return inverseSqrt(v); }
+        case ACT_SIN: { return sin(v); }
+        case ACT_COS: { return cos(v); }
+        case ACT_LOG: { return log(v); }
+        case ACT_CLAMP: { return min(max(v, p0), p1); }
+        case ACT_LEAKY_RELU: { return select(v * p0, v, v >= 0.0); }
+        case ACT_HARDSWISH: { return v * clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case ACT_ROUND: { return round(v); }
+        case ACT_POW_SCALAR: { return pow_scalar(v, p0); }
+        case ACT_HARDSIGMOID: { return clamp(v + 3.0, 0.0, 6.0) / 6.0; }
+        case ACT_SILU: { return v * (1.0 / (1.0 + exp(-v))); }
+        case ACT_HARDSHRINK: { return select(0.0, v, abs(v) > p0); }
+        case ACT_LOG10: { return log(v) * 0.43429448190325182; }
+        default: { return bitcast<f32>(nan_bits); }
+    }
+}
+"#;
+
+/// `conv_gemm_coop.wgsl` with `Elem = f16`.
+pub const CONV_GEMM_COOP_F16: &str = r#"enable f16;
+
+//! 2-D convolution (1-D as H = 1), NCHW, `groups = 1`, not transposed, as
+//! an implicit GEMM on cooperative matrices (tensor cores): `out[m, oc] =
+//! sum_k patch[m, k] * w[oc, k]` with the output pixels `m = (n, oh, ow)`
+//! as rows, the output channels as columns and `k = (c, ky, kx)` along the
+//! weight's rows (`[OC, C, KH, KW]` is `[OC, K]` row-major), as
+//! `conv_gemm.wgsl` computes it in float32. f16 operands (a float32
+//! program's inputs and weights are rounded as they are staged, where
+//! the load's precision allows f16 operands for dense products), f32
+//! accumulation, output as `Elem`.
+//!
+//! The tiling is `matmul_coop.wgsl`'s with rows and columns in the other
+//! proportion: a workgroup of 8 subgroups of 32 computes 128 pixels x 64
+//! channels (4 x 2 subgroups of 2 x 2 fragments of 16 x 16), K advancing
+//! 32 inputs a step through two staged copies (the next step's values
+//! loaded while the current step is multiplied, one barrier a step). The
+//! patch tile is gathered from x as it is staged (zeros in the padding,
+//! past M and past K, so K need not be a multiple of the step): each
+//! invocation stages 8 consecutive inputs of two pixels 64 apart (a
+//! subgroup covers 8 consecutive pixels at 4 groups of 8 inputs) and 8 of
+//! one output channel's weights, walking `(c, ky, kx)` forward with the
+//! host's precomputed carries instead of dividing. At the end each
+//! fragment passes through its subgroup's 16 x 16 slot of `cs`, from which
+//! 16 invocations write 16 consecutive pixels of one channel plane at a
+//! time, with `conv.wgsl`'s epilogue: bias, the optional clamp
+//! (`et_vk.conv_with_clamp`) and the activation (`act` of
+//! `common/act.wgsl`, `ACT_COPY` for none).
+//!
+//! Bounds: every index into `xs`, `ws`, `cs` is a function of `lid < WG`,
+//! the stage (below `STAGES`) and constants: the staging units `u * WG +
+//! lid` cover the tiles exactly (`BM * TK / 8` units of the patch tile,
+//! `BN * TK / 8` of the weights), the fragments' offsets stay below `BM`,
+//! `BN` and `TK / 4`, and `cs` holds `WG * 8` floats; no uniform reaches
+//! them. Loads from x and the weight read element 0 where the value is a
+//! padding zero and `select` discards it.
+// variants: f32 f16
+// bounds: host-checked
+
+enable f16;
+enable wgpu_cooperative_matrix;
+
+alias Elem = f16;
+
+/// 16 x 16 fragments per subgroup along M and N.
+const FM: u32 = 2u;
+const FN: u32 = 2u;
+/// Subgroups (of 32 invocations) per workgroup along M and N.
+const SGM: u32 = 4u;
+const SGN: u32 = 2u;
+const WG: u32 = SGM * SGN * 32u;
+/// Output pixels and channels per workgroup.
+const BM: u32 = SGM * FM * 16u;
+const BN: u32 = SGN * FN * 16u;
+/// Inputs per step along K.
+const TK: u32 = 32u;
+/// Row stride of a staged tile, in `vec4<f16>`: TK plus 8 halves of
+/// padding (rows stay 16-byte aligned and start on different banks).
+const LDE: u32 = (TK + 8u) / 4u;
+/// Copies of each staged tile (2: the next step's loads in flight).
+const STAGES: u32 = 2u;
+/// Staging elements and halves per tile copy.
+const XS_LEN: u32 = BM * LDE;
+const WS_LEN: u32 = BN * LDE;
+const XS_HALVES: u32 = BM * (TK + 8u);
+const WS_HALVES: u32 = BN * (TK + 8u);
+
+struct Params {
+    /// Output pixels `N * OH * OW`.
+    m: u32,
+    /// Output channels.
+    n: u32,
+    /// Inputs per output `C * KH * KW`.
+    k: u32,
+    /// Workgroups along N.
+    tiles_n: u32,
+    c_in: u32,
+    h: u32,
+    w: u32,
+    oh: u32,
+    ow: u32,
+    kh: u32,
+    kw: u32,
+    stride_h: u32,
+    stride_w: u32,
+    pad_h: u32,
+    pad_w: u32,
+    dil_h: u32,
+    dil_w: u32,
+    /// `TK` as a step of `(c, ky, kx)`: `TK / (KH * KW)` channels, then
+    /// `(TK % (KH * KW)) / KW` rows and `(TK % (KH * KW)) % KW` columns.
+    step_c: u32,
+    step_ky: u32,
+    step_kx: u32,
+    has_bias: u32,
+    has_min: u32,
+    has_max: u32,
+    act: u32,
+    out_min: f32,
+    out_max: f32,
+    act_p0: f32,
+    act_p1: f32,
+}
+
+// Non-finite values come from bit patterns read at run time: WGSL makes a
+// constant expression that evaluates to NaN or infinity an error (Chrome's
+// Tint rejects `bitcast<f32>(0x7fc00000u)`).
+var<private> nan_bits: u32 = 0x7fc00000u;
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<Elem>;
+@group(0) @binding(2) var<storage, read> weight: array<Elem>;
+@group(0) @binding(3) var<storage, read> bias: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+/// Staged patch tiles, row-major (`xs[pixel * LDE + k / 4]`), and weight
+/// tiles, column-major (`ws[channel * LDE + k / 4]`), 4 halves an element.
+var<workgroup> xs: array<vec4<f16>, STAGES * XS_LEN>;
+var<workgroup> ws: array<vec4<f16>, STAGES * WS_LEN>;
+/// One 16 x 16 f32 slot per subgroup, row-major (pixel, channel):
+/// fragments on their way out (and the zeros the accumulators start from).
+var<workgroup> cs: array<f32, SGM * SGN * 256u>;
+
+/// 8 consecutive inputs as loaded, rounded to f16 only as they are staged.
+struct RawEight {
+    lo: vec4<Elem>,
+    hi: vec4<Elem>,
+}
+
+/// Where a staging unit's first input is along K: input `k` is channel
+/// `c`, kernel row `ky` and column `kx`.
+struct KPos {
+    k: u32,
+    c: u32,
+    ky: u32,
+    kx: u32,
+}
+
+/// `pos` one input forward.
+fn next_k(pos: KPos) -> KPos {
+    var q = pos;
+    q.k += 1u;
+    q.kx += 1u;
+    if q.kx >= p.kw {
+        q.kx = 0u;
+        q.ky += 1u;
+    }
+    if q.ky >= p.kh {
+        q.ky = 0u;
+        q.c += 1u;
+    }
+    return q;
+}
+
+/// `pos` moved `TK` inputs forward (each carry at most one).
+fn next_step(pos: KPos) -> KPos {
+    var q = pos;
+    q.k += TK;
+    q.kx += p.step_kx;
+    if q.kx >= p.kw {
+        q.kx -= p.kw;
+        q.ky += 1u;
+    }
+    q.ky += p.step_ky;
+    if q.ky >= p.kh {
+        q.ky -= p.kh;
+        q.c += 1u;
+    }
+    q.c += p.step_c;
+    return q;
+}
+
+/// One output pixel's window: its image's first input, and the input row
+/// and column its window starts at (before padding: may be negative).
+struct Row {
+    base: u32,
+    ih0: i32,
+    iw0: i32,
+    ok: bool,
+}
+
+fn row_of(m: u32) -> Row {
+    let ohw = p.oh * p.ow;
+    let img = m / ohw;
+    let pix = m % ohw;
+    let oh = pix / p.ow;
+    let ow = pix % p.ow;
+    return Row(
+        img * p.c_in * p.h * p.w,
+        i32(oh * p.stride_h) - i32(p.pad_h),
+        i32(ow * p.stride_w) - i32(p.pad_w),
+        m < p.m,
+    );
+}
+
+/// The patch value of pixel `r` at `pos` (zero in the padding, past M or
+/// past K).
+fn patch_at(r: Row, pos: KPos) -> Elem {
+    // A window row or column before the image (negative) wraps past h or
+    // w as u32, so one comparison a side bounds it.
+    let ih = u32(r.ih0 + i32(pos.ky * p.dil_h));
+    let iw = u32(r.iw0 + i32(pos.kx * p.dil_w));
+    let inside = r.ok && pos.k < p.k && ih < p.h && iw < p.w;
+    let v = x[select(0u, r.base + (pos.c * p.h + ih) * p.w + iw, inside)];
+    return select(Elem(0.0), v, inside);
+}
+
+/// The weight of output channel `col` at input `k` (zero past N or K).
+fn weight_at(col: u32, k: u32) -> Elem {
+    let inside = col < p.n && k < p.k;
+    let v = weight[select(0u, col * p.k + k, inside)];
+    return select(Elem(0.0), v, inside);
+}
+
+/// The 8 inputs from `pos` of pixels `ra` and `rb`, as two staging units.
+struct Patches {
+    a: RawEight,
+    b: RawEight,
+}
+
+fn patches(ra: Row, rb: Row, q0: KPos) -> Patches {
+    let q1 = next_k(q0);
+    let q2 = next_k(q1);
+    let q3 = next_k(q2);
+    let q4 = next_k(q3);
+    let q5 = next_k(q4);
+    let q6 = next_k(q5);
+    let q7 = next_k(q6);
+    return Patches(
+        RawEight(
+            vec4<Elem>(patch_at(ra, q0), patch_at(ra, q1), patch_at(ra, q2), patch_at(ra, q3)),
+            vec4<Elem>(patch_at(ra, q4), patch_at(ra, q5), patch_at(ra, q6), patch_at(ra, q7)),
+        ),
+        RawEight(
+            vec4<Elem>(patch_at(rb, q0), patch_at(rb, q1), patch_at(rb, q2), patch_at(rb, q3)),
+            vec4<Elem>(patch_at(rb, q4), patch_at(rb, q5), patch_at(rb, q6), patch_at(rb, q7)),
+        ),
+    );
+}
+
+/// Weights `k ..` (8) of output channel `col`.
+fn weights(col: u32, k: u32) -> RawEight {
+    return RawEight(
+        vec4<Elem>(weight_at(col, k), weight_at(col, k + 1u), weight_at(col, k + 2u), weight_at(col, k + 3u)),
+        vec4<Elem>(weight_at(col, k + 4u), weight_at(col, k + 5u), weight_at(col, k + 6u), weight_at(col, k + 7u)),
+    );
+}
+
+/// Where staging unit `i` (row `i / (TK / 8)`, inputs `(i % (TK / 8)) *
+/// 8 ..`) goes in a staged tile, in halves.
+fn unit_at(i: u32) -> u32 {
+    return (i / (TK / 8u)) * (TK + 8u) + (i % (TK / 8u)) * 8u;
+}
+
+/// Stores 8 inputs, rounded to f16, at half `o` (a multiple of 8) of the
+/// patch tiles.
+fn store_x(o: u32, v: RawEight) {
+    xs[o / 4u] = vec4<f16>(v.lo);
+    xs[o / 4u + 1u] = vec4<f16>(v.hi);
+}
+
+/// The same for the weight tiles.
+fn store_w(o: u32, v: RawEight) {
+    ws[o / 4u] = vec4<f16>(v.lo);
+    ws[o / 4u + 1u] = vec4<f16>(v.hi);
+}
+
+/// Writes the fragment the subgroup `sg` left in its `cs` slot to pixels
+/// `row0 ..` and channels `col0 ..` of the output: invocation `lane`
+/// writes pixel `lane % 16` of 8 channels, so 16 invocations write 16
+/// consecutive pixels of a channel plane at a time.
+fn emit(sg: u32, lane: u32, row0: u32, col0: u32) {
+    let r = lane % 16u;
+    let m = row0 + r;
+    if m >= p.m {
+        return;
+    }
+    let ohw = p.oh * p.ow;
+    let img = m / ohw;
+    let pix = m % ohw;
+    for (var e = 0u; e < 8u; e++) {
+        let c = (lane / 16u) * 8u + e;
+        let oc = col0 + c;
+        if oc < p.n {
+            var v = cs[sg * 256u + r * 16u + c];
+            if p.has_bias != 0u {
+                v += f32(bias[oc]);
+            }
+            if p.has_min != 0u {
+                v = max(v, p.out_min);
+            }
+            if p.has_max != 0u {
+                v = min(v, p.out_max);
+            }
+            out[(img * p.n + oc) * ohw + pix] = Elem(act(p.act, v, p.act_p0, p.act_p1));
+        }
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let tile = wid.y * groups.x + wid.x;
+    let m0 = (tile / p.tiles_n) * BM;
+    let n0 = (tile % p.tiles_n) * BN;
+    // This invocation's subgroup, and that subgroup's block of FM x FN
+    // fragments.
+    let sg = lid / 32u;
+    let lane = lid % 32u;
+    let wm = (sg / SGN) * (FM * 16u);
+    let wn = (sg % SGN) * (FN * 16u);
+    let nk = (p.k + TK - 1u) / TK;
+    // Staging: units `lid` and `WG + lid` of the patch tile (pixels
+    // `lid / 4` and 64 after it), unit `lid` of the weight tile (channel
+    // `lid / 4`), all at inputs `(lid % 4) * 8 ..` of the step.
+    let ra = row_of(m0 + lid / (TK / 8u));
+    let rb = row_of(m0 + (WG + lid) / (TK / 8u));
+    let col = n0 + lid / (TK / 8u);
+    let k_first = (lid % (TK / 8u)) * 8u;
+    let khw = p.kh * p.kw;
+    var pos = KPos(k_first, k_first / khw, (k_first % khw) / p.kw, (k_first % khw) % p.kw);
+
+    for (var e = 0u; e < 8u; e++) {
+        cs[lid * 8u + e] = 0.0;
+    }
+    workgroupBarrier();
+    var c0_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c0_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c1_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c1_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    workgroupBarrier();
+    {
+        let g = patches(ra, rb, pos);
+        store_x(unit_at(lid), g.a);
+        store_x(unit_at(WG + lid), g.b);
+        store_w(unit_at(lid), weights(col, pos.k));
+    }
+    workgroupBarrier();
+    for (var t = 0u; t < nk; t++) {
+        let cur = t % 2u;
+        // The next step's values (past K at the end: zeros, stored where
+        // nothing reads them any more).
+        pos = next_step(pos);
+        let g = patches(ra, rb, pos);
+        let gw = weights(col, pos.k);
+        let xb = cur * XS_LEN;
+        let wb = cur * WS_LEN;
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 0u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 0u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 0u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 0u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
+        }
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 4u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 4u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 4u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 4u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
+        }
+        store_x((1u - cur) * XS_HALVES + unit_at(lid), g.a);
+        store_x((1u - cur) * XS_HALVES + unit_at(WG + lid), g.b);
+        store_w((1u - cur) * WS_HALVES + unit_at(lid), gw);
+        workgroupBarrier();
+    }
+
+    let slot = sg * 256u;
+    coopStoreT(c0_0, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 0u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c0_1, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 0u, n0 + wn + 16u);
+    workgroupBarrier();
+    coopStoreT(c1_0, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 16u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c1_1, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 16u, n0 + wn + 16u);
 }
 
 /// Op codes of `act`: the discriminants of the kernels crate's `UnaryOp`

@@ -5,12 +5,15 @@
 //! `aten.upsample_nearest2d.vec` / `aten.upsample_bilinear2d.vec`
 //! (`upsample.wgsl`) and `aten.grid_sampler_2d` (`grid_sampler.wgsl`).
 //! 1-D convolutions (rank-3 input) run as 2-D ones with
-//! `H = 1`. Ungrouped convolutions may take the implicit GEMM instead
-//! (`conv_routes.rs` holds both kernels' dispatches and chooses).
+//! `H = 1`. Ungrouped convolutions may take an implicit GEMM instead, on
+//! cooperative matrices where the device has them (`conv_routes.rs` holds
+//! the kernels' dispatches and chooses).
 
 use crate::error::{Error, Result};
 use crate::generated::shaders::Family;
-use crate::ops::conv_routes::{ConvEpilogue, ConvGeom, ConvRoute, conv_route, direct_dispatch, gemm_steps};
+use crate::ops::conv_routes::{
+    ConvEpilogue, ConvGeom, ConvRoute, conv_route, coop_dispatch, direct_dispatch, gemm_steps,
+};
 use crate::ops::fused::Epilogue;
 use crate::plan::{
     Ctx, Dispatch, Lowered, Step, TensorInfo, Uniform, WG_ROWS, float_shader, grid_1d, same_dtype, to_u32,
@@ -205,8 +208,9 @@ pub fn convolution_with(c: &Ctx<'_>, clamp: bool, epilogue: Epilogue) -> Result<
     let inputs = vec![x.id, w.id, bias.map_or(w.id, |b| b.id)];
     if numel > 0 && h * wd > 0 {
         to_u32("output elements", numel)?;
-        match conv_route(&c.caps(), &geom) {
+        match conv_route(&c.caps(), &geom, x.dtype == crate::ElemType::F16) {
             ConvRoute::Gemm => steps.extend(gemm_steps(c, &x, &geom, &ep, inputs, out.id)?),
+            ConvRoute::Coop => steps.push(Step::Dispatch(coop_dispatch(&x, &geom, &ep, inputs, out.id)?)),
             ConvRoute::Direct => steps.push(Step::Dispatch(direct_dispatch(&x, &geom, &ep, inputs, out.id, numel)?)),
         }
     }

@@ -1,12 +1,14 @@
 //! The kernels of a 2-D convolution (decoded by `conv.rs`) and the one
 //! place that chooses between them ([`conv_route`], from the call's shape
-//! and [`DeviceCaps::conv`]): the implicit GEMM (`conv_gemm.wgsl`: the
+//! and [`DeviceCaps`]): the implicit GEMM (`conv_gemm.wgsl`: the
 //! output pixels `N * OH * OW` as the rows of a product with the weight
-//! `[OC, C * KH * KW]`, the input patches gathered as they are staged) and
+//! `[OC, C * KH * KW]`, the input patches gathered as they are staged),
+//! the same product on cooperative matrices (`conv_gemm_coop.wgsl`, f16
+//! operands where the device has them and the precision allows) and
 //! the direct kernel (`conv.wgsl`: one invocation an output element; also
 //! grouped, depthwise and transposed convolutions).
 
-use crate::caps::{ConvKernels, DeviceCaps};
+use crate::caps::{ConvKernels, DeviceCaps, Product};
 use crate::error::Result;
 use crate::generated::shaders::Family;
 use crate::ops::fused::Epilogue;
@@ -43,6 +45,11 @@ pub const CONV_GEMM_MIN_INPUTS: u64 = CONV_GEMM_TK;
 /// from 392 pixels up (batch 8 at 7x7: 1,066 / 1,432; 56x56 at batch 1:
 /// 155 / 206).
 pub const CONV_GEMM_MAX_PIXELS: u64 = 256;
+
+/// Output pixels and channels per workgroup of `conv_gemm_coop.wgsl`.
+pub const CONV_COOP_TILE: [u64; 2] = [128, 64];
+/// Inputs per step along K of `conv_gemm_coop.wgsl`.
+pub const CONV_COOP_TK: u64 = 32;
 
 /// A 2-D convolution's geometry (1-D as `h = 1`), as `conv.rs` decoded it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,21 +103,29 @@ pub enum ConvRoute {
     Direct,
     /// `conv_gemm.wgsl`: the implicit GEMM.
     Gemm,
+    /// `conv_gemm_coop.wgsl`: the implicit GEMM on cooperative matrices.
+    Coop,
 }
 
-/// The one place a convolution's kernel is chosen: the implicit GEMM for
-/// ungrouped, untransposed convolutions ([`ConvKernels::Gemm`]: all of
-/// them; [`ConvKernels::Auto`]: those with at least
-/// [`CONV_GEMM_MIN_CHANNELS`] output channels and
-/// [`CONV_GEMM_MIN_INPUTS`] inputs an output, and at most
-/// [`CONV_GEMM_MAX_PIXELS`] output pixels), else the direct kernel.
-pub fn conv_route(caps: &DeviceCaps, g: &ConvGeom) -> ConvRoute {
+/// The one place a convolution's kernel is chosen: for ungrouped,
+/// untransposed convolutions, the implicit GEMM on cooperative matrices
+/// where the device has them and `f16_input` or the precision lets a dense
+/// product take f16 operands ([`DeviceCaps::coop`]), else the implicit GEMM
+/// of `conv_gemm.wgsl` ([`ConvKernels::Gemm`]: all of them;
+/// [`ConvKernels::Auto`]: those with at least [`CONV_GEMM_MIN_CHANNELS`]
+/// output channels and [`CONV_GEMM_MIN_INPUTS`] inputs an output, and, off
+/// the matrix units, at most [`CONV_GEMM_MAX_PIXELS`] output pixels); the
+/// direct kernel for the rest and at [`ConvKernels::Direct`].
+pub fn conv_route(caps: &DeviceCaps, g: &ConvGeom, f16_input: bool) -> ConvRoute {
     let gemm_can = g.groups == 1 && !g.transposed;
-    let worth = g.c_out >= CONV_GEMM_MIN_CHANNELS && g.k() >= CONV_GEMM_MIN_INPUTS && g.m() <= CONV_GEMM_MAX_PIXELS;
+    let fills = g.c_out >= CONV_GEMM_MIN_CHANNELS && g.k() >= CONV_GEMM_MIN_INPUTS;
+    let coop = gemm_can && caps.coop(f16_input, Product::Dense);
     match caps.conv {
         ConvKernels::Direct => ConvRoute::Direct,
+        ConvKernels::Gemm if coop => ConvRoute::Coop,
         ConvKernels::Gemm if gemm_can => ConvRoute::Gemm,
-        ConvKernels::Auto if gemm_can && worth => ConvRoute::Gemm,
+        ConvKernels::Auto if coop && fills => ConvRoute::Coop,
+        ConvKernels::Auto if gemm_can && fills && g.m() <= CONV_GEMM_MAX_PIXELS => ConvRoute::Gemm,
         _ => ConvRoute::Direct,
     }
 }
@@ -245,6 +260,66 @@ pub fn gemm_steps(
         workgroups: grid_1d(numel, WG_ELEMENTWISE)?,
     }));
     Ok(steps)
+}
+
+/// The dispatch of `conv_gemm_coop.wgsl` for a convolution [`conv_route`]
+/// sent to the matrix units (non-empty output; inputs `[x, weight, bias or
+/// weight]`): one workgroup a 128-pixel by 64-channel tile.
+pub fn coop_dispatch(
+    x: &TensorInfo<'_>,
+    g: &ConvGeom,
+    e: &ConvEpilogue,
+    inputs: Vec<Vid>,
+    out: Vid,
+) -> Result<Dispatch> {
+    let u = to_u32;
+    let (m, k) = (g.m(), g.k());
+    let khw = g.kh * g.kw;
+    let rem = CONV_COOP_TK % khw;
+    let tiles_n = g.c_out.div_ceil(CONV_COOP_TILE[1]);
+    // The whole input and weight must be addressable in 32 bits, as the
+    // kernel does; so must its walk along K, which passes K by a step.
+    u("input elements", g.n * g.c_in * g.h * g.w)?;
+    u("weight elements", g.c_out * k)?;
+    u("inputs per output", k + 2 * CONV_COOP_TK)?;
+    let params = Uniform::new()
+        .u32(u("output pixels", m)?)
+        .u32(u("output channels", g.c_out)?)
+        .u32(u("inputs per output", k)?)
+        .u32(u("tiles along N", tiles_n)?)
+        .u32(u("channels", g.c_in)?)
+        .u32(u("height", g.h)?)
+        .u32(u("width", g.w)?)
+        .u32(u("output height", g.oh)?)
+        .u32(u("output width", g.ow)?)
+        .u32(u("kernel height", g.kh)?)
+        .u32(u("kernel width", g.kw)?)
+        .u32(u("stride", g.stride[0])?)
+        .u32(u("stride", g.stride[1])?)
+        .u32(u("padding", g.padding[0])?)
+        .u32(u("padding", g.padding[1])?)
+        .u32(u("dilation", g.dilation[0])?)
+        .u32(u("dilation", g.dilation[1])?)
+        .u32(u("channel step", CONV_COOP_TK / khw)?)
+        .u32(u("kernel row step", rem / g.kw)?)
+        .u32(u("kernel column step", rem % g.kw)?)
+        .u32(u32::from(e.has_bias))
+        .u32(u32::from(e.out_min.is_some()))
+        .u32(u32::from(e.out_max.is_some()))
+        .u32(e.act.op as u32)
+        .f32(e.out_min.unwrap_or(0.0))
+        .f32(e.out_max.unwrap_or(0.0))
+        .f32(e.act.p0)
+        .f32(e.act.p1)
+        .finish();
+    Ok(Dispatch {
+        shader: float_shader(Family::ConvGemmCoop, x, 0, "input")?.into(),
+        entry: "main",
+        inputs,
+        outputs: vec![out],
+        params,
+        workgroups: grid_groups(m.div_ceil(CONV_COOP_TILE[0]) * tiles_n)?,
+    })
 }
 
 /// The direct dispatch (`conv.wgsl`) of a convolution of `numel` output

@@ -7,17 +7,22 @@
 //! (`conv_with_clamp`) and a fused activation (a ReLU after the
 //! convolution); with K long over few tiles, the split-K form and its
 //! combine pass (float32). The profile shows which kernels ran, and the
-//! default setting (`auto`) is checked to route by size.
+//! default setting (`auto`) is checked to route by size. On a device with
+//! cooperative matrices, float16 programs and float32 ones at
+//! `--precision f16` take the implicit GEMM on them
+//! (`conv_gemm_coop.wgsl`) instead of `conv_gemm.wgsl`, over the same
+//! cases (on lavapipe, which has none, the route is checked on the host).
 //!
 //! Tolerance (absolute plus relative): float32 1e-4 (summation order only:
 //! at most 2,700 products of values under 1 per output); float16 programs
 //! 1e-2 of the output's scale (inputs and outputs rounded to f16, the
-//! sums in f32 on both kernels).
+//! sums in f32 on both kernels); float32 programs at f16 operands on the
+//! matrix units 1e-2 of the output's scale.
 
 use etwgpu_format::DType;
 use etwgpu_format::Program;
 use etwgpu_format::writer::{GraphBuilder, ProgramBuilder};
-use etwgpu_runtime::{ConvKernels, LoadOptions, Runtime, Tensor};
+use etwgpu_runtime::{ConvKernels, LoadOptions, Precision, Runtime, Tensor};
 
 use crate::{data, f32s};
 
@@ -162,24 +167,41 @@ fn program(case: &Case, dtype: DType, seed: u32) -> (Program, Vec<f32>, Vec<f32>
     (program, xv, wv, bv)
 }
 
-/// Runs `case` with `kernels`, checking that the kernel they name ran;
-/// returns its output, the reference and whether the implicit GEMM split
-/// K (its combine pass ran).
-fn run(rt: &Runtime, case: &Case, dtype: DType, kernels: ConvKernels, seed: u32) -> (Vec<f32>, Vec<f32>, bool) {
+/// Runs `case` with `kernels` at `precision`, checking that the kernel
+/// they name ran (the implicit GEMM on cooperative matrices where the
+/// device has them and the operands may be f16); returns its output, the
+/// reference and whether the implicit GEMM split K (its combine pass ran).
+fn run(
+    rt: &Runtime,
+    case: &Case,
+    dtype: DType,
+    kernels: ConvKernels,
+    precision: Precision,
+    seed: u32,
+) -> (Vec<f32>, Vec<f32>, bool) {
     let (program, xv, wv, bv) = program(case, dtype, seed);
-    let options = LoadOptions { conv: Some(kernels), ..LoadOptions::default() };
+    let options = LoadOptions { conv: Some(kernels), precision: Some(precision), ..LoadOptions::default() };
     let mut method = rt.load_with(&program, "forward", &options).expect("loads");
     method.set_profiling(true);
     let input = Tensor::new(dtype, case.in_shape(), bytes(&xv, dtype)).expect("valid");
     let outs = method.run(&[input]).expect("runs");
     assert_eq!(outs[0].shape, case.out_shape(), "{case:?}");
     let kernels_ran: Vec<String> = method.profile().into_iter().flat_map(|p| p.kernels).collect();
-    let gemm = kernels_ran.iter().any(|k| k.starts_with("conv_gemm."));
-    let direct = kernels_ran.iter().any(|k| k.starts_with("conv."));
-    let want_gemm = kernels != ConvKernels::Direct;
-    assert_eq!((gemm, direct), (want_gemm, !want_gemm), "{kernels:?} {case:?}: kernels {kernels_ran:?}");
-    let split = kernels_ran.iter().any(|k| k.starts_with("conv_gemm_combine."));
-    (f32s(&outs[0]), case.reference(&xv, &wv, &bv), split)
+    let ran = |prefix: &str| kernels_ran.iter().any(|k| k.starts_with(prefix));
+    let gemm = kernels != ConvKernels::Direct;
+    let coop = gemm && on_matrix_units(rt, dtype, precision);
+    assert_eq!(
+        (ran("conv_gemm."), ran("conv_gemm_coop."), ran("conv.")),
+        (gemm && !coop, coop, !gemm),
+        "{kernels:?} {case:?}: kernels {kernels_ran:?}"
+    );
+    (f32s(&outs[0]), case.reference(&xv, &wv, &bv), ran("conv_gemm_combine."))
+}
+
+/// Whether an implicit GEMM of `dtype` at `precision` runs on the matrix
+/// units here (`conv_gemm_coop.wgsl`).
+fn on_matrix_units(rt: &Runtime, dtype: DType, precision: Precision) -> bool {
+    rt.gemm_caps().coop_matrix_f16 && (dtype == DType::F16 || precision == Precision::F16)
 }
 
 fn assert_close(got: &[f32], want: &[f32], atol: f32, rtol: f32, what: &str) {
@@ -233,8 +255,8 @@ fn convolutions_match_the_reference_on_both_kernels() {
     let Some(rt) = crate::runtime() else { return };
     for (i, case) in cases().iter().enumerate() {
         let seed = 40 + 3 * i as u32;
-        let (gemm, want, split) = run(&rt, case, DType::F32, ConvKernels::Gemm, seed);
-        let (direct, want2, _) = run(&rt, case, DType::F32, ConvKernels::Direct, seed);
+        let (gemm, want, split) = run(&rt, case, DType::F32, ConvKernels::Gemm, Precision::F32, seed);
+        let (direct, want2, _) = run(&rt, case, DType::F32, ConvKernels::Direct, Precision::F32, seed);
         assert_eq!(want, want2, "one reference");
         assert_eq!(split, SPLIT_CASES.contains(&i), "case {i}: split K");
         assert!(want.iter().any(|&v| v != 0.0), "case {i}: something to compare");
@@ -253,12 +275,37 @@ fn float16_convolutions_match_the_reference_on_both_kernels() {
     }
     for (i, case) in cases().iter().enumerate().filter(|(i, _)| [1, 3, 5, 7].contains(i)) {
         let seed = 70 + 3 * i as u32;
-        let (gemm, want, split) = run(&rt, case, DType::F16, ConvKernels::Gemm, seed);
-        let (direct, _, _) = run(&rt, case, DType::F16, ConvKernels::Direct, seed);
+        let (gemm, want, split) = run(&rt, case, DType::F16, ConvKernels::Gemm, Precision::F32, seed);
+        let (direct, _, _) = run(&rt, case, DType::F16, ConvKernels::Direct, Precision::F32, seed);
         assert!(!split, "case {i}: float16 programs never split K");
         let scale = want.iter().fold(0f32, |m, v| m.max(v.abs()));
         assert_close(&gemm, &want, 1e-2 * scale, 0.0, &format!("f16 implicit GEMM, case {i}"));
         assert_close(&direct, &want, 1e-2 * scale, 0.0, &format!("f16 direct, case {i}"));
+    }
+}
+
+/// Float32 programs at `--precision f16`: on a device with cooperative
+/// matrices the implicit GEMM takes f16 operands on them
+/// (`conv_gemm_coop.wgsl`, every case, K never split), checked at float16
+/// operands' tolerance (1e-2 of the output's scale: inputs and weights
+/// rounded to f16, sums in f32, the output float32); elsewhere the float32
+/// kernel, at float32's.
+#[test]
+fn f16_operand_convolutions_match_the_reference() {
+    let Some(rt) = crate::runtime() else { return };
+    let coop = on_matrix_units(&rt, DType::F32, Precision::F16);
+    for (i, case) in cases().iter().enumerate() {
+        let seed = 110 + 3 * i as u32;
+        let (gemm, want, split) = run(&rt, case, DType::F32, ConvKernels::Gemm, Precision::F16, seed);
+        assert!(want.iter().any(|&v| v != 0.0), "case {i}: something to compare");
+        if coop {
+            assert!(!split, "case {i}: the matrix units never split K");
+            let scale = want.iter().fold(0f32, |m, v| m.max(v.abs()));
+            assert_close(&gemm, &want, 1e-2 * scale, 0.0, &format!("f16-operand implicit GEMM, case {i} {case:?}"));
+        } else {
+            assert_eq!(split, SPLIT_CASES.contains(&i), "case {i}: split K");
+            assert_close(&gemm, &want, 1e-4, 1e-4, &format!("implicit GEMM, case {i} {case:?}"));
+        }
     }
 }
 
