@@ -657,6 +657,14 @@ fn convolutions_route_to_the_implicit_gemm_by_size_and_setting() {
         [("conv_gemm.f32", [64, 1, 1], vec![scratch[1]]), ("conv_gemm_combine.f32", [98, 1, 1], vec![out])]
     );
     assert_eq!(dispatches(&lower(&[])), [("conv_gemm.f32", [8, 1, 1], vec![out])]);
+    // On the matrix units the same layer is 8 tiles of 128 x 64, and
+    // splits the same way (32-input steps: 144 of them, 18 a split).
+    let ctx = crate::plan::Ctx::new(&g, &args).with_caps(coop(Auto, Precision::F16)).with_scratch(&scratch);
+    let l = from_name("aten.convolution.default").expect("registered").lower(&ctx).expect("lowers");
+    assert_eq!(
+        dispatches(&l),
+        [("conv_gemm_coop.f32", [64, 1, 1], vec![scratch[1]]), ("conv_gemm_combine.f32", [98, 1, 1], vec![out])]
+    );
 }
 
 #[test]
@@ -1660,7 +1668,10 @@ fn act_op_codes_are_the_unary_op_discriminants() {
     }
     callers.dedup();
     use crate::Family as F;
-    assert_eq!(callers, [F::Conv, F::ConvGemm, F::ConvGemmCombine, F::FusedElementwise, F::Gemv, F::Matmul, F::Unary]);
+    assert_eq!(
+        callers,
+        [F::Conv, F::ConvGemm, F::ConvGemmCombine, F::ConvGemmCoop, F::FusedElementwise, F::Gemv, F::Matmul, F::Unary]
+    );
 }
 
 #[test]

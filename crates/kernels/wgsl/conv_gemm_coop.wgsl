@@ -25,6 +25,12 @@
 //! (`et_vk.conv_with_clamp`) and the activation (`act` of
 //! `common/act.wgsl`, `ACT_COPY` for none).
 //!
+//! Split K (`partial`, float32 programs only: the partial sums go to an f32
+//! scratch bound as `out`), as `conv_gemm.wgsl` splits: the workgroups are
+//! `splits` copies of the output tiles, copy `s` summing inputs `s *
+//! k_chunk ..` and writing its sums, without epilogue, NCHW at `s * M * N
+//! ..`; `conv_gemm_combine.wgsl` adds them and applies the epilogue.
+//!
 //! Bounds: every index into `xs`, `ws`, `cs` is a function of `lid < WG`,
 //! the stage (below `STAGES`) and constants: the staging units `u * WG +
 //! lid` cover the tiles exactly (`BM * TK / 8` units of the patch tile,
@@ -98,6 +104,13 @@ struct Params {
     out_max: f32,
     act_p0: f32,
     act_p1: f32,
+    /// Output tiles (workgroups of one split).
+    tiles: u32,
+    /// Inputs per split (a multiple of TK; K without a split).
+    k_chunk: u32,
+    /// Write raw partial sums (split K) instead of the epilogue's output.
+    partial: u32,
+    _pad0: u32,
 }
 
 // Non-finite values come from bit patterns read at run time: WGSL makes a
@@ -192,31 +205,43 @@ fn row_of(m: u32) -> Row {
 }
 
 /// The patch value of pixel `r` at `pos` (zero in the padding, past M or
-/// past K).
-fn patch_at(r: Row, pos: KPos) -> Elem {
+/// past `k_end`, the end of this workgroup's inputs).
+fn patch_at(r: Row, pos: KPos, k_end: u32) -> Elem {
     // A window row or column before the image (negative) wraps past h or
     // w as u32, so one comparison a side bounds it.
     let ih = u32(r.ih0 + i32(pos.ky * p.dil_h));
     let iw = u32(r.iw0 + i32(pos.kx * p.dil_w));
-    let inside = r.ok && pos.k < p.k && ih < p.h && iw < p.w;
+    let inside = r.ok && pos.k < k_end && ih < p.h && iw < p.w;
     let v = x[select(0u, r.base + (pos.c * p.h + ih) * p.w + iw, inside)];
     return select(Elem(0.0), v, inside);
 }
 
-/// The weight of output channel `col` at input `k` (zero past N or K).
-fn weight_at(col: u32, k: u32) -> Elem {
-    let inside = col < p.n && k < p.k;
+/// The weight of output channel `col` at input `k` (zero past N or
+/// `k_end`).
+fn weight_at(col: u32, k: u32, k_end: u32) -> Elem {
+    let inside = col < p.n && k < k_end;
     let v = weight[select(0u, col * p.k + k, inside)];
     return select(Elem(0.0), v, inside);
 }
 
-/// The 8 inputs from `pos` of pixels `ra` and `rb`, as two staging units.
+/// The patch values of pixel `r` at 4 positions (zeros from `k_end`).
+fn four(r: Row, a: KPos, b: KPos, c: KPos, d: KPos, k_end: u32) -> vec4<Elem> {
+    return vec4<Elem>(
+        patch_at(r, a, k_end),
+        patch_at(r, b, k_end),
+        patch_at(r, c, k_end),
+        patch_at(r, d, k_end),
+    );
+}
+
+/// The 8 inputs from `q0` of pixels `ra` and `rb`, as two staging units
+/// (zeros from `k_end`).
 struct Patches {
     a: RawEight,
     b: RawEight,
 }
 
-fn patches(ra: Row, rb: Row, q0: KPos) -> Patches {
+fn patches(ra: Row, rb: Row, q0: KPos, k_end: u32) -> Patches {
     let q1 = next_k(q0);
     let q2 = next_k(q1);
     let q3 = next_k(q2);
@@ -225,23 +250,24 @@ fn patches(ra: Row, rb: Row, q0: KPos) -> Patches {
     let q6 = next_k(q5);
     let q7 = next_k(q6);
     return Patches(
-        RawEight(
-            vec4<Elem>(patch_at(ra, q0), patch_at(ra, q1), patch_at(ra, q2), patch_at(ra, q3)),
-            vec4<Elem>(patch_at(ra, q4), patch_at(ra, q5), patch_at(ra, q6), patch_at(ra, q7)),
-        ),
-        RawEight(
-            vec4<Elem>(patch_at(rb, q0), patch_at(rb, q1), patch_at(rb, q2), patch_at(rb, q3)),
-            vec4<Elem>(patch_at(rb, q4), patch_at(rb, q5), patch_at(rb, q6), patch_at(rb, q7)),
-        ),
+        RawEight(four(ra, q0, q1, q2, q3, k_end), four(ra, q4, q5, q6, q7, k_end)),
+        RawEight(four(rb, q0, q1, q2, q3, k_end), four(rb, q4, q5, q6, q7, k_end)),
     );
 }
 
-/// Weights `k ..` (8) of output channel `col`.
-fn weights(col: u32, k: u32) -> RawEight {
-    return RawEight(
-        vec4<Elem>(weight_at(col, k), weight_at(col, k + 1u), weight_at(col, k + 2u), weight_at(col, k + 3u)),
-        vec4<Elem>(weight_at(col, k + 4u), weight_at(col, k + 5u), weight_at(col, k + 6u), weight_at(col, k + 7u)),
+/// Weights `k .. k + 4` of output channel `col` (zeros from `k_end`).
+fn weight4(col: u32, k: u32, k_end: u32) -> vec4<Elem> {
+    return vec4<Elem>(
+        weight_at(col, k, k_end),
+        weight_at(col, k + 1u, k_end),
+        weight_at(col, k + 2u, k_end),
+        weight_at(col, k + 3u, k_end),
     );
+}
+
+/// Weights `k .. k + 8` of output channel `col` (zeros from `k_end`).
+fn weights(col: u32, k: u32, k_end: u32) -> RawEight {
+    return RawEight(weight4(col, k, k_end), weight4(col, k + 4u, k_end));
 }
 
 /// Where staging unit `i` (row `i / (TK / 8)`, inputs `(i % (TK / 8)) *
@@ -264,10 +290,11 @@ fn store_w(o: u32, v: RawEight) {
 }
 
 /// Writes the fragment the subgroup `sg` left in its `cs` slot to pixels
-/// `row0 ..` and channels `col0 ..` of the output: invocation `lane`
-/// writes pixel `lane % 16` of 8 channels, so 16 invocations write 16
-/// consecutive pixels of a channel plane at a time.
-fn emit(sg: u32, lane: u32, row0: u32, col0: u32) {
+/// `row0 ..` and channels `col0 ..` of the output (or, split, as partial
+/// sums at `part ..` of the scratch): invocation `lane` writes pixel
+/// `lane % 16` of 8 channels, so 16 invocations write 16 consecutive
+/// pixels of a channel plane at a time.
+fn emit(sg: u32, lane: u32, row0: u32, col0: u32, part: u32) {
     let r = lane % 16u;
     let m = row0 + r;
     if m >= p.m {
@@ -279,7 +306,10 @@ fn emit(sg: u32, lane: u32, row0: u32, col0: u32) {
     for (var e = 0u; e < 8u; e++) {
         let c = (lane / 16u) * 8u + e;
         let oc = col0 + c;
-        if oc < p.n {
+        let at = (img * p.n + oc) * ohw + pix;
+        if oc < p.n && p.partial != 0u {
+            out[part + at] = Elem(cs[sg * 256u + r * 16u + c]);
+        } else if oc < p.n {
             var v = cs[sg * 256u + r * 16u + c];
             if p.has_bias != 0u {
                 v += f32(bias[oc]);
@@ -290,7 +320,7 @@ fn emit(sg: u32, lane: u32, row0: u32, col0: u32) {
             if p.has_max != 0u {
                 v = min(v, p.out_max);
             }
-            out[(img * p.n + oc) * ohw + pix] = Elem(act(p.act, v, p.act_p0, p.act_p1));
+            out[at] = Elem(act(p.act, v, p.act_p0, p.act_p1));
         }
     }
 }
@@ -301,7 +331,11 @@ fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
-    let tile = wid.y * groups.x + wid.x;
+    let flat = wid.y * groups.x + wid.x;
+    let split = flat / p.tiles;
+    let tile = flat % p.tiles;
+    let k_begin = split * p.k_chunk;
+    let k_end = min(k_begin + p.k_chunk, p.k);
     let m0 = (tile / p.tiles_n) * BM;
     let n0 = (tile % p.tiles_n) * BN;
     // This invocation's subgroup, and that subgroup's block of FM x FN
@@ -310,14 +344,14 @@ fn main(
     let lane = lid % 32u;
     let wm = (sg / SGN) * (FM * 16u);
     let wn = (sg % SGN) * (FN * 16u);
-    let nk = (p.k + TK - 1u) / TK;
+    let nk = (k_end - k_begin + TK - 1u) / TK;
     // Staging: units `lid` and `WG + lid` of the patch tile (pixels
     // `lid / 4` and 64 after it), unit `lid` of the weight tile (channel
     // `lid / 4`), all at inputs `(lid % 4) * 8 ..` of the step.
     let ra = row_of(m0 + lid / (TK / 8u));
     let rb = row_of(m0 + (WG + lid) / (TK / 8u));
     let col = n0 + lid / (TK / 8u);
-    let k_first = (lid % (TK / 8u)) * 8u;
+    let k_first = k_begin + (lid % (TK / 8u)) * 8u;
     let khw = p.kh * p.kw;
     var pos = KPos(k_first, k_first / khw, (k_first % khw) / p.kw, (k_first % khw) % p.kw);
 
@@ -331,19 +365,19 @@ fn main(
     var c1_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
     workgroupBarrier();
     {
-        let g = patches(ra, rb, pos);
+        let g = patches(ra, rb, pos, k_end);
         store_x(unit_at(lid), g.a);
         store_x(unit_at(WG + lid), g.b);
-        store_w(unit_at(lid), weights(col, pos.k));
+        store_w(unit_at(lid), weights(col, pos.k, k_end));
     }
     workgroupBarrier();
     for (var t = 0u; t < nk; t++) {
         let cur = t % 2u;
-        // The next step's values (past K at the end: zeros, stored where
-        // nothing reads them any more).
+        // The next step's values (past `k_end` at the end: zeros, stored
+        // where nothing reads them any more).
         pos = next_step(pos);
-        let g = patches(ra, rb, pos);
-        let gw = weights(col, pos.k);
+        let g = patches(ra, rb, pos, k_end);
+        let gw = weights(col, pos.k, k_end);
         let xb = cur * XS_LEN;
         let wb = cur * WS_LEN;
         {
@@ -373,21 +407,22 @@ fn main(
     }
 
     let slot = sg * 256u;
+    let part = split * p.m * p.n;
     coopStoreT(c0_0, &cs[slot], 16u);
     workgroupBarrier();
-    emit(sg, lane, m0 + wm + 0u, n0 + wn + 0u);
+    emit(sg, lane, m0 + wm + 0u, n0 + wn + 0u, part);
     workgroupBarrier();
     coopStoreT(c0_1, &cs[slot], 16u);
     workgroupBarrier();
-    emit(sg, lane, m0 + wm + 0u, n0 + wn + 16u);
+    emit(sg, lane, m0 + wm + 0u, n0 + wn + 16u, part);
     workgroupBarrier();
     coopStoreT(c1_0, &cs[slot], 16u);
     workgroupBarrier();
-    emit(sg, lane, m0 + wm + 16u, n0 + wn + 0u);
+    emit(sg, lane, m0 + wm + 16u, n0 + wn + 0u, part);
     workgroupBarrier();
     coopStoreT(c1_1, &cs[slot], 16u);
     workgroupBarrier();
-    emit(sg, lane, m0 + wm + 16u, n0 + wn + 16u);
+    emit(sg, lane, m0 + wm + 16u, n0 + wn + 16u, part);
 }
 
 // include: act.wgsl

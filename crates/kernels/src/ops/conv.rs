@@ -11,9 +11,7 @@
 
 use crate::error::{Error, Result};
 use crate::generated::shaders::Family;
-use crate::ops::conv_routes::{
-    ConvEpilogue, ConvGeom, ConvRoute, conv_route, coop_dispatch, direct_dispatch, gemm_steps,
-};
+use crate::ops::conv_routes::{ConvEpilogue, ConvGeom, ConvRoute, conv_route, direct_dispatch, gemm_steps};
 use crate::ops::fused::Epilogue;
 use crate::plan::{
     Ctx, Dispatch, Lowered, Step, TensorInfo, Uniform, WG_ROWS, float_shader, grid_1d, same_dtype, to_u32,
@@ -209,8 +207,8 @@ pub fn convolution_with(c: &Ctx<'_>, clamp: bool, epilogue: Epilogue) -> Result<
     if numel > 0 && h * wd > 0 {
         to_u32("output elements", numel)?;
         match conv_route(&c.caps(), &geom, x.dtype == crate::ElemType::F16) {
-            ConvRoute::Gemm => steps.extend(gemm_steps(c, &x, &geom, &ep, inputs, out.id)?),
-            ConvRoute::Coop => steps.push(Step::Dispatch(coop_dispatch(&x, &geom, &ep, inputs, out.id)?)),
+            ConvRoute::Gemm => steps.extend(gemm_steps(c, &x, &geom, &ep, inputs, out.id, false)?),
+            ConvRoute::Coop => steps.extend(gemm_steps(c, &x, &geom, &ep, inputs, out.id, true)?),
             ConvRoute::Direct => steps.push(Step::Dispatch(direct_dispatch(&x, &geom, &ep, inputs, out.id, numel)?)),
         }
     }

@@ -147,19 +147,21 @@ pub struct ConvEpilogue {
 /// Scratch bytes the split-K partial sums of a float32 convolution of
 /// `numel` output elements may use: `splits x numel` f32, at most
 /// [`SPLIT_K_MAX`] splits, and (the splits times the output tiles being
-/// at most [`COOP_SMS`]) at most that many 64 x 64 tiles. Non-decreasing
-/// in `numel`, so the lowering at the maximum shapes sizes it.
+/// at most [`COOP_SMS`]) at most that many tiles of the larger kernel's
+/// (`conv_gemm_coop.wgsl`'s 128 x 64). Non-decreasing in `numel`, so the
+/// lowering at the maximum shapes sizes it.
 pub fn split_scratch_bytes(numel: u64) -> u64 {
-    4 * (SPLIT_K_MAX * numel).min(COOP_SMS * CONV_GEMM_TILE * CONV_GEMM_TILE)
+    4 * (SPLIT_K_MAX * numel).min(COOP_SMS * CONV_COOP_TILE[0] * CONV_COOP_TILE[1])
 }
 
-/// The implicit-GEMM steps of a convolution [`conv_route`] sent here
-/// (non-empty output; inputs `[x, weight, bias or weight]`): one dispatch
-/// of `conv_gemm.wgsl`, or, for a float32 program whose output tiles leave
-/// SMs idle (`gemm.rs`'s [`split_k`] rule, as the 4-bit linears split:
-/// ResNet-18's 7x7 and 14x14 layers at batch 1, 8 and 16 tiles) and a
-/// scratch given, its split-K form and `conv_gemm_combine.wgsl`. Float32
-/// programs declare the scratch at every lowering.
+/// The implicit-GEMM steps of a convolution [`conv_route`] sent to
+/// `conv_gemm.wgsl` or, `coop`, to `conv_gemm_coop.wgsl` (non-empty
+/// output; inputs `[x, weight, bias or weight]`): one dispatch, or, for a
+/// float32 program whose output tiles leave SMs idle (`gemm.rs`'s
+/// [`split_k`] rule, as the 4-bit linears split: ResNet-18's 7x7 and
+/// 14x14 layers at batch 1, 8 and 16 tiles of 64 x 64) and a scratch
+/// given, its split-K form and `conv_gemm_combine.wgsl`. Float32 programs
+/// declare the scratch at every lowering.
 pub fn gemm_steps(
     c: &Ctx<'_>,
     x: &TensorInfo<'_>,
@@ -167,24 +169,31 @@ pub fn gemm_steps(
     e: &ConvEpilogue,
     inputs: Vec<Vid>,
     out: Vid,
+    coop: bool,
 ) -> Result<Vec<Step>> {
     let u = to_u32;
     let (m, k) = (g.m(), g.k());
     let numel = m * g.c_out;
     let khw = g.kh * g.kw;
-    let tiles_n = g.c_out.div_ceil(CONV_GEMM_TILE);
-    let tiles = m.div_ceil(CONV_GEMM_TILE) * tiles_n;
-    let rem = CONV_GEMM_TK % khw;
+    let (family, [tile_m, tile_n], step) = if coop {
+        (Family::ConvGemmCoop, CONV_COOP_TILE, CONV_COOP_TK)
+    } else {
+        (Family::ConvGemm, [CONV_GEMM_TILE; 2], CONV_GEMM_TK)
+    };
+    let tiles_n = g.c_out.div_ceil(tile_n);
+    let tiles = m.div_ceil(tile_m) * tiles_n;
+    let rem = step % khw;
     // The whole input and weight must be addressable in 32 bits, as the
-    // kernel does.
+    // kernel does; so must its walk along K, which passes K by a step.
     u("input elements", g.n * g.c_in * g.h * g.w)?;
     u("weight elements", g.c_out * k)?;
+    u("inputs per output", k + 2 * step)?;
     let f32_program = x.dtype == ElemType::F32;
     let mut steps = Vec::new();
     if f32_program {
         steps.push(Step::Scratch { slot: SPLIT_K_SCRATCH, bytes: split_scratch_bytes(numel) });
     }
-    let split = split_k(tiles, k.next_multiple_of(CONV_GEMM_TK), CONV_GEMM_TK);
+    let split = split_k(tiles, k.next_multiple_of(step), step);
     let scratch = c
         .scratch(SPLIT_K_SCRATCH)
         .filter(|_| f32_program && split.splits > 1 && 4 * split.splits * numel <= split_scratch_bytes(numel));
@@ -207,7 +216,7 @@ pub fn gemm_steps(
         .u32(u("padding", g.padding[1])?)
         .u32(u("dilation", g.dilation[0])?)
         .u32(u("dilation", g.dilation[1])?)
-        .u32(u("channel step", CONV_GEMM_TK / khw)?)
+        .u32(u("channel step", step / khw)?)
         .u32(u("kernel row step", rem / g.kw)?)
         .u32(u("kernel column step", rem % g.kw)?)
         .u32(u32::from(e.has_bias))
@@ -224,7 +233,7 @@ pub fn gemm_steps(
         .finish();
     let gemm = |outputs| -> Result<Step> {
         Ok(Step::Dispatch(Dispatch {
-            shader: float_shader(Family::ConvGemm, x, 0, "input")?.into(),
+            shader: float_shader(family, x, 0, "input")?.into(),
             entry: "main",
             inputs: inputs.clone(),
             outputs,
@@ -260,66 +269,6 @@ pub fn gemm_steps(
         workgroups: grid_1d(numel, WG_ELEMENTWISE)?,
     }));
     Ok(steps)
-}
-
-/// The dispatch of `conv_gemm_coop.wgsl` for a convolution [`conv_route`]
-/// sent to the matrix units (non-empty output; inputs `[x, weight, bias or
-/// weight]`): one workgroup a 128-pixel by 64-channel tile.
-pub fn coop_dispatch(
-    x: &TensorInfo<'_>,
-    g: &ConvGeom,
-    e: &ConvEpilogue,
-    inputs: Vec<Vid>,
-    out: Vid,
-) -> Result<Dispatch> {
-    let u = to_u32;
-    let (m, k) = (g.m(), g.k());
-    let khw = g.kh * g.kw;
-    let rem = CONV_COOP_TK % khw;
-    let tiles_n = g.c_out.div_ceil(CONV_COOP_TILE[1]);
-    // The whole input and weight must be addressable in 32 bits, as the
-    // kernel does; so must its walk along K, which passes K by a step.
-    u("input elements", g.n * g.c_in * g.h * g.w)?;
-    u("weight elements", g.c_out * k)?;
-    u("inputs per output", k + 2 * CONV_COOP_TK)?;
-    let params = Uniform::new()
-        .u32(u("output pixels", m)?)
-        .u32(u("output channels", g.c_out)?)
-        .u32(u("inputs per output", k)?)
-        .u32(u("tiles along N", tiles_n)?)
-        .u32(u("channels", g.c_in)?)
-        .u32(u("height", g.h)?)
-        .u32(u("width", g.w)?)
-        .u32(u("output height", g.oh)?)
-        .u32(u("output width", g.ow)?)
-        .u32(u("kernel height", g.kh)?)
-        .u32(u("kernel width", g.kw)?)
-        .u32(u("stride", g.stride[0])?)
-        .u32(u("stride", g.stride[1])?)
-        .u32(u("padding", g.padding[0])?)
-        .u32(u("padding", g.padding[1])?)
-        .u32(u("dilation", g.dilation[0])?)
-        .u32(u("dilation", g.dilation[1])?)
-        .u32(u("channel step", CONV_COOP_TK / khw)?)
-        .u32(u("kernel row step", rem / g.kw)?)
-        .u32(u("kernel column step", rem % g.kw)?)
-        .u32(u32::from(e.has_bias))
-        .u32(u32::from(e.out_min.is_some()))
-        .u32(u32::from(e.out_max.is_some()))
-        .u32(e.act.op as u32)
-        .f32(e.out_min.unwrap_or(0.0))
-        .f32(e.out_max.unwrap_or(0.0))
-        .f32(e.act.p0)
-        .f32(e.act.p1)
-        .finish();
-    Ok(Dispatch {
-        shader: float_shader(Family::ConvGemmCoop, x, 0, "input")?.into(),
-        entry: "main",
-        inputs,
-        outputs: vec![out],
-        params,
-        workgroups: grid_groups(m.div_ceil(CONV_COOP_TILE[0]) * tiles_n)?,
-    })
 }
 
 /// The direct dispatch (`conv.wgsl`) of a convolution of `numel` output
