@@ -41,137 +41,12 @@ const TK: u32 = 16u;
 /// 16 k of one column land on different banks as they are stored.
 const LDS: u32 = 17u;
 
-struct Params {
-    /// Output pixels `N * OH * OW`.
-    m: u32,
-    /// Output channels.
-    n: u32,
-    /// Inputs per output `C * KH * KW`.
-    k: u32,
-    /// Workgroups along N.
-    tiles_n: u32,
-    c_in: u32,
-    h: u32,
-    w: u32,
-    oh: u32,
-    ow: u32,
-    kh: u32,
-    kw: u32,
-    stride_h: u32,
-    stride_w: u32,
-    pad_h: u32,
-    pad_w: u32,
-    dil_h: u32,
-    dil_w: u32,
-    /// `TK` as a step of `(c, ky, kx)`: `TK / (KH * KW)` channels, then
-    /// `(TK % (KH * KW)) / KW` rows and `(TK % (KH * KW)) % KW` columns.
-    step_c: u32,
-    step_ky: u32,
-    step_kx: u32,
-    has_bias: u32,
-    has_min: u32,
-    has_max: u32,
-    act: u32,
-    out_min: f32,
-    out_max: f32,
-    act_p0: f32,
-    act_p1: f32,
-    /// Output tiles (workgroups of one split).
-    tiles: u32,
-    /// Inputs per split (a multiple of TK; K without a split).
-    k_chunk: u32,
-    /// Write raw partial sums (split K) instead of the epilogue's output.
-    partial: u32,
-    _pad0: u32,
-}
-
-// Non-finite values come from bit patterns read at run time: WGSL makes a
-// constant expression that evaluates to NaN or infinity an error (Chrome's
-// Tint rejects `bitcast<f32>(0x7fc00000u)`).
-var<private> nan_bits: u32 = 0x7fc00000u;
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> x: array<Elem>;
-@group(0) @binding(2) var<storage, read> weight: array<Elem>;
-@group(0) @binding(3) var<storage, read> bias: array<Elem>;
-@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+// include: conv_patch.wgsl
 
 /// Patch tile, k-major: `xs[k * LDS + i]` holds rows `4i .. 4i + 4` at k.
 var<workgroup> xs: array<vec4<f32>, TK * LDS>;
 /// Weight tile, k-major: `ws[k * LDS + j]` holds columns `4j .. 4j + 4`.
 var<workgroup> ws: array<vec4<f32>, TK * LDS>;
-
-/// Where an invocation's patch inputs are along K: input `k` is channel
-/// `c`, kernel row `ky` and column `kx`.
-struct KPos {
-    k: u32,
-    c: u32,
-    ky: u32,
-    kx: u32,
-}
-
-/// `pos` moved `TK` inputs forward (each carry at most one).
-fn advance(pos: KPos) -> KPos {
-    var q = pos;
-    q.k += TK;
-    q.kx += p.step_kx;
-    if q.kx >= p.kw {
-        q.kx -= p.kw;
-        q.ky += 1u;
-    }
-    q.ky += p.step_ky;
-    if q.ky >= p.kh {
-        q.ky -= p.kh;
-        q.c += 1u;
-    }
-    q.c += p.step_c;
-    return q;
-}
-
-/// One output row's window: its image's first input, and the input row
-/// and column its window starts at (before padding: may be negative).
-struct Row {
-    base: u32,
-    ih0: i32,
-    iw0: i32,
-    ok: bool,
-}
-
-fn row_of(m: u32) -> Row {
-    let ohw = p.oh * p.ow;
-    let img = m / ohw;
-    let pix = m % ohw;
-    let oh = pix / p.ow;
-    let ow = pix % p.ow;
-    return Row(
-        img * p.c_in * p.h * p.w,
-        i32(oh * p.stride_h) - i32(p.pad_h),
-        i32(ow * p.stride_w) - i32(p.pad_w),
-        m < p.m,
-    );
-}
-
-/// The patch value of row `r` at `pos` (zero in the padding, past M or
-/// past `k_end`, the end of this workgroup's inputs). Branch-free: the
-/// load reads element 0 where the value is zero, and `select` picks.
-fn patch_at(r: Row, pos: KPos, k_end: u32) -> f32 {
-    // A window row or column before the image (negative) wraps past h or
-    // w as u32, so one comparison a side bounds it.
-    let ih = u32(r.ih0 + i32(pos.ky * p.dil_h));
-    let iw = u32(r.iw0 + i32(pos.kx * p.dil_w));
-    let inside = r.ok && pos.k < k_end && ih < p.h && iw < p.w;
-    let v = x[select(0u, r.base + (pos.c * p.h + ih) * p.w + iw, inside)];
-    return select(0.0, f32(v), inside);
-}
-
-/// The weight of output channel `col` at input `k` (zero past N or
-/// `k_end`).
-fn weight_at(col: u32, k: u32, k_end: u32) -> f32 {
-    if col >= p.n || k >= k_end {
-        return 0.0;
-    }
-    return f32(weight[col * p.k + k]);
-}
 
 @compute @workgroup_size(256)
 fn main(
@@ -200,9 +75,7 @@ fn main(
     let r1 = row_of(m0 + sr + 16u);
     let r2 = row_of(m0 + sr + 32u);
     let r3 = row_of(m0 + sr + 48u);
-    let khw = p.kh * p.kw;
-    let k_first = k_begin + sk;
-    var pos = KPos(k_first, k_first / khw, (k_first % khw) / p.kw, (k_first % khw) % p.kw);
+    var pos = kpos(k_begin + sk);
     let wk = sr;
     var gx0 = patch_at(r0, pos, k_end);
     var gx1 = patch_at(r1, pos, k_end);
@@ -223,14 +96,14 @@ fn main(
     let wa = wk * LDS + sk / 4u;
     let wc = sk % 4u;
     for (var k0 = k_begin; k0 < k_end; k0 += TK) {
-        xs[xa][xc] = gx0;
-        xs[xa + 4u][xc] = gx1;
-        xs[xa + 8u][xc] = gx2;
-        xs[xa + 12u][xc] = gx3;
-        ws[wa][wc] = gw0;
-        ws[wa + 4u][wc] = gw1;
-        ws[wa + 8u][wc] = gw2;
-        ws[wa + 12u][wc] = gw3;
+        xs[xa][xc] = f32(gx0);
+        xs[xa + 4u][xc] = f32(gx1);
+        xs[xa + 8u][xc] = f32(gx2);
+        xs[xa + 12u][xc] = f32(gx3);
+        ws[wa][wc] = f32(gw0);
+        ws[wa + 4u][wc] = f32(gw1);
+        ws[wa + 8u][wc] = f32(gw2);
+        ws[wa + 12u][wc] = f32(gw3);
         workgroupBarrier();
         // The next step's values, in flight while this one is multiplied.
         pos = advance(pos);

@@ -6465,18 +6465,19 @@ var<private> nan_bits: u32 = 0x7fc00000u;
 @group(0) @binding(3) var<storage, read> bias: array<Elem>;
 @group(0) @binding(4) var<storage, read_write> out: array<Elem>;
 
-/// Patch tile, k-major: `xs[k * LDS + i]` holds rows `4i .. 4i + 4` at k.
-var<workgroup> xs: array<vec4<f32>, TK * LDS>;
-/// Weight tile, k-major: `ws[k * LDS + j]` holds columns `4j .. 4j + 4`.
-var<workgroup> ws: array<vec4<f32>, TK * LDS>;
-
-/// Where an invocation's patch inputs are along K: input `k` is channel
-/// `c`, kernel row `ky` and column `kx`.
+/// Where a patch input is along K: input `k` is channel `c`, kernel row
+/// `ky` and column `kx`.
 struct KPos {
     k: u32,
     c: u32,
     ky: u32,
     kx: u32,
+}
+
+/// Input `k` as a `KPos` (divides: once an invocation).
+fn kpos(k: u32) -> KPos {
+    let khw = p.kh * p.kw;
+    return KPos(k, k / khw, (k % khw) / p.kw, (k % khw) % p.kw);
 }
 
 /// `pos` moved `TK` inputs forward (each carry at most one).
@@ -6497,7 +6498,7 @@ fn advance(pos: KPos) -> KPos {
     return q;
 }
 
-/// One output row's window: its image's first input, and the input row
+/// One output pixel's window: its image's first input, and the input row
 /// and column its window starts at (before padding: may be negative).
 struct Row {
     base: u32,
@@ -6520,27 +6521,31 @@ fn row_of(m: u32) -> Row {
     );
 }
 
-/// The patch value of row `r` at `pos` (zero in the padding, past M or
+/// The patch value of pixel `r` at `pos` (zero in the padding, past M or
 /// past `k_end`, the end of this workgroup's inputs). Branch-free: the
 /// load reads element 0 where the value is zero, and `select` picks.
-fn patch_at(r: Row, pos: KPos, k_end: u32) -> f32 {
+fn patch_at(r: Row, pos: KPos, k_end: u32) -> Elem {
     // A window row or column before the image (negative) wraps past h or
     // w as u32, so one comparison a side bounds it.
     let ih = u32(r.ih0 + i32(pos.ky * p.dil_h));
     let iw = u32(r.iw0 + i32(pos.kx * p.dil_w));
     let inside = r.ok && pos.k < k_end && ih < p.h && iw < p.w;
     let v = x[select(0u, r.base + (pos.c * p.h + ih) * p.w + iw, inside)];
-    return select(0.0, f32(v), inside);
+    return select(Elem(0.0), v, inside);
 }
 
 /// The weight of output channel `col` at input `k` (zero past N or
 /// `k_end`).
-fn weight_at(col: u32, k: u32, k_end: u32) -> f32 {
-    if col >= p.n || k >= k_end {
-        return 0.0;
-    }
-    return f32(weight[col * p.k + k]);
+fn weight_at(col: u32, k: u32, k_end: u32) -> Elem {
+    let inside = col < p.n && k < k_end;
+    let v = weight[select(0u, col * p.k + k, inside)];
+    return select(Elem(0.0), v, inside);
 }
+
+/// Patch tile, k-major: `xs[k * LDS + i]` holds rows `4i .. 4i + 4` at k.
+var<workgroup> xs: array<vec4<f32>, TK * LDS>;
+/// Weight tile, k-major: `ws[k * LDS + j]` holds columns `4j .. 4j + 4`.
+var<workgroup> ws: array<vec4<f32>, TK * LDS>;
 
 @compute @workgroup_size(256)
 fn main(
@@ -6569,9 +6574,7 @@ fn main(
     let r1 = row_of(m0 + sr + 16u);
     let r2 = row_of(m0 + sr + 32u);
     let r3 = row_of(m0 + sr + 48u);
-    let khw = p.kh * p.kw;
-    let k_first = k_begin + sk;
-    var pos = KPos(k_first, k_first / khw, (k_first % khw) / p.kw, (k_first % khw) % p.kw);
+    var pos = kpos(k_begin + sk);
     let wk = sr;
     var gx0 = patch_at(r0, pos, k_end);
     var gx1 = patch_at(r1, pos, k_end);
@@ -6592,14 +6595,14 @@ fn main(
     let wa = wk * LDS + sk / 4u;
     let wc = sk % 4u;
     for (var k0 = k_begin; k0 < k_end; k0 += TK) {
-        xs[xa][xc] = gx0;
-        xs[xa + 4u][xc] = gx1;
-        xs[xa + 8u][xc] = gx2;
-        xs[xa + 12u][xc] = gx3;
-        ws[wa][wc] = gw0;
-        ws[wa + 4u][wc] = gw1;
-        ws[wa + 8u][wc] = gw2;
-        ws[wa + 12u][wc] = gw3;
+        xs[xa][xc] = f32(gx0);
+        xs[xa + 4u][xc] = f32(gx1);
+        xs[xa + 8u][xc] = f32(gx2);
+        xs[xa + 12u][xc] = f32(gx3);
+        ws[wa][wc] = f32(gw0);
+        ws[wa + 4u][wc] = f32(gw1);
+        ws[wa + 8u][wc] = f32(gw2);
+        ws[wa + 12u][wc] = f32(gw3);
         workgroupBarrier();
         // The next step's values, in flight while this one is multiplied.
         pos = advance(pos);
@@ -6844,18 +6847,19 @@ var<private> nan_bits: u32 = 0x7fc00000u;
 @group(0) @binding(3) var<storage, read> bias: array<Elem>;
 @group(0) @binding(4) var<storage, read_write> out: array<Elem>;
 
-/// Patch tile, k-major: `xs[k * LDS + i]` holds rows `4i .. 4i + 4` at k.
-var<workgroup> xs: array<vec4<f32>, TK * LDS>;
-/// Weight tile, k-major: `ws[k * LDS + j]` holds columns `4j .. 4j + 4`.
-var<workgroup> ws: array<vec4<f32>, TK * LDS>;
-
-/// Where an invocation's patch inputs are along K: input `k` is channel
-/// `c`, kernel row `ky` and column `kx`.
+/// Where a patch input is along K: input `k` is channel `c`, kernel row
+/// `ky` and column `kx`.
 struct KPos {
     k: u32,
     c: u32,
     ky: u32,
     kx: u32,
+}
+
+/// Input `k` as a `KPos` (divides: once an invocation).
+fn kpos(k: u32) -> KPos {
+    let khw = p.kh * p.kw;
+    return KPos(k, k / khw, (k % khw) / p.kw, (k % khw) % p.kw);
 }
 
 /// `pos` moved `TK` inputs forward (each carry at most one).
@@ -6876,7 +6880,7 @@ fn advance(pos: KPos) -> KPos {
     return q;
 }
 
-/// One output row's window: its image's first input, and the input row
+/// One output pixel's window: its image's first input, and the input row
 /// and column its window starts at (before padding: may be negative).
 struct Row {
     base: u32,
@@ -6899,27 +6903,31 @@ fn row_of(m: u32) -> Row {
     );
 }
 
-/// The patch value of row `r` at `pos` (zero in the padding, past M or
+/// The patch value of pixel `r` at `pos` (zero in the padding, past M or
 /// past `k_end`, the end of this workgroup's inputs). Branch-free: the
 /// load reads element 0 where the value is zero, and `select` picks.
-fn patch_at(r: Row, pos: KPos, k_end: u32) -> f32 {
+fn patch_at(r: Row, pos: KPos, k_end: u32) -> Elem {
     // A window row or column before the image (negative) wraps past h or
     // w as u32, so one comparison a side bounds it.
     let ih = u32(r.ih0 + i32(pos.ky * p.dil_h));
     let iw = u32(r.iw0 + i32(pos.kx * p.dil_w));
     let inside = r.ok && pos.k < k_end && ih < p.h && iw < p.w;
     let v = x[select(0u, r.base + (pos.c * p.h + ih) * p.w + iw, inside)];
-    return select(0.0, f32(v), inside);
+    return select(Elem(0.0), v, inside);
 }
 
 /// The weight of output channel `col` at input `k` (zero past N or
 /// `k_end`).
-fn weight_at(col: u32, k: u32, k_end: u32) -> f32 {
-    if col >= p.n || k >= k_end {
-        return 0.0;
-    }
-    return f32(weight[col * p.k + k]);
+fn weight_at(col: u32, k: u32, k_end: u32) -> Elem {
+    let inside = col < p.n && k < k_end;
+    let v = weight[select(0u, col * p.k + k, inside)];
+    return select(Elem(0.0), v, inside);
 }
+
+/// Patch tile, k-major: `xs[k * LDS + i]` holds rows `4i .. 4i + 4` at k.
+var<workgroup> xs: array<vec4<f32>, TK * LDS>;
+/// Weight tile, k-major: `ws[k * LDS + j]` holds columns `4j .. 4j + 4`.
+var<workgroup> ws: array<vec4<f32>, TK * LDS>;
 
 @compute @workgroup_size(256)
 fn main(
@@ -6948,9 +6956,7 @@ fn main(
     let r1 = row_of(m0 + sr + 16u);
     let r2 = row_of(m0 + sr + 32u);
     let r3 = row_of(m0 + sr + 48u);
-    let khw = p.kh * p.kw;
-    let k_first = k_begin + sk;
-    var pos = KPos(k_first, k_first / khw, (k_first % khw) / p.kw, (k_first % khw) % p.kw);
+    var pos = kpos(k_begin + sk);
     let wk = sr;
     var gx0 = patch_at(r0, pos, k_end);
     var gx1 = patch_at(r1, pos, k_end);
@@ -6971,14 +6977,14 @@ fn main(
     let wa = wk * LDS + sk / 4u;
     let wc = sk % 4u;
     for (var k0 = k_begin; k0 < k_end; k0 += TK) {
-        xs[xa][xc] = gx0;
-        xs[xa + 4u][xc] = gx1;
-        xs[xa + 8u][xc] = gx2;
-        xs[xa + 12u][xc] = gx3;
-        ws[wa][wc] = gw0;
-        ws[wa + 4u][wc] = gw1;
-        ws[wa + 8u][wc] = gw2;
-        ws[wa + 12u][wc] = gw3;
+        xs[xa][xc] = f32(gx0);
+        xs[xa + 4u][xc] = f32(gx1);
+        xs[xa + 8u][xc] = f32(gx2);
+        xs[xa + 12u][xc] = f32(gx3);
+        ws[wa][wc] = f32(gw0);
+        ws[wa + 4u][wc] = f32(gw1);
+        ws[wa + 8u][wc] = f32(gw2);
+        ws[wa + 12u][wc] = f32(gw3);
         workgroupBarrier();
         // The next step's values, in flight while this one is multiplied.
         pos = advance(pos);
@@ -7403,22 +7409,8 @@ var<private> nan_bits: u32 = 0x7fc00000u;
 @group(0) @binding(3) var<storage, read> bias: array<Elem>;
 @group(0) @binding(4) var<storage, read_write> out: array<Elem>;
 
-/// Staged patch tiles, row-major (`xs[pixel * LDE + k / 4]`), and weight
-/// tiles, column-major (`ws[channel * LDE + k / 4]`), 4 halves an element.
-var<workgroup> xs: array<vec4<f16>, STAGES * XS_LEN>;
-var<workgroup> ws: array<vec4<f16>, STAGES * WS_LEN>;
-/// One 16 x 16 f32 slot per subgroup, row-major (pixel, channel):
-/// fragments on their way out (and the zeros the accumulators start from).
-var<workgroup> cs: array<f32, SGM * SGN * 256u>;
-
-/// 8 consecutive inputs as loaded, rounded to f16 only as they are staged.
-struct RawEight {
-    lo: vec4<Elem>,
-    hi: vec4<Elem>,
-}
-
-/// Where a staging unit's first input is along K: input `k` is channel
-/// `c`, kernel row `ky` and column `kx`.
+/// Where a patch input is along K: input `k` is channel `c`, kernel row
+/// `ky` and column `kx`.
 struct KPos {
     k: u32,
     c: u32,
@@ -7426,24 +7418,14 @@ struct KPos {
     kx: u32,
 }
 
-/// `pos` one input forward.
-fn next_k(pos: KPos) -> KPos {
-    var q = pos;
-    q.k += 1u;
-    q.kx += 1u;
-    if q.kx >= p.kw {
-        q.kx = 0u;
-        q.ky += 1u;
-    }
-    if q.ky >= p.kh {
-        q.ky = 0u;
-        q.c += 1u;
-    }
-    return q;
+/// Input `k` as a `KPos` (divides: once an invocation).
+fn kpos(k: u32) -> KPos {
+    let khw = p.kh * p.kw;
+    return KPos(k, k / khw, (k % khw) / p.kw, (k % khw) % p.kw);
 }
 
 /// `pos` moved `TK` inputs forward (each carry at most one).
-fn next_step(pos: KPos) -> KPos {
+fn advance(pos: KPos) -> KPos {
     var q = pos;
     q.k += TK;
     q.kx += p.step_kx;
@@ -7484,7 +7466,8 @@ fn row_of(m: u32) -> Row {
 }
 
 /// The patch value of pixel `r` at `pos` (zero in the padding, past M or
-/// past `k_end`, the end of this workgroup's inputs).
+/// past `k_end`, the end of this workgroup's inputs). Branch-free: the
+/// load reads element 0 where the value is zero, and `select` picks.
 fn patch_at(r: Row, pos: KPos, k_end: u32) -> Elem {
     // A window row or column before the image (negative) wraps past h or
     // w as u32, so one comparison a side bounds it.
@@ -7501,6 +7484,36 @@ fn weight_at(col: u32, k: u32, k_end: u32) -> Elem {
     let inside = col < p.n && k < k_end;
     let v = weight[select(0u, col * p.k + k, inside)];
     return select(Elem(0.0), v, inside);
+}
+
+/// Staged patch tiles, row-major (`xs[pixel * LDE + k / 4]`), and weight
+/// tiles, column-major (`ws[channel * LDE + k / 4]`), 4 halves an element.
+var<workgroup> xs: array<vec4<f16>, STAGES * XS_LEN>;
+var<workgroup> ws: array<vec4<f16>, STAGES * WS_LEN>;
+/// One 16 x 16 f32 slot per subgroup, row-major (pixel, channel):
+/// fragments on their way out (and the zeros the accumulators start from).
+var<workgroup> cs: array<f32, SGM * SGN * 256u>;
+
+/// 8 consecutive inputs as loaded, rounded to f16 only as they are staged.
+struct RawEight {
+    lo: vec4<Elem>,
+    hi: vec4<Elem>,
+}
+
+/// `pos` one input forward.
+fn next_k(pos: KPos) -> KPos {
+    var q = pos;
+    q.k += 1u;
+    q.kx += 1u;
+    if q.kx >= p.kw {
+        q.kx = 0u;
+        q.ky += 1u;
+    }
+    if q.ky >= p.kh {
+        q.ky = 0u;
+        q.c += 1u;
+    }
+    return q;
 }
 
 /// The patch values of pixel `r` at 4 positions (zeros from `k_end`).
@@ -7630,9 +7643,7 @@ fn main(
     let ra = row_of(m0 + lid / (TK / 8u));
     let rb = row_of(m0 + (WG + lid) / (TK / 8u));
     let col = n0 + lid / (TK / 8u);
-    let k_first = k_begin + (lid % (TK / 8u)) * 8u;
-    let khw = p.kh * p.kw;
-    var pos = KPos(k_first, k_first / khw, (k_first % khw) / p.kw, (k_first % khw) % p.kw);
+    var pos = kpos(k_begin + (lid % (TK / 8u)) * 8u);
 
     for (var e = 0u; e < 8u; e++) {
         cs[lid * 8u + e] = 0.0;
@@ -7654,7 +7665,7 @@ fn main(
         let cur = t % 2u;
         // The next step's values (past `k_end` at the end: zeros, stored
         // where nothing reads them any more).
-        pos = next_step(pos);
+        pos = advance(pos);
         let g = patches(ra, rb, pos, k_end);
         let gw = weights(col, pos.k, k_end);
         let xb = cur * XS_LEN;
@@ -7922,22 +7933,8 @@ var<private> nan_bits: u32 = 0x7fc00000u;
 @group(0) @binding(3) var<storage, read> bias: array<Elem>;
 @group(0) @binding(4) var<storage, read_write> out: array<Elem>;
 
-/// Staged patch tiles, row-major (`xs[pixel * LDE + k / 4]`), and weight
-/// tiles, column-major (`ws[channel * LDE + k / 4]`), 4 halves an element.
-var<workgroup> xs: array<vec4<f16>, STAGES * XS_LEN>;
-var<workgroup> ws: array<vec4<f16>, STAGES * WS_LEN>;
-/// One 16 x 16 f32 slot per subgroup, row-major (pixel, channel):
-/// fragments on their way out (and the zeros the accumulators start from).
-var<workgroup> cs: array<f32, SGM * SGN * 256u>;
-
-/// 8 consecutive inputs as loaded, rounded to f16 only as they are staged.
-struct RawEight {
-    lo: vec4<Elem>,
-    hi: vec4<Elem>,
-}
-
-/// Where a staging unit's first input is along K: input `k` is channel
-/// `c`, kernel row `ky` and column `kx`.
+/// Where a patch input is along K: input `k` is channel `c`, kernel row
+/// `ky` and column `kx`.
 struct KPos {
     k: u32,
     c: u32,
@@ -7945,24 +7942,14 @@ struct KPos {
     kx: u32,
 }
 
-/// `pos` one input forward.
-fn next_k(pos: KPos) -> KPos {
-    var q = pos;
-    q.k += 1u;
-    q.kx += 1u;
-    if q.kx >= p.kw {
-        q.kx = 0u;
-        q.ky += 1u;
-    }
-    if q.ky >= p.kh {
-        q.ky = 0u;
-        q.c += 1u;
-    }
-    return q;
+/// Input `k` as a `KPos` (divides: once an invocation).
+fn kpos(k: u32) -> KPos {
+    let khw = p.kh * p.kw;
+    return KPos(k, k / khw, (k % khw) / p.kw, (k % khw) % p.kw);
 }
 
 /// `pos` moved `TK` inputs forward (each carry at most one).
-fn next_step(pos: KPos) -> KPos {
+fn advance(pos: KPos) -> KPos {
     var q = pos;
     q.k += TK;
     q.kx += p.step_kx;
@@ -8003,7 +7990,8 @@ fn row_of(m: u32) -> Row {
 }
 
 /// The patch value of pixel `r` at `pos` (zero in the padding, past M or
-/// past `k_end`, the end of this workgroup's inputs).
+/// past `k_end`, the end of this workgroup's inputs). Branch-free: the
+/// load reads element 0 where the value is zero, and `select` picks.
 fn patch_at(r: Row, pos: KPos, k_end: u32) -> Elem {
     // A window row or column before the image (negative) wraps past h or
     // w as u32, so one comparison a side bounds it.
@@ -8020,6 +8008,36 @@ fn weight_at(col: u32, k: u32, k_end: u32) -> Elem {
     let inside = col < p.n && k < k_end;
     let v = weight[select(0u, col * p.k + k, inside)];
     return select(Elem(0.0), v, inside);
+}
+
+/// Staged patch tiles, row-major (`xs[pixel * LDE + k / 4]`), and weight
+/// tiles, column-major (`ws[channel * LDE + k / 4]`), 4 halves an element.
+var<workgroup> xs: array<vec4<f16>, STAGES * XS_LEN>;
+var<workgroup> ws: array<vec4<f16>, STAGES * WS_LEN>;
+/// One 16 x 16 f32 slot per subgroup, row-major (pixel, channel):
+/// fragments on their way out (and the zeros the accumulators start from).
+var<workgroup> cs: array<f32, SGM * SGN * 256u>;
+
+/// 8 consecutive inputs as loaded, rounded to f16 only as they are staged.
+struct RawEight {
+    lo: vec4<Elem>,
+    hi: vec4<Elem>,
+}
+
+/// `pos` one input forward.
+fn next_k(pos: KPos) -> KPos {
+    var q = pos;
+    q.k += 1u;
+    q.kx += 1u;
+    if q.kx >= p.kw {
+        q.kx = 0u;
+        q.ky += 1u;
+    }
+    if q.ky >= p.kh {
+        q.ky = 0u;
+        q.c += 1u;
+    }
+    return q;
 }
 
 /// The patch values of pixel `r` at 4 positions (zeros from `k_end`).
@@ -8149,9 +8167,7 @@ fn main(
     let ra = row_of(m0 + lid / (TK / 8u));
     let rb = row_of(m0 + (WG + lid) / (TK / 8u));
     let col = n0 + lid / (TK / 8u);
-    let k_first = k_begin + (lid % (TK / 8u)) * 8u;
-    let khw = p.kh * p.kw;
-    var pos = KPos(k_first, k_first / khw, (k_first % khw) / p.kw, (k_first % khw) % p.kw);
+    var pos = kpos(k_begin + (lid % (TK / 8u)) * 8u);
 
     for (var e = 0u; e < 8u; e++) {
         cs[lid * 8u + e] = 0.0;
@@ -8173,7 +8189,7 @@ fn main(
         let cur = t % 2u;
         // The next step's values (past `k_end` at the end: zeros, stored
         // where nothing reads them any more).
-        pos = next_step(pos);
+        pos = advance(pos);
         let g = patches(ra, rb, pos, k_end);
         let gw = weights(col, pos.k, k_end);
         let xb = cur * XS_LEN;
