@@ -97,15 +97,17 @@ pub enum Product {
 
 /// Which kernel 2-D convolutions take
 /// ([`crate::ops::conv_routes::conv_route`]): the implicit GEMM
-/// (`conv_gemm.wgsl`) or the direct kernel (`conv.wgsl`, one invocation an
-/// output element). Grouped, depthwise
-/// and transposed convolutions take the direct kernel at every setting.
+/// (`conv_gemm.wgsl`, or `conv_gemm_coop.wgsl` on cooperative matrices) or
+/// the direct kernel (`conv.wgsl`, one invocation an output element).
+/// Grouped, depthwise and transposed convolutions take the direct kernel
+/// at every setting.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum ConvKernels {
     /// The default: the implicit GEMM for convolutions with enough output
-    /// channels and inputs per output to fill its tiles and at most
-    /// `CONV_GEMM_MAX_PIXELS` output pixels (where the H200 measured it
-    /// ahead), the direct kernel for the rest (`ETWGPU_CONV=auto` or unset).
+    /// channels and inputs per output to fill its tiles (on cooperative
+    /// matrices where they may take f16 operands and the layer is not both
+    /// narrow and large; see `conv_route`), the direct kernel for the rest
+    /// (`ETWGPU_CONV=auto` or unset).
     #[default]
     Auto,
     /// The direct kernel for every convolution, as before the implicit

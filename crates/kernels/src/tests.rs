@@ -537,9 +537,9 @@ fn transposed_conv_shape_and_output_padding_bound() {
 
 /// `conv_route` is the one place a convolution's kernel is chosen: the
 /// implicit GEMM for ungrouped, untransposed convolutions that fill its
-/// tiles and have few output pixels (at `auto`), all of them (at `gemm`),
-/// none (at `direct`); on cooperative matrices where the device has them
-/// and the operands may be f16; the
+/// tiles (at `auto`), all of them (at `gemm`), none (at `direct`); on
+/// cooperative matrices where the device has them and the operands may be
+/// f16, but for narrow and large layers at `auto`; the
 /// lowering dispatches what it chose, over one workgroup a 64 x 64 tile.
 #[test]
 fn convolutions_route_to_the_implicit_gemm_by_size_and_setting() {
@@ -563,6 +563,7 @@ fn convolutions_route_to_the_implicit_gemm_by_size_and_setting() {
     };
     let late = ConvGeom { c_in: 512, c_out: 512, h: 7, w: 7, oh: 7, ow: 7, ..resnet };
     let late_b8 = ConvGeom { n: 8, ..late };
+    let resnet_b8 = ConvGeom { n: 8, ..resnet };
     let head = ConvGeom { c_out: 3, ..late };
     let pointwise_rgb = ConvGeom { c_in: 3, kh: 1, kw: 1, padding: [0, 0], ..late };
     let depthwise = ConvGeom { groups: 64, ..resnet };
@@ -572,8 +573,8 @@ fn convolutions_route_to_the_implicit_gemm_by_size_and_setting() {
     use ConvRoute::{Direct as D, Gemm as G};
     for (geom, want) in [
         (late, [G, D, G]),
-        (resnet, [D, D, G]),
-        (late_b8, [D, D, G]),
+        (resnet, [G, D, G]),
+        (late_b8, [G, D, G]),
         (head, [D, D, G]),
         (pointwise_rgb, [D, D, G]),
         (depthwise, [D; 3]),
@@ -584,9 +585,9 @@ fn convolutions_route_to_the_implicit_gemm_by_size_and_setting() {
     }
     // With cooperative matrices: float16 programs, and float32 ones whose
     // precision lets dense products take f16 operands, take the matrix
-    // units for every convolution the implicit GEMM computes and fills
-    // (no pixel bound: the late layer at batch 8 too); `mixed` keeps
-    // convolutions in float32.
+    // units for every convolution the implicit GEMM computes and fills,
+    // but a narrow (64 channels) and large (25,088 pixels) one at `auto`;
+    // `mixed` keeps convolutions in float32.
     use crate::caps::Precision;
     use ConvRoute::Coop as C;
     let coop = |conv, precision| DeviceCaps { conv, coop_matrix_f16: true, precision, ..DeviceCaps::default() };
@@ -594,7 +595,8 @@ fn convolutions_route_to_the_implicit_gemm_by_size_and_setting() {
         (late_b8, false, Precision::F16, [C, D, C]),
         (resnet, true, Precision::F32, [C, D, C]),
         (late, false, Precision::Mixed, [G, D, G]),
-        (resnet, false, Precision::Mixed, [D, D, G]),
+        (resnet, false, Precision::Mixed, [G, D, G]),
+        (resnet_b8, true, Precision::F32, [G, D, C]),
         (head, true, Precision::F32, [D, D, C]),
         (pointwise_rgb, false, Precision::F16, [D, D, C]),
         (depthwise, true, Precision::F16, [D; 3]),

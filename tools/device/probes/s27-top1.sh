@@ -5,10 +5,12 @@
 # (768 more, new this session), at `f32`, `mixed` and `f16` with the
 # cooperative-matrix route required. Earlier calls of the same warm
 # machine copied the first pieces: `mkdir -p /tmp/sm && cp .xfer/smK/* /tmp/sm/`
-# (the export gzipped, split into 30 MB `q4part.N`: calls carrying .gl and
-# one 45 MB piece beside the ~7.5 MB working tree were refused as over the
-# 64 MiB a call carries, this session); this call carries the
-# last piece with the binary, the tokenizer and the two references.
+# (the export compressed with `xz -6` (123 MB, gzip's was 155 MB), split
+# into 30 MB `q4x.N`: calls carrying .gl and one 45 MB piece beside the
+# ~7.5 MB working tree were refused as over the 64 MiB a call carries, in
+# session 27); this call carries the last piece with the binary, the
+# tokenizer and the two references. Session 28: the first pieces ride
+# along with other calls (`.xfer/sx1` .. `sx4`, this call `sx5`).
 set -u
 for f in .gl/*.deb; do dpkg -x "$f" /; done
 ldconfig
@@ -16,7 +18,12 @@ export XDG_RUNTIME_DIR=/tmp GPU_TESTS=require ETWGPU_SMOLLM2=/tmp/sm ETWGPU_COOP
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT" /tmp/sm
 cp .xfer/"$1"/* /tmp/sm/
-(cd /tmp/sm && cat q4part.* | gunzip > smollm2_q4.pte && sha256sum smollm2_q4.pte | tee "$OUT/sha.txt")
+# xz where the machine has it, else Python's lzma.
+unxz_all() {
+  if command -v xz > /dev/null; then cat q4x.* | xz -dc
+  else cat q4x.* | python3 -c 'import lzma, sys; sys.stdout.buffer.write(lzma.decompress(sys.stdin.buffer.read()))'; fi
+}
+(cd /tmp/sm && unxz_all > smollm2_q4.pte && sha256sum smollm2_q4.pte | tee "$OUT/sha.txt")
 nvidia-smi --query-gpu=name --format=csv,noheader >> "$OUT/sha.txt"
 for p in f32 mixed f16; do
   echo "== $p"

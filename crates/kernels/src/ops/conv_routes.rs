@@ -37,14 +37,23 @@ pub const CONV_GEMM_MIN_CHANNELS: u64 = 16;
 /// the step with zeros, e.g. a 1x1 convolution of 3 channels, whose
 /// direct kernel reads 3 inputs an output).
 pub const CONV_GEMM_MIN_INPUTS: u64 = CONV_GEMM_TK;
-/// Most output pixels (`N * OH * OW`, the product's M) the
-/// [`ConvKernels::Auto`] setting sends to the implicit GEMM. Measured on
-/// the H200 (run ag, the gemm bench's ResNet-18 layers, µs per op direct /
-/// GEMM): it wins only where the direct kernel has too few outputs to fill
-/// the GPU, batch 1 at 14x14 (277 / 238) and 7x7 (578 / 236), and loses
-/// from 392 pixels up (batch 8 at 7x7: 1,066 / 1,432; 56x56 at batch 1:
-/// 155 / 206).
-pub const CONV_GEMM_MAX_PIXELS: u64 = 256;
+/// Fewest output channels a convolution takes the matrix units with at
+/// [`ConvKernels::Auto`] when it has more than
+/// [`CONV_COOP_NARROW_MAX_PIXELS`] output pixels. Measured on an H100 (run
+/// ax, the gemm bench's ResNet-18 layers, µs an op, float32 implicit GEMM /
+/// `conv_gemm_coop`): with 64 channels a gathered patch value feeds the
+/// fewest products and the gather bounds both kernels, and the float32 one
+/// did less per value (3x3 64 channels at batch 8, 25,088 pixels: 118.6 /
+/// 161.4; the 7x7 stem of 3 -> 64 at batch 1 and 8: 42.8 / 102.6 and 435.3
+/// / 455.3); from 128 channels the matrix units led at every size (batch
+/// 8: 139.4 / 89.9 to 287.8 / 84.2).
+pub const CONV_COOP_MIN_CHANNELS: u64 = 128;
+/// Most output pixels a convolution under [`CONV_COOP_MIN_CHANNELS`]
+/// channels takes the matrix units with at [`ConvKernels::Auto`]: the
+/// 64-channel 3x3 layer at batch 1 (3,136 pixels) ran faster there (run
+/// ax: 56.6 / 48.3 µs), the same layer at batch 8 and the stem (12,544
+/// pixels at batch 1) did not.
+pub const CONV_COOP_NARROW_MAX_PIXELS: u64 = 4096;
 
 /// Output pixels and channels per workgroup of `conv_gemm_coop.wgsl`.
 pub const CONV_COOP_TILE: [u64; 2] = [128, 64];
@@ -107,25 +116,30 @@ pub enum ConvRoute {
     Coop,
 }
 
-/// The one place a convolution's kernel is chosen: for ungrouped,
-/// untransposed convolutions, the implicit GEMM on cooperative matrices
-/// where the device has them and `f16_input` or the precision lets a dense
-/// product take f16 operands ([`DeviceCaps::coop`]), else the implicit GEMM
-/// of `conv_gemm.wgsl` ([`ConvKernels::Gemm`]: all of them;
-/// [`ConvKernels::Auto`]: those with at least [`CONV_GEMM_MIN_CHANNELS`]
-/// output channels and [`CONV_GEMM_MIN_INPUTS`] inputs an output, and, off
-/// the matrix units, at most [`CONV_GEMM_MAX_PIXELS`] output pixels); the
-/// direct kernel for the rest and at [`ConvKernels::Direct`].
+/// The one place a convolution's kernel is chosen. Ungrouped,
+/// untransposed convolutions take an implicit GEMM: at
+/// [`ConvKernels::Auto`] those with at least [`CONV_GEMM_MIN_CHANNELS`]
+/// output channels and [`CONV_GEMM_MIN_INPUTS`] inputs an output (the
+/// float32 implicit GEMM ran ahead of the direct kernel on every measured
+/// layer, run ax: 1.6x on the batch-8 stem to 5.9x on batch 1's 7x7
+/// layer), at [`ConvKernels::Gemm`] all of them. The implicit GEMM runs on
+/// cooperative matrices where the device has them and `f16_input` or the
+/// precision lets a dense product take f16 operands ([`DeviceCaps::coop`]):
+/// always at `gemm`, and at `auto` unless the layer is narrow and large
+/// (under [`CONV_COOP_MIN_CHANNELS`] channels and over
+/// [`CONV_COOP_NARROW_MAX_PIXELS`] pixels). The rest, and everything at
+/// [`ConvKernels::Direct`], take the direct kernel.
 pub fn conv_route(caps: &DeviceCaps, g: &ConvGeom, f16_input: bool) -> ConvRoute {
     let gemm_can = g.groups == 1 && !g.transposed;
     let fills = g.c_out >= CONV_GEMM_MIN_CHANNELS && g.k() >= CONV_GEMM_MIN_INPUTS;
     let coop = gemm_can && caps.coop(f16_input, Product::Dense);
+    let coop_leads = g.c_out >= CONV_COOP_MIN_CHANNELS || g.m() <= CONV_COOP_NARROW_MAX_PIXELS;
     match caps.conv {
         ConvKernels::Direct => ConvRoute::Direct,
         ConvKernels::Gemm if coop => ConvRoute::Coop,
         ConvKernels::Gemm if gemm_can => ConvRoute::Gemm,
-        ConvKernels::Auto if coop && fills => ConvRoute::Coop,
-        ConvKernels::Auto if gemm_can && fills && g.m() <= CONV_GEMM_MAX_PIXELS => ConvRoute::Gemm,
+        ConvKernels::Auto if coop && fills && coop_leads => ConvRoute::Coop,
+        ConvKernels::Auto if gemm_can && fills => ConvRoute::Gemm,
         _ => ConvRoute::Direct,
     }
 }
