@@ -138,21 +138,8 @@ fn main(
         let pix = m % ohw;
         for (var j = 0u; j < 4u; j++) {
             let oc = n0 + tj * 4u + j;
-            let at = (img * p.n + oc) * ohw + pix;
-            if oc < p.n && p.partial != 0u {
-                out[part + at] = Elem(acc[i][j]);
-            } else if oc < p.n {
-                var v = acc[i][j];
-                if p.has_bias != 0u {
-                    v += f32(bias[oc]);
-                }
-                if p.has_min != 0u {
-                    v = max(v, p.out_min);
-                }
-                if p.has_max != 0u {
-                    v = min(v, p.out_max);
-                }
-                out[at] = Elem(act(p.act, v, p.act_p0, p.act_p1));
+            if oc < p.n {
+                store_out((img * p.n + oc) * ohw + pix, part, oc, acc[i][j]);
             }
         }
     }

@@ -183,21 +183,8 @@ fn emit(sg: u32, lane: u32, row0: u32, col0: u32, part: u32) {
     for (var e = 0u; e < 8u; e++) {
         let c = (lane / 16u) * 8u + e;
         let oc = col0 + c;
-        let at = (img * p.n + oc) * ohw + pix;
-        if oc < p.n && p.partial != 0u {
-            out[part + at] = Elem(cs[sg * 256u + r * 16u + c]);
-        } else if oc < p.n {
-            var v = cs[sg * 256u + r * 16u + c];
-            if p.has_bias != 0u {
-                v += f32(bias[oc]);
-            }
-            if p.has_min != 0u {
-                v = max(v, p.out_min);
-            }
-            if p.has_max != 0u {
-                v = min(v, p.out_max);
-            }
-            out[at] = Elem(act(p.act, v, p.act_p0, p.act_p1));
+        if oc < p.n {
+            store_out((img * p.n + oc) * ohw + pix, part, oc, cs[sg * 256u + r * 16u + c]);
         }
     }
 }

@@ -6542,6 +6542,28 @@ fn weight_at(col: u32, k: u32, k_end: u32) -> Elem {
     return select(Elem(0.0), v, inside);
 }
 
+/// Stores the sum `v` of output channel `oc` at NCHW element `at`: as a
+/// raw partial sum at `part + at` of the scratch when split
+/// (`conv_gemm_combine.wgsl` applies the epilogue), else with the bias,
+/// the optional clamp and the activation.
+fn store_out(at: u32, part: u32, oc: u32, sum: f32) {
+    if p.partial != 0u {
+        out[part + at] = Elem(sum);
+        return;
+    }
+    var v = sum;
+    if p.has_bias != 0u {
+        v += f32(bias[oc]);
+    }
+    if p.has_min != 0u {
+        v = max(v, p.out_min);
+    }
+    if p.has_max != 0u {
+        v = min(v, p.out_max);
+    }
+    out[at] = Elem(act(p.act, v, p.act_p0, p.act_p1));
+}
+
 /// Patch tile, k-major: `xs[k * LDS + i]` holds rows `4i .. 4i + 4` at k.
 var<workgroup> xs: array<vec4<f32>, TK * LDS>;
 /// Weight tile, k-major: `ws[k * LDS + j]` holds columns `4j .. 4j + 4`.
@@ -6637,21 +6659,8 @@ fn main(
         let pix = m % ohw;
         for (var j = 0u; j < 4u; j++) {
             let oc = n0 + tj * 4u + j;
-            let at = (img * p.n + oc) * ohw + pix;
-            if oc < p.n && p.partial != 0u {
-                out[part + at] = Elem(acc[i][j]);
-            } else if oc < p.n {
-                var v = acc[i][j];
-                if p.has_bias != 0u {
-                    v += f32(bias[oc]);
-                }
-                if p.has_min != 0u {
-                    v = max(v, p.out_min);
-                }
-                if p.has_max != 0u {
-                    v = min(v, p.out_max);
-                }
-                out[at] = Elem(act(p.act, v, p.act_p0, p.act_p1));
+            if oc < p.n {
+                store_out((img * p.n + oc) * ohw + pix, part, oc, acc[i][j]);
             }
         }
     }
@@ -6924,6 +6933,28 @@ fn weight_at(col: u32, k: u32, k_end: u32) -> Elem {
     return select(Elem(0.0), v, inside);
 }
 
+/// Stores the sum `v` of output channel `oc` at NCHW element `at`: as a
+/// raw partial sum at `part + at` of the scratch when split
+/// (`conv_gemm_combine.wgsl` applies the epilogue), else with the bias,
+/// the optional clamp and the activation.
+fn store_out(at: u32, part: u32, oc: u32, sum: f32) {
+    if p.partial != 0u {
+        out[part + at] = Elem(sum);
+        return;
+    }
+    var v = sum;
+    if p.has_bias != 0u {
+        v += f32(bias[oc]);
+    }
+    if p.has_min != 0u {
+        v = max(v, p.out_min);
+    }
+    if p.has_max != 0u {
+        v = min(v, p.out_max);
+    }
+    out[at] = Elem(act(p.act, v, p.act_p0, p.act_p1));
+}
+
 /// Patch tile, k-major: `xs[k * LDS + i]` holds rows `4i .. 4i + 4` at k.
 var<workgroup> xs: array<vec4<f32>, TK * LDS>;
 /// Weight tile, k-major: `ws[k * LDS + j]` holds columns `4j .. 4j + 4`.
@@ -7019,21 +7050,8 @@ fn main(
         let pix = m % ohw;
         for (var j = 0u; j < 4u; j++) {
             let oc = n0 + tj * 4u + j;
-            let at = (img * p.n + oc) * ohw + pix;
-            if oc < p.n && p.partial != 0u {
-                out[part + at] = Elem(acc[i][j]);
-            } else if oc < p.n {
-                var v = acc[i][j];
-                if p.has_bias != 0u {
-                    v += f32(bias[oc]);
-                }
-                if p.has_min != 0u {
-                    v = max(v, p.out_min);
-                }
-                if p.has_max != 0u {
-                    v = min(v, p.out_max);
-                }
-                out[at] = Elem(act(p.act, v, p.act_p0, p.act_p1));
+            if oc < p.n {
+                store_out((img * p.n + oc) * ohw + pix, part, oc, acc[i][j]);
             }
         }
     }
@@ -7486,6 +7504,28 @@ fn weight_at(col: u32, k: u32, k_end: u32) -> Elem {
     return select(Elem(0.0), v, inside);
 }
 
+/// Stores the sum `v` of output channel `oc` at NCHW element `at`: as a
+/// raw partial sum at `part + at` of the scratch when split
+/// (`conv_gemm_combine.wgsl` applies the epilogue), else with the bias,
+/// the optional clamp and the activation.
+fn store_out(at: u32, part: u32, oc: u32, sum: f32) {
+    if p.partial != 0u {
+        out[part + at] = Elem(sum);
+        return;
+    }
+    var v = sum;
+    if p.has_bias != 0u {
+        v += f32(bias[oc]);
+    }
+    if p.has_min != 0u {
+        v = max(v, p.out_min);
+    }
+    if p.has_max != 0u {
+        v = min(v, p.out_max);
+    }
+    out[at] = Elem(act(p.act, v, p.act_p0, p.act_p1));
+}
+
 /// Staged patch tiles, row-major (`xs[pixel * LDE + k / 4]`), and weight
 /// tiles, column-major (`ws[channel * LDE + k / 4]`), 4 halves an element.
 var<workgroup> xs: array<vec4<f16>, STAGES * XS_LEN>;
@@ -7598,21 +7638,8 @@ fn emit(sg: u32, lane: u32, row0: u32, col0: u32, part: u32) {
     for (var e = 0u; e < 8u; e++) {
         let c = (lane / 16u) * 8u + e;
         let oc = col0 + c;
-        let at = (img * p.n + oc) * ohw + pix;
-        if oc < p.n && p.partial != 0u {
-            out[part + at] = Elem(cs[sg * 256u + r * 16u + c]);
-        } else if oc < p.n {
-            var v = cs[sg * 256u + r * 16u + c];
-            if p.has_bias != 0u {
-                v += f32(bias[oc]);
-            }
-            if p.has_min != 0u {
-                v = max(v, p.out_min);
-            }
-            if p.has_max != 0u {
-                v = min(v, p.out_max);
-            }
-            out[at] = Elem(act(p.act, v, p.act_p0, p.act_p1));
+        if oc < p.n {
+            store_out((img * p.n + oc) * ohw + pix, part, oc, cs[sg * 256u + r * 16u + c]);
         }
     }
 }
@@ -8010,6 +8037,28 @@ fn weight_at(col: u32, k: u32, k_end: u32) -> Elem {
     return select(Elem(0.0), v, inside);
 }
 
+/// Stores the sum `v` of output channel `oc` at NCHW element `at`: as a
+/// raw partial sum at `part + at` of the scratch when split
+/// (`conv_gemm_combine.wgsl` applies the epilogue), else with the bias,
+/// the optional clamp and the activation.
+fn store_out(at: u32, part: u32, oc: u32, sum: f32) {
+    if p.partial != 0u {
+        out[part + at] = Elem(sum);
+        return;
+    }
+    var v = sum;
+    if p.has_bias != 0u {
+        v += f32(bias[oc]);
+    }
+    if p.has_min != 0u {
+        v = max(v, p.out_min);
+    }
+    if p.has_max != 0u {
+        v = min(v, p.out_max);
+    }
+    out[at] = Elem(act(p.act, v, p.act_p0, p.act_p1));
+}
+
 /// Staged patch tiles, row-major (`xs[pixel * LDE + k / 4]`), and weight
 /// tiles, column-major (`ws[channel * LDE + k / 4]`), 4 halves an element.
 var<workgroup> xs: array<vec4<f16>, STAGES * XS_LEN>;
@@ -8122,21 +8171,8 @@ fn emit(sg: u32, lane: u32, row0: u32, col0: u32, part: u32) {
     for (var e = 0u; e < 8u; e++) {
         let c = (lane / 16u) * 8u + e;
         let oc = col0 + c;
-        let at = (img * p.n + oc) * ohw + pix;
-        if oc < p.n && p.partial != 0u {
-            out[part + at] = Elem(cs[sg * 256u + r * 16u + c]);
-        } else if oc < p.n {
-            var v = cs[sg * 256u + r * 16u + c];
-            if p.has_bias != 0u {
-                v += f32(bias[oc]);
-            }
-            if p.has_min != 0u {
-                v = max(v, p.out_min);
-            }
-            if p.has_max != 0u {
-                v = min(v, p.out_max);
-            }
-            out[at] = Elem(act(p.act, v, p.act_p0, p.act_p1));
+        if oc < p.n {
+            store_out((img * p.n + oc) * ohw + pix, part, oc, cs[sg * 256u + r * 16u + c]);
         }
     }
 }
