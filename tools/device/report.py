@@ -5,8 +5,10 @@ Reads the raw files run.sh writes under OUT:
   adapters, then one of the copy bandwidth);
 - etwgpu_*.json: `llm_bench --json` (synthetic Llama-family models);
 - mixed_*.json: the same at `ETWGPU_PRECISION=mixed` (its prefill rows are
-  shown as well, labelled so: the 4-bit linears and the prompt attention
-  on the cooperative-matrix kernels with f16 operands);
+  shown as well: the 4-bit linears and the prompt attention on the
+  cooperative-matrix kernels with f16 operands). Every prefill row is
+  labelled with the precision its load took (`llm_bench` records it; files
+  from before it did: `f32`, the default then, and `mixed` for mixed_*);
 - peers_*.json: `peers.py --json` (the same shapes in PyTorch);
 - vision_*: the vision networks' files (`vision_report.py`, its table last);
 and prints Markdown: decode and prefill tokens/s per length, each also as a
@@ -97,7 +99,7 @@ def main(out):
         print("|" + "---|" * (head.count("|") - 1))
         for p in r["prefill"] + r.get("prefill_mixed", []):
             t = p["tokens_per_s"]
-            label = f"{p['prompt']}, mixed" if p.get("mixed") else f"{p['prompt']}"
+            label = f"{p['prompt']}, {p['precision']}"
             row = f"| {label} | {fmt(t)} |"
             if is_1b:
                 vals = [ppre.get((m, p["prompt"])) for m in modes]
@@ -144,6 +146,10 @@ def results(out):
     ours = {}
     for p in sorted(glob.glob(os.path.join(out, "etwgpu_*.json"))):
         r = load(p)
+        # `llm_bench` records the precision its load took; files from before
+        # it did ran at the default of their day, `f32`.
+        for c in r["prefill"]:
+            c["precision"] = r.get("precision", "f32")
         name = f"{r['model']}_{'q4' if r['weights'].startswith('Q4') else 'fp32'}"
         if name in ours:
             ours[name]["prefill"] += r["prefill"]
@@ -154,7 +160,8 @@ def results(out):
         r = load(p)
         name = f"{r['model']}_{'q4' if r['weights'].startswith('Q4') else 'fp32'}"
         if name in ours:
-            ours[name].setdefault("prefill_mixed", []).extend(dict(c, mixed=True) for c in r["prefill"])
+            prec = r.get("precision", "mixed")
+            ours[name].setdefault("prefill_mixed", []).extend(dict(c, precision=prec) for c in r["prefill"])
     cells = {}
     for p in sorted(glob.glob(os.path.join(out, "peers_*.json"))):
         for c in load(p).get("cells", []):
@@ -208,7 +215,7 @@ def performance_section(run_dir, label=None):
             row += "".join(f"{fmt(cells.get(('decode', m, d['context'])), 0)} | " for m in peer_cols)
             out.append(row)
         for p in r["prefill"] + r.get("prefill_mixed", []):
-            what = "prefill, `--precision mixed`" if p.get("mixed") else "prefill"
+            what = f"prefill, `--precision {p['precision']}`"
             row = f"| {what} | prompt {p['prompt']} | {fmt(p['tokens_per_s'], 0)} | "
             row += "".join(f"{fmt(cells.get(('prefill', m, p['prompt'])), 0)} | " for m in peer_cols)
             out.append(row)

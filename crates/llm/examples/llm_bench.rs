@@ -204,11 +204,16 @@ fn main() {
     });
     let info = rt.adapter_info();
     let device = format!("{} ({:?})", info.name, info.backend);
+    let options = LoadOptions { kv_cache_f16: a.kv_cache_f16, ..Generator::default_load_options() };
     let _ = writeln!(out, "device: {device}");
+    // The precision the load takes (`ETWGPU_PRECISION`, else the default)
+    // and the GEMM route: `report.py` labels the prefill rows by them.
+    let precision = options.precision.unwrap_or(rt.gemm_caps().precision);
+    let gemm_route = rt.gemm_route();
+    let _ = writeln!(out, "GEMM route {gemm_route}, precision {precision}");
 
     let program = Program::from_bytes(bytes).expect("the synthetic program parses");
     let t = Instant::now();
-    let options = LoadOptions { kv_cache_f16: a.kv_cache_f16, ..Generator::default_load_options() };
     let mut generator = Generator::with_options(&rt, &program, &options, &mut |_| {}).expect("forward loads");
     let kv_cache_f16 = generator.kv_cache_f16();
     let _ = writeln!(out, "KV cache: {}", if kv_cache_f16 { "float16" } else { "float32" });
@@ -396,6 +401,8 @@ fn main() {
                 "max_context": c.max_context, "n_params": c.n_params(),
             },
             "device": device,
+            "precision": precision.name(),
+            "gemm_route": gemm_route,
             "kv_cache_f16": kv_cache_f16,
             "trusted_shaders": trusted_shaders,
             "int8_activations": int8_activations,

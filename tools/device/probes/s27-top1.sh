@@ -25,7 +25,7 @@ unxz_all() {
 }
 (cd /tmp/sm && unxz_all > smollm2_q4.pte && sha256sum smollm2_q4.pte | tee "$OUT/sha.txt")
 nvidia-smi --query-gpu=name --format=csv,noheader >> "$OUT/sha.txt"
-for p in f32 mixed f16; do
+for p in ${TOP1_PRECISIONS:-f32 mixed f16}; do
   echo "== $p"
   ETWGPU_PRECISION=$p timeout 60 /tmp/sm/it --exact smollm2::smollm2_q4_agrees_with_eager \
     --nocapture > "$OUT/top1_$p.txt" 2>&1
