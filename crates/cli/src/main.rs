@@ -233,10 +233,12 @@ fn parse_precision(v: &str) -> Result<etwgpu_runtime::Precision, String> {
 struct LoadFlags {
     /// Which float32 matrix products may round their operands to f16 (with
     /// f32 accumulation) on the GPU's matrix units: `f32` none (float32
-    /// everywhere, the default), `mixed` only the 4-bit weight linears
-    /// (faster prefill of 4-bit LLMs), `f16` all of them. Float16 programs
-    /// use the matrix units at every setting; GPUs without them compute
-    /// float32 at every setting. Default: `ETWGPU_PRECISION`, else f32.
+    /// everywhere), `mixed` only the 4-bit weight linears and prompt
+    /// attention over a float16 KV cache (the default: fast prefill of 4-bit
+    /// LLMs; dense float32 products stay float32), `f16` all of them.
+    /// Float16 programs use the matrix units at every setting; GPUs without
+    /// them compute float32 at every setting. Default: `ETWGPU_PRECISION`,
+    /// else mixed.
     #[arg(long, value_name = "f32|mixed|f16", value_parser = parse_precision)]
     precision: Option<etwgpu_runtime::Precision>,
     /// For programs you trust only: create the kernels whose every index

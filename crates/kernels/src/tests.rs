@@ -1059,7 +1059,7 @@ fn sdpa_prompts_take_the_matrix_units_where_caps_allow() {
     assert!(attention_coop(coop(Precision::Mixed), ElemType::F32, true), "mixed takes f16 attention operands");
     assert!(attention_coop(coop(Precision::Mixed), ElemType::F16, true), "float16 programs at mixed");
     assert!(attention_coop(coop(Precision::F32), ElemType::F16, true));
-    assert!(!attention_coop(coop(Precision::F32), ElemType::F32, true), "float32 keeps float32 by default");
+    assert!(!attention_coop(coop(Precision::F32), ElemType::F32, true), "float32 keeps float32 at f32");
     assert!(!attention_coop(coop(Precision::F16), ElemType::F32, false), "a float32 cache keeps the tiled kernel");
     assert!(!attention_coop(DeviceCaps { precision: Precision::F16, ..DeviceCaps::default() }, ElemType::F16, true));
     let labels = |l: &Lowered| -> Vec<(&str, [u32; 3])> {
@@ -1756,11 +1756,11 @@ fn gemm_routes_follow_the_device_caps_and_precision() {
     assert_eq!(one_dispatch(&lower(&g, lin, &[a48, w48, null, od], coop(Precision::F16))).0, "matmul.f32");
 }
 
-/// Issue 15's default: on a device with matrix units and no precision
-/// set, a 4-bit linear past the GEMV rows (plain, SwiGLU pair, QKV
-/// projections) takes the cooperative-matrix kernel with f16 operands and
-/// a dense float32 `aten.linear` of the same shape stays on the f32
-/// kernel; at `Precision::F32` neither does. Without matrix units
+/// Issue 15's default (`Precision::Mixed`): on a device with matrix units
+/// and no precision set, a 4-bit linear past the GEMV rows (plain, SwiGLU
+/// pair, QKV projections) takes the cooperative-matrix kernel with f16
+/// operands and a dense float32 `aten.linear` of the same shape stays on
+/// the f32 kernel; at `Precision::F32` neither does. Without matrix units
 /// (lavapipe, CI) the default routes as `F32` does.
 #[test]
 fn the_default_precision_puts_only_4bit_linears_on_the_matrix_units() {
@@ -1776,7 +1776,7 @@ fn the_default_precision_puts_only_4bit_linears_on_the_matrix_units() {
     let none_coop = |l: &Lowered| labels(l).iter().all(|s| !s.contains("_coop"));
     let mixed = DeviceCaps { coop_matrix_f16: true, precision: Precision::Mixed, ..DeviceCaps::default() };
     let default = DeviceCaps { coop_matrix_f16: true, ..DeviceCaps::default() };
-    assert_eq!(default.precision, Precision::F32);
+    assert_eq!(default.precision, Precision::Mixed);
     let f32_only = DeviceCaps { coop_matrix_f16: true, precision: Precision::F32, ..DeviceCaps::default() };
     let lavapipe = DeviceCaps::default();
 
@@ -1795,9 +1795,10 @@ fn the_default_precision_puts_only_4bit_linears_on_the_matrix_units() {
         ("etwgpu.linear_q4gsw_qkv.default", vec![x, gs, w, s, w, s, w, s, outs]),
     ];
     for (op, args) in &q4_calls {
-        let l = lower(&g, op, args, mixed);
-        assert!(!l.steps.is_empty() && all_coop(&l), "{op} at mixed: {:?}", labels(&l));
-        assert!(none_coop(&lower(&g, op, args, default)), "{op} at the default (F32)");
+        for (caps, what) in [(mixed, "mixed"), (default, "the default (mixed)")] {
+            let l = lower(&g, op, args, caps);
+            assert!(!l.steps.is_empty() && all_coop(&l), "{op} at {what}: {:?}", labels(&l));
+        }
         assert!(none_coop(&lower(&g, op, args, f32_only)), "{op} at F32");
         assert!(none_coop(&lower(&g, op, args, lavapipe)), "{op} without matrix units");
     }

@@ -46,7 +46,7 @@ def test_golden_fixture(rt, name):
 
 @pytest.mark.parametrize("name", ["q4_weight_only", "llama_tiny_q4", "mlp"])
 def test_each_precision_matches_the_goldens(rt, name):
-    # `precision=` takes "f32" (the default), "mixed" (4-bit linears on f16
+    # `precision=` takes "f32", "mixed" (the default: 4-bit linears on f16
     # operands where the GPU has matrix units) and "f16" (every float32
     # product; judged by the manifest's `tolerance_f16_operands` rows).
     # Without matrix units (lavapipe, CI) all three compute float32.

@@ -35,8 +35,8 @@ pub const COOP_MATRIX_ENV: &str = "ETWGPU_COOP_MATRIX";
 pub const COOP_ATTENTION_ENV: &str = "ETWGPU_COOP_ATTENTION";
 
 /// Environment variable setting the default [`etwgpu_kernels::Precision`]
-/// of loads: `f32` (or unset: the default) keeps float32 numerics in every
-/// float32 matrix product, `mixed` lets the 4-bit weight linears and
+/// of loads: `f32` keeps float32 numerics in every float32 matrix product,
+/// `mixed` (or unset: the default) lets the 4-bit weight linears and
 /// prompt attention over a float16 KV cache use f16 operands on
 /// cooperative matrices, `f16` lets every float32 matrix product use them.
 /// Any other value is [`Error::BadEnv`]. Devices without cooperative
@@ -76,7 +76,7 @@ pub struct RuntimeOptions {
     /// ([`Error::RequestDevice`] without them).
     pub coop_matrix: Option<bool>,
     /// The precision of loads whose `LoadOptions::precision` is `None`
-    /// (default [`etwgpu_kernels::Precision::F32`]).
+    /// (default [`etwgpu_kernels::Precision::Mixed`]).
     pub precision: etwgpu_kernels::Precision,
     /// The kernels' subgroup forms: `None` available where the adapter has
     /// subgroups (`SUBGROUP`, with the sizes it reports) to loads that ask

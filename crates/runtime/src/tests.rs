@@ -152,7 +152,7 @@ fn conv_env_takes_the_three_names_and_rejects_others() {
 fn precision_env_takes_the_three_names_and_rejects_others() {
     use crate::device::precision_from_env;
     use etwgpu_kernels::Precision;
-    assert_eq!(precision_from_env(None).expect("unset"), Precision::F32, "the default");
+    assert_eq!(precision_from_env(None).expect("unset"), Precision::Mixed, "the default");
     for (name, p) in [("f32", Precision::F32), ("mixed", Precision::Mixed), ("f16", Precision::F16)] {
         assert_eq!(precision_from_env(Some(name)).expect(name), p);
     }
