@@ -10,7 +10,7 @@ manifest's per-dtype tolerance, or why it did not run) and writes the same as
 JSON to OUT_DIR/goldens.json.
 
 `--precision P` runs every fixture with `etwgpu run --precision P` (without
-it, the binary's default: `ETWGPU_PRECISION`, else f32). At `f16` (every
+it, the binary's default: `ETWGPU_PRECISION`, else mixed). At `f16` (every
 float32 matrix product on f16 operands, f32 accumulation, where the GPU has
 matrix units) outputs are judged by the manifest's `tolerance_f16_operands`
 rows (tools/export/tolerances.py: 2e-3 relative and absolute for float32,

@@ -20,7 +20,7 @@ pub struct LoadOptions {
     /// cooperative matrices (`etwgpu run --precision f32|mixed|f16`; see
     /// [`etwgpu_kernels::Precision`]); `None` (the default) takes the
     /// runtime's ([`crate::device::RuntimeOptions::precision`]:
-    /// `ETWGPU_PRECISION`, else `f32`).
+    /// `ETWGPU_PRECISION`, else `mixed`).
     pub precision: Option<etwgpu_kernels::Precision>,
     /// Threads that record each run's dispatches, one command buffer each
     /// (a plan splits only at 96 or more dispatches a thread); `None` (the

@@ -276,8 +276,9 @@ class Program:
         pipelines). ``fuse=False`` runs the ops as exported. ``precision``
         says which float32 matrix products may round their operands to f16
         (accumulating in f32) on the GPU's matrix units: ``"f32"`` none,
-        ``"mixed"`` only the 4-bit weight linears, ``"f16"`` all; ``None``
-        takes the runtime's (``ETWGPU_PRECISION``, else ``"f32"``). GPUs
+        ``"mixed"`` only the 4-bit weight linears (and prompt attention over a
+        float16 KV cache), ``"f16"`` all; ``None`` takes the runtime's
+        (``ETWGPU_PRECISION``, else ``"mixed"``). GPUs
         without matrix units compute float32 at every setting. Any other
         string raises ``ValueError``."""
         meta = self.metadata(name)

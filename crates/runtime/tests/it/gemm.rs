@@ -116,10 +116,11 @@ fn q4_linear_and_swiglu_prefill_match_the_cpu() {
     g.inputs(&[x]).outputs(&[y, out]);
     let Some(rt) = crate::runtime() else { return };
     let program = program(g);
-    // Float32 activations: the matrix units at precision mixed and F16,
-    // not at F32 (the default); none without matrix units (lavapipe).
+    // Float32 activations: the matrix units at precision mixed (the
+    // runtime's default) and F16, not at F32; none without matrix units
+    // (lavapipe).
     for precision in [None, Some(Precision::F32), Some(Precision::Mixed), Some(Precision::F16)] {
-        let coop = rt.gemm_caps().coop_matrix_f16 && precision.unwrap_or(Precision::F32) != Precision::F32;
+        let coop = rt.gemm_caps().coop_matrix_f16 && precision.unwrap_or(rt.gemm_caps().precision) != Precision::F32;
         let tol = if coop { 2e-2 } else { 1e-4 };
         let options = LoadOptions { precision, ..LoadOptions::default() };
         let mut method = rt.load_with(&program, "forward", &options).expect("loads");
