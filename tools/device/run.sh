@@ -122,7 +122,7 @@ for part in $parts; do
         --max-tokens 256 2>&1 | tee "$OUT/smollm2_chat.txt"
     .device/etwgpu generate --model /tmp/smollm2/model.pte --tokenizer /tmp/smollm2/tokenizer.json \
       --prompt "Once upon a time" --max-tokens 256 2>&1 | tail -2 | tee -a "$OUT/smollm2_chat.txt"
-    # README's `etwgpu bench` H200 table (<!-- bench:h200 -->).
+    # README's `etwgpu bench` device table (<!-- bench:device -->).
     timeout 120 .device/etwgpu bench /tmp/smollm2/model.pte -p 512 -n 128 2>&1 | tee "$OUT/smollm2_bench.md"
     ;;
   families)
