@@ -17,8 +17,9 @@
 #   peers    the same Llama shapes in PyTorch, eager and torch.compile
 #            (or set PEERS_FROM=tools/device/results/RUN to reuse a run's
 #            peers_1b.json in the table instead of measuring again)
-#   smollm2  the real SmolLM2 4-bit export, gzipped and split into pieces
-#            carried in .xfer/K/ over several calls (see README.md): a chat
+#   smollm2  the real SmolLM2 4-bit export, compressed (xz, else gzip) and
+#            split into pieces carried in .xfer/K/ over several calls (.xfer/sx1
+#            .. sx5 with the tokenizer; see README.md): a chat
 #            of 256 greedy tokens, tokens/s, and `etwgpu bench -p 512 -n 128`
 #   families every fixture as one markdown table (goldens.py --families):
 #            delegates, GPU calls, CPU calls, host round trips, dispatches,
@@ -115,7 +116,15 @@ for part in $parts; do
     # larger than one call carries): `mkdir -p /tmp/smollm2; cp .xfer/K/* /tmp/smollm2/`.
     mkdir -p /tmp/smollm2
     cp .xfer/*/* /tmp/smollm2/ 2>/dev/null || true
-    cat /tmp/smollm2/q4part.* | gunzip > /tmp/smollm2/model.pte
+    # The pieces of `xz -6` (q4x.N, as `.xfer/sx1`..`sx5` hold them), else
+    # of gzip (q4part.N); Python's lzma where the machine has no xz.
+    if ls /tmp/smollm2/q4x.* > /dev/null 2>&1; then
+      if command -v xz > /dev/null; then cat /tmp/smollm2/q4x.* | xz -dc > /tmp/smollm2/model.pte
+      else cat /tmp/smollm2/q4x.* | python3 -c 'import lzma, sys; sys.stdout.buffer.write(lzma.decompress(sys.stdin.buffer.read()))' \
+        > /tmp/smollm2/model.pte; fi
+    else
+      cat /tmp/smollm2/q4part.* | gunzip > /tmp/smollm2/model.pte
+    fi
     sha256sum /tmp/smollm2/model.pte
     printf 'Why is the sky blue?\nSay that again in one sentence.\n' |
       .device/etwgpu chat --model /tmp/smollm2/model.pte --tokenizer /tmp/smollm2/tokenizer.json \
