@@ -74,13 +74,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     } else {
         acc += direct_sum(n, oc, oh, ow);
     }
-    if p.has_min != 0u {
-        acc = max(acc, p.out_min);
-    }
-    if p.has_max != 0u {
-        acc = min(acc, p.out_max);
-    }
-    out[i] = Elem(act(p.act, acc, p.act_p0, p.act_p1));
+    out[i] = Elem(clamp_act(acc));
 }
 
 fn direct_sum(n: u32, oc: u32, oh: u32, ow: u32) -> f32 {
@@ -137,3 +131,4 @@ fn transposed_sum(n: u32, oc: u32, oh: u32, ow: u32) -> f32 {
 }
 
 // include: act.wgsl
+// include: conv_epilogue.wgsl

@@ -146,3 +146,4 @@ fn main(
 }
 
 // include: act.wgsl
+// include: conv_epilogue.wgsl

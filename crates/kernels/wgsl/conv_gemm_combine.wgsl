@@ -53,13 +53,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if p.has_bias != 0u {
         v += f32(bias[(i / p.ohw) % p.n]);
     }
-    if p.has_min != 0u {
-        v = max(v, p.out_min);
-    }
-    if p.has_max != 0u {
-        v = min(v, p.out_max);
-    }
-    out[i] = Elem(act(p.act, v, p.act_p0, p.act_p1));
+    out[i] = Elem(clamp_act(v));
 }
 
 // include: act.wgsl
+// include: conv_epilogue.wgsl

@@ -288,3 +288,4 @@ fn main(
 }
 
 // include: act.wgsl
+// include: conv_epilogue.wgsl

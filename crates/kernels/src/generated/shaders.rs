@@ -5985,13 +5985,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     } else {
         acc += direct_sum(n, oc, oh, ow);
     }
-    if p.has_min != 0u {
-        acc = max(acc, p.out_min);
-    }
-    if p.has_max != 0u {
-        acc = min(acc, p.out_max);
-    }
-    out[i] = Elem(act(p.act, acc, p.act_p0, p.act_p1));
+    out[i] = Elem(clamp_act(acc));
 }
 
 fn direct_sum(n: u32, oc: u32, oh: u32, ow: u32) -> f32 {
@@ -6133,6 +6127,18 @@ fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
         case ACT_LOG10: { return log(v) * 0.43429448190325182; }
         default: { return bitcast<f32>(nan_bits); }
     }
+}
+/// `sum` clamped to `[out_min, out_max]` where those bounds are on, then
+/// through the activation `p.act`.
+fn clamp_act(sum: f32) -> f32 {
+    var v = sum;
+    if p.has_min != 0u {
+        v = max(v, p.out_min);
+    }
+    if p.has_max != 0u {
+        v = min(v, p.out_max);
+    }
+    return act(p.act, v, p.act_p0, p.act_p1);
 }
 "#;
 
@@ -6215,13 +6221,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     } else {
         acc += direct_sum(n, oc, oh, ow);
     }
-    if p.has_min != 0u {
-        acc = max(acc, p.out_min);
-    }
-    if p.has_max != 0u {
-        acc = min(acc, p.out_max);
-    }
-    out[i] = Elem(act(p.act, acc, p.act_p0, p.act_p1));
+    out[i] = Elem(clamp_act(acc));
 }
 
 fn direct_sum(n: u32, oc: u32, oh: u32, ow: u32) -> f32 {
@@ -6363,6 +6363,18 @@ fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
         case ACT_LOG10: { return log(v) * 0.43429448190325182; }
         default: { return bitcast<f32>(nan_bits); }
     }
+}
+/// `sum` clamped to `[out_min, out_max]` where those bounds are on, then
+/// through the activation `p.act`.
+fn clamp_act(sum: f32) -> f32 {
+    var v = sum;
+    if p.has_min != 0u {
+        v = max(v, p.out_min);
+    }
+    if p.has_max != 0u {
+        v = min(v, p.out_max);
+    }
+    return act(p.act, v, p.act_p0, p.act_p1);
 }
 "#;
 
@@ -6545,7 +6557,7 @@ fn weight_at(col: u32, k: u32, k_end: u32) -> Elem {
 /// Stores the sum `v` of output channel `oc` at NCHW element `at`: as a
 /// raw partial sum at `part + at` of the scratch when split
 /// (`conv_gemm_combine.wgsl` applies the epilogue), else with the bias,
-/// the optional clamp and the activation.
+/// then `clamp_act` (`conv_epilogue.wgsl`).
 fn store_out(at: u32, part: u32, oc: u32, sum: f32) {
     if p.partial != 0u {
         out[part + at] = Elem(sum);
@@ -6555,13 +6567,7 @@ fn store_out(at: u32, part: u32, oc: u32, sum: f32) {
     if p.has_bias != 0u {
         v += f32(bias[oc]);
     }
-    if p.has_min != 0u {
-        v = max(v, p.out_min);
-    }
-    if p.has_max != 0u {
-        v = min(v, p.out_max);
-    }
-    out[at] = Elem(act(p.act, v, p.act_p0, p.act_p1));
+    out[at] = Elem(clamp_act(v));
 }
 
 /// Patch tile, k-major: `xs[k * LDS + i]` holds rows `4i .. 4i + 4` at k.
@@ -6752,6 +6758,18 @@ fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
         case ACT_LOG10: { return log(v) * 0.43429448190325182; }
         default: { return bitcast<f32>(nan_bits); }
     }
+}
+/// `sum` clamped to `[out_min, out_max]` where those bounds are on, then
+/// through the activation `p.act`.
+fn clamp_act(sum: f32) -> f32 {
+    var v = sum;
+    if p.has_min != 0u {
+        v = max(v, p.out_min);
+    }
+    if p.has_max != 0u {
+        v = min(v, p.out_max);
+    }
+    return act(p.act, v, p.act_p0, p.act_p1);
 }
 "#;
 
@@ -6936,7 +6954,7 @@ fn weight_at(col: u32, k: u32, k_end: u32) -> Elem {
 /// Stores the sum `v` of output channel `oc` at NCHW element `at`: as a
 /// raw partial sum at `part + at` of the scratch when split
 /// (`conv_gemm_combine.wgsl` applies the epilogue), else with the bias,
-/// the optional clamp and the activation.
+/// then `clamp_act` (`conv_epilogue.wgsl`).
 fn store_out(at: u32, part: u32, oc: u32, sum: f32) {
     if p.partial != 0u {
         out[part + at] = Elem(sum);
@@ -6946,13 +6964,7 @@ fn store_out(at: u32, part: u32, oc: u32, sum: f32) {
     if p.has_bias != 0u {
         v += f32(bias[oc]);
     }
-    if p.has_min != 0u {
-        v = max(v, p.out_min);
-    }
-    if p.has_max != 0u {
-        v = min(v, p.out_max);
-    }
-    out[at] = Elem(act(p.act, v, p.act_p0, p.act_p1));
+    out[at] = Elem(clamp_act(v));
 }
 
 /// Patch tile, k-major: `xs[k * LDS + i]` holds rows `4i .. 4i + 4` at k.
@@ -7144,6 +7156,18 @@ fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
         default: { return bitcast<f32>(nan_bits); }
     }
 }
+/// `sum` clamped to `[out_min, out_max]` where those bounds are on, then
+/// through the activation `p.act`.
+fn clamp_act(sum: f32) -> f32 {
+    var v = sum;
+    if p.has_min != 0u {
+        v = max(v, p.out_min);
+    }
+    if p.has_max != 0u {
+        v = min(v, p.out_max);
+    }
+    return act(p.act, v, p.act_p0, p.act_p1);
+}
 "#;
 
 /// `conv_gemm_combine.wgsl` with `Elem = f32`.
@@ -7202,13 +7226,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if p.has_bias != 0u {
         v += f32(bias[(i / p.ohw) % p.n]);
     }
-    if p.has_min != 0u {
-        v = max(v, p.out_min);
-    }
-    if p.has_max != 0u {
-        v = min(v, p.out_max);
-    }
-    out[i] = Elem(act(p.act, v, p.act_p0, p.act_p1));
+    out[i] = Elem(clamp_act(v));
 }
 
 /// Op codes of `act`: the discriminants of the kernels crate's `UnaryOp`
@@ -7297,6 +7315,18 @@ fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
         case ACT_LOG10: { return log(v) * 0.43429448190325182; }
         default: { return bitcast<f32>(nan_bits); }
     }
+}
+/// `sum` clamped to `[out_min, out_max]` where those bounds are on, then
+/// through the activation `p.act`.
+fn clamp_act(sum: f32) -> f32 {
+    var v = sum;
+    if p.has_min != 0u {
+        v = max(v, p.out_min);
+    }
+    if p.has_max != 0u {
+        v = min(v, p.out_max);
+    }
+    return act(p.act, v, p.act_p0, p.act_p1);
 }
 "#;
 
@@ -7507,7 +7537,7 @@ fn weight_at(col: u32, k: u32, k_end: u32) -> Elem {
 /// Stores the sum `v` of output channel `oc` at NCHW element `at`: as a
 /// raw partial sum at `part + at` of the scratch when split
 /// (`conv_gemm_combine.wgsl` applies the epilogue), else with the bias,
-/// the optional clamp and the activation.
+/// then `clamp_act` (`conv_epilogue.wgsl`).
 fn store_out(at: u32, part: u32, oc: u32, sum: f32) {
     if p.partial != 0u {
         out[part + at] = Elem(sum);
@@ -7517,13 +7547,7 @@ fn store_out(at: u32, part: u32, oc: u32, sum: f32) {
     if p.has_bias != 0u {
         v += f32(bias[oc]);
     }
-    if p.has_min != 0u {
-        v = max(v, p.out_min);
-    }
-    if p.has_max != 0u {
-        v = min(v, p.out_max);
-    }
-    out[at] = Elem(act(p.act, v, p.act_p0, p.act_p1));
+    out[at] = Elem(clamp_act(v));
 }
 
 /// Staged patch tiles, row-major (`xs[pixel * LDE + k / 4]`), and weight
@@ -7828,6 +7852,18 @@ fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
         case ACT_LOG10: { return log(v) * 0.43429448190325182; }
         default: { return bitcast<f32>(nan_bits); }
     }
+}
+/// `sum` clamped to `[out_min, out_max]` where those bounds are on, then
+/// through the activation `p.act`.
+fn clamp_act(sum: f32) -> f32 {
+    var v = sum;
+    if p.has_min != 0u {
+        v = max(v, p.out_min);
+    }
+    if p.has_max != 0u {
+        v = min(v, p.out_max);
+    }
+    return act(p.act, v, p.act_p0, p.act_p1);
 }
 "#;
 
@@ -8040,7 +8076,7 @@ fn weight_at(col: u32, k: u32, k_end: u32) -> Elem {
 /// Stores the sum `v` of output channel `oc` at NCHW element `at`: as a
 /// raw partial sum at `part + at` of the scratch when split
 /// (`conv_gemm_combine.wgsl` applies the epilogue), else with the bias,
-/// the optional clamp and the activation.
+/// then `clamp_act` (`conv_epilogue.wgsl`).
 fn store_out(at: u32, part: u32, oc: u32, sum: f32) {
     if p.partial != 0u {
         out[part + at] = Elem(sum);
@@ -8050,13 +8086,7 @@ fn store_out(at: u32, part: u32, oc: u32, sum: f32) {
     if p.has_bias != 0u {
         v += f32(bias[oc]);
     }
-    if p.has_min != 0u {
-        v = max(v, p.out_min);
-    }
-    if p.has_max != 0u {
-        v = min(v, p.out_max);
-    }
-    out[at] = Elem(act(p.act, v, p.act_p0, p.act_p1));
+    out[at] = Elem(clamp_act(v));
 }
 
 /// Staged patch tiles, row-major (`xs[pixel * LDE + k / 4]`), and weight
@@ -8361,6 +8391,18 @@ fn act(op: u32, v: f32, p0: f32, p1: f32) -> f32 {
         case ACT_LOG10: { return log(v) * 0.43429448190325182; }
         default: { return bitcast<f32>(nan_bits); }
     }
+}
+/// `sum` clamped to `[out_min, out_max]` where those bounds are on, then
+/// through the activation `p.act`.
+fn clamp_act(sum: f32) -> f32 {
+    var v = sum;
+    if p.has_min != 0u {
+        v = max(v, p.out_min);
+    }
+    if p.has_max != 0u {
+        v = min(v, p.out_max);
+    }
+    return act(p.act, v, p.act_p0, p.act_p1);
 }
 "#;
 

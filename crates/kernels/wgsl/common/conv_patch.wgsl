@@ -3,7 +3,8 @@
 //! and the patch gather: which input a patch value of an output pixel at
 //! an input `k = (c, ky, kx)` is, walked along K without dividing; and the
 //! output store with its epilogue. The kernel that includes this declares
-//! `Elem` and the constant `TK`, and includes `act.wgsl`.
+//! `Elem` and the constant `TK`, and includes `act.wgsl` and
+//! `conv_epilogue.wgsl`.
 
 struct Params {
     /// Output pixels `N * OH * OW`.
@@ -140,7 +141,7 @@ fn weight_at(col: u32, k: u32, k_end: u32) -> Elem {
 /// Stores the sum `v` of output channel `oc` at NCHW element `at`: as a
 /// raw partial sum at `part + at` of the scratch when split
 /// (`conv_gemm_combine.wgsl` applies the epilogue), else with the bias,
-/// the optional clamp and the activation.
+/// then `clamp_act` (`conv_epilogue.wgsl`).
 fn store_out(at: u32, part: u32, oc: u32, sum: f32) {
     if p.partial != 0u {
         out[part + at] = Elem(sum);
@@ -150,11 +151,5 @@ fn store_out(at: u32, part: u32, oc: u32, sum: f32) {
     if p.has_bias != 0u {
         v += f32(bias[oc]);
     }
-    if p.has_min != 0u {
-        v = max(v, p.out_min);
-    }
-    if p.has_max != 0u {
-        v = min(v, p.out_max);
-    }
-    out[at] = Elem(act(p.act, v, p.act_p0, p.act_p1));
+    out[at] = Elem(clamp_act(v));
 }
