@@ -117,11 +117,9 @@ for part in $parts; do
     mkdir -p /tmp/smollm2
     cp .xfer/*/* /tmp/smollm2/ 2>/dev/null || true
     # The pieces of `xz -6` (q4x.N, as `.xfer/sx1`..`sx5` hold them), else
-    # of gzip (q4part.N); Python's lzma where the machine has no xz.
+    # of gzip (q4part.N).
     if ls /tmp/smollm2/q4x.* > /dev/null 2>&1; then
-      if command -v xz > /dev/null; then cat /tmp/smollm2/q4x.* | xz -dc > /tmp/smollm2/model.pte
-      else cat /tmp/smollm2/q4x.* | python3 -c 'import lzma, sys; sys.stdout.buffer.write(lzma.decompress(sys.stdin.buffer.read()))' \
-        > /tmp/smollm2/model.pte; fi
+      bash tools/device/unxz-pieces.sh /tmp/smollm2 > /tmp/smollm2/model.pte
     else
       cat /tmp/smollm2/q4part.* | gunzip > /tmp/smollm2/model.pte
     fi

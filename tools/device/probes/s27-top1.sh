@@ -18,12 +18,8 @@ export XDG_RUNTIME_DIR=/tmp GPU_TESTS=require ETWGPU_SMOLLM2=/tmp/sm ETWGPU_COOP
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT" /tmp/sm
 cp .xfer/"$1"/* /tmp/sm/
-# xz where the machine has it, else Python's lzma.
-unxz_all() {
-  if command -v xz > /dev/null; then cat q4x.* | xz -dc
-  else cat q4x.* | python3 -c 'import lzma, sys; sys.stdout.buffer.write(lzma.decompress(sys.stdin.buffer.read()))'; fi
-}
-(cd /tmp/sm && unxz_all > smollm2_q4.pte && sha256sum smollm2_q4.pte | tee "$OUT/sha.txt")
+bash tools/device/unxz-pieces.sh /tmp/sm > /tmp/sm/smollm2_q4.pte
+(cd /tmp/sm && sha256sum smollm2_q4.pte | tee "$OUT/sha.txt")
 nvidia-smi --query-gpu=name --format=csv,noheader >> "$OUT/sha.txt"
 for p in ${TOP1_PRECISIONS:-f32 mixed f16}; do
   echo "== $p"
