@@ -9,6 +9,8 @@ Reads the raw files run.sh writes under OUT:
   cooperative-matrix kernels with f16 operands). Every prefill row is
   labelled with the precision its load took (`llm_bench` records it; files
   from before it did: `f32`, the default then, and `mixed` for mixed_*);
+- f32_*.json: the same at `ETWGPU_PRECISION=f32`, once `mixed` became the
+  default (run ay): rows of their own, as mixed_*'s;
 - peers_*.json: `peers.py --json` (the same shapes in PyTorch);
 - vision_*: the vision networks' files (`vision_report.py`, its table last);
 and prints Markdown: decode and prefill tokens/s per length, each also as a
@@ -97,7 +99,7 @@ def main(out):
         head = "| prefill prompt | etwgpu tok/s | " + ("".join(f"torch {m} | " for m in modes) + "x best peer |" if is_1b else "")
         print(head)
         print("|" + "---|" * (head.count("|") - 1))
-        for p in r["prefill"] + r.get("prefill_mixed", []):
+        for p in r["prefill"] + r.get("prefill_extra", []):
             t = p["tokens_per_s"]
             label = f"{p['prompt']}, {p['precision']}"
             row = f"| {label} | {fmt(t)} |"
@@ -156,12 +158,14 @@ def results(out):
             ours[name]["decode"] += r["decode"]
         else:
             ours[name] = r
-    for p in sorted(glob.glob(os.path.join(out, "mixed_*.json"))):
+    extra = [(p, "mixed") for p in sorted(glob.glob(os.path.join(out, "mixed_*.json")))]
+    extra += [(p, "f32") for p in sorted(glob.glob(os.path.join(out, "f32_*.json")))]
+    for p, named in extra:
         r = load(p)
         name = f"{r['model']}_{'q4' if r['weights'].startswith('Q4') else 'fp32'}"
         if name in ours:
-            prec = r.get("precision", "mixed")
-            ours[name].setdefault("prefill_mixed", []).extend(dict(c, precision=prec) for c in r["prefill"])
+            prec = r.get("precision", named)
+            ours[name].setdefault("prefill_extra", []).extend(dict(c, precision=prec) for c in r["prefill"])
     cells = {}
     for p in sorted(glob.glob(os.path.join(out, "peers_*.json"))):
         for c in load(p).get("cells", []):
@@ -214,7 +218,7 @@ def performance_section(run_dir, label=None):
             row = f"| decode | context {d['context']} | {fmt(d['tokens_per_s'], 0)} | "
             row += "".join(f"{fmt(cells.get(('decode', m, d['context'])), 0)} | " for m in peer_cols)
             out.append(row)
-        for p in r["prefill"] + r.get("prefill_mixed", []):
+        for p in r["prefill"] + r.get("prefill_extra", []):
             what = f"prefill, `--precision {p['precision']}`"
             row = f"| {what} | prompt {p['prompt']} | {fmt(p['tokens_per_s'], 0)} | "
             row += "".join(f"{fmt(cells.get(('prefill', m, p['prompt'])), 0)} | " for m in peer_cols)

@@ -14,6 +14,11 @@
 #            then the 4-bit prefill at `mixed` (the 1B shape 128..8192, the
 #            SmolLM2 shape 128 and 511: mixed_*.json, rows of their own in
 #            report.py's table)
+#   coop     the `mixed` part's goldens alone (no prefill: at the default,
+#            `mixed`, the `etwgpu` part's prefill rows already are `mixed`)
+#   f32      the 4-bit prefill at `--precision f32` (float32 end to end; the
+#            default is `mixed` since run ay, so the `etwgpu` part's prefill
+#            rows are `mixed`): f32_*.json, rows of their own in the table
 #   peers    the same Llama shapes in PyTorch, eager and torch.compile
 #            (or set PEERS_FROM=tools/device/results/RUN to reuse a run's
 #            peers_1b.json in the table instead of measuring again)
@@ -91,18 +96,26 @@ for part in $parts; do
     timeout 60 .device/llm_bench --model smollm2 --weights fp32 --prompts 128,511 --contexts 128,256 \
       --steps 64 --repeats 3 --json "$OUT/etwgpu_smollm2_fp32.json" 2>&1 | tail -12
     ;;
-  mixed)
+  mixed | coop)
     log "fixture goldens at mixed and f16, the cooperative-matrix route required"
     for prec in mixed f16; do
       ETWGPU_COOP_MATRIX=1 timeout 90 python3 tools/device/goldens.py .device/etwgpu \
         test_data/fixtures /tmp/gold-$prec --precision $prec > "$OUT/goldens_$prec.txt" 2>&1
       tail -1 "$OUT/goldens_$prec.txt"
     done
+    [ "$part" = coop ] && continue
     log "4-bit prefill at --precision mixed"
     ETWGPU_PRECISION=mixed timeout 150 .device/llm_bench --model 1b --weights q4 \
       --prompts 128,512,1024,2048,4096,8192 --repeats 3 --json "$OUT/mixed_1b_q4.json" 2>&1 | grep -E "^prefill"
     ETWGPU_PRECISION=mixed timeout 60 .device/llm_bench --model smollm2 --weights q4 --prompts 128,511 \
       --repeats 3 --json "$OUT/mixed_smollm2_q4.json" 2>&1 | grep -E "^prefill"
+    ;;
+  f32)
+    log "4-bit prefill at --precision f32"
+    ETWGPU_PRECISION=f32 timeout 150 .device/llm_bench --model 1b --weights q4 \
+      --prompts 128,512,1024,2048,4096,8192 --repeats 3 --json "$OUT/f32_1b_q4.json" 2>&1 | grep -E "^prefill"
+    ETWGPU_PRECISION=f32 timeout 60 .device/llm_bench --model smollm2 --weights q4 --prompts 128,511 \
+      --repeats 3 --json "$OUT/f32_smollm2_q4.json" 2>&1 | grep -E "^prefill"
     ;;
   peers)
     log "PyTorch peers"

@@ -3,8 +3,9 @@
 //! and 4-bit `q4gsw` weights at M = 512 and 2048 rows with (N, K) = (2048,
 //! 2048), (8192, 2048), (2048, 8192). The variants (`coop_probe/kernels.rs`,
 //! from `coop_probe.wgsl`) differ in fragments per subgroup, workgroup
-//! tile, K step, staging element (f16 or `vec4<f16>`), one or two
-//! staged copies (loads in flight), or no staging; each is made three
+//! tile, K step, staging element (f16 or `vec4<f16>`), padding of the
+//! staged rows, one or two staged copies (loads in flight), prefetch into
+//! registers with one copy, or no staging; each is made three
 //! ways: every runtime check (`create_shader_module`), as the runtime
 //! makes modules (index clamps, no loop guard), and no checks
 //! (`create_shader_module_trusted`).
@@ -24,13 +25,15 @@
 //! With `qkv`, the QKV timing (`coop_probe/qkv.rs`): the 1B shape's fused
 //! Q/K/V projections (one dispatch) against the three dispatches unfused.
 //! Run: `cargo run --release -p etwgpu-runtime --example coop_probe
-//! [dense] [q4] [routed] [qkv] [quick] [--spirv DIR]` (no selector:
+//! [dense] [q4] [new] [routed] [qkv] [quick] [--spirv DIR]` (no selector:
 //! everything but `qkv`; `dense`, `q4`: those shapes only; `routed`: the
 //! routed check, `qkv`: the QKV timing, each alone unless `dense` or `q4`
-//! is named too; `quick`: the routed check's small shapes only, the QKV
+//! is named too; `new`: of the template variants only those of the
+//! padding, prefetch and K-step knobs (`kernels::NEW_TILINGS`), with the
+//! shipped kernels; `quick`: the routed check's small shapes only, the QKV
 //! timing's 128 rows only;
 //! `--spirv`: write each module's SPIR-V as wgpu's Vulkan backend would,
-//! with op counts, and stop).
+//! with op counts, and its WGSL source, and stop).
 
 #[path = "coop_probe/kernels.rs"]
 mod kernels;
@@ -83,6 +86,7 @@ fn main() {
     let routed_named = args.iter().any(|a| a == "routed");
     let qkv_named = args.iter().any(|a| a == "qkv");
     let timing_named = args.iter().any(|a| a == "dense" || a == "q4");
+    let only_new = args.iter().any(|a| a == "new");
     // Every shape without a selector; with `routed` or `qkv` alone, none.
     let wanted = |w: Weights| {
         let named: Vec<&String> = args.iter().filter(|a| *a == "dense" || *a == "q4").collect();
@@ -94,8 +98,11 @@ fn main() {
     let mut stdout = std::io::stdout().lock();
 
     // Every module validates with naga before anything else.
-    let kernels: Vec<Kernel> =
-        [Weights::Dense, Weights::Q4].into_iter().filter(|&w| wanted(w)).flat_map(Kernel::all).collect();
+    let kernels: Vec<Kernel> = [Weights::Dense, Weights::Q4]
+        .into_iter()
+        .filter(|&w| wanted(w))
+        .flat_map(|w| Kernel::all(w, only_new))
+        .collect();
     let mut invalid = 0;
     let mut parsed = Vec::new();
     for kernel in &kernels {
@@ -535,8 +542,8 @@ impl Rng {
     }
 }
 
-/// Writes each module's SPIR-V (per kind of checks) under `dir` and prints
-/// the counts of the operations that matter here.
+/// Writes each module's SPIR-V (per kind of checks) and WGSL source under
+/// `dir` and prints the counts of the operations that matter here.
 fn write_spirv(
     stdout: &mut impl Write,
     dir: &str,
@@ -552,7 +559,14 @@ fn write_spirv(
         "SPIR-V op counts: coop loads / stores / multiply-adds, function-variable loads / stores, \
          loops, umin (index clamps), selects, integer div+mod, barriers"
     );
+    let file_name =
+        |label: &str| -> String { label.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect() };
     for (kernel, (module, info)) in kernels.iter().zip(parsed) {
+        let path = format!("{dir}/{}.wgsl", file_name(&format!("{:?} {}", kernel.weights(), kernel.name())));
+        if let Err(e) = std::fs::write(&path, kernel.source()) {
+            eprintln!("coop_probe: {path}: {e}");
+            std::process::exit(1);
+        }
         for checks in CHECKS {
             let words = match kernels::spirv(module, info, checks) {
                 Ok(w) => w,
@@ -562,8 +576,7 @@ fn write_spirv(
                 }
             };
             let label = format!("{:?} {} {}", kernel.weights(), kernel.name(), checks.name());
-            let file: String = label.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
-            let path = format!("{dir}/{file}.spv");
+            let path = format!("{dir}/{}.spv", file_name(&label));
             let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
             if let Err(e) = std::fs::write(&path, bytes) {
                 eprintln!("coop_probe: {path}: {e}");

@@ -14,7 +14,15 @@
 //! (row-major, `xs[row * LDE + k]`) and the f16 weight tile (column-major,
 //! `ws[col * LDE + k]`) to workgroup memory, `STAGES` copies of each: with
 //! 2, the next step's global loads are issued before the current step's
-//! multiplies and stored after them, one barrier a step. The staging
+//! multiplies and stored after them, one barrier a step; with 1 and
+//! prefetch (as `matmul_coop_large.wgsl`), each step stores the loads held
+//! in registers, then after the staging barrier issues the next step's
+//! loads (the last step its own again, in bounds), which arrive during its
+//! products. A staged row is `TK + PAD` halves (`LDE` staging elements;
+//! `PAD` 8 puts rows on different banks, 0 packs the tile). A K step need
+//! not divide K: variants with a K tail (a step that is not a power of
+//! two) take `ceil(K / TK)` steps and stage zeros for inputs past K (K a
+//! multiple of 8). The staging
 //! arrays hold f16 scalars (as the shipped kernels do) or `vec4<f16>`
 //! (the fragment loads take an 8-byte-aligned pointer and a stride in
 //! 8-byte units; a `vec4<u32>` pointer would be wider, but naga 30 gives a
@@ -38,16 +46,18 @@ const BN: u32 = SGN * FN * 16u;
 const TK: u32 = {{TK}}u;
 /// Halves per staging element (1: f16 scalars, 4: `vec4<f16>`).
 const HE: u32 = {{HE}}u;
-/// Row stride of a staged tile, in staging elements: TK plus 8 halves of
-/// padding (rows stay 16-byte aligned and start on different banks).
-const LDE: u32 = (TK + 8u) / HE;
+/// Halves of padding per staged row (a multiple of 8 with TK, so rows
+/// stay 16-byte aligned; 8 starts them on different banks).
+const PAD: u32 = {{PAD}}u;
+/// Row stride of a staged tile, in staging elements.
+const LDE: u32 = (TK + PAD) / HE;
 /// Copies of each staged tile.
 const STAGES: u32 = {{STAGES}}u;
 /// Staging elements and halves per tile copy.
 const XS_LEN: u32 = BM * LDE;
 const WS_LEN: u32 = BN * LDE;
-const XS_HALVES: u32 = BM * (TK + 8u);
-const WS_HALVES: u32 = BN * (TK + 8u);
+const XS_HALVES: u32 = BM * (TK + PAD);
+const WS_HALVES: u32 = BN * (TK + PAD);
 
 struct Params {
     /// Rows of x.
@@ -84,10 +94,10 @@ struct Eight {
 }
 
 /// 8 halves of x: row `m0 + i / (TK / 8)`, inputs `k0 + (i % (TK / 8)) * 8
-/// ..` (zeros past M).
+/// ..` (zeros past M, and past K with a K tail).
 fn load_x(m0: u32, k0: u32, i: u32) -> Eight {
     let row = m0 + i / (TK / 8u);
-    if row >= p.m {
+    if row >= p.m{{K_GUARD}} {
         return Eight(vec4<f16>(), vec4<f16>());
     }
     let at = (row * p.k + k0) / 4u + (i % (TK / 8u)) * 2u;
@@ -96,7 +106,7 @@ fn load_x(m0: u32, k0: u32, i: u32) -> Eight {
 
 /// Where `load_x`'s unit `i` goes in a staged x tile, in halves.
 fn x_at(i: u32) -> u32 {
-    return (i / (TK / 8u)) * (TK + 8u) + (i % (TK / 8u)) * 8u;
+    return (i / (TK / 8u)) * (TK + PAD) + (i % (TK / 8u)) * 8u;
 }
 
 {{WEIGHT_FNS}}
@@ -132,7 +142,7 @@ fn main(
     let lane = lid % 32u;
     let wm = (sg / SGN) * (FM * 16u);
     let wn = (sg % SGN) * (FN * 16u);
-    let nk = p.k / TK;
+    let nk = {{NK}};
 
 {{ACCUMULATORS}}
 {{MAIN_LOOP}}

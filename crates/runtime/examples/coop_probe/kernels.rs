@@ -1,9 +1,9 @@
 //! The kernels `coop_probe` times: the shipped cooperative-matrix GEMMs and
-//! the variants filled in from `coop_probe.wgsl` (tiling, staging, weight
-//! format), their naga validation, and their SPIR-V as wgpu's Vulkan
-//! backend writes it (through wgpu's own naga, so the example needs no
-//! naga dependency of its own; `spv-out` is on there with the Vulkan
-//! backend).
+//! the variants filled in from `coop_probe.wgsl` (tiling, staging, row
+//! padding, prefetch, weight format), their naga validation, and their
+//! SPIR-V as wgpu's Vulkan backend writes it (through wgpu's own naga, so
+//! the example needs no naga dependency of its own; `spv-out` is on there
+//! with the Vulkan backend).
 
 use std::fmt::Write as _;
 
@@ -31,10 +31,17 @@ pub struct Tiling {
     /// 16 x 16 fragments per subgroup along M and N.
     pub fm: u32,
     pub fn_: u32,
-    /// Inputs per K step.
+    /// Inputs per K step (a multiple of 16; of 32 for 4-bit weights). One
+    /// that is not a power of two has a K tail (`k_tail`).
     pub tk: u32,
+    /// Halves of padding per staged row (`TK + pad` a multiple of 8).
+    pub pad: u32,
     /// Copies of each staged tile (1, or 2: the next step's loads in flight).
     pub stages: u32,
+    /// With one copy: the next step's loads issued after the staging
+    /// barrier and held in registers during the products (as
+    /// `matmul_coop_large.wgsl`).
+    pub prefetch: bool,
     /// Staging elements of `vec4<f16>` instead of f16 scalars.
     pub wide: bool,
     /// Fragments loaded from the buffers, no staging (dense only).
@@ -56,40 +63,107 @@ impl Tiling {
         self.sgm * self.sgn * 32
     }
 
+    /// Whether the step has a K tail: one that is not a power of two does
+    /// not divide the shapes' K (powers of two), so the kernel takes
+    /// `ceil(K / TK)` steps and stages zeros past K (K a multiple of 16).
+    fn k_tail(&self) -> bool {
+        !self.tk.is_power_of_two()
+    }
+
+    /// Staging units per invocation for `n` rows of the tile in units of
+    /// `per` inputs, if they divide evenly.
+    fn units(&self, n: u32, per: u32) -> Option<u32> {
+        let u = n * self.tk / per / self.invocations();
+        (u >= 1 && u * per * self.invocations() == n * self.tk).then_some(u)
+    }
+
+    /// Whether the template makes this tiling for `weights`: direct ones
+    /// and those with a K tail are dense only, 4-bit weights stage whole
+    /// 32-input words (`tk` a multiple of 32) and their units must divide.
+    pub fn fits(&self, weights: Weights) -> bool {
+        match weights {
+            Weights::Dense => true,
+            Weights::Q4 => {
+                !self.direct
+                    && !self.k_tail()
+                    && self.tk.is_multiple_of(32)
+                    && self.units(self.bm(), 8).is_some()
+                    && self.units(self.bn(), 16).is_some()
+            }
+        }
+    }
+
     /// Workgroup memory the kernel declares, in bytes.
     pub fn workgroup_bytes(&self) -> u32 {
-        let staged = if self.direct { 0 } else { self.stages * (self.bm() + self.bn()) * (self.tk + 8) * 2 };
+        let staged = if self.direct { 0 } else { self.stages * (self.bm() + self.bn()) * (self.tk + self.pad) * 2 };
         staged + self.sgm * self.sgn * 1024
     }
 
+    /// The name: the tilings from before padding and prefetch were knobs
+    /// (padding 8, a K step a multiple of 32, no prefetch) keep their
+    /// names (`tk32 s1 h4`), the others show both (`tk48 p0 s1 pf h4`).
     fn name(&self) -> String {
         let staging = if self.direct {
             "direct h4".to_string()
         } else {
-            format!("tk{} s{} {}", self.tk, self.stages, if self.wide { "h4" } else { "f16" })
+            let pad = if self.pad == 8 && self.tk.is_multiple_of(32) && !self.prefetch {
+                String::new()
+            } else {
+                format!(" p{}", self.pad)
+            };
+            format!(
+                "tk{}{pad} s{}{} {}",
+                self.tk,
+                self.stages,
+                if self.prefetch { " pf" } else { "" },
+                if self.wide { "h4" } else { "f16" }
+            )
         };
         format!("{}x{} {}x{}sg {}x{}fr {staging}", self.bm(), self.bn(), self.sgm, self.sgn, self.fm, self.fn_)
     }
+}
+
+/// A staged `vec4<f16>` tiling: subgroups, fragments, K step, padding,
+/// stages, prefetch.
+const fn wide(sg: (u32, u32), fr: (u32, u32), tk: u32, pad: u32, stages: u32, prefetch: bool) -> Tiling {
+    Tiling { sgm: sg.0, sgn: sg.1, fm: fr.0, fn_: fr.1, tk, pad, stages, prefetch, wide: true, direct: false }
 }
 
 /// The template tilings, each made for both weight formats (the direct
 /// ones for dense weights only).
 pub const TILINGS: &[Tiling] = &[
     // The shipped tiling with vec4 staging and loads in flight.
-    Tiling { sgm: 2, sgn: 4, fm: 2, fn_: 2, tk: 32, stages: 2, wide: true, direct: false },
+    Tiling { sgm: 2, sgn: 4, fm: 2, fn_: 2, tk: 32, pad: 8, stages: 2, prefetch: false, wide: true, direct: false },
     // 4 x 2 fragments a subgroup: f16 staging (as shipped), then vec4<f16>.
-    Tiling { sgm: 2, sgn: 4, fm: 4, fn_: 2, tk: 32, stages: 1, wide: false, direct: false },
-    Tiling { sgm: 2, sgn: 4, fm: 4, fn_: 2, tk: 32, stages: 1, wide: true, direct: false },
-    Tiling { sgm: 2, sgn: 4, fm: 4, fn_: 2, tk: 32, stages: 2, wide: false, direct: false },
-    Tiling { sgm: 2, sgn: 4, fm: 4, fn_: 2, tk: 32, stages: 2, wide: true, direct: false },
-    Tiling { sgm: 2, sgn: 4, fm: 4, fn_: 2, tk: 64, stages: 1, wide: true, direct: false },
+    Tiling { sgm: 2, sgn: 4, fm: 4, fn_: 2, tk: 32, pad: 8, stages: 1, prefetch: false, wide: false, direct: false },
+    Tiling { sgm: 2, sgn: 4, fm: 4, fn_: 2, tk: 32, pad: 8, stages: 1, prefetch: false, wide: true, direct: false },
+    Tiling { sgm: 2, sgn: 4, fm: 4, fn_: 2, tk: 32, pad: 8, stages: 2, prefetch: false, wide: false, direct: false },
+    Tiling { sgm: 2, sgn: 4, fm: 4, fn_: 2, tk: 32, pad: 8, stages: 2, prefetch: false, wide: true, direct: false },
+    Tiling { sgm: 2, sgn: 4, fm: 4, fn_: 2, tk: 64, pad: 8, stages: 1, prefetch: false, wide: true, direct: false },
     // 4 x 4 fragments a subgroup.
-    Tiling { sgm: 2, sgn: 2, fm: 4, fn_: 4, tk: 32, stages: 2, wide: true, direct: false },
-    Tiling { sgm: 2, sgn: 4, fm: 4, fn_: 4, tk: 32, stages: 1, wide: true, direct: false },
-    Tiling { sgm: 4, sgn: 2, fm: 4, fn_: 4, tk: 32, stages: 1, wide: true, direct: false },
+    Tiling { sgm: 2, sgn: 2, fm: 4, fn_: 4, tk: 32, pad: 8, stages: 2, prefetch: false, wide: true, direct: false },
+    Tiling { sgm: 2, sgn: 4, fm: 4, fn_: 4, tk: 32, pad: 8, stages: 1, prefetch: false, wide: true, direct: false },
+    Tiling { sgm: 4, sgn: 2, fm: 4, fn_: 4, tk: 32, pad: 8, stages: 1, prefetch: false, wide: true, direct: false },
     // No staging: fragments from the buffers through vec4<f16> pointers.
-    Tiling { sgm: 2, sgn: 4, fm: 2, fn_: 2, tk: 32, stages: 1, wide: true, direct: true },
-    Tiling { sgm: 2, sgn: 4, fm: 4, fn_: 2, tk: 32, stages: 1, wide: true, direct: true },
+    Tiling { sgm: 2, sgn: 4, fm: 2, fn_: 2, tk: 32, pad: 8, stages: 1, prefetch: false, wide: true, direct: true },
+    Tiling { sgm: 2, sgn: 4, fm: 4, fn_: 2, tk: 32, pad: 8, stages: 1, prefetch: false, wide: true, direct: true },
+];
+
+/// The tilings of the row-padding, prefetch and K-step knobs (`new` times
+/// only these and the shipped kernels).
+pub const NEW_TILINGS: &[Tiling] = &[
+    // The shipped large kernel's form: one copy, prefetch (a baseline).
+    wide((4, 2), (4, 4), 32, 8, 1, true),
+    // Unpadded rows, a longer step in the same memory (45,056 bytes).
+    wide((4, 2), (4, 4), 48, 0, 1, true),
+    wide((2, 4), (4, 4), 48, 0, 1, true),
+    // Two copies of a short step: one barrier a step.
+    wide((4, 2), (4, 4), 16, 8, 2, false),
+    // 128 x 128: 4 subgroups (two workgroups may share an SM), then 8.
+    wide((2, 2), (4, 4), 64, 8, 1, true),
+    wide((2, 4), (4, 2), 64, 8, 1, true),
+    // Exactly 49,152 bytes with `cs`.
+    wide((2, 4), (4, 2), 80, 0, 1, true),
 ];
 
 /// One kernel the probe times.
@@ -113,13 +187,16 @@ pub enum Binding {
 }
 
 impl Kernel {
-    /// Every kernel for `weights`: the shipped ones first.
-    pub fn all(weights: Weights) -> Vec<Kernel> {
+    /// Every kernel for `weights`: the shipped ones first, then the
+    /// template tilings that fit `weights` (with `only_new`, only
+    /// `NEW_TILINGS`).
+    pub fn all(weights: Weights, only_new: bool) -> Vec<Kernel> {
         let shipped: &[ShaderId] = match weights {
             Weights::Dense => &[ShaderId::MatmulCoopF16, ShaderId::MatmulCoopLargeF16],
             Weights::Q4 => &[ShaderId::Q4GemmCoopF16, ShaderId::Q4GemmCoopLargeF16],
         };
-        let template = TILINGS.iter().filter(|t| weights == Weights::Dense || !t.direct);
+        let old: &[Tiling] = if only_new { &[] } else { TILINGS };
+        let template = old.iter().chain(NEW_TILINGS).filter(|t| t.fits(weights));
         shipped.iter().map(|&id| Kernel::Shipped(id)).chain(template.map(|&t| Kernel::Template(weights, t))).collect()
     }
 
@@ -150,10 +227,11 @@ impl Kernel {
         }
     }
 
-    /// Inputs per K step (K must be a multiple).
+    /// What K must be a multiple of: the K step, or 16 with a K tail.
     pub fn k_step(&self) -> u32 {
         match self {
             Kernel::Shipped(id) => shipped_tile(*id).k as u32,
+            Kernel::Template(_, t) if t.k_tail() => 16,
             Kernel::Template(_, t) => t.tk,
         }
     }
@@ -216,14 +294,19 @@ pub fn shipped_tile(id: ShaderId) -> CoopTile {
 }
 
 fn fill(weights: Weights, t: &Tiling) -> String {
-    assert!(t.tk.is_multiple_of(32) && (t.stages == 1 || t.stages == 2), "bad tiling {t:?}");
+    // Dense staging moves units of 8 inputs and the products take 16 a
+    // fragment (`tk / 16` of them a step); 4-bit weights stage 32-input
+    // words, without a K tail.
+    assert!(t.tk.is_multiple_of(16) && (t.stages == 1 || t.stages == 2), "bad tiling {t:?}");
+    assert!(t.fits(weights), "{t:?} does not fit {weights:?} weights");
     assert!(!(t.direct && (weights == Weights::Q4 || !t.wide)), "direct variants are dense and wide: {t:?}");
+    assert!(!t.prefetch || (t.stages == 1 && !t.direct), "prefetch is for one staged copy: {t:?}");
+    // Rows of whole staging elements, 16-byte aligned.
+    assert!((t.tk + t.pad).is_multiple_of(8), "{t:?}: rows of TK + pad halves must be 16-byte aligned");
     let he = if t.wide { 4 } else { 1 };
     let wg = t.invocations();
     let units = |n: u32, per: u32| {
-        let u = n * t.tk / per / wg;
-        assert!(u >= 1 && u * per * wg == n * t.tk, "{t:?}: {n} x {} in units of {per} over {wg}", t.tk);
-        u
+        t.units(n, per).unwrap_or_else(|| panic!("{t:?}: {n} x {} in units of {per} over {wg}", t.tk))
     };
     let ux = units(t.bm(), 8);
     let uw = match weights {
@@ -253,16 +336,19 @@ fn fill(weights: Weights, t: &Tiling) -> String {
     }
     acc.push_str("    workgroupBarrier();\n");
 
-    let loads = {
+    // The global loads of one step at input `k`, each as `{decl}gx0 =
+    // ..` (`let `, `var ` or an assignment) with `indent`.
+    let loads_at = |indent: &str, decl: &str, k: &str| {
         let mut s = String::new();
         for u in 0..ux {
-            let _ = writeln!(s, "        let gx{u} = load_x(m0, k0, {u}u * WG + lid);");
+            let _ = writeln!(s, "{indent}{decl}gx{u} = load_x(m0, {k}, {u}u * WG + lid);");
         }
         for u in 0..uw {
-            let _ = writeln!(s, "        let gw{u} = load_w(n0, k0, {u}u * WG + lid);");
+            let _ = writeln!(s, "{indent}{decl}gw{u} = load_w(n0, {k}, {u}u * WG + lid);");
         }
         s
     };
+    let loads = loads_at("        ", "let ", "k0");
     let stores = |st: &str| {
         let mut s = String::new();
         for u in 0..ux {
@@ -345,6 +431,18 @@ fn fill(weights: Weights, t: &Tiling) -> String {
         }
         s.push_str("    }\n");
         s
+    } else if t.prefetch {
+        format!(
+            "    // The first step's loads; each step then issues the next step's\n    \
+             // loads right after staging its own, so they arrive during its\n    \
+             // products (the last step loads its own tile again, in bounds).\n{}    \
+             for (var t = 0u; t < nk; t++) {{\n{}        workgroupBarrier();\n        \
+             let kn = min(t + 1u, nk - 1u) * TK;\n{}{}        workgroupBarrier();\n    }}\n",
+            loads_at("    ", "var ", "0u"),
+            stores("0u"),
+            loads_at("        ", "", "kn"),
+            multiply("0u")
+        )
     } else if t.stages == 1 {
         format!(
             "    for (var t = 0u; t < nk; t++) {{\n        let k0 = t * TK;\n{loads}{}        workgroupBarrier();\n{}        \
@@ -374,12 +472,15 @@ fn fill(weights: Weights, t: &Tiling) -> String {
             16 * j
         );
     }
+    let (k_guard, nk) =
+        if t.k_tail() { (" || k0 + (i % (TK / 8u)) * 8u >= p.k", "(p.k + TK - 1u) / TK") } else { ("", "p.k / TK") };
     let out = TEMPLATE
         .replace("{{FM}}", &t.fm.to_string())
         .replace("{{FN}}", &t.fn_.to_string())
         .replace("{{SGM}}", &t.sgm.to_string())
         .replace("{{SGN}}", &t.sgn.to_string())
         .replace("{{TK}}", &t.tk.to_string())
+        .replace("{{PAD}}", &t.pad.to_string())
         .replace("{{HE}}", &he.to_string())
         .replace("{{STAGES}}", &t.stages.to_string())
         .replace("{{WEIGHTS}}", weight_decl)
@@ -387,7 +488,9 @@ fn fill(weights: Weights, t: &Tiling) -> String {
         .replace("{{STAGING}}", &staging)
         .replace("{{ACCUMULATORS}}", &acc)
         .replace("{{MAIN_LOOP}}", &main_loop)
-        .replace("{{EPILOGUE}}", &epilogue);
+        .replace("{{EPILOGUE}}", &epilogue)
+        .replace("{{K_GUARD}}", k_guard)
+        .replace("{{NK}}", nk);
     assert!(!out.contains("{{"), "a hole left in the template for {t:?}");
     out
 }
@@ -403,10 +506,10 @@ const DENSE_DECL: &str = "\
 
 const DENSE_FNS: &str = "\
 /// 8 halves of w: column `n0 + i / (TK / 8)`, inputs `k0 + (i % (TK / 8)) *
-/// 8 ..` (zeros past N).
+/// 8 ..` (zeros past N, and past K with a K tail).
 fn load_w(n0: u32, k0: u32, i: u32) -> Eight {
     let col = n0 + i / (TK / 8u);
-    if col >= p.n {
+    if col >= p.n{{K_GUARD}} {
         return Eight(vec4<f16>(), vec4<f16>());
     }
     let at = (col * p.k + k0) / 4u + (i % (TK / 8u)) * 2u;
@@ -415,7 +518,7 @@ fn load_w(n0: u32, k0: u32, i: u32) -> Eight {
 
 /// Where `load_w`'s unit `i` goes in a staged weight tile, in halves.
 fn w_at(i: u32) -> u32 {
-    return (i / (TK / 8u)) * (TK + 8u) + (i % (TK / 8u)) * 8u;
+    return (i / (TK / 8u)) * (TK + PAD) + (i % (TK / 8u)) * 8u;
 }";
 
 const Q4_DECL: &str = "\
@@ -450,7 +553,7 @@ fn load_w(n0: u32, k0: u32, i: u32) -> Nibbles {
 
 /// Where `load_w`'s unit `i` goes in a staged weight tile, in halves.
 fn w_at(i: u32) -> u32 {
-    return ((i / 2u) % BN) * (TK + 8u) + unit_k(i);
+    return ((i / 2u) % BN) * (TK + PAD) + unit_k(i);
 }
 
 /// The 8 nibbles of `word` as halves `(q - 8) * s`, in input order:
