@@ -21,3 +21,7 @@ echo "== coop_probe dense new"
 timeout 240 .xfer/s30/coop_probe dense new > "$OUT/coop_probe.txt" 2>&1
 echo "exit $?"
 grep -E "TFLOP/s|FAIL|skipped" "$OUT/coop_probe.txt" | head -80
+echo "== coop_probe q4 new"
+timeout 200 .xfer/s30/coop_probe q4 new > "$OUT/coop_probe_q4.txt" 2>&1
+echo "exit $?"
+grep -E "TFLOP/s  |FAIL|skipped" "$OUT/coop_probe_q4.txt" | head -40
