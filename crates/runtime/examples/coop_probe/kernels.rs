@@ -164,6 +164,14 @@ pub const NEW_TILINGS: &[Tiling] = &[
     wide((2, 4), (4, 2), 64, 8, 1, true),
     // Exactly 49,152 bytes with `cs`.
     wide((2, 4), (4, 2), 80, 0, 1, true),
+    // Controls: the longer step without the loads in flight; unpadded rows
+    // at the shipped step (the bank cost alone); the 128 x 256 form at it.
+    wide((4, 2), (4, 4), 48, 0, 1, false),
+    wide((4, 2), (4, 4), 32, 0, 1, true),
+    wide((2, 4), (4, 4), 32, 8, 1, true),
+    // 16 subgroups of 4 x 2 fragments (512 invocations): twice the warps an
+    // SM to hide the barriers, half the accumulators each (47,104 bytes).
+    wide((4, 4), (4, 2), 32, 8, 1, true),
 ];
 
 /// One kernel the probe times.
