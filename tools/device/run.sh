@@ -69,6 +69,16 @@ mkdir -p "$OUT"
 parts=${*:-etwgpu peers}
 start=$(date +%s)
 log() { echo "[$(( $(date +%s) - start )) s] $*"; }
+# The 4-bit prefill of the 1B shape (128..8192) and the SmolLM2 shape (128
+# and 511) at precision $1, into $1_*.json (rows of their own in
+# report.py's table).
+prefill_at() {
+  log "4-bit prefill at --precision $1"
+  ETWGPU_PRECISION=$1 timeout 150 .device/llm_bench --model 1b --weights q4 \
+    --prompts 128,512,1024,2048,4096,8192 --repeats 3 --json "$OUT/$1_1b_q4.json" 2>&1 | grep -E "^prefill"
+  ETWGPU_PRECISION=$1 timeout 60 .device/llm_bench --model smollm2 --weights q4 --prompts 128,511 \
+    --repeats 3 --json "$OUT/$1_smollm2_q4.json" 2>&1 | grep -E "^prefill"
+}
 
 for part in $parts; do
   case $part in
@@ -104,18 +114,10 @@ for part in $parts; do
       tail -1 "$OUT/goldens_$prec.txt"
     done
     [ "$part" = coop ] && continue
-    log "4-bit prefill at --precision mixed"
-    ETWGPU_PRECISION=mixed timeout 150 .device/llm_bench --model 1b --weights q4 \
-      --prompts 128,512,1024,2048,4096,8192 --repeats 3 --json "$OUT/mixed_1b_q4.json" 2>&1 | grep -E "^prefill"
-    ETWGPU_PRECISION=mixed timeout 60 .device/llm_bench --model smollm2 --weights q4 --prompts 128,511 \
-      --repeats 3 --json "$OUT/mixed_smollm2_q4.json" 2>&1 | grep -E "^prefill"
+    prefill_at mixed
     ;;
   f32)
-    log "4-bit prefill at --precision f32"
-    ETWGPU_PRECISION=f32 timeout 150 .device/llm_bench --model 1b --weights q4 \
-      --prompts 128,512,1024,2048,4096,8192 --repeats 3 --json "$OUT/f32_1b_q4.json" 2>&1 | grep -E "^prefill"
-    ETWGPU_PRECISION=f32 timeout 60 .device/llm_bench --model smollm2 --weights q4 --prompts 128,511 \
-      --repeats 3 --json "$OUT/f32_smollm2_q4.json" 2>&1 | grep -E "^prefill"
+    prefill_at f32
     ;;
   peers)
     log "PyTorch peers"
