@@ -40,7 +40,12 @@ if [ "$rc" != 0 ] || grep -q FAIL "$REAL/routed.txt"; then
 fi
 cp $B/etwgpu .device/etwgpu
 cp $B/llm_bench_new .device/llm_bench
-OUT=/tmp/o2 bash tools/device/run.sh etwgpu extra coop f32
+# One part at a time, the tarball rewritten after each, so a call cut
+# short at its limit still brings back the parts that finished.
+for part in etwgpu extra coop f32; do
+  OUT=/tmp/o2 bash tools/device/run.sh $part
+  (cd /tmp/o2 && tar czf "$REAL/table.tgz" .)
+done
 echo "== prefill profiled at 512"
 timeout 40 .device/llm_bench --model 1b --weights q4 --prompts 512 --contexts 128 --steps 8 \
   --repeats 1 --json /tmp/o2/profile512_1b_q4.json 2>&1 | grep -E "one call of 512" -A8 | head -10
