@@ -1818,19 +1818,29 @@ fn the_default_precision_puts_only_4bit_linears_on_the_matrix_units() {
 
 #[test]
 fn coop_tiles_go_large_only_when_their_waves_take_less_time() {
-    use crate::ops::gemm::{COOP_DENSE_LARGE, COOP_Q4_LARGE, COOP_SMALL, COOP_SWIGLU_LARGE, coop_tile};
-    // 512 x 2048: 64 workgroups of 128 x 128 against 128 of 64 x 128, one
-    // wave each; 512 x 8192 and 2048 x 2048: 256 (two waves) against 512
-    // (four); 512 x 3072: 96 (one wave) against 192 (two).
-    assert_eq!(coop_tile(512, 2048, 2048, COOP_Q4_LARGE), COOP_SMALL);
-    assert_eq!(coop_tile(512, 8192, 2048, COOP_Q4_LARGE), COOP_Q4_LARGE);
-    assert_eq!(coop_tile(2048, 2048, 8192, COOP_Q4_LARGE), COOP_Q4_LARGE);
-    assert_eq!(coop_tile(512, 3072, 2048, COOP_Q4_LARGE), COOP_Q4_LARGE);
-    assert_eq!(coop_tile(256, 4096, 2048, COOP_Q4_LARGE), COOP_SMALL, "64 against 128, one wave each");
+    use crate::ops::gemm::{COOP_DENSE_LARGE, COOP_Q4_LARGE, COOP_QKV_LARGE, COOP_SMALL, COOP_SWIGLU_LARGE, coop_tile};
+    // The QKV's 128 x 128 tile. 512 x 2048: 64 workgroups against 128 of
+    // 64 x 128, one wave each; 512 x 8192 and 2048 x 2048: 256 (two waves)
+    // against 512 (four); 512 x 3072: 96 (one wave) against 192 (two).
+    assert_eq!(coop_tile(512, 2048, 2048, COOP_QKV_LARGE), COOP_SMALL);
+    assert_eq!(coop_tile(512, 8192, 2048, COOP_QKV_LARGE), COOP_QKV_LARGE);
+    assert_eq!(coop_tile(2048, 2048, 8192, COOP_QKV_LARGE), COOP_QKV_LARGE);
+    assert_eq!(coop_tile(512, 3072, 2048, COOP_QKV_LARGE), COOP_QKV_LARGE);
+    assert_eq!(coop_tile(256, 4096, 2048, COOP_QKV_LARGE), COOP_SMALL, "64 against 128, one wave each");
     // Ragged M and N count their partial tiles; K not a multiple of 64
     // stays on the small tile (K steps of 32).
-    assert_eq!(coop_tile(1100, 2048 + 16, 2048, COOP_Q4_LARGE), COOP_Q4_LARGE);
-    assert_eq!(coop_tile(2048, 2048, 96, COOP_Q4_LARGE), COOP_SMALL);
+    assert_eq!(coop_tile(1100, 2048 + 16, 2048, COOP_QKV_LARGE), COOP_QKV_LARGE);
+    assert_eq!(coop_tile(2048, 2048, 96, COOP_QKV_LARGE), COOP_SMALL);
+    // A 4-bit linear's 128 x 256 tile: 512 x 2048 is 32 workgroups (the
+    // small tile, 84.8 against 41.6 TFLOP/s in run az), 512 x 3072 48
+    // against two waves of the small tile (small), 512 x 8192 and 2048 x
+    // 2048 one wave (128) against four (large: 139.8 against 89.6, 142.7
+    // against 90.1); its K step is 32, so K = 96 takes it.
+    assert_eq!(coop_tile(512, 2048, 2048, COOP_Q4_LARGE), COOP_SMALL);
+    assert_eq!(coop_tile(512, 3072, 2048, COOP_Q4_LARGE), COOP_SMALL);
+    assert_eq!(coop_tile(512, 8192, 2048, COOP_Q4_LARGE), COOP_Q4_LARGE);
+    assert_eq!(coop_tile(2048, 2048, 8192, COOP_Q4_LARGE), COOP_Q4_LARGE);
+    assert_eq!(coop_tile(2048, 2048, 96, COOP_Q4_LARGE), COOP_Q4_LARGE);
     assert_eq!(coop_tile(2048, 2048, 96, COOP_SWIGLU_LARGE), COOP_SWIGLU_LARGE);
     // Dense: 256 x 128 tiles.
     assert_eq!(coop_tile(4096, 4096, 4096, COOP_DENSE_LARGE), COOP_DENSE_LARGE);
@@ -1848,7 +1858,7 @@ fn coop_tiles_go_large_only_when_their_waves_take_less_time() {
     let (gs, null) = (g.push(Owned::Int(32)), g.push(Owned::Null));
     let out = g.t(&[1, 2048, 2048]);
     let l = lower(&g, "et_vk.linear_q4gsw.default", &[x, w, s, gs, null, out]);
-    assert_eq!(one_dispatch(&l), ("q4_gemm_coop_large.f32", [256, 1, 1]));
+    assert_eq!(one_dispatch(&l), ("q4_gemm_coop_large.f32", [128, 1, 1]));
     let l = lower(&g, "etwgpu.linear_q4gsw_swiglu.default", &[x, gs, w, s, w, s, out]);
     assert_eq!(one_dispatch(&l), ("q4_gemm_coop_swiglu_large.f32", [256, 1, 1]));
     let a = g.t(&[4096, 64]);

@@ -2,12 +2,15 @@
 //! cores): `out[m, n] = sum_k x[m, k] * (nibble(n, k) - 8) * scales[k / group, n] + bias[n]`
 //! with f16 operands and f32 accumulation.
 //!
-//! The large tile: a workgroup of 8 subgroups of 32 computes a 128 x 128
-//! block (2 x 4 subgroups of 4 x 2 fragments), K advancing 64 inputs a
+//! The large tile: a workgroup of 8 subgroups of 32 computes a 128 x 256
+//! block (2 x 4 subgroups of 4 x 4 fragments), K advancing 32 inputs a
 //! step through one staged copy, the next step's loads in flight during
-//! the products (held raw in registers: `load_raw_x`). The host routes here only when
-//! `K % 64 == 0` and the call has enough 128 x 128 tiles to fill the GPU;
-//! else `q4_gemm_coop.wgsl` (64 x 128) runs.
+//! the products (held raw in registers: `load_raw_x`). The host routes
+//! here only when the call has enough 128 x 256 tiles to fill the GPU;
+//! else `q4_gemm_coop.wgsl` (64 x 128) runs. (Run az: this tiling in
+//! `coop_probe`'s template ran 143-192 TFLOP/s at 2,048 rows on an H100,
+//! against 120-126 for the 128 x 128 tile with 4 x 2 fragments at K steps
+//! of 64 that it replaces.)
 //!
 //! Staged through workgroup memory as `vec4<f16>`: the x tile row-major,
 //! the (dequantized) weight tile column-major, rounded to f16 as they are
@@ -37,7 +40,7 @@ alias Elem = f32;
 
 /// 16 x 16 fragments per subgroup along M and N.
 const FM: u32 = 4u;
-const FN: u32 = 2u;
+const FN: u32 = 4u;
 /// Subgroups (of 32 invocations) per workgroup along M and N.
 const SGM: u32 = 2u;
 const SGN: u32 = 4u;
@@ -46,7 +49,7 @@ const WG: u32 = SGM * SGN * 32u;
 const BM: u32 = SGM * FM * 16u;
 const BN: u32 = SGN * FN * 16u;
 /// Inputs per step along K.
-const TK: u32 = 64u;
+const TK: u32 = 32u;
 /// Row stride of a staged tile, in `vec4<f16>`: TK plus 8 halves of
 /// padding (rows stay 16-byte aligned and start on different banks).
 const LDE: u32 = (TK + 8u) / 4u;
@@ -163,35 +166,37 @@ fn main(
     workgroupBarrier();
     var c0_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
     var c0_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c0_2 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c0_3 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
     var c1_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
     var c1_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c1_2 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c1_3 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
     var c2_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
     var c2_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c2_2 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c2_3 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
     var c3_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
     var c3_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c3_2 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c3_3 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
     workgroupBarrier();
     // The first step's loads; each step then issues the next step's
     // loads right after staging its own, so they arrive during its
     // products (the last step loads its own tile again, in bounds).
     var gx0 = load_raw_x(m0, 0u, 0u * WG + lid);
     var gx1 = load_raw_x(m0, 0u, 1u * WG + lid);
-    var gx2 = load_raw_x(m0, 0u, 2u * WG + lid);
-    var gx3 = load_raw_x(m0, 0u, 3u * WG + lid);
     var gw0 = load_w(n0, 0u, 0u * WG + lid);
     var gw1 = load_w(n0, 0u, 1u * WG + lid);
     for (var t = 0u; t < nk; t++) {
         store_raw_x(0u * XS_HALVES + x_at(0u * WG + lid), gx0);
         store_raw_x(0u * XS_HALVES + x_at(1u * WG + lid), gx1);
-        store_raw_x(0u * XS_HALVES + x_at(2u * WG + lid), gx2);
-        store_raw_x(0u * XS_HALVES + x_at(3u * WG + lid), gx3);
         store_w(0u * WS_HALVES + w_at(0u * WG + lid), gw0);
         store_w(0u * WS_HALVES + w_at(1u * WG + lid), gw1);
         workgroupBarrier();
         let kn = min(t + 1u, nk - 1u) * TK;
         gx0 = load_raw_x(m0, kn, 0u * WG + lid);
         gx1 = load_raw_x(m0, kn, 1u * WG + lid);
-        gx2 = load_raw_x(m0, kn, 2u * WG + lid);
-        gx3 = load_raw_x(m0, kn, 3u * WG + lid);
         gw0 = load_w(n0, kn, 0u * WG + lid);
         gw1 = load_w(n0, kn, 1u * WG + lid);
         let xb = 0u * XS_LEN;
@@ -203,14 +208,24 @@ fn main(
             let a3 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 48u) * LDE + 0u], LDE);
             let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 0u], LDE);
             let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 0u], LDE);
+            let b2 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 32u) * LDE + 0u], LDE);
+            let b3 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 48u) * LDE + 0u], LDE);
             c0_0 = coopMultiplyAdd(a0, b0, c0_0);
             c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c0_2 = coopMultiplyAdd(a0, b2, c0_2);
+            c0_3 = coopMultiplyAdd(a0, b3, c0_3);
             c1_0 = coopMultiplyAdd(a1, b0, c1_0);
             c1_1 = coopMultiplyAdd(a1, b1, c1_1);
+            c1_2 = coopMultiplyAdd(a1, b2, c1_2);
+            c1_3 = coopMultiplyAdd(a1, b3, c1_3);
             c2_0 = coopMultiplyAdd(a2, b0, c2_0);
             c2_1 = coopMultiplyAdd(a2, b1, c2_1);
+            c2_2 = coopMultiplyAdd(a2, b2, c2_2);
+            c2_3 = coopMultiplyAdd(a2, b3, c2_3);
             c3_0 = coopMultiplyAdd(a3, b0, c3_0);
             c3_1 = coopMultiplyAdd(a3, b1, c3_1);
+            c3_2 = coopMultiplyAdd(a3, b2, c3_2);
+            c3_3 = coopMultiplyAdd(a3, b3, c3_3);
         }
         {
             let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 4u], LDE);
@@ -219,46 +234,24 @@ fn main(
             let a3 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 48u) * LDE + 4u], LDE);
             let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 4u], LDE);
             let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 4u], LDE);
+            let b2 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 32u) * LDE + 4u], LDE);
+            let b3 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 48u) * LDE + 4u], LDE);
             c0_0 = coopMultiplyAdd(a0, b0, c0_0);
             c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c0_2 = coopMultiplyAdd(a0, b2, c0_2);
+            c0_3 = coopMultiplyAdd(a0, b3, c0_3);
             c1_0 = coopMultiplyAdd(a1, b0, c1_0);
             c1_1 = coopMultiplyAdd(a1, b1, c1_1);
+            c1_2 = coopMultiplyAdd(a1, b2, c1_2);
+            c1_3 = coopMultiplyAdd(a1, b3, c1_3);
             c2_0 = coopMultiplyAdd(a2, b0, c2_0);
             c2_1 = coopMultiplyAdd(a2, b1, c2_1);
+            c2_2 = coopMultiplyAdd(a2, b2, c2_2);
+            c2_3 = coopMultiplyAdd(a2, b3, c2_3);
             c3_0 = coopMultiplyAdd(a3, b0, c3_0);
             c3_1 = coopMultiplyAdd(a3, b1, c3_1);
-        }
-        {
-            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 8u], LDE);
-            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 8u], LDE);
-            let a2 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 32u) * LDE + 8u], LDE);
-            let a3 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 48u) * LDE + 8u], LDE);
-            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 8u], LDE);
-            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 8u], LDE);
-            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
-            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
-            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
-            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
-            c2_0 = coopMultiplyAdd(a2, b0, c2_0);
-            c2_1 = coopMultiplyAdd(a2, b1, c2_1);
-            c3_0 = coopMultiplyAdd(a3, b0, c3_0);
-            c3_1 = coopMultiplyAdd(a3, b1, c3_1);
-        }
-        {
-            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 12u], LDE);
-            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 12u], LDE);
-            let a2 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 32u) * LDE + 12u], LDE);
-            let a3 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 48u) * LDE + 12u], LDE);
-            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 12u], LDE);
-            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 12u], LDE);
-            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
-            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
-            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
-            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
-            c2_0 = coopMultiplyAdd(a2, b0, c2_0);
-            c2_1 = coopMultiplyAdd(a2, b1, c2_1);
-            c3_0 = coopMultiplyAdd(a3, b0, c3_0);
-            c3_1 = coopMultiplyAdd(a3, b1, c3_1);
+            c3_2 = coopMultiplyAdd(a3, b2, c3_2);
+            c3_3 = coopMultiplyAdd(a3, b3, c3_3);
         }
         workgroupBarrier();
     }
@@ -272,6 +265,14 @@ fn main(
     workgroupBarrier();
     emit(sg, lane, m0 + wm + 0u, n0 + wn + 16u);
     workgroupBarrier();
+    coopStoreT(c0_2, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 0u, n0 + wn + 32u);
+    workgroupBarrier();
+    coopStoreT(c0_3, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 0u, n0 + wn + 48u);
+    workgroupBarrier();
     coopStoreT(c1_0, &cs[slot], 16u);
     workgroupBarrier();
     emit(sg, lane, m0 + wm + 16u, n0 + wn + 0u);
@@ -279,6 +280,14 @@ fn main(
     coopStoreT(c1_1, &cs[slot], 16u);
     workgroupBarrier();
     emit(sg, lane, m0 + wm + 16u, n0 + wn + 16u);
+    workgroupBarrier();
+    coopStoreT(c1_2, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 16u, n0 + wn + 32u);
+    workgroupBarrier();
+    coopStoreT(c1_3, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 16u, n0 + wn + 48u);
     workgroupBarrier();
     coopStoreT(c2_0, &cs[slot], 16u);
     workgroupBarrier();
@@ -288,6 +297,14 @@ fn main(
     workgroupBarrier();
     emit(sg, lane, m0 + wm + 32u, n0 + wn + 16u);
     workgroupBarrier();
+    coopStoreT(c2_2, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 32u, n0 + wn + 32u);
+    workgroupBarrier();
+    coopStoreT(c2_3, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 32u, n0 + wn + 48u);
+    workgroupBarrier();
     coopStoreT(c3_0, &cs[slot], 16u);
     workgroupBarrier();
     emit(sg, lane, m0 + wm + 48u, n0 + wn + 0u);
@@ -295,4 +312,13 @@ fn main(
     coopStoreT(c3_1, &cs[slot], 16u);
     workgroupBarrier();
     emit(sg, lane, m0 + wm + 48u, n0 + wn + 16u);
+    workgroupBarrier();
+    coopStoreT(c3_2, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 48u, n0 + wn + 32u);
+    workgroupBarrier();
+    coopStoreT(c3_3, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(sg, lane, m0 + wm + 48u, n0 + wn + 48u);
+    workgroupBarrier();
 }

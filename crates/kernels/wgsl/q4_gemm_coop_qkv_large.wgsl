@@ -2,7 +2,7 @@
 //! matrices (tensor cores), the large tile: the three 4-bit projections
 //! Q, K and V of one input in one dispatch, as `q4_gemm_coop_qkv.wgsl`
 //! (Q's tiles along N, then K's, then V's; the projection uniform across
-//! a workgroup), each tile as `q4_gemm_coop_large.wgsl` computes it: a
+//! a workgroup), each tile a
 //! 128 x 128 block (2 x 4 subgroups of 4 x 2 fragments), K advancing 64
 //! inputs a step through one staged copy, the next step's loads in flight
 //! during the products. The host routes here only when

@@ -5,9 +5,9 @@
 //!
 //! The large tile: 128 x 128 (2 x 4 subgroups of 4 x 2 fragments of
 //! gate and 4 x 2 of up), K steps of 32 through one staged copy, the next
-//! step's loads in flight during the products (the
-//! 64-input steps of `q4_gemm_coop_large.wgsl` would not fit in 48 KiB of
-//! workgroup memory with the second weight tile). The host routes here
+//! step's loads in flight during the products (64-input steps, as the
+//! QKV form's, would not fit in 48 KiB of workgroup memory with the second
+//! weight tile). The host routes here
 //! when the call has enough 128 x 128 tiles to fill the GPU; else
 //! `q4_gemm_coop_swiglu.wgsl` (64 x 128) runs.
 //!

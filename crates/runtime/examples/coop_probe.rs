@@ -25,13 +25,16 @@
 //! With `qkv`, the QKV timing (`coop_probe/qkv.rs`): the 1B shape's fused
 //! Q/K/V projections (one dispatch) against the three dispatches unfused.
 //! Run: `cargo run --release -p etwgpu-runtime --example coop_probe
-//! [dense] [q4] [new] [routed] [qkv] [quick] [--spirv DIR]` (no selector:
+//! [dense] [q4] [new] [routed] [qkv] [quick] [bisect] [--spirv DIR]` (no selector:
 //! everything but `qkv`; `dense`, `q4`: those shapes only; `routed`: the
 //! routed check, `qkv`: the QKV timing, each alone unless `dense` or `q4`
 //! is named too; `new`: of the template variants only those of the
 //! padding, prefetch and K-step knobs (`kernels::NEW_TILINGS`), with the
 //! shipped kernels; `quick`: the routed check's small shapes only, the QKV
-//! timing's 128 rows only;
+//! timing's 128 rows only; `bisect`: only the shipped large 4-bit kernel,
+//! its forms with each of its differences from the template's form of the
+//! same tiling undone (`kernels::Patch`), and that template form, at
+//! 2,048 rows;
 //! `--spirv`: write each module's SPIR-V as wgpu's Vulkan backend would,
 //! with op counts, and its WGSL source, and stop).
 
@@ -98,11 +101,18 @@ fn main() {
     let mut stdout = std::io::stdout().lock();
 
     // Every module validates with naga before anything else.
-    let kernels: Vec<Kernel> = [Weights::Dense, Weights::Q4]
-        .into_iter()
-        .filter(|&w| wanted(w))
-        .flat_map(|w| Kernel::all(w, only_new))
-        .collect();
+    // `bisect`: the shipped large 4-bit kernel against its patched forms
+    // and the template's form of its tiling, at 2,048 rows only.
+    let bisect = args.iter().any(|a| a == "bisect");
+    let kernels: Vec<Kernel> = if bisect {
+        Kernel::bisect()
+    } else {
+        [Weights::Dense, Weights::Q4]
+            .into_iter()
+            .filter(|&w| wanted(w))
+            .flat_map(|w| Kernel::all(w, only_new))
+            .collect()
+    };
     let mut invalid = 0;
     let mut parsed = Vec::new();
     for kernel in &kernels {
@@ -125,8 +135,12 @@ fn main() {
         return;
     }
 
+    if bisect {
+        time_kernels(&mut stdout, &kernels, &|w| w == Weights::Q4, Some(2048));
+        return;
+    }
     let routed_wanted = routed_named || (!timing_named && !qkv_named);
-    let coop = if kernels.is_empty() { None } else { Some(time_kernels(&mut stdout, &kernels, &wanted)) };
+    let coop = if kernels.is_empty() { None } else { Some(time_kernels(&mut stdout, &kernels, &wanted, None)) };
     if routed_wanted {
         // Cooperative matrices required where the timing runtime had them
         // (or, without timing, where the default runtime has them).
@@ -153,7 +167,12 @@ fn main() {
 
 /// Times every kernel on the shapes `wanted` selects; returns whether the
 /// device has cooperative matrices.
-fn time_kernels(stdout: &mut impl Write, kernels: &[Kernel], wanted: &dyn Fn(Weights) -> bool) -> bool {
+fn time_kernels(
+    stdout: &mut impl Write,
+    kernels: &[Kernel],
+    wanted: &dyn Fn(Weights) -> bool,
+    rows: Option<u32>,
+) -> bool {
     let rt = timestamps::runtime_with_timestamps("coop_probe");
     let info = rt.adapter_info();
     if !rt.gemm_caps().coop_matrix_f16 {
@@ -194,7 +213,7 @@ fn time_kernels(stdout: &mut impl Write, kernels: &[Kernel], wanted: &dyn Fn(Wei
     let _ = writeln!(stdout, "{} pipelines in {:.1} s", variants.len(), started.elapsed().as_secs_f64());
 
     let mut best = Vec::new();
-    for shape in SHAPES.iter().filter(|s| wanted(s.weights)) {
+    for shape in SHAPES.iter().filter(|s| wanted(s.weights) && rows.is_none_or(|m| s.m == m)) {
         let here: Vec<&Variant> = variants
             .iter()
             .filter(|v| v.kernel.weights() == shape.weights)
@@ -436,7 +455,7 @@ fn run_shape(
             if pass { "PASS" } else { "FAIL" },
         );
         if pass {
-            if matches!(v.kernel, Kernel::Shipped(_)) {
+            if matches!(v.kernel, Kernel::Shipped(..)) {
                 shipped = shipped.max(tflops);
             }
             if pick.as_ref().is_none_or(|(_, best)| tflops > *best) {

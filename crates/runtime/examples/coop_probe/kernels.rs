@@ -178,7 +178,7 @@ pub const NEW_TILINGS: &[Tiling] = &[
 #[derive(Clone, Copy, Debug)]
 pub enum Kernel {
     /// A kernel-table shader as the runtime dispatches it.
-    Shipped(ShaderId),
+    Shipped(ShaderId, Patch),
     /// A variant of `coop_probe.wgsl`.
     Template(Weights, Tiling),
 }
@@ -205,21 +205,36 @@ impl Kernel {
         };
         let old: &[Tiling] = if only_new { &[] } else { TILINGS };
         let template = old.iter().chain(NEW_TILINGS).filter(|t| t.fits(weights));
-        shipped.iter().map(|&id| Kernel::Shipped(id)).chain(template.map(|&t| Kernel::Template(weights, t))).collect()
+        shipped
+            .iter()
+            .map(|&id| Kernel::Shipped(id, Patch::NONE))
+            .chain(template.map(|&t| Kernel::Template(weights, t)))
+            .collect()
+    }
+
+    /// `bisect`: the shipped large 4-bit kernel, its patched forms and the
+    /// template's form of its tiling.
+    pub fn bisect() -> Vec<Kernel> {
+        let id = ShaderId::Q4GemmCoopLargeF16;
+        let same = NEW_TILINGS[9];
+        let mut all = vec![Kernel::Shipped(id, Patch::NONE)];
+        all.extend(Patch::BISECT.iter().map(|&p| Kernel::Shipped(id, p)));
+        all.push(Kernel::Template(Weights::Q4, same));
+        all
     }
 
     /// The weight format it reads.
     pub fn weights(&self) -> Weights {
         match self {
-            Kernel::Shipped(ShaderId::Q4GemmCoopF16 | ShaderId::Q4GemmCoopLargeF16) => Weights::Q4,
-            Kernel::Shipped(_) => Weights::Dense,
+            Kernel::Shipped(ShaderId::Q4GemmCoopF16 | ShaderId::Q4GemmCoopLargeF16, _) => Weights::Q4,
+            Kernel::Shipped(..) => Weights::Dense,
             Kernel::Template(w, _) => *w,
         }
     }
 
     pub fn name(&self) -> String {
         match self {
-            Kernel::Shipped(id) => format!("{} (shipped)", id.label()),
+            Kernel::Shipped(id, patch) => format!("{} (shipped){}", id.label(), patch.suffix()),
             Kernel::Template(_, t) => t.name(),
         }
     }
@@ -227,7 +242,7 @@ impl Kernel {
     /// Output rows and columns per workgroup.
     pub fn block(&self) -> (u32, u32) {
         match self {
-            Kernel::Shipped(id) => {
+            Kernel::Shipped(id, _) => {
                 let t = shipped_tile(*id);
                 (t.m as u32, t.n as u32)
             }
@@ -238,7 +253,7 @@ impl Kernel {
     /// What K must be a multiple of: the K step, or 16 with a K tail.
     pub fn k_step(&self) -> u32 {
         match self {
-            Kernel::Shipped(id) => shipped_tile(*id).k as u32,
+            Kernel::Shipped(id, _) => shipped_tile(*id).k as u32,
             Kernel::Template(_, t) if t.k_tail() => 16,
             Kernel::Template(_, t) => t.tk,
         }
@@ -253,10 +268,13 @@ impl Kernel {
     pub fn bindings(&self) -> &'static [(u32, Binding)] {
         use Binding::*;
         match self {
-            Kernel::Shipped(ShaderId::Q4GemmCoopF16 | ShaderId::Q4GemmCoopLargeF16) => {
+            Kernel::Shipped(ShaderId::Q4GemmCoopF16 | ShaderId::Q4GemmCoopLargeF16, p) if p.0 & Patch::NO_BIAS != 0 => {
+                &[(0, Params), (1, X), (2, W), (3, Scales), (5, Out)]
+            }
+            Kernel::Shipped(ShaderId::Q4GemmCoopF16 | ShaderId::Q4GemmCoopLargeF16, _) => {
                 &[(0, Params), (1, X), (2, W), (3, Scales), (4, Bias), (5, Out)]
             }
-            Kernel::Shipped(_) => &[(0, Params), (1, X), (2, W), (3, Bias), (4, Out)],
+            Kernel::Shipped(..) => &[(0, Params), (1, X), (2, W), (3, Bias), (4, Out)],
             Kernel::Template(Weights::Q4, _) => &[(0, Params), (1, X), (2, W), (3, Scales), (4, Out)],
             Kernel::Template(Weights::Dense, _) => &[(0, Params), (1, X), (2, W), (4, Out)],
         }
@@ -265,7 +283,7 @@ impl Kernel {
     /// Workgroup memory it declares, in bytes.
     pub fn workgroup_bytes(&self) -> u32 {
         match self {
-            Kernel::Shipped(id) => id.needs().workgroup_bytes,
+            Kernel::Shipped(id, _) => id.needs().workgroup_bytes,
             Kernel::Template(_, t) => t.workgroup_bytes(),
         }
     }
@@ -275,17 +293,86 @@ impl Kernel {
     pub fn params(&self, m: u32, n: u32, k: u32) -> [u32; 8] {
         let tiles_n = n.div_ceil(self.block().1);
         match self {
-            Kernel::Shipped(ShaderId::Q4GemmCoopF16 | ShaderId::Q4GemmCoopLargeF16) => [m, n, k, n, 32, 0, tiles_n, 1],
-            Kernel::Shipped(_) => [m, n, k, 0, tiles_n, 0, 0, 0],
+            Kernel::Shipped(ShaderId::Q4GemmCoopF16 | ShaderId::Q4GemmCoopLargeF16, _) => {
+                [m, n, k, n, 32, 0, tiles_n, 1]
+            }
+            Kernel::Shipped(..) => [m, n, k, 0, tiles_n, 0, 0, 0],
             Kernel::Template(..) => [m, n, k, n, 32, tiles_n, 0, 0],
         }
     }
 
     pub fn source(&self) -> String {
         match self {
-            Kernel::Shipped(id) => id.source().to_string(),
+            Kernel::Shipped(id, patch) => patch.apply(id.source()),
             Kernel::Template(weights, t) => fill(*weights, t),
         }
+    }
+}
+
+/// Edits to a shipped 4-bit kernel's source, each one of its differences
+/// from the template's form of the same tiling (`bisect` times them): run
+/// ba found the shipped 128 x 256 kernel 20-40% slower than the template's
+/// `j` with the same tiling, whose sources differ only in these.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Patch(pub u8);
+
+impl Patch {
+    pub const NONE: Patch = Patch(0);
+    /// The scale held as f16 between its load and the dequantization.
+    pub const F16_SCALE: u8 = 1;
+    /// The word-major weight index written out (no layout branch, the
+    /// word's half from the unit, not from K).
+    pub const WORD_INDEX: u8 = 2;
+    /// Each half word dequantized and stored before the next.
+    pub const STORE_SPLIT: u8 = 4;
+    /// No bias in the epilogue (nor its binding).
+    pub const NO_BIAS: u8 = 8;
+    /// x converted to f16 as it is loaded, not as it is staged (the same
+    /// operations for the f16 variant).
+    pub const LOAD_X: u8 = 16;
+    /// Each bit alone, then all of them.
+    pub const BISECT: [Patch; 6] = [Patch(1), Patch(2), Patch(4), Patch(8), Patch(16), Patch(31)];
+
+    fn suffix(&self) -> String {
+        if self.0 == 0 { String::new() } else { format!(" patch {}", self.0) }
+    }
+
+    /// `source` with the edits; panics where an edit's text is missing.
+    fn apply(&self, source: &str) -> String {
+        let mut s = source.to_string();
+        let mut edit = |from: &str, to: &str| {
+            assert!(s.contains(from), "patch {}: {from:?} is not in the shipped source", self.0);
+            s = s.replace(from, to);
+        };
+        if self.0 & Self::F16_SCALE != 0 {
+            edit("    scale: f32,", "    scale: f16,");
+            edit(
+                "fn deq8(word: u32, s: f32) -> Eight {\n    let s2 = vec2<f32>(s);",
+                "fn deq8(word: u32, s: f16) -> Eight {\n    let s2 = vec2<f32>(f32(s));",
+            );
+            edit("return Nibbles(vec2<u32>(0u), 0.0);", "return Nibbles(vec2<u32>(0u), 0.0h);");
+            edit("return Nibbles(word, f32(scales[", "return Nibbles(word, f16(scales[");
+        }
+        if self.0 & Self::WORD_INDEX != 0 {
+            edit(
+                "let word = weights[w8(col, p.k / 16u, k, (p.w_layout & 1u) != 0u)];",
+                "let word = weights[((k / 32u) * p.n + col) * 2u + i % 2u];",
+            );
+        }
+        if self.0 & Self::STORE_SPLIT != 0 {
+            edit(
+                "    let lo = deq8(v.word.x, v.scale);\n    let hi = deq8(v.word.y, v.scale);\n    ws[o / 4u] = lo.lo;\n    ws[o / 4u + 1u] = lo.hi;\n",
+                "    let lo = deq8(v.word.x, v.scale);\n    ws[o / 4u] = lo.lo;\n    ws[o / 4u + 1u] = lo.hi;\n    let hi = deq8(v.word.y, v.scale);\n",
+            );
+        }
+        if self.0 & Self::LOAD_X != 0 {
+            edit("= load_raw_x(m0, ", "= load_x(m0, ");
+            edit("store_raw_x(0u * XS_HALVES", "store_x(0u * XS_HALVES");
+        }
+        if self.0 & Self::NO_BIAS != 0 {
+            edit("            if p.has_bias != 0u {\n                v += f32(bias[col]);\n            }\n", "");
+        }
+        s
     }
 }
 

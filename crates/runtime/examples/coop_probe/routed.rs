@@ -22,7 +22,7 @@ use etwgpu_format::writer::{GraphBuilder, ProgramBuilder};
 use etwgpu_format::{DType, Program};
 use etwgpu_kernels::Precision;
 use etwgpu_kernels::ops::gemm::{
-    COOP_DENSE_LARGE, COOP_Q4_LARGE, COOP_SMALL, COOP_SWIGLU_LARGE, CoopTile, coop_tile, split_k,
+    COOP_DENSE_LARGE, COOP_Q4_LARGE, COOP_QKV_LARGE, COOP_SMALL, COOP_SWIGLU_LARGE, CoopTile, coop_tile, split_k,
 };
 use etwgpu_runtime::{LoadOptions, Runtime, RuntimeOptions, Tensor};
 
@@ -70,7 +70,7 @@ impl Op {
         let (base, large) = match self {
             Op::Q4 => ("q4_gemm_coop", COOP_Q4_LARGE),
             Op::Swiglu => ("q4_gemm_coop_swiglu", COOP_SWIGLU_LARGE),
-            Op::Qkv => ("q4_gemm_coop_qkv", COOP_Q4_LARGE),
+            Op::Qkv => ("q4_gemm_coop_qkv", COOP_QKV_LARGE),
             Op::Dense => ("matmul_coop", COOP_DENSE_LARGE),
         };
         // The QKV tiles along N: each projection's, COOP_SMALL.n wide.
