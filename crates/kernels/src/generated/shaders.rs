@@ -15459,10 +15459,14 @@ pub const Q4_GEMM_COOP_LARGE_F32: &str = r#"//! Prefill route of `et_vk.linear_q
 //! step through one staged copy, the next step's loads in flight during
 //! the products (held raw in registers: `load_raw_x`). The host routes
 //! here only when the call has enough 128 x 256 tiles to fill the GPU;
-//! else `q4_gemm_coop.wgsl` (64 x 128) runs. (Run az: this tiling in
-//! `coop_probe`'s template ran 143-192 TFLOP/s at 2,048 rows on an H100,
-//! against 120-126 for the 128 x 128 tile with 4 x 2 fragments at K steps
-//! of 64 that it replaces.)
+//! else `q4_gemm_coop.wgsl` (64 x 128) runs. On an H100 at 2,048 rows
+//! (`coop_probe q4`, f16 x, no checks), this file ran 123.5 / 123.9 /
+//! 135.0 TFLOP/s at N x K = 2,048 x 2,048 / 8,192 x 2,048 / 2,048 x 8,192
+//! in run ba, where the 128 x 128 tile of 4 x 2 fragments at K steps of 64
+//! that it replaced ran 119.9 / 126.9 / 125.8 (run az) and the template's
+//! form of this same tiling 143.5 / 152.1 / 192.7 (run ba): what holds
+//! this file below the template is in its source, not its tiling
+//! (`coop_probe bisect` times its differences one at a time).
 //!
 //! Staged through workgroup memory as `vec4<f16>`: the x tile row-major,
 //! the (dequantized) weight tile column-major, rounded to f16 as they are
@@ -15883,10 +15887,14 @@ pub const Q4_GEMM_COOP_LARGE_F16: &str = r#"enable f16;
 //! step through one staged copy, the next step's loads in flight during
 //! the products (held raw in registers: `load_raw_x`). The host routes
 //! here only when the call has enough 128 x 256 tiles to fill the GPU;
-//! else `q4_gemm_coop.wgsl` (64 x 128) runs. (Run az: this tiling in
-//! `coop_probe`'s template ran 143-192 TFLOP/s at 2,048 rows on an H100,
-//! against 120-126 for the 128 x 128 tile with 4 x 2 fragments at K steps
-//! of 64 that it replaces.)
+//! else `q4_gemm_coop.wgsl` (64 x 128) runs. On an H100 at 2,048 rows
+//! (`coop_probe q4`, f16 x, no checks), this file ran 123.5 / 123.9 /
+//! 135.0 TFLOP/s at N x K = 2,048 x 2,048 / 8,192 x 2,048 / 2,048 x 8,192
+//! in run ba, where the 128 x 128 tile of 4 x 2 fragments at K steps of 64
+//! that it replaced ran 119.9 / 126.9 / 125.8 (run az) and the template's
+//! form of this same tiling 143.5 / 152.1 / 192.7 (run ba): what holds
+//! this file below the template is in its source, not its tiling
+//! (`coop_probe bisect` times its differences one at a time).
 //!
 //! Staged through workgroup memory as `vec4<f16>`: the x tile row-major,
 //! the (dequantized) weight tile column-major, rounded to f16 as they are

@@ -44,9 +44,10 @@ impl CoopTile {
 /// `q4_gemm_coop_swiglu.wgsl`, `matmul_coop.wgsl`): 64 x 128, K steps of 32.
 pub const COOP_SMALL: CoopTile = CoopTile { m: 64, n: 128, k: 32 };
 /// The large tile of a 4-bit linear (`q4_gemm_coop_large.wgsl`): 128 x 256
-/// in 4 x 4 fragments a subgroup (run az: 143-192 TFLOP/s at 2,048 rows on
-/// an H100 in `coop_probe`'s template, against 120-126 for the 128 x 128
-/// tile of 4 x 2 fragments that the QKV form keeps).
+/// in 4 x 4 fragments a subgroup (run ba, H100, 2,048 rows: 124-135
+/// TFLOP/s, against 120-127 for the 128 x 128 tile of 4 x 2 fragments that
+/// the QKV form keeps; the 1B prefill +1.3% at 2,048 tokens, +2.1% at
+/// 4,096).
 pub const COOP_Q4_LARGE: CoopTile = CoopTile { m: 128, n: 256, k: 32 };
 /// The large tile of the fused 4-bit QKV (`q4_gemm_coop_qkv_large.wgsl`):
 /// its tiles along N are each projection's, [`COOP_SMALL`]`.n` wide.
