@@ -12,14 +12,8 @@
 #  4. only if routed passed: the Performance table from the new build
 #     (`run.sh etwgpu extra coop f32`), then its prefill profiled at 512.
 set -u
-for f in .gl/*.deb; do dpkg -x "$f" /; done
-ldconfig
-export XDG_RUNTIME_DIR=/tmp
-REAL=${OUT:-/tmp/out}
-B=/tmp/b
-mkdir -p "$REAL" "$B" .device /tmp/o2
-python3 -c "import lzma, tarfile; tarfile.open(fileobj=lzma.open('.xfer/s31c/bin.tar.xz')).extractall('$B')"
-(cd "$B" && sha256sum -c --quiet /dev/stdin) < .xfer/s31c/bin.sha256 || { echo "binaries damaged"; exit 1; }
+source tools/device/probes/s31-unpack.sh
+mkdir -p .device /tmp/o2
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv | tee "$REAL/gpu.txt" /tmp/o2/gpu.txt
 echo "== routed"
 timeout 120 $B/coop_probe routed > "$REAL/routed.txt" 2>&1

@@ -9,13 +9,7 @@
 # template's form, at the three 2,048-row shapes; then a second round of
 # the first call's prefill, new against old.
 set -u
-for f in .gl/*.deb; do dpkg -x "$f" /; done
-ldconfig
-export XDG_RUNTIME_DIR=/tmp
-REAL=${OUT:-/tmp/out}
-B=/tmp/b
-mkdir -p "$REAL" "$B"
-python3 -c "import lzma, tarfile; tarfile.open(fileobj=lzma.open('.xfer/s31c/bin.tar.xz')).extractall('$B')"
+source tools/device/probes/s31-unpack.sh
 python3 -c "import lzma, shutil; shutil.copyfileobj(lzma.open('.xfer/s31d/coop_probe.xz'), open('$B/coop_probe_bisect', 'wb'))"
 chmod +x "$B/coop_probe_bisect"
 (cd "$B" && sha256sum -c --quiet /dev/stdin) < .xfer/s31d/coop_probe.sha256 || { echo "probe damaged"; exit 1; }
