@@ -216,7 +216,9 @@ impl Kernel {
     /// template's form of its tiling.
     pub fn bisect() -> Vec<Kernel> {
         let id = ShaderId::Q4GemmCoopLargeF16;
-        let same = NEW_TILINGS[9];
+        // The template's `j`: 128 x 256, 2 x 4 subgroups of 4 x 4 fragments,
+        // K steps of 32, padded rows, the next loads in flight.
+        let same = wide((2, 4), (4, 4), 32, 8, 1, true);
         let mut all = vec![Kernel::Shipped(id, Patch::NONE)];
         all.extend(Patch::BISECT.iter().map(|&p| Kernel::Shipped(id, p)));
         all.push(Kernel::Template(Weights::Q4, same));
