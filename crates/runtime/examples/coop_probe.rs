@@ -165,8 +165,9 @@ fn main() {
     }
 }
 
-/// Times every kernel on the shapes `wanted` selects; returns whether the
-/// device has cooperative matrices.
+/// Times every kernel on the shapes `wanted` selects (with `rows`, only
+/// those of that many rows); returns whether the device has cooperative
+/// matrices.
 fn time_kernels(
     stdout: &mut impl Write,
     kernels: &[Kernel],
