@@ -1,8 +1,8 @@
 //! Times cooperative-matrix (tensor-core) GEMM variants against the shipped
 //! kernels, to pick the prefill GEMM (issue 15): dense f16 M = N = K = 4096
 //! and 4-bit `q4gsw` weights at M = 512 and 2048 rows with (N, K) = (2048,
-//! 2048), (8192, 2048), (2048, 8192). The variants (`coop_probe/kernels.rs`,
-//! from `coop_probe.wgsl`) differ in fragments per subgroup, workgroup
+//! 2048), (8192, 2048), (2048, 8192). The variants (`coop_probe/template.rs`,
+//! filled in from `coop_probe.wgsl`) differ in fragments per subgroup, workgroup
 //! tile, K step, staging element (f16 or `vec4<f16>`), padding of the
 //! staged rows, one or two staged copies (loads in flight), prefetch into
 //! registers with one copy, or no staging; each is made three
@@ -29,21 +29,25 @@
 //! everything but `qkv`; `dense`, `q4`: those shapes only; `routed`: the
 //! routed check, `qkv`: the QKV timing, each alone unless `dense` or `q4`
 //! is named too; `new`: of the template variants only those of the
-//! padding, prefetch and K-step knobs (`kernels::NEW_TILINGS`), with the
+//! padding, prefetch and K-step knobs (`template::NEW_TILINGS`), with the
 //! shipped kernels; `quick`: the routed check's small shapes only, the QKV
 //! timing's 128 rows only; `bisect`: only the shipped large 4-bit kernel,
 //! its forms with each of its differences from the template's form of the
-//! same tiling undone (`kernels::Patch`), and that template form, at
+//! same tiling undone (`patch::Patch`), and that template form, at
 //! 2,048 rows;
 //! `--spirv`: write each module's SPIR-V as wgpu's Vulkan backend would,
 //! with op counts, and its WGSL source, and stop).
 
 #[path = "coop_probe/kernels.rs"]
 mod kernels;
+#[path = "coop_probe/patch.rs"]
+mod patch;
 #[path = "coop_probe/qkv.rs"]
 mod qkv;
 #[path = "coop_probe/routed.rs"]
 mod routed;
+#[path = "coop_probe/template.rs"]
+mod template;
 #[path = "common/timestamps.rs"]
 #[expect(dead_code, reason = "this probe reads every pass time (`pass_seconds`), not their median")]
 mod timestamps;
