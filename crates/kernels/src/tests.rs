@@ -1832,10 +1832,11 @@ fn coop_tiles_go_large_only_when_their_waves_take_less_time() {
     assert_eq!(coop_tile(1100, 2048 + 16, 2048, COOP_QKV_LARGE), COOP_QKV_LARGE);
     assert_eq!(coop_tile(2048, 2048, 96, COOP_QKV_LARGE), COOP_SMALL);
     // A 4-bit linear's 128 x 256 tile: 512 x 2048 is 32 workgroups (the
-    // small tile, 84.8 against 41.6 TFLOP/s in run az), 512 x 3072 48
-    // against two waves of the small tile (small), 512 x 8192 and 2048 x
-    // 2048 one wave (128) against four (large: 139.8 against 89.6, 142.7
-    // against 90.1); its K step is 32, so K = 96 takes it.
+    // small tile: 85.3 against 34.3 TFLOP/s, shipped kernels on an H100 in
+    // run ba), 512 x 3072 48 against two waves of the small tile (small),
+    // 512 x 8192 and 2048 x 2048 one wave (128) against four (large: 122.8
+    // against 89.9, 123.5 against 90.3); its K step is 32, so K = 96 takes
+    // it.
     assert_eq!(coop_tile(512, 2048, 2048, COOP_Q4_LARGE), COOP_SMALL);
     assert_eq!(coop_tile(512, 3072, 2048, COOP_Q4_LARGE), COOP_SMALL);
     assert_eq!(coop_tile(512, 8192, 2048, COOP_Q4_LARGE), COOP_Q4_LARGE);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Run ba, one call for what s30-call4.sh and s31-call2.sh would do in two
-# (device time is short: five starts failed this session). Carry .gl and
+# Run ba, one call for what two were prepared to do (run az's fourth call,
+# `s30-call4.sh`, then the table from the new build; device time was
+# short: five starts had failed this session). Carry .gl and
 # .xfer/s31c: one xz tarball of `coop_probe` (branch q4-large-128x256),
 # `llm_bench_old` (26668a7, the table's build), and `etwgpu` and
 # `llm_bench_new` (branch q4-merge: main with the 128 x 256 4-bit large
