@@ -239,30 +239,30 @@ pub fn fill(weights: Weights, t: &Tiling) -> String {
         }
         s
     };
+    // The products of one 16-input step, as a block: fragment `a{i}` loaded
+    // from `a(i)` (a pointer and stride), `b{j}` from `b(j)`, then every
+    // accumulator's multiply-add.
+    let products = |s: &mut String, a: &dyn Fn(u32) -> String, b: &dyn Fn(u32) -> String| {
+        s.push_str("        {\n");
+        for i in 0..t.fm {
+            let _ = writeln!(s, "            let a{i} = coopLoadT<coop_mat16x16<f16, A>>({});", a(i));
+        }
+        for j in 0..t.fn_ {
+            let _ = writeln!(s, "            let b{j} = coopLoad<coop_mat16x16<f16, B>>({});", b(j));
+        }
+        for (i, j) in fragments(t) {
+            let _ = writeln!(s, "            c{i}_{j} = coopMultiplyAdd(a{i}, b{j}, c{i}_{j});");
+        }
+        s.push_str("        }\n");
+    };
     let multiply = |st: &str| {
         let mut s = String::new();
         let _ = writeln!(s, "        let xb = {st} * XS_LEN;\n        let wb = {st} * WS_LEN;");
         for step in 0..t.tk / 16 {
             let ko = step * 16 / he;
-            s.push_str("        {\n");
-            for i in 0..t.fm {
-                let _ = writeln!(
-                    s,
-                    "            let a{i} = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + {}u) * LDE + {ko}u], LDE);",
-                    16 * i
-                );
-            }
-            for j in 0..t.fn_ {
-                let _ = writeln!(
-                    s,
-                    "            let b{j} = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + {}u) * LDE + {ko}u], LDE);",
-                    16 * j
-                );
-            }
-            for (i, j) in fragments(t) {
-                let _ = writeln!(s, "            c{i}_{j} = coopMultiplyAdd(a{i}, b{j}, c{i}_{j});");
-            }
-            s.push_str("        }\n");
+            products(&mut s, &|i| format!("&xs[xb + (wm + {}u) * LDE + {ko}u], LDE", 16 * i), &|j| {
+                format!("&ws[wb + (wn + {}u) * LDE + {ko}u], LDE", 16 * j)
+            });
         }
         s
     };
@@ -277,25 +277,8 @@ pub fn fill(weights: Weights, t: &Tiling) -> String {
         }
         s.push_str("    for (var t = 0u; t < nk; t++) {\n        let kq = t * (TK / 4u);\n");
         for step in 0..t.tk / 16 {
-            s.push_str("        {\n");
-            for i in 0..t.fm {
-                let _ = writeln!(
-                    s,
-                    "            let a{i} = coopLoadT<coop_mat16x16<f16, A>>(&x[xr{i} + kq + {}u], kw);",
-                    4 * step
-                );
-            }
-            for j in 0..t.fn_ {
-                let _ = writeln!(
-                    s,
-                    "            let b{j} = coopLoad<coop_mat16x16<f16, B>>(&w[wr{j} + kq + {}u], kw);",
-                    4 * step
-                );
-            }
-            for (i, j) in fragments(t) {
-                let _ = writeln!(s, "            c{i}_{j} = coopMultiplyAdd(a{i}, b{j}, c{i}_{j});");
-            }
-            s.push_str("        }\n");
+            let ko = 4 * step;
+            products(&mut s, &|i| format!("&x[xr{i} + kq + {ko}u], kw"), &|j| format!("&w[wr{j} + kq + {ko}u], kw"));
         }
         s.push_str("    }\n");
         s
