@@ -102,10 +102,10 @@ fn load_w(n0: u32, k0: u32, i: u32) -> Nibbles {
     let col = n0 + unit_col(i);
     let k = k0 + unit_k(i);
     if col >= p.n {
-        return Nibbles(vec2<u32>(0u), 0.0);
+        return Nibbles(vec2<u32>(0u), Elem(0.0));
     }
     let word = weights[w8(col, p.k / 16u, k, (p.w_layout & 1u) != 0u)];
-    return Nibbles(word, f32(scales[(k / p.group_size) * p.n_pad + col]));
+    return Nibbles(word, scales[(k / p.group_size) * p.n_pad + col]);
 }
 
 /// Stores the 16 weights of `v` at half `o` (a multiple of 8) of the

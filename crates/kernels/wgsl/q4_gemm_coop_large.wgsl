@@ -8,13 +8,12 @@
 //! the products (held raw in registers: `load_raw_x`). The host routes
 //! here only when the call has enough 128 x 256 tiles to fill the GPU;
 //! else `q4_gemm_coop.wgsl` (64 x 128) runs. On an H100 at 2,048 rows
-//! (`coop_probe q4`, f16 x, no checks), this file ran 123.5 / 123.9 /
-//! 135.0 TFLOP/s at N x K = 2,048 x 2,048 / 8,192 x 2,048 / 2,048 x 8,192
-//! in run ba, where the 128 x 128 tile of 4 x 2 fragments at K steps of 64
-//! that it replaced ran 119.9 / 126.9 / 125.8 (run az) and the template's
-//! form of this same tiling 143.5 / 152.1 / 192.7 (run ba): what holds
-//! this file below the template is in its source, not its tiling
-//! (`coop_probe bisect` times its differences one at a time).
+//! (`coop_probe q4`, no checks, run bb), this file ran 140.9 / 150.2 /
+//! 190.9 TFLOP/s at N x K = 2,048 x 2,048 / 8,192 x 2,048 / 2,048 x 8,192
+//! with f16 operands, as fast as the template's form of this tiling, and
+//! 113.7 / 121.3 / 152.1 as the f32 variant the LLM prefill runs (x read
+//! as f32, rounded as staged); the 128 x 128 tile of 4 x 2 fragments at K
+//! steps of 64 that it replaced ran 119.9 / 126.9 / 125.8 (f16, run az).
 //!
 //! Staged through workgroup memory as `vec4<f16>`: the x tile row-major,
 //! the (dequantized) weight tile column-major, rounded to f16 as they are
@@ -109,10 +108,10 @@ fn load_w(n0: u32, k0: u32, i: u32) -> Nibbles {
     let col = n0 + unit_col(i);
     let k = k0 + unit_k(i);
     if col >= p.n {
-        return Nibbles(vec2<u32>(0u), 0.0);
+        return Nibbles(vec2<u32>(0u), Elem(0.0));
     }
     let word = weights[w8(col, p.k / 16u, k, (p.w_layout & 1u) != 0u)];
-    return Nibbles(word, f32(scales[(k / p.group_size) * p.n_pad + col]));
+    return Nibbles(word, scales[(k / p.group_size) * p.n_pad + col]);
 }
 
 /// Stores the 16 weights of `v` at half `o` (a multiple of 8) of the

@@ -144,17 +144,17 @@ fn load_w(pr: Proj, k0: u32, i: u32) -> Nibbles {
     let col = pr.n0 + unit_col(i);
     let k = k0 + unit_k(i);
     if col >= pr.n {
-        return Nibbles(vec2<u32>(0u), 0.0);
+        return Nibbles(vec2<u32>(0u), Elem(0.0));
     }
     let at = w8_of(col, pr.n, k, pr.word_major);
     let s = (k / p.group_size) * pr.n_pad + col;
     if pr.j == 0u {
-        return Nibbles(w_q[at], f32(s_q[s]));
+        return Nibbles(w_q[at], s_q[s]);
     }
     if pr.j == 1u {
-        return Nibbles(w_k[at], f32(s_k[s]));
+        return Nibbles(w_k[at], s_k[s]);
     }
-    return Nibbles(w_v[at], f32(s_v[s]));
+    return Nibbles(w_v[at], s_v[s]);
 }
 
 /// Stores the 16 weights of `v` at half `o` (a multiple of 8) of the

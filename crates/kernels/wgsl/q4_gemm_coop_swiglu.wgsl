@@ -109,13 +109,13 @@ fn load_w(n0: u32, k0: u32, i: u32) -> array<Nibbles, 2> {
     let col = n0 + unit_col(i);
     let k = k0 + unit_k(i);
     if col >= p.n {
-        return array<Nibbles, 2>(Nibbles(vec2<u32>(0u), 0.0), Nibbles(vec2<u32>(0u), 0.0));
+        return array<Nibbles, 2>(Nibbles(vec2<u32>(0u), Elem(0.0)), Nibbles(vec2<u32>(0u), Elem(0.0)));
     }
     let words = p.k / 16u;
     let si = (k / p.group_size) * p.n_pad + col;
     return array<Nibbles, 2>(
-        Nibbles(w_gate[w8(col, words, k, (p.w_layout & 1u) != 0u)], f32(s_gate[si])),
-        Nibbles(w_up[w8(col, words, k, (p.w_layout & 2u) != 0u)], f32(s_up[si])),
+        Nibbles(w_gate[w8(col, words, k, (p.w_layout & 1u) != 0u)], s_gate[si]),
+        Nibbles(w_up[w8(col, words, k, (p.w_layout & 2u) != 0u)], s_up[si]),
     );
 }
 

@@ -328,11 +328,15 @@ fn run_shape(
         queue.write_buffer(&buffer, 0, bytes);
         buffer
     };
+    // f16 operands, and the same values widened for the f32 variants.
     let x = storage("x", &halves_bytes(&data.x));
     let w = storage("w", &data.w_bytes);
     let scales = storage("scales", &halves_bytes(&data.scales));
     let bias = storage("bias", &vec![0u8; nu * 2]);
-    let out_bytes = (mu * nu * 2) as u64;
+    let x32 = storage("x f32", &floats_bytes(&data.x));
+    let scales32 = storage("scales f32", &floats_bytes(&data.scales));
+    let bias32 = storage("bias f32", &vec![0u8; nu * 4]);
+    let out_bytes = |v: &Variant| (mu * nu * if v.kernel.f32_operands() { 4 } else { 2 }) as u64;
 
     struct Run {
         grid: u32,
@@ -354,7 +358,7 @@ fn run_shape(
         queue.write_buffer(&uniform, 0, &params);
         let out = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("out"),
-            size: out_bytes,
+            size: out_bytes(v),
             usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
             mapped_at_creation: false,
         });
@@ -363,11 +367,15 @@ fn run_shape(
             .bindings()
             .iter()
             .map(|&(binding, b)| {
+                let wide = v.kernel.f32_operands();
                 let buffer = match b {
                     Binding::Params => &uniform,
+                    Binding::X if wide => &x32,
                     Binding::X => &x,
                     Binding::W => &w,
+                    Binding::Scales if wide => &scales32,
                     Binding::Scales => &scales,
+                    Binding::Bias if wide => &bias32,
                     Binding::Bias => &bias,
                     Binding::Out => &out,
                 };
@@ -441,12 +449,12 @@ fn run_shape(
         t.sort_by(f64::total_cmp);
         let t = t[t.len() / 2];
         let tflops = flop / t / 1e12;
-        let got = read_halves(device, queue, &run.out, out_bytes);
+        let got = read_output(device, queue, &run.out, out_bytes(v), v.kernel.f32_operands());
         let err = samples
             .iter()
             .zip(&reference)
             .map(|(&(r, c), want)| {
-                let g = f64::from(got[r * nu + c].to_f32());
+                let g = f64::from(got[r * nu + c]);
                 if g.is_finite() { (g - want).abs() / scale } else { f64::INFINITY }
             })
             .fold(0.0f64, f64::max);
@@ -471,8 +479,8 @@ fn run_shape(
     pick.map(|(name, tflops)| (name, tflops, shipped))
 }
 
-/// Reads an f16 buffer back.
-fn read_halves(device: &wgpu::Device, queue: &wgpu::Queue, buffer: &wgpu::Buffer, bytes: u64) -> Vec<f16> {
+/// Reads an output back (f32 where `wide`, else f16), as f32.
+fn read_output(device: &wgpu::Device, queue: &wgpu::Queue, buffer: &wgpu::Buffer, bytes: u64, wide: bool) -> Vec<f32> {
     let read = device.create_buffer(&wgpu::BufferDescriptor {
         label: Some("readback"),
         size: bytes,
@@ -485,7 +493,15 @@ fn read_halves(device: &wgpu::Device, queue: &wgpu::Queue, buffer: &wgpu::Buffer
     read.slice(..).map_async(wgpu::MapMode::Read, |_| {});
     let _ = device.poll(wgpu::PollType::wait_indefinitely());
     let view = read.slice(..).get_mapped_range().expect("mapped");
-    view.chunks_exact(2).map(|c| f16::from_le_bytes([c[0], c[1]])).collect()
+    if wide {
+        view.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+    } else {
+        view.chunks_exact(2).map(|c| f16::from_le_bytes([c[0], c[1]]).to_f32()).collect()
+    }
+}
+
+fn floats_bytes(v: &[f16]) -> Vec<u8> {
+    v.iter().flat_map(|h| h.to_f32().to_le_bytes()).collect()
 }
 
 fn halves_bytes(v: &[f16]) -> Vec<u8> {

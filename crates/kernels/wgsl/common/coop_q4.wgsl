@@ -1,14 +1,20 @@
 //! The 4-bit weight tile of the cooperative-matrix GEMMs
 //! (`q4_gemm_coop*.wgsl`): which 16 inputs of which column each staging
 //! unit takes, where they go, and their dequantization to f16. The kernel
-//! that includes this declares the constants `BN` and `TK` (a multiple of
-//! 32) and includes `coop_stage.wgsl` (`Eight`).
+//! that includes this declares `Elem`, the constants `BN` and `TK` (a
+//! multiple of 32) and includes `coop_stage.wgsl` (`Eight`).
 
 /// 16 nibbles of one weight column (an 8-byte half of a 16-byte word) and
-/// their scale.
+/// their scale, as loaded: the next step's units are held in this form
+/// across the current step's products, so nothing may consume the loads
+/// before `deq8`. The scale stays `Elem` until then; converting an f16
+/// scale to f32 as it was loaded made every invocation wait for its load
+/// before the products, and cost the 128 x 256 kernel 13-35% of its speed
+/// on an H100 (`coop_probe bisect`, run ba: 122 / 122 / 134 TFLOP/s
+/// against 140 / 151 / 192 with the conversion at `deq8`).
 struct Nibbles {
     word: vec2<u32>,
-    scale: f32,
+    scale: Elem,
 }
 
 /// Input offset in the tile of unit `i` (16 inputs): adjacent units are
@@ -33,8 +39,8 @@ fn w_at(i: u32) -> u32 {
 /// values with one mask and one or; `(q - 8) * s` is computed in f32 and
 /// rounded once to f16. (naga 30 types a `bitcast` from u32 to
 /// `vec2<f16>` as `vec2<f32>`, so the halves go through f32.)
-fn deq8(word: u32, s: f32) -> Eight {
-    let s2 = vec2<f32>(s);
+fn deq8(word: u32, s: Elem) -> Eight {
+    let s2 = vec2<f32>(f32(s));
     let mask = 0x000F000Fu;
     let one = 0x64006400u;
     // Inputs (0, 4), (1, 5), (2, 6), (3, 7).

@@ -12,6 +12,13 @@ use wgpu::naga;
 use crate::patch::Patch;
 use crate::template::{NEW_TILINGS, TILINGS, Tiling, fill, wide};
 
+/// The shipped 4-bit kernels the probe runs, as a pattern.
+macro_rules! q4_shipped {
+    () => {
+        ShaderId::Q4GemmCoopF16 | ShaderId::Q4GemmCoopLargeF16 | ShaderId::Q4GemmCoopF32 | ShaderId::Q4GemmCoopLargeF32
+    };
+}
+
 /// How the weights are held.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Weights {
@@ -48,7 +55,14 @@ impl Kernel {
     pub fn all(weights: Weights, only_new: bool) -> Vec<Kernel> {
         let shipped: &[ShaderId] = match weights {
             Weights::Dense => &[ShaderId::MatmulCoopF16, ShaderId::MatmulCoopLargeF16],
-            Weights::Q4 => &[ShaderId::Q4GemmCoopF16, ShaderId::Q4GemmCoopLargeF16],
+            // The f32 variants are what the LLM prefill runs at `mixed`
+            // (x, scales and out in float32, rounded to f16 as staged).
+            Weights::Q4 => &[
+                ShaderId::Q4GemmCoopF16,
+                ShaderId::Q4GemmCoopLargeF16,
+                ShaderId::Q4GemmCoopF32,
+                ShaderId::Q4GemmCoopLargeF32,
+            ],
         };
         let old: &[Tiling] = if only_new { &[] } else { TILINGS };
         let template = old.iter().chain(NEW_TILINGS).filter(|t| t.fits(weights));
@@ -59,8 +73,8 @@ impl Kernel {
             .collect()
     }
 
-    /// `bisect`: the shipped large 4-bit kernel, its patched forms and the
-    /// template's form of its tiling.
+    /// `bisect`: the shipped large 4-bit kernel, its patched forms, its
+    /// f32 variant and the template's form of its tiling.
     pub fn bisect() -> Vec<Kernel> {
         let id = ShaderId::Q4GemmCoopLargeF16;
         // The template's `j`: 128 x 256, 2 x 4 subgroups of 4 x 4 fragments,
@@ -68,14 +82,21 @@ impl Kernel {
         let same = wide((2, 4), (4, 4), 32, 8, 1, true);
         let mut all = vec![Kernel::Shipped(id, Patch::NONE)];
         all.extend(Patch::BISECT.iter().map(|&p| Kernel::Shipped(id, p)));
+        all.push(Kernel::Shipped(ShaderId::Q4GemmCoopLargeF32, Patch::NONE));
         all.push(Kernel::Template(Weights::Q4, same));
         all
+    }
+
+    /// Whether x, the scales, the bias and the output are float32 (a
+    /// shipped kernel's f32 variant); else f16.
+    pub fn f32_operands(&self) -> bool {
+        matches!(self, Kernel::Shipped(id, _) if id.label().ends_with(".f32"))
     }
 
     /// The weight format it reads.
     pub fn weights(&self) -> Weights {
         match self {
-            Kernel::Shipped(ShaderId::Q4GemmCoopF16 | ShaderId::Q4GemmCoopLargeF16, _) => Weights::Q4,
+            Kernel::Shipped(q4_shipped!(), _) => Weights::Q4,
             Kernel::Shipped(..) => Weights::Dense,
             Kernel::Template(w, _) => *w,
         }
@@ -117,12 +138,10 @@ impl Kernel {
     pub fn bindings(&self) -> &'static [(u32, Binding)] {
         use Binding::*;
         match self {
-            Kernel::Shipped(ShaderId::Q4GemmCoopF16 | ShaderId::Q4GemmCoopLargeF16, p) if p.0 & Patch::NO_BIAS != 0 => {
+            Kernel::Shipped(q4_shipped!(), p) if p.0 & Patch::NO_BIAS != 0 => {
                 &[(0, Params), (1, X), (2, W), (3, Scales), (5, Out)]
             }
-            Kernel::Shipped(ShaderId::Q4GemmCoopF16 | ShaderId::Q4GemmCoopLargeF16, _) => {
-                &[(0, Params), (1, X), (2, W), (3, Scales), (4, Bias), (5, Out)]
-            }
+            Kernel::Shipped(q4_shipped!(), _) => &[(0, Params), (1, X), (2, W), (3, Scales), (4, Bias), (5, Out)],
             Kernel::Shipped(..) => &[(0, Params), (1, X), (2, W), (3, Bias), (4, Out)],
             Kernel::Template(Weights::Q4, _) => &[(0, Params), (1, X), (2, W), (3, Scales), (4, Out)],
             Kernel::Template(Weights::Dense, _) => &[(0, Params), (1, X), (2, W), (4, Out)],
@@ -142,9 +161,7 @@ impl Kernel {
     pub fn params(&self, m: u32, n: u32, k: u32) -> [u32; 8] {
         let tiles_n = n.div_ceil(self.block().1);
         match self {
-            Kernel::Shipped(ShaderId::Q4GemmCoopF16 | ShaderId::Q4GemmCoopLargeF16, _) => {
-                [m, n, k, n, 32, 0, tiles_n, 1]
-            }
+            Kernel::Shipped(q4_shipped!(), _) => [m, n, k, n, 32, 0, tiles_n, 1],
             Kernel::Shipped(..) => [m, n, k, 0, tiles_n, 0, 0, 0],
             Kernel::Template(..) => [m, n, k, n, 32, tiles_n, 0, 0],
         }
@@ -162,8 +179,10 @@ impl Kernel {
 /// (`etwgpu_kernels::ops::gemm`) dispatches it.
 pub fn shipped_tile(id: ShaderId) -> CoopTile {
     match id {
-        ShaderId::Q4GemmCoopF16 | ShaderId::Q4GemmCoopSwigluF16 | ShaderId::MatmulCoopF16 => COOP_SMALL,
-        ShaderId::Q4GemmCoopLargeF16 => COOP_Q4_LARGE,
+        ShaderId::Q4GemmCoopF16 | ShaderId::Q4GemmCoopF32 | ShaderId::Q4GemmCoopSwigluF16 | ShaderId::MatmulCoopF16 => {
+            COOP_SMALL
+        }
+        ShaderId::Q4GemmCoopLargeF16 | ShaderId::Q4GemmCoopLargeF32 => COOP_Q4_LARGE,
         ShaderId::Q4GemmCoopSwigluLargeF16 => COOP_SWIGLU_LARGE,
         ShaderId::MatmulCoopLargeF16 => COOP_DENSE_LARGE,
         _ => panic!("{} is not a cooperative-matrix GEMM", id.label()),
