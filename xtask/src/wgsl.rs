@@ -108,6 +108,7 @@ pub const LIMIT_GATED: &[&str] = &[
     "matmul_coop_large",
     "q4_gemm_coop",
     "q4_gemm_coop_large",
+    "q4_gemm_coop_large_splitk",
     "q4_gemm_coop_qkv",
     "q4_gemm_coop_qkv_large",
     "q4_gemm_coop_splitk",

@@ -213,6 +213,7 @@ fn hot_kernels_are_marked_bounds_host_checked() {
         F::Q4GemmSplitk,
         F::Q4GemmCoop,
         F::Q4GemmCoopLarge,
+        F::Q4GemmCoopLargeSplitk,
         F::Q4GemmCoopQkv,
         F::Q4GemmCoopQkvLarge,
         F::Q4GemmCoopSplitk,
@@ -1970,7 +1971,7 @@ fn small_calls_split_k() {
     assert_eq!(split_k(10, 1000, 16).splits, 1, "too short to split");
     assert_eq!(split_k_scratch_bytes(4, 2048), 0, "the decode rows never split");
     assert_eq!(split_k_scratch_bytes(64, 2048), 4 * 8 * 64 * 2048);
-    assert_eq!(split_k_scratch_bytes(4096, 2048), 4 * 132 * 64 * 128, "bounded");
+    assert_eq!(split_k_scratch_bytes(4096, 2048), 4 * 132 * 128 * 256, "bounded");
     let coop = DeviceCaps { coop_matrix_f16: true, precision: Precision::F16, ..DeviceCaps::default() };
     let mut g = TestGraph::default();
     let scratch = [g.t(&[1]), g.t(&[1])];
@@ -2020,6 +2021,50 @@ fn small_calls_split_k() {
     let (x, out) = (g.t(&[1, 4, 2048]), g.t(&[1, 4, 2048]));
     let l = lower(&g, &[x, w, s, gs, null, out], coop, &scratch);
     assert!(matches!(&l.steps[..], [Step::Dispatch(d)] if d.shader.label() == "q4_gemv.f32"), "{:?}", l.steps);
+}
+
+/// A 4-bit linear whose large tiles are too few but whose K is long splits
+/// K over the large tile (slices of at least 2,048 inputs, one wave), where
+/// that beats the small tile by `coop_tile`'s model: the 1B shape's down
+/// projection at 512 and 1,024 rows; not at 128 rows (the small tile's
+/// split), at K = 2,048, or where the large tile already fills the GPU.
+#[test]
+fn long_k_splits_the_large_tile() {
+    use crate::caps::{DeviceCaps, Precision};
+    use crate::ops::gemm::{COOP_Q4_LARGE, COOP_SMALL, Q4CoopRoute, SplitK, q4_coop_route};
+    let split = |splits, k_chunk| SplitK { splits, k_chunk };
+    for (m, n, k, want) in [
+        (512, 2048, 8192, Q4CoopRoute::Split(COOP_Q4_LARGE, split(4, 2048))),
+        (1024, 2048, 8192, Q4CoopRoute::Split(COOP_Q4_LARGE, split(2, 4096))),
+        (512, 2064, 8192, Q4CoopRoute::Split(COOP_Q4_LARGE, split(3, 2752))),
+        (128, 2048, 8192, Q4CoopRoute::Split(COOP_SMALL, split(4, 2048))),
+        (512, 2048, 2048, Q4CoopRoute::Tiles(COOP_SMALL)),
+        (2048, 2048, 8192, Q4CoopRoute::Tiles(COOP_Q4_LARGE)),
+    ] {
+        assert_eq!(q4_coop_route(m, n, k), want, "{m} x {n} x {k}");
+    }
+    let coop = DeviceCaps { coop_matrix_f16: true, precision: Precision::Mixed, ..DeviceCaps::default() };
+    let mut g = TestGraph::default();
+    let scratch = [g.t(&[1]), g.t(&[1])];
+    let w = g.push(Owned::Tensor(ElemType::U8, vec![2048, 4096], true));
+    let s = g.push(Owned::Tensor(ElemType::F32, vec![256, 2048], true));
+    let (gs, null) = (g.push(Owned::Int(32)), g.push(Owned::Null));
+    let (x, out) = (g.t(&[1, 512, 8192]), g.t(&[1, 512, 2048]));
+    let args = [x, w, s, gs, null, out];
+    let c = crate::plan::Ctx::new(&g, &args).with_scratch(&scratch).with_caps(coop);
+    let l = from_name("et_vk.linear_q4gsw.default").expect("registered").lower(&c).expect("lowers");
+    let [Step::Scratch { slot: 1, bytes }, Step::Dispatch(part), Step::Dispatch(sum)] = &l.steps[..] else {
+        panic!("scratch, partial sums, their sum: {:?}", l.steps)
+    };
+    assert!(*bytes >= 4 * 4 * 512 * 2048, "{bytes}");
+    assert_eq!((part.shader.label(), part.workgroups), ("q4_gemm_coop_large_splitk.f32", [4 * 32, 1, 1]));
+    assert_eq!((part.inputs.as_slice(), part.outputs.as_slice()), (&[x, w, s][..], &[scratch[1]][..]));
+    let word =
+        |d: &crate::plan::Dispatch, i: usize| u32::from_le_bytes(d.params[4 * i..4 * i + 4].try_into().expect("4"));
+    // M, N, K, padded N, group, tiles along N, layout, inputs per split, tiles.
+    assert_eq!((0..9).map(|i| word(part, i)).collect::<Vec<_>>(), [512, 2048, 8192, 2048, 32, 8, 0, 2048, 32]);
+    assert_eq!(sum.shader.label(), "gemm_splitk_combine.f32");
+    assert_eq!([word(sum, 0), word(sum, 1), word(sum, 2)], [512 * 2048, 2048, 4]);
 }
 
 /// The upstream list of delegable op names (`upstream_ops.txt`): `(name,

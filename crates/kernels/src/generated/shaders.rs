@@ -104,6 +104,8 @@ pub enum Family {
     Q4GemmCoop,
     /// `q4_gemm_coop_large.wgsl`.
     Q4GemmCoopLarge,
+    /// `q4_gemm_coop_large_splitk.wgsl`.
+    Q4GemmCoopLargeSplitk,
     /// `q4_gemm_coop_qkv.wgsl`.
     Q4GemmCoopQkv,
     /// `q4_gemm_coop_qkv_large.wgsl`.
@@ -236,6 +238,7 @@ impl Family {
                 | Family::Q4Gemm
                 | Family::Q4GemmCoop
                 | Family::Q4GemmCoopLarge
+                | Family::Q4GemmCoopLargeSplitk
                 | Family::Q4GemmCoopQkv
                 | Family::Q4GemmCoopQkvLarge
                 | Family::Q4GemmCoopSplitk
@@ -506,6 +509,10 @@ pub enum ShaderId {
     Q4GemmCoopLargeF32,
     /// `q4_gemm_coop_large.wgsl` with `Elem = f16`.
     Q4GemmCoopLargeF16,
+    /// `q4_gemm_coop_large_splitk.wgsl` with `Elem = f32`.
+    Q4GemmCoopLargeSplitkF32,
+    /// `q4_gemm_coop_large_splitk.wgsl` with `Elem = f16`.
+    Q4GemmCoopLargeSplitkF16,
     /// `q4_gemm_coop_qkv.wgsl` with `Elem = f32`.
     Q4GemmCoopQkvF32,
     /// `q4_gemm_coop_qkv.wgsl` with `Elem = f16`.
@@ -847,6 +854,8 @@ impl ShaderId {
         ShaderId::Q4GemmCoopF16,
         ShaderId::Q4GemmCoopLargeF32,
         ShaderId::Q4GemmCoopLargeF16,
+        ShaderId::Q4GemmCoopLargeSplitkF32,
+        ShaderId::Q4GemmCoopLargeSplitkF16,
         ShaderId::Q4GemmCoopQkvF32,
         ShaderId::Q4GemmCoopQkvF16,
         ShaderId::Q4GemmCoopQkvLargeF32,
@@ -1072,6 +1081,8 @@ impl ShaderId {
             ShaderId::Q4GemmCoopF16 => Family::Q4GemmCoop,
             ShaderId::Q4GemmCoopLargeF32 => Family::Q4GemmCoopLarge,
             ShaderId::Q4GemmCoopLargeF16 => Family::Q4GemmCoopLarge,
+            ShaderId::Q4GemmCoopLargeSplitkF32 => Family::Q4GemmCoopLargeSplitk,
+            ShaderId::Q4GemmCoopLargeSplitkF16 => Family::Q4GemmCoopLargeSplitk,
             ShaderId::Q4GemmCoopQkvF32 => Family::Q4GemmCoopQkv,
             ShaderId::Q4GemmCoopQkvF16 => Family::Q4GemmCoopQkv,
             ShaderId::Q4GemmCoopQkvLargeF32 => Family::Q4GemmCoopQkvLarge,
@@ -1304,6 +1315,8 @@ impl ShaderId {
             ShaderId::Q4GemmCoopF16 => Variant::F16,
             ShaderId::Q4GemmCoopLargeF32 => Variant::F32,
             ShaderId::Q4GemmCoopLargeF16 => Variant::F16,
+            ShaderId::Q4GemmCoopLargeSplitkF32 => Variant::F32,
+            ShaderId::Q4GemmCoopLargeSplitkF16 => Variant::F16,
             ShaderId::Q4GemmCoopQkvF32 => Variant::F32,
             ShaderId::Q4GemmCoopQkvF16 => Variant::F16,
             ShaderId::Q4GemmCoopQkvLargeF32 => Variant::F32,
@@ -1530,6 +1543,8 @@ impl ShaderId {
             ShaderId::Q4GemmCoopF16 => "q4_gemm_coop.f16",
             ShaderId::Q4GemmCoopLargeF32 => "q4_gemm_coop_large.f32",
             ShaderId::Q4GemmCoopLargeF16 => "q4_gemm_coop_large.f16",
+            ShaderId::Q4GemmCoopLargeSplitkF32 => "q4_gemm_coop_large_splitk.f32",
+            ShaderId::Q4GemmCoopLargeSplitkF16 => "q4_gemm_coop_large_splitk.f16",
             ShaderId::Q4GemmCoopQkvF32 => "q4_gemm_coop_qkv.f32",
             ShaderId::Q4GemmCoopQkvF16 => "q4_gemm_coop_qkv.f16",
             ShaderId::Q4GemmCoopQkvLargeF32 => "q4_gemm_coop_qkv_large.f32",
@@ -1756,6 +1771,8 @@ impl ShaderId {
             ShaderId::Q4GemmCoopF16 => Q4_GEMM_COOP_F16,
             ShaderId::Q4GemmCoopLargeF32 => Q4_GEMM_COOP_LARGE_F32,
             ShaderId::Q4GemmCoopLargeF16 => Q4_GEMM_COOP_LARGE_F16,
+            ShaderId::Q4GemmCoopLargeSplitkF32 => Q4_GEMM_COOP_LARGE_SPLITK_F32,
+            ShaderId::Q4GemmCoopLargeSplitkF16 => Q4_GEMM_COOP_LARGE_SPLITK_F16,
             ShaderId::Q4GemmCoopQkvF32 => Q4_GEMM_COOP_QKV_F32,
             ShaderId::Q4GemmCoopQkvF16 => Q4_GEMM_COOP_QKV_F16,
             ShaderId::Q4GemmCoopQkvLargeF32 => Q4_GEMM_COOP_QKV_LARGE_F32,
@@ -2284,6 +2301,18 @@ impl ShaderId {
             ShaderId::Q4GemmCoopLargeF16 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 5,
+                uniform_buffers: 1,
+                workgroup_bytes: 38912,
+            },
+            ShaderId::Q4GemmCoopLargeSplitkF32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 4,
+                uniform_buffers: 1,
+                workgroup_bytes: 38912,
+            },
+            ShaderId::Q4GemmCoopLargeSplitkF16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 4,
                 uniform_buffers: 1,
                 workgroup_bytes: 38912,
             },
@@ -2964,6 +2993,8 @@ impl ShaderId {
             (Family::Q4GemmCoop, Variant::F16) => Some(ShaderId::Q4GemmCoopF16),
             (Family::Q4GemmCoopLarge, Variant::F32) => Some(ShaderId::Q4GemmCoopLargeF32),
             (Family::Q4GemmCoopLarge, Variant::F16) => Some(ShaderId::Q4GemmCoopLargeF16),
+            (Family::Q4GemmCoopLargeSplitk, Variant::F32) => Some(ShaderId::Q4GemmCoopLargeSplitkF32),
+            (Family::Q4GemmCoopLargeSplitk, Variant::F16) => Some(ShaderId::Q4GemmCoopLargeSplitkF16),
             (Family::Q4GemmCoopQkv, Variant::F32) => Some(ShaderId::Q4GemmCoopQkvF32),
             (Family::Q4GemmCoopQkv, Variant::F16) => Some(ShaderId::Q4GemmCoopQkvF16),
             (Family::Q4GemmCoopQkvLarge, Variant::F32) => Some(ShaderId::Q4GemmCoopQkvLargeF32),
@@ -16321,6 +16352,876 @@ fn main(
     coopStoreT(c3_3, &cs[slot], 16u);
     workgroupBarrier();
     emit(sg, lane, m0 + wm + 48u, n0 + wn + 48u);
+    workgroupBarrier();
+}
+"#;
+
+/// `q4_gemm_coop_large_splitk.wgsl` with `Elem = f32`.
+pub const Q4_GEMM_COOP_LARGE_SPLITK_F32: &str = r#"//! Prefill route of `et_vk.linear_q4gsw` on cooperative matrices (tensor
+//! cores) with the large tile, split along K: for calls whose 128 x 256
+//! tiles are too few to fill the GPU but whose K is long (the down
+//! projection of a 512-token prompt: 4 x 8 tiles, K = 8,192). Split `s`
+//! of a workgroup computes its tile (as `q4_gemm_coop_large.wgsl`: 2 x 4
+//! subgroups of 4 x 4 fragments, K steps of 32, the next step's loads in
+//! flight during the products) over inputs `s * k_chunk ..` only, and
+//! writes the f32 partial sums `partial[s, m, n] = sum_k x[m, k] *
+//! (nibble(n, k) - 8) * scales[k / group, n]` to the scratch;
+//! `gemm_splitk_combine.wgsl` then adds the splits (and the bias) into
+//! the output, as after `q4_gemm_coop_splitk.wgsl` (the small tile's
+//! split). Which calls take it is `etwgpu_kernels::ops::gemm`'s
+//! `q4_split_k_steps`.
+//!
+//! Staged through workgroup memory as `vec4<f16>`: the x tile row-major,
+//! the (dequantized) weight tile column-major, rounded to f16 as they are
+//! staged. Each subgroup holds `FM x FN` accumulators of 16 x 16
+//! (`coop_mat16x16<f32, C>`, unrolled); at the end each fragment passes
+//! through the subgroup's 16 x 16 slot of `cs`, where its 32 invocations
+//! finish and bounds-check it and write it to the partial sums. Rows past M and
+//! columns past N are staged as zeros and never written, so M and N are
+//! free; the host routes here only on devices whose subgroups have 32
+//! invocations, with `K % TK == 0`, `k_chunk % TK == 0` and every split
+//! non-empty.
+//!
+//! Bounds: every index into `xs`, `ws`, `cs` is a function of `lid < WG`,
+//! the stage (below `STAGES`) and constants: the staging units `u * WG +
+//! lid` cover the tiles exactly (`BM * TK / 8` units of x, `BN * TK / 16`
+//! of the weights), the fragments' offsets stay below `BM`, `BN` and `TK /
+//! 4`, and `cs` holds `WG * 8` floats; no uniform reaches them.
+// variants: f32 f16
+// bounds: host-checked
+
+enable f16;
+enable wgpu_cooperative_matrix;
+
+alias Elem = f32;
+
+/// 16 x 16 fragments per subgroup along M and N.
+const FM: u32 = 4u;
+const FN: u32 = 4u;
+/// Subgroups (of 32 invocations) per workgroup along M and N.
+const SGM: u32 = 2u;
+const SGN: u32 = 4u;
+const WG: u32 = SGM * SGN * 32u;
+/// Output rows and columns per workgroup.
+const BM: u32 = SGM * FM * 16u;
+const BN: u32 = SGN * FN * 16u;
+/// Inputs per step along K.
+const TK: u32 = 32u;
+/// Row stride of a staged tile, in `vec4<f16>`: TK plus 8 halves of
+/// padding (rows stay 16-byte aligned and start on different banks).
+const LDE: u32 = (TK + 8u) / 4u;
+/// Copies of each staged tile.
+const STAGES: u32 = 1u;
+/// Staging elements and halves per tile copy.
+const XS_LEN: u32 = BM * LDE;
+const WS_LEN: u32 = BN * LDE;
+const XS_HALVES: u32 = BM * (TK + 8u);
+const WS_HALVES: u32 = BN * (TK + 8u);
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (a multiple of TK).
+    k: u32,
+    /// Row length of the scales (and bias): N padded.
+    n_pad: u32,
+    /// Inputs per scale group (a multiple of 32).
+    group_size: u32,
+    /// Workgroups along N.
+    tiles_n: u32,
+    /// Bit 0: the weights are word-major (16-byte word `w` of row `n` at
+    /// word `w * N + n`; see `etwgpu_graph::layout`), else row-major.
+    w_layout: u32,
+    /// Inputs per split (a multiple of TK).
+    k_chunk: u32,
+    /// Output tiles (workgroups per split).
+    tiles: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> weights: array<vec2<u32>>;
+@group(0) @binding(3) var<storage, read> scales: array<Elem>;
+/// `[splits, M, N]` f32 partial sums (the scratch).
+@group(0) @binding(4) var<storage, read_write> partial: array<f32>;
+
+/// Staged x tiles, row-major (`xs[row * LDE + k / 4]`), and weight tiles,
+/// column-major (`ws[col * LDE + k / 4]`), 4 halves an element.
+var<workgroup> xs: array<vec4<f16>, STAGES * XS_LEN>;
+var<workgroup> ws: array<vec4<f16>, STAGES * WS_LEN>;
+/// One 16 x 16 f32 slot per subgroup, row-major: fragments on their way
+/// out (and the zeros the accumulators start from).
+var<workgroup> cs: array<f32, SGM * SGN * 256u>;
+
+/// 8 consecutive halves (16 bytes).
+struct Eight {
+    lo: vec4<f16>,
+    hi: vec4<f16>,
+}
+
+/// 8 inputs of x: row `m0 + i / (TK / 8)`, inputs `k0 + (i % (TK / 8)) * 8
+/// ..` (zeros past M), rounded to f16.
+fn load_x(m0: u32, k0: u32, i: u32) -> Eight {
+    let row = m0 + i / (TK / 8u);
+    if row >= p.m {
+        return Eight(vec4<f16>(), vec4<f16>());
+    }
+    let at = (row * p.k + k0) / 4u + (i % (TK / 8u)) * 2u;
+    return Eight(vec4<f16>(x[at]), vec4<f16>(x[at + 1u]));
+}
+
+/// Where `load_x`'s unit `i` goes in a staged x tile, in halves.
+fn x_at(i: u32) -> u32 {
+    return (i / (TK / 8u)) * (TK + 8u) + (i % (TK / 8u)) * 8u;
+}
+
+/// Stores 8 halves at half `o` (a multiple of 8) of the x tiles.
+fn store_x(o: u32, v: Eight) {
+    xs[o / 4u] = v.lo;
+    xs[o / 4u + 1u] = v.hi;
+}
+
+/// 8 inputs of x as `load_x` takes them (row `m0 + i / (TK / 8)`,
+/// inputs `k0 + (i % (TK / 8)) * 8 ..`, zeros past M), still as `Elem`:
+/// the loads of the next step are held in this form across the current
+/// step's products, and rounded to f16 only as they are staged
+/// (`store_raw_x`), so no instruction waits on them before then (on the
+/// H200 the 4-bit GEMM of the 1B's O and down projections went from ~72
+/// to ~118 TFLOP/s, run am).
+struct RawEight {
+    lo: vec4<Elem>,
+    hi: vec4<Elem>,
+}
+
+fn load_raw_x(m0: u32, k0: u32, i: u32) -> RawEight {
+    let row = m0 + i / (TK / 8u);
+    if row >= p.m {
+        return RawEight(vec4<Elem>(), vec4<Elem>());
+    }
+    let at = (row * p.k + k0) / 4u + (i % (TK / 8u)) * 2u;
+    return RawEight(x[at], x[at + 1u]);
+}
+
+fn store_raw_x(o: u32, v: RawEight) {
+    store_x(o, Eight(vec4<f16>(v.lo), vec4<f16>(v.hi)));
+}
+fn w8(col: u32, words: u32, k: u32, word_major: bool) -> u32 {
+    if word_major {
+        return ((k / 32u) * p.n + col) * 2u + (k / 16u) % 2u;
+    }
+    return col * words + k / 16u;
+}
+/// 16 nibbles of one weight column (an 8-byte half of a 16-byte word) and
+/// their scale, as loaded: the next step's units are held in this form
+/// across the current step's products, so nothing may consume the loads
+/// before `deq8`. The scale stays `Elem` until then; converting an f16
+/// scale to f32 as it was loaded made every invocation wait for its load
+/// before the products, and cost the 128 x 256 kernel 13-35% of its speed
+/// on an H100 (`coop_probe bisect`, run ba: 122 / 122 / 134 TFLOP/s
+/// against 140 / 151 / 192 with the conversion at `deq8`).
+struct Nibbles {
+    word: vec2<u32>,
+    scale: Elem,
+}
+
+/// Input offset in the tile of unit `i` (16 inputs): adjacent units are
+/// the two halves of a column's word, then adjacent columns (adjacent in
+/// the word-major layout), then the tile's next word.
+fn unit_k(i: u32) -> u32 {
+    return (i / (2u * BN)) * 32u + (i % 2u) * 16u;
+}
+
+/// The column of unit `i` in the tile.
+fn unit_col(i: u32) -> u32 {
+    return (i / 2u) % BN;
+}
+
+/// Where unit `i` goes in a staged weight tile, in halves.
+fn w_at(i: u32) -> u32 {
+    return unit_col(i) * (TK + 8u) + unit_k(i);
+}
+
+/// The 8 nibbles of `word` as halves `(q - 8) * s`, in input order:
+/// `0x6400 | q` is the half `1024 + q`, so two nibbles become two exact
+/// values with one mask and one or; `(q - 8) * s` is computed in f32 and
+/// rounded once to f16. (naga 30 types a `bitcast` from u32 to
+/// `vec2<f16>` as `vec2<f32>`, so the halves go through f32.)
+fn deq8(word: u32, s: Elem) -> Eight {
+    let s2 = vec2<f32>(f32(s));
+    let mask = 0x000F000Fu;
+    let one = 0x64006400u;
+    // Inputs (0, 4), (1, 5), (2, 6), (3, 7).
+    let a = (unpack2x16float((word & mask) | one) - 1032.0) * s2;
+    let b = (unpack2x16float(((word >> 4u) & mask) | one) - 1032.0) * s2;
+    let c = (unpack2x16float(((word >> 8u) & mask) | one) - 1032.0) * s2;
+    let d = (unpack2x16float(((word >> 12u) & mask) | one) - 1032.0) * s2;
+    return Eight(vec4<f16>(vec4<f32>(a.x, b.x, c.x, d.x)), vec4<f16>(vec4<f32>(a.y, b.y, c.y, d.y)));
+}
+
+/// 16 nibbles of one weight column (unit `i`, see `unit_k`) and their
+/// scale; zeros past N.
+fn load_w(n0: u32, k0: u32, i: u32) -> Nibbles {
+    let col = n0 + unit_col(i);
+    let k = k0 + unit_k(i);
+    if col >= p.n {
+        return Nibbles(vec2<u32>(0u), Elem(0.0));
+    }
+    let word = weights[w8(col, p.k / 16u, k, (p.w_layout & 1u) != 0u)];
+    return Nibbles(word, scales[(k / p.group_size) * p.n_pad + col]);
+}
+
+/// Stores the 16 weights of `v` at half `o` (a multiple of 8) of the
+/// weight tiles.
+fn store_w(o: u32, v: Nibbles) {
+    let lo = deq8(v.word.x, v.scale);
+    let hi = deq8(v.word.y, v.scale);
+    ws[o / 4u] = lo.lo;
+    ws[o / 4u + 1u] = lo.hi;
+    ws[o / 4u + 2u] = hi.lo;
+    ws[o / 4u + 3u] = hi.hi;
+}
+
+/// Writes the fragment the subgroup `sg` left in its `cs` slot to rows
+/// `row0 ..` and columns `col0 ..` of the partial sums at `base`:
+/// invocation `lane` writes 8 consecutive columns of one row.
+fn emit(base: u32, sg: u32, lane: u32, row0: u32, col0: u32) {
+    let row = row0 + lane / 2u;
+    if row >= p.m {
+        return;
+    }
+    for (var e = 0u; e < 8u; e++) {
+        let c = (lane % 2u) * 8u + e;
+        let col = col0 + c;
+        if col < p.n {
+            partial[base + row * p.n + col] = cs[sg * 256u + (lane / 2u) * 16u + c];
+        }
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let g = wid.y * groups.x + wid.x;
+    // This workgroup's split and output tile.
+    let split = g / p.tiles;
+    let tile = g % p.tiles;
+    let m0 = (tile / p.tiles_n) * BM;
+    let n0 = (tile % p.tiles_n) * BN;
+    let k_begin = split * p.k_chunk;
+    let base = split * p.m * p.n;
+    // Past the last split (a grid rounded up): nothing to do.
+    if k_begin >= p.k {
+        return;
+    }
+    // This invocation's subgroup, and that subgroup's block of FM x FN
+    // fragments.
+    let sg = lid / 32u;
+    let lane = lid % 32u;
+    let wm = (sg / SGN) * (FM * 16u);
+    let wn = (sg % SGN) * (FN * 16u);
+    let nk = (min(k_begin + p.k_chunk, p.k) - k_begin) / TK;
+
+    for (var e = 0u; e < 8u; e++) {
+        cs[lid * 8u + e] = 0.0;
+    }
+    workgroupBarrier();
+    var c0_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c0_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c0_2 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c0_3 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c1_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c1_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c1_2 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c1_3 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c2_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c2_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c2_2 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c2_3 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c3_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c3_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c3_2 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c3_3 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    workgroupBarrier();
+    // The first step's loads; each step then issues the next step's
+    // loads right after staging its own, so they arrive during its
+    // products (the last step loads its own tile again, in bounds).
+    var gx0 = load_raw_x(m0, k_begin, 0u * WG + lid);
+    var gx1 = load_raw_x(m0, k_begin, 1u * WG + lid);
+    var gw0 = load_w(n0, k_begin, 0u * WG + lid);
+    var gw1 = load_w(n0, k_begin, 1u * WG + lid);
+    for (var t = 0u; t < nk; t++) {
+        store_raw_x(0u * XS_HALVES + x_at(0u * WG + lid), gx0);
+        store_raw_x(0u * XS_HALVES + x_at(1u * WG + lid), gx1);
+        store_w(0u * WS_HALVES + w_at(0u * WG + lid), gw0);
+        store_w(0u * WS_HALVES + w_at(1u * WG + lid), gw1);
+        workgroupBarrier();
+        let kn = k_begin + min(t + 1u, nk - 1u) * TK;
+        gx0 = load_raw_x(m0, kn, 0u * WG + lid);
+        gx1 = load_raw_x(m0, kn, 1u * WG + lid);
+        gw0 = load_w(n0, kn, 0u * WG + lid);
+        gw1 = load_w(n0, kn, 1u * WG + lid);
+        let xb = 0u * XS_LEN;
+        let wb = 0u * WS_LEN;
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 0u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 0u], LDE);
+            let a2 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 32u) * LDE + 0u], LDE);
+            let a3 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 48u) * LDE + 0u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 0u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 0u], LDE);
+            let b2 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 32u) * LDE + 0u], LDE);
+            let b3 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 48u) * LDE + 0u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c0_2 = coopMultiplyAdd(a0, b2, c0_2);
+            c0_3 = coopMultiplyAdd(a0, b3, c0_3);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
+            c1_2 = coopMultiplyAdd(a1, b2, c1_2);
+            c1_3 = coopMultiplyAdd(a1, b3, c1_3);
+            c2_0 = coopMultiplyAdd(a2, b0, c2_0);
+            c2_1 = coopMultiplyAdd(a2, b1, c2_1);
+            c2_2 = coopMultiplyAdd(a2, b2, c2_2);
+            c2_3 = coopMultiplyAdd(a2, b3, c2_3);
+            c3_0 = coopMultiplyAdd(a3, b0, c3_0);
+            c3_1 = coopMultiplyAdd(a3, b1, c3_1);
+            c3_2 = coopMultiplyAdd(a3, b2, c3_2);
+            c3_3 = coopMultiplyAdd(a3, b3, c3_3);
+        }
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 4u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 4u], LDE);
+            let a2 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 32u) * LDE + 4u], LDE);
+            let a3 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 48u) * LDE + 4u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 4u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 4u], LDE);
+            let b2 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 32u) * LDE + 4u], LDE);
+            let b3 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 48u) * LDE + 4u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c0_2 = coopMultiplyAdd(a0, b2, c0_2);
+            c0_3 = coopMultiplyAdd(a0, b3, c0_3);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
+            c1_2 = coopMultiplyAdd(a1, b2, c1_2);
+            c1_3 = coopMultiplyAdd(a1, b3, c1_3);
+            c2_0 = coopMultiplyAdd(a2, b0, c2_0);
+            c2_1 = coopMultiplyAdd(a2, b1, c2_1);
+            c2_2 = coopMultiplyAdd(a2, b2, c2_2);
+            c2_3 = coopMultiplyAdd(a2, b3, c2_3);
+            c3_0 = coopMultiplyAdd(a3, b0, c3_0);
+            c3_1 = coopMultiplyAdd(a3, b1, c3_1);
+            c3_2 = coopMultiplyAdd(a3, b2, c3_2);
+            c3_3 = coopMultiplyAdd(a3, b3, c3_3);
+        }
+        workgroupBarrier();
+    }
+
+    let slot = sg * 256u;
+    coopStoreT(c0_0, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(base, sg, lane, m0 + wm + 0u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c0_1, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(base, sg, lane, m0 + wm + 0u, n0 + wn + 16u);
+    workgroupBarrier();
+    coopStoreT(c0_2, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(base, sg, lane, m0 + wm + 0u, n0 + wn + 32u);
+    workgroupBarrier();
+    coopStoreT(c0_3, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(base, sg, lane, m0 + wm + 0u, n0 + wn + 48u);
+    workgroupBarrier();
+    coopStoreT(c1_0, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(base, sg, lane, m0 + wm + 16u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c1_1, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(base, sg, lane, m0 + wm + 16u, n0 + wn + 16u);
+    workgroupBarrier();
+    coopStoreT(c1_2, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(base, sg, lane, m0 + wm + 16u, n0 + wn + 32u);
+    workgroupBarrier();
+    coopStoreT(c1_3, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(base, sg, lane, m0 + wm + 16u, n0 + wn + 48u);
+    workgroupBarrier();
+    coopStoreT(c2_0, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(base, sg, lane, m0 + wm + 32u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c2_1, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(base, sg, lane, m0 + wm + 32u, n0 + wn + 16u);
+    workgroupBarrier();
+    coopStoreT(c2_2, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(base, sg, lane, m0 + wm + 32u, n0 + wn + 32u);
+    workgroupBarrier();
+    coopStoreT(c2_3, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(base, sg, lane, m0 + wm + 32u, n0 + wn + 48u);
+    workgroupBarrier();
+    coopStoreT(c3_0, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(base, sg, lane, m0 + wm + 48u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c3_1, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(base, sg, lane, m0 + wm + 48u, n0 + wn + 16u);
+    workgroupBarrier();
+    coopStoreT(c3_2, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(base, sg, lane, m0 + wm + 48u, n0 + wn + 32u);
+    workgroupBarrier();
+    coopStoreT(c3_3, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(base, sg, lane, m0 + wm + 48u, n0 + wn + 48u);
+    workgroupBarrier();
+}
+"#;
+
+/// `q4_gemm_coop_large_splitk.wgsl` with `Elem = f16`.
+pub const Q4_GEMM_COOP_LARGE_SPLITK_F16: &str = r#"enable f16;
+
+//! Prefill route of `et_vk.linear_q4gsw` on cooperative matrices (tensor
+//! cores) with the large tile, split along K: for calls whose 128 x 256
+//! tiles are too few to fill the GPU but whose K is long (the down
+//! projection of a 512-token prompt: 4 x 8 tiles, K = 8,192). Split `s`
+//! of a workgroup computes its tile (as `q4_gemm_coop_large.wgsl`: 2 x 4
+//! subgroups of 4 x 4 fragments, K steps of 32, the next step's loads in
+//! flight during the products) over inputs `s * k_chunk ..` only, and
+//! writes the f32 partial sums `partial[s, m, n] = sum_k x[m, k] *
+//! (nibble(n, k) - 8) * scales[k / group, n]` to the scratch;
+//! `gemm_splitk_combine.wgsl` then adds the splits (and the bias) into
+//! the output, as after `q4_gemm_coop_splitk.wgsl` (the small tile's
+//! split). Which calls take it is `etwgpu_kernels::ops::gemm`'s
+//! `q4_split_k_steps`.
+//!
+//! Staged through workgroup memory as `vec4<f16>`: the x tile row-major,
+//! the (dequantized) weight tile column-major, rounded to f16 as they are
+//! staged. Each subgroup holds `FM x FN` accumulators of 16 x 16
+//! (`coop_mat16x16<f32, C>`, unrolled); at the end each fragment passes
+//! through the subgroup's 16 x 16 slot of `cs`, where its 32 invocations
+//! finish and bounds-check it and write it to the partial sums. Rows past M and
+//! columns past N are staged as zeros and never written, so M and N are
+//! free; the host routes here only on devices whose subgroups have 32
+//! invocations, with `K % TK == 0`, `k_chunk % TK == 0` and every split
+//! non-empty.
+//!
+//! Bounds: every index into `xs`, `ws`, `cs` is a function of `lid < WG`,
+//! the stage (below `STAGES`) and constants: the staging units `u * WG +
+//! lid` cover the tiles exactly (`BM * TK / 8` units of x, `BN * TK / 16`
+//! of the weights), the fragments' offsets stay below `BM`, `BN` and `TK /
+//! 4`, and `cs` holds `WG * 8` floats; no uniform reaches them.
+// variants: f32 f16
+// bounds: host-checked
+
+enable f16;
+enable wgpu_cooperative_matrix;
+
+alias Elem = f16;
+
+/// 16 x 16 fragments per subgroup along M and N.
+const FM: u32 = 4u;
+const FN: u32 = 4u;
+/// Subgroups (of 32 invocations) per workgroup along M and N.
+const SGM: u32 = 2u;
+const SGN: u32 = 4u;
+const WG: u32 = SGM * SGN * 32u;
+/// Output rows and columns per workgroup.
+const BM: u32 = SGM * FM * 16u;
+const BN: u32 = SGN * FN * 16u;
+/// Inputs per step along K.
+const TK: u32 = 32u;
+/// Row stride of a staged tile, in `vec4<f16>`: TK plus 8 halves of
+/// padding (rows stay 16-byte aligned and start on different banks).
+const LDE: u32 = (TK + 8u) / 4u;
+/// Copies of each staged tile.
+const STAGES: u32 = 1u;
+/// Staging elements and halves per tile copy.
+const XS_LEN: u32 = BM * LDE;
+const WS_LEN: u32 = BN * LDE;
+const XS_HALVES: u32 = BM * (TK + 8u);
+const WS_HALVES: u32 = BN * (TK + 8u);
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (a multiple of TK).
+    k: u32,
+    /// Row length of the scales (and bias): N padded.
+    n_pad: u32,
+    /// Inputs per scale group (a multiple of 32).
+    group_size: u32,
+    /// Workgroups along N.
+    tiles_n: u32,
+    /// Bit 0: the weights are word-major (16-byte word `w` of row `n` at
+    /// word `w * N + n`; see `etwgpu_graph::layout`), else row-major.
+    w_layout: u32,
+    /// Inputs per split (a multiple of TK).
+    k_chunk: u32,
+    /// Output tiles (workgroups per split).
+    tiles: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> weights: array<vec2<u32>>;
+@group(0) @binding(3) var<storage, read> scales: array<Elem>;
+/// `[splits, M, N]` f32 partial sums (the scratch).
+@group(0) @binding(4) var<storage, read_write> partial: array<f32>;
+
+/// Staged x tiles, row-major (`xs[row * LDE + k / 4]`), and weight tiles,
+/// column-major (`ws[col * LDE + k / 4]`), 4 halves an element.
+var<workgroup> xs: array<vec4<f16>, STAGES * XS_LEN>;
+var<workgroup> ws: array<vec4<f16>, STAGES * WS_LEN>;
+/// One 16 x 16 f32 slot per subgroup, row-major: fragments on their way
+/// out (and the zeros the accumulators start from).
+var<workgroup> cs: array<f32, SGM * SGN * 256u>;
+
+/// 8 consecutive halves (16 bytes).
+struct Eight {
+    lo: vec4<f16>,
+    hi: vec4<f16>,
+}
+
+/// 8 inputs of x: row `m0 + i / (TK / 8)`, inputs `k0 + (i % (TK / 8)) * 8
+/// ..` (zeros past M), rounded to f16.
+fn load_x(m0: u32, k0: u32, i: u32) -> Eight {
+    let row = m0 + i / (TK / 8u);
+    if row >= p.m {
+        return Eight(vec4<f16>(), vec4<f16>());
+    }
+    let at = (row * p.k + k0) / 4u + (i % (TK / 8u)) * 2u;
+    return Eight(vec4<f16>(x[at]), vec4<f16>(x[at + 1u]));
+}
+
+/// Where `load_x`'s unit `i` goes in a staged x tile, in halves.
+fn x_at(i: u32) -> u32 {
+    return (i / (TK / 8u)) * (TK + 8u) + (i % (TK / 8u)) * 8u;
+}
+
+/// Stores 8 halves at half `o` (a multiple of 8) of the x tiles.
+fn store_x(o: u32, v: Eight) {
+    xs[o / 4u] = v.lo;
+    xs[o / 4u + 1u] = v.hi;
+}
+
+/// 8 inputs of x as `load_x` takes them (row `m0 + i / (TK / 8)`,
+/// inputs `k0 + (i % (TK / 8)) * 8 ..`, zeros past M), still as `Elem`:
+/// the loads of the next step are held in this form across the current
+/// step's products, and rounded to f16 only as they are staged
+/// (`store_raw_x`), so no instruction waits on them before then (on the
+/// H200 the 4-bit GEMM of the 1B's O and down projections went from ~72
+/// to ~118 TFLOP/s, run am).
+struct RawEight {
+    lo: vec4<Elem>,
+    hi: vec4<Elem>,
+}
+
+fn load_raw_x(m0: u32, k0: u32, i: u32) -> RawEight {
+    let row = m0 + i / (TK / 8u);
+    if row >= p.m {
+        return RawEight(vec4<Elem>(), vec4<Elem>());
+    }
+    let at = (row * p.k + k0) / 4u + (i % (TK / 8u)) * 2u;
+    return RawEight(x[at], x[at + 1u]);
+}
+
+fn store_raw_x(o: u32, v: RawEight) {
+    store_x(o, Eight(vec4<f16>(v.lo), vec4<f16>(v.hi)));
+}
+fn w8(col: u32, words: u32, k: u32, word_major: bool) -> u32 {
+    if word_major {
+        return ((k / 32u) * p.n + col) * 2u + (k / 16u) % 2u;
+    }
+    return col * words + k / 16u;
+}
+/// 16 nibbles of one weight column (an 8-byte half of a 16-byte word) and
+/// their scale, as loaded: the next step's units are held in this form
+/// across the current step's products, so nothing may consume the loads
+/// before `deq8`. The scale stays `Elem` until then; converting an f16
+/// scale to f32 as it was loaded made every invocation wait for its load
+/// before the products, and cost the 128 x 256 kernel 13-35% of its speed
+/// on an H100 (`coop_probe bisect`, run ba: 122 / 122 / 134 TFLOP/s
+/// against 140 / 151 / 192 with the conversion at `deq8`).
+struct Nibbles {
+    word: vec2<u32>,
+    scale: Elem,
+}
+
+/// Input offset in the tile of unit `i` (16 inputs): adjacent units are
+/// the two halves of a column's word, then adjacent columns (adjacent in
+/// the word-major layout), then the tile's next word.
+fn unit_k(i: u32) -> u32 {
+    return (i / (2u * BN)) * 32u + (i % 2u) * 16u;
+}
+
+/// The column of unit `i` in the tile.
+fn unit_col(i: u32) -> u32 {
+    return (i / 2u) % BN;
+}
+
+/// Where unit `i` goes in a staged weight tile, in halves.
+fn w_at(i: u32) -> u32 {
+    return unit_col(i) * (TK + 8u) + unit_k(i);
+}
+
+/// The 8 nibbles of `word` as halves `(q - 8) * s`, in input order:
+/// `0x6400 | q` is the half `1024 + q`, so two nibbles become two exact
+/// values with one mask and one or; `(q - 8) * s` is computed in f32 and
+/// rounded once to f16. (naga 30 types a `bitcast` from u32 to
+/// `vec2<f16>` as `vec2<f32>`, so the halves go through f32.)
+fn deq8(word: u32, s: Elem) -> Eight {
+    let s2 = vec2<f32>(f32(s));
+    let mask = 0x000F000Fu;
+    let one = 0x64006400u;
+    // Inputs (0, 4), (1, 5), (2, 6), (3, 7).
+    let a = (unpack2x16float((word & mask) | one) - 1032.0) * s2;
+    let b = (unpack2x16float(((word >> 4u) & mask) | one) - 1032.0) * s2;
+    let c = (unpack2x16float(((word >> 8u) & mask) | one) - 1032.0) * s2;
+    let d = (unpack2x16float(((word >> 12u) & mask) | one) - 1032.0) * s2;
+    return Eight(vec4<f16>(vec4<f32>(a.x, b.x, c.x, d.x)), vec4<f16>(vec4<f32>(a.y, b.y, c.y, d.y)));
+}
+
+/// 16 nibbles of one weight column (unit `i`, see `unit_k`) and their
+/// scale; zeros past N.
+fn load_w(n0: u32, k0: u32, i: u32) -> Nibbles {
+    let col = n0 + unit_col(i);
+    let k = k0 + unit_k(i);
+    if col >= p.n {
+        return Nibbles(vec2<u32>(0u), Elem(0.0));
+    }
+    let word = weights[w8(col, p.k / 16u, k, (p.w_layout & 1u) != 0u)];
+    return Nibbles(word, scales[(k / p.group_size) * p.n_pad + col]);
+}
+
+/// Stores the 16 weights of `v` at half `o` (a multiple of 8) of the
+/// weight tiles.
+fn store_w(o: u32, v: Nibbles) {
+    let lo = deq8(v.word.x, v.scale);
+    let hi = deq8(v.word.y, v.scale);
+    ws[o / 4u] = lo.lo;
+    ws[o / 4u + 1u] = lo.hi;
+    ws[o / 4u + 2u] = hi.lo;
+    ws[o / 4u + 3u] = hi.hi;
+}
+
+/// Writes the fragment the subgroup `sg` left in its `cs` slot to rows
+/// `row0 ..` and columns `col0 ..` of the partial sums at `base`:
+/// invocation `lane` writes 8 consecutive columns of one row.
+fn emit(base: u32, sg: u32, lane: u32, row0: u32, col0: u32) {
+    let row = row0 + lane / 2u;
+    if row >= p.m {
+        return;
+    }
+    for (var e = 0u; e < 8u; e++) {
+        let c = (lane % 2u) * 8u + e;
+        let col = col0 + c;
+        if col < p.n {
+            partial[base + row * p.n + col] = cs[sg * 256u + (lane / 2u) * 16u + c];
+        }
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let g = wid.y * groups.x + wid.x;
+    // This workgroup's split and output tile.
+    let split = g / p.tiles;
+    let tile = g % p.tiles;
+    let m0 = (tile / p.tiles_n) * BM;
+    let n0 = (tile % p.tiles_n) * BN;
+    let k_begin = split * p.k_chunk;
+    let base = split * p.m * p.n;
+    // Past the last split (a grid rounded up): nothing to do.
+    if k_begin >= p.k {
+        return;
+    }
+    // This invocation's subgroup, and that subgroup's block of FM x FN
+    // fragments.
+    let sg = lid / 32u;
+    let lane = lid % 32u;
+    let wm = (sg / SGN) * (FM * 16u);
+    let wn = (sg % SGN) * (FN * 16u);
+    let nk = (min(k_begin + p.k_chunk, p.k) - k_begin) / TK;
+
+    for (var e = 0u; e < 8u; e++) {
+        cs[lid * 8u + e] = 0.0;
+    }
+    workgroupBarrier();
+    var c0_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c0_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c0_2 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c0_3 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c1_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c1_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c1_2 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c1_3 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c2_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c2_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c2_2 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c2_3 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c3_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c3_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c3_2 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    var c3_3 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    workgroupBarrier();
+    // The first step's loads; each step then issues the next step's
+    // loads right after staging its own, so they arrive during its
+    // products (the last step loads its own tile again, in bounds).
+    var gx0 = load_raw_x(m0, k_begin, 0u * WG + lid);
+    var gx1 = load_raw_x(m0, k_begin, 1u * WG + lid);
+    var gw0 = load_w(n0, k_begin, 0u * WG + lid);
+    var gw1 = load_w(n0, k_begin, 1u * WG + lid);
+    for (var t = 0u; t < nk; t++) {
+        store_raw_x(0u * XS_HALVES + x_at(0u * WG + lid), gx0);
+        store_raw_x(0u * XS_HALVES + x_at(1u * WG + lid), gx1);
+        store_w(0u * WS_HALVES + w_at(0u * WG + lid), gw0);
+        store_w(0u * WS_HALVES + w_at(1u * WG + lid), gw1);
+        workgroupBarrier();
+        let kn = k_begin + min(t + 1u, nk - 1u) * TK;
+        gx0 = load_raw_x(m0, kn, 0u * WG + lid);
+        gx1 = load_raw_x(m0, kn, 1u * WG + lid);
+        gw0 = load_w(n0, kn, 0u * WG + lid);
+        gw1 = load_w(n0, kn, 1u * WG + lid);
+        let xb = 0u * XS_LEN;
+        let wb = 0u * WS_LEN;
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 0u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 0u], LDE);
+            let a2 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 32u) * LDE + 0u], LDE);
+            let a3 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 48u) * LDE + 0u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 0u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 0u], LDE);
+            let b2 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 32u) * LDE + 0u], LDE);
+            let b3 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 48u) * LDE + 0u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c0_2 = coopMultiplyAdd(a0, b2, c0_2);
+            c0_3 = coopMultiplyAdd(a0, b3, c0_3);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
+            c1_2 = coopMultiplyAdd(a1, b2, c1_2);
+            c1_3 = coopMultiplyAdd(a1, b3, c1_3);
+            c2_0 = coopMultiplyAdd(a2, b0, c2_0);
+            c2_1 = coopMultiplyAdd(a2, b1, c2_1);
+            c2_2 = coopMultiplyAdd(a2, b2, c2_2);
+            c2_3 = coopMultiplyAdd(a2, b3, c2_3);
+            c3_0 = coopMultiplyAdd(a3, b0, c3_0);
+            c3_1 = coopMultiplyAdd(a3, b1, c3_1);
+            c3_2 = coopMultiplyAdd(a3, b2, c3_2);
+            c3_3 = coopMultiplyAdd(a3, b3, c3_3);
+        }
+        {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 4u], LDE);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 4u], LDE);
+            let a2 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 32u) * LDE + 4u], LDE);
+            let a3 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 48u) * LDE + 4u], LDE);
+            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 4u], LDE);
+            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 4u], LDE);
+            let b2 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 32u) * LDE + 4u], LDE);
+            let b3 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 48u) * LDE + 4u], LDE);
+            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
+            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
+            c0_2 = coopMultiplyAdd(a0, b2, c0_2);
+            c0_3 = coopMultiplyAdd(a0, b3, c0_3);
+            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
+            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
+            c1_2 = coopMultiplyAdd(a1, b2, c1_2);
+            c1_3 = coopMultiplyAdd(a1, b3, c1_3);
+            c2_0 = coopMultiplyAdd(a2, b0, c2_0);
+            c2_1 = coopMultiplyAdd(a2, b1, c2_1);
+            c2_2 = coopMultiplyAdd(a2, b2, c2_2);
+            c2_3 = coopMultiplyAdd(a2, b3, c2_3);
+            c3_0 = coopMultiplyAdd(a3, b0, c3_0);
+            c3_1 = coopMultiplyAdd(a3, b1, c3_1);
+            c3_2 = coopMultiplyAdd(a3, b2, c3_2);
+            c3_3 = coopMultiplyAdd(a3, b3, c3_3);
+        }
+        workgroupBarrier();
+    }
+
+    let slot = sg * 256u;
+    coopStoreT(c0_0, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(base, sg, lane, m0 + wm + 0u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c0_1, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(base, sg, lane, m0 + wm + 0u, n0 + wn + 16u);
+    workgroupBarrier();
+    coopStoreT(c0_2, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(base, sg, lane, m0 + wm + 0u, n0 + wn + 32u);
+    workgroupBarrier();
+    coopStoreT(c0_3, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(base, sg, lane, m0 + wm + 0u, n0 + wn + 48u);
+    workgroupBarrier();
+    coopStoreT(c1_0, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(base, sg, lane, m0 + wm + 16u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c1_1, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(base, sg, lane, m0 + wm + 16u, n0 + wn + 16u);
+    workgroupBarrier();
+    coopStoreT(c1_2, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(base, sg, lane, m0 + wm + 16u, n0 + wn + 32u);
+    workgroupBarrier();
+    coopStoreT(c1_3, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(base, sg, lane, m0 + wm + 16u, n0 + wn + 48u);
+    workgroupBarrier();
+    coopStoreT(c2_0, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(base, sg, lane, m0 + wm + 32u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c2_1, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(base, sg, lane, m0 + wm + 32u, n0 + wn + 16u);
+    workgroupBarrier();
+    coopStoreT(c2_2, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(base, sg, lane, m0 + wm + 32u, n0 + wn + 32u);
+    workgroupBarrier();
+    coopStoreT(c2_3, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(base, sg, lane, m0 + wm + 32u, n0 + wn + 48u);
+    workgroupBarrier();
+    coopStoreT(c3_0, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(base, sg, lane, m0 + wm + 48u, n0 + wn + 0u);
+    workgroupBarrier();
+    coopStoreT(c3_1, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(base, sg, lane, m0 + wm + 48u, n0 + wn + 16u);
+    workgroupBarrier();
+    coopStoreT(c3_2, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(base, sg, lane, m0 + wm + 48u, n0 + wn + 32u);
+    workgroupBarrier();
+    coopStoreT(c3_3, &cs[slot], 16u);
+    workgroupBarrier();
+    emit(base, sg, lane, m0 + wm + 48u, n0 + wn + 48u);
     workgroupBarrier();
 }
 "#;

@@ -10,7 +10,9 @@
 //! is f32. Elsewhere the routes of `quant.rs` and `matmul.rs` run.
 //! A 4-bit linear whose output tiles leave SMs idle splits K on either
 //! route ([`split_k`]: `q4_gemm_coop_splitk.wgsl`, `q4_gemm_splitk.wgsl`,
-//! their partial sums added by `gemm_splitk_combine.wgsl`).
+//! their partial sums added by `gemm_splitk_combine.wgsl`); on the matrix
+//! units a long K may split the large tile instead
+//! (`q4_gemm_coop_large_splitk.wgsl`, [`q4_coop_route`]).
 
 use crate::caps::Product;
 use crate::error::Result;
@@ -114,17 +116,67 @@ pub struct SplitK {
 /// took as long as one of 512 rows (128 workgroups): a workgroup's time is
 /// its steps along K, so K split over idle SMs divides it.
 pub fn split_k(workgroups: u64, k: u64, step: u64) -> SplitK {
+    split_k_min(workgroups, k, step, SPLIT_K_MIN_INPUTS)
+}
+
+/// [`split_k`] with at least `min_inputs` inputs a split.
+fn split_k_min(workgroups: u64, k: u64, step: u64, min_inputs: u64) -> SplitK {
     let none = SplitK { splits: 1, k_chunk: k };
     if workgroups == 0 || step == 0 {
         return none;
     }
-    let want = (COOP_SMS / workgroups).min(k / SPLIT_K_MIN_INPUTS).min(SPLIT_K_MAX);
+    let want = (COOP_SMS / workgroups).min(k / min_inputs).min(SPLIT_K_MAX);
     if want <= 1 {
         return none;
     }
     let steps = k / step;
     let chunk = steps.div_ceil(want);
     SplitK { splits: steps.div_ceil(chunk), k_chunk: chunk * step }
+}
+
+/// Fewest inputs per split of the large tile: run bb timed its kernel at K =
+/// 2,048 on 128 workgroups (an H100, f32 x: 113.7 TFLOP/s); shorter
+/// splits are untimed, and each adds its 16 fragments' epilogue.
+pub const LARGE_SPLIT_MIN_INPUTS: u64 = 2048;
+
+/// How a 4-bit linear of `m x n x k` runs on the matrix units past the
+/// decode rows (K a multiple of [`COOP_SMALL`]'s step).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Q4CoopRoute {
+    /// One workgroup a tile over all of K ([`coop_tile`]'s choice).
+    Tiles(CoopTile),
+    /// K split into slices, a workgroup a tile and slice, their partial
+    /// sums then added ([`q4_split_k_steps`]).
+    Split(CoopTile, SplitK),
+}
+
+/// The route of a 4-bit linear of `m x n x k` on the matrix units: the
+/// large tile where [`coop_tile`] takes it; else, of the small tile (split
+/// by [`split_k`] when its tiles leave SMs idle) and the large tile split
+/// along K (in slices of at least [`LARGE_SPLIT_MIN_INPUTS`], as many as
+/// keep its workgroups within one wave), the one whose waves take less
+/// time by [`coop_tile`]'s model: a wave's time is its slice's steps times
+/// the tile's area, the large tile's at [`COOP_LARGE_TIME_TENTHS`]. The
+/// large split takes the down projection of a 512-token prompt of the 1B
+/// shape (512 x 2,048 x 8,192: 32 large tiles in 4 slices of 2,048, one
+/// wave, against 128 small tiles over all of K; run ba's profile: ~63
+/// TFLOP/s on the small tile, 35% of the call).
+pub fn q4_coop_route(m: u64, n: u64, k: u64) -> Q4CoopRoute {
+    let tile = coop_tile(m, n, k, COOP_Q4_LARGE);
+    if tile != COOP_SMALL {
+        return Q4CoopRoute::Tiles(tile);
+    }
+    let time = |t: CoopTile, s: SplitK, tenths: u64| {
+        (t.workgroups(m, n) * s.splits).div_ceil(COOP_SMS) * s.k_chunk * (t.m * t.n) * tenths
+    };
+    let small = split_k(COOP_SMALL.workgroups(m, n), k, COOP_SMALL.k);
+    if k.is_multiple_of(COOP_Q4_LARGE.k) {
+        let large = split_k_min(COOP_Q4_LARGE.workgroups(m, n), k, COOP_Q4_LARGE.k, LARGE_SPLIT_MIN_INPUTS);
+        if large.splits > 1 && time(COOP_Q4_LARGE, large, COOP_LARGE_TIME_TENTHS) < time(COOP_SMALL, small, 10) {
+            return Q4CoopRoute::Split(COOP_Q4_LARGE, large);
+        }
+    }
+    if small.splits > 1 { Q4CoopRoute::Split(COOP_SMALL, small) } else { Q4CoopRoute::Tiles(COOP_SMALL) }
 }
 
 /// Scratch bytes the split-K partial sums of a 4-bit linear of `m x n`
@@ -137,7 +189,7 @@ pub fn split_k_scratch_bytes(m: u64, n: u64) -> u64 {
     if m <= crate::ops::quant::Q4_GEMV_MAX_ROWS {
         return 0;
     }
-    4 * (SPLIT_K_MAX * m * n).min(COOP_SMS * COOP_SMALL.m * COOP_SMALL.n)
+    4 * (SPLIT_K_MAX * m * n).min(COOP_SMS * COOP_Q4_LARGE.m * COOP_Q4_LARGE.n)
 }
 
 /// Whether a 4-bit linear (or fused pair or triple) of `k` inputs and
@@ -193,10 +245,11 @@ pub(crate) fn q4_coop_dispatch(
 }
 
 /// The split-K steps of a bias-optional 4-bit linear past the decode rows
-/// (`q4_gemm_coop_splitk.wgsl` on the matrix units when [`q4_coop`]
-/// accepts it, else `q4_gemm_splitk.wgsl`, then
-/// `gemm_splitk_combine.wgsl`), or `None` when [`split_k`] does not split
-/// it, the large tile takes it or no scratch is given. `tile` is the
+/// (`q4_gemm_coop_splitk.wgsl` or `q4_gemm_coop_large_splitk.wgsl` on the
+/// matrix units when [`q4_coop`] accepts it, as [`q4_coop_route`] says;
+/// else `q4_gemm_splitk.wgsl` as [`split_k`] says; then
+/// `gemm_splitk_combine.wgsl`), or `None` when the route does not split
+/// it or no scratch is given. `tile` is the
 /// route's output tile (rows, columns) and `tk` its K step; inputs `[x,
 /// weights, scales, bias or scales]`.
 #[expect(clippy::too_many_arguments, reason = "one linear's route, sizes and buffers")]
@@ -211,17 +264,18 @@ pub(crate) fn q4_split_k_steps(
     out: Vid,
 ) -> Result<Option<Vec<Step>>> {
     let Some(scratch) = c.scratch(SPLIT_K_SCRATCH) else { return Ok(None) };
-    let (bm, bn, tk, family) = if coop {
-        if coop_tile(q.m, q.n, q.k, COOP_Q4_LARGE) != COOP_SMALL {
-            return Ok(None);
+    let (bm, bn, split, family) = if coop {
+        match q4_coop_route(q.m, q.n, q.k) {
+            Q4CoopRoute::Tiles(_) => return Ok(None),
+            Q4CoopRoute::Split(t, split) if t == COOP_SMALL => (t.m, t.n, split, Family::Q4GemmCoopSplitk),
+            Q4CoopRoute::Split(t, split) => (t.m, t.n, split, Family::Q4GemmCoopLargeSplitk),
         }
-        (COOP_SMALL.m, COOP_SMALL.n, COOP_SMALL.k, Family::Q4GemmCoopSplitk)
     } else {
         let t = crate::ops::quant::Q4_GEMM_TILE;
-        (t, t, crate::ops::quant::Q4_GEMM_TK, Family::Q4GemmSplitk)
+        let tiles = q.m.div_ceil(t) * q.n.div_ceil(t);
+        (t, t, split_k(tiles, q.k, crate::ops::quant::Q4_GEMM_TK), Family::Q4GemmSplitk)
     };
     let (tiles_n, tiles) = (q.n.div_ceil(bn), q.m.div_ceil(bm) * q.n.div_ceil(bn));
-    let split = split_k(tiles, q.k, tk);
     if split.splits <= 1 || split.splits * q.m * q.n * 4 > split_k_scratch_bytes(q.m, q.n) {
         return Ok(None);
     }

@@ -13,8 +13,8 @@
 //! case prints the kernels that ran (the profile) and PASS or FAIL: max
 //! abs error over the largest reference magnitude at the checked
 //! positions ≤ `TOLERANCE` (f16 operands), and, on a device with
-//! cooperative matrices, the kernel is the one `coop_tile` (and, for a
-//! 4-bit linear on the small tile, `split_k`) picks.
+//! cooperative matrices, the kernel is the one `coop_tile` (for a plain
+//! 4-bit linear `q4_coop_route`, which may split K on either tile) picks.
 
 use std::io::Write;
 
@@ -22,7 +22,8 @@ use etwgpu_format::writer::{GraphBuilder, ProgramBuilder};
 use etwgpu_format::{DType, Program};
 use etwgpu_kernels::Precision;
 use etwgpu_kernels::ops::gemm::{
-    COOP_DENSE_LARGE, COOP_Q4_LARGE, COOP_QKV_LARGE, COOP_SMALL, COOP_SWIGLU_LARGE, CoopTile, coop_tile, split_k,
+    COOP_DENSE_LARGE, COOP_Q4_LARGE, COOP_QKV_LARGE, COOP_SMALL, COOP_SWIGLU_LARGE, Q4CoopRoute, coop_tile,
+    q4_coop_route,
 };
 use etwgpu_runtime::{LoadOptions, Runtime, RuntimeOptions, Tensor};
 
@@ -32,6 +33,9 @@ const TOLERANCE: f64 = 2e-2;
 const MS: [u64; 7] = [1, 7, 130, 512, 600, 1100, 2100];
 const NS: [u64; 2] = [48, 2048 + 16];
 const KS: [u64; 3] = [64, 96, 2048];
+/// A K long enough for the large tile's split (the plain 4-bit linear
+/// only: `q4_coop_route`), besides `KS`.
+const LONG_K: u64 = 8192;
 const GROUP: u64 = 32;
 /// Random output positions checked per run, besides the last row and the
 /// last column (the tiles' ragged edges).
@@ -78,13 +82,16 @@ impl Op {
             Op::Qkv => self.widths(n).iter().map(|w| w.div_ceil(COOP_SMALL.n)).sum::<u64>() * COOP_SMALL.n,
             _ => n,
         };
-        let tile: CoopTile = coop_tile(m, n, k, large);
-        // A 4-bit linear on the small tile with too few tiles splits K.
-        let split = self == Op::Q4 && split_k(COOP_SMALL.workgroups(m, n), k, COOP_SMALL.k).splits > 1;
-        match (tile == COOP_SMALL, split) {
-            (true, true) => format!("{base}_splitk."),
-            (true, false) => format!("{base}."),
-            (false, _) => format!("{base}_large."),
+        // A 4-bit linear may split K, on either tile.
+        let route = match self {
+            Op::Q4 => q4_coop_route(m, n, k),
+            _ => Q4CoopRoute::Tiles(coop_tile(m, n, k, large)),
+        };
+        match route {
+            Q4CoopRoute::Split(t, _) if t == COOP_SMALL => format!("{base}_splitk."),
+            Q4CoopRoute::Split(..) => format!("{base}_large_splitk."),
+            Q4CoopRoute::Tiles(t) if t == COOP_SMALL => format!("{base}."),
+            Q4CoopRoute::Tiles(_) => format!("{base}_large."),
         }
     }
 }
@@ -111,7 +118,7 @@ pub fn run(stdout: &mut impl Write, coop_expected: bool, quick: bool) -> usize {
     let _ = writeln!(
         stdout,
         "\nrouted check: route {} (cooperative matrices {}), precision F16, tolerance {TOLERANCE:.0e} of the output \
-         scale; M {MS:?}, N {NS:?}, K {KS:?}, group {GROUP}",
+         scale; M {MS:?}, N {NS:?}, K {KS:?} (and {LONG_K} for the 4-bit linear), group {GROUP}",
         rt.gemm_route(),
         if coop { "on" } else { "off: the portable route only" }
     );
@@ -124,7 +131,8 @@ pub fn run(stdout: &mut impl Write, coop_expected: bool, quick: bool) -> usize {
                 continue;
             }
             for n in NS {
-                for k in KS.into_iter().filter(|&k| !quick || k <= QUICK_K) {
+                let long = (op == Op::Q4).then_some(LONG_K);
+                for k in KS.into_iter().chain(long).filter(|&k| !quick || k <= QUICK_K) {
                     let (c, f) = run_program(stdout, &rt, op, dtype, n, k, coop, quick);
                     cases += c;
                     failed += f;
