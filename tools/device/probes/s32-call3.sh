@@ -49,5 +49,5 @@ for p in 512 1024; do
   grep -E "one call of $p" -A14 "$REAL/profile${p}.txt" | head -16
 done
 cd "$REAL" && tar czf goldens.tgz goldens_*.txt && tar czf prefill.tgz pf*.json && tar czf profiles.tgz profile* \
-  && rm -f goldens_*.txt pf*.json profile* table.md
+  && rm -f goldens_*.txt pf*.json profile*.json profile*.txt table.md
 ls "$REAL"
