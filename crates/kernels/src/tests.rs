@@ -1969,9 +1969,10 @@ fn small_calls_split_k() {
     assert_eq!(split_k(44, 4096, 32), SplitK { splits: 3, k_chunk: 1376 });
     assert_eq!(split_k(67, 8192, 32).splits, 1, "two would not fit one an SM");
     assert_eq!(split_k(10, 1000, 16).splits, 1, "too short to split");
-    assert_eq!(split_k_scratch_bytes(4, 2048), 0, "the decode rows never split");
-    assert_eq!(split_k_scratch_bytes(64, 2048), 4 * 8 * 64 * 2048);
-    assert_eq!(split_k_scratch_bytes(4096, 2048), 4 * 132 * 128 * 256, "bounded");
+    assert_eq!(split_k_scratch_bytes(4, 2048, true), 0, "the decode rows never split");
+    assert_eq!(split_k_scratch_bytes(64, 2048, true), 4 * 8 * 64 * 2048);
+    assert_eq!(split_k_scratch_bytes(4096, 2048, true), 4 * 132 * 128 * 256, "bounded by the large tile");
+    assert_eq!(split_k_scratch_bytes(4096, 2048, false), 4 * 132 * 64 * 128, "the tiled route's bound");
     let coop = DeviceCaps { coop_matrix_f16: true, precision: Precision::F16, ..DeviceCaps::default() };
     let mut g = TestGraph::default();
     let scratch = [g.t(&[1]), g.t(&[1])];
@@ -1998,7 +1999,7 @@ fn small_calls_split_k() {
         let [Step::Scratch { slot: 1, bytes }, Step::Dispatch(part), Step::Dispatch(sum)] = &l.steps[..] else {
             panic!("scratch, partial sums, their sum: {:?}", l.steps)
         };
-        assert_eq!(*bytes, split_k_scratch_bytes(rows, 2048));
+        assert_eq!(*bytes, split_k_scratch_bytes(rows, 2048, caps.coop_matrix_f16));
         assert_eq!((part.shader.label(), part.workgroups), (kernel, [groups, 1, 1]));
         assert_eq!((part.inputs.as_slice(), part.outputs.as_slice()), (&[x, w, s][..], &[scratch[1]][..]));
         assert_eq!([word(part, 7), word(part, 8)], [k_chunk, groups / splits]);

@@ -135,8 +135,10 @@ fn split_k_min(workgroups: u64, k: u64, step: u64, min_inputs: u64) -> SplitK {
 }
 
 /// Fewest inputs per split of the large tile: run bb timed its kernel at K =
-/// 2,048 on 128 workgroups (an H100, f32 x: 113.7 TFLOP/s); shorter
-/// splits are untimed, and each adds its 16 fragments' epilogue.
+/// 2,048 on 128 workgroups (an H100, f32 x: 113.7 TFLOP/s); with slices of
+/// 512 (the O projection split too) the 1B prefill was 4.6% slower at 512
+/// rows and 1.9% at 1,024 (run bb, fourth call): each slice pays the
+/// tile's prologue and 16-fragment epilogue.
 pub const LARGE_SPLIT_MIN_INPUTS: u64 = 2048;
 
 /// How a 4-bit linear of `m x n x k` runs on the matrix units past the
@@ -182,14 +184,16 @@ pub fn q4_coop_route(m: u64, n: u64, k: u64) -> Q4CoopRoute {
 /// Scratch bytes the split-K partial sums of a 4-bit linear of `m x n`
 /// may use at `m` rows or fewer: `splits x M x N` f32, at most
 /// [`SPLIT_K_MAX`] splits, and (the splits times the tiles being at most
-/// [`COOP_SMS`]) at most that many of the largest tile (64 x 128); 0 on
-/// the decode rows. Non-decreasing in `m`, so the lowering at the maximum
-/// shapes sizes it for every later one.
-pub fn split_k_scratch_bytes(m: u64, n: u64) -> u64 {
+/// [`COOP_SMS`]) at most that many of the largest tile a split takes: the
+/// large one (128 x 256) on the matrix units (`coop`), else 64 x 128; 0
+/// on the decode rows. Non-decreasing in `m`, so the lowering at the
+/// maximum shapes sizes it for every later one.
+pub fn split_k_scratch_bytes(m: u64, n: u64, coop: bool) -> u64 {
     if m <= crate::ops::quant::Q4_GEMV_MAX_ROWS {
         return 0;
     }
-    4 * (SPLIT_K_MAX * m * n).min(COOP_SMS * COOP_Q4_LARGE.m * COOP_Q4_LARGE.n)
+    let tile = if coop { COOP_Q4_LARGE } else { COOP_SMALL };
+    4 * (SPLIT_K_MAX * m * n).min(COOP_SMS * tile.m * tile.n)
 }
 
 /// Whether a 4-bit linear (or fused pair or triple) of `k` inputs and
@@ -249,9 +253,8 @@ pub(crate) fn q4_coop_dispatch(
 /// matrix units when [`q4_coop`] accepts it, as [`q4_coop_route`] says;
 /// else `q4_gemm_splitk.wgsl` as [`split_k`] says; then
 /// `gemm_splitk_combine.wgsl`), or `None` when the route does not split
-/// it or no scratch is given. `tile` is the
-/// route's output tile (rows, columns) and `tk` its K step; inputs `[x,
-/// weights, scales, bias or scales]`.
+/// it or no scratch is given. Inputs `[x, weights, scales, bias or
+/// scales]`.
 #[expect(clippy::too_many_arguments, reason = "one linear's route, sizes and buffers")]
 pub(crate) fn q4_split_k_steps(
     c: &Ctx<'_>,
@@ -276,7 +279,7 @@ pub(crate) fn q4_split_k_steps(
         (t, t, split_k(tiles, q.k, crate::ops::quant::Q4_GEMM_TK), Family::Q4GemmSplitk)
     };
     let (tiles_n, tiles) = (q.n.div_ceil(bn), q.m.div_ceil(bm) * q.n.div_ceil(bn));
-    if split.splits <= 1 || split.splits * q.m * q.n * 4 > split_k_scratch_bytes(q.m, q.n) {
+    if split.splits <= 1 || split.splits * q.m * q.n * 4 > split_k_scratch_bytes(q.m, q.n, coop) {
         return Ok(None);
     }
     let params = Uniform::new()

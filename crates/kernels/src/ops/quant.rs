@@ -135,9 +135,9 @@ pub(crate) fn linear_q4gsw_into(c: &Ctx<'_>, x: &TensorInfo<'_>, out: &TensorInf
         // Declared at every prefill lowering (sized by the one at the
         // maximum shapes); used where the output tiles leave SMs idle.
         use crate::ops::gemm::{SPLIT_K_SCRATCH, q4_coop, q4_split_k_steps, split_k_scratch_bytes};
-        steps.push(Step::Scratch { slot: SPLIT_K_SCRATCH, bytes: split_k_scratch_bytes(m, n) });
-        let layout = u32::from(c.q4_word_major(weights.id));
         let coop = q4_coop(c, &x, k, gs);
+        steps.push(Step::Scratch { slot: SPLIT_K_SCRATCH, bytes: split_k_scratch_bytes(m, n, coop) });
+        let layout = u32::from(c.q4_word_major(weights.id));
         q4_split_k_steps(c, &x, &q, coop, bias.is_some(), layout, &inputs, out.id)?
     } else {
         None
