@@ -14,7 +14,8 @@
 //! optionally writes as JSON: build, load and first-call times; prefill
 //! tokens/s per prompt (after a second of untimed prefills of the largest
 //! prompt, so the GPU is at its working clocks: the median of `repeats`
-//! timed prefills from position 0, after one warm-up, with the host time per stage of those calls); decode tokens/s per context C (prefill C tokens in
+//! timed prefills from position 0, after a quarter second of untimed ones
+//! at that length (`CELL_WARM_UP`), with the host time per stage of those calls); decode tokens/s per context C (prefill C tokens in
 //! calls of at most the largest prompt, then greedy `Generator::generate`
 //! of `steps` tokens as users run it: the argmax on the device, 4 bytes read
 //! back per token; with the host time per stage of each call); and the
@@ -157,6 +158,14 @@ fn config(a: &Args) -> LlamaConfig {
     }
 }
 
+/// Untimed prefills at a cell's own length before its timed ones. Run bb
+/// (H100): in one process a call, the 512- and 1,024-token cells ran
+/// 2.5-4x slow over all their repeats after a single untimed call each,
+/// never the 128- or 2,048-token ones; a quarter second of work at the
+/// cell's length first keeps the GPU busy at that size (whether that is
+/// the cause is not known yet).
+const CELL_WARM_UP: Duration = Duration::from_millis(250);
+
 /// The median of `xs` (the upper one of an even count); NaN when empty.
 fn median(mut xs: Vec<f64>) -> f64 {
     xs.sort_by(f64::total_cmp);
@@ -234,7 +243,7 @@ fn main() {
     warm_up(&mut generator, largest, GPU_WARM_UP).expect("warm-up");
     let mut prefill = Vec::new();
     for &p in &a.prompts {
-        time_prompt(&mut generator, p, 0).expect("prefill");
+        warm_up(&mut generator, p, CELL_WARM_UP).expect("cell warm-up");
         // The host's share of the timed calls, per stage (means over the
         // repeats): what the wall time holds beyond the GPU's work.
         generator.reset_run_times();
