@@ -102,28 +102,7 @@ var<workgroup> cs: array<f32, SGM * SGN * 256u>;
 // include: q4_word8.wgsl
 // include: coop_q4.wgsl
 
-/// 16 nibbles of one weight column (unit `i`, see `unit_k`) and their
-/// scale; zeros past N.
-fn load_w(n0: u32, k0: u32, i: u32) -> Nibbles {
-    let col = n0 + unit_col(i);
-    let k = k0 + unit_k(i);
-    if col >= p.n {
-        return Nibbles(vec2<u32>(0u), Elem(0.0));
-    }
-    let word = weights[w8(col, p.k / 16u, k, (p.w_layout & 1u) != 0u)];
-    return Nibbles(word, scales[(k / p.group_size) * p.n_pad + col]);
-}
-
-/// Stores the 16 weights of `v` at half `o` (a multiple of 8) of the
-/// weight tiles.
-fn store_w(o: u32, v: Nibbles) {
-    let lo = deq8(v.word.x, v.scale);
-    let hi = deq8(v.word.y, v.scale);
-    ws[o / 4u] = lo.lo;
-    ws[o / 4u + 1u] = lo.hi;
-    ws[o / 4u + 2u] = hi.lo;
-    ws[o / 4u + 3u] = hi.hi;
-}
+// include: coop_q4_one.wgsl
 
 /// Writes the fragment the subgroup `sg` left in its `cs` slot to rows
 /// `row0 ..` and columns `col0 ..` of the output: invocation `lane` writes
