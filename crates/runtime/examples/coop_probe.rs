@@ -336,7 +336,7 @@ fn run_shape(
     let x32 = storage("x f32", &floats_bytes(&data.x));
     let scales32 = storage("scales f32", &floats_bytes(&data.scales));
     let bias32 = storage("bias f32", &vec![0u8; nu * 4]);
-    let out_bytes = |v: &Variant| (mu * nu * if v.kernel.f32_operands() { 4 } else { 2 }) as u64;
+    let out_bytes = |v: &Variant| (mu * nu * if v.kernel.f32_binding(Binding::Out) { 4 } else { 2 }) as u64;
 
     struct Run {
         grid: u32,
@@ -367,7 +367,7 @@ fn run_shape(
             .bindings()
             .iter()
             .map(|&(binding, b)| {
-                let wide = v.kernel.f32_operands();
+                let wide = v.kernel.f32_binding(b);
                 let buffer = match b {
                     Binding::Params => &uniform,
                     Binding::X if wide => &x32,
@@ -375,7 +375,7 @@ fn run_shape(
                     Binding::W => &w,
                     Binding::Scales if wide => &scales32,
                     Binding::Scales => &scales,
-                    Binding::Bias if wide => &bias32,
+                    Binding::Bias if v.kernel.f32_operands() => &bias32,
                     Binding::Bias => &bias,
                     Binding::Out => &out,
                 };
@@ -449,7 +449,7 @@ fn run_shape(
         t.sort_by(f64::total_cmp);
         let t = t[t.len() / 2];
         let tflops = flop / t / 1e12;
-        let got = read_output(device, queue, &run.out, out_bytes(v), v.kernel.f32_operands());
+        let got = read_output(device, queue, &run.out, out_bytes(v), v.kernel.f32_binding(Binding::Out));
         let err = samples
             .iter()
             .zip(&reference)

@@ -82,7 +82,9 @@ impl Kernel {
         let same = wide((2, 4), (4, 4), 32, 8, 1, true);
         let mut all = vec![Kernel::Shipped(id, Patch::NONE)];
         all.extend(Patch::BISECT.iter().map(|&p| Kernel::Shipped(id, p)));
-        all.push(Kernel::Shipped(ShaderId::Q4GemmCoopLargeF32, Patch::NONE));
+        let f32_id = ShaderId::Q4GemmCoopLargeF32;
+        all.push(Kernel::Shipped(f32_id, Patch::NONE));
+        all.extend(Patch::OPERANDS.iter().map(|&p| Kernel::Shipped(f32_id, p)));
         all.push(Kernel::Template(Weights::Q4, same));
         all
     }
@@ -91,6 +93,19 @@ impl Kernel {
     /// shipped kernel's f32 variant); else f16.
     pub fn f32_operands(&self) -> bool {
         matches!(self, Kernel::Shipped(id, _) if id.label().ends_with(".f32"))
+    }
+
+    /// Whether `binding` is float32: the f32 variant's, less those a
+    /// [`Patch`] makes f16.
+    pub fn f32_binding(&self, binding: Binding) -> bool {
+        let Kernel::Shipped(_, patch) = self else { return false };
+        let f16 = match binding {
+            Binding::X => Patch::F16_X,
+            Binding::Scales => Patch::F16_SCALES,
+            Binding::Out => Patch::F16_OUT,
+            _ => 0,
+        };
+        self.f32_operands() && patch.0 & f16 == 0
     }
 
     /// The weight format it reads.
