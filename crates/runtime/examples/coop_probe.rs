@@ -17,7 +17,9 @@
 //! interleaved, GPU timestamps around each pass; the median over rounds
 //! per dispatch, as TFLOP/s (2 M N K). Each variant's output is checked at
 //! sampled positions against an f64 reference from the same f16 (and
-//! dequantized 4-bit) operands: max abs error over the largest reference
+//! dequantized 4-bit) operands (the shipped 4-bit kernels' f32 variants,
+//! which the LLM prefill runs, read the same values widened to f32 and
+//! write f32): max abs error over the largest reference
 //! magnitude ≤ `TOLERANCE`, else FAIL, and a failing variant is never the
 //! best. Then the routed check (`coop_probe/routed.rs`): the shipped route
 //! end to end, programs loaded and run through the runtime at ragged
@@ -32,9 +34,10 @@
 //! padding, prefetch and K-step knobs (`template::NEW_TILINGS`), with the
 //! shipped kernels; `quick`: the routed check's small shapes only, the QKV
 //! timing's 128 rows only; `bisect`: only the shipped large 4-bit kernel,
-//! its forms with each of its differences from the template's form of the
-//! same tiling undone (`patch::Patch`), and that template form, at
-//! 2,048 rows;
+//! its forms with each of its remaining differences from the template's
+//! form of the same tiling undone (`patch::Patch`), its f32 variant as
+//! shipped and with its scales, output and x made f16 one at a time and
+//! together, and that template form, at 2,048 rows;
 //! `--spirv`: write each module's SPIR-V as wgpu's Vulkan backend would,
 //! with op counts, and its WGSL source, and stop).
 
@@ -106,7 +109,8 @@ fn main() {
 
     // Every module validates with naga before anything else.
     // `bisect`: the shipped large 4-bit kernel against its patched forms
-    // and the template's form of its tiling, at 2,048 rows only.
+    // (f16 and f32 variants) and the template's form of its tiling, at
+    // 2,048 rows only.
     let bisect = args.iter().any(|a| a == "bisect");
     let kernels: Vec<Kernel> = if bisect {
         Kernel::bisect()
