@@ -83,10 +83,19 @@ pub const COOP_LARGE_TIME_TENTHS: u64 = 7;
 /// are staged as zeros and never written, K is a multiple of the step),
 /// so any M and N are in bounds.
 pub fn coop_tile(m: u64, n: u64, k: u64, large: CoopTile) -> CoopTile {
-    let waves = |t: CoopTile| t.workgroups(m, n).div_ceil(COOP_SMS);
-    let large_time = waves(large) * (large.m * large.n) * COOP_LARGE_TIME_TENTHS;
-    let small_time = waves(COOP_SMALL) * (COOP_SMALL.m * COOP_SMALL.n) * 10;
-    if k.is_multiple_of(large.k) && large_time < small_time { large } else { COOP_SMALL }
+    // Both tiles take all of K: compare per input.
+    let time = |t: CoopTile| modeled_time(t, t.workgroups(m, n), 1);
+    if k.is_multiple_of(large.k) && time(large) < time(COOP_SMALL) { large } else { COOP_SMALL }
+}
+
+/// The model of [`coop_tile`] and [`q4_coop_route`]: the time of
+/// `workgroups` workgroups of `tile`, each over `k` inputs, as waves of
+/// [`COOP_SMS`] times the tile's area times `k`, a tile other than
+/// [`COOP_SMALL`] at [`COOP_LARGE_TIME_TENTHS`] tenths of the small one's
+/// time per unit of area.
+fn modeled_time(tile: CoopTile, workgroups: u64, k: u64) -> u64 {
+    let tenths = if tile == COOP_SMALL { 10 } else { COOP_LARGE_TIME_TENTHS };
+    workgroups.div_ceil(COOP_SMS) * (tile.m * tile.n) * k * tenths
 }
 
 /// Fewest inputs per split: shorter splits cost more in partial sums
@@ -168,13 +177,12 @@ pub fn q4_coop_route(m: u64, n: u64, k: u64) -> Q4CoopRoute {
     if tile != COOP_SMALL {
         return Q4CoopRoute::Tiles(tile);
     }
-    let time = |t: CoopTile, s: SplitK, tenths: u64| {
-        (t.workgroups(m, n) * s.splits).div_ceil(COOP_SMS) * s.k_chunk * (t.m * t.n) * tenths
-    };
+    // Each workgroup takes one slice of K.
+    let time = |t: CoopTile, s: SplitK| modeled_time(t, t.workgroups(m, n) * s.splits, s.k_chunk);
     let small = split_k(COOP_SMALL.workgroups(m, n), k, COOP_SMALL.k);
     if k.is_multiple_of(COOP_Q4_LARGE.k) {
         let large = split_k_min(COOP_Q4_LARGE.workgroups(m, n), k, COOP_Q4_LARGE.k, LARGE_SPLIT_MIN_INPUTS);
-        if large.splits > 1 && time(COOP_Q4_LARGE, large, COOP_LARGE_TIME_TENTHS) < time(COOP_SMALL, small, 10) {
+        if large.splits > 1 && time(COOP_Q4_LARGE, large) < time(COOP_SMALL, small) {
             return Q4CoopRoute::Split(COOP_Q4_LARGE, large);
         }
     }
