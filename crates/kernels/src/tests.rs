@@ -316,7 +316,7 @@ fn scalar_comparisons_pick_their_domain_and_need_a_bool_output() {
 /// shapes/strides of a `reduce.wgsl` or `arg_reduce.wgsl` dispatch.
 fn reduce_walk(l: &Lowered) -> ([u32; 4], [Vec<u32>; 4]) {
     let Step::Dispatch(d) = &l.steps[0] else { panic!("expected a dispatch") };
-    let word = |i: usize| u32::from_le_bytes(d.params[4 * i..4 * i + 4].try_into().expect("4 bytes"));
+    let word = |i: usize| param_word(d, i);
     let head = [word(0), word(1), word(3), word(4)];
     let block = |k: usize, n: u32| (0..n as usize).map(|i| word(8 + 8 * k + i)).collect::<Vec<_>>();
     (head, [block(0, head[2]), block(1, head[2]), block(2, head[3]), block(3, head[3])])
@@ -1328,7 +1328,7 @@ fn fused_elementwise_broadcasts_collapses_dims_and_checks_its_inputs() {
     let Step::Dispatch(d) = &l.steps[0] else { panic!("a dispatch") };
     assert_eq!(d.inputs, [a, b, s, row]);
     assert_eq!(d.params.len(), 16 + 32 + 32 * FUSED_MAX_INPUTS);
-    let word = |i: usize| u32::from_le_bytes(d.params[4 * i..4 * i + 4].try_into().expect("4 bytes"));
+    let word = |i: usize| param_word(d, i);
     // [2, 3, 4] with a [4] row: dims 2 and 3 merge for every input.
     assert_eq!((word(0), word(1)), (24, 2), "numel, rank");
     assert_eq!((word(4), word(5)), (6, 4), "collapsed shape");
@@ -1697,6 +1697,11 @@ fn unary_rows_lower_to_their_unary_op_and_no_other_row_does() {
 
 /// The shader label and workgroups of a one-dispatch lowering (besides
 /// the scratch it may declare).
+/// Word `i` of a dispatch's uniform bytes.
+fn param_word(d: &crate::plan::Dispatch, i: usize) -> u32 {
+    u32::from_le_bytes(d.params[4 * i..4 * i + 4].try_into().expect("4 bytes"))
+}
+
 fn one_dispatch(l: &Lowered) -> (&'static str, [u32; 3]) {
     let steps: Vec<&Step> = l.steps.iter().filter(|s| !matches!(s, Step::Scratch { .. })).collect();
     let [Step::Dispatch(d)] = steps[..] else { panic!("one dispatch, found {:?}", l.steps) };
@@ -1882,8 +1887,6 @@ fn q4_qkv_is_one_dispatch_on_the_prefill_routes() {
         from_name(op).expect("registered").lower(&crate::plan::Ctx::new(g, args).with_caps(caps)).expect("lowers")
     };
     let coop = DeviceCaps { coop_matrix_f16: true, precision: Precision::F16, ..DeviceCaps::default() };
-    let word =
-        |d: &crate::plan::Dispatch, i: usize| u32::from_le_bytes(d.params[4 * i..4 * i + 4].try_into().expect("4"));
     let mut g = TestGraph::default();
     let gs = g.push(Owned::Int(32));
     let w = |g: &mut TestGraph, n: u64| {
@@ -1914,7 +1917,7 @@ fn q4_qkv_is_one_dispatch_on_the_prefill_routes() {
         assert_eq!(d.outputs, [q, k, v]);
         assert_eq!(d.params.len(), 64);
         // M, K, group, tiles along N, the Ns, layout, the padded Ns, firsts.
-        let words: Vec<u32> = (0..13).map(|i| word(d, i)).collect();
+        let words: Vec<u32> = (0..13).map(|i| param_word(d, i)).collect();
         assert_eq!(words, [200, 64, 32, groups / 4, 300, 70, 130, 0, 300, 70, 130, firsts[0], firsts[1]]);
     }
     // The 1B shape: at 128 rows the small tile (2 x 24, one wave); at 512
@@ -1984,8 +1987,6 @@ fn small_calls_split_k() {
     let s = g.push(Owned::Tensor(ElemType::F32, vec![64, 2048], true));
     let (gs, null) = (g.push(Owned::Int(32)), g.push(Owned::Null));
     let b = g.push(Owned::Tensor(ElemType::F32, vec![2048], true));
-    let word =
-        |d: &crate::plan::Dispatch, i: usize| u32::from_le_bytes(d.params[4 * i..4 * i + 4].try_into().expect("4"));
     // (rows, caps, split kernel and workgroups, splits, inputs per split).
     let cases = [
         (128u64, coop, "q4_gemm_coop_splitk.f32", 4 * 2 * 16, 4, 512),
@@ -2002,11 +2003,14 @@ fn small_calls_split_k() {
         assert_eq!(*bytes, split_k_scratch_bytes(rows, 2048, caps.coop_matrix_f16));
         assert_eq!((part.shader.label(), part.workgroups), (kernel, [groups, 1, 1]));
         assert_eq!((part.inputs.as_slice(), part.outputs.as_slice()), (&[x, w, s][..], &[scratch[1]][..]));
-        assert_eq!([word(part, 7), word(part, 8)], [k_chunk, groups / splits]);
+        assert_eq!([param_word(part, 7), param_word(part, 8)], [k_chunk, groups / splits]);
         assert_eq!(sum.shader.label(), "gemm_splitk_combine.f32");
         assert_eq!((sum.inputs.as_slice(), sum.outputs.as_slice()), (&[scratch[1], b][..], &[out][..]));
         let numel = rows as u32 * 2048;
-        assert_eq!([word(sum, 0), word(sum, 1), word(sum, 2), word(sum, 3)], [numel, 2048, splits, 1]);
+        assert_eq!(
+            [param_word(sum, 0), param_word(sum, 1), param_word(sum, 2), param_word(sum, 3)],
+            [numel, 2048, splits, 1]
+        );
         assert_eq!(sum.workgroups, [numel / 256, 1, 1]);
         // Without scratch: one GEMM.
         let l = lower(&g, &[x, w, s, gs, null, out], caps, &[]);
@@ -2060,12 +2064,10 @@ fn long_k_splits_the_large_tile() {
     assert!(*bytes >= 4 * 4 * 512 * 2048, "{bytes}");
     assert_eq!((part.shader.label(), part.workgroups), ("q4_gemm_coop_large_splitk.f32", [4 * 32, 1, 1]));
     assert_eq!((part.inputs.as_slice(), part.outputs.as_slice()), (&[x, w, s][..], &[scratch[1]][..]));
-    let word =
-        |d: &crate::plan::Dispatch, i: usize| u32::from_le_bytes(d.params[4 * i..4 * i + 4].try_into().expect("4"));
     // M, N, K, padded N, group, tiles along N, layout, inputs per split, tiles.
-    assert_eq!((0..9).map(|i| word(part, i)).collect::<Vec<_>>(), [512, 2048, 8192, 2048, 32, 8, 0, 2048, 32]);
+    assert_eq!((0..9).map(|i| param_word(part, i)).collect::<Vec<_>>(), [512, 2048, 8192, 2048, 32, 8, 0, 2048, 32]);
     assert_eq!(sum.shader.label(), "gemm_splitk_combine.f32");
-    assert_eq!([word(sum, 0), word(sum, 1), word(sum, 2)], [512 * 2048, 2048, 4]);
+    assert_eq!([param_word(sum, 0), param_word(sum, 1), param_word(sum, 2)], [512 * 2048, 2048, 4]);
 }
 
 /// The upstream list of delegable op names (`upstream_ops.txt`): `(name,
