@@ -170,17 +170,22 @@ fn store_w(o: u32, v: Nibbles) {
 
 /// Writes the fragment the subgroup `sg` left in its `cs` slot to rows
 /// `row0 ..` and columns `col0 ..` of projection `pr`'s output: invocation
-/// `lane` writes 8 consecutive columns of one row.
+/// `lane` writes column `lane % 16` of 8 rows (`(lane / 16) * 8 ..`), so
+/// each store of the subgroup writes two runs of 16 adjacent outputs (it
+/// replaces 8 adjacent columns of one row an invocation, whose stores each
+/// touched 16 rows: run bd found writing f32 rather than f16 output cost
+/// the large kernel 18% at K = 2,048).
 fn emit(pr: Proj, sg: u32, lane: u32, row0: u32, col0: u32) {
-    let row = row0 + lane / 2u;
-    if row >= p.m {
+    let c = lane % 16u;
+    let col = col0 + c;
+    if col >= pr.n {
         return;
     }
     for (var e = 0u; e < 8u; e++) {
-        let c = (lane % 2u) * 8u + e;
-        let col = col0 + c;
-        if col < pr.n {
-            let v = Elem(cs[sg * 256u + (lane / 2u) * 16u + c]);
+        let r = (lane / 16u) * 8u + e;
+        let row = row0 + r;
+        if row < p.m {
+            let v = Elem(cs[sg * 256u + r * 16u + c]);
             let at = row * pr.n + col;
             if pr.j == 0u {
                 out_q[at] = v;

@@ -12726,17 +12726,22 @@ fn w_at(i: u32) -> u32 {
 
 /// Writes the fragment the subgroup `sg` left in its `cs` slot to rows
 /// `row0 ..` and columns `col0 ..` of the output: invocation `lane` writes
-/// 8 consecutive columns of one row.
+/// column `lane % 16` of 8 rows (`(lane / 16) * 8 ..`), so each store of
+/// the subgroup writes two runs of 16 adjacent outputs (it replaces 8
+/// adjacent columns of one row an invocation, whose stores each touched 16
+/// rows: run bd found writing f32 rather than f16 output cost the large
+/// kernel 18% at K = 2,048).
 fn emit(sg: u32, lane: u32, row0: u32, col0: u32) {
-    let row = row0 + lane / 2u;
-    if row >= p.m {
+    let c = lane % 16u;
+    let col = col0 + c;
+    if col >= p.n {
         return;
     }
     for (var e = 0u; e < 8u; e++) {
-        let c = (lane % 2u) * 8u + e;
-        let col = col0 + c;
-        if col < p.n {
-            var v = cs[sg * 256u + (lane / 2u) * 16u + c];
+        let r = (lane / 16u) * 8u + e;
+        let row = row0 + r;
+        if row < p.m {
+            var v = cs[sg * 256u + r * 16u + c];
             if p.has_bias != 0u {
                 v += f32(bias[col]);
             }
@@ -13007,17 +13012,22 @@ fn w_at(i: u32) -> u32 {
 
 /// Writes the fragment the subgroup `sg` left in its `cs` slot to rows
 /// `row0 ..` and columns `col0 ..` of the output: invocation `lane` writes
-/// 8 consecutive columns of one row.
+/// column `lane % 16` of 8 rows (`(lane / 16) * 8 ..`), so each store of
+/// the subgroup writes two runs of 16 adjacent outputs (it replaces 8
+/// adjacent columns of one row an invocation, whose stores each touched 16
+/// rows: run bd found writing f32 rather than f16 output cost the large
+/// kernel 18% at K = 2,048).
 fn emit(sg: u32, lane: u32, row0: u32, col0: u32) {
-    let row = row0 + lane / 2u;
-    if row >= p.m {
+    let c = lane % 16u;
+    let col = col0 + c;
+    if col >= p.n {
         return;
     }
     for (var e = 0u; e < 8u; e++) {
-        let c = (lane % 2u) * 8u + e;
-        let col = col0 + c;
-        if col < p.n {
-            var v = cs[sg * 256u + (lane / 2u) * 16u + c];
+        let r = (lane / 16u) * 8u + e;
+        let row = row0 + r;
+        if row < p.m {
+            var v = cs[sg * 256u + r * 16u + c];
             if p.has_bias != 0u {
                 v += f32(bias[col]);
             }
@@ -13287,17 +13297,22 @@ fn w_at(i: u32) -> u32 {
 
 /// Writes the fragment the subgroup `sg` left in its `cs` slot to rows
 /// `row0 ..` and columns `col0 ..` of the output: invocation `lane` writes
-/// 8 consecutive columns of one row.
+/// column `lane % 16` of 8 rows (`(lane / 16) * 8 ..`), so each store of
+/// the subgroup writes two runs of 16 adjacent outputs (it replaces 8
+/// adjacent columns of one row an invocation, whose stores each touched 16
+/// rows: run bd found writing f32 rather than f16 output cost the large
+/// kernel 18% at K = 2,048).
 fn emit(sg: u32, lane: u32, row0: u32, col0: u32) {
-    let row = row0 + lane / 2u;
-    if row >= p.m {
+    let c = lane % 16u;
+    let col = col0 + c;
+    if col >= p.n {
         return;
     }
     for (var e = 0u; e < 8u; e++) {
-        let c = (lane % 2u) * 8u + e;
-        let col = col0 + c;
-        if col < p.n {
-            var v = cs[sg * 256u + (lane / 2u) * 16u + c];
+        let r = (lane / 16u) * 8u + e;
+        let row = row0 + r;
+        if row < p.m {
+            var v = cs[sg * 256u + r * 16u + c];
             if p.has_bias != 0u {
                 v += f32(bias[col]);
             }
@@ -13664,17 +13679,22 @@ fn w_at(i: u32) -> u32 {
 
 /// Writes the fragment the subgroup `sg` left in its `cs` slot to rows
 /// `row0 ..` and columns `col0 ..` of the output: invocation `lane` writes
-/// 8 consecutive columns of one row.
+/// column `lane % 16` of 8 rows (`(lane / 16) * 8 ..`), so each store of
+/// the subgroup writes two runs of 16 adjacent outputs (it replaces 8
+/// adjacent columns of one row an invocation, whose stores each touched 16
+/// rows: run bd found writing f32 rather than f16 output cost the large
+/// kernel 18% at K = 2,048).
 fn emit(sg: u32, lane: u32, row0: u32, col0: u32) {
-    let row = row0 + lane / 2u;
-    if row >= p.m {
+    let c = lane % 16u;
+    let col = col0 + c;
+    if col >= p.n {
         return;
     }
     for (var e = 0u; e < 8u; e++) {
-        let c = (lane % 2u) * 8u + e;
-        let col = col0 + c;
-        if col < p.n {
-            var v = cs[sg * 256u + (lane / 2u) * 16u + c];
+        let r = (lane / 16u) * 8u + e;
+        let row = row0 + r;
+        if row < p.m {
+            var v = cs[sg * 256u + r * 16u + c];
             if p.has_bias != 0u {
                 v += f32(bias[col]);
             }
@@ -15053,17 +15073,22 @@ fn store_w(o: u32, v: Nibbles) {
 
 /// Writes the fragment the subgroup `sg` left in its `cs` slot to rows
 /// `row0 ..` and columns `col0 ..` of the output: invocation `lane` writes
-/// 8 consecutive columns of one row.
+/// column `lane % 16` of 8 rows (`(lane / 16) * 8 ..`), so each store of
+/// the subgroup writes two runs of 16 adjacent outputs (it replaces 8
+/// adjacent columns of one row an invocation, whose stores each touched 16
+/// rows: run bd found writing f32 rather than f16 output cost the large
+/// kernel 18% at K = 2,048).
 fn emit(sg: u32, lane: u32, row0: u32, col0: u32) {
-    let row = row0 + lane / 2u;
-    if row >= p.m {
+    let c = lane % 16u;
+    let col = col0 + c;
+    if col >= p.n {
         return;
     }
     for (var e = 0u; e < 8u; e++) {
-        let c = (lane % 2u) * 8u + e;
-        let col = col0 + c;
-        if col < p.n {
-            var v = cs[sg * 256u + (lane / 2u) * 16u + c];
+        let r = (lane / 16u) * 8u + e;
+        let row = row0 + r;
+        if row < p.m {
+            var v = cs[sg * 256u + r * 16u + c];
             if p.has_bias != 0u {
                 v += f32(bias[col]);
             }
@@ -15386,17 +15411,22 @@ fn store_w(o: u32, v: Nibbles) {
 
 /// Writes the fragment the subgroup `sg` left in its `cs` slot to rows
 /// `row0 ..` and columns `col0 ..` of the output: invocation `lane` writes
-/// 8 consecutive columns of one row.
+/// column `lane % 16` of 8 rows (`(lane / 16) * 8 ..`), so each store of
+/// the subgroup writes two runs of 16 adjacent outputs (it replaces 8
+/// adjacent columns of one row an invocation, whose stores each touched 16
+/// rows: run bd found writing f32 rather than f16 output cost the large
+/// kernel 18% at K = 2,048).
 fn emit(sg: u32, lane: u32, row0: u32, col0: u32) {
-    let row = row0 + lane / 2u;
-    if row >= p.m {
+    let c = lane % 16u;
+    let col = col0 + c;
+    if col >= p.n {
         return;
     }
     for (var e = 0u; e < 8u; e++) {
-        let c = (lane % 2u) * 8u + e;
-        let col = col0 + c;
-        if col < p.n {
-            var v = cs[sg * 256u + (lane / 2u) * 16u + c];
+        let r = (lane / 16u) * 8u + e;
+        let row = row0 + r;
+        if row < p.m {
+            var v = cs[sg * 256u + r * 16u + c];
             if p.has_bias != 0u {
                 v += f32(bias[col]);
             }
@@ -15723,17 +15753,22 @@ fn store_w(o: u32, v: Nibbles) {
 
 /// Writes the fragment the subgroup `sg` left in its `cs` slot to rows
 /// `row0 ..` and columns `col0 ..` of the output: invocation `lane` writes
-/// 8 consecutive columns of one row.
+/// column `lane % 16` of 8 rows (`(lane / 16) * 8 ..`), so each store of
+/// the subgroup writes two runs of 16 adjacent outputs (it replaces 8
+/// adjacent columns of one row an invocation, whose stores each touched 16
+/// rows: run bd found writing f32 rather than f16 output cost the large
+/// kernel 18% at K = 2,048).
 fn emit(sg: u32, lane: u32, row0: u32, col0: u32) {
-    let row = row0 + lane / 2u;
-    if row >= p.m {
+    let c = lane % 16u;
+    let col = col0 + c;
+    if col >= p.n {
         return;
     }
     for (var e = 0u; e < 8u; e++) {
-        let c = (lane % 2u) * 8u + e;
-        let col = col0 + c;
-        if col < p.n {
-            var v = cs[sg * 256u + (lane / 2u) * 16u + c];
+        let r = (lane / 16u) * 8u + e;
+        let row = row0 + r;
+        if row < p.m {
+            var v = cs[sg * 256u + r * 16u + c];
             if p.has_bias != 0u {
                 v += f32(bias[col]);
             }
@@ -16156,17 +16191,22 @@ fn store_w(o: u32, v: Nibbles) {
 
 /// Writes the fragment the subgroup `sg` left in its `cs` slot to rows
 /// `row0 ..` and columns `col0 ..` of the output: invocation `lane` writes
-/// 8 consecutive columns of one row.
+/// column `lane % 16` of 8 rows (`(lane / 16) * 8 ..`), so each store of
+/// the subgroup writes two runs of 16 adjacent outputs (it replaces 8
+/// adjacent columns of one row an invocation, whose stores each touched 16
+/// rows: run bd found writing f32 rather than f16 output cost the large
+/// kernel 18% at K = 2,048).
 fn emit(sg: u32, lane: u32, row0: u32, col0: u32) {
-    let row = row0 + lane / 2u;
-    if row >= p.m {
+    let c = lane % 16u;
+    let col = col0 + c;
+    if col >= p.n {
         return;
     }
     for (var e = 0u; e < 8u; e++) {
-        let c = (lane % 2u) * 8u + e;
-        let col = col0 + c;
-        if col < p.n {
-            var v = cs[sg * 256u + (lane / 2u) * 16u + c];
+        let r = (lane / 16u) * 8u + e;
+        let row = row0 + r;
+        if row < p.m {
+            var v = cs[sg * 256u + r * 16u + c];
             if p.has_bias != 0u {
                 v += f32(bias[col]);
             }
@@ -16585,17 +16625,22 @@ fn store_w(o: u32, v: Nibbles) {
 
 /// Writes the fragment the subgroup `sg` left in its `cs` slot to rows
 /// `row0 ..` and columns `col0 ..` of the partial sums at `base`:
-/// invocation `lane` writes 8 consecutive columns of one row.
+/// invocation `lane` writes column `lane % 16` of 8 rows (`(lane / 16) * 8
+/// ..`), so each store of the subgroup writes two runs of 16 adjacent
+/// outputs (it replaces 8 adjacent columns of one row an invocation, whose
+/// stores each touched 16 rows: run bd found writing f32 rather than f16
+/// output cost the large kernel 18% at K = 2,048).
 fn emit(base: u32, sg: u32, lane: u32, row0: u32, col0: u32) {
-    let row = row0 + lane / 2u;
-    if row >= p.m {
+    let c = lane % 16u;
+    let col = col0 + c;
+    if col >= p.n {
         return;
     }
     for (var e = 0u; e < 8u; e++) {
-        let c = (lane % 2u) * 8u + e;
-        let col = col0 + c;
-        if col < p.n {
-            partial[base + row * p.n + col] = cs[sg * 256u + (lane / 2u) * 16u + c];
+        let r = (lane / 16u) * 8u + e;
+        let row = row0 + r;
+        if row < p.m {
+            partial[base + row * p.n + col] = cs[sg * 256u + r * 16u + c];
         }
     }
 }
@@ -17021,17 +17066,22 @@ fn store_w(o: u32, v: Nibbles) {
 
 /// Writes the fragment the subgroup `sg` left in its `cs` slot to rows
 /// `row0 ..` and columns `col0 ..` of the partial sums at `base`:
-/// invocation `lane` writes 8 consecutive columns of one row.
+/// invocation `lane` writes column `lane % 16` of 8 rows (`(lane / 16) * 8
+/// ..`), so each store of the subgroup writes two runs of 16 adjacent
+/// outputs (it replaces 8 adjacent columns of one row an invocation, whose
+/// stores each touched 16 rows: run bd found writing f32 rather than f16
+/// output cost the large kernel 18% at K = 2,048).
 fn emit(base: u32, sg: u32, lane: u32, row0: u32, col0: u32) {
-    let row = row0 + lane / 2u;
-    if row >= p.m {
+    let c = lane % 16u;
+    let col = col0 + c;
+    if col >= p.n {
         return;
     }
     for (var e = 0u; e < 8u; e++) {
-        let c = (lane % 2u) * 8u + e;
-        let col = col0 + c;
-        if col < p.n {
-            partial[base + row * p.n + col] = cs[sg * 256u + (lane / 2u) * 16u + c];
+        let r = (lane / 16u) * 8u + e;
+        let row = row0 + r;
+        if row < p.m {
+            partial[base + row * p.n + col] = cs[sg * 256u + r * 16u + c];
         }
     }
 }
@@ -17499,17 +17549,22 @@ fn store_w(o: u32, v: Nibbles) {
 
 /// Writes the fragment the subgroup `sg` left in its `cs` slot to rows
 /// `row0 ..` and columns `col0 ..` of projection `pr`'s output: invocation
-/// `lane` writes 8 consecutive columns of one row.
+/// `lane` writes column `lane % 16` of 8 rows (`(lane / 16) * 8 ..`), so
+/// each store of the subgroup writes two runs of 16 adjacent outputs (it
+/// replaces 8 adjacent columns of one row an invocation, whose stores each
+/// touched 16 rows: run bd found writing f32 rather than f16 output cost
+/// the large kernel 18% at K = 2,048).
 fn emit(pr: Proj, sg: u32, lane: u32, row0: u32, col0: u32) {
-    let row = row0 + lane / 2u;
-    if row >= p.m {
+    let c = lane % 16u;
+    let col = col0 + c;
+    if col >= pr.n {
         return;
     }
     for (var e = 0u; e < 8u; e++) {
-        let c = (lane % 2u) * 8u + e;
-        let col = col0 + c;
-        if col < pr.n {
-            let v = Elem(cs[sg * 256u + (lane / 2u) * 16u + c]);
+        let r = (lane / 16u) * 8u + e;
+        let row = row0 + r;
+        if row < p.m {
+            let v = Elem(cs[sg * 256u + r * 16u + c]);
             let at = row * pr.n + col;
             if pr.j == 0u {
                 out_q[at] = v;
@@ -17885,17 +17940,22 @@ fn store_w(o: u32, v: Nibbles) {
 
 /// Writes the fragment the subgroup `sg` left in its `cs` slot to rows
 /// `row0 ..` and columns `col0 ..` of projection `pr`'s output: invocation
-/// `lane` writes 8 consecutive columns of one row.
+/// `lane` writes column `lane % 16` of 8 rows (`(lane / 16) * 8 ..`), so
+/// each store of the subgroup writes two runs of 16 adjacent outputs (it
+/// replaces 8 adjacent columns of one row an invocation, whose stores each
+/// touched 16 rows: run bd found writing f32 rather than f16 output cost
+/// the large kernel 18% at K = 2,048).
 fn emit(pr: Proj, sg: u32, lane: u32, row0: u32, col0: u32) {
-    let row = row0 + lane / 2u;
-    if row >= p.m {
+    let c = lane % 16u;
+    let col = col0 + c;
+    if col >= pr.n {
         return;
     }
     for (var e = 0u; e < 8u; e++) {
-        let c = (lane % 2u) * 8u + e;
-        let col = col0 + c;
-        if col < pr.n {
-            let v = Elem(cs[sg * 256u + (lane / 2u) * 16u + c]);
+        let r = (lane / 16u) * 8u + e;
+        let row = row0 + r;
+        if row < p.m {
+            let v = Elem(cs[sg * 256u + r * 16u + c]);
             let at = row * pr.n + col;
             if pr.j == 0u {
                 out_q[at] = v;
@@ -18265,17 +18325,22 @@ fn store_w(o: u32, v: Nibbles) {
 
 /// Writes the fragment the subgroup `sg` left in its `cs` slot to rows
 /// `row0 ..` and columns `col0 ..` of projection `pr`'s output: invocation
-/// `lane` writes 8 consecutive columns of one row.
+/// `lane` writes column `lane % 16` of 8 rows (`(lane / 16) * 8 ..`), so
+/// each store of the subgroup writes two runs of 16 adjacent outputs (it
+/// replaces 8 adjacent columns of one row an invocation, whose stores each
+/// touched 16 rows: run bd found writing f32 rather than f16 output cost
+/// the large kernel 18% at K = 2,048).
 fn emit(pr: Proj, sg: u32, lane: u32, row0: u32, col0: u32) {
-    let row = row0 + lane / 2u;
-    if row >= p.m {
+    let c = lane % 16u;
+    let col = col0 + c;
+    if col >= pr.n {
         return;
     }
     for (var e = 0u; e < 8u; e++) {
-        let c = (lane % 2u) * 8u + e;
-        let col = col0 + c;
-        if col < pr.n {
-            let v = Elem(cs[sg * 256u + (lane / 2u) * 16u + c]);
+        let r = (lane / 16u) * 8u + e;
+        let row = row0 + r;
+        if row < p.m {
+            let v = Elem(cs[sg * 256u + r * 16u + c]);
             let at = row * pr.n + col;
             if pr.j == 0u {
                 out_q[at] = v;
@@ -18718,17 +18783,22 @@ fn store_w(o: u32, v: Nibbles) {
 
 /// Writes the fragment the subgroup `sg` left in its `cs` slot to rows
 /// `row0 ..` and columns `col0 ..` of projection `pr`'s output: invocation
-/// `lane` writes 8 consecutive columns of one row.
+/// `lane` writes column `lane % 16` of 8 rows (`(lane / 16) * 8 ..`), so
+/// each store of the subgroup writes two runs of 16 adjacent outputs (it
+/// replaces 8 adjacent columns of one row an invocation, whose stores each
+/// touched 16 rows: run bd found writing f32 rather than f16 output cost
+/// the large kernel 18% at K = 2,048).
 fn emit(pr: Proj, sg: u32, lane: u32, row0: u32, col0: u32) {
-    let row = row0 + lane / 2u;
-    if row >= p.m {
+    let c = lane % 16u;
+    let col = col0 + c;
+    if col >= pr.n {
         return;
     }
     for (var e = 0u; e < 8u; e++) {
-        let c = (lane % 2u) * 8u + e;
-        let col = col0 + c;
-        if col < pr.n {
-            let v = Elem(cs[sg * 256u + (lane / 2u) * 16u + c]);
+        let r = (lane / 16u) * 8u + e;
+        let row = row0 + r;
+        if row < p.m {
+            let v = Elem(cs[sg * 256u + r * 16u + c]);
             let at = row * pr.n + col;
             if pr.j == 0u {
                 out_q[at] = v;
@@ -19124,17 +19194,22 @@ fn store_w(o: u32, v: Nibbles) {
 
 /// Writes the fragment the subgroup `sg` left in its `cs` slot to rows
 /// `row0 ..` and columns `col0 ..` of the partial sums at `base`:
-/// invocation `lane` writes 8 consecutive columns of one row.
+/// invocation `lane` writes column `lane % 16` of 8 rows (`(lane / 16) * 8
+/// ..`), so each store of the subgroup writes two runs of 16 adjacent
+/// outputs (it replaces 8 adjacent columns of one row an invocation, whose
+/// stores each touched 16 rows: run bd found writing f32 rather than f16
+/// output cost the large kernel 18% at K = 2,048).
 fn emit(base: u32, sg: u32, lane: u32, row0: u32, col0: u32) {
-    let row = row0 + lane / 2u;
-    if row >= p.m {
+    let c = lane % 16u;
+    let col = col0 + c;
+    if col >= p.n {
         return;
     }
     for (var e = 0u; e < 8u; e++) {
-        let c = (lane % 2u) * 8u + e;
-        let col = col0 + c;
-        if col < p.n {
-            partial[base + row * p.n + col] = cs[sg * 256u + (lane / 2u) * 16u + c];
+        let r = (lane / 16u) * 8u + e;
+        let row = row0 + r;
+        if row < p.m {
+            partial[base + row * p.n + col] = cs[sg * 256u + r * 16u + c];
         }
     }
 }
@@ -19461,17 +19536,22 @@ fn store_w(o: u32, v: Nibbles) {
 
 /// Writes the fragment the subgroup `sg` left in its `cs` slot to rows
 /// `row0 ..` and columns `col0 ..` of the partial sums at `base`:
-/// invocation `lane` writes 8 consecutive columns of one row.
+/// invocation `lane` writes column `lane % 16` of 8 rows (`(lane / 16) * 8
+/// ..`), so each store of the subgroup writes two runs of 16 adjacent
+/// outputs (it replaces 8 adjacent columns of one row an invocation, whose
+/// stores each touched 16 rows: run bd found writing f32 rather than f16
+/// output cost the large kernel 18% at K = 2,048).
 fn emit(base: u32, sg: u32, lane: u32, row0: u32, col0: u32) {
-    let row = row0 + lane / 2u;
-    if row >= p.m {
+    let c = lane % 16u;
+    let col = col0 + c;
+    if col >= p.n {
         return;
     }
     for (var e = 0u; e < 8u; e++) {
-        let c = (lane % 2u) * 8u + e;
-        let col = col0 + c;
-        if col < p.n {
-            partial[base + row * p.n + col] = cs[sg * 256u + (lane / 2u) * 16u + c];
+        let r = (lane / 16u) * 8u + e;
+        let row = row0 + r;
+        if row < p.m {
+            partial[base + row * p.n + col] = cs[sg * 256u + r * 16u + c];
         }
     }
 }
@@ -19814,17 +19894,22 @@ fn store_w(o: u32, v: array<Nibbles, 2>) {
 
 /// Writes `silu(gate) * up` of the fragments the subgroup `sg` left in its
 /// `cs` slots to rows `row0 ..` and columns `col0 ..` of the output:
-/// invocation `lane` writes 8 consecutive columns of one row.
+/// invocation `lane` writes column `lane % 16` of 8 rows (`(lane / 16) * 8
+/// ..`), so each store of the subgroup writes two runs of 16 adjacent
+/// outputs (it replaces 8 adjacent columns of one row an invocation, whose
+/// stores each touched 16 rows: run bd found writing f32 rather than f16
+/// output cost the large kernel 18% at K = 2,048).
 fn emit(sg: u32, lane: u32, row0: u32, col0: u32) {
-    let row = row0 + lane / 2u;
-    if row >= p.m {
+    let c = lane % 16u;
+    let col = col0 + c;
+    if col >= p.n {
         return;
     }
     for (var e = 0u; e < 8u; e++) {
-        let c = (lane % 2u) * 8u + e;
-        let col = col0 + c;
-        if col < p.n {
-            let at = sg * 512u + (lane / 2u) * 16u + c;
+        let r = (lane / 16u) * 8u + e;
+        let row = row0 + r;
+        if row < p.m {
+            let at = sg * 512u + r * 16u + c;
             let g = cs[at];
             let u = cs[at + 256u];
             out[row * p.n + col] = Elem(g / (1.0 + exp(-g)) * u);
@@ -20178,17 +20263,22 @@ fn store_w(o: u32, v: array<Nibbles, 2>) {
 
 /// Writes `silu(gate) * up` of the fragments the subgroup `sg` left in its
 /// `cs` slots to rows `row0 ..` and columns `col0 ..` of the output:
-/// invocation `lane` writes 8 consecutive columns of one row.
+/// invocation `lane` writes column `lane % 16` of 8 rows (`(lane / 16) * 8
+/// ..`), so each store of the subgroup writes two runs of 16 adjacent
+/// outputs (it replaces 8 adjacent columns of one row an invocation, whose
+/// stores each touched 16 rows: run bd found writing f32 rather than f16
+/// output cost the large kernel 18% at K = 2,048).
 fn emit(sg: u32, lane: u32, row0: u32, col0: u32) {
-    let row = row0 + lane / 2u;
-    if row >= p.m {
+    let c = lane % 16u;
+    let col = col0 + c;
+    if col >= p.n {
         return;
     }
     for (var e = 0u; e < 8u; e++) {
-        let c = (lane % 2u) * 8u + e;
-        let col = col0 + c;
-        if col < p.n {
-            let at = sg * 512u + (lane / 2u) * 16u + c;
+        let r = (lane / 16u) * 8u + e;
+        let row = row0 + r;
+        if row < p.m {
+            let at = sg * 512u + r * 16u + c;
             let g = cs[at];
             let u = cs[at + 256u];
             out[row * p.n + col] = Elem(g / (1.0 + exp(-g)) * u);
@@ -20540,17 +20630,22 @@ fn store_w(o: u32, v: array<Nibbles, 2>) {
 
 /// Writes `silu(gate) * up` of the fragments the subgroup `sg` left in its
 /// `cs` slots to rows `row0 ..` and columns `col0 ..` of the output:
-/// invocation `lane` writes 8 consecutive columns of one row.
+/// invocation `lane` writes column `lane % 16` of 8 rows (`(lane / 16) * 8
+/// ..`), so each store of the subgroup writes two runs of 16 adjacent
+/// outputs (it replaces 8 adjacent columns of one row an invocation, whose
+/// stores each touched 16 rows: run bd found writing f32 rather than f16
+/// output cost the large kernel 18% at K = 2,048).
 fn emit(sg: u32, lane: u32, row0: u32, col0: u32) {
-    let row = row0 + lane / 2u;
-    if row >= p.m {
+    let c = lane % 16u;
+    let col = col0 + c;
+    if col >= p.n {
         return;
     }
     for (var e = 0u; e < 8u; e++) {
-        let c = (lane % 2u) * 8u + e;
-        let col = col0 + c;
-        if col < p.n {
-            let at = sg * 512u + (lane / 2u) * 16u + c;
+        let r = (lane / 16u) * 8u + e;
+        let row = row0 + r;
+        if row < p.m {
+            let at = sg * 512u + r * 16u + c;
             let g = cs[at];
             let u = cs[at + 256u];
             out[row * p.n + col] = Elem(g / (1.0 + exp(-g)) * u);
@@ -20955,17 +21050,22 @@ fn store_w(o: u32, v: array<Nibbles, 2>) {
 
 /// Writes `silu(gate) * up` of the fragments the subgroup `sg` left in its
 /// `cs` slots to rows `row0 ..` and columns `col0 ..` of the output:
-/// invocation `lane` writes 8 consecutive columns of one row.
+/// invocation `lane` writes column `lane % 16` of 8 rows (`(lane / 16) * 8
+/// ..`), so each store of the subgroup writes two runs of 16 adjacent
+/// outputs (it replaces 8 adjacent columns of one row an invocation, whose
+/// stores each touched 16 rows: run bd found writing f32 rather than f16
+/// output cost the large kernel 18% at K = 2,048).
 fn emit(sg: u32, lane: u32, row0: u32, col0: u32) {
-    let row = row0 + lane / 2u;
-    if row >= p.m {
+    let c = lane % 16u;
+    let col = col0 + c;
+    if col >= p.n {
         return;
     }
     for (var e = 0u; e < 8u; e++) {
-        let c = (lane % 2u) * 8u + e;
-        let col = col0 + c;
-        if col < p.n {
-            let at = sg * 512u + (lane / 2u) * 16u + c;
+        let r = (lane / 16u) * 8u + e;
+        let row = row0 + r;
+        if row < p.m {
+            let at = sg * 512u + r * 16u + c;
             let g = cs[at];
             let u = cs[at + 256u];
             out[row * p.n + col] = Elem(g / (1.0 + exp(-g)) * u);
