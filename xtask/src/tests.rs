@@ -172,6 +172,27 @@ fn wgsl_bounds_marker_needs_its_reason() {
     assert!(code.contains("matches!(self, Family::X)"), "{code}");
 }
 
+/// `// loop-guard: on` is read into the family, needs its `//! Loop
+/// guard:` timing, takes that one value, appears once, never in a
+/// snippet, and is independent of the bounds marker.
+#[test]
+fn wgsl_loop_guard_marker_needs_its_timing() {
+    let parse = |src: &str| crate::wgsl::parse_family("x", src.to_string());
+    let plain = parse("//! d\n// variants: f32\nalias Elem = f32;\n").expect("valid");
+    assert!(!plain.loop_guard);
+    let marked = "//! d\n//! Loop guard: 1.2x on Y.\n// variants: f32\n// loop-guard: on\nalias Elem = f32;\n";
+    let family = parse(marked).expect("valid");
+    assert!(family.loop_guard && !family.bounds_host_checked);
+    let no_reason = parse("//! d\n// variants: f32\n// loop-guard: on\nalias Elem = f32;\n").expect_err("no timing");
+    assert!(no_reason.contains("Loop guard:"), "{no_reason}");
+    assert!(parse(&marked.replace("loop-guard: on", "loop-guard: off")).is_err());
+    assert!(parse(&format!("{marked}// loop-guard: on\n")).is_err());
+    assert!(crate::wgsl::parse_snippet("s.wgsl", "//! d\n// loop-guard: on\n").is_err());
+    let code = crate::wgsl::emit(&[plain, family], &|_| crate::wgsl::WEBGPU_LIMITS);
+    let guard = code.split("pub const fn loop_guard").nth(1).expect("Family::loop_guard is generated");
+    assert!(guard.split("\n    }").next().is_some_and(|body| body.contains("matches!(self, Family::X)")), "{code}");
+}
+
 #[test]
 fn shader_needs_are_read_and_checked_against_webgpu_limits() {
     let storage: String =

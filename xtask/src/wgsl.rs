@@ -33,6 +33,13 @@
 //! (`LoadOptions::trusted_shaders`). Such a family must justify it in a
 //! `//! Bounds:` paragraph of its docs; the generated
 //! `Family::bounds_host_checked` carries the claim.
+//!
+//! A family may carry one `// loop-guard: on` line: the runtime then
+//! creates it with naga's loop guard (a counter that ends any loop after
+//! 2^64 iterations) whatever `ETWGPU_SHADER_CHECKS` says, because the
+//! guard was measured to make the driver schedule it faster. It changes no
+//! result. Such a family must give the measurement in a `//! Loop guard:`
+//! paragraph; the generated `Family::loop_guard` carries the choice.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -57,6 +64,12 @@ const BOUNDS_PREFIX: &str = "// bounds:";
 const BOUNDS_HOST_CHECKED: &str = "host-checked";
 /// The doc paragraph a family with a [`BOUNDS_PREFIX`] line must have.
 const BOUNDS_DOC: &str = "//! Bounds:";
+/// The optional line asking for naga's loop guard (see the module docs).
+const LOOP_GUARD_PREFIX: &str = "// loop-guard:";
+/// The one value [`LOOP_GUARD_PREFIX`] takes.
+const LOOP_GUARD_ON: &str = "on";
+/// The doc paragraph a family with a [`LOOP_GUARD_PREFIX`] line must have.
+const LOOP_GUARD_DOC: &str = "//! Loop guard:";
 /// Element types a variant may name.
 const KNOWN_VARIANTS: &[&str] = &["f32", "f16", "i32", "u32"];
 /// Element types a variant's KV cache may have.
@@ -200,6 +213,8 @@ pub struct Family {
     pub variants: Vec<String>,
     /// Whether it carries `// bounds: host-checked`.
     pub bounds_host_checked: bool,
+    /// Whether it carries `// loop-guard: on`.
+    pub loop_guard: bool,
 }
 
 /// The `.wgsl` files directly in `dir`, sorted.
@@ -241,12 +256,13 @@ pub fn parse_snippet(file: &str, text: &str) -> Result<String, String> {
         if t.starts_with(INCLUDE_PREFIX)
             || t.starts_with("// variants:")
             || t.starts_with(BOUNDS_PREFIX)
+            || t.starts_with(LOOP_GUARD_PREFIX)
             || t == ELEM_LINE
             || t == KV_ELEM_LINE
         {
             return Err(format!(
-                "{SNIPPET_DIR}/{file}: a snippet has no `{INCLUDE_PREFIX}`, `// variants:`, `{BOUNDS_PREFIX}`, `Elem` or \
-                 `KvElem` line: `{t}`"
+                "{SNIPPET_DIR}/{file}: a snippet has no `{INCLUDE_PREFIX}`, `// variants:`, `{BOUNDS_PREFIX}`, \
+                 `{LOOP_GUARD_PREFIX}`, `Elem` or `KvElem` line: `{t}`"
             ));
         }
     }
@@ -346,23 +362,45 @@ pub fn parse_family(name: &str, source: String) -> Result<Family, String> {
             }
         }
     }
-    let bounds_host_checked = parse_bounds(name, &source)?;
-    Ok(Family { name: name.to_string(), source, variants, bounds_host_checked })
+    let bounds_host_checked = parse_marker(
+        name,
+        &source,
+        Marker { prefix: BOUNDS_PREFIX, value: BOUNDS_HOST_CHECKED, doc: BOUNDS_DOC, why: BOUNDS_WHY },
+    )?;
+    let loop_guard = parse_marker(
+        name,
+        &source,
+        Marker { prefix: LOOP_GUARD_PREFIX, value: LOOP_GUARD_ON, doc: LOOP_GUARD_DOC, why: LOOP_GUARD_WHY },
+    )?;
+    Ok(Family { name: name.to_string(), source, variants, bounds_host_checked, loop_guard })
 }
 
-/// Reads a family's optional `// bounds: host-checked` line: at most one,
-/// with that value, and only beside a `//! Bounds:` paragraph saying why.
-fn parse_bounds(name: &str, source: &str) -> Result<bool, String> {
-    let lines: Vec<&str> = source.lines().filter_map(|l| l.trim().strip_prefix(BOUNDS_PREFIX)).map(str::trim).collect();
+/// What a [`BOUNDS_DOC`] paragraph must say.
+const BOUNDS_WHY: &str = "which constant or host-checked uniform bounds each fixed-size array index";
+/// What a [`LOOP_GUARD_DOC`] paragraph must say.
+const LOOP_GUARD_WHY: &str = "the timing that shows the guard makes it faster";
+
+/// An optional one-value marker line of a family and the doc paragraph
+/// that must justify it.
+struct Marker {
+    prefix: &'static str,
+    value: &'static str,
+    doc: &'static str,
+    why: &'static str,
+}
+
+/// Reads a family's optional marker line (`// bounds: host-checked`,
+/// `// loop-guard: on`): at most one, with its one value, and only beside
+/// its doc paragraph saying why.
+fn parse_marker(name: &str, source: &str, m: Marker) -> Result<bool, String> {
+    let Marker { prefix, value, doc, why } = m;
+    let lines: Vec<&str> = source.lines().filter_map(|l| l.trim().strip_prefix(prefix)).map(str::trim).collect();
     match lines[..] {
         [] => Ok(false),
-        [BOUNDS_HOST_CHECKED] if source.lines().any(|l| l.starts_with(BOUNDS_DOC)) => Ok(true),
-        [BOUNDS_HOST_CHECKED] => Err(format!(
-            "{name}.wgsl: `{BOUNDS_PREFIX} {BOUNDS_HOST_CHECKED}` needs a `{BOUNDS_DOC}` doc paragraph saying which \
-             constant or host-checked uniform bounds each fixed-size array index"
-        )),
-        [other] => Err(format!("{name}.wgsl: `{BOUNDS_PREFIX}` takes `{BOUNDS_HOST_CHECKED}`, not `{other}`")),
-        _ => Err(format!("{name}.wgsl: expected at most one `{BOUNDS_PREFIX}` line, found {}", lines.len())),
+        [v] if v == value && source.lines().any(|l| l.starts_with(doc)) => Ok(true),
+        [v] if v == value => Err(format!("{name}.wgsl: `{prefix} {value}` needs a `{doc}` doc paragraph saying {why}")),
+        [other] => Err(format!("{name}.wgsl: `{prefix}` takes `{value}`, not `{other}`")),
+        _ => Err(format!("{name}.wgsl: expected at most one `{prefix}` line, found {}", lines.len())),
     }
 }
 
@@ -392,6 +430,16 @@ fn variant_doc(variant: &str) -> String {
     match split_variant(variant) {
         (elem, Some(kv)) => format!("`Elem = {elem}`, `KvElem = {kv}`"),
         (elem, None) => format!("`Elem = {elem}`"),
+    }
+}
+
+/// The body and closing brace of a generated `const fn(self) -> bool` that
+/// is true for the `Family::X` paths in `marked`.
+fn push_matches(s: &mut String, marked: &[String]) {
+    if marked.is_empty() {
+        s.push_str("        let _ = self;\n        false\n    }\n");
+    } else {
+        s.push_str(&format!("        matches!(self, {})\n    }}\n", marked.join(" | ")));
     }
 }
 
@@ -446,11 +494,17 @@ pub fn emit(families: &[Family], needs: &dyn Fn(&str) -> Needs) -> String {
     );
     let marked: Vec<String> =
         families.iter().filter(|f| f.bounds_host_checked).map(|f| format!("Family::{}", camel(&f.name))).collect();
-    if marked.is_empty() {
-        s.push_str("        let _ = self;\n        false\n    }\n}\n\n");
-    } else {
-        s.push_str(&format!("        matches!(self, {})\n    }}\n}}\n\n", marked.join(" | ")));
-    }
+    push_matches(&mut s, &marked);
+    s.push_str(
+        "\n    /// Whether its source carries `// loop-guard: on`: the runtime creates\n    \
+         /// it with naga's loop guard whatever `ETWGPU_SHADER_CHECKS` says (its\n    \
+         /// `Loop guard:` docs give the timing that chose it).\n    \
+         pub const fn loop_guard(self) -> bool {\n",
+    );
+    let guarded: Vec<String> =
+        families.iter().filter(|f| f.loop_guard).map(|f| format!("Family::{}", camel(&f.name))).collect();
+    push_matches(&mut s, &guarded);
+    s.push_str("}\n\n");
     s.push_str("/// The element type a variant was generated for (`alias Elem = ...;`).\n");
     s.push_str("#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]\npub enum Variant {\n");
     for v in &all_variants {
@@ -487,7 +541,10 @@ pub fn emit(families: &[Family], needs: &dyn Fn(&str) -> Needs) -> String {
     s.push_str(
         "    /// Whether its family's fixed-size array indices are proven in bounds by\n    \
          /// the host rule ([`Family::bounds_host_checked`]).\n    \
-         pub const fn bounds_host_checked(self) -> bool {\n        self.family().bounds_host_checked()\n    }\n\n",
+         pub const fn bounds_host_checked(self) -> bool {\n        self.family().bounds_host_checked()\n    }\n\n\
+         /// Whether the runtime creates it with naga's loop guard whatever\n    \
+         /// `ETWGPU_SHADER_CHECKS` says ([`Family::loop_guard`]).\n    \
+         pub const fn loop_guard(self) -> bool {\n        self.family().loop_guard()\n    }\n\n",
     );
     s.push_str("    /// Its variant.\n    pub const fn variant(self) -> Variant {\n        match self {\n");
     for (_, v, id) in &ids {

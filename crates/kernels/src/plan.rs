@@ -310,6 +310,16 @@ impl Shader {
             Shader::Generated(_) => false,
         }
     }
+
+    /// Whether the runtime creates it with naga's loop guard whatever
+    /// `ETWGPU_SHADER_CHECKS` says ([`ShaderId::loop_guard`]: measured
+    /// faster so). Never for shaders written at lowering time.
+    pub fn loop_guard(&self) -> bool {
+        match self {
+            Shader::Static(id) => id.loop_guard(),
+            Shader::Generated(_) => false,
+        }
+    }
 }
 
 impl From<ShaderId> for Shader {

@@ -25,8 +25,12 @@
 //! lid` cover the tiles exactly (`BM * TK / 8` units of x, `BN * TK / 16`
 //! of the weights), the fragments' offsets stay below `BM`, `BN` and `TK /
 //! 4`, and `cs` holds `WG * 8` floats; no uniform reaches them.
+//!
+//! Loop guard: on, as `q4_gemm_coop_large.wgsl` (whose float32 variant
+//! ran 15-22% faster with it in run be) and for the same float32 x loads.
 // variants: f32 f16
 // bounds: host-checked
+// loop-guard: on
 
 enable f16;
 enable wgpu_cooperative_matrix;

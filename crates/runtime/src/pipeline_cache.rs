@@ -34,7 +34,11 @@ use crate::error::{Error, Result};
 /// host-checked kernels, see [`UNCHECKED`]). On the H200 the guard
 /// cost a 1B Llama's 512-token prefill 3.8x (2,864 -> 10,968 tokens/s
 /// without it, `tools/device/NOTES.md`, run g). `ETWGPU_SHADER_CHECKS=full`
-/// keeps the guard. On the web, wgpu ignores the choice.
+/// keeps the guard for every kernel. Families marked `// loop-guard: on`
+/// ([`Shader::loop_guard`]) keep it always: for them the guard was
+/// measured faster (run be: the 4-bit large tile's float32 variant 15-22%
+/// on an H100), the driver scheduling their loops better with its counter.
+/// On the web, wgpu ignores the choice.
 pub const SHADER_CHECKS_ENV: &str = "ETWGPU_SHADER_CHECKS";
 
 fn loop_checks_off() -> bool {
@@ -71,13 +75,26 @@ pub(crate) fn trusted_shaders_env() -> bool {
 /// ignores the choice and the browser checks everything. The integer
 /// division guard (`int_div_checks`, naga's `naga_div`/`naga_mod` wrappers
 /// that turn a zero divisor into one) stays on: the markers prove indices,
-/// not divisors. The loop guard follows [`SHADER_CHECKS_ENV`] as for every
-/// other kernel (off unless `full`).
+/// not divisors. The loop guard follows [`SHADER_CHECKS_ENV`] and the
+/// family's marker as for every other kernel ([`runtime_checks`]).
 pub const UNCHECKED: wgpu::ShaderRuntimeChecks = {
     let mut c = wgpu::ShaderRuntimeChecks::unchecked();
     c.int_div_checks = true;
     c
 };
+
+/// The checks `shader`'s module is created with: `checks`' bounds checks,
+/// and the loop guard unless `loop_checks_off` (the default, see
+/// [`SHADER_CHECKS_ENV`]) and the family does not ask for it
+/// ([`Shader::loop_guard`]).
+pub(crate) fn runtime_checks(shader: &Shader, checks: Checks, loop_checks_off: bool) -> wgpu::ShaderRuntimeChecks {
+    let mut c = match checks {
+        Checks::Checked => wgpu::ShaderRuntimeChecks::checked(),
+        Checks::Unchecked => UNCHECKED,
+    };
+    c.force_loop_bounding = shader.loop_guard() || !loop_checks_off;
+    c
+}
 
 /// Whether loads on `backend` may take the trusted path
 /// ([`PipelineCache::trusted`]): native Vulkan only.
@@ -87,7 +104,7 @@ pub fn trusted_path(backend: wgpu::Backend) -> bool {
 
 /// How a pipeline's shader module was created; part of its cache key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Checks {
+pub(crate) enum Checks {
     /// Bounds checks on ([`wgpu::ShaderRuntimeChecks::checked`], loop
     /// guard per [`SHADER_CHECKS_ENV`]).
     Checked,
@@ -197,11 +214,7 @@ impl PipelineCache {
         let source: std::borrow::Cow<'_, str> = shader.source().into();
         let descriptor =
             wgpu::ShaderModuleDescriptor { label: Some(shader.label()), source: wgpu::ShaderSource::Wgsl(source) };
-        let mut runtime_checks = match checks {
-            Checks::Checked => wgpu::ShaderRuntimeChecks::checked(),
-            Checks::Unchecked => UNCHECKED,
-        };
-        runtime_checks.force_loop_bounding = !loop_checks_off();
+        let runtime_checks = runtime_checks(shader, checks, loop_checks_off());
         // SAFETY: checked, buffer bounds checks stay on (done by the driver
         // where it has robustBufferAccess2, else injected by naga), so no
         // access leaves its binding. Only the loop guard may be dropped:

@@ -164,6 +164,32 @@ fn precision_env_takes_the_three_names_and_rejects_others() {
     }
 }
 
+/// Each shader's module gets the loop guard where its family asks for it
+/// (`// loop-guard: on`) or `ETWGPU_SHADER_CHECKS=full` does, else none,
+/// on either path; the bounds checks follow the path alone.
+#[test]
+fn loop_guard_follows_the_family_marker() {
+    use crate::pipeline_cache::{Checks, runtime_checks};
+    use etwgpu_kernels::{Family, Shader, ShaderId};
+    assert!(Family::Q4GemmCoopLarge.loop_guard(), "the marker measured faster (run be) was dropped");
+    assert!(!Family::Q4GemmCoop.loop_guard(), "measured slower with the guard (run be)");
+    for id in ShaderId::ALL {
+        let shader = Shader::Static(*id);
+        for (checks, bounds) in [(Checks::Checked, true), (Checks::Unchecked, false)] {
+            let default = runtime_checks(&shader, checks, true);
+            assert_eq!(default.force_loop_bounding, id.loop_guard(), "{}", id.label());
+            assert_eq!(default.bounds_checks, bounds, "{}", id.label());
+            assert!(runtime_checks(&shader, checks, false).force_loop_bounding, "{}: `full` guards all", id.label());
+        }
+    }
+    let fused = etwgpu_kernels::GeneratedShader::intern(
+        "fused_elementwise.f32",
+        etwgpu_kernels::Variant::F32,
+        "//! t\n".into(),
+    );
+    assert!(!runtime_checks(&Shader::Generated(fused), Checks::Checked, true).force_loop_bounding);
+}
+
 /// The trusted path drops the bounds checks (and the loop guard) but keeps
 /// the integer division guard, and only native Vulkan takes it.
 #[test]

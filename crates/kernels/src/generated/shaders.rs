@@ -267,6 +267,19 @@ impl Family {
                 | Family::SdpaSplitShortRope
         )
     }
+
+    /// Whether its source carries `// loop-guard: on`: the runtime creates
+    /// it with naga's loop guard whatever `ETWGPU_SHADER_CHECKS` says (its
+    /// `Loop guard:` docs give the timing that chose it).
+    pub const fn loop_guard(self) -> bool {
+        matches!(
+            self,
+            Family::Q4GemmCoopLarge
+                | Family::Q4GemmCoopLargeSplitk
+                | Family::Q4GemmCoopQkvLarge
+                | Family::Q4GemmCoopSwigluLarge
+        )
+    }
 }
 
 /// The element type a variant was generated for (`alias Elem = ...;`).
@@ -1206,6 +1219,12 @@ impl ShaderId {
     /// the host rule ([`Family::bounds_host_checked`]).
     pub const fn bounds_host_checked(self) -> bool {
         self.family().bounds_host_checked()
+    }
+
+    /// Whether the runtime creates it with naga's loop guard whatever
+    /// `ETWGPU_SHADER_CHECKS` says ([`Family::loop_guard`]).
+    pub const fn loop_guard(self) -> bool {
+        self.family().loop_guard()
     }
 
     /// Its variant.
@@ -15558,8 +15577,15 @@ pub const Q4_GEMM_COOP_LARGE_F32: &str = r#"//! Prefill route of `et_vk.linear_q
 //! lid` cover the tiles exactly (`BM * TK / 8` units of x, `BN * TK / 16`
 //! of the weights), the fragments' offsets stay below `BM`, `BN` and `TK /
 //! 4`, and `cs` holds `WG * 8` floats; no uniform reaches them.
+//!
+//! Loop guard: on. Run be (H100, 2,048 rows, `coop_probe bisect`): its
+//! float32 variant made with naga's loop guard ran 170.6 / 179.4 / 196.7
+//! TFLOP/s at N x K = 2,048 x 2,048 / 8,192 x 2,048 / 2,048 x 8,192,
+//! without it 148.6 / 157.0 / 161.3; the f16 variant is the same either
+//! way. The guard changes how the driver schedules the float32 x loads.
 // variants: f32 f16
 // bounds: host-checked
+// loop-guard: on
 
 enable f16;
 enable wgpu_cooperative_matrix;
@@ -15996,8 +16022,15 @@ pub const Q4_GEMM_COOP_LARGE_F16: &str = r#"enable f16;
 //! lid` cover the tiles exactly (`BM * TK / 8` units of x, `BN * TK / 16`
 //! of the weights), the fragments' offsets stay below `BM`, `BN` and `TK /
 //! 4`, and `cs` holds `WG * 8` floats; no uniform reaches them.
+//!
+//! Loop guard: on. Run be (H100, 2,048 rows, `coop_probe bisect`): its
+//! float32 variant made with naga's loop guard ran 170.6 / 179.4 / 196.7
+//! TFLOP/s at N x K = 2,048 x 2,048 / 8,192 x 2,048 / 2,048 x 8,192,
+//! without it 148.6 / 157.0 / 161.3; the f16 variant is the same either
+//! way. The guard changes how the driver schedules the float32 x loads.
 // variants: f32 f16
 // bounds: host-checked
+// loop-guard: on
 
 enable f16;
 enable wgpu_cooperative_matrix;
@@ -16427,8 +16460,12 @@ pub const Q4_GEMM_COOP_LARGE_SPLITK_F32: &str = r#"//! Prefill route of `et_vk.l
 //! lid` cover the tiles exactly (`BM * TK / 8` units of x, `BN * TK / 16`
 //! of the weights), the fragments' offsets stay below `BM`, `BN` and `TK /
 //! 4`, and `cs` holds `WG * 8` floats; no uniform reaches them.
+//!
+//! Loop guard: on, as `q4_gemm_coop_large.wgsl` (whose float32 variant
+//! ran 15-22% faster with it in run be) and for the same float32 x loads.
 // variants: f32 f16
 // bounds: host-checked
+// loop-guard: on
 
 enable f16;
 enable wgpu_cooperative_matrix;
@@ -16868,8 +16905,12 @@ pub const Q4_GEMM_COOP_LARGE_SPLITK_F16: &str = r#"enable f16;
 //! lid` cover the tiles exactly (`BM * TK / 8` units of x, `BN * TK / 16`
 //! of the weights), the fragments' offsets stay below `BM`, `BN` and `TK /
 //! 4`, and `cs` holds `WG * 8` floats; no uniform reaches them.
+//!
+//! Loop guard: on, as `q4_gemm_coop_large.wgsl` (whose float32 variant
+//! ran 15-22% faster with it in run be) and for the same float32 x loads.
 // variants: f32 f16
 // bounds: host-checked
+// loop-guard: on
 
 enable f16;
 enable wgpu_cooperative_matrix;
@@ -18084,8 +18125,12 @@ pub const Q4_GEMM_COOP_QKV_LARGE_F32: &str = r#"//! Prefill route of the fused `
 //! lid` cover the tiles exactly (`BM * TK / 8` units of x, `BN * TK / 16`
 //! of the weights), the fragments' offsets stay below `BM`, `BN` and `TK /
 //! 4`, and `cs` holds `WG * 8` floats; no uniform reaches them.
+//!
+//! Loop guard: on, as `q4_gemm_coop_large.wgsl` (whose float32 variant
+//! ran 15-22% faster with it in run be) and for the same float32 x loads.
 // variants: f32 f16
 // bounds: host-checked
+// loop-guard: on
 
 enable f16;
 enable wgpu_cooperative_matrix;
@@ -18542,8 +18587,12 @@ pub const Q4_GEMM_COOP_QKV_LARGE_F16: &str = r#"enable f16;
 //! lid` cover the tiles exactly (`BM * TK / 8` units of x, `BN * TK / 16`
 //! of the weights), the fragments' offsets stay below `BM`, `BN` and `TK /
 //! 4`, and `cs` holds `WG * 8` floats; no uniform reaches them.
+//!
+//! Loop guard: on, as `q4_gemm_coop_large.wgsl` (whose float32 variant
+//! ran 15-22% faster with it in run be) and for the same float32 x loads.
 // variants: f32 f16
 // bounds: host-checked
+// loop-guard: on
 
 enable f16;
 enable wgpu_cooperative_matrix;
@@ -20421,8 +20470,12 @@ pub const Q4_GEMM_COOP_SWIGLU_LARGE_F32: &str = r#"//! Prefill route of the fuse
 //! TK / 16` of each weight), the fragments' offsets stay below `BM`, `BN`
 //! and `TK / 4`, and `cs` holds two 256-float slots a subgroup; no uniform
 //! reaches them.
+//!
+//! Loop guard: on, as `q4_gemm_coop_large.wgsl` (whose float32 variant
+//! ran 15-22% faster with it in run be) and for the same float32 x loads.
 // variants: f32 f16
 // bounds: host-checked
+// loop-guard: on
 
 enable f16;
 enable wgpu_cooperative_matrix;
@@ -20841,8 +20894,12 @@ pub const Q4_GEMM_COOP_SWIGLU_LARGE_F16: &str = r#"enable f16;
 //! TK / 16` of each weight), the fragments' offsets stay below `BM`, `BN`
 //! and `TK / 4`, and `cs` holds two 256-float slots a subgroup; no uniform
 //! reaches them.
+//!
+//! Loop guard: on, as `q4_gemm_coop_large.wgsl` (whose float32 variant
+//! ran 15-22% faster with it in run be) and for the same float32 x loads.
 // variants: f32 f16
 // bounds: host-checked
+// loop-guard: on
 
 enable f16;
 enable wgpu_cooperative_matrix;
