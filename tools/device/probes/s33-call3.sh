@@ -9,8 +9,8 @@
 #     3 repeats a cell): the branch is taken when it is >= 2% faster at
 #     2,048 and not >= 1% slower at 512 (cmp/choice.txt says which);
 #  2. a 512-token call profiled by kernel with the chosen build;
-#  3. the table's parts with it into final/: `run.sh etwgpu`, the PyTorch
-#     peers, then `run.sh extra`, `coop`, `f32`, each only if the seconds
+#  3. the table's parts with it into final/: `run.sh etwgpu`, `coop`,
+#     `extra`, `f32`, then the PyTorch peers, each only if the seconds
 #     left of LIMIT (the first argument, default 560: what the device
 #     budget leaves this call) cover its usual length, the peers' budget cut
 #     to fit, so that the packing always runs.
@@ -58,15 +58,15 @@ part() { # PART SECONDS: run.sh PART if SECONDS are left
   else echo "skipped $1: $(left) s left"; fi
 }
 part etwgpu 170
+part coop 30
+part extra 60
+part f32 35
 if [ "$(left)" -ge 150 ]; then
   echo "== peers ($(left) s left)"
   timeout "$(left)" python3 tools/device/peers.py --config llama32_1b --dtype bf16 --modes eager,compile \
     --prompts 128,512,1024,2048,4096,8192 --contexts 128,512,2048,8192 --decode-tokens 128 \
     --budget-s $(( $(left) - 70 )) --json "$OUT/final/peers_1b.json" 2>&1 | tail -5
 else echo "skipped peers: $(left) s left"; fi
-part extra 60
-part coop 30
-part f32 35
 python3 tools/device/report.py "$OUT/final" > "$OUT/final/table.md" 2>&1
 probe_pack bg
 ls "$OUT"
