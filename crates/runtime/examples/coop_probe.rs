@@ -6,9 +6,10 @@
 //! tile, K step, staging element (f16 or `vec4<f16>`), padding of the
 //! staged rows, one or two staged copies (loads in flight), prefetch into
 //! registers with one copy, or no staging; each is made three
-//! ways: every runtime check (`create_shader_module`), as the runtime
-//! makes modules (index clamps, no loop guard), and no checks
-//! (`create_shader_module_trusted`).
+//! ways: every runtime check (`create_shader_module`: index clamps and
+//! the loop guard, as the runtime makes the families marked `// loop-guard:
+//! on`), as the runtime makes every other family (index clamps, no loop
+//! guard), and no checks (`create_shader_module_trusted`).
 //!
 //! Every module is validated with naga first, so this runs (and says so)
 //! on adapters without cooperative matrices. On one with them: a warm-up
