@@ -106,7 +106,7 @@ pub fn trusted_path(backend: wgpu::Backend) -> bool {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Checks {
     /// Bounds checks on ([`wgpu::ShaderRuntimeChecks::checked`], loop
-    /// guard per [`SHADER_CHECKS_ENV`]).
+    /// guard per [`runtime_checks`]).
     Checked,
     /// [`UNCHECKED`]: a trusted load's host-checked kernel.
     Unchecked,
