@@ -6,7 +6,13 @@
 # their SHA-256 (`.xfer/*/bin.tar.xz`, `bin.sha256`, under the carry
 # limit): `probe_gl` installs the Vulkan loader from .gl,
 # `probe_unpack DIR DEST` unpacks and checks DIR's tarball into DEST, and
-# `probe_warm LLM_BENCH` runs the warm-up cell with that binary.
+# `probe_warm LLM_BENCH` runs the warm-up cell with that binary, and
+# `probe_gpu` writes (and prints) the GPU's name and clocks. For a
+# call bounded by the device time left: `probe_deadline SECONDS` starts
+# its clock, `probe_left` says the seconds still free (20 kept for the
+# packing), `probe_part PART SECONDS` runs `run.sh PART` into $OUT/final
+# only if that many are left, and `probe_peers` runs the PyTorch peers
+# there with their budget cut to the time left (if 150 s are).
 OUT=${OUT:-/tmp/out}
 B=/tmp/bins
 
@@ -14,9 +20,14 @@ probe_warm() {
   timeout 60 "$1" --model smollm2 --weights q4 --prompts 16 --contexts 128 --steps 32 --repeats 1 > /dev/null 2>&1
 }
 
+probe_gpu() {
+  mkdir -p "$OUT"
+  nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
+}
+
 probe_init() {
   mkdir -p "$OUT" "$B" && tar xzf "$1/bins.tgz" -C "$B"
-  nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv > "$OUT/gpu.txt" 2>&1
+  probe_gpu > /dev/null 2>&1
   probe_warm "$B/llm_bench"
 }
 
@@ -34,4 +45,29 @@ probe_unpack() {
 
 probe_pack() {
   (cd "$OUT" && tar czf "/tmp/$1.tgz" . && rm -rf "${OUT:?}"/* && mv "/tmp/$1.tgz" "$OUT/")
+}
+
+probe_deadline() {
+  PROBE_LIMIT=$1
+  PROBE_T0=$(date +%s)
+  mkdir -p "$OUT/final"
+}
+
+probe_left() {
+  echo $(( PROBE_LIMIT - ($(date +%s) - PROBE_T0) - 20 ))
+}
+
+probe_part() {
+  if [ "$(probe_left)" -ge "$2" ]; then
+    OUT="$OUT/final" timeout "$(probe_left)" bash tools/device/run.sh "$1" 2>&1 | grep -vE "^\|"
+  else echo "skipped $1: $(probe_left) s left"; fi
+}
+
+probe_peers() {
+  if [ "$(probe_left)" -ge 150 ]; then
+    echo "== peers ($(probe_left) s left)"
+    timeout "$(probe_left)" python3 tools/device/peers.py --config llama32_1b --dtype bf16 --modes eager,compile \
+      --prompts 128,512,1024,2048,4096,8192 --contexts 128,512,2048,8192 --decode-tokens 128 \
+      --budget-s $(( $(probe_left) - 70 )) --json "$OUT/final/peers_1b.json" 2>&1 | tail -5
+  else echo "skipped peers: $(probe_left) s left"; fi
 }

@@ -23,7 +23,7 @@ probe_unpack .xfer/s33a/new "$BN"
 probe_unpack .xfer/s33a/old "$BO"
 mkdir -p "$OUT" .device
 cp "$BN/etwgpu" .device/etwgpu
-nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
+probe_gpu
 probe_warm "$BN/llm_bench"
 echo "== routed"
 timeout 150 "$BN/coop_probe" routed > "$OUT/routed.txt" 2>&1

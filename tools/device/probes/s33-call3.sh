@@ -11,21 +11,19 @@
 #  2. a 512-token call profiled by kernel with the chosen build;
 #  3. the table's parts with it into final/: `run.sh etwgpu`, `coop`,
 #     `extra`, `f32`, then the PyTorch peers, each only if the seconds
-#     left of LIMIT (the first argument, default 560: what the device
-#     budget leaves this call) cover its usual length, the peers' budget cut
+#     left of the first argument (default 560: what the device budget
+#     leaves this call) cover its usual length, the peers' budget cut
 #     to fit, so that the packing always runs.
 set -u
-LIMIT=${1:-560}
-T0=$(date +%s)
-left() { echo $(( LIMIT - ($(date +%s) - T0) - 20 )); }
 source tools/device/probes/lib.sh
+probe_deadline "${1:-560}"
 probe_gl
 BM=/tmp/b/main
 BG=/tmp/b/guard
 probe_unpack .xfer/s33a/new "$BM"
 probe_unpack .xfer/s33b/new "$BG"
 mkdir -p "$OUT/cmp" .device
-nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
+probe_gpu
 probe_warm "$BG/llm_bench"
 for c in guard main; do
   bin=$BG; [ $c = main ] && bin=$BM
@@ -52,21 +50,11 @@ echo "== profile 512 ($choice)"
 timeout 40 .device/llm_bench --model 1b --weights q4 --prompts 512 --contexts 128 --steps 16 --repeats 3 \
   --json "$OUT/cmp/prof512.json" > "$OUT/cmp/prof512.txt" 2>&1
 grep -E "one call of 512" -A10 "$OUT/cmp/prof512.txt" | cut -c1-110 | head -24
-mkdir -p "$OUT/final"
-part() { # PART SECONDS: run.sh PART if SECONDS are left
-  if [ "$(left)" -ge "$2" ]; then OUT="$OUT/final" timeout "$(left)" bash tools/device/run.sh "$1" 2>&1 | grep -vE "^\|"
-  else echo "skipped $1: $(left) s left"; fi
-}
-part etwgpu 170
-part coop 30
-part extra 60
-part f32 35
-if [ "$(left)" -ge 150 ]; then
-  echo "== peers ($(left) s left)"
-  timeout "$(left)" python3 tools/device/peers.py --config llama32_1b --dtype bf16 --modes eager,compile \
-    --prompts 128,512,1024,2048,4096,8192 --contexts 128,512,2048,8192 --decode-tokens 128 \
-    --budget-s $(( $(left) - 70 )) --json "$OUT/final/peers_1b.json" 2>&1 | tail -5
-else echo "skipped peers: $(left) s left"; fi
+probe_part etwgpu 170
+probe_part coop 30
+probe_part extra 60
+probe_part f32 35
+probe_peers
 python3 tools/device/report.py "$OUT/final" > "$OUT/final/table.md" 2>&1
 probe_pack bg
 ls "$OUT"
