@@ -158,22 +158,7 @@ fn main(
         cs[lid * 8u + e] = 0.0;
     }
     workgroupBarrier();
-    var c0_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
-    var c0_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
-    var c0_2 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
-    var c0_3 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
-    var c1_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
-    var c1_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
-    var c1_2 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
-    var c1_3 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
-    var c2_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
-    var c2_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
-    var c2_2 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
-    var c2_3 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
-    var c3_0 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
-    var c3_1 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
-    var c3_2 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
-    var c3_3 = coopLoadT<coop_mat16x16<f32, C>>(&cs[0], 16u);
+    // include: coop_acc4x4.wgsl
     workgroupBarrier();
     // The first step's loads; each step then issues the next step's
     // loads right after staging its own, so they arrive during its
@@ -193,60 +178,7 @@ fn main(
         gx1 = load_raw_x(m0, kn, 1u * WG + lid);
         gw0 = load_w(n0, kn, 0u * WG + lid);
         gw1 = load_w(n0, kn, 1u * WG + lid);
-        let xb = 0u * XS_LEN;
-        let wb = 0u * WS_LEN;
-        {
-            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 0u], LDE);
-            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 0u], LDE);
-            let a2 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 32u) * LDE + 0u], LDE);
-            let a3 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 48u) * LDE + 0u], LDE);
-            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 0u], LDE);
-            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 0u], LDE);
-            let b2 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 32u) * LDE + 0u], LDE);
-            let b3 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 48u) * LDE + 0u], LDE);
-            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
-            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
-            c0_2 = coopMultiplyAdd(a0, b2, c0_2);
-            c0_3 = coopMultiplyAdd(a0, b3, c0_3);
-            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
-            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
-            c1_2 = coopMultiplyAdd(a1, b2, c1_2);
-            c1_3 = coopMultiplyAdd(a1, b3, c1_3);
-            c2_0 = coopMultiplyAdd(a2, b0, c2_0);
-            c2_1 = coopMultiplyAdd(a2, b1, c2_1);
-            c2_2 = coopMultiplyAdd(a2, b2, c2_2);
-            c2_3 = coopMultiplyAdd(a2, b3, c2_3);
-            c3_0 = coopMultiplyAdd(a3, b0, c3_0);
-            c3_1 = coopMultiplyAdd(a3, b1, c3_1);
-            c3_2 = coopMultiplyAdd(a3, b2, c3_2);
-            c3_3 = coopMultiplyAdd(a3, b3, c3_3);
-        }
-        {
-            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 0u) * LDE + 4u], LDE);
-            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 16u) * LDE + 4u], LDE);
-            let a2 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 32u) * LDE + 4u], LDE);
-            let a3 = coopLoadT<coop_mat16x16<f16, A>>(&xs[xb + (wm + 48u) * LDE + 4u], LDE);
-            let b0 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 0u) * LDE + 4u], LDE);
-            let b1 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 16u) * LDE + 4u], LDE);
-            let b2 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 32u) * LDE + 4u], LDE);
-            let b3 = coopLoad<coop_mat16x16<f16, B>>(&ws[wb + (wn + 48u) * LDE + 4u], LDE);
-            c0_0 = coopMultiplyAdd(a0, b0, c0_0);
-            c0_1 = coopMultiplyAdd(a0, b1, c0_1);
-            c0_2 = coopMultiplyAdd(a0, b2, c0_2);
-            c0_3 = coopMultiplyAdd(a0, b3, c0_3);
-            c1_0 = coopMultiplyAdd(a1, b0, c1_0);
-            c1_1 = coopMultiplyAdd(a1, b1, c1_1);
-            c1_2 = coopMultiplyAdd(a1, b2, c1_2);
-            c1_3 = coopMultiplyAdd(a1, b3, c1_3);
-            c2_0 = coopMultiplyAdd(a2, b0, c2_0);
-            c2_1 = coopMultiplyAdd(a2, b1, c2_1);
-            c2_2 = coopMultiplyAdd(a2, b2, c2_2);
-            c2_3 = coopMultiplyAdd(a2, b3, c2_3);
-            c3_0 = coopMultiplyAdd(a3, b0, c3_0);
-            c3_1 = coopMultiplyAdd(a3, b1, c3_1);
-            c3_2 = coopMultiplyAdd(a3, b2, c3_2);
-            c3_3 = coopMultiplyAdd(a3, b3, c3_3);
-        }
+        // include: coop_step4x4.wgsl
         workgroupBarrier();
     }
 
