@@ -63,34 +63,7 @@ const WS_LEN: u32 = BN * LDE;
 const XS_HALVES: u32 = BM * (TK + 8u);
 const WS_HALVES: u32 = BN * (TK + 8u);
 
-struct Params {
-    /// Rows of x.
-    m: u32,
-    /// Output features.
-    n: u32,
-    /// Input features (a multiple of TK).
-    k: u32,
-    /// Row length of the scales (and bias): N padded.
-    n_pad: u32,
-    /// Inputs per scale group (a multiple of 32).
-    group_size: u32,
-    /// Workgroups along N.
-    tiles_n: u32,
-    /// Bit 0: the weights are word-major (16-byte word `w` of row `n` at
-    /// word `w * N + n`; see `etwgpu_graph::layout`), else row-major.
-    w_layout: u32,
-    /// Inputs per split (a multiple of TK).
-    k_chunk: u32,
-    /// Output tiles (workgroups per split).
-    tiles: u32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
-@group(0) @binding(2) var<storage, read> weights: array<vec2<u32>>;
-@group(0) @binding(3) var<storage, read> scales: array<Elem>;
-/// `[splits, M, N]` f32 partial sums (the scratch).
-@group(0) @binding(4) var<storage, read_write> partial: array<f32>;
+// include: coop_q4_splitk_decl.wgsl
 
 /// Staged x tiles, row-major (`xs[row * LDE + k / 4]`), and weight tiles,
 /// column-major (`ws[col * LDE + k / 4]`), 4 halves an element.
@@ -106,27 +79,7 @@ var<workgroup> cs: array<f32, SGM * SGN * 256u>;
 
 // include: coop_q4_one.wgsl
 
-/// Writes the fragment the subgroup `sg` left in its `cs` slot to rows
-/// `row0 ..` and columns `col0 ..` of the partial sums at `base`:
-/// invocation `lane` writes column `lane % 16` of 8 rows (`(lane / 16) * 8
-/// ..`), so each store of the subgroup writes two runs of 16 adjacent
-/// outputs (it replaces 8 adjacent columns of one row an invocation, whose
-/// stores each touched 16 rows: run bd found writing f32 rather than f16
-/// output cost the large kernel 18% at K = 2,048).
-fn emit(base: u32, sg: u32, lane: u32, row0: u32, col0: u32) {
-    let c = lane % 16u;
-    let col = col0 + c;
-    if col >= p.n {
-        return;
-    }
-    for (var e = 0u; e < 8u; e++) {
-        let r = (lane / 16u) * 8u + e;
-        let row = row0 + r;
-        if row < p.m {
-            partial[base + row * p.n + col] = cs[sg * 256u + r * 16u + c];
-        }
-    }
-}
+// include: coop_q4_splitk_emit.wgsl
 
 @compute @workgroup_size(WG)
 fn main(
