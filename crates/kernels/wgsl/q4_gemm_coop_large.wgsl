@@ -111,6 +111,8 @@ var<workgroup> cs: array<f32, SGM * SGN * 256u>;
 
 // include: coop_q4_one.wgsl
 
+// include: coop_q4_store.wgsl
+
 /// Writes the fragment the subgroup `sg` left in its `cs` slot to rows
 /// `row0 ..` and columns `col0 ..` of the output: invocation `lane` writes
 /// column `lane % 16` of 8 rows (`(lane / 16) * 8 ..`), so each store of

@@ -161,16 +161,7 @@ fn load_w(pr: Proj, k0: u32, i: u32) -> Nibbles {
     return Nibbles(w_v[at], s_v[s]);
 }
 
-/// Stores the 16 weights of `v` at half `o` (a multiple of 8) of the
-/// weight tiles.
-fn store_w(o: u32, v: Nibbles) {
-    let lo = deq8(v.word.x, v.scale);
-    let hi = deq8(v.word.y, v.scale);
-    ws[o / 4u] = lo.lo;
-    ws[o / 4u + 1u] = lo.hi;
-    ws[o / 4u + 2u] = hi.lo;
-    ws[o / 4u + 3u] = hi.hi;
-}
+// include: coop_q4_store.wgsl
 
 /// Writes the fragment the subgroup `sg` left in its `cs` slot to rows
 /// `row0 ..` and columns `col0 ..` of projection `pr`'s output: invocation

@@ -70,6 +70,8 @@ var<workgroup> cs: array<f32, SGM * SGN * 256u>;
 
 // include: coop_q4_one.wgsl
 
+// include: coop_q4_store.wgsl
+
 // include: coop_q4_splitk_emit.wgsl
 
 @compute @workgroup_size(WG)

@@ -1,8 +1,8 @@
-//! The weight tile's loads and stores of the 4-bit cooperative-matrix
-//! GEMMs of one weight (`q4_gemm_coop.wgsl`, `q4_gemm_coop_large.wgsl`
-//! and their split-K forms; the SwiGLU pair and the fused QKV have their
-//! own): `load_w` reads a staging unit's 16 nibbles and scale as loaded,
-//! `store_w` dequantizes them into the staged tile. The kernel that
+//! The weight tile's loads of the 4-bit cooperative-matrix GEMMs of one
+//! weight (`q4_gemm_coop.wgsl`, `q4_gemm_coop_large.wgsl` and their
+//! split-K forms; the SwiGLU pair and the fused QKV have their own):
+//! `load_w` reads a staging unit's 16 nibbles and scale as loaded, for
+//! `store_w` (`coop_q4_store.wgsl`) to dequantize into the staged tile. The kernel that
 //! includes this declares `p` (with `n`, `k`, `n_pad`, `group_size`,
 //! `w_layout`), `weights`, `scales` and `ws`, and includes
 //! `coop_stage.wgsl`, `q4_word8.wgsl` and `coop_q4.wgsl` before it.
@@ -17,15 +17,4 @@ fn load_w(n0: u32, k0: u32, i: u32) -> Nibbles {
     }
     let word = weights[w8(col, p.k / 16u, k, (p.w_layout & 1u) != 0u)];
     return Nibbles(word, scales[(k / p.group_size) * p.n_pad + col]);
-}
-
-/// Stores the 16 weights of `v` at half `o` (a multiple of 8) of the
-/// weight tiles.
-fn store_w(o: u32, v: Nibbles) {
-    let lo = deq8(v.word.x, v.scale);
-    let hi = deq8(v.word.y, v.scale);
-    ws[o / 4u] = lo.lo;
-    ws[o / 4u + 1u] = lo.hi;
-    ws[o / 4u + 2u] = hi.lo;
-    ws[o / 4u + 3u] = hi.hi;
 }
