@@ -285,7 +285,7 @@ fn coop_workgroup_variables_are_16_byte_multiples() {
 /// The `mode` field (bytes 12..16) of a `compare.wgsl` dispatch.
 fn compare_mode(l: &Lowered) -> u32 {
     let Step::Dispatch(d) = &l.steps[0] else { panic!("expected a dispatch") };
-    u32::from_le_bytes(d.params[12..16].try_into().expect("4 bytes"))
+    param_word(d, 3)
 }
 
 #[test]
@@ -491,7 +491,7 @@ fn repeat_split_and_creation_rules() {
     let l = check(&g, "aten.repeat.default", &[y, reps, out]).expect("repeat");
     assert_eq!(out_shape(&l), [2, 3, 5, 6]);
     let Step::Dispatch(d) = &l.steps[0] else { panic!("expected a dispatch") };
-    assert_eq!(u32::from_le_bytes(d.params[4..8].try_into().expect("4 bytes")), 5);
+    assert_eq!(param_word(d, 1), 5);
     let few = g.push(Owned::IntList(vec![2, 2]));
     assert!(matches!(check(&g, "aten.repeat.default", &[y, few, out]), Err(crate::Error::ArgValue { arg_idx: 1, .. })));
     // split sizes must cover the dim.
@@ -1341,7 +1341,7 @@ fn fused_elementwise_broadcasts_collapses_dims_and_checks_its_inputs() {
     let two = g.push(Owned::Str("add x0 x1 2.0".into()));
     let l = check(&g, "etwgpu.fused_elementwise.default", &[two, a, b, out]).expect("lowers");
     let Step::Dispatch(d) = &l.steps[0] else { panic!("a dispatch") };
-    assert_eq!(u32::from_le_bytes(d.params[4..8].try_into().expect("4 bytes")), 1);
+    assert_eq!(param_word(d, 1), 1);
 
     // Errors: an input count that does not match, a skipped input, shapes
     // that do not broadcast, dtypes that differ.
@@ -1381,8 +1381,8 @@ fn act_variants_put_the_activation_in_the_epilogue() {
     let (Step::Dispatch(p), Step::Dispatch(f)) = (&plain.steps[0], &fused.steps[0]) else { panic!("dispatches") };
     assert_eq!(p.params.len(), 80);
     assert_eq!(p.params[..64], f.params[..64]);
-    assert_eq!(u32::from_le_bytes(p.params[64..68].try_into().expect("4 bytes")), 0, "no activation");
-    assert_eq!(u32::from_le_bytes(f.params[64..68].try_into().expect("4 bytes")), 14, "clamp");
+    assert_eq!(param_word(p, 16), 0, "no activation");
+    assert_eq!(param_word(f, 16), 14, "clamp");
     assert_eq!(f32::from_le_bytes(f.params[72..76].try_into().expect("4 bytes")), 6.0);
     assert_eq!((p.inputs.clone(), p.outputs.clone()), (f.inputs.clone(), f.outputs.clone()));
     let bad = g.push(Owned::Str("mul x0 x0".into()));
@@ -1409,7 +1409,7 @@ fn qkv_and_swiglu_shape_three_and_one_outputs_and_route_by_rows() {
         assert_eq!(d.shader, crate::ShaderId::find(family, crate::Variant::F32).expect("variant").into());
         assert_eq!(d.inputs, [x, wq, wk, wk, wq, bk, wk]);
         assert_eq!(d.outputs, [q, k, v]);
-        assert_eq!(u32::from_le_bytes(d.params[20..24].try_into().expect("4 bytes")), 0b010, "only k has a bias");
+        assert_eq!(param_word(d, 5), 0b010, "only k has a bias");
         let out = g.t(&[1, rows, 4]);
         let l = check(&g, "etwgpu.linear_swiglu.default", &[x, wk, bk, wk, null, out]).expect("swiglu");
         assert_eq!(l.shapes, vec![(out, vec![1, rows, 4])]);
@@ -1685,9 +1685,7 @@ fn unary_rows_lower_to_their_unary_op_and_no_other_row_does() {
         let out = g.t(&[5]);
         let lowered = id.lower(&crate::plan::Ctx::new(&g, &[x, out]));
         let code = match lowered.as_ref().map(|l| &l.steps[..]) {
-            Ok([Step::Dispatch(d)]) if d.shader.label() == "unary.f32" => {
-                Some(u32::from_le_bytes(d.params[4..8].try_into().expect("4 bytes")))
-            }
+            Ok([Step::Dispatch(d)]) if d.shader.label() == "unary.f32" => Some(param_word(d, 1)),
             _ => None,
         };
         assert_eq!(code, id.unary().map(|op| op as u32), "{name}: its row against OpId::unary");
@@ -1695,13 +1693,13 @@ fn unary_rows_lower_to_their_unary_op_and_no_other_row_does() {
     assert_eq!(OPS.iter().filter(|(id, _)| id.unary().is_some()).count(), 15);
 }
 
-/// The shader label and workgroups of a one-dispatch lowering (besides
-/// the scratch it may declare).
 /// Word `i` of a dispatch's uniform bytes.
 fn param_word(d: &crate::plan::Dispatch, i: usize) -> u32 {
     u32::from_le_bytes(d.params[4 * i..4 * i + 4].try_into().expect("4 bytes"))
 }
 
+/// The shader label and workgroups of a one-dispatch lowering (besides
+/// the scratch it may declare).
 fn one_dispatch(l: &Lowered) -> (&'static str, [u32; 3]) {
     let steps: Vec<&Step> = l.steps.iter().filter(|s| !matches!(s, Step::Scratch { .. })).collect();
     let [Step::Dispatch(d)] = steps[..] else { panic!("one dispatch, found {:?}", l.steps) };
