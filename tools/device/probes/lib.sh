@@ -7,7 +7,10 @@
 # limit): `probe_gl` installs the Vulkan loader from .gl,
 # `probe_unpack DIR DEST` unpacks and checks DIR's tarball into DEST, and
 # `probe_warm LLM_BENCH` runs the warm-up cell with that binary, and
-# `probe_gpu` writes (and prints) the GPU's name and clocks. For a
+# `probe_gpu` writes (and prints) the GPU's name and clocks;
+# `probe_checks COOP_PROBE` checks a build before it is timed: that
+# binary's `routed` check, then the goldens of `.device/etwgpu` at the
+# default, `mixed` and `f16` (the route required), into $OUT. For a
 # call bounded by the device time left: `probe_deadline SECONDS` starts
 # its clock, `probe_left` says the seconds still free (20 kept for the
 # packing), `probe_part PART SECONDS` runs `run.sh PART` into $OUT/final
@@ -70,4 +73,17 @@ probe_peers() {
       --prompts 128,512,1024,2048,4096,8192 --contexts 128,512,2048,8192 --decode-tokens 128 \
       --budget-s $(( $(probe_left) - 70 )) --json "$OUT/final/peers_1b.json" 2>&1 | tail -5
   else echo "skipped peers: $(probe_left) s left"; fi
+}
+
+probe_checks() {
+  echo "== routed"
+  timeout 150 "$1" routed > "$OUT/routed.txt" 2>&1
+  echo "exit $?"; grep -E "routed check" "$OUT/routed.txt"; grep -E "FAIL" "$OUT/routed.txt" | head -10
+  echo "== goldens"
+  timeout 90 python3 tools/device/goldens.py .device/etwgpu test_data/fixtures /tmp/gold-default \
+    > "$OUT/goldens_default.txt" 2>&1
+  OUT="$OUT" bash tools/device/run.sh coop > /dev/null 2>&1
+  for p in default mixed f16; do
+    echo "$p $(grep -cE ' pass ' "$OUT/goldens_$p.txt") pass"; grep -E " fail|FAIL" "$OUT/goldens_$p.txt" | head -5
+  done
 }

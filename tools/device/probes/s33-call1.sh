@@ -25,13 +25,7 @@ mkdir -p "$OUT" .device
 cp "$BN/etwgpu" .device/etwgpu
 probe_gpu
 probe_warm "$BN/llm_bench"
-echo "== routed"
-timeout 150 "$BN/coop_probe" routed > "$OUT/routed.txt" 2>&1
-echo "exit $?"; grep -E "routed check" "$OUT/routed.txt"; grep -E "FAIL" "$OUT/routed.txt" | head -10
-echo "== goldens"
-timeout 90 python3 tools/device/goldens.py .device/etwgpu test_data/fixtures /tmp/gold-default > "$OUT/goldens_default.txt" 2>&1
-OUT="$OUT" bash tools/device/run.sh coop > /dev/null 2>&1
-for p in default mixed f16; do echo "$p $(grep -cE ' pass ' "$OUT/goldens_$p.txt") pass"; grep -E " fail|FAIL" "$OUT/goldens_$p.txt" | head -5; done
+probe_checks "$BN/coop_probe"
 for v in new old; do
   bin=$BN; [ $v = old ] && bin=$BO
   echo "== bisect $v"
