@@ -136,6 +136,29 @@ impl GenerationStats {
     }
 }
 
+/// The last `vocab` values of float `logits` as f32 (with full logits,
+/// `[1, S, vocab]`, the last row is the last token's), converted straight
+/// from their bytes: a prompt's call returns after this, and widening all
+/// of a 128,256-entry row to f64 and back cost about as much again as the
+/// read-back itself. `None` for an empty row or fewer values than `vocab`.
+fn last_row_f32(logits: &Tensor, vocab: usize) -> Option<Vec<f32>> {
+    let size = logits.dtype.size_bytes();
+    let n = logits.bytes.len() / size;
+    if vocab == 0 || n < vocab {
+        return None;
+    }
+    let row = logits.bytes.get((n - vocab) * size..n * size)?.chunks_exact(size);
+    Some(match logits.dtype {
+        DType::F32 => row.map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect(),
+        DType::F16 => row.map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32()).collect(),
+        DType::BF16 => row.map(|c| half::bf16::from_le_bytes([c[0], c[1]]).to_f32()).collect(),
+        DType::F64 => {
+            row.map(|c| f64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]) as f32).collect()
+        }
+        _ => return None,
+    })
+}
+
 /// What [`Generator::feed`] gives for the last token fed.
 enum Fed {
     /// Its logits.
@@ -388,12 +411,8 @@ impl Generator {
             return Err(Error::BadLogits { found: format!("{:?} {:?}", logits.dtype, logits.shape) });
         }
         let vocab = *logits.shape.last().expect("non-empty shape") as usize;
-        let all = logits.to_f64_vec();
-        if vocab == 0 || all.len() < vocab {
-            return Err(Error::BadLogits { found: format!("{:?} {:?}", logits.dtype, logits.shape) });
-        }
-        // With full logits ([1, S, vocab]) the last row is the last token's.
-        Ok(all[all.len() - vocab..].iter().map(|&v| v as f32).collect())
+        last_row_f32(&logits, vocab)
+            .ok_or_else(|| Error::BadLogits { found: format!("{:?} {:?}", logits.dtype, logits.shape) })
     }
 
     /// Runs `forward` like [`Self::forward`] but returns the argmax of the
@@ -642,4 +661,36 @@ fn forward_inputs(tokens: &[u32], pos: usize) -> Result<[Tensor; 2]> {
     let pos = Tensor::new(DType::I64, vec![1], (pos as i64).to_le_bytes().to_vec())
         .map_err(|source| Error::Runtime { during: "building the input_pos input", source })?;
     Ok([tok, pos])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tensor(dtype: DType, shape: &[u64], bytes: Vec<u8>) -> Tensor {
+        Tensor { dtype, shape: shape.to_vec(), bytes }
+    }
+
+    #[test]
+    fn last_row_is_the_last_tokens_in_each_float_dtype() {
+        let rows = [[1.5f32, -2.0, 3.25], [0.5, 7.0, -0.125]];
+        let f32_bytes: Vec<u8> = rows.iter().flatten().flat_map(|v| v.to_le_bytes()).collect();
+        let f16_bytes: Vec<u8> = rows.iter().flatten().flat_map(|v| half::f16::from_f32(*v).to_le_bytes()).collect();
+        let bf16_bytes: Vec<u8> = rows.iter().flatten().flat_map(|v| half::bf16::from_f32(*v).to_le_bytes()).collect();
+        let f64_bytes: Vec<u8> = rows.iter().flatten().flat_map(|v| f64::from(*v).to_le_bytes()).collect();
+        for (dtype, bytes) in
+            [(DType::F32, f32_bytes), (DType::F16, f16_bytes), (DType::BF16, bf16_bytes), (DType::F64, f64_bytes)]
+        {
+            let t = tensor(dtype, &[1, 2, 3], bytes);
+            assert_eq!(last_row_f32(&t, 3), Some(rows[1].to_vec()), "{dtype:?}");
+        }
+    }
+
+    #[test]
+    fn last_row_refuses_short_or_non_float_logits() {
+        let t = tensor(DType::F32, &[1, 2], [1.0f32, 2.0].iter().flat_map(|v| v.to_le_bytes()).collect());
+        assert_eq!(last_row_f32(&t, 3), None);
+        assert_eq!(last_row_f32(&t, 0), None);
+        assert_eq!(last_row_f32(&tensor(DType::I32, &[1, 2], vec![0; 8]), 2), None);
+    }
 }
