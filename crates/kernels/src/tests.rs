@@ -867,10 +867,20 @@ fn sdpa_rope_rotates_inside_the_split_kernel() {
             );
             assert_eq!((part.params.len(), &part.params[48..52]), (64, &20u32.to_le_bytes()[..]));
         } else {
-            assert_eq!(labels(&l), ["rope.f32", "kv_cache_update.f32", "sdpa_prefill.f32"]);
+            // The rotation and the cache update in one dispatch: the
+            // rotated keys go only into the cache.
+            assert_eq!(labels(&l), ["rope_kv_cache.f32", "sdpa_prefill.f32"]);
             let rope = dispatches[0];
-            assert_eq!(rope.outputs, [q_rot, k_rot]);
-            assert_eq!(rope.params[24..28], 20u32.to_le_bytes());
+            assert_eq!(
+                (rope.inputs.as_slice(), rope.outputs.as_slice()),
+                (&[xq, xk, v, cos, sin][..], &[q_rot, cache, cache][..])
+            );
+            let words: Vec<u32> =
+                rope.params.chunks(4).map(|w| u32::from_le_bytes(w.try_into().expect("words"))).collect();
+            // Pairs of q and k, heads, D / 2, S, the table row, the cache
+            // offset of row 20 (2 heads of 16).
+            assert_eq!(words, [s as u32 * 32, s as u32 * 16, 4, 2, 8, s as u32, 20, 20 * 32]);
+            assert_eq!(rope.workgroups, [(s as u32 * 64).div_ceil(256), 1, 1]);
         }
         // 24 rows do not hold rows 20 .. 20 + S.
         let short = g.t(&[24, 8]);
@@ -1116,10 +1126,9 @@ fn sdpa_prompts_take_the_matrix_units_where_caps_allow() {
             let args = [q, kv, kv, cache, cache, start, one, null, zero, causal, null, cos, sin, start, outs];
             let op = from_name("etwgpu.sdpa_rope_with_kv_cache.default").expect("registered");
             let l = op.lower(&crate::plan::Ctx::new(&g, &args).with_caps(caps)).expect("lowers");
-            let rope = if qt == ElemType::F16 { "rope.f16" } else { "rope.f32" };
-            let update = if qt == ElemType::F16 { "kv_cache_update.f16" } else { "kv_cache_update.f32_kvf16" };
+            let rope = if qt == ElemType::F16 { "rope_kv_cache.f16" } else { "rope_kv_cache.f32_kvf16" };
             let names: Vec<&str> = labels(&l).into_iter().map(|(n, _)| n).collect();
-            assert_eq!(names, [rope, update, kernel], "{what}, fused with RoPE");
+            assert_eq!(names, [rope, kernel], "{what}, fused with RoPE");
         }
     }
 }

@@ -174,6 +174,8 @@ pub enum Family {
     RopeHf,
     /// `rope_interleaved.wgsl`.
     RopeInterleaved,
+    /// `rope_kv_cache.wgsl`.
+    RopeKvCache,
     /// `sdpa.wgsl`.
     Sdpa,
     /// `sdpa_online.wgsl`.
@@ -654,6 +656,12 @@ pub enum ShaderId {
     RopeInterleavedF32,
     /// `rope_interleaved.wgsl` with `Elem = f16`.
     RopeInterleavedF16,
+    /// `rope_kv_cache.wgsl` with `Elem = f32`.
+    RopeKvCacheF32,
+    /// `rope_kv_cache.wgsl` with `Elem = f16`.
+    RopeKvCacheF16,
+    /// `rope_kv_cache.wgsl` with `Elem = f32`, `KvElem = f16`.
+    RopeKvCacheF32Kvf16,
     /// `sdpa.wgsl` with `Elem = f32`.
     SdpaF32,
     /// `sdpa.wgsl` with `Elem = f16`.
@@ -933,6 +941,9 @@ impl ShaderId {
         ShaderId::RopeHfF16,
         ShaderId::RopeInterleavedF32,
         ShaderId::RopeInterleavedF16,
+        ShaderId::RopeKvCacheF32,
+        ShaderId::RopeKvCacheF16,
+        ShaderId::RopeKvCacheF32Kvf16,
         ShaderId::SdpaF32,
         ShaderId::SdpaF16,
         ShaderId::SdpaF32Kvf16,
@@ -1160,6 +1171,9 @@ impl ShaderId {
             ShaderId::RopeHfF16 => Family::RopeHf,
             ShaderId::RopeInterleavedF32 => Family::RopeInterleaved,
             ShaderId::RopeInterleavedF16 => Family::RopeInterleaved,
+            ShaderId::RopeKvCacheF32 => Family::RopeKvCache,
+            ShaderId::RopeKvCacheF16 => Family::RopeKvCache,
+            ShaderId::RopeKvCacheF32Kvf16 => Family::RopeKvCache,
             ShaderId::SdpaF32 => Family::Sdpa,
             ShaderId::SdpaF16 => Family::Sdpa,
             ShaderId::SdpaF32Kvf16 => Family::Sdpa,
@@ -1400,6 +1414,9 @@ impl ShaderId {
             ShaderId::RopeHfF16 => Variant::F16,
             ShaderId::RopeInterleavedF32 => Variant::F32,
             ShaderId::RopeInterleavedF16 => Variant::F16,
+            ShaderId::RopeKvCacheF32 => Variant::F32,
+            ShaderId::RopeKvCacheF16 => Variant::F16,
+            ShaderId::RopeKvCacheF32Kvf16 => Variant::F32Kvf16,
             ShaderId::SdpaF32 => Variant::F32,
             ShaderId::SdpaF16 => Variant::F16,
             ShaderId::SdpaF32Kvf16 => Variant::F32Kvf16,
@@ -1628,6 +1645,9 @@ impl ShaderId {
             ShaderId::RopeHfF16 => "rope_hf.f16",
             ShaderId::RopeInterleavedF32 => "rope_interleaved.f32",
             ShaderId::RopeInterleavedF16 => "rope_interleaved.f16",
+            ShaderId::RopeKvCacheF32 => "rope_kv_cache.f32",
+            ShaderId::RopeKvCacheF16 => "rope_kv_cache.f16",
+            ShaderId::RopeKvCacheF32Kvf16 => "rope_kv_cache.f32_kvf16",
             ShaderId::SdpaF32 => "sdpa.f32",
             ShaderId::SdpaF16 => "sdpa.f16",
             ShaderId::SdpaF32Kvf16 => "sdpa.f32_kvf16",
@@ -1856,6 +1876,9 @@ impl ShaderId {
             ShaderId::RopeHfF16 => ROPE_HF_F16,
             ShaderId::RopeInterleavedF32 => ROPE_INTERLEAVED_F32,
             ShaderId::RopeInterleavedF16 => ROPE_INTERLEAVED_F16,
+            ShaderId::RopeKvCacheF32 => ROPE_KV_CACHE_F32,
+            ShaderId::RopeKvCacheF16 => ROPE_KV_CACHE_F16,
+            ShaderId::RopeKvCacheF32Kvf16 => ROPE_KV_CACHE_F32_KVF16,
             ShaderId::SdpaF32 => SDPA_F32,
             ShaderId::SdpaF16 => SDPA_F16,
             ShaderId::SdpaF32Kvf16 => SDPA_F32_KVF16,
@@ -2656,6 +2679,15 @@ impl ShaderId {
             ShaderId::RopeInterleavedF16 => {
                 ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 3, uniform_buffers: 1, workgroup_bytes: 0 }
             }
+            ShaderId::RopeKvCacheF32 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 8, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::RopeKvCacheF16 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 8, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
+            ShaderId::RopeKvCacheF32Kvf16 => {
+                ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 8, uniform_buffers: 1, workgroup_bytes: 0 }
+            }
             ShaderId::SdpaF32 => {
                 ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 4, uniform_buffers: 1, workgroup_bytes: 768 }
             }
@@ -3078,6 +3110,9 @@ impl ShaderId {
             (Family::RopeHf, Variant::F16) => Some(ShaderId::RopeHfF16),
             (Family::RopeInterleaved, Variant::F32) => Some(ShaderId::RopeInterleavedF32),
             (Family::RopeInterleaved, Variant::F16) => Some(ShaderId::RopeInterleavedF16),
+            (Family::RopeKvCache, Variant::F32) => Some(ShaderId::RopeKvCacheF32),
+            (Family::RopeKvCache, Variant::F16) => Some(ShaderId::RopeKvCacheF16),
+            (Family::RopeKvCache, Variant::F32Kvf16) => Some(ShaderId::RopeKvCacheF32Kvf16),
             (Family::Sdpa, Variant::F32) => Some(ShaderId::SdpaF32),
             (Family::Sdpa, Variant::F16) => Some(ShaderId::SdpaF16),
             (Family::Sdpa, Variant::F32Kvf16) => Some(ShaderId::SdpaF32Kvf16),
@@ -31509,6 +31544,262 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let im = f32(x[2u * idx + 1u]);
     out[2u * idx] = Elem(re * c - im * s);
     out[2u * idx + 1u] = Elem(re * s + im * c);
+}
+"#;
+
+/// `rope_kv_cache.wgsl` with `Elem = f32`.
+pub const ROPE_KV_CACHE_F32: &str = r#"//! A prompt's rotary embedding and KV-cache update in one dispatch: the
+//! rotation of `rope.wgsl` on the query `xq [1, S, Hq, D]` (into `out_q`)
+//! and on the new keys `xk [1, S, Hkv, D]`, whose rotated pairs go
+//! straight into rows `start_pos..start_pos + S` of the key cache, and the
+//! new values' copy into the value cache, as `kv_cache_update.wgsl` makes
+//! it (caches `[1, Cmax, Hkv, D]`, float16 under f32 values in
+//! `f32_kvf16`, rounded on the way in). The route of
+//! `etwgpu.sdpa_rope_with_kv_cache` where the attention reads the new keys
+//! from the cache (every route but the split one, which rotates and
+//! stores them itself): the rotated keys are not written anywhere else.
+//!
+//! One invocation per pair: the first `n_q` take the query's pairs
+//! `(x[2i], x[2i+1])`, the next `n_k` the keys', the next `n_k` the
+//! values' (copied, not rotated). Tables `cos, sin [R, D/2]` at row
+//! `row0` plus the token's row in the chunk: `r' = r*c - i*s`,
+//! `i' = r*s + i*c`.
+// variants: f32 f16 f32_kvf16
+
+alias Elem = f32;
+alias KvElem = Elem;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    /// Pairs of the query: `S * Hq * D / 2`.
+    n_q: u32,
+    /// Pairs of the new keys (and of the new values): `S * Hkv * D / 2`.
+    n_k: u32,
+    /// Query heads.
+    heads_q: u32,
+    /// Key heads.
+    heads_k: u32,
+    /// `D / 2`.
+    half: u32,
+    /// Tokens in the chunk.
+    seq: u32,
+    /// The tables' row of the chunk's first token.
+    row0: u32,
+    /// Element offset of row `start_pos` in a cache.
+    offset: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> xq: array<Elem>;
+@group(0) @binding(2) var<storage, read> xk: array<Elem>;
+@group(0) @binding(3) var<storage, read> v_new: array<Elem>;
+@group(0) @binding(4) var<storage, read> cos_t: array<Elem>;
+@group(0) @binding(5) var<storage, read> sin_t: array<Elem>;
+@group(0) @binding(6) var<storage, read_write> out_q: array<Elem>;
+@group(0) @binding(7) var<storage, read_write> k_cache: array<KvElem>;
+@group(0) @binding(8) var<storage, read_write> v_cache: array<KvElem>;
+
+/// Pair `pair` of a tensor of `heads` heads: its table index and its
+/// (real, imaginary) parts rotated from `(re, im)`.
+fn rotate(pair: u32, heads: u32, re: f32, im: f32) -> vec2<f32> {
+    let i = pair % p.half;
+    let s = (pair / p.half / heads) % p.seq + p.row0;
+    let c = f32(cos_t[s * p.half + i]);
+    let sn = f32(sin_t[s * p.half + i]);
+    return vec2<f32>(re * c - im * sn, re * sn + im * c);
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let idx = gid.x + gid.y * nwg.x * WG;
+    if idx < p.n_q {
+        let r = rotate(idx, p.heads_q, f32(xq[2u * idx]), f32(xq[2u * idx + 1u]));
+        out_q[2u * idx] = Elem(r.x);
+        out_q[2u * idx + 1u] = Elem(r.y);
+    } else if idx < p.n_q + p.n_k {
+        let j = idx - p.n_q;
+        let r = rotate(j, p.heads_k, f32(xk[2u * j]), f32(xk[2u * j + 1u]));
+        k_cache[p.offset + 2u * j] = KvElem(r.x);
+        k_cache[p.offset + 2u * j + 1u] = KvElem(r.y);
+    } else if idx < p.n_q + 2u * p.n_k {
+        let j = idx - p.n_q - p.n_k;
+        v_cache[p.offset + 2u * j] = KvElem(v_new[2u * j]);
+        v_cache[p.offset + 2u * j + 1u] = KvElem(v_new[2u * j + 1u]);
+    }
+}
+"#;
+
+/// `rope_kv_cache.wgsl` with `Elem = f16`.
+pub const ROPE_KV_CACHE_F16: &str = r#"enable f16;
+
+//! A prompt's rotary embedding and KV-cache update in one dispatch: the
+//! rotation of `rope.wgsl` on the query `xq [1, S, Hq, D]` (into `out_q`)
+//! and on the new keys `xk [1, S, Hkv, D]`, whose rotated pairs go
+//! straight into rows `start_pos..start_pos + S` of the key cache, and the
+//! new values' copy into the value cache, as `kv_cache_update.wgsl` makes
+//! it (caches `[1, Cmax, Hkv, D]`, float16 under f32 values in
+//! `f32_kvf16`, rounded on the way in). The route of
+//! `etwgpu.sdpa_rope_with_kv_cache` where the attention reads the new keys
+//! from the cache (every route but the split one, which rotates and
+//! stores them itself): the rotated keys are not written anywhere else.
+//!
+//! One invocation per pair: the first `n_q` take the query's pairs
+//! `(x[2i], x[2i+1])`, the next `n_k` the keys', the next `n_k` the
+//! values' (copied, not rotated). Tables `cos, sin [R, D/2]` at row
+//! `row0` plus the token's row in the chunk: `r' = r*c - i*s`,
+//! `i' = r*s + i*c`.
+// variants: f32 f16 f32_kvf16
+
+alias Elem = f16;
+alias KvElem = Elem;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    /// Pairs of the query: `S * Hq * D / 2`.
+    n_q: u32,
+    /// Pairs of the new keys (and of the new values): `S * Hkv * D / 2`.
+    n_k: u32,
+    /// Query heads.
+    heads_q: u32,
+    /// Key heads.
+    heads_k: u32,
+    /// `D / 2`.
+    half: u32,
+    /// Tokens in the chunk.
+    seq: u32,
+    /// The tables' row of the chunk's first token.
+    row0: u32,
+    /// Element offset of row `start_pos` in a cache.
+    offset: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> xq: array<Elem>;
+@group(0) @binding(2) var<storage, read> xk: array<Elem>;
+@group(0) @binding(3) var<storage, read> v_new: array<Elem>;
+@group(0) @binding(4) var<storage, read> cos_t: array<Elem>;
+@group(0) @binding(5) var<storage, read> sin_t: array<Elem>;
+@group(0) @binding(6) var<storage, read_write> out_q: array<Elem>;
+@group(0) @binding(7) var<storage, read_write> k_cache: array<KvElem>;
+@group(0) @binding(8) var<storage, read_write> v_cache: array<KvElem>;
+
+/// Pair `pair` of a tensor of `heads` heads: its table index and its
+/// (real, imaginary) parts rotated from `(re, im)`.
+fn rotate(pair: u32, heads: u32, re: f32, im: f32) -> vec2<f32> {
+    let i = pair % p.half;
+    let s = (pair / p.half / heads) % p.seq + p.row0;
+    let c = f32(cos_t[s * p.half + i]);
+    let sn = f32(sin_t[s * p.half + i]);
+    return vec2<f32>(re * c - im * sn, re * sn + im * c);
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let idx = gid.x + gid.y * nwg.x * WG;
+    if idx < p.n_q {
+        let r = rotate(idx, p.heads_q, f32(xq[2u * idx]), f32(xq[2u * idx + 1u]));
+        out_q[2u * idx] = Elem(r.x);
+        out_q[2u * idx + 1u] = Elem(r.y);
+    } else if idx < p.n_q + p.n_k {
+        let j = idx - p.n_q;
+        let r = rotate(j, p.heads_k, f32(xk[2u * j]), f32(xk[2u * j + 1u]));
+        k_cache[p.offset + 2u * j] = KvElem(r.x);
+        k_cache[p.offset + 2u * j + 1u] = KvElem(r.y);
+    } else if idx < p.n_q + 2u * p.n_k {
+        let j = idx - p.n_q - p.n_k;
+        v_cache[p.offset + 2u * j] = KvElem(v_new[2u * j]);
+        v_cache[p.offset + 2u * j + 1u] = KvElem(v_new[2u * j + 1u]);
+    }
+}
+"#;
+
+/// `rope_kv_cache.wgsl` with `Elem = f32`, `KvElem = f16`.
+pub const ROPE_KV_CACHE_F32_KVF16: &str = r#"enable f16;
+
+//! A prompt's rotary embedding and KV-cache update in one dispatch: the
+//! rotation of `rope.wgsl` on the query `xq [1, S, Hq, D]` (into `out_q`)
+//! and on the new keys `xk [1, S, Hkv, D]`, whose rotated pairs go
+//! straight into rows `start_pos..start_pos + S` of the key cache, and the
+//! new values' copy into the value cache, as `kv_cache_update.wgsl` makes
+//! it (caches `[1, Cmax, Hkv, D]`, float16 under f32 values in
+//! `f32_kvf16`, rounded on the way in). The route of
+//! `etwgpu.sdpa_rope_with_kv_cache` where the attention reads the new keys
+//! from the cache (every route but the split one, which rotates and
+//! stores them itself): the rotated keys are not written anywhere else.
+//!
+//! One invocation per pair: the first `n_q` take the query's pairs
+//! `(x[2i], x[2i+1])`, the next `n_k` the keys', the next `n_k` the
+//! values' (copied, not rotated). Tables `cos, sin [R, D/2]` at row
+//! `row0` plus the token's row in the chunk: `r' = r*c - i*s`,
+//! `i' = r*s + i*c`.
+// variants: f32 f16 f32_kvf16
+
+alias Elem = f32;
+alias KvElem = f16;
+
+/// Invocations per workgroup (the host sizes its grid for 256).
+override WG: u32 = 256u;
+
+struct Params {
+    /// Pairs of the query: `S * Hq * D / 2`.
+    n_q: u32,
+    /// Pairs of the new keys (and of the new values): `S * Hkv * D / 2`.
+    n_k: u32,
+    /// Query heads.
+    heads_q: u32,
+    /// Key heads.
+    heads_k: u32,
+    /// `D / 2`.
+    half: u32,
+    /// Tokens in the chunk.
+    seq: u32,
+    /// The tables' row of the chunk's first token.
+    row0: u32,
+    /// Element offset of row `start_pos` in a cache.
+    offset: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> xq: array<Elem>;
+@group(0) @binding(2) var<storage, read> xk: array<Elem>;
+@group(0) @binding(3) var<storage, read> v_new: array<Elem>;
+@group(0) @binding(4) var<storage, read> cos_t: array<Elem>;
+@group(0) @binding(5) var<storage, read> sin_t: array<Elem>;
+@group(0) @binding(6) var<storage, read_write> out_q: array<Elem>;
+@group(0) @binding(7) var<storage, read_write> k_cache: array<KvElem>;
+@group(0) @binding(8) var<storage, read_write> v_cache: array<KvElem>;
+
+/// Pair `pair` of a tensor of `heads` heads: its table index and its
+/// (real, imaginary) parts rotated from `(re, im)`.
+fn rotate(pair: u32, heads: u32, re: f32, im: f32) -> vec2<f32> {
+    let i = pair % p.half;
+    let s = (pair / p.half / heads) % p.seq + p.row0;
+    let c = f32(cos_t[s * p.half + i]);
+    let sn = f32(sin_t[s * p.half + i]);
+    return vec2<f32>(re * c - im * sn, re * sn + im * c);
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let idx = gid.x + gid.y * nwg.x * WG;
+    if idx < p.n_q {
+        let r = rotate(idx, p.heads_q, f32(xq[2u * idx]), f32(xq[2u * idx + 1u]));
+        out_q[2u * idx] = Elem(r.x);
+        out_q[2u * idx + 1u] = Elem(r.y);
+    } else if idx < p.n_q + p.n_k {
+        let j = idx - p.n_q;
+        let r = rotate(j, p.heads_k, f32(xk[2u * j]), f32(xk[2u * j + 1u]));
+        k_cache[p.offset + 2u * j] = KvElem(r.x);
+        k_cache[p.offset + 2u * j + 1u] = KvElem(r.y);
+    } else if idx < p.n_q + 2u * p.n_k {
+        let j = idx - p.n_q - p.n_k;
+        v_cache[p.offset + 2u * j] = KvElem(v_new[2u * j]);
+        v_cache[p.offset + 2u * j + 1u] = KvElem(v_new[2u * j + 1u]);
+    }
 }
 "#;
 

@@ -7,8 +7,10 @@
 //! route) reads the query and the new keys un-rotated
 //! with the tables and rotates them as it loads them, and stores the
 //! rotated keys into the cache; the rotated query and key are not written.
-//! Elsewhere it is the rotation's dispatch (`rope.wgsl`) then the
-//! attention's own lowering.
+//! Elsewhere (a prompt's routes, whose attention reads the new keys from
+//! the cache) the rotation and the cache update are one dispatch
+//! (`rope_kv_cache.wgsl`, the rotated keys written only into the cache),
+//! then the rest of the attention's own lowering.
 //!
 //! `etwgpu.sdpa_rope_linear_q4gsw` is that op and the 4-bit linear (the O
 //! projection) that reads its output: on the decode route, where the
@@ -24,7 +26,7 @@ use crate::ops::llm::{
     split_route,
 };
 use crate::ops::quant::linear_q4gsw_into;
-use crate::plan::{Ctx, Lowered, Shader, Step, TensorInfo, Uniform, Vid, to_u32};
+use crate::plan::{Ctx, Dispatch, Lowered, Shader, Step, TensorInfo, Uniform, Vid, WG_ELEMENTWISE, grid_1d, to_u32};
 
 /// `etwgpu.sdpa_rope_with_kv_cache.default(xq [1,S,Hq,D], xk [1,S,Hkv,D],
 /// value, key_cache, value_cache, start_pos, seq_len, attn_mask?,
@@ -157,7 +159,67 @@ fn sdpa_rope_into(c: &Ctx<'_>, q_rot: TensorInfo<'_>, k_rot: TensorInfo<'_>, out
             d.params.extend(Uniform::new().u32(to_u32("table row", table_row)?).finish());
             steps
         }
-        None => [rope.steps, attn.steps].concat(),
+        None => match rope_into_cache_update(c, &rope.steps, attn.steps, q_rot.id, k_rot.id, table_row)? {
+            Ok(steps) => steps,
+            Err(attn_steps) => [rope.steps, attn_steps].concat(),
+        },
     };
     Ok(Lowered { shapes, steps })
+}
+
+/// The rotation's one dispatch (`rope`) and the KV-cache update among the
+/// attention's steps (`attn`: a prompt's route, where the attention then
+/// reads the new keys from the cache) as one dispatch of
+/// `rope_kv_cache.wgsl` in the update's place: the rotated keys go
+/// straight into the cache and are not written as `k_rot` (nothing else
+/// reads them: the split route does not write them either). `Err` gives
+/// `attn` back where the steps are not that pair.
+fn rope_into_cache_update(
+    c: &Ctx<'_>,
+    rope: &[Step],
+    mut attn: Vec<Step>,
+    q_rot: Vid,
+    k_rot: Vid,
+    table_row: u64,
+) -> Result<std::result::Result<Vec<Step>, Vec<Step>>> {
+    let [Step::Dispatch(r)] = rope else { return Ok(Err(attn)) };
+    let update_at = attn.iter().position(|s| {
+        matches!(s, Step::Dispatch(d) if matches!(&d.shader, Shader::Static(id) if id.family() == Family::KvCacheUpdate))
+    });
+    let Some(at) = update_at else { return Ok(Err(attn)) };
+    let Step::Dispatch(u) = &attn[at] else { unreachable!("found a dispatch") };
+    let Shader::Static(update) = u.shader else { unreachable!("found a static shader") };
+    let Some(shader) = ShaderId::find(Family::RopeKvCache, update.variant()) else { return Ok(Err(attn)) };
+    if u.inputs.len() != 2 || u.inputs[0] != k_rot || r.outputs != [q_rot, k_rot] {
+        return Ok(Err(attn));
+    }
+    // Checked by the rules: `[1, S, Hq, D]`, `[1, S, Hkv, D]`, D even,
+    // `start_pos + S` within the cache.
+    let (xq, xk) = (c.tensor(0, "xq")?, c.tensor(1, "xk")?);
+    let (&[_, s, hq, d], &[_, _, hkv, _]) = (xq.shape, xk.shape) else { return Ok(Err(attn)) };
+    let start = u64::try_from(c.int(5, "start_pos")?).unwrap_or(0);
+    let n_q = s * hq * d / 2;
+    let n_k = s * hkv * d / 2;
+    let params = Uniform::new()
+        .u32(to_u32("query pairs", n_q)?)
+        .u32(to_u32("key pairs", n_k)?)
+        .u32(to_u32("query heads", hq)?)
+        .u32(to_u32("key heads", hkv)?)
+        .u32(to_u32("head dim", d / 2)?)
+        .u32(to_u32("seq", s)?)
+        .u32(to_u32("table row", table_row)?)
+        .u32(to_u32("cache offset", start * hkv * d)?)
+        .finish();
+    let merged = Dispatch {
+        shader: shader.into(),
+        entry: "main",
+        // xq, xk, the new values, cos, sin.
+        inputs: vec![r.inputs[0], r.inputs[1], u.inputs[1], r.inputs[2], r.inputs[3]],
+        // The rotated query, then the caches.
+        outputs: vec![q_rot, u.outputs[0], u.outputs[1]],
+        params,
+        workgroups: grid_1d(n_q + 2 * n_k, WG_ELEMENTWISE)?,
+    };
+    attn[at] = Step::Dispatch(merged);
+    Ok(Ok(attn))
 }
