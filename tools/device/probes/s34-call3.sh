@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run bj (session 34): run bi (`s34-call2.sh`, never started) cut to the
 # ~300 s that seven failed starts left: main against the last table's
-# build at the 1B prefill, then the Performance table's parts. Carry .gl, .xfer/s34a (A: `etwgpu`, `llm_bench`, `coop_probe` of
+# build at the 1B prefill, then the Performance table's parts. Carry
+# .gl, .xfer/s34a (A: `etwgpu`, `llm_bench`, `coop_probe` of
 # main at 743e70a) and .xfer/s34b (b/: A plus the logits' last row
 # converted straight to f32 instead of through f64; c/: b plus the large
 # 4-bit tile split along K in slices of 512 inputs, not 2,048, so the
