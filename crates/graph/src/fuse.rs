@@ -63,7 +63,8 @@
 //!    rotated query and key only one `sdpa_with_kv_cache` reads (as its
 //!    query and key) becomes, with it, one `etwgpu.sdpa_rope_with_kv_cache`
 //!    at the attention: on the decode route the split-KV kernel rotates the
-//!    query and the new keys as it loads them.
+//!    query and the new keys as it loads them; on a prompt's route the
+//!    rotation and the KV-cache update are one dispatch.
 //! 8. **Attention into the O projection**: an
 //!    `etwgpu.sdpa_rope_with_kv_cache` whose output only a view to
 //!    `[1, S, Hq * D]` reads, read only by an `et_vk.linear_q4gsw` as its
