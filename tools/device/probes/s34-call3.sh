@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run bj (session 34): run bi (`s34-call2.sh`, never started) cut to the
-# ~300 s that seven failed starts left: main against the last table's
+# ~300 s that eight failed starts left: main against the last table's
 # build at the 1B prefill, then the Performance table's parts. Carry
 # .gl, .xfer/s34a (A: `etwgpu`, `llm_bench`, `coop_probe` of
 # main at 743e70a) and .xfer/s34b (b/: A plus the logits' last row
