@@ -51,15 +51,7 @@ struct Params {
 @group(0) @binding(7) var<storage, read_write> k_cache: array<KvElem>;
 @group(0) @binding(8) var<storage, read_write> v_cache: array<KvElem>;
 
-/// Pair `pair` of a tensor of `heads` heads: its table index and its
-/// (real, imaginary) parts rotated from `(re, im)`.
-fn rotate(pair: u32, heads: u32, re: f32, im: f32) -> vec2<f32> {
-    let i = pair % p.half;
-    let s = (pair / p.half / heads) % p.seq + p.row0;
-    let c = f32(cos_t[s * p.half + i]);
-    let sn = f32(sin_t[s * p.half + i]);
-    return vec2<f32>(re * c - im * sn, re * sn + im * c);
-}
+// include: rope_pair.wgsl
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
