@@ -15,7 +15,7 @@
 //! tokens/s per prompt (after a second of untimed prefills of the largest
 //! prompt, so the GPU is at its working clocks: the median of `repeats`
 //! timed prefills from position 0, after a quarter second of untimed ones
-//! at that length (`CELL_WARM_UP`), with the host time per stage of those calls); decode tokens/s per context C (prefill C tokens in
+//! at that length (`CELL_WARM_UP`), with the host time per stage of those calls and the time the calls spent outside the runtime); decode tokens/s per context C (prefill C tokens in
 //! calls of at most the largest prompt, then greedy `Generator::generate`
 //! of `steps` tokens as users run it: the argmax on the device, 4 bytes read
 //! back per token; with the host time per stage of each call); and the
@@ -251,11 +251,18 @@ fn main() {
             (0..a.repeats).map(|_| time_prompt(&mut generator, p, 0).expect("prefill").as_secs_f64()).collect();
         let host = generator.run_times();
         let per_call = |d: Duration| d.as_secs_f64() * 1e3 / host.runs.max(1) as f64;
+        // The calls' mean wall time outside the runtime's stages (means
+        // too): the generator's own work, the inputs' tensors and the
+        // logits' row.
+        let mean_ms = times.iter().sum::<f64>() * 1e3 / times.len().max(1) as f64;
+        let stages = [host.inputs, host.lowering, host.recording, host.submitting, host.waiting, host.reading];
+        let outside = mean_ms - stages.into_iter().map(per_call).sum::<f64>();
         let m = median(times);
         let _ = writeln!(
             out,
             "prefill {p:>6} tokens: {:>10.1} tok/s ({:.1} ms); host ms per call: inputs {:.3}, lowering {:.3}, \
-             recording {:.3}, submit {:.3}, GPU wait {:.3}, read-back {:.3}; host rules run {}, plans built {}",
+             recording {:.3}, submit {:.3}, GPU wait {:.3}, read-back {:.3}, outside the runtime {:.3}; \
+             host rules run {}, plans built {}",
             p as f64 / m,
             m * 1e3,
             per_call(host.inputs),
@@ -264,6 +271,7 @@ fn main() {
             per_call(host.submitting),
             per_call(host.waiting),
             per_call(host.reading),
+            outside,
             host.op_lowerings,
             host.plan_builds,
         );
@@ -273,6 +281,7 @@ fn main() {
                 "inputs": per_call(host.inputs), "lowering": per_call(host.lowering),
                 "recording": per_call(host.recording), "submit": per_call(host.submitting),
                 "gpu_wait": per_call(host.waiting), "read_back": per_call(host.reading),
+                "outside_runtime": outside,
             },
             "host_rules_run": host.op_lowerings, "plans_built": host.plan_builds,
         }));
