@@ -764,9 +764,14 @@ impl LoadedDelegate {
             } else {
                 Vec::new()
             };
-            let bytes = match convert(&device_bytes, device_dtype, host_dtype) {
-                Some(Ok(b)) => b,
-                _ => device_bytes,
+            // Same dtypes: the bytes as read (`convert` would copy them).
+            let bytes = if device_dtype == host_dtype {
+                device_bytes
+            } else {
+                match convert(&device_bytes, device_dtype, host_dtype) {
+                    Some(Ok(b)) => b,
+                    _ => device_bytes,
+                }
             };
             let dtype = if bytes.len() as u64 == shape.iter().product::<u64>() * host_dtype.size_bytes() as u64
                 || bytes.is_empty()
