@@ -200,6 +200,8 @@ fn rope_into_cache_update(
     let start = u64::try_from(c.int(5, "start_pos")?).unwrap_or(0);
     let n_q = s * hq * d / 2;
     let n_k = s * hkv * d / 2;
+    // The kernel's invocation index runs to this in u32.
+    to_u32("query, key and value pairs", n_q + 2 * n_k)?;
     let params = Uniform::new()
         .u32(to_u32("query pairs", n_q)?)
         .u32(to_u32("key pairs", n_k)?)
