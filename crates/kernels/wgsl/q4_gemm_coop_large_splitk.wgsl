@@ -63,7 +63,7 @@ const WS_LEN: u32 = BN * LDE;
 const XS_HALVES: u32 = BM * (TK + 8u);
 const WS_HALVES: u32 = BN * (TK + 8u);
 
-// include: coop_q4_splitk_decl.wgsl
+// include: q4_splitk_decl.wgsl
 
 /// Staged x tiles, row-major (`xs[row * LDE + k / 4]`), and weight tiles,
 /// column-major (`ws[col * LDE + k / 4]`), 4 halves an element.

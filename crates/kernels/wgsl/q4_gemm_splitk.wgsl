@@ -25,34 +25,7 @@ const TILE: u32 = 64u;
 /// Inputs per step along K.
 const TK: u32 = 16u;
 
-struct Params {
-    /// Rows of x.
-    m: u32,
-    /// Output features.
-    n: u32,
-    /// Input features (a multiple of TK).
-    k: u32,
-    /// Row length of the scales (and bias): N padded.
-    n_pad: u32,
-    /// Inputs per scale group (a multiple of TK).
-    group_size: u32,
-    /// Workgroups along N.
-    tiles_n: u32,
-    /// Bit 0: the weights are word-major (16-byte word `w` of row `n` at
-    /// word `w * N + n`; see `etwgpu_graph::layout`), else row-major.
-    w_layout: u32,
-    /// Inputs per split (a multiple of TK).
-    k_chunk: u32,
-    /// Output tiles (workgroups per split).
-    tiles: u32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
-@group(0) @binding(2) var<storage, read> weights: array<vec2<u32>>;
-@group(0) @binding(3) var<storage, read> scales: array<Elem>;
-/// `[splits, M, N]` f32 partial sums (the scratch).
-@group(0) @binding(4) var<storage, read_write> partial: array<f32>;
+// include: q4_splitk_decl.wgsl
 
 /// x tile, k-major: `xs[k * 16 + i]` holds rows `4i .. 4i + 4` at input k.
 var<workgroup> xs: array<vec4<f32>, 256>;

@@ -16539,7 +16539,7 @@ struct Params {
     k: u32,
     /// Row length of the scales (and bias): N padded.
     n_pad: u32,
-    /// Inputs per scale group (a multiple of 32).
+    /// Inputs per scale group (a multiple of the kernel's TK).
     group_size: u32,
     /// Workgroups along N.
     tiles_n: u32,
@@ -16984,7 +16984,7 @@ struct Params {
     k: u32,
     /// Row length of the scales (and bias): N padded.
     n_pad: u32,
-    /// Inputs per scale group (a multiple of 32).
+    /// Inputs per scale group (a multiple of the kernel's TK).
     group_size: u32,
     /// Workgroups along N.
     tiles_n: u32,
@@ -19120,7 +19120,7 @@ struct Params {
     k: u32,
     /// Row length of the scales (and bias): N padded.
     n_pad: u32,
-    /// Inputs per scale group (a multiple of 32).
+    /// Inputs per scale group (a multiple of the kernel's TK).
     group_size: u32,
     /// Workgroups along N.
     tiles_n: u32,
@@ -19462,7 +19462,7 @@ struct Params {
     k: u32,
     /// Row length of the scales (and bias): N padded.
     n_pad: u32,
-    /// Inputs per scale group (a multiple of 32).
+    /// Inputs per scale group (a multiple of the kernel's TK).
     group_size: u32,
     /// Workgroups along N.
     tiles_n: u32,
@@ -21765,7 +21765,7 @@ struct Params {
     k: u32,
     /// Row length of the scales (and bias): N padded.
     n_pad: u32,
-    /// Inputs per scale group (a multiple of TK).
+    /// Inputs per scale group (a multiple of the kernel's TK).
     group_size: u32,
     /// Workgroups along N.
     tiles_n: u32,
@@ -21916,7 +21916,7 @@ struct Params {
     k: u32,
     /// Row length of the scales (and bias): N padded.
     n_pad: u32,
-    /// Inputs per scale group (a multiple of TK).
+    /// Inputs per scale group (a multiple of the kernel's TK).
     group_size: u32,
     /// Workgroups along N.
     tiles_n: u32,

@@ -2,7 +2,7 @@
 //! (`q4_gemm_coop_splitk.wgsl`, `q4_gemm_coop_large_splitk.wgsl`): a
 //! fragment from the subgroup's `cs` slot to the partial sums of its
 //! split. The kernel declares `p`, `partial` and `cs`
-//! (`coop_q4_splitk_decl.wgsl`).
+//! (`q4_splitk_decl.wgsl`).
 
 /// Writes the fragment the subgroup `sg` left in its `cs` slot to rows
 /// `row0 ..` and columns `col0 ..` of the partial sums at `base`:

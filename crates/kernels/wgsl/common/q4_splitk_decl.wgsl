@@ -1,8 +1,9 @@
-//! The uniform parameters and bindings of the split-K 4-bit
-//! cooperative-matrix GEMMs (`q4_gemm_coop_splitk.wgsl`, the small tile,
-//! and `q4_gemm_coop_large_splitk.wgsl`): one layout, which
-//! `etwgpu_kernels::ops::gemm` writes for both; the output is the f32
-//! partial sums `gemm_splitk_combine.wgsl` adds.
+//! The uniform parameters and bindings of the split-K 4-bit GEMMs (the
+//! tiled `q4_gemm_splitk.wgsl` and the cooperative-matrix
+//! `q4_gemm_coop_splitk.wgsl`, the small tile, and
+//! `q4_gemm_coop_large_splitk.wgsl`): one layout, which
+//! `etwgpu_kernels::ops::gemm`'s `q4_split_k_steps` writes for all three;
+//! the output is the f32 partial sums `gemm_splitk_combine.wgsl` adds.
 
 struct Params {
     /// Rows of x.
@@ -13,7 +14,7 @@ struct Params {
     k: u32,
     /// Row length of the scales (and bias): N padded.
     n_pad: u32,
-    /// Inputs per scale group (a multiple of 32).
+    /// Inputs per scale group (a multiple of the kernel's TK).
     group_size: u32,
     /// Workgroups along N.
     tiles_n: u32,
