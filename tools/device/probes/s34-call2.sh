@@ -9,7 +9,8 @@
 # 128 / 256 small ones; d/: b plus a prompt's RoPE and KV-cache update as
 # one dispatch, `rope_kv_cache.wgsl`, 16 fewer dispatches a 1B prompt
 # call: main). The first argument: the seconds the call may take
-# (default 470: five failed starts left ~560 device-seconds). One
+# (default 575; with ~300, as the end of session 34 would have allowed,
+# the peers are skipped, since they need 150 s after `etwgpu`). One
 # $OUT/bi.tgz comes back:
 #  1. cmp/: prefill at 512 and 1,024 (5 repeats a cell), A then D;
 #  2. final/: with D, `run.sh etwgpu`, the peers (their budget cut so
@@ -18,7 +19,7 @@
 #  3. cmp/ again if time is left: B, C, B with ETWGPU_EARLY_SUBMIT=0.
 set -u
 source tools/device/probes/lib.sh
-probe_deadline "${1:-470}"
+probe_deadline "${1:-575}"
 probe_gl
 BA=/tmp/b/main
 BN=/tmp/b/new
@@ -36,7 +37,7 @@ cell() {
 cell a1 "$BA/llm_bench" ETWGPU_X=0
 cell d1 "$BN/d/llm_bench" ETWGPU_X=0
 cp "$BN/d/etwgpu" "$BN/d/llm_bench" .device/
-probe_part etwgpu 150
+probe_part etwgpu 120
 if [ "$(probe_left)" -ge 150 ]; then
   budget=$(( $(probe_left) - 70 - 80 )); [ "$budget" -gt 200 ] && budget=200; [ "$budget" -lt 80 ] && budget=80
   echo "== peers ($(probe_left) s left, budget $budget s)"
