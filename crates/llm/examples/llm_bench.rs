@@ -15,8 +15,10 @@
 //! tokens/s per prompt (after a second of untimed prefills of the largest
 //! prompt, so the GPU is at its working clocks: the median of `repeats`
 //! timed prefills from position 0, after a quarter second of untimed ones
-//! at that length (`CELL_WARM_UP`), with the host time per stage of those calls and the time the calls spent outside the runtime); decode tokens/s per context C (prefill C tokens in
-//! calls of at most the largest prompt, then greedy `Generator::generate`
+//! at that length (`CELL_WARM_UP`), with the host time per stage of those
+//! calls and the time the calls spent outside the runtime); decode
+//! tokens/s per context C (prefill C tokens in calls of at most the
+//! largest prompt, then greedy `Generator::generate`
 //! of `steps` tokens as users run it: the argmax on the device, 4 bytes read
 //! back per token; with the host time per stage of each call); and the
 //! dispatches one decode step records, with per-op profiles of a decode step

@@ -159,10 +159,14 @@ fn sdpa_rope_into(c: &Ctx<'_>, q_rot: TensorInfo<'_>, k_rot: TensorInfo<'_>, out
             d.params.extend(Uniform::new().u32(to_u32("table row", table_row)?).finish());
             steps
         }
-        None => match rope_into_cache_update(c, &rope.steps, attn.steps, q_rot.id, k_rot.id, table_row)? {
-            Ok(steps) => steps,
-            Err(attn_steps) => [rope.steps, attn_steps].concat(),
-        },
+        None => {
+            let mut steps = attn.steps;
+            if rope_into_cache_update(c, &rope.steps, &mut steps, q_rot.id, k_rot.id, table_row)? {
+                steps
+            } else {
+                [rope.steps, steps].concat()
+            }
+        }
     };
     Ok(Lowered { shapes, steps })
 }
@@ -172,31 +176,32 @@ fn sdpa_rope_into(c: &Ctx<'_>, q_rot: TensorInfo<'_>, k_rot: TensorInfo<'_>, out
 /// reads the new keys from the cache) as one dispatch of
 /// `rope_kv_cache.wgsl` in the update's place: the rotated keys go
 /// straight into the cache and are not written as `k_rot` (nothing else
-/// reads them: the split route does not write them either). `Err` gives
-/// `attn` back where the steps are not that pair.
+/// reads them: the split route does not write them either). Whether it
+/// merged them (`attn` is left as it was where the steps are not that
+/// pair).
 fn rope_into_cache_update(
     c: &Ctx<'_>,
     rope: &[Step],
-    mut attn: Vec<Step>,
+    attn: &mut [Step],
     q_rot: Vid,
     k_rot: Vid,
     table_row: u64,
-) -> Result<std::result::Result<Vec<Step>, Vec<Step>>> {
-    let [Step::Dispatch(r)] = rope else { return Ok(Err(attn)) };
+) -> Result<bool> {
+    let [Step::Dispatch(r)] = rope else { return Ok(false) };
     let update_at = attn.iter().position(|s| {
         matches!(s, Step::Dispatch(d) if matches!(&d.shader, Shader::Static(id) if id.family() == Family::KvCacheUpdate))
     });
-    let Some(at) = update_at else { return Ok(Err(attn)) };
+    let Some(at) = update_at else { return Ok(false) };
     let Step::Dispatch(u) = &attn[at] else { unreachable!("found a dispatch") };
     let Shader::Static(update) = u.shader else { unreachable!("found a static shader") };
-    let Some(shader) = ShaderId::find(Family::RopeKvCache, update.variant()) else { return Ok(Err(attn)) };
+    let Some(shader) = ShaderId::find(Family::RopeKvCache, update.variant()) else { return Ok(false) };
     if u.inputs.len() != 2 || u.inputs[0] != k_rot || r.outputs != [q_rot, k_rot] {
-        return Ok(Err(attn));
+        return Ok(false);
     }
     // Checked by the rules: `[1, S, Hq, D]`, `[1, S, Hkv, D]`, D even,
     // `start_pos + S` within the cache.
     let (xq, xk) = (c.tensor(0, "xq")?, c.tensor(1, "xk")?);
-    let (&[_, s, hq, d], &[_, _, hkv, _]) = (xq.shape, xk.shape) else { return Ok(Err(attn)) };
+    let (&[_, s, hq, d], &[_, _, hkv, _]) = (xq.shape, xk.shape) else { return Ok(false) };
     let start = u64::try_from(c.int(5, "start_pos")?).unwrap_or(0);
     let n_q = s * hq * d / 2;
     let n_k = s * hkv * d / 2;
@@ -223,5 +228,5 @@ fn rope_into_cache_update(
         workgroups: grid_1d(n_q + 2 * n_k, WG_ELEMENTWISE)?,
     };
     attn[at] = Step::Dispatch(merged);
-    Ok(Ok(attn))
+    Ok(true)
 }
