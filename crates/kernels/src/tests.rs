@@ -875,8 +875,8 @@ fn sdpa_rope_rotates_inside_the_split_kernel() {
                 (rope.inputs.as_slice(), rope.outputs.as_slice()),
                 (&[xq, xk, v, cos, sin][..], &[q_rot, cache, cache][..])
             );
-            let words: Vec<u32> =
-                rope.params.chunks(4).map(|w| u32::from_le_bytes(w.try_into().expect("words"))).collect();
+            assert_eq!(rope.params.len(), 32);
+            let words: Vec<u32> = (0..8).map(|i| param_word(rope, i)).collect();
             // Pairs of q and k, heads, D / 2, S, the table row, the cache
             // offset of row 20 (2 heads of 16).
             assert_eq!(words, [s as u32 * 32, s as u32 * 16, 4, 2, 8, s as u32, 20, 20 * 32]);
