@@ -88,8 +88,8 @@ def main(out):
             if is_1b:
                 vals = [pdec.get((m, d["context"])) for m in modes]
                 row += "".join(f"{fmt(v)} | " for v in vals)
-                known = [v for v in vals if v]
-                best = max(known) if known else None
+                # Against the best peer only when every mode was measured.
+                best = max(vals) if vals and all(vals) else None
                 row += f"{fmt(t / best, 2) if best else '-'} | "
             row += f"{fmt(100 * t / ceiling) if ceiling else '-'} |"
             h = d.get("host_ms_per_call", {})
@@ -105,8 +105,7 @@ def main(out):
             row = f"| {label} | {fmt(t)} |"
             if is_1b:
                 vals = [ppre.get((m, p["prompt"])) for m in modes]
-                known = [v for v in vals if v]
-                best = max(known) if known else None
+                best = max(vals) if vals and all(vals) else None
                 row += "".join(f" {fmt(v)} |" for v in vals) + f" {fmt(t / best, 2) if best else '-'} |"
             print(row)
         print()
@@ -224,6 +223,8 @@ def performance_section(run_dir, label=None):
             row += "".join(f"{fmt(cells.get(('prefill', m, p['prompt'])), 0)} | " for m in peer_cols)
             out.append(row)
         out.append("")
+    if any("| - |" in line for line in out):
+        out += ["`-`: a PyTorch cell the peers' time budget (`peers.py --budget-s`) did not reach.", ""]
     return "\n".join(line.rstrip() for line in out)
 
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Run bl (session 35): what run bk left, on an H100 like bk's (asked for
-# by name, so the peers below join bk's table). Carry .gl and .xfer/s35
+# Run bl (session 35): what run bk left; on an H100 like bk's, the peers
+# below join bk's table (on another GPU they are skipped). Carry .gl and .xfer/s35
 # (as run bk). The first argument: the seconds the call may take (default
 # 540). One $OUT/bl.tgz comes back:
 #  1. final/peers_1b_prefill.json: torch.compile prefill at 512 .. 8,192,
@@ -18,11 +18,14 @@ probe_unpack .xfer/s35 "$BN"
 mkdir -p "$OUT/cmp"
 probe_gpu
 probe_warm "$BN/d/llm_bench"
-budget=$(( $(probe_left) - 260 )); [ "$budget" -gt 230 ] && budget=230
-echo "== peers, compile prefill ($(probe_left) s left, budget $budget s)"
-timeout $(( budget + 60 )) python3 tools/device/peers.py --config llama32_1b --dtype bf16 --modes compile \
-  --prompts 512,1024,2048,4096,8192 --contexts "" --budget-s "$budget" \
-  --json "$OUT/final/peers_1b_prefill.json" 2>&1 | tail -8
+# The peers join run bk's table only on the GPU bk had.
+if grep -q "H100 80GB HBM3" "$OUT/gpu.txt"; then
+  budget=$(( $(probe_left) - 260 )); [ "$budget" -gt 230 ] && budget=230
+  echo "== peers, compile prefill ($(probe_left) s left, budget $budget s)"
+  timeout $(( budget + 60 )) python3 tools/device/peers.py --config llama32_1b --dtype bf16 --modes compile \
+    --prompts 512,1024,2048,4096,8192 --contexts "" --budget-s "$budget" \
+    --json "$OUT/final/peers_1b_prefill.json" 2>&1 | tail -8
+else echo "skipped peers: not run bk's GPU"; fi
 cell() {
   if [ "$(probe_left)" -lt 40 ]; then echo "skipped $1: $(probe_left) s left"; return; fi
   echo "== prefill $1"
