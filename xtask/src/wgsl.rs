@@ -115,6 +115,7 @@ pub const WEBGPU_LIMITS: Needs =
 pub const LIMIT_GATED: &[&str] = &[
     "conv_gemm_coop",
     "gemv_qkv",
+    "gemv_qkv_vec4",
     "linear_qkv",
     "linear_q4gsw_qkv",
     "matmul_coop",

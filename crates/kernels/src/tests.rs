@@ -1408,7 +1408,9 @@ fn qkv_and_swiglu_shape_three_and_one_outputs_and_route_by_rows() {
     let wq = g.push(Owned::Tensor(ElemType::F32, vec![8, 16], true));
     let wk = g.push(Owned::Tensor(ElemType::F32, vec![4, 16], true));
     let bk = g.push(Owned::Tensor(ElemType::F32, vec![4], true));
-    for (rows, family) in [(3u64, crate::Family::GemvQkv), (5, crate::Family::LinearQkv)] {
+    // Few rows and K a multiple of 4: the streaming GEMV, 8 columns of the
+    // 16 a workgroup; more rows: the tiled kernel.
+    for (rows, family) in [(3u64, crate::Family::GemvQkvVec4), (5, crate::Family::LinearQkv)] {
         let x = g.t(&[1, rows, 16]);
         let (q, k, v) = (g.t(&[1, rows, 8]), g.t(&[1, rows, 4]), g.t(&[1, rows, 4]));
         let outs = g.push(Owned::List(vec![q, k, v]));
@@ -1420,9 +1422,30 @@ fn qkv_and_swiglu_shape_three_and_one_outputs_and_route_by_rows() {
         assert_eq!(d.outputs, [q, k, v]);
         assert_eq!(param_word(d, 5), 0b010, "only k has a bias");
         let out = g.t(&[1, rows, 4]);
+        if rows == 3 {
+            assert_eq!(d.workgroups, [2, 1, 1]);
+        }
         let l = check(&g, "etwgpu.linear_swiglu.default", &[x, wk, bk, wk, null, out]).expect("swiglu");
         assert_eq!(l.shapes, vec![(out, vec![1, rows, 4])]);
+        let Step::Dispatch(d) = &l.steps[0] else { panic!("a dispatch") };
+        let want = if rows == 3 { crate::Family::GemvSwigluVec4 } else { crate::Family::LinearSwiglu };
+        assert_eq!(d.shader, crate::ShaderId::find(want, crate::Variant::F32).expect("variant").into());
     }
+    // K off a multiple of 4: the one-element-a-workgroup GEMVs.
+    let w6 = g.push(Owned::Tensor(ElemType::F32, vec![4, 6], true));
+    let x = g.t(&[1, 2, 6]);
+    let (q, k, v) = (g.t(&[1, 2, 4]), g.t(&[1, 2, 4]), g.t(&[1, 2, 4]));
+    let outs = g.push(Owned::List(vec![q, k, v]));
+    let l = check(&g, "etwgpu.linear_qkv.default", &[x, w6, null, w6, null, w6, null, outs]).expect("qkv");
+    let Step::Dispatch(d) = &l.steps[0] else { panic!("a dispatch") };
+    assert_eq!(d.shader, crate::ShaderId::find(crate::Family::GemvQkv, crate::Variant::F32).expect("variant").into());
+    let out = g.t(&[1, 2, 4]);
+    let l = check(&g, "etwgpu.linear_swiglu.default", &[x, w6, null, w6, null, out]).expect("swiglu");
+    let Step::Dispatch(d) = &l.steps[0] else { panic!("a dispatch") };
+    assert_eq!(
+        d.shader,
+        crate::ShaderId::find(crate::Family::GemvSwiglu, crate::Variant::F32).expect("variant").into()
+    );
     let x = g.t(&[2, 16]);
     let out = g.t(&[2, 8]);
     assert!(matches!(

@@ -2,9 +2,11 @@
 //! `MAX_ROWS` rows of x): `out[m, n] = sum_k x[m, k] * w[n, k] + bias[n]`.
 //!
 //! Bandwidth-bound like `q4_gemv.wgsl`: a workgroup computes `COLS` output
-//! columns with `LANES` invocations each; a lane reads one `vec4` of its
-//! column's weight row at a time (adjacent lanes, adjacent words: coalesced)
-//! and dots it with x for every row; the lanes' partial sums meet in shared
+//! columns with `LANES` invocations each; a lane reads `vec4`s of its
+//! column's weight row (adjacent lanes, adjacent words: coalesced), `UNROLL`
+//! of them loaded before any is used, so each lane keeps that many loads in
+//! flight (with one, a lane waited out a memory round trip per `vec4`), and
+//! dots them with x for every row; the lanes' partial sums meet in shared
 //! memory. The host routes here only when K is a multiple of 4. f32 math.
 // variants: f32 f16
 
@@ -16,6 +18,8 @@ const LANES: u32 = 32u;
 const COLS: u32 = 8u;
 /// Most rows of x.
 const MAX_ROWS: u32 = 4u;
+/// `vec4`s of the weight row a lane loads before using them.
+const UNROLL: u32 = 4u;
 
 struct Params {
     /// Rows of x.
@@ -47,8 +51,23 @@ fn main(
     let k4 = p.k / 4u;
     var acc = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
     if col < p.n {
-        for (var j = lane; j < k4; j += LANES) {
-            let wv = vec4<f32>(w[col * k4 + j]);
+        let row = col * k4;
+        var j = lane;
+        // Whole steps of `UNROLL * LANES` words: the loads first.
+        for (; j + (UNROLL - 1u) * LANES < k4; j += UNROLL * LANES) {
+            let w0 = vec4<f32>(w[row + j]);
+            let w1 = vec4<f32>(w[row + j + LANES]);
+            let w2 = vec4<f32>(w[row + j + 2u * LANES]);
+            let w3 = vec4<f32>(w[row + j + 3u * LANES]);
+            for (var r = 0u; r < p.m; r++) {
+                let xr = r * k4 + j;
+                acc[r] += dot(vec4<f32>(x[xr]), w0) + dot(vec4<f32>(x[xr + LANES]), w1)
+                    + dot(vec4<f32>(x[xr + 2u * LANES]), w2) + dot(vec4<f32>(x[xr + 3u * LANES]), w3);
+            }
+        }
+        // The rest, one word at a time.
+        for (; j < k4; j += LANES) {
+            let wv = vec4<f32>(w[row + j]);
             for (var r = 0u; r < p.m; r++) {
                 acc[r] += dot(vec4<f32>(x[r * k4 + j]), wv);
             }

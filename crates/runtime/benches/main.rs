@@ -231,6 +231,11 @@ enum GemvForm {
     Q4Swiglu,
     /// `aten.linear` with an f32 weight (`linear_gemv.wgsl`).
     F32,
+    /// `etwgpu.linear_swiglu`, f32 gate and up (`gemv_swiglu_vec4.wgsl`).
+    F32Swiglu,
+    /// `etwgpu.linear_qkv`, three f32 weights of `n`, `n / 4` and `n / 4`
+    /// rows, the 1B shape's grouped Q/K/V (`gemv_qkv_vec4.wgsl`).
+    F32Qkv,
 }
 
 /// Deterministic bytes, cheap to make in bulk.
@@ -260,6 +265,8 @@ fn gemv_bytes(form: GemvForm, n: u64, k: u64) -> u64 {
         GemvForm::Q4 => q4 + io,
         GemvForm::Q4Swiglu => 2 * q4 + io,
         GemvForm::F32 => 4 * n * k + io,
+        GemvForm::F32Swiglu => 8 * n * k + io,
+        GemvForm::F32Qkv => 4 * (n + n / 2) * k + 4 * (k + n + n / 2),
     }
 }
 
@@ -300,6 +307,28 @@ fn gemv_graph(form: GemvForm, n: u64, k: u64, copies: u64) -> GraphBuilder {
                 let none = g.null();
                 g.op("aten.linear.default", &[x, w, none, out]);
             }
+            GemvForm::F32Swiglu => {
+                let wg = g.constant(DType::F32, &[n, k], &noise_f32((n * k) as usize, seed));
+                let wu = g.constant(DType::F32, &[n, k], &noise_f32((n * k) as usize, seed + 1000));
+                let none = g.null();
+                g.op("etwgpu.linear_swiglu.default", &[x, wg, none, wu, none, out]);
+            }
+            GemvForm::F32Qkv => {
+                let none = g.null();
+                let mut args = vec![x];
+                let mut qkv = vec![out];
+                for (j, rows) in [n, n / 4, n / 4].into_iter().enumerate() {
+                    let w = g.constant(DType::F32, &[rows, k], &noise_f32((rows * k) as usize, seed + 1000 * j as u32));
+                    args.extend([w, none]);
+                    if j > 0 {
+                        qkv.push(g.tensor(DType::F32, &[1, rows]));
+                    }
+                }
+                let list = g.value_list(&qkv);
+                args.push(list);
+                g.op("etwgpu.linear_qkv.default", &args);
+                outs.extend(qkv.drain(1..));
+            }
         }
         outs.push(out);
     }
@@ -326,6 +355,8 @@ fn stream_gemv(c: &mut Criterion, rt: &Runtime, form: GemvForm, n: u64, k: u64, 
         GemvForm::Q4 => "q4",
         GemvForm::Q4Swiglu => "q4 swiglu",
         GemvForm::F32 => "f32",
+        GemvForm::F32Swiglu => "f32 swiglu",
+        GemvForm::F32Qkv => "f32 qkv",
     };
     let name = format!("stream {form_name} n{n} k{k}");
     let mut per_run = Vec::new();
@@ -384,9 +415,18 @@ fn stream_gemvs(c: &mut Criterion, rt: &Runtime, large: bool) {
             (GemvForm::F32, 8192, 2048),
             (GemvForm::F32, 2048, 8192),
             (GemvForm::F32, 128_256, 2048),
+            (GemvForm::F32Swiglu, 8192, 2048),
+            (GemvForm::F32Qkv, 2048, 2048),
         ]
     } else {
-        &[(GemvForm::Q4, 256, 512), (GemvForm::Q4, 40, 1024), (GemvForm::Q4Swiglu, 256, 512), (GemvForm::F32, 256, 512)]
+        &[
+            (GemvForm::Q4, 256, 512),
+            (GemvForm::Q4, 40, 1024),
+            (GemvForm::Q4Swiglu, 256, 512),
+            (GemvForm::F32, 256, 512),
+            (GemvForm::F32Swiglu, 256, 512),
+            (GemvForm::F32Qkv, 256, 512),
+        ]
     };
     for &(form, n, k) in shapes {
         stream_gemv(c, rt, form, n, k, spill, copy_gb_s);

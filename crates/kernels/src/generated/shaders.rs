@@ -58,8 +58,12 @@ pub enum Family {
     Gemv,
     /// `gemv_qkv.wgsl`.
     GemvQkv,
+    /// `gemv_qkv_vec4.wgsl`.
+    GemvQkvVec4,
     /// `gemv_swiglu.wgsl`.
     GemvSwiglu,
+    /// `gemv_swiglu_vec4.wgsl`.
+    GemvSwigluVec4,
     /// `grid_priors.wgsl`.
     GridPriors,
     /// `grid_sampler.wgsl`.
@@ -426,10 +430,18 @@ pub enum ShaderId {
     GemvQkvF32,
     /// `gemv_qkv.wgsl` with `Elem = f16`.
     GemvQkvF16,
+    /// `gemv_qkv_vec4.wgsl` with `Elem = f32`.
+    GemvQkvVec4F32,
+    /// `gemv_qkv_vec4.wgsl` with `Elem = f16`.
+    GemvQkvVec4F16,
     /// `gemv_swiglu.wgsl` with `Elem = f32`.
     GemvSwigluF32,
     /// `gemv_swiglu.wgsl` with `Elem = f16`.
     GemvSwigluF16,
+    /// `gemv_swiglu_vec4.wgsl` with `Elem = f32`.
+    GemvSwigluVec4F32,
+    /// `gemv_swiglu_vec4.wgsl` with `Elem = f16`.
+    GemvSwigluVec4F16,
     /// `grid_priors.wgsl` with `Elem = f32`.
     GridPriorsF32,
     /// `grid_priors.wgsl` with `Elem = f16`.
@@ -826,8 +838,12 @@ impl ShaderId {
         ShaderId::GemvF16,
         ShaderId::GemvQkvF32,
         ShaderId::GemvQkvF16,
+        ShaderId::GemvQkvVec4F32,
+        ShaderId::GemvQkvVec4F16,
         ShaderId::GemvSwigluF32,
         ShaderId::GemvSwigluF16,
+        ShaderId::GemvSwigluVec4F32,
+        ShaderId::GemvSwigluVec4F16,
         ShaderId::GridPriorsF32,
         ShaderId::GridPriorsF16,
         ShaderId::GridSamplerF32,
@@ -1056,8 +1072,12 @@ impl ShaderId {
             ShaderId::GemvF16 => Family::Gemv,
             ShaderId::GemvQkvF32 => Family::GemvQkv,
             ShaderId::GemvQkvF16 => Family::GemvQkv,
+            ShaderId::GemvQkvVec4F32 => Family::GemvQkvVec4,
+            ShaderId::GemvQkvVec4F16 => Family::GemvQkvVec4,
             ShaderId::GemvSwigluF32 => Family::GemvSwiglu,
             ShaderId::GemvSwigluF16 => Family::GemvSwiglu,
+            ShaderId::GemvSwigluVec4F32 => Family::GemvSwigluVec4,
+            ShaderId::GemvSwigluVec4F16 => Family::GemvSwigluVec4,
             ShaderId::GridPriorsF32 => Family::GridPriors,
             ShaderId::GridPriorsF16 => Family::GridPriors,
             ShaderId::GridSamplerF32 => Family::GridSampler,
@@ -1299,8 +1319,12 @@ impl ShaderId {
             ShaderId::GemvF16 => Variant::F16,
             ShaderId::GemvQkvF32 => Variant::F32,
             ShaderId::GemvQkvF16 => Variant::F16,
+            ShaderId::GemvQkvVec4F32 => Variant::F32,
+            ShaderId::GemvQkvVec4F16 => Variant::F16,
             ShaderId::GemvSwigluF32 => Variant::F32,
             ShaderId::GemvSwigluF16 => Variant::F16,
+            ShaderId::GemvSwigluVec4F32 => Variant::F32,
+            ShaderId::GemvSwigluVec4F16 => Variant::F16,
             ShaderId::GridPriorsF32 => Variant::F32,
             ShaderId::GridPriorsF16 => Variant::F16,
             ShaderId::GridSamplerF32 => Variant::F32,
@@ -1530,8 +1554,12 @@ impl ShaderId {
             ShaderId::GemvF16 => "gemv.f16",
             ShaderId::GemvQkvF32 => "gemv_qkv.f32",
             ShaderId::GemvQkvF16 => "gemv_qkv.f16",
+            ShaderId::GemvQkvVec4F32 => "gemv_qkv_vec4.f32",
+            ShaderId::GemvQkvVec4F16 => "gemv_qkv_vec4.f16",
             ShaderId::GemvSwigluF32 => "gemv_swiglu.f32",
             ShaderId::GemvSwigluF16 => "gemv_swiglu.f16",
+            ShaderId::GemvSwigluVec4F32 => "gemv_swiglu_vec4.f32",
+            ShaderId::GemvSwigluVec4F16 => "gemv_swiglu_vec4.f16",
             ShaderId::GridPriorsF32 => "grid_priors.f32",
             ShaderId::GridPriorsF16 => "grid_priors.f16",
             ShaderId::GridSamplerF32 => "grid_sampler.f32",
@@ -1761,8 +1789,12 @@ impl ShaderId {
             ShaderId::GemvF16 => GEMV_F16,
             ShaderId::GemvQkvF32 => GEMV_QKV_F32,
             ShaderId::GemvQkvF16 => GEMV_QKV_F16,
+            ShaderId::GemvQkvVec4F32 => GEMV_QKV_VEC4_F32,
+            ShaderId::GemvQkvVec4F16 => GEMV_QKV_VEC4_F16,
             ShaderId::GemvSwigluF32 => GEMV_SWIGLU_F32,
             ShaderId::GemvSwigluF16 => GEMV_SWIGLU_F16,
+            ShaderId::GemvSwigluVec4F32 => GEMV_SWIGLU_VEC4_F32,
+            ShaderId::GemvSwigluVec4F16 => GEMV_SWIGLU_VEC4_F16,
             ShaderId::GridPriorsF32 => GRID_PRIORS_F32,
             ShaderId::GridPriorsF16 => GRID_PRIORS_F16,
             ShaderId::GridSamplerF32 => GRID_SAMPLER_F32,
@@ -2139,12 +2171,36 @@ impl ShaderId {
                 uniform_buffers: 1,
                 workgroup_bytes: 256,
             },
+            ShaderId::GemvQkvVec4F32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 10,
+                uniform_buffers: 1,
+                workgroup_bytes: 4096,
+            },
+            ShaderId::GemvQkvVec4F16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 10,
+                uniform_buffers: 1,
+                workgroup_bytes: 4096,
+            },
             ShaderId::GemvSwigluF32 => {
                 ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 6, uniform_buffers: 1, workgroup_bytes: 512 }
             }
             ShaderId::GemvSwigluF16 => {
                 ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 6, uniform_buffers: 1, workgroup_bytes: 512 }
             }
+            ShaderId::GemvSwigluVec4F32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 6,
+                uniform_buffers: 1,
+                workgroup_bytes: 8192,
+            },
+            ShaderId::GemvSwigluVec4F16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 6,
+                uniform_buffers: 1,
+                workgroup_bytes: 8192,
+            },
             ShaderId::GridPriorsF32 => {
                 ShaderNeeds { workgroup_size: [256, 1, 1], storage_buffers: 1, uniform_buffers: 1, workgroup_bytes: 0 }
             }
@@ -2995,8 +3051,12 @@ impl ShaderId {
             (Family::Gemv, Variant::F16) => Some(ShaderId::GemvF16),
             (Family::GemvQkv, Variant::F32) => Some(ShaderId::GemvQkvF32),
             (Family::GemvQkv, Variant::F16) => Some(ShaderId::GemvQkvF16),
+            (Family::GemvQkvVec4, Variant::F32) => Some(ShaderId::GemvQkvVec4F32),
+            (Family::GemvQkvVec4, Variant::F16) => Some(ShaderId::GemvQkvVec4F16),
             (Family::GemvSwiglu, Variant::F32) => Some(ShaderId::GemvSwigluF32),
             (Family::GemvSwiglu, Variant::F16) => Some(ShaderId::GemvSwigluF16),
+            (Family::GemvSwigluVec4, Variant::F32) => Some(ShaderId::GemvSwigluVec4F32),
+            (Family::GemvSwigluVec4, Variant::F16) => Some(ShaderId::GemvSwigluVec4F16),
             (Family::GridPriors, Variant::F32) => Some(ShaderId::GridPriorsF32),
             (Family::GridPriors, Variant::F16) => Some(ShaderId::GridPriorsF16),
             (Family::GridSampler, Variant::F32) => Some(ShaderId::GridSamplerF32),
@@ -10096,6 +10156,302 @@ fn main(
 }
 "#;
 
+/// `gemv_qkv_vec4.wgsl` with `Elem = f32`.
+pub const GEMV_QKV_VEC4_F32: &str = r#"//! Three linears of one input in one dispatch, matrix-vector route for
+//! few rows (`etwgpu.linear_qkv` at decode, K a multiple of 4):
+//! `out_j[m, n] = sum_k x[m, k] * w_j[n, k] + b_j[n]` for j = 0, 1, 2 (Q,
+//! K, V).
+//!
+//! Streams the weights as `linear_gemv.wgsl` does: the three projections'
+//! output columns taken in order (`N0 + N1 + N2`), a workgroup computes
+//! `COLS` of them with `LANES` invocations each; a lane reads `vec4`s of
+//! its column's weight row (adjacent lanes, adjacent words: coalesced),
+//! four loaded before any is used, and dots them with x for every row; the
+//! lanes' partial sums meet in shared memory. A column's lanes all read
+//! one projection. `gemv_qkv.wgsl` (one workgroup an output element, one
+//! scalar load in flight an invocation) takes the other K. f32 math.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per column.
+const LANES: u32 = 32u;
+/// Columns per workgroup (`LANES * COLS` = 256 invocations).
+const COLS: u32 = 8u;
+/// Most rows of x.
+const MAX_ROWS: u32 = 4u;
+
+struct Params {
+    m: u32,
+    /// Input features (a multiple of 4).
+    k: u32,
+    n0: u32,
+    n1: u32,
+    n2: u32,
+    /// Bit j set: projection j has a bias.
+    has_bias: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> w0: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> w1: array<vec4<Elem>>;
+@group(0) @binding(4) var<storage, read> w2: array<vec4<Elem>>;
+@group(0) @binding(5) var<storage, read> b0: array<Elem>;
+@group(0) @binding(6) var<storage, read> b1: array<Elem>;
+@group(0) @binding(7) var<storage, read> b2: array<Elem>;
+@group(0) @binding(8) var<storage, read_write> out0: array<Elem>;
+@group(0) @binding(9) var<storage, read_write> out1: array<Elem>;
+@group(0) @binding(10) var<storage, read_write> out2: array<Elem>;
+
+/// Per invocation, its sums for the four rows.
+var<workgroup> partial: array<vec4<f32>, 256>;
+
+/// Word `idx` of projection `j`'s weights.
+fn word(j: u32, idx: u32) -> vec4<f32> {
+    switch j {
+        case 0u: { return vec4<f32>(w0[idx]); }
+        case 1u: { return vec4<f32>(w1[idx]); }
+        default: { return vec4<f32>(w2[idx]); }
+    }
+}
+
+fn bias(j: u32, n: u32) -> f32 {
+    if (p.has_bias & (1u << j)) == 0u {
+        return 0.0;
+    }
+    switch j {
+        case 0u: { return f32(b0[n]); }
+        case 1u: { return f32(b1[n]); }
+        default: { return f32(b2[n]); }
+    }
+}
+
+fn store(j: u32, idx: u32, v: f32) {
+    switch j {
+        case 0u: { out0[idx] = Elem(v); }
+        case 1u: { out1[idx] = Elem(v); }
+        default: { out2[idx] = Elem(v); }
+    }
+}
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let lane = lid % LANES;
+    let c = lid / LANES;
+    let col = (wid.y * groups.x + wid.x) * COLS + c;
+    let total = p.n0 + p.n1 + p.n2;
+    // The projection of this column and its column there.
+    var j = 0u;
+    var n = p.n0;
+    var at = col;
+    if col >= p.n0 + p.n1 {
+        j = 2u;
+        n = p.n2;
+        at = col - p.n0 - p.n1;
+    } else if col >= p.n0 {
+        j = 1u;
+        n = p.n1;
+        at = col - p.n0;
+    }
+    let k4 = p.k / 4u;
+    var acc = vec4<f32>();
+    if col < total {
+        let row = at * k4;
+        var i = lane;
+        // Whole steps of four words: the loads first.
+        for (; i + 3u * LANES < k4; i += 4u * LANES) {
+            let v0 = word(j, row + i);
+            let v1 = word(j, row + i + LANES);
+            let v2 = word(j, row + i + 2u * LANES);
+            let v3 = word(j, row + i + 3u * LANES);
+            for (var r = 0u; r < p.m; r++) {
+                let xr = r * k4 + i;
+                acc[r] += dot(vec4<f32>(x[xr]), v0) + dot(vec4<f32>(x[xr + LANES]), v1)
+                    + dot(vec4<f32>(x[xr + 2u * LANES]), v2) + dot(vec4<f32>(x[xr + 3u * LANES]), v3);
+            }
+        }
+        // The rest, one word at a time.
+        for (; i < k4; i += LANES) {
+            let v = word(j, row + i);
+            for (var r = 0u; r < p.m; r++) {
+                acc[r] += dot(vec4<f32>(x[r * k4 + i]), v);
+            }
+        }
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            partial[lid] += partial[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    if lane == 0u && col < total {
+        let s = partial[lid];
+        let b = bias(j, at);
+        for (var r = 0u; r < p.m; r++) {
+            store(j, r * n + at, s[r] + b);
+        }
+    }
+}
+"#;
+
+/// `gemv_qkv_vec4.wgsl` with `Elem = f16`.
+pub const GEMV_QKV_VEC4_F16: &str = r#"enable f16;
+
+//! Three linears of one input in one dispatch, matrix-vector route for
+//! few rows (`etwgpu.linear_qkv` at decode, K a multiple of 4):
+//! `out_j[m, n] = sum_k x[m, k] * w_j[n, k] + b_j[n]` for j = 0, 1, 2 (Q,
+//! K, V).
+//!
+//! Streams the weights as `linear_gemv.wgsl` does: the three projections'
+//! output columns taken in order (`N0 + N1 + N2`), a workgroup computes
+//! `COLS` of them with `LANES` invocations each; a lane reads `vec4`s of
+//! its column's weight row (adjacent lanes, adjacent words: coalesced),
+//! four loaded before any is used, and dots them with x for every row; the
+//! lanes' partial sums meet in shared memory. A column's lanes all read
+//! one projection. `gemv_qkv.wgsl` (one workgroup an output element, one
+//! scalar load in flight an invocation) takes the other K. f32 math.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per column.
+const LANES: u32 = 32u;
+/// Columns per workgroup (`LANES * COLS` = 256 invocations).
+const COLS: u32 = 8u;
+/// Most rows of x.
+const MAX_ROWS: u32 = 4u;
+
+struct Params {
+    m: u32,
+    /// Input features (a multiple of 4).
+    k: u32,
+    n0: u32,
+    n1: u32,
+    n2: u32,
+    /// Bit j set: projection j has a bias.
+    has_bias: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> w0: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> w1: array<vec4<Elem>>;
+@group(0) @binding(4) var<storage, read> w2: array<vec4<Elem>>;
+@group(0) @binding(5) var<storage, read> b0: array<Elem>;
+@group(0) @binding(6) var<storage, read> b1: array<Elem>;
+@group(0) @binding(7) var<storage, read> b2: array<Elem>;
+@group(0) @binding(8) var<storage, read_write> out0: array<Elem>;
+@group(0) @binding(9) var<storage, read_write> out1: array<Elem>;
+@group(0) @binding(10) var<storage, read_write> out2: array<Elem>;
+
+/// Per invocation, its sums for the four rows.
+var<workgroup> partial: array<vec4<f32>, 256>;
+
+/// Word `idx` of projection `j`'s weights.
+fn word(j: u32, idx: u32) -> vec4<f32> {
+    switch j {
+        case 0u: { return vec4<f32>(w0[idx]); }
+        case 1u: { return vec4<f32>(w1[idx]); }
+        default: { return vec4<f32>(w2[idx]); }
+    }
+}
+
+fn bias(j: u32, n: u32) -> f32 {
+    if (p.has_bias & (1u << j)) == 0u {
+        return 0.0;
+    }
+    switch j {
+        case 0u: { return f32(b0[n]); }
+        case 1u: { return f32(b1[n]); }
+        default: { return f32(b2[n]); }
+    }
+}
+
+fn store(j: u32, idx: u32, v: f32) {
+    switch j {
+        case 0u: { out0[idx] = Elem(v); }
+        case 1u: { out1[idx] = Elem(v); }
+        default: { out2[idx] = Elem(v); }
+    }
+}
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let lane = lid % LANES;
+    let c = lid / LANES;
+    let col = (wid.y * groups.x + wid.x) * COLS + c;
+    let total = p.n0 + p.n1 + p.n2;
+    // The projection of this column and its column there.
+    var j = 0u;
+    var n = p.n0;
+    var at = col;
+    if col >= p.n0 + p.n1 {
+        j = 2u;
+        n = p.n2;
+        at = col - p.n0 - p.n1;
+    } else if col >= p.n0 {
+        j = 1u;
+        n = p.n1;
+        at = col - p.n0;
+    }
+    let k4 = p.k / 4u;
+    var acc = vec4<f32>();
+    if col < total {
+        let row = at * k4;
+        var i = lane;
+        // Whole steps of four words: the loads first.
+        for (; i + 3u * LANES < k4; i += 4u * LANES) {
+            let v0 = word(j, row + i);
+            let v1 = word(j, row + i + LANES);
+            let v2 = word(j, row + i + 2u * LANES);
+            let v3 = word(j, row + i + 3u * LANES);
+            for (var r = 0u; r < p.m; r++) {
+                let xr = r * k4 + i;
+                acc[r] += dot(vec4<f32>(x[xr]), v0) + dot(vec4<f32>(x[xr + LANES]), v1)
+                    + dot(vec4<f32>(x[xr + 2u * LANES]), v2) + dot(vec4<f32>(x[xr + 3u * LANES]), v3);
+            }
+        }
+        // The rest, one word at a time.
+        for (; i < k4; i += LANES) {
+            let v = word(j, row + i);
+            for (var r = 0u; r < p.m; r++) {
+                acc[r] += dot(vec4<f32>(x[r * k4 + i]), v);
+            }
+        }
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            partial[lid] += partial[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    if lane == 0u && col < total {
+        let s = partial[lid];
+        let b = bias(j, at);
+        for (var r = 0u; r < p.m; r++) {
+            store(j, r * n + at, s[r] + b);
+        }
+    }
+}
+"#;
+
 /// `gemv_swiglu.wgsl` with `Elem = f32`.
 pub const GEMV_SWIGLU_F32: &str = r#"//! SwiGLU of two linears of one input in one dispatch, matrix-vector
 //! route for few rows (`etwgpu.linear_swiglu` at decode): with
@@ -10252,6 +10608,232 @@ fn main(
             u += f32(b_up[col]);
         }
         out[idx] = Elem(g * (1.0 / (1.0 + exp(-g))) * u);
+    }
+}
+"#;
+
+/// `gemv_swiglu_vec4.wgsl` with `Elem = f32`.
+pub const GEMV_SWIGLU_VEC4_F32: &str = r#"//! SwiGLU of two linears of one input in one dispatch, matrix-vector
+//! route for few rows (`etwgpu.linear_swiglu` at decode, K a multiple of
+//! 4): with `g = x @ w_gate^T + b_gate` and `u = x @ w_up^T + b_up`,
+//! `out[m, n] = g * sigmoid(g) * u`.
+//!
+//! Streams the weights as `linear_gemv.wgsl` does: a workgroup computes
+//! `COLS` output columns with `LANES` invocations each; a lane reads
+//! `vec4`s of its column's gate and up rows (adjacent lanes, adjacent
+//! words: coalesced), two of each loaded before any is used, and dots
+//! them with x for every row; the lanes' partial sums meet in shared
+//! memory. `gemv_swiglu.wgsl` (one workgroup an output element, one
+//! scalar load in flight an invocation) takes the other K. f32 math.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per column.
+const LANES: u32 = 32u;
+/// Columns per workgroup (`LANES * COLS` = 256 invocations).
+const COLS: u32 = 8u;
+/// Most rows of x.
+const MAX_ROWS: u32 = 4u;
+
+struct Params {
+    m: u32,
+    n: u32,
+    /// Input features (a multiple of 4).
+    k: u32,
+    /// Bit 0: the gate has a bias; bit 1: the up projection has one.
+    has_bias: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> w_gate: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> b_gate: array<Elem>;
+@group(0) @binding(4) var<storage, read> w_up: array<vec4<Elem>>;
+@group(0) @binding(5) var<storage, read> b_up: array<Elem>;
+@group(0) @binding(6) var<storage, read_write> out: array<Elem>;
+
+/// Per invocation, its gate (then up) sums for the four rows.
+var<workgroup> partial: array<vec4<f32>, 512>;
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let lane = lid % LANES;
+    let c = lid / LANES;
+    let col = (wid.y * groups.x + wid.x) * COLS + c;
+    let k4 = p.k / 4u;
+    var acc_g = vec4<f32>();
+    var acc_u = vec4<f32>();
+    if col < p.n {
+        let row = col * k4;
+        var j = lane;
+        // Whole steps of two words a row: the four loads first.
+        for (; j + LANES < k4; j += 2u * LANES) {
+            let g0 = vec4<f32>(w_gate[row + j]);
+            let g1 = vec4<f32>(w_gate[row + j + LANES]);
+            let u0 = vec4<f32>(w_up[row + j]);
+            let u1 = vec4<f32>(w_up[row + j + LANES]);
+            for (var r = 0u; r < p.m; r++) {
+                let x0 = vec4<f32>(x[r * k4 + j]);
+                let x1 = vec4<f32>(x[r * k4 + j + LANES]);
+                acc_g[r] += dot(x0, g0) + dot(x1, g1);
+                acc_u[r] += dot(x0, u0) + dot(x1, u1);
+            }
+        }
+        if j < k4 {
+            let g0 = vec4<f32>(w_gate[row + j]);
+            let u0 = vec4<f32>(w_up[row + j]);
+            for (var r = 0u; r < p.m; r++) {
+                let x0 = vec4<f32>(x[r * k4 + j]);
+                acc_g[r] += dot(x0, g0);
+                acc_u[r] += dot(x0, u0);
+            }
+        }
+    }
+    partial[lid] = acc_g;
+    partial[256u + lid] = acc_u;
+    workgroupBarrier();
+    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            partial[lid] += partial[lid + stride];
+            partial[256u + lid] += partial[256u + lid + stride];
+        }
+        workgroupBarrier();
+    }
+    if lane == 0u && col < p.n {
+        var bg = 0.0;
+        var bu = 0.0;
+        if (p.has_bias & 1u) != 0u {
+            bg = f32(b_gate[col]);
+        }
+        if (p.has_bias & 2u) != 0u {
+            bu = f32(b_up[col]);
+        }
+        let sg = partial[lid];
+        let su = partial[256u + lid];
+        for (var r = 0u; r < p.m; r++) {
+            let g = sg[r] + bg;
+            let u = su[r] + bu;
+            out[r * p.n + col] = Elem(g * (1.0 / (1.0 + exp(-g))) * u);
+        }
+    }
+}
+"#;
+
+/// `gemv_swiglu_vec4.wgsl` with `Elem = f16`.
+pub const GEMV_SWIGLU_VEC4_F16: &str = r#"enable f16;
+
+//! SwiGLU of two linears of one input in one dispatch, matrix-vector
+//! route for few rows (`etwgpu.linear_swiglu` at decode, K a multiple of
+//! 4): with `g = x @ w_gate^T + b_gate` and `u = x @ w_up^T + b_up`,
+//! `out[m, n] = g * sigmoid(g) * u`.
+//!
+//! Streams the weights as `linear_gemv.wgsl` does: a workgroup computes
+//! `COLS` output columns with `LANES` invocations each; a lane reads
+//! `vec4`s of its column's gate and up rows (adjacent lanes, adjacent
+//! words: coalesced), two of each loaded before any is used, and dots
+//! them with x for every row; the lanes' partial sums meet in shared
+//! memory. `gemv_swiglu.wgsl` (one workgroup an output element, one
+//! scalar load in flight an invocation) takes the other K. f32 math.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per column.
+const LANES: u32 = 32u;
+/// Columns per workgroup (`LANES * COLS` = 256 invocations).
+const COLS: u32 = 8u;
+/// Most rows of x.
+const MAX_ROWS: u32 = 4u;
+
+struct Params {
+    m: u32,
+    n: u32,
+    /// Input features (a multiple of 4).
+    k: u32,
+    /// Bit 0: the gate has a bias; bit 1: the up projection has one.
+    has_bias: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> w_gate: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> b_gate: array<Elem>;
+@group(0) @binding(4) var<storage, read> w_up: array<vec4<Elem>>;
+@group(0) @binding(5) var<storage, read> b_up: array<Elem>;
+@group(0) @binding(6) var<storage, read_write> out: array<Elem>;
+
+/// Per invocation, its gate (then up) sums for the four rows.
+var<workgroup> partial: array<vec4<f32>, 512>;
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let lane = lid % LANES;
+    let c = lid / LANES;
+    let col = (wid.y * groups.x + wid.x) * COLS + c;
+    let k4 = p.k / 4u;
+    var acc_g = vec4<f32>();
+    var acc_u = vec4<f32>();
+    if col < p.n {
+        let row = col * k4;
+        var j = lane;
+        // Whole steps of two words a row: the four loads first.
+        for (; j + LANES < k4; j += 2u * LANES) {
+            let g0 = vec4<f32>(w_gate[row + j]);
+            let g1 = vec4<f32>(w_gate[row + j + LANES]);
+            let u0 = vec4<f32>(w_up[row + j]);
+            let u1 = vec4<f32>(w_up[row + j + LANES]);
+            for (var r = 0u; r < p.m; r++) {
+                let x0 = vec4<f32>(x[r * k4 + j]);
+                let x1 = vec4<f32>(x[r * k4 + j + LANES]);
+                acc_g[r] += dot(x0, g0) + dot(x1, g1);
+                acc_u[r] += dot(x0, u0) + dot(x1, u1);
+            }
+        }
+        if j < k4 {
+            let g0 = vec4<f32>(w_gate[row + j]);
+            let u0 = vec4<f32>(w_up[row + j]);
+            for (var r = 0u; r < p.m; r++) {
+                let x0 = vec4<f32>(x[r * k4 + j]);
+                acc_g[r] += dot(x0, g0);
+                acc_u[r] += dot(x0, u0);
+            }
+        }
+    }
+    partial[lid] = acc_g;
+    partial[256u + lid] = acc_u;
+    workgroupBarrier();
+    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            partial[lid] += partial[lid + stride];
+            partial[256u + lid] += partial[256u + lid + stride];
+        }
+        workgroupBarrier();
+    }
+    if lane == 0u && col < p.n {
+        var bg = 0.0;
+        var bu = 0.0;
+        if (p.has_bias & 1u) != 0u {
+            bg = f32(b_gate[col]);
+        }
+        if (p.has_bias & 2u) != 0u {
+            bu = f32(b_up[col]);
+        }
+        let sg = partial[lid];
+        let su = partial[256u + lid];
+        for (var r = 0u; r < p.m; r++) {
+            let g = sg[r] + bg;
+            let u = su[r] + bu;
+            out[r * p.n + col] = Elem(g * (1.0 / (1.0 + exp(-g))) * u);
+        }
     }
 }
 "#;
@@ -11084,9 +11666,11 @@ pub const LINEAR_GEMV_F32: &str = r#"//! Decode route of a dense `linear` (weigh
 //! `MAX_ROWS` rows of x): `out[m, n] = sum_k x[m, k] * w[n, k] + bias[n]`.
 //!
 //! Bandwidth-bound like `q4_gemv.wgsl`: a workgroup computes `COLS` output
-//! columns with `LANES` invocations each; a lane reads one `vec4` of its
-//! column's weight row at a time (adjacent lanes, adjacent words: coalesced)
-//! and dots it with x for every row; the lanes' partial sums meet in shared
+//! columns with `LANES` invocations each; a lane reads `vec4`s of its
+//! column's weight row (adjacent lanes, adjacent words: coalesced), `UNROLL`
+//! of them loaded before any is used, so each lane keeps that many loads in
+//! flight (with one, a lane waited out a memory round trip per `vec4`), and
+//! dots them with x for every row; the lanes' partial sums meet in shared
 //! memory. The host routes here only when K is a multiple of 4. f32 math.
 // variants: f32 f16
 
@@ -11098,6 +11682,8 @@ const LANES: u32 = 32u;
 const COLS: u32 = 8u;
 /// Most rows of x.
 const MAX_ROWS: u32 = 4u;
+/// `vec4`s of the weight row a lane loads before using them.
+const UNROLL: u32 = 4u;
 
 struct Params {
     /// Rows of x.
@@ -11129,8 +11715,23 @@ fn main(
     let k4 = p.k / 4u;
     var acc = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
     if col < p.n {
-        for (var j = lane; j < k4; j += LANES) {
-            let wv = vec4<f32>(w[col * k4 + j]);
+        let row = col * k4;
+        var j = lane;
+        // Whole steps of `UNROLL * LANES` words: the loads first.
+        for (; j + (UNROLL - 1u) * LANES < k4; j += UNROLL * LANES) {
+            let w0 = vec4<f32>(w[row + j]);
+            let w1 = vec4<f32>(w[row + j + LANES]);
+            let w2 = vec4<f32>(w[row + j + 2u * LANES]);
+            let w3 = vec4<f32>(w[row + j + 3u * LANES]);
+            for (var r = 0u; r < p.m; r++) {
+                let xr = r * k4 + j;
+                acc[r] += dot(vec4<f32>(x[xr]), w0) + dot(vec4<f32>(x[xr + LANES]), w1)
+                    + dot(vec4<f32>(x[xr + 2u * LANES]), w2) + dot(vec4<f32>(x[xr + 3u * LANES]), w3);
+            }
+        }
+        // The rest, one word at a time.
+        for (; j < k4; j += LANES) {
+            let wv = vec4<f32>(w[row + j]);
             for (var r = 0u; r < p.m; r++) {
                 acc[r] += dot(vec4<f32>(x[r * k4 + j]), wv);
             }
@@ -11167,9 +11768,11 @@ pub const LINEAR_GEMV_F16: &str = r#"enable f16;
 //! `MAX_ROWS` rows of x): `out[m, n] = sum_k x[m, k] * w[n, k] + bias[n]`.
 //!
 //! Bandwidth-bound like `q4_gemv.wgsl`: a workgroup computes `COLS` output
-//! columns with `LANES` invocations each; a lane reads one `vec4` of its
-//! column's weight row at a time (adjacent lanes, adjacent words: coalesced)
-//! and dots it with x for every row; the lanes' partial sums meet in shared
+//! columns with `LANES` invocations each; a lane reads `vec4`s of its
+//! column's weight row (adjacent lanes, adjacent words: coalesced), `UNROLL`
+//! of them loaded before any is used, so each lane keeps that many loads in
+//! flight (with one, a lane waited out a memory round trip per `vec4`), and
+//! dots them with x for every row; the lanes' partial sums meet in shared
 //! memory. The host routes here only when K is a multiple of 4. f32 math.
 // variants: f32 f16
 
@@ -11181,6 +11784,8 @@ const LANES: u32 = 32u;
 const COLS: u32 = 8u;
 /// Most rows of x.
 const MAX_ROWS: u32 = 4u;
+/// `vec4`s of the weight row a lane loads before using them.
+const UNROLL: u32 = 4u;
 
 struct Params {
     /// Rows of x.
@@ -11212,8 +11817,23 @@ fn main(
     let k4 = p.k / 4u;
     var acc = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
     if col < p.n {
-        for (var j = lane; j < k4; j += LANES) {
-            let wv = vec4<f32>(w[col * k4 + j]);
+        let row = col * k4;
+        var j = lane;
+        // Whole steps of `UNROLL * LANES` words: the loads first.
+        for (; j + (UNROLL - 1u) * LANES < k4; j += UNROLL * LANES) {
+            let w0 = vec4<f32>(w[row + j]);
+            let w1 = vec4<f32>(w[row + j + LANES]);
+            let w2 = vec4<f32>(w[row + j + 2u * LANES]);
+            let w3 = vec4<f32>(w[row + j + 3u * LANES]);
+            for (var r = 0u; r < p.m; r++) {
+                let xr = r * k4 + j;
+                acc[r] += dot(vec4<f32>(x[xr]), w0) + dot(vec4<f32>(x[xr + LANES]), w1)
+                    + dot(vec4<f32>(x[xr + 2u * LANES]), w2) + dot(vec4<f32>(x[xr + 3u * LANES]), w3);
+            }
+        }
+        // The rest, one word at a time.
+        for (; j < k4; j += LANES) {
+            let wv = vec4<f32>(w[row + j]);
             for (var r = 0u; r < p.m; r++) {
                 acc[r] += dot(vec4<f32>(x[r * k4 + j]), wv);
             }

@@ -19,10 +19,11 @@
 //!   output, applied in the kernel's epilogue.
 //! - `etwgpu.linear_qkv.default(input, w_q, b_q?, w_k, b_k?, w_v, b_v?,
 //!   →[q, k, v])`: three linears of one input in one dispatch
-//!   (`linear_qkv.wgsl`, `gemv_qkv.wgsl`).
+//!   (`linear_qkv.wgsl`; at decode `gemv_qkv_vec4.wgsl` when K is a
+//!   multiple of 4, else `gemv_qkv.wgsl`).
 //! - `etwgpu.linear_swiglu.default(input, w_gate, b_gate?, w_up, b_up?,
-//!   →out)`: `silu(gate(x)) * up(x)` in one dispatch (`linear_swiglu.wgsl`,
-//!   `gemv_swiglu.wgsl`).
+//!   →out)`: `silu(gate(x)) * up(x)` in one dispatch (`linear_swiglu.wgsl`;
+//!   at decode `gemv_swiglu_vec4.wgsl` or `gemv_swiglu.wgsl`, as QKV).
 //! - `etwgpu.linear_q4gsw_qkv.default(input, group_size, w_q, s_q, w_k, s_k,
 //!   w_v, s_v, →[q, k, v])` and `etwgpu.linear_q4gsw_swiglu.default(input,
 //!   group_size, w_gate, s_gate, w_up, s_up, →out)`: the same for

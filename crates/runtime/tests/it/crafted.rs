@@ -855,15 +855,19 @@ fn linear_gemv_ragged_shapes_match_a_reference() {
     }
 }
 
-/// The fused float SwiGLU and QKV decode GEMVs (`gemv_swiglu.wgsl`,
-/// `gemv_qkv.wgsl`) on ragged shapes, with and without biases: N off any
+/// The fused float SwiGLU and QKV decode GEMVs (`gemv_swiglu[_vec4].wgsl`,
+/// `gemv_qkv[_vec4].wgsl`) on ragged shapes, with and without biases: N off any
 /// power of two, projections of different widths, 1 to 4 rows, K of 2048,
-/// 12 and 6.
+/// 1,028 and 12 (the streaming `_vec4` forms: whole steps of their words,
+/// the rest, or only the rest) and 6 (the one-element-a-workgroup forms).
 #[test]
 fn float_swiglu_and_qkv_gemvs_match_a_reference() {
-    for (m, k, ns, with_bias) in
-        [(1usize, 2048usize, [259usize, 64, 7], true), (3, 12, [1031, 5, 130], false), (4, 6, [9, 3, 3], true)]
-    {
+    for (m, k, ns, with_bias) in [
+        (1usize, 2048usize, [259usize, 64, 7], true),
+        (3, 12, [1031, 5, 130], false),
+        (4, 6, [9, 3, 3], true),
+        (2, 1028, [40, 17, 24], false),
+    ] {
         let f64s = |v: &[f32]| v.iter().map(|&x| f64::from(x)).collect::<Vec<f64>>();
         let xv = data(m * k, 41 + k as u32);
         let ws: Vec<Vec<f32>> = ns.iter().enumerate().map(|(j, &n)| data(n * k, 43 + j as u32)).collect();

@@ -45,6 +45,10 @@ fn linear_input<'a>(x: &TensorInfo<'a>) -> Result<(u64, u64, &'a [u64])> {
     Ok((lead.iter().product(), k, lead))
 }
 
+/// Output columns per workgroup of the streaming float GEMVs
+/// (`gemv_qkv_vec4.wgsl`, `gemv_swiglu_vec4.wgsl`: `COLS` there).
+const GEMV_VEC4_COLS: u64 = 8;
+
 /// The three outputs of a fused QKV call.
 fn qkv_outputs<'a>(c: &Ctx<'a>, idx: usize, x: &TensorInfo<'_>) -> Result<Vec<TensorInfo<'a>>> {
     let outs = c.tensor_list(idx, "out")?;
@@ -84,7 +88,14 @@ pub fn linear_qkv(c: &Ctx<'_>) -> Result<Lowered> {
         weights.push(w);
     }
     let gemv = m <= GEMV_MAX_ROWS;
-    let shader = float_shader(if gemv { Family::GemvQkv } else { Family::LinearQkv }, &x, 0, "input")?;
+    // The streaming GEMV where K allows `vec4` words.
+    let vec4 = gemv && k.is_multiple_of(4);
+    let family = match (gemv, vec4) {
+        (_, true) => Family::GemvQkvVec4,
+        (true, false) => Family::GemvQkv,
+        (false, _) => Family::LinearQkv,
+    };
+    let shader = float_shader(family, &x, 0, "input")?;
     let shapes: Vec<(Vid, Vec<u64>)> = outs
         .iter()
         .zip(ns)
@@ -106,7 +117,9 @@ pub fn linear_qkv(c: &Ctx<'_>) -> Result<Lowered> {
             .u32(u("N", ns[2])?)
             .u32(has_bias)
             .finish();
-        let workgroups = if gemv {
+        let workgroups = if vec4 {
+            grid_groups(ns.iter().sum::<u64>().div_ceil(GEMV_VEC4_COLS))?
+        } else if gemv {
             grid_groups(total)?
         } else {
             let tile = u64::from(MATMUL_TILE);
@@ -145,7 +158,13 @@ pub fn linear_swiglu(c: &Ctx<'_>) -> Result<Lowered> {
         return Err(shape_err(3, "w_up", format!("[{n}, {k}] (the gate's shape)"), &wu));
     }
     let gemv = m <= GEMV_MAX_ROWS;
-    let shader = float_shader(if gemv { Family::GemvSwiglu } else { Family::LinearSwiglu }, &x, 0, "input")?;
+    let vec4 = gemv && k.is_multiple_of(4);
+    let family = match (gemv, vec4) {
+        (_, true) => Family::GemvSwigluVec4,
+        (true, false) => Family::GemvSwiglu,
+        (false, _) => Family::LinearSwiglu,
+    };
+    let shader = float_shader(family, &x, 0, "input")?;
     let mut shape = lead.to_vec();
     shape.push(n);
     let mut steps = Vec::new();
@@ -153,7 +172,9 @@ pub fn linear_swiglu(c: &Ctx<'_>) -> Result<Lowered> {
         let u = |what, x| to_u32(what, x);
         let has_bias = u32::from(bg.is_some()) | u32::from(bu.is_some()) << 1;
         let params = Uniform::new().u32(u("M", m)?).u32(u("N", n)?).u32(u("K", k)?).u32(has_bias).finish();
-        let workgroups = if gemv {
+        let workgroups = if vec4 {
+            grid_groups(n.div_ceil(GEMV_VEC4_COLS))?
+        } else if gemv {
             grid_groups(m * n)?
         } else {
             let tile = u64::from(MATMUL_TILE);

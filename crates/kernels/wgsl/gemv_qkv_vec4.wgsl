@@ -1,0 +1,144 @@
+//! Three linears of one input in one dispatch, matrix-vector route for
+//! few rows (`etwgpu.linear_qkv` at decode, K a multiple of 4):
+//! `out_j[m, n] = sum_k x[m, k] * w_j[n, k] + b_j[n]` for j = 0, 1, 2 (Q,
+//! K, V).
+//!
+//! Streams the weights as `linear_gemv.wgsl` does: the three projections'
+//! output columns taken in order (`N0 + N1 + N2`), a workgroup computes
+//! `COLS` of them with `LANES` invocations each; a lane reads `vec4`s of
+//! its column's weight row (adjacent lanes, adjacent words: coalesced),
+//! four loaded before any is used, and dots them with x for every row; the
+//! lanes' partial sums meet in shared memory. A column's lanes all read
+//! one projection. `gemv_qkv.wgsl` (one workgroup an output element, one
+//! scalar load in flight an invocation) takes the other K. f32 math.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per column.
+const LANES: u32 = 32u;
+/// Columns per workgroup (`LANES * COLS` = 256 invocations).
+const COLS: u32 = 8u;
+/// Most rows of x.
+const MAX_ROWS: u32 = 4u;
+
+struct Params {
+    m: u32,
+    /// Input features (a multiple of 4).
+    k: u32,
+    n0: u32,
+    n1: u32,
+    n2: u32,
+    /// Bit j set: projection j has a bias.
+    has_bias: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> w0: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> w1: array<vec4<Elem>>;
+@group(0) @binding(4) var<storage, read> w2: array<vec4<Elem>>;
+@group(0) @binding(5) var<storage, read> b0: array<Elem>;
+@group(0) @binding(6) var<storage, read> b1: array<Elem>;
+@group(0) @binding(7) var<storage, read> b2: array<Elem>;
+@group(0) @binding(8) var<storage, read_write> out0: array<Elem>;
+@group(0) @binding(9) var<storage, read_write> out1: array<Elem>;
+@group(0) @binding(10) var<storage, read_write> out2: array<Elem>;
+
+/// Per invocation, its sums for the four rows.
+var<workgroup> partial: array<vec4<f32>, 256>;
+
+/// Word `idx` of projection `j`'s weights.
+fn word(j: u32, idx: u32) -> vec4<f32> {
+    switch j {
+        case 0u: { return vec4<f32>(w0[idx]); }
+        case 1u: { return vec4<f32>(w1[idx]); }
+        default: { return vec4<f32>(w2[idx]); }
+    }
+}
+
+fn bias(j: u32, n: u32) -> f32 {
+    if (p.has_bias & (1u << j)) == 0u {
+        return 0.0;
+    }
+    switch j {
+        case 0u: { return f32(b0[n]); }
+        case 1u: { return f32(b1[n]); }
+        default: { return f32(b2[n]); }
+    }
+}
+
+fn store(j: u32, idx: u32, v: f32) {
+    switch j {
+        case 0u: { out0[idx] = Elem(v); }
+        case 1u: { out1[idx] = Elem(v); }
+        default: { out2[idx] = Elem(v); }
+    }
+}
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let lane = lid % LANES;
+    let c = lid / LANES;
+    let col = (wid.y * groups.x + wid.x) * COLS + c;
+    let total = p.n0 + p.n1 + p.n2;
+    // The projection of this column and its column there.
+    var j = 0u;
+    var n = p.n0;
+    var at = col;
+    if col >= p.n0 + p.n1 {
+        j = 2u;
+        n = p.n2;
+        at = col - p.n0 - p.n1;
+    } else if col >= p.n0 {
+        j = 1u;
+        n = p.n1;
+        at = col - p.n0;
+    }
+    let k4 = p.k / 4u;
+    var acc = vec4<f32>();
+    if col < total {
+        let row = at * k4;
+        var i = lane;
+        // Whole steps of four words: the loads first.
+        for (; i + 3u * LANES < k4; i += 4u * LANES) {
+            let v0 = word(j, row + i);
+            let v1 = word(j, row + i + LANES);
+            let v2 = word(j, row + i + 2u * LANES);
+            let v3 = word(j, row + i + 3u * LANES);
+            for (var r = 0u; r < p.m; r++) {
+                let xr = r * k4 + i;
+                acc[r] += dot(vec4<f32>(x[xr]), v0) + dot(vec4<f32>(x[xr + LANES]), v1)
+                    + dot(vec4<f32>(x[xr + 2u * LANES]), v2) + dot(vec4<f32>(x[xr + 3u * LANES]), v3);
+            }
+        }
+        // The rest, one word at a time.
+        for (; i < k4; i += LANES) {
+            let v = word(j, row + i);
+            for (var r = 0u; r < p.m; r++) {
+                acc[r] += dot(vec4<f32>(x[r * k4 + i]), v);
+            }
+        }
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            partial[lid] += partial[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    if lane == 0u && col < total {
+        let s = partial[lid];
+        let b = bias(j, at);
+        for (var r = 0u; r < p.m; r++) {
+            store(j, r * n + at, s[r] + b);
+        }
+    }
+}
