@@ -15,12 +15,7 @@
 
 alias Elem = f32;
 
-/// Invocations per column.
-const LANES: u32 = 32u;
-/// Columns per workgroup (`LANES * COLS` = 256 invocations).
-const COLS: u32 = 8u;
-/// Most rows of x.
-const MAX_ROWS: u32 = 4u;
+// include: gemv_lanes.wgsl
 
 struct Params {
     m: u32,
@@ -59,24 +54,7 @@ fn word(j: u32, idx: u32) -> vec4<f32> {
     }
 }
 
-fn bias(j: u32, n: u32) -> f32 {
-    if (p.has_bias & (1u << j)) == 0u {
-        return 0.0;
-    }
-    switch j {
-        case 0u: { return f32(b0[n]); }
-        case 1u: { return f32(b1[n]); }
-        default: { return f32(b2[n]); }
-    }
-}
-
-fn store(j: u32, idx: u32, v: f32) {
-    switch j {
-        case 0u: { out0[idx] = Elem(v); }
-        case 1u: { out1[idx] = Elem(v); }
-        default: { out2[idx] = Elem(v); }
-    }
-}
+// include: qkv_out.wgsl
 
 @compute @workgroup_size(256)
 fn main(

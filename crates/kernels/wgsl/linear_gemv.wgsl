@@ -12,12 +12,7 @@
 
 alias Elem = f32;
 
-/// Invocations per column.
-const LANES: u32 = 32u;
-/// Columns per workgroup (`LANES * COLS` = 256 invocations).
-const COLS: u32 = 8u;
-/// Most rows of x.
-const MAX_ROWS: u32 = 4u;
+// include: gemv_lanes.wgsl
 /// `vec4`s of the weight row a lane loads before using them.
 const UNROLL: u32 = 4u;
 

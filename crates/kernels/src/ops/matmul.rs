@@ -76,8 +76,10 @@ fn linear_gemv(g: &Gemm<'_>) -> Result<Option<Lowered>> {
     Ok(Some(Lowered { shapes: vec![(g.out.id, g.out_shape.clone())], steps: vec![step] }))
 }
 
-/// Output columns per workgroup of `linear_gemv.wgsl`.
-const LINEAR_GEMV_COLS: u64 = 8;
+/// Output columns per workgroup of the streaming float GEMVs
+/// (`linear_gemv.wgsl`, `gemv_qkv_vec4.wgsl`, `gemv_swiglu_vec4.wgsl`:
+/// `COLS` in `common/gemv_lanes.wgsl`).
+pub(crate) const LINEAR_GEMV_COLS: u64 = 8;
 
 fn gemm(g: Gemm<'_>) -> Result<Lowered> {
     same_dtype(&g.b, g.a.dtype, 1, "mat2")?;

@@ -4,7 +4,7 @@
 
 use crate::error::{Error, Result};
 use crate::generated::shaders::Family;
-use crate::ops::matmul::GEMV_MAX_ROWS;
+use crate::ops::matmul::{GEMV_MAX_ROWS, LINEAR_GEMV_COLS};
 use crate::ops::quant::{Q4Linear, Q4Qkv, Q4Route, check_q4_weight, q4_fast, q4_fast_dispatch, q4_qkv_dispatch};
 use crate::plan::{
     Ctx, Dispatch, Lowered, MATMUL_TILE, Step, TensorInfo, Uniform, Vid, float_shader, grid_groups, same_dtype, to_u32,
@@ -44,10 +44,6 @@ fn linear_input<'a>(x: &TensorInfo<'a>) -> Result<(u64, u64, &'a [u64])> {
     };
     Ok((lead.iter().product(), k, lead))
 }
-
-/// Output columns per workgroup of the streaming float GEMVs
-/// (`gemv_qkv_vec4.wgsl`, `gemv_swiglu_vec4.wgsl`: `COLS` there).
-const GEMV_VEC4_COLS: u64 = 8;
 
 /// The three outputs of a fused QKV call.
 fn qkv_outputs<'a>(c: &Ctx<'a>, idx: usize, x: &TensorInfo<'_>) -> Result<Vec<TensorInfo<'a>>> {
@@ -118,7 +114,7 @@ pub fn linear_qkv(c: &Ctx<'_>) -> Result<Lowered> {
             .u32(has_bias)
             .finish();
         let workgroups = if vec4 {
-            grid_groups(ns.iter().sum::<u64>().div_ceil(GEMV_VEC4_COLS))?
+            grid_groups(ns.iter().sum::<u64>().div_ceil(LINEAR_GEMV_COLS))?
         } else if gemv {
             grid_groups(total)?
         } else {
@@ -173,7 +169,7 @@ pub fn linear_swiglu(c: &Ctx<'_>) -> Result<Lowered> {
         let has_bias = u32::from(bg.is_some()) | u32::from(bu.is_some()) << 1;
         let params = Uniform::new().u32(u("M", m)?).u32(u("N", n)?).u32(u("K", k)?).u32(has_bias).finish();
         let workgroups = if vec4 {
-            grid_groups(n.div_ceil(GEMV_VEC4_COLS))?
+            grid_groups(n.div_ceil(LINEAR_GEMV_COLS))?
         } else if gemv {
             grid_groups(m * n)?
         } else {
