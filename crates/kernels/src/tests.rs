@@ -1401,6 +1401,20 @@ fn act_variants_put_the_activation_in_the_epilogue() {
     ));
 }
 
+/// The streaming float GEMVs' columns a workgroup: 8, halved while the
+/// output leaves fewer than 132 workgroups and each invocation still reads
+/// 4 words; the 1B shape's 512-wide projections on 256 workgroups,
+/// SmolLM2's short rows (K = 576) at 8.
+#[test]
+fn float_gemvs_narrow_their_workgroups_for_narrow_outputs() {
+    use crate::ops::matmul::gemv_cols;
+    for (columns, k, want) in
+        [(2048, 2048, 8), (3072, 2048, 8), (512, 2048, 2), (512, 1024, 4), (576, 576, 8), (960, 576, 8), (1, 8192, 2)]
+    {
+        assert_eq!(gemv_cols(columns, k), want, "{columns} columns, K {k}");
+    }
+}
+
 #[test]
 fn qkv_and_swiglu_shape_three_and_one_outputs_and_route_by_rows() {
     let mut g = TestGraph::default();

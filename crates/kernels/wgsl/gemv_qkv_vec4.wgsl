@@ -5,7 +5,7 @@
 //!
 //! Streams the weights as `linear_gemv.wgsl` does: the three projections'
 //! output columns taken in order (`N0 + N1 + N2`), a workgroup computes
-//! `COLS` of them with `LANES` invocations each; a lane reads `vec4`s of
+//! `p.cols` of them with `WG / p.cols` invocations each; a lane reads `vec4`s of
 //! its column's weight row (adjacent lanes, adjacent words: coalesced),
 //! four loaded before any is used, and dots them with x for every row; the
 //! lanes' partial sums meet in shared memory. A column's lanes all read
@@ -26,7 +26,8 @@ struct Params {
     n2: u32,
     /// Bit j set: projection j has a bias.
     has_bias: u32,
-    _pad0: u32,
+    /// Output columns a workgroup (8, 4 or 2).
+    cols: u32,
     _pad1: u32,
 }
 
@@ -43,7 +44,7 @@ struct Params {
 @group(0) @binding(10) var<storage, read_write> out2: array<Elem>;
 
 /// Per invocation, its sums for the four rows.
-var<workgroup> partial: array<vec4<f32>, 256>;
+var<workgroup> partial: array<vec4<f32>, WG>;
 
 /// Word `idx` of projection `j`'s weights.
 fn word(j: u32, idx: u32) -> vec4<f32> {
@@ -56,15 +57,16 @@ fn word(j: u32, idx: u32) -> vec4<f32> {
 
 // include: qkv_out.wgsl
 
-@compute @workgroup_size(256)
+@compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
-    let lane = lid % LANES;
-    let c = lid / LANES;
-    let col = (wid.y * groups.x + wid.x) * COLS + c;
+    let lanes = WG / p.cols;
+    let lane = lid % lanes;
+    let c = lid / lanes;
+    let col = (wid.y * groups.x + wid.x) * p.cols + c;
     let total = p.n0 + p.n1 + p.n2;
     // The projection of this column and its column there.
     var j = 0u;
@@ -85,19 +87,19 @@ fn main(
         let row = at * k4;
         var i = lane;
         // Whole steps of four words: the loads first.
-        for (; i + 3u * LANES < k4; i += 4u * LANES) {
+        for (; i + 3u * lanes < k4; i += 4u * lanes) {
             let v0 = word(j, row + i);
-            let v1 = word(j, row + i + LANES);
-            let v2 = word(j, row + i + 2u * LANES);
-            let v3 = word(j, row + i + 3u * LANES);
+            let v1 = word(j, row + i + lanes);
+            let v2 = word(j, row + i + 2u * lanes);
+            let v3 = word(j, row + i + 3u * lanes);
             for (var r = 0u; r < p.m; r++) {
                 let xr = r * k4 + i;
-                acc[r] += dot(vec4<f32>(x[xr]), v0) + dot(vec4<f32>(x[xr + LANES]), v1)
-                    + dot(vec4<f32>(x[xr + 2u * LANES]), v2) + dot(vec4<f32>(x[xr + 3u * LANES]), v3);
+                acc[r] += dot(vec4<f32>(x[xr]), v0) + dot(vec4<f32>(x[xr + lanes]), v1)
+                    + dot(vec4<f32>(x[xr + 2u * lanes]), v2) + dot(vec4<f32>(x[xr + 3u * lanes]), v3);
             }
         }
         // The rest, one word at a time.
-        for (; i < k4; i += LANES) {
+        for (; i < k4; i += lanes) {
             let v = word(j, row + i);
             for (var r = 0u; r < p.m; r++) {
                 acc[r] += dot(vec4<f32>(x[r * k4 + i]), v);
@@ -106,7 +108,7 @@ fn main(
     }
     partial[lid] = acc;
     workgroupBarrier();
-    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+    for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
         if lane < stride {
             partial[lid] += partial[lid + stride];
         }

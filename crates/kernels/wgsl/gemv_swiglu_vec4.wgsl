@@ -4,7 +4,7 @@
 //! `out[m, n] = g * sigmoid(g) * u`.
 //!
 //! Streams the weights as `linear_gemv.wgsl` does: a workgroup computes
-//! `COLS` output columns with `LANES` invocations each; a lane reads
+//! `p.cols` output columns with `WG / p.cols` invocations each; a lane reads
 //! `vec4`s of its column's gate and up rows (adjacent lanes, adjacent
 //! words: coalesced), two of each loaded before any is used, and dots
 //! them with x for every row; the lanes' partial sums meet in shared
@@ -23,6 +23,11 @@ struct Params {
     k: u32,
     /// Bit 0: the gate has a bias; bit 1: the up projection has one.
     has_bias: u32,
+    /// Output columns a workgroup (8, 4 or 2).
+    cols: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -34,17 +39,18 @@ struct Params {
 @group(0) @binding(6) var<storage, read_write> out: array<Elem>;
 
 /// Per invocation, its gate (then up) sums for the four rows.
-var<workgroup> partial: array<vec4<f32>, 512>;
+var<workgroup> partial: array<vec4<f32>, 2u * WG>;
 
-@compute @workgroup_size(256)
+@compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
-    let lane = lid % LANES;
-    let c = lid / LANES;
-    let col = (wid.y * groups.x + wid.x) * COLS + c;
+    let lanes = WG / p.cols;
+    let lane = lid % lanes;
+    let c = lid / lanes;
+    let col = (wid.y * groups.x + wid.x) * p.cols + c;
     let k4 = p.k / 4u;
     var acc_g = vec4<f32>();
     var acc_u = vec4<f32>();
@@ -52,14 +58,14 @@ fn main(
         let row = col * k4;
         var j = lane;
         // Whole steps of two words a row: the four loads first.
-        for (; j + LANES < k4; j += 2u * LANES) {
+        for (; j + lanes < k4; j += 2u * lanes) {
             let g0 = vec4<f32>(w_gate[row + j]);
-            let g1 = vec4<f32>(w_gate[row + j + LANES]);
+            let g1 = vec4<f32>(w_gate[row + j + lanes]);
             let u0 = vec4<f32>(w_up[row + j]);
-            let u1 = vec4<f32>(w_up[row + j + LANES]);
+            let u1 = vec4<f32>(w_up[row + j + lanes]);
             for (var r = 0u; r < p.m; r++) {
                 let x0 = vec4<f32>(x[r * k4 + j]);
-                let x1 = vec4<f32>(x[r * k4 + j + LANES]);
+                let x1 = vec4<f32>(x[r * k4 + j + lanes]);
                 acc_g[r] += dot(x0, g0) + dot(x1, g1);
                 acc_u[r] += dot(x0, u0) + dot(x1, u1);
             }
@@ -75,12 +81,12 @@ fn main(
         }
     }
     partial[lid] = acc_g;
-    partial[256u + lid] = acc_u;
+    partial[WG + lid] = acc_u;
     workgroupBarrier();
-    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+    for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
         if lane < stride {
             partial[lid] += partial[lid + stride];
-            partial[256u + lid] += partial[256u + lid + stride];
+            partial[WG + lid] += partial[WG + lid + stride];
         }
         workgroupBarrier();
     }
@@ -94,7 +100,7 @@ fn main(
             bu = f32(b_up[col]);
         }
         let sg = partial[lid];
-        let su = partial[256u + lid];
+        let su = partial[WG + lid];
         for (var r = 0u; r < p.m; r++) {
             let g = sg[r] + bg;
             let u = su[r] + bu;

@@ -10164,7 +10164,7 @@ pub const GEMV_QKV_VEC4_F32: &str = r#"//! Three linears of one input in one dis
 //!
 //! Streams the weights as `linear_gemv.wgsl` does: the three projections'
 //! output columns taken in order (`N0 + N1 + N2`), a workgroup computes
-//! `COLS` of them with `LANES` invocations each; a lane reads `vec4`s of
+//! `p.cols` of them with `WG / p.cols` invocations each; a lane reads `vec4`s of
 //! its column's weight row (adjacent lanes, adjacent words: coalesced),
 //! four loaded before any is used, and dots them with x for every row; the
 //! lanes' partial sums meet in shared memory. A column's lanes all read
@@ -10174,10 +10174,8 @@ pub const GEMV_QKV_VEC4_F32: &str = r#"//! Three linears of one input in one dis
 
 alias Elem = f32;
 
-/// Invocations per column.
-const LANES: u32 = 32u;
-/// Columns per workgroup (`LANES * COLS` = 256 invocations).
-const COLS: u32 = 8u;
+/// Invocations per workgroup.
+const WG: u32 = 256u;
 /// Most rows of x.
 const MAX_ROWS: u32 = 4u;
 
@@ -10190,7 +10188,8 @@ struct Params {
     n2: u32,
     /// Bit j set: projection j has a bias.
     has_bias: u32,
-    _pad0: u32,
+    /// Output columns a workgroup (8, 4 or 2).
+    cols: u32,
     _pad1: u32,
 }
 
@@ -10207,7 +10206,7 @@ struct Params {
 @group(0) @binding(10) var<storage, read_write> out2: array<Elem>;
 
 /// Per invocation, its sums for the four rows.
-var<workgroup> partial: array<vec4<f32>, 256>;
+var<workgroup> partial: array<vec4<f32>, WG>;
 
 /// Word `idx` of projection `j`'s weights.
 fn word(j: u32, idx: u32) -> vec4<f32> {
@@ -10237,15 +10236,16 @@ fn store(j: u32, idx: u32, v: f32) {
     }
 }
 
-@compute @workgroup_size(256)
+@compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
-    let lane = lid % LANES;
-    let c = lid / LANES;
-    let col = (wid.y * groups.x + wid.x) * COLS + c;
+    let lanes = WG / p.cols;
+    let lane = lid % lanes;
+    let c = lid / lanes;
+    let col = (wid.y * groups.x + wid.x) * p.cols + c;
     let total = p.n0 + p.n1 + p.n2;
     // The projection of this column and its column there.
     var j = 0u;
@@ -10266,19 +10266,19 @@ fn main(
         let row = at * k4;
         var i = lane;
         // Whole steps of four words: the loads first.
-        for (; i + 3u * LANES < k4; i += 4u * LANES) {
+        for (; i + 3u * lanes < k4; i += 4u * lanes) {
             let v0 = word(j, row + i);
-            let v1 = word(j, row + i + LANES);
-            let v2 = word(j, row + i + 2u * LANES);
-            let v3 = word(j, row + i + 3u * LANES);
+            let v1 = word(j, row + i + lanes);
+            let v2 = word(j, row + i + 2u * lanes);
+            let v3 = word(j, row + i + 3u * lanes);
             for (var r = 0u; r < p.m; r++) {
                 let xr = r * k4 + i;
-                acc[r] += dot(vec4<f32>(x[xr]), v0) + dot(vec4<f32>(x[xr + LANES]), v1)
-                    + dot(vec4<f32>(x[xr + 2u * LANES]), v2) + dot(vec4<f32>(x[xr + 3u * LANES]), v3);
+                acc[r] += dot(vec4<f32>(x[xr]), v0) + dot(vec4<f32>(x[xr + lanes]), v1)
+                    + dot(vec4<f32>(x[xr + 2u * lanes]), v2) + dot(vec4<f32>(x[xr + 3u * lanes]), v3);
             }
         }
         // The rest, one word at a time.
-        for (; i < k4; i += LANES) {
+        for (; i < k4; i += lanes) {
             let v = word(j, row + i);
             for (var r = 0u; r < p.m; r++) {
                 acc[r] += dot(vec4<f32>(x[r * k4 + i]), v);
@@ -10287,7 +10287,7 @@ fn main(
     }
     partial[lid] = acc;
     workgroupBarrier();
-    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+    for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
         if lane < stride {
             partial[lid] += partial[lid + stride];
         }
@@ -10313,7 +10313,7 @@ pub const GEMV_QKV_VEC4_F16: &str = r#"enable f16;
 //!
 //! Streams the weights as `linear_gemv.wgsl` does: the three projections'
 //! output columns taken in order (`N0 + N1 + N2`), a workgroup computes
-//! `COLS` of them with `LANES` invocations each; a lane reads `vec4`s of
+//! `p.cols` of them with `WG / p.cols` invocations each; a lane reads `vec4`s of
 //! its column's weight row (adjacent lanes, adjacent words: coalesced),
 //! four loaded before any is used, and dots them with x for every row; the
 //! lanes' partial sums meet in shared memory. A column's lanes all read
@@ -10323,10 +10323,8 @@ pub const GEMV_QKV_VEC4_F16: &str = r#"enable f16;
 
 alias Elem = f16;
 
-/// Invocations per column.
-const LANES: u32 = 32u;
-/// Columns per workgroup (`LANES * COLS` = 256 invocations).
-const COLS: u32 = 8u;
+/// Invocations per workgroup.
+const WG: u32 = 256u;
 /// Most rows of x.
 const MAX_ROWS: u32 = 4u;
 
@@ -10339,7 +10337,8 @@ struct Params {
     n2: u32,
     /// Bit j set: projection j has a bias.
     has_bias: u32,
-    _pad0: u32,
+    /// Output columns a workgroup (8, 4 or 2).
+    cols: u32,
     _pad1: u32,
 }
 
@@ -10356,7 +10355,7 @@ struct Params {
 @group(0) @binding(10) var<storage, read_write> out2: array<Elem>;
 
 /// Per invocation, its sums for the four rows.
-var<workgroup> partial: array<vec4<f32>, 256>;
+var<workgroup> partial: array<vec4<f32>, WG>;
 
 /// Word `idx` of projection `j`'s weights.
 fn word(j: u32, idx: u32) -> vec4<f32> {
@@ -10386,15 +10385,16 @@ fn store(j: u32, idx: u32, v: f32) {
     }
 }
 
-@compute @workgroup_size(256)
+@compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
-    let lane = lid % LANES;
-    let c = lid / LANES;
-    let col = (wid.y * groups.x + wid.x) * COLS + c;
+    let lanes = WG / p.cols;
+    let lane = lid % lanes;
+    let c = lid / lanes;
+    let col = (wid.y * groups.x + wid.x) * p.cols + c;
     let total = p.n0 + p.n1 + p.n2;
     // The projection of this column and its column there.
     var j = 0u;
@@ -10415,19 +10415,19 @@ fn main(
         let row = at * k4;
         var i = lane;
         // Whole steps of four words: the loads first.
-        for (; i + 3u * LANES < k4; i += 4u * LANES) {
+        for (; i + 3u * lanes < k4; i += 4u * lanes) {
             let v0 = word(j, row + i);
-            let v1 = word(j, row + i + LANES);
-            let v2 = word(j, row + i + 2u * LANES);
-            let v3 = word(j, row + i + 3u * LANES);
+            let v1 = word(j, row + i + lanes);
+            let v2 = word(j, row + i + 2u * lanes);
+            let v3 = word(j, row + i + 3u * lanes);
             for (var r = 0u; r < p.m; r++) {
                 let xr = r * k4 + i;
-                acc[r] += dot(vec4<f32>(x[xr]), v0) + dot(vec4<f32>(x[xr + LANES]), v1)
-                    + dot(vec4<f32>(x[xr + 2u * LANES]), v2) + dot(vec4<f32>(x[xr + 3u * LANES]), v3);
+                acc[r] += dot(vec4<f32>(x[xr]), v0) + dot(vec4<f32>(x[xr + lanes]), v1)
+                    + dot(vec4<f32>(x[xr + 2u * lanes]), v2) + dot(vec4<f32>(x[xr + 3u * lanes]), v3);
             }
         }
         // The rest, one word at a time.
-        for (; i < k4; i += LANES) {
+        for (; i < k4; i += lanes) {
             let v = word(j, row + i);
             for (var r = 0u; r < p.m; r++) {
                 acc[r] += dot(vec4<f32>(x[r * k4 + i]), v);
@@ -10436,7 +10436,7 @@ fn main(
     }
     partial[lid] = acc;
     workgroupBarrier();
-    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+    for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
         if lane < stride {
             partial[lid] += partial[lid + stride];
         }
@@ -10619,7 +10619,7 @@ pub const GEMV_SWIGLU_VEC4_F32: &str = r#"//! SwiGLU of two linears of one input
 //! `out[m, n] = g * sigmoid(g) * u`.
 //!
 //! Streams the weights as `linear_gemv.wgsl` does: a workgroup computes
-//! `COLS` output columns with `LANES` invocations each; a lane reads
+//! `p.cols` output columns with `WG / p.cols` invocations each; a lane reads
 //! `vec4`s of its column's gate and up rows (adjacent lanes, adjacent
 //! words: coalesced), two of each loaded before any is used, and dots
 //! them with x for every row; the lanes' partial sums meet in shared
@@ -10629,10 +10629,8 @@ pub const GEMV_SWIGLU_VEC4_F32: &str = r#"//! SwiGLU of two linears of one input
 
 alias Elem = f32;
 
-/// Invocations per column.
-const LANES: u32 = 32u;
-/// Columns per workgroup (`LANES * COLS` = 256 invocations).
-const COLS: u32 = 8u;
+/// Invocations per workgroup.
+const WG: u32 = 256u;
 /// Most rows of x.
 const MAX_ROWS: u32 = 4u;
 
@@ -10643,6 +10641,11 @@ struct Params {
     k: u32,
     /// Bit 0: the gate has a bias; bit 1: the up projection has one.
     has_bias: u32,
+    /// Output columns a workgroup (8, 4 or 2).
+    cols: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -10654,17 +10657,18 @@ struct Params {
 @group(0) @binding(6) var<storage, read_write> out: array<Elem>;
 
 /// Per invocation, its gate (then up) sums for the four rows.
-var<workgroup> partial: array<vec4<f32>, 512>;
+var<workgroup> partial: array<vec4<f32>, 2u * WG>;
 
-@compute @workgroup_size(256)
+@compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
-    let lane = lid % LANES;
-    let c = lid / LANES;
-    let col = (wid.y * groups.x + wid.x) * COLS + c;
+    let lanes = WG / p.cols;
+    let lane = lid % lanes;
+    let c = lid / lanes;
+    let col = (wid.y * groups.x + wid.x) * p.cols + c;
     let k4 = p.k / 4u;
     var acc_g = vec4<f32>();
     var acc_u = vec4<f32>();
@@ -10672,14 +10676,14 @@ fn main(
         let row = col * k4;
         var j = lane;
         // Whole steps of two words a row: the four loads first.
-        for (; j + LANES < k4; j += 2u * LANES) {
+        for (; j + lanes < k4; j += 2u * lanes) {
             let g0 = vec4<f32>(w_gate[row + j]);
-            let g1 = vec4<f32>(w_gate[row + j + LANES]);
+            let g1 = vec4<f32>(w_gate[row + j + lanes]);
             let u0 = vec4<f32>(w_up[row + j]);
-            let u1 = vec4<f32>(w_up[row + j + LANES]);
+            let u1 = vec4<f32>(w_up[row + j + lanes]);
             for (var r = 0u; r < p.m; r++) {
                 let x0 = vec4<f32>(x[r * k4 + j]);
-                let x1 = vec4<f32>(x[r * k4 + j + LANES]);
+                let x1 = vec4<f32>(x[r * k4 + j + lanes]);
                 acc_g[r] += dot(x0, g0) + dot(x1, g1);
                 acc_u[r] += dot(x0, u0) + dot(x1, u1);
             }
@@ -10695,12 +10699,12 @@ fn main(
         }
     }
     partial[lid] = acc_g;
-    partial[256u + lid] = acc_u;
+    partial[WG + lid] = acc_u;
     workgroupBarrier();
-    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+    for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
         if lane < stride {
             partial[lid] += partial[lid + stride];
-            partial[256u + lid] += partial[256u + lid + stride];
+            partial[WG + lid] += partial[WG + lid + stride];
         }
         workgroupBarrier();
     }
@@ -10714,7 +10718,7 @@ fn main(
             bu = f32(b_up[col]);
         }
         let sg = partial[lid];
-        let su = partial[256u + lid];
+        let su = partial[WG + lid];
         for (var r = 0u; r < p.m; r++) {
             let g = sg[r] + bg;
             let u = su[r] + bu;
@@ -10733,7 +10737,7 @@ pub const GEMV_SWIGLU_VEC4_F16: &str = r#"enable f16;
 //! `out[m, n] = g * sigmoid(g) * u`.
 //!
 //! Streams the weights as `linear_gemv.wgsl` does: a workgroup computes
-//! `COLS` output columns with `LANES` invocations each; a lane reads
+//! `p.cols` output columns with `WG / p.cols` invocations each; a lane reads
 //! `vec4`s of its column's gate and up rows (adjacent lanes, adjacent
 //! words: coalesced), two of each loaded before any is used, and dots
 //! them with x for every row; the lanes' partial sums meet in shared
@@ -10743,10 +10747,8 @@ pub const GEMV_SWIGLU_VEC4_F16: &str = r#"enable f16;
 
 alias Elem = f16;
 
-/// Invocations per column.
-const LANES: u32 = 32u;
-/// Columns per workgroup (`LANES * COLS` = 256 invocations).
-const COLS: u32 = 8u;
+/// Invocations per workgroup.
+const WG: u32 = 256u;
 /// Most rows of x.
 const MAX_ROWS: u32 = 4u;
 
@@ -10757,6 +10759,11 @@ struct Params {
     k: u32,
     /// Bit 0: the gate has a bias; bit 1: the up projection has one.
     has_bias: u32,
+    /// Output columns a workgroup (8, 4 or 2).
+    cols: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -10768,17 +10775,18 @@ struct Params {
 @group(0) @binding(6) var<storage, read_write> out: array<Elem>;
 
 /// Per invocation, its gate (then up) sums for the four rows.
-var<workgroup> partial: array<vec4<f32>, 512>;
+var<workgroup> partial: array<vec4<f32>, 2u * WG>;
 
-@compute @workgroup_size(256)
+@compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
-    let lane = lid % LANES;
-    let c = lid / LANES;
-    let col = (wid.y * groups.x + wid.x) * COLS + c;
+    let lanes = WG / p.cols;
+    let lane = lid % lanes;
+    let c = lid / lanes;
+    let col = (wid.y * groups.x + wid.x) * p.cols + c;
     let k4 = p.k / 4u;
     var acc_g = vec4<f32>();
     var acc_u = vec4<f32>();
@@ -10786,14 +10794,14 @@ fn main(
         let row = col * k4;
         var j = lane;
         // Whole steps of two words a row: the four loads first.
-        for (; j + LANES < k4; j += 2u * LANES) {
+        for (; j + lanes < k4; j += 2u * lanes) {
             let g0 = vec4<f32>(w_gate[row + j]);
-            let g1 = vec4<f32>(w_gate[row + j + LANES]);
+            let g1 = vec4<f32>(w_gate[row + j + lanes]);
             let u0 = vec4<f32>(w_up[row + j]);
-            let u1 = vec4<f32>(w_up[row + j + LANES]);
+            let u1 = vec4<f32>(w_up[row + j + lanes]);
             for (var r = 0u; r < p.m; r++) {
                 let x0 = vec4<f32>(x[r * k4 + j]);
-                let x1 = vec4<f32>(x[r * k4 + j + LANES]);
+                let x1 = vec4<f32>(x[r * k4 + j + lanes]);
                 acc_g[r] += dot(x0, g0) + dot(x1, g1);
                 acc_u[r] += dot(x0, u0) + dot(x1, u1);
             }
@@ -10809,12 +10817,12 @@ fn main(
         }
     }
     partial[lid] = acc_g;
-    partial[256u + lid] = acc_u;
+    partial[WG + lid] = acc_u;
     workgroupBarrier();
-    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+    for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
         if lane < stride {
             partial[lid] += partial[lid + stride];
-            partial[256u + lid] += partial[256u + lid + stride];
+            partial[WG + lid] += partial[WG + lid + stride];
         }
         workgroupBarrier();
     }
@@ -10828,7 +10836,7 @@ fn main(
             bu = f32(b_up[col]);
         }
         let sg = partial[lid];
-        let su = partial[256u + lid];
+        let su = partial[WG + lid];
         for (var r = 0u; r < p.m; r++) {
             let g = sg[r] + bg;
             let u = su[r] + bu;
@@ -11665,8 +11673,8 @@ fn main(
 pub const LINEAR_GEMV_F32: &str = r#"//! Decode route of a dense `linear` (weight `[N, K]`, K contiguous; at most
 //! `MAX_ROWS` rows of x): `out[m, n] = sum_k x[m, k] * w[n, k] + bias[n]`.
 //!
-//! Bandwidth-bound like `q4_gemv.wgsl`: a workgroup computes `COLS` output
-//! columns with `LANES` invocations each; a lane reads `vec4`s of its
+//! Bandwidth-bound like `q4_gemv.wgsl`: a workgroup computes `p.cols`
+//! output columns with `WG / p.cols` invocations each; a lane reads `vec4`s of its
 //! column's weight row (adjacent lanes, adjacent words: coalesced), `UNROLL`
 //! of them loaded before any is used, so each lane keeps that many loads in
 //! flight (with one, a lane waited out a memory round trip per `vec4`), and
@@ -11676,10 +11684,8 @@ pub const LINEAR_GEMV_F32: &str = r#"//! Decode route of a dense `linear` (weigh
 
 alias Elem = f32;
 
-/// Invocations per column.
-const LANES: u32 = 32u;
-/// Columns per workgroup (`LANES * COLS` = 256 invocations).
-const COLS: u32 = 8u;
+/// Invocations per workgroup.
+const WG: u32 = 256u;
 /// Most rows of x.
 const MAX_ROWS: u32 = 4u;
 /// `vec4`s of the weight row a lane loads before using them.
@@ -11693,6 +11699,11 @@ struct Params {
     /// Input features (a multiple of 4).
     k: u32,
     has_bias: u32,
+    /// Output columns a workgroup (8, 4 or 2).
+    cols: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -11701,36 +11712,37 @@ struct Params {
 @group(0) @binding(3) var<storage, read> bias: array<Elem>;
 @group(0) @binding(4) var<storage, read_write> out: array<Elem>;
 
-var<workgroup> partial: array<f32, 1024>;
+var<workgroup> partial: array<f32, MAX_ROWS * WG>;
 
-@compute @workgroup_size(256)
+@compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
-    let lane = lid % LANES;
-    let c = lid / LANES;
-    let col = (wid.y * groups.x + wid.x) * COLS + c;
+    let lanes = WG / p.cols;
+    let lane = lid % lanes;
+    let c = lid / lanes;
+    let col = (wid.y * groups.x + wid.x) * p.cols + c;
     let k4 = p.k / 4u;
     var acc = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
     if col < p.n {
         let row = col * k4;
         var j = lane;
-        // Whole steps of `UNROLL * LANES` words: the loads first.
-        for (; j + (UNROLL - 1u) * LANES < k4; j += UNROLL * LANES) {
+        // Whole steps of `UNROLL * lanes` words: the loads first.
+        for (; j + (UNROLL - 1u) * lanes < k4; j += UNROLL * lanes) {
             let w0 = vec4<f32>(w[row + j]);
-            let w1 = vec4<f32>(w[row + j + LANES]);
-            let w2 = vec4<f32>(w[row + j + 2u * LANES]);
-            let w3 = vec4<f32>(w[row + j + 3u * LANES]);
+            let w1 = vec4<f32>(w[row + j + lanes]);
+            let w2 = vec4<f32>(w[row + j + 2u * lanes]);
+            let w3 = vec4<f32>(w[row + j + 3u * lanes]);
             for (var r = 0u; r < p.m; r++) {
                 let xr = r * k4 + j;
-                acc[r] += dot(vec4<f32>(x[xr]), w0) + dot(vec4<f32>(x[xr + LANES]), w1)
-                    + dot(vec4<f32>(x[xr + 2u * LANES]), w2) + dot(vec4<f32>(x[xr + 3u * LANES]), w3);
+                acc[r] += dot(vec4<f32>(x[xr]), w0) + dot(vec4<f32>(x[xr + lanes]), w1)
+                    + dot(vec4<f32>(x[xr + 2u * lanes]), w2) + dot(vec4<f32>(x[xr + 3u * lanes]), w3);
             }
         }
         // The rest, one word at a time.
-        for (; j < k4; j += LANES) {
+        for (; j < k4; j += lanes) {
             let wv = vec4<f32>(w[row + j]);
             for (var r = 0u; r < p.m; r++) {
                 acc[r] += dot(vec4<f32>(x[r * k4 + j]), wv);
@@ -11738,20 +11750,20 @@ fn main(
         }
     }
     for (var r = 0u; r < MAX_ROWS; r++) {
-        partial[r * 256u + lid] = acc[r];
+        partial[r * WG + lid] = acc[r];
     }
     workgroupBarrier();
-    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+    for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
         if lane < stride {
             for (var r = 0u; r < MAX_ROWS; r++) {
-                partial[r * 256u + lid] += partial[r * 256u + lid + stride];
+                partial[r * WG + lid] += partial[r * WG + lid + stride];
             }
         }
         workgroupBarrier();
     }
     if lane == 0u && col < p.n {
         for (var r = 0u; r < p.m; r++) {
-            var v = partial[r * 256u + lid];
+            var v = partial[r * WG + lid];
             if p.has_bias != 0u {
                 v += f32(bias[col]);
             }
@@ -11767,8 +11779,8 @@ pub const LINEAR_GEMV_F16: &str = r#"enable f16;
 //! Decode route of a dense `linear` (weight `[N, K]`, K contiguous; at most
 //! `MAX_ROWS` rows of x): `out[m, n] = sum_k x[m, k] * w[n, k] + bias[n]`.
 //!
-//! Bandwidth-bound like `q4_gemv.wgsl`: a workgroup computes `COLS` output
-//! columns with `LANES` invocations each; a lane reads `vec4`s of its
+//! Bandwidth-bound like `q4_gemv.wgsl`: a workgroup computes `p.cols`
+//! output columns with `WG / p.cols` invocations each; a lane reads `vec4`s of its
 //! column's weight row (adjacent lanes, adjacent words: coalesced), `UNROLL`
 //! of them loaded before any is used, so each lane keeps that many loads in
 //! flight (with one, a lane waited out a memory round trip per `vec4`), and
@@ -11778,10 +11790,8 @@ pub const LINEAR_GEMV_F16: &str = r#"enable f16;
 
 alias Elem = f16;
 
-/// Invocations per column.
-const LANES: u32 = 32u;
-/// Columns per workgroup (`LANES * COLS` = 256 invocations).
-const COLS: u32 = 8u;
+/// Invocations per workgroup.
+const WG: u32 = 256u;
 /// Most rows of x.
 const MAX_ROWS: u32 = 4u;
 /// `vec4`s of the weight row a lane loads before using them.
@@ -11795,6 +11805,11 @@ struct Params {
     /// Input features (a multiple of 4).
     k: u32,
     has_bias: u32,
+    /// Output columns a workgroup (8, 4 or 2).
+    cols: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -11803,36 +11818,37 @@ struct Params {
 @group(0) @binding(3) var<storage, read> bias: array<Elem>;
 @group(0) @binding(4) var<storage, read_write> out: array<Elem>;
 
-var<workgroup> partial: array<f32, 1024>;
+var<workgroup> partial: array<f32, MAX_ROWS * WG>;
 
-@compute @workgroup_size(256)
+@compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
-    let lane = lid % LANES;
-    let c = lid / LANES;
-    let col = (wid.y * groups.x + wid.x) * COLS + c;
+    let lanes = WG / p.cols;
+    let lane = lid % lanes;
+    let c = lid / lanes;
+    let col = (wid.y * groups.x + wid.x) * p.cols + c;
     let k4 = p.k / 4u;
     var acc = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
     if col < p.n {
         let row = col * k4;
         var j = lane;
-        // Whole steps of `UNROLL * LANES` words: the loads first.
-        for (; j + (UNROLL - 1u) * LANES < k4; j += UNROLL * LANES) {
+        // Whole steps of `UNROLL * lanes` words: the loads first.
+        for (; j + (UNROLL - 1u) * lanes < k4; j += UNROLL * lanes) {
             let w0 = vec4<f32>(w[row + j]);
-            let w1 = vec4<f32>(w[row + j + LANES]);
-            let w2 = vec4<f32>(w[row + j + 2u * LANES]);
-            let w3 = vec4<f32>(w[row + j + 3u * LANES]);
+            let w1 = vec4<f32>(w[row + j + lanes]);
+            let w2 = vec4<f32>(w[row + j + 2u * lanes]);
+            let w3 = vec4<f32>(w[row + j + 3u * lanes]);
             for (var r = 0u; r < p.m; r++) {
                 let xr = r * k4 + j;
-                acc[r] += dot(vec4<f32>(x[xr]), w0) + dot(vec4<f32>(x[xr + LANES]), w1)
-                    + dot(vec4<f32>(x[xr + 2u * LANES]), w2) + dot(vec4<f32>(x[xr + 3u * LANES]), w3);
+                acc[r] += dot(vec4<f32>(x[xr]), w0) + dot(vec4<f32>(x[xr + lanes]), w1)
+                    + dot(vec4<f32>(x[xr + 2u * lanes]), w2) + dot(vec4<f32>(x[xr + 3u * lanes]), w3);
             }
         }
         // The rest, one word at a time.
-        for (; j < k4; j += LANES) {
+        for (; j < k4; j += lanes) {
             let wv = vec4<f32>(w[row + j]);
             for (var r = 0u; r < p.m; r++) {
                 acc[r] += dot(vec4<f32>(x[r * k4 + j]), wv);
@@ -11840,20 +11856,20 @@ fn main(
         }
     }
     for (var r = 0u; r < MAX_ROWS; r++) {
-        partial[r * 256u + lid] = acc[r];
+        partial[r * WG + lid] = acc[r];
     }
     workgroupBarrier();
-    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+    for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
         if lane < stride {
             for (var r = 0u; r < MAX_ROWS; r++) {
-                partial[r * 256u + lid] += partial[r * 256u + lid + stride];
+                partial[r * WG + lid] += partial[r * WG + lid + stride];
             }
         }
         workgroupBarrier();
     }
     if lane == 0u && col < p.n {
         for (var r = 0u; r < p.m; r++) {
-            var v = partial[r * 256u + lid];
+            var v = partial[r * WG + lid];
             if p.has_bias != 0u {
                 v += f32(bias[col]);
             }

@@ -10,6 +10,7 @@ use crate::error::{Error, Result};
 use crate::generated::shaders::Family;
 use crate::ops::elementwise::{broadcast_shapes, broadcast_strides};
 use crate::ops::fused::Epilogue;
+use crate::ops::gemm::COOP_SMS;
 use crate::plan::{
     Ctx, Dispatch, Lowered, MATMUL_TILE, Step, TensorInfo, Uniform, float_shader, grid_groups, same_dtype, to_u32,
 };
@@ -58,13 +59,15 @@ fn linear_gemv(g: &Gemm<'_>) -> Result<Option<Lowered>> {
     if !fits || g.m * g.n == 0 {
         return Ok(None);
     }
+    let cols = gemv_cols(g.n, g.k);
     let params = Uniform::new()
         .u32(to_u32("M", g.m)?)
         .u32(to_u32("N", g.n)?)
         .u32(to_u32("K", g.k)?)
         .u32(u32::from(g.bias.is_some()))
+        .u32(to_u32("columns a workgroup", cols)?)
         .finish();
-    let groups = g.n.div_ceil(LINEAR_GEMV_COLS);
+    let groups = g.n.div_ceil(cols);
     let step = Step::Dispatch(Dispatch {
         shader: float_shader(Family::LinearGemv, &g.a, 0, "self")?.into(),
         entry: "main",
@@ -77,9 +80,23 @@ fn linear_gemv(g: &Gemm<'_>) -> Result<Option<Lowered>> {
 }
 
 /// Output columns per workgroup of the streaming float GEMVs
-/// (`linear_gemv.wgsl`, `gemv_qkv_vec4.wgsl`, `gemv_swiglu_vec4.wgsl`:
-/// `COLS` in `common/gemv_lanes.wgsl`).
-pub(crate) const LINEAR_GEMV_COLS: u64 = 8;
+/// (`linear_gemv.wgsl`, `gemv_qkv_vec4.wgsl`, `gemv_swiglu_vec4.wgsl`;
+/// `p.cols` there, 256 / `p.cols` invocations a column) for `columns`
+/// outputs of `k` inputs: 8, or fewer (4, then 2) where 8 would leave
+/// fewer workgroups than [`COOP_SMS`] and each of the column's invocations
+/// still reads at least 4 `vec4` words (one whole step of the unrolled
+/// loads). So a 512-wide projection of 2,048 inputs runs on 256
+/// workgroups instead of 64, with four times the loads in flight; the
+/// narrow layers of short K (SmolLM2's 576 inputs) keep 8.
+pub(crate) fn gemv_cols(columns: u64, k: u64) -> u64 {
+    let mut cols = 8;
+    // Halve while too few workgroups and the halved column's 256 / (cols
+    // / 2) invocations would each still read 4 words (K / 4 inputs a row).
+    while cols > 2 && columns.div_ceil(cols) < COOP_SMS && k / 4 >= 4 * (256 / (cols / 2)) {
+        cols /= 2;
+    }
+    cols
+}
 
 fn gemm(g: Gemm<'_>) -> Result<Lowered> {
     same_dtype(&g.b, g.a.dtype, 1, "mat2")?;

@@ -836,7 +836,8 @@ fn q4_gemv_swiglu_ragged_shapes_match_a_reference() {
 }
 
 /// The dense decode GEMV (`linear_gemv.wgsl`) on ragged shapes: N off any
-/// power-of-two column count, N of 2 and 5, K of one vec4, rows of 8192.
+/// power-of-two column count, N of 2 and 5, K of one vec4, rows of 8192;
+/// 2 columns a workgroup (N 259 and 5) and 8 (K 12).
 #[test]
 fn linear_gemv_ragged_shapes_match_a_reference() {
     for (m, n, k) in [(1usize, 259usize, 2048usize), (2, 1031, 12), (4, 5, 8192), (3, 2, 4)] {
@@ -859,7 +860,8 @@ fn linear_gemv_ragged_shapes_match_a_reference() {
 /// `gemv_qkv[_vec4].wgsl`) on ragged shapes, with and without biases: N off any
 /// power of two, projections of different widths, 1 to 4 rows, K of 2048,
 /// 1,028 and 12 (the streaming `_vec4` forms: whole steps of their words,
-/// the rest, or only the rest) and 6 (the one-element-a-workgroup forms).
+/// the rest, or only the rest; 2, 4 and 8 columns a workgroup) and 6 (the
+/// one-element-a-workgroup forms).
 #[test]
 fn float_swiglu_and_qkv_gemvs_match_a_reference() {
     for (m, k, ns, with_bias) in [

@@ -4,7 +4,7 @@
 
 use crate::error::{Error, Result};
 use crate::generated::shaders::Family;
-use crate::ops::matmul::{GEMV_MAX_ROWS, LINEAR_GEMV_COLS};
+use crate::ops::matmul::{GEMV_MAX_ROWS, gemv_cols};
 use crate::ops::quant::{Q4Linear, Q4Qkv, Q4Route, check_q4_weight, q4_fast, q4_fast_dispatch, q4_qkv_dispatch};
 use crate::plan::{
     Ctx, Dispatch, Lowered, MATMUL_TILE, Step, TensorInfo, Uniform, Vid, float_shader, grid_groups, same_dtype, to_u32,
@@ -105,6 +105,8 @@ pub fn linear_qkv(c: &Ctx<'_>) -> Result<Lowered> {
     let mut steps = Vec::new();
     if total > 0 {
         let u = |what, x| to_u32(what, x);
+        let columns: u64 = ns.iter().sum();
+        let cols = gemv_cols(columns, k);
         let params = Uniform::new()
             .u32(u("M", m)?)
             .u32(u("K", k)?)
@@ -112,9 +114,10 @@ pub fn linear_qkv(c: &Ctx<'_>) -> Result<Lowered> {
             .u32(u("N", ns[1])?)
             .u32(u("N", ns[2])?)
             .u32(has_bias)
+            .u32(u("columns a workgroup", cols)?)
             .finish();
         let workgroups = if vec4 {
-            grid_groups(ns.iter().sum::<u64>().div_ceil(LINEAR_GEMV_COLS))?
+            grid_groups(columns.div_ceil(cols))?
         } else if gemv {
             grid_groups(total)?
         } else {
@@ -167,9 +170,16 @@ pub fn linear_swiglu(c: &Ctx<'_>) -> Result<Lowered> {
     if m * n > 0 {
         let u = |what, x| to_u32(what, x);
         let has_bias = u32::from(bg.is_some()) | u32::from(bu.is_some()) << 1;
-        let params = Uniform::new().u32(u("M", m)?).u32(u("N", n)?).u32(u("K", k)?).u32(has_bias).finish();
+        let cols = gemv_cols(n, k);
+        let params = Uniform::new()
+            .u32(u("M", m)?)
+            .u32(u("N", n)?)
+            .u32(u("K", k)?)
+            .u32(has_bias)
+            .u32(u("columns a workgroup", cols)?)
+            .finish();
         let workgroups = if vec4 {
-            grid_groups(n.div_ceil(LINEAR_GEMV_COLS))?
+            grid_groups(n.div_ceil(cols))?
         } else if gemv {
             grid_groups(m * n)?
         } else {
