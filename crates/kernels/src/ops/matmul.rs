@@ -79,9 +79,13 @@ fn linear_gemv(g: &Gemm<'_>) -> Result<Option<Lowered>> {
     Ok(Some(Lowered { shapes: vec![(g.out.id, g.out_shape.clone())], steps: vec![step] }))
 }
 
+/// Invocations per workgroup of the streaming float GEMVs (`WG` in
+/// `common/gemv_lanes.wgsl`).
+const GEMV_WG: u64 = 256;
+
 /// Output columns per workgroup of the streaming float GEMVs
 /// (`linear_gemv.wgsl`, `gemv_qkv_vec4.wgsl`, `gemv_swiglu_vec4.wgsl`;
-/// `p.cols` there, 256 / `p.cols` invocations a column) for `columns`
+/// `p.cols` there, [`GEMV_WG`] / `p.cols` invocations a column) for `columns`
 /// outputs of `k` inputs: 8, or fewer (4, then 2) where 8 would leave
 /// fewer workgroups than [`COOP_SMS`] and each of the column's invocations
 /// still reads at least 4 `vec4` words (one whole step of the unrolled
@@ -90,9 +94,9 @@ fn linear_gemv(g: &Gemm<'_>) -> Result<Option<Lowered>> {
 /// narrow layers of short K (SmolLM2's 576 inputs) keep 8.
 pub(crate) fn gemv_cols(columns: u64, k: u64) -> u64 {
     let mut cols = 8;
-    // Halve while too few workgroups and the halved column's 256 / (cols
-    // / 2) invocations would each still read 4 words (K / 4 inputs a row).
-    while cols > 2 && columns.div_ceil(cols) < COOP_SMS && k / 4 >= 4 * (256 / (cols / 2)) {
+    // Halve while too few workgroups and the halved column's invocations
+    // would each still read 4 words (K / 4 words a row).
+    while cols > 2 && columns.div_ceil(cols) < COOP_SMS && k / 4 >= 4 * (GEMV_WG / (cols / 2)) {
         cols /= 2;
     }
     cols

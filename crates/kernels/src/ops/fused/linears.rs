@@ -45,6 +45,39 @@ fn linear_input<'a>(x: &TensorInfo<'a>) -> Result<(u64, u64, &'a [u64])> {
     Ok((lead.iter().product(), k, lead))
 }
 
+/// How a fused float linear (QKV or SwiGLU) of `m` rows and `k` inputs
+/// runs. Each writes the same uniforms, the columns a workgroup
+/// ([`gemv_cols`]) last, which only the streaming kernels read.
+#[derive(Clone, Copy)]
+enum FloatRoute {
+    /// The streaming GEMV (`_vec4`): at most [`GEMV_MAX_ROWS`] rows, K a
+    /// multiple of 4.
+    Stream,
+    /// One workgroup an output element: few rows, any other K.
+    Gemv,
+    /// The tiled kernel: more rows.
+    Tiled,
+}
+
+impl FloatRoute {
+    fn of(m: u64, k: u64) -> Self {
+        match (m <= GEMV_MAX_ROWS, k.is_multiple_of(4)) {
+            (true, true) => Self::Stream,
+            (true, false) => Self::Gemv,
+            (false, _) => Self::Tiled,
+        }
+    }
+
+    /// The family of this route among the three.
+    fn pick(self, stream: Family, gemv: Family, tiled: Family) -> Family {
+        match self {
+            Self::Stream => stream,
+            Self::Gemv => gemv,
+            Self::Tiled => tiled,
+        }
+    }
+}
+
 /// The three outputs of a fused QKV call.
 fn qkv_outputs<'a>(c: &Ctx<'a>, idx: usize, x: &TensorInfo<'_>) -> Result<Vec<TensorInfo<'a>>> {
     let outs = c.tensor_list(idx, "out")?;
@@ -83,14 +116,8 @@ pub fn linear_qkv(c: &Ctx<'_>) -> Result<Lowered> {
         biases.push(b.map_or(w.id, |b| b.id));
         weights.push(w);
     }
-    let gemv = m <= GEMV_MAX_ROWS;
-    // The streaming GEMV where K allows `vec4` words.
-    let vec4 = gemv && k.is_multiple_of(4);
-    let family = match (gemv, vec4) {
-        (_, true) => Family::GemvQkvVec4,
-        (true, false) => Family::GemvQkv,
-        (false, _) => Family::LinearQkv,
-    };
+    let route = FloatRoute::of(m, k);
+    let family = route.pick(Family::GemvQkvVec4, Family::GemvQkv, Family::LinearQkv);
     let shader = float_shader(family, &x, 0, "input")?;
     let shapes: Vec<(Vid, Vec<u64>)> = outs
         .iter()
@@ -116,14 +143,14 @@ pub fn linear_qkv(c: &Ctx<'_>) -> Result<Lowered> {
             .u32(has_bias)
             .u32(u("columns a workgroup", cols)?)
             .finish();
-        let workgroups = if vec4 {
-            grid_groups(columns.div_ceil(cols))?
-        } else if gemv {
-            grid_groups(total)?
-        } else {
-            let tile = u64::from(MATMUL_TILE);
-            let n_max = ns.iter().copied().max().unwrap_or(0);
-            [u("workgroups along N", n_max.div_ceil(tile))?, u("workgroups along M", m.div_ceil(tile))?, 3]
+        let workgroups = match route {
+            FloatRoute::Stream => grid_groups(columns.div_ceil(cols))?,
+            FloatRoute::Gemv => grid_groups(total)?,
+            FloatRoute::Tiled => {
+                let tile = u64::from(MATMUL_TILE);
+                let n_max = ns.iter().copied().max().unwrap_or(0);
+                [u("workgroups along N", n_max.div_ceil(tile))?, u("workgroups along M", m.div_ceil(tile))?, 3]
+            }
         };
         let mut inputs = vec![x.id];
         inputs.extend(weights.iter().map(|w| w.id));
@@ -156,13 +183,8 @@ pub fn linear_swiglu(c: &Ctx<'_>) -> Result<Lowered> {
     if check_weight(&x, k, &wu, 3, bu.as_ref())? != n {
         return Err(shape_err(3, "w_up", format!("[{n}, {k}] (the gate's shape)"), &wu));
     }
-    let gemv = m <= GEMV_MAX_ROWS;
-    let vec4 = gemv && k.is_multiple_of(4);
-    let family = match (gemv, vec4) {
-        (_, true) => Family::GemvSwigluVec4,
-        (true, false) => Family::GemvSwiglu,
-        (false, _) => Family::LinearSwiglu,
-    };
+    let route = FloatRoute::of(m, k);
+    let family = route.pick(Family::GemvSwigluVec4, Family::GemvSwiglu, Family::LinearSwiglu);
     let shader = float_shader(family, &x, 0, "input")?;
     let mut shape = lead.to_vec();
     shape.push(n);
@@ -178,13 +200,13 @@ pub fn linear_swiglu(c: &Ctx<'_>) -> Result<Lowered> {
             .u32(has_bias)
             .u32(u("columns a workgroup", cols)?)
             .finish();
-        let workgroups = if vec4 {
-            grid_groups(n.div_ceil(cols))?
-        } else if gemv {
-            grid_groups(m * n)?
-        } else {
-            let tile = u64::from(MATMUL_TILE);
-            [u("workgroups along N", n.div_ceil(tile))?, u("workgroups along M", m.div_ceil(tile))?, 1]
+        let workgroups = match route {
+            FloatRoute::Stream => grid_groups(n.div_ceil(cols))?,
+            FloatRoute::Gemv => grid_groups(m * n)?,
+            FloatRoute::Tiled => {
+                let tile = u64::from(MATMUL_TILE);
+                [u("workgroups along N", n.div_ceil(tile))?, u("workgroups along M", m.div_ceil(tile))?, 1]
+            }
         };
         steps.push(Step::Dispatch(Dispatch {
             shader: shader.into(),

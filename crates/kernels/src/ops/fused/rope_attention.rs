@@ -141,34 +141,34 @@ fn sdpa_rope_into(c: &Ctx<'_>, q_rot: TensorInfo<'_>, k_rot: TensorInfo<'_>, out
         Family::SdpaSplitSg => Some(Family::SdpaSplitSgRope),
         _ => None,
     };
-    let split_at = attn.steps.iter().position(
-        |s| matches!(s, Step::Dispatch(d) if matches!(&d.shader, Shader::Static(id) if rope_form(id).is_some())),
-    );
-    let steps = match split_at {
-        Some(i) => {
-            let mut steps = attn.steps;
-            let Step::Dispatch(d) = &mut steps[i] else { unreachable!("found a dispatch") };
-            let Shader::Static(id) = d.shader else { unreachable!("found a static shader") };
-            let family = rope_form(&id).expect("found a split partials kernel");
-            let shader =
-                ShaderId::find(family, id.variant()).expect("the `_rope` forms have the variants of the split kernels");
-            d.shader = shader.into();
-            // [query, new keys, new values] un-rotated, with the tables.
-            debug_assert_eq!(d.inputs[..2], [q_rot.id, k_rot.id]);
-            d.inputs = vec![xq.id, xk.id, d.inputs[2], c.id(11), c.id(12)];
-            d.params.extend(Uniform::new().u32(to_u32("table row", table_row)?).finish());
-            steps
-        }
-        None => {
-            let mut steps = attn.steps;
-            if rope_into_cache_update(c, &rope.steps, &mut steps, q_rot.id, k_rot.id, table_row)? {
-                steps
-            } else {
-                [rope.steps, steps].concat()
-            }
-        }
+    let mut steps = attn.steps;
+    let steps = if let Some((d, id, family)) = find_dispatch(&mut steps, rope_form) {
+        let shader =
+            ShaderId::find(family, id.variant()).expect("the `_rope` forms have the variants of the split kernels");
+        d.shader = shader.into();
+        // [query, new keys, new values] un-rotated, with the tables.
+        debug_assert_eq!(d.inputs[..2], [q_rot.id, k_rot.id]);
+        d.inputs = vec![xq.id, xk.id, d.inputs[2], c.id(11), c.id(12)];
+        d.params.extend(Uniform::new().u32(to_u32("table row", table_row)?).finish());
+        steps
+    } else if rope_into_cache_update(c, &rope.steps, &mut steps, q_rot.id, k_rot.id, table_row)? {
+        steps
+    } else {
+        [rope.steps, steps].concat()
     };
     Ok(Lowered { shapes, steps })
+}
+
+/// The first of `steps` that dispatches a static shader `pick` takes:
+/// that dispatch, its shader and what `pick` made of it.
+fn find_dispatch<T>(steps: &mut [Step], pick: impl Fn(&ShaderId) -> Option<T>) -> Option<(&mut Dispatch, ShaderId, T)> {
+    steps.iter_mut().find_map(|s| match s {
+        Step::Dispatch(d) => match d.shader {
+            Shader::Static(id) => pick(&id).map(|t| (d, id, t)),
+            _ => None,
+        },
+        _ => None,
+    })
 }
 
 /// The rotation's one dispatch (`rope`) and the KV-cache update among the
@@ -188,12 +188,8 @@ fn rope_into_cache_update(
     table_row: u64,
 ) -> Result<bool> {
     let [Step::Dispatch(r)] = rope else { return Ok(false) };
-    let update_at = attn.iter().position(|s| {
-        matches!(s, Step::Dispatch(d) if matches!(&d.shader, Shader::Static(id) if id.family() == Family::KvCacheUpdate))
-    });
-    let Some(at) = update_at else { return Ok(false) };
-    let Step::Dispatch(u) = &attn[at] else { unreachable!("found a dispatch") };
-    let Shader::Static(update) = u.shader else { unreachable!("found a static shader") };
+    let is_update = |id: &ShaderId| (id.family() == Family::KvCacheUpdate).then_some(());
+    let Some((u, update, ())) = find_dispatch(attn, is_update) else { return Ok(false) };
     let Some(shader) = ShaderId::find(Family::RopeKvCache, update.variant()) else { return Ok(false) };
     if u.inputs.len() != 2 || u.inputs[0] != k_rot || r.outputs != [q_rot, k_rot] {
         return Ok(false);
@@ -227,6 +223,6 @@ fn rope_into_cache_update(
         params,
         workgroups: grid_1d(n_q + 2 * n_k, WG_ELEMENTWISE)?,
     };
-    attn[at] = Step::Dispatch(merged);
+    *u = merged;
     Ok(true)
 }
