@@ -49,6 +49,12 @@ def weight_bytes_per_token(cfg, weights):
     return params * (0.5 + 4 / 32) if weights.startswith("Q4") else params * 4
 
 
+def best_peer(vals):
+    """The best of one cell's peer figures, only when every mode has one
+    (against a partial set the ratio would compare with the slower peer)."""
+    return max(vals) if vals and all(vals) else None
+
+
 def fmt(x, digits=1):
     return "-" if x is None else f"{x:,.{digits}f}"
 
@@ -88,8 +94,7 @@ def main(out):
             if is_1b:
                 vals = [pdec.get((m, d["context"])) for m in modes]
                 row += "".join(f"{fmt(v)} | " for v in vals)
-                # Against the best peer only when every mode was measured.
-                best = max(vals) if vals and all(vals) else None
+                best = best_peer(vals)
                 row += f"{fmt(t / best, 2) if best else '-'} | "
             row += f"{fmt(100 * t / ceiling) if ceiling else '-'} |"
             h = d.get("host_ms_per_call", {})
@@ -105,7 +110,7 @@ def main(out):
             row = f"| {label} | {fmt(t)} |"
             if is_1b:
                 vals = [ppre.get((m, p["prompt"])) for m in modes]
-                best = max(vals) if vals and all(vals) else None
+                best = best_peer(vals)
                 row += "".join(f" {fmt(v)} |" for v in vals) + f" {fmt(t / best, 2) if best else '-'} |"
             print(row)
         print()
