@@ -148,8 +148,10 @@ fn split_k_min(workgroups: u64, k: u64, step: u64, min_inputs: u64) -> SplitK {
 /// tile and its O projection (K = 2,048) at 1,024 rows could not split; at
 /// 1,024 they run on the large tile in 8 and 2 slices, while the O
 /// projection at 512 rows stays on the small tile (its 4 slices of 512
-/// gained under 1.5% in runs bl and bm). Run bo (H100) measured the 1B
-/// prefill against the floor of 2,048 in one call (`tools/device/NOTES.md`).
+/// gained under 1.5% in runs bl and bm). Run bo (H100, two alternations
+/// against the floor of 2,048 in one call) measured the 1B prefill +5.6 /
+/// +8.7% at 256 tokens, -0.5 / +1.4% at 512 and +0.8 / +2.3% at 1,024
+/// (`tools/device/NOTES.md`).
 pub const LARGE_SPLIT_MIN_INPUTS: u64 = 1024;
 
 /// How a 4-bit linear of `m x n x k` runs on the matrix units past the
