@@ -2072,11 +2072,12 @@ fn small_calls_split_k() {
     assert!(matches!(&l.steps[..], [Step::Dispatch(d)] if d.shader.label() == "q4_gemv.f32"), "{:?}", l.steps);
 }
 
-/// A 4-bit linear whose large tiles are too few but whose K is long splits
-/// K over the large tile (slices of at least 2,048 inputs, one wave), where
-/// that beats the small tile by `coop_tile`'s model: the 1B shape's down
-/// projection at 512 and 1,024 rows; not at 128 rows (the small tile's
-/// split), at K = 2,048, or where the large tile already fills the GPU.
+/// A 4-bit linear whose large tiles are too few splits K over the large
+/// tile (slices of at least 1,024 inputs, one wave), where that beats the
+/// small tile by `coop_tile`'s model: the 1B shape's down projection at 256
+/// to 1,024 rows and its O projection (K = 2,048) at 1,024; not at 128 rows
+/// (the small tile's split), the O projection at 512 rows, or where the
+/// large tile already fills the GPU.
 #[test]
 fn long_k_splits_the_large_tile() {
     use crate::caps::{DeviceCaps, Precision};
@@ -2088,6 +2089,8 @@ fn long_k_splits_the_large_tile() {
         (512, 2064, 8192, Q4CoopRoute::Split(COOP_Q4_LARGE, split(3, 2752))),
         (128, 2048, 8192, Q4CoopRoute::Split(COOP_SMALL, split(4, 2048))),
         (512, 2048, 2048, Q4CoopRoute::Tiles(COOP_SMALL)),
+        (1024, 2048, 2048, Q4CoopRoute::Split(COOP_Q4_LARGE, split(2, 1024))),
+        (256, 2048, 8192, Q4CoopRoute::Split(COOP_Q4_LARGE, split(8, 1024))),
         (2048, 2048, 8192, Q4CoopRoute::Tiles(COOP_Q4_LARGE)),
     ] {
         assert_eq!(q4_coop_route(m, n, k), want, "{m} x {n} x {k}");

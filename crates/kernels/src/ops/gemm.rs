@@ -143,12 +143,16 @@ fn split_k_min(workgroups: u64, k: u64, step: u64, min_inputs: u64) -> SplitK {
     SplitK { splits: steps.div_ceil(chunk), k_chunk: chunk * step }
 }
 
-/// Fewest inputs per split of the large tile: run bb timed its kernel at K =
-/// 2,048 on 128 workgroups (an H100, f32 x: 113.7 TFLOP/s); with slices of
-/// 512 (the O projection split too) the 1B prefill was 4.6% slower at 512
-/// rows and 1.9% at 1,024 (run bb, fourth call): each slice pays the
-/// tile's prologue and 16-fragment epilogue.
-pub const LARGE_SPLIT_MIN_INPUTS: u64 = 2048;
+/// Fewest inputs per split of the large tile. At 2,048 (before run bo) the
+/// down projection of a 256-token prompt of the 1B shape ran on the small
+/// tile and its O projection (K = 2,048) at 1,024 rows could not split; at
+/// 1,024 they run on the large tile in 8 and 2 slices, while the O
+/// projection at 512 rows stays on the small tile (its 4 slices of 512
+/// gained under 1.5% in runs bl and bm). Run bo (H100, two alternations
+/// against the floor of 2,048 in one call) measured the 1B prefill +5.6 /
+/// +8.7% at 256 tokens, -0.5 / +1.4% at 512 and +0.8 / +2.3% at 1,024
+/// (`tools/device/NOTES.md`).
+pub const LARGE_SPLIT_MIN_INPUTS: u64 = 1024;
 
 /// How a 4-bit linear of `m x n x k` runs on the matrix units past the
 /// decode rows (K a multiple of [`COOP_SMALL`]'s step).
