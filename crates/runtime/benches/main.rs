@@ -14,7 +14,10 @@
 //! profiling mode), over enough copies of the weights that they do not
 //! stay in the GPU's cache; throughput is bytes moved (weights, scales,
 //! x and the output), in GB/s, and each prints its median share of the
-//! device's copy bandwidth.
+//! device's copy bandwidth; then the same copies run back to back in one
+//! pass with timestamps only around it (`ProfileMode::ByKernel`, `, one
+//! pass` in the line), which leaves out what the timestamps between
+//! dispatches add.
 //!
 //! `ETWGPU_BENCH_LARGE=1` adds shapes sized for a real GPU (the decode
 //! GEMVs at the Llama-3.2-1B shapes);
@@ -26,7 +29,7 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
 use etwgpu_format::writer::{GraphBuilder, ProgramBuilder};
 use etwgpu_format::{DType, Program};
-use etwgpu_runtime::{LoadOptions, LoadedMethod, Runtime, Tensor};
+use etwgpu_runtime::{LoadOptions, LoadedMethod, ProfileMode, Runtime, Tensor};
 
 fn runtime() -> Option<Runtime> {
     match Runtime::new() {
@@ -380,15 +383,30 @@ fn stream_gemv(c: &mut Criterion, rt: &Runtime, form: GemvForm, n: u64, k: u64, 
         })
     });
     group.finish();
-    per_run.sort_by(f64::total_cmp);
-    if let Some(&median) = per_run.get(per_run.len() / 2) {
-        let gb_s = (bytes * copies) as f64 / median.max(1.0);
-        eprintln!(
-            "{name}: {copies} copies, {:.2} us each, {gb_s:.1} GB/s, {:.1}% of copy bandwidth ({copy_gb_s:.1} GB/s)",
-            median / copies as f64 * 1e-3,
-            100.0 * gb_s / copy_gb_s
-        );
+    let report = |how: &str, mut nanos: Vec<f64>| {
+        nanos.sort_by(f64::total_cmp);
+        if let Some(&median) = nanos.get(nanos.len() / 2) {
+            let gb_s = (bytes * copies) as f64 / median.max(1.0);
+            eprintln!(
+                "{name}{how}: {copies} copies, {:.2} us each, {gb_s:.1} GB/s, {:.1}% of copy bandwidth ({copy_gb_s:.1} GB/s)",
+                median / copies as f64 * 1e-3,
+                100.0 * gb_s / copy_gb_s
+            );
+        }
+    };
+    report("", per_run);
+    // The same copies back to back in one pass, timestamps only around it
+    // (`ProfileMode::ByKernel`): what the timestamps between dispatches
+    // add to the figure above (run bo found the f32 rows ~30 us a dispatch
+    // over their bytes at ~1.5 TB/s).
+    method.set_profile_mode(ProfileMode::ByKernel);
+    let mut one_pass = Vec::new();
+    for _ in 0..5 {
+        method.run(&inputs).expect("runs");
+        one_pass.extend(method.profiled_total_nanos());
     }
+    method.set_profile_mode(ProfileMode::PerDispatch);
+    report(", one pass", one_pass);
 }
 
 fn stream_gemvs(c: &mut Criterion, rt: &Runtime, large: bool) {
