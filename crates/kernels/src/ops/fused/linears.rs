@@ -128,11 +128,12 @@ pub fn linear_qkv(c: &Ctx<'_>) -> Result<Lowered> {
             (o.id, s)
         })
         .collect();
-    let total: u64 = ns.iter().sum::<u64>() * m;
+    // Output columns of the three projections together, and elements.
+    let columns: u64 = ns.iter().sum();
+    let total = columns * m;
     let mut steps = Vec::new();
     if total > 0 {
         let u = |what, x| to_u32(what, x);
-        let columns: u64 = ns.iter().sum();
         let cols = gemv_cols(columns, k);
         let params = Uniform::new()
             .u32(u("M", m)?)
