@@ -55,6 +55,17 @@ def best_peer(vals):
     return max(vals) if vals and all(vals) else None
 
 
+def peer_modes(run_dir, measured):
+    """The peer modes of a run folder's table: those measured, and those its
+    `peers_*.json` asked for (`args.modes`) but whose budget ran out before
+    any cell, so that their column shows `-` and `best_peer` gives no
+    ratio against the peers that did run."""
+    asked = set()
+    for p in glob.glob(os.path.join(run_dir, "peers_*.json")):
+        asked.update(load(p).get("args", {}).get("modes", []))
+    return sorted(set(measured) | asked)
+
+
 def fmt(x, digits=1):
     return "-" if x is None else f"{x:,.{digits}f}"
 
@@ -74,7 +85,7 @@ def main(out):
         return cells
 
     pdec, ppre = peer_cells("decode"), peer_cells("prefill")
-    modes = sorted({m for m, _ in list(pdec) + list(ppre)})
+    modes = peer_modes(out, {m for m, _ in list(pdec) + list(ppre)})
     for name, r in ours.items():
         bpt = weight_bytes_per_token(r["config"], r["weights"])
         ceiling = bw["gb_per_s"] * 1e9 / bpt if bw else None
@@ -190,12 +201,13 @@ def performance_section(run_dir, label=None):
     # A run without peers may name a sibling run folder whose peers it shows
     # (`"peers_from"` in meta.json); the text then says where they are from.
     peers_note = "measured in the same device session. "
+    peer_dir = run_dir
     if not cells and meta.get("peers_from"):
         peer_dir = os.path.join(os.path.dirname(run_dir.rstrip("/")), meta["peers_from"])
         cells = results(peer_dir)[2]
         peers_note = (f"measured on the same kind of GPU in an earlier device call (run folder "
                       f"`{meta['peers_from']}`), not in this one. ")
-    modes = sorted({m for (_, m, _) in cells})
+    modes = peer_modes(peer_dir, {m for (_, m, _) in cells})
     out = [
         f"Measured {date} on one {adapter} (Vulkan, wgpu 30), batch 1, by the device tools of `tools/device/`; "
         f"raw files in `{(label or run_dir).rstrip('/')}`"
