@@ -115,7 +115,9 @@ pub const WEBGPU_LIMITS: Needs =
 pub const LIMIT_GATED: &[&str] = &[
     "conv_gemm_coop",
     "gemv_qkv",
+    "gemv_qkv_norm_vec4",
     "gemv_qkv_vec4",
+    "gemv_swiglu_norm_vec4",
     "linear_qkv",
     "linear_q4gsw_qkv",
     "matmul_coop",

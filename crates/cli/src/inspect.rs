@@ -343,7 +343,7 @@ pub fn plan_text(name: &str, program: &Program, fuse: bool) -> String {
             } else {
                 lowered
             };
-            let plan = match etwgpu_graph::plan_graph(&g, &lowered.steps, &scratch) {
+            let plan = match etwgpu_graph::plan_graph(&g, &lowered.steps, &lowered.nodes, &scratch) {
                 Ok(p) => p,
                 Err(e) => {
                     let _ = writeln!(w, "  delegate {d}: cannot plan: {e}");

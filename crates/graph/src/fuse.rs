@@ -7,7 +7,7 @@
 //! `fuse/linears.rs` (SwiGLU, QKV), `fuse/epilogues.rs` (bias and
 //! activation epilogues, residual add + RMS norm), `fuse/last_row_norm.rs`
 //! (a decoder's last residual add, last row and final norm),
-//! `fuse/norm_linears.rs` (an RMS norm into the 4-bit linear after it),
+//! `fuse/norm_linears.rs` (an RMS norm into the linear after it),
 //! `fuse/rope_attention.rs` (RoPE into the attention),
 //! `fuse/attention_linear.rs` (the attention into the 4-bit linear after
 //! it), `fuse/elementwise.rs` (elementwise chains).
@@ -52,13 +52,15 @@
 //!    at the norm: one dispatch reading only the last rows of `a` and `b`
 //!    and writing only the normed row, so the output head after it stays a
 //!    plain linear (pass 6 does not take this norm).
-//! 6. **RMS norm into a 4-bit linear**: an `etwgpu.add_rms_norm` or an
+//! 6. **RMS norm into a linear**: an `etwgpu.add_rms_norm` or an
 //!    `et_vk.rms_norm` with a constant weight whose output only an
 //!    `et_vk.linear_q4gsw`, `etwgpu.linear_q4gsw_qkv` or
 //!    `etwgpu.linear_q4gsw_swiglu` reads, as its input, becomes one
 //!    `etwgpu.rms_norm_linear_q4gsw{,_qkv,_swiglu}` at the norm (still
-//!    writing the sum): one dispatch on the decode route, where each
-//!    workgroup of the GEMV normalizes the input itself.
+//!    writing the sum); one that only an `etwgpu.linear_qkv` or
+//!    `etwgpu.linear_swiglu` (float weights) reads, one
+//!    `etwgpu.rms_norm_linear{_qkv,_swiglu}`. One dispatch on the decode
+//!    route, where each workgroup of the GEMV normalizes the input itself.
 //! 7. **RoPE into the attention**: an `et_vk.apply_rotary_emb` whose
 //!    rotated query and key only one `sdpa_with_kv_cache` reads (as its
 //!    query and key) becomes, with it, one `etwgpu.sdpa_rope_with_kv_cache`

@@ -26,7 +26,7 @@ use etwgpu_kernels::plan::{Ctx, N_SCRATCH};
 use etwgpu_kernels::{ElemType, OpId, Step, TensorInfo, Value, Vid};
 
 use crate::affine::{Affine, Driver, same_structure};
-use crate::memory::{MemoryPlan, plan};
+use crate::memory::{MemoryPlan, plan_ops};
 
 /// The device element type of a format dtype.
 pub fn elem_type(d: DType) -> ElemType {
@@ -727,11 +727,13 @@ pub fn device_bytes(t: &etwgpu_format::VkTensor) -> u64 {
 /// overflow.
 pub const MAX_TENSOR_BYTES: u64 = 1 << 40;
 
-/// The memory plan of a lowered chain: graph inputs and outputs, constants
-/// and mutable state are pinned, and so are the `scratch` tensors
+/// The memory plan of a lowered chain (`steps`, each from op `nodes[t]`:
+/// [`Lowered::nodes`]; an op's steps are planned as one, see
+/// [`crate::memory::plan_ops`]): graph inputs and outputs, constants and
+/// mutable state are pinned, and so are the `scratch` tensors
 /// ([`Lowerer::scratch`]), planned whether or not these steps use them (a
 /// later lowering may).
-pub fn plan_graph(graph: &VkGraph, steps: &[Step], scratch: &[Vid]) -> Result<MemoryPlan, LowerError> {
+pub fn plan_graph(graph: &VkGraph, steps: &[Step], nodes: &[usize], scratch: &[Vid]) -> Result<MemoryPlan, LowerError> {
     let mut bytes = BTreeMap::new();
     let mut pinned = BTreeSet::new();
     let mut note = |v: Vid| -> Result<(), LowerError> {
@@ -765,7 +767,7 @@ pub fn plan_graph(graph: &VkGraph, steps: &[Step], scratch: &[Vid]) -> Result<Me
             pinned.insert(Vid(id.0));
         }
     }
-    Ok(plan(steps, &bytes, &pinned))
+    Ok(plan_ops(steps, nodes, &bytes, &pinned))
 }
 
 /// Lowers `graph` at its declared (maximum) input shapes, SymInts read on

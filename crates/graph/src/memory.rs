@@ -1,8 +1,10 @@
 //! Memory planning: intermediate tensors share one arena when their
 //! lifetimes do not overlap.
 //!
-//! The input is the lowered chain (a list of [`Step`]s) and the byte size of
-//! every tensor it touches. Views ([`Step::Alias`]) share their source's
+//! The input is the lowered chain (a list of [`Step`]s, with the op each
+//! comes from: an op's steps are planned as one, since at other shapes
+//! its rule may lower it to other steps) and the byte size of every
+//! tensor it touches. Views ([`Step::Alias`]) share their source's
 //! storage, so they cost no memory. Graph inputs, outputs, constants and
 //! mutable state are *pinned*: they keep a dedicated buffer and are never
 //! overwritten by anything else. Everything else gets an offset in one
@@ -151,22 +153,46 @@ fn align_up(x: u64) -> u64 {
     x.div_ceil(ALIGN) * ALIGN
 }
 
-/// Plans the memory of `steps`.
+/// Plans the memory of `steps`, each step an op of its own (see
+/// [`plan_ops`]).
+pub fn plan(steps: &[Step], bytes: &BTreeMap<Vid, u64>, pinned: &BTreeSet<Vid>) -> MemoryPlan {
+    let nodes: Vec<usize> = (0..steps.len()).collect();
+    plan_ops(steps, &nodes, bytes, pinned)
+}
+
+/// Plans the memory of `steps`, step `t` lowered from op `nodes[t]` (a
+/// [`Lowered`](crate::Lowered)'s `nodes`: an op's steps are adjacent).
+///
+/// An op's steps are planned as one: every tensor any of them touches is
+/// live across all of them, and none of the tensors they read shares an
+/// arena with one they write. An op may lower to other steps at other
+/// shapes (a norm and a GEMM at a prompt's rows, one GEMV reading the
+/// norm's inputs and writing the GEMM's outputs at a decode row), and the
+/// plan made at the maximum shapes must still fit them
+/// ([`MemoryPlan::fits`]), or the call gives up its arenas.
 ///
 /// `bytes` gives every tensor's size (a tensor missing from it is a bug in
 /// the caller and panics); `pinned` lists the tensors that must keep their
 /// own buffer (graph inputs and outputs, constants, mutable state). A
 /// pinned tensor with a size is planned even when no step touches it
 /// (scratch that a lowering at other shapes may use).
-pub fn plan(steps: &[Step], bytes: &BTreeMap<Vid, u64>, pinned: &BTreeSet<Vid>) -> MemoryPlan {
+pub fn plan_ops(steps: &[Step], nodes: &[usize], bytes: &BTreeMap<Vid, u64>, pinned: &BTreeSet<Vid>) -> MemoryPlan {
     let size = |v: Vid| *bytes.get(&v).unwrap_or_else(|| panic!("memory plan: no size for tensor {v:?}"));
     let mut parent: BTreeMap<Vid, Vid> = BTreeMap::new();
     let mut touched: BTreeMap<Vid, (usize, usize)> = BTreeMap::new();
     let mut dedicated_roots: BTreeSet<Vid> = BTreeSet::new();
+    // Each op's first and last step; a step without an op is its own.
+    let node = |t: usize| nodes.get(t).copied().ok_or(t);
+    let mut spans: BTreeMap<Result<usize, usize>, (usize, usize)> = BTreeMap::new();
+    for t in 0..steps.len() {
+        let e = spans.entry(node(t)).or_insert((t, t));
+        e.1 = t;
+    }
     let touch = |v: Vid, t: usize, touched: &mut BTreeMap<Vid, (usize, usize)>| {
-        let e = touched.entry(v).or_insert((t, t));
-        e.0 = e.0.min(t);
-        e.1 = e.1.max(t);
+        let (first, last) = spans[&node(t)];
+        let e = touched.entry(v).or_insert((first, last));
+        e.0 = e.0.min(first);
+        e.1 = e.1.max(last);
     };
     for (t, step) in steps.iter().enumerate() {
         match step {
@@ -226,19 +252,23 @@ pub fn plan(steps: &[Step], bytes: &BTreeMap<Vid, u64>, pinned: &BTreeSet<Vid>) 
     }
 
     // Arenas: no dispatch may read and write the same one. Conflicts join a
-    // class read by a dispatch to a class it writes.
+    // class read by an op's dispatches to a class they write.
     let mut conflicts: BTreeMap<Vid, BTreeSet<Vid>> = BTreeMap::new();
-    for step in steps {
+    let root_of = |v: &Vid| class_of.get(v).copied().filter(|r| !pinned_roots.contains(r));
+    let mut by_op: BTreeMap<Result<usize, usize>, (BTreeSet<Vid>, BTreeSet<Vid>)> = BTreeMap::new();
+    for (t, step) in steps.iter().enumerate() {
         if let Step::Dispatch(d) = step {
-            let root_of = |v: &Vid| class_of.get(v).copied().filter(|r| !pinned_roots.contains(r));
-            let reads: BTreeSet<Vid> = d.inputs.iter().filter_map(root_of).collect();
-            let writes: BTreeSet<Vid> = d.outputs.iter().filter_map(root_of).collect();
-            for &r in &reads {
-                for &w in &writes {
-                    if r != w {
-                        conflicts.entry(r).or_default().insert(w);
-                        conflicts.entry(w).or_default().insert(r);
-                    }
+            let (reads, writes) = by_op.entry(node(t)).or_default();
+            reads.extend(d.inputs.iter().filter_map(root_of));
+            writes.extend(d.outputs.iter().filter_map(root_of));
+        }
+    }
+    for (reads, writes) in by_op.values() {
+        for &r in reads {
+            for &w in writes {
+                if r != w {
+                    conflicts.entry(r).or_default().insert(w);
+                    conflicts.entry(w).or_default().insert(r);
                 }
             }
         }

@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use etwgpu_kernels::{Dispatch, ShaderId, Step, Vid};
 
-use crate::memory::{ALIGN, MemoryPlan, Placement, plan};
+use crate::memory::{ALIGN, MemoryPlan, Placement, plan, plan_ops};
 
 fn dispatch(inputs: &[u32], outputs: &[u32]) -> Step {
     Step::Dispatch(Dispatch {
@@ -61,6 +61,27 @@ fn a_chain_reuses_dead_intermediates() {
     assert_eq!(p.naive_bytes, 5 * 1024);
     assert_eq!(p.lower_bound_bytes, 4096);
     assert_eq!(p.placement(Vid(0)), Some(Placement::Dedicated));
+}
+
+/// An op of two steps (a norm `t1 -> n`, a linear `n -> t2`) that lowers
+/// to one step at other shapes (`t1 -> t2`): planned step by step, `t1`
+/// and `t2` share bytes and the one step reads and writes them; planned as
+/// one op, the plan fits both lowerings.
+#[test]
+fn an_ops_steps_are_planned_as_one() {
+    // x -> t1; op 1: t1 -> n, n -> t2; t2 -> y.
+    let steps = [dispatch(&[0], &[1]), dispatch(&[1], &[2]), dispatch(&[2], &[3]), dispatch(&[3], &[4])];
+    let collapsed = [dispatch(&[0], &[1]), dispatch(&[1], &[3]), dispatch(&[3], &[4])];
+    let bytes = sizes(&[(0, 1024), (1, 1024), (2, 1024), (3, 1024), (4, 1024)]);
+    let by_step = plan(&steps, &bytes, &pins(&[0, 4]));
+    check_no_overlap(&by_step);
+    assert_eq!(by_step.placement(Vid(1)), by_step.placement(Vid(3)));
+    assert!(!by_step.fits(&collapsed));
+    let by_op = plan_ops(&steps, &[0, 1, 1, 2], &bytes, &pins(&[0, 4]));
+    check_no_overlap(&by_op);
+    assert_eq!(by_op.classes[&Vid(1)].live, (0, 2));
+    assert_eq!(by_op.classes[&Vid(3)].live, (1, 3));
+    assert!(by_op.fits(&steps) && by_op.fits(&collapsed));
 }
 
 #[test]
@@ -268,7 +289,7 @@ fn scratch_fits_every_decode_position(caps: etwgpu_kernels::DeviceCaps, hq: u64,
     let scratch = lowerer.scratch();
     assert_eq!(scratch, [Vid(n_values as u32)]);
     let max = lowerer.lower_at_max(&graph, 0).expect("lowers");
-    let plan = plan_graph(&graph, &max.steps, &scratch).expect("plans");
+    let plan = plan_graph(&graph, &max.steps, &max.nodes, &scratch).expect("plans");
     assert_eq!(plan.placement(scratch[0]), Some(Placement::Dedicated));
     assert!(!plan.arenas.is_empty(), "the adds' intermediates share an arena");
     let touches_scratch =

@@ -275,6 +275,8 @@ register_ops! {
     RmsNormLinearQ4gsw => "etwgpu.rms_norm_linear_q4gsw.default" => fused::rms_norm_linear_q4gsw,
     RmsNormLinearQ4gswQkv => "etwgpu.rms_norm_linear_q4gsw_qkv.default" => fused::rms_norm_linear_q4gsw_qkv,
     RmsNormLinearQ4gswSwiglu => "etwgpu.rms_norm_linear_q4gsw_swiglu.default" => fused::rms_norm_linear_q4gsw_swiglu,
+    RmsNormLinearQkv => "etwgpu.rms_norm_linear_qkv.default" => fused::rms_norm_linear_qkv,
+    RmsNormLinearSwiglu => "etwgpu.rms_norm_linear_swiglu.default" => fused::rms_norm_linear_swiglu,
     SdpaRopeLinearQ4gsw => "etwgpu.sdpa_rope_linear_q4gsw.default" => fused::sdpa_rope_linear_q4gsw,
     SdpaRopeWithKvCache => "etwgpu.sdpa_rope_with_kv_cache.default" => fused::sdpa_rope_with_kv_cache,
     SymFloorDiv => "floordiv" => |c| symint::arith(c, SymIntOp::FloorDiv),

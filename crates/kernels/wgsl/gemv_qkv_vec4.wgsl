@@ -46,79 +46,17 @@ struct Params {
 /// Per invocation, its sums for the four rows.
 var<workgroup> partial: array<vec4<f32>, WG>;
 
-/// Word `idx` of projection `j`'s weights.
-fn word(j: u32, idx: u32) -> vec4<f32> {
-    switch j {
-        case 0u: { return vec4<f32>(w0[idx]); }
-        case 1u: { return vec4<f32>(w1[idx]); }
-        default: { return vec4<f32>(w2[idx]); }
-    }
-}
-
 // include: qkv_out.wgsl
 
-@compute @workgroup_size(WG)
-fn main(
-    @builtin(local_invocation_index) lid: u32,
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-) {
-    let lanes = WG / p.cols;
-    let lane = lid % lanes;
-    let c = lid / lanes;
-    let col = (wid.y * groups.x + wid.x) * p.cols + c;
-    let total = p.n0 + p.n1 + p.n2;
-    // The projection of this column and its column there.
-    var j = 0u;
-    var n = p.n0;
-    var at = col;
-    if col >= p.n0 + p.n1 {
-        j = 2u;
-        n = p.n2;
-        at = col - p.n0 - p.n1;
-    } else if col >= p.n0 {
-        j = 1u;
-        n = p.n1;
-        at = col - p.n0;
-    }
-    let k4 = p.k / 4u;
-    var acc = vec4<f32>();
-    if col < total {
-        let row = at * k4;
-        var i = lane;
-        // Whole steps of four words: the loads first.
-        for (; i + 3u * lanes < k4; i += 4u * lanes) {
-            let v0 = word(j, row + i);
-            let v1 = word(j, row + i + lanes);
-            let v2 = word(j, row + i + 2u * lanes);
-            let v3 = word(j, row + i + 3u * lanes);
-            for (var r = 0u; r < p.m; r++) {
-                let xr = r * k4 + i;
-                acc[r] += dot(vec4<f32>(x[xr]), v0) + dot(vec4<f32>(x[xr + lanes]), v1)
-                    + dot(vec4<f32>(x[xr + 2u * lanes]), v2) + dot(vec4<f32>(x[xr + 3u * lanes]), v3);
-            }
-        }
-        // The rest, one word at a time.
-        for (; i < k4; i += lanes) {
-            let v = word(j, row + i);
-            for (var r = 0u; r < p.m; r++) {
-                acc[r] += dot(vec4<f32>(x[r * k4 + i]), v);
-            }
-        }
-    }
-    partial[lid] = acc;
-    workgroupBarrier();
-    for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
-        if lane < stride {
-            partial[lid] += partial[lid + stride];
-        }
-        workgroupBarrier();
-    }
-    if lane == 0u && col < total {
-        let s = partial[lid];
-        let b = bias(j, at);
-        for (var r = 0u; r < p.m; r++) {
-            store(j, r * n + at, s[r] + b);
-        }
-    }
+/// Nothing before the loop: x is read from storage.
+fn prologue(lid: u32, g: u32) {}
+
+fn x_at(i: u32) -> vec4<f32> {
+    return vec4<f32>(x[i]);
 }
+
+fn row_scale(lid: u32) -> vec4<f32> {
+    return vec4<f32>(1.0);
+}
+
+// include: gemv_qkv_vec4_body.wgsl

@@ -41,70 +41,24 @@ struct Params {
 /// Per invocation, its gate (then up) sums for the four rows.
 var<workgroup> partial: array<vec4<f32>, 2u * WG>;
 
-@compute @workgroup_size(WG)
-fn main(
-    @builtin(local_invocation_index) lid: u32,
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-) {
-    let lanes = WG / p.cols;
-    let lane = lid % lanes;
-    let c = lid / lanes;
-    let col = (wid.y * groups.x + wid.x) * p.cols + c;
-    let k4 = p.k / 4u;
-    var acc_g = vec4<f32>();
-    var acc_u = vec4<f32>();
-    if col < p.n {
-        let row = col * k4;
-        var j = lane;
-        // Whole steps of two words a row: the four loads first.
-        for (; j + lanes < k4; j += 2u * lanes) {
-            let g0 = vec4<f32>(w_gate[row + j]);
-            let g1 = vec4<f32>(w_gate[row + j + lanes]);
-            let u0 = vec4<f32>(w_up[row + j]);
-            let u1 = vec4<f32>(w_up[row + j + lanes]);
-            for (var r = 0u; r < p.m; r++) {
-                let x0 = vec4<f32>(x[r * k4 + j]);
-                let x1 = vec4<f32>(x[r * k4 + j + lanes]);
-                acc_g[r] += dot(x0, g0) + dot(x1, g1);
-                acc_u[r] += dot(x0, u0) + dot(x1, u1);
-            }
-        }
-        if j < k4 {
-            let g0 = vec4<f32>(w_gate[row + j]);
-            let u0 = vec4<f32>(w_up[row + j]);
-            for (var r = 0u; r < p.m; r++) {
-                let x0 = vec4<f32>(x[r * k4 + j]);
-                acc_g[r] += dot(x0, g0);
-                acc_u[r] += dot(x0, u0);
-            }
-        }
-    }
-    partial[lid] = acc_g;
-    partial[WG + lid] = acc_u;
-    workgroupBarrier();
-    for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
-        if lane < stride {
-            partial[lid] += partial[lid + stride];
-            partial[WG + lid] += partial[WG + lid + stride];
-        }
-        workgroupBarrier();
-    }
-    if lane == 0u && col < p.n {
-        var bg = 0.0;
-        var bu = 0.0;
-        if (p.has_bias & 1u) != 0u {
-            bg = f32(b_gate[col]);
-        }
-        if (p.has_bias & 2u) != 0u {
-            bu = f32(b_up[col]);
-        }
-        let sg = partial[lid];
-        let su = partial[WG + lid];
-        for (var r = 0u; r < p.m; r++) {
-            let g = sg[r] + bg;
-            let u = su[r] + bu;
-            out[r * p.n + col] = Elem(g * (1.0 / (1.0 + exp(-g))) * u);
-        }
-    }
+/// Nothing before the loop: x is read from storage.
+fn prologue(lid: u32, g: u32) {}
+
+fn x_at(i: u32) -> vec4<f32> {
+    return vec4<f32>(x[i]);
 }
+
+fn row_scale(lid: u32) -> vec4<f32> {
+    return vec4<f32>(1.0);
+}
+
+/// The up sums after the gate's.
+fn up_get(i: u32) -> vec4<f32> {
+    return partial[WG + i];
+}
+
+fn up_set(i: u32, v: vec4<f32>) {
+    partial[WG + i] = v;
+}
+
+// include: gemv_swiglu_vec4_body.wgsl

@@ -76,6 +76,9 @@ pub(crate) struct Layout<'a> {
     pub windows: &'a [Option<etwgpu_graph::split::ColumnWindow>],
     /// The chain's steps at the maximum shapes.
     pub steps: &'a [Step],
+    /// Per step, the op of the chain it comes from (an op's steps are
+    /// planned as one: [`etwgpu_graph::plan_graph`]).
+    pub nodes: &'a [usize],
     /// The scratch tensors the ops share.
     pub scratch: &'a [Vid],
     /// Graph inputs and outputs that are tensors: they keep own buffers.
@@ -226,7 +229,7 @@ impl DeviceBuffers {
         }
         // Intermediates share arenas when the device can bind them at the
         // planned offsets; otherwise each keeps its own buffer.
-        let memory = etwgpu_graph::plan_graph(at.graph, at.steps, at.scratch)?;
+        let memory = etwgpu_graph::plan_graph(at.graph, at.steps, at.nodes, at.scratch)?;
         let limits = at.rt.device.limits();
         let usable = u64::from(limits.min_storage_buffer_offset_alignment) <= etwgpu_graph::memory::ALIGN
             && memory

@@ -32,7 +32,7 @@
 
 use etwgpu_format::{DType, Program, ValueId, VkGraph};
 use etwgpu_graph::lower::elem_type;
-use etwgpu_graph::{LiveChain, LowerError, Lowerer};
+use etwgpu_graph::{LiveChain, LowerError, Lowered, Lowerer};
 
 use crate::argmax::{ArgmaxInput, ArgmaxPost};
 use crate::buffers::{DeviceBuffers, Layout, align4, check_tensor_sizes};
@@ -253,7 +253,7 @@ impl LoadedDelegate {
         let max_inputs: Vec<Vec<u64>> = inputs.iter().map(|s| s.max_shape.clone()).collect();
         let refs = input_refs(&inputs, &max_inputs);
         let live = lowerer.lower_live(graph, &refs, |_, _| PLACEHOLDER_SYMINT)?;
-        let steps = live.flatten().steps;
+        let Lowered { steps, nodes, .. } = live.flatten();
         let scratch = lowerer.scratch();
         let io: Vec<ValueId> = inputs.iter().chain(&outputs).filter(|s| !s.symint).map(|s| s.value).collect();
         let output_ids: Vec<ValueId> = outputs.iter().map(|s| s.value).collect();
@@ -264,6 +264,7 @@ impl LoadedDelegate {
             file_dtype: &file_dtype,
             windows: &split.windows,
             steps: &steps,
+            nodes: &nodes,
             scratch: &scratch,
             io: &io,
             outputs: &output_ids,

@@ -11,12 +11,12 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
         for (_, _, graph) in method.vulkan_delegates() {
             for symint in [0, 1, 7] {
                 if let Ok(lowered) = etwgpu_graph::lower_at_max(graph, symint) {
-                    let _ = etwgpu_graph::plan_graph(graph, &lowered.steps, &[]);
+                    let _ = etwgpu_graph::plan_graph(graph, &lowered.steps, &lowered.nodes, &[]);
                 }
             }
             let fused = etwgpu_graph::fuse(graph, &etwgpu_graph::FuseOptions::default());
             if let Ok(lowered) = etwgpu_graph::lower_at_max(&fused.graph, 0) {
-                let _ = etwgpu_graph::plan_graph(&fused.graph, &lowered.steps, &[]);
+                let _ = etwgpu_graph::plan_graph(&fused.graph, &lowered.steps, &lowered.nodes, &[]);
             }
         }
     }

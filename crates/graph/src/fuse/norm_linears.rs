@@ -1,5 +1,6 @@
 //! Pass 6: an RMS norm (`etwgpu.add_rms_norm` or `et_vk.rms_norm`) whose
-//! output only a 4-bit linear reads, taken into that linear.
+//! output only a 4-bit linear, or a fused float QKV or SwiGLU, reads,
+//! taken into that linear.
 
 use std::collections::BTreeMap;
 
@@ -10,30 +11,38 @@ use super::rewriter::{Edit, Rewriter, Uses};
 use super::{FusionKind, outputs_of};
 
 impl Rewriter {
-    // 6. RMS norm into a 4-bit linear.
+    // 6. RMS norm into a 4-bit linear or a fused float one.
 
     pub(super) fn norm_linears(&mut self) {
         let u = Uses::new(&self.g);
         let mut edits: BTreeMap<usize, Edit> = BTreeMap::new();
         for p in 0..self.g.chain.len() {
-            let Some((c, args, name)) = self.match_norm_linear(&u, p) else { continue };
-            if edits.contains_key(&p) || edits.contains_key(&c) {
+            let Some((gone, args, name)) = self.match_norm_linear(&u, p) else { continue };
+            if edits.contains_key(&p) || gone.iter().any(|c| edits.contains_key(c)) {
                 continue;
             }
             let call = self.call(p, name, args);
-            self.record(FusionKind::NormLinear, &[p, c], name);
+            let mut ops = vec![p];
+            ops.extend(&gone);
+            self.record(FusionKind::NormLinear, &ops, name);
             edits.insert(p, Edit::Replace(vec![call]));
-            edits.insert(c, Edit::Remove);
+            for c in gone {
+                edits.insert(c, Edit::Remove);
+            }
         }
         self.apply(edits);
     }
 
     /// The norm at op `p` and the one linear `c` reading its output, as its
-    /// input only: `(c, the fused op's arguments, its name)`. The fused op
-    /// runs at the norm, so the linear's other arguments must exist there
-    /// (constants, or written once before `p`); its outputs, written once
-    /// by it, have no reader before `c`.
-    pub(super) fn match_norm_linear(&mut self, u: &Uses, p: usize) -> Option<(usize, Vec<ValueId>, &'static str)> {
+    /// input only, directly or through one `view_copy` that flattens its
+    /// leading dims (`[1, S, K]` to `[S, K]`: the float linears of an fp32
+    /// export): `(the ops that go, the view if any then c; the fused op's
+    /// arguments; its name)`. The fused op's normed output is the view's
+    /// (the linear's input). The fused op runs at the norm, so the
+    /// linear's other arguments must exist there (constants, or written
+    /// once before `p`); its outputs, written once by it, have no reader
+    /// before `c`.
+    pub(super) fn match_norm_linear(&mut self, u: &Uses, p: usize) -> Option<(Vec<usize>, Vec<ValueId>, &'static str)> {
         // (a, b or None, weight, eps, the sum if any, the normed output).
         let (a, b, weight, eps, sum, normed) = match (self.op(p)?, self.args(p)) {
             (OpId::AddRmsNorm, &[a, b, weight, eps, outs]) => match self.g.value(outs) {
@@ -43,11 +52,27 @@ impl Rewriter {
             (OpId::RmsNorm, &[x, weight, eps, out]) => (x, None, weight, eps, None, out),
             _ => return None,
         };
-        let [c] = u.readers[normed.idx()][..] else { return None };
+        let [r] = u.readers[normed.idx()][..] else { return None };
+        let (view, c, x) = match self.op(r)? {
+            OpId::ViewCopy => {
+                let &[src, _, out] = self.args(r) else { return None };
+                let (from, to) = (self.dims(normed)?, self.dims(out)?);
+                let (&k, lead) = from.split_last()?;
+                let flattens = to == [lead.iter().product(), k];
+                let [c] = u.readers[out.idx()][..] else { return None };
+                if src != normed || !flattens || !u.removable(out) {
+                    return None;
+                }
+                (Some(r), c, out)
+            }
+            _ => (None, r, normed),
+        };
         let (name, buffers) = match self.op(c)? {
             OpId::LinearQ4gsw => ("etwgpu.rms_norm_linear_q4gsw.default", 8),
             OpId::LinearQ4gswQkv => ("etwgpu.rms_norm_linear_q4gsw_qkv.default", 13),
             OpId::LinearQ4gswSwiglu => ("etwgpu.rms_norm_linear_q4gsw_swiglu.default", 9),
+            OpId::LinearQkv => ("etwgpu.rms_norm_linear_qkv.default", 13),
+            OpId::LinearSwiglu => ("etwgpu.rms_norm_linear_swiglu.default", 9),
             _ => return None,
         };
         let linear = self.g.chain[c].clone();
@@ -61,19 +86,20 @@ impl Rewriter {
         let outs = outputs_of(&self.g, &linear);
         let dtype = self.float(a)?;
         let ok = c > p
-            && input == normed
-            && !params.contains(&normed)
+            && input == x
+            && !params.contains(&x)
             && u.removable(normed)
             && self.options.max_storage_buffers >= buffers
             && self.tensor(weight).is_some_and(|t| t.constant.is_some())
             && self.float(normed) == Some(dtype)
+            && self.float(x) == Some(dtype)
             && params.iter().all(|&v| ready(v))
             && outs.iter().all(|v| !u.mutable[v.idx()] && self.float(*v) == Some(dtype));
         if !ok {
             return None;
         }
         let mut items: Vec<ValueId> = sum.into_iter().collect();
-        items.push(normed);
+        items.push(x);
         items.extend(outs);
         let list = self.push(VkValue::ValueList(items));
         let b = match b {
@@ -83,6 +109,6 @@ impl Rewriter {
         let mut args = vec![a, b, weight, eps];
         args.extend_from_slice(params);
         args.push(list);
-        Some((c, args, name))
+        Some((view.into_iter().chain([c]).collect(), args, name))
     }
 }

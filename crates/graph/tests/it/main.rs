@@ -24,7 +24,7 @@ fn fuzz_regressions_do_not_panic() {
             for (_, _, graph) in method.vulkan_delegates() {
                 for symint in [0, 1, 7] {
                     if let Ok(lowered) = etwgpu_graph::lower_at_max(graph, symint) {
-                        let _ = etwgpu_graph::plan_graph(graph, &lowered.steps, &[]);
+                        let _ = etwgpu_graph::plan_graph(graph, &lowered.steps, &lowered.nodes, &[]);
                     }
                 }
                 let _ = etwgpu_graph::fuse(graph, &etwgpu_graph::FuseOptions::default());
@@ -64,7 +64,8 @@ fn fixtures_fuse_into_chains_that_lower_and_plan() {
                 assert_eq!(fused.graph.output_ids, graph.output_ids, "{name}");
                 assert_eq!(fused.graph.values[..graph.values.len()], graph.values[..], "{name}");
                 let lowered = etwgpu_graph::lower_at_max(&fused.graph, 0).unwrap_or_else(|e| panic!("{name}: {e}"));
-                etwgpu_graph::plan_graph(&fused.graph, &lowered.steps, &[]).unwrap_or_else(|e| panic!("{name}: {e}"));
+                etwgpu_graph::plan_graph(&fused.graph, &lowered.steps, &lowered.nodes, &[])
+                    .unwrap_or_else(|e| panic!("{name}: {e}"));
                 kinds.extend(fused.fusions.iter().map(|f| f.kind));
             }
         }

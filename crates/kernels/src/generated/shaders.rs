@@ -58,10 +58,14 @@ pub enum Family {
     Gemv,
     /// `gemv_qkv.wgsl`.
     GemvQkv,
+    /// `gemv_qkv_norm_vec4.wgsl`.
+    GemvQkvNormVec4,
     /// `gemv_qkv_vec4.wgsl`.
     GemvQkvVec4,
     /// `gemv_swiglu.wgsl`.
     GemvSwiglu,
+    /// `gemv_swiglu_norm_vec4.wgsl`.
+    GemvSwigluNormVec4,
     /// `gemv_swiglu_vec4.wgsl`.
     GemvSwigluVec4,
     /// `grid_priors.wgsl`.
@@ -430,6 +434,10 @@ pub enum ShaderId {
     GemvQkvF32,
     /// `gemv_qkv.wgsl` with `Elem = f16`.
     GemvQkvF16,
+    /// `gemv_qkv_norm_vec4.wgsl` with `Elem = f32`.
+    GemvQkvNormVec4F32,
+    /// `gemv_qkv_norm_vec4.wgsl` with `Elem = f16`.
+    GemvQkvNormVec4F16,
     /// `gemv_qkv_vec4.wgsl` with `Elem = f32`.
     GemvQkvVec4F32,
     /// `gemv_qkv_vec4.wgsl` with `Elem = f16`.
@@ -438,6 +446,10 @@ pub enum ShaderId {
     GemvSwigluF32,
     /// `gemv_swiglu.wgsl` with `Elem = f16`.
     GemvSwigluF16,
+    /// `gemv_swiglu_norm_vec4.wgsl` with `Elem = f32`.
+    GemvSwigluNormVec4F32,
+    /// `gemv_swiglu_norm_vec4.wgsl` with `Elem = f16`.
+    GemvSwigluNormVec4F16,
     /// `gemv_swiglu_vec4.wgsl` with `Elem = f32`.
     GemvSwigluVec4F32,
     /// `gemv_swiglu_vec4.wgsl` with `Elem = f16`.
@@ -838,10 +850,14 @@ impl ShaderId {
         ShaderId::GemvF16,
         ShaderId::GemvQkvF32,
         ShaderId::GemvQkvF16,
+        ShaderId::GemvQkvNormVec4F32,
+        ShaderId::GemvQkvNormVec4F16,
         ShaderId::GemvQkvVec4F32,
         ShaderId::GemvQkvVec4F16,
         ShaderId::GemvSwigluF32,
         ShaderId::GemvSwigluF16,
+        ShaderId::GemvSwigluNormVec4F32,
+        ShaderId::GemvSwigluNormVec4F16,
         ShaderId::GemvSwigluVec4F32,
         ShaderId::GemvSwigluVec4F16,
         ShaderId::GridPriorsF32,
@@ -1072,10 +1088,14 @@ impl ShaderId {
             ShaderId::GemvF16 => Family::Gemv,
             ShaderId::GemvQkvF32 => Family::GemvQkv,
             ShaderId::GemvQkvF16 => Family::GemvQkv,
+            ShaderId::GemvQkvNormVec4F32 => Family::GemvQkvNormVec4,
+            ShaderId::GemvQkvNormVec4F16 => Family::GemvQkvNormVec4,
             ShaderId::GemvQkvVec4F32 => Family::GemvQkvVec4,
             ShaderId::GemvQkvVec4F16 => Family::GemvQkvVec4,
             ShaderId::GemvSwigluF32 => Family::GemvSwiglu,
             ShaderId::GemvSwigluF16 => Family::GemvSwiglu,
+            ShaderId::GemvSwigluNormVec4F32 => Family::GemvSwigluNormVec4,
+            ShaderId::GemvSwigluNormVec4F16 => Family::GemvSwigluNormVec4,
             ShaderId::GemvSwigluVec4F32 => Family::GemvSwigluVec4,
             ShaderId::GemvSwigluVec4F16 => Family::GemvSwigluVec4,
             ShaderId::GridPriorsF32 => Family::GridPriors,
@@ -1319,10 +1339,14 @@ impl ShaderId {
             ShaderId::GemvF16 => Variant::F16,
             ShaderId::GemvQkvF32 => Variant::F32,
             ShaderId::GemvQkvF16 => Variant::F16,
+            ShaderId::GemvQkvNormVec4F32 => Variant::F32,
+            ShaderId::GemvQkvNormVec4F16 => Variant::F16,
             ShaderId::GemvQkvVec4F32 => Variant::F32,
             ShaderId::GemvQkvVec4F16 => Variant::F16,
             ShaderId::GemvSwigluF32 => Variant::F32,
             ShaderId::GemvSwigluF16 => Variant::F16,
+            ShaderId::GemvSwigluNormVec4F32 => Variant::F32,
+            ShaderId::GemvSwigluNormVec4F16 => Variant::F16,
             ShaderId::GemvSwigluVec4F32 => Variant::F32,
             ShaderId::GemvSwigluVec4F16 => Variant::F16,
             ShaderId::GridPriorsF32 => Variant::F32,
@@ -1554,10 +1578,14 @@ impl ShaderId {
             ShaderId::GemvF16 => "gemv.f16",
             ShaderId::GemvQkvF32 => "gemv_qkv.f32",
             ShaderId::GemvQkvF16 => "gemv_qkv.f16",
+            ShaderId::GemvQkvNormVec4F32 => "gemv_qkv_norm_vec4.f32",
+            ShaderId::GemvQkvNormVec4F16 => "gemv_qkv_norm_vec4.f16",
             ShaderId::GemvQkvVec4F32 => "gemv_qkv_vec4.f32",
             ShaderId::GemvQkvVec4F16 => "gemv_qkv_vec4.f16",
             ShaderId::GemvSwigluF32 => "gemv_swiglu.f32",
             ShaderId::GemvSwigluF16 => "gemv_swiglu.f16",
+            ShaderId::GemvSwigluNormVec4F32 => "gemv_swiglu_norm_vec4.f32",
+            ShaderId::GemvSwigluNormVec4F16 => "gemv_swiglu_norm_vec4.f16",
             ShaderId::GemvSwigluVec4F32 => "gemv_swiglu_vec4.f32",
             ShaderId::GemvSwigluVec4F16 => "gemv_swiglu_vec4.f16",
             ShaderId::GridPriorsF32 => "grid_priors.f32",
@@ -1789,10 +1817,14 @@ impl ShaderId {
             ShaderId::GemvF16 => GEMV_F16,
             ShaderId::GemvQkvF32 => GEMV_QKV_F32,
             ShaderId::GemvQkvF16 => GEMV_QKV_F16,
+            ShaderId::GemvQkvNormVec4F32 => GEMV_QKV_NORM_VEC4_F32,
+            ShaderId::GemvQkvNormVec4F16 => GEMV_QKV_NORM_VEC4_F16,
             ShaderId::GemvQkvVec4F32 => GEMV_QKV_VEC4_F32,
             ShaderId::GemvQkvVec4F16 => GEMV_QKV_VEC4_F16,
             ShaderId::GemvSwigluF32 => GEMV_SWIGLU_F32,
             ShaderId::GemvSwigluF16 => GEMV_SWIGLU_F16,
+            ShaderId::GemvSwigluNormVec4F32 => GEMV_SWIGLU_NORM_VEC4_F32,
+            ShaderId::GemvSwigluNormVec4F16 => GEMV_SWIGLU_NORM_VEC4_F16,
             ShaderId::GemvSwigluVec4F32 => GEMV_SWIGLU_VEC4_F32,
             ShaderId::GemvSwigluVec4F16 => GEMV_SWIGLU_VEC4_F16,
             ShaderId::GridPriorsF32 => GRID_PRIORS_F32,
@@ -2171,6 +2203,18 @@ impl ShaderId {
                 uniform_buffers: 1,
                 workgroup_bytes: 256,
             },
+            ShaderId::GemvQkvNormVec4F32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 13,
+                uniform_buffers: 1,
+                workgroup_bytes: 16384,
+            },
+            ShaderId::GemvQkvNormVec4F16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 13,
+                uniform_buffers: 1,
+                workgroup_bytes: 16384,
+            },
             ShaderId::GemvQkvVec4F32 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 10,
@@ -2189,6 +2233,18 @@ impl ShaderId {
             ShaderId::GemvSwigluF16 => {
                 ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 6, uniform_buffers: 1, workgroup_bytes: 512 }
             }
+            ShaderId::GemvSwigluNormVec4F32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 9,
+                uniform_buffers: 1,
+                workgroup_bytes: 16384,
+            },
+            ShaderId::GemvSwigluNormVec4F16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 9,
+                uniform_buffers: 1,
+                workgroup_bytes: 16384,
+            },
             ShaderId::GemvSwigluVec4F32 => ShaderNeeds {
                 workgroup_size: [256, 1, 1],
                 storage_buffers: 6,
@@ -3051,10 +3107,14 @@ impl ShaderId {
             (Family::Gemv, Variant::F16) => Some(ShaderId::GemvF16),
             (Family::GemvQkv, Variant::F32) => Some(ShaderId::GemvQkvF32),
             (Family::GemvQkv, Variant::F16) => Some(ShaderId::GemvQkvF16),
+            (Family::GemvQkvNormVec4, Variant::F32) => Some(ShaderId::GemvQkvNormVec4F32),
+            (Family::GemvQkvNormVec4, Variant::F16) => Some(ShaderId::GemvQkvNormVec4F16),
             (Family::GemvQkvVec4, Variant::F32) => Some(ShaderId::GemvQkvVec4F32),
             (Family::GemvQkvVec4, Variant::F16) => Some(ShaderId::GemvQkvVec4F16),
             (Family::GemvSwiglu, Variant::F32) => Some(ShaderId::GemvSwigluF32),
             (Family::GemvSwiglu, Variant::F16) => Some(ShaderId::GemvSwigluF16),
+            (Family::GemvSwigluNormVec4, Variant::F32) => Some(ShaderId::GemvSwigluNormVec4F32),
+            (Family::GemvSwigluNormVec4, Variant::F16) => Some(ShaderId::GemvSwigluNormVec4F16),
             (Family::GemvSwigluVec4, Variant::F32) => Some(ShaderId::GemvSwigluVec4F32),
             (Family::GemvSwigluVec4, Variant::F16) => Some(ShaderId::GemvSwigluVec4F16),
             (Family::GridPriors, Variant::F32) => Some(ShaderId::GridPriorsF32),
@@ -10156,6 +10216,450 @@ fn main(
 }
 "#;
 
+/// `gemv_qkv_norm_vec4.wgsl` with `Elem = f32`.
+pub const GEMV_QKV_NORM_VEC4_F32: &str = r#"//! Decode route of `etwgpu.rms_norm_linear_qkv` (float weights, at most
+//! `MAX_ROWS` rows of x, K a multiple of 4): the RMS norm of `a + b` (or
+//! of `a`) and the three linears Q, K and V that read it, one dispatch.
+//! Each workgroup computes the normed rows itself into workgroup memory
+//! (`rms_prologue.wgsl`) and workgroup 0 stores the residual sum; then,
+//! as `gemv_qkv_vec4.wgsl`,
+//! `out_j[m, n] = rstd[m] * sum_k v[m, k] * norm_w[k] * w_j[n, k] + b_j[n]`
+//! with `v` the (summed) row and `rstd` its norm's scale, applied to the
+//! sums once the loop is done. One dispatch instead of two: on a GPU, a
+//! small dispatch costs a few microseconds whatever it computes.
+//!
+//! Bounds: `x` by `j < m * k / 4 <= XS` in the prologue and by
+//! `r * k / 4 + i < m * k / 4` in the dots (`i < k / 4`, `r < m`), the
+//! host taking this route only for `m * k <= Q4_GEMV_NORM_MAX_ELEMS = 4 *
+//! XS` (`ops/fused/norm_linears.rs`) and `m <= MAX_ROWS`.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup.
+const WG: u32 = 256u;
+/// Most rows of x.
+const MAX_ROWS: u32 = 4u;
+/// vec4s of normed input held in workgroup memory: `m * k` at most
+/// `4 * XS` (the host checks).
+const XS: u32 = 768u;
+
+struct Params {
+    m: u32,
+    /// Input features (a multiple of 4).
+    k: u32,
+    n0: u32,
+    n1: u32,
+    n2: u32,
+    /// Bit j set: projection j has a bias.
+    has_bias: u32,
+    /// Output columns a workgroup (8, 4 or 2).
+    cols: u32,
+    _pad1: u32,
+    /// The norm's epsilon.
+    norm_eps: f32,
+    /// 1: normalize `a + b` and store it in `sum`; 0: normalize `a`.
+    norm_add: u32,
+    _pn0: u32,
+    _pn1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> a: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> b: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> norm_w: array<vec4<Elem>>;
+@group(0) @binding(4) var<storage, read> w0: array<vec4<Elem>>;
+@group(0) @binding(5) var<storage, read> w1: array<vec4<Elem>>;
+@group(0) @binding(6) var<storage, read> w2: array<vec4<Elem>>;
+@group(0) @binding(7) var<storage, read> b0: array<Elem>;
+@group(0) @binding(8) var<storage, read> b1: array<Elem>;
+@group(0) @binding(9) var<storage, read> b2: array<Elem>;
+@group(0) @binding(10) var<storage, read_write> out0: array<Elem>;
+@group(0) @binding(11) var<storage, read_write> out1: array<Elem>;
+@group(0) @binding(12) var<storage, read_write> out2: array<Elem>;
+@group(0) @binding(13) var<storage, read_write> sum: array<vec4<Elem>>;
+
+/// The normed rows of the input (times the norm weight; `rstd` comes
+/// after the loop).
+var<workgroup> x: array<vec4<f32>, XS>;
+/// Per invocation, its sums for the four rows (first its sums of
+/// squares, for the norm).
+var<workgroup> partial: array<vec4<f32>, WG>;
+
+fn bias(j: u32, n: u32) -> f32 {
+    if (p.has_bias & (1u << j)) == 0u {
+        return 0.0;
+    }
+    switch j {
+        case 0u: { return f32(b0[n]); }
+        case 1u: { return f32(b1[n]); }
+        default: { return f32(b2[n]); }
+    }
+}
+
+fn store(j: u32, idx: u32, v: f32) {
+    switch j {
+        case 0u: { out0[idx] = Elem(v); }
+        case 1u: { out1[idx] = Elem(v); }
+        default: { out2[idx] = Elem(v); }
+    }
+}
+/// Fills `x` with the rows times the norm weight (row `r` from vec4
+/// `r * k / 4`) and `partial` with each invocation's sums of squares (row
+/// `r` in component `r`); workgroup `g` 0 also stores the sum `a + b`, the
+/// one copy later ops read. Ends with a barrier, so `x` is ready.
+fn rms_prologue(lid: u32, g: u32) {
+    let x_row = p.k / 4u;
+    let n = p.m * x_row;
+    let add = p.norm_add != 0u;
+    let store = add && g == 0u;
+    var sq = vec4<f32>();
+    for (var j = lid; j < n; j += WG) {
+        let r = j / x_row;
+        let v_in = vec4<f32>(a[j]);
+        let v = select(v_in, vec4<f32>(vec4<Elem>(v_in + vec4<f32>(b[j]))), add);
+        if store {
+            sum[j] = vec4<Elem>(v);
+        }
+        x[j] = v * vec4<f32>(norm_w[j % x_row]);
+        sq += select(vec4<f32>(), vec4<f32>(dot(v, v)), vec4<u32>(r) == vec4<u32>(0u, 1u, 2u, 3u));
+    }
+    partial[lid] = sq;
+    workgroupBarrier();
+}
+
+/// Each row's `rstd` (row `r` in component `r`), from the sums of squares
+/// [`rms_prologue`] left in `partial`. Every invocation calls it, in
+/// uniform control flow, after its last read of `x`; it ends with a
+/// barrier, after which `partial` (and `x`) may be written again.
+fn rms_scale(lid: u32) -> vec4<f32> {
+    for (var st = WG / 2u; st > 0u; st /= 2u) {
+        if lid < st {
+            partial[lid] += partial[lid + st];
+        }
+        workgroupBarrier();
+    }
+    let rstd = inverseSqrt(partial[0] / f32(p.k) + p.norm_eps);
+    workgroupBarrier();
+    return rstd;
+}
+
+/// The normed rows into `x` (`rms_prologue.wgsl`).
+fn prologue(lid: u32, g: u32) {
+    rms_prologue(lid, g);
+}
+
+fn x_at(i: u32) -> vec4<f32> {
+    return x[i];
+}
+
+/// The norm's scale of each row.
+fn row_scale(lid: u32) -> vec4<f32> {
+    return rms_scale(lid);
+}
+
+/// Word `idx` of projection `j`'s weights.
+fn word(j: u32, idx: u32) -> vec4<f32> {
+    switch j {
+        case 0u: { return vec4<f32>(w0[idx]); }
+        case 1u: { return vec4<f32>(w1[idx]); }
+        default: { return vec4<f32>(w2[idx]); }
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let g = wid.y * groups.x + wid.x;
+    prologue(lid, g);
+    let lanes = WG / p.cols;
+    let lane = lid % lanes;
+    let c = lid / lanes;
+    let col = g * p.cols + c;
+    let total = p.n0 + p.n1 + p.n2;
+    // The projection of this column and its column there.
+    var j = 0u;
+    var n = p.n0;
+    var at = col;
+    if col >= p.n0 + p.n1 {
+        j = 2u;
+        n = p.n2;
+        at = col - p.n0 - p.n1;
+    } else if col >= p.n0 {
+        j = 1u;
+        n = p.n1;
+        at = col - p.n0;
+    }
+    let k4 = p.k / 4u;
+    var acc = vec4<f32>();
+    if col < total {
+        let row = at * k4;
+        var i = lane;
+        // Whole steps of four words: the loads first.
+        for (; i + 3u * lanes < k4; i += 4u * lanes) {
+            let v0 = word(j, row + i);
+            let v1 = word(j, row + i + lanes);
+            let v2 = word(j, row + i + 2u * lanes);
+            let v3 = word(j, row + i + 3u * lanes);
+            for (var r = 0u; r < p.m; r++) {
+                let xr = r * k4 + i;
+                acc[r] += dot(x_at(xr), v0) + dot(x_at(xr + lanes), v1) + dot(x_at(xr + 2u * lanes), v2)
+                    + dot(x_at(xr + 3u * lanes), v3);
+            }
+        }
+        // The rest, one word at a time.
+        for (; i < k4; i += lanes) {
+            let v = word(j, row + i);
+            for (var r = 0u; r < p.m; r++) {
+                acc[r] += dot(x_at(r * k4 + i), v);
+            }
+        }
+    }
+    acc *= row_scale(lid);
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            partial[lid] += partial[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    if lane == 0u && col < total {
+        let s = partial[lid];
+        let b = bias(j, at);
+        for (var r = 0u; r < p.m; r++) {
+            store(j, r * n + at, s[r] + b);
+        }
+    }
+}
+"#;
+
+/// `gemv_qkv_norm_vec4.wgsl` with `Elem = f16`.
+pub const GEMV_QKV_NORM_VEC4_F16: &str = r#"enable f16;
+
+//! Decode route of `etwgpu.rms_norm_linear_qkv` (float weights, at most
+//! `MAX_ROWS` rows of x, K a multiple of 4): the RMS norm of `a + b` (or
+//! of `a`) and the three linears Q, K and V that read it, one dispatch.
+//! Each workgroup computes the normed rows itself into workgroup memory
+//! (`rms_prologue.wgsl`) and workgroup 0 stores the residual sum; then,
+//! as `gemv_qkv_vec4.wgsl`,
+//! `out_j[m, n] = rstd[m] * sum_k v[m, k] * norm_w[k] * w_j[n, k] + b_j[n]`
+//! with `v` the (summed) row and `rstd` its norm's scale, applied to the
+//! sums once the loop is done. One dispatch instead of two: on a GPU, a
+//! small dispatch costs a few microseconds whatever it computes.
+//!
+//! Bounds: `x` by `j < m * k / 4 <= XS` in the prologue and by
+//! `r * k / 4 + i < m * k / 4` in the dots (`i < k / 4`, `r < m`), the
+//! host taking this route only for `m * k <= Q4_GEMV_NORM_MAX_ELEMS = 4 *
+//! XS` (`ops/fused/norm_linears.rs`) and `m <= MAX_ROWS`.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup.
+const WG: u32 = 256u;
+/// Most rows of x.
+const MAX_ROWS: u32 = 4u;
+/// vec4s of normed input held in workgroup memory: `m * k` at most
+/// `4 * XS` (the host checks).
+const XS: u32 = 768u;
+
+struct Params {
+    m: u32,
+    /// Input features (a multiple of 4).
+    k: u32,
+    n0: u32,
+    n1: u32,
+    n2: u32,
+    /// Bit j set: projection j has a bias.
+    has_bias: u32,
+    /// Output columns a workgroup (8, 4 or 2).
+    cols: u32,
+    _pad1: u32,
+    /// The norm's epsilon.
+    norm_eps: f32,
+    /// 1: normalize `a + b` and store it in `sum`; 0: normalize `a`.
+    norm_add: u32,
+    _pn0: u32,
+    _pn1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> a: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> b: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> norm_w: array<vec4<Elem>>;
+@group(0) @binding(4) var<storage, read> w0: array<vec4<Elem>>;
+@group(0) @binding(5) var<storage, read> w1: array<vec4<Elem>>;
+@group(0) @binding(6) var<storage, read> w2: array<vec4<Elem>>;
+@group(0) @binding(7) var<storage, read> b0: array<Elem>;
+@group(0) @binding(8) var<storage, read> b1: array<Elem>;
+@group(0) @binding(9) var<storage, read> b2: array<Elem>;
+@group(0) @binding(10) var<storage, read_write> out0: array<Elem>;
+@group(0) @binding(11) var<storage, read_write> out1: array<Elem>;
+@group(0) @binding(12) var<storage, read_write> out2: array<Elem>;
+@group(0) @binding(13) var<storage, read_write> sum: array<vec4<Elem>>;
+
+/// The normed rows of the input (times the norm weight; `rstd` comes
+/// after the loop).
+var<workgroup> x: array<vec4<f32>, XS>;
+/// Per invocation, its sums for the four rows (first its sums of
+/// squares, for the norm).
+var<workgroup> partial: array<vec4<f32>, WG>;
+
+fn bias(j: u32, n: u32) -> f32 {
+    if (p.has_bias & (1u << j)) == 0u {
+        return 0.0;
+    }
+    switch j {
+        case 0u: { return f32(b0[n]); }
+        case 1u: { return f32(b1[n]); }
+        default: { return f32(b2[n]); }
+    }
+}
+
+fn store(j: u32, idx: u32, v: f32) {
+    switch j {
+        case 0u: { out0[idx] = Elem(v); }
+        case 1u: { out1[idx] = Elem(v); }
+        default: { out2[idx] = Elem(v); }
+    }
+}
+/// Fills `x` with the rows times the norm weight (row `r` from vec4
+/// `r * k / 4`) and `partial` with each invocation's sums of squares (row
+/// `r` in component `r`); workgroup `g` 0 also stores the sum `a + b`, the
+/// one copy later ops read. Ends with a barrier, so `x` is ready.
+fn rms_prologue(lid: u32, g: u32) {
+    let x_row = p.k / 4u;
+    let n = p.m * x_row;
+    let add = p.norm_add != 0u;
+    let store = add && g == 0u;
+    var sq = vec4<f32>();
+    for (var j = lid; j < n; j += WG) {
+        let r = j / x_row;
+        let v_in = vec4<f32>(a[j]);
+        let v = select(v_in, vec4<f32>(vec4<Elem>(v_in + vec4<f32>(b[j]))), add);
+        if store {
+            sum[j] = vec4<Elem>(v);
+        }
+        x[j] = v * vec4<f32>(norm_w[j % x_row]);
+        sq += select(vec4<f32>(), vec4<f32>(dot(v, v)), vec4<u32>(r) == vec4<u32>(0u, 1u, 2u, 3u));
+    }
+    partial[lid] = sq;
+    workgroupBarrier();
+}
+
+/// Each row's `rstd` (row `r` in component `r`), from the sums of squares
+/// [`rms_prologue`] left in `partial`. Every invocation calls it, in
+/// uniform control flow, after its last read of `x`; it ends with a
+/// barrier, after which `partial` (and `x`) may be written again.
+fn rms_scale(lid: u32) -> vec4<f32> {
+    for (var st = WG / 2u; st > 0u; st /= 2u) {
+        if lid < st {
+            partial[lid] += partial[lid + st];
+        }
+        workgroupBarrier();
+    }
+    let rstd = inverseSqrt(partial[0] / f32(p.k) + p.norm_eps);
+    workgroupBarrier();
+    return rstd;
+}
+
+/// The normed rows into `x` (`rms_prologue.wgsl`).
+fn prologue(lid: u32, g: u32) {
+    rms_prologue(lid, g);
+}
+
+fn x_at(i: u32) -> vec4<f32> {
+    return x[i];
+}
+
+/// The norm's scale of each row.
+fn row_scale(lid: u32) -> vec4<f32> {
+    return rms_scale(lid);
+}
+
+/// Word `idx` of projection `j`'s weights.
+fn word(j: u32, idx: u32) -> vec4<f32> {
+    switch j {
+        case 0u: { return vec4<f32>(w0[idx]); }
+        case 1u: { return vec4<f32>(w1[idx]); }
+        default: { return vec4<f32>(w2[idx]); }
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let g = wid.y * groups.x + wid.x;
+    prologue(lid, g);
+    let lanes = WG / p.cols;
+    let lane = lid % lanes;
+    let c = lid / lanes;
+    let col = g * p.cols + c;
+    let total = p.n0 + p.n1 + p.n2;
+    // The projection of this column and its column there.
+    var j = 0u;
+    var n = p.n0;
+    var at = col;
+    if col >= p.n0 + p.n1 {
+        j = 2u;
+        n = p.n2;
+        at = col - p.n0 - p.n1;
+    } else if col >= p.n0 {
+        j = 1u;
+        n = p.n1;
+        at = col - p.n0;
+    }
+    let k4 = p.k / 4u;
+    var acc = vec4<f32>();
+    if col < total {
+        let row = at * k4;
+        var i = lane;
+        // Whole steps of four words: the loads first.
+        for (; i + 3u * lanes < k4; i += 4u * lanes) {
+            let v0 = word(j, row + i);
+            let v1 = word(j, row + i + lanes);
+            let v2 = word(j, row + i + 2u * lanes);
+            let v3 = word(j, row + i + 3u * lanes);
+            for (var r = 0u; r < p.m; r++) {
+                let xr = r * k4 + i;
+                acc[r] += dot(x_at(xr), v0) + dot(x_at(xr + lanes), v1) + dot(x_at(xr + 2u * lanes), v2)
+                    + dot(x_at(xr + 3u * lanes), v3);
+            }
+        }
+        // The rest, one word at a time.
+        for (; i < k4; i += lanes) {
+            let v = word(j, row + i);
+            for (var r = 0u; r < p.m; r++) {
+                acc[r] += dot(x_at(r * k4 + i), v);
+            }
+        }
+    }
+    acc *= row_scale(lid);
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            partial[lid] += partial[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    if lane == 0u && col < total {
+        let s = partial[lid];
+        let b = bias(j, at);
+        for (var r = 0u; r < p.m; r++) {
+            store(j, r * n + at, s[r] + b);
+        }
+    }
+}
+"#;
+
 /// `gemv_qkv_vec4.wgsl` with `Elem = f32`.
 pub const GEMV_QKV_VEC4_F32: &str = r#"//! Three linears of one input in one dispatch, matrix-vector route for
 //! few rows (`etwgpu.linear_qkv` at decode, K a multiple of 4):
@@ -10208,15 +10712,6 @@ struct Params {
 /// Per invocation, its sums for the four rows.
 var<workgroup> partial: array<vec4<f32>, WG>;
 
-/// Word `idx` of projection `j`'s weights.
-fn word(j: u32, idx: u32) -> vec4<f32> {
-    switch j {
-        case 0u: { return vec4<f32>(w0[idx]); }
-        case 1u: { return vec4<f32>(w1[idx]); }
-        default: { return vec4<f32>(w2[idx]); }
-    }
-}
-
 fn bias(j: u32, n: u32) -> f32 {
     if (p.has_bias & (1u << j)) == 0u {
         return 0.0;
@@ -10236,16 +10731,38 @@ fn store(j: u32, idx: u32, v: f32) {
     }
 }
 
+/// Nothing before the loop: x is read from storage.
+fn prologue(lid: u32, g: u32) {}
+
+fn x_at(i: u32) -> vec4<f32> {
+    return vec4<f32>(x[i]);
+}
+
+fn row_scale(lid: u32) -> vec4<f32> {
+    return vec4<f32>(1.0);
+}
+
+/// Word `idx` of projection `j`'s weights.
+fn word(j: u32, idx: u32) -> vec4<f32> {
+    switch j {
+        case 0u: { return vec4<f32>(w0[idx]); }
+        case 1u: { return vec4<f32>(w1[idx]); }
+        default: { return vec4<f32>(w2[idx]); }
+    }
+}
+
 @compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
+    let g = wid.y * groups.x + wid.x;
+    prologue(lid, g);
     let lanes = WG / p.cols;
     let lane = lid % lanes;
     let c = lid / lanes;
-    let col = (wid.y * groups.x + wid.x) * p.cols + c;
+    let col = g * p.cols + c;
     let total = p.n0 + p.n1 + p.n2;
     // The projection of this column and its column there.
     var j = 0u;
@@ -10273,18 +10790,19 @@ fn main(
             let v3 = word(j, row + i + 3u * lanes);
             for (var r = 0u; r < p.m; r++) {
                 let xr = r * k4 + i;
-                acc[r] += dot(vec4<f32>(x[xr]), v0) + dot(vec4<f32>(x[xr + lanes]), v1)
-                    + dot(vec4<f32>(x[xr + 2u * lanes]), v2) + dot(vec4<f32>(x[xr + 3u * lanes]), v3);
+                acc[r] += dot(x_at(xr), v0) + dot(x_at(xr + lanes), v1) + dot(x_at(xr + 2u * lanes), v2)
+                    + dot(x_at(xr + 3u * lanes), v3);
             }
         }
         // The rest, one word at a time.
         for (; i < k4; i += lanes) {
             let v = word(j, row + i);
             for (var r = 0u; r < p.m; r++) {
-                acc[r] += dot(vec4<f32>(x[r * k4 + i]), v);
+                acc[r] += dot(x_at(r * k4 + i), v);
             }
         }
     }
+    acc *= row_scale(lid);
     partial[lid] = acc;
     workgroupBarrier();
     for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
@@ -10357,15 +10875,6 @@ struct Params {
 /// Per invocation, its sums for the four rows.
 var<workgroup> partial: array<vec4<f32>, WG>;
 
-/// Word `idx` of projection `j`'s weights.
-fn word(j: u32, idx: u32) -> vec4<f32> {
-    switch j {
-        case 0u: { return vec4<f32>(w0[idx]); }
-        case 1u: { return vec4<f32>(w1[idx]); }
-        default: { return vec4<f32>(w2[idx]); }
-    }
-}
-
 fn bias(j: u32, n: u32) -> f32 {
     if (p.has_bias & (1u << j)) == 0u {
         return 0.0;
@@ -10385,16 +10894,38 @@ fn store(j: u32, idx: u32, v: f32) {
     }
 }
 
+/// Nothing before the loop: x is read from storage.
+fn prologue(lid: u32, g: u32) {}
+
+fn x_at(i: u32) -> vec4<f32> {
+    return vec4<f32>(x[i]);
+}
+
+fn row_scale(lid: u32) -> vec4<f32> {
+    return vec4<f32>(1.0);
+}
+
+/// Word `idx` of projection `j`'s weights.
+fn word(j: u32, idx: u32) -> vec4<f32> {
+    switch j {
+        case 0u: { return vec4<f32>(w0[idx]); }
+        case 1u: { return vec4<f32>(w1[idx]); }
+        default: { return vec4<f32>(w2[idx]); }
+    }
+}
+
 @compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
+    let g = wid.y * groups.x + wid.x;
+    prologue(lid, g);
     let lanes = WG / p.cols;
     let lane = lid % lanes;
     let c = lid / lanes;
-    let col = (wid.y * groups.x + wid.x) * p.cols + c;
+    let col = g * p.cols + c;
     let total = p.n0 + p.n1 + p.n2;
     // The projection of this column and its column there.
     var j = 0u;
@@ -10422,18 +10953,19 @@ fn main(
             let v3 = word(j, row + i + 3u * lanes);
             for (var r = 0u; r < p.m; r++) {
                 let xr = r * k4 + i;
-                acc[r] += dot(vec4<f32>(x[xr]), v0) + dot(vec4<f32>(x[xr + lanes]), v1)
-                    + dot(vec4<f32>(x[xr + 2u * lanes]), v2) + dot(vec4<f32>(x[xr + 3u * lanes]), v3);
+                acc[r] += dot(x_at(xr), v0) + dot(x_at(xr + lanes), v1) + dot(x_at(xr + 2u * lanes), v2)
+                    + dot(x_at(xr + 3u * lanes), v3);
             }
         }
         // The rest, one word at a time.
         for (; i < k4; i += lanes) {
             let v = word(j, row + i);
             for (var r = 0u; r < p.m; r++) {
-                acc[r] += dot(vec4<f32>(x[r * k4 + i]), v);
+                acc[r] += dot(x_at(r * k4 + i), v);
             }
         }
     }
+    acc *= row_scale(lid);
     partial[lid] = acc;
     workgroupBarrier();
     for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
@@ -10612,6 +11144,412 @@ fn main(
 }
 "#;
 
+/// `gemv_swiglu_norm_vec4.wgsl` with `Elem = f32`.
+pub const GEMV_SWIGLU_NORM_VEC4_F32: &str = r#"//! Decode route of `etwgpu.rms_norm_linear_swiglu` (float weights, at most
+//! `MAX_ROWS` rows of x, K a multiple of 4): the RMS norm of `a + b` (or
+//! of `a`) and the SwiGLU pair that reads it, one dispatch. Each
+//! workgroup computes the normed rows itself into workgroup memory
+//! (`rms_prologue.wgsl`) and workgroup 0 stores the residual sum; then,
+//! as `gemv_swiglu_vec4.wgsl`, `out[m, n] = g * sigmoid(g) * u` with `g`
+//! and `u` the gate's and up's linears of the normed rows (the norm's
+//! scale applied to their sums once the loop is done). The up sums meet
+//! in the workgroup memory of x once the loop is done with it (16 KiB of
+//! workgroup memory in all).
+//!
+//! Bounds: `x` by `j < m * k / 4 <= XS` in the prologue and by
+//! `r * k / 4 + j < m * k / 4` in the dots (`j < k / 4`, `r < m`), the
+//! host taking this route only for `m * k <= Q4_GEMV_NORM_MAX_ELEMS = 4 *
+//! XS` (`ops/fused/norm_linears.rs`) and `m <= MAX_ROWS`; the up sums
+//! reuse `x` at `lid` and `lid + stride`, below `WG <= XS`.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup.
+const WG: u32 = 256u;
+/// Most rows of x.
+const MAX_ROWS: u32 = 4u;
+/// vec4s of normed input held in workgroup memory: `m * k` at most
+/// `4 * XS` (the host checks).
+const XS: u32 = 768u;
+
+struct Params {
+    m: u32,
+    n: u32,
+    /// Input features (a multiple of 4).
+    k: u32,
+    /// Bit 0: the gate has a bias; bit 1: the up projection has one.
+    has_bias: u32,
+    /// Output columns a workgroup (8, 4 or 2).
+    cols: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+    /// The norm's epsilon.
+    norm_eps: f32,
+    /// 1: normalize `a + b` and store it in `sum`; 0: normalize `a`.
+    norm_add: u32,
+    _pn0: u32,
+    _pn1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> a: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> b: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> norm_w: array<vec4<Elem>>;
+@group(0) @binding(4) var<storage, read> w_gate: array<vec4<Elem>>;
+@group(0) @binding(5) var<storage, read> b_gate: array<Elem>;
+@group(0) @binding(6) var<storage, read> w_up: array<vec4<Elem>>;
+@group(0) @binding(7) var<storage, read> b_up: array<Elem>;
+@group(0) @binding(8) var<storage, read_write> out: array<Elem>;
+@group(0) @binding(9) var<storage, read_write> sum: array<vec4<Elem>>;
+
+/// The normed rows of the input (times the norm weight; `rstd` comes
+/// after the loop), then the up sums.
+var<workgroup> x: array<vec4<f32>, XS>;
+/// Per invocation, its gate sums for the four rows (first its sums of
+/// squares, for the norm).
+var<workgroup> partial: array<vec4<f32>, WG>;
+
+/// Fills `x` with the rows times the norm weight (row `r` from vec4
+/// `r * k / 4`) and `partial` with each invocation's sums of squares (row
+/// `r` in component `r`); workgroup `g` 0 also stores the sum `a + b`, the
+/// one copy later ops read. Ends with a barrier, so `x` is ready.
+fn rms_prologue(lid: u32, g: u32) {
+    let x_row = p.k / 4u;
+    let n = p.m * x_row;
+    let add = p.norm_add != 0u;
+    let store = add && g == 0u;
+    var sq = vec4<f32>();
+    for (var j = lid; j < n; j += WG) {
+        let r = j / x_row;
+        let v_in = vec4<f32>(a[j]);
+        let v = select(v_in, vec4<f32>(vec4<Elem>(v_in + vec4<f32>(b[j]))), add);
+        if store {
+            sum[j] = vec4<Elem>(v);
+        }
+        x[j] = v * vec4<f32>(norm_w[j % x_row]);
+        sq += select(vec4<f32>(), vec4<f32>(dot(v, v)), vec4<u32>(r) == vec4<u32>(0u, 1u, 2u, 3u));
+    }
+    partial[lid] = sq;
+    workgroupBarrier();
+}
+
+/// Each row's `rstd` (row `r` in component `r`), from the sums of squares
+/// [`rms_prologue`] left in `partial`. Every invocation calls it, in
+/// uniform control flow, after its last read of `x`; it ends with a
+/// barrier, after which `partial` (and `x`) may be written again.
+fn rms_scale(lid: u32) -> vec4<f32> {
+    for (var st = WG / 2u; st > 0u; st /= 2u) {
+        if lid < st {
+            partial[lid] += partial[lid + st];
+        }
+        workgroupBarrier();
+    }
+    let rstd = inverseSqrt(partial[0] / f32(p.k) + p.norm_eps);
+    workgroupBarrier();
+    return rstd;
+}
+
+/// The normed rows into `x` (`rms_prologue.wgsl`).
+fn prologue(lid: u32, g: u32) {
+    rms_prologue(lid, g);
+}
+
+fn x_at(i: u32) -> vec4<f32> {
+    return x[i];
+}
+
+/// The norm's scale of each row.
+fn row_scale(lid: u32) -> vec4<f32> {
+    return rms_scale(lid);
+}
+
+/// The up sums, in x's memory once the loop is done.
+fn up_get(i: u32) -> vec4<f32> {
+    return x[i];
+}
+
+fn up_set(i: u32, v: vec4<f32>) {
+    x[i] = v;
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let g = wid.y * groups.x + wid.x;
+    prologue(lid, g);
+    let lanes = WG / p.cols;
+    let lane = lid % lanes;
+    let c = lid / lanes;
+    let col = g * p.cols + c;
+    let k4 = p.k / 4u;
+    var acc_g = vec4<f32>();
+    var acc_u = vec4<f32>();
+    if col < p.n {
+        let row = col * k4;
+        var j = lane;
+        // Whole steps of two words a row: the four loads first.
+        for (; j + lanes < k4; j += 2u * lanes) {
+            let g0 = vec4<f32>(w_gate[row + j]);
+            let g1 = vec4<f32>(w_gate[row + j + lanes]);
+            let u0 = vec4<f32>(w_up[row + j]);
+            let u1 = vec4<f32>(w_up[row + j + lanes]);
+            for (var r = 0u; r < p.m; r++) {
+                let x0 = x_at(r * k4 + j);
+                let x1 = x_at(r * k4 + j + lanes);
+                acc_g[r] += dot(x0, g0) + dot(x1, g1);
+                acc_u[r] += dot(x0, u0) + dot(x1, u1);
+            }
+        }
+        if j < k4 {
+            let g0 = vec4<f32>(w_gate[row + j]);
+            let u0 = vec4<f32>(w_up[row + j]);
+            for (var r = 0u; r < p.m; r++) {
+                let x0 = x_at(r * k4 + j);
+                acc_g[r] += dot(x0, g0);
+                acc_u[r] += dot(x0, u0);
+            }
+        }
+    }
+    let scale = row_scale(lid);
+    partial[lid] = acc_g * scale;
+    up_set(lid, acc_u * scale);
+    workgroupBarrier();
+    for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            partial[lid] += partial[lid + stride];
+            up_set(lid, up_get(lid) + up_get(lid + stride));
+        }
+        workgroupBarrier();
+    }
+    if lane == 0u && col < p.n {
+        var bg = 0.0;
+        var bu = 0.0;
+        if (p.has_bias & 1u) != 0u {
+            bg = f32(b_gate[col]);
+        }
+        if (p.has_bias & 2u) != 0u {
+            bu = f32(b_up[col]);
+        }
+        let sg = partial[lid];
+        let su = up_get(lid);
+        for (var r = 0u; r < p.m; r++) {
+            let gv = sg[r] + bg;
+            let uv = su[r] + bu;
+            out[r * p.n + col] = Elem(gv * (1.0 / (1.0 + exp(-gv))) * uv);
+        }
+    }
+}
+"#;
+
+/// `gemv_swiglu_norm_vec4.wgsl` with `Elem = f16`.
+pub const GEMV_SWIGLU_NORM_VEC4_F16: &str = r#"enable f16;
+
+//! Decode route of `etwgpu.rms_norm_linear_swiglu` (float weights, at most
+//! `MAX_ROWS` rows of x, K a multiple of 4): the RMS norm of `a + b` (or
+//! of `a`) and the SwiGLU pair that reads it, one dispatch. Each
+//! workgroup computes the normed rows itself into workgroup memory
+//! (`rms_prologue.wgsl`) and workgroup 0 stores the residual sum; then,
+//! as `gemv_swiglu_vec4.wgsl`, `out[m, n] = g * sigmoid(g) * u` with `g`
+//! and `u` the gate's and up's linears of the normed rows (the norm's
+//! scale applied to their sums once the loop is done). The up sums meet
+//! in the workgroup memory of x once the loop is done with it (16 KiB of
+//! workgroup memory in all).
+//!
+//! Bounds: `x` by `j < m * k / 4 <= XS` in the prologue and by
+//! `r * k / 4 + j < m * k / 4` in the dots (`j < k / 4`, `r < m`), the
+//! host taking this route only for `m * k <= Q4_GEMV_NORM_MAX_ELEMS = 4 *
+//! XS` (`ops/fused/norm_linears.rs`) and `m <= MAX_ROWS`; the up sums
+//! reuse `x` at `lid` and `lid + stride`, below `WG <= XS`.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup.
+const WG: u32 = 256u;
+/// Most rows of x.
+const MAX_ROWS: u32 = 4u;
+/// vec4s of normed input held in workgroup memory: `m * k` at most
+/// `4 * XS` (the host checks).
+const XS: u32 = 768u;
+
+struct Params {
+    m: u32,
+    n: u32,
+    /// Input features (a multiple of 4).
+    k: u32,
+    /// Bit 0: the gate has a bias; bit 1: the up projection has one.
+    has_bias: u32,
+    /// Output columns a workgroup (8, 4 or 2).
+    cols: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+    /// The norm's epsilon.
+    norm_eps: f32,
+    /// 1: normalize `a + b` and store it in `sum`; 0: normalize `a`.
+    norm_add: u32,
+    _pn0: u32,
+    _pn1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> a: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> b: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> norm_w: array<vec4<Elem>>;
+@group(0) @binding(4) var<storage, read> w_gate: array<vec4<Elem>>;
+@group(0) @binding(5) var<storage, read> b_gate: array<Elem>;
+@group(0) @binding(6) var<storage, read> w_up: array<vec4<Elem>>;
+@group(0) @binding(7) var<storage, read> b_up: array<Elem>;
+@group(0) @binding(8) var<storage, read_write> out: array<Elem>;
+@group(0) @binding(9) var<storage, read_write> sum: array<vec4<Elem>>;
+
+/// The normed rows of the input (times the norm weight; `rstd` comes
+/// after the loop), then the up sums.
+var<workgroup> x: array<vec4<f32>, XS>;
+/// Per invocation, its gate sums for the four rows (first its sums of
+/// squares, for the norm).
+var<workgroup> partial: array<vec4<f32>, WG>;
+
+/// Fills `x` with the rows times the norm weight (row `r` from vec4
+/// `r * k / 4`) and `partial` with each invocation's sums of squares (row
+/// `r` in component `r`); workgroup `g` 0 also stores the sum `a + b`, the
+/// one copy later ops read. Ends with a barrier, so `x` is ready.
+fn rms_prologue(lid: u32, g: u32) {
+    let x_row = p.k / 4u;
+    let n = p.m * x_row;
+    let add = p.norm_add != 0u;
+    let store = add && g == 0u;
+    var sq = vec4<f32>();
+    for (var j = lid; j < n; j += WG) {
+        let r = j / x_row;
+        let v_in = vec4<f32>(a[j]);
+        let v = select(v_in, vec4<f32>(vec4<Elem>(v_in + vec4<f32>(b[j]))), add);
+        if store {
+            sum[j] = vec4<Elem>(v);
+        }
+        x[j] = v * vec4<f32>(norm_w[j % x_row]);
+        sq += select(vec4<f32>(), vec4<f32>(dot(v, v)), vec4<u32>(r) == vec4<u32>(0u, 1u, 2u, 3u));
+    }
+    partial[lid] = sq;
+    workgroupBarrier();
+}
+
+/// Each row's `rstd` (row `r` in component `r`), from the sums of squares
+/// [`rms_prologue`] left in `partial`. Every invocation calls it, in
+/// uniform control flow, after its last read of `x`; it ends with a
+/// barrier, after which `partial` (and `x`) may be written again.
+fn rms_scale(lid: u32) -> vec4<f32> {
+    for (var st = WG / 2u; st > 0u; st /= 2u) {
+        if lid < st {
+            partial[lid] += partial[lid + st];
+        }
+        workgroupBarrier();
+    }
+    let rstd = inverseSqrt(partial[0] / f32(p.k) + p.norm_eps);
+    workgroupBarrier();
+    return rstd;
+}
+
+/// The normed rows into `x` (`rms_prologue.wgsl`).
+fn prologue(lid: u32, g: u32) {
+    rms_prologue(lid, g);
+}
+
+fn x_at(i: u32) -> vec4<f32> {
+    return x[i];
+}
+
+/// The norm's scale of each row.
+fn row_scale(lid: u32) -> vec4<f32> {
+    return rms_scale(lid);
+}
+
+/// The up sums, in x's memory once the loop is done.
+fn up_get(i: u32) -> vec4<f32> {
+    return x[i];
+}
+
+fn up_set(i: u32, v: vec4<f32>) {
+    x[i] = v;
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let g = wid.y * groups.x + wid.x;
+    prologue(lid, g);
+    let lanes = WG / p.cols;
+    let lane = lid % lanes;
+    let c = lid / lanes;
+    let col = g * p.cols + c;
+    let k4 = p.k / 4u;
+    var acc_g = vec4<f32>();
+    var acc_u = vec4<f32>();
+    if col < p.n {
+        let row = col * k4;
+        var j = lane;
+        // Whole steps of two words a row: the four loads first.
+        for (; j + lanes < k4; j += 2u * lanes) {
+            let g0 = vec4<f32>(w_gate[row + j]);
+            let g1 = vec4<f32>(w_gate[row + j + lanes]);
+            let u0 = vec4<f32>(w_up[row + j]);
+            let u1 = vec4<f32>(w_up[row + j + lanes]);
+            for (var r = 0u; r < p.m; r++) {
+                let x0 = x_at(r * k4 + j);
+                let x1 = x_at(r * k4 + j + lanes);
+                acc_g[r] += dot(x0, g0) + dot(x1, g1);
+                acc_u[r] += dot(x0, u0) + dot(x1, u1);
+            }
+        }
+        if j < k4 {
+            let g0 = vec4<f32>(w_gate[row + j]);
+            let u0 = vec4<f32>(w_up[row + j]);
+            for (var r = 0u; r < p.m; r++) {
+                let x0 = x_at(r * k4 + j);
+                acc_g[r] += dot(x0, g0);
+                acc_u[r] += dot(x0, u0);
+            }
+        }
+    }
+    let scale = row_scale(lid);
+    partial[lid] = acc_g * scale;
+    up_set(lid, acc_u * scale);
+    workgroupBarrier();
+    for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            partial[lid] += partial[lid + stride];
+            up_set(lid, up_get(lid) + up_get(lid + stride));
+        }
+        workgroupBarrier();
+    }
+    if lane == 0u && col < p.n {
+        var bg = 0.0;
+        var bu = 0.0;
+        if (p.has_bias & 1u) != 0u {
+            bg = f32(b_gate[col]);
+        }
+        if (p.has_bias & 2u) != 0u {
+            bu = f32(b_up[col]);
+        }
+        let sg = partial[lid];
+        let su = up_get(lid);
+        for (var r = 0u; r < p.m; r++) {
+            let gv = sg[r] + bg;
+            let uv = su[r] + bu;
+            out[r * p.n + col] = Elem(gv * (1.0 / (1.0 + exp(-gv))) * uv);
+        }
+    }
+}
+"#;
+
 /// `gemv_swiglu_vec4.wgsl` with `Elem = f32`.
 pub const GEMV_SWIGLU_VEC4_F32: &str = r#"//! SwiGLU of two linears of one input in one dispatch, matrix-vector
 //! route for few rows (`etwgpu.linear_swiglu` at decode, K a multiple of
@@ -10659,16 +11597,38 @@ struct Params {
 /// Per invocation, its gate (then up) sums for the four rows.
 var<workgroup> partial: array<vec4<f32>, 2u * WG>;
 
+/// Nothing before the loop: x is read from storage.
+fn prologue(lid: u32, g: u32) {}
+
+fn x_at(i: u32) -> vec4<f32> {
+    return vec4<f32>(x[i]);
+}
+
+fn row_scale(lid: u32) -> vec4<f32> {
+    return vec4<f32>(1.0);
+}
+
+/// The up sums after the gate's.
+fn up_get(i: u32) -> vec4<f32> {
+    return partial[WG + i];
+}
+
+fn up_set(i: u32, v: vec4<f32>) {
+    partial[WG + i] = v;
+}
+
 @compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
+    let g = wid.y * groups.x + wid.x;
+    prologue(lid, g);
     let lanes = WG / p.cols;
     let lane = lid % lanes;
     let c = lid / lanes;
-    let col = (wid.y * groups.x + wid.x) * p.cols + c;
+    let col = g * p.cols + c;
     let k4 = p.k / 4u;
     var acc_g = vec4<f32>();
     var acc_u = vec4<f32>();
@@ -10682,8 +11642,8 @@ fn main(
             let u0 = vec4<f32>(w_up[row + j]);
             let u1 = vec4<f32>(w_up[row + j + lanes]);
             for (var r = 0u; r < p.m; r++) {
-                let x0 = vec4<f32>(x[r * k4 + j]);
-                let x1 = vec4<f32>(x[r * k4 + j + lanes]);
+                let x0 = x_at(r * k4 + j);
+                let x1 = x_at(r * k4 + j + lanes);
                 acc_g[r] += dot(x0, g0) + dot(x1, g1);
                 acc_u[r] += dot(x0, u0) + dot(x1, u1);
             }
@@ -10692,19 +11652,20 @@ fn main(
             let g0 = vec4<f32>(w_gate[row + j]);
             let u0 = vec4<f32>(w_up[row + j]);
             for (var r = 0u; r < p.m; r++) {
-                let x0 = vec4<f32>(x[r * k4 + j]);
+                let x0 = x_at(r * k4 + j);
                 acc_g[r] += dot(x0, g0);
                 acc_u[r] += dot(x0, u0);
             }
         }
     }
-    partial[lid] = acc_g;
-    partial[WG + lid] = acc_u;
+    let scale = row_scale(lid);
+    partial[lid] = acc_g * scale;
+    up_set(lid, acc_u * scale);
     workgroupBarrier();
     for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
         if lane < stride {
             partial[lid] += partial[lid + stride];
-            partial[WG + lid] += partial[WG + lid + stride];
+            up_set(lid, up_get(lid) + up_get(lid + stride));
         }
         workgroupBarrier();
     }
@@ -10718,11 +11679,11 @@ fn main(
             bu = f32(b_up[col]);
         }
         let sg = partial[lid];
-        let su = partial[WG + lid];
+        let su = up_get(lid);
         for (var r = 0u; r < p.m; r++) {
-            let g = sg[r] + bg;
-            let u = su[r] + bu;
-            out[r * p.n + col] = Elem(g * (1.0 / (1.0 + exp(-g))) * u);
+            let gv = sg[r] + bg;
+            let uv = su[r] + bu;
+            out[r * p.n + col] = Elem(gv * (1.0 / (1.0 + exp(-gv))) * uv);
         }
     }
 }
@@ -10777,16 +11738,38 @@ struct Params {
 /// Per invocation, its gate (then up) sums for the four rows.
 var<workgroup> partial: array<vec4<f32>, 2u * WG>;
 
+/// Nothing before the loop: x is read from storage.
+fn prologue(lid: u32, g: u32) {}
+
+fn x_at(i: u32) -> vec4<f32> {
+    return vec4<f32>(x[i]);
+}
+
+fn row_scale(lid: u32) -> vec4<f32> {
+    return vec4<f32>(1.0);
+}
+
+/// The up sums after the gate's.
+fn up_get(i: u32) -> vec4<f32> {
+    return partial[WG + i];
+}
+
+fn up_set(i: u32, v: vec4<f32>) {
+    partial[WG + i] = v;
+}
+
 @compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
+    let g = wid.y * groups.x + wid.x;
+    prologue(lid, g);
     let lanes = WG / p.cols;
     let lane = lid % lanes;
     let c = lid / lanes;
-    let col = (wid.y * groups.x + wid.x) * p.cols + c;
+    let col = g * p.cols + c;
     let k4 = p.k / 4u;
     var acc_g = vec4<f32>();
     var acc_u = vec4<f32>();
@@ -10800,8 +11783,8 @@ fn main(
             let u0 = vec4<f32>(w_up[row + j]);
             let u1 = vec4<f32>(w_up[row + j + lanes]);
             for (var r = 0u; r < p.m; r++) {
-                let x0 = vec4<f32>(x[r * k4 + j]);
-                let x1 = vec4<f32>(x[r * k4 + j + lanes]);
+                let x0 = x_at(r * k4 + j);
+                let x1 = x_at(r * k4 + j + lanes);
                 acc_g[r] += dot(x0, g0) + dot(x1, g1);
                 acc_u[r] += dot(x0, u0) + dot(x1, u1);
             }
@@ -10810,19 +11793,20 @@ fn main(
             let g0 = vec4<f32>(w_gate[row + j]);
             let u0 = vec4<f32>(w_up[row + j]);
             for (var r = 0u; r < p.m; r++) {
-                let x0 = vec4<f32>(x[r * k4 + j]);
+                let x0 = x_at(r * k4 + j);
                 acc_g[r] += dot(x0, g0);
                 acc_u[r] += dot(x0, u0);
             }
         }
     }
-    partial[lid] = acc_g;
-    partial[WG + lid] = acc_u;
+    let scale = row_scale(lid);
+    partial[lid] = acc_g * scale;
+    up_set(lid, acc_u * scale);
     workgroupBarrier();
     for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
         if lane < stride {
             partial[lid] += partial[lid + stride];
-            partial[WG + lid] += partial[WG + lid + stride];
+            up_set(lid, up_get(lid) + up_get(lid + stride));
         }
         workgroupBarrier();
     }
@@ -10836,11 +11820,11 @@ fn main(
             bu = f32(b_up[col]);
         }
         let sg = partial[lid];
-        let su = partial[WG + lid];
+        let su = up_get(lid);
         for (var r = 0u; r < p.m; r++) {
-            let g = sg[r] + bg;
-            let u = su[r] + bu;
-            out[r * p.n + col] = Elem(g * (1.0 / (1.0 + exp(-g))) * u);
+            let gv = sg[r] + bg;
+            let uv = su[r] + bu;
+            out[r * p.n + col] = Elem(gv * (1.0 / (1.0 + exp(-gv))) * uv);
         }
     }
 }

@@ -32,7 +32,9 @@
 //!   eps, <the linear's arguments after its input>, →[sum?, normed, <the
 //!   linear's outputs>])`: an RMS norm (of a residual add, or alone) and
 //!   the 4-bit linear that reads it, one dispatch on the decode route
-//!   (`fused/norm_linears.rs`).
+//!   (`fused/norm_linears.rs`); `etwgpu.rms_norm_linear{_qkv,_swiglu}.default`
+//!   the same for `etwgpu.linear_qkv` and `etwgpu.linear_swiglu` (float
+//!   weights).
 //! - `etwgpu.sdpa_rope_with_kv_cache.default(xq, xk, <sdpa_with_kv_cache's
 //!   arguments after the key>, freqs_cos, freqs_sin, →[xq_out, xk_out,
 //!   out])`: RoPE and the attention that reads it, the rotation inside the
@@ -52,7 +54,7 @@ pub use expr::{Expr, FUSED_MAX_INPUTS, Inst, Operand, fused_elementwise};
 pub use linears::{linear_q4gsw_qkv, linear_q4gsw_swiglu, linear_qkv, linear_swiglu};
 pub use norm_linears::{
     Q4_GEMV_NORM_MAX_ELEMS, Q4_GEMV_QKV_I8_MAX_K, rms_norm_linear_q4gsw, rms_norm_linear_q4gsw_qkv,
-    rms_norm_linear_q4gsw_swiglu,
+    rms_norm_linear_q4gsw_swiglu, rms_norm_linear_qkv, rms_norm_linear_swiglu,
 };
 pub use rope_attention::{sdpa_rope_linear_q4gsw, sdpa_rope_with_kv_cache};
 

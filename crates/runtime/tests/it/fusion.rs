@@ -634,6 +634,140 @@ fn norm_linears(name: &str, dtype: DType, (k, f, head): (u64, u64, u64), seqs: &
     check(name, g, &kinds, &calls, tol);
 }
 
+/// A Llama block's norms and float linears: `z = h + r`, its RMS norm into
+/// the Q/K/V linears (Q with a bias), `t = z + q` and its norm into the
+/// SwiGLU pair. After the linears fuse and the residual adds go into the
+/// norms, each norm goes into the fused linear after it: on the decode
+/// rows (1 and 3, K a multiple of 4) each pair is one dispatch
+/// (`gemv_qkv_norm_vec4.wgsl`, `gemv_swiglu_norm_vec4.wgsl`), on 7 rows the
+/// norm and the tiled kernels. Float32 at K = 64 and SmolLM2's 576 (its
+/// 1,536-wide SwiGLU; 3 rows of 576 are past the normed kernels' 3,072
+/// elements, so the norm's own dispatch), float16 at K = 64; at K = 66 the
+/// fused op lowers to the norm and the non-vec4 GEMVs, as unfused. As an
+/// fp32 export has them, the linears read the normed rows through views to
+/// `[S, K]` (the norm takes the view in), and in a graph without views too.
+#[test]
+fn rms_norms_go_into_the_float_linears_after_them() {
+    norm_float_linears("norm_float_linears", DType::F32, (64, 96), &[1, 3, 7], (true, true));
+    norm_float_linears("norm_float_linears_3d", DType::F32, (64, 96), &[1, 3, 7], (false, true));
+    norm_float_linears("norm_float_linears_f16", DType::F16, (64, 96), &[1, 3, 7], (true, true));
+    norm_float_linears("norm_float_linears_576", DType::F32, (576, 1536), &[1, 3], (true, true));
+    norm_float_linears("norm_float_linears_k66", DType::F32, (66, 96), &[1, 3], (true, false));
+}
+
+/// [`rms_norms_go_into_the_float_linears_after_them`] at rows of `k` and a
+/// SwiGLU of `f`, called with `seqs` rows; `viewed`: the linears read the
+/// normed rows through views to `[S, K]` (and the residual add reads Q
+/// through a view back); `one_dispatch`: the normed kernels take the
+/// one-row call (its fused method then records two dispatches, not the
+/// norms' two more).
+fn norm_float_linears(
+    name: &str,
+    dtype: DType,
+    (k, f): (u64, u64),
+    seqs: &[u64],
+    (viewed, one_dispatch): (bool, bool),
+) {
+    let mut g = GraphBuilder::new();
+    let t = |g: &mut GraphBuilder, n: u64| g.tensor(dtype, &[1, 7, n]);
+    // A linear's input and output: `[S, N]` with the views, else `[1, S, N]`.
+    let lin = |g: &mut GraphBuilder, n: u64| if viewed { g.tensor(dtype, &[7, n]) } else { t(g, n) };
+    let (h, r) = (t(&mut g, k), t(&mut g, k));
+    let (none, one, eps) = (g.null(), g.int(1), g.double(1e-5));
+    let (to_2d, to_3d) = (g.int_list(&[-1, k as i64]), g.int_list(&[1, -1, k as i64]));
+    let flat = |g: &mut GraphBuilder, y: ValueId| {
+        if !viewed {
+            return y;
+        }
+        let y2 = lin(g, k);
+        g.op("aten.view_copy.default", &[y, to_2d, y2]);
+        y2
+    };
+    let mut seed = 300;
+    let mut dense = |g: &mut GraphBuilder, shape: &[u64]| {
+        seed += 1;
+        let n: u64 = shape.iter().product();
+        let v: Vec<f32> = data(n as usize, seed).iter().map(|v| v * 0.05).collect();
+        g.constant(dtype, shape, &float_bytes(dtype, &v))
+    };
+    let norm_w = |g: &mut GraphBuilder, n: u64, seed: u32| {
+        let w: Vec<f32> = data(n as usize, seed).iter().map(|v| 1.0 + 0.25 * v).collect();
+        g.constant(dtype, &[n], &float_bytes(dtype, &w))
+    };
+    let (z, y) = (t(&mut g, k), t(&mut g, k));
+    let w1 = norm_w(&mut g, k, 310);
+    g.op("aten.add.Tensor", &[h, r, one, z]).op("et_vk.rms_norm.default", &[z, w1, eps, y]);
+    let mut qkv = Vec::new();
+    for (j, n) in [k, 32, 32].into_iter().enumerate() {
+        let w = dense(&mut g, &[n, k]);
+        let b = if j == 0 { dense(&mut g, &[n]) } else { none };
+        let (x, out) = (flat(&mut g, y), lin(&mut g, n));
+        g.op("aten.linear.default", &[x, w, b, out]);
+        qkv.push(out);
+    }
+    let q = if viewed {
+        let q3 = t(&mut g, k);
+        g.op("aten.view_copy.default", &[qkv[0], to_3d, q3]);
+        q3
+    } else {
+        qkv[0]
+    };
+    let (sum2, y2) = (t(&mut g, k), t(&mut g, k));
+    let w2 = norm_w(&mut g, k, 311);
+    g.op("aten.add.Tensor", &[z, q, one, sum2]).op("et_vk.rms_norm.default", &[sum2, w2, eps, y2]);
+    let mut gate_up = Vec::new();
+    for _ in 0..2 {
+        let w = dense(&mut g, &[f, k]);
+        let (x, out) = (flat(&mut g, y2), lin(&mut g, f));
+        g.op("aten.linear.default", &[x, w, none, out]);
+        gate_up.push(out);
+    }
+    let (sig, silu, sw) = (lin(&mut g, f), lin(&mut g, f), lin(&mut g, f));
+    g.op("aten.sigmoid.default", &[gate_up[0], sig])
+        .op("aten.mul.Tensor", &[gate_up[0], sig, silu])
+        .op("aten.mul.Tensor", &[silu, gate_up[1], sw]);
+    g.inputs(&[h, r]).outputs(&[sum2, qkv[1], qkv[2], sw]);
+    let calls: Vec<Vec<Tensor>> = seqs
+        .iter()
+        .map(|&s| {
+            let len = (s * k) as usize;
+            let (a, b) = (data(len, 321), data(len, 322));
+            match dtype {
+                DType::F16 => vec![f16_tensor(&[1, s, k], &a), f16_tensor(&[1, s, k], &b)],
+                _ => vec![Tensor::from_f32(&[1, s, k], &a), Tensor::from_f32(&[1, s, k], &b)],
+            }
+        })
+        .collect();
+    let mut kinds = vec![
+        FusionKind::Swiglu,
+        FusionKind::Qkv,
+        FusionKind::AddNorm,
+        FusionKind::AddNorm,
+        FusionKind::NormLinear,
+        FusionKind::NormLinear,
+    ];
+    if viewed {
+        // The views of the QKV's and the SwiGLU's inputs repeat the first.
+        kinds.extend([FusionKind::Duplicate; 3]);
+        kinds.sort();
+    }
+    let tol = match dtype {
+        // The fused kernels sum the squares in another order and scale
+        // the dot products instead of the input.
+        DType::F32 => 1e-5,
+        // ... which may move a float16 rounding of the normed input.
+        _ => 1e-2,
+    };
+    let p = program(g.clone());
+    check(name, g, &kinds, &calls, tol);
+    // The one-row call's dispatches: the normed kernels' two, or with the
+    // norms apart two more.
+    let Some(rt) = crate::runtime() else { return };
+    let mut m = rt.load_with(&p, "forward", &LoadOptions::default()).expect("loads");
+    m.run(&calls[0]).expect("runs");
+    assert_eq!(m.n_dispatches(), if one_dispatch { 2 } else { 4 }, "{name}: dispatches of one row");
+}
+
 /// What [`rope_attention`] made: the inputs `[xq, xk, v, pos]`, the
 /// attention's output, and values a graph built on it reuses.
 struct RopeAttention {
@@ -915,7 +1049,8 @@ fn shared_or_output_intermediates_are_not_fused() {
 }
 
 /// Fusion is deterministic, keeps graph inputs, outputs and value ids, and
-/// the values it removes are not allocated by the memory planner.
+/// the values it removes are not allocated by the memory planner, whose
+/// plan still fits a decode step's lowering.
 #[test]
 fn fused_fixtures_plan_without_the_removed_intermediates() {
     let p = Program::open(crate::fixtures_dir().join("llama_tiny_fp32/model.pte")).expect("fixture");
@@ -927,7 +1062,7 @@ fn fused_fixtures_plan_without_the_removed_intermediates() {
     assert_eq!(f.graph.values[..g.values.len()], g.values[..]);
     let plain = etwgpu_graph::lower_at_max(g, 0).expect("lowers");
     let lowered = etwgpu_graph::lower_at_max(&f.graph, 0).expect("fused lowers");
-    let plan = etwgpu_graph::plan_graph(&f.graph, &lowered.steps, &[]).expect("plans");
+    let plan = etwgpu_graph::plan_graph(&f.graph, &lowered.steps, &lowered.nodes, &[]).expect("plans");
     let touched = |steps: &[etwgpu_kernels::Step]| {
         let mut vs = std::collections::BTreeSet::new();
         for s in steps {
@@ -947,7 +1082,25 @@ fn fused_fixtures_plan_without_the_removed_intermediates() {
     for v in removed {
         assert_eq!(plan.placement(v), None, "%{} is removed by fusion but planned", v.0);
     }
-    assert!(plan.planned_bytes() < etwgpu_graph::plan_graph(g, &plain.steps, &[]).expect("plans").planned_bytes());
+    let unfused = etwgpu_graph::plan_graph(g, &plain.steps, &plain.nodes, &[]).expect("plans");
+    assert!(plan.naive_bytes < unfused.naive_bytes, "fusion leaves fewer bytes to plan");
+    // A decode step (one token at position 5) lowers each norm and the
+    // linear after it to one GEMV reading the norm's inputs and writing the
+    // linear's outputs; the plan made at the maximum shapes still fits it,
+    // so the call keeps its arenas.
+    let decode = etwgpu_graph::Lowerer::new(&f.graph)
+        .expect("lowerer")
+        .lower(
+            &f.graph,
+            &[
+                etwgpu_graph::InputRef { value: f.graph.input_ids[0], shape: Some(&[1, 1]) },
+                etwgpu_graph::InputRef { value: f.graph.input_ids[1], shape: Some(&[1]) },
+            ],
+            |_, _| 5,
+        )
+        .expect("decode lowers");
+    assert!(decode.steps.len() < lowered.steps.len(), "the decode step's GEMVs take the norms in");
+    assert!(plan.fits(&decode.steps), "the decode step fits the plan at the maximum shapes");
 }
 
 /// Three torchao 8da4w linears of one input, as exported: one

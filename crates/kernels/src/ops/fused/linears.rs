@@ -101,6 +101,14 @@ pub fn linear_qkv(c: &Ctx<'_>) -> Result<Lowered> {
     c.expect_args(8)?;
     let x = c.tensor(0, "input")?;
     let outs = qkv_outputs(c, 7, &x)?;
+    linear_qkv_into(c, &x, &outs)
+}
+
+/// [`linear_qkv`] of the input `x` into `outs` (q, k, v, checked by the
+/// caller), its weights and biases (1 to 6) read from `c` (a fused op
+/// hands its normed input here, `etwgpu.rms_norm_linear_qkv`).
+pub(crate) fn linear_qkv_into(c: &Ctx<'_>, x: &TensorInfo<'_>, outs: &[TensorInfo<'_>]) -> Result<Lowered> {
+    let x = *x;
     let (m, k, lead) = linear_input(&x)?;
     let mut ns = [0u64; 3];
     let mut weights = Vec::with_capacity(3);
@@ -175,6 +183,14 @@ pub fn linear_swiglu(c: &Ctx<'_>) -> Result<Lowered> {
     let x = c.tensor(0, "input")?;
     let out = c.tensor(5, "out")?;
     same_dtype(&out, x.dtype, 5, "out")?;
+    linear_swiglu_into(c, &x, &out)
+}
+
+/// [`linear_swiglu`] of the input `x` into `out` (checked by the caller),
+/// its weights and biases (1 to 4) read from `c` (a fused op hands its
+/// normed input here, `etwgpu.rms_norm_linear_swiglu`).
+pub(crate) fn linear_swiglu_into(c: &Ctx<'_>, x: &TensorInfo<'_>, out: &TensorInfo<'_>) -> Result<Lowered> {
+    let (x, out) = (*x, *out);
     let (m, k, lead) = linear_input(&x)?;
     let wg = c.tensor(1, "w_gate")?;
     let bg = c.opt_tensor(2, "b_gate")?;
