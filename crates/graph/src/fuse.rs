@@ -71,9 +71,11 @@
 //!    `etwgpu.sdpa_rope_with_kv_cache` whose output only a view to
 //!    `[1, S, Hq * D]` reads, read only by an `et_vk.linear_q4gsw` as its
 //!    input (with constant weights), becomes one
-//!    `etwgpu.sdpa_rope_linear_q4gsw` at the attention: on the decode
-//!    route, the split-KV combine runs inside the linear's GEMV (one
-//!    dispatch fewer a layer). Off with [`FuseOptions::attention_linear`].
+//!    `etwgpu.sdpa_rope_linear_q4gsw` at the attention; read (through one
+//!    or two views, to `[1, S, Hq * D]` or `[S, Hq * D]`) only by an
+//!    `aten.linear`, one `etwgpu.sdpa_rope_linear`. On the decode route,
+//!    the split-KV combine runs inside the linear's GEMV (one dispatch
+//!    fewer a layer). Off with [`FuseOptions::attention_linear`].
 //! 9. **Elementwise chains**: unary and broadcasting binary float ops whose
 //!    results feed only the next op become one `etwgpu.fused_elementwise`
 //!    whose kernel is generated from the expression at lowering.

@@ -277,6 +277,7 @@ register_ops! {
     RmsNormLinearQ4gswSwiglu => "etwgpu.rms_norm_linear_q4gsw_swiglu.default" => fused::rms_norm_linear_q4gsw_swiglu,
     RmsNormLinearQkv => "etwgpu.rms_norm_linear_qkv.default" => fused::rms_norm_linear_qkv,
     RmsNormLinearSwiglu => "etwgpu.rms_norm_linear_swiglu.default" => fused::rms_norm_linear_swiglu,
+    SdpaRopeLinear => "etwgpu.sdpa_rope_linear.default" => fused::sdpa_rope_linear,
     SdpaRopeLinearQ4gsw => "etwgpu.sdpa_rope_linear_q4gsw.default" => fused::sdpa_rope_linear_q4gsw,
     SdpaRopeWithKvCache => "etwgpu.sdpa_rope_with_kv_cache.default" => fused::sdpa_rope_with_kv_cache,
     SymFloorDiv => "floordiv" => |c| symint::arith(c, SymIntOp::FloorDiv),
@@ -298,7 +299,9 @@ impl OpId {
     /// must list it here.
     pub const fn mutated_args(self) -> &'static [usize] {
         match self {
-            OpId::SdpaWithKvCache | OpId::SdpaRopeWithKvCache | OpId::SdpaRopeLinearQ4gsw => &[3, 4],
+            OpId::SdpaWithKvCache | OpId::SdpaRopeWithKvCache | OpId::SdpaRopeLinear | OpId::SdpaRopeLinearQ4gsw => {
+                &[3, 4]
+            }
             OpId::UpdateCache => &[1],
             OpId::AdamwStep => &[0, 1, 2],
             _ => &[],
@@ -310,7 +313,9 @@ impl OpId {
     /// such op's cache kernels have the `f32_kvf16` variant.
     pub const fn kv_cache_args(self) -> &'static [usize] {
         match self {
-            OpId::SdpaWithKvCache | OpId::SdpaRopeWithKvCache | OpId::SdpaRopeLinearQ4gsw => &[3, 4],
+            OpId::SdpaWithKvCache | OpId::SdpaRopeWithKvCache | OpId::SdpaRopeLinear | OpId::SdpaRopeLinearQ4gsw => {
+                &[3, 4]
+            }
             _ => &[],
         }
     }

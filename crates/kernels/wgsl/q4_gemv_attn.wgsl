@@ -44,6 +44,7 @@ const NEG: f32 = -3.402823e38;
 
 // include: split_plan.wgsl
 // include: q4_gemv_attn_decl.wgsl
+// include: attn_merge.wgsl
 // include: q4_dot.wgsl
 // include: q4_gemv_columns.wgsl
 

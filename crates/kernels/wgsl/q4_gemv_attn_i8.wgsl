@@ -32,6 +32,7 @@ const NEG: f32 = -3.402823e38;
 
 // include: split_plan.wgsl
 // include: q4_gemv_attn_decl.wgsl
+// include: attn_merge.wgsl
 
 /// vec4 `i` of the merged row (`q8_x.wgsl`).
 fn x_at(i: u32) -> vec4<f32> {

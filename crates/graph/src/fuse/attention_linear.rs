@@ -1,8 +1,12 @@
 //! Pass 8: an `etwgpu.sdpa_rope_with_kv_cache` whose output only a view to
 //! `[1, S, Hq * D]` reads, and that view only an `et_vk.linear_q4gsw` (the
 //! O projection), as its input: one `etwgpu.sdpa_rope_linear_q4gsw` at the
-//! attention, the view gone. On the decode route the split attention's
-//! combine then runs inside the linear's GEMV.
+//! attention, the view gone; or, through one or two views to `[1, S, Hq *
+//! D]` or `[S, Hq * D]` (an fp32 export views the attention's output to
+//! `[1, S, Hq * D]`, then to `[S, Hq * D]` for its linear), an
+//! `aten.linear`: one `etwgpu.sdpa_rope_linear`, the views gone. On the
+//! decode route the split attention's combine then runs inside the
+//! linear's GEMV.
 
 use std::collections::BTreeMap;
 
@@ -12,12 +16,14 @@ use etwgpu_kernels::OpId;
 use super::rewriter::{Edit, Rewriter, Uses};
 use super::{FusionKind, outputs_of};
 
-/// An attention, the view and the linear after it, matched.
+/// An attention, the views and the linear after it, matched.
 pub(super) struct AttentionLinear {
-    /// The view's op.
-    view: usize,
+    /// The views' ops, in order.
+    views: Vec<usize>,
     /// The linear's op.
     linear: usize,
+    /// The fused op's name.
+    name: &'static str,
     /// The fused op's arguments, its output list included.
     args: Vec<ValueId>,
 }
@@ -33,25 +39,30 @@ impl Rewriter {
         let mut edits: BTreeMap<usize, Edit> = BTreeMap::new();
         for a in 0..self.g.chain.len() {
             let Some(m) = self.match_attention_linear(&u, a) else { continue };
-            if [a, m.view, m.linear].iter().any(|i| edits.contains_key(i)) {
+            let mut ops = vec![a];
+            ops.extend(&m.views);
+            ops.push(m.linear);
+            if ops.iter().any(|i| edits.contains_key(i)) {
                 continue;
             }
-            let name = "etwgpu.sdpa_rope_linear_q4gsw.default";
-            let call = self.call(a, name, m.args);
-            self.record(FusionKind::AttentionLinear, &[a, m.view, m.linear], name);
+            let call = self.call(a, m.name, m.args);
+            self.record(FusionKind::AttentionLinear, &ops, m.name);
             edits.insert(a, Edit::Replace(vec![call]));
-            edits.insert(m.view, Edit::Remove);
-            edits.insert(m.linear, Edit::Remove);
+            for &o in &ops[1..] {
+                edits.insert(o, Edit::Remove);
+            }
         }
         self.apply(edits);
     }
 
     /// The fused attention at op `a` whose output `[1, S, Hq, D]` only one
     /// view reads, to `[1, S, Hq * D]`, which only a 4-bit linear reads, as
-    /// its input. The fused op runs at the attention, so the linear's other
-    /// arguments must exist there (constant weights; the rest constants or
-    /// written once before `a`); its output, written once by it, has no
-    /// reader before the linear.
+    /// its input; or a chain of one or two views (each read only by the
+    /// next), the last to `[1, S, Hq * D]` or `[S, Hq * D]`, which only an
+    /// `aten.linear` reads, as its input. The fused op runs at the
+    /// attention, so the linear's other arguments must exist there
+    /// (constant weights; the rest constants or written once before `a`);
+    /// its output, written once by it, has no reader before the linear.
     fn match_attention_linear(&mut self, u: &Uses, a: usize) -> Option<AttentionLinear> {
         if self.op(a)? != OpId::SdpaRopeWithKvCache {
             return None;
@@ -61,33 +72,60 @@ impl Rewriter {
         let VkValue::ValueList(items) = self.g.value(outs) else { return None };
         let items = items.clone();
         let &[_, _, attn] = &items[..] else { return None };
-        let [v] = u.readers[attn.idx()][..] else { return None };
-        let (src, xv) = (self.view(v)?, *self.args(v).last()?);
-        let [l] = u.readers[xv.idx()][..] else { return None };
-        let &[input, w, s, gs, bias, out] = self.args(l) else { return None };
-        let flat = match (self.dims(attn)?, self.dims(xv)?) {
-            (&[b, sq, h, d], &[b2, sq2, k]) => b == 1 && b2 == 1 && sq == sq2 && k == h * d,
-            _ => false,
+        // The views from the attention's output, each read only by the next.
+        let (mut views, mut xv) = (Vec::new(), attn);
+        let l = loop {
+            let [r] = u.readers[xv.idx()][..] else { return None };
+            match self.view(r) {
+                Some(src) if src == xv && views.len() < 2 && r > a => {
+                    if xv != attn && !u.removable(xv) {
+                        return None;
+                    }
+                    views.push(r);
+                    xv = *self.args(r).last()?;
+                }
+                Some(_) => return None,
+                None => break r,
+            }
         };
+        let &[b, sq, h, d] = self.dims(attn)? else { return None };
+        let float_flat = matches!(*self.dims(xv)?, [1, sq2, k] | [sq2, k] if sq2 == sq && k == h * d);
+        let q4_flat = matches!(*self.dims(xv)?, [1, sq2, k] if sq2 == sq && k == h * d);
         let ready = |v: ValueId| match self.g.value(v) {
             VkValue::Tensor(_) => u.producer[v.idx()].is_none_or(|p| p < a) && !u.mutable[v.idx()],
             VkValue::ValueList(_) => false,
             _ => true,
         };
         let dtype = self.float(attn)?;
-        let ok = self.op(l)? == OpId::LinearQ4gsw
-            && src == attn
-            && v > a
-            && l > v
-            && input == xv
-            && flat
+        let common = b == 1
+            && !views.is_empty()
+            && views.windows(2).all(|w| w[0] < w[1])
+            && l > *views.last()?
             && u.removable(xv)
+            && self.float(xv) == Some(dtype);
+        let (name, args, out) = match (self.op(l)?, self.args(l)) {
+            (OpId::LinearQ4gsw, &[input, w, s, gs, bias, out]) => {
+                let ok = views.len() == 1
+                    && q4_flat
+                    && input == xv
+                    && ![w, s, gs, bias].contains(&xv)
+                    && self.tensor(w).is_some_and(|t| t.constant.is_some())
+                    && [s, gs, bias].iter().all(|&v| ready(v));
+                (ok.then_some("etwgpu.sdpa_rope_linear_q4gsw.default")?, vec![w, s, gs, bias], out)
+            }
+            (OpId::Linear, &[input, w, bias, out]) => {
+                let ok = float_flat
+                    && input == xv
+                    && ![w, bias].contains(&xv)
+                    && self.tensor(w).is_some_and(|t| t.constant.is_some())
+                    && ready(bias);
+                (ok.then_some("etwgpu.sdpa_rope_linear.default")?, vec![w, bias], out)
+            }
+            _ => return None,
+        };
+        let ok = common
             && outputs_of(&self.g, &self.g.chain[l]) == [out]
-            && ![w, s, gs, bias].contains(&xv)
-            && self.tensor(w).is_some_and(|t| t.constant.is_some())
-            && [s, gs, bias].iter().all(|&v| ready(v))
             && !u.mutable[out.idx()]
-            && self.float(xv) == Some(dtype)
             && self.float(out) == Some(dtype);
         if !ok {
             return None;
@@ -95,8 +133,9 @@ impl Rewriter {
         let mut list = items;
         list.push(out);
         let list = self.push(VkValue::ValueList(list));
-        let mut args = attn_args;
-        args.extend([w, s, gs, bias, list]);
-        Some(AttentionLinear { view: v, linear: l, args })
+        let mut fused_args = attn_args;
+        fused_args.extend(args);
+        fused_args.push(list);
+        Some(AttentionLinear { views, linear: l, name, args: fused_args })
     }
 }

@@ -34,9 +34,10 @@ impl Rewriter {
     }
 
     /// The norm at op `p` and the one linear `c` reading its output, as its
-    /// input only, directly or through one `view_copy` that flattens its
-    /// leading dims (`[1, S, K]` to `[S, K]`: the float linears of an fp32
-    /// export): `(the ops that go, the view if any then c; the fused op's
+    /// input only, directly or through one view that flattens its leading
+    /// dims (`[1, S, K]` to `[S, K]`: the float linears of an fp32 export,
+    /// a `view_copy`, or a `squeeze_copy` in a static one): `(the ops that
+    /// go, the view if any then c; the fused op's
     /// arguments; its name)`. The fused op's normed output is the view's
     /// (the linear's input). The fused op runs at the norm, so the
     /// linear's other arguments must exist there (constants, or written
@@ -53,9 +54,9 @@ impl Rewriter {
             _ => return None,
         };
         let [r] = u.readers[normed.idx()][..] else { return None };
-        let (view, c, x) = match self.op(r)? {
-            OpId::ViewCopy => {
-                let &[src, _, out] = self.args(r) else { return None };
+        let (view, c, x) = match self.view(r) {
+            Some(src) => {
+                let out = *self.args(r).last()?;
                 let (from, to) = (self.dims(normed)?, self.dims(out)?);
                 let (&k, lead) = from.split_last()?;
                 let flattens = to == [lead.iter().product(), k];
@@ -65,7 +66,7 @@ impl Rewriter {
                 }
                 (Some(r), c, out)
             }
-            _ => (None, r, normed),
+            None => (None, r, normed),
         };
         let (name, buffers) = match self.op(c)? {
             OpId::LinearQ4gsw => ("etwgpu.rms_norm_linear_q4gsw.default", 8),

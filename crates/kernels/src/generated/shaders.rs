@@ -82,6 +82,8 @@ pub enum Family {
     LinearDq8caQ4gsw,
     /// `linear_gemv.wgsl`.
     LinearGemv,
+    /// `linear_gemv_attn.wgsl`.
+    LinearGemvAttn,
     /// `linear_q4gsw.wgsl`.
     LinearQ4gsw,
     /// `linear_q4gsw_qkv.wgsl`.
@@ -484,6 +486,10 @@ pub enum ShaderId {
     LinearGemvF32,
     /// `linear_gemv.wgsl` with `Elem = f16`.
     LinearGemvF16,
+    /// `linear_gemv_attn.wgsl` with `Elem = f32`.
+    LinearGemvAttnF32,
+    /// `linear_gemv_attn.wgsl` with `Elem = f16`.
+    LinearGemvAttnF16,
     /// `linear_q4gsw.wgsl` with `Elem = f32`.
     LinearQ4gswF32,
     /// `linear_q4gsw.wgsl` with `Elem = f16`.
@@ -875,6 +881,8 @@ impl ShaderId {
         ShaderId::LinearDq8caQ4gswF16,
         ShaderId::LinearGemvF32,
         ShaderId::LinearGemvF16,
+        ShaderId::LinearGemvAttnF32,
+        ShaderId::LinearGemvAttnF16,
         ShaderId::LinearQ4gswF32,
         ShaderId::LinearQ4gswF16,
         ShaderId::LinearQ4gswQkvF32,
@@ -1113,6 +1121,8 @@ impl ShaderId {
             ShaderId::LinearDq8caQ4gswF16 => Family::LinearDq8caQ4gsw,
             ShaderId::LinearGemvF32 => Family::LinearGemv,
             ShaderId::LinearGemvF16 => Family::LinearGemv,
+            ShaderId::LinearGemvAttnF32 => Family::LinearGemvAttn,
+            ShaderId::LinearGemvAttnF16 => Family::LinearGemvAttn,
             ShaderId::LinearQ4gswF32 => Family::LinearQ4gsw,
             ShaderId::LinearQ4gswF16 => Family::LinearQ4gsw,
             ShaderId::LinearQ4gswQkvF32 => Family::LinearQ4gswQkv,
@@ -1364,6 +1374,8 @@ impl ShaderId {
             ShaderId::LinearDq8caQ4gswF16 => Variant::F16,
             ShaderId::LinearGemvF32 => Variant::F32,
             ShaderId::LinearGemvF16 => Variant::F16,
+            ShaderId::LinearGemvAttnF32 => Variant::F32,
+            ShaderId::LinearGemvAttnF16 => Variant::F16,
             ShaderId::LinearQ4gswF32 => Variant::F32,
             ShaderId::LinearQ4gswF16 => Variant::F16,
             ShaderId::LinearQ4gswQkvF32 => Variant::F32,
@@ -1603,6 +1615,8 @@ impl ShaderId {
             ShaderId::LinearDq8caQ4gswF16 => "linear_dq8ca_q4gsw.f16",
             ShaderId::LinearGemvF32 => "linear_gemv.f32",
             ShaderId::LinearGemvF16 => "linear_gemv.f16",
+            ShaderId::LinearGemvAttnF32 => "linear_gemv_attn.f32",
+            ShaderId::LinearGemvAttnF16 => "linear_gemv_attn.f16",
             ShaderId::LinearQ4gswF32 => "linear_q4gsw.f32",
             ShaderId::LinearQ4gswF16 => "linear_q4gsw.f16",
             ShaderId::LinearQ4gswQkvF32 => "linear_q4gsw_qkv.f32",
@@ -1842,6 +1856,8 @@ impl ShaderId {
             ShaderId::LinearDq8caQ4gswF16 => LINEAR_DQ8CA_Q4GSW_F16,
             ShaderId::LinearGemvF32 => LINEAR_GEMV_F32,
             ShaderId::LinearGemvF16 => LINEAR_GEMV_F16,
+            ShaderId::LinearGemvAttnF32 => LINEAR_GEMV_ATTN_F32,
+            ShaderId::LinearGemvAttnF16 => LINEAR_GEMV_ATTN_F16,
             ShaderId::LinearQ4gswF32 => LINEAR_Q4GSW_F32,
             ShaderId::LinearQ4gswF16 => LINEAR_Q4GSW_F16,
             ShaderId::LinearQ4gswQkvF32 => LINEAR_Q4GSW_QKV_F32,
@@ -2307,6 +2323,18 @@ impl ShaderId {
                 storage_buffers: 4,
                 uniform_buffers: 1,
                 workgroup_bytes: 4096,
+            },
+            ShaderId::LinearGemvAttnF32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 4,
+                uniform_buffers: 1,
+                workgroup_bytes: 16384,
+            },
+            ShaderId::LinearGemvAttnF16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 4,
+                uniform_buffers: 1,
+                workgroup_bytes: 16384,
             },
             ShaderId::LinearQ4gswF32 => {
                 ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 5, uniform_buffers: 1, workgroup_bytes: 256 }
@@ -3132,6 +3160,8 @@ impl ShaderId {
             (Family::LinearDq8caQ4gsw, Variant::F16) => Some(ShaderId::LinearDq8caQ4gswF16),
             (Family::LinearGemv, Variant::F32) => Some(ShaderId::LinearGemvF32),
             (Family::LinearGemv, Variant::F16) => Some(ShaderId::LinearGemvF16),
+            (Family::LinearGemvAttn, Variant::F32) => Some(ShaderId::LinearGemvAttnF32),
+            (Family::LinearGemvAttn, Variant::F16) => Some(ShaderId::LinearGemvAttnF16),
             (Family::LinearQ4gsw, Variant::F32) => Some(ShaderId::LinearQ4gswF32),
             (Family::LinearQ4gsw, Variant::F16) => Some(ShaderId::LinearQ4gswF16),
             (Family::LinearQ4gswQkv, Variant::F32) => Some(ShaderId::LinearQ4gswQkvF32),
@@ -12698,6 +12728,13 @@ struct Params {
 
 var<workgroup> partial: array<f32, MAX_ROWS * WG>;
 
+/// Nothing before the loop: x is read from storage.
+fn prologue(lid: u32) {}
+
+fn x_at(i: u32) -> vec4<f32> {
+    return vec4<f32>(x[i]);
+}
+
 @compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
@@ -12708,6 +12745,7 @@ fn main(
     let lane = lid % lanes;
     let c = lid / lanes;
     let col = (wid.y * groups.x + wid.x) * p.cols + c;
+    prologue(lid);
     let k4 = p.k / 4u;
     var acc = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
     if col < p.n {
@@ -12721,15 +12759,15 @@ fn main(
             let w3 = vec4<f32>(w[row + j + 3u * lanes]);
             for (var r = 0u; r < p.m; r++) {
                 let xr = r * k4 + j;
-                acc[r] += dot(vec4<f32>(x[xr]), w0) + dot(vec4<f32>(x[xr + lanes]), w1)
-                    + dot(vec4<f32>(x[xr + 2u * lanes]), w2) + dot(vec4<f32>(x[xr + 3u * lanes]), w3);
+                acc[r] += dot(x_at(xr), w0) + dot(x_at(xr + lanes), w1)
+                    + dot(x_at(xr + 2u * lanes), w2) + dot(x_at(xr + 3u * lanes), w3);
             }
         }
         // The rest, one word at a time.
         for (; j < k4; j += lanes) {
             let wv = vec4<f32>(w[row + j]);
             for (var r = 0u; r < p.m; r++) {
-                acc[r] += dot(vec4<f32>(x[r * k4 + j]), wv);
+                acc[r] += dot(x_at(r * k4 + j), wv);
             }
         }
     }
@@ -12804,6 +12842,13 @@ struct Params {
 
 var<workgroup> partial: array<f32, MAX_ROWS * WG>;
 
+/// Nothing before the loop: x is read from storage.
+fn prologue(lid: u32) {}
+
+fn x_at(i: u32) -> vec4<f32> {
+    return vec4<f32>(x[i]);
+}
+
 @compute @workgroup_size(WG)
 fn main(
     @builtin(local_invocation_index) lid: u32,
@@ -12814,6 +12859,7 @@ fn main(
     let lane = lid % lanes;
     let c = lid / lanes;
     let col = (wid.y * groups.x + wid.x) * p.cols + c;
+    prologue(lid);
     let k4 = p.k / 4u;
     var acc = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
     if col < p.n {
@@ -12827,15 +12873,429 @@ fn main(
             let w3 = vec4<f32>(w[row + j + 3u * lanes]);
             for (var r = 0u; r < p.m; r++) {
                 let xr = r * k4 + j;
-                acc[r] += dot(vec4<f32>(x[xr]), w0) + dot(vec4<f32>(x[xr + lanes]), w1)
-                    + dot(vec4<f32>(x[xr + 2u * lanes]), w2) + dot(vec4<f32>(x[xr + 3u * lanes]), w3);
+                acc[r] += dot(x_at(xr), w0) + dot(x_at(xr + lanes), w1)
+                    + dot(x_at(xr + 2u * lanes), w2) + dot(x_at(xr + 3u * lanes), w3);
             }
         }
         // The rest, one word at a time.
         for (; j < k4; j += lanes) {
             let wv = vec4<f32>(w[row + j]);
             for (var r = 0u; r < p.m; r++) {
-                acc[r] += dot(vec4<f32>(x[r * k4 + j]), wv);
+                acc[r] += dot(x_at(r * k4 + j), wv);
+            }
+        }
+    }
+    for (var r = 0u; r < MAX_ROWS; r++) {
+        partial[r * WG + lid] = acc[r];
+    }
+    workgroupBarrier();
+    for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            for (var r = 0u; r < MAX_ROWS; r++) {
+                partial[r * WG + lid] += partial[r * WG + lid + stride];
+            }
+        }
+        workgroupBarrier();
+    }
+    if lane == 0u && col < p.n {
+        for (var r = 0u; r < p.m; r++) {
+            var v = partial[r * WG + lid];
+            if p.has_bias != 0u {
+                v += f32(bias[col]);
+            }
+            out[r * p.n + col] = Elem(v);
+        }
+    }
+}
+"#;
+
+/// `linear_gemv_attn.wgsl` with `Elem = f32`.
+pub const LINEAR_GEMV_ATTN_F32: &str = r#"//! Decode route of `etwgpu.sdpa_rope_linear` (float weights): the second
+//! pass of split-KV attention (`sdpa_split_combine.wgsl`) folded into the
+//! float GEMV that reads the attention's output (the O projection), one
+//! dispatch. Each workgroup merges the partials of every split into the
+//! attention's output rows in workgroup memory (`attn_merge.wgsl`; every
+//! workgroup reads the whole input anyway), rounded to `Elem` as the
+//! combine stores them; then, as `linear_gemv.wgsl`,
+//! `out[m, n] = sum_k x[m, k] * w[n, k] + bias[n]` with x read from
+//! workgroup memory. The host routes here only when the rows fit `XS` and
+//! the (row, head, split) entries of the longest context fit `ML`, with
+//! few splits (the merge walks them serially).
+//!
+//! Bounds: `partial` by `r * WG + lid` (`r < MAX_ROWS`), `ml` by `e < seq
+//! * n_heads * n_splits`, and `x` by `j < seq * n_heads * head_dim / 4 =
+//! m * k / 4` (as are the GEMV's reads of it): `combine_folds`
+//! (`ops/llm/split_kv.rs`) routes here only when `S * Hq * splits <= ML`
+//! at the longest context and `S * Hq * D / 4 <= XS`.
+// variants: f32 f16
+
+alias Elem = f32;
+
+/// Invocations per workgroup.
+const WG: u32 = 256u;
+/// Most rows of x.
+const MAX_ROWS: u32 = 4u;
+/// `vec4`s of the weight row a lane loads before using them.
+const UNROLL: u32 = 4u;
+/// vec4s of merged attention output held in workgroup memory: `m * k / 4`
+/// at most (the host checks).
+const XS: u32 = 512u;
+/// (row, head, split) entries of the merge: `seq * n_heads * splits` at
+/// most (the host checks at the longest context).
+const ML: u32 = 512u;
+/// Score of a masked key (`sdpa_split.wgsl`'s).
+const NEG: f32 = -3.402823e38;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (`n_heads * head_dim`, a multiple of 4).
+    k: u32,
+    has_bias: u32,
+    /// Output columns a workgroup (8, 4 or 2).
+    cols: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+    /// The combine's: query rows (`S`, the same as `m`).
+    seq: u32,
+    /// Query heads.
+    n_heads: u32,
+    /// Head dim (a multiple of 4, at most 256).
+    head_dim: u32,
+    /// Position of the first query row (the context is `start_pos + seq`).
+    start_pos: u32,
+    /// Split plan constants (`common/split_plan.wgsl`).
+    split_target: u32,
+    split_min_keys: u32,
+    split_tile: u32,
+    split_max: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
+/// `split_min_keys` keys each, enough splits to reach `split_target`
+/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
+/// length but the last, none empty.
+fn split_plan(ctx: u32) -> vec2<u32> {
+    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
+    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
+    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
+    let chunk = max((ctx + bound - 1u) / bound, 1u);
+    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
+}
+@group(0) @binding(1) var<storage, read> part: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> w: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> bias: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+/// The merged attention output: row `r` of x from vec4 `r * k / 4`.
+var<workgroup> x: array<vec4<f32>, XS>;
+/// Per (row, head) and split: its `(max, sum)`, then `.x` its weight;
+/// the first split's `.y` then holds the (row, head)'s sum.
+var<workgroup> ml: array<vec2<f32>, ML>;
+var<workgroup> partial: array<f32, MAX_ROWS * WG>;
+
+/// Fills `x` with the attention's output rows merged from the partials.
+/// Ends with a barrier, so `x` is ready.
+fn merge_prologue(lid: u32) {
+    let d4 = p.head_dim / 4u;
+    let rows = p.seq * p.n_heads;
+    let n_splits = split_plan(p.start_pos + p.seq).x;
+    let stride = d4 + 1u;
+    // Partial `e = (row, head) * n_splits + split` starts at `e * stride`.
+    for (var e = lid; e < rows * n_splits; e += WG) {
+        ml[e] = part[e * stride].xy;
+    }
+    workgroupBarrier();
+    for (var r = lid; r < rows; r += WG) {
+        let b = r * n_splits;
+        var mx = NEG;
+        for (var s = 0u; s < n_splits; s++) {
+            mx = max(mx, ml[b + s].x);
+        }
+        var l = 0.0;
+        for (var s = 0u; s < n_splits; s++) {
+            let w = exp(ml[b + s].x - mx);
+            l += ml[b + s].y * w;
+            ml[b + s].x = w;
+        }
+        ml[b].y = l;
+    }
+    workgroupBarrier();
+    for (var j = lid; j < rows * d4; j += WG) {
+        let r = j / d4;
+        let b = r * n_splits;
+        let at = b * stride + 1u + j % d4;
+        var acc = vec4<f32>();
+        var s = 0u;
+        for (; s + 4u <= n_splits; s += 4u) {
+            let o0 = part[at + s * stride];
+            let o1 = part[at + (s + 1u) * stride];
+            let o2 = part[at + (s + 2u) * stride];
+            let o3 = part[at + (s + 3u) * stride];
+            acc += o0 * ml[b + s].x + o1 * ml[b + s + 1u].x + o2 * ml[b + s + 2u].x + o3 * ml[b + s + 3u].x;
+        }
+        for (; s < n_splits; s++) {
+            acc += part[at + s * stride] * ml[b + s].x;
+        }
+        x[j] = vec4<f32>(vec4<Elem>(acc / ml[b].y));
+    }
+    workgroupBarrier();
+}
+
+/// The attention's output rows merged into `x` (`attn_merge.wgsl`).
+fn prologue(lid: u32) {
+    merge_prologue(lid);
+}
+
+fn x_at(i: u32) -> vec4<f32> {
+    return x[i];
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let lanes = WG / p.cols;
+    let lane = lid % lanes;
+    let c = lid / lanes;
+    let col = (wid.y * groups.x + wid.x) * p.cols + c;
+    prologue(lid);
+    let k4 = p.k / 4u;
+    var acc = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
+    if col < p.n {
+        let row = col * k4;
+        var j = lane;
+        // Whole steps of `UNROLL * lanes` words: the loads first.
+        for (; j + (UNROLL - 1u) * lanes < k4; j += UNROLL * lanes) {
+            let w0 = vec4<f32>(w[row + j]);
+            let w1 = vec4<f32>(w[row + j + lanes]);
+            let w2 = vec4<f32>(w[row + j + 2u * lanes]);
+            let w3 = vec4<f32>(w[row + j + 3u * lanes]);
+            for (var r = 0u; r < p.m; r++) {
+                let xr = r * k4 + j;
+                acc[r] += dot(x_at(xr), w0) + dot(x_at(xr + lanes), w1)
+                    + dot(x_at(xr + 2u * lanes), w2) + dot(x_at(xr + 3u * lanes), w3);
+            }
+        }
+        // The rest, one word at a time.
+        for (; j < k4; j += lanes) {
+            let wv = vec4<f32>(w[row + j]);
+            for (var r = 0u; r < p.m; r++) {
+                acc[r] += dot(x_at(r * k4 + j), wv);
+            }
+        }
+    }
+    for (var r = 0u; r < MAX_ROWS; r++) {
+        partial[r * WG + lid] = acc[r];
+    }
+    workgroupBarrier();
+    for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            for (var r = 0u; r < MAX_ROWS; r++) {
+                partial[r * WG + lid] += partial[r * WG + lid + stride];
+            }
+        }
+        workgroupBarrier();
+    }
+    if lane == 0u && col < p.n {
+        for (var r = 0u; r < p.m; r++) {
+            var v = partial[r * WG + lid];
+            if p.has_bias != 0u {
+                v += f32(bias[col]);
+            }
+            out[r * p.n + col] = Elem(v);
+        }
+    }
+}
+"#;
+
+/// `linear_gemv_attn.wgsl` with `Elem = f16`.
+pub const LINEAR_GEMV_ATTN_F16: &str = r#"enable f16;
+
+//! Decode route of `etwgpu.sdpa_rope_linear` (float weights): the second
+//! pass of split-KV attention (`sdpa_split_combine.wgsl`) folded into the
+//! float GEMV that reads the attention's output (the O projection), one
+//! dispatch. Each workgroup merges the partials of every split into the
+//! attention's output rows in workgroup memory (`attn_merge.wgsl`; every
+//! workgroup reads the whole input anyway), rounded to `Elem` as the
+//! combine stores them; then, as `linear_gemv.wgsl`,
+//! `out[m, n] = sum_k x[m, k] * w[n, k] + bias[n]` with x read from
+//! workgroup memory. The host routes here only when the rows fit `XS` and
+//! the (row, head, split) entries of the longest context fit `ML`, with
+//! few splits (the merge walks them serially).
+//!
+//! Bounds: `partial` by `r * WG + lid` (`r < MAX_ROWS`), `ml` by `e < seq
+//! * n_heads * n_splits`, and `x` by `j < seq * n_heads * head_dim / 4 =
+//! m * k / 4` (as are the GEMV's reads of it): `combine_folds`
+//! (`ops/llm/split_kv.rs`) routes here only when `S * Hq * splits <= ML`
+//! at the longest context and `S * Hq * D / 4 <= XS`.
+// variants: f32 f16
+
+alias Elem = f16;
+
+/// Invocations per workgroup.
+const WG: u32 = 256u;
+/// Most rows of x.
+const MAX_ROWS: u32 = 4u;
+/// `vec4`s of the weight row a lane loads before using them.
+const UNROLL: u32 = 4u;
+/// vec4s of merged attention output held in workgroup memory: `m * k / 4`
+/// at most (the host checks).
+const XS: u32 = 512u;
+/// (row, head, split) entries of the merge: `seq * n_heads * splits` at
+/// most (the host checks at the longest context).
+const ML: u32 = 512u;
+/// Score of a masked key (`sdpa_split.wgsl`'s).
+const NEG: f32 = -3.402823e38;
+
+struct Params {
+    /// Rows of x.
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (`n_heads * head_dim`, a multiple of 4).
+    k: u32,
+    has_bias: u32,
+    /// Output columns a workgroup (8, 4 or 2).
+    cols: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+    /// The combine's: query rows (`S`, the same as `m`).
+    seq: u32,
+    /// Query heads.
+    n_heads: u32,
+    /// Head dim (a multiple of 4, at most 256).
+    head_dim: u32,
+    /// Position of the first query row (the context is `start_pos + seq`).
+    start_pos: u32,
+    /// Split plan constants (`common/split_plan.wgsl`).
+    split_target: u32,
+    split_min_keys: u32,
+    split_tile: u32,
+    split_max: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+/// `(splits, keys per split)` of a context of `ctx >= 1` keys: at least
+/// `split_min_keys` keys each, enough splits to reach `split_target`
+/// (workgroups) or one `split_tile` each, at most `split_max`, of equal
+/// length but the last, none empty.
+fn split_plan(ctx: u32) -> vec2<u32> {
+    let by_keys = (ctx + p.split_min_keys - 1u) / p.split_min_keys;
+    let by_target = max(p.split_target, (ctx + p.split_tile - 1u) / p.split_tile);
+    let bound = clamp(min(by_keys, by_target), 1u, p.split_max);
+    let chunk = max((ctx + bound - 1u) / bound, 1u);
+    return vec2<u32>(max((ctx + chunk - 1u) / chunk, 1u), chunk);
+}
+@group(0) @binding(1) var<storage, read> part: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> w: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> bias: array<Elem>;
+@group(0) @binding(4) var<storage, read_write> out: array<Elem>;
+
+/// The merged attention output: row `r` of x from vec4 `r * k / 4`.
+var<workgroup> x: array<vec4<f32>, XS>;
+/// Per (row, head) and split: its `(max, sum)`, then `.x` its weight;
+/// the first split's `.y` then holds the (row, head)'s sum.
+var<workgroup> ml: array<vec2<f32>, ML>;
+var<workgroup> partial: array<f32, MAX_ROWS * WG>;
+
+/// Fills `x` with the attention's output rows merged from the partials.
+/// Ends with a barrier, so `x` is ready.
+fn merge_prologue(lid: u32) {
+    let d4 = p.head_dim / 4u;
+    let rows = p.seq * p.n_heads;
+    let n_splits = split_plan(p.start_pos + p.seq).x;
+    let stride = d4 + 1u;
+    // Partial `e = (row, head) * n_splits + split` starts at `e * stride`.
+    for (var e = lid; e < rows * n_splits; e += WG) {
+        ml[e] = part[e * stride].xy;
+    }
+    workgroupBarrier();
+    for (var r = lid; r < rows; r += WG) {
+        let b = r * n_splits;
+        var mx = NEG;
+        for (var s = 0u; s < n_splits; s++) {
+            mx = max(mx, ml[b + s].x);
+        }
+        var l = 0.0;
+        for (var s = 0u; s < n_splits; s++) {
+            let w = exp(ml[b + s].x - mx);
+            l += ml[b + s].y * w;
+            ml[b + s].x = w;
+        }
+        ml[b].y = l;
+    }
+    workgroupBarrier();
+    for (var j = lid; j < rows * d4; j += WG) {
+        let r = j / d4;
+        let b = r * n_splits;
+        let at = b * stride + 1u + j % d4;
+        var acc = vec4<f32>();
+        var s = 0u;
+        for (; s + 4u <= n_splits; s += 4u) {
+            let o0 = part[at + s * stride];
+            let o1 = part[at + (s + 1u) * stride];
+            let o2 = part[at + (s + 2u) * stride];
+            let o3 = part[at + (s + 3u) * stride];
+            acc += o0 * ml[b + s].x + o1 * ml[b + s + 1u].x + o2 * ml[b + s + 2u].x + o3 * ml[b + s + 3u].x;
+        }
+        for (; s < n_splits; s++) {
+            acc += part[at + s * stride] * ml[b + s].x;
+        }
+        x[j] = vec4<f32>(vec4<Elem>(acc / ml[b].y));
+    }
+    workgroupBarrier();
+}
+
+/// The attention's output rows merged into `x` (`attn_merge.wgsl`).
+fn prologue(lid: u32) {
+    merge_prologue(lid);
+}
+
+fn x_at(i: u32) -> vec4<f32> {
+    return x[i];
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let lanes = WG / p.cols;
+    let lane = lid % lanes;
+    let c = lid / lanes;
+    let col = (wid.y * groups.x + wid.x) * p.cols + c;
+    prologue(lid);
+    let k4 = p.k / 4u;
+    var acc = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
+    if col < p.n {
+        let row = col * k4;
+        var j = lane;
+        // Whole steps of `UNROLL * lanes` words: the loads first.
+        for (; j + (UNROLL - 1u) * lanes < k4; j += UNROLL * lanes) {
+            let w0 = vec4<f32>(w[row + j]);
+            let w1 = vec4<f32>(w[row + j + lanes]);
+            let w2 = vec4<f32>(w[row + j + 2u * lanes]);
+            let w3 = vec4<f32>(w[row + j + 3u * lanes]);
+            for (var r = 0u; r < p.m; r++) {
+                let xr = r * k4 + j;
+                acc[r] += dot(x_at(xr), w0) + dot(x_at(xr + lanes), w1)
+                    + dot(x_at(xr + 2u * lanes), w2) + dot(x_at(xr + 3u * lanes), w3);
+            }
+        }
+        // The rest, one word at a time.
+        for (; j < k4; j += lanes) {
+            let wv = vec4<f32>(w[row + j]);
+            for (var r = 0u; r < p.m; r++) {
+                acc[r] += dot(x_at(r * k4 + j), wv);
             }
         }
     }
@@ -24402,7 +24862,6 @@ var<workgroup> partial: array<vec4<f32>, WG>;
 /// Per (row, head) and split: its `(max, sum)`, then `.x` its weight;
 /// the first split's `.y` then holds the (row, head)'s sum.
 var<workgroup> ml: array<vec2<f32>, ML>;
-
 /// Fills `x` with the attention's output rows merged from the partials.
 /// Ends with a barrier, so `x` is ready.
 fn merge_prologue(lid: u32) {
@@ -24707,7 +25166,6 @@ var<workgroup> partial: array<vec4<f32>, WG>;
 /// Per (row, head) and split: its `(max, sum)`, then `.x` its weight;
 /// the first split's `.y` then holds the (row, head)'s sum.
 var<workgroup> ml: array<vec2<f32>, ML>;
-
 /// Fills `x` with the attention's output rows merged from the partials.
 /// Ends with a barrier, so `x` is ready.
 fn merge_prologue(lid: u32) {
@@ -24998,7 +25456,6 @@ var<workgroup> partial: array<vec4<f32>, WG>;
 /// Per (row, head) and split: its `(max, sum)`, then `.x` its weight;
 /// the first split's `.y` then holds the (row, head)'s sum.
 var<workgroup> ml: array<vec2<f32>, ML>;
-
 /// Fills `x` with the attention's output rows merged from the partials.
 /// Ends with a barrier, so `x` is ready.
 fn merge_prologue(lid: u32) {
@@ -25394,7 +25851,6 @@ var<workgroup> partial: array<vec4<f32>, WG>;
 /// Per (row, head) and split: its `(max, sum)`, then `.x` its weight;
 /// the first split's `.y` then holds the (row, head)'s sum.
 var<workgroup> ml: array<vec2<f32>, ML>;
-
 /// Fills `x` with the attention's output rows merged from the partials.
 /// Ends with a barrier, so `x` is ready.
 fn merge_prologue(lid: u32) {

@@ -43,7 +43,9 @@
 //!   output list>, weights, weight_scales, group_size, bias?, →[xq_out,
 //!   xk_out, attn, out])`: that op and the 4-bit linear reading its output
 //!   (through a view to `[1, S, Hq * D]`), the split-KV combine inside the
-//!   linear's GEMV on the decode route (`fused/rope_attention.rs`).
+//!   linear's GEMV on the decode route (`fused/rope_attention.rs`);
+//!   `etwgpu.sdpa_rope_linear.default(<the same>, weight, bias?, →[xq_out,
+//!   xk_out, attn, out])` the same for an `aten.linear` (float weights).
 
 mod expr;
 mod linears;
@@ -56,7 +58,7 @@ pub use norm_linears::{
     Q4_GEMV_NORM_MAX_ELEMS, Q4_GEMV_QKV_I8_MAX_K, rms_norm_linear_q4gsw, rms_norm_linear_q4gsw_qkv,
     rms_norm_linear_q4gsw_swiglu, rms_norm_linear_qkv, rms_norm_linear_swiglu,
 };
-pub use rope_attention::{sdpa_rope_linear_q4gsw, sdpa_rope_with_kv_cache};
+pub use rope_attention::{sdpa_rope_linear, sdpa_rope_linear_q4gsw, sdpa_rope_with_kv_cache};
 
 use crate::error::{Error, Result};
 use crate::ops::elementwise::UnaryOp;

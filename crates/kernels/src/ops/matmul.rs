@@ -294,9 +294,22 @@ pub fn linear(c: &Ctx<'_>) -> Result<Lowered> {
 pub fn linear_with(c: &Ctx<'_>, epilogue: Epilogue) -> Result<Lowered> {
     c.expect_args(4)?;
     let a = c.tensor(0, "input")?;
+    let out = c.tensor(3, "out")?;
+    linear_into(c, &a, &out, epilogue)
+}
+
+/// [`linear_with`] of the input `a` into `out`, the weight and bias
+/// (arguments 1 and 2) read from `c` (a fused op hands the attention's
+/// output here, `etwgpu.sdpa_rope_linear`).
+pub(crate) fn linear_into(
+    c: &Ctx<'_>,
+    a: &TensorInfo<'_>,
+    out: &TensorInfo<'_>,
+    epilogue: Epilogue,
+) -> Result<Lowered> {
+    let (a, out) = (*a, *out);
     let w = c.tensor(1, "weight")?;
     let bias = c.opt_tensor(2, "bias")?;
-    let out = c.tensor(3, "out")?;
     let Some((&k, lead)) = a.shape.split_last() else {
         return Err(shape_err(0, "input", "rank >= 1".into(), &a));
     };

@@ -968,6 +968,70 @@ fn attention_goes_into_the_4bit_linear_after_it() {
     }
 }
 
+/// [`attention_linear_graph`] with a float O projection (`aten.linear` of
+/// `n` outputs with a bias) reading the attention's output through a view
+/// to `[1, S, Hq * D]` and, as an fp32 export has it, another to `[S, Hq *
+/// D]` (`two_views`; the linear's output is then `[S, N]`).
+fn float_attention_linear_graph(
+    dtype: DType,
+    (hq, hkv, d): (u64, u64, u64),
+    (cache, max_s, n): (u64, u64, u64),
+    two_views: bool,
+) -> GraphBuilder {
+    let k = hq * d;
+    let mut g = GraphBuilder::new();
+    let r = rope_attention(&mut g, dtype, (hq, hkv, d), cache, max_s, |g| g.tensor(dtype, &[1, max_s, hq, d]));
+    let weights: Vec<f32> = data((n * k) as usize, 403).iter().map(|v| v * 0.05).collect();
+    let w = g.constant(dtype, &[n, k], &float_bytes(dtype, &weights));
+    let b = g.constant(dtype, &[n], &float_bytes(dtype, &data(n as usize, 404)));
+    let k_int = g.int(k as i64);
+    let (flat, x) = (g.value_list(&[r.one, r.seq, k_int]), g.tensor(dtype, &[1, max_s, k]));
+    g.op("aten.view_copy.default", &[r.attn, flat, x]);
+    let (x, out) = if two_views {
+        let (rows, x2) = (g.value_list(&[r.seq, k_int]), g.tensor(dtype, &[max_s, k]));
+        g.op("aten.view_copy.default", &[x, rows, x2]);
+        (x2, g.tensor_staged(dtype, DType::F32, &[max_s, n]))
+    } else {
+        (x, g.tensor_staged(dtype, DType::F32, &[1, max_s, n]))
+    };
+    g.op("aten.linear.default", &[x, w, b, out]);
+    g.inputs(&r.inputs).outputs(&[out]);
+    g
+}
+
+/// The attention and a float O projection after it, through the view an
+/// exported attention has and the fp32 export's second one: one
+/// `etwgpu.sdpa_rope_linear`, whose decode calls (1 and 3 rows) run the
+/// split partials then the GEMV that merges them (`linear_gemv_attn.wgsl`):
+/// two dispatches where the unfused chain runs four. A prompt of 130 rows
+/// runs the attention's steps then the linear's. Float32 and float16, two
+/// and four query heads a kv head (head dims 16 and 32).
+#[test]
+fn attention_goes_into_the_float_linear_after_it() {
+    for ((hq, hkv, d), two_views) in [((4u64, 2u64, 16u64), true), ((8, 2, 32), false)] {
+        for dtype in [DType::F32, DType::F16] {
+            let g = float_attention_linear_graph(dtype, (hq, hkv, d), (160, 132, 40), two_views);
+            let calls = rope_attention_calls(&[130, 1, 3, 1], 420, hq, hkv, d);
+            let (name, tol) = match (dtype, two_views) {
+                (DType::F32, true) => ("attention_float_linear", 1e-5),
+                (DType::F32, false) => ("attention_float_linear_3d", 1e-5),
+                (_, true) => ("attention_float_linear_f16", 1e-2),
+                _ => ("attention_float_linear_3d_f16", 1e-2),
+            };
+            let p = program(g.clone());
+            check_saving(name, g, &[FusionKind::RopeAttention, FusionKind::AttentionLinear], &calls, tol, |k| k > 0);
+            let Some(rt) = crate::runtime() else { return };
+            let mut m = rt.load_with(&p, "forward", &LoadOptions::default()).expect("loads");
+            for (k, inputs) in calls.iter().enumerate() {
+                m.run(inputs).expect("runs");
+                if k > 0 {
+                    assert_eq!(m.n_dispatches(), 2, "{name} call {k}: the partials and the merging GEMV");
+                }
+            }
+        }
+    }
+}
+
 /// The attention inside the 4-bit GEMV (`q4_gemv_sdpa.wgsl`) at SmolLM2's
 /// geometry (9 query heads over 3 kv heads of 64 dims) past one tile of
 /// keys: after a prompt of 460 rows, decode calls at 461 to 463 keys walk

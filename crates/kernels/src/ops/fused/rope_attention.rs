@@ -18,13 +18,17 @@
 //! and the linear's GEMV are one dispatch (`q4_gemv_attn.wgsl`, whose
 //! workgroups merge the partials themselves), and the attention's output
 //! is not written; elsewhere the attention's steps then the linear's.
+//! `etwgpu.sdpa_rope_linear` is the same with a float linear
+//! (`aten.linear`: `linear_gemv_attn.wgsl` on the decode route).
 
 use crate::error::{Error, Result};
 use crate::generated::shaders::{Family, ShaderId};
+use crate::ops::fused::Epilogue;
 use crate::ops::llm::{
     apply_rotary_emb_into, attend_in_gemv, combine_folds, fold_combine, gemv_attends, sdpa_with_kv_cache_into,
     split_route,
 };
+use crate::ops::matmul::linear_into;
 use crate::ops::quant::linear_q4gsw_into;
 use crate::plan::{Ctx, Dispatch, Lowered, Shader, Step, TensorInfo, Uniform, Vid, WG_ELEMENTWISE, grid_1d, to_u32};
 
@@ -66,18 +70,7 @@ pub fn sdpa_rope_linear_q4gsw(c: &Ctx<'_>) -> Result<Lowered> {
         });
     };
     let attention = sdpa_rope_into(c, q_rot, k_rot, attn)?;
-    // Checked by the attention's rule: `[1, S, Hq, D]`, and the caches
-    // `[1, Cmax, Hkv, D]`.
-    let xq = c.tensor(0, "xq")?;
-    let k_cache = c.tensor(3, "key_cache")?;
-    let (&[_, s, hq, d], &[_, cmax, hkv, _]) = (xq.shape, k_cache.shape) else {
-        return Err(Error::Shape {
-            arg_idx: 0,
-            name: "xq",
-            expected: "[1, S, Hq, D]".into(),
-            found: xq.shape.to_vec(),
-        });
-    };
+    let (s, hq, hkv, d, cmax) = attention_dims(c)?;
     // The linear reads the attention's output at `[1, S, Hq * D]`.
     let x_shape = [1, s, hq * d];
     let x = TensorInfo { shape: &x_shape, ..attn };
@@ -103,21 +96,88 @@ pub fn sdpa_rope_linear_q4gsw(c: &Ctx<'_>) -> Result<Lowered> {
         steps.push(Step::Dispatch(d));
         return Ok(Lowered { shapes, steps });
     }
-    let folded = match (&attention.steps[..], &linear.steps[..]) {
+    let steps = fold_or_concat(c, attention.steps, linear.steps, (s, hq, hkv, d, cmax));
+    Ok(Lowered { shapes, steps })
+}
+
+/// `etwgpu.sdpa_rope_linear.default(<sdpa_rope_with_kv_cache's arguments
+/// but its output list>, weight [N, Hq * D], bias? [N], →[xq_out, xk_out,
+/// attn [1, S, Hq, D], out [S, N] or [1, S, N]])`: `aten.linear` of the
+/// attention's output viewed as `[S, Hq * D]` (an fp32 export's view
+/// before its linears) or `[1, S, Hq * D]`, as `out`'s rank says.
+pub fn sdpa_rope_linear(c: &Ctx<'_>) -> Result<Lowered> {
+    c.expect_args(17)?;
+    let outs = c.tensor_list(16, "out")?;
+    let [q_rot, k_rot, attn, out] = outs[..] else {
+        return Err(Error::ArgValue {
+            arg_idx: 16,
+            name: "out",
+            found: format!("{} tensors", outs.len()),
+            reason: "expected the rotated query and key, the attention's output, then the linear's",
+        });
+    };
+    let attention = sdpa_rope_into(c, q_rot, k_rot, attn)?;
+    let (s, hq, hkv, d, cmax) = attention_dims(c)?;
+    let x_shape: Vec<u64> = match out.shape.len() {
+        2 => vec![s, hq * d],
+        3 => vec![1, s, hq * d],
+        r => {
+            return Err(Error::ArgValue {
+                arg_idx: 16,
+                name: "out",
+                found: format!("a linear output of rank {r}"),
+                reason: "expected [S, N] or [1, S, N]",
+            });
+        }
+    };
+    let x = TensorInfo { shape: &x_shape, ..attn };
+    let linear_args = [attn.id, c.id(14), c.id(15), out.id];
+    let linear = linear_into(&c.with_args(&linear_args), &x, &out, Epilogue::NONE)?;
+    let mut shapes = attention.shapes;
+    shapes.extend(linear.shapes);
+    let steps = fold_or_concat(c, attention.steps, linear.steps, (s, hq, hkv, d, cmax));
+    Ok(Lowered { shapes, steps })
+}
+
+/// `(S, Hq, Hkv, D, Cmax)` of the attention of a fused attention and
+/// linear (checked by the attention's rule: `[1, S, Hq, D]`, and the
+/// caches `[1, Cmax, Hkv, D]`).
+fn attention_dims(c: &Ctx<'_>) -> Result<(u64, u64, u64, u64, u64)> {
+    let xq = c.tensor(0, "xq")?;
+    let k_cache = c.tensor(3, "key_cache")?;
+    let (&[_, s, hq, d], &[_, cmax, hkv, _]) = (xq.shape, k_cache.shape) else {
+        return Err(Error::Shape {
+            arg_idx: 0,
+            name: "xq",
+            expected: "[1, S, Hq, D]".into(),
+            found: xq.shape.to_vec(),
+        });
+    };
+    Ok((s, hq, hkv, d, cmax))
+}
+
+/// The attention's steps then the linear's, the split combine folded into
+/// the linear's GEMV where the split plan allows ([`combine_folds`]).
+fn fold_or_concat(
+    c: &Ctx<'_>,
+    attention: Vec<Step>,
+    linear: Vec<Step>,
+    (s, hq, hkv, d, cmax): (u64, u64, u64, u64, u64),
+) -> Vec<Step> {
+    let folded = match (&attention[..], &linear[..]) {
         ([.., combine], [gemv]) if combine_folds(split_route(c.caps(), d), s, hq, hkv, d, cmax) => {
             fold_combine(combine, gemv)
         }
         _ => None,
     };
-    let steps = match folded {
+    match folded {
         Some(d) => {
-            let mut steps = attention.steps;
+            let mut steps = attention;
             *steps.last_mut().expect("matched a last step") = Step::Dispatch(d);
             steps
         }
-        None => [attention.steps, linear.steps].concat(),
-    };
-    Ok(Lowered { shapes, steps })
+        None => [attention, linear].concat(),
+    }
 }
 
 /// [`sdpa_rope_with_kv_cache`] with its outputs given: `c`'s arguments 0

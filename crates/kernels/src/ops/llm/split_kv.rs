@@ -4,8 +4,9 @@
 //! (`sdpa_split_combine.wgsl`): which partials kernel runs
 //! ([`split_route`], the one place that decides), the split plan of each
 //! route, the scratch the partials need, and the two dispatches; and the
-//! combine folded into the 4-bit GEMV that reads the attention's output
-//! ([`combine_folds`], [`fold_combine`]: `q4_gemv_attn.wgsl`).
+//! combine folded into the 4-bit or float GEMV that reads the attention's
+//! output ([`combine_folds`], [`fold_combine`]: `q4_gemv_attn.wgsl`,
+//! `linear_gemv_attn.wgsl`).
 
 use crate::caps::DeviceCaps;
 use crate::error::{Error, Result};
@@ -271,7 +272,7 @@ const FOLD_X_VEC4S: u64 = 512;
 
 /// Whether split-KV attention of `s` query rows (`hq` heads over `hkv`,
 /// head dim `d`, a cache of `cmax` rows) on `route` may fold its combine
-/// into a 4-bit GEMV reading its output ([`fold_combine`]): the plan's
+/// into the GEMV reading its output ([`fold_combine`]): the plan's
 /// splits at the longest context at most [`FOLD_MAX_SPLITS`], and the
 /// merge's pairs and rows within the kernel's workgroup memory. Depends on
 /// static dims only, so every position of a decode plan takes one route.
@@ -280,11 +281,11 @@ pub(crate) fn combine_folds(route: SplitRoute, s: u64, hq: u64, hkv: u64, d: u64
     s <= SPLIT_MAX_ROWS && splits <= FOLD_MAX_SPLITS && s * hq * splits <= FOLD_PAIRS && s * hq * d / 4 <= FOLD_X_VEC4S
 }
 
-/// The combine dispatch `combine` (of [`split_kv_attention`]) and the 4-bit
-/// GEMV dispatch `gemv` (`q4_gemv.wgsl` or its int8 form `q4_gemv_i8.wgsl`,
-/// reading the combine's output as its `[S, Hq * D]` input) as one
-/// dispatch of `q4_gemv_attn.wgsl` (or `q4_gemv_attn_i8.wgsl`) at the
-/// GEMV's variant: the GEMV's inputs with the partials in place of x, its
+/// The combine dispatch `combine` (of [`split_kv_attention`]) and the
+/// GEMV dispatch `gemv` (`q4_gemv.wgsl`, its int8 form `q4_gemv_i8.wgsl`,
+/// or the float `linear_gemv.wgsl`, reading the combine's output as its
+/// `[S, Hq * D]` input) as one dispatch of `q4_gemv_attn.wgsl` (or
+/// `q4_gemv_attn_i8.wgsl`, `linear_gemv_attn.wgsl`) at the GEMV's variant: the GEMV's inputs with the partials in place of x, its
 /// outputs and workgroups, its uniforms then the combine's. `None` where
 /// `combine` or `gemv` is another kernel's, or `gemv` reads another tensor
 /// than the combine writes.
@@ -294,6 +295,7 @@ pub(crate) fn fold_combine(combine: &Step, gemv: &Step) -> Option<Dispatch> {
     let family = match gid.family() {
         Family::Q4Gemv => Family::Q4GemvAttn,
         Family::Q4GemvI8 => Family::Q4GemvAttnI8,
+        Family::LinearGemv => Family::LinearGemvAttn,
         _ => return None,
     };
     let ok = cid.family() == Family::SdpaSplitCombine && c.outputs.len() == 1 && g.inputs.first() == c.outputs.first();
