@@ -18,9 +18,6 @@
 alias Elem = f32;
 
 // include: gemv_lanes.wgsl
-/// vec4s of normed input held in workgroup memory: `m * k` at most
-/// `4 * XS` (the host checks).
-const XS: u32 = 768u;
 
 struct Params {
     m: u32,
@@ -57,28 +54,8 @@ struct Params {
 @group(0) @binding(12) var<storage, read_write> out2: array<Elem>;
 @group(0) @binding(13) var<storage, read_write> sum: array<vec4<Elem>>;
 
-/// The normed rows of the input (times the norm weight; `rstd` comes
-/// after the loop).
-var<workgroup> x: array<vec4<f32>, XS>;
-/// Per invocation, its sums for the four rows (first its sums of
-/// squares, for the norm).
-var<workgroup> partial: array<vec4<f32>, WG>;
-
 // include: qkv_out.wgsl
 // include: rms_prologue.wgsl
-
-/// The normed rows into `x` (`rms_prologue.wgsl`).
-fn prologue(lid: u32, g: u32) {
-    rms_prologue(lid, g);
-}
-
-fn x_at(i: u32) -> vec4<f32> {
-    return x[i];
-}
-
-/// The norm's scale of each row.
-fn row_scale(lid: u32) -> vec4<f32> {
-    return rms_scale(lid);
-}
+// include: gemv_norm_hooks.wgsl
 
 // include: gemv_qkv_vec4_body.wgsl

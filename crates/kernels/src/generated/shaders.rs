@@ -10270,9 +10270,6 @@ alias Elem = f32;
 const WG: u32 = 256u;
 /// Most rows of x.
 const MAX_ROWS: u32 = 4u;
-/// vec4s of normed input held in workgroup memory: `m * k` at most
-/// `4 * XS` (the host checks).
-const XS: u32 = 768u;
 
 struct Params {
     m: u32,
@@ -10308,13 +10305,6 @@ struct Params {
 @group(0) @binding(11) var<storage, read_write> out1: array<Elem>;
 @group(0) @binding(12) var<storage, read_write> out2: array<Elem>;
 @group(0) @binding(13) var<storage, read_write> sum: array<vec4<Elem>>;
-
-/// The normed rows of the input (times the norm weight; `rstd` comes
-/// after the loop).
-var<workgroup> x: array<vec4<f32>, XS>;
-/// Per invocation, its sums for the four rows (first its sums of
-/// squares, for the norm).
-var<workgroup> partial: array<vec4<f32>, WG>;
 
 fn bias(j: u32, n: u32) -> f32 {
     if (p.has_bias & (1u << j)) == 0u {
@@ -10373,6 +10363,16 @@ fn rms_scale(lid: u32) -> vec4<f32> {
     workgroupBarrier();
     return rstd;
 }
+/// vec4s of normed input held in workgroup memory: `m * k` at most
+/// `4 * XS` (the host checks).
+const XS: u32 = 768u;
+
+/// The normed rows of the input (times the norm weight; `rstd` comes
+/// after the loop).
+var<workgroup> x: array<vec4<f32>, XS>;
+/// Per invocation, its sums for the four rows (first its sums of
+/// squares, for the norm).
+var<workgroup> partial: array<vec4<f32>, WG>;
 
 /// The normed rows into `x` (`rms_prologue.wgsl`).
 fn prologue(lid: u32, g: u32) {
@@ -10493,9 +10493,6 @@ alias Elem = f16;
 const WG: u32 = 256u;
 /// Most rows of x.
 const MAX_ROWS: u32 = 4u;
-/// vec4s of normed input held in workgroup memory: `m * k` at most
-/// `4 * XS` (the host checks).
-const XS: u32 = 768u;
 
 struct Params {
     m: u32,
@@ -10531,13 +10528,6 @@ struct Params {
 @group(0) @binding(11) var<storage, read_write> out1: array<Elem>;
 @group(0) @binding(12) var<storage, read_write> out2: array<Elem>;
 @group(0) @binding(13) var<storage, read_write> sum: array<vec4<Elem>>;
-
-/// The normed rows of the input (times the norm weight; `rstd` comes
-/// after the loop).
-var<workgroup> x: array<vec4<f32>, XS>;
-/// Per invocation, its sums for the four rows (first its sums of
-/// squares, for the norm).
-var<workgroup> partial: array<vec4<f32>, WG>;
 
 fn bias(j: u32, n: u32) -> f32 {
     if (p.has_bias & (1u << j)) == 0u {
@@ -10596,6 +10586,16 @@ fn rms_scale(lid: u32) -> vec4<f32> {
     workgroupBarrier();
     return rstd;
 }
+/// vec4s of normed input held in workgroup memory: `m * k` at most
+/// `4 * XS` (the host checks).
+const XS: u32 = 768u;
+
+/// The normed rows of the input (times the norm weight; `rstd` comes
+/// after the loop).
+var<workgroup> x: array<vec4<f32>, XS>;
+/// Per invocation, its sums for the four rows (first its sums of
+/// squares, for the norm).
+var<workgroup> partial: array<vec4<f32>, WG>;
 
 /// The normed rows into `x` (`rms_prologue.wgsl`).
 fn prologue(lid: u32, g: u32) {
@@ -11199,9 +11199,6 @@ alias Elem = f32;
 const WG: u32 = 256u;
 /// Most rows of x.
 const MAX_ROWS: u32 = 4u;
-/// vec4s of normed input held in workgroup memory: `m * k` at most
-/// `4 * XS` (the host checks).
-const XS: u32 = 768u;
 
 struct Params {
     m: u32,
@@ -11233,13 +11230,6 @@ struct Params {
 @group(0) @binding(7) var<storage, read> b_up: array<Elem>;
 @group(0) @binding(8) var<storage, read_write> out: array<Elem>;
 @group(0) @binding(9) var<storage, read_write> sum: array<vec4<Elem>>;
-
-/// The normed rows of the input (times the norm weight; `rstd` comes
-/// after the loop), then the up sums.
-var<workgroup> x: array<vec4<f32>, XS>;
-/// Per invocation, its gate sums for the four rows (first its sums of
-/// squares, for the norm).
-var<workgroup> partial: array<vec4<f32>, WG>;
 
 /// Fills `x` with the rows times the norm weight (row `r` from vec4
 /// `r * k / 4`) and `partial` with each invocation's sums of squares (row
@@ -11280,6 +11270,16 @@ fn rms_scale(lid: u32) -> vec4<f32> {
     workgroupBarrier();
     return rstd;
 }
+/// vec4s of normed input held in workgroup memory: `m * k` at most
+/// `4 * XS` (the host checks).
+const XS: u32 = 768u;
+
+/// The normed rows of the input (times the norm weight; `rstd` comes
+/// after the loop).
+var<workgroup> x: array<vec4<f32>, XS>;
+/// Per invocation, its sums for the four rows (first its sums of
+/// squares, for the norm).
+var<workgroup> partial: array<vec4<f32>, WG>;
 
 /// The normed rows into `x` (`rms_prologue.wgsl`).
 fn prologue(lid: u32, g: u32) {
@@ -11403,9 +11403,6 @@ alias Elem = f16;
 const WG: u32 = 256u;
 /// Most rows of x.
 const MAX_ROWS: u32 = 4u;
-/// vec4s of normed input held in workgroup memory: `m * k` at most
-/// `4 * XS` (the host checks).
-const XS: u32 = 768u;
 
 struct Params {
     m: u32,
@@ -11437,13 +11434,6 @@ struct Params {
 @group(0) @binding(7) var<storage, read> b_up: array<Elem>;
 @group(0) @binding(8) var<storage, read_write> out: array<Elem>;
 @group(0) @binding(9) var<storage, read_write> sum: array<vec4<Elem>>;
-
-/// The normed rows of the input (times the norm weight; `rstd` comes
-/// after the loop), then the up sums.
-var<workgroup> x: array<vec4<f32>, XS>;
-/// Per invocation, its gate sums for the four rows (first its sums of
-/// squares, for the norm).
-var<workgroup> partial: array<vec4<f32>, WG>;
 
 /// Fills `x` with the rows times the norm weight (row `r` from vec4
 /// `r * k / 4`) and `partial` with each invocation's sums of squares (row
@@ -11484,6 +11474,16 @@ fn rms_scale(lid: u32) -> vec4<f32> {
     workgroupBarrier();
     return rstd;
 }
+/// vec4s of normed input held in workgroup memory: `m * k` at most
+/// `4 * XS` (the host checks).
+const XS: u32 = 768u;
+
+/// The normed rows of the input (times the norm weight; `rstd` comes
+/// after the loop).
+var<workgroup> x: array<vec4<f32>, XS>;
+/// Per invocation, its sums for the four rows (first its sums of
+/// squares, for the norm).
+var<workgroup> partial: array<vec4<f32>, WG>;
 
 /// The normed rows into `x` (`rms_prologue.wgsl`).
 fn prologue(lid: u32, g: u32) {

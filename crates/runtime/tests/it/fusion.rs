@@ -537,6 +537,35 @@ fn float_bytes(dtype: DType, values: &[f32]) -> Vec<u8> {
     }
 }
 
+/// The inputs `[h, r]` (`[1, s, k]` each) of the norm-linear graphs, a
+/// call for each of `seqs`, from seeds `seed` and `seed + 1`.
+fn residual_calls(dtype: DType, k: u64, seqs: &[u64], seed: u32) -> Vec<Vec<Tensor>> {
+    seqs.iter()
+        .map(|&s| {
+            let len = (s * k) as usize;
+            let (a, b) = (data(len, seed), data(len, seed + 1));
+            match dtype {
+                DType::F16 => vec![f16_tensor(&[1, s, k], &a), f16_tensor(&[1, s, k], &b)],
+                _ => vec![Tensor::from_f32(&[1, s, k], &a), Tensor::from_f32(&[1, s, k], &b)],
+            }
+        })
+        .collect()
+}
+
+/// A constant RMS-norm weight of `n` near 1.
+fn norm_weight(g: &mut GraphBuilder, dtype: DType, n: u64, seed: u32) -> ValueId {
+    let w: Vec<f32> = data(n as usize, seed).iter().map(|v| 1.0 + 0.25 * v).collect();
+    g.constant(dtype, &[n], &float_bytes(dtype, &w))
+}
+
+/// The tolerance of a norm fused into the linear after it: the fused
+/// kernels sum the squares in another order and scale the dot products
+/// instead of the input, which in float16 may move a rounding of the
+/// normed input.
+fn norm_linear_tol(dtype: DType) -> f64 {
+    if dtype == DType::F32 { 1e-5 } else { 1e-2 }
+}
+
 /// A Llama block's norms and linears: `z = h + r`, its RMS norm into the
 /// Q/K/V 4-bit linears, `t = z + q` and its norm into the SwiGLU pair,
 /// the plain RMS norm of the SwiGLU output into a 4-bit head. Each norm
@@ -571,10 +600,7 @@ fn norm_linears(name: &str, dtype: DType, (k, f, head): (u64, u64, u64), seqs: &
         let scales: Vec<f32> = data((kk / 32 * n) as usize, seed + 1).iter().map(|v| v * 0.05).collect();
         (g.constant(DType::U8, &[n, kk / 2], &bytes), g.constant(dtype, &[kk / 32, n], &float_bytes(dtype, &scales)))
     };
-    let norm_w = |g: &mut GraphBuilder, n: u64, seed: u32| {
-        let w: Vec<f32> = data(n as usize, seed).iter().map(|v| 1.0 + 0.25 * v).collect();
-        g.constant(dtype, &[n], &float_bytes(dtype, &w))
-    };
+    let norm_w = |g: &mut GraphBuilder, n: u64, seed: u32| norm_weight(g, dtype, n, seed);
     let (z, y) = (t(&mut g, k), t(&mut g, k));
     let w1 = norm_w(&mut g, k, 210);
     g.op("aten.add.Tensor", &[h, r, one, z]).op("et_vk.rms_norm.default", &[z, w1, eps, y]);
@@ -605,17 +631,7 @@ fn norm_linears(name: &str, dtype: DType, (k, f, head): (u64, u64, u64), seqs: &
     g.op("et_vk.rms_norm.default", &[sw, w3, eps, y3])
         .op("et_vk.linear_q4gsw.default", &[y3, wh, sh, gs, none, logits]);
     g.inputs(&[h, r]).outputs(&[sum2, qkv[1], qkv[2], logits]);
-    let calls: Vec<Vec<Tensor>> = seqs
-        .iter()
-        .map(|&s| {
-            let len = (s * k) as usize;
-            let (a, b) = (data(len, 221), data(len, 222));
-            match dtype {
-                DType::F16 => vec![f16_tensor(&[1, s, k], &a), f16_tensor(&[1, s, k], &b)],
-                _ => vec![Tensor::from_f32(&[1, s, k], &a), Tensor::from_f32(&[1, s, k], &b)],
-            }
-        })
-        .collect();
+    let calls = residual_calls(dtype, k, seqs, 221);
     let kinds = [
         FusionKind::Swiglu,
         FusionKind::Qkv,
@@ -625,12 +641,7 @@ fn norm_linears(name: &str, dtype: DType, (k, f, head): (u64, u64, u64), seqs: &
         FusionKind::NormLinear,
         FusionKind::NormLinear,
     ];
-    let tol = match dtype {
-        // The fused kernels sum the squares in another order.
-        DType::F32 => 1e-5,
-        // ... which may move a float16 rounding of the normed input.
-        _ => 1e-2,
-    };
+    let tol = norm_linear_tol(dtype);
     check(name, g, &kinds, &calls, tol);
 }
 
@@ -690,10 +701,7 @@ fn norm_float_linears(
         let v: Vec<f32> = data(n as usize, seed).iter().map(|v| v * 0.05).collect();
         g.constant(dtype, shape, &float_bytes(dtype, &v))
     };
-    let norm_w = |g: &mut GraphBuilder, n: u64, seed: u32| {
-        let w: Vec<f32> = data(n as usize, seed).iter().map(|v| 1.0 + 0.25 * v).collect();
-        g.constant(dtype, &[n], &float_bytes(dtype, &w))
-    };
+    let norm_w = |g: &mut GraphBuilder, n: u64, seed: u32| norm_weight(g, dtype, n, seed);
     let (z, y) = (t(&mut g, k), t(&mut g, k));
     let w1 = norm_w(&mut g, k, 310);
     g.op("aten.add.Tensor", &[h, r, one, z]).op("et_vk.rms_norm.default", &[z, w1, eps, y]);
@@ -727,17 +735,7 @@ fn norm_float_linears(
         .op("aten.mul.Tensor", &[gate_up[0], sig, silu])
         .op("aten.mul.Tensor", &[silu, gate_up[1], sw]);
     g.inputs(&[h, r]).outputs(&[sum2, qkv[1], qkv[2], sw]);
-    let calls: Vec<Vec<Tensor>> = seqs
-        .iter()
-        .map(|&s| {
-            let len = (s * k) as usize;
-            let (a, b) = (data(len, 321), data(len, 322));
-            match dtype {
-                DType::F16 => vec![f16_tensor(&[1, s, k], &a), f16_tensor(&[1, s, k], &b)],
-                _ => vec![Tensor::from_f32(&[1, s, k], &a), Tensor::from_f32(&[1, s, k], &b)],
-            }
-        })
-        .collect();
+    let calls = residual_calls(dtype, k, seqs, 321);
     let mut kinds = vec![
         FusionKind::Swiglu,
         FusionKind::Qkv,
@@ -751,13 +749,7 @@ fn norm_float_linears(
         kinds.extend([FusionKind::Duplicate; 3]);
         kinds.sort();
     }
-    let tol = match dtype {
-        // The fused kernels sum the squares in another order and scale
-        // the dot products instead of the input.
-        DType::F32 => 1e-5,
-        // ... which may move a float16 rounding of the normed input.
-        _ => 1e-2,
-    };
+    let tol = norm_linear_tol(dtype);
     let p = program(g.clone());
     check(name, g, &kinds, &calls, tol);
     // The one-row call's dispatches: the normed kernels' two, or with the
