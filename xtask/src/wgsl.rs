@@ -118,6 +118,7 @@ pub const LIMIT_GATED: &[&str] = &[
     "gemv_qkv_norm_vec4",
     "gemv_qkv_vec4",
     "gemv_swiglu_norm_vec4",
+    "linear_gemv_sdpa",
     "linear_qkv",
     "linear_q4gsw_qkv",
     "matmul_coop",

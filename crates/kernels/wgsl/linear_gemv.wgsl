@@ -37,7 +37,8 @@ struct Params {
 @group(0) @binding(3) var<storage, read> bias: array<Elem>;
 @group(0) @binding(4) var<storage, read_write> out: array<Elem>;
 
-var<workgroup> partial: array<f32, MAX_ROWS * WG>;
+/// Per invocation, its sums for the four rows.
+var<workgroup> partial: array<vec4<f32>, WG>;
 
 /// Nothing before the loop: x is read from storage.
 fn prologue(lid: u32) {}

@@ -10,7 +10,7 @@
 //! the (row, head, split) entries of the longest context fit `ML`, with
 //! few splits (the merge walks them serially).
 //!
-//! Bounds: `partial` by `r * WG + lid` (`r < MAX_ROWS`), `ml` by `e < seq
+//! Bounds: `partial` by `lid` and `lid + stride` below `WG`, `ml` by `e < seq
 //! * n_heads * n_splits`, and `x` by `j < seq * n_heads * head_dim / 4 =
 //! m * k / 4` (as are the GEMV's reads of it): `combine_folds`
 //! (`ops/llm/split_kv.rs`) routes here only when `S * Hq * splits <= ML`
@@ -71,7 +71,8 @@ var<workgroup> x: array<vec4<f32>, XS>;
 /// Per (row, head) and split: its `(max, sum)`, then `.x` its weight;
 /// the first split's `.y` then holds the (row, head)'s sum.
 var<workgroup> ml: array<vec2<f32>, ML>;
-var<workgroup> partial: array<f32, MAX_ROWS * WG>;
+/// Per invocation, its sums for the four rows.
+var<workgroup> partial: array<vec4<f32>, WG>;
 
 // include: attn_merge.wgsl
 

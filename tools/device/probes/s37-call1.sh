@@ -10,8 +10,10 @@
 #  2. stream/: the stream bench's f32 rows (`ETWGPU_BENCH_LARGE=1`, the
 #     1B shapes), old then new, each shape per dispatch and in one pass
 #     (session 36's s36-call2b, with the refactored plain kernels beside);
-#  3. cmp/: SmolLM2 fp32 decode at 128, old, new, old, new; then SmolLM2
-#     and 1B 4-bit decode at 128, old, new, old, new (the arenas kept);
+#  3. cmp/: SmolLM2 fp32 decode at 32 (the whole attention in the float
+#     GEMV) and 128 (the split route, its combine in the GEMV), old, new,
+#     old, new; then SmolLM2 and 1B 4-bit decode at 128, old, new, old,
+#     new (the arenas kept);
 #  4. the goldens at `mixed` and `f16`, then final/ (`run.sh etwgpu` and
 #     the PyTorch peers with new/) if the time left covers them.
 set -u
@@ -33,13 +35,13 @@ for b in old new; do
   ETWGPU_FIXTURES=$PWD/test_data/fixtures ETWGPU_BENCH_LARGE=1 timeout 90 "$BN/$b/runtime-bench" --bench "stream f32" > "$OUT/stream/$b.txt" 2>&1
   grep -E "^stream|copy bandwidth:" "$OUT/stream/$b.txt"
 done
-dec() { # NAME BUILD MODEL WEIGHTS
+dec() { # NAME BUILD MODEL WEIGHTS [CONTEXTS]
   if [ "$(probe_left)" -lt 30 ]; then echo "skipped $1: $(probe_left) s left"; return; fi
   echo "== $3 $4 decode $1"
-  timeout 40 "$BN/$2/llm_bench" --model "$3" --weights "$4" --prompts 16 --contexts 128 --steps 64 --repeats 1 \
+  timeout 40 "$BN/$2/llm_bench" --model "$3" --weights "$4" --prompts 16 --contexts "${5:-128}" --steps 64 --repeats 1 \
     --json "$OUT/cmp/dec_$1.json" 2>&1 | grep -E "^decode|at position 0: .* profiled per dispatch|rror" | cut -c1-70
 }
-dec fp_old1 old smollm2 fp32; dec fp_new1 new smollm2 fp32; dec fp_old2 old smollm2 fp32; dec fp_new2 new smollm2 fp32
+for r in 1 2; do dec "fp_old$r" old smollm2 fp32 32,128; dec "fp_new$r" new smollm2 fp32 32,128; done
 dec sq_old1 old smollm2 q4; dec sq_new1 new smollm2 q4; dec sq_old2 old smollm2 q4; dec sq_new2 new smollm2 q4
 dec b_old1 old 1b q4; dec b_new1 new 1b q4; dec b_old2 old 1b q4; dec b_new2 new 1b q4
 if [ "$(probe_left)" -ge 200 ]; then

@@ -84,6 +84,8 @@ pub enum Family {
     LinearGemv,
     /// `linear_gemv_attn.wgsl`.
     LinearGemvAttn,
+    /// `linear_gemv_sdpa.wgsl`.
+    LinearGemvSdpa,
     /// `linear_q4gsw.wgsl`.
     LinearQ4gsw,
     /// `linear_q4gsw_qkv.wgsl`.
@@ -490,6 +492,12 @@ pub enum ShaderId {
     LinearGemvAttnF32,
     /// `linear_gemv_attn.wgsl` with `Elem = f16`.
     LinearGemvAttnF16,
+    /// `linear_gemv_sdpa.wgsl` with `Elem = f32`.
+    LinearGemvSdpaF32,
+    /// `linear_gemv_sdpa.wgsl` with `Elem = f16`.
+    LinearGemvSdpaF16,
+    /// `linear_gemv_sdpa.wgsl` with `Elem = f32`, `KvElem = f16`.
+    LinearGemvSdpaF32Kvf16,
     /// `linear_q4gsw.wgsl` with `Elem = f32`.
     LinearQ4gswF32,
     /// `linear_q4gsw.wgsl` with `Elem = f16`.
@@ -883,6 +891,9 @@ impl ShaderId {
         ShaderId::LinearGemvF16,
         ShaderId::LinearGemvAttnF32,
         ShaderId::LinearGemvAttnF16,
+        ShaderId::LinearGemvSdpaF32,
+        ShaderId::LinearGemvSdpaF16,
+        ShaderId::LinearGemvSdpaF32Kvf16,
         ShaderId::LinearQ4gswF32,
         ShaderId::LinearQ4gswF16,
         ShaderId::LinearQ4gswQkvF32,
@@ -1123,6 +1134,9 @@ impl ShaderId {
             ShaderId::LinearGemvF16 => Family::LinearGemv,
             ShaderId::LinearGemvAttnF32 => Family::LinearGemvAttn,
             ShaderId::LinearGemvAttnF16 => Family::LinearGemvAttn,
+            ShaderId::LinearGemvSdpaF32 => Family::LinearGemvSdpa,
+            ShaderId::LinearGemvSdpaF16 => Family::LinearGemvSdpa,
+            ShaderId::LinearGemvSdpaF32Kvf16 => Family::LinearGemvSdpa,
             ShaderId::LinearQ4gswF32 => Family::LinearQ4gsw,
             ShaderId::LinearQ4gswF16 => Family::LinearQ4gsw,
             ShaderId::LinearQ4gswQkvF32 => Family::LinearQ4gswQkv,
@@ -1376,6 +1390,9 @@ impl ShaderId {
             ShaderId::LinearGemvF16 => Variant::F16,
             ShaderId::LinearGemvAttnF32 => Variant::F32,
             ShaderId::LinearGemvAttnF16 => Variant::F16,
+            ShaderId::LinearGemvSdpaF32 => Variant::F32,
+            ShaderId::LinearGemvSdpaF16 => Variant::F16,
+            ShaderId::LinearGemvSdpaF32Kvf16 => Variant::F32Kvf16,
             ShaderId::LinearQ4gswF32 => Variant::F32,
             ShaderId::LinearQ4gswF16 => Variant::F16,
             ShaderId::LinearQ4gswQkvF32 => Variant::F32,
@@ -1617,6 +1634,9 @@ impl ShaderId {
             ShaderId::LinearGemvF16 => "linear_gemv.f16",
             ShaderId::LinearGemvAttnF32 => "linear_gemv_attn.f32",
             ShaderId::LinearGemvAttnF16 => "linear_gemv_attn.f16",
+            ShaderId::LinearGemvSdpaF32 => "linear_gemv_sdpa.f32",
+            ShaderId::LinearGemvSdpaF16 => "linear_gemv_sdpa.f16",
+            ShaderId::LinearGemvSdpaF32Kvf16 => "linear_gemv_sdpa.f32_kvf16",
             ShaderId::LinearQ4gswF32 => "linear_q4gsw.f32",
             ShaderId::LinearQ4gswF16 => "linear_q4gsw.f16",
             ShaderId::LinearQ4gswQkvF32 => "linear_q4gsw_qkv.f32",
@@ -1858,6 +1878,9 @@ impl ShaderId {
             ShaderId::LinearGemvF16 => LINEAR_GEMV_F16,
             ShaderId::LinearGemvAttnF32 => LINEAR_GEMV_ATTN_F32,
             ShaderId::LinearGemvAttnF16 => LINEAR_GEMV_ATTN_F16,
+            ShaderId::LinearGemvSdpaF32 => LINEAR_GEMV_SDPA_F32,
+            ShaderId::LinearGemvSdpaF16 => LINEAR_GEMV_SDPA_F16,
+            ShaderId::LinearGemvSdpaF32Kvf16 => LINEAR_GEMV_SDPA_F32_KVF16,
             ShaderId::LinearQ4gswF32 => LINEAR_Q4GSW_F32,
             ShaderId::LinearQ4gswF16 => LINEAR_Q4GSW_F16,
             ShaderId::LinearQ4gswQkvF32 => LINEAR_Q4GSW_QKV_F32,
@@ -2335,6 +2358,24 @@ impl ShaderId {
                 storage_buffers: 4,
                 uniform_buffers: 1,
                 workgroup_bytes: 16384,
+            },
+            ShaderId::LinearGemvSdpaF32 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 10,
+                uniform_buffers: 1,
+                workgroup_bytes: 24768,
+            },
+            ShaderId::LinearGemvSdpaF16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 10,
+                uniform_buffers: 1,
+                workgroup_bytes: 24768,
+            },
+            ShaderId::LinearGemvSdpaF32Kvf16 => ShaderNeeds {
+                workgroup_size: [256, 1, 1],
+                storage_buffers: 10,
+                uniform_buffers: 1,
+                workgroup_bytes: 24768,
             },
             ShaderId::LinearQ4gswF32 => {
                 ShaderNeeds { workgroup_size: [64, 1, 1], storage_buffers: 5, uniform_buffers: 1, workgroup_bytes: 256 }
@@ -3162,6 +3203,9 @@ impl ShaderId {
             (Family::LinearGemv, Variant::F16) => Some(ShaderId::LinearGemvF16),
             (Family::LinearGemvAttn, Variant::F32) => Some(ShaderId::LinearGemvAttnF32),
             (Family::LinearGemvAttn, Variant::F16) => Some(ShaderId::LinearGemvAttnF16),
+            (Family::LinearGemvSdpa, Variant::F32) => Some(ShaderId::LinearGemvSdpaF32),
+            (Family::LinearGemvSdpa, Variant::F16) => Some(ShaderId::LinearGemvSdpaF16),
+            (Family::LinearGemvSdpa, Variant::F32Kvf16) => Some(ShaderId::LinearGemvSdpaF32Kvf16),
             (Family::LinearQ4gsw, Variant::F32) => Some(ShaderId::LinearQ4gswF32),
             (Family::LinearQ4gsw, Variant::F16) => Some(ShaderId::LinearQ4gswF16),
             (Family::LinearQ4gswQkv, Variant::F32) => Some(ShaderId::LinearQ4gswQkvF32),
@@ -12726,7 +12770,8 @@ struct Params {
 @group(0) @binding(3) var<storage, read> bias: array<Elem>;
 @group(0) @binding(4) var<storage, read_write> out: array<Elem>;
 
-var<workgroup> partial: array<f32, MAX_ROWS * WG>;
+/// Per invocation, its sums for the four rows.
+var<workgroup> partial: array<vec4<f32>, WG>;
 
 /// Nothing before the loop: x is read from storage.
 fn prologue(lid: u32) {}
@@ -12747,7 +12792,7 @@ fn main(
     let col = (wid.y * groups.x + wid.x) * p.cols + c;
     prologue(lid);
     let k4 = p.k / 4u;
-    var acc = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
+    var acc = vec4<f32>();
     if col < p.n {
         let row = col * k4;
         var j = lane;
@@ -12771,21 +12816,18 @@ fn main(
             }
         }
     }
-    for (var r = 0u; r < MAX_ROWS; r++) {
-        partial[r * WG + lid] = acc[r];
-    }
+    partial[lid] = acc;
     workgroupBarrier();
     for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
         if lane < stride {
-            for (var r = 0u; r < MAX_ROWS; r++) {
-                partial[r * WG + lid] += partial[r * WG + lid + stride];
-            }
+            partial[lid] += partial[lid + stride];
         }
         workgroupBarrier();
     }
     if lane == 0u && col < p.n {
+        let s = partial[lid];
         for (var r = 0u; r < p.m; r++) {
-            var v = partial[r * WG + lid];
+            var v = s[r];
             if p.has_bias != 0u {
                 v += f32(bias[col]);
             }
@@ -12840,7 +12882,8 @@ struct Params {
 @group(0) @binding(3) var<storage, read> bias: array<Elem>;
 @group(0) @binding(4) var<storage, read_write> out: array<Elem>;
 
-var<workgroup> partial: array<f32, MAX_ROWS * WG>;
+/// Per invocation, its sums for the four rows.
+var<workgroup> partial: array<vec4<f32>, WG>;
 
 /// Nothing before the loop: x is read from storage.
 fn prologue(lid: u32) {}
@@ -12861,7 +12904,7 @@ fn main(
     let col = (wid.y * groups.x + wid.x) * p.cols + c;
     prologue(lid);
     let k4 = p.k / 4u;
-    var acc = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
+    var acc = vec4<f32>();
     if col < p.n {
         let row = col * k4;
         var j = lane;
@@ -12885,21 +12928,18 @@ fn main(
             }
         }
     }
-    for (var r = 0u; r < MAX_ROWS; r++) {
-        partial[r * WG + lid] = acc[r];
-    }
+    partial[lid] = acc;
     workgroupBarrier();
     for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
         if lane < stride {
-            for (var r = 0u; r < MAX_ROWS; r++) {
-                partial[r * WG + lid] += partial[r * WG + lid + stride];
-            }
+            partial[lid] += partial[lid + stride];
         }
         workgroupBarrier();
     }
     if lane == 0u && col < p.n {
+        let s = partial[lid];
         for (var r = 0u; r < p.m; r++) {
-            var v = partial[r * WG + lid];
+            var v = s[r];
             if p.has_bias != 0u {
                 v += f32(bias[col]);
             }
@@ -12922,7 +12962,7 @@ pub const LINEAR_GEMV_ATTN_F32: &str = r#"//! Decode route of `etwgpu.sdpa_rope_
 //! the (row, head, split) entries of the longest context fit `ML`, with
 //! few splits (the merge walks them serially).
 //!
-//! Bounds: `partial` by `r * WG + lid` (`r < MAX_ROWS`), `ml` by `e < seq
+//! Bounds: `partial` by `lid` and `lid + stride` below `WG`, `ml` by `e < seq
 //! * n_heads * n_splits`, and `x` by `j < seq * n_heads * head_dim / 4 =
 //! m * k / 4` (as are the GEMV's reads of it): `combine_folds`
 //! (`ops/llm/split_kv.rs`) routes here only when `S * Hq * splits <= ML`
@@ -12996,7 +13036,8 @@ var<workgroup> x: array<vec4<f32>, XS>;
 /// Per (row, head) and split: its `(max, sum)`, then `.x` its weight;
 /// the first split's `.y` then holds the (row, head)'s sum.
 var<workgroup> ml: array<vec2<f32>, ML>;
-var<workgroup> partial: array<f32, MAX_ROWS * WG>;
+/// Per invocation, its sums for the four rows.
+var<workgroup> partial: array<vec4<f32>, WG>;
 
 /// Fills `x` with the attention's output rows merged from the partials.
 /// Ends with a barrier, so `x` is ready.
@@ -13067,7 +13108,7 @@ fn main(
     let col = (wid.y * groups.x + wid.x) * p.cols + c;
     prologue(lid);
     let k4 = p.k / 4u;
-    var acc = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
+    var acc = vec4<f32>();
     if col < p.n {
         let row = col * k4;
         var j = lane;
@@ -13091,21 +13132,18 @@ fn main(
             }
         }
     }
-    for (var r = 0u; r < MAX_ROWS; r++) {
-        partial[r * WG + lid] = acc[r];
-    }
+    partial[lid] = acc;
     workgroupBarrier();
     for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
         if lane < stride {
-            for (var r = 0u; r < MAX_ROWS; r++) {
-                partial[r * WG + lid] += partial[r * WG + lid + stride];
-            }
+            partial[lid] += partial[lid + stride];
         }
         workgroupBarrier();
     }
     if lane == 0u && col < p.n {
+        let s = partial[lid];
         for (var r = 0u; r < p.m; r++) {
-            var v = partial[r * WG + lid];
+            var v = s[r];
             if p.has_bias != 0u {
                 v += f32(bias[col]);
             }
@@ -13130,7 +13168,7 @@ pub const LINEAR_GEMV_ATTN_F16: &str = r#"enable f16;
 //! the (row, head, split) entries of the longest context fit `ML`, with
 //! few splits (the merge walks them serially).
 //!
-//! Bounds: `partial` by `r * WG + lid` (`r < MAX_ROWS`), `ml` by `e < seq
+//! Bounds: `partial` by `lid` and `lid + stride` below `WG`, `ml` by `e < seq
 //! * n_heads * n_splits`, and `x` by `j < seq * n_heads * head_dim / 4 =
 //! m * k / 4` (as are the GEMV's reads of it): `combine_folds`
 //! (`ops/llm/split_kv.rs`) routes here only when `S * Hq * splits <= ML`
@@ -13204,7 +13242,8 @@ var<workgroup> x: array<vec4<f32>, XS>;
 /// Per (row, head) and split: its `(max, sum)`, then `.x` its weight;
 /// the first split's `.y` then holds the (row, head)'s sum.
 var<workgroup> ml: array<vec2<f32>, ML>;
-var<workgroup> partial: array<f32, MAX_ROWS * WG>;
+/// Per invocation, its sums for the four rows.
+var<workgroup> partial: array<vec4<f32>, WG>;
 
 /// Fills `x` with the attention's output rows merged from the partials.
 /// Ends with a barrier, so `x` is ready.
@@ -13275,7 +13314,7 @@ fn main(
     let col = (wid.y * groups.x + wid.x) * p.cols + c;
     prologue(lid);
     let k4 = p.k / 4u;
-    var acc = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
+    var acc = vec4<f32>();
     if col < p.n {
         let row = col * k4;
         var j = lane;
@@ -13299,21 +13338,1396 @@ fn main(
             }
         }
     }
-    for (var r = 0u; r < MAX_ROWS; r++) {
-        partial[r * WG + lid] = acc[r];
-    }
+    partial[lid] = acc;
     workgroupBarrier();
     for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
         if lane < stride {
-            for (var r = 0u; r < MAX_ROWS; r++) {
-                partial[r * WG + lid] += partial[r * WG + lid + stride];
-            }
+            partial[lid] += partial[lid + stride];
         }
         workgroupBarrier();
     }
     if lane == 0u && col < p.n {
+        let s = partial[lid];
         for (var r = 0u; r < p.m; r++) {
-            var v = partial[r * WG + lid];
+            var v = s[r];
+            if p.has_bias != 0u {
+                v += f32(bias[col]);
+            }
+            out[r * p.n + col] = Elem(v);
+        }
+    }
+}
+"#;
+
+/// `linear_gemv_sdpa.wgsl` with `Elem = f32`.
+pub const LINEAR_GEMV_SDPA_F32: &str = r#"//! Decode route of `etwgpu.sdpa_rope_linear` (float weights) at short
+//! caches: the whole attention of the one query row computed inside the
+//! float GEMV that reads its output (the O projection), one dispatch where
+//! the split route takes two (`sdpa_split_rope.wgsl`, then
+//! `linear_gemv_attn.wgsl`). Every workgroup needs the whole attention
+//! output, so every workgroup computes it (`gemv_sdpa_attend.wgsl`, as
+//! `q4_gemv_sdpa.wgsl` does before its 4-bit GEMV: the query and the new
+//! key rotated as loaded, the new rows stored into the caches, the keys in
+//! tiles with an online softmax, the output rounded to `Elem` into `x`);
+//! then, as `linear_gemv.wgsl` with one row,
+//! `out[n] = sum_k x[k] * w[n, k] + bias[n]`.
+//!
+//! The host routes here only for one query row, at most `MAXG` query heads
+//! per kv head, at most `MAX_HEADS` heads, `n_heads * head_dim / 4 <= XS`,
+//! `n_kv_heads * head_dim / 4 <= NS`, on devices that allow its workgroup
+//! memory (`DeviceCaps::gemv_attention`); see `gemv_attends` in
+//! `ops/llm/split_kv.rs`.
+// variants: f32 f16 f32_kvf16
+
+alias Elem = f32;
+alias KvElem = Elem;
+
+/// Invocations per workgroup.
+const WG: u32 = 256u;
+/// Most rows of x.
+const MAX_ROWS: u32 = 4u;
+/// `vec4`s of the weight row a lane loads before using them.
+const UNROLL: u32 = 4u;
+
+struct Params {
+    /// The GEMV's (`linear_gemv.wgsl`): rows of x (1 here).
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (`n_heads * head_dim`, a multiple of 4).
+    k: u32,
+    has_bias: u32,
+    /// Output columns a workgroup (8, 4 or 2).
+    cols: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+    /// The attention's, laid out as `sdpa_split_rope.wgsl`'s uniforms (the
+    /// host appends that dispatch's words): query rows (1 here).
+    seq: u32,
+    /// Query heads.
+    n_heads: u32,
+    /// Key/value heads.
+    n_kv_heads: u32,
+    /// Head dim (a multiple of 4).
+    head_dim: u32,
+    /// Position of the query row (its key is the cache's row `start_pos`).
+    start_pos: u32,
+    /// Softmax scale.
+    scale: f32,
+    /// The split plan's words and padding (unused here).
+    _split0: u32,
+    _split1: u32,
+    _split2: u32,
+    _split3: u32,
+    _pad3: u32,
+    _pad4: u32,
+    /// The tables' row of the query's token.
+    table_row: u32,
+    _pad5: u32,
+    _pad6: u32,
+    _pad7: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> k_new: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> v_new: array<vec4<Elem>>;
+@group(0) @binding(4) var<storage, read> cos_t: array<Elem>;
+@group(0) @binding(5) var<storage, read> sin_t: array<Elem>;
+@group(0) @binding(6) var<storage, read> w: array<vec4<Elem>>;
+@group(0) @binding(7) var<storage, read> bias: array<Elem>;
+@group(0) @binding(8) var<storage, read_write> k_cache: array<vec4<u32>>;
+@group(0) @binding(9) var<storage, read_write> v_cache: array<vec4<KvElem>>;
+@group(0) @binding(10) var<storage, read_write> out: array<Elem>;
+
+/// `vec4` `d` of a row of token `t` of the call rotated: its pairs `(x, y)`
+/// and `(z, w)` are pairs `2d` and `2d + 1` of the half head dim. Rounded
+/// to `Elem`, as the rotation's output tensor holds it.
+fn rope4(v: vec4<Elem>, t: u32, d: u32) -> vec4<f32> {
+    let i = (p.table_row + t) * (p.head_dim / 2u) + 2u * d;
+    let c = vec2<f32>(f32(cos_t[i]), f32(cos_t[i + 1u]));
+    let sn = vec2<f32>(f32(sin_t[i]), f32(sin_t[i + 1u]));
+    let x = vec4<f32>(v);
+    let re = x.xz * c - x.yw * sn;
+    let im = x.xz * sn + x.yw * c;
+    return vec4<f32>(vec4<Elem>(vec4<f32>(re.x, im.x, re.y, im.y)));
+}
+/// `vec4`s of the query (then the attention output): `n_heads * head_dim / 4` at most.
+const XS: u32 = 256u;
+/// Most (kv head, `vec4`) pairs of the values (`n_kv_heads * head_dim /
+/// 4`): at least four key groups of them in a workgroup.
+const NS: u32 = 64u;
+/// Scores held per tile, all heads: a tile has `SC / n_heads` keys.
+const SC: u32 = 4096u;
+/// Most query heads per kv head.
+const MAXG: u32 = 4u;
+/// Most query heads (`WG / LANES`).
+const MAX_HEADS: u32 = 16u;
+/// Invocations per head in the softmax's reductions.
+const LANES: u32 = 16u;
+/// Whether `KvElem` is `f16`: `KvElem(2049.0)` rounds to 2048 only there.
+/// The key cache is bound as `vec4<u32>` words, each two `vec4`s of a
+/// float16 cache or one of a float32 cache, so a float16 row takes half
+/// the load instructions (run au, first call: the scores' key loads cost
+/// by the instruction, 0.0465 -> 0.037 us a key a layer on an H100).
+const KV_HALF: bool = KvElem(2049.0) == KvElem(2048.0);
+
+/// The rotated query (head `h`, `vec4` `j` at `h * d4 + j`), then the
+/// attention's output in the same places: the GEMV's x.
+var<workgroup> x: array<vec4<f32>, XS>;
+/// The tile's scores (head `h`, key `t` at `h * tile + t`), then their
+/// probabilities.
+var<workgroup> sc: array<f32, SC>;
+/// Per head: the running max and sum, and the last tile's rescale.
+var<workgroup> m_run: array<f32, MAX_HEADS>;
+var<workgroup> l_run: array<f32, MAX_HEADS>;
+var<workgroup> alpha: array<f32, MAX_HEADS>;
+/// The reductions' scratch: `(max, sum)` pairs in `.xy` during the tiles,
+/// the key groups' sums at the end, then the GEMV slices' sums.
+var<workgroup> partial: array<vec4<f32>, WG>;
+
+/// Two `(max, sum of exp(s - max))` pairs as one.
+fn merge_ml(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
+    let m = max(a.x, b.x);
+    return vec2<f32>(m, a.y * exp(a.x - m) + b.y * exp(b.x - m));
+}
+
+/// The key cache's `vec4` at `i` (in `vec4`s of `KvElem`).
+fn key_at(i: u32) -> vec4<f32> {
+    if KV_HALF {
+        let w = k_cache[i / 2u];
+        let h = select(w.xy, w.zw, (i % 2u) == 1u);
+        return vec4<f32>(unpack2x16float(h.x), unpack2x16float(h.y));
+    }
+    return bitcast<vec4<f32>>(k_cache[i]);
+}
+
+/// The key cache's `vec4`s at `i` and `i + 1`, `i` even: one load of a
+/// float16 cache.
+fn key_pair(i: u32) -> array<vec4<f32>, 2> {
+    if KV_HALF {
+        let w = k_cache[i / 2u];
+        return array<vec4<f32>, 2>(
+            vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y)),
+            vec4<f32>(unpack2x16float(w.z), unpack2x16float(w.w)),
+        );
+    }
+    return array<vec4<f32>, 2>(bitcast<vec4<f32>>(k_cache[i]), bitcast<vec4<f32>>(k_cache[i + 1u]));
+}
+
+/// Stores `v` (already rounded to `KvElem`) as the key cache's `vec4` at `i`.
+fn store_key(i: u32, v: vec4<f32>) {
+    if KV_HALF {
+        let lo = (i % 2u) * 2u;
+        k_cache[i / 2u][lo] = pack2x16float(v.xy);
+        k_cache[i / 2u][lo + 1u] = pack2x16float(v.zw);
+    } else {
+        k_cache[i] = bitcast<vec4<u32>>(v);
+    }
+}
+
+/// `vec4`s `jd .. jd + 8` of key row `row` (`d4` `vec4`s a row): paired
+/// loads where every pair lies in one word (`d4` even), else one a `vec4`.
+fn keys8(row: u32, jd: u32, d4: u32) -> array<vec4<f32>, 8> {
+    let i = row * d4 + jd;
+    if d4 % 2u == 0u {
+        let a = key_pair(i);
+        let b = key_pair(i + 2u);
+        let c = key_pair(i + 4u);
+        let e = key_pair(i + 6u);
+        return array<vec4<f32>, 8>(a[0], a[1], b[0], b[1], c[0], c[1], e[0], e[1]);
+    }
+    return array<vec4<f32>, 8>(
+        key_at(i), key_at(i + 1u), key_at(i + 2u), key_at(i + 3u),
+        key_at(i + 4u), key_at(i + 5u), key_at(i + 6u), key_at(i + 7u),
+    );
+}
+
+/// The same for the values.
+fn value_vec(key: u32, g: u32, j: u32, d4: u32) -> vec4<f32> {
+    return vec4<f32>(v_cache[(key * p.n_kv_heads + g) * d4 + j]);
+}
+
+/// The probability of key `t` of the tile from `b` (of `nt` keys): 0 past
+/// the tile.
+fn pw(b: u32, t: u32, nt: u32) -> f32 {
+    return select(0.0, sc[b + min(t, nt - 1u)], t < nt);
+}
+
+/// Fills `x` with the attention's output. Ends with a barrier, so `x` is
+/// ready.
+fn attend(lid: u32) {
+    let d4 = p.head_dim / 4u;
+    let hq = p.n_heads;
+    let hkv = p.n_kv_heads;
+    let group = hq / hkv;
+    let pos = p.start_pos;
+    for (var e = lid; e < hq * d4; e += WG) {
+        x[e] = rope4(q[e], 0u, e % d4);
+    }
+    // Every workgroup stores the new rows (the same values) and reads them
+    // back from the caches like every other key, so no load branches.
+    for (var e = lid; e < hkv * d4; e += WG) {
+        store_key(pos * hkv * d4 + e, vec4<f32>(vec4<KvElem>(rope4(k_new[e], 0u, e % d4))));
+        v_cache[pos * hkv * d4 + e] = vec4<KvElem>(v_new[e]);
+    }
+    if lid < hq {
+        m_run[lid] = -3.402823e38;
+        l_run[lid] = 0.0;
+    }
+    storageBarrier();
+    workgroupBarrier();
+    let tile = SC / hq;
+    let ctx = pos + 1u;
+    // The values' owners: (kv head, vec4) pairs, `kgs` key groups of them.
+    let pairs = hkv * d4;
+    let kgs = WG / pairs;
+    let pair = lid % pairs;
+    let kg = lid / pairs;
+    let g = pair / d4;
+    let j = pair % d4;
+    // The query heads of kv head `g`, clamped (those past `group` compute
+    // on a real head and are never stored), and their value sums: named
+    // values, not arrays indexed in a loop over `MAXG` (run as, third
+    // call: 2.6% more decode tokens/s at 32 keys on an H100).
+    let h0 = g * group;
+    let h1 = g * group + min(1u, group - 1u);
+    let h2 = g * group + min(2u, group - 1u);
+    let h3 = g * group + min(3u, group - 1u);
+    var a0 = vec4<f32>(0.0);
+    var a1 = vec4<f32>(0.0);
+    var a2 = vec4<f32>(0.0);
+    var a3 = vec4<f32>(0.0);
+    let h_red = lid / LANES;
+    let lane = lid % LANES;
+    for (var c0 = 0u; c0 < ctx; c0 += tile) {
+        let nt = min(tile, ctx - c0);
+        // Scores: one (kv head, key) pair per invocation at a time, eight
+        // loads of the key in flight, a sum per query head of the group.
+        for (var i = lid; i < hkv * nt; i += WG) {
+            let gi = i / nt;
+            let t = i % nt;
+            let q0 = (gi * group) * d4;
+            let q1 = (gi * group + min(1u, group - 1u)) * d4;
+            let q2 = (gi * group + min(2u, group - 1u)) * d4;
+            let q3 = (gi * group + min(3u, group - 1u)) * d4;
+            var d0 = vec4<f32>(0.0);
+            var d1 = vec4<f32>(0.0);
+            var d2 = vec4<f32>(0.0);
+            var d3 = vec4<f32>(0.0);
+            var jd = 0u;
+            let row = (c0 + t) * hkv + gi;
+            for (; jd + 8u <= d4; jd += 8u) {
+                let ks = keys8(row, jd, d4);
+                let k0 = ks[0];
+                let k1 = ks[1];
+                let k2 = ks[2];
+                let k3 = ks[3];
+                let k4 = ks[4];
+                let k5 = ks[5];
+                let k6 = ks[6];
+                let k7 = ks[7];
+                d0 += x[q0 + jd] * k0 + x[q0 + jd + 1u] * k1 + x[q0 + jd + 2u] * k2 + x[q0 + jd + 3u] * k3;
+                d1 += x[q1 + jd] * k0 + x[q1 + jd + 1u] * k1 + x[q1 + jd + 2u] * k2 + x[q1 + jd + 3u] * k3;
+                d2 += x[q2 + jd] * k0 + x[q2 + jd + 1u] * k1 + x[q2 + jd + 2u] * k2 + x[q2 + jd + 3u] * k3;
+                d3 += x[q3 + jd] * k0 + x[q3 + jd + 1u] * k1 + x[q3 + jd + 2u] * k2 + x[q3 + jd + 3u] * k3;
+                d0 += x[q0 + jd + 4u] * k4 + x[q0 + jd + 5u] * k5 + x[q0 + jd + 6u] * k6 + x[q0 + jd + 7u] * k7;
+                d1 += x[q1 + jd + 4u] * k4 + x[q1 + jd + 5u] * k5 + x[q1 + jd + 6u] * k6 + x[q1 + jd + 7u] * k7;
+                d2 += x[q2 + jd + 4u] * k4 + x[q2 + jd + 5u] * k5 + x[q2 + jd + 6u] * k6 + x[q2 + jd + 7u] * k7;
+                d3 += x[q3 + jd + 4u] * k4 + x[q3 + jd + 5u] * k5 + x[q3 + jd + 6u] * k6 + x[q3 + jd + 7u] * k7;
+            }
+            for (; jd < d4; jd++) {
+                let kv = key_at(row * d4 + jd);
+                d0 += x[q0 + jd] * kv;
+                d1 += x[q1 + jd] * kv;
+                d2 += x[q2 + jd] * kv;
+                d3 += x[q3 + jd] * kv;
+            }
+            let base = (gi * group) * tile + t;
+            sc[base] = (d0.x + d0.y + d0.z + d0.w) * p.scale;
+            if group > 1u {
+                sc[base + tile] = (d1.x + d1.y + d1.z + d1.w) * p.scale;
+            }
+            if group > 2u {
+                sc[base + 2u * tile] = (d2.x + d2.y + d2.z + d2.w) * p.scale;
+            }
+            if group > 3u {
+                sc[base + 3u * tile] = (d3.x + d3.y + d3.z + d3.w) * p.scale;
+            }
+        }
+        workgroupBarrier();
+        // Each head's tile max and sum: `LANES` invocations, then a tree.
+        var ml = vec2<f32>(-3.402823e38, 0.0);
+        if h_red < hq {
+            for (var t = lane; t < nt; t += LANES) {
+                ml.x = max(ml.x, sc[h_red * tile + t]);
+            }
+            for (var t = lane; t < nt; t += LANES) {
+                ml.y += exp(sc[h_red * tile + t] - ml.x);
+            }
+        }
+        partial[lid] = vec4<f32>(ml, 0.0, 0.0);
+        workgroupBarrier();
+        for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+            if lane < stride {
+                partial[lid] = vec4<f32>(merge_ml(partial[lid].xy, partial[lid + stride].xy), 0.0, 0.0);
+            }
+            workgroupBarrier();
+        }
+        if lid < hq {
+            let tl = partial[lid * LANES].xy;
+            let m_new = max(m_run[lid], tl.x);
+            let a = exp(m_run[lid] - m_new);
+            l_run[lid] = l_run[lid] * a + tl.y * exp(tl.x - m_new);
+            m_run[lid] = m_new;
+            alpha[lid] = a;
+        }
+        workgroupBarrier();
+        for (var i = lid; i < hq * nt; i += WG) {
+            let at = (i / nt) * tile + i % nt;
+            sc[at] = exp(sc[at] - m_run[i / nt]);
+        }
+        workgroupBarrier();
+        // Values: this invocation's (kv head, vec4) over its key group,
+        // eight loads in flight (at keys clamped into the tile; their
+        // probabilities are 0 past it).
+        if kg < kgs {
+            a0 *= alpha[h0];
+            a1 *= alpha[h1];
+            a2 *= alpha[h2];
+            a3 *= alpha[h3];
+            let per = (nt + kgs - 1u) / kgs;
+            let b0 = h0 * tile;
+            let b1 = h1 * tile;
+            let b2 = h2 * tile;
+            let b3 = h3 * tile;
+            for (var e0 = 0u; e0 < per; e0 += 8u) {
+                let t0 = kg + e0 * kgs;
+                let ta = t0;
+                let tb = t0 + kgs;
+                let tc = t0 + 2u * kgs;
+                let td = t0 + 3u * kgs;
+                let te = t0 + 4u * kgs;
+                let tf = t0 + 5u * kgs;
+                let tg = t0 + 6u * kgs;
+                let th = t0 + 7u * kgs;
+                let u0 = value_vec(c0 + min(ta, nt - 1u), g, j, d4);
+                let u1 = value_vec(c0 + min(tb, nt - 1u), g, j, d4);
+                let u2 = value_vec(c0 + min(tc, nt - 1u), g, j, d4);
+                let u3 = value_vec(c0 + min(td, nt - 1u), g, j, d4);
+                let u4 = value_vec(c0 + min(te, nt - 1u), g, j, d4);
+                let u5 = value_vec(c0 + min(tf, nt - 1u), g, j, d4);
+                let u6 = value_vec(c0 + min(tg, nt - 1u), g, j, d4);
+                let u7 = value_vec(c0 + min(th, nt - 1u), g, j, d4);
+                a0 += pw(b0, ta, nt) * u0 + pw(b0, tb, nt) * u1 + pw(b0, tc, nt) * u2 + pw(b0, td, nt) * u3;
+                a1 += pw(b1, ta, nt) * u0 + pw(b1, tb, nt) * u1 + pw(b1, tc, nt) * u2 + pw(b1, td, nt) * u3;
+                a2 += pw(b2, ta, nt) * u0 + pw(b2, tb, nt) * u1 + pw(b2, tc, nt) * u2 + pw(b2, td, nt) * u3;
+                a3 += pw(b3, ta, nt) * u0 + pw(b3, tb, nt) * u1 + pw(b3, tc, nt) * u2 + pw(b3, td, nt) * u3;
+                a0 += pw(b0, te, nt) * u4 + pw(b0, tf, nt) * u5 + pw(b0, tg, nt) * u6 + pw(b0, th, nt) * u7;
+                a1 += pw(b1, te, nt) * u4 + pw(b1, tf, nt) * u5 + pw(b1, tg, nt) * u6 + pw(b1, th, nt) * u7;
+                a2 += pw(b2, te, nt) * u4 + pw(b2, tf, nt) * u5 + pw(b2, tg, nt) * u6 + pw(b2, th, nt) * u7;
+                a3 += pw(b3, te, nt) * u4 + pw(b3, tf, nt) * u5 + pw(b3, tg, nt) * u6 + pw(b3, th, nt) * u7;
+            }
+        }
+        workgroupBarrier();
+    }
+    // Sum the key groups per query head of the group into `x`.
+    for (var jj = 0u; jj < MAXG; jj++) {
+        if jj >= group {
+            break;
+        }
+        partial[lid] = select(select(select(a0, a1, jj == 1u), a2, jj == 2u), a3, jj == 3u);
+        workgroupBarrier();
+        if lid < pairs {
+            var total = vec4<f32>(0.0);
+            for (var s = 0u; s < kgs; s++) {
+                total += partial[s * pairs + lid];
+            }
+            let h = g * group + jj;
+            x[h * d4 + j] = vec4<f32>(vec4<Elem>(total / l_run[h]));
+        }
+        workgroupBarrier();
+    }
+}
+
+/// The attention's output row into `x` (`gemv_sdpa_attend.wgsl`).
+fn prologue(lid: u32) {
+    attend(lid);
+}
+
+fn x_at(i: u32) -> vec4<f32> {
+    return x[i];
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let lanes = WG / p.cols;
+    let lane = lid % lanes;
+    let c = lid / lanes;
+    let col = (wid.y * groups.x + wid.x) * p.cols + c;
+    prologue(lid);
+    let k4 = p.k / 4u;
+    var acc = vec4<f32>();
+    if col < p.n {
+        let row = col * k4;
+        var j = lane;
+        // Whole steps of `UNROLL * lanes` words: the loads first.
+        for (; j + (UNROLL - 1u) * lanes < k4; j += UNROLL * lanes) {
+            let w0 = vec4<f32>(w[row + j]);
+            let w1 = vec4<f32>(w[row + j + lanes]);
+            let w2 = vec4<f32>(w[row + j + 2u * lanes]);
+            let w3 = vec4<f32>(w[row + j + 3u * lanes]);
+            for (var r = 0u; r < p.m; r++) {
+                let xr = r * k4 + j;
+                acc[r] += dot(x_at(xr), w0) + dot(x_at(xr + lanes), w1)
+                    + dot(x_at(xr + 2u * lanes), w2) + dot(x_at(xr + 3u * lanes), w3);
+            }
+        }
+        // The rest, one word at a time.
+        for (; j < k4; j += lanes) {
+            let wv = vec4<f32>(w[row + j]);
+            for (var r = 0u; r < p.m; r++) {
+                acc[r] += dot(x_at(r * k4 + j), wv);
+            }
+        }
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            partial[lid] += partial[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    if lane == 0u && col < p.n {
+        let s = partial[lid];
+        for (var r = 0u; r < p.m; r++) {
+            var v = s[r];
+            if p.has_bias != 0u {
+                v += f32(bias[col]);
+            }
+            out[r * p.n + col] = Elem(v);
+        }
+    }
+}
+"#;
+
+/// `linear_gemv_sdpa.wgsl` with `Elem = f16`.
+pub const LINEAR_GEMV_SDPA_F16: &str = r#"enable f16;
+
+//! Decode route of `etwgpu.sdpa_rope_linear` (float weights) at short
+//! caches: the whole attention of the one query row computed inside the
+//! float GEMV that reads its output (the O projection), one dispatch where
+//! the split route takes two (`sdpa_split_rope.wgsl`, then
+//! `linear_gemv_attn.wgsl`). Every workgroup needs the whole attention
+//! output, so every workgroup computes it (`gemv_sdpa_attend.wgsl`, as
+//! `q4_gemv_sdpa.wgsl` does before its 4-bit GEMV: the query and the new
+//! key rotated as loaded, the new rows stored into the caches, the keys in
+//! tiles with an online softmax, the output rounded to `Elem` into `x`);
+//! then, as `linear_gemv.wgsl` with one row,
+//! `out[n] = sum_k x[k] * w[n, k] + bias[n]`.
+//!
+//! The host routes here only for one query row, at most `MAXG` query heads
+//! per kv head, at most `MAX_HEADS` heads, `n_heads * head_dim / 4 <= XS`,
+//! `n_kv_heads * head_dim / 4 <= NS`, on devices that allow its workgroup
+//! memory (`DeviceCaps::gemv_attention`); see `gemv_attends` in
+//! `ops/llm/split_kv.rs`.
+// variants: f32 f16 f32_kvf16
+
+alias Elem = f16;
+alias KvElem = Elem;
+
+/// Invocations per workgroup.
+const WG: u32 = 256u;
+/// Most rows of x.
+const MAX_ROWS: u32 = 4u;
+/// `vec4`s of the weight row a lane loads before using them.
+const UNROLL: u32 = 4u;
+
+struct Params {
+    /// The GEMV's (`linear_gemv.wgsl`): rows of x (1 here).
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (`n_heads * head_dim`, a multiple of 4).
+    k: u32,
+    has_bias: u32,
+    /// Output columns a workgroup (8, 4 or 2).
+    cols: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+    /// The attention's, laid out as `sdpa_split_rope.wgsl`'s uniforms (the
+    /// host appends that dispatch's words): query rows (1 here).
+    seq: u32,
+    /// Query heads.
+    n_heads: u32,
+    /// Key/value heads.
+    n_kv_heads: u32,
+    /// Head dim (a multiple of 4).
+    head_dim: u32,
+    /// Position of the query row (its key is the cache's row `start_pos`).
+    start_pos: u32,
+    /// Softmax scale.
+    scale: f32,
+    /// The split plan's words and padding (unused here).
+    _split0: u32,
+    _split1: u32,
+    _split2: u32,
+    _split3: u32,
+    _pad3: u32,
+    _pad4: u32,
+    /// The tables' row of the query's token.
+    table_row: u32,
+    _pad5: u32,
+    _pad6: u32,
+    _pad7: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> k_new: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> v_new: array<vec4<Elem>>;
+@group(0) @binding(4) var<storage, read> cos_t: array<Elem>;
+@group(0) @binding(5) var<storage, read> sin_t: array<Elem>;
+@group(0) @binding(6) var<storage, read> w: array<vec4<Elem>>;
+@group(0) @binding(7) var<storage, read> bias: array<Elem>;
+@group(0) @binding(8) var<storage, read_write> k_cache: array<vec4<u32>>;
+@group(0) @binding(9) var<storage, read_write> v_cache: array<vec4<KvElem>>;
+@group(0) @binding(10) var<storage, read_write> out: array<Elem>;
+
+/// `vec4` `d` of a row of token `t` of the call rotated: its pairs `(x, y)`
+/// and `(z, w)` are pairs `2d` and `2d + 1` of the half head dim. Rounded
+/// to `Elem`, as the rotation's output tensor holds it.
+fn rope4(v: vec4<Elem>, t: u32, d: u32) -> vec4<f32> {
+    let i = (p.table_row + t) * (p.head_dim / 2u) + 2u * d;
+    let c = vec2<f32>(f32(cos_t[i]), f32(cos_t[i + 1u]));
+    let sn = vec2<f32>(f32(sin_t[i]), f32(sin_t[i + 1u]));
+    let x = vec4<f32>(v);
+    let re = x.xz * c - x.yw * sn;
+    let im = x.xz * sn + x.yw * c;
+    return vec4<f32>(vec4<Elem>(vec4<f32>(re.x, im.x, re.y, im.y)));
+}
+/// `vec4`s of the query (then the attention output): `n_heads * head_dim / 4` at most.
+const XS: u32 = 256u;
+/// Most (kv head, `vec4`) pairs of the values (`n_kv_heads * head_dim /
+/// 4`): at least four key groups of them in a workgroup.
+const NS: u32 = 64u;
+/// Scores held per tile, all heads: a tile has `SC / n_heads` keys.
+const SC: u32 = 4096u;
+/// Most query heads per kv head.
+const MAXG: u32 = 4u;
+/// Most query heads (`WG / LANES`).
+const MAX_HEADS: u32 = 16u;
+/// Invocations per head in the softmax's reductions.
+const LANES: u32 = 16u;
+/// Whether `KvElem` is `f16`: `KvElem(2049.0)` rounds to 2048 only there.
+/// The key cache is bound as `vec4<u32>` words, each two `vec4`s of a
+/// float16 cache or one of a float32 cache, so a float16 row takes half
+/// the load instructions (run au, first call: the scores' key loads cost
+/// by the instruction, 0.0465 -> 0.037 us a key a layer on an H100).
+const KV_HALF: bool = KvElem(2049.0) == KvElem(2048.0);
+
+/// The rotated query (head `h`, `vec4` `j` at `h * d4 + j`), then the
+/// attention's output in the same places: the GEMV's x.
+var<workgroup> x: array<vec4<f32>, XS>;
+/// The tile's scores (head `h`, key `t` at `h * tile + t`), then their
+/// probabilities.
+var<workgroup> sc: array<f32, SC>;
+/// Per head: the running max and sum, and the last tile's rescale.
+var<workgroup> m_run: array<f32, MAX_HEADS>;
+var<workgroup> l_run: array<f32, MAX_HEADS>;
+var<workgroup> alpha: array<f32, MAX_HEADS>;
+/// The reductions' scratch: `(max, sum)` pairs in `.xy` during the tiles,
+/// the key groups' sums at the end, then the GEMV slices' sums.
+var<workgroup> partial: array<vec4<f32>, WG>;
+
+/// Two `(max, sum of exp(s - max))` pairs as one.
+fn merge_ml(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
+    let m = max(a.x, b.x);
+    return vec2<f32>(m, a.y * exp(a.x - m) + b.y * exp(b.x - m));
+}
+
+/// The key cache's `vec4` at `i` (in `vec4`s of `KvElem`).
+fn key_at(i: u32) -> vec4<f32> {
+    if KV_HALF {
+        let w = k_cache[i / 2u];
+        let h = select(w.xy, w.zw, (i % 2u) == 1u);
+        return vec4<f32>(unpack2x16float(h.x), unpack2x16float(h.y));
+    }
+    return bitcast<vec4<f32>>(k_cache[i]);
+}
+
+/// The key cache's `vec4`s at `i` and `i + 1`, `i` even: one load of a
+/// float16 cache.
+fn key_pair(i: u32) -> array<vec4<f32>, 2> {
+    if KV_HALF {
+        let w = k_cache[i / 2u];
+        return array<vec4<f32>, 2>(
+            vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y)),
+            vec4<f32>(unpack2x16float(w.z), unpack2x16float(w.w)),
+        );
+    }
+    return array<vec4<f32>, 2>(bitcast<vec4<f32>>(k_cache[i]), bitcast<vec4<f32>>(k_cache[i + 1u]));
+}
+
+/// Stores `v` (already rounded to `KvElem`) as the key cache's `vec4` at `i`.
+fn store_key(i: u32, v: vec4<f32>) {
+    if KV_HALF {
+        let lo = (i % 2u) * 2u;
+        k_cache[i / 2u][lo] = pack2x16float(v.xy);
+        k_cache[i / 2u][lo + 1u] = pack2x16float(v.zw);
+    } else {
+        k_cache[i] = bitcast<vec4<u32>>(v);
+    }
+}
+
+/// `vec4`s `jd .. jd + 8` of key row `row` (`d4` `vec4`s a row): paired
+/// loads where every pair lies in one word (`d4` even), else one a `vec4`.
+fn keys8(row: u32, jd: u32, d4: u32) -> array<vec4<f32>, 8> {
+    let i = row * d4 + jd;
+    if d4 % 2u == 0u {
+        let a = key_pair(i);
+        let b = key_pair(i + 2u);
+        let c = key_pair(i + 4u);
+        let e = key_pair(i + 6u);
+        return array<vec4<f32>, 8>(a[0], a[1], b[0], b[1], c[0], c[1], e[0], e[1]);
+    }
+    return array<vec4<f32>, 8>(
+        key_at(i), key_at(i + 1u), key_at(i + 2u), key_at(i + 3u),
+        key_at(i + 4u), key_at(i + 5u), key_at(i + 6u), key_at(i + 7u),
+    );
+}
+
+/// The same for the values.
+fn value_vec(key: u32, g: u32, j: u32, d4: u32) -> vec4<f32> {
+    return vec4<f32>(v_cache[(key * p.n_kv_heads + g) * d4 + j]);
+}
+
+/// The probability of key `t` of the tile from `b` (of `nt` keys): 0 past
+/// the tile.
+fn pw(b: u32, t: u32, nt: u32) -> f32 {
+    return select(0.0, sc[b + min(t, nt - 1u)], t < nt);
+}
+
+/// Fills `x` with the attention's output. Ends with a barrier, so `x` is
+/// ready.
+fn attend(lid: u32) {
+    let d4 = p.head_dim / 4u;
+    let hq = p.n_heads;
+    let hkv = p.n_kv_heads;
+    let group = hq / hkv;
+    let pos = p.start_pos;
+    for (var e = lid; e < hq * d4; e += WG) {
+        x[e] = rope4(q[e], 0u, e % d4);
+    }
+    // Every workgroup stores the new rows (the same values) and reads them
+    // back from the caches like every other key, so no load branches.
+    for (var e = lid; e < hkv * d4; e += WG) {
+        store_key(pos * hkv * d4 + e, vec4<f32>(vec4<KvElem>(rope4(k_new[e], 0u, e % d4))));
+        v_cache[pos * hkv * d4 + e] = vec4<KvElem>(v_new[e]);
+    }
+    if lid < hq {
+        m_run[lid] = -3.402823e38;
+        l_run[lid] = 0.0;
+    }
+    storageBarrier();
+    workgroupBarrier();
+    let tile = SC / hq;
+    let ctx = pos + 1u;
+    // The values' owners: (kv head, vec4) pairs, `kgs` key groups of them.
+    let pairs = hkv * d4;
+    let kgs = WG / pairs;
+    let pair = lid % pairs;
+    let kg = lid / pairs;
+    let g = pair / d4;
+    let j = pair % d4;
+    // The query heads of kv head `g`, clamped (those past `group` compute
+    // on a real head and are never stored), and their value sums: named
+    // values, not arrays indexed in a loop over `MAXG` (run as, third
+    // call: 2.6% more decode tokens/s at 32 keys on an H100).
+    let h0 = g * group;
+    let h1 = g * group + min(1u, group - 1u);
+    let h2 = g * group + min(2u, group - 1u);
+    let h3 = g * group + min(3u, group - 1u);
+    var a0 = vec4<f32>(0.0);
+    var a1 = vec4<f32>(0.0);
+    var a2 = vec4<f32>(0.0);
+    var a3 = vec4<f32>(0.0);
+    let h_red = lid / LANES;
+    let lane = lid % LANES;
+    for (var c0 = 0u; c0 < ctx; c0 += tile) {
+        let nt = min(tile, ctx - c0);
+        // Scores: one (kv head, key) pair per invocation at a time, eight
+        // loads of the key in flight, a sum per query head of the group.
+        for (var i = lid; i < hkv * nt; i += WG) {
+            let gi = i / nt;
+            let t = i % nt;
+            let q0 = (gi * group) * d4;
+            let q1 = (gi * group + min(1u, group - 1u)) * d4;
+            let q2 = (gi * group + min(2u, group - 1u)) * d4;
+            let q3 = (gi * group + min(3u, group - 1u)) * d4;
+            var d0 = vec4<f32>(0.0);
+            var d1 = vec4<f32>(0.0);
+            var d2 = vec4<f32>(0.0);
+            var d3 = vec4<f32>(0.0);
+            var jd = 0u;
+            let row = (c0 + t) * hkv + gi;
+            for (; jd + 8u <= d4; jd += 8u) {
+                let ks = keys8(row, jd, d4);
+                let k0 = ks[0];
+                let k1 = ks[1];
+                let k2 = ks[2];
+                let k3 = ks[3];
+                let k4 = ks[4];
+                let k5 = ks[5];
+                let k6 = ks[6];
+                let k7 = ks[7];
+                d0 += x[q0 + jd] * k0 + x[q0 + jd + 1u] * k1 + x[q0 + jd + 2u] * k2 + x[q0 + jd + 3u] * k3;
+                d1 += x[q1 + jd] * k0 + x[q1 + jd + 1u] * k1 + x[q1 + jd + 2u] * k2 + x[q1 + jd + 3u] * k3;
+                d2 += x[q2 + jd] * k0 + x[q2 + jd + 1u] * k1 + x[q2 + jd + 2u] * k2 + x[q2 + jd + 3u] * k3;
+                d3 += x[q3 + jd] * k0 + x[q3 + jd + 1u] * k1 + x[q3 + jd + 2u] * k2 + x[q3 + jd + 3u] * k3;
+                d0 += x[q0 + jd + 4u] * k4 + x[q0 + jd + 5u] * k5 + x[q0 + jd + 6u] * k6 + x[q0 + jd + 7u] * k7;
+                d1 += x[q1 + jd + 4u] * k4 + x[q1 + jd + 5u] * k5 + x[q1 + jd + 6u] * k6 + x[q1 + jd + 7u] * k7;
+                d2 += x[q2 + jd + 4u] * k4 + x[q2 + jd + 5u] * k5 + x[q2 + jd + 6u] * k6 + x[q2 + jd + 7u] * k7;
+                d3 += x[q3 + jd + 4u] * k4 + x[q3 + jd + 5u] * k5 + x[q3 + jd + 6u] * k6 + x[q3 + jd + 7u] * k7;
+            }
+            for (; jd < d4; jd++) {
+                let kv = key_at(row * d4 + jd);
+                d0 += x[q0 + jd] * kv;
+                d1 += x[q1 + jd] * kv;
+                d2 += x[q2 + jd] * kv;
+                d3 += x[q3 + jd] * kv;
+            }
+            let base = (gi * group) * tile + t;
+            sc[base] = (d0.x + d0.y + d0.z + d0.w) * p.scale;
+            if group > 1u {
+                sc[base + tile] = (d1.x + d1.y + d1.z + d1.w) * p.scale;
+            }
+            if group > 2u {
+                sc[base + 2u * tile] = (d2.x + d2.y + d2.z + d2.w) * p.scale;
+            }
+            if group > 3u {
+                sc[base + 3u * tile] = (d3.x + d3.y + d3.z + d3.w) * p.scale;
+            }
+        }
+        workgroupBarrier();
+        // Each head's tile max and sum: `LANES` invocations, then a tree.
+        var ml = vec2<f32>(-3.402823e38, 0.0);
+        if h_red < hq {
+            for (var t = lane; t < nt; t += LANES) {
+                ml.x = max(ml.x, sc[h_red * tile + t]);
+            }
+            for (var t = lane; t < nt; t += LANES) {
+                ml.y += exp(sc[h_red * tile + t] - ml.x);
+            }
+        }
+        partial[lid] = vec4<f32>(ml, 0.0, 0.0);
+        workgroupBarrier();
+        for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+            if lane < stride {
+                partial[lid] = vec4<f32>(merge_ml(partial[lid].xy, partial[lid + stride].xy), 0.0, 0.0);
+            }
+            workgroupBarrier();
+        }
+        if lid < hq {
+            let tl = partial[lid * LANES].xy;
+            let m_new = max(m_run[lid], tl.x);
+            let a = exp(m_run[lid] - m_new);
+            l_run[lid] = l_run[lid] * a + tl.y * exp(tl.x - m_new);
+            m_run[lid] = m_new;
+            alpha[lid] = a;
+        }
+        workgroupBarrier();
+        for (var i = lid; i < hq * nt; i += WG) {
+            let at = (i / nt) * tile + i % nt;
+            sc[at] = exp(sc[at] - m_run[i / nt]);
+        }
+        workgroupBarrier();
+        // Values: this invocation's (kv head, vec4) over its key group,
+        // eight loads in flight (at keys clamped into the tile; their
+        // probabilities are 0 past it).
+        if kg < kgs {
+            a0 *= alpha[h0];
+            a1 *= alpha[h1];
+            a2 *= alpha[h2];
+            a3 *= alpha[h3];
+            let per = (nt + kgs - 1u) / kgs;
+            let b0 = h0 * tile;
+            let b1 = h1 * tile;
+            let b2 = h2 * tile;
+            let b3 = h3 * tile;
+            for (var e0 = 0u; e0 < per; e0 += 8u) {
+                let t0 = kg + e0 * kgs;
+                let ta = t0;
+                let tb = t0 + kgs;
+                let tc = t0 + 2u * kgs;
+                let td = t0 + 3u * kgs;
+                let te = t0 + 4u * kgs;
+                let tf = t0 + 5u * kgs;
+                let tg = t0 + 6u * kgs;
+                let th = t0 + 7u * kgs;
+                let u0 = value_vec(c0 + min(ta, nt - 1u), g, j, d4);
+                let u1 = value_vec(c0 + min(tb, nt - 1u), g, j, d4);
+                let u2 = value_vec(c0 + min(tc, nt - 1u), g, j, d4);
+                let u3 = value_vec(c0 + min(td, nt - 1u), g, j, d4);
+                let u4 = value_vec(c0 + min(te, nt - 1u), g, j, d4);
+                let u5 = value_vec(c0 + min(tf, nt - 1u), g, j, d4);
+                let u6 = value_vec(c0 + min(tg, nt - 1u), g, j, d4);
+                let u7 = value_vec(c0 + min(th, nt - 1u), g, j, d4);
+                a0 += pw(b0, ta, nt) * u0 + pw(b0, tb, nt) * u1 + pw(b0, tc, nt) * u2 + pw(b0, td, nt) * u3;
+                a1 += pw(b1, ta, nt) * u0 + pw(b1, tb, nt) * u1 + pw(b1, tc, nt) * u2 + pw(b1, td, nt) * u3;
+                a2 += pw(b2, ta, nt) * u0 + pw(b2, tb, nt) * u1 + pw(b2, tc, nt) * u2 + pw(b2, td, nt) * u3;
+                a3 += pw(b3, ta, nt) * u0 + pw(b3, tb, nt) * u1 + pw(b3, tc, nt) * u2 + pw(b3, td, nt) * u3;
+                a0 += pw(b0, te, nt) * u4 + pw(b0, tf, nt) * u5 + pw(b0, tg, nt) * u6 + pw(b0, th, nt) * u7;
+                a1 += pw(b1, te, nt) * u4 + pw(b1, tf, nt) * u5 + pw(b1, tg, nt) * u6 + pw(b1, th, nt) * u7;
+                a2 += pw(b2, te, nt) * u4 + pw(b2, tf, nt) * u5 + pw(b2, tg, nt) * u6 + pw(b2, th, nt) * u7;
+                a3 += pw(b3, te, nt) * u4 + pw(b3, tf, nt) * u5 + pw(b3, tg, nt) * u6 + pw(b3, th, nt) * u7;
+            }
+        }
+        workgroupBarrier();
+    }
+    // Sum the key groups per query head of the group into `x`.
+    for (var jj = 0u; jj < MAXG; jj++) {
+        if jj >= group {
+            break;
+        }
+        partial[lid] = select(select(select(a0, a1, jj == 1u), a2, jj == 2u), a3, jj == 3u);
+        workgroupBarrier();
+        if lid < pairs {
+            var total = vec4<f32>(0.0);
+            for (var s = 0u; s < kgs; s++) {
+                total += partial[s * pairs + lid];
+            }
+            let h = g * group + jj;
+            x[h * d4 + j] = vec4<f32>(vec4<Elem>(total / l_run[h]));
+        }
+        workgroupBarrier();
+    }
+}
+
+/// The attention's output row into `x` (`gemv_sdpa_attend.wgsl`).
+fn prologue(lid: u32) {
+    attend(lid);
+}
+
+fn x_at(i: u32) -> vec4<f32> {
+    return x[i];
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let lanes = WG / p.cols;
+    let lane = lid % lanes;
+    let c = lid / lanes;
+    let col = (wid.y * groups.x + wid.x) * p.cols + c;
+    prologue(lid);
+    let k4 = p.k / 4u;
+    var acc = vec4<f32>();
+    if col < p.n {
+        let row = col * k4;
+        var j = lane;
+        // Whole steps of `UNROLL * lanes` words: the loads first.
+        for (; j + (UNROLL - 1u) * lanes < k4; j += UNROLL * lanes) {
+            let w0 = vec4<f32>(w[row + j]);
+            let w1 = vec4<f32>(w[row + j + lanes]);
+            let w2 = vec4<f32>(w[row + j + 2u * lanes]);
+            let w3 = vec4<f32>(w[row + j + 3u * lanes]);
+            for (var r = 0u; r < p.m; r++) {
+                let xr = r * k4 + j;
+                acc[r] += dot(x_at(xr), w0) + dot(x_at(xr + lanes), w1)
+                    + dot(x_at(xr + 2u * lanes), w2) + dot(x_at(xr + 3u * lanes), w3);
+            }
+        }
+        // The rest, one word at a time.
+        for (; j < k4; j += lanes) {
+            let wv = vec4<f32>(w[row + j]);
+            for (var r = 0u; r < p.m; r++) {
+                acc[r] += dot(x_at(r * k4 + j), wv);
+            }
+        }
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            partial[lid] += partial[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    if lane == 0u && col < p.n {
+        let s = partial[lid];
+        for (var r = 0u; r < p.m; r++) {
+            var v = s[r];
+            if p.has_bias != 0u {
+                v += f32(bias[col]);
+            }
+            out[r * p.n + col] = Elem(v);
+        }
+    }
+}
+"#;
+
+/// `linear_gemv_sdpa.wgsl` with `Elem = f32`, `KvElem = f16`.
+pub const LINEAR_GEMV_SDPA_F32_KVF16: &str = r#"enable f16;
+
+//! Decode route of `etwgpu.sdpa_rope_linear` (float weights) at short
+//! caches: the whole attention of the one query row computed inside the
+//! float GEMV that reads its output (the O projection), one dispatch where
+//! the split route takes two (`sdpa_split_rope.wgsl`, then
+//! `linear_gemv_attn.wgsl`). Every workgroup needs the whole attention
+//! output, so every workgroup computes it (`gemv_sdpa_attend.wgsl`, as
+//! `q4_gemv_sdpa.wgsl` does before its 4-bit GEMV: the query and the new
+//! key rotated as loaded, the new rows stored into the caches, the keys in
+//! tiles with an online softmax, the output rounded to `Elem` into `x`);
+//! then, as `linear_gemv.wgsl` with one row,
+//! `out[n] = sum_k x[k] * w[n, k] + bias[n]`.
+//!
+//! The host routes here only for one query row, at most `MAXG` query heads
+//! per kv head, at most `MAX_HEADS` heads, `n_heads * head_dim / 4 <= XS`,
+//! `n_kv_heads * head_dim / 4 <= NS`, on devices that allow its workgroup
+//! memory (`DeviceCaps::gemv_attention`); see `gemv_attends` in
+//! `ops/llm/split_kv.rs`.
+// variants: f32 f16 f32_kvf16
+
+alias Elem = f32;
+alias KvElem = f16;
+
+/// Invocations per workgroup.
+const WG: u32 = 256u;
+/// Most rows of x.
+const MAX_ROWS: u32 = 4u;
+/// `vec4`s of the weight row a lane loads before using them.
+const UNROLL: u32 = 4u;
+
+struct Params {
+    /// The GEMV's (`linear_gemv.wgsl`): rows of x (1 here).
+    m: u32,
+    /// Output features.
+    n: u32,
+    /// Input features (`n_heads * head_dim`, a multiple of 4).
+    k: u32,
+    has_bias: u32,
+    /// Output columns a workgroup (8, 4 or 2).
+    cols: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+    /// The attention's, laid out as `sdpa_split_rope.wgsl`'s uniforms (the
+    /// host appends that dispatch's words): query rows (1 here).
+    seq: u32,
+    /// Query heads.
+    n_heads: u32,
+    /// Key/value heads.
+    n_kv_heads: u32,
+    /// Head dim (a multiple of 4).
+    head_dim: u32,
+    /// Position of the query row (its key is the cache's row `start_pos`).
+    start_pos: u32,
+    /// Softmax scale.
+    scale: f32,
+    /// The split plan's words and padding (unused here).
+    _split0: u32,
+    _split1: u32,
+    _split2: u32,
+    _split3: u32,
+    _pad3: u32,
+    _pad4: u32,
+    /// The tables' row of the query's token.
+    table_row: u32,
+    _pad5: u32,
+    _pad6: u32,
+    _pad7: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<vec4<Elem>>;
+@group(0) @binding(2) var<storage, read> k_new: array<vec4<Elem>>;
+@group(0) @binding(3) var<storage, read> v_new: array<vec4<Elem>>;
+@group(0) @binding(4) var<storage, read> cos_t: array<Elem>;
+@group(0) @binding(5) var<storage, read> sin_t: array<Elem>;
+@group(0) @binding(6) var<storage, read> w: array<vec4<Elem>>;
+@group(0) @binding(7) var<storage, read> bias: array<Elem>;
+@group(0) @binding(8) var<storage, read_write> k_cache: array<vec4<u32>>;
+@group(0) @binding(9) var<storage, read_write> v_cache: array<vec4<KvElem>>;
+@group(0) @binding(10) var<storage, read_write> out: array<Elem>;
+
+/// `vec4` `d` of a row of token `t` of the call rotated: its pairs `(x, y)`
+/// and `(z, w)` are pairs `2d` and `2d + 1` of the half head dim. Rounded
+/// to `Elem`, as the rotation's output tensor holds it.
+fn rope4(v: vec4<Elem>, t: u32, d: u32) -> vec4<f32> {
+    let i = (p.table_row + t) * (p.head_dim / 2u) + 2u * d;
+    let c = vec2<f32>(f32(cos_t[i]), f32(cos_t[i + 1u]));
+    let sn = vec2<f32>(f32(sin_t[i]), f32(sin_t[i + 1u]));
+    let x = vec4<f32>(v);
+    let re = x.xz * c - x.yw * sn;
+    let im = x.xz * sn + x.yw * c;
+    return vec4<f32>(vec4<Elem>(vec4<f32>(re.x, im.x, re.y, im.y)));
+}
+/// `vec4`s of the query (then the attention output): `n_heads * head_dim / 4` at most.
+const XS: u32 = 256u;
+/// Most (kv head, `vec4`) pairs of the values (`n_kv_heads * head_dim /
+/// 4`): at least four key groups of them in a workgroup.
+const NS: u32 = 64u;
+/// Scores held per tile, all heads: a tile has `SC / n_heads` keys.
+const SC: u32 = 4096u;
+/// Most query heads per kv head.
+const MAXG: u32 = 4u;
+/// Most query heads (`WG / LANES`).
+const MAX_HEADS: u32 = 16u;
+/// Invocations per head in the softmax's reductions.
+const LANES: u32 = 16u;
+/// Whether `KvElem` is `f16`: `KvElem(2049.0)` rounds to 2048 only there.
+/// The key cache is bound as `vec4<u32>` words, each two `vec4`s of a
+/// float16 cache or one of a float32 cache, so a float16 row takes half
+/// the load instructions (run au, first call: the scores' key loads cost
+/// by the instruction, 0.0465 -> 0.037 us a key a layer on an H100).
+const KV_HALF: bool = KvElem(2049.0) == KvElem(2048.0);
+
+/// The rotated query (head `h`, `vec4` `j` at `h * d4 + j`), then the
+/// attention's output in the same places: the GEMV's x.
+var<workgroup> x: array<vec4<f32>, XS>;
+/// The tile's scores (head `h`, key `t` at `h * tile + t`), then their
+/// probabilities.
+var<workgroup> sc: array<f32, SC>;
+/// Per head: the running max and sum, and the last tile's rescale.
+var<workgroup> m_run: array<f32, MAX_HEADS>;
+var<workgroup> l_run: array<f32, MAX_HEADS>;
+var<workgroup> alpha: array<f32, MAX_HEADS>;
+/// The reductions' scratch: `(max, sum)` pairs in `.xy` during the tiles,
+/// the key groups' sums at the end, then the GEMV slices' sums.
+var<workgroup> partial: array<vec4<f32>, WG>;
+
+/// Two `(max, sum of exp(s - max))` pairs as one.
+fn merge_ml(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
+    let m = max(a.x, b.x);
+    return vec2<f32>(m, a.y * exp(a.x - m) + b.y * exp(b.x - m));
+}
+
+/// The key cache's `vec4` at `i` (in `vec4`s of `KvElem`).
+fn key_at(i: u32) -> vec4<f32> {
+    if KV_HALF {
+        let w = k_cache[i / 2u];
+        let h = select(w.xy, w.zw, (i % 2u) == 1u);
+        return vec4<f32>(unpack2x16float(h.x), unpack2x16float(h.y));
+    }
+    return bitcast<vec4<f32>>(k_cache[i]);
+}
+
+/// The key cache's `vec4`s at `i` and `i + 1`, `i` even: one load of a
+/// float16 cache.
+fn key_pair(i: u32) -> array<vec4<f32>, 2> {
+    if KV_HALF {
+        let w = k_cache[i / 2u];
+        return array<vec4<f32>, 2>(
+            vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y)),
+            vec4<f32>(unpack2x16float(w.z), unpack2x16float(w.w)),
+        );
+    }
+    return array<vec4<f32>, 2>(bitcast<vec4<f32>>(k_cache[i]), bitcast<vec4<f32>>(k_cache[i + 1u]));
+}
+
+/// Stores `v` (already rounded to `KvElem`) as the key cache's `vec4` at `i`.
+fn store_key(i: u32, v: vec4<f32>) {
+    if KV_HALF {
+        let lo = (i % 2u) * 2u;
+        k_cache[i / 2u][lo] = pack2x16float(v.xy);
+        k_cache[i / 2u][lo + 1u] = pack2x16float(v.zw);
+    } else {
+        k_cache[i] = bitcast<vec4<u32>>(v);
+    }
+}
+
+/// `vec4`s `jd .. jd + 8` of key row `row` (`d4` `vec4`s a row): paired
+/// loads where every pair lies in one word (`d4` even), else one a `vec4`.
+fn keys8(row: u32, jd: u32, d4: u32) -> array<vec4<f32>, 8> {
+    let i = row * d4 + jd;
+    if d4 % 2u == 0u {
+        let a = key_pair(i);
+        let b = key_pair(i + 2u);
+        let c = key_pair(i + 4u);
+        let e = key_pair(i + 6u);
+        return array<vec4<f32>, 8>(a[0], a[1], b[0], b[1], c[0], c[1], e[0], e[1]);
+    }
+    return array<vec4<f32>, 8>(
+        key_at(i), key_at(i + 1u), key_at(i + 2u), key_at(i + 3u),
+        key_at(i + 4u), key_at(i + 5u), key_at(i + 6u), key_at(i + 7u),
+    );
+}
+
+/// The same for the values.
+fn value_vec(key: u32, g: u32, j: u32, d4: u32) -> vec4<f32> {
+    return vec4<f32>(v_cache[(key * p.n_kv_heads + g) * d4 + j]);
+}
+
+/// The probability of key `t` of the tile from `b` (of `nt` keys): 0 past
+/// the tile.
+fn pw(b: u32, t: u32, nt: u32) -> f32 {
+    return select(0.0, sc[b + min(t, nt - 1u)], t < nt);
+}
+
+/// Fills `x` with the attention's output. Ends with a barrier, so `x` is
+/// ready.
+fn attend(lid: u32) {
+    let d4 = p.head_dim / 4u;
+    let hq = p.n_heads;
+    let hkv = p.n_kv_heads;
+    let group = hq / hkv;
+    let pos = p.start_pos;
+    for (var e = lid; e < hq * d4; e += WG) {
+        x[e] = rope4(q[e], 0u, e % d4);
+    }
+    // Every workgroup stores the new rows (the same values) and reads them
+    // back from the caches like every other key, so no load branches.
+    for (var e = lid; e < hkv * d4; e += WG) {
+        store_key(pos * hkv * d4 + e, vec4<f32>(vec4<KvElem>(rope4(k_new[e], 0u, e % d4))));
+        v_cache[pos * hkv * d4 + e] = vec4<KvElem>(v_new[e]);
+    }
+    if lid < hq {
+        m_run[lid] = -3.402823e38;
+        l_run[lid] = 0.0;
+    }
+    storageBarrier();
+    workgroupBarrier();
+    let tile = SC / hq;
+    let ctx = pos + 1u;
+    // The values' owners: (kv head, vec4) pairs, `kgs` key groups of them.
+    let pairs = hkv * d4;
+    let kgs = WG / pairs;
+    let pair = lid % pairs;
+    let kg = lid / pairs;
+    let g = pair / d4;
+    let j = pair % d4;
+    // The query heads of kv head `g`, clamped (those past `group` compute
+    // on a real head and are never stored), and their value sums: named
+    // values, not arrays indexed in a loop over `MAXG` (run as, third
+    // call: 2.6% more decode tokens/s at 32 keys on an H100).
+    let h0 = g * group;
+    let h1 = g * group + min(1u, group - 1u);
+    let h2 = g * group + min(2u, group - 1u);
+    let h3 = g * group + min(3u, group - 1u);
+    var a0 = vec4<f32>(0.0);
+    var a1 = vec4<f32>(0.0);
+    var a2 = vec4<f32>(0.0);
+    var a3 = vec4<f32>(0.0);
+    let h_red = lid / LANES;
+    let lane = lid % LANES;
+    for (var c0 = 0u; c0 < ctx; c0 += tile) {
+        let nt = min(tile, ctx - c0);
+        // Scores: one (kv head, key) pair per invocation at a time, eight
+        // loads of the key in flight, a sum per query head of the group.
+        for (var i = lid; i < hkv * nt; i += WG) {
+            let gi = i / nt;
+            let t = i % nt;
+            let q0 = (gi * group) * d4;
+            let q1 = (gi * group + min(1u, group - 1u)) * d4;
+            let q2 = (gi * group + min(2u, group - 1u)) * d4;
+            let q3 = (gi * group + min(3u, group - 1u)) * d4;
+            var d0 = vec4<f32>(0.0);
+            var d1 = vec4<f32>(0.0);
+            var d2 = vec4<f32>(0.0);
+            var d3 = vec4<f32>(0.0);
+            var jd = 0u;
+            let row = (c0 + t) * hkv + gi;
+            for (; jd + 8u <= d4; jd += 8u) {
+                let ks = keys8(row, jd, d4);
+                let k0 = ks[0];
+                let k1 = ks[1];
+                let k2 = ks[2];
+                let k3 = ks[3];
+                let k4 = ks[4];
+                let k5 = ks[5];
+                let k6 = ks[6];
+                let k7 = ks[7];
+                d0 += x[q0 + jd] * k0 + x[q0 + jd + 1u] * k1 + x[q0 + jd + 2u] * k2 + x[q0 + jd + 3u] * k3;
+                d1 += x[q1 + jd] * k0 + x[q1 + jd + 1u] * k1 + x[q1 + jd + 2u] * k2 + x[q1 + jd + 3u] * k3;
+                d2 += x[q2 + jd] * k0 + x[q2 + jd + 1u] * k1 + x[q2 + jd + 2u] * k2 + x[q2 + jd + 3u] * k3;
+                d3 += x[q3 + jd] * k0 + x[q3 + jd + 1u] * k1 + x[q3 + jd + 2u] * k2 + x[q3 + jd + 3u] * k3;
+                d0 += x[q0 + jd + 4u] * k4 + x[q0 + jd + 5u] * k5 + x[q0 + jd + 6u] * k6 + x[q0 + jd + 7u] * k7;
+                d1 += x[q1 + jd + 4u] * k4 + x[q1 + jd + 5u] * k5 + x[q1 + jd + 6u] * k6 + x[q1 + jd + 7u] * k7;
+                d2 += x[q2 + jd + 4u] * k4 + x[q2 + jd + 5u] * k5 + x[q2 + jd + 6u] * k6 + x[q2 + jd + 7u] * k7;
+                d3 += x[q3 + jd + 4u] * k4 + x[q3 + jd + 5u] * k5 + x[q3 + jd + 6u] * k6 + x[q3 + jd + 7u] * k7;
+            }
+            for (; jd < d4; jd++) {
+                let kv = key_at(row * d4 + jd);
+                d0 += x[q0 + jd] * kv;
+                d1 += x[q1 + jd] * kv;
+                d2 += x[q2 + jd] * kv;
+                d3 += x[q3 + jd] * kv;
+            }
+            let base = (gi * group) * tile + t;
+            sc[base] = (d0.x + d0.y + d0.z + d0.w) * p.scale;
+            if group > 1u {
+                sc[base + tile] = (d1.x + d1.y + d1.z + d1.w) * p.scale;
+            }
+            if group > 2u {
+                sc[base + 2u * tile] = (d2.x + d2.y + d2.z + d2.w) * p.scale;
+            }
+            if group > 3u {
+                sc[base + 3u * tile] = (d3.x + d3.y + d3.z + d3.w) * p.scale;
+            }
+        }
+        workgroupBarrier();
+        // Each head's tile max and sum: `LANES` invocations, then a tree.
+        var ml = vec2<f32>(-3.402823e38, 0.0);
+        if h_red < hq {
+            for (var t = lane; t < nt; t += LANES) {
+                ml.x = max(ml.x, sc[h_red * tile + t]);
+            }
+            for (var t = lane; t < nt; t += LANES) {
+                ml.y += exp(sc[h_red * tile + t] - ml.x);
+            }
+        }
+        partial[lid] = vec4<f32>(ml, 0.0, 0.0);
+        workgroupBarrier();
+        for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+            if lane < stride {
+                partial[lid] = vec4<f32>(merge_ml(partial[lid].xy, partial[lid + stride].xy), 0.0, 0.0);
+            }
+            workgroupBarrier();
+        }
+        if lid < hq {
+            let tl = partial[lid * LANES].xy;
+            let m_new = max(m_run[lid], tl.x);
+            let a = exp(m_run[lid] - m_new);
+            l_run[lid] = l_run[lid] * a + tl.y * exp(tl.x - m_new);
+            m_run[lid] = m_new;
+            alpha[lid] = a;
+        }
+        workgroupBarrier();
+        for (var i = lid; i < hq * nt; i += WG) {
+            let at = (i / nt) * tile + i % nt;
+            sc[at] = exp(sc[at] - m_run[i / nt]);
+        }
+        workgroupBarrier();
+        // Values: this invocation's (kv head, vec4) over its key group,
+        // eight loads in flight (at keys clamped into the tile; their
+        // probabilities are 0 past it).
+        if kg < kgs {
+            a0 *= alpha[h0];
+            a1 *= alpha[h1];
+            a2 *= alpha[h2];
+            a3 *= alpha[h3];
+            let per = (nt + kgs - 1u) / kgs;
+            let b0 = h0 * tile;
+            let b1 = h1 * tile;
+            let b2 = h2 * tile;
+            let b3 = h3 * tile;
+            for (var e0 = 0u; e0 < per; e0 += 8u) {
+                let t0 = kg + e0 * kgs;
+                let ta = t0;
+                let tb = t0 + kgs;
+                let tc = t0 + 2u * kgs;
+                let td = t0 + 3u * kgs;
+                let te = t0 + 4u * kgs;
+                let tf = t0 + 5u * kgs;
+                let tg = t0 + 6u * kgs;
+                let th = t0 + 7u * kgs;
+                let u0 = value_vec(c0 + min(ta, nt - 1u), g, j, d4);
+                let u1 = value_vec(c0 + min(tb, nt - 1u), g, j, d4);
+                let u2 = value_vec(c0 + min(tc, nt - 1u), g, j, d4);
+                let u3 = value_vec(c0 + min(td, nt - 1u), g, j, d4);
+                let u4 = value_vec(c0 + min(te, nt - 1u), g, j, d4);
+                let u5 = value_vec(c0 + min(tf, nt - 1u), g, j, d4);
+                let u6 = value_vec(c0 + min(tg, nt - 1u), g, j, d4);
+                let u7 = value_vec(c0 + min(th, nt - 1u), g, j, d4);
+                a0 += pw(b0, ta, nt) * u0 + pw(b0, tb, nt) * u1 + pw(b0, tc, nt) * u2 + pw(b0, td, nt) * u3;
+                a1 += pw(b1, ta, nt) * u0 + pw(b1, tb, nt) * u1 + pw(b1, tc, nt) * u2 + pw(b1, td, nt) * u3;
+                a2 += pw(b2, ta, nt) * u0 + pw(b2, tb, nt) * u1 + pw(b2, tc, nt) * u2 + pw(b2, td, nt) * u3;
+                a3 += pw(b3, ta, nt) * u0 + pw(b3, tb, nt) * u1 + pw(b3, tc, nt) * u2 + pw(b3, td, nt) * u3;
+                a0 += pw(b0, te, nt) * u4 + pw(b0, tf, nt) * u5 + pw(b0, tg, nt) * u6 + pw(b0, th, nt) * u7;
+                a1 += pw(b1, te, nt) * u4 + pw(b1, tf, nt) * u5 + pw(b1, tg, nt) * u6 + pw(b1, th, nt) * u7;
+                a2 += pw(b2, te, nt) * u4 + pw(b2, tf, nt) * u5 + pw(b2, tg, nt) * u6 + pw(b2, th, nt) * u7;
+                a3 += pw(b3, te, nt) * u4 + pw(b3, tf, nt) * u5 + pw(b3, tg, nt) * u6 + pw(b3, th, nt) * u7;
+            }
+        }
+        workgroupBarrier();
+    }
+    // Sum the key groups per query head of the group into `x`.
+    for (var jj = 0u; jj < MAXG; jj++) {
+        if jj >= group {
+            break;
+        }
+        partial[lid] = select(select(select(a0, a1, jj == 1u), a2, jj == 2u), a3, jj == 3u);
+        workgroupBarrier();
+        if lid < pairs {
+            var total = vec4<f32>(0.0);
+            for (var s = 0u; s < kgs; s++) {
+                total += partial[s * pairs + lid];
+            }
+            let h = g * group + jj;
+            x[h * d4 + j] = vec4<f32>(vec4<Elem>(total / l_run[h]));
+        }
+        workgroupBarrier();
+    }
+}
+
+/// The attention's output row into `x` (`gemv_sdpa_attend.wgsl`).
+fn prologue(lid: u32) {
+    attend(lid);
+}
+
+fn x_at(i: u32) -> vec4<f32> {
+    return x[i];
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let lanes = WG / p.cols;
+    let lane = lid % lanes;
+    let c = lid / lanes;
+    let col = (wid.y * groups.x + wid.x) * p.cols + c;
+    prologue(lid);
+    let k4 = p.k / 4u;
+    var acc = vec4<f32>();
+    if col < p.n {
+        let row = col * k4;
+        var j = lane;
+        // Whole steps of `UNROLL * lanes` words: the loads first.
+        for (; j + (UNROLL - 1u) * lanes < k4; j += UNROLL * lanes) {
+            let w0 = vec4<f32>(w[row + j]);
+            let w1 = vec4<f32>(w[row + j + lanes]);
+            let w2 = vec4<f32>(w[row + j + 2u * lanes]);
+            let w3 = vec4<f32>(w[row + j + 3u * lanes]);
+            for (var r = 0u; r < p.m; r++) {
+                let xr = r * k4 + j;
+                acc[r] += dot(x_at(xr), w0) + dot(x_at(xr + lanes), w1)
+                    + dot(x_at(xr + 2u * lanes), w2) + dot(x_at(xr + 3u * lanes), w3);
+            }
+        }
+        // The rest, one word at a time.
+        for (; j < k4; j += lanes) {
+            let wv = vec4<f32>(w[row + j]);
+            for (var r = 0u; r < p.m; r++) {
+                acc[r] += dot(x_at(r * k4 + j), wv);
+            }
+        }
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
+        if lane < stride {
+            partial[lid] += partial[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    if lane == 0u && col < p.n {
+        let s = partial[lid];
+        for (var r = 0u; r < p.m; r++) {
+            var v = s[r];
             if p.has_bias != 0u {
                 v += f32(bias[col]);
             }
@@ -28846,27 +30260,11 @@ pub const Q4_GEMV_SDPA_F32: &str = r#"//! Decode route of `etwgpu.sdpa_rope_line
 alias Elem = f32;
 alias KvElem = Elem;
 
+// The attention's bounds, workgroup memory and functions are in
+// `gemv_sdpa_attend.wgsl` (shared with `linear_gemv_sdpa.wgsl`).
+
 /// Invocations per workgroup.
 const WG: u32 = 256u;
-/// `vec4`s of the query (then the attention output): `n_heads * head_dim / 4` at most.
-const XS: u32 = 256u;
-/// Most (kv head, `vec4`) pairs of the values (`n_kv_heads * head_dim /
-/// 4`): at least four key groups of them in a workgroup.
-const NS: u32 = 64u;
-/// Scores held per tile, all heads: a tile has `SC / n_heads` keys.
-const SC: u32 = 4096u;
-/// Most query heads per kv head.
-const MAXG: u32 = 4u;
-/// Most query heads (`WG / LANES`).
-const MAX_HEADS: u32 = 16u;
-/// Invocations per head in the softmax's reductions.
-const LANES: u32 = 16u;
-/// Whether `KvElem` is `f16`: `KvElem(2049.0)` rounds to 2048 only there.
-/// The key cache is bound as `vec4<u32>` words, each two `vec4`s of a
-/// float16 cache or one of a float32 cache, so a float16 row takes half
-/// the load instructions (run au, first call: the scores' key loads cost
-/// by the instruction, 0.0465 -> 0.037 us a key a layer on an H100).
-const KV_HALF: bool = KvElem(2049.0) == KvElem(2048.0);
 
 struct Params {
     /// The GEMV's (`q4_gemv.wgsl`): rows of x (1 here).
@@ -28923,20 +30321,6 @@ struct Params {
 @group(0) @binding(9) var<storage, read_write> k_cache: array<vec4<u32>>;
 @group(0) @binding(10) var<storage, read_write> v_cache: array<vec4<KvElem>>;
 @group(0) @binding(11) var<storage, read_write> out: array<Elem>;
-
-/// The rotated query (head `h`, `vec4` `j` at `h * d4 + j`), then the
-/// attention's output in the same places: the GEMV's x.
-var<workgroup> x: array<vec4<f32>, XS>;
-/// The tile's scores (head `h`, key `t` at `h * tile + t`), then their
-/// probabilities.
-var<workgroup> sc: array<f32, SC>;
-/// Per head: the running max and sum, and the last tile's rescale.
-var<workgroup> m_run: array<f32, MAX_HEADS>;
-var<workgroup> l_run: array<f32, MAX_HEADS>;
-var<workgroup> alpha: array<f32, MAX_HEADS>;
-/// The reductions' scratch: `(max, sum)` pairs in `.xy` during the tiles,
-/// the key groups' sums at the end, then the GEMV slices' sums.
-var<workgroup> partial: array<vec4<f32>, WG>;
 
 /// Where the 16-byte words of column `col` (of `n`, `words` per row) sit:
 /// word `w` at `base + w * stride`, `(base, stride)` returned; row-major
@@ -29077,7 +30461,6 @@ fn column_finish(lid: u32, c: Column, m: u32) {
         }
     }
 }
-
 /// `vec4` `d` of a row of token `t` of the call rotated: its pairs `(x, y)`
 /// and `(z, w)` are pairs `2d` and `2d + 1` of the half head dim. Rounded
 /// to `Elem`, as the rotation's output tensor holds it.
@@ -29090,6 +30473,39 @@ fn rope4(v: vec4<Elem>, t: u32, d: u32) -> vec4<f32> {
     let im = x.xz * sn + x.yw * c;
     return vec4<f32>(vec4<Elem>(vec4<f32>(re.x, im.x, re.y, im.y)));
 }
+/// `vec4`s of the query (then the attention output): `n_heads * head_dim / 4` at most.
+const XS: u32 = 256u;
+/// Most (kv head, `vec4`) pairs of the values (`n_kv_heads * head_dim /
+/// 4`): at least four key groups of them in a workgroup.
+const NS: u32 = 64u;
+/// Scores held per tile, all heads: a tile has `SC / n_heads` keys.
+const SC: u32 = 4096u;
+/// Most query heads per kv head.
+const MAXG: u32 = 4u;
+/// Most query heads (`WG / LANES`).
+const MAX_HEADS: u32 = 16u;
+/// Invocations per head in the softmax's reductions.
+const LANES: u32 = 16u;
+/// Whether `KvElem` is `f16`: `KvElem(2049.0)` rounds to 2048 only there.
+/// The key cache is bound as `vec4<u32>` words, each two `vec4`s of a
+/// float16 cache or one of a float32 cache, so a float16 row takes half
+/// the load instructions (run au, first call: the scores' key loads cost
+/// by the instruction, 0.0465 -> 0.037 us a key a layer on an H100).
+const KV_HALF: bool = KvElem(2049.0) == KvElem(2048.0);
+
+/// The rotated query (head `h`, `vec4` `j` at `h * d4 + j`), then the
+/// attention's output in the same places: the GEMV's x.
+var<workgroup> x: array<vec4<f32>, XS>;
+/// The tile's scores (head `h`, key `t` at `h * tile + t`), then their
+/// probabilities.
+var<workgroup> sc: array<f32, SC>;
+/// Per head: the running max and sum, and the last tile's rescale.
+var<workgroup> m_run: array<f32, MAX_HEADS>;
+var<workgroup> l_run: array<f32, MAX_HEADS>;
+var<workgroup> alpha: array<f32, MAX_HEADS>;
+/// The reductions' scratch: `(max, sum)` pairs in `.xy` during the tiles,
+/// the key groups' sums at the end, then the GEMV slices' sums.
+var<workgroup> partial: array<vec4<f32>, WG>;
 
 /// Two `(max, sum of exp(s - max))` pairs as one.
 fn merge_ml(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
@@ -29414,27 +30830,11 @@ pub const Q4_GEMV_SDPA_F16: &str = r#"enable f16;
 alias Elem = f16;
 alias KvElem = Elem;
 
+// The attention's bounds, workgroup memory and functions are in
+// `gemv_sdpa_attend.wgsl` (shared with `linear_gemv_sdpa.wgsl`).
+
 /// Invocations per workgroup.
 const WG: u32 = 256u;
-/// `vec4`s of the query (then the attention output): `n_heads * head_dim / 4` at most.
-const XS: u32 = 256u;
-/// Most (kv head, `vec4`) pairs of the values (`n_kv_heads * head_dim /
-/// 4`): at least four key groups of them in a workgroup.
-const NS: u32 = 64u;
-/// Scores held per tile, all heads: a tile has `SC / n_heads` keys.
-const SC: u32 = 4096u;
-/// Most query heads per kv head.
-const MAXG: u32 = 4u;
-/// Most query heads (`WG / LANES`).
-const MAX_HEADS: u32 = 16u;
-/// Invocations per head in the softmax's reductions.
-const LANES: u32 = 16u;
-/// Whether `KvElem` is `f16`: `KvElem(2049.0)` rounds to 2048 only there.
-/// The key cache is bound as `vec4<u32>` words, each two `vec4`s of a
-/// float16 cache or one of a float32 cache, so a float16 row takes half
-/// the load instructions (run au, first call: the scores' key loads cost
-/// by the instruction, 0.0465 -> 0.037 us a key a layer on an H100).
-const KV_HALF: bool = KvElem(2049.0) == KvElem(2048.0);
 
 struct Params {
     /// The GEMV's (`q4_gemv.wgsl`): rows of x (1 here).
@@ -29491,20 +30891,6 @@ struct Params {
 @group(0) @binding(9) var<storage, read_write> k_cache: array<vec4<u32>>;
 @group(0) @binding(10) var<storage, read_write> v_cache: array<vec4<KvElem>>;
 @group(0) @binding(11) var<storage, read_write> out: array<Elem>;
-
-/// The rotated query (head `h`, `vec4` `j` at `h * d4 + j`), then the
-/// attention's output in the same places: the GEMV's x.
-var<workgroup> x: array<vec4<f32>, XS>;
-/// The tile's scores (head `h`, key `t` at `h * tile + t`), then their
-/// probabilities.
-var<workgroup> sc: array<f32, SC>;
-/// Per head: the running max and sum, and the last tile's rescale.
-var<workgroup> m_run: array<f32, MAX_HEADS>;
-var<workgroup> l_run: array<f32, MAX_HEADS>;
-var<workgroup> alpha: array<f32, MAX_HEADS>;
-/// The reductions' scratch: `(max, sum)` pairs in `.xy` during the tiles,
-/// the key groups' sums at the end, then the GEMV slices' sums.
-var<workgroup> partial: array<vec4<f32>, WG>;
 
 /// Where the 16-byte words of column `col` (of `n`, `words` per row) sit:
 /// word `w` at `base + w * stride`, `(base, stride)` returned; row-major
@@ -29645,7 +31031,6 @@ fn column_finish(lid: u32, c: Column, m: u32) {
         }
     }
 }
-
 /// `vec4` `d` of a row of token `t` of the call rotated: its pairs `(x, y)`
 /// and `(z, w)` are pairs `2d` and `2d + 1` of the half head dim. Rounded
 /// to `Elem`, as the rotation's output tensor holds it.
@@ -29658,6 +31043,39 @@ fn rope4(v: vec4<Elem>, t: u32, d: u32) -> vec4<f32> {
     let im = x.xz * sn + x.yw * c;
     return vec4<f32>(vec4<Elem>(vec4<f32>(re.x, im.x, re.y, im.y)));
 }
+/// `vec4`s of the query (then the attention output): `n_heads * head_dim / 4` at most.
+const XS: u32 = 256u;
+/// Most (kv head, `vec4`) pairs of the values (`n_kv_heads * head_dim /
+/// 4`): at least four key groups of them in a workgroup.
+const NS: u32 = 64u;
+/// Scores held per tile, all heads: a tile has `SC / n_heads` keys.
+const SC: u32 = 4096u;
+/// Most query heads per kv head.
+const MAXG: u32 = 4u;
+/// Most query heads (`WG / LANES`).
+const MAX_HEADS: u32 = 16u;
+/// Invocations per head in the softmax's reductions.
+const LANES: u32 = 16u;
+/// Whether `KvElem` is `f16`: `KvElem(2049.0)` rounds to 2048 only there.
+/// The key cache is bound as `vec4<u32>` words, each two `vec4`s of a
+/// float16 cache or one of a float32 cache, so a float16 row takes half
+/// the load instructions (run au, first call: the scores' key loads cost
+/// by the instruction, 0.0465 -> 0.037 us a key a layer on an H100).
+const KV_HALF: bool = KvElem(2049.0) == KvElem(2048.0);
+
+/// The rotated query (head `h`, `vec4` `j` at `h * d4 + j`), then the
+/// attention's output in the same places: the GEMV's x.
+var<workgroup> x: array<vec4<f32>, XS>;
+/// The tile's scores (head `h`, key `t` at `h * tile + t`), then their
+/// probabilities.
+var<workgroup> sc: array<f32, SC>;
+/// Per head: the running max and sum, and the last tile's rescale.
+var<workgroup> m_run: array<f32, MAX_HEADS>;
+var<workgroup> l_run: array<f32, MAX_HEADS>;
+var<workgroup> alpha: array<f32, MAX_HEADS>;
+/// The reductions' scratch: `(max, sum)` pairs in `.xy` during the tiles,
+/// the key groups' sums at the end, then the GEMV slices' sums.
+var<workgroup> partial: array<vec4<f32>, WG>;
 
 /// Two `(max, sum of exp(s - max))` pairs as one.
 fn merge_ml(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
@@ -29982,27 +31400,11 @@ pub const Q4_GEMV_SDPA_F32_KVF16: &str = r#"enable f16;
 alias Elem = f32;
 alias KvElem = f16;
 
+// The attention's bounds, workgroup memory and functions are in
+// `gemv_sdpa_attend.wgsl` (shared with `linear_gemv_sdpa.wgsl`).
+
 /// Invocations per workgroup.
 const WG: u32 = 256u;
-/// `vec4`s of the query (then the attention output): `n_heads * head_dim / 4` at most.
-const XS: u32 = 256u;
-/// Most (kv head, `vec4`) pairs of the values (`n_kv_heads * head_dim /
-/// 4`): at least four key groups of them in a workgroup.
-const NS: u32 = 64u;
-/// Scores held per tile, all heads: a tile has `SC / n_heads` keys.
-const SC: u32 = 4096u;
-/// Most query heads per kv head.
-const MAXG: u32 = 4u;
-/// Most query heads (`WG / LANES`).
-const MAX_HEADS: u32 = 16u;
-/// Invocations per head in the softmax's reductions.
-const LANES: u32 = 16u;
-/// Whether `KvElem` is `f16`: `KvElem(2049.0)` rounds to 2048 only there.
-/// The key cache is bound as `vec4<u32>` words, each two `vec4`s of a
-/// float16 cache or one of a float32 cache, so a float16 row takes half
-/// the load instructions (run au, first call: the scores' key loads cost
-/// by the instruction, 0.0465 -> 0.037 us a key a layer on an H100).
-const KV_HALF: bool = KvElem(2049.0) == KvElem(2048.0);
 
 struct Params {
     /// The GEMV's (`q4_gemv.wgsl`): rows of x (1 here).
@@ -30059,20 +31461,6 @@ struct Params {
 @group(0) @binding(9) var<storage, read_write> k_cache: array<vec4<u32>>;
 @group(0) @binding(10) var<storage, read_write> v_cache: array<vec4<KvElem>>;
 @group(0) @binding(11) var<storage, read_write> out: array<Elem>;
-
-/// The rotated query (head `h`, `vec4` `j` at `h * d4 + j`), then the
-/// attention's output in the same places: the GEMV's x.
-var<workgroup> x: array<vec4<f32>, XS>;
-/// The tile's scores (head `h`, key `t` at `h * tile + t`), then their
-/// probabilities.
-var<workgroup> sc: array<f32, SC>;
-/// Per head: the running max and sum, and the last tile's rescale.
-var<workgroup> m_run: array<f32, MAX_HEADS>;
-var<workgroup> l_run: array<f32, MAX_HEADS>;
-var<workgroup> alpha: array<f32, MAX_HEADS>;
-/// The reductions' scratch: `(max, sum)` pairs in `.xy` during the tiles,
-/// the key groups' sums at the end, then the GEMV slices' sums.
-var<workgroup> partial: array<vec4<f32>, WG>;
 
 /// Where the 16-byte words of column `col` (of `n`, `words` per row) sit:
 /// word `w` at `base + w * stride`, `(base, stride)` returned; row-major
@@ -30213,7 +31601,6 @@ fn column_finish(lid: u32, c: Column, m: u32) {
         }
     }
 }
-
 /// `vec4` `d` of a row of token `t` of the call rotated: its pairs `(x, y)`
 /// and `(z, w)` are pairs `2d` and `2d + 1` of the half head dim. Rounded
 /// to `Elem`, as the rotation's output tensor holds it.
@@ -30226,6 +31613,39 @@ fn rope4(v: vec4<Elem>, t: u32, d: u32) -> vec4<f32> {
     let im = x.xz * sn + x.yw * c;
     return vec4<f32>(vec4<Elem>(vec4<f32>(re.x, im.x, re.y, im.y)));
 }
+/// `vec4`s of the query (then the attention output): `n_heads * head_dim / 4` at most.
+const XS: u32 = 256u;
+/// Most (kv head, `vec4`) pairs of the values (`n_kv_heads * head_dim /
+/// 4`): at least four key groups of them in a workgroup.
+const NS: u32 = 64u;
+/// Scores held per tile, all heads: a tile has `SC / n_heads` keys.
+const SC: u32 = 4096u;
+/// Most query heads per kv head.
+const MAXG: u32 = 4u;
+/// Most query heads (`WG / LANES`).
+const MAX_HEADS: u32 = 16u;
+/// Invocations per head in the softmax's reductions.
+const LANES: u32 = 16u;
+/// Whether `KvElem` is `f16`: `KvElem(2049.0)` rounds to 2048 only there.
+/// The key cache is bound as `vec4<u32>` words, each two `vec4`s of a
+/// float16 cache or one of a float32 cache, so a float16 row takes half
+/// the load instructions (run au, first call: the scores' key loads cost
+/// by the instruction, 0.0465 -> 0.037 us a key a layer on an H100).
+const KV_HALF: bool = KvElem(2049.0) == KvElem(2048.0);
+
+/// The rotated query (head `h`, `vec4` `j` at `h * d4 + j`), then the
+/// attention's output in the same places: the GEMV's x.
+var<workgroup> x: array<vec4<f32>, XS>;
+/// The tile's scores (head `h`, key `t` at `h * tile + t`), then their
+/// probabilities.
+var<workgroup> sc: array<f32, SC>;
+/// Per head: the running max and sum, and the last tile's rescale.
+var<workgroup> m_run: array<f32, MAX_HEADS>;
+var<workgroup> l_run: array<f32, MAX_HEADS>;
+var<workgroup> alpha: array<f32, MAX_HEADS>;
+/// The reductions' scratch: `(max, sum)` pairs in `.xy` during the tiles,
+/// the key groups' sums at the end, then the GEMV slices' sums.
+var<workgroup> partial: array<vec4<f32>, WG>;
 
 /// Two `(max, sum of exp(s - max))` pairs as one.
 fn merge_ml(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {

@@ -1,13 +1,15 @@
 //! The body of the streaming float GEMVs of a dense linear:
-//! `linear_gemv.wgsl` and its form with the split-KV combine folded in,
-//! `linear_gemv_attn.wgsl`. It holds the lanes' columns, the word loop
+//! `linear_gemv.wgsl`, its form with the split-KV combine folded in,
+//! `linear_gemv_attn.wgsl`, and with the whole attention in it,
+//! `linear_gemv_sdpa.wgsl`. It holds the lanes' columns, the word loop
 //! (`UNROLL` words in flight), the lanes' tree and the stores. The
-//! including family declares, besides `p`, `WG`, `MAX_ROWS`, `UNROLL`,
-//! `partial` (`array<f32, MAX_ROWS * WG>`), `w`, `bias` and `out`:
+//! including family declares, besides `p`, `WG`, `MAX_ROWS` (4), `UNROLL`,
+//! `partial` (`array<vec4<f32>, WG>`: an invocation's sums of the four
+//! rows), `w`, `bias` and `out`:
 //! - `fn prologue(lid: u32)`, called by every invocation in uniform
-//!   control flow before x is read (the folded form merges the attention's
-//!   output rows into workgroup memory there; the plain form does
-//!   nothing);
+//!   control flow before x is read (the folded forms merge or compute the
+//!   attention's output rows into workgroup memory there; the plain form
+//!   does nothing);
 //! - `fn x_at(i: u32) -> vec4<f32>`: vec4 `i` of the input rows (row `r`
 //!   from vec4 `r * k / 4`).
 
@@ -23,7 +25,7 @@ fn main(
     let col = (wid.y * groups.x + wid.x) * p.cols + c;
     prologue(lid);
     let k4 = p.k / 4u;
-    var acc = array<f32, MAX_ROWS>(0.0, 0.0, 0.0, 0.0);
+    var acc = vec4<f32>();
     if col < p.n {
         let row = col * k4;
         var j = lane;
@@ -47,21 +49,18 @@ fn main(
             }
         }
     }
-    for (var r = 0u; r < MAX_ROWS; r++) {
-        partial[r * WG + lid] = acc[r];
-    }
+    partial[lid] = acc;
     workgroupBarrier();
     for (var stride = lanes / 2u; stride > 0u; stride /= 2u) {
         if lane < stride {
-            for (var r = 0u; r < MAX_ROWS; r++) {
-                partial[r * WG + lid] += partial[r * WG + lid + stride];
-            }
+            partial[lid] += partial[lid + stride];
         }
         workgroupBarrier();
     }
     if lane == 0u && col < p.n {
+        let s = partial[lid];
         for (var r = 0u; r < p.m; r++) {
-            var v = partial[r * WG + lid];
+            var v = s[r];
             if p.has_bias != 0u {
                 v += f32(bias[col]);
             }

@@ -995,8 +995,10 @@ fn float_attention_linear_graph(
 /// exported attention has and the fp32 export's second one: one
 /// `etwgpu.sdpa_rope_linear`, whose decode calls (1 and 3 rows) run the
 /// split partials then the GEMV that merges them (`linear_gemv_attn.wgsl`):
-/// two dispatches where the unfused chain runs four. A prompt of 130 rows
-/// runs the attention's steps then the linear's. Float32 and float16, two
+/// two dispatches where the unfused chain runs four; or, for one row where
+/// the device allows it, the whole attention inside the GEMV
+/// (`linear_gemv_sdpa.wgsl`): one. A prompt of 130 rows runs the
+/// attention's steps then the linear's. Float32 and float16, two
 /// and four query heads a kv head (head dims 16 and 32).
 #[test]
 fn attention_goes_into_the_float_linear_after_it() {
@@ -1012,12 +1014,27 @@ fn attention_goes_into_the_float_linear_after_it() {
             };
             let p = program(g.clone());
             check_saving(name, g, &[FusionKind::RopeAttention, FusionKind::AttentionLinear], &calls, tol, |k| k > 0);
+            // The decode calls on the split route (the partials and the
+            // merging GEMV) and with the whole attention in the GEMV
+            // (`linear_gemv_sdpa.wgsl`, where the device allows it: one
+            // dispatch for one row, the split route's two for three); the
+            // two routes agree.
             let Some(rt) = crate::runtime() else { return };
-            let mut m = rt.load_with(&p, "forward", &LoadOptions::default()).expect("loads");
+            let in_gemv = rt.gemm_caps().gemv_attention;
+            let load = |on| {
+                let options = LoadOptions { gemv_attention: Some(on), ..LoadOptions::default() };
+                rt.load_with(&p, "forward", &options).expect("loads")
+            };
+            let (mut split, mut attends) = (load(false), load(true));
             for (k, inputs) in calls.iter().enumerate() {
-                m.run(inputs).expect("runs");
+                let (a, b) = (split.run(inputs).expect("runs"), attends.run(inputs).expect("runs"));
                 if k > 0 {
-                    assert_eq!(m.n_dispatches(), 2, "{name} call {k}: the partials and the merging GEMV");
+                    assert_eq!(split.n_dispatches(), 2, "{name} call {k}: the partials and the merging GEMV");
+                    let want = if in_gemv && inputs[0].shape[1] == 1 { 1 } else { 2 };
+                    assert_eq!(attends.n_dispatches(), want, "{name} call {k}: dispatches, attention in the GEMV");
+                }
+                for (u, v) in a[0].to_f64_vec().iter().zip(b[0].to_f64_vec()) {
+                    assert!((u - v).abs() <= tol + tol * v.abs(), "{name} call {k}: split {u}, in the GEMV {v}");
                 }
             }
         }

@@ -18,8 +18,10 @@
 //! and the linear's GEMV are one dispatch (`q4_gemv_attn.wgsl`, whose
 //! workgroups merge the partials themselves), and the attention's output
 //! is not written; elsewhere the attention's steps then the linear's.
-//! `etwgpu.sdpa_rope_linear` is the same with a float linear
-//! (`aten.linear`: `linear_gemv_attn.wgsl` on the decode route).
+//! At short caches the whole attention runs inside that GEMV instead
+//! (`q4_gemv_sdpa.wgsl`). `etwgpu.sdpa_rope_linear` is the same with a
+//! float linear (`aten.linear`: `linear_gemv_attn.wgsl`,
+//! `linear_gemv_sdpa.wgsl`).
 
 use crate::error::{Error, Result};
 use crate::generated::shaders::{Family, ShaderId};
@@ -78,25 +80,7 @@ pub fn sdpa_rope_linear_q4gsw(c: &Ctx<'_>) -> Result<Lowered> {
     let linear = linear_q4gsw_into(&c.with_args(&linear_args), &x, &out)?;
     let mut shapes = attention.shapes;
     shapes.extend(linear.shapes);
-    // The live context (checked by the attention's rule).
-    let live = u64::try_from(c.int(5, "start_pos")?).unwrap_or(0) + s;
-    // Short caches: the whole attention in the GEMV (the partials and the
-    // combine replaced; by default only while the context is short); else
-    // the combine folded into it where the split plan allows; else the
-    // steps one after the other.
-    let in_gemv = match (&attention.steps[..], &linear.steps[..]) {
-        ([.., partials, _combine], [gemv]) if gemv_attends(c.caps(), s, hq, hkv, d, cmax, live) => {
-            attend_in_gemv(partials, gemv)
-        }
-        _ => None,
-    };
-    if let Some(d) = in_gemv {
-        let mut steps = attention.steps;
-        steps.truncate(steps.len() - 2);
-        steps.push(Step::Dispatch(d));
-        return Ok(Lowered { shapes, steps });
-    }
-    let steps = fold_or_concat(c, attention.steps, linear.steps, (s, hq, hkv, d, cmax));
+    let steps = fold_or_concat(c, attention.steps, linear.steps, (s, hq, hkv, d, cmax))?;
     Ok(Lowered { shapes, steps })
 }
 
@@ -135,7 +119,7 @@ pub fn sdpa_rope_linear(c: &Ctx<'_>) -> Result<Lowered> {
     let linear = linear_into(&c.with_args(&linear_args), &x, &out, Epilogue::NONE)?;
     let mut shapes = attention.shapes;
     shapes.extend(linear.shapes);
-    let steps = fold_or_concat(c, attention.steps, linear.steps, (s, hq, hkv, d, cmax));
+    let steps = fold_or_concat(c, attention.steps, linear.steps, (s, hq, hkv, d, cmax))?;
     Ok(Lowered { shapes, steps })
 }
 
@@ -156,28 +140,44 @@ fn attention_dims(c: &Ctx<'_>) -> Result<(u64, u64, u64, u64, u64)> {
     Ok((s, hq, hkv, d, cmax))
 }
 
-/// The attention's steps then the linear's, the split combine folded into
-/// the linear's GEMV where the split plan allows ([`combine_folds`]).
+/// The attention's steps then the linear's GEMV, as few dispatches as the
+/// device and the shapes allow: at short caches the whole attention in the
+/// GEMV (the partials and the combine replaced; by default only while the
+/// context is short: [`gemv_attends`]); else the split combine folded into
+/// the GEMV where the split plan allows ([`combine_folds`]); else the
+/// steps one after the other.
 fn fold_or_concat(
     c: &Ctx<'_>,
-    attention: Vec<Step>,
+    mut attention: Vec<Step>,
     linear: Vec<Step>,
     (s, hq, hkv, d, cmax): (u64, u64, u64, u64, u64),
-) -> Vec<Step> {
+) -> Result<Vec<Step>> {
+    // The live context (checked by the attention's rule).
+    let live = u64::try_from(c.int(5, "start_pos")?).unwrap_or(0) + s;
+    let in_gemv = match (&attention[..], &linear[..]) {
+        ([.., partials, _combine], [gemv]) if gemv_attends(c.caps(), s, hq, hkv, d, cmax, live) => {
+            attend_in_gemv(partials, gemv)
+        }
+        _ => None,
+    };
+    if let Some(d) = in_gemv {
+        attention.truncate(attention.len() - 2);
+        attention.push(Step::Dispatch(d));
+        return Ok(attention);
+    }
     let folded = match (&attention[..], &linear[..]) {
         ([.., combine], [gemv]) if combine_folds(split_route(c.caps(), d), s, hq, hkv, d, cmax) => {
             fold_combine(combine, gemv)
         }
         _ => None,
     };
-    match folded {
+    Ok(match folded {
         Some(d) => {
-            let mut steps = attention;
-            *steps.last_mut().expect("matched a last step") = Step::Dispatch(d);
-            steps
+            *attention.last_mut().expect("matched a last step") = Step::Dispatch(d);
+            attention
         }
         None => [attention, linear].concat(),
-    }
+    })
 }
 
 /// [`sdpa_rope_with_kv_cache`] with its outputs given: `c`'s arguments 0

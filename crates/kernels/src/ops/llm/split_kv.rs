@@ -370,10 +370,11 @@ pub(crate) fn gemv_attends(caps: DeviceCaps, s: u64, hq: u64, hkv: u64, d: u64, 
 /// The split partials dispatch `partials` (the `_rope` form of
 /// [`split_kv_attention`]'s first, reading `[query, new keys, new values,
 /// cos, sin]` and writing `[key cache, value cache, partials]`) and the
-/// 4-bit GEMV dispatch `gemv` (`q4_gemv.wgsl`, reading the attention's
-/// output as its input) as one dispatch of `q4_gemv_sdpa.wgsl` at the
+/// GEMV dispatch `gemv` (the 4-bit `q4_gemv.wgsl` or the float
+/// `linear_gemv.wgsl`, reading the attention's output as its input) as
+/// one dispatch of `q4_gemv_sdpa.wgsl` (or `linear_gemv_sdpa.wgsl`) at the
 /// partials' variant:
-/// the partials' inputs then the GEMV's weights, scales and bias; the
+/// the partials' inputs then the GEMV's weights (and scales) and bias; the
 /// caches then the GEMV's output; the GEMV's workgroups; its uniforms then
 /// the partials'. The combine between them is dropped and the partials
 /// are not written. `None` where either is another kernel's, the int8
@@ -384,11 +385,16 @@ pub(crate) fn gemv_attends(caps: DeviceCaps, s: u64, hq: u64, hkv: u64, d: u64, 
 pub(crate) fn attend_in_gemv(partials: &Step, gemv: &Step) -> Option<Dispatch> {
     let (Step::Dispatch(a), Step::Dispatch(g)) = (partials, gemv) else { return None };
     let (Shader::Static(aid), Shader::Static(gid)) = (&a.shader, &g.shader) else { return None };
+    // The fused family and the GEMV's inputs (x, then its weights).
+    let (family, gemv_inputs) = match gid.family() {
+        Family::Q4Gemv => (Family::Q4GemvSdpa, 4),
+        Family::LinearGemv => (Family::LinearGemvSdpa, 3),
+        _ => return None,
+    };
     let ok = matches!(aid.family(), Family::SdpaSplitRope | Family::SdpaSplitShortRope | Family::SdpaSplitSgRope)
-        && gid.family() == Family::Q4Gemv
         && a.inputs.len() == 5
         && a.outputs.len() == 3
-        && g.inputs.len() == 4
+        && g.inputs.len() == gemv_inputs
         && g.outputs.len() == 1
         // The kernel's `Params`: the GEMV's 8 words, then the partials' 16.
         && g.params.len() == 32
@@ -397,7 +403,7 @@ pub(crate) fn attend_in_gemv(partials: &Step, gemv: &Step) -> Option<Dispatch> {
         return None;
     }
     // The partials kernel's variant (activations and cache types).
-    let shader = ShaderId::find(Family::Q4GemvSdpa, aid.variant())?;
+    let shader = ShaderId::find(family, aid.variant())?;
     let mut inputs = a.inputs.clone();
     inputs.extend(&g.inputs[1..]);
     let mut params = g.params.clone();
