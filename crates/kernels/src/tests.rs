@@ -1619,6 +1619,85 @@ fn rms_norm_linears_are_one_gemv_on_the_decode_route() {
     ));
 }
 
+/// An RMS norm taken into the float QKV or SwiGLU after it: on the decode
+/// route (at most 4 rows, K a multiple of 4, at most 3072 input
+/// elements) one normed `vec4` GEMV reading `a`, `b` and the norm weight
+/// in place of the normed input and writing the sum too, the norm's
+/// epsilon and the add flag after the GEMV's uniforms; past it (or at K
+/// not a multiple of 4) the norm's dispatch, then the linear's. The normed
+/// output may flatten `a`'s leading dims (an fp32 export's `[S, K]`),
+/// not add dims; a wrong output list is a typed error.
+#[test]
+fn rms_norm_float_linears_are_one_gemv_on_the_decode_route() {
+    let mut g = TestGraph::default();
+    let null = g.push(Owned::Null);
+    let eps = g.push(Owned::Double(1e-5));
+    let labels = |l: &Lowered| -> Vec<_> {
+        l.steps
+            .iter()
+            .map(|s| match s {
+                Step::Dispatch(d) => (d.shader.label(), d.inputs.clone(), d.outputs.clone()),
+                other => panic!("a dispatch, found {other:?}"),
+            })
+            .collect()
+    };
+    let qkv = "etwgpu.rms_norm_linear_qkv.default";
+    for (k, rows, flat) in [(64u64, 1u64, true), (64, 3, false), (64, 70, true), (66, 1, true)] {
+        let nw = g.push(Owned::Tensor(ElemType::F32, vec![k], true));
+        let (wq, wk) = (
+            g.push(Owned::Tensor(ElemType::F32, vec![k, k], true)),
+            g.push(Owned::Tensor(ElemType::F32, vec![16, k], true)),
+        );
+        let bq = g.push(Owned::Tensor(ElemType::F32, vec![k], true));
+        let (a, b, sum) = (g.t(&[1, rows, k]), g.t(&[1, rows, k]), g.t(&[1, rows, k]));
+        // The linears' rows: `[S, N]` after a flattening view, else `[1, S, N]`.
+        let lead: Vec<u64> = if flat { vec![rows] } else { vec![1, rows] };
+        let dims = |n: u64| [lead.clone(), vec![n]].concat();
+        let normed = g.t(&dims(k));
+        let (q, kk, v) = (g.t(&dims(k)), g.t(&dims(16)), g.t(&dims(16)));
+        let outs = g.push(Owned::List(vec![sum, normed, q, kk, v]));
+        let l = check(&g, qkv, &[a, b, nw, eps, wq, bq, wk, null, wk, null, outs]).expect("qkv");
+        assert_eq!(
+            l.shapes,
+            vec![(sum, vec![1, rows, k]), (normed, dims(k)), (q, dims(k)), (kk, dims(16)), (v, dims(16))]
+        );
+        let got = labels(&l);
+        if rows <= 4 && k % 4 == 0 {
+            assert_eq!(got, [("gemv_qkv_norm_vec4.f32", vec![a, b, nw, wq, wk, wk, bq, wk, wk], vec![q, kk, v, sum])]);
+            let [Step::Dispatch(d)] = &l.steps[..] else { panic!("one dispatch") };
+            // The GEMV's 32 bytes of uniforms, then eps and the add flag.
+            assert_eq!(d.params.len(), 48);
+            assert_eq!(d.params[32..40], [1e-5f32.to_le_bytes(), 1u32.to_le_bytes()].concat());
+        } else {
+            assert_eq!(got[0], ("add_rms_norm.f32", vec![a, b, nw], vec![sum, normed]));
+            assert_eq!(got.len(), 2, "{got:?}");
+            assert_eq!(got[1].1[0], normed);
+        }
+    }
+    // SwiGLU without the add: the plain norm.
+    let nw = g.push(Owned::Tensor(ElemType::F32, vec![64], true));
+    let w = g.push(Owned::Tensor(ElemType::F32, vec![32, 64], true));
+    let (x, normed, sw) = (g.t(&[1, 64]), g.t(&[1, 64]), g.t(&[1, 32]));
+    let outs = g.push(Owned::List(vec![normed, sw]));
+    let swiglu = "etwgpu.rms_norm_linear_swiglu.default";
+    let l = check(&g, swiglu, &[x, null, nw, eps, w, null, w, null, outs]).expect("swiglu");
+    assert_eq!(labels(&l), [("gemv_swiglu_norm_vec4.f32", vec![x, x, nw, w, w, w, w], vec![sw, normed])]);
+    let [Step::Dispatch(d)] = &l.steps[..] else { panic!("one dispatch") };
+    assert_eq!(d.params[32..40], [1e-5f32.to_le_bytes(), 0u32.to_le_bytes()].concat());
+    // A normed output of a higher rank than the input, and a short list.
+    let (deep, sw3) = (g.t(&[1, 1, 64]), g.t(&[1, 1, 32]));
+    let outs = g.push(Owned::List(vec![deep, sw3]));
+    assert!(matches!(
+        check(&g, swiglu, &[x, null, nw, eps, w, null, w, null, outs]),
+        Err(crate::Error::ArgValue { arg_idx: 8, name: "out", .. })
+    ));
+    let short = g.push(Owned::List(vec![sw]));
+    assert!(matches!(
+        check(&g, swiglu, &[x, null, nw, eps, w, null, w, null, short]),
+        Err(crate::Error::ArgValue { arg_idx: 8, name: "out", .. })
+    ));
+}
+
 /// A decoder's tail as one op: the rows of one index along a dim of `a + b`
 /// normalized, one workgroup per output row, its first source row in the
 /// uniforms' last word (the index resolved against the live size, as
