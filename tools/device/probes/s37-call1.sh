@@ -7,13 +7,13 @@
 # seconds the call may take (default 575). One $OUT/bp.tgz:
 #  1. goldens of new/etwgpu at the default (the normed float GEMVs run in
 #     the float32 and float16 Llama fixtures' decode calls);
-#  2. stream/: the stream bench's f32 rows (`ETWGPU_BENCH_LARGE=1`, the
-#     1B shapes), old then new, each shape per dispatch and in one pass
-#     (session 36's s36-call2b, with the refactored plain kernels beside);
-#  3. cmp/: SmolLM2 fp32 decode at 32 (the whole attention in the float
+#  2. cmp/: SmolLM2 fp32 decode at 32 (the whole attention in the float
 #     GEMV) and 128 (the split route, its combine in the GEMV), old, new,
 #     old, new; then SmolLM2 and 1B 4-bit decode at 128, old, new, old,
 #     new (the arenas kept);
+#  3. stream/: the stream bench's f32 rows (`ETWGPU_BENCH_LARGE=1`, the
+#     1B shapes), old then new, each shape per dispatch and in one pass
+#     (session 36's s36-call2b, with the refactored plain kernels beside);
 #  4. the goldens at `mixed` and `f16`, then final/ (`run.sh etwgpu` and
 #     the PyTorch peers with new/) if the time left covers them.
 set -u
@@ -30,11 +30,6 @@ echo "== goldens"
 timeout 90 python3 tools/device/goldens.py .device/etwgpu test_data/fixtures /tmp/gold-default \
   > "$OUT/goldens_default.txt" 2>&1
 echo "default $(grep -cE ' pass ' "$OUT/goldens_default.txt") pass"; grep -E " fail|FAIL" "$OUT/goldens_default.txt" | head -5
-for b in old new; do
-  echo "== stream bench, $b"
-  ETWGPU_FIXTURES=$PWD/test_data/fixtures ETWGPU_BENCH_LARGE=1 timeout 90 "$BN/$b/runtime-bench" --bench "stream f32" > "$OUT/stream/$b.txt" 2>&1
-  grep -E "^stream|copy bandwidth:" "$OUT/stream/$b.txt"
-done
 dec() { # NAME BUILD MODEL WEIGHTS [CONTEXTS]
   if [ "$(probe_left)" -lt 30 ]; then echo "skipped $1: $(probe_left) s left"; return; fi
   echo "== $3 $4 decode $1"
@@ -44,6 +39,12 @@ dec() { # NAME BUILD MODEL WEIGHTS [CONTEXTS]
 for r in 1 2; do dec "fp_old$r" old smollm2 fp32 32,128; dec "fp_new$r" new smollm2 fp32 32,128; done
 dec sq_old1 old smollm2 q4; dec sq_new1 new smollm2 q4; dec sq_old2 old smollm2 q4; dec sq_new2 new smollm2 q4
 dec b_old1 old 1b q4; dec b_new1 new 1b q4; dec b_old2 old 1b q4; dec b_new2 new 1b q4
+for b in old new; do
+  if [ "$(probe_left)" -lt 60 ]; then echo "skipped stream $b: $(probe_left) s left"; continue; fi
+  echo "== stream bench, $b"
+  ETWGPU_FIXTURES=$PWD/test_data/fixtures ETWGPU_BENCH_LARGE=1 timeout 90 "$BN/$b/runtime-bench" --bench "stream f32" > "$OUT/stream/$b.txt" 2>&1
+  grep -E "^stream|copy bandwidth:" "$OUT/stream/$b.txt"
+done
 if [ "$(probe_left)" -ge 200 ]; then
   OUT="$OUT" timeout 200 bash tools/device/run.sh coop > /dev/null 2>&1
   for p in mixed f16; do
