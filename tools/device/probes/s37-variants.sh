@@ -38,7 +38,7 @@ build u8
 sed -i 's|^    let mut cols = 8;|    if columns >= 1024 \&\& k / 4 >= 4 * (GEMV_WG / 16) {\n        return 16;\n    }\n    let mut cols = 8;|' crates/kernels/src/ops/matmul.rs
 grep -q "return 16;" crates/kernels/src/ops/matmul.rs
 build c16
-sed -i 's|^// variants: f32 f16$|// variants: f32 f16\n// bounds: host-checked|' crates/kernels/wgsl/linear_gemv.wgsl
+sed -i 's|^// variants: f32 f16$|//!\n//! Bounds: `partial` by `lid` and `lid + stride` below `WG`; the row sums\n//! by `r < m <= MAX_ROWS` (`GEMV_MAX_ROWS`).\n// variants: f32 f16\n// bounds: host-checked|' crates/kernels/wgsl/linear_gemv.wgsl
 grep -q "bounds: host-checked" crates/kernels/wgsl/linear_gemv.wgsl
 build hc
 strip "$out"/*/*
