@@ -3,7 +3,7 @@
 //!
 //! Bandwidth-bound like `q4_gemv.wgsl`: a workgroup computes `p.cols`
 //! output columns with `WG / p.cols` invocations each; a lane reads `vec4`s of its
-//! column's weight row (adjacent lanes, adjacent words: coalesced), `UNROLL`
+//! column's weight row (adjacent lanes, adjacent words: coalesced), four
 //! of them loaded before any is used, so each lane keeps that many loads in
 //! flight (with one, a lane waited out a memory round trip per `vec4`), and
 //! dots them with x for every row; the lanes' partial sums meet in shared
@@ -13,8 +13,6 @@
 alias Elem = f32;
 
 // include: gemv_lanes.wgsl
-/// `vec4`s of the weight row a lane loads before using them.
-const UNROLL: u32 = 4u;
 
 struct Params {
     /// Rows of x.

@@ -20,8 +20,6 @@
 alias Elem = f32;
 
 // include: gemv_lanes.wgsl
-/// `vec4`s of the weight row a lane loads before using them.
-const UNROLL: u32 = 4u;
 /// vec4s of merged attention output held in workgroup memory: `m * k / 4`
 /// at most (the host checks).
 const XS: u32 = 512u;

@@ -21,8 +21,6 @@ alias Elem = f32;
 alias KvElem = Elem;
 
 // include: gemv_lanes.wgsl
-/// `vec4`s of the weight row a lane loads before using them.
-const UNROLL: u32 = 4u;
 
 struct Params {
     /// The GEMV's (`linear_gemv.wgsl`): rows of x (1 here).

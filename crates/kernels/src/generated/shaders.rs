@@ -12733,7 +12733,7 @@ pub const LINEAR_GEMV_F32: &str = r#"//! Decode route of a dense `linear` (weigh
 //!
 //! Bandwidth-bound like `q4_gemv.wgsl`: a workgroup computes `p.cols`
 //! output columns with `WG / p.cols` invocations each; a lane reads `vec4`s of its
-//! column's weight row (adjacent lanes, adjacent words: coalesced), `UNROLL`
+//! column's weight row (adjacent lanes, adjacent words: coalesced), four
 //! of them loaded before any is used, so each lane keeps that many loads in
 //! flight (with one, a lane waited out a memory round trip per `vec4`), and
 //! dots them with x for every row; the lanes' partial sums meet in shared
@@ -12746,8 +12746,6 @@ alias Elem = f32;
 const WG: u32 = 256u;
 /// Most rows of x.
 const MAX_ROWS: u32 = 4u;
-/// `vec4`s of the weight row a lane loads before using them.
-const UNROLL: u32 = 4u;
 
 struct Params {
     /// Rows of x.
@@ -12796,8 +12794,8 @@ fn main(
     if col < p.n {
         let row = col * k4;
         var j = lane;
-        // Whole steps of `UNROLL * lanes` words: the loads first.
-        for (; j + (UNROLL - 1u) * lanes < k4; j += UNROLL * lanes) {
+        // Whole steps of four words a lane: the loads first.
+        for (; j + 3u * lanes < k4; j += 4u * lanes) {
             let w0 = vec4<f32>(w[row + j]);
             let w1 = vec4<f32>(w[row + j + lanes]);
             let w2 = vec4<f32>(w[row + j + 2u * lanes]);
@@ -12845,7 +12843,7 @@ pub const LINEAR_GEMV_F16: &str = r#"enable f16;
 //!
 //! Bandwidth-bound like `q4_gemv.wgsl`: a workgroup computes `p.cols`
 //! output columns with `WG / p.cols` invocations each; a lane reads `vec4`s of its
-//! column's weight row (adjacent lanes, adjacent words: coalesced), `UNROLL`
+//! column's weight row (adjacent lanes, adjacent words: coalesced), four
 //! of them loaded before any is used, so each lane keeps that many loads in
 //! flight (with one, a lane waited out a memory round trip per `vec4`), and
 //! dots them with x for every row; the lanes' partial sums meet in shared
@@ -12858,8 +12856,6 @@ alias Elem = f16;
 const WG: u32 = 256u;
 /// Most rows of x.
 const MAX_ROWS: u32 = 4u;
-/// `vec4`s of the weight row a lane loads before using them.
-const UNROLL: u32 = 4u;
 
 struct Params {
     /// Rows of x.
@@ -12908,8 +12904,8 @@ fn main(
     if col < p.n {
         let row = col * k4;
         var j = lane;
-        // Whole steps of `UNROLL * lanes` words: the loads first.
-        for (; j + (UNROLL - 1u) * lanes < k4; j += UNROLL * lanes) {
+        // Whole steps of four words a lane: the loads first.
+        for (; j + 3u * lanes < k4; j += 4u * lanes) {
             let w0 = vec4<f32>(w[row + j]);
             let w1 = vec4<f32>(w[row + j + lanes]);
             let w2 = vec4<f32>(w[row + j + 2u * lanes]);
@@ -12975,8 +12971,6 @@ alias Elem = f32;
 const WG: u32 = 256u;
 /// Most rows of x.
 const MAX_ROWS: u32 = 4u;
-/// `vec4`s of the weight row a lane loads before using them.
-const UNROLL: u32 = 4u;
 /// vec4s of merged attention output held in workgroup memory: `m * k / 4`
 /// at most (the host checks).
 const XS: u32 = 512u;
@@ -13112,8 +13106,8 @@ fn main(
     if col < p.n {
         let row = col * k4;
         var j = lane;
-        // Whole steps of `UNROLL * lanes` words: the loads first.
-        for (; j + (UNROLL - 1u) * lanes < k4; j += UNROLL * lanes) {
+        // Whole steps of four words a lane: the loads first.
+        for (; j + 3u * lanes < k4; j += 4u * lanes) {
             let w0 = vec4<f32>(w[row + j]);
             let w1 = vec4<f32>(w[row + j + lanes]);
             let w2 = vec4<f32>(w[row + j + 2u * lanes]);
@@ -13181,8 +13175,6 @@ alias Elem = f16;
 const WG: u32 = 256u;
 /// Most rows of x.
 const MAX_ROWS: u32 = 4u;
-/// `vec4`s of the weight row a lane loads before using them.
-const UNROLL: u32 = 4u;
 /// vec4s of merged attention output held in workgroup memory: `m * k / 4`
 /// at most (the host checks).
 const XS: u32 = 512u;
@@ -13318,8 +13310,8 @@ fn main(
     if col < p.n {
         let row = col * k4;
         var j = lane;
-        // Whole steps of `UNROLL * lanes` words: the loads first.
-        for (; j + (UNROLL - 1u) * lanes < k4; j += UNROLL * lanes) {
+        // Whole steps of four words a lane: the loads first.
+        for (; j + 3u * lanes < k4; j += 4u * lanes) {
             let w0 = vec4<f32>(w[row + j]);
             let w1 = vec4<f32>(w[row + j + lanes]);
             let w2 = vec4<f32>(w[row + j + 2u * lanes]);
@@ -13386,8 +13378,6 @@ alias KvElem = Elem;
 const WG: u32 = 256u;
 /// Most rows of x.
 const MAX_ROWS: u32 = 4u;
-/// `vec4`s of the weight row a lane loads before using them.
-const UNROLL: u32 = 4u;
 
 struct Params {
     /// The GEMV's (`linear_gemv.wgsl`): rows of x (1 here).
@@ -13776,8 +13766,8 @@ fn main(
     if col < p.n {
         let row = col * k4;
         var j = lane;
-        // Whole steps of `UNROLL * lanes` words: the loads first.
-        for (; j + (UNROLL - 1u) * lanes < k4; j += UNROLL * lanes) {
+        // Whole steps of four words a lane: the loads first.
+        for (; j + 3u * lanes < k4; j += 4u * lanes) {
             let w0 = vec4<f32>(w[row + j]);
             let w1 = vec4<f32>(w[row + j + lanes]);
             let w2 = vec4<f32>(w[row + j + 2u * lanes]);
@@ -13846,8 +13836,6 @@ alias KvElem = Elem;
 const WG: u32 = 256u;
 /// Most rows of x.
 const MAX_ROWS: u32 = 4u;
-/// `vec4`s of the weight row a lane loads before using them.
-const UNROLL: u32 = 4u;
 
 struct Params {
     /// The GEMV's (`linear_gemv.wgsl`): rows of x (1 here).
@@ -14236,8 +14224,8 @@ fn main(
     if col < p.n {
         let row = col * k4;
         var j = lane;
-        // Whole steps of `UNROLL * lanes` words: the loads first.
-        for (; j + (UNROLL - 1u) * lanes < k4; j += UNROLL * lanes) {
+        // Whole steps of four words a lane: the loads first.
+        for (; j + 3u * lanes < k4; j += 4u * lanes) {
             let w0 = vec4<f32>(w[row + j]);
             let w1 = vec4<f32>(w[row + j + lanes]);
             let w2 = vec4<f32>(w[row + j + 2u * lanes]);
@@ -14306,8 +14294,6 @@ alias KvElem = f16;
 const WG: u32 = 256u;
 /// Most rows of x.
 const MAX_ROWS: u32 = 4u;
-/// `vec4`s of the weight row a lane loads before using them.
-const UNROLL: u32 = 4u;
 
 struct Params {
     /// The GEMV's (`linear_gemv.wgsl`): rows of x (1 here).
@@ -14696,8 +14682,8 @@ fn main(
     if col < p.n {
         let row = col * k4;
         var j = lane;
-        // Whole steps of `UNROLL * lanes` words: the loads first.
-        for (; j + (UNROLL - 1u) * lanes < k4; j += UNROLL * lanes) {
+        // Whole steps of four words a lane: the loads first.
+        for (; j + 3u * lanes < k4; j += 4u * lanes) {
             let w0 = vec4<f32>(w[row + j]);
             let w1 = vec4<f32>(w[row + j + lanes]);
             let w2 = vec4<f32>(w[row + j + 2u * lanes]);

@@ -2,8 +2,9 @@
 //! `linear_gemv.wgsl`, its form with the split-KV combine folded in,
 //! `linear_gemv_attn.wgsl`, and with the whole attention in it,
 //! `linear_gemv_sdpa.wgsl`. It holds the lanes' columns, the word loop
-//! (`UNROLL` words in flight), the lanes' tree and the stores. The
-//! including family declares, besides `p`, `WG`, `MAX_ROWS` (4), `UNROLL`,
+//! (four words in flight: the step and its loads are written out, so a
+//! wider step is a new loop, not a constant), the lanes' tree and the
+//! stores. The including family declares, besides `p`, `WG`, `MAX_ROWS` (4),
 //! `partial` (`array<vec4<f32>, WG>`: an invocation's sums of the four
 //! rows), `w`, `bias` and `out`:
 //! - `fn prologue(lid: u32)`, called by every invocation in uniform
@@ -29,8 +30,8 @@ fn main(
     if col < p.n {
         let row = col * k4;
         var j = lane;
-        // Whole steps of `UNROLL * lanes` words: the loads first.
-        for (; j + (UNROLL - 1u) * lanes < k4; j += UNROLL * lanes) {
+        // Whole steps of four words a lane: the loads first.
+        for (; j + 3u * lanes < k4; j += 4u * lanes) {
             let w0 = vec4<f32>(w[row + j]);
             let w1 = vec4<f32>(w[row + j + lanes]);
             let w2 = vec4<f32>(w[row + j + 2u * lanes]);
