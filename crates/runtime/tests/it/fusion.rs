@@ -931,32 +931,8 @@ fn attention_goes_into_the_4bit_linear_after_it() {
                 |k| k > 0,
             );
         }
-        // The decode calls. On the split route: the partials and the
-        // merging GEMV only. With the attention in the GEMV (where the
-        // device allows `q4_gemv_sdpa.wgsl`'s buffers): one dispatch for
-        // one row, the split route's two for three; the two routes agree.
-        let Some(rt) = crate::runtime() else { return };
-        let p = program(g);
-        let in_gemv = rt.gemm_caps().gemv_attention;
-        let load = |on| {
-            let options = LoadOptions { gemv_attention: Some(on), ..LoadOptions::default() };
-            rt.load_with(&p, "forward", &options).expect("loads")
-        };
-        let (mut split, mut attends) = (load(false), load(true));
-        for (k, inputs) in calls.iter().enumerate() {
-            let (a, b) = (split.run(inputs).expect("runs"), attends.run(inputs).expect("runs"));
-            if k > 0 {
-                assert_eq!(split.n_dispatches(), 2, "{name} call {k}: dispatches on the split route");
-                let want = if in_gemv && inputs[0].shape[1] == 1 { 1 } else { 2 };
-                assert_eq!(attends.n_dispatches(), want, "{name} call {k}: dispatches, attention in the GEMV");
-            }
-            for (u, v) in a[0].to_f64_vec().iter().zip(b[0].to_f64_vec()) {
-                assert!(
-                    (u - v).abs() <= tol + tol * v.abs(),
-                    "{name} {hq}/{hkv} heads call {k}: split {u}, in the GEMV {v}"
-                );
-            }
-        }
+        // The decode calls on both routes (`q4_gemv_sdpa.wgsl` in the GEMV).
+        both_attention_routes(&format!("{name} {hq}/{hkv} heads"), &program(g), &calls, tol);
     }
 }
 
@@ -1014,29 +990,34 @@ fn attention_goes_into_the_float_linear_after_it() {
             };
             let p = program(g.clone());
             check_saving(name, g, &[FusionKind::RopeAttention, FusionKind::AttentionLinear], &calls, tol, |k| k > 0);
-            // The decode calls on the split route (the partials and the
-            // merging GEMV) and with the whole attention in the GEMV
-            // (`linear_gemv_sdpa.wgsl`, where the device allows it: one
-            // dispatch for one row, the split route's two for three); the
-            // two routes agree.
-            let Some(rt) = crate::runtime() else { return };
-            let in_gemv = rt.gemm_caps().gemv_attention;
-            let load = |on| {
-                let options = LoadOptions { gemv_attention: Some(on), ..LoadOptions::default() };
-                rt.load_with(&p, "forward", &options).expect("loads")
-            };
-            let (mut split, mut attends) = (load(false), load(true));
-            for (k, inputs) in calls.iter().enumerate() {
-                let (a, b) = (split.run(inputs).expect("runs"), attends.run(inputs).expect("runs"));
-                if k > 0 {
-                    assert_eq!(split.n_dispatches(), 2, "{name} call {k}: the partials and the merging GEMV");
-                    let want = if in_gemv && inputs[0].shape[1] == 1 { 1 } else { 2 };
-                    assert_eq!(attends.n_dispatches(), want, "{name} call {k}: dispatches, attention in the GEMV");
-                }
-                for (u, v) in a[0].to_f64_vec().iter().zip(b[0].to_f64_vec()) {
-                    assert!((u - v).abs() <= tol + tol * v.abs(), "{name} call {k}: split {u}, in the GEMV {v}");
-                }
-            }
+            // The decode calls on both routes (`linear_gemv_sdpa.wgsl` in the GEMV).
+            both_attention_routes(name, &p, &calls, tol);
+        }
+    }
+}
+
+/// The calls of an attention fused with the O projection after it, on the
+/// split route (the partials and the merging GEMV: two dispatches for each
+/// decode call, the calls after the first) and with the whole attention in
+/// the GEMV (where the device allows it: one dispatch for one row, the
+/// split route's two for three): the two routes agree within `tol`.
+fn both_attention_routes(name: &str, p: &Program, calls: &[Vec<Tensor>], tol: f64) {
+    let Some(rt) = crate::runtime() else { return };
+    let in_gemv = rt.gemm_caps().gemv_attention;
+    let load = |on| {
+        let options = LoadOptions { gemv_attention: Some(on), ..LoadOptions::default() };
+        rt.load_with(p, "forward", &options).expect("loads")
+    };
+    let (mut split, mut attends) = (load(false), load(true));
+    for (k, inputs) in calls.iter().enumerate() {
+        let (a, b) = (split.run(inputs).expect("runs"), attends.run(inputs).expect("runs"));
+        if k > 0 {
+            assert_eq!(split.n_dispatches(), 2, "{name} call {k}: dispatches on the split route");
+            let want = if in_gemv && inputs[0].shape[1] == 1 { 1 } else { 2 };
+            assert_eq!(attends.n_dispatches(), want, "{name} call {k}: dispatches, attention in the GEMV");
+        }
+        for (u, v) in a[0].to_f64_vec().iter().zip(b[0].to_f64_vec()) {
+            assert!((u - v).abs() <= tol + tol * v.abs(), "{name} call {k}: split {u}, in the GEMV {v}");
         }
     }
 }
