@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run bq (session 37): the float GEMV `linear_gemv.wgsl` in the stream
 # bench's f32 rows as shipped and in three variants (`s37-variants.sh`:
-# base, c16, hc; hc with ETWGPU_TRUSTED_SHADERS=1), each shape per
+# base, u8 (eight loads), c16, hc; hc with ETWGPU_TRUSTED_SHADERS=1), each shape per
 # dispatch and in one pass; then `run.sh f32` with run bp's build
 # (.xfer/s37 new/) into final/, the `--precision f32` prefill rows run bp's
 # table lacks. Carry .gl, .xfer/s37 and .xfer/s37v. One $OUT/bq.tgz.
@@ -15,7 +15,7 @@ mkdir -p "$OUT/stream" .device
 cp /tmp/b/s37/new/etwgpu /tmp/b/s37/new/llm_bench .device/
 probe_gpu
 probe_warm .device/llm_bench
-for v in base c16 hc; do
+for v in base u8 c16 hc; do
   if [ "$(probe_left)" -lt 60 ]; then echo "skipped $v: $(probe_left) s left"; continue; fi
   echo "== stream bench, $v"
   trusted=0; [ "$v" = hc ] && trusted=1

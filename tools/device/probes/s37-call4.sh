@@ -2,7 +2,7 @@
 # Session 37's last try (~570 device-seconds left, so a short call): on an
 # H200, `run.sh etwgpu` with run bp's build then the peers in the time
 # left; on an H100 the stream bench's float GEMV variants of run bq
-# (base, c16, hc; u8 ran in run bs but was invalid) without the f32 prefill part. Carry .gl, .xfer/s37
+# (base, u8, c16, hc; run bs ran an invalid u8, now the eight-load patch) without the f32 prefill part. Carry .gl, .xfer/s37
 # and .xfer/s37v. One $OUT/bs.tgz.
 set -u
 source tools/device/probes/lib.sh
@@ -19,7 +19,7 @@ if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
   python3 tools/device/report.py "$OUT/final" > "$OUT/final/table.md" 2>&1
 else
   probe_unpack .xfer/s37v /tmp/b/s37v
-  for v in base c16 hc; do
+  for v in base u8 c16 hc; do
     if [ "$(probe_left)" -lt 50 ]; then echo "skipped $v: $(probe_left) s left"; continue; fi
     echo "== stream bench, $v"
     trusted=0; [ "$v" = hc ] && trusted=1
