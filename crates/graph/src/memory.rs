@@ -161,7 +161,8 @@ pub fn plan(steps: &[Step], bytes: &BTreeMap<Vid, u64>, pinned: &BTreeSet<Vid>) 
 }
 
 /// Plans the memory of `steps`, step `t` lowered from op `nodes[t]` (a
-/// [`Lowered`](crate::Lowered)'s `nodes`: an op's steps are adjacent).
+/// [`Lowered`](crate::Lowered)'s `nodes`, one per step: an op's steps are
+/// adjacent).
 ///
 /// An op's steps are planned as one: every tensor any of them touches is
 /// live across all of them, and none of the tensors they read shares an
@@ -171,25 +172,25 @@ pub fn plan(steps: &[Step], bytes: &BTreeMap<Vid, u64>, pinned: &BTreeSet<Vid>) 
 /// plan made at the maximum shapes must still fit them
 /// ([`MemoryPlan::fits`]), or the call gives up its arenas.
 ///
-/// `bytes` gives every tensor's size (a tensor missing from it is a bug in
-/// the caller and panics); `pinned` lists the tensors that must keep their
-/// own buffer (graph inputs and outputs, constants, mutable state). A
-/// pinned tensor with a size is planned even when no step touches it
-/// (scratch that a lowering at other shapes may use).
+/// `bytes` gives every tensor's size (a tensor missing from it, or a
+/// `nodes` of another length than `steps`, is a bug in the caller and
+/// panics); `pinned` lists the tensors that must keep their own buffer
+/// (graph inputs and outputs, constants, mutable state). A pinned tensor
+/// with a size is planned even when no step touches it (scratch that a
+/// lowering at other shapes may use).
 pub fn plan_ops(steps: &[Step], nodes: &[usize], bytes: &BTreeMap<Vid, u64>, pinned: &BTreeSet<Vid>) -> MemoryPlan {
     let size = |v: Vid| *bytes.get(&v).unwrap_or_else(|| panic!("memory plan: no size for tensor {v:?}"));
     let mut parent: BTreeMap<Vid, Vid> = BTreeMap::new();
     let mut touched: BTreeMap<Vid, (usize, usize)> = BTreeMap::new();
     let mut dedicated_roots: BTreeSet<Vid> = BTreeSet::new();
-    // Each op's first and last step; a step without an op is its own.
-    let node = |t: usize| nodes.get(t).copied().ok_or(t);
-    let mut spans: BTreeMap<Result<usize, usize>, (usize, usize)> = BTreeMap::new();
-    for t in 0..steps.len() {
-        let e = spans.entry(node(t)).or_insert((t, t));
-        e.1 = t;
+    assert_eq!(nodes.len(), steps.len(), "memory plan: one op index per step");
+    // Each op's first and last step.
+    let mut spans: BTreeMap<usize, (usize, usize)> = BTreeMap::new();
+    for (t, &n) in nodes.iter().enumerate() {
+        spans.entry(n).or_insert((t, t)).1 = t;
     }
     let touch = |v: Vid, t: usize, touched: &mut BTreeMap<Vid, (usize, usize)>| {
-        let (first, last) = spans[&node(t)];
+        let (first, last) = spans[&nodes[t]];
         let e = touched.entry(v).or_insert((first, last));
         e.0 = e.0.min(first);
         e.1 = e.1.max(last);
@@ -255,10 +256,10 @@ pub fn plan_ops(steps: &[Step], nodes: &[usize], bytes: &BTreeMap<Vid, u64>, pin
     // class read by an op's dispatches to a class they write.
     let mut conflicts: BTreeMap<Vid, BTreeSet<Vid>> = BTreeMap::new();
     let root_of = |v: &Vid| class_of.get(v).copied().filter(|r| !pinned_roots.contains(r));
-    let mut by_op: BTreeMap<Result<usize, usize>, (BTreeSet<Vid>, BTreeSet<Vid>)> = BTreeMap::new();
-    for (t, step) in steps.iter().enumerate() {
+    let mut by_op: BTreeMap<usize, (BTreeSet<Vid>, BTreeSet<Vid>)> = BTreeMap::new();
+    for (step, &n) in steps.iter().zip(nodes) {
         if let Step::Dispatch(d) = step {
-            let (reads, writes) = by_op.entry(node(t)).or_default();
+            let (reads, writes) = by_op.entry(n).or_default();
             reads.extend(d.inputs.iter().filter_map(root_of));
             writes.extend(d.outputs.iter().filter_map(root_of));
         }

@@ -72,41 +72,41 @@ impl Rewriter {
         let VkValue::ValueList(items) = self.g.value(outs) else { return None };
         let items = items.clone();
         let &[_, _, attn] = &items[..] else { return None };
-        // The views from the attention's output, each read only by the next.
-        let (mut views, mut xv) = (Vec::new(), attn);
+        // The views from the attention's output, in chain order, each read
+        // only by the next; then the linear (`l`) reading the last.
+        let (mut views, mut xv, mut at) = (Vec::new(), attn, a);
         let l = loop {
             let [r] = u.readers[xv.idx()][..] else { return None };
+            if r <= at {
+                return None;
+            }
             match self.view(r) {
-                Some(src) if src == xv && views.len() < 2 && r > a => {
-                    if xv != attn && !u.removable(xv) {
-                        return None;
-                    }
+                Some(src) if src == xv && views.len() < 2 && (xv == attn || u.removable(xv)) => {
                     views.push(r);
-                    xv = *self.args(r).last()?;
+                    (xv, at) = (*self.args(r).last()?, r);
                 }
                 Some(_) => return None,
                 None => break r,
             }
         };
-        let &[b, sq, h, d] = self.dims(attn)? else { return None };
-        let float_flat = matches!(*self.dims(xv)?, [1, sq2, k] | [sq2, k] if sq2 == sq && k == h * d);
-        let q4_flat = matches!(*self.dims(xv)?, [1, sq2, k] if sq2 == sq && k == h * d);
+        // The linear's input: `[1, S, Hq * D]` (`true`) or `[S, Hq * D]`.
+        let &[1, sq, h, d] = self.dims(attn)? else { return None };
+        let three_d = match *self.dims(xv)? {
+            [1, sq2, k] if sq2 == sq && k == h * d => true,
+            [sq2, k] if sq2 == sq && k == h * d => false,
+            _ => return None,
+        };
         let ready = |v: ValueId| match self.g.value(v) {
             VkValue::Tensor(_) => u.producer[v.idx()].is_none_or(|p| p < a) && !u.mutable[v.idx()],
             VkValue::ValueList(_) => false,
             _ => true,
         };
         let dtype = self.float(attn)?;
-        let common = b == 1
-            && !views.is_empty()
-            && views.windows(2).all(|w| w[0] < w[1])
-            && l > *views.last()?
-            && u.removable(xv)
-            && self.float(xv) == Some(dtype);
+        let common = !views.is_empty() && u.removable(xv) && self.float(xv) == Some(dtype);
         let (name, args, out) = match (self.op(l)?, self.args(l)) {
             (OpId::LinearQ4gsw, &[input, w, s, gs, bias, out]) => {
                 let ok = views.len() == 1
-                    && q4_flat
+                    && three_d
                     && input == xv
                     && ![w, s, gs, bias].contains(&xv)
                     && self.tensor(w).is_some_and(|t| t.constant.is_some())
@@ -114,8 +114,7 @@ impl Rewriter {
                 (ok.then_some("etwgpu.sdpa_rope_linear_q4gsw.default")?, vec![w, s, gs, bias], out)
             }
             (OpId::Linear, &[input, w, bias, out]) => {
-                let ok = float_flat
-                    && input == xv
+                let ok = input == xv
                     && ![w, bias].contains(&xv)
                     && self.tensor(w).is_some_and(|t| t.constant.is_some())
                     && ready(bias);

@@ -37,12 +37,11 @@ impl Rewriter {
     /// input only, directly or through one view that flattens its leading
     /// dims (`[1, S, K]` to `[S, K]`: the float linears of an fp32 export,
     /// a `view_copy`, or a `squeeze_copy` in a static one): `(the ops that
-    /// go, the view if any then c; the fused op's
-    /// arguments; its name)`. The fused op's normed output is the view's
-    /// (the linear's input). The fused op runs at the norm, so the
-    /// linear's other arguments must exist there (constants, or written
-    /// once before `p`); its outputs, written once by it, have no reader
-    /// before `c`.
+    /// go (the view if any, then c), the fused op's arguments, its name)`.
+    /// The fused op's normed output is the view's (the linear's input). It
+    /// runs at the norm, so the linear's other arguments must exist there
+    /// (constants, or written once before `p`); its outputs, written once
+    /// by it, have no reader before `c`.
     pub(super) fn match_norm_linear(&mut self, u: &Uses, p: usize) -> Option<(Vec<usize>, Vec<ValueId>, &'static str)> {
         // (a, b or None, weight, eps, the sum if any, the normed output).
         let (a, b, weight, eps, sum, normed) = match (self.op(p)?, self.args(p)) {

@@ -285,7 +285,8 @@ pub(crate) fn combine_folds(route: SplitRoute, s: u64, hq: u64, hkv: u64, d: u64
 /// GEMV dispatch `gemv` (`q4_gemv.wgsl`, its int8 form `q4_gemv_i8.wgsl`,
 /// or the float `linear_gemv.wgsl`, reading the combine's output as its
 /// `[S, Hq * D]` input) as one dispatch of `q4_gemv_attn.wgsl` (or
-/// `q4_gemv_attn_i8.wgsl`, `linear_gemv_attn.wgsl`) at the GEMV's variant: the GEMV's inputs with the partials in place of x, its
+/// `q4_gemv_attn_i8.wgsl`, `linear_gemv_attn.wgsl`) at the GEMV's
+/// variant: the GEMV's inputs with the partials in place of x, its
 /// outputs and workgroups, its uniforms then the combine's. `None` where
 /// `combine` or `gemv` is another kernel's, or `gemv` reads another tensor
 /// than the combine writes.
