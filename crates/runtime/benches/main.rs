@@ -19,6 +19,13 @@
 //! pass` in the line), which leaves out what the timestamps between
 //! dispatches add.
 //!
+//! Before a decode GEMV is timed it runs until its GPU time settles (at
+//! most `ETWGPU_BENCH_HEAT_MS`, default 3,000 with `ETWGPU_BENCH_LARGE=1`
+//! and 0 without): an idle GPU clocks down, and building each shape's
+//! weights leaves it idle (run bu, an H100: the SM clock sat at 345 of
+//! 1,980 MHz through these timings without it, and they came out 2-4x
+//! slow).
+//!
 //! `ETWGPU_BENCH_LARGE=1` adds shapes sized for a real GPU (the decode
 //! GEMVs at the Llama-3.2-1B shapes);
 //! `ETWGPU_FIXTURES=DIR` points at `test_data/fixtures` when the benches run
@@ -339,11 +346,53 @@ fn gemv_graph(form: GemvForm, n: u64, k: u64, copies: u64) -> GraphBuilder {
     g
 }
 
+/// How long [`heat`] may run: `ETWGPU_BENCH_HEAT_MS`, else 3 s with
+/// `large` (a real GPU) and none without.
+fn heat_limit(large: bool) -> Duration {
+    let default = if large { 3000 } else { 0 };
+    Duration::from_millis(std::env::var("ETWGPU_BENCH_HEAT_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(default))
+}
+
+/// Runs `method` (profiling on) in rounds of ~100 ms until the median GPU
+/// time of a round is no longer 2% under the best before it (after at
+/// least 300 ms), or `limit` passes. Building a shape's weights leaves
+/// the GPU idle for a second or so, and an idle GPU clocks down: run bu
+/// (an H100) logged the SM clock at 345 MHz through the bench's timed
+/// runs without this, and 1,000-1,980 MHz with half a second of it.
+fn heat(method: &mut LoadedMethod, inputs: &[Tensor], limit: Duration) {
+    let start = Instant::now();
+    let mut best = f64::INFINITY;
+    while start.elapsed() < limit {
+        let round = Instant::now();
+        let mut nanos = Vec::new();
+        while round.elapsed() < Duration::from_millis(100) {
+            method.run(inputs).expect("runs");
+            nanos.push(method.profile().iter().map(|r| r.nanos).sum::<f64>());
+        }
+        nanos.sort_by(f64::total_cmp);
+        let median = nanos[nanos.len() / 2];
+        if start.elapsed() >= Duration::from_millis(300) && median >= 0.98 * best {
+            break;
+        }
+        best = best.min(median);
+    }
+}
+
 /// Benches the decode GEMV of `form` at `n` x `k`: `copies` of it over
 /// distinct weights (at least `spill` bytes in all, so that they come from
 /// memory rather than a cache) per run, the sum of their GPU times per
 /// iteration. Prints the median GB/s and its share of `copy_gb_s`.
-fn stream_gemv(c: &mut Criterion, rt: &Runtime, form: GemvForm, n: u64, k: u64, spill: u64, copy_gb_s: f64) {
+#[allow(clippy::too_many_arguments)]
+fn stream_gemv(
+    c: &mut Criterion,
+    rt: &Runtime,
+    form: GemvForm,
+    n: u64,
+    k: u64,
+    spill: u64,
+    copy_gb_s: f64,
+    large: bool,
+) {
     let bytes = gemv_bytes(form, n, k);
     let copies = spill.div_ceil(bytes).clamp(1, 64);
     let program = Program::from_bytes(ProgramBuilder::single_delegate(gemv_graph(form, n, k, copies)).to_bytes())
@@ -354,6 +403,7 @@ fn stream_gemv(c: &mut Criterion, rt: &Runtime, form: GemvForm, n: u64, k: u64, 
     method.set_profiling(true);
     let inputs = vec![ones(&[1, k])];
     method.run(&inputs).expect("warm-up run");
+    heat(&mut method, &inputs, heat_limit(large));
     let form_name = match form {
         GemvForm::Q4 => "q4",
         GemvForm::Q4Swiglu => "q4 swiglu",
@@ -447,7 +497,7 @@ fn stream_gemvs(c: &mut Criterion, rt: &Runtime, large: bool) {
         ]
     };
     for &(form, n, k) in shapes {
-        stream_gemv(c, rt, form, n, k, spill, copy_gb_s);
+        stream_gemv(c, rt, form, n, k, spill, copy_gb_s, large);
     }
 }
 
