@@ -404,8 +404,8 @@ fn run_shape(
         }
     };
 
-    // Each variant once (its output, and its first use), then ~0.3 s of
-    // the first variant while the clocks ramp.
+    // Each variant once (its output, and its first use), then ~0.3 s
+    // (`ETWGPU_PROBE_WARM_MS`) of the first variant while the clocks ramp.
     let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
     {
         let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes: None });
@@ -416,7 +416,8 @@ fn run_shape(
     queue.submit([encoder.finish()]);
     let _ = device.poll(wgpu::PollType::wait_indefinitely());
     let warm = Instant::now();
-    while warm.elapsed() < Duration::from_millis(300) && !runs.is_empty() {
+    let warm_ms = std::env::var("ETWGPU_PROBE_WARM_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(300);
+    while warm.elapsed() < Duration::from_millis(warm_ms) && !runs.is_empty() {
         let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
         {
             let mut pass =
