@@ -19,15 +19,16 @@
 //! pass` in the line), which leaves out what the timestamps between
 //! dispatches add.
 //!
-//! Before a decode GEMV is timed it runs until its GPU time settles (at
-//! most `ETWGPU_BENCH_HEAT_MS`, default 3,000 with `ETWGPU_BENCH_LARGE=1`
-//! and 0 without): an idle GPU clocks down, and building each shape's
-//! weights leaves it idle (run bu, an H100: the SM clock sat at 345 of
-//! 1,980 MHz through these timings without it, and they came out 2-4x
-//! slow).
+//! Before each of those timings the GPU is kept busy with back-to-back
+//! copies for `ETWGPU_BENCH_HEAT_MS` (default 1,000 with
+//! `ETWGPU_BENCH_LARGE=1`, 0 without; half that before the second): an
+//! idle GPU clocks down, and building each shape's weights leaves it idle
+//! (runs bu and bv, an H100: the SM clock at 345-900 of 1,980 MHz through
+//! timings made after host work, which came out 2-4x slow).
 //!
 //! `ETWGPU_BENCH_LARGE=1` adds shapes sized for a real GPU (the decode
-//! GEMVs at the Llama-3.2-1B shapes);
+//! GEMVs at the Llama-3.2-1B shapes); `ETWGPU_BENCH_ONLY=TEXT` keeps the
+//! decode GEMV rows whose name contains TEXT;
 //! `ETWGPU_FIXTURES=DIR` points at `test_data/fixtures` when the benches run
 //! away from the source tree.
 
@@ -346,35 +347,27 @@ fn gemv_graph(form: GemvForm, n: u64, k: u64, copies: u64) -> GraphBuilder {
     g
 }
 
-/// How long [`heat`] may run: `ETWGPU_BENCH_HEAT_MS`, else 3 s with
-/// `large` (a real GPU) and none without.
-fn heat_limit(large: bool) -> Duration {
-    let default = if large { 3000 } else { 0 };
+/// How long [`heat`] runs: `ETWGPU_BENCH_HEAT_MS`, else 1 s with `large`
+/// (a real GPU) and none without.
+fn heat_time(large: bool) -> Duration {
+    let default = if large { 1000 } else { 0 };
     Duration::from_millis(std::env::var("ETWGPU_BENCH_HEAT_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(default))
 }
 
-/// Runs `method` (profiling on) in rounds of ~100 ms until the median GPU
-/// time of a round is no longer 2% under the best before it (after at
-/// least 300 ms), or `limit` passes. Building a shape's weights leaves
-/// the GPU idle for a second or so, and an idle GPU clocks down: run bu
-/// (an H100) logged the SM clock at 345 MHz through the bench's timed
-/// runs without this, and 1,000-1,980 MHz with half a second of it.
-fn heat(method: &mut LoadedMethod, inputs: &[Tensor], limit: Duration) {
+/// Keeps the GPU busy for `time` before a timing: back-to-back copies of
+/// `bytes`, 200 to a submit, so the queue is rarely empty. An idle GPU
+/// clocks down, and building a shape's weights leaves it idle; the
+/// benched runs themselves do not keep it busy (each waits for its read
+/// back). Runs bu and bv (an H100) logged the SM clock at 345-900 of
+/// 1,980 MHz through timings made that way, and at 1,980 through a
+/// decode, whose queue is never empty.
+fn heat(rt: &Runtime, bytes: u64, time: Duration) {
     let start = Instant::now();
-    let mut best = f64::INFINITY;
-    while start.elapsed() < limit {
-        let round = Instant::now();
-        let mut nanos = Vec::new();
-        while round.elapsed() < Duration::from_millis(100) {
-            method.run(inputs).expect("runs");
-            nanos.push(method.profile().iter().map(|r| r.nanos).sum::<f64>());
+    while start.elapsed() < time {
+        if let Err(e) = rt.copy_bandwidth(bytes, 200) {
+            eprintln!("heating the GPU: {e}");
+            return;
         }
-        nanos.sort_by(f64::total_cmp);
-        let median = nanos[nanos.len() / 2];
-        if start.elapsed() >= Duration::from_millis(300) && median >= 0.98 * best {
-            break;
-        }
-        best = best.min(median);
     }
 }
 
@@ -393,6 +386,18 @@ fn stream_gemv(
     copy_gb_s: f64,
     large: bool,
 ) {
+    let form_name = match form {
+        GemvForm::Q4 => "q4",
+        GemvForm::Q4Swiglu => "q4 swiglu",
+        GemvForm::F32 => "f32",
+        GemvForm::F32Swiglu => "f32 swiglu",
+        GemvForm::F32Qkv => "f32 qkv",
+    };
+    let name = format!("stream {form_name} n{n} k{k}");
+    // `ETWGPU_BENCH_ONLY=TEXT`: only the rows whose name contains it.
+    if std::env::var("ETWGPU_BENCH_ONLY").is_ok_and(|only| !name.contains(&only)) {
+        return;
+    }
     let bytes = gemv_bytes(form, n, k);
     let copies = spill.div_ceil(bytes).clamp(1, 64);
     let program = Program::from_bytes(ProgramBuilder::single_delegate(gemv_graph(form, n, k, copies)).to_bytes())
@@ -403,15 +408,21 @@ fn stream_gemv(
     method.set_profiling(true);
     let inputs = vec![ones(&[1, k])];
     method.run(&inputs).expect("warm-up run");
-    heat(&mut method, &inputs, heat_limit(large));
-    let form_name = match form {
-        GemvForm::Q4 => "q4",
-        GemvForm::Q4Swiglu => "q4 swiglu",
-        GemvForm::F32 => "f32",
-        GemvForm::F32Swiglu => "f32 swiglu",
-        GemvForm::F32Qkv => "f32 qkv",
-    };
-    let name = format!("stream {form_name} n{n} k{k}");
+    let (heat_for, heat_bytes) = (heat_time(large), 256 << 20);
+    // The copies back to back in one pass, timestamps only around it
+    // (`ProfileMode::ByKernel`), right after the heat: what the
+    // timestamps between dispatches add to the per-dispatch figure below
+    // (run bo found the f32 rows ~30 us a dispatch over their bytes).
+    heat(rt, heat_bytes, heat_for);
+    method.set_profile_mode(ProfileMode::ByKernel);
+    let mut one_pass = Vec::new();
+    for _ in 0..20 {
+        method.run(&inputs).expect("runs");
+        one_pass.extend(method.profiled_total_nanos());
+    }
+    method.set_profile_mode(ProfileMode::PerDispatch);
+    // Criterion's per-dispatch samples, after another heat.
+    heat(rt, heat_bytes, heat_for / 2);
     let mut per_run = Vec::new();
     let mut group = c.benchmark_group("gemv");
     group
@@ -445,17 +456,6 @@ fn stream_gemv(
         }
     };
     report("", per_run);
-    // The same copies back to back in one pass, timestamps only around it
-    // (`ProfileMode::ByKernel`): what the timestamps between dispatches
-    // add to the figure above (run bo found the f32 rows ~30 us a dispatch
-    // over their bytes at ~1.5 TB/s).
-    method.set_profile_mode(ProfileMode::ByKernel);
-    let mut one_pass = Vec::new();
-    for _ in 0..5 {
-        method.run(&inputs).expect("runs");
-        one_pass.extend(method.profiled_total_nanos());
-    }
-    method.set_profile_mode(ProfileMode::PerDispatch);
     report(", one pass", one_pass);
 }
 
