@@ -371,21 +371,23 @@ fn heat(rt: &Runtime, bytes: u64, time: Duration) {
     }
 }
 
-/// Benches the decode GEMV of `form` at `n` x `k`: `copies` of it over
-/// distinct weights (at least `spill` bytes in all, so that they come from
-/// memory rather than a cache) per run, the sum of their GPU times per
-/// iteration. Prints the median GB/s and its share of `copy_gb_s`.
-#[allow(clippy::too_many_arguments)]
-fn stream_gemv(
-    c: &mut Criterion,
-    rt: &Runtime,
-    form: GemvForm,
-    n: u64,
-    k: u64,
+/// What every decode GEMV row of a bench run shares: the least bytes of
+/// weights a run reads, the device's copy bandwidth (GB/s) and how long
+/// to heat the GPU before the timings.
+#[derive(Clone, Copy)]
+struct StreamSetup {
     spill: u64,
     copy_gb_s: f64,
-    large: bool,
-) {
+    heat_for: Duration,
+}
+
+/// Benches the decode GEMV of `form` at `n` x `k`: `copies` of it over
+/// distinct weights (at least `setup.spill` bytes in all, so that they
+/// come from memory rather than a cache) per run, in one pass and then
+/// the sum of their per-dispatch GPU times, each after [`heat`]. Prints
+/// the median GB/s of each and its share of `setup.copy_gb_s`.
+fn stream_gemv(c: &mut Criterion, rt: &Runtime, form: GemvForm, n: u64, k: u64, setup: &StreamSetup) {
+    let StreamSetup { spill, copy_gb_s, heat_for } = *setup;
     let form_name = match form {
         GemvForm::Q4 => "q4",
         GemvForm::Q4Swiglu => "q4 swiglu",
@@ -408,7 +410,7 @@ fn stream_gemv(
     method.set_profiling(true);
     let inputs = vec![ones(&[1, k])];
     method.run(&inputs).expect("warm-up run");
-    let (heat_for, heat_bytes) = (heat_time(large), 256 << 20);
+    let heat_bytes = 256 << 20;
     // The copies back to back in one pass, timestamps only around it
     // (`ProfileMode::ByKernel`), right after the heat: what the
     // timestamps between dispatches add to the per-dispatch figure below
@@ -496,8 +498,9 @@ fn stream_gemvs(c: &mut Criterion, rt: &Runtime, large: bool) {
             (GemvForm::F32Qkv, 256, 512),
         ]
     };
+    let setup = StreamSetup { spill, copy_gb_s, heat_for: heat_time(large) };
     for &(form, n, k) in shapes {
-        stream_gemv(c, rt, form, n, k, spill, copy_gb_s, large);
+        stream_gemv(c, rt, form, n, k, &setup);
     }
 }
 
