@@ -15,7 +15,13 @@
 # its clock, `probe_left` says the seconds still free (20 kept for the
 # packing), `probe_part PART SECONDS` runs `run.sh PART` into $OUT/final
 # only if that many are left, and `probe_peers` runs the PyTorch peers
-# there with their budget cut to the time left (if 150 s are).
+# there with their budget cut to the time left (if 150 s are);
+# `probe_table` runs the Performance table's parts with .device's
+# binaries into final/ (`etwgpu`, `extra`, `f32`, the peers, the `mixed`
+# and `f16` goldens, `report.py`). `probe_clocks` logs the GPU's clocks
+# every 50 ms into $OUT/clocks.csv until `probe_clocks_stop`;
+# `probe_stamp` prefixes each line it reads with the host's time, to match
+# that log.
 OUT=${OUT:-/tmp/out}
 B=/tmp/bins
 
@@ -86,4 +92,33 @@ probe_checks() {
   for p in default mixed f16; do
     echo "$p $(grep -cE ' pass ' "$OUT/goldens_$p.txt") pass"; grep -E " fail|FAIL" "$OUT/goldens_$p.txt" | head -5
   done
+}
+
+probe_table() {
+  probe_part etwgpu 120
+  probe_part extra 60
+  probe_part f32 150
+  probe_peers
+  if [ "$(probe_left)" -ge 80 ]; then
+    OUT="$OUT" timeout "$(probe_left)" bash tools/device/run.sh coop > /dev/null 2>&1
+    for p in mixed f16; do
+      echo "$p $(grep -cE ' pass ' "$OUT/goldens_$p.txt") pass"; grep -E " fail|FAIL" "$OUT/goldens_$p.txt" | head -5
+    done
+  else echo "skipped coop goldens: $(probe_left) s left"; fi
+  python3 tools/device/report.py "$OUT/final" > "$OUT/final/table.md" 2>&1
+}
+
+probe_clocks() {
+  mkdir -p "$OUT"
+  nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,pstate,power.draw,utilization.gpu \
+    --format=csv,noheader -lms 50 > "$OUT/clocks.csv" 2>&1 &
+  PROBE_CLOCKS=$!
+}
+
+probe_clocks_stop() {
+  kill "$PROBE_CLOCKS"
+}
+
+probe_stamp() {
+  while IFS= read -r l; do echo "$(date +%H:%M:%S.%N) $l"; done
 }

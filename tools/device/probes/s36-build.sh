@@ -14,13 +14,7 @@ set -euo pipefail
 root=$(git rev-parse --show-toplevel)
 out=/tmp/s36-bins
 rm -rf "$out" && mkdir -p "$out"/{old,new,e}
-bench_exe() { # the runtime's `main` bench executable of the tree in $PWD
-  cargo bench -q -p etwgpu-runtime --bench main --no-run --message-format=json 2>/dev/null | python3 -c '
-import json, sys
-exe = [m["executable"] for m in map(json.loads, sys.stdin)
-       if m.get("reason") == "compiler-artifact" and m["target"]["kind"] == ["bench"] and m.get("executable")]
-print(exe[-1])'
-}
+source "$root/tools/device/probes/build-lib.sh"
 build() { # NAME REV [CONSTANT]
   local wt=/tmp/s36-wt-$1
   git -C "$root" worktree remove --force "$wt" 2>/dev/null || true

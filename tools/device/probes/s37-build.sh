@@ -14,13 +14,7 @@ root=$(git rev-parse --show-toplevel)
 new_rev=$(git -C "$root" rev-parse "${1:-HEAD}")
 out=/tmp/s37-bins
 rm -rf "$out" && mkdir -p "$out"/{old,new}
-bench_exe() { # the runtime's `main` bench executable of the tree in $PWD
-  cargo bench -q -p etwgpu-runtime --bench main --no-run --message-format=json 2>/dev/null | python3 -c '
-import json, sys
-exe = [m["executable"] for m in map(json.loads, sys.stdin)
-       if m.get("reason") == "compiler-artifact" and m["target"]["kind"] == ["bench"] and m.get("executable")]
-print(exe[-1])'
-}
+source "$root/tools/device/probes/build-lib.sh"
 build() { # NAME REV WORKTREE TARGET
   local wt=$3
   if [ -d "$wt" ]; then git -C "$wt" checkout -q --detach "$2"

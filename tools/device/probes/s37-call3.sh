@@ -18,16 +18,6 @@ mkdir -p .device
 cp /tmp/b/s37/new/etwgpu /tmp/b/s37/new/llm_bench .device/
 probe_gpu
 probe_warm .device/llm_bench
-probe_part etwgpu 120
-probe_part extra 60
-probe_part f32 150
-probe_peers
-if [ "$(probe_left)" -ge 80 ]; then
-  OUT="$OUT" timeout "$(probe_left)" bash tools/device/run.sh coop > /dev/null 2>&1
-  for p in mixed f16; do
-    echo "$p $(grep -cE ' pass ' "$OUT/goldens_$p.txt") pass"; grep -E " fail|FAIL" "$OUT/goldens_$p.txt" | head -5
-  done
-else echo "skipped coop goldens: $(probe_left) s left"; fi
-python3 tools/device/report.py "$OUT/final" > "$OUT/final/table.md" 2>&1
+probe_table
 probe_pack br
 ls "$OUT"

@@ -23,13 +23,7 @@ export CARGO_TARGET_DIR=/tmp/s36-target-old
 out=/tmp/s37v-bins
 rm -rf "$out" && mkdir -p "$out"/{base,u8,c16,hc}
 [ -d "$wt" ] || git -C "$root" worktree add -q -d "$wt" "$rev"
-bench_exe() {
-  cargo bench -q -p etwgpu-runtime --bench main --no-run --message-format=json 2>/dev/null | python3 -c '
-import json, sys
-exe = [m["executable"] for m in map(json.loads, sys.stdin)
-       if m.get("reason") == "compiler-artifact" and m["target"]["kind"] == ["bench"] and m.get("executable")]
-print(exe[-1])'
-}
+source "$root/tools/device/probes/build-lib.sh"
 build() { # NAME: the worktree as edited
   (cd "$wt" && cargo xtask codegen > /dev/null && cp "$(bench_exe)" "$out/$1/runtime-bench")
   git -C "$wt" checkout -q -- .

@@ -12,24 +12,21 @@ probe_deadline "${1:-240}"
 probe_gl
 probe_unpack .xfer/s38 /tmp/b/s38
 probe_gpu
-nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,pstate,power.draw,utilization.gpu \
-  --format=csv,noheader -lms 50 > "$OUT/clocks.csv" 2>&1 &
-log=$!
-stamp() { while IFS= read -r l; do echo "$(date +%H:%M:%S.%N) $l"; done; }
+probe_clocks
 export ETWGPU_FIXTURES=$PWD/test_data/fixtures ETWGPU_BENCH_LARGE=1
 for heat in 0 500; do
   if [ "$(probe_left)" -lt 60 ]; then echo "skipped heat $heat: $(probe_left) s left"; continue; fi
   echo "== stream bench, heat $heat ms"
-  ETWGPU_BENCH_HEAT_MS=$heat timeout 90 /tmp/b/s38/new/runtime-bench --bench "stream " 2>&1 | stamp > "$OUT/stream_h$heat.txt"
+  ETWGPU_BENCH_HEAT_MS=$heat timeout 90 /tmp/b/s38/new/runtime-bench --bench "stream " 2>&1 | probe_stamp > "$OUT/stream_h$heat.txt"
   grep -E "one pass|copy bandwidth:" "$OUT/stream_h$heat.txt" | cut -c1-150
 done
 if [ "$(probe_left)" -ge 40 ]; then
   echo "== decode, SmolLM2 4-bit"
   timeout 60 /tmp/b/s38/new/llm_bench --model smollm2 --weights q4 --prompts 16 --contexts 128 --steps 64 \
-    --repeats 2 --json "$OUT/decode.json" 2>&1 | stamp > "$OUT/decode.txt"
+    --repeats 2 --json "$OUT/decode.json" 2>&1 | probe_stamp > "$OUT/decode.txt"
   grep -i "tokens/s" "$OUT/decode.txt" | tail -3
 fi
-kill $log
+probe_clocks_stop
 python3 - "$OUT/clocks.csv" <<'PY'
 import sys
 rows = [l.split(", ") for l in open(sys.argv[1]) if l.count(",") >= 5]

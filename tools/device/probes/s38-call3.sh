@@ -10,10 +10,7 @@ probe_deadline "${1:-420}"
 probe_gl
 probe_unpack .xfer/s38v /tmp/b/s38v
 probe_gpu
-nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,pstate,power.draw,utilization.gpu \
-  --format=csv,noheader -lms 50 > "$OUT/clocks.csv" 2>&1 &
-log=$!
-stamp() { while IFS= read -r l; do echo "$(date +%H:%M:%S.%N) $l"; done; }
+probe_clocks
 export ETWGPU_FIXTURES=$PWD/test_data/fixtures ETWGPU_BENCH_LARGE=1
 mkdir -p "$OUT/stream" "$OUT/coop"
 for v in base u8 c16 hc q3; do
@@ -21,16 +18,16 @@ for v in base u8 c16 hc q3; do
   filter="stream f32"; [ $v = base ] && filter="stream "; [ $v = q3 ] && filter="stream f32 qkv"
   trusted=0; [ $v = hc ] && trusted=1
   echo "== stream bench, $v"
-  ETWGPU_TRUSTED_SHADERS=$trusted timeout 150 /tmp/b/s38v/$v/runtime-bench --bench "$filter" 2>&1 | stamp > "$OUT/stream/$v.txt"
+  ETWGPU_TRUSTED_SHADERS=$trusted timeout 150 /tmp/b/s38v/$v/runtime-bench --bench "$filter" 2>&1 | probe_stamp > "$OUT/stream/$v.txt"
   grep -E "one pass|copy bandwidth:" "$OUT/stream/$v.txt" | cut -c20-150
 done
 for warm in 300 3000; do
   if [ "$(probe_left)" -lt 80 ]; then echo "skipped coop warm $warm: $(probe_left) s left"; continue; fi
   echo "== coop_probe dense new, warm-up $warm ms"
   ETWGPU_PROBE_WARM_MS=$warm timeout $(( $(probe_left) < 150 ? $(probe_left) : 150 )) \
-    /tmp/b/s38v/base/coop_probe dense new 2>&1 | stamp > "$OUT/coop/warm$warm.txt"
+    /tmp/b/s38v/base/coop_probe dense new 2>&1 | probe_stamp > "$OUT/coop/warm$warm.txt"
   grep -E "coop_large.f16 \(shipped\)|best shipped" "$OUT/coop/warm$warm.txt" | cut -c20-170 | head -8
 done
-kill $log
+probe_clocks_stop
 probe_pack bv
 ls "$OUT"

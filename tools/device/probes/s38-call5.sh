@@ -10,10 +10,7 @@ probe_deadline "${1:-300}"
 probe_gl
 probe_unpack .xfer/s38v /tmp/b/s38v
 probe_gpu
-nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,pstate,power.draw,utilization.gpu \
-  --format=csv,noheader -lms 50 > "$OUT/clocks.csv" 2>&1 &
-log=$!
-stamp() { while IFS= read -r l; do echo "$(date +%H:%M:%S.%N) $l"; done; }
+probe_clocks
 export ETWGPU_FIXTURES=$PWD/test_data/fixtures ETWGPU_BENCH_LARGE=1
 mkdir -p "$OUT/stream"
 for vf in "base:stream " "q3:f32 qkv" "c16:f32" "u8:f32"; do
@@ -21,9 +18,9 @@ for vf in "base:stream " "q3:f32 qkv" "c16:f32" "u8:f32"; do
   if [ "$(probe_left)" -lt 50 ]; then echo "skipped $v: $(probe_left) s left"; continue; fi
   echo "== stream bench, $v ($only)"
   ETWGPU_BENCH_ONLY="$only" timeout $(( $(probe_left) < 100 ? $(probe_left) : 100 )) \
-    /tmp/b/s38v/$v/runtime-bench --bench "stream" 2>&1 | stamp > "$OUT/stream/$v.txt"
+    /tmp/b/s38v/$v/runtime-bench --bench "stream" 2>&1 | probe_stamp > "$OUT/stream/$v.txt"
   grep -E "one pass|copy bandwidth:" "$OUT/stream/$v.txt" | cut -c20-150
 done
-kill $log
+probe_clocks_stop
 probe_pack bx
 ls "$OUT"

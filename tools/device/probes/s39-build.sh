@@ -18,13 +18,7 @@ export CARGO_TARGET_DIR=/tmp/s36-target-old
 out=/tmp/s39-bins
 rm -rf "$out" && mkdir -p "$out"/{base,i16}
 [ -d "$wt" ] || git -C "$root" worktree add -q -d "$wt" "$rev"
-bench_exe() {
-  cargo bench -q -p etwgpu-runtime --bench main --no-run --message-format=json 2>/dev/null | python3 -c '
-import json, sys
-exe = [m["executable"] for m in map(json.loads, sys.stdin)
-       if m.get("reason") == "compiler-artifact" and m["target"]["kind"] == ["bench"] and m.get("executable")]
-print(exe[-1])'
-}
+source "$root/tools/device/probes/build-lib.sh"
 cd "$wt"
 git checkout -q --detach "$rev"
 cargo xtask codegen > /dev/null

@@ -11,26 +11,23 @@ probe_deadline "${1:-400}"
 probe_gl
 probe_unpack .xfer/s39 /tmp/b/s39
 probe_gpu
-nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,pstate,power.draw,utilization.gpu \
-  --format=csv,noheader -lms 50 > "$OUT/clocks.csv" 2>&1 &
-log=$!
-stamp() { while IFS= read -r l; do echo "$(date +%H:%M:%S.%N) $l"; done; }
+probe_clocks
 mkdir -p "$OUT/stream" "$OUT/dec"
 echo "== stream bench, base"
 ETWGPU_FIXTURES=$PWD/test_data/fixtures ETWGPU_BENCH_LARGE=1 timeout 120 /tmp/b/s39/base/runtime-bench --bench stream \
-  2>&1 | stamp > "$OUT/stream/base.txt"
+  2>&1 | probe_stamp > "$OUT/stream/base.txt"
 grep -E "one pass|copy bandwidth:" "$OUT/stream/base.txt" | cut -c20-150
 dec() { # NAME BUILD MODEL INT8
   if [ "$(probe_left)" -lt 40 ]; then echo "skipped $1: $(probe_left) s left"; return; fi
   echo "== $1"
   ETWGPU_INT8_ACTIVATIONS=$4 timeout 60 "/tmp/b/s39/$2/llm_bench" --model "$3" --weights q4 --prompts 16 --contexts 128 \
-    --steps 64 --repeats 1 --json "$OUT/dec/$1.json" 2>&1 | stamp | grep -E "^\S+ decode" | cut -c20-90
+    --steps 64 --repeats 1 --json "$OUT/dec/$1.json" 2>&1 | probe_stamp | grep -E "^\S+ decode" | cut -c20-90
 }
 for r in 1 2; do
   for m in 1b smollm2; do
     dec "${m}_float$r" base $m 0; dec "${m}_int8$r" base $m 1; dec "${m}_i16$r" i16 $m 1
   done
 done
-kill $log
+probe_clocks_stop
 probe_pack by
 ls "$OUT"
